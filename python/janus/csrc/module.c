@@ -1,0 +1,369 @@
+/* module.c -- the janus._C extension module: the TensorBase type, buffer
+ * import/export, generic op dispatch from Python, op-table introspection.
+ */
+#include "jn_py.h"
+
+#include <string.h>
+
+PyTypeObject *jn_py_tensor_class = NULL;
+
+/* ------------------------------------------------------------- errors */
+PyObject *jn_py_raise(jn_status s) {
+    PyObject *exc;
+    switch (s) {
+    case JN_ERR_VALUE: exc = PyExc_ValueError; break;
+    case JN_ERR_TYPE: exc = PyExc_TypeError; break;
+    case JN_ERR_INDEX: exc = PyExc_IndexError; break;
+    case JN_ERR_NOMEM: exc = PyExc_MemoryError; break;
+    case JN_ERR_UNSUPPORTED: exc = PyExc_NotImplementedError; break;
+    case JN_ERR_IO: exc = PyExc_OSError; break;
+    default: exc = PyExc_RuntimeError; break;
+    }
+    PyErr_SetString(exc, jn_errmsg());
+    return NULL;
+}
+
+/* ------------------------------------------------------------ wrapping */
+PyObject *jn_py_wrap(jn_tensor *t) {
+    if (!t) return jn_py_raise(JN_ERR_NOMEM);
+    PyTypeObject *cls = jn_py_tensor_class ? jn_py_tensor_class : &JnTensorBase_Type;
+    JnTensorObject *o = (JnTensorObject *)cls->tp_alloc(cls, 0);
+    if (!o) {
+        jn_tensor_decref(t);
+        return NULL;
+    }
+    o->t = t;
+    return (PyObject *)o;
+}
+
+jn_tensor *jn_py_to_tensor(PyObject *o, const char *what) {
+    if (JnTensor_Check(o)) {
+        jn_tensor *t = ((JnTensorObject *)o)->t;
+        jn_tensor_incref(t);
+        return t;
+    }
+    jn_tensor *t = NULL;
+    if (PyBool_Check(o)) t = jn_scalar_i64(o == Py_True, JN_BOOL, 1);
+    else if (PyLong_Check(o)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError, "%s: Python int too large for int64", what);
+            return NULL;
+        }
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        t = jn_scalar_i64(v, JN_I64, 1);
+    } else if (PyFloat_Check(o)) t = jn_scalar_f64(PyFloat_AS_DOUBLE(o), JN_F64, 1);
+    else {
+        PyErr_Format(PyExc_TypeError, "%s must be a Tensor or a number, not %.100s", what,
+                     Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    if (!t) jn_py_raise(JN_ERR_NOMEM);
+    return t;
+}
+
+/* ------------------------------------------------------------- attrs */
+static int parse_int(PyObject *v, int64_t *out, const char *op, const char *name) {
+    if (PyBool_Check(v) || PyLong_Check(v) || PyIndex_Check(v)) {
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        *out = x;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be int, not %.100s", op, name,
+                 Py_TYPE(v)->tp_name);
+    return -1;
+}
+
+int jn_py_parse_attrs(jn_op op, PyObject *attrs, jn_attrs *a) {
+    const jn_opinfo *info = jn_op_info(op);
+    memset(a, 0, sizeof *a);
+    if (!PyTuple_Check(attrs) || PyTuple_GET_SIZE(attrs) > info->nattrs) {
+        PyErr_Format(PyExc_TypeError, "%s(): expected a tuple of at most %d attributes", info->name,
+                     info->nattrs);
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(attrs);
+    for (int i = 0; i < info->nattrs; i++) {
+        const char *name = info->attr_name[i];
+        if (i >= n) { /* random ops' seed/offset are filled by the dispatcher */
+            if (info->attr_kind[i] == JN_A_DTYPE) a->a[i].i = -1;
+            continue;
+        }
+        PyObject *v = PyTuple_GET_ITEM(attrs, i);
+        switch (info->attr_kind[i]) {
+        case JN_A_INT:
+        case JN_A_BOOL:
+            if (parse_int(v, &a->a[i].i, info->name, name)) return -1;
+            break;
+        case JN_A_DTYPE:
+            if (v == Py_None) a->a[i].i = -1;
+            else if (parse_int(v, &a->a[i].i, info->name, name)) return -1;
+            else if (a->a[i].i < -1 || a->a[i].i >= JN_NDTYPES) {
+                PyErr_Format(PyExc_ValueError, "%s(): bad dtype code %lld", info->name, (long long)a->a[i].i);
+                return -1;
+            }
+            break;
+        case JN_A_FLOAT: {
+            double d = PyFloat_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a number, not %.100s",
+                             info->name, name, Py_TYPE(v)->tp_name);
+                return -1;
+            }
+            a->a[i].f = d;
+            break;
+        }
+        case JN_A_INTS: {
+            PyObject *seq = PySequence_Fast(v, "");
+            if (!seq) {
+                PyErr_Clear();
+                int64_t x;
+                if (parse_int(v, &x, info->name, name)) return -1; /* a single int is a 1-list */
+                a->a[i].l.n = 1;
+                a->a[i].l.v[0] = x;
+                break;
+            }
+            Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+            if (m > JN_MAX_DIMS) {
+                Py_DECREF(seq);
+                PyErr_Format(PyExc_ValueError, "%s(): '%s' has %zd entries; at most %d are supported",
+                             info->name, name, m, JN_MAX_DIMS);
+                return -1;
+            }
+            a->a[i].l.n = (int)m;
+            for (Py_ssize_t k = 0; k < m; k++)
+                if (parse_int(PySequence_Fast_GET_ITEM(seq, k), &a->a[i].l.v[k], info->name, name)) {
+                    Py_DECREF(seq);
+                    return -1;
+                }
+            Py_DECREF(seq);
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+PyObject *jn_py_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a) {
+    jn_tensor *out[JN_MAX_OUTS];
+    jn_status s = jn_dispatch(op, nin, in, a, out);
+    if (s) return jn_py_raise(s);
+    int nout = jn_op_info(op)->nout;
+    if (nout == 1) {
+        /* in-place ops hand back the caller's own object */
+        if ((jn_op_info(op)->flags & JN_F_INPLACE) && in[0]->pyobj) {
+            jn_tensor_decref(out[0]);
+            PyObject *o = (PyObject *)in[0]->pyobj;
+            Py_INCREF(o);
+            return o;
+        }
+        return jn_py_wrap(out[0]);
+    }
+    PyObject *tup = PyTuple_New(nout);
+    if (!tup) {
+        for (int i = 0; i < nout; i++) jn_tensor_decref(out[i]);
+        return NULL;
+    }
+    for (int i = 0; i < nout; i++) {
+        PyObject *w = jn_py_wrap(out[i]);
+        if (!w) {
+            for (int k = i + 1; k < nout; k++) jn_tensor_decref(out[k]);
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, i, w);
+    }
+    return tup;
+}
+
+static int op_from_obj(PyObject *o) {
+    if (PyLong_Check(o)) {
+        long v = PyLong_AsLong(o);
+        if (v >= 0 && v < JN_NOPS) return (int)v;
+    } else if (PyUnicode_Check(o)) {
+        int v = jn_op_lookup(PyUnicode_AsUTF8(o));
+        if (v >= 0) return v;
+    }
+    PyErr_Format(PyExc_ValueError, "unknown op %R", o);
+    return -1;
+}
+
+/* Gather tensor inputs from a sequence; numbers become wrapped scalars. */
+static int gather_inputs(PyObject *seq_in, jn_tensor **in, int *nin, const char *opname) {
+    PyObject *seq = PySequence_Fast(seq_in, "op inputs must be a sequence");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > JN_MAX_INS) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s: at most %d tensor inputs are supported, got %zd", opname,
+                     JN_MAX_INS, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        in[i] = jn_py_to_tensor(PySequence_Fast_GET_ITEM(seq, i), opname);
+        if (!in[i]) {
+            for (Py_ssize_t k = 0; k < i; k++) jn_tensor_decref(in[k]);
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    *nin = (int)n;
+    return 0;
+}
+
+/* _C._op(op, inputs, attrs) */
+static PyObject *py_op(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_op(op, inputs, attrs)");
+        return NULL;
+    }
+    int op = op_from_obj(args[0]);
+    if (op < 0) return NULL;
+    jn_attrs a;
+    if (jn_py_parse_attrs((jn_op)op, args[2], &a)) return NULL;
+    jn_tensor *in[JN_MAX_INS];
+    int nin;
+    if (gather_inputs(args[1], in, &nin, jn_op_info((jn_op)op)->name)) return NULL;
+    PyObject *r = jn_py_dispatch((jn_op)op, nin, in, &a);
+    for (int i = 0; i < nin; i++) jn_tensor_decref(in[i]);
+    return r;
+}
+
+/* _C._op_into(op, inputs, attrs, dst) -> dst */
+static PyObject *py_op_into(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4 || !JnTensor_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "_op_into(op, inputs, attrs, dst: Tensor)");
+        return NULL;
+    }
+    int op = op_from_obj(args[0]);
+    if (op < 0) return NULL;
+    jn_attrs a;
+    if (jn_py_parse_attrs((jn_op)op, args[2], &a)) return NULL;
+    jn_tensor *in[JN_MAX_INS];
+    int nin;
+    if (gather_inputs(args[1], in, &nin, jn_op_info((jn_op)op)->name)) return NULL;
+    jn_status s = jn_dispatch_into((jn_op)op, nin, in, &a, ((JnTensorObject *)args[3])->t);
+    for (int i = 0; i < nin; i++) jn_tensor_decref(in[i]);
+    if (s) return jn_py_raise(s);
+    Py_INCREF(args[3]);
+    return args[3];
+}
+
+static PyObject *py_op_names(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    PyObject *l = PyList_New(JN_NOPS);
+    for (int i = 0; l && i < JN_NOPS; i++) PyList_SET_ITEM(l, i, PyUnicode_FromString(jn_op_info((jn_op)i)->name));
+    return l;
+}
+
+static PyObject *py_op_info(PyObject *self, PyObject *arg) {
+    (void)self;
+    int op = op_from_obj(arg);
+    if (op < 0) return NULL;
+    const jn_opinfo *in = jn_op_info((jn_op)op);
+    PyObject *attrs = PyList_New(in->nattrs);
+    for (int i = 0; attrs && i < in->nattrs; i++)
+        PyList_SET_ITEM(attrs, i, Py_BuildValue("(sC)", in->attr_name[i], in->attr_kind[i]));
+    return Py_BuildValue("{s:i,s:s,s:i,s:i,s:i,s:N}", "id", op, "name", in->name, "nin", in->nin,
+                         "nout", in->nout, "flags", in->flags, "attrs", attrs);
+}
+
+static PyObject *py_optable_hash(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    char buf[24];
+    snprintf(buf, sizeof buf, "%016llx", (unsigned long long)jn_optable_hash());
+    return PyUnicode_FromString(buf);
+}
+
+static PyObject *py_set_tensor_class(PyObject *self, PyObject *cls) {
+    (void)self;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &JnTensorBase_Type)) {
+        PyErr_SetString(PyExc_TypeError, "tensor class must subclass _C.TensorBase");
+        return NULL;
+    }
+    Py_XDECREF(jn_py_tensor_class);
+    Py_INCREF(cls);
+    jn_py_tensor_class = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_manual_seed(PyObject *self, PyObject *arg) {
+    (void)self;
+    unsigned long long s = PyLong_AsUnsignedLongLongMask(arg);
+    if (PyErr_Occurred()) return NULL;
+    jn_manual_seed(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rng_state(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return Py_BuildValue("(KK)", (unsigned long long)jn_rng_seed(), (unsigned long long)jn_rng_offset());
+}
+
+static PyObject *py_set_rng_state(PyObject *self, PyObject *args) {
+    (void)self;
+    unsigned long long s, o;
+    if (!PyArg_ParseTuple(args, "KK", &s, &o)) return NULL;
+    jn_rng_set_state(s, o);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    jn_set_num_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyLong_FromLong(jn_num_threads());
+}
+
+extern PyMethodDef jn_py_tensor_module_methods[]; /* tensor.c: constructors */
+
+static PyMethodDef methods[] = {
+    {"_op", (PyCFunction)(void (*)(void))py_op, METH_FASTCALL, "_op(op, inputs, attrs): run one op"},
+    {"_op_into", (PyCFunction)(void (*)(void))py_op_into, METH_FASTCALL, "_op_into(op, inputs, attrs, dst)"},
+    {"op_names", py_op_names, METH_NOARGS, "names of every op in the op table"},
+    {"op_info", py_op_info, METH_O, "metadata of one op"},
+    {"optable_hash", py_optable_hash, METH_NOARGS, "hash of the op table"},
+    {"_set_tensor_class", py_set_tensor_class, METH_O, NULL},
+    {"manual_seed", py_manual_seed, METH_O, "seed the default Philox generator"},
+    {"_rng_state", py_rng_state, METH_NOARGS, "(seed, offset) of the default generator"},
+    {"_set_rng_state", py_set_rng_state, METH_VARARGS, NULL},
+    {"set_num_threads", py_set_num_threads, METH_O, NULL},
+    {"get_num_threads", py_get_num_threads, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "janus._C", "Janus C runtime", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__C(void) {
+    if (PyType_Ready(&JnTensorBase_Type) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m) return NULL;
+    if (PyModule_AddFunctions(m, jn_py_tensor_module_methods) < 0) goto fail;
+    Py_INCREF(&JnTensorBase_Type);
+    if (PyModule_AddObject(m, "TensorBase", (PyObject *)&JnTensorBase_Type) < 0) goto fail;
+    PyObject *names = PyTuple_New(JN_NDTYPES);
+    for (int i = 0; names && i < JN_NDTYPES; i++) PyTuple_SET_ITEM(names, i, PyUnicode_FromString(jn_dtype_names[i]));
+    if (!names || PyModule_AddObject(m, "dtype_names", names) < 0) goto fail;
+    PyModule_AddIntConstant(m, "MAX_DIMS", JN_MAX_DIMS);
+    PyModule_AddIntConstant(m, "HAVE_CUDA", JANUS_HAVE_CUDA);
+    PyModule_AddStringConstant(m, "__version__", JANUS_VERSION);
+#define F(n) PyModule_AddIntConstant(m, #n, n);
+    F(JN_F_EW) F(JN_F_RED) F(JN_F_VIEW) F(JN_F_INPLACE) F(JN_F_RAND) F(JN_F_FACTORY) F(JN_F_VARIADIC) F(JN_F_NOGRAD)
+#undef F
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,248 @@
+/* dispatch.c -- the op table expanded into metadata, and the one dispatcher.
+ *
+ * jn_dispatch() is the single entry point every op runs through: it checks
+ * arity, fills Philox attributes for random ops, infers output metadata
+ * without touching data, allocates outputs (or view headers sharing the
+ * input's storage), runs the CPU kernel, bumps versions for in-place writes
+ * and finally calls the recording/capture hook.  The table hash covers every
+ * row of ops.def so a trace store can refuse traces from another table.
+ */
+#include "jn_runtime.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static jn_opinfo infos[JN_NOPS] = {
+#define JN_OP(name, nin, nout, flags, attrs) {#name, nin, nout, flags, attrs, 0, {0}, {{0}}},
+#include "ops.def"
+#undef JN_OP
+};
+
+static const jn_infer_fn infer_tab[JN_NOPS] = {
+#define JN_OP(name, nin, nout, flags, attrs) jn_infer_##name,
+#include "ops.def"
+#undef JN_OP
+};
+
+static const jn_kernel_fn cpu_tab[JN_NOPS] = {
+#define JN_OP(name, nin, nout, flags, attrs) jn_cpu_##name,
+#include "ops.def"
+#undef JN_OP
+};
+
+static pthread_once_t parse_once = PTHREAD_ONCE_INIT;
+
+/* Split each schema "a:i,b:L" into names and kinds once. */
+static void parse_schemas(void) {
+    for (int op = 0; op < JN_NOPS; op++) {
+        jn_opinfo *in = &infos[op];
+        const char *p = in->schema;
+        int n = 0;
+        while (*p) {
+            const char *colon = strchr(p, ':');
+            if (!colon || n >= JN_MAX_ATTRS) break; /* table bug: caught by the test suite */
+            size_t len = (size_t)(colon - p);
+            if (len >= sizeof in->attr_name[0]) len = sizeof in->attr_name[0] - 1;
+            memcpy(in->attr_name[n], p, len);
+            in->attr_name[n][len] = 0;
+            in->attr_kind[n] = colon[1];
+            n++;
+            p = colon + 2;
+            if (*p == ',') p++;
+        }
+        in->nattrs = n;
+    }
+}
+
+const jn_opinfo *jn_op_info(jn_op op) {
+    pthread_once(&parse_once, parse_schemas);
+    return (unsigned)op < JN_NOPS ? &infos[op] : NULL;
+}
+
+int jn_op_lookup(const char *name) {
+    for (int i = 0; i < JN_NOPS; i++)
+        if (!strcmp(infos[i].name, name)) return i;
+    return -1;
+}
+
+int jn_op_attr_index(jn_op op, const char *name) {
+    const jn_opinfo *in = jn_op_info(op);
+    for (int i = 0; in && i < in->nattrs; i++)
+        if (!strcmp(in->attr_name[i], name)) return i;
+    return -1;
+}
+
+uint64_t jn_optable_hash(void) {
+    uint64_t h = 1469598103934665603ull;
+    char row[256];
+    for (int i = 0; i < JN_NOPS; i++) {
+        int n = snprintf(row, sizeof row, "%s/%d/%d/%d/%s;", infos[i].name, infos[i].nin,
+                         infos[i].nout, infos[i].flags, infos[i].schema);
+        for (int k = 0; k < n && k < (int)sizeof row; k++) {
+            h ^= (unsigned char)row[k];
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------- generator */
+static pthread_mutex_t rng_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t rng_seed = 67280421310721ull, rng_offset = 0;
+
+void jn_manual_seed(uint64_t seed) {
+    pthread_mutex_lock(&rng_lock);
+    rng_seed = seed;
+    rng_offset = 0;
+    pthread_mutex_unlock(&rng_lock);
+}
+uint64_t jn_rng_seed(void) { return rng_seed; }
+uint64_t jn_rng_offset(void) { return rng_offset; }
+void jn_rng_set_state(uint64_t seed, uint64_t offset) {
+    pthread_mutex_lock(&rng_lock);
+    rng_seed = seed;
+    rng_offset = offset;
+    pthread_mutex_unlock(&rng_lock);
+}
+
+/* Philox4x32-10 (Salmon et al., SC'11). */
+void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]) {
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+/* ------------------------------------------------------------- dispatcher */
+static jn_dispatch_hook hook;
+
+void jn_set_dispatch_hook(const jn_dispatch_hook *h) {
+    if (h) hook = *h;
+    else memset(&hook, 0, sizeof hook);
+}
+
+static jn_status check_inputs(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in) {
+    int ok = (info->flags & JN_F_VARIADIC) ? nin >= info->nin : nin == info->nin;
+    if (!ok || nin > JN_MAX_INS)
+        return jn_error(JN_ERR_VALUE, "%s: expected %s%d tensor inputs, got %d", info->name,
+                        (info->flags & JN_F_VARIADIC) ? "at least " : "", info->nin, nin);
+    for (int i = 0; i < nin; i++) {
+        if (!in[i]) return jn_error(JN_ERR_VALUE, "%s: input %d is missing", info->name, i);
+        if (in[i]->storage && in[i]->storage->device != JN_CPU)
+            return jn_error(JN_ERR_UNSUPPORTED, "%s: input %d is on a device this build cannot run",
+                            info->name, i);
+    }
+    (void)op;
+    return JN_OK;
+}
+
+/* Random ops take their stream position from the default generator. */
+static void fill_rng(jn_op op, const jn_opinfo *info, jn_attrs *a, const jn_meta *m) {
+    int ks = jn_op_attr_index(op, "seed"), ko = jn_op_attr_index(op, "offset");
+    (void)info;
+    pthread_mutex_lock(&rng_lock);
+    a->a[ks].i = (int64_t)rng_seed;
+    a->a[ko].i = (int64_t)rng_offset;
+    rng_offset += (uint64_t)jn_shape_numel(m->ndim, m->shape);
+    pthread_mutex_unlock(&rng_lock);
+}
+
+jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in,
+                      jn_tensor **out) {
+    const jn_opinfo *info = jn_op_info(op);
+    if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
+    jn_status s = check_inputs(op, info, nin, in);
+    if (s) return s;
+    jn_attrs a = *a_in;
+    jn_meta meta[JN_MAX_OUTS];
+    memset(meta, 0, sizeof meta);
+    if ((s = infer_tab[op](nin, in, &a, meta))) return s;
+    if (info->flags & JN_F_RAND) fill_rng(op, info, &a, &meta[0]);
+
+    jn_tensor *res[JN_MAX_OUTS] = {0};
+    for (int i = 0; i < info->nout; i++) {
+        if (info->flags & JN_F_INPLACE && i == 0) {
+            res[0] = in[0];
+            jn_tensor_incref(in[0]);
+        } else if (info->flags & JN_F_VIEW) {
+            res[i] = jn_tensor_alias(in[0]);
+            if (res[i]) {
+                res[i]->ndim = meta[i].ndim;
+                memcpy(res[i]->shape, meta[i].shape, sizeof(int64_t) * JN_MAX_DIMS);
+            }
+        } else {
+            res[i] = jn_tensor_new_meta(&meta[i]);
+        }
+        if (!res[i]) {
+            s = JN_ERR_NOMEM;
+            goto fail;
+        }
+    }
+    if ((s = cpu_tab[op](nin, in, &a, res))) goto fail;
+    if (info->flags & JN_F_INPLACE) in[0]->storage->version++;
+    for (int i = 0; i < info->nout; i++) out[i] = res[i];
+    if (hook.after) hook.after(hook.ctx, op, nin, in, &a, info->nout, res);
+    return JN_OK;
+fail:
+    for (int i = 0; i < info->nout; i++) jn_tensor_decref(res[i]);
+    return s;
+}
+
+jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
+                           jn_tensor *dst) {
+    const jn_opinfo *info = jn_op_info(op);
+    if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
+    if (!(info->flags & JN_F_EW) || info->nout != 1)
+        return jn_error(JN_ERR_UNSUPPORTED, "%s has no in-place/out= form", info->name);
+    jn_status s = check_inputs(op, info, nin, in);
+    if (s) return s;
+    jn_meta m;
+    if ((s = infer_tab[op](nin, in, a, &m))) return s;
+    char sa[128], sb[128];
+    if (!jn_same_shape(m.ndim, m.shape, dst->ndim, dst->shape))
+        return jn_error(JN_ERR_SHAPE,
+                        "%s: output with shape %s doesn't match the broadcast shape %s",
+                        info->name, jn_shape_str(dst->ndim, dst->shape, sa, sizeof sa),
+                        jn_shape_str(m.ndim, m.shape, sb, sizeof sb));
+    /* PyTorch's can_cast: no float -> integral, no integral/float -> bool */
+    int bad = (jn_dtype_is_float(m.dtype) && !jn_dtype_is_float(dst->dtype)) ||
+              (m.dtype != JN_BOOL && dst->dtype == JN_BOOL);
+    if (bad)
+        return jn_error(JN_ERR_TYPE, "%s: result type %s can't be cast to the desired output type %s",
+                        info->name, jn_dtype_names[m.dtype], jn_dtype_names[dst->dtype]);
+    /* Inputs overlapping dst in any other layout are copied first, so the
+     * kernel never reads what it has already written. */
+    jn_tensor *safe[JN_MAX_INS];
+    int ncopies = 0;
+    jn_tensor *copies[JN_MAX_INS];
+    for (int i = 0; i < nin; i++) {
+        safe[i] = in[i];
+        if (in[i] != dst && in[i]->storage == dst->storage &&
+            !(in[i]->offset == dst->offset && jn_same_shape(in[i]->ndim, in[i]->shape, dst->ndim, dst->shape) &&
+              !memcmp(in[i]->strides, dst->strides, sizeof(int64_t) * (size_t)dst->ndim))) {
+            jn_tensor *c = jn_contiguous(in[i]);
+            if (!c) { s = JN_ERR_NOMEM; goto done; }
+            safe[i] = copies[ncopies++] = c;
+        }
+    }
+    jn_tensor *outv[1] = {dst};
+    if ((s = cpu_tab[op](nin, safe, a, outv))) goto done;
+    dst->storage->version++;
+    if (hook.after) hook.after(hook.ctx, op, nin, in, a, 1, outv);
+done:
+    for (int i = 0; i < ncopies; i++) jn_tensor_decref(copies[i]);
+    return s;
+}

@@ -1,0 +1,295 @@
+/* jn_runtime.h -- the Janus tensor runtime: dtypes, tensors, the op table,
+ * the dispatcher and the helpers kernels share.
+ *
+ * Everything here carries the jn_ prefix (jn_rt_ for runtime-internal
+ * helpers that other libraries may still call).  A tensor is a refcounted
+ * header over refcounted storage; views share storage and its version
+ * counter.  Every op runs through jn_dispatch(), which looks the op up in the
+ * tables expanded from ops.def.  User-caused failures return a jn_status and
+ * leave a message in a thread-local buffer (jn_errmsg()); asserts guard only
+ * internal invariants.
+ */
+#ifndef JN_RUNTIME_H
+#define JN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define JN_MAX_DIMS 8    /* tensors have at most this many dims */
+#define JN_MAX_ATTRS 8   /* attributes per op */
+#define JN_MAX_OUTS 4    /* outputs per op */
+#define JN_MAX_INS 64    /* tensor inputs per op (cat/stack/index) */
+
+/* ---------------------------------------------------------------- status */
+typedef enum {
+    JN_OK = 0,
+    JN_ERR_VALUE,       /* bad argument value           -> ValueError   */
+    JN_ERR_TYPE,        /* bad dtype / argument type    -> TypeError    */
+    JN_ERR_INDEX,       /* index out of range           -> IndexError   */
+    JN_ERR_SHAPE,       /* incompatible shapes          -> RuntimeError */
+    JN_ERR_RUNTIME,     /* anything else at run time    -> RuntimeError */
+    JN_ERR_NOMEM,       /* allocation failed            -> MemoryError  */
+    JN_ERR_UNSUPPORTED, /* op/dtype/device not supported -> NotImplementedError */
+    JN_ERR_IO           /* file or database trouble     -> OSError      */
+} jn_status;
+
+/* Record an error message (printf-style) and return `s`. */
+jn_status jn_error(jn_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *jn_errmsg(void);
+const char *jn_status_name(jn_status s);
+
+/* ----------------------------------------------------------------- dtypes */
+/* X(enum, name, C type used for storage, element size, is_float, is_int) */
+#define JN_DTYPES(X)                                   \
+    X(JN_F32, float32, float, 4, 1, 0)                 \
+    X(JN_F64, float64, double, 8, 1, 0)                \
+    X(JN_F16, float16, uint16_t, 2, 1, 0)              \
+    X(JN_BF16, bfloat16, uint16_t, 2, 1, 0)            \
+    X(JN_I64, int64, int64_t, 8, 0, 1)                 \
+    X(JN_I32, int32, int32_t, 4, 0, 1)                 \
+    X(JN_U8, uint8, uint8_t, 1, 0, 1)                  \
+    X(JN_BOOL, bool, uint8_t, 1, 0, 0)
+
+typedef enum {
+#define X(e, n, t, s, f, i) e,
+    JN_DTYPES(X)
+#undef X
+    JN_NDTYPES
+} jn_dtype;
+
+#define JN_DEFAULT_DTYPE JN_F32
+
+extern const char *const jn_dtype_names[JN_NDTYPES];
+extern const size_t jn_dtype_size[JN_NDTYPES];
+int jn_dtype_is_float(jn_dtype d);
+int jn_dtype_is_int(jn_dtype d); /* integral, not bool */
+/* PyTorch's promote_types for two dtypes. */
+jn_dtype jn_promote(jn_dtype a, jn_dtype b);
+/* Parse a dtype name ("float32", "float", "long", ...); -1 if unknown. */
+int jn_dtype_from_name(const char *name);
+
+/* Half-precision conversions (round to nearest even). */
+float jn_f16_to_f32(uint16_t h);
+uint16_t jn_f32_to_f16(float f);
+float jn_bf16_to_f32(uint16_t h);
+uint16_t jn_f32_to_bf16(float f);
+
+/* Load/store one element of any dtype through double / int64 (slow paths). */
+double jn_load_f64(const void *p, jn_dtype d);
+void jn_store_f64(void *p, jn_dtype d, double v);
+int64_t jn_load_i64(const void *p, jn_dtype d);
+void jn_store_i64(void *p, jn_dtype d, int64_t v);
+
+/* ---------------------------------------------------------------- tensors */
+typedef enum { JN_CPU = 0, JN_CUDA = 1 } jn_device_type;
+
+typedef struct jn_storage {
+    int64_t refcnt;
+    void *data;          /* NULL for meta-only tensors (lazy capture, analyzer) */
+    size_t nbytes;
+    int device;          /* jn_device_type */
+    int owns_data;       /* free data on release */
+    uint64_t version;    /* bumped by every in-place write; shared by views */
+    void (*release)(void *ctx); /* external memory (numpy buffers) */
+    void *release_ctx;
+} jn_storage;
+
+typedef struct jn_tensor {
+    int64_t refcnt;
+    jn_storage *storage;
+    jn_dtype dtype;
+    int ndim;
+    int64_t shape[JN_MAX_DIMS];
+    int64_t strides[JN_MAX_DIMS]; /* in elements */
+    int64_t offset;               /* in elements */
+    int64_t id;                   /* unique per tensor header (recording) */
+    int wrapped_number;           /* a Python scalar (type promotion) */
+    void *autograd;               /* owned by the autograd layer */
+    void *pyobj;                  /* borrowed back-pointer to the Python wrapper */
+} jn_tensor;
+
+typedef struct {
+    jn_dtype dtype;
+    int ndim;
+    int64_t shape[JN_MAX_DIMS];
+} jn_meta;
+
+/* Allocate a contiguous tensor (uninitialized data). NULL + error on failure. */
+jn_tensor *jn_tensor_new(jn_dtype dtype, int ndim, const int64_t *shape);
+jn_tensor *jn_tensor_new_meta(const jn_meta *m);
+/* Zero-filled. */
+jn_tensor *jn_tensor_zeros(jn_dtype dtype, int ndim, const int64_t *shape);
+/* A tensor header over existing memory; `release(ctx)` runs when the storage dies. */
+jn_tensor *jn_tensor_from_memory(void *data, size_t nbytes, jn_dtype dtype, int ndim,
+                                 const int64_t *shape, const int64_t *strides,
+                                 int64_t offset, void (*release)(void *), void *ctx);
+/* A new header sharing t's storage (shape/strides/offset copied). */
+jn_tensor *jn_tensor_alias(jn_tensor *t);
+/* A 0-d tensor holding a scalar. wrapped=1 marks a Python number. */
+jn_tensor *jn_scalar_f64(double v, jn_dtype dtype, int wrapped);
+jn_tensor *jn_scalar_i64(int64_t v, jn_dtype dtype, int wrapped);
+void jn_tensor_incref(jn_tensor *t);
+void jn_tensor_decref(jn_tensor *t);
+
+int64_t jn_numel(const jn_tensor *t);
+int64_t jn_shape_numel(int ndim, const int64_t *shape);
+int jn_is_contiguous(const jn_tensor *t);
+void jn_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+/* Pointer to element 0 (storage data + offset). */
+static inline char *jn_data(const jn_tensor *t) {
+    return (char *)t->storage->data + t->offset * (int64_t)jn_dtype_size[t->dtype];
+}
+static inline size_t jn_elsize(const jn_tensor *t) { return jn_dtype_size[t->dtype]; }
+/* Wrap a possibly negative dim into [0, ndim); error names the op. */
+jn_status jn_wrap_dim(int64_t *dim, int ndim, const char *opname);
+/* Broadcast two shapes (numpy rules). */
+jn_status jn_broadcast_shapes(int nd_a, const int64_t *a, int nd_b, const int64_t *b,
+                              int *nd_out, int64_t *out);
+/* Shapes equal? */
+int jn_same_shape(int nd_a, const int64_t *a, int nd_b, const int64_t *b);
+/* Format a shape as "[2, 3]" into buf (for error messages). */
+const char *jn_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+
+/* Result dtype of an op over these tensors by PyTorch's rules (dimensioned
+ * tensors > zero-dim tensors > wrapped Python numbers, by category). */
+jn_dtype jn_result_type(int n, jn_tensor *const *ts);
+
+/* ------------------------------------------------------------- iteration */
+/* Inner loop: ptrs[k] points at operand k's first element, strides[k] is the
+ * byte stride of operand k along the loop, n elements. */
+typedef void (*jn_loop_fn)(char **ptrs, const int64_t *strides, int64_t n, void *ctx);
+
+/* Byte strides of t broadcast to `shape` (0 along broadcast dims). */
+void jn_broadcast_byte_strides(const jn_tensor *t, int ndim, const int64_t *shape,
+                               int64_t *bstrides);
+
+/* Run fn over every element of `shape` for nops operands with byte strides
+ * bstrides[k][d].  Dims are coalesced; the innermost is handed to fn.  If
+ * `parallel` and the work is large, outer rows are split over the thread
+ * pool (fn must then be safe to run concurrently on disjoint rows). */
+void jn_nditer(int nops, char **base, int ndim, const int64_t *shape,
+               int64_t (*bstrides)[JN_MAX_DIMS], jn_loop_fn fn, void *ctx, int parallel);
+
+/* Copy src into dst (same shape or src broadcastable), converting dtype. */
+jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src);
+/* The converting inner loop for src -> dst dtype (ptrs[0] = dst, ptrs[1] = src). */
+jn_loop_fn jn_rt_cast_loop(jn_dtype src, jn_dtype dst);
+/* Set by the autograd layer: frees what it hangs on a dying tensor. */
+extern void (*jn_rt_autograd_free)(jn_tensor *t);
+/* New contiguous tensor (a new reference even when t is contiguous). */
+jn_tensor *jn_contiguous(jn_tensor *t);
+/* New contiguous tensor of `dtype` (or a new ref to t if already so). */
+jn_tensor *jn_to_dtype(jn_tensor *t, jn_dtype dtype);
+
+/* ----------------------------------------------------------- thread pool */
+typedef void (*jn_range_fn)(int64_t begin, int64_t end, void *ctx);
+/* Split [0, n) into chunks of at least `grain` and run them on the pool. */
+void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx);
+int jn_num_threads(void);
+void jn_set_num_threads(int n);
+
+/* -------------------------------------------------------------- op table */
+enum {
+    JN_F_EW = 1 << 0,        /* elementwise over broadcast inputs; supports out= */
+    JN_F_RED = 1 << 1,       /* reduction */
+    JN_F_VIEW = 1 << 2,      /* output aliases input 0's storage */
+    JN_F_INPLACE = 1 << 3,   /* writes input 0; output 0 is input 0 */
+    JN_F_RAND = 1 << 4,      /* consumes the Philox stream (seed, offset attrs) */
+    JN_F_FACTORY = 1 << 5,   /* creates a tensor from attributes only */
+    JN_F_VARIADIC = 1 << 6,  /* nin is a minimum */
+    JN_F_NOGRAD = 1 << 7     /* not differentiable */
+};
+
+typedef enum {
+#define JN_OP(name, nin, nout, flags, attrs) JN_OP_##name,
+#include "ops.def"
+#undef JN_OP
+    JN_NOPS
+} jn_op;
+
+typedef enum { JN_A_INT = 'i', JN_A_FLOAT = 'f', JN_A_BOOL = 'b', JN_A_INTS = 'L', JN_A_DTYPE = 'd' } jn_attr_kind;
+
+typedef struct {
+    int n;
+    int64_t v[JN_MAX_DIMS];
+} jn_ints;
+
+typedef union {
+    int64_t i;   /* int, bool, dtype */
+    double f;
+    jn_ints l;
+} jn_attr;
+
+typedef struct {
+    jn_attr a[JN_MAX_ATTRS];
+} jn_attrs;
+
+typedef struct {
+    const char *name;
+    int nin, nout, flags;
+    const char *schema;                 /* as written in ops.def */
+    int nattrs;
+    char attr_kind[JN_MAX_ATTRS];       /* jn_attr_kind */
+    char attr_name[JN_MAX_ATTRS][24];
+} jn_opinfo;
+
+typedef jn_status (*jn_infer_fn)(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out);
+typedef jn_status (*jn_kernel_fn)(int nin, jn_tensor *const *in, const jn_attrs *a,
+                                  jn_tensor *const *out);
+
+/* Per-op functions, declared from the table. */
+#define JN_OP(name, nin, nout, flags, attrs)                                             \
+    jn_status jn_infer_##name(int, jn_tensor *const *, const jn_attrs *, jn_meta *);     \
+    jn_status jn_cpu_##name(int, jn_tensor *const *, const jn_attrs *, jn_tensor *const *);
+#include "ops.def"
+#undef JN_OP
+
+const jn_opinfo *jn_op_info(jn_op op);
+int jn_op_lookup(const char *name); /* -1 if unknown */
+/* 64-bit FNV-1a over every row of the table (names, arity, flags, schema). */
+uint64_t jn_optable_hash(void);
+/* Index of attribute `name` of op, or -1. */
+int jn_op_attr_index(jn_op op, const char *name);
+
+/* --------------------------------------------------------------- dispatch */
+/* Run `op` on inputs with attributes; on success out[0..nout) hold new
+ * references.  In-place ops return a new reference to in[0]. */
+jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
+                      jn_tensor **out);
+/* Elementwise ops only: write the result into an existing tensor `dst`
+ * (x.add_(y) is add with dst = x).  The broadcast result shape must equal
+ * dst's shape and the result dtype must cast to dst's dtype. Bumps the
+ * version of dst. */
+jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
+                           jn_tensor *dst);
+
+/* Hook for recording / lazy capture (set by later layers; NULL = eager). */
+typedef struct jn_dispatch_hook {
+    /* Called after an op ran; `dst` is non-NULL for dispatch_into. */
+    void (*after)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
+                  int nout, jn_tensor *const *out);
+    void *ctx;
+} jn_dispatch_hook;
+void jn_set_dispatch_hook(const jn_dispatch_hook *h);
+
+/* ------------------------------------------------------------ randomness */
+/* Philox4x32-10: four 32-bit outputs for (counter, key). */
+void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]);
+void jn_manual_seed(uint64_t seed);
+uint64_t jn_rng_seed(void);
+uint64_t jn_rng_offset(void);
+void jn_rng_set_state(uint64_t seed, uint64_t offset);
+
+/* Helpers shared by kernels for checking arguments. */
+#define JN_CHECK(cond, status, ...) \
+    do { if (!(cond)) return jn_error((status), __VA_ARGS__); } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

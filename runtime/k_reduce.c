@@ -1,0 +1,28 @@
+/* k_reduce.c -- reductions, softmax.
+ *
+ * STUBS: every op here still returns JN_ERR_UNSUPPORTED; replace each stub
+ * with its shape inference and CPU kernel. */
+#include "jn_runtime.h"
+
+#define STUB(name) \
+  jn_status jn_infer_##name(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) { \
+    (void)nin; (void)in; (void)a; (void)out; return jn_error(JN_ERR_UNSUPPORTED, #name " is not implemented yet"); } \
+  jn_status jn_cpu_##name(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) { \
+    (void)nin; (void)in; (void)a; (void)out; return jn_error(JN_ERR_UNSUPPORTED, #name " is not implemented yet"); }
+
+STUB(sum)
+STUB(mean)
+STUB(prod)
+STUB(amax)
+STUB(amin)
+STUB(max_dim)
+STUB(min_dim)
+STUB(argmax)
+STUB(argmin)
+STUB(var)
+STUB(std)
+STUB(logsumexp)
+STUB(all)
+STUB(any)
+STUB(softmax)
+STUB(log_softmax)

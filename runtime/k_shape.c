@@ -1,0 +1,29 @@
+/* k_shape.c -- views, joins, copies, factories.
+ *
+ * STUBS: every op here still returns JN_ERR_UNSUPPORTED; replace each stub
+ * with its shape inference and CPU kernel. */
+#include "jn_runtime.h"
+
+#define STUB(name) \
+  jn_status jn_infer_##name(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) { \
+    (void)nin; (void)in; (void)a; (void)out; return jn_error(JN_ERR_UNSUPPORTED, #name " is not implemented yet"); } \
+  jn_status jn_cpu_##name(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) { \
+    (void)nin; (void)in; (void)a; (void)out; return jn_error(JN_ERR_UNSUPPORTED, #name " is not implemented yet"); }
+
+STUB(view)
+STUB(permute)
+STUB(transpose)
+STUB(squeeze)
+STUB(unsqueeze)
+STUB(expand)
+STUB(slice)
+STUB(select)
+STUB(as_strided)
+STUB(clone)
+STUB(cat)
+STUB(stack)
+STUB(full)
+STUB(empty)
+STUB(arange)
+STUB(linspace)
+STUB(eye)

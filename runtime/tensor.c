@@ -1,0 +1,481 @@
+/* tensor.c -- tensor and storage lifetime, shapes, broadcasting, the strided
+ * N-d iterator every kernel uses, and dtype-converting copies.
+ *
+ * Storage is refcounted and owns (or borrows, for numpy buffers) the bytes;
+ * a tensor header is refcounted separately so views share storage and its
+ * version counter.  Errors go to a thread-local message buffer.
+ */
+#include "jn_runtime.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ errors */
+static _Thread_local char errbuf[1024];
+
+jn_status jn_error(jn_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+const char *jn_errmsg(void) { return errbuf; }
+
+const char *jn_status_name(jn_status s) {
+    static const char *n[] = {"ok", "value error", "type error", "index error", "shape error",
+                              "runtime error", "out of memory", "unsupported", "I/O error"};
+    return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : "unknown error";
+}
+
+/* ----------------------------------------------------------------- tensors */
+static int64_t next_id = 1; /* tensor ids for the recorder; only needs uniqueness */
+
+static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t *shape) {
+    jn_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        jn_error(JN_ERR_NOMEM, "out of memory allocating a tensor header");
+        return NULL;
+    }
+    t->refcnt = 1;
+    t->storage = st;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    jn_contiguous_strides(ndim, t->shape, t->strides);
+    t->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
+static jn_storage *storage_new(size_t nbytes, int zero) {
+    jn_storage *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->refcnt = 1;
+    st->nbytes = nbytes;
+    st->owns_data = 1;
+    /* 64-byte alignment for vector loads; at least one byte so data != NULL */
+    size_t sz = (nbytes + 63) & ~(size_t)63;
+    st->data = aligned_alloc(64, sz ? sz : 64);
+    if (!st->data) {
+        free(st);
+        return NULL;
+    }
+    if (zero) memset(st->data, 0, sz ? sz : 64);
+    return st;
+}
+
+static jn_tensor *tensor_new(jn_dtype dtype, int ndim, const int64_t *shape, int zero) {
+    if (ndim < 0 || ndim > JN_MAX_DIMS) {
+        jn_error(JN_ERR_VALUE, "tensors have at most %d dims, got %d", JN_MAX_DIMS, ndim);
+        return NULL;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            jn_error(JN_ERR_VALUE, "negative dimension %lld in a tensor shape", (long long)shape[i]);
+            return NULL;
+        }
+        if (shape[i] && n > INT64_MAX / 16 / shape[i]) {
+            jn_error(JN_ERR_NOMEM, "tensor shape is too large to allocate");
+            return NULL;
+        }
+        n *= shape[i];
+    }
+    jn_storage *st = storage_new((size_t)n * jn_dtype_size[dtype], zero);
+    if (!st) {
+        jn_error(JN_ERR_NOMEM, "out of memory allocating %lld elements of %s", (long long)n,
+                 jn_dtype_names[dtype]);
+        return NULL;
+    }
+    jn_tensor *t = header(st, dtype, ndim, shape);
+    if (!t) {
+        free(st->data);
+        free(st);
+    }
+    return t;
+}
+
+jn_tensor *jn_tensor_new(jn_dtype dtype, int ndim, const int64_t *shape) {
+    return tensor_new(dtype, ndim, shape, 0);
+}
+jn_tensor *jn_tensor_zeros(jn_dtype dtype, int ndim, const int64_t *shape) {
+    return tensor_new(dtype, ndim, shape, 1);
+}
+jn_tensor *jn_tensor_new_meta(const jn_meta *m) { return tensor_new(m->dtype, m->ndim, m->shape, 0); }
+
+jn_tensor *jn_tensor_from_memory(void *data, size_t nbytes, jn_dtype dtype, int ndim,
+                                 const int64_t *shape, const int64_t *strides, int64_t offset,
+                                 void (*release)(void *), void *ctx) {
+    jn_storage *st = calloc(1, sizeof *st);
+    if (!st) {
+        jn_error(JN_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    st->refcnt = 1;
+    st->data = data;
+    st->nbytes = nbytes;
+    st->release = release;
+    st->release_ctx = ctx;
+    jn_tensor *t = header(st, dtype, ndim, shape);
+    if (!t) {
+        free(st);
+        return NULL;
+    }
+    if (strides) memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    t->offset = offset;
+    return t;
+}
+
+jn_tensor *jn_tensor_alias(jn_tensor *src) {
+    jn_tensor *t = header(src->storage, src->dtype, src->ndim, src->shape);
+    if (!t) return NULL;
+    __atomic_fetch_add(&src->storage->refcnt, 1, __ATOMIC_RELAXED);
+    memcpy(t->strides, src->strides, sizeof t->strides);
+    t->offset = src->offset;
+    return t;
+}
+
+jn_tensor *jn_scalar_f64(double v, jn_dtype dtype, int wrapped) {
+    jn_tensor *t = jn_tensor_new(dtype, 0, NULL);
+    if (!t) return NULL;
+    jn_store_f64(jn_data(t), dtype, v);
+    t->wrapped_number = wrapped;
+    return t;
+}
+
+jn_tensor *jn_scalar_i64(int64_t v, jn_dtype dtype, int wrapped) {
+    jn_tensor *t = jn_tensor_new(dtype, 0, NULL);
+    if (!t) return NULL;
+    jn_store_i64(jn_data(t), dtype, v);
+    t->wrapped_number = wrapped;
+    return t;
+}
+
+void jn_tensor_incref(jn_tensor *t) { __atomic_fetch_add(&t->refcnt, 1, __ATOMIC_RELAXED); }
+
+static void storage_decref(jn_storage *st) {
+    if (!st || __atomic_sub_fetch(&st->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (st->release) st->release(st->release_ctx);
+    else if (st->owns_data) free(st->data);
+    free(st);
+}
+
+/* Set by the autograd layer to free what it hangs on tensors. */
+void (*jn_rt_autograd_free)(jn_tensor *t) = NULL;
+
+void jn_tensor_decref(jn_tensor *t) {
+    if (!t || __atomic_sub_fetch(&t->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (t->autograd && jn_rt_autograd_free) jn_rt_autograd_free(t);
+    storage_decref(t->storage);
+    free(t);
+}
+
+/* ------------------------------------------------------------------ shapes */
+int64_t jn_shape_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+int64_t jn_numel(const jn_tensor *t) { return jn_shape_numel(t->ndim, t->shape); }
+
+void jn_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 1 ? shape[i] : 1;
+    }
+}
+
+int jn_is_contiguous(const jn_tensor *t) {
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] == 0) return 1;
+        if (t->shape[i] != 1 && t->strides[i] != s) return 0;
+        s *= t->shape[i];
+    }
+    return 1;
+}
+
+jn_status jn_wrap_dim(int64_t *dim, int ndim, const char *opname) {
+    int n = ndim > 0 ? ndim : 1; /* a 0-d tensor accepts dim 0 and -1 */
+    if (*dim < -n || *dim >= n)
+        return jn_error(JN_ERR_INDEX,
+                        "%s: dimension out of range (expected to be in range of [%d, %d], but got %lld)",
+                        opname, -n, n - 1, (long long)*dim);
+    if (*dim < 0) *dim += n;
+    return JN_OK;
+}
+
+const char *jn_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+int jn_same_shape(int nd_a, const int64_t *a, int nd_b, const int64_t *b) {
+    if (nd_a != nd_b) return 0;
+    for (int i = 0; i < nd_a; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
+jn_status jn_broadcast_shapes(int nd_a, const int64_t *a, int nd_b, const int64_t *b,
+                              int *nd_out, int64_t *out) {
+    int nd = nd_a > nd_b ? nd_a : nd_b;
+    int64_t r[JN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) {
+        int ia = nd_a - nd + i, ib = nd_b - nd + i;
+        int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+        if (da == db || db == 1) r[i] = da;
+        else if (da == 1) r[i] = db;
+        else {
+            char sa[128], sb[128];
+            return jn_error(JN_ERR_SHAPE,
+                            "shapes %s and %s cannot be broadcast together: the size of dim %d "
+                            "(%lld) must match the size of dim %d (%lld) or one must be 1",
+                            jn_shape_str(nd_a, a, sa, sizeof sa), jn_shape_str(nd_b, b, sb, sizeof sb),
+                            ia, (long long)da, ib, (long long)db);
+        }
+    }
+    memcpy(out, r, sizeof(int64_t) * (size_t)nd);
+    *nd_out = nd;
+    return JN_OK;
+}
+
+void jn_broadcast_byte_strides(const jn_tensor *t, int ndim, const int64_t *shape, int64_t *bs) {
+    int64_t es = (int64_t)jn_dtype_size[t->dtype];
+    for (int i = 0; i < ndim; i++) {
+        int it = t->ndim - ndim + i;
+        bs[i] = (it >= 0 && t->shape[it] == shape[i] && shape[i] != 1) ? t->strides[it] * es : 0;
+    }
+}
+
+/* --------------------------------------------------------------- iterator */
+#define ITER_MAX_OPS 8
+
+typedef struct {
+    int nops, ndim;
+    char *base[ITER_MAX_OPS];
+    int64_t shape[JN_MAX_DIMS];
+    int64_t st[ITER_MAX_OPS][JN_MAX_DIMS];
+    jn_loop_fn fn;
+    void *ctx;
+} iter_state;
+
+/* Run rows [begin, end) of the outer index space (all dims but the last). */
+static void iter_rows(const iter_state *s, int64_t begin, int64_t end) {
+    int nd = s->ndim, nops = s->nops;
+    int64_t inner = s->shape[nd - 1];
+    int64_t istr[ITER_MAX_OPS];
+    for (int k = 0; k < nops; k++) istr[k] = s->st[k][nd - 1];
+    int64_t idx[JN_MAX_DIMS] = {0};
+    int64_t r = begin;
+    for (int d = nd - 2; d >= 0; d--) {
+        idx[d] = r % s->shape[d];
+        r /= s->shape[d];
+    }
+    char *p[ITER_MAX_OPS];
+    for (int64_t row = begin; row < end; row++) {
+        for (int k = 0; k < nops; k++) {
+            char *q = s->base[k];
+            for (int d = 0; d < nd - 1; d++) q += idx[d] * s->st[k][d];
+            p[k] = q;
+        }
+        s->fn(p, istr, inner, s->ctx);
+        for (int d = nd - 2; d >= 0; d--) {
+            if (++idx[d] < s->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+static void iter_rows_task(int64_t b, int64_t e, void *ctx) { iter_rows(ctx, b, e); }
+
+typedef struct {
+    const iter_state *s;
+} inner_split;
+
+static void iter_inner_task(int64_t b, int64_t e, void *ctx) {
+    const iter_state *s = ctx;
+    char *p[ITER_MAX_OPS];
+    int64_t istr[ITER_MAX_OPS];
+    for (int k = 0; k < s->nops; k++) {
+        istr[k] = s->st[k][0];
+        p[k] = s->base[k] + b * istr[k];
+    }
+    s->fn(p, istr, e - b, s->ctx);
+}
+
+void jn_nditer(int nops, char **base, int ndim, const int64_t *shape,
+               int64_t (*bstrides)[JN_MAX_DIMS], jn_loop_fn fn, void *ctx, int parallel) {
+    iter_state s;
+    s.nops = nops;
+    s.fn = fn;
+    s.ctx = ctx;
+    for (int k = 0; k < nops; k++) s.base[k] = base[k];
+    /* drop size-1 dims, then merge dims that are contiguous for every operand */
+    int nd = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) return;
+        if (shape[d] == 1) continue;
+        s.shape[nd] = shape[d];
+        for (int k = 0; k < nops; k++) s.st[k][nd] = bstrides[k][d];
+        nd++;
+    }
+    if (nd == 0) {
+        s.shape[0] = 1;
+        for (int k = 0; k < nops; k++) s.st[k][0] = 0;
+        nd = 1;
+    }
+    int m = 0;
+    for (int d = 1; d < nd; d++) {
+        int ok = 1;
+        for (int k = 0; k < nops && ok; k++) ok = s.st[k][m] == s.st[k][d] * s.shape[d];
+        if (ok) {
+            s.shape[m] *= s.shape[d];
+            for (int k = 0; k < nops; k++) s.st[k][m] = s.st[k][d];
+        } else {
+            m++;
+            s.shape[m] = s.shape[d];
+            for (int k = 0; k < nops; k++) s.st[k][m] = s.st[k][d];
+        }
+    }
+    s.ndim = nd = m + 1;
+    int64_t inner = s.shape[nd - 1], rows = jn_shape_numel(nd - 1, s.shape);
+    const int64_t big = 1 << 15;
+    if (parallel && rows * inner >= big && jn_num_threads() > 1) {
+        if (rows > 1) {
+            int64_t grain = big / inner > 0 ? big / inner : 1;
+            jn_parallel_for(rows, grain, iter_rows_task, &s);
+        } else {
+            jn_parallel_for(inner, big, iter_inner_task, &s);
+        }
+        return;
+    }
+    iter_rows(&s, 0, rows);
+}
+
+/* ------------------------------------------------------------------ copies */
+/* One converting loop per (src, dst) dtype pair, generated below. */
+#define LD_float(p) (*(const float *)(p))
+#define LD_double(p) (*(const double *)(p))
+#define LD_f16(p) jn_f16_to_f32(*(const uint16_t *)(p))
+#define LD_bf16(p) jn_bf16_to_f32(*(const uint16_t *)(p))
+#define LD_i64(p) (*(const int64_t *)(p))
+#define LD_i32(p) (*(const int32_t *)(p))
+#define LD_u8(p) (*(const uint8_t *)(p))
+#define LD_b(p) (*(const uint8_t *)(p) != 0)
+
+static inline int64_t sat_i64(double v) {
+    if (v != v) return 0;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    return (int64_t)v;
+}
+#define ST_float(p, v) (*(float *)(p) = (float)(v))
+#define ST_double(p, v) (*(double *)(p) = (double)(v))
+#define ST_f16(p, v) (*(uint16_t *)(p) = jn_f32_to_f16((float)(v)))
+#define ST_bf16(p, v) (*(uint16_t *)(p) = jn_f32_to_bf16((float)(v)))
+#define ST_i64(p, v) (*(int64_t *)(p) = sat_i64((double)(v)))
+#define ST_i32(p, v) (*(int32_t *)(p) = (int32_t)sat_i64((double)(v)))
+#define ST_u8(p, v) (*(uint8_t *)(p) = (uint8_t)sat_i64((double)(v)))
+#define ST_b(p, v) (*(uint8_t *)(p) = (v) != 0)
+/* integer -> integer stores wrap (like C / PyTorch), no double round trip */
+#define STI_i64(p, v) (*(int64_t *)(p) = (int64_t)(v))
+#define STI_i32(p, v) (*(int32_t *)(p) = (int32_t)(v))
+#define STI_u8(p, v) (*(uint8_t *)(p) = (uint8_t)(v))
+
+#define CVT(name, LD, ST)                                                              \
+    static void name(char **p, const int64_t *s, int64_t n, void *ctx) {               \
+        (void)ctx;                                                                     \
+        char *d = p[0];                                                                \
+        const char *x = p[1];                                                          \
+        for (int64_t i = 0; i < n; i++, d += s[0], x += s[1]) ST(d, LD(x));            \
+    }
+#define DSTS(SRC, LDSRC, INTSRC)                                                        \
+    CVT(cvt_##SRC##_float, LDSRC, ST_float) CVT(cvt_##SRC##_double, LDSRC, ST_double)   \
+    CVT(cvt_##SRC##_f16, LDSRC, ST_f16) CVT(cvt_##SRC##_bf16, LDSRC, ST_bf16)           \
+    CVT(cvt_##SRC##_i64, LDSRC, INTSRC##i64) CVT(cvt_##SRC##_i32, LDSRC, INTSRC##i32)   \
+    CVT(cvt_##SRC##_u8, LDSRC, INTSRC##u8) CVT(cvt_##SRC##_b, LDSRC, ST_b)
+DSTS(float, LD_float, ST_)
+DSTS(double, LD_double, ST_)
+DSTS(f16, LD_f16, ST_)
+DSTS(bf16, LD_bf16, ST_)
+DSTS(i64, LD_i64, STI_)
+DSTS(i32, LD_i32, STI_)
+DSTS(u8, LD_u8, STI_)
+DSTS(b, LD_b, STI_)
+
+#define ROW(SRC) {cvt_##SRC##_float, cvt_##SRC##_double, cvt_##SRC##_f16, cvt_##SRC##_bf16, \
+                  cvt_##SRC##_i64, cvt_##SRC##_i32, cvt_##SRC##_u8, cvt_##SRC##_b}
+/* indexed [src][dst] in jn_dtype order */
+static const jn_loop_fn cvt_tab[JN_NDTYPES][JN_NDTYPES] = {
+    ROW(float), ROW(double), ROW(f16), ROW(bf16), ROW(i64), ROW(i32), ROW(u8), ROW(b)};
+
+static void copy_same(char **p, const int64_t *s, int64_t n, void *ctx) {
+    size_t es = *(const size_t *)ctx;
+    if ((size_t)s[0] == es && (size_t)s[1] == es) {
+        memcpy(p[0], p[1], (size_t)n * es);
+        return;
+    }
+    char *d = p[0];
+    const char *x = p[1];
+    switch (es) {
+    case 1: for (int64_t i = 0; i < n; i++, d += s[0], x += s[1]) *d = *x; break;
+    case 2: for (int64_t i = 0; i < n; i++, d += s[0], x += s[1]) memcpy(d, x, 2); break;
+    case 4: for (int64_t i = 0; i < n; i++, d += s[0], x += s[1]) memcpy(d, x, 4); break;
+    default: for (int64_t i = 0; i < n; i++, d += s[0], x += s[1]) memcpy(d, x, 8); break;
+    }
+}
+
+jn_loop_fn jn_rt_cast_loop(jn_dtype src, jn_dtype dst) { return cvt_tab[src][dst]; }
+
+jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
+    int nd;
+    int64_t shape[JN_MAX_DIMS];
+    jn_status s = jn_broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape);
+    if (s || !jn_same_shape(nd, shape, dst->ndim, dst->shape)) {
+        char a[128], b[128];
+        return jn_error(JN_ERR_SHAPE, "cannot copy a tensor of shape %s into one of shape %s",
+                        jn_shape_str(src->ndim, src->shape, a, sizeof a),
+                        jn_shape_str(dst->ndim, dst->shape, b, sizeof b));
+    }
+    int64_t st[2][JN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) st[0][i] = dst->strides[i] * (int64_t)jn_elsize(dst);
+    jn_broadcast_byte_strides(src, nd, shape, st[1]);
+    char *base[2] = {jn_data(dst), jn_data(src)};
+    size_t es = jn_elsize(dst);
+    if (dst->dtype == src->dtype) jn_nditer(2, base, nd, shape, st, copy_same, &es, 1);
+    else jn_nditer(2, base, nd, shape, st, cvt_tab[src->dtype][dst->dtype], NULL, 1);
+    return JN_OK;
+}
+
+jn_tensor *jn_contiguous(jn_tensor *t) {
+    jn_tensor *r = jn_tensor_new(t->dtype, t->ndim, t->shape);
+    if (!r) return NULL;
+    if (jn_copy_into(r, t)) {
+        jn_tensor_decref(r);
+        return NULL;
+    }
+    return r;
+}
+
+jn_tensor *jn_to_dtype(jn_tensor *t, jn_dtype dtype) {
+    if (t->dtype == dtype && jn_is_contiguous(t)) {
+        jn_tensor_incref(t);
+        return t;
+    }
+    jn_tensor *r = jn_tensor_new(dtype, t->ndim, t->shape);
+    if (!r) return NULL;
+    if (jn_copy_into(r, t)) {
+        jn_tensor_decref(r);
+        return NULL;
+    }
+    return r;
+}

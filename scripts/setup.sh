@@ -16,9 +16,9 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import numpy, pytest" 2>/dev/null; then
-  echo "janus setup: pip installing numpy pytest"
-  "$PY" -m pip install -q numpy pytest
+if ! "$PY" -c "import numpy, pytest, wheel" 2>/dev/null; then
+  echo "janus setup: pip installing numpy pytest wheel"
+  "$PY" -m pip install -q --root-user-action=ignore numpy pytest wheel
 fi
 
 BUILD=${JANUS_BUILD_DIR:-build}

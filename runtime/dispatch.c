@@ -7,7 +7,7 @@
  * and finally calls the recording/capture hook.  The table hash covers every
  * row of ops.def so a trace store can refuse traces from another table.
  */
-#include "jn_runtime.h"
+#include "jn_autograd.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -178,6 +178,7 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     if ((s = infer_tab[op](nin, in, &a, meta))) return s;
     if (info->flags & JN_F_RAND) fill_rng(op, info, &a, &meta[0]);
 
+    if ((info->flags & JN_F_INPLACE) && (s = jn_ag_check_inplace(op, in[0]))) return s;
     jn_tensor *res[JN_MAX_OUTS] = {0};
     for (int i = 0; i < info->nout; i++) {
         if (info->flags & JN_F_INPLACE && i == 0) {
@@ -199,6 +200,9 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     }
     if ((s = cpu_tab[op](nin, in, &a, res))) goto fail;
     if (info->flags & JN_F_INPLACE) in[0]->storage->version++;
+    if (jn_grad_enabled() &&
+        (s = jn_ag_record(op, nin, in, &a, info->nout, res, (info->flags & JN_F_INPLACE) ? in[0] : NULL)))
+        goto fail;
     for (int i = 0; i < info->nout; i++) out[i] = res[i];
     if (hook.after) hook.after(hook.ctx, op, nin, in, &a, info->nout, res);
     return JN_OK;
@@ -244,9 +248,11 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
             safe[i] = copies[ncopies++] = c;
         }
     }
+    if ((s = jn_ag_check_inplace(op, dst))) goto done;
     jn_tensor *outv[1] = {dst};
     if ((s = cpu_tab[op](nin, safe, a, outv))) goto done;
     dst->storage->version++;
+    if (jn_grad_enabled() && (s = jn_ag_record(op, nin, in, a, 1, outv, dst))) goto done;
     if (hook.after) hook.after(hook.ctx, op, nin, in, a, 1, outv);
 done:
     for (int i = 0; i < ncopies; i++) jn_tensor_decref(copies[i]);

@@ -21,6 +21,13 @@
  * the result) for both infer and kernel, turns the index tensors into one
  * B-shaped tensor of byte offsets into x (validating every index before
  * anything is written) and then runs a single strided loop over the result.
+ *
+ * Beyond PyTorch: gather/scatter also take int32 indices; scatter takes a
+ * Python number as src (PyTorch's scatter(dim, index, value)); index_put_
+ * casts values to x's dtype (as x[i] = v does); a bool mask may sit at any
+ * slot of advanced indexing.  one_hot(num_classes=-1) is the one infer that
+ * reads data (the max class) and fails with JN_ERR_UNSUPPORTED on meta-only
+ * tensors; so does a bool-mask index, whose result has nnz rows.
  */
 #include "jn_runtime.h"
 
@@ -113,6 +120,16 @@ typedef struct {
         char *o = p[0];                                                              \
         const char *x = p[1], *ix = p[2];                                            \
         if (is_bad(&c->bad)) return;                                                 \
+        if (s[2] == 0) { /* one index for the whole run: a strided row copy */       \
+            int64_t v = *(const IT *)ix;                                             \
+            if ((uint64_t)v >= (uint64_t)c->size) {                                  \
+                flag_bad(&c->bad, v, 0);                                             \
+                return;                                                              \
+            }                                                                        \
+            x += v * c->dstride;                                                     \
+            for (int64_t i = 0; i < n; i++) CPY(o + i * s[0], x + i * s[1]);         \
+            return;                                                                  \
+        }                                                                            \
         for (int64_t i = 0; i < n; i++) {                                            \
             int64_t v = *(const IT *)(ix + i * s[2]);                                \
             if ((uint64_t)v >= (uint64_t)c->size) {                                  \
@@ -552,13 +569,17 @@ jn_status jn_infer_one_hot(int nin, jn_tensor *const *in, const jn_attrs *a, jn_
     return JN_OK;
 }
 
+static void zero_task(int64_t b, int64_t e, void *o) {
+    memset((int64_t *)o + b, 0, (size_t)(e - b) * sizeof(int64_t));
+}
+
 jn_status jn_cpu_one_hot(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     jn_tensor *y = out[0], *idx64;
     int64_t C = y->shape[y->ndim - 1];
     jn_status s = index_i64(in[0], &idx64);
     if (s) return s;
     int64_t *o = (int64_t *)jn_data(y);
-    memset(o, 0, (size_t)jn_numel(y) * sizeof(int64_t));
+    jn_parallel_for(jn_numel(y), 1 << 16, zero_task, o);
     const int64_t *v = (const int64_t *)jn_data(idx64);
     int64_t n = jn_numel(idx64);
     for (int64_t i = 0; i < n; i++) {
@@ -602,20 +623,36 @@ typedef struct {
     int rxdim[JN_MAX_DIMS]; /* per result dim: x dim it slices, -1 inside B */
 } adv_plan;
 
-/* Count nonzeros of a mask of any layout. */
-static int64_t mask_nnz(const jn_tensor *t) {
-    int64_t n = jn_numel(t), cnt[JN_MAX_DIMS] = {0}, nnz = 0;
+/* Walk the rows (all dims but the last) of a mask of any layout; the
+ * callback sees each row's first byte and the last dim's length/stride. */
+typedef void (*mask_row_fn)(const uint8_t *row, int64_t n, int64_t st, const int64_t *cnt, void *ctx);
+
+static void mask_rows(const jn_tensor *t, mask_row_fn fn, void *ctx) {
+    int nd = t->ndim, outer = nd > 0 ? nd - 1 : 0;
+    int64_t n = nd ? t->shape[nd - 1] : 1, st = nd ? t->strides[nd - 1] : 0;
+    int64_t rows = jn_shape_numel(outer, t->shape), cnt[JN_MAX_DIMS] = {0}, off = 0;
     const uint8_t *p = (const uint8_t *)jn_data(t);
-    int64_t off = 0;
-    for (int64_t i = 0; i < n; i++) {
-        nnz += p[off] != 0;
-        for (int d = t->ndim - 1; d >= 0; d--) {
+    if (n == 0) return;
+    for (int64_t r = 0; r < rows; r++) {
+        fn(p + off, n, st, cnt, ctx);
+        for (int d = outer - 1; d >= 0; d--) {
             off += t->strides[d];
             if (++cnt[d] < t->shape[d]) break;
             off -= cnt[d] * t->strides[d];
             cnt[d] = 0;
         }
     }
+}
+
+static void nnz_row(const uint8_t *row, int64_t n, int64_t st, const int64_t *cnt, void *ctx) {
+    int64_t k = 0;
+    for (int64_t j = 0; j < n; j++) k += row[j * st] != 0;
+    *(int64_t *)ctx += k;
+}
+
+static int64_t mask_nnz(const jn_tensor *t) {
+    int64_t nnz = 0;
+    mask_rows(t, nnz_row, &nnz);
     return nnz;
 }
 
@@ -775,31 +812,38 @@ static void offs_task(int64_t b, int64_t e, void *vc) {
     }
 }
 
-/* Byte offsets of the set entries of a mask consuming x dims xdim.. (C order). */
+/* Byte offsets into x of the set entries of a mask consuming x dims
+ * xdim.. (C order). */
+typedef struct {
+    int64_t *o, w;
+    int64_t xbs[JN_MAX_DIMS]; /* x byte strides of the consumed dims */
+    int nd;
+} moff_ctx;
+
+static void moff_row(const uint8_t *row, int64_t n, int64_t st, const int64_t *cnt, void *vc) {
+    moff_ctx *c = vc;
+    int64_t base = 0, xs = c->nd ? c->xbs[c->nd - 1] : 0, w = c->w;
+    for (int d = 0; d < c->nd - 1; d++) base += cnt[d] * c->xbs[d];
+    for (int64_t j = 0; j < n; j++)
+        if (row[j * st]) c->o[w++] = base + j * xs;
+    c->w = w;
+}
+
 static jn_tensor *mask_offsets(const jn_tensor *x, const adv_entry *e) {
     int64_t n1[1] = {e->nnz};
     jn_tensor *r = jn_tensor_new(JN_I64, 1, n1);
     if (!r) return NULL;
-    const jn_tensor *t = e->t;
-    int64_t *o = (int64_t *)jn_data(r), es = (int64_t)jn_elsize(x);
-    int64_t n = jn_numel(t), cnt[JN_MAX_DIMS] = {0}, off = 0, xo = 0, w = 0;
-    const uint8_t *p = (const uint8_t *)jn_data(t);
-    for (int64_t i = 0; i < n; i++) {
-        if (p[off]) o[w++] = xo;
-        for (int d = t->ndim - 1; d >= 0; d--) {
-            int64_t xs = x->strides[e->xdim + d] * es;
-            off += t->strides[d];
-            xo += xs;
-            if (++cnt[d] < t->shape[d]) break;
-            off -= cnt[d] * t->strides[d];
-            xo -= cnt[d] * xs;
-            cnt[d] = 0;
-        }
-    }
+    moff_ctx c = {(int64_t *)jn_data(r), 0, {0}, e->t->ndim};
+    for (int d = 0; d < c.nd; d++) c.xbs[d] = x->strides[e->xdim + d] * (int64_t)jn_elsize(x);
+    mask_rows(e->t, moff_row, &c);
     return r;
 }
 
 static jn_status adv_offsets(const char *op, jn_tensor *x, const adv_plan *p, jn_tensor **res) {
+    if (p->nent == 1 && p->ent[0].isbool) { /* x[mask]: B is [nnz], nothing to combine */
+        *res = mask_offsets(x, &p->ent[0]);
+        return *res ? JN_OK : JN_ERR_NOMEM;
+    }
     jn_tensor *off = jn_tensor_new(JN_I64, p->nb, p->bshape), *moff[JN_MAX_DIMS] = {0};
     if (!off) return JN_ERR_NOMEM;
     jn_status s = JN_OK;
@@ -858,21 +902,36 @@ static void adv_strides(const jn_tensor *x, const adv_plan *p, int64_t *xbs, int
     }
 }
 
-/* Operands: out, x, off (bytes). */
-#define OFFGET_LOOP(NAME, CPY)                                                     \
+/* Operands: out, x, off (bytes).  A run with one offset (a full slice
+ * innermost) is a row copy: memcpy when both sides are contiguous. */
+#define OFFGET_LOOP(NAME, CPY, ES)                                                 \
     static void NAME(char **p, const int64_t *s, int64_t n, void *ctx) {           \
         (void)ctx;                                                                 \
+        if (s[2] == 0) {                                                           \
+            const char *x = p[1] + *(const int64_t *)p[2];                         \
+            if (s[0] == ES && s[1] == ES) memcpy(p[0], x, (size_t)n * ES);         \
+            else for (int64_t i = 0; i < n; i++) CPY(p[0] + i * s[0], x + i * s[1]); \
+            return;                                                                \
+        }                                                                          \
         for (int64_t i = 0; i < n; i++)                                            \
             CPY(p[0] + i * s[0], p[1] + i * s[1] + *(const int64_t *)(p[2] + i * s[2])); \
     }
-#define OFFGET_DEF(N, CPY) OFFGET_LOOP(offget_##N, CPY)
-COPY_OPS(OFFGET_DEF)
+OFFGET_LOOP(offget_c1, CPY1, 1)
+OFFGET_LOOP(offget_c2, CPY2, 2)
+OFFGET_LOOP(offget_c4, CPY4, 4)
+OFFGET_LOOP(offget_c8, CPY8, 8)
 static const jn_loop_fn offget_fns[4] = {offget_c1, offget_c2, offget_c4, offget_c8};
 
-/* Operands: x, values, off (bytes). */
+/* Operands: x, values, off (bytes); values never overlap x (copied first). */
 #define OFFPUT_LOOP(NAME, OP)                                                      \
     static void NAME(char **p, const int64_t *s, int64_t n, void *ctx) {           \
         (void)ctx;                                                                 \
+        if (s[2] == 0) {                                                           \
+            char *x = p[0] + *(const int64_t *)p[2];                               \
+            const char *v = p[1];                                                  \
+            for (int64_t i = 0; i < n; i++) OP(x + i * s[0], v + i * s[1]);        \
+            return;                                                                \
+        }                                                                          \
         for (int64_t i = 0; i < n; i++)                                            \
             OP(p[0] + i * s[0] + *(const int64_t *)(p[2] + i * s[2]), p[1] + i * s[1]); \
     }

@@ -273,9 +273,10 @@ static jn_status slice_geom(const jn_tensor *x, const jn_attrs *a, jn_meta *m, i
     meta_set(m, x->dtype, x->ndim, x->shape);
     m->shape[dim] = len;
     memcpy(st, x->strides, sizeof(int64_t) * JN_MAX_DIMS);
-    /* the stride only matters when there are two or more elements, and then
-     * step < size so the product cannot overflow */
-    if (!mul_ok(x->strides[dim], step, &st[dim])) st[dim] = x->strides[dim];
+    /* the stride only matters for two or more elements (then step < size and
+     * the product cannot overflow); otherwise keep the old one so a huge step
+     * never leaves a huge stride behind */
+    if (len > 1) st[dim] = x->strides[dim] * step;
     *off = x->offset + start * x->strides[dim];
     return JN_OK;
 }
@@ -566,7 +567,7 @@ static jn_status check_value(const char *op, jn_dtype dt, double v) {
     case JN_BF16: bad = isfinite(v) && fabs(v) > 3.3895313892515355e38; break;
     case JN_I64: bad = !(v >= -9223372036854775808.0 && v < 9223372036854775808.0); break;
     case JN_I32: bad = !(v > -2147483649.0 && v < 2147483648.0); break;
-    case JN_U8: bad = !(v > -1.0 && v < 256.0); break;
+    case JN_U8: bad = !(v > -256.0 && v < 256.0); break; /* c10's check lets -255..-1 wrap */
     default: break;
     }
     if (bad)
@@ -786,8 +787,11 @@ jn_status jn_cpu_linspace(int nin, jn_tensor *const *in, const jn_attrs *a, jn_t
     x.out = jn_data(out[0]);
     if (x.dt == JN_F64 || !jn_dtype_is_float(x.dt)) {
         /* integer dtypes: PyTorch converts start/end to the dtype first */
-        x.start = jn_dtype_is_float(x.dt) ? a->a[0].f : trunc(a->a[0].f);
-        x.end = jn_dtype_is_float(x.dt) ? a->a[1].f : trunc(a->a[1].f);
+        unsigned char v[8];
+        jn_store_f64(v, x.dt, a->a[0].f);
+        x.start = jn_load_f64(v, x.dt);
+        jn_store_f64(v, x.dt, a->a[1].f);
+        x.end = jn_load_f64(v, x.dt);
         x.step = x.steps > 1 ? (x.end - x.start) / (double)(x.steps - 1) : 0;
     } else {
         x.fstart = (float)a->a[0].f;

@@ -344,11 +344,11 @@ static jn_status as_strided_geom(const jn_tensor *x, const jn_attrs *a, jn_meta 
         if (ovf || need > avail)
             return jn_error(JN_ERR_RUNTIME,
                             "as_strided: sizes %s, strides %s, storage offset %lld, and itemsize %zu "
-                            "requiring a storage size of %lld are out of bounds for storage of size %lld",
+                            "requiring a storage size of %.0f are out of bounds for storage of size %.0f",
                             jn_shape_str(size->n, size->v, b1, sizeof b1),
                             jn_shape_str(stride->n, stride->v, b2, sizeof b2), (long long)offset,
-                            jn_elsize(x), ovf ? -1LL : (long long)(need * (int64_t)jn_elsize(x)),
-                            (long long)(avail * (int64_t)jn_elsize(x)));
+                            jn_elsize(x), ovf ? INFINITY : (double)need * (double)jn_elsize(x),
+                            (double)avail * (double)jn_elsize(x));
     }
     meta_set(m, x->dtype, size->n, size->v);
     memcpy(st, stride->v, sizeof(int64_t) * (size_t)size->n);

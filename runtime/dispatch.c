@@ -7,7 +7,7 @@
  * and finally calls the recording/capture hook.  The table hash covers every
  * row of ops.def so a trace store can refuse traces from another table.
  */
-#include "jn_runtime.h"
+#include "jn_autograd.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -106,10 +106,10 @@ void jn_rng_set_state(uint64_t seed, uint64_t offset) {
     pthread_mutex_unlock(&rng_lock);
 }
 
-/* Philox4x32-10 (Salmon et al., SC'11). */
-void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]) {
-    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
-    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+/* Philox4x32-10 (Salmon et al., SC'11) on a full 128-bit counter. */
+void jn_rt_philox4(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
     for (int r = 0; r < 10; r++) {
         uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
         uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
@@ -124,6 +124,12 @@ void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]) {
     out[1] = c1;
     out[2] = c2;
     out[3] = c3;
+}
+
+void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]) {
+    const uint32_t c[4] = {(uint32_t)counter, (uint32_t)(counter >> 32), 0, 0};
+    const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
+    jn_rt_philox4(c, k, out);
 }
 
 /* ------------------------------------------------------------- dispatcher */
@@ -172,6 +178,7 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     if ((s = infer_tab[op](nin, in, &a, meta))) return s;
     if (info->flags & JN_F_RAND) fill_rng(op, info, &a, &meta[0]);
 
+    if ((info->flags & JN_F_INPLACE) && (s = jn_ag_check_inplace(op, in[0]))) return s;
     jn_tensor *res[JN_MAX_OUTS] = {0};
     for (int i = 0; i < info->nout; i++) {
         if (info->flags & JN_F_INPLACE && i == 0) {
@@ -180,6 +187,7 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
         } else if (info->flags & JN_F_VIEW) {
             res[i] = jn_tensor_alias(in[0]);
             if (res[i]) {
+                res[i]->is_view = 1;
                 res[i]->ndim = meta[i].ndim;
                 memcpy(res[i]->shape, meta[i].shape, sizeof(int64_t) * JN_MAX_DIMS);
             }
@@ -193,6 +201,9 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     }
     if ((s = cpu_tab[op](nin, in, &a, res))) goto fail;
     if (info->flags & JN_F_INPLACE) in[0]->storage->version++;
+    if (jn_grad_enabled() &&
+        (s = jn_ag_record(op, nin, in, &a, info->nout, res, (info->flags & JN_F_INPLACE) ? in[0] : NULL)))
+        goto fail;
     for (int i = 0; i < info->nout; i++) out[i] = res[i];
     if (hook.after) hook.after(hook.ctx, op, nin, in, &a, info->nout, res);
     return JN_OK;
@@ -238,9 +249,11 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
             safe[i] = copies[ncopies++] = c;
         }
     }
+    if ((s = jn_ag_check_inplace(op, dst))) goto done;
     jn_tensor *outv[1] = {dst};
     if ((s = cpu_tab[op](nin, safe, a, outv))) goto done;
     dst->storage->version++;
+    if (jn_grad_enabled() && (s = jn_ag_record(op, nin, in, a, 1, outv, dst))) goto done;
     if (hook.after) hook.after(hook.ctx, op, nin, in, a, 1, outv);
 done:
     for (int i = 0; i < ncopies; i++) jn_tensor_decref(copies[i]);

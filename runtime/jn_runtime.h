@@ -109,6 +109,7 @@ typedef struct jn_tensor {
     int64_t offset;               /* in elements */
     int64_t id;                   /* unique per tensor header (recording) */
     int wrapped_number;           /* a Python scalar (type promotion) */
+    int is_view;                  /* made by a view op: shares another tensor's storage */
     void *autograd;               /* owned by the autograd layer */
     void *pyobj;                  /* borrowed back-pointer to the Python wrapper */
 } jn_tensor;
@@ -280,6 +281,8 @@ void jn_set_dispatch_hook(const jn_dispatch_hook *h);
 /* ------------------------------------------------------------ randomness */
 /* Philox4x32-10: four 32-bit outputs for (counter, key). */
 void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]);
+/* The same on a full 128-bit counter and 64-bit key (known-answer tests). */
+void jn_rt_philox4(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 void jn_manual_seed(uint64_t seed);
 uint64_t jn_rng_seed(void);
 uint64_t jn_rng_offset(void);

@@ -1,0 +1,247 @@
+/* autograd_py.c -- Python bindings of the C autograd tape (jn_autograd.h):
+ * requires_grad, .grad, grad_fn, backward(), autograd.grad(), grad mode.
+ * janus/_autograd.py turns these into Tensor properties and methods.
+ */
+#include "jn_autograd.h"
+#include "jn_py.h"
+
+static jn_tensor *T_of(PyObject *o, const char *what) {
+    if (!JnTensor_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a Tensor, not %.100s", what, Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    return ((JnTensorObject *)o)->t;
+}
+
+static PyObject *wrap_borrowed(jn_tensor *t) {
+    if (!t) Py_RETURN_NONE;
+    if (t->pyobj) {
+        Py_INCREF((PyObject *)t->pyobj);
+        return (PyObject *)t->pyobj;
+    }
+    jn_tensor_incref(t);
+    PyObject *o = jn_py_wrap(t);
+    if (o) t->pyobj = o; /* the same Python object while it lives (x.grad is x.grad) */
+    return o;
+}
+
+static PyObject *py_requires_grad(PyObject *self, PyObject *o) {
+    (void)self;
+    jn_tensor *t = T_of(o, "tensor");
+    return t ? PyBool_FromLong(jn_requires_grad(t)) : NULL;
+}
+
+static PyObject *py_set_requires_grad(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o;
+    int on;
+    if (!PyArg_ParseTuple(args, "Op", &o, &on)) return NULL;
+    jn_tensor *t = T_of(o, "tensor");
+    if (!t) return NULL;
+    jn_status s = jn_set_requires_grad(t, on);
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_is_leaf(PyObject *self, PyObject *o) {
+    (void)self;
+    jn_tensor *t = T_of(o, "tensor");
+    return t ? PyBool_FromLong(jn_is_leaf(t)) : NULL;
+}
+
+static PyObject *py_grad(PyObject *self, PyObject *o) {
+    (void)self;
+    jn_tensor *t = T_of(o, "tensor");
+    return t ? wrap_borrowed(jn_grad(t)) : NULL;
+}
+
+static PyObject *py_set_grad(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o, *g;
+    if (!PyArg_ParseTuple(args, "OO", &o, &g)) return NULL;
+    jn_tensor *t = T_of(o, "tensor");
+    if (!t) return NULL;
+    jn_tensor *gt = NULL;
+    if (g != Py_None) {
+        if (!(gt = T_of(g, "grad"))) return NULL;
+        jn_tensor_incref(gt);
+    }
+    jn_status s = jn_set_grad(t, gt);
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_grad_fn_name(PyObject *self, PyObject *o) {
+    (void)self;
+    jn_tensor *t = T_of(o, "tensor");
+    if (!t) return NULL;
+    const char *n = jn_grad_fn_name(t);
+    if (!n) Py_RETURN_NONE;
+    return PyUnicode_FromString(n);
+}
+
+static PyObject *py_detach(PyObject *self, PyObject *o) {
+    (void)self;
+    jn_tensor *t = T_of(o, "tensor");
+    return t ? jn_py_wrap(jn_detach(t)) : NULL;
+}
+
+/* Collect a sequence of tensors (None allowed when allow_none). Borrowed. */
+static int tensors_of(PyObject *seq_in, jn_tensor **out, int max, int allow_none, const char *what) {
+    PyObject *seq = PySequence_Fast(seq_in, "expected a sequence of tensors");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > max) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s: at most %d tensors", what, max);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        if (o == Py_None && allow_none) out[i] = NULL;
+        else if (!(out[i] = T_of(o, what))) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return (int)n;
+}
+
+/* _backward(roots, grads, retain_graph) */
+static PyObject *py_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ro, *go;
+    int retain;
+    if (!PyArg_ParseTuple(args, "OOp", &ro, &go, &retain)) return NULL;
+    jn_tensor *roots[JN_MAX_INS], *grads[JN_MAX_INS];
+    int n = tensors_of(ro, roots, JN_MAX_INS, 0, "tensors");
+    if (n < 0) return NULL;
+    int ng = tensors_of(go, grads, JN_MAX_INS, 1, "grad_tensors");
+    if (ng < 0) return NULL;
+    if (ng != n) {
+        PyErr_Format(PyExc_RuntimeError, "got %d tensors and %d gradients", n, ng);
+        return NULL;
+    }
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_backward(n, roots, grads, retain);
+    Py_END_ALLOW_THREADS
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
+/* _autograd_grad(outputs, grad_outputs, inputs, retain_graph, allow_unused) */
+static PyObject *py_autograd_grad(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ro, *go, *io;
+    int retain, allow_unused;
+    if (!PyArg_ParseTuple(args, "OOOpp", &ro, &go, &io, &retain, &allow_unused)) return NULL;
+    jn_tensor *roots[JN_MAX_INS], *grads[JN_MAX_INS], *inputs[JN_MAX_INS], *out[JN_MAX_INS];
+    int n = tensors_of(ro, roots, JN_MAX_INS, 0, "outputs");
+    if (n < 0) return NULL;
+    int ng = tensors_of(go, grads, JN_MAX_INS, 1, "grad_outputs");
+    if (ng < 0) return NULL;
+    int ni = tensors_of(io, inputs, JN_MAX_INS, 0, "inputs");
+    if (ni < 0) return NULL;
+    if (ng != n) {
+        PyErr_Format(PyExc_RuntimeError, "grad requires one grad_output per output (got %d and %d)", ng, n);
+        return NULL;
+    }
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_autograd_grad(n, roots, grads, ni, inputs, out, retain, allow_unused);
+    Py_END_ALLOW_THREADS
+    if (s) return jn_py_raise(s);
+    PyObject *tup = PyTuple_New(ni);
+    for (int i = 0; i < ni; i++) {
+        PyObject *w;
+        if (out[i]) w = jn_py_wrap(out[i]);
+        else {
+            w = Py_None;
+            Py_INCREF(w);
+        }
+        if (!w || !tup) {
+            for (int k = i + 1; k < ni; k++) jn_tensor_decref(out[k]);
+            Py_XDECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, i, w);
+    }
+    return tup;
+}
+
+static PyObject *py_set_grad_enabled(PyObject *self, PyObject *arg) {
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    int prev = jn_grad_enabled();
+    jn_set_grad_enabled(on);
+    return PyBool_FromLong(prev);
+}
+
+static PyObject *py_is_grad_enabled(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyBool_FromLong(jn_grad_enabled());
+}
+
+static PyObject *py_has_derivative(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    int op = jn_op_lookup(name);
+    if (op < 0) {
+        PyErr_Format(PyExc_ValueError, "unknown op %s", name);
+        return NULL;
+    }
+    return PyBool_FromLong(jn_grad_def_of((jn_op)op)->fn != NULL);
+}
+
+/* _make_subclass(cls, t, requires_grad): a cls instance sharing t's storage
+ * with no history (nn.Parameter(t)). */
+static PyObject *py_make_subclass(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cls, *o;
+    int rg;
+    if (!PyArg_ParseTuple(args, "OOp", &cls, &o, &rg)) return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &JnTensorBase_Type)) {
+        PyErr_SetString(PyExc_TypeError, "_make_subclass: cls must subclass Tensor");
+        return NULL;
+    }
+    jn_tensor *t = T_of(o, "data");
+    if (!t) return NULL;
+    jn_tensor *al = jn_detach(t);
+    if (!al) return jn_py_raise(JN_ERR_NOMEM);
+    if (rg) {
+        jn_status s = jn_set_requires_grad(al, 1);
+        if (s) {
+            jn_tensor_decref(al);
+            return jn_py_raise(s);
+        }
+    }
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    JnTensorObject *r = (JnTensorObject *)tp->tp_alloc(tp, 0);
+    if (!r) {
+        jn_tensor_decref(al);
+        return NULL;
+    }
+    r->t = al;
+    al->pyobj = r;
+    return (PyObject *)r;
+}
+
+PyMethodDef jn_py_autograd_methods[] = {
+    {"_make_subclass", py_make_subclass, METH_VARARGS, NULL},
+    {"_requires_grad", py_requires_grad, METH_O, NULL},
+    {"_set_requires_grad", py_set_requires_grad, METH_VARARGS, NULL},
+    {"_is_leaf", py_is_leaf, METH_O, NULL},
+    {"_grad", py_grad, METH_O, NULL},
+    {"_set_grad", py_set_grad, METH_VARARGS, NULL},
+    {"_grad_fn_name", py_grad_fn_name, METH_O, NULL},
+    {"_detach", py_detach, METH_O, NULL},
+    {"_backward", py_backward, METH_VARARGS, NULL},
+    {"_autograd_grad", py_autograd_grad, METH_VARARGS, NULL},
+    {"_set_grad_enabled", py_set_grad_enabled, METH_O, "set grad mode; returns the previous one"},
+    {"is_grad_enabled", py_is_grad_enabled, METH_NOARGS, NULL},
+    {"_has_derivative", py_has_derivative, METH_O, "does the op have a derivative formula"},
+    {NULL, NULL, 0, NULL}};

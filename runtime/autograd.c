@@ -1,0 +1,661 @@
+/* autograd.c -- the reverse-mode tape and the backward engine.
+ *
+ * Recording: jn_ag_record() runs after every dispatched op while grad mode is
+ * on and some input requires grad.  It creates a node holding the op, its
+ * attributes, input metadata, edges to the inputs' producers (or to the leaf
+ * tensors themselves, for accumulation) and the tensors the op's derivative
+ * needs, each saved as a storage alias with the version it had, so that an
+ * in-place change before backward is reported instead of silently giving a
+ * wrong gradient.  Nodes are refcounted: tensors own their grad_fn, nodes own
+ * their successors; nothing points back, so there are no cycles.
+ *
+ * Backward: count dependencies over the reachable graph, then run nodes in
+ * decreasing creation order once all their output gradients are in.  Every
+ * derivative is a table entry (derivatives.c) that issues ordinary ops
+ * through jn_dispatch with grad mode off.  Without retain_graph the saved
+ * tensors are freed as each node finishes, and a second backward through the
+ * same nodes is an error, as in PyTorch.
+ */
+#include "jn_autograd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct jn_node {
+    int64_t refcnt;
+    uint64_t seq;            /* creation order: later nodes run first */
+    jn_op op;
+    jn_attrs attrs;
+    int nin, nout;
+    jn_meta *in_meta;        /* [nin] */
+    jn_tensor **saved_in;    /* [nin] aliases, or NULL entries */
+    uint64_t *saved_in_ver;
+    jn_tensor *saved_out[JN_MAX_OUTS];
+    uint64_t saved_out_ver[JN_MAX_OUTS];
+    jn_meta out_meta[JN_MAX_OUTS];
+    struct jn_edge {
+        jn_node *node;       /* producer of this input, or NULL */
+        int output_nr;
+        jn_tensor *leaf;     /* leaf that accumulates, or NULL */
+    } *next;                 /* [nin]; both NULL: input needs no gradient */
+    int released;            /* saved tensors freed after a backward */
+    /* engine scratch, valid during one backward */
+    uint64_t visit;
+    int deps;
+    jn_tensor *buf[JN_MAX_OUTS];
+};
+
+static _Thread_local int grad_off;  /* 0 = enabled (default) */
+static uint64_t node_seq, visit_gen;
+
+int jn_grad_enabled(void) { return !grad_off; }
+void jn_set_grad_enabled(int on) { grad_off = !on; }
+
+/* --------------------------------------------------------------- metadata */
+static void ag_free(jn_tensor *t);
+
+static jn_ag_meta *meta_of(const jn_tensor *t) { return (jn_ag_meta *)t->autograd; }
+
+static jn_ag_meta *meta_get(jn_tensor *t) {
+    if (!t->autograd) {
+        t->autograd = calloc(1, sizeof(jn_ag_meta));
+        jn_rt_autograd_free = ag_free;
+    }
+    return t->autograd;
+}
+
+int jn_requires_grad(const jn_tensor *t) { return t->autograd && meta_of(t)->requires_grad; }
+int jn_is_leaf(const jn_tensor *t) { return !t->autograd || !meta_of(t)->grad_fn; }
+jn_tensor *jn_grad(const jn_tensor *t) { return t->autograd ? meta_of(t)->grad : NULL; }
+
+const char *jn_grad_fn_name(const jn_tensor *t) {
+    if (!t->autograd || !meta_of(t)->grad_fn) return NULL;
+    return jn_op_info(meta_of(t)->grad_fn->op)->name;
+}
+
+jn_status jn_set_requires_grad(jn_tensor *t, int on) {
+    if (!jn_is_leaf(t)) {
+        if (on) return JN_OK;
+        return jn_error(JN_ERR_RUNTIME,
+                        "you can only change requires_grad flags of leaf variables. If you want to "
+                        "use a computed variable in a subgraph that doesn't require differentiation "
+                        "use var_no_grad = var.detach().");
+    }
+    if (on && !jn_dtype_is_float(t->dtype))
+        return jn_error(JN_ERR_RUNTIME, "only Tensors of floating point dtype can require gradients (got %s)",
+                        jn_dtype_names[t->dtype]);
+    jn_ag_meta *m = meta_get(t);
+    if (!m) return jn_error(JN_ERR_NOMEM, "out of memory");
+    m->requires_grad = on != 0;
+    return JN_OK;
+}
+
+jn_status jn_set_grad(jn_tensor *t, jn_tensor *g) {
+    if (g && (!jn_same_shape(g->ndim, g->shape, t->ndim, t->shape) || g->dtype != t->dtype)) {
+        char a[128], b[128];
+        jn_status s = jn_error(JN_ERR_RUNTIME, "assigned grad has data of shape %s and dtype %s, but the "
+                               "tensor has shape %s and dtype %s",
+                               jn_shape_str(g->ndim, g->shape, a, sizeof a), jn_dtype_names[g->dtype],
+                               jn_shape_str(t->ndim, t->shape, b, sizeof b), jn_dtype_names[t->dtype]);
+        jn_tensor_decref(g);
+        return s;
+    }
+    jn_ag_meta *m = meta_get(t);
+    if (!m) {
+        jn_tensor_decref(g);
+        return jn_error(JN_ERR_NOMEM, "out of memory");
+    }
+    jn_tensor_decref(m->grad);
+    m->grad = g;
+    return JN_OK;
+}
+
+jn_tensor *jn_detach(jn_tensor *t) { return jn_tensor_alias(t); }
+
+/* ------------------------------------------------------------------ nodes */
+static void release_saved(jn_node *n) {
+    for (int i = 0; n->saved_in && i < n->nin; i++) {
+        jn_tensor_decref(n->saved_in[i]);
+        n->saved_in[i] = NULL;
+    }
+    for (int k = 0; k < n->nout; k++) {
+        jn_tensor_decref(n->saved_out[k]);
+        n->saved_out[k] = NULL;
+    }
+}
+
+/* Iterative, so that dropping a long chain (an RNN over 10k steps) can't
+ * overflow the C stack. */
+static void node_decref(jn_node *n) {
+    jn_node *stack_small[64], **stack = stack_small;
+    int sp = 0, cap = 64;
+    if (n) stack[sp++] = n;
+    while (sp) {
+        jn_node *x = stack[--sp];
+        if (__atomic_sub_fetch(&x->refcnt, 1, __ATOMIC_ACQ_REL) != 0) continue;
+        release_saved(x);
+        for (int k = 0; k < x->nout; k++) jn_tensor_decref(x->buf[k]);
+        for (int i = 0; i < x->nin; i++) {
+            jn_tensor_decref(x->next[i].leaf);
+            if (!x->next[i].node) continue;
+            if (sp == cap) {
+                jn_node **ns = malloc(sizeof *ns * (size_t)cap * 2);
+                if (!ns) { /* leak rather than crash on OOM */
+                    continue;
+                }
+                memcpy(ns, stack, sizeof *ns * (size_t)sp);
+                if (stack != stack_small) free(stack);
+                stack = ns;
+                cap *= 2;
+            }
+            stack[sp++] = x->next[i].node;
+        }
+        free(x->in_meta);
+        free(x->saved_in);
+        free(x->saved_in_ver);
+        free(x->next);
+        free(x);
+    }
+    if (stack != stack_small) free(stack);
+}
+
+static void ag_free(jn_tensor *t) {
+    jn_ag_meta *m = t->autograd;
+    jn_tensor_decref(m->grad);
+    node_decref(m->grad_fn);
+    free(m);
+    t->autograd = NULL;
+}
+
+jn_op jn_node_op(const jn_node *n) { return n->op; }
+int jn_node_nin(const jn_node *n) { return n->nin; }
+const jn_attrs *jn_node_attrs(const jn_node *n) { return &n->attrs; }
+const jn_meta *jn_node_input_meta(const jn_node *n, int i) { return &n->in_meta[i]; }
+
+static jn_tensor *check_saved(jn_node *n, jn_tensor *t, uint64_t ver, const char *what, int i,
+                              jn_status *st) {
+    if (n->released) {
+        *st = jn_error(JN_ERR_RUNTIME,
+                       "Trying to backward through the graph a second time (or directly access saved "
+                       "tensors after they have already been freed). Saved intermediate values of the "
+                       "graph are freed when you call .backward() or autograd.grad(). Specify "
+                       "retain_graph=True if you need to backward through the graph a second time.");
+        return NULL;
+    }
+    if (!t) {
+        *st = jn_error(JN_ERR_RUNTIME, "internal: derivative of %s reads %s %d, which was not saved",
+                       jn_op_info(n->op)->name, what, i);
+        return NULL;
+    }
+    if (t->storage->version != ver) {
+        char sh[128];
+        *st = jn_error(JN_ERR_RUNTIME,
+                       "one of the variables needed for gradient computation has been modified by an "
+                       "inplace operation: [%s %s], which is %s %d of %s, is at version %llu; expected "
+                       "version %llu instead. Hint: the in-place op came after %s; use an out-of-place "
+                       "version (e.g. x = x + y instead of x += y) or clone() the tensor first.",
+                       jn_dtype_names[t->dtype], jn_shape_str(t->ndim, t->shape, sh, sizeof sh), what, i,
+                       jn_op_info(n->op)->name, (unsigned long long)t->storage->version,
+                       (unsigned long long)ver, jn_op_info(n->op)->name);
+        return NULL;
+    }
+    return t;
+}
+
+jn_tensor *jn_node_input(jn_node *n, int i, jn_status *st) {
+    return check_saved(n, n->saved_in ? n->saved_in[i] : NULL, n->saved_in_ver ? n->saved_in_ver[i] : 0,
+                       "input", i, st);
+}
+
+jn_tensor *jn_node_output(jn_node *n, int i, jn_status *st) {
+    return check_saved(n, n->saved_out[i], n->saved_out_ver[i], "output", i, st);
+}
+
+/* --------------------------------------------------------------- recording */
+jn_status jn_ag_check_inplace(jn_op op, jn_tensor *t) {
+    if (grad_off || !t->autograd) return JN_OK;
+    jn_ag_meta *m = meta_of(t);
+    if (m->requires_grad && !m->grad_fn)
+        return jn_error(JN_ERR_RUNTIME,
+                        "a leaf Variable that requires grad is being used in an in-place operation (%s). "
+                        "Wrap the update in `with janus.no_grad():` (as optimizers do) or work on a clone.",
+                        jn_op_info(op)->name);
+    if (m->is_view_of_grad)
+        return jn_error(JN_ERR_UNSUPPORTED,
+                        "in-place %s on a view of a tensor that requires grad is not supported; use an "
+                        "out-of-place op, or clone() the view first",
+                        jn_op_info(op)->name);
+    return JN_OK;
+}
+
+static void set_history(jn_tensor *t, jn_node *n, int k, int is_view) {
+    jn_ag_meta *m = meta_get(t);
+    if (!m) return;
+    __atomic_fetch_add(&n->refcnt, 1, __ATOMIC_RELAXED);
+    node_decref(m->grad_fn);
+    m->grad_fn = n;
+    m->output_nr = k;
+    m->requires_grad = 1;
+    m->is_view_of_grad = is_view;
+}
+
+jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                       jn_tensor *const *out, jn_tensor *dst) {
+    if (grad_off) return JN_OK;
+    const jn_opinfo *info = jn_op_info(op);
+    int any = 0;
+    for (int i = 0; i < nin; i++) any |= jn_requires_grad(in[i]);
+    if (!any || (info->flags & JN_F_NOGRAD)) {
+        /* A no-grad result written over a tensor with history cuts it. */
+        if (dst && dst->autograd && meta_of(dst)->grad_fn) {
+            node_decref(meta_of(dst)->grad_fn);
+            meta_of(dst)->grad_fn = NULL;
+            meta_of(dst)->requires_grad = 0;
+        }
+        return JN_OK;
+    }
+    if (dst && dst->is_view && !jn_requires_grad(dst))
+        /* the base tensor would need the history too (PyTorch's CopySlices) */
+        return jn_error(JN_ERR_UNSUPPORTED,
+                        "%s: writing a value that requires grad into a view (e.g. x[1:3] = y) is not "
+                        "supported by janus autograd; build the tensor with janus.cat/stack or "
+                        "out-of-place ops instead",
+                        info->name);
+    const jn_grad_def *def = jn_grad_def_of(op);
+    jn_node *n = calloc(1, sizeof *n);
+    if (!n) return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
+    n->refcnt = 1;
+    n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
+    n->op = op;
+    n->attrs = *a;
+    n->nin = nin;
+    n->nout = nout;
+    n->in_meta = calloc((size_t)nin, sizeof *n->in_meta);
+    n->next = calloc((size_t)nin, sizeof *n->next);
+    int save_in = def->save & JN_SAVE_IN, save_out = def->save & JN_SAVE_OUT;
+    if (save_in) {
+        n->saved_in = calloc((size_t)nin, sizeof *n->saved_in);
+        n->saved_in_ver = calloc((size_t)nin, sizeof *n->saved_in_ver);
+    }
+    if (!n->in_meta || !n->next || (save_in && (!n->saved_in || !n->saved_in_ver))) goto oom;
+    for (int i = 0; i < nin; i++) {
+        jn_tensor *t = in[i];
+        n->in_meta[i].dtype = t->dtype;
+        n->in_meta[i].ndim = t->ndim;
+        memcpy(n->in_meta[i].shape, t->shape, sizeof t->shape);
+        if (jn_requires_grad(t)) {
+            jn_ag_meta *m = meta_of(t);
+            if (m->grad_fn) {
+                n->next[i].node = m->grad_fn;
+                n->next[i].output_nr = m->output_nr;
+                __atomic_fetch_add(&m->grad_fn->refcnt, 1, __ATOMIC_RELAXED);
+            } else {
+                n->next[i].leaf = t;
+                jn_tensor_incref(t);
+            }
+        }
+        if (save_in) {
+            if (!(n->saved_in[i] = jn_tensor_alias(t))) goto oom;
+            /* the written tensor's saved value is its pre-op value, which is
+             * gone: record the old version so reading it is an error */
+            uint64_t v = t->storage->version;
+            int written = dst && t->storage == dst->storage;
+            n->saved_in_ver[i] = written ? v - 1 : v;
+        }
+    }
+    for (int k = 0; k < nout; k++) {
+        n->out_meta[k].dtype = out[k]->dtype;
+        n->out_meta[k].ndim = out[k]->ndim;
+        memcpy(n->out_meta[k].shape, out[k]->shape, sizeof out[k]->shape);
+        if (save_out) {
+            if (!(n->saved_out[k] = jn_tensor_alias(out[k]))) goto oom;
+            n->saved_out_ver[k] = out[k]->storage->version;
+        }
+    }
+    int is_view = (info->flags & JN_F_VIEW) != 0;
+    for (int k = 0; k < nout; k++)
+        if (jn_dtype_is_float(out[k]->dtype)) set_history(out[k], n, k, is_view);
+    node_decref(n); /* the outputs hold it now (or nobody, for int outputs) */
+    return JN_OK;
+oom:
+    node_decref(n);
+    return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
+}
+
+/* ------------------------------------------------------------------ engine */
+typedef struct {
+    jn_node **v;
+    int n, cap;
+} nodevec;
+
+static int vec_push(nodevec *v, jn_node *x) {
+    if (v->n == v->cap) {
+        int cap = v->cap ? v->cap * 2 : 64;
+        jn_node **nv = realloc(v->v, sizeof *nv * (size_t)cap);
+        if (!nv) return -1;
+        v->v = nv;
+        v->cap = cap;
+    }
+    v->v[v->n++] = x;
+    return 0;
+}
+
+/* ready set as a binary max-heap on seq */
+static int heap_push(nodevec *h, jn_node *x) {
+    if (vec_push(h, x)) return -1;
+    int i = h->n - 1;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (h->v[p]->seq >= h->v[i]->seq) break;
+        jn_node *t = h->v[p];
+        h->v[p] = h->v[i];
+        h->v[i] = t;
+        i = p;
+    }
+    return 0;
+}
+
+static jn_node *heap_pop(nodevec *h) {
+    jn_node *top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && h->v[l]->seq > h->v[m]->seq) m = l;
+        if (r < h->n && h->v[r]->seq > h->v[m]->seq) m = r;
+        if (m == i) break;
+        jn_node *t = h->v[m];
+        h->v[m] = h->v[i];
+        h->v[i] = t;
+        i = m;
+    }
+    return top;
+}
+
+static jn_status zeros_of(const jn_meta *m, jn_tensor **out) {
+    jn_tensor *t = jn_tensor_zeros(m->dtype, m->ndim, m->shape);
+    if (!t) return JN_ERR_NOMEM;
+    *out = t;
+    return JN_OK;
+}
+
+/* acc += g (either may be NULL), as dispatched ops. Steals g. */
+static jn_status accumulate(jn_tensor **acc, jn_tensor *g) {
+    if (!*acc) {
+        *acc = g;
+        return JN_OK;
+    }
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].f = 1.0;
+    jn_tensor *in[2] = {*acc, g}, *r;
+    jn_status s = jn_dispatch(JN_OP_add, 2, in, &a, &r);
+    jn_tensor_decref(g);
+    if (s) return s;
+    jn_tensor_decref(*acc);
+    *acc = r;
+    return JN_OK;
+}
+
+/* Leaf .grad += g: the first gradient is stored (made contiguous and
+ * private), later ones are added in place, through the dispatcher. */
+static jn_status accumulate_leaf(jn_tensor *leaf, jn_tensor *g) {
+    jn_ag_meta *m = meta_get(leaf);
+    if (!m) {
+        jn_tensor_decref(g);
+        return jn_error(JN_ERR_NOMEM, "out of memory");
+    }
+    if (!m->grad) {
+        if (g->refcnt == 1 && jn_is_contiguous(g) && g->storage->refcnt == 1 && g->dtype == leaf->dtype) {
+            m->grad = g;
+            return JN_OK;
+        }
+        jn_tensor *c = jn_to_dtype(g, leaf->dtype);
+        if (c == g) { /* already right dtype and contiguous but shared: copy */
+            jn_tensor_decref(c);
+            c = jn_contiguous(g);
+        }
+        jn_tensor_decref(g);
+        if (!c) return JN_ERR_NOMEM;
+        m->grad = c;
+        return JN_OK;
+    }
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].f = 1.0;
+    jn_tensor *in[2] = {m->grad, g};
+    jn_status s = jn_dispatch_into(JN_OP_add, 2, in, &a, m->grad);
+    jn_tensor_decref(g);
+    return s;
+}
+
+typedef struct {
+    int ninputs;
+    jn_tensor *const *inputs;
+    jn_tensor **out;  /* captured gradients (autograd.grad); NULL for backward() */
+} capture;
+
+static int capture_slot_leaf(const capture *c, const jn_tensor *leaf) {
+    for (int i = 0; c && i < c->ninputs; i++)
+        if (c->inputs[i] == leaf) return i;
+    return -1;
+}
+
+static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain,
+                            capture *cap) {
+    jn_status s = JN_OK;
+    nodevec all = {0}, heap = {0}, stack = {0};
+    uint64_t gen = __atomic_add_fetch(&visit_gen, 1, __ATOMIC_RELAXED);
+    int was_on = !grad_off;
+    grad_off = 1;
+
+    /* root gradients */
+    jn_tensor *rg[JN_MAX_INS] = {0};
+    if (n > JN_MAX_INS) {
+        s = jn_error(JN_ERR_VALUE, "backward: at most %d roots", JN_MAX_INS);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        jn_tensor *r = roots[i];
+        if (!jn_requires_grad(r)) {
+            s = jn_error(JN_ERR_RUNTIME, "element %d of tensors does not require grad and does not have a grad_fn", i);
+            goto out;
+        }
+        if (grads && grads[i]) {
+            if (!jn_same_shape(grads[i]->ndim, grads[i]->shape, r->ndim, r->shape)) {
+                char a[128], b[128];
+                s = jn_error(JN_ERR_RUNTIME, "Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s.",
+                             i, jn_shape_str(grads[i]->ndim, grads[i]->shape, a, sizeof a), i,
+                             jn_shape_str(r->ndim, r->shape, b, sizeof b));
+                goto out;
+            }
+            if (!(rg[i] = jn_to_dtype(grads[i], r->dtype))) { s = JN_ERR_NOMEM; goto out; }
+        } else {
+            if (jn_numel(r) != 1) {
+                s = jn_error(JN_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs (got a tensor of %lld elements); pass gradient=",
+                             (long long)jn_numel(r));
+                goto out;
+            }
+            if (!(rg[i] = jn_scalar_f64(1.0, r->dtype, 0))) { s = JN_ERR_NOMEM; goto out; }
+            if (r->ndim) { /* reshape the 1 to the root's shape */
+                jn_tensor *t = jn_tensor_new(r->dtype, r->ndim, r->shape);
+                if (!t) { s = JN_ERR_NOMEM; goto out; }
+                jn_copy_into(t, rg[i]);
+                jn_tensor_decref(rg[i]);
+                rg[i] = t;
+            }
+        }
+    }
+
+    /* discover the graph and count dependencies */
+    for (int i = 0; i < n; i++) {
+        jn_node *g = meta_of(roots[i])->grad_fn;
+        if (g && g->visit != gen) {
+            g->visit = gen;
+            g->deps = 0;
+            if (vec_push(&stack, g) || vec_push(&all, g)) { s = JN_ERR_NOMEM; goto out; }
+        }
+    }
+    while (stack.n) {
+        jn_node *x = stack.v[--stack.n];
+        for (int i = 0; i < x->nin; i++) {
+            jn_node *y = x->next[i].node;
+            if (!y) continue;
+            if (y->visit != gen) {
+                y->visit = gen;
+                y->deps = 0;
+                if (vec_push(&stack, y) || vec_push(&all, y)) { s = JN_ERR_NOMEM; goto out; }
+            }
+            y->deps++;
+        }
+    }
+
+    /* seed buffers */
+    for (int i = 0; i < n; i++) {
+        jn_ag_meta *m = meta_of(roots[i]);
+        jn_tensor *g = rg[i];
+        rg[i] = NULL;
+        if (m->grad_fn) {
+            if ((s = accumulate(&m->grad_fn->buf[m->output_nr], g))) goto out;
+        } else {
+            int slot = capture_slot_leaf(cap, roots[i]);
+            if (cap && slot >= 0) s = accumulate(&cap->out[slot], g);
+            else if (cap) jn_tensor_decref(g);
+            else s = accumulate_leaf(roots[i], g);
+            if (s) goto out;
+        }
+    }
+    for (int i = 0; i < all.n; i++)
+        if (all.v[i]->deps == 0 && heap_push(&heap, all.v[i])) { s = JN_ERR_NOMEM; goto out; }
+
+    while (heap.n) {
+        jn_node *x = heap_pop(&heap);
+        const jn_opinfo *info = jn_op_info(x->op);
+        if (x->released) {
+            s = jn_error(JN_ERR_RUNTIME,
+                         "Trying to backward through the graph a second time (or directly access saved "
+                         "tensors after they have already been freed). Saved intermediate values of the "
+                         "graph are freed when you call .backward() or autograd.grad(). Specify "
+                         "retain_graph=True if you need to backward through the graph a second time.");
+            goto out;
+        }
+        /* non-leaf inputs requested by autograd.grad are read off here */
+        for (int c = 0; cap && c < cap->ninputs; c++) {
+            jn_ag_meta *m = meta_of(cap->inputs[c]);
+            if (m && m->grad_fn == x && x->buf[m->output_nr]) {
+                jn_tensor_incref(x->buf[m->output_nr]);
+                if ((s = accumulate(&cap->out[c], x->buf[m->output_nr]))) goto out;
+            }
+        }
+        const jn_grad_def *def = jn_grad_def_of(x->op);
+        int needs[JN_MAX_INS];
+        int any = 0;
+        for (int i = 0; i < x->nin; i++) {
+            needs[i] = x->next[i].node || x->next[i].leaf;
+            if (needs[i] && cap && x->next[i].leaf && capture_slot_leaf(cap, x->next[i].leaf) < 0)
+                needs[i] = 0; /* autograd.grad leaves other leaves alone */
+            any |= needs[i];
+        }
+        if (any && !def->fn) {
+            s = jn_error(JN_ERR_UNSUPPORTED, "the derivative for '%s' is not implemented", info->name);
+            goto out;
+        }
+        jn_tensor *gout[JN_MAX_OUTS] = {0}, *gin[JN_MAX_INS] = {0};
+        for (int k = 0; k < x->nout; k++) {
+            gout[k] = x->buf[k];
+            x->buf[k] = NULL;
+            if (!gout[k] && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
+        }
+        if (!s && any) s = def->fn(x, gout, needs, gin);
+        for (int k = 0; k < x->nout; k++) jn_tensor_decref(gout[k]);
+        if (s) {
+            for (int i = 0; i < x->nin; i++) jn_tensor_decref(gin[i]);
+            goto out;
+        }
+        for (int i = 0; i < x->nin; i++) {
+            jn_tensor *g = gin[i];
+            struct jn_edge *e = &x->next[i];
+            if (e->node && --e->node->deps == 0 && heap_push(&heap, e->node)) {
+                jn_tensor_decref(g);
+                s = JN_ERR_NOMEM;
+                goto out;
+            }
+            if (!g) continue;
+            if (!needs[i]) {
+                jn_tensor_decref(g);
+                continue;
+            }
+            const jn_meta *im = &x->in_meta[i];
+            if (!jn_same_shape(g->ndim, g->shape, im->ndim, im->shape)) {
+                char a[128], b[128];
+                s = jn_error(JN_ERR_RUNTIME, "internal: the derivative of %s produced a gradient of shape %s for input %d of shape %s",
+                             info->name, jn_shape_str(g->ndim, g->shape, a, sizeof a), i,
+                             jn_shape_str(im->ndim, im->shape, b, sizeof b));
+                jn_tensor_decref(g);
+                goto out;
+            }
+            if (g->dtype != im->dtype && jn_dtype_is_float(im->dtype)) {
+                jn_tensor *c = jn_to_dtype(g, im->dtype);
+                jn_tensor_decref(g);
+                if (!(g = c)) { s = JN_ERR_NOMEM; goto out; }
+            }
+            if (e->leaf) {
+                int slot = capture_slot_leaf(cap, e->leaf);
+                if (cap) s = slot >= 0 ? accumulate(&cap->out[slot], g) : (jn_tensor_decref(g), JN_OK);
+                else s = accumulate_leaf(e->leaf, g);
+            } else if (e->node) {
+                s = accumulate(&e->node->buf[e->output_nr], g);
+            } else {
+                jn_tensor_decref(g);
+            }
+            if (s) goto out;
+        }
+        if (!retain) {
+            release_saved(x);
+            x->released = 1;
+        }
+    }
+out:
+    for (int i = 0; i < n && i < JN_MAX_INS; i++) jn_tensor_decref(rg[i]);
+    for (int i = 0; i < all.n; i++)
+        for (int k = 0; k < all.v[i]->nout; k++) {
+            jn_tensor_decref(all.v[i]->buf[k]);
+            all.v[i]->buf[k] = NULL;
+        }
+    free(all.v);
+    free(heap.v);
+    free(stack.v);
+    grad_off = !was_on;
+    return s;
+}
+
+jn_status jn_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph) {
+    return run_engine(n, roots, grads, retain_graph, NULL);
+}
+
+jn_status jn_autograd_grad(int n, jn_tensor *const *roots, jn_tensor *const *grads, int ninputs,
+                           jn_tensor *const *inputs, jn_tensor **out, int retain_graph,
+                           int allow_unused) {
+    for (int i = 0; i < ninputs; i++) {
+        out[i] = NULL;
+        if (!jn_requires_grad(inputs[i]))
+            return jn_error(JN_ERR_RUNTIME, "One of the differentiated Tensors (input %d) does not require grad", i);
+    }
+    capture c = {ninputs, inputs, out};
+    jn_status s = run_engine(n, roots, grads, retain_graph, &c);
+    if (!s && !allow_unused)
+        for (int i = 0; i < ninputs; i++)
+            if (!out[i]) {
+                s = jn_error(JN_ERR_RUNTIME,
+                             "One of the differentiated Tensors (input %d) appears to not have been used in "
+                             "the graph. Set allow_unused=True if this is the desired behavior.", i);
+                break;
+            }
+    if (s)
+        for (int i = 0; i < ninputs; i++) {
+            jn_tensor_decref(out[i]);
+            out[i] = NULL;
+        }
+    return s;
+}

@@ -1,0 +1,895 @@
+/* derivatives.c -- the derivative of every differentiable op, in one table.
+ *
+ * Like PyTorch's derivatives.yaml: one entry per op of ops.def, naming the
+ * formula and what the formula needs saved (inputs, outputs or neither).
+ * Formulas are written with other table ops through a tiny builder (jn_bw)
+ * whose temporaries are freed in one place and whose first error sticks, so
+ * each formula reads like the math.  Ops flagged JN_F_NOGRAD get no node;
+ * an op with a node but no formula raises "derivative not implemented" at
+ * backward time.  tests/python/test_gradcheck.py checks every entry against
+ * finite differences in float64.
+ */
+#include "jn_autograd.h"
+
+#include <math.h>
+#include <string.h>
+
+#define BW_MAX_TMP 256
+
+struct jn_bw {
+    jn_node *n;
+    jn_status st;
+    int ntmp;
+    jn_tensor *tmp[BW_MAX_TMP];
+};
+typedef jn_tensor T;
+
+static T *reg(jn_bw *b, T *t) {
+    if (!t) {
+        if (!b->st) b->st = jn_error(JN_ERR_NOMEM, "out of memory in a derivative");
+        return NULL;
+    }
+    if (b->ntmp == BW_MAX_TMP) {
+        jn_tensor_decref(t);
+        if (!b->st) b->st = jn_error(JN_ERR_RUNTIME, "internal: derivative uses too many temporaries");
+        return NULL;
+    }
+    return b->tmp[b->ntmp++] = t;
+}
+
+static T *call(jn_bw *b, jn_op op, int nin, T *const *in, const jn_attrs *a) {
+    if (b->st) return NULL;
+    for (int i = 0; i < nin; i++)
+        if (!in[i]) {
+            b->st = jn_error(JN_ERR_RUNTIME, "internal: missing operand in a derivative");
+            return NULL;
+        }
+    T *out[JN_MAX_OUTS] = {0};
+    if ((b->st = jn_dispatch(op, nin, in, a, out))) return NULL;
+    for (int k = 1; k < jn_op_info(op)->nout; k++) reg(b, out[k]);
+    return reg(b, out[0]);
+}
+
+static jn_attrs A(void) {
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    return a;
+}
+static jn_ints ints(int n, const int64_t *v) {
+    jn_ints l;
+    memset(&l, 0, sizeof l);
+    l.n = n;
+    if (n) memcpy(l.v, v, sizeof(int64_t) * (size_t)n);
+    return l;
+}
+
+static T *IN(jn_bw *b, int i) {
+    if (b->st) return NULL;
+    return jn_node_input(b->n, i, &b->st);
+}
+static T *OUT(jn_bw *b, int k) {
+    if (b->st) return NULL;
+    return jn_node_output(b->n, k, &b->st);
+}
+static const jn_meta *M(jn_bw *b, int i) { return jn_node_input_meta(b->n, i); }
+static const jn_attrs *AT(jn_bw *b) { return jn_node_attrs(b->n); }
+
+/* ---- op shorthands ---- */
+static T *scalar(jn_bw *b, double v) { return b->st ? NULL : reg(b, jn_scalar_f64(v, JN_F64, 1)); }
+static T *un(jn_bw *b, jn_op op, T *x) { jn_attrs a = A(); return call(b, op, 1, &x, &a); }
+static T *bin(jn_bw *b, jn_op op, T *x, T *y) {
+    jn_attrs a = A();
+    if (op == JN_OP_add || op == JN_OP_sub) a.a[0].f = 1.0;
+    T *in[2] = {x, y};
+    return call(b, op, 2, in, &a);
+}
+#define ADD(x, y) bin(b, JN_OP_add, x, y)
+#define SUB(x, y) bin(b, JN_OP_sub, x, y)
+#define MUL(x, y) bin(b, JN_OP_mul, x, y)
+#define DIV(x, y) bin(b, JN_OP_div, x, y)
+#define MULS(x, v) MUL(x, scalar(b, v))
+#define ADDS(x, v) ADD(x, scalar(b, v))
+#define NEG(x) un(b, JN_OP_neg, x)
+
+static T *where(jn_bw *b, T *c, T *x, T *y) {
+    T *in[3] = {c, x, y};
+    jn_attrs a = A();
+    return call(b, JN_OP_where, 3, in, &a);
+}
+static T *cast(jn_bw *b, T *x, jn_dtype d) {
+    jn_attrs a = A();
+    a.a[0].i = d;
+    return call(b, JN_OP_cast, 1, &x, &a);
+}
+static T *zeros(jn_bw *b, const jn_meta *m) {
+    if (b->st) return NULL;
+    return reg(b, jn_tensor_zeros(m->dtype, m->ndim, m->shape));
+}
+static T *view(jn_bw *b, T *x, int nd, const int64_t *shape) {
+    if (b->st || !x) return NULL;
+    jn_attrs a = A();
+    a.a[0].l = ints(nd, shape);
+    if (!jn_is_contiguous(x)) x = reg(b, jn_contiguous(x)); /* reshape = view of a contiguous copy */
+    return call(b, JN_OP_view, 1, &x, &a);
+}
+static T *reshape_to(jn_bw *b, T *x, const jn_meta *m) { return view(b, x, m->ndim, m->shape); }
+static T *sum_dims(jn_bw *b, T *x, int nd, const int64_t *dims, int keepdim) {
+    jn_attrs a = A();
+    a.a[0].l = ints(nd, dims);
+    a.a[1].i = keepdim;
+    a.a[2].i = -1;
+    return call(b, JN_OP_sum, 1, &x, &a);
+}
+static T *transpose(jn_bw *b, T *x, int64_t d0, int64_t d1) {
+    jn_attrs a = A();
+    a.a[0].i = d0;
+    a.a[1].i = d1;
+    return call(b, JN_OP_transpose, 1, &x, &a);
+}
+static T *expand(jn_bw *b, T *x, const jn_meta *m) {
+    jn_attrs a = A();
+    a.a[0].l = ints(m->ndim, m->shape);
+    return call(b, JN_OP_expand, 1, &x, &a);
+}
+static T *mm(jn_bw *b, jn_op op, T *x, T *y) {
+    T *in[2] = {x, y};
+    jn_attrs a = A();
+    return call(b, op, 2, in, &a);
+}
+static T *unsqueeze(jn_bw *b, T *x, int64_t d) {
+    jn_attrs a = A();
+    a.a[0].i = d;
+    return call(b, JN_OP_unsqueeze, 1, &x, &a);
+}
+
+/* Sum g down to the (broadcast-compatible) shape m: the gradient of broadcasting. */
+static T *sum_to(jn_bw *b, T *g, const jn_meta *m) {
+    if (b->st || !g) return NULL;
+    if (jn_same_shape(g->ndim, g->shape, m->ndim, m->shape)) return g;
+    int64_t dims[JN_MAX_DIMS];
+    int nd = 0, lead = g->ndim - m->ndim;
+    for (int d = 0; d < g->ndim; d++)
+        if (d < lead || (m->shape[d - lead] == 1 && g->shape[d] != 1)) dims[nd++] = d;
+    T *s = nd ? sum_dims(b, g, nd, dims, 1) : g;
+    return reshape_to(b, s, m);
+}
+
+/* Reduced dims of a reduction (empty list = all) as a mask over input dims. */
+static void reduced_mask(const jn_ints *l, int ndim, int *mask) {
+    for (int d = 0; d < ndim; d++) mask[d] = l->n == 0;
+    for (int i = 0; i < l->n; i++) {
+        int64_t d = l->v[i] < 0 ? l->v[i] + ndim : l->v[i];
+        if (d >= 0 && d < ndim) mask[d] = 1;
+    }
+}
+/* g of a reduction, reshaped to keepdim form (reduced dims of size 1). */
+static T *keepdim_form(jn_bw *b, T *g, const jn_meta *in, const int *mask) {
+    jn_meta k = *in;
+    for (int d = 0; d < in->ndim; d++)
+        if (mask[d]) k.shape[d] = 1;
+    return reshape_to(b, g, &k);
+}
+static int64_t reduced_count(const jn_meta *in, const int *mask) {
+    int64_t n = 1;
+    for (int d = 0; d < in->ndim; d++)
+        if (mask[d]) n *= in->shape[d];
+    return n;
+}
+static int dim_mask(int64_t dim, int ndim, int *mask) {
+    int64_t d = dim < 0 ? dim + (ndim ? ndim : 1) : dim;
+    for (int i = 0; i < ndim; i++) mask[i] = i == d;
+    return (int)d;
+}
+
+/* Finish: keep the results, free every temporary, report the first error. */
+static jn_status done(jn_bw *b, int nin, T **gi) {
+    for (int i = 0; i < nin; i++)
+        if (gi[i]) jn_tensor_incref(gi[i]);
+    for (int i = 0; i < b->ntmp; i++) jn_tensor_decref(b->tmp[i]);
+    if (b->st)
+        for (int i = 0; i < nin; i++) {
+            jn_tensor_decref(gi[i]);
+            gi[i] = NULL;
+        }
+    return b->st;
+}
+
+#define FORMULA(name) \
+    static jn_status name(jn_node *n_, T *const *go, const int *needs, T **gi)
+#define BEGIN         \
+    jn_bw bw_;        \
+    bw_.n = n_;       \
+    bw_.st = JN_OK;   \
+    bw_.ntmp = 0;     \
+    jn_bw *b = &bw_;  \
+    T *g = go[0];     \
+    (void)g; (void)needs
+#define END return done(b, jn_node_nin(n_), gi)
+#define NEED(i) (needs[i])
+
+/* ---------------------------------------------------------- elementwise */
+FORMULA(d_add) {
+    BEGIN;
+    if (NEED(0)) gi[0] = sum_to(b, g, M(b, 0));
+    if (NEED(1)) gi[1] = sum_to(b, MULS(g, AT(b)->a[0].f), M(b, 1));
+    END;
+}
+FORMULA(d_sub) {
+    BEGIN;
+    if (NEED(0)) gi[0] = sum_to(b, g, M(b, 0));
+    if (NEED(1)) gi[1] = sum_to(b, MULS(g, -AT(b)->a[0].f), M(b, 1));
+    END;
+}
+FORMULA(d_mul) {
+    BEGIN;
+    if (NEED(0)) gi[0] = sum_to(b, MUL(g, IN(b, 1)), M(b, 0));
+    if (NEED(1)) gi[1] = sum_to(b, MUL(g, IN(b, 0)), M(b, 1));
+    END;
+}
+FORMULA(d_div) {
+    BEGIN;
+    if (AT(b)->a[0].i != 0) { /* rounding division is piecewise constant */
+        for (int i = 0; i < 2; i++)
+            if (NEED(i)) gi[i] = zeros(b, M(b, i));
+        END;
+    }
+    T *y = IN(b, 1);
+    if (NEED(0)) gi[0] = sum_to(b, DIV(g, y), M(b, 0));
+    if (NEED(1)) gi[1] = sum_to(b, NEG(DIV(MUL(g, IN(b, 0)), MUL(y, y))), M(b, 1));
+    END;
+}
+FORMULA(d_pow) {
+    BEGIN;
+    T *x = IN(b, 0), *y = IN(b, 1);
+    if (NEED(0)) gi[0] = sum_to(b, MUL(MUL(g, y), bin(b, JN_OP_pow, x, ADDS(y, -1.0))), M(b, 0));
+    if (NEED(1)) {
+        /* d/dy x^y = x^y log x, defined as 0 where x == 0 and y >= 0 */
+        T *v = MUL(MUL(g, OUT(b, 0)), un(b, JN_OP_log, x));
+        T *zero = bin(b, JN_OP_logical_and, bin(b, JN_OP_eq, x, scalar(b, 0)), bin(b, JN_OP_ge, y, scalar(b, 0)));
+        gi[1] = sum_to(b, where(b, zero, scalar(b, 0), v), M(b, 1));
+    }
+    END;
+}
+FORMULA(d_remainder) {
+    BEGIN;
+    if (NEED(0)) gi[0] = sum_to(b, g, M(b, 0));
+    if (NEED(1)) {
+        T *in[2] = {IN(b, 0), IN(b, 1)};
+        jn_attrs a = A();
+        a.a[0].i = 2; /* floor */
+        gi[1] = sum_to(b, NEG(MUL(g, call(b, JN_OP_div, 2, in, &a))), M(b, 1));
+    }
+    END;
+}
+/* maximum/minimum: the gradient goes to the winner, split evenly on ties */
+static jn_status minmax(jn_node *n_, T *const *go, const int *needs, T **gi, jn_op win) {
+    BEGIN;
+    T *x = IN(b, 0), *y = IN(b, 1);
+    T *tie = MULS(cast(b, bin(b, JN_OP_eq, x, y), g ? g->dtype : JN_F32), 0.5);
+    if (NEED(0)) gi[0] = sum_to(b, MUL(g, ADD(cast(b, bin(b, win, x, y), g->dtype), tie)), M(b, 0));
+    if (NEED(1)) gi[1] = sum_to(b, MUL(g, ADD(cast(b, bin(b, win, y, x), g->dtype), tie)), M(b, 1));
+    END;
+}
+FORMULA(d_maximum) { return minmax(n_, go, needs, gi, JN_OP_gt); }
+FORMULA(d_minimum) { return minmax(n_, go, needs, gi, JN_OP_lt); }
+FORMULA(d_atan2) {
+    BEGIN;
+    T *x = IN(b, 0), *y = IN(b, 1);
+    T *den = ADD(MUL(x, x), MUL(y, y));
+    if (NEED(0)) gi[0] = sum_to(b, DIV(MUL(g, y), den), M(b, 0));
+    if (NEED(1)) gi[1] = sum_to(b, NEG(DIV(MUL(g, x), den)), M(b, 1));
+    END;
+}
+FORMULA(d_zero) { /* piecewise-constant ops and overwritten inputs */
+    BEGIN;
+    for (int i = 0; i < jn_node_nin(n_); i++)
+        if (NEED(i)) gi[i] = zeros(b, M(b, i));
+    END;
+}
+FORMULA(d_neg) { BEGIN; gi[0] = NEG(g); END; }
+FORMULA(d_exp) { BEGIN; gi[0] = MUL(g, OUT(b, 0)); END; }
+FORMULA(d_log) { BEGIN; gi[0] = DIV(g, IN(b, 0)); END; }
+FORMULA(d_log1p) { BEGIN; gi[0] = DIV(g, ADDS(IN(b, 0), 1.0)); END; }
+FORMULA(d_expm1) { BEGIN; gi[0] = MUL(g, ADDS(OUT(b, 0), 1.0)); END; }
+FORMULA(d_sqrt) { BEGIN; gi[0] = DIV(MULS(g, 0.5), OUT(b, 0)); END; }
+FORMULA(d_rsqrt) {
+    BEGIN;
+    T *y = OUT(b, 0);
+    gi[0] = MUL(MULS(g, -0.5), MUL(y, MUL(y, y)));
+    END;
+}
+FORMULA(d_abs) { BEGIN; gi[0] = MUL(g, un(b, JN_OP_sign, IN(b, 0))); END; }
+FORMULA(d_reciprocal) {
+    BEGIN;
+    T *y = OUT(b, 0);
+    gi[0] = NEG(MUL(g, MUL(y, y)));
+    END;
+}
+FORMULA(d_tanh) {
+    BEGIN;
+    T *y = OUT(b, 0);
+    gi[0] = MUL(g, SUB(scalar(b, 1.0), MUL(y, y)));
+    END;
+}
+FORMULA(d_sigmoid) {
+    BEGIN;
+    T *y = OUT(b, 0);
+    gi[0] = MUL(g, MUL(y, SUB(scalar(b, 1.0), y)));
+    END;
+}
+FORMULA(d_relu) {
+    BEGIN;
+    gi[0] = where(b, bin(b, JN_OP_gt, OUT(b, 0), scalar(b, 0)), g, scalar(b, 0));
+    END;
+}
+FORMULA(d_gelu) {
+    BEGIN;
+    T *x = IN(b, 0);
+    if (AT(b)->a[0].i == 0) { /* x * Phi(x): Phi(x) + x phi(x) */
+        T *cdf = MULS(ADDS(un(b, JN_OP_erf, MULS(x, M_SQRT1_2)), 1.0), 0.5);
+        T *pdf = MULS(un(b, JN_OP_exp, MULS(MUL(x, x), -0.5)), 0.3989422804014327);
+        gi[0] = MUL(g, ADD(cdf, MUL(x, pdf)));
+    } else { /* tanh approximation */
+        const double k = 0.7978845608028654, c = 0.044715;
+        T *x2 = MUL(x, x);
+        T *t = un(b, JN_OP_tanh, MULS(ADD(x, MULS(MUL(x2, x), c)), k));
+        T *left = MULS(ADDS(t, 1.0), 0.5);
+        T *sech2 = SUB(scalar(b, 1.0), MUL(t, t));
+        T *right = MUL(MULS(x, 0.5 * k), MUL(sech2, ADDS(MULS(x2, 3 * c), 1.0)));
+        gi[0] = MUL(g, ADD(left, right));
+    }
+    END;
+}
+FORMULA(d_silu) {
+    BEGIN;
+    T *x = IN(b, 0), *s = un(b, JN_OP_sigmoid, x);
+    gi[0] = MUL(g, MUL(s, ADDS(MUL(x, SUB(scalar(b, 1.0), s)), 1.0)));
+    END;
+}
+FORMULA(d_sin) { BEGIN; gi[0] = MUL(g, un(b, JN_OP_cos, IN(b, 0))); END; }
+FORMULA(d_cos) { BEGIN; gi[0] = NEG(MUL(g, un(b, JN_OP_sin, IN(b, 0)))); END; }
+FORMULA(d_erf) {
+    BEGIN;
+    T *x = IN(b, 0);
+    gi[0] = MUL(g, MULS(un(b, JN_OP_exp, NEG(MUL(x, x))), 1.1283791670955126));
+    END;
+}
+FORMULA(d_clamp) {
+    BEGIN;
+    const jn_attrs *a = AT(b);
+    T *x = IN(b, 0), *keep = NULL;
+    if (a->a[2].i) keep = bin(b, JN_OP_ge, x, scalar(b, a->a[0].f));
+    if (a->a[3].i) {
+        T *hi = bin(b, JN_OP_le, x, scalar(b, a->a[1].f));
+        keep = keep ? bin(b, JN_OP_logical_and, keep, hi) : hi;
+    }
+    gi[0] = keep ? where(b, keep, g, scalar(b, 0)) : g;
+    END;
+}
+FORMULA(d_where) {
+    BEGIN;
+    T *c = IN(b, 0);
+    if (NEED(1)) gi[1] = sum_to(b, where(b, c, g, scalar(b, 0)), M(b, 1));
+    if (NEED(2)) gi[2] = sum_to(b, where(b, c, scalar(b, 0), g), M(b, 2));
+    END;
+}
+FORMULA(d_masked_fill) {
+    BEGIN;
+    T *in[2] = {g, IN(b, 1)};
+    jn_attrs a = A();
+    if (NEED(0)) gi[0] = call(b, JN_OP_masked_fill, 2, in, &a);
+    END;
+}
+FORMULA(d_identity) { BEGIN; gi[0] = g; END; } /* cast and clone: the engine casts back */
+FORMULA(d_copy_) {
+    BEGIN;
+    if (NEED(0)) gi[0] = zeros(b, M(b, 0));
+    if (NEED(1)) gi[1] = sum_to(b, g, M(b, 1));
+    END;
+}
+
+/* ----------------------------------------------------------- reductions */
+FORMULA(d_sum) {
+    BEGIN;
+    int mask[JN_MAX_DIMS];
+    reduced_mask(&AT(b)->a[0].l, M(b, 0)->ndim, mask);
+    gi[0] = expand(b, keepdim_form(b, g, M(b, 0), mask), M(b, 0));
+    END;
+}
+FORMULA(d_mean) {
+    BEGIN;
+    int mask[JN_MAX_DIMS];
+    reduced_mask(&AT(b)->a[0].l, M(b, 0)->ndim, mask);
+    double cnt = (double)reduced_count(M(b, 0), mask);
+    gi[0] = expand(b, keepdim_form(b, MULS(g, 1.0 / cnt), M(b, 0), mask), M(b, 0));
+    END;
+}
+FORMULA(d_prod) {
+    /* product of the others: out / x where x != 0; at a zero, the product of
+     * the rest if it is the group's only zero, else 0 */
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int mask[JN_MAX_DIMS];
+    reduced_mask(&AT(b)->a[0].l, m->ndim, mask);
+    int64_t dims[JN_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < m->ndim; d++)
+        if (mask[d]) dims[nd++] = d;
+    T *x = IN(b, 0);
+    T *gk = expand(b, keepdim_form(b, g, m, mask), m);
+    T *outk = expand(b, keepdim_form(b, OUT(b, 0), m, mask), m);
+    T *is0 = bin(b, JN_OP_eq, x, scalar(b, 0));
+    T *safe = where(b, is0, scalar(b, 1.0), x);
+    jn_attrs pa = A();
+    pa.a[0].l = ints(nd, dims);
+    pa.a[1].i = 1;
+    pa.a[2].i = -1;
+    T *p1 = m->ndim ? call(b, JN_OP_prod, 1, &safe, &pa) : safe;
+    T *nz = m->ndim ? sum_dims(b, is0, nd, dims, 1) : cast(b, is0, JN_I64);
+    T *at0 = where(b, bin(b, JN_OP_eq, nz, scalar(b, 1)), p1, scalar(b, 0));
+    T *others = where(b, is0, expand(b, at0, m), DIV(outk, safe));
+    gi[0] = MUL(gk, others);
+    END;
+}
+FORMULA(d_amax) { /* evenly among the tied extrema, like PyTorch */
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int mask[JN_MAX_DIMS];
+    reduced_mask(&AT(b)->a[0].l, m->ndim, mask);
+    int64_t dims[JN_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < m->ndim; d++)
+        if (mask[d]) dims[nd++] = d;
+    T *hit = bin(b, JN_OP_eq, IN(b, 0), expand(b, keepdim_form(b, OUT(b, 0), m, mask), m));
+    T *hitf = cast(b, hit, g ? g->dtype : JN_F32);
+    T *cnt = m->ndim ? sum_dims(b, hitf, nd, dims, 1) : hitf;
+    gi[0] = MUL(hitf, expand(b, DIV(keepdim_form(b, g, m, mask), cnt), m));
+    END;
+}
+FORMULA(d_max_dim) { /* values flow back to the recorded index */
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    if (m->ndim == 0) {
+        gi[0] = g;
+        END;
+    }
+    int mask[JN_MAX_DIMS];
+    int d = dim_mask(AT(b)->a[0].i, m->ndim, mask);
+    T *idx = keepdim_form(b, OUT(b, 1), m, mask);
+    T *in[3] = {zeros(b, m), idx, keepdim_form(b, g, m, mask)};
+    jn_attrs a = A();
+    a.a[0].i = d;
+    gi[0] = call(b, JN_OP_scatter_add, 3, in, &a);
+    END;
+}
+static jn_status var_std(jn_node *n_, T *const *go, const int *needs, T **gi, int is_std) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int mask[JN_MAX_DIMS];
+    reduced_mask(&AT(b)->a[0].l, m->ndim, mask);
+    int64_t dims[JN_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < m->ndim; d++)
+        if (mask[d]) dims[nd++] = d;
+    double cnt = (double)reduced_count(m, mask) - AT(b)->a[1].f;
+    T *x = IN(b, 0);
+    jn_attrs ma = A();
+    ma.a[0].l = ints(nd, dims);
+    ma.a[1].i = 1;
+    ma.a[2].i = -1;
+    T *mean = m->ndim ? call(b, JN_OP_mean, 1, &x, &ma) : x;
+    T *centered = SUB(x, mean);
+    T *gk = keepdim_form(b, g, m, mask);
+    if (is_std) gi[0] = MUL(centered, DIV(MULS(gk, 1.0 / cnt), keepdim_form(b, OUT(b, 0), m, mask)));
+    else gi[0] = MUL(centered, MULS(gk, 2.0 / cnt));
+    END;
+}
+FORMULA(d_var) { return var_std(n_, go, needs, gi, 0); }
+FORMULA(d_std) { return var_std(n_, go, needs, gi, 1); }
+FORMULA(d_logsumexp) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int mask[JN_MAX_DIMS];
+    reduced_mask(&AT(b)->a[0].l, m->ndim, mask);
+    T *e = un(b, JN_OP_exp, SUB(IN(b, 0), keepdim_form(b, OUT(b, 0), m, mask)));
+    gi[0] = MUL(keepdim_form(b, g, m, mask), e);
+    END;
+}
+FORMULA(d_softmax) {
+    BEGIN;
+    T *y = OUT(b, 0);
+    int64_t d = AT(b)->a[0].i;
+    gi[0] = MUL(y, SUB(g, sum_dims(b, MUL(g, y), 1, &d, 1)));
+    END;
+}
+FORMULA(d_log_softmax) {
+    BEGIN;
+    int64_t d = AT(b)->a[0].i;
+    gi[0] = SUB(g, MUL(un(b, JN_OP_exp, OUT(b, 0)), sum_dims(b, g, 1, &d, 1)));
+    END;
+}
+
+/* --------------------------------------------------------------- linalg */
+FORMULA(d_mm) {
+    BEGIN;
+    if (NEED(0)) gi[0] = mm(b, JN_OP_mm, g, transpose(b, IN(b, 1), 0, 1));
+    if (NEED(1)) gi[1] = mm(b, JN_OP_mm, transpose(b, IN(b, 0), 0, 1), g);
+    END;
+}
+FORMULA(d_bmm) {
+    BEGIN;
+    if (NEED(0)) gi[0] = mm(b, JN_OP_bmm, g, transpose(b, IN(b, 1), 1, 2));
+    if (NEED(1)) gi[1] = mm(b, JN_OP_bmm, transpose(b, IN(b, 0), 1, 2), g);
+    END;
+}
+FORMULA(d_matmul) {
+    /* promote 1-D operands to matrices, differentiate the batched product,
+     * then sum the broadcast batch dims away and drop the added dims */
+    BEGIN;
+    T *x = IN(b, 0), *y = IN(b, 1);
+    const jn_meta *mx = M(b, 0), *my = M(b, 1);
+    T *x2 = mx->ndim == 1 ? unsqueeze(b, x, 0) : x;
+    T *y2 = my->ndim == 1 ? unsqueeze(b, y, 1) : y;
+    T *g2 = g;
+    if (mx->ndim == 1 && my->ndim == 1) {
+        int64_t s[2] = {1, 1};
+        g2 = view(b, g, 2, s);
+    } else {
+        if (mx->ndim == 1) g2 = unsqueeze(b, g2, g->ndim - 1);
+        if (my->ndim == 1) g2 = unsqueeze(b, g2, g2 ? g2->ndim : 0);
+    }
+    if (NEED(0) && x2 && y2 && g2) {
+        T *r = mm(b, JN_OP_matmul, g2, transpose(b, y2, -2, -1));
+        jn_meta m2 = *mx;
+        if (mx->ndim == 1) { m2.ndim = 2; m2.shape[0] = 1; m2.shape[1] = mx->shape[0]; }
+        gi[0] = reshape_to(b, sum_to(b, r, &m2), mx);
+    }
+    if (NEED(1) && x2 && y2 && g2) {
+        T *r = mm(b, JN_OP_matmul, transpose(b, x2, -2, -1), g2);
+        jn_meta m2 = *my;
+        if (my->ndim == 1) { m2.ndim = 2; m2.shape[0] = my->shape[0]; m2.shape[1] = 1; }
+        gi[1] = reshape_to(b, sum_to(b, r, &m2), my);
+    }
+    END;
+}
+FORMULA(d_addmm) {
+    BEGIN;
+    const jn_attrs *a = AT(b);
+    if (NEED(0)) gi[0] = sum_to(b, MULS(g, a->a[0].f), M(b, 0));
+    if (NEED(1)) gi[1] = MULS(mm(b, JN_OP_mm, g, transpose(b, IN(b, 2), 0, 1)), a->a[1].f);
+    if (NEED(2)) gi[2] = MULS(mm(b, JN_OP_mm, transpose(b, IN(b, 1), 0, 1), g), a->a[1].f);
+    END;
+}
+FORMULA(d_linear) {
+    BEGIN;
+    const jn_meta *mx = M(b, 0), *mw = M(b, 1);
+    int64_t out_f = mw->shape[0], in_f = mw->shape[1];
+    if (NEED(0)) gi[0] = reshape_to(b, mm(b, JN_OP_matmul, g, IN(b, 1)), mx);
+    if (NEED(1)) {
+        int64_t rows = out_f ? jn_numel(g) / out_f : 0;
+        int64_t sg[2] = {rows, out_f}, sx[2] = {rows, in_f};
+        gi[1] = mm(b, JN_OP_mm, transpose(b, view(b, g, 2, sg), 0, 1), view(b, IN(b, 0), 2, sx));
+    }
+    if (jn_node_nin(n_) > 2 && NEED(2)) gi[2] = sum_to(b, g, M(b, 2));
+    END;
+}
+FORMULA(d_conv2d) {
+    BEGIN;
+    const jn_attrs *a = AT(b);
+    jn_attrs ca = A();
+    for (int k = 1; k < 4; k++) ca.a[k] = a->a[k - 1]; /* stride, padding, dilation */
+    ca.a[4] = a->a[3];                                  /* groups */
+    if (NEED(0)) {
+        ca.a[0].l = ints(M(b, 0)->ndim, M(b, 0)->shape);
+        T *in[2] = {g, IN(b, 1)};
+        gi[0] = call(b, JN_OP_conv2d_input_grad, 2, in, &ca);
+    }
+    if (NEED(1)) {
+        ca.a[0].l = ints(M(b, 1)->ndim, M(b, 1)->shape);
+        T *in[2] = {g, IN(b, 0)};
+        gi[1] = call(b, JN_OP_conv2d_weight_grad, 2, in, &ca);
+    }
+    if (jn_node_nin(n_) > 2 && NEED(2)) {
+        int64_t dims[3] = {0, 2, 3}, d3[2] = {1, 2};
+        gi[2] = M(b, 0)->ndim == 4 ? sum_dims(b, g, 3, dims, 0) : sum_dims(b, g, 2, d3, 0);
+    }
+    END;
+}
+FORMULA(d_max_pool2d) { /* scatter back into each channel's H*W plane */
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int nd = m->ndim;
+    int64_t plane = m->shape[nd - 2] * m->shape[nd - 1];
+    int64_t s[3];
+    for (int d = 0; d < nd - 2; d++) s[d] = m->shape[d];
+    s[nd - 2] = plane;
+    jn_meta pm = {m->dtype, nd - 1, {0}};
+    memcpy(pm.shape, s, sizeof(int64_t) * (size_t)(nd - 1));
+    int64_t sg[3];
+    for (int d = 0; d < nd - 2; d++) sg[d] = g->shape[d];
+    sg[nd - 2] = g->shape[nd - 2] * g->shape[nd - 1];
+    T *in[3] = {zeros(b, &pm), view(b, OUT(b, 1), nd - 1, sg), view(b, g, nd - 1, sg)};
+    jn_attrs a = A();
+    a.a[0].i = nd - 2;
+    gi[0] = reshape_to(b, call(b, JN_OP_scatter_add, 3, in, &a), m);
+    END;
+}
+FORMULA(d_avg_pool2d) {
+    BEGIN;
+    const jn_attrs *a = AT(b);
+    jn_attrs ba = A();
+    ba.a[0].l = ints(M(b, 0)->ndim, M(b, 0)->shape);
+    for (int k = 0; k < 5; k++) ba.a[k + 1] = a->a[k];
+    gi[0] = call(b, JN_OP_avg_pool2d_backward, 1, &g, &ba);
+    END;
+}
+FORMULA(d_adaptive_avg_pool2d) {
+    BEGIN;
+    jn_attrs ba = A();
+    ba.a[0].l = ints(M(b, 0)->ndim, M(b, 0)->shape);
+    gi[0] = call(b, JN_OP_adaptive_avg_pool2d_backward, 1, &g, &ba);
+    END;
+}
+
+/* ---------------------------------------------------------------- views */
+FORMULA(d_reshape_back) { BEGIN; gi[0] = reshape_to(b, g, M(b, 0)); END; } /* view, squeeze, unsqueeze */
+FORMULA(d_permute) {
+    BEGIN;
+    const jn_ints *p = &AT(b)->a[0].l;
+    int64_t inv[JN_MAX_DIMS];
+    for (int i = 0; i < p->n; i++) {
+        int64_t d = p->v[i] < 0 ? p->v[i] + p->n : p->v[i];
+        inv[d] = i;
+    }
+    jn_attrs a = A();
+    a.a[0].l = ints(p->n, inv);
+    gi[0] = call(b, JN_OP_permute, 1, &g, &a);
+    END;
+}
+FORMULA(d_transpose) { BEGIN; gi[0] = transpose(b, g, AT(b)->a[0].i, AT(b)->a[1].i); END; }
+FORMULA(d_expand) { BEGIN; gi[0] = sum_to(b, g, M(b, 0)); END; }
+/* slice/select: the gradient lands in the viewed window of zeros */
+static jn_status window(jn_node *n_, T *const *go, const int *needs, T **gi, jn_op op) {
+    BEGIN;
+    T *z = zeros(b, M(b, 0));
+    T *w = call(b, op, 1, &z, AT(b));
+    T *in[2] = {w, g};
+    jn_attrs a = A();
+    call(b, JN_OP_copy_, 2, in, &a);
+    gi[0] = z;
+    END;
+}
+FORMULA(d_slice) { return window(n_, go, needs, gi, JN_OP_slice); }
+FORMULA(d_select) { return window(n_, go, needs, gi, JN_OP_select); }
+FORMULA(d_cat) {
+    BEGIN;
+    int nin = jn_node_nin(n_);
+    int64_t dim = AT(b)->a[0].i, off = 0;
+    if (dim < 0) dim += g->ndim;
+    for (int i = 0; i < nin; i++) {
+        const jn_meta *m = M(b, i);
+        if (m->ndim == 1 && m->shape[0] == 0 && g->ndim != 1) { /* legacy empty input */
+            if (NEED(i)) gi[i] = zeros(b, m);
+            continue;
+        }
+        int64_t len = m->shape[dim];
+        if (NEED(i)) {
+            jn_attrs a = A();
+            a.a[0].i = dim;
+            a.a[1].i = off;
+            a.a[2].i = off + len;
+            a.a[3].i = 1;
+            gi[i] = call(b, JN_OP_slice, 1, &g, &a);
+        }
+        off += len;
+    }
+    END;
+}
+FORMULA(d_stack) {
+    BEGIN;
+    int64_t dim = AT(b)->a[0].i;
+    if (dim < 0) dim += g->ndim;
+    for (int i = 0; i < jn_node_nin(n_); i++)
+        if (NEED(i)) {
+            jn_attrs a = A();
+            a.a[0].i = dim;
+            a.a[1].i = i;
+            gi[i] = call(b, JN_OP_select, 1, &g, &a);
+        }
+    END;
+}
+
+/* ------------------------------------------------------------- indexing */
+static T *index_put(jn_bw *b, T *dst, T *values, int nidx, T *const *idx, const jn_ints *mask, int acc) {
+    T *in[JN_MAX_INS];
+    in[0] = dst;
+    in[1] = values;
+    for (int i = 0; i < nidx; i++) in[2 + i] = idx[i];
+    jn_attrs a = A();
+    a.a[0].l = *mask;
+    a.a[1].i = acc;
+    return call(b, JN_OP_index_put_, 2 + nidx, in, &a);
+}
+FORMULA(d_index_select) {
+    BEGIN;
+    int64_t dim = AT(b)->a[0].i;
+    int nd = M(b, 0)->ndim;
+    if (dim < 0) dim += nd ? nd : 1;
+    int64_t flat = -1;
+    T *idx = view(b, IN(b, 1), 1, &flat);
+    jn_ints mask = ints(0, NULL);
+    mask.n = (int)dim + 1;
+    mask.v[dim] = 1;
+    T *gg = nd ? g : view(b, g, 1, &flat);
+    if (nd == 0) { /* a 0-d source indexed by one element */
+        jn_meta m1 = {M(b, 0)->dtype, 1, {1}};
+        gi[0] = reshape_to(b, index_put(b, zeros(b, &m1), gg, 1, &idx, &mask, 1), M(b, 0));
+    } else {
+        gi[0] = index_put(b, zeros(b, M(b, 0)), gg, 1, &idx, &mask, 1);
+    }
+    END;
+}
+FORMULA(d_gather) {
+    BEGIN;
+    T *in[3] = {zeros(b, M(b, 0)), IN(b, 1), g};
+    gi[0] = call(b, JN_OP_scatter_add, 3, in, AT(b));
+    END;
+}
+FORMULA(d_scatter) {
+    BEGIN;
+    T *idx = IN(b, 1);
+    if (NEED(0)) {
+        T *in[3] = {g, idx, zeros(b, M(b, 2))};
+        gi[0] = call(b, JN_OP_scatter, 3, in, AT(b));
+    }
+    if (NEED(2)) {
+        T *in[2] = {g, idx};
+        gi[2] = call(b, JN_OP_gather, 2, in, AT(b));
+    }
+    END;
+}
+FORMULA(d_scatter_add) {
+    BEGIN;
+    if (NEED(0)) gi[0] = g;
+    if (NEED(2)) {
+        T *in[2] = {g, IN(b, 1)};
+        gi[2] = call(b, JN_OP_gather, 2, in, AT(b));
+    }
+    END;
+}
+FORMULA(d_embedding) {
+    BEGIN;
+    const jn_meta *mw = M(b, 0);
+    int64_t flat = -1, rows[2] = {-1, mw->shape[1]};
+    T *idx = view(b, IN(b, 1), 1, &flat);
+    T *g2 = view(b, g, 2, rows);
+    int64_t pad = AT(b)->a[0].i;
+    if (pad >= 0) { /* the padding row gets no gradient */
+        T *in[2] = {g2, unsqueeze(b, bin(b, JN_OP_eq, idx, scalar(b, (double)pad)), 1)};
+        jn_attrs a = A();
+        g2 = call(b, JN_OP_masked_fill, 2, in, &a);
+    }
+    jn_ints mask = ints(1, (int64_t[]){1});
+    gi[0] = index_put(b, zeros(b, mw), g2, 1, &idx, &mask, 1);
+    END;
+}
+FORMULA(d_index) {
+    BEGIN;
+    int nin = jn_node_nin(n_);
+    T *idx[JN_MAX_INS];
+    for (int i = 1; i < nin; i++) idx[i - 1] = IN(b, i);
+    gi[0] = index_put(b, zeros(b, M(b, 0)), g, nin - 1, idx, &AT(b)->a[0].l, 1);
+    END;
+}
+FORMULA(d_index_put_) {
+    BEGIN;
+    int nin = jn_node_nin(n_);
+    T *idx[JN_MAX_INS];
+    for (int i = 2; i < nin; i++) idx[i - 2] = IN(b, i);
+    const jn_ints *mask = &AT(b)->a[0].l;
+    if (NEED(0)) {
+        if (AT(b)->a[1].i) gi[0] = g;
+        else {
+            T *c = reg(b, b->st ? NULL : jn_contiguous(g));
+            gi[0] = index_put(b, c, b->st ? NULL : reg(b, jn_scalar_f64(0, g->dtype, 0)), nin - 2, idx, mask, 0);
+        }
+    }
+    if (NEED(1)) {
+        T *in[JN_MAX_INS];
+        in[0] = g;
+        for (int i = 2; i < nin; i++) in[i - 1] = idx[i - 2];
+        jn_attrs a = A();
+        a.a[0].l = *mask;
+        gi[1] = sum_to(b, call(b, JN_OP_index, nin - 1, in, &a), M(b, 1));
+    }
+    END;
+}
+
+/* ---------------------------------------------------------------- table */
+#define S_IN JN_SAVE_IN
+#define S_OUT JN_SAVE_OUT
+static const jn_grad_def defs[JN_NOPS] = {
+    [JN_OP_add] = {d_add, 0},
+    [JN_OP_sub] = {d_sub, 0},
+    [JN_OP_mul] = {d_mul, S_IN},
+    [JN_OP_div] = {d_div, S_IN},
+    [JN_OP_pow] = {d_pow, S_IN | S_OUT},
+    [JN_OP_remainder] = {d_remainder, S_IN},
+    [JN_OP_maximum] = {d_maximum, S_IN},
+    [JN_OP_minimum] = {d_minimum, S_IN},
+    [JN_OP_atan2] = {d_atan2, S_IN},
+    [JN_OP_neg] = {d_neg, 0},
+    [JN_OP_exp] = {d_exp, S_OUT},
+    [JN_OP_log] = {d_log, S_IN},
+    [JN_OP_log1p] = {d_log1p, S_IN},
+    [JN_OP_expm1] = {d_expm1, S_OUT},
+    [JN_OP_sqrt] = {d_sqrt, S_OUT},
+    [JN_OP_rsqrt] = {d_rsqrt, S_OUT},
+    [JN_OP_abs] = {d_abs, S_IN},
+    [JN_OP_sign] = {d_zero, 0},
+    [JN_OP_reciprocal] = {d_reciprocal, S_OUT},
+    [JN_OP_tanh] = {d_tanh, S_OUT},
+    [JN_OP_sigmoid] = {d_sigmoid, S_OUT},
+    [JN_OP_relu] = {d_relu, S_OUT},
+    [JN_OP_gelu] = {d_gelu, S_IN},
+    [JN_OP_silu] = {d_silu, S_IN},
+    [JN_OP_sin] = {d_sin, S_IN},
+    [JN_OP_cos] = {d_cos, S_IN},
+    [JN_OP_erf] = {d_erf, S_IN},
+    [JN_OP_floor] = {d_zero, 0},
+    [JN_OP_ceil] = {d_zero, 0},
+    [JN_OP_round] = {d_zero, 0},
+    [JN_OP_clamp] = {d_clamp, S_IN},
+    [JN_OP_where] = {d_where, S_IN},
+    [JN_OP_masked_fill] = {d_masked_fill, S_IN},
+    [JN_OP_cast] = {d_identity, 0},
+    [JN_OP_copy_] = {d_copy_, 0},
+    [JN_OP_fill_] = {d_zero, 0},
+    [JN_OP_sum] = {d_sum, 0},
+    [JN_OP_mean] = {d_mean, 0},
+    [JN_OP_prod] = {d_prod, S_IN | S_OUT},
+    [JN_OP_amax] = {d_amax, S_IN | S_OUT},
+    [JN_OP_amin] = {d_amax, S_IN | S_OUT},
+    [JN_OP_max_dim] = {d_max_dim, S_OUT},
+    [JN_OP_min_dim] = {d_max_dim, S_OUT},
+    [JN_OP_var] = {d_var, S_IN},
+    [JN_OP_std] = {d_std, S_IN | S_OUT},
+    [JN_OP_logsumexp] = {d_logsumexp, S_IN | S_OUT},
+    [JN_OP_softmax] = {d_softmax, S_OUT},
+    [JN_OP_log_softmax] = {d_log_softmax, S_OUT},
+    [JN_OP_mm] = {d_mm, S_IN},
+    [JN_OP_bmm] = {d_bmm, S_IN},
+    [JN_OP_matmul] = {d_matmul, S_IN},
+    [JN_OP_addmm] = {d_addmm, S_IN},
+    [JN_OP_linear] = {d_linear, S_IN},
+    [JN_OP_conv2d] = {d_conv2d, S_IN},
+    [JN_OP_max_pool2d] = {d_max_pool2d, S_OUT},
+    [JN_OP_avg_pool2d] = {d_avg_pool2d, 0},
+    [JN_OP_adaptive_avg_pool2d] = {d_adaptive_avg_pool2d, 0},
+    [JN_OP_view] = {d_reshape_back, 0},
+    [JN_OP_permute] = {d_permute, 0},
+    [JN_OP_transpose] = {d_transpose, 0},
+    [JN_OP_squeeze] = {d_reshape_back, 0},
+    [JN_OP_unsqueeze] = {d_reshape_back, 0},
+    [JN_OP_expand] = {d_expand, 0},
+    [JN_OP_slice] = {d_slice, 0},
+    [JN_OP_select] = {d_select, 0},
+    [JN_OP_clone] = {d_identity, 0},
+    [JN_OP_cat] = {d_cat, 0},
+    [JN_OP_stack] = {d_stack, 0},
+    [JN_OP_index_select] = {d_index_select, S_IN},
+    [JN_OP_gather] = {d_gather, S_IN},
+    [JN_OP_scatter] = {d_scatter, S_IN},
+    [JN_OP_scatter_add] = {d_scatter_add, S_IN},
+    [JN_OP_embedding] = {d_embedding, S_IN},
+    [JN_OP_index] = {d_index, S_IN},
+    [JN_OP_index_put_] = {d_index_put_, S_IN},
+    [JN_OP_uniform_] = {d_zero, 0},
+    [JN_OP_normal_] = {d_zero, 0},
+    /* no derivative (yet): as_strided, and the kernels derivatives use */
+};
+
+const jn_grad_def *jn_grad_def_of(jn_op op) {
+    static const jn_grad_def none = {NULL, 0};
+    return (unsigned)op < JN_NOPS ? &defs[op] : &none;
+}

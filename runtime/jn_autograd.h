@@ -1,0 +1,83 @@
+/* jn_autograd.h -- reverse-mode automatic differentiation (the C tape).
+ *
+ * When grad mode is on and an op's input requires grad, the dispatcher asks
+ * jn_ag_record() to hang a node on the outputs: the op, its attributes, the
+ * input metadata, the tensors its derivative needs (saved with their version
+ * so in-place changes are caught) and edges to the inputs' producers.  The
+ * derivative of every op is one entry of the table in derivatives.c, written
+ * with other table ops, so backward passes run through jn_dispatch and are
+ * recorded and compiled like the forward pass.
+ */
+#ifndef JN_AUTOGRAD_H
+#define JN_AUTOGRAD_H
+
+#include "jn_runtime.h"
+
+typedef struct jn_node jn_node;
+
+/* What the autograd layer hangs on a tensor (jn_tensor.autograd). */
+typedef struct {
+    int requires_grad;
+    jn_tensor *grad;       /* accumulated gradient */
+    jn_node *grad_fn;      /* producer; NULL for leaves */
+    int output_nr;         /* which output of grad_fn */
+    int is_view_of_grad;   /* a view of a tensor that requires grad */
+} jn_ag_meta;
+
+/* Thread-local grad mode (janus.no_grad / enable_grad). */
+int jn_grad_enabled(void);
+void jn_set_grad_enabled(int on);
+
+int jn_requires_grad(const jn_tensor *t);
+/* requires_grad_(): only leaves may change it (like PyTorch). */
+jn_status jn_set_requires_grad(jn_tensor *t, int on);
+int jn_is_leaf(const jn_tensor *t);
+/* Borrowed; NULL when none. */
+jn_tensor *jn_grad(const jn_tensor *t);
+/* Replace .grad (steals g, which may be NULL). */
+jn_status jn_set_grad(jn_tensor *t, jn_tensor *g);
+/* Name of the producing op ("AddBackward"-like: the op name) or NULL. */
+const char *jn_grad_fn_name(const jn_tensor *t);
+/* A new header sharing storage with no history (detach()). */
+jn_tensor *jn_detach(jn_tensor *t);
+
+/* backward(): roots with gradients (NULL grad = ones for a scalar root). */
+jn_status jn_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph);
+/* autograd.grad(): gradients of roots w.r.t. inputs, returned as new
+ * references in out (NULL where unused and allow_unused). .grad is untouched. */
+jn_status jn_autograd_grad(int n, jn_tensor *const *roots, jn_tensor *const *grads, int ninputs,
+                           jn_tensor *const *inputs, jn_tensor **out, int retain_graph,
+                           int allow_unused);
+
+/* Called by the dispatcher after an op ran (out-of-place, view or in-place). */
+jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                       jn_tensor *const *out, jn_tensor *inplace_dst);
+/* Checked by the dispatcher before an in-place write to t. */
+jn_status jn_ag_check_inplace(jn_op op, jn_tensor *t);
+
+/* ---- the derivative table (derivatives.c) ---- */
+typedef struct jn_bw jn_bw; /* scratch context of one derivative call */
+
+/* grad_out[k] is the gradient of output k (never NULL: zeros are
+ * materialized); the formula sets grad_in[i] (a new reference) for every
+ * input i with needs[i] set, or leaves it NULL for "no gradient". */
+typedef jn_status (*jn_grad_fn)(jn_node *n, jn_tensor *const *grad_out, const int *needs,
+                                jn_tensor **grad_in);
+
+enum { JN_SAVE_IN = 1, JN_SAVE_OUT = 2 };
+typedef struct {
+    jn_grad_fn fn;   /* NULL: the op has no derivative */
+    int save;        /* JN_SAVE_* : keep inputs and/or outputs for backward */
+} jn_grad_def;
+
+const jn_grad_def *jn_grad_def_of(jn_op op);
+
+/* What a derivative formula may read from its node. */
+jn_tensor *jn_node_input(jn_node *n, int i, jn_status *st);   /* borrowed, version-checked */
+jn_tensor *jn_node_output(jn_node *n, int i, jn_status *st);  /* borrowed, version-checked */
+const jn_meta *jn_node_input_meta(const jn_node *n, int i);
+const jn_attrs *jn_node_attrs(const jn_node *n);
+int jn_node_nin(const jn_node *n);
+jn_op jn_node_op(const jn_node *n);
+
+#endif

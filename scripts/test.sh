@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# test.sh -- the whole test suite: set-up, C unit tests (ctest), Python tests
+# (pytest), `pip install .` into a scratch prefix, and the sanitizer build
+# (ASan + UBSan) running both suites again.  This is what CI runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export JANUS_BUILD_DIR=$PWD/build
+PY=${PYTHON:-python3}
+
+echo "== C unit tests"
+(cd build && ctest --output-on-failure)
+echo "== Python tests"
+"$PY" -m pytest -q tests/python
+echo "== pip install . (import from another directory)"
+bash scripts/check_pip_install.sh
+echo "== sanitizers (ASan + UBSan)"
+bash scripts/sanitize.sh

@@ -1,0 +1,171 @@
+/* test_core.c -- C unit tests of the runtime core: dtype promotion and
+ * half-precision conversion, the op table and its hash, Philox known
+ * answers, the N-d iterator over strided/broadcast operands, copies between
+ * dtypes, the thread pool, and dispatcher error paths. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jn_runtime.h"
+#include "jn_test.h"
+
+static void test_promotion(void) {
+    CHECK(jn_promote(JN_U8, JN_I32) == JN_I32);
+    CHECK(jn_promote(JN_BOOL, JN_U8) == JN_U8);
+    CHECK(jn_promote(JN_F16, JN_BF16) == JN_F32);
+    CHECK(jn_promote(JN_I64, JN_F16) == JN_F16);
+    CHECK(jn_promote(JN_F32, JN_F64) == JN_F64);
+    CHECK(jn_promote(JN_I32, JN_I64) == JN_I64);
+    /* wrapped numbers and 0-d tensors rank below dimensioned tensors */
+    int64_t sh[1] = {3};
+    jn_tensor *i32 = jn_tensor_new(JN_I32, 1, sh), *f = jn_scalar_f64(2.5, JN_F64, 1);
+    jn_tensor *i64z = jn_scalar_i64(1, JN_I64, 0), *f16 = jn_tensor_new(JN_F16, 1, sh);
+    jn_tensor *d0 = jn_scalar_f64(1, JN_F64, 0);
+    jn_tensor *a[2] = {i32, f};
+    CHECK(jn_result_type(2, a) == JN_F32);   /* int tensor + python float -> default float */
+    jn_tensor *b[2] = {i32, i64z};
+    CHECK(jn_result_type(2, b) == JN_I32);   /* 0-d int64 doesn't widen an int32 tensor */
+    jn_tensor *c[2] = {f16, d0};
+    CHECK(jn_result_type(2, c) == JN_F16);   /* 0-d double doesn't widen a half tensor */
+    jn_tensor *d[2] = {i32, d0};
+    CHECK(jn_result_type(2, d) == JN_F64);   /* but a higher category does take its dtype */
+    jn_tensor_decref(i32); jn_tensor_decref(f); jn_tensor_decref(i64z);
+    jn_tensor_decref(f16); jn_tensor_decref(d0);
+    CHECK(jn_dtype_from_name("long") == JN_I64 && jn_dtype_from_name("nope") == -1);
+}
+
+static void test_half(void) {
+    /* every half bit pattern survives a round trip through float (NaNs stay NaN) */
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = jn_f16_to_f32((uint16_t)h);
+        uint16_t back = jn_f32_to_f16(f);
+        if (f == f && back != h) bad++;
+        if (f != f && (back & 0x7c00) != 0x7c00) bad++;
+    }
+    CHECK(bad == 0);
+    CHECK(jn_f32_to_f16(65504.0f) == 0x7bff);
+    CHECK(jn_f32_to_f16(1e6f) == 0x7c00);
+    CHECK(jn_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00); /* tie rounds to even */
+    CHECK_NEAR(jn_f16_to_f32(0x0001), 5.960464477539063e-08, 1e-20);
+    CHECK(jn_f32_to_bf16(1.0f) == 0x3f80);
+    CHECK_NEAR(jn_bf16_to_f32(jn_f32_to_bf16(3.14159f)), 3.140625, 1e-9);
+    float nan = jn_bf16_to_f32(jn_f32_to_bf16(NAN));
+    CHECK(nan != nan);
+}
+
+static void test_optable(void) {
+    CHECK(JN_NOPS > 50);
+    CHECK(jn_op_lookup("add") == JN_OP_add && jn_op_lookup("no_such_op") == -1);
+    const jn_opinfo *s = jn_op_info(JN_OP_sum);
+    CHECK(s->nattrs == 3 && s->attr_kind[0] == 'L' && !strcmp(s->attr_name[1], "keepdim"));
+    CHECK(jn_op_attr_index(JN_OP_rand, "offset") == 3);
+    CHECK(jn_optable_hash() == jn_optable_hash() && jn_optable_hash() != 0);
+    for (int i = 0; i < JN_NOPS; i++) {
+        const jn_opinfo *in = jn_op_info((jn_op)i);
+        int commas = 0;
+        for (const char *p = in->schema; *p; p++) commas += *p == ',';
+        CHECK(in->nattrs == (in->schema[0] ? commas + 1 : 0));
+    }
+}
+
+static void test_philox(void) {
+    /* Random123 known-answer vectors for philox4x32-10 */
+    uint32_t out[4];
+    const uint32_t z[4] = {0, 0, 0, 0}, zk[2] = {0, 0};
+    jn_rt_philox4(z, zk, out);
+    CHECK(out[0] == 0x6627e8d5u && out[1] == 0xe169c58du && out[2] == 0xbc57ac4cu && out[3] == 0x9b00dbd8u);
+    const uint32_t f[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, fk[2] = {0xffffffffu, 0xffffffffu};
+    jn_rt_philox4(f, fk, out);
+    CHECK(out[0] == 0x408f276du && out[1] == 0x41c83b0eu && out[2] == 0xa20bc7c6u && out[3] == 0x6d5451fdu);
+    const uint32_t p[4] = {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, pk[2] = {0xa4093822u, 0x299f31d0u};
+    jn_rt_philox4(p, pk, out);
+    CHECK(out[0] == 0xd16cfe09u && out[1] == 0x94fdccebu && out[2] == 0x5001e420u && out[3] == 0x24126ea1u);
+    jn_philox(0, 0, out);
+    CHECK(out[0] == 0x6627e8d5u);
+}
+
+static void test_copy_and_iter(void) {
+    /* a transposed float32 view copied into a contiguous int32 tensor */
+    int64_t sh[2] = {3, 4};
+    jn_tensor *a = jn_tensor_new(JN_F32, 2, sh);
+    float *ad = (float *)jn_data(a);
+    for (int i = 0; i < 12; i++) ad[i] = (float)i + 0.25f;
+    jn_tensor *at = jn_tensor_alias(a);
+    at->shape[0] = 4; at->shape[1] = 3; at->strides[0] = 1; at->strides[1] = 4;
+    CHECK(!jn_is_contiguous(at));
+    int64_t sh2[2] = {4, 3};
+    jn_tensor *b = jn_tensor_new(JN_I32, 2, sh2);
+    CHECK(jn_copy_into(b, at) == JN_OK);
+    int32_t *bd = (int32_t *)jn_data(b);
+    int ok = 1;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++) ok &= bd[i * 3 + j] == j * 4 + i;
+    CHECK(ok);
+    /* broadcasting a row into a matrix */
+    int64_t rs[1] = {3};
+    jn_tensor *row = jn_tensor_new(JN_F64, 1, rs);
+    for (int j = 0; j < 3; j++) ((double *)jn_data(row))[j] = j;
+    jn_tensor *m = jn_tensor_new(JN_F16, 2, sh2);
+    CHECK(jn_copy_into(m, row) == JN_OK);
+    CHECK(jn_f16_to_f32(((uint16_t *)jn_data(m))[3 * 3 + 2]) == 2.0f);
+    /* incompatible shapes are an error, not a crash */
+    CHECK(jn_copy_into(row, m) == JN_ERR_SHAPE && strstr(jn_errmsg(), "[4, 3]"));
+    /* views share storage and its version */
+    CHECK(at->storage == a->storage);
+    jn_tensor_decref(a); jn_tensor_decref(at); jn_tensor_decref(b);
+    jn_tensor_decref(row); jn_tensor_decref(m);
+}
+
+static void add_range(int64_t b, int64_t e, void *ctx) {
+    int64_t *acc = ctx;
+    int64_t s = 0;
+    for (int64_t i = b; i < e; i++) s += i;
+    __atomic_fetch_add(acc, s, __ATOMIC_RELAXED);
+}
+
+static void count_loop(char **p, const int64_t *s, int64_t n, void *ctx) {
+    (void)p; (void)s;
+    __atomic_fetch_add((int64_t *)ctx, n, __ATOMIC_RELAXED);
+}
+
+static void test_threads(void) {
+    int64_t acc = 0;
+    jn_parallel_for(1000003, 1000, add_range, &acc);
+    CHECK(acc == (int64_t)1000003 * 1000002 / 2);
+    acc = 0;
+    jn_parallel_for(0, 1, add_range, &acc);
+    CHECK(acc == 0);
+    /* the iterator visits every element exactly once, in parallel too */
+    int64_t shape[3] = {64, 33, 65};
+    int64_t st[1][JN_MAX_DIMS] = {{0, 0, 0}};
+    char *base[1] = {NULL};
+    int64_t n = 0;
+    jn_nditer(1, base, 3, shape, st, count_loop, &n, 1);
+    CHECK(n == 64 * 33 * 65);
+    shape[1] = 0;
+    n = 0;
+    jn_nditer(1, base, 3, shape, st, count_loop, &n, 1);
+    CHECK(n == 0);
+}
+
+static void test_dispatch_errors(void) {
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    jn_tensor *out[JN_MAX_OUTS];
+    CHECK(jn_dispatch(JN_OP_add, 1, NULL, &a, out) == JN_ERR_VALUE);
+    CHECK(strstr(jn_errmsg(), "add") != NULL);
+    CHECK(jn_dispatch((jn_op)9999, 0, NULL, &a, out) == JN_ERR_VALUE);
+    int64_t big[1] = {-5};
+    CHECK(jn_tensor_new(JN_F32, 1, big) == NULL && strstr(jn_errmsg(), "negative"));
+}
+
+int main(void) {
+    test_promotion();
+    test_half();
+    test_optable();
+    test_philox();
+    test_copy_and_iter();
+    test_threads();
+    test_dispatch_errors();
+    JT_DONE();
+}

@@ -46,6 +46,11 @@ _tensor_mod = __import__(__name__ + "._tensor", fromlist=["install_methods"])
 _tensor_mod.install_methods()
 globals().update(_ops.FUNCTIONS)
 
+from . import _autograd  # noqa: E402
+_autograd.install(Tensor)
+from . import autograd  # noqa: E402
+from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
+
 
 def is_tensor(obj):
     return isinstance(obj, _C.TensorBase)
@@ -70,3 +75,5 @@ def set_default_dtype(d):
 
 
 del _bd, _tensor_mod
+
+from . import nn  # noqa: E402,F401  (after the API above: janus.nn imports janus)

@@ -23,8 +23,6 @@ float32, int64, bool_ = _by["float32"], _by["int64"], _by["bool"]
 
 def _common(fn, device=None, requires_grad=False, layout=None, pin_memory=False):
     check_device(device, fn)
-    if requires_grad:
-        raise NotImplementedError(f"{fn}(): requires_grad=True needs autograd, which janus does not have yet")
     if layout is not None and str(layout) not in ("strided", "janus.strided", "torch.strided"):
         raise NotImplementedError(f"{fn}(): only the strided layout is supported")
 
@@ -458,10 +456,28 @@ def set_num_threads(n):
 get_num_threads = _C.get_num_threads
 
 
+def _with_grad(f):
+    """Factories take requires_grad=: set it on the result (autograd leaves)."""
+    def w(*args, requires_grad=False, **kw):
+        r = f(*args, **kw)
+        if requires_grad:
+            r.requires_grad_(True)
+        return r
+    w.__name__ = w.__qualname__ = f.__name__
+    w.__doc__ = f.__doc__
+    w.__wrapped__ = f
+    return w
+
+
 _mod = _sys.modules[__name__]
 for _n in ("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "zeros", "ones", "full", "empty",
            "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye", "rand", "randn",
            "rand_like", "randn_like", "randint", "randint_like", "randperm", "normal", "manual_seed", "seed",
            "initial_seed", "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads"):
-    FUNCTIONS[_n] = getattr(_mod, _n)
-del _b, _n, _mod
+    _f = getattr(_mod, _n)
+    _c = getattr(_f, "__code__", None)
+    if _c and "requires_grad" in _c.co_varnames[:_c.co_argcount + _c.co_kwonlyargcount]:
+        _f = _with_grad(_f)
+        setattr(_mod, _n, _f)
+    FUNCTIONS[_n] = _f
+del _b, _n, _f, _c, _mod

@@ -185,7 +185,7 @@ def _add_suffixes(tensor_str, suffixes, indent):
     return "".join(strs)
 
 
-def tensor_repr(t, default_dtypes):
+def tensor_repr(t, default_dtypes, extra=()):
     prefix = "tensor("
     indent = len(prefix)
     suffixes = []
@@ -201,4 +201,5 @@ def tensor_repr(t, default_dtypes):
         if t.dtype not in default_dtypes:
             suffixes.append("dtype=" + str(t.dtype))
         body = tensor_str(t, indent)
+    suffixes.extend(extra)
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -13,7 +13,8 @@ differ from the table's attribute schema.
 Signature language (one string per function, parsed once at import):
     "input:T, other:T, *, alpha:f=1"
     param := name['@'attr]':'kind['='default]   ('*' starts keyword-only)
-    kinds:  T tensor input (numbers become 0-d)   t optional tensor (None = absent)
+    kinds:  T tensor input (after the first, numbers become 0-d)
+            N tensor or number (even first)        t optional tensor (None = absent)
             S sequence of tensors                  i int   b bool   f float
             d dtype or None                        L int or int list
             V *sizes (f(2, 3) or f((2, 3)))         D dims: None = all, int or list
@@ -70,7 +71,7 @@ def compile_sig(op, sig, fname):
         required = not eq
         dflt = _ast.literal_eval(default) if eq else None
         slot = slot2 = -1
-        if kind in "TtS":
+        if kind in "TtSN":
             slot = ntensor
             ntensor += 1
         elif kind not in "cx":
@@ -140,7 +141,7 @@ SPECS = {
             ("divide", f"input:T, other:T, *, rounding_mode:{_ROUND}=None"),
             ("true_divide", "input:T, other:T"),
             ("floor_divide", "input:T, other:T", dict(fixed={"rounding_mode": _C.ROUND_FLOOR}))],
-    "pow": [("pow", "input:T, exponent:T")],
+    "pow": [("pow", "input:N, exponent:T")],
     "atan2": [("atan2", "input:T, other:T"), ("arctan2", "input:T, other:T")],
     "eq": [("eq", "input:T, other:T")],
     "ne": [("ne", "input:T, other:T"), ("not_equal", "input:T, other:T")],
@@ -152,12 +153,12 @@ SPECS = {
     "abs": [("abs", "input:T"), ("absolute", "input:T")],
     "gelu": [("gelu", "input:T, *, approximate:E(none|tanh)='none'")],
     "clamp": [("_clamp_scalar", "input:T, min:o=None, max:o=None", dict(method=False, function=False))],
-    "where": [("where", "condition:T, input:T, other:T", dict(method=False, inplace=False))],
+    "where": [("where", "condition:T, input:N, other:N", dict(method=False, inplace=False))],
     "masked_fill": [("masked_fill", "input:T, mask:T, value:f")],
     "cast": [("_cast", "input:T, dtype:d", dict(method=False, inplace=False))],
     "copy_": [("copy_", "input:T, src:T, non_blocking:x=False", dict(function=False))],
     "fill_": [("fill_", "input:T, value:f")],
-    "remainder": [("remainder", "input:T, other:T")],
+    "remainder": [("remainder", "input:N, other:T")],
     "logical_not": [("logical_not", "input:T")],
     # reductions
     "sum": [("sum", "input:T, dim@dims:D=None, keepdim:b=False, *, dtype:d=None")],
@@ -234,13 +235,13 @@ def _bind(op, name, sig, fixed=None, method=True, function=True, inplace=None, r
     if function:
         FUNCTIONS[name] = f
         BINDINGS[op].append("janus." + name)
-    if method and sig.startswith("input:T"):
+    if method and sig.startswith(("input:T", "input:N")):
         METHODS[name] = f
         BINDINGS[op].append("Tensor." + name)
     ew_into = info["flags"] & _C.JN_F_EW and info["nout"] == 1
     if inplace is None:
         inplace = bool(ew_into) and method and op not in ("cast",)
-    if inplace and sig.startswith("input:T"):
+    if inplace and sig.startswith(("input:T", "input:N")):
         if info["flags"] & _C.JN_F_INPLACE:
             return
         METHODS[name + "_"] = opfn(name + "_", op, sig, fixed=fixed, mode=MODE_INTO)

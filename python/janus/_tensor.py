@@ -45,7 +45,13 @@ class Tensor(_C.TensorBase):
 
     # ----------------------------------------------------------- printing
     def __repr__(self, *, tensor_contents=None):
-        return _format.tensor_repr(self, _DEFAULT_DTYPES)
+        extra = []
+        gf = getattr(self, "grad_fn", None)
+        if gf is not None:
+            extra.append(f"grad_fn=<{''.join(p.capitalize() for p in gf.name.split('_'))}Backward0>")
+        elif getattr(self, "requires_grad", False):
+            extra.append("requires_grad=True")
+        return _format.tensor_repr(self, _DEFAULT_DTYPES, extra)
 
     def __str__(self):
         return self.__repr__()

@@ -284,7 +284,7 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
     }
     jn_tensor_incref(t);
     p->r = t;
-    int d = 0;
+    int d = 0, real = 0; /* cursor in p->r; dim of t (for messages, like torch's real_dim) */
     for (int i = 0; i < n; i++) {
         item *it = &items[i];
         jn_tensor *r = p->r;
@@ -295,6 +295,7 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
             break;
         case IT_ELLIPSIS:
             d += t->ndim - consumed;
+            real += t->ndim - consumed;
             break;
         case IT_BOOL:
             if (view_step(&p->r, JN_OP_unsqueeze, d, 0, 0, 0)) goto fail;
@@ -305,11 +306,12 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
             int64_t size = r->shape[d], v = it->i;
             if (v < -size || v >= size) {
                 PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for dimension %d with size %lld",
-                             (long long)v, d, (long long)size);
+                             (long long)v, real, (long long)size);
                 goto fail;
             }
             if (v < 0) v += size;
             if (view_step(&p->r, JN_OP_select, d, v, 0, 0)) goto fail;
+            real++;
             break;
         }
         case IT_SLICE: {
@@ -326,6 +328,7 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
                 view_step(&p->r, JN_OP_slice, d, start, stop, step))
                 goto fail;
             d++;
+            real++;
             break;
         }
         case IT_TENSOR: {
@@ -348,6 +351,7 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
                     p->adv_dim[p->nadv++] = d + k;
                 }
                 d += ix->ndim;
+                real += ix->ndim;
             } else {
                 jn_tensor *c = jn_to_dtype(ix, JN_I64);
                 if (!c) {
@@ -357,6 +361,7 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
                 p->adv[p->nadv] = c;
                 p->adv_dim[p->nadv++] = d;
                 d++;
+                real++;
             }
             break;
         }

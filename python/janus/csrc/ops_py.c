@@ -25,7 +25,9 @@
 
 /* Parameter kinds (the compiled signature language of janus/_ops.py). */
 enum {
-    P_TENSOR = 'T',   /* tensor input (numbers become wrapped 0-d tensors) */
+    P_TENSOR = 'T',   /* tensor input; the first must be a Tensor, later ones may be numbers
+                         (wrapped 0-d tensors), as in torch's (Tensor, Scalar) overloads */
+    P_ANY = 'N',      /* tensor input that may be a number even in first position */
     P_OPTTENSOR = 't',/* optional trailing tensor input: None = absent */
     P_TENSORS = 'S',  /* a sequence of tensors filling the remaining inputs */
     P_INT = 'i',
@@ -225,11 +227,16 @@ static PyObject *opfn_call(OpFnObject *f, PyObject *const *args, size_t nargsf, 
                              p->kwname, q + 1);
                 goto fail;
             }
-            if (p->kind != P_TENSOR || !p->defobj) continue;
+            if ((p->kind != P_TENSOR && p->kind != P_ANY) || !p->defobj) continue;
             v = p->defobj;
         }
-        if (p->kind == P_TENSOR || p->kind == P_OPTTENSOR) {
+        if (p->kind == P_TENSOR || p->kind == P_OPTTENSOR || p->kind == P_ANY) {
             if (v == Py_None && p->kind == P_OPTTENSOR) continue;
+            if (p->slot == 0 && p->kind != P_ANY && !JnTensor_Check(v)) {
+                PyErr_Format(PyExc_TypeError, "%s(): argument '%U' (position %d) must be Tensor, not %.100s",
+                             fn, p->kwname, q + 1, Py_TYPE(v)->tp_name);
+                goto fail;
+            }
             if (p->slot != nin) {
                 PyErr_Format(PyExc_TypeError, "%s(): argument '%U' can't be given when an earlier "
                              "optional tensor is None", fn, p->kwname);
@@ -377,7 +384,7 @@ static PyObject *opfn_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         p->kwonly = (char)kwonly;
         f->nparams = (int)i + 1;
         if (kwonly && f->npos < 0) f->npos = (int)i;
-        int is_attr = !strchr("TtSx", p->kind) && p->kind != P_CAST;
+        int is_attr = !strchr("TtSNx", p->kind) && p->kind != P_CAST;
         if (is_attr && (slot < 0 || slot >= info->nattrs || (p->kind == P_OPTFLOAT || p->kind == P_OPTINT ?
                                                               slot2 < 0 || slot2 >= info->nattrs : 0))) {
             PyErr_Format(PyExc_ValueError, "OpFn %s: parameter %U targets a bad attribute slot", fn, kwn);
@@ -394,8 +401,8 @@ static PyObject *opfn_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
             p->choices = choices;
         }
         if (!req) {
-            if (p->kind == P_TENSOR || p->kind == P_OPTTENSOR || p->kind == P_TENSORS) {
-                if (def != Py_None || p->kind == P_TENSOR) {
+            if (p->kind == P_TENSOR || p->kind == P_OPTTENSOR || p->kind == P_TENSORS || p->kind == P_ANY) {
+                if (def != Py_None || p->kind == P_TENSOR || p->kind == P_ANY) {
                     Py_INCREF(def);
                     p->defobj = def;
                 }

@@ -55,11 +55,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         raise TypeError(f"tensor(): could not infer dtype of {type(data).__name__}")
     if hasattr(data, "__array_interface__") or _is_numpy_array(data) or isinstance(data, memoryview):
         try:
-            src = _C._from_buffer(data, False)
+            src = _C._from_buffer(data, 2)
         except TypeError:
             if not _is_numpy_array(data):
                 raise
-            src = _C._from_buffer(_numpy_fallback(data), False)
+            src = _C._from_buffer(_numpy_fallback(data), 2)
         r = FUNCTIONS["clone"](src)
         return r if dtype is None or dtype is r.dtype else r.to(dtype)
     return _C._tensor_from_data(data, dtype)
@@ -87,7 +87,7 @@ def as_tensor(data, dtype=None, device=None):
         return data if dtype is None or dtype is data.dtype else data.to(dtype)
     if _is_numpy_array(data):
         try:
-            t = _C._from_buffer(data, True)
+            t = _C._from_buffer(data, 1)
         except (TypeError, ValueError):
             return tensor(data, dtype=dtype)
         return t if dtype is None or dtype is t.dtype else t.to(dtype)
@@ -102,7 +102,7 @@ def from_numpy(ndarray):
     if not _is_numpy_array(ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     try:
-        return _C._from_buffer(ndarray, True)
+        return _C._from_buffer(ndarray, 1)
     except TypeError:
         raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype}. The only supported types "
                         "are: float64, float32, float16, int64, int32, uint8, and bool.") from None
@@ -119,7 +119,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0):
     n = len(mv) // dtype.itemsize if count < 0 else count
     if n * dtype.itemsize > len(mv):
         raise ValueError(f"frombuffer(): requested {n} elements from a buffer of {len(mv)} bytes")
-    return _C._from_buffer(mv[:n * dtype.itemsize].cast(fmt), True)
+    return _C._from_buffer(mv[:n * dtype.itemsize].cast(fmt), 1)
 
 
 # ------------------------------------------------------------ factories

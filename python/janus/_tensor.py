@@ -27,7 +27,7 @@ def _rebuild(data, dtype_name, shape):
     if isinstance(data, (bytes, bytearray)):
         fmt = {"float32": "f", "float64": "d", "float16": "e", "int64": "q", "int32": "i", "uint8": "B",
                "bool": "?"}[dtype_name]
-        flat = _C._from_buffer(memoryview(bytearray(data)).cast(fmt), True)
+        flat = _C._from_buffer(memoryview(bytearray(data)).cast(fmt), 1)
         return flat.reshape(shape)
     return tensor(data, dtype=dt).reshape(shape)
 

@@ -63,7 +63,7 @@ static int is_np_bool(PyObject *o) {
 /* A list / numpy array index -> tensor (new ref). */
 static jn_tensor *seq_to_index_tensor(PyObject *o) {
     PyObject *w;
-    if (PyObject_CheckBuffer(o) && !PyBytes_Check(o) && !PyByteArray_Check(o)) w = jn_py_from_buffer(o, 0);
+    if (PyObject_CheckBuffer(o) && !PyBytes_Check(o) && !PyByteArray_Check(o)) w = jn_py_from_buffer(o, JN_BUF_COPY);
     else w = jn_py_tensor_from_data(NULL, &o, 1);
     if (!w) return NULL;
     jn_tensor *t = JN_T(w);
@@ -420,7 +420,7 @@ static jn_tensor *value_tensor(PyObject *v, jn_dtype dt) {
     }
     if (PyFloat_Check(v)) return jn_scalar_f64(PyFloat_AS_DOUBLE(v), dt, 0);
     PyObject *w;
-    if (PyObject_CheckBuffer(v) && !PyBytes_Check(v) && !PyByteArray_Check(v)) w = jn_py_from_buffer(v, 0);
+    if (PyObject_CheckBuffer(v) && !PyBytes_Check(v) && !PyByteArray_Check(v)) w = jn_py_from_buffer(v, JN_BUF_COPY);
     else {
         PyObject *args[2] = {v, jn_py_dtype_objs[dt] ? jn_py_dtype_objs[dt] : Py_None};
         w = jn_py_tensor_from_data(NULL, args, 2);

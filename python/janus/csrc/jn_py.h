@@ -68,10 +68,12 @@ int jn_py_parse_ints(PyObject *o, jn_ints *out, const char *fn, const char *arg)
  * integer, 1-element integer tensor) to int64. */
 int jn_py_as_int(PyObject *o, int64_t *v, const char *fn, const char *arg);
 
-/* tensor.c: a tensor over a buffer's memory (numpy arrays).  Negative
- * strides cannot be shared: must_share=1 raises ValueError (from_numpy),
- * otherwise the data is copied. */
-PyObject *jn_py_from_buffer(PyObject *obj, int must_share);
+/* tensor.c: a tensor over a buffer's memory (numpy arrays).  Modes:
+ * RAW shares any layout (negative strides kept: the kernel tests use it),
+ * STRICT shares or raises ValueError like torch.from_numpy, COPY shares
+ * when the strides are non-negative and copies otherwise. */
+enum { JN_BUF_RAW = 0, JN_BUF_STRICT = 1, JN_BUF_COPY = 2 };
+PyObject *jn_py_from_buffer(PyObject *obj, int mode);
 
 /* convert.c */
 PyObject *jn_py_scalar(const char *p, jn_dtype d); /* one element -> Python number */

@@ -108,7 +108,7 @@ static jn_tensor *to_tensor(PyObject *o, int *ok) {
     default:
         /* numpy arrays (anything exporting a buffer, not str/bytes) */
         if (PyObject_CheckBuffer(o) && !PyBytes_Check(o) && !PyByteArray_Check(o)) {
-            PyObject *w = jn_py_from_buffer(o, 0);
+            PyObject *w = jn_py_from_buffer(o, JN_BUF_COPY);
             if (!w) return NULL;
             t = JN_T(w);
             jn_tensor_incref(t);

@@ -384,7 +384,8 @@ static void copy_strided(char *dst, const char *src, int ndim, const Py_ssize_t 
         copy_strided(dst + i * inner * es, src + i * strides[0], ndim - 1, shape + 1, strides + 1, es);
 }
 
-PyObject *jn_py_from_buffer(PyObject *obj, int must_share) {
+PyObject *jn_py_from_buffer(PyObject *obj, int mode) {
+    int must_share = mode == JN_BUF_STRICT;
     buf_holder *h = PyMem_RawMalloc(sizeof *h);
     if (!h) return PyErr_NoMemory();
     if (PyObject_GetBuffer(obj, &h->view, PyBUF_RECORDS_RO) < 0) {
@@ -427,7 +428,22 @@ PyObject *jn_py_from_buffer(PyObject *obj, int must_share) {
         PyMem_RawFree(h);
         return NULL;
     }
-    if (!ok || negative || numel == 0) {
+    if (mode == JN_BUF_RAW && ok && negative) {
+        /* kernel tests feed negative-stride views: point the tensor's base
+         * at the lowest address and keep the strides as they are */
+        int64_t off = 0;
+        for (int i = 0; i < v->ndim; i++)
+            if (strides[i] < 0 && shape[i] > 0) off += strides[i] * (shape[i] - 1);
+        jn_tensor *t = jn_tensor_from_memory((char *)v->buf + off * es, (size_t)v->len, (jn_dtype)dt, v->ndim,
+                                             shape, strides, -off, release_buffer, h);
+        if (!t) {
+            PyBuffer_Release(v);
+            PyMem_RawFree(h);
+            return jn_py_raise(JN_ERR_NOMEM);
+        }
+        return jn_py_wrap(t);
+    }
+    if (!ok || negative || (numel == 0 && mode != JN_BUF_RAW)) {
         /* unsharable layout: copy into a fresh contiguous tensor */
         if (!ok && must_share) {
             PyErr_SetString(PyExc_ValueError, "buffer strides are not a multiple of the element size; copy it first");
@@ -456,16 +472,22 @@ PyObject *jn_py_from_buffer(PyObject *obj, int must_share) {
     return jn_py_wrap(t);
 }
 
-/* _from_buffer(obj, must_share=True) -> Tensor sharing obj's memory (kept alive). */
+/* _from_buffer(obj, mode=0) -> Tensor over obj's memory (kept alive); mode
+ * 0 shares any layout (negative strides too), 1 shares or raises like
+ * torch.from_numpy, 2 shares when possible and copies otherwise. */
 static PyObject *py_from_buffer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs < 1 || nargs > 2) {
-        PyErr_SetString(PyExc_TypeError, "_from_buffer(obj, must_share=True)");
+    long mode = JN_BUF_RAW;
+    if (nargs < 1 || nargs > 2 || (nargs == 2 && !PyLong_Check(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "_from_buffer(obj, mode=0)");
         return NULL;
     }
-    int must = 1;
-    if (nargs == 2 && (must = PyObject_IsTrue(args[1])) < 0) return NULL;
-    return jn_py_from_buffer(args[0], must);
+    if (nargs == 2) mode = PyLong_AsLong(args[1]);
+    if (mode < JN_BUF_RAW || mode > JN_BUF_COPY) {
+        PyErr_SetString(PyExc_ValueError, "_from_buffer(): mode must be 0, 1 or 2");
+        return NULL;
+    }
+    return jn_py_from_buffer(args[0], (int)mode);
 }
 
 static Py_hash_t tensor_hash(PyObject *self) { return _Py_HashPointer(self); }
@@ -475,7 +497,7 @@ static PyMappingMethods mapping_methods = {
 
 PyMethodDef jn_py_tensor_module_methods[] = {
     {"_from_buffer", (PyCFunction)(void (*)(void))py_from_buffer, METH_FASTCALL,
-     "_from_buffer(obj, must_share=True): tensor sharing the memory of a buffer (numpy array)"},
+     "_from_buffer(obj, mode=0): tensor over a buffer's memory (0 share, 1 share or raise, 2 share or copy)"},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject JnTensorBase_Type = {

@@ -36,7 +36,9 @@ extern PyObject *jn_py_dtype_objs[JN_NDTYPES];
 extern PyTypeObject *jn_py_size_class;
 extern PyObject *jn_py_cpu_device;
 
-#define JnTensor_Check(o) PyObject_TypeCheck((o), &JnTensorBase_Type)
+/* the exact-class test first: PyType_IsSubtype walks the MRO */
+#define JnTensor_Check(o) \
+    (Py_TYPE(o) == jn_py_tensor_class || PyObject_TypeCheck((o), &JnTensorBase_Type))
 #define JN_T(o) (((JnTensorObject *)(o))->t)
 
 /* div's rounding_mode attribute codes (ops.def: div rounding_mode:i). */

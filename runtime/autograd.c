@@ -255,6 +255,13 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
         }
         return JN_OK;
     }
+    if (dst && dst->is_view && !jn_requires_grad(dst))
+        /* the base tensor would need the history too (PyTorch's CopySlices) */
+        return jn_error(JN_ERR_UNSUPPORTED,
+                        "%s: writing a value that requires grad into a view (e.g. x[1:3] = y) is not "
+                        "supported by janus autograd; build the tensor with janus.cat/stack or "
+                        "out-of-place ops instead",
+                        info->name);
     const jn_grad_def *def = jn_grad_def_of(op);
     jn_node *n = calloc(1, sizeof *n);
     if (!n) return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);

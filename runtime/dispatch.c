@@ -187,6 +187,7 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
         } else if (info->flags & JN_F_VIEW) {
             res[i] = jn_tensor_alias(in[0]);
             if (res[i]) {
+                res[i]->is_view = 1;
                 res[i]->ndim = meta[i].ndim;
                 memcpy(res[i]->shape, meta[i].shape, sizeof(int64_t) * JN_MAX_DIMS);
             }

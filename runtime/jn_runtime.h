@@ -109,6 +109,7 @@ typedef struct jn_tensor {
     int64_t offset;               /* in elements */
     int64_t id;                   /* unique per tensor header (recording) */
     int wrapped_number;           /* a Python scalar (type promotion) */
+    int is_view;                  /* made by a view op: shares another tensor's storage */
     void *autograd;               /* owned by the autograd layer */
     void *pyobj;                  /* borrowed back-pointer to the Python wrapper */
 } jn_tensor;

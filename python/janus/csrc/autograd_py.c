@@ -197,7 +197,41 @@ static PyObject *py_has_derivative(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(jn_grad_def_of((jn_op)op)->fn != NULL);
 }
 
+/* _make_subclass(cls, t, requires_grad): a cls instance sharing t's storage
+ * with no history (nn.Parameter(t)). */
+static PyObject *py_make_subclass(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cls, *o;
+    int rg;
+    if (!PyArg_ParseTuple(args, "OOp", &cls, &o, &rg)) return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &JnTensorBase_Type)) {
+        PyErr_SetString(PyExc_TypeError, "_make_subclass: cls must subclass Tensor");
+        return NULL;
+    }
+    jn_tensor *t = T_of(o, "data");
+    if (!t) return NULL;
+    jn_tensor *al = jn_detach(t);
+    if (!al) return jn_py_raise(JN_ERR_NOMEM);
+    if (rg) {
+        jn_status s = jn_set_requires_grad(al, 1);
+        if (s) {
+            jn_tensor_decref(al);
+            return jn_py_raise(s);
+        }
+    }
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    JnTensorObject *r = (JnTensorObject *)tp->tp_alloc(tp, 0);
+    if (!r) {
+        jn_tensor_decref(al);
+        return NULL;
+    }
+    r->t = al;
+    al->pyobj = r;
+    return (PyObject *)r;
+}
+
 PyMethodDef jn_py_autograd_methods[] = {
+    {"_make_subclass", py_make_subclass, METH_VARARGS, NULL},
     {"_requires_grad", py_requires_grad, METH_O, NULL},
     {"_set_requires_grad", py_set_requires_grad, METH_VARARGS, NULL},
     {"_is_leaf", py_is_leaf, METH_O, NULL},

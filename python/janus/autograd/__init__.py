@@ -1,0 +1,99 @@
+"""janus.autograd: gradients from the C tape.
+
+backward() and grad() run the engine in runtime/autograd.c; derivative
+formulas live in runtime/derivatives.c, one per op of the op table.  Grad
+mode is thread-local, as in PyTorch.  Higher-order gradients
+(create_graph=True) are not supported yet.
+"""
+from .. import _C
+
+
+class set_grad_enabled:
+    """Context manager / function that sets grad mode."""
+
+    def __init__(self, mode):
+        self.prev = _C._set_grad_enabled(bool(mode))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+        return False
+
+
+class _GradMode:
+    enabled = None
+
+    def __enter__(self):
+        self.prev = _C._set_grad_enabled(self.enabled)
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with self.__class__():
+                return fn(*a, **k)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Disable gradient recording inside the block (or the decorated function)."""
+    enabled = False
+
+
+class enable_grad(_GradMode):
+    """Enable gradient recording inside the block (or the decorated function)."""
+    enabled = True
+
+
+def is_grad_enabled():
+    return _C.is_grad_enabled()
+
+
+def _seq(x):
+    if x is None:
+        return []
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x]
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of `tensors` into the .grad of the leaves."""
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
+    if inputs is not None:
+        raise NotImplementedError("backward(inputs=...) is not supported; use janus.autograd.grad")
+    ts = _seq(tensors)
+    gs = _seq(grad_tensors) or [None] * len(ts)
+    if len(gs) != len(ts):
+        raise RuntimeError(f"got {len(ts)} tensors and {len(gs)} gradients")
+    gs = [g if g is None or isinstance(g, _C.TensorBase) else _tensor_like(t, g) for t, g in zip(ts, gs)]
+    _C._backward(ts, gs, bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Gradients of outputs with respect to inputs, returned as a tuple;
+    .grad fields are not touched."""
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
+    outs = _seq(outputs)
+    ins = _seq(inputs)
+    gos = _seq(grad_outputs) or [None] * len(outs)
+    if len(gos) != len(outs):
+        raise RuntimeError(f"grad requires one grad_output per output (got {len(gos)} and {len(outs)})")
+    gos = [g if g is None or isinstance(g, _C.TensorBase) else _tensor_like(o, g) for o, g in zip(outs, gos)]
+    return _C._autograd_grad(outs, gos, ins, bool(retain_graph), bool(allow_unused))
+
+
+def _tensor_like(t, v):
+    import janus
+    return janus.full_like(t, float(v))

@@ -1,0 +1,293 @@
+"""nn.Module: the container of parameters, buffers and submodules, with
+PyTorch's registration rules, traversal, state_dict and train/eval modes."""
+from collections import OrderedDict
+
+import janus
+
+from .parameter import Parameter
+
+
+class Module:
+    """Base class of every layer; subclasses define forward()."""
+
+    training: bool
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ---- registration ------------------------------------------------
+    def _check_init(self):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign to {type(self).__name__} before Module.__init__() is called")
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        if isinstance(value, Parameter):
+            self._check_init()
+            for k in ("_buffers", "_modules"):
+                d[k].pop(name, None)
+            d.pop(name, None)
+            d["_parameters"][name] = value
+        elif isinstance(value, Module):
+            self._check_init()
+            for k in ("_parameters", "_buffers"):
+                d[k].pop(name, None)
+            d.pop(name, None)
+            d["_modules"][name] = value
+        elif "_parameters" in d and name in d["_parameters"]:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(nn.Parameter or None expected)")
+            d["_parameters"][name] = None
+        elif "_buffers" in d and name in d["_buffers"]:
+            if value is not None and not isinstance(value, janus.Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
+            d["_buffers"][name] = value
+        elif "_modules" in d and name in d["_modules"]:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}'")
+            d["_modules"][name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for k in ("_parameters", "_buffers", "_modules"):
+            if k in d and name in d[k]:
+                return d[k][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for k in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__.get(k, {}):
+                del self.__dict__[k][name]
+                self.__dict__["_non_persistent"].discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name, param):
+        self._check_init()
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' as parameter '{name}'")
+        if "." in name or not name:
+            raise KeyError(f"parameter name can't contain '.' or be empty (got '{name}')")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        self._check_init()
+        if tensor is not None and not isinstance(tensor, janus.Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' as buffer '{name}'")
+        if "." in name or not name:
+            raise KeyError(f"buffer name can't contain '.' or be empty (got '{name}')")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
+            self._non_persistent.add(name)
+
+    def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # ---- traversal -----------------------------------------------------
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if self in memo and remove_duplicate:
+            return
+        memo.add(self)
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and m not in seen:
+                seen.add(m)
+                yield name, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, kind, prefix, recurse):
+        seen = set()
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
+            for k, v in getattr(m, kind).items():
+                if v is None or id(v) in seen:
+                    continue
+                seen.add(id(v))
+                yield mp + ("." if mp else "") + k, v
+
+    def named_parameters(self, prefix="", recurse=True):
+        yield from self._named_members("_parameters", prefix, recurse)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True):
+        yield from self._named_members("_buffers", prefix, recurse)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # ---- modes and utilities -------------------------------------------
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad.zero_()
+
+    def to(self, *args, **kwargs):
+        """Only CPU exists in this build; dtype conversion of floating parameters is supported."""
+        dtype = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, janus.dtype):
+                dtype = a
+            elif str(a) not in ("cpu",) and not (hasattr(a, "type") and a.type == "cpu"):
+                raise RuntimeError(f"device '{a}' is not available in this build (CPU only)")
+        if dtype is not None:
+            with janus.no_grad():
+                for m in self.modules():
+                    for k, p in m._parameters.items():
+                        if p is not None and p.dtype.is_floating_point:
+                            m._parameters[k] = Parameter(p.to(dtype), p.requires_grad)
+                    for k, b in m._buffers.items():
+                        if b is not None and b.dtype.is_floating_point:
+                            m._buffers[k] = b.to(dtype)
+        return self
+
+    def float(self):
+        return self.to(janus.float32)
+
+    def double(self):
+        return self.to(janus.float64)
+
+    def cpu(self):
+        return self
+
+    # ---- state dict ----------------------------------------------------
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
+        if destination is None:
+            destination = OrderedDict()
+        for k, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + k] = p if keep_vars else p.detach()
+        for k, b in self._buffers.items():
+            if b is not None and k not in self._non_persistent:
+                destination[prefix + k] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination, prefix + name + ".", keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True):
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        with janus.no_grad():
+            for k, v in state_dict.items():
+                if k not in own:
+                    continue
+                dst = own[k]
+                if not isinstance(v, janus.Tensor):
+                    errors.append(f'While copying the parameter named "{k}", expected a Tensor, got {type(v).__name__}.')
+                    continue
+                if tuple(dst.shape) != tuple(v.shape):
+                    errors.append(f"size mismatch for {k}: copying a param with shape {tuple(v.shape)} from checkpoint, "
+                                  f"the shape in current model is {tuple(dst.shape)}.")
+                    continue
+                dst.copy_(v)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- printing --------------------------------------------------------
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        for name, m in self._modules.items():
+            r = repr(m).replace("\n", "\n  ")
+            lines.append(f"({name}): {r}")
+        main = type(self).__name__ + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                main += lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+    def __dir__(self):
+        return sorted(set(list(object.__dir__(self)) + list(self._parameters) + list(self._buffers) + list(self._modules)))
+
+
+class _IncompatibleKeys:
+    def __init__(self, missing, unexpected):
+        self.missing_keys = missing
+        self.unexpected_keys = unexpected
+
+    def __iter__(self):
+        return iter((self.missing_keys, self.unexpected_keys))
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"

@@ -219,6 +219,11 @@ def save(obj, f, metadata=None, **kwargs):
         write_all(f)
         return
     path = os.fspath(f)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"janus.save({path!r}): folder {folder!r} does not exist")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"janus.save({path!r}): is a directory")
     tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
@@ -318,7 +323,7 @@ def _decode(x, tensors, err):
                 kind = {"Counter": Counter, "OrderedDict": OrderedDict, None: dict}.get(x.get("k"))
                 if kind is None:
                     raise err(f"structure has an unknown dict kind {x.get('k')!r}")
-                return kind(items)
+                return kind(dict(items)) if kind is Counter else kind(items)
             except TypeError as e:
                 raise err(f"structure has an unusable dict key ({e})") from None
         if len(x) == 1:

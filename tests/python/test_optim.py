@@ -460,6 +460,7 @@ def test_lambda_lr_and_groups():
 
 def test_scheduler_closed_form_with_epoch_argument():
     s = lr_scheduler.StepLR(_opt(), step_size=3, gamma=0.5)
+    s.optimizer.step()
     with pytest.warns(UserWarning, match="epoch parameter"):
         s.step(7)
     assert s.last_epoch == 7 and s.get_last_lr() == [0.25]

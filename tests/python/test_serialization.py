@@ -157,8 +157,7 @@ def test_nested_structure_round_trip(tmp_path):
 
 def test_optimizer_state_dict_round_trip(tmp_path):
     rng = np.random.default_rng(0)
-    pa = [janus.tensor(rng.standard_normal((3, 2)), requires_grad=True), janus.zeros(4, requires_grad=True)]
-    pb = [janus.tensor(p.tolist(), dtype=janus.float64, requires_grad=True) for p in pa]
+    pa = [janus.tensor(rng.standard_normal((3, 2)), requires_grad=True), janus.zeros(4, dtype=janus.float64, requires_grad=True)]
     a = optim.Adam(pa, lr=0.01, amsgrad=True)
     grads = [[rng.standard_normal(p.shape) for p in pa] for _ in range(4)]
     for gs in grads[:2]:
@@ -170,6 +169,7 @@ def test_optimizer_state_dict_round_trip(tmp_path):
     sd = load(f)
     assert set(sd["state"]) == {0, 1} and sd["param_groups"][0]["betas"] == (0.9, 0.999)
     assert sd["state"][0]["step"] == 2.0
+    pb = [janus.tensor(p.tolist(), dtype=janus.float64, requires_grad=True) for p in pa]
     b = optim.Adam(pb, lr=0.01, amsgrad=True)
     b.load_state_dict(sd)
     for opt, ps in ((a, pa), (b, pb)):
@@ -219,6 +219,8 @@ def test_atomic_write(tmp_path):
         mp.undo()
     assert load(p)["x"].tolist() == [0.0, 0.0, 0.0]
     assert os.listdir(tmp_path) == ["a.safetensors"]
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        save({"x": janus.ones(1)}, tmp_path / "nope" / "c.safetensors")
     with pytest.raises(TypeError, match="dict key"):
         save({object(): janus.ones(1)}, tmp_path / "b.safetensors")
     assert os.listdir(tmp_path) == ["a.safetensors"]
@@ -343,3 +345,44 @@ def test_cross_read_with_safetensors_package(tmp_path):
     back = load(q)
     for n in names:
         same(back[n], sd[n])
+
+
+def test_training_checkpoint_resume(tmp_path):
+    """model + optimizer + scheduler checkpoint: resuming reproduces the run exactly."""
+    nn = pytest.importorskip("janus.nn")
+    F = nn.functional
+    from janus.optim import lr_scheduler
+
+    def build():
+        m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+        opt = optim.AdamW(m.parameters(), lr=0.01)
+        sched = lr_scheduler.MultiStepLR(opt, milestones=[2, 4, 4], gamma=0.5)
+        return m, opt, sched
+
+    def train(m, opt, sched, steps):
+        for x, y in steps:
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+
+    janus.manual_seed(0)
+    data = [(janus.randn(16, 4), janus.randint(0, 3, (16,))) for _ in range(6)]
+    m, opt, sched = build()
+    train(m, opt, sched, data[:3])
+    p = tmp_path / "ckpt.safetensors"
+    save({"model": m.state_dict(), "optim": opt.state_dict(), "sched": sched.state_dict(), "epoch": 3}, p)
+    train(m, opt, sched, data[3:])
+
+    m2, opt2, sched2 = build()
+    ck = load(p)
+    assert ck["epoch"] == 3 and isinstance(ck["sched"]["milestones"], collections.Counter)
+    m2.load_state_dict(ck["model"])
+    opt2.load_state_dict(ck["optim"])
+    sched2.load_state_dict(ck["sched"])
+    train(m2, opt2, sched2, data[3:])
+    assert sched2.get_last_lr() == sched.get_last_lr()
+    for (k, a), (k2, b) in zip(m.state_dict().items(), m2.state_dict().items()):
+        assert k == k2
+        same(a, b)

@@ -15,7 +15,6 @@ so they go through the C dispatcher and bump version counters, in the same
 operation order as torch's single-tensor (non-foreach, non-fused) code.
 """
 import functools
-import math
 from collections import OrderedDict, defaultdict
 from itertools import chain
 

@@ -766,3 +766,43 @@ def test_errors(name, inputs, attrs, exc, msg):
     ins = [jn(x) if isinstance(x, np.ndarray) else x for x in inputs]
     with pytest.raises(exc, match=msg):
         op(name, ins, attrs)
+
+
+# ------------------------------------------- float32 vectorized math
+def test_float32_math_accuracy_over_wide_ranges():
+    """The float32 exp/log/tanh/erf are our own vectorized approximations:
+    check them densely against float64 numpy, specials included."""
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-38, 88.7, 89.0,
+                         -87.0, -103.0, -104.5, 3.4e38, -3.4e38], np.float32)
+    wide = np.concatenate([np.linspace(-110, 110, 200001, dtype=np.float32), specials])
+    pos = np.concatenate([np.geomspace(1e-45, 3.4e38, 200001).astype(np.float32),
+                          np.linspace(0.5, 2, 10001, dtype=np.float32), specials])
+    x64 = wide.astype(np.float64)
+    with np.errstate(all="ignore"):
+        checks = [
+            ("exp", wide, np.exp(x64), 2.5e-7, 3e-45),
+            ("log", pos, np.log(pos.astype(np.float64)), 2e-7, 0),
+            ("tanh", wide, np.tanh(x64), 2.5e-7, 0),
+            ("erf", wide, erf_np(x64), 1e-6, 5e-7),
+            ("sigmoid", wide, 1 / (1 + np.exp(-x64)), 5e-7, 1.2e-38),
+        ]
+        for name, x, want, rtol, atol in checks:
+            got = npy(op(name, [jn(x)]))
+            oc.assert_close(got, want.astype(np.float32), rtol=rtol, atol=atol)
+    # signs of zero survive
+    z = np.array([-0.0, 0.0], np.float32)
+    for name in ("tanh", "erf"):
+        assert np.signbit(npy(op(name, [jn(z)]))).tolist() == [True, False], name
+
+
+def test_negative_strides_in_and_out():
+    x = vals("float32", (12,), seed=11)
+    y = vals("float32", (12,), seed=12)
+    oc.assert_close(op("add", [jn(x[::-1]), jn(y[::2].repeat(2))], (1.0,)),
+                    x[::-1] + y[::2].repeat(2))
+    buf = np.zeros(12, np.float64)
+    _C._op_into("mul", [jn(x), jn(y)], (), jn(buf[::-1]))
+    np.testing.assert_allclose(buf[::-1], (x * y).astype(np.float64))
+    a = np.arange(8, dtype=np.int32)
+    op("copy_", [jn(a), jn(a[::-1])])  # reversing in place through overlap
+    assert a.tolist() == list(range(7, -1, -1))

@@ -390,7 +390,7 @@ BINARY_LOGICAL(DEF_BINARY_LOGICAL)
 UNARY_ANY(DEF_UNARY_ANY)
 
 #define DEF_UNARY_FLOAT(id, nm, EX)                                                     \
-    FLOAT_TYPES(UN_AT_SIMD, id, OUT_SAME, , EX)                                              \
+    FLOAT_TYPES(UN_AT_SIMD, id, OUT_SAME, , EX)                                         \
     static const ew_op OP_##id = {nm, RT_FLOAT, {LOOPS_F(id)}};
 UNARY_FLOAT(DEF_UNARY_FLOAT)
 
@@ -426,13 +426,24 @@ static const ew_op OP_logical_not = {"logical_not", RT_LOGICAL, {[JN_BOOL] = log
         } else                                                                          \
             for (int64_t i = 0; i < n; i++) *(T *)(p[0] + i * s[0]) = v;                \
     }                                                                                   \
+    /* selects go through an all-ones/zero mask: random masks don't branch */ \
     static void where_##N(char **p, const int64_t *s, int64_t n, void *ctx) {           \
         (void)ctx;                                                                      \
-        if (s[0] == N && s[1] == 1 && s[2] == N && s[3] == N) {                         \
+        if (s[0] == N && s[1] == 1 && (s[2] == N || s[2] == 0) && (s[3] == N || s[3] == 0)) { \
             T *o = (T *)p[0];                                                           \
             const uint8_t *c = (const uint8_t *)p[1];                                   \
             const T *a = (const T *)p[2], *b = (const T *)p[3];                         \
-            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a[i] : b[i];                  \
+            const int64_t ia = s[2] / N, ib = s[3] / N;                                 \
+            if (ia && ib)                                                               \
+                for (int64_t i = 0; i < n; i++) {                                       \
+                    T m = (T)(0 - (T)(c[i] != 0));                                      \
+                    o[i] = (T)((a[i] & m) | (b[i] & (T)~m));                            \
+                }                                                                       \
+            else                                                                        \
+                for (int64_t i = 0; i < n; i++) {                                       \
+                    T m = (T)(0 - (T)(c[i] != 0));                                      \
+                    o[i] = (T)((a[i * ia] & m) | (b[i * ib] & (T)~m));                  \
+                }                                                                       \
             return;                                                                     \
         }                                                                               \
         for (int64_t i = 0; i < n; i++)                                                 \
@@ -446,8 +457,11 @@ static const ew_op OP_logical_not = {"logical_not", RT_LOGICAL, {[JN_BOOL] = log
         if (s[0] == N && s[1] == N && s[2] == 1) {                                      \
             T *o = (T *)p[0];                                                           \
             const T *x = (const T *)p[1];                                               \
-            const uint8_t *m = (const uint8_t *)p[2];                                   \
-            for (int64_t i = 0; i < n; i++) o[i] = m[i] ? v : x[i];                     \
+            const uint8_t *mk = (const uint8_t *)p[2];                                  \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                T m = (T)(0 - (T)(mk[i] != 0));                                         \
+                o[i] = (T)((v & m) | (x[i] & (T)~m));                                   \
+            }                                                                           \
             return;                                                                     \
         }                                                                               \
         for (int64_t i = 0; i < n; i++)                                                 \
@@ -459,12 +473,87 @@ SIZED(DEF_SIZED)
 static const jn_loop_fn copy_loops[9] = BY_SIZE(copy), fill_loops[9] = BY_SIZE(fill),
                         where_loops[9] = BY_SIZE(where), mfill_loops[9] = BY_SIZE(mfill);
 
+/* ------------------------------------------------- block conversions */
+/* The buffered path converts blocks with vectorizable loops; the
+ * half-precision ones are branch-free and round exactly like jn_f32_to_f16 /
+ * jn_f32_to_bf16 (nearest even; NaN stays NaN), which the tests check bit
+ * for bit. */
+static inline float f16_to_f32(uint16_t h) { /* F. Giesen's half_to_float */
+    uint32_t o = (uint32_t)(h & 0x7fff) << 13, e = o & (0x7c00u << 13);
+    o += (uint32_t)(127 - 15) << 23;
+    uint32_t inf_nan = o + ((uint32_t)(128 - 16) << 23);
+    float sub = bits_to_f32((int32_t)(o + (1u << 23))) - bits_to_f32(113 << 23);
+    o = e == (0x7c00u << 13) ? inf_nan : e == 0 ? (uint32_t)f32_to_bits(sub) : o;
+    return bits_to_f32((int32_t)(o | (uint32_t)(h & 0x8000) << 16));
+}
+static inline uint16_t f32_to_f16(float f) { /* F. Giesen's float_to_half_fast3_rtne */
+    const uint32_t denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23;
+    uint32_t x = (uint32_t)f32_to_bits(f), sign = x & 0x80000000u;
+    x ^= sign;
+    uint32_t big = x > (255u << 23) ? 0x7e00 : 0x7c00;
+    uint32_t sub = (uint32_t)f32_to_bits(fabsf(f) + bits_to_f32((int32_t)denorm_magic)) - denorm_magic;
+    uint32_t norm = (x + ((uint32_t)(15 - 127) << 23) + 0xfff + ((x >> 13) & 1)) >> 13;
+    uint32_t o = x >= (127u + 16) << 23 ? big : x < (113u << 23) ? sub : norm;
+    return (uint16_t)(o | sign >> 16);
+}
+static inline float bf16_to_f32(uint16_t h) { return bits_to_f32((int32_t)((uint32_t)h << 16)); }
+static inline uint16_t f32_to_bf16(float f) {
+    uint32_t x = (uint32_t)f32_to_bits(f);
+    uint32_t r = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+    return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40 : r);
+}
+#define HALF_CVT(name, ST, DT, FN)                                                      \
+    SIMD_f32 static void name(char **p, const int64_t *s, int64_t n, void *ctx) {       \
+        (void)ctx;                                                                      \
+        if (s[0] == (int64_t)sizeof(DT) && s[1] == (int64_t)sizeof(ST)) {               \
+            DT *o = (DT *)p[0];                                                         \
+            const ST *x = (const ST *)p[1];                                             \
+            for (int64_t i = 0; i < n; i++) o[i] = FN(x[i]);                            \
+        } else                                                                          \
+            for (int64_t i = 0; i < n; i++)                                             \
+                *(DT *)(p[0] + i * s[0]) = FN(*(const ST *)(p[1] + i * s[1]));          \
+    }
+#define LOAD_AS_IS(x) (x)
+#define LOAD_BOOL(x) ((x) != 0)
+/* The exact conversions (to float, and integer widening) the buffered path
+ * meets most (int/bool tensors mixed with float ones, float32 with
+ * float64); the others (saturating float -> int, narrowing, -> bool) use
+ * tensor.c's loops. */
+#define FAST_CVTS(X)                                                                    \
+    X(f16, uint16_t, f32, float, f16_to_f32) X(bf16, uint16_t, f32, float, bf16_to_f32) \
+    X(f32, float, f16, uint16_t, f32_to_f16) X(f32, float, bf16, uint16_t, f32_to_bf16) \
+    X(f64, double, f32, float, LOAD_AS_IS) X(i64, int64_t, f32, float, LOAD_AS_IS)      \
+    X(i32, int32_t, f32, float, LOAD_AS_IS) X(u8, uint8_t, f32, float, LOAD_AS_IS)      \
+    X(b, uint8_t, f32, float, LOAD_BOOL) X(f32, float, f64, double, LOAD_AS_IS)         \
+    X(i64, int64_t, f64, double, LOAD_AS_IS) X(i32, int32_t, f64, double, LOAD_AS_IS)   \
+    X(u8, uint8_t, f64, double, LOAD_AS_IS) X(b, uint8_t, f64, double, LOAD_BOOL)       \
+    X(i32, int32_t, i64, int64_t, LOAD_AS_IS) X(u8, uint8_t, i64, int64_t, LOAD_AS_IS)  \
+    X(b, uint8_t, i64, int64_t, LOAD_BOOL) X(u8, uint8_t, i32, int32_t, LOAD_AS_IS)     \
+    X(b, uint8_t, i32, int32_t, LOAD_BOOL) X(b, uint8_t, u8, uint8_t, LOAD_BOOL)
+#define DEF_FAST_CVT(sn, ST, dn, DT, FN) HALF_CVT(cvt_##sn##_##dn, ST, DT, FN)
+FAST_CVTS(DEF_FAST_CVT)
+#define DTYPE_f32 JN_F32
+#define DTYPE_f64 JN_F64
+#define DTYPE_f16 JN_F16
+#define DTYPE_bf16 JN_BF16
+#define DTYPE_i64 JN_I64
+#define DTYPE_i32 JN_I32
+#define DTYPE_u8 JN_U8
+#define DTYPE_b JN_BOOL
+#define FAST_CVT_ENTRY(sn, ST, dn, DT, FN) [DTYPE_##sn][DTYPE_##dn] = cvt_##sn##_##dn,
+static const jn_loop_fn fast_cvt[JN_NDTYPES][JN_NDTYPES] = {FAST_CVTS(FAST_CVT_ENTRY)};
+
+static jn_loop_fn convert_loop(jn_dtype from, jn_dtype to) {
+    return fast_cvt[from][to] ? fast_cvt[from][to] : jn_rt_cast_loop(from, to);
+}
+
 /* -------------------------------------------------------------- engine */
 typedef struct {
     jn_loop_fn fn;
     void *ctx;
     int nops;
     jn_dtype have[4], want[4];
+    jn_loop_fn cvt[4]; /* have -> want for inputs, want -> have for the output */
 } buf_ctx;
 
 /* Run b->fn over blocks, converting operands whose dtype differs from the
@@ -488,13 +577,13 @@ static void buffered_loop(char **p, const int64_t *s, int64_t n, void *vctx) {
             if (k == 0) continue;
             char *cp[2] = {buf[k], src};
             int64_t cs[2] = {qs[k], s[k]};
-            jn_rt_cast_loop(b->have[k], b->want[k])(cp, cs, s[k] == 0 ? 1 : m, NULL);
+            b->cvt[k](cp, cs, s[k] == 0 ? 1 : m, NULL);
         }
         b->fn(q, qs, m, b->ctx);
         if (b->have[0] != b->want[0]) {
             char *cp[2] = {p[0] + i * s[0], buf[0]};
             int64_t cs[2] = {s[0], (int64_t)jn_dtype_size[b->want[0]]};
-            jn_rt_cast_loop(b->want[0], b->have[0])(cp, cs, m, NULL);
+            b->cvt[0](cp, cs, m, NULL);
         }
     }
 }
@@ -523,7 +612,7 @@ static jn_status ew_run(const char *name, int nin, jn_tensor *const *in, jn_tens
     char *base[4];
     int64_t st[4][JN_MAX_DIMS];
     jn_tensor *tmp[3] = {NULL, NULL, NULL};
-    buf_ctx b = {fn, P, nops, {out->dtype}, {want[0]}};
+    buf_ctx b = {fn, P, nops, {out->dtype}, {want[0]}, {NULL}};
     base[0] = jn_data(out);
     for (int d = 0; d < nd; d++) st[0][d] = out->strides[d] * (int64_t)jn_elsize(out);
     for (int k = 0; k < nin; k++) {
@@ -541,6 +630,8 @@ static jn_status ew_run(const char *name, int nin, jn_tensor *const *in, jn_tens
         base[k + 1] = jn_data(t);
         jn_broadcast_byte_strides(t, nd, out->shape, st[k + 1]);
     }
+    b.cvt[0] = convert_loop(b.want[0], b.have[0]);
+    for (int k = 1; k < nops; k++) b.cvt[k] = convert_loop(b.have[k], b.want[k]);
     for (int k = 0; k < nops; k++) direct &= b.have[k] == b.want[k];
     if (direct) jn_nditer(nops, base, nd, out->shape, st, fn, P, 1);
     else jn_nditer(nops, base, nd, out->shape, st, buffered_loop, &b, 1);

@@ -806,3 +806,43 @@ def test_negative_strides_in_and_out():
     a = np.arange(8, dtype=np.int32)
     op("copy_", [jn(a), jn(a[::-1])])  # reversing in place through overlap
     assert a.tolist() == list(range(7, -1, -1))
+
+
+def test_block_conversions_match_tensor_c_bit_for_bit():
+    """The buffered path's own half/bfloat16 (and int/bool -> float)
+    conversions must round exactly like tensor.c's casts."""
+    f32 = dt("float32")
+    # every float16 bit pattern -> float32
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    mine = np.zeros(65536, np.float32)
+    _C._op_into("cast", [jn(h)], (dt("float16"),), jn(mine))
+    ref = npy(op("cast", [jn(h)], (f32,)))
+    np.testing.assert_array_equal(mine.view(np.uint32), ref.view(np.uint32))
+    # float32 -> float16 / bfloat16 over random bit patterns and edge ranges
+    rng = np.random.default_rng(0)
+    bits = np.concatenate([rng.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32),
+                           np.arange(0x477FE000, 0x47801000, dtype=np.uint32),  # f16 overflow
+                           np.arange(0x33000000 - 4096, 0x38801000, 61, dtype=np.uint32),  # subnormals
+                           np.array([0x7F800000, 0x7FC00000, 0x7F800001, 0xFF800000, 0x80000000],
+                                    np.uint32)])
+    bits = np.concatenate([bits, bits ^ np.uint32(0x80000000)])
+    x = bits.view(np.float32)
+    mine16 = np.zeros(x.shape, np.float16)
+    _C._op_into("cast", [jn(x)], (f32,), jn(mine16))
+    ref16 = npy(op("cast", [jn(x)], (dt("float16"),)))
+    np.testing.assert_array_equal(mine16.view(np.uint16), ref16.view(np.uint16))
+    tb = op("cast", [jn(np.zeros(x.shape, np.float32))], (dt("bfloat16"),))
+    _C._op_into("cast", [jn(x)], (f32,), tb)  # mine: f32 -> bf16 in blocks
+    back = np.zeros(x.shape, np.float32)
+    _C._op_into("cast", [tb], (dt("bfloat16"),), jn(back))  # mine: bf16 -> f32
+    ref_b = npy(op("cast", [jn(x)], (dt("bfloat16"),)))  # tensor.c both ways
+    np.testing.assert_array_equal(back.view(np.uint32), ref_b.view(np.uint32))
+    # exact widening conversions
+    for d in ("int64", "int32", "uint8", "bool", "float64"):
+        v = vals(d, (1000,), -1e3, 1e3, seed=1)
+        for to in ("float32", "float64", "int64", "int32"):
+            if (d == "float64" and to.startswith("int")) or (d == "int64" and to == "int32"):
+                continue
+            dst = np.zeros(1000, NP[to])
+            _C._op_into("cast", [jn(v)], (dt(d),), jn(dst))
+            np.testing.assert_array_equal(dst, npy(op("cast", [jn(v)], (dt(to),))))

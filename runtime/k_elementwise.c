@@ -29,8 +29,10 @@
  * with 0 are constant there, which is intended. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
 /* Let gcc if-convert float selects (x < lo ? lo : x) so those loops
- * vectorize; we never read the FP exception flags, results are unchanged. */
-#pragma GCC optimize("no-trapping-math")
+ * vectorize (we never read the FP exception flags, results are unchanged),
+ * and never contract a*b+c into an FMA, so the AVX2/AVX-512 clones below
+ * give bit-identical results on every machine (traces replay exactly). */
+#pragma GCC optimize("no-trapping-math", "fp-contract=off")
 
 #define EW_CHUNK 512 /* elements per buffered block */
 
@@ -254,7 +256,7 @@ static inline float fast_erff(float a) {
 
 #define UN_LOOP(name, IT, OT, UT, PRE, EXPR) UN_LOOP_A(name, IT, OT, UT, , PRE, EXPR)
 #define UN_LOOP_A(name, IT, OT, UT, ATTR, PRE, EXPR)                                    \
-    ATTR static void name(char **p_, const int64_t *s_, int64_t n_, void *ctx_) {            \
+    ATTR static void name(char **p_, const int64_t *s_, int64_t n_, void *ctx_) {       \
         typedef IT T;                                                                   \
         typedef UT U;                                                                   \
         ew_params *P = ctx_;                                                            \
@@ -289,9 +291,12 @@ static inline float fast_erff(float a) {
 #define BIN_AT(sfx, CT, UT, id, OUTM, PRE, EXPR) BIN_LOOP(id##_##sfx, CT, OUTM(CT), UT, PRE, EXPR)
 #define UN_AT(sfx, CT, UT, id, OUTM, PRE, EXPR) UN_LOOP(id##_##sfx, CT, OUTM(CT), UT, PRE, EXPR)
 /* The float32 math loops are compute-bound: build AVX2/AVX-512 clones too,
- * picked at load time.  ISO C mode keeps FP contraction off, so every clone
- * gives bit-identical results. */
+ * picked at load time (bit-identical results: no FP contraction). */
+#if defined(__x86_64__) && defined(__ELF__) /* ifunc dispatch */
 #define SIMD_f32 __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SIMD_f32
+#endif
 #define SIMD_f64
 #define UN_AT_SIMD(sfx, CT, UT, id, OUTM, PRE, EXPR)                                    \
     UN_LOOP_A(id##_##sfx, CT, OUTM(CT), UT, SIMD_##sfx, PRE, EXPR)

@@ -39,8 +39,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNIT_MAX 256 /* outputs per work unit (accumulator block) */
-#define ACC_MAX 16   /* largest accumulator, in bytes */
+/* Lets gcc if-convert float compares (selects in max/min/exp loops) and so
+ * vectorize them; nothing here relies on floating-point exception flags. */
+#pragma GCC optimize("no-trapping-math")
+
+#define UNIT_MAX 256      /* outputs per work unit in row mode */
+#define UNIT_MAX_COL 4096 /* outputs per work unit in col mode */
+
+/* exp for float32, written branch-free so loops over it vectorize (the libm
+ * call does not): Cody-Waite reduction by ln 2, Cephes' degree-6
+ * polynomial, scaling by 2^k in two halves so results near the underflow
+ * and overflow edges round correctly.  Max error ~1.4 ulp; exp(-inf) = 0,
+ * exp(+inf) = inf, NaN stays NaN. */
+static inline float jexpf(float x) {
+    uint32_t xb, rb;
+    memcpy(&xb, &x, 4);
+    uint32_t nan = 0u - (uint32_t)((xb & 0x7fffffffu) > 0x7f800000u);
+    uint32_t cb = xb & ~nan; /* NaN -> 0 so the int conversion below is defined */
+    float xc;
+    memcpy(&xc, &cb, 4);
+    xc = xc < -110.0f ? -110.0f : xc;
+    xc = xc > 89.0f ? 89.0f : xc;
+    float fk = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to int */
+    int32_t k = (int32_t)fk;
+    float r = xc - fk * 0.693359375f;
+    r = r - fk * -2.12194440e-4f;
+    float q = 1.9875691500E-4f;
+    q = q * r + 1.3981999507E-3f;
+    q = q * r + 8.3334519073E-3f;
+    q = q * r + 4.1665795894E-2f;
+    q = q * r + 1.6666665459E-1f;
+    q = q * r + 5.0000001201E-1f;
+    q = q * r * r + r + 1.0f;
+    int32_t k1 = k >> 1, k2 = k - k1;
+    uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    float res = q * s1 * s2;
+    memcpy(&rb, &res, 4);
+    rb = (rb & ~nan) | (xb & nan);
+    memcpy(&res, &rb, 4);
+    return res;
+}
 
 /* ------------------------------------------------------------ reducers */
 typedef struct {
@@ -58,8 +99,9 @@ typedef struct {
     /* fold n inputs at byte stride bs (linear reduced index r0..) into acc[0] */
     void (*row)(void *acc, const char *p, int64_t n, int64_t bs, int64_t r0, int pass,
                 const rctx *c);
-    /* fold n contiguous inputs (all at reduced index r) into acc[0..n) */
-    void (*col)(void *acc, const char *p, int64_t n, int64_t r, int pass, const rctx *c);
+    /* fold n inputs at byte stride bs (all at reduced index r) into acc[0..n) */
+    void (*col)(void *acc, const char *p, int64_t n, int64_t bs, int64_t r, int pass,
+                const rctx *c);
     /* dst[j] op= src[j]; src covers reduced indices after dst's */
     void (*comb)(void *dst, const void *src, int64_t n, int pass, const rctx *c);
     void (*mid)(void *acc, int64_t n, int pass, const rctx *c);
@@ -83,18 +125,20 @@ static inline int64_t sat_i64(double v) {
 }
 
 /* Per-dtype parameters: tag, storage type, compute type, load (storage ->
- * compute), store (compute -> storage), is_float, lowest, highest. */
+ * compute), store (compute -> storage), is_float, lowest, highest, and the
+ * exp used by logsumexp (float32 precision for float32/16 inputs). */
 #define LDID(x) (x)
 #define LDBOOL(x) ((uint8_t)((x) != 0))
-#define RED_DTYPES(X)                                                             \
-    X(f32, float, float, LDID, LDID, 1, -INFINITY, INFINITY)                      \
-    X(f64, double, double, LDID, LDID, 1, -INFINITY, INFINITY)                    \
-    X(f16, uint16_t, float, jn_f16_to_f32, jn_f32_to_f16, 1, -INFINITY, INFINITY) \
-    X(bf16, uint16_t, float, jn_bf16_to_f32, jn_f32_to_bf16, 1, -INFINITY, INFINITY) \
-    X(i64, int64_t, int64_t, LDID, LDID, 0, INT64_MIN, INT64_MAX)                 \
-    X(i32, int32_t, int32_t, LDID, LDID, 0, INT32_MIN, INT32_MAX)                 \
-    X(u8, uint8_t, uint8_t, LDID, LDID, 0, 0, UINT8_MAX)                          \
-    X(b, uint8_t, uint8_t, LDBOOL, LDID, 0, 0, 1)
+#define RED_DTYPES(X)                                                                   \
+    X(f32, float, float, LDID, LDID, 1, -INFINITY, INFINITY, EXPF_D)                    \
+    X(f64, double, double, LDID, LDID, 1, -INFINITY, INFINITY, exp)                     \
+    X(f16, uint16_t, float, jn_f16_to_f32, jn_f32_to_f16, 1, -INFINITY, INFINITY, EXPF_D) \
+    X(bf16, uint16_t, float, jn_bf16_to_f32, jn_f32_to_bf16, 1, -INFINITY, INFINITY, EXPF_D) \
+    X(i64, int64_t, int64_t, LDID, LDID, 0, INT64_MIN, INT64_MAX, exp)                  \
+    X(i32, int32_t, int32_t, LDID, LDID, 0, INT32_MIN, INT32_MAX, exp)                  \
+    X(u8, uint8_t, uint8_t, LDID, LDID, 0, 0, UINT8_MAX, exp)                           \
+    X(b, uint8_t, uint8_t, LDBOOL, LDID, 0, 0, 1, exp)
+#define EXPF_D(v) ((double)jexpf((float)(v)))
 
 #define ISNAN_1(v) isnan(v)
 #define ISNAN_0(v) 0
@@ -205,266 +249,282 @@ static void fin_bool(const void *a, int64_t n, char *const *outs, int64_t oidx, 
 }
 
 /* ---- per-dtype folds ---- */
-/* Contiguous runs use 8 independent lanes: gcc vectorizes them at -O3
- * without needing to reassociate the accumulation. */
-#define LANES8(T, LD, ACCT, INIT, STEP, MERGE)                            \
-    if (bs == (int64_t)sizeof(T)) {                                       \
-        const T *x = (const T *)p;                                        \
-        ACCT l[8];                                                        \
-        for (int k = 0; k < 8; k++) l[k] = INIT;                          \
-        int64_t i = 0;                                                    \
-        for (; i + 8 <= n; i += 8)                                        \
-            for (int k = 0; k < 8; k++) STEP(l[k], LD(x[i + k]));         \
-        for (int k = 0; k < 8; k++) MERGE(acc, l[k]);                     \
-        for (; i < n; i++) STEP(acc, LD(x[i]));                           \
-    } else {                                                              \
+/* Contiguous runs use NL independent lanes: the fixed-length inner loop is
+ * vectorized by gcc at -O3 without reassociating the accumulation (and the
+ * lanes make float sums more accurate, like pairwise summation). */
+#define NL 32
+#define LANES(T, LD, ACCT, INIT, STEP, MERGE)                                    \
+    if (bs == (int64_t)sizeof(T)) {                                              \
+        const T *x = (const T *)p;                                               \
+        ACCT l[NL];                                                              \
+        for (int k = 0; k < NL; k++) l[k] = INIT;                                \
+        int64_t i = 0;                                                           \
+        for (; i + NL <= n; i += NL)                                             \
+            for (int k = 0; k < NL; k++) STEP(l[k], LD(x[i + k]));               \
+        for (int k = 0; k < NL; k++) MERGE(acc, l[k]);                           \
+        for (; i < n; i++) STEP(acc, LD(x[i]));                                  \
+    } else {                                                                     \
         for (int64_t i = 0; i < n; i++) STEP(acc, LD(*(const T *)(p + i * bs))); \
+    }
+/* Column folds: element j (at byte stride bs) goes to accumulator j. */
+#define COLS(T, BODY)                                                                  \
+    if (bs == (int64_t)sizeof(T)) {                                                    \
+        const T *x_ = (const T *)p;                                                    \
+        for (int64_t j = 0; j < n; j++) { const T xj = x_[j]; BODY; }                  \
+    } else {                                                                           \
+        for (int64_t j = 0; j < n; j++) { const T xj = *(const T *)(p + j * bs); BODY; } \
     }
 
 #define ADDF(a, v) ((a) += (double)(v))
 #define MULF(a, v) ((a) *= (double)(v))
-
-#define DEF_RED(t, T, CT, LD, ST, F, LO, HI)                                               \
-    /* float sum / mean (double accumulator) */                                            \
-    static void sumf_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,      \
-                             int pass, const rctx *c) {                                    \
-        double acc = 0;                                                                    \
-        LANES8(T, LD, double, 0.0, ADDF, ADDF)                                             \
-        *(double *)a += acc;                                                               \
-    }                                                                                      \
-    static void sumf_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,         \
-                             const rctx *c) {                                              \
-        double *acc = a;                                                                   \
-        const T *x = (const T *)p;                                                         \
-        for (int64_t j = 0; j < n; j++) acc[j] += (double)LD(x[j]);                        \
-    }                                                                                      \
-    static const reducer sumf_##t = {8, 1, 0, init_zero, sumf_row_##t, sumf_col_##t,       \
-                                     comb_addf, no_mid, fin_f};                            \
-    /* float product */                                                                    \
-    static void prodf_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,     \
-                              int pass, const rctx *c) {                                   \
-        double acc = 1;                                                                    \
-        LANES8(T, LD, double, 1.0, MULF, MULF)                                             \
-        *(double *)a *= acc;                                                               \
-    }                                                                                      \
-    static void prodf_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,        \
-                              const rctx *c) {                                             \
-        double *acc = a;                                                                   \
-        const T *x = (const T *)p;                                                         \
-        for (int64_t j = 0; j < n; j++) acc[j] *= (double)LD(x[j]);                        \
-    }                                                                                      \
-    static const reducer prodf_##t = {8, 1, 0, init_one_f, prodf_row_##t, prodf_col_##t,   \
-                                      comb_mulf, no_mid, fin_f};                           \
-    /* integer sum / product: elements converted to int64, wrapping uint64 math */          \
-    static void sumi_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,      \
-                             int pass, const rctx *c) {                                    \
-        uint64_t acc = 0;                                                                  \
-        LANES8(T, LD, uint64_t, 0, ADDI_##F, ADDU)                                         \
-        *(uint64_t *)a += acc;                                                             \
-    }                                                                                      \
-    static void sumi_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,         \
-                             const rctx *c) {                                              \
-        uint64_t *acc = a;                                                                 \
-        const T *x = (const T *)p;                                                         \
-        for (int64_t j = 0; j < n; j++) acc[j] += (uint64_t)TOI_##F(LD(x[j]));             \
-    }                                                                                      \
-    static const reducer sumi_##t = {8, 1, 0, init_zero, sumi_row_##t, sumi_col_##t,       \
-                                     comb_addu, no_mid, fin_u};                            \
-    static void prodi_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,     \
-                              int pass, const rctx *c) {                                   \
-        uint64_t acc = 1;                                                                  \
-        LANES8(T, LD, uint64_t, 1, MULI_##F, MULU)                           \
-        *(uint64_t *)a *= acc;                                                             \
-    }                                                                                      \
-    static void prodi_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,        \
-                              const rctx *c) {                                             \
-        uint64_t *acc = a;                                                                 \
-        const T *x = (const T *)p;                                                         \
-        for (int64_t j = 0; j < n; j++) acc[j] *= (uint64_t)TOI_##F(LD(x[j]));             \
-    }                                                                                      \
-    static const reducer prodi_##t = {8, 1, 0, init_one_u, prodi_row_##t, prodi_col_##t,  \
-                                      comb_mulu, no_mid, fin_u};                           \
-    DEF_MM(t, T, CT, LD, ST, F, max, >, LO)                                                \
-    DEF_MM(t, T, CT, LD, ST, F, min, <, HI)                                                \
-    DEF_ARG(t, T, CT, LD, ST, F, argmax, >, LO)                                            \
-    DEF_ARG(t, T, CT, LD, ST, F, argmin, <, HI)                                            \
-    /* var / std: two passes in double */                                                  \
-    static void var_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
-                            int pass, const rctx *c) {                                     \
-        var_acc *v = a;                                                                    \
-        double acc = 0;                                                                    \
-        if (pass == 0) {                                                                   \
-            LANES8(T, LD, double, 0.0, ADDF, ADDF)                                         \
-            v->s += acc;                                                                   \
-        } else {                                                                           \
-            const double mean = v->s;                                                      \
-            LANES8(T, LD, double, 0.0, SQDEV, ADDF)                                        \
-            v->m2 += acc;                                                                  \
-        }                                                                                  \
-    }                                                                                      \
-    static void var_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,          \
-                            const rctx *c) {                                               \
-        var_acc *v = a;                                                                    \
-        const T *x = (const T *)p;                                                         \
-        if (pass == 0)                                                                     \
-            for (int64_t j = 0; j < n; j++) v[j].s += (double)LD(x[j]);                    \
-        else                                                                               \
-            for (int64_t j = 0; j < n; j++) {                                              \
-                double d = (double)LD(x[j]) - v[j].s;                                      \
-                v[j].m2 += d * d;                                                          \
-            }                                                                              \
-    }                                                                                      \
-    static const reducer var_##t = {sizeof(var_acc), 2, 0, init_zero2, var_row_##t,         \
-                                    var_col_##t, var_comb, var_mid, var_fin};              \
-    /* logsumexp */                                                                        \
-    static void lse_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
-                            int pass, const rctx *c) {                                     \
-        lse_acc *v = a;                                                                    \
-        if (pass == 0) {                                                                   \
-            double m = v->m;                                                               \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                double x = (double)LD(*(const T *)(p + i * bs));                           \
-                m = BETTER(1, >, x, m) ? x : m;                                            \
-            }                                                                              \
-            v->m = m;                                                                      \
-        } else {                                                                           \
-            double s = 0, m = v->m;                                                        \
-            for (int64_t i = 0; i < n; i++) s += exp((double)LD(*(const T *)(p + i * bs)) - m); \
-            v->s += s;                                                                     \
-        }                                                                                  \
-    }                                                                                      \
-    static void lse_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,          \
-                            const rctx *c) {                                               \
-        lse_acc *v = a;                                                                    \
-        const T *x = (const T *)p;                                                         \
-        if (pass == 0)                                                                     \
-            for (int64_t j = 0; j < n; j++) {                                              \
-                double y = (double)LD(x[j]);                                               \
-                v[j].m = BETTER(1, >, y, v[j].m) ? y : v[j].m;                             \
-            }                                                                              \
-        else                                                                               \
-            for (int64_t j = 0; j < n; j++) v[j].s += exp((double)LD(x[j]) - v[j].m);      \
-    }                                                                                      \
-    static const reducer lse_##t = {sizeof(lse_acc), 2, 0, lse_init, lse_row_##t,           \
-                                    lse_col_##t, lse_comb, lse_mid, lse_fin};              \
-    /* all / any (NaN counts as true, like any nonzero) */                                 \
-    static void all_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
-                            int pass, const rctx *c) {                                     \
-        uint8_t *v = a;                                                                    \
-        for (int64_t i = 0; i < n && *v; i++)                                              \
-            if (LD(*(const T *)(p + i * bs)) == 0) *v = 0;                                 \
-    }                                                                                      \
-    static void all_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,          \
-                            const rctx *c) {                                               \
-        uint8_t *v = a;                                                                    \
-        const T *x = (const T *)p;                                                         \
-        for (int64_t j = 0; j < n; j++) v[j] &= LD(x[j]) != 0;                             \
-    }                                                                                      \
-    static const reducer all_##t = {1, 1, 0, init_all, all_row_##t, all_col_##t, comb_all, \
-                                    no_mid, fin_bool};                                     \
-    static void any_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
-                            int pass, const rctx *c) {                                     \
-        uint8_t *v = a;                                                                    \
-        for (int64_t i = 0; i < n && !*v; i++)                                             \
-            if (LD(*(const T *)(p + i * bs)) != 0) *v = 1;                                 \
-    }                                                                                      \
-    static void any_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,          \
-                            const rctx *c) {                                               \
-        uint8_t *v = a;                                                                    \
-        const T *x = (const T *)p;                                                         \
-        for (int64_t j = 0; j < n; j++) v[j] |= LD(x[j]) != 0;                             \
-    }                                                                                      \
-    static const reducer any_##t = {1, 1, 0, init_any, any_row_##t, any_col_##t, comb_any, \
-                                    no_mid, fin_bool};
-
 #define ADDU(a, v) ((a) += (v))
+#define MULU(a, v) ((a) *= (v))
 #define ADDI_1(a, v) ((a) += (uint64_t)sat_i64((double)(v)))
 #define ADDI_0(a, v) ((a) += (uint64_t)(int64_t)(v))
 #define MULI_1(a, v) ((a) *= (uint64_t)sat_i64((double)(v)))
 #define MULI_0(a, v) ((a) *= (uint64_t)(int64_t)(v))
-#define MULU(a, v) ((a) *= (v))
 #define SQDEV(a, v) ((a) += ((double)(v) - mean) * ((double)(v) - mean))
+/* branch-free selects (bitwise |) so the lane loops vectorize; NaN propagates */
+#define max_STEP_1(a, v) ((a) = (((v) > (a)) | ((v) != (v))) ? (v) : (a))
+#define max_STEP_0(a, v) ((a) = (v) > (a) ? (v) : (a))
+#define min_STEP_1(a, v) ((a) = (((v) < (a)) | ((v) != (v))) ? (v) : (a))
+#define min_STEP_0(a, v) ((a) = (v) < (a) ? (v) : (a))
+#define LSEMAX(a, v) max_STEP_1(a, (double)(v))
+#define LSEEXP_exp(a, v) ((a) += exp((double)(v) - m))
+#define LSEEXP_EXPF_D(a, v) ((a) += EXPF_D((double)(v) - m))
 static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t)n * 16); }
 
+#define DEF_RED(t, T, CT, LD, ST, F, LO, HI, EXPD)                                          \
+    /* float sum / mean (double accumulator) */                                             \
+    static void sumf_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
+                             int pass, const rctx *c) {                                     \
+        double acc = 0;                                                                     \
+        LANES(T, LD, double, 0.0, ADDF, ADDF)                                              \
+        *(double *)a += acc;                                                                \
+    }                                                                                       \
+    static void sumf_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,        \
+                             int pass, const rctx *c) {                                     \
+        double *acc = a;                                                                    \
+        COLS(T, acc[j] += (double)LD(xj))                                                   \
+    }                                                                                       \
+    static const reducer sumf_##t = {8, 1, 0, init_zero, sumf_row_##t, sumf_col_##t,        \
+                                     comb_addf, no_mid, fin_f};                             \
+    /* float product */                                                                     \
+    static void prodf_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,      \
+                              int pass, const rctx *c) {                                    \
+        double acc = 1;                                                                     \
+        LANES(T, LD, double, 1.0, MULF, MULF)                                              \
+        *(double *)a *= acc;                                                                \
+    }                                                                                       \
+    static void prodf_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,       \
+                              int pass, const rctx *c) {                                    \
+        double *acc = a;                                                                    \
+        COLS(T, acc[j] *= (double)LD(xj))                                                   \
+    }                                                                                       \
+    static const reducer prodf_##t = {8, 1, 0, init_one_f, prodf_row_##t, prodf_col_##t,    \
+                                      comb_mulf, no_mid, fin_f};                            \
+    /* integer sum / product: elements converted to int64, wrapping uint64 math */           \
+    static void sumi_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
+                             int pass, const rctx *c) {                                     \
+        uint64_t acc = 0;                                                                   \
+        LANES(T, LD, uint64_t, 0, ADDI_##F, ADDU)                                          \
+        *(uint64_t *)a += acc;                                                              \
+    }                                                                                       \
+    static void sumi_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,        \
+                             int pass, const rctx *c) {                                     \
+        uint64_t *acc = a;                                                                  \
+        COLS(T, ADDI_##F(acc[j], LD(xj)))                                                   \
+    }                                                                                       \
+    static const reducer sumi_##t = {8, 1, 0, init_zero, sumi_row_##t, sumi_col_##t,        \
+                                     comb_addu, no_mid, fin_u};                             \
+    static void prodi_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,      \
+                              int pass, const rctx *c) {                                    \
+        uint64_t acc = 1;                                                                   \
+        LANES(T, LD, uint64_t, 1, MULI_##F, MULU)                                          \
+        *(uint64_t *)a *= acc;                                                              \
+    }                                                                                       \
+    static void prodi_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,       \
+                              int pass, const rctx *c) {                                    \
+        uint64_t *acc = a;                                                                  \
+        COLS(T, MULI_##F(acc[j], LD(xj)))                                                   \
+    }                                                                                       \
+    static const reducer prodi_##t = {8, 1, 0, init_one_u, prodi_row_##t, prodi_col_##t,   \
+                                      comb_mulu, no_mid, fin_u};                            \
+    DEF_MM(t, T, CT, LD, ST, F, max, LO)                                                    \
+    DEF_MM(t, T, CT, LD, ST, F, min, HI)                                                    \
+    DEF_ARG(t, T, CT, LD, ST, F, argmax, max, >, LO)                                        \
+    DEF_ARG(t, T, CT, LD, ST, F, argmin, min, <, HI)                                        \
+    /* var / std: two passes in double */                                                   \
+    static void var_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
+                            int pass, const rctx *c) {                                      \
+        var_acc *v = a;                                                                     \
+        double acc = 0;                                                                     \
+        if (pass == 0) {                                                                    \
+            LANES(T, LD, double, 0.0, ADDF, ADDF)                                          \
+            v->s += acc;                                                                    \
+        } else {                                                                            \
+            const double mean = v->s;                                                       \
+            LANES(T, LD, double, 0.0, SQDEV, ADDF)                                         \
+            v->m2 += acc;                                                                   \
+        }                                                                                   \
+    }                                                                                       \
+    static void var_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
+                            int pass, const rctx *c) {                                      \
+        var_acc *v = a;                                                                     \
+        if (pass == 0) {                                                                    \
+            COLS(T, v[j].s += (double)LD(xj))                                               \
+        } else {                                                                            \
+            COLS(T, const double d = (double)LD(xj) - v[j].s; v[j].m2 += d * d)             \
+        }                                                                                   \
+    }                                                                                       \
+    static const reducer var_##t = {sizeof(var_acc), 2, 0, init_zero2, var_row_##t,          \
+                                    var_col_##t, var_comb, var_mid, var_fin};               \
+    /* logsumexp */                                                                         \
+    static void lse_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
+                            int pass, const rctx *c) {                                      \
+        lse_acc *v = a;                                                                     \
+        if (pass == 0) {                                                                    \
+            double acc = v->m;                                                              \
+            LANES(T, LD, double, -INFINITY, LSEMAX, max_STEP_1)                            \
+            v->m = acc;                                                                     \
+        } else {                                                                            \
+            const double m = v->m;                                                          \
+            double acc = 0;                                                                 \
+            LANES(T, LD, double, 0.0, LSEEXP_##EXPD, ADDF)                                        \
+            v->s += acc;                                                                    \
+        }                                                                                   \
+    }                                                                                       \
+    static void lse_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
+                            int pass, const rctx *c) {                                      \
+        lse_acc *v = a;                                                                     \
+        if (pass == 0) {                                                                    \
+            COLS(T, LSEMAX(v[j].m, LD(xj)))                                                 \
+        } else {                                                                            \
+            COLS(T, v[j].s += EXPD((double)LD(xj) - v[j].m))                                \
+        }                                                                                   \
+    }                                                                                       \
+    static const reducer lse_##t = {sizeof(lse_acc), 2, 0, lse_init, lse_row_##t,            \
+                                    lse_col_##t, lse_comb, lse_mid, lse_fin};               \
+    /* all / any (NaN counts as true, like any nonzero) */                                  \
+    static void all_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
+                            int pass, const rctx *c) {                                      \
+        uint8_t *v = a;                                                                     \
+        for (int64_t i = 0; i < n && *v; i++)                                               \
+            if (LD(*(const T *)(p + i * bs)) == 0) *v = 0;                                  \
+    }                                                                                       \
+    static void all_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
+                            int pass, const rctx *c) {                                      \
+        uint8_t *v = a;                                                                     \
+        COLS(T, v[j] &= LD(xj) != 0)                                                        \
+    }                                                                                       \
+    static const reducer all_##t = {1, 1, 0, init_all, all_row_##t, all_col_##t, comb_all,  \
+                                    no_mid, fin_bool};                                      \
+    static void any_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
+                            int pass, const rctx *c) {                                      \
+        uint8_t *v = a;                                                                     \
+        for (int64_t i = 0; i < n && !*v; i++)                                              \
+            if (LD(*(const T *)(p + i * bs)) != 0) *v = 1;                                  \
+    }                                                                                       \
+    static void any_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
+                            int pass, const rctx *c) {                                      \
+        uint8_t *v = a;                                                                     \
+        COLS(T, v[j] |= LD(xj) != 0)                                                        \
+    }                                                                                       \
+    static const reducer any_##t = {1, 1, 0, init_any, any_row_##t, any_col_##t, comb_any,  \
+                                    no_mid, fin_bool};
+
 /* amax / amin: accumulator in the compute type, NaN propagates */
-#define DEF_MM(t, T, CT, LD, ST, F, name, CMP, INIT)                                     \
-    static void name##_init_##t(void *a, int64_t n, const rctx *c) {                    \
-        for (int64_t j = 0; j < n; j++) ((CT *)a)[j] = INIT;                             \
-    }                                                                                    \
-    static void name##_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0, \
-                               int pass, const rctx *c) {                                \
-        CT acc = *(CT *)a;                                                               \
-        LANES8(T, LD, CT, (CT)(INIT), name##_STEP_##F, name##_STEP_##F)                  \
-        *(CT *)a = acc;                                                                  \
-    }                                                                                    \
-    static void name##_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,     \
-                               const rctx *c) {                                          \
-        CT *acc = a;                                                                     \
-        const T *x = (const T *)p;                                                       \
-        for (int64_t j = 0; j < n; j++) name##_STEP_##F(acc[j], LD(x[j]));               \
-    }                                                                                    \
+#define DEF_MM(t, T, CT, LD, ST, F, name, INIT)                                            \
+    static void name##_init_##t(void *a, int64_t n, const rctx *c) {                      \
+        for (int64_t j = 0; j < n; j++) ((CT *)a)[j] = INIT;                               \
+    }                                                                                      \
+    static void name##_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,   \
+                               int pass, const rctx *c) {                                  \
+        CT acc = *(CT *)a;                                                                 \
+        LANES(T, LD, CT, (CT)(INIT), name##_STEP_##F, name##_STEP_##F)                    \
+        *(CT *)a = acc;                                                                    \
+    }                                                                                      \
+    static void name##_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,    \
+                               int pass, const rctx *c) {                                  \
+        CT *acc = a;                                                                       \
+        COLS(T, const CT v = LD(xj); name##_STEP_##F(acc[j], v))                           \
+    }                                                                                      \
     static void name##_comb_##t(void *d, const void *s, int64_t n, int pass, const rctx *c) { \
         for (int64_t j = 0; j < n; j++) name##_STEP_##F(((CT *)d)[j], ((const CT *)s)[j]); \
-    }                                                                                    \
-    static void name##_fin_##t(const void *a, int64_t n, char *const *outs, int64_t oidx, \
-                               int64_t ostr, const rctx *c) {                            \
+    }                                                                                      \
+    static void name##_fin_##t(const void *a, int64_t n, char *const *outs, int64_t oidx,   \
+                               int64_t ostr, const rctx *c) {                              \
         for (int64_t j = 0; j < n; j++) ((T *)outs[0])[oidx + j * ostr] = ST(((const CT *)a)[j]); \
-    }                                                                                    \
-    static const reducer name##_##t = {sizeof(CT), 1, 0, name##_init_##t, name##_row_##t, \
+    }                                                                                      \
+    static const reducer name##_##t = {sizeof(CT), 1, 0, name##_init_##t, name##_row_##t,   \
                                        name##_col_##t, name##_comb_##t, no_mid, name##_fin_##t};
-/* branch-free selects so the lane loops vectorize */
-#define max_STEP_1(a, v) ((a) = ((v) > (a) || isnan(v)) ? (v) : (a))
-#define max_STEP_0(a, v) ((a) = (v) > (a) ? (v) : (a))
-#define min_STEP_1(a, v) ((a) = ((v) < (a) || isnan(v)) ? (v) : (a))
-#define min_STEP_0(a, v) ((a) = (v) < (a) ? (v) : (a))
 
 /* max/min with index, argmax/argmin: first occurrence wins, the first NaN
  * wins over everything.  i = -1 means "nothing better than the initial
- * value seen yet" (then every element equals it, and index 0 is right). */
-#define DEF_ARG(t, T, CT, LD, ST, F, name, CMP, INIT)                                    \
-    typedef struct { CT v; int64_t i; } name##_acc_##t;                                  \
-    static void name##_init_##t(void *a, int64_t n, const rctx *c) {                    \
-        name##_acc_##t *s = a;                                                           \
-        for (int64_t j = 0; j < n; j++) s[j].v = INIT, s[j].i = -1;                      \
-    }                                                                                    \
-    static void name##_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0, \
-                               int pass, const rctx *c) {                                \
-        name##_acc_##t *s = a;                                                           \
-        CT best = s->v;                                                                  \
-        int64_t bi = s->i;                                                               \
-        for (int64_t i = 0; i < n; i++) {                                                \
-            CT v = LD(*(const T *)(p + i * bs));                                         \
-            if (BETTER(F, CMP, v, best)) best = v, bi = r0 + i;                          \
-        }                                                                                \
-        s->v = best, s->i = bi;                                                          \
-    }                                                                                    \
-    static void name##_col_##t(void *a, const char *p, int64_t n, int64_t r, int pass,     \
-                               const rctx *c) {                                          \
-        name##_acc_##t *s = a;                                                           \
-        const T *x = (const T *)p;                                                       \
-        for (int64_t j = 0; j < n; j++) {                                                \
-            CT v = LD(x[j]);                                                             \
-            if (BETTER(F, CMP, v, s[j].v)) s[j].v = v, s[j].i = r;                       \
-        }                                                                                \
-    }                                                                                    \
+ * value seen yet" (then every element equals it, and index 0 is right).
+ * Contiguous rows first find the extreme value with the vectorized amax
+ * fold, then the first index holding it. */
+#define DEF_ARG(t, T, CT, LD, ST, F, name, mm, CMP, INIT)                                  \
+    typedef struct { CT v; int64_t i; } name##_acc_##t;                                    \
+    static void name##_init_##t(void *a, int64_t n, const rctx *c) {                      \
+        name##_acc_##t *s = a;                                                             \
+        for (int64_t j = 0; j < n; j++) s[j].v = INIT, s[j].i = -1;                        \
+    }                                                                                      \
+    static void name##_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,   \
+                               int pass, const rctx *c) {                                  \
+        name##_acc_##t *s = a;                                                             \
+        if (bs == (int64_t)sizeof(T) && n >= 16) {                                         \
+            CT e = (CT)(INIT);                                                             \
+            mm##_row_##t(&e, p, n, bs, r0, pass, c);                                       \
+            if (!BETTER(F, CMP, e, s->v)) return;                                          \
+            const T *x = (const T *)p;                                                     \
+            int64_t i = 0;                                                                 \
+            if (!ISNAN_##F(e)) /* skip blocks without a match, vectorized */              \
+                for (; i + NL <= n; i += NL) {                                             \
+                    int hit = 0;                                                           \
+                    for (int k = 0; k < NL; k++) hit |= LD(x[i + k]) == e;                 \
+                    if (hit) break;                                                        \
+                }                                                                          \
+            for (; i < n; i++) {                                                           \
+                CT v = LD(x[i]);                                                           \
+                if (v == e || (ISNAN_##F(v) && ISNAN_##F(e))) {                            \
+                    s->v = v, s->i = r0 + i;                                               \
+                    return;                                                                \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        CT best = s->v;                                                                    \
+        int64_t bi = s->i;                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            CT v = LD(*(const T *)(p + i * bs));                                           \
+            if (BETTER(F, CMP, v, best)) best = v, bi = r0 + i;                            \
+        }                                                                                  \
+        s->v = best, s->i = bi;                                                            \
+    }                                                                                      \
+    static void name##_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,    \
+                               int pass, const rctx *c) {                                  \
+        name##_acc_##t *s = a;                                                             \
+        COLS(T, const CT v = LD(xj); const int b = BETTER(F, CMP, v, s[j].v);              \
+             s[j].v = b ? v : s[j].v; s[j].i = b ? r : s[j].i)                             \
+    }                                                                                      \
     static void name##_comb_##t(void *d, const void *s_, int64_t n, int pass, const rctx *c) { \
-        name##_acc_##t *x = d;                                                           \
-        const name##_acc_##t *y = s_;                                                    \
-        for (int64_t j = 0; j < n; j++)                                                  \
+        name##_acc_##t *x = d;                                                             \
+        const name##_acc_##t *y = s_;                                                      \
+        for (int64_t j = 0; j < n; j++)                                                    \
             if (y[j].i >= 0 && (x[j].i < 0 || BETTER(F, CMP, y[j].v, x[j].v))) x[j] = y[j]; \
-    }                                                                                    \
-    static void name##_fin_##t(const void *a, int64_t n, char *const *outs, int64_t oidx, \
-                               int64_t ostr, const rctx *c) {                            \
-        const name##_acc_##t *s = a;                                                     \
-        int64_t *idx = (int64_t *)outs[c->flag ? 0 : 1];                                 \
-        for (int64_t j = 0; j < n; j++) {                                                \
-            int64_t o = oidx + j * ostr;                                                 \
-            if (!c->flag) ((T *)outs[0])[o] = ST(s[j].v);                                \
-            idx[o] = s[j].i < 0 ? 0 : s[j].i;                                            \
-        }                                                                                \
-    }                                                                                    \
-    static const reducer name##_##t = {sizeof(name##_acc_##t), 1, 1, name##_init_##t,     \
-                                       name##_row_##t, name##_col_##t, name##_comb_##t,  \
+    }                                                                                      \
+    static void name##_fin_##t(const void *a, int64_t n, char *const *outs, int64_t oidx,   \
+                               int64_t ostr, const rctx *c) {                              \
+        const name##_acc_##t *s = a;                                                       \
+        int64_t *idx = (int64_t *)outs[c->flag ? 0 : 1];                                   \
+        for (int64_t j = 0; j < n; j++) {                                                  \
+            int64_t o = oidx + j * ostr;                                                   \
+            if (!c->flag) ((T *)outs[0])[o] = ST(s[j].v);                                  \
+            idx[o] = s[j].i < 0 ? 0 : s[j].i;                                              \
+        }                                                                                  \
+    }                                                                                      \
+    static const reducer name##_##t = {sizeof(name##_acc_##t), 1, 1, name##_init_##t,       \
+                                       name##_row_##t, name##_col_##t, name##_comb_##t,    \
                                        no_mid, name##_fin_##t};
 
 RED_DTYPES(DEF_RED)
@@ -590,7 +650,7 @@ static void fold_unit(const plan *P, int64_t u, char *acc, int64_t rb, int64_t r
         const char *base = P->in + inoff;
         int64_t roff = roff0;
         for (int64_t r = rb; r < re; r++) {
-            R->col(acc, base + roff, cnt, r, pass, P->c);
+            R->col(acc, base + roff, cnt, P->kin[P->vd], r, pass, P->c);
             for (int d = in_; d >= 0; d--) {
                 roff += P->rin[d];
                 if (++ridx0[d] < P->rs[d]) break;
@@ -604,7 +664,7 @@ static void fold_unit(const plan *P, int64_t u, char *acc, int64_t rb, int64_t r
 static void task_units(int64_t b, int64_t e, void *ctx) {
     const plan *P = ctx;
     const reducer *R = P->R;
-    _Alignas(16) char acc[UNIT_MAX * ACC_MAX];
+    _Alignas(16) char acc[16384]; /* >= U * accsz in both modes */
     for (int64_t u = b; u < e; u++) {
         int64_t inoff, oidx, ostr, cnt = unit_out(P, u, &inoff, &oidx, &ostr);
         R->init(acc, cnt, P->c);
@@ -674,22 +734,35 @@ static jn_status run_reduce(const jn_tensor *x, const uint8_t *mask, const reduc
     if (P.nr == 0) P.nr = 1, P.rs[0] = 1, P.rin[0] = 0;
     if (P.nk == 0) P.nk = 1, P.ks[0] = 1, P.kin[0] = 0, P.kout[0] = 0;
 
-    /* col mode when the reduced run is not contiguous but a kept dim is */
+    /* col mode when the reduced run is not contiguous but a kept dim is,
+     * or when reductions are so short that a call per output would dominate */
+    int nt = jn_num_threads();
     P.vd = -1;
     if (P.rin[P.nr - 1] != es)
         for (int d = 0; d < P.nk; d++)
             if (P.kin[d] == es && P.ks[d] >= 8 && (P.vd < 0 || P.ks[d] > P.ks[P.vd])) P.vd = d;
+    if (P.vd < 0 && P.nred <= 16)
+        for (int d = 0; d < P.nk; d++)
+            if (P.kin[d] && P.ks[d] >= 32 && (P.vd < 0 || P.kin[d] < P.kin[P.vd])) P.vd = d;
     P.col = P.vd >= 0;
     if (P.col) {
-        P.U = P.ks[P.vd] < UNIT_MAX ? P.ks[P.vd] : UNIT_MAX;
-        P.nblk = (P.ks[P.vd] + P.U - 1) / P.U;
-        P.nunits = P.nout / P.ks[P.vd] * P.nblk;
+        /* long blocks (accumulators up to 16 KiB) for long sequential reads, but
+         * enough blocks to feed every thread */
+        int64_t len = P.ks[P.vd], cap = 16384 / (int64_t)R->accsz, outer = P.nout / len;
+        if (cap > UNIT_MAX_COL) cap = UNIT_MAX_COL;
+        P.U = len < cap ? len : cap;
+        if (outer * ((len + P.U - 1) / P.U) < nt && P.U > 64) {
+            int64_t want = (len + nt - 1) / nt;
+            P.U = want < 64 ? 64 : (want + 15) / 16 * 16;
+            if (P.U > cap) P.U = cap;
+        }
+        P.nblk = (len + P.U - 1) / P.U;
+        P.nunits = outer * P.nblk;
     } else {
         P.U = P.nout < UNIT_MAX ? P.nout : UNIT_MAX;
         P.nunits = (P.nout + P.U - 1) / P.U;
     }
 
-    int nt = jn_num_threads();
     if (nt > 1 && P.nunits < nt && P.nred >= 16384 && P.nout * P.nred >= 65536) {
         /* few outputs, long reductions: split the reduced range too */
         P.nchunks = P.nred / 8192 < nt ? P.nred / 8192 : nt;
@@ -915,11 +988,14 @@ typedef struct {
     const char *x;
     char *y;
     int64_t O, L, I, nblk;
+    int64_t ls, js; /* column kernels: element strides along dim and across softmaxes */
     int log;
 } sm_plan;
 
 #define SM_BLOCK 128
 
+/* Row kernel (dim innermost): max, exp into y, sum in double, then scale
+ * (softmax) or x - max - log(sum) (log_softmax); each loop vectorizes. */
 #define DEF_SOFTMAX(sfx, CT, EXP)                                                         \
     static void sm_rows_##sfx(int64_t b, int64_t e, void *ctx) {                          \
         const sm_plan *S = ctx;                                                           \
@@ -927,62 +1003,68 @@ typedef struct {
         for (int64_t o = b; o < e; o++) {                                                 \
             const CT *x = (const CT *)S->x + o * L;                                       \
             CT *y = (CT *)S->y + o * L;                                                   \
-            CT l[8], m = -INFINITY;                                                       \
-            for (int k = 0; k < 8; k++) l[k] = -INFINITY;                                 \
+            CT l[NL], m = -INFINITY;                                                      \
+            for (int k = 0; k < NL; k++) l[k] = -INFINITY;                                \
             int64_t i = 0;                                                                \
-            for (; i + 8 <= L; i += 8)                                                    \
-                for (int k = 0; k < 8; k++) max_STEP_1(l[k], x[i + k]);                   \
-            for (int k = 0; k < 8; k++) max_STEP_1(m, l[k]);                              \
+            for (; i + NL <= L; i += NL)                                                  \
+                for (int k = 0; k < NL; k++) max_STEP_1(l[k], x[i + k]);                  \
+            for (int k = 0; k < NL; k++) max_STEP_1(m, l[k]);                             \
             for (; i < L; i++) max_STEP_1(m, x[i]);                                       \
-            double s = 0;                                                                 \
+            for (i = 0; i < L; i++) y[i] = EXP(x[i] - m);                                 \
+            double d[NL] = {0}, s = 0;                                                    \
+            for (i = 0; i + NL <= L; i += NL)                                             \
+                for (int k = 0; k < NL; k++) d[k] += (double)y[i + k];                    \
+            for (; i < L; i++) s += (double)y[i];                                         \
+            for (int k = 0; k < NL; k++) s += d[k];                                       \
             if (!S->log) {                                                                \
-                for (i = 0; i < L; i++) {                                                 \
-                    CT ev = EXP(x[i] - m);                                                \
-                    y[i] = ev;                                                            \
-                    s += ev;                                                              \
-                }                                                                         \
-                CT inv = (CT)(1.0 / s);                                                   \
+                const CT inv = (CT)(1.0 / s);                                             \
                 for (i = 0; i < L; i++) y[i] *= inv;                                      \
             } else {                                                                      \
-                for (i = 0; i < L; i++) s += EXP(x[i] - m);                               \
-                CT ls = (CT)log(s);                                                       \
+                const CT ls = (CT)log(s);                                                 \
                 for (i = 0; i < L; i++) y[i] = (x[i] - m) - ls;                           \
             }                                                                             \
         }                                                                                 \
     }                                                                                     \
-    static void sm_cols_##sfx(int64_t b, int64_t e, void *ctx) {                          \
+    DEF_SM_COLS(sm_cols_##sfx, CT, EXP, 1)                                                \
+    DEF_SM_COLS(sm_tiny_##sfx, CT, EXP, S->js)
+
+/* Column kernel: SM_BLOCK independent softmaxes side by side, element l of
+ * softmax j at l * ls + j * JS.  With JS = 1 this is the dim-has-inner-dims
+ * case (contiguous, vectorized); with JS = L it handles many tiny rows
+ * without per-row overhead. */
+#define DEF_SM_COLS(fn, CT, EXP, JS)                                                      \
+    static void fn(int64_t b, int64_t e, void *ctx) {                                     \
         const sm_plan *S = ctx;                                                           \
-        int64_t L = S->L, I = S->I;                                                       \
+        const int64_t L = S->L, I = S->I, ls = S->ls;                                     \
         CT m[SM_BLOCK], f[SM_BLOCK];                                                      \
         double s[SM_BLOCK];                                                               \
         for (int64_t u = b; u < e; u++) {                                                 \
             int64_t o = u / S->nblk, j0 = (u % S->nblk) * SM_BLOCK;                       \
             int64_t n = I - j0 < SM_BLOCK ? I - j0 : SM_BLOCK;                            \
-            const CT *x = (const CT *)S->x + o * L * I + j0;                              \
-            CT *y = (CT *)S->y + o * L * I + j0;                                          \
+            const CT *x = (const CT *)S->x + o * L * I + j0 * (JS);                       \
+            CT *y = (CT *)S->y + o * L * I + j0 * (JS);                                   \
             for (int64_t j = 0; j < n; j++) m[j] = -INFINITY, s[j] = 0;                   \
             for (int64_t l = 0; l < L; l++)                                               \
-                for (int64_t j = 0; j < n; j++) max_STEP_1(m[j], x[l * I + j]);           \
+                for (int64_t j = 0; j < n; j++) max_STEP_1(m[j], x[l * ls + j * (JS)]);   \
+            for (int64_t l = 0; l < L; l++)                                               \
+                for (int64_t j = 0; j < n; j++) {                                         \
+                    const CT ev = EXP(x[l * ls + j * (JS)] - m[j]);                       \
+                    y[l * ls + j * (JS)] = ev;                                            \
+                    s[j] += (double)ev;                                                   \
+                }                                                                         \
             if (!S->log) {                                                                \
-                for (int64_t l = 0; l < L; l++)                                           \
-                    for (int64_t j = 0; j < n; j++) {                                     \
-                        CT ev = EXP(x[l * I + j] - m[j]);                                 \
-                        y[l * I + j] = ev;                                                \
-                        s[j] += ev;                                                       \
-                    }                                                                     \
                 for (int64_t j = 0; j < n; j++) f[j] = (CT)(1.0 / s[j]);                  \
                 for (int64_t l = 0; l < L; l++)                                           \
-                    for (int64_t j = 0; j < n; j++) y[l * I + j] *= f[j];                 \
+                    for (int64_t j = 0; j < n; j++) y[l * ls + j * (JS)] *= f[j];         \
             } else {                                                                      \
-                for (int64_t l = 0; l < L; l++)                                           \
-                    for (int64_t j = 0; j < n; j++) s[j] += EXP(x[l * I + j] - m[j]);     \
                 for (int64_t j = 0; j < n; j++) f[j] = (CT)log(s[j]);                     \
                 for (int64_t l = 0; l < L; l++)                                           \
-                    for (int64_t j = 0; j < n; j++) y[l * I + j] = (x[l * I + j] - m[j]) - f[j]; \
+                    for (int64_t j = 0; j < n; j++)                                       \
+                        y[l * ls + j * (JS)] = (x[l * ls + j * (JS)] - m[j]) - f[j];      \
             }                                                                             \
         }                                                                                 \
     }
-DEF_SOFTMAX(f32, float, expf)
+DEF_SOFTMAX(f32, float, jexpf)
 DEF_SOFTMAX(f64, double, exp)
 
 static jn_status sm_infer(const char *op, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {
@@ -1027,15 +1109,23 @@ static jn_status sm_run(const char *op, int log_, jn_tensor *const *in, const jn
     }
     S.x = jn_data(xc);
     S.y = jn_data(yc);
-    if (S.I == 1) {
-        int64_t grain = S.L >= 16384 ? 1 : 16384 / S.L;
-        jn_parallel_for(S.O, grain, cdt == JN_F64 ? sm_rows_f64 : sm_rows_f32, &S);
+    jn_range_fn fn;
+    int64_t units, per;
+    if (S.I == 1 && (S.L >= 32 || S.O < 64)) { /* a row per softmax */
+        fn = cdt == JN_F64 ? sm_rows_f64 : sm_rows_f32;
+        units = S.O, per = S.L;
     } else {
+        if (S.I == 1) { /* many short rows: run them side by side as columns */
+            S.I = S.O, S.O = 1, S.ls = 1, S.js = S.L;
+            fn = cdt == JN_F64 ? sm_tiny_f64 : sm_tiny_f32;
+        } else {
+            S.ls = S.I, S.js = 1;
+            fn = cdt == JN_F64 ? sm_cols_f64 : sm_cols_f32;
+        }
         S.nblk = (S.I + SM_BLOCK - 1) / SM_BLOCK;
-        int64_t per = S.L * (S.I < SM_BLOCK ? S.I : SM_BLOCK);
-        int64_t grain = per >= 16384 ? 1 : 16384 / per;
-        jn_parallel_for(S.O * S.nblk, grain, cdt == JN_F64 ? sm_cols_f64 : sm_cols_f32, &S);
+        units = S.O * S.nblk, per = S.L * (S.I < SM_BLOCK ? S.I : SM_BLOCK);
     }
+    jn_parallel_for(units, per >= 16384 ? 1 : 16384 / per, fn, &S);
     if (yc != y) {
         s = jn_copy_into(y, yc);
         jn_tensor_decref(yc);

@@ -43,6 +43,13 @@
  * vectorize them; nothing here relies on floating-point exception flags. */
 #pragma GCC optimize("no-trapping-math")
 
+/* Hot loops are also compiled for AVX2 and picked at load time (ifunc);
+ * without FMA contraction (ISO C mode) both clones round identically. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define HOT
+#endif
 #define UNIT_MAX 256      /* outputs per work unit in row mode */
 #define UNIT_MAX_COL 4096 /* outputs per work unit in col mode */
 
@@ -296,13 +303,13 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
 
 #define DEF_RED(t, T, CT, LD, ST, F, LO, HI, EXPD)                                          \
     /* float sum / mean (double accumulator) */                                             \
-    static void sumf_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
+    HOT static void sumf_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
                              int pass, const rctx *c) {                                     \
         double acc = 0;                                                                     \
         LANES(T, LD, double, 0.0, ADDF, ADDF)                                              \
         *(double *)a += acc;                                                                \
     }                                                                                       \
-    static void sumf_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,        \
+    HOT static void sumf_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,        \
                              int pass, const rctx *c) {                                     \
         double *acc = a;                                                                    \
         COLS(T, acc[j] += (double)LD(xj))                                                   \
@@ -310,13 +317,13 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
     static const reducer sumf_##t = {8, 1, 0, init_zero, sumf_row_##t, sumf_col_##t,        \
                                      comb_addf, no_mid, fin_f};                             \
     /* float product */                                                                     \
-    static void prodf_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,      \
+    HOT static void prodf_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,      \
                               int pass, const rctx *c) {                                    \
         double acc = 1;                                                                     \
         LANES(T, LD, double, 1.0, MULF, MULF)                                              \
         *(double *)a *= acc;                                                                \
     }                                                                                       \
-    static void prodf_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,       \
+    HOT static void prodf_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,       \
                               int pass, const rctx *c) {                                    \
         double *acc = a;                                                                    \
         COLS(T, acc[j] *= (double)LD(xj))                                                   \
@@ -324,26 +331,26 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
     static const reducer prodf_##t = {8, 1, 0, init_one_f, prodf_row_##t, prodf_col_##t,    \
                                       comb_mulf, no_mid, fin_f};                            \
     /* integer sum / product: elements converted to int64, wrapping uint64 math */           \
-    static void sumi_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
+    HOT static void sumi_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,       \
                              int pass, const rctx *c) {                                     \
         uint64_t acc = 0;                                                                   \
         LANES(T, LD, uint64_t, 0, ADDI_##F, ADDU)                                          \
         *(uint64_t *)a += acc;                                                              \
     }                                                                                       \
-    static void sumi_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,        \
+    HOT static void sumi_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,        \
                              int pass, const rctx *c) {                                     \
         uint64_t *acc = a;                                                                  \
         COLS(T, ADDI_##F(acc[j], LD(xj)))                                                   \
     }                                                                                       \
     static const reducer sumi_##t = {8, 1, 0, init_zero, sumi_row_##t, sumi_col_##t,        \
                                      comb_addu, no_mid, fin_u};                             \
-    static void prodi_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,      \
+    HOT static void prodi_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,      \
                               int pass, const rctx *c) {                                    \
         uint64_t acc = 1;                                                                   \
         LANES(T, LD, uint64_t, 1, MULI_##F, MULU)                                          \
         *(uint64_t *)a *= acc;                                                              \
     }                                                                                       \
-    static void prodi_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,       \
+    HOT static void prodi_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,       \
                               int pass, const rctx *c) {                                    \
         uint64_t *acc = a;                                                                  \
         COLS(T, MULI_##F(acc[j], LD(xj)))                                                   \
@@ -355,7 +362,7 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
     DEF_ARG(t, T, CT, LD, ST, F, argmax, max, >, LO)                                        \
     DEF_ARG(t, T, CT, LD, ST, F, argmin, min, <, HI)                                        \
     /* var / std: two passes in double */                                                   \
-    static void var_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
+    HOT static void var_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
                             int pass, const rctx *c) {                                      \
         var_acc *v = a;                                                                     \
         double acc = 0;                                                                     \
@@ -368,7 +375,7 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
             v->m2 += acc;                                                                   \
         }                                                                                   \
     }                                                                                       \
-    static void var_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
+    HOT static void var_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
                             int pass, const rctx *c) {                                      \
         var_acc *v = a;                                                                     \
         if (pass == 0) {                                                                    \
@@ -380,7 +387,7 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
     static const reducer var_##t = {sizeof(var_acc), 2, 0, init_zero2, var_row_##t,          \
                                     var_col_##t, var_comb, var_mid, var_fin};               \
     /* logsumexp */                                                                         \
-    static void lse_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
+    HOT static void lse_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
                             int pass, const rctx *c) {                                      \
         lse_acc *v = a;                                                                     \
         if (pass == 0) {                                                                    \
@@ -394,7 +401,7 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
             v->s += acc;                                                                    \
         }                                                                                   \
     }                                                                                       \
-    static void lse_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
+    HOT static void lse_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
                             int pass, const rctx *c) {                                      \
         lse_acc *v = a;                                                                     \
         if (pass == 0) {                                                                    \
@@ -406,26 +413,26 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
     static const reducer lse_##t = {sizeof(lse_acc), 2, 0, lse_init, lse_row_##t,            \
                                     lse_col_##t, lse_comb, lse_mid, lse_fin};               \
     /* all / any (NaN counts as true, like any nonzero) */                                  \
-    static void all_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
+    HOT static void all_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
                             int pass, const rctx *c) {                                      \
         uint8_t *v = a;                                                                     \
         for (int64_t i = 0; i < n && *v; i++)                                               \
             if (LD(*(const T *)(p + i * bs)) == 0) *v = 0;                                  \
     }                                                                                       \
-    static void all_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
+    HOT static void all_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
                             int pass, const rctx *c) {                                      \
         uint8_t *v = a;                                                                     \
         COLS(T, v[j] &= LD(xj) != 0)                                                        \
     }                                                                                       \
     static const reducer all_##t = {1, 1, 0, init_all, all_row_##t, all_col_##t, comb_all,  \
                                     no_mid, fin_bool};                                      \
-    static void any_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
+    HOT static void any_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,        \
                             int pass, const rctx *c) {                                      \
         uint8_t *v = a;                                                                     \
         for (int64_t i = 0; i < n && !*v; i++)                                              \
             if (LD(*(const T *)(p + i * bs)) != 0) *v = 1;                                  \
     }                                                                                       \
-    static void any_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
+    HOT static void any_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,         \
                             int pass, const rctx *c) {                                      \
         uint8_t *v = a;                                                                     \
         COLS(T, v[j] |= LD(xj) != 0)                                                        \
@@ -997,7 +1004,7 @@ typedef struct {
 /* Row kernel (dim innermost): max, exp into y, sum in double, then scale
  * (softmax) or x - max - log(sum) (log_softmax); each loop vectorizes. */
 #define DEF_SOFTMAX(sfx, CT, EXP)                                                         \
-    static void sm_rows_##sfx(int64_t b, int64_t e, void *ctx) {                          \
+    HOT static void sm_rows_##sfx(int64_t b, int64_t e, void *ctx) {                      \
         const sm_plan *S = ctx;                                                           \
         int64_t L = S->L;                                                                 \
         for (int64_t o = b; o < e; o++) {                                                 \
@@ -1033,7 +1040,7 @@ typedef struct {
  * case (contiguous, vectorized); with JS = L it handles many tiny rows
  * without per-row overhead. */
 #define DEF_SM_COLS(fn, CT, EXP, JS)                                                      \
-    static void fn(int64_t b, int64_t e, void *ctx) {                                     \
+    HOT static void fn(int64_t b, int64_t e, void *ctx) {                               \
         const sm_plan *S = ctx;                                                           \
         const int64_t L = S->L, I = S->I, ls = S->ls;                                     \
         CT m[SM_BLOCK], f[SM_BLOCK];                                                      \

@@ -227,6 +227,8 @@ ROW = R((7, 300), seed=7)              # long contiguous rows: lane loops + tail
 COLS = R((50, 40), "float64", seed=8)  # column reductions over a contiguous kept dim
 BCAST = np.broadcast_to(R((1, 20), seed=9), (30, 20))        # stride-0 rows
 BCAST_COL = np.broadcast_to(R((12, 1), seed=10), (12, 33))   # stride-0 columns
+SHORT = R((100, 3), seed=19)            # short reductions over a strided kept dim
+SHORT_I = R((100, 3), "int64", seed=20)  # ... with many ties
 SCALAR = np.array(2.5, np.float32)
 EMPTY = np.zeros((0, 4), np.float32)
 EMPTY3 = np.zeros((2, 0, 3), np.float64)
@@ -263,79 +265,79 @@ def _sum_cases():
 
 
 CASES = {
-    "sum": _sum_cases(),
+    "sum": _sum_cases() + [(SHORT, ([1], False, -1)), (SHORT_I, ([1], True, -1))],
     "mean": [(x, a) for x in (F32, F64) for (x, a) in _dimcases(x, (-1,))] + [
         (F16, ([0], False, -1)), (BF16(F32), ([1, 2], True, -1)), (ROW, ([1], False, -1)),
         (COLS, ([0], True, -1)), (BCAST, ([0, 1], False, -1)), (SCALAR, ([], False, -1)),
         (EMPTY, ([0], False, -1)), (EMPTY, ([1], False, -1)), (EMPTY3, ([1], True, -1)),
         (I32, ([1], False, oc.dt("float32"))), (BOOL, ([], False, oc.dt("float64"))),
-        (F32, ([2], False, oc.dt("float64"))), (NANS, ([0], False, -1))],
+        (F32, ([2], False, oc.dt("float64"))), (NANS, ([0], False, -1)), (SHORT, ([1], False, -1))],
     "prod": [(R((3, 4, 5), lo=0.5, hi=1.5), a) for _, a in _dimcases(F32, (-1,))] + [
         (I32, ([1], False, -1)), (I64, ([0, 1], True, -1)), (BOOL, ([2], False, -1)),
         (U8, ([1], False, -1)), (BIGINT, ([0], False, -1)), (R((4, 9), "float64", 0.8, 1.2), ([1], False, -1)),
         (F16, ([0], False, -1)), (SCALAR, ([], False, -1)), (EMPTY, ([0], False, -1)),
         (EMPTY, ([], True, -1)), (BCAST_COL, ([1], False, -1)), (I32, ([1], False, oc.dt("float64"))),
-        (BOOL, ([0], False, oc.dt("bool"))), (NANS, ([1], False, -1))],
+        (BOOL, ([0], False, oc.dt("bool"))), (NANS, ([1], False, -1)), (SHORT_I, ([1], False, -1))],
     "amax": [c for x in (F32, I32, BOOL) for c in _dimcases(x)] + [
         (F64, ([1], False)), (F16, ([0], True)), (U8, ([1], False)), (I64, ([], False)),
         (NANS, ([1], False)), (NANS, ([0], True)), (NANS, ([], False)), (NEGINF, ([1], False)),
         (ROW, ([1], False)), (COLS, ([0], False)), (BCAST, ([0], False)), (SCALAR, ([], False)),
-        (SCALAR, ([0], True)), (EMPTY, ([1], False)), (BF16(F32), ([0, 1], False))],
+        (SCALAR, ([0], True)), (EMPTY, ([1], False)), (BF16(F32), ([0, 1], False)), (SHORT, ([1], False)), (SHORT_I, ([1], True))],
     "amin": [c for x in (F32, I64) for c in _dimcases(x)] + [
         (F64, ([2], True)), (F16, ([1], False)), (U8, ([0], False)), (BOOL, ([0, 2], False)),
         (NANS, ([1], False)), (NANS, ([0], False)), (ROW, ([1], True)), (COLS, ([0], False)),
         (BCAST_COL, ([1], False)), (SCALAR, ([-1], False)), (EMPTY, ([1], True)),
-        (BF16(F32), ([2], False))],
+        (BF16(F32), ([2], False)), (SHORT_I, ([-1], False))],
     "max_dim": [(x, (d, k)) for x in (F32, I32) for d in (0, 1, 2, -1) for k in (False, True)] + [
         (F64, (1, False)), (F16, (0, False)), (BOOL, (2, True)), (U8, (1, False)), (TIES, (1, False)),
         (TIES, (0, True)), (NANS, (1, False)), (NANS, (0, False)), (NEGINF, (1, False)),
         (ROW, (1, False)), (COLS, (0, False)), (BCAST, (0, False)), (BCAST, (1, True)),
-        (SCALAR, (0, False)), (SCALAR, (-1, True)), (EMPTY, (1, False)), (BF16(F32), (1, False))],
+        (SCALAR, (0, False)), (SCALAR, (-1, True)), (EMPTY, (1, False)), (BF16(F32), (1, False)), (SHORT, (1, False)), (SHORT_I, (1, True))],
     "min_dim": [(x, (d, k)) for x in (F32, I64) for d in (0, -1) for k in (False, True)] + [
         (F64, (2, False)), (BOOL, (0, False)), (TIES, (1, False)), (TIES, (0, False)),
         (NANS, (1, True)), (ROW, (1, False)), (COLS, (0, True)), (BCAST_COL, (1, False)),
-        (SCALAR, (0, False)), (EMPTY, (1, True)), (BF16(F32), (2, False))],
+        (SCALAR, (0, False)), (EMPTY, (1, True)), (BF16(F32), (2, False)), (SHORT_I, (1, False))],
     "argmax": [(x, (d, k, 1)) for x in (F32, I32) for d in (0, 1, -1) for k in (False, True)] + [
         (F32, (0, False, 0)), (F32, (0, True, 0)), (TIES, (0, False, 0)), (TIES, (1, False, 1)),
         (NANS, (0, False, 0)), (NANS, (1, False, 1)), (NEGINF, (1, False, 1)), (F64, (2, False, 1)),
         (F16, (1, False, 1)), (U8, (0, True, 1)), (ROW, (1, False, 1)), (ROW, (0, False, 0)),
         (COLS, (0, False, 1)), (np.swapaxes(COLS, 0, 1), (0, False, 0)), (BCAST, (0, False, 1)),
         (BCAST, (0, False, 0)), (SCALAR, (0, False, 0)), (SCALAR, (0, False, 1)),
-        (EMPTY, (1, False, 1)), (BF16(F32), (2, True, 1))],
+        (EMPTY, (1, False, 1)), (BF16(F32), (2, True, 1)), (SHORT_I, (1, False, 1)), (SHORT, (-1, True, 1))],
     "argmin": [(x, (d, k, 1)) for x in (F32, I64) for d in (0, -1) for k in (False, True)] + [
         (F32, (0, False, 0)), (I64, (0, True, 0)), (TIES, (1, False, 1)), (TIES, (0, False, 0)),
         (NANS, (1, False, 1)), (NANS, (0, False, 0)), (F64, (0, False, 1)), (BOOL, (1, False, 1)),
         (ROW, (1, False, 1)), (COLS, (0, True, 1)), (BCAST_COL, (1, False, 1)),
-        (SCALAR, (-1, True, 1)), (EMPTY, (1, False, 1)), (BF16(F32), (0, False, 0))],
+        (SCALAR, (-1, True, 1)), (EMPTY, (1, False, 1)), (BF16(F32), (0, False, 0)), (SHORT_I, (1, False, 1))],
     "var": [(x, (a[0], c, a[1])) for x in (F32, F64) for (x, a) in _dimcases(x) for c in (1.0,)] + [
         (F32, ([1], 0.0, False)), (F64, ([0, 2], 2.0, True)), (F64, ([2], 0.5, False)),
         (F16, ([1], 1.0, False)), (BF16(F32), ([2], 1.0, False)), (ROW, ([1], 1.0, False)),
         (COLS, ([0], 1.0, False)), (COLS, ([0], 0.0, True)), (BCAST, ([0], 1.0, False)),
         (R((6, 5), "float64", 1e6, 1e6 + 1, seed=11), ([0], 1.0, False)),  # large mean: needs 2 passes
         (SCALAR, ([], 0.0, False)), (SCALAR, ([], 1.0, False)), (EMPTY, ([0], 1.0, False)),
-        (EMPTY, ([1], 0.0, False)), (NANS, ([1], 1.0, False))],
+        (EMPTY, ([1], 0.0, False)), (NANS, ([1], 1.0, False)), (SHORT, ([1], 1.0, False))],
     "std": [(x, (a[0], 1.0, a[1])) for (x, a) in _dimcases(F32)] + [
         (F64, ([1], 0.0, False)), (F64, ([0, 2], 1.0, True)), (F16, ([0], 1.0, False)),
         (BF16(F32), ([0, 1], 1.0, False)), (ROW, ([1], 1.0, True)), (COLS, ([0], 1.0, False)),
         (BCAST_COL, ([1], 1.0, False)), (SCALAR, ([0], 0.0, True)), (EMPTY, ([1], 1.0, False)),
-        (NANS, ([0], 1.0, False))],
+        (NANS, ([0], 1.0, False)), (SHORT, ([1], 0.0, True))],
     "logsumexp": [c for x in (F32, F64) for c in _dimcases(x)] + [
         (R((4, 5), lo=50, hi=90), ([1], False)), (R((4, 5), "float64", -800, -700), ([0], False)),
         (NEGINF, ([1], False)), (NEGINF, ([0], True)), (NANS, ([1], False)), (I32, ([1], False)),
         (BOOL, ([], False)), (I64, ([0], True)), (F16, ([1], False)), (BF16(F32), ([2], False)),
         (ROW, ([1], False)), (COLS, ([0], False)), (BCAST, ([0], False)), (SCALAR, ([], False)),
-        (EMPTY, ([0], False)), (EMPTY, ([1], True))],
+        (EMPTY, ([0], False)), (EMPTY, ([1], True)), (SHORT, ([1], False))],
     "all": [c for x in (BOOL, I32) for c in _dimcases(x)] + [
         (np.ones((4, 6), bool), ([1], False)), (np.ones((30, 40), bool), ([0], False)),
         (F32 > -1.5, ([0, 1], True)), (NANS, ([1], False)), (U8, ([0], False)), (U8, ([], False)),
         (F16, ([1], False)), (I64, ([], True)), (np.broadcast_to(np.array([True, False]), (50, 2)), ([0], False)),
         (SCALAR, ([], False)), (np.array(0, np.int32), ([0], False)), (EMPTY, ([0], False)),
-        (EMPTY, ([], False)), (BF16(F32), ([1], False))],
+        (EMPTY, ([], False)), (BF16(F32), ([1], False)), (SHORT_I, ([1], False))],
     "any": [c for x in (BOOL, F32) for c in _dimcases(x)] + [
         (np.zeros((4, 6), bool), ([1], False)), (np.zeros((30, 40), np.int64), ([0], True)),
         (np.where(np.isnan(NANS), NANS, 0), ([1], False)), (U8, ([1], False)), (F16, ([0], False)), (I64, ([], False)),
         (np.broadcast_to(np.array([True, False]), (50, 2)), ([0], False)), (SCALAR, ([], False)),
-        (EMPTY, ([0], False)), (EMPTY, ([], True)), (BF16(F32), ([0], False))],
+        (EMPTY, ([0], False)), (EMPTY, ([], True)), (BF16(F32), ([0], False)), (SHORT_I, ([1], False))],
     "softmax": [(x, (d,)) for x in (F32, F64) for d in (0, 1, 2, -1)] + [
         (F16, (1,)), (F16, (0,)), (BF16(F32), (2,)), (BF16(F32), (0,)), (ROW, (1,)), (ROW, (0,)),
         (R((3, 300, 2), seed=12), (1,)), (R((2, 5, 300), seed=13), (1,)),

@@ -3,35 +3,40 @@
  *
  * Every reduction runs through one engine.  An op is described by a
  * `reducer`: an accumulator type plus functions that fold a strided run of
- * inputs into ONE accumulator ("row"), fold a contiguous run of inputs into
- * as MANY accumulators ("col"), combine partial accumulators, and write the
- * results.  The engine splits the input's dims into kept dims (the output)
- * and reduced dims, drops size-1 dims, orders the reduced dims by stride
+ * inputs into ONE accumulator ("row"), fold a run of inputs into as MANY
+ * accumulators ("col"), combine partial accumulators, and write results.
+ * The engine splits the input's dims into kept dims (the output) and
+ * reduced dims, drops size-1 dims, orders the reduced dims by stride
  * (except for index-returning reducers, whose indices follow logical order),
  * merges dims that are contiguous, and picks one of two loop shapes:
  *   row  each output element walks its reduced elements; used when the
  *        innermost reduced dim is contiguous (x.sum(-1));
- *   col  a contiguous kept dim is processed in blocks of up to UNIT_MAX
- *        outputs whose accumulators are all updated for every reduced
- *        index (x.sum(0)): sequential reads, vectorizable updates.
+ *   col  a kept dim is processed in blocks of outputs whose accumulators
+ *        are all updated for every reduced index: used when that kept dim
+ *        is contiguous and the reduced one is not (x.sum(0): sequential
+ *        reads, vectorized updates), and for very short reductions
+ *        (x.sum(-1) of an (N, 4) tensor) to avoid a call per output.
  * Work is split over output blocks on the thread pool.  When there are
  * fewer blocks than threads (full reductions, a few long rows) the reduced
  * range is split into chunks whose partial accumulators are combined in
  * chunk order, so "first index" semantics survive.
  *
  * Accumulation: float sums, products, means, var/std and logsumexp use
- * double accumulators (8 independent lanes on contiguous runs, so gcc
- * vectorizes without reassociating, and the result is more accurate than
- * PyTorch's float32 cascade); integer sums and products wrap in uint64 like
- * PyTorch's int64 arithmetic, without signed-overflow UB; max/min compare in
- * the input's own type and propagate NaN.  Multi-pass reducers (var: mean,
- * then squared deviations -- the stable two-pass algorithm; logsumexp: max,
- * then sum of exp) run their passes back to back with a `mid` step between.
+ * double accumulators, with NL independent lanes on contiguous runs (gcc
+ * vectorizes them without reassociating; more accurate than PyTorch's
+ * float32 cascade sum).  Integer sums and products wrap in uint64 like
+ * PyTorch's int64 arithmetic, without signed-overflow UB.  max/min compare
+ * in the input's own type and propagate NaN.  Multi-pass reducers (var:
+ * mean, then squared deviations -- the stable two-pass algorithm;
+ * logsumexp: max, then sum of exp) run their passes back to back with a
+ * `mid` step between.
  *
  * softmax/log_softmax make the input contiguous (float16/bfloat16 are
- * computed in float32), then run a row kernel (dim innermost) or a column
- * kernel over blocks of the inner dims; both are numerically stable
- * (max subtracted first) and sum in double.
+ * computed in float32), then run a row kernel (dim innermost), a column
+ * kernel over blocks of inner dims, or, for many tiny rows, the column
+ * kernel across rows; all subtract the max first and sum in double.
+ * float32 exp is a branch-free polynomial (jexpf) so these loops vectorize;
+ * hot loops also get AVX2 clones chosen at load time.
  */
 #include "jn_runtime.h"
 
@@ -238,7 +243,8 @@ static void lse_comb(void *d, const void *s, int64_t n, int pass, const rctx *c)
 static void lse_fin(const void *a, int64_t n, char *const *outs, int64_t oidx, int64_t ostr,
                     const rctx *c) {
     const lse_acc *v = a;
-    for (int64_t j = 0; j < n; j++) put_f64(outs[0], c->out_dt, oidx + j * ostr, log(v[j].s) + v[j].m);
+    for (int64_t j = 0; j < n; j++)
+        put_f64(outs[0], c->out_dt, oidx + j * ostr, log(v[j].s) + v[j].m);
 }
 
 /* all/any: one byte per output */
@@ -298,7 +304,7 @@ static void fin_bool(const void *a, int64_t n, char *const *outs, int64_t oidx, 
 #define min_STEP_0(a, v) ((a) = (v) < (a) ? (v) : (a))
 #define LSEMAX(a, v) max_STEP_1(a, (double)(v))
 #define LSEEXP_exp(a, v) ((a) += exp((double)(v) - m))
-#define LSEEXP_EXPF_D(a, v) ((a) += EXPF_D((double)(v) - m))
+#define LSEEXP_EXPF_D(a, v) ((a) += (double)jexpf((float)(v) - (float)m))
 static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t)n * 16); }
 
 #define DEF_RED(t, T, CT, LD, ST, F, LO, HI, EXPD)                                          \
@@ -445,13 +451,13 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
     static void name##_init_##t(void *a, int64_t n, const rctx *c) {                      \
         for (int64_t j = 0; j < n; j++) ((CT *)a)[j] = INIT;                               \
     }                                                                                      \
-    static void name##_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,   \
+    HOT static void name##_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,   \
                                int pass, const rctx *c) {                                  \
         CT acc = *(CT *)a;                                                                 \
         LANES(T, LD, CT, (CT)(INIT), name##_STEP_##F, name##_STEP_##F)                    \
         *(CT *)a = acc;                                                                    \
     }                                                                                      \
-    static void name##_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,    \
+    HOT static void name##_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,    \
                                int pass, const rctx *c) {                                  \
         CT *acc = a;                                                                       \
         COLS(T, const CT v = LD(xj); name##_STEP_##F(acc[j], v))                           \
@@ -477,7 +483,7 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
         name##_acc_##t *s = a;                                                             \
         for (int64_t j = 0; j < n; j++) s[j].v = INIT, s[j].i = -1;                        \
     }                                                                                      \
-    static void name##_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,   \
+    HOT static void name##_row_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r0,   \
                                int pass, const rctx *c) {                                  \
         name##_acc_##t *s = a;                                                             \
         if (bs == (int64_t)sizeof(T) && n >= 16) {                                         \
@@ -508,7 +514,7 @@ static void init_zero2(void *a, int64_t n, const rctx *c) { memset(a, 0, (size_t
         }                                                                                  \
         s->v = best, s->i = bi;                                                            \
     }                                                                                      \
-    static void name##_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,    \
+    HOT static void name##_col_##t(void *a, const char *p, int64_t n, int64_t bs, int64_t r,    \
                                int pass, const rctx *c) {                                  \
         name##_acc_##t *s = a;                                                             \
         COLS(T, const CT v = LD(xj); const int b = BETTER(F, CMP, v, s[j].v);              \
@@ -559,8 +565,8 @@ typedef struct {
     const rctx *c;
     const char *in;
     int nk, nr;
-    int64_t ks[JN_MAX_DIMS], kin[JN_MAX_DIMS], kout[JN_MAX_DIMS]; /* kept: size, in bytes, out elems */
-    int64_t rs[JN_MAX_DIMS], rin[JN_MAX_DIMS];                    /* reduced: size, in bytes */
+    int64_t ks[JN_MAX_DIMS], kin[JN_MAX_DIMS], kout[JN_MAX_DIMS]; /* kept: size, bytes, elems */
+    int64_t rs[JN_MAX_DIMS], rin[JN_MAX_DIMS];                    /* reduced: size, bytes */
     int64_t nout, nred;
     int col, vd;              /* col mode and its vector (kept) dim */
     int64_t U, nblk, nunits;  /* outputs per unit; col: blocks along vd */
@@ -783,7 +789,8 @@ static jn_status run_reduce(const jn_tensor *x, const uint8_t *mask, const reduc
             for (int64_t u = 0; u < P.nunits; u++) {
                 int64_t inoff, oidx, ostr, cnt = unit_out(&P, u, &inoff, &oidx, &ostr);
                 char *a0 = P.accs + (size_t)(u * P.nchunks) * blk;
-                for (int64_t ch = 1; ch < P.nchunks; ch++) R->comb(a0, a0 + ch * blk, cnt, P.pass, c);
+                for (int64_t ch = 1; ch < P.nchunks; ch++)
+                    R->comb(a0, a0 + ch * blk, cnt, P.pass, c);
                 if (P.pass + 1 < R->npass) {
                     R->mid(a0, cnt, P.pass, c);
                     for (int64_t ch = 1; ch < P.nchunks; ch++) memcpy(a0 + ch * blk, a0, blk);
@@ -795,8 +802,8 @@ static jn_status run_reduce(const jn_tensor *x, const uint8_t *mask, const reduc
         free(P.accs);
         return JN_OK;
     }
-    int64_t per = P.U * (P.nred > 0 ? P.nred : 1) * R->npass; /* work per unit */
-    int64_t grain = per >= 32768 ? 1 : 32768 / per;
+    int64_t per = P.nred >= 32768 ? 32768 : P.U * (P.nred > 0 ? P.nred : 1) * R->npass;
+    int64_t grain = per >= 32768 ? 1 : 32768 / per; /* units per task */
     jn_parallel_for(P.nunits, grain, task_units, &P);
     return JN_OK;
 }
@@ -807,7 +814,8 @@ static jn_status run_reduce(const jn_tensor *x, const uint8_t *mask, const reduc
 static jn_status dims_mask(const jn_tensor *x, const jn_ints *l, const char *op, uint8_t *mask) {
     memset(mask, 0, JN_MAX_DIMS);
     if (l->n < 0 || l->n > JN_MAX_DIMS)
-        return jn_error(JN_ERR_VALUE, "%s(): at most %d dims can be reduced, got %d", op, JN_MAX_DIMS, l->n);
+        return jn_error(JN_ERR_VALUE, "%s(): at most %d dims can be reduced, got %d", op,
+                        JN_MAX_DIMS, l->n);
     if (l->n == 0) {
         memset(mask, 1, (size_t)x->ndim);
         return JN_OK;
@@ -817,14 +825,16 @@ static jn_status dims_mask(const jn_tensor *x, const jn_ints *l, const char *op,
         jn_status s = jn_wrap_dim(&d, x->ndim, op);
         if (s) return s;
         if (mask[d])
-            return jn_error(JN_ERR_RUNTIME, "%s(): dim %lld appears multiple times in the list of dims",
-                            op, (long long)d);
+            return jn_error(JN_ERR_RUNTIME,
+                            "%s(): dim %lld appears multiple times in the list of dims", op,
+                            (long long)d);
         mask[d] = 1;
     }
     return JN_OK;
 }
 
-static void red_shape(const jn_tensor *x, const uint8_t *mask, int keepdim, jn_dtype dt, jn_meta *m) {
+static void red_shape(const jn_tensor *x, const uint8_t *mask, int keepdim, jn_dtype dt,
+                      jn_meta *m) {
     m->dtype = dt;
     m->ndim = 0;
     for (int d = 0; d < x->ndim; d++) {
@@ -841,7 +851,8 @@ static jn_status check_nonempty(const jn_tensor *x, const uint8_t *mask, int all
                         "Specify the reduction dim with the 'dim' argument.", op);
     for (int d = 0; d < x->ndim; d++)
         if (mask[d] && x->shape[d] == 0)
-            return jn_error(JN_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", op, d);
+            return jn_error(JN_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.",
+                            op, d);
     return JN_OK;
 }
 
@@ -996,6 +1007,7 @@ typedef struct {
     char *y;
     int64_t O, L, I, nblk;
     int64_t ls, js; /* column kernels: element strides along dim and across softmaxes */
+    int64_t blk;    /* column kernels: softmaxes per unit (<= SM_BLOCK) */
     int log;
 } sm_plan;
 
@@ -1017,11 +1029,14 @@ typedef struct {
                 for (int k = 0; k < NL; k++) max_STEP_1(l[k], x[i + k]);                  \
             for (int k = 0; k < NL; k++) max_STEP_1(m, l[k]);                             \
             for (; i < L; i++) max_STEP_1(m, x[i]);                                       \
-            for (i = 0; i < L; i++) y[i] = EXP(x[i] - m);                                 \
             double d[NL] = {0}, s = 0;                                                    \
             for (i = 0; i + NL <= L; i += NL)                                             \
-                for (int k = 0; k < NL; k++) d[k] += (double)y[i + k];                    \
-            for (; i < L; i++) s += (double)y[i];                                         \
+                for (int k = 0; k < NL; k++) {                                            \
+                    const CT ev = EXP(x[i + k] - m);                                      \
+                    y[i + k] = ev;                                                        \
+                    d[k] += (double)ev;                                                   \
+                }                                                                         \
+            for (; i < L; i++) s += (double)(y[i] = EXP(x[i] - m));                       \
             for (int k = 0; k < NL; k++) s += d[k];                                       \
             if (!S->log) {                                                                \
                 const CT inv = (CT)(1.0 / s);                                             \
@@ -1046,8 +1061,8 @@ typedef struct {
         CT m[SM_BLOCK], f[SM_BLOCK];                                                      \
         double s[SM_BLOCK];                                                               \
         for (int64_t u = b; u < e; u++) {                                                 \
-            int64_t o = u / S->nblk, j0 = (u % S->nblk) * SM_BLOCK;                       \
-            int64_t n = I - j0 < SM_BLOCK ? I - j0 : SM_BLOCK;                            \
+            int64_t o = u / S->nblk, j0 = (u % S->nblk) * S->blk;                         \
+            int64_t n = I - j0 < S->blk ? I - j0 : S->blk;                                \
             const CT *x = (const CT *)S->x + o * L * I + j0 * (JS);                       \
             CT *y = (CT *)S->y + o * L * I + j0 * (JS);                                   \
             for (int64_t j = 0; j < n; j++) m[j] = -INFINITY, s[j] = 0;                   \
@@ -1129,8 +1144,11 @@ static jn_status sm_run(const char *op, int log_, jn_tensor *const *in, const jn
             S.ls = S.I, S.js = 1;
             fn = cdt == JN_F64 ? sm_cols_f64 : sm_cols_f32;
         }
-        S.nblk = (S.I + SM_BLOCK - 1) / SM_BLOCK;
-        units = S.O * S.nblk, per = S.L * (S.I < SM_BLOCK ? S.I : SM_BLOCK);
+        /* a unit's columns (L x blk) should stay in L2 across its three passes */
+        S.blk = 262144 / S.L / 16 * 16;
+        S.blk = S.blk < 16 ? 16 : S.blk > SM_BLOCK ? SM_BLOCK : S.blk;
+        S.nblk = (S.I + S.blk - 1) / S.blk;
+        units = S.O * S.nblk, per = S.L * (S.I < S.blk ? S.I : S.blk);
     }
     jn_parallel_for(units, per >= 16384 ? 1 : 16384 / per, fn, &S);
     if (yc != y) {

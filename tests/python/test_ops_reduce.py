@@ -54,7 +54,7 @@ def read(t):
         return oc.npy(t)
     assert t._is_contiguous
     n = int(np.prod(t._shape))
-    bits = np.frombuffer(ctypes.string_at(t._data_ptr, 2 * n), np.uint16) if n else np.zeros(0, np.uint16)
+    bits = np.frombuffer(ctypes.string_at(t._data_ptr, 2 * n), np.uint16) if n else np.zeros(0)
     return (bits.astype(np.uint32) << 16).view(np.float32).reshape(t._shape)
 
 
@@ -82,13 +82,17 @@ def _sum_like(npfn, boolfn):
         dtype = attrs[2] if len(attrs) > 2 else -1
         od = _C.dtype_names[dtype] if dtype >= 0 else (in_dt if in_dt in FLOATS else "int64")
         ax = _axis(x, dims)
+        with np.errstate(all="ignore"):
+            return [(_cast(_reduce(x, od, ax, keepdim), od), od)]
+
+    def _reduce(x, od, ax, keepdim):
         if od == "bool":
             r = boolfn(x != 0, axis=ax, keepdims=bool(keepdim))
         elif od in FLOATS:
             r = npfn(x.astype(np.float64), axis=ax, keepdims=bool(keepdim))
         else:  # integer result: elements converted to the integer type, wrapping math
             r = npfn(x.astype(np.int64), axis=ax, keepdims=bool(keepdim))
-        return [(_cast(r, od), od)]
+        return r
     return ref
 
 
@@ -260,95 +264,118 @@ def _sum_cases():
           (F64, ([0], False, oc.dt("float32"))), (F32, ([1], False, oc.dt("int64"))),
           (I64, ([0], False, oc.dt("int32"))), (I32, ([2], False, oc.dt("bool"))),
           (BF16(F32), ([2], False, -1)), (BF16(F32), ([], False, -1)),
-          (F32, ([0, 2], False, oc.dt("bfloat16")))]
+          (F32, ([0, 2], False, oc.dt("bfloat16"))), (SHORT, ([1], False, -1)),
+          (SHORT_I, ([1], True, -1))]
     return c
 
 
+MASKED = np.where(R((100, 4), seed=16) > 1, -np.inf, R((100, 4), seed=17)).astype(np.float32)
+ALT = np.broadcast_to(np.array([True, False]), (50, 2))
+
+
+def _grid(xs, dims_attrs):
+    return [(x, a) for x in xs for a in dims_attrs]
+
+
+def _red(x, extra=()):
+    return [(x, a) for _, a in _dimcases(x, extra)]
+
+
 CASES = {
-    "sum": _sum_cases() + [(SHORT, ([1], False, -1)), (SHORT_I, ([1], True, -1))],
-    "mean": [(x, a) for x in (F32, F64) for (x, a) in _dimcases(x, (-1,))] + [
+    "sum": _sum_cases(),
+    "mean": _red(F32, (-1,)) + _red(F64, (-1,)) + [
         (F16, ([0], False, -1)), (BF16(F32), ([1, 2], True, -1)), (ROW, ([1], False, -1)),
         (COLS, ([0], True, -1)), (BCAST, ([0, 1], False, -1)), (SCALAR, ([], False, -1)),
         (EMPTY, ([0], False, -1)), (EMPTY, ([1], False, -1)), (EMPTY3, ([1], True, -1)),
         (I32, ([1], False, oc.dt("float32"))), (BOOL, ([], False, oc.dt("float64"))),
-        (F32, ([2], False, oc.dt("float64"))), (NANS, ([0], False, -1)), (SHORT, ([1], False, -1))],
-    "prod": [(R((3, 4, 5), lo=0.5, hi=1.5), a) for _, a in _dimcases(F32, (-1,))] + [
+        (F32, ([2], False, oc.dt("float64"))), (NANS, ([0], False, -1)),
+        (SHORT, ([1], False, -1))],
+    "prod": _red(R((3, 4, 5), lo=0.5, hi=1.5), (-1,)) + [
         (I32, ([1], False, -1)), (I64, ([0, 1], True, -1)), (BOOL, ([2], False, -1)),
-        (U8, ([1], False, -1)), (BIGINT, ([0], False, -1)), (R((4, 9), "float64", 0.8, 1.2), ([1], False, -1)),
-        (F16, ([0], False, -1)), (SCALAR, ([], False, -1)), (EMPTY, ([0], False, -1)),
-        (EMPTY, ([], True, -1)), (BCAST_COL, ([1], False, -1)), (I32, ([1], False, oc.dt("float64"))),
-        (BOOL, ([0], False, oc.dt("bool"))), (NANS, ([1], False, -1)), (SHORT_I, ([1], False, -1))],
-    "amax": [c for x in (F32, I32, BOOL) for c in _dimcases(x)] + [
+        (U8, ([1], False, -1)), (BIGINT, ([0], False, -1)),
+        (R((4, 9), "float64", 0.8, 1.2), ([1], False, -1)), (F16, ([0], False, -1)),
+        (SCALAR, ([], False, -1)), (EMPTY, ([0], False, -1)), (EMPTY, ([], True, -1)),
+        (BCAST_COL, ([1], False, -1)), (I32, ([1], False, oc.dt("float64"))),
+        (BOOL, ([0], False, oc.dt("bool"))), (NANS, ([1], False, -1)),
+        (SHORT_I, ([1], False, -1))],
+    "amax": _red(F32) + _red(I32) + _red(BOOL) + [
         (F64, ([1], False)), (F16, ([0], True)), (U8, ([1], False)), (I64, ([], False)),
         (NANS, ([1], False)), (NANS, ([0], True)), (NANS, ([], False)), (NEGINF, ([1], False)),
         (ROW, ([1], False)), (COLS, ([0], False)), (BCAST, ([0], False)), (SCALAR, ([], False)),
-        (SCALAR, ([0], True)), (EMPTY, ([1], False)), (BF16(F32), ([0, 1], False)), (SHORT, ([1], False)), (SHORT_I, ([1], True))],
-    "amin": [c for x in (F32, I64) for c in _dimcases(x)] + [
+        (SCALAR, ([0], True)), (EMPTY, ([1], False)), (BF16(F32), ([0, 1], False)),
+        (SHORT, ([1], False)), (SHORT_I, ([1], True))],
+    "amin": _red(F32) + _red(I64) + [
         (F64, ([2], True)), (F16, ([1], False)), (U8, ([0], False)), (BOOL, ([0, 2], False)),
         (NANS, ([1], False)), (NANS, ([0], False)), (ROW, ([1], True)), (COLS, ([0], False)),
         (BCAST_COL, ([1], False)), (SCALAR, ([-1], False)), (EMPTY, ([1], True)),
         (BF16(F32), ([2], False)), (SHORT_I, ([-1], False))],
-    "max_dim": [(x, (d, k)) for x in (F32, I32) for d in (0, 1, 2, -1) for k in (False, True)] + [
-        (F64, (1, False)), (F16, (0, False)), (BOOL, (2, True)), (U8, (1, False)), (TIES, (1, False)),
-        (TIES, (0, True)), (NANS, (1, False)), (NANS, (0, False)), (NEGINF, (1, False)),
-        (ROW, (1, False)), (COLS, (0, False)), (BCAST, (0, False)), (BCAST, (1, True)),
-        (SCALAR, (0, False)), (SCALAR, (-1, True)), (EMPTY, (1, False)), (BF16(F32), (1, False)), (SHORT, (1, False)), (SHORT_I, (1, True))],
-    "min_dim": [(x, (d, k)) for x in (F32, I64) for d in (0, -1) for k in (False, True)] + [
+    "max_dim": _grid((F32, I32), [(d, k) for d in (0, 1, 2, -1) for k in (False, True)]) + [
+        (F64, (1, False)), (F16, (0, False)), (BOOL, (2, True)), (U8, (1, False)),
+        (TIES, (1, False)), (TIES, (0, True)), (NANS, (1, False)), (NANS, (0, False)),
+        (NEGINF, (1, False)), (ROW, (1, False)), (COLS, (0, False)), (BCAST, (0, False)),
+        (BCAST, (1, True)), (SCALAR, (0, False)), (SCALAR, (-1, True)), (EMPTY, (1, False)),
+        (BF16(F32), (1, False)), (SHORT, (1, False)), (SHORT_I, (1, True))],
+    "min_dim": _grid((F32, I64), [(d, k) for d in (0, -1) for k in (False, True)]) + [
         (F64, (2, False)), (BOOL, (0, False)), (TIES, (1, False)), (TIES, (0, False)),
         (NANS, (1, True)), (ROW, (1, False)), (COLS, (0, True)), (BCAST_COL, (1, False)),
-        (SCALAR, (0, False)), (EMPTY, (1, True)), (BF16(F32), (2, False)), (SHORT_I, (1, False))],
-    "argmax": [(x, (d, k, 1)) for x in (F32, I32) for d in (0, 1, -1) for k in (False, True)] + [
+        (SCALAR, (0, False)), (EMPTY, (1, True)), (BF16(F32), (2, False)),
+        (SHORT_I, (1, False))],
+    "argmax": _grid((F32, I32), [(d, k, 1) for d in (0, 1, -1) for k in (False, True)]) + [
         (F32, (0, False, 0)), (F32, (0, True, 0)), (TIES, (0, False, 0)), (TIES, (1, False, 1)),
-        (NANS, (0, False, 0)), (NANS, (1, False, 1)), (NEGINF, (1, False, 1)), (F64, (2, False, 1)),
-        (F16, (1, False, 1)), (U8, (0, True, 1)), (ROW, (1, False, 1)), (ROW, (0, False, 0)),
-        (COLS, (0, False, 1)), (np.swapaxes(COLS, 0, 1), (0, False, 0)), (BCAST, (0, False, 1)),
-        (BCAST, (0, False, 0)), (SCALAR, (0, False, 0)), (SCALAR, (0, False, 1)),
-        (EMPTY, (1, False, 1)), (BF16(F32), (2, True, 1)), (SHORT_I, (1, False, 1)), (SHORT, (-1, True, 1))],
-    "argmin": [(x, (d, k, 1)) for x in (F32, I64) for d in (0, -1) for k in (False, True)] + [
+        (NANS, (0, False, 0)), (NANS, (1, False, 1)), (NEGINF, (1, False, 1)),
+        (F64, (2, False, 1)), (F16, (1, False, 1)), (U8, (0, True, 1)), (ROW, (1, False, 1)),
+        (ROW, (0, False, 0)), (COLS, (0, False, 1)), (np.swapaxes(COLS, 0, 1), (0, False, 0)),
+        (BCAST, (0, False, 1)), (BCAST, (0, False, 0)), (SCALAR, (0, False, 0)),
+        (SCALAR, (0, False, 1)), (EMPTY, (1, False, 1)), (BF16(F32), (2, True, 1)),
+        (SHORT_I, (1, False, 1)), (SHORT, (-1, True, 1))],
+    "argmin": _grid((F32, I64), [(d, k, 1) for d in (0, -1) for k in (False, True)]) + [
         (F32, (0, False, 0)), (I64, (0, True, 0)), (TIES, (1, False, 1)), (TIES, (0, False, 0)),
-        (NANS, (1, False, 1)), (NANS, (0, False, 0)), (F64, (0, False, 1)), (BOOL, (1, False, 1)),
-        (ROW, (1, False, 1)), (COLS, (0, True, 1)), (BCAST_COL, (1, False, 1)),
-        (SCALAR, (-1, True, 1)), (EMPTY, (1, False, 1)), (BF16(F32), (0, False, 0)), (SHORT_I, (1, False, 1))],
-    "var": [(x, (a[0], c, a[1])) for x in (F32, F64) for (x, a) in _dimcases(x) for c in (1.0,)] + [
+        (NANS, (1, False, 1)), (NANS, (0, False, 0)), (F64, (0, False, 1)),
+        (BOOL, (1, False, 1)), (ROW, (1, False, 1)), (COLS, (0, True, 1)),
+        (BCAST_COL, (1, False, 1)), (SCALAR, (-1, True, 1)), (EMPTY, (1, False, 1)),
+        (BF16(F32), (0, False, 0)), (SHORT_I, (1, False, 1))],
+    "var": [(x, (d, 1.0, k)) for x in (F32, F64) for _, (d, k) in _dimcases(x)] + [
         (F32, ([1], 0.0, False)), (F64, ([0, 2], 2.0, True)), (F64, ([2], 0.5, False)),
         (F16, ([1], 1.0, False)), (BF16(F32), ([2], 1.0, False)), (ROW, ([1], 1.0, False)),
         (COLS, ([0], 1.0, False)), (COLS, ([0], 0.0, True)), (BCAST, ([0], 1.0, False)),
-        (R((6, 5), "float64", 1e6, 1e6 + 1, seed=11), ([0], 1.0, False)),  # large mean: needs 2 passes
+        (R((6, 5), "float64", 1e6, 1e6 + 1, seed=11), ([0], 1.0, False)),  # needs 2 passes
         (SCALAR, ([], 0.0, False)), (SCALAR, ([], 1.0, False)), (EMPTY, ([0], 1.0, False)),
         (EMPTY, ([1], 0.0, False)), (NANS, ([1], 1.0, False)), (SHORT, ([1], 1.0, False))],
-    "std": [(x, (a[0], 1.0, a[1])) for (x, a) in _dimcases(F32)] + [
+    "std": [(F32, (d, 1.0, k)) for _, (d, k) in _dimcases(F32)] + [
         (F64, ([1], 0.0, False)), (F64, ([0, 2], 1.0, True)), (F16, ([0], 1.0, False)),
         (BF16(F32), ([0, 1], 1.0, False)), (ROW, ([1], 1.0, True)), (COLS, ([0], 1.0, False)),
         (BCAST_COL, ([1], 1.0, False)), (SCALAR, ([0], 0.0, True)), (EMPTY, ([1], 1.0, False)),
         (NANS, ([0], 1.0, False)), (SHORT, ([1], 0.0, True))],
-    "logsumexp": [c for x in (F32, F64) for c in _dimcases(x)] + [
+    "logsumexp": _red(F32) + _red(F64) + [
         (R((4, 5), lo=50, hi=90), ([1], False)), (R((4, 5), "float64", -800, -700), ([0], False)),
         (NEGINF, ([1], False)), (NEGINF, ([0], True)), (NANS, ([1], False)), (I32, ([1], False)),
         (BOOL, ([], False)), (I64, ([0], True)), (F16, ([1], False)), (BF16(F32), ([2], False)),
         (ROW, ([1], False)), (COLS, ([0], False)), (BCAST, ([0], False)), (SCALAR, ([], False)),
         (EMPTY, ([0], False)), (EMPTY, ([1], True)), (SHORT, ([1], False))],
-    "all": [c for x in (BOOL, I32) for c in _dimcases(x)] + [
+    "all": _red(BOOL) + _red(I32) + [
         (np.ones((4, 6), bool), ([1], False)), (np.ones((30, 40), bool), ([0], False)),
         (F32 > -1.5, ([0, 1], True)), (NANS, ([1], False)), (U8, ([0], False)), (U8, ([], False)),
-        (F16, ([1], False)), (I64, ([], True)), (np.broadcast_to(np.array([True, False]), (50, 2)), ([0], False)),
-        (SCALAR, ([], False)), (np.array(0, np.int32), ([0], False)), (EMPTY, ([0], False)),
-        (EMPTY, ([], False)), (BF16(F32), ([1], False)), (SHORT_I, ([1], False))],
-    "any": [c for x in (BOOL, F32) for c in _dimcases(x)] + [
+        (F16, ([1], False)), (I64, ([], True)), (ALT, ([0], False)), (SCALAR, ([], False)),
+        (np.array(0, np.int32), ([0], False)), (EMPTY, ([0], False)), (EMPTY, ([], False)),
+        (BF16(F32), ([1], False)), (SHORT_I, ([1], False))],
+    "any": _red(BOOL) + _red(F32) + [
         (np.zeros((4, 6), bool), ([1], False)), (np.zeros((30, 40), np.int64), ([0], True)),
-        (np.where(np.isnan(NANS), NANS, 0), ([1], False)), (U8, ([1], False)), (F16, ([0], False)), (I64, ([], False)),
-        (np.broadcast_to(np.array([True, False]), (50, 2)), ([0], False)), (SCALAR, ([], False)),
-        (EMPTY, ([0], False)), (EMPTY, ([], True)), (BF16(F32), ([0], False)), (SHORT_I, ([1], False))],
-    "softmax": [(x, (d,)) for x in (F32, F64) for d in (0, 1, 2, -1)] + [
+        (np.where(np.isnan(NANS), NANS, 0), ([1], False)), (U8, ([1], False)),
+        (F16, ([0], False)), (I64, ([], False)), (ALT, ([0], False)), (SCALAR, ([], False)),
+        (EMPTY, ([0], False)), (EMPTY, ([], True)), (BF16(F32), ([0], False)),
+        (SHORT_I, ([1], False))],
+    "softmax": _grid((F32, F64), [(d,) for d in (0, 1, 2, -1)]) + [
         (F16, (1,)), (F16, (0,)), (BF16(F32), (2,)), (BF16(F32), (0,)), (ROW, (1,)), (ROW, (0,)),
         (R((3, 300, 2), seed=12), (1,)), (R((2, 5, 300), seed=13), (1,)),
         (R((4, 6), lo=-1000, hi=1000), (1,)), (NEGINF, (1,)), (NANS, (1,)), (BCAST, (1,)),
         (BCAST_COL, (1,)), (SCALAR, (0,)), (SCALAR, (-1,)), (EMPTY, (1,)), (EMPTY3, (1,)),
         (EMPTY3, (2,)), (R((200, 5), seed=14), (1,)), (R((70, 3), "float64", seed=15), (-1,)),
-        (np.where(R((100, 4), seed=16) > 1, -np.inf, R((100, 4), seed=17)).astype(np.float32), (1,))],
-    "log_softmax": [(x, (d,)) for x in (F32, F64) for d in (0, 1, -1)] + [
+        (MASKED, (1,))],
+    "log_softmax": _grid((F32, F64), [(d,) for d in (0, 1, -1)]) + [
         (F16, (1,)), (BF16(F32), (1,)), (ROW, (1,)), (ROW, (0,)), (R((3, 300, 2), seed=12), (1,)),
         (R((4, 6), lo=-1000, hi=1000), (0,)), (NEGINF, (1,)), (BCAST, (0,)), (SCALAR, (0,)),
-        (EMPTY, (0,)), (EMPTY3, (2,)), (R((200, 5), seed=14), (1,)), (R((3, 100, 7), seed=18), (2,))],
+        (EMPTY, (0,)), (EMPTY3, (2,)), (R((200, 5), seed=14), (1,)),
+        (R((3, 100, 7), seed=18), (2,))],
 }
 
 
@@ -434,7 +461,8 @@ def test_empty_reductions_give_identities():
     ("sum", ([2], False, -1)), ("sum", ([-3], False, -1)), ("mean", ([0, 5], False, -1)),
     ("amax", ([2], False)), ("var", ([7], 1.0, False)), ("logsumexp", ([-4], False)),
     ("all", ([2], False)), ("max_dim", (2, False)), ("min_dim", (-3, False)),
-    ("argmax", (2, False, 1)), ("argmin", (-3, True, 1)), ("softmax", (2,)), ("log_softmax", (-3,))])
+    ("argmax", (2, False, 1)), ("argmin", (-3, True, 1)), ("softmax", (2,)),
+    ("log_softmax", (-3,))])
 def test_bad_dim(name, attrs):
     with pytest.raises(IndexError, match=r"range of \[-2, 1\]"):
         oc.op(name, [oc.jn(ROW)], attrs)
@@ -495,7 +523,8 @@ def test_large_sum():
     m = BIG.reshape(2048, 2048)
     for dims in ([0], [1]):
         got = read(oc.op("sum", [oc.jn(m)], (dims, False, -1)))
-        np.testing.assert_allclose(got, m.astype(np.float64).sum(axis=dims[0]), rtol=1e-5, atol=1e-4)
+        want = m.astype(np.float64).sum(axis=dims[0])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
     got = read(oc.op("mean", [oc.jn(m.T)], ([], False, -1)))
     assert abs(float(got) - ref / BIG.size) < 1e-7
 
@@ -532,7 +561,8 @@ def test_split_reductions_keep_first_index(threads):
         z = oc.rand((3, 40000), seed=23)                # a few long rows
         for name, attrs in [("sum", ([1], False, -1)), ("std", ([1], 1.0, False)),
                             ("logsumexp", ([1], False)), ("amin", ([1], False)),
-                            ("argmin", (1, False, 1)), ("all", ([1], False)), ("prod", ([1], False, oc.dt("int64")))]:
+                            ("argmin", (1, False, 1)), ("all", ([1], False)),
+                            ("prod", ([1], False, oc.dt("int64")))]:
             check(name, z, attrs)
     finally:
         _C.set_num_threads(old)

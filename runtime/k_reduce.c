@@ -896,6 +896,8 @@ static jn_status red_setup(rkind k, const jn_tensor *x, const jn_attrs *a, uint8
     if ((s = dims_mask(x, &a->a[0].l, op, mask))) return s;
     all = a->a[0].l.n == 0;
     int64_t want = (k == K_SUM || k == K_MEAN || k == K_PROD) ? a->a[2].i : -1;
+    if (want < -1 || want >= JN_NDTYPES)
+        return jn_error(JN_ERR_VALUE, "%s(): bad dtype code %lld", op, (long long)want);
     switch (k) {
     case K_SUM: case K_PROD:
         *odt = want >= 0 ? (jn_dtype)want : jn_dtype_is_float(in) ? in : JN_I64;

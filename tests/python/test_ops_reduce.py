@@ -540,7 +540,7 @@ def test_large_softmax():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("threads", [1, 3, 8])
 def test_split_reductions_keep_first_index(threads):
     """Long reductions are split over threads; partials must combine in order."""
     old = _C.get_num_threads()

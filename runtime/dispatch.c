@@ -248,7 +248,7 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
     jn_tensor *copies[JN_MAX_INS];
     for (int i = 0; i < nin; i++) {
         safe[i] = in[i];
-        if (in[i] != dst && in[i]->storage == dst->storage &&
+        if (in[i] != dst && jn_rt_may_overlap(in[i], dst) &&
             !(in[i]->offset == dst->offset && jn_same_shape(in[i]->ndim, in[i]->shape, dst->ndim, dst->shape) &&
               !memcmp(in[i]->strides, dst->strides, sizeof(int64_t) * (size_t)dst->ndim))) {
             jn_tensor *c = jn_contiguous(in[i]);

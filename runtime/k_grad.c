@@ -193,7 +193,8 @@ typedef struct {
     jn_dtype cd;          /* F32 or F64: the compute dtype */
     const char *gt;       /* grad_out of dtype cd: element (o, n, p) at o*gso + n*gsn + p */
     int64_t gso, gsn;
-    int64_t B;            /* images per GEMM */
+    int64_t B;            /* images per chunk */
+    int64_t cw;           /* columns per GEMM call (splits a chunk's columns) */
     /* input gradient */
     const char *w;        /* contiguous [O, Kc] */
     char *dx;             /* contiguous [N, C, H, W] */
@@ -229,7 +230,10 @@ typedef struct {
             for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                        \
             for (int64_t ow = hi; ow < g->OW; ow++) d[ow] = 0;                                    \
             const T *s = xc + ih * j->xs[2];                                                      \
-            for (int64_t ow = lo; ow < hi; ow++) d[ow] = s[ow * step + woff * xsw];               \
+            if (step == 1) /* the common case: a contiguous run of the input row */              \
+                memcpy(d + lo, s + lo + woff, sizeof(T) * (size_t)(hi - lo));                     \
+            else                                                                                  \
+                for (int64_t ow = lo; ow < hi; ow++) d[ow] = s[ow * step + woff * xsw];           \
         }                                                                                         \
     }
 IM2COL_ROW(im2col_row_f32, float)
@@ -317,14 +321,21 @@ static void gemm(jn_dtype cd, int ta, int tb, int64_t m, int64_t n, int64_t k, c
                     (int)ldc);
 }
 
-/* Input gradient of images [n0, n0+nb): per group, cols = W_g^T @ dY_g, then
- * col2im; `par` spreads col2im over the pool. */
+/* Input gradient of images [n0, n0+nb): per group, cols = W_g^T @ dY_g
+ * (in GEMMs of at most cw columns), then col2im; `par` spreads col2im over
+ * the pool. */
 static void dx_chunk(const cjob *j, int64_t n0, int64_t nb, void *col, int par) {
     const cgeom *g = &j->g;
     size_t es = jn_dtype_size[j->cd];
+    const int64_t ncol = nb * g->P;
     for (int64_t gr = 0; gr < g->G; gr++) {
         const char *Wg = j->w + (size_t)(gr * g->Og * g->Kc * (int64_t)es);
-        gemm(j->cd, 1, 0, g->Kc, nb * g->P, g->Og, Wg, g->Kc, gmat(j, gr, n0), j->gso, 0.0, col, nb * g->P);
+        const char *Gm = gmat(j, gr, n0);
+        for (int64_t c0 = 0; c0 < ncol; c0 += j->cw) {
+            int64_t w = ncol - c0 < j->cw ? ncol - c0 : j->cw;
+            gemm(j->cd, 1, 0, g->Kc, w, g->Og, Wg, g->Kc, Gm + c0 * (int64_t)es, j->gso, 0.0,
+                 (char *)col + c0 * (int64_t)es, ncol);
+        }
         rows_ctx c = {j, n0, nb, gr, col};
         int64_t tasks = nb * g->Cg;
         if (par && tasks > 1 && g->Kc * nb * g->P >= (1 << 16))
@@ -346,7 +357,13 @@ static void dw_chunk(const cjob *j, int64_t n0, int64_t nb, void *col, char *dst
         else
             im2col_rows(j, n0, nb, gr, col, 0, tasks);
         char *Dg = dst + (size_t)(gr * g->Og * g->Kc * (int64_t)es);
-        gemm(j->cd, 0, 1, g->Og, g->Kc, nb * g->P, gmat(j, gr, n0), j->gso, col, nb * g->P, 1.0, Dg, g->Kc);
+        const char *Gm = gmat(j, gr, n0);
+        const int64_t ncol = nb * g->P;
+        for (int64_t c0 = 0; c0 < ncol; c0 += j->cw) {
+            int64_t w = ncol - c0 < j->cw ? ncol - c0 : j->cw;
+            gemm(j->cd, 0, 1, g->Og, g->Kc, w, Gm + c0 * (int64_t)es, j->gso, (const char *)col + c0 * (int64_t)es,
+                 ncol, 1.0, Dg, g->Kc);
+        }
     }
 }
 
@@ -408,21 +425,26 @@ static void sum_partials(int64_t b, int64_t e, void *ctx) {
     }
 }
 
-/* Chooses the execution plan: j->ntask > 1 for the batch-parallel path
- * (products small enough for single-threaded BLAS), else chunks of j->B
- * images with BLAS threading. */
+/* Chooses the execution plan.  Batch-parallel (j->ntask > 1) when every
+ * GEMM call can stay under OpenBLAS's single-thread size: several images
+ * per call when one image is small, one image in column slices of j->cw
+ * when O_g x Ckk is small (a thin product: memory-bound, and OpenBLAS
+ * threads it poorly).  Otherwise chunks of j->B images, one BLAS-threaded
+ * GEMM per chunk and group. */
 static void plan(cjob *j) {
     const cgeom *g = &j->g;
-    double mnk = (double)g->Og * (double)g->Kc * (double)g->P;
+    double mk = (double)g->Og * (double)g->Kc, mnk = mk * (double)g->P;
     int nt = jn_num_threads();
-    if (g->N > 1 && nt > 1 && mnk <= BLAS_SINGLE_THREAD_MNK) {
+    if (g->N > 1 && nt > 1 && (mnk <= BLAS_SINGLE_THREAD_MNK || mk * 64.0 <= BLAS_SINGLE_THREAD_MNK)) {
         j->ntask = g->N < nt ? g->N : nt;
         int64_t per = (g->N + j->ntask - 1) / j->ntask, b = (int64_t)(BLAS_SINGLE_THREAD_MNK / (mnk + 1.0));
         j->B = b < 1 ? 1 : b > per ? per : b;
+        j->cw = mnk <= BLAS_SINGLE_THREAD_MNK ? j->B * g->P : (int64_t)(BLAS_SINGLE_THREAD_MNK / mk);
     } else {
         j->ntask = 1;
         int64_t b = COL_TARGET_ELEMS / (g->Kc * g->P + 1);
         j->B = b < 1 ? 1 : b > g->N ? g->N : b;
+        j->cw = j->B * g->P;
     }
 }
 

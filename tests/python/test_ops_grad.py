@@ -138,7 +138,9 @@ _CONV = [
     dict(x=(2, 3, 4, 4), w=(5, 3, 4, 4), attrs=([1], [0], [1], 1)),                  # kernel = input: 1x1 out
     dict(x=(4, 8, 14, 14), w=(16, 8, 3, 3), attrs=([1], [1], [1], 1)),               # BLAS-sized per image
     dict(x=(5, 2, 3, 11), w=(2, 1, 3, 3), attrs=([1, 3], [0, 1], [1], 2)),           # small batch products
+    dict(x=(3, 3, 40, 40), w=(16, 3, 3, 3), attrs=([1], [1], [1], 1)),               # thin GEMMs in slices
     dict(x=(0, 3, 5, 5), w=(4, 3, 3, 3), attrs=([1], [1], [1], 1)),                  # empty batch
+    dict(x=(2, 0, 5, 5), w=(4, 0, 3, 3), attrs=([1], [1], [1], 1)),                  # no input channels
     dict(x=(2, 3, 5, 5), w=(0, 3, 3, 3), attrs=([1], [1], [1], 1)),                  # no output channels
 ]
 _AVG = [  # input size, (kernel, stride, padding, ceil_mode, count_include_pad)
@@ -295,7 +297,7 @@ def test_conv_grads_thread_counts(threads):
     old = _C.get_num_threads()
     try:
         _C.set_num_threads(threads)
-        for case in (_CONV[1], _CONV[7], _CONV[8]):
+        for case in (_CONV[1], _CONV[7], _CONV[8], _CONV[9]):
             for name in ("conv2d_input_grad", "conv2d_weight_grad"):
                 inputs, attrs, ref = _inputs(name, case, "float64", seed=11)
                 got = oc.op(name, [oc.jn(a) for a in inputs], attrs)

@@ -11,10 +11,11 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static jn_opinfo infos[JN_NOPS] = {
-#define JN_OP(name, nin, nout, flags, attrs) {#name, nin, nout, flags, attrs, 0, {0}, {{0}}},
+#define JN_OP(name, nin, nout, flags, attrs) {#name, nin, nout, flags, attrs, 0, {0}, {{0}}, {0}},
 #include "ops.def"
 #undef JN_OP
 };
@@ -47,8 +48,14 @@ static void parse_schemas(void) {
             memcpy(in->attr_name[n], p, len);
             in->attr_name[n][len] = 0;
             in->attr_kind[n] = colon[1];
-            n++;
+            in->attr_default[n] = colon[1] == JN_A_DTYPE ? -1 : 0;
             p = colon + 2;
+            if (*p == '=') {
+                char *end;
+                in->attr_default[n] = strtod(p + 1, &end);
+                p = end;
+            }
+            n++;
             if (*p == ',') p++;
         }
         in->nattrs = n;

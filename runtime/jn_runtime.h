@@ -237,6 +237,7 @@ typedef struct {
     int nattrs;
     char attr_kind[JN_MAX_ATTRS];       /* jn_attr_kind */
     char attr_name[JN_MAX_ATTRS][24];
+    double attr_default[JN_MAX_ATTRS];  /* for numeric attrs ("alpha:f=1") */
 } jn_opinfo;
 
 typedef jn_status (*jn_infer_fn)(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out);

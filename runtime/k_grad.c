@@ -11,8 +11,10 @@
  * [O, N*P] layout so that a run of images is one strided matrix.  Like
  * conv2d's forward, products that OpenBLAS runs single-threaded anyway are
  * spread over the batch on the thread pool (weight: one partial sum per
- * task, added in task order, so results do not depend on timing); larger
- * ones run chunk by chunk with BLAS threading, im2col/col2im on the pool.
+ * task, added in task order, so results do not depend on timing); so are
+ * thin ones (small O_g x Ckk, e.g. a first layer), as GEMMs over column
+ * slices of each image.  Larger ones run chunk by chunk with BLAS
+ * threading, im2col/col2im on the pool.
  *
  * Pool backwards zero each input plane and scatter grad/divisor over each
  * output cell's window, one (batch, channel) plane per task.  float16 and

@@ -11,10 +11,11 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static jn_opinfo infos[JN_NOPS] = {
-#define JN_OP(name, nin, nout, flags, attrs) {#name, nin, nout, flags, attrs, 0, {0}, {{0}}},
+#define JN_OP(name, nin, nout, flags, attrs) {#name, nin, nout, flags, attrs, 0, {0}, {{0}}, {0}},
 #include "ops.def"
 #undef JN_OP
 };
@@ -47,8 +48,14 @@ static void parse_schemas(void) {
             memcpy(in->attr_name[n], p, len);
             in->attr_name[n][len] = 0;
             in->attr_kind[n] = colon[1];
-            n++;
+            in->attr_default[n] = colon[1] == JN_A_DTYPE ? -1 : 0;
             p = colon + 2;
+            if (*p == '=') {
+                char *end;
+                in->attr_default[n] = strtod(p + 1, &end);
+                p = end;
+            }
+            n++;
             if (*p == ',') p++;
         }
         in->nattrs = n;
@@ -241,7 +248,7 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
     jn_tensor *copies[JN_MAX_INS];
     for (int i = 0; i < nin; i++) {
         safe[i] = in[i];
-        if (in[i] != dst && in[i]->storage == dst->storage &&
+        if (in[i] != dst && jn_rt_may_overlap(in[i], dst) &&
             !(in[i]->offset == dst->offset && jn_same_shape(in[i]->ndim, in[i]->shape, dst->ndim, dst->shape) &&
               !memcmp(in[i]->strides, dst->strides, sizeof(int64_t) * (size_t)dst->ndim))) {
             jn_tensor *c = jn_contiguous(in[i]);

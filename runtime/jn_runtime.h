@@ -178,6 +178,9 @@ void jn_nditer(int nops, char **base, int ndim, const int64_t *shape,
 
 /* Copy src into dst (same shape or src broadcastable), converting dtype. */
 jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src);
+/* Could a and b share memory? (byte ranges intersect; also catches two
+ * imported views of one numpy buffer, which have different storages) */
+int jn_rt_may_overlap(const jn_tensor *a, const jn_tensor *b);
 /* The converting inner loop for src -> dst dtype (ptrs[0] = dst, ptrs[1] = src). */
 jn_loop_fn jn_rt_cast_loop(jn_dtype src, jn_dtype dst);
 /* Set by the autograd layer: frees what it hangs on a dying tensor. */
@@ -237,6 +240,7 @@ typedef struct {
     int nattrs;
     char attr_kind[JN_MAX_ATTRS];       /* jn_attr_kind */
     char attr_name[JN_MAX_ATTRS][24];
+    double attr_default[JN_MAX_ATTRS];  /* for numeric attrs ("alpha:f=1") */
 } jn_opinfo;
 
 typedef jn_status (*jn_infer_fn)(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out);

@@ -256,6 +256,31 @@ void jn_broadcast_byte_strides(const jn_tensor *t, int ndim, const int64_t *shap
     }
 }
 
+/* Byte range [lo, hi) a tensor's elements can touch. */
+static void byte_extent(const jn_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+    int64_t es = (int64_t)jn_dtype_size[t->dtype], mn = 0, mx = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 0) {
+            *lo = *hi = 0;
+            return;
+        }
+        int64_t span = (t->shape[i] - 1) * t->strides[i];
+        if (span < 0) mn += span;
+        else mx += span;
+    }
+    uintptr_t base = (uintptr_t)jn_data(t);
+    *lo = base + (uintptr_t)(mn * es);
+    *hi = base + (uintptr_t)((mx + 1) * es);
+}
+
+int jn_rt_may_overlap(const jn_tensor *a, const jn_tensor *b) {
+    if (!a->storage->data || !b->storage->data) return 0;
+    uintptr_t alo, ahi, blo, bhi;
+    byte_extent(a, &alo, &ahi);
+    byte_extent(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
 /* --------------------------------------------------------------- iterator */
 #define ITER_MAX_OPS 8
 

@@ -266,8 +266,9 @@ int jn_py_parse_attrs(jn_op op, PyObject *attrs, jn_attrs *a) {
     Py_ssize_t n = PyTuple_GET_SIZE(attrs);
     for (int i = 0; i < info->nattrs; i++) {
         const char *name = info->attr_name[i];
-        if (i >= n) { /* random ops' seed/offset are filled by the dispatcher */
-            if (info->attr_kind[i] == JN_A_DTYPE) a->a[i].i = -1;
+        if (i >= n) { /* schema default; random ops' seed/offset are filled by the dispatcher */
+            if (info->attr_kind[i] == JN_A_FLOAT) a->a[i].f = info->attr_default[i];
+            else if (info->attr_kind[i] != JN_A_INTS) a->a[i].i = (int64_t)info->attr_default[i];
             continue;
         }
         PyObject *v = PyTuple_GET_ITEM(attrs, i);

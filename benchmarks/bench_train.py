@@ -1,0 +1,133 @@
+"""Training steps per second of the three examples, janus eager next to
+PyTorch eager (when installed), same models, batch sizes, data and thread
+count, in one run.  Medians of repeats; reported as ratios.
+
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_train.py [--repeats 5] [--steps 20]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+import numpy as np  # noqa: E402
+
+import janus  # noqa: E402
+import janus.nn as jnn  # noqa: E402
+
+try:
+    import torch
+    import torch.nn as tnn
+except ImportError:
+    torch = None
+
+
+def mlp(nn):
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def cnn(nn):
+    class LeNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+            self.conv2 = nn.Conv2d(6, 16, 5)
+            self.pool = nn.MaxPool2d(2)
+            self.fc1 = nn.Linear(400, 120)
+            self.fc2 = nn.Linear(120, 84)
+            self.fc3 = nn.Linear(84, 10)
+
+        def forward(self, x):
+            x = self.pool(self.conv1(x).relu())
+            x = self.pool(self.conv2(x).relu())
+            x = x.flatten(1)
+            return self.fc3(self.fc2(self.fc1(x).relu()).relu())
+    return LeNet()
+
+
+def lstm(nn, lib, vocab=96, hidden=128):
+    class CharLSTM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, 32)
+            self.cell = nn.LSTMCell(32, hidden)
+            self.head = nn.Linear(hidden, vocab)
+
+        def forward(self, x):
+            b, t = x.shape
+            e = self.embed(x)
+            h = lib.zeros(b, hidden)
+            c = lib.zeros(b, hidden)
+            outs = []
+            for i in range(t):
+                h, c = self.cell(e[:, i], (h, c))
+                outs.append(h)
+            return self.head(lib.stack(outs, 1).reshape(b * t, hidden))
+    return CharLSTM()
+
+
+def workloads(rng):
+    x_img = rng.random((128, 1, 28, 28), dtype=np.float32)
+    y10 = rng.integers(0, 10, 128)
+    x_c = rng.random((64, 1, 28, 28), dtype=np.float32)
+    y_c = rng.integers(0, 10, 64)
+    seq = rng.integers(0, 96, (32, 33))
+    return [
+        ("fashion_mlp (batch 128)", lambda nn, lib: mlp(nn), x_img, y10),
+        ("fashion_cnn (batch 64)", lambda nn, lib: cnn(nn), x_c, y_c),
+        ("char_lstm (batch 32, 32 steps)", lambda nn, lib: lstm(nn, lib), seq[:, :-1], seq[:, 1:].reshape(-1)),
+    ]
+
+
+def time_steps(lib, nn, make, x, y, steps, repeats):
+    model = make(nn, lib)
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    xs, ys = lib.tensor(x), lib.tensor(y)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(xs), ys)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(3):
+        step().item()
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            loss = step()
+        loss.item()
+        rates.append(steps / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    args = ap.parse_args()
+    janus.set_num_threads(args.threads)
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(0)
+    print(f"training steps/s, {args.threads} threads, median of {args.repeats} x {args.steps} steps")
+    print(f"{'workload':34s} {'janus eager':>12s} {'torch eager':>12s} {'janus/torch':>12s}")
+    for name, make, x, y in workloads(rng):
+        j = time_steps(janus, jnn, make, x, y, args.steps, args.repeats)
+        t = time_steps(torch, tnn, make, x, y, args.steps, args.repeats) if torch else float("nan")
+        ratio = j / t if torch else float("nan")
+        print(f"{name:34s} {j:12.1f} {t:12.1f} {ratio:11.2f}x", flush=True)
+    if torch is None:
+        print("(PyTorch not installed: pip install torch to compare)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""janus.optim.Adam: Adam (Kingma & Ba) with optional AMSGrad, L2 weight
+decay (or decoupled weight decay, which is AdamW) and maximization -- torch's
+single-tensor update, step for step:
+
+    step += 1
+    g = -grad if maximize else grad
+    p *= 1 - lr * weight_decay            (decoupled)   or   g = g + weight_decay * p
+    m.lerp_(g, 1 - beta1)                 (m = m + (1 - beta1) * (g - m))
+    v = beta2 * v + (1 - beta2) * g * g
+    bias_correction1 = 1 - beta1 ** step,  bias_correction2 = 1 - beta2 ** step
+    step_size = lr / bias_correction1
+    vmax = maximum(vmax, v); use vmax instead of v      (amsgrad)
+    denom = (sqrt(v) / sqrt(bias_correction2)) + eps
+    p = p - step_size * m / denom
+
+state: step (a float, like torch's float32 step tensor), exp_avg, exp_avg_sq,
+max_exp_avg_sq (amsgrad only); created on a parameter's first step.
+"""
+import math
+
+import janus
+
+from .optimizer import Optimizer, _addcdiv_, _addcmul_, _check, _lerp_
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check(0.0 <= lr, f"Invalid learning rate: {lr}")
+        _check(0.0 <= eps, f"Invalid epsilon value: {eps}")
+        _check(0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}")
+        _check(0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}")
+        _check(0.0 <= weight_decay, f"Invalid weight_decay value: {weight_decay}")
+        if differentiable:
+            raise NotImplementedError("janus optimizers do not support differentiable=True")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("decoupled_weight_decay", False)
+
+    def step(self, closure=None):
+        """Perform one optimization step; closure re-evaluates the model and returns the loss."""
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            lr = group["lr"]
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            amsgrad = group["amsgrad"]
+            maximize = group["maximize"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0.0
+                    state["exp_avg"] = janus.zeros_like(p)
+                    state["exp_avg_sq"] = janus.zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = janus.zeros_like(p)
+                exp_avg = state["exp_avg"]
+                exp_avg_sq = state["exp_avg_sq"]
+                if maximize:
+                    grad = -grad
+                state["step"] += 1
+                step = state["step"]
+
+                if weight_decay != 0:
+                    if decoupled:
+                        p.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad.add(p, alpha=weight_decay)
+
+                _lerp_(exp_avg, grad, 1 - beta1)
+                _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bias_correction2_sqrt = math.sqrt(bias_correction2)
+
+                if amsgrad:
+                    max_sq = state["max_exp_avg_sq"]
+                    max_sq.copy_(janus.maximum(max_sq, exp_avg_sq))
+                    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                else:
+                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                _addcdiv_(p, exp_avg, denom, -step_size)
+        return loss

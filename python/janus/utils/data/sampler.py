@@ -1,0 +1,175 @@
+"""Samplers: iterables of dataset indices (torch.utils.data's API).
+
+SequentialSampler yields 0..n-1; RandomSampler a fresh permutation each pass
+(janus.randperm), or draws with replacement (janus.randint);
+SubsetRandomSampler a permutation of given indices; BatchSampler groups
+another sampler's indices into lists of batch_size.
+
+Random draws with generator=None come from janus's global Philox generator.
+With a generator they come from that generator's own stream: janus.randperm
+(n, generator=g) when the front end accepts generator=; otherwise (older front
+ends without per-generator streams) the global generator's (seed, offset) is
+saved, set to the generator's (g.seed, g.offset), the draw is made, the
+advanced offset is written back to g.offset and the global state restored.
+_FallbackGenerator is such an object (.manual_seed(s), .seed, .offset) for
+front ends without janus.Generator.
+"""
+import janus
+from janus import _C
+
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+
+
+class _FallbackGenerator:
+    """A Philox stream of its own: (seed, offset) into janus's counter-based generator."""
+
+    def __init__(self, device="cpu"):
+        self.seed = 67280421310721  # torch's default seed
+        self.offset = 0
+
+    def manual_seed(self, seed):
+        self.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        self.offset = 0
+        return self
+
+    def initial_seed(self):
+        return self.seed
+
+    def get_state(self):
+        return (self.seed, self.offset)
+
+    def set_state(self, state):
+        self.seed, self.offset = int(state[0]), int(state[1])
+        return self
+
+
+def _draw(fn_name, generator, *args, **kw):
+    """janus.<fn_name>(*args, **kw) drawn from `generator`'s stream (see the module doc)."""
+    fn = getattr(janus, fn_name)
+    if generator is None:
+        return fn(*args, **kw)
+    if not isinstance(generator, _FallbackGenerator):
+        try:
+            return fn(*args, generator=generator, **kw)
+        except TypeError as e:
+            if "generator" not in str(e):
+                raise
+    seed, offset = getattr(generator, "seed", None), getattr(generator, "offset", None)
+    if not isinstance(seed, int) or not isinstance(offset, int):
+        raise TypeError(f"generator must be a janus.Generator (or have integer .seed and .offset), "
+                        f"not {type(generator).__name__}")
+    saved = _C._rng_state()
+    _C._set_rng_state(seed, offset)
+    try:
+        out = fn(*args, **kw)
+        generator.offset = _C._rng_state()[1]
+    finally:
+        _C._set_rng_state(*saved)
+    return out
+
+
+class Sampler:
+    """Base class: an iterable of indices (optionally with __len__)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    """Indices 0, 1, ..., len(data_source) - 1, in order."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A random permutation per pass (or num_samples draws with replacement)."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
+        if not isinstance(self.num_samples, int) or isinstance(self.num_samples, bool) or self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self):
+        if self._num_samples is None:
+            return len(self.data_source)
+        return self._num_samples
+
+    def __iter__(self):
+        n = len(self.data_source)
+        g = self.generator
+        if self.replacement:
+            for _ in range(self.num_samples // 32):
+                yield from _draw("randint", g, 0, n, (32,), dtype=janus.int64).tolist()
+            rest = self.num_samples % 32
+            if rest:
+                yield from _draw("randint", g, 0, n, (rest,), dtype=janus.int64).tolist()
+        else:
+            for _ in range(self.num_samples // n):
+                yield from _draw("randperm", g, n).tolist()
+            rest = self.num_samples % n
+            if rest:
+                yield from _draw("randperm", g, n).tolist()[:rest]
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a random order, a fresh one per pass."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        for i in _draw("randperm", self.generator, len(self.indices)).tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class BatchSampler(Sampler):
+    """Lists of batch_size indices from `sampler`; the last one is shorter
+    unless drop_last."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        batch = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size

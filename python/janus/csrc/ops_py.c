@@ -61,12 +61,14 @@ typedef struct {
     vectorcallfunc vectorcall;
     int op;
     int mode;
+    int nattrs;     /* attributes of the op (only these are copied per call) */
     int nparams;
     int npos;       /* parameters that may be given positionally */
     int allow_out;  /* out= keyword */
     opparam p[OPFN_MAX_PARAMS];
     jn_attrs base;  /* fixed attributes and converted defaults */
     PyObject *name;
+    const char *cname; /* UTF-8 of name, for messages */
     PyObject *doc;
     PyObject *result_type; /* optional: called with the outputs (namedtuples) */
 } OpFnObject;
@@ -161,7 +163,7 @@ static int conv_attr(const char *fn, const opparam *p, PyObject *v, jn_attrs *a,
 /* --------------------------------------------------------------- OpFn */
 static PyObject *opfn_call(OpFnObject *f, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    const char *fn = PyUnicode_AsUTF8(f->name);
+    const char *fn = f->cname;
     PyObject *vals[OPFN_MAX_PARAMS] = {0};
     PyObject *varpack = NULL, *out = NULL;
     PyObject *res = NULL;
@@ -215,7 +217,7 @@ static PyObject *opfn_call(OpFnObject *f, PyObject *const *args, size_t nargsf, 
 
     /* convert */
     jn_attrs a;
-    memcpy(&a, &f->base, sizeof a);
+    memcpy(&a, &f->base, sizeof a); /* all of it: recorded attrs stay deterministic */
     jn_tensor *in[JN_MAX_INS];
     int nin = 0, cast_to = -1;
     for (int q = 0; q < f->nparams; q++) {
@@ -347,6 +349,8 @@ static PyObject *opfn_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     f->allow_out = allow_out;
     Py_INCREF(name);
     f->name = name;
+    if (!(f->cname = PyUnicode_AsUTF8(name))) goto fail;
+    f->nattrs = info->nattrs;
     Py_INCREF(doc);
     f->doc = doc;
     if (result_type != Py_None) {

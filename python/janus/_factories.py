@@ -14,7 +14,7 @@ from . import _C
 from . import _dtype
 from ._dtype import check_device, to_dtype
 from ._functions import FUNCTIONS, METHODS, both, function, method, sizes_arg
-from ._ops import ops
+from ._ops import ops, opfn
 
 TensorBase = _C.TensorBase
 _by = _dtype._BY_NAME
@@ -137,13 +137,25 @@ def _full(fn, size, value, dtype, out=None, **kw):
     return _out(ops.full(shape=size, value=value, dtype=dtype), out)
 
 
+# fast paths: the size/dtype parsing of the common call forms runs in C (OpFn)
+_zeros_fn = opfn("zeros", "full", "size@shape:V, *, dtype:d=None", fixed={"value": 0.0})
+_ones_fn = opfn("ones", "full", "size@shape:V, *, dtype:d=None", fixed={"value": 1.0})
+_empty_fn = opfn("empty", "empty", "size@shape:V, *, dtype:d=None")
+_rand_fn = opfn("rand", "rand", "size@shape:V, *, dtype:d=None")
+_randn_fn = opfn("randn", "randn", "size@shape:V, *, dtype:d=None")
+
+
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
+    if out is None and device is None and layout is None:
+        return _zeros_fn(*size, dtype=dtype)
     return _full("zeros", size, 0, dtype, out, device=device, requires_grad=requires_grad, layout=layout)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
          memory_format=None):
+    if out is None and device is None and layout is None:
+        return _ones_fn(*size, dtype=dtype)
     return _full("ones", size, 1, dtype, out, device=device, requires_grad=requires_grad, layout=layout)
 
 
@@ -172,6 +184,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
+    if out is None and device is None and layout is None:
+        return _empty_fn(*size, dtype=dtype)
     _common("empty", device, requires_grad, layout)
     dtype = to_dtype(dtype) or float32
     return _out(ops.empty(shape=sizes_arg(size, "empty"), dtype=dtype), out)
@@ -335,12 +349,16 @@ def _rand(fn, op, size, dtype, generator, out=None, **kw):
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
     """Uniform samples in [0, 1)."""
+    if out is None and device is None and layout is None and generator is None:
+        return _rand_fn(*size, dtype=dtype)
     return _rand("rand", "rand", size, dtype, generator, out, device=device, requires_grad=requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
     """Standard normal samples."""
+    if out is None and device is None and layout is None and generator is None:
+        return _randn_fn(*size, dtype=dtype)
     return _rand("randn", "randn", size, dtype, generator, out, device=device, requires_grad=requires_grad)
 
 

@@ -306,42 +306,6 @@ def zero_(self):
 
 
 # ------------------------------------------------------------------ views
-def _compute_stride(oldshape, oldstride, newshape):
-    """Strides of a view of (oldshape, oldstride) as newshape, or None when
-    no view exists (PyTorch's computeStride)."""
-    numel = 1
-    for s in oldshape:
-        numel *= s
-    if not oldshape:
-        return [1] * len(newshape)
-    if numel == 0 and tuple(oldshape) == tuple(newshape):
-        return list(oldstride)
-    newstride = [0] * len(newshape)
-    if numel == 0:
-        for d in range(len(newshape) - 1, -1, -1):
-            newstride[d] = 1 if d == len(newshape) - 1 else _b.max(newshape[d + 1], 1) * newstride[d + 1]
-        return newstride
-    view_d = len(newshape) - 1
-    chunk_base = oldstride[-1]
-    tensor_numel = view_numel = 1
-    for tensor_d in range(len(oldshape) - 1, -1, -1):
-        tensor_numel *= oldshape[tensor_d]
-        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1 and
-                             oldstride[tensor_d - 1] != tensor_numel * chunk_base):
-            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
-                newstride[view_d] = view_numel * chunk_base
-                view_numel *= newshape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if tensor_d > 0:
-                chunk_base = oldstride[tensor_d - 1]
-                tensor_numel = view_numel = 1
-    if view_d != -1:
-        return None
-    return newstride
-
-
 def infer_size(shape, numel, fn="view"):
     """Resolve one -1 in shape; check the element count."""
     shape = list(shape)
@@ -367,16 +331,8 @@ def infer_size(shape, numel, fn="view"):
 _view = METHODS["view"]
 
 
-@both
-def reshape(input, *shape):
-    """reshape(*shape): a view when the layout allows one, otherwise a contiguous copy."""
-    _check_tensor(input, "reshape")
-    shape = infer_size(sizes_arg(shape, "reshape"), input.numel(), "reshape")
-    if shape == tuple(input.shape):
-        return input._alias()
-    if _compute_stride(input.shape, input.stride(), shape) is not None:
-        return _view(input, shape)
-    return _view(FUNCTIONS["clone"](input), shape)
+reshape = _C.reshape  # C (ops_py.c): view when the layout allows, else a copy; Tensor.reshape too
+FUNCTIONS["reshape"] = reshape
 
 
 @method
@@ -396,6 +352,8 @@ def expand_as(self, other):
 
 @both
 def flatten(input, start_dim=0, end_dim=-1):
+    if start_dim == 0 and end_dim == -1:
+        return reshape(input, -1)
     if input.dim() == 0:
         return reshape(input, (1,))
     s = _wrap_dim(start_dim, input.dim(), "flatten")

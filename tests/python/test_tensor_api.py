@@ -451,8 +451,10 @@ def test_random_factories_and_seeding():
     assert janus.rand(3).tolist() == u.tolist()
     with pytest.raises(RuntimeError):
         janus.randint(5, 5, (2,))
-    with pytest.raises(RuntimeError, match="floating"):
+    with pytest.raises((TypeError, RuntimeError), match="floating"):
         janus.rand(2, dtype=janus.int64)
+    with pytest.raises((TypeError, RuntimeError), match="floating"):
+        janus.randn(2, dtype=janus.int64, out=None, device="cpu")
 
 
 def test_threads():
@@ -687,6 +689,53 @@ def test_error_types_and_messages():
 def _weird_args():
     return [None, "s", 2 ** 80, -2 ** 80, 1.5, -1, [], [[1], 2], (None,), object(), janus.ones(2),
             janus.ones(0), janus.tensor(1), float("nan"), b"x", {1: 2}, slice(None), Ellipsis]
+
+
+class _Liar:
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, i):
+        if i >= 1:
+            raise IndexError(i)
+        return 1
+
+
+class _BadIndex:
+    def __index__(self):
+        raise ValueError("no")
+
+
+def test_no_crash_on_junk_values():
+    """Constructors, indexing, operators and argument parsers fed with junk
+    (self-referential lists, lying sequences, failing __index__, objects,
+    huge ints) raise Python exceptions; nothing crashes or corrupts."""
+    cyc = []
+    cyc.append(cyc)
+    junk = [None, "s", b"b", 2 ** 80, -2 ** 80, float("nan"), [], [[]], [[1], [2, 3]], cyc, _Liar(), _BadIndex(),
+            object(), {1: 2}, np.zeros((2, 0)), np.array(3), np.zeros(3, dtype=object), range(5),
+            slice(1, None, -1), True, np.bool_(True), np.float32(2), janus.ones(2), janus.ones(0),
+            janus.ones(2, dtype=janus.bfloat16), 1j, [1j], memoryview(b"ab"), (None,) * 9, (0,) * 70,
+            [[[[[[[[[1]]]]]]]]]]
+    calls = [lambda j: janus.tensor(j), lambda j: janus.as_tensor(j), lambda j: janus.zeros(4, 3)[j],
+             lambda j: janus.zeros(4, 3).__setitem__(j, 1.0), lambda j: janus.zeros(4, 3).__setitem__(0, j),
+             lambda j: janus.zeros(3) + j, lambda j: j - janus.zeros(3), lambda j: janus.zeros(3).view(j),
+             lambda j: janus.zeros(3).reshape(j), lambda j: janus.zeros(3).sum(j),
+             lambda j: janus.zeros(3).sum(dtype=j), lambda j: janus.full((2,), j),
+             lambda j: janus.cat([janus.ones(2), j]), lambda j: janus.ones(2).to(j),
+             lambda j: janus.zeros(3).expand(j), lambda j: janus.arange(j), lambda j: janus.zeros(3).clamp(j),
+             lambda j: janus.zeros(3).masked_fill(janus.ones(3) > 0, j), lambda j: janus.randint(0, 5, j),
+             lambda j: janus.zeros(3).copy_(j), lambda j: janus.ops.add(j, j), lambda j: _C._op("add", [j], (j,)),
+             lambda j: _C._from_buffer(j), lambda j: _C._tensor_from_data(j, j), lambda j: janus.zeros(3) == j,
+             lambda j: janus.zeros(3).__iadd__(j), lambda j: janus.ones(2, 2).max(j),
+             lambda j: janus.ones(2, 2).split(j), lambda j: janus.zeros(2)[janus.tensor([0]), j]]
+    for j in junk:
+        for f in calls:
+            try:
+                f(j)
+            except (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError, OverflowError,
+                    KeyError, AttributeError, BufferError):
+                pass
 
 
 def test_no_crash_on_junk_arguments():

@@ -76,6 +76,8 @@ int jn_py_as_int(PyObject *o, int64_t *v, const char *fn, const char *arg);
  * when the strides are non-negative and copies otherwise. */
 enum { JN_BUF_RAW = 0, JN_BUF_STRICT = 1, JN_BUF_COPY = 2 };
 PyObject *jn_py_from_buffer(PyObject *obj, int mode);
+/* PyType_Ready of TensorBase (after assembling its method table). */
+int jn_py_tensor_type_ready(void);
 
 /* convert.c */
 PyObject *jn_py_scalar(const char *p, jn_dtype d); /* one element -> Python number */
@@ -98,6 +100,7 @@ PyObject *jn_py_nonzero_fn(PyObject *self, PyObject *arg);
 
 /* ops_py.c */
 extern PyNumberMethods jn_py_number_methods;
+extern PyMethodDef jn_py_ops_tensor_methods[]; /* reshape */
 PyObject *jn_py_richcompare(PyObject *a, PyObject *b, int op);
 int jn_py_ops_init(PyObject *module);
 

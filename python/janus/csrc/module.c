@@ -560,7 +560,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "janus._C", "Janus C 
                                     NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__C(void) {
-    if (PyType_Ready(&JnTensorBase_Type) < 0) return NULL;
+    if (jn_py_tensor_type_ready() < 0) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
     if (jn_py_ops_init(m) < 0) goto fail;

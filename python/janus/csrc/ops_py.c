@@ -521,6 +521,104 @@ PyTypeObject JnOpFn_Type = {
     .tp_new = opfn_new,
 };
 
+/* -------------------------------------------------------------- reshape */
+/* Can (shape, stride) be viewed as nshape? PyTorch's computeStride. */
+static int viewable(int nd, const int64_t *shape, const int64_t *stride, int nnd, const int64_t *nshape) {
+    int64_t numel = jn_shape_numel(nd, shape);
+    if (nd == 0 || numel == 0) return 1;
+    int view_d = nnd - 1;
+    int64_t chunk = stride[nd - 1], tnumel = 1, vnumel = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        tnumel *= shape[d];
+        if (d == 0 || (shape[d - 1] != 1 && stride[d - 1] != tnumel * chunk)) {
+            while (view_d >= 0 && (vnumel < tnumel || nshape[view_d] == 1)) vnumel *= nshape[view_d--];
+            if (vnumel != tnumel) return 0;
+            if (d > 0) {
+                chunk = stride[d - 1];
+                tnumel = vnumel = 1;
+            }
+        }
+    }
+    return view_d == -1;
+}
+
+/* reshape(input, *shape): a view when the layout allows one, otherwise a
+ * contiguous copy (the clone op, so autograd and recording see it). */
+static PyObject *reshape_impl(PyObject *input, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    if (!JnTensor_Check(input)) {
+        PyErr_Format(PyExc_TypeError, "reshape(): argument 'input' must be Tensor, not %.100s",
+                     Py_TYPE(input)->tp_name);
+        return NULL;
+    }
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    jn_ints *l = &a.a[0].l;
+    if (kw && PyTuple_GET_SIZE(kw)) {
+        if (nargs || PyTuple_GET_SIZE(kw) != 1 || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kw, 0), "shape")) {
+            PyErr_SetString(PyExc_TypeError, "reshape() takes the shape as sizes or one tuple (shape=)");
+            return NULL;
+        }
+        if (jn_py_parse_ints(args[0], l, "reshape", "shape")) return NULL;
+    } else if (nargs == 1) {
+        if (jn_py_parse_ints(args[0], l, "reshape", "shape")) return NULL;
+    } else {
+        if (nargs > JN_MAX_DIMS) {
+            PyErr_Format(PyExc_ValueError, "reshape(): at most %d dims are supported", JN_MAX_DIMS);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < nargs; i++)
+            if (jn_py_as_int(args[i], &l->v[i], "reshape", "shape")) return NULL;
+        l->n = (int)nargs;
+    }
+    jn_tensor *t = JN_T(input);
+    /* resolve -1 only to decide view vs copy; the view op checks and reports */
+    int64_t shape[JN_MAX_DIMS], known = 1;
+    int infer = -1, ok = 1;
+    for (int i = 0; i < l->n; i++) {
+        shape[i] = l->v[i];
+        if (l->v[i] == -1 && infer < 0) infer = i;
+        else if (l->v[i] < 0) ok = 0;
+        else known *= l->v[i];
+    }
+    int64_t numel = jn_numel(t);
+    if (ok && infer >= 0 && known > 0) shape[infer] = numel / known;
+    jn_tensor *in[1] = {t}, *out, *c = NULL;
+    jn_status s;
+    if (ok && !jn_is_contiguous(t) && !viewable(t->ndim, t->shape, t->strides, l->n, shape)) {
+        jn_attrs none;
+        memset(&none, 0, sizeof none);
+        if ((s = jn_dispatch(JN_OP_clone, 1, in, &none, &c))) return jn_py_raise(s);
+        in[0] = c;
+    }
+    s = jn_dispatch(JN_OP_view, 1, in, &a, &out);
+    if (c) jn_tensor_decref(c);
+    if (s) return jn_py_raise(s);
+    return jn_py_wrap(out);
+}
+
+static PyObject *m_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    return reshape_impl(self, args, nargs, kw);
+}
+
+static PyObject *f_reshape(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "reshape(input, shape): missing 'input'");
+        return NULL;
+    }
+    return reshape_impl(args[0], args + 1, nargs - 1, kw);
+}
+
+PyMethodDef jn_py_ops_tensor_methods[] = {
+    {"reshape", (PyCFunction)(void (*)(void))m_reshape, METH_FASTCALL | METH_KEYWORDS,
+     "reshape(*shape): a view when possible, else a contiguous copy"},
+    {NULL, NULL, 0, NULL}};
+
+static PyMethodDef module_fns[] = {
+    {"reshape", (PyCFunction)(void (*)(void))f_reshape, METH_FASTCALL | METH_KEYWORDS,
+     "reshape(input, shape): a view when possible, else a contiguous copy"},
+    {NULL, NULL, 0, NULL}};
+
 /* ------------------------------------------------------------ operators */
 static jn_attrs attrs_none, attrs_alpha1, attrs_floor;
 
@@ -693,5 +791,6 @@ int jn_py_ops_init(PyObject *m) {
     if (PyType_Ready(&JnOpFn_Type) < 0) return -1;
     Py_INCREF(&JnOpFn_Type);
     if (PyModule_AddObject(m, "OpFn", (PyObject *)&JnOpFn_Type) < 0) return -1;
+    if (PyModule_AddFunctions(m, module_fns) < 0) return -1;
     return 0;
 }

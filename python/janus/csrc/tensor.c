@@ -238,6 +238,17 @@ static PyMethodDef tensor_methods[] = {
     {"_set_from", (PyCFunction)m_set_from, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 
+/* tp_methods takes one array: tensor_methods above plus ops_py.c's */
+static PyMethodDef all_methods[sizeof tensor_methods / sizeof tensor_methods[0] + 4];
+
+static void merge_methods(void) {
+    size_t n = 0;
+    for (PyMethodDef *m = tensor_methods; m->ml_name; m++) all_methods[n++] = *m;
+    for (PyMethodDef *m = jn_py_ops_tensor_methods; m->ml_name && n + 1 < sizeof all_methods / sizeof all_methods[0]; m++)
+        all_methods[n++] = *m;
+    all_methods[n] = (PyMethodDef){NULL, NULL, 0, NULL};
+}
+
 static PyGetSetDef getset[] = {
     {"_shape", (getter)get_shape_tuple, NULL, "shape as a tuple", NULL},
     {"_strides", (getter)get_strides, NULL, "strides in elements", NULL},
@@ -492,6 +503,11 @@ static PyObject *py_from_buffer(PyObject *self, PyObject *const *args, Py_ssize_
 
 static Py_hash_t tensor_hash(PyObject *self) { return _Py_HashPointer(self); }
 
+int jn_py_tensor_type_ready(void) {
+    merge_methods();
+    return PyType_Ready(&JnTensorBase_Type);
+}
+
 static PyMappingMethods mapping_methods = {
     (lenfunc)jn_py_length, (binaryfunc)jn_py_getitem, (objobjargproc)jn_py_setitem};
 
@@ -516,7 +532,7 @@ PyTypeObject JnTensorBase_Type = {
     .tp_richcompare = jn_py_richcompare,
     .tp_weaklistoffset = offsetof(JnTensorObject, weakreflist),
     .tp_dictoffset = offsetof(JnTensorObject, dict),
-    .tp_methods = tensor_methods,
+    .tp_methods = all_methods,
     .tp_getset = getset,
     .tp_new = tensor_new,
 };

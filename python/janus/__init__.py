@@ -105,4 +105,9 @@ def set_default_dtype(d):
 
 del _bd, _tensor_mod
 
-from . import nn  # noqa: E402,F401  (after the API above: janus.nn imports janus)
+# subpackages, as `import torch` makes torch.nn, torch.optim, torch.utils.data available
+# (last: they import janus)
+from . import nn  # noqa: E402,F401
+from . import optim  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401

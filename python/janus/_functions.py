@@ -305,6 +305,123 @@ def zero_(self):
     return self.fill_(0)
 
 
+_LN2, _LN10 = _math.log(2.0), _math.log(10.0)
+
+
+@both
+def log2(input):
+    return FUNCTIONS["log"](input) / _LN2
+
+
+@both
+def log10(input):
+    return FUNCTIONS["log"](input) / _LN10
+
+
+@both
+def exp2(input):
+    return FUNCTIONS["exp"](input * _LN2)
+
+
+@both
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return input + (tensor1 * tensor2) * value
+
+
+@method
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    return self.add_(tensor1 * tensor2, alpha=value)
+
+
+@both
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return input + (tensor1 / tensor2) * value
+
+
+@method
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    return self.add_(tensor1 / tensor2, alpha=value)
+
+
+@both
+def lerp(input, end, weight):
+    return input + (end - input) * weight
+
+
+@method
+def lerp_(self, end, weight):
+    if isinstance(weight, TensorBase):
+        return self.add_((end - self) * weight)
+    return self.add_(end - self, alpha=weight)
+
+
+@both
+def rsub(input, other, *, alpha=1):
+    return FUNCTIONS["sub"](other, input, alpha=alpha) if isinstance(other, TensorBase) else \
+        other - input * alpha
+
+
+def _tri_mask(input, diagonal, upper):
+    if input.dim() < 2:
+        raise RuntimeError(f"{'triu' if upper else 'tril'}: input tensor must have at least 2 dimensions")
+    n, m = input.shape[-2], input.shape[-1]
+    d = FUNCTIONS["arange"](m).view(1, m) - FUNCTIONS["arange"](n).view(n, 1)  # col - row
+    return d >= diagonal if upper else d <= diagonal
+
+
+@both
+def tril(input, diagonal=0):
+    """Lower triangle (elements on and below the diagonal-th diagonal), the rest zero."""
+    return FUNCTIONS["where"](_tri_mask(input, diagonal, False), input, FUNCTIONS["zeros"]((), dtype=input.dtype))
+
+
+@both
+def triu(input, diagonal=0):
+    """Upper triangle (elements on and above the diagonal-th diagonal), the rest zero."""
+    return FUNCTIONS["where"](_tri_mask(input, diagonal, True), input, FUNCTIONS["zeros"]((), dtype=input.dtype))
+
+
+@method
+def tril_(self, diagonal=0):
+    return self.masked_fill_(~_tri_mask(self, diagonal, False), 0)
+
+
+@method
+def triu_(self, diagonal=0):
+    return self.masked_fill_(~_tri_mask(self, diagonal, True), 0)
+
+
+@both
+def trace(input):
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    return FUNCTIONS["sum"](diagonal(input))
+
+
+@both
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element `repeats` times along dim (flattened when dim is None)."""
+    if repeats is None:  # repeat_interleave(repeats_tensor): indices repeated by counts
+        counts = input.tolist()
+        return FUNCTIONS["tensor"]([i for i, c in enumerate(counts) for _ in range(c)], dtype=_int64)
+    x = reshape(input, -1) if dim is None else input
+    d = 0 if dim is None else _wrap_dim(dim, input.dim(), "repeat_interleave")
+    n = x.shape[d]
+    if isinstance(repeats, TensorBase) and repeats.numel() != 1:
+        reps = repeats.tolist()
+        if len(reps) != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{len(reps)} and input.size({d}) = {n}")
+        idx = [i for i, c in enumerate(reps) for _ in range(c)]
+    else:
+        r = int(repeats)
+        if r < 0:
+            raise RuntimeError("repeats can not be negative")
+        idx = [i for i in range(n) for _ in range(r)]
+    return FUNCTIONS["index_select"](x, d, FUNCTIONS["tensor"](idx, dtype=_int64) if idx else
+                                     FUNCTIONS["zeros"](0, dtype=_int64))
+
+
 # ------------------------------------------------------------------ views
 def infer_size(shape, numel, fn="view"):
     """Resolve one -1 in shape; check the element count."""

@@ -763,3 +763,25 @@ def test_no_crash_on_junk_arguments():
                     MemoryError, AttributeError, KeyError):
                 pass
     assert t.shape == (2, 2)
+
+
+def test_composite_ops_match_numpy():
+    an = np.arange(12.0, dtype=np.float32).reshape(3, 4) - 5
+    bn = np.full((3, 4), 2.0, np.float32)
+    a, b = janus.tensor(an), janus.tensor(bn)
+    close = dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(janus.tril(a).numpy(), np.tril(an), **close)
+    np.testing.assert_allclose(a.triu(1).numpy(), np.triu(an, 1), **close)
+    np.testing.assert_allclose(janus.addcmul(a, a, b, value=0.5).numpy(), an + 0.5 * an * bn, **close)
+    np.testing.assert_allclose(janus.addcdiv(a, a, b).numpy(), an + an / bn, **close)
+    np.testing.assert_allclose(janus.lerp(a, b, 0.3).numpy(), an + 0.3 * (bn - an), **close)
+    np.testing.assert_allclose(janus.log2(b).numpy(), np.log2(bn), **close)
+    np.testing.assert_allclose(janus.log10(b).numpy(), np.log10(bn), **close)
+    np.testing.assert_allclose(janus.exp2(a).numpy(), np.exp2(an), **close)
+    assert janus.trace(a).item() == np.trace(an)
+    assert janus.tensor([1, 2]).repeat_interleave(2).tolist() == [1, 1, 2, 2]
+    c = a.clone()
+    v = c._version
+    c.addcdiv_(a, b, value=2).addcmul_(a, b).lerp_(b, 0.5).tril_()
+    assert c._version > v
+    np.testing.assert_allclose(c.numpy(), np.tril((an + 2 * an / bn + an * bn) * 0.5 + bn * 0.5), **close)

@@ -398,28 +398,37 @@ def trace(input):
     return FUNCTIONS["sum"](diagonal(input))
 
 
+def _counts_index(counts, n):
+    counts = [int(c) for c in counts]
+    if len(counts) != n:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                           f"{len(counts)} and input.size(dim) = {n}")
+    if any(c < 0 for c in counts):
+        raise RuntimeError("repeats can not be negative")
+    total = sum(counts)
+    if total > 1 << 34:
+        raise RuntimeError(f"repeat_interleave: output of {total} elements is too large")
+    if not total:
+        return FUNCTIONS["zeros"](0, dtype=_int64)
+    return FUNCTIONS["tensor"]([i for i, c in enumerate(counts) for _ in range(c)], dtype=_int64)
+
+
 @both
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element `repeats` times along dim (flattened when dim is None)."""
-    if repeats is None:  # repeat_interleave(repeats_tensor): indices repeated by counts
-        counts = input.tolist()
-        return FUNCTIONS["tensor"]([i for i, c in enumerate(counts) for _ in range(c)], dtype=_int64)
+    if repeats is None:  # repeat_interleave(counts): each index i repeated counts[i] times
+        return _counts_index(input.tolist(), input.numel())
     x = reshape(input, -1) if dim is None else input
     d = 0 if dim is None else _wrap_dim(dim, input.dim(), "repeat_interleave")
     n = x.shape[d]
     if isinstance(repeats, TensorBase) and repeats.numel() != 1:
-        reps = repeats.tolist()
-        if len(reps) != n:
-            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
-                               f"{len(reps)} and input.size({d}) = {n}")
-        idx = [i for i, c in enumerate(reps) for _ in range(c)]
+        idx = _counts_index(repeats.tolist(), n)
     else:
         r = int(repeats)
         if r < 0:
             raise RuntimeError("repeats can not be negative")
-        idx = [i for i in range(n) for _ in range(r)]
-    return FUNCTIONS["index_select"](x, d, FUNCTIONS["tensor"](idx, dtype=_int64) if idx else
-                                     FUNCTIONS["zeros"](0, dtype=_int64))
+        idx = FUNCTIONS["arange"](n * r) // r if r else FUNCTIONS["zeros"](0, dtype=_int64)
+    return FUNCTIONS["index_select"](x, d, idx)
 
 
 # ------------------------------------------------------------------ views

@@ -25,7 +25,6 @@ except ImportError:  # numpy is optional
     np = None
 try:
     import torch
-    torch.set_num_threads(1)
 except ImportError:
     torch = None
 

@@ -84,13 +84,24 @@ def compile_sig(op, sig, fname):
     return params
 
 
+def _pretty(sig):
+    """ "input:T, *, alpha:f=1" -> "input, *, alpha=1" for docstrings."""
+    out = []
+    for p in _split_top(sig):
+        name, _, rest = p.partition(":")
+        name = name.partition("@")[0]
+        _, eq, default = rest.partition("=")
+        out.append(name + ("=" + default if eq else ""))
+    return ", ".join(out)
+
+
 def opfn(name, op, sig, fixed=None, mode=MODE_PLAIN, result=None, out=None):
     info = INFO[op]
     idx = {a: i for i, (a, _) in enumerate(info["attrs"])}
     fixed_l = [(idx[k], v) for k, v in (fixed or {}).items()]
     if out is None:
         out = bool(info["flags"] & _C.JN_F_EW) and mode == MODE_PLAIN
-    doc = f"{name}({sig})  [op table: {op}]"
+    doc = f"{name}({_pretty(sig)})  [op table: {op}]"
     return _C.OpFn(op, name, compile_sig(op, sig, name), fixed_l, mode, out, result, doc)
 
 

@@ -79,6 +79,10 @@ from . import _autograd  # noqa: E402
 _autograd.install(Tensor)
 from . import autograd  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
+from . import cuda  # noqa: E402,F401
+
+# torch.inference_mode disables recording like no_grad (no separate inference tensors here)
+inference_mode = getattr(autograd, "inference_mode", no_grad)
 
 
 def is_tensor(obj):

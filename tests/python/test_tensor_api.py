@@ -475,6 +475,9 @@ def test_device_arguments():
     with pytest.raises(RuntimeError):
         janus.ones(2).cuda()
     assert janus.device("cuda:1").index == 1 and janus.device("cpu") == "cpu"
+    assert janus.cuda.is_available() is False and janus.cuda.device_count() == 0
+    with janus.inference_mode():
+        assert not (janus.ones(2, requires_grad=True) * 2).requires_grad
 
 
 # ------------------------------------------------------- conversions

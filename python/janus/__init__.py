@@ -1,7 +1,10 @@
 """Janus: a deep-learning framework with a PyTorch-style API whose recorded
 training runs are optimized offline into guarded, compiled graphs.
 
-This file is the package entry point; the C runtime is janus._C.
+This file is the package entry point; the C runtime is janus._C.  The
+public API mirrors torch: janus.Tensor, janus.tensor(...), janus.zeros(...),
+janus.add(...), dtypes janus.float32 ..., so a PyTorch script ports by
+changing its imports.
 """
 import os as _os
 
@@ -43,3 +46,63 @@ finally:
         del _os.environ["OPENBLAS_CORETYPE"]
 
 __version__ = _C.__version__
+
+from . import _dtype  # noqa: E402
+from ._dtype import Size, device, dtype, finfo, iinfo, inf, nan, e, pi  # noqa: E402,F401
+
+_C._register(_dtype.DTYPES, Size, _dtype.CPU)
+
+float32 = float = _dtype._BY_NAME["float32"]
+float64 = double = _dtype._BY_NAME["float64"]
+float16 = half = _dtype._BY_NAME["float16"]
+bfloat16 = _dtype._BY_NAME["bfloat16"]
+int64 = long = _dtype._BY_NAME["int64"]
+int32 = int = _dtype._BY_NAME["int32"]
+uint8 = _dtype._BY_NAME["uint8"]
+bool = _dtype._BY_NAME["bool"]
+strided = "janus.strided"
+
+from . import return_types  # noqa: E402,F401
+from . import _ops  # noqa: E402
+from ._ops import ops  # noqa: E402,F401
+from . import _functions  # noqa: E402,F401
+from . import _factories  # noqa: E402
+from ._factories import Generator, default_generator  # noqa: E402,F401
+from ._tensor import Tensor  # noqa: E402
+from ._format import set_printoptions, get_printoptions  # noqa: E402,F401
+
+_tensor_mod = __import__(__name__ + "._tensor", fromlist=["install_methods"])
+_tensor_mod.install_methods()
+globals().update(_ops.FUNCTIONS)
+
+from . import _autograd  # noqa: E402
+_autograd.install(Tensor)
+from . import autograd  # noqa: E402
+from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
+
+
+def is_tensor(obj):
+    return isinstance(obj, _C.TensorBase)
+
+
+def is_floating_point(input):
+    return input.dtype.is_floating_point
+
+
+def numel(input):
+    return input.numel()
+
+
+def get_default_dtype():
+    return float32
+
+
+def set_default_dtype(d):
+    if d is not float32:
+        raise NotImplementedError("janus's default floating dtype is float32; other defaults are not "
+                                  "supported yet")
+
+
+del _bd, _tensor_mod
+
+from . import nn  # noqa: E402,F401  (after the API above: janus.nn imports janus)

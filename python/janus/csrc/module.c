@@ -1,5 +1,7 @@
-/* module.c -- the janus._C extension module: the TensorBase type, buffer
- * import/export, generic op dispatch from Python, op-table introspection.
+/* module.c -- the janus._C extension module: errors, wrapping, Python
+ * value -> tensor conversion, generic op dispatch from Python (_op,
+ * _op_into), op-table introspection and the registration of the Python-side
+ * objects (janus.dtype instances, janus.Size, janus.Tensor).
  */
 #include "jn_py.h"
 
@@ -33,34 +35,211 @@ PyObject *jn_py_wrap(jn_tensor *t) {
         return NULL;
     }
     o->t = t;
+    if (!t->pyobj) t->pyobj = o; /* in-place ops hand back this object */
     return (PyObject *)o;
 }
 
-jn_tensor *jn_py_to_tensor(PyObject *o, const char *what) {
+/* numpy scalars are not int/float subclasses (except float64); recognise
+ * them by their number slots, and numpy.bool_ by name. */
+static int is_np_bool(PyObject *o) {
+    const char *n = Py_TYPE(o)->tp_name;
+    return !strcmp(n, "numpy.bool_") || !strcmp(n, "numpy.bool");
+}
+
+/* 0: not a number; 1: bool; 2: int; 3: float.  Fills *iv / *dv. */
+static int py_number(PyObject *o, int64_t *iv, double *dv, int *overflow) {
+    *overflow = 0;
+    if (PyBool_Check(o)) { *iv = o == Py_True; return 1; }
+    if (PyLong_Check(o)) {
+        int of = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &of);
+        if (of) { *overflow = 1; return 2; }
+        *iv = v;
+        return 2;
+    }
+    if (PyFloat_Check(o)) { *dv = PyFloat_AS_DOUBLE(o); return 3; }
+    if (PyComplex_Check(o) || PySequence_Check(o) || JnTensor_Check(o)) return 0;
+    if (is_np_bool(o)) {
+        int b = PyObject_IsTrue(o);
+        if (b < 0) { PyErr_Clear(); return 0; }
+        *iv = b;
+        return 1;
+    }
+    if (PyIndex_Check(o)) {
+        PyObject *i = PyNumber_Index(o);
+        if (!i) { PyErr_Clear(); return 0; }
+        int of = 0;
+        long long v = PyLong_AsLongLongAndOverflow(i, &of);
+        Py_DECREF(i);
+        if (of) { *overflow = 1; return 2; }
+        *iv = v;
+        return 2;
+    }
+    if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float) {
+        double d = PyFloat_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        *dv = d;
+        return 3;
+    }
+    return 0;
+}
+
+
+static jn_tensor *to_tensor(PyObject *o, int *ok) {
+    *ok = 1;
     if (JnTensor_Check(o)) {
-        jn_tensor *t = ((JnTensorObject *)o)->t;
+        jn_tensor *t = JN_T(o);
         jn_tensor_incref(t);
         return t;
     }
+    int64_t iv = 0;
+    double dv = 0;
+    int of;
+    int kind = py_number(o, &iv, &dv, &of);
+    if (of) {
+        PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to an int64 tensor");
+        return NULL;
+    }
     jn_tensor *t = NULL;
-    if (PyBool_Check(o)) t = jn_scalar_i64(o == Py_True, JN_BOOL, 1);
-    else if (PyLong_Check(o)) {
-        int overflow = 0;
-        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-        if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "%s: Python int too large for int64", what);
-            return NULL;
+    switch (kind) {
+    case 1: t = jn_scalar_i64(iv, JN_BOOL, 1); break;
+    case 2: t = jn_scalar_i64(iv, JN_I64, 1); break;
+    case 3: t = jn_scalar_f64(dv, JN_F64, 1); break;
+    default:
+        /* numpy arrays (anything exporting a buffer, not str/bytes) */
+        if (PyObject_CheckBuffer(o) && !PyBytes_Check(o) && !PyByteArray_Check(o)) {
+            PyObject *w = jn_py_from_buffer(o, JN_BUF_COPY);
+            if (!w) return NULL;
+            t = JN_T(w);
+            jn_tensor_incref(t);
+            Py_DECREF(w);
+            return t;
         }
-        if (v == -1 && PyErr_Occurred()) return NULL;
-        t = jn_scalar_i64(v, JN_I64, 1);
-    } else if (PyFloat_Check(o)) t = jn_scalar_f64(PyFloat_AS_DOUBLE(o), JN_F64, 1);
-    else {
-        PyErr_Format(PyExc_TypeError, "%s must be a Tensor or a number, not %.100s", what,
-                     Py_TYPE(o)->tp_name);
+        *ok = 0;
         return NULL;
     }
     if (!t) jn_py_raise(JN_ERR_NOMEM);
     return t;
+}
+
+jn_tensor *jn_py_to_tensor(PyObject *o, const char *what) {
+    int ok;
+    jn_tensor *t = to_tensor(o, &ok);
+    if (!ok)
+        PyErr_Format(PyExc_TypeError, "%s must be a Tensor or a number, not %.100s", what,
+                     Py_TYPE(o)->tp_name);
+    return t;
+}
+
+jn_tensor *jn_py_to_tensor_or_null(PyObject *o) {
+    int ok;
+    jn_tensor *t = to_tensor(o, &ok);
+    if (!ok) PyErr_Clear();
+    return t;
+}
+
+/* -------------------------------------------------- registered objects */
+PyObject *jn_py_dtype_objs[JN_NDTYPES];
+PyTypeObject *jn_py_size_class = NULL;
+PyObject *jn_py_cpu_device = NULL;
+
+int jn_py_parse_dtype(PyObject *o, int *code, const char *fn, const char *arg) {
+    if (o == Py_None) { *code = -1; return 0; }
+    for (int i = 0; i < JN_NDTYPES; i++)
+        if (o == jn_py_dtype_objs[i]) { *code = i; return 0; }
+    /* Python types as dtypes, like torch: float -> float64, int -> int64 */
+    if (o == (PyObject *)&PyFloat_Type) { *code = JN_F64; return 0; }
+    if (o == (PyObject *)&PyLong_Type) { *code = JN_I64; return 0; }
+    if (o == (PyObject *)&PyBool_Type) { *code = JN_BOOL; return 0; }
+    PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a janus.dtype, not %.100s", fn, arg,
+                 Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+PyObject *jn_py_make_size(int n, const int64_t *v) {
+    PyObject *t;
+    if (jn_py_size_class) t = jn_py_size_class->tp_alloc(jn_py_size_class, n);
+    else t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (!x) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+int jn_py_as_int(PyObject *o, int64_t *v, const char *fn, const char *arg) {
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        int of = 0;
+        long long x = PyLong_AsLongLongAndOverflow(o, &of);
+        if (of) {
+            PyErr_Format(PyExc_OverflowError, "%s(): argument '%s' is too large for int64", fn, arg);
+            return -1;
+        }
+        if (x == -1 && PyErr_Occurred()) return -1;
+        *v = x;
+        return 0;
+    }
+    if (JnTensor_Check(o)) {
+        jn_tensor *t = JN_T(o);
+        if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && t->storage->data) {
+            *v = jn_load_i64(jn_data(t), t->dtype);
+            return 0;
+        }
+    } else if (!PyFloat_Check(o) && PyIndex_Check(o)) {
+        PyObject *i = PyNumber_Index(o);
+        if (i) {
+            int r = jn_py_as_int(i, v, fn, arg);
+            Py_DECREF(i);
+            return r;
+        }
+        PyErr_Clear();
+    }
+    PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be int, not %.100s", fn, arg,
+                 Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+int jn_py_parse_ints(PyObject *o, jn_ints *out, const char *fn, const char *arg) {
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(o);
+        if (m > JN_MAX_DIMS) {
+            PyErr_Format(PyExc_ValueError, "%s(): '%s' has %zd entries; at most %d are supported",
+                         fn, arg, m, JN_MAX_DIMS);
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < m; k++)
+            if (jn_py_as_int(PySequence_Fast_GET_ITEM(o, k), &out->v[k], fn, arg)) return -1;
+        out->n = (int)m;
+        return 0;
+    }
+    if (JnTensor_Check(o) && JN_T(o)->ndim == 1) { /* a 1-d integer tensor of sizes */
+        jn_tensor *t = JN_T(o);
+        if (t->shape[0] > JN_MAX_DIMS || !jn_dtype_is_int(t->dtype) || !t->storage->data) {
+            PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a tuple of ints, not a %s tensor "
+                         "of shape [%lld]", fn, arg, jn_dtype_names[t->dtype], (long long)t->shape[0]);
+            return -1;
+        }
+        out->n = (int)t->shape[0];
+        for (int k = 0; k < out->n; k++)
+            out->v[k] = jn_load_i64(jn_data(t) + k * t->strides[0] * (int64_t)jn_elsize(t), t->dtype);
+        return 0;
+    }
+    if (!PyLong_Check(o) && !PyIndex_Check(o) && !JnTensor_Check(o) && PySequence_Check(o)) {
+        PyObject *seq = PySequence_Tuple(o);
+        if (!seq) return -1;
+        int r = jn_py_parse_ints(seq, out, fn, arg);
+        Py_DECREF(seq);
+        return r;
+    }
+    if (PyFloat_Check(o) || PyBool_Check(o) || o == Py_None || PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a tuple of ints, not %.100s", fn,
+                     arg, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    out->n = 1; /* a single int is a 1-list */
+    return jn_py_as_int(o, &out->v[0], fn, arg);
 }
 
 /* ------------------------------------------------------------- attrs */
@@ -100,7 +279,11 @@ int jn_py_parse_attrs(jn_op op, PyObject *attrs, jn_attrs *a) {
             break;
         case JN_A_DTYPE:
             if (v == Py_None) a->a[i].i = -1;
-            else if (parse_int(v, &a->a[i].i, info->name, name)) return -1;
+            else if (!PyLong_Check(v)) {
+                int code;
+                if (jn_py_parse_dtype(v, &code, info->name, name)) return -1;
+                a->a[i].i = code;
+            } else if (parse_int(v, &a->a[i].i, info->name, name)) return -1;
             else if (a->a[i].i < -1 || a->a[i].i >= JN_NDTYPES) {
                 PyErr_Format(PyExc_ValueError, "%s(): bad dtype code %lld", info->name, (long long)a->a[i].i);
                 return -1;
@@ -294,6 +477,30 @@ static PyObject *py_set_tensor_class(PyObject *self, PyObject *cls) {
     Py_RETURN_NONE;
 }
 
+/* _register(dtypes: tuple of 8 janus.dtype, size_class, cpu_device) */
+static PyObject *py_register(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *dts, *size, *dev;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyTuple_Type, &dts, &size, &dev)) return NULL;
+    if (PyTuple_GET_SIZE(dts) != JN_NDTYPES || !PyType_Check(size) ||
+        !PyType_IsSubtype((PyTypeObject *)size, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "_register(dtypes, size_class, cpu_device)");
+        return NULL;
+    }
+    for (int i = 0; i < JN_NDTYPES; i++) {
+        Py_XDECREF(jn_py_dtype_objs[i]);
+        jn_py_dtype_objs[i] = PyTuple_GET_ITEM(dts, i);
+        Py_INCREF(jn_py_dtype_objs[i]);
+    }
+    Py_XDECREF(jn_py_size_class);
+    Py_INCREF(size);
+    jn_py_size_class = (PyTypeObject *)size;
+    Py_XDECREF(jn_py_cpu_device);
+    Py_INCREF(dev);
+    jn_py_cpu_device = dev;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_manual_seed(PyObject *self, PyObject *arg) {
     (void)self;
     unsigned long long s = PyLong_AsUnsignedLongLongMask(arg);
@@ -338,6 +545,10 @@ static PyMethodDef methods[] = {
     {"op_info", py_op_info, METH_O, "metadata of one op"},
     {"optable_hash", py_optable_hash, METH_NOARGS, "hash of the op table"},
     {"_set_tensor_class", py_set_tensor_class, METH_O, NULL},
+    {"_register", py_register, METH_VARARGS, "register janus.dtype objects, janus.Size, the cpu device"},
+    {"_tensor_from_data", (PyCFunction)(void (*)(void))jn_py_tensor_from_data, METH_FASTCALL,
+     "_tensor_from_data(data, dtype_code=-1): nested sequences/scalars -> tensor"},
+    {"_nonzero", jn_py_nonzero_fn, METH_O, "indices of nonzero elements as an (n, ndim) int64 tensor"},
     {"manual_seed", py_manual_seed, METH_O, "seed the default Philox generator"},
     {"_rng_state", py_rng_state, METH_NOARGS, "(seed, offset) of the default generator"},
     {"_set_rng_state", py_set_rng_state, METH_VARARGS, NULL},
@@ -349,9 +560,10 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "janus._C", "Janus C 
                                     NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__C(void) {
-    if (PyType_Ready(&JnTensorBase_Type) < 0) return NULL;
+    if (jn_py_tensor_type_ready() < 0) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
+    if (jn_py_ops_init(m) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_tensor_module_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_autograd_methods) < 0) goto fail;
     Py_INCREF(&JnTensorBase_Type);
@@ -360,6 +572,10 @@ PyMODINIT_FUNC PyInit__C(void) {
     for (int i = 0; names && i < JN_NDTYPES; i++) PyTuple_SET_ITEM(names, i, PyUnicode_FromString(jn_dtype_names[i]));
     if (!names || PyModule_AddObject(m, "dtype_names", names) < 0) goto fail;
     PyModule_AddIntConstant(m, "MAX_DIMS", JN_MAX_DIMS);
+    PyModule_AddIntConstant(m, "MAX_INS", JN_MAX_INS);
+    PyModule_AddIntConstant(m, "ROUND_NONE", JN_ROUND_NONE);
+    PyModule_AddIntConstant(m, "ROUND_TRUNC", JN_ROUND_TRUNC);
+    PyModule_AddIntConstant(m, "ROUND_FLOOR", JN_ROUND_FLOOR);
     PyModule_AddIntConstant(m, "HAVE_CUDA", JANUS_HAVE_CUDA);
     PyModule_AddStringConstant(m, "__version__", JANUS_VERSION);
 #define F(n) PyModule_AddIntConstant(m, #n, n);

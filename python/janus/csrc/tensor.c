@@ -1,5 +1,7 @@
-/* tensor.c -- the TensorBase type: lifetime, metadata getters, buffer
- * protocol export and zero-copy import from any buffer (numpy arrays).
+/* tensor.c -- the TensorBase type: lifetime, metadata getters and the
+ * cheap metadata methods (size, dim, numel, ...), buffer protocol export and
+ * zero-copy import from any buffer (numpy arrays).  Operators live in
+ * ops_py.c, indexing in index.c, conversions in convert.c.
  */
 #include "jn_py.h"
 
@@ -72,6 +74,181 @@ static PyObject *get_wrapped(JnTensorObject *self, void *c) {
     return PyBool_FromLong(self->t->wrapped_number);
 }
 
+static PyObject *get_shape(JnTensorObject *self, void *c) {
+    (void)c;
+    return jn_py_make_size(self->t->ndim, self->t->shape);
+}
+static PyObject *get_dtype(JnTensorObject *self, void *c) {
+    (void)c;
+    PyObject *d = jn_py_dtype_objs[self->t->dtype];
+    if (!d) return PyLong_FromLong(self->t->dtype);
+    Py_INCREF(d);
+    return d;
+}
+static PyObject *get_device(JnTensorObject *self, void *c) {
+    (void)c;
+    if (!jn_py_cpu_device) return PyUnicode_FromString("cpu");
+    Py_INCREF(jn_py_cpu_device);
+    return jn_py_cpu_device;
+}
+static PyObject *get_false(JnTensorObject *self, void *c) { (void)self; (void)c; Py_RETURN_FALSE; }
+static PyObject *get_itemsize(JnTensorObject *self, void *c) {
+    (void)c;
+    return PyLong_FromSize_t(jn_elsize(self->t));
+}
+static PyObject *get_nbytes(JnTensorObject *self, void *c) {
+    (void)c;
+    return PyLong_FromLongLong(jn_numel(self->t) * (int64_t)jn_elsize(self->t));
+}
+
+/* ------------------------------------------------------------ methods */
+static int wrap_dim_arg(PyObject *arg, int ndim, int64_t *dim) {
+    if (jn_py_as_int(arg, dim, "size", "dim")) return -1;
+    int n = ndim > 0 ? ndim : 1;
+    if (*dim < -n || *dim >= n) {
+        PyErr_Format(PyExc_IndexError,
+                     "Dimension out of range (expected to be in range of [%d, %d], but got %lld)", -n,
+                     n - 1, (long long)*dim);
+        return -1;
+    }
+    if (*dim < 0) *dim += n;
+    return 0;
+}
+
+static PyObject *m_size(JnTensorObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    PyObject *dim = NULL;
+    if (nargs > 1 || (kw && PyTuple_GET_SIZE(kw) > 1)) goto usage;
+    if (nargs == 1) dim = args[0];
+    if (kw && PyTuple_GET_SIZE(kw) == 1) {
+        if (dim || !PyUnicode_Check(PyTuple_GET_ITEM(kw, 0)) ||
+            PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kw, 0), "dim"))
+            goto usage;
+        dim = args[nargs];
+    }
+    if (!dim || dim == Py_None) return jn_py_make_size(self->t->ndim, self->t->shape);
+    int64_t d;
+    if (wrap_dim_arg(dim, self->t->ndim, &d)) return NULL;
+    if (self->t->ndim == 0) {
+        PyErr_SetString(PyExc_IndexError, "dimension specified as 0 but tensor has no dimensions");
+        return NULL;
+    }
+    return PyLong_FromLongLong(self->t->shape[d]);
+usage:
+    PyErr_SetString(PyExc_TypeError, "size(dim=None): takes at most one argument 'dim'");
+    return NULL;
+}
+
+static PyObject *m_stride(JnTensorObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    PyObject *dim = NULL;
+    if (nargs > 1 || (kw && PyTuple_GET_SIZE(kw) > 1)) goto usage;
+    if (nargs == 1) dim = args[0];
+    if (kw && PyTuple_GET_SIZE(kw) == 1) {
+        if (dim || !PyUnicode_Check(PyTuple_GET_ITEM(kw, 0)) ||
+            PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kw, 0), "dim"))
+            goto usage;
+        dim = args[nargs];
+    }
+    if (!dim || dim == Py_None) return get_strides(self, NULL);
+    int64_t d;
+    if (wrap_dim_arg(dim, self->t->ndim, &d)) return NULL;
+    if (self->t->ndim == 0) {
+        PyErr_SetString(PyExc_IndexError, "dimension specified as 0 but tensor has no dimensions");
+        return NULL;
+    }
+    return PyLong_FromLongLong(self->t->strides[d]);
+usage:
+    PyErr_SetString(PyExc_TypeError, "stride(dim=None): takes at most one argument 'dim'");
+    return NULL;
+}
+
+static PyObject *m_dim(JnTensorObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromLong(self->t->ndim);
+}
+static PyObject *m_numel(JnTensorObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromLongLong(jn_numel(self->t));
+}
+static PyObject *m_is_contiguous(JnTensorObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kw) {
+    (void)args; (void)nargs; (void)kw; /* memory_format= is accepted and ignored */
+    return PyBool_FromLong(jn_is_contiguous(self->t));
+}
+static PyObject *m_element_size(JnTensorObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromSize_t(jn_elsize(self->t));
+}
+static PyObject *m_storage_offset(JnTensorObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromLongLong(self->t->offset);
+}
+static PyObject *m_data_ptr(JnTensorObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromVoidPtr(self->t->storage->data ? jn_data(self->t) : NULL);
+}
+/* A new tensor header sharing storage (detach() until autograd arrives). */
+static PyObject *m_alias(JnTensorObject *self, PyObject *unused) {
+    (void)unused;
+    jn_tensor *t = jn_tensor_alias(self->t);
+    if (!t) return jn_py_raise(JN_ERR_NOMEM);
+    return jn_py_wrap(t);
+}
+/* Does `other` share storage with self? */
+static PyObject *m_shares_storage(JnTensorObject *self, PyObject *other) {
+    if (!JnTensor_Check(other)) {
+        PyErr_SetString(PyExc_TypeError, "expected a Tensor");
+        return NULL;
+    }
+    return PyBool_FromLong(JN_T(other)->storage == self->t->storage);
+}
+/* Make self a view of other's storage with other's layout (Tensor.set_/.data=). */
+static PyObject *m_set_from(JnTensorObject *self, PyObject *other) {
+    if (!JnTensor_Check(other)) {
+        PyErr_SetString(PyExc_TypeError, "expected a Tensor");
+        return NULL;
+    }
+    jn_tensor *n = jn_tensor_alias(JN_T(other));
+    if (!n) return jn_py_raise(JN_ERR_NOMEM);
+    jn_tensor *old = self->t;
+    self->t = n;
+    n->pyobj = self;
+    if (old->pyobj == self) old->pyobj = NULL;
+    jn_tensor_decref(old);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef tensor_methods[] = {
+    {"size", (PyCFunction)(void (*)(void))m_size, METH_FASTCALL | METH_KEYWORDS,
+     "size(dim=None) -> janus.Size or int"},
+    {"stride", (PyCFunction)(void (*)(void))m_stride, METH_FASTCALL | METH_KEYWORDS,
+     "stride(dim=None) -> tuple or int (in elements)"},
+    {"dim", (PyCFunction)m_dim, METH_NOARGS, "number of dimensions"},
+    {"ndimension", (PyCFunction)m_dim, METH_NOARGS, "number of dimensions"},
+    {"numel", (PyCFunction)m_numel, METH_NOARGS, "number of elements"},
+    {"nelement", (PyCFunction)m_numel, METH_NOARGS, "number of elements"},
+    {"is_contiguous", (PyCFunction)(void (*)(void))m_is_contiguous, METH_FASTCALL | METH_KEYWORDS,
+     "True if the tensor is C-contiguous"},
+    {"element_size", (PyCFunction)m_element_size, METH_NOARGS, "bytes per element"},
+    {"storage_offset", (PyCFunction)m_storage_offset, METH_NOARGS, "offset into storage, in elements"},
+    {"data_ptr", (PyCFunction)m_data_ptr, METH_NOARGS, "address of the first element"},
+    {"item", jn_py_item, METH_NOARGS, "the value of a one-element tensor as a Python number"},
+    {"tolist", jn_py_tolist, METH_NOARGS, "the tensor as nested Python lists"},
+    {"_alias", (PyCFunction)m_alias, METH_NOARGS, "a new tensor sharing storage and layout"},
+    {"_shares_storage", (PyCFunction)m_shares_storage, METH_O, NULL},
+    {"_set_from", (PyCFunction)m_set_from, METH_O, NULL},
+    {NULL, NULL, 0, NULL}};
+
+/* tp_methods takes one array: tensor_methods above plus ops_py.c's */
+static PyMethodDef all_methods[sizeof tensor_methods / sizeof tensor_methods[0] + 4];
+
+static void merge_methods(void) {
+    size_t n = 0;
+    for (PyMethodDef *m = tensor_methods; m->ml_name; m++) all_methods[n++] = *m;
+    for (PyMethodDef *m = jn_py_ops_tensor_methods; m->ml_name && n + 1 < sizeof all_methods / sizeof all_methods[0]; m++)
+        all_methods[n++] = *m;
+    all_methods[n] = (PyMethodDef){NULL, NULL, 0, NULL};
+}
+
 static PyGetSetDef getset[] = {
     {"_shape", (getter)get_shape_tuple, NULL, "shape as a tuple", NULL},
     {"_strides", (getter)get_strides, NULL, "strides in elements", NULL},
@@ -84,6 +261,15 @@ static PyGetSetDef getset[] = {
     {"_storage_ptr", (getter)get_storage_ptr, NULL, NULL, NULL},
     {"_is_contiguous", (getter)get_is_contig, NULL, NULL, NULL},
     {"_wrapped_number", (getter)get_wrapped, NULL, NULL, NULL},
+    {"shape", (getter)get_shape, NULL, "the shape as a janus.Size", NULL},
+    {"dtype", (getter)get_dtype, NULL, "the element type (a janus.dtype)", NULL},
+    {"device", (getter)get_device, NULL, "the device the data lives on", NULL},
+    {"is_cuda", (getter)get_false, NULL, NULL, NULL},
+    {"is_sparse", (getter)get_false, NULL, NULL, NULL},
+    {"is_quantized", (getter)get_false, NULL, NULL, NULL},
+    {"is_meta", (getter)get_false, NULL, NULL, NULL},
+    {"itemsize", (getter)get_itemsize, NULL, "bytes per element", NULL},
+    {"nbytes", (getter)get_nbytes, NULL, "bytes of the elements", NULL},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
@@ -196,9 +382,21 @@ static void release_buffer(void *ctx) {
     PyMem_RawFree(h);
 }
 
-/* _from_buffer(obj) -> Tensor sharing obj's memory (kept alive). */
-static PyObject *py_from_buffer(PyObject *self, PyObject *obj) {
-    (void)self;
+/* Copy a strided buffer (any strides, negative too) into contiguous memory. */
+static void copy_strided(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
+                         const Py_ssize_t *strides, Py_ssize_t es) {
+    if (ndim == 0) {
+        memcpy(dst, src, (size_t)es);
+        return;
+    }
+    Py_ssize_t inner = 1;
+    for (int i = 1; i < ndim; i++) inner *= shape[i];
+    for (Py_ssize_t i = 0; i < shape[0]; i++)
+        copy_strided(dst + i * inner * es, src + i * strides[0], ndim - 1, shape + 1, strides + 1, es);
+}
+
+PyObject *jn_py_from_buffer(PyObject *obj, int mode) {
+    int must_share = mode == JN_BUF_STRICT;
     buf_holder *h = PyMem_RawMalloc(sizeof *h);
     if (!h) return PyErr_NoMemory();
     if (PyObject_GetBuffer(obj, &h->view, PyBUF_RECORDS_RO) < 0) {
@@ -218,28 +416,65 @@ static PyObject *py_from_buffer(PyObject *self, PyObject *obj) {
     }
     int64_t shape[JN_MAX_DIMS], strides[JN_MAX_DIMS];
     int64_t es = (int64_t)jn_dtype_size[dt];
-    int ok = 1;
+    int ok = 1, negative = 0;
+    int64_t numel = 1;
     for (int i = 0; i < v->ndim; i++) {
         shape[i] = v->shape[i];
+        numel *= shape[i];
         int64_t bs = v->strides ? v->strides[i] : 0;
         if (bs % es) ok = 0;
+        if (bs < 0 && shape[i] > 1) negative = 1;
         strides[i] = bs / es;
     }
     if (!v->strides) jn_contiguous_strides(v->ndim, shape, strides);
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "buffer strides are not a multiple of the element size; copy it first");
+    /* strides of size-0/1 dims do not matter; keep them non-negative */
+    for (int i = 0; i < v->ndim; i++)
+        if (shape[i] <= 1 && strides[i] < 0) strides[i] = 0;
+    if (negative && must_share) {
+        PyErr_SetString(PyExc_ValueError,
+                        "At least one stride in the given numpy array is negative, and tensors with "
+                        "negative strides are not currently supported. (You can probably work around "
+                        "this by making a copy of your array with array.copy().)");
         PyBuffer_Release(v);
         PyMem_RawFree(h);
         return NULL;
     }
-    /* negative strides: point the tensor's base at the lowest address */
-    char *base = v->buf;
-    int64_t off = 0;
-    for (int i = 0; i < v->ndim; i++)
-        if (strides[i] < 0 && shape[i] > 0) off += strides[i] * (shape[i] - 1);
-    base += off * es;
-    jn_tensor *t = jn_tensor_from_memory(base, (size_t)v->len, (jn_dtype)dt, v->ndim, shape, strides,
-                                         -off, release_buffer, h);
+    if (mode == JN_BUF_RAW && ok && negative) {
+        /* kernel tests feed negative-stride views: point the tensor's base
+         * at the lowest address and keep the strides as they are */
+        int64_t off = 0;
+        for (int i = 0; i < v->ndim; i++)
+            if (strides[i] < 0 && shape[i] > 0) off += strides[i] * (shape[i] - 1);
+        jn_tensor *t = jn_tensor_from_memory((char *)v->buf + off * es, (size_t)v->len, (jn_dtype)dt, v->ndim,
+                                             shape, strides, -off, release_buffer, h);
+        if (!t) {
+            PyBuffer_Release(v);
+            PyMem_RawFree(h);
+            return jn_py_raise(JN_ERR_NOMEM);
+        }
+        return jn_py_wrap(t);
+    }
+    if (!ok || negative || (numel == 0 && mode != JN_BUF_RAW)) {
+        /* unsharable layout: copy into a fresh contiguous tensor */
+        if (!ok && must_share) {
+            PyErr_SetString(PyExc_ValueError, "buffer strides are not a multiple of the element size; copy it first");
+            PyBuffer_Release(v);
+            PyMem_RawFree(h);
+            return NULL;
+        }
+        jn_tensor *t = jn_tensor_new((jn_dtype)dt, v->ndim, shape);
+        if (!t) {
+            PyBuffer_Release(v);
+            PyMem_RawFree(h);
+            return jn_py_raise(JN_ERR_NOMEM);
+        }
+        if (numel) copy_strided(jn_data(t), v->buf, v->ndim, v->shape, v->strides, v->itemsize);
+        PyBuffer_Release(v);
+        PyMem_RawFree(h);
+        return jn_py_wrap(t);
+    }
+    jn_tensor *t = jn_tensor_from_memory(v->buf, (size_t)v->len, (jn_dtype)dt, v->ndim, shape, strides,
+                                         0, release_buffer, h);
     if (!t) {
         PyBuffer_Release(v);
         PyMem_RawFree(h);
@@ -248,8 +483,37 @@ static PyObject *py_from_buffer(PyObject *self, PyObject *obj) {
     return jn_py_wrap(t);
 }
 
+/* _from_buffer(obj, mode=0) -> Tensor over obj's memory (kept alive); mode
+ * 0 shares any layout (negative strides too), 1 shares or raises like
+ * torch.from_numpy, 2 shares when possible and copies otherwise. */
+static PyObject *py_from_buffer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    long mode = JN_BUF_RAW;
+    if (nargs < 1 || nargs > 2 || (nargs == 2 && !PyLong_Check(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "_from_buffer(obj, mode=0)");
+        return NULL;
+    }
+    if (nargs == 2) mode = PyLong_AsLong(args[1]);
+    if (mode < JN_BUF_RAW || mode > JN_BUF_COPY) {
+        PyErr_SetString(PyExc_ValueError, "_from_buffer(): mode must be 0, 1 or 2");
+        return NULL;
+    }
+    return jn_py_from_buffer(args[0], (int)mode);
+}
+
+static Py_hash_t tensor_hash(PyObject *self) { return _Py_HashPointer(self); }
+
+int jn_py_tensor_type_ready(void) {
+    merge_methods();
+    return PyType_Ready(&JnTensorBase_Type);
+}
+
+static PyMappingMethods mapping_methods = {
+    (lenfunc)jn_py_length, (binaryfunc)jn_py_getitem, (objobjargproc)jn_py_setitem};
+
 PyMethodDef jn_py_tensor_module_methods[] = {
-    {"_from_buffer", py_from_buffer, METH_O, "tensor sharing the memory of a buffer (numpy array)"},
+    {"_from_buffer", (PyCFunction)(void (*)(void))py_from_buffer, METH_FASTCALL,
+     "_from_buffer(obj, mode=0): tensor over a buffer's memory (0 share, 1 share or raise, 2 share or copy)"},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject JnTensorBase_Type = {
@@ -257,13 +521,18 @@ PyTypeObject JnTensorBase_Type = {
     .tp_name = "janus._C.TensorBase",
     .tp_basicsize = sizeof(JnTensorObject),
     .tp_dealloc = (destructor)tensor_dealloc,
+    .tp_as_number = &jn_py_number_methods,
+    .tp_as_mapping = &mapping_methods,
+    .tp_hash = tensor_hash,
     .tp_as_buffer = &buffer_procs,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "C base of janus.Tensor",
     .tp_traverse = (traverseproc)tensor_traverse,
     .tp_clear = (inquiry)tensor_clear,
+    .tp_richcompare = jn_py_richcompare,
     .tp_weaklistoffset = offsetof(JnTensorObject, weakreflist),
     .tp_dictoffset = offsetof(JnTensorObject, dict),
+    .tp_methods = all_methods,
     .tp_getset = getset,
     .tp_new = tensor_new,
 };

@@ -1,0 +1,227 @@
+"""Element types, devices and sizes: janus.dtype (janus.float32, ...),
+janus.device, janus.Size, janus.finfo / janus.iinfo.
+
+The dtype objects are singletons indexed by the runtime's dtype codes
+(_C.dtype_names order); _C keeps a reference to them so Tensor.dtype and
+every dtype= argument work on the very same objects, as in torch.
+"""
+import math as _math
+
+from . import _C
+
+
+class dtype:
+    """A tensor element type (janus.float32, janus.int64, ...)."""
+
+    __slots__ = ("_code", "_name", "itemsize", "is_floating_point", "is_signed")
+
+    def __init__(self, code, name, itemsize, is_floating_point, is_signed):
+        self._code = code
+        self._name = name
+        self.itemsize = itemsize
+        self.is_floating_point = is_floating_point
+        self.is_signed = is_signed
+
+    @property
+    def is_complex(self):
+        return False
+
+    def __repr__(self):
+        return "janus." + self._name
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self._name,))
+
+    def to_real(self):
+        return self
+
+    def to_complex(self):
+        raise TypeError("janus has no complex dtypes")
+
+
+_INFO = {  # name: (itemsize, floating, signed)
+    "float32": (4, True, True), "float64": (8, True, True), "float16": (2, True, True),
+    "bfloat16": (2, True, True), "int64": (8, False, True), "int32": (4, False, True),
+    "uint8": (1, False, False), "bool": (1, False, False),
+}
+
+DTYPES = tuple(dtype(i, n, *_INFO[n]) for i, n in enumerate(_C.dtype_names))
+_BY_NAME = {d._name: d for d in DTYPES}
+_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
+            "int": "int32", "byte": "uint8"}
+
+
+def _dtype_by_name(name):
+    return _BY_NAME[_ALIASES.get(name, name)]
+
+
+def to_dtype(x, what="dtype"):
+    """A dtype argument (janus.dtype, Python float/int/bool, or None) -> dtype or None."""
+    if x is None or isinstance(x, dtype):
+        return x
+    if x is float:
+        return _BY_NAME["float64"]
+    if x is int:
+        return _BY_NAME["int64"]
+    if x is bool:
+        return _BY_NAME["bool"]
+    raise TypeError(f"{what} must be a janus.dtype (e.g. janus.float32), not {type(x).__name__}")
+
+
+class device:
+    """A device: janus.device('cpu'), janus.device('cuda', 0), janus.device('cuda:1')."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index if index is None else index
+        if not isinstance(type, str):
+            raise TypeError(f"device() expected a string or a device, got {type.__class__.__name__}")
+        if ":" in type:
+            if index is not None:
+                raise ValueError(f"device(): type {type!r} already names an index")
+            type, _, idx = type.partition(":")
+            try:
+                index = int(idx)
+            except ValueError:
+                raise ValueError(f"Invalid device string: '{type}:{idx}'") from None
+        if type not in ("cpu", "cuda", "meta"):
+            raise ValueError(f"Expected one of cpu, cuda, meta device type at start of device string: {type}")
+        if index is not None and (not isinstance(index, int) or index < 0):
+            raise ValueError(f"Device index must not be negative, got {index!r}")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "index", index)
+
+    def __setattr__(self, k, v):
+        raise AttributeError("device objects are immutable")
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+CPU = device("cpu")
+
+
+def check_device(d, fn="tensor"):
+    """Accept None / 'cpu' / device('cpu'); anything else is not available yet."""
+    if d is None:
+        return
+    if isinstance(d, int):
+        d = device("cuda", d)
+    dv = d if isinstance(d, device) else device(d)
+    if dv.type != "cpu":
+        raise RuntimeError(f"{fn}(): device '{dv}' is not available: this janus build runs on the cpu "
+                           f"only (use device='cpu')")
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints (like torch.Size)."""
+
+    __slots__ = ()
+
+    def __new__(cls, sizes=()):
+        sizes = tuple(sizes)
+        for s in sizes:
+            if not isinstance(s, int) and not hasattr(s, "__index__"):
+                raise TypeError(f"janus.Size() takes an iterable of 'int' (item {len(sizes)} is "
+                                f"'{type(s).__name__}')")
+        return super().__new__(cls, (s.__index__() for s in sizes))
+
+    def __repr__(self):
+        return f"janus.Size([{', '.join(str(s) for s in self)}])"
+
+    __str__ = __repr__
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+class finfo:
+    """Machine limits of a floating dtype (like torch.finfo)."""
+
+    _T = {  # bits, eps, max, tiny (smallest normal), resolution
+        "float32": (32, 2.0 ** -23, 3.4028234663852886e38, 2.0 ** -126, 1e-6),
+        "float64": (64, 2.0 ** -52, 1.7976931348623157e308, 2.0 ** -1022, 1e-15),
+        "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14, 0.001),
+        "bfloat16": (16, 2.0 ** -7, 3.3895313892515355e38, 2.0 ** -126, 0.01),
+    }
+
+    def __init__(self, type=None):
+        type = _BY_NAME["float32"] if type is None else to_dtype(type)
+        if not type.is_floating_point:
+            raise TypeError(f"finfo() requires a floating point dtype, got {type}")
+        self.dtype = type._name
+        self.bits, self.eps, self.max, self.tiny, self.resolution = self._T[type._name]
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:.6e}, max={self.max:.6e}, "
+                f"eps={self.eps:.6e}, smallest_normal={self.tiny:.6e}, tiny={self.tiny:.6e}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype (like torch.iinfo)."""
+
+    def __init__(self, type):
+        type = to_dtype(type)
+        if type.is_floating_point:
+            raise TypeError(f"iinfo() requires an integer dtype, got {type}")
+        self.dtype = type._name
+        self.bits = type.itemsize * 8
+        if type._name == "bool":
+            self.min, self.max = 0, 1
+        elif type.is_signed:
+            self.min, self.max = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        else:
+            self.min, self.max = 0, (1 << self.bits) - 1
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+inf = _math.inf
+nan = _math.nan
+e = _math.e
+pi = _math.pi

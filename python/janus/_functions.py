@@ -1,0 +1,789 @@
+"""Torch API functions that need Python-level argument handling: overloads
+(max(dim) vs max(other)), composite ops built from table ops (reshape,
+split, repeat, ...), and the in-place variants of non-elementwise ops.
+
+Each wrapper is registered as janus.<name> and/or Tensor.<name> with the
+decorators below; janus/__init__.py and janus/_tensor.py install them next
+to the C OpFn bindings of janus/_ops.py.
+"""
+import builtins as _b
+import math as _math
+
+from . import _C
+from . import _dtype
+from ._ops import FUNCTIONS, INTERNAL as _I, METHODS, MODE_INTO, ops, opfn
+from . import return_types
+
+TensorBase = _C.TensorBase
+_float32 = _dtype._BY_NAME["float32"]
+_int64 = _dtype._BY_NAME["int64"]
+_bool = _dtype._BY_NAME["bool"]
+
+
+def function(f=None, *, name=None):
+    def reg(f):
+        FUNCTIONS[name or f.__name__] = f
+        return f
+    return reg(f) if f else reg
+
+
+def method(f=None, *, name=None):
+    def reg(f):
+        METHODS[name or f.__name__] = f
+        return f
+    return reg(f) if f else reg
+
+
+def both(f=None, *, name=None):
+    def reg(f):
+        FUNCTIONS[name or f.__name__] = f
+        METHODS[name or f.__name__] = f
+        return f
+    return reg(f) if f else reg
+
+
+def _check_tensor(x, fn, arg="input"):
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{fn}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+
+
+def sizes_arg(args, fn="size"):
+    """f(2, 3) / f((2, 3)) / f([2, 3]) / f(janus.Size) -> tuple of ints."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    out = []
+    for i, s in enumerate(args):
+        if isinstance(s, bool) or not hasattr(s, "__index__") or isinstance(s, float):
+            raise TypeError(f"{fn}(): argument 'size' must be a tuple of ints, but found element of type "
+                            f"{type(s).__name__} at pos {i}")
+        out.append(s.__index__())
+    return tuple(out)
+
+
+def _wrap_dim(dim, ndim, fn=""):
+    n = ndim if ndim > 0 else 1
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        if hasattr(dim, "__index__") and not isinstance(dim, float):
+            dim = dim.__index__()
+        else:
+            raise TypeError(f"{fn}(): argument 'dim' must be int, not {type(dim).__name__}")
+    if dim < -n or dim >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+# ----------------------------------------------------------- reductions
+_amax, _amin = FUNCTIONS["amax"], FUNCTIONS["amin"]
+_maximum, _minimum = FUNCTIONS["maximum"], FUNCTIONS["minimum"]
+
+
+def _minmax(input, dim, keepdim, out, fn, red, ew, dimop):
+    if out is not None:
+        raise TypeError(f"{fn}(): out= is not supported")
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{fn}(): keepdim given without dim")
+        return red(input)
+    if isinstance(dim, TensorBase):
+        return ew(input, dim)
+    return dimop(input, dim, keepdim)
+
+
+@both
+def max(input, dim=None, keepdim=False, *, out=None):
+    """max(input) -> 0-d max; max(input, dim, keepdim=False) -> (values, indices); max(input, other)."""
+    _check_tensor(input, "max")
+    return _minmax(input, dim, keepdim, out, "max", _amax, _maximum, _I["_max_dim"])
+
+
+@both
+def min(input, dim=None, keepdim=False, *, out=None):
+    """min(input) -> 0-d min; min(input, dim, keepdim=False) -> (values, indices); min(input, other)."""
+    _check_tensor(input, "min")
+    return _minmax(input, dim, keepdim, out, "min", _amin, _minimum, _I["_min_dim"])
+
+
+def _correction(fn, dim, unbiased, correction):
+    if isinstance(dim, bool):  # var(input, unbiased)
+        if unbiased is not None:
+            raise TypeError(f"{fn}(): unbiased given twice")
+        dim, unbiased = None, dim
+    if correction is not None and unbiased is not None:
+        raise TypeError(f"{fn}(): pass either unbiased= or correction=, not both")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return dim, correction
+
+
+@both
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """var(input, dim=None, *, correction=1, keepdim=False), or var(input, dim, unbiased, keepdim)."""
+    dim, c = _correction("var", dim, unbiased, correction)
+    return _I["_var"](input, dim, correction=c, keepdim=keepdim)
+
+
+@both
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """std(input, dim=None, *, correction=1, keepdim=False), or std(input, dim, unbiased, keepdim)."""
+    dim, c = _correction("std", dim, unbiased, correction)
+    return _I["_std"](input, dim, correction=c, keepdim=keepdim)
+
+
+@function
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            FUNCTIONS["mean"](input, None if isinstance(dim, bool) else dim, keepdim))
+
+
+@function
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            FUNCTIONS["mean"](input, None if isinstance(dim, bool) else dim, keepdim))
+
+
+@both
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector norm over dim (all dims by default): p = 2/'fro', 1, inf, -inf, 0 or any number."""
+    x = input if dtype is None else input.to(dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"norm(): input dtype should be a floating point type, got {x.dtype}")
+    if p == "fro" or p == 2:
+        return FUNCTIONS["sqrt"](FUNCTIONS["sum"](x * x, dim, keepdim))
+    a = FUNCTIONS["abs"](x)
+    if p == 1:
+        return FUNCTIONS["sum"](a, dim, keepdim)
+    if p == _math.inf:
+        return _amax(a, () if dim is None else dim, keepdim)
+    if p == -_math.inf:
+        return _amin(a, () if dim is None else dim, keepdim)
+    if p == 0:
+        return FUNCTIONS["sum"]((a != 0).to(x.dtype), dim, keepdim)
+    return FUNCTIONS["sum"](a ** p, dim, keepdim) ** (1.0 / p)
+
+
+# ------------------------------------------------------------ elementwise
+_clamp_into = opfn("clamp_", "clamp", "input:T, min:o=None, max:o=None", mode=MODE_INTO)
+
+
+def _is_bound_tensor(v):
+    return isinstance(v, TensorBase) and v.dim() > 0
+
+
+@both
+def clamp(input, min=None, max=None, *, out=None):
+    """clamp(input, min=None, max=None): numbers or tensors as bounds."""
+    if min is None and max is None:
+        raise RuntimeError("clamp(): at least one of 'min' or 'max' must not be None")
+    if _is_bound_tensor(min) or _is_bound_tensor(max):
+        r = input
+        if min is not None:
+            r = _maximum(r, min)
+        if max is not None:
+            r = _minimum(r, max)
+        if out is not None:
+            return out.copy_(r)
+        return r
+    if out is not None:
+        return _I["_clamp_scalar"](input, min, max, out=out)
+    return _I["_clamp_scalar"](input, min, max)
+
+
+@method
+def clamp_(self, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("clamp_(): at least one of 'min' or 'max' must not be None")
+    if _is_bound_tensor(min) or _is_bound_tensor(max):
+        return self.copy_(clamp(self, min, max))
+    return _clamp_into(self, min, max)
+
+
+FUNCTIONS["clip"] = METHODS["clip"] = clamp
+METHODS["clip_"] = clamp_
+
+
+@both
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+@both
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+@method(name="clamp_min_")
+def _clamp_min_(self, min):
+    return clamp_(self, min=min)
+
+
+@method(name="clamp_max_")
+def _clamp_max_(self, max):
+    return clamp_(self, max=max)
+
+
+@function
+def where(condition, input=None, other=None, *, out=None):
+    """where(condition, input, other) elementwise; where(condition) = nonzero(condition, as_tuple=True)."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where(): expected both input and other, or neither")
+    if out is not None:
+        return out.copy_(_I["where"](condition, input, other))
+    return _I["where"](condition, input, other)
+
+
+@method(name="where")
+def _where_method(self, condition, other):
+    return _I["where"](condition, self, other)
+
+
+@both
+def square(input):
+    return input * input
+
+
+@method
+def square_(self):
+    return self.mul_(self)
+
+
+@both
+def isinf(input):
+    if not input.dtype.is_floating_point:
+        return FUNCTIONS["zeros"](input.shape, dtype=_bool)
+    return FUNCTIONS["abs"](input) == _math.inf
+
+
+@both
+def isfinite(input):
+    if not input.dtype.is_floating_point:
+        return FUNCTIONS["ones"](input.shape, dtype=_bool)
+    return FUNCTIONS["abs"](input) < _math.inf  # false for nan and inf
+
+
+@both
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if not isinstance(other, TensorBase):
+        other = FUNCTIONS["tensor"](other)
+    if input.dtype is _bool or not (input.dtype.is_floating_point or other.dtype.is_floating_point):
+        return input == other
+    a, b = input.double(), other.double()
+    close = (a == b) | (FUNCTIONS["abs"](a - b) <= atol + rtol * FUNCTIONS["abs"](b))
+    if equal_nan:
+        close = close | (FUNCTIONS["isnan"](a) & FUNCTIONS["isnan"](b))
+    return close
+
+
+@both
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+@both
+def equal(input, other):
+    return input.shape == other.shape and bool((input == other).all())
+
+
+@both
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """bernoulli(input): draws 1 with probability input; bernoulli(input, p) with a fixed p."""
+    if p is not None:
+        input = FUNCTIONS["full_like"](input, p)
+    r = _I["_bernoulli"](input)
+    return out.copy_(r) if out is not None else r
+
+
+@method
+def bernoulli_(self, p=0.5, *, generator=None):
+    probs = p if isinstance(p, TensorBase) else FUNCTIONS["full_like"](self, p, dtype=_float32)
+    return self.copy_(_I["_bernoulli"](probs.expand(self.shape) if probs.shape != self.shape else probs))
+
+
+@method
+def zero_(self):
+    return self.fill_(0)
+
+
+# ------------------------------------------------------------------ views
+def infer_size(shape, numel, fn="view"):
+    """Resolve one -1 in shape; check the element count."""
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = 1
+    for i, s in enumerate(shape):
+        if i not in neg:
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+_view = METHODS["view"]
+
+
+reshape = _C.reshape  # C (ops_py.c): view when the layout allows, else a copy; Tensor.reshape too
+FUNCTIONS["reshape"] = reshape
+
+
+@method
+def view_as(self, other):
+    return _view(self, other.shape)
+
+
+@method
+def reshape_as(self, other):
+    return reshape(self, other.shape)
+
+
+@method
+def expand_as(self, other):
+    return self.expand(other.shape)
+
+
+@both
+def flatten(input, start_dim=0, end_dim=-1):
+    if start_dim == 0 and end_dim == -1:
+        return reshape(input, -1)
+    if input.dim() == 0:
+        return reshape(input, (1,))
+    s = _wrap_dim(start_dim, input.dim(), "flatten")
+    e = _wrap_dim(end_dim, input.dim(), "flatten")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input._alias()
+    shp = tuple(input.shape)
+    n = 1
+    for x in shp[s:e + 1]:
+        n *= x
+    return reshape(input, shp[:s] + (n,) + shp[e + 1:])
+
+
+@both
+def unflatten(input, dim, sizes):
+    d = _wrap_dim(dim, input.dim(), "unflatten")
+    sizes = sizes_arg((sizes,), "unflatten")
+    shp = tuple(input.shape)
+    sizes = infer_size(sizes, shp[d], "unflatten")
+    return reshape(input, shp[:d] + sizes + shp[d + 1:])
+
+
+@both
+def ravel(input):
+    return reshape(input, (-1,))
+
+
+@both
+def narrow(input, dim, start, length):
+    """The view input[..., start:start+length, ...] along dim."""
+    d = _wrap_dim(dim, input.dim(), "narrow")
+    size = input.shape[d]
+    if isinstance(start, TensorBase):
+        start = int(start)
+    if start < 0:
+        start += size
+    if start < 0 or start > size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return ops.slice(input, dim=d, start=start, end=start + length, step=1)
+
+
+@both
+def split(tensor, split_size_or_sections, dim=0):
+    d = _wrap_dim(dim, tensor.dim(), "split")
+    size = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and not (step == 0 and size == 0):
+            raise RuntimeError(f"split(): split_size can only be 0 if dimension size is 0, but got {step}")
+        if size == 0:
+            return (narrow(tensor, d, 0, 0),)
+        return tuple(narrow(tensor, d, i, _b.min(step, size - i)) for i in range(0, size, step))
+    sections = list(split_size_or_sections)
+    if sum(sections) != size:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                           f"size at dimension {d}), but got split_sizes={sections}")
+    out, pos = [], 0
+    for s in sections:
+        out.append(narrow(tensor, d, pos, s))
+        pos += s
+    return tuple(out)
+
+
+@both
+def chunk(input, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = _wrap_dim(dim, input.dim(), "chunk")
+    size = input.shape[d]
+    step = (size + chunks - 1) // chunks if size else 0
+    if step == 0:
+        return tuple(narrow(input, d, 0, 0) for _ in range(chunks if size == 0 else 1))
+    return split(input, step, d)
+
+
+@both
+def tensor_split(input, indices_or_sections, dim=0):
+    d = _wrap_dim(dim, input.dim(), "tensor_split")
+    size = input.shape[d]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        q, r = divmod(size, n)
+        sizes = [q + 1] * r + [q] * (n - r)
+        return split(input, sizes, d)
+    idx = [0] + [_b.min(_b.max(i, 0), size) for i in indices_or_sections] + [size]
+    return tuple(narrow(input, d, a, _b.max(b - a, 0)) for a, b in zip(idx, idx[1:]))
+
+
+@both
+def unbind(input, dim=0):
+    d = _wrap_dim(dim, input.dim(), "unbind")
+    sel = _I["select"]
+    return tuple(sel(input, d, i) for i in range(input.shape[d]))
+
+
+@both
+def movedim(input, source, destination):
+    nd = input.dim()
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should "
+                           f"contain the same number of dims as destination ({dst} dims)")
+    src = [_wrap_dim(s, nd, "movedim") for s in src]
+    dst = [_wrap_dim(s, nd, "movedim") for s in dst]
+    order = [None] * nd
+    for s, t in zip(src, dst):
+        order[t] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return input.permute(order)
+
+
+FUNCTIONS["moveaxis"] = METHODS["moveaxis"] = movedim
+
+
+@method
+def t(self):
+    if self.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+    return self.transpose(0, 1) if self.dim() == 2 else self._alias()
+
+
+FUNCTIONS["t"] = t
+
+
+@method
+def contiguous(self, memory_format=None):
+    return self if self.is_contiguous() else FUNCTIONS["clone"](self)
+
+
+@method
+def detach(self):
+    return self._alias()
+
+
+@method
+def detach_(self):
+    return self
+
+
+@both
+def repeat(input, *sizes):
+    """Tile the tensor: sizes[i] copies along dim i (leading new dims allowed)."""
+    reps = sizes_arg(sizes, "repeat")
+    if len(reps) < input.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    shp = (1,) * (len(reps) - input.dim()) + tuple(input.shape)
+    x = reshape(input, shp)
+    if 2 * len(shp) <= _C.MAX_DIMS:
+        inter = tuple(v for s in shp for v in (1, s))
+        big = tuple(v for r, s in zip(reps, shp) for v in (r, s))
+        return reshape(x.reshape(inter).expand(big), tuple(r * s for r, s in zip(reps, shp)))
+    for d, r in enumerate(reps):
+        if r != 1:
+            x = FUNCTIONS["cat"]([x] * r, d) if r <= _C.MAX_INS else FUNCTIONS["cat"](
+                [FUNCTIONS["cat"]([x] * (r // 2), d)] * 2 + ([x] if r % 2 else []), d)
+    return x
+
+
+@both
+def tile(input, dims):
+    dims = sizes_arg((dims,), "tile")
+    if len(dims) < input.dim():
+        dims = (1,) * (input.dim() - len(dims)) + dims
+    return repeat(input, dims)
+
+
+@both
+def flip(input, dims):
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    r = input
+    for d in dims:
+        d = _wrap_dim(d, input.dim(), "flip")
+        n = input.shape[d]
+        idx = FUNCTIONS["arange"](n - 1, -1, -1) if n else FUNCTIONS["zeros"](0, dtype=_int64)
+        r = FUNCTIONS["index_select"](r, d, idx)
+    return r if r is not input else FUNCTIONS["clone"](input)
+
+
+@both
+def roll(input, shifts, dims=None):
+    if dims is None:
+        return roll(flatten(input), shifts, 0).view(input.shape)
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    r = input
+    for s, d in zip(shifts, dims):
+        d = _wrap_dim(d, input.dim(), "roll")
+        n = input.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            r = FUNCTIONS["cat"]([narrow(r, d, n - s, s), narrow(r, d, 0, n - s)], d)
+    return r if r is not input else FUNCTIONS["clone"](input)
+
+
+@both
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    d1, d2 = _wrap_dim(dim1, input.dim()), _wrap_dim(dim2, input.dim())
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    shp, st = list(input.shape), list(input.stride())
+    if offset >= 0:
+        n = _b.max(_b.min(shp[d1], shp[d2] - offset), 0)
+        off = input.storage_offset() + (offset * st[d2] if n else 0)
+    else:
+        n = _b.max(_b.min(shp[d1] + offset, shp[d2]), 0)
+        off = input.storage_offset() - (offset * st[d1] if n else 0)
+    keep = [i for i in range(input.dim()) if i not in (d1, d2)]
+    return ops.as_strided(input, size=[shp[i] for i in keep] + [n],
+                          stride=[st[i] for i in keep] + [st[d1] + st[d2]], offset=off)
+
+
+@both
+def as_strided(input, size, stride, storage_offset=None):
+    off = input.storage_offset() if storage_offset is None else storage_offset
+    return ops.as_strided(input, size=sizes_arg((size,), "as_strided"),
+                          stride=sizes_arg((stride,), "as_strided"), offset=off)
+
+
+# ---------------------------------------------------------------- indexing
+@both
+def nonzero(input, *, as_tuple=False):
+    idx = _C._nonzero(input)
+    if not as_tuple:
+        return idx
+    if input.dim() == 0:
+        return (idx.view(-1),) if idx.numel() else (FUNCTIONS["zeros"](0, dtype=_int64),)
+    return tuple(idx[:, i] for i in range(input.dim())) if idx.shape[0] else tuple(
+        FUNCTIONS["zeros"](0, dtype=_int64) for _ in range(input.dim()))
+
+
+@both
+def argwhere(input):
+    return _C._nonzero(input)
+
+
+@both
+def masked_select(input, mask):
+    if mask.dtype is not _bool:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
+    shp = tuple(FUNCTIONS["broadcast_shapes"](input.shape, mask.shape))
+    return input.expand(shp)[mask.expand(shp)]
+
+
+@method
+def masked_fill_(self, mask, value):
+    return METHODS["_masked_fill_into"](self, mask, value)
+
+
+METHODS["_masked_fill_into"] = opfn("masked_fill_", "masked_fill", "input:T, mask:T, value:f", mode=MODE_INTO)
+
+
+def _index_put_impl(self, indices, values, accumulate):
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError("index_put_(): indices must be a tuple of Tensors")
+    idx = []
+    for ix in indices:
+        if ix is None:
+            raise NotImplementedError("index_put_(): None in indices is not supported; use x[...] = v")
+        if not isinstance(ix, TensorBase):
+            ix = FUNCTIONS["tensor"](ix)
+        if ix.dtype is _bool or ix.dtype is _dtype._BY_NAME["uint8"]:
+            idx.extend(nonzero(ix, as_tuple=True))
+        else:
+            idx.append(ix if ix.dtype is _int64 else ix.long())
+    if len(idx) > self.dim():
+        raise IndexError(f"too many indices for tensor of dimension {self.dim()} (got {len(idx)})")
+    if not isinstance(values, TensorBase):
+        values = FUNCTIONS["tensor"](values, dtype=self.dtype)
+    elif values.dtype is not self.dtype:
+        values = values.to(self.dtype)
+    mask = [1] * len(idx) + [0] * (self.dim() - len(idx))
+    return ops.index_put_(self, values, idx, mask=mask, accumulate=bool(accumulate))
+
+
+@method
+def index_put_(self, indices, values, accumulate=False):
+    return _index_put_impl(self, indices, values, accumulate)
+
+
+@both
+def index_put(input, indices, values, accumulate=False):
+    return _index_put_impl(FUNCTIONS["clone"](input), indices, values, accumulate)
+
+
+def _scatter_src(input, index, src, value, fn):
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError(f"{fn}(): expected src (a Tensor) or value (a number)")
+    if not isinstance(src, TensorBase):
+        src = FUNCTIONS["full"](tuple(index.shape), src, dtype=input.dtype)
+    return src
+
+
+@both
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    src = _scatter_src(input, index, src, value, "scatter")
+    if reduce is None:
+        return _I["_scatter"](input, dim, index, src)
+    if reduce == "add":
+        return _I["_scatter_add"](input, dim, index, src)
+    raise NotImplementedError(f"scatter(): reduce={reduce!r} is not supported (only 'add')")
+
+
+@method
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    return self.copy_(scatter(self, dim, index, src, value=value, reduce=reduce))
+
+
+@both
+def scatter_add(input, dim, index, src):
+    return _I["_scatter_add"](input, dim, index, src)
+
+
+@method
+def scatter_add_(self, dim, index, src):
+    return self.copy_(_I["_scatter_add"](self, dim, index, src))
+
+
+@both
+def take_along_dim(input, indices, dim):
+    return FUNCTIONS["gather"](input, dim, indices)
+
+
+@both
+def index_fill(input, dim, index, value):
+    r = FUNCTIONS["clone"](input)
+    return index_fill_(r, dim, index, value)
+
+
+@method
+def index_fill_(self, dim, index, value):
+    d = _wrap_dim(dim, self.dim(), "index_fill_")
+    key = (slice(None),) * d + (index,)
+    self[key] = value
+    return self
+
+
+# ---------------------------------------------------------------- linalg
+@both
+def dot(input, other):
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+    return FUNCTIONS["matmul"](input, other)
+
+
+FUNCTIONS["inner"] = dot
+
+
+@both
+def mv(input, vec):
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
+    return FUNCTIONS["matmul"](input, vec)
+
+
+@both
+def outer(input, vec2):
+    return input.reshape(-1, 1) * vec2.reshape(1, -1)
+
+
+FUNCTIONS["ger"] = outer
+
+
+@function
+def broadcast_shapes(*shapes):
+    nd = _b.max((len(s) if not isinstance(s, int) else 1 for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        s = (s,) if isinstance(s, int) else tuple(s)
+        for i, v in enumerate(s):
+            j = nd - len(s) + i
+            if out[j] == 1:
+                out[j] = v
+            elif v != 1 and v != out[j]:
+                raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape. "
+                                   f"Mismatch is at dim {j} ({out[j]} vs {v}) for shapes {list(shapes)}")
+    return _dtype.Size(out)
+
+
+@function
+def broadcast_tensors(*tensors):
+    shp = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(t.expand(shp) for t in tensors)
+
+
+@function
+def broadcast_to(input, size):
+    return input.expand(size)
+
+
+METHODS["broadcast_to"] = broadcast_to
+
+
+@function
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    def pair(v, what):
+        if isinstance(v, str):
+            raise NotImplementedError(f"conv2d(): padding={v!r} strings are not supported yet")
+        v = (v, v) if isinstance(v, int) else tuple(v)
+        if len(v) != 2:
+            raise ValueError(f"conv2d(): {what} must be an int or a pair of ints, got {v}")
+        return v
+    return _I["_conv2d"](input, weight, bias, pair(stride, "stride"), pair(padding, "padding"),
+                         pair(dilation, "dilation"), groups)
+
+
+@function
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    def pair(v):
+        return (v, v) if isinstance(v, int) else tuple(v)
+    k = pair(kernel_size)
+    s = k if stride is None or stride == [] or stride == () else pair(stride)
+    vals, idx = ops.max_pool2d(input, kernel=k, stride=s, padding=pair(padding), dilation=pair(dilation),
+                               ceil_mode=bool(ceil_mode))
+    return return_types.max_pool2d_with_indices(vals, idx) if return_indices else vals
+
+
+@function
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """torch.embedding(weight, indices): rows of weight picked by indices."""
+    return ops.embedding(indices, weight, padding_idx=-1 if padding_idx is None else padding_idx)

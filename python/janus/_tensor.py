@@ -1,0 +1,267 @@
+"""janus.Tensor: the Python class over _C.TensorBase.
+
+TensorBase (C) carries the data pointer, the metadata getters, operators,
+indexing, item/tolist; this class adds the Python-level protocol methods
+(repr, iteration, numpy interop, pickling), dtype/device conversions, and
+receives every op binding of janus/_ops.py and janus/_functions.py as a
+method.  _C._set_tensor_class registers it so every tensor the runtime
+returns is a janus.Tensor.
+"""
+from . import _C
+from . import _dtype
+from . import _format
+from ._dtype import to_dtype
+from ._ops import INTERNAL, METHODS
+
+_by = _dtype._BY_NAME
+_cast = INTERNAL["_cast"]
+_DEFAULT_DTYPES = (_by["float32"], _by["int64"], _by["bool"])
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+def _rebuild(data, dtype_name, shape):
+    from ._factories import tensor
+    dt = _dtype._BY_NAME[dtype_name]
+    if isinstance(data, (bytes, bytearray)):
+        fmt = {"float32": "f", "float64": "d", "float16": "e", "int64": "q", "int32": "i", "uint8": "B",
+               "bool": "?"}[dtype_name]
+        flat = _C._from_buffer(memoryview(bytearray(data)).cast(fmt), 1)
+        return flat.reshape(shape)
+    return tensor(data, dtype=dt).reshape(shape)
+
+
+class Tensor(_C.TensorBase):
+    """A multi-dimensional array on the Janus runtime (the torch.Tensor API)."""
+
+    __array_priority__ = 1000  # numpy defers binary ops to Tensor
+
+    def __new__(cls, *args, dtype=None, device=None):
+        from ._factories import empty, tensor
+        if len(args) == 1 and not isinstance(args[0], int) and not isinstance(args[0], _dtype.Size):
+            return tensor(args[0], dtype=dtype or _by["float32"], device=device)
+        return empty(*args, dtype=dtype, device=device)
+
+    # ----------------------------------------------------------- printing
+    def __repr__(self, *, tensor_contents=None):
+        extra = []
+        gf = getattr(self, "grad_fn", None)
+        if gf is not None:
+            extra.append(f"grad_fn=<{''.join(p.capitalize() for p in gf.name.split('_'))}Backward0>")
+        elif getattr(self, "requires_grad", False):
+            extra.append("requires_grad=True")
+        return _format.tensor_repr(self, _DEFAULT_DTYPES, extra)
+
+    def __str__(self):
+        return self.__repr__()
+
+    def __format__(self, spec):
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    # ---------------------------------------------------------- protocols
+    def __iter__(self):
+        if self.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        sel = INTERNAL["select"]
+        return (sel(self, 0, i) for i in range(self.shape[0]))
+
+    def __reversed__(self):
+        if self.dim() == 0:
+            return self
+        return self.flip(0)
+
+    def __contains__(self, element):
+        if isinstance(element, (Tensor, int, float, bool)):
+            return bool((self == element).any())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element).__name__}.")
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+        if self.dtype is _by["bfloat16"]:
+            raise TypeError("can't convert a bfloat16 tensor to a numpy array (numpy has no bfloat16); "
+                            "convert it first, e.g. t.float().numpy()")
+        a = np.asarray(memoryview(self)) if self.dim() else np.array(self.item(), dtype=_np_dtype(self))
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        return a.copy() if copy else a
+
+    def numpy(self, *, force=False):
+        """A numpy array sharing memory with the tensor (requires numpy)."""
+        try:
+            import numpy as np
+        except ImportError:
+            raise RuntimeError("Tensor.numpy() needs numpy, which is not installed "
+                               "(pip install numpy); .tolist() works without it") from None
+        if self.dtype is _by["bfloat16"]:
+            raise TypeError("Got unsupported ScalarType BFloat16: numpy has no bfloat16; "
+                            "use t.float().numpy()")
+        return np.asarray(memoryview(self))
+
+    def __reduce_ex__(self, proto):
+        t = self.contiguous()
+        if t.dtype is _by["bfloat16"]:
+            return (_rebuild, (t.tolist(), "bfloat16", tuple(self.shape)))
+        return (_rebuild, (bytes(memoryview(t).cast("B")) if t.dim() else t.item(), t.dtype._name,
+                           tuple(self.shape)))
+
+    def __deepcopy__(self, memo):
+        r = self.clone()
+        memo[id(self)] = r
+        return r
+
+    def __copy__(self):
+        return self._alias()
+
+    # --------------------------------------------------------- properties
+    @property
+    def T(self):
+        n = self.dim()
+        return self.permute(tuple(range(n - 1, -1, -1))) if n > 1 else self._alias()
+
+    @property
+    def mT(self):
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                               f"{self.dim()}-D tensor.")
+        return self.transpose(-2, -1)
+
+    H = T
+    mH = mT
+
+    @property
+    def data(self):
+        return self._alias()
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, _C.TensorBase):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        self._set_from(value)
+
+    @property
+    def layout(self):
+        return "janus.strided"
+
+    @property
+    def is_leaf(self):
+        return True
+
+    @property
+    def real(self):
+        return self
+
+    # -------------------------------------------------------- conversions
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+        """to(dtype), to(device), to(device, dtype), to(other), with copy=False."""
+        for a in args:
+            if isinstance(a, _dtype.dtype) or a in (float, int, bool):
+                if dtype is not None:
+                    raise TypeError("to(): dtype given twice")
+                dtype = a
+            elif isinstance(a, (str, _dtype.device)):
+                device = a
+            elif isinstance(a, _C.TensorBase):
+                dtype = a.dtype
+            elif isinstance(a, bool):  # positional non_blocking / copy
+                non_blocking = a
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
+        _dtype.check_device(device, "to")
+        dtype = to_dtype(dtype)
+        if dtype is None or dtype is self.dtype:
+            return self.clone() if copy else self
+        return _cast(self, dtype)
+
+    def _to(self, name):
+        dt = _by[name]
+        return self if self.dtype is dt else _cast(self, dt)
+
+    def float(self, memory_format=None):
+        return self._to("float32")
+
+    def double(self, memory_format=None):
+        return self._to("float64")
+
+    def half(self, memory_format=None):
+        return self._to("float16")
+
+    def bfloat16(self, memory_format=None):
+        return self._to("bfloat16")
+
+    def long(self, memory_format=None):
+        return self._to("int64")
+
+    def int(self, memory_format=None):
+        return self._to("int32")
+
+    def bool(self, memory_format=None):
+        return self._to("bool")
+
+    def byte(self, memory_format=None):
+        return self._to("uint8")
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def type(self, dtype=None, non_blocking=False):
+        if dtype is None:
+            return "janus." + _TYPE_NAMES[self.dtype._name]
+        if isinstance(dtype, str):
+            for k, v in _TYPE_NAMES.items():
+                if dtype.endswith("." + v) or dtype == v:
+                    return self.to(_by[k])
+            raise ValueError(f"invalid type: {dtype!r}")
+        return self.to(dtype)
+
+    def cpu(self, memory_format=None):
+        return self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        _dtype.check_device("cuda" if device is None else device, "cuda")
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    def is_signed(self):
+        return self.dtype.is_signed
+
+    def get_device(self):
+        return -1
+
+    def share_memory_(self):
+        return self
+
+    def pin_memory(self):
+        return self
+
+    def is_pinned(self):
+        return False
+
+    def is_shared(self):
+        return False
+
+    def untyped_storage(self):
+        raise NotImplementedError("storages are not exposed; use data_ptr() or numpy()")
+
+
+def _np_dtype(t):
+    import numpy as np
+    return {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int64": np.int64,
+            "int32": np.int32, "uint8": np.uint8, "bool": np.bool_}[t.dtype._name]
+
+
+def install_methods():
+    """Put every op binding on Tensor (called once the function modules are loaded)."""
+    for name, f in METHODS.items():
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, f)
+
+
+_C._set_tensor_class(Tensor)

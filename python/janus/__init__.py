@@ -106,3 +106,5 @@ def set_default_dtype(d):
 del _bd, _tensor_mod
 
 from . import nn  # noqa: E402,F401  (after the API above: janus.nn imports janus)
+from . import optim, utils  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401

@@ -1,6 +1,6 @@
 """Character-level LSTM language model over Python's own standard library.
 
-    python examples/char_lstm.py [--steps 300] [--batch 32] [--hidden 128]
+    python examples/char_lstm.py [--steps 1500] [--batch 32] [--hidden 128]
 
 The text is the .py files of the running interpreter's standard library.
 Each batch has its own sequence length (a Python `for` loop over time steps
@@ -60,7 +60,7 @@ class CharLSTM(nn.Module):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="character LSTM on the Python standard library")
-    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--min-len", type=int, default=16)

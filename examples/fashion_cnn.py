@@ -1,6 +1,6 @@
 """LeNet-style CNN on Fashion-MNIST, trained eagerly.
 
-    python examples/fashion_cnn.py [--epochs 2] [--steps N] [--batch 64]
+    python examples/fashion_cnn.py [--epochs 4] [--steps N] [--batch 64]
 """
 import argparse
 import os
@@ -50,7 +50,7 @@ def evaluate(model, x, y, batch=1000):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Fashion-MNIST LeNet")
-    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run all epochs)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=2e-3)

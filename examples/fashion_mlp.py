@@ -1,6 +1,6 @@
 """MLP on Fashion-MNIST, trained eagerly with janus.nn / janus.optim.
 
-    python examples/fashion_mlp.py [--epochs 2] [--steps N] [--batch 128]
+    python examples/fashion_mlp.py [--epochs 5] [--steps N] [--batch 128]
 
 A PyTorch script ported by changing its imports: DataLoader over a
 TensorDataset, nn.Sequential, CrossEntropyLoss, Adam.  Prints the loss as it
@@ -40,7 +40,7 @@ def evaluate(model, x, y, batch=1000):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Fashion-MNIST MLP")
-    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run all epochs)")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)

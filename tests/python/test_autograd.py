@@ -59,10 +59,11 @@ def test_modified_saved_tensor_is_an_error():
 def test_inplace_on_nonleaf_is_tracked():
     x = t([1.0, -2.0, 3.0], True)
     h = x * 2
-    h.relu_()
     h.mul_(3)
+    h.relu_()
     h.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [6, 0, 6])
+    assert h.grad_fn is not None
 
 
 def test_leaf_inplace_requires_no_grad():

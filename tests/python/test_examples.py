@@ -21,15 +21,3 @@ def test_char_lstm_beats_unigram():
     import char_lstm
     val, unigram = char_lstm.main(["--steps", "60", "--batch", "16", "--hidden", "64", "--max-len", "24"])
     assert math.isfinite(val) and val < unigram
-
-
-def test_fashion_demo_runs(capsys):
-    import fashion_demo
-    import sys
-    argv = sys.argv
-    sys.argv = ["fashion_demo.py", "--steps", "50"]
-    try:
-        fashion_demo.main()
-    finally:
-        sys.argv = argv
-    assert "test accuracy" in capsys.readouterr().out

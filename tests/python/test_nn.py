@@ -34,7 +34,7 @@ def test_module_registration_and_traversal():
                      "heads.a.weight", "heads.a.bias"]
     assert [n for n, _ in net.named_buffers()] == ["scale", "bn.running_mean", "bn.running_var",
                                                     "bn.num_batches_tracked"]
-    assert len(list(net.children())) == 4 and len(list(net.modules())) == 7
+    assert len(list(net.children())) == 4 and len(list(net.modules())) == 8
     assert set(net.state_dict()) == set(names) | {"scale", "bn.running_mean", "bn.running_var",
                                                    "bn.num_batches_tracked"}
     assert all(p.requires_grad and isinstance(p, nn.Parameter) for p in net.parameters())

@@ -1,0 +1,180 @@
+/* jn_db.h -- the trace store: a versioned SQLite database (run.db) shared by
+ * the recorder, analyzer, codegen, runtime and CLI, plus the binary codec of
+ * recorded op events.
+ *
+ * Layout (schema version JN_DB_SCHEMA_VERSION):
+ *   meta(key PRIMARY KEY, value)      schema_version, janus_version, created, app="janus"
+ *   optables(hash PRIMARY KEY, ops)   op names (and schemas) of one op table, in enum order
+ *   runs(...)                          one row per `janus record` (argv, cwd, times, exit status,
+ *                                      versions, CPU features, device, optable hash, status)
+ *   callsites(id, file, line, func)    interned Python call sites
+ *   stacks(id, hash, frames)           interned call stacks (callsite ids, innermost first)
+ *   steps(run_id, step, ...)           per step: kind, time, op/sync counts, signature hash
+ *   chunks(run_id, step, codec, raw_bytes, data)   zstd-compressed encoded events of a step
+ *   op_counts, syncs, decisions, shapes, arg_types  plain summary tables for SQL
+ * Concretely (db/db.c SCHEMA_V1 is the authority):
+ *   meta also holds optable_hash (the creating janus's table, 16 hex digits).
+ *   runs(id, argv, cwd, started, ended, exit_status, status 'running'|'finished'|'error'|'killed',
+ *        python_version, janus_version, optable_hash, cpu_features, device, hostname, pid)
+ *   stacks.hash is the uint64 bit-cast to a signed INTEGER; stacks.frames is a JSON
+ *        array of callsite ids ("[3,1]"), so SQL can json_each() it.
+ *   steps(run_id, step, kind, started, duration, signature, n_ops, n_syncs):
+ *        signature is TEXT, 16 lower-case hex digits.  PRIMARY KEY(run_id, step).
+ *   chunks(run_id, step, codec 'zstd', raw_bytes, data)
+ *   op_counts(run_id, step, op, count)
+ *   syncs(run_id, step, seq, kind JN_SYNC_*, value REAL (NULL when NaN/none), callsite_id)
+ *   decisions(run_id, step, callsite_id, kind JN_DEC_*, outcome, count)
+ *   shapes(run_id, step, op, callsite_id, arg, dim, size)
+ *   arg_types(run_id, step, op, callsite_id, arg, pytype TEXT, count)
+ *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
+ *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
+ *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
+ * Events record op NAMES through the run's optable, never bare enum numbers.
+ * A jn_db handle is used by one thread at a time; processes share a file
+ * through SQLite's locking (WAL, 10 s busy timeout).
+ * Every write of a step is one transaction, so a crash or SIGKILL leaves all
+ * committed steps readable (WAL mode).  Every user-visible failure returns a
+ * jn_status with a message naming the file and the fix.
+ */
+#ifndef JN_DB_H
+#define JN_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jn_runtime.h"
+
+#define JN_DB_SCHEMA_VERSION 1
+
+typedef struct jn_db jn_db;
+
+enum { JN_DB_READONLY = 0, JN_DB_WRITE = 1, JN_DB_CREATE = 2 };
+
+/* Open (and with JN_DB_CREATE create or migrate) a trace store.  Refuses a
+ * file that is not SQLite, a SQLite file that is not a janus trace store,
+ * and a store of a newer schema, each with a clear message. */
+jn_status jn_db_open(const char *path, int flags, jn_db **out);
+void jn_db_close(jn_db *db);
+int jn_db_schema_version(jn_db *db);
+
+/* ---- runs ---- */
+typedef struct {
+    const char *argv_json;      /* JSON array of strings */
+    const char *cwd;
+    const char *python_version;
+    const char *janus_version;
+    const char *optable_hash;   /* jn_optable_hash() as 16 hex digits */
+    const char *optable_ops;    /* op names in enum order, '\n'-separated "name schema" rows */
+    const char *cpu_features;
+    const char *device;         /* "cpu" */
+    const char *hostname;
+    int64_t pid;
+    double started;             /* unix time */
+} jn_db_run_info;
+
+jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id);
+/* status: "finished", "error" (script raised / nonzero exit), "killed" */
+jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
+
+/* ---- interning (cached by the caller; these hit the database once) ---- */
+jn_status jn_db_callsite(jn_db *db, const char *file, int line, const char *func, int64_t *id);
+jn_status jn_db_stack(jn_db *db, uint64_t hash, const int64_t *callsites, int n, int64_t *id);
+
+/* ---- event codec ---- */
+enum { JN_EV_OP = 1, JN_EV_SYNC = 2, JN_EV_DECISION = 3 };
+/* What a tensor reference is, as far as the recorder can tell. */
+enum {
+    JN_TR_TEMP = 0,     /* produced by a recorded op */
+    JN_TR_HOST = 1,     /* entered from Python data (list, buffer, numpy) */
+    JN_TR_PARAM = 2,    /* nn.Parameter */
+    JN_TR_STATE = 3,    /* buffer / optimizer state living across steps */
+    JN_TR_SCALAR = 4    /* a wrapped Python number; value in `scalar` */
+};
+enum { JN_SYNC_ITEM = 1, JN_SYNC_BOOL, JN_SYNC_TOLIST, JN_SYNC_NUMPY, JN_SYNC_PRINT, JN_SYNC_COMPARE };
+enum { JN_DEC_BRANCH = 1, JN_DEC_LOOP = 2 };
+
+typedef struct {
+    int64_t id;            /* jn_tensor.id */
+    uint64_t version;      /* storage version seen */
+    uint8_t dtype, ndim, device, role;
+    int64_t shape[JN_MAX_DIMS], strides[JN_MAX_DIMS], offset;
+    double scalar;         /* JN_TR_SCALAR: the Python value */
+    uint8_t pytype;        /* for op arguments: 0 tensor, 1 int, 2 float, 3 bool */
+} jn_db_tref;
+
+typedef struct {
+    uint8_t kind;          /* JN_EV_* */
+    /* JN_EV_OP */
+    uint32_t op;           /* index into the run's optable */
+    uint8_t inplace;       /* 1: dispatch_into / in-place op (out[0] aliases a written tensor) */
+    jn_attrs attrs;        /* in the op's schema order */
+    uint8_t nattrs;
+    uint8_t nin, nout;
+    jn_db_tref *in, *out;  /* decode: point into the decoder's arena */
+    /* all kinds */
+    int64_t callsite, stack;
+    /* JN_EV_SYNC */
+    uint8_t sync_kind;
+    double value;          /* the observed scalar, NaN when none */
+    int64_t tensor_id;     /* the tensor that was synced */
+    /* JN_EV_DECISION */
+    uint8_t dec_kind;      /* JN_DEC_* */
+    int64_t outcome;       /* branch: 1 taken / 0 not; loop: trip count */
+    /* JN_EV_OP, optional: the jn_attr_kind of each attr ('i','f','b','L','d').
+     * 0 = take it from jn_op_info(op) of the running process's op table.
+     * The decoder always fills it in from the stored tags. */
+    char attr_kind[JN_MAX_ATTRS];
+} jn_db_event;
+
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+} jn_db_buf;
+
+/* Append one event (compact varint encoding) to buf. */
+jn_status jn_db_encode_event(jn_db_buf *buf, const jn_db_event *ev);
+void jn_db_buf_free(jn_db_buf *buf);
+
+/* Decoding: iterate events of a decompressed chunk. */
+typedef struct jn_db_decoder jn_db_decoder;
+jn_status jn_db_decoder_new(const void *data, size_t len, jn_db_decoder **out);
+/* 1 = an event was decoded into *ev (valid until the next call), 0 = end. <0 never; errors via status */
+jn_status jn_db_decoder_next(jn_db_decoder *d, jn_db_event *ev, int *got);
+void jn_db_decoder_free(jn_db_decoder *d);
+
+/* ---- steps ---- */
+typedef struct { const char *op; int64_t count; } jn_db_opcount;
+typedef struct { int64_t seq; int kind; double value; int64_t callsite; } jn_db_sync;
+typedef struct { int64_t callsite; int kind; int64_t outcome; int64_t count; } jn_db_decision;
+typedef struct { const char *op; int64_t callsite; int arg, dim; int64_t size; } jn_db_shape;
+typedef struct { const char *op; int64_t callsite; int arg; const char *pytype; int64_t count; } jn_db_argtype;
+
+typedef struct {
+    int64_t run_id, step;
+    const char *kind;          /* "optimizer" (Optimizer.step), "marker" (janus.step()), "tail" (at exit) */
+    double started, duration;
+    uint64_t signature;        /* hash of (op, attrs, callsite) sequence */
+    int64_t n_ops, n_syncs;
+    const void *events;        /* encoded events (jn_db_encode_event), compressed by the store */
+    size_t events_len;
+    const jn_db_opcount *opcounts; int nopcounts;
+    const jn_db_sync *syncs; int nsyncs;
+    const jn_db_decision *decisions; int ndecisions;
+    const jn_db_shape *shapes; int nshapes;
+    const jn_db_argtype *argtypes; int nargtypes;
+} jn_db_step;
+
+/* One transaction: the step row, its chunk and its summaries. */
+jn_status jn_db_write_step(jn_db *db, const jn_db_step *s);
+/* The decompressed events of a step (caller frees *data with free()). */
+jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len);
+
+/* For tests: the n-th SQLite step/exec performed by db.c from now on (1 = the
+ * next one) fails as if the disk were full (SQLITE_FULL); fires once.
+ * 0 = off.  Process-global. */
+void jn_db_inject_fault(int after_n_writes);
+
+/* The underlying handle, for read-only SQL in the CLI and tests. */
+struct sqlite3 *jn_db_handle(jn_db *db);
+
+#endif

@@ -285,19 +285,45 @@ def equal(input, other):
     return input.shape == other.shape and bool((input == other).all())
 
 
+def _draw(generator, fn, *args, **kw):
+    """Run a random op on `generator`'s stream (the default stream when None)."""
+    if generator is None:
+        return fn(*args, **kw)
+    from ._factories import _check_gen, _using
+    _check_gen(generator, getattr(fn, "__name__", "random"))
+    with _using(generator):
+        return fn(*args, **kw)
+
+
 @both
 def bernoulli(input, p=None, *, generator=None, out=None):
     """bernoulli(input): draws 1 with probability input; bernoulli(input, p) with a fixed p."""
     if p is not None:
         input = FUNCTIONS["full_like"](input, p)
-    r = _I["_bernoulli"](input)
+    r = _draw(generator, _I["_bernoulli"], input)
     return out.copy_(r) if out is not None else r
 
 
 @method
 def bernoulli_(self, p=0.5, *, generator=None):
     probs = p if isinstance(p, TensorBase) else FUNCTIONS["full_like"](self, p, dtype=_float32)
-    return self.copy_(_I["_bernoulli"](probs.expand(self.shape) if probs.shape != self.shape else probs))
+    probs = probs.expand(self.shape) if probs.shape != self.shape else probs
+    return self.copy_(_draw(generator, _I["_bernoulli"], probs))
+
+
+_uniform_fn, _normal_fn = METHODS["uniform_"], METHODS["normal_"]
+
+
+@method
+def uniform_(self, *args, generator=None, **kw):
+    """uniform_(from=0, to=1, *, generator=None): fill with U[from, to) samples."""
+    return _draw(generator, _uniform_fn, self, *args, **kw)
+
+
+@method
+def normal_(self, *args, generator=None, **kw):
+    """normal_(mean=0, std=1, *, generator=None): fill with N(mean, std^2) samples."""
+    return _draw(generator, _normal_fn, self, *args, **kw)
 
 
 @method

@@ -93,7 +93,7 @@ typedef struct jn_storage {
     void *data;          /* NULL for meta-only tensors (lazy capture, analyzer) */
     size_t nbytes;
     int device;          /* jn_device_type */
-    int owns_data;       /* free data on release */
+    int owns_data;       /* 1: data is its own allocation; 2: inside this block */
     uint64_t version;    /* bumped by every in-place write; shared by views */
     void (*release)(void *ctx); /* external memory (numpy buffers) */
     void *release_ctx;

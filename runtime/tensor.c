@@ -50,20 +50,36 @@ static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t
     return t;
 }
 
+/* Small tensors dominate eager dispatch cost, so storage header and data
+ * share one malloc block (data 64-byte aligned for vector loads, placed
+ * after the header); big buffers get their own aligned allocation. */
+#define INLINE_DATA_MAX 4096
+
 static jn_storage *storage_new(size_t nbytes, int zero) {
-    jn_storage *st = calloc(1, sizeof *st);
-    if (!st) return NULL;
+    size_t sz = (nbytes + 63) & ~(size_t)63;
+    if (!sz) sz = 64; /* at least one line so data != NULL */
+    jn_storage *st;
+    if (sz <= INLINE_DATA_MAX) {
+        size_t head = (sizeof *st + 63) & ~(size_t)63;
+        char *blk = malloc(head + sz + 63);
+        if (!blk) return NULL;
+        st = (jn_storage *)blk;
+        memset(st, 0, sizeof *st);
+        st->data = (void *)(((uintptr_t)blk + head + 63) & ~(uintptr_t)63);
+        st->owns_data = 2; /* freed with the header */
+    } else {
+        st = calloc(1, sizeof *st);
+        if (!st) return NULL;
+        st->data = aligned_alloc(64, sz);
+        if (!st->data) {
+            free(st);
+            return NULL;
+        }
+        st->owns_data = 1;
+    }
     st->refcnt = 1;
     st->nbytes = nbytes;
-    st->owns_data = 1;
-    /* 64-byte alignment for vector loads; at least one byte so data != NULL */
-    size_t sz = (nbytes + 63) & ~(size_t)63;
-    st->data = aligned_alloc(64, sz ? sz : 64);
-    if (!st->data) {
-        free(st);
-        return NULL;
-    }
-    if (zero) memset(st->data, 0, sz ? sz : 64);
+    if (zero) memset(st->data, 0, sz);
     return st;
 }
 
@@ -159,7 +175,7 @@ void jn_tensor_incref(jn_tensor *t) { __atomic_fetch_add(&t->refcnt, 1, __ATOMIC
 static void storage_decref(jn_storage *st) {
     if (!st || __atomic_sub_fetch(&st->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (st->release) st->release(st->release_ctx);
-    else if (st->owns_data) free(st->data);
+    else if (st->owns_data == 1) free(st->data);
     free(st);
 }
 

@@ -199,13 +199,10 @@ static jn_status summarize_input(jn_op op, int64_t cs, int arg, const jn_db_tref
     return JN_OK;
 }
 
-static void hook_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
-                       jn_tensor *const *out) {
-    (void)ctx;
-    if (!jn_rec_on) return;
+static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
+                      int nout, jn_tensor *const *out) {
     const jn_opinfo *info = jn_op_info(op);
-    jn_rec_site site;
-    get_site(&site);
+    jn_rec_site site = *sp;
     jn_db_tref tin[JN_MAX_INS], tout[JN_MAX_OUTS];
     jn_db_event ev;
     memset(&ev, 0, sizeof ev);
@@ -273,11 +270,26 @@ static void hook_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const
         }
 }
 
-/* ------------------------------------------------------ syncs, decisions */
-void jn_rec_sync(int kind, double value, const jn_tensor *t) {
-    if (!jn_rec_on || jn_rec_quiet) return;
+/* Ops can come from two threads at once (another Python thread while the
+ * autograd engine runs backward without the GIL): the step state is locked.
+ * The call site is found before taking the lock, since finding it may wait
+ * for the GIL. */
+static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void hook_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                       jn_tensor *const *out) {
+    (void)ctx;
+    if (!jn_rec_on) return;
     jn_rec_site site;
     get_site(&site);
+    pthread_mutex_lock(&rec_mu);
+    if (jn_rec_on) record_op(&site, op, nin, in, a, nout, out);
+    pthread_mutex_unlock(&rec_mu);
+}
+
+/* ------------------------------------------------------ syncs, decisions */
+static void record_sync(const jn_rec_site *sp, int kind, double value, const jn_tensor *t) {
+    jn_rec_site site = *sp;
     jn_db_event ev;
     memset(&ev, 0, sizeof ev);
     ev.kind = JN_EV_SYNC;
@@ -304,12 +316,30 @@ void jn_rec_sync(int kind, double value, const jn_tensor *t) {
     R.n_syncs++;
 }
 
-void jn_rec_sync_bool(double value, const jn_tensor *t) {
-    jn_rec_sync(t && t->id == R.last_cmp_id ? JN_SYNC_COMPARE : JN_SYNC_BOOL, value, t);
+static void sync_kind(int kind, int is_bool, double value, const jn_tensor *t) {
+    if (!jn_rec_on || jn_rec_quiet) return;
+    jn_rec_site site;
+    get_site(&site);
+    pthread_mutex_lock(&rec_mu);
+    if (is_bool) kind = t && t->id == R.last_cmp_id ? JN_SYNC_COMPARE : JN_SYNC_BOOL;
+    if (jn_rec_on) record_sync(&site, kind, value, t);
+    pthread_mutex_unlock(&rec_mu);
 }
+
+void jn_rec_sync(int kind, double value, const jn_tensor *t) { sync_kind(kind, 0, value, t); }
+
+void jn_rec_sync_bool(double value, const jn_tensor *t) { sync_kind(0, 1, value, t); }
+
+static void record_decision(int64_t callsite, int kind, int64_t outcome);
 
 void jn_rec_decision(int64_t callsite, int kind, int64_t outcome) {
     if (!jn_rec_on) return;
+    pthread_mutex_lock(&rec_mu);
+    if (jn_rec_on) record_decision(callsite, kind, outcome);
+    pthread_mutex_unlock(&rec_mu);
+}
+
+static void record_decision(int64_t callsite, int kind, int64_t outcome) {
     jn_db_event ev;
     memset(&ev, 0, sizeof ev);
     ev.kind = JN_EV_DECISION;
@@ -448,6 +478,7 @@ static void atfork_child(void) {
     q_len = 0;
     pthread_mutex_init(&db_mu, NULL);
     pthread_mutex_init(&q_mu, NULL);
+    pthread_mutex_init(&rec_mu, NULL);
 }
 
 void jn_rec_get_stats(jn_rec_stats *out) {
@@ -518,7 +549,17 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id) {
     return JN_OK;
 }
 
+static jn_status end_step(const char *kind);
+
 jn_status jn_rec_end_step(const char *kind) {
+    if (!R.db || !jn_rec_on) return JN_OK;
+    pthread_mutex_lock(&rec_mu);
+    jn_status s = end_step(kind);
+    pthread_mutex_unlock(&rec_mu);
+    return s;
+}
+
+static jn_status end_step(const char *kind) {
     if (!R.db || !jn_rec_on) return JN_OK;
     if (!R.n_ops && !R.n_syncs && !R.n_decisions) {
         R.started = now();

@@ -107,6 +107,7 @@ static struct {
     kv_map shape_step;        /* ... first seen in this step: its rows */
     kv_map type_base;         /* (op, callsite, arg, pytype) ever seen -> first step */
     kv_map type_step;         /* ... first seen in this step -> uses in the step */
+    kv_map seen;              /* hash of (op, callsite, input types+shapes) -> first step */
     int64_t last_cmp_id;      /* output of the latest comparison op */
     int64_t max_id;           /* largest tensor id seen so far (dispatch_into detection) */
     jn_status err;
@@ -263,6 +264,24 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     }
     R.sig = jn_rec_fnv(h, &site.callsite, sizeof site.callsite);
 
+    /* summaries: one probe when this exact (op, call site, input types and
+     * shapes) was already seen in an earlier step, which is the steady state */
+    uint64_t kh = jn_rec_fnv(JN_REC_FNV_INIT, &ev.op, sizeof ev.op);
+    kh = jn_rec_fnv(kh, &site.callsite, sizeof site.callsite);
+    for (int i = 0; i < nin; i++) {
+        kh = jn_rec_fnv(kh, &tin[i].pytype, 1);
+        kh = jn_rec_fnv(kh, &tin[i].ndim, 1);
+        kh = jn_rec_fnv(kh, tin[i].shape, sizeof(int64_t) * tin[i].ndim);
+    }
+    int isnew;
+    int64_t kk[5] = {(int64_t)kh, 0, 0, 0, 0};
+    kv_ent *seen = kv_get(&R.seen, kk, &isnew);
+    if (!seen) {
+        fail(jn_error(JN_ERR_NOMEM, "recorder: out of memory for summaries"));
+        return;
+    }
+    if (isnew) seen->w = R.step;
+    else if (seen->w < R.step) return;
     for (int i = 0; i < nin; i++)
         if ((s = summarize_input(op, site.callsite, i, &tin[i]))) {
             fail(s);
@@ -644,5 +663,6 @@ jn_status jn_rec_stop(void) {
     kv_free(&R.shape_step);
     kv_free(&R.type_base);
     kv_free(&R.type_step);
+    kv_free(&R.seen);
     return s;
 }

@@ -24,6 +24,7 @@
 #include "jn_rec.h"
 
 #include <frameobject.h>
+#include <structmember.h>
 #include <math.h>
 #include <string.h>
 
@@ -286,6 +287,29 @@ static int fdepth;         /* entries in fstack (may exceed MAX_FRAMES: then unt
 static int tracing;
 static PyObject *str_trace_lines;
 
+/* Byte offset of PyFrameObject.f_trace_lines, from the type's own member
+ * descriptor (-1: unknown, use setattr).  Writing the byte directly skips
+ * a generic setattr on every call of a non-user function. */
+static Py_ssize_t trace_lines_off = -1;
+
+static void find_trace_lines_offset(void) {
+    PyObject *d = PyObject_GetAttrString((PyObject *)&PyFrame_Type, "f_trace_lines");
+    if (!d) {
+        PyErr_Clear();
+        return;
+    }
+    if (Py_TYPE(d) == &PyMemberDescr_Type) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m && m->type == T_BOOL && !(m->flags & READONLY)) trace_lines_off = m->offset;
+    }
+    Py_DECREF(d);
+}
+
+static void no_line_events(PyFrameObject *frame) {
+    if (trace_lines_off >= 0) *((char *)frame + trace_lines_off) = 0;
+    else if (PyObject_SetAttr((PyObject *)frame, str_trace_lines, Py_False) < 0) PyErr_Clear();
+}
+
 static void end_loop(frame_state *fs, int k) {
     loop_site *L = &fs->ci->loop[k];
     int64_t trips = fs->trips[k] - (L->for_loop ? 1 : 0);
@@ -339,7 +363,7 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         if (!ci) return 0;
         push(frame, ci);
         /* non-user frames: no line events at all (the expensive part) */
-        if (!ci->user && PyObject_SetAttr((PyObject *)frame, str_trace_lines, Py_False) < 0) PyErr_Clear();
+        if (!ci->user) no_line_events(frame);
         return 0;
     }
     case PyTrace_RETURN:
@@ -413,6 +437,7 @@ static PyObject *py_rec_start(PyObject *self, PyObject *args) {
     int dec;
     if (!PyArg_ParseTuple(args, "sLOOp", &path, &run, &uf, &an, &dec)) return NULL;
     if (!str_trace_lines && !(str_trace_lines = PyUnicode_InternFromString("f_trace_lines"))) return NULL;
+    if (trace_lines_off < 0) find_trace_lines_offset();
     Py_XDECREF(is_user_fn);
     Py_XDECREF(analyze_fn);
     Py_INCREF(uf);

@@ -113,31 +113,11 @@ void jn_rng_set_state(uint64_t seed, uint64_t offset) {
     pthread_mutex_unlock(&rng_lock);
 }
 
-/* Philox4x32-10 (Salmon et al., SC'11) on a full 128-bit counter. */
 void jn_rt_philox4(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
+    jn_philox4_inline(ctr, key, out);
 }
 
-void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]) {
-    const uint32_t c[4] = {(uint32_t)counter, (uint32_t)(counter >> 32), 0, 0};
-    const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
-    jn_rt_philox4(c, k, out);
-}
+void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]) { jn_philox_inline(counter, key, out); }
 
 /* ------------------------------------------------------------- dispatcher */
 static jn_dispatch_hook hook;

@@ -284,7 +284,32 @@ typedef struct jn_dispatch_hook {
 void jn_set_dispatch_hook(const jn_dispatch_hook *h);
 
 /* ------------------------------------------------------------ randomness */
-/* Philox4x32-10: four 32-bit outputs for (counter, key). */
+/* Philox4x32-10 (Salmon et al., SC'11) on a 128-bit counter and 64-bit key:
+ * the one definition of the rounds, inline so the random fill loops pay no
+ * call per element.  Known-answer tested in tests/c/test_core.c. */
+static inline void jn_philox4_inline(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+/* Four 32-bit outputs for a 64-bit counter (upper counter words 0). */
+static inline void jn_philox_inline(uint64_t counter, uint64_t key, uint32_t out[4]) {
+    const uint32_t c[4] = {(uint32_t)counter, (uint32_t)(counter >> 32), 0, 0};
+    const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
+    jn_philox4_inline(c, k, out);
+}
 void jn_philox(uint64_t counter, uint64_t key, uint32_t out[4]);
 /* The same on a full 128-bit counter and 64-bit key (known-answer tests). */
 void jn_rt_philox4(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

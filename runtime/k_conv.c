@@ -15,7 +15,7 @@
  * one (batch, channel) plane per task.  float16/bfloat16 are computed in
  * float32 (widened copy, narrowed result), as PyTorch does.
  */
-#include "jn_runtime.h"
+#include "k_conv.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -27,27 +27,6 @@
 
 static const char *dn(jn_dtype d) { return jn_dtype_names[d]; }
 
-static int64_t floordiv(int64_t a, int64_t b) { /* b > 0 */
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-static int64_t ceildiv(int64_t a, int64_t b) { /* b > 0 */
-    return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
-/* An attribute list of 1 or 2 entries (1 means both dims); empty gives dflt
- * when dflt >= 0, else is an error. */
-static jn_status pair_attr(const char *op, const char *name, const jn_ints *l, int64_t dflt, int64_t out[2]) {
-    if (l->n == 0 && dflt >= 0) {
-        out[0] = out[1] = dflt;
-        return JN_OK;
-    }
-    if (l->n != 1 && l->n != 2)
-        return jn_error(JN_ERR_VALUE, "%s: %s must be an int or a list of 1 or 2 ints, got %d values", op, name,
-                        l->n);
-    out[0] = l->v[0];
-    out[1] = l->n == 2 ? l->v[1] : l->v[0];
-    return JN_OK;
-}
 
 /* 3-D (unbatched) or 4-D input with non-empty non-batch dims. */
 static jn_status check_pool_input(const char *op, const jn_tensor *x) {
@@ -86,11 +65,6 @@ static planes planes_of(const jn_tensor *x) {
 }
 
 /* PyTorch's pooling_output_shape. */
-static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, int ceil_mode) {
-    int64_t o = floordiv(in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
-    if (ceil_mode && (o - 1) * stride >= in + pad) o--; /* the last window must start inside */
-    return o;
-}
 
 /* Half-precision inputs: compute on a float32 copy into a float32 result. */
 static int is_half(jn_dtype d) { return d == JN_F16 || d == JN_BF16; }
@@ -116,7 +90,7 @@ typedef struct {
             const T *xc = (const T *)j->x + n * j->xs[0] + (g * j->Cg + c) * j->xs[1];             \
             T *row = col + r * P;                                                                  \
             int64_t woff = jj * j->dw - j->pw; /* iw = ow*sw + woff */                             \
-            int64_t lo = ceildiv(-woff, j->sw), hi = ceildiv(j->W - woff, j->sw);                  \
+            int64_t lo = jn_rt_ceildiv(-woff, j->sw), hi = jn_rt_ceildiv(j->W - woff, j->sw);                  \
             if (lo < 0) lo = 0;                                                                    \
             if (hi > OW) hi = OW;                                                                  \
             if (hi < lo) hi = lo;                                                                  \
@@ -234,9 +208,9 @@ static jn_status conv_check(int nin, jn_tensor *const *in, const jn_attrs *a, co
     if (nin == 3 && in[2]->dtype != x->dtype)
         return jn_error(JN_ERR_TYPE, "conv2d: input type (%s) and bias type (%s) should be the same",
                         dn(x->dtype), dn(in[2]->dtype));
-    if ((s = pair_attr("conv2d", "stride", &a->a[0].l, 1, g->st))) return s;
-    if ((s = pair_attr("conv2d", "padding", &a->a[1].l, 0, g->pad))) return s;
-    if ((s = pair_attr("conv2d", "dilation", &a->a[2].l, 1, g->dil))) return s;
+    if ((s = jn_rt_pair_attr("conv2d", "stride", &a->a[0].l, 1, g->st))) return s;
+    if ((s = jn_rt_pair_attr("conv2d", "padding", &a->a[1].l, 0, g->pad))) return s;
+    if ((s = jn_rt_pair_attr("conv2d", "dilation", &a->a[2].l, 1, g->dil))) return s;
     g->G = a->a[3].i;
     if (g->st[0] <= 0 || g->st[1] <= 0)
         return jn_error(JN_ERR_VALUE, "conv2d: non-positive stride is not supported (got [%lld, %lld])",
@@ -290,7 +264,7 @@ static jn_status conv_check(int nin, jn_tensor *const *in, const jn_attrs *a, co
                         "conv2d: calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x "
                         "%lld). Kernel size can't be greater than actual input size (the output would be %lld x %lld)",
                         (long long)ph, (long long)pw, (long long)ekh, (long long)ekw,
-                        (long long)floordiv(ph - ekh, g->st[0]) + 1, (long long)floordiv(pw - ekw, g->st[1]) + 1);
+                        (long long)jn_rt_floordiv(ph - ekh, g->st[0]) + 1, (long long)jn_rt_floordiv(pw - ekw, g->st[1]) + 1);
     return JN_OK;
 }
 
@@ -398,11 +372,11 @@ static jn_status pool_geom(const char *op, const jn_tensor *x, const jn_attrs *a
     int64_t k[2] = {0, 0}, st[2] = {0, 0}, pad[2] = {0, 0}, dil[2] = {1, 1};
     char s1[128];
     if ((s = check_pool_input(op, x))) return s;
-    if ((s = pair_attr(op, "kernel_size", &a->a[0].l, -1, k))) return s;
+    if ((s = jn_rt_pair_attr(op, "kernel_size", &a->a[0].l, -1, k))) return s;
     if (a->a[1].l.n == 0) st[0] = k[0], st[1] = k[1];
-    else if ((s = pair_attr(op, "stride", &a->a[1].l, -1, st))) return s;
-    if ((s = pair_attr(op, "padding", &a->a[2].l, 0, pad))) return s;
-    if (has_dil && (s = pair_attr(op, "dilation", &a->a[3].l, 1, dil))) return s;
+    else if ((s = jn_rt_pair_attr(op, "stride", &a->a[1].l, -1, st))) return s;
+    if ((s = jn_rt_pair_attr(op, "padding", &a->a[2].l, 0, pad))) return s;
+    if (has_dil && (s = jn_rt_pair_attr(op, "dilation", &a->a[3].l, 1, dil))) return s;
     *ceil_mode = (int)(has_dil ? a->a[4].i : a->a[3].i) != 0;
     if (k[0] <= 0 || k[1] <= 0)
         return jn_error(JN_ERR_VALUE, "%s: kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
@@ -424,8 +398,8 @@ static jn_status pool_geom(const char *op, const jn_tensor *x, const jn_attrs *a
     j->p = planes_of(x);
     j->kh = k[0], j->kw = k[1], j->sh = st[0], j->sw = st[1];
     j->ph = pad[0], j->pw = pad[1], j->dh = dil[0], j->dw = dil[1];
-    j->OH = pool_out(j->p.H, k[0], pad[0], st[0], dil[0], *ceil_mode);
-    j->OW = pool_out(j->p.W, k[1], pad[1], st[1], dil[1], *ceil_mode);
+    j->OH = jn_rt_pool_out_len(j->p.H, k[0], pad[0], st[0], dil[0], *ceil_mode);
+    j->OW = jn_rt_pool_out_len(j->p.W, k[1], pad[1], st[1], dil[1], *ceil_mode);
     if (j->OH < 1 || j->OW < 1)
         return jn_error(JN_ERR_SHAPE,
                         "%s: given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output "
@@ -639,7 +613,7 @@ done:
 static jn_status adaptive_geom(const jn_tensor *x, const jn_attrs *a, int64_t os[2]) {
     jn_status s;
     if ((s = check_pool_input("adaptive_avg_pool2d", x))) return s;
-    if ((s = pair_attr("adaptive_avg_pool2d", "output_size", &a->a[0].l, -1, os))) return s;
+    if ((s = jn_rt_pair_attr("adaptive_avg_pool2d", "output_size", &a->a[0].l, -1, os))) return s;
     if (os[0] < 0 || os[1] < 0)
         return jn_error(JN_ERR_VALUE,
                         "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "

@@ -22,7 +22,7 @@
  * re-derived from the attributes exactly as the forward ops compute them and
  * grad_out must match.
  */
-#include "jn_runtime.h"
+#include "k_conv.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -37,24 +37,6 @@
 
 static const char *dn(jn_dtype d) { return jn_dtype_names[d]; }
 static int is_half(jn_dtype d) { return d == JN_F16 || d == JN_BF16; }
-static int64_t ceildiv(int64_t a, int64_t b) { /* b > 0 */
-    return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
-/* An attribute list of 1 or 2 entries (1 means both dims); empty gives dflt
- * when dflt >= 0, else is an error.  Same rule as the forward ops. */
-static jn_status pair_attr(const char *op, const char *name, const jn_ints *l, int64_t dflt, int64_t out[2]) {
-    if (l->n == 0 && dflt >= 0) {
-        out[0] = out[1] = dflt;
-        return JN_OK;
-    }
-    if (l->n != 1 && l->n != 2)
-        return jn_error(JN_ERR_VALUE, "%s: %s must be an int or a list of 1 or 2 ints, got %d values", op, name,
-                        l->n);
-    out[0] = l->v[0];
-    out[1] = l->n == 2 ? l->v[1] : l->v[0];
-    return JN_OK;
-}
 
 /* A size attribute (input_size / weight_size) with a length in [lo, hi]
  * and non-negative entries whose product fits in memory arithmetic. */
@@ -121,9 +103,9 @@ static jn_status conv_geom(const char *op, int xnd, const int64_t *xs, const int
     int64_t st[2] = {0, 0}, pad[2] = {0, 0}, dil[2] = {0, 0};
     jn_status s;
     memset(g, 0, sizeof *g);
-    if ((s = pair_attr(op, "stride", &a->a[1].l, 1, st))) return s;
-    if ((s = pair_attr(op, "padding", &a->a[2].l, 0, pad))) return s;
-    if ((s = pair_attr(op, "dilation", &a->a[3].l, 1, dil))) return s;
+    if ((s = jn_rt_pair_attr(op, "stride", &a->a[1].l, 1, st))) return s;
+    if ((s = jn_rt_pair_attr(op, "padding", &a->a[2].l, 0, pad))) return s;
+    if ((s = jn_rt_pair_attr(op, "dilation", &a->a[3].l, 1, dil))) return s;
     g->G = a->a[4].i;
     if (st[0] <= 0 || st[1] <= 0)
         return jn_error(JN_ERR_VALUE, "%s: non-positive stride is not supported (got [%lld, %lld])", op,
@@ -217,7 +199,7 @@ typedef struct {
         int64_t c = r / (g->kh * g->kw), ki = r / g->kw % g->kh, kj = r % g->kw;                  \
         const T *xc = (const T *)j->x + n * j->xs[0] + (gr * g->Cg + c) * j->xs[1];               \
         int64_t woff = kj * g->dw - g->pw; /* iw = ow*sw + woff */                                \
-        int64_t lo = ceildiv(-woff, g->sw), hi = ceildiv(g->W - woff, g->sw);                     \
+        int64_t lo = jn_rt_ceildiv(-woff, g->sw), hi = jn_rt_ceildiv(g->W - woff, g->sw);                     \
         if (lo < 0) lo = 0;                                                                       \
         if (hi > g->OW) hi = g->OW;                                                               \
         if (hi < lo) hi = lo;                                                                     \
@@ -252,7 +234,7 @@ IM2COL_ROW(im2col_row_f64, double)
             for (int64_t kj = 0; kj < g->kw; kj++) {                                              \
                 const T *row = col + ((c * g->kh + ki) * g->kw + kj) * ldc;                       \
                 int64_t woff = kj * g->dw - g->pw;                                                \
-                int64_t lo = ceildiv(-woff, g->sw), hi = ceildiv(g->W - woff, g->sw);             \
+                int64_t lo = jn_rt_ceildiv(-woff, g->sw), hi = jn_rt_ceildiv(g->W - woff, g->sw);             \
                 if (lo < 0) lo = 0;                                                               \
                 if (hi > g->OW) hi = g->OW;                                                       \
                 for (int64_t oh = 0; oh < g->OH; oh++) {                                          \
@@ -703,15 +685,8 @@ static jn_status pool_input(const char *op, const jn_tensor *gout, const jn_attr
     return JN_OK;
 }
 
-/* PyTorch's pooling_output_shape (dilation 1); -2 on overflow. */
 static int64_t pool_len(int64_t in, int64_t k, int64_t pad, int64_t st, int ceil_mode) {
-    int64_t num;
-    if (__builtin_mul_overflow(pad, 2, &num) || __builtin_add_overflow(num, in, &num) ||
-        __builtin_sub_overflow(num, k, &num) || __builtin_add_overflow(num, ceil_mode ? st - 1 : 0, &num))
-        return -2;
-    int64_t o = (num >= 0 ? num / st : -((-num + st - 1) / st)) + 1;
-    if (ceil_mode && (o - 1) * st >= in + pad) o--; /* the last window must start inside */
-    return o;
+    return jn_rt_pool_out_len(in, k, pad, st, 1, ceil_mode);
 }
 
 static jn_status avg_geom(const jn_tensor *gout, const jn_attrs *a, pjob *p) {
@@ -720,10 +695,10 @@ static jn_status avg_geom(const jn_tensor *gout, const jn_attrs *a, pjob *p) {
     char s1[160], why[300];
     jn_status s;
     if ((s = pool_input(op, gout, a, p))) return s;
-    if ((s = pair_attr(op, "kernel_size", &a->a[1].l, -1, k))) return s;
+    if ((s = jn_rt_pair_attr(op, "kernel_size", &a->a[1].l, -1, k))) return s;
     if (a->a[2].l.n == 0) st[0] = k[0], st[1] = k[1];
-    else if ((s = pair_attr(op, "stride", &a->a[2].l, -1, st))) return s;
-    if ((s = pair_attr(op, "padding", &a->a[3].l, 0, pad))) return s;
+    else if ((s = jn_rt_pair_attr(op, "stride", &a->a[2].l, -1, st))) return s;
+    if ((s = jn_rt_pair_attr(op, "padding", &a->a[3].l, 0, pad))) return s;
     int ceil_mode = a->a[4].i != 0;
     p->count_include_pad = a->a[5].i != 0;
     if (k[0] <= 0 || k[1] <= 0)

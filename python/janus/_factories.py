@@ -270,45 +270,83 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 
 # ------------------------------------------------------------- randomness
 class Generator:
-    """The default Philox generator (janus has one, like torch.default_generator)."""
+    """A Philox stream: (seed, offset) into janus's counter-based generator.
 
-    def __init__(self, device="cpu"):
+    default_generator is the process-wide stream (the C runtime's); every
+    other Generator keeps its own (seed, offset), and random factories given
+    generator=g draw from g's stream only (the draw runs with the runtime's
+    state swapped to g's), so e.g. a DataLoader's shuffling never shifts the
+    dropout masks or initializations that come from the default stream."""
+
+    _DEFAULT_SEED = 67280421310721
+
+    def __init__(self, device="cpu", _default=False):
         check_device(device, "Generator")
         self.device = _dtype.CPU
+        self._default = _default
+        self._seed, self._offset = self._DEFAULT_SEED, 0
+
+    def _state(self):
+        return _C._rng_state() if self._default else (self._seed, self._offset)
+
+    def _set(self, seed, offset):
+        if self._default:
+            _C._set_rng_state(seed, offset)
+        else:
+            self._seed, self._offset = seed, offset
 
     def manual_seed(self, seed):
         seed = int(seed)
         if not -(1 << 63) <= seed < (1 << 64):
             raise RuntimeError("Overflow when unpacking long: seed must be within the range [-0x8000_0000_0000_0000, "
                                "0xffff_ffff_ffff_ffff]")
-        _C.manual_seed(seed & ((1 << 64) - 1))
+        self._set(seed & ((1 << 64) - 1), 0)
         return self
 
     def initial_seed(self):
-        return _C._rng_state()[0]
+        return self._state()[0]
 
     def seed(self):
         import random
         s = random.SystemRandom().getrandbits(63)
-        _C.manual_seed(s)
+        self._set(s, 0)
         return s
 
     def get_state(self):
-        seed, off = _C._rng_state()
+        seed, off = self._state()
         return tensor([seed & 0xFFFFFFFF, seed >> 32, off & 0xFFFFFFFF, off >> 32], dtype=int64)
 
     def set_state(self, state):
         v = [int(x) for x in state.tolist()]
         if len(v) != 4:
             raise RuntimeError("set_state(): expected a state tensor from get_state()")
-        _C._set_rng_state(v[0] | (v[1] << 32), v[2] | (v[3] << 32))
+        self._set(v[0] | (v[1] << 32), v[2] | (v[3] << 32))
         return self
 
     def __repr__(self):
         return "<janus.Generator (Philox)>"
 
 
-default_generator = Generator()
+class _using:
+    """Draw from `gen`'s stream inside the block (no-op for None/default)."""
+    __slots__ = ("gen", "prev")
+
+    def __init__(self, gen):
+        self.gen = gen if gen is not None and not gen._default else None
+
+    def __enter__(self):
+        if self.gen is not None:
+            self.prev = _C._rng_state()
+            _C._set_rng_state(self.gen._seed, self.gen._offset)
+
+    def __exit__(self, *exc):
+        if self.gen is not None:
+            self.gen._seed, self.gen._offset = _C._rng_state()
+            _C._set_rng_state(*self.prev)
+        return False
+
+
+default_generator = Generator(_default=True)
 
 
 def _check_gen(generator, fn):
@@ -343,7 +381,8 @@ def _rand(fn, op, size, dtype, generator, out=None, **kw):
     dtype = to_dtype(dtype) or float32
     if not dtype.is_floating_point:
         raise RuntimeError(f"{fn}(): expected a floating point dtype, got {dtype}")
-    return _out(getattr(ops, op)(shape=sizes_arg(size, fn), dtype=dtype), out)
+    with _using(generator):
+        return _out(getattr(ops, op)(shape=sizes_arg(size, fn), dtype=dtype), out)
 
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -392,7 +431,8 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None,
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dtype = to_dtype(dtype) or int64
-    return _out(ops.randint(low=low, high=high, shape=sizes_arg((size,), "randint"), dtype=dtype), out)
+    with _using(generator):
+        return _out(ops.randint(low=low, high=high, shape=sizes_arg((size,), "randint"), dtype=dtype), out)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -412,7 +452,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    return _out(ops.randperm(n=n, dtype=to_dtype(dtype) or int64), out)
+    with _using(generator):
+        return _out(ops.randperm(n=n, dtype=to_dtype(dtype) or int64), out)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -424,11 +465,11 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         s = std if isinstance(std, TensorBase) else None
         shp = FUNCTIONS["broadcast_shapes"](*(x.shape for x in (m, s) if x is not None))
         ref = m if m is not None else s
-        z = randn(shp, dtype=ref.dtype if ref.dtype.is_floating_point else float32)
+        z = randn(shp, dtype=ref.dtype if ref.dtype.is_floating_point else float32, generator=generator)
         return _out(z * std + mean, out)
     if size is None:
         raise TypeError("normal(): with float mean and std, size is required")
-    r = randn(sizes_arg((size,), "normal"), dtype=dtype)
+    r = randn(sizes_arg((size,), "normal"), dtype=dtype, generator=generator)
     return _out(r * std + mean if (std != 1.0 or mean != 0.0) else r, out)
 
 
@@ -462,7 +503,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 def random_(self, from_=0, to=None, *, generator=None):
     if to is None:
         from_, to = 0, from_ if from_ else (1 << 24 if self.dtype.is_floating_point else 1 << 62)
-    return self.copy_(randint(from_, to, tuple(self.shape), dtype=int64))
+    return self.copy_(randint(from_, to, tuple(self.shape), dtype=int64, generator=generator))
 
 
 def set_num_threads(n):

@@ -114,8 +114,7 @@ def test_shuffle_with_janus_generator_is_deterministic():
     before = _C._rng_state()
     g = janus.Generator()
     g.manual_seed(99)
-    if _C._rng_state() != before:
-        pytest.xfail("janus.Generator shares the global Philox stream (torch generators are independent)")
+    assert _C._rng_state() == before, "a Generator must have its own stream"
     _order(ds, g)
     assert _C._rng_state() == before
 
@@ -271,3 +270,15 @@ def test_subset_concat_random_split():
     assert [len(p) for p in parts] == [5, 3, 2]
     with pytest.raises(ValueError, match="Sum of input lengths"):
         random_split(ds, [3, 3])
+
+
+def test_generators_are_independent_streams():
+    janus.manual_seed(5)
+    a = janus.rand(4).tolist()
+    janus.manual_seed(5)
+    g = janus.Generator().manual_seed(123)
+    janus.randperm(10, generator=g)  # must not advance the default stream
+    assert janus.rand(4).tolist() == a
+    g1, g2 = janus.Generator().manual_seed(7), janus.Generator().manual_seed(7)
+    assert janus.randn(3, generator=g1).tolist() == janus.randn(3, generator=g2).tolist()
+    assert janus.randn(3, generator=g1).tolist() != janus.randn(3, generator=janus.Generator().manual_seed(7)).tolist()

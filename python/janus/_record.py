@@ -339,3 +339,8 @@ def start_from_env():
         start(db, run, decisions)
     except Exception as e:
         sys.stderr.write(f"janus record: cannot record into {db}: {e}; running without recording\n")
+        return
+    # The first process that imports janus owns the run: its subprocesses
+    # (DataLoader workers, helper scripts) must not append to the same steps.
+    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN", "JANUS_RECORD_DECISIONS"):
+        os.environ.pop(k, None)

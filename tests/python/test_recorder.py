@@ -348,3 +348,16 @@ def test_missing_store_runs_without_recording(tmp_path):
     p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "2.0" in p.stdout
     assert "cannot record into" in p.stderr and "x.db" in p.stderr
+
+
+def test_subprocesses_do_not_join_the_run(tmp_path):
+    db, run, _ = record(tmp_path, """\
+        import subprocess, sys, janus
+        x = janus.ones(2) + 1
+        janus.step()
+        r = subprocess.run([sys.executable, "-c", "import janus; janus.ones(2) + 1; janus.step()"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and not r.stderr, r.stderr
+        y = x * 2
+    """)
+    assert q(db, "SELECT step, kind FROM steps WHERE run_id = ? ORDER BY step", run) == [(0, "marker"), (1, "tail")]

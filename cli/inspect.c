@@ -296,7 +296,6 @@ static void event_diff(ctx *c, const optable *t, const jn_db_event *a, const jn_
 
 typedef struct {
     int64_t step_a, step_b;
-    uint64_t sig_a, sig_b;
     int64_t index;            /* -1: no event differs */
     char *desc_a, *desc_b;    /* op names (or "end of step") */
     char *site_a, *site_b;
@@ -484,13 +483,21 @@ static void run_ops(ctx *c, int64_t run) {
     sqlite3_finalize(st);
 }
 
+/* A signature as 16 hex digits, whether the store keeps text or an integer. */
+static void sig_text(sqlite3_stmt *st, int col, char *buf) {
+    if (sqlite3_column_type(st, col) == SQLITE_INTEGER)
+        snprintf(buf, 24, "%016llx", (unsigned long long)sqlite3_column_int64(st, col));
+    else
+        snprintf(buf, 24, "%s", sqlite3_column_text(st, col) ? (const char *)sqlite3_column_text(st, col) : "?");
+}
+
 static void run_signatures(ctx *c, jn_db *db, int64_t run) {
     sqlite3_stmt *st = prep(c, "SELECT signature, count(*), min(step) FROM steps WHERE run_id=?1 "
                                "GROUP BY signature ORDER BY 3");
     if (!st) return;
     sqlite3_bind_int64(st, 1, run);
     int n = 0, cap = 0;
-    struct sig { uint64_t sig; int64_t count, first; } *v = NULL;
+    struct sig { char sig[24]; int64_t count, first; } *v = NULL;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
@@ -498,20 +505,19 @@ static void run_signatures(ctx *c, jn_db *db, int64_t run) {
             if (!p) break;
             v = p;
         }
-        v[n].sig = (uint64_t)sqlite3_column_int64(st, 0);
+        sig_text(st, 0, v[n].sig);
         v[n].count = sqlite3_column_int64(st, 1);
         v[n].first = sqlite3_column_int64(st, 2);
         n++;
     }
     sqlite3_finalize(st);
-    char hex[32], a[32];
+    char a[32];
     if (c->json) {
         jn_cli_json_key(&c->j, "signatures");
         jn_cli_json_arr(&c->j);
         for (int i = 0; i < n; i++) {
-            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v[i].sig);
             jn_cli_json_obj(&c->j);
-            jn_cli_json_key(&c->j, "signature"); jn_cli_json_str(&c->j, hex);
+            jn_cli_json_key(&c->j, "signature"); jn_cli_json_str(&c->j, v[i].sig);
             jn_cli_json_key(&c->j, "steps"); jn_cli_json_int(&c->j, v[i].count);
             jn_cli_json_key(&c->j, "first_step"); jn_cli_json_int(&c->j, v[i].first);
             jn_cli_json_end(&c->j, '}');
@@ -520,7 +526,7 @@ static void run_signatures(ctx *c, jn_db *db, int64_t run) {
     } else {
         printf("  step signatures: %d distinct\n", n);
         for (int i = 0; i < n && i < 20; i++)
-            printf("    %016llx  %s step%s (first: step %lld)\n", (unsigned long long)v[i].sig,
+            printf("    %-16s  %s step%s (first: step %lld)\n", v[i].sig,
                    jn_cli_commas(v[i].count, a), v[i].count == 1 ? "" : "s", (long long)v[i].first);
         if (n > 20) printf("    (%d more)\n", n - 20);
     }
@@ -538,18 +544,14 @@ static void run_signatures(ctx *c, jn_db *db, int64_t run) {
     for (int i = 0; i + 1 < n && shown < 20; i++, shown++) {
         sigdiff r;
         memset(&r, 0, sizeof r);
-        r.sig_a = v[i].sig;
-        r.sig_b = v[i + 1].sig;
         r.step_a = v[i].first;
         r.step_b = v[i + 1].first;
         compare_steps(c, db, &t, run, &r);
         if (c->json) {
             jn_cli_json *j = &c->j;
             jn_cli_json_obj(j);
-            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r.sig_a);
-            jn_cli_json_key(j, "signature_a"); jn_cli_json_str(j, hex);
-            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r.sig_b);
-            jn_cli_json_key(j, "signature_b"); jn_cli_json_str(j, hex);
+            jn_cli_json_key(j, "signature_a"); jn_cli_json_str(j, v[i].sig);
+            jn_cli_json_key(j, "signature_b"); jn_cli_json_str(j, v[i + 1].sig);
             jn_cli_json_key(j, "step_a"); jn_cli_json_int(j, r.step_a);
             jn_cli_json_key(j, "step_b"); jn_cli_json_int(j, r.step_b);
             jn_cli_json_key(j, "index");
@@ -583,9 +585,9 @@ static void run_signatures(ctx *c, jn_db *db, int64_t run) {
 
 static void run_syncs(ctx *c, int64_t run) {
     char site[512], a[32];
-    sqlite3_stmt *st = prep(c, "SELECT kind, callsite, count(*) FROM syncs WHERE run_id=?1 "
-                               "GROUP BY kind, callsite ORDER BY 3 DESC, 1, 2");
-    sqlite3_stmt *vals = prep(c, "SELECT value FROM syncs WHERE run_id=?1 AND kind=?2 AND callsite IS ?3 "
+    sqlite3_stmt *st = prep(c, "SELECT kind, callsite_id, count(*) FROM syncs WHERE run_id=?1 "
+                               "GROUP BY kind, callsite_id ORDER BY 3 DESC, 1, 2");
+    sqlite3_stmt *vals = prep(c, "SELECT value FROM syncs WHERE run_id=?1 AND kind=?2 AND callsite_id IS ?3 "
                                  "ORDER BY step, seq LIMIT 5");
     if (!st || !vals) {
         sqlite3_finalize(st);
@@ -642,8 +644,8 @@ static void run_syncs(ctx *c, int64_t run) {
 
 static void run_decisions(ctx *c, int64_t run) {
     char site[512], a[32];
-    sqlite3_stmt *st = prep(c, "SELECT callsite, kind, outcome, sum(count) FROM decisions WHERE run_id=?1 "
-                               "GROUP BY callsite, kind, outcome ORDER BY callsite, kind, outcome");
+    sqlite3_stmt *st = prep(c, "SELECT callsite_id, kind, outcome, sum(count) FROM decisions WHERE run_id=?1 "
+                               "GROUP BY callsite_id, kind, outcome ORDER BY callsite_id, kind, outcome");
     if (!st) return;
     sqlite3_bind_int64(st, 1, run);
     if (c->json) {
@@ -698,10 +700,10 @@ static void run_decisions(ctx *c, int64_t run) {
 
 static void run_shapes(ctx *c, int64_t run) {
     char site[512];
-    sqlite3_stmt *st = prep(c, "SELECT op, callsite, arg, dim, size FROM shapes WHERE run_id=?1 "
-                               "AND (op, callsite, arg, dim) IN (SELECT op, callsite, arg, dim FROM shapes "
-                               "WHERE run_id=?1 GROUP BY op, callsite, arg, dim HAVING count(DISTINCT size) > 1) "
-                               "GROUP BY op, callsite, arg, dim, size ORDER BY op, callsite, arg, dim, size");
+    sqlite3_stmt *st = prep(c, "SELECT op, callsite_id, arg, dim, size FROM shapes WHERE run_id=?1 "
+                               "AND (op, callsite_id, arg, dim) IN (SELECT op, callsite_id, arg, dim FROM shapes "
+                               "WHERE run_id=?1 GROUP BY op, callsite_id, arg, dim HAVING count(DISTINCT size) > 1) "
+                               "GROUP BY op, callsite_id, arg, dim, size ORDER BY op, callsite_id, arg, dim, size");
     if (!st) return;
     sqlite3_bind_int64(st, 1, run);
     if (c->json) {

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,6 +191,21 @@ static int check_location(const char *abs, const char *shown) {
     return rc;
 }
 
+/* SQLite reports a full disk variously ("database or disk is full", or a
+ * "disk I/O error" when the shared-memory index cannot grow); say it plainly. */
+static void full_disk_hint(const char *abs) {
+    char *dir = strdup(abs);
+    if (!dir) return;
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = 0;
+    else *slash = 0;
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) == 0 && vfs.f_blocks > 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < 64 * 1024)
+        fprintf(stderr, "janus record: the file system holding %s is full; free some space or pass --db "
+                        "with another location (earlier runs in the store are intact)\n", dir);
+    free(dir);
+}
+
 /* Size of the store as it lies on disk (the WAL holds recent commits). */
 static int64_t store_bytes(const char *abs) {
     struct stat st;
@@ -338,6 +354,7 @@ int jn_cli_record(int argc, char **argv) {
     jn_db *db = NULL;
     if (jn_db_open(abs, JN_DB_CREATE, &db) != JN_OK) {
         fprintf(stderr, "janus record: %s\n", jn_errmsg());
+        full_disk_hint(abs);
         free(abs);
         return 1;
     }
@@ -361,6 +378,7 @@ int jn_cli_record(int argc, char **argv) {
     };
     if (jn_db_run_begin(db, &info, &run) != JN_OK) {
         fprintf(stderr, "janus record: cannot add a run to %s: %s\n", dbpath, jn_errmsg());
+        full_disk_hint(abs);
         goto done;
     }
     jn_db_close(db);
@@ -415,6 +433,7 @@ int jn_cli_record(int argc, char **argv) {
         jn_db_run_end(db, run, rc, status, now()) != JN_OK) {
         fprintf(stderr, "janus record: run %lld ran, but its end could not be stored: %s\n",
                 (long long)run, jn_errmsg());
+        full_disk_hint(abs);
     }
     if (db) summary(db, run, abs, dbpath);
 

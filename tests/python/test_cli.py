@@ -149,6 +149,25 @@ def test_default_db_and_append(tmp_path):
     assert runs[0]["cwd"] == str(tmp_path)
 
 
+def test_concurrent_runs_land(tmp_path):
+    # Started together on a store that does not exist yet: creation races too.
+    db = str(tmp_path / "run.db")
+    procs = [subprocess.Popen([JANUS, "record", "--db", db, sys.executable, "-c",
+                               f"import time; time.sleep(0.3); print({i})"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+             for i in range(4)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, outs
+    runs = inspect_json(db)["runs"]
+    assert sorted(r["id"] for r in runs) == [1, 2, 3, 4]
+    assert sorted(r["argv"][-1][-8:] for r in runs) == sorted(f"print({i})" for i in range(4))
+    assert all(r["status"] == "finished" for r in runs)
+    one = inspect_json(db, "--run", "3")["runs"]
+    assert [r["id"] for r in one] == [3]
+    r = janus("inspect", "--run", "9", db)
+    assert r.returncode == 1 and "no run 9" in r.stderr
+
+
 def test_exit_status_passthrough(tmp_path):
     db = str(tmp_path / "run.db")
     r = janus("record", "--db", db, sys.executable, script(tmp_path, "import sys\nsys.exit(3)\n"))

@@ -101,6 +101,10 @@ typedef struct {
     /* JN_EV_DECISION */
     uint8_t dec_kind;      /* JN_DEC_* */
     int64_t outcome;       /* branch: 1 taken / 0 not; loop: trip count */
+    /* JN_EV_OP, optional: the jn_attr_kind of each attr ('i','f','b','L','d').
+     * 0 = take it from jn_op_info(op) of the running process's op table.
+     * The decoder always fills it in from the stored tags. */
+    char attr_kind[JN_MAX_ATTRS];
 } jn_db_event;
 
 typedef struct {

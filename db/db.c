@@ -1,0 +1,833 @@
+/* db.c -- the trace store: opening, creating and migrating run.db, runs,
+ * interned call sites and stacks, and the per-step write of a step row, its
+ * zstd-compressed event chunk and its summary rows.
+ *
+ * The store is one SQLite file in WAL mode (readers never block the writer,
+ * a SIGKILL loses at most the step being written) with synchronous=NORMAL
+ * (a commit does not fsync; an OS crash may lose the last steps but never
+ * corrupts the file) and a 10 s busy timeout, so that two `janus record`
+ * processes can append to one file.  Every step is one BEGIN IMMEDIATE ...
+ * COMMIT transaction through statements prepared once per connection.
+ *
+ * Versioning: meta.schema_version.  A newer store is refused (upgrade
+ * janus), an older one is migrated in one transaction by the steps of
+ * `migrations` below, a file that is not SQLite or not a janus store is
+ * refused without touching it.  All failures come back as JN_ERR_IO with the
+ * path, what was being done, SQLite's message and a hint.
+ *
+ * Schema v1 (see SCHEMA_V1): meta, optables, runs, callsites, stacks
+ * (frames: JSON array of callsite ids, innermost first), steps (signature:
+ * 16 hex digits), chunks (codec 'zstd', raw_bytes, data), summary tables
+ * op_counts, syncs, decisions, shapes, arg_types, and the views
+ * v_step_signatures, v_syncs, v_decisions, v_shape_variation.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include "jn_db.h"
+
+#ifndef JANUS_VERSION
+#define JANUS_VERSION "unknown"
+#endif
+
+#define BUSY_TIMEOUT_MS 10000
+#define ZSTD_LEVEL 3
+
+/* Created with IF NOT EXISTS so that the same script both creates a new
+ * store and completes an older one (migration from v0). */
+static const char SCHEMA_V1[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS optables(hash TEXT PRIMARY KEY, ops TEXT NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS runs(\n"
+    "  id INTEGER PRIMARY KEY, argv TEXT, cwd TEXT, started REAL, ended REAL,\n"
+    "  exit_status INTEGER, status TEXT NOT NULL DEFAULT 'running',\n"
+    "  python_version TEXT, janus_version TEXT,\n"
+    "  optable_hash TEXT REFERENCES optables(hash),\n"
+    "  cpu_features TEXT, device TEXT, hostname TEXT, pid INTEGER);\n"
+    "CREATE TABLE IF NOT EXISTS callsites(id INTEGER PRIMARY KEY, file TEXT NOT NULL,\n"
+    "  line INTEGER NOT NULL, func TEXT NOT NULL, UNIQUE(file, line, func));\n"
+    "CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL UNIQUE,\n"
+    "  frames TEXT NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  step INTEGER NOT NULL, kind TEXT NOT NULL, started REAL, duration REAL,\n"
+    "  signature TEXT NOT NULL, n_ops INTEGER NOT NULL, n_syncs INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(run_id, step));\n"
+    "CREATE INDEX IF NOT EXISTS steps_signature ON steps(run_id, signature);\n"
+    "CREATE TABLE IF NOT EXISTS chunks(run_id INTEGER NOT NULL, step INTEGER NOT NULL,\n"
+    "  codec TEXT NOT NULL, raw_bytes INTEGER NOT NULL, data BLOB NOT NULL,\n"
+    "  PRIMARY KEY(run_id, step), FOREIGN KEY(run_id, step) REFERENCES steps(run_id, step));\n"
+    "CREATE TABLE IF NOT EXISTS op_counts(run_id INTEGER NOT NULL, step INTEGER NOT NULL,\n"
+    "  op TEXT NOT NULL, count INTEGER NOT NULL,\n"
+    "  FOREIGN KEY(run_id, step) REFERENCES steps(run_id, step));\n"
+    "CREATE INDEX IF NOT EXISTS op_counts_step ON op_counts(run_id, step);\n"
+    "CREATE INDEX IF NOT EXISTS op_counts_op ON op_counts(run_id, op);\n"
+    "CREATE TABLE IF NOT EXISTS syncs(run_id INTEGER NOT NULL, step INTEGER NOT NULL,\n"
+    "  seq INTEGER NOT NULL, kind INTEGER NOT NULL, value REAL, callsite_id INTEGER,\n"
+    "  FOREIGN KEY(run_id, step) REFERENCES steps(run_id, step));\n"
+    "CREATE INDEX IF NOT EXISTS syncs_step ON syncs(run_id, step);\n"
+    "CREATE INDEX IF NOT EXISTS syncs_callsite ON syncs(run_id, callsite_id);\n"
+    "CREATE TABLE IF NOT EXISTS decisions(run_id INTEGER NOT NULL, step INTEGER NOT NULL,\n"
+    "  callsite_id INTEGER, kind INTEGER NOT NULL, outcome INTEGER NOT NULL,\n"
+    "  count INTEGER NOT NULL, FOREIGN KEY(run_id, step) REFERENCES steps(run_id, step));\n"
+    "CREATE INDEX IF NOT EXISTS decisions_step ON decisions(run_id, step);\n"
+    "CREATE INDEX IF NOT EXISTS decisions_callsite ON decisions(run_id, callsite_id);\n"
+    "CREATE TABLE IF NOT EXISTS shapes(run_id INTEGER NOT NULL, step INTEGER NOT NULL,\n"
+    "  op TEXT NOT NULL, callsite_id INTEGER, arg INTEGER NOT NULL, dim INTEGER NOT NULL,\n"
+    "  size INTEGER NOT NULL, FOREIGN KEY(run_id, step) REFERENCES steps(run_id, step));\n"
+    "CREATE INDEX IF NOT EXISTS shapes_step ON shapes(run_id, step);\n"
+    "CREATE INDEX IF NOT EXISTS shapes_site ON shapes(run_id, op, callsite_id, arg, dim);\n"
+    "CREATE TABLE IF NOT EXISTS arg_types(run_id INTEGER NOT NULL, step INTEGER NOT NULL,\n"
+    "  op TEXT NOT NULL, callsite_id INTEGER, arg INTEGER NOT NULL, pytype TEXT NOT NULL,\n"
+    "  count INTEGER NOT NULL, FOREIGN KEY(run_id, step) REFERENCES steps(run_id, step));\n"
+    "CREATE INDEX IF NOT EXISTS arg_types_step ON arg_types(run_id, step);\n"
+    "CREATE INDEX IF NOT EXISTS arg_types_site ON arg_types(run_id, op, callsite_id, arg);\n"
+    /* views for the questions `janus inspect` and people ask */
+    "CREATE VIEW IF NOT EXISTS v_step_signatures AS\n"
+    "  SELECT run_id, signature, count(*) AS n_steps, min(step) AS first_step,\n"
+    "         max(step) AS last_step, min(n_ops) AS n_ops\n"
+    "  FROM steps GROUP BY run_id, signature;\n"
+    "CREATE VIEW IF NOT EXISTS v_syncs AS\n"
+    "  SELECT s.*, CASE s.kind WHEN 1 THEN 'item' WHEN 2 THEN 'bool' WHEN 3 THEN 'tolist'\n"
+    "    WHEN 4 THEN 'numpy' WHEN 5 THEN 'print' WHEN 6 THEN 'compare' ELSE 'other' END AS kind_name,\n"
+    "    c.file, c.line, c.func\n"
+    "  FROM syncs s LEFT JOIN callsites c ON c.id = s.callsite_id;\n"
+    "CREATE VIEW IF NOT EXISTS v_decisions AS\n"
+    "  SELECT d.*, CASE d.kind WHEN 1 THEN 'branch' WHEN 2 THEN 'loop' ELSE 'other' END AS kind_name,\n"
+    "    c.file, c.line, c.func\n"
+    "  FROM decisions d LEFT JOIN callsites c ON c.id = d.callsite_id;\n"
+    "CREATE VIEW IF NOT EXISTS v_shape_variation AS\n"
+    "  SELECT run_id, op, callsite_id, arg, dim, count(DISTINCT size) AS n_sizes,\n"
+    "         min(size) AS min_size, max(size) AS max_size\n"
+    "  FROM shapes GROUP BY run_id, op, callsite_id, arg, dim HAVING count(DISTINCT size) > 1;\n";
+
+/* Migration steps: migrations[i] takes a store from version `from` to
+ * from+1.  v0 was the prototype layout (meta and callsites only); its
+ * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
+static const struct {
+    int from;
+    const char *sql;
+} migrations[] = {
+    {0, SCHEMA_V1},
+};
+
+/* Cached statements, prepared on first use. */
+enum {
+    ST_BEGIN, ST_COMMIT, ST_OPTABLE, ST_RUN, ST_RUN_END, ST_CS_GET, ST_CS_PUT, ST_STACK_GET,
+    ST_STACK_PUT, ST_STEP, ST_CHUNK, ST_OPCOUNT, ST_SYNC, ST_DECISION, ST_SHAPE, ST_ARGTYPE,
+    ST_READ_CHUNK, ST_COUNT
+};
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_OPTABLE] = "INSERT INTO optables(hash, ops) VALUES(?1, ?2) "
+                   "ON CONFLICT(hash) DO UPDATE SET ops = excluded.ops WHERE optables.ops = ''",
+    [ST_RUN] = "INSERT INTO runs(argv, cwd, started, python_version, janus_version, optable_hash, "
+               "cpu_features, device, hostname, pid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_RUN_END] = "UPDATE runs SET ended = ?1, exit_status = ?2, status = ?3 WHERE id = ?4",
+    [ST_CS_GET] = "SELECT id FROM callsites WHERE file = ?1 AND line = ?2 AND func = ?3",
+    [ST_CS_PUT] = "INSERT OR IGNORE INTO callsites(file, line, func) VALUES(?1, ?2, ?3)",
+    [ST_STACK_GET] = "SELECT id FROM stacks WHERE hash = ?1",
+    [ST_STACK_PUT] = "INSERT OR IGNORE INTO stacks(hash, frames) VALUES(?1, ?2)",
+    [ST_STEP] = "INSERT INTO steps(run_id, step, kind, started, duration, signature, n_ops, n_syncs) "
+                "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_CHUNK] = "INSERT INTO chunks(run_id, step, codec, raw_bytes, data) VALUES(?1, ?2, 'zstd', ?3, ?4)",
+    [ST_OPCOUNT] = "INSERT INTO op_counts(run_id, step, op, count) VALUES(?1, ?2, ?3, ?4)",
+    [ST_SYNC] = "INSERT INTO syncs(run_id, step, seq, kind, value, callsite_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_DECISION] = "INSERT INTO decisions(run_id, step, callsite_id, kind, outcome, count) "
+                    "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_SHAPE] = "INSERT INTO shapes(run_id, step, op, callsite_id, arg, dim, size) "
+                 "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_ARGTYPE] = "INSERT INTO arg_types(run_id, step, op, callsite_id, arg, pytype, count) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_READ_CHUNK] = "SELECT codec, raw_bytes, data FROM chunks WHERE run_id = ?1 AND step = ?2",
+};
+
+struct jn_db {
+    sqlite3 *h;
+    char *path;
+    int flags, version;
+    int injected; /* the last failure came from jn_db_inject_fault */
+    sqlite3_stmt *st[ST_COUNT];
+    ZSTD_CCtx *cctx; /* reused: no per-step context allocation */
+    void *zbuf;
+    size_t zcap;
+};
+
+/* ------------------------------------------------------ fault injection */
+static int fault_countdown; /* test-only, so a plain global is enough */
+
+void jn_db_inject_fault(int after_n_writes) { fault_countdown = after_n_writes > 0 ? after_n_writes : 0; }
+
+static int fault_fires(jn_db *db) {
+    db->injected = 0;
+    if (fault_countdown > 0 && --fault_countdown == 0) {
+        db->injected = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Every sqlite3_step / sqlite3_exec of this file goes through these two. */
+static int db_step(jn_db *db, sqlite3_stmt *st) {
+    if (fault_fires(db)) return SQLITE_FULL;
+    return sqlite3_step(st);
+}
+
+static int db_exec(jn_db *db, const char *sql) {
+    if (fault_fires(db)) return SQLITE_FULL;
+    return sqlite3_exec(db->h, sql, NULL, NULL, NULL);
+}
+
+/* --------------------------------------------------------------- errors */
+static const char *hint_for(int rc) {
+    switch (rc & 0xff) {
+    case SQLITE_FULL: return " (the disk is full: free some space and record again)";
+    case SQLITE_READONLY: case SQLITE_PERM: case SQLITE_CANTOPEN:
+        return " (check that the file and its directory exist and are writable)";
+    case SQLITE_BUSY: case SQLITE_LOCKED:
+        return " (another process held the database longer than the busy timeout; retry)";
+    case SQLITE_NOTADB: return " (the file is not a SQLite database)";
+    case SQLITE_CORRUPT: return " (the database file is damaged)";
+    case SQLITE_IOERR: return " (an I/O error: check the disk)";
+    case SQLITE_NOMEM: return " (out of memory)";
+    default: return "";
+    }
+}
+
+static jn_status db_fail(jn_db *db, int rc, const char *what) {
+    const char *msg = db->injected || !db->h ? sqlite3_errstr(rc) : sqlite3_errmsg(db->h);
+    return jn_error(JN_ERR_IO, "trace store %s: %s failed: %s%s%s", db->path, what, msg,
+                    db->injected ? " [injected fault]" : "", hint_for(rc));
+}
+
+/* ------------------------------------------------------------ statements */
+static jn_status get_stmt(jn_db *db, int which, sqlite3_stmt **out) {
+    *out = NULL;
+    if (!db->st[which]) {
+        int rc = sqlite3_prepare_v3(db->h, stmt_sql[which], -1, SQLITE_PREPARE_PERSISTENT, &db->st[which], NULL);
+        if (rc != SQLITE_OK) {
+            db->injected = 0;
+            return db_fail(db, rc, "preparing a statement");
+        }
+    }
+    *out = db->st[which];
+    return JN_OK;
+}
+
+/* Run a statement that returns no rows; always leaves it reset. */
+static int run_stmt(jn_db *db, sqlite3_stmt *st) {
+    int rc = db_step(db, st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s) {
+    if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else sqlite3_bind_null(st, i);
+}
+
+static int64_t u64_to_i64(uint64_t u) {
+    int64_t v;
+    memcpy(&v, &u, 8);
+    return v;
+}
+
+/* Roll back whatever transaction is open; never subject to fault injection
+ * so that an injected failure still leaves the store clean. */
+static void rollback(jn_db *db) {
+    if (!sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ----------------------------------------------------------------- open */
+/* Value of meta[key] as an integer; 1 if absent, -1 on error (rc set). */
+static int meta_int(jn_db *db, const char *key, int64_t *v, int *rc) {
+    sqlite3_stmt *st;
+    *rc = sqlite3_prepare_v2(db->h, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL);
+    if (*rc != SQLITE_OK) return -1;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int r = db_step(db, st), ret = 1;
+    if (r == SQLITE_ROW) {
+        *v = sqlite3_column_int64(st, 0);
+        ret = 0;
+    } else if (r != SQLITE_DONE) {
+        *rc = r;
+        ret = -1;
+    }
+    sqlite3_finalize(st);
+    return ret;
+}
+
+static jn_status create_schema(jn_db *db) {
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) return db_fail(db, rc, "starting the schema transaction");
+    /* another process may have created it while we waited for the lock */
+    int exists = 0;
+    sqlite3_stmt *st;
+    rc = sqlite3_prepare_v2(db->h, "SELECT 1 FROM sqlite_master WHERE name = 'meta'", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = db_step(db, st);
+        exists = rc == SQLITE_ROW;
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) rc = SQLITE_OK;
+        sqlite3_finalize(st);
+    }
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V1);
+    if (rc == SQLITE_OK && !exists) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO meta(key, value) VALUES('schema_version', '%d'), ('janus_version', '%s'), "
+                 "('created', strftime('%%Y-%%m-%%dT%%H:%%M:%%SZ', 'now')), ('app', 'janus'), "
+                 "('optable_hash', '%016" PRIx64 "')",
+                 JN_DB_SCHEMA_VERSION, JANUS_VERSION, jn_optable_hash());
+        rc = db_exec(db, sql);
+    }
+    if (rc == SQLITE_OK) rc = db_exec(db, "COMMIT");
+    if (rc != SQLITE_OK) {
+        jn_status s = db_fail(db, rc, "creating the schema");
+        rollback(db);
+        return s;
+    }
+    return JN_OK;
+}
+
+static jn_status migrate(jn_db *db) {
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) return db_fail(db, rc, "starting the migration transaction");
+    int64_t v = 0;
+    /* re-read inside the transaction: a concurrent opener may have migrated */
+    if (meta_int(db, "schema_version", &v, &rc) < 0) goto fail;
+    for (size_t i = 0; i < sizeof migrations / sizeof migrations[0]; i++) {
+        if (migrations[i].from != v) continue;
+        rc = db_exec(db, migrations[i].sql);
+        if (rc != SQLITE_OK) goto fail;
+        v++;
+    }
+    if (v != JN_DB_SCHEMA_VERSION) {
+        rollback(db);
+        return jn_error(JN_ERR_IO, "trace store %s: no migration from schema version %" PRId64
+                        " to %d (the file is too old for this janus; re-record it)",
+                        db->path, v, JN_DB_SCHEMA_VERSION);
+    }
+    char sql[160];
+    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '%d')",
+             JN_DB_SCHEMA_VERSION);
+    rc = db_exec(db, sql);
+    if (rc == SQLITE_OK) rc = db_exec(db, "COMMIT");
+    if (rc != SQLITE_OK) goto fail;
+    return JN_OK;
+fail:;
+    jn_status s = db_fail(db, rc, "migrating to the current schema");
+    rollback(db);
+    return s;
+}
+
+/* Is this file a janus store (1), an empty file (0), or refused (error)? */
+static jn_status classify(jn_db *db, int *is_store) {
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db->h, "SELECT count(*), sum(name = 'meta') FROM sqlite_master", -1, &st, NULL);
+    int ntables = 0, has_meta = 0;
+    if (rc == SQLITE_OK) {
+        rc = db_step(db, st);
+        if (rc == SQLITE_ROW) {
+            ntables = sqlite3_column_int(st, 0);
+            has_meta = sqlite3_column_int(st, 1);
+            rc = SQLITE_OK;
+        }
+        sqlite3_finalize(st);
+    }
+    if ((rc & 0xff) == SQLITE_NOTADB)
+        return jn_error(JN_ERR_IO, "%s is not a SQLite file (%s), so it is not a janus trace store; "
+                        "give `janus record --db` a new file name", db->path, sqlite3_errstr(rc));
+    if (rc != SQLITE_OK) return db_fail(db, rc, "reading the table list");
+    if (ntables == 0) {
+        *is_store = 0;
+        return JN_OK;
+    }
+    /* app must be 'janus': someone else's table called meta is not ours */
+    int ok = 0;
+    if (has_meta) {
+        rc = sqlite3_prepare_v2(db->h, "SELECT value FROM meta WHERE key = 'app'", -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+            rc = db_step(db, st);
+            if (rc == SQLITE_ROW) {
+                const unsigned char *v = sqlite3_column_text(st, 0);
+                ok = v && strcmp((const char *)v, "janus") == 0;
+                rc = SQLITE_OK;
+            } else if (rc == SQLITE_DONE) {
+                rc = SQLITE_OK;
+            }
+            sqlite3_finalize(st);
+        }
+        /* a failure to read is reported as such, not as "not ours" */
+        if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_ERROR) return db_fail(db, rc, "reading the meta table");
+    }
+    if (!ok)
+        return jn_error(JN_ERR_IO, "%s is a SQLite database but not a janus trace store (no janus meta "
+                        "table); it was left untouched: use another file name", db->path);
+    *is_store = 1;
+    return JN_OK;
+}
+
+/* PRAGMA journal_mode=WAL.  Changing the mode does not wait on the busy
+ * handler, so when another process is creating or writing the same new
+ * file it can fail with SQLITE_BUSY at once: retry for the busy timeout. */
+static int set_wal(jn_db *db) {
+    int rc = SQLITE_BUSY;
+    for (int waited = 0; waited <= BUSY_TIMEOUT_MS; waited += 5) {
+        sqlite3_stmt *st;
+        rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+            rc = db_step(db, st);
+            if (rc == SQLITE_ROW) {
+                const unsigned char *m = sqlite3_column_text(st, 0);
+                rc = m && strcmp((const char *)m, "wal") == 0 ? SQLITE_OK : SQLITE_CANTOPEN;
+            }
+            sqlite3_finalize(st);
+        }
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
+        sqlite3_sleep(5);
+    }
+    return rc;
+}
+
+jn_status jn_db_open(const char *path, int flags, jn_db **out) {
+    if (!out) return jn_error(JN_ERR_VALUE, "jn_db_open: NULL output pointer");
+    *out = NULL;
+    if (!path || !*path) return jn_error(JN_ERR_VALUE, "jn_db_open: empty trace store path");
+    if (flags < JN_DB_READONLY || flags > JN_DB_CREATE)
+        return jn_error(JN_ERR_VALUE, "jn_db_open: bad flags %d (JN_DB_READONLY, JN_DB_WRITE or JN_DB_CREATE)", flags);
+
+    struct stat sb;
+    int exists = stat(path, &sb) == 0;
+    if (exists && S_ISDIR(sb.st_mode))
+        return jn_error(JN_ERR_IO, "trace store %s is a directory, not a file; give a file path such as %s/run.db",
+                        path, path);
+    if (!exists && flags != JN_DB_CREATE)
+        return jn_error(JN_ERR_IO, "trace store %s does not exist (%s); record one with `janus record`",
+                        path, strerror(errno));
+
+    jn_db *db = calloc(1, sizeof *db);
+    if (!db || !(db->path = strdup(path))) {
+        free(db);
+        return jn_error(JN_ERR_NOMEM, "out of memory opening trace store %s", path);
+    }
+    db->flags = flags;
+    int oflags = flags == JN_DB_READONLY ? SQLITE_OPEN_READONLY
+                 : flags == JN_DB_WRITE  ? SQLITE_OPEN_READWRITE
+                                         : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    jn_status s = JN_OK;
+    int rc = sqlite3_open_v2(path, &db->h, oflags, NULL);
+    if (rc != SQLITE_OK) {
+        s = jn_error(JN_ERR_IO, "cannot %s trace store %s: %s%s", exists ? "open" : "create", path,
+                     db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc),
+                     exists ? " (check the file's permissions)"
+                            : " (check that the directory exists and is writable)");
+        goto fail;
+    }
+    sqlite3_extended_result_codes(db->h, 1);
+    sqlite3_busy_timeout(db->h, BUSY_TIMEOUT_MS);
+    if (flags != JN_DB_READONLY && sqlite3_db_readonly(db->h, "main") == 1) {
+        s = jn_error(JN_ERR_IO, "trace store %s is not writable (check the permissions of the file and "
+                     "its directory)", path);
+        goto fail;
+    }
+
+    int is_store = 0;
+    if ((s = classify(db, &is_store))) goto fail;
+    if (!is_store && flags != JN_DB_CREATE) {
+        s = jn_error(JN_ERR_IO, "%s is an empty file, not a janus trace store; record one with `janus record`",
+                     path);
+        goto fail;
+    }
+    /* only now, knowing the file is ours (or empty), change its settings */
+    if ((rc = db_exec(db, "PRAGMA foreign_keys = ON")) != SQLITE_OK) {
+        s = db_fail(db, rc, "enabling foreign keys");
+        goto fail;
+    }
+    if (flags != JN_DB_READONLY) {
+        rc = set_wal(db);
+        if (rc != SQLITE_OK) {
+            s = db_fail(db, rc, "switching to WAL mode");
+            goto fail;
+        }
+        if ((rc = db_exec(db, "PRAGMA synchronous = NORMAL")) != SQLITE_OK) {
+            s = db_fail(db, rc, "setting synchronous=NORMAL");
+            goto fail;
+        }
+    }
+    if (!is_store && (s = create_schema(db))) goto fail;
+
+    int64_t v = 0;
+    int r = meta_int(db, "schema_version", &v, &rc);
+    if (r < 0) {
+        s = db_fail(db, rc, "reading the schema version");
+        goto fail;
+    }
+    if (r > 0) {
+        s = jn_error(JN_ERR_IO, "%s is not a janus trace store (its meta table has no schema_version)", path);
+        goto fail;
+    }
+    if (v > JN_DB_SCHEMA_VERSION) {
+        s = jn_error(JN_ERR_IO, "trace store %s has schema version %" PRId64 ", newer than version %d that "
+                     "this janus (%s) reads; upgrade janus to open it", path, v, JN_DB_SCHEMA_VERSION, JANUS_VERSION);
+        goto fail;
+    }
+    if (v < JN_DB_SCHEMA_VERSION) {
+        if (flags == JN_DB_READONLY) {
+            s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "
+                         "open it for writing once (e.g. `janus record --db %s`) to migrate it",
+                         path, v, JN_DB_SCHEMA_VERSION, path);
+            goto fail;
+        }
+        if ((s = migrate(db))) goto fail;
+        v = JN_DB_SCHEMA_VERSION;
+    }
+    db->version = (int)v;
+    *out = db;
+    return JN_OK;
+fail:
+    jn_db_close(db);
+    return s;
+}
+
+void jn_db_close(jn_db *db) {
+    if (!db) return;
+    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(db->st[i]);
+    if (db->h) sqlite3_close(db->h);
+    ZSTD_freeCCtx(db->cctx);
+    free(db->zbuf);
+    free(db->path);
+    free(db);
+}
+
+int jn_db_schema_version(jn_db *db) { return db ? db->version : -1; }
+
+struct sqlite3 *jn_db_handle(jn_db *db) { return db ? db->h : NULL; }
+
+static jn_status need_write(jn_db *db, const char *fn) {
+    if (!db) return jn_error(JN_ERR_VALUE, "%s: NULL trace store", fn);
+    if (db->flags == JN_DB_READONLY)
+        return jn_error(JN_ERR_IO, "%s: trace store %s was opened read-only", fn, db->path);
+    return JN_OK;
+}
+
+/* ----------------------------------------------------------------- runs */
+jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_run_begin"))) return s;
+    if (!info || !run_id) return jn_error(JN_ERR_VALUE, "jn_db_run_begin: NULL run info or run id");
+    sqlite3_stmt *opt, *run, *begin, *commit;
+    if ((s = get_stmt(db, ST_OPTABLE, &opt)) || (s = get_stmt(db, ST_RUN, &run)) ||
+        (s = get_stmt(db, ST_BEGIN, &begin)) || (s = get_stmt(db, ST_COMMIT, &commit)))
+        return s;
+    int rc = run_stmt(db, begin);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "starting a run");
+    if (info->optable_hash) {
+        bind_text(opt, 1, info->optable_hash);
+        bind_text(opt, 2, info->optable_ops ? info->optable_ops : "");
+        if ((rc = run_stmt(db, opt)) != SQLITE_OK) goto fail;
+    }
+    bind_text(run, 1, info->argv_json);
+    bind_text(run, 2, info->cwd);
+    sqlite3_bind_double(run, 3, info->started);
+    bind_text(run, 4, info->python_version);
+    bind_text(run, 5, info->janus_version ? info->janus_version : JANUS_VERSION);
+    bind_text(run, 6, info->optable_hash);
+    bind_text(run, 7, info->cpu_features);
+    bind_text(run, 8, info->device);
+    bind_text(run, 9, info->hostname);
+    sqlite3_bind_int64(run, 10, info->pid);
+    if ((rc = run_stmt(db, run)) != SQLITE_OK) goto fail;
+    *run_id = sqlite3_last_insert_rowid(db->h);
+    if ((rc = run_stmt(db, commit)) != SQLITE_OK) goto fail;
+    return JN_OK;
+fail:
+    s = db_fail(db, rc, "recording a new run");
+    rollback(db);
+    return s;
+}
+
+jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_run_end"))) return s;
+    sqlite3_stmt *st;
+    if ((s = get_stmt(db, ST_RUN_END, &st))) return s;
+    sqlite3_bind_double(st, 1, ended);
+    sqlite3_bind_int(st, 2, exit_status);
+    bind_text(st, 3, status ? status : "finished");
+    sqlite3_bind_int64(st, 4, run_id);
+    int rc = run_stmt(db, st);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "ending a run");
+    if (sqlite3_changes(db->h) == 0)
+        return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64 " to end", db->path, run_id);
+    return JN_OK;
+}
+
+/* ------------------------------------------------------------ interning */
+/* Look up with `get`; if absent insert with `put` (OR IGNORE: a concurrent
+ * process may win the race) and look up again. */
+static jn_status intern(jn_db *db, sqlite3_stmt *get, sqlite3_stmt *put, int64_t *id, const char *what) {
+    for (int pass = 0; pass < 2; pass++) {
+        int rc = db_step(db, get);
+        if (rc == SQLITE_ROW) {
+            *id = sqlite3_column_int64(get, 0);
+            sqlite3_reset(get);
+            return JN_OK;
+        }
+        sqlite3_reset(get);
+        if (rc != SQLITE_DONE) return db_fail(db, rc, what);
+        if (pass == 0 && (rc = run_stmt(db, put)) != SQLITE_OK) return db_fail(db, rc, what);
+    }
+    return jn_error(JN_ERR_IO, "trace store %s: %s: the inserted row is missing", db->path, what);
+}
+
+jn_status jn_db_callsite(jn_db *db, const char *file, int line, const char *func, int64_t *id) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_callsite"))) return s;
+    if (!id) return jn_error(JN_ERR_VALUE, "jn_db_callsite: NULL id");
+    sqlite3_stmt *get, *put;
+    if ((s = get_stmt(db, ST_CS_GET, &get)) || (s = get_stmt(db, ST_CS_PUT, &put))) return s;
+    sqlite3_stmt *both[2] = {get, put};
+    for (int i = 0; i < 2; i++) {
+        bind_text(both[i], 1, file ? file : "");
+        sqlite3_bind_int(both[i], 2, line);
+        bind_text(both[i], 3, func ? func : "");
+    }
+    return intern(db, get, put, id, "interning a call site");
+}
+
+jn_status jn_db_stack(jn_db *db, uint64_t hash, const int64_t *callsites, int n, int64_t *id) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_stack"))) return s;
+    if (!id || n < 0 || (n > 0 && !callsites))
+        return jn_error(JN_ERR_VALUE, "jn_db_stack: bad arguments (n=%d)", n);
+    sqlite3_stmt *get, *put;
+    if ((s = get_stmt(db, ST_STACK_GET, &get)) || (s = get_stmt(db, ST_STACK_PUT, &put))) return s;
+    /* frames as a JSON array so SQL can json_each() it */
+    size_t cap = (size_t)n * 22 + 3, len = 0;
+    char *frames = malloc(cap);
+    if (!frames) return jn_error(JN_ERR_NOMEM, "out of memory interning a call stack of %d frames", n);
+    frames[len++] = '[';
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(frames + len, cap - len, "%s%" PRId64, i ? "," : "", callsites[i]);
+    frames[len++] = ']';
+    frames[len] = 0;
+    sqlite3_bind_int64(get, 1, u64_to_i64(hash));
+    sqlite3_bind_int64(put, 1, u64_to_i64(hash));
+    sqlite3_bind_text(put, 2, frames, (int)len, SQLITE_STATIC);
+    s = intern(db, get, put, id, "interning a call stack");
+    sqlite3_clear_bindings(put);
+    free(frames);
+    return s;
+}
+
+/* ---------------------------------------------------------------- steps */
+static jn_status check_step(const jn_db_step *s) {
+    if ((s->events_len && !s->events) || s->nopcounts < 0 || (s->nopcounts && !s->opcounts) || s->nsyncs < 0 ||
+        (s->nsyncs && !s->syncs) || s->ndecisions < 0 || (s->ndecisions && !s->decisions) || s->nshapes < 0 ||
+        (s->nshapes && !s->shapes) || s->nargtypes < 0 || (s->nargtypes && !s->argtypes))
+        return jn_error(JN_ERR_VALUE, "jn_db_write_step: step %" PRId64 " of run %" PRId64
+                        " has a negative count or a NULL array", s->step, s->run_id);
+    if (s->events_len > (size_t)INT32_MAX)
+        return jn_error(JN_ERR_VALUE, "jn_db_write_step: step %" PRId64 " has %zu bytes of events (at most 2 GiB)",
+                        s->step, s->events_len);
+    for (int i = 0; i < s->nopcounts; i++)
+        if (!s->opcounts[i].op) goto nullname;
+    for (int i = 0; i < s->nshapes; i++)
+        if (!s->shapes[i].op) goto nullname;
+    for (int i = 0; i < s->nargtypes; i++)
+        if (!s->argtypes[i].op || !s->argtypes[i].pytype) goto nullname;
+    return JN_OK;
+nullname:
+    return jn_error(JN_ERR_VALUE, "jn_db_write_step: step %" PRId64 " has a summary row with a NULL op name "
+                    "or type", s->step);
+}
+
+jn_status jn_db_write_step(jn_db *db, const jn_db_step *s) {
+    jn_status st;
+    if ((st = need_write(db, "jn_db_write_step"))) return st;
+    if (!s) return jn_error(JN_ERR_VALUE, "jn_db_write_step: NULL step");
+    if ((st = check_step(s))) return st;
+
+    /* compress before taking the write lock: other writers wait less */
+    size_t bound = ZSTD_compressBound(s->events_len);
+    if (bound > db->zcap) {
+        void *p = realloc(db->zbuf, bound);
+        if (!p) return jn_error(JN_ERR_NOMEM, "out of memory compressing step %" PRId64, s->step);
+        db->zbuf = p;
+        db->zcap = bound;
+    }
+    if (!db->cctx && !(db->cctx = ZSTD_createCCtx()))
+        return jn_error(JN_ERR_NOMEM, "out of memory creating a zstd context");
+    size_t csize = ZSTD_compressCCtx(db->cctx, db->zbuf, db->zcap, s->events ? s->events : "", s->events_len,
+                                     ZSTD_LEVEL);
+    if (ZSTD_isError(csize))
+        return jn_error(JN_ERR_RUNTIME, "compressing step %" PRId64 " of run %" PRId64 ": %s", s->step, s->run_id,
+                        ZSTD_getErrorName(csize));
+
+    sqlite3_stmt *q[ST_COUNT];
+    static const int needed[] = {ST_BEGIN, ST_COMMIT, ST_STEP, ST_CHUNK, ST_OPCOUNT,
+                                 ST_SYNC, ST_DECISION, ST_SHAPE, ST_ARGTYPE};
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
+        if ((st = get_stmt(db, needed[i], &q[needed[i]]))) return st;
+
+    const char *what = "starting the step transaction";
+    int rc = run_stmt(db, q[ST_BEGIN]);
+    if (rc != SQLITE_OK) goto fail;
+
+    what = "inserting the step row";
+    char sig[17];
+    snprintf(sig, sizeof sig, "%016" PRIx64, s->signature);
+    sqlite3_stmt *t = q[ST_STEP];
+    sqlite3_bind_int64(t, 1, s->run_id);
+    sqlite3_bind_int64(t, 2, s->step);
+    bind_text(t, 3, s->kind ? s->kind : "marker");
+    sqlite3_bind_double(t, 4, s->started);
+    sqlite3_bind_double(t, 5, s->duration);
+    sqlite3_bind_text(t, 6, sig, 16, SQLITE_STATIC);
+    sqlite3_bind_int64(t, 7, s->n_ops);
+    sqlite3_bind_int64(t, 8, s->n_syncs);
+    if ((rc = run_stmt(db, t)) != SQLITE_OK) goto fail;
+
+    what = "inserting the event chunk";
+    t = q[ST_CHUNK];
+    sqlite3_bind_int64(t, 1, s->run_id);
+    sqlite3_bind_int64(t, 2, s->step);
+    sqlite3_bind_int64(t, 3, (int64_t)s->events_len);
+    sqlite3_bind_blob(t, 4, db->zbuf, (int)csize, SQLITE_STATIC);
+    rc = run_stmt(db, t);
+    sqlite3_bind_null(t, 4); /* don't keep a pointer into zbuf */
+    if (rc != SQLITE_OK) goto fail;
+
+    what = "inserting op counts";
+    t = q[ST_OPCOUNT];
+    sqlite3_bind_int64(t, 1, s->run_id);
+    sqlite3_bind_int64(t, 2, s->step);
+    for (int i = 0; i < s->nopcounts; i++) {
+        sqlite3_bind_text(t, 3, s->opcounts[i].op, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(t, 4, s->opcounts[i].count);
+        if ((rc = run_stmt(db, t)) != SQLITE_OK) goto fail;
+    }
+    what = "inserting sync points";
+    t = q[ST_SYNC];
+    sqlite3_bind_int64(t, 1, s->run_id);
+    sqlite3_bind_int64(t, 2, s->step);
+    for (int i = 0; i < s->nsyncs; i++) {
+        const jn_db_sync *y = &s->syncs[i];
+        sqlite3_bind_int64(t, 3, y->seq);
+        sqlite3_bind_int(t, 4, y->kind);
+        sqlite3_bind_double(t, 5, y->value); /* NaN is stored as NULL: no value */
+        sqlite3_bind_int64(t, 6, y->callsite);
+        if ((rc = run_stmt(db, t)) != SQLITE_OK) goto fail;
+    }
+    what = "inserting control-flow decisions";
+    t = q[ST_DECISION];
+    sqlite3_bind_int64(t, 1, s->run_id);
+    sqlite3_bind_int64(t, 2, s->step);
+    for (int i = 0; i < s->ndecisions; i++) {
+        const jn_db_decision *d = &s->decisions[i];
+        sqlite3_bind_int64(t, 3, d->callsite);
+        sqlite3_bind_int(t, 4, d->kind);
+        sqlite3_bind_int64(t, 5, d->outcome);
+        sqlite3_bind_int64(t, 6, d->count);
+        if ((rc = run_stmt(db, t)) != SQLITE_OK) goto fail;
+    }
+    what = "inserting shapes";
+    t = q[ST_SHAPE];
+    sqlite3_bind_int64(t, 1, s->run_id);
+    sqlite3_bind_int64(t, 2, s->step);
+    for (int i = 0; i < s->nshapes; i++) {
+        const jn_db_shape *h = &s->shapes[i];
+        sqlite3_bind_text(t, 3, h->op, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(t, 4, h->callsite);
+        sqlite3_bind_int(t, 5, h->arg);
+        sqlite3_bind_int(t, 6, h->dim);
+        sqlite3_bind_int64(t, 7, h->size);
+        if ((rc = run_stmt(db, t)) != SQLITE_OK) goto fail;
+    }
+    what = "inserting argument types";
+    t = q[ST_ARGTYPE];
+    sqlite3_bind_int64(t, 1, s->run_id);
+    sqlite3_bind_int64(t, 2, s->step);
+    for (int i = 0; i < s->nargtypes; i++) {
+        const jn_db_argtype *a = &s->argtypes[i];
+        sqlite3_bind_text(t, 3, a->op, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(t, 4, a->callsite);
+        sqlite3_bind_int(t, 5, a->arg);
+        sqlite3_bind_text(t, 6, a->pytype, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(t, 7, a->count);
+        if ((rc = run_stmt(db, t)) != SQLITE_OK) goto fail;
+    }
+    what = "committing the step";
+    if ((rc = run_stmt(db, q[ST_COMMIT])) != SQLITE_OK) goto fail;
+    return JN_OK;
+fail:
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY && strcmp(what, "inserting the step row") == 0)
+        st = jn_error(JN_ERR_VALUE, "trace store %s: step %" PRId64 " of run %" PRId64 " is already recorded",
+                      db->path, s->step, s->run_id);
+    else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        st = jn_error(JN_ERR_VALUE, "trace store %s: cannot record step %" PRId64 ": there is no run %" PRId64
+                      " (create it with jn_db_run_begin)", db->path, s->step, s->run_id);
+    else {
+        char buf[128];
+        snprintf(buf, sizeof buf, "writing step %" PRId64 " of run %" PRId64 " (%s)", s->step, s->run_id, what);
+        st = db_fail(db, rc, buf);
+    }
+    rollback(db);
+    return st;
+}
+
+jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len) {
+    if (!db || !data || !len) return jn_error(JN_ERR_VALUE, "jn_db_read_chunk: NULL argument");
+    *data = NULL;
+    *len = 0;
+    jn_status s;
+    sqlite3_stmt *st;
+    if ((s = get_stmt(db, ST_READ_CHUNK, &st))) return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, step);
+    int rc = db_step(db, st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        return jn_error(JN_ERR_VALUE, "trace store %s has no events for step %" PRId64 " of run %" PRId64,
+                        db->path, step, run_id);
+    }
+    if (rc != SQLITE_ROW) {
+        s = db_fail(db, rc, "reading an event chunk");
+        sqlite3_reset(st);
+        return s;
+    }
+    const char *codec = (const char *)sqlite3_column_text(st, 0);
+    int64_t raw = sqlite3_column_int64(st, 1);
+    const void *blob = sqlite3_column_blob(st, 2);
+    size_t csize = (size_t)sqlite3_column_bytes(st, 2);
+    const char *why = NULL;
+    void *out = NULL;
+    if (!codec || strcmp(codec, "zstd") != 0) why = "unknown codec";
+    else if (raw < 0 || raw > INT32_MAX) why = "bad raw size";
+    else if (ZSTD_getFrameContentSize(blob, csize) != (unsigned long long)raw) why = "size mismatch";
+    else if (!(out = malloc(raw ? (size_t)raw : 1))) {
+        sqlite3_reset(st);
+        return jn_error(JN_ERR_NOMEM, "out of memory reading step %" PRId64 " of run %" PRId64, step, run_id);
+    } else {
+        size_t got = ZSTD_decompress(out, (size_t)raw, blob, csize);
+        if (ZSTD_isError(got)) why = ZSTD_getErrorName(got);
+        else if (got != (size_t)raw) why = "short data";
+    }
+    if (why) {
+        s = jn_error(JN_ERR_IO, "trace store %s: the event chunk of step %" PRId64 " of run %" PRId64
+                     " is corrupt (%s%s%s)", db->path, step, run_id, why, codec ? ", codec " : "", codec ? codec : "");
+        sqlite3_reset(st);
+        free(out);
+        return s;
+    }
+    sqlite3_reset(st);
+    *data = out;
+    *len = (size_t)raw;
+    return JN_OK;
+}

@@ -12,7 +12,26 @@
  *   steps(run_id, step, ...)           per step: kind, time, op/sync counts, signature hash
  *   chunks(run_id, step, codec, raw_bytes, data)   zstd-compressed encoded events of a step
  *   op_counts, syncs, decisions, shapes, arg_types  plain summary tables for SQL
+ * Concretely (db/db.c SCHEMA_V1 is the authority):
+ *   meta also holds optable_hash (the creating janus's table, 16 hex digits).
+ *   runs(id, argv, cwd, started, ended, exit_status, status 'running'|'finished'|'error'|'killed',
+ *        python_version, janus_version, optable_hash, cpu_features, device, hostname, pid)
+ *   stacks.hash is the uint64 bit-cast to a signed INTEGER; stacks.frames is a JSON
+ *        array of callsite ids ("[3,1]"), so SQL can json_each() it.
+ *   steps(run_id, step, kind, started, duration, signature, n_ops, n_syncs):
+ *        signature is TEXT, 16 lower-case hex digits.  PRIMARY KEY(run_id, step).
+ *   chunks(run_id, step, codec 'zstd', raw_bytes, data)
+ *   op_counts(run_id, step, op, count)
+ *   syncs(run_id, step, seq, kind JN_SYNC_*, value REAL (NULL when NaN/none), callsite_id)
+ *   decisions(run_id, step, callsite_id, kind JN_DEC_*, outcome, count)
+ *   shapes(run_id, step, op, callsite_id, arg, dim, size)
+ *   arg_types(run_id, step, op, callsite_id, arg, pytype TEXT, count)
+ *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
+ *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
+ *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
  * Events record op NAMES through the run's optable, never bare enum numbers.
+ * A jn_db handle is used by one thread at a time; processes share a file
+ * through SQLite's locking (WAL, 10 s busy timeout).
  * Every write of a step is one transaction, so a crash or SIGKILL leaves all
  * committed steps readable (WAL mode).  Every user-visible failure returns a
  * jn_status with a message naming the file and the fix.
@@ -150,7 +169,9 @@ jn_status jn_db_write_step(jn_db *db, const jn_db_step *s);
 /* The decompressed events of a step (caller frees *data with free()). */
 jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len);
 
-/* For tests: make the next n-th SQLite write / allocation fail (fault injection). 0 = off. */
+/* For tests: the n-th SQLite step/exec performed by db.c from now on (1 = the
+ * next one) fails as if the disk were full (SQLITE_FULL); fires once.
+ * 0 = off.  Process-global. */
 void jn_db_inject_fault(int after_n_writes);
 
 /* The underlying handle, for read-only SQL in the CLI and tests. */

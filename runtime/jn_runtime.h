@@ -110,6 +110,7 @@ typedef struct jn_tensor {
     int64_t id;                   /* unique per tensor header (recording) */
     int wrapped_number;           /* a Python scalar (type promotion) */
     int is_view;                  /* made by a view op: shares another tensor's storage */
+    uint8_t rec_role;             /* recorder: JN_TR_* role (0 = produced by an op) */
     void *autograd;               /* owned by the autograd layer */
     void *pyobj;                  /* borrowed back-pointer to the Python wrapper */
 } jn_tensor;

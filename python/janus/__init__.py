@@ -108,3 +108,10 @@ del _bd, _tensor_mod
 from . import nn  # noqa: E402,F401  (after the API above: janus.nn imports janus)
 from . import optim, utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
+
+# Recording: janus.step() marks step boundaries (a no-op unless recording);
+# under `janus record` (JANUS_RECORD_DB set) the recorder starts here, after
+# the whole API exists.  Plain runs install no hook at all.
+from . import _record  # noqa: E402
+from ._record import step  # noqa: E402,F401
+_record.start_from_env()

@@ -10,6 +10,7 @@ returns is a janus.Tensor.
 from . import _C
 from . import _dtype
 from . import _format
+from . import _record
 from ._dtype import to_dtype
 from ._ops import INTERNAL, METHODS
 
@@ -45,6 +46,15 @@ class Tensor(_C.TensorBase):
 
     # ----------------------------------------------------------- printing
     def __repr__(self, *, tensor_contents=None):
+        if _record.active:  # printing is a sync point
+            _record.print_begin(self)
+            try:
+                return self._repr_impl()
+            finally:
+                _record.print_end()
+        return self._repr_impl()
+
+    def _repr_impl(self):
         extra = []
         gf = getattr(self, "grad_fn", None)
         if gf is not None:
@@ -58,6 +68,12 @@ class Tensor(_C.TensorBase):
 
     def __format__(self, spec):
         if self.dim() == 0:
+            if _record.active:
+                _record.print_begin(self)
+                try:
+                    return self.item().__format__(spec)
+                finally:
+                    _record.print_end()
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 

@@ -12,6 +12,7 @@
  * Also here: item(), tolist(), and __bool__/__float__/__int__/__index__.
  */
 #include "jn_py.h"
+#include "jn_rec.h"
 
 #include <math.h>
 #include <string.h>
@@ -180,8 +181,16 @@ static int fill(fill_state *s, PyObject *o, int depth) {
     return 0;
 }
 
-/* _tensor_from_data(data, dtype_code=-1) */
+static PyObject *tensor_from_data(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* _tensor_from_data(data, dtype_code=-1); under recording the result is a host input */
 PyObject *jn_py_tensor_from_data(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *r = tensor_from_data(self, args, nargs);
+    if (r && jn_rec_on) jn_rec_mark(JN_T(r), JN_TR_HOST);
+    return r;
+}
+
+static PyObject *tensor_from_data(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs < 1 || nargs > 2) {
         PyErr_SetString(PyExc_TypeError, "_tensor_from_data(data, dtype=None)");
@@ -296,6 +305,7 @@ PyObject *jn_py_item(PyObject *self, PyObject *unused) {
         return NULL;
     }
     if (!has_data(t)) return NULL;
+    if (jn_rec_on) jn_rec_sync(JN_SYNC_ITEM, jn_load_f64(jn_data(t), t->dtype), t);
     return jn_py_scalar(jn_data(t), t->dtype);
 }
 
@@ -319,6 +329,7 @@ PyObject *jn_py_tolist(PyObject *self, PyObject *unused) {
     (void)unused;
     jn_tensor *t = JN_T(self);
     if (!has_data(t)) return NULL;
+    if (jn_rec_on) jn_rec_sync(JN_SYNC_TOLIST, jn_numel(t) == 1 ? jn_load_f64(jn_data(t), t->dtype) : NAN, t);
     return tolist_rec(t, jn_data(t), 0);
 }
 
@@ -331,7 +342,9 @@ int jn_py_nb_bool(PyObject *self) {
         return -1;
     }
     if (!has_data(t)) return -1;
-    return jn_load_f64(jn_data(t), t->dtype) != 0;
+    int b = jn_load_f64(jn_data(t), t->dtype) != 0;
+    if (jn_rec_on) jn_rec_sync_bool(b, t); /* a comparison used as a Python bool shows as COMPARE */
+    return b;
 }
 
 static int one_element(jn_tensor *t) {
@@ -339,7 +352,9 @@ static int one_element(jn_tensor *t) {
         PyErr_SetString(PyExc_ValueError, "only one element tensors can be converted to Python scalars");
         return 0;
     }
-    return has_data(t);
+    if (!has_data(t)) return 0;
+    if (jn_rec_on) jn_rec_sync(JN_SYNC_ITEM, jn_load_f64(jn_data(t), t->dtype), t); /* float(t), int(t) */
+    return 1;
 }
 
 PyObject *jn_py_nb_float(PyObject *self) {
@@ -373,5 +388,6 @@ PyObject *jn_py_nb_index(PyObject *self) {
         return NULL;
     }
     if (!has_data(t)) return NULL;
+    if (jn_rec_on) jn_rec_sync(JN_SYNC_ITEM, jn_load_f64(jn_data(t), t->dtype), t); /* t used as an index */
     return PyLong_FromLongLong(jn_load_i64(jn_data(t), t->dtype));
 }

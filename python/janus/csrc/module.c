@@ -537,6 +537,7 @@ static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
 
 extern PyMethodDef jn_py_tensor_module_methods[]; /* tensor.c: constructors */
 extern PyMethodDef jn_py_autograd_methods[];      /* autograd_py.c */
+extern PyMethodDef jn_py_recorder_methods[];      /* recorder_py.c */
 
 static PyMethodDef methods[] = {
     {"_op", (PyCFunction)(void (*)(void))py_op, METH_FASTCALL, "_op(op, inputs, attrs): run one op"},
@@ -566,6 +567,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (jn_py_ops_init(m) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_tensor_module_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_autograd_methods) < 0) goto fail;
+    if (PyModule_AddFunctions(m, jn_py_recorder_methods) < 0) goto fail;
     Py_INCREF(&JnTensorBase_Type);
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&JnTensorBase_Type) < 0) goto fail;
     PyObject *names = PyTuple_New(JN_NDTYPES);

@@ -4,7 +4,9 @@
  * ops_py.c, indexing in index.c, conversions in convert.c.
  */
 #include "jn_py.h"
+#include "jn_rec.h"
 
+#include <math.h>
 #include <string.h>
 
 static void tensor_dealloc(JnTensorObject *self) {
@@ -328,6 +330,8 @@ static int tensor_getbuffer(JnTensorObject *self, Py_buffer *view, int flags) {
         view->obj = NULL;
         return -1;
     }
+    if (jn_rec_on) /* buffer export: numpy(), __array__, memoryview */
+        jn_rec_sync(JN_SYNC_NUMPY, jn_numel(t) == 1 ? jn_load_f64(jn_data(t), t->dtype) : NAN, t);
     view->buf = jn_data(t);
     view->obj = (PyObject *)self;
     Py_INCREF(self);
@@ -395,7 +399,16 @@ static void copy_strided(char *dst, const char *src, int ndim, const Py_ssize_t 
         copy_strided(dst + i * inner * es, src + i * strides[0], ndim - 1, shape + 1, strides + 1, es);
 }
 
+static PyObject *from_buffer(PyObject *obj, int mode);
+
+/* Under recording, a tensor made from a buffer (numpy) is a host input. */
 PyObject *jn_py_from_buffer(PyObject *obj, int mode) {
+    PyObject *r = from_buffer(obj, mode);
+    if (r && jn_rec_on) jn_rec_mark(JN_T(r), JN_TR_HOST);
+    return r;
+}
+
+static PyObject *from_buffer(PyObject *obj, int mode) {
     int must_share = mode == JN_BUF_STRICT;
     buf_holder *h = PyMem_RawMalloc(sizeof *h);
     if (!h) return PyErr_NoMemory();

@@ -3,6 +3,7 @@ PyTorch's registration rules, traversal, state_dict and train/eval modes."""
 from collections import OrderedDict
 
 import janus
+from janus import _record
 
 from .parameter import Parameter
 
@@ -90,6 +91,8 @@ class Module:
         if "." in name or not name:
             raise KeyError(f"buffer name can't contain '.' or be empty (got '{name}')")
         self._buffers[name] = tensor
+        if _record.active:
+            _record.mark_state(tensor)
         if persistent:
             self._non_persistent.discard(name)
         else:

@@ -1,6 +1,6 @@
 """nn.Parameter: a leaf tensor that modules register as trainable state."""
 import janus
-from janus import _C
+from janus import _C, _record
 
 
 class Parameter(janus.Tensor):
@@ -12,7 +12,10 @@ class Parameter(janus.Tensor):
             data = janus.empty(0)
         if not isinstance(data, _C.TensorBase):
             raise TypeError(f"Parameter data must be a Tensor, not {type(data).__name__}")
-        return _C._make_subclass(cls, data, bool(requires_grad))
+        p = _C._make_subclass(cls, data, bool(requires_grad))
+        if _record.active:  # recorded runs: state that lives across steps
+            _record.mark_param(p)
+        return p
 
     def __init__(self, data=None, requires_grad=True):
         pass

@@ -1,0 +1,705 @@
+/* recorder_py.c -- the Python-facing half of the recorder (janus._C._rec_*).
+ *
+ * Three jobs.  (1) Call sites: the C recorder asks, for every op and sync,
+ * where in the user's code it came from.  We walk the interpreter's frames
+ * from the innermost one, skip frames whose code is not a user file
+ * (janus itself, the standard library, site-packages: decided once per code
+ * object by janus._record._is_user_file), intern (code, line) as a call site
+ * and the chain of user (code, line) pairs (innermost first, at most 16) as a
+ * stack.  Both are cached in C tables keyed by code-object pointers (the
+ * table holds a reference, so a pointer is never reused), so the hit path is
+ * a frame walk plus a few hash probes.  (2) Control-flow decisions on 3.11:
+ * a C trace function that follows line events of user frames only (other
+ * frames get f_trace_lines = False at their 'call' event), and turns them
+ * into branch outcomes (the line after an `if` line: its fall-through body or
+ * not) and loop trip counts (arrivals at a loop's head line while execution
+ * stays inside the loop's line range).  The per-code tables (which lines
+ * branch, where loops are) come from janus._record._analyze_code, once per
+ * code object.  On 3.12+ sys.monitoring is used instead (janus/_record.py),
+ * feeding the same _rec_decision entry point.  (3) The _C functions the
+ * Python layer and the tests use: start/stop, steps, marks, syncs, and
+ * _rec_read_step to decode a stored step.
+ */
+#include "jn_py.h"
+#include "jn_rec.h"
+
+#include <frameobject.h>
+#include <math.h>
+#include <string.h>
+
+/* --------------------------------------------------- per-code information */
+typedef struct {
+    int line, fall;     /* a line ending in a conditional jump; its fall-through line */
+} branch_site;
+
+typedef struct {
+    int head, lo, hi;   /* head line (target of the backward jump), body line range */
+    int for_loop;       /* head is a FOR_ITER: one extra arrival when the iterator ends */
+} loop_site;
+
+typedef struct {
+    PyObject *code;     /* strong reference: keeps the pointer unique */
+    int user;
+    int nbranch, nloop;
+    branch_site *branch;
+    loop_site *loop;
+} code_info;
+
+/* open addressing: code pointer -> code_info; (code, line) -> callsite id;
+ * stack hash -> stack id */
+typedef struct {
+    uintptr_t key;
+    int64_t line;
+    int64_t val;
+    void *ptr;
+} ent;
+
+typedef struct {
+    ent *e;
+    size_t cap, n;
+} table;
+
+static table codes, sites, stacks;
+static PyObject *is_user_fn, *analyze_fn;
+
+static size_t mix(uintptr_t k, int64_t line) {
+    uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ull ^ (uint64_t)line * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* Slot for (key, line): found (*found = 1) or the empty slot to fill. */
+static ent *probe(table *t, uintptr_t key, int64_t line, int *found) {
+    if (2 * (t->n + 1) > t->cap) {
+        size_t nc = t->cap ? 2 * t->cap : 256;
+        ent *ne = PyMem_RawCalloc(nc, sizeof *ne);
+        if (!ne) return NULL;
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->e[i].key) continue;
+            size_t j = mix(t->e[i].key, t->e[i].line) & (nc - 1);
+            while (ne[j].key) j = (j + 1) & (nc - 1);
+            ne[j] = t->e[i];
+        }
+        PyMem_RawFree(t->e);
+        t->e = ne;
+        t->cap = nc;
+    }
+    size_t j = mix(key, line) & (t->cap - 1);
+    while (t->e[j].key) {
+        if (t->e[j].key == key && t->e[j].line == line) {
+            *found = 1;
+            return &t->e[j];
+        }
+        j = (j + 1) & (t->cap - 1);
+    }
+    *found = 0;
+    return &t->e[j];
+}
+
+static int as_int(PyObject *o, int dflt) {
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return dflt;
+    }
+    return (int)v;
+}
+
+/* Fill branch/loop tables from _analyze_code(code) ->
+ * ([(line, fall)], [(head, lo, hi, is_for)]).  Failures leave them empty. */
+static void analyze(code_info *ci) {
+    if (!analyze_fn) return;
+    PyObject *r = PyObject_CallOneArg(analyze_fn, ci->code);
+    if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2) {
+        PyErr_Clear();
+        Py_XDECREF(r);
+        return;
+    }
+    PyObject *b = PyTuple_GET_ITEM(r, 0), *l = PyTuple_GET_ITEM(r, 1);
+    if (PyList_Check(b) && PyList_GET_SIZE(b)) {
+        ci->branch = PyMem_RawCalloc((size_t)PyList_GET_SIZE(b), sizeof *ci->branch);
+        for (Py_ssize_t i = 0; ci->branch && i < PyList_GET_SIZE(b); i++) {
+            PyObject *x = PyList_GET_ITEM(b, i);
+            if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) != 2) continue;
+            ci->branch[ci->nbranch++] = (branch_site){as_int(PyTuple_GET_ITEM(x, 0), -1),
+                                                      as_int(PyTuple_GET_ITEM(x, 1), -1)};
+        }
+    }
+    if (PyList_Check(l) && PyList_GET_SIZE(l)) {
+        Py_ssize_t n = PyList_GET_SIZE(l) < 16 ? PyList_GET_SIZE(l) : 16; /* loops tracked per code */
+        ci->loop = PyMem_RawCalloc((size_t)n, sizeof *ci->loop);
+        for (Py_ssize_t i = 0; ci->loop && i < n; i++) {
+            PyObject *x = PyList_GET_ITEM(l, i);
+            if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) != 4) continue;
+            ci->loop[ci->nloop++] = (loop_site){as_int(PyTuple_GET_ITEM(x, 0), -1), as_int(PyTuple_GET_ITEM(x, 1), -1),
+                                                as_int(PyTuple_GET_ITEM(x, 2), -1), as_int(PyTuple_GET_ITEM(x, 3), 0)};
+        }
+    }
+    Py_DECREF(r);
+}
+
+/* The cached info of a code object (NULL only when out of memory). */
+static code_info *code_lookup(PyCodeObject *co) {
+    int found;
+    ent *e = probe(&codes, (uintptr_t)co, -1, &found);
+    if (!e) return NULL;
+    if (found) return e->ptr;
+    code_info *ci = PyMem_RawCalloc(1, sizeof *ci);
+    if (!ci) return NULL;
+    ci->code = (PyObject *)co;
+    Py_INCREF(co);
+    PyObject *exc_t, *exc_v, *exc_tb;
+    PyErr_Fetch(&exc_t, &exc_v, &exc_tb);
+    if (is_user_fn) {
+        PyObject *r = PyObject_CallOneArg(is_user_fn, co->co_filename);
+        ci->user = r && PyObject_IsTrue(r) == 1;
+        Py_XDECREF(r);
+        PyErr_Clear();
+    }
+    if (ci->user) analyze(ci);
+    PyErr_Restore(exc_t, exc_v, exc_tb);
+    /* the calls above may have grown the table: probe again */
+    e = probe(&codes, (uintptr_t)co, -1, &found);
+    if (!e || found) { /* found: a nested lookup (trace event) got there first */
+        Py_DECREF(ci->code);
+        PyMem_RawFree(ci->branch);
+        PyMem_RawFree(ci->loop);
+        PyMem_RawFree(ci);
+        return e ? e->ptr : NULL;
+    }
+    e->key = (uintptr_t)co;
+    e->line = -1;
+    e->ptr = ci;
+    codes.n++;
+    return ci;
+}
+
+/* Call-site id of (code, line), interned in the store on first sight. */
+static int64_t site_lookup(PyCodeObject *co, int line) {
+    int found;
+    ent *e = probe(&sites, (uintptr_t)co, line, &found);
+    if (!e) return 0;
+    if (found) return e->val;
+    const char *file = PyUnicode_AsUTF8(co->co_filename);
+    const char *func = PyUnicode_AsUTF8(co->co_qualname ? co->co_qualname : co->co_name);
+    if (!file || !func) {
+        PyErr_Clear();
+        file = file ? file : "?";
+        func = func ? func : "?";
+    }
+    int64_t id = 0;
+    if (jn_rec_callsite(file, line, func, &id)) id = 0; /* reported through the step write */
+    e->key = (uintptr_t)co;
+    e->line = line;
+    e->val = id;
+    sites.n++;
+    return id;
+}
+
+static int64_t stack_lookup(const int64_t *ids, int n) {
+    uint64_t h = jn_rec_fnv(JN_REC_FNV_INIT, ids, sizeof(int64_t) * (size_t)n);
+    uintptr_t key = (uintptr_t)(h | 1); /* 0 marks an empty slot */
+    int found;
+    ent *e = probe(&stacks, key, (int64_t)(h >> 1), &found);
+    if (!e) return 0;
+    if (found) return e->val;
+    int64_t id = 0;
+    if (jn_rec_stack(h, ids, n, &id)) id = 0;
+    e->key = key;
+    e->line = (int64_t)(h >> 1);
+    e->val = id;
+    stacks.n++;
+    return id;
+}
+
+#define MAX_STACK 16
+
+static void compute_site(jn_rec_site *out) {
+    int64_t ids[MAX_STACK];
+    int n = 0;
+    PyFrameObject *f = PyEval_GetFrame();
+    Py_XINCREF(f);
+    while (f && n < MAX_STACK) {
+        PyCodeObject *co = PyFrame_GetCode(f);
+        code_info *ci = code_lookup(co);
+        if (ci && ci->user) ids[n++] = site_lookup(co, PyFrame_GetLineNumber(f));
+        Py_DECREF(co);
+        PyFrameObject *b = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = b;
+    }
+    Py_XDECREF(f);
+    out->callsite = n ? ids[0] : 0;
+    out->stack = n ? stack_lookup(ids, n) : 0;
+}
+
+/* The autograd engine runs backward with the GIL released: take it once to
+ * see the Python frames (they cannot change until the GIL is back), and
+ * reuse the answer for the rest of that backward pass. */
+static int nogil_valid;
+static jn_rec_site nogil_site;
+
+static void site_fn(jn_rec_site *out) {
+    if (PyGILState_Check()) {
+        nogil_valid = 0;
+        compute_site(out);
+        return;
+    }
+    if (!nogil_valid) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        compute_site(&nogil_site);
+        PyGILState_Release(g);
+        nogil_valid = 1;
+    }
+    *out = nogil_site;
+}
+
+/* ------------------------------------------------- decisions (3.11 trace) */
+typedef struct {
+    PyFrameObject *frame; /* borrowed: popped at its 'return' event */
+    code_info *ci;
+    int last_line;
+    int64_t trips[16];    /* per loop of ci: arrivals at the head in the current run; 0 = no run */
+} frame_state;
+
+#define MAX_FRAMES 512
+static frame_state fstack[MAX_FRAMES];
+static int fdepth;         /* entries in fstack (may exceed MAX_FRAMES: then untracked) */
+static int tracing;
+static PyObject *str_trace_lines;
+
+static void end_loop(frame_state *fs, int k) {
+    loop_site *L = &fs->ci->loop[k];
+    int64_t trips = fs->trips[k] - (L->for_loop ? 1 : 0);
+    fs->trips[k] = 0;
+    PyCodeObject *co = (PyCodeObject *)fs->ci->code;
+    jn_rec_decision(site_lookup(co, L->head), JN_DEC_LOOP, trips < 0 ? 0 : trips);
+}
+
+static void on_line(frame_state *fs, int line) {
+    code_info *ci = fs->ci;
+    int prev = fs->last_line;
+    fs->last_line = line;
+    if (prev >= 0)
+        for (int k = 0; k < ci->nbranch; k++)
+            if (ci->branch[k].line == prev) {
+                jn_rec_decision(site_lookup((PyCodeObject *)ci->code, prev), JN_DEC_BRANCH,
+                                line == ci->branch[k].fall);
+                break;
+            }
+    for (int k = 0; k < ci->nloop; k++) {
+        loop_site *L = &ci->loop[k];
+        if (fs->trips[k] && (line < L->lo || line > L->hi)) end_loop(fs, k);
+        if (line == L->head) fs->trips[k]++;
+    }
+}
+
+static void on_return(frame_state *fs) {
+    for (int k = 0; k < fs->ci->nloop; k++)
+        if (fs->trips[k]) end_loop(fs, k);
+}
+
+static frame_state *push(PyFrameObject *frame, code_info *ci) {
+    int d = fdepth++;
+    if (d >= MAX_FRAMES) return NULL;
+    frame_state *fs = &fstack[d];
+    memset(fs, 0, sizeof *fs);
+    fs->frame = frame;
+    fs->ci = ci;
+    fs->last_line = -1;
+    return fs;
+}
+
+static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
+    (void)obj; (void)arg;
+    if (!jn_rec_on) return 0;
+    switch (what) {
+    case PyTrace_CALL: {
+        PyCodeObject *co = PyFrame_GetCode(frame);
+        code_info *ci = code_lookup(co);
+        Py_DECREF(co);
+        if (!ci) return 0;
+        push(frame, ci);
+        /* non-user frames: no line events at all (the expensive part) */
+        if (!ci->user && PyObject_SetAttr((PyObject *)frame, str_trace_lines, Py_False) < 0) PyErr_Clear();
+        return 0;
+    }
+    case PyTrace_RETURN:
+        if (fdepth > 0) {
+            int d = fdepth - 1;
+            if (d >= MAX_FRAMES) {
+                fdepth--;
+                return 0;
+            }
+            if (fstack[d].frame == frame) {
+                if (fstack[d].ci->user) on_return(&fstack[d]);
+                fdepth--;
+            }
+        }
+        return 0;
+    case PyTrace_LINE: {
+        frame_state *fs = NULL;
+        if (fdepth > 0 && fdepth <= MAX_FRAMES && fstack[fdepth - 1].frame == frame) fs = &fstack[fdepth - 1];
+        if (!fs) {
+            /* a frame that was running when tracing started (the script's
+             * module frame): adopt it */
+            for (int d = (fdepth < MAX_FRAMES ? fdepth : MAX_FRAMES) - 1; d >= 0 && !fs; d--)
+                if (fstack[d].frame == frame) fs = &fstack[d];
+            if (!fs) {
+                PyCodeObject *co = PyFrame_GetCode(frame);
+                code_info *ci = code_lookup(co);
+                Py_DECREF(co);
+                if (!ci || !(fs = push(frame, ci))) return 0;
+            }
+        }
+        if (fs->ci->user) on_line(fs, PyFrame_GetLineNumber(frame));
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------- Python functions */
+static PyObject *rec_error(jn_status s) {
+    if (s == JN_ERR_IO) {
+        PyErr_SetString(PyExc_OSError, jn_errmsg());
+        return NULL;
+    }
+    return jn_py_raise(s);
+}
+
+static void free_tables(void) {
+    for (size_t i = 0; i < codes.cap; i++) {
+        code_info *ci = codes.e[i].ptr;
+        if (!codes.e[i].key || !ci) continue;
+        Py_DECREF(ci->code);
+        PyMem_RawFree(ci->branch);
+        PyMem_RawFree(ci->loop);
+        PyMem_RawFree(ci);
+    }
+    PyMem_RawFree(codes.e);
+    PyMem_RawFree(sites.e);
+    PyMem_RawFree(stacks.e);
+    memset(&codes, 0, sizeof codes);
+    memset(&sites, 0, sizeof sites);
+    memset(&stacks, 0, sizeof stacks);
+}
+
+/* _rec_start(db_path, run_id, is_user_file, analyze_code, trace_decisions) */
+static PyObject *py_rec_start(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path;
+    long long run;
+    PyObject *uf, *an;
+    int dec;
+    if (!PyArg_ParseTuple(args, "sLOOp", &path, &run, &uf, &an, &dec)) return NULL;
+    if (!str_trace_lines && !(str_trace_lines = PyUnicode_InternFromString("f_trace_lines"))) return NULL;
+    Py_XDECREF(is_user_fn);
+    Py_XDECREF(analyze_fn);
+    Py_INCREF(uf);
+    Py_INCREF(an);
+    is_user_fn = uf;
+    analyze_fn = an;
+    jn_rec_set_site_fn(site_fn);
+    jn_status s = jn_rec_start(path, run);
+    if (s) return rec_error(s);
+    fdepth = 0;
+    nogil_valid = 0;
+    if (dec) {
+        PyEval_SetTrace(trace_fn, NULL);
+        tracing = 1;
+    }
+    Py_RETURN_NONE;
+}
+
+/* Decision tracing from 3.12's sys.monitoring, or to switch it off/on. */
+static PyObject *py_rec_trace(PyObject *self, PyObject *arg) {
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    if (on && !tracing) {
+        fdepth = 0;
+        PyEval_SetTrace(trace_fn, NULL);
+    } else if (!on && tracing) {
+        PyEval_SetTrace(NULL, NULL);
+    }
+    tracing = on;
+    Py_RETURN_NONE;
+}
+
+/* a pending hook error as an exception message (or None) */
+static PyObject *py_rec_error(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    const char *msg;
+    if (!jn_rec_pending_error(&msg)) Py_RETURN_NONE;
+    return PyUnicode_FromString(msg);
+}
+
+static PyObject *py_rec_stop(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    if (tracing) {
+        PyEval_SetTrace(NULL, NULL);
+        tracing = 0;
+    }
+    jn_status s = jn_rec_stop();
+    free_tables();
+    jn_rec_set_site_fn(NULL);
+    if (s) return rec_error(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rec_end_step(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *kind = PyUnicode_AsUTF8(arg);
+    if (!kind) return NULL;
+    jn_status s = jn_rec_end_step(kind);
+    if (s) return rec_error(s);
+    Py_RETURN_NONE;
+}
+
+/* _rec_mark(tensor, role) */
+static PyObject *py_rec_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !JnTensor_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_rec_mark(tensor, role)");
+        return NULL;
+    }
+    long r = PyLong_AsLong(args[1]);
+    if (r == -1 && PyErr_Occurred()) return NULL;
+    jn_rec_mark(JN_T(args[0]), (int)r);
+    Py_RETURN_NONE;
+}
+
+/* _rec_mark_all(iterable of tensors, role): one call per optimizer step */
+static PyObject *py_rec_mark_all(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *it, *x;
+    int role;
+    if (!PyArg_ParseTuple(args, "Oi", &it, &role)) return NULL;
+    PyObject *iter = PyObject_GetIter(it);
+    if (!iter) return NULL;
+    while ((x = PyIter_Next(iter))) {
+        if (JnTensor_Check(x) && JN_T(x)->rec_role != JN_TR_PARAM) jn_rec_mark(JN_T(x), role);
+        Py_DECREF(x);
+    }
+    Py_DECREF(iter);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rec_role(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!JnTensor_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "_rec_role(tensor)");
+        return NULL;
+    }
+    return PyLong_FromLong(JN_T(arg)->rec_role);
+}
+
+/* _rec_sync(tensor_or_None, kind, value_or_None) */
+static PyObject *py_rec_sync(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_rec_sync(tensor, kind, value)");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[1]);
+    if (kind == -1 && PyErr_Occurred()) return NULL;
+    double v = NAN;
+    if (args[2] != Py_None) {
+        v = PyFloat_AsDouble(args[2]);
+        if (v == -1.0 && PyErr_Occurred()) return NULL;
+    }
+    jn_rec_sync((int)kind, v, JnTensor_Check(args[0]) ? JN_T(args[0]) : NULL);
+    Py_RETURN_NONE;
+}
+
+/* _rec_quiet(delta): nested syncs inside printing are not separate syncs */
+static PyObject *py_rec_quiet(PyObject *self, PyObject *arg) {
+    (void)self;
+    long d = PyLong_AsLong(arg);
+    if (d == -1 && PyErr_Occurred()) return NULL;
+    jn_rec_quiet += (int)d;
+    if (jn_rec_quiet < 0) jn_rec_quiet = 0;
+    Py_RETURN_NONE;
+}
+
+/* _rec_decision(file, line, func, kind, outcome): the 3.12 monitoring path */
+static PyObject *py_rec_decision(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *code;
+    int line, kind;
+    long long outcome;
+    if (!PyArg_ParseTuple(args, "O!iiL", &PyCode_Type, &code, &line, &kind, &outcome)) return NULL;
+    if (!jn_rec_on) Py_RETURN_NONE;
+    jn_rec_decision(site_lookup((PyCodeObject *)code, line), kind, outcome);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rec_active(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyBool_FromLong(jn_rec_on);
+}
+
+static PyObject *py_rec_stats(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    jn_rec_stats st;
+    jn_rec_get_stats(&st);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "steps", (long long)st.steps, "ops", (long long)st.ops,
+                         "syncs", (long long)st.syncs, "decisions", (long long)st.decisions, "bytes",
+                         (long long)st.bytes);
+}
+
+static PyObject *tref_list(const jn_db_tref *r, int n) {
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *shape = PyTuple_New(r[i].ndim), *strides = PyTuple_New(r[i].ndim);
+        for (int d = 0; shape && strides && d < r[i].ndim; d++) {
+            PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(r[i].shape[d]));
+            PyTuple_SET_ITEM(strides, d, PyLong_FromLongLong(r[i].strides[d]));
+        }
+        PyObject *x = Py_BuildValue("{s:L,s:K,s:s,s:N,s:N,s:L,s:i,s:i,s:d,s:i}", "id", (long long)r[i].id,
+                                    "version", (unsigned long long)r[i].version, "dtype",
+                                    r[i].dtype < JN_NDTYPES ? jn_dtype_names[r[i].dtype] : "?", "shape", shape,
+                                    "strides", strides, "offset", (long long)r[i].offset, "role", r[i].role,
+                                    "device", r[i].device, "scalar", r[i].scalar, "pytype", r[i].pytype);
+        if (!x) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
+static PyObject *attrs_list(const jn_db_event *ev) {
+    const jn_opinfo *info = ev->op < JN_NOPS ? jn_op_info((jn_op)ev->op) : NULL;
+    PyObject *l = PyList_New(ev->nattrs);
+    for (int k = 0; l && k < ev->nattrs; k++) {
+        char kind = ev->attr_kind[k] ? ev->attr_kind[k] : info ? info->attr_kind[k] : JN_A_INT;
+        PyObject *v;
+        if (kind == JN_A_FLOAT) v = PyFloat_FromDouble(ev->attrs.a[k].f);
+        else if (kind == JN_A_INTS) {
+            v = PyTuple_New(ev->attrs.a[k].l.n);
+            for (int j = 0; v && j < ev->attrs.a[k].l.n; j++)
+                PyTuple_SET_ITEM(v, j, PyLong_FromLongLong(ev->attrs.a[k].l.v[j]));
+        } else v = PyLong_FromLongLong(ev->attrs.a[k].i);
+        if (!v) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, k, v);
+    }
+    return l;
+}
+
+/* _rec_read_step(db_path, run_id, step) -> list of event dicts (tests, tools) */
+static PyObject *py_rec_read_step(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path;
+    long long run, step;
+    if (!PyArg_ParseTuple(args, "sLL", &path, &run, &step)) return NULL;
+    jn_db *db;
+    jn_status s = jn_db_open(path, JN_DB_READONLY, &db);
+    if (s) return rec_error(s);
+    void *data = NULL;
+    size_t len = 0;
+    jn_db_decoder *dec = NULL;
+    PyObject *out = NULL;
+    if ((s = jn_db_read_chunk(db, run, step, &data, &len)) || (s = jn_db_decoder_new(data, len, &dec))) {
+        rec_error(s);
+        goto done;
+    }
+    out = PyList_New(0);
+    for (;;) {
+        jn_db_event ev;
+        int got = 0;
+        memset(&ev, 0, sizeof ev);
+        if ((s = jn_db_decoder_next(dec, &ev, &got))) {
+            Py_CLEAR(out);
+            rec_error(s);
+            goto done;
+        }
+        if (!got) break;
+        PyObject *d = NULL;
+        if (ev.kind == JN_EV_OP)
+            d = Py_BuildValue("{s:s,s:s,s:i,s:N,s:N,s:N,s:L,s:L}", "kind", "op", "op",
+                              ev.op < JN_NOPS ? jn_op_info((jn_op)ev.op)->name : "?", "inplace", ev.inplace,
+                              "attrs", attrs_list(&ev), "inputs", tref_list(ev.in, ev.nin), "outputs",
+                              tref_list(ev.out, ev.nout), "callsite", (long long)ev.callsite, "stack",
+                              (long long)ev.stack);
+        else if (ev.kind == JN_EV_SYNC)
+            d = Py_BuildValue("{s:s,s:i,s:d,s:L,s:L,s:L}", "kind", "sync", "sync_kind", ev.sync_kind, "value",
+                              ev.value, "tensor_id", (long long)ev.tensor_id, "callsite", (long long)ev.callsite,
+                              "stack", (long long)ev.stack);
+        else
+            d = Py_BuildValue("{s:s,s:i,s:L,s:L}", "kind", "decision", "dec_kind", ev.dec_kind, "outcome",
+                              (long long)ev.outcome, "callsite", (long long)ev.callsite);
+        if (!d || PyList_Append(out, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(out);
+            goto done;
+        }
+        Py_DECREF(d);
+    }
+done:
+    jn_db_decoder_free(dec);
+    free(data);
+    jn_db_close(db);
+    return out;
+}
+
+/* _rec_create_run(db_path, argv_json) -> run id: creates the store if needed
+ * (what `janus record` does before starting the child; tests use it) */
+static PyObject *py_rec_create_run(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path, *argv_json;
+    if (!PyArg_ParseTuple(args, "ss", &path, &argv_json)) return NULL;
+    jn_db *db;
+    jn_status s = jn_db_open(path, JN_DB_CREATE, &db);
+    if (s) return rec_error(s);
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)jn_optable_hash());
+    jn_db_run_info info;
+    memset(&info, 0, sizeof info);
+    info.argv_json = argv_json;
+    info.cwd = ".";
+    info.python_version = PY_VERSION;
+    info.janus_version = JANUS_VERSION;
+    info.optable_hash = hash;
+    info.device = "cpu";
+    /* the op table rows, so events can be named */
+    size_t cap = 64 * JN_NOPS, len = 0;
+    char *ops = PyMem_RawMalloc(cap);
+    for (int i = 0; ops && i < JN_NOPS; i++) {
+        const jn_opinfo *oi = jn_op_info((jn_op)i);
+        int n = snprintf(ops + len, cap - len, "%s %s\n", oi->name, oi->schema);
+        if (n < 0 || (size_t)n >= cap - len) break;
+        len += (size_t)n;
+    }
+    info.optable_ops = ops ? ops : "";
+    int64_t id = 0;
+    s = jn_db_run_begin(db, &info, &id);
+    PyMem_RawFree(ops);
+    jn_db_close(db);
+    if (s) return rec_error(s);
+    return PyLong_FromLongLong(id);
+}
+
+PyMethodDef jn_py_recorder_methods[] = {
+    {"_rec_create_run", py_rec_create_run, METH_VARARGS, "_rec_create_run(db, argv_json) -> run id"},
+    {"_rec_start", py_rec_start, METH_VARARGS, "_rec_start(db, run, is_user_file, analyze_code, decisions)"},
+    {"_rec_stop", py_rec_stop, METH_NOARGS, "flush the trailing step and close the store"},
+    {"_rec_end_step", py_rec_end_step, METH_O, "_rec_end_step(kind): write the current step"},
+    {"_rec_mark", (PyCFunction)(void (*)(void))py_rec_mark, METH_FASTCALL, "_rec_mark(tensor, role)"},
+    {"_rec_mark_all", py_rec_mark_all, METH_VARARGS, "_rec_mark_all(tensors, role)"},
+    {"_rec_role", py_rec_role, METH_O, "the recorder role of a tensor"},
+    {"_rec_sync", (PyCFunction)(void (*)(void))py_rec_sync, METH_FASTCALL, "_rec_sync(tensor, kind, value)"},
+    {"_rec_quiet", py_rec_quiet, METH_O, NULL},
+    {"_rec_trace", py_rec_trace, METH_O, "switch the 3.11 decision trace function on/off"},
+    {"_rec_decision", py_rec_decision, METH_VARARGS, "_rec_decision(code, line, kind, outcome)"},
+    {"_rec_active", py_rec_active, METH_NOARGS, "is the recorder hook installed?"},
+    {"_rec_error", py_rec_error, METH_NOARGS, "the error that stopped recording, or None"},
+    {"_rec_stats", py_rec_stats, METH_NOARGS, "steps/ops/syncs/decisions/bytes recorded so far"},
+    {"_rec_read_step", py_rec_read_step, METH_VARARGS, "_rec_read_step(db, run, step) -> [event dicts]"},
+    {NULL, NULL, 0, NULL}};

@@ -1,0 +1,445 @@
+/* rec.c -- the recorder core: the dispatcher hook, per-step buffers and
+ * summaries, and the step writes into the trace store.
+ *
+ * The hook runs after every op.  It asks the Python layer for the call site
+ * (a callback, cached there), encodes one JN_EV_OP event into the step's
+ * buffer, counts the op, folds (op, attrs, call site) into the step's
+ * signature hash and updates the shape / argument-type summaries.  Errors
+ * inside the hook cannot be returned through the dispatcher, so the first
+ * one is kept (jn_rec_pending_error) and recording stops; the user's program
+ * runs on.  jn_rec_end_step() hands everything to jn_db_write_step (one
+ * transaction) and resets the per-step state.
+ */
+#include "jn_rec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int jn_rec_on = 0;
+int jn_rec_quiet = 0;
+
+/* ------------------------------------------------------------ hash map */
+/* Open addressing over fixed 5-int64 keys; values are one int64 pair.
+ * Used for the decision, shape and argument-type summaries. */
+typedef struct {
+    int64_t k[5];
+    int64_t v, w;
+    int used;
+} kv_ent;
+
+typedef struct {
+    kv_ent *e;
+    size_t cap, n;
+} kv_map;
+
+static uint64_t kv_hash(const int64_t *k) {
+    return jn_rec_fnv(JN_REC_FNV_INIT, k, sizeof(int64_t) * 5);
+}
+
+static void kv_free(kv_map *m) {
+    free(m->e);
+    memset(m, 0, sizeof *m);
+}
+
+static void kv_clear(kv_map *m) {
+    if (m->n) memset(m->e, 0, sizeof(kv_ent) * m->cap);
+    m->n = 0;
+}
+
+/* The entry for key k (inserted zeroed if new, *isnew set); NULL on OOM. */
+static kv_ent *kv_get(kv_map *m, const int64_t *k, int *isnew) {
+    if (2 * (m->n + 1) > m->cap) {
+        size_t nc = m->cap ? 2 * m->cap : 64;
+        kv_ent *ne = calloc(nc, sizeof *ne);
+        if (!ne) return NULL;
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->e[i].used) continue;
+            size_t j = kv_hash(m->e[i].k) & (nc - 1);
+            while (ne[j].used) j = (j + 1) & (nc - 1);
+            ne[j] = m->e[i];
+        }
+        free(m->e);
+        m->e = ne;
+        m->cap = nc;
+    }
+    size_t j = kv_hash(k) & (m->cap - 1);
+    while (m->e[j].used) {
+        if (!memcmp(m->e[j].k, k, sizeof(int64_t) * 5)) {
+            *isnew = 0;
+            return &m->e[j];
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    memset(&m->e[j], 0, sizeof m->e[j]);
+    memcpy(m->e[j].k, k, sizeof(int64_t) * 5);
+    m->e[j].used = 1;
+    m->n++;
+    *isnew = 1;
+    return &m->e[j];
+}
+
+/* ------------------------------------------------------------- state */
+static struct {
+    jn_db *db;
+    int64_t run_id, step;
+    jn_rec_site_fn site_fn;
+    /* the current step */
+    jn_db_buf events;
+    int64_t opcount[JN_NOPS];
+    int touched[JN_NOPS], ntouched;
+    int64_t n_ops, n_syncs, n_decisions;
+    uint64_t sig;
+    double started;
+    jn_db_sync *syncs;
+    int nsyncs, capsyncs;
+    kv_map decisions;         /* (callsite, kind, outcome) -> count */
+    kv_map shape_base;        /* (op, callsite, arg, dim, size) ever seen */
+    kv_map shape_step;        /* ... first seen in this step: its rows */
+    kv_map type_base;         /* (op, callsite, arg, pytype) ever seen -> first step */
+    kv_map type_step;         /* ... first seen in this step -> uses in the step */
+    int64_t last_cmp_id;      /* output of the latest comparison op */
+    int64_t max_id;           /* largest tensor id seen so far (dispatch_into detection) */
+    jn_status err;
+    char errmsg[512];
+    jn_rec_stats stats;
+} R;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Keep the first error; recording stops, the program goes on. */
+static void fail(jn_status s) {
+    if (!R.err) {
+        R.err = s;
+        snprintf(R.errmsg, sizeof R.errmsg, "%s", jn_errmsg());
+    }
+    jn_rec_on = 0;
+    jn_set_dispatch_hook(NULL);
+}
+
+jn_status jn_rec_pending_error(const char **msg) {
+    if (msg) *msg = R.errmsg;
+    return R.err;
+}
+
+void jn_rec_get_stats(jn_rec_stats *out) { *out = R.stats; }
+
+void jn_rec_set_site_fn(jn_rec_site_fn fn) { R.site_fn = fn; }
+
+static void get_site(jn_rec_site *s) {
+    s->callsite = s->stack = 0;
+    if (R.site_fn) R.site_fn(s);
+}
+
+static const char *pytype_name(int p) {
+    static const char *const n[] = {"tensor", "int", "float", "bool"};
+    return p >= 0 && p < 4 ? n[p] : "tensor";
+}
+
+/* --------------------------------------------------------------- hook */
+static void fill_tref(jn_db_tref *r, const jn_tensor *t, int is_out) {
+    memset(r, 0, sizeof *r);
+    r->id = t->id;
+    r->version = t->storage ? t->storage->version : 0;
+    r->dtype = (uint8_t)t->dtype;
+    r->ndim = (uint8_t)t->ndim;
+    r->device = t->storage ? (uint8_t)t->storage->device : 0;
+    memcpy(r->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    memcpy(r->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    r->offset = t->offset;
+    r->scalar = NAN;
+    if (t->wrapped_number && !is_out) {
+        r->role = JN_TR_SCALAR;
+        if (t->storage && t->storage->data) r->scalar = jn_load_f64(jn_data(t), t->dtype);
+        /* a wrapped number's dtype says which Python type it came from */
+        r->pytype = t->dtype == JN_BOOL ? 3 : jn_dtype_is_float(t->dtype) ? 2 : 1;
+    } else {
+        r->role = t->rec_role;
+    }
+}
+
+static int is_compare(jn_op op) {
+    return op == JN_OP_eq || op == JN_OP_ne || op == JN_OP_lt || op == JN_OP_le || op == JN_OP_gt ||
+           op == JN_OP_ge;
+}
+
+/* Shape and argument-type summaries: a row the first time each value is
+ * seen at its key (see the header). */
+static jn_status summarize_input(jn_op op, int64_t cs, int arg, const jn_db_tref *r) {
+    int isnew;
+    int64_t kt[5] = {op, cs, arg, r->pytype, 0};
+    kv_ent *b = kv_get(&R.type_base, kt, &isnew);
+    if (!b) return jn_error(JN_ERR_NOMEM, "recorder: out of memory for argument-type summaries");
+    if (isnew) b->w = R.step;
+    if (b->w == R.step) { /* first seen in this step: count its uses in the step */
+        kv_ent *e = kv_get(&R.type_step, kt, &isnew);
+        if (!e) return jn_error(JN_ERR_NOMEM, "recorder: out of memory for argument-type summaries");
+        e->v++;
+    }
+    if (r->role == JN_TR_SCALAR) return JN_OK;
+    for (int d = 0; d < r->ndim; d++) {
+        int64_t k[5] = {op, cs, arg, d, r->shape[d]};
+        if (!kv_get(&R.shape_base, k, &isnew))
+            return jn_error(JN_ERR_NOMEM, "recorder: out of memory for shape summaries");
+        if (isnew && !kv_get(&R.shape_step, k, &isnew))
+            return jn_error(JN_ERR_NOMEM, "recorder: out of memory for shape summaries");
+    }
+    return JN_OK;
+}
+
+static void hook_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                       jn_tensor *const *out) {
+    (void)ctx;
+    if (!jn_rec_on) return;
+    const jn_opinfo *info = jn_op_info(op);
+    jn_rec_site site;
+    get_site(&site);
+    jn_db_tref tin[JN_MAX_INS], tout[JN_MAX_OUTS];
+    jn_db_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = JN_EV_OP;
+    ev.op = (uint32_t)op;
+    ev.attrs = *a;
+    ev.nattrs = (uint8_t)info->nattrs;
+    ev.nin = (uint8_t)nin;
+    ev.nout = (uint8_t)nout;
+    ev.in = tin;
+    ev.out = tout;
+    ev.callsite = site.callsite;
+    ev.stack = site.stack;
+    ev.value = NAN;
+    int64_t maxin = 0;
+    for (int i = 0; i < nin; i++) {
+        fill_tref(&tin[i], in[i], 0);
+        if (in[i]->id > maxin) maxin = in[i]->id;
+    }
+    for (int i = 0; i < nout; i++) {
+        fill_tref(&tout[i], out[i], 1);
+        for (int k = 0; k < nin; k++) /* in-place outputs keep their input's role */
+            if (out[i] == in[k]) tout[i].role = in[k]->rec_role;
+    }
+    /* jn_dispatch_into writes an existing tensor: it is an input, or older
+     * than anything this op could have created */
+    ev.inplace = (info->flags & JN_F_INPLACE) || (nout == 1 && (tout[0].role != JN_TR_TEMP ||
+                                                                out[0]->id <= R.max_id));
+    for (int i = 0; !ev.inplace && i < nout; i++)
+        for (int k = 0; k < nin; k++)
+            if (out[i] == in[k]) ev.inplace = 1;
+    if (maxin > R.max_id) R.max_id = maxin;
+    for (int i = 0; i < nout; i++)
+        if (out[i]->id > R.max_id) R.max_id = out[i]->id;
+
+    jn_status s = jn_db_encode_event(&R.events, &ev);
+    if (s) {
+        fail(s);
+        return;
+    }
+    if (!R.opcount[op]++) R.touched[R.ntouched++] = (int)op;
+    R.n_ops++;
+    if (is_compare(op)) R.last_cmp_id = out[0]->id;
+
+    /* signature: op, structural attrs, call site.  Float attrs are values
+     * (Adam's bias-corrected step size changes every step), like wrapped
+     * scalars; the random stream position changes every step too. */
+    uint64_t h = jn_rec_fnv(R.sig, &ev.op, sizeof ev.op);
+    for (int k = 0; k < info->nattrs; k++) {
+        if (info->attr_kind[k] == JN_A_FLOAT) continue;
+        if ((info->flags & JN_F_RAND) &&
+            (!strcmp(info->attr_name[k], "seed") || !strcmp(info->attr_name[k], "offset")))
+            continue;
+        if (info->attr_kind[k] == JN_A_INTS)
+            h = jn_rec_fnv(h, &a->a[k].l, sizeof(int) + sizeof(int64_t) * (size_t)a->a[k].l.n);
+        else
+            h = jn_rec_fnv(h, &a->a[k].i, sizeof(int64_t));
+    }
+    R.sig = jn_rec_fnv(h, &site.callsite, sizeof site.callsite);
+
+    for (int i = 0; i < nin; i++)
+        if ((s = summarize_input(op, site.callsite, i, &tin[i]))) {
+            fail(s);
+            return;
+        }
+}
+
+/* ------------------------------------------------------ syncs, decisions */
+void jn_rec_sync(int kind, double value, const jn_tensor *t) {
+    if (!jn_rec_on || jn_rec_quiet) return;
+    jn_rec_site site;
+    get_site(&site);
+    jn_db_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = JN_EV_SYNC;
+    ev.sync_kind = (uint8_t)kind;
+    ev.value = value;
+    ev.tensor_id = t ? t->id : 0;
+    ev.callsite = site.callsite;
+    ev.stack = site.stack;
+    jn_status s = jn_db_encode_event(&R.events, &ev);
+    if (!s && R.nsyncs == R.capsyncs) {
+        int nc = R.capsyncs ? 2 * R.capsyncs : 16;
+        jn_db_sync *ns = realloc(R.syncs, sizeof *ns * (size_t)nc);
+        if (!ns) s = jn_error(JN_ERR_NOMEM, "recorder: out of memory for sync points");
+        else {
+            R.syncs = ns;
+            R.capsyncs = nc;
+        }
+    }
+    if (s) {
+        fail(s);
+        return;
+    }
+    R.syncs[R.nsyncs++] = (jn_db_sync){R.n_ops, kind, value, site.callsite};
+    R.n_syncs++;
+}
+
+void jn_rec_sync_bool(double value, const jn_tensor *t) {
+    jn_rec_sync(t && t->id == R.last_cmp_id ? JN_SYNC_COMPARE : JN_SYNC_BOOL, value, t);
+}
+
+void jn_rec_decision(int64_t callsite, int kind, int64_t outcome) {
+    if (!jn_rec_on) return;
+    jn_db_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = JN_EV_DECISION;
+    ev.callsite = callsite;
+    ev.dec_kind = (uint8_t)kind;
+    ev.outcome = outcome;
+    ev.value = NAN;
+    jn_status s = jn_db_encode_event(&R.events, &ev);
+    int isnew;
+    int64_t k[5] = {callsite, kind, outcome, 0, 0};
+    kv_ent *e = s ? NULL : kv_get(&R.decisions, k, &isnew);
+    if (!s && !e) s = jn_error(JN_ERR_NOMEM, "recorder: out of memory for decisions");
+    if (s) {
+        fail(s);
+        return;
+    }
+    e->v++;
+    R.n_decisions++;
+}
+
+/* ------------------------------------------------------------ interning */
+jn_status jn_rec_callsite(const char *file, int line, const char *func, int64_t *id) {
+    *id = 0;
+    return R.db ? jn_db_callsite(R.db, file, line, func, id) : JN_OK;
+}
+
+jn_status jn_rec_stack(uint64_t hash, const int64_t *callsites, int n, int64_t *id) {
+    *id = 0;
+    return R.db ? jn_db_stack(R.db, hash, callsites, n, id) : JN_OK;
+}
+
+/* --------------------------------------------------------------- steps */
+static void reset_step(void) {
+    R.events.len = 0;
+    for (int i = 0; i < R.ntouched; i++) R.opcount[R.touched[i]] = 0;
+    R.ntouched = 0;
+    R.n_ops = R.n_syncs = R.n_decisions = 0;
+    R.nsyncs = 0;
+    R.sig = JN_REC_FNV_INIT;
+    kv_clear(&R.decisions);
+    kv_clear(&R.shape_step);
+    kv_clear(&R.type_step);
+    R.started = now();
+}
+
+jn_status jn_rec_start(const char *db_path, int64_t run_id) {
+    if (R.db) return jn_error(JN_ERR_RUNTIME, "recorder: already recording into run %lld", (long long)R.run_id);
+    jn_db *db;
+    jn_status s = jn_db_open(db_path, JN_DB_WRITE, &db);
+    if (s) return s;
+    jn_rec_site_fn fn = R.site_fn;
+    memset(&R, 0, sizeof R);
+    R.site_fn = fn;
+    R.db = db;
+    R.run_id = run_id;
+    reset_step();
+    jn_dispatch_hook h = {hook_after, NULL};
+    jn_set_dispatch_hook(&h);
+    jn_rec_on = 1;
+    return JN_OK;
+}
+
+jn_status jn_rec_end_step(const char *kind) {
+    if (!R.db || !jn_rec_on) return JN_OK;
+    if (!R.n_ops && !R.n_syncs && !R.n_decisions) {
+        R.started = now();
+        return JN_OK;
+    }
+    jn_status s = JN_OK;
+    jn_db_opcount *oc = malloc(sizeof *oc * (size_t)(R.ntouched ? R.ntouched : 1));
+    jn_db_decision *dec = malloc(sizeof *dec * (R.decisions.n ? R.decisions.n : 1));
+    jn_db_shape *sh = malloc(sizeof *sh * (R.shape_step.n ? R.shape_step.n : 1));
+    jn_db_argtype *at = malloc(sizeof *at * (R.type_step.n ? R.type_step.n : 1));
+    if (!oc || !dec || !sh || !at) {
+        s = jn_error(JN_ERR_NOMEM, "recorder: out of memory writing step %lld", (long long)R.step);
+        goto done;
+    }
+    for (int i = 0; i < R.ntouched; i++)
+        oc[i] = (jn_db_opcount){jn_op_info((jn_op)R.touched[i])->name, R.opcount[R.touched[i]]};
+    int nd = 0, ns = 0, na = 0;
+    for (size_t i = 0; i < R.decisions.cap; i++) {
+        kv_ent *e = &R.decisions.e[i];
+        if (e->used) dec[nd++] = (jn_db_decision){e->k[0], (int)e->k[1], e->k[2], e->v};
+    }
+    for (size_t i = 0; i < R.shape_step.cap; i++) {
+        kv_ent *e = &R.shape_step.e[i];
+        if (e->used)
+            sh[ns++] = (jn_db_shape){jn_op_info((jn_op)e->k[0])->name, e->k[1], (int)e->k[2], (int)e->k[3], e->k[4]};
+    }
+    for (size_t i = 0; i < R.type_step.cap; i++) {
+        kv_ent *e = &R.type_step.e[i];
+        if (e->used)
+            at[na++] = (jn_db_argtype){jn_op_info((jn_op)e->k[0])->name, e->k[1], (int)e->k[2],
+                                       pytype_name((int)e->k[3]), e->v};
+    }
+    double t = now();
+    jn_db_step st = {
+        .run_id = R.run_id, .step = R.step, .kind = kind, .started = R.started,
+        .duration = t - R.started, .signature = R.sig, .n_ops = R.n_ops, .n_syncs = R.n_syncs,
+        .events = R.events.data, .events_len = R.events.len,
+        .opcounts = oc, .nopcounts = R.ntouched, .syncs = R.syncs, .nsyncs = R.nsyncs,
+        .decisions = dec, .ndecisions = nd, .shapes = sh, .nshapes = ns, .argtypes = at, .nargtypes = na};
+    s = jn_db_write_step(R.db, &st);
+    if (!s) {
+        R.stats.steps++;
+        R.stats.ops += R.n_ops;
+        R.stats.syncs += R.n_syncs;
+        R.stats.decisions += R.n_decisions;
+        R.stats.bytes += (int64_t)R.events.len;
+        R.step++;
+    }
+done:
+    free(oc);
+    free(dec);
+    free(sh);
+    free(at);
+    reset_step();
+    if (s) fail(s);
+    return s;
+}
+
+jn_status jn_rec_stop(void) {
+    if (!R.db) return JN_OK;
+    jn_status s = jn_rec_on ? jn_rec_end_step("tail") : JN_OK;
+    jn_rec_on = 0;
+    jn_set_dispatch_hook(NULL);
+    jn_db_close(R.db);
+    R.db = NULL;
+    jn_db_buf_free(&R.events);
+    free(R.syncs);
+    R.syncs = NULL;
+    R.nsyncs = R.capsyncs = 0;
+    kv_free(&R.decisions);
+    kv_free(&R.shape_base);
+    kv_free(&R.shape_step);
+    kv_free(&R.type_base);
+    kv_free(&R.type_step);
+    return s;
+}

@@ -3,7 +3,7 @@ plainly (eager) and under `janus record`, alternating in the same run,
 medians of repeats, reported as the slowdown ratio (target <= 1.2x); and
 the trace store's bytes per 1,000 recorded steps of the MLP example.
 
-    JANUS_BUILD_DIR=build python3 benchmarks/bench_record.py [--repeats 3] [--quick]
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_record.py [--repeats 5] [--quick]
 
 Each measurement is a fresh process (an example with --steps N); the steps/s
 figure is the example's own (training loop only, data loading and the test
@@ -52,7 +52,7 @@ def store_bytes(db):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="a third of the steps (smoke test)")
     args = ap.parse_args()
     if not os.path.exists(JANUS):

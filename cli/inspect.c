@@ -366,6 +366,88 @@ out:
 
 /* ------------------------------------------------------------------ runs */
 
+/* Print a stored argv (a JSON array of strings) as a shell command line a
+ * person can copy; anything unexpected is printed as stored. */
+static void print_argv(const char *json) {
+    const char *p = json;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    int ok = f && p && *p++ == '[';
+    int first = 1;
+    while (ok) {
+        while (*p == ' ') p++;
+        if (*p == ']') { p++; break; }
+        if (!first) {
+            if (*p++ != ',') { ok = 0; break; }
+            while (*p == ' ') p++;
+        }
+        if (*p++ != '"') { ok = 0; break; }
+        /* decode one string into w */
+        char w[4096];
+        size_t n = 0;
+        while (ok && *p && *p != '"') {
+            unsigned ch = (unsigned char)*p++;
+            if (ch == '\\') {
+                char e = *p++;
+                switch (e) {
+                case 'n': ch = '\n'; break;
+                case 't': ch = '\t'; break;
+                case 'r': ch = '\r'; break;
+                case 'b': ch = '\b'; break;
+                case 'f': ch = '\f'; break;
+                case 'u': {
+                    unsigned v = 0;
+                    for (int k = 0; k < 4; k++) {
+                        char h = *p++;
+                        v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                                : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 0);
+                        if (!h) { ok = 0; break; }
+                    }
+                    if (v >= 0x80) { /* UTF-8; surrogate halves become '?' */
+                        if (v >= 0xD800 && v <= 0xDFFF) ch = '?';
+                        else if (v < 0x800) {
+                            if (n + 2 < sizeof w) { w[n++] = (char)(0xC0 | (v >> 6)); w[n++] = (char)(0x80 | (v & 0x3F)); }
+                            continue;
+                        } else {
+                            if (n + 3 < sizeof w) {
+                                w[n++] = (char)(0xE0 | (v >> 12));
+                                w[n++] = (char)(0x80 | ((v >> 6) & 0x3F));
+                                w[n++] = (char)(0x80 | (v & 0x3F));
+                            }
+                            continue;
+                        }
+                    } else ch = v;
+                    break;
+                }
+                case 0: ok = 0; break;
+                default: ch = (unsigned char)e;
+                }
+            }
+            if (n + 1 < sizeof w) w[n++] = (char)ch;
+        }
+        if (!ok || *p++ != '"') { ok = 0; break; }
+        w[n] = 0;
+        int plain = n > 0;
+        for (size_t k = 0; k < n && plain; k++)
+            plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-", w[k]) != NULL;
+        if (!first) fputc(' ', f);
+        if (plain) fputs(w, f);
+        else {
+            fputc('\'', f);
+            for (size_t k = 0; k < n; k++) {
+                if (w[k] == '\'') fputs("'\\''", f);
+                else fputc(w[k], f);
+            }
+            fputc('\'', f);
+        }
+        first = 0;
+    }
+    if (f) fclose(f);
+    fputs(ok && out ? out : (json ? json : ""), stdout);
+    free(out);
+}
+
 static void print_run_header(ctx *c, sqlite3_stmt *r, int64_t nsteps) {
     char t1[32], t2[32], n[32];
     int64_t id = sqlite3_column_int64(r, 0);
@@ -400,7 +482,9 @@ static void print_run_header(ctx *c, sqlite3_stmt *r, int64_t nsteps) {
     }
     printf("run %lld  %s", (long long)id, status && status[0] ? status : "running (or ended without closing)");
     if (sqlite3_column_type(r, 5) != SQLITE_NULL) printf(" (exit %lld)", (long long)sqlite3_column_int64(r, 5));
-    printf("  %s\n", argv ? argv : "");
+    printf("  ");
+    print_argv(argv);
+    printf("\n");
     printf("  started %s", fmt_time(started, t1));
     if (sqlite3_column_type(r, 4) != SQLITE_NULL)
         printf("  ended %s  (%.1f s)", fmt_time(ended, t2), ended - started);

@@ -221,6 +221,20 @@ def test_signal_forwarded(tmp_path):
     assert "child got SIGTERM" in out
 
 
+def test_sigint_forwarded_like_a_shell(tmp_path):
+    s = script(tmp_path, "import time\nprint('ready', flush=True)\ntime.sleep(30)\n")
+    db = tmp_path / "run.db"
+    p = subprocess.Popen([JANUS, "record", "--db", str(db), sys.executable, s],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    assert p.stdout.readline() == "ready\n"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert "KeyboardInterrupt" in err
+    assert p.returncode == 128 + signal.SIGINT  # Python re-raises SIGINT on an uncaught ^C
+    run = inspect_json(db)["runs"][0]
+    assert run["status"] == "killed" and run["exit_status"] == 130
+
+
 def test_json_escaping(tmp_path):
     weird = 'quote" back\\slash\nnewline\ttab \u00e9\u4e2d \x01'
     r = janus("record", "--db", str(tmp_path / "run.db"), sys.executable, "-c", "pass", weird)

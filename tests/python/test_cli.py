@@ -393,6 +393,24 @@ def test_record_and_inspect_training(tmp_path):
 
 
 @needs_recorder
+def test_disk_full_while_recording(tmp_path):
+    mnt = tmp_path / "small"
+    if os.geteuid() != 0 or not _mount_tmpfs(mnt, "size=512k"):
+        pytest.skip("needs root and `mount -t tmpfs` to simulate a full disk")
+    try:
+        db = mnt / "run.db"
+        r = janus("record", "--db", str(db), sys.executable, script(tmp_path, TRAIN), "400")
+        # The training run goes on without the recorder; the steps before the disk filled stay.
+        assert r.returncode == 0 and "done" in r.stdout, r.stderr
+        assert "full" in r.stderr, r.stderr
+        run = inspect_json(db)["runs"][0]
+        assert 1 <= run["steps"] < 400
+        assert run["exit_status"] == 0
+    finally:
+        _umount(mnt)
+
+
+@needs_recorder
 def test_killed_mid_run_keeps_steps(tmp_path):
     db = tmp_path / "run.db"
     r = janus("record", "--db", str(db), sys.executable, script(tmp_path, TRAIN), "50", "5")

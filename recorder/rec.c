@@ -7,12 +7,19 @@
  * signature hash and updates the shape / argument-type summaries.  Errors
  * inside the hook cannot be returned through the dispatcher, so the first
  * one is kept (jn_rec_pending_error) and recording stops; the user's program
- * runs on.  jn_rec_end_step() hands everything to jn_db_write_step (one
- * transaction) and resets the per-step state.
+ * runs on.  jn_rec_end_step() moves the step's buffers into a queue that a
+ * writer thread drains through jn_db_write_step (one transaction per step):
+ * the SQLite commit (about half a millisecond) then overlaps the next
+ * training step instead of adding to it.  The queue is short (backpressure
+ * at JN_REC_QUEUE steps), so a SIGKILL loses at most those uncommitted
+ * steps; jn_rec_stop() drains it.  One mutex serializes every use of the
+ * store handle (the writer's step writes, the Python thread's interning).
+ * A forked child stops recording (it would write the parent's run).
  */
 #include "jn_rec.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +135,6 @@ jn_status jn_rec_pending_error(const char **msg) {
     return R.err;
 }
 
-void jn_rec_get_stats(jn_rec_stats *out) { *out = R.stats; }
 
 void jn_rec_set_site_fn(jn_rec_site_fn fn) { R.site_fn = fn; }
 
@@ -324,15 +330,149 @@ void jn_rec_decision(int64_t callsite, int kind, int64_t outcome) {
     R.n_decisions++;
 }
 
+/* --------------------------------------------------------------- writer */
+#define JN_REC_QUEUE 8
+
+typedef struct pending {
+    jn_db_step st;
+    char kind[16];
+    jn_db_buf events;
+    jn_db_sync *syncs;
+    jn_db_opcount *oc;
+    jn_db_decision *dec;
+    jn_db_shape *sh;
+    jn_db_argtype *at;
+    struct pending *next;
+} pending;
+
+static pthread_mutex_t db_mu = PTHREAD_MUTEX_INITIALIZER; /* the store handle */
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;  /* the queue below */
+static pthread_cond_t q_work = PTHREAD_COND_INITIALIZER, q_room = PTHREAD_COND_INITIALIZER;
+static pending *q_head, *q_tail;
+static int q_len, q_stop, q_busy, writer_up;
+static pthread_t writer;
+static jn_status w_err;              /* first failed write (the writer's message copied) */
+static char w_errmsg[512];
+
+static void pending_free(pending *p) {
+    if (!p) return;
+    jn_db_buf_free(&p->events);
+    free(p->syncs);
+    free(p->oc);
+    free(p->dec);
+    free(p->sh);
+    free(p->at);
+    free(p);
+}
+
+static void *writer_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&q_mu);
+    for (;;) {
+        while (!q_head && !q_stop) pthread_cond_wait(&q_work, &q_mu);
+        if (!q_head) break; /* stopping and drained */
+        pending *p = q_head;
+        q_head = p->next;
+        if (!q_head) q_tail = NULL;
+        q_busy = 1;
+        int skip = w_err != JN_OK; /* after a failure, later steps are dropped */
+        pthread_mutex_unlock(&q_mu);
+        jn_status s = JN_OK;
+        if (!skip) {
+            pthread_mutex_lock(&db_mu);
+            s = jn_db_write_step(R.db, &p->st);
+            pthread_mutex_unlock(&db_mu);
+        }
+        pthread_mutex_lock(&q_mu);
+        if (s && !w_err) {
+            w_err = s;
+            snprintf(w_errmsg, sizeof w_errmsg, "%s", jn_errmsg()); /* jn_errmsg is per thread */
+        }
+        if (!s && !skip) R.stats.bytes += (int64_t)p->st.events_len;
+        q_len--;
+        q_busy = 0;
+        pthread_cond_broadcast(&q_room);
+        pthread_mutex_unlock(&q_mu);
+        pending_free(p);
+        pthread_mutex_lock(&q_mu);
+    }
+    pthread_mutex_unlock(&q_mu);
+    return NULL;
+}
+
+/* Queue a step for the writer (takes ownership of p). */
+static jn_status enqueue(pending *p) {
+    pthread_mutex_lock(&q_mu);
+    while (q_len >= JN_REC_QUEUE && !w_err) pthread_cond_wait(&q_room, &q_mu);
+    jn_status s = w_err;
+    if (s) {
+        jn_error(s, "%s", w_errmsg);
+        pthread_mutex_unlock(&q_mu);
+        pending_free(p);
+        return s;
+    }
+    p->next = NULL;
+    if (q_tail) q_tail->next = p;
+    else q_head = p;
+    q_tail = p;
+    q_len++;
+    pthread_cond_signal(&q_work);
+    pthread_mutex_unlock(&q_mu);
+    return JN_OK;
+}
+
+/* Stop the writer after it has written everything queued; its first error. */
+static jn_status writer_join(void) {
+    if (!writer_up) return JN_OK;
+    pthread_mutex_lock(&q_mu);
+    q_stop = 1;
+    pthread_cond_signal(&q_work);
+    pthread_mutex_unlock(&q_mu);
+    pthread_join(writer, NULL);
+    writer_up = 0;
+    q_stop = 0;
+    jn_status s = w_err;
+    if (s) jn_error(s, "%s", w_errmsg);
+    w_err = JN_OK;
+    return s;
+}
+
+/* A forked child must not write the parent's run: it just stops recording.
+ * (Its copy of the store handle is left alone; SQLite forbids using it.) */
+static void atfork_child(void) {
+    jn_rec_on = 0;
+    jn_set_dispatch_hook(NULL);
+    R.db = NULL;
+    writer_up = 0;
+    q_head = q_tail = NULL;
+    q_len = 0;
+    pthread_mutex_init(&db_mu, NULL);
+    pthread_mutex_init(&q_mu, NULL);
+}
+
+void jn_rec_get_stats(jn_rec_stats *out) {
+    pthread_mutex_lock(&q_mu);
+    *out = R.stats;
+    pthread_mutex_unlock(&q_mu);
+}
+
 /* ------------------------------------------------------------ interning */
 jn_status jn_rec_callsite(const char *file, int line, const char *func, int64_t *id) {
     *id = 0;
-    return R.db ? jn_db_callsite(R.db, file, line, func, id) : JN_OK;
+    if (!R.db) return JN_OK;
+    pthread_mutex_lock(&db_mu);
+    jn_status s = jn_db_callsite(R.db, file, line, func, id);
+    pthread_mutex_unlock(&db_mu);
+    return s;
 }
 
 jn_status jn_rec_stack(uint64_t hash, const int64_t *callsites, int n, int64_t *id) {
     *id = 0;
-    return R.db ? jn_db_stack(R.db, hash, callsites, n, id) : JN_OK;
+    if (!R.db) return JN_OK;
+    pthread_mutex_lock(&db_mu);
+    jn_status s = jn_db_stack(R.db, hash, callsites, n, id);
+    pthread_mutex_unlock(&db_mu);
+    return s;
 }
 
 /* --------------------------------------------------------------- steps */
@@ -359,6 +499,18 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id) {
     R.site_fn = fn;
     R.db = db;
     R.run_id = run_id;
+    static int atfork_set;
+    if (!atfork_set) {
+        atfork_set = 1;
+        pthread_atfork(NULL, NULL, atfork_child);
+    }
+    w_err = JN_OK;
+    if (pthread_create(&writer, NULL, writer_main, NULL)) {
+        jn_db_close(db);
+        R.db = NULL;
+        return jn_error(JN_ERR_RUNTIME, "recorder: cannot start the writer thread");
+    }
+    writer_up = 1;
     reset_step();
     jn_dispatch_hook h = {hook_after, NULL};
     jn_set_dispatch_hook(&h);
@@ -373,53 +525,61 @@ jn_status jn_rec_end_step(const char *kind) {
         return JN_OK;
     }
     jn_status s = JN_OK;
-    jn_db_opcount *oc = malloc(sizeof *oc * (size_t)(R.ntouched ? R.ntouched : 1));
-    jn_db_decision *dec = malloc(sizeof *dec * (R.decisions.n ? R.decisions.n : 1));
-    jn_db_shape *sh = malloc(sizeof *sh * (R.shape_step.n ? R.shape_step.n : 1));
-    jn_db_argtype *at = malloc(sizeof *at * (R.type_step.n ? R.type_step.n : 1));
-    if (!oc || !dec || !sh || !at) {
+    pending *p = calloc(1, sizeof *p);
+    if (p) {
+        p->oc = malloc(sizeof *p->oc * (size_t)(R.ntouched ? R.ntouched : 1));
+        p->dec = malloc(sizeof *p->dec * (R.decisions.n ? R.decisions.n : 1));
+        p->sh = malloc(sizeof *p->sh * (R.shape_step.n ? R.shape_step.n : 1));
+        p->at = malloc(sizeof *p->at * (R.type_step.n ? R.type_step.n : 1));
+    }
+    if (!p || !p->oc || !p->dec || !p->sh || !p->at) {
+        pending_free(p);
         s = jn_error(JN_ERR_NOMEM, "recorder: out of memory writing step %lld", (long long)R.step);
         goto done;
     }
     for (int i = 0; i < R.ntouched; i++)
-        oc[i] = (jn_db_opcount){jn_op_info((jn_op)R.touched[i])->name, R.opcount[R.touched[i]]};
+        p->oc[i] = (jn_db_opcount){jn_op_info((jn_op)R.touched[i])->name, R.opcount[R.touched[i]]};
     int nd = 0, ns = 0, na = 0;
     for (size_t i = 0; i < R.decisions.cap; i++) {
         kv_ent *e = &R.decisions.e[i];
-        if (e->used) dec[nd++] = (jn_db_decision){e->k[0], (int)e->k[1], e->k[2], e->v};
+        if (e->used) p->dec[nd++] = (jn_db_decision){e->k[0], (int)e->k[1], e->k[2], e->v};
     }
     for (size_t i = 0; i < R.shape_step.cap; i++) {
         kv_ent *e = &R.shape_step.e[i];
         if (e->used)
-            sh[ns++] = (jn_db_shape){jn_op_info((jn_op)e->k[0])->name, e->k[1], (int)e->k[2], (int)e->k[3], e->k[4]};
+            p->sh[ns++] = (jn_db_shape){jn_op_info((jn_op)e->k[0])->name, e->k[1], (int)e->k[2], (int)e->k[3], e->k[4]};
     }
     for (size_t i = 0; i < R.type_step.cap; i++) {
         kv_ent *e = &R.type_step.e[i];
         if (e->used)
-            at[na++] = (jn_db_argtype){jn_op_info((jn_op)e->k[0])->name, e->k[1], (int)e->k[2],
-                                       pytype_name((int)e->k[3]), e->v};
+            p->at[na++] = (jn_db_argtype){jn_op_info((jn_op)e->k[0])->name, e->k[1], (int)e->k[2],
+                                          pytype_name((int)e->k[3]), e->v};
     }
-    double t = now();
-    jn_db_step st = {
-        .run_id = R.run_id, .step = R.step, .kind = kind, .started = R.started,
-        .duration = t - R.started, .signature = R.sig, .n_ops = R.n_ops, .n_syncs = R.n_syncs,
-        .events = R.events.data, .events_len = R.events.len,
-        .opcounts = oc, .nopcounts = R.ntouched, .syncs = R.syncs, .nsyncs = R.nsyncs,
-        .decisions = dec, .ndecisions = nd, .shapes = sh, .nshapes = ns, .argtypes = at, .nargtypes = na};
-    s = jn_db_write_step(R.db, &st);
+    snprintf(p->kind, sizeof p->kind, "%s", kind);
+    /* the buffers move to the writer; the next step starts with fresh ones */
+    p->events = R.events;
+    memset(&R.events, 0, sizeof R.events);
+    p->syncs = R.syncs;
+    R.syncs = NULL;
+    int nsyncs = R.nsyncs;
+    R.capsyncs = 0;
+    p->st = (jn_db_step){
+        .run_id = R.run_id, .step = R.step, .kind = p->kind, .started = R.started,
+        .duration = now() - R.started, .signature = R.sig, .n_ops = R.n_ops, .n_syncs = R.n_syncs,
+        .events = p->events.data, .events_len = p->events.len,
+        .opcounts = p->oc, .nopcounts = R.ntouched, .syncs = p->syncs, .nsyncs = nsyncs,
+        .decisions = p->dec, .ndecisions = nd, .shapes = p->sh, .nshapes = ns, .argtypes = p->at, .nargtypes = na};
+    s = enqueue(p);
     if (!s) {
+        pthread_mutex_lock(&q_mu);
         R.stats.steps++;
         R.stats.ops += R.n_ops;
         R.stats.syncs += R.n_syncs;
         R.stats.decisions += R.n_decisions;
-        R.stats.bytes += (int64_t)R.events.len;
+        pthread_mutex_unlock(&q_mu);
         R.step++;
     }
 done:
-    free(oc);
-    free(dec);
-    free(sh);
-    free(at);
     reset_step();
     if (s) fail(s);
     return s;
@@ -430,6 +590,8 @@ jn_status jn_rec_stop(void) {
     jn_status s = jn_rec_on ? jn_rec_end_step("tail") : JN_OK;
     jn_rec_on = 0;
     jn_set_dispatch_hook(NULL);
+    jn_status ws = writer_join();
+    if (!s) s = ws;
     jn_db_close(R.db);
     R.db = NULL;
     jn_db_buf_free(&R.events);

@@ -207,7 +207,10 @@ _mon_state = None
 def _start_monitoring():
     """Branch outcomes and loop iterations through sys.monitoring (3.12+):
     BRANCH events give (offset, destination) directly; a backward JUMP is
-    one more iteration of the loop at its target, summed per step."""
+    one more iteration of the loop at its target: a LOOP decision with
+    outcome 1 whose per-step count is the number of iterations (the 3.11
+    trace function records one trip count per loop run instead).
+    Not exercised on this project's 3.11 machines."""
     mon = sys.monitoring
     tool = mon.OPTIMIZER_ID
     try:
@@ -246,6 +249,12 @@ def _start_monitoring():
     mon.register_callback(tool, E.BRANCH, on_branch)
     mon.register_callback(tool, E.JUMP, on_jump)
     mon.set_events(tool, E.PY_START)
+    # frames already running (the script's module frame) had their PY_START
+    f = sys._getframe(1)
+    while f is not None:
+        if is_user(f.f_code):
+            mon.set_local_events(tool, f.f_code, E.BRANCH | E.JUMP)
+        f = f.f_back
     return True
 
 
@@ -278,7 +287,12 @@ def start(db, run, decisions=True):
     use_monitoring = decisions and sys.version_info >= (3, 12)
     _C._rec_start(db, int(run), _is_user_file, _analyze_code, bool(decisions and not use_monitoring))
     if use_monitoring:
-        _mon_state = _start_monitoring()
+        try:
+            _mon_state = _start_monitoring()
+        except Exception:
+            _mon_state = False
+        if not _mon_state:  # the tool id is taken (a debugger): the legacy trace function
+            _C._rec_trace(True)
     active = True
     import janus
     from .optim import optimizer as _opt

@@ -292,3 +292,58 @@ def test_is_user_file():
     assert not _record._is_user_file("<frozen importlib._bootstrap>")
     assert _record._is_user_file("/home/someone/train.py")
     assert _record._is_user_file("<stdin>")
+
+
+def test_call_sites_and_stacks_in_functions(tmp_path):
+    db, run, script = record(tmp_path, """\
+        import janus
+
+        def helper(x, n):
+            for i in range(n):
+                x = x * 2
+            if n > 2:
+                x = x - 1
+            return x
+
+        def main():
+            x = janus.ones(2)
+            for n in [1, 3, 2]:
+                y = helper(x, n)
+                janus.step()
+
+        main()
+    """)
+    ops = [e for e in _C._rec_read_step(db, run, 1) if e["kind"] == "op"]
+    mul = [e for e in ops if e["op"] == "mul"]
+    assert len(mul) == 3 and {callsite_line(db, e["callsite"]) for e in mul} == {5}
+    # the stack: helper line 5, main line 13, the module line 16
+    frames = q(db, "SELECT frames FROM stacks WHERE id = ?", mul[0]["stack"])[0][0]
+    ids = json.loads(frames)
+    assert [callsite_line(db, i) for i in ids] == [5, 13, 16]
+    assert q(db, "SELECT func FROM callsites WHERE line = 5")[0][0] == "helper"
+    rows = q(db, "SELECT d.step, d.kind, d.outcome, c.line FROM decisions d JOIN callsites c "
+             "ON c.id = d.callsite_id WHERE d.run_id = ? AND c.func = 'helper' ORDER BY d.step, d.kind", run)
+    assert rows == [(0, 1, 0, 6), (0, 2, 1, 4), (1, 1, 1, 6), (1, 2, 3, 4), (2, 1, 0, 6), (2, 2, 2, 4)]
+
+
+def test_write_failure_stops_recording_not_the_script(tmp_path):
+    db = str(tmp_path / "run.db")
+    _C._rec_create_run(db, "[]")
+    script = tmp_path / "s.py"
+    script.write_text("import janus\nx = janus.ones(2)\nfor i in range(3):\n    y = x + i\n    janus.step()\n"
+                      "print('done', y.sum().item())\n")
+    env = dict(os.environ, JANUS_RECORD_DB=db, JANUS_RECORD_RUN="999", PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "done 6.0" in p.stdout
+    assert "janus record:" in p.stderr and "recording stopped" in p.stderr and "999" in p.stderr
+    assert q(db, "SELECT count(*) FROM steps") == [(0,)]
+
+
+def test_missing_store_runs_without_recording(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("import janus\nprint(janus.ones(2).sum().item())\n")
+    env = dict(os.environ, JANUS_RECORD_DB=str(tmp_path / "nope" / "x.db"), JANUS_RECORD_RUN="1",
+               PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "2.0" in p.stdout
+    assert "cannot record into" in p.stderr and "x.db" in p.stderr

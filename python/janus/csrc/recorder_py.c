@@ -195,6 +195,25 @@ static int64_t site_lookup(PyCodeObject *co, int line) {
     return id;
 }
 
+/* Call-site id of a frame's current instruction: keyed by (code, lasti),
+ * because turning lasti into a line scans the line table on 3.11. */
+static int64_t site_at(PyCodeObject *co, PyFrameObject *f) {
+    int64_t lasti = PyFrame_GetLasti(f);
+    uintptr_t key = (uintptr_t)co ^ 1; /* distinct from the (code, line) keys */
+    int found;
+    ent *e = probe(&sites, key, lasti, &found);
+    if (!e) return 0;
+    if (found) return e->val;
+    int64_t id = site_lookup(co, PyFrame_GetLineNumber(f));
+    e = probe(&sites, key, lasti, &found); /* site_lookup may have grown the table */
+    if (!e || found) return id;
+    e->key = key;
+    e->line = lasti;
+    e->val = id;
+    sites.n++;
+    return id;
+}
+
 static int64_t stack_lookup(const int64_t *ids, int n) {
     uint64_t h = jn_rec_fnv(JN_REC_FNV_INIT, ids, sizeof(int64_t) * (size_t)n);
     uintptr_t key = (uintptr_t)(h | 1); /* 0 marks an empty slot */
@@ -221,7 +240,7 @@ static void compute_site(jn_rec_site *out) {
     while (f && n < MAX_STACK) {
         PyCodeObject *co = PyFrame_GetCode(f);
         code_info *ci = code_lookup(co);
-        if (ci && ci->user) ids[n++] = site_lookup(co, PyFrame_GetLineNumber(f));
+        if (ci && ci->user) ids[n++] = site_at(co, f);
         Py_DECREF(co);
         PyFrameObject *b = PyFrame_GetBack(f);
         Py_DECREF(f);

@@ -257,8 +257,9 @@ static const char *ev_desc(const optable *t, const jn_db_event *e, char *buf, si
 }
 
 /* Differences between two events.  The structural pass (what a step
- * signature covers: kind, op, attributes, call site) skips tensor metadata;
- * the full pass adds dtypes, shapes, strides and Python argument types.
+ * signature covers: kind, op, non-float attributes, call site) skips tensor
+ * metadata; the full pass adds float attributes, dtypes, shapes, strides and
+ * Python argument types.
  * The Philox seed/offset of random ops differ at every call by design and
  * are never reported. */
 static void event_diff(ctx *c, const optable *t, const jn_db_event *a, const jn_db_event *b, int full, strs *d) {
@@ -273,6 +274,7 @@ static void event_diff(ctx *c, const optable *t, const jn_db_event *a, const jn_
             char kind = o && i < o->nattrs ? o->attr_kind[i] : 'i';
             if (o && i < o->nattrs && (!strcmp(o->attr_name[i], "seed") || !strcmp(o->attr_name[i], "offset")))
                 continue;
+            if (kind == 'f' && !full) continue; /* float attrs (lr, eps) are not in the signature either */
             if (!attr_eq(kind, &a->attrs.a[i], &b->attrs.a[i])) {
                 char nm[32];
                 if (o && i < o->nattrs) snprintf(nm, sizeof nm, "%s", o->attr_name[i]);

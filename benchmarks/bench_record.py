@@ -1,0 +1,109 @@
+"""Recording overhead: training steps per second of the three examples run
+plainly (eager) and under `janus record`, alternating in the same run,
+medians of repeats, reported as the slowdown ratio (target <= 1.2x); and
+the trace store's bytes per 1,000 recorded steps of the MLP example.
+
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_record.py [--repeats 5] [--quick]
+
+Each measurement is a fresh process (an example with --steps N); the steps/s
+figure is the example's own (training loop only, data loading and the test
+evaluation excluded), so both sides time exactly the same work.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
+JANUS = os.path.join(BUILD, "janus")
+
+# (example, steps): short runs that still take long enough to time.
+EXAMPLES = [("fashion_mlp.py", 300), ("fashion_cnn.py", 40), ("char_lstm.py", 60)]
+RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps\)")
+
+
+def env():
+    e = dict(os.environ)
+    e["JANUS_BUILD_DIR"] = BUILD
+    e["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + e.get("PYTHONPATH", "")
+    e.pop("JANUS_RECORD_DB", None)
+    e.pop("JANUS_RECORD_RUN", None)
+    return e
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=ROOT)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
+    m = RATE.search(r.stdout)
+    if not m:
+        sys.exit(f"no 'steps/s' line in the output of {' '.join(cmd)}:\n{r.stdout[-1000:]}")
+    return float(m.group(1)), r.stderr
+
+
+def store_bytes(db):
+    return sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="a third of the steps (smoke test)")
+    args = ap.parse_args()
+    if not os.path.exists(JANUS):
+        sys.exit(f"{JANUS} not found: build first (cmake --build build) and set JANUS_BUILD_DIR")
+    have_recorder = subprocess.run([sys.executable, "-c", "import importlib.util as u; "
+                                    "raise SystemExit(u.find_spec('janus._record') is None)"],
+                                   env=env()).returncode == 0
+    print(f"janus record overhead  (repeats {args.repeats}, median steps/s; "
+          f"recorder {'present' if have_recorder else 'MISSING: only the CLI is measured'})")
+    print(f"{'example':16s} {'steps':>6s} {'eager':>10s} {'recorded':>10s} {'slowdown':>9s}")
+    tmp = tempfile.mkdtemp(prefix="janus-bench-")
+    results = {}
+    for ex, steps in EXAMPLES:
+        if args.quick:
+            steps = max(5, steps // 3)
+        script = os.path.join(ROOT, "examples", ex)
+        plain, rec = [], []
+        for i in range(args.repeats):
+            db = os.path.join(tmp, f"{ex}.{i}.db")
+            # Alternate which goes first so drift (thermal, page cache) is shared.
+            order = [0, 1] if i % 2 == 0 else [1, 0]
+            for which in order:
+                if which == 0:
+                    plain.append(run([sys.executable, script, "--steps", str(steps)])[0])
+                else:
+                    rec.append(run([JANUS, "record", "--db", db, "--", sys.executable, script,
+                                    "--steps", str(steps)])[0])
+        p, r = statistics.median(plain), statistics.median(rec)
+        results[ex] = (p, r)
+        print(f"{ex:16s} {steps:6d} {p:10.1f} {r:10.1f} {p / r:8.2f}x", flush=True)
+
+    # Store size: one fresh store, one MLP run; subtract the store with only
+    # an empty run (schema, op table, run row) to get the per-step cost.
+    steps = 100 if args.quick else 1000
+    base = os.path.join(tmp, "empty.db")
+    subprocess.run([JANUS, "record", "--db", base, "--", sys.executable, "-c", "pass"],
+                   env=env(), capture_output=True, check=True)
+    db = os.path.join(tmp, "mlp.db")
+    _, err = run([JANUS, "record", "--db", db, "--", sys.executable,
+                  os.path.join(ROOT, "examples", "fashion_mlp.py"), "--steps", str(steps)])
+    info = subprocess.run([JANUS, "inspect", "--json", db], capture_output=True, text=True, env=env())
+    recorded = json.loads(info.stdout)["runs"][0]["steps"] if info.returncode == 0 else 0
+    size, empty = store_bytes(db), store_bytes(base)
+    print(f"\nMLP store: {size:,} bytes for {recorded} recorded steps ({steps} training steps + "
+          f"evaluation/tail); store with an empty run: {empty:,} bytes")
+    if recorded:
+        print(f"bytes per 1,000 recorded MLP steps: {(size - empty) * 1000 / recorded:,.0f}")
+    print(err.strip().splitlines()[-1] if err.strip() else "")
+    worst = max(p / r for p, r in results.values())
+    print(f"\nworst slowdown {worst:.2f}x (target <= 1.20x)")
+
+
+if __name__ == "__main__":
+    main()

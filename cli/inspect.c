@@ -1,0 +1,964 @@
+/* inspect.c -- `janus inspect [--json] [--run N] run.db`
+ *
+ * Summarizes a trace store for a person (text) or a program (--json, one
+ * JSON object): the runs with their argv, status and times, and per run the
+ * steps, the op histogram, the distinct step signatures and -- for each
+ * pair of consecutive distinct signatures -- the first event where their
+ * first steps differ (decoded from the stored chunks, op names taken from
+ * the run's own op table, with the call site), the sync points, the
+ * control-flow decisions and the shape variation.
+ *
+ * The store is opened read-only, so this works while another process is
+ * still recording into it (WAL readers see the last committed step) and on
+ * a store whose last run was killed.  Most numbers come straight from the
+ * plain summary tables; only the signature differences decode events.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "jn_cli.h"
+#include "jn_db.h"
+
+const char jn_cli_inspect_usage[] =
+    "usage: janus inspect [--json] [--run N] PATH\n"
+    "\n"
+    "Print what a trace store (written by `janus record`) holds: the runs\n"
+    "(argv, status, exit code, times), and per run the steps, the op\n"
+    "histogram, the distinct step signatures and how consecutive ones differ\n"
+    "(the first differing op with its call site), sync points, control-flow\n"
+    "decisions and shape variation.  The store is opened read-only.\n"
+    "\n"
+    "options:\n"
+    "  --json      print one JSON object instead of text\n"
+    "  --run N     only run N\n"
+    "  -h, --help  show this help\n";
+
+static const char *sync_names[] = {"?", "item", "bool", "tolist", "numpy", "print", "compare"};
+static const char *sync_name(int k) { return k >= 1 && k <= 6 ? sync_names[k] : "?"; }
+static const char *dec_name(int k) { return k == JN_DEC_BRANCH ? "branch" : k == JN_DEC_LOOP ? "loop" : "?"; }
+
+typedef struct {
+    sqlite3 *h;
+    const char *path;
+    int json;
+    jn_cli_json j;
+    int failed;               /* an SQL error was reported */
+    sqlite3_stmt *cs_stmt;    /* call site lookup */
+} ctx;
+
+static sqlite3_stmt *prep(ctx *c, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->h, sql, -1, &st, NULL) != SQLITE_OK) {
+        if (!c->failed)
+            fprintf(stderr, "janus inspect: %s: cannot read the store (%s); is it written by a newer janus?\n",
+                    c->path, sqlite3_errmsg(c->h));
+        c->failed = 1;
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+/* "file:line func" of a call site id (buf >= 512). */
+static const char *callsite(ctx *c, int64_t id, char *buf, size_t n) {
+    snprintf(buf, n, "?");
+    if (id <= 0) return buf;
+    if (!c->cs_stmt) c->cs_stmt = prep(c, "SELECT file, line, func FROM callsites WHERE id=?1");
+    if (!c->cs_stmt) return buf;
+    sqlite3_reset(c->cs_stmt);
+    sqlite3_bind_int64(c->cs_stmt, 1, id);
+    if (sqlite3_step(c->cs_stmt) == SQLITE_ROW) {
+        const unsigned char *f = sqlite3_column_text(c->cs_stmt, 0);
+        const unsigned char *fn = sqlite3_column_text(c->cs_stmt, 2);
+        snprintf(buf, n, "%s:%lld %s", f ? (const char *)f : "?",
+                 (long long)sqlite3_column_int64(c->cs_stmt, 1), fn ? (const char *)fn : "?");
+    }
+    return buf;
+}
+
+static const char *fmt_time(double t, char *buf) {
+    if (!(t > 0)) return strcpy(buf, "-");
+    time_t s = (time_t)t;
+    struct tm tm;
+    localtime_r(&s, &tm);
+    strftime(buf, 32, "%Y-%m-%d %H:%M:%S", &tm);
+    return buf;
+}
+
+/* ------------------------------------------------------- the run's op table */
+
+typedef struct {
+    char name[64];
+    int nattrs;
+    char attr_name[JN_MAX_ATTRS][24];
+    char attr_kind[JN_MAX_ATTRS];
+} opdesc;
+
+typedef struct {
+    opdesc *ops;
+    int n;
+} optable;
+
+/* Parse "name schema\n" rows; schema is "a:f=1,b:L". */
+static void optable_load(ctx *c, int64_t run, optable *t) {
+    t->ops = NULL;
+    t->n = 0;
+    sqlite3_stmt *st = prep(c, "SELECT o.ops FROM optables o JOIN runs r ON r.optable_hash = o.hash WHERE r.id=?1");
+    if (!st) return;
+    sqlite3_bind_int64(st, 1, run);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        const char *s = (const char *)sqlite3_column_text(st, 0);
+        int cap = 0;
+        while (*s) {
+            const char *eol = strchr(s, '\n');
+            size_t len = eol ? (size_t)(eol - s) : strlen(s);
+            if (t->n == cap) {
+                cap = cap ? cap * 2 : 256;
+                opdesc *p = realloc(t->ops, (size_t)cap * sizeof *p);
+                if (!p) break;
+                t->ops = p;
+            }
+            opdesc *o = &t->ops[t->n++];
+            memset(o, 0, sizeof *o);
+            size_t nl = strcspn(s, " \n");
+            if (nl > len) nl = len;
+            snprintf(o->name, sizeof o->name, "%.*s", (int)(nl < 63 ? nl : 63), s);
+            const char *p = s + nl;
+            const char *end = s + len;
+            if (p < end && *p == ' ') p++;
+            while (p < end && o->nattrs < JN_MAX_ATTRS) {
+                const char *comma = memchr(p, ',', (size_t)(end - p));
+                const char *ae = comma ? comma : end;
+                const char *colon = memchr(p, ':', (size_t)(ae - p));
+                if (colon) {
+                    size_t an = (size_t)(colon - p);
+                    snprintf(o->attr_name[o->nattrs], 24, "%.*s", (int)(an < 23 ? an : 23), p);
+                    o->attr_kind[o->nattrs] = colon + 1 < ae ? colon[1] : 'i';
+                    o->nattrs++;
+                }
+                p = comma ? comma + 1 : end;
+            }
+            s = eol ? eol + 1 : s + len;
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+static const char *op_name(const optable *t, uint32_t op, char *buf) {
+    if (op < (uint32_t)t->n) return t->ops[op].name;
+    snprintf(buf, 32, "op#%u", op);
+    return buf;
+}
+
+/* --------------------------------------------------------- step differences */
+
+/* Differences found at one event, as text lines. */
+typedef struct {
+    char **v;
+    int n, cap;
+} strs;
+
+static void strs_add(strs *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void strs_add(strs *s, const char *fmt, ...) {
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 8;
+        char **p = realloc(s->v, (size_t)cap * sizeof *p);
+        if (!p) return;
+        s->v = p;
+        s->cap = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) >= 0) s->v[s->n++] = m;
+    va_end(ap);
+}
+
+static void strs_free(strs *s) {
+    for (int i = 0; i < s->n; i++) free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+static const char *dtype_name(int d) { return d < JN_NDTYPES ? jn_dtype_names[d] : "?"; }
+
+static void shape_str(int ndim, const int64_t *v, char *buf, size_t n) {
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int i = 0; i < ndim && i < JN_MAX_DIMS && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ", %lld" : "%lld", (long long)v[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+static const char *attr_str(char kind, const jn_attr *a, char *buf, size_t n) {
+    switch (kind) {
+    case 'f': snprintf(buf, n, "%.9g", a->f); break;
+    case 'L': shape_str(a->l.n, a->l.v, buf, n); break;
+    case 'b': snprintf(buf, n, "%s", a->i ? "True" : "False"); break;
+    case 'd': snprintf(buf, n, "%s", a->i < 0 ? "default" : dtype_name((int)a->i)); break;
+    default: snprintf(buf, n, "%lld", (long long)a->i);
+    }
+    return buf;
+}
+
+static int attr_eq(char kind, const jn_attr *a, const jn_attr *b) {
+    if (kind == 'f') return a->f == b->f || (isnan(a->f) && isnan(b->f));
+    if (kind == 'L') {
+        if (a->l.n != b->l.n) return 0;
+        for (int i = 0; i < a->l.n && i < JN_MAX_DIMS; i++)
+            if (a->l.v[i] != b->l.v[i]) return 0;
+        return 1;
+    }
+    return a->i == b->i;
+}
+
+static const char *pytype_names[] = {"tensor", "int", "float", "bool"};
+
+static void tref_diff(strs *d, const char *what, int idx, const jn_db_tref *a, const jn_db_tref *b) {
+    char x[256], y[256];
+    if (a->dtype != b->dtype)
+        strs_add(d, "%s %d dtype: %s vs %s", what, idx, dtype_name(a->dtype), dtype_name(b->dtype));
+    int nd = a->ndim < JN_MAX_DIMS ? a->ndim : JN_MAX_DIMS;
+    int same = a->ndim == b->ndim;
+    for (int i = 0; same && i < nd; i++) same = a->shape[i] == b->shape[i];
+    if (!same) {
+        shape_str(a->ndim, a->shape, x, sizeof x);
+        shape_str(b->ndim, b->shape, y, sizeof y);
+        strs_add(d, "%s %d shape: %s vs %s", what, idx, x, y);
+    } else {
+        int ss = 1;
+        for (int i = 0; ss && i < nd; i++) ss = a->strides[i] == b->strides[i];
+        if (!ss) {
+            shape_str(a->ndim, a->strides, x, sizeof x);
+            shape_str(b->ndim, b->strides, y, sizeof y);
+            strs_add(d, "%s %d strides: %s vs %s", what, idx, x, y);
+        }
+    }
+    if (a->pytype != b->pytype)
+        strs_add(d, "%s %d Python type: %s vs %s", what, idx, a->pytype < 4 ? pytype_names[a->pytype] : "?",
+                 b->pytype < 4 ? pytype_names[b->pytype] : "?");
+    if (a->role == JN_TR_SCALAR && b->role == JN_TR_SCALAR && a->scalar != b->scalar &&
+        !(isnan(a->scalar) && isnan(b->scalar)))
+        strs_add(d, "%s %d scalar value: %.9g vs %.9g", what, idx, a->scalar, b->scalar);
+}
+
+static const char *ev_desc(const optable *t, const jn_db_event *e, char *buf, size_t n) {
+    char tmp[32];
+    if (e->kind == JN_EV_OP) snprintf(buf, n, "%s", op_name(t, e->op, tmp));
+    else if (e->kind == JN_EV_SYNC) snprintf(buf, n, "sync %s", sync_name(e->sync_kind));
+    else if (e->kind == JN_EV_DECISION) snprintf(buf, n, "%s decision", dec_name(e->dec_kind));
+    else snprintf(buf, n, "event kind %d", e->kind);
+    return buf;
+}
+
+/* Differences between two events.  The structural pass (what a step
+ * signature covers: kind, op, non-float attributes, call site) skips tensor
+ * metadata; the full pass adds float attributes, dtypes, shapes, strides and
+ * Python argument types.
+ * The Philox seed/offset of random ops differ at every call by design and
+ * are never reported. */
+static void event_diff(ctx *c, const optable *t, const jn_db_event *a, const jn_db_event *b, int full, strs *d) {
+    char x[512], y[512];
+    if (a->kind != b->kind || (a->kind == JN_EV_OP && a->op != b->op)) {
+        strs_add(d, "op: %s vs %s", ev_desc(t, a, x, sizeof x), ev_desc(t, b, y, sizeof y));
+    } else if (a->kind == JN_EV_OP) {
+        const opdesc *o = a->op < (uint32_t)t->n ? &t->ops[a->op] : NULL;
+        int na = a->nattrs > b->nattrs ? a->nattrs : b->nattrs;
+        if (na > JN_MAX_ATTRS) na = JN_MAX_ATTRS;
+        for (int i = 0; i < na; i++) {
+            char kind = o && i < o->nattrs ? o->attr_kind[i] : 'i';
+            if (o && i < o->nattrs && (!strcmp(o->attr_name[i], "seed") || !strcmp(o->attr_name[i], "offset")))
+                continue;
+            if (kind == 'f' && !full) continue; /* float attrs (lr, eps) are not in the signature either */
+            if (!attr_eq(kind, &a->attrs.a[i], &b->attrs.a[i])) {
+                char nm[32];
+                if (o && i < o->nattrs) snprintf(nm, sizeof nm, "%s", o->attr_name[i]);
+                else snprintf(nm, sizeof nm, "#%d", i);
+                strs_add(d, "attr %s: %s vs %s", nm, attr_str(kind, &a->attrs.a[i], x, sizeof x),
+                         attr_str(kind, &b->attrs.a[i], y, sizeof y));
+            }
+        }
+        if (a->inplace != b->inplace) strs_add(d, "in-place: %d vs %d", a->inplace, b->inplace);
+        if (a->nin != b->nin) strs_add(d, "inputs: %d vs %d", a->nin, b->nin);
+        for (int i = 0; full && i < a->nin && i < b->nin; i++) tref_diff(d, "input", i, &a->in[i], &b->in[i]);
+        if (a->nout != b->nout) strs_add(d, "outputs: %d vs %d", a->nout, b->nout);
+        for (int i = 0; full && i < a->nout && i < b->nout; i++) tref_diff(d, "output", i, &a->out[i], &b->out[i]);
+    } else if (a->kind == JN_EV_SYNC) {
+        if (a->sync_kind != b->sync_kind)
+            strs_add(d, "sync kind: %s vs %s", sync_name(a->sync_kind), sync_name(b->sync_kind));
+        /* Observed values differ all the time (the loss); not a difference of the step's shape. */
+    } else if (a->kind == JN_EV_DECISION) {
+        if (a->dec_kind != b->dec_kind)
+            strs_add(d, "decision kind: %s vs %s", dec_name(a->dec_kind), dec_name(b->dec_kind));
+        if (a->outcome != b->outcome)
+            strs_add(d, "%s outcome: %lld vs %lld", dec_name(a->dec_kind), (long long)a->outcome,
+                     (long long)b->outcome);
+    }
+    if (a->callsite != b->callsite)
+        strs_add(d, "call site: %s vs %s", callsite(c, a->callsite, x, sizeof x), callsite(c, b->callsite, y, sizeof y));
+}
+
+typedef struct {
+    int64_t step_a, step_b;
+    int64_t index;            /* -1: no event differs */
+    char *desc_a, *desc_b;    /* op names (or "end of step") */
+    char *site_a, *site_b;
+    strs diffs;
+    char *error;              /* chunks unreadable */
+} sigdiff;
+
+static void sigdiff_free(sigdiff *s) {
+    free(s->desc_a); free(s->desc_b); free(s->site_a); free(s->site_b); free(s->error);
+    strs_free(&s->diffs);
+}
+
+static void compare_steps(ctx *c, jn_db *db, const optable *t, int64_t run, int full, sigdiff *r) {
+    void *da = NULL, *db_ = NULL;
+    size_t la = 0, lb = 0;
+    jn_db_decoder *A = NULL, *B = NULL;
+    r->index = -1;
+    if (jn_db_read_chunk(db, run, r->step_a, &da, &la) != JN_OK ||
+        jn_db_read_chunk(db, run, r->step_b, &db_, &lb) != JN_OK ||
+        jn_db_decoder_new(da, la, &A) != JN_OK || jn_db_decoder_new(db_, lb, &B) != JN_OK) {
+        r->error = strdup(jn_errmsg());
+        goto out;
+    }
+    char x[512];
+    for (int64_t i = 0;; i++) {
+        jn_db_event ea, eb;
+        int ga = 0, gb = 0;
+        memset(&ea, 0, sizeof ea);
+        memset(&eb, 0, sizeof eb);
+        if (jn_db_decoder_next(A, &ea, &ga) != JN_OK || jn_db_decoder_next(B, &eb, &gb) != JN_OK) {
+            r->error = strdup(jn_errmsg());
+            goto out;
+        }
+        if (!ga && !gb) break;
+        if (!ga || !gb) {
+            r->index = i;
+            r->desc_a = strdup(ga ? ev_desc(t, &ea, x, sizeof x) : "(end of step)");
+            r->desc_b = strdup(gb ? ev_desc(t, &eb, x, sizeof x) : "(end of step)");
+            r->site_a = strdup(ga ? callsite(c, ea.callsite, x, sizeof x) : "");
+            r->site_b = strdup(gb ? callsite(c, eb.callsite, x, sizeof x) : "");
+            strs_add(&r->diffs, "step %lld %s after %lld events", (long long)(ga ? r->step_b : r->step_a),
+                     "ends", (long long)i);
+            break;
+        }
+        event_diff(c, t, &ea, &eb, full, &r->diffs);
+        if (r->diffs.n) {
+            r->index = i;
+            r->desc_a = strdup(ev_desc(t, &ea, x, sizeof x));
+            r->desc_b = strdup(ev_desc(t, &eb, x, sizeof x));
+            r->site_a = strdup(callsite(c, ea.callsite, x, sizeof x));
+            r->site_b = strdup(callsite(c, eb.callsite, x, sizeof x));
+            break;
+        }
+    }
+out:
+    jn_db_decoder_free(A);
+    jn_db_decoder_free(B);
+    free(da);
+    free(db_);
+}
+
+/* ------------------------------------------------------------------ runs */
+
+/* Print a stored argv (a JSON array of strings) as a shell command line a
+ * person can copy; anything unexpected is printed as stored. */
+static void print_argv(const char *json) {
+    const char *p = json;
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    int ok = f && p && *p++ == '[';
+    int first = 1;
+    while (ok) {
+        while (*p == ' ') p++;
+        if (*p == ']') { p++; break; }
+        if (!first) {
+            if (*p++ != ',') { ok = 0; break; }
+            while (*p == ' ') p++;
+        }
+        if (*p++ != '"') { ok = 0; break; }
+        /* decode one string into w */
+        char w[4096];
+        size_t n = 0;
+        while (ok && *p && *p != '"') {
+            unsigned ch = (unsigned char)*p++;
+            if (ch == '\\') {
+                char e = *p++;
+                switch (e) {
+                case 'n': ch = '\n'; break;
+                case 't': ch = '\t'; break;
+                case 'r': ch = '\r'; break;
+                case 'b': ch = '\b'; break;
+                case 'f': ch = '\f'; break;
+                case 'u': {
+                    unsigned v = 0;
+                    for (int k = 0; k < 4; k++) {
+                        char h = *p++;
+                        v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                                : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 0);
+                        if (!h) { ok = 0; break; }
+                    }
+                    if (v >= 0x80) { /* UTF-8; surrogate halves become '?' */
+                        if (v >= 0xD800 && v <= 0xDFFF) ch = '?';
+                        else if (v < 0x800) {
+                            if (n + 2 < sizeof w) { w[n++] = (char)(0xC0 | (v >> 6)); w[n++] = (char)(0x80 | (v & 0x3F)); }
+                            continue;
+                        } else {
+                            if (n + 3 < sizeof w) {
+                                w[n++] = (char)(0xE0 | (v >> 12));
+                                w[n++] = (char)(0x80 | ((v >> 6) & 0x3F));
+                                w[n++] = (char)(0x80 | (v & 0x3F));
+                            }
+                            continue;
+                        }
+                    } else ch = v;
+                    break;
+                }
+                case 0: ok = 0; break;
+                default: ch = (unsigned char)e;
+                }
+            }
+            if (n + 1 < sizeof w) w[n++] = (char)ch;
+        }
+        if (!ok || *p++ != '"') { ok = 0; break; }
+        w[n] = 0;
+        int plain = n > 0;
+        for (size_t k = 0; k < n && plain; k++)
+            plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-", w[k]) != NULL;
+        if (!first) fputc(' ', f);
+        if (plain) fputs(w, f);
+        else {
+            fputc('\'', f);
+            for (size_t k = 0; k < n; k++) {
+                if (w[k] == '\'') fputs("'\\''", f);
+                else fputc(w[k], f);
+            }
+            fputc('\'', f);
+        }
+        first = 0;
+    }
+    if (f) fclose(f);
+    fputs(ok && out ? out : (json ? json : ""), stdout);
+    free(out);
+}
+
+static void print_run_header(ctx *c, sqlite3_stmt *r, int64_t nsteps) {
+    char t1[32], t2[32], n[32];
+    int64_t id = sqlite3_column_int64(r, 0);
+    const char *argv = (const char *)sqlite3_column_text(r, 1);
+    double started = sqlite3_column_double(r, 3), ended = sqlite3_column_double(r, 4);
+    const char *status = (const char *)sqlite3_column_text(r, 6);
+    if (c->json) {
+        jn_cli_json *j = &c->j;
+        jn_cli_json_key(j, "id"); jn_cli_json_int(j, id);
+        jn_cli_json_key(j, "argv");
+        /* argv is stored as JSON already; splice it in verbatim when it looks like an array. */
+        size_t al = argv ? strlen(argv) : 0;
+        if (al >= 2 && argv[0] == '[' && argv[al - 1] == ']') {
+            jn_cli_json_raw(j, argv);
+        } else {
+            jn_cli_json_str(j, argv);
+        }
+        jn_cli_json_key(j, "cwd"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 2));
+        jn_cli_json_key(j, "started"); jn_cli_json_num(j, started);
+        jn_cli_json_key(j, "ended");
+        if (sqlite3_column_type(r, 4) == SQLITE_NULL) jn_cli_json_null(j); else jn_cli_json_num(j, ended);
+        jn_cli_json_key(j, "exit_status");
+        if (sqlite3_column_type(r, 5) == SQLITE_NULL) jn_cli_json_null(j);
+        else jn_cli_json_int(j, sqlite3_column_int64(r, 5));
+        jn_cli_json_key(j, "status"); jn_cli_json_str(j, status ? status : "running");
+        jn_cli_json_key(j, "python_version"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 7));
+        jn_cli_json_key(j, "janus_version"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 8));
+        jn_cli_json_key(j, "hostname"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 9));
+        jn_cli_json_key(j, "device"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 10));
+        jn_cli_json_key(j, "optable_hash"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 11));
+        return;
+    }
+    printf("run %lld  %s", (long long)id, status && status[0] ? status : "running (or ended without closing)");
+    if (sqlite3_column_type(r, 5) != SQLITE_NULL) printf(" (exit %lld)", (long long)sqlite3_column_int64(r, 5));
+    printf("  ");
+    print_argv(argv);
+    printf("\n");
+    printf("  started %s", fmt_time(started, t1));
+    if (sqlite3_column_type(r, 4) != SQLITE_NULL)
+        printf("  ended %s  (%.1f s)", fmt_time(ended, t2), ended - started);
+    const char *py = (const char *)sqlite3_column_text(r, 7);
+    printf("\n  cwd %s  host %s  python %s  janus %s\n", sqlite3_column_text(r, 2) ? (const char *)sqlite3_column_text(r, 2) : "",
+           sqlite3_column_text(r, 9) ? (const char *)sqlite3_column_text(r, 9) : "",
+           py && py[0] ? py : "-", sqlite3_column_text(r, 8) ? (const char *)sqlite3_column_text(r, 8) : "");
+    (void)n;
+    (void)nsteps;
+}
+
+static void run_steps(ctx *c, int64_t run) {
+    char a[32], b[32];
+    sqlite3_stmt *st = prep(c, "SELECT count(*), coalesce(sum(n_ops),0), coalesce(sum(n_syncs),0), "
+                               "coalesce(sum(duration),0) FROM steps WHERE run_id=?1");
+    if (!st) return;
+    sqlite3_bind_int64(st, 1, run);
+    int64_t n = 0, ops = 0, syncs = 0;
+    double dur = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        n = sqlite3_column_int64(st, 0);
+        ops = sqlite3_column_int64(st, 1);
+        syncs = sqlite3_column_int64(st, 2);
+        dur = sqlite3_column_double(st, 3);
+    }
+    sqlite3_finalize(st);
+    sqlite3_stmt *k = prep(c, "SELECT kind, count(*) FROM steps WHERE run_id=?1 GROUP BY kind ORDER BY 2 DESC");
+    if (!k) return;
+    sqlite3_bind_int64(k, 1, run);
+    if (c->json) {
+        jn_cli_json *j = &c->j;
+        jn_cli_json_key(j, "steps"); jn_cli_json_int(j, n);
+        jn_cli_json_key(j, "ops"); jn_cli_json_int(j, ops);
+        jn_cli_json_key(j, "syncs"); jn_cli_json_int(j, syncs);
+        jn_cli_json_key(j, "step_seconds"); jn_cli_json_num(j, dur);
+        jn_cli_json_key(j, "step_kinds"); jn_cli_json_obj(j);
+        while (sqlite3_step(k) == SQLITE_ROW) {
+            jn_cli_json_key(j, sqlite3_column_text(k, 0) ? (const char *)sqlite3_column_text(k, 0) : "");
+            jn_cli_json_int(j, sqlite3_column_int64(k, 1));
+        }
+        jn_cli_json_end(j, '}');
+    } else {
+        printf("  steps: %s (", jn_cli_commas(n, a));
+        int first = 1;
+        while (sqlite3_step(k) == SQLITE_ROW) {
+            printf("%s%s %s", first ? "" : ", ", sqlite3_column_text(k, 0) ? (const char *)sqlite3_column_text(k, 0) : "?",
+                   jn_cli_commas(sqlite3_column_int64(k, 1), b));
+            first = 0;
+        }
+        printf("%s), %s ops, %s sync points", first ? "none" : "", jn_cli_commas(ops, a), jn_cli_commas(syncs, b));
+        if (n > 0) printf(", %.2f ms/step", dur * 1e3 / (double)n);
+        printf("\n");
+    }
+    sqlite3_finalize(k);
+}
+
+static void run_ops(ctx *c, int64_t run) {
+    char a[32];
+    sqlite3_stmt *st = prep(c, "SELECT op, sum(count) FROM op_counts WHERE run_id=?1 GROUP BY op ORDER BY 2 DESC, 1");
+    if (!st) return;
+    sqlite3_bind_int64(st, 1, run);
+    if (c->json) {
+        jn_cli_json_key(&c->j, "op_histogram");
+        jn_cli_json_obj(&c->j);
+    } else {
+        printf("  op histogram:\n");
+    }
+    int i = 0, more = 0;
+    int64_t rest = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *op = sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "?";
+        int64_t cnt = sqlite3_column_int64(st, 1);
+        if (c->json) {
+            jn_cli_json_key(&c->j, op);
+            jn_cli_json_int(&c->j, cnt);
+        } else if (i < 15) {
+            printf("    %-24s %12s\n", op, jn_cli_commas(cnt, a));
+        } else {
+            more++;
+            rest += cnt;
+        }
+        i++;
+    }
+    if (c->json) jn_cli_json_end(&c->j, '}');
+    else if (more) printf("    (%d more ops, %s calls)\n", more, jn_cli_commas(rest, a));
+    else if (!i) printf("    (none)\n");
+    sqlite3_finalize(st);
+}
+
+/* A signature as 16 hex digits, whether the store keeps text or an integer. */
+static void sig_text(sqlite3_stmt *st, int col, char *buf) {
+    if (sqlite3_column_type(st, col) == SQLITE_INTEGER)
+        snprintf(buf, 24, "%016llx", (unsigned long long)sqlite3_column_int64(st, col));
+    else
+        snprintf(buf, 24, "%s", sqlite3_column_text(st, col) ? (const char *)sqlite3_column_text(st, col) : "?");
+}
+
+static void run_signatures(ctx *c, jn_db *db, int64_t run) {
+    sqlite3_stmt *st = prep(c, "SELECT signature, count(*), min(step) FROM steps WHERE run_id=?1 "
+                               "GROUP BY signature ORDER BY 3");
+    if (!st) return;
+    sqlite3_bind_int64(st, 1, run);
+    int n = 0, cap = 0;
+    struct sig { char sig[24]; int64_t count, first; } *v = NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            struct sig *p = realloc(v, (size_t)cap * sizeof *p);
+            if (!p) break;
+            v = p;
+        }
+        sig_text(st, 0, v[n].sig);
+        v[n].count = sqlite3_column_int64(st, 1);
+        v[n].first = sqlite3_column_int64(st, 2);
+        n++;
+    }
+    sqlite3_finalize(st);
+    char a[32];
+    if (c->json) {
+        jn_cli_json_key(&c->j, "signatures");
+        jn_cli_json_arr(&c->j);
+        for (int i = 0; i < n; i++) {
+            jn_cli_json_obj(&c->j);
+            jn_cli_json_key(&c->j, "signature"); jn_cli_json_str(&c->j, v[i].sig);
+            jn_cli_json_key(&c->j, "steps"); jn_cli_json_int(&c->j, v[i].count);
+            jn_cli_json_key(&c->j, "first_step"); jn_cli_json_int(&c->j, v[i].first);
+            jn_cli_json_end(&c->j, '}');
+        }
+        jn_cli_json_end(&c->j, ']');
+    } else {
+        printf("  step signatures: %d distinct\n", n);
+        for (int i = 0; i < n && i < 20; i++)
+            printf("    %-16s  %s step%s (first: step %lld)\n", v[i].sig,
+                   jn_cli_commas(v[i].count, a), v[i].count == 1 ? "" : "s", (long long)v[i].first);
+        if (n > 20) printf("    (%d more)\n", n - 20);
+    }
+
+    /* How consecutive distinct signatures differ: compare their first steps. */
+    optable t;
+    optable_load(c, run, &t);
+    if (c->json) {
+        jn_cli_json_key(&c->j, "signature_diffs");
+        jn_cli_json_arr(&c->j);
+    } else if (n > 1) {
+        printf("  how they differ (first step of each, first differing event):\n");
+    }
+    int shown = 0;
+    for (int i = 0; i + 1 < n && shown < 20; i++, shown++) {
+        sigdiff r;
+        memset(&r, 0, sizeof r);
+        r.step_a = v[i].first;
+        r.step_b = v[i + 1].first;
+        /* The first structural difference explains a signature change best;
+         * if there is none, the first difference of tensor metadata. */
+        compare_steps(c, db, &t, run, 0, &r);
+        if (r.index < 0 && !r.error) compare_steps(c, db, &t, run, 1, &r);
+        if (c->json) {
+            jn_cli_json *j = &c->j;
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "signature_a"); jn_cli_json_str(j, v[i].sig);
+            jn_cli_json_key(j, "signature_b"); jn_cli_json_str(j, v[i + 1].sig);
+            jn_cli_json_key(j, "step_a"); jn_cli_json_int(j, r.step_a);
+            jn_cli_json_key(j, "step_b"); jn_cli_json_int(j, r.step_b);
+            jn_cli_json_key(j, "index");
+            if (r.index < 0) jn_cli_json_null(j); else jn_cli_json_int(j, r.index);
+            jn_cli_json_key(j, "op_a"); jn_cli_json_str(j, r.desc_a);
+            jn_cli_json_key(j, "op_b"); jn_cli_json_str(j, r.desc_b);
+            jn_cli_json_key(j, "callsite_a"); jn_cli_json_str(j, r.site_a);
+            jn_cli_json_key(j, "callsite_b"); jn_cli_json_str(j, r.site_b);
+            jn_cli_json_key(j, "differences"); jn_cli_json_arr(j);
+            for (int k = 0; k < r.diffs.n; k++) jn_cli_json_str(j, r.diffs.v[k]);
+            jn_cli_json_end(j, ']');
+            jn_cli_json_key(j, "error"); jn_cli_json_str(j, r.error);
+            jn_cli_json_end(j, '}');
+        } else {
+            printf("    step %lld vs step %lld: ", (long long)r.step_a, (long long)r.step_b);
+            if (r.error) printf("events unreadable (%s)\n", r.error);
+            else if (r.index < 0) printf("same events (the signatures differ in what the events do not store)\n");
+            else {
+                printf("event %lld: %s at %s  vs  %s at %s\n", (long long)r.index, r.desc_a,
+                       r.site_a && r.site_a[0] ? r.site_a : "-", r.desc_b, r.site_b && r.site_b[0] ? r.site_b : "-");
+                for (int k = 0; k < r.diffs.n; k++) printf("      %s\n", r.diffs.v[k]);
+            }
+        }
+        sigdiff_free(&r);
+    }
+    if (c->json) jn_cli_json_end(&c->j, ']');
+    else if (n - 1 > shown) printf("    (%d more pairs)\n", n - 1 - shown);
+    free(t.ops);
+    free(v);
+}
+
+static void run_syncs(ctx *c, int64_t run) {
+    char site[512], a[32];
+    sqlite3_stmt *st = prep(c, "SELECT kind, callsite_id, count(*) FROM syncs WHERE run_id=?1 "
+                               "GROUP BY kind, callsite_id ORDER BY 3 DESC, 1, 2");
+    sqlite3_stmt *vals = prep(c, "SELECT value FROM syncs WHERE run_id=?1 AND kind=?2 AND callsite_id IS ?3 "
+                                 "ORDER BY step, seq LIMIT 5");
+    if (!st || !vals) {
+        sqlite3_finalize(st);
+        sqlite3_finalize(vals);
+        return;
+    }
+    sqlite3_bind_int64(st, 1, run);
+    if (c->json) {
+        jn_cli_json_key(&c->j, "sync_points");
+        jn_cli_json_arr(&c->j);
+    } else {
+        printf("  sync points:\n");
+    }
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int kind = sqlite3_column_int(st, 0);
+        int64_t cs = sqlite3_column_int64(st, 1), cnt = sqlite3_column_int64(st, 2);
+        callsite(c, cs, site, sizeof site);
+        sqlite3_reset(vals);
+        sqlite3_bind_int64(vals, 1, run);
+        sqlite3_bind_int(vals, 2, kind);
+        if (sqlite3_column_type(st, 1) == SQLITE_NULL) sqlite3_bind_null(vals, 3);
+        else sqlite3_bind_int64(vals, 3, cs);
+        if (c->json) {
+            jn_cli_json *j = &c->j;
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "kind"); jn_cli_json_str(j, sync_name(kind));
+            jn_cli_json_key(j, "callsite"); jn_cli_json_str(j, site);
+            jn_cli_json_key(j, "count"); jn_cli_json_int(j, cnt);
+            jn_cli_json_key(j, "values"); jn_cli_json_arr(j);
+            while (sqlite3_step(vals) == SQLITE_ROW) {
+                if (sqlite3_column_type(vals, 0) == SQLITE_NULL) jn_cli_json_null(j);
+                else jn_cli_json_num(j, sqlite3_column_double(vals, 0));
+            }
+            jn_cli_json_end(j, ']');
+            jn_cli_json_end(j, '}');
+        } else if (n < 20) {
+            printf("    %-8s %10s  at %s", sync_name(kind), jn_cli_commas(cnt, a), site);
+            int k = 0;
+            while (sqlite3_step(vals) == SQLITE_ROW) {
+                if (sqlite3_column_type(vals, 0) == SQLITE_NULL) continue;
+                printf("%s%.6g", k++ ? ", " : "  values ", sqlite3_column_double(vals, 0));
+            }
+            printf("%s\n", k && cnt > k ? ", ..." : "");
+        }
+        n++;
+    }
+    if (c->json) jn_cli_json_end(&c->j, ']');
+    else if (!n) printf("    (none)\n");
+    else if (n > 20) printf("    (%d more)\n", n - 20);
+    sqlite3_finalize(st);
+    sqlite3_finalize(vals);
+}
+
+static void run_decisions(ctx *c, int64_t run) {
+    char site[512], a[32];
+    sqlite3_stmt *st = prep(c, "SELECT callsite_id, kind, outcome, sum(count) FROM decisions WHERE run_id=?1 "
+                               "GROUP BY callsite_id, kind, outcome ORDER BY callsite_id, kind, outcome");
+    if (!st) return;
+    sqlite3_bind_int64(st, 1, run);
+    if (c->json) {
+        jn_cli_json_key(&c->j, "decisions");
+        jn_cli_json_arr(&c->j);
+    } else {
+        printf("  control-flow decisions:\n");
+    }
+    int64_t cur_cs = -1;
+    int cur_kind = -1, open = 0, n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t cs = sqlite3_column_int64(st, 0), out = sqlite3_column_int64(st, 2), cnt = sqlite3_column_int64(st, 3);
+        int kind = sqlite3_column_int(st, 1);
+        if (cs != cur_cs || kind != cur_kind) {
+            if (open) {
+                if (c->json) { jn_cli_json_end(&c->j, ']'); jn_cli_json_end(&c->j, '}'); }
+                else printf("\n");
+            }
+            cur_cs = cs;
+            cur_kind = kind;
+            open = 1;
+            n++;
+            callsite(c, cs, site, sizeof site);
+            if (c->json) {
+                jn_cli_json_obj(&c->j);
+                jn_cli_json_key(&c->j, "callsite"); jn_cli_json_str(&c->j, site);
+                jn_cli_json_key(&c->j, "kind"); jn_cli_json_str(&c->j, dec_name(kind));
+                jn_cli_json_key(&c->j, "outcomes"); jn_cli_json_arr(&c->j);
+            } else {
+                printf("    %-6s at %s:", dec_name(kind), site);
+            }
+        }
+        if (c->json) {
+            jn_cli_json_obj(&c->j);
+            jn_cli_json_key(&c->j, "outcome"); jn_cli_json_int(&c->j, out);
+            jn_cli_json_key(&c->j, "count"); jn_cli_json_int(&c->j, cnt);
+            jn_cli_json_end(&c->j, '}');
+        } else if (kind == JN_DEC_BRANCH) {
+            printf("  %s x%s", out ? "taken" : "not taken", jn_cli_commas(cnt, a));
+        } else {
+            printf("  %lld iterations x%s", (long long)out, jn_cli_commas(cnt, a));
+        }
+    }
+    if (open) {
+        if (c->json) { jn_cli_json_end(&c->j, ']'); jn_cli_json_end(&c->j, '}'); }
+        else printf("\n");
+    }
+    if (c->json) jn_cli_json_end(&c->j, ']');
+    else if (!n) printf("    (none)\n");
+    sqlite3_finalize(st);
+}
+
+static void run_shapes(ctx *c, int64_t run) {
+    char site[512];
+    sqlite3_stmt *st = prep(c, "SELECT op, callsite_id, arg, dim, size FROM shapes WHERE run_id=?1 "
+                               "AND (op, callsite_id, arg, dim) IN (SELECT op, callsite_id, arg, dim FROM shapes "
+                               "WHERE run_id=?1 GROUP BY op, callsite_id, arg, dim HAVING count(DISTINCT size) > 1) "
+                               "GROUP BY op, callsite_id, arg, dim, size ORDER BY op, callsite_id, arg, dim, size");
+    if (!st) return;
+    sqlite3_bind_int64(st, 1, run);
+    if (c->json) {
+        jn_cli_json_key(&c->j, "shape_variation");
+        jn_cli_json_arr(&c->j);
+    } else {
+        printf("  shape variation:\n");
+    }
+    char *cur_op = NULL;
+    int64_t cur_cs = -1;
+    int cur_arg = -1, cur_dim = -1, open = 0, n = 0, k = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *op = sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "?";
+        int64_t cs = sqlite3_column_int64(st, 1), size = sqlite3_column_int64(st, 4);
+        int arg = sqlite3_column_int(st, 2), dim = sqlite3_column_int(st, 3);
+        if (!cur_op || strcmp(op, cur_op) || cs != cur_cs || arg != cur_arg || dim != cur_dim) {
+            if (open) {
+                if (c->json) { jn_cli_json_end(&c->j, ']'); jn_cli_json_end(&c->j, '}'); }
+                else printf("\n");
+            }
+            free(cur_op);
+            cur_op = strdup(op);
+            cur_cs = cs; cur_arg = arg; cur_dim = dim;
+            open = 1;
+            n++;
+            k = 0;
+            callsite(c, cs, site, sizeof site);
+            if (c->json) {
+                jn_cli_json_obj(&c->j);
+                jn_cli_json_key(&c->j, "op"); jn_cli_json_str(&c->j, op);
+                jn_cli_json_key(&c->j, "callsite"); jn_cli_json_str(&c->j, site);
+                jn_cli_json_key(&c->j, "arg"); jn_cli_json_int(&c->j, arg);
+                jn_cli_json_key(&c->j, "dim"); jn_cli_json_int(&c->j, dim);
+                jn_cli_json_key(&c->j, "sizes"); jn_cli_json_arr(&c->j);
+            } else {
+                printf("    %s at %s, arg %d dim %d: sizes", op, site, arg, dim);
+            }
+        }
+        if (c->json) jn_cli_json_int(&c->j, size);
+        else printf("%s%lld", k++ ? ", " : " ", (long long)size);
+    }
+    if (open) {
+        if (c->json) { jn_cli_json_end(&c->j, ']'); jn_cli_json_end(&c->j, '}'); }
+        else printf("\n");
+    }
+    free(cur_op);
+    if (c->json) jn_cli_json_end(&c->j, ']');
+    else if (!n) printf("    (none: every op saw the same shapes)\n");
+    sqlite3_finalize(st);
+}
+
+int jn_cli_inspect(int argc, char **argv) {
+    const char *path = NULL;
+    int json = 0;
+    int64_t only = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(jn_cli_inspect_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--run") || !strncmp(a, "--run=", 6)) {
+            const char *v = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
+            char *end = NULL;
+            long long n = v ? strtoll(v, &end, 10) : 0;
+            if (!v || !*v || *end || n <= 0) {
+                fprintf(stderr, "janus inspect: --run needs a positive run id\n\n%s", jn_cli_inspect_usage);
+                return 2;
+            }
+            only = n;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "janus inspect: unknown option '%s'\n\n%s", a, jn_cli_inspect_usage);
+            return 2;
+        }
+        if (path) {
+            fprintf(stderr, "janus inspect: one PATH only (got '%s' and '%s')\n\n%s", path, a, jn_cli_inspect_usage);
+            return 2;
+        }
+        path = a;
+    }
+    if (!path) {
+        fprintf(stderr, "janus inspect: no PATH given\n\n%s", jn_cli_inspect_usage);
+        return 2;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        fprintf(stderr, "janus inspect: %s does not exist; record one with `janus record --db %s -- python3 train.py`\n",
+                path, path);
+        return 1;
+    }
+    jn_db *db = NULL;
+    if (jn_db_open(path, JN_DB_READONLY, &db) != JN_OK) {
+        fprintf(stderr, "janus inspect: %s\n", jn_errmsg());
+        return 1;
+    }
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.h = jn_db_handle(db);
+    c.path = path;
+    c.json = json;
+    /* A writer may hold the lock for a moment while committing a step. */
+    sqlite3_busy_timeout(c.h, 5000);
+
+    /* One read transaction: every table seen at the same commit. */
+    sqlite3_exec(c.h, "BEGIN", NULL, NULL, NULL);
+    sqlite3_stmt *r = prep(&c, "SELECT id, argv, cwd, started, ended, exit_status, status, python_version, "
+                               "janus_version, hostname, device, optable_hash FROM runs "
+                               "WHERE ?1 = 0 OR id = ?1 ORDER BY id");
+    int rc = 1;
+    if (!r) goto done;
+    sqlite3_bind_int64(r, 1, only);
+    int nruns = 0;
+    if (json) {
+        jn_cli_json_init(&c.j, stdout);
+        jn_cli_json_obj(&c.j);
+        jn_cli_json_key(&c.j, "path"); jn_cli_json_str(&c.j, path);
+        jn_cli_json_key(&c.j, "schema_version"); jn_cli_json_int(&c.j, jn_db_schema_version(db));
+        jn_cli_json_key(&c.j, "runs");
+        jn_cli_json_arr(&c.j);
+    } else {
+        char bb[32];
+        printf("%s: trace store, schema %d, %s\n", path, jn_db_schema_version(db), jn_cli_bytes(sb.st_size, bb));
+    }
+    int step_rc;
+    while ((step_rc = sqlite3_step(r)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(r, 0);
+        nruns++;
+        if (json) jn_cli_json_obj(&c.j);
+        else printf("\n");
+        print_run_header(&c, r, 0);
+        run_steps(&c, id);
+        run_ops(&c, id);
+        run_signatures(&c, db, id);
+        run_syncs(&c, id);
+        run_decisions(&c, id);
+        run_shapes(&c, id);
+        if (json) jn_cli_json_end(&c.j, '}');
+        if (c.failed) break;
+    }
+    if (step_rc != SQLITE_ROW && step_rc != SQLITE_DONE && !c.failed) {
+        fprintf(stderr, "janus inspect: %s: %s\n", path, sqlite3_errmsg(c.h));
+        c.failed = 1;
+    }
+    if (json) {
+        jn_cli_json_end(&c.j, ']');
+        jn_cli_json_end(&c.j, '}');
+        fputc('\n', stdout);
+    } else if (!nruns) {
+        printf(only ? "\nno run %lld in this store\n" : "\nno runs recorded yet\n", (long long)only);
+    }
+    rc = c.failed ? 1 : (only && !nruns) ? 1 : 0;
+    if (only && !nruns) fprintf(stderr, "janus inspect: %s has no run %lld\n", path, (long long)only);
+done:
+    sqlite3_finalize(r);
+    sqlite3_finalize(c.cs_stmt);
+    sqlite3_exec(c.h, "COMMIT", NULL, NULL, NULL);
+    jn_db_close(db);
+    return rc;
+}

@@ -1,0 +1,52 @@
+/* jn_cli.h -- internal interface of the `janus` command (the files in cli/).
+ *
+ * janus.c parses the top-level command line and dispatches to one function
+ * per subcommand (record.c, inspect.c).  The helpers declared here are the
+ * small pieces the subcommands share: a streaming JSON emitter (inspect
+ * --json, the argv column of a run), number formatting for humans, and the
+ * usage texts.  Nothing here is a public API; every symbol is jn_cli_.
+ */
+#ifndef JN_CLI_H
+#define JN_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Subcommands: argv[0] is the subcommand name.  Return the process exit code. */
+int jn_cli_record(int argc, char **argv);
+int jn_cli_inspect(int argc, char **argv);
+
+extern const char jn_cli_record_usage[];
+extern const char jn_cli_inspect_usage[];
+
+/* Streaming JSON: commas and nesting are tracked, strings escaped (control
+ * characters, quotes, backslashes; invalid UTF-8 bytes become U+FFFD so the
+ * output always parses). */
+#define JN_CLI_JSON_DEPTH 32
+typedef struct {
+    FILE *f;
+    int depth;
+    int count[JN_CLI_JSON_DEPTH]; /* values emitted at each level */
+    int after_key;                /* a key was just written: no comma before the value */
+} jn_cli_json;
+
+void jn_cli_json_init(jn_cli_json *j, FILE *f);
+void jn_cli_json_obj(jn_cli_json *j);   /* { */
+void jn_cli_json_arr(jn_cli_json *j);   /* [ */
+void jn_cli_json_end(jn_cli_json *j, char close); /* } or ] */
+void jn_cli_json_key(jn_cli_json *j, const char *key);
+void jn_cli_json_str(jn_cli_json *j, const char *s); /* NULL -> null */
+void jn_cli_json_int(jn_cli_json *j, int64_t v);
+void jn_cli_json_num(jn_cli_json *j, double v);      /* NaN/inf -> null */
+void jn_cli_json_null(jn_cli_json *j);
+/* A value that is already JSON text (argv as stored by janus record). */
+void jn_cli_json_raw(jn_cli_json *j, const char *json);
+/* Write s as a JSON string literal (with quotes) to f. */
+void jn_cli_json_quote(FILE *f, const char *s);
+
+/* 45000 -> "45,000" (buf of at least 32 bytes). */
+const char *jn_cli_commas(int64_t v, char *buf);
+/* 1234567 -> "1.2 MB" (buf of at least 32 bytes). */
+const char *jn_cli_bytes(int64_t v, char *buf);
+
+#endif

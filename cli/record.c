@@ -1,0 +1,447 @@
+/* record.c -- `janus record [--db PATH] [--] COMMAND...`
+ *
+ * Creates a run row in the trace store (argv, cwd, versions, op table, CPU
+ * features, host, start time), then runs COMMAND as a child process with
+ * JANUS_RECORD_DB and JANUS_RECORD_RUN in its environment; the janus package
+ * in the child sees them at import and appends the run's steps itself.  The
+ * child inherits stdin/stdout/stderr and the process group, so a terminal's
+ * ^C reaches it directly; signals sent to this process alone are forwarded.
+ * When the child ends, the run is closed with its exit status ("finished",
+ * "error", or "killed" for a signal, exit code 128+signal as a shell
+ * reports it), a one-line summary goes to stderr, and janus exits with the
+ * child's status so scripts and CI see what they would see without janus.
+ *
+ * The store is closed while the child runs: the child opens its own
+ * connection, and nothing of ours (file descriptors, locks) leaks into it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jn_cli.h"
+#include "jn_db.h"
+
+const char jn_cli_record_usage[] =
+    "usage: janus record [--db PATH] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Run COMMAND (for example `python3 train.py --epochs 1`) with recording\n"
+    "enabled.  Every op the janus package dispatches, with its call site,\n"
+    "sync points and control-flow decisions, is stored per training step in\n"
+    "a new run appended to the trace store; earlier runs are kept.\n"
+    "stdin/stdout/stderr, signals and the exit status pass through.\n"
+    "\n"
+    "options:\n"
+    "  --db PATH   trace store to append to (created if missing; default run.db)\n"
+    "  -h, --help  show this help\n"
+    "\n"
+    "The child sees JANUS_RECORD_DB (absolute path) and JANUS_RECORD_RUN (the\n"
+    "run id) in its environment.  At the end one summary line is printed on\n"
+    "stderr; `janus inspect PATH` shows the details.\n";
+
+static volatile sig_atomic_t child_pid;
+
+static double now(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* Forward a signal sent to janus alone.  Signals the terminal generates
+ * (si_code SI_KERNEL) already reached the child, which shares our process
+ * group; sending them again would make Python see ^C twice. */
+static void forward(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    if (si && si->si_code == SI_KERNEL) return;
+    pid_t p = (pid_t)child_pid;
+    if (p > 0) kill(p, sig);
+}
+
+/* Growing string for argv JSON and the op table text. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} sbuf;
+
+static int sb_add(sbuf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) return -1;
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+    return 0;
+}
+
+static int sb_str(sbuf *b, const char *s) { return sb_add(b, s, strlen(s)); }
+
+/* argv as a JSON array, through the shared escaper (memstream). */
+static char *argv_json(int n, char **v) {
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (!f) return NULL;
+    jn_cli_json j;
+    jn_cli_json_init(&j, f);
+    jn_cli_json_arr(&j);
+    for (int i = 0; i < n; i++) jn_cli_json_str(&j, v[i]);
+    jn_cli_json_end(&j, ']');
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* "name schema" per op in enum order: what event op indices refer to. */
+static char *optable_text(void) {
+    sbuf b = {0};
+    for (int op = 0; op < JN_NOPS; op++) {
+        const jn_opinfo *oi = jn_op_info((jn_op)op);
+        if (sb_str(&b, oi->name) || sb_str(&b, " ") || sb_str(&b, oi->schema ? oi->schema : "") ||
+            sb_str(&b, "\n")) {
+            free(b.s);
+            return NULL;
+        }
+    }
+    return b.s;
+}
+
+/* The "flags" line of /proc/cpuinfo (empty when unavailable). */
+static char *cpu_features(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char *line = NULL, *out = NULL;
+    size_t cap = 0;
+    if (f) {
+        while (getline(&line, &cap, f) > 0) {
+            if (!strncmp(line, "flags", 5) || !strncmp(line, "Features", 8)) {
+                char *c = strchr(line, ':');
+                if (!c) continue;
+                c++;
+                while (*c == ' ' || *c == '\t') c++;
+                c[strcspn(c, "\n")] = 0;
+                out = strdup(c);
+                break;
+            }
+        }
+        free(line);
+        fclose(f);
+    }
+    return out ? out : strdup("");
+}
+
+/* Absolute form of path (its directory need not be canonical; the file
+ * need not exist). */
+static char *absolute(const char *path) {
+    if (path[0] == '/') return strdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return NULL;
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%s/%s", cwd, path);
+    return out;
+}
+
+/* Clear messages for locations SQLite would report vaguely (or, for a
+ * read-only file, open read-only and fail only at the first write). */
+static int check_location(const char *abs, const char *shown) {
+    struct stat st;
+    if (stat(abs, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "janus record: %s is a directory; pass --db %s/run.db to store the trace inside it\n",
+                    shown, shown);
+            return -1;
+        }
+        if (access(abs, R_OK | W_OK) != 0) {
+            fprintf(stderr, "janus record: cannot write the trace store %s: %s; "
+                            "pass --db with a writable location\n", shown, strerror(errno));
+            return -1;
+        }
+    }
+    char *dir = strdup(abs);
+    if (!dir) return -1;
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = 0;
+    else *slash = 0;
+    int rc = 0;
+    /* SQLite's WAL mode creates PATH-wal and PATH-shm next to the file. */
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "janus record: cannot create the trace store %s: directory %s does not exist; "
+                        "create it or pass --db with another location\n", shown, dir);
+        rc = -1;
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "janus record: cannot create the trace store %s: directory %s is not writable (%s); "
+                        "pass --db with a writable location\n", shown, dir, strerror(errno));
+        rc = -1;
+    }
+    free(dir);
+    return rc;
+}
+
+/* SQLite reports a full disk variously ("database or disk is full", or a
+ * "disk I/O error" when the shared-memory index cannot grow); say it plainly. */
+static void full_disk_hint(const char *abs) {
+    char *dir = strdup(abs);
+    if (!dir) return;
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = 0;
+    else *slash = 0;
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) == 0 && vfs.f_blocks > 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < 64 * 1024)
+        fprintf(stderr, "janus record: the file system holding %s is full; free some space or pass --db "
+                        "with another location (earlier runs in the store are intact)\n", dir);
+    free(dir);
+}
+
+/* Size of the store as it lies on disk (the WAL holds recent commits). */
+static int64_t store_bytes(const char *abs) {
+    struct stat st;
+    int64_t n = 0;
+    if (stat(abs, &st) == 0) n += st.st_size;
+    size_t len = strlen(abs) + 5;
+    char *wal = malloc(len);
+    if (wal) {
+        snprintf(wal, len, "%s-wal", abs);
+        if (stat(wal, &st) == 0) n += st.st_size;
+        free(wal);
+    }
+    return n;
+}
+
+/* Fork and exec; on exec failure the child reports errno through a
+ * close-on-exec pipe so we can say "command not found" ourselves. */
+static pid_t spawn(char **cmd, int *exec_errno) {
+    int pfd[2];
+    *exec_errno = 0;
+    if (pipe2(pfd, O_CLOEXEC) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        /* Our forwarding handlers are reset by exec; the mask is inherited. */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execvp(cmd[0], cmd);
+        int e = errno;
+        ssize_t w = write(pfd[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    child_pid = pid;
+    close(pfd[1]);
+    int e;
+    ssize_t r;
+    do r = read(pfd[0], &e, sizeof e);
+    while (r < 0 && errno == EINTR);
+    if (r == (ssize_t)sizeof e) *exec_errno = e;
+    close(pfd[0]);
+    return pid;
+}
+
+/* One integer / text from a query with one ?1 = run id (0 / NULL on error). */
+static int64_t q_int(sqlite3 *h, const char *sql, int64_t run) {
+    sqlite3_stmt *st = NULL;
+    int64_t v = 0;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, run);
+        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+static char *q_text(sqlite3 *h, const char *sql, int64_t run) {
+    sqlite3_stmt *st = NULL;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, run);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            v = strdup((const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+static void summary(jn_db *db, int64_t run, const char *abs, const char *shown) {
+    sqlite3 *h = jn_db_handle(db);
+    int64_t steps = q_int(h, "SELECT count(*) FROM steps WHERE run_id=?1", run);
+    int64_t ops = q_int(h, "SELECT coalesce(sum(n_ops),0) FROM steps WHERE run_id=?1", run);
+    int64_t sigs = q_int(h, "SELECT count(DISTINCT signature) FROM steps WHERE run_id=?1", run);
+    char *py = q_text(h, "SELECT python_version FROM runs WHERE id=?1", run);
+    char a[32], b[32], c[32];
+    if (steps == 0 && (!py || !py[0])) {
+        fprintf(stderr, "janus record: run %lld: the command never imported janus; nothing was recorded "
+                        "(run a Python script that does `import janus`)\n", (long long)run);
+    } else {
+        fprintf(stderr, "janus record: run %lld: %s step%s, %s ops, %lld distinct step signature%s, %s %s\n",
+                (long long)run, jn_cli_commas(steps, a), steps == 1 ? "" : "s", jn_cli_commas(ops, b),
+                (long long)sigs, sigs == 1 ? "" : "s", shown, jn_cli_bytes(store_bytes(abs), c));
+    }
+    free(py);
+}
+
+int jn_cli_record(int argc, char **argv) {
+    const char *dbpath = "run.db";
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(jn_cli_record_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--db")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "janus record: --db needs a PATH\n\n%s", jn_cli_record_usage);
+                return 2;
+            }
+            dbpath = argv[++i];
+            continue;
+        }
+        if (!strncmp(a, "--db=", 5)) {
+            dbpath = a + 5;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "janus record: unknown option '%s' (put the command after --)\n\n%s", a,
+                    jn_cli_record_usage);
+            return 2;
+        }
+        break; /* the command starts here */
+    }
+    if (i >= argc) {
+        fprintf(stderr, "janus record: no COMMAND given\n\n%s", jn_cli_record_usage);
+        return 2;
+    }
+    if (!dbpath[0]) {
+        fprintf(stderr, "janus record: --db needs a non-empty PATH\n");
+        return 2;
+    }
+    char **cmd = argv + i;
+    int ncmd = argc - i;
+
+    char *abs = absolute(dbpath);
+    if (!abs) {
+        fprintf(stderr, "janus record: cannot resolve %s: %s\n", dbpath, strerror(errno));
+        return 1;
+    }
+    if (check_location(abs, dbpath)) {
+        free(abs);
+        return 1;
+    }
+
+    jn_db *db = NULL;
+    if (jn_db_open(abs, JN_DB_CREATE, &db) != JN_OK) {
+        fprintf(stderr, "janus record: %s\n", jn_errmsg());
+        full_disk_hint(abs);
+        free(abs);
+        return 1;
+    }
+
+    char cwd[PATH_MAX], host[256] = "";
+    if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    gethostname(host, sizeof host - 1);
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)jn_optable_hash());
+    char *aj = argv_json(ncmd, cmd), *ops = optable_text(), *cpu = cpu_features();
+    int rc = 1;
+    int64_t run = 0;
+    if (!aj || !ops || !cpu) {
+        fprintf(stderr, "janus record: out of memory\n");
+        goto done;
+    }
+    jn_db_run_info info = {
+        .argv_json = aj, .cwd = cwd, .python_version = "", .janus_version = JANUS_VERSION,
+        .optable_hash = hash, .optable_ops = ops, .cpu_features = cpu, .device = "cpu",
+        .hostname = host, .pid = (int64_t)getpid(), .started = now(),
+    };
+    if (jn_db_run_begin(db, &info, &run) != JN_OK) {
+        fprintf(stderr, "janus record: cannot add a run to %s: %s\n", dbpath, jn_errmsg());
+        full_disk_hint(abs);
+        goto done;
+    }
+    jn_db_close(db);
+    db = NULL;
+
+    char runs[32];
+    snprintf(runs, sizeof runs, "%lld", (long long)run);
+    if (setenv("JANUS_RECORD_DB", abs, 1) || setenv("JANUS_RECORD_RUN", runs, 1)) {
+        fprintf(stderr, "janus record: cannot set the environment: %s\n", strerror(errno));
+        goto done;
+    }
+
+    struct sigaction sa, old[4];
+    const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < 4; k++) sigaction(sigs[k], &sa, &old[k]);
+
+    int exec_errno = 0, wst = 0;
+    pid_t pid = spawn(cmd, &exec_errno);
+    if (pid < 0) {
+        fprintf(stderr, "janus record: cannot start %s: %s\n", cmd[0], strerror(errno));
+        rc = 1;
+    } else {
+        pid_t w;
+        do w = waitpid(pid, &wst, 0);
+        while (w < 0 && errno == EINTR);
+        child_pid = 0;
+    }
+    for (int k = 0; k < 4; k++) sigaction(sigs[k], &old[k], NULL);
+
+    const char *status = "error";
+    if (pid < 0) {
+        rc = 1;
+    } else if (exec_errno) {
+        fprintf(stderr, "janus record: cannot run '%s': %s%s\n", cmd[0], strerror(exec_errno),
+                exec_errno == ENOENT ? " (is it installed and on PATH?)" : "");
+        rc = exec_errno == ENOENT ? 127 : 126; /* what a shell returns */
+    } else if (WIFSIGNALED(wst)) {
+        rc = 128 + WTERMSIG(wst);
+        status = "killed";
+    } else {
+        rc = WEXITSTATUS(wst);
+        status = rc == 0 ? "finished" : "error";
+    }
+
+    /* Close the run.  Failing here (disk full, file replaced) loses only
+     * the end time; the steps the child committed are already safe. */
+    if (jn_db_open(abs, JN_DB_WRITE, &db) != JN_OK ||
+        jn_db_run_end(db, run, rc, status, now()) != JN_OK) {
+        fprintf(stderr, "janus record: run %lld ran, but its end could not be stored: %s\n",
+                (long long)run, jn_errmsg());
+        full_disk_hint(abs);
+    }
+    if (db) summary(db, run, abs, dbpath);
+
+done:
+    if (db) jn_db_close(db);
+    free(aj);
+    free(ops);
+    free(cpu);
+    free(abs);
+    return rc;
+}

@@ -120,7 +120,7 @@ static const struct {
 
 /* Cached statements, prepared on first use. */
 enum {
-    ST_BEGIN, ST_COMMIT, ST_OPTABLE, ST_RUN, ST_RUN_END, ST_CS_GET, ST_CS_PUT, ST_STACK_GET,
+    ST_BEGIN, ST_COMMIT, ST_OPTABLE, ST_RUN, ST_RUN_END, ST_RUN_PY, ST_CS_GET, ST_CS_PUT, ST_STACK_GET,
     ST_STACK_PUT, ST_STEP, ST_CHUNK, ST_OPCOUNT, ST_SYNC, ST_DECISION, ST_SHAPE, ST_ARGTYPE,
     ST_READ_CHUNK, ST_COUNT
 };
@@ -132,6 +132,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_RUN] = "INSERT INTO runs(argv, cwd, started, python_version, janus_version, optable_hash, "
                "cpu_features, device, hostname, pid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_RUN_END] = "UPDATE runs SET ended = ?1, exit_status = ?2, status = ?3 WHERE id = ?4",
+    [ST_RUN_PY] = "UPDATE runs SET python_version = ?1 WHERE id = ?2",
     [ST_CS_GET] = "SELECT id FROM callsites WHERE file = ?1 AND line = ?2 AND func = ?3",
     [ST_CS_PUT] = "INSERT OR IGNORE INTO callsites(file, line, func) VALUES(?1, ?2, ?3)",
     [ST_STACK_GET] = "SELECT id FROM stacks WHERE hash = ?1",
@@ -567,6 +568,20 @@ jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *
     if (rc != SQLITE_OK) return db_fail(db, rc, "ending a run");
     if (sqlite3_changes(db->h) == 0)
         return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64 " to end", db->path, run_id);
+    return JN_OK;
+}
+
+jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_version) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_run_set_python"))) return s;
+    sqlite3_stmt *st;
+    if ((s = get_stmt(db, ST_RUN_PY, &st))) return s;
+    bind_text(st, 1, python_version ? python_version : "");
+    sqlite3_bind_int64(st, 2, run_id);
+    int rc = run_stmt(db, st);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "recording the Python version of a run");
+    if (sqlite3_changes(db->h) == 0)
+        return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64, db->path, run_id);
     return JN_OK;
 }
 

@@ -73,6 +73,9 @@ typedef struct {
 } jn_db_run_info;
 
 jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id);
+/* The recording process fills this at start: it is also how the CLI tells
+ * "the command imported janus" (set) from "it never did" (still empty). */
+jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_version);
 /* status: "finished", "error" (script raised / nonzero exit), "killed" */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
 

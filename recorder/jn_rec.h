@@ -41,7 +41,8 @@ typedef void (*jn_rec_site_fn)(jn_rec_site *out);
 void jn_rec_set_site_fn(jn_rec_site_fn fn);
 
 /* Open the store (JN_DB_WRITE; the run must exist) and start recording. */
-jn_status jn_rec_start(const char *db_path, int64_t run_id);
+/* python_version goes into the run row (the CLI reads it to tell that janus was imported). */
+jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_version);
 /* Write the current step (kind "optimizer", "marker", "tail") and reset.
  * An empty step (no ops, syncs or decisions) is not written. */
 jn_status jn_rec_end_step(const char *kind);

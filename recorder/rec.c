@@ -539,11 +539,15 @@ static void reset_step(void) {
     R.started = now();
 }
 
-jn_status jn_rec_start(const char *db_path, int64_t run_id) {
+jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_version) {
     if (R.db) return jn_error(JN_ERR_RUNTIME, "recorder: already recording into run %lld", (long long)R.run_id);
     jn_db *db;
     jn_status s = jn_db_open(db_path, JN_DB_WRITE, &db);
     if (s) return s;
+    if ((s = jn_db_run_set_python(db, run_id, python_version))) {
+        jn_db_close(db);
+        return s;
+    }
     jn_rec_site_fn fn = R.site_fn;
     memset(&R, 0, sizeof R);
     R.site_fn = fn;

@@ -445,7 +445,9 @@ static PyObject *py_rec_start(PyObject *self, PyObject *args) {
     is_user_fn = uf;
     analyze_fn = an;
     jn_rec_set_site_fn(site_fn);
-    jn_status s = jn_rec_start(path, run);
+    char pyver[64];
+    snprintf(pyver, sizeof pyver, "%d.%d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION, PY_MICRO_VERSION);
+    jn_status s = jn_rec_start(path, run, pyver);
     if (s) return rec_error(s);
     fdepth = 0;
     nogil_valid = 0;

@@ -665,10 +665,10 @@ nullname:
                     "or type", s->step);
 }
 
-jn_status jn_db_write_step(jn_db *db, const jn_db_step *s) {
+/* One step's rows inside the caller's transaction; on failure sets the
+ * error (naming the step) and returns it, leaving the rollback to the caller. */
+static jn_status write_one(jn_db *db, const jn_db_step *s, sqlite3_stmt **q) {
     jn_status st;
-    if ((st = need_write(db, "jn_db_write_step"))) return st;
-    if (!s) return jn_error(JN_ERR_VALUE, "jn_db_write_step: NULL step");
     if ((st = check_step(s))) return st;
 
     /* compress before taking the write lock: other writers wait less */
@@ -687,17 +687,8 @@ jn_status jn_db_write_step(jn_db *db, const jn_db_step *s) {
         return jn_error(JN_ERR_RUNTIME, "compressing step %" PRId64 " of run %" PRId64 ": %s", s->step, s->run_id,
                         ZSTD_getErrorName(csize));
 
-    sqlite3_stmt *q[ST_COUNT];
-    static const int needed[] = {ST_BEGIN, ST_COMMIT, ST_STEP, ST_CHUNK, ST_OPCOUNT,
-                                 ST_SYNC, ST_DECISION, ST_SHAPE, ST_ARGTYPE};
-    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
-        if ((st = get_stmt(db, needed[i], &q[needed[i]]))) return st;
-
-    const char *what = "starting the step transaction";
-    int rc = run_stmt(db, q[ST_BEGIN]);
-    if (rc != SQLITE_OK) goto fail;
-
-    what = "inserting the step row";
+    const char *what = "inserting the step row";
+    int rc;
     char sig[17];
     snprintf(sig, sizeof sig, "%016" PRIx64, s->signature);
     sqlite3_stmt *t = q[ST_STEP];
@@ -780,8 +771,6 @@ jn_status jn_db_write_step(jn_db *db, const jn_db_step *s) {
         sqlite3_bind_int64(t, 7, a->count);
         if ((rc = run_stmt(db, t)) != SQLITE_OK) goto fail;
     }
-    what = "committing the step";
-    if ((rc = run_stmt(db, q[ST_COMMIT])) != SQLITE_OK) goto fail;
     return JN_OK;
 fail:
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY && strcmp(what, "inserting the step row") == 0)
@@ -795,8 +784,44 @@ fail:
         snprintf(buf, sizeof buf, "writing step %" PRId64 " of run %" PRId64 " (%s)", s->step, s->run_id, what);
         st = db_fail(db, rc, buf);
     }
-    rollback(db);
     return st;
+}
+
+jn_status jn_db_write_steps(jn_db *db, const jn_db_step *steps, int n) {
+    jn_status st;
+    if ((st = need_write(db, "jn_db_write_steps"))) return st;
+    if (!steps || n < 1) return jn_error(JN_ERR_VALUE, "jn_db_write_steps: no steps");
+    sqlite3_stmt *q[ST_COUNT];
+    static const int needed[] = {ST_BEGIN, ST_COMMIT, ST_STEP, ST_CHUNK, ST_OPCOUNT,
+                                 ST_SYNC, ST_DECISION, ST_SHAPE, ST_ARGTYPE};
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
+        if ((st = get_stmt(db, needed[i], &q[needed[i]]))) return st;
+    int rc = run_stmt(db, q[ST_BEGIN]);
+    if (rc != SQLITE_OK) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "starting the transaction of step %" PRId64 " of run %" PRId64, steps[0].step,
+                 steps[0].run_id);
+        return db_fail(db, rc, buf);
+    }
+    for (int i = 0; i < n; i++)
+        if ((st = write_one(db, &steps[i], q))) {
+            rollback(db);
+            return st;
+        }
+    if ((rc = run_stmt(db, q[ST_COMMIT])) != SQLITE_OK) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "committing step %" PRId64 " of run %" PRId64, steps[n - 1].step,
+                 steps[n - 1].run_id);
+        st = db_fail(db, rc, buf);
+        rollback(db);
+        return st;
+    }
+    return JN_OK;
+}
+
+jn_status jn_db_write_step(jn_db *db, const jn_db_step *s) {
+    if (!s) return jn_error(JN_ERR_VALUE, "jn_db_write_step: NULL step");
+    return jn_db_write_steps(db, s, 1);
 }
 
 jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len) {

@@ -169,6 +169,9 @@ typedef struct {
 
 /* One transaction: the step row, its chunk and its summaries. */
 jn_status jn_db_write_step(jn_db *db, const jn_db_step *s);
+/* Several steps in one transaction (all or none): the recorder's writer
+ * thread batches what queued up, one commit per batch. */
+jn_status jn_db_write_steps(jn_db *db, const jn_db_step *steps, int n);
 /* The decompressed events of a step (caller frees *data with free()). */
 jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len);
 

@@ -414,14 +414,24 @@ static void pending_free(pending *p) {
     free(p);
 }
 
+/* The writer takes everything queued so far and commits it as one
+ * transaction: while it keeps up that is one step per commit; when training
+ * outruns it the per-commit cost is shared by the batch. */
 static void *writer_main(void *arg) {
     (void)arg;
+    pending *batch[JN_REC_QUEUE];
+    jn_db_step steps[JN_REC_QUEUE];
     pthread_mutex_lock(&q_mu);
     for (;;) {
         while (!q_head && !q_stop) pthread_cond_wait(&q_work, &q_mu);
         if (!q_head) break; /* stopping and drained */
-        pending *p = q_head;
-        q_head = p->next;
+        int n = 0;
+        while (q_head && n < JN_REC_QUEUE) {
+            batch[n] = q_head;
+            steps[n] = q_head->st;
+            n++;
+            q_head = q_head->next;
+        }
         if (!q_head) q_tail = NULL;
         q_busy = 1;
         int skip = w_err != JN_OK; /* after a failure, later steps are dropped */
@@ -429,7 +439,7 @@ static void *writer_main(void *arg) {
         jn_status s = JN_OK;
         if (!skip) {
             pthread_mutex_lock(&db_mu);
-            s = jn_db_write_step(R.db, &p->st);
+            s = jn_db_write_steps(R.db, steps, n);
             pthread_mutex_unlock(&db_mu);
         }
         pthread_mutex_lock(&q_mu);
@@ -437,12 +447,12 @@ static void *writer_main(void *arg) {
             w_err = s;
             snprintf(w_errmsg, sizeof w_errmsg, "%s", jn_errmsg()); /* jn_errmsg is per thread */
         }
-        if (!s && !skip) R.stats.bytes += (int64_t)p->st.events_len;
-        q_len--;
+        for (int i = 0; i < n && !s && !skip; i++) R.stats.bytes += (int64_t)steps[i].events_len;
+        q_len -= n;
         q_busy = 0;
         pthread_cond_broadcast(&q_room);
         pthread_mutex_unlock(&q_mu);
-        pending_free(p);
+        for (int i = 0; i < n; i++) pending_free(batch[i]);
         pthread_mutex_lock(&q_mu);
     }
     pthread_mutex_unlock(&q_mu);

@@ -94,6 +94,7 @@ typedef struct jn_storage {
     size_t nbytes;
     int device;          /* jn_device_type */
     int owns_data;       /* 1: data is its own allocation; 2: inside this block */
+    int block_class;     /* size class in the runtime's block cache, or -1 */
     uint64_t version;    /* bumped by every in-place write; shared by views */
     void (*release)(void *ctx); /* external memory (numpy buffers) */
     void *release_ctx;

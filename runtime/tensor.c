@@ -7,6 +7,7 @@
  */
 #include "jn_runtime.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,69 @@ static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t
     return t;
 }
 
+/* ---------------------------------------------------------- block cache */
+/* Large buffers are kept for reuse instead of going back to the C library:
+ * glibc serves them with mmap, so every fresh activation or gradient of a
+ * training step would otherwise be zero-filled page by page by the kernel
+ * (measured: more than half of an MLP's Adam step).  Blocks are rounded to
+ * quarter powers of two (at most 25% slack) and cached per class up to
+ * JANUS_CACHE_MB (default 512) in all; the rest is freed. */
+#define CACHE_MIN ((size_t)64 << 10)
+#define CACHE_CLASSES 192
+
+static struct {
+    pthread_mutex_t mu;
+    void *head[CACHE_CLASSES]; /* free blocks; the first word links them */
+    size_t bytes, cap;
+    int init;
+} bcache = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+
+static int block_class(size_t sz, size_t *rounded) {
+    int e = 63 - __builtin_clzll((unsigned long long)sz); /* 2^e <= sz */
+    size_t base = (size_t)1 << e, step = base >> 2;
+    size_t k = (sz - base + step - 1) / step;             /* 0..4 quarters above 2^e */
+    *rounded = base + k * step;
+    return e * 4 + (int)k;
+}
+
+static void *block_alloc(size_t sz, int *cls) {
+    size_t r;
+    int c = sz >= CACHE_MIN ? block_class(sz, &r) : -1;
+    if (c >= 0 && c < CACHE_CLASSES) {
+        pthread_mutex_lock(&bcache.mu);
+        void *b = bcache.head[c];
+        if (b) {
+            bcache.head[c] = *(void **)b;
+            bcache.bytes -= r;
+        }
+        pthread_mutex_unlock(&bcache.mu);
+        *cls = c;
+        return b ? b : aligned_alloc(64, r);
+    }
+    *cls = -1;
+    return aligned_alloc(64, sz);
+}
+
+static void block_free(void *b, int cls) {
+    if (cls >= 0) {
+        size_t r = ((size_t)1 << (cls / 4)) + (size_t)(cls % 4) * (((size_t)1 << (cls / 4)) >> 2);
+        pthread_mutex_lock(&bcache.mu);
+        if (!bcache.init) {
+            const char *e = getenv("JANUS_CACHE_MB");
+            bcache.cap = (size_t)(e ? strtoull(e, NULL, 10) : 512) << 20;
+            bcache.init = 1;
+        }
+        if (bcache.bytes + r <= bcache.cap) {
+            *(void **)b = bcache.head[cls];
+            bcache.head[cls] = b;
+            bcache.bytes += r;
+            b = NULL;
+        }
+        pthread_mutex_unlock(&bcache.mu);
+    }
+    free(b);
+}
+
 /* Small tensors dominate eager dispatch cost, so storage header and data
  * share one malloc block (data 64-byte aligned for vector loads, placed
  * after the header); big buffers get their own aligned allocation. */
@@ -70,7 +134,7 @@ static jn_storage *storage_new(size_t nbytes, int zero) {
     } else {
         st = calloc(1, sizeof *st);
         if (!st) return NULL;
-        st->data = aligned_alloc(64, sz);
+        st->data = block_alloc(sz, &st->block_class);
         if (!st->data) {
             free(st);
             return NULL;
@@ -175,7 +239,7 @@ void jn_tensor_incref(jn_tensor *t) { __atomic_fetch_add(&t->refcnt, 1, __ATOMIC
 static void storage_decref(jn_storage *st) {
     if (!st || __atomic_sub_fetch(&st->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (st->release) st->release(st->release_ctx);
-    else if (st->owns_data == 1) free(st->data);
+    else if (st->owns_data == 1) block_free(st->data, st->block_class);
     free(st);
 }
 

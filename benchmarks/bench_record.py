@@ -23,7 +23,7 @@ BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "bu
 JANUS = os.path.join(BUILD, "janus")
 
 # (example, steps): short runs that still take long enough to time.
-EXAMPLES = [("fashion_mlp.py", 300), ("fashion_cnn.py", 40), ("char_lstm.py", 60)]
+EXAMPLES = [("fashion_mlp.py", 600), ("fashion_cnn.py", 150), ("char_lstm.py", 150)]
 RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps\)")
 
 

@@ -239,7 +239,14 @@ def test_sigint_forwarded_like_a_shell(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     assert p.stdout.readline() == "ready\n"
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # keep what is needed to explain a lost signal
+        ps = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:20,args", "--ppid", str(p.pid)],
+                            capture_output=True, text=True).stdout
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"SIGINT was not passed on within 30 s; children of janus:\n{ps}\nstderr:\n{err}")
     assert "KeyboardInterrupt" in err
     assert p.returncode == 128 + signal.SIGINT  # Python re-raises SIGINT on an uncaught ^C
     run = inspect_json(db)["runs"][0]

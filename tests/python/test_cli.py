@@ -244,6 +244,8 @@ def test_sigint_forwarded_like_a_shell(tmp_path):
     except subprocess.TimeoutExpired:  # keep what is needed to explain a lost signal
         ps = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:20,args", "--ppid", str(p.pid)],
                             capture_output=True, text=True).stdout
+        for line in ps.splitlines()[1:]:
+            os.kill(int(line.split()[0]), signal.SIGKILL)
         p.kill()
         out, err = p.communicate()
         raise AssertionError(f"SIGINT was not passed on within 30 s; children of janus:\n{ps}\nstderr:\n{err}")

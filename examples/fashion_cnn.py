@@ -2,16 +2,13 @@
 
     python examples/fashion_cnn.py [--epochs 4] [--steps N] [--batch 64]
 """
-import argparse
 import os
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fashion_common import arguments, train  # noqa: E402  (puts the repo's python/ on sys.path)
 import janus  # noqa: E402
 import janus.nn as nn  # noqa: E402
-from janus.datasets import fashion_mnist  # noqa: E402
-from janus.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 
 class LeNet(nn.Module):
@@ -32,55 +29,9 @@ class LeNet(nn.Module):
         return self.fc3(x)
 
 
-def load():
-    xtr, ytr = fashion_mnist(train=True)
-    xte, yte = fashion_mnist(train=False)
-    return (xtr.float().unsqueeze(1) / 255.0, ytr), (xte.float().unsqueeze(1) / 255.0, yte)
-
-
-def evaluate(model, x, y, batch=1000):
-    model.eval()
-    correct = 0
-    with janus.no_grad():
-        for i in range(0, x.shape[0], batch):
-            correct += (model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum().item()
-    model.train()
-    return correct / x.shape[0]
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="Fashion-MNIST LeNet")
-    ap.add_argument("--epochs", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run all epochs)")
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    janus.manual_seed(args.seed)
-    (xtr, ytr), (xte, yte) = load()
-    loader = DataLoader(TensorDataset(xtr, ytr), batch_size=args.batch, shuffle=True,
-                        generator=janus.Generator().manual_seed(args.seed))
-    model = LeNet()
-    opt = janus.optim.Adam(model.parameters(), lr=args.lr)
-    loss_fn = nn.CrossEntropyLoss()
-    step, t0 = 0, time.perf_counter()
-    for epoch in range(args.epochs):
-        for x, y in loader:
-            opt.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
-            step += 1
-            if step % 100 == 0 or step == 1:
-                print(f"epoch {epoch} step {step:5d}  loss {loss.item():.4f}", flush=True)
-            if args.steps and step >= args.steps:
-                break
-        if args.steps and step >= args.steps:
-            break
-    dt = time.perf_counter() - t0
-    acc = evaluate(model, xte, yte)
-    print(f"test accuracy {acc * 100:.2f}%  ({step / dt:.1f} steps/s over {step} steps)")
-    return acc
+    args = arguments("Fashion-MNIST LeNet", epochs=4, batch=64, lr=2e-3, argv=argv).parse_args(argv)
+    return train(LeNet, lambda p: janus.optim.Adam(p, lr=args.lr), args, (1, 28, 28))
 
 
 if __name__ == "__main__":

@@ -551,17 +551,10 @@ jn_status jn_infer_avg_pool2d(int nin, jn_tensor *const *in, const jn_attrs *a, 
             const T *x = (const T *)j->x + (pl / p->C) * p->sn + (pl % p->C) * p->sc;             \
             T *v = (T *)j->val + pl * j->OH * j->OW;                                              \
             for (int64_t oh = 0; oh < j->OH; oh++) {                                              \
-                int64_t h0 = oh * j->sh - j->ph, h1 = h0 + j->kh;                                 \
-                if (h1 > p->H + j->ph) h1 = p->H + j->ph;                                         \
-                int64_t hn = h1 - h0;                                                             \
-                if (h0 < 0) h0 = 0;                                                               \
-                if (h1 > p->H) h1 = p->H;                                                         \
+                int64_t h0, h1, hn, w0, w1, wn;                                                   \
+                jn_rt_avg_window(oh, j->sh, j->ph, j->kh, p->H, &h0, &h1, &hn);                   \
                 for (int64_t ow = 0; ow < j->OW; ow++) {                                          \
-                    int64_t w0 = ow * j->sw - j->pw, w1 = w0 + j->kw;                             \
-                    if (w1 > p->W + j->pw) w1 = p->W + j->pw;                                     \
-                    int64_t wn = w1 - w0;                                                         \
-                    if (w0 < 0) w0 = 0;                                                           \
-                    if (w1 > p->W) w1 = p->W;                                                     \
+                    jn_rt_avg_window(ow, j->sw, j->pw, j->kw, p->W, &w0, &w1, &wn);               \
                     if (h0 >= h1 || w0 >= w1) {                                                   \
                         v[oh * j->OW + ow] = 0;                                                   \
                         continue;                                                                 \

@@ -44,4 +44,16 @@ static inline int64_t jn_rt_pool_out_len(int64_t in, int64_t k, int64_t pad, int
     return o;
 }
 
+/* One avg-pool window along one dim, PyTorch's rule: the window starting at
+ * o*stride - pad is first clipped to the padded input (its length then is
+ * the count_include_pad divisor), then to the real input [lo, hi). */
+static inline void jn_rt_avg_window(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t in,
+                                    int64_t *lo, int64_t *hi, int64_t *padded_len) {
+    int64_t a = o * stride - pad, b = a + k;
+    if (b > in + pad) b = in + pad;
+    *padded_len = b - a;
+    *lo = a < 0 ? 0 : a;
+    *hi = b > in ? in : b;
+}
+
 #endif

@@ -751,17 +751,10 @@ static void grad_strides(const jn_tensor *g, int64_t gs[4]) {
             T *dx = (T *)p->dx + pl * p->H * p->W;                                                \
             memset(dx, 0, sizeof(T) * (size_t)(p->H * p->W));                                     \
             for (int64_t oh = 0; oh < p->OH; oh++) {                                              \
-                int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh;                                 \
-                if (h1 > p->H + p->ph) h1 = p->H + p->ph;                                         \
-                int64_t hn = h1 - h0;                                                             \
-                if (h0 < 0) h0 = 0;                                                               \
-                if (h1 > p->H) h1 = p->H;                                                         \
+                int64_t h0, h1, hn, w0, w1, wn;                                                   \
+                jn_rt_avg_window(oh, p->sh, p->ph, p->kh, p->H, &h0, &h1, &hn);                   \
                 for (int64_t ow = 0; ow < p->OW; ow++) {                                          \
-                    int64_t w0 = ow * p->sw - p->pw, w1 = w0 + p->kw;                             \
-                    if (w1 > p->W + p->pw) w1 = p->W + p->pw;                                     \
-                    int64_t wn = w1 - w0;                                                         \
-                    if (w0 < 0) w0 = 0;                                                           \
-                    if (w1 > p->W) w1 = p->W;                                                     \
+                    jn_rt_avg_window(ow, p->sw, p->pw, p->kw, p->W, &w0, &w1, &wn);               \
                     if (h0 >= h1 || w0 >= w1) continue;                                           \
                     int64_t div = p->count_include_pad ? hn * wn : (h1 - h0) * (w1 - w0);          \
                     T d = g[oh * p->gs[2] + ow * p->gs[3]] / (T)div;                              \

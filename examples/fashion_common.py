@@ -1,0 +1,72 @@
+"""What the two Fashion-MNIST examples share: loading the data as float
+images, the training loop (DataLoader, zero_grad/backward/step, progress
+lines, --steps early stop) and test-set accuracy.  Each example only
+defines its model and defaults."""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import janus  # noqa: E402
+import janus.nn as nn  # noqa: E402
+from janus.datasets import fashion_mnist  # noqa: E402
+from janus.utils.data import DataLoader, TensorDataset  # noqa: E402
+
+
+def load(image_shape):
+    """((x_train, y_train), (x_test, y_test)); images float in [0, 1] of image_shape per sample."""
+    out = []
+    for train in (True, False):
+        x, y = fashion_mnist(train=train)
+        out.append(((x.float() / 255.0).view(x.shape[0], *image_shape), y))
+    return out
+
+
+def evaluate(model, x, y, batch=1000):
+    model.eval()
+    correct = 0
+    with janus.no_grad():
+        for i in range(0, x.shape[0], batch):
+            correct += (model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum().item()
+    model.train()
+    return correct / x.shape[0]
+
+
+def arguments(description, epochs, batch, lr, argv):
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--epochs", type=int, default=epochs)
+    ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run all epochs)")
+    ap.add_argument("--batch", type=int, default=batch)
+    ap.add_argument("--lr", type=float, default=lr)
+    ap.add_argument("--seed", type=int, default=0)
+    return ap
+
+
+def train(model, make_opt, args, image_shape):
+    """Train on the training split, then print and return test accuracy."""
+    janus.manual_seed(args.seed)
+    (xtr, ytr), (xte, yte) = load(image_shape)
+    loader = DataLoader(TensorDataset(xtr, ytr), batch_size=args.batch, shuffle=True,
+                        generator=janus.Generator().manual_seed(args.seed))
+    model = model()
+    opt = make_opt(model.parameters())
+    loss_fn = nn.CrossEntropyLoss()
+    step, t0 = 0, time.perf_counter()
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            step += 1
+            if step % 100 == 0 or step == 1:
+                print(f"epoch {epoch} step {step:5d}  loss {loss.item():.4f}", flush=True)
+            if args.steps and step >= args.steps:
+                break
+        if args.steps and step >= args.steps:
+            break
+    dt = time.perf_counter() - t0
+    acc = evaluate(model, xte, yte)
+    print(f"test accuracy {acc * 100:.2f}%  ({step / dt:.1f} steps/s over {step} steps)")
+    return acc

@@ -1,0 +1,45 @@
+/* jn_an.h -- the analyzer: recorded traces in run.db -> generalized,
+ * guarded graphs (jn_ir_module).  Pure C, no Python.
+ *
+ * The pipeline (jn_an_analyze, analyze.c, lists every pass in order):
+ *   load        read runs, steps and chunks; map the run's op names to this
+ *               build's op table; decode events (errors name run and step)
+ *   segment     split each step at sync points; a segment's key is where it
+ *               starts (the sync or step boundary before it + its first call site)
+ *   group       segments with the same key form a group
+ *   loops       fold repeated sub-sequences whose repeat count varies across
+ *               the group into loops (trip-count symbols)
+ *   align       same op, same structural attributes, same call site, op by op;
+ *               structurally different members become variants (decision trie)
+ *   generalize  varying dims -> symbols unified across values (and products),
+ *               varying Python scalars -> scalar inputs, constant ones ->
+ *               guarded constants, varying int attributes -> expressions
+ *   functionalize  in-place updates and views -> SSA; state read at entry,
+ *               written at exit; inputs (state/host/carry) and outputs (state
+ *               writes, values used later)
+ *   guards      every assumption as a guard with the recorded value/range and
+ *               the source line it came from
+ */
+#ifndef JN_AN_H
+#define JN_AN_H
+
+#include <stdio.h>
+
+#include "jn_db.h"
+#include "jn_ir.h"
+
+typedef struct {
+    int64_t run_id;      /* 0 = every finished/killed/error run in the store */
+    FILE *progress;      /* progress lines on long work; NULL = quiet */
+} jn_an_options;
+
+typedef struct {
+    int64_t runs, steps, ops, segments, groups, graphs, loops, symbols, guards;
+    double seconds;
+} jn_an_stats;
+
+/* Analyze the store; *out is a verified module (caller frees).  A store with
+ * no steps yields an empty module, not an error. */
+jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out, jn_an_stats *stats);
+
+#endif

@@ -306,6 +306,8 @@ int32_t jn_ir_value_add(jn_ir_graph *g, jn_ir_value_kind kind, int32_t def, int3
     if (ndim < 0 || ndim > JN_MAX_DIMS)
         return jn_error(JN_ERR_VALUE, "graph %s: a value cannot have %d dims (at most %d)",
                         g->name ? g->name : "?", ndim, JN_MAX_DIMS), -1;
+    jn_ir_dim dims[JN_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) dims[d] = shape[d]; /* shape may point into g->values */
     JN_IR_RESERVE(g->values, g->capvalues, g->nvalues + 1, return -1);
     jn_ir_value *v = &g->values[g->nvalues];
     memset(v, 0, sizeof *v);
@@ -315,7 +317,7 @@ int32_t jn_ir_value_add(jn_ir_graph *g, jn_ir_value_kind kind, int32_t def, int3
     v->dtype = dtype;
     v->device = (uint8_t)device;
     v->ndim = (uint8_t)ndim;
-    for (int d = 0; d < ndim; d++) v->shape[d] = shape[d];
+    for (int d = 0; d < ndim; d++) v->shape[d] = dims[d];
     return g->nvalues++;
 }
 
@@ -355,6 +357,8 @@ int32_t jn_ir_node_add(jn_ir_graph *g, jn_op op, int nin, const int32_t *in, con
     if (nout < 0 || nout > JN_MAX_OUTS)
         return jn_error(JN_ERR_VALUE, "graph %s: a node cannot have %d outputs (at most %d)", gn, nout,
                         JN_MAX_OUTS), -1;
+    jn_ir_value types[JN_MAX_OUTS]; /* out_types may point into g->values */
+    if (nout) memcpy(types, out_types, (size_t)nout * sizeof *types);
     JN_IR_RESERVE(g->nodes, g->capnodes, g->nnodes + 1, return -1);
     JN_IR_RESERVE(g->values, g->capvalues, g->nvalues + nout, return -1);
     jn_ir_node *n = &g->nodes[g->nnodes];
@@ -373,7 +377,7 @@ int32_t jn_ir_node_add(jn_ir_graph *g, jn_op op, int nin, const int32_t *in, con
     n->loop = innermost_loop(g, g->nnodes);
     n->site = site;
     for (int k = 0; k < nout; k++) {
-        const jn_ir_value *t = &out_types[k];
+        const jn_ir_value *t = &types[k];
         n->out[k] = jn_ir_value_add(g, JN_IR_V_NODE, g->nnodes, k, t->dtype, t->device, t->ndim, t->shape);
         if (n->out[k] < 0) return -1;
     }

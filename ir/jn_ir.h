@@ -60,7 +60,9 @@
  *            (dtype short names: f32 f64 f16 bf16 i64 i32 u8 bool; device
  *            omitted for cpu, else "cuda")
  *   <dim>    an integer, a symbol name, or an expression in parentheses
- *            over + - * // and integers, e.g. (B*784) (T-1-i0)
+ *            over + - * // and integers, e.g. (B*784) (T-1-i0); the
+ *            printer parenthesizes every operation, "((T-1)-i0)", and the
+ *            parser reads both (usual precedence, left to right)
  *   <attr>   the schema name from ops.def; values: integer or <dim>,
  *            float (%.17g, or %<v> when bound to a scalar input), true |
  *            false, [<dim>, ...], dtype short name

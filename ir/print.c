@@ -120,7 +120,11 @@ static void put_node(pctx *p, int32_t n, int depth) {
     }
     put_site(f, x->site);
     const jn_ir_site *s = x->site ? jn_ir_site_get(p->m, x->site) : NULL;
-    if (s) fprintf(f, "  # %s:%d", s->file ? s->file : "?", s->line);
+    if (s) { /* a comment runs to the end of the line: no control characters in it */
+        fputs("  # ", f);
+        for (const char *c = s->file ? s->file : "?"; *c; c++) fputc((unsigned char)*c < 0x20 ? '?' : *c, f);
+        fprintf(f, ":%d", s->line);
+    }
     fputc('\n', f);
 }
 

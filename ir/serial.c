@@ -509,7 +509,7 @@ static jn_status read_graph(R *r, jn_ir_module *m, const int *ops, int nops) {
         if (!r->bad && jn_ir_output_add(g, k, v, s) < 0) return JN_ERR_NOMEM;
         if (!r->bad) g->outputs[i].state = s; /* as written, even for keep */
     }
-    n = RD("guard count", rcount(r, 18));
+    n = RD("guard count", rcount(r, 17));
     for (int32_t i = 0; i < n && !r->bad; i++) {
         r->what = "guard";
         jn_ir_guard q;
@@ -568,7 +568,7 @@ jn_status jn_ir_deserialize(const void *data, size_t len, jn_ir_module **out) {
         const char *func = rstr(r, m->pool);
         if (!r->bad) st = jn_ir_site_add(m, id, file, line, func);
     }
-    n = st == JN_OK ? RD("graph count", rcount(r, 20)) : 0;
+    n = st == JN_OK ? RD("graph count", rcount(r, 19)) : 0;
     for (int32_t i = 0; i < n && !r->bad && st == JN_OK; i++) st = read_graph(r, m, ops, nops);
     free(ops);
     free(rd.remap);

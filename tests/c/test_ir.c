@@ -263,10 +263,37 @@ static void test_expressions(void) {
     jn_ir_dim c = jn_ir_dim_op(g, JN_IR_E_ADD, B, 5);
     CHECK(jn_ir_dim_op(g, JN_IR_E_ADD, 5, B) == c);
     CHECK(!strcmp(jn_ir_dim_str(g, c, buf, 5), "(B+5"));  /* truncates safely */
+    /* a type taken from the value table itself survives the table's growth */
+    int32_t v0 = jn_ir_input_add(g, JN_IR_IN_HOST, JN_F32, 0, 2, (jn_ir_dim[]){B, 784}, 0);
+    int32_t vv = g->inputs[v0].value;
+    for (int i = 0; i < 40; i++) {
+        int32_t n = jn_ir_node_add(g, OP(relu), 1, &vv, NULL, 1, &g->values[vv], 0);
+        CHECK(n >= 0);
+        if (n < 0) break;
+        int32_t w = jn_ir_value_add(g, JN_IR_V_NODE, 0, 0, JN_F32, 0, 2, g->values[vv].shape);
+        CHECK(w >= 0 && g->values[w].shape[0] == B && g->values[w].shape[1] == 784);
+        vv = g->nodes[n].out[0];
+    }
+    CHECK(g->values[vv].shape[0] == B && g->values[vv].shape[1] == 784);
     jn_ir_module_free(m);
 }
 
 static void test_roundtrip(void) {
+    /* the empty module, and a graph with nothing in it, both ways */
+    jn_ir_module *e = jn_ir_module_new(), *e2 = NULL;
+    char *te = print_str(e);
+    CHECK(jn_ir_parse(te, strlen(te), &e2) == JN_OK && e2 && e2->ngraphs == 0);
+    jn_ir_module_free(e2);
+    free(te);
+    jn_ir_graph_add(e, "empty");
+    void *eb;
+    size_t el;
+    CHECK(jn_ir_serialize(e, &eb, &el) == JN_OK);
+    CHECK(jn_ir_deserialize(eb, el, &e2) == JN_OK && e2 && e2->ngraphs == 1 && !strcmp(e2->graphs[0]->name, "empty"));
+    free(eb);
+    jn_ir_module_free(e2);
+    jn_ir_module_free(e);
+
     jn_ir_module *m = build_all();
     for (int i = 0; i < m->ngraphs; i++) {
         jn_status st = jn_ir_verify(m->graphs[i]);
@@ -583,13 +610,27 @@ static void check_result(jn_status st, jn_ir_module *m, int *accepted) {
     }
     (*accepted)++;
     CHECK(jn_ir_verify_module(m) == JN_OK);
-    FILE *f = fopen("/dev/null", "w");
-    CHECK(jn_ir_print(m, f) == JN_OK);
-    fclose(f);
+    /* every accepted mutant is a new valid module: both identities must hold */
+    char *t1 = print_str(m), *t2 = NULL, *t3 = NULL;
+    jn_ir_module *m2 = NULL, *m3 = NULL;
+    CHECK(jn_ir_parse(t1, strlen(t1), &m2) == JN_OK);
+    if (m2) t2 = print_str(m2);
+    CHECK(t2 && !strcmp(t1, t2));
+    if (t2 && strcmp(t1, t2)) fprintf(stderr, "---- first\n%s---- second\n%s", t1, t2);
     void *b;
     size_t n;
     CHECK(jn_ir_serialize(m, &b, &n) == JN_OK);
+    jn_status st3 = jn_ir_deserialize(b, n, &m3);
+    CHECK(st3 == JN_OK);
+    if (st3) fprintf(stderr, "reload: %s\n%s", jn_errmsg(), t1);
+    if (m3) t3 = print_str(m3);
+    CHECK(t3 && !strcmp(t1, t3));
     free(b);
+    free(t1);
+    free(t2);
+    free(t3);
+    jn_ir_module_free(m2);
+    jn_ir_module_free(m3);
     jn_ir_module_free(m);
 }
 
@@ -631,6 +672,41 @@ static void test_fuzz(void) {
     }
     free(buf);
     printf("text fuzz: %d of %d mutants accepted (and verified)\n", accepted, iters);
+    /* line-level mutations: delete, duplicate, swap, overwrite whole lines */
+    const char *lines[256];
+    size_t lens[256];
+    int nl = 0;
+    for (const char *p = text; *p && nl < 256; nl++) {
+        const char *e = strchr(p, '\n');
+        lines[nl] = p;
+        lens[nl] = e ? (size_t)(e - p + 1) : strlen(p);
+        p += lens[nl];
+    }
+    buf = malloc(4 * tlen + 64);
+    int acc_lines = 0;
+    for (int it = 0; it < iters; it++) {
+        int order[512], n = nl;
+        for (int i = 0; i < nl; i++) order[i] = i;
+        for (int e = 0, edits = 1 + (int)(rnd() % 3); e < edits && n > 1; e++) {
+            int a = (int)(rnd() % (uint32_t)n), b = (int)(rnd() % (uint32_t)n), t;
+            switch (rnd() % 4) {
+            case 0: memmove(order + a, order + a + 1, (size_t)(n - a - 1) * sizeof *order), n--; break;
+            case 1: if (n < 500) memmove(order + a + 1, order + a, (size_t)(n - a) * sizeof *order), n++; break;
+            case 2: t = order[a], order[a] = order[b], order[b] = t; break;
+            default: order[a] = order[b];
+            }
+        }
+        size_t len = 0;
+        for (int i = 0; i < n; i++) {
+            memcpy(buf + len, lines[order[i]], lens[order[i]]);
+            len += lens[order[i]];
+        }
+        jn_ir_module *out = NULL;
+        jn_status st = jn_ir_parse(buf, len, &out);
+        check_result(st, out, &acc_lines);
+    }
+    free(buf);
+    printf("line fuzz: %d of %d mutants accepted (and verified)\n", acc_lines, iters);
     unsigned char *b = malloc(blen);
     int acc_bin = 0, acc_fixed = 0;
     for (int it = 0; it < 2 * iters; it++) {

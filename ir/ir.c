@@ -425,6 +425,9 @@ int32_t jn_ir_loop_carry(jn_ir_graph *g, int32_t l, int32_t init) {
     c->param = jn_ir_value_add(g, JN_IR_V_LOOP_PARAM, l, k, t.dtype, t.device, t.ndim, t.shape);
     c->out = jn_ir_value_add(g, JN_IR_V_LOOP_OUT, l, k, t.dtype, t.device, t.ndim, t.shape);
     lp->ncarry++;
+    /* collect outs are numbered after the carries: renumber any added before */
+    for (int32_t j = 0; j < lp->ncollect; j++)
+        if (lp->collect[j].out >= 0 && lp->collect[j].out < g->nvalues) g->values[lp->collect[j].out].idx = lp->ncarry + j;
     return k;
 }
 

@@ -17,7 +17,7 @@
 
 #include "ir_priv.h"
 
-#define MAX_PAREN 64
+#define MAX_PAREN JN_IR_MAX_EXPR_DEPTH /* whatever verifies must read back */
 
 typedef struct {
     const char *text, *tend;

@@ -276,6 +276,41 @@ static void test_expressions(void) {
     }
     CHECK(g->values[vv].shape[0] == B && g->values[vv].shape[1] == 784);
     jn_ir_module_free(m);
+
+    /* deep expressions: up to the depth limit they verify and read back */
+    for (int depth = 150; depth <= 260; depth += 110) {
+        m = jn_ir_module_new();
+        g = jn_ir_graph_add(m, "deep");
+        jn_ir_dim d = jn_ir_sym_dim(g, jn_ir_sym_add(g, "B", JN_IR_SYM_DIM, 1, 4, 0));
+        for (int i = 1; i < depth; i++) d = jn_ir_dim_op(g, i & 1 ? JN_IR_E_ADD : JN_IR_E_MUL, d, 2);
+        jn_ir_input_add(g, JN_IR_IN_HOST, JN_F32, 0, 1, &d, 0);
+        jn_status st = jn_ir_verify(g);
+        CHECK(depth < 200 ? st == JN_OK : st == JN_ERR_VALUE && strstr(jn_errmsg(), "nests deeper than"));
+        if (st == JN_OK) {
+            char *t = print_str(m), *t2 = NULL;
+            jn_ir_module *m2 = NULL;
+            CHECK(jn_ir_parse(t, strlen(t), &m2) == JN_OK && m2);
+            if (m2) t2 = print_str(m2);
+            CHECK(t2 && !strcmp(t, t2));
+            free(t);
+            free(t2);
+            jn_ir_module_free(m2);
+        }
+        jn_ir_module_free(m);
+    }
+    /* a carry added after a collect renumbers the collect's out */
+    m = jn_ir_module_new();
+    g = jn_ir_graph_add(m, "order");
+    int32_t iv = jn_ir_sym_add(g, "i", JN_IR_SYM_IVAR, 0, 2, 0);
+    int32_t x0 = input_value(g, JN_IR_IN_HOST, T(JN_F32, 0), 0);
+    int32_t l = jn_ir_loop_add(g, -1, 0, 1, 3, iv);
+    int32_t y = node1(g, OP(neg), 1, &x0, NULL, T(JN_F32, 0), 0);
+    jn_ir_loop_collect(g, l, y);
+    int32_t k = jn_ir_loop_carry(g, l, x0);
+    g->loops[l].carry[k].next = g->loops[l].carry[k].param;
+    CHECK(g->values[g->loops[l].collect[0].out].idx == 1);
+    CHECK(jn_ir_verify(g) == JN_OK);
+    jn_ir_module_free(m);
 }
 
 static void test_roundtrip(void) {
@@ -643,7 +678,8 @@ static void test_fuzz(void) {
     CHECK(jn_ir_serialize(m, &blob, &blen) == JN_OK);
     jn_ir_module_free(m);
     static const char alphabet[] = "%0123456789()[]{},:=.-+*/@\"\\ \n#LBTiabcdefghijklmnopqrstuvwxyz\x01\xff";
-    int accepted = 0, iters = 4000;
+    int accepted = 0, iters = getenv("JN_IR_FUZZ_ITERS") ? atoi(getenv("JN_IR_FUZZ_ITERS")) : 4000;
+    if (getenv("JN_IR_FUZZ_SEED")) rng_state = strtoull(getenv("JN_IR_FUZZ_SEED"), NULL, 0) | 1;
     char *buf = malloc(tlen + 64);
     for (int it = 0; it < iters; it++) {
         memcpy(buf, text, tlen);

@@ -754,6 +754,7 @@ static void test_fuzz(void) {
             if (rnd() % 8 == 0) n = at > 21 ? at : 21;
             else b[at] ^= (unsigned char)(1u << (rnd() % 8));
         }
+        if (n == blen && !memcmp(b, blob, n)) continue; /* two flips cancelled out */
         int fix = it & 1; /* half with a recomputed checksum, to reach the decoder */
         if (fix) {
             uint64_t h = 0xcbf29ce484222325ull;

@@ -348,9 +348,10 @@ const char *jn_ir_guard_explain(const jn_ir_module *m, const jn_ir_graph *g, int
 /* ------------------------------------------------- text and binary I/O */
 jn_status jn_ir_print(const jn_ir_module *m, FILE *f);
 jn_status jn_ir_print_graph(const jn_ir_module *m, const jn_ir_graph *g, FILE *f);
-/* Parse the text form; errors name the line number and what was expected. */
+/* Parse the text form; errors name the line number and what was expected.
+ * Like jn_ir_deserialize, returns a verified module or an error (*out NULL). */
 jn_status jn_ir_parse(const char *text, size_t len, jn_ir_module **out);
-/* Compact binary form; caller frees *data with free(). */
+/* Compact binary form of a module that verifies; caller frees *data with free(). */
 jn_status jn_ir_serialize(const jn_ir_module *m, void **data, size_t *len);
 jn_status jn_ir_deserialize(const void *data, size_t len, jn_ir_module **out);
 

@@ -111,7 +111,20 @@ jn_status jn_set_grad(jn_tensor *t, jn_tensor *g) {
     return JN_OK;
 }
 
-jn_tensor *jn_detach(jn_tensor *t) { return jn_tensor_alias(t); }
+/* A second header over the same value (same storage, layout and tensor id):
+ * what detach() returns and what a node saves.  Keeping the id means a
+ * recorded trace sees the saved tensor as the value the forward produced. */
+static jn_tensor *same_value(jn_tensor *t) {
+    jn_tensor *a = jn_tensor_alias(t);
+    if (a) {
+        a->id = t->id;
+        a->rec_role = t->rec_role;
+        a->is_view = t->is_view;
+    }
+    return a;
+}
+
+jn_tensor *jn_detach(jn_tensor *t) { return same_value(t); }
 
 /* ------------------------------------------------------------------ nodes */
 static void release_saved(jn_node *n) {
@@ -296,7 +309,7 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
             }
         }
         if (save_in) {
-            if (!(n->saved_in[i] = jn_tensor_alias(t))) goto oom;
+            if (!(n->saved_in[i] = same_value(t))) goto oom;
             /* the written tensor's saved value is its pre-op value, which is
              * gone: record the old version so reading it is an error */
             uint64_t v = t->storage->version;
@@ -309,7 +322,7 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
         n->out_meta[k].ndim = out[k]->ndim;
         memcpy(n->out_meta[k].shape, out[k]->shape, sizeof out[k]->shape);
         if (save_out) {
-            if (!(n->saved_out[k] = jn_tensor_alias(out[k]))) goto oom;
+            if (!(n->saved_out[k] = same_value(out[k]))) goto oom;
             n->saved_out_ver[k] = out[k]->storage->version;
         }
     }
@@ -373,11 +386,26 @@ static jn_node *heap_pop(nodevec *h) {
     return top;
 }
 
-static jn_status zeros_of(const jn_meta *m, jn_tensor **out) {
-    jn_tensor *t = jn_tensor_zeros(m->dtype, m->ndim, m->shape);
-    if (!t) return JN_ERR_NOMEM;
-    *out = t;
-    return JN_OK;
+/* Tensors the engine makes (zero gradients, the implicit 1 of a scalar
+ * loss, dtype/layout copies) come from table ops, so a recorded backward
+ * pass reads only tensors that recorded ops produced. */
+static jn_status full_of(const jn_meta *m, double v, jn_tensor **out) {
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].l.n = m->ndim;
+    memcpy(a.a[0].l.v, m->shape, sizeof(int64_t) * (size_t)m->ndim);
+    a.a[1].f = v;
+    a.a[2].i = m->dtype;
+    return jn_dispatch(JN_OP_full, 0, NULL, &a, out);
+}
+static jn_status zeros_of(const jn_meta *m, jn_tensor **out) { return full_of(m, 0.0, out); }
+
+/* A private contiguous copy of g in dtype d (cast, or clone when d matches). */
+static jn_status copy_as(jn_tensor *g, jn_dtype d, jn_tensor **out) {
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].i = d;
+    return jn_dispatch(g->dtype == d ? JN_OP_clone : JN_OP_cast, 1, &g, &a, out);
 }
 
 /* acc += g (either may be NULL), as dispatched ops. Steals g. */
@@ -407,17 +435,15 @@ static jn_status accumulate_leaf(jn_tensor *leaf, jn_tensor *g) {
         return jn_error(JN_ERR_NOMEM, "out of memory");
     }
     if (!m->grad) {
-        if (g->refcnt == 1 && jn_is_contiguous(g) && g->storage->refcnt == 1 && g->dtype == leaf->dtype) {
+        if (g->refcnt == 1 && !g->is_view && jn_is_contiguous(g) && g->storage->refcnt == 1 &&
+            g->dtype == leaf->dtype) {
             m->grad = g;
             return JN_OK;
         }
-        jn_tensor *c = jn_to_dtype(g, leaf->dtype);
-        if (c == g) { /* already right dtype and contiguous but shared: copy */
-            jn_tensor_decref(c);
-            c = jn_contiguous(g);
-        }
+        jn_tensor *c = NULL;
+        jn_status s = copy_as(g, leaf->dtype, &c);
         jn_tensor_decref(g);
-        if (!c) return JN_ERR_NOMEM;
+        if (s) return s;
         m->grad = c;
         return JN_OK;
     }
@@ -470,21 +496,19 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
                              jn_shape_str(r->ndim, r->shape, b, sizeof b));
                 goto out;
             }
-            if (!(rg[i] = jn_to_dtype(grads[i], r->dtype))) { s = JN_ERR_NOMEM; goto out; }
+            if (grads[i]->dtype == r->dtype) {
+                rg[i] = grads[i];
+                jn_tensor_incref(rg[i]);
+            } else if ((s = copy_as(grads[i], r->dtype, &rg[i]))) goto out;
         } else {
             if (jn_numel(r) != 1) {
                 s = jn_error(JN_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs (got a tensor of %lld elements); pass gradient=",
                              (long long)jn_numel(r));
                 goto out;
             }
-            if (!(rg[i] = jn_scalar_f64(1.0, r->dtype, 0))) { s = JN_ERR_NOMEM; goto out; }
-            if (r->ndim) { /* reshape the 1 to the root's shape */
-                jn_tensor *t = jn_tensor_new(r->dtype, r->ndim, r->shape);
-                if (!t) { s = JN_ERR_NOMEM; goto out; }
-                jn_copy_into(t, rg[i]);
-                jn_tensor_decref(rg[i]);
-                rg[i] = t;
-            }
+            jn_meta one = {r->dtype, r->ndim, {0}};
+            memcpy(one.shape, r->shape, sizeof one.shape);
+            if ((s = full_of(&one, 1.0, &rg[i]))) goto out;
         }
     }
 
@@ -596,9 +620,11 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
                 goto out;
             }
             if (g->dtype != im->dtype && jn_dtype_is_float(im->dtype)) {
-                jn_tensor *c = jn_to_dtype(g, im->dtype);
+                jn_tensor *c = NULL;
+                s = copy_as(g, im->dtype, &c);
                 jn_tensor_decref(g);
-                if (!(g = c)) { s = JN_ERR_NOMEM; goto out; }
+                if (s) goto out;
+                g = c;
             }
             if (e->leaf) {
                 int slot = capture_slot_leaf(cap, e->leaf);

@@ -101,15 +101,23 @@ static T *cast(jn_bw *b, T *x, jn_dtype d) {
     a.a[0].i = d;
     return call(b, JN_OP_cast, 1, &x, &a);
 }
-static T *zeros(jn_bw *b, const jn_meta *m) {
-    if (b->st) return NULL;
-    return reg(b, jn_tensor_zeros(m->dtype, m->ndim, m->shape));
+/* Tensors a formula makes come from table ops too (full, clone), never
+ * from bare allocations, so a recorded backward pass is a closed dataflow
+ * graph: every tensor it reads was produced by a recorded op. */
+static T *full(jn_bw *b, const jn_meta *m, double v) {
+    jn_attrs a = A();
+    a.a[0].l = ints(m->ndim, m->shape);
+    a.a[1].f = v;
+    a.a[2].i = m->dtype;
+    return call(b, JN_OP_full, 0, NULL, &a);
 }
+static T *zeros(jn_bw *b, const jn_meta *m) { return full(b, m, 0.0); }
+static T *clone(jn_bw *b, T *x) { return un(b, JN_OP_clone, x); }
 static T *view(jn_bw *b, T *x, int nd, const int64_t *shape) {
     if (b->st || !x) return NULL;
     jn_attrs a = A();
     a.a[0].l = ints(nd, shape);
-    if (!jn_is_contiguous(x)) x = reg(b, jn_contiguous(x)); /* reshape = view of a contiguous copy */
+    if (!jn_is_contiguous(x)) x = clone(b, x); /* reshape = view of a contiguous copy */
     return call(b, JN_OP_view, 1, &x, &a);
 }
 static T *reshape_to(jn_bw *b, T *x, const jn_meta *m) { return view(b, x, m->ndim, m->shape); }
@@ -648,19 +656,29 @@ FORMULA(d_permute) {
 }
 FORMULA(d_transpose) { BEGIN; gi[0] = transpose(b, g, AT(b)->a[0].i, AT(b)->a[1].i); END; }
 FORMULA(d_expand) { BEGIN; gi[0] = sum_to(b, g, M(b, 0)); END; }
-/* slice/select: the gradient lands in the viewed window of zeros */
-static jn_status window(jn_node *n_, T *const *go, const int *needs, T **gi, jn_op op) {
+/* slice/select: the gradient is zeros with g in the viewed window (the
+ * functional slice_scatter/select_scatter, not a write through a view) */
+static jn_status window(jn_node *n_, T *const *go, const int *needs, T **gi, jn_op scatter) {
     BEGIN;
-    T *z = zeros(b, M(b, 0));
-    T *w = call(b, op, 1, &z, AT(b));
-    T *in[2] = {w, g};
-    jn_attrs a = A();
-    call(b, JN_OP_copy_, 2, in, &a);
-    gi[0] = z;
+    T *in[2] = {zeros(b, M(b, 0)), g};
+    gi[0] = call(b, scatter, 2, in, AT(b));
     END;
 }
-FORMULA(d_slice) { return window(n_, go, needs, gi, JN_OP_slice); }
-FORMULA(d_select) { return window(n_, go, needs, gi, JN_OP_select); }
+FORMULA(d_slice) { return window(n_, go, needs, gi, JN_OP_slice_scatter); }
+FORMULA(d_select) { return window(n_, go, needs, gi, JN_OP_select_scatter); }
+/* *_scatter: the window's gradient goes to src, the rest to base */
+static jn_status scatter_grad(jn_node *n_, T *const *go, const int *needs, T **gi, jn_op scatter,
+                              jn_op view) {
+    BEGIN;
+    if (NEED(0)) {
+        T *in[2] = {g, zeros(b, M(b, 1))};
+        gi[0] = call(b, scatter, 2, in, AT(b));
+    }
+    if (NEED(1)) gi[1] = call(b, view, 1, &g, AT(b));
+    END;
+}
+FORMULA(d_slice_scatter) { return scatter_grad(n_, go, needs, gi, JN_OP_slice_scatter, JN_OP_slice); }
+FORMULA(d_select_scatter) { return scatter_grad(n_, go, needs, gi, JN_OP_select_scatter, JN_OP_select); }
 FORMULA(d_cat) {
     BEGIN;
     int nin = jn_node_nin(n_);
@@ -790,8 +808,8 @@ FORMULA(d_index_put_) {
     if (NEED(0)) {
         if (AT(b)->a[1].i) gi[0] = g;
         else {
-            T *c = reg(b, b->st ? NULL : jn_contiguous(g));
-            gi[0] = index_put(b, c, b->st ? NULL : reg(b, jn_scalar_f64(0, g->dtype, 0)), nin - 2, idx, mask, 0);
+            jn_meta zm = {g->dtype, 0, {0}};
+            gi[0] = index_put(b, clone(b, g), full(b, &zm, 0.0), nin - 2, idx, mask, 0);
         }
     }
     if (NEED(1)) {
@@ -874,6 +892,8 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_expand] = {d_expand, 0},
     [JN_OP_slice] = {d_slice, 0},
     [JN_OP_select] = {d_select, 0},
+    [JN_OP_slice_scatter] = {d_slice_scatter, 0},
+    [JN_OP_select_scatter] = {d_select_scatter, 0},
     [JN_OP_clone] = {d_identity, 0},
     [JN_OP_cat] = {d_cat, 0},
     [JN_OP_stack] = {d_stack, 0},

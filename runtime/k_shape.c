@@ -397,6 +397,50 @@ jn_status jn_cpu_clone(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tens
     return jn_copy_into(out[0], in[0]);
 }
 
+/* slice_scatter / select_scatter (PyTorch's ops of the same names): base
+ * with the window a slice/select view would show replaced by src.  The
+ * functional form of writing through such a view: the backward of
+ * slice/select uses it, and so can a pass that removes view writes. */
+#define SCATTER_OP(name, geom)                                                                     \
+    jn_status jn_infer_##name(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {  \
+        jn_meta w;                                                                                 \
+        int64_t st[JN_MAX_DIMS], off;                                                              \
+        char b1[SHAPE_BUF], b2[SHAPE_BUF];                                                         \
+        (void)nin;                                                                                 \
+        jn_status s = geom(in[0], a, &w, st, &off);                                                \
+        if (s) return s;                                                                           \
+        if (in[1]->dtype != in[0]->dtype)                                                          \
+            return jn_error(JN_ERR_TYPE, #name ": expected src to have the same dtype as self "     \
+                            "(%s), got %s", jn_dtype_names[in[0]->dtype], jn_dtype_names[in[1]->dtype]); \
+        if (!jn_same_shape(w.ndim, w.shape, in[1]->ndim, in[1]->shape))                           \
+            return jn_error(JN_ERR_SHAPE, #name ": expected src to have a size equal to the slice "  \
+                            "of self. src size = %s, slice size = %s",                            \
+                            jn_shape_str(in[1]->ndim, in[1]->shape, b1, sizeof b1),                \
+                            jn_shape_str(w.ndim, w.shape, b2, sizeof b2));                         \
+        meta_set(out, in[0]->dtype, in[0]->ndim, in[0]->shape);                                    \
+        return JN_OK;                                                                              \
+    }                                                                                              \
+    jn_status jn_cpu_##name(int nin, jn_tensor *const *in, const jn_attrs *a,                      \
+                            jn_tensor *const *out) {                                               \
+        jn_meta w;                                                                                 \
+        int64_t st[JN_MAX_DIMS] = {0}, off = 0;                                                    \
+        (void)nin;                                                                                 \
+        jn_status s = jn_copy_into(out[0], in[0]);                                                 \
+        if (s || (s = geom(out[0], a, &w, st, &off))) return s;                                    \
+        jn_tensor *win = jn_tensor_alias(out[0]);                                                  \
+        if (!win) return JN_ERR_NOMEM;                                                             \
+        win->ndim = w.ndim;                                                                        \
+        memcpy(win->shape, w.shape, sizeof w.shape);                                               \
+        memcpy(win->strides, st, sizeof st);                                                       \
+        win->offset = off;                                                                         \
+        s = jn_copy_into(win, in[1]);                                                              \
+        jn_tensor_decref(win);                                                                     \
+        return s;                                                                                  \
+    }
+
+SCATTER_OP(slice_scatter, slice_geom)
+SCATTER_OP(select_scatter, select_geom)
+
 /* Legacy rule: 1-d tensors of shape [0] are ignored by cat. */
 static int cat_skip(const jn_tensor *t) { return t->ndim == 1 && t->shape[0] == 0; }
 

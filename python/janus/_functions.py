@@ -837,6 +837,12 @@ def scatter_add_(self, dim, index, src):
 
 
 @both
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    return _I["_slice_scatter"](input, src, dim, 0 if start is None else start,
+                                (1 << 62) if end is None else end, step)
+
+
+@both
 def take_along_dim(input, indices, dim):
     return FUNCTIONS["gather"](input, dim, indices)
 

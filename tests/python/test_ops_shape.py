@@ -127,6 +127,11 @@ CASES = {
               ([np.broadcast_to(A((3, 1)), (3, 4))], (), lambda a: a.copy()),
               ([A((2, 3, 4), "int32")], (), lambda a: a.copy()),
               ([A((5, 2), "bool")], (), lambda a: a.copy())],
+    # (base shape, src shape, attrs, numpy index of the window): base with the window replaced
+    "slice_scatter": [((5, 4), (2, 4), (0, 1, 4, 2), np.s_[1:4:2]), ((5, 4), (5, 2), (1, -2, BIG, 1), np.s_[:, -2:]),
+                      ((3, 4, 2), (3, 0, 2), (1, 3, 1, 1), np.s_[:, 3:1]), ((6,), (2,), (0, -100, 100, 3), np.s_[::3])],
+    "select_scatter": [((4, 3), (3,), (0, 2), np.s_[2]), ((4, 3), (4,), (1, -1), np.s_[:, -1]),
+                       ((2, 3, 4), (2, 4), (-2, 0), np.s_[:, 0]), ((3,), (), (0, 1), np.s_[1])],
     # (input arrays, dim, result dtype)
     "cat": [([A((2, 3)), A((2, 4), seed=1)], 1, "float32"),
             ([A((2, 3)), A((1, 3), seed=1), A((3, 3), seed=2)], 0, "float32"),
@@ -274,6 +279,20 @@ def test_clone(k):
             check(got, want)  # a real copy
 
 
+@pytest.mark.parametrize("name,k", [(n, k) for n in ("slice_scatter", "select_scatter") for k in range(len(CASES[n]))])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_scatter_into_window(name, k, dtype):
+    bshape, sshape, attrs, window = CASES[name][k]
+    base, src = A(bshape, dtype), A(sshape, dtype, seed=1)
+    want = base.copy()
+    want[window] = src
+    for lname, b in oc.layouts(base):
+        got = op(name, [jn(b), jn(src)], attrs)
+        check(got, want)
+        assert got._is_contiguous
+    check(jn(base), base)  # base itself untouched
+
+
 @pytest.mark.parametrize("k", range(len(CASES["cat"])))
 def test_cat(k):
     arrays, dim, dtype = CASES["cat"][k]
@@ -397,6 +416,10 @@ ERRORS = [
     ("linspace", [], (0, 1, -1), ValueError, "number of steps must be non-negative"),
     ("linspace", [], (-300, 1, 3, dt("uint8")), ValueError, "overflow"),
     ("eye", [], (-1, -1), ValueError, "n must be greater or equal to 0, got -1"),
+    ("slice_scatter", [A((5, 4)), A((3, 4))], (0, 0, 2, 1), RuntimeError, r"src size = \[3, 4\], slice size = \[2, 4\]"),
+    ("slice_scatter", [A((5, 4)), A((2, 4), "float64")], (0, 0, 2, 1), TypeError, "same dtype"),
+    ("select_scatter", [A((5, 4)), A((4,))], (0, 5), IndexError, "out of bounds"),
+    ("select_scatter", [A((5, 4)), A((5,))], (0, 1), RuntimeError, "expected src to have a size equal"),
     ("eye", [], (2, -2), ValueError, "m must be greater or equal to 0, got -2"),
 ]
 

@@ -1,0 +1,372 @@
+/* generalize.c -- one structure (exemplars that align op by op) -> one IR
+ * graph.
+ *
+ * Walks the ops in order and builds inputs, nodes and outputs, deciding for
+ * everything that may differ between the exemplars (and between the
+ * recorded segments inside one exemplar) how to generalize it:
+ *
+ *   dims      the vector of a dim's values over the exemplars: all equal ->
+ *             the constant; equal to a known symbol's vector -> that symbol;
+ *             c*s, s1*s2, s+c, s-c of known symbols -> that expression
+ *             ([B,28,28] -> view [B,784] gives (B*784)); else a new symbol
+ *             (kind dim) with the range seen.  Symbols are named s0, s1, ...
+ *             in order of first appearance.
+ *   int attributes   the same matching; one that varied between segments of
+ *             one exemplar (a slice bound that moves every batch) becomes an
+ *             int symbol with its range.
+ *   float attributes constant -> literal; varied -> a scalar input bound
+ *             to the attribute (node.attr_input).
+ *   Python scalars   varied -> IN_SCALAR (pytype guard), constant -> IN_CONST
+ *             (scalar guard).
+ *   Philox offset    the first random op's offset is the symbol `rng`; later
+ *             ones rng + (the generalized distance).
+ *   inputs    state (PARAM/STATE, or any outside tensor written here), host
+ *             batches, carries (tensors of earlier segments).
+ *   outputs   state write-backs, then values Python still references.
+ * guards.c adds the guards for what was assumed.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_internal.h"
+
+static jn_status nomem(void) { return jn_error(JN_ERR_NOMEM, "analyzer: out of memory"); }
+
+int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site) {
+    char name[32];
+    int32_t *ctr = kind == JN_IR_SYM_IVAR ? &G->nivar : &G->nsym;
+    if (kind == JN_IR_SYM_RNG) snprintf(name, sizeof name, "rng");
+    else snprintf(name, sizeof name, "%s%d", prefix, (*ctr)++);
+    an_use_site(G->c, site);
+    return jn_ir_sym_add(G->g, name, kind, lo, hi, site);
+}
+
+static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
+    if (an_grow(&G->cands, &G->capcands, G->ncands + 1, sizeof *G->cands)) return -1;
+    int64_t *v = NULL;
+    if (vec) {
+        if (!(v = malloc(sizeof(int64_t) * (size_t)G->m))) return -1;
+        memcpy(v, vec, sizeof(int64_t) * (size_t)G->m);
+    }
+    G->cands[G->ncands++] = (an_cand){d, sym, v};
+    return 0;
+}
+
+/* The dim (or int) whose per-exemplar values are vec.  JN_IR_EXPR_BASE + 1
+ * is never returned; on OOM *err is set. */
+jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
+    int m = G->m;
+    int same = 1;
+    for (int e = 1; e < m && same; e++) same = vec[e] == vec[0];
+    if (same) return vec[0];
+    for (int64_t k = 0; k < G->ncands; k++) {
+        const int64_t *cv = G->cands[k].vec;
+        if (!cv) continue;
+        int eq = 1;
+        for (int e = 0; e < m && eq; e++) eq = cv[e] == vec[e];
+        if (eq) return G->cands[k].d;
+    }
+    /* c*s */
+    for (int64_t k = 0; k < G->ncands; k++) {
+        const int64_t *cv = G->cands[k].vec;
+        if (!cv || cv[0] == 0 || vec[0] % cv[0]) continue;
+        int64_t q = vec[0] / cv[0];
+        if (q == 0 || q == 1) continue;
+        int ok = 1;
+        for (int e = 0; e < m && ok; e++) ok = cv[e] * q == vec[e];
+        if (ok) return jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, q);
+    }
+    /* s1*s2 */
+    for (int64_t k = 0; k < G->ncands; k++)
+        for (int64_t l = k; l < G->ncands; l++) {
+            const int64_t *a = G->cands[k].vec, *b = G->cands[l].vec;
+            if (!a || !b) continue;
+            int ok = 1;
+            for (int e = 0; e < m && ok; e++) ok = a[e] * b[e] == vec[e];
+            if (ok) return jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, G->cands[l].d);
+        }
+    /* s+c, s-c */
+    for (int64_t k = 0; k < G->ncands; k++) {
+        const int64_t *cv = G->cands[k].vec;
+        if (!cv) continue;
+        int64_t q = vec[0] - cv[0];
+        int ok = 1;
+        for (int e = 0; e < m && ok; e++) ok = cv[e] + q == vec[e];
+        if (ok) return q > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, G->cands[k].d, q)
+                             : jn_ir_dim_op(G->g, JN_IR_E_SUB, G->cands[k].d, -q);
+    }
+    int64_t lo = vec[0], hi = vec[0];
+    for (int e = 1; e < m; e++) {
+        if (vec[e] < lo) lo = vec[e];
+        if (vec[e] > hi) hi = vec[e];
+    }
+    int32_t s = an_gen_sym(G, "s", kind, lo, hi, site);
+    if (s < 0 || add_cand(G, jn_ir_sym_dim(G->g, s), s, vec)) {
+        *err = nomem();
+        return 0;
+    }
+    return jn_ir_sym_dim(G->g, s);
+}
+
+/* An int slot: varied inside an exemplar -> a fresh int symbol. */
+static jn_ir_dim gen_islot(an_gen *G, int32_t slot, int64_t site, jn_status *err) {
+    int varied = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int e = 0; e < G->m; e++) {
+        const an_islot *s = &G->E[e]->islots[slot];
+        varied |= s->varied;
+        if (s->lo < lo) lo = s->lo;
+        if (s->hi > hi) hi = s->hi;
+        G->vec[e] = s->first;
+    }
+    if (!varied) return an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
+    int32_t s = an_gen_sym(G, "s", JN_IR_SYM_INT, lo, hi, site);
+    if (s < 0 || add_cand(G, jn_ir_sym_dim(G->g, s), s, NULL)) {
+        *err = nomem();
+        return 0;
+    }
+    return jn_ir_sym_dim(G->g, s);
+}
+
+/* A float slot: constant -> 0 with *val set; varied -> 1. */
+static int fslot_varies(an_gen *G, int32_t slot, double *first) {
+    const an_fslot *f0 = &G->E[0]->fslots[slot];
+    *first = f0->first;
+    for (int e = 0; e < G->m; e++) {
+        const an_fslot *s = &G->E[e]->fslots[slot];
+        if (s->varied) return 1;
+        if (!(s->first == f0->first || (isnan(s->first) && isnan(f0->first)))) return 1;
+    }
+    return 0;
+}
+
+/* Symbolic shape of ref r (index into every exemplar's refs). */
+static jn_status gen_shape(an_gen *G, int32_t r, int64_t site, jn_ir_dim *shape) {
+    const an_ref *r0 = &G->E[0]->refs[r];
+    jn_status err = JN_OK;
+    for (int d = 0; d < r0->ndim; d++) {
+        for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[r].shape[d];
+        shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
+        if (err) return err;
+    }
+    return JN_OK;
+}
+
+/* Create the graph input for external value v (first referenced by ref r). */
+static jn_status gen_input(an_gen *G, int32_t v, int32_t r, const an_op *o) {
+    const an_ex *E0 = G->E[0];
+    const an_val *val = &E0->vals[v];
+    const an_ref *r0 = &E0->refs[r];
+    jn_ir_dim shape[JN_MAX_DIMS];
+    jn_status s;
+    int32_t in;
+    if (val->role == JN_TR_SCALAR) {
+        /* the float slot of this scalar: after the op's float attributes */
+        const jn_opinfo *info = jn_op_info((jn_op)o->op);
+        int32_t fs = o->fslot0;
+        for (int k = 0; k < info->nattrs; k++) fs += info->attr_kind[k] == JN_A_FLOAT;
+        for (int32_t k = o->ref0; k < r; k++) fs += E0->refs[k].role == JN_TR_SCALAR;
+        double first;
+        int varies = fslot_varies(G, fs, &first);
+        in = jn_ir_input_add(G->g, varies ? JN_IR_IN_SCALAR : JN_IR_IN_CONST, (jn_dtype)r0->dtype, r0->device, 0,
+                             shape, o->site);
+        if (in < 0) return nomem();
+        G->g->inputs[in].scalar = first;
+        G->g->inputs[in].pytype = r0->pytype;
+        G->irval[v] = G->g->inputs[in].value;
+        return an_guard_scalar_input(G, in, varies, o->site);
+    }
+    if ((s = gen_shape(G, r, o->site, shape))) return s;
+    jn_ir_input_kind kind = val->written || val->role == JN_TR_PARAM || val->role == JN_TR_STATE ? JN_IR_IN_STATE
+                            : val->role == JN_TR_HOST                                       ? JN_IR_IN_HOST
+                                                                                            : JN_IR_IN_CARRY;
+    in = jn_ir_input_add(G->g, kind, (jn_dtype)r0->dtype, r0->device, r0->ndim, shape, o->site);
+    if (in < 0) return nomem();
+    int64_t bind = val->bind;
+    for (int e = 1; e < G->m && bind; e++)
+        if (G->E[e]->vals[v].bind != bind) bind = 0;
+    G->g->inputs[in].bind = kind == JN_IR_IN_STATE ? bind : 0;
+    G->irval[v] = G->g->inputs[in].value;
+    G->irin[v] = in;
+    return an_guard_tensor_input(G, in, r, o->site);
+}
+
+static jn_status gen_node(an_gen *G, int32_t oi) {
+    const an_ex *E0 = G->E[0];
+    const an_op *o = &E0->ops[oi];
+    const jn_opinfo *info = jn_op_info((jn_op)o->op);
+    jn_status err = JN_OK;
+    /* externals first referenced here become inputs, in reference order */
+    for (int32_t r = o->ref0; r < o->ref0 + o->nin + o->nout; r++) {
+        int32_t v = G->ext_at_ref[r];
+        if (v >= 0 && G->irval[v] < 0 && (err = gen_input(G, v, r, o))) return err;
+    }
+    int32_t in[JN_MAX_INS];
+    for (int j = 0; j < o->nin; j++) {
+        int32_t v = E0->refs[o->ref0 + j].val;
+        if (G->irval[v] < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: value %d used before defined", v);
+        in[j] = G->irval[v];
+    }
+    jn_attrs a = o->attrs;
+    int32_t attr_input[JN_MAX_ATTRS];
+    int32_t is = o->islot0, fs = o->fslot0;
+    for (int k = 0; k < JN_MAX_ATTRS; k++) attr_input[k] = -1;
+    for (int k = 0; k < info->nattrs; k++) {
+        switch (info->attr_kind[k]) {
+        case JN_A_INTS:
+            for (int j = 0; j < a.a[k].l.n; j++) {
+                a.a[k].l.v[j] = gen_islot(G, is++, o->site, &err);
+                if (err) return err;
+            }
+            break;
+        case JN_A_FLOAT: {
+            double first;
+            if (fslot_varies(G, fs, &first)) {
+                jn_ir_dim none[1] = {0};
+                int32_t x = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, JN_F64, 0, 0, none, o->site);
+                if (x < 0) return nomem();
+                G->g->inputs[x].scalar = first;
+                G->g->inputs[x].pytype = 2;
+                attr_input[k] = G->g->inputs[x].value;
+                an_use_site(G->c, o->site);
+            }
+            a.a[k].f = first;
+            fs++;
+            break;
+        }
+        case JN_A_BOOL: case JN_A_DTYPE:
+            break;
+        default:
+            if ((info->flags & JN_F_RAND) && !strcmp(info->attr_name[k], "offset")) {
+                if (G->rng < 0) {
+                    int64_t lo = INT64_MAX, hi = INT64_MIN;
+                    for (int e = 0; e < G->m; e++) {
+                        if (G->E[e]->islots[is].lo < lo) lo = G->E[e]->islots[is].lo;
+                        if (G->E[e]->islots[is].hi > hi) hi = G->E[e]->islots[is].hi;
+                    }
+                    if ((G->rng = an_gen_sym(G, "rng", JN_IR_SYM_RNG, lo, hi, o->site)) < 0) return nomem();
+                    a.a[k].i = jn_ir_sym_dim(G->g, G->rng);
+                    is++;
+                } else {
+                    jn_ir_dim d = gen_islot(G, is++, o->site, &err);
+                    if (err) return err;
+                    a.a[k].i = jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_sym_dim(G->g, G->rng), d);
+                }
+            } else {
+                a.a[k].i = gen_islot(G, is++, o->site, &err);
+                if (err) return err;
+            }
+        }
+    }
+    jn_ir_value types[JN_MAX_OUTS];
+    memset(types, 0, sizeof types);
+    for (int j = 0; j < o->nout; j++) {
+        int32_t r = o->ref0 + o->nin + j;
+        const an_ref *rr = &E0->refs[r];
+        types[j].dtype = (jn_dtype)rr->dtype;
+        types[j].device = rr->device;
+        types[j].ndim = rr->ndim;
+        if ((err = gen_shape(G, r, o->site, types[j].shape))) return err;
+    }
+    int32_t n = jn_ir_node_add(G->g, (jn_op)o->op, o->nin, in, &a, o->nout, types, o->site);
+    if (n < 0) return nomem();
+    memcpy(G->g->nodes[n].attr_input, attr_input, sizeof attr_input);
+    an_use_site(G->c, o->site);
+    for (int j = 0; j < o->nout; j++) G->irval[E0->refs[o->ref0 + o->nin + j].val] = G->g->nodes[n].out[j];
+    return JN_OK;
+}
+
+static const char *sync_word(int k) {
+    static const char *const n[] = {"step", "item()", "bool()", "tolist()", "numpy()", "print()", "comparison"};
+    return k >= 0 && k <= 6 ? n[k] : "sync";
+}
+
+jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g) {
+    an_gen G;
+    memset(&G, 0, sizeof G);
+    G.c = c;
+    G.g = g;
+    G.m = s->nex;
+    G.rng = -1;
+    jn_status err = JN_OK;
+    G.E = malloc(sizeof *G.E * (size_t)G.m);
+    G.vec = malloc(sizeof(int64_t) * (size_t)G.m);
+    const an_ex *E0 = &c->ex[s->ex[0]];
+    G.irval = malloc(sizeof(int32_t) * (size_t)(E0->nvals + 1));
+    G.irin = malloc(sizeof(int32_t) * (size_t)(E0->nvals + 1));
+    G.ext_at_ref = malloc(sizeof(int32_t) * (size_t)(E0->nrefs + 1));
+    if (!G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref) {
+        err = nomem();
+        goto done;
+    }
+    for (int e = 0; e < G.m; e++) G.E[e] = &c->ex[s->ex[e]];
+    for (int32_t v = 0; v < E0->nvals; v++) G.irval[v] = G.irin[v] = -1;
+    for (int32_t r = 0; r < E0->nrefs; r++) G.ext_at_ref[r] = -1;
+    for (int32_t v = 0; v < E0->nvals; v++)
+        if (E0->vals[v].def < 0 && E0->vals[v].ref >= 0) G.ext_at_ref[E0->vals[v].ref] = v;
+
+    /* header */
+    char buf[600], site[512];
+    g->group = s->group;
+    g->variant = s->variant;
+    g->parent = s->parent;
+    g->diverge = s->diverge;
+    g->decided = s->decided;
+    if (s->decided) an_use_site(c, s->decided);
+    g->support = s->support;
+    g->step_lo = INT64_MAX;
+    g->step_hi = INT64_MIN;
+    for (int e = 0; e < G.m; e++) {
+        if (G.E[e]->step_lo < g->step_lo) g->step_lo = G.E[e]->step_lo;
+        if (G.E[e]->step_hi > g->step_hi) g->step_hi = G.E[e]->step_hi;
+    }
+    if (grp->prev_kind) snprintf(buf, sizeof buf, "after %s at %s", sync_word(grp->prev_kind),
+                                 an_site_str(c, grp->prev_site, site, sizeof site));
+    else snprintf(buf, sizeof buf, "step start");
+    g->entry = jn_ir_intern(g, buf);
+    if (E0->exit_kind) snprintf(buf, sizeof buf, "%s at %s", sync_word(E0->exit_kind),
+                                an_site_str(c, E0->exit_site, site, sizeof site));
+    else snprintf(buf, sizeof buf, "step end");
+    g->exit = jn_ir_intern(g, buf);
+    if (!g->entry || !g->exit) {
+        err = nomem();
+        goto done;
+    }
+
+    for (int32_t i = 0; i < E0->nops && !err; i++) err = gen_node(&G, i);
+    if (err) goto done;
+
+    /* outputs: state write-backs (by input), then values Python keeps */
+    for (int32_t v = 0; v < E0->nvals; v++) {
+        int32_t w = E0->vals[v].overwrites;
+        if (w < 0) continue;
+        if (G.irin[w] < 0 || G.irval[v] < 0) {
+            err = jn_error(JN_ERR_VALUE, "analyzer: internal error: state write of value %d has no input", v);
+            goto done;
+        }
+        if (jn_ir_output_add(g, JN_IR_OUT_STATE, G.irval[v], G.irin[w]) < 0) {
+            err = nomem();
+            goto done;
+        }
+    }
+    for (int32_t v = 0; v < E0->nvals; v++) {
+        int keep = 0;
+        for (int e = 0; e < G.m; e++) keep |= G.E[e]->vals[v].keep;
+        if (!keep || E0->vals[v].overwrites >= 0 || G.irval[v] < 0) continue;
+        if (jn_ir_output_add(g, JN_IR_OUT_KEEP, G.irval[v], -1) < 0) {
+            err = nomem();
+            goto done;
+        }
+    }
+    err = an_guard_symbols(&G);
+done:
+    for (int64_t k = 0; k < G.ncands; k++) free(G.cands[k].vec);
+    free(G.cands);
+    free(G.E);
+    free(G.vec);
+    free(G.irval);
+    free(G.irin);
+    free(G.ext_at_ref);
+    return err;
+}

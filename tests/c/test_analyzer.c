@@ -9,16 +9,16 @@
  * IR text and binary round trips of what it produced.
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "jn_test.h"
 
 #if __has_include("jn_an.h")
 #include <sqlite3.h>
 
 #include "jn_an.h"
+#include "jn_test.h"
 
 static char tmpdir[256];
 

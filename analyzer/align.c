@@ -44,11 +44,6 @@ static int32_t common_prefix(const an_ex *a, const an_ex *b) {
     return k;
 }
 
-typedef struct {
-    const an_ctx *c;
-    an_struct *s;
-} sort_ctx;
-
 static int64_t first_ex(const an_struct *s) { return s->ex[0]; }
 
 static int cmp_support(const void *pa, const void *pb) {
@@ -57,25 +52,65 @@ static int cmp_support(const void *pa, const void *pb) {
     return first_ex(a) < first_ex(b) ? -1 : first_ex(a) > first_ex(b);
 }
 
+static int add_struct(an_struct **s, int64_t *cap, int64_t *n, int32_t max_ex) {
+    if (an_grow(s, cap, *n + 1, sizeof **s)) return -1;
+    memset(&(*s)[*n], 0, sizeof (*s)[*n]);
+    if (!((*s)[*n].ex = malloc(sizeof(int32_t) * (size_t)max_ex))) return -1;
+    (*n)++;
+    return 0;
+}
+
 jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     an_struct *s = NULL;
     int64_t cap = 0, n = 0;
+    int32_t *fam = malloc(sizeof(int32_t) * (size_t)(g->nex + 1)), *rest = malloc(sizeof(int32_t) * (size_t)(g->nex + 1));
+    char *done = calloc((size_t)g->nex + 1, 1);
     *out = NULL;
     *nout = 0;
+    if (!fam || !rest || !done) goto nomem;
+    for (int64_t i = 0; i < g->nex; i++)
+        if (an_fold(&c->ex[g->ex[i]])) goto nomem;
+    /* families: the same folded sequence (loop counts aside) */
     for (int64_t i = 0; i < g->nex; i++) {
-        an_ex *e = &c->ex[g->ex[i]];
-        int64_t k;
-        for (k = 0; k < n; k++)
-            if (same_structure(&c->ex[s[k].ex[0]], e)) break;
-        if (k == n) {
-            if (an_grow(&s, &cap, n + 1, sizeof *s)) goto nomem;
-            memset(&s[n], 0, sizeof s[n]);
-            if (!(s[n].ex = malloc(sizeof(int32_t) * (size_t)g->nex))) goto nomem;
-            n++;
+        if (done[i]) continue;
+        int32_t nf = 0;
+        for (int64_t k = i; k < g->nex; k++)
+            if (!done[k] && an_folded_same(&c->ex[g->ex[i]], &c->ex[g->ex[k]])) {
+                fam[nf++] = g->ex[k];
+                done[k] = 1;
+            }
+        an_tmpl *T = NULL;
+        const char *why = NULL;
+        if (nf > 1 && c->ex[fam[0]].nreps > 0 && an_tmpl_loops(c, fam, nf, &T, &why)) goto nomem;
+        if (T) {
+            if (add_struct(&s, &cap, &n, nf)) {
+                an_tmpl_free(T);
+                goto nomem;
+            }
+            s[n - 1].tmpl = T;
+            for (int32_t k = 0; k < nf; k++) {
+                s[n - 1].ex[s[n - 1].nex++] = fam[k];
+                s[n - 1].support += c->ex[fam[k]].count;
+            }
+            continue;
         }
-        s[k].ex[s[k].nex++] = g->ex[i];
-        s[k].support += e->count;
+        /* no loops: exemplars that align op by op */
+        int64_t first = n;
+        for (int32_t f = 0; f < nf; f++) {
+            an_ex *e = &c->ex[fam[f]];
+            int64_t k;
+            for (k = first; k < n; k++)
+                if (same_structure(&c->ex[s[k].ex[0]], e)) break;
+            if (k == n && add_struct(&s, &cap, &n, nf)) goto nomem;
+            s[k].ex[s[k].nex++] = fam[f];
+            s[k].support += e->count;
+        }
+        for (int64_t k = first; k < n; k++)
+            if (!(s[k].tmpl = an_tmpl_plain(c, s[k].ex, s[k].nex))) goto nomem;
     }
+    free(fam);
+    free(rest);
+    free(done);
     qsort(s, (size_t)n, sizeof *s, cmp_support);
     for (int64_t k = 0; k < n; k++) {
         s[k].variant = (int32_t)k;
@@ -102,7 +137,13 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     *nout = (int32_t)n;
     return JN_OK;
 nomem:
-    for (int64_t k = 0; k < n; k++) free(s[k].ex);
+    for (int64_t k = 0; k < n; k++) {
+        free(s[k].ex);
+        an_tmpl_free(s[k].tmpl);
+    }
     free(s);
+    free(fam);
+    free(rest);
+    free(done);
     return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
 }

@@ -109,6 +109,10 @@ typedef struct {
     int64_t site, outcome;
 } an_dec;
 
+typedef struct {
+    int32_t start, period, count; /* ops [start, start + period*count) */
+} an_rep;
+
 enum { AN_R_VIEW_WRITE = 1, AN_R_STALE_VIEW = 2 };
 
 typedef struct an_ex {
@@ -129,6 +133,7 @@ typedef struct an_ex {
     int reason_op;
     int64_t reason_site;
     int32_t structure;        /* set by align.c */
+    an_rep *reps; int32_t nreps;  /* tandem repeats of its tokens (loops.c), nreps -1 = not computed */
 } an_ex;
 
 typedef struct {
@@ -192,11 +197,49 @@ uint64_t an_ex_hash(const an_ex *e);
 int an_ex_same(const an_ex *a, const an_ex *b);
 
 /* loops.c */
+/* Tandem repeats of tokens[0..n): greedy, left to right, non-overlapping,
+ * count >= 2.  Returns how many (*out malloc'ed), -1 on OOM. */
+int32_t an_find_repeats(const uint64_t *tok, int32_t n, an_rep **out);
+
 typedef struct {
-    int32_t start, period, count; /* ops [start, start + period*count) */
-} an_rep;
-/* Tandem repeats of tokens[0..n): greedy, left to right, non-overlapping. */
-int64_t an_find_repeats(const uint64_t *tok, int32_t n, an_rep **out);
+    int32_t next_j, next_idx;     /* body op and output that feed the next iteration */
+    int32_t init;                 /* E0 value that seeds iteration 0 */
+} an_tcarry;
+
+typedef struct {
+    int32_t body_j, body_idx;     /* the body value collected over all iterations */
+    int32_t consumer;             /* template op (after the loop) that stacks/cats them */
+} an_tcollect;
+
+typedef struct {
+    int32_t tfirst, p;            /* template ops [tfirst, tfirst + p) are the body */
+    int32_t *count, *estart;      /* per exemplar: trip count, op index of iteration 0 */
+    an_tcarry *carry; int32_t ncarry;
+    an_tcollect *coll; int32_t ncoll;
+} an_tloop;
+
+/* How a structure's exemplars line up: template op t is op eop[e][t] of
+ * exemplar e (iteration 0 inside a loop).  A structure without loops has
+ * eop[e][t] == t. */
+typedef struct an_tmpl {
+    int32_t nt, m;
+    int32_t *loop;                /* per template op: its loop, -1 */
+    int32_t **eop;
+    an_tloop *loops; int32_t nloops;
+    int32_t *carry_of_ref;        /* E0 ref index -> carry + 1 for loop-carried inputs (iteration 0), 0 */
+    int64_t *slope;               /* E0 int slot -> per-iteration step of a body attribute */
+} an_tmpl;
+
+void an_tmpl_free(an_tmpl *t);
+/* Plain template (no loops) for m exemplars of one structure. NULL on OOM. */
+an_tmpl *an_tmpl_plain(an_ctx *c, const int32_t *ex, int32_t m);
+/* Template with the repeats whose count varies across ex[] folded into
+ * loops; *tmpl NULL (and *why set) when the exemplars cannot be expressed
+ * with loops.  JN_OK unless out of memory. */
+jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **tmpl, const char **why);
+/* Do a and b fold to the same item sequence (loop counts aside)? */
+int an_folded_same(const an_ex *a, const an_ex *b);
+jn_status an_fold(an_ex *e);
 
 /* align.c */
 typedef struct {
@@ -204,6 +247,7 @@ typedef struct {
     int64_t decided, support;
     int32_t *ex; int32_t nex;
     char *reason;
+    struct an_tmpl *tmpl;
 } an_struct;
 jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *n);
 
@@ -220,11 +264,14 @@ typedef struct an_gen {
     const an_ex **E;          /* the structure's exemplars */
     int m;
     int64_t *vec;             /* scratch, m entries */
-    int32_t *irval;           /* exemplar value -> IR value, -1 */
+    struct an_tmpl *T;
+    int32_t *irval;           /* E0 value -> IR value, -1 */
     int32_t *irin;            /* external value -> IR input index, -1 */
     int32_t *ext_at_ref;      /* ref index -> the external value first referenced there, -1 */
     an_cand *cands; int64_t ncands, capcands;
     int32_t nsym, nivar, rng;
+    int32_t *coll_out;        /* template op -> the collect it consumes (IR value), -1 */
+    int32_t *ivar, *irloop;   /* per template loop: its induction symbol, its IR loop */
     int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
 } an_gen;
 
@@ -233,7 +280,7 @@ int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t l
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err);
 
 /* guards.c */
-jn_status an_guard_tensor_input(an_gen *G, int32_t in, int32_t ref, int64_t site);
+jn_status an_guard_tensor_input(an_gen *G, int32_t in, int64_t site);
 jn_status an_guard_scalar_input(an_gen *G, int32_t in, int varies, int64_t site);
 jn_status an_guard_symbols(an_gen *G);
 

@@ -203,6 +203,7 @@ static jn_status build_group(an_ctx *c, an_group *grp, int32_t *ngroups) {
                            (long long)s[k].support, s[k].reason);
         free(s[k].ex);
         free(s[k].reason);
+        an_tmpl_free(s[k].tmpl);
     }
     free(s);
     if (!st && c->m->ngraphs > first) {
@@ -216,6 +217,7 @@ static void ctx_free(an_ctx *c) {
     for (int64_t i = 0; i < c->nex; i++) {
         an_ex *e = &c->ex[i];
         free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
+        free(e->reps);
     }
     free(c->ex);
     for (int64_t i = 0; i < c->ngroups; i++) free(c->groups[i].ex);

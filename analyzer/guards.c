@@ -34,8 +34,7 @@ static jn_status add(an_gen *G, jn_ir_guard_kind kind, int32_t value, int32_t di
     return JN_OK;
 }
 
-jn_status an_guard_tensor_input(an_gen *G, int32_t in, int32_t ref, int64_t site) {
-    (void)ref;
+jn_status an_guard_tensor_input(an_gen *G, int32_t in, int64_t site) {
     const jn_ir_input *x = &G->g->inputs[in];
     int32_t v = x->value;
     const jn_ir_value *val = &G->g->values[v];

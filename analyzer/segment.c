@@ -122,6 +122,8 @@ static jn_status add_exemplar(an_ctx *c) {
     e->step_lo = e->step_hi = c->step;
     e->run_lo = e->run_hi = c->run;
     e->structure = -1;
+    e->reps = NULL;
+    e->nreps = -1;
     e->next = (int32_t)*head;
     *head = c->nex;
     an_group *g = &c->groups[e->group];

@@ -190,6 +190,7 @@ static char *ir_text(const jn_ir_module *m) {
 /* print -> parse -> print and serialize -> deserialize -> print are the identity. */
 static void check_round_trip(const jn_ir_module *m) {
     char *a = ir_text(m);
+    if (getenv("JN_AN_DUMP")) fputs(a, stderr); /* JN_AN_DUMP=1 shows the graphs */
     jn_ir_module *p = NULL;
     jn_status s = jn_ir_parse(a, strlen(a), &p);
     CHECK(s == JN_OK);
@@ -328,6 +329,126 @@ static void test_batch_symbol(void) {
         free(x2);
         jn_ir_module_free(m2);
     }
+    jn_ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------ (b) */
+/* An RNN over T time steps, T varying (3, 5, 4, 5): h = tanh(x[:, t] * W + h),
+ * outs.append(h); y = stack(outs, 1); loss = y.sum(); plus h * W after the
+ * loop and a relu applied twice (a repeat whose count never varies). */
+static void test_loop(void) {
+    tb t;
+    tb_open(&t, "b.db", NULL, NULL);
+    int64_t c0 = site(&t, 70), c1 = site(&t, 71), c2 = site(&t, 72), c3 = site(&t, 73), c4 = site(&t, 74);
+    int64_t c5 = site(&t, 75), c6 = site(&t, 76), cr = site(&t, 77), cl = site(&t, 69);
+    int64_t id = 1000;
+    const int Ts[4] = {3, 5, 4, 5};
+    const int64_t W = 7;
+    for (int st = 0; st < 4; st++) {
+        int64_t T_ = Ts[st];
+        jn_db_tref x = T(id++, JN_TR_HOST, 3, (int64_t)2, T_, (int64_t)4);
+        jn_db_tref h = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 2;
+        a.a[0].l.v[0] = 2;
+        a.a[0].l.v[1] = 4;
+        a.a[2].i = -1;
+        op(&t, JN_OP_full, c0, &a, 0, NULL, 1, &h, 0);
+        for (int k = 0; k < 2; k++) {
+            jn_db_tref r = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            op(&t, JN_OP_relu, cr, NULL, 1, &h, 1, &r, 0);
+            h = r;
+        }
+        jn_db_tref outs[8];
+        for (int k = 0; k < T_; k++) {
+            decision(&t, cl, JN_DEC_LOOP, k + 1 < T_);
+            jn_db_tref xt = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            memset(&a, 0, sizeof a);
+            a.a[0].i = 1;
+            a.a[1].i = k;
+            op(&t, JN_OP_select, c1, &a, 1, &x, 1, &xt, 0);
+            jn_db_tref in[2] = {xt, T(W, JN_TR_PARAM, 1, (int64_t)4)}, mm = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            op(&t, JN_OP_mul, c2, NULL, 2, in, 1, &mm, 0);
+            jn_db_tref in2[2] = {mm, h}, s = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            memset(&a, 0, sizeof a);
+            a.a[0].f = 1;
+            op(&t, JN_OP_add, c3, &a, 2, in2, 1, &s, 0);
+            jn_db_tref hn = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            op(&t, JN_OP_tanh, c4, NULL, 1, &s, 1, &hn, 0);
+            h = hn;
+            outs[k] = hn;
+        }
+        jn_db_tref y = T(id++, 0, 3, (int64_t)2, T_, (int64_t)4);
+        memset(&a, 0, sizeof a);
+        a.a[0].i = 1;
+        op(&t, JN_OP_stack, c5, &a, (int)T_, outs, 1, &y, 0);
+        jn_db_tref in3[2] = {h, T(W, JN_TR_PARAM, 1, (int64_t)4)}, hw = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+        op(&t, JN_OP_mul, c6, NULL, 2, in3, 1, &hw, 0);
+        jn_db_tref in4[2] = {y, hw}, z = T(id++, 0, 3, (int64_t)2, T_, (int64_t)4);
+        jn_attrs one;
+        memset(&one, 0, sizeof one);
+        one.a[0].f = 1;
+        jn_db_tref hw3 = hw;
+        (void)hw3;
+        op(&t, JN_OP_mul, c6, NULL, 2, in4, 1, &z, 0);
+        jn_db_tref l = T(id++, 0, 0);
+        memset(&a, 0, sizeof a);
+        a.a[2].i = -1;
+        op(&t, JN_OP_sum, c6, &a, 1, &z, 1, &l, 0);
+        sync_ev(&t, JN_SYNC_ITEM, c6, l.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_an_stats st;
+    jn_ir_module *m = analyze("b.db", NULL, &st);
+    CHECK(m && m->ngraphs == 1);
+    if (!m || m->ngraphs != 1) {
+        if (m) jn_ir_print(m, stderr);
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    CHECK(g->nloops == 1 && st.loops == 1);
+    CHECK(g->support == 4);
+    if (g->nloops != 1) {
+        jn_ir_print(m, stderr);
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_loop *L = &g->loops[0];
+    /* the trip count is the symbol of x's time dim */
+    const jn_ir_value *xv = &g->values[g->inputs[0].value];
+    CHECK(g->inputs[0].kind == JN_IR_IN_HOST && xv->ndim == 3 && jn_ir_is_expr(xv->shape[1]));
+    CHECK(L->trip == xv->shape[1]);
+    CHECK(g->syms[L->ivar].kind == JN_IR_SYM_IVAR && g->syms[L->ivar].lo == 0 && g->syms[L->ivar].hi == 4);
+    CHECK(L->count == 4 && L->ncarry == 1 && L->ncollect == 1);
+    /* body: select index = the induction variable */
+    const jn_ir_node *sel = &g->nodes[L->first];
+    CHECK(sel->op == JN_OP_select && sel->loop == 0);
+    int64_t sy[64] = {0};
+    sy[L->ivar] = 3;
+    int64_t idx = -1;
+    CHECK(jn_ir_dim_eval(g, sel->attrs.a[1].i, sy, &idx) == JN_OK && idx == 3);
+    /* carry h: seeded by the second relu, next = tanh */
+    const jn_ir_node *tanh_n = &g->nodes[L->first + 3];
+    CHECK(tanh_n->op == JN_OP_tanh && L->carry[0].next == tanh_n->out[0]);
+    CHECK(g->values[L->carry[0].init].kind == JN_IR_V_NODE &&
+          g->nodes[g->values[L->carry[0].init].def].op == JN_OP_relu);
+    CHECK(find_node(g, JN_OP_relu, 1) != NULL && find_node(g, JN_OP_relu, 2) == NULL); /* unrolled */
+    /* the add reads the carry parameter */
+    CHECK(g->nodes[L->first + 2].in[1] == L->carry[0].param);
+    /* stack(outs, 1) == permute(collect, [1, 0, 2]) */
+    const jn_ir_node *perm = find_node(g, JN_OP_permute, 0);
+    CHECK(perm && perm->in[0] == L->collect[0].out && perm->attrs.a[0].l.n == 3 && perm->attrs.a[0].l.v[0] == 1 &&
+          perm->attrs.a[0].l.v[1] == 0 && perm->attrs.a[0].l.v[2] == 2);
+    /* h * W after the loop reads the carried-out h */
+    const jn_ir_node *after = find_node(g, JN_OP_mul, 1);
+    CHECK(after && after->in[0] == L->carry[0].out);
+    CHECK(count_guards(g, JN_IR_G_TRIP) == 1);
+    for (int i = 0; i < g->nguards; i++)
+        if (g->guards[i].kind == JN_IR_G_TRIP) CHECK(g->guards[i].lo == 3 && g->guards[i].hi == 5);
+    check_round_trip(m);
     jn_ir_module_free(m);
 }
 
@@ -609,6 +730,7 @@ int main(void) {
     }
     make_optable();
     test_batch_symbol();
+    test_loop();
     test_variants();
     test_scalars();
     test_state();

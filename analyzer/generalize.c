@@ -53,6 +53,13 @@ static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
     return 0;
 }
 
+/* An expression found by matching becomes a candidate too, so that later
+ * dims can be expressed through it (4*(T-1)). */
+static jn_ir_dim remember(an_gen *G, jn_ir_dim d, const int64_t *vec, jn_status *err) {
+    if (add_cand(G, d, -1, vec)) *err = nomem();
+    return d;
+}
+
 /* The dim (or int) whose per-exemplar values are vec.  JN_IR_EXPR_BASE + 1
  * is never returned; on OOM *err is set. */
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
@@ -75,7 +82,7 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
         if (q == 0 || q == 1) continue;
         int ok = 1;
         for (int e = 0; e < m && ok; e++) ok = cv[e] * q == vec[e];
-        if (ok) return jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, q);
+        if (ok) return remember(G, jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, q), vec, err);
     }
     /* s1*s2 */
     for (int64_t k = 0; k < G->ncands; k++)
@@ -84,7 +91,7 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
             if (!a || !b) continue;
             int ok = 1;
             for (int e = 0; e < m && ok; e++) ok = a[e] * b[e] == vec[e];
-            if (ok) return jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, G->cands[l].d);
+            if (ok) return remember(G, jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, G->cands[l].d), vec, err);
         }
     /* s+c, s-c */
     for (int64_t k = 0; k < G->ncands; k++) {
@@ -93,8 +100,9 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
         int64_t q = vec[0] - cv[0];
         int ok = 1;
         for (int e = 0; e < m && ok; e++) ok = cv[e] + q == vec[e];
-        if (ok) return q > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, G->cands[k].d, q)
-                             : jn_ir_dim_op(G->g, JN_IR_E_SUB, G->cands[k].d, -q);
+        if (ok)
+            return remember(G, q > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, G->cands[k].d, q)
+                                     : jn_ir_dim_op(G->g, JN_IR_E_SUB, G->cands[k].d, -q), vec, err);
     }
     int64_t lo = vec[0], hi = vec[0];
     for (int e = 1; e < m; e++) {

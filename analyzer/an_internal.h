@@ -116,7 +116,7 @@ typedef struct {
     int32_t start, period, count; /* ops [start, start + period*count) */
 } an_rep;
 
-enum { AN_R_VIEW_WRITE = 1, AN_R_STALE_VIEW = 2 };
+enum { AN_R_VIEW_WRITE = 1, AN_R_STALE_VIEW = 2, AN_R_INCONSISTENT = 3 };
 
 typedef struct an_ex {
     int32_t group;
@@ -181,6 +181,7 @@ typedef struct an_tid {
     int32_t gen;                  /* writes to this tensor so far */
     int32_t base_gen;             /* for a view: the base's gen when the view was made */
     uint8_t is_view;              /* made by a view op in this segment */
+    int32_t type_ref;             /* the ref that gave its current value's type */
 } an_tid;
 
 /* load.c */

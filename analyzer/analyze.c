@@ -160,6 +160,7 @@ static const char *reason_text(int code) {
     switch (code) {
     case AN_R_VIEW_WRITE: return "in-place write into a view";
     case AN_R_STALE_VIEW: return "a view is read after its base was written in place";
+    case AN_R_INCONSISTENT: return "the trace shows one tensor with two dtypes or shapes";
     default: return "unsupported";
     }
 }

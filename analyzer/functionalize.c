@@ -38,6 +38,13 @@ static int contig(const jn_db_tref *t) {
     return t->offset == 0;
 }
 
+/* A tensor keeps its dtype, device and shape for life (in-place writes too);
+ * a trace that says otherwise cannot be trusted. */
+static int same_meta(const an_ref *a, const an_ref *b) {
+    return a->dtype == b->dtype && a->ndim == b->ndim && a->device == b->device &&
+           !memcmp(a->shape, b->shape, sizeof(int64_t) * a->ndim);
+}
+
 static int32_t new_val(an_ctx *c, int32_t def, int idx, int role, int64_t bind, int32_t ref) {
     an_ex *e = &c->scr;
     if (an_grow(&e->vals, &c->capvals, e->nvals + 1, sizeof *e->vals)) return -1;
@@ -75,7 +82,7 @@ static an_tid *tid_get(an_ctx *c, int64_t id, int *isnew) {
         an_tid *t = &c->ids[c->nids++];
         memset(t, 0, sizeof *t);
         t->id = id;
-        t->cur = t->ext = t->view_base = -1;
+        t->cur = t->ext = t->view_base = t->type_ref = -1;
     }
     return &c->ids[*slot];
 }
@@ -187,6 +194,9 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                 set_reason(e, AN_R_STALE_VIEW, x->op, x->callsite);
             }
             r->val = td->cur;
+            if (td->type_ref >= 0 && !same_meta(&e->refs[td->type_ref], r))
+                set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
+            td->type_ref = e->nrefs - 1;
         }
         o = &e->ops[oi];
         int32_t in0 = -1;
@@ -205,19 +215,25 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             r->pytype = t->pytype;
             r->noncontig = (uint8_t)!contig(t);
             memcpy(r->shape, t->shape, sizeof(int64_t) * t->ndim);
+            if (t->role == JN_TR_SCALAR) { /* outputs are tensors; only garbage says otherwise */
+                set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
+                r->role = JN_TR_TEMP;
+            }
             int isnew;
             an_tid *td = tid_get(c, t->id, &isnew);
             if (!td) return JN_ERR_NOMEM;
             if (isnew && x->inplace && j == 0) {
                 /* jn_dispatch_into into a tensor this segment has not read: an
                  * external tensor that is overwritten */
-                int32_t v = new_val(c, -1, 0, t->role, t->role == JN_TR_PARAM || t->role == JN_TR_STATE ? t->id : 0,
+                int32_t v = new_val(c, -1, 0, r->role, t->role == JN_TR_PARAM || t->role == JN_TR_STATE ? t->id : 0,
                                     e->nrefs - 1);
                 if (v < 0) return JN_ERR_NOMEM;
                 td = &c->ids[c->nids - 1];
                 td->cur = td->ext = v;
                 isnew = 0;
             }
+            if (!isnew && td->type_ref >= 0 && !same_meta(&e->refs[td->type_ref], r))
+                set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
             if (!isnew) { /* an in-place write of an existing tensor */
                 if (td->is_view || (td->ext >= 0 && td->cur == td->ext && r->noncontig))
                     set_reason(e, AN_R_VIEW_WRITE, x->op, x->callsite);
@@ -228,6 +244,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             if (v < 0) return JN_ERR_NOMEM;
             td = &c->ids[*an_map_find(&c->idmap, (uint64_t)t->id)];
             td->cur = v;
+            td->type_ref = e->nrefs - 1;
             r->val = v;
             if ((info->flags & JN_F_VIEW) && j == 0 && in0 >= 0 && isnew) {
                 int32_t base = c->ids[in0].is_view && c->ids[in0].view_base >= 0 ? c->ids[in0].view_base : in0;

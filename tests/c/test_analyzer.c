@@ -710,6 +710,123 @@ static void test_foreign_optable(void) {
     CHECK(!m && s == JN_ERR_VALUE && has("relu") && has("slope:f") && has("re-record"));
 }
 
+/* ------------------------------------------------------------------ fuzz */
+/* Random but well-formed traces: random ops over a small pool of tensor ids
+ * (so reads, in-place writes, views and state collide), repeated blocks with
+ * random counts (loops), syncs and decisions.  The analyzer must return a
+ * verified module or an error with a message; never crash (ASan). */
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t xr(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int rnd(int n) { return (int)(xr() % (uint64_t)n); }
+
+static jn_db_tref rand_tref(int64_t id, int role) {
+    int nd = rnd(3);
+    jn_db_tref r = T(id, role, 0);
+    r.ndim = (uint8_t)nd;
+    int64_t s = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        r.shape[d] = 1 + rnd(3);
+        r.strides[d] = s;
+        s *= r.shape[d];
+    }
+    if (!rnd(10)) r.dtype = JN_I64;
+    return r;
+}
+
+static void rand_op(tb *t, int64_t *sites, int64_t *next_id, int k) {
+    static const jn_op ops[] = {JN_OP_add, JN_OP_mul, JN_OP_relu, JN_OP_tanh, JN_OP_view, JN_OP_select,
+                                JN_OP_sum, JN_OP_copy_, JN_OP_stack, JN_OP_full, JN_OP_cat, JN_OP_randn};
+    jn_op o = ops[k % (int)(sizeof ops / sizeof ops[0])];
+    const jn_opinfo *info = jn_op_info(o);
+    int nin = info->nin + ((info->flags & JN_F_VARIADIC) ? rnd(3) : 0);
+    jn_db_tref in[8], out[2];
+    for (int i = 0; i < nin; i++) {
+        int r = rnd(10);
+        if (r == 0) in[i] = S((*next_id)++, (double)rnd(3), 1 + rnd(2));
+        else in[i] = rand_tref(1 + rnd(12), r == 1 ? JN_TR_PARAM : r == 2 ? JN_TR_HOST : 0);
+    }
+    int inplace = 0;
+    if ((info->flags & JN_F_INPLACE) || (!rnd(5) && nin && in[0].role != JN_TR_SCALAR)) {
+        out[0] = in[0];
+        inplace = 1;
+    } else {
+        out[0] = rand_tref(rnd(3) ? (*next_id)++ : 1 + rnd(12), 0);
+    }
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int k2 = 0; k2 < info->nattrs; k2++) {
+        switch (info->attr_kind[k2]) {
+        case JN_A_INT: a.a[k2].i = rnd(4) - 1; break;
+        case JN_A_FLOAT: a.a[k2].f = rnd(3) * 0.5; break;
+        case JN_A_BOOL: a.a[k2].i = rnd(2); break;
+        case JN_A_DTYPE: a.a[k2].i = -1; break;
+        default:
+            a.a[k2].l.n = rnd(3);
+            for (int j = 0; j < a.a[k2].l.n; j++) a.a[k2].l.v[j] = rnd(5) - 1;
+        }
+    }
+    op(t, o, sites[rnd(4)], &a, nin, in, info->nout, out, inplace);
+}
+
+static void test_fuzz(void) {
+    int ok = 0, refused = 0, rounds = getenv("JN_AN_FUZZ_ROUNDS") ? atoi(getenv("JN_AN_FUZZ_ROUNDS")) : 60;
+    for (int round = 0; round < rounds; round++) {
+        tb t;
+        tb_open(&t, "fuzz.db", NULL, NULL);
+        int64_t sites[4] = {site(&t, 80), site(&t, 81), site(&t, 82), site(&t, 83)};
+        int64_t next_id = 100;
+        int plen = 2 + rnd(6), body = 1 + rnd(4), post = rnd(4);
+        int ks[16];
+        for (int i = 0; i < 16; i++) ks[i] = rnd(12);
+        for (int st = 0; st < 4; st++) {
+            for (int i = 0; i < plen; i++) rand_op(&t, sites, &next_id, ks[i]);
+            int reps = 2 + rnd(3);
+            for (int r = 0; r < reps; r++) {
+                if (!rnd(4)) decision(&t, sites[0], JN_DEC_LOOP, 1);
+                for (int i = 0; i < body; i++) rand_op(&t, sites, &next_id, ks[8 + i]);
+            }
+            if (rnd(2)) sync_ev(&t, JN_SYNC_ITEM, sites[1], 1 + rnd(12));
+            for (int i = 0; i < post; i++) rand_op(&t, sites, &next_id, ks[12 + i]);
+            end_step(&t);
+        }
+        tb_close(&t);
+        jn_status s = JN_OK;
+        jn_ir_module *m = analyze("fuzz.db", &s, NULL);
+        if (m) {
+            ok++;
+            CHECK(jn_ir_verify_module(m) == JN_OK);
+            char *a = ir_text(m);
+            jn_ir_module *p = NULL;
+            CHECK(jn_ir_parse(a, strlen(a), &p) == JN_OK);
+            if (p) {
+                char *b = ir_text(p);
+                CHECK(!strcmp(a, b));
+                free(b);
+            }
+            jn_ir_module_free(p);
+            free(a);
+            jn_ir_module_free(m);
+        } else {
+            refused++;
+            CHECK(s != JN_OK && jn_errmsg()[0]);
+            if (strstr(jn_errmsg(), "internal error")) {
+                fprintf(stderr, "  fuzz round %d: %s\n", round, jn_errmsg());
+                char cmd[700];
+                snprintf(cmd, sizeof cmd, "cp %s /tmp/jn_an_fuzz_fail.db", tmp("fuzz.db"));
+                if (system(cmd) != 0) fprintf(stderr, "  (could not keep the store)\n");
+            }
+            CHECK(!strstr(jn_errmsg(), "internal error"));
+        }
+    }
+    CHECK(ok > rounds / 2);
+    (void)refused;
+}
+
 /* An empty store is an empty module, not an error. */
 static void test_empty(void) {
     tb t;
@@ -737,6 +854,7 @@ int main(void) {
     test_corrupt();
     test_foreign_optable();
     test_empty();
+    test_fuzz();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

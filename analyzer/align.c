@@ -65,16 +65,33 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     int64_t cap = 0, n = 0;
     int32_t *fam = malloc(sizeof(int32_t) * (size_t)(g->nex + 1)), *rest = malloc(sizeof(int32_t) * (size_t)(g->nex + 1));
     char *done = calloc((size_t)g->nex + 1, 1);
+    uint64_t *fh = NULL;
+    int32_t *nextf = NULL;
+    an_map heads;
+    memset(&heads, 0, sizeof heads);
     *out = NULL;
     *nout = 0;
     if (!fam || !rest || !done) goto nomem;
-    for (int64_t i = 0; i < g->nex; i++)
+    if (!(fh = malloc(sizeof(uint64_t) * (size_t)(g->nex + 1))) ||
+        !(nextf = malloc(sizeof(int32_t) * (size_t)(g->nex + 1))))
+        goto nomem;
+    for (int64_t i = 0; i < g->nex; i++) {
         if (an_fold(&c->ex[g->ex[i]])) goto nomem;
+        fh[i] = an_folded_hash(&c->ex[g->ex[i]]);
+    }
+    /* chain the exemplars with equal folded hashes (in order), so families
+     * are found without comparing every pair */
+    for (int64_t i = g->nex - 1; i >= 0; i--) {
+        int64_t *h = an_map_get(&heads, fh[i], -1, NULL);
+        if (!h) goto nomem;
+        nextf[i] = (int32_t)*h;
+        *h = i;
+    }
     /* families: the same folded sequence (loop counts aside) */
     for (int64_t i = 0; i < g->nex; i++) {
         if (done[i]) continue;
         int32_t nf = 0;
-        for (int64_t k = i; k < g->nex; k++)
+        for (int64_t k = i; k >= 0; k = nextf[k])
             if (!done[k] && an_folded_same(&c->ex[g->ex[i]], &c->ex[g->ex[k]])) {
                 fam[nf++] = g->ex[k];
                 done[k] = 1;
@@ -111,6 +128,9 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     free(fam);
     free(rest);
     free(done);
+    free(fh);
+    free(nextf);
+    an_map_free(&heads);
     qsort(s, (size_t)n, sizeof *s, cmp_support);
     for (int64_t k = 0; k < n; k++) {
         s[k].variant = (int32_t)k;
@@ -137,6 +157,9 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     *nout = (int32_t)n;
     return JN_OK;
 nomem:
+    free(fh);
+    free(nextf);
+    an_map_free(&heads);
     for (int64_t k = 0; k < n; k++) {
         free(s[k].ex);
         an_tmpl_free(s[k].tmpl);

@@ -243,6 +243,7 @@ an_tmpl *an_tmpl_plain(an_ctx *c, const int32_t *ex, int32_t m);
 jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **tmpl, const char **why);
 /* Do a and b fold to the same item sequence (loop counts aside)? */
 int an_folded_same(const an_ex *a, const an_ex *b);
+uint64_t an_folded_hash(const an_ex *e);  /* equal for exemplars that fold the same */
 jn_status an_fold(an_ex *e);
 
 /* align.c */

@@ -96,6 +96,21 @@ jn_status an_fold(an_ex *e) {
     return JN_OK;
 }
 
+uint64_t an_folded_hash(const an_ex *e) {
+    uint64_t h = AN_FNV_INIT;
+    for (int32_t i = 0, r = 0; i < e->nops;) {
+        if (r < e->nreps && e->reps[r].start == i) {
+            h = an_mix(h, 0x4c4f4f50u ^ (uint64_t)e->reps[r].period << 32);
+            for (int32_t j = 0; j < e->reps[r].period; j++) h = an_mix(h, e->ops[i + j].token);
+            i += e->reps[r].period * e->reps[r].count;
+            r++;
+        } else {
+            h = an_mix(h, e->ops[i++].token);
+        }
+    }
+    return h;
+}
+
 int an_folded_same(const an_ex *a, const an_ex *b) {
     int32_t ia = 0, ib = 0, ra = 0, rb = 0;
     while (ia < a->nops && ib < b->nops) {

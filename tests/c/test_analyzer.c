@@ -724,7 +724,17 @@ static uint64_t xr(void) {
 }
 static int rnd(int n) { return (int)(xr() % (uint64_t)n); }
 
+/* Every tensor id keeps one random type for life (as real tensors do), unless
+ * `wild` rounds mix them up on purpose. */
+static jn_db_tref types[4096];
+static int wild;
+
 static jn_db_tref rand_tref(int64_t id, int role) {
+    if (!wild && id > 0 && id < 4096 && types[id].id == id) {
+        jn_db_tref r = types[id];
+        r.role = (uint8_t)role;
+        return r;
+    }
     int nd = rnd(3);
     jn_db_tref r = T(id, role, 0);
     r.ndim = (uint8_t)nd;
@@ -735,63 +745,86 @@ static jn_db_tref rand_tref(int64_t id, int role) {
         s *= r.shape[d];
     }
     if (!rnd(10)) r.dtype = JN_I64;
+    if (id > 0 && id < 4096) types[id] = r;
     return r;
 }
 
-static void rand_op(tb *t, int64_t *sites, int64_t *next_id, int k) {
+/* One op of a fuzz program, replayed with fresh ids where it creates tensors. */
+typedef struct {
+    jn_op op;
+    int64_t site;
+    int nin, inplace, out_pool;       /* out_pool: writes pool tensor out_id (else a fresh one) */
+    int64_t in_id[8], out_id;
+    int in_role[8];
+    double scalar[8];
+    jn_attrs a;
+} recipe;
+
+static void rand_recipe(recipe *r, const int64_t *sites) {
     static const jn_op ops[] = {JN_OP_add, JN_OP_mul, JN_OP_relu, JN_OP_tanh, JN_OP_view, JN_OP_select,
                                 JN_OP_sum, JN_OP_copy_, JN_OP_stack, JN_OP_full, JN_OP_cat, JN_OP_randn};
-    jn_op o = ops[k % (int)(sizeof ops / sizeof ops[0])];
-    const jn_opinfo *info = jn_op_info(o);
-    int nin = info->nin + ((info->flags & JN_F_VARIADIC) ? rnd(3) : 0);
-    jn_db_tref in[8], out[2];
-    for (int i = 0; i < nin; i++) {
-        int r = rnd(10);
-        if (r == 0) in[i] = S((*next_id)++, (double)rnd(3), 1 + rnd(2));
-        else in[i] = rand_tref(1 + rnd(12), r == 1 ? JN_TR_PARAM : r == 2 ? JN_TR_HOST : 0);
+    memset(r, 0, sizeof *r);
+    r->op = ops[rnd((int)(sizeof ops / sizeof ops[0]))];
+    const jn_opinfo *info = jn_op_info(r->op);
+    r->site = sites[rnd(4)];
+    r->nin = info->nin + ((info->flags & JN_F_VARIADIC) ? rnd(3) : 0);
+    for (int i = 0; i < r->nin; i++) {
+        int k = rnd(10);
+        r->in_role[i] = k == 0 ? JN_TR_SCALAR : k == 1 ? JN_TR_PARAM : k == 2 ? JN_TR_HOST : JN_TR_TEMP;
+        r->in_id[i] = 1 + rnd(12);
+        r->scalar[i] = rnd(3);
     }
-    int inplace = 0;
-    if ((info->flags & JN_F_INPLACE) || (!rnd(5) && nin && in[0].role != JN_TR_SCALAR)) {
-        out[0] = in[0];
-        inplace = 1;
-    } else {
-        out[0] = rand_tref(rnd(3) ? (*next_id)++ : 1 + rnd(12), 0);
-    }
-    jn_attrs a;
-    memset(&a, 0, sizeof a);
-    for (int k2 = 0; k2 < info->nattrs; k2++) {
-        switch (info->attr_kind[k2]) {
-        case JN_A_INT: a.a[k2].i = rnd(4) - 1; break;
-        case JN_A_FLOAT: a.a[k2].f = rnd(3) * 0.5; break;
-        case JN_A_BOOL: a.a[k2].i = rnd(2); break;
-        case JN_A_DTYPE: a.a[k2].i = -1; break;
+    r->inplace = (info->flags & JN_F_INPLACE) || (!rnd(5) && r->nin && r->in_role[0] != JN_TR_SCALAR);
+    r->out_pool = !r->inplace && !rnd(3);
+    r->out_id = 1 + rnd(12);
+    for (int k = 0; k < info->nattrs; k++) {
+        switch (info->attr_kind[k]) {
+        case JN_A_INT: r->a.a[k].i = rnd(4) - 1; break;
+        case JN_A_FLOAT: r->a.a[k].f = rnd(3) * 0.5; break;
+        case JN_A_BOOL: r->a.a[k].i = rnd(2); break;
+        case JN_A_DTYPE: r->a.a[k].i = -1; break;
         default:
-            a.a[k2].l.n = rnd(3);
-            for (int j = 0; j < a.a[k2].l.n; j++) a.a[k2].l.v[j] = rnd(5) - 1;
+            r->a.a[k].l.n = rnd(3);
+            for (int j = 0; j < r->a.a[k].l.n; j++) r->a.a[k].l.v[j] = rnd(5) - 1;
         }
     }
-    op(t, o, sites[rnd(4)], &a, nin, in, info->nout, out, inplace);
+}
+
+static void play(tb *t, const recipe *r, int64_t *next_id, int iter) {
+    const jn_opinfo *info = jn_op_info(r->op);
+    jn_db_tref in[8], out[2];
+    for (int i = 0; i < r->nin; i++)
+        in[i] = r->in_role[i] == JN_TR_SCALAR ? S((*next_id)++, r->scalar[i], 1) : rand_tref(r->in_id[i], r->in_role[i]);
+    if (r->inplace && r->in_role[0] != JN_TR_SCALAR) out[0] = in[0];
+    else out[0] = rand_tref(r->out_pool ? r->out_id : (*next_id)++, 0);
+    jn_attrs a = r->a;
+    if (r->op == JN_OP_select) a.a[1].i = iter; /* an index that moves with the iteration */
+    op(t, r->op, r->site, &a, r->nin, in, info->nout, out, r->inplace && r->in_role[0] != JN_TR_SCALAR);
 }
 
 static void test_fuzz(void) {
-    int ok = 0, refused = 0, rounds = getenv("JN_AN_FUZZ_ROUNDS") ? atoi(getenv("JN_AN_FUZZ_ROUNDS")) : 60;
+    int ok = 0, refused = 0, loops = 0, rounds = getenv("JN_AN_FUZZ_ROUNDS") ? atoi(getenv("JN_AN_FUZZ_ROUNDS")) : 60;
     for (int round = 0; round < rounds; round++) {
         tb t;
+        memset(types, 0, sizeof types);
+        wild = round % 3 == 0;
         tb_open(&t, "fuzz.db", NULL, NULL);
         int64_t sites[4] = {site(&t, 80), site(&t, 81), site(&t, 82), site(&t, 83)};
         int64_t next_id = 100;
-        int plen = 2 + rnd(6), body = 1 + rnd(4), post = rnd(4);
-        int ks[16];
-        for (int i = 0; i < 16; i++) ks[i] = rnd(12);
-        for (int st = 0; st < 4; st++) {
-            for (int i = 0; i < plen; i++) rand_op(&t, sites, &next_id, ks[i]);
+        recipe pre[8], body[4], post[4];
+        int plen = 1 + rnd(6), blen = 1 + rnd(4), qlen = rnd(4);
+        for (int i = 0; i < plen; i++) rand_recipe(&pre[i], sites);
+        for (int i = 0; i < blen; i++) rand_recipe(&body[i], sites);
+        for (int i = 0; i < qlen; i++) rand_recipe(&post[i], sites);
+        for (int st = 0; st < 5; st++) {
+            for (int i = 0; i < plen; i++) play(&t, &pre[i], &next_id, 0);
             int reps = 2 + rnd(3);
             for (int r = 0; r < reps; r++) {
                 if (!rnd(4)) decision(&t, sites[0], JN_DEC_LOOP, 1);
-                for (int i = 0; i < body; i++) rand_op(&t, sites, &next_id, ks[8 + i]);
+                for (int i = 0; i < blen; i++) play(&t, &body[i], &next_id, r);
             }
-            if (rnd(2)) sync_ev(&t, JN_SYNC_ITEM, sites[1], 1 + rnd(12));
-            for (int i = 0; i < post; i++) rand_op(&t, sites, &next_id, ks[12 + i]);
+            if (!rnd(3)) sync_ev(&t, JN_SYNC_ITEM, sites[1], 1 + rnd(12));
+            for (int i = 0; i < qlen; i++) play(&t, &post[i], &next_id, 0);
             end_step(&t);
         }
         tb_close(&t);
@@ -799,6 +832,7 @@ static void test_fuzz(void) {
         jn_ir_module *m = analyze("fuzz.db", &s, NULL);
         if (m) {
             ok++;
+            for (int k = 0; k < m->ngraphs; k++) loops += m->graphs[k]->nloops;
             CHECK(jn_ir_verify_module(m) == JN_OK);
             char *a = ir_text(m);
             jn_ir_module *p = NULL;
@@ -824,6 +858,7 @@ static void test_fuzz(void) {
         }
     }
     CHECK(ok > rounds / 2);
+    if (getenv("JN_AN_FUZZ_ROUNDS")) fprintf(stderr, "fuzz: %d analyzed (%d loops), %d refused\n", ok, loops, refused);
     (void)refused;
 }
 

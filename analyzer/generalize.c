@@ -72,7 +72,12 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
         if (!cv) continue;
         int eq = 1;
         for (int e = 0; e < m && eq; e++) eq = cv[e] == vec[e];
-        if (eq) return G->cands[k].d;
+        if (eq) {
+            /* first seen as an int attribute (a shape list), now as a dim */
+            int32_t y = G->cands[k].sym;
+            if (kind == JN_IR_SYM_DIM && y >= 0 && G->g->syms[y].kind == JN_IR_SYM_INT) G->g->syms[y].kind = JN_IR_SYM_DIM;
+            return G->cands[k].d;
+        }
     }
     /* c*s */
     for (int64_t k = 0; k < G->ncands; k++) {

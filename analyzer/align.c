@@ -63,7 +63,7 @@ static int add_struct(an_struct **s, int64_t *cap, int64_t *n, int32_t max_ex) {
 jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     an_struct *s = NULL;
     int64_t cap = 0, n = 0;
-    int32_t *fam = malloc(sizeof(int32_t) * (size_t)(g->nex + 1)), *rest = malloc(sizeof(int32_t) * (size_t)(g->nex + 1));
+    int32_t *fam = malloc(sizeof(int32_t) * (size_t)(g->nex + 1));
     char *done = calloc((size_t)g->nex + 1, 1);
     uint64_t *fh = NULL;
     int32_t *nextf = NULL;
@@ -71,7 +71,7 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     memset(&heads, 0, sizeof heads);
     *out = NULL;
     *nout = 0;
-    if (!fam || !rest || !done) goto nomem;
+    if (!fam || !done) goto nomem;
     if (!(fh = malloc(sizeof(uint64_t) * (size_t)(g->nex + 1))) ||
         !(nextf = malloc(sizeof(int32_t) * (size_t)(g->nex + 1))))
         goto nomem;
@@ -126,7 +126,6 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
             if (!(s[k].tmpl = an_tmpl_plain(c, s[k].ex, s[k].nex))) goto nomem;
     }
     free(fam);
-    free(rest);
     free(done);
     free(fh);
     free(nextf);
@@ -166,7 +165,6 @@ nomem:
     }
     free(s);
     free(fam);
-    free(rest);
     free(done);
     return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
 }

@@ -132,7 +132,8 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         /* stack/cat over a loop's per-iteration values: their arity follows the
          * trip count, so it is no part of the token (the refs still are) */
         int joins = x->op == JN_OP_stack || x->op == JN_OP_cat;
-        tok = an_mix(tok, (uint64_t)(joins ? 0 : x->nin) | (uint64_t)x->nout << 8 | (uint64_t)(x->inplace ? 1 : 0) << 16);
+        tok = an_mix(tok, (uint64_t)(joins ? 0 : x->nin) | (uint64_t)x->nout << 8 |
+                              (uint64_t)(x->inplace ? 1 : 0) << 16);
         for (int k = 0; k < info->nattrs; k++) {
             const jn_attr *a = &x->attrs.a[k];
             switch (info->attr_kind[k]) {
@@ -178,7 +179,8 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             if (!joins || j == 0)
                 tok = an_mix(tok, (uint64_t)t->dtype | (uint64_t)t->pytype << 8 | (uint64_t)t->device << 16);
             if (t->role == JN_TR_SCALAR) {
-                if ((r->val = new_val(c, -1, 0, JN_TR_SCALAR, 0, e->nrefs - 1)) < 0 || fslot(c, t->scalar)) return JN_ERR_NOMEM;
+                if ((r->val = new_val(c, -1, 0, JN_TR_SCALAR, 0, e->nrefs - 1)) < 0 || fslot(c, t->scalar))
+                    return JN_ERR_NOMEM;
                 continue;
             }
             int isnew;

@@ -255,7 +255,8 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     const an_islot *a = &x->islots[ok->islot0 + s], *a0 = &x->islots[o0->islot0 + s];
                     if (a->varied || a0->varied) return "an int attribute in a loop body varies between segments";
                     int64_t slope = T->slope[E0op->islot0 + s];
-                    if (a->first != a0->first + slope * it) return "an int attribute is not affine in the loop iteration";
+                    if (a->first != a0->first + slope * it)
+                        return "an int attribute is not affine in the loop iteration";
                 }
                 int32_t nfs = n_fslots(x, oi);
                 if (nfs != n_fslots(x, s0 + j)) return "an op in a loop body changes its attributes";
@@ -541,6 +542,19 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
             ok = yv->def == TL->estart[0] + k * TL->p + j && yv->idx == v0->idx;
         }
         if (!ok) continue;
+        /* the stack/cat dim: one constant, in range for the items */
+        const an_ref *item = &E0->refs[op->ref0];
+        int32_t nis = (T->eop[0][t] + 1 < E0->nops ? E0->ops[T->eop[0][t] + 1].islot0 : E0->nislots) - op->islot0;
+        if (nis != 1) continue;
+        int64_t d = E0->islots[op->islot0].first;
+        int r = item->ndim, stack = op->op == JN_OP_stack;
+        for (int32_t e = 0; e < m && ok; e++) {
+            const an_ex *x = &c->ex[ex[e]];
+            const an_islot *is = &x->islots[x->ops[T->eop[e][t]].islot0];
+            ok = !is->varied && is->first == d;
+        }
+        if (d < 0) d += stack ? r + 1 : r;
+        if (!ok || r >= JN_MAX_DIMS || d < 0 || d > (stack ? r : r - 1)) continue;
         an_tcollect *nc = realloc(TL->coll, sizeof *nc * (size_t)(TL->ncoll + 1));
         if (!nc) goto nomem;
         TL->coll = nc;

@@ -264,7 +264,8 @@ static void test_batch_symbol(void) {
         a.a[0].l.v[0] = -1;
         a.a[0].l.v[1] = 784;
         op(&t, JN_OP_view, c2, &a, 1, &flat, 1, &x2, 0);
-        jn_db_tref lin_in[3] = {x2, T(W, JN_TR_PARAM, 2, (int64_t)10, (int64_t)784), T(Bias, JN_TR_PARAM, 1, (int64_t)10)};
+        jn_db_tref lin_in[3] = {x2, T(W, JN_TR_PARAM, 2, (int64_t)10, (int64_t)784),
+                                T(Bias, JN_TR_PARAM, 1, (int64_t)10)};
         jn_db_tref y = T(id++, 0, 2, B, (int64_t)10);
         op(&t, JN_OP_linear, c3, NULL, 3, lin_in, 1, &y, 0);
         jn_db_tref l = T(id++, 0, 0);
@@ -794,7 +795,8 @@ static void play(tb *t, const recipe *r, int64_t *next_id, int iter) {
     const jn_opinfo *info = jn_op_info(r->op);
     jn_db_tref in[8], out[2];
     for (int i = 0; i < r->nin; i++)
-        in[i] = r->in_role[i] == JN_TR_SCALAR ? S((*next_id)++, r->scalar[i], 1) : rand_tref(r->in_id[i], r->in_role[i]);
+        in[i] = r->in_role[i] == JN_TR_SCALAR ? S((*next_id)++, r->scalar[i], 1)
+                                               : rand_tref(r->in_id[i], r->in_role[i]);
     if (r->inplace && r->in_role[0] != JN_TR_SCALAR) out[0] = in[0];
     else out[0] = rand_tref(r->out_pool ? r->out_id : (*next_id)++, 0);
     jn_attrs a = r->a;

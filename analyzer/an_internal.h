@@ -76,7 +76,9 @@ typedef struct {
     uint8_t nin, nout, inplace;
     int64_t site, stack;
     uint64_t token;           /* op, site, stack, arity, input dtypes/pytypes, structural attrs */
-    jn_attrs attrs;           /* first instance's values (bool/dtype/list lengths are exact) */
+    int32_t attr0;            /* its attributes: attrv[attr0 .. attr0 + nattrs) of the exemplar,
+                               * the first instance's values (bool/dtype/list lengths exact) */
+    uint8_t nattrs;
     int32_t ref0;             /* refs[ref0 .. ref0+nin+nout) */
     int32_t islot0, fslot0;   /* first int / float slot of this op */
 } an_op;
@@ -129,6 +131,7 @@ typedef struct an_ex {
     an_islot *islots;
     an_fslot *fslots;
     an_dec *decs;
+    jn_attr *attrv; int32_t nattrv;
     int64_t count, step_lo, step_hi, run_lo, run_hi;
     uint8_t exit_kind;        /* 0 step end, else the JN_SYNC_* that ended it */
     int64_t exit_site;
@@ -163,7 +166,7 @@ typedef struct an_ctx {
     an_map grouphash;
     /* scratch of the segment being canonicalized */
     an_ex scr;
-    int64_t capops, caprefs, capvals, capislots, capfslots, capdecs;
+    int64_t capops, caprefs, capvals, capislots, capfslots, capdecs, capattrv;
     an_map idmap;                 /* tensor id -> index into ids[] */
     struct an_tid *ids; int64_t nids, capids;
     /* output */
@@ -181,6 +184,12 @@ typedef struct an_tid {
     int32_t gen;                  /* writes to this tensor so far */
     int32_t base_gen;             /* for a view: the base's gen when the view was made */
     uint8_t is_view;              /* made by a view op in this segment */
+    uint8_t splice;               /* a view a write can be spliced back into its base:
+                                   * 1 slice(step 1), 2 select, 3 reshape, 4 transpose,
+                                   * 5 permute, 0 no */
+    int8_t perm[JN_MAX_DIMS];     /* 5: the permutation */
+    int32_t vdim;                 /* ... along this dim of the base */
+    int64_t va, vlen;             /* ... start (or index) and length */
     int32_t type_ref;             /* the ref that gave its current value's type */
 } an_tid;
 

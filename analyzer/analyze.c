@@ -219,12 +219,14 @@ static void ctx_free(an_ctx *c) {
         an_ex *e = &c->ex[i];
         free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
         free(e->reps);
+        free(e->attrv);
     }
     free(c->ex);
     for (int64_t i = 0; i < c->ngroups; i++) free(c->groups[i].ex);
     free(c->groups);
     an_ex *s = &c->scr;
     free(s->ops), free(s->refs), free(s->vals), free(s->islots), free(s->fslots), free(s->decs);
+    free(s->attrv);
     free(c->sb.ev);
     free(c->sb.tr);
     free(c->opmap);

@@ -284,7 +284,9 @@ static jn_status gen_node(an_gen *G, int32_t t) {
         if (G->irval[v] < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: value %d used before defined", v);
         in[j] = G->irval[v];
     }
-    jn_attrs a = o->attrs;
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int k = 0; k < o->nattrs; k++) a.a[k] = E0->attrv[o->attr0 + k];
     int32_t attr_input[JN_MAX_ATTRS];
     int32_t is = 0, fs = 0;
     for (int k = 0; k < JN_MAX_ATTRS; k++) attr_input[k] = -1;

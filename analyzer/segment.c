@@ -116,8 +116,10 @@ static jn_status add_exemplar(an_ctx *c) {
     e->islots = dup(s->islots, sizeof *s->islots * (size_t)s->nislots);
     e->fslots = dup(s->fslots, sizeof *s->fslots * (size_t)s->nfslots);
     e->decs = dup(s->decs, sizeof *s->decs * (size_t)s->ndecs);
-    if (!e->ops || !e->refs || !e->vals || !e->islots || !e->fslots || !e->decs) {
+    e->attrv = dup(s->attrv, sizeof *s->attrv * (size_t)s->nattrv);
+    if (!e->ops || !e->refs || !e->vals || !e->islots || !e->fslots || !e->decs || !e->attrv) {
         free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
+        free(e->attrv);
         return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
     }
     e->count = 1;

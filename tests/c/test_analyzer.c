@@ -577,26 +577,61 @@ static void test_state(void) {
         op(&t, JN_OP_add, c3, &a, 2, in3, 1, &p, 1);
         end_step(&t);
     }
-    /* a second group: x = h.clone(); v = x[0]; v.fill_(1) (a write through a view) */
+    /* a second group: x = h.clone(); v = x[1]; v.fill_(1); print(x): a write
+     * through a select view, spliced back: x' = cat(x[:1], v'[None], x[2:]) */
+    int64_t c6 = site(&t, 45), c7 = site(&t, 46);
     for (int st = 0; st < 2; st++) {
         jn_db_tref h = T(id++, JN_TR_HOST, 2, (int64_t)3, (int64_t)4), x = T(id++, 0, 2, (int64_t)3, (int64_t)4);
         op(&t, JN_OP_clone, c4, NULL, 1, &h, 1, &x, 0);
         jn_db_tref v = T(id++, 0, 1, (int64_t)4);
+        v.offset = 4;
         jn_attrs a;
         memset(&a, 0, sizeof a);
+        a.a[1].i = 1;
         op(&t, JN_OP_select, c4, &a, 1, &x, 1, &v, 0);
         a.a[0].f = 1;
         op(&t, JN_OP_fill_, c5, &a, 1, &v, 1, &v, 1);
         sync_ev(&t, JN_SYNC_PRINT, c5, x.id);
         end_step(&t);
     }
+    /* a third: x = h.clone(); v = x[::2]; v.fill_(1): a strided slice is not spliced */
+    for (int st = 0; st < 2; st++) {
+        jn_db_tref h = T(id++, JN_TR_HOST, 1, (int64_t)4), x = T(id++, 0, 1, (int64_t)4);
+        op(&t, JN_OP_clone, c6, NULL, 1, &h, 1, &x, 0);
+        jn_db_tref v = T(id++, 0, 1, (int64_t)2);
+        v.strides[0] = 2;
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[2].i = 4;
+        a.a[3].i = 2;
+        op(&t, JN_OP_slice, c6, &a, 1, &x, 1, &v, 0);
+        memset(&a, 0, sizeof a);
+        a.a[0].f = 1;
+        op(&t, JN_OP_fill_, c7, &a, 1, &v, 1, &v, 1);
+        sync_ev(&t, JN_SYNC_PRINT, c7, x.id);
+        end_step(&t);
+    }
     tb_close(&t);
     jn_an_stats st;
     jn_ir_module *m = analyze("e.db", NULL, &st);
-    CHECK(m && m->ngraphs == 1);
-    if (!m || m->ngraphs != 1) {
+    CHECK(m && m->ngraphs == 2);
+    if (!m || m->ngraphs != 2) {
         jn_ir_module_free(m);
         return;
+    }
+    /* the splice: clone, select, fill_, slice(0..1), unsqueeze, slice(2..3), cat; x' kept */
+    const jn_ir_graph *g2 = m->graphs[1];
+    CHECK(g2->nnodes == 7);
+    if (g2->nnodes == 7) {
+        const jn_ir_node *cat = &g2->nodes[6], *uns = &g2->nodes[4];
+        CHECK(cat->op == JN_OP_cat && cat->nin == 3 && cat->attrs.a[0].i == 0);
+        CHECK(uns->op == JN_OP_unsqueeze && uns->in[0] == g2->nodes[2].out[0] && cat->in[1] == uns->out[0]);
+        CHECK(g2->nodes[3].op == JN_OP_slice && g2->nodes[3].attrs.a[1].i == 0 && g2->nodes[3].attrs.a[2].i == 1);
+        CHECK(g2->nodes[5].op == JN_OP_slice && g2->nodes[5].attrs.a[1].i == 2 && g2->nodes[5].attrs.a[2].i == 3);
+        CHECK(g2->nodes[3].in[0] == g2->nodes[0].out[0]); /* pieces of x before the write */
+        CHECK(g2->noutputs == 1 && g2->outputs[0].kind == JN_IR_OUT_KEEP && g2->outputs[0].value == cat->out[0]);
+        const jn_ir_value *cv = &g2->values[cat->out[0]];
+        CHECK(cv->ndim == 2 && cv->shape[0] == 3 && cv->shape[1] == 4);
     }
     const jn_ir_graph *g = m->graphs[0];
     CHECK(g->nnodes == 3);
@@ -618,7 +653,7 @@ static void test_state(void) {
     }
     CHECK(st.uncaptured == 1 && jn_an_uncaptured_count() == 1);
     const char *r = jn_an_uncaptured(0);
-    CHECK(r && strstr(r, "view") && strstr(r, "fill_") && strstr(r, "train.py:44"));
+    CHECK(r && strstr(r, "view") && strstr(r, "fill_") && strstr(r, "train.py:46"));
     check_round_trip(m);
     jn_ir_module_free(m);
 }

@@ -658,6 +658,59 @@ static void test_state(void) {
     jn_ir_module_free(m);
 }
 
+/* Gradient accumulation into a reshaped view, as autograd does for a bias:
+ * b = sum(x, 0, keepdim).view(4); b.add_(g1); b.add_(g2) -> the base's new
+ * value is the view of b' back to [1, 4] after each write. */
+static void test_reshape_splice(void) {
+    tb t;
+    tb_open(&t, "e2.db", NULL, NULL);
+    int64_t c1 = site(&t, 90), c2 = site(&t, 91), c3 = site(&t, 92);
+    int64_t id = 100;
+    for (int st = 0; st < 3; st++) {
+        jn_db_tref x = T(id++, JN_TR_HOST, 2, (int64_t)5, (int64_t)4), y = T(id++, 0, 2, (int64_t)1, (int64_t)4);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 1;
+        a.a[1].i = 1;
+        a.a[2].i = -1;
+        op(&t, JN_OP_sum, c1, &a, 1, &x, 1, &y, 0);
+        jn_db_tref b = T(id++, 0, 1, (int64_t)4);
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 1;
+        a.a[0].l.v[0] = 4;
+        op(&t, JN_OP_view, c1, &a, 1, &y, 1, &b, 0);
+        for (int k = 0; k < 2; k++) {
+            jn_db_tref in[2] = {b, T(id++, JN_TR_HOST, 1, (int64_t)4)};
+            memset(&a, 0, sizeof a);
+            a.a[0].f = 1;
+            op(&t, JN_OP_add, c2, &a, 2, in, 1, &b, 1);
+        }
+        jn_db_tref z = T(id++, 0, 2, (int64_t)1, (int64_t)4);
+        op(&t, JN_OP_relu, c3, NULL, 1, &y, 1, &z, 0); /* reads the base after the writes */
+        sync_ev(&t, JN_SYNC_PRINT, c3, z.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("e2.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1);
+    if (!m || m->ngraphs != 1) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    /* sum, view, add, view back, add, view back, relu */
+    CHECK(g->nnodes == 7);
+    if (g->nnodes == 7) {
+        CHECK(g->nodes[3].op == JN_OP_view && g->nodes[3].in[0] == g->nodes[2].out[0]);
+        CHECK(g->nodes[3].attrs.a[0].l.n == 2 && g->nodes[3].attrs.a[0].l.v[0] == 1 &&
+              g->nodes[3].attrs.a[0].l.v[1] == 4);
+        CHECK(g->nodes[4].in[0] == g->nodes[2].out[0]); /* the second add reads b' */
+        CHECK(g->nodes[6].op == JN_OP_relu && g->nodes[6].in[0] == g->nodes[5].out[0]);
+    }
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
 /* ------------------------------------------------------------------ (f) */
 static void test_corrupt(void) {
     tb t;
@@ -923,6 +976,7 @@ int main(void) {
     test_variants();
     test_scalars();
     test_state();
+    test_reshape_splice();
     test_corrupt();
     test_foreign_optable();
     test_empty();

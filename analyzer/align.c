@@ -14,6 +14,7 @@
  * and `decided` names the last Python branch recorded before the point
  * where they diverge.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,11 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
         an_tmpl *T = NULL;
         const char *why = NULL;
         if (nf > 1 && c->ex[fam[0]].nreps > 0 && an_tmpl_loops(c, fam, nf, &T, &why)) goto nomem;
+        if (why && c->opt && c->opt->progress && strcmp(why, "no repeat count varies")) {
+            char site[512];
+            fprintf(c->opt->progress, "janus optimize: no loop at %s (%d segment shapes): %s; one variant per "
+                    "trip count instead\n", an_site_str(c, g->first_site, site, sizeof site), nf, why);
+        }
         if (T) {
             if (add_struct(&s, &cap, &n, nf)) {
                 an_tmpl_free(T);

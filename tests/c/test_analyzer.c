@@ -453,6 +453,65 @@ static void test_loop(void) {
     jn_ir_module_free(m);
 }
 
+/* A loop backwards over T-1 steps: for t in reversed(range(T-1)): h = tanh(x[:, t] + h).
+ * The trip count is (T-1) of x's time dim, the index (T-2) - i. */
+static void test_loop_reverse(void) {
+    tb t;
+    tb_open(&t, "b2.db", NULL, NULL);
+    int64_t c0 = site(&t, 100), c1 = site(&t, 101), c2 = site(&t, 102), c3 = site(&t, 103);
+    int64_t id = 1000;
+    const int Ts[3] = {4, 7, 5};
+    for (int st = 0; st < 3; st++) {
+        int64_t T_ = Ts[st];
+        jn_db_tref x = T(id++, JN_TR_HOST, 3, (int64_t)2, T_, (int64_t)3), h = T(id++, 0, 2, (int64_t)2, (int64_t)3);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 2;
+        a.a[0].l.v[0] = 2;
+        a.a[0].l.v[1] = 3;
+        a.a[2].i = -1;
+        op(&t, JN_OP_full, c0, &a, 0, NULL, 1, &h, 0);
+        for (int64_t k = T_ - 2; k >= 0; k--) {
+            jn_db_tref xt = T(id++, 0, 2, (int64_t)2, (int64_t)3), s = T(id++, 0, 2, (int64_t)2, (int64_t)3);
+            memset(&a, 0, sizeof a);
+            a.a[0].i = 1;
+            a.a[1].i = k;
+            op(&t, JN_OP_select, c1, &a, 1, &x, 1, &xt, 0);
+            jn_db_tref in[2] = {xt, h};
+            memset(&a, 0, sizeof a);
+            a.a[0].f = 1;
+            op(&t, JN_OP_add, c2, &a, 2, in, 1, &s, 0);
+            jn_db_tref hn = T(id++, 0, 2, (int64_t)2, (int64_t)3);
+            op(&t, JN_OP_tanh, c2, NULL, 1, &s, 1, &hn, 0);
+            h = hn;
+        }
+        sync_ev(&t, JN_SYNC_ITEM, c3, h.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("b2.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1 && m->graphs[0]->nloops == 1);
+    if (!m || m->ngraphs != 1 || m->graphs[0]->nloops != 1) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    const jn_ir_loop *L = &g->loops[0];
+    int64_t sy[64] = {0};
+    const jn_ir_value *xv = &g->values[g->inputs[0].value];
+    CHECK(jn_ir_is_expr(xv->shape[1]));
+    int32_t T_sym = jn_ir_is_expr(xv->shape[1]) ? g->exprs[jn_ir_expr_index(xv->shape[1])].sym : 0;
+    sy[T_sym] = 9;
+    sy[L->ivar] = 2;
+    int64_t v = -1;
+    CHECK(jn_ir_dim_eval(g, L->trip, sy, &v) == JN_OK && v == 8);                 /* T-1 */
+    CHECK(jn_ir_dim_eval(g, g->nodes[L->first].attrs.a[1].i, sy, &v) == JN_OK && v == 9 - 2 - 2); /* T-2-i */
+    CHECK(L->ncarry == 1 && L->ncollect == 0);
+    CHECK(g->noutputs == 1 && g->outputs[0].value == L->carry[0].out); /* h is synced after the loop */
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
 /* ------------------------------------------------------------------ (c) */
 /* Two structures at one point: mul -> add (3 steps) and mul -> [branch] relu
  * -> add (2 steps). */
@@ -973,6 +1032,7 @@ int main(void) {
     make_optable();
     test_batch_symbol();
     test_loop();
+    test_loop_reverse();
     test_variants();
     test_scalars();
     test_state();

@@ -49,19 +49,29 @@ void an_map_clear(an_map *m);
 void an_map_free(an_map *m);
 
 /* --------------------------------------------------------- decoded step */
+/* A decoded tensor reference, without what the analyzer never needs
+ * (strides and offset are reduced to `contig`). */
+typedef struct {
+    int64_t id;
+    double scalar;            /* JN_TR_SCALAR: the Python value */
+    int64_t shape[JN_MAX_DIMS];
+    uint8_t dtype, ndim, device, role, pytype, contig;
+} an_tref;
+
 typedef struct {
     uint8_t kind, inplace, nattrs, nin, nout, sync_kind, dec_kind;
     int16_t op;               /* this build's jn_op */
-    jn_attrs attrs;
+    int32_t attr0;            /* its attributes: the step's attrs[attr0 .. attr0 + nattrs) */
     int64_t callsite, stack;
     double value;
     int64_t tensor_id, outcome;
-    int32_t ref0;             /* first tref in the step's tref array (nin + nout) */
+    int64_t ref0;             /* first tref in the step's tref array (nin + nout) */
 } an_event;
 
 typedef struct {
     an_event *ev;   int64_t nev, capev;
-    jn_db_tref *tr; int64_t ntr, captr;
+    an_tref *tr;    int64_t ntr, captr;
+    jn_attr *attrs; int64_t nattrs, capattrs;
 } an_stepbuf;
 
 /* ------------------------------------------------------ exemplar model */

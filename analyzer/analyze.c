@@ -229,6 +229,7 @@ static void ctx_free(an_ctx *c) {
     free(s->attrv);
     free(c->sb.ev);
     free(c->sb.tr);
+    free(c->sb.attrs);
     free(c->opmap);
     free(c->ids);
     an_map_free(&c->lastuse);
@@ -269,6 +270,15 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
         for (int64_t i = 0; i < nruns && !s; i++) s = read_run(&c, runs[i]);
     free(runs);
     stats->exemplars = c.nex;
+    /* what only reading needed goes before the graphs are built */
+    free(c.sb.ev), free(c.sb.tr), free(c.sb.attrs);
+    memset(&c.sb, 0, sizeof c.sb);
+    free(c.ids);
+    c.ids = NULL;
+    c.nids = c.capids = 0;
+    an_map_free(&c.lastuse);
+    an_map_free(&c.idmap);
+    an_map_free(&c.exhash);
     if (!s && !(c.m = jn_ir_module_new())) s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
     if (!s) {
         c.m->optable_hash = jn_optable_hash();

@@ -29,15 +29,6 @@
 
 #include "an_internal.h"
 
-static int contig(const jn_db_tref *t) {
-    int64_t s = 1;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        if (t->shape[d] != 1 && t->strides[d] != s) return 0;
-        s *= t->shape[d];
-    }
-    return t->offset == 0;
-}
-
 /* A tensor keeps its dtype, device and shape for life (in-place writes too);
  * a trace that says otherwise cannot be trusted. */
 static int same_meta(const an_ref *a, const an_ref *b) {
@@ -257,7 +248,8 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         if (an_grow(&e->attrv, &c->capattrv, e->nattrv + info->nattrs, sizeof *e->attrv)) return JN_ERR_NOMEM;
         o->attr0 = e->nattrv;
         o->nattrs = (uint8_t)info->nattrs;
-        for (int k = 0; k < info->nattrs; k++) e->attrv[e->nattrv++] = x->attrs.a[k];
+        const jn_attr *xa = &c->sb.attrs[x->attr0];
+        for (int k = 0; k < info->nattrs; k++) e->attrv[e->nattrv++] = xa[k];
         o->ref0 = e->nrefs;
         o->islot0 = e->nislots;
         o->fslot0 = e->nfslots;
@@ -270,7 +262,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         tok = an_mix(tok, (uint64_t)(joins ? 0 : x->nin) | (uint64_t)x->nout << 8 |
                               (uint64_t)(x->inplace ? 1 : 0) << 16);
         for (int k = 0; k < info->nattrs; k++) {
-            const jn_attr *a = &x->attrs.a[k];
+            const jn_attr *a = &xa[k];
             switch (info->attr_kind[k]) {
             case JN_A_BOOL: case JN_A_DTYPE:
                 tok = an_mix(tok, (uint64_t)a->i);
@@ -299,9 +291,9 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             }
             }
         }
-        const jn_db_tref *tr = &c->sb.tr[x->ref0];
+        const an_tref *tr = &c->sb.tr[x->ref0];
         for (int j = 0; j < x->nin; j++) {
-            const jn_db_tref *t = &tr[j];
+            const an_tref *t = &tr[j];
             an_ref *r = &e->refs[e->nrefs++];
             memset(r, 0, sizeof *r);
             r->dtype = t->dtype;
@@ -309,7 +301,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             r->device = t->device;
             r->role = t->role;
             r->pytype = t->pytype;
-            r->noncontig = (uint8_t)!contig(t);
+            r->noncontig = (uint8_t)!t->contig;
             memcpy(r->shape, t->shape, sizeof(int64_t) * t->ndim);
             if (!joins || j == 0)
                 tok = an_mix(tok, (uint64_t)t->dtype | (uint64_t)t->pytype << 8 | (uint64_t)t->device << 16);
@@ -342,7 +334,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             in0 = s0 ? (int32_t)*s0 : -1;
         }
         for (int j = 0; j < x->nout; j++) {
-            const jn_db_tref *t = &tr[x->nin + j];
+            const an_tref *t = &tr[x->nin + j];
             an_ref *r = &e->refs[e->nrefs++];
             memset(r, 0, sizeof *r);
             r->dtype = t->dtype;
@@ -350,7 +342,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             r->device = t->device;
             r->role = t->role;
             r->pytype = t->pytype;
-            r->noncontig = (uint8_t)!contig(t);
+            r->noncontig = (uint8_t)!t->contig;
             memcpy(r->shape, t->shape, sizeof(int64_t) * t->ndim);
             if (t->role == JN_TR_SCALAR) { /* outputs are tensors; only garbage says otherwise */
                 set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
@@ -392,7 +384,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                 td->view_base = base;
                 td->base_gen = c->ids[base].gen;
                 td->splice = 0;
-                const jn_attr *va = x->attrs.a;
+                const jn_attr *va = &c->sb.attrs[x->attr0];
                 if (base == in0 && c->ids[in0].type_ref >= 0 && (x->op == JN_OP_slice || x->op == JN_OP_select)) {
                     const an_ref *bt = &e->refs[c->ids[in0].type_ref];
                     int64_t d = va[0].i < 0 ? va[0].i + bt->ndim : va[0].i;

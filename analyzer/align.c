@@ -99,7 +99,9 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
             }
         an_tmpl *T = NULL;
         const char *why = NULL;
-        if (nf > 1 && c->ex[fam[0]].nreps > 0 && an_tmpl_loops(c, fam, nf, &T, &why)) goto nomem;
+        int long_rep = 0;
+        for (int32_t r = 0; r < c->ex[fam[0]].nreps; r++) long_rep |= c->ex[fam[0]].reps[r].count >= 16;
+        if ((nf > 1 || long_rep) && c->ex[fam[0]].nreps > 0 && an_tmpl_loops(c, fam, nf, &T, &why)) goto nomem;
         if (why && c->opt && c->opt->progress && strcmp(why, "no repeat count varies")) {
             char site[512];
             fprintf(c->opt->progress, "janus optimize: no loop at %s (%d segment shapes): %s; one variant per "

@@ -8,8 +8,9 @@
  * repeats and the repeats agree in period and body (counts aside).
  *
  * an_tmpl_loops lines up the exemplars of such a family: a repeat whose
- * count is the same everywhere is unrolled again (plain ops), one whose
- * count varies becomes a loop of the template, and then everything the IR
+ * count is the same everywhere is unrolled again (plain ops) unless it is
+ * long (AN_MIN_CONST_TRIP or more: a loop with a constant trip count), one
+ * whose count varies becomes a loop of the template, and then everything the IR
  * needs is checked on the recorded data, for every exemplar and iteration:
  *   - every body input refers to a value of the same iteration (local), of
  *     the previous one (a carry, seeded at iteration 0 by one outside
@@ -31,6 +32,9 @@
 #include "an_internal.h"
 
 #define AN_MAX_PERIOD 4096
+/* A repeat this long becomes a loop even when its count never varies (with a
+ * constant trip count): unrolling it would only make the graph huge. */
+#define AN_MIN_CONST_TRIP 16
 #define AN_MAX_CANDIDATES 16
 
 int32_t an_find_repeats(const uint64_t *tok, int32_t n, an_rep **out) {
@@ -383,8 +387,12 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
     if (!varies || !LY) goto nomem;
     int32_t nloops = 0, nt = 0;
     for (int32_t r = 0; r < nr; r++) {
-        for (int32_t e = 1; e < m; e++)
+        int32_t least = E0->reps[r].count;
+        for (int32_t e = 1; e < m; e++) {
             if (c->ex[ex[e]].reps[r].count != E0->reps[r].count) varies[r] = 1;
+            if (c->ex[ex[e]].reps[r].count < least) least = c->ex[ex[e]].reps[r].count;
+        }
+        if (least >= AN_MIN_CONST_TRIP) varies[r] = 1;
         nloops += varies[r];
     }
     if (!nloops) {

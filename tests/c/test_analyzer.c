@@ -512,6 +512,41 @@ static void test_loop_reverse(void) {
     jn_ir_module_free(m);
 }
 
+/* 20 iterations every time (x = tanh(x * 2.0)): a loop with a constant trip
+ * count instead of 40 unrolled nodes; 3 iterations stay unrolled. */
+static void test_loop_constant(void) {
+    tb t;
+    tb_open(&t, "b3.db", NULL, NULL);
+    int64_t c1 = site(&t, 110), c2 = site(&t, 111), c3 = site(&t, 112);
+    int64_t id = 100;
+    for (int st = 0; st < 2; st++) {
+        jn_db_tref x = T(id++, JN_TR_HOST, 1, (int64_t)4);
+        for (int k = 0; k < 20; k++) {
+            jn_db_tref in[2] = {x, S(id++, 2.0, 2)}, y = T(id++, 0, 1, (int64_t)4), z = T(id++, 0, 1, (int64_t)4);
+            op(&t, JN_OP_mul, c1, NULL, 2, in, 1, &y, 0);
+            op(&t, JN_OP_tanh, c2, NULL, 1, &y, 1, &z, 0);
+            x = z;
+        }
+        for (int k = 0; k < 3; k++) {
+            jn_db_tref z = T(id++, 0, 1, (int64_t)4);
+            op(&t, JN_OP_relu, c3, NULL, 1, &x, 1, &z, 0);
+            x = z;
+        }
+        sync_ev(&t, JN_SYNC_ITEM, c3, x.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("b3.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1 && m->graphs[0]->nloops == 1);
+    if (m && m->ngraphs == 1 && m->graphs[0]->nloops == 1) {
+        const jn_ir_graph *g = m->graphs[0];
+        CHECK(g->loops[0].trip == 20 && g->loops[0].count == 2 && g->nnodes == 5);
+        CHECK(count_guards(g, JN_IR_G_TRIP) == 1 && count_guards(g, JN_IR_G_SCALAR) == 1);
+        check_round_trip(m);
+    }
+    jn_ir_module_free(m);
+}
+
 /* ------------------------------------------------------------------ (c) */
 /* Two structures at one point: mul -> add (3 steps) and mul -> [branch] relu
  * -> add (2 steps). */
@@ -1033,6 +1068,7 @@ int main(void) {
     test_batch_symbol();
     test_loop();
     test_loop_reverse();
+    test_loop_constant();
     test_variants();
     test_scalars();
     test_state();

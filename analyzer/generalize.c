@@ -40,7 +40,10 @@ int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t l
     if (kind == JN_IR_SYM_RNG) snprintf(name, sizeof name, "rng");
     else snprintf(name, sizeof name, "%s%d", prefix, (*ctr)++);
     an_use_site(G->c, site);
-    return jn_ir_sym_add(G->g, name, kind, lo, hi, site);
+    int32_t s = jn_ir_sym_add(G->g, name, kind, lo, hi, site);
+    if (s >= 0 && !an_grow(&G->sym_note, &G->capnote, s + 1, sizeof *G->sym_note))
+        G->sym_note[s] = G->what[0] ? jn_ir_intern(G->g, G->what) : NULL;
+    return s;
 }
 
 static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
@@ -145,6 +148,19 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
         G->vec[e] = x->first;
     }
     jn_ir_dim b = 0;
+    const an_op *o0 = eop(G, 0, t);
+    const jn_opinfo *info = jn_op_info((jn_op)o0->op);
+    for (int k = 0, n = 0; k < info->nattrs; k++) {
+        int w = info->attr_kind[k] == JN_A_INTS ? o0->attr0 >= 0 ? G->E[0]->attrv[o0->attr0 + k].l.n : 0
+                : info->attr_kind[k] == JN_A_INT ? 1 : 0;
+        if (s >= n && s < n + w) {
+            if (info->attr_kind[k] == JN_A_INTS)
+                snprintf(G->what, sizeof G->what, "%s[%d] of %s", info->attr_name[k], s - n, info->name);
+            else
+                snprintf(G->what, sizeof G->what, "%s of %s", info->attr_name[k], info->name);
+        }
+        n += w;
+    }
     if (!varied) {
         b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
     } else {
@@ -203,9 +219,14 @@ static int fslot_varies(an_gen *G, int32_t t, int32_t s, double *first) {
 
 /* Symbolic shape of ref q of template op t. */
 static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape) {
-    const an_ref *r0 = &G->E[0]->refs[eop(G, 0, t)->ref0 + q];
+    const an_op *o = eop(G, 0, t);
+    const an_ref *r0 = &G->E[0]->refs[o->ref0 + q];
     jn_status err = JN_OK;
     for (int d = 0; d < r0->ndim; d++) {
+        if (q >= o->nin) /* inputs: jn_ir_guard_explain names the input itself */
+            snprintf(G->what, sizeof G->what, "dim %d of the output of %s", d, an_op_name(o->op));
+        else
+            G->what[0] = 0;
         for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[eop(G, e, t)->ref0 + q].shape[d];
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
         if (err) return err;
@@ -324,6 +345,7 @@ static jn_status gen_node(an_gen *G, int32_t t) {
                         if (x->lo < lo) lo = x->lo;
                         if (x->hi > hi) hi = x->hi;
                     }
+                    snprintf(G->what, sizeof G->what, "the Philox offset at the first random op (%s)", info->name);
                     if ((G->rng = an_gen_sym(G, "rng", JN_IR_SYM_RNG, lo, hi, o->site)) < 0) return nomem();
                     a.a[k].i = jn_ir_sym_dim(G->g, G->rng);
                     is++;
@@ -371,6 +393,7 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
         if (TL->count[e] < lo) lo = TL->count[e];
         if (TL->count[e] > hi) hi = TL->count[e];
     }
+    snprintf(G->what, sizeof G->what, "the trip count of a loop");
     jn_ir_dim trip = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
     if (err) return err;
     int32_t iv = an_gen_sym(G, "i", JN_IR_SYM_IVAR, 0, hi - 1, site);
@@ -586,5 +609,6 @@ done:
     free(G.irloop);
     free(G.trip_lo);
     free(G.trip_hi);
+    free(G.sym_note);
     return err;
 }

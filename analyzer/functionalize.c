@@ -391,7 +391,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                     if (d >= 0 && d < bt->ndim) {
                         int64_t size = bt->shape[d], s = va[1].i < 0 ? va[1].i + size : va[1].i;
                         if (x->op == JN_OP_slice && va[3].i == 1 && r->ndim == bt->ndim && s >= 0 &&
-                            s + r->shape[d] <= size) {
+                            s <= size && r->shape[d] <= size - s) {
                             td->splice = 1;
                             td->vlen = r->shape[d];
                         } else if (x->op == JN_OP_select && s >= 0 && s < size && r->ndim + 1 == bt->ndim) {

@@ -87,11 +87,14 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
     /* c*s */
     for (int64_t k = 0; k < G->ncands; k++) {
         const int64_t *cv = G->cands[k].vec;
-        if (!cv || cv[0] == 0 || vec[0] % cv[0]) continue;
+        if (!cv || cv[0] == 0 || cv[0] == -1 || vec[0] % cv[0]) continue;
         int64_t q = vec[0] / cv[0];
         if (q == 0 || q == 1) continue;
         int ok = 1;
-        for (int e = 0; e < m && ok; e++) ok = cv[e] * q == vec[e];
+        for (int e = 0; e < m && ok; e++) {
+            int64_t x;
+            ok = !__builtin_mul_overflow(cv[e], q, &x) && x == vec[e];
+        }
         if (ok) return remember(G, jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, q), vec, err);
     }
     /* s1*s2 */
@@ -100,16 +103,23 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
             const int64_t *a = G->cands[k].vec, *b = G->cands[l].vec;
             if (!a || !b) continue;
             int ok = 1;
-            for (int e = 0; e < m && ok; e++) ok = a[e] * b[e] == vec[e];
+            for (int e = 0; e < m && ok; e++) {
+                int64_t x;
+                ok = !__builtin_mul_overflow(a[e], b[e], &x) && x == vec[e];
+            }
             if (ok) return remember(G, jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, G->cands[l].d), vec, err);
         }
     /* s+c, s-c */
     for (int64_t k = 0; k < G->ncands; k++) {
         const int64_t *cv = G->cands[k].vec;
         if (!cv) continue;
-        int64_t q = vec[0] - cv[0];
+        int64_t q;
+        if (__builtin_sub_overflow(vec[0], cv[0], &q) || q == INT64_MIN) continue;
         int ok = 1;
-        for (int e = 0; e < m && ok; e++) ok = cv[e] + q == vec[e];
+        for (int e = 0; e < m && ok; e++) {
+            int64_t x;
+            ok = !__builtin_add_overflow(cv[e], q, &x) && x == vec[e];
+        }
         if (ok)
             return remember(G, q > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, G->cands[k].d, q)
                                      : jn_ir_dim_op(G->g, JN_IR_E_SUB, G->cands[k].d, -q), vec, err);
@@ -176,9 +186,10 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
         for (int64_t k = 0; k < G->ncands && !found; k++) {
             const an_cand *cd = &G->cands[k];
             if (!cd->firsts || cd->hdelta != hd) continue;
-            int64_t off = G->vec[0] - cd->firsts[0];
+            int64_t off, x;
+            if (__builtin_sub_overflow(G->vec[0], cd->firsts[0], &off) || off == INT64_MIN) continue;
             int ok = 1;
-            for (int e = 1; e < G->m && ok; e++) ok = G->vec[e] - cd->firsts[e] == off;
+            for (int e = 1; e < G->m && ok; e++) ok = !__builtin_sub_overflow(G->vec[e], cd->firsts[e], &x) && x == off;
             if (!ok || (cd->hseq == hs) != (off == 0)) continue;
             b = off == 0 ? cd->d
                 : off > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, cd->d, off) : jn_ir_dim_op(G->g, JN_IR_E_SUB, cd->d, -off);

@@ -232,7 +232,8 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
             o->nin = e.nin;
             o->nout = e.nout;
             o->ref0 = b->ntr;
-            for (int i = 0; i < e.nin + e.nout; i++) compact(&b->tr[b->ntr++], i < e.nin ? &e.in[i] : &e.out[i - e.nin]);
+            for (int i = 0; i < e.nin + e.nout; i++)
+                compact(&b->tr[b->ntr++], i < e.nin ? &e.in[i] : &e.out[i - e.nin]);
         } else if (e.kind == JN_EV_SYNC) {
             o->sync_kind = e.sync_kind;
             o->value = e.value;

@@ -402,9 +402,9 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                     }
                 } else if (base == in0 && c->ids[in0].type_ref >= 0) {
                     const an_ref *bt = &e->refs[c->ids[in0].type_ref];
-                    int64_t nb = 1, nr = 1;
-                    for (int k = 0; k < bt->ndim; k++) nb *= bt->shape[k];
-                    for (int k = 0; k < r->ndim; k++) nr *= r->shape[k];
+                    uint64_t nb = 1, nr = 1; /* unsigned: garbage sizes must not overflow */
+                    for (int k = 0; k < bt->ndim; k++) nb *= (uint64_t)bt->shape[k];
+                    for (int k = 0; k < r->ndim; k++) nr *= (uint64_t)r->shape[k];
                     if ((x->op == JN_OP_view || x->op == JN_OP_squeeze || x->op == JN_OP_unsqueeze) && nb == nr &&
                         !bt->noncontig) {
                         td->splice = 3;

@@ -70,7 +70,9 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
     int m = G->m;
     int same = 1;
     for (int e = 1; e < m && same; e++) same = vec[e] == vec[0];
-    if (same) return vec[0];
+    /* a constant the IR cannot hold as one (it would read as an expression
+     * reference) becomes a symbol of that single value */
+    if (same && !jn_ir_is_expr(vec[0])) return vec[0];
     for (int64_t k = 0; k < G->ncands; k++) {
         const int64_t *cv = G->cands[k].vec;
         if (!cv) continue;
@@ -89,7 +91,7 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
         const int64_t *cv = G->cands[k].vec;
         if (!cv || cv[0] == 0 || cv[0] == -1 || vec[0] % cv[0]) continue;
         int64_t q = vec[0] / cv[0];
-        if (q == 0 || q == 1) continue;
+        if (q == 0 || q == 1 || jn_ir_is_expr(q)) continue;
         int ok = 1;
         for (int e = 0; e < m && ok; e++) {
             int64_t x;
@@ -114,7 +116,7 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
         const int64_t *cv = G->cands[k].vec;
         if (!cv) continue;
         int64_t q;
-        if (__builtin_sub_overflow(vec[0], cv[0], &q) || q == INT64_MIN) continue;
+        if (__builtin_sub_overflow(vec[0], cv[0], &q) || jn_ir_is_expr(q) || jn_ir_is_expr(-q)) continue;
         int ok = 1;
         for (int e = 0; e < m && ok; e++) {
             int64_t x;
@@ -187,7 +189,8 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
             const an_cand *cd = &G->cands[k];
             if (!cd->firsts || cd->hdelta != hd) continue;
             int64_t off, x;
-            if (__builtin_sub_overflow(G->vec[0], cd->firsts[0], &off) || off == INT64_MIN) continue;
+            if (__builtin_sub_overflow(G->vec[0], cd->firsts[0], &off) || jn_ir_is_expr(off) || jn_ir_is_expr(-off))
+                continue;
             int ok = 1;
             for (int e = 1; e < G->m && ok; e++) ok = !__builtin_sub_overflow(G->vec[e], cd->firsts[e], &x) && x == off;
             if (!ok || (cd->hseq == hs) != (off == 0)) continue;

@@ -167,11 +167,11 @@ static void compact(an_tref *o, const jn_db_tref *t) {
     o->role = t->role;
     o->pytype = t->pytype;
     memcpy(o->shape, t->shape, sizeof(int64_t) * t->ndim);
-    int64_t s = 1;
+    uint64_t s = 1; /* unsigned: garbage sizes must not overflow */
     o->contig = t->offset == 0;
     for (int d = t->ndim - 1; d >= 0 && o->contig; d--) {
-        if (t->shape[d] != 1 && t->strides[d] != s) o->contig = 0;
-        s *= t->shape[d];
+        if (t->shape[d] != 1 && (uint64_t)t->strides[d] != s) o->contig = 0;
+        s *= (uint64_t)t->shape[d];
     }
 }
 

@@ -259,6 +259,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     const an_islot *a = &x->islots[ok->islot0 + s], *a0 = &x->islots[o0->islot0 + s];
                     if (a->varied || a0->varied) return "an int attribute in a loop body varies between segments";
                     int64_t slope = T->slope[E0op->islot0 + s];
+                    if (jn_ir_is_expr(slope)) return "an int attribute is not affine in the loop iteration";
                     int64_t step, want;
                     if (__builtin_mul_overflow(slope, (int64_t)it, &step) ||
                         __builtin_add_overflow(a0->first, step, &want) || a->first != want)

@@ -14,9 +14,15 @@
  * is kept for Python (`keep`).
  *
  * Views are ordinary functional nodes, which is only right while nothing
- * writes through an alias: a write INTO a view (or into an external tensor
- * that is itself a strided view) and a read of a view after its base was
- * written are recorded as the reason the segment cannot be captured.
+ * writes through an alias.  A write INTO a view taken directly from its base
+ * is spliced back (splice(): the base's new value rebuilt from the view's
+ * with slice/cat, view, transpose or permute, ops the analyzer adds); any
+ * other write through a view (a strided slice, a view of a view, an
+ * external tensor that is itself a strided view), a read of a view after its
+ * base was written, and a tensor whose dtype or shape changes are recorded
+ * as the reason the segment cannot be captured.  A tensor is never followed
+ * through a view chain the recorder did not see (autograd's saved aliases
+ * have ids of their own).
  *
  * What may still vary between segments with the same canonical form goes
  * to slots instead of the key: int attributes and int-list elements (slice

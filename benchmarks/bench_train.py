@@ -113,6 +113,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--only", default="", help="comma-separated workload name prefixes (mlp,cnn,lstm -> "
+                    "fashion_mlp, fashion_cnn, char_lstm); default all")
     args = ap.parse_args()
     janus.set_num_threads(args.threads)
     if torch is not None:
@@ -120,7 +122,10 @@ def main():
     rng = np.random.default_rng(0)
     print(f"training steps/s, {args.threads} threads, median of {args.repeats} x {args.steps} steps")
     print(f"{'workload':34s} {'janus eager':>12s} {'torch eager':>12s} {'janus/torch':>12s}")
+    keys = [k.strip() for k in args.only.split(",") if k.strip()]
     for name, make, x, y in workloads(rng):
+        if keys and not any(k in name for k in keys):
+            continue
         j = time_steps(janus, jnn, make, x, y, args.steps, args.repeats)
         t = time_steps(torch, tnn, make, x, y, args.steps, args.repeats) if torch else float("nan")
         ratio = j / t if torch else float("nan")

@@ -419,8 +419,29 @@ class BatchNorm2d(_BatchNorm):
 
 
 # ---- recurrent -------------------------------------------------------------
+# The pointwise part of a cell step runs as one fused table op (lstm_cell /
+# gru_cell in runtime/k_fused.c, with a fused backward) when the operands
+# allow it: one float32/float64 dtype and the shapes the cells produce.
+# Otherwise (half dtypes, broadcasting states) the same math runs as separate
+# ops.  _FUSED_CELLS = False forces the unfused path (benchmarks, tests).
+_FUSED_CELLS = True
+_FUSED_DTYPES = (janus.float32, janus.float64)
+
+
+def _fusable(gx, gh, s, gates):
+    d = gx.dtype
+    if not (_FUSED_CELLS and d in _FUSED_DTYPES and gh.dtype is d and s.dtype is d):
+        return False
+    xs, ss = gx.shape, s.shape
+    return xs == gh.shape and len(ss) == len(xs) and ss[:-1] == xs[:-1] and ss[-1] * gates == xs[-1]
+
+
 def _lstm_cell(x_proj, h, c, w_hh, b_hh):
-    gates = x_proj + F.linear(h, w_hh, b_hh)
+    gh = F.linear(h, w_hh, b_hh)
+    if _fusable(x_proj, gh, c, 4):
+        h, c, _ = janus.ops.lstm_cell(x_proj, gh, c)
+        return h, c
+    gates = x_proj + gh
     i, f, g, o = gates.chunk(4, 1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     return o.sigmoid() * c.tanh(), c
@@ -428,6 +449,8 @@ def _lstm_cell(x_proj, h, c, w_hh, b_hh):
 
 def _gru_cell(x_proj, h, w_hh, b_hh):
     gh = F.linear(h, w_hh, b_hh)
+    if _fusable(x_proj, gh, h, 3):
+        return janus.ops.gru_cell(x_proj, gh, h)[0]
     xr, xz, xn = x_proj.chunk(3, 1)
     hr, hz, hn = gh.chunk(3, 1)
     r = (xr + hr).sigmoid()

@@ -426,20 +426,27 @@ class BatchNorm2d(_BatchNorm):
 # ops.  _FUSED_CELLS = False forces the unfused path (benchmarks, tests).
 _FUSED_CELLS = True
 _FUSED_DTYPES = (janus.float32, janus.float64)
+_C_OPS = janus.ops
 
 
 def _fusable(gx, gh, s, gates):
+    """gx, gh: [B, gates*H], s: [B, H], one fused dtype (kept cheap: it runs
+    every time step)."""
     d = gx.dtype
-    if not (_FUSED_CELLS and d in _FUSED_DTYPES and gh.dtype is d and s.dtype is d):
+    if not _FUSED_CELLS or d not in _FUSED_DTYPES or gh.dtype is not d or s.dtype is not d:
         return False
     xs, ss = gx.shape, s.shape
-    return xs == gh.shape and len(ss) == len(xs) and ss[:-1] == xs[:-1] and ss[-1] * gates == xs[-1]
+    if len(xs) != 2 or len(ss) != 2 or xs != gh.shape:
+        return False
+    b, w = xs
+    sb, sw = ss
+    return sb == b and sw * gates == w
 
 
 def _lstm_cell(x_proj, h, c, w_hh, b_hh):
     gh = F.linear(h, w_hh, b_hh)
     if _fusable(x_proj, gh, c, 4):
-        h, c, _ = janus.ops.lstm_cell(x_proj, gh, c)
+        h, c, _ = _C_OPS.lstm_cell(x_proj, gh, c)
         return h, c
     gates = x_proj + gh
     i, f, g, o = gates.chunk(4, 1)
@@ -450,7 +457,7 @@ def _lstm_cell(x_proj, h, c, w_hh, b_hh):
 def _gru_cell(x_proj, h, w_hh, b_hh):
     gh = F.linear(h, w_hh, b_hh)
     if _fusable(x_proj, gh, h, 3):
-        return janus.ops.gru_cell(x_proj, gh, h)[0]
+        return _C_OPS.gru_cell(x_proj, gh, h)[0]
     xr, xz, xn = x_proj.chunk(3, 1)
     hr, hz, hn = gh.chunk(3, 1)
     r = (xr + hr).sigmoid()

@@ -161,7 +161,8 @@ def main():
     if torch is not None:
         torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
-    print(f"training steps/s ({args.clock} clock), {args.threads} threads, median of {args.repeats} x {args.steps} steps")
+    print(f"training steps/s ({args.clock} clock), {args.threads} threads, "
+          f"median of {args.repeats} x {args.steps} steps")
     print(f"{'workload':34s} {'janus eager':>12s} {'torch eager':>12s} {'janus/torch':>12s}")
     keys = [k.strip() for k in args.only.split(",") if k.strip()]
     for name, make, x, y in workloads(rng):

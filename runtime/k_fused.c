@@ -111,89 +111,94 @@ static void release_all(int n, jn_tensor **c) {
 /* ---------------------------------------------------------------- rows */
 /* Row kernels: n rows of width H; every operand contiguous.  One typed copy
  * per dtype, through a macro, as in k_elementwise.c. */
-#define LSTM_FWD(SUF, T, SIG, TANH)                                                                  \
-    SIMD static void lstm_fwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict gx,         \
-                                    const T *restrict gh, const T *restrict c, T *restrict h2,      \
-                                    T *restrict c2, T *restrict ws) {                              \
-        for (int64_t r = r0; r < r1; r++) {                                                          \
-            const T *restrict x = gx + r * 4 * H, *restrict y = gh + r * 4 * H, *restrict cr = c + r * H;                       \
-            T *restrict w = ws + r * 4 * H, *restrict hr = h2 + r * H, *restrict cn = c2 + r * H;                               \
-            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                                        \
-                T i = SIG(x[j] + y[j]), f = SIG(x[H + j] + y[H + j]);                                \
-                T g = TANH(x[2 * H + j] + y[2 * H + j]), o = SIG(x[3 * H + j] + y[3 * H + j]);       \
-                T cc = f * cr[j] + i * g;                                                            \
-                cn[j] = cc;                                                                          \
-                hr[j] = o * TANH(cc);                                                                \
-                w[j] = i;                                                                            \
-                w[H + j] = f;                                                                        \
-                w[2 * H + j] = g;                                                                    \
-                w[3 * H + j] = o;                                                                    \
-            }                                                                                        \
-        }                                                                                            \
+#define LSTM_FWD(SUF, T, SIG, TANH)                                                                         \
+    SIMD static void lstm_fwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict gx,                \
+                                    const T *restrict gh, const T *restrict c, T *restrict h2,              \
+                                    T *restrict c2, T *restrict ws) {                                       \
+        for (int64_t r = r0; r < r1; r++) {                                                                 \
+            const T *restrict x = gx + r * 4 * H, *restrict y = gh + r * 4 * H;                             \
+            const T *restrict cr = c + r * H;                                                               \
+            T *restrict w = ws + r * 4 * H, *restrict hr = h2 + r * H, *restrict cn = c2 + r * H;           \
+            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                          \
+                T i = SIG(x[j] + y[j]), f = SIG(x[H + j] + y[H + j]);                                       \
+                T g = TANH(x[2 * H + j] + y[2 * H + j]), o = SIG(x[3 * H + j] + y[3 * H + j]);              \
+                T cc = f * cr[j] + i * g;                                                                   \
+                cn[j] = cc;                                                                                 \
+                hr[j] = o * TANH(cc);                                                                       \
+                w[j] = i;                                                                                   \
+                w[H + j] = f;                                                                               \
+                w[2 * H + j] = g;                                                                           \
+                w[3 * H + j] = o;                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
     }
 LSTM_FWD(f32, float, sigf, tanhf_)
 LSTM_FWD(f64, double, sigd, tanhd_)
 
-#define LSTM_BWD(SUF, T, TANH)                                                                       \
-    SIMD static void lstm_bwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict dh, const T *restrict dc,    \
-                                    const T *restrict c, const T *restrict c2, const T *restrict ws, T *restrict dg, T *restrict dcp) {          \
-        for (int64_t r = r0; r < r1; r++) {                                                          \
-            const T *restrict w = ws + r * 4 * H, *restrict dhr = dh + r * H, *restrict dcr = dc + r * H;                       \
-            const T *restrict cr = c + r * H, *restrict c2r = c2 + r * H;                                              \
-            T *restrict d = dg + r * 4 * H, *restrict dp = dcp + r * H;                                                \
-            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                                        \
-                T i = w[j], f = w[H + j], g = w[2 * H + j], o = w[3 * H + j];                        \
-                T tc = TANH(c2r[j]);                                                                 \
-                T dcs = dcr[j] + dhr[j] * o * (1 - tc * tc);                                         \
-                d[j] = dcs * g * (i * (1 - i));                                                      \
-                d[H + j] = dcs * cr[j] * (f * (1 - f));                                              \
-                d[2 * H + j] = dcs * i * (1 - g * g);                                                \
-                d[3 * H + j] = dhr[j] * tc * (o * (1 - o));                                          \
-                dp[j] = dcs * f;                                                                     \
-            }                                                                                        \
-        }                                                                                            \
+#define LSTM_BWD(SUF, T, TANH)                                                                              \
+    SIMD static void lstm_bwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict dh,                \
+                                    const T *restrict dc, const T *restrict c, const T *restrict c2,        \
+                                    const T *restrict ws, T *restrict dg, T *restrict dcp) {                \
+        for (int64_t r = r0; r < r1; r++) {                                                                 \
+            const T *restrict w = ws + r * 4 * H, *restrict dhr = dh + r * H;                               \
+            const T *restrict dcr = dc + r * H, *restrict cr = c + r * H, *restrict c2r = c2 + r * H;       \
+            T *restrict d = dg + r * 4 * H, *restrict dp = dcp + r * H;                                     \
+            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                          \
+                T i = w[j], f = w[H + j], g = w[2 * H + j], o = w[3 * H + j];                               \
+                T tc = TANH(c2r[j]);                                                                        \
+                T dcs = dcr[j] + dhr[j] * o * (1 - tc * tc);                                                \
+                d[j] = dcs * g * (i * (1 - i));                                                             \
+                d[H + j] = dcs * cr[j] * (f * (1 - f));                                                     \
+                d[2 * H + j] = dcs * i * (1 - g * g);                                                       \
+                d[3 * H + j] = dhr[j] * tc * (o * (1 - o));                                                 \
+                dp[j] = dcs * f;                                                                            \
+            }                                                                                               \
+        }                                                                                                   \
     }
 LSTM_BWD(f32, float, tanhf_)
 LSTM_BWD(f64, double, tanhd_)
 
-#define GRU_FWD(SUF, T, SIG, TANH)                                                                   \
-    SIMD static void gru_fwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict gx, const T *restrict gh,     \
-                                   const T *restrict h, T *restrict h2, T *restrict ws) {                                      \
-        for (int64_t r = r0; r < r1; r++) {                                                          \
-            const T *restrict x = gx + r * 3 * H, *restrict y = gh + r * 3 * H, *restrict hr = h + r * H;                       \
-            T *restrict w = ws + r * 4 * H, *restrict out = h2 + r * H;                                                \
-            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                                        \
-                T rg = SIG(x[j] + y[j]), z = SIG(x[H + j] + y[H + j]), hn = y[2 * H + j];            \
-                T n = TANH(x[2 * H + j] + rg * hn);                                                  \
-                out[j] = (1 - z) * n + z * hr[j];                                                    \
-                w[j] = rg;                                                                           \
-                w[H + j] = z;                                                                        \
-                w[2 * H + j] = n;                                                                    \
-                w[3 * H + j] = hn;                                                                   \
-            }                                                                                        \
-        }                                                                                            \
+#define GRU_FWD(SUF, T, SIG, TANH)                                                                          \
+    SIMD static void gru_fwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict gx,                 \
+                                   const T *restrict gh, const T *restrict h, T *restrict h2,               \
+                                   T *restrict ws) {                                                        \
+        for (int64_t r = r0; r < r1; r++) {                                                                 \
+            const T *restrict x = gx + r * 3 * H, *restrict y = gh + r * 3 * H;                             \
+            const T *restrict hr = h + r * H;                                                               \
+            T *restrict w = ws + r * 4 * H, *restrict out = h2 + r * H;                                     \
+            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                          \
+                T rg = SIG(x[j] + y[j]), z = SIG(x[H + j] + y[H + j]), hn = y[2 * H + j];                   \
+                T n = TANH(x[2 * H + j] + rg * hn);                                                         \
+                out[j] = (1 - z) * n + z * hr[j];                                                           \
+                w[j] = rg;                                                                                  \
+                w[H + j] = z;                                                                               \
+                w[2 * H + j] = n;                                                                           \
+                w[3 * H + j] = hn;                                                                          \
+            }                                                                                               \
+        }                                                                                                   \
     }
 GRU_FWD(f32, float, sigf, tanhf_)
 GRU_FWD(f64, double, sigd, tanhd_)
 
-#define GRU_BWD(SUF, T)                                                                              \
-    SIMD static void gru_bwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict dh, const T *restrict h,      \
-                                   const T *restrict ws, T *restrict dgx, T *restrict dgh, T *restrict dhp) {                           \
-        for (int64_t r = r0; r < r1; r++) {                                                          \
-            const T *restrict w = ws + r * 4 * H, *restrict dr = dh + r * H, *restrict hr = h + r * H;                          \
-            T *restrict a = dgx + r * 3 * H, *restrict b = dgh + r * 3 * H, *restrict p = dhp + r * H;                          \
-            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                                        \
-                T rg = w[j], z = w[H + j], n = w[2 * H + j], hn = w[3 * H + j], g = dr[j];           \
-                T dn = g * (1 - z) * (1 - n * n);                                                    \
-                T dz = g * (hr[j] - n) * (z * (1 - z));                                              \
-                T drg = dn * hn * (rg * (1 - rg));                                                   \
-                a[j] = b[j] = drg;                                                                   \
-                a[H + j] = b[H + j] = dz;                                                            \
-                a[2 * H + j] = dn;                                                                   \
-                b[2 * H + j] = dn * rg;                                                              \
-                p[j] = g * z;                                                                        \
-            }                                                                                        \
-        }                                                                                            \
+#define GRU_BWD(SUF, T)                                                                                     \
+    SIMD static void gru_bwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict dh,                 \
+                                   const T *restrict h, const T *restrict ws, T *restrict dgx,              \
+                                   T *restrict dgh, T *restrict dhp) {                                      \
+        for (int64_t r = r0; r < r1; r++) {                                                                 \
+            const T *restrict w = ws + r * 4 * H, *restrict dr = dh + r * H, *restrict hr = h + r * H;      \
+            T *restrict a = dgx + r * 3 * H, *restrict b = dgh + r * 3 * H, *restrict p = dhp + r * H;      \
+            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                          \
+                T rg = w[j], z = w[H + j], n = w[2 * H + j], hn = w[3 * H + j], g = dr[j];                  \
+                T dn = g * (1 - z) * (1 - n * n);                                                           \
+                T dz = g * (hr[j] - n) * (z * (1 - z));                                                     \
+                T drg = dn * hn * (rg * (1 - rg));                                                          \
+                a[j] = b[j] = drg;                                                                          \
+                a[H + j] = b[H + j] = dz;                                                                   \
+                a[2 * H + j] = dn;                                                                          \
+                b[2 * H + j] = dn * rg;                                                                     \
+                p[j] = g * z;                                                                               \
+            }                                                                                               \
+        }                                                                                                   \
     }
 GRU_BWD(f32, float)
 GRU_BWD(f64, double)
@@ -380,27 +385,27 @@ typedef struct {
 /* The unfused update's operations in its order and precision:
  *   g = -g; p = p * (1 - lr wd) | g = g + wd p; m = m + (1 - b1) (g - m);
  *   v = v b2; v = v + (1 - b2) (g g); p = p + (-lr/bc1) (m / (sqrt(v) / sqrt(bc2) + eps)) */
-#define ADAM(SUF, T)                                                                                  \
-    SIMD static void adam_##SUF(const adam_job *j, int64_t i0, int64_t i1) {                          \
-        T *restrict p = j->p, *restrict m = j->m, *restrict v = j->v;                                                           \
-        const T *restrict gr = j->g;                                                                          \
-        const T decay = (T)j->decay, wd = (T)j->wd, w1 = (T)j->w1, b2 = (T)j->b2, w2 = (T)j->w2;     \
-        const T bc = (T)j->bc2_sqrt, eps = (T)j->eps, ns = (T)j->neg_step;                           \
-        const int dec = j->decoupled, hw = j->has_wd, mx = j->maximize;                              \
-        for (int64_t i = i0; i < i1; i++) {                                                          \
-            T g = mx ? -gr[i] : gr[i], pv = p[i];                                                    \
-            if (hw) {                                                                                \
-                if (dec) pv = pv * decay;                                                            \
-                else g = g + wd * pv;                                                                \
-            }                                                                                        \
-            T mv = m[i] + w1 * (g - m[i]);                                                           \
-            T vv = v[i] * b2;                                                                        \
-            vv = vv + w2 * (g * g);                                                                  \
-            T den = SQRT(vv) / bc + eps;                                                               \
-            m[i] = mv;                                                                               \
-            v[i] = vv;                                                                               \
-            p[i] = pv + ns * (mv / den);                                                             \
-        }                                                                                            \
+#define ADAM(SUF, T)                                                                                        \
+    SIMD static void adam_##SUF(const adam_job *j, int64_t i0, int64_t i1) {                                \
+        T *restrict p = j->p, *restrict m = j->m, *restrict v = j->v;                                       \
+        const T *restrict gr = j->g;                                                                        \
+        const T decay = (T)j->decay, wd = (T)j->wd, w1 = (T)j->w1, b2 = (T)j->b2, w2 = (T)j->w2;            \
+        const T bc = (T)j->bc2_sqrt, eps = (T)j->eps, ns = (T)j->neg_step;                                  \
+        const int dec = j->decoupled, hw = j->has_wd, mx = j->maximize;                                     \
+        for (int64_t i = i0; i < i1; i++) {                                                                 \
+            T g = mx ? -gr[i] : gr[i], pv = p[i];                                                           \
+            if (hw) {                                                                                       \
+                if (dec) pv = pv * decay;                                                                   \
+                else g = g + wd * pv;                                                                       \
+            }                                                                                               \
+            T mv = m[i] + w1 * (g - m[i]);                                                                  \
+            T vv = v[i] * b2;                                                                               \
+            vv = vv + w2 * (g * g);                                                                         \
+            T den = SQRT(vv) / bc + eps;                                                                    \
+            m[i] = mv;                                                                                      \
+            v[i] = vv;                                                                                      \
+            p[i] = pv + ns * (mv / den);                                                                    \
+        }                                                                                                   \
     }
 ADAM(f32, float)
 ADAM(f64, double)
@@ -455,20 +460,20 @@ typedef struct {
 
 /* g = -g; g = g + wd p; buf = g (first) | buf = buf mom + (1 - damp) g;
  * g = g + mom buf (nesterov) | g = buf; p = p + (-lr) g */
-#define SGD(SUF, T)                                                                                   \
-    SIMD static void sgd_##SUF(const sgd_job *j, int64_t i0, int64_t i1) {                            \
-        T *restrict p = j->p, *restrict buf = j->buf;                                                                  \
-        const T *restrict gr = j->g;                                                                          \
-        const T nl = (T)j->neg_lr, mom = (T)j->mom, damp = (T)j->damp, wd = (T)j->wd;                \
-        const int mx = j->maximize, hw = j->has_wd, nest = j->nesterov, first = j->first;            \
-        for (int64_t i = i0; i < i1; i++) {                                                          \
-            T g = mx ? -gr[i] : gr[i];                                                               \
-            if (hw) g = g + wd * p[i];                                                               \
-            T b = first ? g : buf[i] * mom + damp * g;                                               \
-            buf[i] = b;                                                                              \
-            g = nest ? g + mom * b : b;                                                              \
-            p[i] = p[i] + nl * g;                                                                    \
-        }                                                                                            \
+#define SGD(SUF, T)                                                                                         \
+    SIMD static void sgd_##SUF(const sgd_job *j, int64_t i0, int64_t i1) {                                  \
+        T *restrict p = j->p, *restrict buf = j->buf;                                                       \
+        const T *restrict gr = j->g;                                                                        \
+        const T nl = (T)j->neg_lr, mom = (T)j->mom, damp = (T)j->damp, wd = (T)j->wd;                       \
+        const int mx = j->maximize, hw = j->has_wd, nest = j->nesterov, first = j->first;                   \
+        for (int64_t i = i0; i < i1; i++) {                                                                 \
+            T g = mx ? -gr[i] : gr[i];                                                                      \
+            if (hw) g = g + wd * p[i];                                                                      \
+            T b = first ? g : buf[i] * mom + damp * g;                                                      \
+            buf[i] = b;                                                                                     \
+            g = nest ? g + mom * b : b;                                                                     \
+            p[i] = p[i] + nl * g;                                                                           \
+        }                                                                                                   \
     }
 SGD(f32, float)
 SGD(f64, double)

@@ -350,7 +350,7 @@ OPT_CONFIGS = [
 ]
 
 
-def _opt_run(lib, cls, kw, inits, grads, flags=None):
+def _opt_run(lib, cls, kw, inits, grads):
     params = [lib.tensor(a.copy(), requires_grad=True) for a in inits]
     opt = getattr(lib.optim, cls)(params, **kw)
     for step_grads in grads:
@@ -453,3 +453,14 @@ def test_multi_output_inplace_ops_are_nograd():
         if info["flags"] & _C.JN_F_INPLACE and info["nout"] > 1:
             assert info["flags"] & _C.JN_F_NOGRAD, n
             assert info["nin"] >= info["nout"], n
+
+
+@pytest.mark.parametrize("cls,kw", [("Adam", dict(betas=(0.9, 0.99))), ("SGD", dict(momentum=0.9))])
+def test_tensor_hyperparameters_take_the_unfused_path(cls, kw):
+    """A tensor lr can't be a float attribute: the update falls back to the
+    unfused ops and gives the same result as the number."""
+    inits, grads = _opt_data(np.float64)
+    want, _ = _opt_run(janus, cls, dict(kw, lr=0.01), inits, grads)
+    got, _ = _opt_run(janus, cls, dict(kw, lr=janus.tensor(0.01, dtype=janus.float64)), inits, grads)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)

@@ -33,6 +33,11 @@ _FUSED = True
 _FUSED_DTYPES = (janus.float32, janus.float64)
 
 
+def _numbers(*vals):
+    """Hyper-parameters the fused op takes as float attributes (not tensors)."""
+    return all(type(v) in (float, int) for v in vals)
+
+
 def _fusable(p, grad, exp_avg, exp_avg_sq):
     d = p.dtype
     return (d in _FUSED_DTYPES and grad.dtype is d and exp_avg.dtype is d and exp_avg_sq.dtype is d
@@ -75,7 +80,7 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
-            fused = _FUSED and not amsgrad
+            fused = _FUSED and not amsgrad and _numbers(lr, beta1, beta2, eps, weight_decay)
             adam_ = janus.ops.adam_
             for p in group["params"]:
                 grad = p.grad
@@ -93,7 +98,7 @@ class Adam(Optimizer):
                 if fused and _fusable(p, grad, exp_avg, exp_avg_sq):
                     state["step"] += 1
                     adam_(p, exp_avg, exp_avg_sq, grad, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
-                          weight_decay=weight_decay, step=state["step"], decoupled=decoupled,
+                          weight_decay=weight_decay, step=float(state["step"]), decoupled=decoupled,
                           maximize=maximize)
                     continue
                 if maximize:

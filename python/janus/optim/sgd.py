@@ -15,6 +15,7 @@ place.  _FUSED = False forces the unfused path.
 """
 import janus
 
+from .adam import _numbers
 from .optimizer import Optimizer, _check
 
 __all__ = ["SGD"]
@@ -60,7 +61,7 @@ class SGD(Optimizer):
             weight_decay = group["weight_decay"]
             nesterov = group["nesterov"]
             maximize = group["maximize"]
-            fused = _FUSED and momentum != 0
+            fused = _FUSED and momentum != 0 and _numbers(lr, momentum, dampening, weight_decay)
             sgd_ = janus.ops.sgd_
             for p in group["params"]:
                 grad = p.grad

@@ -825,8 +825,8 @@ static void calln(jn_bw *b, jn_op op, int nin, T *const *in, T **outs) {
  * workspace output is not differentiable (its gradient is ignored). */
 FORMULA(d_lstm_cell) {
     BEGIN;
-    T *in[5] = {go[0], go[1], IN(b, 2), OUT(b, 1), OUT(b, 2)}, *r[2];
-    calln(b, JN_OP_lstm_cell_backward, 5, in, r);
+    T *in[3] = {go[0], go[1], OUT(b, 2)}, *r[2];
+    calln(b, JN_OP_lstm_cell_backward, 3, in, r);
     if (NEED(0)) gi[0] = r[0];
     if (NEED(1)) gi[1] = r[0];
     if (NEED(2)) gi[2] = r[1];
@@ -835,8 +835,8 @@ FORMULA(d_lstm_cell) {
 /* gru_cell(gx, gh, h) -> (h', ws) */
 FORMULA(d_gru_cell) {
     BEGIN;
-    T *in[3] = {go[0], IN(b, 2), OUT(b, 1)}, *r[3];
-    calln(b, JN_OP_gru_cell_backward, 3, in, r);
+    T *in[2] = {go[0], OUT(b, 1)}, *r[3];
+    calln(b, JN_OP_gru_cell_backward, 2, in, r);
     for (int i = 0; i < 3; i++)
         if (NEED(i)) gi[i] = r[i];
     END;
@@ -923,8 +923,8 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_index_put_] = {d_index_put_, S_IN},
     [JN_OP_uniform_] = {d_zero, 0},
     [JN_OP_normal_] = {d_zero, 0},
-    [JN_OP_lstm_cell] = {d_lstm_cell, S_IN | S_OUT},
-    [JN_OP_gru_cell] = {d_gru_cell, S_IN | S_OUT},
+    [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT}, /* the workspace output holds all it needs */
+    [JN_OP_gru_cell] = {d_gru_cell, S_OUT},
     /* no derivative (yet): as_strided, and the kernels derivatives use
      * (conv/pool gradients, lstm_cell_backward, gru_cell_backward) */
 };

@@ -5,9 +5,11 @@
  * three muls, an add) and about twice as many backward; at small batch
  * sizes their dispatch, allocation and autograd bookkeeping cost more than
  * the arithmetic.  lstm_cell / gru_cell do the pointwise part in one pass
- * and keep the activated gates in a workspace output; their *_backward ops
- * (used by the derivative table) turn the output gradients into gate
- * gradients in one more pass.  The activations are the same expressions the
+ * and keep what their backward needs (activated gates, the previous state,
+ * tanh(c')) in a workspace output, so autograd saves only the outputs and
+ * the gate pre-activations die right away; their *_backward ops (used by
+ * the derivative table) turn the output gradients into gate gradients in
+ * one more pass.  The activations are the same expressions the
  * elementwise kernels use (k_fastmath.h, no FMA contraction), so the fused
  * forward is bit-identical to the unfused one.
  *
@@ -70,15 +72,16 @@ static jn_status check_shape(const char *op, int i, const jn_tensor *t, int nd, 
     return JN_OK;
 }
 
-/* A cell's gate width: the last dim of `gates`, a multiple of g (H = width / g). */
-static jn_status gate_width(const char *op, const jn_tensor *gates, int g, int64_t *H) {
-    if (gates->ndim < 1)
-        return jn_error(JN_ERR_SHAPE, "%s: gates must have at least 1 dim ([..., %d*hidden]), got a 0-d tensor", op, g);
-    int64_t w = gates->shape[gates->ndim - 1];
+/* The last dim of a cell's [..., g*H] tensor (`what`: gates or workspace). */
+static jn_status gate_width(const char *op, const char *what, const jn_tensor *t, int g, int64_t *H) {
+    if (t->ndim < 1)
+        return jn_error(JN_ERR_SHAPE, "%s: the %s must have at least 1 dim ([..., %d*hidden]), got a 0-d tensor", op,
+                        what, g);
+    int64_t w = t->shape[t->ndim - 1];
     if (w % g) {
         char s1[160];
-        return jn_error(JN_ERR_SHAPE, "%s: the gates' last dim must be %d*hidden, got shape %s", op, g,
-                        jn_shape_str(gates->ndim, gates->shape, s1, sizeof s1));
+        return jn_error(JN_ERR_SHAPE, "%s: the last dim of the %s must be %d*hidden, got shape %s", op, what, g,
+                        jn_shape_str(t->ndim, t->shape, s1, sizeof s1));
     }
     *H = w / g;
     return JN_OK;
@@ -118,45 +121,46 @@ static void release_all(int n, jn_tensor **c) {
         for (int64_t r = r0; r < r1; r++) {                                                                 \
             const T *restrict x = gx + r * 4 * H, *restrict y = gh + r * 4 * H;                             \
             const T *restrict cr = c + r * H;                                                               \
-            T *restrict w = ws + r * 4 * H, *restrict hr = h2 + r * H, *restrict cn = c2 + r * H;           \
+            T *restrict w = ws + r * 6 * H, *restrict hr = h2 + r * H, *restrict cn = c2 + r * H;           \
             _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                          \
                 T i = SIG(x[j] + y[j]), f = SIG(x[H + j] + y[H + j]);                                       \
                 T g = TANH(x[2 * H + j] + y[2 * H + j]), o = SIG(x[3 * H + j] + y[3 * H + j]);              \
-                T cc = f * cr[j] + i * g;                                                                   \
+                T cc = f * cr[j] + i * g, tc = TANH(cc);                                                    \
                 cn[j] = cc;                                                                                 \
-                hr[j] = o * TANH(cc);                                                                       \
+                hr[j] = o * tc;                                                                             \
                 w[j] = i;                                                                                   \
                 w[H + j] = f;                                                                               \
                 w[2 * H + j] = g;                                                                           \
                 w[3 * H + j] = o;                                                                           \
+                w[4 * H + j] = cr[j];                                                                       \
+                w[5 * H + j] = tc;                                                                          \
             }                                                                                               \
         }                                                                                                   \
     }
 LSTM_FWD(f32, float, sigf, tanhf_)
 LSTM_FWD(f64, double, sigd, tanhd_)
 
-#define LSTM_BWD(SUF, T, TANH)                                                                              \
+#define LSTM_BWD(SUF, T)                                                                                    \
     SIMD static void lstm_bwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict dh,                \
-                                    const T *restrict dc, const T *restrict c, const T *restrict c2,        \
-                                    const T *restrict ws, T *restrict dg, T *restrict dcp) {                \
-        for (int64_t r = r0; r < r1; r++) {                                                                 \
-            const T *restrict w = ws + r * 4 * H, *restrict dhr = dh + r * H;                               \
-            const T *restrict dcr = dc + r * H, *restrict cr = c + r * H, *restrict c2r = c2 + r * H;       \
-            T *restrict d = dg + r * 4 * H, *restrict dp = dcp + r * H;                                     \
-            _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                          \
-                T i = w[j], f = w[H + j], g = w[2 * H + j], o = w[3 * H + j];                               \
-                T tc = TANH(c2r[j]);                                                                        \
-                T dcs = dcr[j] + dhr[j] * o * (1 - tc * tc);                                                \
-                d[j] = dcs * g * (i * (1 - i));                                                             \
-                d[H + j] = dcs * cr[j] * (f * (1 - f));                                                     \
+    const T *restrict dc, const T *restrict ws, T *restrict dg,                                             \
+    T *restrict dcp) {                                                                                      \
+    for (int64_t r = r0; r < r1; r++) {                                                                     \
+    const T *restrict w = ws + r * 6 * H, *restrict dhr = dh + r * H, *restrict dcr = dc + r * H;           \
+    T *restrict d = dg + r * 4 * H, *restrict dp = dcp + r * H;                                             \
+    _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                                  \
+    T i = w[j], f = w[H + j], g = w[2 * H + j], o = w[3 * H + j], c = w[4 * H + j];                         \
+    T tc = w[5 * H + j];                                                                                    \
+    T dcs = dcr[j] + dhr[j] * o * (1 - tc * tc);                                                            \
+    d[j] = dcs * g * (i * (1 - i));                                                                         \
+    d[H + j] = dcs * c * (f * (1 - f));                                                                     \
                 d[2 * H + j] = dcs * i * (1 - g * g);                                                       \
                 d[3 * H + j] = dhr[j] * tc * (o * (1 - o));                                                 \
                 dp[j] = dcs * f;                                                                            \
             }                                                                                               \
         }                                                                                                   \
     }
-LSTM_BWD(f32, float, tanhf_)
-LSTM_BWD(f64, double, tanhd_)
+LSTM_BWD(f32, float)
+LSTM_BWD(f64, double)
 
 #define GRU_FWD(SUF, T, SIG, TANH)                                                                          \
     SIMD static void gru_fwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict gx,                 \
@@ -165,7 +169,7 @@ LSTM_BWD(f64, double, tanhd_)
         for (int64_t r = r0; r < r1; r++) {                                                                 \
             const T *restrict x = gx + r * 3 * H, *restrict y = gh + r * 3 * H;                             \
             const T *restrict hr = h + r * H;                                                               \
-            T *restrict w = ws + r * 4 * H, *restrict out = h2 + r * H;                                     \
+            T *restrict w = ws + r * 5 * H, *restrict out = h2 + r * H;                                     \
             _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                          \
                 T rg = SIG(x[j] + y[j]), z = SIG(x[H + j] + y[H + j]), hn = y[2 * H + j];                   \
                 T n = TANH(x[2 * H + j] + rg * hn);                                                         \
@@ -174,6 +178,7 @@ LSTM_BWD(f64, double, tanhd_)
                 w[H + j] = z;                                                                               \
                 w[2 * H + j] = n;                                                                           \
                 w[3 * H + j] = hn;                                                                          \
+                w[4 * H + j] = hr[j];                                                                       \
             }                                                                                               \
         }                                                                                                   \
     }
@@ -182,15 +187,15 @@ GRU_FWD(f64, double, sigd, tanhd_)
 
 #define GRU_BWD(SUF, T)                                                                                     \
     SIMD static void gru_bwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict dh,                 \
-                                   const T *restrict h, const T *restrict ws, T *restrict dgx,              \
-                                   T *restrict dgh, T *restrict dhp) {                                      \
-        for (int64_t r = r0; r < r1; r++) {                                                                 \
-            const T *restrict w = ws + r * 4 * H, *restrict dr = dh + r * H, *restrict hr = h + r * H;      \
+    const T *restrict ws, T *restrict dgx, T *restrict dgh,                                                 \
+    T *restrict dhp) {                                                                                      \
+    for (int64_t r = r0; r < r1; r++) {                                                                     \
+    const T *restrict w = ws + r * 5 * H, *restrict dr = dh + r * H;                                        \
             T *restrict a = dgx + r * 3 * H, *restrict b = dgh + r * 3 * H, *restrict p = dhp + r * H;      \
             _Pragma("GCC ivdep") for (int64_t j = 0; j < H; j++) {                                          \
                 T rg = w[j], z = w[H + j], n = w[2 * H + j], hn = w[3 * H + j], g = dr[j];                  \
                 T dn = g * (1 - z) * (1 - n * n);                                                           \
-                T dz = g * (hr[j] - n) * (z * (1 - z));                                                     \
+                T dz = g * (w[4 * H + j] - n) * (z * (1 - z));                                              \
                 T drg = dn * hn * (rg * (1 - rg));                                                          \
                 a[j] = b[j] = drg;                                                                          \
                 a[H + j] = b[H + j] = dz;                                                                   \
@@ -220,12 +225,12 @@ static void run_rows(int64_t r0, int64_t r1, void *ctx) {
     switch (j->kind * 2 + j->f64) {
     case K_LSTM_FWD * 2: lstm_fwd_f32(r0, r1, j->H, i[0], i[1], i[2], o[0], o[1], o[2]); break;
     case K_LSTM_FWD * 2 + 1: lstm_fwd_f64(r0, r1, j->H, i[0], i[1], i[2], o[0], o[1], o[2]); break;
-    case K_LSTM_BWD * 2: lstm_bwd_f32(r0, r1, j->H, i[0], i[1], i[2], i[3], i[4], o[0], o[1]); break;
-    case K_LSTM_BWD * 2 + 1: lstm_bwd_f64(r0, r1, j->H, i[0], i[1], i[2], i[3], i[4], o[0], o[1]); break;
+    case K_LSTM_BWD * 2: lstm_bwd_f32(r0, r1, j->H, i[0], i[1], i[2], o[0], o[1]); break;
+    case K_LSTM_BWD * 2 + 1: lstm_bwd_f64(r0, r1, j->H, i[0], i[1], i[2], o[0], o[1]); break;
     case K_GRU_FWD * 2: gru_fwd_f32(r0, r1, j->H, i[0], i[1], i[2], o[0], o[1]); break;
     case K_GRU_FWD * 2 + 1: gru_fwd_f64(r0, r1, j->H, i[0], i[1], i[2], o[0], o[1]); break;
-    case K_GRU_BWD * 2: gru_bwd_f32(r0, r1, j->H, i[0], i[1], i[2], o[0], o[1], o[2]); break;
-    case K_GRU_BWD * 2 + 1: gru_bwd_f64(r0, r1, j->H, i[0], i[1], i[2], o[0], o[1], o[2]); break;
+    case K_GRU_BWD * 2: gru_bwd_f32(r0, r1, j->H, i[0], i[1], o[0], o[1], o[2]); break;
+    case K_GRU_BWD * 2 + 1: gru_bwd_f64(r0, r1, j->H, i[0], i[1], o[0], o[1], o[2]); break;
     default: break;
     }
 }
@@ -260,7 +265,7 @@ jn_status jn_infer_lstm_cell(int nin, jn_tensor *const *in, const jn_attrs *a, j
     (void)a;
     int64_t H;
     jn_status s = check_dtype("lstm_cell", nin, in);
-    if (!s) s = gate_width("lstm_cell", in[0], 4, &H);
+    if (!s) s = gate_width("lstm_cell", "gates", in[0], 4, &H);
     const jn_tensor *x = in[0];
     int nd = x->ndim;
     if (!s) s = check_shape("lstm_cell", 1, in[1], nd, x->shape, 4 * H);
@@ -268,7 +273,7 @@ jn_status jn_infer_lstm_cell(int nin, jn_tensor *const *in, const jn_attrs *a, j
     if (s) return s;
     meta_of(&out[0], x->dtype, nd, x->shape, H);
     meta_of(&out[1], x->dtype, nd, x->shape, H);
-    meta_of(&out[2], x->dtype, nd, x->shape, 4 * H);
+    meta_of(&out[2], x->dtype, nd, x->shape, 6 * H);
     return JN_OK;
 }
 
@@ -281,10 +286,10 @@ jn_status jn_infer_lstm_cell_backward(int nin, jn_tensor *const *in, const jn_at
     (void)a;
     int64_t H;
     jn_status s = check_dtype("lstm_cell_backward", nin, in);
-    if (!s) s = gate_width("lstm_cell_backward", in[4], 4, &H);
-    const jn_tensor *w = in[4];
+    if (!s) s = gate_width("lstm_cell_backward", "workspace", in[2], 6, &H);
+    const jn_tensor *w = in[2];
     int nd = w->ndim;
-    for (int i = 0; i < 4 && !s; i++) s = check_shape("lstm_cell_backward", i, in[i], nd, w->shape, H);
+    for (int i = 0; i < 2 && !s; i++) s = check_shape("lstm_cell_backward", i, in[i], nd, w->shape, H);
     if (s) return s;
     meta_of(&out[0], w->dtype, nd, w->shape, 4 * H);
     meta_of(&out[1], w->dtype, nd, w->shape, H);
@@ -293,7 +298,7 @@ jn_status jn_infer_lstm_cell_backward(int nin, jn_tensor *const *in, const jn_at
 
 jn_status jn_cpu_lstm_cell_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     (void)a;
-    return exec_rows(K_LSTM_BWD, nin, in, 2, out, in[0], in[4]->shape[in[4]->ndim - 1]);
+    return exec_rows(K_LSTM_BWD, nin, in, 2, out, in[0], in[2]->shape[in[2]->ndim - 1]);
 }
 
 /* ------------------------------------------------------------- gru_cell */
@@ -301,14 +306,14 @@ jn_status jn_infer_gru_cell(int nin, jn_tensor *const *in, const jn_attrs *a, jn
     (void)a;
     int64_t H;
     jn_status s = check_dtype("gru_cell", nin, in);
-    if (!s) s = gate_width("gru_cell", in[0], 3, &H);
+    if (!s) s = gate_width("gru_cell", "gates", in[0], 3, &H);
     const jn_tensor *x = in[0];
     int nd = x->ndim;
     if (!s) s = check_shape("gru_cell", 1, in[1], nd, x->shape, 3 * H);
     if (!s) s = check_shape("gru_cell", 2, in[2], nd, x->shape, H);
     if (s) return s;
     meta_of(&out[0], x->dtype, nd, x->shape, H);
-    meta_of(&out[1], x->dtype, nd, x->shape, 4 * H);
+    meta_of(&out[1], x->dtype, nd, x->shape, 5 * H);
     return JN_OK;
 }
 
@@ -321,10 +326,10 @@ jn_status jn_infer_gru_cell_backward(int nin, jn_tensor *const *in, const jn_att
     (void)a;
     int64_t H;
     jn_status s = check_dtype("gru_cell_backward", nin, in);
-    if (!s) s = gate_width("gru_cell_backward", in[2], 4, &H);
-    const jn_tensor *w = in[2];
+    if (!s) s = gate_width("gru_cell_backward", "workspace", in[1], 5, &H);
+    const jn_tensor *w = in[1];
     int nd = w->ndim;
-    for (int i = 0; i < 2 && !s; i++) s = check_shape("gru_cell_backward", i, in[i], nd, w->shape, H);
+    if (!s) s = check_shape("gru_cell_backward", 0, in[0], nd, w->shape, H);
     if (s) return s;
     meta_of(&out[0], w->dtype, nd, w->shape, 3 * H);
     meta_of(&out[1], w->dtype, nd, w->shape, 3 * H);
@@ -334,7 +339,7 @@ jn_status jn_infer_gru_cell_backward(int nin, jn_tensor *const *in, const jn_att
 
 jn_status jn_cpu_gru_cell_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     (void)a;
-    return exec_rows(K_GRU_BWD, nin, in, 3, out, in[0], in[2]->shape[in[2]->ndim - 1]);
+    return exec_rows(K_GRU_BWD, nin, in, 3, out, in[0], in[1]->shape[in[1]->ndim - 1]);
 }
 
 /* ---------------------------------------------------------- optimizers */

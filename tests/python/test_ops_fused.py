@@ -39,13 +39,12 @@ def ref_lstm(gx, gh, c):
     z = gx + gh
     i, f, g, o = sig(z[..., :H]), sig(z[..., H:2 * H]), np.tanh(z[..., 2 * H:3 * H]), sig(z[..., 3 * H:])
     c2 = f * c + i * g
-    return [o * np.tanh(c2), c2, np.concatenate([i, f, g, o], -1)]
+    return [o * np.tanh(c2), c2, np.concatenate([i, f, g, o, c, np.tanh(c2)], -1)]
 
 
-def ref_lstm_backward(dh, dc, c, c2, ws):
-    H = c.shape[-1]
-    i, f, g, o = ws[..., :H], ws[..., H:2 * H], ws[..., 2 * H:3 * H], ws[..., 3 * H:]
-    tc = np.tanh(c2)
+def ref_lstm_backward(dh, dc, ws):
+    H = dh.shape[-1]
+    i, f, g, o, c, tc = (ws[..., k * H:(k + 1) * H] for k in range(6))
     dcs = dc + dh * o * (1 - tc ** 2)
     dg = np.concatenate([dcs * g * i * (1 - i), dcs * c * f * (1 - f), dcs * i * (1 - g ** 2),
                          dh * tc * o * (1 - o)], -1)
@@ -58,12 +57,12 @@ def ref_gru(gx, gh, h):
     z = sig(gx[..., H:2 * H] + gh[..., H:2 * H])
     hn = gh[..., 2 * H:]
     n = np.tanh(gx[..., 2 * H:] + r * hn)
-    return [(1 - z) * n + z * h, np.concatenate([r, z, n, hn], -1)]
+    return [(1 - z) * n + z * h, np.concatenate([r, z, n, hn, h], -1)]
 
 
-def ref_gru_backward(dh, h, ws):
-    H = h.shape[-1]
-    r, z, n, hn = ws[..., :H], ws[..., H:2 * H], ws[..., 2 * H:3 * H], ws[..., 3 * H:]
+def ref_gru_backward(dh, ws):
+    H = dh.shape[-1]
+    r, z, n, hn, h = (ws[..., k * H:(k + 1) * H] for k in range(5))
     dn = dh * (1 - z) * (1 - n ** 2)
     dz = dh * (h - n) * z * (1 - z)
     dr = dn * hn * r * (1 - r)
@@ -93,15 +92,13 @@ def ref_sgd(p, buf, g, lr, momentum, dampening, weight_decay, nesterov, maximize
 
 
 def _lstm_bw_inputs(shape_lead, H):
-    c = u(*shape_lead, H)
-    _, c2, ws = ref_lstm(u(*shape_lead, 4 * H), u(*shape_lead, 4 * H), c)
-    return [u(*shape_lead, H), u(*shape_lead, H), c, c2, ws]
+    ws = ref_lstm(u(*shape_lead, 4 * H), u(*shape_lead, 4 * H), u(*shape_lead, H))[2]
+    return [u(*shape_lead, H), u(*shape_lead, H), ws]
 
 
 def _gru_bw_inputs(shape_lead, H):
-    h = u(*shape_lead, H)
-    _, ws = ref_gru(u(*shape_lead, 3 * H), u(*shape_lead, 3 * H), h)
-    return [u(*shape_lead, H), h, ws]
+    ws = ref_gru(u(*shape_lead, 3 * H), u(*shape_lead, 3 * H), u(*shape_lead, H))[1]
+    return [u(*shape_lead, H), ws]
 
 
 def _adam_attrs(**kw):
@@ -195,7 +192,7 @@ def test_cells_any_layout(name):
 
 def test_cells_empty_and_thread_counts():
     _, got = _run("lstm_cell", [np.zeros((0, 8)), np.zeros((0, 8)), np.zeros((0, 2))], {})
-    assert [tuple(g.shape) for g in got] == [(0, 2), (0, 2), (0, 8)]
+    assert [tuple(g.shape) for g in got] == [(0, 2), (0, 2), (0, 12)]
     arrays, attrs, ref = CASES["lstm_cell"][3]
     want = ref(*arrays)
     old = janus.get_num_threads()
@@ -217,15 +214,17 @@ def test_errors():
         _run("lstm_cell", [f64.astype(np.float16)] * 2 + [np.zeros((2, 2), np.float16)], {})
     with pytest.raises(TypeError, match="only float32 and float64"):
         _run("gru_cell", [np.zeros((2, 6), np.int64)] * 2 + [np.zeros((2, 2), np.int64)], {})
-    with pytest.raises(RuntimeError, match=r"lstm_cell: the gates' last dim must be 4\*hidden"):
+    with pytest.raises(RuntimeError, match=r"lstm_cell: the last dim of the gates must be 4\*hidden"):
         _run("lstm_cell", [np.zeros((2, 7))] * 2 + [np.zeros((2, 2))], {})
     with pytest.raises(RuntimeError, match=r"lstm_cell: input 2 has shape \[2, 3\], expected \[2, 2\]"):
         _run("lstm_cell", [f64, f64, np.zeros((2, 3))], {})
     with pytest.raises(RuntimeError, match=r"gru_cell: input 1 has shape \[3, 6\], expected \[2, 6\]"):
         _run("gru_cell", [np.zeros((2, 6)), np.zeros((3, 6)), np.zeros((2, 2))], {})
-    with pytest.raises(RuntimeError, match="lstm_cell_backward: input 2 has shape"):
-        _run("lstm_cell_backward", [np.zeros((2, 2))] * 2 + [np.zeros((2, 3))] + [np.zeros((2, 2)), f64], {})
-    with pytest.raises(RuntimeError, match="gates must have at least 1 dim"):
+    with pytest.raises(RuntimeError, match=r"lstm_cell_backward: input 1 has shape \[2, 3\], expected \[2, 2\]"):
+        _run("lstm_cell_backward", [np.zeros((2, 2)), np.zeros((2, 3)), np.zeros((2, 12))], {})
+    with pytest.raises(RuntimeError, match=r"gru_cell_backward: the last dim of the workspace must be 5\*hidden"):
+        _run("gru_cell_backward", [np.zeros((2, 2)), np.zeros((2, 8))], {})
+    with pytest.raises(RuntimeError, match="the gates must have at least 1 dim"):
         _run("gru_cell", [np.zeros(())] * 3, {})
     a = _adam_attrs()
     with pytest.raises(RuntimeError, match=r"adam_: grad has shape \[3\] but param has shape \[2\]"):

@@ -43,10 +43,15 @@ int jn_num_threads(void) {
     return pool.nthreads;
 }
 
+/* OpenBLAS keeps its own threads; janus.set_num_threads sizes both, as
+ * torch.set_num_threads sizes its BLAS. */
+void openblas_set_num_threads(int num_threads);
+
 void jn_set_num_threads(int n) {
     pthread_once(&pool.once, init_size);
     if (n < 1) n = 1;
     if (n > MAX_THREADS) n = MAX_THREADS;
+    openblas_set_num_threads(n);
     pthread_mutex_lock(&pool.busy);
     pool.nthreads = n; /* workers beyond n simply stay idle */
     pthread_mutex_unlock(&pool.busy);

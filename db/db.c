@@ -114,7 +114,7 @@ static const char SCHEMA_V1[] =
  * jn_db.h).  The payload is zstd-compressed; checksum is FNV-1a 64 of the
  * raw payload as 16 hex digits, raw_bytes its size. */
 static const char SCHEMA_V2[] =
-    "CREATE TABLE IF NOT EXISTS bundles(id INTEGER PRIMARY KEY, created REAL NOT NULL,\n"
+    "CREATE TABLE IF NOT EXISTS bundles(id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL,\n"
     "  target TEXT NOT NULL, optable_hash TEXT NOT NULL, janus_version TEXT NOT NULL,\n"
     "  cpu_features TEXT NOT NULL, source_runs TEXT NOT NULL, source_steps INTEGER NOT NULL,\n"
     "  format INTEGER NOT NULL, codec TEXT NOT NULL, raw_bytes INTEGER NOT NULL,\n"
@@ -996,6 +996,7 @@ static char *col_dup(sqlite3_stmt *st, int i) {
     return strdup(t ? (const char *)t : "");
 }
 
+/* ids grow (AUTOINCREMENT): the newest bundle of a target has the largest */
 #define BUNDLE_COLS "id, created, target, optable_hash, janus_version, cpu_features, source_runs, " \
                     "source_steps, format, codec, raw_bytes, checksum, length(data)"
 

@@ -566,7 +566,26 @@ static void test_migration(void) {
     jn_db_close(db);
 }
 
-int main(void) {
+/* `test_bundle --fixture PATH`: a store with a usable bundle for target
+ * cpu and one for target cpu-old that needs a CPU feature no machine has,
+ * for tests/python/test_bundle_cli.py (janus inspect). */
+static int fixture(const char *path) {
+    unlink(path);
+    jn_db *db = NULL;
+    jn_ir_module *m = make_module();
+    int64_t runs[] = {1};
+    jn_cg_bundle_meta a = {.source_runs = runs, .nsource_runs = 1, .source_steps = 3};
+    jn_cg_bundle_meta b = {.target = "cpu-old", .cpu_features = "avx1024", .source_steps = 1};
+    int ok = m && jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_cg_bundle_store(db, m, &a, NULL, 0, NULL) == JN_OK &&
+             jn_cg_bundle_store(db, m, &b, NULL, 0, NULL) == JN_OK;
+    if (!ok) fprintf(stderr, "fixture: %s\n", jn_errmsg());
+    jn_db_close(db);
+    jn_ir_module_free(m);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--fixture")) return fixture(argv[2]);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/jn_test_bundle_XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");

@@ -1048,7 +1048,7 @@ static jn_status bundle_data(jn_db *db, sqlite3_stmt *st, jn_db_bundle *b) {
         else {
             size_t got = ZSTD_decompress(out, (size_t)raw, blob, csize);
             if (ZSTD_isError(got))
-                snprintf(why, sizeof why, "the compressed data is damaged or truncated (%s)", ZSTD_getErrorName(got));
+                snprintf(why, sizeof why, "the compressed data is damaged or cut short: %s", ZSTD_getErrorName(got));
             else if (got != (size_t)raw)
                 snprintf(why, sizeof why, "it holds %zu bytes where %" PRId64 " were stored", got, raw);
             else {

@@ -1143,3 +1143,37 @@ jn_status jn_db_bundle_list(jn_db *db, jn_db_bundle **out, int *n) {
     *n = len;
     return JN_OK;
 }
+
+jn_status jn_db_run_ids(jn_db *db, int64_t **ids, int *n) {
+    if (!db || !ids || !n) return jn_error(JN_ERR_VALUE, "jn_db_run_ids: NULL argument");
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "SELECT id FROM runs ORDER BY id", -1, &st, NULL);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "listing the runs");
+    int64_t *v = NULL;
+    int len = 0, cap = 0;
+    while ((rc = db_step(db, st)) == SQLITE_ROW) {
+        if (len == cap) {
+            int nc = cap ? 2 * cap : 16;
+            int64_t *p = realloc(v, (size_t)nc * sizeof *p);
+            if (!p) {
+                free(v);
+                sqlite3_finalize(st);
+                return jn_error(JN_ERR_NOMEM, "out of memory listing the runs of trace store %s", db->path);
+            }
+            v = p;
+            cap = nc;
+        }
+        v[len++] = sqlite3_column_int64(st, 0);
+    }
+    jn_status s = rc == SQLITE_DONE ? JN_OK : db_fail(db, rc, "listing the runs");
+    sqlite3_finalize(st);
+    if (s) {
+        free(v);
+        return s;
+    }
+    *ids = v;
+    *n = len;
+    return JN_OK;
+}

@@ -85,6 +85,10 @@ jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_ver
 /* status: "finished", "error" (script raised / nonzero exit), "killed" */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
 
+/* The ids of every run, ascending (*ids malloc'ed, free()); for the
+ * source_runs of a bundle. */
+jn_status jn_db_run_ids(jn_db *db, int64_t **ids, int *n);
+
 /* ---- interning (cached by the caller; these hit the database once) ---- */
 jn_status jn_db_callsite(jn_db *db, const char *file, int line, const char *func, int64_t *id);
 jn_status jn_db_stack(jn_db *db, uint64_t hash, const int64_t *callsites, int n, int64_t *id);

@@ -194,6 +194,10 @@ static void test_roundtrip(void) {
           list[0].len > 0 && list[0].stored_bytes > 0 && list[0].created > 1.6e9);
     jn_db_bundle_list_free(list, n);
 
+    int64_t *ids = (void *)1;
+    int nids = -1;
+    CHECK(jn_db_run_ids(db, &ids, &nids) == JN_OK && nids == 0 && !ids);
+
     /* bad arguments */
     void *pl;
     size_t len;
@@ -555,6 +559,10 @@ static void test_migration(void) {
     sqlite3 *h = jn_db_handle(db);
     CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 2);
     CHECK(q_int(h, "SELECT count(*) FROM runs") == 1); /* kept */
+    int64_t *ids = NULL;
+    int nids = 0;
+    CHECK(jn_db_run_ids(db, &ids, &nids) == JN_OK && nids == 1 && ids && ids[0] == 1);
+    free(ids);
     CHECK(q_int(h, "SELECT count(*) FROM bundles") == 0);
     jn_ir_module *m = make_module();
     int64_t id;

@@ -293,9 +293,12 @@ static jn_status parse(const void *payload, size_t len, const char *origin, cons
         uint64_t off = r_u64(&r, "section offset"), n = r_u64(&r, "section length");
         b->nsections = (int)i + 1;
         if (r.bad) break;
-        s->data = p + off; /* only kept if in range, checked below */
+        if (off > len || n > len - off) {
+            r.bad = "section bounds";
+            break;
+        }
+        s->data = p + off;
         s->len = (size_t)n;
-        if (off > len || n > len - off) r.bad = "section bounds";
     }
     /* section data lies after the table */
     size_t table_end = (size_t)(r.p - p);

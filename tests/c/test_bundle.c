@@ -235,6 +235,18 @@ static void test_replace(void) {
     CHECK(jn_db_bundle_list(db, &list, &n) == JN_OK && n == 2 && list[0].id == id2 && list[1].id == id3 &&
           !strcmp(list[1].target, "cpu-test"));
     jn_db_bundle_list_free(list, n);
+    /* two rows of one target (only SQL can make that): get takes the newest */
+    CHECK(exec(db, "INSERT INTO bundles(created, target, optable_hash, janus_version, cpu_features, source_runs, "
+                   "source_steps, format, codec, raw_bytes, checksum, data) SELECT created, target, optable_hash, "
+                   "janus_version, cpu_features, source_runs, 10, format, codec, raw_bytes, checksum, data "
+                   "FROM bundles WHERE target = 'cpu-test'"));
+    jn_db_bundle row;
+    CHECK(jn_db_bundle_get(db, "cpu-test", &row) == JN_OK && row.id > id3 && row.source_steps == 10);
+    jn_db_bundle_free(&row);
+    CHECK(jn_db_bundle_get_id(db, id3, &row) == JN_OK && row.id == id3 && row.source_steps == 9);
+    jn_db_bundle_free(&row);
+    CHECK(jn_cg_bundle_store(db, m, &other, NULL, 0, &id3) == JN_OK); /* and put clears both */
+    CHECK(q_int(h, "SELECT count(*) FROM bundles WHERE target = 'cpu-test'") == 1);
 
     /* a failing put at any of its writes leaves the old bundle, whole */
     int failed = 0, intact = 1;

@@ -634,8 +634,49 @@ static int fixture(const char *path) {
     return ok ? 0 : 1;
 }
 
+/* `test_bundle --store-ir DB IRFILE`: what `janus optimize` will do with
+ * its module -- store the IR blob (janus optimize --ir-out) of DB's runs as
+ * DB's cpu bundle, open it back and print "bundle <id>: <n> graphs". */
+static int store_ir(const char *path, const char *irfile) {
+    FILE *f = fopen(irfile, "rb");
+    if (!f) {
+        perror(irfile);
+        return 1;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (len == cap) buf = realloc(buf, cap = cap ? 2 * cap : 65536);
+        got = fread(buf + len, 1, cap - len, f);
+        len += got;
+    } while (got > 0);
+    fclose(f);
+    jn_ir_module *m = NULL;
+    jn_db *db = NULL;
+    int64_t *runs = NULL, id = 0;
+    int nruns = 0, rc = 1;
+    jn_cg_bundle *b = NULL;
+    if (jn_ir_deserialize(buf, len, &m) == JN_OK && jn_db_open(path, JN_DB_WRITE, &db) == JN_OK &&
+        jn_db_run_ids(db, &runs, &nruns) == JN_OK) {
+        jn_cg_bundle_meta meta = {.source_runs = runs, .nsource_runs = nruns,
+                                  .source_steps = q_int(jn_db_handle(db), "SELECT count(*) FROM steps")};
+        if (jn_cg_bundle_store(db, m, &meta, NULL, 0, &id) == JN_OK && jn_cg_bundle_open(db, NULL, &b) == JN_OK) {
+            printf("bundle %" PRId64 ": %d graphs\n", id, b->module->ngraphs);
+            rc = 0;
+        }
+    }
+    if (rc) fprintf(stderr, "store-ir: %s\n", jn_errmsg());
+    jn_cg_bundle_free(b);
+    free(runs);
+    jn_db_close(db);
+    jn_ir_module_free(m);
+    free(buf);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--fixture")) return fixture(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "--store-ir")) return store_ir(argv[2], argv[3]);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/jn_test_bundle_XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");

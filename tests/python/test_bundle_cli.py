@@ -2,12 +2,16 @@
 listed with id, target, sizes, graph count and source runs, and whether
 this machine can use it -- a bundle for missing CPU features, a truncated
 or tampered one each named with the reason; a v1 store (no bundles table)
-still inspects.  The store is made by the C test binary's fixture mode
-(`test_bundle --fixture PATH`), since Python has no bundle builder."""
+still inspects; and end to end, a recorded run mined by `janus optimize
+--ir-out` and stored as a bundle the way `janus optimize` will store it.
+Stores with bundles are made by the C test binary (`test_bundle --fixture
+PATH`, `test_bundle --store-ir DB IRFILE`): Python has no bundle builder."""
 import json
 import os
 import sqlite3
 import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -81,3 +85,57 @@ def test_v1_store_inspects(store):
     assert out["schema_version"] == 1 and out["bundles"] == []
     r = run(JANUS, "inspect", store)
     assert r.returncode == 0 and "bundles: none (run `janus optimize` to make one)" in r.stdout
+
+
+TRAIN = """
+import janus, janus.nn as nn
+janus.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+opt = janus.optim.SGD(model.parameters(), lr=0.05)
+X = janus.randn(35, 6)
+Y = janus.randint(0, 3, (35,))
+for i in range(0, 35, 8):
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(X[i:i + 8]), Y[i:i + 8])
+    loss.backward()
+    opt.step()
+    print(round(loss.item(), 3))
+"""
+
+
+def test_optimized_run_stored_as_bundle(tmp_path):
+    env = dict(os.environ, JANUS_BUILD_DIR=BUILD,
+               PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("JANUS_RECORD_DB", None)
+    env.pop("JANUS_RECORD_RUN", None)
+    s = tmp_path / "train.py"
+    s.write_text(textwrap.dedent(TRAIN))
+    db, ir = str(tmp_path / "run.db"), str(tmp_path / "run.jnir")
+    r = subprocess.run([JANUS, "record", "--db", db, "--", sys.executable, str(s)], capture_output=True, text=True,
+                       cwd=str(tmp_path), env=env, timeout=120)
+    if r.returncode != 0 and "janus._record" in r.stderr:
+        pytest.skip("the recorder is not built")
+    assert r.returncode == 0, r.stderr
+    r = run(JANUS, "optimize", "--quiet", "--ir-out", ir, db)
+    if "built without the analyzer" in r.stderr:
+        pytest.skip("janus was built without the analyzer")
+    assert r.returncode == 0, r.stderr
+    dump = run(JANUS, "optimize", "--dump-ir", "--quiet", db)
+    assert dump.returncode == 0, dump.stderr
+    ngraphs = sum(1 for line in dump.stdout.splitlines() if line.startswith("graph "))
+    assert ngraphs >= 1
+
+    r = run(FIXTURE, "--store-ir", db, ir)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith(f": {ngraphs} graphs")
+    first = inspect_json(db)
+    assert first["schema_version"] == 2 and len(first["runs"]) == 1
+    [b] = first["bundles"]
+    assert b["target"] == "cpu" and b["graphs"] == ngraphs and b["usable"] == "yes"
+    assert b["source_runs"] == [first["runs"][0]["id"]] and b["source_steps"] == first["runs"][0]["steps"]
+
+    # optimizing again replaces it: one bundle, a new id
+    r = run(FIXTURE, "--store-ir", db, ir)
+    assert r.returncode == 0, r.stderr
+    [b2] = inspect_json(db)["bundles"]
+    assert b2["id"] > b["id"] and b2["checksum"] == b["checksum"]

@@ -56,7 +56,9 @@ enum { JN_DB_READONLY = 0, JN_DB_WRITE = 1, JN_DB_CREATE = 2 };
 
 /* Open (and with JN_DB_CREATE create or migrate) a trace store.  Refuses a
  * file that is not SQLite, a SQLite file that is not a janus trace store,
- * and a store of a newer schema, each with a clear message. */
+ * and a store of a newer schema, each with a clear message.  An older store
+ * is migrated when opened for writing; read-only, a v1 store is read as it
+ * is (it has no bundles), a v0 one is refused. */
 jn_status jn_db_open(const char *path, int flags, jn_db **out);
 void jn_db_close(jn_db *db);
 int jn_db_schema_version(jn_db *db);

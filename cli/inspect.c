@@ -13,6 +13,9 @@
  * still recording into it (WAL readers see the last committed step) and on
  * a store whose last run was killed.  Most numbers come straight from the
  * plain summary tables; only the signature differences decode events.
+ * Last come the bundles `janus optimize` stored (schema v2): per bundle its
+ * id, target, time, sizes, graph count, source runs, and whether this
+ * janus on this machine would load it (or the one-sentence reason not).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -24,6 +27,9 @@
 
 #include "jn_cli.h"
 #include "jn_db.h"
+#if JANUS_HAVE_CG
+#include "jn_bundle.h"
+#endif
 
 const char jn_cli_inspect_usage[] =
     "usage: janus inspect [--json | --graphs] [--run N] PATH\n"
@@ -32,7 +38,9 @@ const char jn_cli_inspect_usage[] =
     "(argv, status, exit code, times), and per run the steps, the op\n"
     "histogram, the distinct step signatures and how consecutive ones differ\n"
     "(the first differing op with its call site), sync points, control-flow\n"
-    "decisions and shape variation.  The store is opened read-only.\n"
+    "decisions and shape variation; then the bundles `janus optimize` stored\n"
+    "(target, size, graphs, source runs, and whether this machine can use\n"
+    "them).  The store is opened read-only.\n"
     "\n"
     "options:\n"
     "  --json      print one JSON object instead of text\n"
@@ -854,6 +862,80 @@ static void run_shapes(ctx *c, int64_t run) {
     sqlite3_finalize(st);
 }
 
+/* The bundles section: the rows, and each payload decompressed and checked
+ * (graph count, and whether replay here would use it). */
+static void print_bundles(ctx *c, jn_db *db) {
+    jn_db_bundle *list = NULL;
+    int n = 0;
+    if (jn_db_bundle_list(db, &list, &n) != JN_OK) {
+        fprintf(stderr, "janus inspect: %s\n", jn_errmsg());
+        c->failed = 1;
+        return;
+    }
+    if (c->json) {
+        jn_cli_json_key(&c->j, "bundles");
+        jn_cli_json_arr(&c->j);
+    } else {
+        printf("\nbundles:%s\n", n ? "" : " none (run `janus optimize` to make one)");
+    }
+    for (int i = 0; i < n; i++) {
+        const jn_db_bundle *b = &list[i];
+        int64_t graphs = -1;
+        char why[1024] = "";
+        jn_db_bundle full;
+        if (jn_db_bundle_get_id(db, b->id, &full) != JN_OK) {
+            snprintf(why, sizeof why, "%s", jn_errmsg());
+        } else {
+#if JANUS_HAVE_CG
+            jn_cg_bundle *cb = NULL;
+            if (jn_cg_bundle_peek(full.data, full.len, &cb) == JN_OK) graphs = cb->ngraphs;
+            jn_cg_bundle_free(cb);
+            char origin[64];
+            snprintf(origin, sizeof origin, "bundle %lld", (long long)b->id);
+            jn_cg_bundle_expect e = {.target = b->target, .origin = origin, .db_path = c->path};
+            if (jn_cg_bundle_load(full.data, full.len, &e, &cb) != JN_OK) snprintf(why, sizeof why, "%s", jn_errmsg());
+            jn_cg_bundle_free(cb);
+#endif
+            jn_db_bundle_free(&full);
+        }
+        if (c->json) {
+            jn_cli_json *j = &c->j;
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "id"); jn_cli_json_int(j, b->id);
+            jn_cli_json_key(j, "target"); jn_cli_json_str(j, b->target);
+            jn_cli_json_key(j, "created"); jn_cli_json_num(j, b->created);
+            jn_cli_json_key(j, "bytes"); jn_cli_json_int(j, (int64_t)b->len);
+            jn_cli_json_key(j, "stored_bytes"); jn_cli_json_int(j, (int64_t)b->stored_bytes);
+            jn_cli_json_key(j, "graphs");
+            if (graphs < 0) jn_cli_json_null(j); else jn_cli_json_int(j, graphs);
+            jn_cli_json_key(j, "source_runs");
+            size_t l = strlen(b->source_runs);
+            if (l >= 2 && b->source_runs[0] == '[' && b->source_runs[l - 1] == ']') jn_cli_json_raw(j, b->source_runs);
+            else jn_cli_json_str(j, b->source_runs);
+            jn_cli_json_key(j, "source_steps"); jn_cli_json_int(j, b->source_steps);
+            jn_cli_json_key(j, "janus_version"); jn_cli_json_str(j, b->janus_version);
+            jn_cli_json_key(j, "optable_hash"); jn_cli_json_str(j, b->optable_hash);
+            jn_cli_json_key(j, "cpu_features"); jn_cli_json_str(j, b->cpu_features);
+            jn_cli_json_key(j, "format"); jn_cli_json_int(j, b->format);
+            jn_cli_json_key(j, "checksum"); jn_cli_json_str(j, b->checksum);
+            jn_cli_json_key(j, "usable"); jn_cli_json_str(j, why[0] ? "no" : "yes");
+            jn_cli_json_key(j, "refused");
+            if (why[0]) jn_cli_json_str(j, why); else jn_cli_json_null(j);
+            jn_cli_json_end(j, '}');
+        } else {
+            char t[32], sz[32], st[32];
+            printf("  bundle %lld  %s  %s  %s (%s stored)  ", (long long)b->id, b->target, fmt_time(b->created, t),
+                   jn_cli_bytes((int64_t)b->len, sz), jn_cli_bytes((int64_t)b->stored_bytes, st));
+            if (graphs >= 0) printf("%lld graph%s  ", (long long)graphs, graphs == 1 ? "" : "s");
+            printf("from runs %s (%lld steps)  janus %s\n", b->source_runs, (long long)b->source_steps,
+                   b->janus_version);
+            printf("    %s%s\n", why[0] ? "not usable here: " : "usable here", why);
+        }
+    }
+    if (c->json) jn_cli_json_end(&c->j, ']');
+    jn_db_bundle_list_free(list, n);
+}
+
 int jn_cli_inspect(int argc, char **argv) {
     const char *path = NULL;
     int json = 0, graphs = 0;
@@ -957,10 +1039,13 @@ int jn_cli_inspect(int argc, char **argv) {
     }
     if (json) {
         jn_cli_json_end(&c.j, ']');
+        if (!c.failed) print_bundles(&c, db);
         jn_cli_json_end(&c.j, '}');
         fputc('\n', stdout);
-    } else if (!nruns) {
-        printf(only ? "\nno run %lld in this store\n" : "\nno runs recorded yet\n", (long long)only);
+    } else {
+        if (!nruns)
+            printf(only ? "\nno run %lld in this store\n" : "\nno runs recorded yet\n", (long long)only);
+        if (!c.failed) print_bundles(&c, db);
     }
     rc = c.failed ? 1 : (only && !nruns) ? 1 : 0;
     if (only && !nruns) fprintf(stderr, "janus inspect: %s has no run %lld\n", path, (long long)only);

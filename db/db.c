@@ -20,6 +20,8 @@
  * 16 hex digits), chunks (codec 'zstd', raw_bytes, data), summary tables
  * op_counts, syncs, decisions, shapes, arg_types, and the views
  * v_step_signatures, v_syncs, v_decisions, v_shape_variation.
+ * Schema v2 (SCHEMA_V2) adds bundles: the compressed, checksummed payloads
+ * `janus optimize` stores, replaced per target in one transaction.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -108,6 +110,17 @@ static const char SCHEMA_V1[] =
     "         min(size) AS min_size, max(size) AS max_size\n"
     "  FROM shapes GROUP BY run_id, op, callsite_id, arg, dim HAVING count(DISTINCT size) > 1;\n";
 
+/* Schema v2 = v1 + bundles: what `janus optimize` made of the traces (see
+ * jn_db.h).  The payload is zstd-compressed; checksum is FNV-1a 64 of the
+ * raw payload as 16 hex digits, raw_bytes its size. */
+static const char SCHEMA_V2[] =
+    "CREATE TABLE IF NOT EXISTS bundles(id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL,\n"
+    "  target TEXT NOT NULL, optable_hash TEXT NOT NULL, janus_version TEXT NOT NULL,\n"
+    "  cpu_features TEXT NOT NULL, source_runs TEXT NOT NULL, source_steps INTEGER NOT NULL,\n"
+    "  format INTEGER NOT NULL, codec TEXT NOT NULL, raw_bytes INTEGER NOT NULL,\n"
+    "  checksum TEXT NOT NULL, data BLOB NOT NULL);\n"
+    "CREATE INDEX IF NOT EXISTS bundles_target ON bundles(target, id);\n";
+
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
  * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
@@ -116,6 +129,7 @@ static const struct {
     const char *sql;
 } migrations[] = {
     {0, SCHEMA_V1},
+    {1, SCHEMA_V2},
 };
 
 /* Cached statements, prepared on first use. */
@@ -280,6 +294,7 @@ static jn_status create_schema(jn_db *db) {
         sqlite3_finalize(st);
     }
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V1);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V2);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -480,7 +495,9 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
                      "this janus (%s) reads; upgrade janus to open it", path, v, JN_DB_SCHEMA_VERSION, JANUS_VERSION);
         goto fail;
     }
-    if (v < JN_DB_SCHEMA_VERSION) {
+    /* Read-only, a store of v1 or later is read as it is: v2 only added
+     * tables (bundles), so an older store simply has none of them. */
+    if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "
                          "open it for writing once (e.g. `janus record --db %s`) to migrate it",
@@ -509,6 +526,8 @@ void jn_db_close(jn_db *db) {
 }
 
 int jn_db_schema_version(jn_db *db) { return db ? db->version : -1; }
+
+const char *jn_db_path(jn_db *db) { return db ? db->path : ""; }
 
 struct sqlite3 *jn_db_handle(jn_db *db) { return db ? db->h : NULL; }
 
@@ -871,5 +890,290 @@ jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data,
     sqlite3_reset(st);
     *data = out;
     *len = (size_t)raw;
+    return JN_OK;
+}
+
+/* -------------------------------------------------------------- bundles */
+uint64_t jn_db_fnv1a64(const void *data, size_t len) {
+    const uint8_t *p = data;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static int has_bundles(jn_db *db) { return db->version >= 2; }
+
+jn_status jn_db_bundle_put(jn_db *db, const jn_db_bundle *b, int64_t *id) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_bundle_put"))) return s;
+    if (!b || !b->target || !*b->target || !b->optable_hash || !b->janus_version || (b->len && !b->data))
+        return jn_error(JN_ERR_VALUE, "jn_db_bundle_put: a bundle needs a target, an op-table hash, a janus "
+                        "version and its data");
+    if (b->len > (size_t)INT32_MAX)
+        return jn_error(JN_ERR_VALUE, "jn_db_bundle_put: the bundle for target %s has %zu bytes (at most 2 GiB)",
+                        b->target, b->len);
+    size_t bound = ZSTD_compressBound(b->len);
+    void *z = malloc(bound ? bound : 1);
+    if (!z) return jn_error(JN_ERR_NOMEM, "out of memory compressing the bundle for target %s", b->target);
+    size_t csize = ZSTD_compress(z, bound, b->data ? b->data : "", b->len, ZSTD_LEVEL);
+    if (ZSTD_isError(csize)) {
+        free(z);
+        return jn_error(JN_ERR_RUNTIME, "compressing the bundle for target %s: %s", b->target,
+                        ZSTD_getErrorName(csize));
+    }
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016" PRIx64, jn_db_fnv1a64(b->data ? b->data : "", b->len));
+
+    sqlite3_stmt *del = NULL, *ins = NULL;
+    const char *what = "starting the bundle transaction";
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) goto fail;
+    what = "preparing the bundle statements";
+    if ((rc = sqlite3_prepare_v2(db->h, "DELETE FROM bundles WHERE target = ?1", -1, &del, NULL)) != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(db->h,
+                                 "INSERT INTO bundles(created, target, optable_hash, janus_version, cpu_features, "
+                                 "source_runs, source_steps, format, codec, raw_bytes, checksum, data) VALUES("
+                                 "CASE WHEN ?1 > 0 THEN ?1 ELSE (julianday('now') - 2440587.5) * 86400.0 END, "
+                                 "?2, ?3, ?4, ?5, ?6, ?7, ?8, 'zstd', ?9, ?10, ?11)",
+                                 -1, &ins, NULL)) != SQLITE_OK)
+        goto fail;
+    what = "deleting the target's old bundles";
+    bind_text(del, 1, b->target);
+    if ((rc = run_stmt(db, del)) != SQLITE_OK) goto fail;
+    what = "inserting the bundle";
+    sqlite3_bind_double(ins, 1, b->created);
+    bind_text(ins, 2, b->target);
+    bind_text(ins, 3, b->optable_hash);
+    bind_text(ins, 4, b->janus_version);
+    bind_text(ins, 5, b->cpu_features ? b->cpu_features : "");
+    bind_text(ins, 6, b->source_runs ? b->source_runs : "[]");
+    sqlite3_bind_int64(ins, 7, b->source_steps);
+    sqlite3_bind_int64(ins, 8, b->format);
+    sqlite3_bind_int64(ins, 9, (int64_t)b->len);
+    sqlite3_bind_text(ins, 10, sum, 16, SQLITE_STATIC);
+    sqlite3_bind_blob(ins, 11, z, (int)csize, SQLITE_STATIC);
+    if ((rc = run_stmt(db, ins)) != SQLITE_OK) goto fail;
+    int64_t new_id = sqlite3_last_insert_rowid(db->h);
+    what = "committing the bundle";
+    if ((rc = db_exec(db, "COMMIT")) != SQLITE_OK) goto fail;
+    sqlite3_finalize(del);
+    sqlite3_finalize(ins);
+    free(z);
+    if (id) *id = new_id;
+    return JN_OK;
+fail:;
+    char buf[160];
+    snprintf(buf, sizeof buf, "storing the bundle for target %s (%s)", b->target, what);
+    s = db_fail(db, rc, buf);
+    rollback(db);
+    sqlite3_finalize(del);
+    sqlite3_finalize(ins);
+    free(z);
+    return s;
+}
+
+void jn_db_bundle_free(jn_db_bundle *b) {
+    if (!b) return;
+    free((void *)b->target);
+    free((void *)b->optable_hash);
+    free((void *)b->janus_version);
+    free((void *)b->cpu_features);
+    free((void *)b->source_runs);
+    free((void *)b->data);
+    memset(b, 0, sizeof *b);
+}
+
+void jn_db_bundle_list_free(jn_db_bundle *list, int n) {
+    for (int i = 0; list && i < n; i++) jn_db_bundle_free(&list[i]);
+    free(list);
+}
+
+static char *col_dup(sqlite3_stmt *st, int i) {
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return strdup(t ? (const char *)t : "");
+}
+
+/* ids grow (AUTOINCREMENT): the newest bundle of a target has the largest */
+#define BUNDLE_COLS "id, created, target, optable_hash, janus_version, cpu_features, source_runs, " \
+                    "source_steps, format, codec, raw_bytes, checksum, length(data)"
+
+/* The metadata columns of the current row of st (BUNDLE_COLS) into *b. */
+static jn_status bundle_row(jn_db *db, sqlite3_stmt *st, jn_db_bundle *b) {
+    memset(b, 0, sizeof *b);
+    b->id = sqlite3_column_int64(st, 0);
+    b->created = sqlite3_column_double(st, 1);
+    b->target = col_dup(st, 2);
+    b->optable_hash = col_dup(st, 3);
+    b->janus_version = col_dup(st, 4);
+    b->cpu_features = col_dup(st, 5);
+    b->source_runs = col_dup(st, 6);
+    b->source_steps = sqlite3_column_int64(st, 7);
+    b->format = sqlite3_column_int64(st, 8);
+    int64_t raw = sqlite3_column_int64(st, 10);
+    b->len = raw > 0 ? (size_t)raw : 0;
+    const unsigned char *sum = sqlite3_column_text(st, 11);
+    snprintf(b->checksum, sizeof b->checksum, "%s", sum ? (const char *)sum : "");
+    b->stored_bytes = (size_t)sqlite3_column_int64(st, 12);
+    if (!b->target || !b->optable_hash || !b->janus_version || !b->cpu_features || !b->source_runs) {
+        jn_db_bundle_free(b);
+        return jn_error(JN_ERR_NOMEM, "out of memory reading a bundle of trace store %s", db->path);
+    }
+    return JN_OK;
+}
+
+/* Decompress and verify the data column (13) of the current row into b. */
+static jn_status bundle_data(jn_db *db, sqlite3_stmt *st, jn_db_bundle *b) {
+    const char *codec = (const char *)sqlite3_column_text(st, 9);
+    int64_t raw = sqlite3_column_int64(st, 10);
+    const void *blob = sqlite3_column_blob(st, 13);
+    size_t csize = (size_t)sqlite3_column_bytes(st, 13);
+    char why[160] = "";
+    void *out = NULL;
+    if (!codec || strcmp(codec, "zstd") != 0) {
+        snprintf(why, sizeof why, "unknown codec '%s'", codec ? codec : "");
+    } else if (raw < 0 || raw > INT32_MAX) {
+        snprintf(why, sizeof why, "bad raw size %" PRId64, raw);
+    } else {
+        unsigned long long fs = blob ? ZSTD_getFrameContentSize(blob, csize) : ZSTD_CONTENTSIZE_ERROR;
+        if (fs == ZSTD_CONTENTSIZE_ERROR || fs == ZSTD_CONTENTSIZE_UNKNOWN)
+            snprintf(why, sizeof why, "the compressed data is damaged or truncated (%zu bytes)", csize);
+        else if (fs != (unsigned long long)raw)
+            snprintf(why, sizeof why, "it holds %llu bytes where %" PRId64 " were stored", fs, raw);
+        else if (!(out = malloc(raw ? (size_t)raw : 1)))
+            return jn_error(JN_ERR_NOMEM, "out of memory reading bundle %" PRId64 " of trace store %s", b->id,
+                            db->path);
+        else {
+            size_t got = ZSTD_decompress(out, (size_t)raw, blob, csize);
+            if (ZSTD_isError(got))
+                snprintf(why, sizeof why, "the compressed data is damaged or cut short: %s", ZSTD_getErrorName(got));
+            else if (got != (size_t)raw)
+                snprintf(why, sizeof why, "it holds %zu bytes where %" PRId64 " were stored", got, raw);
+            else {
+                char sum[17];
+                snprintf(sum, sizeof sum, "%016" PRIx64, jn_db_fnv1a64(out, (size_t)raw));
+                if (strcmp(sum, b->checksum) != 0)
+                    snprintf(why, sizeof why, "checksum %s, stored %s", sum, b->checksum);
+            }
+        }
+    }
+    if (why[0]) {
+        free(out);
+        return jn_error(JN_ERR_VALUE, "trace store %s: bundle %" PRId64 " (target %s) is corrupt or truncated (%s); "
+                        "re-run `janus optimize %s` to rebuild it", db->path, b->id, b->target, why, db->path);
+    }
+    b->data = out;
+    b->len = (size_t)raw;
+    return JN_OK;
+}
+
+/* One bundle by target (newest) or by id. */
+static jn_status bundle_get(jn_db *db, const char *target, int64_t id, jn_db_bundle *out) {
+    if (!db || !out) return jn_error(JN_ERR_VALUE, "jn_db_bundle_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (target && !*target) return jn_error(JN_ERR_VALUE, "jn_db_bundle_get: empty target");
+    if (!has_bundles(db)) goto absent;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->h,
+                                target ? "SELECT " BUNDLE_COLS ", data FROM bundles WHERE target = ?1 "
+                                         "ORDER BY id DESC LIMIT 1"
+                                       : "SELECT " BUNDLE_COLS ", data FROM bundles WHERE id = ?2",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "reading a bundle");
+    if (target) bind_text(st, 1, target);
+    else sqlite3_bind_int64(st, 2, id);
+    rc = db_step(db, st);
+    jn_status s = JN_OK;
+    if (rc == SQLITE_ROW) {
+        if (!(s = bundle_row(db, st, out)) && (s = bundle_data(db, st, out))) jn_db_bundle_free(out);
+        sqlite3_finalize(st);
+        return s;
+    }
+    s = rc == SQLITE_DONE ? JN_OK : db_fail(db, rc, "reading a bundle");
+    sqlite3_finalize(st);
+    if (s) return s;
+absent:
+    if (target)
+        return jn_error(JN_ERR_VALUE, "trace store %s has no bundle for target %s; run `janus optimize %s`",
+                        db->path, target, db->path);
+    return jn_error(JN_ERR_VALUE, "trace store %s has no bundle %" PRId64 " (`janus inspect %s` lists them)",
+                    db->path, id, db->path);
+}
+
+jn_status jn_db_bundle_get(jn_db *db, const char *target, jn_db_bundle *out) {
+    return bundle_get(db, target ? target : "", 0, out); /* "" is refused */
+}
+
+jn_status jn_db_bundle_get_id(jn_db *db, int64_t id, jn_db_bundle *out) { return bundle_get(db, NULL, id, out); }
+
+jn_status jn_db_bundle_list(jn_db *db, jn_db_bundle **out, int *n) {
+    if (!db || !out || !n) return jn_error(JN_ERR_VALUE, "jn_db_bundle_list: NULL argument");
+    *out = NULL;
+    *n = 0;
+    if (!has_bundles(db)) return JN_OK;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "SELECT " BUNDLE_COLS " FROM bundles ORDER BY id", -1, &st, NULL);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "listing the bundles");
+    jn_db_bundle *list = NULL;
+    int len = 0, cap = 0;
+    jn_status s = JN_OK;
+    while ((rc = db_step(db, st)) == SQLITE_ROW) {
+        if (len == cap) {
+            int nc = cap ? 2 * cap : 4;
+            jn_db_bundle *p = realloc(list, (size_t)nc * sizeof *p);
+            if (!p) {
+                s = jn_error(JN_ERR_NOMEM, "out of memory listing the bundles of trace store %s", db->path);
+                break;
+            }
+            list = p;
+            cap = nc;
+        }
+        if ((s = bundle_row(db, st, &list[len]))) break;
+        len++;
+    }
+    if (!s && rc != SQLITE_DONE) s = db_fail(db, rc, "listing the bundles");
+    sqlite3_finalize(st);
+    if (s) {
+        jn_db_bundle_list_free(list, len);
+        return s;
+    }
+    *out = list;
+    *n = len;
+    return JN_OK;
+}
+
+jn_status jn_db_run_ids(jn_db *db, int64_t **ids, int *n) {
+    if (!db || !ids || !n) return jn_error(JN_ERR_VALUE, "jn_db_run_ids: NULL argument");
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "SELECT id FROM runs ORDER BY id", -1, &st, NULL);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "listing the runs");
+    int64_t *v = NULL;
+    int len = 0, cap = 0;
+    while ((rc = db_step(db, st)) == SQLITE_ROW) {
+        if (len == cap) {
+            int nc = cap ? 2 * cap : 16;
+            int64_t *p = realloc(v, (size_t)nc * sizeof *p);
+            if (!p) {
+                free(v);
+                sqlite3_finalize(st);
+                return jn_error(JN_ERR_NOMEM, "out of memory listing the runs of trace store %s", db->path);
+            }
+            v = p;
+            cap = nc;
+        }
+        v[len++] = sqlite3_column_int64(st, 0);
+    }
+    jn_status s = rc == SQLITE_DONE ? JN_OK : db_fail(db, rc, "listing the runs");
+    sqlite3_finalize(st);
+    if (s) {
+        free(v);
+        return s;
+    }
+    *ids = v;
+    *n = len;
     return JN_OK;
 }

@@ -26,6 +26,10 @@
  *   decisions(run_id, step, callsite_id, kind JN_DEC_*, outcome, count)
  *   shapes(run_id, step, op, callsite_id, arg, dim, size)
  *   arg_types(run_id, step, op, callsite_id, arg, pytype TEXT, count)
+ *   bundles(id, created REAL, target, optable_hash, janus_version, cpu_features,
+ *        source_runs TEXT (JSON array of run ids), source_steps, format, codec 'zstd',
+ *        raw_bytes, checksum TEXT (FNV-1a 64 of the raw payload, 16 hex), data BLOB)
+ *        -- schema v2; the payload format is codegen/jn_bundle.h's.
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -44,7 +48,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 1
+#define JN_DB_SCHEMA_VERSION 2
 
 typedef struct jn_db jn_db;
 
@@ -52,10 +56,14 @@ enum { JN_DB_READONLY = 0, JN_DB_WRITE = 1, JN_DB_CREATE = 2 };
 
 /* Open (and with JN_DB_CREATE create or migrate) a trace store.  Refuses a
  * file that is not SQLite, a SQLite file that is not a janus trace store,
- * and a store of a newer schema, each with a clear message. */
+ * and a store of a newer schema, each with a clear message.  An older store
+ * is migrated when opened for writing; read-only, a v1 store is read as it
+ * is (it has no bundles), a v0 one is refused. */
 jn_status jn_db_open(const char *path, int flags, jn_db **out);
 void jn_db_close(jn_db *db);
 int jn_db_schema_version(jn_db *db);
+/* The path the store was opened with (for messages). */
+const char *jn_db_path(jn_db *db);
 
 /* ---- runs ---- */
 typedef struct {
@@ -78,6 +86,10 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
 jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_version);
 /* status: "finished", "error" (script raised / nonzero exit), "killed" */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
+
+/* The ids of every run, ascending (*ids malloc'ed, free()); for the
+ * source_runs of a bundle. */
+jn_status jn_db_run_ids(jn_db *db, int64_t **ids, int *n);
 
 /* ---- interning (cached by the caller; these hit the database once) ---- */
 jn_status jn_db_callsite(jn_db *db, const char *file, int line, const char *func, int64_t *id);
@@ -174,6 +186,45 @@ jn_status jn_db_write_step(jn_db *db, const jn_db_step *s);
 jn_status jn_db_write_steps(jn_db *db, const jn_db_step *steps, int n);
 /* The decompressed events of a step (caller frees *data with free()). */
 jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len);
+
+/* ---- bundles (schema v2) ----
+ * What `janus optimize` produced from the traces, one current bundle per
+ * target.  The store treats the payload as opaque bytes: it compresses them
+ * (zstd), records their size and FNV-1a 64 checksum, and verifies both on
+ * the way out. */
+typedef struct {
+    int64_t id;                 /* get/list: the row id (put ignores it) */
+    double created;             /* unix time; put: 0 = now */
+    const char *target;         /* "cpu" (later "cuda-sm90", ...) */
+    const char *optable_hash;   /* 16 hex digits */
+    const char *janus_version;
+    const char *cpu_features;   /* space-separated features the code requires */
+    const char *source_runs;    /* JSON array of run ids, "[1,2]" */
+    int64_t source_steps;
+    int64_t format;             /* the payload's format version */
+    const void *data;           /* the raw (uncompressed) payload; NULL from list */
+    size_t len;                 /* its size (list: too) */
+    size_t stored_bytes;        /* get/list: the compressed size in the store */
+    char checksum[17];          /* get/list: as stored */
+} jn_db_bundle;
+
+/* Store b as the bundle of b->target, deleting every other bundle of that
+ * target, in ONE transaction: readers see the old set or the new one.  *id
+ * (may be NULL) gets the new row id. */
+jn_status jn_db_bundle_put(jn_db *db, const jn_db_bundle *b, int64_t *id);
+/* The newest bundle of `target`, decompressed and verified (size and
+ * checksum); strings and data are owned by *out: jn_db_bundle_free.  No
+ * bundle: JN_ERR_VALUE "no bundle for target X ...; run `janus optimize`";
+ * corrupt or truncated: JN_ERR_VALUE naming the file and bundle id. */
+jn_status jn_db_bundle_get(jn_db *db, const char *target, jn_db_bundle *out);
+jn_status jn_db_bundle_get_id(jn_db *db, int64_t id, jn_db_bundle *out);
+/* Every bundle (without data), oldest first; *out is an array of *n that
+ * jn_db_bundle_list_free releases.  A v1 store opened read-only has none. */
+jn_status jn_db_bundle_list(jn_db *db, jn_db_bundle **out, int *n);
+void jn_db_bundle_free(jn_db_bundle *b);        /* the owned fields; b itself stays */
+void jn_db_bundle_list_free(jn_db_bundle *list, int n);
+/* FNV-1a 64 of the bytes: the bundle checksum. */
+uint64_t jn_db_fnv1a64(const void *data, size_t len);
 
 /* For tests: the n-th SQLite step/exec performed by db.c from now on (1 = the
  * next one) fails as if the disk were full (SQLITE_FULL); fires once.

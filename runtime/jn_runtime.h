@@ -263,6 +263,12 @@ uint64_t jn_optable_hash(void);
 /* Index of attribute `name` of op, or -1. */
 int jn_op_attr_index(jn_op op, const char *name);
 
+/* The CPU features of this machine that generated code may rely on, gcc's
+ * names space-separated ("sse4.2 avx avx2 fma avx512f ..."), into buf (NUL
+ * terminated when n > 0).  Returns the full length, like snprintf: a
+ * result >= n was cut short.  runtime/cpu.c. */
+size_t jn_rt_cpu_features(char *buf, size_t n);
+
 /* --------------------------------------------------------------- dispatch */
 /* Run `op` on inputs with attributes; on success out[0..nout) hold new
  * references.  In-place ops return a new reference to in[0]. */

@@ -489,8 +489,10 @@ static void test_foreign_files(void) {
     CHECK(sqlite3_exec(jn_db_handle(db), "UPDATE meta SET value='99' WHERE key='schema_version'", 0, 0, 0) ==
           SQLITE_OK);
     jn_db_close(db);
+    char vcur[32];
+    snprintf(vcur, sizeof vcur, "version %d", JN_DB_SCHEMA_VERSION);
     for (int fl = JN_DB_READONLY; fl <= JN_DB_CREATE; fl++)
-        CHECK(jn_db_open(newer, fl, &db) == JN_ERR_IO && has("schema version 99") && has("version 1") &&
+        CHECK(jn_db_open(newer, fl, &db) == JN_ERR_IO && has("schema version 99") && has(vcur) &&
               has("upgrade janus"));
     h = raw(newer);
     CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 99); /* untouched */
@@ -533,7 +535,7 @@ static void test_migration(void) {
         sqlite3 *h = raw(path);
         int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
         int64_t runs = q_int(h, "SELECT count(*) FROM sqlite_master WHERE name='runs'");
-        if (!((v == 0 && runs == 0) || (v == 1 && runs == 1))) consistent = 0;
+        if (!((v == 0 && runs == 0) || (v == JN_DB_SCHEMA_VERSION && runs == 1))) consistent = 0;
         if (!consistent) fprintf(stderr, "  fault %d: v=%lld runs=%lld: %s\n", n, (long long)v, (long long)runs, jn_errmsg());
         sqlite3_close(h);
     }
@@ -543,11 +545,11 @@ static void test_migration(void) {
     make_v0(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK);
     if (!db) return;
-    CHECK(jn_db_schema_version(db) == 1);
+    CHECK(jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     sqlite3 *h = jn_db_handle(db);
-    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 1);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_int(h, "SELECT count(*) FROM sqlite_master WHERE name IN ('runs','steps','chunks','op_counts',"
-                   "'syncs','decisions','shapes','arg_types','v_step_signatures')") == 9);
+                   "'syncs','decisions','shapes','arg_types','v_step_signatures','bundles')") == 10);
     int64_t id;
     CHECK(jn_db_callsite(db, "old.py", 3, "f", &id) == JN_OK && id == 1); /* old rows kept */
     jn_db_run_info ri = run_info();

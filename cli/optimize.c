@@ -1,15 +1,17 @@
-/* optimize.c -- `janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--quiet] run.db`
+/* optimize.c -- `janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--no-store] [--quiet] run.db`
  *
  * Runs the analyzer (analyzer/jn_an.h) over a trace store: the recorded
  * steps become generalized, guarded graphs.  Prints one summary line and
  * one line per group of segments it had to leave out (with the reason);
  * --dump-ir writes the graphs in the IR's text form to stdout (the summary
  * then goes to stderr, so stdout stays parseable), --ir-out writes the
- * binary form to a file.  Codegen and bundles (issue 6+) will hang off this
- * command; today it stops at the IR.
+ * binary form to a file.  The graphs are then stored in the store as its
+ * "cpu" bundle (codegen/jn_bundle.h), replacing the previous one in one
+ * transaction; codegen passes and compiled kernels will join the bundle.
  *
- * The store is opened read-only, so this works on a store another process
- * is still recording into (its committed steps are analyzed).  Failures
+ * The analysis reads the store read-only, so this works on a store another
+ * process is still recording into (its committed steps are analyzed); only
+ * the bundle write opens it for writing (WAL: recorders go on).  Failures
  * exit 1 with a message that names the file and the fix; usage mistakes
  * exit 2.  jn_cli_dump_graphs is shared with `janus inspect --graphs`.
  */
@@ -23,23 +25,27 @@
 #ifdef JANUS_HAVE_ANALYZER
 #include "jn_an.h"
 #endif
+#ifdef JANUS_HAVE_CG
+#include "jn_bundle.h"
+#endif
 
 const char jn_cli_optimize_usage[] =
-    "usage: janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--quiet] PATH\n"
+    "usage: janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--no-store] [--quiet] PATH\n"
     "\n"
     "Mine the traces of a trace store (written by `janus record`) into\n"
     "generalized, guarded graphs: each recorded step is split at its sync\n"
     "points, segments that start at the same place are aligned op by op,\n"
     "varying shapes become symbols, varying Python numbers become inputs,\n"
     "repeats with a varying count become loops and different structures at\n"
-    "one point become variants.  Prints a summary and what it left out.\n"
-    "The store is opened read-only.\n"
+    "one point become variants.  Prints a summary and what it left out,\n"
+    "and stores the graphs in PATH as its bundle (replacing the last one).\n"
     "\n"
     "options:\n"
     "  --run N        only run N (default: every run in the store)\n"
     "  --dump-ir      print the graphs and their guards (IR text) on stdout;\n"
     "                 the summary goes to stderr\n"
     "  --ir-out FILE  write the graphs in the IR's binary form to FILE\n"
+    "  --no-store     analyze only; leave the store's bundle as it is\n"
     "  --quiet        no summary or progress lines (errors still print)\n"
     "  -h, --help     show this help\n";
 
@@ -75,6 +81,51 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
 }
 #endif
 
+#ifdef JANUS_HAVE_ANALYZER
+/* The graphs become the store's "cpu" bundle (atomically replacing the old
+ * one), keyed by this build and machine and the runs they came from. */
+static int store_bundle(const char *path, int64_t run, const jn_ir_module *m, const jn_an_stats *st,
+                        int64_t *id, size_t *bytes) {
+#ifdef JANUS_HAVE_CG
+    jn_db *db = NULL;
+    if (jn_db_open(path, JN_DB_WRITE, &db) != JN_OK) {
+        fprintf(stderr, "janus optimize: cannot store the bundle: %s (or pass --no-store)\n", jn_errmsg());
+        return 1;
+    }
+    int64_t *runs = NULL;
+    int nruns = 0;
+    jn_status s = JN_OK;
+    if (run) {
+        runs = malloc(sizeof *runs);
+        if (runs) runs[0] = run, nruns = 1;
+        else s = jn_error(JN_ERR_NOMEM, "out of memory");
+    } else {
+        s = jn_db_run_ids(db, &runs, &nruns);
+    }
+    jn_cg_bundle_meta meta = {.target = "cpu", .source_runs = runs, .nsource_runs = nruns,
+                              .source_steps = st->steps};
+    if (!s) s = jn_cg_bundle_store(db, m, &meta, NULL, 0, id);
+    free(runs);
+    if (!s) {
+        jn_db_bundle b;
+        if (jn_db_bundle_get_id(db, *id, &b) == JN_OK) {
+            *bytes = b.len;
+            jn_db_bundle_free(&b);
+        }
+    }
+    jn_db_close(db);
+    if (s) {
+        fprintf(stderr, "janus optimize: cannot store the bundle in %s: %s\n", path, jn_errmsg());
+        return 1;
+    }
+    return 0;
+#else
+    (void)path, (void)run, (void)m, (void)st, (void)id, (void)bytes;
+    return 0;
+#endif
+}
+#endif
+
 int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out) {
 #ifdef JANUS_HAVE_ANALYZER
     jn_ir_module *m = NULL;
@@ -97,7 +148,7 @@ int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out
 
 int jn_cli_optimize(int argc, char **argv) {
     const char *path = NULL, *ir_out = NULL;
-    int dump = 0, quiet = 0;
+    int dump = 0, quiet = 0, store = 1;
     int64_t run = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -106,6 +157,7 @@ int jn_cli_optimize(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(a, "--dump-ir")) { dump = 1; continue; }
+        if (!strcmp(a, "--no-store")) { store = 0; continue; }
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) { quiet = 1; continue; }
         if (!strcmp(a, "--run") || !strncmp(a, "--run=", 6)) {
             const char *v = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
@@ -169,6 +221,9 @@ int jn_cli_optimize(int argc, char **argv) {
         }
         free(data);
     }
+    int64_t bundle_id = 0;
+    size_t bundle_bytes = 0;
+    if (!rc && store) rc = store_bundle(path, run, m, &st, &bundle_id, &bundle_bytes);
     if (info) {
         char b1[32], b2[32];
         fprintf(info,
@@ -180,11 +235,13 @@ int jn_cli_optimize(int argc, char **argv) {
                 (long long)st.runs, st.runs == 1 ? "" : "s", jn_cli_commas(st.steps, b1), jn_cli_commas(st.ops, b2),
                 st.seconds);
         for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(info, "  %s\n", jn_an_uncaptured(i));
+        if (bundle_id) fprintf(info, "janus optimize: stored as bundle %lld (%s bytes) in %s\n", (long long)bundle_id,
+                               jn_cli_commas((int64_t)bundle_bytes, b1), path);
     }
     jn_ir_module_free(m);
     return rc;
 #else
-    (void)quiet, (void)dump, (void)run, (void)ir_out;
+    (void)quiet, (void)dump, (void)run, (void)ir_out, (void)store;
     jn_db *db = NULL;
     int rc = open_store("optimize", path, &db);
     if (rc) return rc;

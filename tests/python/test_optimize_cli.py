@@ -214,3 +214,47 @@ def test_loop_end_to_end(tmp_path):
     assert any(f"select(" in l and f"index={ivar}" in l for l in body)
     assert any(l.startswith(f"guard trip L0 in 3..6") for l in body)
     assert any(f"[2, {trip}, 4]" in l for l in body)  # the stacked outputs
+
+
+def test_bundle_stored_and_replaced(recorded, tmp_path):
+    """`janus optimize` stores its graphs as the store's cpu bundle; a second
+    run replaces it (one bundle left), --no-store leaves it alone, and the
+    stored graphs are the ones --dump-ir prints."""
+    import shutil
+    import sqlite3
+    db = tmp_path / "copy.db"
+    shutil.copy(recorded[0], db)
+
+    def bundles():
+        con = sqlite3.connect(str(db))
+        try:
+            return con.execute("SELECT id, target FROM bundles ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # a store from before bundles (schema v1)
+            return []
+        finally:
+            con.close()
+
+    r = janus("optimize", "--no-store", str(db))
+    assert r.returncode == 0, r.stderr
+    assert bundles() == [] and "stored as bundle" not in r.stdout
+    r = janus("optimize", str(db))
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"stored as bundle (\d+) \(([\d,]+) bytes\)", r.stdout)
+    assert m, r.stdout
+    first = int(m.group(1))
+    assert bundles() == [(first, "cpu")]
+    r = janus("optimize", str(db))
+    assert r.returncode == 0, r.stderr
+    (second, target), = bundles()
+    assert second > first and target == "cpu"
+    r = janus("inspect", str(db))
+    assert r.returncode == 0 and f"bundle {second}" in r.stdout and "usable here" in r.stdout
+    # a read-only store: the analysis works, the bundle write says why it failed
+    os.chmod(db, 0o444)
+    try:
+        if os.access(db, os.W_OK):  # root ignores file permissions
+            return
+        r = janus("optimize", str(db))
+        assert r.returncode == 1 and "cannot store the bundle" in r.stderr and "--no-store" in r.stderr
+    finally:
+        os.chmod(db, 0o644)

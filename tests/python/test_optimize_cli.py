@@ -234,9 +234,10 @@ def test_bundle_stored_and_replaced(recorded, tmp_path):
         finally:
             con.close()
 
+    before = bundles()  # earlier tests may have optimized the recorded store already
     r = janus("optimize", "--no-store", str(db))
     assert r.returncode == 0, r.stderr
-    assert bundles() == [] and "stored as bundle" not in r.stdout
+    assert bundles() == before and "stored as bundle" not in r.stdout
     r = janus("optimize", str(db))
     assert r.returncode == 0, r.stderr
     m = re.search(r"stored as bundle (\d+) \(([\d,]+) bytes\)", r.stdout)

@@ -53,17 +53,26 @@ jn_status an_guard_tensor_input(an_gen *G, int32_t in, int64_t site) {
 
 jn_status an_guard_scalar_input(an_gen *G, int32_t in, int varies, int64_t site) {
     const jn_ir_input *x = &G->g->inputs[in];
-    if (varies) return add(G, JN_IR_G_PYTYPE, x->value, -1, x->pytype, x->pytype, 0, site, NULL);
+    /* the Python type first: a float where an int was recorded (or a
+     * tensor where a number was) is another program, whatever its value */
+    jn_status s = add(G, JN_IR_G_PYTYPE, x->value, -1, x->pytype, x->pytype, 0, site, NULL);
+    if (s || varies) return s;
     return add(G, JN_IR_G_SCALAR, x->value, -1, 0, 0, x->scalar, site, NULL);
 }
 
-/* One range guard per symbol (induction variables are bound by their loop),
- * one per loop trip count. */
+/* One range guard per symbol, one per loop trip count.  Induction
+ * variables are bound by their loop, and the Philox offset only ever grows
+ * (every step draws past the last), so a recorded range would miss on the
+ * first step after the recording: it is an input, not an assumption. */
 jn_status an_guard_symbols(an_gen *G) {
     jn_ir_graph *g = G->g;
     for (int32_t k = 0; k < g->nsyms; k++) {
         const jn_ir_sym *y = &g->syms[k];
         if (y->kind == JN_IR_SYM_IVAR) continue;
+        if (y->kind == JN_IR_SYM_RNG) {
+            G->c->st->symbols++;
+            continue;
+        }
         jn_ir_guard q;
         memset(&q, 0, sizeof q);
         q.kind = JN_IR_G_SYM;

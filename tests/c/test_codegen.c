@@ -1,0 +1,583 @@
+/* test_codegen.c -- the codegen passes (codegen/jn_cg.h), each a golden
+ * test on IR text: a graph body in, one or more named passes, the printed
+ * body out compared with an expected text written by hand from the pass's
+ * rules, plus the cases each pass must leave alone.  Every result must
+ * verify and survive print -> parse -> print and serialize -> deserialize
+ * -> print unchanged (the IR extensions: kernel=, mem=, alias=, kernel and
+ * arena lines).  Then the whole pipeline over every golden graph mined by
+ * the analyzer (tests/golden/ where present, else tests/c/data/):
+ * it verifies after each pass, node counts never grow, and the planned
+ * arena at the recorded symbol maxima is at most the naive sum.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jn_cg.h"
+#include "jn_test.h"
+
+#define HEAD "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+
+static char *print_graph(const jn_ir_module *m, const jn_ir_graph *g) {
+    char *s = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&s, &n);
+    CHECK(jn_ir_print_graph(m, g, f) == JN_OK);
+    fclose(f);
+    return s;
+}
+
+static char *print_module(const jn_ir_module *m) {
+    char *s = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&s, &n);
+    CHECK(jn_ir_print(m, f) == JN_OK);
+    fclose(f);
+    return s;
+}
+
+/* Both identities on a module that verifies. */
+static void check_roundtrips(const jn_ir_module *m) {
+    char *t1 = print_module(m), *t2 = NULL, *t3 = NULL;
+    jn_ir_module *m2 = NULL, *m3 = NULL;
+    jn_status st = jn_ir_parse(t1, strlen(t1), &m2);
+    CHECK(st == JN_OK);
+    if (st) fprintf(stderr, "reparse: %s\n%s", jn_errmsg(), t1);
+    if (m2) t2 = print_module(m2);
+    CHECK(t2 && !strcmp(t1, t2));
+    void *b = NULL;
+    size_t n = 0;
+    CHECK(jn_ir_serialize(m, &b, &n) == JN_OK);
+    st = jn_ir_deserialize(b, n, &m3);
+    CHECK(st == JN_OK);
+    if (st) fprintf(stderr, "reload: %s\n", jn_errmsg());
+    if (m3) t3 = print_module(m3);
+    CHECK(t3 && !strcmp(t1, t3));
+    free(b);
+    free(t1);
+    free(t2);
+    free(t3);
+    jn_ir_module_free(m2);
+    jn_ir_module_free(m3);
+}
+
+/* Parses HEAD body "}", runs the comma list of passes on the graph, and
+ * compares the printed body with `want`. */
+static void golden(const char *what, const char *body, const char *passes, const char *want) {
+    size_t n = strlen(HEAD) + strlen(body) + 64;
+    char *text = malloc(n);
+    snprintf(text, n, "module optable=0000000000000000 graphs=1\n" HEAD "%s}\n", body);
+    jn_ir_module *m = NULL;
+    jn_status st = jn_ir_parse(text, strlen(text), &m);
+    CHECK(st == JN_OK);
+    if (st) {
+        fprintf(stderr, "%s: input does not parse: %s\n", what, jn_errmsg());
+        free(text);
+        return;
+    }
+    char list[128];
+    snprintf(list, sizeof list, "%s", passes);
+    for (char *p = strtok(list, ","); p; p = strtok(NULL, ",")) {
+        st = jn_cg_run_pass(m, m->graphs[0], p);
+        CHECK(st == JN_OK);
+        if (st) fprintf(stderr, "%s: pass %s: %s\n", what, p, jn_errmsg());
+        st = jn_ir_verify(m->graphs[0]);
+        CHECK(st == JN_OK);
+        if (st) fprintf(stderr, "%s: after %s: %s\n", what, p, jn_errmsg());
+    }
+    char *got = print_graph(m, m->graphs[0]);
+    const char *b = got + strlen(HEAD);
+    size_t blen = strlen(got) - strlen(HEAD) - 2; /* the closing "}\n" */
+    int same = strlen(got) >= strlen(HEAD) + 2 && !strncmp(got, HEAD, strlen(HEAD)) && blen == strlen(want) &&
+               !strncmp(b, want, blen);
+    CHECK(same);
+    if (!same) fprintf(stderr, "---- %s: want\n%s---- got\n%.*s----\n", what, want, (int)blen, b);
+    check_roundtrips(m);
+    jn_ir_module_free(m);
+    free(got);
+    free(text);
+}
+
+/* ------------------------------------------------------------------ dce */
+static void test_dce(void) {
+    golden("dce: dead nodes, a dead random op",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 4]\n"
+           "  in %1 const f64[] = 2.0\n"
+           "  %2 = mul(%0, %1) : f32[B, 4]\n"
+           "  %3 = exp(%0) : f32[B, 4]\n"
+           "  %4 = randn() shape=[4] dtype=none seed=0 offset=0 : f32[4]\n"
+           "  %5 = neg(%2) : f32[B, 4]\n"
+           "  out %5 keep\n",
+           "dce",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 4]\n"
+           "  in %1 const f64[] = 2.0\n"
+           "  %2 = mul(%0, %1) : f32[B, 4]\n"
+           "  %3 = neg(%2) : f32[B, 4]\n"
+           "  out %3 keep\n");
+    /* a carry whose param only feeds its own next is dead, so is an unread
+     * collect and a whole loop; the live carry keeps its body */
+    golden("dce: loops",
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  sym i1 ivar 0..8\n"
+           "  in %0 host f32[4]\n"
+           "  in %1 state f32[4] bind=1\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %2 = %0 -> %5 => %6\n"
+           "    carry %3 = %1 -> %4 => %7\n"
+           "    %4 = exp(%3) : f32[4]\n"
+           "    %5 = add(%2, %2) alpha=1 : f32[4]\n"
+           "    %8 = neg(%2) : f32[4]\n"
+           "    collect %8 => %9\n"
+           "  }\n"
+           "  loop L1 trip=T ivar=i1 {\n"
+           "    %10 = exp(%0) : f32[4]\n"
+           "    collect %10 => %11\n"
+           "  }\n"
+           "  out %6 keep\n",
+           "dce",
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  sym i1 ivar 0..8\n"
+           "  in %0 host f32[4]\n"
+           "  in %1 state f32[4] bind=1\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %2 = %0 -> %3 => %4\n"
+           "    %3 = add(%2, %2) alpha=1 : f32[4]\n"
+           "  }\n"
+           "  out %4 keep\n");
+    /* guards and state outputs keep values; a used carry keeps its param's producer chain */
+    golden("dce: guards, state outputs, a value used after its loop",
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  in %0 state f32[4] bind=1\n"
+           "  in %1 const f64[] = 0.5\n"
+           "  %2 = mul(%0, %1) : f32[4]\n"
+           "  %3 = neg(%0) : f32[4]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %4 = %3 -> %6 => %5\n"
+           "    %6 = mul(%4, %2) : f32[4]\n"
+           "  }\n"
+           "  %7 = add(%5, %2) alpha=1 : f32[4]\n"
+           "  %8 = exp(%3) : f32[4]\n"
+           "  out %7 state=%0\n"
+           "  guard dim %8.0 == 4\n"
+           "  guard scalar %1 == 0.5\n",
+           "dce",
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  in %0 state f32[4] bind=1\n"
+           "  in %1 const f64[] = 0.5\n"
+           "  %2 = mul(%0, %1) : f32[4]\n"
+           "  %3 = neg(%0) : f32[4]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %4 = %3 -> %6 => %5\n"
+           "    %6 = mul(%4, %2) : f32[4]\n"
+           "  }\n"
+           "  %7 = add(%5, %2) alpha=1 : f32[4]\n"
+           "  %8 = exp(%3) : f32[4]\n"
+           "  out %7 state=%0\n"
+           "  guard dim %8.0 == 4\n"
+           "  guard scalar %1 == 0.5\n");
+}
+
+/* ------------------------------------------------------------------ cse */
+static void test_cse(void) {
+    golden("cse: equal consts, equal nodes, chains; not: other attrs, random ops",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 4]\n"
+           "  in %1 const i64[] = -100\n"
+           "  in %2 const i64[] = -100\n"
+           "  in %3 host i64[B]\n"
+           "  %4 = ne(%3, %1) : bool[B]\n"
+           "  %5 = ne(%3, %2) : bool[B]\n"
+           "  %6 = exp(%0) : f32[B, 4]\n"
+           "  %7 = exp(%0) : f32[B, 4]\n"
+           "  %8 = add(%6, %7) alpha=1 : f32[B, 4]\n"
+           "  %9 = add(%6, %7) alpha=2 : f32[B, 4]\n"
+           "  %10 = randn() shape=[4] dtype=none seed=0 offset=0 : f32[4]\n"
+           "  %11 = randn() shape=[4] dtype=none seed=0 offset=0 : f32[4]\n"
+           "  %12 = logical_and(%4, %5) : bool[B]\n"
+           "  %13 = add(%10, %11) alpha=1 : f32[4]\n"
+           "  out %8 keep\n"
+           "  out %9 keep\n"
+           "  out %12 keep\n"
+           "  out %13 keep\n",
+           "cse,dce",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 4]\n"
+           "  in %1 const i64[] = -100\n"
+           "  in %2 const i64[] = -100\n"
+           "  in %3 host i64[B]\n"
+           "  %4 = ne(%3, %1) : bool[B]\n"
+           "  %5 = exp(%0) : f32[B, 4]\n"
+           "  %6 = add(%5, %5) alpha=1 : f32[B, 4]\n"
+           "  %7 = add(%5, %5) alpha=2 : f32[B, 4]\n"
+           "  %8 = randn() shape=[4] dtype=none seed=0 offset=0 : f32[4]\n"
+           "  %9 = randn() shape=[4] dtype=none seed=0 offset=0 : f32[4]\n"
+           "  %10 = logical_and(%4, %4) : bool[B]\n"
+           "  %11 = add(%8, %9) alpha=1 : f32[4]\n"
+           "  out %6 keep\n"
+           "  out %7 keep\n"
+           "  out %10 keep\n"
+           "  out %11 keep\n");
+    const char *keep =
+        "  sym T dim 1..9\n"
+        "  sym i0 ivar 0..8\n"
+        "  in %0 host f32[4]\n"
+        "  in %1 const f64[] = 0.0\n"
+        "  in %2 const f64[] = -0.0\n"
+        "  %3 = exp(%0) : f32[4]\n"
+        "  %4 = exp(%0) : f32[4]\n"
+        "  loop L0 trip=T ivar=i0 {\n"
+        "    %5 = exp(%0) : f32[4]\n"
+        "    %6 = add(%5, %1) alpha=1 : f32[4]\n"
+        "    %7 = add(%5, %2) alpha=1 : f32[4]\n"
+        "    %8 = mul(%6, %7) : f32[4]\n"
+        "    collect %8 => %9\n"
+        "  }\n"
+        "  out %3 keep\n"
+        "  out %4 keep\n"
+        "  out %9 keep\n";
+    golden("cse: not across loops, not two outputs, not 0.0 with -0.0", keep, "cse", keep);
+}
+
+/* ----------------------------------------------------------------- fold */
+static void test_fold(void) {
+    golden("fold: const arithmetic and a cast of a const",
+           "  in %0 host f32[4]\n"
+           "  in %1 const i64[] = 3\n"
+           "  in %2 const i64[] = 4\n"
+           "  %3 = mul(%1, %2) : i64[]\n"
+           "  %4 = cast(%3) dtype=f32 : f32[]\n"
+           "  %5 = mul(%0, %4) : f32[4]\n"
+           "  out %5 keep\n",
+           "fold,dce",
+           "  in %0 host f32[4]\n"
+           "  in %1 const i64[] = 3\n"
+           "  in %2 const i64[] = 4\n"
+           "  in %4 const i64[] = 12\n"
+           "  in %5 const f32[] = 12.0\n"
+           "  %3 = mul(%0, %5) : f32[4]\n"
+           "  out %3 keep\n");
+    /* a 0-d f64 tensor makes i64 * it f64; a wrapped 2.0 would give f32:
+     * not folded.  Nor: a varying scalar, a random op, a 1-d result, an
+     * output. */
+    const char *keep =
+        "  in %0 host i64[4]\n"
+        "  in %1 const i64[] = 2\n"
+        "  in %2 scalar f64[] = 0.5\n"
+        "  %3 = cast(%1) dtype=f64 : f64[]\n"
+        "  %4 = mul(%0, %3) : f64[4]\n"
+        "  %5 = mul(%1, %2) : f64[]\n"
+        "  %6 = rand() shape=[] dtype=none seed=0 offset=0 : f32[]\n"
+        "  %7 = full() shape=[3] value=1 dtype=none : f32[3]\n"
+        "  %8 = neg(%1) : i64[]\n"
+        "  out %4 keep\n"
+        "  out %5 keep\n"
+        "  out %6 keep\n"
+        "  out %7 keep\n"
+        "  out %8 keep\n";
+    golden("fold: promotion changes, varying scalars, random, 1-d, outputs", keep, "fold", keep);
+}
+
+/* ------------------------------------------------------------- simplify */
+static void test_simplify(void) {
+    golden("simplify: identities and pairs",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 4]\n"
+           "  in %1 const i64[] = 1\n"
+           "  in %2 const f64[] = 0.0\n"
+           "  in %3 host i64[B, 4]\n"
+           "  in %4 const f64[] = 1.0\n"
+           "  %5 = mul(%0, %1) : f32[B, 4]\n"
+           "  %6 = add(%5, %2) alpha=1 : f32[B, 4]\n"
+           "  %7 = mul(%3, %4) : f32[B, 4]\n"
+           "  %8 = cast(%6) dtype=f32 : f32[B, 4]\n"
+           "  %9 = transpose(%8) dim0=0 dim1=1 : f32[4, B]\n"
+           "  %10 = transpose(%9) dim0=1 dim1=0 : f32[B, 4]\n"
+           "  %11 = view(%10) shape=[4, B] : f32[4, B]\n"
+           "  %12 = view(%11) shape=[B, 4] : f32[B, 4]\n"
+           "  %13 = unsqueeze(%12) dim=0 : f32[1, B, 4]\n"
+           "  %14 = squeeze(%13) dims=[0] : f32[B, 4]\n"
+           "  %15 = neg(%14) : f32[B, 4]\n"
+           "  %16 = neg(%15) : f32[B, 4]\n"
+           "  %17 = permute(%16) dims=[1, 0] : f32[4, B]\n"
+           "  %18 = permute(%17) dims=[1, 0] : f32[B, 4]\n"
+           "  %19 = add(%18, %7) alpha=1 : f32[B, 4]\n"
+           "  out %19 keep\n",
+           "simplify,dce",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 4]\n"
+           "  in %1 const i64[] = 1\n"
+           "  in %2 const f64[] = 0.0\n"
+           "  in %3 host i64[B, 4]\n"
+           "  in %4 const f64[] = 1.0\n"
+           "  %5 = mul(%3, %4) : f32[B, 4]\n"
+           "  %6 = add(%0, %5) alpha=1 : f32[B, 4]\n"
+           "  out %6 keep\n");
+    golden("simplify: compositions; not: strided view chains, other transposes, output aliasing",
+           "  in %0 host f32[2, 3, 4]\n"
+           "  in %1 const i64[] = 1\n"
+           "  %2 = permute(%0) dims=[1, 2, 0] : f32[3, 4, 2]\n"
+           "  %3 = permute(%2) dims=[0, 2, 1] : f32[3, 2, 4]\n"
+           "  %4 = view(%0) shape=[6, 4] : f32[6, 4]\n"
+           "  %5 = view(%4) shape=[24] : f32[24]\n"
+           "  %6 = transpose(%0) dim0=1 dim1=2 : f32[2, 4, 3]\n"
+           "  %7 = view(%6) shape=[2, 4, 3, 1] : f32[2, 4, 3, 1]\n"
+           "  %8 = view(%7) shape=[2, 4, 3] : f32[2, 4, 3]\n"
+           "  %9 = unsqueeze(%0) dim=-1 : f32[2, 3, 4, 1]\n"
+           "  %10 = squeeze(%9) dims=[3] : f32[2, 3, 4]\n"
+           "  %11 = neg(%10) : f32[2, 3, 4]\n"
+           "  %12 = transpose(%0) dim0=0 dim1=1 : f32[3, 2, 4]\n"
+           "  %13 = transpose(%12) dim0=1 dim1=2 : f32[3, 4, 2]\n"
+           "  %14 = mul(%0, %1) : f32[2, 3, 4]\n"
+           "  out %3 keep\n"
+           "  out %5 keep\n"
+           "  out %8 keep\n"
+           "  out %11 keep\n"
+           "  out %13 keep\n"
+           "  out %14 keep\n",
+           "simplify,dce",
+           "  in %0 host f32[2, 3, 4]\n"
+           "  in %1 const i64[] = 1\n"
+           "  %2 = permute(%0) dims=[1, 0, 2] : f32[3, 2, 4]\n"
+           "  %3 = view(%0) shape=[24] : f32[24]\n"
+           "  %4 = transpose(%0) dim0=1 dim1=2 : f32[2, 4, 3]\n"
+           "  %5 = view(%4) shape=[2, 4, 3, 1] : f32[2, 4, 3, 1]\n"
+           "  %6 = view(%5) shape=[2, 4, 3] : f32[2, 4, 3]\n"
+           "  %7 = neg(%0) : f32[2, 3, 4]\n"
+           "  %8 = transpose(%0) dim0=0 dim1=1 : f32[3, 2, 4]\n"
+           "  %9 = transpose(%8) dim0=1 dim1=2 : f32[3, 4, 2]\n"
+           "  %10 = mul(%0, %1) : f32[2, 3, 4]\n"
+           "  out %2 keep\n"
+           "  out %3 keep\n"
+           "  out %6 keep\n"
+           "  out %7 keep\n"
+           "  out %9 keep\n"
+           "  out %10 keep\n");
+    /* shapes that differ symbolically, x+0 with alpha on the wrong side,
+     * an integer true division by 1 (a float result), floor division of a float */
+    const char *keep =
+        "  sym B dim 1..64\n"
+        "  in %0 host f32[B, 4]\n"
+        "  in %1 host f32[B, 1]\n"
+        "  in %2 const f64[] = 0.0\n"
+        "  in %3 const i64[] = 1\n"
+        "  in %4 host i64[4]\n"
+        "  %5 = view(%0) shape=[32, 4] : f32[32, 4]\n"
+        "  %6 = expand(%1) shape=[B, 4] : f32[B, 4]\n"
+        "  %7 = add(%2, %0) alpha=2 : f32[B, 4]\n"
+        "  %8 = div(%4, %3) rounding_mode=0 : f32[4]\n"
+        "  %9 = div(%0, %3) rounding_mode=2 : f32[B, 4]\n"
+        "  out %5 keep\n"
+        "  out %6 keep\n"
+        "  out %7 keep\n"
+        "  out %8 keep\n"
+        "  out %9 keep\n";
+    golden("simplify: what must stay", keep, "simplify", keep);
+}
+
+/* ----------------------------------------------------------------- fuse */
+static void test_fuse(void) {
+    golden("fuse: GEMM epilogue, elementwise chain ending in a reduction, an export",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 16]\n"
+           "  in %1 state f32[8, 16] bind=1\n"
+           "  in %2 state f32[8] bind=2\n"
+           "  in %3 host f32[B, 8]\n"
+           "  in %4 const f64[] = 0.5\n"
+           "  %5 = linear(%0, %1, %2) : f32[B, 8]\n"
+           "  %6 = relu(%5) : f32[B, 8]\n"
+           "  %7 = sub(%6, %3) alpha=1 : f32[B, 8]\n"
+           "  %8 = mul(%7, %7) : f32[B, 8]\n"
+           "  %9 = mul(%8, %4) : f32[B, 8]\n"
+           "  %10 = sum(%9) dims=[1] keepdim=false dtype=none : f32[B]\n"
+           "  %11 = exp(%7) : f32[B, 8]\n"
+           "  out %10 keep\n"
+           "  out %11 keep\n",
+           "fuse,select",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 16]\n"
+           "  in %1 state f32[8, 16] bind=1\n"
+           "  in %2 state f32[8] bind=2\n"
+           "  in %3 host f32[B, 8]\n"
+           "  in %4 const f64[] = 0.5\n"
+           "  %5 = linear(%0, %1, %2) kernel=K0 : f32[B, 8]\n"
+           "  %6 = relu(%5) kernel=K0 : f32[B, 8]\n"
+           "  %7 = sub(%6, %3) alpha=1 kernel=K1 : f32[B, 8]\n"
+           "  %8 = mul(%7, %7) kernel=K1 : f32[B, 8]\n"
+           "  %9 = mul(%8, %4) kernel=K1 : f32[B, 8]\n"
+           "  %10 = sum(%9) dims=[1] keepdim=false dtype=none kernel=K1 : f32[B]\n"
+           "  %11 = exp(%7) : f32[B, 8]\n"
+           "  out %10 keep\n"
+           "  out %11 keep\n"
+           "  kernel K0 gemm root=%6 impl=gemm\n"
+           "  kernel K1 ew_reduce root=%10 impl=gen\n");
+    /* broadcasting inputs join ([8] into [B, 8]); a reduction in the
+     * middle ends one kernel (exporting exp, read after its root) and its
+     * [B, 1] result is an external input of the next; exp is not pulled
+     * into that next kernel (the sum reads it before), a random op stays
+     * out, a view splits mul | tanh, the kernel in the loop takes nothing
+     * from outside it, and a GEMM with two users gets no epilogue */
+    golden("fuse: what joins and what must not",
+           "  sym B dim 1..64\n"
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  in %0 host f32[B, 8]\n"
+           "  in %1 host f32[8]\n"
+           "  in %2 host f32[32, 8]\n"
+           "  in %3 host f32[8, 8]\n"
+           "  %4 = add(%0, %1) alpha=1 : f32[B, 8]\n"
+           "  %5 = exp(%4) : f32[B, 8]\n"
+           "  %6 = sum(%5) dims=[-1] keepdim=true dtype=none : f32[B, 1]\n"
+           "  %7 = div(%5, %6) rounding_mode=0 : f32[B, 8]\n"
+           "  %8 = log(%7) : f32[B, 8]\n"
+           "  %9 = rand() shape=[B, 8] dtype=none seed=0 offset=0 : f32[B, 8]\n"
+           "  %10 = mul(%8, %9) : f32[B, 8]\n"
+           "  %11 = view(%10) shape=[B, 8] : f32[B, 8]\n"
+           "  %12 = tanh(%11) : f32[B, 8]\n"
+           "  %13 = neg(%2) : f32[32, 8]\n"
+           "  %14 = sigmoid(%13) : f32[32, 8]\n"
+           "  %15 = neg(%12) : f32[B, 8]\n"
+           "  %16 = exp(%15) : f32[B, 8]\n"
+           "  %17 = mm(%3, %3) : f32[8, 8]\n"
+           "  %18 = relu(%17) : f32[8, 8]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    %19 = sigmoid(%17) : f32[8, 8]\n"
+           "    %20 = mul(%19, %18) : f32[8, 8]\n"
+           "    collect %20 => %21\n"
+           "  }\n"
+           "  out %6 keep\n"
+           "  out %14 keep\n"
+           "  out %16 keep\n"
+           "  out %21 keep\n",
+           "fuse",
+           "  sym B dim 1..64\n"
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  in %0 host f32[B, 8]\n"
+           "  in %1 host f32[8]\n"
+           "  in %2 host f32[32, 8]\n"
+           "  in %3 host f32[8, 8]\n"
+           "  %4 = add(%0, %1) alpha=1 kernel=K0 : f32[B, 8]\n"
+           "  %5 = exp(%4) kernel=K0 : f32[B, 8]\n"
+           "  %6 = sum(%5) dims=[-1] keepdim=true dtype=none kernel=K0 : f32[B, 1]\n"
+           "  %7 = div(%5, %6) rounding_mode=0 kernel=K1 : f32[B, 8]\n"
+           "  %8 = log(%7) kernel=K1 : f32[B, 8]\n"
+           "  %9 = rand() shape=[B, 8] dtype=none seed=0 offset=0 : f32[B, 8]\n"
+           "  %10 = mul(%8, %9) kernel=K1 : f32[B, 8]\n"
+           "  %11 = view(%10) shape=[B, 8] : f32[B, 8]\n"
+           "  %12 = tanh(%11) kernel=K3 : f32[B, 8]\n"
+           "  %13 = neg(%2) kernel=K2 : f32[32, 8]\n"
+           "  %14 = sigmoid(%13) kernel=K2 : f32[32, 8]\n"
+           "  %15 = neg(%12) kernel=K3 : f32[B, 8]\n"
+           "  %16 = exp(%15) kernel=K3 : f32[B, 8]\n"
+           "  %17 = mm(%3, %3) : f32[8, 8]\n"
+           "  %18 = relu(%17) : f32[8, 8]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    %19 = sigmoid(%17) kernel=K4 : f32[8, 8]\n"
+           "    %20 = mul(%19, %18) kernel=K4 : f32[8, 8]\n"
+           "    collect %20 => %21\n"
+           "  }\n"
+           "  out %6 keep\n"
+           "  out %14 keep\n"
+           "  out %16 keep\n"
+           "  out %21 keep\n"
+           "  kernel K0 ew_reduce root=%6\n"
+           "  kernel K1 ew root=%10\n"
+           "  kernel K2 ew root=%14\n"
+           "  kernel K3 ew root=%16\n"
+           "  kernel K4 ew root=%20\n");
+}
+
+/* ----------------------------------------------------------------- plan */
+static void test_plan(void) {
+    /* f32[16] = 64 bytes, one aligned unit; f32[4] rounds up to 64 too */
+    golden("plan: in place, views, reuse after death, loops",
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  in %0 host f32[16]\n"
+           "  in %1 host f32[16]\n"
+           "  %2 = add(%0, %1) alpha=1 : f32[16]\n"
+           "  %3 = exp(%2) : f32[16]\n"
+           "  %4 = view(%3) shape=[4, 4] : f32[4, 4]\n"
+           "  %5 = neg(%3) : f32[16]\n"
+           "  %6 = sum(%4) dims=[1] keepdim=false dtype=none : f32[4]\n"
+           "  %7 = mul(%6, %6) : f32[4]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    %8 = mul(%5, %0) : f32[16]\n"
+           "    %9 = exp(%8) : f32[16]\n"
+           "    %10 = mul(%9, %9) : f32[16]\n"
+           "    collect %10 => %11\n"
+           "  }\n"
+           "  %12 = add(%5, %1) alpha=1 : f32[16]\n"
+           "  out %7 keep\n"
+           "  out %11 keep\n"
+           "  out %12 keep\n",
+           "plan",
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  in %0 host f32[16]\n"
+           "  in %1 host f32[16]\n"
+           "  %2 = add(%0, %1) alpha=1 : f32[16] mem=0\n"
+           "  %3 = exp(%2) : f32[16] mem=0\n"
+           "  %4 = view(%3) shape=[4, 4] : f32[4, 4] alias=%3\n"
+           "  %5 = neg(%3) : f32[16] mem=64\n"
+           "  %6 = sum(%4) dims=[1] keepdim=false dtype=none : f32[4] mem=128\n"
+           "  %7 = mul(%6, %6) : f32[4]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    %8 = mul(%5, %0) : f32[16] mem=0\n"
+           "    %9 = exp(%8) : f32[16] mem=0\n"
+           "    %10 = mul(%9, %9) : f32[16] mem=0\n"
+           "    collect %10 => %11\n"
+           "  }\n"
+           "  %12 = add(%5, %1) alpha=1 : f32[16]\n"
+           "  out %7 keep\n"
+           "  out %11 keep\n"
+           "  out %12 keep\n"
+           "  arena 192\n");
+    /* after fuse: fused intermediates need no buffer; sizes are symbolic */
+    golden("plan: kernels and symbolic sizes",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 16]\n"
+           "  in %1 host f32[B, 16]\n"
+           "  %2 = add(%0, %1) alpha=1 : f32[B, 16]\n"
+           "  %3 = exp(%2) : f32[B, 16]\n"
+           "  %4 = mul(%3, %0) : f32[B, 16]\n"
+           "  %5 = amax(%4) dims=[1] keepdim=false : f32[B]\n"
+           "  %6 = view(%4) shape=[B, 4, 4] : f32[B, 4, 4]\n"
+           "  %7 = sum(%6) dims=[1] keepdim=false dtype=none : f32[B, 4]\n"
+           "  %8 = neg(%5) : f32[B]\n"
+           "  %9 = exp(%7) : f32[B, 4]\n"
+           "  out %8 keep\n"
+           "  out %9 keep\n",
+           "fuse,plan",
+           "  sym B dim 1..64\n"
+           "  in %0 host f32[B, 16]\n"
+           "  in %1 host f32[B, 16]\n"
+           "  %2 = add(%0, %1) alpha=1 kernel=K0 : f32[B, 16]\n"
+           "  %3 = exp(%2) kernel=K0 : f32[B, 16]\n"
+           "  %4 = mul(%3, %0) kernel=K0 : f32[B, 16] mem=0\n"
+           "  %5 = amax(%4) dims=[1] keepdim=false kernel=K0 : f32[B] mem=(B*64)\n"
+           "  %6 = view(%4) shape=[B, 4, 4] : f32[B, 4, 4] alias=%4\n"
+           "  %7 = sum(%6) dims=[1] keepdim=false dtype=none : f32[B, 4] mem=((B*64)+((((B*4)+63)//64)*64))\n"
+           "  %8 = neg(%5) : f32[B]\n"
+           "  %9 = exp(%7) : f32[B, 4]\n"
+           "  out %8 keep\n"
+           "  out %9 keep\n"
+           "  kernel K0 ew_reduce root=%5\n"
+           "  arena (((((B*16)+63)//64)*64)+((B*64)+((((B*4)+63)//64)*64)))\n");
+}
+
+int main(void) {
+    test_dce();
+    test_cse();
+    test_fold();
+    test_simplify();
+    test_fuse();
+    test_plan();
+    JT_DONE();
+}

@@ -11,7 +11,8 @@
  *   fold      constant folding: 0-d results of const inputs become const inputs
  *   simplify  algebraic identities (x*1, x+0, cast to the same dtype, view
  *             chains, transpose/permute pairs, squeeze(unsqueeze), neg(neg))
- *   dce2      dead-code elimination again (simplify leaves dead nodes)
+ *   cse2      cse again (simplify makes nodes equal: two view(view(x)) chains)
+ *   dce2      dead-code elimination again (simplify and cse leave dead nodes)
  *   fuse      elementwise fusion, reduction tails, GEMM epilogues -> kernels
  *   plan      liveness-based buffer reuse into one static arena per graph
  *   select    per kernel: generated C, the eager library kernel, or GEMM

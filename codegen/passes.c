@@ -5,8 +5,9 @@
  * per-pass statistics (nodes, kernels, arena bytes at the symbol maxima).
  *
  * Order matters: dce first so later passes see only live code; cse before
- * fold and simplify so equal constants are one value; simplify leaves dead
- * nodes, so dce runs again ("dce2") before fuse groups what remains; plan
+ * fold and simplify so equal constants are one value; simplify rewrites
+ * nodes into equal ones (view(view(x)) chains) and leaves dead ones, so
+ * cse and dce run again ("cse2", "dce2") before fuse groups what remains; plan
  * needs the kernels (a fused intermediate needs no buffer); select reads
  * the kernels last.
  */
@@ -34,7 +35,8 @@ const jn_cg_pass jn_cg_passes[] = {
     {"fold", "evaluate 0-d nodes of const inputs at compile time into const inputs", jn_cg_pass_fold},
     {"simplify", "algebraic identities: x*1 x+0 x-0 x/1, no-op casts/expands/views, view chains, "
                  "transpose/permute pairs, squeeze(unsqueeze), neg(neg)", jn_cg_pass_simplify},
-    {"dce2", "dead-code elimination again, after simplify", jn_cg_pass_dce},
+    {"cse2", "common-subexpression elimination again: simplify makes nodes equal (view(view(x)))", jn_cg_pass_cse},
+    {"dce2", "dead-code elimination again, after simplify and cse2", jn_cg_pass_dce},
     {"fuse", "group elementwise chains, reduction tails and GEMM epilogues into kernels", jn_cg_pass_fuse},
     {"plan", "liveness-based buffer reuse into one static 64-byte aligned arena per graph", jn_cg_pass_plan},
     {"select", "choose generated C, the eager library kernel or GEMM per kernel", jn_cg_pass_select},

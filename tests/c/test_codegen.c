@@ -572,6 +572,176 @@ static void test_plan(void) {
            "  arena (((((B*16)+63)//64)*64)+((B*64)+((((B*4)+63)//64)*64)))\n");
 }
 
+/* ------------------------------------------------------- the pipeline */
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    *len = b ? fread(b, 1, (size_t)n, f) : 0;
+    if (b) b[*len] = 0;
+    fclose(f);
+    return b;
+}
+
+static int64_t tot_before, tot_after, tot_kernels, tot_arena, tot_naive;
+static int nfiles;
+
+static void pipeline_file(const char *path) {
+    size_t len;
+    char *text = read_file(path, &len);
+    CHECK(text != NULL);
+    if (!text) return;
+    jn_ir_module *m = NULL;
+    jn_status st = jn_ir_parse(text, len, &m);
+    CHECK(st == JN_OK);
+    if (st) {
+        fprintf(stderr, "%s: %s\n", path, jn_errmsg());
+        free(text);
+        return;
+    }
+    nfiles++;
+    char *dump = NULL;
+    size_t dn = 0;
+    FILE *df = open_memstream(&dump, &dn);
+    jn_cg_options o = {.dump = df, .dump_passes = "all", .verify_each = 1};
+    jn_cg_stats s;
+    st = jn_cg_optimize(m, &o, &s);
+    fclose(df);
+    CHECK(st == JN_OK);
+    if (st) fprintf(stderr, "%s: %s\n", path, jn_errmsg());
+    CHECK(s.npasses == jn_cg_npasses());
+    for (int i = 0; i < s.npasses; i++) {
+        CHECK(s.pass[i].nodes_after <= s.pass[i].nodes_before);
+        if (s.pass[i].nodes_after > s.pass[i].nodes_before)
+            fprintf(stderr, "%s: pass %s grew the graphs\n", path, s.pass[i].pass);
+        char h[64];
+        snprintf(h, sizeof h, "# after %s (graph ", s.pass[i].pass);
+        CHECK(m->ngraphs == 0 || strstr(dump, h) != NULL);
+    }
+    const jn_cg_pass_stats *last = &s.pass[s.npasses - 1];
+    CHECK(last->arena_bytes <= last->naive_bytes);
+    for (int32_t k = 0; k < m->ngraphs; k++) {
+        const jn_ir_graph *g = m->graphs[k];
+        int64_t a = -1, nv = -1;
+        CHECK(g->arena != -1);
+        CHECK(jn_cg_eval_at_max(g, g->arena, &a) == JN_OK && jn_cg_naive_bytes(g, &nv) == JN_OK && a <= nv);
+        for (int32_t n = 0; n < g->nnodes; n++) /* every kernel member's kernel has an implementation */
+            CHECK(g->nodes[n].kernel < 0 || g->kernels[g->nodes[n].kernel].impl != JN_IR_IMPL_NONE);
+    }
+    printf("  %-28s nodes %4lld -> %4lld, kernels %3lld, arena %8lld of naive %8lld bytes  %s\n",
+           strrchr(path, '/') + 1, (long long)s.pass[0].nodes_before, (long long)last->nodes_after,
+           (long long)last->kernels, (long long)last->arena_bytes, (long long)last->naive_bytes, last->arena_text);
+    tot_before += s.pass[0].nodes_before;
+    tot_after += last->nodes_after;
+    tot_kernels += last->kernels;
+    tot_arena += last->arena_bytes;
+    tot_naive += last->naive_bytes;
+    check_roundtrips(m);
+    /* a second run over the optimized module changes nothing */
+    char *t1 = print_module(m);
+    jn_cg_options o2 = {.verify_each = 1};
+    CHECK(jn_cg_optimize(m, &o2, NULL) == JN_OK);
+    char *t2 = print_module(m);
+    CHECK(!strcmp(t1, t2));
+    if (strcmp(t1, t2)) fprintf(stderr, "%s: a second pipeline run changed the module\n", path);
+    free(t1);
+    free(t2);
+    free(dump);
+    jn_ir_module_free(m);
+    free(text);
+}
+
+static void pipeline_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char *names[256];
+    int n = 0;
+    while ((e = readdir(d)) && n < 256) {
+        size_t l = strlen(e->d_name);
+        if (l > 3 && !strcmp(e->d_name + l - 3, ".ir")) names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++) { /* sorted: stable output */
+        for (int j = i + 1; j < n; j++)
+            if (strcmp(names[j], names[i]) < 0) {
+                char *t = names[i];
+                names[i] = names[j];
+                names[j] = t;
+            }
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        pipeline_file(path);
+        free(names[i]);
+    }
+}
+
+static void test_pipeline(void) {
+    /* the source tree from this file's path: <root>/tests/c/test_codegen.c */
+    char root[1024];
+    snprintf(root, sizeof root, "%s", __FILE__);
+    char *t = strstr(root, "tests/c/test_codegen.c");
+    if (!t) {
+        fprintf(stderr, "cannot locate the source tree from %s; golden graphs skipped\n", __FILE__);
+        return;
+    }
+    *t = 0;
+    char dir[1100];
+    printf("pipeline over the golden graphs:\n");
+    snprintf(dir, sizeof dir, "%stests/golden", root);
+    pipeline_dir(dir);
+    snprintf(dir, sizeof dir, "%stests/c/data", root);
+    pipeline_dir(dir);
+    CHECK(nfiles >= 8);
+    printf("  total: %d files, nodes %lld -> %lld, %lld kernels, arena %lld of naive %lld bytes\n", nfiles,
+           (long long)tot_before, (long long)tot_after, (long long)tot_kernels, (long long)tot_arena, (long long)tot_naive);
+}
+
+static void test_options(void) {
+    jn_cg_options o;
+    setenv("JANUS_DUMP_IR", "fuse,plan", 1);
+    jn_cg_options_from_env(&o);
+    CHECK(o.dump == stderr && o.dump_passes && !strcmp(o.dump_passes, "fuse,plan"));
+    unsetenv("JANUS_DUMP_IR");
+    jn_cg_options_from_env(&o);
+    CHECK(o.dump == NULL);
+    CHECK(jn_cg_npasses() == 10 && !strcmp(jn_cg_passes[0].name, "verify") && jn_cg_pass_find("fuse") &&
+          !jn_cg_pass_find("nope"));
+    /* unknown names are errors naming them; skipped passes do nothing */
+    const char *text = "module optable=0000000000000000 graphs=1\n" HEAD
+                       "  in %0 host f32[4]\n"
+                       "  %1 = exp(%0) : f32[4]\n"
+                       "  %2 = neg(%0) : f32[4]\n"
+                       "  out %2 keep\n"
+                       "}\n";
+    jn_ir_module *m = NULL;
+    CHECK(jn_ir_parse(text, strlen(text), &m) == JN_OK);
+    jn_cg_options bad = {.skip = "dce,fusion"};
+    CHECK(jn_cg_optimize(m, &bad, NULL) == JN_ERR_VALUE && strstr(jn_errmsg(), "'fusion'") &&
+          strstr(jn_errmsg(), "dce2"));
+    char *dump = NULL;
+    size_t dn = 0;
+    FILE *df = open_memstream(&dump, &dn);
+    jn_cg_options badd = {.dump = df, .dump_passes = "all,plna"};
+    CHECK(jn_cg_optimize(m, &badd, NULL) == JN_ERR_VALUE && strstr(jn_errmsg(), "JANUS_DUMP_IR") &&
+          strstr(jn_errmsg(), "'plna'"));
+    jn_cg_options skip = {.skip = "dce,dce2", .dump = df, .dump_passes = "dce2, select"};
+    jn_cg_stats s;
+    CHECK(jn_cg_optimize(m, &skip, &s) == JN_OK);
+    fclose(df);
+    CHECK(m->graphs[0]->nnodes == 2); /* the dead exp stays */
+    CHECK(strstr(dump, "# after dce2 (skipped) (graph g)\n") && strstr(dump, "# after select (graph g)\n") &&
+          !strstr(dump, "# after fuse"));
+    CHECK(s.pass[8].arena_bytes == 64 && s.pass[8].naive_bytes == 64 && !strcmp(s.pass[8].arena_text, "g=64"));
+    CHECK(jn_cg_run_pass(m, m->graphs[0], "dce") == JN_OK && m->graphs[0]->nnodes == 1);
+    CHECK(jn_cg_run_pass(m, m->graphs[0], "nope") == JN_ERR_VALUE);
+    free(dump);
+    jn_ir_module_free(m);
+}
+
 int main(void) {
     test_dce();
     test_cse();
@@ -579,5 +749,7 @@ int main(void) {
     test_simplify();
     test_fuse();
     test_plan();
+    test_options();
+    test_pipeline();
     JT_DONE();
 }

@@ -20,7 +20,10 @@
  * this node are freed; an output of an elementwise node or an `ew` kernel
  * first takes (in place) the slot of an input that dies right here with
  * the identical type and no view sharing it (elementwise code reads every
- * input element before it writes that element); else the best free slot
+ * input element before it writes that element; an input the kernel itself
+ * writes does not count), and so does the output of an in-place table op
+ * (uniform_, copy_, in functional form) with its input 0, which its eager
+ * kernel overwrites anyway; else the best free slot
  * whose size is provably large enough (the identical size expression, or
  * both constants and the slot no smaller, the smallest such); else a new
  * slot at the end of the arena.  Sizes are numel * element size rounded
@@ -112,7 +115,8 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
             if (slots[s].owner >= 0 && last[slots[s].owner] < p) slots[s].owner = -1;
         int32_t k = g->nodes[p].kernel;
         if (k >= 0 && g->kernels[k].root != p) continue; /* runs at its root */
-        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW : (cg_flags(g->nodes[p].op) & JN_F_EW) != 0;
+        int pfl = cg_flags(g->nodes[p].op);
+        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW : (pfl & (JN_F_EW | JN_F_INPLACE)) != 0;
         int32_t first = k >= 0 ? 0 : p;
         for (int32_t n = first; n <= p; n++) {
             if (g->nodes[n].kernel != k || (k < 0 && n != p)) continue;
@@ -128,7 +132,9 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
                 /* in place: an external input of this node/kernel dying here */
                 for (int32_t m = first; m <= p && inplace_ok && pick < 0; m++) {
                     if (g->nodes[m].kernel != k || (k < 0 && m != p)) continue;
-                    for (int i = 0; i < g->nodes[m].nin && pick < 0; i++) {
+                    /* a table op that writes its input 0 (uniform_, copy_) may only reuse that one */
+                    int nin = k < 0 && (pfl & JN_F_INPLACE) ? 1 : g->nodes[m].nin;
+                    for (int i = 0; i < nin && pick < 0; i++) {
                         int32_t w = g->nodes[m].in[i], s = vslot[w];
                         if (s < 0 || slots[s].owner != w || last[w] != p || viewed[w] || !cg_same_type(g, v, w)) continue;
                         int32_t wd = cg_def(g, w);

@@ -98,6 +98,78 @@ static void golden(const char *what, const char *body, const char *passes, const
     free(text);
 }
 
+/* ------------------------------------------------- the IR's extensions */
+/* HEAD body "}" must fail to parse (or verify) with a message holding `msg`. */
+static void reject(const char *body, const char *msg) {
+    size_t n = strlen(HEAD) + strlen(body) + 64;
+    char *text = malloc(n);
+    snprintf(text, n, "module optable=0000000000000000 graphs=1\n" HEAD "%s}\n", body);
+    jn_ir_module *m = NULL;
+    jn_status st = jn_ir_parse(text, strlen(text), &m);
+    CHECK(st == JN_ERR_VALUE && m == NULL && strstr(jn_errmsg(), msg));
+    if (st != JN_ERR_VALUE || !strstr(jn_errmsg(), msg))
+        fprintf(stderr, "want an error with '%s', got %s: %s\n", msg, jn_status_name(st), st ? jn_errmsg() : "");
+    jn_ir_module_free(m);
+    free(text);
+}
+
+static void test_ir_extensions(void) {
+    /* kernel= after the attributes, even for pooling ops whose attribute is named kernel */
+    const char *ok =
+        "  sym B dim 1..64\n"
+        "  in %0 host f32[B, 3, 8, 8]\n"
+        "  %1, %2 = max_pool2d(%0) kernel=[2, 2] stride=[2, 2] padding=[0, 0] dilation=[1, 1] ceil_mode=false "
+        "kernel=K0 : f32[B, 3, 4, 4] mem=0, i64[B, 3, 4, 4] mem=(B*384)\n"
+        "  %3 = view(%1) shape=[B, 48] kernel=K1 : f32[B, 48] alias=%1\n"
+        "  %4 = relu(%3) kernel=K1 : f32[B, 48]\n"
+        "  out %4 keep\n"
+        "  kernel K0 lib root=%1 impl=lib\n"
+        "  kernel K1 ew root=%4\n"
+        "  arena ((B*384)+(B*1536))\n";
+    golden("ir: kernel, mem, alias, arena read back", ok, "verify", ok);
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) kernel=K0 : f32[4]\n  %2 = neg(%1) : f32[4]\n"
+           "  kernel K0 ew root=%2\n",
+           "kernel K0 has root node 1 (neg), which is not one of its members");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) : f32[4]\n  %2 = neg(%1) kernel=K0 : f32[4]\n",
+           "node 1 (neg) names kernel K0, which does not exist");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) kernel=K0 : f32[4]\n  %2 = neg(%1) kernel=K0 : f32[4]\n"
+           "  kernel K0 ew root=%1\n",
+           "node 1 (neg) comes after the root (node 0) of its kernel K0");
+    reject("  sym T dim 1..4\n  sym i ivar 0..3\n  in %0 host f32[4]\n  %1 = exp(%0) kernel=K0 : f32[4]\n"
+           "  loop L0 trip=T ivar=i {\n    %2 = neg(%1) kernel=K0 : f32[4]\n    collect %2 => %3\n  }\n"
+           "  kernel K0 ew root=%2\n",
+           "in loop -1, its root in loop 0 (a kernel stays in one loop)");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) : f32[4] mem=0\n",
+           "values have arena offsets (mem) but the graph has no arena");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) : f32[4] mem=-64\n  arena 64\n", "has mem -64, which is no byte offset");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) : f32[4]\n  arena -5\n", "the arena size -5");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) : f32[4]\n  %2 = exp(%0) kernel=K1 : f32[4]\n"
+           "  kernel K1 ew root=%2\n",
+           "expected kernel K0 (kernels are numbered in order)");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) kernel=K0 : f32[4]\n  kernel K0 fused root=%1\n",
+           "expected a kernel kind: ew, ew_reduce, gemm or lib");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) kernel=K0 : f32[4]\n  kernel K0 ew root=%0\n",
+           "root=%0 is not a node output");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) kernel=K0 : f32[4]\n  kernel K0 ew root=%1 impl=fast\n",
+           "expected impl=gen, lib or gemm");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) : f32[4] alias=%2\n  %2 = neg(%0) : f32[4]\n",
+           "%2 is used before it is defined");
+    reject("  in %0 host f32[4]\n  %1 = exp(%0) kernel=K : f32[4]\n", "expected kernel=K<k>");
+    /* the text says which graphs were optimized: a graph without the lines is unplanned */
+    jn_ir_module *m = jn_ir_module_new();
+    jn_ir_graph *g = jn_ir_graph_add(m, "g");
+    CHECK(g && g->arena == -1 && g->nkernels == 0);
+    jn_ir_dim four = 4;
+    int32_t i = jn_ir_input_add(g, JN_IR_IN_HOST, JN_F32, 0, 1, &four, 0);
+    jn_ir_value t = g->values[g->inputs[i].value];
+    t.mem = 7; /* ignored: node_add takes dtype, device and shape only */
+    int32_t n = jn_ir_node_add(g, JN_OP_exp, 1, &g->inputs[i].value, NULL, 1, &t, 0);
+    CHECK(n == 0 && g->nodes[0].kernel == -1 && g->values[g->nodes[0].out[0]].mem == -1 &&
+          g->values[g->nodes[0].out[0]].alias == -1 && jn_ir_verify(g) == JN_OK);
+    CHECK(jn_ir_kernel_add(g, JN_IR_K_EW, 0) == 0 && g->nodes[0].kernel == 0 && jn_ir_verify(g) == JN_OK);
+    jn_ir_module_free(m);
+}
+
 /* ------------------------------------------------------------------ dce */
 static void test_dce(void) {
     golden("dce: dead nodes, a dead random op",
@@ -539,6 +611,44 @@ static void test_plan(void) {
            "  out %11 keep\n"
            "  out %12 keep\n"
            "  arena 192\n");
+    /* no in place: another dtype of the same size, an input still read
+     * later, a reduction, a view's base; an in-place table op reuses its
+     * input 0 (not its input 1); a GEMM never writes its input */
+    golden("plan: what must not be reused in place",
+           "  in %0 host f32[16]\n"
+           "  in %1 host f32[4, 4]\n"
+           "  %2 = exp(%0) : f32[16]\n"
+           "  %3 = cast(%2) dtype=i32 : i32[16]\n"
+           "  %4 = neg(%0) : f32[16]\n"
+           "  %5 = exp(%4) : f32[16]\n"
+           "  %6 = add(%4, %5) alpha=1 : f32[16]\n"
+           "  %7 = view(%6) shape=[4, 4] : f32[4, 4]\n"
+           "  %8 = relu(%6) : f32[16]\n"
+           "  %9 = mm(%7, %1) : f32[4, 4]\n"
+           "  %10 = neg(%1) : f32[4, 4]\n"
+           "  %11 = copy_(%10, %9) : f32[4, 4]\n"
+           "  %12 = mm(%11, %11) : f32[4, 4]\n"
+           "  %13 = add(%8, %3) alpha=1 : f32[16]\n"
+           "  out %12 keep\n"
+           "  out %13 keep\n",
+           "plan",
+           "  in %0 host f32[16]\n"
+           "  in %1 host f32[4, 4]\n"
+           "  %2 = exp(%0) : f32[16] mem=0\n"
+           "  %3 = cast(%2) dtype=i32 : i32[16] mem=64\n"
+           "  %4 = neg(%0) : f32[16] mem=0\n"
+           "  %5 = exp(%4) : f32[16] mem=128\n"
+           "  %6 = add(%4, %5) alpha=1 : f32[16] mem=0\n"
+           "  %7 = view(%6) shape=[4, 4] : f32[4, 4] alias=%6\n"
+           "  %8 = relu(%6) : f32[16] mem=128\n"
+           "  %9 = mm(%7, %1) : f32[4, 4] mem=192\n"
+           "  %10 = neg(%1) : f32[4, 4] mem=0\n"
+           "  %11 = copy_(%10, %9) : f32[4, 4] mem=0\n"
+           "  %12 = mm(%11, %11) : f32[4, 4]\n"
+           "  %13 = add(%8, %3) alpha=1 : f32[16]\n"
+           "  out %12 keep\n"
+           "  out %13 keep\n"
+           "  arena 256\n");
     /* after fuse: fused intermediates need no buffer; sizes are symbolic */
     golden("plan: kernels and symbolic sizes",
            "  sym B dim 1..64\n"
@@ -743,6 +853,7 @@ static void test_options(void) {
 }
 
 int main(void) {
+    test_ir_extensions();
     test_dce();
     test_cse();
     test_fold();

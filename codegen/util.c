@@ -234,7 +234,19 @@ jn_status cg_compact(jn_ir_graph *g, const uint8_t *live_node, const uint8_t *li
     for (int32_t i = 0; i < g->noutputs; i++) g->outputs[i].value = vmap[g->outputs[i].value];
     for (int32_t i = 0; i < g->nguards; i++)
         if (g->guards[i].value >= 0 && g->guards[i].value < nv) g->guards[i].value = vmap[g->guards[i].value];
-    for (int32_t i = 0; i < g->nkernels; i++) g->kernels[i].root = nmap[g->kernels[i].root];
+    /* kernels whose root died go; their surviving members run on their own */
+    k = 0;
+    for (int32_t i = 0; i < g->nkernels; i++) {
+        int32_t r = nmap[g->kernels[i].root];
+        int32_t nk = r >= 0 ? k++ : -1;
+        if (r >= 0) {
+            g->kernels[nk] = g->kernels[i];
+            g->kernels[nk].root = r;
+        }
+        for (int32_t n = 0; n < g->nnodes; n++)
+            if (g->nodes[n].kernel == i) g->nodes[n].kernel = nk;
+    }
+    g->nkernels = k;
     goto done;
 oom:
     st = jn_error(JN_ERR_NOMEM, "out of memory compacting graph %s", g->name);

@@ -699,6 +699,90 @@ static char *read_file(const char *path, size_t *len) {
 static int64_t tot_before, tot_after, tot_kernels, tot_arena, tot_naive;
 static int nfiles;
 
+/* Mutants of an optimized module (the extensions included) must parse to
+ * an error or to a module that verifies and reads back identically. */
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static int fuzz_accepted, fuzz_tried;
+
+static void fuzz_result(jn_status st, jn_ir_module *m) {
+    fuzz_tried++;
+    if (st != JN_OK) {
+        CHECK(m == NULL && jn_errmsg()[0]);
+        return;
+    }
+    fuzz_accepted++;
+    jn_status v = jn_ir_verify_module(m);
+    CHECK(v == JN_OK);
+    if (v) fprintf(stderr, "accepted but does not verify: %s\n", jn_errmsg());
+    check_roundtrips(m);
+    /* the passes take any valid module, annotated or not */
+    jn_cg_options o = {.verify_each = 1};
+    st = jn_cg_optimize(m, &o, NULL);
+    CHECK(st == JN_OK);
+    if (st) fprintf(stderr, "pipeline on a mutant: %s\n", jn_errmsg());
+    check_roundtrips(m);
+    jn_ir_module_free(m);
+}
+
+static void fuzz_module(const jn_ir_module *m) {
+    char *t = print_module(m);
+    size_t n = strlen(t);
+    const char *words[] = {"kernel=K0", "kernel=K9", " mem=0", " mem=(B*64)", " alias=%0", " alias=%3", "ew", "gemm",
+                           "arena 64", "impl=lib", "K1", "root=%2", "-1", "%1", "\n"};
+    for (int i = 0; i < 400; i++) {
+        char *u = malloc(n + 64);
+        memcpy(u, t, n + 1);
+        size_t at = rnd() % n, un = n;
+        switch (rnd() % 3) {
+        case 0: /* a byte */
+            u[at] = (char)(" %=K0123456789[]-,()\nemk"[rnd() % 25]);
+            break;
+        case 1: { /* insert a word of the extensions */
+            const char *w = words[rnd() % (sizeof words / sizeof *words)];
+            size_t wl = strlen(w);
+            memmove(u + at + wl, u + at, n - at + 1);
+            memcpy(u + at, w, wl);
+            un += wl;
+            break;
+        }
+        default: { /* drop a line */
+            char *a = u + at, *e = strchr(a, '\n');
+            while (a > u && a[-1] != '\n') a--;
+            if (e) memmove(a, e + 1, strlen(e + 1) + 1);
+            un = strlen(u);
+        }
+        }
+        jn_ir_module *m2 = NULL;
+        jn_status st = jn_ir_parse(u, un, &m2); /* before the call: argument order is unspecified */
+        fuzz_result(st, m2);
+        free(u);
+    }
+    void *b = NULL;
+    size_t bn = 0;
+    CHECK(jn_ir_serialize(m, &b, &bn) == JN_OK);
+    for (int i = 0; i < 400 && bn > 16; i++) {
+        uint8_t *c = malloc(bn);
+        memcpy(c, b, bn);
+        c[4 + rnd() % (bn - 12)] ^= (uint8_t)(1u << (rnd() % 8));
+        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 over all but the checksum, as serial.c writes it */
+        for (size_t j = 0; j < bn - 8; j++) h = (h ^ c[j]) * 0x100000001b3ull;
+        for (int j = 0; j < 8; j++) c[bn - 8 + j] = (uint8_t)(h >> (8 * j));
+        jn_ir_module *m2 = NULL;
+        jn_status st = jn_ir_deserialize(c, bn, &m2);
+        fuzz_result(st, m2);
+        free(c);
+    }
+    free(b);
+    free(t);
+}
+
 static void pipeline_file(const char *path) {
     size_t len;
     char *text = read_file(path, &len);
@@ -750,6 +834,7 @@ static void pipeline_file(const char *path) {
     tot_arena += last->arena_bytes;
     tot_naive += last->naive_bytes;
     check_roundtrips(m);
+    if (m->ngraphs) fuzz_module(m);
     /* a second run over the optimized module changes nothing */
     char *t1 = print_module(m);
     jn_cg_options o2 = {.verify_each = 1};
@@ -806,6 +891,9 @@ static void test_pipeline(void) {
     snprintf(dir, sizeof dir, "%stests/c/data", root);
     pipeline_dir(dir);
     CHECK(nfiles >= 8);
+    printf("  fuzz: %d of %d mutants of the optimized modules accepted (and verified, read back)\n", fuzz_accepted,
+           fuzz_tried);
+    CHECK(fuzz_accepted > 0 && fuzz_accepted < fuzz_tried);
     printf("  total: %d files, nodes %lld -> %lld, %lld kernels, arena %lld of naive %lld bytes\n", nfiles,
            (long long)tot_before, (long long)tot_after, (long long)tot_kernels, (long long)tot_arena, (long long)tot_naive);
 }

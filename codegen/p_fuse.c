@@ -30,10 +30,14 @@
  * Views are never members: a view between two elementwise ops splits
  * them (the view's output is an external input of the consumer's kernel,
  * which the emitter indexes through its strides).  Groups of one node stay
- * without a kernel: their eager table kernel runs them (LIB).
+ * without a kernel: their eager table kernel runs them (LIB).  A kernel
+ * stops growing at CG_MAX_KERNEL_NODES members, so generated functions
+ * stay of a size a C compiler handles quickly.
  * Kernels are numbered by root position.
  */
 #include "cg_priv.h"
+
+#define CG_MAX_KERNEL_NODES 128
 
 typedef struct {
     jn_ir_graph *g;
@@ -137,12 +141,12 @@ static void gemm_epilogues(fctx *f) {
 static int32_t grow(fctx *f, int32_t root, int32_t k, int nd, const jn_ir_dim *s) {
     jn_ir_graph *g = f->g;
     int32_t count = 1;
-    for (int changed = 1; changed;) {
+    for (int changed = 1; changed && count < CG_MAX_KERNEL_NODES;) {
         changed = 0;
         for (int32_t m = root; m >= 0; m--) {
             if (f->kof[m] != k) continue;
             const jn_ir_node *x = &g->nodes[m];
-            for (int j = 0; j < x->nin; j++) {
+            for (int j = 0; j < x->nin && count < CG_MAX_KERNEL_NODES; j++) {
                 int32_t p = cg_def(g, x->in[j]);
                 if (p < 0 || f->kof[p] != -1 || g->nodes[p].loop != g->nodes[root].loop) continue;
                 if (!ew_ok(g, &g->nodes[p], nd, s)) continue;

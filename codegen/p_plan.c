@@ -19,7 +19,9 @@
  * Allocation, in order of definition: slots of values that died before
  * this node are freed; an output of an elementwise node or an `ew` kernel
  * first takes (in place) the slot of an input that dies right here with
- * the identical type and no view sharing it (elementwise code reads every
+ * the identical type, no view sharing it, defined in the same loop and no
+ * carry next or collect body (those are read after the iteration or in the
+ * next one, even when the last body node is their last reader) (elementwise code reads every
  * input element before it writes that element; an input the kernel itself
  * writes does not count), and so does the output of an in-place table op
  * (uniform_, copy_, in functional form) with its input 0, which its eager
@@ -139,6 +141,10 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
                         if (s < 0 || slots[s].owner != w || last[w] != p || viewed[w] || !cg_same_type(g, v, w)) continue;
                         int32_t wd = cg_def(g, w);
                         if (k >= 0 && wd >= 0 && g->nodes[wd].kernel == k) continue; /* written by this kernel */
+                        /* a value from outside the loop is read again next iteration; a carry's
+                         * next or a collect body is copied out after the last node */
+                        if (wd < 0 || g->nodes[wd].loop != g->nodes[p].loop || (u.flags[w] & (CG_U_NEXT | CG_U_COLLECT)))
+                            continue;
                         pick = s;
                     }
                 }

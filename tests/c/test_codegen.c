@@ -649,6 +649,36 @@ static void test_plan(void) {
            "  out %12 keep\n"
            "  out %13 keep\n"
            "  arena 256\n");
+    /* the last node of a loop body is the last reader of a value from
+     * outside the loop and of a carry's next: neither may be overwritten
+     * in place (the next iteration, the carry copy read them) */
+    golden("plan: no in place at the end of a loop body",
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  in %0 host f32[16]\n"
+           "  %1 = exp(%0) : f32[16]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %2 = %0 -> %4 => %3\n"
+           "    %4 = neg(%2) : f32[16]\n"
+           "    %5 = mul(%4, %1) : f32[16]\n"
+           "    collect %5 => %6\n"
+           "  }\n"
+           "  out %3 keep\n"
+           "  out %6 keep\n",
+           "plan",
+           "  sym T dim 1..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  in %0 host f32[16]\n"
+           "  %1 = exp(%0) : f32[16] mem=0\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %2 = %0 -> %4 => %3\n"
+           "    %4 = neg(%2) : f32[16] mem=64\n"
+           "    %5 = mul(%4, %1) : f32[16] mem=128\n"
+           "    collect %5 => %6\n"
+           "  }\n"
+           "  out %3 keep\n"
+           "  out %6 keep\n"
+           "  arena 192\n");
     /* after fuse: fused intermediates need no buffer; sizes are symbolic */
     golden("plan: kernels and symbolic sizes",
            "  sym B dim 1..64\n"

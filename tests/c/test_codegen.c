@@ -325,15 +325,19 @@ static void test_fold(void) {
            "  %3 = mul(%1, %2) : i64[]\n"
            "  %4 = cast(%3) dtype=f32 : f32[]\n"
            "  %5 = mul(%0, %4) : f32[4]\n"
-           "  out %5 keep\n",
+           "  %6 = full() shape=[] value=2.5 dtype=none : f32[]\n"
+           "  %7 = add(%5, %6) alpha=1 : f32[4]\n"
+           "  out %7 keep\n",
            "fold,dce",
            "  in %0 host f32[4]\n"
            "  in %1 const i64[] = 3\n"
            "  in %2 const i64[] = 4\n"
-           "  in %4 const i64[] = 12\n"
-           "  in %5 const f32[] = 12.0\n"
-           "  %3 = mul(%0, %5) : f32[4]\n"
-           "  out %3 keep\n");
+           "  in %5 const i64[] = 12\n"
+           "  in %6 const f32[] = 12.0\n"
+           "  in %7 const f32[] = 2.5\n"
+           "  %3 = mul(%0, %6) : f32[4]\n"
+           "  %4 = add(%3, %7) alpha=1 : f32[4]\n"
+           "  out %4 keep\n");
     /* a 0-d f64 tensor makes i64 * it f64; a wrapped 2.0 would give f32:
      * not folded.  Nor: a varying scalar, a random op, a 1-d result, an
      * output. */
@@ -563,6 +567,30 @@ static void test_fuse(void) {
            "  kernel K2 ew root=%14\n"
            "  kernel K3 ew root=%16\n"
            "  kernel K4 ew root=%20\n");
+}
+
+/* --------------------------------------------------------------- select */
+static void test_select(void) {
+    golden("select: f16 arithmetic is not generated yet",
+           "  in %0 host f16[8]\n"
+           "  in %1 host f32[8]\n"
+           "  %2 = exp(%0) : f16[8]\n"
+           "  %3 = neg(%2) : f16[8]\n"
+           "  %4 = exp(%1) : f32[8]\n"
+           "  %5 = neg(%4) : f32[8]\n"
+           "  out %3 keep\n"
+           "  out %5 keep\n",
+           "fuse,select",
+           "  in %0 host f16[8]\n"
+           "  in %1 host f32[8]\n"
+           "  %2 = exp(%0) kernel=K0 : f16[8]\n"
+           "  %3 = neg(%2) kernel=K0 : f16[8]\n"
+           "  %4 = exp(%1) kernel=K1 : f32[8]\n"
+           "  %5 = neg(%4) kernel=K1 : f32[8]\n"
+           "  out %3 keep\n"
+           "  out %5 keep\n"
+           "  kernel K0 ew root=%3 impl=lib\n"
+           "  kernel K1 ew root=%5 impl=gen\n");
 }
 
 /* ----------------------------------------------------------------- plan */
@@ -977,6 +1005,7 @@ int main(void) {
     test_fold();
     test_simplify();
     test_fuse();
+    test_select();
     test_plan();
     test_options();
     test_pipeline();

@@ -95,6 +95,25 @@ jn_status jn_cg_eval_at_max(const jn_ir_graph *g, jn_ir_dim d, int64_t *out);
  * recorded symbol maxima. */
 jn_status jn_cg_naive_bytes(const jn_ir_graph *g, int64_t *out);
 
+/* What kernel k of g reads and writes, for the emitter and the executor:
+ * its member nodes in order (root last), its external input values (read
+ * by a member, defined outside the kernel; first-use order, no repeats)
+ * and the values it writes (the root's outputs and every member output
+ * read outside the kernel), in node order.  Free with jn_cg_kernel_io_free. */
+typedef struct {
+    int32_t nnodes, *nodes;
+    int32_t nin, *in;
+    int32_t nout, *out;
+} jn_cg_kernel_io;
+jn_status jn_cg_kernel_describe(const jn_ir_graph *g, int32_t k, jn_cg_kernel_io *io);
+void jn_cg_kernel_io_free(jn_cg_kernel_io *io);
+
+/* The rules that make g's kernel table runnable (beyond jn_ir_verify's
+ * structure): members of ew/ew_reduce kernels elementwise but a reduction
+ * root, a gemm kernel starting with its GEMM, no member output read outside
+ * the kernel before its root runs.  JN_ERR_VALUE naming kernel and node. */
+jn_status jn_cg_check_kernels(const jn_ir_graph *g);
+
 #ifdef __cplusplus
 }
 #endif

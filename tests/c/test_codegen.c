@@ -569,6 +569,58 @@ static void test_fuse(void) {
            "  kernel K4 ew root=%20\n");
 }
 
+/* What a kernel reads and writes, and the runnability checker. */
+static void test_kernel_io(void) {
+    const char *text = "module optable=0000000000000000 graphs=1\n" HEAD
+                       "  sym B dim 1..64\n"
+                       "  in %0 host f32[B, 16]\n"
+                       "  in %1 state f32[8, 16] bind=1\n"
+                       "  in %2 state f32[8] bind=2\n"
+                       "  in %3 host f32[B, 8]\n"
+                       "  in %4 const f64[] = 0.5\n"
+                       "  %5 = linear(%0, %1, %2) : f32[B, 8]\n"
+                       "  %6 = relu(%5) : f32[B, 8]\n"
+                       "  %7 = sub(%6, %3) alpha=1 : f32[B, 8]\n"
+                       "  %8 = mul(%7, %7) : f32[B, 8]\n"
+                       "  %9 = mul(%8, %4) : f32[B, 8]\n"
+                       "  %10 = sum(%9) dims=[1] keepdim=false dtype=none : f32[B]\n"
+                       "  %11 = exp(%7) : f32[B, 8]\n"
+                       "  out %10 keep\n"
+                       "  out %11 keep\n"
+                       "}\n";
+    jn_ir_module *m = NULL;
+    CHECK(jn_ir_parse(text, strlen(text), &m) == JN_OK);
+    if (!m) return;
+    jn_ir_graph *g = m->graphs[0];
+    CHECK(jn_cg_run_pass(m, g, "fuse") == JN_OK && g->nkernels == 2 && jn_cg_check_kernels(g) == JN_OK);
+    jn_cg_kernel_io io;
+    CHECK(jn_cg_kernel_describe(g, 0, &io) == JN_OK);
+    CHECK(io.nnodes == 2 && io.nodes[0] == 0 && io.nodes[1] == 1);
+    CHECK(io.nin == 3 && io.in[0] == 0 && io.in[1] == 1 && io.in[2] == 2);
+    CHECK(io.nout == 1 && io.out[0] == 6);
+    jn_cg_kernel_io_free(&io);
+    CHECK(jn_cg_kernel_describe(g, 1, &io) == JN_OK);
+    CHECK(io.nnodes == 4 && io.nodes[0] == 2 && io.nodes[3] == 5);
+    CHECK(io.nin == 3 && io.in[0] == 6 && io.in[1] == 3 && io.in[2] == 4);
+    CHECK(io.nout == 2 && io.out[0] == 7 && io.out[1] == 10); /* the exported sub, the root */
+    jn_cg_kernel_io_free(&io);
+    CHECK(jn_cg_kernel_describe(g, 2, &io) == JN_ERR_VALUE);
+    /* K1 shrunk to sub, mul, mul (root node 4, the second mul): still runnable */
+    g->nodes[5].kernel = -1;
+    g->kernels[1].root = 4;
+    g->kernels[1].kind = JN_IR_K_EW;
+    CHECK(jn_ir_verify(g) == JN_OK && jn_cg_check_kernels(g) == JN_OK);
+    g->nodes[4].kernel = -1; /* root no member: structure broken, caught by the IR verifier */
+    CHECK(jn_ir_verify(g) == JN_ERR_VALUE);
+    g->nodes[4].kernel = 1;
+    g->nodes[3].kernel = -1; /* mul(%7, %7) outside: reads %7 at node 3, before the root at node 4 */
+    CHECK(jn_cg_check_kernels(g) == JN_ERR_VALUE && strstr(jn_errmsg(), "node 3 (mul) reads %7 of member node 2 before"));
+    g->nodes[3].kernel = 1;
+    g->nodes[2].op = JN_OP_softmax; /* a member that is not elementwise */
+    CHECK(jn_cg_check_kernels(g) == JN_ERR_VALUE && strstr(jn_errmsg(), "node 2 (softmax), which is not elementwise"));
+    jn_ir_module_free(m);
+}
+
 /* --------------------------------------------------------------- select */
 static void test_select(void) {
     golden("select: f16 arithmetic is not generated yet",
@@ -785,6 +837,11 @@ static void fuzz_result(jn_status st, jn_ir_module *m) {
     st = jn_cg_optimize(m, &o, NULL);
     CHECK(st == JN_OK);
     if (st) fprintf(stderr, "pipeline on a mutant: %s\n", jn_errmsg());
+    for (int32_t k = 0; k < m->ngraphs; k++) {
+        st = jn_cg_check_kernels(m->graphs[k]);
+        CHECK(st == JN_OK);
+        if (st) fprintf(stderr, "mutant kernels: %s\n", jn_errmsg());
+    }
     check_roundtrips(m);
     jn_ir_module_free(m);
 }
@@ -880,6 +937,9 @@ static void pipeline_file(const char *path) {
         int64_t a = -1, nv = -1;
         CHECK(g->arena != -1);
         CHECK(jn_cg_eval_at_max(g, g->arena, &a) == JN_OK && jn_cg_naive_bytes(g, &nv) == JN_OK && a <= nv);
+        st = jn_cg_check_kernels(g);
+        CHECK(st == JN_OK);
+        if (st) fprintf(stderr, "%s: %s\n", path, jn_errmsg());
         for (int32_t n = 0; n < g->nnodes; n++) /* every kernel member's kernel has an implementation */
             CHECK(g->nodes[n].kernel < 0 || g->kernels[g->nodes[n].kernel].impl != JN_IR_IMPL_NONE);
     }
@@ -1006,6 +1066,7 @@ int main(void) {
     test_simplify();
     test_fuse();
     test_select();
+    test_kernel_io();
     test_plan();
     test_options();
     test_pipeline();

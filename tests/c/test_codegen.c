@@ -847,11 +847,14 @@ static void fuzz_result(jn_status st, jn_ir_module *m) {
 }
 
 static void fuzz_module(const jn_ir_module *m) {
+    int64_t nodes = 0;
+    for (int32_t k = 0; k < m->ngraphs; k++) nodes += m->graphs[k]->nnodes;
+    int iters = nodes > 1000 ? 40 : 400; /* every accepted mutant runs the whole pipeline */
     char *t = print_module(m);
     size_t n = strlen(t);
     const char *words[] = {"kernel=K0", "kernel=K9", " mem=0", " mem=(B*64)", " alias=%0", " alias=%3", "ew", "gemm",
                            "arena 64", "impl=lib", "K1", "root=%2", "-1", "%1", "\n"};
-    for (int i = 0; i < 400; i++) {
+    for (int i = 0; i < iters; i++) {
         char *u = malloc(n + 64);
         memcpy(u, t, n + 1);
         size_t at = rnd() % n, un = n;
@@ -882,7 +885,7 @@ static void fuzz_module(const jn_ir_module *m) {
     void *b = NULL;
     size_t bn = 0;
     CHECK(jn_ir_serialize(m, &b, &bn) == JN_OK);
-    for (int i = 0; i < 400 && bn > 16; i++) {
+    for (int i = 0; i < iters && bn > 16; i++) {
         uint8_t *c = malloc(bn);
         memcpy(c, b, bn);
         c[4 + rnd() % (bn - 12)] ^= (uint8_t)(1u << (rnd() % 8));

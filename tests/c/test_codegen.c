@@ -849,54 +849,110 @@ static jn_tensor *make_input(const jn_ir_graph *g, const int64_t *sv, int32_t i,
     return t;
 }
 
-/* Outputs of g in output order (new references), 1 on success. */
-static int interpret(const jn_ir_graph *g, jn_tensor **outs) {
+/* Moves *t, the value v, to its arena offset when it has one. */
+static int to_arena(const jn_ir_graph *g, const int64_t *sv, jn_tensor **t, int32_t v, char *arena) {
+    int64_t off;
+    if (g->values[v].mem == -1) return 1;
+    if (!eval_dim(g, sv, g->values[v].mem, &off)) return 0;
+    jn_tensor *cl = NULL;
+    int ok = jn_dispatch(JN_OP_clone, 1, t, &(jn_attrs){0}, &cl) == JN_OK && jn_is_contiguous(cl);
+    jn_tensor *at = ok ? jn_tensor_from_memory(arena + off, (size_t)jn_numel(cl) * jn_elsize(cl), cl->dtype, cl->ndim,
+                                               cl->shape, cl->strides, 0, NULL, NULL)
+                       : NULL;
+    if (at) memcpy(arena + off, jn_data(cl), (size_t)jn_numel(cl) * jn_elsize(cl));
+    if (cl) jn_tensor_decref(cl);
+    jn_tensor_decref(*t);
+    *t = at;
+    return at != NULL;
+}
+
+/* Runs node n of g: inputs from val, output tensors into val; with an
+ * arena, planned outputs are copied to their offset and read from there. */
+static int run_node(const jn_ir_graph *g, const int64_t *sv, jn_tensor **val, int32_t n, char *arena) {
+    const jn_ir_node *x = &g->nodes[n];
+    const jn_opinfo *info = jn_op_info(x->op);
+    jn_attrs a = x->attrs;
+    int ok = 1;
+    for (int k = 0; ok && k < info->nattrs; k++) {
+        int32_t b = x->attr_input[k];
+        if (b >= 0) {
+            double v = g->inputs[g->values[b].def].scalar;
+            if (info->attr_kind[k] == JN_A_FLOAT) a.a[k].f = v;
+            else a.a[k].i = (int64_t)v;
+        } else if (info->attr_kind[k] == JN_A_INT) ok = eval_dim(g, sv, x->attrs.a[k].i, &a.a[k].i);
+        else if (info->attr_kind[k] == JN_A_INTS)
+            for (int j = 0; ok && j < a.a[k].l.n; j++) ok = eval_dim(g, sv, x->attrs.a[k].l.v[j], &a.a[k].l.v[j]);
+    }
+    jn_tensor *in[JN_MAX_INS], *o[JN_MAX_OUTS] = {0};
+    for (int k = 0; k < x->nin; k++) ok &= (in[k] = val[x->in[k]]) != NULL; /* NULL: read before it was made */
+    if (ok && (info->flags & JN_F_RAND)) /* the dispatcher takes (seed, offset) from the generator */
+        jn_rng_set_state((uint64_t)a.a[jn_op_attr_index(x->op, "seed")].i, (uint64_t)a.a[jn_op_attr_index(x->op, "offset")].i);
+    ok = ok && jn_dispatch(x->op, x->nin, in, &a, o) == JN_OK;
+    for (int k = 0; k < x->nout; k++) {
+        const jn_ir_value *t = &g->values[x->out[k]];
+        if (ok) { /* the IR's type must be what the kernel made */
+            ok = o[k]->dtype == t->dtype && o[k]->ndim == t->ndim;
+            for (int d = 0; ok && d < t->ndim; d++) {
+                int64_t e;
+                ok = eval_dim(g, sv, t->shape[d], &e) && e == o[k]->shape[d];
+            }
+        }
+        if (ok && arena) ok = to_arena(g, sv, &o[k], x->out[k], arena);
+        if (val[x->out[k]]) jn_tensor_decref(val[x->out[k]]);
+        val[x->out[k]] = o[k];
+    }
+    return ok;
+}
+
+/* Outputs of g in output order (new references), 1 on success.  With
+ * use_plan, kernels run at their roots and planned values live in one
+ * arena at their offsets, so a plan that overlaps live values, or a kernel
+ * whose value is read before it runs, changes the outputs. */
+static int interpret(const jn_ir_graph *g, jn_tensor **outs, int use_plan) {
     if (g->nloops) return 0;
-    int64_t *sv = sym_max(g);
+    int64_t *sv = sym_max(g), abytes = 0;
     jn_tensor **val = calloc((size_t)g->nvalues + 1, sizeof *val);
+    char *arena = NULL;
     uint64_t seed = 12345;
     int ok = sv && val;
+    if (ok && use_plan && g->arena != -1) {
+        ok = eval_dim(g, sv, g->arena, &abytes) && (arena = calloc((size_t)abytes + 1, 1)) != NULL;
+        if (arena) memset(arena, 0x7f, (size_t)abytes); /* not zeros: a stale read shows */
+    }
     for (int32_t i = 0; ok && i < g->ninputs; i++) /* same stream for the same input index */
         ok = (val[g->inputs[i].value] = make_input(g, sv, i, &seed)) != NULL;
     for (int32_t n = 0; ok && n < g->nnodes; n++) {
-        const jn_ir_node *x = &g->nodes[n];
-        const jn_opinfo *info = jn_op_info(x->op);
-        jn_attrs a = x->attrs;
-        for (int k = 0; ok && k < info->nattrs; k++) {
-            int32_t b = x->attr_input[k];
-            if (b >= 0) {
-                double v = g->inputs[g->values[b].def].scalar;
-                if (info->attr_kind[k] == JN_A_FLOAT) a.a[k].f = v;
-                else a.a[k].i = (int64_t)v;
-            } else if (info->attr_kind[k] == JN_A_INT) ok = eval_dim(g, sv, x->attrs.a[k].i, &a.a[k].i);
-            else if (info->attr_kind[k] == JN_A_INTS)
-                for (int j = 0; ok && j < a.a[k].l.n; j++) ok = eval_dim(g, sv, x->attrs.a[k].l.v[j], &a.a[k].l.v[j]);
+        int32_t k = use_plan ? g->nodes[n].kernel : -1;
+        if (k < 0) {
+            ok = run_node(g, sv, val, n, arena);
+            continue;
         }
-        jn_tensor *in[JN_MAX_INS], *o[JN_MAX_OUTS] = {0};
-        for (int k = 0; k < x->nin; k++) in[k] = val[x->in[k]];
-        if (info->flags & JN_F_RAND) /* the dispatcher takes (seed, offset) from the generator: set it from the attributes */
-            jn_rng_set_state((uint64_t)a.a[jn_op_attr_index(x->op, "seed")].i, (uint64_t)a.a[jn_op_attr_index(x->op, "offset")].i);
-        ok = ok && jn_dispatch(x->op, x->nin, in, &a, o) == JN_OK;
-        for (int k = 0; k < x->nout; k++) {
-            if (ok) { /* the IR's type must be what the kernel made */
-                const jn_ir_value *t = &g->values[x->out[k]];
-                ok = o[k]->dtype == t->dtype && o[k]->ndim == t->ndim;
-                for (int d = 0; ok && d < t->ndim; d++) {
-                    int64_t e;
-                    ok = eval_dim(g, sv, t->shape[d], &e) && e == o[k]->shape[d];
-                }
-            }
-            val[x->out[k]] = o[k];
-        }
+        if (g->kernels[k].root != n) continue; /* runs with its kernel */
+        /* a fused kernel reads every input element before it writes that
+         * element (an output may take a dying input's slot): members run
+         * on private tensors, then the kernel's planned values go out */
+        for (int32_t m = 0; ok && m <= n; m++)
+            if (g->nodes[m].kernel == k) ok = run_node(g, sv, val, m, NULL);
+        for (int32_t m = 0; ok && m <= n; m++)
+            for (int j = 0; ok && g->nodes[m].kernel == k && j < g->nodes[m].nout; j++)
+                ok = to_arena(g, sv, &val[g->nodes[m].out[j]], g->nodes[m].out[j], arena);
     }
     for (int32_t i = 0; ok && i < g->noutputs; i++) {
         outs[i] = val[g->outputs[i].value];
         jn_tensor_incref(outs[i]);
     }
+    /* outputs copied out of the arena before it goes */
+    for (int32_t i = 0; ok && i < g->noutputs; i++) {
+        jn_tensor *c = NULL;
+        ok = jn_dispatch(JN_OP_clone, 1, &outs[i], &(jn_attrs){0}, &c) == JN_OK;
+        jn_tensor_decref(outs[i]);
+        outs[i] = c;
+    }
     for (int32_t v = 0; val && v < g->nvalues; v++)
         if (val[v]) jn_tensor_decref(val[v]);
     free(val);
     free(sv);
+    free(arena);
     return ok;
 }
 
@@ -934,10 +990,10 @@ static int diff_compared, diff_skipped;
 /* g0 (original) and g1 (after the passes) compute the same outputs. */
 static void differential(const char *path, const jn_ir_graph *g0, const jn_ir_graph *g1) {
     jn_tensor **o0 = calloc((size_t)g0->noutputs + 1, sizeof *o0), **o1 = calloc((size_t)g1->noutputs + 1, sizeof *o1);
-    if (!interpret(g0, o0)) {
+    if (!interpret(g0, o0, 0)) {
         diff_skipped++; /* loops, or an op the zero/random inputs make fail: nothing to compare */
     } else {
-        int ok = g0->noutputs == g1->noutputs && interpret(g1, o1);
+        int ok = g0->noutputs == g1->noutputs && interpret(g1, o1, 1);
         CHECK(ok);
         if (!ok) fprintf(stderr, "%s graph %s: the optimized graph does not run (%s)\n", path, g1->name, jn_errmsg());
         for (int32_t i = 0; ok && i < g0->noutputs; i++) {

@@ -649,6 +649,20 @@ static void test_select(void) {
 }
 
 /* ----------------------------------------------------------------- plan */
+static void test_fuse_symbolic(void) {
+    /* B was 32 when recorded, but B and 32 are different dims: the [B, 8]
+     * producer does not join the [32, 8] kernel (nor the other way) */
+    const char *keep =
+        "  sym B dim 32..32\n"
+        "  in %0 host f32[B, 8]\n"
+        "  in %1 host f32[32, 8]\n"
+        "  %2 = exp(%0) : f32[B, 8]\n"
+        "  %3 = add(%2, %1) alpha=1 : f32[32, 8]\n"
+        "  %4 = neg(%3) : f32[B, 8]\n"
+        "  out %4 keep\n";
+    golden("fuse: shapes that differ symbolically", keep, "fuse", keep);
+}
+
 static void test_plan(void) {
     /* f32[16] = 64 bytes, one aligned unit; f32[4] rounds up to 64 too */
     golden("plan: in place, views, reuse after death, loops",
@@ -1282,6 +1296,7 @@ int main(void) {
     test_fuse();
     test_select();
     test_kernel_io();
+    test_fuse_symbolic();
     test_plan();
     test_options();
     test_pipeline();

@@ -909,6 +909,7 @@ static int run_node(const jn_ir_graph *g, const int64_t *sv, jn_tensor **val, in
     if (ok && (info->flags & JN_F_RAND)) /* the dispatcher takes (seed, offset) from the generator */
         jn_rng_set_state((uint64_t)a.a[jn_op_attr_index(x->op, "seed")].i, (uint64_t)a.a[jn_op_attr_index(x->op, "offset")].i);
     ok = ok && jn_dispatch(x->op, x->nin, in, &a, o) == JN_OK;
+    if (!ok && getenv("CG_DEBUG")) fprintf(stderr, "graph %s node %d (%s): %s\n", g->name, n, info->name, jn_errmsg());
     for (int k = 0; k < x->nout; k++) {
         const jn_ir_value *t = &g->values[x->out[k]];
         if (ok) { /* the IR's type must be what the kernel made */
@@ -1069,7 +1070,8 @@ static int same_tensor(const jn_tensor *a, const jn_tensor *b) {
 static void differential(const char *path, const jn_ir_graph *g0, const jn_ir_graph *g1) {
     jn_tensor **o0 = calloc((size_t)g0->noutputs + 1, sizeof *o0), **o1 = calloc((size_t)g1->noutputs + 1, sizeof *o1);
     if (!interpret(g0, o0, 0)) {
-        diff_skipped++; /* loops, or an op the zero/random inputs make fail: nothing to compare */
+        diff_skipped++; /* an op the zero/random inputs make fail: nothing to compare */
+        if (getenv("CG_DEBUG")) fprintf(stderr, "%s graph %s not runnable: %s\n", path, g0->name, jn_errmsg());
     } else {
         int ok = g0->noutputs == g1->noutputs && interpret(g1, o1, 1);
         CHECK(ok);

@@ -167,6 +167,8 @@ int jn_ir__is_ident(const char *s) {
 
 const char *const jn_ir__sym_kinds[4] = {"dim", "int", "ivar", "rng"};
 const char *const jn_ir__input_kinds[6] = {"state", "host", "carry", "scalar", "const", "rng"};
+const char *const jn_ir__kernel_kinds[4] = {"ew", "ew_reduce", "gemm", "lib"};
+const char *const jn_ir__impls[4] = {"none", "gen", "lib", "gemm"};
 const char *const jn_ir__guard_kinds[8] = {"sym", "dim", "dtype", "device", "scalar", "pytype", "bind", "trip"};
 const char *const jn_ir__pytypes[4] = {"tensor", "int", "float", "bool"};
 const char *const jn_ir__devices[2] = {"cpu", "cuda"};
@@ -219,6 +221,7 @@ static void graph_free(jn_ir_graph *g) {
     free(g->loops);
     free(g->outputs);
     free(g->guards);
+    free(g->kernels);
     jn_ir__pool_free(g->pool);
     free(g);
 }
@@ -241,6 +244,7 @@ jn_ir_graph *jn_ir_graph_add(jn_ir_module *m, const char *name) {
         return NULL;
     }
     g->parent = -1;
+    g->arena = -1;
     if (name && !(g->name = jn_ir_intern(g, name))) {
         graph_free(g);
         return NULL;
@@ -318,6 +322,8 @@ int32_t jn_ir_value_add(jn_ir_graph *g, jn_ir_value_kind kind, int32_t def, int3
     v->device = (uint8_t)device;
     v->ndim = (uint8_t)ndim;
     for (int d = 0; d < ndim; d++) v->shape[d] = dims[d];
+    v->mem = -1;
+    v->alias = -1;
     return g->nvalues++;
 }
 
@@ -376,6 +382,7 @@ int32_t jn_ir_node_add(jn_ir_graph *g, jn_op op, int nin, const int32_t *in, con
     for (int k = 0; k < JN_MAX_OUTS; k++) n->out[k] = -1;
     n->loop = innermost_loop(g, g->nnodes);
     n->site = site;
+    n->kernel = -1;
     for (int k = 0; k < nout; k++) {
         const jn_ir_value *t = &types[k];
         n->out[k] = jn_ir_value_add(g, JN_IR_V_NODE, g->nnodes, k, t->dtype, t->device, t->ndim, t->shape);
@@ -480,8 +487,18 @@ int32_t jn_ir_guard_add(jn_ir_graph *g, const jn_ir_guard *guard) {
 
 int jn_ir__values_upto(jn_ir_graph *g, int32_t v) {
     JN_IR_RESERVE(g->values, g->capvalues, (int64_t)v + 1, return -1);
-    if (g->nvalues <= v) g->nvalues = v + 1; /* new slots are zeroed by the resize */
+    for (; g->nvalues <= v; g->nvalues++) { /* new slots are zeroed by the resize */
+        g->values[g->nvalues].mem = -1;
+        g->values[g->nvalues].alias = -1;
+    }
     return 0;
+}
+
+int32_t jn_ir_kernel_add(jn_ir_graph *g, jn_ir_kernel_kind kind, int32_t root) {
+    JN_IR_RESERVE(g->kernels, g->capkernels, g->nkernels + 1, return -1);
+    g->kernels[g->nkernels] = (jn_ir_kernel){kind, root, JN_IR_IMPL_NONE};
+    if (root >= 0 && root < g->nnodes) g->nodes[root].kernel = g->nkernels;
+    return g->nkernels++;
 }
 
 int jn_ir__loops_upto(jn_ir_graph *g, int32_t l) {

@@ -52,6 +52,8 @@ int jn_ir__is_ident(const char *s);
 extern const char *const jn_ir__sym_kinds[4];
 extern const char *const jn_ir__input_kinds[6];
 extern const char *const jn_ir__guard_kinds[8];
+extern const char *const jn_ir__kernel_kinds[4];
+extern const char *const jn_ir__impls[4];
 extern const char *const jn_ir__pytypes[4];
 extern const char *const jn_ir__devices[2];
 int jn_ir__lookup(const char *const *names, int n, const char *s, size_t len); /* -1 if absent */

@@ -45,7 +45,8 @@
  *     sym <name> <kind> <lo>..<hi> [@<site>]   kind: dim | int | ivar | rng
  *     in %<v> <kind> <type> [= <number>] [bind=<tensor-id>] [@<site>]
  *                                            kind: state | host | carry | scalar | const | rng
- *     %<v>[, %<w>...] = <op>(%<a>, %<b>...) [<attr>=<val>...] : <type>[, <type>...] [@<site>]
+ *     %<v>[, %<w>...] = <op>(%<a>, %<b>...) [<attr>=<val>...] [kernel=K<k>] : <otype>[, <otype>...] [@<site>]
+ *                                            <otype> = <type> [mem=<dim>] [alias=%<base>]
  *     loop L<k> trip=<dim> ivar=<sym> {
  *       carry %<param> = %<init> -> %<next> => %<out>
  *       ... nodes (and nested loops) ...
@@ -54,6 +55,9 @@
  *     out %<v> state=%<in>                    state input %<in> is overwritten with %<v>
  *     out %<v> keep                            Python keeps this value
  *     guard <kind> <target> <check> [@<site>] ["<text>"]
+ *     kernel K<k> ew|ew_reduce|gemm|lib root=%<v> [impl=gen|lib|gemm]   in order K0, K1, ...;
+ *                                            %<v> = the root node's first output
+ *     arena <dim>                              bytes of the planned arena
  *   }
  *
  *   <type>   <dtype>[<dim>, <dim>, ...] [<device>], e.g. f32[B, 784]
@@ -75,6 +79,9 @@
  *            bind %<v> == <tensor-id>            the same state tensor as recorded
  *            trip L<k> in <lo>..<hi>
  *
+ * Kernels, mem=, alias= and arena are codegen's annotations (fuse and plan
+ * passes); a graph straight from the analyzer has none.
+ *
  * ------------------------------------------------------------ binary form
  * jn_ir_serialize: "JNIR" magic, format version, op-table hash, then
  * varint-coded tables; ops by name.  jn_ir_deserialize bounds-checks every
@@ -94,7 +101,7 @@
 extern "C" {
 #endif
 
-#define JN_IR_FORMAT_VERSION 1
+#define JN_IR_FORMAT_VERSION 2
 
 /* ------------------------------------------------------------- dims */
 /* A dim (or any symbolic integer: an int attribute, a trip count) is an
@@ -148,6 +155,12 @@ typedef struct {
     uint8_t device;       /* jn_device_type */
     uint8_t ndim;
     jn_ir_dim shape[JN_MAX_DIMS];
+    /* Memory plan (codegen's plan pass; -1 = unplanned):  mem is the byte
+     * offset of the value in its graph's arena, -1 when it is not in the
+     * arena (inputs, outputs Python keeps, loop values, views); alias is the
+     * value whose storage a view output shares, -1 if none. */
+    jn_ir_dim mem;
+    int32_t alias;
 } jn_ir_value;
 
 /* ----------------------------------------------------------- inputs */
@@ -180,7 +193,34 @@ typedef struct {
                                           * supplies this (float or int) attribute */
     int32_t loop;                        /* innermost enclosing loop, -1 = top level */
     int64_t site;                        /* call site id, 0 = unknown */
+    int32_t kernel;                      /* codegen's kernel table index, -1 = none */
 } jn_ir_node;
+
+/* ---------------------------------------------------------- kernels */
+/* Codegen's fuse pass groups nodes into kernels; each member node names
+ * its kernel (jn_ir_node.kernel).  A kernel runs where its root (the
+ * member with the highest index, whose output is the kernel's result)
+ * stands; all members lie in the root's loop.  Values of members used by
+ * other nodes are exported (the kernel writes them too). */
+typedef enum {
+    JN_IR_K_EW,         /* elementwise DAG over one broadcast output shape */
+    JN_IR_K_EW_REDUCE,  /* elementwise DAG ending in one reduction (the root) */
+    JN_IR_K_GEMM,       /* mm/addmm/linear/matmul plus an elementwise epilogue */
+    JN_IR_K_LIB         /* one op run by its eager table kernel */
+} jn_ir_kernel_kind;
+
+typedef enum {
+    JN_IR_IMPL_NONE,    /* not selected yet */
+    JN_IR_IMPL_GEN,     /* generated C */
+    JN_IR_IMPL_LIB,     /* the eager table kernel (jn_dispatch) */
+    JN_IR_IMPL_GEMM     /* the eager GEMM (OpenBLAS) plus a generated epilogue */
+} jn_ir_impl;
+
+typedef struct {
+    jn_ir_kernel_kind kind;
+    int32_t root;       /* node index */
+    jn_ir_impl impl;
+} jn_ir_kernel;
 
 /* ------------------------------------------------------------ loops */
 typedef struct {
@@ -255,6 +295,8 @@ typedef struct {
     jn_ir_loop *loops;     int32_t nloops, caploops;
     jn_ir_output *outputs; int32_t noutputs, capoutputs;
     jn_ir_guard *guards;   int32_t nguards, capguards;
+    jn_ir_kernel *kernels; int32_t nkernels, capkernels;
+    jn_ir_dim arena;            /* bytes of the planned arena, -1 = unplanned */
 
     struct jn_ir_pool *pool;    /* interned strings, input arrays (private) */
 } jn_ir_graph;
@@ -313,6 +355,8 @@ int32_t jn_ir_output_add(jn_ir_graph *g, jn_ir_output_kind kind, int32_t value, 
  * reset (targets -1, hi = lo for single-valued kinds, fval 0 unless SCALAR),
  * as the text form does. */
 int32_t jn_ir_guard_add(jn_ir_graph *g, const jn_ir_guard *guard);
+/* A kernel (impl NONE) rooted at node `root`; sets nodes[root].kernel. */
+int32_t jn_ir_kernel_add(jn_ir_graph *g, jn_ir_kernel_kind kind, int32_t root);
 
 /* ------------------------------------------------------- expressions */
 /* Hash-consed: equal expressions get equal refs.  Folds constants
@@ -331,7 +375,10 @@ const char *jn_ir_dim_str(const jn_ir_graph *g, jn_ir_dim d, char *buf, size_t n
  * before use, in an enclosing scope), node arity and attribute count match
  * the op table, loop ranges nested and contiguous, carries and collects
  * typed consistently, outputs/guards point at existing things, symbol names
- * unique, expressions acyclic.  JN_ERR_VALUE with a message naming the graph,
+ * unique, expressions acyclic, kernels (kind, impl, root in range, the root
+ * a member, every member in the root's loop at or before it), memory
+ * annotations (only node outputs planned, alias an earlier value, a
+ * planned value needs an arena).  JN_ERR_VALUE with a message naming the graph,
  * the node/value and the rule.  Also: loops have at least one node; an
  * induction variable is used only inside its loop; SCALAR/CONST inputs have
  * pytype 1..3 and a value to match (an int integral, a bool 0 or 1);

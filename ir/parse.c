@@ -284,6 +284,8 @@ static jn_status expr(P *P, jn_ir_dim *out, int depth) {
 /* <dtype>[<dim>, ...] [cuda] into t. */
 static jn_status type(P *P, jn_ir_value *t) {
     memset(t, 0, sizeof *t);
+    t->mem = -1;
+    t->alias = -1;
     int dt = keyword(P, NULL, 0);
     if (dt < 0) return err(P, "expected a type such as f32[B, 784] (dtypes: f32 f64 f16 bf16 i64 i32 u8 bool)");
     t->dtype = (jn_dtype)dt;
@@ -326,6 +328,7 @@ static jn_status place(P *P, int32_t v, const jn_ir_value *t, jn_ir_value_kind k
     x->kind = kind;
     x->def = def;
     x->idx = idx;
+    if (kind != JN_IR_V_NODE) x->mem = -1, x->alias = -1; /* carries copy their init's type */
     P->vdef[v] = 1;
     return JN_OK;
 }
@@ -472,12 +475,22 @@ static jn_status line_node(P *P) {
         if (!(x->in = jn_ir__alloc(g->pool, (size_t)nin * sizeof(int32_t)))) return JN_ERR_NOMEM;
         memcpy(x->in, ins, (size_t)nin * sizeof(int32_t));
     }
+    x->kernel = -1;
     unsigned seen = 0;
     for (;;) {
         const char *save = P->p;
         if (!ident(P, &s, &n)) break;
         if (!accept(P, '=')) {
             P->p = save;
+            break;
+        }
+        /* kernel=K<k> follows the attributes; pooling ops have an attribute
+         * named kernel too, whose value is a list */
+        if (n == 6 && !strncmp(s, "kernel", 6) && P->p < P->e && *P->p == 'K') {
+            P->p++;
+            int64_t kk;
+            if (!integer(P, &kk) || kk < 0 || kk > INT32_MAX) return err(P, "expected kernel=K<k>");
+            x->kernel = (int32_t)kk;
             break;
         }
         int k = -1;
@@ -496,6 +509,8 @@ static jn_status line_node(P *P) {
     for (int k = 0; k < nout; k++) {
         if (k && !accept(P, ',')) return err(P, "expected ',' and a type for each of the %d outputs", nout);
         if ((st = type(P, &types[k])) != JN_OK) return st;
+        if (key(P, "mem") && (st = atom(P, &types[k].mem, 0)) != JN_OK) return st;
+        if (key(P, "alias") && (st = use(P, &types[k].alias, "the aliased value")) != JN_OK) return st;
     }
     if (!site_ref(P, &x->site) || !at_end(P)) return err(P, "expected [@<site>] and the end of the node line");
     for (int k = 0; k < nout; k++)
@@ -657,6 +672,39 @@ static jn_status line_guard(P *P) {
     return jn_ir_guard_add(g, &q) < 0 ? JN_ERR_NOMEM : JN_OK;
 }
 
+/* kernel K<k> <kind> root=%<v> [impl=<impl>]: kernels come in order. */
+static jn_status line_kernel(P *P) {
+    jn_ir_graph *g = P->g;
+    int64_t k;
+    int32_t v;
+    jn_status st;
+    if (!accept(P, 'K') || !integer(P, &k)) return err(P, "expected K<k> after 'kernel'");
+    if (k != g->nkernels) return err(P, "expected kernel K%d (kernels are numbered in order)", g->nkernels);
+    int kind = keyword(P, jn_ir__kernel_kinds, 4);
+    if (kind < 0) return err(P, "expected a kernel kind: ew, ew_reduce, gemm or lib");
+    if (!key(P, "root")) return err(P, "expected root=%%<v>");
+    if ((st = use(P, &v, "the root node's output")) != JN_OK) return st;
+    if (g->values[v].kind != JN_IR_V_NODE) return err(P, "root=%%%d is not a node output", v);
+    int impl = JN_IR_IMPL_NONE;
+    if (key(P, "impl")) {
+        int i = keyword(P, jn_ir__impls + 1, 3);
+        if (i < 0) return err(P, "expected impl=gen, lib or gemm");
+        impl = i + 1;
+    }
+    if (!at_end(P)) return err(P, "expected the end of the kernel line");
+    int32_t root = g->values[v].def, saved = g->nodes[root].kernel;
+    if (jn_ir_kernel_add(g, (jn_ir_kernel_kind)kind, root) < 0) return JN_ERR_NOMEM;
+    g->nodes[root].kernel = saved; /* as the node line said; the verifier checks */
+    g->kernels[k].impl = (jn_ir_impl)impl;
+    return JN_OK;
+}
+
+static jn_status line_arena(P *P) {
+    jn_status st = atom(P, &P->g->arena, 0);
+    if (st != JN_OK) return st;
+    return at_end(P) ? JN_OK : err(P, "expected the end of the arena line");
+}
+
 static jn_status line_graph(P *P) {
     const char *s;
     size_t n;
@@ -719,6 +767,8 @@ static jn_status graph_line(P *P) {
     if (IS("collect")) return line_collect(P);
     if (IS("out")) return line_out(P);
     if (IS("guard")) return line_guard(P);
+    if (IS("kernel")) return line_kernel(P);
+    if (IS("arena")) return line_arena(P);
     P->p = s;
     return err(P, "expected sym, in, a node, loop, carry, collect, out, guard or '}'");
 }

@@ -113,10 +113,18 @@ static void put_node(pctx *p, int32_t n, int depth) {
         default: fputs("?", f);
         }
     }
+    if (x->kernel != -1) fprintf(f, " kernel=K%d", x->kernel);
     fputs(" :", f);
     for (int k = 0; k < x->nout && k < JN_MAX_OUTS; k++) {
         fputs(k ? ", " : " ", f);
         put_type(f, g, x->out[k]);
+        int32_t v = x->out[k];
+        if (v < 0 || v >= g->nvalues) continue;
+        if (g->values[v].mem != -1) {
+            fputs(" mem=", f);
+            put_dim(f, g, g->values[v].mem, 0);
+        }
+        if (g->values[v].alias != -1) fprintf(f, " alias=%%%d", g->values[v].alias);
     }
     put_site(f, x->site);
     const jn_ir_site *s = x->site ? jn_ir_site_get(p->m, x->site) : NULL;
@@ -239,6 +247,20 @@ jn_status jn_ir_print_graph(const jn_ir_module *m, const jn_ir_graph *g, FILE *f
         else fprintf(f, "  out %%%d keep\n", o->value);
     }
     for (int32_t i = 0; i < g->nguards; i++) put_guard(f, g, &g->guards[i]);
+    for (int32_t i = 0; i < g->nkernels; i++) {
+        const jn_ir_kernel *k = &g->kernels[i];
+        int32_t r = k->root;
+        fprintf(f, "  kernel K%d %s root=%%%d", i, (unsigned)k->kind <= JN_IR_K_LIB ? jn_ir__kernel_kinds[k->kind] : "?",
+                r >= 0 && r < g->nnodes ? g->nodes[r].out[0] : -1);
+        if (k->impl != JN_IR_IMPL_NONE)
+            fprintf(f, " impl=%s", (unsigned)k->impl <= JN_IR_IMPL_GEMM ? jn_ir__impls[k->impl] : "?");
+        fputc('\n', f);
+    }
+    if (g->arena != -1) {
+        fputs("  arena ", f);
+        put_dim(f, g, g->arena, 0);
+        fputc('\n', f);
+    }
     fputs("}\n", f);
     return ferror(f) ? jn_error(JN_ERR_IO, "error writing graph %s", g->name ? g->name : "?") : JN_OK;
 }

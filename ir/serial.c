@@ -136,6 +136,8 @@ static void write_graph(W *w, const jn_ir_graph *g, const int *opidx) {
         wvar(w, v->device);
         wvar(w, v->ndim);
         for (int d = 0; d < v->ndim; d++) wdim(w, v->shape[d]);
+        wdim(w, v->mem);
+        wzz(w, v->alias);
     }
     wvar(w, (uint64_t)g->ninputs);
     for (int32_t i = 0; i < g->ninputs; i++) {
@@ -170,6 +172,7 @@ static void write_graph(W *w, const jn_ir_graph *g, const int *opidx) {
         }
         wzz(w, x->loop);
         wzz(w, x->site);
+        wzz(w, x->kernel);
     }
     wvar(w, (uint64_t)g->nloops);
     for (int32_t i = 0; i < g->nloops; i++) {
@@ -212,6 +215,13 @@ static void write_graph(W *w, const jn_ir_graph *g, const int *opidx) {
         wzz(w, q->site);
         wstr(w, q->note);
     }
+    wvar(w, (uint64_t)g->nkernels);
+    for (int32_t i = 0; i < g->nkernels; i++) {
+        wvar(w, (uint64_t)g->kernels[i].kind);
+        wzz(w, g->kernels[i].root);
+        wvar(w, (uint64_t)g->kernels[i].impl);
+    }
+    wdim(w, g->arena);
 }
 
 jn_status jn_ir_serialize(const jn_ir_module *m, void **data, size_t *len) {
@@ -419,6 +429,8 @@ static jn_status read_graph(R *r, jn_ir_module *m, const int *ops, int nops) {
         v->device = (uint8_t)rsmall(r, 255);
         v->ndim = (uint8_t)rsmall(r, JN_MAX_DIMS);
         for (int d = 0; d < v->ndim && !r->bad; d++) v->shape[d] = rdim(r);
+        v->mem = rdim(r);
+        v->alias = r32(r);
     }
     n = RD("input count", rcount(r, 13));
     if (!r->bad) JN_IR_RESERVE(g->inputs, g->capinputs, n, return JN_ERR_NOMEM);
@@ -473,6 +485,7 @@ static jn_status read_graph(R *r, jn_ir_module *m, const int *ops, int nops) {
         }
         x->loop = r32(r);
         x->site = rzz(r);
+        x->kernel = r32(r);
         g->nnodes = i + 1;
     }
     n = RD("loop count", rcount(r, 7));
@@ -526,6 +539,18 @@ static jn_status read_graph(R *r, jn_ir_module *m, const int *ops, int nops) {
         JN_IR_RESERVE(g->guards, g->capguards, g->nguards + 1, return JN_ERR_NOMEM);
         if (!r->bad) g->guards[g->nguards++] = q; /* as written: no normalization */
     }
+    n = RD("kernel count", rcount(r, 3));
+    for (int32_t i = 0; i < n && !r->bad; i++) {
+        r->what = "kernel";
+        jn_ir_kernel k;
+        k.kind = (jn_ir_kernel_kind)rsmall(r, 255);
+        k.root = r32(r);
+        k.impl = (jn_ir_impl)rsmall(r, 255);
+        JN_IR_RESERVE(g->kernels, g->capkernels, g->nkernels + 1, return JN_ERR_NOMEM);
+        if (!r->bad) g->kernels[g->nkernels++] = k; /* as written; the verifier checks */
+    }
+    r->what = "arena";
+    g->arena = rdim(r);
     return JN_OK;
 }
 

@@ -512,6 +512,46 @@ static jn_status check_guards(vctx *c) {
     return JN_OK;
 }
 
+/* Codegen's annotations: the kernel table and the memory plan. */
+static jn_status check_codegen(vctx *c) {
+    const jn_ir_graph *g = c->g;
+    if (g->nkernels < 0 || (g->nkernels && !g->kernels)) BAD("the kernel table has a negative count or no storage");
+    for (int32_t k = 0; k < g->nkernels; k++) {
+        const jn_ir_kernel *K = &g->kernels[k];
+        if ((unsigned)K->kind > JN_IR_K_LIB) BAD("kernel K%d has unknown kind %d", k, (int)K->kind);
+        if ((unsigned)K->impl > JN_IR_IMPL_GEMM) BAD("kernel K%d has unknown impl %d", k, (int)K->impl);
+        if (K->root < 0 || K->root >= g->nnodes) BAD("kernel K%d has root node %d, which does not exist", k, K->root);
+        if (g->nodes[K->root].kernel != k)
+            BAD("kernel K%d has root node %d (%s), which is not one of its members (kernel=K%d)", k, K->root,
+                opname(g->nodes[K->root].op), k);
+    }
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        int32_t k = g->nodes[n].kernel;
+        if (k == -1) continue;
+        if (k < 0 || k >= g->nkernels) BAD("node %d (%s) names kernel K%d, which does not exist", n, opname(g->nodes[n].op), k);
+        const jn_ir_kernel *K = &g->kernels[k];
+        if (n > K->root) BAD("node %d (%s) comes after the root (node %d) of its kernel K%d", n, opname(g->nodes[n].op), K->root, k);
+        if (g->nodes[n].loop != g->nodes[K->root].loop)
+            BAD("node %d (%s) of kernel K%d is in loop %d, its root in loop %d (a kernel stays in one loop)", n,
+                opname(g->nodes[n].op), k, g->nodes[n].loop, g->nodes[K->root].loop);
+    }
+    int planned = 0;
+    for (int32_t v = 0; v < g->nvalues; v++) {
+        const jn_ir_value *x = &g->values[v];
+        if (x->mem == -1 && x->alias == -1) continue;
+        if (x->kind != JN_IR_V_NODE) BAD("value %%%d is no node output but has a memory plan (mem/alias)", v);
+        if (x->mem != -1 && (!dim_ok(c, x->mem) || (!jn_ir_is_expr(x->mem) && x->mem < 0)))
+            BAD("value %%%d has mem %lld, which is no byte offset", v, (long long)x->mem);
+        if (x->alias != -1 && (x->alias < 0 || x->alias >= g->nvalues || c->pos[x->alias] >= c->pos[v]))
+            BAD("value %%%d aliases %%%d, which is not defined before it", v, x->alias);
+        planned |= x->mem != -1;
+    }
+    if (!dim_ok(c, g->arena) || (!jn_ir_is_expr(g->arena) && g->arena < -1))
+        BAD("the arena size %lld is neither -1 (unplanned) nor a byte count", (long long)g->arena);
+    if (planned && g->arena == -1) BAD("values have arena offsets (mem) but the graph has no arena");
+    return JN_OK;
+}
+
 jn_status jn_ir_verify(const jn_ir_graph *g) {
     vctx cx = {.g = g, .gn = g && g->name ? g->name : "?"}, *c = &cx;
     if (!g) return jn_error(JN_ERR_VALUE, "jn_ir_verify: no graph");
@@ -542,6 +582,7 @@ jn_status jn_ir_verify(const jn_ir_graph *g) {
     if (st == JN_OK) st = check_carries(c);
     if (st == JN_OK) st = check_outputs(c);
     if (st == JN_OK) st = check_guards(c);
+    if (st == JN_OK) st = check_codegen(c);
     free(cx.scope);
     free(cx.pos);
     free(cx.owner);

@@ -648,7 +648,9 @@ static void check_result(jn_status st, jn_ir_module *m, int *accepted) {
     /* every accepted mutant is a new valid module: both identities must hold */
     char *t1 = print_str(m), *t2 = NULL, *t3 = NULL;
     jn_ir_module *m2 = NULL, *m3 = NULL;
-    CHECK(jn_ir_parse(t1, strlen(t1), &m2) == JN_OK);
+    jn_status st2 = jn_ir_parse(t1, strlen(t1), &m2);
+    CHECK(st2 == JN_OK);
+    if (st2) fprintf(stderr, "reparse: %s\n%s", jn_errmsg(), t1);
     if (m2) t2 = print_str(m2);
     CHECK(t2 && !strcmp(t1, t2));
     if (t2 && strcmp(t1, t2)) fprintf(stderr, "---- first\n%s---- second\n%s", t1, t2);

@@ -1,0 +1,120 @@
+/* jn_cg.h -- codegen: the optimization passes that turn a mined IR module
+ * (ir/jn_ir.h) into one the later stages compile and run: fused kernels, a
+ * static memory plan per graph, and a choice of implementation per kernel.
+ *
+ * The passes are listed ONCE, in pipeline order, in jn_cg_passes[]
+ * (codegen/passes.c); every name below is a key of that list:
+ *
+ *   verify    jn_ir_verify (structural invariants); changes nothing
+ *   dce       dead-code elimination (nodes, loop carries/collects, loops)
+ *   cse       common-subexpression elimination (and equal const inputs)
+ *   fold      constant folding: 0-d results of const inputs become const inputs
+ *   simplify  algebraic identities (x*1, x+0, cast to the same dtype, view
+ *             chains, transpose/permute pairs, squeeze(unsqueeze), neg(neg))
+ *   cse2      cse again (simplify makes nodes equal: two view(view(x)) chains)
+ *   dce2      dead-code elimination again (simplify and cse leave dead nodes)
+ *   fuse      elementwise fusion, reduction tails, GEMM epilogues -> kernels
+ *   plan      liveness-based buffer reuse into one static arena per graph
+ *   select    per kernel: generated C, the eager library kernel, or GEMM
+ *
+ * Semantics every pass preserves (the graph is functional): SSA values,
+ * every node a pure function of its inputs and attributes (random ops are
+ * deterministic in their seed/offset attributes); graph outputs, loop
+ * carries/collects and guards keep values alive; nodes never move across
+ * loop boundaries.  Each pass leaves a graph that jn_ir_verify accepts.
+ *
+ * Dumping: JANUS_DUMP_IR=all (every pass) or a comma list of pass names
+ * (JANUS_DUMP_IR=fuse,plan) makes jn_cg_options_from_env ask jn_cg_optimize
+ * to print each graph to stderr after those passes, under a header line
+ * "# after <pass> (graph <name>)".
+ */
+#ifndef JN_CG_H
+#define JN_CG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "jn_ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct jn_cg_ctx jn_cg_ctx;
+
+typedef struct {
+    const char *name;   /* "dce" */
+    const char *what;   /* one line for --help and dumps */
+    jn_status (*run)(jn_cg_ctx *cx, jn_ir_graph *g);
+} jn_cg_pass;
+
+/* The one pass list, in pipeline order, ended by a {NULL} entry. */
+extern const jn_cg_pass jn_cg_passes[];
+#define JN_CG_MAX_PASSES 16
+int jn_cg_npasses(void);
+const jn_cg_pass *jn_cg_pass_find(const char *name);   /* NULL if unknown */
+
+typedef struct {
+    const char *skip;        /* comma list of pass names not to run (NULL: none) */
+    FILE *dump;              /* print the IR here after the passes in dump_passes (NULL: never) */
+    const char *dump_passes; /* "all" or a comma list; NULL = all */
+    int verify_each;         /* run jn_ir_verify after every pass (tests, debug builds) */
+} jn_cg_options;
+
+/* Defaults (nothing skipped, no dump, verify_each on in debug builds), then
+ * JANUS_DUMP_IR from the environment (dump to stderr). */
+void jn_cg_options_from_env(jn_cg_options *o);
+
+/* Per pass, summed over the graphs of the module. */
+typedef struct {
+    const char *pass;
+    int64_t nodes_before, nodes_after;
+    int64_t kernels;          /* kernel table entries after the pass */
+    int64_t arena_bytes;      /* planned arena at the recorded symbol maxima (0: unplanned) */
+    int64_t naive_bytes;      /* sum of every arena-eligible intermediate, same point */
+    char arena_text[256];     /* per graph "g0=(B*4096) g1=512", truncated */
+} jn_cg_pass_stats;
+
+typedef struct {
+    int npasses;
+    jn_cg_pass_stats pass[JN_CG_MAX_PASSES];
+} jn_cg_stats;
+
+/* Runs the pass list over every graph of m (o NULL = defaults without the
+ * environment).  st may be NULL.  An unknown name in o->skip or
+ * o->dump_passes is JN_ERR_VALUE naming it and the known passes. */
+jn_status jn_cg_optimize(jn_ir_module *m, const jn_cg_options *o, jn_cg_stats *st);
+
+/* One named pass over one graph of m (tests; the pipeline runs them all). */
+jn_status jn_cg_run_pass(jn_ir_module *m, jn_ir_graph *g, const char *name);
+
+/* Bytes of d with every symbol at the top of its recorded range. */
+jn_status jn_cg_eval_at_max(const jn_ir_graph *g, jn_ir_dim d, int64_t *out);
+/* What the plan pass counts as the naive footprint of g (every value that
+ * could live in the arena gets its own 64-byte aligned buffer), at the
+ * recorded symbol maxima. */
+jn_status jn_cg_naive_bytes(const jn_ir_graph *g, int64_t *out);
+
+/* What kernel k of g reads and writes, for the emitter and the executor:
+ * its member nodes in order (root last), its external input values (read
+ * by a member, defined outside the kernel; first-use order, no repeats)
+ * and the values it writes (the root's outputs and every member output
+ * read outside the kernel), in node order.  Free with jn_cg_kernel_io_free. */
+typedef struct {
+    int32_t nnodes, *nodes;
+    int32_t nin, *in;
+    int32_t nout, *out;
+} jn_cg_kernel_io;
+jn_status jn_cg_kernel_describe(const jn_ir_graph *g, int32_t k, jn_cg_kernel_io *io);
+void jn_cg_kernel_io_free(jn_cg_kernel_io *io);
+
+/* The rules that make g's kernel table runnable (beyond jn_ir_verify's
+ * structure): members of ew/ew_reduce kernels elementwise but a reduction
+ * root, a gemm kernel starting with its GEMM, no member output read outside
+ * the kernel before its root runs.  JN_ERR_VALUE naming kernel and node. */
+jn_status jn_cg_check_kernels(const jn_ir_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,186 @@
+/* p_plan.c -- memory planning: one static arena per graph.
+ *
+ * What lives in the arena: node outputs that are no views and do not
+ * leave the graph (directly, or through a view of them that does: those
+ * become tensors Python keeps, allocated on their own), and that some
+ * node outside their kernel reads (a fused intermediate lives in
+ * registers).  Inputs and loop params/outs are not in the arena (the
+ * executor copies a carry's init/next and a collect's body into buffers of
+ * its own).  A view output gets alias=%base (the storage it shares, through
+ * view chains) and no slot; its base stays live as long as the view.
+ *
+ * Liveness over node order: a value is defined where its node runs (a
+ * kernel member runs at its kernel's root) and lives until its last use:
+ * the last reader outside its kernel; a reader inside a loop the value is
+ * defined outside of keeps it to the end of that (outermost such) loop;
+ * a carry next or a collect body lives to the end of its loop; a carry
+ * init to the start of its loop.
+ *
+ * Allocation, in order of definition: slots of values that died before
+ * this node are freed; an output of an elementwise node or an `ew` kernel
+ * first takes (in place) the slot of an input that dies right here with
+ * the identical type, no view sharing it, defined in the same loop and no
+ * carry next or collect body (those are read after the iteration or in the
+ * next one, even when the last body node is their last reader) (elementwise code reads every
+ * input element before it writes that element; an input the kernel itself
+ * writes does not count), and so does the output of an in-place table op
+ * (uniform_, copy_, in functional form) with its input 0, which its eager
+ * kernel overwrites anyway; else the best free slot
+ * whose size is provably large enough (the identical size expression, or
+ * both constants and the slot no smaller, the smallest such); else a new
+ * slot at the end of the arena.  Sizes are numel * element size rounded
+ * up to 64 bytes, as expressions over the graph's symbols, so offsets are
+ * 64-byte aligned expressions and the arena is one (mem=, arena lines).
+ */
+#include "cg_priv.h"
+
+typedef struct {
+    jn_ir_dim off, size;
+    int32_t owner;   /* value holding it, -1 = free */
+} slot;
+
+/* Is d provably >= need? */
+static int fits(jn_ir_dim d, jn_ir_dim need) {
+    return d == need || (!jn_ir_is_expr(d) && !jn_ir_is_expr(need) && d >= need);
+}
+
+jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
+    (void)cx;
+    int32_t nv = g->nvalues, nn = g->nnodes;
+    cg_uses u = {0};
+    uint8_t *elig = NULL, *viewed = calloc((size_t)nv + 1, 1);
+    int32_t *ex = malloc(((size_t)nn + 1) * sizeof(int32_t)), *last = malloc(((size_t)nv + 1) * sizeof(int32_t));
+    int32_t *vslot = malloc(((size_t)nv + 1) * sizeof(int32_t));
+    slot *slots = malloc(((size_t)nv + 1) * sizeof(slot));
+    int32_t nslots = 0;
+    jn_status st = cg_uses_build(g, &u);
+    if (st == JN_OK) st = cg_arena_eligible(g, &elig);
+    if (st == JN_OK && (!viewed || !ex || !last || !vslot || !slots))
+        st = jn_error(JN_ERR_NOMEM, "out of memory planning graph %s", g->name);
+    if (st != JN_OK) goto done;
+    for (int32_t n = 0; n < nn; n++) ex[n] = g->nodes[n].kernel >= 0 ? g->kernels[g->nodes[n].kernel].root : n;
+    /* liveness */
+    for (int32_t v = 0; v < nv; v++) {
+        int32_t dn = cg_def(g, v);
+        int32_t dloop = dn >= 0 ? g->nodes[dn].loop : -1, dk = dn >= 0 ? g->nodes[dn].kernel : -1;
+        if (g->values[v].kind == JN_IR_V_LOOP_PARAM) dloop = g->values[v].def;
+        else if (g->values[v].kind == JN_IR_V_LOOP_OUT) dloop = g->loops[g->values[v].def].parent;
+        int32_t l = dn >= 0 ? ex[dn] : -1;
+        vslot[v] = -1;
+        g->values[v].mem = -1;
+        g->values[v].alias = -1;
+        for (int32_t i = u.start[v]; i < u.start[v + 1]; i++) {
+            int32_t w = u.users[i];
+            if (dk >= 0 && g->nodes[w].kernel == dk) continue; /* inside the kernel */
+            int32_t p = ex[w];
+            for (int32_t L = g->nodes[w].loop; L >= 0 && !cg_encloses(g, L, dloop); L = g->loops[L].parent)
+                if (g->loops[L].first + g->loops[L].count - 1 > p) p = g->loops[L].first + g->loops[L].count - 1;
+            if (p > l) l = p;
+        }
+        last[v] = l;
+    }
+    for (int32_t L = 0; L < g->nloops; L++) {
+        const jn_ir_loop *Lp = &g->loops[L];
+        int32_t end = Lp->first + Lp->count - 1;
+        for (int32_t k = 0; k < Lp->ncarry; k++) {
+            if (last[Lp->carry[k].next] < end) last[Lp->carry[k].next] = end;
+            if (last[Lp->carry[k].init] < Lp->first) last[Lp->carry[k].init] = Lp->first;
+        }
+        for (int32_t k = 0; k < Lp->ncollect; k++)
+            if (last[Lp->collect[k].body] < end) last[Lp->collect[k].body] = end;
+    }
+    /* views: alias the base storage, which lives as long as they do */
+    for (int32_t n = 0; n < nn; n++) {
+        const jn_ir_node *x = &g->nodes[n];
+        if (!(cg_flags(x->op) & JN_F_VIEW)) continue;
+        int32_t base = g->values[x->in[0]].alias >= 0 ? g->values[x->in[0]].alias : x->in[0];
+        g->values[x->out[0]].alias = base;
+        viewed[base] = 1;
+    }
+    for (int32_t v = nv - 1; v >= 0; v--) {
+        int32_t b = g->values[v].alias;
+        if (b >= 0 && last[b] < last[v]) last[b] = last[v];
+    }
+    /* which values need a slot */
+    for (int32_t v = 0; v < nv; v++) {
+        if (!elig[v]) continue;
+        int32_t dn = cg_def(g, v), k = g->nodes[dn].kernel;
+        if (k < 0 || dn == g->kernels[k].root) continue;
+        int internal = !(u.flags[v] & (CG_U_OUTPUT | CG_U_NEXT | CG_U_INIT | CG_U_COLLECT));
+        for (int32_t i = u.start[v]; i < u.start[v + 1] && internal; i++) internal = g->nodes[u.users[i]].kernel == k;
+        if (internal) elig[v] = 0;
+    }
+    jn_ir_dim end = 0;
+    for (int32_t p = 0; p < nn; p++) {
+        /* free what died before p */
+        for (int32_t s = 0; s < nslots; s++)
+            if (slots[s].owner >= 0 && last[slots[s].owner] < p) slots[s].owner = -1;
+        int32_t k = g->nodes[p].kernel;
+        if (k >= 0 && g->kernels[k].root != p) continue; /* runs at its root */
+        int pfl = cg_flags(g->nodes[p].op);
+        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW : (pfl & (JN_F_EW | JN_F_INPLACE)) != 0;
+        int32_t first = k >= 0 ? 0 : p;
+        for (int32_t n = first; n <= p; n++) {
+            if (g->nodes[n].kernel != k || (k < 0 && n != p)) continue;
+            const jn_ir_node *x = &g->nodes[n];
+            for (int j = 0; j < x->nout; j++) {
+                int32_t v = x->out[j], pick = -1;
+                if (!elig[v]) continue;
+                jn_ir_dim need = cg_value_bytes(g, v);
+                if (need == JN_IR_DIM_ERROR) {
+                    st = JN_ERR_NOMEM;
+                    goto done;
+                }
+                /* in place: an external input of this node/kernel dying here */
+                for (int32_t m = first; m <= p && inplace_ok && pick < 0; m++) {
+                    if (g->nodes[m].kernel != k || (k < 0 && m != p)) continue;
+                    /* a table op that writes its input 0 (uniform_, copy_) may only reuse that one */
+                    int nin = k < 0 && (pfl & JN_F_INPLACE) ? 1 : g->nodes[m].nin;
+                    for (int i = 0; i < nin && pick < 0; i++) {
+                        int32_t w = g->nodes[m].in[i], s = vslot[w];
+                        if (s < 0 || slots[s].owner != w || last[w] != p || viewed[w] || !cg_same_type(g, v, w)) continue;
+                        int32_t wd = cg_def(g, w);
+                        if (k >= 0 && wd >= 0 && g->nodes[wd].kernel == k) continue; /* written by this kernel */
+                        /* a value from outside the loop is read again next iteration; a carry's
+                         * next or a collect body is copied out after the last node */
+                        if (wd < 0 || g->nodes[wd].loop != g->nodes[p].loop || (u.flags[w] & (CG_U_NEXT | CG_U_COLLECT)))
+                            continue;
+                        pick = s;
+                    }
+                }
+                /* best fit among free slots */
+                for (int32_t s = 0; s < nslots && pick < 0; s++)
+                    if (slots[s].owner < 0 && slots[s].size == need) pick = s;
+                for (int32_t s = 0; s < nslots; s++) {
+                    if (pick >= 0 || slots[s].owner >= 0 || !fits(slots[s].size, need)) continue;
+                    int32_t best = s;
+                    for (int32_t t = s + 1; t < nslots; t++)
+                        if (slots[t].owner < 0 && fits(slots[t].size, need) && slots[t].size < slots[best].size) best = t;
+                    pick = best;
+                }
+                if (pick < 0) {
+                    slots[nslots] = (slot){end, need, -1};
+                    end = jn_ir_dim_op(g, JN_IR_E_ADD, end, need);
+                    if (end == JN_IR_DIM_ERROR) {
+                        st = JN_ERR_NOMEM;
+                        goto done;
+                    }
+                    pick = nslots++;
+                }
+                slots[pick].owner = v;
+                vslot[v] = pick;
+                g->values[v].mem = slots[pick].off;
+            }
+        }
+    }
+    g->arena = end;
+done:
+    cg_uses_free(&u);
+    free(elig);
+    free(viewed);
+    free(ex);
+    free(last);
+    free(vslot);
+    free(slots);
+    return st;
+}

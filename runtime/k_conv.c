@@ -84,31 +84,34 @@ typedef struct {
 
 #define IM2COL(NAME, T)                                                                           \
     static void NAME(const conv_job *j, int64_t n, int64_t g, T *col, int64_t r0, int64_t r1) {    \
-        const int64_t P = j->P, OW = j->OW, OH = j->OH;                                            \
+        const int64_t P = j->P, OW = j->OW, OH = j->OH, kh = j->kh, kw = j->kw, H = j->H;          \
+        const int64_t sh = j->sh, sw = j->sw, ph = j->ph, dh = j->dh, xs2 = j->xs[2], xs3 = j->xs[3]; \
+        const T *x0 = (const T *)j->x + n * j->xs[0] + g * j->Cg * j->xs[1];                       \
+        const int64_t xs1 = j->xs[1], dw = j->dw, pw = j->pw, W = j->W;                            \
         for (int64_t r = r0; r < r1; r++) {                                                        \
-            int64_t c = r / (j->kh * j->kw), i = r / j->kw % j->kh, jj = r % j->kw;                \
-            const T *xc = (const T *)j->x + n * j->xs[0] + (g * j->Cg + c) * j->xs[1];             \
+            int64_t c = r / (kh * kw), i = r / kw % kh, jj = r % kw;                               \
+            const T *xc = x0 + c * xs1;                                                            \
             T *row = col + r * P;                                                                  \
-            int64_t woff = jj * j->dw - j->pw; /* iw = ow*sw + woff */                             \
-            int64_t lo = jn_rt_ceildiv(-woff, j->sw), hi = jn_rt_ceildiv(j->W - woff, j->sw);                  \
+            int64_t woff = jj * dw - pw; /* iw = ow*sw + woff */                                   \
+            int64_t lo = jn_rt_ceildiv(-woff, sw), hi = jn_rt_ceildiv(W - woff, sw);               \
             if (lo < 0) lo = 0;                                                                    \
             if (hi > OW) hi = OW;                                                                  \
             if (hi < lo) hi = lo;                                                                  \
             for (int64_t oh = 0; oh < OH; oh++) {                                                  \
                 T *d = row + oh * OW;                                                              \
-                int64_t ih = oh * j->sh - j->ph + i * j->dh;                                       \
-                if (ih < 0 || ih >= j->H || lo >= hi) {                                            \
+                int64_t ih = oh * sh - ph + i * dh;                                                \
+                if (ih < 0 || ih >= H || lo >= hi) {                                               \
                     memset(d, 0, sizeof(T) * (size_t)OW);                                          \
                     continue;                                                                      \
                 }                                                                                  \
                 for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                     \
                 for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;                                    \
-                const T *src = xc + ih * j->xs[2];                                                 \
-                if (j->sw == 1 && j->xs[3] == 1)                                                   \
+                const T *src = xc + ih * xs2;                                                      \
+                if (sw == 1 && xs3 == 1)                                                           \
                     memcpy(d + lo, src + lo + woff, sizeof(T) * (size_t)(hi - lo));                \
                 else {                                                                             \
-                    const int64_t st = j->sw * j->xs[3];                                           \
-                    const T *s0 = src + woff * j->xs[3];                                           \
+                    const int64_t st = sw * xs3;                                                   \
+                    const T *s0 = src + woff * xs3;                                                \
                     for (int64_t ow = lo; ow < hi; ow++) d[ow] = s0[ow * st];                      \
                 }                                                                                  \
             }                                                                                      \
@@ -471,8 +474,65 @@ jn_status jn_infer_max_pool2d(int nin, jn_tensor *const *in, const jn_attrs *a, 
     }
 #define FNAN(v) ((v) != (v))
 #define NONAN(v) 0
-MAXPOOL(maxpool_f32, float, -INFINITY, FNAN)
-MAXPOOL(maxpool_f64, double, -INFINITY, FNAN)
+MAXPOOL(maxpool_f32_any, float, -INFINITY, FNAN)
+MAXPOOL(maxpool_f64_any, double, -INFINITY, FNAN)
+
+/* The common 2x2, stride-2 pool with no padding or dilation over rows of
+ * unit stride: the same scan order and tie/nan rule as MAXPOOL (the window's
+ * first element starts as the best, since anything beats or ties LOWEST),
+ * but branch-free over a whole output row so that it vectorizes; the
+ * generic loop's data-dependent branches mispredict on every other element. */
+#define MAXPOOL22(NAME, T)                                                                        \
+    static SIMD_POOL void NAME(const pool_job *j, int64_t b, int64_t e) {                         \
+        const int64_t C = j->p.C, W = j->p.W, sn = j->p.sn, sc = j->p.sc, xsh = j->p.sh;          \
+        const int64_t OH = j->OH, OW = j->OW;                                                     \
+        for (int64_t pl = b; pl < e; pl++) {                                                      \
+            const T *x = (const T *)j->x + (pl / C) * sn + (pl % C) * sc;                         \
+            T *v = (T *)j->val + pl * OH * OW;                                                    \
+            int64_t *ix = j->idx + pl * OH * OW;                                                  \
+            for (int64_t oh = 0; oh < OH; oh++) {                                                 \
+                const T *r0 = x + 2 * oh * xsh, *r1 = r0 + xsh;                                   \
+                T *vr = v + oh * OW;                                                              \
+                int64_t *ir = ix + oh * OW, base = 2 * oh * W;                                    \
+                for (int64_t ow = 0; ow < OW; ow++) {                                             \
+                    T a = r0[2 * ow], bb = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];    \
+                    T best = a;                                                                   \
+                    int64_t k = 0;                                                                \
+                    int t = (bb > best) | (bb != bb);                                             \
+                    best = t ? bb : best;                                                         \
+                    k = t ? 1 : k;                                                                \
+                    t = (c > best) | (c != c);                                                    \
+                    best = t ? c : best;                                                          \
+                    k = t ? W : k;                                                               \
+                    t = (d > best) | (d != d);                                                    \
+                    best = t ? d : best;                                                          \
+                    k = t ? W + 1 : k;                                                            \
+                    vr[ow] = best;                                                                \
+                    ir[ow] = base + 2 * ow + k;                                                   \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+#if defined(__x86_64__) && defined(__ELF__) /* ifunc dispatch, as k_elementwise.c */
+#define SIMD_POOL __attribute__((target_clones("avx2", "default")))
+#else
+#define SIMD_POOL
+#endif
+MAXPOOL22(maxpool22_f32, float)
+MAXPOOL22(maxpool22_f64, double)
+
+static int is_pool22(const pool_job *j) {
+    return j->kh == 2 && j->kw == 2 && j->sh == 2 && j->sw == 2 && j->ph == 0 && j->pw == 0 && j->dh == 1 &&
+           j->dw == 1 && (j->p.sw == 1 || j->OW == 0) && 2 * j->OH <= j->p.H && 2 * j->OW <= j->p.W;
+}
+static void maxpool_f32(int64_t b, int64_t e, void *ctx) {
+    if (is_pool22(ctx)) maxpool22_f32(ctx, b, e);
+    else maxpool_f32_any(b, e, ctx);
+}
+static void maxpool_f64(int64_t b, int64_t e, void *ctx) {
+    if (is_pool22(ctx)) maxpool22_f64(ctx, b, e);
+    else maxpool_f64_any(b, e, ctx);
+}
 MAXPOOL(maxpool_i64, int64_t, INT64_MIN, NONAN)
 MAXPOOL(maxpool_i32, int32_t, INT32_MIN, NONAN)
 MAXPOOL(maxpool_u8, uint8_t, 0, NONAN)

@@ -78,7 +78,11 @@ typedef struct {
     const char *w;      /* contiguous [O, Kc] */
     char *out;          /* contiguous [N, O, P] */
     double beta;        /* 1: out already holds the bias */
+    const char *bias;   /* wide path: [O] bias to add, or NULL */
     int direct;         /* 1x1 on a plane-contiguous input: no unrolling */
+    int wide;           /* stride-1 undilated: whole-plane column rows (see wide_image) */
+    int padcopy;        /* wide, and the planes need padding or are not row-contiguous */
+    int64_t Hp, Wp, L;  /* wide: padded plane size, column row length */
     int failed;
 } conv_job;
 
@@ -136,10 +140,114 @@ static void im2col_task(int64_t b, int64_t e, void *ctx) {
     im2col(c->j, c->n, c->g, c->col, b, e);
 }
 
+/* ---- the wide layout (stride 1, no dilation) ----
+ * Column row (c, ki, kj) at output position (oh, ow) reads padded-plane
+ * element (oh+ki)*Wp + ow+kj.  Indexing positions by oh*Wp + ow instead of
+ * oh*OW + ow (a "wide" output row of Wp entries, the last kw-1 of them
+ * garbage) makes the whole row one contiguous run of the plane: one copy of
+ * L = (OH-1)*Wp + OW elements instead of OH short copies plus edge zeroing,
+ * which dominate im2col when rows are short (LeNet: OW = 10).  The GEMM then
+ * has L columns instead of OH*OW, and the garbage columns of its result are
+ * dropped when the rows are compacted into the output. */
+static size_t wide_elems(const conv_job *j) {
+    return (size_t)(j->Kc * j->L + j->Og * j->OH * j->Wp + (j->padcopy ? j->Cg * j->Hp * j->Wp : 0));
+}
+
+/* Zero-padded copies of the Cg planes of image n, group g ([Cg, Hp*Wp]). */
+#define WIDE_PAD(NAME, T)                                                                         \
+    static void NAME(const conv_job *j, int64_t n, int64_t g, T *dst) {                           \
+        const int64_t Hp = j->Hp, Wp = j->Wp, H = j->H, W = j->W, xs2 = j->xs[2], xs3 = j->xs[3];  \
+        memset(dst, 0, sizeof(T) * (size_t)(j->Cg * Hp * Wp));                                     \
+        for (int64_t c = 0; c < j->Cg; c++) {                                                     \
+            const T *xc = (const T *)j->x + n * j->xs[0] + (g * j->Cg + c) * j->xs[1];            \
+            T *pc = dst + c * Hp * Wp + j->ph * Wp + j->pw;                                       \
+            for (int64_t h = 0; h < H; h++)                                                       \
+                if (xs3 == 1) memcpy(pc + h * Wp, xc + h * xs2, sizeof(T) * (size_t)W);           \
+                else                                                                              \
+                    for (int64_t w = 0; w < W; w++) pc[h * Wp + w] = xc[h * xs2 + w * xs3];       \
+        }                                                                                         \
+    }
+WIDE_PAD(wide_pad_f32, float)
+WIDE_PAD(wide_pad_f64, double)
+
+/* Output planes of group g = the wide result rows without their garbage
+ * columns, plus the bias. */
+#define WIDE_COMPACT(NAME, T)                                                                     \
+    static void NAME(const conv_job *j, int64_t g, const T *tmp, T *out) {                        \
+        const int64_t OH = j->OH, OW = j->OW, Wp = j->Wp, P = j->P;                               \
+        for (int64_t o = 0; o < j->Og; o++) {                                                     \
+            const T bv = j->bias ? ((const T *)j->bias)[g * j->Og + o] : (T)0;                    \
+            for (int64_t oh = 0; oh < OH; oh++) {                                                 \
+                const T *s = tmp + (o * OH + oh) * Wp;                                            \
+                T *d = out + o * P + oh * OW;                                                     \
+                for (int64_t ow = 0; ow < OW; ow++) d[ow] = s[ow] + bv;                           \
+            }                                                                                     \
+        }                                                                                         \
+    }
+WIDE_COMPACT(wide_compact_f32, float)
+WIDE_COMPACT(wide_compact_f64, double)
+
+typedef struct {
+    const conv_job *j;
+    const char *planes;
+    int64_t pstride;
+    char *col;
+} wide_rows_ctx;
+
+static void wide_rows(int64_t b, int64_t e, void *ctx) {
+    const wide_rows_ctx *c = ctx;
+    const conv_job *j = c->j;
+    size_t es = jn_dtype_size[j->cd];
+    const int64_t kk = j->kh * j->kw;
+    for (int64_t r = b; r < e; r++) {
+        int64_t ch = r / kk, ki = r / j->kw % j->kh, kj = r % j->kw;
+        memcpy(c->col + (size_t)(r * j->L) * es, c->planes + (size_t)(ch * c->pstride + ki * j->Wp + kj) * es,
+               (size_t)j->L * es);
+    }
+}
+
+static void wide_image(const conv_job *j, int64_t n, char *buf, int par_unroll) {
+    const int64_t Kc = j->Kc, Og = j->Og, L = j->L, LW = j->OH * j->Wp;
+    size_t es = jn_dtype_size[j->cd];
+    char *col = buf, *tmp = buf + (size_t)(Kc * L) * es, *pbuf = tmp + (size_t)(Og * LW) * es;
+    for (int64_t g = 0; g < j->G; g++) {
+        wide_rows_ctx c = {j, pbuf, j->Hp * j->Wp, col};
+        if (j->padcopy) {
+            if (j->cd == JN_F32) wide_pad_f32(j, n, g, (float *)pbuf);
+            else wide_pad_f64(j, n, g, (double *)pbuf);
+        } else {
+            c.planes = j->x + (size_t)((n * j->xs[0] + g * j->Cg * j->xs[1]) * (int64_t)es);
+            c.pstride = j->xs[1];
+        }
+        if (par_unroll && Kc * L >= (1 << 16)) jn_parallel_for(Kc, (1 << 15) / (L + 1) + 1, wide_rows, &c);
+        else wide_rows(0, Kc, &c);
+        const char *A = j->w + (size_t)(g * Og * Kc * (int64_t)es);
+        char *out = j->out + (size_t)((n * j->O + g * Og) * j->P * (int64_t)es);
+        if (j->cd == JN_F32) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Og, (int)L, (int)Kc, 1.0f, (const float *)A,
+                        (int)Kc, (const float *)col, (int)L, 0.0f, (float *)tmp, (int)LW);
+            wide_compact_f32(j, g, (const float *)tmp, (float *)out);
+        } else {
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Og, (int)L, (int)Kc, 1.0, (const double *)A,
+                        (int)Kc, (const double *)col, (int)L, 0.0, (double *)tmp, (int)LW);
+            wide_compact_f64(j, g, (const double *)tmp, (double *)out);
+        }
+    }
+}
+
+/* Column buffer elements one image needs. */
+static size_t col_elems(const conv_job *j) {
+    return j->wide ? wide_elems(j) : (size_t)(j->Kc * j->P);
+}
+
 /* One image: every group's product.  `par_unroll` spreads the unrolling. */
 static void conv_image(const conv_job *j, int64_t n, void *col, int par_unroll) {
     const int64_t P = j->P, Kc = j->Kc, Og = j->Og;
     size_t es = jn_dtype_size[j->cd];
+    if (j->wide) {
+        wide_image(j, n, col, par_unroll);
+        return;
+    }
     for (int64_t g = 0; g < j->G; g++) {
         const char *B;
         int64_t ldb;
@@ -173,7 +281,7 @@ static void conv_batch_task(int64_t b, int64_t e, void *ctx) {
     conv_job *j = ctx;
     void *col = NULL;
     if (!j->direct) {
-        col = malloc((size_t)(j->Kc * j->P) * jn_dtype_size[j->cd] + 1);
+        col = malloc(col_elems(j) * jn_dtype_size[j->cd] + 1);
         if (!col) {
             __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
             return;
@@ -316,8 +424,19 @@ jn_status jn_cpu_conv2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
     for (int d = 1; d < 4; d++) j.xs[d] = x->strides[d - 1 + g.batched];
     j.w = jn_data(w);
     j.out = jn_data(o);
-    /* the output starts as the bias (beta = 1) or zeros when there is nothing to multiply */
-    if (b || j.Kc == 0) {
+    j.direct = j.kh == 1 && j.kw == 1 && j.sh == 1 && j.sw == 1 && j.ph == 0 && j.pw == 0 &&
+               (j.W == 1 || j.xs[3] == 1) && (j.H == 1 || j.xs[2] == j.W) && (j.Cg == 1 || j.xs[1] >= j.P);
+    /* wide rows pay kw-1 garbage columns per output row: worth it while that is under half a row */
+    j.Hp = j.H + 2 * j.ph;
+    j.Wp = j.W + 2 * j.pw;
+    j.wide = j.Kc > 0 && !j.direct && j.sh == 1 && j.sw == 1 && j.dh == 1 && j.dw == 1 &&
+             2 * (j.kw - 1) <= j.OW && j.Hp * j.Wp <= INT_MAX;
+    j.padcopy = j.ph || j.pw || (j.W > 1 && j.xs[3] != 1) || (j.H > 1 && j.xs[2] != j.W);
+    j.L = (j.OH - 1) * j.Wp + j.OW;
+    /* the output starts as the bias (beta = 1) or zeros when there is nothing to multiply; the
+     * wide path adds the bias as it compacts its rows instead */
+    if (j.wide) j.bias = b ? jn_data(b) : NULL;
+    else if (b || j.Kc == 0) {
         int64_t planes_n = j.N * j.O;
         for (int64_t p = 0; p < planes_n; p++) {
             int64_t oc = p % j.O;
@@ -332,9 +451,6 @@ jn_status jn_cpu_conv2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
         j.beta = 1.0;
     }
     if (j.Kc > 0) {
-        j.direct = j.kh == 1 && j.kw == 1 && j.sh == 1 && j.sw == 1 && j.ph == 0 && j.pw == 0 &&
-                   (j.W == 1 || j.xs[3] == 1) && (j.H == 1 || j.xs[2] == j.W) &&
-                   (j.Cg == 1 || j.xs[1] >= j.P);
         double mnk = (double)j.Og * (double)j.P * (double)j.Kc;
         if (j.N > 1 && mnk <= BLAS_SINGLE_THREAD_MNK) {
             int64_t grain = (int64_t)(65536.0 / (mnk * (double)j.G + 1.0)) + 1;
@@ -342,7 +458,7 @@ jn_status jn_cpu_conv2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
             if (j.failed) s = jn_error(JN_ERR_NOMEM, "conv2d: out of memory for the column buffer");
         } else {
             void *col = NULL;
-            if (!j.direct && !(col = malloc((size_t)(j.Kc * j.P) * jn_dtype_size[j.cd] + 1))) {
+            if (!j.direct && !(col = malloc(col_elems(&j) * jn_dtype_size[j.cd] + 1))) {
                 s = jn_error(JN_ERR_NOMEM, "conv2d: out of memory for a %lld x %lld column buffer",
                              (long long)j.Kc, (long long)j.P);
                 goto done;
@@ -503,7 +619,7 @@ MAXPOOL(maxpool_f64_any, double, -INFINITY, FNAN)
                     k = t ? 1 : k;                                                                \
                     t = (c > best) | (c != c);                                                    \
                     best = t ? c : best;                                                          \
-                    k = t ? W : k;                                                               \
+                    k = t ? W : k;                                                                \
                     t = (d > best) | (d != d);                                                    \
                     best = t ? d : best;                                                          \
                     k = t ? W + 1 : k;                                                            \

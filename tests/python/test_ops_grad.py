@@ -142,6 +142,10 @@ _CONV = [
     dict(x=(0, 3, 5, 5), w=(4, 3, 3, 3), attrs=([1], [1], [1], 1)),                  # empty batch
     dict(x=(2, 0, 5, 5), w=(4, 0, 3, 3), attrs=([1], [1], [1], 1)),                  # no input channels
     dict(x=(2, 3, 5, 5), w=(0, 3, 3, 3), attrs=([1], [1], [1], 1)),                  # no output channels
+    # stride 1, undilated: the wide-row layout (LeNet's two layers, asymmetric padding with groups)
+    dict(x=(3, 1, 28, 28), w=(6, 1, 5, 5), attrs=([1], [2], [1], 1)),
+    dict(x=(3, 6, 14, 14), w=(16, 6, 5, 5), attrs=([1], [0], [1], 1)),
+    dict(x=(2, 4, 7, 9), w=(6, 2, 3, 3), attrs=([1], [1, 2], [1], 2)),
 ]
 _AVG = [  # input size, (kernel, stride, padding, ceil_mode, count_include_pad)
     dict(x=(2, 3, 6, 5), attrs=([2], [], [0], False, True)),
@@ -304,6 +308,24 @@ def test_conv_grads_thread_counts(threads):
                 oc.assert_close(got, ref(*inputs))
     finally:
         _C.set_num_threads(old)
+
+
+@pytest.mark.parametrize("pad", [0, 1])
+def test_conv_grads_non_finite(pad):
+    """inf/nan in the weight (input grad) or the input (weight grad) reach
+    exactly the entries they reach in the definition: the wide layout's
+    garbage columns must not smear them (it falls back when they occur)."""
+    case = dict(x=(2, 3, 8, 9), w=(4, 3, 3, 3), attrs=([1], [pad], [1], 1))
+    for name in ("conv2d_input_grad", "conv2d_weight_grad"):
+        for dtype in ("float64", "float32"):
+            inputs, attrs, ref = _inputs(name, case, dtype, seed=31)
+            other = inputs[1].copy()
+            other.flat[5] = np.inf
+            other.flat[-7] = np.nan
+            want = ref(inputs[0], other)
+            assert np.isfinite(want).any() and not np.isfinite(want).all()
+            got = oc.op(name, [oc.jn(inputs[0]), oc.jn(other)], attrs)
+            oc.assert_close(got, want, rtol=1e-5, atol=1e-5, dtype=dtype)
 
 
 def test_conv_grads_large_float32():

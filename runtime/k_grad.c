@@ -17,7 +17,8 @@
  * threading, im2col/col2im on the pool.
  *
  * Pool backwards zero each input plane and scatter grad/divisor over each
- * output cell's window, one (batch, channel) plane per task.  float16 and
+ * output cell's window (max pool: grad at the window's argmax, in the
+ * order scatter_add would add it), one (batch, channel) plane per task.  float16 and
  * bfloat16 are computed in float32 and narrowed at the end.  Shapes are
  * re-derived from the attributes exactly as the forward ops compute them and
  * grad_out must match.
@@ -823,6 +824,9 @@ typedef struct {
     const char *g;
     int64_t gs[4];      /* grad_out element strides as [N, C, OH, OW] */
     char *dx;           /* contiguous [N, C, H, W] of dtype cd */
+    const int64_t *idx; /* max pool: argmax indices into each H*W plane */
+    int64_t is[4];      /* their element strides as [N, C, OH, OW] */
+    int bad;            /* max pool: an index was out of range */
 } pjob;
 
 /* input_size of a pool: 3 or 4 dims with non-empty non-batch dims (the
@@ -954,6 +958,31 @@ AVG_BWD(avg_bwd_f64, double)
 ADAPTIVE_BWD(adaptive_bwd_f32, float)
 ADAPTIVE_BWD(adaptive_bwd_f64, double)
 
+#define MAX_BWD(NAME, T)                                                                          \
+    static void NAME(int64_t b, int64_t e, void *ctx) {                                           \
+        pjob *p = ctx;                                                                            \
+        const int64_t HW = p->H * p->W, OH = p->OH, OW = p->OW, C = p->C;                         \
+        int bad = 0;                                                                              \
+        for (int64_t pl = b; pl < e; pl++) {                                                      \
+            const T *g = (const T *)p->g + (pl / C) * p->gs[0] + (pl % C) * p->gs[1];             \
+            const int64_t *ix = p->idx + (pl / C) * p->is[0] + (pl % C) * p->is[1];               \
+            T *dx = (T *)p->dx + pl * HW;                                                         \
+            memset(dx, 0, sizeof(T) * (size_t)HW);                                                \
+            for (int64_t oh = 0; oh < OH; oh++)                                                   \
+                for (int64_t ow = 0; ow < OW; ow++) {                                             \
+                    int64_t k = ix[oh * p->is[2] + ow * p->is[3]];                                \
+                    if ((uint64_t)k >= (uint64_t)HW) {                                            \
+                        bad = 1;                                                                  \
+                        continue;                                                                 \
+                    }                                                                             \
+                    dx[k] += g[oh * p->gs[2] + ow * p->gs[3]];                                    \
+                }                                                                                 \
+        }                                                                                         \
+        if (bad) __atomic_store_n(&p->bad, 1, __ATOMIC_RELAXED);                                  \
+    }
+MAX_BWD(max_bwd_f32, float)
+MAX_BWD(max_bwd_f64, double)
+
 /* Runs a pool backward over every (batch, channel) plane; half dtypes go
  * through float32 copies. */
 static jn_status pool_bwd_run(pjob *p, jn_tensor *gout, jn_tensor *out, double window, jn_range_fn f32,
@@ -1040,4 +1069,55 @@ jn_status jn_cpu_adaptive_avg_pool2d_backward(int nin, jn_tensor *const *in, con
     if (s) return s;
     double win = (double)(p.H / (p.OH ? p.OH : 1) + 1) * (double)(p.W / (p.OW ? p.OW : 1) + 1);
     return pool_bwd_run(&p, in[0], out[0], win, adaptive_bwd_f32, adaptive_bwd_f64);
+}
+
+/* ================================================== max_pool2d_backward */
+static jn_status max_bwd_geom(jn_tensor *const *in, const jn_attrs *a, pjob *p) {
+    const char *op = "max_pool2d_backward";
+    const jn_tensor *gout = in[0], *ix = in[1];
+    char s1[160], s2[160];
+    jn_status s;
+    if ((s = pool_input(op, gout, a, p))) return s;
+    const jn_ints *l = &a->a[0].l;
+    int o = l->n - 3;
+    for (int d = 0; d < o + 1; d++) /* batch and channel dims: grad_out's own */
+        if (gout->shape[d] != l->v[d])
+            return jn_error(JN_ERR_SHAPE, "%s: grad_output of size %s does not match input_size %s in dimension %d",
+                            op, jn_shape_str(gout->ndim, gout->shape, s1, sizeof s1),
+                            jn_shape_str(l->n, l->v, s2, sizeof s2), d);
+    if (ix->dtype != JN_I64)
+        return jn_error(JN_ERR_TYPE, "%s: indices must be int64 (max_pool2d's second output), got '%s'", op,
+                        dn(ix->dtype));
+    if (!jn_same_shape(ix->ndim, ix->shape, gout->ndim, gout->shape))
+        return jn_error(JN_ERR_SHAPE, "%s: indices of size %s must have grad_output's size %s", op,
+                        jn_shape_str(ix->ndim, ix->shape, s1, sizeof s1),
+                        jn_shape_str(gout->ndim, gout->shape, s2, sizeof s2));
+    p->OH = gout->shape[o + 1];
+    p->OW = gout->shape[o + 2];
+    return JN_OK;
+}
+
+jn_status jn_infer_max_pool2d_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {
+    pjob p;
+    jn_status s = max_bwd_geom(in, a, &p);
+    if (s) return s;
+    out->dtype = in[0]->dtype;
+    out->ndim = a->a[0].l.n;
+    memcpy(out->shape, a->a[0].l.v, sizeof(int64_t) * (size_t)out->ndim);
+    return JN_OK;
+}
+
+jn_status jn_cpu_max_pool2d_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    pjob p;
+    jn_status s = max_bwd_geom(in, a, &p);
+    if (s) return s;
+    p.idx = (const int64_t *)jn_data(in[1]);
+    grad_strides(in[1], p.is);
+    if ((s = pool_bwd_run(&p, in[0], out[0], 1.0, max_bwd_f32, max_bwd_f64))) return s;
+    if (p.bad)
+        return jn_error(JN_ERR_INDEX,
+                        "max_pool2d_backward: an index is outside the %lld x %lld input plane; indices must come "
+                        "from max_pool2d over an input of size input_size",
+                        (long long)p.H, (long long)p.W);
+    return JN_OK;
 }

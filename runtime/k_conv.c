@@ -7,13 +7,16 @@
  * multiplied by the [out/groups, C/groups*kH*kW] weight slice with
  * sgemm/dgemm into the output, which already holds the bias.  A 1x1,
  * stride-1, unpadded convolution over plane-contiguous input skips the
- * unrolling.  Small per-image products (which OpenBLAS runs single-threaded)
- * are spread over the batch on the thread pool, each worker with its own
- * column buffer; large ones run image by image with BLAS threading.
+ * unrolling; other stride-1 undilated ones use the wide layout (see
+ * wide_image): one copy per column row instead of one per output row.
+ * Small per-image products (which OpenBLAS runs single-threaded) are spread
+ * over the batch on the thread pool, each worker with its own column
+ * buffer; large ones run image by image with BLAS threading.
  *
  * Pools read the input through its strides and write contiguous outputs,
- * one (batch, channel) plane per task.  float16/bfloat16 are computed in
- * float32 (widened copy, narrowed result), as PyTorch does.
+ * one (batch, channel) plane per task; 2x2 stride-2 max pooling has a
+ * branch-free path.  float16/bfloat16 are computed in float32 (widened
+ * copy, narrowed result), as PyTorch does.
  */
 #include "k_conv.h"
 

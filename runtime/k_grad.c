@@ -1,6 +1,6 @@
 /* k_grad.c -- kernels that only derivative formulas use: the two gradients
  * of conv2d (w.r.t. its input and its weight) and the backward passes of
- * avg_pool2d and adaptive_avg_pool2d, with PyTorch's semantics.
+ * avg_pool2d, adaptive_avg_pool2d and max_pool2d, with PyTorch's semantics.
  *
  * Convolution gradients are GEMM + col2im / im2col + GEMM, per group:
  *   input:  cols[Ckk x P] = W_g^T [Ckk x O_g] @ dY_g [O_g x P], then col2im
@@ -14,7 +14,8 @@
  * task, added in task order, so results do not depend on timing); so are
  * thin ones (small O_g x Ckk, e.g. a first layer), as GEMMs over column
  * slices of each image.  Larger ones run chunk by chunk with BLAS
- * threading, im2col/col2im on the pool.
+ * threading, im2col/col2im on the pool.  Stride-1 undilated convolutions
+ * use the wide layout of conv2d's forward (see im2col_wide).
  *
  * Pool backwards zero each input plane and scatter grad/divisor over each
  * output cell's window (max pool: grad at the window's argmax, in the

@@ -19,10 +19,10 @@
  *
  * Pool backwards zero each input plane and scatter grad/divisor over each
  * output cell's window (max pool: grad at the window's argmax, in the
- * order scatter_add would add it), one (batch, channel) plane per task.  float16 and
- * bfloat16 are computed in float32 and narrowed at the end.  Shapes are
- * re-derived from the attributes exactly as the forward ops compute them and
- * grad_out must match.
+ * order scatter_add would add it), one (batch, channel) plane per task.
+ * float16 and bfloat16 are computed in float32 and narrowed at the end.
+ * Shapes are re-derived from the attributes exactly as the forward ops
+ * compute them and grad_out must match.
  */
 #include "k_conv.h"
 

@@ -23,6 +23,9 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -644,9 +647,107 @@ static int is_pool22(const pool_job *j) {
     return j->kh == 2 && j->kw == 2 && j->sh == 2 && j->sw == 2 && j->ph == 0 && j->pw == 0 && j->dh == 1 &&
            j->dw == 1 && (j->p.sw == 1 || j->OW == 0) && 2 * j->OH <= j->p.H && 2 * j->OW <= j->p.W;
 }
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same 2x2 pool for float32 with AVX2 by hand: 8 (or 4) windows at a
+ * time, the even/odd columns of each row pair split by shuffles, and the
+ * row's last block overlapping the previous one (the same values written
+ * twice) instead of a scalar tail; LeNet's pooled rows are 14 and 5 wide,
+ * which leave the compiler's vector loop mostly in its scalar epilogue. */
+/* Even (0x88) or odd (0xDD) elements of l:h in order: an in-lane shuffle,
+ * then the 64-bit blocks back in place. */
+#define SPLIT8(l, h, sel) \
+    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(l, h, sel)), 0xD8))
+__attribute__((target("avx2"))) static void maxpool22_f32_avx2(const pool_job *j, int64_t b, int64_t e) {
+    const int64_t C = j->p.C, W = j->p.W, sn = j->p.sn, sc = j->p.sc, xsh = j->p.sh, OH = j->OH, OW = j->OW;
+    const __m256i k1 = _mm256_set1_epi32(1), kw = _mm256_set1_epi32((int)W), kw1 = _mm256_set1_epi32((int)W + 1);
+    const __m256i q2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m128i k1s = _mm_set1_epi32(1), kws = _mm_set1_epi32((int)W), kw1s = _mm_set1_epi32((int)W + 1);
+    const __m128i q2s = _mm_setr_epi32(0, 2, 4, 6);
+    for (int64_t pl = b; pl < e; pl++) {
+        const float *x = (const float *)j->x + (pl / C) * sn + (pl % C) * sc;
+        float *v = (float *)j->val + pl * OH * OW;
+        int64_t *ix = j->idx + pl * OH * OW;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const float *r0 = x + 2 * oh * xsh, *r1 = r0 + xsh;
+            float *vr = v + oh * OW;
+            int64_t *ir = ix + oh * OW, base = 2 * oh * W;
+            if (OW >= 8) {
+                for (int64_t ow = 0; ow < OW; ow += 8) {
+                    if (ow + 8 > OW) ow = OW - 8; /* overlap the last block */
+                    __m256 l0 = _mm256_loadu_ps(r0 + 2 * ow), h0 = _mm256_loadu_ps(r0 + 2 * ow + 8);
+                    __m256 l1 = _mm256_loadu_ps(r1 + 2 * ow), h1 = _mm256_loadu_ps(r1 + 2 * ow + 8);
+                    __m256 a = SPLIT8(l0, h0, 0x88), bb = SPLIT8(l0, h0, 0xDD);
+                    __m256 c = SPLIT8(l1, h1, 0x88), d = SPLIT8(l1, h1, 0xDD);
+                    __m256 best = a;
+                    __m256i k = _mm256_setzero_si256();
+                    __m256 t = _mm256_or_ps(_mm256_cmp_ps(bb, best, _CMP_GT_OQ), _mm256_cmp_ps(bb, bb, _CMP_UNORD_Q));
+                    best = _mm256_blendv_ps(best, bb, t);
+                    k = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(k), _mm256_castsi256_ps(k1), t));
+                    t = _mm256_or_ps(_mm256_cmp_ps(c, best, _CMP_GT_OQ), _mm256_cmp_ps(c, c, _CMP_UNORD_Q));
+                    best = _mm256_blendv_ps(best, c, t);
+                    k = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(k), _mm256_castsi256_ps(kw), t));
+                    t = _mm256_or_ps(_mm256_cmp_ps(d, best, _CMP_GT_OQ), _mm256_cmp_ps(d, d, _CMP_UNORD_Q));
+                    best = _mm256_blendv_ps(best, d, t);
+                    k = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(k), _mm256_castsi256_ps(kw1), t));
+                    _mm256_storeu_ps(vr + ow, best);
+                    k = _mm256_add_epi32(k, q2); /* 2q + k: under 2^31 (W is) */
+                    __m256i bs = _mm256_set1_epi64x(base + 2 * ow);
+                    _mm256_storeu_si256((__m256i *)(ir + ow),
+                                        _mm256_add_epi64(bs, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(k))));
+                    _mm256_storeu_si256((__m256i *)(ir + ow + 4),
+                                        _mm256_add_epi64(bs, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(k, 1))));
+                }
+            } else if (OW >= 4) {
+                for (int64_t ow = 0; ow < OW; ow += 4) {
+                    if (ow + 4 > OW) ow = OW - 4;
+                    __m128 l0 = _mm_loadu_ps(r0 + 2 * ow), h0 = _mm_loadu_ps(r0 + 2 * ow + 4);
+                    __m128 l1 = _mm_loadu_ps(r1 + 2 * ow), h1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+                    __m128 a = _mm_shuffle_ps(l0, h0, 0x88), bb = _mm_shuffle_ps(l0, h0, 0xDD);
+                    __m128 c = _mm_shuffle_ps(l1, h1, 0x88), d = _mm_shuffle_ps(l1, h1, 0xDD);
+                    __m128 best = a;
+                    __m128i k = _mm_setzero_si128();
+                    __m128 t = _mm_or_ps(_mm_cmpgt_ps(bb, best), _mm_cmpunord_ps(bb, bb));
+                    best = _mm_blendv_ps(best, bb, t);
+                    k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(k1s), t));
+                    t = _mm_or_ps(_mm_cmpgt_ps(c, best), _mm_cmpunord_ps(c, c));
+                    best = _mm_blendv_ps(best, c, t);
+                    k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(kws), t));
+                    t = _mm_or_ps(_mm_cmpgt_ps(d, best), _mm_cmpunord_ps(d, d));
+                    best = _mm_blendv_ps(best, d, t);
+                    k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(kw1s), t));
+                    _mm_storeu_ps(vr + ow, best);
+                    __m256i k64 = _mm256_cvtepi32_epi64(_mm_add_epi32(k, q2s));
+                    _mm256_storeu_si256((__m256i *)(ir + ow), _mm256_add_epi64(_mm256_set1_epi64x(base + 2 * ow), k64));
+                }
+            } else {
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    float a = r0[2 * ow], bb = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1], best = a;
+                    int64_t k = 0;
+                    if ((bb > best) | (bb != bb)) best = bb, k = 1;
+                    if ((c > best) | (c != c)) best = c, k = W;
+                    if ((d > best) | (d != d)) best = d, k = W + 1;
+                    vr[ow] = best;
+                    ir[ow] = base + 2 * ow + k;
+                }
+            }
+        }
+    }
+}
+#define HAVE_POOL22_AVX2 1
+#endif
+
 static void maxpool_f32(int64_t b, int64_t e, void *ctx) {
-    if (is_pool22(ctx)) maxpool22_f32(ctx, b, e);
-    else maxpool_f32_any(b, e, ctx);
+    if (is_pool22(ctx)) {
+#ifdef HAVE_POOL22_AVX2
+        if (((const pool_job *)ctx)->p.W < ((int64_t)1 << 30) && __builtin_cpu_supports("avx2")) {
+            maxpool22_f32_avx2(ctx, b, e);
+            return;
+        }
+#endif
+        maxpool22_f32(ctx, b, e);
+    } else {
+        maxpool_f32_any(b, e, ctx);
+    }
 }
 static void maxpool_f64(int64_t b, int64_t e, void *ctx) {
     if (is_pool22(ctx)) maxpool22_f64(ctx, b, e);

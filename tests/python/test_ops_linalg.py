@@ -258,6 +258,10 @@ CASES = {
                                                      (2, 3, 8, 10))], attrs=([2], [], [0], [1], 0)),
         dict(inputs=[np.random.default_rng(6).choice(np.array([-np.inf, 0.0, 1.0, np.nan]), (1, 4, 6, 6))],
              attrs=([2], [2], [0], [1], 0)),
+        dict(inputs=[np.random.default_rng(7).choice(np.array([-np.inf, 0.0, 1.0, np.nan], np.float32),
+                                                     (2, 3, 9, 34))], attrs=([2], [], [0], [1], 0)),  # 8 + overlap
+        dict(inputs=[np.random.default_rng(8).choice(np.array([-np.inf, 0.0, 1.0, np.nan], np.float32),
+                                                     (1, 2, 6, 7))], attrs=([2], [], [0], [1], 0)),   # 3 wide
     ],
     "avg_pool2d": [
         dict(inputs=[R((2, 3, 6, 6))], attrs=([2], [], [0], 0, 1)),

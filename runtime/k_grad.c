@@ -35,10 +35,12 @@
  * so such calls may run concurrently from our pool (see k_linalg.c). */
 #define BLAS_SINGLE_THREAD_MNK 262144.0
 /* OpenBLAS's small-matrix kernels skip packing, about twice as fast on
- * LeNet-sized products; on Skylake-X they take dY @ cols^T (the weight
- * gradient) only while the result block has at most this many entries, so
- * that product runs in row blocks of cols that fit. */
+ * LeNet-sized products (M*N*K up to SMALL_GEMM_MNK); on Skylake-X they take
+ * dY @ cols^T (the weight gradient) only while the result block has at most
+ * SMALL_NT_ENTRIES entries, so such a product runs in row blocks of cols
+ * that fit (of 16 rows or more; larger products keep one GEMM). */
 #define SMALL_NT_ENTRIES 1200
+#define SMALL_GEMM_MNK 1e6
 /* Column buffer size (elements) that the BLAS-threaded path aims for. */
 #define COL_TARGET_ELEMS ((int64_t)1 << 22)
 
@@ -774,8 +776,10 @@ jn_status jn_cpu_conv2d_weight_grad(int nin, jn_tensor *const *in, const jn_attr
     for (int d = 1; d < 4; d++) j.xs[d] = x->strides[d - 1 + j.g.batched];
     int64_t xsh[4] = {j.g.N, j.g.C, j.g.H, j.g.W};
     wide_plan(&j, j.x, xsh, j.xs);
-    j.rb = j.g.Og > 0 && j.g.Og <= SMALL_NT_ENTRIES ? SMALL_NT_ENTRIES / j.g.Og : 1;
-    if (j.rb > j.g.Kc) j.rb = j.g.Kc > 0 ? j.g.Kc : 1;
+    j.rb = j.g.Kc > 0 ? j.g.Kc : 1;
+    if (j.g.Og > 0 && j.g.Og * j.g.Kc > SMALL_NT_ENTRIES && j.g.Og <= SMALL_NT_ENTRIES / 16 &&
+        (double)j.g.Og * (double)j.g.Kc * (double)j.Pc <= SMALL_GEMM_MNK)
+        j.rb = SMALL_NT_ENTRIES / j.g.Og;
     plan(&j, j.rb);
     if ((s = blas_fits(op, &j))) goto done;
     if ((s = grad_layout(&j, in[0], &gt))) goto done;

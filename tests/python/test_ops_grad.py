@@ -147,6 +147,7 @@ _CONV = [
     dict(x=(3, 1, 28, 28), w=(6, 1, 5, 5), attrs=([1], [2], [1], 1)),
     dict(x=(3, 6, 14, 14), w=(16, 6, 5, 5), attrs=([1], [0], [1], 1)),
     dict(x=(2, 4, 7, 9), w=(6, 2, 3, 3), attrs=([1], [1, 2], [1], 2)),
+    dict(x=(3, 8, 9, 9), w=(32, 4, 5, 5), attrs=([1], [0], [1], 2)),                # weight grad in row blocks 75 + 25
 ]
 _AVG = [  # input size, (kernel, stride, padding, ceil_mode, count_include_pad)
     dict(x=(2, 3, 6, 5), attrs=([2], [], [0], False, True)),
@@ -328,7 +329,7 @@ def test_conv_grads_thread_counts(threads):
     old = _C.get_num_threads()
     try:
         _C.set_num_threads(threads)
-        for case in (_CONV[1], _CONV[7], _CONV[8], _CONV[9]):
+        for case in (_CONV[1], _CONV[7], _CONV[8], _CONV[9], _CONV[14], _CONV[16]):
             for name in ("conv2d_input_grad", "conv2d_weight_grad"):
                 inputs, attrs, ref = _inputs(name, case, "float64", seed=11)
                 got = oc.op(name, [oc.jn(a) for a in inputs], attrs)

@@ -432,11 +432,12 @@ jn_status jn_cpu_conv2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
     j.out = jn_data(o);
     j.direct = j.kh == 1 && j.kw == 1 && j.sh == 1 && j.sw == 1 && j.ph == 0 && j.pw == 0 &&
                (j.W == 1 || j.xs[3] == 1) && (j.H == 1 || j.xs[2] == j.W) && (j.Cg == 1 || j.xs[1] >= j.P);
-    /* wide rows pay kw-1 garbage columns per output row: worth it while that is under half a row */
+    /* wide rows pay kw-1 garbage columns per output row: worth it while that is under half a row,
+     * and rows are short enough for per-row copies to dominate */
     j.Hp = j.H + 2 * j.ph;
     j.Wp = j.W + 2 * j.pw;
     j.wide = j.Kc > 0 && !j.direct && j.sh == 1 && j.sw == 1 && j.dh == 1 && j.dw == 1 &&
-             2 * (j.kw - 1) <= j.OW && j.Hp * j.Wp <= INT_MAX;
+             j.OW < JN_RT_WIDE_MAX_OW && 2 * (j.kw - 1) <= j.OW && j.Hp * j.Wp <= INT_MAX;
     j.padcopy = j.ph || j.pw || (j.W > 1 && j.xs[3] != 1) || (j.H > 1 && j.xs[2] != j.W);
     j.L = (j.OH - 1) * j.Wp + j.OW;
     /* the output starts as the bias (beta = 1) or zeros when there is nothing to multiply; the

@@ -40,6 +40,8 @@
  * SMALL_NT_ENTRIES entries, so such a product runs in row blocks of cols
  * that fit (of 16 rows or more; larger products keep one GEMM). */
 #define SMALL_NT_ENTRIES 1200
+/* The wide layout pays off for output rows shorter than this (see k_conv.h). */
+#define WIDE_MAX_OW JN_RT_WIDE_MAX_OW
 #define SMALL_GEMM_MNK 1e6
 /* Column buffer size (elements) that the BLAS-threaded path aims for. */
 #define COL_TARGET_ELEMS ((int64_t)1 << 22)
@@ -563,7 +565,7 @@ static jn_status grad_layout(cjob *j, jn_tensor *gout, jn_tensor **own) {
 /* Is every element of the [N, C, H, W]-strided (or contiguous [n]) float
  * array finite?  The wide layout's garbage columns are only exact zeros then. */
 #define ALL_FINITE(NAME, T)                                                                       \
-    static int NAME(const T *x, const int64_t *sh, const int64_t *st) {                           \
+    static SIMD_ADD int NAME(const T *x, const int64_t *sh, const int64_t *st) {                  \
         int bad = 0;                                                                              \
         for (int64_t a = 0; a < sh[0]; a++)                                                       \
             for (int64_t b = 0; b < sh[1]; b++)                                                   \
@@ -580,9 +582,9 @@ static int all_finite(jn_dtype cd, const char *x, const int64_t *sh, const int64
     return cd == JN_F32 ? all_finite_f32((const float *)x, sh, st) : all_finite_f64((const double *)x, sh, st);
 }
 
-/* Chooses the wide layout (stride 1, no dilation, garbage under half an
- * output row, `other` finite: the weight for the input grad, the input for
- * the weight grad) and sets Pc; call before plan(). */
+/* Chooses the wide layout (stride 1, no dilation, short output rows,
+ * garbage under half a row, `other` finite: the weight for the input grad,
+ * the input for the weight grad) and sets Pc; call before plan(). */
 static void wide_plan(cjob *j, const char *other, const int64_t *sh, const int64_t *st) {
     const cgeom *g = &j->g;
     j->Hp = g->H + 2 * g->ph;
@@ -590,7 +592,8 @@ static void wide_plan(cjob *j, const char *other, const int64_t *sh, const int64
     j->L = (g->OH - 1) * j->Wp + g->OW;
     j->LW = g->OH * j->Wp;
     j->wide = g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->OH > 0 && g->OW > 0 &&
-              2 * (g->kw - 1) <= g->OW && j->Hp * j->Wp <= INT_MAX && all_finite(j->cd, other, sh, st);
+              g->OW < WIDE_MAX_OW && 2 * (g->kw - 1) <= g->OW && j->Hp * j->Wp <= INT_MAX &&
+              all_finite(j->cd, other, sh, st);
     j->Pc = j->wide ? j->LW : g->P;
 }
 

@@ -603,23 +603,26 @@ FORMULA(d_conv2d) {
     }
     END;
 }
-FORMULA(d_max_pool2d) { /* scatter back into each channel's H*W plane */
+FORMULA(d_max_pool2d) { /* each window's grad back at its argmax */
+    BEGIN;
+    jn_attrs ba = A();
+    ba.a[0].l = ints(M(b, 0)->ndim, M(b, 0)->shape);
+    T *in[2] = {g, OUT(b, 1)};
+    gi[0] = call(b, JN_OP_max_pool2d_backward, 2, in, &ba);
+    END;
+}
+FORMULA(d_max_pool2d_backward) { /* gather from each channel's H*W plane at the argmax */
     BEGIN;
     const jn_meta *m = M(b, 0);
     int nd = m->ndim;
-    int64_t plane = m->shape[nd - 2] * m->shape[nd - 1];
-    int64_t s[3];
-    for (int d = 0; d < nd - 2; d++) s[d] = m->shape[d];
-    s[nd - 2] = plane;
-    jn_meta pm = {m->dtype, nd - 1, {0}};
-    memcpy(pm.shape, s, sizeof(int64_t) * (size_t)(nd - 1));
-    int64_t sg[3];
-    for (int d = 0; d < nd - 2; d++) sg[d] = g->shape[d];
+    int64_t sg[3], si[3];
+    for (int d = 0; d < nd - 2; d++) sg[d] = si[d] = m->shape[d];
     sg[nd - 2] = g->shape[nd - 2] * g->shape[nd - 1];
-    T *in[3] = {zeros(b, &pm), view(b, OUT(b, 1), nd - 1, sg), view(b, g, nd - 1, sg)};
+    si[nd - 2] = m->shape[nd - 2] * m->shape[nd - 1];
+    T *in[2] = {view(b, g, nd - 1, sg), view(b, IN(b, 1), nd - 1, si)};
     jn_attrs a = A();
     a.a[0].i = nd - 2;
-    gi[0] = reshape_to(b, call(b, JN_OP_scatter_add, 3, in, &a), m);
+    gi[0] = reshape_to(b, call(b, JN_OP_gather, 2, in, &a), m);
     END;
 }
 FORMULA(d_avg_pool2d) {
@@ -919,6 +922,7 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_linear] = {d_linear, S_IN},
     [JN_OP_conv2d] = {d_conv2d, S_IN},
     [JN_OP_max_pool2d] = {d_max_pool2d, S_OUT},
+    [JN_OP_max_pool2d_backward] = {d_max_pool2d_backward, S_IN},
     [JN_OP_avg_pool2d] = {d_avg_pool2d, 0},
     [JN_OP_adaptive_avg_pool2d] = {d_adaptive_avg_pool2d, 0},
     [JN_OP_view] = {d_reshape_back, 0},

@@ -7,19 +7,25 @@
  * multiplied by the [out/groups, C/groups*kH*kW] weight slice with
  * sgemm/dgemm into the output, which already holds the bias.  A 1x1,
  * stride-1, unpadded convolution over plane-contiguous input skips the
- * unrolling.  Small per-image products (which OpenBLAS runs single-threaded)
- * are spread over the batch on the thread pool, each worker with its own
- * column buffer; large ones run image by image with BLAS threading.
+ * unrolling; other stride-1 undilated ones use the wide layout (see
+ * wide_image): one copy per column row instead of one per output row.
+ * Small per-image products (which OpenBLAS runs single-threaded) are spread
+ * over the batch on the thread pool, each worker with its own column
+ * buffer; large ones run image by image with BLAS threading.
  *
  * Pools read the input through its strides and write contiguous outputs,
- * one (batch, channel) plane per task.  float16/bfloat16 are computed in
- * float32 (widened copy, narrowed result), as PyTorch does.
+ * one (batch, channel) plane per task; 2x2 stride-2 max pooling has a
+ * branch-free path.  float16/bfloat16 are computed in float32 (widened
+ * copy, narrowed result), as PyTorch does.
  */
 #include "k_conv.h"
 
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,37 +84,44 @@ typedef struct {
     const char *w;      /* contiguous [O, Kc] */
     char *out;          /* contiguous [N, O, P] */
     double beta;        /* 1: out already holds the bias */
+    const char *bias;   /* wide path: [O] bias to add, or NULL */
     int direct;         /* 1x1 on a plane-contiguous input: no unrolling */
+    int wide;           /* stride-1 undilated: whole-plane column rows (see wide_image) */
+    int padcopy;        /* wide, and the planes need padding or are not row-contiguous */
+    int64_t Hp, Wp, L;  /* wide: padded plane size, column row length */
     int failed;
 } conv_job;
 
 #define IM2COL(NAME, T)                                                                           \
     static void NAME(const conv_job *j, int64_t n, int64_t g, T *col, int64_t r0, int64_t r1) {    \
-        const int64_t P = j->P, OW = j->OW, OH = j->OH;                                            \
+        const int64_t P = j->P, OW = j->OW, OH = j->OH, kh = j->kh, kw = j->kw, H = j->H;          \
+        const int64_t sh = j->sh, sw = j->sw, ph = j->ph, dh = j->dh, xs2 = j->xs[2], xs3 = j->xs[3]; \
+        const T *x0 = (const T *)j->x + n * j->xs[0] + g * j->Cg * j->xs[1];                       \
+        const int64_t xs1 = j->xs[1], dw = j->dw, pw = j->pw, W = j->W;                            \
         for (int64_t r = r0; r < r1; r++) {                                                        \
-            int64_t c = r / (j->kh * j->kw), i = r / j->kw % j->kh, jj = r % j->kw;                \
-            const T *xc = (const T *)j->x + n * j->xs[0] + (g * j->Cg + c) * j->xs[1];             \
+            int64_t c = r / (kh * kw), i = r / kw % kh, jj = r % kw;                               \
+            const T *xc = x0 + c * xs1;                                                            \
             T *row = col + r * P;                                                                  \
-            int64_t woff = jj * j->dw - j->pw; /* iw = ow*sw + woff */                             \
-            int64_t lo = jn_rt_ceildiv(-woff, j->sw), hi = jn_rt_ceildiv(j->W - woff, j->sw);                  \
+            int64_t woff = jj * dw - pw; /* iw = ow*sw + woff */                                   \
+            int64_t lo = jn_rt_ceildiv(-woff, sw), hi = jn_rt_ceildiv(W - woff, sw);               \
             if (lo < 0) lo = 0;                                                                    \
             if (hi > OW) hi = OW;                                                                  \
             if (hi < lo) hi = lo;                                                                  \
             for (int64_t oh = 0; oh < OH; oh++) {                                                  \
                 T *d = row + oh * OW;                                                              \
-                int64_t ih = oh * j->sh - j->ph + i * j->dh;                                       \
-                if (ih < 0 || ih >= j->H || lo >= hi) {                                            \
+                int64_t ih = oh * sh - ph + i * dh;                                                \
+                if (ih < 0 || ih >= H || lo >= hi) {                                               \
                     memset(d, 0, sizeof(T) * (size_t)OW);                                          \
                     continue;                                                                      \
                 }                                                                                  \
                 for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                     \
                 for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;                                    \
-                const T *src = xc + ih * j->xs[2];                                                 \
-                if (j->sw == 1 && j->xs[3] == 1)                                                   \
+                const T *src = xc + ih * xs2;                                                      \
+                if (sw == 1 && xs3 == 1)                                                           \
                     memcpy(d + lo, src + lo + woff, sizeof(T) * (size_t)(hi - lo));                \
                 else {                                                                             \
-                    const int64_t st = j->sw * j->xs[3];                                           \
-                    const T *s0 = src + woff * j->xs[3];                                           \
+                    const int64_t st = sw * xs3;                                                   \
+                    const T *s0 = src + woff * xs3;                                                \
                     for (int64_t ow = lo; ow < hi; ow++) d[ow] = s0[ow * st];                      \
                 }                                                                                  \
             }                                                                                      \
@@ -133,10 +146,114 @@ static void im2col_task(int64_t b, int64_t e, void *ctx) {
     im2col(c->j, c->n, c->g, c->col, b, e);
 }
 
+/* ---- the wide layout (stride 1, no dilation) ----
+ * Column row (c, ki, kj) at output position (oh, ow) reads padded-plane
+ * element (oh+ki)*Wp + ow+kj.  Indexing positions by oh*Wp + ow instead of
+ * oh*OW + ow (a "wide" output row of Wp entries, the last kw-1 of them
+ * garbage) makes the whole row one contiguous run of the plane: one copy of
+ * L = (OH-1)*Wp + OW elements instead of OH short copies plus edge zeroing,
+ * which dominate im2col when rows are short (LeNet: OW = 10).  The GEMM then
+ * has L columns instead of OH*OW, and the garbage columns of its result are
+ * dropped when the rows are compacted into the output. */
+static size_t wide_elems(const conv_job *j) {
+    return (size_t)(j->Kc * j->L + j->Og * j->OH * j->Wp + (j->padcopy ? j->Cg * j->Hp * j->Wp : 0));
+}
+
+/* Zero-padded copies of the Cg planes of image n, group g ([Cg, Hp*Wp]). */
+#define WIDE_PAD(NAME, T)                                                                         \
+    static void NAME(const conv_job *j, int64_t n, int64_t g, T *dst) {                           \
+        const int64_t Hp = j->Hp, Wp = j->Wp, H = j->H, W = j->W, xs2 = j->xs[2], xs3 = j->xs[3];  \
+        memset(dst, 0, sizeof(T) * (size_t)(j->Cg * Hp * Wp));                                     \
+        for (int64_t c = 0; c < j->Cg; c++) {                                                     \
+            const T *xc = (const T *)j->x + n * j->xs[0] + (g * j->Cg + c) * j->xs[1];            \
+            T *pc = dst + c * Hp * Wp + j->ph * Wp + j->pw;                                       \
+            for (int64_t h = 0; h < H; h++)                                                       \
+                if (xs3 == 1) memcpy(pc + h * Wp, xc + h * xs2, sizeof(T) * (size_t)W);           \
+                else                                                                              \
+                    for (int64_t w = 0; w < W; w++) pc[h * Wp + w] = xc[h * xs2 + w * xs3];       \
+        }                                                                                         \
+    }
+WIDE_PAD(wide_pad_f32, float)
+WIDE_PAD(wide_pad_f64, double)
+
+/* Output planes of group g = the wide result rows without their garbage
+ * columns, plus the bias. */
+#define WIDE_COMPACT(NAME, T)                                                                     \
+    static void NAME(const conv_job *j, int64_t g, const T *tmp, T *out) {                        \
+        const int64_t OH = j->OH, OW = j->OW, Wp = j->Wp, P = j->P;                               \
+        for (int64_t o = 0; o < j->Og; o++) {                                                     \
+            const T bv = j->bias ? ((const T *)j->bias)[g * j->Og + o] : (T)0;                    \
+            for (int64_t oh = 0; oh < OH; oh++) {                                                 \
+                const T *s = tmp + (o * OH + oh) * Wp;                                            \
+                T *d = out + o * P + oh * OW;                                                     \
+                for (int64_t ow = 0; ow < OW; ow++) d[ow] = s[ow] + bv;                           \
+            }                                                                                     \
+        }                                                                                         \
+    }
+WIDE_COMPACT(wide_compact_f32, float)
+WIDE_COMPACT(wide_compact_f64, double)
+
+typedef struct {
+    const conv_job *j;
+    const char *planes;
+    int64_t pstride;
+    char *col;
+} wide_rows_ctx;
+
+static void wide_rows(int64_t b, int64_t e, void *ctx) {
+    const wide_rows_ctx *c = ctx;
+    const conv_job *j = c->j;
+    size_t es = jn_dtype_size[j->cd];
+    const int64_t kk = j->kh * j->kw;
+    for (int64_t r = b; r < e; r++) {
+        int64_t ch = r / kk, ki = r / j->kw % j->kh, kj = r % j->kw;
+        memcpy(c->col + (size_t)(r * j->L) * es, c->planes + (size_t)(ch * c->pstride + ki * j->Wp + kj) * es,
+               (size_t)j->L * es);
+    }
+}
+
+static void wide_image(const conv_job *j, int64_t n, char *buf, int par_unroll) {
+    const int64_t Kc = j->Kc, Og = j->Og, L = j->L, LW = j->OH * j->Wp;
+    size_t es = jn_dtype_size[j->cd];
+    char *col = buf, *tmp = buf + (size_t)(Kc * L) * es, *pbuf = tmp + (size_t)(Og * LW) * es;
+    for (int64_t g = 0; g < j->G; g++) {
+        wide_rows_ctx c = {j, pbuf, j->Hp * j->Wp, col};
+        if (j->padcopy) {
+            if (j->cd == JN_F32) wide_pad_f32(j, n, g, (float *)pbuf);
+            else wide_pad_f64(j, n, g, (double *)pbuf);
+        } else {
+            c.planes = j->x + (size_t)((n * j->xs[0] + g * j->Cg * j->xs[1]) * (int64_t)es);
+            c.pstride = j->xs[1];
+        }
+        if (par_unroll && Kc * L >= (1 << 16)) jn_parallel_for(Kc, (1 << 15) / (L + 1) + 1, wide_rows, &c);
+        else wide_rows(0, Kc, &c);
+        const char *A = j->w + (size_t)(g * Og * Kc * (int64_t)es);
+        char *out = j->out + (size_t)((n * j->O + g * Og) * j->P * (int64_t)es);
+        if (j->cd == JN_F32) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Og, (int)L, (int)Kc, 1.0f, (const float *)A,
+                        (int)Kc, (const float *)col, (int)L, 0.0f, (float *)tmp, (int)LW);
+            wide_compact_f32(j, g, (const float *)tmp, (float *)out);
+        } else {
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Og, (int)L, (int)Kc, 1.0, (const double *)A,
+                        (int)Kc, (const double *)col, (int)L, 0.0, (double *)tmp, (int)LW);
+            wide_compact_f64(j, g, (const double *)tmp, (double *)out);
+        }
+    }
+}
+
+/* Column buffer elements one image needs. */
+static size_t col_elems(const conv_job *j) {
+    return j->wide ? wide_elems(j) : (size_t)(j->Kc * j->P);
+}
+
 /* One image: every group's product.  `par_unroll` spreads the unrolling. */
 static void conv_image(const conv_job *j, int64_t n, void *col, int par_unroll) {
     const int64_t P = j->P, Kc = j->Kc, Og = j->Og;
     size_t es = jn_dtype_size[j->cd];
+    if (j->wide) {
+        wide_image(j, n, col, par_unroll);
+        return;
+    }
     for (int64_t g = 0; g < j->G; g++) {
         const char *B;
         int64_t ldb;
@@ -170,7 +287,7 @@ static void conv_batch_task(int64_t b, int64_t e, void *ctx) {
     conv_job *j = ctx;
     void *col = NULL;
     if (!j->direct) {
-        col = malloc((size_t)(j->Kc * j->P) * jn_dtype_size[j->cd] + 1);
+        col = malloc(col_elems(j) * jn_dtype_size[j->cd] + 1);
         if (!col) {
             __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
             return;
@@ -313,8 +430,20 @@ jn_status jn_cpu_conv2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
     for (int d = 1; d < 4; d++) j.xs[d] = x->strides[d - 1 + g.batched];
     j.w = jn_data(w);
     j.out = jn_data(o);
-    /* the output starts as the bias (beta = 1) or zeros when there is nothing to multiply */
-    if (b || j.Kc == 0) {
+    j.direct = j.kh == 1 && j.kw == 1 && j.sh == 1 && j.sw == 1 && j.ph == 0 && j.pw == 0 &&
+               (j.W == 1 || j.xs[3] == 1) && (j.H == 1 || j.xs[2] == j.W) && (j.Cg == 1 || j.xs[1] >= j.P);
+    /* wide rows pay kw-1 garbage columns per output row: worth it while that is under half a row,
+     * and rows are short enough for per-row copies to dominate */
+    j.Hp = j.H + 2 * j.ph;
+    j.Wp = j.W + 2 * j.pw;
+    j.wide = j.Kc > 0 && !j.direct && j.sh == 1 && j.sw == 1 && j.dh == 1 && j.dw == 1 &&
+             j.OW < JN_RT_WIDE_MAX_OW && 2 * (j.kw - 1) <= j.OW && j.Hp * j.Wp <= INT_MAX;
+    j.padcopy = j.ph || j.pw || (j.W > 1 && j.xs[3] != 1) || (j.H > 1 && j.xs[2] != j.W);
+    j.L = (j.OH - 1) * j.Wp + j.OW;
+    /* the output starts as the bias (beta = 1) or zeros when there is nothing to multiply; the
+     * wide path adds the bias as it compacts its rows instead */
+    if (j.wide) j.bias = b ? jn_data(b) : NULL;
+    else if (b || j.Kc == 0) {
         int64_t planes_n = j.N * j.O;
         for (int64_t p = 0; p < planes_n; p++) {
             int64_t oc = p % j.O;
@@ -329,9 +458,6 @@ jn_status jn_cpu_conv2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
         j.beta = 1.0;
     }
     if (j.Kc > 0) {
-        j.direct = j.kh == 1 && j.kw == 1 && j.sh == 1 && j.sw == 1 && j.ph == 0 && j.pw == 0 &&
-                   (j.W == 1 || j.xs[3] == 1) && (j.H == 1 || j.xs[2] == j.W) &&
-                   (j.Cg == 1 || j.xs[1] >= j.P);
         double mnk = (double)j.Og * (double)j.P * (double)j.Kc;
         if (j.N > 1 && mnk <= BLAS_SINGLE_THREAD_MNK) {
             int64_t grain = (int64_t)(65536.0 / (mnk * (double)j.G + 1.0)) + 1;
@@ -339,7 +465,7 @@ jn_status jn_cpu_conv2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
             if (j.failed) s = jn_error(JN_ERR_NOMEM, "conv2d: out of memory for the column buffer");
         } else {
             void *col = NULL;
-            if (!j.direct && !(col = malloc((size_t)(j.Kc * j.P) * jn_dtype_size[j.cd] + 1))) {
+            if (!j.direct && !(col = malloc(col_elems(&j) * jn_dtype_size[j.cd] + 1))) {
                 s = jn_error(JN_ERR_NOMEM, "conv2d: out of memory for a %lld x %lld column buffer",
                              (long long)j.Kc, (long long)j.P);
                 goto done;
@@ -471,8 +597,163 @@ jn_status jn_infer_max_pool2d(int nin, jn_tensor *const *in, const jn_attrs *a, 
     }
 #define FNAN(v) ((v) != (v))
 #define NONAN(v) 0
-MAXPOOL(maxpool_f32, float, -INFINITY, FNAN)
-MAXPOOL(maxpool_f64, double, -INFINITY, FNAN)
+MAXPOOL(maxpool_f32_any, float, -INFINITY, FNAN)
+MAXPOOL(maxpool_f64_any, double, -INFINITY, FNAN)
+
+/* The common 2x2, stride-2 pool with no padding or dilation over rows of
+ * unit stride: the same scan order and tie/nan rule as MAXPOOL (the window's
+ * first element starts as the best, since anything beats or ties LOWEST),
+ * but branch-free over a whole output row so that it vectorizes; the
+ * generic loop's data-dependent branches mispredict on every other element. */
+#define MAXPOOL22(NAME, T)                                                                        \
+    static SIMD_POOL void NAME(const pool_job *j, int64_t b, int64_t e) {                         \
+        const int64_t C = j->p.C, W = j->p.W, sn = j->p.sn, sc = j->p.sc, xsh = j->p.sh;          \
+        const int64_t OH = j->OH, OW = j->OW;                                                     \
+        for (int64_t pl = b; pl < e; pl++) {                                                      \
+            const T *x = (const T *)j->x + (pl / C) * sn + (pl % C) * sc;                         \
+            T *v = (T *)j->val + pl * OH * OW;                                                    \
+            int64_t *ix = j->idx + pl * OH * OW;                                                  \
+            for (int64_t oh = 0; oh < OH; oh++) {                                                 \
+                const T *r0 = x + 2 * oh * xsh, *r1 = r0 + xsh;                                   \
+                T *vr = v + oh * OW;                                                              \
+                int64_t *ir = ix + oh * OW, base = 2 * oh * W;                                    \
+                for (int64_t ow = 0; ow < OW; ow++) {                                             \
+                    T a = r0[2 * ow], bb = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];    \
+                    T best = a;                                                                   \
+                    int64_t k = 0;                                                                \
+                    int t = (bb > best) | (bb != bb);                                             \
+                    best = t ? bb : best;                                                         \
+                    k = t ? 1 : k;                                                                \
+                    t = (c > best) | (c != c);                                                    \
+                    best = t ? c : best;                                                          \
+                    k = t ? W : k;                                                                \
+                    t = (d > best) | (d != d);                                                    \
+                    best = t ? d : best;                                                          \
+                    k = t ? W + 1 : k;                                                            \
+                    vr[ow] = best;                                                                \
+                    ir[ow] = base + 2 * ow + k;                                                   \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+#if defined(__x86_64__) && defined(__ELF__) /* ifunc dispatch, as k_elementwise.c */
+#define SIMD_POOL __attribute__((target_clones("avx2", "default")))
+#else
+#define SIMD_POOL
+#endif
+MAXPOOL22(maxpool22_f32, float)
+MAXPOOL22(maxpool22_f64, double)
+
+static int is_pool22(const pool_job *j) {
+    return j->kh == 2 && j->kw == 2 && j->sh == 2 && j->sw == 2 && j->ph == 0 && j->pw == 0 && j->dh == 1 &&
+           j->dw == 1 && (j->p.sw == 1 || j->OW == 0) && 2 * j->OH <= j->p.H && 2 * j->OW <= j->p.W;
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same 2x2 pool for float32 with AVX2 by hand: 8 (or 4) windows at a
+ * time, the even/odd columns of each row pair split by shuffles, and the
+ * row's last block overlapping the previous one (the same values written
+ * twice) instead of a scalar tail; LeNet's pooled rows are 14 and 5 wide,
+ * which leave the compiler's vector loop mostly in its scalar epilogue. */
+/* Even (0x88) or odd (0xDD) elements of l:h in order: an in-lane shuffle,
+ * then the 64-bit blocks back in place. */
+#define SPLIT8(l, h, sel) \
+    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(l, h, sel)), 0xD8))
+__attribute__((target("avx2"))) static void maxpool22_f32_avx2(const pool_job *j, int64_t b, int64_t e) {
+    const int64_t C = j->p.C, W = j->p.W, sn = j->p.sn, sc = j->p.sc, xsh = j->p.sh, OH = j->OH, OW = j->OW;
+    const __m256i k1 = _mm256_set1_epi32(1), kw = _mm256_set1_epi32((int)W), kw1 = _mm256_set1_epi32((int)W + 1);
+    const __m256i q2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m128i k1s = _mm_set1_epi32(1), kws = _mm_set1_epi32((int)W), kw1s = _mm_set1_epi32((int)W + 1);
+    const __m128i q2s = _mm_setr_epi32(0, 2, 4, 6);
+    for (int64_t pl = b; pl < e; pl++) {
+        const float *x = (const float *)j->x + (pl / C) * sn + (pl % C) * sc;
+        float *v = (float *)j->val + pl * OH * OW;
+        int64_t *ix = j->idx + pl * OH * OW;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const float *r0 = x + 2 * oh * xsh, *r1 = r0 + xsh;
+            float *vr = v + oh * OW;
+            int64_t *ir = ix + oh * OW, base = 2 * oh * W;
+            if (OW >= 8) {
+                for (int64_t ow = 0; ow < OW; ow += 8) {
+                    if (ow + 8 > OW) ow = OW - 8; /* overlap the last block */
+                    __m256 l0 = _mm256_loadu_ps(r0 + 2 * ow), h0 = _mm256_loadu_ps(r0 + 2 * ow + 8);
+                    __m256 l1 = _mm256_loadu_ps(r1 + 2 * ow), h1 = _mm256_loadu_ps(r1 + 2 * ow + 8);
+                    __m256 a = SPLIT8(l0, h0, 0x88), bb = SPLIT8(l0, h0, 0xDD);
+                    __m256 c = SPLIT8(l1, h1, 0x88), d = SPLIT8(l1, h1, 0xDD);
+                    __m256 best = a;
+                    __m256i k = _mm256_setzero_si256();
+                    __m256 t = _mm256_or_ps(_mm256_cmp_ps(bb, best, _CMP_GT_OQ), _mm256_cmp_ps(bb, bb, _CMP_UNORD_Q));
+                    best = _mm256_blendv_ps(best, bb, t);
+                    k = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(k), _mm256_castsi256_ps(k1), t));
+                    t = _mm256_or_ps(_mm256_cmp_ps(c, best, _CMP_GT_OQ), _mm256_cmp_ps(c, c, _CMP_UNORD_Q));
+                    best = _mm256_blendv_ps(best, c, t);
+                    k = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(k), _mm256_castsi256_ps(kw), t));
+                    t = _mm256_or_ps(_mm256_cmp_ps(d, best, _CMP_GT_OQ), _mm256_cmp_ps(d, d, _CMP_UNORD_Q));
+                    best = _mm256_blendv_ps(best, d, t);
+                    k = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(k), _mm256_castsi256_ps(kw1), t));
+                    _mm256_storeu_ps(vr + ow, best);
+                    k = _mm256_add_epi32(k, q2); /* 2q + k: under 2^31 (W is) */
+                    __m256i bs = _mm256_set1_epi64x(base + 2 * ow);
+                    _mm256_storeu_si256((__m256i *)(ir + ow),
+                                        _mm256_add_epi64(bs, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(k))));
+                    _mm256_storeu_si256((__m256i *)(ir + ow + 4),
+                                        _mm256_add_epi64(bs, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(k, 1))));
+                }
+            } else if (OW >= 4) {
+                for (int64_t ow = 0; ow < OW; ow += 4) {
+                    if (ow + 4 > OW) ow = OW - 4;
+                    __m128 l0 = _mm_loadu_ps(r0 + 2 * ow), h0 = _mm_loadu_ps(r0 + 2 * ow + 4);
+                    __m128 l1 = _mm_loadu_ps(r1 + 2 * ow), h1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+                    __m128 a = _mm_shuffle_ps(l0, h0, 0x88), bb = _mm_shuffle_ps(l0, h0, 0xDD);
+                    __m128 c = _mm_shuffle_ps(l1, h1, 0x88), d = _mm_shuffle_ps(l1, h1, 0xDD);
+                    __m128 best = a;
+                    __m128i k = _mm_setzero_si128();
+                    __m128 t = _mm_or_ps(_mm_cmpgt_ps(bb, best), _mm_cmpunord_ps(bb, bb));
+                    best = _mm_blendv_ps(best, bb, t);
+                    k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(k1s), t));
+                    t = _mm_or_ps(_mm_cmpgt_ps(c, best), _mm_cmpunord_ps(c, c));
+                    best = _mm_blendv_ps(best, c, t);
+                    k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(kws), t));
+                    t = _mm_or_ps(_mm_cmpgt_ps(d, best), _mm_cmpunord_ps(d, d));
+                    best = _mm_blendv_ps(best, d, t);
+                    k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(kw1s), t));
+                    _mm_storeu_ps(vr + ow, best);
+                    __m256i k64 = _mm256_cvtepi32_epi64(_mm_add_epi32(k, q2s));
+                    _mm256_storeu_si256((__m256i *)(ir + ow), _mm256_add_epi64(_mm256_set1_epi64x(base + 2 * ow), k64));
+                }
+            } else {
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    float a = r0[2 * ow], bb = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1], best = a;
+                    int64_t k = 0;
+                    if ((bb > best) | (bb != bb)) best = bb, k = 1;
+                    if ((c > best) | (c != c)) best = c, k = W;
+                    if ((d > best) | (d != d)) best = d, k = W + 1;
+                    vr[ow] = best;
+                    ir[ow] = base + 2 * ow + k;
+                }
+            }
+        }
+    }
+}
+#define HAVE_POOL22_AVX2 1
+#endif
+
+static void maxpool_f32(int64_t b, int64_t e, void *ctx) {
+    if (is_pool22(ctx)) {
+#ifdef HAVE_POOL22_AVX2
+        if (((const pool_job *)ctx)->p.W < ((int64_t)1 << 30) && __builtin_cpu_supports("avx2")) {
+            maxpool22_f32_avx2(ctx, b, e);
+            return;
+        }
+#endif
+        maxpool22_f32(ctx, b, e);
+    } else {
+        maxpool_f32_any(b, e, ctx);
+    }
+}
+static void maxpool_f64(int64_t b, int64_t e, void *ctx) {
+    if (is_pool22(ctx)) maxpool22_f64(ctx, b, e);
+    else maxpool_f64_any(b, e, ctx);
+}
 MAXPOOL(maxpool_i64, int64_t, INT64_MIN, NONAN)
 MAXPOOL(maxpool_i32, int32_t, INT32_MIN, NONAN)
 MAXPOOL(maxpool_u8, uint8_t, 0, NONAN)

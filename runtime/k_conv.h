@@ -56,4 +56,11 @@ static inline void jn_rt_avg_window(int64_t o, int64_t stride, int64_t pad, int6
     *hi = b > in ? in : b;
 }
 
+/* Stride-1 convolutions use the wide-row layout (k_conv.c's wide_image,
+ * k_grad.c's im2col_wide) only for output rows shorter than this: there the
+ * per-row copies of plain im2col dominate; longer rows copy efficiently and
+ * the wide layout's padded copies and finiteness scan cost more than they
+ * save (measured on 56-wide rows). */
+#define JN_RT_WIDE_MAX_OW 32
+
 #endif

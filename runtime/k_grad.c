@@ -1,6 +1,6 @@
 /* k_grad.c -- kernels that only derivative formulas use: the two gradients
  * of conv2d (w.r.t. its input and its weight) and the backward passes of
- * avg_pool2d and adaptive_avg_pool2d, with PyTorch's semantics.
+ * avg_pool2d, adaptive_avg_pool2d and max_pool2d, with PyTorch's semantics.
  *
  * Convolution gradients are GEMM + col2im / im2col + GEMM, per group:
  *   input:  cols[Ckk x P] = W_g^T [Ckk x O_g] @ dY_g [O_g x P], then col2im
@@ -14,13 +14,15 @@
  * task, added in task order, so results do not depend on timing); so are
  * thin ones (small O_g x Ckk, e.g. a first layer), as GEMMs over column
  * slices of each image.  Larger ones run chunk by chunk with BLAS
- * threading, im2col/col2im on the pool.
+ * threading, im2col/col2im on the pool.  Stride-1 undilated convolutions
+ * use the wide layout of conv2d's forward (see im2col_wide).
  *
  * Pool backwards zero each input plane and scatter grad/divisor over each
- * output cell's window, one (batch, channel) plane per task.  float16 and
- * bfloat16 are computed in float32 and narrowed at the end.  Shapes are
- * re-derived from the attributes exactly as the forward ops compute them and
- * grad_out must match.
+ * output cell's window (max pool: grad at the window's argmax, in the
+ * order scatter_add would add it), one (batch, channel) plane per task.
+ * float16 and bfloat16 are computed in float32 and narrowed at the end.
+ * Shapes are re-derived from the attributes exactly as the forward ops
+ * compute them and grad_out must match.
  */
 #include "k_conv.h"
 
@@ -32,6 +34,15 @@
 /* OpenBLAS runs a GEMM with M*N*K at most this on the calling thread only,
  * so such calls may run concurrently from our pool (see k_linalg.c). */
 #define BLAS_SINGLE_THREAD_MNK 262144.0
+/* OpenBLAS's small-matrix kernels skip packing, about twice as fast on
+ * LeNet-sized products (M*N*K up to SMALL_GEMM_MNK); on Skylake-X they take
+ * dY @ cols^T (the weight gradient) only while the result block has at most
+ * SMALL_NT_ENTRIES entries, so such a product runs in row blocks of cols
+ * that fit (of 16 rows or more; larger products keep one GEMM). */
+#define SMALL_NT_ENTRIES 1200
+/* The wide layout pays off for output rows shorter than this (see k_conv.h). */
+#define WIDE_MAX_OW JN_RT_WIDE_MAX_OW
+#define SMALL_GEMM_MNK 1e6
 /* Column buffer size (elements) that the BLAS-threaded path aims for. */
 #define COL_TARGET_ELEMS ((int64_t)1 << 22)
 
@@ -188,6 +199,15 @@ typedef struct {
     char *dw;             /* ntask partial sums (or the result) of [O, Kc] each */
     int64_t ntask;
     int failed;
+    /* the wide layout (stride 1, no dilation; see wide_plan) */
+    int wide;
+    int64_t Hp, Wp;       /* padded plane */
+    int64_t L, LW;        /* meaningful / allocated columns per image: (OH-1)*Wp + OW, OH*Wp */
+    int64_t Pc;           /* columns per image in the column matrices: P, or LW when wide */
+    int64_t rb;           /* weight grad: column-matrix rows per GEMM (see SMALL_NT_ENTRIES) */
+    const char *xp;       /* weight grad: the planes rows are copied from (x itself or a padded copy) */
+    int64_t xpn, xpc;     /* their element strides per image and per channel */
+    char *acc;            /* input grad: [N, C, Hp*Wp] planes col2im adds into (dx itself when unpadded) */
 } cjob;
 
 /* Row r = (c, i, j) of image n's column matrix for group gr: the input
@@ -252,10 +272,67 @@ IM2COL_ROW(im2col_row_f64, double)
 COL2IM_CHAN(col2im_chan_f32, float)
 COL2IM_CHAN(col2im_chan_f64, double)
 
+/* ---- the wide layout (stride 1, no dilation), as conv2d's forward ----
+ * Output position (oh, ow) is column oh*Wp + ow of an image's LW = OH*Wp
+ * columns (the last kw-1 of each output row are garbage), so that column
+ * row (c, ki, kj) is one contiguous run of the padded plane c from
+ * ki*Wp + kj, and col2im adds whole runs back: kh*kw long loops per channel
+ * instead of kh*kw*OH short ones.  grad_out is laid out the same way with
+ * zeros in the garbage columns, so they contribute exact zeros to both
+ * products as long as the other factor is finite (wide_plan checks). */
+#if defined(__x86_64__) && defined(__ELF__) /* ifunc dispatch, as k_elementwise.c */
+#define SIMD_ADD __attribute__((target_clones("avx2", "default")))
+#else
+#define SIMD_ADD
+#endif
+static SIMD_ADD void addto_f32(float *restrict d, const float *restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+}
+static SIMD_ADD void addto_f64(double *restrict d, const double *restrict s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+}
+
+static void im2col_wide(const cjob *j, int64_t n0, int64_t nb, int64_t gr, char *col, int64_t t0, int64_t t1) {
+    const cgeom *g = &j->g;
+    const int64_t Kc = g->Kc, kk = g->kh * g->kw, L = j->L, LW = j->LW, ld = nb * LW;
+    size_t es = jn_dtype_size[j->cd];
+    for (int64_t t = t0; t < t1; t++) { /* t = b*Kc + r */
+        int64_t b = t / Kc, r = t % Kc, c = r / kk, ki = r / g->kw % g->kh, kj = r % g->kw;
+        const char *src = j->xp + (size_t)((n0 + b) * j->xpn + (gr * g->Cg + c) * j->xpc + ki * j->Wp + kj) * es;
+        char *dst = col + (size_t)(r * ld + b * LW) * es;
+        memcpy(dst, src, (size_t)L * es);
+        memset(dst + (size_t)L * es, 0, (size_t)(LW - L) * es); /* only the last row's garbage */
+    }
+}
+
+static void col2im_wide(const cjob *j, int64_t n0, int64_t nb, int64_t gr, const char *col, int64_t t0,
+                        int64_t t1) {
+    const cgeom *g = &j->g;
+    const int64_t Cg = g->Cg, L = j->L, ld = nb * j->LW, HW = j->Hp * j->Wp;
+    size_t es = jn_dtype_size[j->cd];
+    for (int64_t t = t0; t < t1; t++) { /* t = b*Cg + c */
+        int64_t b = t / Cg, c = t % Cg;
+        char *plane = j->acc + (size_t)(((n0 + b) * g->C + gr * Cg + c) * HW) * es;
+        memset(plane, 0, (size_t)HW * es);
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                int64_t r = (c * g->kh + ki) * g->kw + kj;
+                const char *src = col + (size_t)(r * ld + b * j->LW) * es;
+                char *dst = plane + (size_t)(ki * j->Wp + kj) * es;
+                if (j->cd == JN_F32) addto_f32((float *)dst, (const float *)src, L);
+                else addto_f64((double *)dst, (const double *)src, L);
+            }
+    }
+}
+
 /* im2col of images [n0, n0+nb) for group gr, rows [r0, r1): image b's
  * columns start at column b*P of each row (row length nb*P). */
 static void im2col_rows(const cjob *j, int64_t n0, int64_t nb, int64_t gr, void *col, int64_t t0, int64_t t1) {
-    const int64_t P = j->g.P, Kc = j->g.Kc, ld = nb * P;
+    if (j->wide) {
+        im2col_wide(j, n0, nb, gr, col, t0, t1);
+        return;
+    }
+    const int64_t P = j->Pc, Kc = j->g.Kc, ld = nb * P;
     for (int64_t t = t0; t < t1; t++) { /* t = b*Kc + r */
         int64_t b = t / Kc, r = t % Kc;
         if (j->cd == JN_F32) im2col_row_f32(j, n0 + b, gr, r, (float *)col + r * ld + b * P);
@@ -265,7 +342,11 @@ static void im2col_rows(const cjob *j, int64_t n0, int64_t nb, int64_t gr, void 
 
 static void col2im_chans(const cjob *j, int64_t n0, int64_t nb, int64_t gr, const void *col, int64_t t0,
                          int64_t t1) {
-    const int64_t P = j->g.P, Cg = j->g.Cg, ld = nb * P;
+    if (j->wide) {
+        col2im_wide(j, n0, nb, gr, col, t0, t1);
+        return;
+    }
+    const int64_t P = j->Pc, Cg = j->g.Cg, ld = nb * P;
     for (int64_t t = t0; t < t1; t++) { /* t = b*Cg + c */
         int64_t b = t / Cg, c = t % Cg;
         if (j->cd == JN_F32) col2im_chan_f32(j, n0 + b, gr, c, (const float *)col + b * P, ld);
@@ -311,7 +392,7 @@ static void gemm(jn_dtype cd, int ta, int tb, int64_t m, int64_t n, int64_t k, c
 static void dx_chunk(const cjob *j, int64_t n0, int64_t nb, void *col, int par) {
     const cgeom *g = &j->g;
     size_t es = jn_dtype_size[j->cd];
-    const int64_t ncol = nb * g->P;
+    const int64_t ncol = nb * j->Pc;
     for (int64_t gr = 0; gr < g->G; gr++) {
         const char *Wg = j->w + (size_t)(gr * g->Og * g->Kc * (int64_t)es);
         const char *Gm = gmat(j, gr, n0);
@@ -322,8 +403,8 @@ static void dx_chunk(const cjob *j, int64_t n0, int64_t nb, void *col, int par) 
         }
         rows_ctx c = {j, n0, nb, gr, col};
         int64_t tasks = nb * g->Cg;
-        if (par && tasks > 1 && g->Kc * nb * g->P >= (1 << 16))
-            jn_parallel_for(tasks, (int64_t)(32768 / (g->kh * g->kw * g->P + 1)) + 1, col2im_task, &c);
+        if (par && tasks > 1 && g->Kc * nb * j->Pc >= (1 << 16))
+            jn_parallel_for(tasks, (int64_t)(32768 / (g->kh * g->kw * j->Pc + 1)) + 1, col2im_task, &c);
         else
             col2im_chans(j, n0, nb, gr, col, 0, tasks);
     }
@@ -336,17 +417,20 @@ static void dw_chunk(const cjob *j, int64_t n0, int64_t nb, void *col, char *dst
     for (int64_t gr = 0; gr < g->G; gr++) {
         rows_ctx c = {j, n0, nb, gr, col};
         int64_t tasks = nb * g->Kc;
-        if (par && tasks > 1 && g->Kc * nb * g->P >= (1 << 16))
-            jn_parallel_for(tasks, (int64_t)(32768 / (g->P + 1)) + 1, im2col_task, &c);
+        if (par && tasks > 1 && g->Kc * nb * j->Pc >= (1 << 16))
+            jn_parallel_for(tasks, (int64_t)(32768 / (j->Pc + 1)) + 1, im2col_task, &c);
         else
             im2col_rows(j, n0, nb, gr, col, 0, tasks);
         char *Dg = dst + (size_t)(gr * g->Og * g->Kc * (int64_t)es);
         const char *Gm = gmat(j, gr, n0);
-        const int64_t ncol = nb * g->P;
+        const int64_t ncol = nb * j->Pc;
         for (int64_t c0 = 0; c0 < ncol; c0 += j->cw) {
             int64_t w = ncol - c0 < j->cw ? ncol - c0 : j->cw;
-            gemm(j->cd, 0, 1, g->Og, g->Kc, w, Gm + c0 * (int64_t)es, j->gso, (const char *)col + c0 * (int64_t)es,
-                 ncol, 1.0, Dg, g->Kc);
+            for (int64_t r0 = 0; r0 < g->Kc; r0 += j->rb) {
+                int64_t rn = g->Kc - r0 < j->rb ? g->Kc - r0 : j->rb;
+                gemm(j->cd, 0, 1, g->Og, rn, w, Gm + c0 * (int64_t)es, j->gso,
+                     (const char *)col + (r0 * ncol + c0) * (int64_t)es, ncol, 1.0, Dg + r0 * (int64_t)es, g->Kc);
+            }
         }
     }
 }
@@ -354,7 +438,7 @@ static void dw_chunk(const cjob *j, int64_t n0, int64_t nb, void *col, char *dst
 /* Batch-parallel path: task t owns images [t*N/ntask, (t+1)*N/ntask). */
 static void dx_task(int64_t b, int64_t e, void *ctx) {
     cjob *j = ctx;
-    void *col = malloc((size_t)(j->g.Kc * j->B * j->g.P) * jn_dtype_size[j->cd] + 1);
+    void *col = malloc((size_t)(j->g.Kc * j->B * j->Pc) * jn_dtype_size[j->cd] + 1);
     if (!col) {
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
         return;
@@ -369,7 +453,7 @@ static void dx_task(int64_t b, int64_t e, void *ctx) {
 
 static void dw_task(int64_t b, int64_t e, void *ctx) {
     cjob *j = ctx;
-    void *col = malloc((size_t)(j->g.Kc * j->B * j->g.P) * jn_dtype_size[j->cd] + 1);
+    void *col = malloc((size_t)(j->g.Kc * j->B * j->Pc) * jn_dtype_size[j->cd] + 1);
     if (!col) {
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
         return;
@@ -414,21 +498,24 @@ static void sum_partials(int64_t b, int64_t e, void *ctx) {
  * per call when one image is small, one image in column slices of j->cw
  * when O_g x Ckk is small (a thin product: memory-bound, and OpenBLAS
  * threads it poorly).  Otherwise chunks of j->B images, one BLAS-threaded
- * GEMM per chunk and group. */
-static void plan(cjob *j) {
+ * GEMM per chunk and group.  `rows`: rows of the column matrix per GEMM. */
+static void plan(cjob *j, int64_t rows) {
     const cgeom *g = &j->g;
-    double mk = (double)g->Og * (double)g->Kc, mnk = mk * (double)g->P;
+    double mk = (double)g->Og * (double)rows, mnk = mk * (double)j->Pc;
     int nt = jn_num_threads();
     if (g->N > 1 && nt > 1 && (mnk <= BLAS_SINGLE_THREAD_MNK || mk * 64.0 <= BLAS_SINGLE_THREAD_MNK)) {
         j->ntask = g->N < nt ? g->N : nt;
         int64_t per = (g->N + j->ntask - 1) / j->ntask, b = (int64_t)(BLAS_SINGLE_THREAD_MNK / (mnk + 1.0));
         j->B = b < 1 ? 1 : b > per ? per : b;
-        j->cw = mnk <= BLAS_SINGLE_THREAD_MNK ? j->B * g->P : (int64_t)(BLAS_SINGLE_THREAD_MNK / mk);
+        j->cw = mnk <= BLAS_SINGLE_THREAD_MNK ? j->B * j->Pc : (int64_t)(BLAS_SINGLE_THREAD_MNK / mk);
     } else {
         j->ntask = 1;
-        int64_t b = COL_TARGET_ELEMS / (g->Kc * g->P + 1);
+        int64_t b = COL_TARGET_ELEMS / (g->Kc * j->Pc + 1);
         j->B = b < 1 ? 1 : b > g->N ? g->N : b;
-        j->cw = j->B * g->P;
+        j->cw = j->B * j->Pc;
+        /* one thread: a thin product in slices, as above (small GEMMs skip packing) */
+        if (nt == 1 && mk * 64.0 <= BLAS_SINGLE_THREAD_MNK && (double)j->cw * mk > BLAS_SINGLE_THREAD_MNK)
+            j->cw = (int64_t)(BLAS_SINGLE_THREAD_MNK / mk);
     }
 }
 
@@ -441,7 +528,7 @@ static jn_status grad_layout(cjob *j, jn_tensor *gout, jn_tensor **own) {
     const int64_t *gs = gout->strides;
     int plane_contig = (g->OW == 1 || gs[o + 2] == 1) && (g->OH == 1 || gs[o + 1] == g->OW);
     /* BLAS needs a row stride of at least P, also between groups */
-    if (gout->dtype == j->cd && j->B == 1 && plane_contig && gs[o] >= g->P) {
+    if (!j->wide && gout->dtype == j->cd && j->B == 1 && plane_contig && gs[o] >= g->P) {
         jn_tensor_incref(gout);
         *own = gout;
         j->gt = jn_data(gout);
@@ -449,15 +536,16 @@ static jn_status grad_layout(cjob *j, jn_tensor *gout, jn_tensor **own) {
         j->gsn = o ? gs[0] : 0;
         return JN_OK;
     }
-    int64_t shape[4] = {g->O, g->N, g->OH, g->OW};
-    jn_tensor *t = jn_tensor_new(j->cd, 4, shape);
+    /* wide: rows of Wp with zeros after the first OW (the garbage columns) */
+    int64_t rw = j->wide ? j->Wp : g->OW, shape[4] = {g->O, g->N, g->OH, rw};
+    jn_tensor *t = j->wide ? jn_tensor_zeros(j->cd, 4, shape) : jn_tensor_new(j->cd, 4, shape);
     if (!t) return JN_ERR_NOMEM;
     jn_tensor *v = jn_tensor_alias(t); /* t seen as [N, O, OH, OW] (or [O, OH, OW]) */
     if (!v) {
         jn_tensor_decref(t);
         return JN_ERR_NOMEM;
     }
-    int64_t vs[4] = {g->P, g->N * g->P, g->OW, 1}, vsh[4] = {g->N, g->O, g->OH, g->OW};
+    int64_t vs[4] = {j->Pc, g->N * j->Pc, rw, 1}, vsh[4] = {g->N, g->O, g->OH, g->OW};
     v->ndim = gout->ndim;
     memcpy(v->shape, vsh + !o, sizeof(int64_t) * (size_t)v->ndim);
     memcpy(v->strides, vs + !o, sizeof(int64_t) * (size_t)v->ndim);
@@ -469,18 +557,73 @@ static jn_status grad_layout(cjob *j, jn_tensor *gout, jn_tensor **own) {
     }
     *own = t;
     j->gt = jn_data(t);
-    j->gso = g->N * g->P;
-    j->gsn = g->P;
+    j->gso = g->N * j->Pc;
+    j->gsn = j->Pc;
     return JN_OK;
+}
+
+/* Is every element of the [N, C, H, W]-strided (or contiguous [n]) float
+ * array finite?  The wide layout's garbage columns are only exact zeros then. */
+#define ALL_FINITE(NAME, T)                                                                       \
+    static SIMD_ADD int NAME(const T *x, const int64_t *sh, const int64_t *st) {                  \
+        int bad = 0;                                                                              \
+        for (int64_t a = 0; a < sh[0]; a++)                                                       \
+            for (int64_t b = 0; b < sh[1]; b++)                                                   \
+                for (int64_t c = 0; c < sh[2]; c++) {                                             \
+                    const T *r = x + a * st[0] + b * st[1] + c * st[2];                           \
+                    for (int64_t d = 0; d < sh[3]; d++) bad |= (r[d * st[3]] - r[d * st[3]]) != 0; \
+                }                                                                                 \
+        return !bad;                                                                              \
+    }
+ALL_FINITE(all_finite_f32, float)
+ALL_FINITE(all_finite_f64, double)
+
+static int all_finite(jn_dtype cd, const char *x, const int64_t *sh, const int64_t *st) {
+    return cd == JN_F32 ? all_finite_f32((const float *)x, sh, st) : all_finite_f64((const double *)x, sh, st);
+}
+
+/* Chooses the wide layout (stride 1, no dilation, short output rows,
+ * garbage under half a row, `other` finite: the weight for the input grad,
+ * the input for the weight grad) and sets Pc; call before plan(). */
+static void wide_plan(cjob *j, const char *other, const int64_t *sh, const int64_t *st) {
+    const cgeom *g = &j->g;
+    j->Hp = g->H + 2 * g->ph;
+    j->Wp = g->W + 2 * g->pw;
+    j->L = (g->OH - 1) * j->Wp + g->OW;
+    j->LW = g->OH * j->Wp;
+    j->wide = g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->OH > 0 && g->OW > 0 &&
+              g->OW < WIDE_MAX_OW && 2 * (g->kw - 1) <= g->OW && j->Hp * j->Wp <= INT_MAX &&
+              all_finite(j->cd, other, sh, st);
+    j->Pc = j->wide ? j->LW : g->P;
 }
 
 static jn_status blas_fits(const char *op, const cjob *j) {
     const cgeom *g = &j->g;
-    if (g->Og > INT_MAX || g->Kc > INT_MAX || j->B * g->P > INT_MAX || j->gso > INT_MAX)
+    if (g->Og > INT_MAX || g->Kc > INT_MAX || j->B * j->Pc > INT_MAX || j->gso > INT_MAX)
         return jn_error(JN_ERR_UNSUPPORTED,
                         "%s: problem too large for BLAS (kernel rows %lld, output channels per group %lld, "
-                        "columns %lld)", op, (long long)g->Kc, (long long)g->Og, (long long)(j->B * g->P));
+                        "columns %lld)", op, (long long)g->Kc, (long long)g->Og, (long long)(j->B * j->Pc));
     return JN_OK;
+}
+
+/* dx (contiguous, of the compute dtype) = the interior of the padded
+ * planes acc [N, C, Hp, Wp]. */
+static jn_status crop_into(const cjob *j, jn_tensor *acc, jn_tensor *dx) {
+    const cgeom *g = &j->g;
+    jn_tensor *src = jn_tensor_alias(acc), *dst = jn_tensor_alias(dx);
+    jn_status s = JN_ERR_NOMEM;
+    if (src && dst) {
+        int64_t sh[4] = {g->N, g->C, g->H, g->W};
+        memcpy(src->shape, sh, sizeof sh);
+        src->offset += g->ph * j->Wp + g->pw;
+        dst->ndim = 4;
+        memcpy(dst->shape, sh, sizeof sh);
+        jn_contiguous_strides(4, sh, dst->strides);
+        s = jn_copy_into(dst, src);
+    }
+    jn_tensor_decref(src);
+    jn_tensor_decref(dst);
+    return s;
 }
 
 /* ==================================================== conv2d_input_grad */
@@ -523,39 +666,69 @@ jn_status jn_cpu_conv2d_input_grad(int nin, jn_tensor *const *in, const jn_attrs
         return JN_OK;
     }
     j.cd = in[0]->dtype == JN_F64 ? JN_F64 : JN_F32;
-    plan(&j);
-    if ((s = blas_fits(op, &j))) return s;
-    jn_tensor *gt = NULL, *w = NULL, *dx = out[0];
+    jn_tensor *gt = NULL, *w = NULL, *dx = out[0], *acc = NULL;
+    if (!(w = jn_to_dtype(in[1], j.cd))) return JN_ERR_NOMEM;
+    int64_t wsh[4] = {1, 1, j.g.O, j.g.Kc}, wst[4] = {0, 0, j.g.Kc, 1};
+    wide_plan(&j, jn_data(w), wsh, wst);
+    plan(&j, j.g.Kc);
+    if ((s = blas_fits(op, &j))) goto done;
     if ((s = grad_layout(&j, in[0], &gt))) goto done;
-    if (!(w = jn_to_dtype(in[1], j.cd))) {
-        s = JN_ERR_NOMEM;
-        goto done;
-    }
     if (is_half(out[0]->dtype) && !(dx = jn_tensor_new(JN_F32, out[0]->ndim, out[0]->shape))) {
         s = JN_ERR_NOMEM;
         goto done;
     }
     j.w = jn_data(w);
     j.dx = jn_data(dx);
+    j.acc = j.dx;
+    if (j.wide && (j.g.ph || j.g.pw)) { /* col2im into padded planes, cropped into dx after */
+        int64_t ash[4] = {j.g.N, j.g.C, j.Hp, j.Wp};
+        if (!(acc = jn_tensor_new(j.cd, 4, ash))) {
+            s = JN_ERR_NOMEM;
+            goto done;
+        }
+        j.acc = jn_data(acc);
+    }
     if (j.ntask > 1) {
         jn_parallel_for(j.ntask, 1, dx_task, &j);
         if (j.failed) s = jn_error(JN_ERR_NOMEM, "%s: out of memory for the column buffers", op);
     } else {
-        void *col = malloc((size_t)(j.g.Kc * j.B * j.g.P) * jn_dtype_size[j.cd] + 1);
+        void *col = malloc((size_t)(j.g.Kc * j.B * j.Pc) * jn_dtype_size[j.cd] + 1);
         if (!col) {
             s = jn_error(JN_ERR_NOMEM, "%s: out of memory for a %lld x %lld column buffer", op, (long long)j.g.Kc,
-                         (long long)(j.B * j.g.P));
+                         (long long)(j.B * j.Pc));
             goto done;
         }
         for (int64_t n = 0; n < j.g.N; n += j.B) dx_chunk(&j, n, j.g.N - n < j.B ? j.g.N - n : j.B, col, 1);
         free(col);
     }
+    if (!s && acc) s = crop_into(&j, acc, dx);
     if (!s && dx != out[0]) s = jn_copy_into(out[0], dx);
 done:
     jn_tensor_decref(gt);
     jn_tensor_decref(w);
+    jn_tensor_decref(acc);
     if (dx != out[0]) jn_tensor_decref(dx);
     return s;
+}
+
+/* *out = x (of the compute dtype) zero-padded to [N, C, Hp, Wp]. */
+static jn_status pad_planes(const cjob *j, jn_tensor *x, jn_tensor **out) {
+    const cgeom *g = &j->g;
+    int64_t psh[4] = {g->N, g->C, j->Hp, j->Wp}, sh[4] = {g->N, g->C, g->H, g->W};
+    jn_tensor *p = jn_tensor_zeros(j->cd, 4, psh), *v = p ? jn_tensor_alias(p) : NULL;
+    jn_status s = JN_ERR_NOMEM;
+    if (v) {
+        memcpy(v->shape, sh, sizeof sh);
+        v->offset += g->ph * j->Wp + g->pw;
+        s = jn_copy_into(v, x);
+    }
+    jn_tensor_decref(v);
+    if (s) {
+        jn_tensor_decref(p);
+        return s;
+    }
+    *out = p;
+    return JN_OK;
 }
 
 /* =================================================== conv2d_weight_grad */
@@ -597,23 +770,37 @@ jn_status jn_cpu_conv2d_weight_grad(int nin, jn_tensor *const *in, const jn_attr
         return JN_OK;
     }
     j.cd = in[0]->dtype == JN_F64 ? JN_F64 : JN_F32;
-    plan(&j);
-    if ((s = blas_fits(op, &j))) return s;
-    jn_tensor *gt = NULL, *x = NULL, *dw = out[0];
+    jn_tensor *gt = NULL, *x = NULL, *xpad = NULL, *dw = out[0];
     char *partials = NULL;
-    if ((s = grad_layout(&j, in[0], &gt))) goto done;
-    if (!(x = is_half(in[1]->dtype) ? jn_to_dtype(in[1], JN_F32) : in[1])) {
-        s = JN_ERR_NOMEM;
-        goto done;
-    }
+    if (!(x = is_half(in[1]->dtype) ? jn_to_dtype(in[1], JN_F32) : in[1])) return JN_ERR_NOMEM;
     if (x == in[1]) jn_tensor_incref(x);
+    j.x = jn_data(x);
+    j.xs[0] = j.g.batched ? x->strides[0] : 0;
+    for (int d = 1; d < 4; d++) j.xs[d] = x->strides[d - 1 + j.g.batched];
+    int64_t xsh[4] = {j.g.N, j.g.C, j.g.H, j.g.W};
+    wide_plan(&j, j.x, xsh, j.xs);
+    j.rb = j.g.Kc > 0 ? j.g.Kc : 1;
+    if (j.g.Og > 0 && j.g.Og * j.g.Kc > SMALL_NT_ENTRIES && j.g.Og <= SMALL_NT_ENTRIES / 16 &&
+        (double)j.g.Og * (double)j.g.Kc * (double)j.Pc <= SMALL_GEMM_MNK)
+        j.rb = SMALL_NT_ENTRIES / j.g.Og;
+    plan(&j, j.rb);
+    if ((s = blas_fits(op, &j))) goto done;
+    if ((s = grad_layout(&j, in[0], &gt))) goto done;
     if (is_half(out[0]->dtype) && !(dw = jn_tensor_new(JN_F32, 4, out[0]->shape))) {
         s = JN_ERR_NOMEM;
         goto done;
     }
-    j.x = jn_data(x);
-    j.xs[0] = j.g.batched ? x->strides[0] : 0;
-    for (int d = 1; d < 4; d++) j.xs[d] = x->strides[d - 1 + j.g.batched];
+    if (j.wide) { /* the wide rows read whole planes: pad them (or make their rows contiguous) first */
+        j.xp = j.x;
+        j.xpn = j.xs[0];
+        j.xpc = j.xs[1];
+        if (j.g.ph || j.g.pw || (j.g.W > 1 && j.xs[3] != 1) || (j.g.H > 1 && j.xs[2] != j.g.W)) {
+            if ((s = pad_planes(&j, x, &xpad))) goto done;
+            j.xp = jn_data(xpad);
+            j.xpn = j.g.C * j.Hp * j.Wp;
+            j.xpc = j.Hp * j.Wp;
+        }
+    }
     size_t wbytes = (size_t)(j.g.O * j.g.Kc) * jn_dtype_size[j.cd];
     if (j.ntask > 1) {
         if (!(partials = malloc(wbytes * (size_t)j.ntask))) {
@@ -630,10 +817,10 @@ jn_status jn_cpu_conv2d_weight_grad(int nin, jn_tensor *const *in, const jn_attr
         int64_t wn = j.g.O * j.g.Kc;
         jn_parallel_for(wn, 16384 / j.ntask + 1, sum_partials, &sc);
     } else {
-        void *col = malloc((size_t)(j.g.Kc * j.B * j.g.P) * jn_dtype_size[j.cd] + 1);
+        void *col = malloc((size_t)(j.g.Kc * j.B * j.Pc) * jn_dtype_size[j.cd] + 1);
         if (!col) {
             s = jn_error(JN_ERR_NOMEM, "%s: out of memory for a %lld x %lld column buffer", op, (long long)j.g.Kc,
-                         (long long)(j.B * j.g.P));
+                         (long long)(j.B * j.Pc));
             goto done;
         }
         memset(jn_data(dw), 0, wbytes);
@@ -646,6 +833,7 @@ done:
     free(partials);
     jn_tensor_decref(gt);
     jn_tensor_decref(x);
+    jn_tensor_decref(xpad);
     if (dw != out[0]) jn_tensor_decref(dw);
     return s;
 }
@@ -658,6 +846,9 @@ typedef struct {
     const char *g;
     int64_t gs[4];      /* grad_out element strides as [N, C, OH, OW] */
     char *dx;           /* contiguous [N, C, H, W] of dtype cd */
+    const int64_t *idx; /* max pool: argmax indices into each H*W plane */
+    int64_t is[4];      /* their element strides as [N, C, OH, OW] */
+    int bad;            /* max pool: an index was out of range */
 } pjob;
 
 /* input_size of a pool: 3 or 4 dims with non-empty non-batch dims (the
@@ -789,6 +980,31 @@ AVG_BWD(avg_bwd_f64, double)
 ADAPTIVE_BWD(adaptive_bwd_f32, float)
 ADAPTIVE_BWD(adaptive_bwd_f64, double)
 
+#define MAX_BWD(NAME, T)                                                                          \
+    static void NAME(int64_t b, int64_t e, void *ctx) {                                           \
+        pjob *p = ctx;                                                                            \
+        const int64_t HW = p->H * p->W, OH = p->OH, OW = p->OW, C = p->C;                         \
+        int bad = 0;                                                                              \
+        for (int64_t pl = b; pl < e; pl++) {                                                      \
+            const T *g = (const T *)p->g + (pl / C) * p->gs[0] + (pl % C) * p->gs[1];             \
+            const int64_t *ix = p->idx + (pl / C) * p->is[0] + (pl % C) * p->is[1];               \
+            T *dx = (T *)p->dx + pl * HW;                                                         \
+            memset(dx, 0, sizeof(T) * (size_t)HW);                                                \
+            for (int64_t oh = 0; oh < OH; oh++)                                                   \
+                for (int64_t ow = 0; ow < OW; ow++) {                                             \
+                    int64_t k = ix[oh * p->is[2] + ow * p->is[3]];                                \
+                    if ((uint64_t)k >= (uint64_t)HW) {                                            \
+                        bad = 1;                                                                  \
+                        continue;                                                                 \
+                    }                                                                             \
+                    dx[k] += g[oh * p->gs[2] + ow * p->gs[3]];                                    \
+                }                                                                                 \
+        }                                                                                         \
+        if (bad) __atomic_store_n(&p->bad, 1, __ATOMIC_RELAXED);                                  \
+    }
+MAX_BWD(max_bwd_f32, float)
+MAX_BWD(max_bwd_f64, double)
+
 /* Runs a pool backward over every (batch, channel) plane; half dtypes go
  * through float32 copies. */
 static jn_status pool_bwd_run(pjob *p, jn_tensor *gout, jn_tensor *out, double window, jn_range_fn f32,
@@ -875,4 +1091,55 @@ jn_status jn_cpu_adaptive_avg_pool2d_backward(int nin, jn_tensor *const *in, con
     if (s) return s;
     double win = (double)(p.H / (p.OH ? p.OH : 1) + 1) * (double)(p.W / (p.OW ? p.OW : 1) + 1);
     return pool_bwd_run(&p, in[0], out[0], win, adaptive_bwd_f32, adaptive_bwd_f64);
+}
+
+/* ================================================== max_pool2d_backward */
+static jn_status max_bwd_geom(jn_tensor *const *in, const jn_attrs *a, pjob *p) {
+    const char *op = "max_pool2d_backward";
+    const jn_tensor *gout = in[0], *ix = in[1];
+    char s1[160], s2[160];
+    jn_status s;
+    if ((s = pool_input(op, gout, a, p))) return s;
+    const jn_ints *l = &a->a[0].l;
+    int o = l->n - 3;
+    for (int d = 0; d < o + 1; d++) /* batch and channel dims: grad_out's own */
+        if (gout->shape[d] != l->v[d])
+            return jn_error(JN_ERR_SHAPE, "%s: grad_output of size %s does not match input_size %s in dimension %d",
+                            op, jn_shape_str(gout->ndim, gout->shape, s1, sizeof s1),
+                            jn_shape_str(l->n, l->v, s2, sizeof s2), d);
+    if (ix->dtype != JN_I64)
+        return jn_error(JN_ERR_TYPE, "%s: indices must be int64 (max_pool2d's second output), got '%s'", op,
+                        dn(ix->dtype));
+    if (!jn_same_shape(ix->ndim, ix->shape, gout->ndim, gout->shape))
+        return jn_error(JN_ERR_SHAPE, "%s: indices of size %s must have grad_output's size %s", op,
+                        jn_shape_str(ix->ndim, ix->shape, s1, sizeof s1),
+                        jn_shape_str(gout->ndim, gout->shape, s2, sizeof s2));
+    p->OH = gout->shape[o + 1];
+    p->OW = gout->shape[o + 2];
+    return JN_OK;
+}
+
+jn_status jn_infer_max_pool2d_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {
+    pjob p;
+    jn_status s = max_bwd_geom(in, a, &p);
+    if (s) return s;
+    out->dtype = in[0]->dtype;
+    out->ndim = a->a[0].l.n;
+    memcpy(out->shape, a->a[0].l.v, sizeof(int64_t) * (size_t)out->ndim);
+    return JN_OK;
+}
+
+jn_status jn_cpu_max_pool2d_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    pjob p;
+    jn_status s = max_bwd_geom(in, a, &p);
+    if (s) return s;
+    p.idx = (const int64_t *)jn_data(in[1]);
+    grad_strides(in[1], p.is);
+    if ((s = pool_bwd_run(&p, in[0], out[0], 1.0, max_bwd_f32, max_bwd_f64))) return s;
+    if (p.bad)
+        return jn_error(JN_ERR_INDEX,
+                        "max_pool2d_backward: an index is outside the %lld x %lld input plane; indices must come "
+                        "from max_pool2d over an input of size input_size",
+                        (long long)p.H, (long long)p.W);
+    return JN_OK;
 }

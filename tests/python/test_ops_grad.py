@@ -1,5 +1,6 @@
 """Table-driven checks of the k_grad.c ops (conv2d_input_grad,
-conv2d_weight_grad, avg_pool2d_backward, adaptive_avg_pool2d_backward).
+conv2d_weight_grad, avg_pool2d_backward, adaptive_avg_pool2d_backward,
+max_pool2d_backward).
 
 Two independent references: direct numpy implementations (the transpose of
 a kernel-offset-loop convolution, per-window scatter loops for the pools
@@ -142,6 +143,11 @@ _CONV = [
     dict(x=(0, 3, 5, 5), w=(4, 3, 3, 3), attrs=([1], [1], [1], 1)),                  # empty batch
     dict(x=(2, 0, 5, 5), w=(4, 0, 3, 3), attrs=([1], [1], [1], 1)),                  # no input channels
     dict(x=(2, 3, 5, 5), w=(0, 3, 3, 3), attrs=([1], [1], [1], 1)),                  # no output channels
+    # stride 1, undilated: the wide-row layout (LeNet's two layers, asymmetric padding with groups)
+    dict(x=(3, 1, 28, 28), w=(6, 1, 5, 5), attrs=([1], [2], [1], 1)),
+    dict(x=(3, 6, 14, 14), w=(16, 6, 5, 5), attrs=([1], [0], [1], 1)),
+    dict(x=(2, 4, 7, 9), w=(6, 2, 3, 3), attrs=([1], [1, 2], [1], 2)),
+    dict(x=(3, 8, 9, 9), w=(32, 4, 5, 5), attrs=([1], [0], [1], 2)),                # weight grad in row blocks 75 + 25
 ]
 _AVG = [  # input size, (kernel, stride, padding, ceil_mode, count_include_pad)
     dict(x=(2, 3, 6, 5), attrs=([2], [], [0], False, True)),
@@ -165,15 +171,36 @@ _ADAPTIVE = [  # input size, grad_out's plane (= output_size)
     dict(x=(0, 2, 6, 6), out=(2, 3)),                                                # empty batch
 ]
 
+_MAX = [  # input size, max_pool2d's (kernel, stride, padding, dilation, ceil_mode) giving the indices
+    dict(x=(2, 3, 6, 6), attrs=([2], [], [0], [1], False)),
+    dict(x=(2, 3, 7, 6), attrs=([3], [2], [1], [1], False)),                        # overlaps: shared argmaxes add
+    dict(x=(2, 3, 7, 7), attrs=([3], [2], [1], [1], True)),                         # ceil_mode
+    dict(x=(3, 5, 5), attrs=([2], [1], [1], [1], False)),                           # unbatched
+    dict(x=(1, 2, 8, 9), attrs=([3, 2], [2, 3], [1, 1], [2, 1], True)),             # dilation
+    dict(x=(0, 3, 6, 6), attrs=([2], [], [0], [1], False)),                         # empty batch
+]
+
 CASES = {
     "conv2d_input_grad": _CONV,
     "conv2d_weight_grad": _CONV,
     "avg_pool2d_backward": _AVG,
     "adaptive_avg_pool2d_backward": _ADAPTIVE,
+    "max_pool2d_backward": _MAX,
 }
 
 
+def ref_max_backward(g, idx, input_size):
+    """zeros, then each grad added at its window's flat H*W argmax."""
+    lead, (H, W) = tuple(input_size[:-2]), tuple(input_size[-2:])
+    planes = int(np.prod(lead))
+    dx = np.zeros((planes, H * W))
+    per = idx.shape[-2] * idx.shape[-1]
+    np.add.at(dx, (np.arange(planes)[:, None], idx.reshape(planes, per)), _f64(g).reshape(planes, per))
+    return dx.reshape(tuple(input_size))
+
+
 def _grad_shape(name, case):
+    assert name != "max_pool2d_backward"  # its grad_out's shape comes from the forward in _inputs
     if name.startswith("conv2d"):
         return conv_out_shape(case["x"], case["w"], *case["attrs"][:3])
     if name == "avg_pool2d_backward":
@@ -184,7 +211,7 @@ def _grad_shape(name, case):
 
 def _inputs(name, case, dtype, seed=0):
     """(numpy inputs, attrs, reference) of one case."""
-    g = oc.rand(_grad_shape(name, case), dtype, seed=seed)
+    g = None if name == "max_pool2d_backward" else oc.rand(_grad_shape(name, case), dtype, seed=seed)
     if name == "conv2d_input_grad":
         w = oc.rand(case["w"], dtype, seed=seed + 1)
         attrs = (list(case["x"]),) + tuple(case["attrs"])
@@ -196,6 +223,11 @@ def _inputs(name, case, dtype, seed=0):
     if name == "avg_pool2d_backward":
         attrs = (list(case["x"]),) + tuple(case["attrs"])
         return [g], attrs, lambda g: ref_avg_backward(g, case["x"], *case["attrs"])
+    if name == "max_pool2d_backward":  # indices from the forward over a random input (ties too)
+        x = np.round(oc.rand(case["x"], "float64", seed=seed + 1) * 4)
+        idx = oc.npy(oc.op("max_pool2d", [oc.jn(x)], case["attrs"])[1])
+        g = oc.rand(idx.shape, dtype, seed=seed)
+        return [g, idx], (list(case["x"]),), lambda g, idx: ref_max_backward(g, idx, case["x"])
     return [g], (list(case["x"]),), lambda g: ref_adaptive_backward(g, case["x"])
 
 
@@ -297,13 +329,31 @@ def test_conv_grads_thread_counts(threads):
     old = _C.get_num_threads()
     try:
         _C.set_num_threads(threads)
-        for case in (_CONV[1], _CONV[7], _CONV[8], _CONV[9]):
+        for case in (_CONV[1], _CONV[7], _CONV[8], _CONV[9], _CONV[14], _CONV[16]):
             for name in ("conv2d_input_grad", "conv2d_weight_grad"):
                 inputs, attrs, ref = _inputs(name, case, "float64", seed=11)
                 got = oc.op(name, [oc.jn(a) for a in inputs], attrs)
                 oc.assert_close(got, ref(*inputs))
     finally:
         _C.set_num_threads(old)
+
+
+@pytest.mark.parametrize("pad", [0, 1])
+def test_conv_grads_non_finite(pad):
+    """inf/nan in the weight (input grad) or the input (weight grad) reach
+    exactly the entries they reach in the definition: the wide layout's
+    garbage columns must not smear them (it falls back when they occur)."""
+    case = dict(x=(2, 3, 8, 9), w=(4, 3, 3, 3), attrs=([1], [pad], [1], 1))
+    for name in ("conv2d_input_grad", "conv2d_weight_grad"):
+        for dtype in ("float64", "float32"):
+            inputs, attrs, ref = _inputs(name, case, dtype, seed=31)
+            other = inputs[1].copy()
+            other.flat[5] = np.inf
+            other.flat[-7] = np.nan
+            want = ref(inputs[0], other)
+            assert np.isfinite(want).any() and not np.isfinite(want).all()
+            got = oc.op(name, [oc.jn(inputs[0]), oc.jn(other)], attrs)
+            oc.assert_close(got, want, rtol=1e-5, atol=1e-5, dtype=dtype)
 
 
 def test_conv_grads_large_float32():
@@ -348,9 +398,10 @@ def _round(a, dtype):
 @pytest.mark.parametrize("name,case", [(n, cs[1]) for n, cs in CASES.items()], ids=list(CASES))
 def test_half_dtypes(name, case, dtype):
     inputs, attrs, ref = _inputs(name, case, "float32", seed=2)
-    got = oc.op(name, [_half(a, dtype) for a in inputs], attrs)
+    isf = [np.issubdtype(a.dtype, np.floating) for a in inputs]
+    got = oc.op(name, [_half(a, dtype) if f else oc.jn(a) for a, f in zip(inputs, isf)], attrs)
     assert _C.dtype_names[got._dtype_id] == dtype
-    want = ref(*[_round(a, dtype) for a in inputs])
+    want = ref(*[_round(a, dtype) if f else a for a, f in zip(inputs, isf)])
     tol = 2e-2 if dtype == "bfloat16" else 2e-3
     np.testing.assert_allclose(oc.npy(got).astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max())
 
@@ -432,6 +483,29 @@ def test_pool_backward_errors():
     _raises(RuntimeError, "non-zero size for non-batch dimensions", n, [R((1, 1, 2, 2))], ([1, 1, 0, 6],))
     _raises(TypeError, "'int32'", n, [R((1, 1, 2, 2), "int32")], ([1, 1, 4, 4],))
     _raises(ValueError, "negative", n, [R((1, 1, 2, 2))], ([1, 1, -4, 4],))
+
+
+def test_max_pool_backward_errors_and_layouts():
+    n, g = "max_pool2d_backward", R((2, 3, 3, 3))
+    ok = np.zeros((2, 3, 3, 3), np.int64)
+    bad = ok.copy()
+    bad[1, 2, 0, 1] = 36
+    _raises(IndexError, r"outside the 6 x 6 input plane", n, [g, bad], ([2, 3, 6, 6],))
+    bad[1, 2, 0, 1] = -1
+    _raises(IndexError, "outside the", n, [g, bad], ([2, 3, 6, 6],))
+    _raises(TypeError, "indices must be int64", n, [g, ok.astype(np.int32)], ([2, 3, 6, 6],))
+    _raises(RuntimeError, r"indices of size \[2, 3, 3, 2\] must have grad_output's size", n,
+            [g, ok[..., :2]], ([2, 3, 6, 6],))
+    _raises(RuntimeError, "does not match input_size", n, [g, ok], ([2, 4, 6, 6],))
+    _raises(RuntimeError, "must have as many dims", n, [g, ok], ([3, 6, 6],))
+    _raises(TypeError, "'int64'", n, [ok, ok], ([2, 3, 6, 6],))
+    # strided indices and grads
+    x = oc.rand((2, 3, 8, 8), "float64", seed=4)
+    idx = oc.npy(oc.op("max_pool2d", [oc.jn(x)], ([2], [], [0], [1], False))[1])
+    gg = oc.rand((2, 3, 4, 4), "float64", seed=5)
+    for lname, i in oc.layouts(idx):
+        got = oc.op(n, [oc.jn(gg[:, :, ::-1][:, :, ::-1]), oc.jn(i)], ([2, 3, 8, 8],))
+        oc.assert_close(got, ref_max_backward(gg, i, (2, 3, 8, 8)))
 
 
 # ------------------------------------------------- through the autograd

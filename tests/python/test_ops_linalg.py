@@ -248,6 +248,20 @@ CASES = {
              attrs=([2], [], [0], [1], 0)),                             # nan propagates
         dict(inputs=[np.zeros((1, 1, 4, 4), np.float32)], attrs=([3], [1], [1], [1], 0)),  # ties: first
         dict(inputs=[R((2, 7, 6, 3)).transpose(0, 3, 1, 2)], attrs=([2], [], [0], [1], 1)),  # channels-last
+        # the 2x2 stride-2 fast path: odd sizes (last row/col unused), strided rows, float64,
+        # ceil_mode (falls back), and ties / -inf / several nans per window in every position
+        dict(inputs=[R((2, 3, 7, 9))], attrs=([2], [2], [0], [1], 0)),
+        dict(inputs=[R((2, 3, 12, 8))[:, :, ::2, :]], attrs=([2], [], [0], [1], 0)),
+        dict(inputs=[R((2, 3, 6, 10), "float64")], attrs=([2], [2], [0], [1], 0)),
+        dict(inputs=[R((2, 3, 7, 9), "float64")], attrs=([2], [], [0], [1], 1)),
+        dict(inputs=[np.random.default_rng(5).choice(np.array([-np.inf, 0.0, 1.0, np.nan], np.float32),
+                                                     (2, 3, 8, 10))], attrs=([2], [], [0], [1], 0)),
+        dict(inputs=[np.random.default_rng(6).choice(np.array([-np.inf, 0.0, 1.0, np.nan]), (1, 4, 6, 6))],
+             attrs=([2], [2], [0], [1], 0)),
+        dict(inputs=[np.random.default_rng(7).choice(np.array([-np.inf, 0.0, 1.0, np.nan], np.float32),
+                                                     (2, 3, 9, 34))], attrs=([2], [], [0], [1], 0)),  # 8 + overlap
+        dict(inputs=[np.random.default_rng(8).choice(np.array([-np.inf, 0.0, 1.0, np.nan], np.float32),
+                                                     (1, 2, 6, 7))], attrs=([2], [], [0], [1], 0)),   # 3 wide
     ],
     "avg_pool2d": [
         dict(inputs=[R((2, 3, 6, 6))], attrs=([2], [], [0], 0, 1)),

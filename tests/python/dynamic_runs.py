@@ -207,7 +207,7 @@ def strip_comment(line):
     return line
 
 
-_ABS_PY = re.compile(r'(?<=")/[^"]*/([^"/]+)(?=")')
+_ABS_PY = re.compile(r'(?<![\w.])/(?:[^\s"/:]+/)+([^\s"/:]+\.py)\b')
 _BIND = re.compile(r"\b(bind=|bind %\d+ == )(\d+)")
 _OPTABLE = re.compile(r"^module optable=[0-9a-fA-F]+", re.M)
 _LONGFLOAT = re.compile(r"(?<![\w.%@])-?\d+\.\d{7,}(?:e[-+]?\d+)?")

@@ -47,7 +47,7 @@ def have_optimize():
     global _help
     if _help is None:
         _help = janus("--help").stdout if os.path.exists(JANUS) else ""
-    return re.search(r"^\s*optimize\b", _help, re.M) is not None or "janus optimize" in _help
+    return re.search(r"^\s+optimize\s", _help, re.M) is not None
 
 
 def optimize_help():

@@ -214,20 +214,20 @@ _LONGFLOAT = re.compile(r"(?<![\w.%@])-?\d+\.\d{7,}(?:e[-+]?\d+)?")
 
 
 def normalize(text):
-    """What may legitimately differ between machines and runs, made equal:
-    absolute paths of source files -> their basename; the op-table hash
-    (changes whenever an op is added) -> '*'; recorded tensor ids in bind=
-    and `guard bind` -> t1, t2, ... in order of first appearance (they
-    depend on how many tensors janus itself created before); floats with
-    many digits (recorded data-dependent values, BLAS-kernel dependent in
-    the last bits) -> 6 significant digits; comments and blank lines
-    dropped."""
-    text = _OPTABLE.sub("module optable=*", text)
+    """What may legitimately differ between machines and runs, made equal,
+    keeping the text valid IR (goldens must parse back): absolute paths of
+    source files -> their basename; the op-table hash (changes whenever an
+    op is added) -> 0000000000000000; recorded tensor ids in bind= and
+    `guard bind` -> 1, 2, ... in order of first appearance (they depend on
+    how many tensors janus itself created before); floats with many digits
+    (recorded data-dependent values, BLAS-kernel dependent in the last
+    bits) -> 6 significant digits; comments and blank lines dropped."""
+    text = _OPTABLE.sub("module optable=0000000000000000", text)
     text = _ABS_PY.sub(lambda m: m.group(1), text)
     ids = {}
 
     def bind(m):
-        t = ids.setdefault(m.group(2), f"t{len(ids) + 1}")
+        t = ids.setdefault(m.group(2), str(len(ids) + 1))
         return m.group(1) + t
 
     out = []

@@ -197,3 +197,44 @@ def test_python_state():
         assert [e["inplace"] for e in ops if e["op"] in ("mul", "add")] == [1, 1], ops
         ids |= {e["inputs"][0]["id"] for e in ops if e["op"] in ("mul", "add")}
     assert len(ids) == 1
+
+
+# ---------------------------------- the IR reader the golden tests rely on
+
+SAMPLE_IR = '''\
+# a hand-written module in the text form of ir/jn_ir.h
+module optable=52af0797b7e7e40f graphs=1
+site 3 "/home/u/proj/tests/dynamic/seq_len_varies.py":29 "<module>"
+graph g0 group=0 variant=1 parent=0 diverge=3 support=12 steps=1..23 entry="after item() at /home/u/proj/x.py:23 # text" exit="step end" decided=@3 {
+  sym T dim 3..8 @3   # sequence length
+  sym i0 ivar 0..7
+  in %0 state f32[16, 8] bind=1234 @3
+  in %1 scalar f64[] = 0.10000000000000001 @3
+  %2 = mul(%0, %1) : f32[16, 8] @3
+  loop L0 trip=T ivar=i0 {
+    carry %3 = %0 -> %4 => %5
+    %4 = tanh(%3) : f32[16, 8] @3
+  }
+  out %5 state=%0
+  guard sym T in 3..8 @3 "sequence length"
+  guard bind %0 == 1234
+}
+'''
+
+
+def test_ir_reader_and_normalize():
+    m = dr.Module(SAMPLE_IR)
+    g, = m.graphs
+    assert m.header == {"optable": "52af0797b7e7e40f", "graphs": "1"}
+    assert m.site_line(3) == ("seq_len_varies.py", 29) and g.decided() == 3
+    assert g.attrs["entry"] == "after item() at /home/u/proj/x.py:23 # text" and g.int("variant") == 1
+    assert g.syms == {"T": ("dim", 3, 8), "i0": ("ivar", 0, 7)}
+    assert [i[:4] for i in g.inputs] == [("%0", "state", "f32[16, 8]", 3), ("%1", "scalar", "f64[]", 3)]
+    assert g.ops() == ["mul", "tanh"] and len(g.guards) == 2 and g.kind("out") == ["out %5 state=%0"]
+    n = dr.normalize(SAMPLE_IR)
+    assert "optable=0000000000000000" in n and '"seq_len_varies.py":29' in n and "at x.py:23 # text" in n
+    assert "bind=1 " in n and "guard bind %0 == 1\n" in n and "= 0.1 @3" in n
+    assert "#" not in n.replace("# text", "") and dr.normalize(n) == n
+    assert len(dr.Module(n).graphs) == 1
+    with pytest.raises(AssertionError):
+        dr.Module(SAMPLE_IR.rsplit("}", 1)[0])   # unterminated graph

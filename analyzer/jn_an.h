@@ -36,10 +36,20 @@ typedef struct {
 typedef struct {
     int64_t runs, steps, ops, segments, groups, graphs, loops, symbols, guards;
     double seconds;
+    /* added by the analyzer (issue 5): */
+    int64_t variants;    /* graphs beyond the first of their group */
+    int64_t uncaptured;  /* groups left out (see jn_an_uncaptured) */
+    int64_t exemplars;   /* distinct segments after collapsing identical ones */
 } jn_an_stats;
 
 /* Analyze the store; *out is a verified module (caller frees).  A store with
  * no steps yields an empty module, not an error. */
 jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out, jn_an_stats *stats);
+
+/* Why groups were left out by the last jn_an_analyze of this thread, one
+ * line each ("group at train.py:12 (40 segments): not captured: in-place
+ * write into a view (copy_ at train.py:14)"); valid until the next call. */
+int jn_an_uncaptured_count(void);
+const char *jn_an_uncaptured(int i);
 
 #endif

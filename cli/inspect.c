@@ -1,4 +1,4 @@
-/* inspect.c -- `janus inspect [--json] [--run N] run.db`
+/* inspect.c -- `janus inspect [--json | --graphs] [--run N] run.db`
  *
  * Summarizes a trace store for a person (text) or a program (--json, one
  * JSON object): the runs with their argv, status and times, and per run the
@@ -6,7 +6,8 @@
  * pair of consecutive distinct signatures -- the first event where their
  * first steps differ (decoded from the stored chunks, op names taken from
  * the run's own op table, with the call site), the sync points, the
- * control-flow decisions and the shape variation.
+ * control-flow decisions and the shape variation.  --graphs prints the
+ * analyzer's graphs instead (jn_cli_dump_graphs in optimize.c).
  *
  * The store is opened read-only, so this works while another process is
  * still recording into it (WAL readers see the last committed step) and on
@@ -25,7 +26,7 @@
 #include "jn_db.h"
 
 const char jn_cli_inspect_usage[] =
-    "usage: janus inspect [--json] [--run N] PATH\n"
+    "usage: janus inspect [--json | --graphs] [--run N] PATH\n"
     "\n"
     "Print what a trace store (written by `janus record`) holds: the runs\n"
     "(argv, status, exit code, times), and per run the steps, the op\n"
@@ -35,6 +36,8 @@ const char jn_cli_inspect_usage[] =
     "\n"
     "options:\n"
     "  --json      print one JSON object instead of text\n"
+    "  --graphs    print the graphs `janus optimize` mines from the store\n"
+    "              (IR text, as `janus optimize --dump-ir`)\n"
     "  --run N     only run N\n"
     "  -h, --help  show this help\n";
 
@@ -853,7 +856,7 @@ static void run_shapes(ctx *c, int64_t run) {
 
 int jn_cli_inspect(int argc, char **argv) {
     const char *path = NULL;
-    int json = 0;
+    int json = 0, graphs = 0;
     int64_t only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -862,6 +865,7 @@ int jn_cli_inspect(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--graphs")) { graphs = 1; continue; }
         if (!strcmp(a, "--run") || !strncmp(a, "--run=", 6)) {
             const char *v = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
             char *end = NULL;
@@ -887,6 +891,11 @@ int jn_cli_inspect(int argc, char **argv) {
         fprintf(stderr, "janus inspect: no PATH given\n\n%s", jn_cli_inspect_usage);
         return 2;
     }
+    if (graphs && json) {
+        fprintf(stderr, "janus inspect: --graphs and --json do not combine\n\n%s", jn_cli_inspect_usage);
+        return 2;
+    }
+    if (graphs) return jn_cli_dump_graphs("inspect", path, only, stdout);
     struct stat sb;
     if (stat(path, &sb) != 0) {
         fprintf(stderr, "janus inspect: %s does not exist; record one with `janus record --db %s -- python3 train.py`\n",

@@ -2,11 +2,12 @@
  *
  *     janus record [--db PATH] [--] COMMAND...   run COMMAND with recording on
  *     janus inspect [--json] [--run N] run.db    summarize a trace store
+ *     janus optimize [--dump-ir] run.db          mine the traces into graphs
  *     janus --help | --version | COMMAND --help
  *
  * This file parses the top level of the command line and hands the rest to
- * one function per subcommand (record.c, inspect.c).  It also holds the
- * helpers the subcommands share (jn_cli.h): a streaming JSON emitter and
+ * one function per subcommand (record.c, inspect.c, optimize.c).  It also
+ * holds the helpers the subcommands share (jn_cli.h): a streaming JSON emitter and
  * number formatting.  Usage mistakes print the usage on stderr and exit 2,
  * like other Unix tools; runtime failures exit 1 with a message that names
  * the file and the fix.
@@ -41,6 +42,7 @@ int main(int argc, char **argv) {
             /* `janus help record` == `janus record --help` */
             if (!strcmp(argv[2], "record")) { fputs(jn_cli_record_usage, stdout); return 0; }
             if (!strcmp(argv[2], "inspect")) { fputs(jn_cli_inspect_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "optimize")) { fputs(jn_cli_optimize_usage, stdout); return 0; }
             fprintf(stderr, "janus: unknown command '%s'\n\n%s", argv[2], usage);
             return 2;
         }
@@ -53,10 +55,11 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "record")) return jn_cli_record(argc - 1, argv + 1);
     if (!strcmp(cmd, "inspect")) return jn_cli_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "optimize")) return jn_cli_optimize(argc - 1, argv + 1);
     if (cmd[0] == '-')
         fprintf(stderr, "janus: unknown option '%s'\n\n%s", cmd, usage);
     else
-        fprintf(stderr, "janus: unknown command '%s' (commands: record, inspect)\n\n%s", cmd, usage);
+        fprintf(stderr, "janus: unknown command '%s' (commands: record, inspect, optimize)\n\n%s", cmd, usage);
     return 2;
 }
 

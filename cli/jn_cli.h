@@ -1,7 +1,7 @@
 /* jn_cli.h -- internal interface of the `janus` command (the files in cli/).
  *
  * janus.c parses the top-level command line and dispatches to one function
- * per subcommand (record.c, inspect.c).  The helpers declared here are the
+ * per subcommand (record.c, inspect.c, optimize.c).  The helpers declared here are the
  * small pieces the subcommands share: a streaming JSON emitter (inspect
  * --json, the argv column of a run), number formatting for humans, and the
  * usage texts.  Nothing here is a public API; every symbol is jn_cli_.
@@ -15,9 +15,15 @@
 /* Subcommands: argv[0] is the subcommand name.  Return the process exit code. */
 int jn_cli_record(int argc, char **argv);
 int jn_cli_inspect(int argc, char **argv);
+int jn_cli_optimize(int argc, char **argv);
 
 extern const char jn_cli_record_usage[];
 extern const char jn_cli_inspect_usage[];
+extern const char jn_cli_optimize_usage[];
+
+/* Analyze the store at path (run 0 = all) and print its graphs as IR text
+ * to out (optimize.c; `janus inspect --graphs`).  Returns the exit code. */
+int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out);
 
 /* Streaming JSON: commas and nesting are tracked, strings escaped (control
  * characters, quotes, backslashes; invalid UTF-8 bytes become U+FFFD so the

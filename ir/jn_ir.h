@@ -60,7 +60,9 @@
  *            (dtype short names: f32 f64 f16 bf16 i64 i32 u8 bool; device
  *            omitted for cpu, else "cuda")
  *   <dim>    an integer, a symbol name, or an expression in parentheses
- *            over + - * // and integers, e.g. (B*784) (T-1-i0)
+ *            over + - * // and integers, e.g. (B*784) (T-1-i0); the
+ *            printer parenthesizes every operation, "((T-1)-i0)", and the
+ *            parser reads both (usual precedence, left to right)
  *   <attr>   the schema name from ops.def; values: integer or <dim>,
  *            float (%.17g, or %<v> when bound to a scalar input), true |
  *            false, [<dim>, ...], dtype short name
@@ -104,6 +106,9 @@ typedef int64_t jn_ir_dim;
 static inline int jn_ir_is_expr(jn_ir_dim d) { return d <= JN_IR_EXPR_BASE; }
 static inline int32_t jn_ir_expr_index(jn_ir_dim d) { return (int32_t)(JN_IR_EXPR_BASE - d); }
 static inline jn_ir_dim jn_ir_expr_ref(int32_t index) { return JN_IR_EXPR_BASE - (jn_ir_dim)index; }
+/* What jn_ir_sym_dim / jn_ir_dim_op return on failure (error set): a ref to
+ * no expression, which jn_ir_verify rejects. */
+#define JN_IR_DIM_ERROR INT64_MIN
 
 typedef enum { JN_IR_E_SYM, JN_IR_E_ADD, JN_IR_E_SUB, JN_IR_E_MUL, JN_IR_E_FLOORDIV } jn_ir_expr_kind;
 
@@ -286,11 +291,15 @@ int32_t jn_ir_value_add(jn_ir_graph *g, jn_ir_value_kind kind, int32_t def, int3
 /* Adds the input and its value; returns the INPUT index (value in inputs[i].value). */
 int32_t jn_ir_input_add(jn_ir_graph *g, jn_ir_input_kind kind, jn_dtype dtype, int device, int ndim,
                         const jn_ir_dim *shape, int64_t site);
-/* Adds the node (attr_input all -1, loop -1) and its nout output values,
- * typed from out_types[k] (dtype, device, ndim, shape; kind/def/idx are
- * ignored); returns the NODE index. */
+/* Adds the node (attr_input all -1, loop = the innermost loop whose range
+ * already holds the new index, else -1) and its nout output values, typed
+ * from out_types[k] (dtype, device, ndim, shape; kind/def/idx are ignored);
+ * returns the NODE index.  attrs NULL = the schema defaults. */
 int32_t jn_ir_node_add(jn_ir_graph *g, jn_op op, int nin, const int32_t *in, const jn_attrs *attrs,
                        int nout, const jn_ir_value *out_types, int64_t site);
+/* Nodes first..first+count-1 form the body.  Either add the loop (outer
+ * before inner) with its final count before its body nodes, or after them:
+ * nodes already in the range whose loop is `parent` move into it. */
 int32_t jn_ir_loop_add(jn_ir_graph *g, int32_t parent, int32_t first, int32_t count, jn_ir_dim trip,
                        int32_t ivar);
 /* A carry of loop l: creates the LOOP_PARAM and LOOP_OUT values (typed like

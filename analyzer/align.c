@@ -1,0 +1,149 @@
+/* align.c -- the exemplars of one group -> structures and the variant trie.
+ *
+ * Two exemplars have the same STRUCTURE when they align op by op: the same
+ * op tokens (op, call site, stack, arity, input dtypes and Python types,
+ * structural attributes) and the same dataflow (every input refers to the
+ * same canonical value, every value is defined and written back the same
+ * way), after folding repeats whose count varies into loops (loops.c).
+ * What may then still differ -- shapes, int and float attributes, scalar
+ * values, state bindings -- is generalize.c's business.
+ *
+ * Structures of one group become variants: variant 0 is the one that
+ * covers the most recorded segments; every other variant hangs below the
+ * earlier variant it shares the longest op prefix with (parent, diverge),
+ * and `decided` names the last Python branch recorded before the point
+ * where they diverge.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_internal.h"
+
+static int same_structure(const an_ex *a, const an_ex *b) {
+    if (a->nops != b->nops || a->nrefs != b->nrefs || a->nvals != b->nvals || a->nislots != b->nislots ||
+        a->nfslots != b->nfslots)
+        return 0;
+    for (int32_t i = 0; i < a->nops; i++)
+        if (a->ops[i].token != b->ops[i].token) return 0;
+    for (int32_t i = 0; i < a->nrefs; i++)
+        if (a->refs[i].val != b->refs[i].val || a->refs[i].ndim != b->refs[i].ndim ||
+            a->refs[i].role != b->refs[i].role)
+            return 0;
+    for (int32_t i = 0; i < a->nvals; i++) {
+        const an_val *x = &a->vals[i], *y = &b->vals[i];
+        if (x->def != y->def || x->idx != y->idx || x->role != y->role || x->overwrites != y->overwrites ||
+            x->written != y->written)
+            return 0;
+    }
+    return 1;
+}
+
+static int32_t common_prefix(const an_ex *a, const an_ex *b) {
+    int32_t n = a->nops < b->nops ? a->nops : b->nops, k = 0;
+    while (k < n && a->ops[k].token == b->ops[k].token) k++;
+    return k;
+}
+
+static int64_t first_ex(const an_struct *s) { return s->ex[0]; }
+
+static int cmp_support(const void *pa, const void *pb) {
+    const an_struct *a = pa, *b = pb;
+    if (a->support != b->support) return a->support > b->support ? -1 : 1;
+    return first_ex(a) < first_ex(b) ? -1 : first_ex(a) > first_ex(b);
+}
+
+static int add_struct(an_struct **s, int64_t *cap, int64_t *n, int32_t max_ex) {
+    if (an_grow(s, cap, *n + 1, sizeof **s)) return -1;
+    memset(&(*s)[*n], 0, sizeof (*s)[*n]);
+    if (!((*s)[*n].ex = malloc(sizeof(int32_t) * (size_t)max_ex))) return -1;
+    (*n)++;
+    return 0;
+}
+
+jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
+    an_struct *s = NULL;
+    int64_t cap = 0, n = 0;
+    int32_t *fam = malloc(sizeof(int32_t) * (size_t)(g->nex + 1)), *rest = malloc(sizeof(int32_t) * (size_t)(g->nex + 1));
+    char *done = calloc((size_t)g->nex + 1, 1);
+    *out = NULL;
+    *nout = 0;
+    if (!fam || !rest || !done) goto nomem;
+    for (int64_t i = 0; i < g->nex; i++)
+        if (an_fold(&c->ex[g->ex[i]])) goto nomem;
+    /* families: the same folded sequence (loop counts aside) */
+    for (int64_t i = 0; i < g->nex; i++) {
+        if (done[i]) continue;
+        int32_t nf = 0;
+        for (int64_t k = i; k < g->nex; k++)
+            if (!done[k] && an_folded_same(&c->ex[g->ex[i]], &c->ex[g->ex[k]])) {
+                fam[nf++] = g->ex[k];
+                done[k] = 1;
+            }
+        an_tmpl *T = NULL;
+        const char *why = NULL;
+        if (nf > 1 && c->ex[fam[0]].nreps > 0 && an_tmpl_loops(c, fam, nf, &T, &why)) goto nomem;
+        if (T) {
+            if (add_struct(&s, &cap, &n, nf)) {
+                an_tmpl_free(T);
+                goto nomem;
+            }
+            s[n - 1].tmpl = T;
+            for (int32_t k = 0; k < nf; k++) {
+                s[n - 1].ex[s[n - 1].nex++] = fam[k];
+                s[n - 1].support += c->ex[fam[k]].count;
+            }
+            continue;
+        }
+        /* no loops: exemplars that align op by op */
+        int64_t first = n;
+        for (int32_t f = 0; f < nf; f++) {
+            an_ex *e = &c->ex[fam[f]];
+            int64_t k;
+            for (k = first; k < n; k++)
+                if (same_structure(&c->ex[s[k].ex[0]], e)) break;
+            if (k == n && add_struct(&s, &cap, &n, nf)) goto nomem;
+            s[k].ex[s[k].nex++] = fam[f];
+            s[k].support += e->count;
+        }
+        for (int64_t k = first; k < n; k++)
+            if (!(s[k].tmpl = an_tmpl_plain(c, s[k].ex, s[k].nex))) goto nomem;
+    }
+    free(fam);
+    free(rest);
+    free(done);
+    qsort(s, (size_t)n, sizeof *s, cmp_support);
+    for (int64_t k = 0; k < n; k++) {
+        s[k].variant = (int32_t)k;
+        s[k].parent = -1;
+        s[k].diverge = 0;
+        s[k].decided = 0;
+        const an_ex *e = &c->ex[s[k].ex[0]];
+        int32_t best = -1;
+        for (int64_t p = 0; p < k; p++) {
+            int32_t l = common_prefix(&c->ex[s[p].ex[0]], e);
+            if (l > best) {
+                best = l;
+                s[k].parent = (int32_t)p;
+            }
+        }
+        if (k > 0) {
+            s[k].diverge = best;
+            for (int32_t d = 0; d < e->ndecs; d++)
+                if (e->decs[d].kind == JN_DEC_BRANCH && e->decs[d].pos <= best) s[k].decided = e->decs[d].site;
+        }
+        for (int32_t i = 0; i < s[k].nex; i++) c->ex[s[k].ex[i]].structure = (int32_t)k;
+    }
+    *out = s;
+    *nout = (int32_t)n;
+    return JN_OK;
+nomem:
+    for (int64_t k = 0; k < n; k++) {
+        free(s[k].ex);
+        an_tmpl_free(s[k].tmpl);
+    }
+    free(s);
+    free(fam);
+    free(rest);
+    free(done);
+    return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+}

@@ -1,0 +1,293 @@
+/* an_internal.h -- the analyzer's private data model, shared by its passes.
+ *
+ * The analyzer streams: a step is decoded (load.c), split at sync points
+ * (segment.c), each segment is put in SSA form over canonical value numbers
+ * (functionalize.c) and then collapsed into an EXEMPLAR: all segments that
+ * agree in structure, dataflow, dtypes and shapes are one exemplar with a
+ * count and per-slot statistics of what may still vary inside it (int and
+ * float attributes, Python scalars, the Philox offset).  Memory therefore
+ * grows with the number of distinct exemplars, not with recorded ops.
+ * Later passes work on exemplars only: loops.c folds tandem repeats,
+ * align.c sorts the exemplars of a group into structures and variants,
+ * generalize.c turns each structure into one IR graph, guards.c adds its
+ * guards.  analyze.c runs them in order (jn_an_analyze).
+ */
+#ifndef AN_INTERNAL_H
+#define AN_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "jn_an.h"
+
+#define AN_FNV_INIT 0xcbf29ce484222325ULL
+static inline uint64_t an_fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ULL;
+    return h;
+}
+static inline uint64_t an_mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+/* Grow *arr (element size es) so that index n fits; -1 on OOM (error set). */
+int an_grow(void *arrp, int64_t *cap, int64_t n, size_t es);
+
+/* ------------------------------------------------ u64 -> i64 hash map */
+typedef struct {
+    uint64_t *k;
+    int64_t *v;
+    uint8_t *used;
+    size_t cap, n;
+} an_map;
+/* Slot of key k (inserted with value `dflt` if absent); NULL on OOM. */
+int64_t *an_map_get(an_map *m, uint64_t k, int64_t dflt, int *isnew);
+int64_t *an_map_find(const an_map *m, uint64_t k);
+void an_map_clear(an_map *m);
+void an_map_free(an_map *m);
+
+/* --------------------------------------------------------- decoded step */
+typedef struct {
+    uint8_t kind, inplace, nattrs, nin, nout, sync_kind, dec_kind;
+    int16_t op;               /* this build's jn_op */
+    jn_attrs attrs;
+    int64_t callsite, stack;
+    double value;
+    int64_t tensor_id, outcome;
+    int32_t ref0;             /* first tref in the step's tref array (nin + nout) */
+} an_event;
+
+typedef struct {
+    an_event *ev;   int64_t nev, capev;
+    jn_db_tref *tr; int64_t ntr, captr;
+} an_stepbuf;
+
+/* ------------------------------------------------------ exemplar model */
+typedef struct {
+    int32_t val;              /* value index in the exemplar's value table */
+    uint8_t dtype, ndim, device, role, pytype, noncontig;
+    int64_t shape[JN_MAX_DIMS];
+} an_ref;
+
+typedef struct {
+    int16_t op;
+    uint8_t nin, nout, inplace;
+    int64_t site, stack;
+    uint64_t token;           /* op, site, stack, arity, input dtypes/pytypes, structural attrs */
+    jn_attrs attrs;           /* first instance's values (bool/dtype/list lengths are exact) */
+    int32_t ref0;             /* refs[ref0 .. ref0+nin+nout) */
+    int32_t islot0, fslot0;   /* first int / float slot of this op */
+} an_op;
+
+typedef struct {
+    int32_t def;              /* producing op, or -1 for an external */
+    uint8_t idx;              /* output index */
+    uint8_t role;             /* external: JN_TR_* of its first reference */
+    uint8_t keep;             /* final value of a tensor referenced after the segment */
+    uint8_t written;          /* external: overwritten in the segment */
+    int32_t overwrites;       /* final value of an external tensor: that external's value, else -1 */
+    int64_t bind;             /* external PARAM/STATE: the tensor id, else 0 */
+    int32_t ref;              /* external: its first reference (an input, or the
+                               * output of a write into a tensor not read here) */
+} an_val;
+
+typedef struct {
+    int64_t first, lo, hi;
+    uint8_t varied;           /* differed between instances of this exemplar */
+} an_islot;
+
+typedef struct {
+    double first, lo, hi;
+    uint8_t varied;
+} an_fslot;
+
+typedef struct {
+    int32_t pos;              /* ops before it */
+    uint8_t kind;
+    int64_t site, outcome;
+} an_dec;
+
+typedef struct {
+    int32_t start, period, count; /* ops [start, start + period*count) */
+} an_rep;
+
+enum { AN_R_VIEW_WRITE = 1, AN_R_STALE_VIEW = 2 };
+
+typedef struct an_ex {
+    int32_t group;
+    uint64_t hash;
+    int32_t next;             /* next exemplar with the same hash bucket chain, -1 */
+    int32_t nops, nrefs, nvals, nislots, nfslots, ndecs;
+    an_op *ops;
+    an_ref *refs;
+    an_val *vals;
+    an_islot *islots;
+    an_fslot *fslots;
+    an_dec *decs;
+    int64_t count, step_lo, step_hi, run_lo, run_hi;
+    uint8_t exit_kind;        /* 0 step end, else the JN_SYNC_* that ended it */
+    int64_t exit_site;
+    int reason_code;          /* why it cannot be captured (AN_R_*), 0 = it can */
+    int reason_op;
+    int64_t reason_site;
+    int32_t structure;        /* set by align.c */
+    an_rep *reps; int32_t nreps;  /* tandem repeats of its tokens (loops.c), nreps -1 = not computed */
+} an_ex;
+
+typedef struct {
+    uint8_t prev_kind;        /* 0 step start, else JN_SYNC_* */
+    int64_t prev_site, first_site;
+    int32_t *ex; int64_t nex, capex;
+} an_group;
+
+/* ------------------------------------------------------- the analysis */
+typedef struct an_ctx {
+    jn_db *db;
+    const jn_an_options *opt;
+    jn_an_stats *st;
+    /* current run */
+    int64_t run, step;
+    int16_t *opmap; int nopmap;   /* run's optable index -> this build's jn_op */
+    an_map lastuse;               /* tensor id -> last position (2*segment [+1 for a sync]) */
+    int64_t pos;                  /* 2 * index of the current segment */
+    an_stepbuf sb;
+    /* exemplars and groups */
+    an_ex *ex; int64_t nex, capex;
+    an_map exhash;                /* hash -> first exemplar index */
+    an_group *groups; int64_t ngroups, capgroups;
+    an_map grouphash;
+    /* scratch of the segment being canonicalized */
+    an_ex scr;
+    int64_t capops, caprefs, capvals, capislots, capfslots, capdecs;
+    an_map idmap;                 /* tensor id -> index into ids[] */
+    struct an_tid *ids; int64_t nids, capids;
+    /* output */
+    jn_ir_module *m;
+    char **reasons; int64_t nreasons, capreasons;
+    an_map sites;                 /* call site ids referenced by the module */
+    struct sqlite3_stmt *site_st; /* call site lookup */
+} an_ctx;
+
+typedef struct an_tid {
+    int64_t id;
+    int32_t cur;                  /* current value */
+    int32_t ext;                  /* external value it entered as, -1 */
+    int32_t view_base;            /* index of the base's an_tid for a view made here, -1 */
+    int32_t gen;                  /* writes to this tensor so far */
+    int32_t base_gen;             /* for a view: the base's gen when the view was made */
+    uint8_t is_view;              /* made by a view op in this segment */
+} an_tid;
+
+/* load.c */
+jn_status an_run_ids(an_ctx *c, int64_t **ids, int64_t *n);
+jn_status an_load_optable(an_ctx *c);
+jn_status an_step_ids(an_ctx *c, int64_t **steps, int64_t *n);
+jn_status an_decode_step(an_ctx *c, int64_t step);
+jn_status an_corrupt(an_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* segment.c */
+jn_status an_note_uses_step(an_ctx *c);     /* pass 1 over the decoded step */
+jn_status an_segment_step(an_ctx *c);       /* pass 2: segments -> exemplars */
+
+/* functionalize.c */
+jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n);
+uint64_t an_ex_hash(const an_ex *e);
+int an_ex_same(const an_ex *a, const an_ex *b);
+
+/* loops.c */
+/* Tandem repeats of tokens[0..n): greedy, left to right, non-overlapping,
+ * count >= 2.  Returns how many (*out malloc'ed), -1 on OOM. */
+int32_t an_find_repeats(const uint64_t *tok, int32_t n, an_rep **out);
+
+typedef struct {
+    int32_t next_j, next_idx;     /* body op and output that feed the next iteration */
+    int32_t init;                 /* E0 value that seeds iteration 0 */
+} an_tcarry;
+
+typedef struct {
+    int32_t body_j, body_idx;     /* the body value collected over all iterations */
+    int32_t consumer;             /* template op (after the loop) that stacks/cats them */
+} an_tcollect;
+
+typedef struct {
+    int32_t tfirst, p;            /* template ops [tfirst, tfirst + p) are the body */
+    int32_t *count, *estart;      /* per exemplar: trip count, op index of iteration 0 */
+    an_tcarry *carry; int32_t ncarry;
+    an_tcollect *coll; int32_t ncoll;
+} an_tloop;
+
+/* How a structure's exemplars line up: template op t is op eop[e][t] of
+ * exemplar e (iteration 0 inside a loop).  A structure without loops has
+ * eop[e][t] == t. */
+typedef struct an_tmpl {
+    int32_t nt, m;
+    int32_t *loop;                /* per template op: its loop, -1 */
+    int32_t **eop;
+    an_tloop *loops; int32_t nloops;
+    int32_t *carry_of_ref;        /* E0 ref index -> carry + 1 for loop-carried inputs (iteration 0), 0 */
+    int64_t *slope;               /* E0 int slot -> per-iteration step of a body attribute */
+} an_tmpl;
+
+void an_tmpl_free(an_tmpl *t);
+/* Plain template (no loops) for m exemplars of one structure. NULL on OOM. */
+an_tmpl *an_tmpl_plain(an_ctx *c, const int32_t *ex, int32_t m);
+/* Template with the repeats whose count varies across ex[] folded into
+ * loops; *tmpl NULL (and *why set) when the exemplars cannot be expressed
+ * with loops.  JN_OK unless out of memory. */
+jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **tmpl, const char **why);
+/* Do a and b fold to the same item sequence (loop counts aside)? */
+int an_folded_same(const an_ex *a, const an_ex *b);
+jn_status an_fold(an_ex *e);
+
+/* align.c */
+typedef struct {
+    int32_t group, variant, parent, diverge;
+    int64_t decided, support;
+    int32_t *ex; int32_t nex;
+    char *reason;
+    struct an_tmpl *tmpl;
+} an_struct;
+jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *n);
+
+/* generalize.c: the working state of one structure -> graph */
+typedef struct {
+    jn_ir_dim d;
+    int32_t sym;
+    int64_t *vec;             /* values over the exemplars; NULL = not matchable */
+} an_cand;
+
+typedef struct an_gen {
+    an_ctx *c;
+    jn_ir_graph *g;
+    const an_ex **E;          /* the structure's exemplars */
+    int m;
+    int64_t *vec;             /* scratch, m entries */
+    struct an_tmpl *T;
+    int32_t *irval;           /* E0 value -> IR value, -1 */
+    int32_t *irin;            /* external value -> IR input index, -1 */
+    int32_t *ext_at_ref;      /* ref index -> the external value first referenced there, -1 */
+    an_cand *cands; int64_t ncands, capcands;
+    int32_t nsym, nivar, rng;
+    int32_t *coll_out;        /* template op -> the collect it consumes (IR value), -1 */
+    int32_t *ivar, *irloop;   /* per template loop: its induction symbol, its IR loop */
+    int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
+} an_gen;
+
+jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g);
+int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site);
+jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err);
+
+/* guards.c */
+jn_status an_guard_tensor_input(an_gen *G, int32_t in, int64_t site);
+jn_status an_guard_scalar_input(an_gen *G, int32_t in, int varies, int64_t site);
+jn_status an_guard_symbols(an_gen *G);
+
+/* analyze.c */
+jn_status an_reason(an_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void an_use_site(an_ctx *c, int64_t site);
+const char *an_site_str(an_ctx *c, int64_t site, char *buf, size_t n);
+const char *an_op_name(int op);
+
+#endif

@@ -1,0 +1,295 @@
+/* analyze.c -- jn_an_analyze: the analyzer's pipeline, in order.
+ *
+ *   for each run (load.c: op table mapped onto this build's)
+ *     pass 1  decode every step, note per tensor id the last position that
+ *             references it (segment.c: an_note_uses_step)
+ *     pass 2  decode every step again, split it at sync points, put each
+ *             segment in SSA form (functionalize.c) and collapse it into an
+ *             exemplar of its group (segment.c: an_segment_step)
+ *   for each group, in order of first appearance
+ *     loops + align   exemplars -> structures (repeats with a varying count
+ *             folded into loops) -> variants with parent/diverge/decided
+ *     generalize + guards   one graph per structure
+ *   the call sites the graphs mention; jn_ir_verify_module.
+ *
+ * Decoding twice keeps memory proportional to the distinct exemplars plus
+ * one map entry per tensor id, never to the recorded ops.  Everything is
+ * visited in a fixed order (runs, steps, events; groups and exemplars by
+ * first appearance; symbols by first use), so one store always gives the
+ * same IR text.  Groups that cannot be captured faithfully are left out
+ * with a reason (jn_an_uncaptured) rather than emitted wrong.
+ */
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "an_internal.h"
+
+/* ------------------------------------------------------------ reasons */
+static _Thread_local char **reasons;
+static _Thread_local int nreasons, capreasons;
+
+static void reasons_clear(void) {
+    for (int i = 0; i < nreasons; i++) free(reasons[i]);
+    free(reasons);
+    reasons = NULL;
+    nreasons = capreasons = 0;
+}
+
+int jn_an_uncaptured_count(void) { return nreasons; }
+const char *jn_an_uncaptured(int i) { return i >= 0 && i < nreasons ? reasons[i] : NULL; }
+
+jn_status an_reason(an_ctx *c, const char *fmt, ...) {
+    (void)c;
+    if (nreasons == capreasons) {
+        int nc = capreasons ? 2 * capreasons : 8;
+        char **p = realloc(reasons, sizeof *p * (size_t)nc);
+        if (!p) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+        reasons = p;
+        capreasons = nc;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    int r = vasprintf(&m, fmt, ap);
+    va_end(ap);
+    if (r < 0) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    reasons[nreasons++] = m;
+    return JN_OK;
+}
+
+/* ---------------------------------------------------------- call sites */
+void an_use_site(an_ctx *c, int64_t site) {
+    if (site > 0) an_map_get(&c->sites, (uint64_t)site, 0, NULL);
+}
+
+static sqlite3_stmt *site_stmt(an_ctx *c) {
+    if (!c->site_st)
+        sqlite3_prepare_v2(jn_db_handle(c->db), "SELECT file, line, func FROM callsites WHERE id = ?1", -1, &c->site_st,
+                           NULL);
+    return c->site_st;
+}
+
+const char *an_site_str(an_ctx *c, int64_t site, char *buf, size_t n) {
+    snprintf(buf, n, "an unknown line");
+    sqlite3_stmt *st = site_stmt(c);
+    if (!st || site <= 0) return buf;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, site);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        const char *f = (const char *)sqlite3_column_text(st, 0);
+        snprintf(buf, n, "%s:%lld", f ? f : "?", (long long)sqlite3_column_int64(st, 1));
+    }
+    sqlite3_reset(st);
+    return buf;
+}
+
+const char *an_op_name(int op) { return op >= 0 && op < JN_NOPS ? jn_op_info((jn_op)op)->name : "?"; }
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static jn_status add_sites(an_ctx *c) {
+    int64_t n = 0, *ids = malloc(sizeof(int64_t) * (c->sites.n + 1));
+    if (!ids) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    for (size_t i = 0; i < c->sites.cap; i++)
+        if (c->sites.used[i]) ids[n++] = (int64_t)c->sites.k[i];
+    qsort(ids, (size_t)n, sizeof *ids, cmp_i64);
+    sqlite3_stmt *st = site_stmt(c);
+    jn_status s = JN_OK;
+    for (int64_t i = 0; i < n && !s; i++) {
+        const char *file = "?", *func = "?";
+        int line = 0;
+        if (st) {
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, ids[i]);
+            if (sqlite3_step(st) == SQLITE_ROW) {
+                if (sqlite3_column_text(st, 0)) file = (const char *)sqlite3_column_text(st, 0);
+                line = sqlite3_column_int(st, 1);
+                if (sqlite3_column_text(st, 2)) func = (const char *)sqlite3_column_text(st, 2);
+            }
+        }
+        s = jn_ir_site_add(c->m, ids[i], file, line, func);
+        if (st) sqlite3_reset(st);
+    }
+    free(ids);
+    return s;
+}
+
+/* ------------------------------------------------------------- reading */
+static void progress(an_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(an_ctx *c, const char *fmt, ...) {
+    if (!c->opt || !c->opt->progress) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(c->opt->progress, fmt, ap);
+    va_end(ap);
+    fflush(c->opt->progress);
+}
+
+static jn_status read_run(an_ctx *c, int64_t run) {
+    c->run = run;
+    c->step = -1;
+    jn_status s = an_load_optable(c);
+    if (s) return s;
+    int64_t *steps = NULL, n = 0;
+    if ((s = an_step_ids(c, &steps, &n))) return s;
+    an_map_clear(&c->lastuse);
+    c->pos = 0;
+    for (int64_t i = 0; i < n && !s; i++)
+        if (!(s = an_decode_step(c, steps[i]))) s = an_note_uses_step(c);
+    c->pos = 0;
+    for (int64_t i = 0; i < n && !s; i++) {
+        if (!(s = an_decode_step(c, steps[i]))) s = an_segment_step(c);
+        if (!s && n >= 1000 && (i + 1) % 1000 == 0)
+            progress(c, "janus optimize: run %lld: %lld of %lld steps\n", (long long)run, (long long)i + 1,
+                     (long long)n);
+    }
+    c->st->steps += n;
+    c->st->runs++;
+    free(steps);
+    return s;
+}
+
+/* ----------------------------------------------------------- building */
+static const char *reason_text(int code) {
+    switch (code) {
+    case AN_R_VIEW_WRITE: return "in-place write into a view";
+    case AN_R_STALE_VIEW: return "a view is read after its base was written in place";
+    default: return "unsupported";
+    }
+}
+
+static jn_status build_group(an_ctx *c, an_group *grp, int32_t *ngroups) {
+    char site[512], site2[512];
+    int64_t support = 0;
+    const an_ex *bad = NULL;
+    for (int64_t i = 0; i < grp->nex; i++) {
+        const an_ex *e = &c->ex[grp->ex[i]];
+        support += e->count;
+        if (e->reason_code && !bad) bad = e;
+    }
+    an_site_str(c, grp->first_site, site, sizeof site);
+    if (bad) {
+        c->st->uncaptured++;
+        return an_reason(c, "group at %s (%lld segments): not captured: %s (%s at %s)", site, (long long)support,
+                         reason_text(bad->reason_code), an_op_name(bad->reason_op),
+                         an_site_str(c, bad->reason_site, site2, sizeof site2));
+    }
+    an_struct *s = NULL;
+    int32_t n = 0;
+    jn_status st = an_align(c, grp, &s, &n);
+    if (st) return st;
+    int32_t first = c->m->ngraphs;
+    for (int32_t k = 0; k < n && !st; k++) {
+        if (s[k].reason) continue;
+        char name[32];
+        snprintf(name, sizeof name, "g%d", c->m->ngraphs);
+        jn_ir_graph *g = jn_ir_graph_add(c->m, name);
+        if (!g) {
+            st = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+            break;
+        }
+        s[k].group = *ngroups;
+        st = an_generalize(c, &s[k], grp, g);
+    }
+    for (int32_t k = 0; k < n; k++) {
+        if (s[k].reason && !st)
+            st = an_reason(c, "group at %s, variant %d (%lld segments): not captured: %s", site, k,
+                           (long long)s[k].support, s[k].reason);
+        free(s[k].ex);
+        free(s[k].reason);
+        an_tmpl_free(s[k].tmpl);
+    }
+    free(s);
+    if (!st && c->m->ngraphs > first) {
+        (*ngroups)++;
+        c->st->variants += c->m->ngraphs - first - 1;
+    }
+    return st;
+}
+
+static void ctx_free(an_ctx *c) {
+    for (int64_t i = 0; i < c->nex; i++) {
+        an_ex *e = &c->ex[i];
+        free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
+        free(e->reps);
+    }
+    free(c->ex);
+    for (int64_t i = 0; i < c->ngroups; i++) free(c->groups[i].ex);
+    free(c->groups);
+    an_ex *s = &c->scr;
+    free(s->ops), free(s->refs), free(s->vals), free(s->islots), free(s->fslots), free(s->decs);
+    free(c->sb.ev);
+    free(c->sb.tr);
+    free(c->opmap);
+    free(c->ids);
+    an_map_free(&c->lastuse);
+    an_map_free(&c->exhash);
+    an_map_free(&c->grouphash);
+    an_map_free(&c->idmap);
+    an_map_free(&c->sites);
+    sqlite3_finalize(c->site_st);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out, jn_an_stats *stats) {
+    double t0 = now();
+    jn_an_stats local;
+    if (!stats) stats = &local;
+    memset(stats, 0, sizeof *stats);
+    reasons_clear();
+    if (!out) return jn_error(JN_ERR_VALUE, "jn_an_analyze: NULL output pointer");
+    *out = NULL;
+    if (!db) return jn_error(JN_ERR_VALUE, "jn_an_analyze: NULL trace store");
+    an_ctx c;
+    memset(&c, 0, sizeof c);
+    c.db = db;
+    c.opt = opt;
+    c.st = stats;
+    jn_status s = JN_OK;
+    int64_t *runs = NULL, nruns = 0;
+    sqlite3 *h = jn_db_handle(db);
+    /* one read transaction: every table seen at the same commit, even while
+     * a recorder appends */
+    sqlite3_exec(h, "BEGIN", NULL, NULL, NULL);
+    if (!(s = an_run_ids(&c, &runs, &nruns)))
+        for (int64_t i = 0; i < nruns && !s; i++) s = read_run(&c, runs[i]);
+    free(runs);
+    stats->exemplars = c.nex;
+    if (!s && !(c.m = jn_ir_module_new())) s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    if (!s) {
+        c.m->optable_hash = jn_optable_hash();
+        int32_t ngroups = 0;
+        for (int64_t gi = 0; gi < c.ngroups && !s; gi++) s = build_group(&c, &c.groups[gi], &ngroups);
+        stats->groups = ngroups;
+        stats->graphs = c.m->ngraphs;
+        for (int32_t k = 0; k < c.m->ngraphs; k++) stats->loops += c.m->graphs[k]->nloops;
+    }
+    if (!s) s = add_sites(&c);
+    sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+    if (!s && (s = jn_ir_verify_module(c.m))) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", jn_errmsg());
+        s = jn_error(JN_ERR_RUNTIME, "analyzer: internal error: the graphs it built do not verify (%s); please "
+                     "report this with the trace store", msg);
+    }
+    ctx_free(&c);
+    if (s) {
+        jn_ir_module_free(c.m);
+        stats->seconds = now() - t0;
+        return s;
+    }
+    *out = c.m;
+    stats->seconds = now() - t0;
+    return JN_OK;
+}

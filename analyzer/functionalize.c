@@ -1,0 +1,311 @@
+/* functionalize.c -- one recorded segment -> SSA over canonical value
+ * numbers (the scratch exemplar an_ctx.scr).
+ *
+ * Tensor ids are process-specific, so the segment is renumbered: every
+ * tensor first read without being produced here is an EXTERNAL value (a
+ * Python scalar always is a fresh one), every op output a new value.  A map
+ * tensor id -> current value makes in-place updates functional: an op that
+ * writes a tensor (an output with the id of a tensor seen before, as for
+ * x.add_(y), or jn_dispatch_into) defines a new value and the id moves to
+ * it, so later reads see the new value.  At the end of the segment the
+ * final value of every external tensor that was written becomes a state
+ * write-back (`overwrites`), and the final value of every tensor that a
+ * later event of the run references (an_ctx.lastuse, from the first pass)
+ * is kept for Python (`keep`).
+ *
+ * Views are ordinary functional nodes, which is only right while nothing
+ * writes through an alias: a write INTO a view (or into an external tensor
+ * that is itself a strided view) and a read of a view after its base was
+ * written are recorded as the reason the segment cannot be captured.
+ *
+ * What may still vary between segments with the same canonical form goes
+ * to slots instead of the key: int attributes and int-list elements (slice
+ * bounds move every batch), float attributes, Python scalar values, and the
+ * Philox offset (the first random op's absolute offset; later random ops'
+ * offsets relative to it).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "an_internal.h"
+
+static int contig(const jn_db_tref *t) {
+    int64_t s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != s) return 0;
+        s *= t->shape[d];
+    }
+    return t->offset == 0;
+}
+
+static int32_t new_val(an_ctx *c, int32_t def, int idx, int role, int64_t bind, int32_t ref) {
+    an_ex *e = &c->scr;
+    if (an_grow(&e->vals, &c->capvals, e->nvals + 1, sizeof *e->vals)) return -1;
+    an_val *v = &e->vals[e->nvals];
+    memset(v, 0, sizeof *v);
+    v->def = def;
+    v->idx = (uint8_t)idx;
+    v->role = (uint8_t)role;
+    v->overwrites = -1;
+    v->bind = bind;
+    v->ref = ref;
+    return e->nvals++;
+}
+
+static int islot(an_ctx *c, int64_t x) {
+    an_ex *e = &c->scr;
+    if (an_grow(&e->islots, &c->capislots, e->nislots + 1, sizeof *e->islots)) return -1;
+    e->islots[e->nislots++] = (an_islot){x, x, x, 0};
+    return 0;
+}
+
+static int fslot(an_ctx *c, double x) {
+    an_ex *e = &c->scr;
+    if (an_grow(&e->fslots, &c->capfslots, e->nfslots + 1, sizeof *e->fslots)) return -1;
+    e->fslots[e->nfslots++] = (an_fslot){x, x, x, 0};
+    return 0;
+}
+
+/* The an_tid of tensor id (created if new: *isnew). NULL on OOM. */
+static an_tid *tid_get(an_ctx *c, int64_t id, int *isnew) {
+    int64_t *slot = an_map_get(&c->idmap, (uint64_t)id, c->nids, isnew);
+    if (!slot) return NULL;
+    if (*isnew) {
+        if (an_grow(&c->ids, &c->capids, c->nids + 1, sizeof *c->ids)) return NULL;
+        an_tid *t = &c->ids[c->nids++];
+        memset(t, 0, sizeof *t);
+        t->id = id;
+        t->cur = t->ext = t->view_base = -1;
+    }
+    return &c->ids[*slot];
+}
+
+static void set_reason(an_ex *e, int code, int op, int64_t site) {
+    if (e->reason_code) return;
+    e->reason_code = code;
+    e->reason_op = op;
+    e->reason_site = site;
+}
+
+jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
+    an_ex *e = &c->scr;
+    e->nops = e->nrefs = e->nvals = e->nislots = e->nfslots = e->ndecs = 0;
+    e->reason_code = 0;
+    an_map_clear(&c->idmap);
+    c->nids = 0;
+    int64_t rng0 = 0;
+    int seen_rand = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const an_event *x = &ev[i];
+        if (x->kind == JN_EV_DECISION) {
+            if (an_grow(&e->decs, &c->capdecs, e->ndecs + 1, sizeof *e->decs)) return JN_ERR_NOMEM;
+            e->decs[e->ndecs++] = (an_dec){e->nops, x->dec_kind, x->callsite, x->outcome};
+            continue;
+        }
+        if (x->kind != JN_EV_OP) continue;
+        if (an_grow(&e->ops, &c->capops, e->nops + 1, sizeof *e->ops) ||
+            an_grow(&e->refs, &c->caprefs, e->nrefs + x->nin + x->nout, sizeof *e->refs))
+            return JN_ERR_NOMEM;
+        int32_t oi = e->nops++;
+        an_op *o = &e->ops[oi];
+        const jn_opinfo *info = jn_op_info((jn_op)x->op);
+        o->op = x->op;
+        o->nin = x->nin;
+        o->nout = x->nout;
+        o->inplace = x->inplace;
+        o->site = x->callsite;
+        o->stack = x->stack;
+        o->attrs = x->attrs;
+        o->ref0 = e->nrefs;
+        o->islot0 = e->nislots;
+        o->fslot0 = e->nfslots;
+        uint64_t tok = an_mix(AN_FNV_INIT, (uint64_t)x->op);
+        tok = an_mix(tok, (uint64_t)x->callsite);
+        tok = an_mix(tok, (uint64_t)x->stack);
+        /* stack/cat over a loop's per-iteration values: their arity follows the
+         * trip count, so it is no part of the token (the refs still are) */
+        int joins = x->op == JN_OP_stack || x->op == JN_OP_cat;
+        tok = an_mix(tok, (uint64_t)(joins ? 0 : x->nin) | (uint64_t)x->nout << 8 | (uint64_t)(x->inplace ? 1 : 0) << 16);
+        for (int k = 0; k < info->nattrs; k++) {
+            const jn_attr *a = &x->attrs.a[k];
+            switch (info->attr_kind[k]) {
+            case JN_A_BOOL: case JN_A_DTYPE:
+                tok = an_mix(tok, (uint64_t)a->i);
+                break;
+            case JN_A_INTS:
+                tok = an_mix(tok, (uint64_t)a->l.n);
+                for (int j = 0; j < a->l.n; j++)
+                    if (islot(c, a->l.v[j])) return JN_ERR_NOMEM;
+                break;
+            case JN_A_FLOAT:
+                if (fslot(c, a->f)) return JN_ERR_NOMEM;
+                break;
+            default: {
+                int64_t v = a->i;
+                if ((info->flags & JN_F_RAND) && !strcmp(info->attr_name[k], "offset")) {
+                    /* the first random op's offset is the graph's rng symbol; later
+                     * ones are relative to it (a function of the shapes in between) */
+                    if (!seen_rand) {
+                        seen_rand = 1;
+                        rng0 = v;
+                    } else {
+                        v = (int64_t)((uint64_t)v - (uint64_t)rng0);
+                    }
+                }
+                if (islot(c, v)) return JN_ERR_NOMEM;
+            }
+            }
+        }
+        const jn_db_tref *tr = &c->sb.tr[x->ref0];
+        for (int j = 0; j < x->nin; j++) {
+            const jn_db_tref *t = &tr[j];
+            an_ref *r = &e->refs[e->nrefs++];
+            memset(r, 0, sizeof *r);
+            r->dtype = t->dtype;
+            r->ndim = t->ndim;
+            r->device = t->device;
+            r->role = t->role;
+            r->pytype = t->pytype;
+            r->noncontig = (uint8_t)!contig(t);
+            memcpy(r->shape, t->shape, sizeof(int64_t) * t->ndim);
+            if (!joins || j == 0)
+                tok = an_mix(tok, (uint64_t)t->dtype | (uint64_t)t->pytype << 8 | (uint64_t)t->device << 16);
+            if (t->role == JN_TR_SCALAR) {
+                if ((r->val = new_val(c, -1, 0, JN_TR_SCALAR, 0, e->nrefs - 1)) < 0 || fslot(c, t->scalar)) return JN_ERR_NOMEM;
+                continue;
+            }
+            int isnew;
+            an_tid *td = tid_get(c, t->id, &isnew);
+            if (!td) return JN_ERR_NOMEM;
+            if (isnew) {
+                int64_t bind = t->role == JN_TR_PARAM || t->role == JN_TR_STATE ? t->id : 0;
+                int32_t v = new_val(c, -1, 0, t->role, bind, e->nrefs - 1);
+                if (v < 0) return JN_ERR_NOMEM;
+                td = &c->ids[c->nids - 1];
+                td->cur = td->ext = v;
+            } else if (td->is_view && td->view_base >= 0 && c->ids[td->view_base].gen != td->base_gen) {
+                set_reason(e, AN_R_STALE_VIEW, x->op, x->callsite);
+            }
+            r->val = td->cur;
+        }
+        o = &e->ops[oi];
+        int32_t in0 = -1;
+        if (x->nin && tr[0].role != JN_TR_SCALAR) {
+            int64_t *s0 = an_map_find(&c->idmap, (uint64_t)tr[0].id);
+            in0 = s0 ? (int32_t)*s0 : -1;
+        }
+        for (int j = 0; j < x->nout; j++) {
+            const jn_db_tref *t = &tr[x->nin + j];
+            an_ref *r = &e->refs[e->nrefs++];
+            memset(r, 0, sizeof *r);
+            r->dtype = t->dtype;
+            r->ndim = t->ndim;
+            r->device = t->device;
+            r->role = t->role;
+            r->pytype = t->pytype;
+            r->noncontig = (uint8_t)!contig(t);
+            memcpy(r->shape, t->shape, sizeof(int64_t) * t->ndim);
+            int isnew;
+            an_tid *td = tid_get(c, t->id, &isnew);
+            if (!td) return JN_ERR_NOMEM;
+            if (isnew && x->inplace && j == 0) {
+                /* jn_dispatch_into into a tensor this segment has not read: an
+                 * external tensor that is overwritten */
+                int32_t v = new_val(c, -1, 0, t->role, t->role == JN_TR_PARAM || t->role == JN_TR_STATE ? t->id : 0,
+                                    e->nrefs - 1);
+                if (v < 0) return JN_ERR_NOMEM;
+                td = &c->ids[c->nids - 1];
+                td->cur = td->ext = v;
+                isnew = 0;
+            }
+            if (!isnew) { /* an in-place write of an existing tensor */
+                if (td->is_view || (td->ext >= 0 && td->cur == td->ext && r->noncontig))
+                    set_reason(e, AN_R_VIEW_WRITE, x->op, x->callsite);
+                td->gen++;
+                if (td->ext >= 0) e->vals[td->ext].written = 1;
+            }
+            int32_t v = new_val(c, oi, j, JN_TR_TEMP, 0, -1);
+            if (v < 0) return JN_ERR_NOMEM;
+            td = &c->ids[*an_map_find(&c->idmap, (uint64_t)t->id)];
+            td->cur = v;
+            r->val = v;
+            if ((info->flags & JN_F_VIEW) && j == 0 && in0 >= 0 && isnew) {
+                int32_t base = c->ids[in0].is_view && c->ids[in0].view_base >= 0 ? c->ids[in0].view_base : in0;
+                td->is_view = 1;
+                td->view_base = base;
+                td->base_gen = c->ids[base].gen;
+            }
+        }
+        e->ops[oi].token = tok;
+    }
+    /* state write-backs and values Python still references */
+    for (int64_t k = 0; k < c->nids; k++) {
+        const an_tid *td = &c->ids[k];
+        if (td->cur < 0 || e->vals[td->cur].def < 0) continue;
+        if (td->ext >= 0) {
+            e->vals[td->cur].overwrites = td->ext;
+        } else {
+            int64_t *lu = an_map_find(&c->lastuse, (uint64_t)td->id);
+            if (lu && *lu > c->pos) e->vals[td->cur].keep = 1;
+        }
+    }
+    return JN_OK;
+}
+
+/* ----------------------------------------------------- exemplar identity */
+static uint64_t ref_hash(uint64_t h, const an_ref *r) {
+    h = an_mix(h, (uint64_t)r->val);
+    h = an_mix(h, (uint64_t)r->dtype | (uint64_t)r->ndim << 8 | (uint64_t)r->device << 16 | (uint64_t)r->role << 24 |
+                      (uint64_t)r->pytype << 32 | (uint64_t)r->noncontig << 40);
+    for (int d = 0; d < r->ndim; d++) h = an_mix(h, (uint64_t)r->shape[d]);
+    return h;
+}
+
+uint64_t an_ex_hash(const an_ex *e) {
+    uint64_t h = an_mix(AN_FNV_INIT, (uint64_t)e->group);
+    h = an_mix(h, (uint64_t)e->nops << 32 | (uint64_t)(uint32_t)e->nvals);
+    for (int32_t i = 0; i < e->nops; i++) h = an_mix(h, e->ops[i].token);
+    for (int32_t i = 0; i < e->nrefs; i++) h = ref_hash(h, &e->refs[i]);
+    for (int32_t i = 0; i < e->nvals; i++) {
+        const an_val *v = &e->vals[i];
+        h = an_mix(h, (uint64_t)v->def ^ (uint64_t)v->idx << 40 ^ (uint64_t)v->role << 48);
+        h = an_mix(h, (uint64_t)v->bind ^ (uint64_t)(v->overwrites + 1) << 44);
+    }
+    return an_mix(h, (uint64_t)e->reason_code);
+}
+
+static int attrs_same(const an_op *a, const an_op *b) {
+    const jn_opinfo *info = jn_op_info((jn_op)a->op);
+    for (int k = 0; k < info->nattrs; k++) {
+        char kind = info->attr_kind[k];
+        if ((kind == JN_A_BOOL || kind == JN_A_DTYPE) && a->attrs.a[k].i != b->attrs.a[k].i) return 0;
+        if (kind == JN_A_INTS && a->attrs.a[k].l.n != b->attrs.a[k].l.n) return 0;
+    }
+    return 1;
+}
+
+int an_ex_same(const an_ex *a, const an_ex *b) {
+    if (a->group != b->group || a->nops != b->nops || a->nrefs != b->nrefs || a->nvals != b->nvals ||
+        a->nislots != b->nislots || a->nfslots != b->nfslots || a->reason_code != b->reason_code)
+        return 0;
+    for (int32_t i = 0; i < a->nops; i++) {
+        const an_op *x = &a->ops[i], *y = &b->ops[i];
+        if (x->token != y->token || x->op != y->op || x->site != y->site || x->stack != y->stack || x->nin != y->nin ||
+            x->nout != y->nout || x->inplace != y->inplace || !attrs_same(x, y))
+            return 0;
+    }
+    for (int32_t i = 0; i < a->nrefs; i++) {
+        const an_ref *x = &a->refs[i], *y = &b->refs[i];
+        if (x->val != y->val || x->dtype != y->dtype || x->ndim != y->ndim || x->device != y->device ||
+            x->role != y->role || x->pytype != y->pytype || x->noncontig != y->noncontig ||
+            memcmp(x->shape, y->shape, sizeof(int64_t) * x->ndim))
+            return 0;
+    }
+    for (int32_t i = 0; i < a->nvals; i++) {
+        const an_val *x = &a->vals[i], *y = &b->vals[i];
+        if (x->def != y->def || x->idx != y->idx || x->role != y->role || x->bind != y->bind ||
+            x->overwrites != y->overwrites || x->written != y->written)
+            return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,552 @@
+/* generalize.c -- one structure (exemplars that align op by op) -> one IR
+ * graph.
+ *
+ * Walks the ops in order and builds inputs, nodes and outputs, deciding for
+ * everything that may differ between the exemplars (and between the
+ * recorded segments inside one exemplar) how to generalize it:
+ *
+ *   dims      the vector of a dim's values over the exemplars: all equal ->
+ *             the constant; equal to a known symbol's vector -> that symbol;
+ *             c*s, s1*s2, s+c, s-c of known symbols -> that expression
+ *             ([B,28,28] -> view [B,784] gives (B*784)); else a new symbol
+ *             (kind dim) with the range seen.  Symbols are named s0, s1, ...
+ *             in order of first appearance.
+ *   int attributes   the same matching; one that varied between segments of
+ *             one exemplar (a slice bound that moves every batch) becomes an
+ *             int symbol with its range.
+ *   float attributes constant -> literal; varied -> a scalar input bound
+ *             to the attribute (node.attr_input).
+ *   Python scalars   varied -> IN_SCALAR (pytype guard), constant -> IN_CONST
+ *             (scalar guard).
+ *   Philox offset    the first random op's offset is the symbol `rng`; later
+ *             ones rng + (the generalized distance).
+ *   inputs    state (PARAM/STATE, or any outside tensor written here), host
+ *             batches, carries (tensors of earlier segments).
+ *   outputs   state write-backs, then values Python still references.
+ * guards.c adds the guards for what was assumed.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_internal.h"
+
+static jn_status nomem(void) { return jn_error(JN_ERR_NOMEM, "analyzer: out of memory"); }
+
+int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site) {
+    char name[32];
+    int32_t *ctr = kind == JN_IR_SYM_IVAR ? &G->nivar : &G->nsym;
+    if (kind == JN_IR_SYM_RNG) snprintf(name, sizeof name, "rng");
+    else snprintf(name, sizeof name, "%s%d", prefix, (*ctr)++);
+    an_use_site(G->c, site);
+    return jn_ir_sym_add(G->g, name, kind, lo, hi, site);
+}
+
+static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
+    if (an_grow(&G->cands, &G->capcands, G->ncands + 1, sizeof *G->cands)) return -1;
+    int64_t *v = NULL;
+    if (vec) {
+        if (!(v = malloc(sizeof(int64_t) * (size_t)G->m))) return -1;
+        memcpy(v, vec, sizeof(int64_t) * (size_t)G->m);
+    }
+    G->cands[G->ncands++] = (an_cand){d, sym, v};
+    return 0;
+}
+
+/* An expression found by matching becomes a candidate too, so that later
+ * dims can be expressed through it (4*(T-1)). */
+static jn_ir_dim remember(an_gen *G, jn_ir_dim d, const int64_t *vec, jn_status *err) {
+    if (add_cand(G, d, -1, vec)) *err = nomem();
+    return d;
+}
+
+/* The dim (or int) whose per-exemplar values are vec.  JN_IR_EXPR_BASE + 1
+ * is never returned; on OOM *err is set. */
+jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
+    int m = G->m;
+    int same = 1;
+    for (int e = 1; e < m && same; e++) same = vec[e] == vec[0];
+    if (same) return vec[0];
+    for (int64_t k = 0; k < G->ncands; k++) {
+        const int64_t *cv = G->cands[k].vec;
+        if (!cv) continue;
+        int eq = 1;
+        for (int e = 0; e < m && eq; e++) eq = cv[e] == vec[e];
+        if (eq) return G->cands[k].d;
+    }
+    /* c*s */
+    for (int64_t k = 0; k < G->ncands; k++) {
+        const int64_t *cv = G->cands[k].vec;
+        if (!cv || cv[0] == 0 || vec[0] % cv[0]) continue;
+        int64_t q = vec[0] / cv[0];
+        if (q == 0 || q == 1) continue;
+        int ok = 1;
+        for (int e = 0; e < m && ok; e++) ok = cv[e] * q == vec[e];
+        if (ok) return remember(G, jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, q), vec, err);
+    }
+    /* s1*s2 */
+    for (int64_t k = 0; k < G->ncands; k++)
+        for (int64_t l = k; l < G->ncands; l++) {
+            const int64_t *a = G->cands[k].vec, *b = G->cands[l].vec;
+            if (!a || !b) continue;
+            int ok = 1;
+            for (int e = 0; e < m && ok; e++) ok = a[e] * b[e] == vec[e];
+            if (ok) return remember(G, jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, G->cands[l].d), vec, err);
+        }
+    /* s+c, s-c */
+    for (int64_t k = 0; k < G->ncands; k++) {
+        const int64_t *cv = G->cands[k].vec;
+        if (!cv) continue;
+        int64_t q = vec[0] - cv[0];
+        int ok = 1;
+        for (int e = 0; e < m && ok; e++) ok = cv[e] + q == vec[e];
+        if (ok)
+            return remember(G, q > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, G->cands[k].d, q)
+                                     : jn_ir_dim_op(G->g, JN_IR_E_SUB, G->cands[k].d, -q), vec, err);
+    }
+    int64_t lo = vec[0], hi = vec[0];
+    for (int e = 1; e < m; e++) {
+        if (vec[e] < lo) lo = vec[e];
+        if (vec[e] > hi) hi = vec[e];
+    }
+    int32_t s = an_gen_sym(G, "s", kind, lo, hi, site);
+    if (s < 0 || add_cand(G, jn_ir_sym_dim(G->g, s), s, vec)) {
+        *err = nomem();
+        return 0;
+    }
+    return jn_ir_sym_dim(G->g, s);
+}
+
+/* Op, ref, slot of template op t in exemplar e (iteration 0 in a loop). */
+static const an_op *eop(an_gen *G, int e, int32_t t) { return &G->E[e]->ops[G->T->eop[e][t]]; }
+
+/* The loop template op t belongs to, or NULL. */
+static const an_tloop *loop_of(an_gen *G, int32_t t) {
+    return G->T->loop[t] >= 0 ? &G->T->loops[G->T->loop[t]] : NULL;
+}
+
+/* Int slot s of template op t: varied inside an exemplar -> a fresh int
+ * symbol; inside a loop, a*ivar + b when it steps by a per iteration. */
+static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_status *err) {
+    int varied = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int e = 0; e < G->m; e++) {
+        const an_islot *x = &G->E[e]->islots[eop(G, e, t)->islot0 + s];
+        varied |= x->varied;
+        if (x->lo < lo) lo = x->lo;
+        if (x->hi > hi) hi = x->hi;
+        G->vec[e] = x->first;
+    }
+    jn_ir_dim b;
+    if (!varied) {
+        b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
+    } else {
+        int32_t y = an_gen_sym(G, "s", JN_IR_SYM_INT, lo, hi, site);
+        if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL)) {
+            *err = nomem();
+            return 0;
+        }
+        b = jn_ir_sym_dim(G->g, y);
+    }
+    const an_tloop *L = loop_of(G, t);
+    int64_t a = L ? G->T->slope[eop(G, 0, t)->islot0 + s] : 0;
+    if (!a || *err) return b;
+    jn_ir_dim k = jn_ir_sym_dim(G->g, G->ivar[G->T->loop[t]]);
+    return jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_dim_op(G->g, JN_IR_E_MUL, k, a), b);
+}
+
+/* Float slot s of template op t: constant -> 0 with *first set; varied -> 1. */
+static int fslot_varies(an_gen *G, int32_t t, int32_t s, double *first) {
+    const an_fslot *f0 = &G->E[0]->fslots[eop(G, 0, t)->fslot0 + s];
+    *first = f0->first;
+    for (int e = 0; e < G->m; e++) {
+        const an_fslot *x = &G->E[e]->fslots[eop(G, e, t)->fslot0 + s];
+        if (x->varied) return 1;
+        if (!(x->first == f0->first || (isnan(x->first) && isnan(f0->first)))) return 1;
+    }
+    return 0;
+}
+
+/* Symbolic shape of ref q of template op t. */
+static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape) {
+    const an_ref *r0 = &G->E[0]->refs[eop(G, 0, t)->ref0 + q];
+    jn_status err = JN_OK;
+    for (int d = 0; d < r0->ndim; d++) {
+        for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[eop(G, e, t)->ref0 + q].shape[d];
+        shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
+        if (err) return err;
+    }
+    return JN_OK;
+}
+
+/* The graph input for E0's external value v, first referenced by ref q of template op t. */
+static jn_status gen_input(an_gen *G, int32_t v, int32_t t, int32_t q) {
+    const an_ex *E0 = G->E[0];
+    const an_op *o = eop(G, 0, t);
+    const an_val *val = &E0->vals[v];
+    const an_ref *r0 = &E0->refs[o->ref0 + q];
+    jn_ir_dim shape[JN_MAX_DIMS];
+    jn_status s;
+    int32_t in;
+    if (val->role == JN_TR_SCALAR) {
+        /* its float slot: after the op's float attributes */
+        const jn_opinfo *info = jn_op_info((jn_op)o->op);
+        int32_t fs = 0;
+        for (int k = 0; k < info->nattrs; k++) fs += info->attr_kind[k] == JN_A_FLOAT;
+        for (int32_t k = 0; k < q; k++) fs += E0->refs[o->ref0 + k].role == JN_TR_SCALAR;
+        double first;
+        int varies = fslot_varies(G, t, fs, &first);
+        in = jn_ir_input_add(G->g, varies ? JN_IR_IN_SCALAR : JN_IR_IN_CONST, (jn_dtype)r0->dtype, r0->device, 0,
+                             shape, o->site);
+        if (in < 0) return nomem();
+        G->g->inputs[in].scalar = first;
+        G->g->inputs[in].pytype = r0->pytype;
+        G->irval[v] = G->g->inputs[in].value;
+        return an_guard_scalar_input(G, in, varies, o->site);
+    }
+    if ((s = gen_shape(G, t, q, o->site, shape))) return s;
+    jn_ir_input_kind kind = val->written || val->role == JN_TR_PARAM || val->role == JN_TR_STATE ? JN_IR_IN_STATE
+                            : val->role == JN_TR_HOST                                       ? JN_IR_IN_HOST
+                                                                                            : JN_IR_IN_CARRY;
+    in = jn_ir_input_add(G->g, kind, (jn_dtype)r0->dtype, r0->device, r0->ndim, shape, o->site);
+    if (in < 0) return nomem();
+    int64_t bind = val->bind;
+    for (int e = 1; e < G->m && bind; e++) {
+        const an_ex *x = G->E[e];
+        if (x->vals[x->refs[eop(G, e, t)->ref0 + q].val].bind != bind) bind = 0;
+    }
+    G->g->inputs[in].bind = kind == JN_IR_IN_STATE ? bind : 0;
+    G->irval[v] = G->g->inputs[in].value;
+    G->irin[v] = in;
+    return an_guard_tensor_input(G, in, o->site);
+}
+
+/* Inputs for the externals first referenced by template op t (E0). */
+static jn_status gen_op_inputs(an_gen *G, int32_t t) {
+    const an_op *o = eop(G, 0, t);
+    for (int32_t q = 0; q < o->nin + o->nout; q++) {
+        int32_t v = G->ext_at_ref[o->ref0 + q];
+        jn_status err;
+        if (v >= 0 && G->irval[v] < 0 && (err = gen_input(G, v, t, q))) return err;
+    }
+    return JN_OK;
+}
+
+static jn_status gen_node(an_gen *G, int32_t t) {
+    const an_ex *E0 = G->E[0];
+    const an_op *o = eop(G, 0, t);
+    const jn_opinfo *info = jn_op_info((jn_op)o->op);
+    jn_status err = gen_op_inputs(G, t);
+    if (err) return err;
+    int32_t in[JN_MAX_INS];
+    for (int j = 0; j < o->nin; j++) {
+        int32_t r = o->ref0 + j, cr = G->T->carry_of_ref ? G->T->carry_of_ref[r] : 0;
+        int32_t v = E0->refs[r].val;
+        if (cr) { /* loop-carried: the carry's parameter inside the body */
+            int32_t l = G->T->loop[t];
+            in[j] = G->g->loops[G->irloop[l]].carry[cr - 1].param;
+            continue;
+        }
+        if (G->irval[v] < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: value %d used before defined", v);
+        in[j] = G->irval[v];
+    }
+    jn_attrs a = o->attrs;
+    int32_t attr_input[JN_MAX_ATTRS];
+    int32_t is = 0, fs = 0;
+    for (int k = 0; k < JN_MAX_ATTRS; k++) attr_input[k] = -1;
+    for (int k = 0; k < info->nattrs; k++) {
+        switch (info->attr_kind[k]) {
+        case JN_A_INTS:
+            for (int j = 0; j < a.a[k].l.n; j++) {
+                a.a[k].l.v[j] = gen_islot(G, t, is++, o->site, &err);
+                if (err) return err;
+            }
+            break;
+        case JN_A_FLOAT: {
+            double first;
+            if (fslot_varies(G, t, fs, &first)) {
+                jn_ir_dim none[1] = {0};
+                int32_t x = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, JN_F64, 0, 0, none, o->site);
+                if (x < 0) return nomem();
+                G->g->inputs[x].scalar = first;
+                G->g->inputs[x].pytype = 2;
+                attr_input[k] = G->g->inputs[x].value;
+                an_use_site(G->c, o->site);
+            }
+            a.a[k].f = first;
+            fs++;
+            break;
+        }
+        case JN_A_BOOL: case JN_A_DTYPE:
+            break;
+        default:
+            if ((info->flags & JN_F_RAND) && !strcmp(info->attr_name[k], "offset")) {
+                if (G->rng < 0) {
+                    int64_t lo = INT64_MAX, hi = INT64_MIN;
+                    for (int e = 0; e < G->m; e++) {
+                        const an_islot *x = &G->E[e]->islots[eop(G, e, t)->islot0 + is];
+                        if (x->lo < lo) lo = x->lo;
+                        if (x->hi > hi) hi = x->hi;
+                    }
+                    if ((G->rng = an_gen_sym(G, "rng", JN_IR_SYM_RNG, lo, hi, o->site)) < 0) return nomem();
+                    a.a[k].i = jn_ir_sym_dim(G->g, G->rng);
+                    is++;
+                } else {
+                    jn_ir_dim d = gen_islot(G, t, is++, o->site, &err);
+                    if (err) return err;
+                    a.a[k].i = jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_sym_dim(G->g, G->rng), d);
+                }
+            } else {
+                a.a[k].i = gen_islot(G, t, is++, o->site, &err);
+                if (err) return err;
+            }
+        }
+    }
+    jn_ir_value types[JN_MAX_OUTS];
+    memset(types, 0, sizeof types);
+    for (int j = 0; j < o->nout; j++) {
+        const an_ref *rr = &E0->refs[o->ref0 + o->nin + j];
+        types[j].dtype = (jn_dtype)rr->dtype;
+        types[j].device = rr->device;
+        types[j].ndim = rr->ndim;
+        if ((err = gen_shape(G, t, o->nin + j, o->site, types[j].shape))) return err;
+    }
+    int32_t n = jn_ir_node_add(G->g, (jn_op)o->op, o->nin, in, &a, o->nout, types, o->site);
+    if (n < 0) return nomem();
+    memcpy(G->g->nodes[n].attr_input, attr_input, sizeof attr_input);
+    if (G->T->loop[t] >= 0) G->g->nodes[n].loop = G->irloop[G->T->loop[t]];
+    an_use_site(G->c, o->site);
+    for (int j = 0; j < o->nout; j++) G->irval[E0->refs[o->ref0 + o->nin + j].val] = G->g->nodes[n].out[j];
+    return JN_OK;
+}
+
+/* A loop of the template: trip symbol, induction variable, carries, body,
+ * carried-out values, collects. */
+static jn_status gen_loop(an_gen *G, int32_t l) {
+    const an_tloop *TL = &G->T->loops[l];
+    const an_ex *E0 = G->E[0];
+    jn_status err = JN_OK;
+    /* externals the body reads: graph inputs, created before the loop */
+    for (int32_t j = 0; j < TL->p; j++)
+        if ((err = gen_op_inputs(G, TL->tfirst + j))) return err;
+    int64_t site = eop(G, 0, TL->tfirst)->site, lo = INT64_MAX, hi = INT64_MIN;
+    for (int e = 0; e < G->m; e++) {
+        G->vec[e] = TL->count[e];
+        if (TL->count[e] < lo) lo = TL->count[e];
+        if (TL->count[e] > hi) hi = TL->count[e];
+    }
+    jn_ir_dim trip = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
+    if (err) return err;
+    int32_t iv = an_gen_sym(G, "i", JN_IR_SYM_IVAR, 0, hi - 1, site);
+    if (iv < 0) return nomem();
+    G->ivar[l] = iv;
+    int32_t L = jn_ir_loop_add(G->g, -1, G->g->nnodes, TL->p, trip, iv);
+    if (L < 0) return nomem();
+    G->irloop[l] = L;
+    G->trip_lo[L] = lo;
+    G->trip_hi[L] = hi;
+    G->ntrip = L + 1;
+    for (int32_t k = 0; k < TL->ncarry; k++) {
+        int32_t init = G->irval[TL->carry[k].init];
+        if (init < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: loop seed %d undefined", TL->carry[k].init);
+        if (jn_ir_loop_carry(G->g, L, init) != k) return nomem();
+    }
+    for (int32_t j = 0; j < TL->p; j++)
+        if ((err = gen_node(G, TL->tfirst + j))) return err;
+    int32_t s0 = TL->estart[0], K = TL->count[0];
+    for (int32_t k = 0; k < TL->ncarry; k++) {
+        const an_op *nx = &E0->ops[s0 + TL->carry[k].next_j];
+        const an_op *last = &E0->ops[s0 + (K - 1) * TL->p + TL->carry[k].next_j];
+        jn_ir_loop *gl = &G->g->loops[L];
+        gl->carry[k].next = G->irval[E0->refs[nx->ref0 + nx->nin + TL->carry[k].next_idx].val];
+        G->irval[E0->refs[last->ref0 + last->nin + TL->carry[k].next_idx].val] = gl->carry[k].out;
+    }
+    for (int32_t k = 0; k < TL->ncoll; k++) {
+        const an_op *b = &E0->ops[s0 + TL->coll[k].body_j];
+        int32_t c = jn_ir_loop_collect(G->g, L, G->irval[E0->refs[b->ref0 + b->nin + TL->coll[k].body_idx].val]);
+        if (c < 0) return nomem();
+        G->coll_out[TL->coll[k].consumer] = G->g->loops[L].collect[c].out;
+    }
+    return JN_OK;
+}
+
+/* stack/cat over a loop's collected values: the collect [trip, ...] moved
+ * into place (stack(dim=d) == permute moving dim 0 to d; cat(dim=d) ==
+ * that permute, a clone and a view merging dims d and d+1). */
+static jn_status gen_consumer(an_gen *G, int32_t t) {
+    const an_ex *E0 = G->E[0];
+    const an_op *o = eop(G, 0, t);
+    int32_t cv = G->coll_out[t];
+    jn_ir_value ty = G->g->values[cv];
+    int r = ty.ndim - 1; /* rank of one item */
+    int64_t d = E0->islots[o->islot0].first;
+    int stack = o->op == JN_OP_stack;
+    if (d < 0) d += stack ? r + 1 : r;
+    if (d < 0 || d > (stack ? r : r - 1)) return jn_error(JN_ERR_VALUE, "analyzer: bad %s dim", stack ? "stack" : "cat");
+    int32_t cur = cv;
+    jn_ir_value out = ty;
+    out.kind = JN_IR_V_NODE;
+    if (d > 0) {
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = r + 1;
+        for (int i = 0; i <= r; i++) {
+            int src = i < d ? i + 1 : i == d ? 0 : i;
+            a.a[0].l.v[i] = src;
+            out.shape[i] = ty.shape[src];
+        }
+        int32_t n = jn_ir_node_add(G->g, JN_OP_permute, 1, &cur, &a, 1, &out, o->site);
+        if (n < 0) return nomem();
+        cur = G->g->nodes[n].out[0];
+        if (!stack) {
+            n = jn_ir_node_add(G->g, JN_OP_clone, 1, &cur, &a, 1, &out, o->site);
+            if (n < 0) return nomem();
+            cur = G->g->nodes[n].out[0];
+        }
+    }
+    if (!stack) {
+        jn_ir_value v = out;
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        v.ndim = (uint8_t)r;
+        for (int i = 0, k = 0; i <= r; i++) {
+            if (i == d + 1) continue;
+            v.shape[k++] = i == d ? jn_ir_dim_op(G->g, JN_IR_E_MUL, out.shape[d], out.shape[d + 1]) : out.shape[i];
+        }
+        a.a[0].l.n = r;
+        for (int i = 0; i < r; i++) a.a[0].l.v[i] = v.shape[i];
+        int32_t n = jn_ir_node_add(G->g, JN_OP_view, 1, &cur, &a, 1, &v, o->site);
+        if (n < 0) return nomem();
+        cur = G->g->nodes[n].out[0];
+    }
+    an_use_site(G->c, o->site);
+    G->irval[E0->refs[o->ref0 + o->nin].val] = cur;
+    return JN_OK;
+}
+
+/* The value of template op t's output j that leaves the segment in exemplar
+ * e: the op's own, or the last iteration's inside a loop. */
+static const an_val *final_val(an_gen *G, int e, int32_t t, int j) {
+    const an_ex *x = G->E[e];
+    const an_tloop *L = loop_of(G, t);
+    int32_t o = G->T->eop[e][t];
+    if (L) o += (L->count[e] - 1) * L->p;
+    return &x->vals[x->refs[x->ops[o].ref0 + x->ops[o].nin + j].val];
+}
+
+static const char *sync_word(int k) {
+    static const char *const n[] = {"step", "item()", "bool()", "tolist()", "numpy()", "print()", "comparison"};
+    return k >= 0 && k <= 6 ? n[k] : "sync";
+}
+
+jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g) {
+    an_gen G;
+    memset(&G, 0, sizeof G);
+    G.c = c;
+    G.g = g;
+    G.m = s->nex;
+    G.rng = -1;
+    G.T = s->tmpl;
+    jn_status err = JN_OK;
+    const an_ex *E0 = &c->ex[s->ex[0]];
+    int32_t nl = G.T->nloops;
+    G.E = malloc(sizeof *G.E * (size_t)G.m);
+    G.vec = malloc(sizeof(int64_t) * (size_t)G.m);
+    G.irval = malloc(sizeof(int32_t) * (size_t)(E0->nvals + 1));
+    G.irin = malloc(sizeof(int32_t) * (size_t)(E0->nvals + 1));
+    G.ext_at_ref = malloc(sizeof(int32_t) * (size_t)(E0->nrefs + 1));
+    G.coll_out = malloc(sizeof(int32_t) * (size_t)(G.T->nt + 1));
+    G.ivar = calloc((size_t)nl + 1, sizeof(int32_t));
+    G.irloop = calloc((size_t)nl + 1, sizeof(int32_t));
+    G.trip_lo = calloc((size_t)nl + 1, sizeof(int64_t));
+    G.trip_hi = calloc((size_t)nl + 1, sizeof(int64_t));
+    if (!G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
+        !G.trip_lo || !G.trip_hi) {
+        err = nomem();
+        goto done;
+    }
+    for (int e = 0; e < G.m; e++) G.E[e] = &c->ex[s->ex[e]];
+    for (int32_t v = 0; v < E0->nvals; v++) G.irval[v] = G.irin[v] = -1;
+    for (int32_t r = 0; r < E0->nrefs; r++) G.ext_at_ref[r] = -1;
+    for (int32_t t = 0; t < G.T->nt; t++) G.coll_out[t] = -1;
+    for (int32_t v = 0; v < E0->nvals; v++)
+        if (E0->vals[v].def < 0 && E0->vals[v].ref >= 0) G.ext_at_ref[E0->vals[v].ref] = v;
+
+    /* header */
+    char buf[600], site[512];
+    g->group = s->group;
+    g->variant = s->variant;
+    g->parent = s->parent;
+    g->diverge = s->diverge;
+    g->decided = s->decided;
+    if (s->decided) an_use_site(c, s->decided);
+    g->support = s->support;
+    g->step_lo = INT64_MAX;
+    g->step_hi = INT64_MIN;
+    for (int e = 0; e < G.m; e++) {
+        if (G.E[e]->step_lo < g->step_lo) g->step_lo = G.E[e]->step_lo;
+        if (G.E[e]->step_hi > g->step_hi) g->step_hi = G.E[e]->step_hi;
+    }
+    if (grp->prev_kind) snprintf(buf, sizeof buf, "after %s at %s", sync_word(grp->prev_kind),
+                                 an_site_str(c, grp->prev_site, site, sizeof site));
+    else snprintf(buf, sizeof buf, "step start");
+    g->entry = jn_ir_intern(g, buf);
+    if (E0->exit_kind) snprintf(buf, sizeof buf, "%s at %s", sync_word(E0->exit_kind),
+                                an_site_str(c, E0->exit_site, site, sizeof site));
+    else snprintf(buf, sizeof buf, "step end");
+    g->exit = jn_ir_intern(g, buf);
+    if (!g->entry || !g->exit) {
+        err = nomem();
+        goto done;
+    }
+
+    for (int32_t t = 0; t < G.T->nt && !err;) {
+        int32_t l = G.T->loop[t];
+        if (l >= 0) {
+            err = gen_loop(&G, l);
+            t += G.T->loops[l].p;
+        } else {
+            err = G.coll_out[t] >= 0 ? gen_consumer(&G, t) : gen_node(&G, t);
+            t++;
+        }
+    }
+    if (err) goto done;
+
+    /* outputs: state write-backs, then values Python keeps (template order) */
+    for (int pass = 0; pass < 2 && !err; pass++)
+        for (int32_t t = 0; t < G.T->nt && !err; t++) {
+            const an_op *o = eop(&G, 0, t);
+            for (int j = 0; j < o->nout; j++) {
+                const an_val *fv = final_val(&G, 0, t, j);
+                int32_t v = (int32_t)(fv - E0->vals), w = fv->overwrites;
+                if (pass == 0) {
+                    if (w < 0) continue;
+                    if (G.irin[w] < 0 || G.irval[v] < 0) {
+                        err = jn_error(JN_ERR_VALUE, "analyzer: internal error: state write of value %d has no input", v);
+                        break;
+                    }
+                    if (jn_ir_output_add(g, JN_IR_OUT_STATE, G.irval[v], G.irin[w]) < 0) err = nomem();
+                    continue;
+                }
+                int keep = 0;
+                for (int e = 0; e < G.m; e++) keep |= final_val(&G, e, t, j)->keep;
+                if (!keep || w >= 0 || G.irval[v] < 0) continue;
+                if (jn_ir_output_add(g, JN_IR_OUT_KEEP, G.irval[v], -1) < 0) err = nomem();
+            }
+        }
+    if (!err) err = an_guard_symbols(&G);
+done:
+    for (int64_t k = 0; k < G.ncands; k++) free(G.cands[k].vec);
+    free(G.cands);
+    free(G.E);
+    free(G.vec);
+    free(G.irval);
+    free(G.irin);
+    free(G.ext_at_ref);
+    free(G.coll_out);
+    free(G.ivar);
+    free(G.irloop);
+    free(G.trip_lo);
+    free(G.trip_hi);
+    return err;
+}

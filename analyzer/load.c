@@ -1,0 +1,230 @@
+/* load.c -- the analyzer's first pass: which runs and steps to read, the
+ * run's op table mapped onto this build's, and one step's events decoded
+ * and checked.
+ *
+ * Events name ops by their index in the RECORDING build's op table
+ * (optables.ops, "name schema" rows in enum order).  Each name is looked up
+ * in this build; a name it lacks, or the same name with another attribute
+ * schema, means the events cannot be read faithfully, so the run is refused
+ * with the fix (re-record with this janus).  A step's chunk is decoded
+ * completely and every event checked against the op table (arity,
+ * attribute kinds, dtype and device codes), so the later passes can trust
+ * it; anything wrong is reported as "run R, step S: trace chunk is corrupt".
+ */
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_internal.h"
+
+jn_status an_corrupt(an_ctx *c, const char *fmt, ...) {
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return jn_error(JN_ERR_VALUE, "run %lld, step %lld: trace chunk is corrupt (%s); re-record the run or "
+                    "delete this step", (long long)c->run, (long long)c->step, detail);
+}
+
+static jn_status sql_fail(an_ctx *c, const char *what) {
+    return jn_error(JN_ERR_IO, "analyzer: cannot read %s from the trace store (%s); is it written by a newer janus?",
+                    what, sqlite3_errmsg(jn_db_handle(c->db)));
+}
+
+/* Column 0 of every row of a one-int64-column query with one bound int. */
+static jn_status int_list(an_ctx *c, const char *sql, int64_t arg, const char *what, int64_t **out, int64_t *n) {
+    sqlite3_stmt *st = NULL;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(jn_db_handle(c->db), sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, what);
+    sqlite3_bind_int64(st, 1, arg);
+    int64_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (an_grow(out, &cap, *n + 1, sizeof **out)) {
+            sqlite3_finalize(st);
+            return JN_ERR_NOMEM;
+        }
+        (*out)[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    jn_status s = rc == SQLITE_DONE ? JN_OK : sql_fail(c, what);
+    sqlite3_finalize(st);
+    return s;
+}
+
+jn_status an_run_ids(an_ctx *c, int64_t **ids, int64_t *n) {
+    jn_status s = int_list(c, "SELECT id FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id", c->opt ? c->opt->run_id : 0,
+                           "the runs", ids, n);
+    if (!s && c->opt && c->opt->run_id && !*n) {
+        free(*ids);
+        *ids = NULL;
+        return jn_error(JN_ERR_VALUE, "the trace store has no run %lld; `janus inspect` lists its runs",
+                        (long long)c->opt->run_id);
+    }
+    return s;
+}
+
+jn_status an_step_ids(an_ctx *c, int64_t **steps, int64_t *n) {
+    return int_list(c, "SELECT step FROM steps WHERE run_id = ?1 ORDER BY step", c->run, "the steps", steps, n);
+}
+
+jn_status an_load_optable(an_ctx *c) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(jn_db_handle(c->db),
+                           "SELECT r.optable_hash, o.ops FROM runs r LEFT JOIN optables o ON o.hash = r.optable_hash "
+                           "WHERE r.id = ?1", -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(c, "the run's op table");
+    sqlite3_bind_int64(st, 1, c->run);
+    jn_status s = JN_OK;
+    free(c->opmap);
+    c->opmap = NULL;
+    c->nopmap = 0;
+    if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_text(st, 1)) {
+        s = jn_error(JN_ERR_VALUE, "run %lld has no op table in the trace store (it is damaged); re-record the run "
+                     "with this janus", (long long)c->run);
+        goto done;
+    }
+    const char *text = (const char *)sqlite3_column_text(st, 1);
+    int64_t cap = 0;
+    const char *p = text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (len) {
+            size_t nl = strcspn(p, " \n");
+            if (nl > len) nl = len;
+            char name[64], schema[256];
+            snprintf(name, sizeof name, "%.*s", (int)(nl < 63 ? nl : 63), p);
+            const char *sp = p + nl + (nl < len ? 1 : 0);
+            size_t sl = (size_t)(p + len - sp);
+            snprintf(schema, sizeof schema, "%.*s", (int)(sl < 255 ? sl : 255), sp);
+            if (an_grow(&c->opmap, &cap, c->nopmap + 1, sizeof *c->opmap)) {
+                s = JN_ERR_NOMEM;
+                goto done;
+            }
+            int op = jn_op_lookup(name);
+            if (op < 0) {
+                s = jn_error(JN_ERR_VALUE, "run %lld was recorded by a janus with op '%s', which this janus does not "
+                             "have; re-record the run with this janus (or optimize it with the janus that "
+                             "recorded it)", (long long)c->run, name);
+                goto done;
+            }
+            const char *mine = jn_op_info((jn_op)op)->schema;
+            if (strcmp(mine ? mine : "", schema)) {
+                s = jn_error(JN_ERR_VALUE, "run %lld: op '%s' has attributes '%s' in the recording but '%s' in this "
+                             "janus; re-record the run with this janus", (long long)c->run, name, schema,
+                             mine ? mine : "");
+                goto done;
+            }
+            c->opmap[c->nopmap++] = (int16_t)op;
+        }
+        p = eol ? eol + 1 : p + len;
+    }
+done:
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* Check one decoded op event against this build's op table. */
+static jn_status check_op(an_ctx *c, const jn_db_event *e, int64_t k) {
+    if (e->op >= (uint32_t)c->nopmap)
+        return an_corrupt(c, "event %lld names op #%u, the run's op table has %d ops", (long long)k, e->op, c->nopmap);
+    jn_op op = (jn_op)c->opmap[e->op];
+    const jn_opinfo *in = jn_op_info(op);
+    int variadic = (in->flags & JN_F_VARIADIC) != 0;
+    if ((variadic ? e->nin < in->nin : e->nin != in->nin) || e->nout != in->nout || e->nout > JN_MAX_OUTS ||
+        e->nin > JN_MAX_INS)
+        return an_corrupt(c, "event %lld: %s with %d inputs and %d outputs", (long long)k, in->name, e->nin, e->nout);
+    if (e->nattrs != in->nattrs)
+        return an_corrupt(c, "event %lld: %s with %d attributes, expected %d", (long long)k, in->name, e->nattrs,
+                          in->nattrs);
+    for (int a = 0; a < e->nattrs; a++)
+        if (e->attr_kind[a] != in->attr_kind[a])
+            return an_corrupt(c, "event %lld: attribute %s of %s has the wrong kind", (long long)k, in->attr_name[a],
+                              in->name);
+    for (int i = 0; i < e->nin + e->nout; i++) {
+        const jn_db_tref *t = i < e->nin ? &e->in[i] : &e->out[i - e->nin];
+        if (t->dtype >= JN_NDTYPES || t->device > JN_CUDA || t->pytype > 3)
+            return an_corrupt(c, "event %lld: %s tensor %d has a bad dtype, device or Python type", (long long)k,
+                              in->name, i);
+        for (int d = 0; d < t->ndim; d++)
+            if (t->shape[d] < 0)
+                return an_corrupt(c, "event %lld: %s tensor %d has a negative size", (long long)k, in->name, i);
+    }
+    return JN_OK;
+}
+
+jn_status an_decode_step(an_ctx *c, int64_t step) {
+    c->step = step;
+    an_stepbuf *b = &c->sb;
+    b->nev = b->ntr = 0;
+    void *data = NULL;
+    size_t len = 0;
+    jn_status s = jn_db_read_chunk(c->db, c->run, step, &data, &len);
+    if (s) {
+        if (s == JN_ERR_NOMEM) return s;
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", jn_errmsg());
+        return an_corrupt(c, "%s", msg);
+    }
+    jn_db_decoder *d = NULL;
+    if ((s = jn_db_decoder_new(data, len, &d))) {
+        free(data);
+        return s;
+    }
+    for (int64_t k = 0;; k++) {
+        jn_db_event e;
+        int got = 0;
+        if ((s = jn_db_decoder_next(d, &e, &got))) {
+            if (s != JN_ERR_NOMEM) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s", jn_errmsg());
+                char *cut = strstr(msg, " (the trace store");
+                if (cut) *cut = 0;
+                s = an_corrupt(c, "%s", msg);
+            }
+            break;
+        }
+        if (!got) break;
+        if (e.kind == JN_EV_OP && (s = check_op(c, &e, k))) break;
+        if (e.kind == JN_EV_SYNC && (e.sync_kind < JN_SYNC_ITEM || e.sync_kind > JN_SYNC_COMPARE)) {
+            s = an_corrupt(c, "event %lld: unknown sync kind %d", (long long)k, e.sync_kind);
+            break;
+        }
+        if (an_grow(&b->ev, &b->capev, b->nev + 1, sizeof *b->ev) ||
+            an_grow(&b->tr, &b->captr, b->ntr + e.nin + e.nout, sizeof *b->tr)) {
+            s = JN_ERR_NOMEM;
+            break;
+        }
+        an_event *o = &b->ev[b->nev++];
+        memset(o, 0, sizeof *o);
+        o->kind = e.kind;
+        o->callsite = e.callsite;
+        o->stack = e.stack;
+        if (e.kind == JN_EV_OP) {
+            o->op = c->opmap[e.op];
+            o->inplace = e.inplace;
+            o->nattrs = e.nattrs;
+            o->attrs = e.attrs;
+            o->nin = e.nin;
+            o->nout = e.nout;
+            o->ref0 = (int32_t)b->ntr;
+            for (int i = 0; i < e.nin; i++) b->tr[b->ntr++] = e.in[i];
+            for (int i = 0; i < e.nout; i++) b->tr[b->ntr++] = e.out[i];
+        } else if (e.kind == JN_EV_SYNC) {
+            o->sync_kind = e.sync_kind;
+            o->value = e.value;
+            o->tensor_id = e.tensor_id;
+        } else {
+            o->dec_kind = e.dec_kind;
+            o->outcome = e.outcome;
+        }
+    }
+    jn_db_decoder_free(d);
+    free(data);
+    if (s == JN_ERR_NOMEM) return jn_error(JN_ERR_NOMEM, "out of memory decoding run %lld, step %lld",
+                                           (long long)c->run, (long long)step);
+    return s;
+}

@@ -1,0 +1,549 @@
+/* loops.c -- repeated sub-sequences whose count varies become loops.
+ *
+ * an_find_repeats finds tandem repeats in an exemplar's op tokens: a block
+ * of period p repeated k >= 2 times.  Candidate periods come from the
+ * distance to the next occurrences of the same token; left to right, the
+ * candidate covering the most ops wins, greedily (p at most AN_MAX_PERIOD).
+ * Two exemplars FOLD to the same sequence when their ops agree outside the
+ * repeats and the repeats agree in period and body (counts aside).
+ *
+ * an_tmpl_loops lines up the exemplars of such a family: a repeat whose
+ * count is the same everywhere is unrolled again (plain ops), one whose
+ * count varies becomes a loop of the template, and then everything the IR
+ * needs is checked on the recorded data, for every exemplar and iteration:
+ *   - every body input refers to a value of the same iteration (local), of
+ *     the previous one (a carry, seeded at iteration 0 by one outside
+ *     value), or to the same outside value in every iteration;
+ *   - shapes, dtypes and float attributes are the same in every iteration;
+ *     int attributes are affine in the iteration (a*k + b, a the same for
+ *     every exemplar; b is generalized like any int);
+ *   - after the loop, body values are read only from the last iteration
+ *     through a carry, or all together, in order, by one stack/cat (a
+ *     collect); kept or written-back body values are carried ones;
+ *   - a carry's seed and its next value have the same shape and dtype.
+ * Anything else is "not expressible" and the caller falls back to treating
+ * each trip count as its own structure (correct, just less general).
+ * Loops do not nest (a repeat inside a body stays unrolled).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_internal.h"
+
+#define AN_MAX_PERIOD 4096
+#define AN_MAX_CANDIDATES 16
+
+int32_t an_find_repeats(const uint64_t *tok, int32_t n, an_rep **out) {
+    *out = NULL;
+    int32_t *nxt = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    an_map last;
+    memset(&last, 0, sizeof last);
+    an_rep *reps = NULL;
+    int64_t cap = 0, nr = 0;
+    if (!nxt) goto nomem;
+    for (int32_t i = n - 1; i >= 0; i--) {
+        int isnew;
+        int64_t *v = an_map_get(&last, tok[i], -1, &isnew);
+        if (!v) goto nomem;
+        nxt[i] = (int32_t)*v;
+        *v = i;
+    }
+    for (int32_t i = 0; i < n;) {
+        int64_t best_cov = 0;
+        int32_t best_p = 0, best_k = 0, cand = 0;
+        for (int32_t j = nxt[i]; j >= 0 && cand < AN_MAX_CANDIDATES; j = nxt[j], cand++) {
+            int32_t p = j - i;
+            if (p > AN_MAX_PERIOD || (int64_t)i + 2 * (int64_t)p > n) break;
+            int32_t k = 1;
+            while ((int64_t)i + (int64_t)(k + 1) * p <= n &&
+                   !memcmp(tok + i, tok + i + (int64_t)k * p, sizeof(uint64_t) * (size_t)p))
+                k++;
+            if (k >= 2 && (int64_t)k * p > best_cov) {
+                best_cov = (int64_t)k * p;
+                best_p = p;
+                best_k = k;
+            }
+        }
+        if (best_k >= 2) {
+            if (an_grow(&reps, &cap, nr + 1, sizeof *reps)) goto nomem;
+            reps[nr++] = (an_rep){i, best_p, best_k};
+            i += best_p * best_k;
+        } else {
+            i++;
+        }
+    }
+    free(nxt);
+    an_map_free(&last);
+    *out = reps;
+    return (int32_t)nr;
+nomem:
+    free(nxt);
+    free(reps);
+    an_map_free(&last);
+    jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    return -1;
+}
+
+jn_status an_fold(an_ex *e) {
+    if (e->nreps >= 0) return JN_OK;
+    uint64_t *tok = malloc(sizeof(uint64_t) * (size_t)(e->nops + 1));
+    if (!tok) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    for (int32_t i = 0; i < e->nops; i++) tok[i] = e->ops[i].token;
+    int32_t n = an_find_repeats(tok, e->nops, &e->reps);
+    free(tok);
+    if (n < 0) return JN_ERR_NOMEM;
+    e->nreps = n;
+    return JN_OK;
+}
+
+int an_folded_same(const an_ex *a, const an_ex *b) {
+    int32_t ia = 0, ib = 0, ra = 0, rb = 0;
+    while (ia < a->nops && ib < b->nops) {
+        int at_a = ra < a->nreps && a->reps[ra].start == ia;
+        int at_b = rb < b->nreps && b->reps[rb].start == ib;
+        if (at_a != at_b) return 0;
+        if (at_a) {
+            int32_t p = a->reps[ra].period;
+            if (p != b->reps[rb].period) return 0;
+            for (int32_t j = 0; j < p; j++)
+                if (a->ops[ia + j].token != b->ops[ib + j].token) return 0;
+            ia += p * a->reps[ra++].count;
+            ib += p * b->reps[rb++].count;
+            continue;
+        }
+        if (a->ops[ia].token != b->ops[ib].token) return 0;
+        ia++, ib++;
+    }
+    return ia == a->nops && ib == b->nops;
+}
+
+void an_tmpl_free(an_tmpl *t) {
+    if (!t) return;
+    for (int32_t e = 0; e < t->m; e++) free(t->eop ? t->eop[e] : NULL);
+    free(t->eop);
+    free(t->loop);
+    for (int32_t l = 0; l < t->nloops; l++) {
+        free(t->loops[l].count);
+        free(t->loops[l].estart);
+        free(t->loops[l].carry);
+        free(t->loops[l].coll);
+    }
+    free(t->loops);
+    free(t->carry_of_ref);
+    free(t->slope);
+    free(t);
+}
+
+static an_tmpl *tmpl_new(int32_t m, int32_t nt) {
+    an_tmpl *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->m = m;
+    t->nt = nt;
+    t->eop = calloc((size_t)m, sizeof *t->eop);
+    t->loop = malloc(sizeof(int32_t) * (size_t)(nt + 1));
+    if (!t->eop || !t->loop) {
+        an_tmpl_free(t);
+        return NULL;
+    }
+    for (int32_t e = 0; e < m; e++)
+        if (!(t->eop[e] = malloc(sizeof(int32_t) * (size_t)(nt + 1)))) {
+            an_tmpl_free(t);
+            return NULL;
+        }
+    for (int32_t i = 0; i < nt; i++) t->loop[i] = -1;
+    return t;
+}
+
+an_tmpl *an_tmpl_plain(an_ctx *c, const int32_t *ex, int32_t m) {
+    const an_ex *E0 = &c->ex[ex[0]];
+    an_tmpl *t = tmpl_new(m, E0->nops);
+    if (!t) {
+        jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+        return NULL;
+    }
+    for (int32_t e = 0; e < m; e++)
+        for (int32_t i = 0; i < E0->nops; i++) t->eop[e][i] = i;
+    return t;
+}
+
+/* ------------------------------------------------------------ loops */
+/* Where an op of one exemplar sits in the template. */
+typedef struct {
+    int32_t *tpos, *titer;   /* per exemplar op: template op, iteration (-1 = the last one) */
+    int32_t *refop;          /* per exemplar ref: its op */
+} layout;
+
+/* A value as the template sees it: (kind, template op, iteration, index). */
+typedef struct {
+    int32_t kind, t, it, idx;   /* kind 0 node output, 1 external (idx = ref slot) */
+} vid;
+
+static vid value_id(const an_ex *e, const layout *L, int32_t v) {
+    const an_val *x = &e->vals[v];
+    if (x->def >= 0) return (vid){0, L->tpos[x->def], L->titer[x->def], x->idx};
+    int32_t op = L->refop[x->ref];
+    return (vid){1, L->tpos[op], L->titer[op], x->ref - e->ops[op].ref0};
+}
+
+static int vid_eq(vid a, vid b) { return a.kind == b.kind && a.t == b.t && a.it == b.it && a.idx == b.idx; }
+
+enum { REL_LOCAL = 1, REL_PREV, REL_OUT };
+typedef struct {
+    int kind, j, idx;     /* LOCAL/PREV: body op and output */
+    vid out;              /* OUT: the outside value */
+    vid init;             /* PREV: the seed at iteration 0 */
+    int set, init_set;
+} rel;
+
+
+static int32_t n_islots(const an_ex *x, int32_t o) {
+    return (o + 1 < x->nops ? x->ops[o + 1].islot0 : x->nislots) - x->ops[o].islot0;
+}
+
+static int32_t n_fslots(const an_ex *x, int32_t o) {
+    return (o + 1 < x->nops ? x->ops[o + 1].fslot0 : x->nfslots) - x->ops[o].fslot0;
+}
+
+static int same_type(const an_ref *a, const an_ref *b) {
+    return a->ndim == b->ndim && a->dtype == b->dtype && !memcmp(a->shape, b->shape, sizeof(int64_t) * a->ndim);
+}
+
+/* The body value (j, idx) of loop TL is carried to the next iteration? */
+static int is_carried(const an_tloop *TL, int32_t j, int32_t idx) {
+    for (int32_t k = 0; k < TL->ncarry; k++)
+        if (TL->carry[k].next_j == j && TL->carry[k].next_idx == idx) return 1;
+    return 0;
+}
+
+/* Check one exemplar's loop iterations against the shared relations. */
+static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T, const layout *LY, int32_t e,
+                              rel *rels) {
+    int64_t ri = 0;
+    for (int32_t l = 0; l < T->nloops; l++) {
+        const an_tloop *TL = &T->loops[l];
+        int32_t p = TL->p, K = TL->count[e], s0 = TL->estart[e];
+        for (int32_t j = 0; j < p; j++) {
+            const an_op *o0 = &x->ops[s0 + j];
+            const an_op *E0op = &E0->ops[T->eop[0][TL->tfirst + j]];
+            if (jn_op_info((jn_op)o0->op)->flags & JN_F_RAND) return "random ops in a loop body";
+            if (o0->nin != E0op->nin) return "an op in a loop body changes its arity";
+            for (int32_t it = 0; it < K; it++) {
+                int32_t oi = s0 + it * p + j;
+                const an_op *ok = &x->ops[oi];
+                if (ok->nin != o0->nin) return "an op in a loop body changes its arity";
+                for (int32_t q = 0; q < ok->nin + ok->nout; q++)
+                    if (!same_type(&x->refs[ok->ref0 + q], &x->refs[o0->ref0 + q]))
+                        return "shapes change between loop iterations";
+                int32_t nis = n_islots(x, oi);
+                if (nis != n_islots(x, s0 + j)) return "an op in a loop body changes its attributes";
+                for (int32_t s = 0; s < nis; s++) {
+                    const an_islot *a = &x->islots[ok->islot0 + s], *a0 = &x->islots[o0->islot0 + s];
+                    if (a->varied || a0->varied) return "an int attribute in a loop body varies between segments";
+                    int64_t slope = T->slope[E0op->islot0 + s];
+                    if (a->first != a0->first + slope * it) return "an int attribute is not affine in the loop iteration";
+                }
+                int32_t nfs = n_fslots(x, oi);
+                if (nfs != n_fslots(x, s0 + j)) return "an op in a loop body changes its attributes";
+                for (int32_t s = 0; s < nfs; s++) {
+                    const an_fslot *a = &x->fslots[ok->fslot0 + s], *a0 = &x->fslots[o0->fslot0 + s];
+                    if (a->varied || !(a->first == a0->first))
+                        return "a float attribute or Python scalar changes between loop iterations";
+                }
+                for (int32_t q = 0; q < ok->nin; q++) {
+                    rel *R = &rels[ri + q];
+                    const an_ref *rf = &x->refs[ok->ref0 + q];
+                    if (rf->role == JN_TR_SCALAR) continue;
+                    const an_val *xv = &x->vals[rf->val];
+                    int32_t base = s0 + it * p;
+                    rel now;
+                    memset(&now, 0, sizeof now);
+                    if (xv->def >= base && xv->def < base + j) {
+                        now.kind = REL_LOCAL;
+                        now.j = xv->def - base;
+                        now.idx = xv->idx;
+                    } else if (it > 0 && xv->def >= base - p && xv->def < base) {
+                        now.kind = REL_PREV;
+                        now.j = xv->def - (base - p);
+                        now.idx = xv->idx;
+                    } else if (xv->def >= s0 && xv->def < s0 + K * p) {
+                        return "a loop body reads a value of an older iteration";
+                    } else {
+                        now.kind = REL_OUT;
+                        now.out = value_id(x, LY, rf->val);
+                    }
+                    if (it == 0 && now.kind == REL_OUT) {
+                        /* a carry's seed or a plain outside read: told apart at it >= 1 */
+                        if (!R->init_set) {
+                            R->init = now.out;
+                            R->init_set = 1;
+                        } else if (!vid_eq(R->init, now.out)) {
+                            return "a loop starts from different values in different segments";
+                        }
+                        continue;
+                    }
+                    if (!R->set) {
+                        R->kind = now.kind;
+                        R->j = now.j;
+                        R->idx = now.idx;
+                        R->out = now.out;
+                        R->set = 1;
+                    } else if (R->kind != now.kind || R->j != now.j || R->idx != now.idx ||
+                               (now.kind == REL_OUT && !vid_eq(R->out, now.out))) {
+                        return "loop iterations read their inputs differently";
+                    }
+                }
+            }
+            ri += o0->nin;
+        }
+    }
+    return NULL;
+}
+
+/* Outside the loops: the same dataflow in every exemplar, body values used
+ * only as carried-out or collected values. */
+static const char *check_outside(const an_ex *x, const an_ex *E0, an_tmpl *T, const layout *LY, const layout *LY0,
+                                 int32_t e) {
+    for (int32_t t = 0; t < T->nt; t++) {
+        if (T->loop[t] >= 0) continue;
+        int32_t o = T->eop[e][t], o0 = T->eop[0][t];
+        const an_op *op = &x->ops[o], *op0 = &E0->ops[o0];
+        /* a collect consumer? */
+        const an_tcollect *cl = NULL;
+        const an_tloop *CL = NULL;
+        for (int32_t l = 0; l < T->nloops && !cl; l++)
+            for (int32_t k = 0; k < T->loops[l].ncoll; k++)
+                if (T->loops[l].coll[k].consumer == t) {
+                    cl = &T->loops[l].coll[k];
+                    CL = &T->loops[l];
+                }
+        if (cl) {
+            int32_t K = CL->count[e], s0 = CL->estart[e];
+            if (op->nin != K) return "segments collect loop values differently";
+            for (int32_t k = 0; k < K; k++) {
+                const an_val *yv = &x->vals[x->refs[op->ref0 + k].val];
+                if (yv->def != s0 + k * CL->p + cl->body_j || yv->idx != cl->body_idx)
+                    return "segments collect loop values differently";
+            }
+            continue;
+        }
+        if (op->nin != op0->nin) return "exemplars do not line up";
+        for (int32_t q = 0; q < op->nin; q++) {
+            const an_ref *rf = &x->refs[op->ref0 + q];
+            if (rf->role == JN_TR_SCALAR) continue;
+            const an_val *xv = &x->vals[rf->val];
+            vid a = value_id(x, LY, rf->val), b = value_id(E0, LY0, E0->refs[op0->ref0 + q].val);
+            if (!vid_eq(a, b)) return "segments differ in dataflow";
+            if (xv->def >= 0 && T->loop[LY->tpos[xv->def]] >= 0) {
+                const an_tloop *TL = &T->loops[T->loop[LY->tpos[xv->def]]];
+                int32_t j = LY->tpos[xv->def] - TL->tfirst;
+                if (LY->titer[xv->def] != -1 || !is_carried(TL, j, xv->idx))
+                    return "a value of a loop iteration other than the last is used after the loop";
+            }
+        }
+    }
+    /* kept or written-back body values must leave the loop through a carry */
+    for (int32_t v = 0; v < x->nvals; v++) {
+        const an_val *xv = &x->vals[v];
+        if (xv->def < 0 || (!xv->keep && xv->overwrites < 0)) continue;
+        int32_t t = LY->tpos[xv->def];
+        if (T->loop[t] < 0) continue;
+        const an_tloop *TL = &T->loops[T->loop[t]];
+        if (LY->titer[xv->def] != -1 || !is_carried(TL, t - TL->tfirst, xv->idx))
+            return "a loop iteration's value is kept by Python";
+    }
+    return NULL;
+}
+
+jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, const char **why) {
+    *out = NULL;
+    *why = NULL;
+    const an_ex *E0 = &c->ex[ex[0]];
+    int32_t nr = E0->nreps;
+    int *varies = calloc((size_t)nr + 1, sizeof(int));
+    layout *LY = calloc((size_t)m, sizeof *LY);
+    rel *rels = NULL;
+    an_tmpl *T = NULL;
+    jn_status st = JN_OK;
+    if (!varies || !LY) goto nomem;
+    int32_t nloops = 0, nt = 0;
+    for (int32_t r = 0; r < nr; r++) {
+        for (int32_t e = 1; e < m; e++)
+            if (c->ex[ex[e]].reps[r].count != E0->reps[r].count) varies[r] = 1;
+        nloops += varies[r];
+    }
+    if (!nloops) {
+        *why = "no repeat count varies";
+        goto done;
+    }
+    for (int32_t i = 0, r = 0; i < E0->nops;) {
+        if (r < nr && E0->reps[r].start == i) {
+            nt += E0->reps[r].period * (varies[r] ? 1 : E0->reps[r].count);
+            i += E0->reps[r].period * E0->reps[r].count;
+            r++;
+        } else {
+            nt++;
+            i++;
+        }
+    }
+    if (!(T = tmpl_new(m, nt))) goto nomem;
+    if (!(T->loops = calloc((size_t)nloops, sizeof *T->loops))) goto nomem;
+    T->nloops = nloops;
+    for (int32_t l = 0; l < nloops; l++)
+        if (!(T->loops[l].count = malloc(sizeof(int32_t) * (size_t)m)) ||
+            !(T->loops[l].estart = malloc(sizeof(int32_t) * (size_t)m)))
+            goto nomem;
+    /* lay every exemplar onto the template */
+    for (int32_t e = 0; e < m; e++) {
+        const an_ex *x = &c->ex[ex[e]];
+        LY[e].tpos = malloc(sizeof(int32_t) * (size_t)(x->nops + 1));
+        LY[e].titer = malloc(sizeof(int32_t) * (size_t)(x->nops + 1));
+        LY[e].refop = malloc(sizeof(int32_t) * (size_t)(x->nrefs + 1));
+        if (!LY[e].tpos || !LY[e].titer || !LY[e].refop) goto nomem;
+        for (int32_t o = 0; o < x->nops; o++)
+            for (int32_t k = 0; k < x->ops[o].nin + x->ops[o].nout; k++) LY[e].refop[x->ops[o].ref0 + k] = o;
+        int32_t i = 0, r = 0, t = 0, l = 0;
+        while (i < x->nops && t < nt) {
+            if (r < nr && x->reps[r].start == i && varies[r]) {
+                int32_t p = x->reps[r].period, k = x->reps[r].count;
+                an_tloop *TL = &T->loops[l];
+                TL->tfirst = t;
+                TL->p = p;
+                TL->count[e] = k;
+                TL->estart[e] = i;
+                for (int32_t it = 0; it < k; it++)
+                    for (int32_t j = 0; j < p; j++) {
+                        LY[e].tpos[i + it * p + j] = t + j;
+                        LY[e].titer[i + it * p + j] = it == k - 1 ? -1 : it;
+                    }
+                for (int32_t j = 0; j < p; j++) {
+                    T->eop[e][t + j] = i + j;
+                    T->loop[t + j] = l;
+                }
+                i += p * k;
+                t += p;
+                r++, l++;
+            } else {
+                if (r < nr && x->reps[r].start == i) r++; /* unrolled: plain ops from here */
+                LY[e].tpos[i] = t;
+                LY[e].titer[i] = 0;
+                T->eop[e][t] = i;
+                i++, t++;
+            }
+        }
+        if (t != nt || i != x->nops) {
+            *why = "exemplars do not line up";
+            goto done;
+        }
+    }
+    /* int attributes: the per-iteration step, from E0 */
+    if (!(T->slope = calloc((size_t)E0->nislots + 1, sizeof(int64_t)))) goto nomem;
+    if (!(T->carry_of_ref = calloc((size_t)E0->nrefs + 1, sizeof(int32_t)))) goto nomem;
+    int64_t nrel = 0;
+    for (int32_t l = 0; l < nloops; l++) {
+        const an_tloop *TL = &T->loops[l];
+        for (int32_t j = 0; j < TL->p; j++) {
+            int32_t o = TL->estart[0] + j;
+            nrel += E0->ops[o].nin;
+            for (int32_t s = 0; s < n_islots(E0, o); s++)
+                T->slope[E0->ops[o].islot0 + s] =
+                    E0->islots[E0->ops[o + TL->p].islot0 + s].first - E0->islots[E0->ops[o].islot0 + s].first;
+        }
+    }
+    if (!(rels = calloc((size_t)nrel + 1, sizeof *rels))) goto nomem;
+    for (int32_t e = 0; e < m && !*why; e++) *why = check_body(&c->ex[ex[e]], E0, T, &LY[e], e, rels);
+    if (*why) goto done;
+    /* carries: every PREV relation, seeded by its iteration-0 read */
+    int64_t ri = 0;
+    for (int32_t l = 0; l < nloops; l++) {
+        an_tloop *TL = &T->loops[l];
+        for (int32_t j = 0; j < TL->p; j++) {
+            const an_op *o = &E0->ops[TL->estart[0] + j];
+            for (int32_t q = 0; q < o->nin; q++) {
+                rel *R = &rels[ri + q];
+                if (E0->refs[o->ref0 + q].role == JN_TR_SCALAR) continue;
+                if (R->kind == REL_OUT && (!R->init_set || !vid_eq(R->init, R->out))) {
+                    *why = "a loop body reads a different outside value in its first iteration";
+                    goto done;
+                }
+                if (R->kind == REL_LOCAL && R->init_set) {
+                    *why = "loop iterations read their inputs differently";
+                    goto done;
+                }
+                if (R->kind != REL_PREV) continue;
+                int32_t init = E0->refs[o->ref0 + q].val;
+                int32_t k;
+                for (k = 0; k < TL->ncarry; k++)
+                    if (TL->carry[k].next_j == R->j && TL->carry[k].next_idx == R->idx) break;
+                if (k == TL->ncarry) {
+                    an_tcarry *nc = realloc(TL->carry, sizeof *nc * (size_t)(k + 1));
+                    if (!nc) goto nomem;
+                    TL->carry = nc;
+                    TL->carry[k] = (an_tcarry){R->j, R->idx, init};
+                    TL->ncarry++;
+                } else if (TL->carry[k].init != init) {
+                    *why = "one loop-carried value has two different seeds";
+                    goto done;
+                }
+                T->carry_of_ref[o->ref0 + q] = k + 1;
+            }
+            ri += o->nin;
+        }
+    }
+    /* seeds and next values agree in type, in every exemplar */
+    for (int32_t e = 0; e < m; e++) {
+        const an_ex *x = &c->ex[ex[e]];
+        for (int32_t l = 0; l < nloops; l++) {
+            const an_tloop *TL = &T->loops[l];
+            for (int32_t j = 0; j < TL->p; j++) {
+                const an_op *o = &x->ops[TL->estart[e] + j], *o0 = &E0->ops[TL->estart[0] + j];
+                for (int32_t q = 0; q < o->nin; q++) {
+                    int32_t k = T->carry_of_ref[o0->ref0 + q];
+                    if (!k) continue;
+                    const an_tcarry *cr = &TL->carry[k - 1];
+                    const an_op *nx = &x->ops[TL->estart[e] + cr->next_j];
+                    if (!same_type(&x->refs[o->ref0 + q], &x->refs[nx->ref0 + nx->nin + cr->next_idx])) {
+                        *why = "a loop-carried value changes its shape or dtype";
+                        goto done;
+                    }
+                }
+            }
+        }
+    }
+    /* collects: stack/cat ops after a loop over all its iterations' values (E0) */
+    for (int32_t t = 0; t < nt; t++) {
+        if (T->loop[t] >= 0) continue;
+        const an_op *op = &E0->ops[T->eop[0][t]];
+        if ((op->op != JN_OP_stack && op->op != JN_OP_cat) || !op->nin) continue;
+        const an_val *v0 = &E0->vals[E0->refs[op->ref0].val];
+        if (v0->def < 0 || T->loop[LY[0].tpos[v0->def]] < 0) continue;
+        int32_t l = T->loop[LY[0].tpos[v0->def]];
+        an_tloop *TL = &T->loops[l];
+        int32_t j = LY[0].tpos[v0->def] - TL->tfirst;
+        if (op->nin != TL->count[0]) continue;
+        int ok = 1;
+        for (int32_t k = 0; k < op->nin && ok; k++) {
+            const an_val *yv = &E0->vals[E0->refs[op->ref0 + k].val];
+            ok = yv->def == TL->estart[0] + k * TL->p + j && yv->idx == v0->idx;
+        }
+        if (!ok) continue;
+        an_tcollect *nc = realloc(TL->coll, sizeof *nc * (size_t)(TL->ncoll + 1));
+        if (!nc) goto nomem;
+        TL->coll = nc;
+        TL->coll[TL->ncoll++] = (an_tcollect){j, v0->idx, t};
+    }
+    for (int32_t e = 0; e < m && !*why; e++) *why = check_outside(&c->ex[ex[e]], E0, T, &LY[e], &LY[0], e);
+    if (*why) goto done;
+    *out = T;
+    T = NULL;
+    goto done;
+nomem:
+    st = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+done:
+    if (LY)
+        for (int32_t e = 0; e < m; e++) free(LY[e].tpos), free(LY[e].titer), free(LY[e].refop);
+    free(LY);
+    free(varies);
+    free(rels);
+    an_tmpl_free(T);
+    return st;
+}

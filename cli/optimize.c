@@ -1,0 +1,195 @@
+/* optimize.c -- `janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--quiet] run.db`
+ *
+ * Runs the analyzer (analyzer/jn_an.h) over a trace store: the recorded
+ * steps become generalized, guarded graphs.  Prints one summary line and
+ * one line per group of segments it had to leave out (with the reason);
+ * --dump-ir writes the graphs in the IR's text form to stdout (the summary
+ * then goes to stderr, so stdout stays parseable), --ir-out writes the
+ * binary form to a file.  Codegen and bundles (issue 6+) will hang off this
+ * command; today it stops at the IR.
+ *
+ * The store is opened read-only, so this works on a store another process
+ * is still recording into (its committed steps are analyzed).  Failures
+ * exit 1 with a message that names the file and the fix; usage mistakes
+ * exit 2.  jn_cli_dump_graphs is shared with `janus inspect --graphs`.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "jn_cli.h"
+#include "jn_db.h"
+#ifdef JANUS_HAVE_ANALYZER
+#include "jn_an.h"
+#endif
+
+const char jn_cli_optimize_usage[] =
+    "usage: janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--quiet] PATH\n"
+    "\n"
+    "Mine the traces of a trace store (written by `janus record`) into\n"
+    "generalized, guarded graphs: each recorded step is split at its sync\n"
+    "points, segments that start at the same place are aligned op by op,\n"
+    "varying shapes become symbols, varying Python numbers become inputs,\n"
+    "repeats with a varying count become loops and different structures at\n"
+    "one point become variants.  Prints a summary and what it left out.\n"
+    "The store is opened read-only.\n"
+    "\n"
+    "options:\n"
+    "  --run N        only run N (default: every run in the store)\n"
+    "  --dump-ir      print the graphs and their guards (IR text) on stdout;\n"
+    "                 the summary goes to stderr\n"
+    "  --ir-out FILE  write the graphs in the IR's binary form to FILE\n"
+    "  --quiet        no summary or progress lines (errors still print)\n"
+    "  -h, --help     show this help\n";
+
+/* Open the store or say why not (exit code 1), naming the file and the fix. */
+static int open_store(const char *cmd, const char *path, jn_db **db) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        fprintf(stderr, "janus %s: %s does not exist; record one with `janus record --db %s -- python3 train.py`\n",
+                cmd, path, path);
+        return 1;
+    }
+    if (jn_db_open(path, JN_DB_READONLY, db) != JN_OK) {
+        fprintf(stderr, "janus %s: %s\n", cmd, jn_errmsg());
+        return 1;
+    }
+    return 0;
+}
+
+#ifdef JANUS_HAVE_ANALYZER
+static int analyze(const char *cmd, const char *path, int64_t run, FILE *progress, jn_ir_module **m,
+                   jn_an_stats *st) {
+    jn_db *db = NULL;
+    int rc = open_store(cmd, path, &db);
+    if (rc) return rc;
+    jn_an_options opt = {.run_id = run, .progress = progress};
+    jn_status s = jn_an_analyze(db, &opt, m, st);
+    jn_db_close(db);
+    if (s) {
+        fprintf(stderr, "janus %s: %s: %s\n", cmd, path, jn_errmsg());
+        return 1;
+    }
+    return 0;
+}
+#endif
+
+int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out) {
+#ifdef JANUS_HAVE_ANALYZER
+    jn_ir_module *m = NULL;
+    jn_an_stats st;
+    int rc = analyze(cmd, path, run, NULL, &m, &st);
+    if (rc) return rc;
+    if (jn_ir_print(m, out) != JN_OK) {
+        fprintf(stderr, "janus %s: cannot print the graphs: %s\n", cmd, jn_errmsg());
+        rc = 1;
+    }
+    for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(out, "# %s\n", jn_an_uncaptured(i));
+    jn_ir_module_free(m);
+    return rc;
+#else
+    (void)path, (void)run, (void)out;
+    fprintf(stderr, "janus %s: this janus was built without the analyzer (ir/ and analyzer/); rebuild it\n", cmd);
+    return 1;
+#endif
+}
+
+int jn_cli_optimize(int argc, char **argv) {
+    const char *path = NULL, *ir_out = NULL;
+    int dump = 0, quiet = 0;
+    int64_t run = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(jn_cli_optimize_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--dump-ir")) { dump = 1; continue; }
+        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) { quiet = 1; continue; }
+        if (!strcmp(a, "--run") || !strncmp(a, "--run=", 6)) {
+            const char *v = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
+            char *end = NULL;
+            long long n = v ? strtoll(v, &end, 10) : 0;
+            if (!v || !*v || *end || n <= 0) {
+                fprintf(stderr, "janus optimize: --run needs a positive run id\n\n%s", jn_cli_optimize_usage);
+                return 2;
+            }
+            run = n;
+            continue;
+        }
+        if (!strcmp(a, "--ir-out") || !strncmp(a, "--ir-out=", 9)) {
+            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !*v) {
+                fprintf(stderr, "janus optimize: --ir-out needs a file name\n\n%s", jn_cli_optimize_usage);
+                return 2;
+            }
+            ir_out = v;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "janus optimize: unknown option '%s'\n\n%s", a, jn_cli_optimize_usage);
+            return 2;
+        }
+        if (path) {
+            fprintf(stderr, "janus optimize: one PATH only (got '%s' and '%s')\n\n%s", path, a, jn_cli_optimize_usage);
+            return 2;
+        }
+        path = a;
+    }
+    if (!path) {
+        fprintf(stderr, "janus optimize: no PATH given\n\n%s", jn_cli_optimize_usage);
+        return 2;
+    }
+#ifdef JANUS_HAVE_ANALYZER
+    FILE *info = quiet ? NULL : dump ? stderr : stdout;
+    jn_ir_module *m = NULL;
+    jn_an_stats st;
+    int rc = analyze("optimize", path, run, quiet ? NULL : stderr, &m, &st);
+    if (rc) return rc;
+    if (dump && jn_ir_print(m, stdout) != JN_OK) {
+        fprintf(stderr, "janus optimize: cannot print the graphs: %s\n", jn_errmsg());
+        rc = 1;
+    }
+    if (!rc && ir_out) {
+        void *data = NULL;
+        size_t len = 0;
+        FILE *f = NULL;
+        if (jn_ir_serialize(m, &data, &len) != JN_OK) {
+            fprintf(stderr, "janus optimize: cannot serialize the graphs: %s\n", jn_errmsg());
+            rc = 1;
+        } else if (!(f = fopen(ir_out, "wb")) || fwrite(data, 1, len, f) != len) {
+            fprintf(stderr, "janus optimize: cannot write %s (%s); check the directory exists and is writable\n",
+                    ir_out, strerror(errno));
+            rc = 1;
+        }
+        if (f && fclose(f) != 0 && !rc) {
+            fprintf(stderr, "janus optimize: cannot write %s (%s)\n", ir_out, strerror(errno));
+            rc = 1;
+        }
+        free(data);
+    }
+    if (info) {
+        char b1[32], b2[32];
+        fprintf(info,
+                "janus optimize: %lld graph%s in %lld group%s (%lld variant%s), %lld loop%s, %lld symbol%s, "
+                "%lld guard%s from %lld run%s, %s steps, %s ops in %.2f s\n",
+                (long long)st.graphs, st.graphs == 1 ? "" : "s", (long long)st.groups, st.groups == 1 ? "" : "s",
+                (long long)st.variants, st.variants == 1 ? "" : "s", (long long)st.loops, st.loops == 1 ? "" : "s",
+                (long long)st.symbols, st.symbols == 1 ? "" : "s", (long long)st.guards, st.guards == 1 ? "" : "s",
+                (long long)st.runs, st.runs == 1 ? "" : "s", jn_cli_commas(st.steps, b1), jn_cli_commas(st.ops, b2),
+                st.seconds);
+        for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(info, "  %s\n", jn_an_uncaptured(i));
+    }
+    jn_ir_module_free(m);
+    return rc;
+#else
+    (void)quiet, (void)dump, (void)run, (void)ir_out;
+    jn_db *db = NULL;
+    int rc = open_store("optimize", path, &db);
+    if (rc) return rc;
+    jn_db_close(db);
+    fprintf(stderr, "janus optimize: this janus was built without the analyzer (ir/ and analyzer/); rebuild it\n");
+    return 1;
+#endif
+}

@@ -1,0 +1,751 @@
+/* test_analyzer.c -- the analyzer (analyzer/jn_an.h) on synthetic trace
+ * stores: each test writes a store with hand-encoded events
+ * (jn_db_encode_event) in a temp dir, runs jn_an_analyze and checks the
+ * graphs: a batch symbol unified across input, intermediates and a view
+ * attribute; loops with a trip-count symbol and carries; variants with
+ * parent/diverge/decided; varying float attributes and constant scalars;
+ * in-place state updates; values kept for later segments; corrupt chunks
+ * and foreign op tables refused with messages naming run and step; and the
+ * IR text and binary round trips of what it produced.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if __has_include("jn_an.h")
+#include <sqlite3.h>
+
+#include "jn_an.h"
+#include "jn_test.h"
+
+static char tmpdir[256];
+
+static const char *tmp(const char *name) {
+    static char bufs[4][512];
+    static int k;
+    char *b = bufs[k++ & 3];
+    snprintf(b, 512, "%s/%s", tmpdir, name);
+    return b;
+}
+
+static int has(const char *needle) {
+    int ok = strstr(jn_errmsg(), needle) != NULL;
+    if (!ok) fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", jn_errmsg(), needle);
+    return ok;
+}
+
+/* ------------------------------------------------------- store builder */
+typedef struct {
+    jn_db *db;
+    int64_t run, step;
+    jn_db_buf buf;
+    int nops, nsyncs;
+} tb;
+
+static char optable_text[1 << 16];
+static char optable_hash_hex[17];
+
+static void make_optable(void) {
+    size_t n = 0;
+    for (int op = 0; op < JN_NOPS; op++) {
+        const jn_opinfo *in = jn_op_info((jn_op)op);
+        n += (size_t)snprintf(optable_text + n, sizeof optable_text - n, "%s %s\n", in->name, in->schema);
+    }
+    snprintf(optable_hash_hex, sizeof optable_hash_hex, "%016llx", (unsigned long long)jn_optable_hash());
+}
+
+static void tb_open(tb *t, const char *name, const char *ops, const char *hash) {
+    memset(t, 0, sizeof *t);
+    const char *path = tmp(name);
+    unlink(path);
+    CHECK(jn_db_open(path, JN_DB_CREATE, &t->db) == JN_OK);
+    jn_db_run_info ri = {.argv_json = "[\"python\",\"train.py\"]", .cwd = "/w", .python_version = "3.11",
+                         .janus_version = "test", .optable_hash = hash ? hash : optable_hash_hex,
+                         .optable_ops = ops ? ops : optable_text, .cpu_features = "", .device = "cpu",
+                         .hostname = "h", .pid = 1, .started = 1.0};
+    CHECK(jn_db_run_begin(t->db, &ri, &t->run) == JN_OK);
+}
+
+static int64_t site(tb *t, int line) {
+    int64_t id = 0;
+    CHECK(jn_db_callsite(t->db, "train.py", line, "main", &id) == JN_OK);
+    return id;
+}
+
+/* A float32 tensor reference with contiguous strides. */
+static jn_db_tref T(int64_t id, int role, int ndim, ...) {
+    jn_db_tref r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    r.role = (uint8_t)role;
+    r.dtype = JN_F32;
+    r.ndim = (uint8_t)ndim;
+    r.scalar = NAN;
+    va_list ap;
+    va_start(ap, ndim);
+    for (int d = 0; d < ndim; d++) r.shape[d] = va_arg(ap, int64_t);
+    va_end(ap);
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        r.strides[d] = s;
+        s *= r.shape[d];
+    }
+    return r;
+}
+
+/* A Python scalar argument (a wrapped number). */
+static jn_db_tref S(int64_t id, double v, int pytype) {
+    jn_db_tref r = T(id, JN_TR_SCALAR, 0);
+    r.dtype = pytype == 2 ? JN_F64 : JN_I64;
+    r.scalar = v;
+    r.pytype = (uint8_t)pytype;
+    return r;
+}
+
+static void op(tb *t, jn_op o, int64_t cs, const jn_attrs *a, int nin, const jn_db_tref *in, int nout,
+               const jn_db_tref *out, int inplace) {
+    jn_db_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = JN_EV_OP;
+    ev.op = (uint32_t)o;
+    ev.inplace = (uint8_t)inplace;
+    if (a) ev.attrs = *a;
+    ev.nattrs = (uint8_t)jn_op_info(o)->nattrs;
+    ev.nin = (uint8_t)nin;
+    ev.nout = (uint8_t)nout;
+    ev.in = (jn_db_tref *)in;
+    ev.out = (jn_db_tref *)out;
+    ev.callsite = cs;
+    ev.value = NAN;
+    CHECK(jn_db_encode_event(&t->buf, &ev) == JN_OK);
+    t->nops++;
+}
+
+static void sync_ev(tb *t, int kind, int64_t cs, int64_t tensor) {
+    jn_db_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = JN_EV_SYNC;
+    ev.sync_kind = (uint8_t)kind;
+    ev.value = 0.5;
+    ev.tensor_id = tensor;
+    ev.callsite = cs;
+    CHECK(jn_db_encode_event(&t->buf, &ev) == JN_OK);
+    t->nsyncs++;
+}
+
+static void decision(tb *t, int64_t cs, int kind, int64_t outcome) {
+    jn_db_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = JN_EV_DECISION;
+    ev.dec_kind = (uint8_t)kind;
+    ev.outcome = outcome;
+    ev.callsite = cs;
+    ev.value = NAN;
+    CHECK(jn_db_encode_event(&t->buf, &ev) == JN_OK);
+}
+
+static void end_step_raw(tb *t, const void *data, size_t len) {
+    jn_db_step s = {.run_id = t->run, .step = t->step, .kind = "optimizer", .started = 1.0, .duration = 0.001,
+                    .signature = 1, .n_ops = t->nops, .n_syncs = t->nsyncs, .events = data, .events_len = len};
+    CHECK(jn_db_write_step(t->db, &s) == JN_OK);
+    t->step++;
+    t->buf.len = 0;
+    t->nops = t->nsyncs = 0;
+}
+
+static void end_step(tb *t) { end_step_raw(t, t->buf.data, t->buf.len); }
+
+static void tb_close(tb *t) {
+    jn_db_buf_free(&t->buf);
+    jn_db_close(t->db);
+}
+
+/* Analyze the store at name; NULL (and the status in *st) on failure. */
+static jn_ir_module *analyze(const char *name, jn_status *st, jn_an_stats *stats) {
+    jn_db *db = NULL;
+    jn_ir_module *m = NULL;
+    jn_status s = jn_db_open(tmp(name), JN_DB_READONLY, &db);
+    CHECK(s == JN_OK);
+    if (s) return NULL;
+    jn_an_options opt = {0, NULL};
+    jn_an_stats local;
+    s = jn_an_analyze(db, &opt, &m, stats ? stats : &local);
+    if (st) *st = s;
+    if (s && !st) fprintf(stderr, "  analyze failed: %s\n", jn_errmsg());
+    jn_db_close(db);
+    return s ? NULL : m;
+}
+
+static char *ir_text(const jn_ir_module *m) {
+    char *p = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&p, &n);
+    CHECK(jn_ir_print(m, f) == JN_OK);
+    fclose(f);
+    return p;
+}
+
+/* print -> parse -> print and serialize -> deserialize -> print are the identity. */
+static void check_round_trip(const jn_ir_module *m) {
+    char *a = ir_text(m);
+    if (getenv("JN_AN_DUMP")) fputs(a, stderr); /* JN_AN_DUMP=1 shows the graphs */
+    jn_ir_module *p = NULL;
+    jn_status s = jn_ir_parse(a, strlen(a), &p);
+    CHECK(s == JN_OK);
+    if (s) fprintf(stderr, "  parse: %s\n", jn_errmsg());
+    if (p) {
+        char *b = ir_text(p);
+        CHECK(!strcmp(a, b));
+        free(b);
+        jn_ir_module_free(p);
+    }
+    void *data = NULL;
+    size_t len = 0;
+    s = jn_ir_serialize(m, &data, &len);
+    CHECK(s == JN_OK);
+    if (!s) {
+        jn_ir_module *q = NULL;
+        s = jn_ir_deserialize(data, len, &q);
+        CHECK(s == JN_OK);
+        if (s) fprintf(stderr, "  deserialize: %s\n", jn_errmsg());
+        if (q) {
+            char *b = ir_text(q);
+            CHECK(!strcmp(a, b));
+            free(b);
+            jn_ir_module_free(q);
+        }
+    }
+    free(data);
+    free(a);
+}
+
+static int64_t eval(const jn_ir_graph *g, jn_ir_dim d, int64_t s0) {
+    int64_t syms[64];
+    for (int i = 0; i < 64; i++) syms[i] = s0;
+    int64_t v = -1;
+    CHECK(jn_ir_dim_eval(g, d, syms, &v) == JN_OK);
+    return v;
+}
+
+static int count_guards(const jn_ir_graph *g, jn_ir_guard_kind k) {
+    int n = 0;
+    for (int i = 0; i < g->nguards; i++) n += g->guards[i].kind == k;
+    return n;
+}
+
+static const jn_ir_node *find_node(const jn_ir_graph *g, jn_op o, int nth) {
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == o && nth-- == 0) return &g->nodes[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ (a) */
+/* Batches of 32 and a last one of 17: x[B,28,28] -> view [B*784] -> view
+ * [B,784] -> linear -> sum -> item().  One symbol for B everywhere. */
+static void test_batch_symbol(void) {
+    tb t;
+    tb_open(&t, "a.db", NULL, NULL);
+    int64_t c1 = site(&t, 10), c2 = site(&t, 11), c3 = site(&t, 12), c4 = site(&t, 13), c5 = site(&t, 14);
+    int64_t id = 1000;
+    const int64_t W = 1, Bias = 2;
+    for (int st = 0; st < 5; st++) {
+        int64_t B = st == 4 ? 17 : 32;
+        jn_db_tref x = T(id++, JN_TR_HOST, 3, B, (int64_t)28, (int64_t)28);
+        jn_db_tref flat = T(id++, 0, 1, B * 784);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 1;
+        a.a[0].l.v[0] = B * 784;
+        op(&t, JN_OP_view, c1, &a, 1, &x, 1, &flat, 0);
+        jn_db_tref x2 = T(id++, 0, 2, B, (int64_t)784);
+        a.a[0].l.n = 2;
+        a.a[0].l.v[0] = -1;
+        a.a[0].l.v[1] = 784;
+        op(&t, JN_OP_view, c2, &a, 1, &flat, 1, &x2, 0);
+        jn_db_tref lin_in[3] = {x2, T(W, JN_TR_PARAM, 2, (int64_t)10, (int64_t)784), T(Bias, JN_TR_PARAM, 1, (int64_t)10)};
+        jn_db_tref y = T(id++, 0, 2, B, (int64_t)10);
+        op(&t, JN_OP_linear, c3, NULL, 3, lin_in, 1, &y, 0);
+        jn_db_tref l = T(id++, 0, 0);
+        memset(&a, 0, sizeof a);
+        a.a[2].i = -1;
+        op(&t, JN_OP_sum, c4, &a, 1, &y, 1, &l, 0);
+        sync_ev(&t, JN_SYNC_ITEM, c5, l.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_an_stats st;
+    jn_ir_module *m = analyze("a.db", NULL, &st);
+    CHECK(m != NULL);
+    if (!m) return;
+    CHECK(m->ngraphs == 1 && st.graphs == 1 && st.groups == 1 && st.steps == 5 && st.ops == 20);
+    CHECK(st.exemplars == 2); /* the four 32-batches collapse into one */
+    const jn_ir_graph *g = m->graphs[0];
+    CHECK(g->support == 5 && g->step_lo == 0 && g->step_hi == 4);
+    CHECK(g->nsyms == 1);
+    if (g->nsyms == 1) {
+        CHECK(g->syms[0].kind == JN_IR_SYM_DIM && g->syms[0].lo == 17 && g->syms[0].hi == 32);
+        CHECK(!strcmp(g->syms[0].name, "s0"));
+    }
+    /* inputs: x (host, [s0, 28, 28]), W and b (state, bound) */
+    CHECK(g->ninputs == 3);
+    const jn_ir_value *xv = &g->values[g->inputs[0].value];
+    CHECK(g->inputs[0].kind == JN_IR_IN_HOST && xv->ndim == 3 && jn_ir_is_expr(xv->shape[0]) &&
+          xv->shape[1] == 28 && xv->shape[2] == 28);
+    CHECK(g->inputs[1].kind == JN_IR_IN_STATE && g->inputs[1].bind == W);
+    /* the view attribute and the intermediate shapes are expressions of s0 */
+    const jn_ir_node *v1 = find_node(g, JN_OP_view, 0), *v2 = find_node(g, JN_OP_view, 1);
+    CHECK(v1 && v2);
+    if (v1 && v2) {
+        CHECK(eval(g, v1->attrs.a[0].l.v[0], 5) == 5 * 784);
+        CHECK(eval(g, g->values[v1->out[0]].shape[0], 3) == 3 * 784);
+        CHECK(v2->attrs.a[0].l.v[0] == -1 && v2->attrs.a[0].l.v[1] == 784);
+        CHECK(g->values[v2->out[0]].shape[0] == xv->shape[0]); /* the same symbol, unified */
+    }
+    /* the loss is synced after the segment: kept */
+    CHECK(g->noutputs == 1 && g->outputs[0].kind == JN_IR_OUT_KEEP);
+    /* guards: the symbol's range, the constant dims 28, 28 of x, bindings */
+    CHECK(count_guards(g, JN_IR_G_SYM) == 1);
+    CHECK(count_guards(g, JN_IR_G_BIND) == 2);
+    int dims_of_x = 0;
+    for (int i = 0; i < g->nguards; i++)
+        if (g->guards[i].kind == JN_IR_G_DIM && g->guards[i].value == g->inputs[0].value) {
+            dims_of_x++;
+            CHECK(g->guards[i].lo == 28 && g->guards[i].site == c1);
+        }
+    CHECK(dims_of_x == 2);
+    char *text = ir_text(m);
+    CHECK(strstr(text, "sym s0 dim 17..32") != NULL);
+    CHECK(strstr(text, "\"train.py\":10") != NULL);
+    free(text);
+    check_round_trip(m);
+    /* same store -> byte-identical IR */
+    jn_ir_module *m2 = analyze("a.db", NULL, NULL);
+    if (m2) {
+        char *x1 = ir_text(m), *x2 = ir_text(m2);
+        CHECK(!strcmp(x1, x2));
+        free(x1);
+        free(x2);
+        jn_ir_module_free(m2);
+    }
+    jn_ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------ (b) */
+/* An RNN over T time steps, T varying (3, 5, 4, 5): h = tanh(x[:, t] * W + h),
+ * outs.append(h); y = stack(outs, 1); loss = y.sum(); plus h * W after the
+ * loop and a relu applied twice (a repeat whose count never varies). */
+static void test_loop(void) {
+    tb t;
+    tb_open(&t, "b.db", NULL, NULL);
+    int64_t c0 = site(&t, 70), c1 = site(&t, 71), c2 = site(&t, 72), c3 = site(&t, 73), c4 = site(&t, 74);
+    int64_t c5 = site(&t, 75), c6 = site(&t, 76), cr = site(&t, 77), cl = site(&t, 69);
+    int64_t id = 1000;
+    const int Ts[4] = {3, 5, 4, 5};
+    const int64_t W = 7;
+    for (int st = 0; st < 4; st++) {
+        int64_t T_ = Ts[st];
+        jn_db_tref x = T(id++, JN_TR_HOST, 3, (int64_t)2, T_, (int64_t)4);
+        jn_db_tref h = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 2;
+        a.a[0].l.v[0] = 2;
+        a.a[0].l.v[1] = 4;
+        a.a[2].i = -1;
+        op(&t, JN_OP_full, c0, &a, 0, NULL, 1, &h, 0);
+        for (int k = 0; k < 2; k++) {
+            jn_db_tref r = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            op(&t, JN_OP_relu, cr, NULL, 1, &h, 1, &r, 0);
+            h = r;
+        }
+        jn_db_tref outs[8];
+        for (int k = 0; k < T_; k++) {
+            decision(&t, cl, JN_DEC_LOOP, k + 1 < T_);
+            jn_db_tref xt = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            memset(&a, 0, sizeof a);
+            a.a[0].i = 1;
+            a.a[1].i = k;
+            op(&t, JN_OP_select, c1, &a, 1, &x, 1, &xt, 0);
+            jn_db_tref in[2] = {xt, T(W, JN_TR_PARAM, 1, (int64_t)4)}, mm = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            op(&t, JN_OP_mul, c2, NULL, 2, in, 1, &mm, 0);
+            jn_db_tref in2[2] = {mm, h}, s = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            memset(&a, 0, sizeof a);
+            a.a[0].f = 1;
+            op(&t, JN_OP_add, c3, &a, 2, in2, 1, &s, 0);
+            jn_db_tref hn = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+            op(&t, JN_OP_tanh, c4, NULL, 1, &s, 1, &hn, 0);
+            h = hn;
+            outs[k] = hn;
+        }
+        jn_db_tref y = T(id++, 0, 3, (int64_t)2, T_, (int64_t)4);
+        memset(&a, 0, sizeof a);
+        a.a[0].i = 1;
+        op(&t, JN_OP_stack, c5, &a, (int)T_, outs, 1, &y, 0);
+        jn_db_tref in3[2] = {h, T(W, JN_TR_PARAM, 1, (int64_t)4)}, hw = T(id++, 0, 2, (int64_t)2, (int64_t)4);
+        op(&t, JN_OP_mul, c6, NULL, 2, in3, 1, &hw, 0);
+        jn_db_tref in4[2] = {y, hw}, z = T(id++, 0, 3, (int64_t)2, T_, (int64_t)4);
+        jn_attrs one;
+        memset(&one, 0, sizeof one);
+        one.a[0].f = 1;
+        jn_db_tref hw3 = hw;
+        (void)hw3;
+        op(&t, JN_OP_mul, c6, NULL, 2, in4, 1, &z, 0);
+        jn_db_tref l = T(id++, 0, 0);
+        memset(&a, 0, sizeof a);
+        a.a[2].i = -1;
+        op(&t, JN_OP_sum, c6, &a, 1, &z, 1, &l, 0);
+        sync_ev(&t, JN_SYNC_ITEM, c6, l.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_an_stats st;
+    jn_ir_module *m = analyze("b.db", NULL, &st);
+    CHECK(m && m->ngraphs == 1);
+    if (!m || m->ngraphs != 1) {
+        if (m) jn_ir_print(m, stderr);
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    CHECK(g->nloops == 1 && st.loops == 1);
+    CHECK(g->support == 4);
+    if (g->nloops != 1) {
+        jn_ir_print(m, stderr);
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_loop *L = &g->loops[0];
+    /* the trip count is the symbol of x's time dim */
+    const jn_ir_value *xv = &g->values[g->inputs[0].value];
+    CHECK(g->inputs[0].kind == JN_IR_IN_HOST && xv->ndim == 3 && jn_ir_is_expr(xv->shape[1]));
+    CHECK(L->trip == xv->shape[1]);
+    CHECK(g->syms[L->ivar].kind == JN_IR_SYM_IVAR && g->syms[L->ivar].lo == 0 && g->syms[L->ivar].hi == 4);
+    CHECK(L->count == 4 && L->ncarry == 1 && L->ncollect == 1);
+    /* body: select index = the induction variable */
+    const jn_ir_node *sel = &g->nodes[L->first];
+    CHECK(sel->op == JN_OP_select && sel->loop == 0);
+    int64_t sy[64] = {0};
+    sy[L->ivar] = 3;
+    int64_t idx = -1;
+    CHECK(jn_ir_dim_eval(g, sel->attrs.a[1].i, sy, &idx) == JN_OK && idx == 3);
+    /* carry h: seeded by the second relu, next = tanh */
+    const jn_ir_node *tanh_n = &g->nodes[L->first + 3];
+    CHECK(tanh_n->op == JN_OP_tanh && L->carry[0].next == tanh_n->out[0]);
+    CHECK(g->values[L->carry[0].init].kind == JN_IR_V_NODE &&
+          g->nodes[g->values[L->carry[0].init].def].op == JN_OP_relu);
+    CHECK(find_node(g, JN_OP_relu, 1) != NULL && find_node(g, JN_OP_relu, 2) == NULL); /* unrolled */
+    /* the add reads the carry parameter */
+    CHECK(g->nodes[L->first + 2].in[1] == L->carry[0].param);
+    /* stack(outs, 1) == permute(collect, [1, 0, 2]) */
+    const jn_ir_node *perm = find_node(g, JN_OP_permute, 0);
+    CHECK(perm && perm->in[0] == L->collect[0].out && perm->attrs.a[0].l.n == 3 && perm->attrs.a[0].l.v[0] == 1 &&
+          perm->attrs.a[0].l.v[1] == 0 && perm->attrs.a[0].l.v[2] == 2);
+    /* h * W after the loop reads the carried-out h */
+    const jn_ir_node *after = find_node(g, JN_OP_mul, 1);
+    CHECK(after && after->in[0] == L->carry[0].out);
+    CHECK(count_guards(g, JN_IR_G_TRIP) == 1);
+    for (int i = 0; i < g->nguards; i++)
+        if (g->guards[i].kind == JN_IR_G_TRIP) CHECK(g->guards[i].lo == 3 && g->guards[i].hi == 5);
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------ (c) */
+/* Two structures at one point: mul -> add (3 steps) and mul -> [branch] relu
+ * -> add (2 steps). */
+static void test_variants(void) {
+    tb t;
+    tb_open(&t, "c.db", NULL, NULL);
+    int64_t c1 = site(&t, 20), c2 = site(&t, 21), c3 = site(&t, 22), cif = site(&t, 23);
+    int64_t id = 100;
+    for (int st = 0; st < 5; st++) {
+        int taken = st == 1 || st == 3;
+        jn_db_tref x = T(id++, JN_TR_HOST, 1, (int64_t)8), w = T(1, JN_TR_PARAM, 1, (int64_t)8);
+        jn_db_tref in[2] = {x, w}, y = T(id++, 0, 1, (int64_t)8);
+        op(&t, JN_OP_mul, c1, NULL, 2, in, 1, &y, 0);
+        decision(&t, cif, JN_DEC_BRANCH, taken);
+        if (taken) {
+            jn_db_tref r = T(id++, 0, 1, (int64_t)8);
+            op(&t, JN_OP_relu, c2, NULL, 1, &y, 1, &r, 0);
+            y = r;
+        }
+        jn_db_tref in2[2] = {y, x}, z = T(id++, 0, 1, (int64_t)8);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].f = 1;
+        op(&t, JN_OP_add, c3, &a, 2, in2, 1, &z, 0);
+        sync_ev(&t, JN_SYNC_ITEM, c3, z.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_an_stats st;
+    jn_ir_module *m = analyze("c.db", NULL, &st);
+    CHECK(m && m->ngraphs == 2);
+    if (!m || m->ngraphs != 2) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *a = m->graphs[0], *b = m->graphs[1];
+    CHECK(a->group == 0 && b->group == 0 && st.groups == 1 && st.variants == 1);
+    CHECK(a->variant == 0 && a->parent == -1 && a->support == 3 && a->nnodes == 2);
+    CHECK(b->variant == 1 && b->parent == 0 && b->support == 2 && b->nnodes == 3);
+    CHECK(b->diverge == 1);
+    CHECK(b->decided == cif);
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------ (d) */
+/* add(p, g, alpha=-lr) with lr changing every step (a scheduler) and a
+ * constant Python scalar 2.0 in a mul: a scalar input bound to the
+ * attribute, and a guarded constant. */
+static void test_scalars(void) {
+    tb t;
+    tb_open(&t, "d.db", NULL, NULL);
+    int64_t c1 = site(&t, 30), c2 = site(&t, 31);
+    int64_t id = 100;
+    for (int st = 0; st < 4; st++) {
+        jn_db_tref x = T(id++, JN_TR_HOST, 1, (int64_t)4), two = S(id++, 2.0, 2);
+        jn_db_tref in[2] = {x, two}, y = T(id++, 0, 1, (int64_t)4);
+        op(&t, JN_OP_mul, c1, NULL, 2, in, 1, &y, 0);
+        jn_db_tref p = T(7, JN_TR_PARAM, 1, (int64_t)4);
+        jn_db_tref in2[2] = {p, y};
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].f = -0.1 / (st + 1);
+        op(&t, JN_OP_add, c2, &a, 2, in2, 1, &p, 1); /* p.add_(y, alpha=-lr) */
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("d.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1);
+    if (!m || m->ngraphs != 1) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    int nconst = 0, nscalar = 0;
+    for (int i = 0; i < g->ninputs; i++) {
+        if (g->inputs[i].kind == JN_IR_IN_CONST) {
+            nconst++;
+            CHECK(g->inputs[i].scalar == 2.0 && g->inputs[i].pytype == 2);
+        }
+        if (g->inputs[i].kind == JN_IR_IN_SCALAR) {
+            nscalar++;
+            CHECK(g->inputs[i].scalar == -0.1);
+        }
+    }
+    CHECK(nconst == 1 && nscalar == 1);
+    const jn_ir_node *add = find_node(g, JN_OP_add, 0);
+    CHECK(add && add->attr_input[0] >= 0);
+    if (add && add->attr_input[0] >= 0) {
+        const jn_ir_value *v = &g->values[add->attr_input[0]];
+        CHECK(v->kind == JN_IR_V_INPUT && g->inputs[v->def].kind == JN_IR_IN_SCALAR);
+    }
+    CHECK(count_guards(g, JN_IR_G_SCALAR) == 1);
+    for (int i = 0; i < g->nguards; i++)
+        if (g->guards[i].kind == JN_IR_G_SCALAR) CHECK(g->guards[i].fval == 2.0 && g->guards[i].site == c1);
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------ (e) */
+/* SGD with momentum written in place: buf.mul_(0.9).add_(g); p.add_(buf);
+ * state read at entry, written back at exit; an in-place write into a view
+ * is refused with its reason. */
+static void test_state(void) {
+    tb t;
+    tb_open(&t, "e.db", NULL, NULL);
+    int64_t c1 = site(&t, 40), c2 = site(&t, 41), c3 = site(&t, 42), c4 = site(&t, 43), c5 = site(&t, 44);
+    int64_t id = 100;
+    for (int st = 0; st < 3; st++) {
+        jn_db_tref gr = T(id++, JN_TR_HOST, 1, (int64_t)4);
+        jn_db_tref buf = T(5, JN_TR_STATE, 1, (int64_t)4), p = T(6, JN_TR_PARAM, 1, (int64_t)4);
+        jn_db_tref m9 = S(id++, 0.9, 2);
+        jn_db_tref in1[2] = {buf, m9};
+        op(&t, JN_OP_mul, c1, NULL, 2, in1, 1, &buf, 1);
+        jn_db_tref in2[2] = {buf, gr};
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].f = 1;
+        op(&t, JN_OP_add, c2, &a, 2, in2, 1, &buf, 1);
+        jn_db_tref in3[2] = {p, buf};
+        a.a[0].f = -0.1;
+        op(&t, JN_OP_add, c3, &a, 2, in3, 1, &p, 1);
+        end_step(&t);
+    }
+    /* a second group: x = h.clone(); v = x[0]; v.fill_(1) (a write through a view) */
+    for (int st = 0; st < 2; st++) {
+        jn_db_tref h = T(id++, JN_TR_HOST, 2, (int64_t)3, (int64_t)4), x = T(id++, 0, 2, (int64_t)3, (int64_t)4);
+        op(&t, JN_OP_clone, c4, NULL, 1, &h, 1, &x, 0);
+        jn_db_tref v = T(id++, 0, 1, (int64_t)4);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        op(&t, JN_OP_select, c4, &a, 1, &x, 1, &v, 0);
+        a.a[0].f = 1;
+        op(&t, JN_OP_fill_, c5, &a, 1, &v, 1, &v, 1);
+        sync_ev(&t, JN_SYNC_PRINT, c5, x.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_an_stats st;
+    jn_ir_module *m = analyze("e.db", NULL, &st);
+    CHECK(m && m->ngraphs == 1);
+    if (!m || m->ngraphs != 1) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    CHECK(g->nnodes == 3);
+    int nstate = 0;
+    for (int i = 0; i < g->ninputs; i++) nstate += g->inputs[i].kind == JN_IR_IN_STATE;
+    CHECK(nstate == 2);
+    CHECK(g->noutputs == 2);
+    if (g->noutputs == 2) {
+        for (int k = 0; k < 2; k++) {
+            const jn_ir_output *o = &g->outputs[k];
+            CHECK(o->kind == JN_IR_OUT_STATE);
+            CHECK(g->inputs[o->state].kind == JN_IR_IN_STATE);
+        }
+        /* buf's final value is the add, p's the last add; each reads the new buf */
+        const jn_ir_node *n1 = &g->nodes[1], *n2 = &g->nodes[2];
+        CHECK(n2->in[1] == n1->out[0]);
+        CHECK(g->outputs[0].value == n1->out[0] && g->inputs[g->outputs[0].state].bind == 5);
+        CHECK(g->outputs[1].value == n2->out[0] && g->inputs[g->outputs[1].state].bind == 6);
+    }
+    CHECK(st.uncaptured == 1 && jn_an_uncaptured_count() == 1);
+    const char *r = jn_an_uncaptured(0);
+    CHECK(r && strstr(r, "view") && strstr(r, "fill_") && strstr(r, "train.py:44"));
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
+/* ------------------------------------------------------------------ (f) */
+static void test_corrupt(void) {
+    tb t;
+    tb_open(&t, "f.db", NULL, NULL);
+    int64_t c1 = site(&t, 50);
+    for (int st = 0; st < 4; st++) {
+        jn_db_tref x = T(10 + st, JN_TR_HOST, 1, (int64_t)4), y = T(20 + st, 0, 1, (int64_t)4);
+        op(&t, JN_OP_relu, c1, NULL, 1, &x, 1, &y, 0);
+        op(&t, JN_OP_relu, c1, NULL, 1, &y, 1, &x, 0);
+        if (st == 2) end_step_raw(&t, t.buf.data, t.buf.len - 3); /* truncated */
+        else end_step(&t);
+    }
+    int64_t run = t.run;
+    /* garbage events in a second run */
+    tb t2 = t;
+    t2.buf = (jn_db_buf){0};
+    jn_db_run_info ri = {.argv_json = "[]", .cwd = "/", .python_version = "3", .janus_version = "t",
+                         .optable_hash = optable_hash_hex, .optable_ops = optable_text, .cpu_features = "",
+                         .device = "cpu", .hostname = "h", .pid = 1, .started = 1};
+    CHECK(jn_db_run_begin(t.db, &ri, &t2.run) == JN_OK);
+    t2.step = 0;
+    unsigned char junk[64];
+    for (int i = 0; i < 64; i++) junk[i] = (unsigned char)(i * 37 + 11);
+    end_step_raw(&t2, junk, sizeof junk);
+    tb_close(&t);
+    jn_status s;
+    jn_ir_module *m = analyze("f.db", &s, NULL);
+    CHECK(!m && s == JN_ERR_VALUE);
+    char want[64];
+    snprintf(want, sizeof want, "run %lld, step 2", (long long)run);
+    CHECK(has(want) && has("corrupt") && has("re-record"));
+    /* run 2 alone: garbage */
+    jn_db *db = NULL;
+    CHECK(jn_db_open(tmp("f.db"), JN_DB_READONLY, &db) == JN_OK);
+    jn_an_options opt = {t2.run, NULL};
+    jn_an_stats st;
+    m = NULL;
+    CHECK(jn_an_analyze(db, &opt, &m, &st) == JN_ERR_VALUE && !m);
+    snprintf(want, sizeof want, "run %lld, step 0", (long long)t2.run);
+    CHECK(has(want) && has("corrupt"));
+    /* a damaged compressed blob */
+    jn_db_close(db);
+    sqlite3 *h = NULL;
+    CHECK(sqlite3_open(tmp("f.db"), &h) == SQLITE_OK);
+    CHECK(sqlite3_exec(h, "UPDATE chunks SET data = x'28b52ffd0000' WHERE step = 1", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    CHECK(jn_db_open(tmp("f.db"), JN_DB_READONLY, &db) == JN_OK);
+    opt.run_id = run;
+    CHECK(jn_an_analyze(db, &opt, &m, &st) == JN_ERR_VALUE && !m);
+    snprintf(want, sizeof want, "run %lld, step 1", (long long)run);
+    CHECK(has(want) && has("corrupt"));
+    /* a run that does not exist */
+    opt.run_id = 99;
+    CHECK(jn_an_analyze(db, &opt, &m, &st) == JN_ERR_VALUE && !m && has("no run 99"));
+    jn_db_close(db);
+}
+
+/* ------------------------------------------------------------------ (g) */
+static void test_foreign_optable(void) {
+    static char ops[sizeof optable_text + 64];
+    snprintf(ops, sizeof ops, "%sfrobnicate x:i\n", optable_text);
+    tb t;
+    tb_open(&t, "g.db", ops, "00000000deadbeef");
+    int64_t c1 = site(&t, 60);
+    jn_db_tref x = T(1, JN_TR_HOST, 1, (int64_t)4), y = T(2, 0, 1, (int64_t)4);
+    op(&t, JN_OP_relu, c1, NULL, 1, &x, 1, &y, 0);
+    end_step(&t);
+    tb_close(&t);
+    jn_status s;
+    jn_ir_module *m = analyze("g.db", &s, NULL);
+    CHECK(!m && s == JN_ERR_VALUE && has("frobnicate") && has("re-record") && has("run 1"));
+    /* a changed attribute schema */
+    snprintf(ops, sizeof ops, "%s", optable_text);
+    char *p = strstr(ops, "\nrelu \n");
+    CHECK(p != NULL);
+    if (p) {
+        memmove(p + 13, p + 7, strlen(p + 7) + 1);
+        memcpy(p, "\nrelu slope:f\n", 14);
+    }
+    tb_open(&t, "g2.db", ops, "00000000deadbee2");
+    c1 = site(&t, 60);
+    op(&t, JN_OP_relu, c1, NULL, 1, &x, 1, &y, 0);
+    end_step(&t);
+    tb_close(&t);
+    m = analyze("g2.db", &s, NULL);
+    CHECK(!m && s == JN_ERR_VALUE && has("relu") && has("slope:f") && has("re-record"));
+}
+
+/* An empty store is an empty module, not an error. */
+static void test_empty(void) {
+    tb t;
+    tb_open(&t, "empty.db", NULL, NULL);
+    tb_close(&t);
+    jn_an_stats st;
+    jn_ir_module *m = analyze("empty.db", NULL, &st);
+    CHECK(m && m->ngraphs == 0 && st.runs == 1 && st.steps == 0);
+    if (m) check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/jn_test_an_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    make_optable();
+    test_batch_symbol();
+    test_loop();
+    test_variants();
+    test_scalars();
+    test_state();
+    test_corrupt();
+    test_foreign_optable();
+    test_empty();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    JT_DONE();
+}
+
+#else
+int main(void) {
+    printf("test_analyzer: skipped (this build has no analyzer: ir/ and analyzer/ are not built)\n");
+    return 0;
+}
+#endif

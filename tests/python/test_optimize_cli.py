@@ -1,0 +1,171 @@
+"""`janus optimize` end to end: record a tiny training script with the real
+recorder (`janus record`), mine it with `janus optimize --dump-ir` and check
+the structure of the graphs (a batch-size symbol from a smaller last batch,
+state inputs written back, guards with source lines), the summary line,
+`janus inspect --graphs`, determinism, and the refusals (missing file, not
+a trace store, usage mistakes).  Skips when the janus command was built
+without the analyzer (ir/ and analyzer/ not yet in the build)."""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
+JANUS = os.path.join(BUILD, "janus")
+
+
+def _env():
+    e = dict(os.environ)
+    e["JANUS_BUILD_DIR"] = BUILD
+    e["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + e.get("PYTHONPATH", "")
+    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
+        e.pop(k, None)
+    return e
+
+
+def janus(*args, cwd=None, timeout=120):
+    return subprocess.run([JANUS, *args], capture_output=True, text=True, cwd=cwd, env=_env(), timeout=timeout)
+
+
+def _have_analyzer():
+    if not os.path.exists(JANUS):
+        return False
+    r = janus("optimize", "/nonexistent/janus-probe.db")
+    return "built without the analyzer" not in r.stderr
+
+
+pytestmark = pytest.mark.skipif(not _have_analyzer(), reason=f"{JANUS} not built with the analyzer")
+
+# 5 optimizer steps of a tiny MLP; the last batch is smaller (a batch symbol);
+# loss.item() ends each step's first segment.
+TRAIN = """
+import janus, janus.nn as nn
+janus.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+opt = janus.optim.SGD(model.parameters(), lr=0.05)
+X = janus.randn(35, 6)
+Y = janus.randint(0, 3, (35,))
+for i in range(0, 35, 8):
+    x, y = X[i:i + 8], Y[i:i + 8]
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    print(round(loss.item(), 3))
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    d = tmp_path_factory.mktemp("opt")
+    s = d / "train.py"
+    s.write_text(textwrap.dedent(TRAIN))
+    db = d / "run.db"
+    r = janus("record", "--db", str(db), "--", sys.executable, str(s), cwd=str(d))
+    assert r.returncode == 0, r.stderr
+    return db, s
+
+
+def graphs(text):
+    """{name: (header line, [body lines])} of an IR dump."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r"graph (\S+) ", line)
+        if m:
+            cur = m.group(1)
+            out[cur] = (line, [])
+        elif line.startswith("}"):
+            cur = None
+        elif cur:
+            out[cur][1].append(line.strip())
+    return out
+
+
+def test_summary_line(recorded):
+    db, _ = recorded
+    r = janus("optimize", str(db))
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"janus optimize: (\d+) graphs? in (\d+) groups? \((\d+) variants?\), (\d+) loops?, (\d+) symbols?, "
+                  r"(\d+) guards? from 1 run, ([\d,]+) steps, ([\d,]+) ops in [\d.]+ s", r.stdout)
+    assert m, r.stdout
+    ngraphs, ngroups, nsyms, nguards = int(m.group(1)), int(m.group(2)), int(m.group(5)), int(m.group(6))
+    assert ngraphs >= 2 and ngroups >= 2 and nsyms >= 1 and nguards > ngraphs
+    assert int(m.group(7)) == 6  # 5 optimizer steps + the tail
+    r = janus("optimize", "--quiet", str(db))
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == ""
+
+
+def test_dump_ir_structure(recorded):
+    db, script = recorded
+    r = janus("optimize", "--dump-ir", str(db))
+    assert r.returncode == 0, r.stderr
+    assert "janus optimize:" in r.stderr and "janus optimize:" not in r.stdout  # summary off stdout
+    text = r.stdout
+    assert text.startswith("module optable=")
+    assert f'"{script}":' in text  # call sites name the script's lines
+    g = graphs(text)
+    assert g, text
+    # the training segment that follows loss.item(): 4 steps, batch 8 and 3
+    train = [(h, b) for h, b in g.values() if 'entry="after item()' in h]
+    assert len(train) == 1, text
+    head, body = train[0]
+    assert "support=4" in head
+    syms = [l for l in body if l.startswith("sym ")]
+    batch = [l for l in syms if re.match(r"sym s\d+ dim 3\.\.8 ", l)]
+    assert batch, syms
+    b = batch[0].split()[1]
+    # the batch symbol is unified: the slices of X and Y and the activations carry it
+    assert sum(1 for l in body if re.search(rf"\[{b}(, \d+)?\]", l)) >= 5
+    # the four parameters are state, bound, guarded, and written back
+    state = [l for l in body if re.match(r"in %\d+ state f32\[", l)]
+    assert len(state) == 4 and all("bind=" in l for l in state)
+    assert sum(1 for l in body if re.match(r"out %\d+ state=%\d+", l)) == 4
+    assert sum(1 for l in body if l.startswith("guard bind ")) == 4
+    assert any(l.startswith(f"guard sym {b} in 3..8") for l in body)
+    # every node and guard names its source line
+    assert all(re.search(r"@\d+", l) for l in body if l.startswith(("guard ", "%")))
+
+
+def test_inspect_graphs_and_determinism(recorded):
+    db, _ = recorded
+    a = janus("optimize", "--dump-ir", "--quiet", str(db))
+    b = janus("optimize", "--dump-ir", "--quiet", str(db))
+    c = janus("inspect", "--graphs", str(db))
+    assert a.returncode == b.returncode == c.returncode == 0
+    assert a.stdout == b.stdout
+    assert c.stdout.startswith(a.stdout)
+    r = janus("optimize", "--run", "1", "--dump-ir", "--quiet", str(db))
+    assert r.stdout == a.stdout
+
+
+def test_ir_out(recorded, tmp_path):
+    db, _ = recorded
+    out = tmp_path / "graphs.jnir"
+    r = janus("optimize", "--quiet", "--ir-out", str(out), str(db))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes().startswith(b"JNIR")
+    r = janus("optimize", "--quiet", "--ir-out", str(tmp_path / "no" / "such" / "dir.jnir"), str(db))
+    assert r.returncode == 1 and "cannot write" in r.stderr
+
+
+def test_refusals(tmp_path, recorded):
+    db, _ = recorded
+    r = janus("optimize", str(tmp_path / "nope.db"))
+    assert r.returncode == 1 and "does not exist" in r.stderr and "janus record" in r.stderr
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not a database" * 50)
+    r = janus("optimize", str(junk))
+    assert r.returncode == 1 and str(junk) in r.stderr
+    r = janus("optimize", "--run", "7", str(db))
+    assert r.returncode == 1 and "no run 7" in r.stderr
+    for args in ([], ["--frob", str(db)], ["--run", "x", str(db)], [str(db), str(db)], ["--ir-out"]):
+        r = janus("optimize", *args)
+        assert r.returncode == 2 and "usage: janus optimize" in r.stderr, args
+    r = janus("inspect", "--graphs", "--json", str(db))
+    assert r.returncode == 2
+    r = janus("optimize", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: janus optimize")

@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -125,9 +124,8 @@ def main():
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"{JANUS} not found: build first (cmake --build build) and set JANUS_BUILD_DIR")
-    # a line of the command list (the tool's description mentions optimizing too)
-    have_opt = re.search(r"^\s+optimize\s", subprocess.run([JANUS, "--help"], capture_output=True,
-                                                             text=True).stdout, re.M) is not None
+    r = subprocess.run([JANUS, "optimize", "--help"], capture_output=True, text=True)
+    have_opt = r.returncode == 0 and r.stdout.startswith("usage: janus optimize")
 
     if args.keep:
         # the folder is keyed by the script and the build, so a changed script re-records

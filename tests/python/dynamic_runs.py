@@ -39,15 +39,17 @@ def janus(*args, timeout=120, cwd=None):
                           cwd=cwd)
 
 
-_help = None
+_have_opt = None
 
 
 def have_optimize():
-    """Is `optimize` one of the commands `janus --help` lists?"""
-    global _help
-    if _help is None:
-        _help = janus("--help").stdout if os.path.exists(JANUS) else ""
-    return re.search(r"^\s+optimize\s", _help, re.M) is not None
+    """Is `optimize` a command of this build? (`janus optimize --help` answers
+    with its usage; an unknown command is a usage error.)"""
+    global _have_opt
+    if _have_opt is None:
+        r = janus("optimize", "--help") if os.path.exists(JANUS) else None
+        _have_opt = r is not None and r.returncode == 0 and r.stdout.startswith("usage: janus optimize")
+    return _have_opt
 
 
 def optimize_help():

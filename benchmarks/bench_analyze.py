@@ -102,7 +102,7 @@ def record(folder, script, steps):
 
 
 def optimize_once(db):
-    """(seconds, peak RSS in MB) of one `janus optimize` child."""
+    """(seconds, peak RSS in MB, its summary line) of one `janus optimize` child."""
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         p = subprocess.Popen([JANUS, "optimize", db, "--dump-ir"], stdout=subprocess.DEVNULL, stderr=err,
@@ -113,7 +113,9 @@ def optimize_once(db):
         if p.returncode != 0:
             err.seek(0)
             sys.exit(f"janus optimize {db} failed ({p.returncode}):\n{err.read().decode()[-2000:]}")
-    return dt, ru.ru_maxrss / 1024.0   # ru_maxrss is in KB on Linux
+        err.seek(0)
+        summary = [ln for ln in err.read().decode().splitlines() if ln.startswith("janus optimize:")]
+    return dt, ru.ru_maxrss / 1024.0, summary[-1] if summary else ""   # ru_maxrss is in KB on Linux
 
 
 def main():
@@ -168,7 +170,7 @@ def main():
         for _ in range(args.repeats):
             # interleave sizes so drift is shared
             for db, _, _ in runs:
-                dt, mb = optimize_once(db)
+                dt, mb, summary = optimize_once(db)
                 times[db].append(dt)
                 peaks[db].append(mb)
         print(f"\n{'ops':>10s} {'steps':>7s} {'seconds':>8s} {'s/1M ops':>9s} {'peak MB':>8s} "
@@ -186,7 +188,8 @@ def main():
                   f"{t / t0:7.1f} {p / p0:6.1f}", flush=True)
         (n_small, t_small), (n_big, t_big) = rows[-2], rows[-1]
         growth = ((t_big - t_empty) / (t_small - t_empty)) / (n_big / n_small) if t_small > t_empty else float("nan")
-        print(f"\ntime per op beyond the empty store's {t_empty:.3f} s, largest vs second largest store: "
+        print(f"\nlargest store: {summary}")
+        print(f"time per op beyond the empty store's {t_empty:.3f} s, largest vs second largest store: "
               f"{growth:.2f}x (1.00 = linear)")
         if not args.quick:
             print(f"{n_big:,} ops analyzed in {t_big:.2f} s (target <= 10 s): "

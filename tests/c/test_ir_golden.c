@@ -3,7 +3,8 @@
  * `janus optimize --dump-ir` of the scripts in tests/dynamic/): each parses,
  * verifies, prints -> parses -> prints to the same text, and serializes ->
  * deserializes -> prints to the same text; damaged copies (cut binary,
- * flipped bytes, a foreign op name, an undefined value, a cut text) are
+ * flipped bytes, a foreign op, an undefined operand, a missing operand, a
+ * symbol declared twice, an unknown line, a cut text) are
  * refused with a message, never a crash.  The goldens are found beside this
  * file (tests/golden, from __FILE__, which CMake passes as an absolute
  * path) or in $JANUS_GOLDEN_DIR; none at all is no failure here (the Python
@@ -123,6 +124,34 @@ static void mutations(const char *name, const char *text) {
         CHECK(refused(u, what, "line"));
         free(u);
         break;
+    }
+    /* a node that lost an operand: mul(%a, %b) -> mul(%a) (arity) */
+    for (const char *p = strstr(text, "\n  %"); p; p = strstr(p + 1, "\n  %")) {
+        const char *e = strchr(p + 1, '\n');
+        const char *op = strstr(p, "= mul(%");
+        const char *comma = op ? strstr(op, ", %") : NULL;
+        const char *close = comma ? strchr(comma, ')') : NULL;
+        if (!e || !close || close > e) continue;
+        char *u = malloc(strlen(text) + 1);
+        memcpy(u, text, (size_t)(comma - text));
+        strcpy(u + (comma - text), close);
+        snprintf(what, sizeof what, "%.200s with a one-operand mul", name);
+        CHECK(refused(u, what, "mul"));
+        free(u);
+        break;
+    }
+    /* the same symbol declared twice */
+    const char *sym = strstr(text, "\n  sym ");
+    if (sym) {
+        const char *e = strchr(sym + 1, '\n');
+        size_t a = (size_t)(e - text);
+        char *u = malloc(strlen(text) + (size_t)(e - sym) + 1);
+        memcpy(u, text, a);
+        memcpy(u + a, sym, (size_t)(e - sym));
+        strcpy(u + a + (e - sym), e);
+        snprintf(what, sizeof what, "%.200s with a symbol declared twice", name);
+        CHECK(refused(u, what, NULL));
+        free(u);
     }
     /* a line the grammar does not know, inside the first graph */
     const char *g = strstr(text, "{\n");

@@ -96,6 +96,9 @@ typedef struct {
 typedef struct {
     int64_t first, lo, hi;
     uint8_t varied;           /* differed between instances of this exemplar */
+    uint64_t hseq, hdelta;    /* hashes of the values and of (value - first) over the
+                               * instances, in order: two varied slots that always
+                               * agree (or differ by a constant) share a symbol */
 } an_islot;
 
 typedef struct {
@@ -256,6 +259,10 @@ typedef struct {
     jn_ir_dim d;
     int32_t sym;
     int64_t *vec;             /* values over the exemplars; NULL = not matchable */
+    /* a symbol for int slots that varied inside exemplars: the slots' hashes
+     * combined over the exemplars, and their first values */
+    uint64_t hseq, hdelta;
+    int64_t *firsts;
 } an_cand;
 
 typedef struct an_gen {

@@ -55,7 +55,7 @@ static int32_t new_val(an_ctx *c, int32_t def, int idx, int role, int64_t bind, 
 static int islot(an_ctx *c, int64_t x) {
     an_ex *e = &c->scr;
     if (an_grow(&e->islots, &c->capislots, e->nislots + 1, sizeof *e->islots)) return -1;
-    e->islots[e->nislots++] = (an_islot){x, x, x, 0};
+    e->islots[e->nislots++] = (an_islot){x, x, x, 0, an_mix(AN_FNV_INIT, (uint64_t)x), an_mix(AN_FNV_INIT, 0)};
     return 0;
 }
 

@@ -49,7 +49,7 @@ static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
         if (!(v = malloc(sizeof(int64_t) * (size_t)G->m))) return -1;
         memcpy(v, vec, sizeof(int64_t) * (size_t)G->m);
     }
-    G->cands[G->ncands++] = (an_cand){d, sym, v};
+    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL};
     return 0;
 }
 
@@ -137,16 +137,43 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
         if (x->hi > hi) hi = x->hi;
         G->vec[e] = x->first;
     }
-    jn_ir_dim b;
+    jn_ir_dim b = 0;
     if (!varied) {
         b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
     } else {
-        int32_t y = an_gen_sym(G, "s", JN_IR_SYM_INT, lo, hi, site);
-        if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL)) {
-            *err = nomem();
-            return 0;
+        /* a slot that moved between segments: the same symbol as a slot that
+         * always held the same values, or that plus a constant */
+        uint64_t hs = AN_FNV_INIT, hd = AN_FNV_INIT;
+        for (int e = 0; e < G->m; e++) {
+            const an_islot *x = &G->E[e]->islots[eop(G, e, t)->islot0 + s];
+            hs = an_mix(hs, x->hseq);
+            hd = an_mix(hd, x->hdelta);
         }
-        b = jn_ir_sym_dim(G->g, y);
+        int found = 0;
+        for (int64_t k = 0; k < G->ncands && !found; k++) {
+            const an_cand *cd = &G->cands[k];
+            if (!cd->firsts || cd->hdelta != hd) continue;
+            int64_t off = G->vec[0] - cd->firsts[0];
+            int ok = 1;
+            for (int e = 1; e < G->m && ok; e++) ok = G->vec[e] - cd->firsts[e] == off;
+            if (!ok || (cd->hseq == hs) != (off == 0)) continue;
+            b = off == 0 ? cd->d
+                : off > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, cd->d, off) : jn_ir_dim_op(G->g, JN_IR_E_SUB, cd->d, -off);
+            found = 1;
+        }
+        if (!found) {
+            int32_t y = an_gen_sym(G, "s", JN_IR_SYM_INT, lo, hi, site);
+            if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL) ||
+                !(G->cands[G->ncands - 1].firsts = malloc(sizeof(int64_t) * (size_t)G->m))) {
+                *err = nomem();
+                return 0;
+            }
+            an_cand *cd = &G->cands[G->ncands - 1];
+            cd->hseq = hs;
+            cd->hdelta = hd;
+            memcpy(cd->firsts, G->vec, sizeof(int64_t) * (size_t)G->m);
+            b = cd->d;
+        }
     }
     const an_tloop *L = loop_of(G, t);
     int64_t a = L ? G->T->slope[eop(G, 0, t)->islot0 + s] : 0;
@@ -536,7 +563,7 @@ jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_i
         }
     if (!err) err = an_guard_symbols(&G);
 done:
-    for (int64_t k = 0; k < G.ncands; k++) free(G.cands[k].vec);
+    for (int64_t k = 0; k < G.ncands; k++) free(G.cands[k].vec), free(G.cands[k].firsts);
     free(G.cands);
     free(G.E);
     free(G.vec);

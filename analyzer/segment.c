@@ -93,6 +93,8 @@ static jn_status add_exemplar(an_ctx *c) {
             an_islot *a = &e->islots[i];
             int64_t x = s->islots[i].first;
             if (x != a->first) a->varied = 1;
+            a->hseq = an_mix(a->hseq, (uint64_t)x);
+            a->hdelta = an_mix(a->hdelta, (uint64_t)x - (uint64_t)a->first);
             if (x < a->lo) a->lo = x;
             if (x > a->hi) a->hi = x;
         }

@@ -307,7 +307,11 @@ int32_t jn_ir_loop_add(jn_ir_graph *g, int32_t parent, int32_t first, int32_t co
 int32_t jn_ir_loop_carry(jn_ir_graph *g, int32_t l, int32_t init);
 /* A collected output of loop l: creates the LOOP_OUT value [trip, body shape...]. */
 int32_t jn_ir_loop_collect(jn_ir_graph *g, int32_t l, int32_t body);
+/* KEEP outputs get state -1. */
 int32_t jn_ir_output_add(jn_ir_graph *g, jn_ir_output_kind kind, int32_t value, int32_t state);
+/* Copies the guard (note interned) with the fields its kind does not use
+ * reset (targets -1, hi = lo for single-valued kinds, fval 0 unless SCALAR),
+ * as the text form does. */
 int32_t jn_ir_guard_add(jn_ir_graph *g, const jn_ir_guard *guard);
 
 /* ------------------------------------------------------- expressions */
@@ -328,7 +332,10 @@ const char *jn_ir_dim_str(const jn_ir_graph *g, jn_ir_dim d, char *buf, size_t n
  * the op table, loop ranges nested and contiguous, carries and collects
  * typed consistently, outputs/guards point at existing things, symbol names
  * unique, expressions acyclic.  JN_ERR_VALUE with a message naming the graph,
- * the node/value and the rule. */
+ * the node/value and the rule.  Also: loops have at least one node; an
+ * induction variable is used only inside its loop; SCALAR/CONST inputs have
+ * pytype 1..3 and a value to match (an int integral, a bool 0 or 1);
+ * expressions are at most 200 operators deep. */
 jn_status jn_ir_verify(const jn_ir_graph *g);
 jn_status jn_ir_verify_module(const jn_ir_module *m);
 
@@ -341,9 +348,10 @@ const char *jn_ir_guard_explain(const jn_ir_module *m, const jn_ir_graph *g, int
 /* ------------------------------------------------- text and binary I/O */
 jn_status jn_ir_print(const jn_ir_module *m, FILE *f);
 jn_status jn_ir_print_graph(const jn_ir_module *m, const jn_ir_graph *g, FILE *f);
-/* Parse the text form; errors name the line number and what was expected. */
+/* Parse the text form; errors name the line number and what was expected.
+ * Like jn_ir_deserialize, returns a verified module or an error (*out NULL). */
 jn_status jn_ir_parse(const char *text, size_t len, jn_ir_module **out);
-/* Compact binary form; caller frees *data with free(). */
+/* Compact binary form of a module that verifies; caller frees *data with free(). */
 jn_status jn_ir_serialize(const jn_ir_module *m, void **data, size_t *len);
 jn_status jn_ir_deserialize(const void *data, size_t len, jn_ir_module **out);
 

@@ -43,10 +43,13 @@ static jn_status err(P *P, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     size_t n = 0;
-    for (const char *q = P->p; q < P->e && n < 16; q++) got[n++] = *q >= 0x20 && *q < 0x7f ? *q : '?';
+    const char *at = P->p;
+    while (at < P->e && (*at == ' ' || *at == '\t')) at++;
+    for (const char *q = at; q < P->e && n < 16; q++) got[n++] = *q >= 0x20 && *q < 0x7f ? *q : '?';
     got[n] = 0;
-    if (P->p < P->e)
-        return jn_error(JN_ERR_VALUE, "line %d: %s (found '%s%s')", P->line, msg, got, P->e - P->p > 16 ? "..." : "");
+    if (strncmp(msg, "expected", 8)) return jn_error(JN_ERR_VALUE, "line %d: %s", P->line, msg);
+    if (at < P->e)
+        return jn_error(JN_ERR_VALUE, "line %d: %s (found '%s%s')", P->line, msg, got, P->e - at > 16 ? "..." : "");
     return jn_error(JN_ERR_VALUE, "line %d: %s (found the end of the line)", P->line, msg);
 }
 
@@ -93,6 +96,22 @@ static int word(P *P, const char *w) {
     if (ident(P, &s, &n) && n == strlen(w) && !strncmp(s, w, n)) return 1;
     P->p = save;
     return 0;
+}
+
+static int dtype_n(const char *s, size_t n) {
+    char b[16] = {0};
+    if (n < sizeof b) memcpy(b, s, n);
+    return jn_ir_dtype_from_short(b);
+}
+
+/* One of the words names[0..n) (dtypes when names is NULL): its index, or
+ * -1 with the cursor left before the word, so the message shows it. */
+static int keyword(P *P, const char *const *names, int n) {
+    const char *save = P->p, *s;
+    size_t len;
+    int k = ident(P, &s, &len) ? (names ? jn_ir__lookup(names, n, s, len) : dtype_n(s, len)) : -1;
+    if (k < 0) P->p = save;
+    return k;
 }
 
 static int integer(P *P, int64_t *out) {
@@ -264,15 +283,8 @@ static jn_status expr(P *P, jn_ir_dim *out, int depth) {
 
 /* <dtype>[<dim>, ...] [cuda] into t. */
 static jn_status type(P *P, jn_ir_value *t) {
-    const char *s;
-    size_t n;
     memset(t, 0, sizeof *t);
-    int dt = -1;
-    if (ident(P, &s, &n)) {
-        char b[16] = {0};
-        if (n < sizeof b) memcpy(b, s, n);
-        dt = jn_ir_dtype_from_short(b);
-    }
+    int dt = keyword(P, NULL, 0);
     if (dt < 0) return err(P, "expected a type such as f32[B, 784] (dtypes: f32 f64 f16 bf16 i64 i32 u8 bool)");
     t->dtype = (jn_dtype)dt;
     if (!accept(P, '[')) return err(P, "expected '[' and the dims of the type");
@@ -330,7 +342,7 @@ static jn_status line_sym(P *P) {
     memcpy(name, s, n);
     name[n] = 0;
     if (jn_ir_sym_find(P->g, name) >= 0) return err(P, "symbol %s is declared twice", name);
-    int kind = ident(P, &s, &n) ? jn_ir__lookup(jn_ir__sym_kinds, 4, s, n) : -1;
+    int kind = keyword(P, jn_ir__sym_kinds, 4);
     if (kind < 0) return err(P, "expected a symbol kind (dim, int, ivar or rng)");
     if (!integer(P, &lo) || !accept2(P, "..") || !integer(P, &hi)) return err(P, "expected the range <lo>..<hi>");
     if (!site_ref(P, &site) || !at_end(P)) return err(P, "expected [@<site>] and the end of the sym line");
@@ -340,11 +352,9 @@ static jn_status line_sym(P *P) {
 static jn_status line_in(P *P) {
     jn_ir_graph *g = P->g;
     int32_t v;
-    const char *s;
-    size_t n;
     jn_ir_value t;
     if (!vref(P, &v)) return err(P, "expected the input's value %%<n> after 'in'");
-    int kind = ident(P, &s, &n) ? jn_ir__lookup(jn_ir__input_kinds, 6, s, n) : -1;
+    int kind = keyword(P, jn_ir__input_kinds, 6);
     if (kind < 0) return err(P, "expected an input kind (state, host, carry, scalar, const or rng)");
     jn_status st = type(P, &t);
     if (st != JN_OK) return st;
@@ -589,18 +599,12 @@ static jn_status range(P *P, jn_ir_guard *q) {
     return JN_OK;
 }
 
-static int dtype_n(const char *s, size_t n) {
-    char b[16] = {0};
-    if (n < sizeof b) memcpy(b, s, n);
-    return jn_ir_dtype_from_short(b);
-}
-
 static jn_status line_guard(P *P) {
     jn_ir_graph *g = P->g;
     const char *s;
     size_t n;
     jn_ir_guard q = {.value = -1, .sym = -1, .loop = -1, .dim = -1};
-    int kind = ident(P, &s, &n) ? jn_ir__lookup(jn_ir__guard_kinds, 8, s, n) : -1;
+    int kind = keyword(P, jn_ir__guard_kinds, 8);
     if (kind < 0) return err(P, "expected a guard kind (sym, dim, dtype, device, scalar, pytype, bind or trip)");
     q.kind = (jn_ir_guard_kind)kind;
     jn_status st = JN_OK;
@@ -633,10 +637,8 @@ static jn_status line_guard(P *P) {
         case JN_IR_G_DTYPE:
         case JN_IR_G_DEVICE:
         case JN_IR_G_PYTYPE:
-            if (ident(P, &s, &n))
-                k = kind == JN_IR_G_DEVICE ? jn_ir__lookup(jn_ir__devices, 2, s, n)
-                    : kind == JN_IR_G_PYTYPE ? jn_ir__lookup(jn_ir__pytypes, 4, s, n)
-                    : dtype_n(s, n);
+            k = kind == JN_IR_G_DEVICE ? keyword(P, jn_ir__devices, 2)
+                : kind == JN_IR_G_PYTYPE ? keyword(P, jn_ir__pytypes, 4) : keyword(P, NULL, 0);
             if (k < 0) return err(P, "expected a %s name", jn_ir__guard_kinds[kind]);
             q.lo = k;
             break;

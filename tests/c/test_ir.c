@@ -534,7 +534,7 @@ static void expect_parse_error(const char *text, const char *starts, const char 
     char want[32];
     snprintf(want, sizeof want, "line %d: ", line);
     int ok = st == JN_ERR_VALUE && m == NULL && strstr(jn_errmsg(), want) && strstr(jn_errmsg(), frag);
-    if (!ok) fprintf(stderr, "test line %d: expected '%s%s', got %d: %s\n", srcline, want, frag, st, jn_errmsg());
+    if (!ok || getenv("JN_IR_SHOW")) fprintf(stderr, "test line %d: expected '%s%s', got %d: %s\n", srcline, want, frag, st, jn_errmsg());
     CHECK(ok);
     free(t);
 }

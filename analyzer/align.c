@@ -14,6 +14,7 @@
  * and `decided` names the last Python branch recorded before the point
  * where they diverge.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,25 +64,49 @@ static int add_struct(an_struct **s, int64_t *cap, int64_t *n, int32_t max_ex) {
 jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     an_struct *s = NULL;
     int64_t cap = 0, n = 0;
-    int32_t *fam = malloc(sizeof(int32_t) * (size_t)(g->nex + 1)), *rest = malloc(sizeof(int32_t) * (size_t)(g->nex + 1));
+    int32_t *fam = malloc(sizeof(int32_t) * (size_t)(g->nex + 1));
     char *done = calloc((size_t)g->nex + 1, 1);
+    uint64_t *fh = NULL;
+    int32_t *nextf = NULL;
+    an_map heads;
+    memset(&heads, 0, sizeof heads);
     *out = NULL;
     *nout = 0;
-    if (!fam || !rest || !done) goto nomem;
-    for (int64_t i = 0; i < g->nex; i++)
+    if (!fam || !done) goto nomem;
+    if (!(fh = malloc(sizeof(uint64_t) * (size_t)(g->nex + 1))) ||
+        !(nextf = malloc(sizeof(int32_t) * (size_t)(g->nex + 1))))
+        goto nomem;
+    for (int64_t i = 0; i < g->nex; i++) {
         if (an_fold(&c->ex[g->ex[i]])) goto nomem;
+        fh[i] = an_folded_hash(&c->ex[g->ex[i]]);
+    }
+    /* chain the exemplars with equal folded hashes (in order), so families
+     * are found without comparing every pair */
+    for (int64_t i = g->nex - 1; i >= 0; i--) {
+        int64_t *h = an_map_get(&heads, fh[i], -1, NULL);
+        if (!h) goto nomem;
+        nextf[i] = (int32_t)*h;
+        *h = i;
+    }
     /* families: the same folded sequence (loop counts aside) */
     for (int64_t i = 0; i < g->nex; i++) {
         if (done[i]) continue;
         int32_t nf = 0;
-        for (int64_t k = i; k < g->nex; k++)
+        for (int64_t k = i; k >= 0; k = nextf[k])
             if (!done[k] && an_folded_same(&c->ex[g->ex[i]], &c->ex[g->ex[k]])) {
                 fam[nf++] = g->ex[k];
                 done[k] = 1;
             }
         an_tmpl *T = NULL;
         const char *why = NULL;
-        if (nf > 1 && c->ex[fam[0]].nreps > 0 && an_tmpl_loops(c, fam, nf, &T, &why)) goto nomem;
+        int long_rep = 0;
+        for (int32_t r = 0; r < c->ex[fam[0]].nreps; r++) long_rep |= c->ex[fam[0]].reps[r].count >= 16;
+        if ((nf > 1 || long_rep) && c->ex[fam[0]].nreps > 0 && an_tmpl_loops(c, fam, nf, &T, &why)) goto nomem;
+        if (why && c->opt && c->opt->progress && strcmp(why, "no repeat count varies")) {
+            char site[512];
+            fprintf(c->opt->progress, "janus optimize: no loop at %s (%d segment shapes): %s; one variant per "
+                    "trip count instead\n", an_site_str(c, g->first_site, site, sizeof site), nf, why);
+        }
         if (T) {
             if (add_struct(&s, &cap, &n, nf)) {
                 an_tmpl_free(T);
@@ -109,8 +134,10 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
             if (!(s[k].tmpl = an_tmpl_plain(c, s[k].ex, s[k].nex))) goto nomem;
     }
     free(fam);
-    free(rest);
     free(done);
+    free(fh);
+    free(nextf);
+    an_map_free(&heads);
     qsort(s, (size_t)n, sizeof *s, cmp_support);
     for (int64_t k = 0; k < n; k++) {
         s[k].variant = (int32_t)k;
@@ -137,13 +164,15 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     *nout = (int32_t)n;
     return JN_OK;
 nomem:
+    free(fh);
+    free(nextf);
+    an_map_free(&heads);
     for (int64_t k = 0; k < n; k++) {
         free(s[k].ex);
         an_tmpl_free(s[k].tmpl);
     }
     free(s);
     free(fam);
-    free(rest);
     free(done);
     return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
 }

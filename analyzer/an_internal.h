@@ -49,19 +49,29 @@ void an_map_clear(an_map *m);
 void an_map_free(an_map *m);
 
 /* --------------------------------------------------------- decoded step */
+/* A decoded tensor reference, without what the analyzer never needs
+ * (strides and offset are reduced to `contig`). */
+typedef struct {
+    int64_t id;
+    double scalar;            /* JN_TR_SCALAR: the Python value */
+    int64_t shape[JN_MAX_DIMS];
+    uint8_t dtype, ndim, device, role, pytype, contig;
+} an_tref;
+
 typedef struct {
     uint8_t kind, inplace, nattrs, nin, nout, sync_kind, dec_kind;
     int16_t op;               /* this build's jn_op */
-    jn_attrs attrs;
+    int32_t attr0;            /* its attributes: the step's attrs[attr0 .. attr0 + nattrs) */
     int64_t callsite, stack;
     double value;
     int64_t tensor_id, outcome;
-    int32_t ref0;             /* first tref in the step's tref array (nin + nout) */
+    int64_t ref0;             /* first tref in the step's tref array (nin + nout) */
 } an_event;
 
 typedef struct {
     an_event *ev;   int64_t nev, capev;
-    jn_db_tref *tr; int64_t ntr, captr;
+    an_tref *tr;    int64_t ntr, captr;
+    jn_attr *attrs; int64_t nattrs, capattrs;
 } an_stepbuf;
 
 /* ------------------------------------------------------ exemplar model */
@@ -76,7 +86,9 @@ typedef struct {
     uint8_t nin, nout, inplace;
     int64_t site, stack;
     uint64_t token;           /* op, site, stack, arity, input dtypes/pytypes, structural attrs */
-    jn_attrs attrs;           /* first instance's values (bool/dtype/list lengths are exact) */
+    int32_t attr0;            /* its attributes: attrv[attr0 .. attr0 + nattrs) of the exemplar,
+                               * the first instance's values (bool/dtype/list lengths exact) */
+    uint8_t nattrs;
     int32_t ref0;             /* refs[ref0 .. ref0+nin+nout) */
     int32_t islot0, fslot0;   /* first int / float slot of this op */
 } an_op;
@@ -116,7 +128,7 @@ typedef struct {
     int32_t start, period, count; /* ops [start, start + period*count) */
 } an_rep;
 
-enum { AN_R_VIEW_WRITE = 1, AN_R_STALE_VIEW = 2 };
+enum { AN_R_VIEW_WRITE = 1, AN_R_STALE_VIEW = 2, AN_R_INCONSISTENT = 3 };
 
 typedef struct an_ex {
     int32_t group;
@@ -129,6 +141,7 @@ typedef struct an_ex {
     an_islot *islots;
     an_fslot *fslots;
     an_dec *decs;
+    jn_attr *attrv; int32_t nattrv;
     int64_t count, step_lo, step_hi, run_lo, run_hi;
     uint8_t exit_kind;        /* 0 step end, else the JN_SYNC_* that ended it */
     int64_t exit_site;
@@ -163,7 +176,7 @@ typedef struct an_ctx {
     an_map grouphash;
     /* scratch of the segment being canonicalized */
     an_ex scr;
-    int64_t capops, caprefs, capvals, capislots, capfslots, capdecs;
+    int64_t capops, caprefs, capvals, capislots, capfslots, capdecs, capattrv;
     an_map idmap;                 /* tensor id -> index into ids[] */
     struct an_tid *ids; int64_t nids, capids;
     /* output */
@@ -181,6 +194,13 @@ typedef struct an_tid {
     int32_t gen;                  /* writes to this tensor so far */
     int32_t base_gen;             /* for a view: the base's gen when the view was made */
     uint8_t is_view;              /* made by a view op in this segment */
+    uint8_t splice;               /* a view a write can be spliced back into its base:
+                                   * 1 slice(step 1), 2 select, 3 reshape, 4 transpose,
+                                   * 5 permute, 0 no */
+    int8_t perm[JN_MAX_DIMS];     /* 5: the permutation */
+    int32_t vdim;                 /* ... along this dim of the base */
+    int64_t va, vlen;             /* ... start (or index) and length */
+    int32_t type_ref;             /* the ref that gave its current value's type */
 } an_tid;
 
 /* load.c */
@@ -242,6 +262,7 @@ an_tmpl *an_tmpl_plain(an_ctx *c, const int32_t *ex, int32_t m);
 jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **tmpl, const char **why);
 /* Do a and b fold to the same item sequence (loop counts aside)? */
 int an_folded_same(const an_ex *a, const an_ex *b);
+uint64_t an_folded_hash(const an_ex *e);  /* equal for exemplars that fold the same */
 jn_status an_fold(an_ex *e);
 
 /* align.c */

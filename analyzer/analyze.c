@@ -160,6 +160,7 @@ static const char *reason_text(int code) {
     switch (code) {
     case AN_R_VIEW_WRITE: return "in-place write into a view";
     case AN_R_STALE_VIEW: return "a view is read after its base was written in place";
+    case AN_R_INCONSISTENT: return "the trace shows one tensor with two dtypes or shapes";
     default: return "unsupported";
     }
 }
@@ -218,14 +219,17 @@ static void ctx_free(an_ctx *c) {
         an_ex *e = &c->ex[i];
         free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
         free(e->reps);
+        free(e->attrv);
     }
     free(c->ex);
     for (int64_t i = 0; i < c->ngroups; i++) free(c->groups[i].ex);
     free(c->groups);
     an_ex *s = &c->scr;
     free(s->ops), free(s->refs), free(s->vals), free(s->islots), free(s->fslots), free(s->decs);
+    free(s->attrv);
     free(c->sb.ev);
     free(c->sb.tr);
+    free(c->sb.attrs);
     free(c->opmap);
     free(c->ids);
     an_map_free(&c->lastuse);
@@ -266,6 +270,15 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
         for (int64_t i = 0; i < nruns && !s; i++) s = read_run(&c, runs[i]);
     free(runs);
     stats->exemplars = c.nex;
+    /* what only reading needed goes before the graphs are built */
+    free(c.sb.ev), free(c.sb.tr), free(c.sb.attrs);
+    memset(&c.sb, 0, sizeof c.sb);
+    free(c.ids);
+    c.ids = NULL;
+    c.nids = c.capids = 0;
+    an_map_free(&c.lastuse);
+    an_map_free(&c.idmap);
+    an_map_free(&c.exhash);
     if (!s && !(c.m = jn_ir_module_new())) s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
     if (!s) {
         c.m->optable_hash = jn_optable_hash();

@@ -29,13 +29,11 @@
 
 #include "an_internal.h"
 
-static int contig(const jn_db_tref *t) {
-    int64_t s = 1;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        if (t->shape[d] != 1 && t->strides[d] != s) return 0;
-        s *= t->shape[d];
-    }
-    return t->offset == 0;
+/* A tensor keeps its dtype, device and shape for life (in-place writes too);
+ * a trace that says otherwise cannot be trusted. */
+static int same_meta(const an_ref *a, const an_ref *b) {
+    return a->dtype == b->dtype && a->ndim == b->ndim && a->device == b->device &&
+           !memcmp(a->shape, b->shape, sizeof(int64_t) * a->ndim);
 }
 
 static int32_t new_val(an_ctx *c, int32_t def, int idx, int role, int64_t bind, int32_t ref) {
@@ -75,9 +73,141 @@ static an_tid *tid_get(an_ctx *c, int64_t id, int *isnew) {
         an_tid *t = &c->ids[c->nids++];
         memset(t, 0, sizeof *t);
         t->id = id;
-        t->cur = t->ext = t->view_base = -1;
+        t->cur = t->ext = t->view_base = t->type_ref = -1;
     }
     return &c->ids[*slot];
+}
+
+/* Append an op the analyzer adds (the splice of a write into a view): int
+ * attributes ia[] in schema order, inputs by value with their types, one
+ * output of type *ot.  Returns the output value, -1 on OOM. */
+static int32_t emit(an_ctx *c, jn_op op, int64_t site, int64_t stack, const jn_attrs *ia, int nin, const int32_t *iv,
+                    const an_ref *it, const an_ref *ot) {
+    an_ex *e = &c->scr;
+    const jn_opinfo *info = jn_op_info(op);
+    if (an_grow(&e->ops, &c->capops, e->nops + 1, sizeof *e->ops) ||
+        an_grow(&e->refs, &c->caprefs, e->nrefs + nin + 1, sizeof *e->refs) ||
+        an_grow(&e->attrv, &c->capattrv, e->nattrv + info->nattrs, sizeof *e->attrv))
+        return -1;
+    int32_t oi = e->nops++;
+    an_op *o = &e->ops[oi];
+    memset(o, 0, sizeof *o);
+    o->op = (int16_t)op;
+    o->nin = (uint8_t)nin;
+    o->nout = 1;
+    o->site = site;
+    o->stack = stack;
+    o->ref0 = e->nrefs;
+    o->islot0 = e->nislots;
+    o->fslot0 = e->nfslots;
+    o->attr0 = e->nattrv;
+    o->nattrs = (uint8_t)info->nattrs;
+    uint64_t tok = an_mix(an_mix(an_mix(0x53504c494345ull, (uint64_t)op), (uint64_t)site), (uint64_t)stack);
+    o->token = an_mix(tok, (uint64_t)nin);
+    for (int k = 0; k < info->nattrs; k++) {
+        const jn_attr *a = &ia->a[k];
+        e->attrv[e->nattrv++] = *a;
+        if (info->attr_kind[k] == JN_A_INTS) {
+            o->token = an_mix(o->token, (uint64_t)a->l.n);
+            for (int j = 0; j < a->l.n; j++)
+                if (islot(c, a->l.v[j])) return -1;
+        } else if (islot(c, a->i)) {
+            return -1;
+        }
+    }
+    for (int j = 0; j < nin; j++) {
+        an_ref *r = &e->refs[e->nrefs++];
+        *r = it[j];
+        r->val = iv[j];
+        r->noncontig = 0;
+    }
+    int32_t v = new_val(c, oi, 0, JN_TR_TEMP, 0, -1);
+    if (v < 0) return -1;
+    an_ref *r = &e->refs[e->nrefs++];
+    *r = *ot;
+    r->val = v;
+    r->role = JN_TR_TEMP;
+    r->noncontig = 0;
+    return v;
+}
+
+/* A write into view V of base B (V taken directly from B's current value) is
+ * functional again when B's new value can be rebuilt from V's with table ops:
+ * a slice (step 1) or select: B' = cat(B[..start], V', B[end..]) along the
+ * view's dim; a reshape of a contiguous base (view, squeeze, unsqueeze):
+ * B' = view(V', B's shape); a transpose or permute: B' = the inverse one. */
+static jn_status splice(an_ctx *c, int32_t vi, int64_t site, int64_t stack) {
+    an_ex *e = &c->scr;
+    an_tid *V = &c->ids[vi];
+    int32_t bi = V->view_base;
+    an_ref bt = e->refs[c->ids[bi].type_ref], vt = e->refs[V->type_ref];
+    int32_t bold = c->ids[bi].cur, nv = V->cur, d = V->vdim;
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    if (V->splice >= 3) {
+        int32_t nb;
+        if (V->splice == 3) {
+            a.a[0].l.n = bt.ndim;
+            memcpy(a.a[0].l.v, bt.shape, sizeof(int64_t) * bt.ndim);
+            nb = emit(c, JN_OP_view, site, stack, &a, 1, &nv, &vt, &bt);
+        } else if (V->splice == 4) {
+            a.a[0].i = V->va;
+            a.a[1].i = V->vlen;
+            nb = emit(c, JN_OP_transpose, site, stack, &a, 1, &nv, &vt, &bt);
+        } else {
+            a.a[0].l.n = bt.ndim;
+            for (int k = 0; k < bt.ndim; k++) a.a[0].l.v[V->perm[k]] = k; /* the inverse */
+            nb = emit(c, JN_OP_permute, site, stack, &a, 1, &nv, &vt, &bt);
+        }
+        if (nb < 0) return JN_ERR_NOMEM;
+        an_tid *B = &c->ids[bi];
+        B->cur = nb;
+        B->gen++;
+        B->type_ref = e->nrefs - 1;
+        if (B->ext >= 0) e->vals[B->ext].written = 1;
+        c->ids[vi].base_gen = B->gen;
+        return JN_OK;
+    }
+    int64_t size = bt.shape[d], len = V->splice == 1 ? V->vlen : 1;
+    an_ref lt = bt, rt = bt, mt = bt;
+    lt.shape[d] = V->va;
+    rt.shape[d] = size - V->va - len;
+    mt.shape[d] = len;
+    jn_attrs la = a, ra = a;
+    la.a[0].i = ra.a[0].i = d;
+    la.a[1].i = 0;
+    la.a[2].i = V->va;
+    ra.a[1].i = V->va + len;
+    ra.a[2].i = size;
+    la.a[3].i = ra.a[3].i = 1;
+    /* empty pieces are left out (their shapes are part of the exemplar's key,
+     * so this is the same for every segment it stands for) */
+    int32_t parts[3], np = 0, m = nv;
+    an_ref pt[3];
+    if (V->va > 0) {
+        pt[np] = lt;
+        if ((parts[np++] = emit(c, JN_OP_slice, site, stack, &la, 1, &bold, &bt, &lt)) < 0) return JN_ERR_NOMEM;
+    }
+    if (V->splice == 2) {
+        a.a[0].i = d;
+        if ((m = emit(c, JN_OP_unsqueeze, site, stack, &a, 1, &nv, &vt, &mt)) < 0) return JN_ERR_NOMEM;
+    }
+    pt[np] = mt;
+    parts[np++] = m;
+    if (size - V->va - len > 0) {
+        pt[np] = rt;
+        if ((parts[np++] = emit(c, JN_OP_slice, site, stack, &ra, 1, &bold, &bt, &rt)) < 0) return JN_ERR_NOMEM;
+    }
+    a.a[0].i = d;
+    int32_t nb = np == 1 ? m : emit(c, JN_OP_cat, site, stack, &a, np, parts, pt, &bt);
+    if (nb < 0) return JN_ERR_NOMEM;
+    an_tid *B = &c->ids[bi];
+    B->cur = nb;
+    B->gen++;
+    B->type_ref = e->nrefs - 1;
+    if (B->ext >= 0) e->vals[B->ext].written = 1;
+    c->ids[vi].base_gen = B->gen;
+    return JN_OK;
 }
 
 static void set_reason(an_ex *e, int code, int op, int64_t site) {
@@ -89,7 +219,7 @@ static void set_reason(an_ex *e, int code, int op, int64_t site) {
 
 jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
     an_ex *e = &c->scr;
-    e->nops = e->nrefs = e->nvals = e->nislots = e->nfslots = e->ndecs = 0;
+    e->nops = e->nrefs = e->nvals = e->nislots = e->nfslots = e->ndecs = e->nattrv = 0;
     e->reason_code = 0;
     an_map_clear(&c->idmap);
     c->nids = 0;
@@ -115,7 +245,11 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         o->inplace = x->inplace;
         o->site = x->callsite;
         o->stack = x->stack;
-        o->attrs = x->attrs;
+        if (an_grow(&e->attrv, &c->capattrv, e->nattrv + info->nattrs, sizeof *e->attrv)) return JN_ERR_NOMEM;
+        o->attr0 = e->nattrv;
+        o->nattrs = (uint8_t)info->nattrs;
+        const jn_attr *xa = &c->sb.attrs[x->attr0];
+        for (int k = 0; k < info->nattrs; k++) e->attrv[e->nattrv++] = xa[k];
         o->ref0 = e->nrefs;
         o->islot0 = e->nislots;
         o->fslot0 = e->nfslots;
@@ -125,9 +259,10 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         /* stack/cat over a loop's per-iteration values: their arity follows the
          * trip count, so it is no part of the token (the refs still are) */
         int joins = x->op == JN_OP_stack || x->op == JN_OP_cat;
-        tok = an_mix(tok, (uint64_t)(joins ? 0 : x->nin) | (uint64_t)x->nout << 8 | (uint64_t)(x->inplace ? 1 : 0) << 16);
+        tok = an_mix(tok, (uint64_t)(joins ? 0 : x->nin) | (uint64_t)x->nout << 8 |
+                              (uint64_t)(x->inplace ? 1 : 0) << 16);
         for (int k = 0; k < info->nattrs; k++) {
-            const jn_attr *a = &x->attrs.a[k];
+            const jn_attr *a = &xa[k];
             switch (info->attr_kind[k]) {
             case JN_A_BOOL: case JN_A_DTYPE:
                 tok = an_mix(tok, (uint64_t)a->i);
@@ -156,9 +291,9 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             }
             }
         }
-        const jn_db_tref *tr = &c->sb.tr[x->ref0];
+        const an_tref *tr = &c->sb.tr[x->ref0];
         for (int j = 0; j < x->nin; j++) {
-            const jn_db_tref *t = &tr[j];
+            const an_tref *t = &tr[j];
             an_ref *r = &e->refs[e->nrefs++];
             memset(r, 0, sizeof *r);
             r->dtype = t->dtype;
@@ -166,12 +301,13 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             r->device = t->device;
             r->role = t->role;
             r->pytype = t->pytype;
-            r->noncontig = (uint8_t)!contig(t);
+            r->noncontig = (uint8_t)!t->contig;
             memcpy(r->shape, t->shape, sizeof(int64_t) * t->ndim);
             if (!joins || j == 0)
                 tok = an_mix(tok, (uint64_t)t->dtype | (uint64_t)t->pytype << 8 | (uint64_t)t->device << 16);
             if (t->role == JN_TR_SCALAR) {
-                if ((r->val = new_val(c, -1, 0, JN_TR_SCALAR, 0, e->nrefs - 1)) < 0 || fslot(c, t->scalar)) return JN_ERR_NOMEM;
+                if ((r->val = new_val(c, -1, 0, JN_TR_SCALAR, 0, e->nrefs - 1)) < 0 || fslot(c, t->scalar))
+                    return JN_ERR_NOMEM;
                 continue;
             }
             int isnew;
@@ -187,15 +323,18 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                 set_reason(e, AN_R_STALE_VIEW, x->op, x->callsite);
             }
             r->val = td->cur;
+            if (td->type_ref >= 0 && !same_meta(&e->refs[td->type_ref], r))
+                set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
+            td->type_ref = e->nrefs - 1;
         }
         o = &e->ops[oi];
-        int32_t in0 = -1;
+        int32_t in0 = -1, pending = -1;
         if (x->nin && tr[0].role != JN_TR_SCALAR) {
             int64_t *s0 = an_map_find(&c->idmap, (uint64_t)tr[0].id);
             in0 = s0 ? (int32_t)*s0 : -1;
         }
         for (int j = 0; j < x->nout; j++) {
-            const jn_db_tref *t = &tr[x->nin + j];
+            const an_tref *t = &tr[x->nin + j];
             an_ref *r = &e->refs[e->nrefs++];
             memset(r, 0, sizeof *r);
             r->dtype = t->dtype;
@@ -203,23 +342,32 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             r->device = t->device;
             r->role = t->role;
             r->pytype = t->pytype;
-            r->noncontig = (uint8_t)!contig(t);
+            r->noncontig = (uint8_t)!t->contig;
             memcpy(r->shape, t->shape, sizeof(int64_t) * t->ndim);
+            if (t->role == JN_TR_SCALAR) { /* outputs are tensors; only garbage says otherwise */
+                set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
+                r->role = JN_TR_TEMP;
+            }
             int isnew;
             an_tid *td = tid_get(c, t->id, &isnew);
             if (!td) return JN_ERR_NOMEM;
             if (isnew && x->inplace && j == 0) {
                 /* jn_dispatch_into into a tensor this segment has not read: an
                  * external tensor that is overwritten */
-                int32_t v = new_val(c, -1, 0, t->role, t->role == JN_TR_PARAM || t->role == JN_TR_STATE ? t->id : 0,
+                int32_t v = new_val(c, -1, 0, r->role, t->role == JN_TR_PARAM || t->role == JN_TR_STATE ? t->id : 0,
                                     e->nrefs - 1);
                 if (v < 0) return JN_ERR_NOMEM;
                 td = &c->ids[c->nids - 1];
                 td->cur = td->ext = v;
                 isnew = 0;
             }
+            if (!isnew && td->type_ref >= 0 && !same_meta(&e->refs[td->type_ref], r))
+                set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
             if (!isnew) { /* an in-place write of an existing tensor */
-                if (td->is_view || (td->ext >= 0 && td->cur == td->ext && r->noncontig))
+                if (td->is_view && td->splice && td->view_base >= 0 && c->ids[td->view_base].gen == td->base_gen &&
+                    pending < 0)
+                    pending = (int32_t)(td - c->ids);
+                else if (td->is_view || (td->ext >= 0 && td->cur == td->ext && r->noncontig))
                     set_reason(e, AN_R_VIEW_WRITE, x->op, x->callsite);
                 td->gen++;
                 if (td->ext >= 0) e->vals[td->ext].written = 1;
@@ -228,15 +376,64 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             if (v < 0) return JN_ERR_NOMEM;
             td = &c->ids[*an_map_find(&c->idmap, (uint64_t)t->id)];
             td->cur = v;
+            td->type_ref = e->nrefs - 1;
             r->val = v;
             if ((info->flags & JN_F_VIEW) && j == 0 && in0 >= 0 && isnew) {
                 int32_t base = c->ids[in0].is_view && c->ids[in0].view_base >= 0 ? c->ids[in0].view_base : in0;
                 td->is_view = 1;
                 td->view_base = base;
                 td->base_gen = c->ids[base].gen;
+                td->splice = 0;
+                const jn_attr *va = &c->sb.attrs[x->attr0];
+                if (base == in0 && c->ids[in0].type_ref >= 0 && (x->op == JN_OP_slice || x->op == JN_OP_select)) {
+                    const an_ref *bt = &e->refs[c->ids[in0].type_ref];
+                    int64_t d = va[0].i < 0 ? va[0].i + bt->ndim : va[0].i;
+                    if (d >= 0 && d < bt->ndim) {
+                        int64_t size = bt->shape[d], s = va[1].i < 0 ? va[1].i + size : va[1].i;
+                        if (x->op == JN_OP_slice && va[3].i == 1 && r->ndim == bt->ndim && s >= 0 &&
+                            s + r->shape[d] <= size) {
+                            td->splice = 1;
+                            td->vlen = r->shape[d];
+                        } else if (x->op == JN_OP_select && s >= 0 && s < size && r->ndim + 1 == bt->ndim) {
+                            td->splice = 2;
+                        }
+                        td->vdim = (int32_t)d;
+                        td->va = s;
+                    }
+                } else if (base == in0 && c->ids[in0].type_ref >= 0) {
+                    const an_ref *bt = &e->refs[c->ids[in0].type_ref];
+                    int64_t nb = 1, nr = 1;
+                    for (int k = 0; k < bt->ndim; k++) nb *= bt->shape[k];
+                    for (int k = 0; k < r->ndim; k++) nr *= r->shape[k];
+                    if ((x->op == JN_OP_view || x->op == JN_OP_squeeze || x->op == JN_OP_unsqueeze) && nb == nr &&
+                        !bt->noncontig) {
+                        td->splice = 3;
+                    } else if (x->op == JN_OP_transpose && r->ndim == bt->ndim) {
+                        int64_t d0 = va[0].i < 0 ? va[0].i + bt->ndim : va[0].i;
+                        int64_t d1 = va[1].i < 0 ? va[1].i + bt->ndim : va[1].i;
+                        if (d0 >= 0 && d0 < bt->ndim && d1 >= 0 && d1 < bt->ndim) {
+                            td->splice = 4;
+                            td->va = d0;
+                            td->vlen = d1;
+                        }
+                    } else if (x->op == JN_OP_permute && va[0].l.n == bt->ndim && r->ndim == bt->ndim) {
+                        int seen = 0, ok = 1;
+                        for (int k = 0; k < bt->ndim && ok; k++) {
+                            int64_t p = va[0].l.v[k] < 0 ? va[0].l.v[k] + bt->ndim : va[0].l.v[k];
+                            ok = p >= 0 && p < bt->ndim && !(seen & (1 << p));
+                            seen |= 1 << (p & 31);
+                            td->perm[k] = (int8_t)p;
+                        }
+                        if (ok) td->splice = 5;
+                    }
+                }
             }
         }
         e->ops[oi].token = tok;
+        if (pending >= 0) {
+            jn_status s = splice(c, pending, x->callsite, x->stack);
+            if (s) return s;
+        }
     }
     /* state write-backs and values Python still references */
     for (int64_t k = 0; k < c->nids; k++) {
@@ -274,12 +471,13 @@ uint64_t an_ex_hash(const an_ex *e) {
     return an_mix(h, (uint64_t)e->reason_code);
 }
 
-static int attrs_same(const an_op *a, const an_op *b) {
+static int attrs_same(const an_ex *ea, const an_op *a, const an_ex *eb, const an_op *b) {
     const jn_opinfo *info = jn_op_info((jn_op)a->op);
     for (int k = 0; k < info->nattrs; k++) {
         char kind = info->attr_kind[k];
-        if ((kind == JN_A_BOOL || kind == JN_A_DTYPE) && a->attrs.a[k].i != b->attrs.a[k].i) return 0;
-        if (kind == JN_A_INTS && a->attrs.a[k].l.n != b->attrs.a[k].l.n) return 0;
+        const jn_attr *x = &ea->attrv[a->attr0 + k], *y = &eb->attrv[b->attr0 + k];
+        if ((kind == JN_A_BOOL || kind == JN_A_DTYPE) && x->i != y->i) return 0;
+        if (kind == JN_A_INTS && x->l.n != y->l.n) return 0;
     }
     return 1;
 }
@@ -291,7 +489,7 @@ int an_ex_same(const an_ex *a, const an_ex *b) {
     for (int32_t i = 0; i < a->nops; i++) {
         const an_op *x = &a->ops[i], *y = &b->ops[i];
         if (x->token != y->token || x->op != y->op || x->site != y->site || x->stack != y->stack || x->nin != y->nin ||
-            x->nout != y->nout || x->inplace != y->inplace || !attrs_same(x, y))
+            x->nout != y->nout || x->inplace != y->inplace || !attrs_same(a, x, b, y))
             return 0;
     }
     for (int32_t i = 0; i < a->nrefs; i++) {

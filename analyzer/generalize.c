@@ -25,6 +25,7 @@
  *   outputs   state write-backs, then values Python still references.
  * guards.c adds the guards for what was assumed.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,13 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
         if (!cv) continue;
         int eq = 1;
         for (int e = 0; e < m && eq; e++) eq = cv[e] == vec[e];
-        if (eq) return G->cands[k].d;
+        if (eq) {
+            /* first seen as an int attribute (a shape list), now as a dim */
+            int32_t y = G->cands[k].sym;
+            if (kind == JN_IR_SYM_DIM && y >= 0 && G->g->syms[y].kind == JN_IR_SYM_INT)
+                G->g->syms[y].kind = JN_IR_SYM_DIM;
+            return G->cands[k].d;
+        }
     }
     /* c*s */
     for (int64_t k = 0; k < G->ncands; k++) {
@@ -277,7 +284,9 @@ static jn_status gen_node(an_gen *G, int32_t t) {
         if (G->irval[v] < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: value %d used before defined", v);
         in[j] = G->irval[v];
     }
-    jn_attrs a = o->attrs;
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int k = 0; k < o->nattrs; k++) a.a[k] = E0->attrv[o->attr0 + k];
     int32_t attr_input[JN_MAX_ATTRS];
     int32_t is = 0, fs = 0;
     for (int k = 0; k < JN_MAX_ATTRS; k++) attr_input[k] = -1;
@@ -375,7 +384,8 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
     G->ntrip = L + 1;
     for (int32_t k = 0; k < TL->ncarry; k++) {
         int32_t init = G->irval[TL->carry[k].init];
-        if (init < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: loop seed %d undefined", TL->carry[k].init);
+        if (init < 0)
+            return jn_error(JN_ERR_VALUE, "analyzer: internal error: loop seed %d undefined", TL->carry[k].init);
         if (jn_ir_loop_carry(G->g, L, init) != k) return nomem();
     }
     for (int32_t j = 0; j < TL->p; j++)
@@ -409,7 +419,7 @@ static jn_status gen_consumer(an_gen *G, int32_t t) {
     int64_t d = E0->islots[o->islot0].first;
     int stack = o->op == JN_OP_stack;
     if (d < 0) d += stack ? r + 1 : r;
-    if (d < 0 || d > (stack ? r : r - 1)) return jn_error(JN_ERR_VALUE, "analyzer: bad %s dim", stack ? "stack" : "cat");
+    assert(d >= 0 && d <= (stack ? r : r - 1)); /* checked by loops.c */
     int32_t cur = cv;
     jn_ir_value out = ty;
     out.kind = JN_IR_V_NODE;
@@ -549,7 +559,8 @@ jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_i
                 if (pass == 0) {
                     if (w < 0) continue;
                     if (G.irin[w] < 0 || G.irval[v] < 0) {
-                        err = jn_error(JN_ERR_VALUE, "analyzer: internal error: state write of value %d has no input", v);
+                        err = jn_error(JN_ERR_VALUE, "analyzer: internal error: state write of value %d has no input",
+                                       v);
                         break;
                     }
                     if (jn_ir_output_add(g, JN_IR_OUT_STATE, G.irval[v], G.irin[w]) < 0) err = nomem();

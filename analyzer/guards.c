@@ -94,6 +94,7 @@ jn_status an_guard_symbols(an_gen *G) {
         } else {
             lo = hi = g->loops[l].trip;
         }
+        if (!q.site && g->loops[l].count > 0) q.site = g->nodes[g->loops[l].first].site;
         if (G->trip_lo && l < G->ntrip) {
             lo = G->trip_lo[l];
             hi = G->trip_hi[l];

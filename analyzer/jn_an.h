@@ -7,16 +7,18 @@
  *   segment     split each step at sync points; a segment's key is where it
  *               starts (the sync or step boundary before it + its first call site)
  *   group       segments with the same key form a group
+ *   functionalize  (per segment, while streaming) in-place updates -> SSA;
+ *               segments equal but for scalar values collapse into exemplars
  *   loops       fold repeated sub-sequences whose repeat count varies across
  *               the group into loops (trip-count symbols)
  *   align       same op, same structural attributes, same call site, op by op;
  *               structurally different members become variants (decision trie)
  *   generalize  varying dims -> symbols unified across values (and products),
  *               varying Python scalars -> scalar inputs, constant ones ->
- *               guarded constants, varying int attributes -> expressions
- *   functionalize  in-place updates and views -> SSA; state read at entry,
- *               written at exit; inputs (state/host/carry) and outputs (state
- *               writes, values used later)
+ *               guarded constants, varying int attributes -> expressions;
+ *               inputs (state/host/carry) and outputs (state writes, values
+ *               used later); groups that cannot be expressed are left out
+ *               with a reason (jn_an_uncaptured)
  *   guards      every assumption as a guard with the recorded value/range and
  *               the source line it came from
  */
@@ -29,7 +31,8 @@
 #include "jn_ir.h"
 
 typedef struct {
-    int64_t run_id;      /* 0 = every finished/killed/error run in the store */
+    int64_t run_id;      /* 0 = every run in the store (one still recording: its
+                          * committed steps); else only that run */
     FILE *progress;      /* progress lines on long work; NULL = quiet */
 } jn_an_options;
 

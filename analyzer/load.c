@@ -156,10 +156,29 @@ static jn_status check_op(an_ctx *c, const jn_db_event *e, int64_t k) {
     return JN_OK;
 }
 
+/* Contiguous strides and no offset?  (Writes through a strided external are
+ * refused, see functionalize.c.) */
+static void compact(an_tref *o, const jn_db_tref *t) {
+    o->id = t->id;
+    o->scalar = t->scalar;
+    o->dtype = t->dtype;
+    o->ndim = t->ndim;
+    o->device = t->device;
+    o->role = t->role;
+    o->pytype = t->pytype;
+    memcpy(o->shape, t->shape, sizeof(int64_t) * t->ndim);
+    int64_t s = 1;
+    o->contig = t->offset == 0;
+    for (int d = t->ndim - 1; d >= 0 && o->contig; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != s) o->contig = 0;
+        s *= t->shape[d];
+    }
+}
+
 jn_status an_decode_step(an_ctx *c, int64_t step) {
     c->step = step;
     an_stepbuf *b = &c->sb;
-    b->nev = b->ntr = 0;
+    b->nev = b->ntr = b->nattrs = 0;
     void *data = NULL;
     size_t len = 0;
     jn_status s = jn_db_read_chunk(c->db, c->run, step, &data, &len);
@@ -194,7 +213,8 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
             break;
         }
         if (an_grow(&b->ev, &b->capev, b->nev + 1, sizeof *b->ev) ||
-            an_grow(&b->tr, &b->captr, b->ntr + e.nin + e.nout, sizeof *b->tr)) {
+            an_grow(&b->tr, &b->captr, b->ntr + e.nin + e.nout, sizeof *b->tr) ||
+            an_grow(&b->attrs, &b->capattrs, b->nattrs + e.nattrs, sizeof *b->attrs)) {
             s = JN_ERR_NOMEM;
             break;
         }
@@ -207,12 +227,12 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
             o->op = c->opmap[e.op];
             o->inplace = e.inplace;
             o->nattrs = e.nattrs;
-            o->attrs = e.attrs;
+            o->attr0 = (int32_t)b->nattrs;
+            for (int k = 0; k < e.nattrs; k++) b->attrs[b->nattrs++] = e.attrs.a[k];
             o->nin = e.nin;
             o->nout = e.nout;
-            o->ref0 = (int32_t)b->ntr;
-            for (int i = 0; i < e.nin; i++) b->tr[b->ntr++] = e.in[i];
-            for (int i = 0; i < e.nout; i++) b->tr[b->ntr++] = e.out[i];
+            o->ref0 = b->ntr;
+            for (int i = 0; i < e.nin + e.nout; i++) compact(&b->tr[b->ntr++], i < e.nin ? &e.in[i] : &e.out[i - e.nin]);
         } else if (e.kind == JN_EV_SYNC) {
             o->sync_kind = e.sync_kind;
             o->value = e.value;

@@ -8,8 +8,9 @@
  * repeats and the repeats agree in period and body (counts aside).
  *
  * an_tmpl_loops lines up the exemplars of such a family: a repeat whose
- * count is the same everywhere is unrolled again (plain ops), one whose
- * count varies becomes a loop of the template, and then everything the IR
+ * count is the same everywhere is unrolled again (plain ops) unless it is
+ * long (AN_MIN_CONST_TRIP or more: a loop with a constant trip count), one
+ * whose count varies becomes a loop of the template, and then everything the IR
  * needs is checked on the recorded data, for every exemplar and iteration:
  *   - every body input refers to a value of the same iteration (local), of
  *     the previous one (a carry, seeded at iteration 0 by one outside
@@ -31,6 +32,9 @@
 #include "an_internal.h"
 
 #define AN_MAX_PERIOD 4096
+/* A repeat this long becomes a loop even when its count never varies (with a
+ * constant trip count): unrolling it would only make the graph huge. */
+#define AN_MIN_CONST_TRIP 16
 #define AN_MAX_CANDIDATES 16
 
 int32_t an_find_repeats(const uint64_t *tok, int32_t n, an_rep **out) {
@@ -94,6 +98,21 @@ jn_status an_fold(an_ex *e) {
     if (n < 0) return JN_ERR_NOMEM;
     e->nreps = n;
     return JN_OK;
+}
+
+uint64_t an_folded_hash(const an_ex *e) {
+    uint64_t h = AN_FNV_INIT;
+    for (int32_t i = 0, r = 0; i < e->nops;) {
+        if (r < e->nreps && e->reps[r].start == i) {
+            h = an_mix(h, 0x4c4f4f50u ^ (uint64_t)e->reps[r].period << 32);
+            for (int32_t j = 0; j < e->reps[r].period; j++) h = an_mix(h, e->ops[i + j].token);
+            i += e->reps[r].period * e->reps[r].count;
+            r++;
+        } else {
+            h = an_mix(h, e->ops[i++].token);
+        }
+    }
+    return h;
 }
 
 int an_folded_same(const an_ex *a, const an_ex *b) {
@@ -240,7 +259,8 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     const an_islot *a = &x->islots[ok->islot0 + s], *a0 = &x->islots[o0->islot0 + s];
                     if (a->varied || a0->varied) return "an int attribute in a loop body varies between segments";
                     int64_t slope = T->slope[E0op->islot0 + s];
-                    if (a->first != a0->first + slope * it) return "an int attribute is not affine in the loop iteration";
+                    if (a->first != a0->first + slope * it)
+                        return "an int attribute is not affine in the loop iteration";
                 }
                 int32_t nfs = n_fslots(x, oi);
                 if (nfs != n_fslots(x, s0 + j)) return "an op in a loop body changes its attributes";
@@ -367,8 +387,12 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
     if (!varies || !LY) goto nomem;
     int32_t nloops = 0, nt = 0;
     for (int32_t r = 0; r < nr; r++) {
-        for (int32_t e = 1; e < m; e++)
+        int32_t least = E0->reps[r].count;
+        for (int32_t e = 1; e < m; e++) {
             if (c->ex[ex[e]].reps[r].count != E0->reps[r].count) varies[r] = 1;
+            if (c->ex[ex[e]].reps[r].count < least) least = c->ex[ex[e]].reps[r].count;
+        }
+        if (least >= AN_MIN_CONST_TRIP) varies[r] = 1;
         nloops += varies[r];
     }
     if (!nloops) {
@@ -526,6 +550,19 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
             ok = yv->def == TL->estart[0] + k * TL->p + j && yv->idx == v0->idx;
         }
         if (!ok) continue;
+        /* the stack/cat dim: one constant, in range for the items */
+        const an_ref *item = &E0->refs[op->ref0];
+        int32_t nis = (T->eop[0][t] + 1 < E0->nops ? E0->ops[T->eop[0][t] + 1].islot0 : E0->nislots) - op->islot0;
+        if (nis != 1) continue;
+        int64_t d = E0->islots[op->islot0].first;
+        int r = item->ndim, stack = op->op == JN_OP_stack;
+        for (int32_t e = 0; e < m && ok; e++) {
+            const an_ex *x = &c->ex[ex[e]];
+            const an_islot *is = &x->islots[x->ops[T->eop[e][t]].islot0];
+            ok = !is->varied && is->first == d;
+        }
+        if (d < 0) d += stack ? r + 1 : r;
+        if (!ok || r >= JN_MAX_DIMS || d < 0 || d > (stack ? r : r - 1)) continue;
         an_tcollect *nc = realloc(TL->coll, sizeof *nc * (size_t)(TL->ncoll + 1));
         if (!nc) goto nomem;
         TL->coll = nc;

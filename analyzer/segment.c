@@ -34,7 +34,7 @@ jn_status an_note_uses_step(an_ctx *c) {
             c->pos += 2;
         } else if (x->kind == JN_EV_OP) {
             for (int j = 0; j < x->nin + x->nout; j++) {
-                const jn_db_tref *t = &c->sb.tr[x->ref0 + j];
+                const an_tref *t = &c->sb.tr[x->ref0 + j];
                 if (t->role != JN_TR_SCALAR && note(c, t->id, c->pos)) return JN_ERR_NOMEM;
             }
         }
@@ -64,10 +64,11 @@ static int32_t group_of(an_ctx *c, uint8_t prev_kind, int64_t prev_site, int64_t
     }
 }
 
-static void *dup(const void *p, size_t n) {
-    void *q = malloc(n ? n : 1);
-    if (q && n) memcpy(q, p, n);
-    return q;
+/* p trimmed to n bytes (p itself if realloc declines; NULL p stays NULL). */
+static void *take(void *p, size_t n) {
+    if (!p) return NULL;
+    void *q = realloc(p, n ? n : 1);
+    return q ? q : p;
 }
 
 static int fsame(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
@@ -110,16 +111,18 @@ static jn_status add_exemplar(an_ctx *c) {
     if (an_grow(&c->ex, &c->capex, c->nex + 1, sizeof *c->ex)) return JN_ERR_NOMEM;
     an_ex *e = &c->ex[c->nex];
     *e = *s;
-    e->ops = dup(s->ops, sizeof *s->ops * (size_t)s->nops);
-    e->refs = dup(s->refs, sizeof *s->refs * (size_t)s->nrefs);
-    e->vals = dup(s->vals, sizeof *s->vals * (size_t)s->nvals);
-    e->islots = dup(s->islots, sizeof *s->islots * (size_t)s->nislots);
-    e->fslots = dup(s->fslots, sizeof *s->fslots * (size_t)s->nfslots);
-    e->decs = dup(s->decs, sizeof *s->decs * (size_t)s->ndecs);
-    if (!e->ops || !e->refs || !e->vals || !e->islots || !e->fslots || !e->decs) {
-        free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
-        return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
-    }
+    /* the scratch arrays move into the exemplar (trimmed); the next segment
+     * grows fresh ones, so a huge segment is never held twice */
+    e->ops = take(s->ops, sizeof *s->ops * (size_t)s->nops);
+    e->refs = take(s->refs, sizeof *s->refs * (size_t)s->nrefs);
+    e->vals = take(s->vals, sizeof *s->vals * (size_t)s->nvals);
+    e->islots = take(s->islots, sizeof *s->islots * (size_t)s->nislots);
+    e->fslots = take(s->fslots, sizeof *s->fslots * (size_t)s->nfslots);
+    e->decs = take(s->decs, sizeof *s->decs * (size_t)s->ndecs);
+    e->attrv = take(s->attrv, sizeof *s->attrv * (size_t)s->nattrv);
+    s->ops = NULL, s->refs = NULL, s->vals = NULL, s->islots = NULL, s->fslots = NULL, s->decs = NULL;
+    s->attrv = NULL;
+    c->capops = c->caprefs = c->capvals = c->capislots = c->capfslots = c->capdecs = c->capattrv = 0;
     e->count = 1;
     e->step_lo = e->step_hi = c->step;
     e->run_lo = e->run_hi = c->run;

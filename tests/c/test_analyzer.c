@@ -264,7 +264,8 @@ static void test_batch_symbol(void) {
         a.a[0].l.v[0] = -1;
         a.a[0].l.v[1] = 784;
         op(&t, JN_OP_view, c2, &a, 1, &flat, 1, &x2, 0);
-        jn_db_tref lin_in[3] = {x2, T(W, JN_TR_PARAM, 2, (int64_t)10, (int64_t)784), T(Bias, JN_TR_PARAM, 1, (int64_t)10)};
+        jn_db_tref lin_in[3] = {x2, T(W, JN_TR_PARAM, 2, (int64_t)10, (int64_t)784),
+                                T(Bias, JN_TR_PARAM, 1, (int64_t)10)};
         jn_db_tref y = T(id++, 0, 2, B, (int64_t)10);
         op(&t, JN_OP_linear, c3, NULL, 3, lin_in, 1, &y, 0);
         jn_db_tref l = T(id++, 0, 0);
@@ -452,6 +453,100 @@ static void test_loop(void) {
     jn_ir_module_free(m);
 }
 
+/* A loop backwards over T-1 steps: for t in reversed(range(T-1)): h = tanh(x[:, t] + h).
+ * The trip count is (T-1) of x's time dim, the index (T-2) - i. */
+static void test_loop_reverse(void) {
+    tb t;
+    tb_open(&t, "b2.db", NULL, NULL);
+    int64_t c0 = site(&t, 100), c1 = site(&t, 101), c2 = site(&t, 102), c3 = site(&t, 103);
+    int64_t id = 1000;
+    const int Ts[3] = {4, 7, 5};
+    for (int st = 0; st < 3; st++) {
+        int64_t T_ = Ts[st];
+        jn_db_tref x = T(id++, JN_TR_HOST, 3, (int64_t)2, T_, (int64_t)3), h = T(id++, 0, 2, (int64_t)2, (int64_t)3);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 2;
+        a.a[0].l.v[0] = 2;
+        a.a[0].l.v[1] = 3;
+        a.a[2].i = -1;
+        op(&t, JN_OP_full, c0, &a, 0, NULL, 1, &h, 0);
+        for (int64_t k = T_ - 2; k >= 0; k--) {
+            jn_db_tref xt = T(id++, 0, 2, (int64_t)2, (int64_t)3), s = T(id++, 0, 2, (int64_t)2, (int64_t)3);
+            memset(&a, 0, sizeof a);
+            a.a[0].i = 1;
+            a.a[1].i = k;
+            op(&t, JN_OP_select, c1, &a, 1, &x, 1, &xt, 0);
+            jn_db_tref in[2] = {xt, h};
+            memset(&a, 0, sizeof a);
+            a.a[0].f = 1;
+            op(&t, JN_OP_add, c2, &a, 2, in, 1, &s, 0);
+            jn_db_tref hn = T(id++, 0, 2, (int64_t)2, (int64_t)3);
+            op(&t, JN_OP_tanh, c2, NULL, 1, &s, 1, &hn, 0);
+            h = hn;
+        }
+        sync_ev(&t, JN_SYNC_ITEM, c3, h.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("b2.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1 && m->graphs[0]->nloops == 1);
+    if (!m || m->ngraphs != 1 || m->graphs[0]->nloops != 1) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    const jn_ir_loop *L = &g->loops[0];
+    int64_t sy[64] = {0};
+    const jn_ir_value *xv = &g->values[g->inputs[0].value];
+    CHECK(jn_ir_is_expr(xv->shape[1]));
+    int32_t T_sym = jn_ir_is_expr(xv->shape[1]) ? g->exprs[jn_ir_expr_index(xv->shape[1])].sym : 0;
+    sy[T_sym] = 9;
+    sy[L->ivar] = 2;
+    int64_t v = -1;
+    CHECK(jn_ir_dim_eval(g, L->trip, sy, &v) == JN_OK && v == 8);                 /* T-1 */
+    CHECK(jn_ir_dim_eval(g, g->nodes[L->first].attrs.a[1].i, sy, &v) == JN_OK && v == 9 - 2 - 2); /* T-2-i */
+    CHECK(L->ncarry == 1 && L->ncollect == 0);
+    CHECK(g->noutputs == 1 && g->outputs[0].value == L->carry[0].out); /* h is synced after the loop */
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
+/* 20 iterations every time (x = tanh(x * 2.0)): a loop with a constant trip
+ * count instead of 40 unrolled nodes; 3 iterations stay unrolled. */
+static void test_loop_constant(void) {
+    tb t;
+    tb_open(&t, "b3.db", NULL, NULL);
+    int64_t c1 = site(&t, 110), c2 = site(&t, 111), c3 = site(&t, 112);
+    int64_t id = 100;
+    for (int st = 0; st < 2; st++) {
+        jn_db_tref x = T(id++, JN_TR_HOST, 1, (int64_t)4);
+        for (int k = 0; k < 20; k++) {
+            jn_db_tref in[2] = {x, S(id++, 2.0, 2)}, y = T(id++, 0, 1, (int64_t)4), z = T(id++, 0, 1, (int64_t)4);
+            op(&t, JN_OP_mul, c1, NULL, 2, in, 1, &y, 0);
+            op(&t, JN_OP_tanh, c2, NULL, 1, &y, 1, &z, 0);
+            x = z;
+        }
+        for (int k = 0; k < 3; k++) {
+            jn_db_tref z = T(id++, 0, 1, (int64_t)4);
+            op(&t, JN_OP_relu, c3, NULL, 1, &x, 1, &z, 0);
+            x = z;
+        }
+        sync_ev(&t, JN_SYNC_ITEM, c3, x.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("b3.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1 && m->graphs[0]->nloops == 1);
+    if (m && m->ngraphs == 1 && m->graphs[0]->nloops == 1) {
+        const jn_ir_graph *g = m->graphs[0];
+        CHECK(g->loops[0].trip == 20 && g->loops[0].count == 2 && g->nnodes == 5);
+        CHECK(count_guards(g, JN_IR_G_TRIP) == 1 && count_guards(g, JN_IR_G_SCALAR) == 1);
+        check_round_trip(m);
+    }
+    jn_ir_module_free(m);
+}
+
 /* ------------------------------------------------------------------ (c) */
 /* Two structures at one point: mul -> add (3 steps) and mul -> [branch] relu
  * -> add (2 steps). */
@@ -576,26 +671,61 @@ static void test_state(void) {
         op(&t, JN_OP_add, c3, &a, 2, in3, 1, &p, 1);
         end_step(&t);
     }
-    /* a second group: x = h.clone(); v = x[0]; v.fill_(1) (a write through a view) */
+    /* a second group: x = h.clone(); v = x[1]; v.fill_(1); print(x): a write
+     * through a select view, spliced back: x' = cat(x[:1], v'[None], x[2:]) */
+    int64_t c6 = site(&t, 45), c7 = site(&t, 46);
     for (int st = 0; st < 2; st++) {
         jn_db_tref h = T(id++, JN_TR_HOST, 2, (int64_t)3, (int64_t)4), x = T(id++, 0, 2, (int64_t)3, (int64_t)4);
         op(&t, JN_OP_clone, c4, NULL, 1, &h, 1, &x, 0);
         jn_db_tref v = T(id++, 0, 1, (int64_t)4);
+        v.offset = 4;
         jn_attrs a;
         memset(&a, 0, sizeof a);
+        a.a[1].i = 1;
         op(&t, JN_OP_select, c4, &a, 1, &x, 1, &v, 0);
         a.a[0].f = 1;
         op(&t, JN_OP_fill_, c5, &a, 1, &v, 1, &v, 1);
         sync_ev(&t, JN_SYNC_PRINT, c5, x.id);
         end_step(&t);
     }
+    /* a third: x = h.clone(); v = x[::2]; v.fill_(1): a strided slice is not spliced */
+    for (int st = 0; st < 2; st++) {
+        jn_db_tref h = T(id++, JN_TR_HOST, 1, (int64_t)4), x = T(id++, 0, 1, (int64_t)4);
+        op(&t, JN_OP_clone, c6, NULL, 1, &h, 1, &x, 0);
+        jn_db_tref v = T(id++, 0, 1, (int64_t)2);
+        v.strides[0] = 2;
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[2].i = 4;
+        a.a[3].i = 2;
+        op(&t, JN_OP_slice, c6, &a, 1, &x, 1, &v, 0);
+        memset(&a, 0, sizeof a);
+        a.a[0].f = 1;
+        op(&t, JN_OP_fill_, c7, &a, 1, &v, 1, &v, 1);
+        sync_ev(&t, JN_SYNC_PRINT, c7, x.id);
+        end_step(&t);
+    }
     tb_close(&t);
     jn_an_stats st;
     jn_ir_module *m = analyze("e.db", NULL, &st);
-    CHECK(m && m->ngraphs == 1);
-    if (!m || m->ngraphs != 1) {
+    CHECK(m && m->ngraphs == 2);
+    if (!m || m->ngraphs != 2) {
         jn_ir_module_free(m);
         return;
+    }
+    /* the splice: clone, select, fill_, slice(0..1), unsqueeze, slice(2..3), cat; x' kept */
+    const jn_ir_graph *g2 = m->graphs[1];
+    CHECK(g2->nnodes == 7);
+    if (g2->nnodes == 7) {
+        const jn_ir_node *cat = &g2->nodes[6], *uns = &g2->nodes[4];
+        CHECK(cat->op == JN_OP_cat && cat->nin == 3 && cat->attrs.a[0].i == 0);
+        CHECK(uns->op == JN_OP_unsqueeze && uns->in[0] == g2->nodes[2].out[0] && cat->in[1] == uns->out[0]);
+        CHECK(g2->nodes[3].op == JN_OP_slice && g2->nodes[3].attrs.a[1].i == 0 && g2->nodes[3].attrs.a[2].i == 1);
+        CHECK(g2->nodes[5].op == JN_OP_slice && g2->nodes[5].attrs.a[1].i == 2 && g2->nodes[5].attrs.a[2].i == 3);
+        CHECK(g2->nodes[3].in[0] == g2->nodes[0].out[0]); /* pieces of x before the write */
+        CHECK(g2->noutputs == 1 && g2->outputs[0].kind == JN_IR_OUT_KEEP && g2->outputs[0].value == cat->out[0]);
+        const jn_ir_value *cv = &g2->values[cat->out[0]];
+        CHECK(cv->ndim == 2 && cv->shape[0] == 3 && cv->shape[1] == 4);
     }
     const jn_ir_graph *g = m->graphs[0];
     CHECK(g->nnodes == 3);
@@ -617,7 +747,60 @@ static void test_state(void) {
     }
     CHECK(st.uncaptured == 1 && jn_an_uncaptured_count() == 1);
     const char *r = jn_an_uncaptured(0);
-    CHECK(r && strstr(r, "view") && strstr(r, "fill_") && strstr(r, "train.py:44"));
+    CHECK(r && strstr(r, "view") && strstr(r, "fill_") && strstr(r, "train.py:46"));
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
+/* Gradient accumulation into a reshaped view, as autograd does for a bias:
+ * b = sum(x, 0, keepdim).view(4); b.add_(g1); b.add_(g2) -> the base's new
+ * value is the view of b' back to [1, 4] after each write. */
+static void test_reshape_splice(void) {
+    tb t;
+    tb_open(&t, "e2.db", NULL, NULL);
+    int64_t c1 = site(&t, 90), c2 = site(&t, 91), c3 = site(&t, 92);
+    int64_t id = 100;
+    for (int st = 0; st < 3; st++) {
+        jn_db_tref x = T(id++, JN_TR_HOST, 2, (int64_t)5, (int64_t)4), y = T(id++, 0, 2, (int64_t)1, (int64_t)4);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 1;
+        a.a[1].i = 1;
+        a.a[2].i = -1;
+        op(&t, JN_OP_sum, c1, &a, 1, &x, 1, &y, 0);
+        jn_db_tref b = T(id++, 0, 1, (int64_t)4);
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 1;
+        a.a[0].l.v[0] = 4;
+        op(&t, JN_OP_view, c1, &a, 1, &y, 1, &b, 0);
+        for (int k = 0; k < 2; k++) {
+            jn_db_tref in[2] = {b, T(id++, JN_TR_HOST, 1, (int64_t)4)};
+            memset(&a, 0, sizeof a);
+            a.a[0].f = 1;
+            op(&t, JN_OP_add, c2, &a, 2, in, 1, &b, 1);
+        }
+        jn_db_tref z = T(id++, 0, 2, (int64_t)1, (int64_t)4);
+        op(&t, JN_OP_relu, c3, NULL, 1, &y, 1, &z, 0); /* reads the base after the writes */
+        sync_ev(&t, JN_SYNC_PRINT, c3, z.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("e2.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1);
+    if (!m || m->ngraphs != 1) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    /* sum, view, add, view back, add, view back, relu */
+    CHECK(g->nnodes == 7);
+    if (g->nnodes == 7) {
+        CHECK(g->nodes[3].op == JN_OP_view && g->nodes[3].in[0] == g->nodes[2].out[0]);
+        CHECK(g->nodes[3].attrs.a[0].l.n == 2 && g->nodes[3].attrs.a[0].l.v[0] == 1 &&
+              g->nodes[3].attrs.a[0].l.v[1] == 4);
+        CHECK(g->nodes[4].in[0] == g->nodes[2].out[0]); /* the second add reads b' */
+        CHECK(g->nodes[6].op == JN_OP_relu && g->nodes[6].in[0] == g->nodes[5].out[0]);
+    }
     check_round_trip(m);
     jn_ir_module_free(m);
 }
@@ -710,6 +893,159 @@ static void test_foreign_optable(void) {
     CHECK(!m && s == JN_ERR_VALUE && has("relu") && has("slope:f") && has("re-record"));
 }
 
+/* ------------------------------------------------------------------ fuzz */
+/* Random but well-formed traces: random ops over a small pool of tensor ids
+ * (so reads, in-place writes, views and state collide), repeated blocks with
+ * random counts (loops), syncs and decisions.  The analyzer must return a
+ * verified module or an error with a message; never crash (ASan). */
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t xr(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int rnd(int n) { return (int)(xr() % (uint64_t)n); }
+
+/* Every tensor id keeps one random type for life (as real tensors do), unless
+ * `wild` rounds mix them up on purpose. */
+static jn_db_tref types[4096];
+static int wild;
+
+static jn_db_tref rand_tref(int64_t id, int role) {
+    if (!wild && id > 0 && id < 4096 && types[id].id == id) {
+        jn_db_tref r = types[id];
+        r.role = (uint8_t)role;
+        return r;
+    }
+    int nd = rnd(3);
+    jn_db_tref r = T(id, role, 0);
+    r.ndim = (uint8_t)nd;
+    int64_t s = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        r.shape[d] = 1 + rnd(3);
+        r.strides[d] = s;
+        s *= r.shape[d];
+    }
+    if (!rnd(10)) r.dtype = JN_I64;
+    if (id > 0 && id < 4096) types[id] = r;
+    return r;
+}
+
+/* One op of a fuzz program, replayed with fresh ids where it creates tensors. */
+typedef struct {
+    jn_op op;
+    int64_t site;
+    int nin, inplace, out_pool;       /* out_pool: writes pool tensor out_id (else a fresh one) */
+    int64_t in_id[8], out_id;
+    int in_role[8];
+    double scalar[8];
+    jn_attrs a;
+} recipe;
+
+static void rand_recipe(recipe *r, const int64_t *sites) {
+    static const jn_op ops[] = {JN_OP_add, JN_OP_mul, JN_OP_relu, JN_OP_tanh, JN_OP_view, JN_OP_select,
+                                JN_OP_sum, JN_OP_copy_, JN_OP_stack, JN_OP_full, JN_OP_cat, JN_OP_randn};
+    memset(r, 0, sizeof *r);
+    r->op = ops[rnd((int)(sizeof ops / sizeof ops[0]))];
+    const jn_opinfo *info = jn_op_info(r->op);
+    r->site = sites[rnd(4)];
+    r->nin = info->nin + ((info->flags & JN_F_VARIADIC) ? rnd(3) : 0);
+    for (int i = 0; i < r->nin; i++) {
+        int k = rnd(10);
+        r->in_role[i] = k == 0 ? JN_TR_SCALAR : k == 1 ? JN_TR_PARAM : k == 2 ? JN_TR_HOST : JN_TR_TEMP;
+        r->in_id[i] = 1 + rnd(12);
+        r->scalar[i] = rnd(3);
+    }
+    r->inplace = (info->flags & JN_F_INPLACE) || (!rnd(5) && r->nin && r->in_role[0] != JN_TR_SCALAR);
+    r->out_pool = !r->inplace && !rnd(3);
+    r->out_id = 1 + rnd(12);
+    for (int k = 0; k < info->nattrs; k++) {
+        switch (info->attr_kind[k]) {
+        case JN_A_INT: r->a.a[k].i = rnd(4) - 1; break;
+        case JN_A_FLOAT: r->a.a[k].f = rnd(3) * 0.5; break;
+        case JN_A_BOOL: r->a.a[k].i = rnd(2); break;
+        case JN_A_DTYPE: r->a.a[k].i = -1; break;
+        default:
+            r->a.a[k].l.n = rnd(3);
+            for (int j = 0; j < r->a.a[k].l.n; j++) r->a.a[k].l.v[j] = rnd(5) - 1;
+        }
+    }
+}
+
+static void play(tb *t, const recipe *r, int64_t *next_id, int iter) {
+    const jn_opinfo *info = jn_op_info(r->op);
+    jn_db_tref in[8], out[2];
+    for (int i = 0; i < r->nin; i++)
+        in[i] = r->in_role[i] == JN_TR_SCALAR ? S((*next_id)++, r->scalar[i], 1)
+                                               : rand_tref(r->in_id[i], r->in_role[i]);
+    if (r->inplace && r->in_role[0] != JN_TR_SCALAR) out[0] = in[0];
+    else out[0] = rand_tref(r->out_pool ? r->out_id : (*next_id)++, 0);
+    jn_attrs a = r->a;
+    if (r->op == JN_OP_select) a.a[1].i = iter; /* an index that moves with the iteration */
+    op(t, r->op, r->site, &a, r->nin, in, info->nout, out, r->inplace && r->in_role[0] != JN_TR_SCALAR);
+}
+
+static void test_fuzz(void) {
+    int ok = 0, refused = 0, loops = 0, rounds = getenv("JN_AN_FUZZ_ROUNDS") ? atoi(getenv("JN_AN_FUZZ_ROUNDS")) : 60;
+    for (int round = 0; round < rounds; round++) {
+        tb t;
+        memset(types, 0, sizeof types);
+        wild = round % 3 == 0;
+        tb_open(&t, "fuzz.db", NULL, NULL);
+        int64_t sites[4] = {site(&t, 80), site(&t, 81), site(&t, 82), site(&t, 83)};
+        int64_t next_id = 100;
+        recipe pre[8], body[4], post[4];
+        int plen = 1 + rnd(6), blen = 1 + rnd(4), qlen = rnd(4);
+        for (int i = 0; i < plen; i++) rand_recipe(&pre[i], sites);
+        for (int i = 0; i < blen; i++) rand_recipe(&body[i], sites);
+        for (int i = 0; i < qlen; i++) rand_recipe(&post[i], sites);
+        for (int st = 0; st < 5; st++) {
+            for (int i = 0; i < plen; i++) play(&t, &pre[i], &next_id, 0);
+            int reps = 2 + rnd(3);
+            for (int r = 0; r < reps; r++) {
+                if (!rnd(4)) decision(&t, sites[0], JN_DEC_LOOP, 1);
+                for (int i = 0; i < blen; i++) play(&t, &body[i], &next_id, r);
+            }
+            if (!rnd(3)) sync_ev(&t, JN_SYNC_ITEM, sites[1], 1 + rnd(12));
+            for (int i = 0; i < qlen; i++) play(&t, &post[i], &next_id, 0);
+            end_step(&t);
+        }
+        tb_close(&t);
+        jn_status s = JN_OK;
+        jn_ir_module *m = analyze("fuzz.db", &s, NULL);
+        if (m) {
+            ok++;
+            for (int k = 0; k < m->ngraphs; k++) loops += m->graphs[k]->nloops;
+            CHECK(jn_ir_verify_module(m) == JN_OK);
+            char *a = ir_text(m);
+            jn_ir_module *p = NULL;
+            CHECK(jn_ir_parse(a, strlen(a), &p) == JN_OK);
+            if (p) {
+                char *b = ir_text(p);
+                CHECK(!strcmp(a, b));
+                free(b);
+            }
+            jn_ir_module_free(p);
+            free(a);
+            jn_ir_module_free(m);
+        } else {
+            refused++;
+            CHECK(s != JN_OK && jn_errmsg()[0]);
+            if (strstr(jn_errmsg(), "internal error")) {
+                fprintf(stderr, "  fuzz round %d: %s\n", round, jn_errmsg());
+                char cmd[700];
+                snprintf(cmd, sizeof cmd, "cp %s /tmp/jn_an_fuzz_fail.db", tmp("fuzz.db"));
+                if (system(cmd) != 0) fprintf(stderr, "  (could not keep the store)\n");
+            }
+            CHECK(!strstr(jn_errmsg(), "internal error"));
+        }
+    }
+    CHECK(ok > rounds / 2);
+    if (getenv("JN_AN_FUZZ_ROUNDS")) fprintf(stderr, "fuzz: %d analyzed (%d loops), %d refused\n", ok, loops, refused);
+    (void)refused;
+}
+
 /* An empty store is an empty module, not an error. */
 static void test_empty(void) {
     tb t;
@@ -731,12 +1067,16 @@ int main(void) {
     make_optable();
     test_batch_symbol();
     test_loop();
+    test_loop_reverse();
+    test_loop_constant();
     test_variants();
     test_scalars();
     test_state();
+    test_reshape_splice();
     test_corrupt();
     test_foreign_optable();
     test_empty();
+    test_fuzz();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

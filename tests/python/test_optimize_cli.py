@@ -169,3 +169,48 @@ def test_refusals(tmp_path, recorded):
     assert r.returncode == 2
     r = janus("optimize", "--help")
     assert r.returncode == 0 and r.stdout.startswith("usage: janus optimize")
+
+
+# A Python loop over time steps whose count varies per step: an IR loop with
+# a trip-count symbol, the hidden state as a carry, the per-step outputs
+# collected and stacked.
+RNN = """
+import janus
+janus.manual_seed(0)
+W = janus.randn(4, 4)
+for T in [3, 5, 4, 6, 3, 5]:
+    x = janus.randn(2, T, 4)
+    h = janus.zeros(2, 4)
+    outs = []
+    for t in range(T):
+        h = janus.tanh(x[:, t] @ W + h)
+        outs.append(h)
+    y = janus.stack(outs, 1)
+    print(round(float(y.sum()), 4))
+    janus.step()
+"""
+
+
+def test_loop_end_to_end(tmp_path):
+    s = tmp_path / "rnn.py"
+    s.write_text(RNN)
+    db = tmp_path / "rnn.db"
+    r = janus("record", "--db", str(db), "--", sys.executable, str(s), cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    r = janus("optimize", "--dump-ir", str(db))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"janus optimize: \d+ graphs? .* 1 loop,", r.stderr), r.stderr
+    g = [b for h, b in graphs(r.stdout).values() if "support=5" in h]
+    assert len(g) == 1, r.stdout
+    body = g[0]
+    loop = [l for l in body if l.startswith("loop ")]
+    assert len(loop) == 1, body
+    m = re.match(r"loop L0 trip=(s\d+) ivar=(i\d+) \{", loop[0])
+    assert m, loop
+    trip, ivar = m.groups()
+    assert any(l.startswith(f"sym {trip} dim 3..6") for l in body)
+    assert any(l.startswith("carry ") for l in body)
+    assert any(l.startswith("collect ") for l in body)
+    assert any(f"select(" in l and f"index={ivar}" in l for l in body)
+    assert any(l.startswith(f"guard trip L0 in 3..6") for l in body)
+    assert any(f"[2, {trip}, 4]" in l for l in body)  # the stacked outputs

@@ -154,9 +154,15 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
             }
         }
         if (k > 0) {
+            /* the last branch before the divergence; else the last loop
+             * decision (variants that differ in a trip count) */
+            int64_t loop_site = 0;
             s[k].diverge = best;
-            for (int32_t d = 0; d < e->ndecs; d++)
-                if (e->decs[d].kind == JN_DEC_BRANCH && e->decs[d].pos <= best) s[k].decided = e->decs[d].site;
+            for (int32_t d = 0; d < e->ndecs && e->decs[d].pos <= best; d++) {
+                if (e->decs[d].kind == JN_DEC_BRANCH) s[k].decided = e->decs[d].site;
+                if (e->decs[d].kind == JN_DEC_LOOP) loop_site = e->decs[d].site;
+            }
+            if (!s[k].decided) s[k].decided = loop_site;
         }
         for (int32_t i = 0; i < s[k].nex; i++) c->ex[s[k].ex[i]].structure = (int32_t)k;
     }

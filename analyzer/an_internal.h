@@ -301,6 +301,8 @@ typedef struct an_gen {
     int32_t *coll_out;        /* template op -> the collect it consumes (IR value), -1 */
     int32_t *ivar, *irloop;   /* per template loop: its induction symbol, its IR loop */
     int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
+    char what[96];            /* what the dim or int being generalized is, for guard notes */
+    const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
 } an_gen;
 
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g);

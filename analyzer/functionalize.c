@@ -14,9 +14,15 @@
  * is kept for Python (`keep`).
  *
  * Views are ordinary functional nodes, which is only right while nothing
- * writes through an alias: a write INTO a view (or into an external tensor
- * that is itself a strided view) and a read of a view after its base was
- * written are recorded as the reason the segment cannot be captured.
+ * writes through an alias.  A write INTO a view taken directly from its base
+ * is spliced back (splice(): the base's new value rebuilt from the view's
+ * with slice/cat, view, transpose or permute, ops the analyzer adds); any
+ * other write through a view (a strided slice, a view of a view, an
+ * external tensor that is itself a strided view), a read of a view after its
+ * base was written, and a tensor whose dtype or shape changes are recorded
+ * as the reason the segment cannot be captured.  A tensor is never followed
+ * through a view chain the recorder did not see (autograd's saved aliases
+ * have ids of their own).
  *
  * What may still vary between segments with the same canonical form goes
  * to slots instead of the key: int attributes and int-list elements (slice
@@ -391,7 +397,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                     if (d >= 0 && d < bt->ndim) {
                         int64_t size = bt->shape[d], s = va[1].i < 0 ? va[1].i + size : va[1].i;
                         if (x->op == JN_OP_slice && va[3].i == 1 && r->ndim == bt->ndim && s >= 0 &&
-                            s + r->shape[d] <= size) {
+                            s <= size && r->shape[d] <= size - s) {
                             td->splice = 1;
                             td->vlen = r->shape[d];
                         } else if (x->op == JN_OP_select && s >= 0 && s < size && r->ndim + 1 == bt->ndim) {
@@ -402,9 +408,9 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                     }
                 } else if (base == in0 && c->ids[in0].type_ref >= 0) {
                     const an_ref *bt = &e->refs[c->ids[in0].type_ref];
-                    int64_t nb = 1, nr = 1;
-                    for (int k = 0; k < bt->ndim; k++) nb *= bt->shape[k];
-                    for (int k = 0; k < r->ndim; k++) nr *= r->shape[k];
+                    uint64_t nb = 1, nr = 1; /* unsigned: garbage sizes must not overflow */
+                    for (int k = 0; k < bt->ndim; k++) nb *= (uint64_t)bt->shape[k];
+                    for (int k = 0; k < r->ndim; k++) nr *= (uint64_t)r->shape[k];
                     if ((x->op == JN_OP_view || x->op == JN_OP_squeeze || x->op == JN_OP_unsqueeze) && nb == nr &&
                         !bt->noncontig) {
                         td->splice = 3;

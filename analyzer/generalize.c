@@ -40,7 +40,10 @@ int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t l
     if (kind == JN_IR_SYM_RNG) snprintf(name, sizeof name, "rng");
     else snprintf(name, sizeof name, "%s%d", prefix, (*ctr)++);
     an_use_site(G->c, site);
-    return jn_ir_sym_add(G->g, name, kind, lo, hi, site);
+    int32_t s = jn_ir_sym_add(G->g, name, kind, lo, hi, site);
+    if (s >= 0 && !an_grow(&G->sym_note, &G->capnote, s + 1, sizeof *G->sym_note))
+        G->sym_note[s] = G->what[0] ? jn_ir_intern(G->g, G->what) : NULL;
+    return s;
 }
 
 static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
@@ -67,7 +70,9 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
     int m = G->m;
     int same = 1;
     for (int e = 1; e < m && same; e++) same = vec[e] == vec[0];
-    if (same) return vec[0];
+    /* a constant the IR cannot hold as one (it would read as an expression
+     * reference) becomes a symbol of that single value */
+    if (same && !jn_ir_is_expr(vec[0])) return vec[0];
     for (int64_t k = 0; k < G->ncands; k++) {
         const int64_t *cv = G->cands[k].vec;
         if (!cv) continue;
@@ -84,11 +89,14 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
     /* c*s */
     for (int64_t k = 0; k < G->ncands; k++) {
         const int64_t *cv = G->cands[k].vec;
-        if (!cv || cv[0] == 0 || vec[0] % cv[0]) continue;
+        if (!cv || cv[0] == 0 || cv[0] == -1 || vec[0] % cv[0]) continue;
         int64_t q = vec[0] / cv[0];
-        if (q == 0 || q == 1) continue;
+        if (q == 0 || q == 1 || jn_ir_is_expr(q)) continue;
         int ok = 1;
-        for (int e = 0; e < m && ok; e++) ok = cv[e] * q == vec[e];
+        for (int e = 0; e < m && ok; e++) {
+            int64_t x;
+            ok = !__builtin_mul_overflow(cv[e], q, &x) && x == vec[e];
+        }
         if (ok) return remember(G, jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, q), vec, err);
     }
     /* s1*s2 */
@@ -97,16 +105,23 @@ jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t
             const int64_t *a = G->cands[k].vec, *b = G->cands[l].vec;
             if (!a || !b) continue;
             int ok = 1;
-            for (int e = 0; e < m && ok; e++) ok = a[e] * b[e] == vec[e];
+            for (int e = 0; e < m && ok; e++) {
+                int64_t x;
+                ok = !__builtin_mul_overflow(a[e], b[e], &x) && x == vec[e];
+            }
             if (ok) return remember(G, jn_ir_dim_op(G->g, JN_IR_E_MUL, G->cands[k].d, G->cands[l].d), vec, err);
         }
     /* s+c, s-c */
     for (int64_t k = 0; k < G->ncands; k++) {
         const int64_t *cv = G->cands[k].vec;
         if (!cv) continue;
-        int64_t q = vec[0] - cv[0];
+        int64_t q;
+        if (__builtin_sub_overflow(vec[0], cv[0], &q) || jn_ir_is_expr(q) || jn_ir_is_expr(-q)) continue;
         int ok = 1;
-        for (int e = 0; e < m && ok; e++) ok = cv[e] + q == vec[e];
+        for (int e = 0; e < m && ok; e++) {
+            int64_t x;
+            ok = !__builtin_add_overflow(cv[e], q, &x) && x == vec[e];
+        }
         if (ok)
             return remember(G, q > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, G->cands[k].d, q)
                                      : jn_ir_dim_op(G->g, JN_IR_E_SUB, G->cands[k].d, -q), vec, err);
@@ -145,6 +160,19 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
         G->vec[e] = x->first;
     }
     jn_ir_dim b = 0;
+    const an_op *o0 = eop(G, 0, t);
+    const jn_opinfo *info = jn_op_info((jn_op)o0->op);
+    for (int k = 0, n = 0; k < info->nattrs; k++) {
+        int w = info->attr_kind[k] == JN_A_INTS ? o0->attr0 >= 0 ? G->E[0]->attrv[o0->attr0 + k].l.n : 0
+                : info->attr_kind[k] == JN_A_INT ? 1 : 0;
+        if (s >= n && s < n + w) {
+            if (info->attr_kind[k] == JN_A_INTS)
+                snprintf(G->what, sizeof G->what, "%s[%d] of %s", info->attr_name[k], s - n, info->name);
+            else
+                snprintf(G->what, sizeof G->what, "%s of %s", info->attr_name[k], info->name);
+        }
+        n += w;
+    }
     if (!varied) {
         b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
     } else {
@@ -160,9 +188,11 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
         for (int64_t k = 0; k < G->ncands && !found; k++) {
             const an_cand *cd = &G->cands[k];
             if (!cd->firsts || cd->hdelta != hd) continue;
-            int64_t off = G->vec[0] - cd->firsts[0];
+            int64_t off, x;
+            if (__builtin_sub_overflow(G->vec[0], cd->firsts[0], &off) || jn_ir_is_expr(off) || jn_ir_is_expr(-off))
+                continue;
             int ok = 1;
-            for (int e = 1; e < G->m && ok; e++) ok = G->vec[e] - cd->firsts[e] == off;
+            for (int e = 1; e < G->m && ok; e++) ok = !__builtin_sub_overflow(G->vec[e], cd->firsts[e], &x) && x == off;
             if (!ok || (cd->hseq == hs) != (off == 0)) continue;
             b = off == 0 ? cd->d
                 : off > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, cd->d, off) : jn_ir_dim_op(G->g, JN_IR_E_SUB, cd->d, -off);
@@ -203,9 +233,14 @@ static int fslot_varies(an_gen *G, int32_t t, int32_t s, double *first) {
 
 /* Symbolic shape of ref q of template op t. */
 static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape) {
-    const an_ref *r0 = &G->E[0]->refs[eop(G, 0, t)->ref0 + q];
+    const an_op *o = eop(G, 0, t);
+    const an_ref *r0 = &G->E[0]->refs[o->ref0 + q];
     jn_status err = JN_OK;
     for (int d = 0; d < r0->ndim; d++) {
+        if (q >= o->nin) /* inputs: jn_ir_guard_explain names the input itself */
+            snprintf(G->what, sizeof G->what, "dim %d of the output of %s", d, an_op_name(o->op));
+        else
+            G->what[0] = 0;
         for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[eop(G, e, t)->ref0 + q].shape[d];
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
         if (err) return err;
@@ -324,6 +359,7 @@ static jn_status gen_node(an_gen *G, int32_t t) {
                         if (x->lo < lo) lo = x->lo;
                         if (x->hi > hi) hi = x->hi;
                     }
+                    snprintf(G->what, sizeof G->what, "the Philox offset at the first random op (%s)", info->name);
                     if ((G->rng = an_gen_sym(G, "rng", JN_IR_SYM_RNG, lo, hi, o->site)) < 0) return nomem();
                     a.a[k].i = jn_ir_sym_dim(G->g, G->rng);
                     is++;
@@ -371,6 +407,7 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
         if (TL->count[e] < lo) lo = TL->count[e];
         if (TL->count[e] > hi) hi = TL->count[e];
     }
+    snprintf(G->what, sizeof G->what, "the trip count of a loop");
     jn_ir_dim trip = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
     if (err) return err;
     int32_t iv = an_gen_sym(G, "i", JN_IR_SYM_IVAR, 0, hi - 1, site);
@@ -586,5 +623,6 @@ done:
     free(G.irloop);
     free(G.trip_lo);
     free(G.trip_hi);
+    free(G.sym_note);
     return err;
 }

@@ -72,6 +72,7 @@ jn_status an_guard_symbols(an_gen *G) {
         q.lo = y->lo;
         q.hi = y->hi;
         q.site = y->site;
+        q.note = k < G->capnote ? G->sym_note[k] : NULL;
         if (jn_ir_guard_add(g, &q) < 0) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
         G->c->st->guards++;
         G->c->st->symbols++;

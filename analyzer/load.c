@@ -167,11 +167,11 @@ static void compact(an_tref *o, const jn_db_tref *t) {
     o->role = t->role;
     o->pytype = t->pytype;
     memcpy(o->shape, t->shape, sizeof(int64_t) * t->ndim);
-    int64_t s = 1;
+    uint64_t s = 1; /* unsigned: garbage sizes must not overflow */
     o->contig = t->offset == 0;
     for (int d = t->ndim - 1; d >= 0 && o->contig; d--) {
-        if (t->shape[d] != 1 && t->strides[d] != s) o->contig = 0;
-        s *= t->shape[d];
+        if (t->shape[d] != 1 && (uint64_t)t->strides[d] != s) o->contig = 0;
+        s *= (uint64_t)t->shape[d];
     }
 }
 
@@ -232,7 +232,8 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
             o->nin = e.nin;
             o->nout = e.nout;
             o->ref0 = b->ntr;
-            for (int i = 0; i < e.nin + e.nout; i++) compact(&b->tr[b->ntr++], i < e.nin ? &e.in[i] : &e.out[i - e.nin]);
+            for (int i = 0; i < e.nin + e.nout; i++)
+                compact(&b->tr[b->ntr++], i < e.nin ? &e.in[i] : &e.out[i - e.nin]);
         } else if (e.kind == JN_EV_SYNC) {
             o->sync_kind = e.sync_kind;
             o->value = e.value;

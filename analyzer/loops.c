@@ -259,7 +259,10 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     const an_islot *a = &x->islots[ok->islot0 + s], *a0 = &x->islots[o0->islot0 + s];
                     if (a->varied || a0->varied) return "an int attribute in a loop body varies between segments";
                     int64_t slope = T->slope[E0op->islot0 + s];
-                    if (a->first != a0->first + slope * it)
+                    if (jn_ir_is_expr(slope)) return "an int attribute is not affine in the loop iteration";
+                    int64_t step, want;
+                    if (__builtin_mul_overflow(slope, (int64_t)it, &step) ||
+                        __builtin_add_overflow(a0->first, step, &want) || a->first != want)
                         return "an int attribute is not affine in the loop iteration";
                 }
                 int32_t nfs = n_fslots(x, oi);
@@ -469,8 +472,8 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
             int32_t o = TL->estart[0] + j;
             nrel += E0->ops[o].nin;
             for (int32_t s = 0; s < n_islots(E0, o); s++)
-                T->slope[E0->ops[o].islot0 + s] =
-                    E0->islots[E0->ops[o + TL->p].islot0 + s].first - E0->islots[E0->ops[o].islot0 + s].first;
+                T->slope[E0->ops[o].islot0 + s] = (int64_t)((uint64_t)E0->islots[E0->ops[o + TL->p].islot0 + s].first -
+                                                            (uint64_t)E0->islots[E0->ops[o].islot0 + s].first);
         }
     }
     if (!(rels = calloc((size_t)nrel + 1, sizeof *rels))) goto nomem;

@@ -85,6 +85,12 @@ int64_t *an_map_get(an_map *m, uint64_t k, int64_t dflt, int *isnew) {
 }
 
 void an_map_clear(an_map *m) {
+    if (m->cap > 1024 && (size_t)m->n * 8 < m->cap) {
+        /* a map one huge segment grew: clearing it for every small one after
+         * would cost its size each time; start small again */
+        an_map_free(m);
+        return;
+    }
     if (m->n) memset(m->used, 0, m->cap);
     m->n = 0;
 }

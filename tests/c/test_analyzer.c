@@ -921,11 +921,11 @@ static jn_db_tref rand_tref(int64_t id, int role) {
     int nd = rnd(3);
     jn_db_tref r = T(id, role, 0);
     r.ndim = (uint8_t)nd;
-    int64_t s = 1;
+    uint64_t s = 1;
     for (int d = nd - 1; d >= 0; d--) {
-        r.shape[d] = 1 + rnd(3);
-        r.strides[d] = s;
-        s *= r.shape[d];
+        r.shape[d] = wild && !rnd(4) ? (int64_t)(xr() >> 1) : 1 + rnd(3);
+        r.strides[d] = (int64_t)(s & 0x3fffffffffffffffull);
+        s *= (uint64_t)r.shape[d];
     }
     if (!rnd(10)) r.dtype = JN_I64;
     if (id > 0 && id < 4096) types[id] = r;
@@ -962,13 +962,13 @@ static void rand_recipe(recipe *r, const int64_t *sites) {
     r->out_id = 1 + rnd(12);
     for (int k = 0; k < info->nattrs; k++) {
         switch (info->attr_kind[k]) {
-        case JN_A_INT: r->a.a[k].i = rnd(4) - 1; break;
+        case JN_A_INT: r->a.a[k].i = wild && !rnd(3) ? (int64_t)xr() : rnd(4) - 1; break;
         case JN_A_FLOAT: r->a.a[k].f = rnd(3) * 0.5; break;
         case JN_A_BOOL: r->a.a[k].i = rnd(2); break;
         case JN_A_DTYPE: r->a.a[k].i = -1; break;
         default:
             r->a.a[k].l.n = rnd(3);
-            for (int j = 0; j < r->a.a[k].l.n; j++) r->a.a[k].l.v[j] = rnd(5) - 1;
+            for (int j = 0; j < r->a.a[k].l.n; j++) r->a.a[k].l.v[j] = wild && !rnd(3) ? (int64_t)xr() : rnd(5) - 1;
         }
     }
 }

@@ -110,6 +110,12 @@ class Graph:
     def int(self, key):
         return int(self.attrs[key])
 
+    def steps_lo(self):
+        return int(self.attrs["steps"].split("..")[0])
+
+    def steps_hi(self):
+        return int(self.attrs["steps"].split("..")[1])
+
     def decided(self):
         d = self.attrs.get("decided")
         return int(d[1:]) if d else None

@@ -1,0 +1,37 @@
+"""Dynamic feature: the sequence length varies per batch.
+
+An embedding feeds an RNNCell unrolled by a Python `for` loop over time
+steps; T cycles through 3..8, so the unrolled forward (and its backward) is
+a loop whose trip count is a symbol, and T is a `dim` symbol of the batch.
+24 optimizer steps."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import janus  # noqa: E402
+import janus.nn as nn  # noqa: E402
+import janus.nn.functional as F  # noqa: E402
+
+VOCAB, EMB, HID, BATCH = 20, 8, 16, 4
+janus.manual_seed(0)
+embed = nn.Embedding(VOCAB, EMB)
+cell = nn.RNNCell(EMB, HID)
+head = nn.Linear(HID, VOCAB)
+params = list(embed.parameters()) + list(cell.parameters()) + list(head.parameters())
+opt = janus.optim.Adam(params, lr=0.01)
+data = janus.randint(0, VOCAB, (BATCH, 9))
+for step in range(24):
+    T = 3 + (step * 5) % 6
+    seq = data[:, :T + 1]
+    x = embed(seq[:, :T])
+    h = janus.zeros(BATCH, HID)
+    outs = []
+    for t in range(T):
+        h = cell(x[:, t], h)
+        outs.append(head(h))
+    logits = janus.stack(outs, 1)
+    loss = F.cross_entropy(logits.reshape(-1, VOCAB), seq[:, 1:].reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print("done")

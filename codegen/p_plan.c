@@ -134,9 +134,11 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
                 /* in place: an external input of this node/kernel dying here */
                 for (int32_t m = first; m <= p && inplace_ok && pick < 0; m++) {
                     if (g->nodes[m].kernel != k || (k < 0 && m != p)) continue;
-                    /* a table op that writes its input 0 (uniform_, copy_) may only reuse that one */
-                    int nin = k < 0 && (pfl & JN_F_INPLACE) ? 1 : g->nodes[m].nin;
-                    for (int i = 0; i < nin && pick < 0; i++) {
+                    /* a table op that writes its inputs in place (uniform_, copy_; adam_
+                     * writes inputs 0..nout-1) may only give output j input j's slot */
+                    int lo = 0, hi = g->nodes[m].nin;
+                    if (k < 0 && (pfl & JN_F_INPLACE)) lo = j, hi = j + 1 < hi ? j + 1 : hi;
+                    for (int i = lo; i < hi && pick < 0; i++) {
                         int32_t w = g->nodes[m].in[i], s = vslot[w];
                         if (s < 0 || slots[s].owner != w || last[w] != p || viewed[w] || !cg_same_type(g, v, w)) continue;
                         int32_t wd = cg_def(g, w);

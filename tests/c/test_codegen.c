@@ -889,6 +889,8 @@ static int to_arena(const jn_ir_graph *g, const int64_t *sv, jn_tensor **t, int3
 
 /* Runs node n of g: inputs from val, output tensors into val; with an
  * arena, planned outputs are copied to their offset and read from there. */
+static jn_tensor *clone(jn_tensor *t);
+
 static int run_node(const jn_ir_graph *g, const int64_t *sv, jn_tensor **val, int32_t n, char *arena) {
     const jn_ir_node *x = &g->nodes[n];
     const jn_opinfo *info = jn_op_info(x->op);
@@ -906,9 +908,16 @@ static int run_node(const jn_ir_graph *g, const int64_t *sv, jn_tensor **val, in
     }
     jn_tensor *in[JN_MAX_INS], *o[JN_MAX_OUTS] = {0};
     for (int k = 0; k < x->nin; k++) ok &= (in[k] = val[x->in[k]]) != NULL; /* NULL: read before it was made */
+    /* IR nodes are functional: an in-place table op (uniform_, adam_ writing
+     * inputs 0..nout-1) works on copies, so its input values stay intact */
+    jn_tensor *copies[JN_MAX_OUTS] = {0};
+    if (ok && (info->flags & JN_F_INPLACE))
+        for (int k = 0; ok && k < x->nout && k < x->nin; k++) ok = (in[k] = copies[k] = clone(in[k])) != NULL;
     if (ok && (info->flags & JN_F_RAND)) /* the dispatcher takes (seed, offset) from the generator */
         jn_rng_set_state((uint64_t)a.a[jn_op_attr_index(x->op, "seed")].i, (uint64_t)a.a[jn_op_attr_index(x->op, "offset")].i);
     ok = ok && jn_dispatch(x->op, x->nin, in, &a, o) == JN_OK;
+    for (int k = 0; k < JN_MAX_OUTS; k++)
+        if (copies[k]) jn_tensor_decref(copies[k]);
     if (!ok && getenv("CG_DEBUG")) fprintf(stderr, "graph %s node %d (%s): %s\n", g->name, n, info->name, jn_errmsg());
     for (int k = 0; k < x->nout; k++) {
         const jn_ir_value *t = &g->values[x->out[k]];

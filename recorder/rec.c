@@ -4,15 +4,18 @@
  * The hook runs after every op.  It asks the Python layer for the call site
  * (a callback, cached there), encodes one JN_EV_OP event into the step's
  * buffer, counts the op, folds (op, attrs, call site) into the step's
- * signature hash and updates the shape / argument-type summaries.  Errors
+ * signature hash and updates the shape / argument-type summaries (one
+ * probe when the op's (op, call site, input shapes) key was seen in an
+ * earlier step).  Errors
  * inside the hook cannot be returned through the dispatcher, so the first
  * one is kept (jn_rec_pending_error) and recording stops; the user's program
  * runs on.  jn_rec_end_step() moves the step's buffers into a queue that a
  * writer thread drains through jn_db_write_step (one transaction per step):
  * the SQLite commit (about half a millisecond) then overlaps the next
- * training step instead of adding to it.  The queue is short (backpressure
- * at JN_REC_QUEUE steps), so a SIGKILL loses at most those uncommitted
- * steps; jn_rec_stop() drains it.  One mutex serializes every use of the
+ * training step instead of adding to it; the writer is woken per batch of
+ * JN_REC_BATCH steps (or every JN_REC_TICK_MS), not per step.  The queue is
+ * short (backpressure at JN_REC_QUEUE steps), so a SIGKILL loses at most
+ * those uncommitted steps; jn_rec_stop() drains it.  One mutex serializes every use of the
  * store handle (the writer's step writes, the Python thread's interning).
  * A forked child stops recording (it would write the parent's run).
  */

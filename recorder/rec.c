@@ -21,8 +21,14 @@
  */
 #include "jn_rec.h"
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,11 +238,14 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     const jn_opinfo *info = jn_op_info(op);
     jn_rec_site site = *sp;
     jn_db_tref tin[JN_MAX_INS], tout[JN_MAX_OUTS];
+    /* only what the encoder reads for an op event: the event struct is
+     * large (every attribute slot), and clearing/copying it all per op showed */
     jn_db_event ev;
-    memset(&ev, 0, sizeof ev);
     ev.kind = JN_EV_OP;
     ev.op = (uint32_t)op;
-    ev.attrs = *a;
+    assert(info->nattrs <= JN_MAX_ATTRS);
+    memcpy(ev.attrs.a, a->a, sizeof(jn_attr) * (size_t)info->nattrs);
+    memset(ev.attr_kind, 0, sizeof ev.attr_kind);
     ev.nattrs = (uint8_t)info->nattrs;
     ev.nin = (uint8_t)nin;
     ev.nout = (uint8_t)nout;
@@ -244,7 +253,6 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     ev.out = tout;
     ev.callsite = site.callsite;
     ev.stack = site.stack;
-    ev.value = NAN;
     int64_t maxin = 0;
     for (int i = 0; i < nin; i++) {
         fill_tref(&tin[i], in[i], 0);
@@ -450,6 +458,13 @@ static void pending_free(pending *p) {
  * outruns it the per-commit cost is shared by the batch. */
 static void *writer_main(void *arg) {
     (void)arg;
+#ifdef __linux__
+    /* Below the training threads: on a machine with few cores the writer
+     * otherwise preempts a compute thread mid-op (the training loop then
+     * waits for it); it still runs whenever a core is free, and the queue's
+     * backpressure keeps it from falling behind for long. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10)) { /* best effort */ }
+#endif
     pending *batch[JN_REC_QUEUE];
     jn_db_step steps[JN_REC_QUEUE];
     pthread_mutex_lock(&q_mu);

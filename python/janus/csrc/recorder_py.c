@@ -372,6 +372,10 @@ static int iframe_layout_ok(void) {
 
 static void hook_install(void) {
     epoch++;
+    /* JANUS_RECORD_EVAL_HOOK=0: the portable path (to compare, or if a
+     * tool that swaps frame evaluation later misbehaves with it) */
+    const char *e = getenv("JANUS_RECORD_EVAL_HOOK");
+    if (e && !strcmp(e, "0")) return;
     PyInterpreterState *in = PyInterpreterState_Get();
     if (hook_on || _PyInterpreterState_GetEvalFrameFunc(in) != _PyEval_EvalFrameDefault || !iframe_layout_ok())
         return;

@@ -6,17 +6,17 @@
  * buffer, counts the op, folds (op, attrs, call site) into the step's
  * signature hash and updates the shape / argument-type summaries (one
  * probe when the op's (op, call site, input shapes) key was seen in an
- * earlier step).  Errors
- * inside the hook cannot be returned through the dispatcher, so the first
- * one is kept (jn_rec_pending_error) and recording stops; the user's program
- * runs on.  jn_rec_end_step() moves the step's buffers into a queue that a
- * writer thread drains through jn_db_write_step (one transaction per step):
- * the SQLite commit (about half a millisecond) then overlaps the next
- * training step instead of adding to it; the writer is woken per batch of
- * JN_REC_BATCH steps (or every JN_REC_TICK_MS), not per step.  The queue is
- * short (backpressure at JN_REC_QUEUE steps), so a SIGKILL loses at most
- * those uncommitted steps; jn_rec_stop() drains it.  One mutex serializes every use of the
- * store handle (the writer's step writes, the Python thread's interning).
+ * earlier step).  Errors inside the hook cannot be returned through the
+ * dispatcher, so the first one is kept (jn_rec_pending_error) and recording
+ * stops; the user's program runs on.  jn_rec_end_step() moves the step's
+ * buffers into a queue that a writer thread drains through
+ * jn_db_write_steps: compression and the SQLite commit then overlap the
+ * next training steps instead of adding to them.  The writer is woken per
+ * batch of JN_REC_BATCH steps (or every JN_REC_TICK_MS) and commits the
+ * batch in one transaction.  The queue is short (backpressure at
+ * JN_REC_QUEUE steps), so a SIGKILL loses at most those uncommitted steps;
+ * jn_rec_stop() drains it.  One mutex serializes every use of the store
+ * handle (the writer's step writes, the Python thread's interning).
  * A forked child stops recording (it would write the parent's run).
  */
 #include "jn_rec.h"

@@ -9,15 +9,16 @@
  * stack.  Both are cached in C tables keyed by code-object pointers (the
  * table holds a reference, so a pointer is never reused), so the hit path is
  * a frame walk plus a few hash probes; on 3.11 the frame-evaluation hook
- * below makes it a comparison of two numbers in the common case.  (2) Control-flow decisions on 3.11:
- * a C trace function that follows line events of user frames only (other
- * frames get f_trace_lines = False at their 'call' event), and turns them
- * into branch outcomes (the line after an `if` line: its fall-through body or
- * not) and loop trip counts (arrivals at a loop's head line while execution
- * stays inside the loop's line range); the frame-evaluation hook keeps the
- * interpreter's tracing off inside non-user frames.  The per-code tables (which lines
- * branch, where loops are) come from janus._record._analyze_code, once per
- * code object.  On 3.12+ sys.monitoring is used instead (janus/_record.py),
+ * below makes it a comparison of two numbers in the common case.
+ * (2) Control-flow decisions on 3.11: a C trace function that follows line
+ * events of user frames only (the frame-evaluation hook keeps the
+ * interpreter's tracing off inside non-user frames; without it they get
+ * f_trace_lines = False at their 'call' event), and turns them into branch
+ * outcomes (the line after an `if` line: its fall-through body or not) and
+ * loop trip counts (arrivals at a loop's head line while execution stays
+ * inside the loop's line range).  The per-code tables (which lines branch,
+ * where loops are) come from janus._record._analyze_code, once per code
+ * object.  On 3.12+ sys.monitoring is used instead (janus/_record.py),
  * feeding the same _rec_decision entry point.  (3) The _C functions the
  * Python layer and the tests use: start/stop, steps, marks, syncs, and
  * _rec_read_step to decode a stored step.

@@ -24,11 +24,6 @@
 #include <assert.h>
 #include <math.h>
 #include <pthread.h>
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,13 +453,6 @@ static void pending_free(pending *p) {
  * outruns it the per-commit cost is shared by the batch. */
 static void *writer_main(void *arg) {
     (void)arg;
-#ifdef __linux__
-    /* Below the training threads: on a machine with few cores the writer
-     * otherwise preempts a compute thread mid-op (the training loop then
-     * waits for it); it still runs whenever a core is free, and the queue's
-     * backpressure keeps it from falling behind for long. */
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10)) { /* best effort */ }
-#endif
     pending *batch[JN_REC_QUEUE];
     jn_db_step steps[JN_REC_QUEUE];
     pthread_mutex_lock(&q_mu);

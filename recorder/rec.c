@@ -432,6 +432,7 @@ static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;  /* the queue below */
 static pthread_cond_t q_work = PTHREAD_COND_INITIALIZER, q_room = PTHREAD_COND_INITIALIZER;
 static pending *q_head, *q_tail;
 static int q_len, q_stop, q_busy, writer_up;
+static int q_flush; /* commit what is queued now, without waiting for a batch */
 static pthread_t writer;
 static clockid_t q_clock = CLOCK_REALTIME; /* of q_work's timed waits */
 static jn_status w_err;              /* first failed write (the writer's message copied) */
@@ -459,7 +460,7 @@ static void *writer_main(void *arg) {
     for (;;) {
         /* woken for a full batch or to stop; otherwise every JN_REC_TICK_MS
          * commits whatever has queued (a slow loop, or the last steps) */
-        while (!q_stop && q_len < JN_REC_BATCH) {
+        while (!q_stop && !q_flush && q_len < JN_REC_BATCH) {
             struct timespec dl;
             clock_gettime(q_clock, &dl);
             dl.tv_nsec += JN_REC_TICK_MS * 1000000L;
@@ -469,6 +470,7 @@ static void *writer_main(void *arg) {
             }
             if (pthread_cond_timedwait(&q_work, &q_mu, &dl) && q_head) break;
         }
+        q_flush = 0;
         if (!q_head) {
             if (q_stop) break; /* stopping and drained */
             continue;
@@ -523,7 +525,10 @@ static jn_status enqueue(pending *p) {
     else q_head = p;
     q_tail = p;
     q_len++;
-    if (q_len >= JN_REC_BATCH) pthread_cond_signal(&q_work);
+    /* the first step is committed at once, alone: a store that fills up
+     * (or a run killed) early still keeps it */
+    if (p->st.step == 0) q_flush = 1;
+    if (q_len >= JN_REC_BATCH || q_flush) pthread_cond_signal(&q_work);
     pthread_mutex_unlock(&q_mu);
     return JN_OK;
 }

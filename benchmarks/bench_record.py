@@ -4,6 +4,12 @@ medians of repeats, reported as the slowdown ratio (target <= 1.2x); and
 the trace store's bytes per 1,000 recorded steps of the MLP example.
 
     JANUS_BUILD_DIR=build python3 benchmarks/bench_record.py [--repeats 5] [--quick]
+        [--examples mlp,lstm] [--compare OTHER_CHECKOUT]
+
+--compare also records with another checkout (its build/ and python/, e.g.
+a `git worktree` of the previous commit), interleaved with the same runs:
+before/after figures under the same load, which on a shared machine moves
+more than the change being measured.
 
 Each measurement is a fresh process (an example with --steps N); the steps/s
 figure is the example's own (training loop only, data loading and the test
@@ -27,17 +33,17 @@ EXAMPLES = [("fashion_mlp.py", 600), ("fashion_cnn.py", 150), ("char_lstm.py", 1
 RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps\)")
 
 
-def env():
+def env(root=ROOT, build=BUILD):
     e = dict(os.environ)
-    e["JANUS_BUILD_DIR"] = BUILD
-    e["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + e.get("PYTHONPATH", "")
+    e["JANUS_BUILD_DIR"] = build
+    e["PYTHONPATH"] = os.path.join(root, "python") + os.pathsep + e.get("PYTHONPATH", "")
     e.pop("JANUS_RECORD_DB", None)
     e.pop("JANUS_RECORD_RUN", None)
     return e
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=ROOT)
+def run(cmd, root=ROOT, build=BUILD):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env(root, build), cwd=ROOT)
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
     m = RATE.search(r.stdout)
@@ -54,35 +60,63 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="a third of the steps (smoke test)")
+    ap.add_argument("--examples", default="",
+                    help="comma-separated subset: mlp, cnn, lstm (default: all three)")
+    ap.add_argument("--compare", metavar="CHECKOUT", default="",
+                    help="also record with this checkout's build/ (before/after in the same runs)")
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"{JANUS} not found: build first (cmake --build build) and set JANUS_BUILD_DIR")
+    other = None
+    if args.compare:
+        croot = os.path.abspath(args.compare)
+        other = (croot, os.path.join(croot, "build"))
+        if not os.path.exists(os.path.join(other[1], "janus")):
+            sys.exit(f"{other[1]}/janus not found: build the --compare checkout first")
+    pick = {"mlp": "fashion_mlp.py", "cnn": "fashion_cnn.py", "lstm": "char_lstm.py"}
+    wanted = [pick.get(x.strip(), x.strip()) for x in args.examples.split(",") if x.strip()]
+    unknown = [x for x in wanted if x not in dict(EXAMPLES)]
+    if unknown:
+        sys.exit(f"--examples: unknown {', '.join(unknown)} (use mlp, cnn, lstm)")
     have_recorder = subprocess.run([sys.executable, "-c", "import importlib.util as u; "
                                     "raise SystemExit(u.find_spec('janus._record') is None)"],
                                    env=env()).returncode == 0
     print(f"janus record overhead  (repeats {args.repeats}, median steps/s; "
           f"recorder {'present' if have_recorder else 'MISSING: only the CLI is measured'})")
-    print(f"{'example':16s} {'steps':>6s} {'eager':>10s} {'recorded':>10s} {'slowdown':>9s}")
+    print(f"{'example':16s} {'steps':>6s} {'eager':>10s} {'recorded':>10s} {'slowdown':>9s}"
+          + (f" {'compared':>10s} {'slowdown':>9s}" if other else ""))
     tmp = tempfile.mkdtemp(prefix="janus-bench-")
     results = {}
     for ex, steps in EXAMPLES:
+        if wanted and ex not in wanted:
+            continue
         if args.quick:
             steps = max(5, steps // 3)
         script = os.path.join(ROOT, "examples", ex)
-        plain, rec = [], []
+        sides = [[], [], []]  # eager, recorded, recorded with --compare
         for i in range(args.repeats):
-            db = os.path.join(tmp, f"{ex}.{i}.db")
-            # Alternate which goes first so drift (thermal, page cache) is shared.
-            order = [0, 1] if i % 2 == 0 else [1, 0]
+            # Rotate which goes first so drift (thermal, page cache) is shared.
+            order = [0, 1, 2] if other else [0, 1]
+            order = order[i % len(order):] + order[:i % len(order)]
             for which in order:
+                db = os.path.join(tmp, f"{ex}.{i}.{which}.db")
+                cmd = [sys.executable, script, "--steps", str(steps)]
                 if which == 0:
-                    plain.append(run([sys.executable, script, "--steps", str(steps)])[0])
+                    sides[0].append(run(cmd)[0])
+                elif which == 1:
+                    sides[1].append(run([JANUS, "record", "--db", db, "--"] + cmd)[0])
                 else:
-                    rec.append(run([JANUS, "record", "--db", db, "--", sys.executable, script,
-                                    "--steps", str(steps)])[0])
-        p, r = statistics.median(plain), statistics.median(rec)
+                    sides[2].append(run([os.path.join(other[1], "janus"), "record", "--db", db, "--"] + cmd,
+                                        *other)[0])
+        p, r = statistics.median(sides[0]), statistics.median(sides[1])
         results[ex] = (p, r)
-        print(f"{ex:16s} {steps:6d} {p:10.1f} {r:10.1f} {p / r:8.2f}x", flush=True)
+        line = f"{ex:16s} {steps:6d} {p:10.1f} {r:10.1f} {p / r:8.2f}x"
+        if other:
+            c = statistics.median(sides[2])
+            line += f" {c:10.1f} {p / c:8.2f}x"
+        print(line, flush=True)
+    if not results:
+        return
 
     # Store size: one fresh store, one MLP run; subtract the store with only
     # an empty run (schema, op table, run row) to get the per-step cost.

@@ -398,6 +398,13 @@ int jn_cli_record(int argc, char **argv) {
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     for (int k = 0; k < 4; k++) sigaction(sigs[k], &sa, &old[k]);
+    /* A blocked signal mask is inherited: a parent that launched us from a
+     * thread with these blocked would leave us deaf to them, never passing
+     * them on.  Unblock them here (the child gets an empty mask anyway). */
+    sigset_t fwd, oldmask;
+    sigemptyset(&fwd);
+    for (int k = 0; k < 4; k++) sigaddset(&fwd, sigs[k]);
+    sigprocmask(SIG_UNBLOCK, &fwd, &oldmask);
 
     int exec_errno = 0, wst = 0;
     pid_t pid = spawn(cmd, &exec_errno);
@@ -411,6 +418,7 @@ int jn_cli_record(int argc, char **argv) {
         child_pid = 0;
     }
     for (int k = 0; k < 4; k++) sigaction(sigs[k], &old[k], NULL);
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
 
     const char *status = "error";
     if (pid < 0) {

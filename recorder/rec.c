@@ -4,20 +4,24 @@
  * The hook runs after every op.  It asks the Python layer for the call site
  * (a callback, cached there), encodes one JN_EV_OP event into the step's
  * buffer, counts the op, folds (op, attrs, call site) into the step's
- * signature hash and updates the shape / argument-type summaries.  Errors
- * inside the hook cannot be returned through the dispatcher, so the first
- * one is kept (jn_rec_pending_error) and recording stops; the user's program
- * runs on.  jn_rec_end_step() moves the step's buffers into a queue that a
- * writer thread drains through jn_db_write_step (one transaction per step):
- * the SQLite commit (about half a millisecond) then overlaps the next
- * training step instead of adding to it.  The queue is short (backpressure
- * at JN_REC_QUEUE steps), so a SIGKILL loses at most those uncommitted
- * steps; jn_rec_stop() drains it.  One mutex serializes every use of the
- * store handle (the writer's step writes, the Python thread's interning).
+ * signature hash and updates the shape / argument-type summaries (one
+ * probe when the op's (op, call site, input shapes) key was seen in an
+ * earlier step).  Errors inside the hook cannot be returned through the
+ * dispatcher, so the first one is kept (jn_rec_pending_error) and recording
+ * stops; the user's program runs on.  jn_rec_end_step() moves the step's
+ * buffers into a queue that a writer thread drains through
+ * jn_db_write_steps: compression and the SQLite commit then overlap the
+ * next training steps instead of adding to them.  The writer is woken per
+ * batch of JN_REC_BATCH steps (or every JN_REC_TICK_MS) and commits the
+ * batch in one transaction.  The queue is short (backpressure at
+ * JN_REC_QUEUE steps), so a SIGKILL loses at most those uncommitted steps;
+ * jn_rec_stop() drains it.  One mutex serializes every use of the store
+ * handle (the writer's step writes, the Python thread's interning).
  * A forked child stops recording (it would write the parent's run).
  */
 #include "jn_rec.h"
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -42,8 +46,30 @@ typedef struct {
     size_t cap, n;
 } kv_map;
 
+/* Word-at-a-time hashing (MurmurHash3's 64-bit block and finalizer steps):
+ * the hook hashes a few words per op, where byte-wise FNV cost a multiply
+ * per byte.  Only for in-memory keys; the stored signature stays FNV. */
+static inline uint64_t wmix(uint64_t h, uint64_t v) {
+    v *= 0x87c37b91114253d5ull;
+    v = (v << 31) | (v >> 33);
+    v *= 0x4cf5ad432745937full;
+    h ^= v;
+    h = (h << 27) | (h >> 37);
+    return h * 5 + 0x52dce729;
+}
+
+static inline uint64_t wfinal(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
 static uint64_t kv_hash(const int64_t *k) {
-    return jn_rec_fnv(JN_REC_FNV_INIT, k, sizeof(int64_t) * 5);
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 5; i++) h = wmix(h, (uint64_t)k[i]);
+    return wfinal(h);
 }
 
 static void kv_free(kv_map *m) {
@@ -150,8 +176,10 @@ static const char *pytype_name(int p) {
 }
 
 /* --------------------------------------------------------------- hook */
+/* Every field the encoder reads is set; shape and strides only up to ndim
+ * (a full memset of the two 8-dim arrays per tensor showed in profiles). */
 static void fill_tref(jn_db_tref *r, const jn_tensor *t, int is_out) {
-    memset(r, 0, sizeof *r);
+    r->pytype = 0;
     r->id = t->id;
     r->version = t->storage ? t->storage->version : 0;
     r->dtype = (uint8_t)t->dtype;
@@ -205,11 +233,14 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     const jn_opinfo *info = jn_op_info(op);
     jn_rec_site site = *sp;
     jn_db_tref tin[JN_MAX_INS], tout[JN_MAX_OUTS];
+    /* only what the encoder reads for an op event: the event struct is
+     * large (every attribute slot), and clearing/copying it all per op showed */
     jn_db_event ev;
-    memset(&ev, 0, sizeof ev);
     ev.kind = JN_EV_OP;
     ev.op = (uint32_t)op;
-    ev.attrs = *a;
+    assert(info->nattrs <= JN_MAX_ATTRS);
+    memcpy(ev.attrs.a, a->a, sizeof(jn_attr) * (size_t)info->nattrs);
+    memset(ev.attr_kind, 0, sizeof ev.attr_kind);
     ev.nattrs = (uint8_t)info->nattrs;
     ev.nin = (uint8_t)nin;
     ev.nout = (uint8_t)nout;
@@ -217,7 +248,6 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     ev.out = tout;
     ev.callsite = site.callsite;
     ev.stack = site.stack;
-    ev.value = NAN;
     int64_t maxin = 0;
     for (int i = 0; i < nin; i++) {
         fill_tref(&tin[i], in[i], 0);
@@ -266,15 +296,13 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
 
     /* summaries: one probe when this exact (op, call site, input types and
      * shapes) was already seen in an earlier step, which is the steady state */
-    uint64_t kh = jn_rec_fnv(JN_REC_FNV_INIT, &ev.op, sizeof ev.op);
-    kh = jn_rec_fnv(kh, &site.callsite, sizeof site.callsite);
+    uint64_t kh = wmix(wmix(0x9E3779B97F4A7C15ull, ev.op), (uint64_t)site.callsite);
     for (int i = 0; i < nin; i++) {
-        kh = jn_rec_fnv(kh, &tin[i].pytype, 1);
-        kh = jn_rec_fnv(kh, &tin[i].ndim, 1);
-        kh = jn_rec_fnv(kh, tin[i].shape, sizeof(int64_t) * tin[i].ndim);
+        kh = wmix(kh, (uint64_t)tin[i].pytype | (uint64_t)tin[i].ndim << 8 | (uint64_t)i << 16);
+        for (int d = 0; d < tin[i].ndim; d++) kh = wmix(kh, (uint64_t)tin[i].shape[d]);
     }
     int isnew;
-    int64_t kk[5] = {(int64_t)kh, 0, 0, 0, 0};
+    int64_t kk[5] = {(int64_t)wfinal(kh), 0, 0, 0, 0};
     kv_ent *seen = kv_get(&R.seen, kk, &isnew);
     if (!seen) {
         fail(jn_error(JN_ERR_NOMEM, "recorder: out of memory for summaries"));
@@ -381,6 +409,11 @@ static void record_decision(int64_t callsite, int kind, int64_t outcome) {
 
 /* --------------------------------------------------------------- writer */
 #define JN_REC_QUEUE 8
+/* The writer is woken when this many steps have queued (or every
+ * JN_REC_TICK_MS): one wake-up and one transaction per batch instead of
+ * per step, which at hundreds of steps per second is most of its cost. */
+#define JN_REC_BATCH 4
+#define JN_REC_TICK_MS 50
 
 typedef struct pending {
     jn_db_step st;
@@ -399,7 +432,9 @@ static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;  /* the queue below */
 static pthread_cond_t q_work = PTHREAD_COND_INITIALIZER, q_room = PTHREAD_COND_INITIALIZER;
 static pending *q_head, *q_tail;
 static int q_len, q_stop, q_busy, writer_up;
+static int q_flush; /* commit what is queued now, without waiting for a batch */
 static pthread_t writer;
+static clockid_t q_clock = CLOCK_REALTIME; /* of q_work's timed waits */
 static jn_status w_err;              /* first failed write (the writer's message copied) */
 static char w_errmsg[512];
 
@@ -423,8 +458,23 @@ static void *writer_main(void *arg) {
     jn_db_step steps[JN_REC_QUEUE];
     pthread_mutex_lock(&q_mu);
     for (;;) {
-        while (!q_head && !q_stop) pthread_cond_wait(&q_work, &q_mu);
-        if (!q_head) break; /* stopping and drained */
+        /* woken for a full batch or to stop; otherwise every JN_REC_TICK_MS
+         * commits whatever has queued (a slow loop, or the last steps) */
+        while (!q_stop && !q_flush && q_len < JN_REC_BATCH) {
+            struct timespec dl;
+            clock_gettime(q_clock, &dl);
+            dl.tv_nsec += JN_REC_TICK_MS * 1000000L;
+            if (dl.tv_nsec >= 1000000000L) {
+                dl.tv_sec++;
+                dl.tv_nsec -= 1000000000L;
+            }
+            if (pthread_cond_timedwait(&q_work, &q_mu, &dl) && q_head) break;
+        }
+        q_flush = 0;
+        if (!q_head) {
+            if (q_stop) break; /* stopping and drained */
+            continue;
+        }
         int n = 0;
         while (q_head && n < JN_REC_QUEUE) {
             batch[n] = q_head;
@@ -475,7 +525,10 @@ static jn_status enqueue(pending *p) {
     else q_head = p;
     q_tail = p;
     q_len++;
-    pthread_cond_signal(&q_work);
+    /* the first step is committed at once, alone: a store that fills up
+     * (or a run killed) early still keeps it */
+    if (p->st.step == 0) q_flush = 1;
+    if (q_len >= JN_REC_BATCH || q_flush) pthread_cond_signal(&q_work);
     pthread_mutex_unlock(&q_mu);
     return JN_OK;
 }
@@ -569,6 +622,19 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
         pthread_atfork(NULL, NULL, atfork_child);
     }
     w_err = JN_OK;
+    static int cond_set;
+    if (!cond_set) { /* the writer's timed waits use the monotonic clock */
+        pthread_condattr_t ca;
+        if (!pthread_condattr_init(&ca)) {
+            if (!pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) {
+                pthread_cond_destroy(&q_work);
+                pthread_cond_init(&q_work, &ca);
+                q_clock = CLOCK_MONOTONIC;
+                cond_set = 1;
+            }
+            pthread_condattr_destroy(&ca);
+        }
+    }
     if (pthread_create(&writer, NULL, writer_main, NULL)) {
         jn_db_close(db);
         R.db = NULL;

@@ -255,6 +255,25 @@ def test_sigint_forwarded_like_a_shell(tmp_path):
     assert run["status"] == "killed" and run["exit_status"] == 130
 
 
+def test_signal_forwarded_when_inherited_blocked(tmp_path):
+    # A parent may start janus with SIGINT blocked (a thread that blocked it,
+    # some test runners): janus must still receive it and pass it on.
+    s = script(tmp_path, "import time\nprint('ready', flush=True)\ntime.sleep(30)\n")
+    p = subprocess.Popen([JANUS, "record", "--db", str(tmp_path / "run.db"), sys.executable, s],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                         preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}))
+    assert p.stdout.readline() == "ready\n"
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError("janus started with SIGINT blocked did not pass it on")
+    assert "KeyboardInterrupt" in err
+    assert p.returncode == 128 + signal.SIGINT
+
+
 def test_json_escaping(tmp_path):
     weird = 'quote" back\\slash\nnewline\ttab \u00e9\u4e2d \x01'
     r = janus("record", "--db", str(tmp_path / "run.db"), sys.executable, "-c", "pass", weird)

@@ -16,9 +16,9 @@ from janus import _C, _record
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def record(tmp_path, body, decisions=True, name="train.py", expect_rc=0):
+def record(tmp_path, body, decisions=True, name="train.py", expect_rc=0, env_extra=None, db_name="run.db"):
     """Run `body` as a user script under recording; returns (db, run, script path)."""
-    db = str(tmp_path / "run.db")
+    db = str(tmp_path / db_name)
     run = _C._rec_create_run(db, json.dumps([name]))
     script = tmp_path / name
     script.write_text(textwrap.dedent(body))
@@ -26,6 +26,7 @@ def record(tmp_path, body, decisions=True, name="train.py", expect_rc=0):
                PYTHONPATH=os.path.join(ROOT, "python"))
     if not decisions:
         env["JANUS_RECORD_DECISIONS"] = "0"
+    env.update(env_extra or {})
     p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == expect_rc, p.stderr
     return db, run, str(script)
@@ -362,3 +363,88 @@ def test_subprocesses_do_not_join_the_run(tmp_path):
         y = x * 2
     """)
     assert q(db, "SELECT step, kind FROM steps WHERE run_id = ? ORDER BY step", run) == [(0, "marker"), (1, "tail")]
+
+
+# User code reached in every way the 3.11 frame-evaluation hook must see:
+# called from janus (Module.__call__, DataLoader over a user Dataset), from C
+# (sorted key, map), generators, exceptions unwinding, a second thread.
+REACH = """\
+import threading
+import janus
+import janus.nn as nn
+from janus.utils.data import DataLoader, Dataset
+
+class DS(Dataset):
+    def __len__(self):
+        return 24
+    def __getitem__(self, i):
+        x = janus.ones(4) * i
+        if i % 3 == 0:
+            x = x + 1
+        return x, janus.tensor(i % 2)
+
+def gen(n):
+    for k in range(n):
+        if k % 2:
+            yield k
+        else:
+            yield -k
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 2)
+    def forward(self, x):
+        y = self.l(x)
+        for _ in range(2):
+            if y.shape[0] > 4:
+                y = y.relu()
+        return y
+
+def boom(y):
+    if y.sum().item() > -1e9:
+        raise ValueError("x")
+
+m = M()
+opt = janus.optim.SGD(m.parameters(), lr=0.1)
+for x, t in DataLoader(DS(), batch_size=8):
+    vals = sorted(gen(4), key=lambda v: -v)
+    y = m(x * float(sum(v for v in vals if v > 0) + 1))
+    try:
+        boom(y)
+    except ValueError:
+        y = y * 2
+    y = list(map(lambda z: z * 2, [y]))[0]
+    out = []
+    th = threading.Thread(target=lambda: out.append(janus.ones(3).sum()))
+    th.start()
+    th.join()
+    opt.zero_grad()
+    y.mean().backward()
+    opt.step()
+"""
+
+
+def _recorded_content(db, run):
+    """Every step's events and decision rows with call sites and stacks resolved to
+    (line, function): what must not depend on how the call sites were found."""
+    cs = {i: (line, fn) for i, line, fn in q(db, "SELECT id, line, func FROM callsites")}
+    st = {i: tuple(cs[c] for c in json.loads(fr)) for i, fr in q(db, "SELECT id, frames FROM stacks")}
+    out = []
+    for (step,) in q(db, "SELECT step FROM steps WHERE run_id = ? ORDER BY step", run):
+        for ev in _C._rec_read_step(db, run, step):
+            ev = dict(ev, callsite=cs.get(ev["callsite"]), stack=st.get(ev.get("stack")))
+            out.append(json.dumps(ev, sort_keys=True, default=str))
+        rows = q(db, "SELECT callsite_id, kind, outcome, count FROM decisions WHERE run_id = ? AND step = ?",
+                 run, step)
+        out.append(sorted((cs.get(c), k, o, n) for c, k, o, n in rows))
+    return out
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the frame-evaluation hook is 3.11's")
+def test_eval_hook_records_what_the_portable_path_records(tmp_path):
+    a = record(tmp_path, REACH, db_name="hook.db")
+    b = record(tmp_path, REACH, db_name="plain.db", env_extra={"JANUS_RECORD_EVAL_HOOK": "0"})
+    ca, cb = _recorded_content(a[0], a[1]), _recorded_content(b[0], b[1])
+    assert len(ca) > 20 and any('"kind": "decision"' in e for e in ca if isinstance(e, str))
+    assert ca == cb

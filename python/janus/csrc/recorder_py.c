@@ -8,14 +8,17 @@
  * and the chain of user (code, line) pairs (innermost first, at most 16) as a
  * stack.  Both are cached in C tables keyed by code-object pointers (the
  * table holds a reference, so a pointer is never reused), so the hit path is
- * a frame walk plus a few hash probes.  (2) Control-flow decisions on 3.11:
- * a C trace function that follows line events of user frames only (other
- * frames get f_trace_lines = False at their 'call' event), and turns them
- * into branch outcomes (the line after an `if` line: its fall-through body or
- * not) and loop trip counts (arrivals at a loop's head line while execution
- * stays inside the loop's line range).  The per-code tables (which lines
- * branch, where loops are) come from janus._record._analyze_code, once per
- * code object.  On 3.12+ sys.monitoring is used instead (janus/_record.py),
+ * a frame walk plus a few hash probes; on 3.11 the frame-evaluation hook
+ * below makes it a comparison of two numbers in the common case.
+ * (2) Control-flow decisions on 3.11: a C trace function that follows line
+ * events of user frames only (the frame-evaluation hook keeps the
+ * interpreter's tracing off inside non-user frames; without it they get
+ * f_trace_lines = False at their 'call' event), and turns them into branch
+ * outcomes (the line after an `if` line: its fall-through body or not) and
+ * loop trip counts (arrivals at a loop's head line while execution stays
+ * inside the loop's line range).  The per-code tables (which lines branch,
+ * where loops are) come from janus._record._analyze_code, once per code
+ * object.  On 3.12+ sys.monitoring is used instead (janus/_record.py),
  * feeding the same _rec_decision entry point.  (3) The _C functions the
  * Python layer and the tests use: start/stop, steps, marks, syncs, and
  * _rec_read_step to decode a stored step.
@@ -62,6 +65,9 @@ typedef struct {
 
 static table codes, sites, stacks;
 static PyObject *is_user_fn, *analyze_fn;
+
+/* Non-zero while code_lookup calls into Python on this thread (see code_peek). */
+static _Thread_local int in_lookup;
 
 static size_t mix(uintptr_t k, int64_t line) {
     uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ull ^ (uint64_t)line * 0xC2B2AE3D27D4EB4Full;
@@ -150,6 +156,7 @@ static code_info *code_lookup(PyCodeObject *co) {
     Py_INCREF(co);
     PyObject *exc_t, *exc_v, *exc_tb;
     PyErr_Fetch(&exc_t, &exc_v, &exc_tb);
+    in_lookup++;
     if (is_user_fn) {
         PyObject *r = PyObject_CallOneArg(is_user_fn, co->co_filename);
         ci->user = r && PyObject_IsTrue(r) == 1;
@@ -157,6 +164,7 @@ static code_info *code_lookup(PyCodeObject *co) {
         PyErr_Clear();
     }
     if (ci->user) analyze(ci);
+    in_lookup--;
     PyErr_Restore(exc_t, exc_v, exc_tb);
     /* the calls above may have grown the table: probe again */
     e = probe(&codes, (uintptr_t)co, -1, &found);
@@ -196,16 +204,17 @@ static int64_t site_lookup(PyCodeObject *co, int line) {
     return id;
 }
 
-/* Call-site id of a frame's current instruction: keyed by (code, lasti),
- * because turning lasti into a line scans the line table on 3.11. */
-static int64_t site_at(PyCodeObject *co, PyFrameObject *f) {
-    int64_t lasti = PyFrame_GetLasti(f);
+/* Call-site id of instruction lasti (bytes) of a code object: keyed by
+ * (code, lasti), because turning lasti into a line scans the line table on
+ * 3.11.  line < 0: compute it from lasti. */
+static int64_t site_at_lasti(PyCodeObject *co, int64_t lasti, int line) {
     uintptr_t key = (uintptr_t)co ^ 1; /* distinct from the (code, line) keys */
     int found;
     ent *e = probe(&sites, key, lasti, &found);
     if (!e) return 0;
     if (found) return e->val;
-    int64_t id = site_lookup(co, PyFrame_GetLineNumber(f));
+    if (line < 0) line = PyCode_Addr2Line(co, (int)lasti);
+    int64_t id = site_lookup(co, line);
     e = probe(&sites, key, lasti, &found); /* site_lookup may have grown the table */
     if (!e || found) return id;
     e->key = key;
@@ -213,6 +222,15 @@ static int64_t site_at(PyCodeObject *co, PyFrameObject *f) {
     e->val = id;
     sites.n++;
     return id;
+}
+
+/* Call-site id of a frame's current instruction. */
+static int64_t site_at(PyCodeObject *co, PyFrameObject *f) {
+    int64_t lasti = PyFrame_GetLasti(f);
+    int found;
+    ent *e = probe(&sites, (uintptr_t)co ^ 1, lasti, &found);
+    if (e && found) return e->val;
+    return site_at_lasti(co, lasti, PyFrame_GetLineNumber(f));
 }
 
 static int64_t stack_lookup(const int64_t *ids, int n) {
@@ -233,7 +251,193 @@ static int64_t stack_lookup(const int64_t *ids, int n) {
 
 #define MAX_STACK 16
 
+/* ------------------------------------------- 3.11: the frame-evaluation hook
+ *
+ * On 3.11 a trace function (the decision tracer) makes the interpreter run
+ * every instruction of every frame through its tracing path, unspecialized,
+ * even in frames whose line events are off: janus's own Python code (module
+ * calls, the optimizer, the DataLoader) then runs several times slower.  A
+ * frame-evaluation function (PEP 523) sees every frame before it runs: it
+ * switches the tracing flag of the C evaluation loop off for non-user
+ * frames and on for user frames, and restores it when the frame returns,
+ * so only user frames pay for tracing (and produce the same events as
+ * before; non-user frames never produced any).  Installing it stops the
+ * interpreter from inlining Python-to-Python calls, a much smaller cost.
+ * The same hook keeps, per thread, the innermost user frame and a counter
+ * bumped whenever a user frame starts or ends: the call site of an op is
+ * then found without creating frame objects, and reused while neither that
+ * frame's instruction nor the counter changed.
+ *
+ * The hook reads the head of CPython 3.11's internal frame struct
+ * (Include/internal/pycore_frame.h); it is checked against the public API
+ * once before installing, and not installed if it disagrees or another
+ * frame-evaluation function is present (a debugger): then the portable
+ * path below is used. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define JN_EVAL_HOOK 1
+
+typedef struct jn_iframe {
+    PyFunctionObject *f_func;
+    PyObject *f_globals, *f_builtins, *f_locals;
+    PyCodeObject *f_code;
+    PyFrameObject *frame_obj;
+    struct jn_iframe *previous;
+    _Py_CODEUNIT *prev_instr;
+    int stacktop;
+    _Bool is_entry;
+    char owner; /* 1 = FRAME_OWNED_BY_GENERATOR */
+} jn_iframe;
+
+static int hook_on;       /* eval_hook is installed */
+static uint64_t epoch;    /* bumped by every _rec_start: older per-thread state is stale */
+
+typedef struct {
+    jn_iframe *utop;      /* innermost user frame started through eval_hook */
+    uint64_t utop_epoch;
+    uint64_t gen;         /* bumped when a user frame starts or ends */
+    /* the last call site found */
+    uint64_t c_gen, c_epoch;
+    jn_iframe *c_frame;
+    int64_t c_lasti;
+    jn_rec_site c_site;
+} thread_sites;
+
+static _Thread_local thread_sites T;
+
+static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+static int iframe_incomplete(const jn_iframe *f) {
+    return f->owner != 1 && f->prev_instr < _PyCode_CODE(f->f_code) + f->f_code->_co_firsttraceable;
+}
+
+static int64_t iframe_lasti(const jn_iframe *f) { /* in bytes, as PyFrame_GetLasti */
+    int64_t i = f->prev_instr - _PyCode_CODE(f->f_code);
+    return i < 0 ? -1 : i * (int64_t)sizeof(_Py_CODEUNIT);
+}
+
+/* The cached info of a code object; unknown codes met while code_lookup is
+ * calling into Python (is_user_fn, analyze_fn run through this hook too)
+ * are treated as non-user and not looked up, which would recurse. */
+static code_info *code_peek(PyCodeObject *co) {
+    if (!in_lookup) return code_lookup(co);
+    int found;
+    ent *e = probe(&codes, (uintptr_t)co, -1, &found);
+    return e && found ? e->ptr : NULL;
+}
+
+static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *frame, int throwflag) {
+    if (!jn_rec_on) return _PyEval_EvalFrameDefault(ts, frame, throwflag);
+    jn_iframe *f = (jn_iframe *)frame;
+    code_info *ci = code_peek(f->f_code);
+    int user = ci && ci->user;
+    /* only while our trace function is the only tracer, and not inside a
+     * trace call (the interpreter has paused tracing there itself) */
+    Py_tracefunc tf = ts->c_tracefunc, pf = ts->c_profilefunc;
+    int touch = tf == trace_fn && !pf && !ts->tracing;
+    _PyCFrame *cf = ts->cframe; /* the caller's loop: the new one copies its flag */
+    uint8_t saved = cf->use_tracing;
+    if (touch) cf->use_tracing = user ? 255 : 0;
+    jn_iframe *utop = T.utop;
+    uint64_t utop_epoch = T.utop_epoch;
+    if (user) {
+        T.utop = f;
+        T.utop_epoch = epoch;
+        T.gen++;
+    }
+    PyObject *r = _PyEval_EvalFrameDefault(ts, frame, throwflag);
+    if (user) {
+        T.utop = utop;
+        T.utop_epoch = utop_epoch;
+        T.gen++;
+    }
+    if (touch) /* the loop's exit copied the callee's flag into ours: put ours back */
+        cf->use_tracing = ts->c_tracefunc == tf && ts->c_profilefunc == pf
+                              ? saved
+                              : (ts->c_tracefunc || ts->c_profilefunc) ? 255 : 0;
+    return r;
+}
+
+/* The struct above matches this interpreter: the innermost frame's code and
+ * instruction agree with the public API's. */
+static int iframe_layout_ok(void) {
+    PyThreadState *ts = PyThreadState_Get();
+    PyFrameObject *pf = PyEval_GetFrame();
+    if (!pf || !ts->cframe) return 0;
+    jn_iframe *f = (jn_iframe *)ts->cframe->current_frame;
+    while (f && iframe_incomplete(f)) f = f->previous;
+    PyCodeObject *co = PyFrame_GetCode(pf);
+    int ok = f && f->f_code == co && iframe_lasti(f) == PyFrame_GetLasti(pf);
+    Py_DECREF(co);
+    return ok;
+}
+
+static void hook_install(void) {
+    epoch++;
+    /* JANUS_RECORD_EVAL_HOOK=0: the portable path (to compare, or if a
+     * tool that swaps frame evaluation later misbehaves with it) */
+    const char *e = getenv("JANUS_RECORD_EVAL_HOOK");
+    if (e && !strcmp(e, "0")) return;
+    PyInterpreterState *in = PyInterpreterState_Get();
+    if (hook_on || _PyInterpreterState_GetEvalFrameFunc(in) != _PyEval_EvalFrameDefault || !iframe_layout_ok())
+        return;
+    _PyInterpreterState_SetEvalFrameFunc(in, eval_hook);
+    hook_on = 1;
+}
+
+static void hook_remove(void) {
+    if (!hook_on) return;
+    PyInterpreterState *in = PyInterpreterState_Get();
+    if (_PyInterpreterState_GetEvalFrameFunc(in) == eval_hook)
+        _PyInterpreterState_SetEvalFrameFunc(in, _PyEval_EvalFrameDefault);
+    hook_on = 0;
+}
+
+/* The user frames from f outwards, innermost first. */
+static void site_from(jn_iframe *f, jn_rec_site *out) {
+    int64_t ids[MAX_STACK];
+    int n = 0;
+    for (; f && n < MAX_STACK; f = f->previous) {
+        if (iframe_incomplete(f)) continue;
+        code_info *ci = code_lookup(f->f_code);
+        if (ci && ci->user) ids[n++] = site_at_lasti(f->f_code, iframe_lasti(f), -1);
+    }
+    out->callsite = n ? ids[0] : 0;
+    out->stack = n ? stack_lookup(ids, n) : 0;
+}
+
+static void compute_site_hooked(jn_rec_site *out) {
+    jn_iframe *u = T.utop_epoch == epoch ? T.utop : NULL;
+    if (!u) { /* no user frame started since recording began: walk from the top */
+        PyThreadState *ts = PyThreadState_Get();
+        site_from(ts->cframe ? (jn_iframe *)ts->cframe->current_frame : NULL, out);
+        return;
+    }
+    /* the frames outside u cannot change while u runs, and u itself only
+     * moves its instruction */
+    int64_t lasti = iframe_lasti(u);
+    if (T.c_frame == u && T.c_lasti == lasti && T.c_gen == T.gen && T.c_epoch == epoch) {
+        *out = T.c_site;
+        return;
+    }
+    site_from(u, out);
+    T.c_frame = u;
+    T.c_lasti = lasti;
+    T.c_gen = T.gen;
+    T.c_epoch = epoch;
+    T.c_site = *out;
+}
+#else
+static void hook_install(void) {}
+static void hook_remove(void) {}
+#endif
+
 static void compute_site(jn_rec_site *out) {
+#ifdef JN_EVAL_HOOK
+    if (hook_on) {
+        compute_site_hooked(out);
+        return;
+    }
+#endif
     int64_t ids[MAX_STACK];
     int n = 0;
     PyFrameObject *f = PyEval_GetFrame();
@@ -451,6 +655,7 @@ static PyObject *py_rec_start(PyObject *self, PyObject *args) {
     if (s) return rec_error(s);
     fdepth = 0;
     nogil_valid = 0;
+    hook_install();
     if (dec) {
         PyEval_SetTrace(trace_fn, NULL);
         tracing = 1;
@@ -487,6 +692,7 @@ static PyObject *py_rec_stop(PyObject *self, PyObject *unused) {
         PyEval_SetTrace(NULL, NULL);
         tracing = 0;
     }
+    hook_remove();
     jn_status s = jn_rec_stop();
     free_tables();
     jn_rec_set_site_fn(NULL);

@@ -1,6 +1,7 @@
 """Training steps per second of the three examples, janus eager next to
 PyTorch eager (when installed), same models, batch sizes, data and thread
-count, in one run.  Medians of repeats; reported as ratios.
+count, in one run.  Medians of repeats that alternate between janus and
+torch (so a noisy shared machine slows both alike); reported as ratios.
 
     JANUS_BUILD_DIR=build python3 benchmarks/bench_train.py [--repeats 5] [--steps 20]
 """
@@ -83,7 +84,7 @@ def workloads(rng):
     ]
 
 
-def time_steps(lib, nn, make, x, y, steps, repeats):
+def make_step(lib, nn, make, x, y):
     model = make(nn, lib)
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
     xs, ys = lib.tensor(x), lib.tensor(y)
@@ -98,14 +99,46 @@ def time_steps(lib, nn, make, x, y, steps, repeats):
 
     for _ in range(3):
         step().item()
-    rates = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            loss = step()
-        loss.item()
-        rates.append(steps / (time.perf_counter() - t0))
-    return statistics.median(rates)
+    return step
+
+
+def unfused(step):
+    """step with janus's fused ops switched off (module flags, read per call)."""
+    import janus.nn.modules as modules
+    import janus.optim.adam as adam
+    import janus.optim.sgd as sgd
+
+    def run():
+        saved = modules._FUSED_CELLS, adam._FUSED, sgd._FUSED
+        modules._FUSED_CELLS = adam._FUSED = sgd._FUSED = False
+        try:
+            return step()
+        finally:
+            modules._FUSED_CELLS, adam._FUSED, sgd._FUSED = saved
+    return run
+
+
+CLOCK = time.perf_counter
+
+
+def rate(step, steps):
+    t0 = CLOCK()
+    for _ in range(steps):
+        loss = step()
+    loss.item()
+    return steps / (CLOCK() - t0)
+
+
+def time_interleaved(steppers, steps, repeats):
+    """Median steps/s of each stepper; repeats alternate between them (in a
+    rotating order) so that load on a shared machine hits all alike."""
+    rates = [[] for _ in steppers]
+    for r in range(repeats):
+        order = list(range(len(steppers)))
+        order = order[r % len(order):] + order[:r % len(order)]
+        for k in order:
+            rates[k].append(rate(steppers[k], steps))
+    return [statistics.median(x) for x in rates]
 
 
 def main():
@@ -113,18 +146,38 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: process CPU time instead of wall time; steadier on a loaded machine "
+                    "(use with --threads 1 and OPENBLAS_NUM_THREADS=1 so idle workers don't spin)")
+    ap.add_argument("--unfused", action="store_true",
+                    help="also time janus with its fused ops (LSTM/GRU cells, Adam/SGD updates) switched "
+                    "off, interleaved in the same run: the fused ops' speedup")
+    ap.add_argument("--only", default="", help="comma-separated workload name prefixes (mlp,cnn,lstm -> "
+                    "fashion_mlp, fashion_cnn, char_lstm); default all")
     args = ap.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     janus.set_num_threads(args.threads)
     if torch is not None:
         torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
-    print(f"training steps/s, {args.threads} threads, median of {args.repeats} x {args.steps} steps")
+    print(f"training steps/s ({args.clock} clock), {args.threads} threads, "
+          f"median of {args.repeats} x {args.steps} steps")
     print(f"{'workload':34s} {'janus eager':>12s} {'torch eager':>12s} {'janus/torch':>12s}")
+    keys = [k.strip() for k in args.only.split(",") if k.strip()]
     for name, make, x, y in workloads(rng):
-        j = time_steps(janus, jnn, make, x, y, args.steps, args.repeats)
-        t = time_steps(torch, tnn, make, x, y, args.steps, args.repeats) if torch else float("nan")
+        if keys and not any(k in name for k in keys):
+            continue
+        steppers = [make_step(janus, jnn, make, x, y)]
+        if torch is not None:
+            steppers.append(make_step(torch, tnn, make, x, y))
+        if args.unfused:
+            steppers.append(unfused(make_step(janus, jnn, make, x, y)))
+        r = time_interleaved(steppers, args.steps, args.repeats)
+        j, t = r[0], (r[1] if torch else float("nan"))
         ratio = j / t if torch else float("nan")
-        print(f"{name:34s} {j:12.1f} {t:12.1f} {ratio:11.2f}x", flush=True)
+        extra = f"   unfused {r[-1]:8.1f}  fused/unfused {j / r[-1]:5.2f}x" if args.unfused else ""
+        print(f"{name:34s} {j:12.1f} {t:12.1f} {ratio:11.2f}x{extra}", flush=True)
     if torch is None:
         print("(PyTorch not installed: pip install torch to compare)")
 

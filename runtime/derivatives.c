@@ -823,6 +823,43 @@ FORMULA(d_index_put_) {
     END;
 }
 
+/* ---------------------------------------------------------- fused cells */
+/* Run a multi-output op; every output is a temporary, outs[k] borrows it. */
+static void calln(jn_bw *b, jn_op op, int nin, T *const *in, T **outs) {
+    int nout = jn_op_info(op)->nout;
+    for (int k = 0; k < nout; k++) outs[k] = NULL;
+    if (b->st) return;
+    for (int i = 0; i < nin; i++)
+        if (!in[i]) {
+            b->st = jn_error(JN_ERR_RUNTIME, "internal: missing operand in a derivative");
+            return;
+        }
+    jn_attrs a = A();
+    T *out[JN_MAX_OUTS] = {0};
+    if ((b->st = jn_dispatch(op, nin, in, &a, out))) return;
+    for (int k = 0; k < nout; k++) outs[k] = reg(b, out[k]);
+}
+/* lstm_cell(gx, gh, c) -> (h', c', ws): both gate inputs get d(gates); the
+ * workspace output is not differentiable (its gradient is ignored). */
+FORMULA(d_lstm_cell) {
+    BEGIN;
+    T *in[3] = {go[0], go[1], OUT(b, 2)}, *r[2];
+    calln(b, JN_OP_lstm_cell_backward, 3, in, r);
+    if (NEED(0)) gi[0] = r[0];
+    if (NEED(1)) gi[1] = r[0];
+    if (NEED(2)) gi[2] = r[1];
+    END;
+}
+/* gru_cell(gx, gh, h) -> (h', ws) */
+FORMULA(d_gru_cell) {
+    BEGIN;
+    T *in[2] = {go[0], OUT(b, 1)}, *r[3];
+    calln(b, JN_OP_gru_cell_backward, 2, in, r);
+    for (int i = 0; i < 3; i++)
+        if (NEED(i)) gi[i] = r[i];
+    END;
+}
+
 /* ---------------------------------------------------------------- table */
 #define S_IN JN_SAVE_IN
 #define S_OUT JN_SAVE_OUT
@@ -906,7 +943,10 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_index_put_] = {d_index_put_, S_IN},
     [JN_OP_uniform_] = {d_zero, 0},
     [JN_OP_normal_] = {d_zero, 0},
-    /* no derivative (yet): as_strided, and the kernels derivatives use */
+    [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT}, /* the workspace output holds all it needs */
+    [JN_OP_gru_cell] = {d_gru_cell, S_OUT},
+    /* no derivative (yet): as_strided, and the kernels derivatives use
+     * (conv/pool gradients, lstm_cell_backward, gru_cell_backward) */
 };
 
 const jn_grad_def *jn_grad_def_of(jn_op op) {

@@ -165,12 +165,16 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     if ((s = infer_tab[op](nin, in, &a, meta))) return s;
     if (info->flags & JN_F_RAND) fill_rng(op, info, &a, &meta[0]);
 
-    if ((info->flags & JN_F_INPLACE) && (s = jn_ag_check_inplace(op, in[0]))) return s;
+    /* An in-place op writes its first nwritten inputs and returns them as
+     * its outputs (the same tensors, so a recorder sees the same ids). */
+    int nwritten = (info->flags & JN_F_INPLACE) ? info->nout : 0;
+    for (int i = 0; i < nwritten; i++)
+        if ((s = jn_ag_check_inplace(op, in[i]))) return s;
     jn_tensor *res[JN_MAX_OUTS] = {0};
     for (int i = 0; i < info->nout; i++) {
-        if (info->flags & JN_F_INPLACE && i == 0) {
-            res[0] = in[0];
-            jn_tensor_incref(in[0]);
+        if (i < nwritten) {
+            res[i] = in[i];
+            jn_tensor_incref(in[i]);
         } else if (info->flags & JN_F_VIEW) {
             res[i] = jn_tensor_alias(in[0]);
             if (res[i]) {
@@ -187,10 +191,14 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
         }
     }
     if ((s = cpu_tab[op](nin, in, &a, res))) goto fail;
-    if (info->flags & JN_F_INPLACE) in[0]->storage->version++;
+    for (int i = 0; i < nwritten; i++) in[i]->storage->version++;
     if (jn_grad_enabled() &&
-        (s = jn_ag_record(op, nin, in, &a, info->nout, res, (info->flags & JN_F_INPLACE) ? in[0] : NULL)))
+        (s = jn_ag_record(op, nin, in, &a, info->nout, res, nwritten ? in[0] : NULL)))
         goto fail;
+    /* ops writing several inputs are no-grad (checked by test_op_table):
+     * this only cuts the history of the other written tensors */
+    for (int i = 1; i < nwritten && jn_grad_enabled(); i++)
+        if ((s = jn_ag_record(op, nin, in, &a, 0, res, in[i]))) goto fail;
     for (int i = 0; i < info->nout; i++) out[i] = res[i];
     if (hook.after) hook.after(hook.ctx, op, nin, in, &a, info->nout, res);
     return JN_OK;

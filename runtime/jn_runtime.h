@@ -204,7 +204,7 @@ enum {
     JN_F_EW = 1 << 0,        /* elementwise over broadcast inputs; supports out= */
     JN_F_RED = 1 << 1,       /* reduction */
     JN_F_VIEW = 1 << 2,      /* output aliases input 0's storage */
-    JN_F_INPLACE = 1 << 3,   /* writes input 0; output 0 is input 0 */
+    JN_F_INPLACE = 1 << 3,   /* writes inputs 0..nout-1; output k is input k */
     JN_F_RAND = 1 << 4,      /* consumes the Philox stream (seed, offset attrs) */
     JN_F_FACTORY = 1 << 5,   /* creates a tensor from attributes only */
     JN_F_VARIADIC = 1 << 6,  /* nin is a minimum */

@@ -123,11 +123,14 @@ CASES = {
                    ([f64(4, 5), f64(2, 5), np.array([1, 1])], ([1], True), [0, 1])],
     "uniform_": [([f64(3, 4)], (0.0, 1.0), [0])],
     "normal_": [([f64(3, 4)], (0.0, 1.0), [0])],
+    # first output only (h'); test_ops_fused.py differentiates through every output
+    "lstm_cell": [([f64(3, 8) * 2, f64(3, 8) * 2, f64(3, 2)], (), [0, 1, 2])],
+    "gru_cell": [([f64(3, 6) * 2, f64(3, 6) * 2, f64(3, 2)], (), [0, 1, 2])],
 }
 
 # Ops that have inputs, are differentiable in principle, but have no formula.
 UNDERIVABLE = {"as_strided", "conv2d_input_grad", "conv2d_weight_grad", "avg_pool2d_backward",
-               "adaptive_avg_pool2d_backward"}
+               "adaptive_avg_pool2d_backward", "lstm_cell_backward", "gru_cell_backward"}
 
 
 OVERWRITES = {"fill_", "uniform_", "normal_"}

@@ -88,7 +88,7 @@ def test_forward_backward_optimizer_ops(train):
     names = {e["op"] for e in ops}
     assert {"linear", "relu", "log_softmax"} <= names             # forward
     assert {"mm", "matmul"} & names and "scatter_add" in names      # backward
-    assert "sqrt" in names                                          # Adam's update
+    assert "adam_" in names                                         # Adam's fused update
     lines = {callsite_line(db, e["callsite"]) for e in ops}
     assert {L_FWD, L_BACKWARD, L_STEP} <= lines
     assert q(db, "SELECT file FROM callsites WHERE line = ?", L_FWD)[0][0] == script

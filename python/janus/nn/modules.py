@@ -419,8 +419,36 @@ class BatchNorm2d(_BatchNorm):
 
 
 # ---- recurrent -------------------------------------------------------------
+# The pointwise part of a cell step runs as one fused table op (lstm_cell /
+# gru_cell in runtime/k_fused.c, with a fused backward) when the operands
+# allow it: one float32/float64 dtype and the shapes the cells produce.
+# Otherwise (half dtypes, broadcasting states) the same math runs as separate
+# ops.  _FUSED_CELLS = False forces the unfused path (benchmarks, tests).
+_FUSED_CELLS = True
+_FUSED_DTYPES = (janus.float32, janus.float64)
+_C_OPS = janus.ops
+
+
+def _fusable(gx, gh, s, gates):
+    """gx, gh: [B, gates*H], s: [B, H], one fused dtype (kept cheap: it runs
+    every time step)."""
+    d = gx.dtype
+    if not _FUSED_CELLS or d not in _FUSED_DTYPES or gh.dtype is not d or s.dtype is not d:
+        return False
+    xs, ss = gx.shape, s.shape
+    if len(xs) != 2 or len(ss) != 2 or xs != gh.shape:
+        return False
+    b, w = xs
+    sb, sw = ss
+    return sb == b and sw * gates == w
+
+
 def _lstm_cell(x_proj, h, c, w_hh, b_hh):
-    gates = x_proj + F.linear(h, w_hh, b_hh)
+    gh = F.linear(h, w_hh, b_hh)
+    if _fusable(x_proj, gh, c, 4):
+        h, c, _ = _C_OPS.lstm_cell(x_proj, gh, c)
+        return h, c
+    gates = x_proj + gh
     i, f, g, o = gates.chunk(4, 1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     return o.sigmoid() * c.tanh(), c
@@ -428,6 +456,8 @@ def _lstm_cell(x_proj, h, c, w_hh, b_hh):
 
 def _gru_cell(x_proj, h, w_hh, b_hh):
     gh = F.linear(h, w_hh, b_hh)
+    if _fusable(x_proj, gh, h, 3):
+        return _C_OPS.gru_cell(x_proj, gh, h)[0]
     xr, xz, xn = x_proj.chunk(3, 1)
     hr, hz, hn = gh.chunk(3, 1)
     r = (xr + hr).sigmoid()

@@ -15,6 +15,11 @@ single-tensor update, step for step:
 
 state: step (a float, like torch's float32 step tensor), exp_avg, exp_avg_sq,
 max_exp_avg_sq (amsgrad only); created on a parameter's first step.
+
+Without amsgrad, a float32/float64 parameter whose tensors are contiguous
+is updated by the fused table op adam_ (runtime/k_fused.c): the same
+operations in the same order and precision in one pass, writing param,
+exp_avg and exp_avg_sq in place.  _FUSED = False forces the unfused path.
 """
 import math
 
@@ -23,6 +28,21 @@ import janus
 from .optimizer import Optimizer, _addcdiv_, _addcmul_, _check, _lerp_
 
 __all__ = ["Adam"]
+
+_FUSED = True
+_FUSED_DTYPES = (janus.float32, janus.float64)
+
+
+def _numbers(*vals):
+    """Hyper-parameters the fused op takes as float attributes (not tensors)."""
+    return all(type(v) in (float, int) for v in vals)
+
+
+def _fusable(p, grad, exp_avg, exp_avg_sq):
+    d = p.dtype
+    return (d in _FUSED_DTYPES and grad.dtype is d and exp_avg.dtype is d and exp_avg_sq.dtype is d
+            and p.is_contiguous() and grad.is_contiguous() and exp_avg.is_contiguous()
+            and exp_avg_sq.is_contiguous() and grad.shape == p.shape)
 
 
 class Adam(Optimizer):
@@ -60,6 +80,8 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
+            fused = _FUSED and not amsgrad and _numbers(lr, beta1, beta2, eps, weight_decay)
+            adam_ = janus.ops.adam_
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -73,6 +95,12 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = janus.zeros_like(p)
                 exp_avg = state["exp_avg"]
                 exp_avg_sq = state["exp_avg_sq"]
+                if fused and _fusable(p, grad, exp_avg, exp_avg_sq):
+                    state["step"] += 1
+                    adam_(p, exp_avg, exp_avg_sq, grad, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                          weight_decay=weight_decay, step=float(state["step"]), decoupled=decoupled,
+                          maximize=maximize)
+                    continue
                 if maximize:
                     grad = -grad
                 state["step"] += 1

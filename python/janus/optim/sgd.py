@@ -7,10 +7,27 @@ single-tensor update, step for step:
     buf = clone(g)  on the first step, else  buf = momentum * buf + (1 - dampening) * g
     g = g + momentum * buf  (nesterov)  or  g = buf
     p = p - lr * g
+
+With momentum, a float32/float64 parameter whose tensors are contiguous is
+updated by the fused table op sgd_ (runtime/k_fused.c): the same operations
+in the same order and precision in one pass, writing param and buffer in
+place.  _FUSED = False forces the unfused path.
 """
+import janus
+
+from .adam import _numbers
 from .optimizer import Optimizer, _check
 
 __all__ = ["SGD"]
+
+_FUSED = True
+_FUSED_DTYPES = (janus.float32, janus.float64)
+
+
+def _fusable(p, grad, buf):
+    d = p.dtype
+    return (d in _FUSED_DTYPES and grad.dtype is d and (buf is None or (buf.dtype is d and buf.is_contiguous()))
+            and p.is_contiguous() and grad.is_contiguous() and grad.shape == p.shape)
 
 
 class SGD(Optimizer):
@@ -44,10 +61,22 @@ class SGD(Optimizer):
             weight_decay = group["weight_decay"]
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            fused = _FUSED and momentum != 0 and _numbers(lr, momentum, dampening, weight_decay)
+            sgd_ = janus.ops.sgd_
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
                     continue
+                if fused:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if _fusable(p, grad, buf):
+                        first = buf is None
+                        if first:
+                            buf = state["momentum_buffer"] = janus.empty_like(p)
+                        sgd_(p, buf, grad, lr=lr, momentum=momentum, dampening=dampening,
+                             weight_decay=weight_decay, nesterov=nesterov, maximize=maximize, first=first)
+                        continue
                 if maximize:
                     grad = -grad
                 if weight_decay != 0:

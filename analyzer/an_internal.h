@@ -241,6 +241,20 @@ typedef struct {
     an_tcollect *coll; int32_t ncoll;
 } an_tloop;
 
+/* A read of another loop's body value, not through a carry: the body
+ * value (j, idx) of loop `src` at the iteration c + i, or (trip - 1 - c) - i
+ * when from_end, where i is the reading loop's iteration (0 for a plain op
+ * after the loops).  The IR collects the value over src's iterations and
+ * reads it back with select(collect, 0, index): how a backward loop reads
+ * its forward loop's saved values in reverse, and how the peeled first and
+ * last iterations around a loop read single ones. */
+typedef struct {
+    int32_t src, j, idx;
+    int32_t at;                   /* the reading template loop, -1 for a plain op */
+    uint8_t from_end;
+    int64_t c;
+} an_txread;
+
 /* How a structure's exemplars line up: template op t is op eop[e][t] of
  * exemplar e (iteration 0 inside a loop).  A structure without loops has
  * eop[e][t] == t. */
@@ -251,6 +265,8 @@ typedef struct an_tmpl {
     an_tloop *loops; int32_t nloops;
     int32_t *carry_of_ref;        /* E0 ref index -> carry + 1 for loop-carried inputs (iteration 0), 0 */
     int64_t *slope;               /* E0 int slot -> per-iteration step of a body attribute */
+    an_txread *xr; int32_t nxr;   /* reads of other loops' values (see an_txread) */
+    int32_t *xread_of_ref;        /* E0 ref index -> xr index + 1, 0 */
 } an_tmpl;
 
 void an_tmpl_free(an_tmpl *t);
@@ -300,6 +316,7 @@ typedef struct an_gen {
     int32_t nsym, nivar, rng;
     int32_t *coll_out;        /* template op -> the collect it consumes (IR value), -1 */
     int32_t *ivar, *irloop;   /* per template loop: its induction symbol, its IR loop */
+    int32_t *xcoll;           /* per cross-loop read (an_txread): the collect it selects from */
     int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */

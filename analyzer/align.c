@@ -61,6 +61,28 @@ static int add_struct(an_struct **s, int64_t *cap, int64_t *n, int32_t max_ex) {
     return 0;
 }
 
+/* Build the loop graph in a scratch module and check it against every
+ * exemplar (selfcheck.c); *why is set when it differs. */
+static jn_status selfcheck(an_ctx *c, an_group *g, const int32_t *fam, int32_t nf, an_tmpl *T, const char **why) {
+    jn_ir_module *m = jn_ir_module_new();
+    jn_ir_graph *gr = m ? jn_ir_graph_add(m, "check") : NULL;
+    if (!gr) {
+        jn_ir_module_free(m);
+        return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    }
+    an_struct s;
+    memset(&s, 0, sizeof s);
+    s.ex = (int32_t *)fam;
+    s.nex = nf;
+    s.tmpl = T;
+    s.parent = -1;
+    jn_an_stats keep = *c->st; /* the scratch graph is not counted */
+    jn_status st = an_generalize_checked(c, &s, g, gr, why);
+    *c->st = keep;
+    jn_ir_module_free(m);
+    return st;
+}
+
 jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
     an_struct *s = NULL;
     int64_t cap = 0, n = 0;
@@ -102,6 +124,14 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
         int long_rep = 0;
         for (int32_t r = 0; r < c->ex[fam[0]].nreps; r++) long_rep |= c->ex[fam[0]].reps[r].count >= 16;
         if ((nf > 1 || long_rep) && c->ex[fam[0]].nreps > 0 && an_tmpl_loops(c, fam, nf, &T, &why)) goto nomem;
+        if (T && selfcheck(c, g, fam, nf, T, &why)) {
+            an_tmpl_free(T);
+            goto nomem;
+        }
+        if (T && why) { /* the loops do not reproduce a recorded exemplar: no loops then */
+            an_tmpl_free(T);
+            T = NULL;
+        }
         if (why && c->opt && c->opt->progress && strcmp(why, "no repeat count varies")) {
             char site[512];
             fprintf(c->opt->progress, "janus optimize: no loop at %s (%d segment shapes): %s; one variant per "

@@ -317,12 +317,19 @@ typedef struct an_gen {
     int32_t *coll_out;        /* template op -> the collect it consumes (IR value), -1 */
     int32_t *ivar, *irloop;   /* per template loop: its induction symbol, its IR loop */
     int32_t *xcoll;           /* per cross-loop read (an_txread): the collect it selects from */
+    int64_t *rng_vec;         /* per exemplar: the first random op's offset (the rng symbol) */
     int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
 } an_gen;
 
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g);
+/* an_generalize, then the self-check (selfcheck.c) of a graph with loops:
+ * *why says how it differs from a recorded exemplar, NULL when it is exact. */
+jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g,
+                                const char **why);
+/* selfcheck.c: NULL when every exemplar of G expands exactly, else why not. */
+const char *an_selfcheck(an_gen *G);
 int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site);
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err);
 

@@ -396,6 +396,8 @@ static jn_status gen_node(an_gen *G, int32_t t) {
                     }
                     snprintf(G->what, sizeof G->what, "the Philox offset at the first random op (%s)", info->name);
                     if ((G->rng = an_gen_sym(G, "rng", JN_IR_SYM_RNG, lo, hi, o->site)) < 0) return nomem();
+                    if (!(G->rng_vec = malloc(sizeof(int64_t) * (size_t)G->m))) return nomem();
+                    for (int e = 0; e < G->m; e++) G->rng_vec[e] = G->E[e]->islots[eop(G, e, t)->islot0 + is].first;
                     a.a[k].i = jn_ir_sym_dim(G->g, G->rng);
                     is++;
                 } else {
@@ -564,6 +566,12 @@ static const char *sync_word(int k) {
 }
 
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g) {
+    return an_generalize_checked(c, s, grp, g, NULL);
+}
+
+jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g,
+                                const char **why) {
+    if (why) *why = NULL;
     an_gen G;
     memset(&G, 0, sizeof G);
     G.c = c;
@@ -662,6 +670,10 @@ jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_i
             }
         }
     if (!err) err = an_guard_symbols(&G);
+    if (!err && why && G.T->nloops > 0) {
+        *why = an_selfcheck(&G);
+        if (*why && !strcmp(*why, "out of memory")) err = nomem();
+    }
 done:
     for (int64_t k = 0; k < G.ncands; k++) free(G.cands[k].vec), free(G.cands[k].firsts);
     free(G.cands);
@@ -671,6 +683,7 @@ done:
     free(G.irin);
     free(G.ext_at_ref);
     free(G.xcoll);
+    free(G.rng_vec);
     free(G.coll_out);
     free(G.ivar);
     free(G.irloop);

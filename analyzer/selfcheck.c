@@ -132,6 +132,12 @@ static const char *node(sc *S, int32_t n, int32_t *skip) {
                 return fail(S, "input %d is a Python number, the graph reads %%%d", q, v);
             continue;
         }
+        if (iv->kind == JN_IR_V_LOOP_PARAM && S->xv[v] < 0) {
+            /* a loop seeded by a graph input not read before the loop */
+            int32_t init = g->loops[iv->def].carry[iv->idx].init;
+            if (g->values[init].kind == JN_IR_V_INPUT && S->xv[init] < 0 && x->vals[rf->val].def < 0)
+                S->xv[init] = S->xv[v] = rf->val;
+        }
         if (iv->kind == JN_IR_V_INPUT && S->xv[v] < 0) {
             if (x->vals[rf->val].def >= 0) return fail(S, "input %d: graph input %%%d, the trace an op's output", q, v);
             S->xv[v] = rf->val;
@@ -170,7 +176,9 @@ static const char *node(sc *S, int32_t n, int32_t *skip) {
     for (int j = 0; j < o->nout; j++) {
         const an_ref *rf = &x->refs[o->ref0 + o->nin + j];
         const jn_ir_value *ov = &g->values[nd->out[j]];
-        if (ov->dtype != rf->dtype || ov->ndim != rf->ndim) return fail(S, "output %d has another dtype or rank", j);
+        if (ov->dtype != rf->dtype || ov->ndim != rf->ndim) 
+            return fail(S, "output %d is dtype %d rank %d in the graph, recorded dtype %d rank %d", j, (int)ov->dtype,
+                        ov->ndim, (int)rf->dtype, rf->ndim);
         for (int d = 0; d < rf->ndim; d++) {
             int64_t val;
             if (!eval(S, ov->shape[d], &val) || val != rf->shape[d])

@@ -190,16 +190,19 @@ typedef struct an_tid {
     int64_t id;
     int32_t cur;                  /* current value */
     int32_t ext;                  /* external value it entered as, -1 */
-    int32_t view_base;            /* index of the base's an_tid for a view made here, -1 */
-    int32_t gen;                  /* writes to this tensor so far */
-    int32_t base_gen;             /* for a view: the base's gen when the view was made */
+    int32_t view_base;            /* a view made here: its parent's an_tid (the view op's input), -1 */
+    int32_t gen;                  /* writes to this tensor (or new values of a view) so far */
+    int32_t base_gen;             /* for a view: the parent's gen its current value was taken at */
     uint8_t is_view;              /* made by a view op in this segment */
-    uint8_t splice;               /* a view a write can be spliced back into its base:
-                                   * 1 slice(step 1), 2 select, 3 reshape, 4 transpose,
+    uint8_t splice;               /* a view a write can be spliced back into its parent:
+                                   * 1 slice (any step), 2 select, 3 reshape, 4 transpose,
                                    * 5 permute, 0 no */
+    uint8_t rederive;             /* the view op can be taken again from a new parent value */
+    int16_t vop;                  /* the view op ... */
+    int32_t vattr0;               /* ... and its attributes (the step buffer's attrs[vattr0..]) */
     int8_t perm[JN_MAX_DIMS];     /* 5: the permutation */
-    int32_t vdim;                 /* ... along this dim of the base */
-    int64_t va, vlen;             /* ... start (or index) and length */
+    int32_t vdim;                 /* 1, 2: along this dim of the parent */
+    int64_t va, vlen, vstep;      /* 1: start, length, step; 2: index; 4: the two dims */
     int32_t type_ref;             /* the ref that gave its current value's type */
 } an_tid;
 

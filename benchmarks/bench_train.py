@@ -15,6 +15,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
+
+def _early_threads(argv):
+    """--threads N, read before janus loads OpenBLAS: janus.set_num_threads
+    sizes janus's own pool only, and OpenBLAS fixes its thread count when it
+    loads, so OPENBLAS_NUM_THREADS must be set first for a fair comparison
+    with torch.set_num_threads (which covers torch's BLAS too)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return None
+
+
+if _early_threads(sys.argv[1:]) and "OPENBLAS_NUM_THREADS" not in os.environ:
+    os.environ["OPENBLAS_NUM_THREADS"] = _early_threads(sys.argv[1:])
+
 import numpy as np  # noqa: E402
 
 import janus  # noqa: E402
@@ -148,7 +165,7 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="cpu: process CPU time instead of wall time; steadier on a loaded machine "
-                    "(use with --threads 1 and OPENBLAS_NUM_THREADS=1 so idle workers don't spin)")
+                    "(use with --threads 1, so that no idle worker thread spins)")
     ap.add_argument("--unfused", action="store_true",
                     help="also time janus with its fused ops (LSTM/GRU cells, Adam/SGD updates) switched "
                     "off, interleaved in the same run: the fused ops' speedup")

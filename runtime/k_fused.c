@@ -344,10 +344,18 @@ jn_status jn_cpu_gru_cell_backward(int nin, jn_tensor *const *in, const jn_attrs
 
 /* ---------------------------------------------------------- optimizers */
 /* The in-place updates need one shape, one dtype, contiguous memory (the
- * optimizer's own state always is; Python falls back otherwise). */
-static jn_status check_update(const char *op, int nin, jn_tensor *const *in, const char *const *names) {
+ * optimizer's own state always is; Python falls back otherwise), and the
+ * `nwritten` tensors they write must not overlap any other input
+ * (the loops read and write each element once, through restrict pointers). */
+static jn_status check_update(const char *op, int nin, int nwritten, jn_tensor *const *in,
+                              const char *const *names) {
     jn_status s = check_dtype(op, nin, in);
     if (s) return s;
+    for (int i = 0; i < nwritten; i++)
+        for (int k = 0; k < nin; k++)
+            if (k != i && jn_rt_may_overlap(in[i], in[k]))
+                return jn_error(JN_ERR_VALUE, "%s: %s and %s share memory; the update writes %s in place", op,
+                                names[k < i ? k : i], names[k < i ? i : k], names[i]);
     for (int i = 0; i < nin; i++) {
         char s1[160], s2[160];
         if (!jn_same_shape(in[i]->ndim, in[i]->shape, in[0]->ndim, in[0]->shape))
@@ -372,7 +380,7 @@ static void same_meta(jn_meta *out, int n, const jn_tensor *t) {
 static const char *const adam_names[4] = {"param", "exp_avg", "exp_avg_sq", "grad"};
 
 jn_status jn_infer_adam_(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {
-    jn_status s = check_update("adam_", nin, in, adam_names);
+    jn_status s = check_update("adam_", nin, 3, in, adam_names);
     if (s) return s;
     if (!(a->a[5].f >= 1))
         return jn_error(JN_ERR_VALUE, "adam_: step must be >= 1 (the count after this update), got %g", a->a[5].f);
@@ -450,7 +458,7 @@ static const char *const sgd_names[3] = {"param", "momentum_buffer", "grad"};
 
 jn_status jn_infer_sgd_(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {
     (void)a;
-    jn_status s = check_update("sgd_", nin, in, sgd_names);
+    jn_status s = check_update("sgd_", nin, 2, in, sgd_names);
     if (s) return s;
     same_meta(out, 2, in[0]);
     return JN_OK;

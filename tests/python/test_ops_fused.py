@@ -228,11 +228,16 @@ def test_errors():
         _run("gru_cell", [np.zeros(())] * 3, {})
     a = _adam_attrs()
     with pytest.raises(RuntimeError, match=r"adam_: grad has shape \[3\] but param has shape \[2\]"):
-        _run("adam_", [np.zeros(2)] * 3 + [np.zeros(3)], a)
+        _run("adam_", [np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(3)], a)
     with pytest.raises(ValueError, match="adam_: exp_avg must be contiguous"):
         _run("adam_", [np.zeros(2), np.zeros(4)[::2], np.zeros(2), np.zeros(2)], a)
     with pytest.raises(ValueError, match="adam_: step must be >= 1"):
-        _run("adam_", [np.zeros(2)] * 4, _adam_attrs(step=0.0))
+        _run("adam_", [np.zeros(2) for _ in range(4)], _adam_attrs(step=0.0))
+    shared = np.zeros(2)
+    with pytest.raises(ValueError, match="adam_: exp_avg and exp_avg_sq share memory"):
+        _run("adam_", [np.zeros(2), shared, shared, np.zeros(2)], a)
+    with pytest.raises(ValueError, match="sgd_: param and grad share memory; the update writes param"):
+        _run("sgd_", [shared, np.zeros(2), shared], _sgd_attrs())
     with pytest.raises(TypeError, match="sgd_: input 2 has dtype float32"):
         _run("sgd_", [np.zeros(2), np.zeros(2), np.zeros(2, np.float32)], _sgd_attrs())
 

@@ -444,7 +444,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                     int64_t d = va[0].i < 0 ? va[0].i + bt->ndim : va[0].i;
                     if (d >= 0 && d < bt->ndim) {
                         int64_t size = bt->shape[d], s = va[1].i < 0 ? va[1].i + size : va[1].i;
-                        int64_t len = r->shape[d], step = va[3].i, last;
+                        int64_t len = r->shape[d], step = x->op == JN_OP_slice ? va[3].i : 0, last;
                         if (x->op == JN_OP_slice && step >= 1 && r->ndim == bt->ndim && s >= 0 && s <= size &&
                             len >= 0 && len <= size - s &&
                             (len == 0 || (!__builtin_mul_overflow(len - 1, step, &last) &&

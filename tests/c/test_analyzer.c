@@ -512,6 +512,76 @@ static void test_loop_reverse(void) {
     jn_ir_module_free(m);
 }
 
+/* A forward loop and a backward loop that reads the forward's values in
+ * reverse, with a peeled first backward iteration (as autograd records a
+ * recurrent net): y_k = tanh(y_{k-1} * 2) for k < T; g = y_{T-1} * 3; then
+ * for k = T-2 .. 0: g = g * y_k; r = g * y_0.  The backward loop reads y
+ * through a collect of the forward loop: select(collect, 0, (T-2) - i); the
+ * peeled op reads the last y through the carry, the op after the loops the
+ * first through select(collect, 0, 0). */
+static void test_loop_cross_read(void) {
+    tb t;
+    tb_open(&t, "b5.db", NULL, NULL);
+    int64_t c1 = site(&t, 140), c2 = site(&t, 141), c3 = site(&t, 142), c4 = site(&t, 143);
+    int64_t id = 1000;
+    const int Ts[4] = {5, 8, 6, 5};
+    for (int st = 0; st < 4; st++) {
+        int64_t T_ = Ts[st];
+        jn_db_tref y = T(id++, JN_TR_HOST, 1, (int64_t)4), ys[16];
+        for (int64_t k = 0; k < T_; k++) {
+            jn_db_tref in[2] = {y, S(id++, 2.0, 2)}, m = T(id++, 0, 1, (int64_t)4), yn = T(id++, 0, 1, (int64_t)4);
+            op(&t, JN_OP_mul, c1, NULL, 2, in, 1, &m, 0);
+            op(&t, JN_OP_tanh, c1, NULL, 1, &m, 1, &yn, 0);
+            ys[k] = y = yn;
+        }
+        jn_db_tref in0[2] = {ys[T_ - 1], S(id++, 3.0, 2)}, g = T(id++, 0, 1, (int64_t)4);
+        op(&t, JN_OP_mul, c2, NULL, 2, in0, 1, &g, 0);
+        for (int64_t k = T_ - 2; k >= 0; k--) {
+            jn_db_tref in[2] = {g, ys[k]}, gn = T(id++, 0, 1, (int64_t)4);
+            op(&t, JN_OP_mul, c3, NULL, 2, in, 1, &gn, 0);
+            g = gn;
+        }
+        jn_db_tref in1[2] = {g, ys[0]}, r = T(id++, 0, 1, (int64_t)4);
+        op(&t, JN_OP_mul, c4, NULL, 2, in1, 1, &r, 0);
+        sync_ev(&t, JN_SYNC_ITEM, c4, r.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("b5.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1 && m->graphs[0]->nloops == 2);
+    if (!m || m->ngraphs != 1 || m->graphs[0]->nloops != 2) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    const jn_ir_loop *F = &g->loops[0], *B = &g->loops[1];
+    CHECK(F->ncarry == 1 && F->ncollect == 1 && B->ncarry == 1);
+    int64_t sy[64] = {0}, v = -1;
+    CHECK(jn_ir_is_expr(F->trip));
+    int32_t T_sym = jn_ir_is_expr(F->trip) ? g->exprs[jn_ir_expr_index(F->trip)].sym : 0;
+    sy[T_sym] = 7;
+    sy[B->ivar] = 2;
+    CHECK(jn_ir_dim_eval(g, F->trip, sy, &v) == JN_OK && v == 7);
+    CHECK(jn_ir_dim_eval(g, B->trip, sy, &v) == JN_OK && v == 6);
+    int sel_in = 0, sel_out = 0;
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        const jn_ir_node *nd = &g->nodes[n];
+        if (nd->op != JN_OP_select || nd->in[0] != F->collect[0].out) continue;
+        CHECK(jn_ir_dim_eval(g, nd->attrs.a[1].i, sy, &v) == JN_OK);
+        if (nd->loop == 1) {
+            sel_in++;
+            CHECK(v == 7 - 2 - 2); /* (T-2) - i */
+        } else {
+            sel_out++;
+            CHECK(v == 0);         /* y_0 after the loops */
+        }
+    }
+    CHECK(sel_in == 1 && sel_out == 1);
+    CHECK(g->nodes[F->first + F->count].op == JN_OP_mul && g->nodes[F->first + F->count].in[0] == F->carry[0].out);
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
 /* 20 iterations every time (x = tanh(x * 2.0)): a loop with a constant trip
  * count instead of 40 unrolled nodes; 3 iterations stay unrolled. */
 static void test_loop_constant(void) {
@@ -1160,6 +1230,7 @@ int main(void) {
     test_loop();
     test_loop_reverse();
     test_loop_constant();
+    test_loop_cross_read();
     test_variants();
     test_scalars();
     test_state();

@@ -582,6 +582,39 @@ static void test_loop_cross_read(void) {
     jn_ir_module_free(m);
 }
 
+/* Two steps whose loops fold alike (same op tokens) but run on tensors of
+ * different rank ([4] three times, [2, 2] five times): the loop graph
+ * generalize.c would write types every iteration like the first exemplar,
+ * so the self-check finds the second exemplar differs and each trip count
+ * is its own structure. */
+static void test_loop_selfcheck(void) {
+    tb t;
+    tb_open(&t, "b6.db", NULL, NULL);
+    int64_t c1 = site(&t, 150), c2 = site(&t, 151);
+    int64_t id = 1000;
+    for (int st = 0; st < 2; st++) {
+        jn_db_tref x = st ? T(id++, JN_TR_HOST, 2, (int64_t)2, (int64_t)2) : T(id++, JN_TR_HOST, 1, (int64_t)4);
+        for (int k = 0; k < (st ? 5 : 3); k++) {
+            jn_db_tref y = st ? T(id++, 0, 2, (int64_t)2, (int64_t)2) : T(id++, 0, 1, (int64_t)4);
+            op(&t, JN_OP_tanh, c1, NULL, 1, &x, 1, &y, 0);
+            x = y;
+        }
+        sync_ev(&t, JN_SYNC_ITEM, c2, x.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("b6.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 2);
+    for (int k = 0; m && k < m->ngraphs; k++) {
+        const jn_ir_graph *g = m->graphs[k];
+        CHECK(g->nloops == 0 && g->ninputs == 1);
+        int r = g->values[g->inputs[0].value].ndim;
+        CHECK(g->nnodes == (r == 1 ? 3 : 5));
+        for (int32_t n = 0; n < g->nnodes; n++) CHECK(g->values[g->nodes[n].out[0]].ndim == r);
+    }
+    jn_ir_module_free(m);
+}
+
 /* 20 iterations every time (x = tanh(x * 2.0)): a loop with a constant trip
  * count instead of 40 unrolled nodes; 3 iterations stay unrolled. */
 static void test_loop_constant(void) {
@@ -1231,6 +1264,7 @@ int main(void) {
     test_loop_reverse();
     test_loop_constant();
     test_loop_cross_read();
+    test_loop_selfcheck();
     test_variants();
     test_scalars();
     test_state();

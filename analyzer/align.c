@@ -168,7 +168,10 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
         nextf[i] = (int32_t)*h;
         *h = i;
     }
-    /* families: the same folded sequence (loop counts aside) */
+    /* families: the same folded sequence (loop counts aside); first those
+     * that can have loops, so that an exemplar that ran a loop once can join
+     * one wherever it sits in the group */
+    for (int phase = 0; phase < 2; phase++)
     for (int64_t i = 0; i < g->nex; i++) {
         if (done[i]) continue;
         int32_t nf = 0;
@@ -181,6 +184,10 @@ jn_status an_align(an_ctx *c, an_group *g, an_struct **out, int32_t *nout) {
         const char *why = NULL;
         int long_rep = 0;
         for (int32_t r = 0; r < c->ex[fam[0]].nreps; r++) long_rep |= c->ex[fam[0]].reps[r].count >= 16;
+        if (phase == 0 && nf == 1 && !long_rep) {
+            done[i] = 0;
+            continue;
+        }
         /* exemplars where a loop of this family ran once join it */
         int32_t nf0 = nf;
         {

@@ -26,6 +26,7 @@
  * each trip count as its own structure (correct, just less general).
  * Loops do not nest (a repeat inside a body stays unrolled).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,6 +277,14 @@ static int is_carried(const an_tloop *TL, int32_t j, int32_t idx) {
     return 0;
 }
 
+/* A check_body reason that says where: the input, the body op, the iteration. */
+static _Thread_local char why_buf[256];
+static const char *at_input(const char *what, const an_op *o, int32_t j, int32_t p, int q, int32_t it) {
+    snprintf(why_buf, sizeof why_buf, "%s (input %d of %s, body op %d of %d, iteration %d)", what, q,
+             an_op_name(o->op), j, p, it);
+    return why_buf;
+}
+
 /* Check one exemplar's loop iterations against the shared relations. */
 static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T, const layout *LY, int32_t e,
                               rel *rels) {
@@ -324,11 +333,12 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     memset(&now, 0, sizeof now);
                     int32_t it2, j2, l2 = loop_iter(T, LY, e, xv->def, &it2, &j2);
                     if (l2 >= 0 && l2 != l) { /* another loop's value: collected, read back by index */
-                        if (R->set && R->kind != REL_X) return "loop iterations read their inputs differently";
+                        if (R->set && R->kind != REL_X)
+                            return at_input("loop iterations read their inputs differently", ok, j, p, q, it);
                         R->set = 1;
                         R->kind = REL_X;
                         const char *w = xnote(&R->x, l2, j2, xv->idx, it2, T->loops[l2].count[e], it);
-                        if (w) return w;
+                        if (w) return at_input(w, ok, j, p, q, it);
                         continue;
                     }
                     if (xv->def >= base && xv->def < base + j) {
@@ -340,7 +350,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                         now.j = xv->def - (base - p);
                         now.idx = xv->idx;
                     } else if (xv->def >= s0 && xv->def < s0 + K * p) {
-                        return "a loop body reads a value of an older iteration";
+                        return at_input("a loop body reads a value of an older iteration", ok, j, p, q, it);
                     } else {
                         now.kind = REL_OUT;
                         now.out = value_id(x, LY, rf->val);
@@ -351,7 +361,8 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                             R->init = now.out;
                             R->init_set = 1;
                         } else if (!vid_eq(R->init, now.out)) {
-                            return "a loop starts from different values in different segments";
+                            return at_input("a loop starts from different values in different segments", ok, j, p, q,
+                                            it);
                         }
                         continue;
                     }
@@ -363,7 +374,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                         R->set = 1;
                     } else if (R->kind != now.kind || R->j != now.j || R->idx != now.idx ||
                                (now.kind == REL_OUT && !vid_eq(R->out, now.out))) {
-                        return "loop iterations read their inputs differently";
+                        return at_input("loop iterations read their inputs differently", ok, j, p, q, it);
                     }
                 }
             }

@@ -214,13 +214,16 @@ static jn_status build_group(an_ctx *c, an_group *grp, int32_t *ngroups) {
     return st;
 }
 
+static void ex_free(an_ex *e) {
+    free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
+    free(e->reps);
+    free(e->attrv);
+    e->ops = NULL, e->refs = NULL, e->vals = NULL, e->islots = NULL, e->fslots = NULL, e->decs = NULL;
+    e->reps = NULL, e->attrv = NULL;
+}
+
 static void ctx_free(an_ctx *c) {
-    for (int64_t i = 0; i < c->nex; i++) {
-        an_ex *e = &c->ex[i];
-        free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
-        free(e->reps);
-        free(e->attrv);
-    }
+    for (int64_t i = 0; i < c->nex; i++) ex_free(&c->ex[i]);
     free(c->ex);
     for (int64_t i = 0; i < c->ngroups; i++) free(c->groups[i].ex);
     free(c->groups);
@@ -283,7 +286,12 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     if (!s) {
         c.m->optable_hash = jn_optable_hash();
         int32_t ngroups = 0;
-        for (int64_t gi = 0; gi < c.ngroups && !s; gi++) s = build_group(&c, &c.groups[gi], &ngroups);
+        for (int64_t gi = 0; gi < c.ngroups && !s; gi++) {
+            s = build_group(&c, &c.groups[gi], &ngroups);
+            /* a group's exemplars are done with once its graphs exist: the
+             * next group's graphs grow while they are freed */
+            for (int64_t k = 0; k < c.groups[gi].nex; k++) ex_free(&c.ex[c.groups[gi].ex[k]]);
+        }
         stats->groups = ngroups;
         stats->graphs = c.m->ngraphs;
         for (int32_t k = 0; k < c.m->ngraphs; k++) stats->loops += c.m->graphs[k]->nloops;

@@ -8,6 +8,7 @@
  * float attributes, Python scalars, the Philox offset).  Memory therefore
  * grows with the number of distinct exemplars, not with recorded ops.
  * Later passes work on exemplars only: loops.c folds tandem repeats,
+ * selfcheck.c proves a loop graph against every exemplar it stands for,
  * align.c sorts the exemplars of a group into structures and variants,
  * generalize.c turns each structure into one IR graph, guards.c adds its
  * guards.  analyze.c runs them in order (jn_an_analyze).

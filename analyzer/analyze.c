@@ -8,7 +8,9 @@
  *             exemplar of its group (segment.c: an_segment_step)
  *   for each group, in order of first appearance
  *     loops + align   exemplars -> structures (repeats with a varying count
- *             folded into loops) -> variants with parent/diverge/decided
+ *             folded into loops; a loop graph is kept only when it unrolls
+ *             into every exemplar exactly, selfcheck.c) -> variants with
+ *             parent/diverge/decided
  *     generalize + guards   one graph per structure
  *   the call sites the graphs mention; jn_ir_verify_module.
  *

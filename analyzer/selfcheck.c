@@ -108,8 +108,8 @@ static const char *node(sc *S, int32_t n, int32_t *skip) {
         static const jn_op chain_ops[3] = {JN_OP_permute, JN_OP_clone, JN_OP_view};
         for (int k = 0, i = 0; k < 3; k++) {
             if ((k == 0 && !(d > 0)) || (k == 1 && !(!stack && d > 0)) || (k == 2 && stack)) continue;
-            const jn_ir_node *c = &g->nodes[n + i];
-            if (n + i >= g->nnodes || c->op != chain_ops[k] || c->nin != 1 || c->in[0] != cur)
+            const jn_ir_node *c = n + i < g->nnodes ? &g->nodes[n + i] : NULL;
+            if (!c || c->op != chain_ops[k] || c->nin != 1 || c->in[0] != cur)
                 return fail(S, "the rewrite of a %s of loop values is not the expected %s", an_op_name(o->op),
                             an_op_name(chain_ops[k]));
             cur = c->out[0];

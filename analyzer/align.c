@@ -28,7 +28,7 @@ static int same_structure(const an_ex *a, const an_ex *b) {
         if (a->ops[i].token != b->ops[i].token) return 0;
     for (int32_t i = 0; i < a->nrefs; i++)
         if (a->refs[i].val != b->refs[i].val || a->refs[i].ndim != b->refs[i].ndim ||
-            a->refs[i].role != b->refs[i].role)
+            a->refs[i].dtype != b->refs[i].dtype || a->refs[i].role != b->refs[i].role)
             return 0;
     for (int32_t i = 0; i < a->nvals; i++) {
         const an_val *x = &a->vals[i], *y = &b->vals[i];

@@ -328,7 +328,7 @@ typedef struct an_gen {
 } an_gen;
 
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g);
-/* an_generalize, then the self-check (selfcheck.c) of a graph with loops:
+/* an_generalize, then (why != NULL) the self-check of the graph (selfcheck.c):
  * *why says how it differs from a recorded exemplar, NULL when it is exact. */
 jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g,
                                 const char **why);

@@ -198,7 +198,13 @@ static jn_status build_group(an_ctx *c, an_group *grp, int32_t *ngroups) {
             break;
         }
         s[k].group = *ngroups;
-        st = an_generalize(c, &s[k], grp, g);
+        /* JANUS_AN_SELFCHECK=all: every graph proves itself against its
+         * exemplars (loop graphs always do, in align.c); for tests and fuzzing */
+        const char *w = NULL, *all = getenv("JANUS_AN_SELFCHECK");
+        st = an_generalize_checked(c, &s[k], grp, g, all && !strcmp(all, "all") ? &w : NULL);
+        if (!st && w)
+            st = jn_error(JN_ERR_RUNTIME, "analyzer: internal error: graph %s does not reproduce its recorded "
+                          "segments (%s); please report this with the trace store", g->name ? g->name : "?", w);
     }
     for (int32_t k = 0; k < n; k++) {
         if (s[k].reason && !st)

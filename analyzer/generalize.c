@@ -670,7 +670,7 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
             }
         }
     if (!err) err = an_guard_symbols(&G);
-    if (!err && why && G.T->nloops > 0) {
+    if (!err && why) {
         *why = an_selfcheck(&G);
         if (*why && !strcmp(*why, "out of memory")) err = nomem();
     }

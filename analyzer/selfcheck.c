@@ -17,11 +17,12 @@
  * yields the collected value of that iteration (the index must be in
  * range), and the permute/clone/view chain that rewrites a stack/cat of a
  * collect matches the recorded stack/cat over exactly the collected values.
- * All recorded ops must be consumed and every state write-back must be the
- * recorded final value of the state it writes.  The first difference is
- * reported ("exemplar 2 (steps 4..9), op 17 (mm): graph reads %31, the
- * trace the output of op 12"), and the caller then treats each trip count
- * as its own structure.
+ * All recorded ops must be consumed, every state write-back must be the
+ * recorded final value of the state it writes and every kept value one the
+ * segment produced.  The first difference is reported ("self-check of the
+ * loop graph against exemplar 2 (steps 4..9), recorded op 17 (mm): input
+ * 1: the graph reads %31 (recorded op 12's value), the trace op 13's"),
+ * and the caller then treats each trip count as its own structure.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -251,7 +252,13 @@ static const char *check_one(sc *S) {
     if (S->pos != S->x->nops) return fail(S, "the graph covers %d of %d recorded ops", S->pos, S->x->nops);
     for (int32_t k = 0; k < g->noutputs; k++) {
         const jn_ir_output *o = &g->outputs[k];
-        if (o->kind != JN_IR_OUT_STATE) continue;
+        if (o->kind != JN_IR_OUT_STATE) {
+            /* a kept value: the final value of a tensor this exemplar defined */
+            int32_t v = S->xv[o->value];
+            if (v < 0 || S->x->vals[v].def < 0)
+                return fail(S, "kept output %d is not a value the segment produced", k);
+            continue;
+        }
         int32_t v = S->xv[o->value], in = S->xv[g->inputs[o->state].value];
         if (v < 0 || in < 0 || S->x->vals[v].overwrites != in)
             return fail(S, "state write-back %d is not the recorded final value of its state", k);

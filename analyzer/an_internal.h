@@ -8,6 +8,7 @@
  * float attributes, Python scalars, the Philox offset).  Memory therefore
  * grows with the number of distinct exemplars, not with recorded ops.
  * Later passes work on exemplars only: loops.c folds tandem repeats,
+ * selfcheck.c proves a loop graph against every exemplar it stands for,
  * align.c sorts the exemplars of a group into structures and variants,
  * generalize.c turns each structure into one IR graph, guards.c adds its
  * guards.  analyze.c runs them in order (jn_an_analyze).
@@ -190,16 +191,19 @@ typedef struct an_tid {
     int64_t id;
     int32_t cur;                  /* current value */
     int32_t ext;                  /* external value it entered as, -1 */
-    int32_t view_base;            /* index of the base's an_tid for a view made here, -1 */
-    int32_t gen;                  /* writes to this tensor so far */
-    int32_t base_gen;             /* for a view: the base's gen when the view was made */
+    int32_t view_base;            /* a view made here: its parent's an_tid (the view op's input), -1 */
+    int32_t gen;                  /* writes to this tensor (or new values of a view) so far */
+    int32_t base_gen;             /* for a view: the parent's gen its current value was taken at */
     uint8_t is_view;              /* made by a view op in this segment */
-    uint8_t splice;               /* a view a write can be spliced back into its base:
-                                   * 1 slice(step 1), 2 select, 3 reshape, 4 transpose,
+    uint8_t splice;               /* a view a write can be spliced back into its parent:
+                                   * 1 slice (any step), 2 select, 3 reshape, 4 transpose,
                                    * 5 permute, 0 no */
+    uint8_t rederive;             /* the view op can be taken again from a new parent value */
+    int16_t vop;                  /* the view op ... */
+    int32_t vattr0;               /* ... and its attributes (the step buffer's attrs[vattr0..]) */
     int8_t perm[JN_MAX_DIMS];     /* 5: the permutation */
-    int32_t vdim;                 /* ... along this dim of the base */
-    int64_t va, vlen;             /* ... start (or index) and length */
+    int32_t vdim;                 /* 1, 2: along this dim of the parent */
+    int64_t va, vlen, vstep;      /* 1: start, length, step; 2: index; 4: the two dims */
     int32_t type_ref;             /* the ref that gave its current value's type */
 } an_tid;
 
@@ -241,6 +245,20 @@ typedef struct {
     an_tcollect *coll; int32_t ncoll;
 } an_tloop;
 
+/* A read of another loop's body value, not through a carry: the body
+ * value (j, idx) of loop `src` at the iteration c + i, or (trip - 1 - c) - i
+ * when from_end, where i is the reading loop's iteration (0 for a plain op
+ * after the loops).  The IR collects the value over src's iterations and
+ * reads it back with select(collect, 0, index): how a backward loop reads
+ * its forward loop's saved values in reverse, and how the peeled first and
+ * last iterations around a loop read single ones. */
+typedef struct {
+    int32_t src, j, idx;
+    int32_t at;                   /* the reading template loop, -1 for a plain op */
+    uint8_t from_end;
+    int64_t c;
+} an_txread;
+
 /* How a structure's exemplars line up: template op t is op eop[e][t] of
  * exemplar e (iteration 0 inside a loop).  A structure without loops has
  * eop[e][t] == t. */
@@ -251,6 +269,8 @@ typedef struct an_tmpl {
     an_tloop *loops; int32_t nloops;
     int32_t *carry_of_ref;        /* E0 ref index -> carry + 1 for loop-carried inputs (iteration 0), 0 */
     int64_t *slope;               /* E0 int slot -> per-iteration step of a body attribute */
+    an_txread *xr; int32_t nxr;   /* reads of other loops' values (see an_txread) */
+    int32_t *xread_of_ref;        /* E0 ref index -> xr index + 1, 0 */
 } an_tmpl;
 
 void an_tmpl_free(an_tmpl *t);
@@ -300,12 +320,20 @@ typedef struct an_gen {
     int32_t nsym, nivar, rng;
     int32_t *coll_out;        /* template op -> the collect it consumes (IR value), -1 */
     int32_t *ivar, *irloop;   /* per template loop: its induction symbol, its IR loop */
+    int32_t *xcoll;           /* per cross-loop read (an_txread): the collect it selects from */
+    int64_t *rng_vec;         /* per exemplar: the first random op's offset (the rng symbol) */
     int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
 } an_gen;
 
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g);
+/* an_generalize, then (why != NULL) the self-check of the graph (selfcheck.c):
+ * *why says how it differs from a recorded exemplar, NULL when it is exact. */
+jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g,
+                                const char **why);
+/* selfcheck.c: NULL when every exemplar of G expands exactly, else why not. */
+const char *an_selfcheck(an_gen *G);
 int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site);
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err);
 

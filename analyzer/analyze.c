@@ -8,7 +8,9 @@
  *             exemplar of its group (segment.c: an_segment_step)
  *   for each group, in order of first appearance
  *     loops + align   exemplars -> structures (repeats with a varying count
- *             folded into loops) -> variants with parent/diverge/decided
+ *             folded into loops; a loop graph is kept only when it unrolls
+ *             into every exemplar exactly, selfcheck.c) -> variants with
+ *             parent/diverge/decided
  *     generalize + guards   one graph per structure
  *   the call sites the graphs mention; jn_ir_verify_module.
  *
@@ -196,7 +198,13 @@ static jn_status build_group(an_ctx *c, an_group *grp, int32_t *ngroups) {
             break;
         }
         s[k].group = *ngroups;
-        st = an_generalize(c, &s[k], grp, g);
+        /* JANUS_AN_SELFCHECK=all: every graph proves itself against its
+         * exemplars (loop graphs always do, in align.c); for tests and fuzzing */
+        const char *w = NULL, *all = getenv("JANUS_AN_SELFCHECK");
+        st = an_generalize_checked(c, &s[k], grp, g, all && !strcmp(all, "all") ? &w : NULL);
+        if (!st && w)
+            st = jn_error(JN_ERR_RUNTIME, "analyzer: internal error: graph %s does not reproduce its recorded "
+                          "segments (%s); please report this with the trace store", g->name ? g->name : "?", w);
     }
     for (int32_t k = 0; k < n; k++) {
         if (s[k].reason && !st)
@@ -214,13 +222,16 @@ static jn_status build_group(an_ctx *c, an_group *grp, int32_t *ngroups) {
     return st;
 }
 
+static void ex_free(an_ex *e) {
+    free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
+    free(e->reps);
+    free(e->attrv);
+    e->ops = NULL, e->refs = NULL, e->vals = NULL, e->islots = NULL, e->fslots = NULL, e->decs = NULL;
+    e->reps = NULL, e->attrv = NULL;
+}
+
 static void ctx_free(an_ctx *c) {
-    for (int64_t i = 0; i < c->nex; i++) {
-        an_ex *e = &c->ex[i];
-        free(e->ops), free(e->refs), free(e->vals), free(e->islots), free(e->fslots), free(e->decs);
-        free(e->reps);
-        free(e->attrv);
-    }
+    for (int64_t i = 0; i < c->nex; i++) ex_free(&c->ex[i]);
     free(c->ex);
     for (int64_t i = 0; i < c->ngroups; i++) free(c->groups[i].ex);
     free(c->groups);
@@ -283,7 +294,12 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     if (!s) {
         c.m->optable_hash = jn_optable_hash();
         int32_t ngroups = 0;
-        for (int64_t gi = 0; gi < c.ngroups && !s; gi++) s = build_group(&c, &c.groups[gi], &ngroups);
+        for (int64_t gi = 0; gi < c.ngroups && !s; gi++) {
+            s = build_group(&c, &c.groups[gi], &ngroups);
+            /* a group's exemplars are done with once its graphs exist: the
+             * next group's graphs grow while they are freed */
+            for (int64_t k = 0; k < c.groups[gi].nex; k++) ex_free(&c.ex[c.groups[gi].ex[k]]);
+        }
         stats->groups = ngroups;
         stats->graphs = c.m->ngraphs;
         for (int32_t k = 0; k < c.m->ngraphs; k++) stats->loops += c.m->graphs[k]->nloops;

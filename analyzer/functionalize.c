@@ -14,13 +14,18 @@
  * is kept for Python (`keep`).
  *
  * Views are ordinary functional nodes, which is only right while nothing
- * writes through an alias.  A write INTO a view taken directly from its base
- * is spliced back (splice(): the base's new value rebuilt from the view's
- * with slice/cat, view, transpose or permute, ops the analyzer adds); any
- * other write through a view (a strided slice, a view of a view, an
- * external tensor that is itself a strided view), a read of a view after its
- * base was written, and a tensor whose dtype or shape changes are recorded
- * as the reason the segment cannot be captured.  A tensor is never followed
+ * writes through an alias, so aliasing is made explicit with table ops the
+ * analyzer adds.  A write INTO a view is spliced back into its parent, and
+ * on up a chain of views to the base (splice(): slice_scatter for a slice
+ * of any positive step, select_scatter for a select, view back for a
+ * reshape of a contiguous parent, the inverse transpose/permute).  A view
+ * read after its parent (or any ancestor) got a new value is taken again
+ * from the new value first (freshen()), as eager mode would show the write
+ * through it.  What stays refused, as the reason the segment cannot be
+ * captured: writes through expand, as_strided or a reshape of a
+ * non-contiguous parent, writes into an external tensor that is itself a
+ * strided view, reads of a stale as_strided view, and a tensor whose dtype
+ * or shape changes.  A tensor is never followed
  * through a view chain the recorder did not see (autograd's saved aliases
  * have ids of their own).
  *
@@ -137,33 +142,108 @@ static int32_t emit(an_ctx *c, jn_op op, int64_t site, int64_t stack, const jn_a
     return v;
 }
 
-/* A write into view V of base B (V taken directly from B's current value) is
- * functional again when B's new value can be rebuilt from V's with table ops:
- * a slice (step 1) or select: B' = cat(B[..start], V', B[end..]) along the
- * view's dim; a reshape of a contiguous base (view, squeeze, unsqueeze):
- * B' = view(V', B's shape); a transpose or permute: B' = the inverse one. */
-static jn_status splice(an_ctx *c, int32_t vi, int64_t site, int64_t stack) {
+#define AN_MAX_VIEW_CHAIN 64
+
+/* Make view ti's current value current: where its parent (or an ancestor)
+ * got a new value since the view was taken, take the view again from the
+ * parent's new value, top down (in eager mode a read through the view sees
+ * the write).  *bad when a view op in the chain cannot be taken again
+ * (as_strided) or the chain is absurdly deep. */
+static jn_status freshen(an_ctx *c, int32_t ti, int64_t site, int64_t stack, int *bad) {
+    int32_t chain[AN_MAX_VIEW_CHAIN], n = 0;
+    for (int32_t t = ti; t >= 0 && c->ids[t].is_view && c->ids[t].view_base >= 0; t = c->ids[t].view_base) {
+        if (n == AN_MAX_VIEW_CHAIN) {
+            *bad = 1;
+            return JN_OK;
+        }
+        chain[n++] = t;
+    }
     an_ex *e = &c->scr;
-    an_tid *V = &c->ids[vi];
-    int32_t bi = V->view_base;
-    an_ref bt = e->refs[c->ids[bi].type_ref], vt = e->refs[V->type_ref];
-    int32_t bold = c->ids[bi].cur, nv = V->cur, d = V->vdim;
-    jn_attrs a;
-    memset(&a, 0, sizeof a);
-    if (V->splice >= 3) {
-        int32_t nb;
-        if (V->splice == 3) {
+    while (n--) {
+        an_tid *V = &c->ids[chain[n]];
+        const an_tid *P = &c->ids[V->view_base];
+        if (P->gen == V->base_gen) continue;
+        if (!V->rederive || P->type_ref < 0 || V->type_ref < 0) {
+            *bad = 1;
+            return JN_OK;
+        }
+        const jn_opinfo *info = jn_op_info((jn_op)V->vop);
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        for (int k = 0; k < info->nattrs; k++) a.a[k] = c->sb.attrs[V->vattr0 + k];
+        an_ref pt = e->refs[P->type_ref], vt = e->refs[V->type_ref];
+        int32_t pv = P->cur, nv = emit(c, (jn_op)V->vop, site, stack, &a, 1, &pv, &pt, &vt);
+        if (nv < 0) return JN_ERR_NOMEM;
+        V->cur = nv;
+        V->type_ref = e->nrefs - 1;
+        V->gen++;
+        V->base_gen = P->gen;
+    }
+    return JN_OK;
+}
+
+/* Can a write into view ti be spliced into its base, through every view in between? */
+static int spliceable(const an_ctx *c, int32_t ti) {
+    int n = 0;
+    for (int32_t t = ti; c->ids[t].is_view && c->ids[t].view_base >= 0; t = c->ids[t].view_base)
+        if (!c->ids[t].splice || ++n > AN_MAX_VIEW_CHAIN) return 0;
+    return n > 0;
+}
+
+/* A write into view V is functional again when each parent's new value can
+ * be rebuilt from its view's with table ops, from V up to the base: a slice
+ * (any positive step): P' = slice_scatter(P, V', dim, start, end, step); a
+ * select: P' = select_scatter(P, V', dim, index); a reshape of a contiguous
+ * parent (view, squeeze, unsqueeze): P' = view(V', P's shape); a transpose
+ * or permute: P' = the inverse one.  A view of a view is two such steps
+ * (x[1][:, ::2].fill_(0)). */
+static jn_status splice(an_ctx *c, int32_t vi, int64_t site, int64_t stack, int *bad) {
+    an_ex *e = &c->scr;
+    jn_status s = freshen(c, c->ids[vi].view_base, site, stack, bad);
+    if (s || *bad) return s;
+    for (int32_t ti = vi; c->ids[ti].is_view && c->ids[ti].view_base >= 0; ti = c->ids[ti].view_base) {
+        an_tid *V = &c->ids[ti];
+        int32_t bi = V->view_base;
+        if (c->ids[bi].type_ref < 0 || V->type_ref < 0) {
+            *bad = 1;
+            return JN_OK;
+        }
+        an_ref bt = e->refs[c->ids[bi].type_ref], vt = e->refs[V->type_ref];
+        int32_t in[2] = {c->ids[bi].cur, V->cur}, nb;
+        an_ref it[2] = {bt, vt};
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        switch (V->splice) {
+        case 1:
+            a.a[0].i = V->vdim;
+            a.a[1].i = V->va;
+            a.a[2].i = V->vlen ? V->va + (V->vlen - 1) * V->vstep + 1 : V->va; /* checked when the view was made */
+            a.a[3].i = V->vstep;
+            nb = emit(c, JN_OP_slice_scatter, site, stack, &a, 2, in, it, &bt);
+            break;
+        case 2:
+            a.a[0].i = V->vdim;
+            a.a[1].i = V->va;
+            nb = emit(c, JN_OP_select_scatter, site, stack, &a, 2, in, it, &bt);
+            break;
+        case 3:
             a.a[0].l.n = bt.ndim;
             memcpy(a.a[0].l.v, bt.shape, sizeof(int64_t) * bt.ndim);
-            nb = emit(c, JN_OP_view, site, stack, &a, 1, &nv, &vt, &bt);
-        } else if (V->splice == 4) {
+            nb = emit(c, JN_OP_view, site, stack, &a, 1, in + 1, it + 1, &bt);
+            break;
+        case 4:
             a.a[0].i = V->va;
             a.a[1].i = V->vlen;
-            nb = emit(c, JN_OP_transpose, site, stack, &a, 1, &nv, &vt, &bt);
-        } else {
+            nb = emit(c, JN_OP_transpose, site, stack, &a, 1, in + 1, it + 1, &bt);
+            break;
+        case 5:
             a.a[0].l.n = bt.ndim;
             for (int k = 0; k < bt.ndim; k++) a.a[0].l.v[V->perm[k]] = k; /* the inverse */
-            nb = emit(c, JN_OP_permute, site, stack, &a, 1, &nv, &vt, &bt);
+            nb = emit(c, JN_OP_permute, site, stack, &a, 1, in + 1, it + 1, &bt);
+            break;
+        default:
+            *bad = 1;
+            return JN_OK;
         }
         if (nb < 0) return JN_ERR_NOMEM;
         an_tid *B = &c->ids[bi];
@@ -171,48 +251,8 @@ static jn_status splice(an_ctx *c, int32_t vi, int64_t site, int64_t stack) {
         B->gen++;
         B->type_ref = e->nrefs - 1;
         if (B->ext >= 0) e->vals[B->ext].written = 1;
-        c->ids[vi].base_gen = B->gen;
-        return JN_OK;
+        c->ids[ti].base_gen = B->gen;
     }
-    int64_t size = bt.shape[d], len = V->splice == 1 ? V->vlen : 1;
-    an_ref lt = bt, rt = bt, mt = bt;
-    lt.shape[d] = V->va;
-    rt.shape[d] = size - V->va - len;
-    mt.shape[d] = len;
-    jn_attrs la = a, ra = a;
-    la.a[0].i = ra.a[0].i = d;
-    la.a[1].i = 0;
-    la.a[2].i = V->va;
-    ra.a[1].i = V->va + len;
-    ra.a[2].i = size;
-    la.a[3].i = ra.a[3].i = 1;
-    /* empty pieces are left out (their shapes are part of the exemplar's key,
-     * so this is the same for every segment it stands for) */
-    int32_t parts[3], np = 0, m = nv;
-    an_ref pt[3];
-    if (V->va > 0) {
-        pt[np] = lt;
-        if ((parts[np++] = emit(c, JN_OP_slice, site, stack, &la, 1, &bold, &bt, &lt)) < 0) return JN_ERR_NOMEM;
-    }
-    if (V->splice == 2) {
-        a.a[0].i = d;
-        if ((m = emit(c, JN_OP_unsqueeze, site, stack, &a, 1, &nv, &vt, &mt)) < 0) return JN_ERR_NOMEM;
-    }
-    pt[np] = mt;
-    parts[np++] = m;
-    if (size - V->va - len > 0) {
-        pt[np] = rt;
-        if ((parts[np++] = emit(c, JN_OP_slice, site, stack, &ra, 1, &bold, &bt, &rt)) < 0) return JN_ERR_NOMEM;
-    }
-    a.a[0].i = d;
-    int32_t nb = np == 1 ? m : emit(c, JN_OP_cat, site, stack, &a, np, parts, pt, &bt);
-    if (nb < 0) return JN_ERR_NOMEM;
-    an_tid *B = &c->ids[bi];
-    B->cur = nb;
-    B->gen++;
-    B->type_ref = e->nrefs - 1;
-    if (B->ext >= 0) e->vals[B->ext].written = 1;
-    c->ids[vi].base_gen = B->gen;
     return JN_OK;
 }
 
@@ -239,6 +279,14 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             continue;
         }
         if (x->kind != JN_EV_OP) continue;
+        /* views read here whose parent got a new value since: taken again first */
+        for (int j = 0; j < x->nin; j++) {
+            const an_tref *t = &c->sb.tr[x->ref0 + j];
+            int64_t *slot = t->role == JN_TR_SCALAR ? NULL : an_map_find(&c->idmap, (uint64_t)t->id);
+            int bad = 0;
+            if (slot && freshen(c, (int32_t)*slot, x->callsite, x->stack, &bad)) return JN_ERR_NOMEM;
+            if (bad) set_reason(e, AN_R_STALE_VIEW, x->op, x->callsite);
+        }
         if (an_grow(&e->ops, &c->capops, e->nops + 1, sizeof *e->ops) ||
             an_grow(&e->refs, &c->caprefs, e->nrefs + x->nin + x->nout, sizeof *e->refs))
             return JN_ERR_NOMEM;
@@ -325,8 +373,6 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                 if (v < 0) return JN_ERR_NOMEM;
                 td = &c->ids[c->nids - 1];
                 td->cur = td->ext = v;
-            } else if (td->is_view && td->view_base >= 0 && c->ids[td->view_base].gen != td->base_gen) {
-                set_reason(e, AN_R_STALE_VIEW, x->op, x->callsite);
             }
             r->val = td->cur;
             if (td->type_ref >= 0 && !same_meta(&e->refs[td->type_ref], r))
@@ -370,8 +416,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             if (!isnew && td->type_ref >= 0 && !same_meta(&e->refs[td->type_ref], r))
                 set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
             if (!isnew) { /* an in-place write of an existing tensor */
-                if (td->is_view && td->splice && td->view_base >= 0 && c->ids[td->view_base].gen == td->base_gen &&
-                    pending < 0)
+                if (td->is_view && pending < 0 && spliceable(c, (int32_t)(td - c->ids)))
                     pending = (int32_t)(td - c->ids);
                 else if (td->is_view || (td->ext >= 0 && td->cur == td->ext && r->noncontig))
                     set_reason(e, AN_R_VIEW_WRITE, x->op, x->callsite);
@@ -385,21 +430,28 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             td->type_ref = e->nrefs - 1;
             r->val = v;
             if ((info->flags & JN_F_VIEW) && j == 0 && in0 >= 0 && isnew) {
-                int32_t base = c->ids[in0].is_view && c->ids[in0].view_base >= 0 ? c->ids[in0].view_base : in0;
+                int32_t base = in0;
                 td->is_view = 1;
                 td->view_base = base;
                 td->base_gen = c->ids[base].gen;
                 td->splice = 0;
+                td->rederive = x->op != JN_OP_as_strided;
+                td->vop = x->op;
+                td->vattr0 = x->attr0;
                 const jn_attr *va = &c->sb.attrs[x->attr0];
                 if (base == in0 && c->ids[in0].type_ref >= 0 && (x->op == JN_OP_slice || x->op == JN_OP_select)) {
                     const an_ref *bt = &e->refs[c->ids[in0].type_ref];
                     int64_t d = va[0].i < 0 ? va[0].i + bt->ndim : va[0].i;
                     if (d >= 0 && d < bt->ndim) {
                         int64_t size = bt->shape[d], s = va[1].i < 0 ? va[1].i + size : va[1].i;
-                        if (x->op == JN_OP_slice && va[3].i == 1 && r->ndim == bt->ndim && s >= 0 &&
-                            s <= size && r->shape[d] <= size - s) {
+                        int64_t len = r->shape[d], step = x->op == JN_OP_slice ? va[3].i : 0, last;
+                        if (x->op == JN_OP_slice && step >= 1 && r->ndim == bt->ndim && s >= 0 && s <= size &&
+                            len >= 0 && len <= size - s &&
+                            (len == 0 || (!__builtin_mul_overflow(len - 1, step, &last) &&
+                                          !__builtin_add_overflow(last, s, &last) && last < size))) {
                             td->splice = 1;
-                            td->vlen = r->shape[d];
+                            td->vlen = len;
+                            td->vstep = step;
                         } else if (x->op == JN_OP_select && s >= 0 && s < size && r->ndim + 1 == bt->ndim) {
                             td->splice = 2;
                         }
@@ -437,8 +489,10 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         }
         e->ops[oi].token = tok;
         if (pending >= 0) {
-            jn_status s = splice(c, pending, x->callsite, x->stack);
+            int bad = 0;
+            jn_status s = splice(c, pending, x->callsite, x->stack, &bad);
             if (s) return s;
+            if (bad) set_reason(e, AN_R_VIEW_WRITE, x->op, x->callsite);
         }
     }
     /* state write-backs and values Python still references */

@@ -301,6 +301,36 @@ static jn_status gen_op_inputs(an_gen *G, int32_t t) {
     return JN_OK;
 }
 
+/* select(collect, 0, index) for cross-loop read k (an_txread) by template op t. */
+static jn_status gen_xread(an_gen *G, int32_t k, int32_t t, int64_t site, int32_t *val) {
+    const an_txread *X = &G->T->xr[k];
+    int32_t cv = G->xcoll[k];
+    if (cv < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: loop value read before it was collected");
+    jn_ir_dim trip = G->g->loops[G->irloop[X->src]].trip, idx;
+    if (X->from_end) {
+        int64_t off;
+        if (__builtin_add_overflow(X->c, (int64_t)1, &off)) return jn_error(JN_ERR_VALUE, "analyzer: loop index overflow");
+        idx = jn_ir_dim_op(G->g, JN_IR_E_SUB, trip, off);
+        if (X->at >= 0) idx = jn_ir_dim_op(G->g, JN_IR_E_SUB, idx, jn_ir_sym_dim(G->g, G->ivar[X->at]));
+    } else {
+        idx = X->c;
+        if (X->at >= 0) idx = jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_sym_dim(G->g, G->ivar[X->at]), X->c);
+    }
+    jn_ir_value ty = G->g->values[cv];
+    ty.kind = JN_IR_V_NODE;
+    ty.ndim--;
+    memmove(ty.shape, ty.shape + 1, sizeof(jn_ir_dim) * ty.ndim);
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].i = 0;
+    a.a[1].i = idx;
+    int32_t n = jn_ir_node_add(G->g, JN_OP_select, 1, &cv, &a, 1, &ty, site);
+    if (n < 0) return nomem();
+    if (G->T->loop[t] >= 0) G->g->nodes[n].loop = G->irloop[G->T->loop[t]];
+    *val = G->g->nodes[n].out[0];
+    return JN_OK;
+}
+
 static jn_status gen_node(an_gen *G, int32_t t) {
     const an_ex *E0 = G->E[0];
     const an_op *o = eop(G, 0, t);
@@ -314,6 +344,11 @@ static jn_status gen_node(an_gen *G, int32_t t) {
         if (cr) { /* loop-carried: the carry's parameter inside the body */
             int32_t l = G->T->loop[t];
             in[j] = G->g->loops[G->irloop[l]].carry[cr - 1].param;
+            continue;
+        }
+        int32_t xr = G->T->xread_of_ref ? G->T->xread_of_ref[r] : 0;
+        if (xr) {
+            if ((err = gen_xread(G, xr - 1, t, o->site, &in[j]))) return err;
             continue;
         }
         if (G->irval[v] < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: value %d used before defined", v);
@@ -361,6 +396,8 @@ static jn_status gen_node(an_gen *G, int32_t t) {
                     }
                     snprintf(G->what, sizeof G->what, "the Philox offset at the first random op (%s)", info->name);
                     if ((G->rng = an_gen_sym(G, "rng", JN_IR_SYM_RNG, lo, hi, o->site)) < 0) return nomem();
+                    if (!(G->rng_vec = malloc(sizeof(int64_t) * (size_t)G->m))) return nomem();
+                    for (int e = 0; e < G->m; e++) G->rng_vec[e] = G->E[e]->islots[eop(G, e, t)->islot0 + is].first;
                     a.a[k].i = jn_ir_sym_dim(G->g, G->rng);
                     is++;
                 } else {
@@ -425,8 +462,10 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
             return jn_error(JN_ERR_VALUE, "analyzer: internal error: loop seed %d undefined", TL->carry[k].init);
         if (jn_ir_loop_carry(G->g, L, init) != k) return nomem();
     }
+    int32_t first = G->g->nnodes;
     for (int32_t j = 0; j < TL->p; j++)
         if ((err = gen_node(G, TL->tfirst + j))) return err;
+    G->g->loops[L].count = G->g->nnodes - first; /* with the selects of cross-loop reads */
     int32_t s0 = TL->estart[0], K = TL->count[0];
     for (int32_t k = 0; k < TL->ncarry; k++) {
         const an_op *nx = &E0->ops[s0 + TL->carry[k].next_j];
@@ -440,6 +479,19 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
         int32_t c = jn_ir_loop_collect(G->g, L, G->irval[E0->refs[b->ref0 + b->nin + TL->coll[k].body_idx].val]);
         if (c < 0) return nomem();
         G->coll_out[TL->coll[k].consumer] = G->g->loops[L].collect[c].out;
+    }
+    /* body values later loops or ops read by index: collected (once per value) */
+    for (int32_t k = 0; k < G->T->nxr; k++) {
+        const an_txread *X = &G->T->xr[k];
+        if (X->src != l) continue;
+        const an_op *b = &E0->ops[s0 + X->j];
+        int32_t body = G->irval[E0->refs[b->ref0 + b->nin + X->idx].val];
+        jn_ir_loop *gl = &G->g->loops[L];
+        int32_t c;
+        for (c = 0; c < gl->ncollect; c++)
+            if (gl->collect[c].body == body) break;
+        if (c == gl->ncollect && jn_ir_loop_collect(G->g, L, body) != c) return nomem();
+        G->xcoll[k] = G->g->loops[L].collect[c].out;
     }
     return JN_OK;
 }
@@ -514,6 +566,12 @@ static const char *sync_word(int k) {
 }
 
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g) {
+    return an_generalize_checked(c, s, grp, g, NULL);
+}
+
+jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g,
+                                const char **why) {
+    if (why) *why = NULL;
     an_gen G;
     memset(&G, 0, sizeof G);
     G.c = c;
@@ -534,7 +592,8 @@ jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_i
     G.irloop = calloc((size_t)nl + 1, sizeof(int32_t));
     G.trip_lo = calloc((size_t)nl + 1, sizeof(int64_t));
     G.trip_hi = calloc((size_t)nl + 1, sizeof(int64_t));
-    if (!G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
+    G.xcoll = malloc(sizeof(int32_t) * (size_t)(G.T->nxr + 1));
+    if (!G.xcoll || !G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
         !G.trip_lo || !G.trip_hi) {
         err = nomem();
         goto done;
@@ -543,6 +602,7 @@ jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_i
     for (int32_t v = 0; v < E0->nvals; v++) G.irval[v] = G.irin[v] = -1;
     for (int32_t r = 0; r < E0->nrefs; r++) G.ext_at_ref[r] = -1;
     for (int32_t t = 0; t < G.T->nt; t++) G.coll_out[t] = -1;
+    for (int32_t k = 0; k < G.T->nxr; k++) G.xcoll[k] = -1;
     for (int32_t v = 0; v < E0->nvals; v++)
         if (E0->vals[v].def < 0 && E0->vals[v].ref >= 0) G.ext_at_ref[E0->vals[v].ref] = v;
 
@@ -610,6 +670,10 @@ jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_i
             }
         }
     if (!err) err = an_guard_symbols(&G);
+    if (!err && why) {
+        *why = an_selfcheck(&G);
+        if (*why && !strcmp(*why, "out of memory")) err = nomem();
+    }
 done:
     for (int64_t k = 0; k < G.ncands; k++) free(G.cands[k].vec), free(G.cands[k].firsts);
     free(G.cands);
@@ -618,6 +682,8 @@ done:
     free(G.irval);
     free(G.irin);
     free(G.ext_at_ref);
+    free(G.xcoll);
+    free(G.rng_vec);
     free(G.coll_out);
     free(G.ivar);
     free(G.irloop);

@@ -26,6 +26,7 @@
  * each trip count as its own structure (correct, just less general).
  * Loops do not nest (a repeat inside a body stays unrolled).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +151,8 @@ void an_tmpl_free(an_tmpl *t) {
     free(t->loops);
     free(t->carry_of_ref);
     free(t->slope);
+    free(t->xr);
+    free(t->xread_of_ref);
     free(t);
 }
 
@@ -206,13 +209,53 @@ static vid value_id(const an_ex *e, const layout *L, int32_t v) {
 
 static int vid_eq(vid a, vid b) { return a.kind == b.kind && a.t == b.t && a.it == b.it && a.idx == b.idx; }
 
-enum { REL_LOCAL = 1, REL_PREV, REL_OUT };
+/* A read of another loop's body value (l, j, idx) at iteration it2 from
+ * iteration it of the reader (0 for a plain op): it2 == cf + it (fwd) or
+ * it2 == (trip - 1 - cr) - it (rev), the same c over every read. */
+typedef struct {
+    int set, mode;        /* plain reads: 1 the last iteration through a carry, 2 an xread */
+    int32_t l, j, idx;
+    int fwd, rev;
+    int64_t cf, cr;
+} xstate;
+
+enum { REL_LOCAL = 1, REL_PREV, REL_OUT, REL_X };
 typedef struct {
     int kind, j, idx;     /* LOCAL/PREV: body op and output */
     vid out;              /* OUT: the outside value */
     vid init;             /* PREV: the seed at iteration 0 */
     int set, init_set;
+    xstate x;             /* X: another loop's value */
 } rel;
+
+/* The loop of the template that exemplar op `def` belongs to (and its
+ * iteration, body op), or -1. */
+static int32_t loop_iter(const an_tmpl *T, const layout *L, int32_t e, int32_t def, int32_t *it, int32_t *j) {
+    if (def < 0) return -1;
+    int32_t l = T->loop[L->tpos[def]];
+    if (l < 0) return -1;
+    const an_tloop *TL = &T->loops[l];
+    *it = (def - TL->estart[e]) / TL->p;
+    *j = L->tpos[def] - TL->tfirst;
+    return l;
+}
+
+static const char *xnote(xstate *X, int32_t l2, int32_t j2, int32_t idx, int32_t it2, int32_t K2, int32_t it) {
+    int64_t cf = (int64_t)it2 - it, cr = (int64_t)K2 - 1 - it2 - it;
+    if (!X->set) {
+        X->set = 1;
+        X->l = l2, X->j = j2, X->idx = idx;
+        X->fwd = X->rev = 1;
+        X->cf = cf, X->cr = cr;
+        return NULL;
+    }
+    if (X->l != l2 || X->j != j2 || X->idx != idx) return "loop iterations read their inputs differently";
+    if (cf != X->cf) X->fwd = 0;
+    if (cr != X->cr) X->rev = 0;
+    if (!X->fwd && !X->rev)
+        return "an op reads a loop's values at iterations that are neither c + i nor (trip - 1 - c) - i";
+    return NULL;
+}
 
 
 static int32_t n_islots(const an_ex *x, int32_t o) {
@@ -232,6 +275,14 @@ static int is_carried(const an_tloop *TL, int32_t j, int32_t idx) {
     for (int32_t k = 0; k < TL->ncarry; k++)
         if (TL->carry[k].next_j == j && TL->carry[k].next_idx == idx) return 1;
     return 0;
+}
+
+/* A check_body reason that says where: the input, the body op, the iteration. */
+static _Thread_local char why_buf[256];
+static const char *at_input(const char *what, const an_op *o, int32_t j, int32_t p, int q, int32_t it) {
+    snprintf(why_buf, sizeof why_buf, "%s (input %d of %s, body op %d of %d, iteration %d)", what, q,
+             an_op_name(o->op), j, p, it);
+    return why_buf;
 }
 
 /* Check one exemplar's loop iterations against the shared relations. */
@@ -280,6 +331,16 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     int32_t base = s0 + it * p;
                     rel now;
                     memset(&now, 0, sizeof now);
+                    int32_t it2, j2, l2 = loop_iter(T, LY, e, xv->def, &it2, &j2);
+                    if (l2 >= 0 && l2 != l) { /* another loop's value: collected, read back by index */
+                        if (R->set && R->kind != REL_X)
+                            return at_input("loop iterations read their inputs differently", ok, j, p, q, it);
+                        R->set = 1;
+                        R->kind = REL_X;
+                        const char *w = xnote(&R->x, l2, j2, xv->idx, it2, T->loops[l2].count[e], it);
+                        if (w) return at_input(w, ok, j, p, q, it);
+                        continue;
+                    }
                     if (xv->def >= base && xv->def < base + j) {
                         now.kind = REL_LOCAL;
                         now.j = xv->def - base;
@@ -289,7 +350,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                         now.j = xv->def - (base - p);
                         now.idx = xv->idx;
                     } else if (xv->def >= s0 && xv->def < s0 + K * p) {
-                        return "a loop body reads a value of an older iteration";
+                        return at_input("a loop body reads a value of an older iteration", ok, j, p, q, it);
                     } else {
                         now.kind = REL_OUT;
                         now.out = value_id(x, LY, rf->val);
@@ -300,7 +361,8 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                             R->init = now.out;
                             R->init_set = 1;
                         } else if (!vid_eq(R->init, now.out)) {
-                            return "a loop starts from different values in different segments";
+                            return at_input("a loop starts from different values in different segments", ok, j, p, q,
+                                            it);
                         }
                         continue;
                     }
@@ -312,7 +374,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                         R->set = 1;
                     } else if (R->kind != now.kind || R->j != now.j || R->idx != now.idx ||
                                (now.kind == REL_OUT && !vid_eq(R->out, now.out))) {
-                        return "loop iterations read their inputs differently";
+                        return at_input("loop iterations read their inputs differently", ok, j, p, q, it);
                     }
                 }
             }
@@ -325,7 +387,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
 /* Outside the loops: the same dataflow in every exemplar, body values used
  * only as carried-out or collected values. */
 static const char *check_outside(const an_ex *x, const an_ex *E0, an_tmpl *T, const layout *LY, const layout *LY0,
-                                 int32_t e) {
+                                 int32_t e, xstate *xs) {
     for (int32_t t = 0; t < T->nt; t++) {
         if (T->loop[t] >= 0) continue;
         int32_t o = T->eop[e][t], o0 = T->eop[0][t];
@@ -354,6 +416,16 @@ static const char *check_outside(const an_ex *x, const an_ex *E0, an_tmpl *T, co
             const an_ref *rf = &x->refs[op->ref0 + q];
             if (rf->role == JN_TR_SCALAR) continue;
             const an_val *xv = &x->vals[rf->val];
+            xstate *X = &xs[op0->ref0 + q];
+            int32_t it2, j2, l2 = loop_iter(T, LY, e, xv->def, &it2, &j2);
+            if (e == 0)
+                X->mode = l2 < 0 ? 0 : LY->titer[xv->def] == -1 && is_carried(&T->loops[l2], j2, xv->idx) ? 1 : 2;
+            if (X->mode == 2) { /* a loop value other than the last carried one: collected */
+                if (l2 < 0) return "segments differ in dataflow";
+                const char *w = xnote(X, l2, j2, xv->idx, it2, T->loops[l2].count[e], 0);
+                if (w) return w;
+                continue;
+            }
             vid a = value_id(x, LY, rf->val), b = value_id(E0, LY0, E0->refs[op0->ref0 + q].val);
             if (!vid_eq(a, b)) return "segments differ in dataflow";
             if (xv->def >= 0 && T->loop[LY->tpos[xv->def]] >= 0) {
@@ -377,6 +449,18 @@ static const char *check_outside(const an_ex *x, const an_ex *E0, an_tmpl *T, co
     return NULL;
 }
 
+/* Template E0 ref r reads another loop's value as X says (at: the reading loop, -1). */
+static int add_xread(an_tmpl *T, const xstate *X, int32_t at, int32_t r) {
+    an_txread *n = realloc(T->xr, sizeof *n * (size_t)(T->nxr + 1));
+    if (!n) return -1;
+    T->xr = n;
+    /* from the end when both fit (one trip count): the last iterations are
+     * what a backward pass reads first */
+    n[T->nxr] = (an_txread){X->l, X->j, X->idx, at, (uint8_t)X->rev, X->rev ? X->cr : X->cf};
+    T->xread_of_ref[r] = ++T->nxr;
+    return 0;
+}
+
 jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, const char **why) {
     *out = NULL;
     *why = NULL;
@@ -385,6 +469,7 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
     int *varies = calloc((size_t)nr + 1, sizeof(int));
     layout *LY = calloc((size_t)m, sizeof *LY);
     rel *rels = NULL;
+    xstate *xs = NULL;
     an_tmpl *T = NULL;
     jn_status st = JN_OK;
     if (!varies || !LY) goto nomem;
@@ -465,6 +550,7 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
     /* int attributes: the per-iteration step, from E0 */
     if (!(T->slope = calloc((size_t)E0->nislots + 1, sizeof(int64_t)))) goto nomem;
     if (!(T->carry_of_ref = calloc((size_t)E0->nrefs + 1, sizeof(int32_t)))) goto nomem;
+    if (!(T->xread_of_ref = calloc((size_t)E0->nrefs + 1, sizeof(int32_t)))) goto nomem;
     int64_t nrel = 0;
     for (int32_t l = 0; l < nloops; l++) {
         const an_tloop *TL = &T->loops[l];
@@ -492,9 +578,13 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
                     *why = "a loop body reads a different outside value in its first iteration";
                     goto done;
                 }
-                if (R->kind == REL_LOCAL && R->init_set) {
+                if ((R->kind == REL_LOCAL || R->kind == REL_X) && R->init_set) {
                     *why = "loop iterations read their inputs differently";
                     goto done;
+                }
+                if (R->kind == REL_X) {
+                    if (add_xread(T, &R->x, l, o->ref0 + q)) goto nomem;
+                    continue;
                 }
                 if (R->kind != REL_PREV) continue;
                 int32_t init = E0->refs[o->ref0 + q].val;
@@ -571,8 +661,11 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
         TL->coll = nc;
         TL->coll[TL->ncoll++] = (an_tcollect){j, v0->idx, t};
     }
-    for (int32_t e = 0; e < m && !*why; e++) *why = check_outside(&c->ex[ex[e]], E0, T, &LY[e], &LY[0], e);
+    if (!(xs = calloc((size_t)E0->nrefs + 1, sizeof *xs))) goto nomem;
+    for (int32_t e = 0; e < m && !*why; e++) *why = check_outside(&c->ex[ex[e]], E0, T, &LY[e], &LY[0], e, xs);
     if (*why) goto done;
+    for (int32_t r = 0; r < E0->nrefs; r++)
+        if (xs[r].mode == 2 && add_xread(T, &xs[r], -1, r)) goto nomem;
     *out = T;
     T = NULL;
     goto done;
@@ -584,6 +677,7 @@ done:
     free(LY);
     free(varies);
     free(rels);
+    free(xs);
     an_tmpl_free(T);
     return st;
 }

@@ -1,0 +1,166 @@
+"""`janus optimize` on real training loops: a recorded char_lstm training
+step (a Python `for` over time steps with an LSTMCell, the sequence length
+varying per batch) must mine into ONE graph whose forward time loop and
+backward time loop are IR loops with a trip count that is a symbol
+expression, the forward state (h, c) and the backward gradient
+accumulations as carries, and the backward reading the forward's saved
+values in reverse (select on a collect at (trip-1-c)-i), instead of one
+variant per sequence length.  Skips when the janus command was built
+without the analyzer."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
+JANUS = os.path.join(BUILD, "janus")
+
+
+def _env():
+    e = dict(os.environ)
+    e["JANUS_BUILD_DIR"] = BUILD
+    e["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + e.get("PYTHONPATH", "")
+    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
+        e.pop(k, None)
+    return e
+
+
+def janus(*args, timeout=300):
+    return subprocess.run([JANUS, *args], capture_output=True, text=True, env=_env(), timeout=timeout)
+
+
+def _have_analyzer():
+    if not os.path.exists(JANUS):
+        return False
+    r = janus("optimize", "/nonexistent/janus-probe.db")
+    return "built without the analyzer" not in r.stderr
+
+
+pytestmark = pytest.mark.skipif(not _have_analyzer(), reason=f"{JANUS} not built with the analyzer")
+
+SUMMARY = re.compile(r"janus optimize: (\d+) graphs? in (\d+) groups? \((\d+) variants?\), (\d+) loops?")
+
+
+def graphs(text):
+    """{name: (header line, [body lines])} of an IR dump."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r"graph (\S+) ", line)
+        if m:
+            cur = m.group(1)
+            out[cur] = (line, [])
+        elif cur:
+            out[cur][1].append(line)
+    return out
+
+
+def loops(body):
+    """[(header, [lines inside])] of the top-level loops of a graph body."""
+    out, cur = [], None
+    for line in body:
+        s = line.strip()
+        if s.startswith("loop L"):
+            cur = (s, [])
+            out.append(cur)
+        elif s == "}" and cur is not None:
+            cur = None
+        elif cur is not None:
+            cur[1].append(s)
+    return out
+
+
+@pytest.fixture(scope="module")
+def char_lstm(tmp_path_factory):
+    db = tmp_path_factory.mktemp("lstm") / "run.db"
+    r = janus("record", "--db", str(db), "--", sys.executable, os.path.join(ROOT, "examples", "char_lstm.py"),
+              "--steps", "12", "--hidden", "32", "--batch", "4")
+    assert r.returncode == 0, r.stderr
+    r = janus("optimize", str(db), "--dump-ir")
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_char_lstm_step_is_one_graph_with_time_loops(char_lstm):
+    m = SUMMARY.search(char_lstm.stderr)
+    assert m, char_lstm.stderr
+    assert int(m.group(3)) <= 2, char_lstm.stderr       # was one variant per sequence length
+    assert "one variant per trip count instead" not in char_lstm.stderr, char_lstm.stderr
+    gs = graphs(char_lstm.stdout)
+    # the steady-state training step: the graph with a dim symbol (the sequence length)
+    steady = [(h, b) for h, b in gs.values() if any(re.match(r"\s*sym s\d+ dim ", x) for x in b)
+              and len(loops(b)) >= 2]
+    assert steady, char_lstm.stdout[:4000]
+    head, body = max(steady, key=lambda hb: int(re.search(r"support=(\d+)", hb[0]).group(1)))
+    ls = loops(body)
+    # every time loop's trip count is an expression of the sequence-length symbol
+    for h, _ in ls:
+        assert re.search(r"trip=\(?s\d+", h), h
+    fwd = [(h, b) for h, b in ls if any("lstm_cell(" in x for x in b)]
+    bwd = [(h, b) for h, b in ls if any("lstm_cell_backward(" in x for x in b)]
+    assert len(fwd) == 1 and len(bwd) == 1, [h for h, _ in ls]
+    fh, fb = fwd[0]
+    assert sum(x.startswith("carry ") for x in fb) == 2          # h and c
+    assert any(x.startswith("collect ") for x in fb)             # outputs and saved workspaces
+    bh, bb = bwd[0]
+    # dh, dc and the weight-gradient accumulations dW = dW + ... are carries
+    assert sum(x.startswith("carry ") for x in bb) >= 4, bb
+    assert sum(re.search(r"= add\(%\d+, %\d+\)", x) is not None for x in bb) >= 4, bb
+    # the backward reads the forward's saved values in reverse: select(collect, 0, (trip-1-c)-i)
+    iv = re.search(r"ivar=(\S+)", bh).group(1)
+    rev = [x for x in bb if re.search(r"= select\(%\d+\) dim=0 index=\(.*-" + re.escape(iv) + r"\)", x)]
+    assert len(rev) >= 2, bb
+    # the backward trip count is the forward one minus the peeled first and last iterations
+    ft = re.search(r"trip=(\S+)", fh).group(1)
+    bt = re.search(r"trip=(\S+)", bh).group(1)
+    assert ft != bt
+
+
+RNN = """
+import janus, janus.nn as nn, janus.nn.functional as F
+VOCAB, EMB, HID, BATCH = 20, 8, 16, 4
+janus.manual_seed(0)
+embed = nn.Embedding(VOCAB, EMB)
+cell = nn.RNNCell(EMB, HID)
+head = nn.Linear(HID, VOCAB)
+params = list(embed.parameters()) + list(cell.parameters()) + list(head.parameters())
+opt = janus.optim.Adam(params, lr=0.01)
+data = janus.randint(0, VOCAB, (BATCH, 9))
+for step in range(24):
+    T = 3 + (step * 5) % 6
+    seq = data[:, :T + 1]
+    x = embed(seq[:, :T])
+    h = janus.zeros(BATCH, HID)
+    outs = []
+    for t in range(T):
+        h = cell(x[:, t], h)
+        outs.append(head(h))
+    loss = F.cross_entropy(janus.stack(outs, 1).reshape(-1, VOCAB), seq[:, 1:].reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_rnn_cell_sequence_length_varies(tmp_path):
+    s = tmp_path / "rnn.py"
+    s.write_text(RNN)
+    db = tmp_path / "run.db"
+    r = janus("record", "--db", str(db), "--", sys.executable, str(s))
+    assert r.returncode == 0, r.stderr
+    r = janus("optimize", str(db), "--dump-ir")
+    assert r.returncode == 0, r.stderr
+    gs = graphs(r.stdout)
+    # one graph covers sequence lengths 3..7, T = 3 too, where the backward
+    # loop between the peeled first and last time steps runs once (T = 8
+    # steps are another group: their slice of `data` is the whole tensor)
+    best = max(gs.values(), key=lambda hb: int(re.search(r"support=(\d+)", hb[0]).group(1)))
+    assert int(re.search(r"support=(\d+)", best[0]).group(1)) == 19, r.stdout[:3000]
+    assert any(re.match(r"\s*guard trip L\d+ in 1\.\.", x) for x in best[1]), best[1]
+    ls = loops(best[1])
+    assert len(ls) >= 2 and all(re.search(r"trip=\(?s\d+", h) for h, _ in ls), [h for h, _ in ls]
+    assert any(x.startswith("carry ") for _, b in ls for x in b)
+    m = SUMMARY.search(r.stderr)
+    assert m and int(m.group(3)) == 0, r.stderr

@@ -497,8 +497,9 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
 }
 
 /* stack/cat over a loop's collected values: the collect [trip, ...] moved
- * into place (stack(dim=d) == permute moving dim 0 to d; cat(dim=d) ==
- * that permute, a clone and a view merging dims d and d+1). */
+ * into place (stack(dim=d) == permute moving dim 0 to d and a clone, since
+ * stack's result is contiguous; cat(dim=d) == that and a view merging dims
+ * d and d+1). */
 static jn_status gen_consumer(an_gen *G, int32_t t) {
     const an_ex *E0 = G->E[0];
     const an_op *o = eop(G, 0, t);
@@ -524,11 +525,10 @@ static jn_status gen_consumer(an_gen *G, int32_t t) {
         int32_t n = jn_ir_node_add(G->g, JN_OP_permute, 1, &cur, &a, 1, &out, o->site);
         if (n < 0) return nomem();
         cur = G->g->nodes[n].out[0];
-        if (!stack) {
-            n = jn_ir_node_add(G->g, JN_OP_clone, 1, &cur, &a, 1, &out, o->site);
-            if (n < 0) return nomem();
-            cur = G->g->nodes[n].out[0];
-        }
+        /* stack and cat return contiguous tensors: later view()s rely on it */
+        n = jn_ir_node_add(G->g, JN_OP_clone, 1, &cur, NULL, 1, &out, o->site);
+        if (n < 0) return nomem();
+        cur = G->g->nodes[n].out[0];
     }
     if (!stack) {
         jn_ir_value v = out;

@@ -95,7 +95,7 @@ static const char *node(sc *S, int32_t n, int32_t *skip) {
         int64_t d = x->attrv[o->attr0].i;
         int stack = o->op == JN_OP_stack, r = o->nin ? x->refs[o->ref0].ndim : 0;
         if (d < 0) d += stack ? r + 1 : r;
-        int nchain = (d > 0) + (!stack && d > 0) + !stack;
+        int nchain = (d > 0) + (d > 0) + !stack; /* permute + clone when d > 0, view for cat */
         int32_t C = -1;
         for (int32_t v = 0; v < g->nvalues && C < 0; v++)
             if (is_consumer(S, v)) C = v;
@@ -108,7 +108,7 @@ static const char *node(sc *S, int32_t n, int32_t *skip) {
         int32_t cur = C;
         static const jn_op chain_ops[3] = {JN_OP_permute, JN_OP_clone, JN_OP_view};
         for (int k = 0, i = 0; k < 3; k++) {
-            if ((k == 0 && !(d > 0)) || (k == 1 && !(!stack && d > 0)) || (k == 2 && stack)) continue;
+            if ((k == 0 && !(d > 0)) || (k == 1 && !(d > 0)) || (k == 2 && stack)) continue;
             const jn_ir_node *c = n + i < g->nnodes ? &g->nodes[n + i] : NULL;
             if (!c || c->op != chain_ops[k] || c->nin != 1 || c->in[0] != cur)
                 return fail(S, "the rewrite of a %s of loop values is not the expected %s", an_op_name(o->op),

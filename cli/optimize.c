@@ -5,9 +5,11 @@
  * one line per group of segments it had to leave out (with the reason);
  * --dump-ir writes the graphs in the IR's text form to stdout (the summary
  * then goes to stderr, so stdout stays parseable), --ir-out writes the
- * binary form to a file.  The graphs are then stored in the store as its
- * "cpu" bundle (codegen/jn_bundle.h), replacing the previous one in one
- * transaction; codegen passes and compiled kernels will join the bundle.
+ * binary form to a file (both show the analyzer's graphs).  The codegen
+ * passes (codegen/jn_cg.h: dce, cse, fold, simplify, fuse, plan, select;
+ * JANUS_DUMP_IR dumps after them) then optimize the graphs, which are stored
+ * in the store as its "cpu" bundle (codegen/jn_bundle.h), replacing the
+ * previous one in one transaction; compiled kernels will join the bundle.
  *
  * The analysis reads the store read-only, so this works on a store another
  * process is still recording into (its committed steps are analyzed); only
@@ -27,6 +29,7 @@
 #endif
 #ifdef JANUS_HAVE_CG
 #include "jn_bundle.h"
+#include "jn_cg.h"
 #endif
 
 const char jn_cli_optimize_usage[] =
@@ -84,9 +87,32 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
 #ifdef JANUS_HAVE_ANALYZER
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
  * one), keyed by this build and machine and the runs they came from. */
-static int store_bundle(const char *path, int64_t run, const jn_ir_module *m, const jn_an_stats *st,
-                        int64_t *id, size_t *bytes) {
+static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn_an_stats *st,
+                        int64_t *id, size_t *bytes, FILE *info) {
 #ifdef JANUS_HAVE_CG
+    /* the passes verify after each step: a pass bug stops here, before a
+     * wrong graph could reach the store */
+    jn_cg_options co;
+    jn_cg_options_from_env(&co);
+    co.verify_each = 1;
+    jn_cg_stats cs;
+    memset(&cs, 0, sizeof cs);
+    if (jn_cg_optimize(m, &co, &cs) != JN_OK) {
+        fprintf(stderr, "janus optimize: the codegen passes failed: %s; nothing was stored (--no-store "
+                        "analyzes only)\n", jn_errmsg());
+        return 1;
+    }
+    if (info && cs.npasses > 0) {
+        const jn_cg_pass_stats *a = &cs.pass[0], *z = &cs.pass[cs.npasses - 1];
+        int64_t arena = 0, naive = 0;
+        for (int i = 0; i < cs.npasses; i++)
+            if (cs.pass[i].arena_bytes) arena = cs.pass[i].arena_bytes, naive = cs.pass[i].naive_bytes;
+        char b1[32], b2[32], b3[32], b4[32];
+        fprintf(info, "janus optimize: codegen: %s nodes -> %s, %lld fused kernels, arena %s of %s bytes "
+                      "(naive) at the recorded maxima\n",
+                jn_cli_commas(a->nodes_before, b1), jn_cli_commas(z->nodes_after, b2), (long long)z->kernels,
+                jn_cli_commas(arena, b3), jn_cli_commas(naive, b4));
+    }
     jn_db *db = NULL;
     if (jn_db_open(path, JN_DB_WRITE, &db) != JN_OK) {
         fprintf(stderr, "janus optimize: cannot store the bundle: %s (or pass --no-store)\n", jn_errmsg());
@@ -120,7 +146,7 @@ static int store_bundle(const char *path, int64_t run, const jn_ir_module *m, co
     }
     return 0;
 #else
-    (void)path, (void)run, (void)m, (void)st, (void)id, (void)bytes;
+    (void)path, (void)run, (void)m, (void)st, (void)id, (void)bytes, (void)info;
     return 0;
 #endif
 }
@@ -223,7 +249,6 @@ int jn_cli_optimize(int argc, char **argv) {
     }
     int64_t bundle_id = 0;
     size_t bundle_bytes = 0;
-    if (!rc && store) rc = store_bundle(path, run, m, &st, &bundle_id, &bundle_bytes);
     if (info) {
         char b1[32], b2[32];
         fprintf(info,
@@ -235,8 +260,12 @@ int jn_cli_optimize(int argc, char **argv) {
                 (long long)st.runs, st.runs == 1 ? "" : "s", jn_cli_commas(st.steps, b1), jn_cli_commas(st.ops, b2),
                 st.seconds);
         for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(info, "  %s\n", jn_an_uncaptured(i));
-        if (bundle_id) fprintf(info, "janus optimize: stored as bundle %lld (%s bytes) in %s\n", (long long)bundle_id,
-                               jn_cli_commas((int64_t)bundle_bytes, b1), path);
+    }
+    if (!rc && store) rc = store_bundle(path, run, m, &st, &bundle_id, &bundle_bytes, info);
+    if (info && bundle_id) {
+        char b1[32];
+        fprintf(info, "janus optimize: stored as bundle %lld (%s bytes) in %s\n", (long long)bundle_id,
+                jn_cli_commas((int64_t)bundle_bytes, b1), path);
     }
     jn_ir_module_free(m);
     return rc;

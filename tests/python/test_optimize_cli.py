@@ -259,3 +259,28 @@ def test_bundle_stored_and_replaced(recorded, tmp_path):
         assert r.returncode == 1 and "cannot store the bundle" in r.stderr and "--no-store" in r.stderr
     finally:
         os.chmod(db, 0o644)
+
+
+def test_codegen_passes_run_before_storing(recorded, tmp_path):
+    """The stored bundle holds the graphs after the codegen passes: the
+    summary reports them, JANUS_DUMP_IR dumps the IR after a named pass (with
+    the fused kernels and the memory plan), and an unknown pass name is an
+    error that stores nothing."""
+    import shutil
+    db = tmp_path / "copy.db"
+    shutil.copy(recorded[0], db)
+    r = janus("optimize", str(db))
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"codegen: ([\d,]+) nodes -> ([\d,]+), (\d+) fused kernels, arena ([\d,]+) of ([\d,]+) bytes",
+                  r.stdout)
+    assert m, r.stdout
+    before, after, arena, naive = (int(m.group(i).replace(",", "")) for i in (1, 2, 4, 5))
+    assert 0 < after <= before and 0 < arena <= naive
+    env = dict(_env(), JANUS_DUMP_IR="plan")
+    p = subprocess.run([JANUS, "optimize", "--quiet", str(db)], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "# after plan (graph g" in p.stderr and re.search(r"^\s*arena \S+", p.stderr, re.M), p.stderr[:2000]
+    assert re.search(r" mem=\S+", p.stderr)
+    env["JANUS_DUMP_IR"] = "fusion"  # not a pass name
+    p = subprocess.run([JANUS, "optimize", str(db)], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 1 and "fusion" in p.stderr and "nothing was stored" in p.stderr, p.stderr

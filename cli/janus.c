@@ -28,6 +28,8 @@ static const char usage[] =
     "  inspect  print the runs, steps, op histogram, step signatures and how\n"
     "           they differ, sync points, control flow and shape variation\n"
     "           of a trace store (--json for machines)\n"
+    "  optimize mine a trace store's steps into generalized, guarded graphs,\n"
+    "           optimize them and store them as the store's bundle\n"
     "\n"
     "`janus COMMAND --help` describes one command.\n";
 

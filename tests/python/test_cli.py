@@ -105,10 +105,10 @@ print("done", flush=True)
 
 def test_help_and_version():
     r = janus("--help")
-    assert r.returncode == 0 and "record" in r.stdout and "inspect" in r.stdout
+    assert r.returncode == 0 and all(f"  {c} " in r.stdout for c in ("record", "inspect", "optimize"))
     r = janus("--version")
     assert r.returncode == 0 and re.fullmatch(r"janus \d+\.\d+\.\d+\n", r.stdout)
-    for cmd in ("record", "inspect"):
+    for cmd in ("record", "inspect", "optimize"):
         r = janus(cmd, "--help")
         assert r.returncode == 0 and r.stdout.startswith(f"usage: janus {cmd}")
 

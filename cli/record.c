@@ -120,26 +120,12 @@ static char *optable_text(void) {
     return b.s;
 }
 
-/* The "flags" line of /proc/cpuinfo (empty when unavailable). */
+/* The CPU features generated code may use (runtime/cpu.c): the same list
+ * a bundle records and the loader checks, so a run and a bundle compare. */
 static char *cpu_features(void) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char *line = NULL, *out = NULL;
-    size_t cap = 0;
-    if (f) {
-        while (getline(&line, &cap, f) > 0) {
-            if (!strncmp(line, "flags", 5) || !strncmp(line, "Features", 8)) {
-                char *c = strchr(line, ':');
-                if (!c) continue;
-                c++;
-                while (*c == ' ' || *c == '\t') c++;
-                c[strcspn(c, "\n")] = 0;
-                out = strdup(c);
-                break;
-            }
-        }
-        free(line);
-        fclose(f);
-    }
+    size_t n = jn_rt_cpu_features(NULL, 0) + 1;
+    char *out = malloc(n);
+    if (out) jn_rt_cpu_features(out, n);
     return out ? out : strdup("");
 }
 

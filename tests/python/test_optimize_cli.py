@@ -250,6 +250,14 @@ def test_bundle_stored_and_replaced(recorded, tmp_path):
     assert second > first and target == "cpu"
     r = janus("inspect", str(db))
     assert r.returncode == 0 and f"bundle {second}" in r.stdout and "usable here" in r.stdout
+    # a run and a bundle name CPU features the same way (runtime/cpu.c), so they compare
+    con = sqlite3.connect(str(db))
+    try:
+        run_cpu, = con.execute("SELECT cpu_features FROM runs ORDER BY id LIMIT 1").fetchone()
+        bundle_cpu, = con.execute("SELECT cpu_features FROM bundles").fetchone()
+    finally:
+        con.close()
+    assert run_cpu == bundle_cpu
     # a read-only store: the analysis works, the bundle write says why it failed
     os.chmod(db, 0o444)
     try:

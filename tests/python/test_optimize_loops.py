@@ -118,37 +118,13 @@ def test_char_lstm_step_is_one_graph_with_time_loops(char_lstm):
     assert ft != bt
 
 
-RNN = """
-import janus, janus.nn as nn, janus.nn.functional as F
-VOCAB, EMB, HID, BATCH = 20, 8, 16, 4
-janus.manual_seed(0)
-embed = nn.Embedding(VOCAB, EMB)
-cell = nn.RNNCell(EMB, HID)
-head = nn.Linear(HID, VOCAB)
-params = list(embed.parameters()) + list(cell.parameters()) + list(head.parameters())
-opt = janus.optim.Adam(params, lr=0.01)
-data = janus.randint(0, VOCAB, (BATCH, 9))
-for step in range(24):
-    T = 3 + (step * 5) % 6
-    seq = data[:, :T + 1]
-    x = embed(seq[:, :T])
-    h = janus.zeros(BATCH, HID)
-    outs = []
-    for t in range(T):
-        h = cell(x[:, t], h)
-        outs.append(head(h))
-    loss = F.cross_entropy(janus.stack(outs, 1).reshape(-1, VOCAB), seq[:, 1:].reshape(-1))
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-"""
+# the same RNNCell script the golden tests record (sequence length 3..8)
+RNN_SCRIPT = os.path.join(ROOT, "tests", "dynamic", "seq_len_varies.py")
 
 
 def test_rnn_cell_sequence_length_varies(tmp_path):
-    s = tmp_path / "rnn.py"
-    s.write_text(RNN)
     db = tmp_path / "run.db"
-    r = janus("record", "--db", str(db), "--", sys.executable, str(s))
+    r = janus("record", "--db", str(db), "--", sys.executable, RNN_SCRIPT)
     assert r.returncode == 0, r.stderr
     r = janus("optimize", str(db), "--dump-ir")
     assert r.returncode == 0, r.stderr

@@ -20,22 +20,6 @@
 #include "jn_an.h"
 #include "jn_test.h"
 
-static char tmpdir[256];
-
-static const char *tmp(const char *name) {
-    static char bufs[4][512];
-    static int k;
-    char *b = bufs[k++ & 3];
-    snprintf(b, 512, "%s/%s", tmpdir, name);
-    return b;
-}
-
-static int has(const char *needle) {
-    int ok = strstr(jn_errmsg(), needle) != NULL;
-    if (!ok) fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", jn_errmsg(), needle);
-    return ok;
-}
-
 /* ------------------------------------------------------- store builder */
 typedef struct {
     jn_db *db;
@@ -1271,11 +1255,7 @@ static void test_empty(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/jn_test_an_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (jt_tmp_begin("an")) return 1;
     make_optable();
     test_batch_symbol();
     test_loop();
@@ -1292,9 +1272,7 @@ int main(void) {
     test_foreign_optable();
     test_empty();
     test_fuzz();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    jt_tmp_end();
     JT_DONE();
 }
 

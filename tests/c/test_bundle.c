@@ -18,22 +18,6 @@
 #include "jn_ir.h"
 #include "jn_test.h"
 
-static char tmpdir[256];
-
-static const char *tmp(const char *name) {
-    static char bufs[4][512];
-    static int k;
-    char *b = bufs[k++ & 3];
-    snprintf(b, 512, "%s/%s", tmpdir, name);
-    return b;
-}
-
-static int has(const char *needle) {
-    int ok = strstr(jn_errmsg(), needle) != NULL;
-    if (!ok) fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", jn_errmsg(), needle);
-    return ok;
-}
-
 static int64_t q_int(sqlite3 *h, const char *sql) {
     sqlite3_stmt *st;
     int64_t v = -999;
@@ -677,19 +661,13 @@ static int store_ir(const char *path, const char *irfile) {
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--fixture")) return fixture(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "--store-ir")) return store_ir(argv[2], argv[3]);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/jn_test_bundle_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (jt_tmp_begin("bundle")) return 1;
     test_cpu_features();
     test_roundtrip();
     test_replace();
     test_store_refusals();
     test_payload_refusals();
     test_migration();
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    jt_tmp_end();
     JT_DONE();
 }

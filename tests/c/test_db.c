@@ -16,22 +16,6 @@
 #include "jn_db.h"
 #include "jn_test.h"
 
-static char tmpdir[256];
-
-static const char *tmp(const char *name) {
-    static char bufs[4][512];
-    static int k;
-    char *b = bufs[k++ & 3];
-    snprintf(b, 512, "%s/%s", tmpdir, name);
-    return b;
-}
-
-static int has(const char *needle) {
-    int ok = strstr(jn_errmsg(), needle) != NULL;
-    if (!ok) fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", jn_errmsg(), needle);
-    return ok;
-}
-
 /* First column of the first row of `sql` as an integer (-999 on error). */
 static int64_t q_int(sqlite3 *h, const char *sql) {
     sqlite3_stmt *st;
@@ -565,7 +549,7 @@ static void test_unwritable(void) {
     const char *p = tmp("no/such/dir/run.db");
     CHECK(jn_db_open(p, JN_DB_CREATE, &db) == JN_ERR_IO && has(p) && has("cannot create") &&
           has("directory exists and is writable") && !db);
-    CHECK(jn_db_open(tmpdir, JN_DB_CREATE, &db) == JN_ERR_IO && has("is a directory") && !db);
+    CHECK(jn_db_open(jt_tmpdir(), JN_DB_CREATE, &db) == JN_ERR_IO && has("is a directory") && !db);
     if (geteuid() != 0) { /* root ignores permissions */
         const char *ro = tmp("ro");
         mkdir(ro, 0500);
@@ -718,11 +702,7 @@ static void test_speed(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/jn_test_db_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (jt_tmp_begin("db")) return 1;
     if (getenv("JN_DB_STRESS")) { /* hunt races in the two-process test */
         for (int i = atoi(getenv("JN_DB_STRESS")); i > 0; i--) {
             test_two_processes();
@@ -739,8 +719,6 @@ int main(void) {
     test_fault_injection();
     test_two_processes();
     test_speed();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    jt_tmp_end();
     JT_DONE();
 }

@@ -100,10 +100,20 @@ jn_status jn_cg_naive_bytes(const jn_ir_graph *g, int64_t *out);
  * by a member, defined outside the kernel; first-use order, no repeats)
  * and the values it writes (the root's outputs and every member output
  * read outside the kernel), in node order.  Free with jn_cg_kernel_io_free. */
+/* The generated function's operands (the kernel ABI, runtime/exec/jn_exec.h)
+ * are call[0 .. ncall): call[0 .. ncall_in) the values it reads, then the
+ * values it writes.  ew / ew_reduce: in then out.  gemm: the epilogue only
+ * (members after the GEMM): the values the epilogue members read from
+ * outside the epilogue (the GEMM's output among them), first-use order,
+ * then out without the GEMM's output.  lib: ncall 0.  scalar[0 .. nscalar)
+ * are the scalar inputs bound to member attributes (attr_input), in member
+ * then attribute order, each once: the kernel's c->scalars. */
 typedef struct {
     int32_t nnodes, *nodes;
     int32_t nin, *in;
     int32_t nout, *out;
+    int32_t ncall, ncall_in, *call;
+    int32_t nscalar, *scalar;
 } jn_cg_kernel_io;
 jn_status jn_cg_kernel_describe(const jn_ir_graph *g, int32_t k, jn_cg_kernel_io *io);
 void jn_cg_kernel_io_free(jn_cg_kernel_io *io);
@@ -113,6 +123,10 @@ void jn_cg_kernel_io_free(jn_cg_kernel_io *io);
  * root, a gemm kernel starting with its GEMM, no member output read outside
  * the kernel before its root runs.  JN_ERR_VALUE naming kernel and node. */
 jn_status jn_cg_check_kernels(const jn_ir_graph *g);
+
+/* 64-bit FNV-1a over the module's binary form (jn_ir_serialize): what a
+ * compiled object records so that it is never run against another module. */
+jn_status jn_cg_module_hash(const jn_ir_module *m, uint64_t *out);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,8 @@ void jn_cg_kernel_io_free(jn_cg_kernel_io *io) {
     free(io->nodes);
     free(io->in);
     free(io->out);
+    free(io->call);
+    free(io->scalar);
     memset(io, 0, sizeof *io);
 }
 
@@ -43,7 +45,9 @@ static jn_status describe(const jn_ir_graph *g, const cg_uses *u, int32_t k, jn_
     io->nodes = malloc(((size_t)cap + 1) * sizeof(int32_t));
     io->in = malloc(((size_t)cap + 1) * sizeof(int32_t));
     io->out = malloc(((size_t)cap + 1) * sizeof(int32_t));
-    if (!io->nodes || !io->in || !io->out) {
+    io->call = malloc(((size_t)cap * 2 + 1) * sizeof(int32_t));
+    io->scalar = malloc(((size_t)cap * JN_MAX_ATTRS + 1) * sizeof(int32_t));
+    if (!io->nodes || !io->in || !io->out || !io->call || !io->scalar) {
         jn_cg_kernel_io_free(io);
         return jn_error(JN_ERR_NOMEM, "out of memory describing kernel K%d of graph %s", k, g->name);
     }
@@ -57,7 +61,30 @@ static jn_status describe(const jn_ir_graph *g, const cg_uses *u, int32_t k, jn_
         }
         for (int j = 0; j < x->nout; j++)
             if (n == root || read_outside(g, u, x->out[j], k)) io->out[io->nout++] = x->out[j];
+        for (int a = 0; a < JN_MAX_ATTRS; a++)
+            if (x->attr_input[a] >= 0 && !has(io->scalar, io->nscalar, x->attr_input[a]))
+                io->scalar[io->nscalar++] = x->attr_input[a];
     }
+    /* the generated function's operands */
+    const jn_ir_kernel *K = &g->kernels[k];
+    if (K->kind == JN_IR_K_EW || K->kind == JN_IR_K_EW_REDUCE) {
+        memcpy(io->call, io->in, (size_t)io->nin * sizeof(int32_t));
+        io->ncall = io->ncall_in = io->nin;
+    } else if (K->kind == JN_IR_K_GEMM && io->nnodes > 0) {
+        int32_t gemm = io->nodes[0];
+        for (int32_t i = 1; i < io->nnodes; i++) {
+            const jn_ir_node *x = &g->nodes[io->nodes[i]];
+            for (int j = 0; j < x->nin; j++) {
+                int32_t v = x->in[j], d = cg_def(g, v);
+                if ((d < 0 || g->nodes[d].kernel != k || d == gemm) && !has(io->call, io->ncall, v))
+                    io->call[io->ncall++] = v;
+            }
+        }
+        io->ncall_in = io->ncall;
+    }
+    if (K->kind != JN_IR_K_LIB)
+        for (int32_t i = 0; i < io->nout; i++)
+            if (!(K->kind == JN_IR_K_GEMM && io->out[i] == g->nodes[io->nodes[0]].out[0])) io->call[io->ncall++] = io->out[i];
     return JN_OK;
 }
 
@@ -115,4 +142,16 @@ jn_status jn_cg_check_kernels(const jn_ir_graph *g) {
     }
     cg_uses_free(&u);
     return st;
+}
+
+jn_status jn_cg_module_hash(const jn_ir_module *m, uint64_t *out) {
+    void *data = NULL;
+    size_t len = 0;
+    jn_status st = jn_ir_serialize(m, &data, &len);
+    if (st != JN_OK) return st;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ ((const uint8_t *)data)[i]) * 0x100000001b3ull;
+    free(data);
+    *out = h;
+    return JN_OK;
 }

@@ -608,11 +608,14 @@ static void test_kernel_io(void) {
     CHECK(io.nnodes == 2 && io.nodes[0] == 0 && io.nodes[1] == 1);
     CHECK(io.nin == 3 && io.in[0] == 0 && io.in[1] == 1 && io.in[2] == 2);
     CHECK(io.nout == 1 && io.out[0] == 6);
+    /* the epilogue function reads the GEMM's output and writes the root */
+    CHECK(io.ncall == 2 && io.ncall_in == 1 && io.call[0] == 5 && io.call[1] == 6 && io.nscalar == 0);
     jn_cg_kernel_io_free(&io);
     CHECK(jn_cg_kernel_describe(g, 1, &io) == JN_OK);
     CHECK(io.nnodes == 4 && io.nodes[0] == 2 && io.nodes[3] == 5);
     CHECK(io.nin == 3 && io.in[0] == 6 && io.in[1] == 3 && io.in[2] == 4);
     CHECK(io.nout == 2 && io.out[0] == 7 && io.out[1] == 10); /* the exported sub, the root */
+    CHECK(io.ncall == 5 && io.ncall_in == 3 && io.call[0] == 6 && io.call[2] == 4 && io.call[3] == 7 && io.call[4] == 10);
     jn_cg_kernel_io_free(&io);
     CHECK(jn_cg_kernel_describe(g, 2, &io) == JN_ERR_VALUE);
     /* K1 shrunk to sub, mul, mul (root node 4, the second mul): still runnable */

@@ -78,6 +78,9 @@ typedef struct {
 /* ------------------------------------------------------ exemplar model */
 typedef struct {
     int32_t val;              /* value index in the exemplar's value table */
+    int32_t obj;              /* the tensor OBJECT (an_tid index, in order of first
+                               * appearance in the segment), -1 for a Python scalar:
+                               * what replay's matcher follows (jn_ir_match.h) */
     uint8_t dtype, ndim, device, role, pytype, noncontig;
     int64_t shape[JN_MAX_DIMS];
 } an_ref;
@@ -85,6 +88,7 @@ typedef struct {
 typedef struct {
     int16_t op;
     uint8_t nin, nout, inplace;
+    uint8_t synth;            /* added by the analyzer (a view splice), not recorded */
     int64_t site, stack;
     uint64_t token;           /* op, site, stack, arity, input dtypes/pytypes, structural attrs */
     int32_t attr0;            /* its attributes: attrv[attr0 .. attr0 + nattrs) of the exemplar,
@@ -323,6 +327,8 @@ typedef struct an_gen {
     int32_t *xcoll;           /* per cross-loop read (an_txread): the collect it selects from */
     int64_t *rng_vec;         /* per exemplar: the first random op's offset (the rng symbol) */
     int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
+    int32_t *node_of;         /* template op -> its IR node (gen_node), -1 */
+    int32_t *out_t, *out_j;   /* per graph output: the template op and output it came from */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
 } an_gen;
@@ -336,6 +342,12 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
 const char *an_selfcheck(an_gen *G);
 int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site);
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err);
+
+/* matcher.c: the replay matcher's program for graph G->g (module index
+ * gi), kept for jn_an_matcher_section; a graph it cannot describe gets
+ * none (noted with a reason).  JN_OK unless out of memory. */
+jn_status an_matcher_build(an_gen *G, int32_t gi);
+void an_matcher_clear(void);
 
 /* guards.c */
 jn_status an_guard_tensor_input(an_gen *G, int32_t in, int64_t site);

@@ -263,6 +263,7 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     if (!stats) stats = &local;
     memset(stats, 0, sizeof *stats);
     reasons_clear();
+    an_matcher_clear();
     if (!out) return jn_error(JN_ERR_VALUE, "jn_an_analyze: NULL output pointer");
     *out = NULL;
     if (!db) return jn_error(JN_ERR_VALUE, "jn_an_analyze: NULL trace store");

@@ -93,7 +93,7 @@ static an_tid *tid_get(an_ctx *c, int64_t id, int *isnew) {
  * attributes ia[] in schema order, inputs by value with their types, one
  * output of type *ot.  Returns the output value, -1 on OOM. */
 static int32_t emit(an_ctx *c, jn_op op, int64_t site, int64_t stack, const jn_attrs *ia, int nin, const int32_t *iv,
-                    const an_ref *it, const an_ref *ot) {
+                    const an_ref *it, const an_ref *ot, int32_t obj) {
     an_ex *e = &c->scr;
     const jn_opinfo *info = jn_op_info(op);
     if (an_grow(&e->ops, &c->capops, e->nops + 1, sizeof *e->ops) ||
@@ -106,6 +106,7 @@ static int32_t emit(an_ctx *c, jn_op op, int64_t site, int64_t stack, const jn_a
     o->op = (int16_t)op;
     o->nin = (uint8_t)nin;
     o->nout = 1;
+    o->synth = 1;
     o->site = site;
     o->stack = stack;
     o->ref0 = e->nrefs;
@@ -137,6 +138,7 @@ static int32_t emit(an_ctx *c, jn_op op, int64_t site, int64_t stack, const jn_a
     an_ref *r = &e->refs[e->nrefs++];
     *r = *ot;
     r->val = v;
+    r->obj = obj;
     r->role = JN_TR_TEMP;
     r->noncontig = 0;
     return v;
@@ -172,7 +174,7 @@ static jn_status freshen(an_ctx *c, int32_t ti, int64_t site, int64_t stack, int
         memset(&a, 0, sizeof a);
         for (int k = 0; k < info->nattrs; k++) a.a[k] = c->sb.attrs[V->vattr0 + k];
         an_ref pt = e->refs[P->type_ref], vt = e->refs[V->type_ref];
-        int32_t pv = P->cur, nv = emit(c, (jn_op)V->vop, site, stack, &a, 1, &pv, &pt, &vt);
+        int32_t pv = P->cur, nv = emit(c, (jn_op)V->vop, site, stack, &a, 1, &pv, &pt, &vt, chain[n]);
         if (nv < 0) return JN_ERR_NOMEM;
         V->cur = nv;
         V->type_ref = e->nrefs - 1;
@@ -219,27 +221,27 @@ static jn_status splice(an_ctx *c, int32_t vi, int64_t site, int64_t stack, int 
             a.a[1].i = V->va;
             a.a[2].i = V->vlen ? V->va + (V->vlen - 1) * V->vstep + 1 : V->va; /* checked when the view was made */
             a.a[3].i = V->vstep;
-            nb = emit(c, JN_OP_slice_scatter, site, stack, &a, 2, in, it, &bt);
+            nb = emit(c, JN_OP_slice_scatter, site, stack, &a, 2, in, it, &bt, bi);
             break;
         case 2:
             a.a[0].i = V->vdim;
             a.a[1].i = V->va;
-            nb = emit(c, JN_OP_select_scatter, site, stack, &a, 2, in, it, &bt);
+            nb = emit(c, JN_OP_select_scatter, site, stack, &a, 2, in, it, &bt, bi);
             break;
         case 3:
             a.a[0].l.n = bt.ndim;
             memcpy(a.a[0].l.v, bt.shape, sizeof(int64_t) * bt.ndim);
-            nb = emit(c, JN_OP_view, site, stack, &a, 1, in + 1, it + 1, &bt);
+            nb = emit(c, JN_OP_view, site, stack, &a, 1, in + 1, it + 1, &bt, bi);
             break;
         case 4:
             a.a[0].i = V->va;
             a.a[1].i = V->vlen;
-            nb = emit(c, JN_OP_transpose, site, stack, &a, 1, in + 1, it + 1, &bt);
+            nb = emit(c, JN_OP_transpose, site, stack, &a, 1, in + 1, it + 1, &bt, bi);
             break;
         case 5:
             a.a[0].l.n = bt.ndim;
             for (int k = 0; k < bt.ndim; k++) a.a[0].l.v[V->perm[k]] = k; /* the inverse */
-            nb = emit(c, JN_OP_permute, site, stack, &a, 1, in + 1, it + 1, &bt);
+            nb = emit(c, JN_OP_permute, site, stack, &a, 1, in + 1, it + 1, &bt, bi);
             break;
         default:
             *bad = 1;
@@ -297,6 +299,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         o->nin = x->nin;
         o->nout = x->nout;
         o->inplace = x->inplace;
+        o->synth = 0;
         o->site = x->callsite;
         o->stack = x->stack;
         if (an_grow(&e->attrv, &c->capattrv, e->nattrv + info->nattrs, sizeof *e->attrv)) return JN_ERR_NOMEM;
@@ -359,6 +362,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             memcpy(r->shape, t->shape, sizeof(int64_t) * t->ndim);
             if (!joins || j == 0)
                 tok = an_mix(tok, (uint64_t)t->dtype | (uint64_t)t->pytype << 8 | (uint64_t)t->device << 16);
+            r->obj = -1;
             if (t->role == JN_TR_SCALAR) {
                 if ((r->val = new_val(c, -1, 0, JN_TR_SCALAR, 0, e->nrefs - 1)) < 0 || fslot(c, t->scalar))
                     return JN_ERR_NOMEM;
@@ -375,6 +379,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                 td->cur = td->ext = v;
             }
             r->val = td->cur;
+            r->obj = (int32_t)(td - c->ids);
             if (td->type_ref >= 0 && !same_meta(&e->refs[td->type_ref], r))
                 set_reason(e, AN_R_INCONSISTENT, x->op, x->callsite);
             td->type_ref = e->nrefs - 1;
@@ -429,6 +434,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             td->cur = v;
             td->type_ref = e->nrefs - 1;
             r->val = v;
+            r->obj = (int32_t)(td - c->ids);
             if ((info->flags & JN_F_VIEW) && j == 0 && in0 >= 0 && isnew) {
                 int32_t base = in0;
                 td->is_view = 1;
@@ -511,7 +517,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
 
 /* ----------------------------------------------------- exemplar identity */
 static uint64_t ref_hash(uint64_t h, const an_ref *r) {
-    h = an_mix(h, (uint64_t)r->val);
+    h = an_mix(h, (uint64_t)r->val ^ (uint64_t)(uint32_t)r->obj << 32);
     h = an_mix(h, (uint64_t)r->dtype | (uint64_t)r->ndim << 8 | (uint64_t)r->device << 16 | (uint64_t)r->role << 24 |
                       (uint64_t)r->pytype << 32 | (uint64_t)r->noncontig << 40);
     for (int d = 0; d < r->ndim; d++) h = an_mix(h, (uint64_t)r->shape[d]);
@@ -549,12 +555,12 @@ int an_ex_same(const an_ex *a, const an_ex *b) {
     for (int32_t i = 0; i < a->nops; i++) {
         const an_op *x = &a->ops[i], *y = &b->ops[i];
         if (x->token != y->token || x->op != y->op || x->site != y->site || x->stack != y->stack || x->nin != y->nin ||
-            x->nout != y->nout || x->inplace != y->inplace || !attrs_same(a, x, b, y))
+            x->nout != y->nout || x->inplace != y->inplace || x->synth != y->synth || !attrs_same(a, x, b, y))
             return 0;
     }
     for (int32_t i = 0; i < a->nrefs; i++) {
         const an_ref *x = &a->refs[i], *y = &b->refs[i];
-        if (x->val != y->val || x->dtype != y->dtype || x->ndim != y->ndim || x->device != y->device ||
+        if (x->val != y->val || x->obj != y->obj || x->dtype != y->dtype || x->ndim != y->ndim || x->device != y->device ||
             x->role != y->role || x->pytype != y->pytype || x->noncontig != y->noncontig ||
             memcmp(x->shape, y->shape, sizeof(int64_t) * x->ndim))
             return 0;

@@ -423,6 +423,7 @@ static jn_status gen_node(an_gen *G, int32_t t) {
     int32_t n = jn_ir_node_add(G->g, (jn_op)o->op, o->nin, in, &a, o->nout, types, o->site);
     if (n < 0) return nomem();
     memcpy(G->g->nodes[n].attr_input, attr_input, sizeof attr_input);
+    G->node_of[t] = n;
     if (G->T->loop[t] >= 0) G->g->nodes[n].loop = G->irloop[G->T->loop[t]];
     an_use_site(G->c, o->site);
     for (int j = 0; j < o->nout; j++) G->irval[E0->refs[o->ref0 + o->nin + j].val] = G->g->nodes[n].out[j];
@@ -565,6 +566,17 @@ static const char *sync_word(int k) {
     return k >= 0 && k <= 6 ? n[k] : "sync";
 }
 
+/* Graph output g->noutputs - 1 came from template op t's output j (for the matcher). */
+static int note_out(an_gen *G, int32_t t, int j) {
+    int64_t cap = G->g->noutputs - 1, cap2 = cap;
+    if (an_grow(&G->out_t, &cap, G->g->noutputs, sizeof *G->out_t) ||
+        an_grow(&G->out_j, &cap2, G->g->noutputs, sizeof *G->out_j))
+        return -1;
+    G->out_t[G->g->noutputs - 1] = t;
+    G->out_j[G->g->noutputs - 1] = j;
+    return 0;
+}
+
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g) {
     return an_generalize_checked(c, s, grp, g, NULL);
 }
@@ -593,7 +605,9 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     G.trip_lo = calloc((size_t)nl + 1, sizeof(int64_t));
     G.trip_hi = calloc((size_t)nl + 1, sizeof(int64_t));
     G.xcoll = malloc(sizeof(int32_t) * (size_t)(G.T->nxr + 1));
-    if (!G.xcoll || !G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
+    G.node_of = malloc(sizeof(int32_t) * (size_t)(G.T->nt + 1));
+    if (!G.node_of ||
+        !G.xcoll || !G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
         !G.trip_lo || !G.trip_hi) {
         err = nomem();
         goto done;
@@ -601,7 +615,7 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     for (int e = 0; e < G.m; e++) G.E[e] = &c->ex[s->ex[e]];
     for (int32_t v = 0; v < E0->nvals; v++) G.irval[v] = G.irin[v] = -1;
     for (int32_t r = 0; r < E0->nrefs; r++) G.ext_at_ref[r] = -1;
-    for (int32_t t = 0; t < G.T->nt; t++) G.coll_out[t] = -1;
+    for (int32_t t = 0; t < G.T->nt; t++) G.coll_out[t] = G.node_of[t] = -1;
     for (int32_t k = 0; k < G.T->nxr; k++) G.xcoll[k] = -1;
     for (int32_t v = 0; v < E0->nvals; v++)
         if (E0->vals[v].def < 0 && E0->vals[v].ref >= 0) G.ext_at_ref[E0->vals[v].ref] = v;
@@ -660,13 +674,14 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
                                        v);
                         break;
                     }
-                    if (jn_ir_output_add(g, JN_IR_OUT_STATE, G.irval[v], G.irin[w]) < 0) err = nomem();
+                    if (jn_ir_output_add(g, JN_IR_OUT_STATE, G.irval[v], G.irin[w]) < 0 || note_out(&G, t, j))
+                        err = nomem();
                     continue;
                 }
                 int keep = 0;
                 for (int e = 0; e < G.m; e++) keep |= final_val(&G, e, t, j)->keep;
                 if (!keep || w >= 0 || G.irval[v] < 0) continue;
-                if (jn_ir_output_add(g, JN_IR_OUT_KEEP, G.irval[v], -1) < 0) err = nomem();
+                if (jn_ir_output_add(g, JN_IR_OUT_KEEP, G.irval[v], -1) < 0 || note_out(&G, t, j)) err = nomem();
             }
         }
     if (!err) err = an_guard_symbols(&G);
@@ -674,6 +689,9 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
         *why = an_selfcheck(&G);
         if (*why && !strcmp(*why, "out of memory")) err = nomem();
     }
+    /* the matcher's program, for graphs of the module (not align.c's scratch ones) */
+    if (!err && !(why && *why) && c->m && c->m->ngraphs > 0 && c->m->graphs[c->m->ngraphs - 1] == g)
+        err = an_matcher_build(&G, c->m->ngraphs - 1);
 done:
     for (int64_t k = 0; k < G.ncands; k++) free(G.cands[k].vec), free(G.cands[k].firsts);
     free(G.cands);
@@ -690,5 +708,8 @@ done:
     free(G.trip_lo);
     free(G.trip_hi);
     free(G.sym_note);
+    free(G.node_of);
+    free(G.out_t);
+    free(G.out_j);
     return err;
 }

@@ -55,4 +55,39 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
 int jn_an_uncaptured_count(void);
 const char *jn_an_uncaptured(int i);
 
+/* ------------------------------------------------ replay matcher data */
+/* The replay matcher's program (ir/jn_ir_match.h) for the graphs of the
+ * last jn_an_analyze of this thread, as the bytes of the bundle's
+ * JN_CG_SEC_MATCHER section; *data malloc'ed (free()).  Graphs it could
+ * not describe have no entry; jn_an_matcher_missing says why, one line each. */
+jn_status jn_an_matcher_section(void **data, size_t *len);
+int jn_an_matcher_missing_count(void);
+const char *jn_an_matcher_missing(int i);
+
+/* ------------------------------------------------ recorded events */
+/* A run's recorded events as replay's dispatcher would see them (for the
+ * offline matcher tests and tools).  Valid during the callback only. */
+typedef struct {
+    int64_t id;
+    double scalar;            /* role JN_TR_SCALAR: the Python value */
+    const int64_t *shape;
+    uint8_t dtype, ndim, device, role, pytype;
+} jn_an_tref;
+
+typedef struct {
+    int64_t run, step;
+    int kind;                 /* JN_EV_OP, JN_EV_SYNC, or 0: the step ended */
+    jn_op op;
+    int inplace, nattrs, nin, nout, sync_kind;
+    const jn_attr *attrs;
+    const jn_an_tref *in, *out;
+    int64_t callsite;
+} jn_an_event;
+
+/* Return JN_OK to go on; anything else stops jn_an_events with that status. */
+typedef jn_status (*jn_an_event_fn)(void *ctx, const jn_an_event *ev);
+/* Every op and sync of run_id (0 = every run), step by step, in order;
+ * decision events are skipped. */
+jn_status jn_an_events(jn_db *db, int64_t run_id, jn_an_event_fn fn, void *ctx);
+
 #endif

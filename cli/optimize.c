@@ -130,7 +130,13 @@ static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn
     }
     jn_cg_bundle_meta meta = {.target = "cpu", .source_runs = runs, .nsource_runs = nruns,
                               .source_steps = st->steps};
-    if (!s) s = jn_cg_bundle_store(db, m, &meta, NULL, 0, id);
+    /* the replay matcher's program (ir/jn_ir_match.h), from the analysis */
+    void *mdata = NULL;
+    size_t mlen = 0;
+    if (!s) s = jn_an_matcher_section(&mdata, &mlen);
+    jn_cg_bundle_section sec = {.kind = JN_CG_SEC_MATCHER, .flags = 0, .name = "", .data = mdata, .len = mlen};
+    if (!s) s = jn_cg_bundle_store(db, m, &meta, &sec, 1, id);
+    free(mdata);
     free(runs);
     if (!s) {
         jn_db_bundle b;
@@ -260,6 +266,7 @@ int jn_cli_optimize(int argc, char **argv) {
                 (long long)st.runs, st.runs == 1 ? "" : "s", jn_cli_commas(st.steps, b1), jn_cli_commas(st.ops, b2),
                 st.seconds);
         for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(info, "  %s\n", jn_an_uncaptured(i));
+        for (int i = 0; i < jn_an_matcher_missing_count(); i++) fprintf(info, "  %s\n", jn_an_matcher_missing(i));
     }
     if (!rc && store) rc = store_bundle(path, run, m, &st, &bundle_id, &bundle_bytes, info);
     if (info && bundle_id) {

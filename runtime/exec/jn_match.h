@@ -1,0 +1,122 @@
+/* jn_match.h -- replay's matcher: decides, one dispatched op at a time,
+ * whether the ops a script runs follow one of a bundle's graphs, and binds
+ * what the graph needs to run (input tensors, symbol values, Python
+ * scalars), checking every guard of the graph (ir/jn_ir.h) on the way.
+ *
+ * Built from a loaded bundle's module and its JN_CG_SEC_MATCHER section
+ * (ir/jn_ir_match.h: per graph the RECORDED op tokens with loop back-edges
+ * and where each input comes from).  Per segment (the ops between two sync
+ * points, or step boundaries) the caller feeds every op event and then
+ * calls jn_rt_match_end at the sync:
+ *
+ *   feed      CONTINUE   still following at least one graph
+ *             COMPLETE   exactly one graph is matched to its end (what the
+ *                        end of the segment will confirm)
+ *             MISS       no graph fits; the result says which guard failed,
+ *                        with the seen value and a sentence; the rest of the
+ *                        segment answers MISS until jn_rt_match_end
+ *   end       COMPLETE (graph, bindings) or MISS (the segment ended early,
+ *             or an earlier miss), then a new segment starts; NONE for an
+ *             empty segment.
+ *
+ * Candidates: every graph whose first token is the event's op starts a
+ * cursor; a cursor dies at its first mismatch, so variants of a group are
+ * followed side by side until they diverge (the trie's branch), each at
+ * the cost of its own checks.  A loop's trip count is unknown until the
+ * loop exits: at the end of a body the cursor tries the next iteration
+ * first and the op after the loop second (greedy; a body whose first op is
+ * indistinguishable from the op after the loop exits too late and misses).
+ *
+ * What is checked, per event: the op, every attribute (ints against the
+ * graph's symbolic dims, binding symbols on first sight and checking their
+ * ranges; floats against constants or bound to scalar inputs), each input
+ * tensor's identity (a graph input's tensor is bound on first sight with
+ * its dtype, device, shape against the input's symbolic shape, and the
+ * recorded tensor id for state; later reads and every intermediate must be
+ * the very tensor the graph says), Python scalars (type; constants by
+ * value; varying ones bound once), in-place writes into the right tensor,
+ * and loop trip counts against their ranges.  Identities are what the
+ * caller says they are (jn_tensor.id at replay, the recorded ids offline).
+ *
+ * Results point into the matcher and stay valid until the next feed/end.
+ * Prefix jn_rt_match_.  Not thread-safe (one matcher per thread).
+ */
+#ifndef JN_MATCH_H
+#define JN_MATCH_H
+
+#include <stdint.h>
+
+#include "jn_ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct jn_rt_matcher jn_rt_matcher;
+
+typedef struct {
+    uint64_t id;              /* tensor identity; unused for a Python scalar */
+    const int64_t *shape;
+    uint8_t ndim, dtype, device;
+    uint8_t pytype;           /* 0 a tensor, else a Python scalar: 1 int, 2 float, 3 bool */
+    double scalar;            /* pytype != 0: its value */
+} jn_rt_match_arg;
+
+typedef struct {
+    jn_op op;
+    const jn_attr *attrs;     /* schema order (ops.def) */
+    int nin, nout;
+    const jn_rt_match_arg *in;
+    const jn_rt_match_arg *out;  /* outputs; an in-place one is the tensor written */
+} jn_rt_match_event;
+
+typedef enum {
+    JN_RT_MATCH_NONE = 0,     /* end of an empty segment */
+    JN_RT_MATCH_CONTINUE,
+    JN_RT_MATCH_COMPLETE,
+    JN_RT_MATCH_MISS
+} jn_rt_match_kind;
+
+typedef struct {
+    jn_rt_match_kind kind;
+    int32_t graph;            /* COMPLETE: module graph index; MISS: the graph that got
+                               * furthest (-1: none started) */
+    /* COMPLETE (per graph symbol / input of module->graphs[graph]) */
+    const int64_t *syms;      /* symbol values (loop induction variables: the last iteration) */
+    const uint64_t *inputs;   /* tensor inputs: the bound identity (0 unused) */
+    const double *scalars;    /* scalar/const inputs: the value seen */
+    int64_t nevents;          /* events of the segment */
+    const int32_t *ev_token;  /* per event: the graph's token it matched */
+    /* MISS */
+    int32_t guard;            /* index of the failing guard in the graph, -1 if the
+                               * failure is no guard of the IR (op, attribute, dataflow) */
+    double seen;              /* the value seen there (guard >= 0) */
+    int32_t token;            /* token of the graph where it failed, -1 */
+    int64_t event;            /* event index in the segment */
+    const char *why;          /* one sentence (valid until the next call) */
+} jn_rt_match_result;
+
+/* The matcher for module m (which must outlive it) and the bytes of its
+ * JN_CG_SEC_MATCHER section.  Refuses (JN_ERR_VALUE, naming the graph and
+ * field) a section that is truncated, corrupt, of another version, or
+ * inconsistent with the module. */
+jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rt_matcher **out);
+void jn_rt_match_free(jn_rt_matcher *mt);
+
+jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev, jn_rt_match_result *res);
+jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res);
+/* Forget the current segment (as after a miss). */
+void jn_rt_match_reset(jn_rt_matcher *mt);
+
+/* Graphs with a matcher program. */
+int32_t jn_rt_match_ngraphs(const jn_rt_matcher *mt);
+/* Tokens of module graph gi (-1 if it has no program). */
+int32_t jn_rt_match_ntokens(const jn_rt_matcher *mt, int32_t gi);
+/* The graph OUTPUT index holding the final value of the tensor created by
+ * output k of token tok of graph gi (what Python keeps), -1 if none. */
+int32_t jn_rt_match_token_output(const jn_rt_matcher *mt, int32_t gi, int32_t tok, int k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1004 @@
+/* match.c -- replay's matcher (jn_match.h): the JN_CG_SEC_MATCHER section
+ * (ir/jn_ir_match.h) loaded and checked against the module, and the
+ * per-event automaton over it.
+ *
+ * Load: every field is bounds-checked and cross-checked with the module
+ * (ops by name with this build's schema, inputs/outputs/symbols/exprs in
+ * range, refs only to earlier tokens or, inside a loop, to its body), so
+ * the feeding loop trusts its tables.  Guards are indexed per symbol and
+ * per input so a failure names the guard jn_ir_guard_explain describes.
+ *
+ * Run: one cursor per graph with a program; cursors start at a segment's
+ * first event (those whose first op matches) and die at their first
+ * mismatch; the event's output identities go to one table shared by the
+ * cursors (event index -> ids), and a token reference resolves to an event
+ * index from the token's position (and iteration, inside loops).  The
+ * per-event work is a handful of compares per input and attribute; a
+ * failure records codes and numbers only, and the sentence is written once
+ * the segment has missed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jn_ir_match.h"
+#include "jn_match.h"
+
+/* ---------------------------------------------------------- program */
+typedef struct {
+    uint8_t kind, b, mode, has_init;
+    int32_t a;
+    int64_t c;
+    uint8_t ikind, ib, imode;
+    int32_t ia;
+    int64_t ic;
+} mref;
+
+typedef struct {
+    jn_op op;
+    uint8_t nin, nout, flags, nattrs;
+    int32_t loop;
+    int64_t site;
+    char akind[JN_MAX_ATTRS];
+    jn_attr attr[JN_MAX_ATTRS];
+    int32_t fin[JN_MAX_ATTRS];
+    mref *in;                       /* nin refs (COLLECT: 1) */
+    uint8_t out_new[JN_MAX_OUTS];
+    mref out[JN_MAX_OUTS];
+    int32_t gout[JN_MAX_OUTS];
+} mtok;
+
+typedef struct {
+    int32_t first, count, ivar;
+    jn_ir_dim trip;
+    int64_t lo, hi;
+} mloop;
+
+/* failure codes */
+enum {
+    F_OP = 1, F_ARITY, F_ATTR, F_DTYPE, F_DEVICE, F_RANK, F_DIM, F_SYM, F_SYMBIND, F_BIND, F_IDENT, F_NOTTENSOR,
+    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_ITER, F_NOSTART
+};
+
+typedef struct {
+    int code;
+    int32_t tok, arg, guard, sym;   /* arg: input (>= 0), output (-1 - k), attribute (-100 - k) */
+    int64_t event;
+    double seen, want;
+} mfail;
+
+typedef struct {
+    int32_t gi;
+    const jn_ir_graph *g;
+    int32_t ntok, nloop;
+    mtok *tok;
+    mloop *loop;
+    int32_t *sym_guard;             /* per symbol: its SYM guard, -1 */
+    int32_t *in_guard;              /* per input: 6 slots (dtype, device, bind, scalar, pytype, -) */
+    int32_t *dim_guard;             /* per input * JN_MAX_DIMS */
+    /* cursor state */
+    int alive;
+    int32_t pos, cur_loop;
+    int64_t it;
+    int64_t *syms;
+    uint8_t *sbound, *ibound;
+    uint64_t *in_id;
+    double *in_val;
+    int64_t *loop_start, *loop_trip;
+    int64_t *tok_ev;
+    int32_t *ev_tok; int64_t capevtok;
+    int32_t *ulog; int32_t nulog, capulog;
+    int64_t done;                   /* events matched */
+    mfail fail;
+} mgraph;
+
+enum { GI_DTYPE, GI_DEVICE, GI_BIND, GI_SCALAR, GI_PYTYPE, GI_N };
+
+struct jn_rt_matcher {
+    const jn_ir_module *m;
+    mgraph *gr; int32_t ngr;
+    int32_t *by_graph;              /* module graph -> gr index, -1 */
+    int32_t *start; int32_t *start0; /* per op: graphs starting with it (start[start0[op] .. start0[op+1])) */
+    int32_t *alive; int32_t nalive;
+    int started, missed;
+    int64_t nev;
+    uint64_t *ev_ids; int64_t capev;
+    mfail miss;
+    int32_t miss_graph;
+    char why[1024];
+};
+
+/* ----------------------------------------------------------- reading */
+typedef struct {
+    const unsigned char *p;
+    size_t n, at;
+    int bad;
+    const char *what;
+} rd;
+
+static uint64_t get(rd *r, int bytes, const char *what) {
+    if (r->bad) return 0;
+    if (r->n - r->at < (size_t)bytes) {
+        r->bad = 1;
+        r->what = what;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++) v |= (uint64_t)r->p[r->at + i] << (8 * i);
+    r->at += (size_t)bytes;
+    return v;
+}
+
+static jn_status bad(int32_t gi, const char *fmt, const char *what) {
+    char b[256];
+    snprintf(b, sizeof b, fmt, what);
+    if (gi >= 0)
+        return jn_error(JN_ERR_VALUE, "the bundle's matcher section is corrupt (graph g%d: %s); run `janus optimize` "
+                        "again to rebuild it", gi, b);
+    return jn_error(JN_ERR_VALUE, "the bundle's matcher section is corrupt (%s); run `janus optimize` again to "
+                    "rebuild it", b);
+}
+
+static int dim_ok(const jn_ir_graph *g, jn_ir_dim d) {
+    return !jn_ir_is_expr(d) || (jn_ir_expr_index(d) >= 0 && jn_ir_expr_index(d) < g->nexprs);
+}
+
+static int tensor_input(const jn_ir_graph *g, int32_t i) {
+    return i >= 0 && i < g->ninputs &&
+           (g->inputs[i].kind == JN_IR_IN_STATE || g->inputs[i].kind == JN_IR_IN_HOST ||
+            g->inputs[i].kind == JN_IR_IN_CARRY);
+}
+
+static int scalar_input(const jn_ir_graph *g, int32_t i) {
+    return i >= 0 && i < g->ninputs && (g->inputs[i].kind == JN_IR_IN_SCALAR || g->inputs[i].kind == JN_IR_IN_CONST);
+}
+
+static const char *read_ref1(rd *r, const mgraph *G, uint8_t *kind, int32_t *a, uint8_t *b, uint8_t *mode,
+                             int64_t *c) {
+    *kind = (uint8_t)get(r, 1, "a ref");
+    *a = (int32_t)get(r, 4, "a ref");
+    *b = (uint8_t)get(r, 1, "a ref");
+    *mode = (uint8_t)get(r, 1, "a ref");
+    *c = (int64_t)get(r, 8, "a ref");
+    if (r->bad) return NULL;
+    const jn_ir_graph *g = G->g;
+    if (*kind == JN_IR_MR_INPUT) return tensor_input(g, *a) ? NULL : "a ref names no tensor input";
+    if (*kind == JN_IR_MR_SCALAR) return scalar_input(g, *a) ? NULL : "a ref names no scalar input";
+    if (*kind != JN_IR_MR_TOKEN) return "unknown ref kind";
+    if (*a < 0 || *a >= G->ntok) return "a ref names no token";
+    if ((*mode & 0xf) > JN_IR_MM_END || (*mode & ~(0xf | JN_IR_MM_REL))) return "unknown ref mode";
+    return NULL;
+}
+
+static const char *read_ref(rd *r, const mgraph *G, mref *x) {
+    memset(x, 0, sizeof *x);
+    const char *w = read_ref1(r, G, &x->kind, &x->a, &x->b, &x->mode, &x->c);
+    if (w || r->bad) return w;
+    if (x->kind == JN_IR_MR_TOKEN && (x->mode & 0xf) == JN_IR_MM_PREV) {
+        x->has_init = 1;
+        w = read_ref1(r, G, &x->ikind, &x->ia, &x->ib, &x->imode, &x->ic);
+    }
+    return w;
+}
+
+/* Once every token is read: token refs name an existing output, in the
+ * order and loop their mode allows (reader t; lr its loop). */
+static const char *check_tref(const mgraph *G, int32_t t, int32_t lr, uint8_t kind, int32_t a, uint8_t b,
+                              uint8_t mode) {
+    if (kind != JN_IR_MR_TOKEN) return NULL;
+    int m = mode & 0xf;
+    int32_t lc = G->tok[a].loop;
+    if (b >= G->tok[a].nout) return "a ref names no output";
+    if (lc < 0) return a < t && m == JN_IR_MM_SAME && !(mode & JN_IR_MM_REL) ? NULL : "a ref to a later token";
+    if ((mode & JN_IR_MM_REL) && lr < 0) return "a relative ref outside a loop";
+    if (m == JN_IR_MM_SAME) return lc == lr && a < t ? NULL : "a loop ref outside its loop";
+    if (m == JN_IR_MM_PREV) return lc == lr ? NULL : "a loop ref outside its loop";
+    return lc != lr && a < t ? NULL : "a cross-loop ref into its own loop";
+}
+
+static const char *check_ref(const mgraph *G, int32_t t, const mref *x) {
+    int32_t lr = G->tok[t].loop;
+    const char *w = check_tref(G, t, lr, x->kind, x->a, x->b, x->mode);
+    if (w || !x->has_init) return w;
+    if (x->ikind == JN_IR_MR_SCALAR) return "a loop init is a scalar";
+    if (x->ikind == JN_IR_MR_TOKEN && ((x->imode & 0xf) == JN_IR_MM_PREV || (x->imode & JN_IR_MM_REL)))
+        return "a loop init is loop-carried itself";
+    /* the init is read in iteration 0, as if just before the loop */
+    return check_tref(G, G->loop[lr].first, -1, x->ikind, x->ia, x->ib, x->imode);
+}
+
+static void graph_free(mgraph *G) {
+    for (int32_t t = 0; G->tok && t < G->ntok; t++) free(G->tok[t].in);
+    free(G->tok), free(G->loop), free(G->sym_guard), free(G->in_guard), free(G->dim_guard);
+    free(G->syms), free(G->sbound), free(G->ibound), free(G->in_id), free(G->in_val);
+    free(G->loop_start), free(G->loop_trip), free(G->tok_ev), free(G->ev_tok), free(G->ulog);
+}
+
+static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8_t *seen) {
+    int32_t gi = (int32_t)get(r, 4, "a graph header");
+    G->ntok = (int32_t)get(r, 4, "a graph header");
+    G->nloop = (int32_t)get(r, 4, "a graph header");
+    if (r->bad) return bad(-1, "truncated in %s", r->what);
+    if (gi < 0 || gi >= m->ngraphs) return bad(-1, "%s", "a graph index is out of range");
+    if (seen[gi]) return bad(gi, "%s", "the graph is listed twice");
+    G->gi = gi;
+    const jn_ir_graph *g = G->g = m->graphs[gi];
+    if (G->ntok <= 0 || G->ntok > (int32_t)(r->n / 8) || G->nloop < 0 || G->nloop > G->ntok)
+        return bad(gi, "%s", "token or loop count out of range");
+    G->tok = calloc((size_t)G->ntok, sizeof *G->tok);
+    G->loop = calloc((size_t)G->nloop + 1, sizeof *G->loop);
+    if (!G->tok || !G->loop) return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    for (int32_t l = 0; l < G->nloop; l++) {
+        mloop *L = &G->loop[l];
+        L->first = (int32_t)get(r, 4, "a loop");
+        L->count = (int32_t)get(r, 4, "a loop");
+        L->trip = (jn_ir_dim)get(r, 8, "a loop");
+        L->ivar = (int32_t)get(r, 4, "a loop");
+        L->lo = (int64_t)get(r, 8, "a loop");
+        L->hi = (int64_t)get(r, 8, "a loop");
+        if (r->bad) return bad(gi, "truncated in %s", r->what);
+        if (L->first < 0 || L->count <= 0 || L->first > G->ntok - L->count || !dim_ok(g, L->trip) || L->ivar < 0 ||
+            L->ivar >= g->nsyms || L->lo > L->hi || (l && L->first < G->loop[l - 1].first + G->loop[l - 1].count))
+            return bad(gi, "%s", "a loop is out of range");
+    }
+    for (int32_t t = 0; t < G->ntok; t++) {
+        mtok *T = &G->tok[t];
+        char name[64];
+        size_t ln = (size_t)get(r, 2, "an op name");
+        if (r->bad || ln >= sizeof name || r->n - r->at < ln) return bad(gi, "%s", "truncated in an op name");
+        memcpy(name, r->p + r->at, ln);
+        name[ln] = 0;
+        r->at += ln;
+        int op = jn_op_lookup(name);
+        if (op < 0) {
+            char b[128];
+            snprintf(b, sizeof b, "op '%s' is unknown to this janus", name);
+            return bad(gi, "%s", b);
+        }
+        T->op = (jn_op)op;
+        const jn_opinfo *info = jn_op_info(T->op);
+        T->nin = (uint8_t)get(r, 1, "a token");
+        T->nout = (uint8_t)get(r, 1, "a token");
+        T->flags = (uint8_t)get(r, 1, "a token");
+        T->loop = (int32_t)get(r, 4, "a token");
+        T->site = (int64_t)get(r, 8, "a token");
+        T->nattrs = (uint8_t)get(r, 1, "a token");
+        if (r->bad) return bad(gi, "truncated in %s", r->what);
+        if (T->nout < 1 || T->nout > JN_MAX_OUTS || T->nattrs != info->nattrs || (T->flags & ~3) ||
+            T->loop < -1 || T->loop >= G->nloop)
+            return bad(gi, "%s", "a token does not fit its op");
+        int inl = T->loop >= 0 && t >= G->loop[T->loop].first && t < G->loop[T->loop].first + G->loop[T->loop].count;
+        int anyl = 0;
+        for (int32_t l = 0; l < G->nloop; l++)
+            anyl |= t >= G->loop[l].first && t < G->loop[l].first + G->loop[l].count;
+        if ((T->loop >= 0) != inl || (T->loop < 0 && anyl)) return bad(gi, "%s", "a token's loop is wrong");
+        for (int k = 0; k < T->nattrs; k++) {
+            T->akind[k] = (char)get(r, 1, "an attribute");
+            T->fin[k] = -1;
+            if (T->akind[k] != info->attr_kind[k] && !r->bad) return bad(gi, "%s", "an attribute kind is wrong");
+            if (T->akind[k] == JN_A_INTS) {
+                T->attr[k].l.n = (int)get(r, 1, "an attribute");
+                if (T->attr[k].l.n > JN_MAX_DIMS) return bad(gi, "%s", "an int list is too long");
+                for (int j = 0; j < T->attr[k].l.n; j++) {
+                    T->attr[k].l.v[j] = (int64_t)get(r, 8, "an attribute");
+                    if (!dim_ok(g, T->attr[k].l.v[j])) return bad(gi, "%s", "an attribute names no expression");
+                }
+            } else if (T->akind[k] == JN_A_FLOAT) {
+                uint64_t u = get(r, 8, "an attribute");
+                memcpy(&T->attr[k].f, &u, 8);
+                T->fin[k] = (int32_t)get(r, 4, "an attribute");
+                if (T->fin[k] != -1 && !scalar_input(g, T->fin[k]) && !r->bad)
+                    return bad(gi, "%s", "a float attribute names no scalar input");
+            } else {
+                T->attr[k].i = (int64_t)get(r, 8, "an attribute");
+                if (T->akind[k] == JN_A_INT && !dim_ok(g, T->attr[k].i))
+                    return bad(gi, "%s", "an attribute names no expression");
+            }
+        }
+        if (r->bad) return bad(gi, "truncated in %s", r->what);
+        int nref = T->flags & JN_IR_MT_COLLECT ? 1 : T->nin;
+        if (!(T->in = calloc((size_t)nref + 1, sizeof *T->in)))
+            return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+        for (int j = 0; j < nref; j++) {
+            const char *w = read_ref(r, G, &T->in[j]);
+            if (r->bad) return bad(gi, "truncated in %s", r->what);
+            if (w) return bad(gi, "%s", w);
+        }
+        for (int k = 0; k < T->nout; k++) {
+            T->out_new[k] = (uint8_t)get(r, 1, "an output");
+            if (!T->out_new[k]) {
+                const char *w = read_ref(r, G, &T->out[k]);
+                if (r->bad) return bad(gi, "truncated in %s", r->what);
+                if (w) return bad(gi, "%s", w);
+                if (T->out[k].kind == JN_IR_MR_SCALAR) return bad(gi, "%s", "an in-place write into a scalar");
+            }
+            T->gout[k] = (int32_t)get(r, 4, "an output");
+            if (r->bad) return bad(gi, "truncated in %s", r->what);
+            if (T->gout[k] < -1 || T->gout[k] >= g->noutputs) return bad(gi, "%s", "an output index is out of range");
+        }
+    }
+    for (int32_t t = 0; t < G->ntok; t++) {
+        const mtok *T = &G->tok[t];
+        const char *w = NULL;
+        if (T->flags & JN_IR_MT_COLLECT) {
+            if (T->in[0].kind != JN_IR_MR_TOKEN || G->tok[T->in[0].a].loop < 0 || T->in[0].mode != 0 || T->loop >= 0 ||
+                T->in[0].a >= t || T->in[0].b >= G->tok[T->in[0].a].nout)
+                w = "a collecting token names no loop value";
+        } else {
+            for (int j = 0; j < T->nin && !w; j++) w = check_ref(G, t, &T->in[j]);
+        }
+        for (int k = 0; k < T->nout && !w; k++)
+            if (!T->out_new[k]) w = check_ref(G, t, &T->out[k]);
+        if (w) return bad(gi, "%s", w);
+    }
+    /* guard index */
+    G->sym_guard = malloc(sizeof(int32_t) * ((size_t)g->nsyms + 1));
+    G->in_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * GI_N + 1));
+    G->dim_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * JN_MAX_DIMS + 1));
+    int32_t *v2i = malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
+    G->syms = calloc((size_t)g->nsyms + 1, sizeof *G->syms);
+    G->sbound = calloc((size_t)g->nsyms + 1, 1);
+    G->ibound = calloc((size_t)g->ninputs + 1, 1);
+    G->in_id = calloc((size_t)g->ninputs + 1, sizeof *G->in_id);
+    G->in_val = calloc((size_t)g->ninputs + 1, sizeof *G->in_val);
+    G->loop_start = calloc((size_t)G->nloop + 1, sizeof *G->loop_start);
+    G->loop_trip = calloc((size_t)G->nloop + 1, sizeof *G->loop_trip);
+    G->tok_ev = calloc((size_t)G->ntok + 1, sizeof *G->tok_ev);
+    if (!G->sym_guard || !G->in_guard || !G->dim_guard || !v2i || !G->syms || !G->sbound || !G->ibound || !G->in_id ||
+        !G->in_val || !G->loop_start || !G->loop_trip || !G->tok_ev) {
+        free(v2i);
+        return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    }
+    for (int32_t s = 0; s < g->nsyms; s++) G->sym_guard[s] = -1;
+    for (int32_t i = 0; i < g->ninputs * GI_N; i++) G->in_guard[i] = -1;
+    for (int32_t i = 0; i < g->ninputs * JN_MAX_DIMS; i++) G->dim_guard[i] = -1;
+    for (int32_t v = 0; v < g->nvalues; v++) v2i[v] = -1;
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (g->inputs[i].value >= 0 && g->inputs[i].value < g->nvalues) v2i[g->inputs[i].value] = i;
+    for (int32_t k = 0; k < g->nguards; k++) {
+        const jn_ir_guard *q = &g->guards[k];
+        int32_t in = q->value >= 0 && q->value < g->nvalues ? v2i[q->value] : -1;
+        switch (q->kind) {
+        case JN_IR_G_SYM:
+            if (q->sym >= 0 && q->sym < g->nsyms) G->sym_guard[q->sym] = k;
+            break;
+        case JN_IR_G_DIM:
+            if (in >= 0 && q->dim >= 0 && q->dim < JN_MAX_DIMS) G->dim_guard[in * JN_MAX_DIMS + q->dim] = k;
+            break;
+        case JN_IR_G_DTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_DTYPE] = k; break;
+        case JN_IR_G_DEVICE: if (in >= 0) G->in_guard[in * GI_N + GI_DEVICE] = k; break;
+        case JN_IR_G_BIND: if (in >= 0) G->in_guard[in * GI_N + GI_BIND] = k; break;
+        case JN_IR_G_SCALAR: if (in >= 0) G->in_guard[in * GI_N + GI_SCALAR] = k; break;
+        case JN_IR_G_PYTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_PYTYPE] = k; break;
+        default: break;
+        }
+    }
+    free(v2i);
+    return JN_OK;
+}
+
+void jn_rt_match_free(jn_rt_matcher *mt) {
+    if (!mt) return;
+    for (int32_t i = 0; i < mt->ngr; i++) graph_free(&mt->gr[i]);
+    free(mt->gr), free(mt->by_graph), free(mt->start), free(mt->start0), free(mt->alive), free(mt->ev_ids);
+    free(mt);
+}
+
+jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rt_matcher **out) {
+    if (!out) return jn_error(JN_ERR_VALUE, "jn_rt_match_new: NULL output pointer");
+    *out = NULL;
+    if (!m) return jn_error(JN_ERR_VALUE, "jn_rt_match_new: NULL module");
+    if (!sec || len < 12) return bad(-1, "%s", "truncated header");
+    rd r = {sec, len, 0, 0, NULL};
+    if (memcmp(sec, JN_IR_MATCH_MAGIC, 4)) return bad(-1, "%s", "no JNMT magic");
+    r.at = 4;
+    uint32_t ver = (uint32_t)get(&r, 4, "the header"), ng = (uint32_t)get(&r, 4, "the header");
+    if (ver != JN_IR_MATCH_VERSION)
+        return jn_error(JN_ERR_VALUE, "the bundle's matcher section has format version %u, this janus reads %d; "
+                        "run `janus optimize` again with this janus", ver, JN_IR_MATCH_VERSION);
+    if (ng > (uint32_t)m->ngraphs) return bad(-1, "%s", "more graphs than the module has");
+    jn_rt_matcher *mt = calloc(1, sizeof *mt);
+    if (!mt) return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    mt->m = m;
+    mt->gr = calloc((size_t)ng + 1, sizeof *mt->gr);
+    mt->by_graph = malloc(sizeof(int32_t) * ((size_t)m->ngraphs + 1));
+    mt->alive = malloc(sizeof(int32_t) * ((size_t)ng + 1));
+    uint8_t *seen = calloc((size_t)m->ngraphs + 1, 1);
+    jn_status s = JN_OK;
+    if (!mt->gr || !mt->by_graph || !mt->alive || !seen) s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    for (int32_t i = 0; !s && i < m->ngraphs; i++) mt->by_graph[i] = -1;
+    for (uint32_t k = 0; k < ng && !s; k++) {
+        mgraph *G = &mt->gr[mt->ngr++];
+        if (!(s = read_graph(&r, m, G, seen))) {
+            seen[G->gi] = 1;
+            mt->by_graph[G->gi] = (int32_t)k;
+        }
+    }
+    free(seen);
+    if (!s && r.at != r.n) s = bad(-1, "%s", "trailing bytes");
+    /* per op: the graphs that start with it */
+    if (!s) {
+        mt->start0 = calloc((size_t)JN_NOPS + 2, sizeof *mt->start0);
+        mt->start = malloc(sizeof(int32_t) * ((size_t)mt->ngr + 1));
+        if (!mt->start0 || !mt->start) s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    }
+    if (!s) {
+        for (int32_t i = 0; i < mt->ngr; i++) mt->start0[mt->gr[i].tok[0].op + 1]++;
+        for (int op = 0; op < JN_NOPS; op++) mt->start0[op + 1] += mt->start0[op];
+        int32_t *fill = calloc((size_t)JN_NOPS + 1, sizeof *fill);
+        if (!fill) s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+        for (int32_t i = 0; !s && i < mt->ngr; i++) {
+            jn_op op = mt->gr[i].tok[0].op;
+            mt->start[mt->start0[op] + fill[op]++] = i;
+        }
+        free(fill);
+    }
+    if (s) {
+        jn_rt_match_free(mt);
+        return s;
+    }
+    mt->miss_graph = -1;
+    *out = mt;
+    return JN_OK;
+}
+
+int32_t jn_rt_match_ngraphs(const jn_rt_matcher *mt) { return mt ? mt->ngr : 0; }
+
+int32_t jn_rt_match_ntokens(const jn_rt_matcher *mt, int32_t gi) {
+    if (!mt || gi < 0 || gi >= mt->m->ngraphs || mt->by_graph[gi] < 0) return -1;
+    return mt->gr[mt->by_graph[gi]].ntok;
+}
+
+int32_t jn_rt_match_token_output(const jn_rt_matcher *mt, int32_t gi, int32_t tok, int k) {
+    if (jn_rt_match_ntokens(mt, gi) <= tok || tok < 0 || k < 0 || k >= JN_MAX_OUTS) return -1;
+    const mtok *T = &mt->gr[mt->by_graph[gi]].tok[tok];
+    return k < T->nout && T->out_new[k] ? T->gout[k] : -1;
+}
+
+/* ------------------------------------------------------------ cursor */
+static int fail(mgraph *G, int code, int32_t arg, int32_t guard, double seen, double want) {
+    G->fail.code = code;
+    G->fail.tok = G->pos;
+    G->fail.arg = arg;
+    G->fail.guard = guard;
+    G->fail.seen = seen;
+    G->fail.want = want;
+    return 0;
+}
+
+static int logbind(mgraph *G, int32_t x) {
+    if (G->nulog == G->capulog) {
+        int32_t nc = G->capulog ? 2 * G->capulog : 16;
+        int32_t *p = realloc(G->ulog, sizeof *p * (size_t)nc);
+        if (!p) return 0;
+        G->ulog = p;
+        G->capulog = nc;
+    }
+    G->ulog[G->nulog++] = x;
+    return 1;
+}
+
+/* Value of dim d, 1 when known (every symbol in it bound). */
+static int eval(const mgraph *G, jn_ir_dim d, int64_t *v, int depth) {
+    if (!jn_ir_is_expr(d)) {
+        *v = d;
+        return 1;
+    }
+    if (depth > 256) return 0;
+    const jn_ir_expr *e = &G->g->exprs[jn_ir_expr_index(d)];
+    if (e->kind == JN_IR_E_SYM) {
+        if (!G->sbound[e->sym]) return 0;
+        *v = G->syms[e->sym];
+        return 1;
+    }
+    int64_t a, b;
+    if (!eval(G, e->a, &a, depth + 1) || !eval(G, e->b, &b, depth + 1)) return 0;
+    switch (e->kind) {
+    case JN_IR_E_ADD: *v = (int64_t)((uint64_t)a + (uint64_t)b); return 1;
+    case JN_IR_E_SUB: *v = (int64_t)((uint64_t)a - (uint64_t)b); return 1;
+    case JN_IR_E_MUL: *v = (int64_t)((uint64_t)a * (uint64_t)b); return 1;
+    case JN_IR_E_FLOORDIV:
+        if (b == 0 || (a == INT64_MIN && b == -1)) return 0;
+        *v = a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+        return 1;
+    default: return 0;
+    }
+}
+
+static int bind_sym(mgraph *G, int32_t s, int64_t v, int32_t arg) {
+    int32_t k = G->sym_guard[s];
+    if (k >= 0) {
+        const jn_ir_guard *q = &G->g->guards[k];
+        if (v < q->lo || v > q->hi) {
+            fail(G, F_SYM, arg, k, (double)v, 0);
+            G->fail.sym = s;
+            return 0;
+        }
+    }
+    G->syms[s] = v;
+    G->sbound[s] = 1;
+    return logbind(G, s) || fail(G, F_SYMBIND, arg, -1, (double)v, 0);
+}
+
+/* Does seen fit dim d?  Binds an unbound symbol that d is, or is linear in. */
+static int match_dim(mgraph *G, jn_ir_dim d, int64_t seen, int32_t arg, int32_t dimguard) {
+    if (!jn_ir_is_expr(d)) return d == seen || fail(G, F_DIM, arg, dimguard, (double)seen, (double)d);
+    int64_t v;
+    if (eval(G, d, &v, 0)) {
+        if (v == seen) return 1;
+        const jn_ir_expr *e = &G->g->exprs[jn_ir_expr_index(d)];
+        int32_t s = e->kind == JN_IR_E_SYM ? e->sym : -1;
+        fail(G, F_SYMBIND, arg, s >= 0 ? G->sym_guard[s] : -1, (double)seen, (double)v);
+        G->fail.sym = s;
+        return 0;
+    }
+    const jn_ir_expr *e = &G->g->exprs[jn_ir_expr_index(d)];
+    if (e->kind == JN_IR_E_SYM) return bind_sym(G, e->sym, seen, arg);
+    /* s op c or c op s with one unknown symbol s */
+    jn_ir_dim sa = e->a, sb = e->b;
+    int64_t c;
+    int left = jn_ir_is_expr(sa) && G->g->exprs[jn_ir_expr_index(sa)].kind == JN_IR_E_SYM && eval(G, sb, &c, 0);
+    int right = !left && jn_ir_is_expr(sb) && G->g->exprs[jn_ir_expr_index(sb)].kind == JN_IR_E_SYM &&
+                eval(G, sa, &c, 0);
+    if (left || right) {
+        int32_t s = G->g->exprs[jn_ir_expr_index(left ? sa : sb)].sym;
+        int64_t x = 0;
+        int ok = 1;
+        switch (e->kind) {
+        case JN_IR_E_ADD: x = seen - c; break;
+        case JN_IR_E_SUB: x = left ? seen + c : c - seen; break;
+        case JN_IR_E_MUL: ok = c != 0 && seen % c == 0; x = ok ? seen / c : 0; break;
+        default: ok = 0;
+        }
+        if (ok) {
+            if (!bind_sym(G, s, x, arg)) return 0;
+            if (eval(G, d, &v, 0) && v == seen) return 1;
+        }
+    }
+    return fail(G, F_SYMBIND, arg, -1, (double)seen, 0);
+}
+
+static int bind_input(mgraph *G, int32_t i, const jn_rt_match_arg *a, int32_t arg) {
+    if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
+    if (G->ibound[i]) return G->in_id[i] == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)G->in_id[i]);
+    const jn_ir_graph *g = G->g;
+    const jn_ir_input *in = &g->inputs[i];
+    const jn_ir_value *v = &g->values[in->value];
+    const int32_t *gg = &G->in_guard[i * GI_N];
+    if (a->dtype != v->dtype) return fail(G, F_DTYPE, arg, gg[GI_DTYPE], a->dtype, v->dtype);
+    if (a->device != v->device) return fail(G, F_DEVICE, arg, gg[GI_DEVICE], a->device, v->device);
+    if (a->ndim != v->ndim) return fail(G, F_RANK, arg, -1, a->ndim, v->ndim);
+    for (int d = 0; d < v->ndim; d++)
+        if (!match_dim(G, v->shape[d], a->shape[d], arg, G->dim_guard[i * JN_MAX_DIMS + d])) return 0;
+    if (in->kind == JN_IR_IN_STATE && in->bind && (int64_t)a->id != in->bind)
+        return fail(G, F_BIND, arg, gg[GI_BIND], (double)a->id, (double)in->bind);
+    G->ibound[i] = 1;
+    G->in_id[i] = a->id;
+    return logbind(G, -1 - i) || fail(G, F_SYMBIND, arg, -1, 0, 0);
+}
+
+static int match_scalar(mgraph *G, int32_t i, double x, int pytype, int32_t arg) {
+    const jn_ir_input *in = &G->g->inputs[i];
+    const int32_t *gg = &G->in_guard[i * GI_N];
+    if (pytype != in->pytype) return fail(G, F_PYTYPE, arg, gg[GI_PYTYPE], pytype, in->pytype);
+    if (in->kind == JN_IR_IN_CONST) {
+        if (x == in->scalar || (isnan(x) && isnan(in->scalar))) return 1;
+        return fail(G, F_SCALAR, arg, gg[GI_SCALAR], x, in->scalar);
+    }
+    if (G->ibound[i]) {
+        if (x == G->in_val[i] || (isnan(x) && isnan(G->in_val[i]))) return 1;
+        return fail(G, F_SCALARVAR, arg, -1, x, G->in_val[i]);
+    }
+    G->ibound[i] = 1;
+    G->in_val[i] = x;
+    return logbind(G, -1 - i) || fail(G, F_SYMBIND, arg, -1, 0, 0);
+}
+
+/* Event index of token t's object in the iteration the ref says (-1 none). */
+static int64_t ref_event(const mgraph *G, uint8_t kind, int32_t t, uint8_t mode, int64_t c, int32_t reader) {
+    (void)kind;
+    const mtok *T = &G->tok[t];
+    if (T->loop < 0) return G->tok_ev[t];
+    const mloop *L = &G->loop[T->loop];
+    int rl = G->tok[reader].loop;
+    int64_t rit = rl >= 0 ? G->it : 0, itc;
+    int64_t done = G->loop_trip[T->loop] >= 0 ? G->loop_trip[T->loop]
+                   : G->cur_loop == T->loop ? G->it + 1 : 0;
+    switch (mode & 0xf) {
+    case JN_IR_MM_SAME: itc = G->it; break;
+    case JN_IR_MM_PREV: itc = G->it - 1; break;
+    case JN_IR_MM_ABS: itc = c + ((mode & JN_IR_MM_REL) ? rit : 0); break;
+    case JN_IR_MM_END:
+        if (G->loop_trip[T->loop] < 0) return -1;
+        itc = G->loop_trip[T->loop] - 1 - c - ((mode & JN_IR_MM_REL) ? rit : 0);
+        break;
+    default: return -1;
+    }
+    if (itc < 0 || itc >= done) return -1;
+    return G->loop_start[T->loop] + itc * L->count + (t - L->first);
+}
+
+/* Expected identity for a token ref: 1 and *id, or 0. */
+static int ref_id(const jn_rt_matcher *mt, const mgraph *G, const mref *r, int32_t reader, uint64_t *id) {
+    int64_t e;
+    if ((r->mode & 0xf) == JN_IR_MM_PREV && G->it == 0) {
+        if (r->ikind == JN_IR_MR_INPUT) {
+            if (!G->ibound[r->ia]) return 0;
+            *id = G->in_id[r->ia];
+            return 1;
+        }
+        e = ref_event(G, r->ikind, r->ia, r->imode & ~JN_IR_MM_REL, r->ic, G->loop[G->tok[reader].loop].first);
+        if (e < 0 || e >= mt->nev) return 0;
+        *id = mt->ev_ids[e * JN_MAX_OUTS + r->ib];
+        return 1;
+    }
+    e = ref_event(G, r->kind, r->a, r->mode, r->c, reader);
+    if (e < 0 || e >= mt->nev) return 0;
+    *id = mt->ev_ids[e * JN_MAX_OUTS + r->b];
+    return 1;
+}
+
+/* A tensor argument against ref r (input or in-place output). */
+static int match_tensor(const jn_rt_matcher *mt, mgraph *G, const mref *r, const jn_rt_match_arg *a, int32_t arg) {
+    if (r->kind == JN_IR_MR_INPUT) return bind_input(G, r->a, a, arg);
+    if ((r->mode & 0xf) == JN_IR_MM_PREV && G->it == 0 && r->ikind == JN_IR_MR_INPUT)
+        return bind_input(G, r->ia, a, arg);
+    if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
+    uint64_t id;
+    if (!ref_id(mt, G, r, G->pos, &id)) return fail(G, F_IDENT, arg, -1, (double)a->id, -1);
+    return id == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)id);
+}
+
+static int match_tok(const jn_rt_matcher *mt, mgraph *G, const jn_rt_match_event *ev) {
+    const mtok *T = &G->tok[G->pos];
+    if (T->op != ev->op) return fail(G, F_OP, -1, -1, ev->op, T->op);
+    int collect = T->flags & JN_IR_MT_COLLECT;
+    if (ev->nout != T->nout || (!collect && ev->nin != T->nin)) return fail(G, F_ARITY, -1, -1, ev->nin, T->nin);
+    for (int k = 0; k < T->nattrs; k++) {
+        const jn_attr *x = &ev->attrs[k], *y = &T->attr[k];
+        switch (T->akind[k]) {
+        case JN_A_INT:
+            if (!match_dim(G, y->i, x->i, -100 - k, -1)) return 0;
+            break;
+        case JN_A_INTS:
+            if (x->l.n != y->l.n) return fail(G, F_ATTR, -100 - k, -1, x->l.n, y->l.n);
+            for (int j = 0; j < y->l.n; j++)
+                if (!match_dim(G, y->l.v[j], x->l.v[j], -100 - k, -1)) return 0;
+            break;
+        case JN_A_FLOAT:
+            if (T->fin[k] >= 0) {
+                if (!match_scalar(G, T->fin[k], x->f, 2, -100 - k)) return 0;
+            } else if (!(x->f == y->f || (isnan(x->f) && isnan(y->f)))) {
+                return fail(G, F_ATTR, -100 - k, -1, x->f, y->f);
+            }
+            break;
+        default:
+            if (x->i != y->i) return fail(G, F_ATTR, -100 - k, -1, (double)x->i, (double)y->i);
+        }
+    }
+    if (collect) {
+        const mref *r = &T->in[0];
+        int32_t l = G->tok[r->a].loop;
+        if (G->loop_trip[l] < 0 || ev->nin != G->loop_trip[l]) return fail(G, F_ARITY, -1, -1, ev->nin, -1);
+        const mloop *L = &G->loop[l];
+        for (int j = 0; j < ev->nin; j++) {
+            int64_t e = G->loop_start[l] + (int64_t)j * L->count + (r->a - L->first);
+            if (ev->in[j].pytype || mt->ev_ids[e * JN_MAX_OUTS + r->b] != ev->in[j].id)
+                return fail(G, F_IDENT, j, -1, (double)ev->in[j].id, (double)mt->ev_ids[e * JN_MAX_OUTS + r->b]);
+        }
+    } else {
+        for (int j = 0; j < T->nin; j++) {
+            const mref *r = &T->in[j];
+            const jn_rt_match_arg *a = &ev->in[j];
+            if (r->kind == JN_IR_MR_SCALAR) {
+                if (!a->pytype) return fail(G, F_NOTSCALAR, j, -1, 0, 0);
+                if (!match_scalar(G, r->a, a->scalar, a->pytype, j)) return 0;
+            } else if (!match_tensor(mt, G, r, a, j)) {
+                return 0;
+            }
+        }
+    }
+    for (int k = 0; k < T->nout; k++)
+        if (!T->out_new[k] && !match_tensor(mt, G, &T->out[k], &ev->out[k], -1 - k)) return 0;
+    return 1;
+}
+
+/* Close loop l with it+1 iterations: bind the trip and check its range. */
+static int close_loop(mgraph *G) {
+    const mloop *L = &G->loop[G->cur_loop];
+    int64_t n = G->it + 1;
+    G->loop_trip[G->cur_loop] = n;
+    int32_t save = G->pos;
+    G->pos = L->first;
+    int ok = n >= L->lo && n <= L->hi;
+    if (!ok) {
+        const jn_ir_expr *e = jn_ir_is_expr(L->trip) ? &G->g->exprs[jn_ir_expr_index(L->trip)] : NULL;
+        int32_t s = e && e->kind == JN_IR_E_SYM ? e->sym : -1;
+        fail(G, F_TRIP, -1, s >= 0 ? G->sym_guard[s] : -1, (double)n, 0);
+        G->fail.sym = s;
+    } else {
+        ok = match_dim(G, L->trip, n, -1, -1);
+        if (!ok && G->fail.code == F_SYM) G->fail.code = F_TRIP;
+    }
+    G->pos = save;
+    G->cur_loop = -1;
+    return ok;
+}
+
+static void undo(mgraph *G, int32_t mark) {
+    while (G->nulog > mark) {
+        int32_t x = G->ulog[--G->nulog];
+        if (x >= 0) G->sbound[x] = 0;
+        else G->ibound[-1 - x] = 0;
+    }
+}
+
+/* Advance cursor G by ev (event index mt->nev): 1 on a match. */
+static int advance(const jn_rt_matcher *mt, mgraph *G, const jn_rt_match_event *ev) {
+    if (G->cur_loop >= 0) {
+        const mloop *L = &G->loop[G->cur_loop];
+        if (G->pos == L->first + L->count) {
+            /* end of a body: another iteration, else leave the loop */
+            int32_t mark = G->nulog;
+            if (G->it + 1 < L->hi) {
+                G->it++;
+                G->syms[L->ivar] = G->it;
+                G->pos = L->first;
+                if (match_tok(mt, G, ev)) return 1;
+                undo(G, mark);
+                G->it--;
+                G->syms[L->ivar] = G->it;
+                G->pos = L->first + L->count;
+            }
+            if (!close_loop(G)) return 0;
+            if (G->pos == G->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
+        }
+    }
+    if (G->pos >= G->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
+    const mtok *T = &G->tok[G->pos];
+    if (T->loop >= 0 && G->cur_loop < 0) {
+        G->cur_loop = T->loop;
+        G->it = 0;
+        G->loop_start[T->loop] = mt->nev;
+        G->syms[G->loop[T->loop].ivar] = 0;
+        G->sbound[G->loop[T->loop].ivar] = 1;
+    }
+    return match_tok(mt, G, ev);
+}
+
+static void cursor_start(mgraph *G) {
+    const jn_ir_graph *g = G->g;
+    G->alive = 1;
+    G->pos = 0;
+    G->cur_loop = -1;
+    G->it = 0;
+    G->done = 0;
+    G->nulog = 0;
+    memset(G->sbound, 0, (size_t)g->nsyms);
+    memset(G->ibound, 0, (size_t)g->ninputs);
+    memset(G->in_id, 0, sizeof *G->in_id * (size_t)g->ninputs);
+    for (int32_t l = 0; l < G->nloop; l++) G->loop_trip[l] = -1;
+    for (int32_t t = 0; t < G->ntok; t++) G->tok_ev[t] = -1;
+    memset(&G->fail, 0, sizeof G->fail);
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (g->inputs[i].kind == JN_IR_IN_CONST || g->inputs[i].kind == JN_IR_IN_SCALAR) G->in_val[i] = g->inputs[i].scalar;
+}
+
+static int at_end(mgraph *G) {
+    if (G->cur_loop >= 0) {
+        const mloop *L = &G->loop[G->cur_loop];
+        if (G->pos != L->first + L->count || L->first + L->count != G->ntok) return 0;
+        return close_loop(G);
+    }
+    return G->pos == G->ntok;
+}
+
+/* ------------------------------------------------------- explanation */
+static const char *op_name(int op) { return op >= 0 && op < JN_NOPS ? jn_op_info((jn_op)op)->name : "?"; }
+
+static const char *site_str(const jn_ir_module *m, int64_t site, char *b, size_t n) {
+    const jn_ir_site *s = jn_ir_site_get(m, site);
+    if (s) snprintf(b, n, " at %s:%d", s->file, s->line);
+    else b[0] = 0;
+    return b;
+}
+
+static void explain(jn_rt_matcher *mt) {
+    const mfail *f = &mt->miss;
+    char *w = mt->why;
+    size_t n = sizeof mt->why;
+    if (mt->miss_graph < 0) {
+        snprintf(w, n, "%s", f->code == F_NOSTART ? "no graph of the bundle starts with this op" : "no graph matched");
+        if (f->code == F_NOSTART) snprintf(w, n, "no graph of the bundle starts with %s", op_name((int)f->seen));
+        return;
+    }
+    const mgraph *G = &mt->gr[mt->by_graph[mt->miss_graph]];
+    const jn_ir_graph *g = G->g;
+    char site[600], where[800], arg[64];
+    int32_t t = f->tok < G->ntok ? f->tok : G->ntok - 1;
+    const mtok *T = &G->tok[t < 0 ? 0 : t];
+    site_str(mt->m, T->site, site, sizeof site);
+    snprintf(where, sizeof where, "graph %s, op %d (%s%s)", g->name, t, op_name(T->op), site);
+    if (f->arg >= 0) snprintf(arg, sizeof arg, "input %d", f->arg);
+    else if (f->arg <= -100) snprintf(arg, sizeof arg, "attribute %s", jn_op_info(T->op)->attr_name[-100 - f->arg]);
+    else snprintf(arg, sizeof arg, "output %d", -1 - f->arg);
+    char gx[512] = "";
+    if (f->guard >= 0) jn_ir_guard_explain(mt->m, g, f->guard, &f->seen, gx, sizeof gx);
+    switch (f->code) {
+    case F_OP:
+        snprintf(w, n, "%s: expected %s, the script ran %s", where, op_name(T->op), op_name((int)f->seen));
+        break;
+    case F_ARITY: snprintf(w, n, "%s: %d inputs, recorded %d", where, (int)f->seen, (int)f->want); break;
+    case F_ATTR:
+        snprintf(w, n, "%s: %s was %.17g, recorded %.17g", where, arg, f->seen, f->want);
+        break;
+    case F_IDENT:
+        snprintf(w, n, "%s: %s is another tensor than the graph's (the recorded dataflow differs)", where, arg);
+        break;
+    case F_NOTTENSOR: snprintf(w, n, "%s: %s is a Python number, recorded a tensor", where, arg); break;
+    case F_NOTSCALAR: snprintf(w, n, "%s: %s is a tensor, recorded a Python number", where, arg); break;
+    case F_SCALARVAR:
+        snprintf(w, n, "%s: %s was %.17g, but the graph uses one value (%.17g) throughout", where, arg, f->seen,
+                 f->want);
+        break;
+    case F_EXTRA:
+        snprintf(w, n, "graph %s ended, but the script ran %s before the next sync", g->name, op_name((int)f->seen));
+        break;
+    case F_SHORT:
+        snprintf(w, n, "the segment ended after %lld ops; graph %s expects %s%s next", (long long)f->event, g->name,
+                 op_name(T->op), site);
+        break;
+    case F_SYMBIND:
+        if (f->guard >= 0)
+            snprintf(w, n, "%s: %s: %s, but another dim of this graph bound it to %.17g", where, arg, gx, f->want);
+        else
+            snprintf(w, n, "%s: %s was %.17g, which does not fit the graph's symbolic value", where, arg, f->seen);
+        break;
+    default:
+        if (f->guard >= 0) snprintf(w, n, "%s: %s: %s", where, arg, gx);
+        else if (f->code == F_TRIP) snprintf(w, n, "%s: a loop ran %.17g times, out of its recorded range", where, f->seen);
+        else if (f->code == F_RANK) snprintf(w, n, "%s: %s has %d dims, recorded %d", where, arg, (int)f->seen, (int)f->want);
+        else if (f->code == F_DIM) snprintf(w, n, "%s: %s: a dim was %.17g, recorded %.17g", where, arg, f->seen, f->want);
+        else snprintf(w, n, "%s: %s does not fit the graph (value %.17g)", where, arg, f->seen);
+    }
+}
+
+static void set_miss(jn_rt_matcher *mt, jn_rt_match_result *res) {
+    res->kind = JN_RT_MATCH_MISS;
+    res->graph = mt->miss_graph;
+    res->guard = mt->miss.guard;
+    res->seen = mt->miss.seen;
+    res->token = mt->miss_graph >= 0 ? mt->miss.tok : -1;
+    res->event = mt->miss.event;
+    res->why = mt->why;
+}
+
+/* Keep the failure of the cursor that got furthest. */
+static void note_fail(jn_rt_matcher *mt, mgraph *G) {
+    if (mt->miss_graph < 0 || G->done > mt->miss.event) {
+        mt->miss = G->fail;
+        mt->miss.event = G->done;
+        mt->miss_graph = G->gi;
+    }
+}
+
+void jn_rt_match_reset(jn_rt_matcher *mt) {
+    if (!mt) return;
+    for (int32_t k = 0; k < mt->nalive; k++) mt->gr[mt->alive[k]].alive = 0;
+    mt->nalive = 0;
+    mt->started = mt->missed = 0;
+    mt->nev = 0;
+    mt->miss_graph = -1;
+    memset(&mt->miss, 0, sizeof mt->miss);
+}
+
+jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev, jn_rt_match_result *res) {
+    if (mt->missed) {
+        set_miss(mt, res);
+        return JN_RT_MATCH_MISS;
+    }
+    if (!mt->started) {
+        mt->started = 1;
+        mt->nalive = 0;
+        if (ev->op >= 0 && ev->op < JN_NOPS)
+            for (int32_t k = mt->start0[ev->op]; k < mt->start0[ev->op + 1]; k++) {
+                cursor_start(&mt->gr[mt->start[k]]);
+                mt->alive[mt->nalive++] = mt->start[k];
+            }
+        if (!mt->nalive) {
+            mt->missed = 1;
+            mt->miss_graph = -1;
+            memset(&mt->miss, 0, sizeof mt->miss);
+            mt->miss.code = F_NOSTART;
+            mt->miss.guard = -1;
+            mt->miss.seen = ev->op;
+            explain(mt);
+            set_miss(mt, res);
+            return JN_RT_MATCH_MISS;
+        }
+    }
+    if (mt->nev >= mt->capev) {
+        int64_t nc = mt->capev ? 2 * mt->capev : 256;
+        uint64_t *p = realloc(mt->ev_ids, sizeof *p * (size_t)nc * JN_MAX_OUTS);
+        if (!p) {
+            mt->missed = 1;
+            mt->miss_graph = -1;
+            snprintf(mt->why, sizeof mt->why, "out of memory in the matcher");
+            set_miss(mt, res);
+            return JN_RT_MATCH_MISS;
+        }
+        mt->ev_ids = p;
+        mt->capev = nc;
+    }
+    int32_t n = 0, done = -1;
+    for (int32_t k = 0; k < mt->nalive; k++) {
+        mgraph *G = &mt->gr[mt->alive[k]];
+        if (G->done >= G->capevtok) {
+            int64_t nc = G->capevtok ? 2 * G->capevtok : 256;
+            int32_t *p = realloc(G->ev_tok, sizeof *p * (size_t)nc);
+            if (!p) {
+                G->alive = 0;
+                continue;
+            }
+            G->ev_tok = p;
+            G->capevtok = nc;
+        }
+        if (advance(mt, G, ev)) {
+            G->ev_tok[G->done++] = G->pos;
+            if (G->tok[G->pos].loop < 0) G->tok_ev[G->pos] = mt->nev;
+            G->pos++;
+            mt->alive[n++] = mt->alive[k];
+            if (G->pos == G->ntok && G->cur_loop < 0) done = G->gi;
+        } else {
+            G->alive = 0;
+            note_fail(mt, G);
+        }
+    }
+    mt->nalive = n;
+    for (int k = 0; k < ev->nout && k < JN_MAX_OUTS; k++) mt->ev_ids[mt->nev * JN_MAX_OUTS + k] = ev->out[k].id;
+    mt->nev++;
+    if (!n) {
+        mt->missed = 1;
+        explain(mt);
+        set_miss(mt, res);
+        return JN_RT_MATCH_MISS;
+    }
+    res->kind = n == 1 && done >= 0 ? JN_RT_MATCH_COMPLETE : JN_RT_MATCH_CONTINUE;
+    res->graph = res->kind == JN_RT_MATCH_COMPLETE ? done : -1;
+    return res->kind;
+}
+
+jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
+    memset(res, 0, sizeof *res);
+    res->graph = res->guard = res->token = -1;
+    if (!mt->started) {
+        jn_rt_match_reset(mt);
+        res->kind = JN_RT_MATCH_NONE;
+        return JN_RT_MATCH_NONE;
+    }
+    if (!mt->missed) {
+        for (int32_t k = 0; k < mt->nalive; k++) {
+            mgraph *G = &mt->gr[mt->alive[k]];
+            if (!at_end(G)) continue;
+            res->kind = JN_RT_MATCH_COMPLETE;
+            res->graph = G->gi;
+            res->syms = G->syms;
+            res->inputs = G->in_id;
+            res->scalars = G->in_val;
+            res->nevents = mt->nev;
+            res->ev_token = G->ev_tok;
+            jn_rt_match_reset(mt);
+            return JN_RT_MATCH_COMPLETE;
+        }
+        for (int32_t k = 0; k < mt->nalive; k++) {
+            mgraph *G = &mt->gr[mt->alive[k]];
+            if (G->fail.code == 0) fail(G, F_SHORT, -1, -1, 0, 0);
+            note_fail(mt, G);
+        }
+        explain(mt);
+    }
+    set_miss(mt, res);
+    jn_rt_match_reset(mt);
+    return JN_RT_MATCH_MISS;
+}

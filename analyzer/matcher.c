@@ -383,6 +383,7 @@ static int build(mctx *M, int32_t gi, wbuf *w) {
         put(w, (uint64_t)(uint32_t)G->ivar[l], 4);
         put(w, (uint64_t)G->trip_lo[il], 8);
         put(w, (uint64_t)G->trip_hi[il], 8);
+        put(w, (uint64_t)(uint32_t)il, 4);
     }
     for (int32_t t = 0; t < T->nt && !rc; t++) {
         if (tokmap[t] < 0) continue;

@@ -34,7 +34,8 @@
  *   per graph:
  *     u32 graph (index in the module)  u32 ntok  u32 nloop
  *     per loop:  i32 first token, i32 ntok in body, i64 trip (jn_ir_dim),
- *                i32 ivar symbol, i64 trip lo, i64 trip hi
+ *                i32 ivar symbol, i64 trip lo, i64 trip hi, i32 the IR loop
+ *                (its TRIP guard's target; checked against the trip)
  *     per token: str op name, u8 nin, u8 nout, u8 flags (JN_IR_MT_*),
  *                i32 loop (-1), i64 call site,
  *                u8 nattrs, per attr: u8 kind ('i' 'b' 'd': i64; 'L': u8 n,

@@ -53,6 +53,7 @@ typedef struct {
     int32_t first, count, ivar;
     jn_ir_dim trip;
     int64_t lo, hi;
+    int32_t guard;                  /* the graph's TRIP guard of this loop, -1 */
 } mloop;
 
 /* failure codes */
@@ -75,10 +76,14 @@ typedef struct {
     mtok *tok;
     mloop *loop;
     int32_t *sym_guard;             /* per symbol: its SYM guard, -1 */
-    int32_t *in_guard;              /* per input: 6 slots (dtype, device, bind, scalar, pytype, -) */
+    int32_t *in_guard;              /* per input: GI_N slots (dtype, device, bind, scalar, pytype) */
     int32_t *dim_guard;             /* per input * JN_MAX_DIMS */
-    /* cursor state */
-    int alive;
+} mgraph;
+
+/* A cursor: one way of following graph P so far (a loop's end forks one
+ * cursor that goes on iterating and one that leaves the loop). */
+typedef struct {
+    const mgraph *P;
     int32_t pos, cur_loop;
     int64_t it;
     int64_t *syms;
@@ -87,20 +92,23 @@ typedef struct {
     double *in_val;
     int64_t *loop_start, *loop_trip;
     int64_t *tok_ev;
-    int32_t *ev_tok; int64_t capevtok;
-    int32_t *ulog; int32_t nulog, capulog;
     int64_t done;                   /* events matched */
     mfail fail;
-} mgraph;
+} mcur;
 
 enum { GI_DTYPE, GI_DEVICE, GI_BIND, GI_SCALAR, GI_PYTYPE, GI_N };
+
+#define MAX_CURSORS 64
 
 struct jn_rt_matcher {
     const jn_ir_module *m;
     mgraph *gr; int32_t ngr;
+    mcur *cur[MAX_CURSORS];         /* cursors, allocated once per program size on demand */
+    mcur *pool[MAX_CURSORS]; int32_t npool;
+    int32_t *ev_tok; int64_t capevtok;
     int32_t *by_graph;              /* module graph -> gr index, -1 */
     int32_t *start; int32_t *start0; /* per op: graphs starting with it (start[start0[op] .. start0[op+1])) */
-    int32_t *alive; int32_t nalive;
+    mcur **alive; int32_t nalive;
     int started, missed;
     int64_t nev;
     uint64_t *ev_ids; int64_t capev;
@@ -211,8 +219,6 @@ static const char *check_ref(const mgraph *G, int32_t t, const mref *x) {
 static void graph_free(mgraph *G) {
     for (int32_t t = 0; G->tok && t < G->ntok; t++) free(G->tok[t].in);
     free(G->tok), free(G->loop), free(G->sym_guard), free(G->in_guard), free(G->dim_guard);
-    free(G->syms), free(G->sbound), free(G->ibound), free(G->in_id), free(G->in_val);
-    free(G->loop_start), free(G->loop_trip), free(G->tok_ev), free(G->ev_tok), free(G->ulog);
 }
 
 static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8_t *seen) {
@@ -237,6 +243,7 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
         L->ivar = (int32_t)get(r, 4, "a loop");
         L->lo = (int64_t)get(r, 8, "a loop");
         L->hi = (int64_t)get(r, 8, "a loop");
+        L->guard = (int32_t)get(r, 4, "a loop"); /* the IR loop, until the guard index below */
         if (r->bad) return bad(gi, "truncated in %s", r->what);
         if (L->first < 0 || L->count <= 0 || L->first > G->ntok - L->count || !dim_ok(g, L->trip) || L->ivar < 0 ||
             L->ivar >= g->nsyms || L->lo > L->hi || (l && L->first < G->loop[l - 1].first + G->loop[l - 1].count))
@@ -332,21 +339,21 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             if (!T->out_new[k]) w = check_ref(G, t, &T->out[k]);
         if (w) return bad(gi, "%s", w);
     }
+    if (getenv("JN_MATCH_DUMP"))
+        for (int32_t t = 0; t < G->ntok; t++) {
+            const mtok *T = &G->tok[t];
+            fprintf(stderr, "g%d t%d %s loop=%d nin=%d flags=%d", gi, t, jn_op_info(T->op)->name, T->loop, T->nin, T->flags);
+            for (int j = 0; j < (T->flags & 2 ? 1 : T->nin); j++)
+                fprintf(stderr, " [k%d a%d b%d m%d c%lld]", T->in[j].kind, T->in[j].a, T->in[j].b, T->in[j].mode,
+                        (long long)T->in[j].c);
+            fprintf(stderr, "\n");
+        }
     /* guard index */
     G->sym_guard = malloc(sizeof(int32_t) * ((size_t)g->nsyms + 1));
     G->in_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * GI_N + 1));
     G->dim_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * JN_MAX_DIMS + 1));
     int32_t *v2i = malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
-    G->syms = calloc((size_t)g->nsyms + 1, sizeof *G->syms);
-    G->sbound = calloc((size_t)g->nsyms + 1, 1);
-    G->ibound = calloc((size_t)g->ninputs + 1, 1);
-    G->in_id = calloc((size_t)g->ninputs + 1, sizeof *G->in_id);
-    G->in_val = calloc((size_t)g->ninputs + 1, sizeof *G->in_val);
-    G->loop_start = calloc((size_t)G->nloop + 1, sizeof *G->loop_start);
-    G->loop_trip = calloc((size_t)G->nloop + 1, sizeof *G->loop_trip);
-    G->tok_ev = calloc((size_t)G->ntok + 1, sizeof *G->tok_ev);
-    if (!G->sym_guard || !G->in_guard || !G->dim_guard || !v2i || !G->syms || !G->sbound || !G->ibound || !G->in_id ||
-        !G->in_val || !G->loop_start || !G->loop_trip || !G->tok_ev) {
+    if (!G->sym_guard || !G->in_guard || !G->dim_guard || !v2i) {
         free(v2i);
         return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
     }
@@ -374,14 +381,36 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
         default: break;
         }
     }
+    /* a loop's TRIP guard: the one on the IR loop with the same trip (the
+     * passes may renumber loops, never trip expressions) */
+    for (int32_t l = 0; l < G->nloop; l++) {
+        int32_t il = G->loop[l].guard;
+        G->loop[l].guard = -1;
+        for (int32_t k = 0; k < g->nguards; k++) {
+            const jn_ir_guard *q = &g->guards[k];
+            if (q->kind == JN_IR_G_TRIP && q->loop == il && il >= 0 && il < g->nloops &&
+                g->loops[il].trip == G->loop[l].trip)
+                G->loop[l].guard = k;
+        }
+    }
     free(v2i);
     return JN_OK;
+}
+
+static void cursor_free(mcur *C) {
+    if (!C) return;
+    free(C->syms), free(C->sbound), free(C->ibound), free(C->in_id), free(C->in_val);
+    free(C->loop_start), free(C->loop_trip), free(C->tok_ev);
+    free(C);
 }
 
 void jn_rt_match_free(jn_rt_matcher *mt) {
     if (!mt) return;
     for (int32_t i = 0; i < mt->ngr; i++) graph_free(&mt->gr[i]);
+    for (int32_t k = 0; k < mt->nalive; k++) cursor_free(mt->alive[k]);
+    for (int32_t k = 0; k < mt->npool; k++) cursor_free(mt->pool[k]);
     free(mt->gr), free(mt->by_graph), free(mt->start), free(mt->start0), free(mt->alive), free(mt->ev_ids);
+    free(mt->ev_tok);
     free(mt);
 }
 
@@ -403,7 +432,7 @@ jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
     mt->m = m;
     mt->gr = calloc((size_t)ng + 1, sizeof *mt->gr);
     mt->by_graph = malloc(sizeof(int32_t) * ((size_t)m->ngraphs + 1));
-    mt->alive = malloc(sizeof(int32_t) * ((size_t)ng + 1));
+    mt->alive = malloc(sizeof *mt->alive * MAX_CURSORS);
     uint8_t *seen = calloc((size_t)m->ngraphs + 1, 1);
     jn_status s = JN_OK;
     if (!mt->gr || !mt->by_graph || !mt->alive || !seen) s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
@@ -434,6 +463,32 @@ jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
         }
         free(fill);
     }
+    /* the cursor pool, each sized for the largest program */
+    int64_t ms = 1, mi = 1, ml = 1, mtk = 1;
+    for (int32_t i = 0; !s && i < mt->ngr; i++) {
+        const mgraph *G = &mt->gr[i];
+        if (G->g->nsyms > ms) ms = G->g->nsyms;
+        if (G->g->ninputs > mi) mi = G->g->ninputs;
+        if (G->nloop > ml) ml = G->nloop;
+        if (G->ntok > mtk) mtk = G->ntok;
+    }
+    for (int k = 0; !s && k < MAX_CURSORS; k++) {
+        mcur *C = calloc(1, sizeof *C);
+        if (C) {
+            mt->pool[mt->npool++] = C;
+            C->syms = calloc((size_t)ms, sizeof *C->syms);
+            C->sbound = calloc((size_t)ms, 1);
+            C->ibound = calloc((size_t)mi, 1);
+            C->in_id = calloc((size_t)mi, sizeof *C->in_id);
+            C->in_val = calloc((size_t)mi, sizeof *C->in_val);
+            C->loop_start = calloc((size_t)ml, sizeof *C->loop_start);
+            C->loop_trip = calloc((size_t)ml, sizeof *C->loop_trip);
+            C->tok_ev = calloc((size_t)mtk, sizeof *C->tok_ev);
+        }
+        if (!C || !C->syms || !C->sbound || !C->ibound || !C->in_id || !C->in_val || !C->loop_start ||
+            !C->loop_trip || !C->tok_ev)
+            s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    }
     if (s) {
         jn_rt_match_free(mt);
         return s;
@@ -457,7 +512,7 @@ int32_t jn_rt_match_token_output(const jn_rt_matcher *mt, int32_t gi, int32_t to
 }
 
 /* ------------------------------------------------------------ cursor */
-static int fail(mgraph *G, int code, int32_t arg, int32_t guard, double seen, double want) {
+static int fail(mcur *G, int code, int32_t arg, int32_t guard, double seen, double want) {
     G->fail.code = code;
     G->fail.tok = G->pos;
     G->fail.arg = arg;
@@ -467,26 +522,14 @@ static int fail(mgraph *G, int code, int32_t arg, int32_t guard, double seen, do
     return 0;
 }
 
-static int logbind(mgraph *G, int32_t x) {
-    if (G->nulog == G->capulog) {
-        int32_t nc = G->capulog ? 2 * G->capulog : 16;
-        int32_t *p = realloc(G->ulog, sizeof *p * (size_t)nc);
-        if (!p) return 0;
-        G->ulog = p;
-        G->capulog = nc;
-    }
-    G->ulog[G->nulog++] = x;
-    return 1;
-}
-
 /* Value of dim d, 1 when known (every symbol in it bound). */
-static int eval(const mgraph *G, jn_ir_dim d, int64_t *v, int depth) {
+static int eval(const mcur *G, jn_ir_dim d, int64_t *v, int depth) {
     if (!jn_ir_is_expr(d)) {
         *v = d;
         return 1;
     }
     if (depth > 256) return 0;
-    const jn_ir_expr *e = &G->g->exprs[jn_ir_expr_index(d)];
+    const jn_ir_expr *e = &G->P->g->exprs[jn_ir_expr_index(d)];
     if (e->kind == JN_IR_E_SYM) {
         if (!G->sbound[e->sym]) return 0;
         *v = G->syms[e->sym];
@@ -506,10 +549,10 @@ static int eval(const mgraph *G, jn_ir_dim d, int64_t *v, int depth) {
     }
 }
 
-static int bind_sym(mgraph *G, int32_t s, int64_t v, int32_t arg) {
-    int32_t k = G->sym_guard[s];
+static int bind_sym(mcur *G, int32_t s, int64_t v, int32_t arg) {
+    int32_t k = G->P->sym_guard[s];
     if (k >= 0) {
-        const jn_ir_guard *q = &G->g->guards[k];
+        const jn_ir_guard *q = &G->P->g->guards[k];
         if (v < q->lo || v > q->hi) {
             fail(G, F_SYM, arg, k, (double)v, 0);
             G->fail.sym = s;
@@ -518,31 +561,31 @@ static int bind_sym(mgraph *G, int32_t s, int64_t v, int32_t arg) {
     }
     G->syms[s] = v;
     G->sbound[s] = 1;
-    return logbind(G, s) || fail(G, F_SYMBIND, arg, -1, (double)v, 0);
+    return 1;
 }
 
 /* Does seen fit dim d?  Binds an unbound symbol that d is, or is linear in. */
-static int match_dim(mgraph *G, jn_ir_dim d, int64_t seen, int32_t arg, int32_t dimguard) {
+static int match_dim(mcur *G, jn_ir_dim d, int64_t seen, int32_t arg, int32_t dimguard) {
     if (!jn_ir_is_expr(d)) return d == seen || fail(G, F_DIM, arg, dimguard, (double)seen, (double)d);
     int64_t v;
     if (eval(G, d, &v, 0)) {
         if (v == seen) return 1;
-        const jn_ir_expr *e = &G->g->exprs[jn_ir_expr_index(d)];
+        const jn_ir_expr *e = &G->P->g->exprs[jn_ir_expr_index(d)];
         int32_t s = e->kind == JN_IR_E_SYM ? e->sym : -1;
-        fail(G, F_SYMBIND, arg, s >= 0 ? G->sym_guard[s] : -1, (double)seen, (double)v);
+        fail(G, F_SYMBIND, arg, s >= 0 ? G->P->sym_guard[s] : -1, (double)seen, (double)v);
         G->fail.sym = s;
         return 0;
     }
-    const jn_ir_expr *e = &G->g->exprs[jn_ir_expr_index(d)];
+    const jn_ir_expr *e = &G->P->g->exprs[jn_ir_expr_index(d)];
     if (e->kind == JN_IR_E_SYM) return bind_sym(G, e->sym, seen, arg);
     /* s op c or c op s with one unknown symbol s */
     jn_ir_dim sa = e->a, sb = e->b;
     int64_t c;
-    int left = jn_ir_is_expr(sa) && G->g->exprs[jn_ir_expr_index(sa)].kind == JN_IR_E_SYM && eval(G, sb, &c, 0);
-    int right = !left && jn_ir_is_expr(sb) && G->g->exprs[jn_ir_expr_index(sb)].kind == JN_IR_E_SYM &&
+    int left = jn_ir_is_expr(sa) && G->P->g->exprs[jn_ir_expr_index(sa)].kind == JN_IR_E_SYM && eval(G, sb, &c, 0);
+    int right = !left && jn_ir_is_expr(sb) && G->P->g->exprs[jn_ir_expr_index(sb)].kind == JN_IR_E_SYM &&
                 eval(G, sa, &c, 0);
     if (left || right) {
-        int32_t s = G->g->exprs[jn_ir_expr_index(left ? sa : sb)].sym;
+        int32_t s = G->P->g->exprs[jn_ir_expr_index(left ? sa : sb)].sym;
         int64_t x = 0;
         int ok = 1;
         switch (e->kind) {
@@ -559,28 +602,28 @@ static int match_dim(mgraph *G, jn_ir_dim d, int64_t seen, int32_t arg, int32_t 
     return fail(G, F_SYMBIND, arg, -1, (double)seen, 0);
 }
 
-static int bind_input(mgraph *G, int32_t i, const jn_rt_match_arg *a, int32_t arg) {
+static int bind_input(mcur *G, int32_t i, const jn_rt_match_arg *a, int32_t arg) {
     if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
     if (G->ibound[i]) return G->in_id[i] == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)G->in_id[i]);
-    const jn_ir_graph *g = G->g;
+    const jn_ir_graph *g = G->P->g;
     const jn_ir_input *in = &g->inputs[i];
     const jn_ir_value *v = &g->values[in->value];
-    const int32_t *gg = &G->in_guard[i * GI_N];
+    const int32_t *gg = &G->P->in_guard[i * GI_N];
     if (a->dtype != v->dtype) return fail(G, F_DTYPE, arg, gg[GI_DTYPE], a->dtype, v->dtype);
     if (a->device != v->device) return fail(G, F_DEVICE, arg, gg[GI_DEVICE], a->device, v->device);
     if (a->ndim != v->ndim) return fail(G, F_RANK, arg, -1, a->ndim, v->ndim);
     for (int d = 0; d < v->ndim; d++)
-        if (!match_dim(G, v->shape[d], a->shape[d], arg, G->dim_guard[i * JN_MAX_DIMS + d])) return 0;
+        if (!match_dim(G, v->shape[d], a->shape[d], arg, G->P->dim_guard[i * JN_MAX_DIMS + d])) return 0;
     if (in->kind == JN_IR_IN_STATE && in->bind && (int64_t)a->id != in->bind)
         return fail(G, F_BIND, arg, gg[GI_BIND], (double)a->id, (double)in->bind);
     G->ibound[i] = 1;
     G->in_id[i] = a->id;
-    return logbind(G, -1 - i) || fail(G, F_SYMBIND, arg, -1, 0, 0);
+    return 1;
 }
 
-static int match_scalar(mgraph *G, int32_t i, double x, int pytype, int32_t arg) {
-    const jn_ir_input *in = &G->g->inputs[i];
-    const int32_t *gg = &G->in_guard[i * GI_N];
+static int match_scalar(mcur *G, int32_t i, double x, int pytype, int32_t arg) {
+    const jn_ir_input *in = &G->P->g->inputs[i];
+    const int32_t *gg = &G->P->in_guard[i * GI_N];
     if (pytype != in->pytype) return fail(G, F_PYTYPE, arg, gg[GI_PYTYPE], pytype, in->pytype);
     if (in->kind == JN_IR_IN_CONST) {
         if (x == in->scalar || (isnan(x) && isnan(in->scalar))) return 1;
@@ -592,16 +635,16 @@ static int match_scalar(mgraph *G, int32_t i, double x, int pytype, int32_t arg)
     }
     G->ibound[i] = 1;
     G->in_val[i] = x;
-    return logbind(G, -1 - i) || fail(G, F_SYMBIND, arg, -1, 0, 0);
+    return 1;
 }
 
 /* Event index of token t's object in the iteration the ref says (-1 none). */
-static int64_t ref_event(const mgraph *G, uint8_t kind, int32_t t, uint8_t mode, int64_t c, int32_t reader) {
+static int64_t ref_event(const mcur *G, uint8_t kind, int32_t t, uint8_t mode, int64_t c, int32_t reader) {
     (void)kind;
-    const mtok *T = &G->tok[t];
+    const mtok *T = &G->P->tok[t];
     if (T->loop < 0) return G->tok_ev[t];
-    const mloop *L = &G->loop[T->loop];
-    int rl = G->tok[reader].loop;
+    const mloop *L = &G->P->loop[T->loop];
+    int rl = G->P->tok[reader].loop;
     int64_t rit = rl >= 0 ? G->it : 0, itc;
     int64_t done = G->loop_trip[T->loop] >= 0 ? G->loop_trip[T->loop]
                    : G->cur_loop == T->loop ? G->it + 1 : 0;
@@ -620,7 +663,7 @@ static int64_t ref_event(const mgraph *G, uint8_t kind, int32_t t, uint8_t mode,
 }
 
 /* Expected identity for a token ref: 1 and *id, or 0. */
-static int ref_id(const jn_rt_matcher *mt, const mgraph *G, const mref *r, int32_t reader, uint64_t *id) {
+static int ref_id(const jn_rt_matcher *mt, const mcur *G, const mref *r, int32_t reader, uint64_t *id) {
     int64_t e;
     if ((r->mode & 0xf) == JN_IR_MM_PREV && G->it == 0) {
         if (r->ikind == JN_IR_MR_INPUT) {
@@ -628,7 +671,7 @@ static int ref_id(const jn_rt_matcher *mt, const mgraph *G, const mref *r, int32
             *id = G->in_id[r->ia];
             return 1;
         }
-        e = ref_event(G, r->ikind, r->ia, r->imode & ~JN_IR_MM_REL, r->ic, G->loop[G->tok[reader].loop].first);
+        e = ref_event(G, r->ikind, r->ia, r->imode & ~JN_IR_MM_REL, r->ic, G->P->loop[G->P->tok[reader].loop].first);
         if (e < 0 || e >= mt->nev) return 0;
         *id = mt->ev_ids[e * JN_MAX_OUTS + r->ib];
         return 1;
@@ -640,7 +683,7 @@ static int ref_id(const jn_rt_matcher *mt, const mgraph *G, const mref *r, int32
 }
 
 /* A tensor argument against ref r (input or in-place output). */
-static int match_tensor(const jn_rt_matcher *mt, mgraph *G, const mref *r, const jn_rt_match_arg *a, int32_t arg) {
+static int match_tensor(const jn_rt_matcher *mt, mcur *G, const mref *r, const jn_rt_match_arg *a, int32_t arg) {
     if (r->kind == JN_IR_MR_INPUT) return bind_input(G, r->a, a, arg);
     if ((r->mode & 0xf) == JN_IR_MM_PREV && G->it == 0 && r->ikind == JN_IR_MR_INPUT)
         return bind_input(G, r->ia, a, arg);
@@ -650,8 +693,8 @@ static int match_tensor(const jn_rt_matcher *mt, mgraph *G, const mref *r, const
     return id == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)id);
 }
 
-static int match_tok(const jn_rt_matcher *mt, mgraph *G, const jn_rt_match_event *ev) {
-    const mtok *T = &G->tok[G->pos];
+static int match_tok(const jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev) {
+    const mtok *T = &G->P->tok[G->pos];
     if (T->op != ev->op) return fail(G, F_OP, -1, -1, ev->op, T->op);
     int collect = T->flags & JN_IR_MT_COLLECT;
     if (ev->nout != T->nout || (!collect && ev->nin != T->nin)) return fail(G, F_ARITY, -1, -1, ev->nin, T->nin);
@@ -679,9 +722,9 @@ static int match_tok(const jn_rt_matcher *mt, mgraph *G, const jn_rt_match_event
     }
     if (collect) {
         const mref *r = &T->in[0];
-        int32_t l = G->tok[r->a].loop;
+        int32_t l = G->P->tok[r->a].loop;
         if (G->loop_trip[l] < 0 || ev->nin != G->loop_trip[l]) return fail(G, F_ARITY, -1, -1, ev->nin, -1);
-        const mloop *L = &G->loop[l];
+        const mloop *L = &G->P->loop[l];
         for (int j = 0; j < ev->nin; j++) {
             int64_t e = G->loop_start[l] + (int64_t)j * L->count + (r->a - L->first);
             if (ev->in[j].pytype || mt->ev_ids[e * JN_MAX_OUTS + r->b] != ev->in[j].id)
@@ -705,17 +748,19 @@ static int match_tok(const jn_rt_matcher *mt, mgraph *G, const jn_rt_match_event
 }
 
 /* Close loop l with it+1 iterations: bind the trip and check its range. */
-static int close_loop(mgraph *G) {
-    const mloop *L = &G->loop[G->cur_loop];
+static int close_loop(mcur *G) {
+    const mloop *L = &G->P->loop[G->cur_loop];
     int64_t n = G->it + 1;
     G->loop_trip[G->cur_loop] = n;
     int32_t save = G->pos;
     G->pos = L->first;
-    int ok = n >= L->lo && n <= L->hi;
+    int64_t lo = L->lo, hi = L->hi;
+    if (L->guard >= 0) lo = G->P->g->guards[L->guard].lo, hi = G->P->g->guards[L->guard].hi;
+    int ok = n >= lo && n <= hi;
     if (!ok) {
-        const jn_ir_expr *e = jn_ir_is_expr(L->trip) ? &G->g->exprs[jn_ir_expr_index(L->trip)] : NULL;
+        const jn_ir_expr *e = jn_ir_is_expr(L->trip) ? &G->P->g->exprs[jn_ir_expr_index(L->trip)] : NULL;
         int32_t s = e && e->kind == JN_IR_E_SYM ? e->sym : -1;
-        fail(G, F_TRIP, -1, s >= 0 ? G->sym_guard[s] : -1, (double)n, 0);
+        fail(G, F_TRIP, -1, L->guard >= 0 ? L->guard : s >= 0 ? G->P->sym_guard[s] : -1, (double)n, 0);
         G->fail.sym = s;
     } else {
         ok = match_dim(G, L->trip, n, -1, -1);
@@ -726,72 +771,147 @@ static int close_loop(mgraph *G) {
     return ok;
 }
 
-static void undo(mgraph *G, int32_t mark) {
-    while (G->nulog > mark) {
-        int32_t x = G->ulog[--G->nulog];
-        if (x >= 0) G->sbound[x] = 0;
-        else G->ibound[-1 - x] = 0;
-    }
+/* Leave the loop the cursor is at the end of; then the op after it must fit ev. */
+static int leave_loop(const jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev) {
+    if (!close_loop(G)) return 0;
+    if (G->pos >= G->P->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
+    return 2; /* go on with the token at pos */
+    (void)mt;
 }
 
-/* Advance cursor G by ev (event index mt->nev): 1 on a match. */
-static int advance(const jn_rt_matcher *mt, mgraph *G, const jn_rt_match_event *ev) {
+static mcur *cursor_new(jn_rt_matcher *mt, const mgraph *P);
+static void cursor_copy(mcur *d, const mcur *s);
+
+/* Advance cursor G by ev (event index mt->nev): 1 on a match.  At a loop
+ * body's end where both another iteration and the op after the loop begin
+ * with ev's op, *fork gets a copy that left the loop (also advanced). */
+static int advance(jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev, mcur **fork) {
+    const mgraph *P = G->P;
+    *fork = NULL;
     if (G->cur_loop >= 0) {
-        const mloop *L = &G->loop[G->cur_loop];
+        const mloop *L = &P->loop[G->cur_loop];
         if (G->pos == L->first + L->count) {
-            /* end of a body: another iteration, else leave the loop */
-            int32_t mark = G->nulog;
-            if (G->it + 1 < L->hi) {
+            int can_go_on = G->it + 1 < L->hi && P->tok[L->first].op == ev->op;
+            int can_leave = L->first + L->count < P->ntok && P->tok[L->first + L->count].op == ev->op;
+            if (can_go_on && can_leave) {
+                mcur *F = cursor_new(mt, P);
+                if (F) {
+                    cursor_copy(F, G);
+                    if (leave_loop(mt, F, ev) && match_tok(mt, F, ev)) *fork = F;
+                    else {
+                        G->fail = F->fail;
+                        mt->pool[mt->npool++] = F;
+                    }
+                }
+            }
+            if (can_go_on) {
                 G->it++;
                 G->syms[L->ivar] = G->it;
                 G->pos = L->first;
                 if (match_tok(mt, G, ev)) return 1;
-                undo(G, mark);
-                G->it--;
-                G->syms[L->ivar] = G->it;
-                G->pos = L->first + L->count;
+                if (*fork) { /* only the copy that left the loop goes on */
+                    cursor_copy(G, *fork);
+                    mt->pool[mt->npool++] = *fork;
+                    *fork = NULL;
+                    return 1;
+                }
+                return 0;
             }
-            if (!close_loop(G)) return 0;
-            if (G->pos == G->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
+            if (*fork) { /* cannot happen: a fork needs can_go_on */
+                mt->pool[mt->npool++] = *fork;
+                *fork = NULL;
+            }
+            if (!leave_loop(mt, G, ev)) return 0;
         }
     }
-    if (G->pos >= G->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
-    const mtok *T = &G->tok[G->pos];
+    if (G->pos >= P->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
+    const mtok *T = &P->tok[G->pos];
     if (T->loop >= 0 && G->cur_loop < 0) {
         G->cur_loop = T->loop;
         G->it = 0;
         G->loop_start[T->loop] = mt->nev;
-        G->syms[G->loop[T->loop].ivar] = 0;
-        G->sbound[G->loop[T->loop].ivar] = 1;
+        G->syms[P->loop[T->loop].ivar] = 0;
+        G->sbound[P->loop[T->loop].ivar] = 1;
     }
     return match_tok(mt, G, ev);
 }
 
-static void cursor_start(mgraph *G) {
-    const jn_ir_graph *g = G->g;
-    G->alive = 1;
+/* A cursor for P (from the pool when one fits; sized by the largest program). */
+static mcur *cursor_new(jn_rt_matcher *mt, const mgraph *P) {
+    if (mt->npool == 0) return NULL;
+    mcur *C = mt->pool[--mt->npool];
+    C->P = P;
+    return C;
+}
+
+static void cursor_copy(mcur *d, const mcur *s) {
+    const mgraph *P = s->P;
+    const jn_ir_graph *g = P->g;
+    d->P = P;
+    d->pos = s->pos;
+    d->cur_loop = s->cur_loop;
+    d->it = s->it;
+    d->done = s->done;
+    d->fail = s->fail;
+    memcpy(d->syms, s->syms, sizeof *d->syms * (size_t)g->nsyms);
+    memcpy(d->sbound, s->sbound, (size_t)g->nsyms);
+    memcpy(d->ibound, s->ibound, (size_t)g->ninputs);
+    memcpy(d->in_id, s->in_id, sizeof *d->in_id * (size_t)g->ninputs);
+    memcpy(d->in_val, s->in_val, sizeof *d->in_val * (size_t)g->ninputs);
+    memcpy(d->loop_start, s->loop_start, sizeof *d->loop_start * (size_t)P->nloop);
+    memcpy(d->loop_trip, s->loop_trip, sizeof *d->loop_trip * (size_t)P->nloop);
+    memcpy(d->tok_ev, s->tok_ev, sizeof *d->tok_ev * (size_t)P->ntok);
+}
+
+static void cursor_start(mcur *G) {
+    const jn_ir_graph *g = G->P->g;
     G->pos = 0;
     G->cur_loop = -1;
     G->it = 0;
     G->done = 0;
-    G->nulog = 0;
     memset(G->sbound, 0, (size_t)g->nsyms);
     memset(G->ibound, 0, (size_t)g->ninputs);
     memset(G->in_id, 0, sizeof *G->in_id * (size_t)g->ninputs);
-    for (int32_t l = 0; l < G->nloop; l++) G->loop_trip[l] = -1;
-    for (int32_t t = 0; t < G->ntok; t++) G->tok_ev[t] = -1;
+    for (int32_t l = 0; l < G->P->nloop; l++) G->loop_trip[l] = -1;
+    for (int32_t t = 0; t < G->P->ntok; t++) G->tok_ev[t] = -1;
     memset(&G->fail, 0, sizeof G->fail);
     for (int32_t i = 0; i < g->ninputs; i++)
         if (g->inputs[i].kind == JN_IR_IN_CONST || g->inputs[i].kind == JN_IR_IN_SCALAR) G->in_val[i] = g->inputs[i].scalar;
 }
 
-static int at_end(mgraph *G) {
+static int at_end(mcur *G) {
     if (G->cur_loop >= 0) {
-        const mloop *L = &G->loop[G->cur_loop];
-        if (G->pos != L->first + L->count || L->first + L->count != G->ntok) return 0;
+        const mloop *L = &G->P->loop[G->cur_loop];
+        if (G->pos != L->first + L->count || L->first + L->count != G->P->ntok) return 0;
         return close_loop(G);
     }
-    return G->pos == G->ntok;
+    return G->pos == G->P->ntok;
+}
+
+/* Per event of a completed cursor: its token (every loop's trip is known). */
+static int fill_ev_tok(jn_rt_matcher *mt, const mcur *G) {
+    if (mt->nev > mt->capevtok) {
+        int32_t *p = realloc(mt->ev_tok, sizeof *p * (size_t)mt->nev);
+        if (!p) return 0;
+        mt->ev_tok = p;
+        mt->capevtok = mt->nev;
+    }
+    const mgraph *P = G->P;
+    int64_t e = 0;
+    for (int32_t t = 0; t < P->ntok;) {
+        int32_t l = P->tok[t].loop;
+        if (l < 0) {
+            if (e < mt->nev) mt->ev_tok[e] = t;
+            e++, t++;
+            continue;
+        }
+        const mloop *L = &P->loop[l];
+        for (int64_t it = 0; it < G->loop_trip[l]; it++)
+            for (int32_t j = 0; j < L->count; j++, e++)
+                if (e < mt->nev) mt->ev_tok[e] = L->first + j;
+        t = L->first + L->count;
+    }
+    return e == mt->nev;
 }
 
 /* ------------------------------------------------------- explanation */
@@ -856,7 +976,8 @@ static void explain(jn_rt_matcher *mt) {
             snprintf(w, n, "%s: %s was %.17g, which does not fit the graph's symbolic value", where, arg, f->seen);
         break;
     default:
-        if (f->guard >= 0) snprintf(w, n, "%s: %s: %s", where, arg, gx);
+        if (f->code == F_TRIP && f->guard >= 0) snprintf(w, n, "graph %s, the loop from op %d (%s%s): %s", g->name, t, op_name(T->op), site, gx);
+        else if (f->guard >= 0) snprintf(w, n, "%s: %s: %s", where, arg, gx);
         else if (f->code == F_TRIP) snprintf(w, n, "%s: a loop ran %.17g times, out of its recorded range", where, f->seen);
         else if (f->code == F_RANK) snprintf(w, n, "%s: %s has %d dims, recorded %d", where, arg, (int)f->seen, (int)f->want);
         else if (f->code == F_DIM) snprintf(w, n, "%s: %s: a dim was %.17g, recorded %.17g", where, arg, f->seen, f->want);
@@ -875,22 +996,31 @@ static void set_miss(jn_rt_matcher *mt, jn_rt_match_result *res) {
 }
 
 /* Keep the failure of the cursor that got furthest. */
-static void note_fail(jn_rt_matcher *mt, mgraph *G) {
+static void note_fail(jn_rt_matcher *mt, const mcur *G) {
     if (mt->miss_graph < 0 || G->done > mt->miss.event) {
         mt->miss = G->fail;
         mt->miss.event = G->done;
-        mt->miss_graph = G->gi;
+        mt->miss_graph = G->P->gi;
     }
 }
 
 void jn_rt_match_reset(jn_rt_matcher *mt) {
     if (!mt) return;
-    for (int32_t k = 0; k < mt->nalive; k++) mt->gr[mt->alive[k]].alive = 0;
+    for (int32_t k = 0; k < mt->nalive; k++) mt->pool[mt->npool++] = mt->alive[k];
     mt->nalive = 0;
     mt->started = mt->missed = 0;
     mt->nev = 0;
     mt->miss_graph = -1;
     memset(&mt->miss, 0, sizeof mt->miss);
+}
+
+static jn_rt_match_kind missed(jn_rt_matcher *mt, jn_rt_match_result *res) {
+    mt->missed = 1;
+    for (int32_t k = 0; k < mt->nalive; k++) mt->pool[mt->npool++] = mt->alive[k];
+    mt->nalive = 0;
+    explain(mt);
+    set_miss(mt, res);
+    return JN_RT_MATCH_MISS;
 }
 
 jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev, jn_rt_match_result *res) {
@@ -903,67 +1033,60 @@ jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev
         mt->nalive = 0;
         if (ev->op >= 0 && ev->op < JN_NOPS)
             for (int32_t k = mt->start0[ev->op]; k < mt->start0[ev->op + 1]; k++) {
-                cursor_start(&mt->gr[mt->start[k]]);
-                mt->alive[mt->nalive++] = mt->start[k];
+                mcur *C = cursor_new(mt, &mt->gr[mt->start[k]]);
+                if (!C) break;
+                cursor_start(C);
+                mt->alive[mt->nalive++] = C;
             }
         if (!mt->nalive) {
-            mt->missed = 1;
             mt->miss_graph = -1;
             memset(&mt->miss, 0, sizeof mt->miss);
             mt->miss.code = F_NOSTART;
             mt->miss.guard = -1;
             mt->miss.seen = ev->op;
-            explain(mt);
-            set_miss(mt, res);
-            return JN_RT_MATCH_MISS;
+            return missed(mt, res);
         }
     }
     if (mt->nev >= mt->capev) {
         int64_t nc = mt->capev ? 2 * mt->capev : 256;
         uint64_t *p = realloc(mt->ev_ids, sizeof *p * (size_t)nc * JN_MAX_OUTS);
         if (!p) {
-            mt->missed = 1;
             mt->miss_graph = -1;
-            snprintf(mt->why, sizeof mt->why, "out of memory in the matcher");
-            set_miss(mt, res);
-            return JN_RT_MATCH_MISS;
+            memset(&mt->miss, 0, sizeof mt->miss);
+            mt->miss.guard = -1;
+            return missed(mt, res);
         }
         mt->ev_ids = p;
         mt->capev = nc;
     }
-    int32_t n = 0, done = -1;
-    for (int32_t k = 0; k < mt->nalive; k++) {
-        mgraph *G = &mt->gr[mt->alive[k]];
-        if (G->done >= G->capevtok) {
-            int64_t nc = G->capevtok ? 2 * G->capevtok : 256;
-            int32_t *p = realloc(G->ev_tok, sizeof *p * (size_t)nc);
-            if (!p) {
-                G->alive = 0;
-                continue;
-            }
-            G->ev_tok = p;
-            G->capevtok = nc;
-        }
-        if (advance(mt, G, ev)) {
-            G->ev_tok[G->done++] = G->pos;
-            if (G->tok[G->pos].loop < 0) G->tok_ev[G->pos] = mt->nev;
+    int32_t n = 0, done = -1, nnew = mt->nalive;
+    mcur *forks[MAX_CURSORS];
+    int32_t nf = 0;
+    for (int32_t k = 0; k < nnew; k++) {
+        mcur *G = mt->alive[k], *F = NULL;
+        if (advance(mt, G, ev, &F)) {
+            if (G->P->tok[G->pos].loop < 0) G->tok_ev[G->pos] = mt->nev;
             G->pos++;
-            mt->alive[n++] = mt->alive[k];
-            if (G->pos == G->ntok && G->cur_loop < 0) done = G->gi;
+            G->done++;
+            mt->alive[n++] = G;
+            if (G->pos == G->P->ntok && G->cur_loop < 0) done = G->P->gi;
         } else {
-            G->alive = 0;
             note_fail(mt, G);
+            mt->pool[mt->npool++] = G;
+        }
+        if (F) {
+            if (F->P->tok[F->pos].loop < 0) F->tok_ev[F->pos] = mt->nev;
+            F->pos++;
+            F->done++;
+            forks[nf++] = F;
+            if (F->pos == F->P->ntok && F->cur_loop < 0) done = F->P->gi;
         }
     }
+    for (int32_t k = 0; k < nf; k++) mt->alive[n++] = forks[k];
     mt->nalive = n;
     for (int k = 0; k < ev->nout && k < JN_MAX_OUTS; k++) mt->ev_ids[mt->nev * JN_MAX_OUTS + k] = ev->out[k].id;
     mt->nev++;
-    if (!n) {
-        mt->missed = 1;
-        explain(mt);
-        set_miss(mt, res);
-        return JN_RT_MATCH_MISS;
-    }
+    if (!n) return missed(mt, res);
     res->kind = n == 1 && done >= 0 ? JN_RT_MATCH_COMPLETE : JN_RT_MATCH_CONTINUE;
     res->graph = res->kind == JN_RT_MATCH_COMPLETE ? done : -1;
     return res->kind;
@@ -979,20 +1102,20 @@ jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
     }
     if (!mt->missed) {
         for (int32_t k = 0; k < mt->nalive; k++) {
-            mgraph *G = &mt->gr[mt->alive[k]];
-            if (!at_end(G)) continue;
+            mcur *G = mt->alive[k];
+            if (!at_end(G) || !fill_ev_tok(mt, G)) continue;
             res->kind = JN_RT_MATCH_COMPLETE;
-            res->graph = G->gi;
+            res->graph = G->P->gi;
             res->syms = G->syms;
             res->inputs = G->in_id;
             res->scalars = G->in_val;
             res->nevents = mt->nev;
-            res->ev_token = G->ev_tok;
-            jn_rt_match_reset(mt);
+            res->ev_token = mt->ev_tok;
+            jn_rt_match_reset(mt); /* the cursor goes back to the pool; its arrays stay until the next feed */
             return JN_RT_MATCH_COMPLETE;
         }
         for (int32_t k = 0; k < mt->nalive; k++) {
-            mgraph *G = &mt->gr[mt->alive[k]];
+            mcur *G = mt->alive[k];
             if (G->fail.code == 0) fail(G, F_SHORT, -1, -1, 0, 0);
             note_fail(mt, G);
         }

@@ -1,0 +1,552 @@
+/* test_match.c -- replay's matcher (runtime/exec/jn_match.h) against
+ * recorded runs, offline.
+ *
+ *   test_match                 the section loader on the module of a small
+ *                              synthetic store: truncated, corrupt and
+ *                              foreign sections are refused with a message,
+ *                              never a crash
+ *   test_match DB [OTHER_DB]   a recorded store: analyze, run the codegen
+ *                              passes, build and load the bundle as
+ *                              `janus optimize` does, then feed every
+ *                              recorded event (jn_an_events) into the
+ *                              matcher.  Every segment of a captured group
+ *                              must complete a graph (hits == the graphs'
+ *                              recorded support) with symbol values that
+ *                              reproduce the recorded input shapes; then
+ *                              mutated streams (batch size out of range,
+ *                              another op, a changed constant scalar,
+ *                              another state tensor, a trip count out of
+ *                              range, OTHER_DB's stream) must miss with the
+ *                              right guard explained.  Prints one summary
+ *                              line ("match: ...") that
+ *                              tests/python/test_match_replay.py reads.
+ *   JN_MATCH_BENCH=1           also time the feed loop (ns per event).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if __has_include("jn_an.h") && __has_include("jn_match.h") && __has_include("jn_bundle.h")
+#include "jn_an.h"
+#include "jn_bundle.h"
+#include "jn_cg.h"
+#include "jn_ir_match.h"
+#include "jn_match.h"
+#include "jn_test.h"
+
+/* ----------------------------------------------------- recorded stream */
+typedef struct {
+    jn_op op;
+    int nin, nout;
+    jn_attr attrs[JN_MAX_ATTRS];
+    int32_t arg0;             /* args[arg0 .. arg0 + nin + nout) */
+} sev;
+
+typedef struct {
+    jn_rt_match_arg a;
+    int64_t shape[JN_MAX_DIMS];
+} sarg;
+
+typedef struct {
+    int32_t ev0, nev;         /* events of the segment */
+} sseg;
+
+typedef struct {
+    sev *ev; int64_t nev, capev;
+    sarg *arg; int64_t narg, caparg;
+    sseg *seg; int64_t nseg, capseg;
+    int32_t cur0;             /* first event of the open segment */
+} stream;
+
+static void *grow(void *p, int64_t *cap, int64_t n, size_t es) {
+    if (n <= *cap) return p;
+    int64_t nc = *cap ? *cap * 2 : 64;
+    while (nc < n) nc *= 2;
+    void *q = realloc(p, (size_t)nc * es);
+    if (!q) abort();
+    *cap = nc;
+    return q;
+}
+
+static void close_seg(stream *s) {
+    if ((int32_t)s->nev > s->cur0) {
+        s->seg = grow(s->seg, &s->capseg, s->nseg + 1, sizeof *s->seg);
+        s->seg[s->nseg++] = (sseg){s->cur0, (int32_t)s->nev - s->cur0};
+    }
+    s->cur0 = (int32_t)s->nev;
+}
+
+static jn_status collect(void *ctx, const jn_an_event *e) {
+    stream *s = ctx;
+    if (e->kind != JN_EV_OP) {
+        close_seg(s);
+        return JN_OK;
+    }
+    s->ev = grow(s->ev, &s->capev, s->nev + 1, sizeof *s->ev);
+    s->arg = grow(s->arg, &s->caparg, s->narg + e->nin + e->nout, sizeof *s->arg);
+    sev *x = &s->ev[s->nev++];
+    x->op = e->op;
+    x->nin = e->nin;
+    x->nout = e->nout;
+    memset(x->attrs, 0, sizeof x->attrs);
+    memcpy(x->attrs, e->attrs, sizeof(jn_attr) * (size_t)e->nattrs);
+    x->arg0 = (int32_t)s->narg;
+    for (int j = 0; j < e->nin + e->nout; j++) {
+        const jn_an_tref *t = j < e->nin ? &e->in[j] : &e->out[j - e->nin];
+        sarg *a = &s->arg[s->narg++];
+        memset(a, 0, sizeof *a);
+        a->a.id = (uint64_t)t->id;
+        a->a.ndim = t->ndim;
+        a->a.dtype = t->dtype;
+        a->a.device = t->device;
+        memcpy(a->shape, t->shape, sizeof(int64_t) * t->ndim);
+        if (t->role == JN_TR_SCALAR) {
+            a->a.pytype = t->pytype ? t->pytype : 2;
+            a->a.scalar = t->scalar;
+        }
+    }
+    return JN_OK;
+}
+
+static void stream_free(stream *s) { free(s->ev), free(s->arg), free(s->seg); }
+
+/* Feed segment k of s (args possibly replaced by `args`); returns end()'s kind. */
+static jn_rt_match_kind feed_seg(jn_rt_matcher *mt, const stream *s, const sarg *args, int64_t k,
+                                 jn_rt_match_result *res) {
+    jn_rt_match_arg buf[2 * 300];
+    const sseg *g = &s->seg[k];
+    for (int32_t i = g->ev0; i < g->ev0 + g->nev; i++) {
+        const sev *x = &s->ev[i];
+        int n = x->nin + x->nout;
+        jn_rt_match_arg *a = n <= 600 ? buf : malloc(sizeof *a * (size_t)n);
+        for (int j = 0; j < n; j++) {
+            a[j] = args[x->arg0 + j].a;
+            a[j].shape = args[x->arg0 + j].shape;
+        }
+        jn_rt_match_event ev = {x->op, x->attrs, x->nin, x->nout, a, a + x->nin};
+        jn_rt_match_kind r = jn_rt_match_feed(mt, &ev, res);
+        if (a != buf) free(a);
+        if (r == JN_RT_MATCH_MISS) {
+            jn_rt_match_result r2;
+            jn_rt_match_end(mt, &r2);
+            return JN_RT_MATCH_MISS;
+        }
+    }
+    return jn_rt_match_end(mt, res);
+}
+
+/* ----------------------------------------------------------- helpers */
+typedef struct {
+    jn_ir_module *m;          /* the loaded bundle's module (post-passes) */
+    jn_cg_bundle *b;
+    jn_rt_matcher *mt;
+    void *payload;
+} loaded;
+
+static int load(const char *path, loaded *L, jn_ir_module **an_out) {
+    memset(L, 0, sizeof *L);
+    jn_db *db = NULL;
+    if (jn_db_open(path, JN_DB_READONLY, &db)) {
+        fprintf(stderr, "%s\n", jn_errmsg());
+        return -1;
+    }
+    jn_an_options opt = {0, NULL};
+    jn_an_stats st;
+    jn_ir_module *m = NULL;
+    jn_status s = jn_an_analyze(db, &opt, &m, &st);
+    jn_db_close(db);
+    if (s) {
+        fprintf(stderr, "analyze: %s\n", jn_errmsg());
+        return -1;
+    }
+    for (int i = 0; i < jn_an_matcher_missing_count(); i++) fprintf(stderr, "  %s\n", jn_an_matcher_missing(i));
+    void *sec = NULL;
+    size_t len = 0;
+    CHECK(jn_an_matcher_section(&sec, &len) == JN_OK);
+    jn_cg_options co;
+    jn_cg_options_from_env(&co);
+    co.verify_each = 1;
+    CHECK(jn_cg_optimize(m, &co, NULL) == JN_OK);
+    jn_cg_bundle_meta meta = {0};
+    jn_cg_bundle_section bs = {JN_CG_SEC_MATCHER, 0, "", sec, len};
+    size_t plen = 0;
+    CHECK(jn_cg_bundle_build(m, &meta, &bs, 1, &L->payload, &plen) == JN_OK);
+    free(sec);
+    if (an_out) *an_out = m;
+    else jn_ir_module_free(m);
+    if (jn_cg_bundle_load(L->payload, plen, NULL, &L->b)) {
+        fprintf(stderr, "bundle: %s\n", jn_errmsg());
+        return -1;
+    }
+    L->m = L->b->module;
+    const jn_cg_bundle_section *ms = jn_cg_bundle_section_find(L->b, JN_CG_SEC_MATCHER);
+    CHECK(ms != NULL);
+    if (!ms || jn_rt_match_new(L->m, ms->data, ms->len, &L->mt)) {
+        fprintf(stderr, "matcher: %s\n", jn_errmsg());
+        return -1;
+    }
+    return 0;
+}
+
+static void unload(loaded *L) {
+    jn_rt_match_free(L->mt);
+    jn_cg_bundle_free(L->b);
+    free(L->payload);
+}
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* The recorded shape of the tensor with identity id in segment k (NULL). */
+static const sarg *find_arg(const stream *s, int64_t k, uint64_t id) {
+    const sseg *g = &s->seg[k];
+    for (int32_t i = g->ev0; i < g->ev0 + g->nev; i++)
+        for (int j = 0; j < s->ev[i].nin + s->ev[i].nout; j++) {
+            const sarg *a = &s->arg[s->ev[i].arg0 + j];
+            if (!a->a.pytype && a->a.id == id) return a;
+        }
+    return NULL;
+}
+
+/* --------------------------------------------------------- replay */
+static int replay(const char *path, const char *other) {
+    loaded L;
+    if (load(path, &L, NULL)) {
+        CHECK(0);
+        return 1;
+    }
+    const jn_ir_module *m = L.m;
+    stream s;
+    memset(&s, 0, sizeof s);
+    jn_db *db = NULL;
+    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK);
+    CHECK(jn_an_events(db, 0, collect, &s) == JN_OK);
+    jn_db_close(db);
+    close_seg(&s);
+
+    int64_t hits = 0, misses = 0, support = 0, shape_ok = 0, shape_bad = 0;
+    int64_t *ghits = calloc((size_t)m->ngraphs + 1, sizeof *ghits);
+    int32_t *seg_graph = malloc(sizeof(int32_t) * ((size_t)s.nseg + 1));
+    for (int32_t gi = 0; gi < m->ngraphs; gi++)
+        if (jn_rt_match_ntokens(L.mt, gi) > 0) support += m->graphs[gi]->support;
+    for (int64_t k = 0; k < s.nseg; k++) {
+        jn_rt_match_result r;
+        seg_graph[k] = -1;
+        if (feed_seg(L.mt, &s, s.arg, k, &r) == JN_RT_MATCH_COMPLETE) {
+            hits++;
+            ghits[r.graph]++;
+            seg_graph[k] = r.graph;
+            /* the symbol values reproduce every bound input's recorded shape */
+            const jn_ir_graph *g = m->graphs[r.graph];
+            for (int32_t i = 0; i < g->ninputs; i++) {
+                if (!r.inputs[i]) continue;
+                const sarg *a = find_arg(&s, k, r.inputs[i]);
+                const jn_ir_value *v = &g->values[g->inputs[i].value];
+                int ok = a && a->a.ndim == v->ndim;
+                for (int d = 0; ok && d < v->ndim; d++) {
+                    int64_t x = 0;
+                    ok = jn_ir_dim_eval(g, v->shape[d], r.syms, &x) == JN_OK && x == a->shape[d];
+                }
+                if (ok) shape_ok++;
+                else shape_bad++;
+            }
+        } else {
+            misses++;
+            if (getenv("JN_MATCH_VERBOSE")) {
+                fprintf(stderr, "segment %lld: miss at event %lld: %s\n  ops:", (long long)k, (long long)r.event,
+                        r.why);
+                for (int64_t x = r.event - 12; x < r.event + 3; x++)
+                    if (x >= 0 && x < s.seg[k].nev)
+                        fprintf(stderr, " %s%s", x == r.event ? "*" : "", jn_op_info(s.ev[s.seg[k].ev0 + x].op)->name);
+                fprintf(stderr, "\n");
+            }
+        }
+    }
+    CHECK(hits == support);
+    CHECK(shape_bad == 0);
+    CHECK(hits > 0);
+    for (int32_t gi = 0; gi < m->ngraphs; gi++)
+        if (jn_rt_match_ntokens(L.mt, gi) > 0 && ghits[gi] != m->graphs[gi]->support)
+            fprintf(stderr, "graph %s: %lld hits, support %lld\n", m->graphs[gi]->name, (long long)ghits[gi],
+                    (long long)m->graphs[gi]->support);
+
+    /* mutations, on the first hit segment of each graph */
+    int nsym = 0, nop = 0, nscalar = 0, nbind = 0, ntrip = 0, nother = 0, crashfree = 1;
+    sarg *mut = malloc(sizeof *mut * ((size_t)s.narg + 1));
+    for (int32_t gi = 0; gi < m->ngraphs; gi++) {
+        int64_t k = -1;
+        for (int64_t q = 0; q < s.nseg && k < 0; q++)
+            if (seg_graph[q] == gi) k = q;
+        if (k < 0) continue;
+        const jn_ir_graph *g = m->graphs[gi];
+        jn_rt_match_result r;
+        CHECK(feed_seg(L.mt, &s, s.arg, k, &r) == JN_RT_MATCH_COMPLETE);
+        uint64_t *ids = malloc(sizeof *ids * ((size_t)g->ninputs + 1));
+        int64_t *syms = malloc(sizeof *syms * ((size_t)g->nsyms + 1));
+        memcpy(ids, r.inputs, sizeof *ids * (size_t)g->ninputs);
+        memcpy(syms, r.syms, sizeof *syms * (size_t)g->nsyms);
+        const sseg *sg = &s.seg[k];
+        /* (a) a dim symbol's input dim out of its range */
+        for (int32_t i = 0; i < g->ninputs && !nsym; i++) {
+            if (!ids[i]) continue;
+            const jn_ir_value *v = &g->values[g->inputs[i].value];
+            for (int d = 0; d < v->ndim && !nsym; d++) {
+                if (!jn_ir_is_expr(v->shape[d])) continue;
+                const jn_ir_expr *e = &g->exprs[jn_ir_expr_index(v->shape[d])];
+                if (e->kind != JN_IR_E_SYM) continue;
+                int64_t hi = g->syms[e->sym].hi;
+                memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
+                for (int32_t x = sg->ev0; x < sg->ev0 + sg->nev; x++)
+                    for (int j = 0; j < s.ev[x].nin + s.ev[x].nout; j++) {
+                        sarg *a = &mut[s.ev[x].arg0 + j];
+                        if (!a->a.pytype && a->a.id == ids[i]) a->shape[d] = hi + 1;
+                    }
+                jn_rt_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
+                CHECK(rk == JN_RT_MATCH_MISS);
+                if (rk == JN_RT_MATCH_MISS && r.graph == gi && r.guard >= 0 &&
+                    g->guards[r.guard].kind == JN_IR_G_SYM && r.seen == (double)(hi + 1)) {
+                    nsym++;
+                    if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  sym miss: %s\n", r.why);
+                    char want[64];
+                    snprintf(want, sizeof want, "was %lld", (long long)(hi + 1));
+                    CHECK(strstr(r.why, want) != NULL);
+                    CHECK(strstr(r.why, g->syms[e->sym].name) != NULL);
+                } else {
+                    fprintf(stderr, "graph %s: dim out of range: %s\n", g->name, r.why ? r.why : "(complete)");
+                }
+            }
+        }
+        /* (b) another op in the middle */
+        {
+            memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
+            stream s2 = s;
+            sev *ev2 = malloc(sizeof *ev2 * ((size_t)s.nev + 1));
+            memcpy(ev2, s.ev, sizeof *ev2 * (size_t)s.nev);
+            int32_t mid = sg->ev0 + sg->nev / 2;
+            ev2[mid].op = (jn_op)((ev2[mid].op + 1) % JN_NOPS);
+            s2.ev = ev2;
+            jn_rt_match_kind rk = feed_seg(L.mt, &s2, mut, k, &r);
+            CHECK(rk == JN_RT_MATCH_MISS);
+            if (rk == JN_RT_MATCH_MISS && r.guard == -1 && strstr(r.why, "the script ran")) nop++;
+            else fprintf(stderr, "graph %s: another op: %s\n", g->name, r.why ? r.why : "(complete)");
+            free(ev2);
+        }
+        /* (c) a changed constant scalar: every Python number, one at a time */
+        for (int32_t x = sg->ev0; x < sg->ev0 + sg->nev; x++)
+            for (int j = 0; j < s.ev[x].nin; j++) {
+                const sarg *a0 = &s.arg[s.ev[x].arg0 + j];
+                if (!a0->a.pytype) continue;
+                memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
+                mut[s.ev[x].arg0 + j].a.scalar = a0->a.scalar + 1.5;
+                jn_rt_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
+                crashfree &= rk == JN_RT_MATCH_MISS || rk == JN_RT_MATCH_COMPLETE;
+                if (rk == JN_RT_MATCH_MISS && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_SCALAR) {
+                    if (!nscalar && getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  scalar miss: %s\n", r.why);
+                    CHECK(r.seen == a0->a.scalar + 1.5);
+                    nscalar++;
+                }
+            }
+        /* (d) another state tensor */
+        for (int32_t i = 0; i < g->ninputs; i++) {
+            if (!ids[i] || g->inputs[i].kind != JN_IR_IN_STATE || !g->inputs[i].bind) continue;
+            memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
+            for (int32_t x = sg->ev0; x < sg->ev0 + sg->nev; x++)
+                for (int j = 0; j < s.ev[x].nin + s.ev[x].nout; j++) {
+                    sarg *a = &mut[s.ev[x].arg0 + j];
+                    if (!a->a.pytype && a->a.id == ids[i]) a->a.id = ids[i] + (1ull << 40);
+                }
+            jn_rt_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
+            CHECK(rk == JN_RT_MATCH_MISS);
+            if (rk == JN_RT_MATCH_MISS && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_BIND) {
+                if (!nbind && getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  bind miss: %s\n", r.why);
+                nbind++;
+            } else {
+                fprintf(stderr, "graph %s: another state tensor: %s\n", g->name, r.why ? r.why : "(complete)");
+            }
+            break;
+        }
+        /* (e) a trip count out of range: the loop's TRIP guard narrowed
+         * below what this segment ran (the matcher reads the module's
+         * guards, so an edited module stands for a shorter recording) */
+        for (int32_t q = 0; q < g->nguards && !ntrip; q++) {
+            jn_ir_guard *tg = &g->guards[q];
+            if (tg->kind != JN_IR_G_TRIP || tg->loop < 0 || tg->loop >= g->nloops) continue;
+            int64_t n = 0;
+            if (jn_ir_dim_eval(g, g->loops[tg->loop].trip, syms, &n) != JN_OK || n < 1) continue;
+            int64_t lo = tg->lo, hi = tg->hi;
+            tg->lo = n - 1 < lo ? n - 1 : lo;
+            tg->hi = n - 1;
+            jn_rt_match_kind rk = feed_seg(L.mt, &s, s.arg, k, &r);
+            CHECK(rk == JN_RT_MATCH_MISS);
+            if (rk == JN_RT_MATCH_MISS && r.guard == q && r.seen == (double)n) {
+                if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  trip miss: %s\n", r.why);
+                ntrip++;
+            } else {
+                fprintf(stderr, "graph %s: trip out of range: %s\n", g->name, r.why ? r.why : "(complete)");
+            }
+            tg->lo = lo;
+            tg->hi = hi;
+        }
+        free(ids);
+        free(syms);
+    }
+    CHECK(crashfree);
+    CHECK(nop > 0);
+    /* (f) the stream of another script */
+    int64_t ohits = 0, omiss = 0;
+    if (other) {
+        stream o;
+        memset(&o, 0, sizeof o);
+        CHECK(jn_db_open(other, JN_DB_READONLY, &db) == JN_OK);
+        CHECK(jn_an_events(db, 0, collect, &o) == JN_OK);
+        jn_db_close(db);
+        close_seg(&o);
+        for (int64_t k = 0; k < o.nseg; k++) {
+            jn_rt_match_result r;
+            if (feed_seg(L.mt, &o, o.arg, k, &r) == JN_RT_MATCH_COMPLETE) ohits++;
+            else omiss++;
+        }
+        nother = omiss > 0;
+        stream_free(&o);
+    }
+    /* ns per event over the whole recorded stream (hits), best of 5 */
+    double ns = 0;
+    int64_t nev = 0;
+    for (int64_t k = 0; k < s.nseg; k++) nev += s.seg[k].nev;
+    if (getenv("JN_MATCH_BENCH")) {
+        double best = 1e30;
+        for (int rep = 0; rep < 5; rep++) {
+            double t0 = now_ns();
+            for (int64_t k = 0; k < s.nseg; k++) {
+                jn_rt_match_result r;
+                feed_seg(L.mt, &s, s.arg, k, &r);
+            }
+            double t = now_ns() - t0;
+            if (t < best) best = t;
+        }
+        ns = best / (double)(nev ? nev : 1);
+    }
+    printf("match: segments=%lld hits=%lld misses=%lld support=%lld graphs=%d programs=%d shapes_ok=%lld "
+           "mut_sym=%d mut_op=%d mut_scalar=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
+           "events=%lld ns_per_event=%.1f\n",
+           (long long)s.nseg, (long long)hits, (long long)misses, (long long)support, m->ngraphs,
+           jn_rt_match_ngraphs(L.mt), (long long)shape_ok, nsym, nop, nscalar, nbind, ntrip, (long long)ohits,
+           (long long)omiss, (long long)nev, ns);
+    (void)nother;
+    free(mut);
+    free(ghits);
+    free(seg_graph);
+    stream_free(&s);
+    unload(&L);
+    return 0;
+}
+
+/* ------------------------------------------- section loader (no store) */
+static int put_le(unsigned char *p, size_t *n, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++) p[(*n)++] = (unsigned char)(v >> (8 * i));
+    return 0;
+}
+
+static void loader_tests(void) {
+    /* a one-graph module and its section, written by hand */
+    const char *ir = "module optable=0000000000000000 graphs=1\n"
+                     "graph g0 group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"step start\" "
+                     "exit=\"step end\" {\n"
+                     "  sym s0 dim 1..64\n"
+                     "  in %0 host f32[s0, 4]\n"
+                     "  %1 = relu(%0) : f32[s0, 4]\n"
+                     "  out %1 keep\n"
+                     "  guard sym s0 in 1..64\n"
+                     "  guard dtype %0 == f32\n"
+                     "}\n";
+    jn_ir_module *m = NULL;
+    CHECK(jn_ir_parse(ir, strlen(ir), &m) == JN_OK);
+    if (!m) return;
+    unsigned char sec[256];
+    size_t n = 0;
+#define P(v, b) put_le(sec, &n, (uint64_t)(v), (b))
+    memcpy(sec, "JNMT", 4);
+    n = 4;
+    P(1, 4), P(1, 4);                      /* version, ngraphs */
+    P(0, 4), P(1, 4), P(0, 4);             /* graph 0, 1 token, 0 loops */
+    P(4, 2);
+    memcpy(sec + n, "relu", 4);
+    n += 4;
+    P(1, 1), P(1, 1), P(0, 1), P(-1, 4), P(0, 8), P(0, 1);   /* nin nout flags loop site nattrs */
+    P(JN_IR_MR_INPUT, 1), P(0, 4), P(0, 1), P(0, 1), P(0, 8); /* input 0 */
+    P(1, 1), P(0, 4);                      /* new output -> graph output 0 */
+#undef P
+    jn_rt_matcher *mt = NULL;
+    CHECK(jn_rt_match_new(m, sec, n, &mt) == JN_OK);
+    if (mt) {
+        /* feed relu on a [17, 4] tensor: complete, s0 = 17; [99, 4]: miss, guard 0 */
+        int64_t shape[2] = {17, 4};
+        jn_rt_match_arg in = {.id = 5, .shape = shape, .ndim = 2, .dtype = JN_F32};
+        jn_rt_match_arg out = {.id = 6, .shape = shape, .ndim = 2, .dtype = JN_F32};
+        jn_rt_match_event ev = {JN_OP_relu, NULL, 1, 1, &in, &out};
+        jn_rt_match_result r;
+        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_COMPLETE);
+        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5);
+        CHECK(jn_rt_match_token_output(mt, 0, 0, 0) == 0);
+        shape[0] = 99;
+        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS);
+        CHECK(r.guard == 0 && r.seen == 99 && strstr(r.why, "99") && strstr(r.why, "1..64"));
+        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_MISS);
+        shape[0] = 3;
+        in.dtype = JN_F64;
+        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.guard == 1);
+        jn_rt_match_end(mt, &r);
+        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_NONE);
+        ev.op = JN_OP_neg;
+        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.graph == -1 && strstr(r.why, "neg"));
+        jn_rt_match_end(mt, &r);
+        jn_rt_match_free(mt);
+    }
+    /* every truncation and every single-byte corruption: refused or loaded, never a crash */
+    for (size_t k = 0; k < n; k++) {
+        mt = NULL;
+        jn_status s = jn_rt_match_new(m, sec, k, &mt);
+        CHECK(s != JN_OK && mt == NULL);
+        if (k == 0) CHECK(has("matcher section"));
+    }
+    int refused = 0;
+    for (size_t k = 0; k < n; k++)
+        for (int bit = 0; bit < 8; bit++) {
+            unsigned char c[256];
+            memcpy(c, sec, n);
+            c[k] ^= (unsigned char)(1 << bit);
+            mt = NULL;
+            if (jn_rt_match_new(m, c, n, &mt) != JN_OK) {
+                refused++;
+                CHECK(strstr(jn_errmsg(), "matcher section") != NULL);
+            }
+            jn_rt_match_free(mt);
+        }
+    CHECK(refused > 0);
+    unsigned char v2[256];
+    memcpy(v2, sec, n);
+    v2[4] = 2;
+    CHECK(jn_rt_match_new(m, v2, n, &mt) != JN_OK && has("format version 2"));
+    jn_ir_module_free(m);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2) {
+        replay(argv[1], argc >= 3 ? argv[2] : NULL);
+    } else {
+        loader_tests();
+    }
+    JT_DONE();
+}
+#else
+int main(void) {
+    printf("0 passed, 0 failed (analyzer, codegen or matcher not built)\n");
+    return 0;
+}
+#endif

@@ -764,7 +764,15 @@ static int close_loop(mcur *G) {
         G->fail.sym = s;
     } else {
         ok = match_dim(G, L->trip, n, -1, -1);
-        if (!ok && G->fail.code == F_SYM) G->fail.code = F_TRIP;
+        if (!ok && G->fail.code != F_SYM) {
+            /* the trip is a function of symbols bound earlier (T-1 after T) */
+            int64_t want = -1;
+            eval(G, L->trip, &want, 0);
+            fail(G, F_TRIP, -1, -1, (double)n, (double)want);
+            G->fail.tok = L->first;
+        } else if (!ok) {
+            G->fail.code = F_TRIP;
+        }
     }
     G->pos = save;
     G->cur_loop = -1;
@@ -817,9 +825,14 @@ static int advance(jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev, mcur
                 }
                 return 0;
             }
-            if (*fork) { /* cannot happen: a fork needs can_go_on */
-                mt->pool[mt->npool++] = *fork;
-                *fork = NULL;
+            if (!can_leave && G->it + 1 >= L->hi && P->tok[L->first].op == ev->op) {
+                /* one more iteration than the loop's range allows */
+                int32_t s = -1;
+                if (jn_ir_is_expr(L->trip) && P->g->exprs[jn_ir_expr_index(L->trip)].kind == JN_IR_E_SYM)
+                    s = P->g->exprs[jn_ir_expr_index(L->trip)].sym;
+                G->pos = L->first;
+                return fail(G, F_TRIP, -1, L->guard >= 0 ? L->guard : s >= 0 ? P->sym_guard[s] : -1,
+                            (double)(G->it + 2), -1);
             }
             if (!leave_loop(mt, G, ev)) return 0;
         }
@@ -978,7 +991,12 @@ static void explain(jn_rt_matcher *mt) {
     default:
         if (f->code == F_TRIP && f->guard >= 0) snprintf(w, n, "graph %s, the loop from op %d (%s%s): %s", g->name, t, op_name(T->op), site, gx);
         else if (f->guard >= 0) snprintf(w, n, "%s: %s: %s", where, arg, gx);
-        else if (f->code == F_TRIP) snprintf(w, n, "%s: a loop ran %.17g times, out of its recorded range", where, f->seen);
+        else if (f->code == F_TRIP && f->want >= 0)
+            snprintf(w, n, "graph %s, the loop from op %d (%s%s): it ran %.17g times, where the graph's trip count "
+                     "(from dims seen before it) is %.17g", g->name, t, op_name(T->op), site, f->seen, f->want);
+        else if (f->code == F_TRIP)
+            snprintf(w, n, "graph %s, the loop from op %d (%s%s): it ran %.17g times, out of its recorded range",
+                     g->name, t, op_name(T->op), site, f->seen);
         else if (f->code == F_RANK) snprintf(w, n, "%s: %s has %d dims, recorded %d", where, arg, (int)f->seen, (int)f->want);
         else if (f->code == F_DIM) snprintf(w, n, "%s: %s: a dim was %.17g, recorded %.17g", where, arg, f->seen, f->want);
         else snprintf(w, n, "%s: %s does not fit the graph (value %.17g)", where, arg, f->seen);

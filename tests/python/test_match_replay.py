@@ -1,0 +1,80 @@
+"""Replay's matcher (runtime/exec/jn_match.h) on real recordings, offline:
+each tests/dynamic/ script and a short examples/char_lstm.py run is
+recorded, and build/test_match (tests/c/test_match.c) analyzes it, builds
+and loads the bundle as `janus optimize` does and feeds every recorded op
+into the matcher.  Every segment of a captured group must complete a graph
+(hits == the graphs' recorded support) with symbol values that reproduce
+the recorded input shapes, and mutated streams (dim out of range, another
+op, changed constant scalars, another state tensor, a trip count out of
+range, another script's stream) must miss with the right guard; the C
+program checks each and exits 1 on any failure, and prints one summary
+line this test reads."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from dynamic_runs import BUILD, ROOT, SCRIPTS, env, have_optimize, janus, record
+
+TEST_MATCH = os.path.join(BUILD, "test_match")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(TEST_MATCH) or not have_optimize(),
+                                reason="build/test_match or the analyzer is not built")
+
+SUMMARY = re.compile(r"^match: (.*)$", re.M)
+
+
+def run_match(db, other=None, **extra):
+    args = [TEST_MATCH, db] + ([other] if other else [])
+    r = subprocess.run(args, capture_output=True, text=True, env=env(**extra), timeout=300)
+    m = SUMMARY.search(r.stdout)
+    assert m, r.stdout + r.stderr
+    fields = dict(kv.split("=") for kv in m.group(1).split())
+    out = {k: (float(v) if "." in v else int(v)) for k, v in fields.items()}
+    return r, out
+
+
+@pytest.fixture(scope="module")
+def lstm_db(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("lstm") / "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, os.path.join(ROOT, "examples", "char_lstm.py"),
+              "--steps", "12", "--hidden", "32", "--batch", "4", timeout=300)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_recorded_segment_hits(name):
+    other = record("seq_len_varies" if name != "seq_len_varies" else "last_batch_smaller")
+    r, s = run_match(record(name), other)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert s["programs"] == s["graphs"], r.stderr          # every graph got a matcher program
+    assert s["hits"] == s["support"] == s["segments"], s   # every recorded segment completes its graph
+    assert s["shapes_ok"] > 0
+    assert s["mut_op"] > 0 and s["mut_bind"] > 0, s        # another op / another state tensor miss
+    assert s["other_hits"] == 0 and s["other_misses"] > 0, s
+
+
+def test_mutations_name_their_guards():
+    _, s = run_match(record("last_batch_smaller"))
+    assert s["mut_sym"] >= 1 and s["mut_scalar"] >= 1, s   # batch size out of range; constant scalar
+    _, s = run_match(record("seq_len_varies"))
+    assert s["mut_trip"] >= 1, s                            # trip count out of range
+
+
+def test_char_lstm_replays_offline(lstm_db):
+    r, s = run_match(lstm_db, record("last_batch_smaller"), JN_MATCH_BENCH="1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert s["hits"] == s["support"] == s["segments"] and s["programs"] == s["graphs"], s
+    assert s["mut_trip"] >= 1 and s["mut_scalar"] >= 1, s
+    assert s["ns_per_event"] > 0
+
+
+def test_explanations_read_well():
+    r, _ = run_match(record("last_batch_smaller"), JN_MATCH_VERBOSE="1")
+    # "symbol s0 (dim 0 of host input %1, first seen at ...last_batch_smaller.py:23 ...) was 17; recorded 4..16"
+    assert re.search(r"symbol s\d+ \(dim 0 of host input %\d+, first seen at .*last_batch_smaller\.py:\d+.*\) "
+                     r"was \d+; recorded \d+\.\.\d+", r.stderr), r.stderr
+    assert "is bound to another tensor than recorded" in r.stderr, r.stderr

@@ -114,7 +114,7 @@ struct jn_rt_matcher {
     uint64_t *ev_ids; int64_t capev;
     mfail miss;
     int32_t miss_graph;
-    char why[1024];
+    char why[2048];
 };
 
 /* ----------------------------------------------------------- reading */

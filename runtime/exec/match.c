@@ -1015,7 +1015,9 @@ static void set_miss(jn_rt_matcher *mt, jn_rt_match_result *res) {
 
 /* Keep the failure of the cursor that got furthest. */
 static void note_fail(jn_rt_matcher *mt, const mcur *G) {
-    if (mt->miss_graph < 0 || G->done > mt->miss.event) {
+    /* on a tie, a failure that is a guard of the IR explains more */
+    if (mt->miss_graph < 0 || G->done > mt->miss.event ||
+        (G->done == mt->miss.event && mt->miss.guard < 0 && G->fail.guard >= 0)) {
         mt->miss = G->fail;
         mt->miss.event = G->done;
         mt->miss_graph = G->P->gi;

@@ -412,8 +412,13 @@ static int replay(const char *path, const char *other) {
         close_seg(&o);
         for (int64_t k = 0; k < o.nseg; k++) {
             jn_rt_match_result r;
-            if (feed_seg(L.mt, &o, o.arg, k, &r) == JN_RT_MATCH_COMPLETE) ohits++;
-            else omiss++;
+            if (feed_seg(L.mt, &o, o.arg, k, &r) == JN_RT_MATCH_COMPLETE) {
+                ohits++;
+            } else {
+                omiss++;
+                CHECK(r.why && *r.why);
+                if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "other segment %lld: miss: %s\n", (long long)k, r.why);
+            }
         }
         nother = omiss > 0;
         stream_free(&o);

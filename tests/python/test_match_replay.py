@@ -78,3 +78,45 @@ def test_explanations_read_well():
     assert re.search(r"symbol s\d+ \(dim 0 of host input %\d+, first seen at .*last_batch_smaller\.py:\d+.*\) "
                      r"was \d+; recorded \d+\.\.\d+", r.stderr), r.stderr
     assert "is bound to another tensor than recorded" in r.stderr, r.stderr
+
+
+def changed_script(tmp_path, name, old, new):
+    """tests/dynamic/<name>.py with `old` replaced by `new`, recorded; the store's path."""
+    with open(os.path.join(ROOT, "tests", "dynamic", name + ".py")) as f:
+        text = f.read()
+    assert old in text
+    path = tmp_path / (name + "_changed.py")
+    path.write_text(text.replace(old, new))
+    db = str(tmp_path / (name + "_changed.db"))
+    r = janus("record", "--db", db, "--", sys.executable, str(path), cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+def test_changed_batch_size_misses_on_the_batch_symbol(tmp_path):
+    # batches of 24, 24 and 4 where 16, 16, 16 and 4 were recorded: 24 is out of
+    # the batch symbol's range, 4 is not
+    other = changed_script(tmp_path, "last_batch_smaller", "batch_size=16", "batch_size=24")
+    r, s = run_match(record("last_batch_smaller"), other, JN_MATCH_VERBOSE="1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert s["other_hits"] > 0 and s["other_misses"] > 0, s
+    misses = re.findall(r"^other segment \d+: miss: (.*)$", r.stderr, re.M)
+    # the first step is a graph of its own (batch 16, a DIM guard); later ones
+    # share the batch symbol s0 4..16 (a SYM guard)
+    assert misses and all(re.search(r"dim 0 of host input .* was 24; recorded (4\.\.)?16", m) for m in misses), misses
+    assert any(re.search(r"symbol s\d+ \(dim 0 of host input %\d+, first seen at .*\) was 24; recorded 4\.\.16", m)
+               for m in misses), misses
+
+
+def test_changed_sequence_lengths_miss_below_the_range(tmp_path):
+    # step 7 runs T = 2 where 3..8 was recorded: it misses on the length
+    # symbol; the other steps are as recorded and hit.  (Step 0 stays as it
+    # was: Adam creates its state there, and a state tensor is bound by its
+    # recorded id, which other temporaries in step 0 would shift.)
+    other = changed_script(tmp_path, "seq_len_varies", "T = 3 + (step * 5) % 6",
+                           "T = 3 + (step * 5) % 6 if step != 7 else 2")
+    r, s = run_match(record("seq_len_varies"), other, JN_MATCH_VERBOSE="1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert s["other_hits"] > 0 and s["other_misses"] > 0, s
+    misses = re.findall(r"^other segment \d+: miss: (.*)$", r.stderr, re.M)
+    assert len(misses) == 1 and re.search(r"symbol s\d+ .* was 3; recorded 4\.\.\d+", misses[0]), misses

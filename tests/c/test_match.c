@@ -230,7 +230,7 @@ static int replay(const char *path, const char *other) {
     jn_db_close(db);
     close_seg(&s);
 
-    int64_t hits = 0, misses = 0, support = 0, shape_ok = 0, shape_bad = 0;
+    int64_t hits = 0, misses = 0, support = 0, shape_ok = 0, shape_bad = 0, outs_ok = 0, outs_bad = 0;
     int64_t *ghits = calloc((size_t)m->ngraphs + 1, sizeof *ghits);
     int32_t *seg_graph = malloc(sizeof(int32_t) * ((size_t)s.nseg + 1));
     for (int32_t gi = 0; gi < m->ngraphs; gi++)
@@ -256,6 +256,25 @@ static int replay(const char *path, const char *other) {
                 if (ok) shape_ok++;
                 else shape_bad++;
             }
+            /* every token output a graph output holds: a KEEP output of the
+             * shape that tensor was recorded with */
+            for (int64_t e = 0; e < r.nevents; e++) {
+                const sev *x = &s.ev[s.seg[k].ev0 + e];
+                for (int q = 0; q < x->nout; q++) {
+                    int32_t go = jn_rt_match_token_output(L.mt, r.graph, r.ev_token[e], q);
+                    if (go < 0) continue;
+                    const sarg *a = &s.arg[x->arg0 + x->nin + q];
+                    const jn_ir_value *v = &g->values[g->outputs[go].value];
+                    int ok = g->outputs[go].kind == JN_IR_OUT_KEEP && a->a.ndim == v->ndim &&
+                             a->a.dtype == v->dtype;
+                    for (int d = 0; ok && d < v->ndim; d++) {
+                        int64_t xv = 0;
+                        ok = jn_ir_dim_eval(g, v->shape[d], r.syms, &xv) == JN_OK && xv == a->shape[d];
+                    }
+                    if (ok) outs_ok++;
+                    else outs_bad++;
+                }
+            }
         } else {
             misses++;
             if (getenv("JN_MATCH_VERBOSE")) {
@@ -270,6 +289,7 @@ static int replay(const char *path, const char *other) {
     }
     CHECK(hits == support);
     CHECK(shape_bad == 0);
+    CHECK(outs_bad == 0);
     CHECK(hits > 0);
     for (int32_t gi = 0; gi < m->ngraphs; gi++)
         if (jn_rt_match_ntokens(L.mt, gi) > 0 && ghits[gi] != m->graphs[gi]->support)
@@ -456,11 +476,11 @@ static int replay(const char *path, const char *other) {
         free(evs);
         free(as);
     }
-    printf("match: segments=%lld hits=%lld misses=%lld support=%lld graphs=%d programs=%d shapes_ok=%lld "
+    printf("match: segments=%lld hits=%lld misses=%lld support=%lld graphs=%d programs=%d shapes_ok=%lld outputs_ok=%lld "
            "mut_sym=%d mut_op=%d mut_scalar=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
            "events=%lld ns_per_event=%.1f\n",
            (long long)s.nseg, (long long)hits, (long long)misses, (long long)support, m->ngraphs,
-           jn_rt_match_ngraphs(L.mt), (long long)shape_ok, nsym, nop, nscalar, nbind, ntrip, (long long)ohits,
+           jn_rt_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nop, nscalar, nbind, ntrip, (long long)ohits,
            (long long)omiss, (long long)nev, ns);
     (void)nother;
     free(mut);

@@ -69,6 +69,7 @@ def test_char_lstm_replays_offline(lstm_db):
     assert r.returncode == 0, r.stdout + r.stderr
     assert s["hits"] == s["support"] == s["segments"] and s["programs"] == s["graphs"], s
     assert s["mut_trip"] >= 1 and s["mut_scalar"] >= 1, s
+    assert s["outputs_ok"] > 0, s                           # kept values map to KEEP outputs of their shape
     assert s["ns_per_event"] > 0
 
 

@@ -85,6 +85,10 @@ typedef struct {
     const int64_t *syms;      /* symbol values (loop induction variables: the last iteration) */
     const uint64_t *inputs;   /* tensor inputs: the bound identity (0 unused) */
     const double *scalars;    /* scalar/const inputs: the value seen */
+    const int64_t *input_event;   /* per input: the event (of the segment) that bound it, -1 */
+    const int32_t *input_arg;     /* ... and which argument: input j >= 0, output -1-k (an
+                                   * in-place write), float attribute -100-k: where the
+                                   * caller finds the tensor or number to run the graph with */
     int64_t nevents;          /* events of the segment */
     const int32_t *ev_token;  /* per event: the graph's token it matched */
     /* MISS */

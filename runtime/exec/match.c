@@ -90,6 +90,8 @@ typedef struct {
     uint8_t *sbound, *ibound;
     uint64_t *in_id;
     double *in_val;
+    int64_t *in_ev;                 /* per input: the event that bound it ... */
+    int32_t *in_arg;                /* ... and where (input j, output -1-k, attribute -100-k) */
     int64_t *loop_start, *loop_trip;
     int64_t *tok_ev;
     int64_t done;                   /* events matched */
@@ -399,7 +401,7 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
 
 static void cursor_free(mcur *C) {
     if (!C) return;
-    free(C->syms), free(C->sbound), free(C->ibound), free(C->in_id), free(C->in_val);
+    free(C->syms), free(C->sbound), free(C->ibound), free(C->in_id), free(C->in_val), free(C->in_ev), free(C->in_arg);
     free(C->loop_start), free(C->loop_trip), free(C->tok_ev);
     free(C);
 }
@@ -481,11 +483,13 @@ jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
             C->ibound = calloc((size_t)mi, 1);
             C->in_id = calloc((size_t)mi, sizeof *C->in_id);
             C->in_val = calloc((size_t)mi, sizeof *C->in_val);
+            C->in_ev = calloc((size_t)mi, sizeof *C->in_ev);
+            C->in_arg = calloc((size_t)mi, sizeof *C->in_arg);
             C->loop_start = calloc((size_t)ml, sizeof *C->loop_start);
             C->loop_trip = calloc((size_t)ml, sizeof *C->loop_trip);
             C->tok_ev = calloc((size_t)mtk, sizeof *C->tok_ev);
         }
-        if (!C || !C->syms || !C->sbound || !C->ibound || !C->in_id || !C->in_val || !C->loop_start ||
+        if (!C || !C->syms || !C->sbound || !C->ibound || !C->in_id || !C->in_val || !C->in_ev || !C->in_arg || !C->loop_start ||
             !C->loop_trip || !C->tok_ev)
             s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
     }
@@ -617,6 +621,8 @@ static int bind_input(mcur *G, int32_t i, const jn_rt_match_arg *a, int32_t arg)
     if (in->kind == JN_IR_IN_STATE && in->bind && (int64_t)a->id != in->bind)
         return fail(G, F_BIND, arg, gg[GI_BIND], (double)a->id, (double)in->bind);
     G->ibound[i] = 1;
+    G->in_ev[i] = G->done;
+    G->in_arg[i] = arg;
     G->in_id[i] = a->id;
     return 1;
 }
@@ -634,6 +640,8 @@ static int match_scalar(mcur *G, int32_t i, double x, int pytype, int32_t arg) {
         return fail(G, F_SCALARVAR, arg, -1, x, G->in_val[i]);
     }
     G->ibound[i] = 1;
+    G->in_ev[i] = G->done;
+    G->in_arg[i] = arg;
     G->in_val[i] = x;
     return 1;
 }
@@ -779,15 +787,24 @@ static int close_loop(mcur *G) {
     return ok;
 }
 
-/* Leave the loop the cursor is at the end of; then the op after it must fit ev. */
-static int leave_loop(const jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev) {
+/* Leave the loop the cursor is at the end of; the op after it comes next. */
+static int leave_loop(mcur *G, const jn_rt_match_event *ev) {
     if (!close_loop(G)) return 0;
-    if (G->pos >= G->P->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
-    return 2; /* go on with the token at pos */
-    (void)mt;
+    return G->pos < G->P->ntok || fail(G, F_EXTRA, -1, -1, ev->op, 0);
 }
 
 static mcur *cursor_new(jn_rt_matcher *mt, const mgraph *P);
+
+/* The token at pos begins a loop: iteration 0 starts with this event. */
+static void enter_loop(const jn_rt_matcher *mt, mcur *G) {
+    const mtok *T = &G->P->tok[G->pos];
+    if (T->loop < 0 || G->cur_loop >= 0) return;
+    G->cur_loop = T->loop;
+    G->it = 0;
+    G->loop_start[T->loop] = mt->nev;
+    G->syms[G->P->loop[T->loop].ivar] = 0;
+    G->sbound[G->P->loop[T->loop].ivar] = 1;
+}
 static void cursor_copy(mcur *d, const mcur *s);
 
 /* Advance cursor G by ev (event index mt->nev): 1 on a match.  At a loop
@@ -805,7 +822,7 @@ static int advance(jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev, mcur
                 mcur *F = cursor_new(mt, P);
                 if (F) {
                     cursor_copy(F, G);
-                    if (leave_loop(mt, F, ev) && match_tok(mt, F, ev)) *fork = F;
+                    if (leave_loop(F, ev) && (enter_loop(mt, F), match_tok(mt, F, ev))) *fork = F;
                     else {
                         G->fail = F->fail;
                         mt->pool[mt->npool++] = F;
@@ -834,18 +851,11 @@ static int advance(jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev, mcur
                 return fail(G, F_TRIP, -1, L->guard >= 0 ? L->guard : s >= 0 ? P->sym_guard[s] : -1,
                             (double)(G->it + 2), -1);
             }
-            if (!leave_loop(mt, G, ev)) return 0;
+            if (!leave_loop(G, ev)) return 0;
         }
     }
     if (G->pos >= P->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
-    const mtok *T = &P->tok[G->pos];
-    if (T->loop >= 0 && G->cur_loop < 0) {
-        G->cur_loop = T->loop;
-        G->it = 0;
-        G->loop_start[T->loop] = mt->nev;
-        G->syms[P->loop[T->loop].ivar] = 0;
-        G->sbound[P->loop[T->loop].ivar] = 1;
-    }
+    enter_loop(mt, G);
     return match_tok(mt, G, ev);
 }
 
@@ -871,6 +881,8 @@ static void cursor_copy(mcur *d, const mcur *s) {
     memcpy(d->ibound, s->ibound, (size_t)g->ninputs);
     memcpy(d->in_id, s->in_id, sizeof *d->in_id * (size_t)g->ninputs);
     memcpy(d->in_val, s->in_val, sizeof *d->in_val * (size_t)g->ninputs);
+    memcpy(d->in_ev, s->in_ev, sizeof *d->in_ev * (size_t)g->ninputs);
+    memcpy(d->in_arg, s->in_arg, sizeof *d->in_arg * (size_t)g->ninputs);
     memcpy(d->loop_start, s->loop_start, sizeof *d->loop_start * (size_t)P->nloop);
     memcpy(d->loop_trip, s->loop_trip, sizeof *d->loop_trip * (size_t)P->nloop);
     memcpy(d->tok_ev, s->tok_ev, sizeof *d->tok_ev * (size_t)P->ntok);
@@ -885,6 +897,7 @@ static void cursor_start(mcur *G) {
     memset(G->sbound, 0, (size_t)g->nsyms);
     memset(G->ibound, 0, (size_t)g->ninputs);
     memset(G->in_id, 0, sizeof *G->in_id * (size_t)g->ninputs);
+    for (int32_t i = 0; i < g->ninputs; i++) G->in_ev[i] = -1, G->in_arg[i] = 0;
     for (int32_t l = 0; l < G->P->nloop; l++) G->loop_trip[l] = -1;
     for (int32_t t = 0; t < G->P->ntok; t++) G->tok_ev[t] = -1;
     memset(&G->fail, 0, sizeof G->fail);
@@ -1129,6 +1142,8 @@ jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
             res->syms = G->syms;
             res->inputs = G->in_id;
             res->scalars = G->in_val;
+            res->input_event = G->in_ev;
+            res->input_arg = G->in_arg;
             res->nevents = mt->nev;
             res->ev_token = mt->ev_tok;
             jn_rt_match_reset(mt); /* the cursor goes back to the pool; its arrays stay until the next feed */

@@ -231,6 +231,7 @@ static int replay(const char *path, const char *other) {
     close_seg(&s);
 
     int64_t hits = 0, misses = 0, support = 0, shape_ok = 0, shape_bad = 0, outs_ok = 0, outs_bad = 0;
+    int64_t binds_ok = 0, binds_bad = 0;
     int64_t *ghits = calloc((size_t)m->ngraphs + 1, sizeof *ghits);
     int32_t *seg_graph = malloc(sizeof(int32_t) * ((size_t)s.nseg + 1));
     for (int32_t gi = 0; gi < m->ngraphs; gi++)
@@ -255,6 +256,22 @@ static int replay(const char *path, const char *other) {
                 }
                 if (ok) shape_ok++;
                 else shape_bad++;
+            }
+            /* every input's event and argument hold the bound tensor or number */
+            for (int32_t i = 0; i < g->ninputs; i++) {
+                if (r.input_event[i] < 0) continue;
+                const sev *x = &s.ev[s.seg[k].ev0 + r.input_event[i]];
+                int32_t a = r.input_arg[i];
+                if (a <= -100) {
+                    binds_ok += x->attrs[-100 - a].f == r.scalars[i];
+                    binds_bad += x->attrs[-100 - a].f != r.scalars[i];
+                    continue;
+                }
+                const sarg *q = &s.arg[x->arg0 + (a >= 0 ? a : x->nin + (-1 - a))];
+                int ok = q->a.pytype ? q->a.scalar == r.scalars[i] || (isnan(q->a.scalar) && isnan(r.scalars[i]))
+                                     : q->a.id == r.inputs[i];
+                binds_ok += ok;
+                binds_bad += !ok;
             }
             /* every token output a graph output holds: a KEEP output of the
              * shape that tensor was recorded with */
@@ -290,6 +307,7 @@ static int replay(const char *path, const char *other) {
     CHECK(hits == support);
     CHECK(shape_bad == 0);
     CHECK(outs_bad == 0);
+    CHECK(binds_bad == 0 && binds_ok > 0);
     CHECK(hits > 0);
     for (int32_t gi = 0; gi < m->ngraphs; gi++)
         if (jn_rt_match_ntokens(L.mt, gi) > 0 && ghits[gi] != m->graphs[gi]->support)
@@ -536,7 +554,8 @@ static void loader_tests(void) {
         jn_rt_match_event ev = {JN_OP_relu, NULL, 1, 1, &in, &out};
         jn_rt_match_result r;
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_COMPLETE);
-        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5);
+        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5 &&
+              r.input_event[0] == 0 && r.input_arg[0] == 0 && r.nevents == 1 && r.ev_token[0] == 0);
         CHECK(jn_rt_match_token_output(mt, 0, 0, 0) == 0);
         shape[0] = 99;
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS);

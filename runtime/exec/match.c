@@ -178,6 +178,7 @@ static const char *read_ref1(rd *r, const mgraph *G, uint8_t *kind, int32_t *a, 
     if (*kind != JN_IR_MR_TOKEN) return "unknown ref kind";
     if (*a < 0 || *a >= G->ntok) return "a ref names no token";
     if ((*mode & 0xf) > JN_IR_MM_END || (*mode & ~(0xf | JN_IR_MM_REL))) return "unknown ref mode";
+    if (*c < -(INT64_C(1) << 40) || *c > (INT64_C(1) << 40)) return "an iteration offset is out of range";
     return NULL;
 }
 
@@ -592,10 +593,16 @@ static int match_dim(mcur *G, jn_ir_dim d, int64_t seen, int32_t arg, int32_t di
         int32_t s = G->P->g->exprs[jn_ir_expr_index(left ? sa : sb)].sym;
         int64_t x = 0;
         int ok = 1;
+        /* wrapping arithmetic: seen is whatever the script passed */
         switch (e->kind) {
-        case JN_IR_E_ADD: x = seen - c; break;
-        case JN_IR_E_SUB: x = left ? seen + c : c - seen; break;
-        case JN_IR_E_MUL: ok = c != 0 && seen % c == 0; x = ok ? seen / c : 0; break;
+        case JN_IR_E_ADD: x = (int64_t)((uint64_t)seen - (uint64_t)c); break;
+        case JN_IR_E_SUB:
+            x = left ? (int64_t)((uint64_t)seen + (uint64_t)c) : (int64_t)((uint64_t)c - (uint64_t)seen);
+            break;
+        case JN_IR_E_MUL:
+            ok = c != 0 && !(c == -1 && seen == INT64_MIN) && seen % c == 0;
+            x = ok ? seen / c : 0;
+            break;
         default: ok = 0;
         }
         if (ok) {

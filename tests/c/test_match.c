@@ -461,6 +461,41 @@ static int replay(const char *path, const char *other) {
         nother = omiss > 0;
         stream_free(&o);
     }
+    /* a damaged section: refused, or loaded and then fed without a crash
+     * (every field the feeding loop trusts was checked at load) */
+    {
+        const jn_cg_bundle_section *ms = jn_cg_bundle_section_find(L.b, JN_CG_SEC_MATCHER);
+        unsigned char *c = malloc(ms->len + 1);
+        uint64_t rnd = 0x9e3779b97f4a7c15ull;
+        int rounds = getenv("JN_MATCH_FUZZ") ? atoi(getenv("JN_MATCH_FUZZ")) : 200, loaded = 0, refused = 0;
+        for (int round = 0; round < rounds; round++) {
+            memcpy(c, ms->data, ms->len);
+            size_t len = ms->len;
+            int nflip = 1 + round % 4;
+            for (int f = 0; f < nflip; f++) {
+                rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+                size_t at = (size_t)(rnd >> 33) % len;
+                c[at] ^= (unsigned char)(1u << ((rnd >> 20) & 7));
+            }
+            if (round % 10 == 9) len = (size_t)(rnd >> 40) % len;
+            jn_rt_matcher *bad = NULL;
+            if (jn_rt_match_new(m, c, len, &bad) != JN_OK) {
+                refused++;
+                CHECK(strstr(jn_errmsg(), "matcher section") != NULL);
+                continue;
+            }
+            loaded++;
+            for (int64_t k = 0; k < s.nseg && k < 6; k++) {
+                jn_rt_match_result r;
+                jn_rt_match_kind rk = feed_seg(bad, &s, s.arg, k, &r);
+                CHECK(rk == JN_RT_MATCH_COMPLETE || (rk == JN_RT_MATCH_MISS && r.why));
+            }
+            jn_rt_match_free(bad);
+        }
+        CHECK(refused > 0);
+        if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "damaged sections: %d refused, %d loaded and fed\n", refused, loaded);
+        free(c);
+    }
     /* ns per event over the whole recorded stream (hits), best of 5 */
     double ns = 0;
     int64_t nev = 0;

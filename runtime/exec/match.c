@@ -794,6 +794,15 @@ static int close_loop(mcur *G) {
     return ok;
 }
 
+/* Could the loop end now (trip it+1 in range and equal to its bound value)? */
+static int trip_fits(const mcur *G) {
+    const mloop *L = &G->P->loop[G->cur_loop];
+    int64_t n = G->it + 1, lo = L->lo, hi = L->hi, v;
+    if (L->guard >= 0) lo = G->P->g->guards[L->guard].lo, hi = G->P->g->guards[L->guard].hi;
+    if (n < lo || n > hi) return 0;
+    return !eval(G, L->trip, &v, 0) || v == n;
+}
+
 /* Leave the loop the cursor is at the end of; the op after it comes next. */
 static int leave_loop(mcur *G, const jn_rt_match_event *ev) {
     if (!close_loop(G)) return 0;
@@ -848,6 +857,11 @@ static int advance(jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev, mcur
                     return 1;
                 }
                 return 0;
+            }
+            if (!can_leave && !can_go_on && P->tok[L->first].op != ev->op && !trip_fits(G)) {
+                /* neither fits; the loop cannot end here, so another iteration was due */
+                G->pos = L->first;
+                return fail(G, F_OP, -1, -1, ev->op, P->tok[L->first].op);
             }
             if (!can_leave && G->it + 1 >= L->hi && P->tok[L->first].op == ev->op) {
                 /* one more iteration than the loop's range allows */

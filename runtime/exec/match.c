@@ -8,14 +8,16 @@
  * the feeding loop trusts its tables.  Guards are indexed per symbol and
  * per input so a failure names the guard jn_ir_guard_explain describes.
  *
- * Run: one cursor per graph with a program; cursors start at a segment's
- * first event (those whose first op matches) and die at their first
- * mismatch; the event's output identities go to one table shared by the
+ * Run: cursors (a fixed pool of MAX_CURSORS, each sized for the largest
+ * program) start at a segment's first event, one per graph whose first op
+ * it is, die at their first mismatch and fork at a loop's end when both
+ * another iteration and the op after the loop fit; the event's output identities go to one table shared by the
  * cursors (event index -> ids), and a token reference resolves to an event
  * index from the token's position (and iteration, inside loops).  The
  * per-event work is a handful of compares per input and attribute; a
  * failure records codes and numbers only, and the sentence is written once
- * the segment has missed.
+ * the segment has missed.  JANUS_MATCH_DUMP=1 prints every loaded token
+ * (op, loop, refs) to stderr, for debugging a matcher program.
  */
 #include <math.h>
 #include <stdio.h>
@@ -59,7 +61,7 @@ typedef struct {
 /* failure codes */
 enum {
     F_OP = 1, F_ARITY, F_ATTR, F_DTYPE, F_DEVICE, F_RANK, F_DIM, F_SYM, F_SYMBIND, F_BIND, F_IDENT, F_NOTTENSOR,
-    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_ITER, F_NOSTART
+    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART
 };
 
 typedef struct {
@@ -342,7 +344,7 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             if (!T->out_new[k]) w = check_ref(G, t, &T->out[k]);
         if (w) return bad(gi, "%s", w);
     }
-    if (getenv("JN_MATCH_DUMP"))
+    if (getenv("JANUS_MATCH_DUMP"))
         for (int32_t t = 0; t < G->ntok; t++) {
             const mtok *T = &G->tok[t];
             fprintf(stderr, "g%d t%d %s loop=%d nin=%d flags=%d", gi, t, jn_op_info(T->op)->name, T->loop, T->nin, T->flags);
@@ -654,8 +656,7 @@ static int match_scalar(mcur *G, int32_t i, double x, int pytype, int32_t arg) {
 }
 
 /* Event index of token t's object in the iteration the ref says (-1 none). */
-static int64_t ref_event(const mcur *G, uint8_t kind, int32_t t, uint8_t mode, int64_t c, int32_t reader) {
-    (void)kind;
+static int64_t ref_event(const mcur *G, int32_t t, uint8_t mode, int64_t c, int32_t reader) {
     const mtok *T = &G->P->tok[t];
     if (T->loop < 0) return G->tok_ev[t];
     const mloop *L = &G->P->loop[T->loop];
@@ -686,12 +687,12 @@ static int ref_id(const jn_rt_matcher *mt, const mcur *G, const mref *r, int32_t
             *id = G->in_id[r->ia];
             return 1;
         }
-        e = ref_event(G, r->ikind, r->ia, r->imode & ~JN_IR_MM_REL, r->ic, G->P->loop[G->P->tok[reader].loop].first);
+        e = ref_event(G, r->ia, r->imode & ~JN_IR_MM_REL, r->ic, G->P->loop[G->P->tok[reader].loop].first);
         if (e < 0 || e >= mt->nev) return 0;
         *id = mt->ev_ids[e * JN_MAX_OUTS + r->ib];
         return 1;
     }
-    e = ref_event(G, r->kind, r->a, r->mode, r->c, reader);
+    e = ref_event(G, r->a, r->mode, r->c, reader);
     if (e < 0 || e >= mt->nev) return 0;
     *id = mt->ev_ids[e * JN_MAX_OUTS + r->b];
     return 1;
@@ -976,8 +977,10 @@ static void explain(jn_rt_matcher *mt) {
     char *w = mt->why;
     size_t n = sizeof mt->why;
     if (mt->miss_graph < 0) {
-        snprintf(w, n, "%s", f->code == F_NOSTART ? "no graph of the bundle starts with this op" : "no graph matched");
-        if (f->code == F_NOSTART) snprintf(w, n, "no graph of the bundle starts with %s", op_name((int)f->seen));
+        if (f->code == F_NOSTART)
+            snprintf(w, n, "no graph of the bundle starts with %s (where this segment starts)", op_name((int)f->seen));
+        else
+            snprintf(w, n, "the matcher ran out of memory; this segment runs eagerly");
         return;
     }
     const mgraph *G = &mt->gr[mt->by_graph[mt->miss_graph]];

@@ -344,9 +344,9 @@ int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t l
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err);
 
 /* matcher.c: the replay matcher's program for graph G->g (module index
- * gi), kept for jn_an_matcher_section; a graph it cannot describe gets
+ * gi, its group entered at `entry`: 0 step start, else the JN_SYNC_* before it), kept for jn_an_matcher_section; a graph it cannot describe gets
  * none (noted with a reason).  JN_OK unless out of memory. */
-jn_status an_matcher_build(an_gen *G, int32_t gi);
+jn_status an_matcher_build(an_gen *G, int32_t gi, int entry);
 void an_matcher_clear(void);
 
 /* guards.c */

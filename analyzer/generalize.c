@@ -691,7 +691,7 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     }
     /* the matcher's program, for graphs of the module (not align.c's scratch ones) */
     if (!err && !(why && *why) && c->m && c->m->ngraphs > 0 && c->m->graphs[c->m->ngraphs - 1] == g)
-        err = an_matcher_build(&G, c->m->ngraphs - 1);
+        err = an_matcher_build(&G, c->m->ngraphs - 1, grp->prev_kind);
 done:
     for (int64_t k = 0; k < G.ncands; k++) free(G.cands[k].vec), free(G.cands[k].firsts);
     free(G.cands);

@@ -329,7 +329,7 @@ static int32_t scalar_input(an_gen *G, int32_t r) {
 
 static int eop_synth(an_gen *G, int32_t t) { return G->E[0]->ops[G->T->eop[0][t]].synth; }
 
-static int build(mctx *M, int32_t gi, wbuf *w) {
+static int build(mctx *M, int32_t gi, int entry, wbuf *w) {
     an_gen *G = M->G;
     const an_tmpl *T = G->T;
     const an_ex *E0 = G->E[0];
@@ -360,7 +360,14 @@ static int build(mctx *M, int32_t gi, wbuf *w) {
         }
         gout[d.t * JN_MAX_OUTS + d.k] = i;
     }
+    /* where its segments start and end: 0 step boundary, else JN_SYNC_*;
+     * an exit the exemplars disagree on is 255 (any) */
+    int exit = E0->exit_kind;
+    for (int e = 1; e < G->m; e++)
+        if (G->E[e]->exit_kind != exit) exit = 255;
     put(w, (uint64_t)gi, 4);
+    put(w, (uint64_t)entry, 1);
+    put(w, (uint64_t)exit, 1);
     put(w, (uint64_t)ntok, 4);
     put(w, (uint64_t)T->nloops, 4);
     for (int32_t l = 0; l < T->nloops; l++) {
@@ -482,7 +489,7 @@ out:
     return rc;
 }
 
-jn_status an_matcher_build(an_gen *G, int32_t gi) {
+jn_status an_matcher_build(an_gen *G, int32_t gi, int entry) {
     mctx M;
     memset(&M, 0, sizeof M);
     M.G = G;
@@ -491,7 +498,7 @@ jn_status an_matcher_build(an_gen *G, int32_t gi) {
     if (!(M.X = calloc((size_t)G->m, sizeof *M.X))) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
     for (int e = 0; e < G->m && !rc; e++)
         if (xidx_build(G, e, &M.X[e])) rc = -2;
-    if (!rc) rc = build(&M, gi, &w);
+    if (!rc) rc = build(&M, gi, entry, &w);
     for (int e = 0; e < G->m; e++) xidx_free(&M.X[e]);
     free(M.X);
     free(M.I);

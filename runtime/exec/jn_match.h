@@ -16,8 +16,11 @@
  *                        with the seen value and a sentence; the rest of the
  *                        segment answers MISS until jn_rt_match_end
  *   end       COMPLETE (graph, bindings) or MISS (the segment ended early,
- *             or an earlier miss), then a new segment starts; NONE for an
- *             empty segment.
+ *             at another kind of sync than the graph's, or an earlier
+ *             miss), then a new segment starts; NONE for an empty segment.
+ *
+ * jn_rt_match_begin says where a segment starts (step start or after
+ * which kind of sync), so only the groups that start there are followed.
  *
  * Candidates: every graph whose first token is the event's op starts a
  * cursor; a cursor dies at its first mismatch, so variants of a group are
@@ -107,8 +110,15 @@ typedef struct {
 jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rt_matcher **out);
 void jn_rt_match_free(jn_rt_matcher *mt);
 
+/* Where the next segment starts: 0 a step start, else the JN_SYNC_* kind of
+ * the sync before it (jn_db.h); -1 (the default after each end) unknown.
+ * Only graphs of groups that start there are followed. */
+void jn_rt_match_begin(jn_rt_matcher *mt, int entry);
 jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev, jn_rt_match_result *res);
-jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res);
+/* The segment ended: exit 0 at a step end, else the JN_SYNC_* kind of the
+ * sync; -1 unknown.  Of the graphs followed to their end that end there,
+ * the one standing for the most recorded segments completes. */
+jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, int exit, jn_rt_match_result *res);
 /* Forget the current segment (as after a miss). */
 void jn_rt_match_reset(jn_rt_matcher *mt);
 

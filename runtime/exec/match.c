@@ -61,7 +61,7 @@ typedef struct {
 /* failure codes */
 enum {
     F_OP = 1, F_ARITY, F_ATTR, F_DTYPE, F_DEVICE, F_RANK, F_DIM, F_SYM, F_SYMBIND, F_BIND, F_IDENT, F_NOTTENSOR,
-    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART
+    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART, F_EXIT
 };
 
 typedef struct {
@@ -73,6 +73,7 @@ typedef struct {
 
 typedef struct {
     int32_t gi;
+    uint8_t entry, exit;            /* 0 step boundary, else JN_SYNC_*; exit 255 any */
     const jn_ir_graph *g;
     int32_t ntok, nloop;
     mtok *tok;
@@ -118,6 +119,7 @@ struct jn_rt_matcher {
     uint64_t *ev_ids; int64_t capev;
     mfail miss;
     int32_t miss_graph;
+    int entry;                      /* of the current segment (jn_rt_match_begin), -1 any */
     char why[2048];
 };
 
@@ -228,10 +230,13 @@ static void graph_free(mgraph *G) {
 
 static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8_t *seen) {
     int32_t gi = (int32_t)get(r, 4, "a graph header");
+    G->entry = (uint8_t)get(r, 1, "a graph header");
+    G->exit = (uint8_t)get(r, 1, "a graph header");
     G->ntok = (int32_t)get(r, 4, "a graph header");
     G->nloop = (int32_t)get(r, 4, "a graph header");
     if (r->bad) return bad(-1, "truncated in %s", r->what);
     if (gi < 0 || gi >= m->ngraphs) return bad(-1, "%s", "a graph index is out of range");
+    if (G->entry > 6 || (G->exit > 6 && G->exit != 255)) return bad(gi, "%s", "unknown entry or exit kind");
     if (seen[gi]) return bad(gi, "%s", "the graph is listed twice");
     G->gi = gi;
     const jn_ir_graph *g = G->g = m->graphs[gi];
@@ -501,6 +506,7 @@ jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
         return s;
     }
     mt->miss_graph = -1;
+    mt->entry = -1;
     *out = mt;
     return JN_OK;
 }
@@ -835,6 +841,13 @@ static int advance(jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev, mcur
         if (G->pos == L->first + L->count) {
             int can_go_on = G->it + 1 < L->hi && P->tok[L->first].op == ev->op;
             int can_leave = L->first + L->count < P->ntok && P->tok[L->first + L->count].op == ev->op;
+            /* a trip count already known from dims seen before the loop
+             * (T-1 once T is bound) decides; no fork */
+            int64_t trip;
+            if (eval(G, L->trip, &trip, 0)) {
+                if (G->it + 1 < trip) can_leave = 0;
+                else can_go_on = 0;
+            }
             if (can_go_on && can_leave) {
                 mcur *F = cursor_new(mt, P);
                 if (F) {
@@ -972,13 +985,20 @@ static const char *site_str(const jn_ir_module *m, int64_t site, char *b, size_t
     return b;
 }
 
+static const char *boundary(int k) {
+    static const char *const n[] = {"a step boundary", "item()", "bool()", "tolist()", "numpy()", "print()",
+                                    "a comparison"};
+    return k >= 0 && k <= 6 ? n[k] : "a sync";
+}
+
 static void explain(jn_rt_matcher *mt) {
     const mfail *f = &mt->miss;
     char *w = mt->why;
     size_t n = sizeof mt->why;
     if (mt->miss_graph < 0) {
         if (f->code == F_NOSTART)
-            snprintf(w, n, "no graph of the bundle starts with %s (where this segment starts)", op_name((int)f->seen));
+            snprintf(w, n, "no graph of the bundle starts with %s after %s", op_name((int)f->seen),
+                     f->want >= 0 ? boundary((int)f->want) : "this boundary");
         else
             snprintf(w, n, "the matcher ran out of memory; this segment runs eagerly");
         return;
@@ -1014,6 +1034,10 @@ static void explain(jn_rt_matcher *mt) {
         break;
     case F_EXTRA:
         snprintf(w, n, "graph %s ended, but the script ran %s before the next sync", g->name, op_name((int)f->seen));
+        break;
+    case F_EXIT:
+        snprintf(w, n, "the segment ended at %s, graph %s ends at %s", boundary((int)f->seen), g->name,
+                 boundary((int)f->want));
         break;
     case F_SHORT:
         snprintf(w, n, "the segment ended after %lld ops; graph %s expects %s%s next", (long long)f->event, g->name,
@@ -1068,6 +1092,7 @@ void jn_rt_match_reset(jn_rt_matcher *mt) {
     mt->started = mt->missed = 0;
     mt->nev = 0;
     mt->miss_graph = -1;
+    mt->entry = -1;
     memset(&mt->miss, 0, sizeof mt->miss);
 }
 
@@ -1090,6 +1115,7 @@ jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev
         mt->nalive = 0;
         if (ev->op >= 0 && ev->op < JN_NOPS)
             for (int32_t k = mt->start0[ev->op]; k < mt->start0[ev->op + 1]; k++) {
+                if (mt->entry >= 0 && mt->gr[mt->start[k]].entry != mt->entry) continue;
                 mcur *C = cursor_new(mt, &mt->gr[mt->start[k]]);
                 if (!C) break;
                 cursor_start(C);
@@ -1099,6 +1125,7 @@ jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev
             mt->miss_graph = -1;
             memset(&mt->miss, 0, sizeof mt->miss);
             mt->miss.code = F_NOSTART;
+            mt->miss.want = mt->entry;
             mt->miss.guard = -1;
             mt->miss.seen = ev->op;
             return missed(mt, res);
@@ -1149,7 +1176,11 @@ jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev
     return res->kind;
 }
 
-jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
+void jn_rt_match_begin(jn_rt_matcher *mt, int entry) {
+    if (mt && !mt->started) mt->entry = entry >= 0 && entry <= 6 ? entry : -1;
+}
+
+jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, int exit, jn_rt_match_result *res) {
     memset(res, 0, sizeof *res);
     res->graph = res->guard = res->token = -1;
     if (!mt->started) {
@@ -1158,9 +1189,20 @@ jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
         return JN_RT_MATCH_NONE;
     }
     if (!mt->missed) {
+        /* of the cursors at their graph's end (and exit), the graph that
+         * stands for the most recorded segments */
+        mcur *best = NULL;
         for (int32_t k = 0; k < mt->nalive; k++) {
             mcur *G = mt->alive[k];
-            if (!at_end(G) || !fill_ev_tok(mt, G)) continue;
+            if (exit >= 0 && G->P->exit != 255 && G->P->exit != exit) {
+                fail(G, F_EXIT, -1, -1, exit, G->P->exit);
+                continue;
+            }
+            if (at_end(G) && (!best || G->P->g->support > best->P->g->support)) best = G;
+        }
+        for (int32_t k = 0; k < mt->nalive && best; k++) {
+            mcur *G = mt->alive[k];
+            if (G != best || !fill_ev_tok(mt, G)) continue;
             res->kind = JN_RT_MATCH_COMPLETE;
             res->graph = G->P->gi;
             res->syms = G->syms;

@@ -598,7 +598,8 @@ static void loader_tests(void) {
     memcpy(sec, "JNMT", 4);
     n = 4;
     P(1, 4), P(1, 4);                      /* version, ngraphs */
-    P(0, 4), P(1, 4), P(0, 4);             /* graph 0, 1 token, 0 loops */
+    P(0, 4), P(0, 1), P(0, 1);             /* graph 0, entry and exit: step boundaries */
+    P(1, 4), P(0, 4);                      /* 1 token, 0 loops */
     P(4, 2);
     memcpy(sec + n, "relu", 4);
     n += 4;
@@ -628,6 +629,15 @@ static void loader_tests(void) {
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.guard == 1);
         jn_rt_match_end(mt, -1, &r);
         CHECK(jn_rt_match_end(mt, -1, &r) == JN_RT_MATCH_NONE);
+        /* entry and exit kinds: the graph starts and ends at step boundaries */
+        shape[0] = 3;
+        in.dtype = JN_F32;
+        jn_rt_match_begin(mt, JN_SYNC_ITEM);
+        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.graph == -1 && strstr(r.why, "after item()"));
+        jn_rt_match_end(mt, -1, &r);
+        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_COMPLETE);
+        CHECK(jn_rt_match_end(mt, JN_SYNC_ITEM, &r) == JN_RT_MATCH_MISS && r.graph == 0 &&
+              strstr(r.why, "ended at item()"));
         ev.op = JN_OP_neg;
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.graph == -1 && strstr(r.why, "neg"));
         jn_rt_match_end(mt, -1, &r);

@@ -360,14 +360,9 @@ static int build(mctx *M, int32_t gi, int entry, wbuf *w) {
         }
         gout[d.t * JN_MAX_OUTS + d.k] = i;
     }
-    /* where its segments start and end: 0 step boundary, else JN_SYNC_*;
-     * an exit the exemplars disagree on is 255 (any) */
-    int exit = E0->exit_kind;
-    for (int e = 1; e < G->m; e++)
-        if (G->E[e]->exit_kind != exit) exit = 255;
+    /* where its segments start: 0 step start, else the JN_SYNC_* before */
     put(w, (uint64_t)gi, 4);
     put(w, (uint64_t)entry, 1);
-    put(w, (uint64_t)exit, 1);
     put(w, (uint64_t)ntok, 4);
     put(w, (uint64_t)T->nloops, 4);
     for (int32_t l = 0; l < T->nloops; l++) {

@@ -32,9 +32,9 @@
  * Little-endian, fixed width; str = u16 length + bytes.
  *   "JNMT"  u32 version (JN_IR_MATCH_VERSION)  u32 ngraphs
  *   per graph:
- *     u32 graph (index in the module), u8 entry, u8 exit (where its
- *     segments start / end: 0 a step boundary, else the JN_SYNC_* kind;
- *     exit 255: any), u32 ntok, u32 nloop
+ *     u32 graph (index in the module), u8 entry (where its segments
+ *     start: 0 a step start, else the JN_SYNC_* kind of the sync before),
+ *     u32 ntok, u32 nloop
  *     per loop:  i32 first token, i32 ntok in body, i64 trip (jn_ir_dim),
  *                i32 ivar symbol, i64 trip lo, i64 trip hi, i32 the IR loop
  *                (its TRIP guard's target; checked against the trip)

@@ -16,8 +16,8 @@
  *                        with the seen value and a sentence; the rest of the
  *                        segment answers MISS until jn_rt_match_end
  *   end       COMPLETE (graph, bindings) or MISS (the segment ended early,
- *             at another kind of sync than the graph's, or an earlier
- *             miss), then a new segment starts; NONE for an empty segment.
+ *             or an earlier miss), then a new segment starts; NONE for an
+ *             empty segment.
  *
  * jn_rt_match_begin says where a segment starts (step start or after
  * which kind of sync), so only the groups that start there are followed.
@@ -115,10 +115,9 @@ void jn_rt_match_free(jn_rt_matcher *mt);
  * Only graphs of groups that start there are followed. */
 void jn_rt_match_begin(jn_rt_matcher *mt, int entry);
 jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev, jn_rt_match_result *res);
-/* The segment ended: exit 0 at a step end, else the JN_SYNC_* kind of the
- * sync; -1 unknown.  Of the graphs followed to their end that end there,
- * the one standing for the most recorded segments completes. */
-jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, int exit, jn_rt_match_result *res);
+/* The segment ended (a sync or the step's end).  Of the graphs followed to
+ * their end, the one standing for the most recorded segments completes. */
+jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res);
 /* Forget the current segment (as after a miss). */
 void jn_rt_match_reset(jn_rt_matcher *mt);
 

@@ -61,7 +61,7 @@ typedef struct {
 /* failure codes */
 enum {
     F_OP = 1, F_ARITY, F_ATTR, F_DTYPE, F_DEVICE, F_RANK, F_DIM, F_SYM, F_SYMBIND, F_BIND, F_IDENT, F_NOTTENSOR,
-    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART, F_EXIT
+    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART
 };
 
 typedef struct {
@@ -73,7 +73,7 @@ typedef struct {
 
 typedef struct {
     int32_t gi;
-    uint8_t entry, exit;            /* 0 step boundary, else JN_SYNC_*; exit 255 any */
+    uint8_t entry;                  /* 0 step start, else the JN_SYNC_* before its segments */
     const jn_ir_graph *g;
     int32_t ntok, nloop;
     mtok *tok;
@@ -231,12 +231,11 @@ static void graph_free(mgraph *G) {
 static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8_t *seen) {
     int32_t gi = (int32_t)get(r, 4, "a graph header");
     G->entry = (uint8_t)get(r, 1, "a graph header");
-    G->exit = (uint8_t)get(r, 1, "a graph header");
     G->ntok = (int32_t)get(r, 4, "a graph header");
     G->nloop = (int32_t)get(r, 4, "a graph header");
     if (r->bad) return bad(-1, "truncated in %s", r->what);
     if (gi < 0 || gi >= m->ngraphs) return bad(-1, "%s", "a graph index is out of range");
-    if (G->entry > 6 || (G->exit > 6 && G->exit != 255)) return bad(gi, "%s", "unknown entry or exit kind");
+    if (G->entry > 6) return bad(gi, "%s", "unknown entry kind");
     if (seen[gi]) return bad(gi, "%s", "the graph is listed twice");
     G->gi = gi;
     const jn_ir_graph *g = G->g = m->graphs[gi];
@@ -1035,10 +1034,6 @@ static void explain(jn_rt_matcher *mt) {
     case F_EXTRA:
         snprintf(w, n, "graph %s ended, but the script ran %s before the next sync", g->name, op_name((int)f->seen));
         break;
-    case F_EXIT:
-        snprintf(w, n, "the segment ended at %s, graph %s ends at %s", boundary((int)f->seen), g->name,
-                 boundary((int)f->want));
-        break;
     case F_SHORT:
         snprintf(w, n, "the segment ended after %lld ops; graph %s expects %s%s next", (long long)f->event, g->name,
                  op_name(T->op), site);
@@ -1180,7 +1175,7 @@ void jn_rt_match_begin(jn_rt_matcher *mt, int entry) {
     if (mt && !mt->started) mt->entry = entry >= 0 && entry <= 6 ? entry : -1;
 }
 
-jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, int exit, jn_rt_match_result *res) {
+jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
     memset(res, 0, sizeof *res);
     res->graph = res->guard = res->token = -1;
     if (!mt->started) {
@@ -1189,15 +1184,11 @@ jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, int exit, jn_rt_match_result
         return JN_RT_MATCH_NONE;
     }
     if (!mt->missed) {
-        /* of the cursors at their graph's end (and exit), the graph that
-         * stands for the most recorded segments */
+        /* of the cursors at their graph's end, the graph that stands for
+         * the most recorded segments (each one's guards and dataflow held) */
         mcur *best = NULL;
         for (int32_t k = 0; k < mt->nalive; k++) {
             mcur *G = mt->alive[k];
-            if (exit >= 0 && G->P->exit != 255 && G->P->exit != exit) {
-                fail(G, F_EXIT, -1, -1, exit, G->P->exit);
-                continue;
-            }
             if (at_end(G) && (!best || G->P->g->support > best->P->g->support)) best = G;
         }
         for (int32_t k = 0; k < mt->nalive && best; k++) {

@@ -1211,6 +1211,14 @@ static void test_fuzz(void) {
         jn_ir_module *m = analyze("fuzz.db", &s, NULL);
         if (m) {
             ok++;
+            /* JN_AN_FUZZ_KEEP=DIR keeps the well-formed stores (not the wild
+             * ones, whose output types follow no op) for the matcher's
+             * offline replay (tests/python/test_match_replay.py) */
+            if (getenv("JN_AN_FUZZ_KEEP") && !wild) {
+                char cmd[700];
+                snprintf(cmd, sizeof cmd, "cp %s %s/fuzz_%d.db", tmp("fuzz.db"), getenv("JN_AN_FUZZ_KEEP"), round);
+                if (system(cmd) != 0) fprintf(stderr, "cannot keep\n");
+            }
             for (int k = 0; k < m->ngraphs; k++) loops += m->graphs[k]->nloops;
             CHECK(jn_ir_verify_module(m) == JN_OK);
             char *a = ir_text(m);

@@ -52,7 +52,7 @@ typedef struct {
 
 typedef struct {
     int32_t ev0, nev;         /* events of the segment */
-    int entry, exit;          /* 0 step boundary, else the JN_SYNC_* before / after it */
+    int entry;                /* 0 step start, else the JN_SYNC_* before it */
 } sseg;
 
 typedef struct {
@@ -77,7 +77,7 @@ static void *grow(void *p, int64_t *cap, int64_t n, size_t es) {
 static void close_seg(stream *s, int exit) {
     if ((int32_t)s->nev > s->cur0) {
         s->seg = grow(s->seg, &s->capseg, s->nseg + 1, sizeof *s->seg);
-        s->seg[s->nseg++] = (sseg){s->cur0, (int32_t)s->nev - s->cur0, s->entry, exit};
+        s->seg[s->nseg++] = (sseg){s->cur0, (int32_t)s->nev - s->cur0, s->entry};
     }
     s->cur0 = (int32_t)s->nev;
     s->entry = exit;
@@ -136,11 +136,11 @@ static jn_rt_match_kind feed_seg(jn_rt_matcher *mt, const stream *s, const sarg 
         if (a != buf) free(a);
         if (r == JN_RT_MATCH_MISS) {
             jn_rt_match_result r2;
-            jn_rt_match_end(mt, g->exit, &r2);
+            jn_rt_match_end(mt, &r2);
             return JN_RT_MATCH_MISS;
         }
     }
-    return jn_rt_match_end(mt, g->exit, res);
+    return jn_rt_match_end(mt, res);
 }
 
 /* ----------------------------------------------------------- helpers */
@@ -277,6 +277,10 @@ static int replay(const char *path, const char *other) {
                                      : q->a.id == r.inputs[i];
                 binds_ok += ok;
                 binds_bad += !ok;
+                if (!ok && getenv("JN_MATCH_VERBOSE"))
+                    fprintf(stderr, "segment %lld: input %d bound at event %lld arg %d: recorded %s %g id %llu\n",
+                            (long long)k, i, (long long)r.input_event[i], a, q->a.pytype ? "scalar" : "tensor",
+                            q->a.scalar, (unsigned long long)q->a.id);
             }
             /* every token output a graph output holds: a KEEP output of the
              * shape that tensor was recorded with */
@@ -295,6 +299,10 @@ static int replay(const char *path, const char *other) {
                     }
                     if (ok) outs_ok++;
                     else outs_bad++;
+                    if (!ok && getenv("JN_MATCH_VERBOSE"))
+                        fprintf(stderr, "segment %lld: event %lld (token %d) output %d -> graph output %d: not "
+                                "a KEEP output of the recorded shape\n", (long long)k, (long long)e,
+                                r.ev_token[e], q, go);
                 }
             }
         } else {
@@ -312,8 +320,8 @@ static int replay(const char *path, const char *other) {
     CHECK(hits == support);
     CHECK(shape_bad == 0);
     CHECK(outs_bad == 0);
-    CHECK(binds_bad == 0 && binds_ok > 0);
-    CHECK(hits > 0);
+    CHECK(binds_bad == 0);
+    CHECK(hits > 0 || support == 0);
     for (int32_t gi = 0; gi < m->ngraphs; gi++)
         if (jn_rt_match_ntokens(L.mt, gi) > 0 && ghits[gi] != m->graphs[gi]->support)
             fprintf(stderr, "graph %s: %lld hits, support %lld\n", m->graphs[gi]->name, (long long)ghits[gi],
@@ -445,7 +453,7 @@ static int replay(const char *path, const char *other) {
         free(syms);
     }
     CHECK(crashfree);
-    CHECK(nop > 0 || bench_only);
+    CHECK(nop > 0 || bench_only || hits == 0);
     /* (f) the stream of another script */
     int64_t ohits = 0, omiss = 0;
     if (other && !bench_only) {
@@ -528,7 +536,7 @@ static int replay(const char *path, const char *other) {
                 jn_rt_match_result r;
                 jn_rt_match_begin(L.mt, s.seg[k].entry);
                 for (int32_t i = s.seg[k].ev0; i < s.seg[k].ev0 + s.seg[k].nev; i++) jn_rt_match_feed(L.mt, &evs[i], &r);
-                bhits += jn_rt_match_end(L.mt, s.seg[k].exit, &r) == JN_RT_MATCH_COMPLETE;
+                bhits += jn_rt_match_end(L.mt, &r) == JN_RT_MATCH_COMPLETE;
             }
             double t = now_ns() - t0;
             if (t < best) best = t;
@@ -544,7 +552,7 @@ static int replay(const char *path, const char *other) {
                 double t0 = now_ns();
                 jn_rt_match_begin(L.mt, s.seg[k].entry);
                 for (int32_t i = s.seg[k].ev0; i < s.seg[k].ev0 + s.seg[k].nev; i++) jn_rt_match_feed(L.mt, &evs[i], &r);
-                jn_rt_match_end(L.mt, s.seg[k].exit, &r);
+                jn_rt_match_end(L.mt, &r);
                 double t = now_ns() - t0;
                 if (t < bk) bk = t;
             }
@@ -598,7 +606,7 @@ static void loader_tests(void) {
     memcpy(sec, "JNMT", 4);
     n = 4;
     P(1, 4), P(1, 4);                      /* version, ngraphs */
-    P(0, 4), P(0, 1), P(0, 1);             /* graph 0, entry and exit: step boundaries */
+    P(0, 4), P(0, 1);                      /* graph 0, entry: step start */
     P(1, 4), P(0, 4);                      /* 1 token, 0 loops */
     P(4, 2);
     memcpy(sec + n, "relu", 4);
@@ -617,30 +625,27 @@ static void loader_tests(void) {
         jn_rt_match_event ev = {JN_OP_relu, NULL, 1, 1, &in, &out};
         jn_rt_match_result r;
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_COMPLETE);
-        CHECK(jn_rt_match_end(mt, -1, &r) == JN_RT_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5 &&
+        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5 &&
               r.input_event[0] == 0 && r.input_arg[0] == 0 && r.nevents == 1 && r.ev_token[0] == 0);
         CHECK(jn_rt_match_token_output(mt, 0, 0, 0) == 0);
         shape[0] = 99;
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS);
         CHECK(r.guard == 0 && r.seen == 99 && strstr(r.why, "99") && strstr(r.why, "1..64"));
-        CHECK(jn_rt_match_end(mt, -1, &r) == JN_RT_MATCH_MISS);
+        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_MISS);
         shape[0] = 3;
         in.dtype = JN_F64;
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.guard == 1);
-        jn_rt_match_end(mt, -1, &r);
-        CHECK(jn_rt_match_end(mt, -1, &r) == JN_RT_MATCH_NONE);
-        /* entry and exit kinds: the graph starts and ends at step boundaries */
+        jn_rt_match_end(mt, &r);
+        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_NONE);
+        /* entry kind: the graph's segments start at a step start */
         shape[0] = 3;
         in.dtype = JN_F32;
         jn_rt_match_begin(mt, JN_SYNC_ITEM);
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.graph == -1 && strstr(r.why, "after item()"));
-        jn_rt_match_end(mt, -1, &r);
-        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_COMPLETE);
-        CHECK(jn_rt_match_end(mt, JN_SYNC_ITEM, &r) == JN_RT_MATCH_MISS && r.graph == 0 &&
-              strstr(r.why, "ended at item()"));
+        jn_rt_match_end(mt, &r);
         ev.op = JN_OP_neg;
         CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.graph == -1 && strstr(r.why, "neg"));
-        jn_rt_match_end(mt, -1, &r);
+        jn_rt_match_end(mt, &r);
         jn_rt_match_free(mt);
     }
     /* every truncation and every single-byte corruption: refused or loaded, never a crash */

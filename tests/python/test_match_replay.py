@@ -121,3 +121,23 @@ def test_changed_sequence_lengths_miss_below_the_range(tmp_path):
     assert s["other_hits"] > 0 and s["other_misses"] > 0, s
     misses = re.findall(r"^other segment \d+: miss: (.*)$", r.stderr, re.M)
     assert len(misses) == 1 and re.search(r"symbol s\d+ .* was 3; recorded 4\.\.\d+", misses[0]), misses
+
+
+def test_analyzer_fuzz_stores_replay(tmp_path):
+    # the analyzer's fuzz (tests/c/test_analyzer.c) keeps its well-formed
+    # random stores; each must replay offline: every captured segment hits
+    test_analyzer = os.path.join(BUILD, "test_analyzer")
+    if not os.path.exists(test_analyzer):
+        pytest.skip("build/test_analyzer is not built")
+    r = subprocess.run([test_analyzer], capture_output=True, text=True, timeout=600,
+                       env=env(JN_AN_FUZZ_KEEP=str(tmp_path), JN_AN_FUZZ_ROUNDS="90"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    stores = sorted(p for p in os.listdir(tmp_path) if p.endswith(".db"))
+    assert len(stores) >= 30
+    captured = 0
+    for name in stores:
+        r, s = run_match(str(tmp_path / name))
+        assert r.returncode == 0, name + "\n" + r.stdout + r.stderr
+        assert s["hits"] == s["support"] and s["programs"] == s["graphs"], (name, s)
+        captured += s["hits"]
+    assert captured > 0

@@ -124,7 +124,10 @@ static jn_status eval_shape(const jn_rt_exec *x, int32_t v, int64_t *shape) {
     return JN_OK;
 }
 
-static int64_t tbytes(const jn_tensor *t) { return jn_shape_numel(t->ndim, t->shape) * (int64_t)jn_elsize(t); }
+/* Bytes of a buffer as the plan counts them (rounded up to 64, cg_value_bytes). */
+static int64_t tbytes(const jn_tensor *t) {
+    return (jn_shape_numel(t->ndim, t->shape) * (int64_t)jn_elsize(t) + 63) / 64 * 64;
+}
 
 /* Loop buffers and other memory no value owns. */
 static void note_bytes(jn_rt_exec *x, int64_t b) {

@@ -265,8 +265,8 @@ static int plan_node(const jn_ir_graph *g, int32_t n, const jn_cg_kernel_io *io,
     for (int a = 0; a < info->nattrs; a++)
         if (x->attr_input[a] >= 0 && !(info->attr_kind[a] == JN_A_FLOAT))
             return why_not(why, wn, "node %d (%s): attribute %s is bound to a scalar input", n, on, info->attr_name[a]);
-    static const char *const AB[] = {"a", "b"}, *const X[] = {"x"};
-    for (int k = 0; k < x->nin; k++) p->argn[k] = x->nin == 1 ? X[0] : AB[k];
+    static const char *const ARGN[] = {"a", "b", "w"}; /* where renames its three below */
+    for (int k = 0; k < x->nin; k++) p->argn[k] = x->nin == 1 ? "x" : ARGN[k];
     jn_dtype rt = result_type(g, x, 0, x->nin), c = rt;
     char lit[96];
     switch (e->rule) {

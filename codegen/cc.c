@@ -1,6 +1,7 @@
 /* cc.c -- the C compiler driver: generated C source -> shared object bytes.
  *
- * The compiler is o->cc, else $CC, else the first of cc and gcc found on
+ * The compiler is o->cc, else $CC (a command: its first word is the
+ * program, "ccache gcc" works), else the first of cc and gcc found on
  * PATH (looked up here, so a missing one is a clear error rather than a
  * shell's "not found").  The source is written into a private temporary
  * directory (mkdtemp, mode 0700), compiled there with
@@ -110,7 +111,8 @@ static void remove_dir(const char *dir, const char *const *names, int n) {
 /* Splits extra (space separated) into argv slots; returns how many. */
 static int split_flags(char *extra, char **argv, int max) {
     int n = 0;
-    for (char *t = strtok(extra, " \t"); t && n < max; t = strtok(NULL, " \t")) argv[n++] = t;
+    char *save = NULL;
+    for (char *t = strtok_r(extra, " \t", &save); t && n < max; t = strtok_r(NULL, " \t", &save)) argv[n++] = t;
     return n;
 }
 
@@ -125,17 +127,24 @@ jn_status jn_cg_compile_so(const char *src, size_t len, const jn_cg_cc_options *
     if (cc) snprintf(looked, sizeof looked, "%s%s", o && o->cc ? "" : "$CC=", cc);
     else snprintf(looked, sizeof looked, "cc and gcc on PATH");
     if (!cc) cc = find_program("cc") ? "cc" : find_program("gcc") ? "gcc" : NULL;
-    if (!cc || !find_program(cc))
+    /* CC may be a command with words ("ccache gcc", "gcc -m64"): the first is the program */
+    char *cmd = cc ? strdup(cc) : NULL, *words[16];
+    int nw = cmd ? split_flags(cmd, words, 16) : 0;
+    if (nw == 0 || !find_program(words[0])) {
+        free(cmd);
         return jn_error(JN_ERR_UNSUPPORTED,
                         "no C compiler found to compile the generated kernels (looked for %s); install one "
                         "(apt-get install gcc) or set CC to a C compiler, or run `janus optimize --no-compile` "
                         "to run those kernels through the eager kernels", looked);
+    }
     const char *tmpd = getenv("TMPDIR");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/janus_cc_XXXXXX", tmpd && *tmpd ? tmpd : "/tmp");
-    if (!mkdtemp(dir))
+    if (!mkdtemp(dir)) {
+        free(cmd);
         return jn_error(JN_ERR_RUNTIME, "cannot make a temporary directory for the C compiler (%s): %s; set TMPDIR "
                         "to a writable directory", dir, strerror(errno));
+    }
     static const char *const names[] = {"kernels.c", "kernels.so", "cc.log"};
     char csrc[600], out[600], logp[600];
     snprintf(csrc, sizeof csrc, "%s/%s", dir, names[0]);
@@ -144,9 +153,9 @@ jn_status jn_cg_compile_so(const char *src, size_t len, const jn_cg_cc_options *
     jn_status st = write_file(csrc, src, len);
     char *extra = o && o->extra_flags ? strdup(o->extra_flags) : NULL;
     if (st == JN_OK) {
-        char *argv[64];
+        char *argv[80];
         int n = 0;
-        argv[n++] = (char *)cc;
+        for (int i = 0; i < nw; i++) argv[n++] = words[i];
         static const char *const flags[] = {"-O3", "-march=native", "-std=c11", "-fPIC", "-shared",
                                             "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math"};
         for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) argv[n++] = (char *)flags[i];
@@ -165,7 +174,7 @@ jn_status jn_cg_compile_so(const char *src, size_t len, const jn_cg_cc_options *
                 dup2(fd, 2);
                 close(fd);
             }
-            execvp(cc, argv);
+            execvp(argv[0], argv);
             fprintf(stderr, "error: cannot run %s: %s\n", cc, strerror(errno));
             _exit(127);
         }
@@ -210,6 +219,7 @@ jn_status jn_cg_compile_so(const char *src, size_t len, const jn_cg_cc_options *
         }
     }
     free(extra);
+    free(cmd);
     remove_dir(dir, names, 3);
     if (seconds) *seconds = now_s() - t0;
     return st;

@@ -615,6 +615,12 @@ static void test_compiler_errors(void) {
     setenv("CC", "no-such-compiler-janus", 1);
     CHECK(jn_cg_compile_so(ok_src, strlen(ok_src), NULL, &so, &sl, &sec) == JN_ERR_UNSUPPORTED &&
           has("no-such-compiler-janus"));
+    /* CC as a command: its first word is the program */
+    setenv("CC", "env cc", 1);
+    st = jn_cg_compile_so(ok_src, strlen(ok_src), NULL, &so, &sl, &sec);
+    CHECK(st == JN_OK && sl > 4);
+    free(so);
+    so = NULL;
     if (old) setenv("CC", old, 1);
     else unsetenv("CC");
     free(old);

@@ -1,4 +1,4 @@
-/* optimize.c -- `janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--no-store] [--quiet] run.db`
+/* optimize.c -- `janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--no-store] [--no-compile] [--quiet] run.db`
  *
  * Runs the analyzer (analyzer/jn_an.h) over a trace store: the recorded
  * steps become generalized, guarded graphs.  Prints one summary line and
@@ -7,9 +7,15 @@
  * then goes to stderr, so stdout stays parseable), --ir-out writes the
  * binary form to a file (both show the analyzer's graphs).  The codegen
  * passes (codegen/jn_cg.h: dce, cse, fold, simplify, fuse, plan, select;
- * JANUS_DUMP_IR dumps after them) then optimize the graphs, which are stored
- * in the store as its "cpu" bundle (codegen/jn_bundle.h), replacing the
- * previous one in one transaction; compiled kernels will join the bundle.
+ * JANUS_DUMP_IR dumps after them) then optimize the graphs; the C emitter
+ * (codegen/emit_c.c) writes their generated kernels as C, the system C
+ * compiler (codegen/cc.c: $CC, cc or gcc) turns it into a shared object,
+ * and graphs and object are stored in the store as its "cpu" bundle
+ * (codegen/jn_bundle.h; the object is its JN_CG_SEC_SO section "cpu"),
+ * replacing the previous one in one transaction.  Without a C compiler
+ * nothing is stored (exit 1, saying how to get one) unless --no-compile is
+ * given: the bundle then holds no object and the executor runs those
+ * kernels member by member through the eager kernels.
  *
  * The analysis reads the store read-only, so this works on a store another
  * process is still recording into (its committed steps are analyzed); only
@@ -33,15 +39,18 @@
 #endif
 
 const char jn_cli_optimize_usage[] =
-    "usage: janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--no-store] [--quiet] PATH\n"
+    "usage: janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--no-store] [--no-compile] [--quiet] PATH\n"
     "\n"
     "Mine the traces of a trace store (written by `janus record`) into\n"
     "generalized, guarded graphs: each recorded step is split at its sync\n"
     "points, segments that start at the same place are aligned op by op,\n"
     "varying shapes become symbols, varying Python numbers become inputs,\n"
     "repeats with a varying count become loops and different structures at\n"
-    "one point become variants.  Prints a summary and what it left out,\n"
-    "and stores the graphs in PATH as its bundle (replacing the last one).\n"
+    "one point become variants.  The graphs are then optimized (fusion,\n"
+    "memory planning) and their fused kernels compiled to machine code with\n"
+    "the system C compiler ($CC, else cc, else gcc).  Prints a summary and\n"
+    "what it left out, and stores graphs and kernels in PATH as its bundle\n"
+    "(replacing the last one).\n"
     "\n"
     "options:\n"
     "  --run N        only run N (default: every run in the store)\n"
@@ -49,6 +58,8 @@ const char jn_cli_optimize_usage[] =
     "                 the summary goes to stderr\n"
     "  --ir-out FILE  write the graphs in the IR's binary form to FILE\n"
     "  --no-store     analyze only; leave the store's bundle as it is\n"
+    "  --no-compile   store the graphs without compiled kernels (no C compiler\n"
+    "                 needed; replay then runs those kernels op by op eagerly)\n"
     "  --quiet        no summary or progress lines (errors still print)\n"
     "  -h, --help     show this help\n";
 
@@ -87,7 +98,7 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
 #ifdef JANUS_HAVE_ANALYZER
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
  * one), keyed by this build and machine and the runs they came from. */
-static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn_an_stats *st,
+static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn_an_stats *st, int compile,
                         int64_t *id, size_t *bytes, FILE *info) {
 #ifdef JANUS_HAVE_CG
     /* the passes verify after each step: a pass bug stops here, before a
@@ -102,20 +113,40 @@ static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn
                         "analyzes only)\n", jn_errmsg());
         return 1;
     }
+    /* the generated kernels, compiled: a missing compiler stops here,
+     * before anything is stored */
+    char *src = NULL;
+    void *so = NULL;
+    size_t srclen = 0, solen = 0;
+    int nkernels = 0;
+    double cc_s = 0;
+    if (compile) {
+        jn_cg_cc_options cco = {.progress = info != NULL};
+        jn_status es = jn_cg_emit_c(m, &src, &srclen, &nkernels);
+        if (!es && nkernels > 0) es = jn_cg_compile_so(src, srclen, &cco, &so, &solen, &cc_s);
+        free(src);
+        if (es) {
+            fprintf(stderr, "janus optimize: %s; nothing was stored\n", jn_errmsg());
+            return 1;
+        }
+    }
     if (info && cs.npasses > 0) {
         const jn_cg_pass_stats *a = &cs.pass[0], *z = &cs.pass[cs.npasses - 1];
         int64_t arena = 0, naive = 0;
         for (int i = 0; i < cs.npasses; i++)
             if (cs.pass[i].arena_bytes) arena = cs.pass[i].arena_bytes, naive = cs.pass[i].naive_bytes;
-        char b1[32], b2[32], b3[32], b4[32];
+        char b1[32], b2[32], b3[32], b4[32], cc_text[96];
+        if (compile) snprintf(cc_text, sizeof cc_text, "%d kernel%s compiled in %.2f s", nkernels, nkernels == 1 ? "" : "s", cc_s);
+        else snprintf(cc_text, sizeof cc_text, "kernels not compiled (--no-compile)");
         fprintf(info, "janus optimize: codegen: %s nodes -> %s, %lld fused kernels, arena %s of %s bytes "
-                      "(naive) at the recorded maxima\n",
+                      "(naive) at the recorded maxima, %s\n",
                 jn_cli_commas(a->nodes_before, b1), jn_cli_commas(z->nodes_after, b2), (long long)z->kernels,
-                jn_cli_commas(arena, b3), jn_cli_commas(naive, b4));
+                jn_cli_commas(arena, b3), jn_cli_commas(naive, b4), cc_text);
     }
     jn_db *db = NULL;
     if (jn_db_open(path, JN_DB_WRITE, &db) != JN_OK) {
         fprintf(stderr, "janus optimize: cannot store the bundle: %s (or pass --no-store)\n", jn_errmsg());
+        free(so);
         return 1;
     }
     int64_t *runs = NULL;
@@ -130,14 +161,17 @@ static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn
     }
     jn_cg_bundle_meta meta = {.target = "cpu", .source_runs = runs, .nsource_runs = nruns,
                               .source_steps = st->steps};
-    /* the replay matcher's program (ir/jn_ir_match.h), from the analysis */
+    /* the replay matcher's program (ir/jn_ir_match.h), from the analysis,
+     * and the compiled kernels */
     void *mdata = NULL;
     size_t mlen = 0;
     if (!s) s = jn_an_matcher_section(&mdata, &mlen);
-    jn_cg_bundle_section sec = {.kind = JN_CG_SEC_MATCHER, .flags = 0, .name = "", .data = mdata, .len = mlen};
-    if (!s) s = jn_cg_bundle_store(db, m, &meta, &sec, 1, id);
+    jn_cg_bundle_section sec[2] = {{.kind = JN_CG_SEC_MATCHER, .flags = 0, .name = "", .data = mdata, .len = mlen},
+                                   {.kind = JN_CG_SEC_SO, .flags = 0, .name = "cpu", .data = so, .len = solen}};
+    if (!s) s = jn_cg_bundle_store(db, m, &meta, sec, so ? 2 : 1, id);
     free(mdata);
     free(runs);
+    free(so);
     if (!s) {
         jn_db_bundle b;
         if (jn_db_bundle_get_id(db, *id, &b) == JN_OK) {
@@ -152,7 +186,7 @@ static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn
     }
     return 0;
 #else
-    (void)path, (void)run, (void)m, (void)st, (void)id, (void)bytes, (void)info;
+    (void)path, (void)run, (void)m, (void)st, (void)compile, (void)id, (void)bytes, (void)info;
     return 0;
 #endif
 }
@@ -180,7 +214,7 @@ int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out
 
 int jn_cli_optimize(int argc, char **argv) {
     const char *path = NULL, *ir_out = NULL;
-    int dump = 0, quiet = 0, store = 1;
+    int dump = 0, quiet = 0, store = 1, compile = 1;
     int64_t run = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -190,6 +224,7 @@ int jn_cli_optimize(int argc, char **argv) {
         }
         if (!strcmp(a, "--dump-ir")) { dump = 1; continue; }
         if (!strcmp(a, "--no-store")) { store = 0; continue; }
+        if (!strcmp(a, "--no-compile")) { compile = 0; continue; }
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) { quiet = 1; continue; }
         if (!strcmp(a, "--run") || !strncmp(a, "--run=", 6)) {
             const char *v = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
@@ -268,7 +303,7 @@ int jn_cli_optimize(int argc, char **argv) {
         for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(info, "  %s\n", jn_an_uncaptured(i));
         for (int i = 0; i < jn_an_matcher_missing_count(); i++) fprintf(info, "  %s\n", jn_an_matcher_missing(i));
     }
-    if (!rc && store) rc = store_bundle(path, run, m, &st, &bundle_id, &bundle_bytes, info);
+    if (!rc && store) rc = store_bundle(path, run, m, &st, compile, &bundle_id, &bundle_bytes, info);
     if (info && bundle_id) {
         char b1[32];
         fprintf(info, "janus optimize: stored as bundle %lld (%s bytes) in %s\n", (long long)bundle_id,
@@ -277,7 +312,7 @@ int jn_cli_optimize(int argc, char **argv) {
     jn_ir_module_free(m);
     return rc;
 #else
-    (void)quiet, (void)dump, (void)run, (void)ir_out, (void)store;
+    (void)quiet, (void)dump, (void)run, (void)ir_out, (void)store, (void)compile;
     jn_db *db = NULL;
     int rc = open_store("optimize", path, &db);
     if (rc) return rc;

@@ -128,6 +128,42 @@ jn_status jn_cg_check_kernels(const jn_ir_graph *g);
  * compiled object records so that it is never run against another module. */
 jn_status jn_cg_module_hash(const jn_ir_module *m, uint64_t *out);
 
+/* ---------------------------------------------- C emission (emit_c.c) */
+/* One C source (self-contained: no janus headers, its own copy of the
+ * jn_kcall struct of runtime/exec/jn_exec.h) with one function
+ * `void jn_k<g>_<k>(const jn_kcall *c)` per kernel of every graph of m
+ * whose impl is GEN (ew, ew_reduce) or GEMM (the epilogue after the GEMM),
+ * plus the exported jn_kabi_version and jn_kmodule_hash.  Members compute
+ * in the same C types and expressions as the eager kernels
+ * (runtime/k_elementwise.c, the fast math of runtime/k_fastmath.h), each
+ * result rounded to its IR dtype: ew kernels match eager bit for bit,
+ * ew_reduce kernels within a sum's rounding.  *src is malloc'd (NUL
+ * terminated, *len bytes without it); *nkernels the functions emitted.
+ * JN_ERR_UNSUPPORTED naming graph, kernel and node when a GEN/GEMM kernel
+ * holds something jn_cg_emit_supported refuses (select never lets that
+ * happen). */
+jn_status jn_cg_emit_c(const jn_ir_module *m, char **src, size_t *len, int *nkernels);
+/* Can the emitter generate kernel k of g (every member op, dtype,
+ * attribute binding in its one table)?  0 = no, with the reason in why
+ * (may be NULL).  The select pass gives such kernels impl=lib. */
+int jn_cg_emit_supported(const jn_ir_graph *g, int32_t k, char *why, size_t n);
+
+/* ----------------------------------------- the C compiler (cc.c) */
+typedef struct {
+    const char *cc;           /* compiler command; NULL: $CC, else cc, else gcc */
+    const char *extra_flags;  /* appended to the command line (tests: "-Wall -Werror") */
+    int progress;             /* print a progress line to stderr while compiling */
+} jn_cg_cc_options;
+
+/* Compiles src into a shared object (-O3 -march=native -std=c11 -fPIC
+ * -shared -ffp-contract=off -fno-math-errno -lm) in a private temporary
+ * directory, removed afterwards; *so (malloc'd, *solen bytes) holds the
+ * object.  *seconds (may be NULL) the wall time spent.  o may be NULL.
+ * A missing compiler is JN_ERR_UNSUPPORTED naming what was looked for and
+ * the fix; a failing compile JN_ERR_RUNTIME with its first error lines. */
+jn_status jn_cg_compile_so(const char *src, size_t len, const jn_cg_cc_options *o, void **so, size_t *solen,
+                           double *seconds);
+
 #ifdef __cplusplus
 }
 #endif

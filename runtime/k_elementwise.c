@@ -113,57 +113,8 @@ FLOAT_HELPERS(f64, double)
 #define fremainder(a, b) _Generic((a), float: fremainder_f32, double: fremainder_f64)(a, b)
 
 /* Branch-free float32 exp, log, tanh and erf that gcc vectorizes (glibc's
- * are scalar calls, 3-30x slower).  Measured against double precision over
- * their whole range: exp <= 1 ulp, log <= 0.8 ulp, tanh <= 1.4 ulp, erf <= 8
- * ulp (absolute error < 5e-7).  float64 keeps libm.  exp and tanh live in
- * k_fastmath.h (the fused kernels share them). */
-/* Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(1 + (m - 1))
- * by a polynomial; subnormals are scaled up first. */
-static inline float fast_logf(float x) {
-    int sub = x < 1.17549435e-38f;
-    float xs = sub ? x * 8388608.0f : x;
-    int32_t b = f32_to_bits(xs);
-    float e = (float)(((b >> 23) & 0xff) - 126) - (sub ? 23.0f : 0.0f);
-    float m = bits_to_f32((b & (int32_t)0x807fffff) | 0x3f000000); /* [0.5, 1) */
-    int lo = m < 0.707106781186547524f;
-    e = lo ? e - 1.0f : e;
-    m = lo ? m + m - 1.0f : m - 1.0f;
-    float z = m * m;
-    float y = 7.0376836292e-2f;
-    y = y * m - 1.1514610310e-1f;
-    y = y * m + 1.1676998740e-1f;
-    y = y * m - 1.2420140846e-1f;
-    y = y * m + 1.4249322787e-1f;
-    y = y * m - 1.6668057665e-1f;
-    y = y * m + 2.0000714765e-1f;
-    y = y * m - 2.4999993993e-1f;
-    y = y * m + 3.3333331174e-1f;
-    y = y * m * z - 2.12194440e-4f * e - 0.5f * z;
-    float r = (m + y) + 0.693359375f * e;
-    r = x == INFINITY ? x : r;
-    r = x == 0 ? -INFINITY : r;
-    return (x < 0 || x != x) ? NAN : r;
-}
-
-/* erf as an odd/even rational function on [-4, 4] (as in Eigen/XLA). */
-static inline float fast_erff(float a) {
-    float x = a > 4.0f ? 4.0f : a;
-    x = x < -4.0f ? -4.0f : x;
-    float x2 = x * x;
-    float p = -2.72614225801306e-10f;
-    p = p * x2 + 2.77068142495902e-08f;
-    p = p * x2 - 2.10102402082508e-06f;
-    p = p * x2 - 5.69250639462346e-05f;
-    p = p * x2 - 7.34990630326855e-04f;
-    p = p * x2 - 2.95459980854025e-03f;
-    p = p * x2 - 1.60960333262415e-02f;
-    float q = -1.45660718464996e-05f;
-    q = q * x2 - 2.13374055278905e-04f;
-    q = q * x2 - 1.68282697438203e-03f;
-    q = q * x2 - 7.37332916720468e-03f;
-    q = q * x2 - 1.42647390514189e-02f;
-    return x * p / q;
-}
+ * are scalar calls, 3-30x slower) live in k_fastmath.h, shared with the
+ * fused kernels and the generated C of codegen; float64 keeps libm. */
 /* libm names (not the tgmath macros) for double */
 #define EXP(x) _Generic((x), float: fast_expf, double: (exp))(x)
 #define LOG(x) _Generic((x), float: fast_logf, double: (log))(x)

@@ -1,10 +1,16 @@
-/* k_fastmath.h -- branch-free float32 exp and tanh that gcc vectorizes,
- * shared by the elementwise kernels (k_elementwise.c) and the fused kernels
- * (k_fused.c), so a fused LSTM/GRU cell computes bit-identical activations
- * to the same cell written with separate table ops.  Measured against double
- * precision over their whole range: exp <= 1 ulp, tanh <= 1.4 ulp.
- * Include it after `#pragma GCC optimize("no-trapping-math", "fp-contract=off")`
- * so these functions are compiled (and inlined) with the same flags.
+/* k_fastmath.h -- branch-free float32 exp, log, tanh and erf that gcc
+ * vectorizes (glibc's are scalar calls, 3-30x slower), and the saturating
+ * float -> integer conversion of casts, shared by the elementwise kernels
+ * (k_elementwise.c), the fused kernels (k_fused.c), the reductions and
+ * conversions (k_reduce.c, tensor.c) and the C that codegen generates
+ * (codegen/emit_c.c embeds this file's text at build time), so a fused or
+ * generated kernel computes bit-identical results to the same ops run one by
+ * one.  Measured against double precision over their whole range: exp <= 1
+ * ulp, log <= 0.8 ulp, tanh <= 1.4 ulp, erf <= 8 ulp (absolute error <
+ * 5e-7).  Include it after
+ * `#pragma GCC optimize("no-trapping-math", "fp-contract=off")` (or compile
+ * with -ffp-contract=off) so these functions get the same flags.  It must
+ * stay self-contained (only standard headers): generated code includes it.
  */
 #ifndef JN_K_FASTMATH_H
 #define JN_K_FASTMATH_H
@@ -55,6 +61,62 @@ static inline float fast_tanhf(float x) {
     s = ax + ax * (z * s);
     float b = 1.0f - 2.0f / (fast_expf(2.0f * ax) + 1.0f);
     return copysignf(ax < 0.625f ? s : b, x);
+}
+
+/* Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(1 + (m - 1))
+ * by a polynomial; subnormals are scaled up first. */
+static inline float fast_logf(float x) {
+    int sub = x < 1.17549435e-38f;
+    float xs = sub ? x * 8388608.0f : x;
+    int32_t b = f32_to_bits(xs);
+    float e = (float)(((b >> 23) & 0xff) - 126) - (sub ? 23.0f : 0.0f);
+    float m = bits_to_f32((b & (int32_t)0x807fffff) | 0x3f000000); /* [0.5, 1) */
+    int lo = m < 0.707106781186547524f;
+    e = lo ? e - 1.0f : e;
+    m = lo ? m + m - 1.0f : m - 1.0f;
+    float z = m * m;
+    float y = 7.0376836292e-2f;
+    y = y * m - 1.1514610310e-1f;
+    y = y * m + 1.1676998740e-1f;
+    y = y * m - 1.2420140846e-1f;
+    y = y * m + 1.4249322787e-1f;
+    y = y * m - 1.6668057665e-1f;
+    y = y * m + 2.0000714765e-1f;
+    y = y * m - 2.4999993993e-1f;
+    y = y * m + 3.3333331174e-1f;
+    y = y * m * z - 2.12194440e-4f * e - 0.5f * z;
+    float r = (m + y) + 0.693359375f * e;
+    r = x == INFINITY ? x : r;
+    r = x == 0 ? -INFINITY : r;
+    return (x < 0 || x != x) ? NAN : r;
+}
+
+/* erf as an odd/even rational function on [-4, 4] (as in Eigen/XLA). */
+static inline float fast_erff(float a) {
+    float x = a > 4.0f ? 4.0f : a;
+    x = x < -4.0f ? -4.0f : x;
+    float x2 = x * x;
+    float p = -2.72614225801306e-10f;
+    p = p * x2 + 2.77068142495902e-08f;
+    p = p * x2 - 2.10102402082508e-06f;
+    p = p * x2 - 5.69250639462346e-05f;
+    p = p * x2 - 7.34990630326855e-04f;
+    p = p * x2 - 2.95459980854025e-03f;
+    p = p * x2 - 1.60960333262415e-02f;
+    float q = -1.45660718464996e-05f;
+    q = q * x2 - 2.13374055278905e-04f;
+    q = q * x2 - 1.68282697438203e-03f;
+    q = q * x2 - 7.37332916720468e-03f;
+    q = q * x2 - 1.42647390514189e-02f;
+    return x * p / q;
+}
+
+/* float -> int64 as casts store it: NaN 0, saturating at the ends. */
+static inline int64_t sat_i64(double v) {
+    if (v != v) return 0;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    return (int64_t)v;
 }
 
 #endif

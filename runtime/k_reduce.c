@@ -39,6 +39,7 @@
  * hot loops also get AVX2 clones chosen at load time.
  */
 #include "jn_runtime.h"
+#include "k_fastmath.h" /* sat_i64 */
 
 #include <math.h>
 #include <stdlib.h>
@@ -151,12 +152,6 @@ static inline void put_f64(char *base, jn_dtype dt, int64_t i, double v) {
     else jn_store_f64(base + i * (int64_t)jn_dtype_size[dt], dt, v);
 }
 
-static inline int64_t sat_i64(double v) {
-    if (v != v) return 0;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    return (int64_t)v;
-}
 
 /* Per-dtype parameters: tag, storage type, compute type, load (storage ->
  * compute), store (compute -> storage), is_float, lowest, highest, and the

@@ -6,6 +6,7 @@
  * version counter.  Errors go to a thread-local message buffer.
  */
 #include "jn_runtime.h"
+#include "k_fastmath.h" /* sat_i64 */
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -477,12 +478,6 @@ void jn_nditer(int nops, char **base, int ndim, const int64_t *shape,
 #define LD_u8(p) (*(const uint8_t *)(p))
 #define LD_b(p) (*(const uint8_t *)(p) != 0)
 
-static inline int64_t sat_i64(double v) {
-    if (v != v) return 0;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    return (int64_t)v;
-}
 #define ST_float(p, v) (*(float *)(p) = (float)(v))
 #define ST_double(p, v) (*(double *)(p) = (double)(v))
 #define ST_f16(p, v) (*(uint16_t *)(p) = jn_f32_to_f16((float)(v)))

@@ -18,6 +18,7 @@
 
 #include "jn_cg.h"
 #include "jn_test.h"
+#include "jn_test_exec.h"
 
 #define HEAD "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
 
@@ -64,7 +65,7 @@ static void check_roundtrips(const jn_ir_module *m) {
     jn_ir_module_free(m3);
 }
 
-static void differential(const char *path, const jn_ir_graph *g0, const jn_ir_graph *g1);
+static void differential(const char *path, const jn_ir_module *m0, const jn_ir_module *m1, int32_t k);
 static int diff_compared, diff_skipped;
 
 /* Parses HEAD body "}", runs the comma list of passes on the graph, and
@@ -101,7 +102,7 @@ static void golden(const char *what, const char *body, const char *passes, const
     if (!same) fprintf(stderr, "---- %s: want\n%s---- got\n%.*s----\n", what, want, (int)blen, b);
     check_roundtrips(m);
     jn_ir_module *orig = NULL;
-    if (jn_ir_parse(text, strlen(text), &orig) == JN_OK) differential(what, orig->graphs[0], m->graphs[0]);
+    if (jn_ir_parse(text, strlen(text), &orig) == JN_OK) differential(what, orig, m, 0);
     jn_ir_module_free(orig);
     jn_ir_module_free(m);
     free(got);
@@ -834,262 +835,42 @@ static char *read_file(const char *path, size_t *len) {
 }
 
 /* ------------------------------------------- differential interpretation */
-/* A test-only interpreter: runs a loop-free graph node by node through the
- * eager kernels (jn_dispatch) with every symbol at the top of its range,
- * float inputs from a fixed pseudo-random stream, integer and bool inputs
- * zero (valid indices), scalars and constants as wrapped numbers.  The
- * passes before fuse change what is computed; the results must not change:
- * the outputs of the original and the optimized graph are compared element
- * by element (NaN equals NaN, -0.0 equals 0.0: x+0 may flip the sign). */
+/* Both sides run through the graph executor (runtime/exec): the original
+ * graph op by op (JN_RT_EXEC_EAGER), the optimized one with its kernels
+ * (member by member: no compiled code here) at their roots and its planned
+ * values at their arena offsets, so a plan that overlaps live values, or a
+ * kernel whose value is read before it runs, changes the outputs.  Every
+ * symbol at the top of its range; inputs from jt_make_input.  The passes
+ * before fuse change what is computed; the results must not change: the
+ * outputs are compared element by element (NaN equals NaN, -0.0 equals 0.0:
+ * x+0 may flip the sign). */
 static int64_t *sym_max(const jn_ir_graph *g) {
     int64_t *v = malloc(((size_t)g->nsyms + 1) * sizeof(int64_t));
     for (int32_t s2 = 0; v && s2 < g->nsyms; s2++) v[s2] = g->syms[s2].hi;
     return v;
 }
 
-static int eval_dim(const jn_ir_graph *g, const int64_t *sv, jn_ir_dim d, int64_t *out) {
-    return jn_ir_dim_eval(g, d, sv, out) == JN_OK;
-}
-
-static jn_tensor *make_input(const jn_ir_graph *g, const int64_t *sv, int32_t i, uint64_t *seed) {
-    const jn_ir_input *in = &g->inputs[i];
-    const jn_ir_value *x = &g->values[in->value];
-    if (in->kind == JN_IR_IN_CONST || in->kind == JN_IR_IN_SCALAR)
-        return jn_dtype_is_float(x->dtype) ? jn_scalar_f64(in->scalar, x->dtype, 1)
-                                           : jn_scalar_i64((int64_t)in->scalar, x->dtype, 1);
-    int64_t shape[JN_MAX_DIMS];
-    for (int d = 0; d < x->ndim; d++)
-        if (!eval_dim(g, sv, x->shape[d], &shape[d])) return NULL;
-    jn_tensor *t = jn_tensor_zeros(x->dtype, x->ndim, shape);
-    if (t && (x->dtype == JN_F32 || x->dtype == JN_F64)) {
-        int64_t n = jn_numel(t);
-        for (int64_t k = 0; k < n; k++) {
-            *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
-            double r = (double)(*seed >> 11) / 9007199254740992.0 * 4.0 - 2.0;
-            if (x->dtype == JN_F32) ((float *)jn_data(t))[k] = (float)r;
-            else ((double *)jn_data(t))[k] = r;
-        }
-    }
-    return t;
-}
-
-/* Moves *t, the value v, to its arena offset when it has one. */
-static int to_arena(const jn_ir_graph *g, const int64_t *sv, jn_tensor **t, int32_t v, char *arena) {
-    int64_t off;
-    if (g->values[v].mem == -1) return 1;
-    if (!eval_dim(g, sv, g->values[v].mem, &off)) return 0;
-    jn_tensor *cl = NULL;
-    int ok = jn_dispatch(JN_OP_clone, 1, t, &(jn_attrs){0}, &cl) == JN_OK && jn_is_contiguous(cl);
-    jn_tensor *at = ok ? jn_tensor_from_memory(arena + off, (size_t)jn_numel(cl) * jn_elsize(cl), cl->dtype, cl->ndim,
-                                               cl->shape, cl->strides, 0, NULL, NULL)
-                       : NULL;
-    if (at) memcpy(arena + off, jn_data(cl), (size_t)jn_numel(cl) * jn_elsize(cl));
-    if (cl) jn_tensor_decref(cl);
-    jn_tensor_decref(*t);
-    *t = at;
-    return at != NULL;
-}
-
-/* Runs node n of g: inputs from val, output tensors into val; with an
- * arena, planned outputs are copied to their offset and read from there. */
-static jn_tensor *clone(jn_tensor *t);
-
-static int run_node(const jn_ir_graph *g, const int64_t *sv, jn_tensor **val, int32_t n, char *arena) {
-    const jn_ir_node *x = &g->nodes[n];
-    const jn_opinfo *info = jn_op_info(x->op);
-    jn_attrs a = x->attrs;
-    int ok = 1;
-    for (int k = 0; ok && k < info->nattrs; k++) {
-        int32_t b = x->attr_input[k];
-        if (b >= 0) {
-            double v = g->inputs[g->values[b].def].scalar;
-            if (info->attr_kind[k] == JN_A_FLOAT) a.a[k].f = v;
-            else a.a[k].i = (int64_t)v;
-        } else if (info->attr_kind[k] == JN_A_INT) ok = eval_dim(g, sv, x->attrs.a[k].i, &a.a[k].i);
-        else if (info->attr_kind[k] == JN_A_INTS)
-            for (int j = 0; ok && j < a.a[k].l.n; j++) ok = eval_dim(g, sv, x->attrs.a[k].l.v[j], &a.a[k].l.v[j]);
-    }
-    jn_tensor *in[JN_MAX_INS], *o[JN_MAX_OUTS] = {0};
-    for (int k = 0; k < x->nin; k++) ok &= (in[k] = val[x->in[k]]) != NULL; /* NULL: read before it was made */
-    /* IR nodes are functional: an in-place table op (uniform_, adam_ writing
-     * inputs 0..nout-1) works on copies, so its input values stay intact */
-    jn_tensor *copies[JN_MAX_OUTS] = {0};
-    if (ok && (info->flags & JN_F_INPLACE))
-        for (int k = 0; ok && k < x->nout && k < x->nin; k++) ok = (in[k] = copies[k] = clone(in[k])) != NULL;
-    if (ok && (info->flags & JN_F_RAND)) /* the dispatcher takes (seed, offset) from the generator */
-        jn_rng_set_state((uint64_t)a.a[jn_op_attr_index(x->op, "seed")].i, (uint64_t)a.a[jn_op_attr_index(x->op, "offset")].i);
-    ok = ok && jn_dispatch(x->op, x->nin, in, &a, o) == JN_OK;
-    for (int k = 0; k < JN_MAX_OUTS; k++)
-        if (copies[k]) jn_tensor_decref(copies[k]);
-    if (!ok && getenv("CG_DEBUG")) fprintf(stderr, "graph %s node %d (%s): %s\n", g->name, n, info->name, jn_errmsg());
-    for (int k = 0; k < x->nout; k++) {
-        const jn_ir_value *t = &g->values[x->out[k]];
-        if (ok) { /* the IR's type must be what the kernel made */
-            ok = o[k]->dtype == t->dtype && o[k]->ndim == t->ndim;
-            for (int d = 0; ok && d < t->ndim; d++) {
-                int64_t e;
-                ok = eval_dim(g, sv, t->shape[d], &e) && e == o[k]->shape[d];
-            }
-        }
-        if (ok && arena) ok = to_arena(g, sv, &o[k], x->out[k], arena);
-        if (val[x->out[k]]) jn_tensor_decref(val[x->out[k]]);
-        val[x->out[k]] = o[k];
-    }
-    return ok;
-}
-
-static jn_tensor *clone(jn_tensor *t) {
-    jn_tensor *c = NULL;
-    return t && jn_dispatch(JN_OP_clone, 1, &t, &(jn_attrs){0}, &c) == JN_OK ? c : NULL;
-}
-
-static void set_val(jn_tensor **val, int32_t v, jn_tensor *t) {
-    if (val[v]) jn_tensor_decref(val[v]);
-    val[v] = t;
-}
-
-static int exec_range(const jn_ir_graph *g, int64_t *sv, jn_tensor **val, char *arena, int use_plan, int32_t scope,
-                      int32_t from, int32_t to);
-
-/* Loop l: params from inits, the body trip times (its induction variable
- * set), nexts copied to the params, collected bodies stacked on dim 0. */
-static int exec_loop(const jn_ir_graph *g, int64_t *sv, jn_tensor **val, char *arena, int use_plan, int32_t l) {
-    const jn_ir_loop *L = &g->loops[l];
-    int64_t trip;
-    if (!eval_dim(g, sv, L->trip, &trip) || trip < 1 || trip > JN_MAX_INS) return 0;
-    int ok = 1;
-    jn_tensor *col[8][JN_MAX_INS] = {{0}};
-    if (L->ncollect > 8) return 0;
-    for (int32_t k = 0; ok && k < L->ncarry; k++) {
-        set_val(val, L->carry[k].param, clone(val[L->carry[k].init]));
-        ok = val[L->carry[k].param] != NULL;
-    }
-    for (int64_t it = 0; ok && it < trip; it++) {
-        sv[L->ivar] = it;
-        ok = exec_range(g, sv, val, arena, use_plan, l, L->first, L->first + L->count);
-        jn_tensor *next[64] = {0};
-        for (int32_t k = 0; ok && k < L->ncarry && k < 64; k++) ok = (next[k] = clone(val[L->carry[k].next])) != NULL;
-        for (int32_t k = 0; k < L->ncarry && k < 64; k++) {
-            if (ok) set_val(val, L->carry[k].param, next[k]);
-            else if (next[k]) jn_tensor_decref(next[k]);
-        }
-        for (int32_t k = 0; ok && k < L->ncollect; k++) ok = (col[k][it] = clone(val[L->collect[k].body])) != NULL;
-    }
-    sv[L->ivar] = g->syms[L->ivar].hi;
-    for (int32_t k = 0; ok && k < L->ncarry; k++) {
-        set_val(val, L->carry[k].out, clone(val[L->carry[k].param]));
-        ok = val[L->carry[k].out] != NULL;
-    }
-    for (int32_t k = 0; k < L->ncollect; k++) {
-        jn_attrs a = {0};
-        jn_tensor *o = NULL;
-        if (ok) ok = jn_dispatch(JN_OP_stack, (int)trip, col[k], &a, &o) == JN_OK;
-        if (ok) set_val(val, L->collect[k].out, o);
-        for (int64_t it = 0; it < trip; it++)
-            if (col[k][it]) jn_tensor_decref(col[k][it]);
-    }
-    return ok;
-}
-
-/* Nodes from..to-1 of loop `scope` (-1: top level), inner loops where they
- * start; with use_plan a kernel runs at its root. */
-static int exec_range(const jn_ir_graph *g, int64_t *sv, jn_tensor **val, char *arena, int use_plan, int32_t scope,
-                      int32_t from, int32_t to) {
-    int ok = 1;
-    for (int32_t n = from; ok && n < to;) {
-        int32_t inner = -1;
-        for (int32_t l = 0; l < g->nloops && inner < 0; l++)
-            if (g->loops[l].parent == scope && g->loops[l].first == n) inner = l;
-        if (inner >= 0) {
-            ok = exec_loop(g, sv, val, arena, use_plan, inner);
-            n += g->loops[inner].count;
-            continue;
-        }
-        int32_t k = use_plan ? g->nodes[n].kernel : -1;
-        if (k < 0) ok = run_node(g, sv, val, n, arena);
-        else if (g->kernels[k].root == n) {
-            /* a fused kernel reads every input element before it writes that
-             * element (an output may take a dying input's slot): members run
-             * on private tensors, then the kernel's planned values go out */
-            for (int32_t m = from; ok && m <= n; m++)
-                if (g->nodes[m].kernel == k) ok = run_node(g, sv, val, m, NULL);
-            for (int32_t m = from; ok && m <= n; m++)
-                for (int j = 0; ok && g->nodes[m].kernel == k && j < g->nodes[m].nout; j++)
-                    ok = to_arena(g, sv, &val[g->nodes[m].out[j]], g->nodes[m].out[j], arena);
-        }
-        n++;
-    }
-    return ok;
-}
-
-/* Outputs of g in output order (new references), 1 on success.  With
- * use_plan, kernels run at their roots and planned values live in one
- * arena at their offsets, so a plan that overlaps live values, or a kernel
- * whose value is read before it runs, changes the outputs. */
-static int interpret(const jn_ir_graph *g, jn_tensor **outs, int use_plan) {
-    int64_t *sv = sym_max(g), abytes = 0;
-    jn_tensor **val = calloc((size_t)g->nvalues + 1, sizeof *val);
-    char *arena = NULL;
-    uint64_t seed = 12345;
-    int ok = sv && val;
-    if (ok && use_plan && g->arena != -1) {
-        ok = eval_dim(g, sv, g->arena, &abytes) && (arena = calloc((size_t)abytes + 1, 1)) != NULL;
-        if (arena) memset(arena, 0x7f, (size_t)abytes); /* not zeros: a stale read shows */
-    }
-    for (int32_t i = 0; ok && i < g->ninputs; i++) /* same stream for the same input index */
-        ok = (val[g->inputs[i].value] = make_input(g, sv, i, &seed)) != NULL;
-    if (ok) ok = exec_range(g, sv, val, arena, use_plan, -1, 0, g->nnodes);
-    /* outputs copied out of the arena before it goes */
-    for (int32_t i = 0; ok && i < g->noutputs; i++) ok = (outs[i] = clone(val[g->outputs[i].value])) != NULL;
-    for (int32_t v = 0; val && v < g->nvalues; v++)
-        if (val[v]) jn_tensor_decref(val[v]);
-    free(val);
+/* Outputs of graph gi of m in output order (new references), 1 on success. */
+static int interpret(const jn_ir_module *m, int32_t gi, jn_tensor **outs, int use_plan) {
+    int64_t *sv = sym_max(m->graphs[gi]);
+    int ok = sv && jt_run_graph(m, gi, NULL, use_plan ? 0 : JN_RT_EXEC_EAGER, sv, 12345, outs, NULL) == JN_OK;
     free(sv);
-    free(arena);
     return ok;
 }
 
-static double elem(const jn_tensor *t, int64_t k) {
-    /* element k of t in row-major order, through its strides */
-    int64_t off = 0, rem = k;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        off += (rem % t->shape[d]) * t->strides[d];
-        rem /= t->shape[d];
-    }
-    const char *p = (const char *)t->storage->data + (t->offset + off) * (int64_t)jn_dtype_size[t->dtype];
-    switch (t->dtype) {
-    case JN_F32: return *(const float *)p;
-    case JN_F64: return *(const double *)p;
-    case JN_I64: return (double)*(const int64_t *)p;
-    case JN_I32: return *(const int32_t *)p;
-    case JN_U8:
-    case JN_BOOL: return *(const uint8_t *)p;
-    default: return 0;
-    }
-}
-
-static int same_tensor(const jn_tensor *a, const jn_tensor *b) {
-    if (a->dtype != b->dtype || !jn_same_shape(a->ndim, a->shape, b->ndim, b->shape)) return 0;
-    int64_t n = jn_numel(a);
-    for (int64_t k = 0; k < n; k++) {
-        double x = elem(a, k), y = elem(b, k);
-        if (!(x == y || (x != x && y != y))) return 0;
-    }
-    return 1;
-}
-
-/* g0 (original) and g1 (after the passes) compute the same outputs. */
-static void differential(const char *path, const jn_ir_graph *g0, const jn_ir_graph *g1) {
+/* Graph k of m0 (original) and of m1 (after the passes) compute the same outputs. */
+static void differential(const char *path, const jn_ir_module *m0, const jn_ir_module *m1, int32_t k) {
+    const jn_ir_graph *g0 = m0->graphs[k], *g1 = m1->graphs[k];
     jn_tensor **o0 = calloc((size_t)g0->noutputs + 1, sizeof *o0), **o1 = calloc((size_t)g1->noutputs + 1, sizeof *o1);
-    if (!interpret(g0, o0, 0)) {
+    if (!interpret(m0, k, o0, 0)) {
         diff_skipped++; /* an op the zero/random inputs make fail: nothing to compare */
         if (getenv("CG_DEBUG")) fprintf(stderr, "%s graph %s not runnable: %s\n", path, g0->name, jn_errmsg());
     } else {
-        int ok = g0->noutputs == g1->noutputs && interpret(g1, o1, 1);
+        int ok = g0->noutputs == g1->noutputs && interpret(m1, k, o1, 1);
         CHECK(ok);
         if (!ok) fprintf(stderr, "%s graph %s: the optimized graph does not run (%s)\n", path, g1->name, jn_errmsg());
         for (int32_t i = 0; ok && i < g0->noutputs; i++) {
-            int same = same_tensor(o0[i], o1[i]);
+            int same = jt_same(o0[i], o1[i], 0, 0);
             CHECK(same);
             if (!same) fprintf(stderr, "%s graph %s: output %d differs after the passes\n", path, g0->name, i);
         }
@@ -1254,7 +1035,7 @@ static void pipeline_file(const char *path) {
     tot_arena += last->arena_bytes;
     tot_naive += last->naive_bytes;
     check_roundtrips(m);
-    for (int32_t k = 0; orig && k < m->ngraphs; k++) differential(path, orig->graphs[k], m->graphs[k]);
+    for (int32_t k = 0; orig && k < m->ngraphs; k++) differential(path, orig, m, k);
     jn_ir_module_free(orig);
     if (m->ngraphs) fuzz_module(m);
     /* a second run over the optimized module changes nothing */

@@ -292,3 +292,54 @@ def test_codegen_passes_run_before_storing(recorded, tmp_path):
     env["JANUS_DUMP_IR"] = "fusion"  # not a pass name
     p = subprocess.run([JANUS, "optimize", str(db)], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 1 and "fusion" in p.stderr and "nothing was stored" in p.stderr, p.stderr
+
+
+def _bundle_ids(db):
+    import sqlite3
+    con = sqlite3.connect(str(db))
+    try:
+        return con.execute("SELECT id FROM bundles ORDER BY id").fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        con.close()
+
+
+def test_kernels_compiled_into_the_bundle(recorded, tmp_path):
+    """`janus optimize` compiles the fused kernels with the system C compiler
+    and stores the object in the bundle (the summary counts them, the bundle
+    grows by the object); --no-compile stores the graphs alone."""
+    import shutil
+    db = tmp_path / "copy.db"
+    shutil.copy(recorded[0], db)
+    r = janus("optimize", str(db))
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"fused kernels, .*, (\d+) kernels? compiled in ([\d.]+) s", r.stdout)
+    assert m and int(m.group(1)) > 0, r.stdout
+    with_so = int(re.search(r"stored as bundle \d+ \(([\d,]+) bytes\)", r.stdout).group(1).replace(",", ""))
+    r = janus("optimize", "--no-compile", str(db))
+    assert r.returncode == 0, r.stderr
+    assert "kernels not compiled (--no-compile)" in r.stdout, r.stdout
+    without = int(re.search(r"stored as bundle \d+ \(([\d,]+) bytes\)", r.stdout).group(1).replace(",", ""))
+    assert with_so > without + 1000, (with_so, without)
+    assert "--no-compile" in janus("optimize", "--help").stdout
+
+
+def test_missing_compiler(recorded, tmp_path):
+    """Without a C compiler `janus optimize` says what it looked for and how
+    to get one, stores nothing and exits 1; --no-compile still works."""
+    import shutil
+    db = tmp_path / "copy.db"
+    shutil.copy(recorded[0], db)
+    before = _bundle_ids(db)
+    env = dict(_env(), CC="/nonexistent/cc")
+    p = subprocess.run([JANUS, "optimize", str(db)], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 1, p.stderr
+    for needle in ("no C compiler found", "/nonexistent/cc", "apt-get install gcc", "--no-compile",
+                   "nothing was stored"):
+        assert needle in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and _bundle_ids(db) == before
+    p = subprocess.run([JANUS, "optimize", "--no-compile", str(db)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0 and "stored as bundle" in p.stdout, p.stderr
+    assert len(_bundle_ids(db)) == 1

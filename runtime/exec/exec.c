@@ -1,0 +1,1003 @@
+/* exec.c -- the graph executor (jn_exec.h): runs one optimized IR graph
+ * with one arena, its kernels at their roots, everything else through the
+ * eager table kernels (jn_cpu_<op>, called directly with output tensors
+ * made over the planned memory: no dispatcher, no autograd, no recording).
+ *
+ * jn_rt_exec_new flattens the graph into steps, in node order: a node, a
+ * kernel (at its root; its other members are skipped), a loop (followed by
+ * its body's steps and an end-of-iteration step that moves carries and
+ * collects), and precomputes per value where it lives:
+ *   ARENA   planned (mem=): a header over the arena at its offset;
+ *   VIEW    a view op's output: a header sharing its input's storage;
+ *   OWN     a buffer of its own (graph outputs, unplanned values, kernel
+ *           intermediates the eager path materializes, every value under
+ *           JN_RT_EXEC_EAGER);
+ *   INPUT / LOOP   the caller's tensors / the loop's own buffers;
+ * and after which step each value is released (its last use in the scope
+ * that defines it; a view keeps its base's buffer alive), so OWN buffers
+ * die early and peak_bytes is the footprint op-by-op execution needs.
+ *
+ * IR nodes are functional: an in-place table op (copy_, uniform_, adam_
+ * writing inputs 0..nout-1) first copies input k into output k's buffer
+ * unless the plan put output k in input k's slot (the input dies there).
+ * A kernel member-by-member (no compiled code, impl=lib) writes an output
+ * whose slot an external input of the kernel also occupies (the plan's
+ * in-place reuse, which is safe only for fused code that reads an element
+ * before it writes it) into a temporary first, copied in after the members.
+ * Random ops take (seed, offset) from their attributes, evaluated over the
+ * rng symbol, so the global generator is neither read nor advanced.
+ *
+ * Loops: carries live in two buffers per carry (the next iteration's
+ * params are written while the body's views of the old ones are still
+ * readable); a collect's output [trip, ...] is allocated at loop entry and
+ * row it is copied at each iteration's end; a carry's out is the last
+ * param buffer.  The induction symbol is set per iteration.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jn_autograd.h"
+#include "jn_cg.h"
+#include "jn_exec.h"
+
+static const jn_infer_fn infer_tab[JN_NOPS] = {
+#define JN_OP(name, nin, nout, flags, attrs) jn_infer_##name,
+#include "ops.def"
+#undef JN_OP
+};
+
+static const jn_kernel_fn cpu_tab[JN_NOPS] = {
+#define JN_OP(name, nin, nout, flags, attrs) jn_cpu_##name,
+#include "ops.def"
+#undef JN_OP
+};
+
+enum { S_NODE, S_KERNEL, S_LOOP, S_ITER_END };
+enum { P_NONE, P_INPUT, P_LOOP, P_OWN, P_ARENA, P_VIEW };
+
+typedef struct {
+    uint8_t kind;
+    int32_t idx;          /* node, kernel or loop */
+    int32_t scope;        /* enclosing loop, -1 */
+    int32_t body_end;     /* S_LOOP: one past its S_ITER_END */
+    int32_t rel0, nrel;   /* values released after this step: rel[rel0 ..) */
+} step;
+
+/* Attribute patches: int attributes holding expressions, bound scalars. */
+typedef struct {
+    int8_t attr, elem;    /* elem -1: the int itself, else an element of an int list */
+    int32_t scalar_in;    /* >= 0: the input index of a bound scalar */
+    jn_ir_dim d;
+} patch;
+
+typedef struct {
+    jn_cg_kernel_io io;
+    jn_kfn fn;
+    uint8_t *tmp;         /* per io.out: member-by-member writes it to a temporary first */
+    uint8_t *red_out;     /* per call operand: the reduction's output (left-aligned) */
+    int gemm_shares;      /* gemm: its output lives in the root output's buffer */
+    char **data;
+    int64_t *strides;
+    double *scalars;
+} kinfo;
+
+struct jn_rt_exec {
+    const jn_ir_module *m;
+    const jn_ir_graph *g;
+    int32_t gi;
+    int flags;
+    step *steps;
+    int32_t nsteps, *rel, *loopstep, *nodestep;
+    uint8_t *place, *keep;   /* per value */
+    int32_t *p0, *np;        /* per node: patches */
+    patch *patches;
+    kinfo *k;
+    /* run state */
+    int64_t *sv, *ownbytes;
+    double *sval;            /* per input: scalar value */
+    jn_tensor **val, **scal; /* per value; per input: wrapped number */
+    char *arena;
+    size_t arena_cap;
+    jn_tensor *arena_t;
+    int64_t live, peak;
+    jn_rt_exec_stats st;
+};
+
+/* ------------------------------------------------------------ helpers */
+static jn_status eval(const jn_rt_exec *x, jn_ir_dim d, int64_t *out) {
+    if (!jn_ir_is_expr(d)) {
+        *out = d;
+        return JN_OK;
+    }
+    return jn_ir_dim_eval(x->g, d, x->sv, out);
+}
+
+static jn_status eval_shape(const jn_rt_exec *x, int32_t v, int64_t *shape) {
+    const jn_ir_value *iv = &x->g->values[v];
+    for (int d = 0; d < iv->ndim; d++) {
+        jn_status s = eval(x, iv->shape[d], &shape[d]);
+        if (s) return s;
+        if (shape[d] < 0)
+            return jn_error(JN_ERR_SHAPE, "graph %s: dim %d of %%%d evaluates to %lld with these symbol values; "
+                            "bind every symbol (jn_rt_exec_bind_syms)", x->g->name, d, v, (long long)shape[d]);
+    }
+    return JN_OK;
+}
+
+/* Bytes of a buffer as the plan counts them (rounded up to 64, cg_value_bytes). */
+static int64_t tbytes(const jn_tensor *t) {
+    return (jn_shape_numel(t->ndim, t->shape) * (int64_t)jn_elsize(t) + 63) / 64 * 64;
+}
+
+/* Loop buffers and other memory no value owns. */
+static void note_bytes(jn_rt_exec *x, int64_t b) {
+    x->live += b;
+    if (x->live + x->st.arena_bytes > x->peak) x->peak = x->live + x->st.arena_bytes;
+}
+
+/* Value v now holds t (NULL: released); a buffer of its own counts as live. */
+static void set_val(jn_rt_exec *x, int32_t v, jn_tensor *t) {
+    if (x->val[v] && x->place[v] != P_INPUT) jn_tensor_decref(x->val[v]);
+    x->live -= x->ownbytes[v];
+    x->ownbytes[v] = 0;
+    x->val[v] = t;
+    if (t && x->place[v] != P_INPUT && x->place[v] != P_LOOP && !t->is_view &&
+        (!x->arena_t || t->storage != x->arena_t->storage)) {
+        x->ownbytes[v] = tbytes(t);
+        note_bytes(x, x->ownbytes[v]);
+    }
+}
+
+static jn_tensor *own_tensor(jn_dtype dt, int nd, const int64_t *shape) { return jn_tensor_new(dt, nd, shape); }
+
+/* A contiguous header over the arena at value v's offset. */
+static jn_tensor *arena_tensor(jn_rt_exec *x, int32_t v, const int64_t *shape) {
+    const jn_ir_value *iv = &x->g->values[v];
+    int64_t off;
+    if (eval(x, iv->mem, &off) != JN_OK) return NULL;
+    size_t es = jn_dtype_size[iv->dtype];
+    int64_t n = jn_shape_numel(iv->ndim, shape);
+    if (off < 0 || off % (int64_t)es || off + n * (int64_t)es > x->st.arena_bytes) {
+        jn_error(JN_ERR_RUNTIME, "graph %s: %%%d at arena offset %lld does not fit the %lld-byte arena (a bad plan)",
+                 x->g->name, v, (long long)off, (long long)x->st.arena_bytes);
+        return NULL;
+    }
+    jn_tensor *t = jn_tensor_alias(x->arena_t);
+    if (!t) return NULL;
+    t->dtype = iv->dtype;
+    t->ndim = iv->ndim;
+    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)iv->ndim);
+    jn_contiguous_strides(iv->ndim, shape, t->strides);
+    t->offset = off / (int64_t)es;
+    return t;
+}
+
+/* The buffer value v is written into, shaped `shape`. */
+static jn_tensor *dest_for(jn_rt_exec *x, int32_t v, const int64_t *shape, int force_own) {
+    const jn_ir_value *iv = &x->g->values[v];
+    if (x->place[v] == P_ARENA && !force_own) return arena_tensor(x, v, shape);
+    return own_tensor(iv->dtype, iv->ndim, shape);
+}
+
+static int same_memory(const jn_tensor *a, const jn_tensor *b) {
+    return jn_data(a) == jn_data(b) && a->dtype == b->dtype && jn_same_shape(a->ndim, a->shape, b->ndim, b->shape) &&
+           !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+static jn_status node_attrs(const jn_rt_exec *x, int32_t n, jn_attrs *a) {
+    *a = x->g->nodes[n].attrs;
+    for (int32_t i = x->p0[n]; i < x->p0[n] + x->np[n]; i++) {
+        const patch *p = &x->patches[i];
+        if (p->scalar_in >= 0) {
+            double v = x->sval[p->scalar_in];
+            if (jn_op_info(x->g->nodes[n].op)->attr_kind[p->attr] == JN_A_FLOAT) a->a[p->attr].f = v;
+            else a->a[p->attr].i = (int64_t)v;
+            continue;
+        }
+        int64_t *dst = p->elem < 0 ? &a->a[p->attr].i : &a->a[p->attr].l.v[p->elem];
+        jn_status s = eval(x, p->d, dst);
+        if (s) return s;
+    }
+    return JN_OK;
+}
+
+static jn_status node_error(const jn_rt_exec *x, int32_t n, jn_status s) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", jn_errmsg());
+    return jn_error(s, "graph %s node %d (%s): %s", x->g->name, n, jn_op_info(x->g->nodes[n].op)->name, msg);
+}
+
+/* ---------------------------------------------------------- one node */
+/* Runs node n through its eager kernel.  shared (may be NULL): a tensor
+ * output 0 is written into instead of its own buffer (a GEMM into its
+ * epilogue's root output); force_own: every output in a buffer of its own. */
+static jn_status exec_node(jn_rt_exec *x, int32_t n, jn_tensor *shared, int force_own) {
+    const jn_ir_graph *g = x->g;
+    const jn_ir_node *nd = &g->nodes[n];
+    const jn_opinfo *info = jn_op_info(nd->op);
+    jn_attrs a;
+    jn_status s = node_attrs(x, n, &a);
+    if (s) return node_error(x, n, s);
+    jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS] = {0}, *copies[JN_MAX_OUTS] = {0};
+    for (int k = 0; k < nd->nin; k++)
+        if (!(in[k] = x->val[nd->in[k]]))
+            return jn_error(JN_ERR_RUNTIME, "graph %s node %d (%s) reads %%%d before it is computed (an invalid "
+                            "kernel table)", g->name, n, info->name, nd->in[k]);
+    int64_t shape[JN_MAX_OUTS][JN_MAX_DIMS];
+    for (int j = 0; j < nd->nout; j++)
+        if ((s = eval_shape(x, nd->out[j], shape[j]))) return node_error(x, n, s);
+    int view = (info->flags & JN_F_VIEW) != 0;
+    for (int j = 0; j < nd->nout && !view; j++) {
+        if (j == 0 && shared) {
+            jn_tensor_incref(shared);
+            out[0] = shared;
+        } else if (!(out[j] = dest_for(x, nd->out[j], shape[j], force_own))) {
+            s = JN_ERR_NOMEM;
+            goto fail;
+        }
+    }
+    if (info->flags & JN_F_INPLACE) /* functional form: work on output k's buffer */
+        for (int k = 0; k < nd->nout && k < nd->nin; k++) {
+            if (same_memory(in[k], out[k])) { /* the plan put it in the input's slot */
+                in[k] = out[k];
+                continue;
+            }
+            const jn_tensor *src = in[k];
+            if (jn_rt_may_overlap(in[k], out[k]) && !(src = copies[k] = jn_contiguous(in[k]))) {
+                s = JN_ERR_NOMEM;
+                goto fail;
+            }
+            if ((s = jn_copy_into(out[k], src))) goto fail;
+            in[k] = out[k];
+        }
+    jn_meta meta[JN_MAX_OUTS];
+    memset(meta, 0, sizeof meta);
+    if ((s = infer_tab[nd->op](nd->nin, in, &a, meta))) goto fail;
+    for (int j = 0; j < nd->nout; j++) { /* the IR's type must be what the kernel makes */
+        const jn_ir_value *iv = &g->values[nd->out[j]];
+        if (meta[j].dtype != iv->dtype || !jn_same_shape(meta[j].ndim, meta[j].shape, iv->ndim, shape[j])) {
+            char s1[128], s2[128];
+            s = jn_error(JN_ERR_SHAPE, "graph %s node %d (%s) makes %s%s where the graph says %s%s for %%%d: the "
+                         "inputs do not match the symbol values", g->name, n, info->name,
+                         jn_ir_dtype_short(meta[j].dtype), jn_shape_str(meta[j].ndim, meta[j].shape, s1, sizeof s1),
+                         jn_ir_dtype_short(iv->dtype), jn_shape_str(iv->ndim, shape[j], s2, sizeof s2), nd->out[j]);
+            goto done;
+        }
+    }
+    x->st.nodes_eager++;
+    if (view) { /* a header over input 0's storage, as jn_dispatch makes it */
+        if (!(out[0] = jn_tensor_alias(in[0]))) {
+            s = JN_ERR_NOMEM;
+            goto fail;
+        }
+        out[0]->is_view = 1;
+        out[0]->ndim = meta[0].ndim;
+        memcpy(out[0]->shape, meta[0].shape, sizeof out[0]->shape);
+    }
+    if ((s = cpu_tab[nd->op](nd->nin, in, &a, out))) goto fail;
+    for (int j = 0; j < nd->nout; j++) {
+        set_val(x, nd->out[j], out[j]);
+        out[j] = NULL;
+    }
+    goto done;
+fail:
+    s = s == JN_ERR_NOMEM ? jn_error(s, "out of memory running graph %s node %d", g->name, n) : node_error(x, n, s);
+done:
+    for (int j = 0; j < JN_MAX_OUTS; j++) {
+        if (out[j]) jn_tensor_decref(out[j]);
+        if (copies[j]) jn_tensor_decref(copies[j]);
+    }
+    return s;
+}
+
+/* -------------------------------------------------------- one kernel */
+/* Byte strides of t aligned to the kernel's space (right-aligned; the
+ * reduction's output left-aligned over the kept dims), 0 where it broadcasts. */
+static void kstrides(const jn_tensor *t, int nd, const int64_t *S, int nkept, int red_out, int64_t *st) {
+    int64_t es = (int64_t)jn_elsize(t);
+    for (int d = 0; d < nd; d++) st[d] = 0;
+    if (red_out) {
+        for (int d = 0; d < nkept && d < t->ndim; d++)
+            st[d] = t->shape[d] == 1 && S[d] != 1 ? 0 : t->strides[d] * es;
+        return;
+    }
+    for (int d = 0; d < t->ndim && d < nd; d++) {
+        int td = t->ndim - 1 - d, kd = nd - 1 - d;
+        st[kd] = t->shape[td] == 1 && S[kd] != 1 ? 0 : t->strides[td] * es;
+    }
+}
+
+/* Calls the compiled function of kernel ki with every written value's buffer made. */
+static jn_status call_gen(jn_rt_exec *x, int32_t ki, jn_tensor *const *ops) {
+    kinfo *K = &x->k[ki];
+    const jn_ir_graph *g = x->g;
+    const jn_ir_node *root = &g->nodes[g->kernels[ki].root];
+    int64_t S[JN_MAX_DIMS];
+    int nd, nred = 0;
+    int32_t sv = g->kernels[ki].kind == JN_IR_K_EW_REDUCE ? root->in[0] : root->out[0];
+    jn_status s = eval_shape(x, sv, S);
+    if (s) return s;
+    nd = g->values[sv].ndim;
+    if (g->kernels[ki].kind == JN_IR_K_EW_REDUCE) {
+        jn_attrs a;
+        if ((s = node_attrs(x, g->kernels[ki].root, &a))) return s;
+        nred = a.a[0].l.n == 0 ? nd : a.a[0].l.n;
+    }
+    int nops = K->io.ncall;
+    int64_t st[JN_MAX_INS > 64 ? JN_MAX_INS : 64][JN_MAX_DIMS];
+    if (nops > (int)(sizeof st / sizeof st[0]))
+        return jn_error(JN_ERR_UNSUPPORTED, "graph %s kernel K%d has %d operands, more than the executor's %d", g->name,
+                        ki, nops, (int)(sizeof st / sizeof st[0]));
+    for (int k = 0; k < nops; k++) {
+        kstrides(ops[k], nd, S, nd - nred, K->red_out[k], st[k]);
+        K->data[k] = jn_data(ops[k]);
+    }
+    /* coalesce: drop size-1 dims, merge neighbours every operand walks contiguously */
+    int64_t shape[JN_MAX_DIMS];
+    int n2 = 0, red2 = 0;
+    for (int d = 0; d < nd; d++) {
+        if (S[d] == 1) continue;
+        int isred = d >= nd - nred;
+        int prev_red = n2 > 0 && red2 > 0; /* the last kept dim was reduced */
+        int merge = n2 > 0 && prev_red == isred;
+        for (int k = 0; merge && k < nops; k++) merge = st[k][n2 - 1] == st[k][d] * S[d];
+        if (merge) {
+            shape[n2 - 1] *= S[d];
+            for (int k = 0; k < nops; k++) st[k][n2 - 1] = st[k][d];
+            continue;
+        }
+        shape[n2] = S[d];
+        for (int k = 0; k < nops; k++) st[k][n2] = st[k][d];
+        n2++;
+        red2 += isred;
+    }
+    int64_t numel = 1;
+    for (int d = 0; d < nd; d++) numel *= S[d];
+    if (n2 == 0) {
+        shape[0] = 1;
+        for (int k = 0; k < nops; k++) st[k][0] = 0;
+        n2 = 1;
+        red2 = nred > 0 ? 1 : 0;
+    }
+    for (int k = 0; k < nops; k++) memcpy(K->strides + (size_t)k * (size_t)n2, st[k], sizeof(int64_t) * (size_t)n2);
+    for (int32_t j = 0; j < K->io.nscalar; j++) K->scalars[j] = x->sval[g->values[K->io.scalar[j]].def];
+    jn_kcall c = {.nops = nops, .ndim = n2, .nred = red2, .data = K->data, .shape = shape, .strides = K->strides,
+                  .scalars = K->scalars, .parallel_for = jn_parallel_for};
+    if (numel > 0 || g->kernels[ki].kind == JN_IR_K_EW_REDUCE) K->fn(&c);
+    x->st.kernels_gen++;
+    return JN_OK;
+}
+
+static jn_status exec_kernel(jn_rt_exec *x, int32_t ki) {
+    kinfo *K = &x->k[ki];
+    const jn_ir_graph *g = x->g;
+    const jn_ir_kernel *KK = &g->kernels[ki];
+    jn_status s = JN_OK;
+    int gemm = KK->kind == JN_IR_K_GEMM;
+    if (K->fn) {
+        /* the written values' buffers, then (gemm) the GEMM into the root's */
+        jn_tensor *ops[64];
+        int64_t shape[JN_MAX_DIMS];
+        for (int32_t j = 0; j < K->io.nout; j++) {
+            int32_t v = K->io.out[j];
+            if (gemm && v == g->nodes[K->io.nodes[0]].out[0]) continue;
+            if ((s = eval_shape(x, v, shape))) return s;
+            jn_tensor *t = dest_for(x, v, shape, 0);
+            if (!t) return jn_errmsg()[0] ? JN_ERR_NOMEM : jn_error(JN_ERR_NOMEM, "out of memory");
+            set_val(x, v, t);
+        }
+        if (gemm) {
+            int32_t root_out = g->nodes[KK->root].out[0];
+            if ((s = exec_node(x, K->io.nodes[0], K->gemm_shares ? x->val[root_out] : NULL, 1))) return s;
+        }
+        for (int32_t j = 0; j < K->io.ncall; j++) ops[j] = x->val[K->io.call[j]];
+        return call_gen(x, ki, ops);
+    }
+    /* member by member through the eager kernels */
+    x->st.kernels_lib++;
+    jn_tensor *shared = NULL;
+    if (gemm && K->gemm_shares) {
+        int32_t root_out = g->nodes[KK->root].out[0];
+        int64_t shape[JN_MAX_DIMS];
+        if ((s = eval_shape(x, root_out, shape))) return s;
+        if (!(shared = dest_for(x, root_out, shape, 0))) return JN_ERR_NOMEM;
+    }
+    for (int32_t i = 0; i < K->io.nnodes && s == JN_OK; i++) {
+        int32_t n = K->io.nodes[i];
+        const jn_ir_node *nd = &g->nodes[n];
+        int force = 0;
+        for (int32_t j = 0; j < K->io.nout; j++)
+            for (int o = 0; o < nd->nout; o++) force |= K->tmp[j] && K->io.out[j] == nd->out[o];
+        if (shared && n == KK->root) {
+            s = exec_node(x, n, shared, force); /* in place over the GEMM's result */
+        } else {
+            s = exec_node(x, n, gemm && i == 0 ? shared : NULL, force);
+        }
+    }
+    if (shared) jn_tensor_decref(shared);
+    /* temporaries to their planned slots */
+    for (int32_t j = 0; j < K->io.nout && s == JN_OK; j++) {
+        if (!K->tmp[j]) continue;
+        int32_t v = K->io.out[j];
+        jn_tensor *t = x->val[v];
+        jn_tensor *a = arena_tensor(x, v, t->shape);
+        if (!a) return JN_ERR_NOMEM;
+        s = jn_copy_into(a, t);
+        set_val(x, v, a);
+    }
+    return s;
+}
+
+/* --------------------------------------------------------------- loops */
+static jn_status exec_steps(jn_rt_exec *x, int32_t from, int32_t to);
+
+static void release(jn_rt_exec *x, int32_t i) {
+    for (int32_t r = 0; r < x->steps[i].nrel; r++) set_val(x, x->rel[x->steps[i].rel0 + r], NULL);
+}
+
+static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
+    const jn_ir_graph *g = x->g;
+    int32_t l = x->steps[si].idx;
+    const jn_ir_loop *L = &g->loops[l];
+    int64_t trip;
+    jn_status s = eval(x, L->trip, &trip);
+    if (s) return s;
+    if (trip < 0)
+        return jn_error(JN_ERR_VALUE, "graph %s loop L%d: trip count %lld with these symbol values", g->name, l,
+                        (long long)trip);
+    int32_t nc = L->ncarry, ncol = L->ncollect;
+    jn_tensor **buf = calloc((size_t)nc * 2 + (size_t)ncol + 1, sizeof *buf), **col = buf + 2 * nc;
+    int *cur = calloc((size_t)nc + 1, sizeof *cur);
+    if (!buf || !cur) {
+        free(buf);
+        free(cur);
+        return jn_error(JN_ERR_NOMEM, "out of memory running loop L%d of graph %s", l, g->name);
+    }
+    int64_t shape[JN_MAX_DIMS + 1];
+    for (int32_t c = 0; c < nc && s == JN_OK; c++) {
+        const jn_ir_value *pv = &g->values[L->carry[c].param];
+        jn_tensor *init = x->val[L->carry[c].init];
+        if (!init) {
+            s = jn_error(JN_ERR_RUNTIME, "graph %s loop L%d: carry init %%%d not computed", g->name, l, L->carry[c].init);
+            break;
+        }
+        for (int b = 0; b < 2 && s == JN_OK; b++)
+            if (!(buf[2 * c + b] = own_tensor(pv->dtype, init->ndim, init->shape))) s = JN_ERR_NOMEM;
+            else note_bytes(x, tbytes(buf[2 * c + b]));
+        if (s == JN_OK) s = jn_copy_into(buf[2 * c], init);
+        if (s == JN_OK) {
+            jn_tensor_incref(buf[2 * c]);
+            set_val(x, L->carry[c].param, buf[2 * c]);
+        }
+    }
+    for (int32_t c = 0; c < ncol && s == JN_OK; c++) {
+        const jn_ir_value *ov = &g->values[L->collect[c].out];
+        x->sv[L->ivar] = 0;
+        if ((s = eval_shape(x, L->collect[c].out, shape))) break;
+        if (!(col[c] = own_tensor(ov->dtype, ov->ndim, shape))) s = JN_ERR_NOMEM;
+        else note_bytes(x, tbytes(col[c]));
+    }
+    for (int64_t it = 0; it < trip && s == JN_OK; it++) {
+        x->sv[L->ivar] = it;
+        s = exec_steps(x, si + 1, x->steps[si].body_end - 1);
+        /* end of iteration: nexts into the other buffers, bodies into their rows */
+        for (int32_t c = 0; c < nc && s == JN_OK; c++) {
+            jn_tensor *nx = x->val[L->carry[c].next], *dst = buf[2 * c + 1 - cur[c]];
+            if (!nx) s = jn_error(JN_ERR_RUNTIME, "graph %s loop L%d: carry next %%%d not computed", g->name, l,
+                                  L->carry[c].next);
+            else s = jn_copy_into(dst, nx);
+        }
+        for (int32_t c = 0; c < ncol && s == JN_OK; c++) {
+            jn_tensor *body = x->val[L->collect[c].body], *row = jn_tensor_alias(col[c]);
+            if (!body || !row) {
+                if (row) jn_tensor_decref(row);
+                s = jn_error(JN_ERR_RUNTIME, "graph %s loop L%d: collect %%%d not computed", g->name, l, L->collect[c].body);
+                break;
+            }
+            row->ndim = col[c]->ndim - 1;
+            memmove(row->shape, col[c]->shape + 1, sizeof(int64_t) * (size_t)row->ndim);
+            memmove(row->strides, col[c]->strides + 1, sizeof(int64_t) * (size_t)row->ndim);
+            row->offset += it * col[c]->strides[0];
+            s = jn_copy_into(row, body);
+            jn_tensor_decref(row);
+        }
+        if (s == JN_OK) release(x, x->steps[si].body_end - 1);
+        for (int32_t c = 0; c < nc && s == JN_OK; c++) {
+            cur[c] = 1 - cur[c];
+            jn_tensor_incref(buf[2 * c + cur[c]]);
+            set_val(x, L->carry[c].param, buf[2 * c + cur[c]]);
+        }
+    }
+    for (int32_t c = 0; c < nc && s == JN_OK; c++) {
+        jn_tensor_incref(buf[2 * c + cur[c]]);
+        set_val(x, L->carry[c].out, buf[2 * c + cur[c]]);
+    }
+    for (int32_t c = 0; c < ncol && s == JN_OK; c++) {
+        jn_tensor_incref(col[c]);
+        set_val(x, L->collect[c].out, col[c]);
+    }
+    /* the loop's buffers stop counting; a carry out or collect out counts as its value */
+    for (int32_t c = 0; c < nc; c++) {
+        set_val(x, L->carry[c].param, NULL);
+        for (int b = 0; b < 2; b++)
+            if (buf[2 * c + b]) {
+                x->live -= tbytes(buf[2 * c + b]);
+                jn_tensor_decref(buf[2 * c + b]);
+            }
+    }
+    for (int32_t c = 0; c < ncol; c++)
+        if (col[c]) {
+            x->live -= tbytes(col[c]);
+            jn_tensor_decref(col[c]);
+        }
+    for (int32_t c = 0; c < nc + ncol && s == JN_OK; c++) {
+        int32_t v = c < nc ? L->carry[c].out : L->collect[c - nc].out;
+        x->ownbytes[v] = tbytes(x->val[v]);
+        x->live += x->ownbytes[v];
+    }
+    x->sv[L->ivar] = g->syms[L->ivar].lo;
+    free(buf);
+    free(cur);
+    return s;
+}
+
+static jn_status exec_steps(jn_rt_exec *x, int32_t from, int32_t to) {
+    jn_status s = JN_OK;
+    for (int32_t i = from; i < to && s == JN_OK; i++) {
+        const step *p = &x->steps[i];
+        switch (p->kind) {
+        case S_NODE: s = exec_node(x, p->idx, NULL, 0); break;
+        case S_KERNEL: s = exec_kernel(x, p->idx); break;
+        case S_LOOP:
+            s = exec_loop(x, i);
+            if (s == JN_OK) release(x, i);
+            i = p->body_end - 1; /* its body ran inside */
+            continue;
+        default: break;
+        }
+        if (s == JN_OK) release(x, i);
+    }
+    return s;
+}
+
+/* ------------------------------------------------------------ building */
+typedef struct {
+    jn_rt_exec *x;
+    int32_t cap;
+} builder;
+
+static int push_step(builder *b, uint8_t kind, int32_t idx, int32_t scope) {
+    jn_rt_exec *x = b->x;
+    if (x->nsteps == b->cap) {
+        int32_t nc = b->cap ? 2 * b->cap : 64;
+        step *ns = realloc(x->steps, (size_t)nc * sizeof *ns);
+        if (!ns) return -1;
+        x->steps = ns;
+        b->cap = nc;
+    }
+    x->steps[x->nsteps] = (step){kind, idx, scope, 0, 0, 0};
+    return x->nsteps++;
+}
+
+/* Steps of nodes from..to-1 of loop `scope` (-1: top level). */
+static int build_steps(builder *b, int32_t scope, int32_t from, int32_t to) {
+    jn_rt_exec *x = b->x;
+    const jn_ir_graph *g = x->g;
+    int eager = x->flags & JN_RT_EXEC_EAGER;
+    for (int32_t n = from; n < to;) {
+        int32_t inner = -1;
+        for (int32_t l = 0; l < g->nloops && inner < 0; l++)
+            if (g->loops[l].parent == scope && g->loops[l].first == n) inner = l;
+        if (inner >= 0) {
+            int32_t si = push_step(b, S_LOOP, inner, scope);
+            if (si < 0) return -1;
+            x->loopstep[inner] = si;
+            if (build_steps(b, inner, n, n + g->loops[inner].count) < 0 || push_step(b, S_ITER_END, inner, inner) < 0)
+                return -1;
+            x->steps[si].body_end = x->nsteps;
+            n += g->loops[inner].count;
+            continue;
+        }
+        int32_t k = eager ? -1 : g->nodes[n].kernel;
+        if (k < 0) {
+            if ((x->nodestep[n] = push_step(b, S_NODE, n, scope)) < 0) return -1;
+        } else if (g->kernels[k].root == n) {
+            int32_t si = push_step(b, S_KERNEL, k, scope);
+            if (si < 0) return -1;
+            for (int32_t i = 0; i < x->k[k].io.nnodes; i++) x->nodestep[x->k[k].io.nodes[i]] = si;
+        }
+        n++;
+    }
+    return 0;
+}
+
+/* The step of scope D that contains step u. */
+static int32_t ancestor(const jn_rt_exec *x, int32_t u, int32_t D) {
+    while (x->steps[u].scope != D && x->steps[u].scope >= 0) u = x->loopstep[x->steps[u].scope];
+    return u;
+}
+
+static int32_t def_scope(const jn_ir_graph *g, int32_t v, int *ok) {
+    const jn_ir_value *iv = &g->values[v];
+    *ok = 1;
+    if (iv->kind == JN_IR_V_NODE) return g->nodes[iv->def].loop;
+    if (iv->kind == JN_IR_V_LOOP_OUT) return g->loops[iv->def].parent;
+    *ok = 0;
+    return -1;
+}
+
+static void use(const jn_rt_exec *x, int32_t *last, int32_t v, int32_t u) {
+    int ok;
+    int32_t D = def_scope(x->g, v, &ok);
+    if (!ok) return;
+    int32_t a = ancestor(x, u, D);
+    if (a > last[v]) last[v] = a;
+}
+
+/* Release lists: each value after the step of its scope holding its last use. */
+static jn_status liveness(jn_rt_exec *x) {
+    const jn_ir_graph *g = x->g;
+    int32_t nv = g->nvalues;
+    int32_t *last = malloc(((size_t)nv + 1) * sizeof *last), *base = malloc(((size_t)nv + 1) * sizeof *base);
+    int32_t *cnt = calloc((size_t)x->nsteps + 1, sizeof *cnt);
+    x->rel = malloc(((size_t)nv + 1) * sizeof *x->rel);
+    if (!last || !base || !cnt || !x->rel) {
+        free(last);
+        free(base);
+        free(cnt);
+        return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
+    }
+    for (int32_t v = 0; v < nv; v++) {
+        const jn_ir_value *iv = &g->values[v];
+        base[v] = v;
+        last[v] = iv->kind == JN_IR_V_NODE ? x->nodestep[iv->def] : iv->kind == JN_IR_V_LOOP_OUT ? x->loopstep[iv->def] : -1;
+    }
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        const jn_ir_node *nd = &g->nodes[n];
+        if ((jn_op_info(nd->op)->flags & JN_F_VIEW) && nd->nin > 0) base[nd->out[0]] = base[nd->in[0]];
+        for (int j = 0; j < nd->nin; j++) use(x, last, nd->in[j], x->nodestep[n]);
+    }
+    for (int32_t l = 0; l < g->nloops; l++) {
+        const jn_ir_loop *L = &g->loops[l];
+        int32_t end = x->steps[x->loopstep[l]].body_end - 1;
+        for (int32_t c = 0; c < L->ncarry; c++) {
+            use(x, last, L->carry[c].init, x->loopstep[l]);
+            use(x, last, L->carry[c].next, end);
+        }
+        for (int32_t c = 0; c < L->ncollect; c++) use(x, last, L->collect[c].body, end);
+    }
+    for (int32_t i = 0; i < g->noutputs; i++) x->keep[g->outputs[i].value] = 1;
+    /* a view keeps its base's buffer: the base goes with the view's last use */
+    for (int32_t v = nv - 1; v >= 0; v--)
+        if (base[v] != v && last[v] >= 0) {
+            use(x, last, base[v], last[v]);
+            if (x->keep[v]) x->keep[base[v]] = 1;
+        }
+    for (int32_t v = 0; v < nv; v++)
+        if (last[v] >= 0 && !x->keep[v]) cnt[last[v]]++;
+    int32_t at = 0;
+    for (int32_t i = 0; i < x->nsteps; i++) {
+        x->steps[i].rel0 = at;
+        at += cnt[i];
+    }
+    for (int32_t v = 0; v < nv; v++)
+        if (last[v] >= 0 && !x->keep[v]) x->rel[x->steps[last[v]].rel0 + x->steps[last[v]].nrel++] = v;
+    free(last);
+    free(base);
+    free(cnt);
+    return JN_OK;
+}
+
+static int has_v(const int32_t *a, int32_t n, int32_t v) {
+    for (int32_t i = 0; i < n; i++)
+        if (a[i] == v) return 1;
+    return 0;
+}
+
+static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_t ki) {
+    const jn_ir_graph *g = x->g;
+    kinfo *K = &x->k[ki];
+    const jn_ir_kernel *KK = &g->kernels[ki];
+    jn_status s = jn_cg_kernel_describe(g, ki, &K->io);
+    if (s) return s;
+    int32_t nc = K->io.ncall > 0 ? K->io.ncall : 1;
+    K->tmp = calloc((size_t)K->io.nout + 1, 1);
+    K->red_out = calloc((size_t)nc, 1);
+    K->data = calloc((size_t)nc, sizeof *K->data);
+    K->strides = calloc((size_t)nc * JN_MAX_DIMS, sizeof *K->strides);
+    K->scalars = calloc((size_t)K->io.nscalar + 1, sizeof *K->scalars);
+    if (!K->tmp || !K->red_out || !K->data || !K->strides || !K->scalars)
+        return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
+    if (lib && (KK->impl == JN_IR_IMPL_GEN || KK->impl == JN_IR_IMPL_GEMM) && K->io.ncall > 0)
+        K->fn = jn_rt_exec_lib_kernel(lib, x->gi, ki);
+    const jn_ir_node *root = &g->nodes[KK->root];
+    for (int32_t j = 0; j < K->io.ncall; j++)
+        K->red_out[j] = KK->kind == JN_IR_K_EW_REDUCE && K->io.call[j] == root->out[0];
+    /* member by member, an output in the slot of an external input waits in a temporary */
+    for (int32_t j = 0; j < K->io.nout; j++) {
+        int32_t v = K->io.out[j];
+        if (x->place[v] != P_ARENA) continue;
+        for (int32_t i = 0; i < K->io.nin; i++) {
+            int32_t w = K->io.in[i];
+            if (x->place[w] == P_ARENA && g->values[w].mem == g->values[v].mem) K->tmp[j] = 1;
+        }
+    }
+    if (KK->kind == JN_IR_K_GEMM && K->io.nnodes > 1) {
+        int32_t go = g->nodes[K->io.nodes[0]].out[0], ro = root->out[0];
+        const jn_ir_value *a = &g->values[go], *b = &g->values[ro];
+        int same = a->dtype == b->dtype && a->ndim == b->ndim && !has_v(K->io.out, K->io.nout, go) &&
+                   x->place[ro] != P_VIEW;
+        for (int d = 0; same && d < a->ndim; d++) same = a->shape[d] == b->shape[d];
+        K->gemm_shares = same;
+        if (K->fn && !same) K->fn = NULL; /* the epilogue reads the GEMM in the root's buffer */
+    }
+    return JN_OK;
+}
+
+jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags, jn_rt_exec **out) {
+    *out = NULL;
+    if (!m || gi < 0 || gi >= m->ngraphs)
+        return jn_error(JN_ERR_VALUE, "the module has no graph %d (it has %d)", gi, m ? m->ngraphs : 0);
+    const jn_ir_graph *g = m->graphs[gi];
+    jn_rt_exec *x = calloc(1, sizeof *x);
+    if (!x) return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
+    x->m = m;
+    x->g = g;
+    x->gi = gi;
+    x->flags = flags;
+    int eager = flags & JN_RT_EXEC_EAGER;
+    size_t nv = (size_t)g->nvalues + 1, nn = (size_t)g->nnodes + 1;
+    x->place = calloc(nv, 1);
+    x->keep = calloc(nv, 1);
+    x->ownbytes = calloc(nv, sizeof *x->ownbytes);
+    x->val = calloc(nv, sizeof *x->val);
+    x->sv = calloc((size_t)g->nsyms + 1, sizeof *x->sv);
+    x->sval = calloc((size_t)g->ninputs + 1, sizeof *x->sval);
+    x->scal = calloc((size_t)g->ninputs + 1, sizeof *x->scal);
+    x->loopstep = calloc((size_t)g->nloops + 1, sizeof *x->loopstep);
+    x->nodestep = calloc(nn, sizeof *x->nodestep);
+    x->p0 = calloc(nn, sizeof *x->p0);
+    x->np = calloc(nn, sizeof *x->np);
+    x->k = calloc((size_t)g->nkernels + 1, sizeof *x->k);
+    int32_t npatch = 0;
+    for (int32_t n = 0; n < g->nnodes; n++) npatch += JN_MAX_ATTRS * (JN_MAX_DIMS + 1);
+    x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
+    jn_status s = JN_OK;
+    if (!x->place || !x->keep || !x->ownbytes || !x->val || !x->sv || !x->sval || !x->scal || !x->loopstep ||
+        !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches) {
+        s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
+        goto fail;
+    }
+    for (int32_t v = 0; v < g->nvalues; v++) {
+        const jn_ir_value *iv = &g->values[v];
+        if (iv->kind == JN_IR_V_INPUT) x->place[v] = P_INPUT;
+        else if (iv->kind != JN_IR_V_NODE) x->place[v] = P_LOOP;
+        else if (jn_op_info(g->nodes[iv->def].op)->flags & JN_F_VIEW) x->place[v] = P_VIEW;
+        else if (!eager && g->arena != -1 && iv->mem != -1) x->place[v] = P_ARENA;
+        else x->place[v] = P_OWN;
+    }
+    /* attributes evaluated per run */
+    npatch = 0;
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        const jn_ir_node *nd = &g->nodes[n];
+        const jn_opinfo *info = jn_op_info(nd->op);
+        x->p0[n] = npatch;
+        for (int a = 0; a < info->nattrs; a++) {
+            if (nd->attr_input[a] >= 0) {
+                x->patches[npatch++] = (patch){(int8_t)a, -1, g->values[nd->attr_input[a]].def, 0};
+            } else if (info->attr_kind[a] == JN_A_INT && jn_ir_is_expr(nd->attrs.a[a].i)) {
+                x->patches[npatch++] = (patch){(int8_t)a, -1, -1, nd->attrs.a[a].i};
+            } else if (info->attr_kind[a] == JN_A_INTS) {
+                for (int j = 0; j < nd->attrs.a[a].l.n && j < JN_MAX_DIMS; j++)
+                    if (jn_ir_is_expr(nd->attrs.a[a].l.v[j]))
+                        x->patches[npatch++] = (patch){(int8_t)a, (int8_t)j, -1, nd->attrs.a[a].l.v[j]};
+            }
+        }
+        x->np[n] = npatch - x->p0[n];
+    }
+    for (int32_t k = 0; k < g->nkernels && !eager && s == JN_OK; k++) s = prepare_kernel(x, lib, k);
+    if (s) goto fail;
+    builder b = {x, 0};
+    if (build_steps(&b, -1, 0, g->nnodes) < 0) {
+        s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
+        goto fail;
+    }
+    if ((s = liveness(x))) goto fail;
+    *out = x;
+    return JN_OK;
+fail:
+    jn_rt_exec_free(x);
+    return s;
+}
+
+void jn_rt_exec_free(jn_rt_exec *x) {
+    if (!x) return;
+    for (int32_t k = 0; x->k && k < x->g->nkernels; k++) {
+        kinfo *K = &x->k[k];
+        jn_cg_kernel_io_free(&K->io);
+        free(K->tmp);
+        free(K->red_out);
+        free(K->data);
+        free(K->strides);
+        free(K->scalars);
+    }
+    for (int32_t i = 0; x->scal && i < x->g->ninputs; i++)
+        if (x->scal[i]) jn_tensor_decref(x->scal[i]);
+    if (x->arena_t) jn_tensor_decref(x->arena_t);
+    free(x->arena);
+    free(x->k);
+    free(x->steps);
+    free(x->rel);
+    free(x->loopstep);
+    free(x->nodestep);
+    free(x->place);
+    free(x->keep);
+    free(x->p0);
+    free(x->np);
+    free(x->patches);
+    free(x->sv);
+    free(x->ownbytes);
+    free(x->sval);
+    free(x->val);
+    free(x->scal);
+    free(x);
+}
+
+/* ----------------------------------------------------------------- run */
+static const char *in_kind(jn_ir_input_kind k) {
+    static const char *n[] = {"state", "host", "carry", "scalar", "const", "rng"};
+    return (unsigned)k < 6 ? n[k] : "?";
+}
+
+static jn_status check_input(jn_rt_exec *x, int32_t i, jn_tensor *t) {
+    const jn_ir_graph *g = x->g;
+    const jn_ir_input *in = &g->inputs[i];
+    const jn_ir_value *iv = &g->values[in->value];
+    if (in->kind == JN_IR_IN_RNG) return JN_OK;
+    if (!t)
+        return jn_error(JN_ERR_VALUE, "graph %s input %d (%%%d, %s) is missing: pass a tensor for every input", g->name,
+                        i, in->value, in_kind(in->kind));
+    if (in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) {
+        if (jn_numel(t) != 1 || !t->storage || !t->storage->data)
+            return jn_error(JN_ERR_SHAPE, "graph %s input %d (%%%d, %s) must be a number (a 0-d tensor), got %lld "
+                            "elements", g->name, i, in->value, in_kind(in->kind), (long long)jn_numel(t));
+        x->sval[i] = jn_load_f64(jn_data(t), t->dtype);
+        if (!x->scal[i] && !(x->scal[i] = jn_scalar_f64(0, iv->dtype, 1))) return JN_ERR_NOMEM;
+        jn_store_f64(jn_data(x->scal[i]), iv->dtype, x->sval[i]);
+        return JN_OK;
+    }
+    if (t->dtype != iv->dtype)
+        return jn_error(JN_ERR_TYPE, "graph %s input %d (%%%d, %s) is %s, the graph was recorded with %s: pass a "
+                        "tensor of that dtype", g->name, i, in->value, in_kind(in->kind), jn_dtype_names[t->dtype],
+                        jn_dtype_names[iv->dtype]);
+    int64_t shape[JN_MAX_DIMS];
+    jn_status s = eval_shape(x, in->value, shape);
+    if (s) return s;
+    char a[128], b[160];
+    if (t->ndim != iv->ndim)
+        return jn_error(JN_ERR_SHAPE, "graph %s input %d (%%%d, %s) has shape %s, expected %s", g->name, i, in->value,
+                        in_kind(in->kind), jn_shape_str(t->ndim, t->shape, a, sizeof a),
+                        jn_shape_str(iv->ndim, shape, b, sizeof b));
+    for (int d = 0; d < iv->ndim; d++)
+        if (t->shape[d] != shape[d]) {
+            char dn[64];
+            jn_ir_dim_str(g, iv->shape[d], dn, sizeof dn);
+            return jn_error(JN_ERR_SHAPE, "graph %s input %d (%%%d, %s) has shape %s, expected %s: dim %d (%s) "
+                            "should be %lld; bind the symbols to this input's shape or pass a matching tensor",
+                            g->name, i, in->value, in_kind(in->kind), jn_shape_str(t->ndim, t->shape, a, sizeof a),
+                            jn_shape_str(iv->ndim, shape, b, sizeof b), d, dn, (long long)shape[d]);
+        }
+    return JN_OK;
+}
+
+static jn_status ensure_arena(jn_rt_exec *x) {
+    int64_t bytes = 0;
+    x->st.arena_bytes = 0;
+    if ((x->flags & JN_RT_EXEC_EAGER) || x->g->arena == -1) return JN_OK;
+    jn_status s = eval(x, x->g->arena, &bytes);
+    if (s) return s;
+    if (bytes < 0) return jn_error(JN_ERR_VALUE, "graph %s: arena of %lld bytes", x->g->name, (long long)bytes);
+    if ((size_t)bytes > x->arena_cap || !x->arena_t) {
+        if (x->arena_t) jn_tensor_decref(x->arena_t);
+        x->arena_t = NULL;
+        free(x->arena);
+        size_t cap = ((size_t)bytes + 63) / 64 * 64 + 64;
+        x->arena = aligned_alloc(64, cap);
+        x->arena_cap = x->arena ? cap : 0;
+        int64_t n = (int64_t)cap;
+        if (x->arena) x->arena_t = jn_tensor_from_memory(x->arena, cap, JN_U8, 1, &n, NULL, 0, NULL, NULL);
+        if (!x->arena_t)
+            return jn_error(JN_ERR_NOMEM, "out of memory allocating the %lld-byte arena of graph %s", (long long)bytes,
+                            x->g->name);
+    }
+    x->st.arena_bytes = bytes;
+    return JN_OK;
+}
+
+static void clear_vals(jn_rt_exec *x) {
+    for (int32_t v = 0; v < x->g->nvalues; v++) {
+        if (x->place[v] == P_INPUT) x->val[v] = NULL;
+        else if (x->val[v]) set_val(x, v, NULL);
+        x->ownbytes[v] = 0;
+    }
+    x->live = 0;
+}
+
+jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs) {
+    const jn_ir_graph *g = x->g;
+    int grad = jn_grad_enabled();
+    jn_set_grad_enabled(0);
+    memset(&x->st, 0, sizeof x->st);
+    x->live = x->peak = 0;
+    for (int32_t s2 = 0; s2 < g->nsyms; s2++)
+        x->sv[s2] = g->syms[s2].kind == JN_IR_SYM_IVAR ? g->syms[s2].lo : syms ? syms[s2] : g->syms[s2].hi;
+    jn_status s = JN_OK;
+    for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
+        jn_tensor *t = inputs[i];
+        if ((s = check_input(x, i, t))) break;
+        x->val[g->inputs[i].value] = x->scal[i] && (g->inputs[i].kind == JN_IR_IN_SCALAR ||
+                                                     g->inputs[i].kind == JN_IR_IN_CONST) ? x->scal[i] : t;
+    }
+    if (s == JN_OK) s = ensure_arena(x);
+    x->peak = x->st.arena_bytes;
+    if (s == JN_OK) s = exec_steps(x, 0, x->nsteps);
+    /* state written back, keep outputs handed out */
+    for (int32_t i = 0; i < g->noutputs && s == JN_OK; i++) {
+        const jn_ir_output *o = &g->outputs[i];
+        jn_tensor *t = x->val[o->value];
+        if (!t) {
+            s = jn_error(JN_ERR_RUNTIME, "graph %s output %%%d was not computed", g->name, o->value);
+            break;
+        }
+        if (o->kind != JN_IR_OUT_STATE) continue;
+        jn_tensor *dst = inputs[o->state];
+        if (t == dst || same_memory(t, dst)) continue;
+        if ((s = jn_copy_into(dst, t)) == JN_OK) dst->storage->version++;
+    }
+    int32_t nk = 0;
+    for (int32_t i = 0; i < g->noutputs && s == JN_OK; i++) {
+        const jn_ir_output *o = &g->outputs[i];
+        if (o->kind != JN_IR_OUT_KEEP) continue;
+        jn_tensor *t = x->val[o->value];
+        if (x->arena_t && t->storage == x->arena_t->storage) { /* never hand out arena memory */
+            if (!(t = jn_contiguous(t))) s = jn_error(JN_ERR_NOMEM, "out of memory copying output %%%d", o->value);
+        } else {
+            jn_tensor_incref(t);
+        }
+        if (s == JN_OK) outs[nk++] = t;
+    }
+    if (s != JN_OK)
+        for (int32_t i = 0; i < nk; i++) {
+            jn_tensor_decref(outs[i]);
+            outs[i] = NULL;
+        }
+    x->st.peak_bytes = x->peak;
+    clear_vals(x);
+    jn_set_grad_enabled(grad);
+    return s;
+}
+
+jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, int64_t *syms) {
+    for (int32_t s2 = 0; s2 < g->nsyms; s2++) syms[s2] = -1;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const jn_ir_input *in = &g->inputs[i];
+        const jn_ir_value *iv = &g->values[in->value];
+        jn_tensor *t = inputs[i];
+        if (!t || in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST || in->kind == JN_IR_IN_RNG ||
+            t->ndim != iv->ndim)
+            continue;
+        for (int d = 0; d < iv->ndim; d++) {
+            if (!jn_ir_is_expr(iv->shape[d])) continue;
+            const jn_ir_expr *e = &g->exprs[jn_ir_expr_index(iv->shape[d])];
+            if (e->kind != JN_IR_E_SYM || g->syms[e->sym].kind != JN_IR_SYM_DIM) continue;
+            if (syms[e->sym] != -1 && syms[e->sym] != t->shape[d])
+                return jn_error(JN_ERR_SHAPE, "graph %s: symbol %s is %lld by input %d (%%%d) dim %d but %lld by an "
+                                "earlier input: the inputs disagree", g->name, g->syms[e->sym].name,
+                                (long long)t->shape[d], i, in->value, d, (long long)syms[e->sym]);
+            syms[e->sym] = t->shape[d];
+        }
+    }
+    return JN_OK;
+}
+
+void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st) { *st = x->st; }

@@ -1,0 +1,658 @@
+/* test_emit.c -- the C emitter and the compiler driver (codegen/emit_c.c,
+ * codegen/cc.c).
+ *
+ * For IR graphs of the fused patterns (a GEMM bias+relu epilogue, a
+ * broadcast chain with [B, 1] and [N] operands, softmax-like and other
+ * ew_reduce kernels, mixed dtypes with comparisons, where, masked_fill,
+ * cast and clamp, integer arithmetic, float64 math, a scalar-bound alpha),
+ * the fuse and select passes run, the generated source is compiled with
+ * -Wall -Wextra -Werror, loaded with dlopen and every kernel is called
+ * through a hand-built jn_kcall on the values an eager run (jn_dispatch,
+ * node by node) computed, including a transposed (non-contiguous) input, a
+ * broadcast input and inputs large enough for the thread pool.  ew and
+ * epilogue kernels must match eager bit for bit; reductions within 1e-5
+ * relative.  Also: golden generated C for three patterns (tests/golden/c;
+ * JANUS_UPDATE_GOLDEN=1 rewrites them), every kernel of every golden IR
+ * module (tests/golden/NAME.ir) after the passes compiles warning-free, the
+ * select pass refuses what the emitter cannot generate, and a missing or
+ * failing compiler is a clear error.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "jn_cg.h"
+#include "../../runtime/exec/jn_exec.h" /* the kernel ABI (janus_exec may not be built) */
+#include "jn_test.h"
+
+#define HEAD "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+
+static char src_dir[1024]; /* <repo>/tests */
+
+static jn_ir_module *parse_body(const char *body) {
+    size_t n = strlen(HEAD) + strlen(body) + 64;
+    char *text = malloc(n);
+    snprintf(text, n, "module optable=0000000000000000 graphs=1\n" HEAD "%s}\n", body);
+    jn_ir_module *m = NULL;
+    jn_status st = jn_ir_parse(text, strlen(text), &m);
+    if (st) fprintf(stderr, "does not parse: %s\n%s", jn_errmsg(), text);
+    free(text);
+    return m;
+}
+
+static int run_passes(jn_ir_module *m, const char *passes) {
+    char list[128];
+    snprintf(list, sizeof list, "%s", passes);
+    for (char *p = strtok(list, ","); p; p = strtok(NULL, ","))
+        if (jn_cg_run_pass(m, m->graphs[0], p) != JN_OK) {
+            fprintf(stderr, "pass %s: %s\n", p, jn_errmsg());
+            return 0;
+        }
+    return 1;
+}
+
+/* Generated source -> loaded object (NULL on failure, reported). */
+static void *compile_load(const char *src, size_t len, const char *tag) {
+    jn_cg_cc_options co = {.extra_flags = "-Wall -Wextra -Werror"};
+    void *so = NULL;
+    size_t sl = 0;
+    double sec = 0;
+    jn_status st = jn_cg_compile_so(src, len, &co, &so, &sl, &sec);
+    CHECK(st == JN_OK);
+    if (st) {
+        fprintf(stderr, "%s: %s\n", tag, jn_errmsg());
+        return NULL;
+    }
+    CHECK(sl > 0 && sec > 0);
+    const char *path = tmp(tag);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(so, 1, sl, f) == sl);
+    if (f) fclose(f);
+    free(so);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    CHECK(h != NULL);
+    if (!h) fprintf(stderr, "%s: dlopen: %s\n", tag, dlerror());
+    return h;
+}
+
+/* ------------------------------------------------------ eager vs kernel */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static double urand(void) {
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* Random contents; floats get a few specials (NaN, -0, inf) up front. */
+static void fill(jn_tensor *t, int specials) {
+    int64_t n = jn_numel(t);
+    char *p = jn_data(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v = urand() * 6 - 3;
+        if (specials && jn_dtype_is_float(t->dtype) && i < 3) v = i == 0 ? NAN : i == 1 ? -0.0 : INFINITY;
+        switch (t->dtype) {
+        case JN_F32: ((float *)p)[i] = (float)v; break;
+        case JN_F64: ((double *)p)[i] = v; break;
+        case JN_I64: ((int64_t *)p)[i] = (int64_t)floor(v * 2); break;
+        case JN_I32: ((int32_t *)p)[i] = (int32_t)floor(v * 2); break;
+        case JN_U8: ((uint8_t *)p)[i] = (uint8_t)(urand() * 12); break;
+        default: ((uint8_t *)p)[i] = urand() < 0.5; break;
+        }
+    }
+}
+
+typedef struct {
+    const char *name;
+    const char *body;
+    int64_t syms[4];      /* symbol values */
+    int transpose;        /* graph input index fed as a transposed view, -1: none */
+    double scalar_feed;   /* value fed for `scalar` inputs (NAN: the recorded one) */
+    int want_kernels;     /* generated functions expected */
+    int specials;         /* NaN/-0/inf among float inputs */
+} ecase;
+
+static jn_tensor *input_tensor(const jn_ir_graph *g, int32_t i, const ecase *c) {
+    const jn_ir_input *in = &g->inputs[i];
+    const jn_ir_value *v = &g->values[in->value];
+    if (in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) {
+        double x = in->kind == JN_IR_IN_SCALAR && !isnan(c->scalar_feed) ? c->scalar_feed : in->scalar;
+        return jn_dtype_is_float(v->dtype) ? jn_scalar_f64(x, v->dtype, 1) : jn_scalar_i64((int64_t)x, v->dtype, 1);
+    }
+    int64_t shape[JN_MAX_DIMS];
+    for (int d = 0; d < v->ndim; d++) CHECK(jn_ir_dim_eval(g, v->shape[d], c->syms, &shape[d]) == JN_OK);
+    if (i == c->transpose && v->ndim == 2) {
+        int64_t ts[2] = {shape[1], shape[0]};
+        jn_tensor *base = jn_tensor_new(v->dtype, 2, ts);
+        fill(base, c->specials);
+        jn_tensor *t = jn_tensor_alias(base);
+        jn_tensor_decref(base);
+        t->shape[0] = shape[0], t->shape[1] = shape[1];
+        int64_t s0 = t->strides[0];
+        t->strides[0] = t->strides[1], t->strides[1] = s0;
+        CHECK(!jn_is_contiguous(t));
+        return t;
+    }
+    jn_tensor *t = jn_tensor_new(v->dtype, v->ndim, shape);
+    fill(t, c->specials);
+    return t;
+}
+
+static double scalar_value(const jn_ir_graph *g, int32_t v, const ecase *c) {
+    const jn_ir_input *in = &g->inputs[g->values[v].def];
+    return in->kind == JN_IR_IN_SCALAR && !isnan(c->scalar_feed) ? c->scalar_feed : in->scalar;
+}
+
+static jn_tensor *contig(jn_tensor *t) { return jn_contiguous(t); }
+
+/* Same elements?  exact: bit for bit; else within 1e-5 relative (NaN = NaN). */
+static int same_values(jn_tensor *a, jn_tensor *b, int exact, const char *what) {
+    if (a->dtype != b->dtype || jn_numel(a) != jn_numel(b)) {
+        fprintf(stderr, "%s: dtype/size differ\n", what);
+        return 0;
+    }
+    jn_tensor *ca = contig(a), *cb = contig(b);
+    int64_t n = jn_numel(a);
+    size_t es = jn_elsize(a);
+    int ok = 1;
+    for (int64_t i = 0; i < n && ok; i++) {
+        const char *pa = jn_data(ca) + i * (int64_t)es, *pb = jn_data(cb) + i * (int64_t)es;
+        if (!memcmp(pa, pb, es)) continue;
+        if (!exact && jn_dtype_is_float(a->dtype)) {
+            double x = a->dtype == JN_F32 ? *(const float *)pa : *(const double *)pa;
+            double y = a->dtype == JN_F32 ? *(const float *)pb : *(const double *)pb;
+            if ((isnan(x) && isnan(y)) || fabs(x - y) <= 1e-5 * (1 + fabs(y))) continue;
+        }
+        double x = jn_dtype_is_float(a->dtype) ? (a->dtype == JN_F32 ? *(const float *)pa : *(const double *)pa) : 0;
+        double y = jn_dtype_is_float(a->dtype) ? (a->dtype == JN_F32 ? *(const float *)pb : *(const double *)pb) : 0;
+        fprintf(stderr, "%s: element %lld differs (kernel %.9g, eager %.9g)\n", what, (long long)i, x, y);
+        ok = 0;
+    }
+    jn_tensor_decref(ca);
+    jn_tensor_decref(cb);
+    return ok;
+}
+
+/* Runs kernel k of graph 0 from the eager values vals[], comparing what it
+ * writes with them.  Returns 1 if it was called. */
+static int call_kernel(void *h, const jn_ir_graph *g, int32_t k, jn_tensor **vals, const ecase *c) {
+    const jn_ir_kernel *K = &g->kernels[k];
+    if (K->impl != JN_IR_IMPL_GEN && K->impl != JN_IR_IMPL_GEMM) return 0;
+    char sym[64], what[256];
+    snprintf(sym, sizeof sym, "jn_k0_%d", k);
+    snprintf(what, sizeof what, "%s K%d", c->name, k);
+    jn_kfn fn = (jn_kfn)(uintptr_t)dlsym(h, sym);
+    CHECK(fn != NULL);
+    if (!fn) return 0;
+    jn_cg_kernel_io io;
+    CHECK(jn_cg_kernel_describe(g, k, &io) == JN_OK);
+    const jn_ir_node *root = &g->nodes[K->root];
+    int reduce = K->kind == JN_IR_K_EW_REDUCE;
+    jn_tensor *space = vals[reduce ? root->in[0] : root->out[0]];
+    int nd = space->ndim ? space->ndim : 1, nred = 0;
+    int64_t shape[JN_MAX_DIMS] = {1};
+    for (int d = 0; d < space->ndim; d++) shape[d] = space->shape[d];
+    if (reduce) nred = root->attrs.a[0].l.n ? root->attrs.a[0].l.n : space->ndim;
+    int nops = io.ncall;
+    char **data = calloc((size_t)nops, sizeof(char *));
+    int64_t *strides = calloc((size_t)nops * (size_t)nd, sizeof(int64_t));
+    jn_tensor **outs = calloc((size_t)nops, sizeof(jn_tensor *));
+    double scal[64];
+    for (int32_t j = 0; j < io.nscalar && j < 64; j++) scal[j] = scalar_value(g, io.scalar[j], c);
+    /* a gemm epilogue writes its root in place over the GEMM's output */
+    jn_tensor *inplace = NULL;
+    if (K->kind == JN_IR_K_GEMM) inplace = jn_contiguous(vals[g->nodes[io.nodes[0]].out[0]]);
+    for (int j = 0; j < nops; j++) {
+        int32_t v = io.call[j];
+        if (j < io.ncall_in) {
+            jn_tensor *t = inplace && v == g->nodes[io.nodes[0]].out[0] ? inplace : vals[v];
+            data[j] = jn_data(t);
+            if (space->ndim) jn_broadcast_byte_strides(t, nd, shape, strides + (size_t)j * nd);
+            continue;
+        }
+        jn_tensor *ref = vals[v];
+        outs[j] = inplace && v == root->out[0] ? (jn_tensor_incref(inplace), inplace)
+                                               : jn_tensor_new(ref->dtype, ref->ndim, ref->shape);
+        if (outs[j] != inplace) memset(jn_data(outs[j]), 0xa5, (size_t)jn_numel(outs[j]) * jn_elsize(outs[j]));
+        data[j] = jn_data(outs[j]);
+        if (reduce && v == root->out[0]) {
+            int64_t s = (int64_t)jn_elsize(ref);
+            for (int d = nd - 1; d >= 0; d--) {
+                if (d >= nd - nred) strides[(size_t)j * nd + d] = 0;
+                else strides[(size_t)j * nd + d] = s, s *= shape[d];
+            }
+        } else if (space->ndim) {
+            jn_broadcast_byte_strides(outs[j], nd, shape, strides + (size_t)j * nd);
+        }
+    }
+    jn_kcall kc = {.nops = nops, .ndim = nd, .nred = nred, .data = data, .shape = shape, .strides = strides,
+                   .scalars = scal, .parallel_for = jn_parallel_for};
+    fn(&kc);
+    for (int j = io.ncall_in; j < nops; j++) {
+        int32_t v = io.call[j];
+        int exact = !(reduce && v == root->out[0]);
+        char w2[300];
+        snprintf(w2, sizeof w2, "%s output %%%d", what, v);
+        CHECK(same_values(outs[j], vals[v], exact, w2));
+        jn_tensor_decref(outs[j]);
+    }
+    jn_tensor_decref(inplace);
+    free(data);
+    free(strides);
+    free(outs);
+    jn_cg_kernel_io_free(&io);
+    return 1;
+}
+
+static void run_case(const ecase *c) {
+    jn_ir_module *m = parse_body(c->body);
+    CHECK(m != NULL);
+    if (!m) return;
+    CHECK(run_passes(m, "fuse,select"));
+    jn_ir_graph *g = m->graphs[0];
+    char *src = NULL;
+    size_t len = 0;
+    int nk = -1;
+    jn_status st = jn_cg_emit_c(m, &src, &len, &nk);
+    CHECK(st == JN_OK && nk == c->want_kernels);
+    if (st || nk != c->want_kernels) fprintf(stderr, "%s: emit %s, %d kernels (want %d)\n", c->name, st ? jn_errmsg() : "ok", nk, c->want_kernels);
+    void *h = st ? NULL : compile_load(src, len, c->name);
+    free(src);
+    if (!h) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const int *abi = dlsym(h, "jn_kabi_version");
+    const unsigned long long *hash = dlsym(h, "jn_kmodule_hash");
+    uint64_t mh = 0;
+    CHECK(jn_cg_module_hash(m, &mh) == JN_OK);
+    CHECK(abi && *abi == JN_KABI_VERSION);
+    CHECK(hash && *hash == mh);
+    /* the eager run, node by node */
+    jn_tensor **vals = calloc((size_t)g->nvalues, sizeof(jn_tensor *));
+    for (int32_t i = 0; i < g->ninputs; i++) vals[g->inputs[i].value] = input_tensor(g, i, c);
+    int ok = 1;
+    for (int32_t n = 0; n < g->nnodes && ok; n++) {
+        const jn_ir_node *x = &g->nodes[n];
+        jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS] = {NULL};
+        for (int k = 0; k < x->nin; k++) in[k] = vals[x->in[k]];
+        jn_attrs a = x->attrs;
+        for (int k = 0; k < JN_MAX_ATTRS; k++)
+            if (x->attr_input[k] >= 0) a.a[k].f = scalar_value(g, x->attr_input[k], c);
+        st = jn_dispatch(x->op, x->nin, in, &a, out);
+        CHECK(st == JN_OK);
+        if (st) {
+            fprintf(stderr, "%s: eager node %d: %s\n", c->name, n, jn_errmsg());
+            ok = 0;
+        }
+        for (int k = 0; k < x->nout && !st; k++) vals[x->out[k]] = out[k];
+    }
+    int called = 0;
+    for (int32_t k = 0; k < g->nkernels && ok; k++) called += call_kernel(h, g, k, vals, c);
+    CHECK(called == c->want_kernels);
+    for (int32_t v = 0; v < g->nvalues; v++) jn_tensor_decref(vals[v]);
+    free(vals);
+    dlclose(h);
+    jn_ir_module_free(m);
+}
+
+static const ecase cases[] = {
+    {"bias_relu",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 16]\n"
+     "  in %1 state f32[16, 8] bind=1\n"
+     "  in %2 state f32[8] bind=2\n"
+     "  %3 = mm(%0, %1) : f32[B, 8]\n"
+     "  %4 = add(%3, %2) alpha=1 : f32[B, 8]\n"
+     "  %5 = relu(%4) : f32[B, 8]\n"
+     "  out %5 keep\n",
+     {13}, -1, NAN, 1, 0},
+    {"linear_gelu_big",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f32[B, 24]\n"
+     "  in %1 state f32[300, 24] bind=1\n"
+     "  in %2 state f32[300] bind=2\n"
+     "  %3 = linear(%0, %1, %2) : f32[B, 300]\n"
+     "  %4 = gelu(%3) approximate=1 : f32[B, 300]\n"
+     "  out %4 keep\n",
+     {257}, -1, NAN, 1, 0},
+    {"broadcast_chain",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 37]\n"
+     "  in %1 host f32[B, 1]\n"
+     "  in %2 state f32[37] bind=1\n"
+     "  in %3 const f64[] = 0.5\n"
+     "  %4 = sub(%0, %1) alpha=1 : f32[B, 37]\n"
+     "  %5 = mul(%4, %2) : f32[B, 37]\n"
+     "  %6 = exp(%5) : f32[B, 37]\n"
+     "  %7 = tanh(%4) : f32[B, 37]\n"
+     "  %8 = add(%6, %7) alpha=0.25 : f32[B, 37]\n"
+     "  %9 = sigmoid(%8) : f32[B, 37]\n"
+     "  %10 = log(%9) : f32[B, 37]\n"
+     "  %11 = gelu(%10) approximate=0 : f32[B, 37]\n"
+     "  %12 = erf(%11) : f32[B, 37]\n"
+     "  %13 = silu(%12) : f32[B, 37]\n"
+     "  %14 = abs(%13) : f32[B, 37]\n"
+     "  %15 = sqrt(%14) : f32[B, 37]\n"
+     "  %16 = mul(%15, %3) : f32[B, 37]\n"
+     "  %17 = div(%16, %1) rounding_mode=0 : f32[B, 37]\n"
+     "  %18 = maximum(%17, %4) : f32[B, 37]\n"
+     "  %19 = pow(%18, %3) : f32[B, 37]\n"
+     "  %20 = rsqrt(%14) : f32[B, 37]\n"
+     "  %21 = add(%19, %20) alpha=1 : f32[B, 37]\n"
+     "  %22 = floor(%21) : f32[B, 37]\n"
+     "  %23 = neg(%22) : f32[B, 37]\n"
+     "  out %23 keep\n"
+     "  out %6 keep\n"
+     "  out %9 keep\n"
+     "  out %11 keep\n"
+     "  out %13 keep\n"
+     "  out %17 keep\n"
+     "  out %19 keep\n"
+     "  out %21 keep\n",
+     {9}, 0, NAN, 1, 1},
+    {"broadcast_big_strided",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f32[B, 300]\n"
+     "  in %1 host f32[B, 1]\n"
+     "  in %2 state f32[300] bind=1\n"
+     "  %3 = sub(%0, %1) alpha=1 : f32[B, 300]\n"
+     "  %4 = mul(%3, %2) : f32[B, 300]\n"
+     "  %5 = exp(%4) : f32[B, 300]\n"
+     "  out %5 keep\n",
+     {301}, 0, NAN, 1, 0},
+    {"long_row",
+     "  sym N dim 1..1000000\n"
+     "  in %0 host f32[N]\n"
+     "  in %1 const f64[] = 2.5\n"
+     "  %2 = mul(%0, %1) : f32[N]\n"
+     "  %3 = tanh(%2) : f32[N]\n"
+     "  out %3 keep\n",
+     {200003}, -1, NAN, 1, 0},
+    {"softmax_reduce",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 37]\n"
+     "  in %1 host f32[B, 1]\n"
+     "  %2 = sub(%0, %1) alpha=1 : f32[B, 37]\n"
+     "  %3 = exp(%2) : f32[B, 37]\n"
+     "  %4 = sum(%3) dims=[1] keepdim=true dtype=none : f32[B, 1]\n"
+     "  %5 = div(%3, %4) rounding_mode=0 : f32[B, 37]\n"
+     "  out %5 keep\n"
+     "  out %3 keep\n",
+     {11}, -1, NAN, 1, 0},
+    {"reductions",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f32[B, 5, 7]\n"
+     "  in %1 host f64[B, 33]\n"
+     "  in %2 host i32[B, 9]\n"
+     "  in %3 const f64[] = 0.5\n"
+     "  %4 = mul(%0, %0) : f32[B, 5, 7]\n"
+     "  %5 = mean(%4) dims=[1, 2] keepdim=false dtype=none : f32[B]\n"
+     "  %6 = exp(%1) : f64[B, 33]\n"
+     "  %7 = amax(%6) dims=[-1] keepdim=false : f64[B]\n"
+     "  %8 = neg(%2) : i32[B, 9]\n"
+     "  %9 = sum(%8) dims=[] keepdim=false dtype=none : i64[]\n"
+     "  %10 = mul(%1, %3) : f64[B, 33]\n"
+     "  %11 = amin(%10) dims=[1] keepdim=true : f64[B, 1]\n"
+     "  %12 = add(%0, %3) alpha=1 : f32[B, 5, 7]\n"
+     "  %13 = sum(%12) dims=[2] keepdim=false dtype=f64 : f64[B, 5]\n"
+     "  out %5 keep\n"
+     "  out %7 keep\n"
+     "  out %9 keep\n"
+     "  out %11 keep\n"
+     "  out %13 keep\n",
+     {1500}, -1, NAN, 5, 0},
+    {"mixed_dtypes",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 6]\n"
+     "  in %1 host i64[B, 6]\n"
+     "  in %2 host bool[B, 6]\n"
+     "  in %3 const f64[] = 0.5\n"
+     "  in %4 const i64[] = 2\n"
+     "  in %5 host i32[6]\n"
+     "  %6 = gt(%0, %3) : bool[B, 6]\n"
+     "  %7 = logical_and(%6, %2) : bool[B, 6]\n"
+     "  %8 = mul(%1, %4) : i64[B, 6]\n"
+     "  %9 = add(%0, %8) alpha=1 : f32[B, 6]\n"
+     "  %10 = where(%7, %9, %0) : f32[B, 6]\n"
+     "  %11 = masked_fill(%10, %2) value=-1.5 : f32[B, 6]\n"
+     "  %12 = cast(%11) dtype=i32 : i32[B, 6]\n"
+     "  %13 = lt(%12, %1) : bool[B, 6]\n"
+     "  %14 = cast(%13) dtype=f64 : f64[B, 6]\n"
+     "  %15 = clamp(%11) min=-1 max=1 has_min=true has_max=true : f32[B, 6]\n"
+     "  %16 = logical_not(%13) : bool[B, 6]\n"
+     "  %17 = add(%16, %2) alpha=1 : bool[B, 6]\n"
+     "  %18 = ne(%5, %4) : bool[B, 6]\n"
+     "  %19 = logical_xor(%17, %18) : bool[B, 6]\n"
+     "  %20 = cast(%19) dtype=u8 : u8[B, 6]\n"
+     "  %21 = isnan(%15) : bool[B, 6]\n"
+     "  %22 = logical_or(%21, %19) : bool[B, 6]\n"
+     "  %23 = where(%22, %5, %4) : i32[B, 6]\n"
+     "  out %12 keep\n"
+     "  out %14 keep\n"
+     "  out %15 keep\n"
+     "  out %20 keep\n"
+     "  out %23 keep\n",
+     {5}, 0, NAN, 3, 1},
+    {"integer_and_f64",
+     "  sym B dim 1..64\n"
+     "  in %0 host i32[B, 7]\n"
+     "  in %1 host u8[B, 7]\n"
+     "  in %2 host f64[B, 7]\n"
+     "  in %3 const i64[] = 3\n"
+     "  %4 = add(%0, %3) alpha=2 : i32[B, 7]\n"
+     "  %5 = abs(%4) : i32[B, 7]\n"
+     "  %6 = sign(%4) : i32[B, 7]\n"
+     "  %7 = maximum(%5, %6) : i32[B, 7]\n"
+     "  %8 = sub(%7, %1) alpha=1 : i32[B, 7]\n"
+     "  %9 = clamp(%8) min=-2.5 max=0 has_min=true has_max=false : f32[B, 7]\n"
+     "  %10 = mul(%1, %1) : u8[B, 7]\n"
+     "  %11 = relu(%8) : i32[B, 7]\n"
+     "  %12 = exp(%2) : f64[B, 7]\n"
+     "  %13 = tanh(%12) : f64[B, 7]\n"
+     "  %14 = log(%13) : f64[B, 7]\n"
+     "  %15 = mul(%14, %0) : f64[B, 7]\n"
+     "  %16 = div(%15, %3) rounding_mode=1 : f64[B, 7]\n"
+     "  %17 = clamp(%4) min=-3 max=5 has_min=true has_max=true : i32[B, 7]\n"
+     "  %18 = sigmoid(%10) : f32[B, 7]\n"
+     "  out %9 keep\n"
+     "  out %11 keep\n"
+     "  out %16 keep\n"
+     "  out %17 keep\n"
+     "  out %18 keep\n",
+     {6}, -1, NAN, 3, 1},
+    {"scalar_alpha",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 8]\n"
+     "  in %1 host f32[B, 8]\n"
+     "  in %2 scalar f64[] = 0.01\n"
+     "  in %3 host bool[B, 8]\n"
+     "  %4 = add(%0, %1) alpha=%2 : f32[B, 8]\n"
+     "  %5 = relu(%4) : f32[B, 8]\n"
+     "  %6 = clamp(%5) min=%2 max=0.75 has_min=true has_max=true : f32[B, 8]\n"
+     "  %7 = masked_fill(%6, %3) value=%2 : f32[B, 8]\n"
+     "  out %7 keep\n",
+     {7}, -1, 0.37, 1, 0},
+};
+
+/* ------------------------------------------------------------- goldens */
+/* The kernels part of the generated source (the prelude embeds
+ * runtime/k_fastmath.h and the module hash, which change on their own). */
+static const char *kernels_part(const char *src) {
+    const char *p = strstr(src, "\n/* graph ");
+    return p ? p + 1 : src;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *t = malloc((size_t)n + 1);
+    size_t r = t ? fread(t, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (t) t[r] = 0;
+    return t;
+}
+
+static void test_goldens(void) {
+    static const char *const names[] = {"bias_relu", "broadcast_chain", "softmax_reduce"};
+    int update = getenv("JANUS_UPDATE_GOLDEN") && !strcmp(getenv("JANUS_UPDATE_GOLDEN"), "1");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const ecase *c = NULL;
+        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)
+            if (!strcmp(cases[j].name, names[i])) c = &cases[j];
+        jn_ir_module *m = c ? parse_body(c->body) : NULL;
+        CHECK(m && run_passes(m, "fuse,select"));
+        if (!m) continue;
+        char *src = NULL, path[1200];
+        size_t len = 0;
+        int nk = 0;
+        CHECK(jn_cg_emit_c(m, &src, &len, &nk) == JN_OK);
+        snprintf(path, sizeof path, "%s/golden/c/%s.c", src_dir, names[i]);
+        const char *got = src ? kernels_part(src) : "";
+        if (update) {
+            FILE *f = fopen(path, "wb");
+            CHECK(f && fputs("/* Golden generated C (tests/c/test_emit.c; JANUS_UPDATE_GOLDEN=1 rewrites it) */\n", f) >= 0 &&
+                  fputs(got, f) >= 0);
+            if (f) fclose(f);
+            printf("wrote %s\n", path);
+        } else {
+            char *want = read_text(path);
+            const char *w = want ? strchr(want, '\n') : NULL;
+            int same = w && !strcmp(w + 1, got);
+            CHECK(same);
+            if (!same) fprintf(stderr, "%s differs from the generated C (or is missing); JANUS_UPDATE_GOLDEN=1 "
+                                       "build/test_emit rewrites it\n", path);
+            free(want);
+        }
+        free(src);
+        jn_ir_module_free(m);
+    }
+}
+
+/* Every kernel of every golden IR module compiles warning-free. */
+static void test_golden_modules(void) {
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/golden", src_dir);
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    if (!d) return;
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (l < 4 || strcmp(e->d_name + l - 3, ".ir")) continue;
+        char path[1500];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *text = read_text(path);
+        jn_ir_module *m = NULL;
+        CHECK(text && jn_ir_parse(text, strlen(text), &m) == JN_OK);
+        free(text);
+        if (!m) continue;
+        files++;
+        CHECK(jn_cg_optimize(m, NULL, NULL) == JN_OK);
+        char *src = NULL;
+        size_t len = 0;
+        int nk = 0, want = 0;
+        CHECK(jn_cg_emit_c(m, &src, &len, &nk) == JN_OK);
+        for (int32_t gi = 0; gi < m->ngraphs; gi++)
+            for (int32_t k = 0; k < m->graphs[gi]->nkernels; k++) {
+                jn_ir_impl im = m->graphs[gi]->kernels[k].impl;
+                want += im == JN_IR_IMPL_GEN || im == JN_IR_IMPL_GEMM;
+            }
+        CHECK(nk == want && nk > 0);
+        void *h = src ? compile_load(src, len, e->d_name) : NULL;
+        for (int32_t gi = 0; h && gi < m->ngraphs; gi++)
+            for (int32_t k = 0; k < m->graphs[gi]->nkernels; k++) {
+                jn_ir_impl im = m->graphs[gi]->kernels[k].impl;
+                char sym[64];
+                snprintf(sym, sizeof sym, "jn_k%d_%d", gi, k);
+                CHECK((dlsym(h, sym) != NULL) == (im == JN_IR_IMPL_GEN || im == JN_IR_IMPL_GEMM));
+            }
+        printf("  %s: %d kernels compiled\n", e->d_name, nk);
+        if (h) dlclose(h);
+        free(src);
+        jn_ir_module_free(m);
+    }
+    closedir(d);
+    CHECK(files >= 8);
+}
+
+/* ------------------------------------------- what is not generated */
+static void test_refused(void) {
+    /* integer floor division reports division by zero eagerly: not generated */
+    jn_ir_module *m = parse_body("  in %0 host i64[4]\n  in %1 host i64[4]\n"
+                                 "  %2 = div(%0, %1) rounding_mode=2 : i64[4]\n"
+                                 "  %3 = neg(%2) : i64[4]\n  out %3 keep\n");
+    CHECK(m && run_passes(m, "fuse,select"));
+    if (!m) return;
+    jn_ir_graph *g = m->graphs[0];
+    CHECK(g->nkernels == 1 && g->kernels[0].impl == JN_IR_IMPL_LIB);
+    char why[256] = "";
+    CHECK(!jn_cg_emit_supported(g, 0, why, sizeof why) && strstr(why, "div"));
+    char *src = NULL;
+    size_t len = 0;
+    int nk = -1;
+    CHECK(jn_cg_emit_c(m, &src, &len, &nk) == JN_OK && nk == 0);
+    free(src);
+    /* forced to gen anyway: refused with a message, never wrong code */
+    g->kernels[0].impl = JN_IR_IMPL_GEN;
+    CHECK(jn_cg_emit_c(m, &src, &len, &nk) == JN_ERR_UNSUPPORTED && has("graph g kernel K0") && has("select"));
+    jn_ir_module_free(m);
+}
+
+/* --------------------------------------------------------- the compiler */
+static void test_compiler_errors(void) {
+    const char ok_src[] = "int jn_x(void) { return 1; }\n";
+    void *so = NULL;
+    size_t sl = 0;
+    double sec = -1;
+    char *old = getenv("CC") ? strdup(getenv("CC")) : NULL;
+    setenv("CC", "/nonexistent/cc", 1);
+    jn_status st = jn_cg_compile_so(ok_src, strlen(ok_src), NULL, &so, &sl, &sec);
+    CHECK(st == JN_ERR_UNSUPPORTED && so == NULL && sl == 0);
+    CHECK(has("/nonexistent/cc") && has("apt-get install gcc") && has("CC"));
+    setenv("CC", "no-such-compiler-janus", 1);
+    CHECK(jn_cg_compile_so(ok_src, strlen(ok_src), NULL, &so, &sl, &sec) == JN_ERR_UNSUPPORTED &&
+          has("no-such-compiler-janus"));
+    /* CC as a command: its first word is the program */
+    setenv("CC", "env cc", 1);
+    st = jn_cg_compile_so(ok_src, strlen(ok_src), NULL, &so, &sl, &sec);
+    CHECK(st == JN_OK && sl > 4);
+    free(so);
+    so = NULL;
+    if (old) setenv("CC", old, 1);
+    else unsetenv("CC");
+    free(old);
+    /* a compiler that fails: its first error line is in the message */
+    const char bad[] = "int f(void) { return undeclared_thing; }\n";
+    st = jn_cg_compile_so(bad, strlen(bad), NULL, &so, &sl, &sec);
+    CHECK(st == JN_ERR_RUNTIME && so == NULL && has("undeclared_thing") && has("failed"));
+    jn_cg_cc_options fo = {.cc = "false"};
+    CHECK(jn_cg_compile_so(ok_src, strlen(ok_src), &fo, &so, &sl, &sec) == JN_ERR_RUNTIME && has("false"));
+    /* and one that works: an ELF shared object comes back */
+    st = jn_cg_compile_so(ok_src, strlen(ok_src), NULL, &so, &sl, &sec);
+    CHECK(st == JN_OK && sl > 4 && so && !memcmp(so, "\177ELF", 4) && sec > 0);
+    free(so);
+}
+
+int main(void) {
+    snprintf(src_dir, sizeof src_dir, "%s", __FILE__); /* <repo>/tests/c/test_emit.c */
+    for (int i = 0; i < 2; i++) {
+        char *p = strrchr(src_dir, '/');
+        if (p) *p = 0;
+        else snprintf(src_dir, sizeof src_dir, "../tests");
+    }
+    if (jt_tmp_begin("emit")) return 1;
+    test_compiler_errors();
+    test_refused();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int before = jt_fail;
+        run_case(&cases[i]);
+        printf("  %s: %s\n", cases[i].name, jt_fail == before ? "ok" : "FAILED");
+    }
+    test_goldens();
+    test_golden_modules();
+    jt_tmp_end();
+    JT_DONE();
+}

@@ -1,0 +1,829 @@
+/* test_exec.c -- the graph executor (runtime/exec/jn_exec.h), differential:
+ *
+ *   golden    every graph of tests/golden/ and tests/c/data/ (.ir files),
+ *             optimized by jn_cg_optimize, run with its kernels (member by
+ *             member: no compiled code) and plan, against the same graph
+ *             op by op (JN_RT_EXEC_EAGER): bitwise equal outputs and state
+ *             writes (the same eager kernels run); and against the graph
+ *             before the passes op by op: numerically equal (the passes
+ *             may flip the sign of a zero).  Symbols at the bottom, middle
+ *             and top of their ranges, so loops run several trip counts.
+ *   random    hundreds of generated graphs (elementwise chains with
+ *             broadcasting, reductions, GEMMs with bias+activation
+ *             epilogues, views feeding elementwise ops, in-place table ops,
+ *             optimizer updates, a loop with a carry and collects), the
+ *             same comparisons;
+ *   compiled  hand-written ABI-conformant kernels for a small graph,
+ *             compiled by cc into a shared object and loaded from bytes:
+ *             bitwise for ew and GEMM-epilogue kernels, 1e-5 relative for
+ *             the ew_reduce sum; objects of another ABI or module refused;
+ *   errors    inputs of the wrong shape or dtype name the input.
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jn_cg.h"
+#include "jn_exec.h"
+#include "jn_test.h"
+#include "jn_test_exec.h"
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void) {
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 16);
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    *len = b ? fread(b, 1, (size_t)n, f) : 0;
+    if (b) b[*len] = 0;
+    fclose(f);
+    return b;
+}
+
+static void free_outs(jn_tensor **o, int32_t n) {
+    for (int32_t i = 0; i < n; i++)
+        if (o[i]) jn_tensor_decref(o[i]);
+    free(o);
+}
+
+/* ------------------------------------------------------- differential */
+typedef struct {
+    int graphs, runs, skipped, bitwise, numeric, tolerant;
+    int64_t gen_calls;
+    int64_t arena, eager_peak, plan_peak;
+} tally;
+
+/* Graph k of `orig` (before the passes) and of `opt` at symbol values sv:
+ * opt with its plan and kernels (lib) vs opt op by op (bitwise, or within
+ * rtol where tol_out[i] is set), and vs orig op by op (numerically). */
+static void compare_at(const char *what, const jn_ir_module *orig, const jn_ir_module *opt, int32_t k,
+                       const jn_rt_exec_lib *lib, const int64_t *sv, uint64_t seed, tally *t, const uint8_t *tol_out) {
+    const jn_ir_graph *g = opt->graphs[k];
+    int32_t no = g->noutputs;
+    jn_tensor **ref = calloc((size_t)no + 1, sizeof *ref), **got = calloc((size_t)no + 1, sizeof *got);
+    jn_tensor **org = calloc((size_t)no + 1, sizeof *org);
+    jn_rt_exec_stats se, sp;
+    jn_status st = jt_run_graph(opt, k, NULL, JN_RT_EXEC_EAGER, sv, seed, ref, &se);
+    if (st != JN_OK) { /* an op the zero/random inputs make fail (an index): nothing to compare */
+        t->skipped++;
+        if (getenv("EXEC_DEBUG")) fprintf(stderr, "%s graph %s not runnable: %s\n", what, g->name, jn_errmsg());
+        goto done;
+    }
+    st = jt_run_graph(opt, k, lib, 0, sv, seed, got, &sp);
+    CHECK(st == JN_OK);
+    if (st != JN_OK) {
+        fprintf(stderr, "%s graph %s: the planned run fails where op by op runs: %s\n", what, g->name, jn_errmsg());
+        goto done;
+    }
+    t->runs++;
+    int64_t ab = 0;
+    if (g->arena != -1) CHECK(jn_ir_dim_eval(g, g->arena, sv, &ab) == JN_OK && sp.arena_bytes == ab);
+    CHECK(se.arena_bytes == 0 && se.kernels_gen == 0 && se.kernels_lib == 0);
+    CHECK(sp.peak_bytes >= sp.arena_bytes);
+    t->arena += sp.arena_bytes;
+    t->gen_calls += sp.kernels_gen;
+    if (getenv("EXEC_PEAKS"))
+        fprintf(stderr, "%s %s: arena %lld planned peak %lld eager peak %lld\n", what, g->name, (long long)sp.arena_bytes,
+                (long long)sp.peak_bytes, (long long)se.peak_bytes);
+    t->eager_peak += se.peak_bytes;
+    t->plan_peak += sp.peak_bytes;
+    for (int32_t i = 0; i < no; i++) {
+        int tol = tol_out && tol_out[i];
+        int same = jt_same(ref[i], got[i], tol ? 2 : 1, 1e-4);
+        CHECK(same);
+        if (!same) fprintf(stderr, "%s graph %s: output %d (%%%d) differs planned vs op by op\n", what, g->name, i,
+                           g->outputs[i].value);
+        t->bitwise += same && !tol;
+        t->tolerant += same && tol;
+    }
+    if (orig && jt_run_graph(orig, k, NULL, JN_RT_EXEC_EAGER, sv, seed, org, NULL) == JN_OK) {
+        CHECK(orig->graphs[k]->noutputs == no);
+        for (int32_t i = 0; i < no && orig->graphs[k]->noutputs == no; i++) {
+            int same = jt_same(org[i], got[i], tol_out && tol_out[i] ? 2 : 0, 1e-4);
+            CHECK(same);
+            if (!same) fprintf(stderr, "%s graph %s: output %d differs from the graph before the passes\n", what,
+                               g->name, i);
+            t->numeric += same;
+        }
+    }
+done:
+    free_outs(ref, no);
+    free_outs(got, no);
+    free_outs(org, no);
+}
+
+/* The optimized module's kernels emitted, compiled and loaded (NULL: none
+ * to compile, or no compiler: reported once). */
+static int no_cc;
+static jn_rt_exec_lib *compile_lib(const jn_ir_module *m, const char *what) {
+    char *src = NULL;
+    size_t len = 0, sl = 0;
+    int nk = 0;
+    void *so = NULL;
+    uint64_t h = 0;
+    jn_rt_exec_lib *lib = NULL;
+    if (no_cc) return NULL;
+    jn_status st = jn_cg_emit_c(m, &src, &len, &nk);
+    CHECK(st == JN_OK);
+    if (st == JN_OK && nk > 0) {
+        st = jn_cg_compile_so(src, len, NULL, &so, &sl, NULL);
+        if (st != JN_OK && strstr(jn_errmsg(), "no C compiler")) {
+            printf("no C compiler: compiled kernels not tested (%s)\n", jn_errmsg());
+            no_cc = 1;
+        } else {
+            CHECK(st == JN_OK && jn_cg_module_hash(m, &h) == JN_OK);
+            if (st == JN_OK) st = jn_rt_exec_lib_open(so, sl, h, what, &lib);
+            CHECK(st == JN_OK);
+        }
+        if (st != JN_OK && !no_cc) fprintf(stderr, "%s: %s\n", what, jn_errmsg());
+    }
+    free(src);
+    free(so);
+    return lib;
+}
+
+/* Per output of g: 1 when a compiled ew_reduce kernel (a sum in another
+ * order than eager's) contributes to it, so it matches within rounding only. */
+static uint8_t *inexact_outputs(const jn_ir_graph *g) {
+    uint8_t *t = calloc((size_t)g->nvalues + 1, 1), *o = calloc((size_t)g->noutputs + 1, 1);
+    for (int pass = 0; pass < 3; pass++) { /* loops carry taint around: a few passes reach the fixpoint */
+        for (int32_t n = 0; n < g->nnodes; n++) {
+            const jn_ir_node *x = &g->nodes[n];
+            int k = x->kernel, bad = k >= 0 && g->kernels[k].kind == JN_IR_K_EW_REDUCE &&
+                                     g->kernels[k].impl == JN_IR_IMPL_GEN && g->kernels[k].root == n;
+            for (int j = 0; j < x->nin; j++) bad |= t[x->in[j]];
+            for (int j = 0; j < x->nout; j++) t[x->out[j]] |= (uint8_t)bad;
+        }
+        for (int32_t l = 0; l < g->nloops; l++) {
+            const jn_ir_loop *L = &g->loops[l];
+            for (int32_t c = 0; c < L->ncarry; c++) {
+                uint8_t b = t[L->carry[c].init] | t[L->carry[c].next];
+                t[L->carry[c].param] |= b;
+                t[L->carry[c].out] |= b;
+            }
+            for (int32_t c = 0; c < L->ncollect; c++) t[L->collect[c].out] |= t[L->collect[c].body];
+        }
+    }
+    for (int32_t i = 0; i < g->noutputs; i++) o[i] = t[g->outputs[i].value];
+    free(t);
+    return o;
+}
+
+/* Every graph at its symbols' lo, middle and hi (rng and int symbols too). */
+static void compare_module(const char *what, const jn_ir_module *orig, const jn_ir_module *opt, const jn_rt_exec_lib *lib,
+                           tally *t) {
+    for (int32_t k = 0; k < opt->ngraphs; k++) {
+        const jn_ir_graph *g = opt->graphs[k];
+        int64_t *sv = calloc((size_t)g->nsyms + 1, sizeof *sv);
+        uint8_t *tol = lib ? inexact_outputs(g) : NULL;
+        t->graphs++;
+        for (int p = 0; p < 3; p++) {
+            for (int32_t s = 0; s < g->nsyms; s++) {
+                const jn_ir_sym *y = &g->syms[s];
+                sv[s] = p == 0 ? y->lo : p == 1 ? y->lo + (y->hi - y->lo) / 2 : y->hi;
+            }
+            compare_at(what, orig, opt, k, lib, sv, 777 + (uint64_t)p, t, tol);
+            int same_point = 1; /* lo == hi for every symbol: one point is enough */
+            for (int32_t s = 0; s < g->nsyms; s++) same_point &= g->syms[s].lo == g->syms[s].hi;
+            if (same_point) break;
+        }
+        free(tol);
+        free(sv);
+    }
+}
+
+static int golden_file(const char *path, tally *t, tally *tc) {
+    size_t len;
+    char *text = read_file(path, &len);
+    jn_ir_module *orig = NULL, *opt = NULL;
+    int ok = text && jn_ir_parse(text, len, &orig) == JN_OK && jn_ir_parse(text, len, &opt) == JN_OK;
+    CHECK(ok);
+    jn_cg_options o = {.verify_each = 1};
+    if (ok) CHECK(jn_cg_optimize(opt, &o, NULL) == JN_OK);
+    if (ok) compare_module(strrchr(path, '/') + 1, orig, opt, NULL, t);
+    jn_rt_exec_lib *lib = ok ? compile_lib(opt, path) : NULL;
+    if (lib) compare_module(strrchr(path, '/') + 1, orig, opt, lib, tc);
+    jn_rt_exec_lib_close(lib);
+    jn_ir_module_free(orig);
+    jn_ir_module_free(opt);
+    free(text);
+    return ok;
+}
+
+static void test_golden(void) {
+    char root[1024];
+    snprintf(root, sizeof root, "%s", __FILE__);
+    char *p = strstr(root, "tests/c/test_exec.c");
+    if (!p) {
+        fprintf(stderr, "cannot locate the source tree from %s; golden graphs skipped\n", __FILE__);
+        return;
+    }
+    *p = 0;
+    tally t = {0}, tc = {0};
+    int files = 0;
+    const char *dirs[] = {"tests/golden", "tests/c/data"};
+    for (int d = 0; d < 2; d++) {
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s%s", root, dirs[d]);
+        DIR *dh = opendir(dir);
+        struct dirent *e;
+        while (dh && (e = readdir(dh))) {
+            size_t l = strlen(e->d_name);
+            if (l < 4 || strcmp(e->d_name + l - 3, ".ir")) continue;
+            char path[1400];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            files += golden_file(path, &t, &tc);
+        }
+        if (dh) closedir(dh);
+    }
+    printf("golden: %d files, %d graphs, %d runs compared (%d not runnable here): %d outputs bitwise equal planned vs "
+           "op by op, %d equal to the graph before the passes; arena %lld bytes, peak %lld planned vs %lld op by op\n",
+           files, t.graphs, t.runs, t.skipped, t.bitwise, t.numeric, (long long)t.arena, (long long)t.plan_peak,
+           (long long)t.eager_peak);
+    CHECK(files >= 16 && t.runs >= 50 && t.bitwise > 500);
+    printf("golden, compiled kernels: %d runs (%lld generated kernel calls), %d outputs bitwise equal to op by op, %d "
+           "within 1e-4 (downstream of a compiled sum)\n", tc.runs, (long long)tc.gen_calls, tc.bitwise, tc.tolerant);
+    CHECK(no_cc || (tc.runs == t.runs && tc.gen_calls > 0 && tc.bitwise > 0));
+}
+
+/* ------------------------------------------------------ random graphs */
+/* Shape kinds of generated values. */
+enum { K_BN, K_B1, K_N, K_S, K_BM, K_NB, K_B, K_M, K_BK, K_FLAT, K_NM, K_MN, K_TBN, NK };
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int nv;                  /* next value number */
+    int N, M, K;
+    int vid[512], vk[512], contig[512], nvals;
+} gen;
+
+static void emit(gen *G, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(gen *G, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(G->buf + G->len, G->cap - G->len, fmt, ap);
+        va_end(ap);
+        if ((size_t)n < G->cap - G->len) {
+            G->len += (size_t)n;
+            return;
+        }
+        G->cap = G->cap * 2 + (size_t)n + 64;
+        G->buf = realloc(G->buf, G->cap);
+    }
+}
+
+static const char *ty(const gen *G, int k, char *b, size_t n) {
+    switch (k) {
+    case K_BN: snprintf(b, n, "f32[B, %d]", G->N); break;
+    case K_B1: snprintf(b, n, "f32[B, 1]"); break;
+    case K_N: snprintf(b, n, "f32[%d]", G->N); break;
+    case K_S: snprintf(b, n, "f32[]"); break;
+    case K_BM: snprintf(b, n, "f32[B, %d]", G->M); break;
+    case K_NB: snprintf(b, n, "f32[%d, B]", G->N); break;
+    case K_B: snprintf(b, n, "f32[B]"); break;
+    case K_M: snprintf(b, n, "f32[%d]", G->M); break;
+    case K_BK: snprintf(b, n, "f32[B, %d]", G->K); break;
+    case K_FLAT: snprintf(b, n, "f32[(B*%d)]", G->N); break;
+    case K_NM: snprintf(b, n, "f32[%d, %d]", G->N, G->M); break;
+    case K_MN: snprintf(b, n, "f32[%d, %d]", G->M, G->N); break;
+    default: snprintf(b, n, "f32[T, B, %d]", G->N); break;
+    }
+    return b;
+}
+
+static int add_val(gen *G, int kind, int contig) {
+    int id = G->nv++;
+    if (G->nvals < 512) {
+        G->vid[G->nvals] = id;
+        G->vk[G->nvals] = kind;
+        G->contig[G->nvals] = contig;
+        G->nvals++;
+    }
+    return id;
+}
+
+/* A random pool value of kind k (-1 if none); `from` = the oldest index allowed. */
+static int pick(const gen *G, int k, int need_contig) {
+    int c[512], n = 0;
+    for (int i = 0; i < G->nvals; i++)
+        if (G->vk[i] == k && (!need_contig || G->contig[i])) c[n++] = i;
+    return n ? c[rnd() % (unsigned)n] : -1;
+}
+
+static const char *unary_ops[] = {"exp", "neg", "tanh", "sigmoid", "relu", "abs", "sin", "log", "sqrt", "reciprocal"};
+
+/* One value of kind k made by a random unary op of v. */
+static int unary(gen *G, int vi, int k) {
+    char t[64];
+    const char *op = unary_ops[rnd() % 10];
+    int id = add_val(G, k, 1);
+    emit(G, "  %%%d = %s(%%%d) : %s\n", id, op, G->vid[vi], ty(G, k, t, sizeof t));
+    return id;
+}
+
+/* A binary op of a (kind k) and a partner that broadcasts to it. */
+static void binary(gen *G, int ai, int k) {
+    char t[64];
+    int partners[6], np = 0;
+    partners[np++] = k;
+    if (k == K_BN) partners[np++] = K_B1, partners[np++] = K_N;
+    if (k == K_BM) partners[np++] = K_M;
+    partners[np++] = K_S;
+    int pk = partners[rnd() % (unsigned)np], bi = pick(G, pk, 0);
+    char b[32];
+    if (bi < 0 || rnd() % 4 == 0) snprintf(b, sizeof b, "%%%d", rnd() % 2 ? 6 : 7); /* the scalar or the constant */
+    else snprintf(b, sizeof b, "%%%d", G->vid[bi]);
+    char a[32];
+    snprintf(a, sizeof a, "%%%d", G->vid[ai]);
+    int swap = rnd() % 2;
+    const char *x = swap ? b : a, *y = swap ? a : b;
+    int id = add_val(G, k, 1);
+    switch (rnd() % 6) {
+    case 0: emit(G, "  %%%d = add(%s, %s) alpha=%s : %s\n", id, x, y, rnd() % 3 ? "1" : "%6", ty(G, k, t, sizeof t)); break;
+    case 1: emit(G, "  %%%d = sub(%s, %s) alpha=0.5 : %s\n", id, x, y, ty(G, k, t, sizeof t)); break;
+    case 2: emit(G, "  %%%d = mul(%s, %s) : %s\n", id, x, y, ty(G, k, t, sizeof t)); break;
+    case 3: emit(G, "  %%%d = maximum(%s, %s) : %s\n", id, x, y, ty(G, k, t, sizeof t)); break;
+    case 4: emit(G, "  %%%d = div(%s, %s) rounding_mode=0 : %s\n", id, x, y, ty(G, k, t, sizeof t)); break;
+    default: emit(G, "  %%%d = minimum(%s, %s) : %s\n", id, x, y, ty(G, k, t, sizeof t)); break;
+    }
+}
+
+/* One graph block named g<id> (no module line). */
+static char *gen_graph(int id, int *nouts_hint) {
+    gen G = {0};
+    G.cap = 4096;
+    G.buf = malloc(G.cap);
+    G.N = 2 + (int)(rnd() % 7);
+    G.M = 1 + (int)(rnd() % 6);
+    G.K = 1 + (int)(rnd() % (unsigned)G.N);
+    char t[64];
+    emit(&G, "graph g%d group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n", id);
+    emit(&G, "  sym B dim 1..6\n  sym T dim 1..3\n  sym i0 ivar 0..2\n");
+    /* inputs, always all of them (the same input indices before and after the passes) */
+    int kinds[] = {K_BN, K_BN, K_N, K_B1, K_NM, K_M};
+    const char *ik[] = {"host", "host", "host", "host", "state", "state"};
+    for (int i = 0; i < 6; i++) emit(&G, "  in %%%d %s %s\n", add_val(&G, kinds[i], 1), ik[i], ty(&G, kinds[i], t, sizeof t));
+    emit(&G, "  in %%6 scalar f64[] = 0.75\n  in %%7 const f64[] = 2.5\n");
+    G.nv = 8;
+    emit(&G, "  in %%8 state %s\n", ty(&G, K_MN, t, sizeof t));
+    emit(&G, "  in %%9 state %s\n  in %%10 state %s\n  in %%11 state %s\n", ty(&G, K_N, t, sizeof t),
+         ty(&G, K_N, t, sizeof t), ty(&G, K_N, t, sizeof t));
+    emit(&G, "  in %%12 host %s\n", ty(&G, K_TBN, t, sizeof t));
+    G.nv = 13;
+    char outs[2048];
+    size_t ol = 0;
+    outs[0] = 0;
+    int did_opt = 0, did_loop = 0, nsteps = 6 + (int)(rnd() % 14);
+    for (int s = 0; s < nsteps; s++) {
+        int r = (int)(rnd() % 12), vi;
+        switch (r) {
+        case 0:
+        case 1:
+            if ((vi = pick(&G, rnd() % 3 ? K_BN : K_BM, 0)) >= 0) unary(&G, vi, G.vk[vi]);
+            break;
+        case 2:
+        case 3:
+            if ((vi = pick(&G, rnd() % 4 ? K_BN : K_BM, 0)) >= 0) binary(&G, vi, G.vk[vi]);
+            break;
+        case 4: { /* a reduction over the trailing dim or everything */
+            if ((vi = pick(&G, rnd() % 2 ? K_BN : K_BM, 0)) < 0) break;
+            const char *ops[] = {"sum", "mean", "amax", "amin"};
+            int o = (int)(rnd() % 4), all = rnd() % 3 == 0, keep = !all && rnd() % 2;
+            int k = all ? K_S : keep ? K_B1 : K_B;
+            int id = add_val(&G, k, 1);
+            emit(&G, "  %%%d = %s(%%%d) dims=%s keepdim=%s%s : %s\n", id, ops[o], G.vid[vi],
+                 all ? "[]" : rnd() % 2 ? "[1]" : "[-1]", keep ? "true" : "false", o < 2 ? " dtype=none" : "",
+                 ty(&G, k, t, sizeof t));
+            break;
+        }
+        case 5: { /* a GEMM, often with a bias and an activation */
+            if ((vi = pick(&G, K_BN, 0)) < 0) break;
+            int id = add_val(&G, K_BM, 1), form = (int)(rnd() % 3);
+            if (form == 0) emit(&G, "  %%%d = mm(%%%d, %%4) : %s\n", id, G.vid[vi], ty(&G, K_BM, t, sizeof t));
+            else if (form == 1) emit(&G, "  %%%d = linear(%%%d, %%8, %%5) : %s\n", id, G.vid[vi], ty(&G, K_BM, t, sizeof t));
+            else emit(&G, "  %%%d = addmm(%%5, %%%d, %%4) beta=1 alpha=1 : %s\n", id, G.vid[vi], ty(&G, K_BM, t, sizeof t));
+            G.nvals--; /* the GEMM's output has one use when an epilogue follows */
+            int cur = id;
+            if (form == 0 && rnd() % 2) {
+                int b = G.nv++;
+                emit(&G, "  %%%d = add(%%%d, %%5) alpha=1 : %s\n", b, cur, ty(&G, K_BM, t, sizeof t));
+                cur = b;
+            }
+            if (rnd() % 3) {
+                const char *acts[] = {"relu", "tanh", "sigmoid", "silu", "gelu"};
+                int a = (int)(rnd() % 5), b = G.nv++;
+                emit(&G, "  %%%d = %s(%%%d)%s : %s\n", b, acts[a], cur, a == 4 ? " approximate=0" : "",
+                     ty(&G, K_BM, t, sizeof t));
+                cur = b;
+            }
+            G.vid[G.nvals] = cur, G.vk[G.nvals] = K_BM, G.contig[G.nvals] = 1, G.nvals++;
+            break;
+        }
+        case 6: { /* views feeding elementwise ops */
+            if ((vi = pick(&G, K_BN, 1)) < 0) break;
+            int form = (int)(rnd() % 3), id = G.nv++, back = G.nv;
+            if (form == 0) {
+                emit(&G, "  %%%d = transpose(%%%d) dim0=0 dim1=1 : %s\n", id, G.vid[vi], ty(&G, K_NB, t, sizeof t));
+                G.vid[G.nvals] = id, G.vk[G.nvals] = K_NB, G.contig[G.nvals] = 0, G.nvals++;
+                int u = unary(&G, G.nvals - 1, K_NB);
+                back = G.nv++;
+                emit(&G, "  %%%d = transpose(%%%d) dim0=0 dim1=1 : %s\n", back, u, ty(&G, K_BN, t, sizeof t));
+                G.vid[G.nvals] = back, G.vk[G.nvals] = K_BN, G.contig[G.nvals] = 0, G.nvals++;
+            } else if (form == 1) {
+                emit(&G, "  %%%d = view(%%%d) shape=[-1] : %s\n", id, G.vid[vi], ty(&G, K_FLAT, t, sizeof t));
+                G.vid[G.nvals] = id, G.vk[G.nvals] = K_FLAT, G.contig[G.nvals] = 1, G.nvals++;
+                int u = unary(&G, G.nvals - 1, K_FLAT);
+                back = G.nv++;
+                emit(&G, "  %%%d = view(%%%d) shape=[-1, %d] : %s\n", back, u, G.N, ty(&G, K_BN, t, sizeof t));
+                G.vid[G.nvals] = back, G.vk[G.nvals] = K_BN, G.contig[G.nvals] = 1, G.nvals++;
+            } else {
+                emit(&G, "  %%%d = slice(%%%d) dim=1 start=0 end=%d step=1 : %s\n", id, G.vid[vi], G.K,
+                     ty(&G, K_BK, t, sizeof t));
+                G.vid[G.nvals] = id, G.vk[G.nvals] = K_BK, G.contig[G.nvals] = 0, G.nvals++;
+                unary(&G, G.nvals - 1, K_BK);
+            }
+            break;
+        }
+        case 7: { /* in-place table ops in functional form */
+            if ((vi = pick(&G, rnd() % 2 ? K_BN : K_N, 0)) < 0) break;
+            int k = G.vk[vi], src = pick(&G, k == K_BN && rnd() % 2 ? K_N : k, 0);
+            int id = add_val(&G, k, 1), form = (int)(rnd() % 3);
+            if (form == 0)
+                emit(&G, "  %%%d = uniform_(%%%d) low=-1 high=1 seed=%u offset=%u : %s\n", id, G.vid[vi], rnd() % 100,
+                     rnd() % 1000, ty(&G, k, t, sizeof t));
+            else if (form == 1)
+                emit(&G, "  %%%d = fill_(%%%d) value=1.5 : %s\n", id, G.vid[vi], ty(&G, k, t, sizeof t));
+            else {
+                emit(&G, "  %%%d = copy_(%%%d, %%%d) : %s\n", id, G.vid[vi], G.vid[src], ty(&G, k, t, sizeof t));
+            }
+            break;
+        }
+        case 8: { /* an optimizer update of the state, once */
+            if (did_opt || (vi = pick(&G, K_BN, 0)) < 0) break;
+            did_opt = 1;
+            int gr = G.nv++, a = G.nv++, b = G.nv++, c = -1;
+            emit(&G, "  %%%d = sum(%%%d) dims=[0] keepdim=false dtype=none : %s\n", gr, G.vid[vi], ty(&G, K_N, t, sizeof t));
+            if (rnd() % 2) {
+                c = G.nv++;
+                emit(&G, "  %%%d, %%%d, %%%d = adam_(%%9, %%10, %%11, %%%d) lr=%%6 beta1=0.9 beta2=0.999 eps=1e-08 "
+                     "weight_decay=0 step=3 decoupled=false maximize=false : %s, %s, %s\n", a, b, c, gr,
+                     ty(&G, K_N, t, sizeof t), ty(&G, K_N, t, sizeof t), ty(&G, K_N, t, sizeof t));
+                ol += (size_t)snprintf(outs + ol, sizeof outs - ol, "  out %%%d state=%%9\n  out %%%d state=%%10\n  out "
+                                       "%%%d state=%%11\n", a, b, c);
+            } else {
+                emit(&G, "  %%%d, %%%d = sgd_(%%9, %%10, %%%d) lr=0.1 momentum=0.9 dampening=0 weight_decay=0 "
+                     "nesterov=false maximize=false first=false : %s, %s\n", a, b, gr, ty(&G, K_N, t, sizeof t),
+                     ty(&G, K_N, t, sizeof t));
+                ol += (size_t)snprintf(outs + ol, sizeof outs - ol, "  out %%%d state=%%9\n  out %%%d state=%%10\n", a, b);
+                (void)c;
+            }
+            G.vid[G.nvals] = a, G.vk[G.nvals] = K_N, G.contig[G.nvals] = 1, G.nvals++;
+            break;
+        }
+        case 9: { /* a loop over T with a carry and collects */
+            if (did_loop || (vi = pick(&G, K_BN, 0)) < 0) break;
+            did_loop = 1;
+            int h = G.nv++, hout = G.nv++, xt = G.nv++, m1 = G.nv++, a1 = G.nv++, h2 = G.nv++, col = G.nv++, col2 = G.nv++;
+            emit(&G, "  loop L0 trip=T ivar=i0 {\n");
+            emit(&G, "    carry %%%d = %%%d -> %%%d => %%%d\n", h, G.vid[vi], h2, hout);
+            emit(&G, "    %%%d = select(%%12) dim=0 index=i0 : %s\n", xt, ty(&G, K_BN, t, sizeof t));
+            emit(&G, "    %%%d = mul(%%%d, %%%d) : %s\n", m1, h, xt, ty(&G, K_BN, t, sizeof t));
+            emit(&G, "    %%%d = add(%%%d, %%2) alpha=1 : %s\n", a1, m1, ty(&G, K_BN, t, sizeof t));
+            emit(&G, "    %%%d = tanh(%%%d) : %s\n", h2, a1, ty(&G, K_BN, t, sizeof t));
+            emit(&G, "    collect %%%d => %%%d\n", h2, col);
+            emit(&G, "    collect %%%d => %%%d\n", m1, col2);
+            emit(&G, "  }\n");
+            G.vid[G.nvals] = hout, G.vk[G.nvals] = K_BN, G.contig[G.nvals] = 1, G.nvals++;
+            int sm = G.nv++;
+            emit(&G, "  %%%d = sum(%%%d) dims=[0] keepdim=false dtype=none : %s\n", sm, col, ty(&G, K_BN, t, sizeof t));
+            G.vid[G.nvals] = sm, G.vk[G.nvals] = K_BN, G.contig[G.nvals] = 1, G.nvals++;
+            ol += (size_t)snprintf(outs + ol, sizeof outs - ol, "  out %%%d keep\n", col2);
+            break;
+        }
+        default:
+            if ((vi = pick(&G, K_BN, 0)) >= 0) binary(&G, vi, K_BN);
+            break;
+        }
+    }
+    /* outputs: the last value, and a few others */
+    int nk = 0;
+    for (int i = G.nvals - 1; i >= 0 && nk < 3; i--)
+        if (G.vid[i] >= 13 && (i == G.nvals - 1 || rnd() % 3 == 0)) {
+            ol += (size_t)snprintf(outs + ol, sizeof outs - ol, "  out %%%d keep\n", G.vid[i]);
+            nk++;
+        }
+    if (rnd() % 4 == 0) { /* a state input written with a computed value */
+        int vi = pick(&G, K_N, 0);
+        if (vi >= 0 && G.vid[vi] >= 13 && !strstr(outs, "state=%11\n"))
+            ol += (size_t)snprintf(outs + ol, sizeof outs - ol, "  out %%%d state=%%11\n", G.vid[vi]);
+    }
+    emit(&G, "%s}\n", outs);
+    *nouts_hint = nk;
+    return G.buf;
+}
+
+/* 15 modules of 20 generated graphs; every third module also with its
+ * kernels emitted and compiled. */
+static void test_random(void) {
+    tally t = {0}, tc = {0};
+    int nmod = 15, per = 20, parsed = 0, fused = 0, planned = 0;
+    for (int mi = 0; mi < nmod; mi++) {
+        size_t cap = 1 << 16, len = 0;
+        char *text = malloc(cap);
+        len += (size_t)snprintf(text, cap, "module optable=0000000000000000 graphs=%d\n", per);
+        for (int i = 0; i < per; i++) {
+            int nk;
+            char *gtext = gen_graph(i, &nk);
+            size_t gl = strlen(gtext);
+            if (len + gl + 1 > cap) text = realloc(text, cap = 2 * (len + gl + 1));
+            memcpy(text + len, gtext, gl + 1);
+            len += gl;
+            free(gtext);
+        }
+        jn_ir_module *orig = NULL, *opt = NULL;
+        jn_status st = jn_ir_parse(text, len, &orig);
+        CHECK(st == JN_OK);
+        if (st != JN_OK) {
+            fprintf(stderr, "generated module %d does not parse: %s\n%s", mi, jn_errmsg(), text);
+            free(text);
+            continue;
+        }
+        parsed += orig->ngraphs;
+        CHECK(jn_ir_parse(text, len, &opt) == JN_OK);
+        jn_cg_options o = {.verify_each = 1};
+        st = jn_cg_optimize(opt, &o, NULL);
+        CHECK(st == JN_OK);
+        if (st == JN_OK) {
+            int64_t hi[3] = {6, 3, 0}, ab = 0;
+            for (int32_t k = 0; k < opt->ngraphs; k++) {
+                const jn_ir_graph *g = opt->graphs[k];
+                fused += g->nkernels > 0;
+                planned += jn_ir_dim_eval(g, g->arena, hi, &ab) == JN_OK && ab > 0;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "random module %d", mi);
+            int fails = jt_fail;
+            compare_module(what, orig, opt, NULL, &t);
+            jn_rt_exec_lib *lib = mi % 3 == 0 ? compile_lib(opt, what) : NULL;
+            if (lib) compare_module(what, orig, opt, lib, &tc);
+            jn_rt_exec_lib_close(lib);
+            if (jt_fail != fails && getenv("EXEC_DEBUG")) fprintf(stderr, "%s", text);
+        }
+        jn_ir_module_free(orig);
+        jn_ir_module_free(opt);
+        free(text);
+    }
+    printf("random: %d graphs (%d with kernels, %d with an arena), %d runs compared (%d not runnable): %d outputs "
+           "bitwise equal planned vs op by op, %d equal to the graph before the passes; arena %lld bytes, peak %lld "
+           "planned vs %lld op by op\n", parsed, fused, planned, t.runs, t.skipped, t.bitwise, t.numeric,
+           (long long)t.arena, (long long)t.plan_peak, (long long)t.eager_peak);
+    printf("random, compiled kernels: %d runs (%lld generated kernel calls), %d outputs bitwise equal to op by op, %d "
+           "within 1e-4 (downstream of a compiled sum)\n", tc.runs, (long long)tc.gen_calls, tc.bitwise, tc.tolerant);
+    CHECK(parsed == nmod * per && t.runs >= 3 * parsed - parsed / 10 && fused > parsed / 2 && planned > parsed / 2);
+    CHECK(no_cc || (tc.runs >= parsed && tc.gen_calls > parsed && tc.bitwise > 0));
+}
+
+/* ----------------------------------------------------- compiled kernels */
+static const char *KGRAPH =
+    "module optable=0000000000000000 graphs=1\n"
+    "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+    "  sym B dim 1..5\n"
+    "  in %0 host f32[B, 4]\n"
+    "  in %1 state f32[4, 3]\n"
+    "  in %2 state f32[3]\n"
+    "  in %3 host f32[3]\n"
+    "  in %4 host f32[B, 1]\n"
+    "  in %5 scalar f64[] = 0.5\n"
+    "  %6 = mm(%0, %1) : f32[B, 3]\n"
+    "  %7 = add(%6, %2) alpha=1 : f32[B, 3]\n"
+    "  %8 = relu(%7) : f32[B, 3]\n"
+    "  %9 = mul(%8, %3) : f32[B, 3]\n"
+    "  %10 = add(%9, %4) alpha=%5 : f32[B, 3]\n"
+    "  %11 = exp(%10) : f32[B, 3]\n"
+    "  %12 = sum(%11) dims=[1] keepdim=false dtype=none : f32[B]\n"
+    "  %13 = sub(%0, %4) alpha=1 : f32[B, 4]\n"
+    "  %14 = mul(%13, %13) : f32[B, 4]\n"
+    "  out %8 keep\n"
+    "  out %10 keep\n"
+    "  out %12 keep\n"
+    "  out %14 keep\n"
+    "}\n";
+
+/* The three kernels of KGRAPH by hand, as the emitter would make them:
+ * K0 the mm's epilogue (bias add, relu), K1 mul/add/exp/sum, K2 sub/mul
+ * through c->parallel_for.  Strided n-d loops over any ndim. */
+static const char *KSRC =
+    "#include <stdint.h>\n#include <math.h>\n"
+    "typedef struct { int32_t nops, ndim, nred, pad_; char *const *data; const int64_t *shape;\n"
+    "  const int64_t *strides; const double *scalars;\n"
+    "  void (*parallel_for)(int64_t, int64_t, void (*)(int64_t, int64_t, void *), void *); } jn_kcall;\n"
+    "const int jn_kabi_version = ABI;\n"
+    "const unsigned long long jn_kmodule_hash = HASHULL;\n"
+    "static int64_t at(const jn_kcall *c, int k, int64_t lin, int from, int to) {\n"
+    "  int64_t off = 0;\n"
+    "  for (int d = to - 1; d >= from; d--) { off += (lin % c->shape[d]) * c->strides[k * c->ndim + d]; lin /= c->shape[d]; }\n"
+    "  return off;\n"
+    "}\n"
+    "static int64_t prod(const jn_kcall *c, int from, int to) { int64_t n = 1; for (int d = from; d < to; d++) n *= c->shape[d]; return n; }\n"
+    "void jn_k0_0(const jn_kcall *c) {\n"
+    "  int64_t n = prod(c, 0, c->ndim);\n"
+    "  for (int64_t i = 0; i < n; i++) {\n"
+    "    float a = *(float *)(c->data[0] + (at(c, 0, i, 0, c->ndim)));\n"
+    "    float b = *(float *)(c->data[1] + (at(c, 1, i, 0, c->ndim)));\n"
+    "    float v = a + (float)1.0 * b; v = v < 0 ? 0 : v;\n"
+    "    *(float *)(c->data[2] + (at(c, 2, i, 0, c->ndim))) = v;\n"
+    "  }\n"
+    "}\n"
+    "void jn_k0_1(const jn_kcall *c) {\n"
+    "  int nk = c->ndim - c->nred;\n"
+    "  int64_t no = prod(c, 0, nk), ni = prod(c, nk, c->ndim);\n"
+    "  float al = (float)c->scalars[0];\n"
+    "  for (int64_t o = 0; o < no; o++) {\n"
+    "    double acc = 0;\n"
+    "    for (int64_t i = 0; i < ni; i++) {\n"
+    "      char *p[5];\n"
+    "      for (int k = 0; k < 5; k++) p[k] = c->data[k] + (at(c, k, o, 0, nk)) + (at(c, k, i, nk, c->ndim));\n"
+    "      float t = *(float *)p[0] * *(float *)p[1];\n"
+    "      float u = t + al * *(float *)p[2];\n"
+    "      *(float *)p[3] = u;\n"
+    "      acc += expf(u);\n"
+    "    }\n"
+    "    *(float *)(c->data[4] + (at(c, 4, o, 0, nk))) = (float)acc;\n"
+    "  }\n"
+    "}\n"
+    "static void k2_range(int64_t b, int64_t e, void *ctx) {\n"
+    "  const jn_kcall *c = ctx;\n"
+    "  for (int64_t i = b; i < e; i++) {\n"
+    "    float a = *(float *)(c->data[0] + (at(c, 0, i, 0, c->ndim)));\n"
+    "    float b2 = *(float *)(c->data[1] + (at(c, 1, i, 0, c->ndim)));\n"
+    "    float t = a - (float)1.0 * b2;\n"
+    "    *(float *)(c->data[2] + (at(c, 2, i, 0, c->ndim))) = t * t;\n"
+    "  }\n"
+    "}\n"
+    "void jn_k0_2(const jn_kcall *c) { c->parallel_for(prod(c, 0, c->ndim), 2, k2_range, (void *)c); }\n";
+
+/* Compiles KSRC with the given ABI and hash into a .so; its bytes. */
+static void *build_so(int abi, uint64_t hash, size_t *len) {
+    char src[8192];
+    const char *p = KSRC;
+    size_t o = 0;
+    while (*p && o < sizeof src - 64) { /* ABI and HASHULL substituted */
+        if (!strncmp(p, "ABI;", 4)) {
+            o += (size_t)snprintf(src + o, sizeof src - o, "%d;", abi);
+            p += 4;
+        } else if (!strncmp(p, "HASHULL", 7)) {
+            o += (size_t)snprintf(src + o, sizeof src - o, "0x%016llxULL", (unsigned long long)hash);
+            p += 7;
+        } else {
+            src[o++] = *p++;
+        }
+    }
+    src[o] = 0;
+    FILE *f = fopen(tmp("k.c"), "w");
+    if (!f) return NULL;
+    fputs(src, f);
+    fclose(f);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -o '%s' '%s' -lm", tmp("k.so"), tmp("k.c"));
+    if (system(cmd) != 0) return NULL;
+    return read_file(tmp("k.so"), len);
+}
+
+static void test_compiled(void) {
+    if (system("cc --version >/dev/null 2>&1") != 0) {
+        printf("compiled: no C compiler (cc), skipped\n");
+        return;
+    }
+    if (jt_tmp_begin("exec") != 0) return;
+    jn_ir_module *orig = NULL, *opt = NULL;
+    CHECK(jn_ir_parse(KGRAPH, strlen(KGRAPH), &orig) == JN_OK && jn_ir_parse(KGRAPH, strlen(KGRAPH), &opt) == JN_OK);
+    CHECK(jn_cg_optimize(opt, NULL, NULL) == JN_OK);
+    const jn_ir_graph *g = opt->graphs[0];
+    /* the kernel table the hand-written functions assume */
+    CHECK(g->nkernels == 3);
+    if (g->nkernels == 3) {
+        CHECK(g->kernels[0].kind == JN_IR_K_GEMM && g->kernels[0].impl == JN_IR_IMPL_GEMM);
+        CHECK(g->kernels[1].kind == JN_IR_K_EW_REDUCE && g->kernels[1].impl == JN_IR_IMPL_GEN);
+        CHECK(g->kernels[2].kind == JN_IR_K_EW && g->kernels[2].impl == JN_IR_IMPL_GEN);
+        jn_cg_kernel_io io;
+        CHECK(jn_cg_kernel_describe(g, 0, &io) == JN_OK && io.ncall == 3 && io.ncall_in == 2 && io.call[0] == 6 &&
+              io.call[1] == 2 && io.call[2] == 8);
+        jn_cg_kernel_io_free(&io);
+        CHECK(jn_cg_kernel_describe(g, 1, &io) == JN_OK && io.ncall == 5 && io.call[0] == 8 && io.call[1] == 3 &&
+              io.call[2] == 4 && io.call[3] == 10 && io.call[4] == 12 && io.nscalar == 1 && io.scalar[0] == 5);
+        jn_cg_kernel_io_free(&io);
+        CHECK(jn_cg_kernel_describe(g, 2, &io) == JN_OK && io.ncall == 3 && io.call[0] == 0 && io.call[1] == 4 &&
+              io.call[2] == 14);
+        jn_cg_kernel_io_free(&io);
+    }
+    uint64_t h = 0;
+    CHECK(jn_cg_module_hash(opt, &h) == JN_OK);
+    size_t len = 0;
+    void *so = build_so(JN_KABI_VERSION, h, &len);
+    CHECK(so != NULL);
+    jn_rt_exec_lib *lib = NULL;
+    jn_status st = so ? jn_rt_exec_lib_open(so, len, h, "test bundle", &lib) : JN_ERR_IO;
+    CHECK(st == JN_OK);
+    if (st) fprintf(stderr, "lib_open: %s\n", jn_errmsg());
+    CHECK(jn_rt_exec_lib_kernel(lib, 0, 1) != NULL && jn_rt_exec_lib_kernel(lib, 0, 3) == NULL &&
+          jn_rt_exec_lib_kernel(lib, 1, 0) == NULL);
+    tally t = {0};
+    uint8_t tol[4] = {0, 0, 1, 0}; /* the sum: expf and the eager exp may differ in the last bit */
+    int64_t bs[] = {1, 3, 5};
+    for (int i = 0; i < 3 && lib; i++) {
+        compare_at("compiled", orig, opt, 0, lib, &bs[i], 99 + (uint64_t)i, &t, tol);
+        jn_tensor *o[4] = {0};
+        jn_rt_exec_stats s;
+        CHECK(jt_run_graph(opt, 0, lib, 0, &bs[i], 5, o, &s) == JN_OK);
+        CHECK(s.kernels_gen == 3 && s.kernels_lib == 0 && s.nodes_eager == 1); /* the mm alone runs eagerly */
+        for (int k = 0; k < 4; k++)
+            if (o[k]) jn_tensor_decref(o[k]);
+    }
+    CHECK(t.runs == 3 && t.bitwise == 9);
+    printf("compiled: %d runs with hand-written kernels from a shared object, %d outputs bitwise equal to op by op, the "
+           "sum within 1e-5\n", t.runs, t.bitwise);
+    jn_rt_exec_lib_close(lib);
+    /* refusals name the origin and the fix */
+    lib = NULL;
+    CHECK(so && jn_rt_exec_lib_open(so, len, h ^ 1, "bundle X", &lib) == JN_ERR_VALUE && !lib && has("bundle X") &&
+          has("another module") && has("janus optimize"));
+    free(so);
+    so = build_so(JN_KABI_VERSION + 1, h, &len);
+    CHECK(so && jn_rt_exec_lib_open(so, len, h, "bundle Y", &lib) == JN_ERR_VALUE && !lib && has("bundle Y") &&
+          has("kernel ABI"));
+    /* a truncated object (a corrupt one is the bundle checksum's business: dlopen trusts what it maps) */
+    CHECK(so && jn_rt_exec_lib_open(so, 64, h, "bundle Z", &lib) == JN_ERR_VALUE && !lib && has("bundle Z") &&
+          has("do not load"));
+    free(so);
+    CHECK(jn_rt_exec_lib_open("nope", 4, h, "bundle W", &lib) == JN_ERR_VALUE && has("not a shared object"));
+    jn_ir_module_free(orig);
+    jn_ir_module_free(opt);
+    jt_tmp_end();
+}
+
+/* ----------------------------------------------------------- errors */
+static void test_errors(void) {
+    jn_ir_module *m = NULL;
+    CHECK(jn_ir_parse(KGRAPH, strlen(KGRAPH), &m) == JN_OK);
+    CHECK(jn_cg_optimize(m, NULL, NULL) == JN_OK);
+    const jn_ir_graph *g = m->graphs[0];
+    jn_rt_exec *x = NULL;
+    CHECK(jn_rt_exec_new(m, 1, NULL, 0, &x) == JN_ERR_VALUE && !x);
+    CHECK(jn_rt_exec_new(m, 0, NULL, 0, &x) == JN_OK);
+    int64_t sv[1] = {3};
+    uint64_t seed = 1;
+    jn_tensor *in[6];
+    for (int i = 0; i < 6; i++) in[i] = jt_make_input(g, sv, i, &seed);
+    jn_tensor *outs[4] = {0};
+    /* symbols from the inputs */
+    int64_t b[1];
+    CHECK(jn_rt_exec_bind_syms(g, in, b) == JN_OK && b[0] == 3);
+    CHECK(jn_rt_exec_run(x, in, b, outs) == JN_OK && outs[3] && outs[3]->shape[0] == 3);
+    jn_rt_exec_stats s;
+    jn_rt_exec_last_stats(x, &s);
+    CHECK(s.arena_bytes == 0 && s.kernels_lib == 3 && s.kernels_gen == 0 && s.nodes_eager == 9); /* all values leave */
+    for (int k = 0; k < 4; k++) jn_tensor_decref(outs[k]), outs[k] = NULL;
+    /* the arena is reused: a smaller batch fits */
+    int64_t sv2[1] = {1};
+    jn_tensor *in2[6];
+    seed = 1;
+    for (int i = 0; i < 6; i++) in2[i] = jt_make_input(g, sv2, i, &seed);
+    CHECK(jn_rt_exec_run(x, in2, sv2, outs) == JN_OK && outs[1]->shape[0] == 1);
+    for (int k = 0; k < 4; k++) jn_tensor_decref(outs[k]), outs[k] = NULL;
+    /* disagreeing inputs, wrong shape, wrong dtype */
+    CHECK(jn_rt_exec_bind_syms(g, (jn_tensor *[]){in[0], in[1], in[2], in[3], in2[4], in[5]}, b) == JN_ERR_SHAPE &&
+          has("symbol B") && has("input 4"));
+    CHECK(jn_rt_exec_run(x, in2, sv, outs) == JN_ERR_SHAPE && has("input 0") && has("dim 0 (B)") && !outs[0]);
+    jn_tensor *bad = jn_tensor_zeros(JN_F64, 2, (int64_t[]){3, 4});
+    jn_tensor *in3[6] = {bad, in[1], in[2], in[3], in[4], in[5]};
+    CHECK(jn_rt_exec_run(x, in3, sv, outs) == JN_ERR_TYPE && has("input 0") && has("float64") && has("float32"));
+    jn_tensor *in4[6] = {in[0], in[1], in[2], in[3], in[4], NULL};
+    CHECK(jn_rt_exec_run(x, in4, sv, outs) == JN_ERR_VALUE && has("input 5") && has("missing"));
+    jn_tensor_decref(bad);
+    for (int i = 0; i < 6; i++) {
+        jn_tensor_decref(in[i]);
+        jn_tensor_decref(in2[i]);
+    }
+    jn_rt_exec_free(x);
+    jn_ir_module_free(m);
+}
+
+int main(void) {
+    test_errors();
+    test_compiled();
+    test_golden();
+    test_random();
+    JT_DONE();
+}

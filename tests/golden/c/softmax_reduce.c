@@ -1,0 +1,76 @@
+/* Golden generated C (tests/c/test_emit.c; JANUS_UPDATE_GOLDEN=1 rewrites it) */
+/* graph g kernel K0 (ew_reduce: sub exp sum); operands: %0:f32 %1:f32 -> %3:f32 %4:f32 */
+static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
+    const jn_kcall *c = (const jn_kcall *)ctx_;
+    const int nd = c->ndim, no = nd - c->nred;
+    const int64_t *sh = c->shape, *st = c->strides;
+    const int64_t n = no < nd ? sh[nd - 1] : 1;
+    const int64_t t0 = no < nd ? st[0 * nd + nd - 1] : 0;
+    const int64_t t1 = no < nd ? st[1 * nd + nd - 1] : 0;
+    const int64_t t2 = no < nd ? st[2 * nd + nd - 1] : 0;
+    const int64_t t3 = no < nd ? st[3 * nd + nd - 1] : 0;
+    const int fast = 1 && t0 == 4 && t1 == 0 && t2 == 4;
+    int64_t cnt = 1;
+    for (int d = no; d < nd; d++) cnt *= sh[d];
+    (void)cnt;
+    (void)t3;
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t r = u, i0 = 0, i1 = n;
+        char *b0 = c->data[0];
+        char *b1 = c->data[1];
+        char *b2 = c->data[2];
+        char *b3 = c->data[3];
+        for (int64_t q = r, d = no - 1; d >= 0; d--) {
+            const int64_t x = q % sh[d];
+            q /= sh[d];
+            b0 += x * st[0 * nd + d];
+            b1 += x * st[1 * nd + d];
+            b2 += x * st[2 * nd + d];
+            b3 += x * st[3 * nd + d];
+        }
+        double acc = 0;
+        int64_t mid = 1;
+        for (int d = no; d < nd - 1; d++) mid *= sh[d];
+        for (int64_t mq = 0; mq < mid; mq++) {
+            char *p0 = b0;
+            char *p1 = b1;
+            char *p2 = b2;
+            char *p3 = b3;
+            (void)p3;
+            for (int64_t q = mq, d = nd - 2; d >= no; d--) {
+                const int64_t x = q % sh[d];
+                q /= sh[d];
+                p0 += x * st[0 * nd + d];
+                p1 += x * st[1 * nd + d];
+                p2 += x * st[2 * nd + d];
+                p3 += x * st[3 * nd + d];
+            }
+            if (fast) {
+                const float s1 = *(const float *)p1;
+                for (int64_t i = i0; i < i1; i++) {
+                    const float v0 = ((const float *)p0)[i];
+                    const float v1 = s1;
+                    float v2; /* sub */
+                    { const float a = v0; const float b = v1; const float al = (float)(0x1p+0); v2 = (a - al * b); }
+                    float v3; /* exp */
+                    { const float x = v2; v3 = (fast_expf(x)); }
+                    acc += (double)v3;
+                    ((float *)p2)[i] = v3;
+                }
+            } else {
+                for (int64_t i = i0; i < i1; i++) {
+                    const float v0 = *(const float *)(p0 + i * t0);
+                    const float v1 = *(const float *)(p1 + i * t1);
+                    float v2; /* sub */
+                    { const float a = v0; const float b = v1; const float al = (float)(0x1p+0); v2 = (a - al * b); }
+                    float v3; /* exp */
+                    { const float x = v2; v3 = (fast_expf(x)); }
+                    acc += (double)v3;
+                    *(float *)(p2 + i * t2) = v3;
+                }
+            }
+        }
+        *(float *)b3 = (float)(acc);
+    }
+}
+void jn_k0_0(const jn_kcall *c) { jn_krun(c, 1, jn_k0_0_rows); }

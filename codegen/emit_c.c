@@ -47,6 +47,7 @@
 
 #define KABI_VERSION 1 /* JN_KABI_VERSION of runtime/exec/jn_exec.h */
 #define PAR_GRAIN 32768 /* elements per task, as jn_nditer */
+#define EMIT_MAX_OPS 64 /* operands per kernel: what the executor passes (runtime/exec) */
 
 /* ------------------------------------------------------------ the table */
 enum {
@@ -465,6 +466,8 @@ static int kernel_ok(const jn_ir_graph *g, int32_t k, const jn_cg_kernel_io *io,
             return 0;
         }
     }
+    if (io->ncall > EMIT_MAX_OPS)
+        return why_not(why, wn, "kernel K%d has %d operands, more than %d", k, io->ncall, EMIT_MAX_OPS);
     for (int32_t i = 0; i < io->ncall; i++)
         if (!gen_dtype(g->values[io->call[i]].dtype))
             return why_not(why, wn, "kernel K%d: operand %%%d is %s", k, io->call[i], jn_dtype_names[g->values[io->call[i]].dtype]);

@@ -158,22 +158,7 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
     fprintf(f, "        for (int64_t q = r, d = no - 1; d >= 0; d--) {\n            const int64_t x = q %% sh[d];\n            q /= sh[d];\n");
     for (int j = 0; j < nops; j++) fprintf(f, "            b%d += x * st[%d * nd + d];\n", j, j);
     fprintf(f, "        }\n");
-    if (e.reduce) {
-        if (e.r.facc) fprintf(f, "        double acc = 0;\n");
-        else if (e.r.op == JN_OP_sum) fprintf(f, "        uint64_t acc = 0;\n");
-        else {
-            const char *lo = NULL;
-            int mx = e.r.op == JN_OP_amax;
-            switch (e.r.in) {
-            case JN_F32: case JN_F64: lo = mx ? "-INFINITY" : "INFINITY"; break;
-            case JN_I64: lo = mx ? "INT64_MIN" : "INT64_MAX"; break;
-            case JN_I32: lo = mx ? "INT32_MIN" : "INT32_MAX"; break;
-            case JN_U8: lo = mx ? "0" : "255"; break;
-            default: lo = mx ? "0" : "1"; break;
-            }
-            fprintf(f, "        %s acc = (%s)%s;\n", cg_em_ctype(e.r.in), cg_em_ctype(e.r.in), lo);
-        }
-    }
+    if (e.reduce) cg_em_acc_init(f, &e.r, "        ");
     /* middle dims (reduced, all but the innermost) by an odometer */
     fprintf(f, "        int64_t mid = 1;\n        for (int d = no; d < nd - 1; d++) mid *= sh[d];\n");
     fprintf(f, "        for (int64_t mq = 0; mq < mid; mq++) {\n");
@@ -205,17 +190,9 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
     emit_body(&e, 0, bc, "                    ");
     fprintf(f, "                }\n            }\n        }\n");
     if (e.reduce) {
-        jn_dtype od = e.r.out;
         char cv[200];
-        if (e.r.facc) {
-            const char *val = root->op == JN_OP_mean ? "acc / (double)cnt" : "acc";
-            cg_em_conv(cv, sizeof cv, val, JN_F64, od);
-        } else if (e.r.op == JN_OP_sum) {
-            snprintf(cv, sizeof cv, "(%s)(int64_t)acc", cg_em_ctype(od));
-        } else {
-            snprintf(cv, sizeof cv, "acc");
-        }
-        fprintf(f, "        *(%s *)b%d = %s;\n", cg_em_ctype(od), ro, cv);
+        cg_em_reduce_result(cv, sizeof cv, &e.r);
+        fprintf(f, "        *(%s *)b%d = %s;\n", cg_em_ctype(e.r.out), ro, cv);
     }
     fprintf(f, "    }\n}\n");
     fprintf(f, "void jn_k%d_%d(const jn_kcall *c) { jn_krun(c, %d, jn_k%d_%d_rows); }\n", gi, k, e.reduce, gi, k);

@@ -504,6 +504,45 @@ static void vname(const cg_em_ctx *e, int blocked, const uint8_t *bc, int32_t v,
     snprintf(out, n, blocked ? "t%d[i]" : "v%d", v);
 }
 
+/* `T acc = identity;`: the accumulator of r, as k_reduce.c keeps it
+ * (double for float sum/mean, uint64 for integer sums: wrapping). */
+void cg_em_acc_init(FILE *f, const cg_em_rplan *r, const char *ind) {
+    if (r->facc) {
+        fprintf(f, "%sdouble acc = 0;\n", ind);
+    } else if (r->op == JN_OP_sum) {
+        fprintf(f, "%suint64_t acc = 0;\n", ind);
+    } else {
+        const char *lo = NULL;
+        int mx = r->op == JN_OP_amax;
+        switch (r->in) {
+        case JN_F32: case JN_F64: lo = mx ? "-INFINITY" : "INFINITY"; break;
+        case JN_I64: lo = mx ? "INT64_MIN" : "INT64_MAX"; break;
+        case JN_I32: lo = mx ? "INT32_MIN" : "INT32_MAX"; break;
+        case JN_U8: lo = mx ? "0" : "255"; break;
+        default: lo = mx ? "0" : "1"; break;
+        }
+        fprintf(f, "%s%s acc = (%s)%s;\n", ind, cg_em_ctype(r->in), cg_em_ctype(r->in), lo);
+    }
+}
+
+/* The reduction's result from acc (and cnt, the reduced element count, for
+ * mean), rounded to the output dtype. */
+void cg_em_reduce_result(char *out, size_t n, const cg_em_rplan *r) {
+    if (r->facc) cg_em_conv(out, n, r->op == JN_OP_mean ? "acc / (double)cnt" : "acc", JN_F64, r->out);
+    else if (r->op == JN_OP_sum) snprintf(out, n, "(%s)(int64_t)acc", cg_em_ctype(r->out));
+    else snprintf(out, n, "acc");
+}
+
+/* The amax/amin step `acc = better of (acc, val)`, NaN winning as in
+ * k_reduce.c: per element, and (emit_cuda.c) when combining partials. */
+void cg_em_minmax_step(FILE *f, const cg_em_rplan *r, const char *val, const char *ind) {
+    if (jn_dtype_is_float(r->in))
+        fprintf(f, "%s{ const %s r_ = %s; if (r_ %s acc || (isnan(r_) && !isnan(acc))) acc = r_; }\n", ind,
+                cg_em_ctype(r->in), val, r->op == JN_OP_amax ? ">" : "<");
+    else fprintf(f, "%s{ const %s r_ = %s; if (r_ %s acc) acc = r_; }\n", ind, cg_em_ctype(r->in), val,
+                 r->op == JN_OP_amax ? ">" : "<");
+}
+
 /* One member for element i: `dst = <result rounded to its dtype>;` in a
  * block of its own (its operands as a, b, x, ... like the eager loops), or
  * the reduction's accumulation step for the root of an ew_reduce kernel. */
@@ -519,11 +558,7 @@ void cg_em_member(const cg_em_ctx *e, int32_t n, int blocked, const uint8_t *bc,
         else snprintf(ld, sizeof ld, "%s", vn);
         if (e->r.facc) fprintf(f, "%sacc += (double)%s;\n", ind, ld);
         else if (e->r.op == JN_OP_sum) fprintf(f, "%sacc += (uint64_t)(int64_t)%s;\n", ind, ld);
-        else if (jn_dtype_is_float(e->r.in))
-            fprintf(f, "%s{ const %s r_ = %s; if (r_ %s acc || (isnan(r_) && !isnan(acc))) acc = r_; }\n", ind,
-                    cg_em_ctype(e->r.in), vn, e->r.op == JN_OP_amax ? ">" : "<");
-        else fprintf(f, "%s{ const %s r_ = %s; if (r_ %s acc) acc = r_; }\n", ind, cg_em_ctype(e->r.in), vn,
-                     e->r.op == JN_OP_amax ? ">" : "<");
+        else cg_em_minmax_step(f, &e->r, vn, ind);
         return;
     }
     cg_em_mplan p;

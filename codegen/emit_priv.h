@@ -66,6 +66,12 @@ void cg_em_put_expr(FILE *f, const char *t, jn_dtype c);
 int cg_em_call_index(const jn_cg_kernel_io *io, int32_t v);
 /* Members the generated function computes (the GEMM itself runs as a library call). */
 static inline int32_t cg_em_first_member(const jn_ir_kernel *K) { return K->kind == JN_IR_K_GEMM ? 1 : 0; }
+/* Declares the accumulator `acc` of r at its identity. */
+void cg_em_acc_init(FILE *f, const cg_em_rplan *r, const char *ind);
+/* The reduction's result expression (acc; cnt for mean) in r->out's type. */
+void cg_em_reduce_result(char *out, size_t n, const cg_em_rplan *r);
+/* The amax/amin accumulation step of r: acc = the better of acc and val. */
+void cg_em_minmax_step(FILE *f, const cg_em_rplan *r, const char *val, const char *ind);
 /* Member n's statement for one element: `{ loads; dst = result; }`, or the
  * accumulation step (into `acc`) for the root of an ew_reduce kernel.
  * Values read as v<id> (blocked 0) or, in emit_c's blocked loop, t<id>[i],

@@ -148,6 +148,29 @@ jn_status jn_cg_emit_c(const jn_ir_module *m, char **src, size_t *len, int *nker
  * (may be NULL).  The select pass gives such kernels impl=lib. */
 int jn_cg_emit_supported(const jn_ir_graph *g, int32_t k, char *why, size_t n);
 
+/* ------------------------------------------ CUDA emission (emit_cuda.c) */
+/* One self-contained CUDA C source with one kernel
+ * `extern "C" __global__ void jn_k<g>_<k>(const __grid_constant__ jn_dkcall c)`
+ * (device ABI: runtime/exec/jn_exec.h) per GEN/GEMM kernel of m, from the
+ * same op table and member expressions as jn_cg_emit_c, plus __constant__
+ * jn_kabi_version and jn_kmodule_hash.  Outputs and errors as
+ * jn_cg_emit_c. */
+jn_status jn_cg_emit_cuda(const jn_ir_module *m, char **src, size_t *len, int *nkernels);
+
+/* ------------------------------------------ NVRTC (nvrtc.c) */
+/* Compiles CUDA source src (len bytes, NUL terminated) with NVRTC, loaded
+ * at run time, for arch "sm_XX": *cubin (machine code for sm_XX) and *ptx
+ * (compute_XX PTX text, NUL terminated, *ptxlen without the NUL), both
+ * malloc'd.  *seconds (may be NULL) the wall time of both compiles; *log
+ * (may be NULL; malloc'd, NULL when empty) NVRTC's messages, i.e. the
+ * warnings of a successful compile.  No NVRTC: JN_ERR_UNSUPPORTED naming
+ * where it looked and the fix; a failing compile JN_ERR_RUNTIME with the
+ * log; a malformed arch JN_ERR_VALUE. */
+jn_status jn_cg_compile_cuda(const char *src, size_t len, const char *arch, char **ptx, size_t *ptxlen, void **cubin,
+                             size_t *cubinlen, double *seconds, char **log);
+/* Can NVRTC be loaded?  path (may be NULL) gets the library's path. */
+int jn_cg_nvrtc_available(char *path, size_t n);
+
 /* ----------------------------------------- the C compiler (cc.c) */
 typedef struct {
     const char *cc;           /* compiler command; NULL: $CC, else cc, else gcc */

@@ -64,6 +64,37 @@ typedef struct jn_kcall {
 
 typedef void (*jn_kfn)(const jn_kcall *c);
 
+/* ------------------------------------------------- CUDA kernel ABI
+ * A generated CUDA kernel (codegen/emit_cuda.c, compiled by NVRTC to the
+ * bundle's JN_CG_SEC_CUBIN / JN_CG_SEC_PTX sections) is
+ *   extern "C" __global__ void jn_k<g>_<k>(const __grid_constant__ jn_dkcall c)
+ * with the same operands, iteration space, byte strides, nred and scalars
+ * as jn_kcall above, but passed BY VALUE (no host pointers to chase; the
+ * struct is 4.7 KB, within the 32 KB kernel parameter limit of CUDA >= 12.1
+ * on sm_70+): data[] are device addresses, strides[k][d] operand k's byte
+ * stride along dim d.  Launch with blockDim.x == JN_DK_BLOCK (reductions
+ * use a shared-memory tree of that size) and any grid: ew and gemm-epilogue
+ * kernels walk the flattened iteration space with a grid-stride loop,
+ * ew_reduce kernels give each block one output row at a time (rows stride
+ * by gridDim.x).  The module also holds `__constant__ int jn_kabi_version`
+ * (== JN_DKABI_VERSION) and `__constant__ unsigned long long
+ * jn_kmodule_hash` (cuModuleGetGlobal) for the same checks as a .so.
+ * The future CUDA executor shares this definition; the emitter writes a
+ * textual copy of it into every source (it compiles without janus
+ * headers), so the two must change together. */
+#define JN_DKABI_VERSION 1
+#define JN_DK_MAX_OPS 64     /* operands (as the C emitter's limit) */
+#define JN_DK_MAX_SCALARS 16 /* bound scalar attributes per kernel */
+#define JN_DK_BLOCK 256      /* threads per block */
+
+typedef struct jn_dkcall {
+    int32_t nops, ndim, nred, pad_;
+    char *data[JN_DK_MAX_OPS];                   /* device address of element 0 */
+    int64_t shape[JN_MAX_DIMS];
+    int64_t strides[JN_DK_MAX_OPS][JN_MAX_DIMS]; /* byte strides */
+    double scalars[JN_DK_MAX_SCALARS];
+} jn_dkcall;
+
 /* ----------------------------------------------- compiled kernels */
 /* A shared object of generated kernels, loaded from bytes (a bundle's
  * JN_CG_SEC_SO section).  Refused (JN_ERR_VALUE, one sentence naming

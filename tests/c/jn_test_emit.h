@@ -1,0 +1,307 @@
+/* jn_test_emit.h -- what the emitter tests share (test_emit.c runs the
+ * generated C against eager, test_emit_cuda.c compiles the generated CUDA
+ * with NVRTC): the IR patterns of fused kernels (cases[]), the source
+ * directory, parsing one graph body, running passes, reading a file and
+ * the kernels part of a generated source.  Include after jn_test.h.
+ */
+#ifndef JN_TEST_EMIT_H
+#define JN_TEST_EMIT_H
+
+#include "jn_cg.h"
+
+#define HEAD "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+
+static char src_dir[1024]; /* <repo>/tests */
+
+/* src_dir from this file's path. */
+static inline void jt_emit_src_dir(const char *file) {
+    snprintf(src_dir, sizeof src_dir, "%s", file); /* <repo>/tests/c/test_x.c */
+    for (int i = 0; i < 2; i++) {
+        char *p = strrchr(src_dir, '/');
+        if (p) *p = 0;
+        else snprintf(src_dir, sizeof src_dir, "../tests");
+    }
+}
+
+static jn_ir_module *parse_body(const char *body) {
+    size_t n = strlen(HEAD) + strlen(body) + 64;
+    char *text = malloc(n);
+    snprintf(text, n, "module optable=0000000000000000 graphs=1\n" HEAD "%s}\n", body);
+    jn_ir_module *m = NULL;
+    jn_status st = jn_ir_parse(text, strlen(text), &m);
+    if (st) fprintf(stderr, "does not parse: %s\n%s", jn_errmsg(), text);
+    free(text);
+    return m;
+}
+
+static int run_passes(jn_ir_module *m, const char *passes) {
+    char list[128];
+    snprintf(list, sizeof list, "%s", passes);
+    for (char *p = strtok(list, ","); p; p = strtok(NULL, ","))
+        if (jn_cg_run_pass(m, m->graphs[0], p) != JN_OK) {
+            fprintf(stderr, "pass %s: %s\n", p, jn_errmsg());
+            return 0;
+        }
+    return 1;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *t = malloc((size_t)n + 1);
+    size_t r = t ? fread(t, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (t) t[r] = 0;
+    return t;
+}
+
+/* The kernels part of the generated source (the prelude embeds
+ * runtime/k_fastmath.h and the module hash, which change on their own). */
+static const char *kernels_part(const char *src) {
+    const char *p = strstr(src, "\n/* graph ");
+    return p ? p + 1 : src;
+}
+
+typedef struct {
+    const char *name;
+    const char *body;
+    int64_t syms[4];      /* symbol values */
+    int transpose;        /* graph input index fed as a transposed view, -1: none */
+    double scalar_feed;   /* value fed for `scalar` inputs (NAN: the recorded one) */
+    int want_kernels;     /* generated functions expected */
+    int specials;         /* NaN/-0/inf among float inputs */
+} ecase;
+
+static const ecase cases[] = {
+    {"bias_relu",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 16]\n"
+     "  in %1 state f32[16, 8] bind=1\n"
+     "  in %2 state f32[8] bind=2\n"
+     "  %3 = mm(%0, %1) : f32[B, 8]\n"
+     "  %4 = add(%3, %2) alpha=1 : f32[B, 8]\n"
+     "  %5 = relu(%4) : f32[B, 8]\n"
+     "  out %5 keep\n",
+     {13}, -1, NAN, 1, 0},
+    {"linear_gelu_big",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f32[B, 24]\n"
+     "  in %1 state f32[300, 24] bind=1\n"
+     "  in %2 state f32[300] bind=2\n"
+     "  %3 = linear(%0, %1, %2) : f32[B, 300]\n"
+     "  %4 = gelu(%3) approximate=1 : f32[B, 300]\n"
+     "  out %4 keep\n",
+     {257}, -1, NAN, 1, 0},
+    {"broadcast_chain",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 37]\n"
+     "  in %1 host f32[B, 1]\n"
+     "  in %2 state f32[37] bind=1\n"
+     "  in %3 const f64[] = 0.5\n"
+     "  %4 = sub(%0, %1) alpha=1 : f32[B, 37]\n"
+     "  %5 = mul(%4, %2) : f32[B, 37]\n"
+     "  %6 = exp(%5) : f32[B, 37]\n"
+     "  %7 = tanh(%4) : f32[B, 37]\n"
+     "  %8 = add(%6, %7) alpha=0.25 : f32[B, 37]\n"
+     "  %9 = sigmoid(%8) : f32[B, 37]\n"
+     "  %10 = log(%9) : f32[B, 37]\n"
+     "  %11 = gelu(%10) approximate=0 : f32[B, 37]\n"
+     "  %12 = erf(%11) : f32[B, 37]\n"
+     "  %13 = silu(%12) : f32[B, 37]\n"
+     "  %14 = abs(%13) : f32[B, 37]\n"
+     "  %15 = sqrt(%14) : f32[B, 37]\n"
+     "  %16 = mul(%15, %3) : f32[B, 37]\n"
+     "  %17 = div(%16, %1) rounding_mode=0 : f32[B, 37]\n"
+     "  %18 = maximum(%17, %4) : f32[B, 37]\n"
+     "  %19 = pow(%18, %3) : f32[B, 37]\n"
+     "  %20 = rsqrt(%14) : f32[B, 37]\n"
+     "  %21 = add(%19, %20) alpha=1 : f32[B, 37]\n"
+     "  %22 = floor(%21) : f32[B, 37]\n"
+     "  %23 = neg(%22) : f32[B, 37]\n"
+     "  out %23 keep\n"
+     "  out %6 keep\n"
+     "  out %9 keep\n"
+     "  out %11 keep\n"
+     "  out %13 keep\n"
+     "  out %17 keep\n"
+     "  out %19 keep\n"
+     "  out %21 keep\n",
+     {9}, 0, NAN, 1, 1},
+    {"broadcast_chain_contiguous",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 37]\n"
+     "  in %1 host f32[B, 1]\n"
+     "  in %2 state f32[37] bind=1\n"
+     "  in %3 const f64[] = 0.5\n"
+     "  %4 = sub(%0, %1) alpha=1 : f32[B, 37]\n"
+     "  %5 = mul(%4, %2) : f32[B, 37]\n"
+     "  %6 = exp(%5) : f32[B, 37]\n"
+     "  %7 = tanh(%4) : f32[B, 37]\n"
+     "  %8 = add(%6, %7) alpha=0.25 : f32[B, 37]\n"
+     "  %9 = sigmoid(%8) : f32[B, 37]\n"
+     "  %10 = log(%9) : f32[B, 37]\n"
+     "  %11 = gelu(%10) approximate=0 : f32[B, 37]\n"
+     "  %12 = erf(%11) : f32[B, 37]\n"
+     "  %13 = silu(%12) : f32[B, 37]\n"
+     "  %14 = abs(%13) : f32[B, 37]\n"
+     "  %15 = sqrt(%14) : f32[B, 37]\n"
+     "  %16 = mul(%15, %3) : f32[B, 37]\n"
+     "  %17 = div(%16, %1) rounding_mode=0 : f32[B, 37]\n"
+     "  %18 = maximum(%17, %4) : f32[B, 37]\n"
+     "  %19 = pow(%18, %3) : f32[B, 37]\n"
+     "  %20 = rsqrt(%14) : f32[B, 37]\n"
+     "  %21 = add(%19, %20) alpha=1 : f32[B, 37]\n"
+     "  %22 = floor(%21) : f32[B, 37]\n"
+     "  %23 = neg(%22) : f32[B, 37]\n"
+     "  out %23 keep\n"
+     "  out %6 keep\n"
+     "  out %9 keep\n"
+     "  out %11 keep\n"
+     "  out %13 keep\n"
+     "  out %17 keep\n"
+     "  out %19 keep\n"
+     "  out %21 keep\n",
+     {9}, -1, NAN, 1, 1},
+    {"logsumexp_like_blocked",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f32[B, 301]\n"
+     "  in %1 host f32[B, 1]\n"
+     "  %2 = sub(%0, %1) alpha=1 : f32[B, 301]\n"
+     "  %3 = exp(%2) : f32[B, 301]\n"
+     "  %4 = sigmoid(%3) : f32[B, 301]\n"
+     "  %5 = log(%4) : f32[B, 301]\n"
+     "  %6 = sum(%5) dims=[-1] keepdim=true dtype=none : f32[B, 1]\n"
+     "  out %6 keep\n"
+     "  out %3 keep\n",
+     {300}, -1, NAN, 1, 1},
+    {"broadcast_big_strided",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f32[B, 300]\n"
+     "  in %1 host f32[B, 1]\n"
+     "  in %2 state f32[300] bind=1\n"
+     "  %3 = sub(%0, %1) alpha=1 : f32[B, 300]\n"
+     "  %4 = mul(%3, %2) : f32[B, 300]\n"
+     "  %5 = exp(%4) : f32[B, 300]\n"
+     "  out %5 keep\n",
+     {301}, 0, NAN, 1, 0},
+    {"long_row",
+     "  sym N dim 1..1000000\n"
+     "  in %0 host f32[N]\n"
+     "  in %1 const f64[] = 2.5\n"
+     "  %2 = mul(%0, %1) : f32[N]\n"
+     "  %3 = tanh(%2) : f32[N]\n"
+     "  out %3 keep\n",
+     {200003}, -1, NAN, 1, 0},
+    {"softmax_reduce",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 37]\n"
+     "  in %1 host f32[B, 1]\n"
+     "  %2 = sub(%0, %1) alpha=1 : f32[B, 37]\n"
+     "  %3 = exp(%2) : f32[B, 37]\n"
+     "  %4 = sum(%3) dims=[1] keepdim=true dtype=none : f32[B, 1]\n"
+     "  %5 = div(%3, %4) rounding_mode=0 : f32[B, 37]\n"
+     "  out %5 keep\n"
+     "  out %3 keep\n",
+     {11}, -1, NAN, 1, 0},
+    {"reductions",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f32[B, 5, 7]\n"
+     "  in %1 host f64[B, 33]\n"
+     "  in %2 host i32[B, 9]\n"
+     "  in %3 const f64[] = 0.5\n"
+     "  %4 = mul(%0, %0) : f32[B, 5, 7]\n"
+     "  %5 = mean(%4) dims=[1, 2] keepdim=false dtype=none : f32[B]\n"
+     "  %6 = exp(%1) : f64[B, 33]\n"
+     "  %7 = amax(%6) dims=[-1] keepdim=false : f64[B]\n"
+     "  %8 = neg(%2) : i32[B, 9]\n"
+     "  %9 = sum(%8) dims=[] keepdim=false dtype=none : i64[]\n"
+     "  %10 = mul(%1, %3) : f64[B, 33]\n"
+     "  %11 = amin(%10) dims=[1] keepdim=true : f64[B, 1]\n"
+     "  %12 = add(%0, %3) alpha=1 : f32[B, 5, 7]\n"
+     "  %13 = sum(%12) dims=[2] keepdim=false dtype=f64 : f64[B, 5]\n"
+     "  %14 = mul(%11, %11) : f64[B, 1]\n"
+     "  %15 = sum(%14) dims=[1] keepdim=false dtype=none : f64[B]\n"
+     "  out %15 keep\n"
+     "  out %5 keep\n"
+     "  out %7 keep\n"
+     "  out %9 keep\n"
+     "  out %11 keep\n"
+     "  out %13 keep\n",
+     {1500}, -1, NAN, 6, 0},
+    {"mixed_dtypes",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 6]\n"
+     "  in %1 host i64[B, 6]\n"
+     "  in %2 host bool[B, 6]\n"
+     "  in %3 const f64[] = 0.5\n"
+     "  in %4 const i64[] = 2\n"
+     "  in %5 host i32[6]\n"
+     "  %6 = gt(%0, %3) : bool[B, 6]\n"
+     "  %7 = logical_and(%6, %2) : bool[B, 6]\n"
+     "  %8 = mul(%1, %4) : i64[B, 6]\n"
+     "  %9 = add(%0, %8) alpha=1 : f32[B, 6]\n"
+     "  %10 = where(%7, %9, %0) : f32[B, 6]\n"
+     "  %11 = masked_fill(%10, %2) value=-1.5 : f32[B, 6]\n"
+     "  %12 = cast(%11) dtype=i32 : i32[B, 6]\n"
+     "  %13 = lt(%12, %1) : bool[B, 6]\n"
+     "  %14 = cast(%13) dtype=f64 : f64[B, 6]\n"
+     "  %15 = clamp(%11) min=-1 max=1 has_min=true has_max=true : f32[B, 6]\n"
+     "  %16 = logical_not(%13) : bool[B, 6]\n"
+     "  %17 = add(%16, %2) alpha=1 : bool[B, 6]\n"
+     "  %18 = ne(%5, %4) : bool[B, 6]\n"
+     "  %19 = logical_xor(%17, %18) : bool[B, 6]\n"
+     "  %20 = cast(%19) dtype=u8 : u8[B, 6]\n"
+     "  %21 = isnan(%15) : bool[B, 6]\n"
+     "  %22 = logical_or(%21, %19) : bool[B, 6]\n"
+     "  %23 = where(%22, %5, %4) : i32[B, 6]\n"
+     "  out %12 keep\n"
+     "  out %14 keep\n"
+     "  out %15 keep\n"
+     "  out %20 keep\n"
+     "  out %23 keep\n",
+     {5}, 0, NAN, 3, 1},
+    {"integer_and_f64",
+     "  sym B dim 1..64\n"
+     "  in %0 host i32[B, 7]\n"
+     "  in %1 host u8[B, 7]\n"
+     "  in %2 host f64[B, 7]\n"
+     "  in %3 const i64[] = 3\n"
+     "  %4 = add(%0, %3) alpha=2 : i32[B, 7]\n"
+     "  %5 = abs(%4) : i32[B, 7]\n"
+     "  %6 = sign(%4) : i32[B, 7]\n"
+     "  %7 = maximum(%5, %6) : i32[B, 7]\n"
+     "  %8 = sub(%7, %1) alpha=1 : i32[B, 7]\n"
+     "  %9 = clamp(%8) min=-2.5 max=0 has_min=true has_max=false : f32[B, 7]\n"
+     "  %10 = mul(%1, %1) : u8[B, 7]\n"
+     "  %11 = relu(%8) : i32[B, 7]\n"
+     "  %12 = exp(%2) : f64[B, 7]\n"
+     "  %13 = tanh(%12) : f64[B, 7]\n"
+     "  %14 = log(%13) : f64[B, 7]\n"
+     "  %15 = mul(%14, %0) : f64[B, 7]\n"
+     "  %16 = div(%15, %3) rounding_mode=1 : f64[B, 7]\n"
+     "  %17 = clamp(%4) min=-3 max=5 has_min=true has_max=true : i32[B, 7]\n"
+     "  %18 = sigmoid(%10) : f32[B, 7]\n"
+     "  out %9 keep\n"
+     "  out %11 keep\n"
+     "  out %16 keep\n"
+     "  out %17 keep\n"
+     "  out %18 keep\n",
+     {6}, -1, NAN, 3, 1},
+    {"scalar_alpha",
+     "  sym B dim 1..64\n"
+     "  in %0 host f32[B, 8]\n"
+     "  in %1 host f32[B, 8]\n"
+     "  in %2 scalar f64[] = 0.01\n"
+     "  in %3 host bool[B, 8]\n"
+     "  %4 = add(%0, %1) alpha=%2 : f32[B, 8]\n"
+     "  %5 = relu(%4) : f32[B, 8]\n"
+     "  %6 = clamp(%5) min=%2 max=0.75 has_min=true has_max=true : f32[B, 8]\n"
+     "  %7 = masked_fill(%6, %3) value=%2 : f32[B, 8]\n"
+     "  out %7 keep\n",
+     {7}, -1, 0.37, 1, 0},
+};
+
+#endif

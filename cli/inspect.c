@@ -882,13 +882,24 @@ static void print_bundles(ctx *c, jn_db *db) {
         const jn_db_bundle *b = &list[i];
         int64_t graphs = -1;
         char why[1024] = "";
+        /* the payload's sections (kind, name, bytes), for --json */
+        enum { MAXSEC = 16 };
+        struct { uint32_t kind; char name[32]; int64_t len; } secs[MAXSEC];
+        int nsecs = 0;
         jn_db_bundle full;
         if (jn_db_bundle_get_id(db, b->id, &full) != JN_OK) {
             snprintf(why, sizeof why, "%s", jn_errmsg());
         } else {
 #if JANUS_HAVE_CG
             jn_cg_bundle *cb = NULL;
-            if (jn_cg_bundle_peek(full.data, full.len, &cb) == JN_OK) graphs = cb->ngraphs;
+            if (jn_cg_bundle_peek(full.data, full.len, &cb) == JN_OK) {
+                graphs = cb->ngraphs;
+                for (int s = 0; s < cb->nsections && nsecs < MAXSEC; s++, nsecs++) {
+                    secs[nsecs].kind = cb->sections[s].kind;
+                    snprintf(secs[nsecs].name, sizeof secs[nsecs].name, "%s", cb->sections[s].name);
+                    secs[nsecs].len = (int64_t)cb->sections[s].len;
+                }
+            }
             jn_cg_bundle_free(cb);
             char origin[64];
             snprintf(origin, sizeof origin, "bundle %lld", (long long)b->id);
@@ -918,6 +929,18 @@ static void print_bundles(ctx *c, jn_db *db) {
             jn_cli_json_key(j, "cpu_features"); jn_cli_json_str(j, b->cpu_features);
             jn_cli_json_key(j, "format"); jn_cli_json_int(j, b->format);
             jn_cli_json_key(j, "checksum"); jn_cli_json_str(j, b->checksum);
+            jn_cli_json_key(j, "sections");
+            jn_cli_json_arr(j);
+            for (int s = 0; s < nsecs; s++) {
+                static const char *const kinds[] = {"?", "ir", "so", "memplan", "matcher", "ptx", "cubin"};
+                jn_cli_json_obj(j);
+                jn_cli_json_key(j, "kind");
+                jn_cli_json_str(j, secs[s].kind < sizeof kinds / sizeof kinds[0] ? kinds[secs[s].kind] : "unknown");
+                jn_cli_json_key(j, "name"); jn_cli_json_str(j, secs[s].name);
+                jn_cli_json_key(j, "bytes"); jn_cli_json_int(j, secs[s].len);
+                jn_cli_json_end(j, '}');
+            }
+            jn_cli_json_end(j, ']');
             jn_cli_json_key(j, "usable"); jn_cli_json_str(j, why[0] ? "no" : "yes");
             jn_cli_json_key(j, "refused");
             if (why[0]) jn_cli_json_str(j, why); else jn_cli_json_null(j);

@@ -1,4 +1,4 @@
-/* optimize.c -- `janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--no-store] [--no-compile] [--quiet] run.db`
+/* optimize.c -- `janus optimize [--run N] [--target T] [--dump-ir] [--ir-out FILE] [--no-store] [--no-compile] [--quiet] run.db`
  *
  * Runs the analyzer (analyzer/jn_an.h) over a trace store: the recorded
  * steps become generalized, guarded graphs.  Prints one summary line and
@@ -16,6 +16,15 @@
  * nothing is stored (exit 1, saying how to get one) unless --no-compile is
  * given: the bundle then holds no object and the executor runs those
  * kernels member by member through the eager kernels.
+ *
+ * --target cuda:sm_XX (default cpu) stores a bundle for that GPU instead:
+ * the same passes, then the CUDA emitter (codegen/emit_cuda.c) and NVRTC
+ * (codegen/nvrtc.c, loaded at run time; no GPU needed) give PTX and a cubin
+ * for sm_XX, kept as the bundle's JN_CG_SEC_PTX / JN_CG_SEC_CUBIN sections
+ * under target "cuda:sm_XX" (the "cpu" bundle is left alone).  Recorded
+ * graphs are CPU graphs today (no device tensors yet), and the emitter
+ * generates from them as a compile check; the summary says so, and nothing
+ * runs these kernels until the CUDA executor exists.
  *
  * The analysis reads the store read-only, so this works on a store another
  * process is still recording into (its committed steps are analyzed); only
@@ -39,7 +48,7 @@
 #endif
 
 const char jn_cli_optimize_usage[] =
-    "usage: janus optimize [--run N] [--dump-ir] [--ir-out FILE] [--no-store] [--no-compile] [--quiet] PATH\n"
+    "usage: janus optimize [--run N] [--target T] [--dump-ir] [--ir-out FILE] [--no-store] [--no-compile] [--quiet] PATH\n"
     "\n"
     "Mine the traces of a trace store (written by `janus record`) into\n"
     "generalized, guarded graphs: each recorded step is split at its sync\n"
@@ -54,6 +63,11 @@ const char jn_cli_optimize_usage[] =
     "\n"
     "options:\n"
     "  --run N        only run N (default: every run in the store)\n"
+    "  --target T     cpu (default), or cuda:sm_XX (e.g. cuda:sm_90): compile the\n"
+    "                 fused kernels as CUDA with NVRTC (no GPU needed) to PTX and a\n"
+    "                 cubin for that GPU, stored as the bundle of target T; the\n"
+    "                 recorded graphs are CPU graphs, so for now this is a\n"
+    "                 compile check: nothing runs these kernels yet\n"
     "  --dump-ir      print the graphs and their guards (IR text) on stdout;\n"
     "                 the summary goes to stderr\n"
     "  --ir-out FILE  write the graphs in the IR's binary form to FILE\n"
@@ -98,8 +112,8 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
 #ifdef JANUS_HAVE_ANALYZER
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
  * one), keyed by this build and machine and the runs they came from. */
-static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn_an_stats *st, int compile,
-                        int64_t *id, size_t *bytes, FILE *info) {
+static int store_bundle(const char *path, int64_t run, const char *target, jn_ir_module *m, const jn_an_stats *st,
+                        int compile, int64_t *id, size_t *bytes, FILE *info) {
 #ifdef JANUS_HAVE_CG
     /* the passes verify after each step: a pass bug stops here, before a
      * wrong graph could reach the store */
@@ -115,18 +129,26 @@ static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn
     }
     /* the generated kernels, compiled: a missing compiler stops here,
      * before anything is stored */
-    char *src = NULL;
-    void *so = NULL;
-    size_t srclen = 0, solen = 0;
+    const char *arch = !strncmp(target, "cuda:", 5) ? target + 5 : NULL;
+    char *src = NULL, *ptx = NULL;
+    void *so = NULL, *cubin = NULL;
+    size_t srclen = 0, solen = 0, ptxlen = 0, cubinlen = 0;
     int nkernels = 0;
     double cc_s = 0;
     if (compile) {
         jn_cg_cc_options cco = {.progress = info != NULL};
-        jn_status es = jn_cg_emit_c(m, &src, &srclen, &nkernels);
-        if (!es && nkernels > 0) es = jn_cg_compile_so(src, srclen, &cco, &so, &solen, &cc_s);
+        jn_status es = arch ? jn_cg_emit_cuda(m, &src, &srclen, &nkernels) : jn_cg_emit_c(m, &src, &srclen, &nkernels);
+        if (!es && nkernels > 0 && arch) {
+            if (info) fprintf(stderr, "janus optimize: compiling %d CUDA kernel%s for %s with NVRTC...\n", nkernels,
+                              nkernels == 1 ? "" : "s", arch);
+            es = jn_cg_compile_cuda(src, srclen, arch, &ptx, &ptxlen, &cubin, &cubinlen, &cc_s, NULL);
+        } else if (!es && nkernels > 0) {
+            es = jn_cg_compile_so(src, srclen, &cco, &so, &solen, &cc_s);
+        }
         free(src);
         if (es) {
-            fprintf(stderr, "janus optimize: %s; nothing was stored\n", jn_errmsg());
+            fprintf(stderr, "janus optimize: %s; nothing was stored%s\n", jn_errmsg(),
+                    arch ? " (--no-compile stores the graphs without kernels)" : "");
             return 1;
         }
     }
@@ -136,17 +158,33 @@ static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn
         for (int i = 0; i < cs.npasses; i++)
             if (cs.pass[i].arena_bytes) arena = cs.pass[i].arena_bytes, naive = cs.pass[i].naive_bytes;
         char b1[32], b2[32], b3[32], b4[32], cc_text[96];
-        if (compile) snprintf(cc_text, sizeof cc_text, "%d kernel%s compiled in %.2f s", nkernels, nkernels == 1 ? "" : "s", cc_s);
+        if (compile && arch)
+            snprintf(cc_text, sizeof cc_text, "%d CUDA kernel%s compiled for %s by NVRTC in %.2f s (PTX + cubin)",
+                     nkernels, nkernels == 1 ? "" : "s", arch, cc_s);
+        else if (compile) snprintf(cc_text, sizeof cc_text, "%d kernel%s compiled in %.2f s", nkernels, nkernels == 1 ? "" : "s", cc_s);
         else snprintf(cc_text, sizeof cc_text, "kernels not compiled (--no-compile)");
         fprintf(info, "janus optimize: codegen: %s nodes -> %s, %lld fused kernels, arena %s of %s bytes "
                       "(naive) at the recorded maxima, %s\n",
                 jn_cli_commas(a->nodes_before, b1), jn_cli_commas(z->nodes_after, b2), (long long)z->kernels,
                 jn_cli_commas(arena, b3), jn_cli_commas(naive, b4), cc_text);
+        if (arch) {
+            /* the device of IR values decides where a graph runs; none is on a GPU yet */
+            int64_t ngpu = 0;
+            for (int32_t gi = 0; gi < m->ngraphs; gi++)
+                for (int32_t v = 0; v < m->graphs[gi]->nvalues; v++) ngpu += m->graphs[gi]->values[v].device != JN_CPU;
+            if (ngpu == 0)
+                fprintf(info, "janus optimize: target %s: the recorded graphs are CPU graphs (no values on a GPU), "
+                              "so their CUDA kernels are a compile check only: nothing runs them yet\n", target);
+            else
+                fprintf(info, "janus optimize: target %s: %lld values are on a GPU; kernels over them are not "
+                              "generated yet (they stay library kernels), and nothing runs the CUDA kernels yet\n",
+                        target, (long long)ngpu);
+        }
     }
     jn_db *db = NULL;
     if (jn_db_open(path, JN_DB_WRITE, &db) != JN_OK) {
         fprintf(stderr, "janus optimize: cannot store the bundle: %s (or pass --no-store)\n", jn_errmsg());
-        free(so);
+        free(so), free(ptx), free(cubin);
         return 1;
     }
     int64_t *runs = NULL;
@@ -159,19 +197,29 @@ static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn
     } else {
         s = jn_db_run_ids(db, &runs, &nruns);
     }
-    jn_cg_bundle_meta meta = {.target = "cpu", .source_runs = runs, .nsource_runs = nruns,
-                              .source_steps = st->steps};
+    /* a CUDA bundle holds no CPU code: it needs no CPU features */
+    jn_cg_bundle_meta meta = {.target = target, .cpu_features = arch ? "" : NULL, .source_runs = runs,
+                              .nsource_runs = nruns, .source_steps = st->steps};
     /* the replay matcher's program (ir/jn_ir_match.h), from the analysis,
      * and the compiled kernels */
     void *mdata = NULL;
     size_t mlen = 0;
     if (!s) s = jn_an_matcher_section(&mdata, &mlen);
-    jn_cg_bundle_section sec[2] = {{.kind = JN_CG_SEC_MATCHER, .flags = 0, .name = "", .data = mdata, .len = mlen},
-                                   {.kind = JN_CG_SEC_SO, .flags = 0, .name = "cpu", .data = so, .len = solen}};
-    if (!s) s = jn_cg_bundle_store(db, m, &meta, sec, so ? 2 : 1, id);
+    char vname[40];
+    snprintf(vname, sizeof vname, "compute_%s", arch && strlen(arch) > 3 ? arch + 3 : "");
+    jn_cg_bundle_section sec[3] = {{.kind = JN_CG_SEC_MATCHER, .flags = 0, .name = "", .data = mdata, .len = mlen}};
+    int nsec = 1;
+    if (so) sec[nsec++] = (jn_cg_bundle_section){.kind = JN_CG_SEC_SO, .name = "cpu", .data = so, .len = solen};
+    if (ptx)
+        sec[nsec++] = (jn_cg_bundle_section){.kind = JN_CG_SEC_PTX, .flags = JN_CG_SEC_OPTIONAL, .name = vname,
+                                             .data = ptx, .len = ptxlen};
+    if (cubin)
+        sec[nsec++] = (jn_cg_bundle_section){.kind = JN_CG_SEC_CUBIN, .flags = JN_CG_SEC_OPTIONAL, .name = arch,
+                                             .data = cubin, .len = cubinlen};
+    if (!s) s = jn_cg_bundle_store(db, m, &meta, sec, nsec, id);
     free(mdata);
     free(runs);
-    free(so);
+    free(so), free(ptx), free(cubin);
     if (!s) {
         jn_db_bundle b;
         if (jn_db_bundle_get_id(db, *id, &b) == JN_OK) {
@@ -186,7 +234,7 @@ static int store_bundle(const char *path, int64_t run, jn_ir_module *m, const jn
     }
     return 0;
 #else
-    (void)path, (void)run, (void)m, (void)st, (void)compile, (void)id, (void)bytes, (void)info;
+    (void)path, (void)run, (void)target, (void)m, (void)st, (void)compile, (void)id, (void)bytes, (void)info;
     return 0;
 #endif
 }
@@ -213,7 +261,7 @@ int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out
 }
 
 int jn_cli_optimize(int argc, char **argv) {
-    const char *path = NULL, *ir_out = NULL;
+    const char *path = NULL, *ir_out = NULL, *target = "cpu";
     int dump = 0, quiet = 0, store = 1, compile = 1;
     int64_t run = 0;
     for (int i = 1; i < argc; i++) {
@@ -235,6 +283,18 @@ int jn_cli_optimize(int argc, char **argv) {
                 return 2;
             }
             run = n;
+            continue;
+        }
+        if (!strcmp(a, "--target") || !strncmp(a, "--target=", 9)) {
+            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            int num = 0, used = 0;
+            if (!v || (strcmp(v, "cpu") != 0 &&
+                       !(sscanf(v, "cuda:sm_%d%n", &num, &used) == 1 && v[used] == 0 && num >= 50 && num <= 999))) {
+                fprintf(stderr, "janus optimize: --target must be cpu or cuda:sm_XX (e.g. cuda:sm_90), not '%s'\n\n%s",
+                        v ? v : "", jn_cli_optimize_usage);
+                return 2;
+            }
+            target = v;
             continue;
         }
         if (!strcmp(a, "--ir-out") || !strncmp(a, "--ir-out=", 9)) {
@@ -303,16 +363,17 @@ int jn_cli_optimize(int argc, char **argv) {
         for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(info, "  %s\n", jn_an_uncaptured(i));
         for (int i = 0; i < jn_an_matcher_missing_count(); i++) fprintf(info, "  %s\n", jn_an_matcher_missing(i));
     }
-    if (!rc && store) rc = store_bundle(path, run, m, &st, compile, &bundle_id, &bundle_bytes, info);
+    if (!rc && store) rc = store_bundle(path, run, target, m, &st, compile, &bundle_id, &bundle_bytes, info);
     if (info && bundle_id) {
         char b1[32];
-        fprintf(info, "janus optimize: stored as bundle %lld (%s bytes) in %s\n", (long long)bundle_id,
-                jn_cli_commas((int64_t)bundle_bytes, b1), path);
+        fprintf(info, "janus optimize: stored as bundle %lld (%s bytes) in %s%s%s\n", (long long)bundle_id,
+                jn_cli_commas((int64_t)bundle_bytes, b1), path, strcmp(target, "cpu") ? " for target " : "",
+                strcmp(target, "cpu") ? target : "");
     }
     jn_ir_module_free(m);
     return rc;
 #else
-    (void)quiet, (void)dump, (void)run, (void)ir_out, (void)store, (void)compile;
+    (void)quiet, (void)dump, (void)run, (void)ir_out, (void)store, (void)compile, (void)target;
     jn_db *db = NULL;
     int rc = open_store("optimize", path, &db);
     if (rc) return rc;

@@ -25,6 +25,13 @@
  * kind this janus does not know is skipped when flagged
  * JN_CG_SEC_OPTIONAL, else the bundle is refused (made by a newer janus),
  * so later parts can add sections without a new format version.
+ *
+ * Targets: "cpu" (a JN_CG_SEC_SO section holds the kernels) or
+ * "cuda:sm_XX" (JN_CG_SEC_PTX and JN_CG_SEC_CUBIN, written flagged
+ * JN_CG_SEC_OPTIONAL: the graphs are usable without them, and a janus that
+ * predates them still peeks the bundle; cpu_features is "" as no CPU code
+ * is inside).  The target string keys the GPU architecture: the loader
+ * refuses a bundle whose target differs from the one asked for.
  */
 #ifndef JN_BUNDLE_H
 #define JN_BUNDLE_H
@@ -46,7 +53,11 @@ enum {
     JN_CG_SEC_SO = 2,      /* a compiled shared object; name = its target, e.g. "cpu" */
     JN_CG_SEC_MEMPLAN = 3, /* memory plans (codegen) */
     JN_CG_SEC_MATCHER = 4, /* data the replay matcher needs */
-    JN_CG_SEC_KNOWN_MAX = 4
+    JN_CG_SEC_PTX = 5,     /* generated CUDA kernels as PTX text (codegen/emit_cuda.c, NVRTC);
+                            * name = the virtual arch, e.g. "compute_90" */
+    JN_CG_SEC_CUBIN = 6,   /* the same kernels as a cubin (ELF) for the bundle's GPU arch;
+                            * name = the arch, e.g. "sm_90" */
+    JN_CG_SEC_KNOWN_MAX = 6
 };
 enum { JN_CG_SEC_OPTIONAL = 1 }; /* flags: an unknown kind may be skipped */
 

@@ -161,14 +161,15 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
                "        else cnt *= c->shape[d];\n    }\n");
     fprintf(f, "    __shared__ %s red[JN_DK_BLOCK];\n", A);
     fprintf(f, "    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {\n");
-    /* b<j>: the row's base of every operand (the output's reduced strides are 0) */
-    fprintf(f, "        char *b[%d];\n        {\n", nops);
+    /* base[j]: the row's address of operand j (the output's reduced strides
+     * are 0); not b: member statements name their operands a, b, x */
+    fprintf(f, "        char *base[%d];\n        {\n", nops);
     put_decompose(f, nops, "row", "c->data[", "0", "no", "            ");
-    for (int j = 0; j < nops; j++) fprintf(f, "            b[%d] = p%d;\n", j, j);
+    for (int j = 0; j < nops; j++) fprintf(f, "            base[%d] = p%d;\n", j, j);
     fprintf(f, "        }\n");
     cg_em_acc_init(f, &e.r, "        ");
     fprintf(f, "        for (int64_t el = threadIdx.x; el < cnt; el += blockDim.x) {\n");
-    put_decompose(f, nops, "el", "b[", "no", "nd", "            ");
+    put_decompose(f, nops, "el", "base[", "no", "nd", "            ");
     fprintf(f, "            (void)p%d;\n", ro);
     put_body(&e, "            ");
     fprintf(f, "        }\n");
@@ -182,7 +183,7 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
     char cv[200];
     cg_em_reduce_result(cv, sizeof cv, &e.r);
     fprintf(f, "        if (threadIdx.x == 0) {\n            acc = red[0];\n");
-    fprintf(f, "            *(%s *)b[%d] = %s;\n        }\n", cg_em_ctype(e.r.out), ro, cv);
+    fprintf(f, "            *(%s *)base[%d] = %s;\n        }\n", cg_em_ctype(e.r.out), ro, cv);
     fprintf(f, "        __syncthreads(); /* red is reused by the next row */\n    }\n}\n");
     return JN_OK;
 }

@@ -11,7 +11,7 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
     }
     __shared__ double red[JN_DK_BLOCK];
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-        char *b[4];
+        char *base[4];
         {
             char *p0 = c->data[0];
             char *p1 = c->data[1];
@@ -25,17 +25,17 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
                 p2 += x * c->strides[2][d];
                 p3 += x * c->strides[3][d];
             }
-            b[0] = p0;
-            b[1] = p1;
-            b[2] = p2;
-            b[3] = p3;
+            base[0] = p0;
+            base[1] = p1;
+            base[2] = p2;
+            base[3] = p3;
         }
         double acc = 0;
         for (int64_t el = threadIdx.x; el < cnt; el += blockDim.x) {
-            char *p0 = b[0];
-            char *p1 = b[1];
-            char *p2 = b[2];
-            char *p3 = b[3];
+            char *p0 = base[0];
+            char *p1 = base[1];
+            char *p2 = base[2];
+            char *p3 = base[3];
             for (int64_t q = el, d = (int64_t)nd - 1; d >= no; d--) {
                 const int64_t x = q % c->shape[d];
                 q /= c->shape[d];
@@ -65,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
         }
         if (threadIdx.x == 0) {
             acc = red[0];
-            *(float *)b[3] = (float)(acc);
+            *(float *)base[3] = (float)(acc);
         }
         __syncthreads(); /* red is reused by the next row */
     }

@@ -235,12 +235,17 @@ static void test_errors(void) {
     double sec = 0;
     CHECK(jn_cg_compile_cuda(ok, strlen(ok), "90", &ptx, &pl, &cubin, &cl, &sec, &log) == JN_ERR_VALUE &&
           has("sm_XX"));
-    /* no NVRTC where it is pointed to (run first: a loaded NVRTC stays loaded) */
+    /* no NVRTC where it is pointed to (run first: a loaded NVRTC stays
+     * loaded); the caller's JANUS_NVRTC is restored after, so
+     * JANUS_NVRTC=/nonexistent runs this test as on a machine without CUDA */
+    char *old = getenv("JANUS_NVRTC") ? strdup(getenv("JANUS_NVRTC")) : NULL;
     setenv("JANUS_NVRTC", "/nonexistent/libnvrtc.so", 1);
     jn_status st = jn_cg_compile_cuda(ok, strlen(ok), "sm_90", &ptx, &pl, &cubin, &cl, &sec, &log);
     CHECK(st == JN_ERR_UNSUPPORTED && ptx == NULL && cubin == NULL);
     CHECK(has("NVRTC not found") && has("/nonexistent/libnvrtc.so") && has("CUDA_HOME"));
-    unsetenv("JANUS_NVRTC");
+    if (old) setenv("JANUS_NVRTC", old, 1);
+    else unsetenv("JANUS_NVRTC");
+    free(old);
     char where[1024] = "";
     have_nvrtc = jn_cg_nvrtc_available(where, sizeof where);
     if (!have_nvrtc) {

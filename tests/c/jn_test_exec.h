@@ -88,7 +88,8 @@ static inline double jt_elem(const jn_tensor *t, int64_t k) {
 }
 
 /* Same dtype and shape, and elements equal: mode 0 numerically (NaN equals
- * NaN, -0.0 equals 0.0), mode 1 bitwise (the bytes of each element), mode
+ * NaN, -0.0 equals 0.0), mode 1 bitwise (the bytes of each element; any two
+ * NaNs equal: their sign and payload follow operand order), mode
  * 2 within relative tolerance rtol (and atol near zero). */
 static inline int jt_same(const jn_tensor *a, const jn_tensor *b, int mode, double rtol) {
     if (a->dtype != b->dtype || !jn_same_shape(a->ndim, a->shape, b->ndim, b->shape)) return 0;
@@ -96,6 +97,7 @@ static inline int jt_same(const jn_tensor *a, const jn_tensor *b, int mode, doub
     for (int64_t k = 0; k < n; k++) {
         double x = jt_elem(a, k), y = jt_elem(b, k);
         if (mode == 1) {
+            if (x != x && y != y) continue; /* which NaN an operation returns depends on operand order */
             if (a->dtype == JN_F32) {
                 float fx = (float)x, fy = (float)y;
                 if (memcmp(&fx, &fy, sizeof fx)) return 0;

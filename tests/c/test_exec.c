@@ -101,8 +101,13 @@ static void compare_at(const char *what, const jn_ir_module *orig, const jn_ir_m
         int tol = tol_out && tol_out[i];
         int same = jt_same(ref[i], got[i], tol ? 2 : 1, 1e-4);
         CHECK(same);
-        if (!same) fprintf(stderr, "%s graph %s: output %d (%%%d) differs planned vs op by op\n", what, g->name, i,
-                           g->outputs[i].value);
+        if (!same) {
+            int64_t e = 0, n = jn_numel(ref[i]);
+            while (e < n && jn_numel(got[i]) == n && jt_elem(ref[i], e) == jt_elem(got[i], e)) e++;
+            fprintf(stderr, "%s graph %s: output %d (%%%d) differs planned vs op by op (element %lld: %.9g vs %.9g)\n",
+                    what, g->name, i, g->outputs[i].value, (long long)e, e < n ? jt_elem(ref[i], e) : 0.0,
+                    e < n && e < jn_numel(got[i]) ? jt_elem(got[i], e) : 0.0);
+        }
         t->bitwise += same && !tol;
         t->tolerant += same && tol;
     }

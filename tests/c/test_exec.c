@@ -788,9 +788,8 @@ static void test_errors(void) {
     CHECK(jn_rt_exec_new(m, 1, NULL, 0, &x) == JN_ERR_VALUE && !x);
     CHECK(jn_rt_exec_new(m, 0, NULL, 0, &x) == JN_OK);
     int64_t sv[1] = {3};
-    uint64_t seed = 1;
     jn_tensor *in[6];
-    for (int i = 0; i < 6; i++) in[i] = jt_make_input(g, sv, i, &seed);
+    CHECK(jn_rt_exec_make_inputs(g, sv, 1, in) == JN_OK);
     jn_tensor *outs[4] = {0};
     /* symbols from the inputs */
     int64_t b[1];
@@ -803,8 +802,7 @@ static void test_errors(void) {
     /* the arena is reused: a smaller batch fits */
     int64_t sv2[1] = {1};
     jn_tensor *in2[6];
-    seed = 1;
-    for (int i = 0; i < 6; i++) in2[i] = jt_make_input(g, sv2, i, &seed);
+    CHECK(jn_rt_exec_make_inputs(g, sv2, 1, in2) == JN_OK);
     CHECK(jn_rt_exec_run(x, in2, sv2, outs) == JN_OK && outs[1]->shape[0] == 1);
     for (int k = 0; k < 4; k++) jn_tensor_decref(outs[k]), outs[k] = NULL;
     /* disagreeing inputs, wrong shape, wrong dtype */

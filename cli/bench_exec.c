@@ -1,0 +1,182 @@
+/* bench_exec.c -- `janus bench-exec run.db` (hidden; benchmarks/bench_exec.py
+ * drives it): times one graph of the store's bundle through the graph
+ * executor (runtime/exec) two ways in one process, interleaved run by run:
+ * optimized (its arena, its compiled kernels from the bundle's "cpu"
+ * object, or its kernels member by member when the bundle has none) and
+ * op by op (JN_RT_EXEC_EAGER: every node through its eager kernel, every
+ * value its own buffer, freed after its last use), and prints the medians,
+ * their ratio, the arena bytes and the op-by-op peak bytes as one JSON
+ * object.  Inputs are synthetic (jn_rt_exec_make_inputs at the top of each
+ * symbol's recorded range): timing does not depend on the values.  The
+ * graph is the one with the most recorded support (the training step),
+ * ties to the larger; --graph NAME picks another.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jn_cli.h"
+#include "jn_runtime.h"
+
+#ifdef JANUS_HAVE_EXEC
+#include "jn_bundle.h"
+#include "jn_cg.h"
+#include "jn_exec.h"
+
+static double now(int cpu) {
+    struct timespec ts;
+    clock_gettime(cpu ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static const char bench_usage[] =
+    "usage: janus bench-exec [--graph NAME] [--repeats N] [--threads N] [--clock wall|cpu] run.db\n";
+
+int jn_cli_bench_exec(int argc, char **argv) {
+    const char *path = NULL, *gname = NULL;
+    int repeats = 20, threads = 0, cpu = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--graph") && i + 1 < argc) gname = argv[++i];
+        else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--clock") && i + 1 < argc) cpu = !strcmp(argv[++i], "cpu");
+        else if (argv[i][0] != '-' && !path) path = argv[i];
+        else {
+            fputs(bench_usage, stderr);
+            return 2;
+        }
+    }
+    if (!path || repeats < 1) {
+        fputs(bench_usage, stderr);
+        return 2;
+    }
+    if (threads > 0) jn_set_num_threads(threads);
+    jn_db *db = NULL;
+    jn_cg_bundle *b = NULL;
+    jn_rt_exec_lib *lib = NULL;
+    jn_rt_exec *xo = NULL, *xe = NULL;
+    jn_tensor **in = NULL, **outs = NULL;
+    int64_t *syms = NULL;
+    double *to = NULL, *te = NULL;
+    int rc = 1;
+    int32_t nin = 0;
+    jn_cg_bundle_expect e = {.db_path = path};
+    if (jn_db_open(path, JN_DB_READONLY, &db) != JN_OK || jn_cg_bundle_open(db, &e, &b) != JN_OK) {
+        fprintf(stderr, "janus bench-exec: %s: %s\n", path, jn_errmsg());
+        goto done;
+    }
+    const jn_ir_module *m = b->module;
+    int32_t gi = -1;
+    for (int32_t k = 0; k < m->ngraphs; k++) {
+        const jn_ir_graph *g = m->graphs[k];
+        if (gname ? !strcmp(g->name, gname)
+                  : gi < 0 || g->support > m->graphs[gi]->support ||
+                        (g->support == m->graphs[gi]->support && g->nnodes > m->graphs[gi]->nnodes))
+            gi = k;
+    }
+    if (gi < 0) {
+        fprintf(stderr, "janus bench-exec: %s has no graph %s\n", path, gname ? gname : "(the bundle is empty)");
+        goto done;
+    }
+    const jn_ir_graph *g = m->graphs[gi];
+    const jn_cg_bundle_section *so = jn_cg_bundle_section_find(b, JN_CG_SEC_SO);
+    uint64_t h = 0;
+    if (so && (jn_cg_module_hash(m, &h) != JN_OK || jn_rt_exec_lib_open(so->data, so->len, h, path, &lib) != JN_OK)) {
+        fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
+        goto done;
+    }
+    syms = calloc((size_t)g->nsyms + 1, sizeof *syms);
+    in = calloc((size_t)g->ninputs + 1, sizeof *in);
+    nin = g->ninputs;
+    outs = calloc((size_t)g->noutputs + 1, sizeof *outs);
+    to = calloc((size_t)repeats, sizeof *to);
+    te = calloc((size_t)repeats, sizeof *te);
+    if (!syms || !in || !outs || !to || !te) goto done;
+    for (int32_t s = 0; s < g->nsyms; s++) syms[s] = g->syms[s].hi;
+    if (jn_rt_exec_make_inputs(g, syms, 1, in) != JN_OK || jn_rt_exec_new(m, gi, lib, 0, &xo) != JN_OK ||
+        jn_rt_exec_new(m, gi, NULL, JN_RT_EXEC_EAGER, &xe) != JN_OK) {
+        fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
+        goto done;
+    }
+    jn_rt_exec_stats so_st = {0}, se_st = {0};
+    for (int r = -2; r < repeats; r++) { /* two warm-up rounds */
+        for (int which = 0; which < 2; which++) {
+            jn_rt_exec *x = (r + which) % 2 ? xe : xo; /* alternate which goes first */
+            double t0 = now(cpu);
+            jn_status s = jn_rt_exec_run(x, in, syms, outs);
+            double t1 = now(cpu);
+            if (s != JN_OK) {
+                fprintf(stderr, "janus bench-exec: graph %s (%s): %s\n", g->name, x == xe ? "op by op" : "optimized",
+                        jn_errmsg());
+                goto done;
+            }
+            for (int32_t i = 0, k = 0; i < g->noutputs; i++)
+                if (g->outputs[i].kind == JN_IR_OUT_KEEP) jn_tensor_decref(outs[k++]);
+            if (r >= 0) (x == xe ? te : to)[r] = t1 - t0;
+        }
+    }
+    jn_rt_exec_last_stats(xo, &so_st);
+    jn_rt_exec_last_stats(xe, &se_st);
+    int32_t nk[4] = {0};
+    for (int32_t k = 0; k < g->nkernels; k++) nk[g->kernels[k].kind]++;
+    double mo = median(to, repeats), me = median(te, repeats);
+    jn_cli_json j;
+    jn_cli_json_init(&j, stdout);
+    jn_cli_json_obj(&j);
+    jn_cli_json_key(&j, "graph"), jn_cli_json_str(&j, g->name);
+    jn_cli_json_key(&j, "graphs"), jn_cli_json_int(&j, m->ngraphs);
+    jn_cli_json_key(&j, "nodes"), jn_cli_json_int(&j, g->nnodes);
+    jn_cli_json_key(&j, "kernels"), jn_cli_json_int(&j, g->nkernels);
+    jn_cli_json_key(&j, "kernels_ew"), jn_cli_json_int(&j, nk[JN_IR_K_EW] + nk[JN_IR_K_EW_REDUCE]);
+    jn_cli_json_key(&j, "kernels_gemm"), jn_cli_json_int(&j, nk[JN_IR_K_GEMM]);
+    jn_cli_json_key(&j, "compiled"), jn_cli_json_int(&j, lib != NULL);
+    jn_cli_json_key(&j, "repeats"), jn_cli_json_int(&j, repeats);
+    jn_cli_json_key(&j, "clock"), jn_cli_json_str(&j, cpu ? "cpu" : "wall");
+    jn_cli_json_key(&j, "optimized_s"), jn_cli_json_num(&j, mo);
+    jn_cli_json_key(&j, "eager_s"), jn_cli_json_num(&j, me);
+    jn_cli_json_key(&j, "speedup"), jn_cli_json_num(&j, mo > 0 ? me / mo : 0);
+    jn_cli_json_key(&j, "arena_bytes"), jn_cli_json_int(&j, so_st.arena_bytes);
+    jn_cli_json_key(&j, "optimized_peak_bytes"), jn_cli_json_int(&j, so_st.peak_bytes);
+    jn_cli_json_key(&j, "eager_peak_bytes"), jn_cli_json_int(&j, se_st.peak_bytes);
+    jn_cli_json_key(&j, "arena_ratio"),
+        jn_cli_json_num(&j, se_st.peak_bytes > 0 ? (double)so_st.arena_bytes / (double)se_st.peak_bytes : 0);
+    jn_cli_json_key(&j, "gen_calls"), jn_cli_json_int(&j, so_st.kernels_gen);
+    jn_cli_json_key(&j, "eager_calls_optimized"), jn_cli_json_int(&j, so_st.nodes_eager);
+    jn_cli_json_key(&j, "eager_calls_op_by_op"), jn_cli_json_int(&j, se_st.nodes_eager);
+    jn_cli_json_end(&j, '}');
+    putchar('\n');
+    rc = 0;
+done:
+    for (int32_t i = 0; in && i < nin; i++)
+        if (in[i]) jn_tensor_decref(in[i]);
+    jn_rt_exec_free(xo);
+    jn_rt_exec_free(xe);
+    jn_rt_exec_lib_close(lib);
+    if (b) jn_cg_bundle_free(b);
+    if (db) jn_db_close(db);
+    free(syms);
+    free(in);
+    free(outs);
+    free(to);
+    free(te);
+    return rc;
+}
+#else
+int jn_cli_bench_exec(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "janus bench-exec: this build has no graph executor (runtime/exec)\n");
+    return 1;
+}
+#endif

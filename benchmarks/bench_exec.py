@@ -1,7 +1,8 @@
 """The graph executor on the examples' training steps: for each example
 (fashion_mlp, fashion_cnn, char_lstm, recorded for a few steps), `janus
 optimize` builds the bundle, then `janus bench-exec` runs the main
-training-step graph (the one with the most recorded support) in one
+training-step graph (of the graphs that write state, the one with the
+most recorded support) in one
 process, interleaved run by run, two ways: optimized (one arena, the
 compiled kernels of the bundle) and op by op (JN_RT_EXEC_EAGER: every node
 through its eager kernel, every value its own buffer, freed after its last

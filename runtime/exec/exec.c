@@ -77,7 +77,8 @@ typedef struct {
     uint8_t *red_out;     /* per call operand: the reduction's output (left-aligned) */
     int gemm_shares;      /* gemm: its output lives in the root output's buffer */
     char **data;
-    int64_t *strides;
+    int64_t *strides, *st;  /* the call's byte strides; scratch [ncall][JN_MAX_DIMS] */
+    jn_tensor **ops;        /* the call's operand tensors */
     double *scalars;
 } kinfo;
 
@@ -327,10 +328,7 @@ static jn_status call_gen(jn_rt_exec *x, int32_t ki, jn_tensor *const *ops) {
         nred = a.a[0].l.n == 0 ? nd : a.a[0].l.n;
     }
     int nops = K->io.ncall;
-    int64_t st[JN_MAX_INS > 64 ? JN_MAX_INS : 64][JN_MAX_DIMS];
-    if (nops > (int)(sizeof st / sizeof st[0]))
-        return jn_error(JN_ERR_UNSUPPORTED, "graph %s kernel K%d has %d operands, more than the executor's %d", g->name,
-                        ki, nops, (int)(sizeof st / sizeof st[0]));
+    int64_t(*st)[JN_MAX_DIMS] = (int64_t(*)[JN_MAX_DIMS])K->st;
     for (int k = 0; k < nops; k++) {
         kstrides(ops[k], nd, S, nd - nred, K->red_out[k], st[k]);
         K->data[k] = jn_data(ops[k]);
@@ -379,7 +377,7 @@ static jn_status exec_kernel(jn_rt_exec *x, int32_t ki) {
     int gemm = KK->kind == JN_IR_K_GEMM;
     if (K->fn) {
         /* the written values' buffers, then (gemm) the GEMM into the root's */
-        jn_tensor *ops[64];
+        jn_tensor **ops = K->ops;
         int64_t shape[JN_MAX_DIMS];
         for (int32_t j = 0; j < K->io.nout; j++) {
             int32_t v = K->io.out[j];
@@ -733,7 +731,7 @@ static void direct_state(jn_rt_exec *x) {
                     other += o->kind != JN_IR_OUT_STATE || o->state != g->values[w].def;
                 }
             }
-            for (int j = 0; j < k; j++) other += nd->in[j] == w; /* the same state twice */
+            for (int j = 0; j < nd->nin; j++) other += j != k && base[nd->in[j]] == w; /* read again by this node */
             if (writes != 1 || other) continue;
             x->direct[n] |= (uint8_t)(1u << k);
             x->place[v] = P_INPUT;
@@ -761,8 +759,10 @@ static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_
     K->red_out = calloc((size_t)nc, 1);
     K->data = calloc((size_t)nc, sizeof *K->data);
     K->strides = calloc((size_t)nc * JN_MAX_DIMS, sizeof *K->strides);
+    K->st = calloc((size_t)nc * JN_MAX_DIMS, sizeof *K->st);
+    K->ops = calloc((size_t)nc, sizeof *K->ops);
     K->scalars = calloc((size_t)K->io.nscalar + 1, sizeof *K->scalars);
-    if (!K->tmp || !K->red_out || !K->data || !K->strides || !K->scalars)
+    if (!K->tmp || !K->red_out || !K->data || !K->strides || !K->st || !K->ops || !K->scalars)
         return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
     if (lib && (KK->impl == JN_IR_IMPL_GEN || KK->impl == JN_IR_IMPL_GEMM) && K->io.ncall > 0)
         K->fn = jn_rt_exec_lib_kernel(lib, x->gi, ki);
@@ -877,6 +877,8 @@ void jn_rt_exec_free(jn_rt_exec *x) {
         free(K->red_out);
         free(K->data);
         free(K->strides);
+        free(K->st);
+        free(K->ops);
         free(K->scalars);
     }
     for (int32_t i = 0; x->scal && i < x->g->ninputs; i++)

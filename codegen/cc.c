@@ -11,14 +11,14 @@
  * -march=native because a bundle records the CPU features it needs, and
  * no-trapping-math only lets gcc if-convert selects, never changes a
  * result), the object is read back and the directory removed.  The
- * compiler runs through fork/execvp (no shell, so paths need no quoting),
+ * compiler runs through posix_spawnp (no shell, so paths need no quoting),
  * its output goes to a file in the directory; a failing compile returns
  * its first error lines.  With o->progress a line on stderr says that a
  * compile is running when it takes longer than a second.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include "cg_priv.h"
+
+extern char **environ;
 
 static double now_s(void) {
     struct timespec ts;
@@ -165,21 +167,18 @@ jn_status jn_cg_compile_so(const char *src, size_t len, const jn_cg_cc_options *
         argv[n++] = csrc;
         argv[n++] = "-lm";
         argv[n] = NULL;
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            if (fd >= 0) {
-                dup2(fd, 1);
-                dup2(fd, 2);
-                close(fd);
-            }
-            execvp(argv[0], argv);
-            fprintf(stderr, "error: cannot run %s: %s\n", cc, strerror(errno));
-            _exit(127);
-        }
-        if (pid < 0) {
-            st = jn_error(JN_ERR_RUNTIME, "cannot start the C compiler %s: %s", cc, strerror(errno));
+        /* posix_spawn: safe in a process with threads (the runtime's pool),
+         * the compiler's output into the log file */
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        pid_t pid = -1;
+        int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (rc != 0) {
+            st = jn_error(JN_ERR_RUNTIME, "cannot start the C compiler %s: %s; check that it runs (or set CC to "
+                          "another compiler)", cc, strerror(rc));
         } else {
             int status = 0, said = 0;
             for (;;) {

@@ -47,6 +47,8 @@
 
 #define KABI_VERSION 1 /* JN_KABI_VERSION of runtime/exec/jn_exec.h */
 #define PAR_GRAIN 32768 /* elements per task, as jn_nditer */
+#define BLOCKED_MIN_EXPENSIVE 2 /* expensive members that make the fast loop blocked */
+#define EMIT_MAX_OPS 64 /* operands per kernel: what the executor passes (runtime/exec) */
 
 /* ------------------------------------------------------------ the table */
 enum {
@@ -465,6 +467,8 @@ static int kernel_ok(const jn_ir_graph *g, int32_t k, const jn_cg_kernel_io *io,
             return 0;
         }
     }
+    if (io->ncall > EMIT_MAX_OPS)
+        return why_not(why, wn, "kernel K%d has %d operands, more than %d", k, io->ncall, EMIT_MAX_OPS);
     for (int32_t i = 0; i < io->ncall; i++)
         if (!gen_dtype(g->values[io->call[i]].dtype))
             return why_not(why, wn, "kernel K%d: operand %%%d is %s", k, io->call[i], jn_dtype_names[g->values[io->call[i]].dtype]);
@@ -526,6 +530,71 @@ static int call_index(const jn_cg_kernel_io *io, int32_t v) {
     return -1;
 }
 
+/* How value v is read inside a loop body: "v<id>" in the element-wise
+ * bodies; in the blocked fast loop, "t<id>[i]" for member results, "A<j>[i]"
+ * for an input walked along i and "s<j>" for one loaded once. */
+static void vname(const ectx *e, int blocked, const uint8_t *bc, int32_t v, char *out, size_t n) {
+    if (blocked)
+        for (int32_t j = 0; j < e->io->ncall_in; j++)
+            if (e->io->call[j] == v) {
+                if (bc[j]) snprintf(out, n, "s%d", j);
+                else snprintf(out, n, "A%d[i]", j);
+                return;
+            }
+    snprintf(out, n, blocked ? "t%d[i]" : "v%d", v);
+}
+
+/* One member for element i: `dst = <result rounded to its dtype>;` in a
+ * block of its own (its operands as a, b, x, ... like the eager loops), or
+ * the reduction's accumulation step for the root of an ew_reduce kernel. */
+static void emit_member(const ectx *e, int32_t n, int blocked, const uint8_t *bc, const char *dst, const char *ind) {
+    FILE *f = e->f;
+    const jn_ir_graph *g = e->g;
+    const jn_ir_node *x = &g->nodes[n];
+    char vn[48];
+    if (e->reduce && n == e->K->root) {
+        char ld[96];
+        vname(e, blocked, bc, x->in[0], vn, sizeof vn);
+        if (e->r.in == JN_BOOL) snprintf(ld, sizeof ld, "(%s != 0)", vn);
+        else snprintf(ld, sizeof ld, "%s", vn);
+        if (e->r.facc) fprintf(f, "%sacc += (double)%s;\n", ind, ld);
+        else if (e->r.op == JN_OP_sum) fprintf(f, "%sacc += (uint64_t)(int64_t)%s;\n", ind, ld);
+        else if (jn_dtype_is_float(e->r.in))
+            fprintf(f, "%s{ const %s r_ = %s; if (r_ %s acc || (isnan(r_) && !isnan(acc))) acc = r_; }\n", ind,
+                    ctype(e->r.in), vn, e->r.op == JN_OP_amax ? ">" : "<");
+        else fprintf(f, "%s{ const %s r_ = %s; if (r_ %s acc) acc = r_; }\n", ind, ctype(e->r.in), vn,
+                     e->r.op == JN_OP_amax ? ">" : "<");
+        return;
+    }
+    mplan p;
+    char why[256];
+    if (!plan_node(g, n, e->io, &p, why, sizeof why)) return; /* kernel_ok ran first: cannot happen */
+    jn_dtype od = g->values[x->out[0]].dtype;
+    fprintf(f, "%s{ ", ind);
+    for (int k = 0; k < x->nin; k++) {
+        if (!p.argn[k]) continue;
+        char cv[200];
+        vname(e, blocked, bc, x->in[k], vn, sizeof vn);
+        conv(cv, sizeof cv, vn, g->values[x->in[k]].dtype, p.argt[k]);
+        fprintf(f, "const %s %s = %s; ", ctype(p.argt[k]), p.argn[k], cv);
+    }
+    fputs(p.pre, f);
+    /* the result, rounded to the member's dtype */
+    char *res = NULL;
+    size_t rl = 0;
+    FILE *rf = open_memstream(&res, &rl);
+    if (rf) {
+        fputc('(', rf);
+        put_expr(rf, p.expr, p.c);
+        fputc(')', rf);
+        fclose(rf);
+    }
+    char cv[4096];
+    conv(cv, sizeof cv, res ? res : "0", p.c, od);
+    free(res);
+    fprintf(f, "%s = %s; }\n", dst, cv);
+}
+
 /* The loop body for element i: loads, members, stores; fast or strided. */
 static void emit_body(const ectx *e, int fast, const uint8_t *bc, const char *ind) {
     FILE *f = e->f;
@@ -541,48 +610,12 @@ static void emit_body(const ectx *e, int fast, const uint8_t *bc, const char *in
     for (int32_t m = first_member(e->K); m < io->nnodes; m++) {
         int32_t n = io->nodes[m];
         const jn_ir_node *x = &g->nodes[n];
-        if (e->reduce && n == e->K->root) {
-            char ld[160];
-            int32_t v = x->in[0];
-            char vn[32];
-            snprintf(vn, sizeof vn, "v%d", v);
-            if (e->r.in == JN_BOOL) snprintf(ld, sizeof ld, "(%s != 0)", vn);
-            else snprintf(ld, sizeof ld, "%s", vn);
-            if (e->r.facc) fprintf(f, "%sacc += (double)%s;\n", ind, ld);
-            else if (e->r.op == JN_OP_sum) fprintf(f, "%sacc += (uint64_t)(int64_t)%s;\n", ind, ld);
-            else if (jn_dtype_is_float(e->r.in))
-                fprintf(f, "%sif (%s %s acc || (isnan(%s) && !isnan(acc))) acc = %s;\n", ind, vn,
-                        e->r.op == JN_OP_amax ? ">" : "<", vn, vn);
-            else fprintf(f, "%sif (%s %s acc) acc = %s;\n", ind, vn, e->r.op == JN_OP_amax ? ">" : "<", vn);
-            continue;
+        char dst[32];
+        if (!(e->reduce && n == e->K->root)) {
+            fprintf(f, "%s%s v%d; /* %s */\n", ind, ctype(g->values[x->out[0]].dtype), x->out[0], jn_op_info(x->op)->name);
+            snprintf(dst, sizeof dst, "v%d", x->out[0]);
         }
-        mplan p;
-        char why[256];
-        if (!plan_node(g, n, io, &p, why, sizeof why)) continue; /* kernel_ok ran first: cannot happen */
-        jn_dtype od = g->values[x->out[0]].dtype;
-        fprintf(f, "%s%s v%d; /* %s */\n%s{ ", ind, ctype(od), x->out[0], jn_op_info(x->op)->name, ind);
-        for (int k = 0; k < x->nin; k++) {
-            if (!p.argn[k]) continue;
-            char src[32], cv[200];
-            snprintf(src, sizeof src, "v%d", x->in[k]);
-            conv(cv, sizeof cv, src, g->values[x->in[k]].dtype, p.argt[k]);
-            fprintf(f, "const %s %s = %s; ", ctype(p.argt[k]), p.argn[k], cv);
-        }
-        fputs(p.pre, f);
-        /* the result, rounded to the member's dtype */
-        char *res = NULL;
-        size_t rl = 0;
-        FILE *rf = open_memstream(&res, &rl);
-        if (rf) {
-            fputc('(', rf);
-            put_expr(rf, p.expr, p.c);
-            fputc(')', rf);
-            fclose(rf);
-        }
-        char cv[4096];
-        conv(cv, sizeof cv, res ? res : "0", p.c, od);
-        free(res);
-        fprintf(f, "v%d = %s; }\n", x->out[0], cv);
+        emit_member(e, n, 0, bc, dst, ind);
     }
     for (int32_t j = io->ncall_in; j < io->ncall; j++) {
         int32_t v = io->call[j];
@@ -590,6 +623,56 @@ static void emit_body(const ectx *e, int fast, const uint8_t *bc, const char *in
         const char *T = ctype(g->values[v].dtype);
         if (fast) fprintf(f, "%s((%s *)p%d)[i] = v%d;\n", ind, T, j, v);
         else fprintf(f, "%s*(%s *)(p%d + i * t%d) = v%d;\n", ind, T, j, j, v);
+    }
+}
+
+/* The blocked fast loop: the row in blocks of `blk` elements, each member
+ * one loop over the block into a small array (L1-resident), like the eager
+ * kernels' one loop per op but without the memory traffic: chains of
+ * expensive members (exp then tanh) are latency-bound as one long
+ * per-element body.  Same expressions, same results. */
+static void emit_blocked(const ectx *e, const uint8_t *bc, int blk, const char *ind) {
+    FILE *f = e->f;
+    const jn_ir_graph *g = e->g;
+    const jn_cg_kernel_io *io = e->io;
+    fprintf(f, "%sfor (int64_t ib = i0; ib < i1; ib += %d) {\n", ind, blk);
+    fprintf(f, "%s    const int64_t bn = i1 - ib < %d ? i1 - ib : %d;\n", ind, blk, blk);
+    for (int32_t j = 0; j < io->ncall; j++) {
+        int32_t v = io->call[j];
+        const char *T = ctype(g->values[v].dtype);
+        if (j < io->ncall_in && !bc[j]) fprintf(f, "%s    const %s *A%d = (const %s *)p%d + ib;\n", ind, T, j, T, j);
+    }
+    char in2[64];
+    snprintf(in2, sizeof in2, "%s        ", ind);
+    for (int32_t m = first_member(e->K); m < io->nnodes; m++) {
+        int32_t n = io->nodes[m];
+        const jn_ir_node *x = &g->nodes[n];
+        char dst[32];
+        if (!(e->reduce && n == e->K->root)) {
+            fprintf(f, "%s    %s t%d[%d]; /* %s */\n", ind, ctype(g->values[x->out[0]].dtype), x->out[0], blk,
+                    jn_op_info(x->op)->name);
+            snprintf(dst, sizeof dst, "t%d[i]", x->out[0]);
+        }
+        fprintf(f, "%s    for (int64_t i = 0; i < bn; i++)\n", ind);
+        emit_member(e, n, 1, bc, dst, in2);
+    }
+    for (int32_t j = io->ncall_in; j < io->ncall; j++) {
+        int32_t v = io->call[j];
+        if (e->reduce && v == g->nodes[e->K->root].out[0]) continue;
+        const char *T = ctype(g->values[v].dtype);
+        fprintf(f, "%s    for (int64_t i = 0; i < bn; i++) ((%s *)p%d + ib)[i] = t%d[i];\n", ind, T, j, v);
+    }
+    fprintf(f, "%s}\n", ind);
+}
+
+/* Members whose expressions cost tens of operations (the fast math, libm). */
+static int expensive(jn_op op) {
+    switch (op) {
+    case JN_OP_exp: case JN_OP_log: case JN_OP_log1p: case JN_OP_expm1: case JN_OP_tanh: case JN_OP_sigmoid:
+    case JN_OP_gelu: case JN_OP_silu: case JN_OP_sin: case JN_OP_cos: case JN_OP_erf: case JN_OP_pow:
+    case JN_OP_atan2:
+        return 1;
+    default: return 0;
     }
 }
 
@@ -674,9 +757,19 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
             const char *T = ctype(g->values[io->call[j]].dtype);
             fprintf(f, "                const %s s%d = *(const %s *)p%d;\n", T, j, T, j);
         }
-    fprintf(f, "                for (int64_t i = i0; i < i1; i++) {\n");
-    emit_body(&e, 1, bc, "                    ");
-    fprintf(f, "                }\n            } else {\n");
+    int nexp = 0;
+    for (int32_t m = first_member(e.K); m < io->nnodes; m++) nexp += expensive(g->nodes[io->nodes[m]].op);
+    if (nexp >= BLOCKED_MIN_EXPENSIVE) {
+        /* block size: the members' arrays within ~32 KB of stack */
+        int blk = 32768 / (8 * (io->nnodes > 0 ? io->nnodes : 1));
+        blk = blk > 256 ? 256 : blk < 16 ? 16 : blk & ~15;
+        emit_blocked(&e, bc, blk, "                ");
+    } else {
+        fprintf(f, "                for (int64_t i = i0; i < i1; i++) {\n");
+        emit_body(&e, 1, bc, "                    ");
+        fprintf(f, "                }\n");
+    }
+    fprintf(f, "            } else {\n");
     fprintf(f, "                for (int64_t i = i0; i < i1; i++) {\n");
     emit_body(&e, 0, bc, "                    ");
     fprintf(f, "                }\n            }\n        }\n");

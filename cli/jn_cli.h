@@ -16,6 +16,8 @@
 int jn_cli_record(int argc, char **argv);
 int jn_cli_inspect(int argc, char **argv);
 int jn_cli_optimize(int argc, char **argv);
+/* Hidden: times a bundle graph optimized vs op by op (bench_exec.c, benchmarks/bench_exec.py). */
+int jn_cli_bench_exec(int argc, char **argv);
 
 extern const char jn_cli_record_usage[];
 extern const char jn_cli_inspect_usage[];

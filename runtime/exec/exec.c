@@ -77,7 +77,8 @@ typedef struct {
     uint8_t *red_out;     /* per call operand: the reduction's output (left-aligned) */
     int gemm_shares;      /* gemm: its output lives in the root output's buffer */
     char **data;
-    int64_t *strides;
+    int64_t *strides, *st;  /* the call's byte strides; scratch [ncall][JN_MAX_DIMS] */
+    jn_tensor **ops;        /* the call's operand tensors */
     double *scalars;
 } kinfo;
 
@@ -89,6 +90,7 @@ struct jn_rt_exec {
     step *steps;
     int32_t nsteps, *rel, *loopstep, *nodestep;
     uint8_t *place, *keep;   /* per value */
+    uint8_t *direct;         /* per node: bit k, output k is written straight into state input k */
     int32_t *p0, *np;        /* per node: patches */
     patch *patches;
     kinfo *k;
@@ -231,6 +233,8 @@ static jn_status exec_node(jn_rt_exec *x, int32_t n, jn_tensor *shared, int forc
         if (j == 0 && shared) {
             jn_tensor_incref(shared);
             out[0] = shared;
+        } else if (x->direct[n] & (1u << j)) { /* the state tensor itself (borrowed: place P_INPUT) */
+            out[j] = in[j];
         } else if (!(out[j] = dest_for(x, nd->out[j], shape[j], force_own))) {
             s = JN_ERR_NOMEM;
             goto fail;
@@ -284,7 +288,7 @@ fail:
     s = s == JN_ERR_NOMEM ? jn_error(s, "out of memory running graph %s node %d", g->name, n) : node_error(x, n, s);
 done:
     for (int j = 0; j < JN_MAX_OUTS; j++) {
-        if (out[j]) jn_tensor_decref(out[j]);
+        if (out[j] && !(x->direct[n] & (1u << j))) jn_tensor_decref(out[j]);
         if (copies[j]) jn_tensor_decref(copies[j]);
     }
     return s;
@@ -324,10 +328,7 @@ static jn_status call_gen(jn_rt_exec *x, int32_t ki, jn_tensor *const *ops) {
         nred = a.a[0].l.n == 0 ? nd : a.a[0].l.n;
     }
     int nops = K->io.ncall;
-    int64_t st[JN_MAX_INS > 64 ? JN_MAX_INS : 64][JN_MAX_DIMS];
-    if (nops > (int)(sizeof st / sizeof st[0]))
-        return jn_error(JN_ERR_UNSUPPORTED, "graph %s kernel K%d has %d operands, more than the executor's %d", g->name,
-                        ki, nops, (int)(sizeof st / sizeof st[0]));
+    int64_t(*st)[JN_MAX_DIMS] = (int64_t(*)[JN_MAX_DIMS])K->st;
     for (int k = 0; k < nops; k++) {
         kstrides(ops[k], nd, S, nd - nred, K->red_out[k], st[k]);
         K->data[k] = jn_data(ops[k]);
@@ -376,7 +377,7 @@ static jn_status exec_kernel(jn_rt_exec *x, int32_t ki) {
     int gemm = KK->kind == JN_IR_K_GEMM;
     if (K->fn) {
         /* the written values' buffers, then (gemm) the GEMM into the root's */
-        jn_tensor *ops[64];
+        jn_tensor **ops = K->ops;
         int64_t shape[JN_MAX_DIMS];
         for (int32_t j = 0; j < K->io.nout; j++) {
             int32_t v = K->io.out[j];
@@ -688,6 +689,59 @@ static jn_status liveness(jn_rt_exec *x) {
     return JN_OK;
 }
 
+/* Optimizer updates in place: output k of an in-place node (adam_, sgd_,
+ * copy_) goes straight into state input k when the graph writes it back
+ * to that input and nothing reads the input after the node (directly or
+ * through a view): the functional copy and the write-back both vanish. */
+static void direct_state(jn_rt_exec *x) {
+    const jn_ir_graph *g = x->g;
+    int32_t nv = g->nvalues;
+    int32_t *lastin = malloc(((size_t)nv + 1) * sizeof *lastin), *base = malloc(((size_t)nv + 1) * sizeof *base);
+    if (!lastin || !base) goto done; /* an optimization only */
+    for (int32_t v = 0; v < nv; v++) lastin[v] = -1, base[v] = v;
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        const jn_ir_node *nd = &g->nodes[n];
+        if ((jn_op_info(nd->op)->flags & JN_F_VIEW) && nd->nin > 0) base[nd->out[0]] = base[nd->in[0]];
+    }
+    /* top-level step of every read of every input (loops: their whole run) */
+    for (int32_t n = 0; n < g->nnodes; n++)
+        for (int j = 0; j < g->nodes[n].nin; j++) {
+            int32_t b = base[g->nodes[n].in[j]], a = ancestor(x, x->nodestep[n], -1);
+            if (a > lastin[b]) lastin[b] = a;
+        }
+    for (int32_t l = 0; l < g->nloops; l++)
+        for (int32_t c = 0; c < g->loops[l].ncarry; c++) {
+            int32_t b = base[g->loops[l].carry[c].init], a = ancestor(x, x->loopstep[l], -1);
+            if (a > lastin[b]) lastin[b] = a;
+        }
+    for (int32_t i = 0; i < g->noutputs; i++) lastin[base[g->outputs[i].value]] = INT32_MAX;
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        const jn_ir_node *nd = &g->nodes[n];
+        if (!(jn_op_info(nd->op)->flags & JN_F_INPLACE) || nd->loop >= 0) continue;
+        for (int k = 0; k < nd->nout && k < nd->nin; k++) {
+            int32_t w = nd->in[k], v = nd->out[k];
+            if (g->values[w].kind != JN_IR_V_INPUT || g->inputs[g->values[w].def].kind != JN_IR_IN_STATE ||
+                lastin[w] != x->nodestep[n])
+                continue;
+            int writes = 0, other = 0;
+            for (int32_t i = 0; i < g->noutputs; i++) {
+                const jn_ir_output *o = &g->outputs[i];
+                if (o->value == v) {
+                    writes += o->kind == JN_IR_OUT_STATE && o->state == g->values[w].def;
+                    other += o->kind != JN_IR_OUT_STATE || o->state != g->values[w].def;
+                }
+            }
+            for (int j = 0; j < nd->nin; j++) other += j != k && base[nd->in[j]] == w; /* read again by this node */
+            if (writes != 1 || other) continue;
+            x->direct[n] |= (uint8_t)(1u << k);
+            x->place[v] = P_INPUT;
+        }
+    }
+done:
+    free(lastin);
+    free(base);
+}
+
 static int has_v(const int32_t *a, int32_t n, int32_t v) {
     for (int32_t i = 0; i < n; i++)
         if (a[i] == v) return 1;
@@ -705,8 +759,10 @@ static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_
     K->red_out = calloc((size_t)nc, 1);
     K->data = calloc((size_t)nc, sizeof *K->data);
     K->strides = calloc((size_t)nc * JN_MAX_DIMS, sizeof *K->strides);
+    K->st = calloc((size_t)nc * JN_MAX_DIMS, sizeof *K->st);
+    K->ops = calloc((size_t)nc, sizeof *K->ops);
     K->scalars = calloc((size_t)K->io.nscalar + 1, sizeof *K->scalars);
-    if (!K->tmp || !K->red_out || !K->data || !K->strides || !K->scalars)
+    if (!K->tmp || !K->red_out || !K->data || !K->strides || !K->st || !K->ops || !K->scalars)
         return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
     if (lib && (KK->impl == JN_IR_IMPL_GEN || KK->impl == JN_IR_IMPL_GEMM) && K->io.ncall > 0)
         K->fn = jn_rt_exec_lib_kernel(lib, x->gi, ki);
@@ -749,6 +805,7 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
     size_t nv = (size_t)g->nvalues + 1, nn = (size_t)g->nnodes + 1;
     x->place = calloc(nv, 1);
     x->keep = calloc(nv, 1);
+    x->direct = calloc(nn, 1);
     x->ownbytes = calloc(nv, sizeof *x->ownbytes);
     x->val = calloc(nv, sizeof *x->val);
     x->sv = calloc((size_t)g->nsyms + 1, sizeof *x->sv);
@@ -763,7 +820,7 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
     for (int32_t n = 0; n < g->nnodes; n++) npatch += JN_MAX_ATTRS * (JN_MAX_DIMS + 1);
     x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
     jn_status s = JN_OK;
-    if (!x->place || !x->keep || !x->ownbytes || !x->val || !x->sv || !x->sval || !x->scal || !x->loopstep ||
+    if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->sv || !x->sval || !x->scal || !x->loopstep ||
         !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches) {
         s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
         goto fail;
@@ -803,6 +860,7 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
         goto fail;
     }
     if ((s = liveness(x))) goto fail;
+    if (!eager) direct_state(x);
     *out = x;
     return JN_OK;
 fail:
@@ -819,6 +877,8 @@ void jn_rt_exec_free(jn_rt_exec *x) {
         free(K->red_out);
         free(K->data);
         free(K->strides);
+        free(K->st);
+        free(K->ops);
         free(K->scalars);
     }
     for (int32_t i = 0; x->scal && i < x->g->ninputs; i++)
@@ -832,6 +892,7 @@ void jn_rt_exec_free(jn_rt_exec *x) {
     free(x->nodestep);
     free(x->place);
     free(x->keep);
+    free(x->direct);
     free(x->p0);
     free(x->np);
     free(x->patches);
@@ -951,7 +1012,11 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
         }
         if (o->kind != JN_IR_OUT_STATE) continue;
         jn_tensor *dst = inputs[o->state];
-        if (t == dst || same_memory(t, dst)) continue;
+        if (t == dst) { /* updated in place (direct_state) */
+            dst->storage->version++;
+            continue;
+        }
+        if (same_memory(t, dst)) continue;
         if ((s = jn_copy_into(dst, t)) == JN_OK) dst->storage->version++;
     }
     int32_t nk = 0;
@@ -998,6 +1063,44 @@ jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, i
         }
     }
     return JN_OK;
+}
+
+jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs) {
+    jn_status s = JN_OK;
+    for (int32_t i = 0; i < g->ninputs; i++) inputs[i] = NULL;
+    for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
+        const jn_ir_input *in = &g->inputs[i];
+        const jn_ir_value *x = &g->values[in->value];
+        int64_t shape[JN_MAX_DIMS];
+        jn_tensor *t = NULL;
+        if (in->kind == JN_IR_IN_CONST || in->kind == JN_IR_IN_SCALAR) {
+            t = jn_dtype_is_float(x->dtype) ? jn_scalar_f64(in->scalar, x->dtype, 1)
+                                            : jn_scalar_i64((int64_t)in->scalar, x->dtype, 1);
+        } else if (in->kind == JN_IR_IN_RNG) {
+            t = jn_scalar_i64(0, JN_I64, 0);
+        } else {
+            for (int d = 0; d < x->ndim && s == JN_OK; d++) {
+                s = jn_ir_dim_eval(g, x->shape[d], syms, &shape[d]);
+                if (s == JN_OK && shape[d] < 0)
+                    s = jn_error(JN_ERR_SHAPE, "graph %s input %d: dim %d is %lld with these symbol values", g->name,
+                                 i, d, (long long)shape[d]);
+            }
+            if (s == JN_OK && (t = jn_tensor_zeros(x->dtype, x->ndim, shape)) && jn_dtype_is_float(x->dtype)) {
+                int64_t n = jn_numel(t);
+                for (int64_t k = 0; k < n; k++) {
+                    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                    jn_store_f64(jn_data(t) + k * (int64_t)jn_elsize(t), x->dtype,
+                                 (double)(seed >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+                }
+            }
+        }
+        if (s == JN_OK && !t) s = jn_error(JN_ERR_NOMEM, "out of memory making input %d of graph %s", i, g->name);
+        inputs[i] = t;
+    }
+    if (s != JN_OK)
+        for (int32_t i = 0; i < g->ninputs; i++)
+            if (inputs[i]) jn_tensor_decref(inputs[i]), inputs[i] = NULL;
+    return s;
 }
 
 void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st) { *st = x->st; }

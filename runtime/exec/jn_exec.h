@@ -143,6 +143,15 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
  * for the others.  JN_ERR_SHAPE when two inputs disagree on a symbol. */
 jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, int64_t *syms);
 
+/* Inputs for tests and benchmarks (no real data at hand): inputs[i] for
+ * graph input i at symbol values syms: float tensors uniform in [-2, 2)
+ * from one pseudo-random stream seeded by seed (taken input by input, so
+ * two graphs with the same inputs get the same tensors), integer and bool
+ * tensors zero (valid indices), scalar/const inputs their recorded value
+ * as wrapped numbers, the rng input a 0-d int64 zero.  On failure the
+ * made ones are released and inputs[] is NULL. */
+jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs);
+
 typedef struct {
     int64_t arena_bytes;       /* this run's arena */
     int64_t peak_bytes;        /* arena + every other buffer alive at once (outputs, loop buffers) */

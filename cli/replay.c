@@ -113,8 +113,8 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
         fprintf(stderr, "janus replay: run %lld ran eagerly (%s)\n", (long long)run,
                 eager ? "--eager: the baseline" : "no usable bundle, see above");
     } else if (ng == 0 && nm == 0) {
-        fprintf(stderr, "janus replay: run %lld: no replay counters were stored (the command did not replay: "
-                        "did it import janus?)\n", (long long)run);
+        fprintf(stderr, "janus replay: run %lld: no replay counters were stored (the command did not import "
+                        "janus, or its janus package cannot replay)\n", (long long)run);
     } else {
         int64_t tot = hits + misses;
         fprintf(stderr, "janus replay: run %lld: %.1f%% hit rate (%s of %s segments ran as graphs), %d graph%s, "

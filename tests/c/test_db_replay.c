@@ -9,6 +9,7 @@
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -205,7 +206,19 @@ static void test_migration_v2(void) {
     jn_db_close(db);
 }
 
-int main(void) {
+/* `test_db_replay --put DB RUN`: store G1/M1 as run RUN's counters the
+ * way a replaying process does at exit (tests/python/test_replay_cli.py). */
+static int put_fixture(const char *path, const char *run) {
+    jn_db *db = NULL;
+    jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
+    if (!s) s = jn_db_replay_put(db, strtoll(run, NULL, 10), G1, 2, M1, 3);
+    if (s) fprintf(stderr, "test_db_replay --put: %s\n", jn_errmsg());
+    jn_db_close(db);
+    return s ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "--put")) return put_fixture(argv[2], argv[3]);
     if (jt_tmp_begin("dbreplay")) return 1;
     test_kinds_and_counters();
     test_migration_v2();

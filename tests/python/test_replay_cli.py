@@ -25,9 +25,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
 FIXTURE = os.path.join(BUILD, "test_bundle")
+PUT = os.path.join(BUILD, "test_db_replay")
 
-pytestmark = pytest.mark.skipif(not (os.path.exists(JANUS) and os.path.exists(FIXTURE)),
-                                reason="needs the janus command and the C test test_bundle in the build")
+pytestmark = pytest.mark.skipif(not (os.path.exists(JANUS) and os.path.exists(FIXTURE) and os.path.exists(PUT)),
+                                reason="needs the janus command and the C tests test_bundle, test_db_replay "
+                                "in the build")
 
 ENV_KEYS = ("JANUS_REPLAY_DB", "JANUS_REPLAY_RUN", "JANUS_REPLAY", "JANUS_REPLAY_STRICT")
 
@@ -51,6 +53,9 @@ if "--counters" in args and env["JANUS_REPLAY_DB"]:
                      (run, "g0", 0, "op tanh where the graph has relu", "model.py:7", None, 2)])
     con.commit()
     con.close()
+if "--put" in args and env["JANUS_REPLAY_DB"]:  # through jn_db_replay_put, as the replay core does
+    import subprocess
+    sys.exit(subprocess.call([os.environ["PUT_FIXTURE"], "--put", env["JANUS_REPLAY_DB"], env["JANUS_REPLAY_RUN"]]))
 if "--kill" in args:
     os.kill(os.getpid(), 15)
 sys.exit(int(os.environ.get("CHILD_EXIT", "0")))
@@ -311,6 +316,21 @@ def test_inspect_replay_counters(store, child):
     # a replay run shows its counters, not the (empty) step sections
     section = t.split(f"run {run_id}  ")[1].split(f"run {run_id + 1}  ")[0]
     assert "op histogram" not in section
+
+
+def test_counters_through_the_c_api(store, child):
+    """A child that stores its counters with jn_db_replay_put (test_db_replay --put)."""
+    r = janus("replay", "--db", store, "--", *child, "--put", env=_env(PUT_FIXTURE=PUT))
+    assert r.returncode == 0, r.stderr
+    # test_db_replay.c's G1: g0 10 hits 1 miss 0.5 s, g1 0 hits 3 misses
+    assert "71.4% hit rate (10 of 14 segments ran as graphs), 2 graphs, 0.500 s in graphs" in r.stderr
+    run_id = int(child_env(r)["JANUS_REPLAY_RUN"])
+    c = inspect_json(store, "--run", str(run_id))["runs"][0]["replay"]
+    assert [g["graph"] for g in c["graphs"]] == ["g0", "g1"] and c["hits"] == 10 and c["misses"] == 4
+    assert {m["site"] for m in c["miss_reasons"]} == {"train.py:12", "train.py:20", "model.py:7"}
+    assert [m["seen"] for m in c["miss_reasons"] if m["site"] == "train.py:20"] == [None]  # NaN: no value
+    r = janus("inspect", "--run", str(run_id), store)
+    assert "2x  g1 guard 2 at train.py:12: shape of input x: dim 0 is 32, the graph wants 64 (seen 32)" in r.stdout
 
 
 def make_v2(db):

@@ -60,9 +60,17 @@ const char jn_cli_replay_usage[] =
     "one line on stderr says why.  The child sees JANUS_REPLAY_DB (absolute\n"
     "path) and JANUS_REPLAY_RUN (the run id).\n";
 
-static int env_is(const char *name, const char *value) {
+/* The switches as the janus package reads them (janus/_replay.py):
+ * JANUS_REPLAY off = 0/false/no/off; JANUS_REPLAY_STRICT on = set and not
+ * empty/0/false/no. */
+static int env_off(const char *name) {
     const char *v = getenv(name);
-    return v && !strcmp(v, value);
+    return v && (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off"));
+}
+
+static int env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "no");
 }
 
 /* The newest bundle of target cpu, and whether it loads here: its id (0 =
@@ -127,7 +135,7 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
 
 int jn_cli_replay(int argc, char **argv) {
     const char *dbpath = "run.db";
-    int strict = env_is("JANUS_REPLAY_STRICT", "1"), eager = env_is("JANUS_REPLAY", "0");
+    int strict = env_on("JANUS_REPLAY_STRICT"), eager = env_off("JANUS_REPLAY");
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -176,7 +184,7 @@ int jn_cli_replay(int argc, char **argv) {
     }
     if (strict && eager) {
         fprintf(stderr, "janus replay: --strict and --eager do not combine (an eager run has no misses; "
-                        "JANUS_REPLAY=0 or JANUS_REPLAY_STRICT=1 in the environment count too)\n\n%s",
+                        "JANUS_REPLAY=0 and JANUS_REPLAY_STRICT=1 in the environment count too)\n\n%s",
                 jn_cli_replay_usage);
         return 2;
     }

@@ -149,8 +149,15 @@ def test_env_switches_count_as_options(store, child):
     r = janus("replay", "--db", store, "--", *child, env=_env(JANUS_REPLAY="0"))
     assert r.returncode == 0 and child_env(r)["JANUS_REPLAY"] == "0"
     assert runs(store)[-1][1] == "eager"
-    r = janus("replay", "--db", store, "--", *child, env=_env(JANUS_REPLAY_STRICT="1"))
-    assert r.returncode == 0 and child_env(r)["JANUS_REPLAY_STRICT"] == "1"
+    r = janus("replay", "--db", store, "--", *child, env=_env(JANUS_REPLAY="off"))
+    assert r.returncode == 0 and child_env(r)["JANUS_REPLAY"] == "0"
+    for v in ("1", "yes"):
+        r = janus("replay", "--db", store, "--", *child, env=_env(JANUS_REPLAY_STRICT=v))
+        assert r.returncode == 0 and child_env(r)["JANUS_REPLAY_STRICT"] == "1"
+    r = janus("replay", "--db", store, "--", *child, env=_env(JANUS_REPLAY_STRICT="0"))
+    assert r.returncode == 0 and child_env(r)["JANUS_REPLAY_STRICT"] is None
+    r = janus("replay", "--db", store, "--", *child, env=_env(JANUS_REPLAY="1"))
+    assert r.returncode == 0 and child_env(r)["JANUS_REPLAY"] == "1"
 
 
 # --------------------------------------------------- a store that replays

@@ -26,11 +26,24 @@ echo "== janus record: ${RECORD_STEPS:-60} steps"
 "$JANUS" record --db "$DB" -- "$PY" examples/fashion_mlp.py --steps "${RECORD_STEPS:-60}" | tail -n 1
 echo "== janus optimize"
 "$JANUS" optimize "$DB" || echo "(janus optimize failed: the replay below runs eagerly)"
+# run NAME ARGS...: janus replay ARGS, output kept in $DIR/NAME.{out,err};
+# shows the last line and janus's messages; a failing run ends the demo.
+run() {
+  local name=$1 rc=0
+  shift
+  "$JANUS" replay --db "$DB" "$@" > "$DIR/$name.out" 2> "$DIR/$name.err" || rc=$?
+  tail -n 1 "$DIR/$name.out"
+  if [ $rc -ne 0 ]; then
+    cat "$DIR/$name.err" >&2
+    echo "demo: the $name run failed (exit $rc)" >&2
+    exit $rc
+  fi
+  grep '^janus replay' "$DIR/$name.err" >&2 || true
+}
 echo "== eager: janus replay --eager, ${EPOCHS:-2} epochs"
-"$JANUS" replay --db "$DB" --eager -- "$PY" "${TRAIN[@]}" 2> "$DIR/eager.err" | tee "$DIR/eager.out" | tail -n 1
+run eager --eager -- "$PY" "${TRAIN[@]}"
 echo "== replay: janus replay, ${EPOCHS:-2} epochs"
-"$JANUS" replay --db "$DB" -- "$PY" "${TRAIN[@]}" 2> "$DIR/replay.err" | tee "$DIR/replay.out" | tail -n 1
-cat "$DIR/replay.err" >&2
+run replay -- "$PY" "${TRAIN[@]}"
 
 "$PY" - "$DIR" "$DB" <<'PYEOF'
 import re, sqlite3, sys

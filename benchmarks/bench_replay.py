@@ -73,7 +73,8 @@ def counters(db, out):
     try:
         h, mi = con.execute("SELECT coalesce(sum(hits),0), coalesce(sum(misses),0) FROM replay_graphs "
                             "WHERE run_id=?", (int(m.group(1)),)).fetchone()
-        top = con.execute("SELECT reason || ' at ' || site, sum(count) n FROM replay_misses WHERE run_id=? "
+        top = con.execute("SELECT reason || CASE WHEN site != '' THEN ' at ' || site ELSE '' END, sum(count) n "
+                          "FROM replay_misses WHERE run_id=? "
                           "GROUP BY reason, site ORDER BY n DESC LIMIT 1", (int(m.group(1)),)).fetchone()
     finally:
         con.close()

@@ -191,7 +191,7 @@ def main():
         print(f"  janus eager   {fmt(eag['rate'])} steps/s                   peak {eag['mb']:7.1f} MB  "
               f"{eag['quality'] or ''}")
         print(f"  replay/eager  {rep['rate'] / eag['rate']:8.2f}x   peak memory replay/eager "
-              f"{rep['mb'] / eag['mb']:5.2f}x")
+              f"{rep['mb'] / eag['mb']:5.2f}x (whole process: loading the data included)")
         if c and c[2]:
             print(f"  top miss      {c[2][:150]}")
         line = f"  fixed-batch step (bench_train): janus eager {fmt(t['janus'])}"

@@ -19,6 +19,7 @@
  * over the thread pool; large ones run one after another with BLAS threading.
  */
 #include "jn_runtime.h"
+#include "k_gemm.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -161,17 +162,15 @@ typedef struct {
 static void float_one(const gemm_job *j, int64_t i) {
     int64_t ao = j->aoff ? j->aoff[i] : 0, bo = j->boff ? j->boff[i] : 0;
     int M = (int)j->M, N = (int)j->N, K = (int)j->K;
-    enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans, tb = j->tb ? CblasTrans : CblasNoTrans;
     if (j->cd == JN_F32) {
         const float *A = (const float *)j->a + ao, *B = (const float *)j->b + bo;
         float *C = (float *)j->c + i * j->M * j->N;
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, (float)j->alpha, A, (int)j->lda, B, (int)j->ldb,
-                    (float)j->beta, C, N);
+        jn_rt_sgemm(j->ta, j->tb, M, N, K, (float)j->alpha, A, j->lda, B, j->ldb, (float)j->beta, C, N);
     } else {
         const double *A = (const double *)j->a + ao, *B = (const double *)j->b + bo;
         double *C = (double *)j->c + i * j->M * j->N;
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, j->alpha, A, (int)j->lda, B, (int)j->ldb, j->beta,
-                    C, N);
+        cblas_dgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, M, N, K,
+                    j->alpha, A, (int)j->lda, B, (int)j->ldb, j->beta, C, N);
     }
 }
 

@@ -589,7 +589,10 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
         for (int k = 0; k < x->nout; k++) {
             gout[k] = x->buf[k];
             x->buf[k] = NULL;
-            if (!gout[k] && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
+            /* zeros only where the formula reads them (not for a cell's
+             * workspace, filled per time step for nothing) */
+            int read = k == 0 || (def->reads_out >> k & 1);
+            if (!gout[k] && read && any && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
         }
         if (!s && any) s = def->fn(x, gout, needs, gin);
         for (int k = 0; k < x->nout; k++) jn_tensor_decref(gout[k]);

@@ -947,13 +947,13 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_index_put_] = {d_index_put_, S_IN},
     [JN_OP_uniform_] = {d_zero, 0},
     [JN_OP_normal_] = {d_zero, 0},
-    [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT}, /* the workspace output holds all it needs */
+    [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT, 1 << 1}, /* the workspace output holds all it needs */
     [JN_OP_gru_cell] = {d_gru_cell, S_OUT},
     /* no derivative (yet): as_strided, and the kernels derivatives use
      * (conv/pool gradients, lstm_cell_backward, gru_cell_backward) */
 };
 
 const jn_grad_def *jn_grad_def_of(jn_op op) {
-    static const jn_grad_def none = {NULL, 0};
+    static const jn_grad_def none = {NULL, 0, 0};
     return (unsigned)op < JN_NOPS ? &defs[op] : &none;
 }

@@ -58,9 +58,12 @@ jn_status jn_ag_check_inplace(jn_op op, jn_tensor *t);
 /* ---- the derivative table (derivatives.c) ---- */
 typedef struct jn_bw jn_bw; /* scratch context of one derivative call */
 
-/* grad_out[k] is the gradient of output k (never NULL: zeros are
- * materialized); the formula sets grad_in[i] (a new reference) for every
- * input i with needs[i] set, or leaves it NULL for "no gradient". */
+/* grad_out[k] is the gradient of output k: for output 0 and the outputs
+ * the entry's reads_out names it is never NULL (zeros are materialized when
+ * no gradient arrived); the other outputs' (an index output, a cell's
+ * workspace) are NULL when none arrived, since the formula never reads
+ * them.  The formula sets grad_in[i] (a new reference) for every input i
+ * with needs[i] set, or leaves it NULL for "no gradient". */
 typedef jn_status (*jn_grad_fn)(jn_node *n, jn_tensor *const *grad_out, const int *needs,
                                 jn_tensor **grad_in);
 
@@ -68,6 +71,7 @@ enum { JN_SAVE_IN = 1, JN_SAVE_OUT = 2 };
 typedef struct {
     jn_grad_fn fn;   /* NULL: the op has no derivative */
     int save;        /* JN_SAVE_* : keep inputs and/or outputs for backward */
+    int reads_out;   /* bit k: the formula reads grad_out[k] too (k >= 1) */
 } jn_grad_def;
 
 const jn_grad_def *jn_grad_def_of(jn_op op);

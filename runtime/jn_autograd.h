@@ -82,6 +82,14 @@ jn_tensor *jn_node_output(jn_node *n, int i, jn_status *st);  /* borrowed, versi
 const jn_meta *jn_node_input_meta(const jn_node *n, int i);
 const jn_attrs *jn_node_attrs(const jn_node *n);
 int jn_node_nin(const jn_node *n);
+/* During a formula call: the gradient already accumulated for input i when
+ * the formula may add its contribution into it in place (the leaf's .grad,
+ * or a buffer only the engine holds; contiguous, the input's dtype and
+ * shape), else NULL.  A formula that adds into it returns that same tensor
+ * as grad_in[i], and the engine does not add it again.  This is how a
+ * per-time-step gradient lands in its sum without a full-size temporary
+ * (a weight gradient as a beta=1 GEMM, a select's gradient into its row). */
+jn_tensor *jn_node_acc(const jn_node *n, int i);
 jn_op jn_node_op(const jn_node *n);
 
 #endif

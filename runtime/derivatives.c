@@ -597,12 +597,23 @@ FORMULA(d_linear) {
         if (mx->ndim == 2 && mw->ndim == 2) gi[0] = mm_acc(b, 0, g, IN(b, 1));
         else gi[0] = reshape_to(b, mm(b, JN_OP_matmul, g, IN(b, 1)), mx);
     }
+    /* 2-D operands (the per-time-step case) are used as they are, strided
+     * or not: no reshaping views, no contiguous copy of x[:, t] */
+    int flat = g->ndim == 2 && mx->ndim == 2 && mw->ndim == 2;
     if (NEED(1)) { /* summed over all rows: per time step, straight into the sum */
         int64_t rows = out_f ? jn_numel(g) / out_f : 0;
         int64_t sg[2] = {rows, out_f}, sx[2] = {rows, in_f};
-        gi[1] = mm_acc(b, 1, transpose(b, view(b, g, 2, sg), 0, 1), view(b, IN(b, 0), 2, sx));
+        T *g2 = flat ? g : view(b, g, 2, sg), *x2 = flat ? IN(b, 0) : view(b, IN(b, 0), 2, sx);
+        gi[1] = mm_acc(b, 1, transpose(b, g2, 0, 1), x2);
     }
-    if (jn_node_nin(n_) > 2 && NEED(2)) gi[2] = sum_to(b, g, M(b, 2));
+    if (jn_node_nin(n_) > 2 && NEED(2)) {
+        const jn_meta *mb = M(b, 2);
+        int64_t d0 = 0;
+        if (flat && mb->ndim == 1 && mb->shape[0] == g->shape[1])
+            gi[2] = sum_dims(b, g, 1, &d0, 0);
+        else
+            gi[2] = sum_to(b, g, mb);
+    }
     END;
 }
 FORMULA(d_conv2d) {

@@ -41,12 +41,16 @@
 #define SMALL_MNK_MIN 4096.0
 #define SMALL_MNK_MAX (16.0 * 1024 * 1024)
 
+static int use_small(int64_t M, int64_t N, int64_t K) {
+    double mnk = (double)M * (double)N * (double)K;
+    return mnk >= SMALL_MNK_MIN && mnk <= SMALL_MNK_MAX;
+}
+static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, int acc, const float *bias, float *C, int64_t ldc);
+
 void jn_rt_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    double mnk = (double)M * (double)N * (double)K;
-    if (mnk >= SMALL_MNK_MIN && mnk <= SMALL_MNK_MAX &&
-        jn_rt_sgemm_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-        return;
+    if (use_small(M, N, K) && jn_rt_sgemm_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
                 (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
@@ -63,16 +67,22 @@ static inline __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xffff : 
 /* ------------------------------------------------------------- kernel */
 /* C[MR x NV*16] = (acc ? C : 0) + A[MR x K] @ B[K x NV*16]; A(i,k) at
  * A[i*ars + k*acs], B(k,j) at B[k*ldb + j]; the last vector of each row is
- * masked by m.  MR and NV are constants at every call site, so after
- * inlining the accumulators live in registers. */
+ * masked by m.  With bias (and acc), every row starts from bias[0, NV*16)
+ * instead of C: linear's bias without first copying it into each row.  MR
+ * and NV are constants at every call site, so after inlining the
+ * accumulators live in registers. */
 TGT INL void tile(const int MR, const int NV, __mmask16 m, int64_t K, const float *A, int64_t ars, int64_t acs,
-                  const float *B, int64_t ldb, float *C, int64_t ldc, int acc) {
+                  const float *B, int64_t ldb, float *C, int64_t ldc, int acc, const float *bias) {
     __m512 c[12][4];
 #pragma GCC unroll 12
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++)
-            c[r][v] = acc ? _mm512_maskz_loadu_ps(v == NV - 1 ? m : 0xffff, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+        for (int v = 0; v < NV; v++) {
+            __mmask16 mv = v == NV - 1 ? m : 0xffff;
+            c[r][v] = !acc ? _mm512_setzero_ps()
+                      : bias ? _mm512_maskz_loadu_ps(mv, bias + 16 * v)
+                             : _mm512_maskz_loadu_ps(mv, C + r * ldc + 16 * v);
+        }
     for (int64_t k = 0; k < K; k++) {
         __m512 b[4];
         const float *bk = B + k * ldb, *ak = A + k * acs;
@@ -94,9 +104,9 @@ TGT INL void tile(const int MR, const int NV, __mmask16 m, int64_t K, const floa
 /* One function per tile width, switching on the row count (the last row
  * tile of a product may be short). */
 #define TILE_ARGS __mmask16 m, int64_t K, const float *A, int64_t ars, int64_t acs, const float *B, int64_t ldb, \
-                  float *C, int64_t ldc, int acc
+                  float *C, int64_t ldc, int acc, const float *bias
 #define T(MR, NV) \
-    case MR: tile(MR, NV, m, K, A, ars, acs, B, ldb, C, ldc, acc); break;
+    case MR: tile(MR, NV, m, K, A, ars, acs, B, ldb, C, ldc, acc, bias); break;
 TGT __attribute__((noinline)) static void tiles4(int mr, TILE_ARGS) {
     switch (mr) { T(1, 4) T(2, 4) T(3, 4) T(4, 4) T(5, 4) default: T(6, 4) }
 }
@@ -117,9 +127,10 @@ TGT __attribute__((noinline)) static void tiles1(int mr, TILE_ARGS) {
 #undef TILE_ARGS
 
 /* C[M,N] = (acc ? C : 0) + A @ B over register tiles; A(i,k) at
- * A[i*ars + k*acs], B row-major with unit stride along N. */
+ * A[i*ars + k*acs], B row-major with unit stride along N.  bias (with acc):
+ * the addend is bias[N] in every row instead of C's old value. */
 TGT static void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t ars, int64_t acs,
-                        const float *B, int64_t ldb, float *C, int64_t ldc, int acc) {
+                        const float *B, int64_t ldb, float *C, int64_t ldc, int acc, const float *bias) {
     for (int64_t j0 = 0; j0 < N; j0 += 64) {
         int64_t nr = N - j0 < 64 ? N - j0 : 64;
         int nv = (int)((nr + 15) / 16);
@@ -129,16 +140,17 @@ TGT static void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t
         for (int64_t k0 = 0; k0 < K; k0 += kc) {
             int64_t kl = K - k0 < kc ? K - k0 : kc;
             int a2 = acc || k0 > 0;
+            const float *bp = bias && k0 == 0 ? bias + j0 : NULL; /* later k blocks go on from C */
             const float *Bp = B + k0 * ldb + j0;
             for (int64_t i0 = 0; i0 < M; i0 += mrmax) {
                 int mr = (int)(M - i0 < mrmax ? M - i0 : mrmax);
                 const float *Ap = A + i0 * ars + k0 * acs;
                 float *Cp = C + i0 * ldc + j0;
                 switch (nv) {
-                case 4: tiles4(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2); break;
-                case 3: tiles3(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2); break;
-                case 2: tiles2(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2); break;
-                default: tiles1(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2); break;
+                case 4: tiles4(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2, bp); break;
+                case 3: tiles3(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2, bp); break;
+                case 2: tiles2(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2, bp); break;
+                default: tiles1(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2, bp); break;
                 }
             }
         }
@@ -171,26 +183,31 @@ TGT INL void tr16x16(__m512 r[16]) {
     }
 }
 
-/* dst(j, i) = src(i, j) (+ dst(j, i) when acc) for an R x Cn block of src
- * (R, Cn <= 16); rows of src at stride lds, rows of dst at stride ldd. */
-TGT INL void tr_block(const float *src, int64_t lds, int64_t R, int64_t Cn, float *dst, int64_t ldd, int acc) {
+/* dst(j, i) = src(i, j) (+ dst(j, i) when acc, + bias[i] when bias) for an
+ * R x Cn block of src (R, Cn <= 16); rows of src at stride lds, rows of dst
+ * at stride ldd. */
+TGT INL void tr_block(const float *src, int64_t lds, int64_t R, int64_t Cn, float *dst, int64_t ldd, int acc,
+                      const float *bias) {
     __m512 r[16];
     __mmask16 mc = lanes(Cn), mr = lanes(R);
     for (int i = 0; i < 16; i++) r[i] = i < R ? _mm512_maskz_loadu_ps(mc, src + i * lds) : _mm512_setzero_ps();
     tr16x16(r);
     for (int j = 0; j < Cn; j++) {
         __m512 v = r[j];
-        if (acc) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mr, dst + j * ldd), v);
+        if (bias) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mr, bias), v);
+        else if (acc) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mr, dst + j * ldd), v);
         _mm512_mask_storeu_ps(dst + j * ldd, mr, v);
     }
 }
 
-/* dst[C x R] (row stride ldd) = src[R x C]^T (+ dst when acc). */
-TGT static void transpose(const float *src, int64_t lds, int64_t R, int64_t Cn, float *dst, int64_t ldd, int acc) {
+/* dst[C x R] (row stride ldd) = src[R x C]^T (+ dst when acc, + the row
+ * vector bias[R] instead when bias). */
+TGT static void transpose(const float *src, int64_t lds, int64_t R, int64_t Cn, float *dst, int64_t ldd, int acc,
+                          const float *bias) {
     for (int64_t i = 0; i < R; i += 16)
         for (int64_t j = 0; j < Cn; j += 16)
             tr_block(src + i * lds + j, lds, R - i < 16 ? R - i : 16, Cn - j < 16 ? Cn - j : 16, dst + j * ldd + i,
-                     ldd, acc);
+                     ldd, acc, bias ? bias + i : NULL);
 }
 
 /* ------------------------------------------------------------- driver */
@@ -218,13 +235,14 @@ static int have_avx512(void) {
     return v;
 }
 
-int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || M <= 0 || N <= 0 || K <= 0 || !have_avx512()) return 0;
-    int acc = beta != 0.0f;
+/* C = (acc ? (bias ? bias rows : C) : 0) + op(A) @ op(B); 0 when this CPU
+ * lacks AVX-512F or scratch cannot be had. */
+static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, int acc, const float *bias, float *C, int64_t ldc) {
+    if (!have_avx512()) return 0;
     int64_t ars = ta ? 1 : lda, acs = ta ? lda : 1; /* op(A)(i,k) = A[i*ars + k*acs] */
     if (!tb) {
-        gemm_nn(M, N, K, A, ars, acs, B, ldb, C, ldc, acc);
+        gemm_nn(M, N, K, A, ars, acs, B, ldb, C, ldc, acc, bias);
         return 1;
     }
     /* op(B)(k,j) = B[j*ldb + k]: pack op(B), or compute C^T (see the top) */
@@ -232,8 +250,8 @@ int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
     if (pack_b <= via_ct) {
         float *P = scratch_get((size_t)(N * K));
         if (!P) return 0;
-        transpose(B, ldb, N, K, P, N, 0); /* P[K x N] */
-        gemm_nn(M, N, K, A, ars, acs, P, N, C, ldc, acc);
+        transpose(B, ldb, N, K, P, N, 0, NULL); /* P[K x N] */
+        gemm_nn(M, N, K, A, ars, acs, P, N, C, ldc, acc, bias);
         return 1;
     }
     float *S = scratch_get((size_t)(N * M + (ta ? 0 : M * K)));
@@ -242,22 +260,38 @@ int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
     int64_t ldat = lda;
     if (!ta) {
         float *P = S + N * M;
-        transpose(A, lda, M, K, P, M, 0);
+        transpose(A, lda, M, K, P, M, 0, NULL);
         At = P;
         ldat = M;
     }
-    gemm_nn(N, M, K, B, ldb, 1, At, ldat, S, M, 0); /* S[N x M] = C^T */
-    transpose(S, M, N, M, C, ldc, acc);
+    gemm_nn(N, M, K, B, ldb, 1, At, ldat, S, M, 0, NULL); /* S[N x M] = C^T */
+    transpose(S, M, N, M, C, ldc, acc, acc ? bias : NULL);
     return 1;
 }
 
 #else /* no AVX-512 kernel on this architecture */
 
-int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta;
+static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, int acc, const float *bias, float *C, int64_t ldc) {
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)acc, (void)bias;
     (void)C, (void)ldc;
     return 0;
 }
 
 #endif
+
+int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || M <= 0 || N <= 0 || K <= 0) return 0;
+    return small_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta != 0.0f, NULL, C, ldc);
+}
+
+void jn_rt_sgemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, const float *bias, float *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K > 0 && use_small(M, N, K) && small_gemm(ta, tb, M, N, K, A, lda, B, ldb, 1, bias, C, ldc)) return;
+    for (int64_t i = 0; i < M; i++) memcpy(C + i * ldc, bias, sizeof(float) * (size_t)N);
+    if (K > 0)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                    (int)K, 1.0f, A, (int)lda, B, (int)ldb, 1.0f, C, (int)ldc);
+}

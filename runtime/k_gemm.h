@@ -18,6 +18,12 @@
 void jn_rt_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* C[M,N] = op(A) @ op(B) + bias (bias[N] contiguous, added to every row):
+ * linear's x W^T + b.  The same values as copying bias into each row of C
+ * and calling jn_rt_sgemm with beta 1, without that copy. */
+void jn_rt_sgemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, const float *bias, float *C, int64_t ldc);
+
 /* The small-product kernel alone (no OpenBLAS fallback), for tests: 0 when
  * this CPU or these arguments are outside what it supports. */
 int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,

@@ -543,8 +543,28 @@ jn_status jn_infer_linear(int nin, jn_tensor *const *in, const jn_attrs *a, jn_m
     return JN_OK;
 }
 
+/* float32 x[M,K] @ w[N,K]^T + bias[N] straight into a fresh out[M,N] (the
+ * bias added in the GEMM instead of copied into every row first); 0 when
+ * the operands are not of that form. */
+static int linear_bias_f32(jn_tensor *x, jn_tensor *w, jn_tensor *bias, jn_tensor *out) {
+    if (out->dtype != JN_F32 || x->dtype != JN_F32 || w->dtype != JN_F32 || bias->dtype != JN_F32 ||
+        x->ndim != 2 || w->ndim != 2 || bias->ndim != 1 || bias->shape[0] != w->shape[0] ||
+        (bias->shape[0] > 1 && bias->strides[0] != 1) || !jn_is_contiguous(out))
+        return 0;
+    int64_t M = x->shape[0], K = x->shape[1], N = w->shape[0], lda, ldb;
+    int ta, tb;
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || !blas_layout(M, K, x->strides[0], x->strides[1], &ta, &lda) ||
+        !blas_layout(N, K, w->strides[0], w->strides[1], &tb, &ldb))
+        return 0;
+    /* w as [N,K] read by BLAS with tb; its transpose is the right operand */
+    jn_rt_sgemm_bias(ta, !tb, M, N, K, (const float *)jn_data(x), lda, (const float *)jn_data(w), ldb,
+                     (const float *)jn_data(bias), (float *)jn_data(out), N);
+    return 1;
+}
+
 jn_status jn_cpu_linear(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     jn_status s;
+    if (nin == 3 && linear_bias_f32(in[0], in[1], in[2], out[0])) return JN_OK;
     if (nin == 3 && (s = jn_copy_into(out[0], in[2]))) return s;
     jn_tensor *wt = weight_t(in[1]);
     if (!wt) return JN_ERR_NOMEM;

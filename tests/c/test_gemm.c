@@ -63,6 +63,25 @@ static double check(int small, int ta, int tb, int64_t M, int64_t N, int64_t K, 
     return worst;
 }
 
+/* jn_rt_sgemm_bias equals copying bias into every row and jn_rt_sgemm
+ * with beta 1, bit for bit (both run the same kernel path). */
+static int bias_same(int ta, int tb, int64_t M, int64_t N, int64_t K) {
+    int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    float *A = malloc(sizeof(float) * (size_t)(ar * ac)), *B = malloc(sizeof(float) * (size_t)(br * bc));
+    float *bias = malloc(sizeof(float) * (size_t)N), *C1 = malloc(sizeof(float) * (size_t)(M * N));
+    float *C2 = malloc(sizeof(float) * (size_t)(M * N));
+    for (int64_t i = 0; i < ar * ac; i++) A[i] = frand();
+    for (int64_t i = 0; i < br * bc; i++) B[i] = frand();
+    for (int64_t j = 0; j < N; j++) bias[j] = frand();
+    for (int64_t i = 0; i < M * N; i++) C1[i] = NAN; /* never read */
+    jn_rt_sgemm_bias(ta, tb, M, N, K, A, ac, B, bc, bias, C1, N);
+    for (int64_t i = 0; i < M; i++) memcpy(C2 + i * N, bias, sizeof(float) * (size_t)N);
+    jn_rt_sgemm(ta, tb, M, N, K, 1.0f, A, ac, B, bc, 1.0f, C2, N);
+    int same = !memcmp(C1, C2, sizeof(float) * (size_t)(M * N));
+    free(A), free(B), free(bias), free(C1), free(C2);
+    return same;
+}
+
 int main(void) {
     static const int64_t dims[] = {1, 3, 15, 16, 17, 31, 33, 64, 65, 97, 130};
     const int nd = (int)(sizeof dims / sizeof dims[0]);
@@ -102,6 +121,14 @@ int main(void) {
     } else {
         CHECK(!jn_rt_sgemm_small(0, 0, 16, 16, 16, 1.0f, NULL, 16, NULL, 16, 0.0f, NULL, 16));
     }
+    /* linear's bias: the small paths (packed op(B), C^T) and OpenBLAS's */
+    CHECK(bias_same(0, 1, 32, 512, 32));
+    CHECK(bias_same(0, 1, 32, 512, 128));
+    CHECK(bias_same(0, 1, 1024, 96, 128));
+    CHECK(bias_same(1, 0, 40, 300, 700)); /* several K blocks */
+    CHECK(bias_same(0, 1, 2, 3, 5));      /* below the kernel's range */
+    CHECK(bias_same(0, 1, 300, 300, 300)); /* above it */
+    CHECK(bias_same(0, 1, 7, 9, 0));
     /* what the kernel refuses, it says so; jn_rt_sgemm then uses OpenBLAS */
     float one = 1, c = 5;
     CHECK(!jn_rt_sgemm_small(0, 0, 1, 1, 1, 2.0f, &one, 1, &one, 1, 0.0f, &c, 1)); /* alpha != 1 */

@@ -31,6 +31,7 @@
 #include "k_gemm.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,14 +213,24 @@ TGT static void transpose(const float *src, int64_t lds, int64_t R, int64_t Cn, 
 
 /* ------------------------------------------------------------- driver */
 /* Per-thread scratch for packed operands (products may run concurrently
- * from the thread pool); grown as needed, kept for the thread's life. */
+ * from the thread pool); grown as needed, kept for the thread's life and
+ * freed when it exits (a thread-specific key's destructor). */
 static _Thread_local float *scratch;
 static _Thread_local size_t scratch_cap;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+
+static void scratch_make_key(void) { scratch_key_ok = pthread_key_create(&scratch_key, free) == 0; }
 
 static float *scratch_get(size_t n) {
     if (n <= scratch_cap) return scratch;
+    pthread_once(&scratch_once, scratch_make_key);
     float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-    if (!p) return NULL;
+    if (!p || !scratch_key_ok || pthread_setspecific(scratch_key, p) != 0) {
+        free(p);
+        return NULL; /* the caller falls back to OpenBLAS */
+    }
     free(scratch);
     scratch = p;
     scratch_cap = n;

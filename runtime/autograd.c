@@ -44,6 +44,7 @@ struct jn_node {
     uint64_t visit;
     int deps;
     jn_tensor *buf[JN_MAX_OUTS];
+    jn_tensor *const *acc;   /* during the formula call: see jn_node_acc */
 };
 
 static _Thread_local int grad_off;  /* 0 = enabled (default) */
@@ -182,6 +183,7 @@ static void ag_free(jn_tensor *t) {
 }
 
 jn_op jn_node_op(const jn_node *n) { return n->op; }
+jn_tensor *jn_node_acc(const jn_node *n, int i) { return n->acc && i < n->nin ? n->acc[i] : NULL; }
 int jn_node_nin(const jn_node *n) { return n->nin; }
 const jn_attrs *jn_node_attrs(const jn_node *n) { return &n->attrs; }
 const jn_meta *jn_node_input_meta(const jn_node *n, int i) { return &n->in_meta[i]; }
@@ -462,6 +464,26 @@ typedef struct {
     jn_tensor **out;  /* captured gradients (autograd.grad); NULL for backward() */
 } capture;
 
+/* The gradient already accumulated for input i of x, when the formula may
+ * add into it in place (jn_node_acc): a leaf's .grad (which backward adds
+ * into in place anyway) or a buffer only the engine holds, contiguous and
+ * of the input's dtype and shape.  Never while autograd.grad captures. */
+static jn_tensor *acc_target(const jn_node *x, int i, const capture *cap) {
+    const struct jn_edge *e = &x->next[i];
+    const jn_meta *im = &x->in_meta[i];
+    jn_tensor *t = NULL;
+    if (cap) return NULL;
+    if (e->leaf) t = e->leaf->autograd ? meta_of(e->leaf)->grad : NULL;
+    else if (e->node) {
+        t = e->node->buf[e->output_nr];
+        if (t && (t->refcnt != 1 || t->storage->refcnt != 1)) return NULL;
+    }
+    if (!t || t->dtype != im->dtype || !jn_same_shape(t->ndim, t->shape, im->ndim, im->shape) ||
+        !jn_is_contiguous(t))
+        return NULL;
+    return t;
+}
+
 static int capture_slot_leaf(const capture *c, const jn_tensor *leaf) {
     for (int i = 0; c && i < c->ninputs; i++)
         if (c->inputs[i] == leaf) return i;
@@ -589,9 +611,18 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
         for (int k = 0; k < x->nout; k++) {
             gout[k] = x->buf[k];
             x->buf[k] = NULL;
-            if (!gout[k] && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
+            /* zeros only where the formula reads them (not for a cell's
+             * workspace, filled per time step for nothing) */
+            int read = k == 0 || (def->reads_out >> k & 1);
+            if (!gout[k] && read && any && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
         }
-        if (!s && any) s = def->fn(x, gout, needs, gin);
+        jn_tensor *acc[JN_MAX_INS];
+        for (int i = 0; i < x->nin; i++) acc[i] = needs[i] ? acc_target(x, i, cap) : NULL;
+        if (!s && any) {
+            x->acc = acc;
+            s = def->fn(x, gout, needs, gin);
+            x->acc = NULL;
+        }
         for (int k = 0; k < x->nout; k++) jn_tensor_decref(gout[k]);
         if (s) {
             for (int i = 0; i < x->nin; i++) jn_tensor_decref(gin[i]);
@@ -604,6 +635,10 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
                 jn_tensor_decref(g);
                 s = JN_ERR_NOMEM;
                 goto out;
+            }
+            if (g && g == acc[i]) { /* the formula added into it in place */
+                jn_tensor_decref(g);
+                continue;
             }
             if (!g) continue;
             if (!needs[i]) {

@@ -144,6 +144,27 @@ static T *mm(jn_bw *b, jn_op op, T *x, T *y) {
     jn_attrs a = A();
     return call(b, op, 2, in, &a);
 }
+/* acc += x @ y in place (addmm_ into the accumulated gradient, see
+ * jn_node_acc); returns acc, the formula's result for that input. */
+static T *addmm_into(jn_bw *b, T *acc, T *x, T *y) {
+    if (b->st) return NULL;
+    if (!x || !y) {
+        b->st = jn_error(JN_ERR_RUNTIME, "internal: missing operand in a derivative");
+        return NULL;
+    }
+    T *in[3] = {acc, x, y};
+    jn_attrs a = A();
+    a.a[0].f = 1.0; /* beta */
+    a.a[1].f = 1.0; /* alpha */
+    b->st = jn_dispatch_into(JN_OP_addmm, 3, in, &a, acc);
+    return b->st ? NULL : acc;
+}
+/* x (2-D) @ y as the gradient of input i: into its accumulated gradient
+ * when the engine offers one, else a new product. */
+static T *mm_acc(jn_bw *b, int i, T *x, T *y) {
+    T *acc = jn_node_acc(b->n, i);
+    return acc ? addmm_into(b, acc, x, y) : mm(b, JN_OP_mm, x, y);
+}
 static T *unsqueeze(jn_bw *b, T *x, int64_t d) {
     jn_attrs a = A();
     a.a[0].i = d;
@@ -520,8 +541,8 @@ FORMULA(d_log_softmax) {
 /* --------------------------------------------------------------- linalg */
 FORMULA(d_mm) {
     BEGIN;
-    if (NEED(0)) gi[0] = mm(b, JN_OP_mm, g, transpose(b, IN(b, 1), 0, 1));
-    if (NEED(1)) gi[1] = mm(b, JN_OP_mm, transpose(b, IN(b, 0), 0, 1), g);
+    if (NEED(0)) gi[0] = mm_acc(b, 0, g, transpose(b, IN(b, 1), 0, 1));
+    if (NEED(1)) gi[1] = mm_acc(b, 1, transpose(b, IN(b, 0), 0, 1), g);
     END;
 }
 FORMULA(d_bmm) {
@@ -572,13 +593,27 @@ FORMULA(d_linear) {
     BEGIN;
     const jn_meta *mx = M(b, 0), *mw = M(b, 1);
     int64_t out_f = mw->shape[0], in_f = mw->shape[1];
-    if (NEED(0)) gi[0] = reshape_to(b, mm(b, JN_OP_matmul, g, IN(b, 1)), mx);
-    if (NEED(1)) {
+    if (NEED(0)) {
+        if (mx->ndim == 2 && mw->ndim == 2) gi[0] = mm_acc(b, 0, g, IN(b, 1));
+        else gi[0] = reshape_to(b, mm(b, JN_OP_matmul, g, IN(b, 1)), mx);
+    }
+    /* 2-D operands (the per-time-step case) are used as they are, strided
+     * or not: no reshaping views, no contiguous copy of x[:, t] */
+    int flat = g->ndim == 2 && mx->ndim == 2 && mw->ndim == 2;
+    if (NEED(1)) { /* summed over all rows: per time step, straight into the sum */
         int64_t rows = out_f ? jn_numel(g) / out_f : 0;
         int64_t sg[2] = {rows, out_f}, sx[2] = {rows, in_f};
-        gi[1] = mm(b, JN_OP_mm, transpose(b, view(b, g, 2, sg), 0, 1), view(b, IN(b, 0), 2, sx));
+        T *g2 = flat ? g : view(b, g, 2, sg), *x2 = flat ? IN(b, 0) : view(b, IN(b, 0), 2, sx);
+        gi[1] = mm_acc(b, 1, transpose(b, g2, 0, 1), x2);
     }
-    if (jn_node_nin(n_) > 2 && NEED(2)) gi[2] = sum_to(b, g, M(b, 2));
+    if (jn_node_nin(n_) > 2 && NEED(2)) {
+        const jn_meta *mb = M(b, 2);
+        int64_t d0 = 0;
+        if (flat && mb->ndim == 1 && mb->shape[0] == g->shape[1])
+            gi[2] = sum_dims(b, g, 1, &d0, 0);
+        else
+            gi[2] = sum_to(b, g, mb);
+    }
     END;
 }
 FORMULA(d_conv2d) {
@@ -660,15 +695,30 @@ FORMULA(d_permute) {
 FORMULA(d_transpose) { BEGIN; gi[0] = transpose(b, g, AT(b)->a[0].i, AT(b)->a[1].i); END; }
 FORMULA(d_expand) { BEGIN; gi[0] = sum_to(b, g, M(b, 0)); END; }
 /* slice/select: the gradient is zeros with g in the viewed window (the
- * functional slice_scatter/select_scatter, not a write through a view) */
-static jn_status window(jn_node *n_, T *const *go, const int *needs, T **gi, jn_op scatter) {
+ * functional slice_scatter/select_scatter, not a write through a view).
+ * When a gradient for the input has accumulated already (x[:, t] for every
+ * time step t), g is added into its window in place instead: O(window),
+ * not a zero-filled, scattered and summed copy of the whole input each. */
+static jn_status window(jn_node *n_, T *const *go, const int *needs, T **gi, jn_op scatter, jn_op view_op) {
     BEGIN;
-    T *in[2] = {zeros(b, M(b, 0)), g};
-    gi[0] = call(b, scatter, 2, in, AT(b));
+    T *acc = jn_node_acc(n_, 0);
+    if (acc) {
+        T *w = call(b, view_op, 1, &acc, AT(b));
+        if (w) {
+            jn_attrs a = A();
+            a.a[0].f = 1.0;
+            T *in[2] = {w, g};
+            b->st = jn_dispatch_into(JN_OP_add, 2, in, &a, w);
+        }
+        gi[0] = acc;
+    } else {
+        T *in[2] = {zeros(b, M(b, 0)), g};
+        gi[0] = call(b, scatter, 2, in, AT(b));
+    }
     END;
 }
-FORMULA(d_slice) { return window(n_, go, needs, gi, JN_OP_slice_scatter); }
-FORMULA(d_select) { return window(n_, go, needs, gi, JN_OP_select_scatter); }
+FORMULA(d_slice) { return window(n_, go, needs, gi, JN_OP_slice_scatter, JN_OP_slice); }
+FORMULA(d_select) { return window(n_, go, needs, gi, JN_OP_select_scatter, JN_OP_select); }
 /* *_scatter: the window's gradient goes to src, the rest to base */
 static jn_status scatter_grad(jn_node *n_, T *const *go, const int *needs, T **gi, jn_op scatter,
                               jn_op view) {
@@ -947,13 +997,13 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_index_put_] = {d_index_put_, S_IN},
     [JN_OP_uniform_] = {d_zero, 0},
     [JN_OP_normal_] = {d_zero, 0},
-    [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT}, /* the workspace output holds all it needs */
+    [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT, 1 << 1}, /* the workspace output holds all it needs */
     [JN_OP_gru_cell] = {d_gru_cell, S_OUT},
     /* no derivative (yet): as_strided, and the kernels derivatives use
      * (conv/pool gradients, lstm_cell_backward, gru_cell_backward) */
 };
 
 const jn_grad_def *jn_grad_def_of(jn_op op) {
-    static const jn_grad_def none = {NULL, 0};
+    static const jn_grad_def none = {NULL, 0, 0};
     return (unsigned)op < JN_NOPS ? &defs[op] : &none;
 }

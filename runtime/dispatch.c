@@ -211,8 +211,12 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
                            jn_tensor *dst) {
     const jn_opinfo *info = jn_op_info(op);
     if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
-    if (!(info->flags & JN_F_EW) || info->nout != 1)
-        return jn_error(JN_ERR_UNSUPPORTED, "%s has no in-place/out= form", info->name);
+    /* elementwise ops write any dst; addmm only its own addend (torch's
+     * addmm_: a GEMM accumulating with beta into the tensor it reads) */
+    int addmm_self = op == JN_OP_addmm && nin == 3 && in[0] == dst && jn_is_contiguous(dst);
+    if ((!(info->flags & JN_F_EW) && !addmm_self) || info->nout != 1)
+        return jn_error(JN_ERR_UNSUPPORTED, "%s has no in-place/out= form%s", info->name,
+                        op == JN_OP_addmm ? " (except into its contiguous first input, as addmm_)" : "");
     jn_status s = check_inputs(op, info, nin, in);
     if (s) return s;
     jn_meta m;

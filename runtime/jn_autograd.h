@@ -58,9 +58,12 @@ jn_status jn_ag_check_inplace(jn_op op, jn_tensor *t);
 /* ---- the derivative table (derivatives.c) ---- */
 typedef struct jn_bw jn_bw; /* scratch context of one derivative call */
 
-/* grad_out[k] is the gradient of output k (never NULL: zeros are
- * materialized); the formula sets grad_in[i] (a new reference) for every
- * input i with needs[i] set, or leaves it NULL for "no gradient". */
+/* grad_out[k] is the gradient of output k: for output 0 and the outputs
+ * the entry's reads_out names it is never NULL (zeros are materialized when
+ * no gradient arrived); the other outputs' (an index output, a cell's
+ * workspace) are NULL when none arrived, since the formula never reads
+ * them.  The formula sets grad_in[i] (a new reference) for every input i
+ * with needs[i] set, or leaves it NULL for "no gradient". */
 typedef jn_status (*jn_grad_fn)(jn_node *n, jn_tensor *const *grad_out, const int *needs,
                                 jn_tensor **grad_in);
 
@@ -68,6 +71,7 @@ enum { JN_SAVE_IN = 1, JN_SAVE_OUT = 2 };
 typedef struct {
     jn_grad_fn fn;   /* NULL: the op has no derivative */
     int save;        /* JN_SAVE_* : keep inputs and/or outputs for backward */
+    int reads_out;   /* bit k: the formula reads grad_out[k] too (k >= 1) */
 } jn_grad_def;
 
 const jn_grad_def *jn_grad_def_of(jn_op op);
@@ -78,6 +82,14 @@ jn_tensor *jn_node_output(jn_node *n, int i, jn_status *st);  /* borrowed, versi
 const jn_meta *jn_node_input_meta(const jn_node *n, int i);
 const jn_attrs *jn_node_attrs(const jn_node *n);
 int jn_node_nin(const jn_node *n);
+/* During a formula call: the gradient already accumulated for input i when
+ * the formula may add its contribution into it in place (the leaf's .grad,
+ * or a buffer only the engine holds; contiguous, the input's dtype and
+ * shape), else NULL.  A formula that adds into it returns that same tensor
+ * as grad_in[i], and the engine does not add it again.  This is how a
+ * per-time-step gradient lands in its sum without a full-size temporary
+ * (a weight gradient as a beta=1 GEMM, a select's gradient into its row). */
+jn_tensor *jn_node_acc(const jn_node *n, int i);
 jn_op jn_node_op(const jn_node *n);
 
 #endif

@@ -274,10 +274,10 @@ size_t jn_rt_cpu_features(char *buf, size_t n);
  * references.  In-place ops return a new reference to in[0]. */
 jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
                       jn_tensor **out);
-/* Elementwise ops only: write the result into an existing tensor `dst`
+/* Elementwise ops: write the result into an existing tensor `dst`
  * (x.add_(y) is add with dst = x).  The broadcast result shape must equal
- * dst's shape and the result dtype must cast to dst's dtype. Bumps the
- * version of dst. */
+ * dst's shape and the result dtype must cast to dst's dtype.  Also addmm
+ * with dst = in[0] contiguous (torch's addmm_).  Bumps the version of dst. */
 jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
                            jn_tensor *dst);
 

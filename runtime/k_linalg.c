@@ -19,6 +19,7 @@
  * over the thread pool; large ones run one after another with BLAS threading.
  */
 #include "jn_runtime.h"
+#include "k_gemm.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -161,17 +162,15 @@ typedef struct {
 static void float_one(const gemm_job *j, int64_t i) {
     int64_t ao = j->aoff ? j->aoff[i] : 0, bo = j->boff ? j->boff[i] : 0;
     int M = (int)j->M, N = (int)j->N, K = (int)j->K;
-    enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans, tb = j->tb ? CblasTrans : CblasNoTrans;
     if (j->cd == JN_F32) {
         const float *A = (const float *)j->a + ao, *B = (const float *)j->b + bo;
         float *C = (float *)j->c + i * j->M * j->N;
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, (float)j->alpha, A, (int)j->lda, B, (int)j->ldb,
-                    (float)j->beta, C, N);
+        jn_rt_sgemm(j->ta, j->tb, M, N, K, (float)j->alpha, A, j->lda, B, j->ldb, (float)j->beta, C, N);
     } else {
         const double *A = (const double *)j->a + ao, *B = (const double *)j->b + bo;
         double *C = (double *)j->c + i * j->M * j->N;
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, j->alpha, A, (int)j->lda, B, (int)j->ldb, j->beta,
-                    C, N);
+        cblas_dgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, M, N, K,
+                    j->alpha, A, (int)j->lda, B, (int)j->ldb, j->beta, C, N);
     }
 }
 
@@ -488,8 +487,9 @@ jn_status jn_infer_addmm(int nin, jn_tensor *const *in, const jn_attrs *a, jn_me
 jn_status jn_cpu_addmm(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     double beta = a->a[0].f, alpha = a->a[1].f;
     jn_status s;
-    /* beta == 0 ignores the bias entirely (nan/inf in it do not propagate) */
-    if (beta != 0 && (s = jn_copy_into(out[0], in[0]))) return s;
+    /* beta == 0 ignores the bias entirely (nan/inf in it do not propagate);
+     * out == in[0] is addmm_ through jn_dispatch_into: the addend is there */
+    if (beta != 0 && out[0] != in[0] && (s = jn_copy_into(out[0], in[0]))) return s;
     return matmul_driver(in[1], in[2], 0, NULL, out[0], alpha, beta);
 }
 
@@ -543,8 +543,28 @@ jn_status jn_infer_linear(int nin, jn_tensor *const *in, const jn_attrs *a, jn_m
     return JN_OK;
 }
 
+/* float32 x[M,K] @ w[N,K]^T + bias[N] straight into a fresh out[M,N] (the
+ * bias added in the GEMM instead of copied into every row first); 0 when
+ * the operands are not of that form. */
+static int linear_bias_f32(jn_tensor *x, jn_tensor *w, jn_tensor *bias, jn_tensor *out) {
+    if (out->dtype != JN_F32 || x->dtype != JN_F32 || w->dtype != JN_F32 || bias->dtype != JN_F32 ||
+        x->ndim != 2 || w->ndim != 2 || bias->ndim != 1 || bias->shape[0] != w->shape[0] ||
+        (bias->shape[0] > 1 && bias->strides[0] != 1) || !jn_is_contiguous(out))
+        return 0;
+    int64_t M = x->shape[0], K = x->shape[1], N = w->shape[0], lda, ldb;
+    int ta, tb;
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || !blas_layout(M, K, x->strides[0], x->strides[1], &ta, &lda) ||
+        !blas_layout(N, K, w->strides[0], w->strides[1], &tb, &ldb))
+        return 0;
+    /* w as [N,K] read by BLAS with tb; its transpose is the right operand */
+    jn_rt_sgemm_bias(ta, !tb, M, N, K, (const float *)jn_data(x), lda, (const float *)jn_data(w), ldb,
+                     (const float *)jn_data(bias), (float *)jn_data(out), N);
+    return 1;
+}
+
 jn_status jn_cpu_linear(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     jn_status s;
+    if (nin == 3 && linear_bias_f32(in[0], in[1], in[2], out[0])) return JN_OK;
     if (nin == 3 && (s = jn_copy_into(out[0], in[2]))) return s;
     jn_tensor *wt = weight_t(in[1]);
     if (!wt) return JN_ERR_NOMEM;

@@ -49,10 +49,11 @@
  * vectorize them; nothing here relies on floating-point exception flags. */
 #pragma GCC optimize("no-trapping-math")
 
-/* Hot loops are also compiled for AVX2 and picked at load time (ifunc);
- * without FMA contraction (ISO C mode) both clones round identically. */
+/* Hot loops are also compiled for AVX2 and AVX-512 and picked at load time
+ * (ifunc); without FMA contraction (ISO C mode) all clones round
+ * identically, and the explicit lanes keep the summation order fixed. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define HOT __attribute__((target_clones("avx2", "default")))
+#define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define HOT
 #endif

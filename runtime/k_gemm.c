@@ -1,0 +1,308 @@
+/* k_gemm.c -- float32 GEMM: an AVX-512 kernel for small products, OpenBLAS
+ * for the rest.
+ *
+ * Eager training of small models is made of small GEMMs: an LSTM step at
+ * batch 32 and hidden 128 multiplies [32,128] by [128,512] and back, six
+ * times per time step.  OpenBLAS packs both operands into its own layouts
+ * for every call and reaches 50-110 GFLOP/s on those shapes (its transposed
+ * "NT" case x @ W^T, the layout of every linear layer, is the slowest);
+ * this kernel reaches 140-150 on the same core without packing:
+ *
+ *   C[MR x 16*NV] += A[MR x K] @ B[K x 16*NV]  for MR x NV register tiles
+ *   (6x4, 8x3, 12x2, 12x1 vectors of 16 floats), each A element broadcast
+ *   straight from memory, so A may have any strides (op(A) = A^T costs
+ *   nothing); B must have unit stride along N.  K is cut into blocks whose
+ *   B panel stays in L1 while all row tiles stream past it.
+ *
+ * op(B) = B^T (the NT case) has no unit stride along N, so it is either
+ * packed (its transpose copied into scratch, N*K floats), or the product is
+ * computed transposed, C^T = op(B)^T @ op(A)^T, whose right operand op(A)^T
+ * is A itself when op(A) = A^T and otherwise a copy of M*K floats, with C^T
+ * transposed back into C while it is added: whichever moves fewer floats.
+ * For x[32,128] @ W[512,128]^T that is 4K floats instead of OpenBLAS's
+ * packing of all of W.
+ *
+ * The kernel runs for alpha == 1, beta 0 or 1 and M*N*K in [SMALL_MNK_MIN,
+ * SMALL_MNK_MAX] on CPUs with AVX-512F (checked at run time; the file builds anywhere);
+ * everything else, and every larger product, goes to cblas_sgemm.  Sums are
+ * accumulated in float32 in order of k (per k block), so results differ
+ * from OpenBLAS's in the last bits, never in being deterministic.
+ */
+#include "k_gemm.h"
+
+#include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The kernel's range in multiply-adds: above it OpenBLAS's packing pays
+ * for itself (and it threads the product); below the lower end its call
+ * is cheaper than our operand transposes.  Measured on this project's
+ * example shapes. */
+#define SMALL_MNK_MIN 4096.0
+#define SMALL_MNK_MAX (16.0 * 1024 * 1024)
+
+static int use_small(int64_t M, int64_t N, int64_t K) {
+    double mnk = (double)M * (double)N * (double)K;
+    return mnk >= SMALL_MNK_MIN && mnk <= SMALL_MNK_MAX;
+}
+static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, int acc, const float *bias, float *C, int64_t ldc);
+
+void jn_rt_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (use_small(M, N, K) && jn_rt_sgemm_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define TGT __attribute__((target("avx512f")))
+#define INL __attribute__((always_inline)) static inline
+
+/* Lanes [0, n) of a 16-float vector. */
+static inline __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
+
+/* ------------------------------------------------------------- kernel */
+/* C[MR x NV*16] = (acc ? C : 0) + A[MR x K] @ B[K x NV*16]; A(i,k) at
+ * A[i*ars + k*acs], B(k,j) at B[k*ldb + j]; the last vector of each row is
+ * masked by m.  With bias (and acc), every row starts from bias[0, NV*16)
+ * instead of C: linear's bias without first copying it into each row.  MR
+ * and NV are constants at every call site, so after inlining the
+ * accumulators live in registers. */
+TGT INL void tile(const int MR, const int NV, __mmask16 m, int64_t K, const float *A, int64_t ars, int64_t acs,
+                  const float *B, int64_t ldb, float *C, int64_t ldc, int acc, const float *bias) {
+    __m512 c[12][4];
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            __mmask16 mv = v == NV - 1 ? m : 0xffff;
+            c[r][v] = !acc ? _mm512_setzero_ps()
+                      : bias ? _mm512_maskz_loadu_ps(mv, bias + 16 * v)
+                             : _mm512_maskz_loadu_ps(mv, C + r * ldc + 16 * v);
+        }
+    for (int64_t k = 0; k < K; k++) {
+        __m512 b[4];
+        const float *bk = B + k * ldb, *ak = A + k * acs;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) b[v] = _mm512_maskz_loadu_ps(v == NV - 1 ? m : 0xffff, bk + 16 * v);
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++) {
+            __m512 a = _mm512_set1_ps(ak[r * ars]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) c[r][v] = _mm512_fmadd_ps(a, b[v], c[r][v]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, v == NV - 1 ? m : 0xffff, c[r][v]);
+}
+
+/* One function per tile width, switching on the row count (the last row
+ * tile of a product may be short). */
+#define TILE_ARGS __mmask16 m, int64_t K, const float *A, int64_t ars, int64_t acs, const float *B, int64_t ldb, \
+                  float *C, int64_t ldc, int acc, const float *bias
+#define T(MR, NV) \
+    case MR: tile(MR, NV, m, K, A, ars, acs, B, ldb, C, ldc, acc, bias); break;
+TGT __attribute__((noinline)) static void tiles4(int mr, TILE_ARGS) {
+    switch (mr) { T(1, 4) T(2, 4) T(3, 4) T(4, 4) T(5, 4) default: T(6, 4) }
+}
+TGT __attribute__((noinline)) static void tiles3(int mr, TILE_ARGS) {
+    switch (mr) { T(1, 3) T(2, 3) T(3, 3) T(4, 3) T(5, 3) T(6, 3) T(7, 3) default: T(8, 3) }
+}
+TGT __attribute__((noinline)) static void tiles2(int mr, TILE_ARGS) {
+    switch (mr) {
+        T(1, 2) T(2, 2) T(3, 2) T(4, 2) T(5, 2) T(6, 2) T(7, 2) T(8, 2) T(9, 2) T(10, 2) T(11, 2) default: T(12, 2)
+    }
+}
+TGT __attribute__((noinline)) static void tiles1(int mr, TILE_ARGS) {
+    switch (mr) {
+        T(1, 1) T(2, 1) T(3, 1) T(4, 1) T(5, 1) T(6, 1) T(7, 1) T(8, 1) T(9, 1) T(10, 1) T(11, 1) default: T(12, 1)
+    }
+}
+#undef T
+#undef TILE_ARGS
+
+/* C[M,N] = (acc ? C : 0) + A @ B over register tiles; A(i,k) at
+ * A[i*ars + k*acs], B row-major with unit stride along N.  bias (with acc):
+ * the addend is bias[N] in every row instead of C's old value. */
+TGT static void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t ars, int64_t acs,
+                        const float *B, int64_t ldb, float *C, int64_t ldc, int acc, const float *bias) {
+    for (int64_t j0 = 0; j0 < N; j0 += 64) {
+        int64_t nr = N - j0 < 64 ? N - j0 : 64;
+        int nv = (int)((nr + 15) / 16);
+        __mmask16 m = lanes(nr - 16 * (nv - 1));
+        int mrmax = nv == 4 ? 6 : nv == 3 ? 8 : 12;
+        int64_t kc = 8192 / (16 * nv); /* a 32 KB panel of B stays in L1 */
+        for (int64_t k0 = 0; k0 < K; k0 += kc) {
+            int64_t kl = K - k0 < kc ? K - k0 : kc;
+            int a2 = acc || k0 > 0;
+            const float *bp = bias && k0 == 0 ? bias + j0 : NULL; /* later k blocks go on from C */
+            const float *Bp = B + k0 * ldb + j0;
+            for (int64_t i0 = 0; i0 < M; i0 += mrmax) {
+                int mr = (int)(M - i0 < mrmax ? M - i0 : mrmax);
+                const float *Ap = A + i0 * ars + k0 * acs;
+                float *Cp = C + i0 * ldc + j0;
+                switch (nv) {
+                case 4: tiles4(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2, bp); break;
+                case 3: tiles3(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2, bp); break;
+                case 2: tiles2(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2, bp); break;
+                default: tiles1(mr, m, kl, Ap, ars, acs, Bp, ldb, Cp, ldc, a2, bp); break;
+                }
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------- transposes */
+/* In-register transpose of 16 rows of 16 floats: interleave pairs of rows
+ * (32-bit, then 64-bit units), then gather 128-bit lanes in two rounds. */
+TGT INL void tr16x16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4)
+        for (int j = 0; j < 2; j++) {
+            __m512d a = _mm512_castps_pd(t[i + j]), b = _mm512_castps_pd(t[i + 2 + j]);
+            r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 4; j++) {
+            t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + 4 + j], 0x88);
+            t[i + 4 + j] = _mm512_shuffle_f32x4(r[i + j], r[i + 4 + j], 0xdd);
+        }
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+    }
+}
+
+/* dst(j, i) = src(i, j) (+ dst(j, i) when acc, + bias[i] when bias) for an
+ * R x Cn block of src (R, Cn <= 16); rows of src at stride lds, rows of dst
+ * at stride ldd. */
+TGT INL void tr_block(const float *src, int64_t lds, int64_t R, int64_t Cn, float *dst, int64_t ldd, int acc,
+                      const float *bias) {
+    __m512 r[16];
+    __mmask16 mc = lanes(Cn), mr = lanes(R);
+    for (int i = 0; i < 16; i++) r[i] = i < R ? _mm512_maskz_loadu_ps(mc, src + i * lds) : _mm512_setzero_ps();
+    tr16x16(r);
+    for (int j = 0; j < Cn; j++) {
+        __m512 v = r[j];
+        if (bias) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mr, bias), v);
+        else if (acc) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mr, dst + j * ldd), v);
+        _mm512_mask_storeu_ps(dst + j * ldd, mr, v);
+    }
+}
+
+/* dst[C x R] (row stride ldd) = src[R x C]^T (+ dst when acc, + the row
+ * vector bias[R] instead when bias). */
+TGT static void transpose(const float *src, int64_t lds, int64_t R, int64_t Cn, float *dst, int64_t ldd, int acc,
+                          const float *bias) {
+    for (int64_t i = 0; i < R; i += 16)
+        for (int64_t j = 0; j < Cn; j += 16)
+            tr_block(src + i * lds + j, lds, R - i < 16 ? R - i : 16, Cn - j < 16 ? Cn - j : 16, dst + j * ldd + i,
+                     ldd, acc, bias ? bias + i : NULL);
+}
+
+/* ------------------------------------------------------------- driver */
+/* Per-thread scratch for packed operands (products may run concurrently
+ * from the thread pool); grown as needed, kept for the thread's life and
+ * freed when it exits (a thread-specific key's destructor). */
+static _Thread_local float *scratch;
+static _Thread_local size_t scratch_cap;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+
+static void scratch_make_key(void) { scratch_key_ok = pthread_key_create(&scratch_key, free) == 0; }
+
+static float *scratch_get(size_t n) {
+    if (n <= scratch_cap) return scratch;
+    pthread_once(&scratch_once, scratch_make_key);
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (!p || !scratch_key_ok || pthread_setspecific(scratch_key, p) != 0) {
+        free(p);
+        return NULL; /* the caller falls back to OpenBLAS */
+    }
+    free(scratch);
+    scratch = p;
+    scratch_cap = n;
+    return p;
+}
+
+static int have_avx512(void) {
+    static int v = -1;
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    }
+    return v;
+}
+
+/* C = (acc ? (bias ? bias rows : C) : 0) + op(A) @ op(B); 0 when this CPU
+ * lacks AVX-512F or scratch cannot be had. */
+static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, int acc, const float *bias, float *C, int64_t ldc) {
+    if (!have_avx512()) return 0;
+    int64_t ars = ta ? 1 : lda, acs = ta ? lda : 1; /* op(A)(i,k) = A[i*ars + k*acs] */
+    if (!tb) {
+        gemm_nn(M, N, K, A, ars, acs, B, ldb, C, ldc, acc, bias);
+        return 1;
+    }
+    /* op(B)(k,j) = B[j*ldb + k]: pack op(B), or compute C^T (see the top) */
+    double pack_b = (double)N * (double)K, via_ct = (ta ? 0.0 : (double)M * (double)K) + 2.0 * (double)M * (double)N;
+    if (pack_b <= via_ct) {
+        float *P = scratch_get((size_t)(N * K));
+        if (!P) return 0;
+        transpose(B, ldb, N, K, P, N, 0, NULL); /* P[K x N] */
+        gemm_nn(M, N, K, A, ars, acs, P, N, C, ldc, acc, bias);
+        return 1;
+    }
+    float *S = scratch_get((size_t)(N * M + (ta ? 0 : M * K)));
+    if (!S) return 0;
+    const float *At = A; /* op(A)^T as a row-major [K x M] */
+    int64_t ldat = lda;
+    if (!ta) {
+        float *P = S + N * M;
+        transpose(A, lda, M, K, P, M, 0, NULL);
+        At = P;
+        ldat = M;
+    }
+    gemm_nn(N, M, K, B, ldb, 1, At, ldat, S, M, 0, NULL); /* S[N x M] = C^T */
+    transpose(S, M, N, M, C, ldc, acc, acc ? bias : NULL);
+    return 1;
+}
+
+#else /* no AVX-512 kernel on this architecture */
+
+static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, int acc, const float *bias, float *C, int64_t ldc) {
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)acc, (void)bias;
+    (void)C, (void)ldc;
+    return 0;
+}
+
+#endif
+
+int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || M <= 0 || N <= 0 || K <= 0) return 0;
+    return small_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta != 0.0f, NULL, C, ldc);
+}
+
+void jn_rt_sgemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, const float *bias, float *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K > 0 && use_small(M, N, K) && small_gemm(ta, tb, M, N, K, A, lda, B, ldb, 1, bias, C, ldc)) return;
+    for (int64_t i = 0; i < M; i++) memcpy(C + i * ldc, bias, sizeof(float) * (size_t)N);
+    if (K > 0)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                    (int)K, 1.0f, A, (int)lda, B, (int)ldb, 1.0f, C, (int)ldc);
+}

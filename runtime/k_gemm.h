@@ -1,0 +1,32 @@
+/* k_gemm.h -- the float32 GEMM entry point of the runtime's kernels.
+ *
+ * jn_rt_sgemm has cblas_sgemm's row-major contract and is what k_linalg.c,
+ * k_conv.c and k_grad.c call instead of it: small products (the per-time-
+ * step GEMMs of an eager RNN, a small batch through a layer) run on an
+ * AVX-512 kernel without OpenBLAS's packing and call overhead, everything
+ * else goes to OpenBLAS.  See k_gemm.c for when which is used.
+ */
+#ifndef JN_K_GEMM_H
+#define JN_K_GEMM_H
+
+#include <stdint.h>
+
+/* C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, all row-major with
+ * leading dims lda/ldb/ldc (elements); op(X) = X^T when tX is nonzero.
+ * beta == 0 never reads C (nan/inf in it do not propagate), as in BLAS.
+ * Dims must fit an int (the callers check); M, N or K may be 0. */
+void jn_rt_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* C[M,N] = op(A) @ op(B) + bias (bias[N] contiguous, added to every row):
+ * linear's x W^T + b.  The same values as copying bias into each row of C
+ * and calling jn_rt_sgemm with beta 1, without that copy. */
+void jn_rt_sgemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, const float *bias, float *C, int64_t ldc);
+
+/* The small-product kernel alone (no OpenBLAS fallback), for tests: 0 when
+ * this CPU or these arguments are outside what it supports. */
+int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+#endif

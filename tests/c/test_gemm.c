@@ -1,0 +1,154 @@
+/* test_gemm.c -- the float32 GEMM of the runtime (runtime/k_gemm.c) against
+ * a float64 reference: every transpose combination, ragged shapes around
+ * the kernel's 16-float vectors and register tiles, padded leading dims,
+ * beta 0 (C's old nan must not leak) and 1, both NT strategies (packing
+ * op(B) and computing C^T), and the OpenBLAS fallback for what the small
+ * kernel refuses. */
+#include "jn_test.h"
+#include "k_gemm.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 - 0.5);
+}
+
+/* Worst error of C = alpha op(A) op(B) + beta C over C, in units of the
+ * float32 rounding bound: |C - ref| / ((K + 2) u (sum_k |a b| + |beta old C|)),
+ * so a correct product scores at most 1 (summation order is free). */
+static double check(int small, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, float beta, int pad) {
+    int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int64_t lda = ac + pad, ldb = bc + pad, ldc = N + pad;
+    float *A = malloc(sizeof(float) * (size_t)(ar * lda + 1)), *B = malloc(sizeof(float) * (size_t)(br * ldb + 1));
+    float *C = malloc(sizeof(float) * (size_t)(M * ldc + 1));
+    double *old = malloc(sizeof(double) * (size_t)(M * ldc + 1));
+    for (int64_t i = 0; i < ar * lda; i++) A[i] = frand();
+    for (int64_t i = 0; i < br * ldb; i++) B[i] = frand();
+    for (int64_t i = 0; i < M * ldc; i++) {
+        C[i] = beta == 0 ? NAN : frand();
+        old[i] = C[i];
+    }
+    double worst = 0;
+    if (small) {
+        if (!jn_rt_sgemm_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) worst = INFINITY;
+    } else {
+        jn_rt_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
+    for (int64_t i = 0; i < M && worst < INFINITY; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double a = ta ? A[k * lda + i] : A[i * lda + k], b = tb ? B[j * ldb + k] : B[k * ldb + j];
+                s += a * b;
+                mag += fabs(a * b);
+            }
+            double ref = alpha * s + (beta == 0 ? 0 : beta * old[i * ldc + j]);
+            mag = fabs(alpha) * mag + (beta == 0 ? 0 : fabs(beta * old[i * ldc + j])) + 1e-30;
+            double e = fabs((double)C[i * ldc + j] - ref) / (mag * (double)(K + 2) * 0x1p-24);
+            if (!(e <= worst)) worst = e; /* nan counts as worst */
+        }
+        /* the padding between rows is never written */
+        for (int64_t j = N; j < ldc && i + 1 < M; j++)
+            if (!(C[i * ldc + j] == (float)old[i * ldc + j] || (isnan(C[i * ldc + j]) && isnan(old[i * ldc + j]))))
+                worst = INFINITY;
+    }
+    free(A);
+    free(B);
+    free(C);
+    free(old);
+    return worst;
+}
+
+/* jn_rt_sgemm_bias equals copying bias into every row and jn_rt_sgemm
+ * with beta 1, bit for bit (both run the same kernel path). */
+static int bias_same(int ta, int tb, int64_t M, int64_t N, int64_t K) {
+    int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    float *A = malloc(sizeof(float) * (size_t)(ar * ac)), *B = malloc(sizeof(float) * (size_t)(br * bc));
+    float *bias = malloc(sizeof(float) * (size_t)N), *C1 = malloc(sizeof(float) * (size_t)(M * N));
+    float *C2 = malloc(sizeof(float) * (size_t)(M * N));
+    for (int64_t i = 0; i < ar * ac; i++) A[i] = frand();
+    for (int64_t i = 0; i < br * bc; i++) B[i] = frand();
+    for (int64_t j = 0; j < N; j++) bias[j] = frand();
+    for (int64_t i = 0; i < M * N; i++) C1[i] = NAN; /* never read */
+    jn_rt_sgemm_bias(ta, tb, M, N, K, A, ac, B, bc, bias, C1, N);
+    for (int64_t i = 0; i < M; i++) memcpy(C2 + i * N, bias, sizeof(float) * (size_t)N);
+    jn_rt_sgemm(ta, tb, M, N, K, 1.0f, A, ac, B, bc, 1.0f, C2, N);
+    int same = !memcmp(C1, C2, sizeof(float) * (size_t)(M * N));
+    free(A), free(B), free(bias), free(C1), free(C2);
+    return same;
+}
+
+/* A thread of its own runs products that need scratch and exits: the
+ * scratch goes with it (a leak here shows under LeakSanitizer). */
+static void *thread_products(void *arg) {
+    int *ok = arg;
+    *ok = check(1, 0, 1, 32, 512, 128, 1.0f, 1.0f, 0) <= 1.0 && check(1, 0, 1, 1024, 96, 128, 1.0f, 0.0f, 0) <= 1.0;
+    return NULL;
+}
+
+int main(void) {
+    static const int64_t dims[] = {1, 3, 15, 16, 17, 31, 33, 64, 65, 97, 130};
+    const int nd = (int)(sizeof dims / sizeof dims[0]);
+    __builtin_cpu_init();
+    int avx512 = __builtin_cpu_supports("avx512f");
+    const double tol = 1.0;
+
+    /* the small kernel, where this CPU has it: every layout, ragged shapes */
+    if (avx512) {
+        int bad = 0, runs = 0;
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int mi = 0; mi < nd; mi++)
+                    for (int ni = 0; ni < nd; ni += 2)
+                        for (int ki = 0; ki < nd; ki += 3) {
+                            float beta = (mi + ni + ki) % 2 ? 1.0f : 0.0f;
+                            double e = check(1, ta, tb, dims[mi], dims[ni], dims[ki], 1.0f, beta, (mi + ki) % 3);
+                            runs++;
+                            if (!(e <= tol)) {
+                                if (bad++ < 5)
+                                    fprintf(stderr, "  small ta=%d tb=%d M=%lld N=%lld K=%lld beta=%g: error %g\n",
+                                            ta, tb, (long long)dims[mi], (long long)dims[ni], (long long)dims[ki],
+                                            beta, e);
+                            }
+                        }
+        CHECK(bad == 0);
+        CHECK(runs == 4 * nd * 6 * 4);
+        /* NT with few rows (computed as C^T) and with many (op(B) packed),
+         * the shapes of x @ W^T in an LSTM step and in its output layer */
+        CHECK(check(1, 0, 1, 32, 512, 128, 1.0f, 1.0f, 0) <= tol);
+        CHECK(check(1, 0, 1, 32, 512, 32, 1.0f, 0.0f, 0) <= tol);
+        CHECK(check(1, 0, 1, 1024, 96, 128, 1.0f, 1.0f, 0) <= tol);
+        CHECK(check(1, 1, 1, 40, 300, 20, 1.0f, 1.0f, 2) <= tol);
+        pthread_t th;
+        int ok = 0;
+        CHECK(pthread_create(&th, NULL, thread_products, &ok) == 0 && pthread_join(th, NULL) == 0 && ok);
+        /* long K crosses the kernel's K blocks; the accumulation carries over */
+        CHECK(check(1, 0, 0, 32, 128, 512, 1.0f, 0.0f, 0) <= tol);
+        CHECK(check(1, 1, 0, 96, 128, 1024, 1.0f, 1.0f, 1) <= tol);
+    } else {
+        CHECK(!jn_rt_sgemm_small(0, 0, 16, 16, 16, 1.0f, NULL, 16, NULL, 16, 0.0f, NULL, 16));
+    }
+    /* linear's bias: the small paths (packed op(B), C^T) and OpenBLAS's */
+    CHECK(bias_same(0, 1, 32, 512, 32));
+    CHECK(bias_same(0, 1, 32, 512, 128));
+    CHECK(bias_same(0, 1, 1024, 96, 128));
+    CHECK(bias_same(1, 0, 40, 300, 700)); /* several K blocks */
+    CHECK(bias_same(0, 1, 2, 3, 5));      /* below the kernel's range */
+    CHECK(bias_same(0, 1, 300, 300, 300)); /* above it */
+    CHECK(bias_same(0, 1, 7, 9, 0));
+    /* what the kernel refuses, it says so; jn_rt_sgemm then uses OpenBLAS */
+    float one = 1, c = 5;
+    CHECK(!jn_rt_sgemm_small(0, 0, 1, 1, 1, 2.0f, &one, 1, &one, 1, 0.0f, &c, 1)); /* alpha != 1 */
+    CHECK(!jn_rt_sgemm_small(0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.5f, &c, 1)); /* beta not 0/1 */
+    CHECK(!jn_rt_sgemm_small(0, 0, 1, 1, 0, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1)); /* K == 0 */
+    CHECK(c == 5);
+    CHECK(check(0, 0, 1, 33, 17, 65, 2.0f, 0.5f, 1) <= tol);
+    CHECK(check(0, 1, 0, 17, 33, 9, -1.0f, 0.0f, 0) <= tol);
+    CHECK(check(0, 0, 0, 300, 200, 300, 1.0f, 1.0f, 0) <= tol); /* above the small-product limit */
+    JT_DONE();
+}

@@ -787,6 +787,30 @@ static void test_plan(void) {
            "  out %3 keep\n"
            "  out %6 keep\n"
            "  arena 192\n");
+    /* constant sizes: placed by offset, largest first.  In definition
+     * order %4 (512 B, in place with %5) does not fit the 256 B hole %2
+     * left and goes to the end, after %3: arena 256+64+512 = 832.  By
+     * size it goes first, at 0, which %2 (dead by then) shared, and %3 above
+     * it: 576 */
+    golden("plan: constant sizes packed by offset",
+           "  in %0 host f32[64]\n"
+           "  in %1 host f32[128]\n"
+           "  %2 = exp(%0) : f32[64]\n"
+           "  %3 = sum(%2) dims=[] keepdim=false dtype=none : f32[]\n"
+           "  %4 = exp(%1) : f32[128]\n"
+           "  %5 = add(%4, %3) alpha=1 : f32[128]\n"
+           "  %6 = mul(%5, %3) : f32[128]\n"
+           "  out %6 keep\n",
+           "plan",
+           "  in %0 host f32[64]\n"
+           "  in %1 host f32[128]\n"
+           "  %2 = exp(%0) : f32[64] mem=0\n"
+           "  %3 = sum(%2) dims=[] keepdim=false dtype=none : f32[] mem=512\n"
+           "  %4 = exp(%1) : f32[128] mem=0\n"
+           "  %5 = add(%4, %3) alpha=1 : f32[128] mem=0\n"
+           "  %6 = mul(%5, %3) : f32[128]\n"
+           "  out %6 keep\n"
+           "  arena 576\n");
     /* after fuse: fused intermediates need no buffer; sizes are symbolic */
     golden("plan: kernels and symbolic sizes",
            "  sym B dim 1..64\n"

@@ -58,11 +58,143 @@ typedef struct {
     const int32_t *ex, *last;
 } plan_ctx;
 
-/* Is d provably >= need? */
-static int fits(jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) {
-    (void)g;
-    return d == need || (!jn_ir_is_expr(d) && !jn_ir_is_expr(need) && d >= need);
+/* ------------------------------------------- comparing symbolic sizes */
+/* A polynomial over the graph's symbols with integer coefficients: terms
+ * of up to PMAXF symbol factors (sorted); small caps, and any overflow or
+ * cap hit means "cannot tell", never a wrong answer. */
+#define PMAXT 32
+#define PMAXF 4
+typedef struct {
+    int8_t nf;
+    int32_t f[PMAXF];
+    int64_t c;
+} pterm;
+typedef struct {
+    int n;
+    pterm t[PMAXT];
+} poly;
+
+static int same_mono(const pterm *a, const pterm *b) {
+    if (a->nf != b->nf) return 0;
+    for (int i = 0; i < a->nf; i++)
+        if (a->f[i] != b->f[i]) return 0;
+    return 1;
 }
+
+/* p += sign * t, merging like terms */
+static int padd_term(poly *p, const pterm *t, int64_t sign) {
+    int64_t c;
+    if (__builtin_mul_overflow(t->c, sign, &c)) return 0;
+    for (int i = 0; i < p->n; i++)
+        if (same_mono(&p->t[i], t)) return !__builtin_add_overflow(p->t[i].c, c, &p->t[i].c);
+    if (p->n == PMAXT) return 0;
+    p->t[p->n] = *t;
+    p->t[p->n++].c = c;
+    return 1;
+}
+
+/* *out = d as a polynomial; 0 when it is none (a floor division) or too big */
+static int poly_of(const jn_ir_graph *g, jn_ir_dim d, poly *out, int depth) {
+    out->n = 0;
+    if (!jn_ir_is_expr(d)) {
+        pterm t = {0, {0}, d};
+        return d == 0 || padd_term(out, &t, 1);
+    }
+    int32_t i = jn_ir_expr_index(d);
+    if (i < 0 || i >= g->nexprs || depth > 64) return 0;
+    const jn_ir_expr *e = &g->exprs[i];
+    if (e->kind == JN_IR_E_SYM) {
+        pterm t = {1, {e->sym}, 1};
+        return padd_term(out, &t, 1);
+    }
+    if (e->kind == JN_IR_E_FLOORDIV) return 0;
+    poly a, b;
+    if (!poly_of(g, e->a, &a, depth + 1) || !poly_of(g, e->b, &b, depth + 1)) return 0;
+    if (e->kind == JN_IR_E_ADD || e->kind == JN_IR_E_SUB) {
+        *out = a;
+        for (int k = 0; k < b.n; k++)
+            if (!padd_term(out, &b.t[k], e->kind == JN_IR_E_ADD ? 1 : -1)) return 0;
+        return 1;
+    }
+    for (int x = 0; x < a.n; x++) /* JN_IR_E_MUL */
+        for (int y = 0; y < b.n; y++) {
+            pterm t;
+            if (a.t[x].nf + b.t[y].nf > PMAXF || __builtin_mul_overflow(a.t[x].c, b.t[y].c, &t.c)) return 0;
+            t.nf = (int8_t)(a.t[x].nf + b.t[y].nf);
+            int k = 0, p = 0, q = 0; /* merge the sorted factor lists */
+            while (p < a.t[x].nf || q < b.t[y].nf)
+                t.f[k++] = q >= b.t[y].nf || (p < a.t[x].nf && a.t[x].f[p] <= b.t[y].f[q]) ? a.t[x].f[p++] : b.t[y].f[q++];
+            if (!padd_term(out, &t, 1)) return 0;
+        }
+    return 1;
+}
+
+/* Is p >= 0 for every value of the symbols?  Yes when every coefficient is
+ * >= 0 and every symbol in a nonzero term is never negative (a dim or an
+ * induction variable; an int symbol may be, and the RNG offset is left
+ * out to be safe): each term is then >= 0. */
+static int poly_nonneg(const jn_ir_graph *g, const poly *p) {
+    for (int i = 0; i < p->n; i++) {
+        if (!p->t[i].c) continue;
+        if (p->t[i].c < 0) return 0;
+        for (int k = 0; k < p->t[i].nf; k++) {
+            int32_t s = p->t[i].f[k];
+            if (s < 0 || s >= g->nsyms || (g->syms[s].kind != JN_IR_SYM_DIM && g->syms[s].kind != JN_IR_SYM_IVAR))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static const jn_ir_expr *expr_of(const jn_ir_graph *g, jn_ir_dim d) {
+    if (!jn_ir_is_expr(d)) return NULL;
+    int32_t i = jn_ir_expr_index(d);
+    return i >= 0 && i < g->nexprs ? &g->exprs[i] : NULL;
+}
+
+/* d is ((x + (k-1)) // k) * k with a constant k > 0 (a size rounded up to
+ * a multiple of k, as cg_value_bytes writes it): *x, *k */
+static int round_up_of(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim *x, int64_t *k) {
+    const jn_ir_expr *m = expr_of(g, d), *f, *a;
+    if (!m || m->kind != JN_IR_E_MUL || jn_ir_is_expr(m->b) || m->b <= 0) return 0;
+    if (!(f = expr_of(g, m->a)) || f->kind != JN_IR_E_FLOORDIV || f->b != m->b) return 0;
+    if (!(a = expr_of(g, f->a)) || a->kind != JN_IR_E_ADD || a->b != m->b - 1) return 0;
+    *x = a->a;
+    *k = m->b;
+    return 1;
+}
+
+static int ge_rec(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need, int depth) {
+    if (d == need) return 1;
+    if (!jn_ir_is_expr(d) && !jn_ir_is_expr(need)) return d >= need;
+    if (depth > 16) return 0;
+    poly a, b;
+    if (poly_of(g, d, &a, 0) && poly_of(g, need, &b, 0)) {
+        for (int i = 0; i < b.n; i++)
+            if (!padd_term(&a, &b.t[i], -1)) return 0;
+        return poly_nonneg(g, &a);
+    }
+    jn_ir_dim x, y;
+    int64_t k, l;
+    int rd = round_up_of(g, d, &x, &k), rn = round_up_of(g, need, &y, &l);
+    /* both rounded up to multiples of k: rounding up is monotone */
+    if (rd && rn && k == l) return ge_rec(g, x, y, depth + 1);
+    /* d rounds x up, so d >= x >= need */
+    if (rd && ge_rec(g, x, need, depth + 1)) return 1;
+    /* need rounds y up to the least multiple of l >= y: a multiple of l
+     * that is >= y is >= need */
+    if (rn && poly_of(g, d, &a, 0)) {
+        for (int i = 0; i < a.n; i++)
+            if (a.t[i].c % l) return 0;
+        return ge_rec(g, d, y, depth + 1);
+    }
+    return 0;
+}
+
+int cg_dim_ge(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return ge_rec(g, d, need, 0); }
+
+/* Is d provably >= need? */
+static int fits(jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return cg_dim_ge(g, d, need); }
 
 /* Places the arena values in definition order (see the header): slots[]
  * gets the slots, vslot[v] the slot of each value, *endp the arena size.
@@ -116,7 +248,9 @@ static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots
                     if (pick >= 0 || fresh || slots[s].owner >= 0 || !fits(g, slots[s].size, need)) continue;
                     int32_t best = s;
                     for (int32_t t = s + 1; t < nslots; t++)
-                        if (slots[t].owner < 0 && fits(g, slots[t].size, need) && slots[t].size < slots[best].size) best = t;
+                        if (slots[t].owner < 0 && fits(g, slots[t].size, need) && slots[t].size != slots[best].size &&
+                            fits(g, slots[best].size, slots[t].size))
+                            best = t; /* provably no bigger */
                     pick = best;
                 }
                 if (pick < 0) {

@@ -419,13 +419,17 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
      * first, and keep that plan when it is smaller */
     if (!jn_ir_is_expr(end) && nslots) {
         int32_t ngroups = 0;
-        st = place(g, &P, 1, slots, &ngroups, vslot, &end);
+        jn_ir_dim fend = 0; /* the chains end to end: unused */
+        st = place(g, &P, 1, slots, &ngroups, vslot, &fend);
         if (st != JN_OK) goto done;
-        int64_t gend = pack(slots, ngroups, order);
-        if (gend < end)
+        int sized = 1; /* constant sizes (end is a sum of them; checked all the same) */
+        for (int32_t s = 0; s < ngroups; s++) sized &= !jn_ir_is_expr(slots[s].size);
+        int64_t gend = sized ? pack(slots, ngroups, order) : INT64_MAX;
+        if (gend < end) {
             for (int32_t v = 0; v < nv; v++)
                 if (vslot[v] >= 0) g->values[v].mem = slots[vslot[v]].off;
-        if (gend < end) end = gend;
+            end = gend;
+        }
     }
     g->arena = end;
 done:

@@ -56,6 +56,11 @@ static inline int32_t cg_def(const jn_ir_graph *g, int32_t v) {
     return g->values[v].kind == JN_IR_V_NODE ? g->values[v].def : -1;
 }
 static inline int cg_flags(jn_op op) { return jn_op_info(op)->flags; }
+/* Is d >= need for every value of the symbols (a proof, else 0)?  Exact
+ * when both are polynomials (dims and induction variables never negative);
+ * sizes rounded up to a multiple of k compare through what they round
+ * (p_plan.c). */
+int cg_dim_ge(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need);
 /* Bytes of value v (numel * element size) rounded up to 64, as a dim. */
 jn_ir_dim cg_value_bytes(jn_ir_graph *g, int32_t v);
 /* Is loop `outer` (or -1, the top level) loop l or around it? */

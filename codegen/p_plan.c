@@ -31,17 +31,315 @@
  * slot at the end of the arena.  Sizes are numel * element size rounded
  * up to 64 bytes, as expressions over the graph's symbols, so offsets are
  * 64-byte aligned expressions and the arena is one (mem=, arena lines).
+ *
+ * When every size is a constant, a second plan is tried: the same walk
+ * with no reuse of free slots gives the chains of values that share
+ * storage in place (the same in-place decisions), each live over
+ * [definition of its first, last use of its last]; they are placed by
+ * offset, largest (or longest lived, or largest size x lifetime) first, each
+ * at the lowest offset free for its whole lifetime -- which merges
+ * neighbouring free space and uses part of a bigger hole, what the slot
+ * walk cannot.  The smaller of the two plans is kept.  Neither goes below
+ * the most bytes live at one position, which is what an op-by-op run
+ * that frees each buffer after its last use peaks at too, less the
+ * in-place sharing and fused intermediates.
  */
 #include "cg_priv.h"
 
 typedef struct {
     jn_ir_dim off, size;
-    int32_t owner;   /* value holding it, -1 = free */
+    int32_t owner;          /* value holding it, -1 = free */
+    int32_t first, lastp;   /* positions: where it was made, the last use of its last owner */
 } slot;
 
+typedef struct {
+    const cg_uses *u;
+    const uint8_t *elig, *viewed;
+    const int32_t *ex, *last;
+} plan_ctx;
+
+/* ------------------------------------------- comparing symbolic sizes */
+/* A polynomial over the graph's symbols with integer coefficients: terms
+ * of up to PMAXF symbol factors (sorted); small caps, and any overflow or
+ * cap hit means "cannot tell", never a wrong answer. */
+#define PMAXT 32
+#define PMAXF 4
+typedef struct {
+    int8_t nf;
+    int32_t f[PMAXF];
+    int64_t c;
+} pterm;
+typedef struct {
+    int n;
+    pterm t[PMAXT];
+} poly;
+
+static int same_mono(const pterm *a, const pterm *b) {
+    if (a->nf != b->nf) return 0;
+    for (int i = 0; i < a->nf; i++)
+        if (a->f[i] != b->f[i]) return 0;
+    return 1;
+}
+
+/* p += sign * t, merging like terms */
+static int padd_term(poly *p, const pterm *t, int64_t sign) {
+    int64_t c;
+    if (__builtin_mul_overflow(t->c, sign, &c)) return 0;
+    for (int i = 0; i < p->n; i++)
+        if (same_mono(&p->t[i], t)) return !__builtin_add_overflow(p->t[i].c, c, &p->t[i].c);
+    if (p->n == PMAXT) return 0;
+    p->t[p->n] = *t;
+    p->t[p->n++].c = c;
+    return 1;
+}
+
+/* *out = d as a polynomial; 0 when it is none (a floor division) or too big */
+static int poly_of(const jn_ir_graph *g, jn_ir_dim d, poly *out, int depth) {
+    out->n = 0;
+    if (!jn_ir_is_expr(d)) {
+        pterm t = {0, {0}, d};
+        return d == 0 || padd_term(out, &t, 1);
+    }
+    int32_t i = jn_ir_expr_index(d);
+    if (i < 0 || i >= g->nexprs || depth > 64) return 0;
+    const jn_ir_expr *e = &g->exprs[i];
+    if (e->kind == JN_IR_E_SYM) {
+        pterm t = {1, {e->sym}, 1};
+        return padd_term(out, &t, 1);
+    }
+    if (e->kind == JN_IR_E_FLOORDIV) return 0;
+    poly a, b;
+    if (!poly_of(g, e->a, &a, depth + 1) || !poly_of(g, e->b, &b, depth + 1)) return 0;
+    if (e->kind == JN_IR_E_ADD || e->kind == JN_IR_E_SUB) {
+        *out = a;
+        for (int k = 0; k < b.n; k++)
+            if (!padd_term(out, &b.t[k], e->kind == JN_IR_E_ADD ? 1 : -1)) return 0;
+        return 1;
+    }
+    for (int x = 0; x < a.n; x++) /* JN_IR_E_MUL */
+        for (int y = 0; y < b.n; y++) {
+            pterm t;
+            if (a.t[x].nf + b.t[y].nf > PMAXF || __builtin_mul_overflow(a.t[x].c, b.t[y].c, &t.c)) return 0;
+            t.nf = (int8_t)(a.t[x].nf + b.t[y].nf);
+            int k = 0, p = 0, q = 0; /* merge the sorted factor lists */
+            while (p < a.t[x].nf || q < b.t[y].nf)
+                t.f[k++] = q >= b.t[y].nf || (p < a.t[x].nf && a.t[x].f[p] <= b.t[y].f[q]) ? a.t[x].f[p++] : b.t[y].f[q++];
+            if (!padd_term(out, &t, 1)) return 0;
+        }
+    return 1;
+}
+
+/* Is p >= 0 for every value of the symbols?  Yes when every coefficient is
+ * >= 0 and every symbol in a nonzero term is never negative (a dim or an
+ * induction variable; an int symbol may be, and the RNG offset is left
+ * out to be safe): each term is then >= 0. */
+static int poly_nonneg(const jn_ir_graph *g, const poly *p) {
+    for (int i = 0; i < p->n; i++) {
+        if (!p->t[i].c) continue;
+        if (p->t[i].c < 0) return 0;
+        for (int k = 0; k < p->t[i].nf; k++) {
+            int32_t s = p->t[i].f[k];
+            if (s < 0 || s >= g->nsyms || (g->syms[s].kind != JN_IR_SYM_DIM && g->syms[s].kind != JN_IR_SYM_IVAR))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static const jn_ir_expr *expr_of(const jn_ir_graph *g, jn_ir_dim d) {
+    if (!jn_ir_is_expr(d)) return NULL;
+    int32_t i = jn_ir_expr_index(d);
+    return i >= 0 && i < g->nexprs ? &g->exprs[i] : NULL;
+}
+
+/* d is ((x + (k-1)) // k) * k with a constant k > 0 (a size rounded up to
+ * a multiple of k, as cg_value_bytes writes it): *x, *k */
+static int round_up_of(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim *x, int64_t *k) {
+    const jn_ir_expr *m = expr_of(g, d), *f, *a;
+    if (!m || m->kind != JN_IR_E_MUL || jn_ir_is_expr(m->b) || m->b <= 0) return 0;
+    if (!(f = expr_of(g, m->a)) || f->kind != JN_IR_E_FLOORDIV || f->b != m->b) return 0;
+    if (!(a = expr_of(g, f->a)) || a->kind != JN_IR_E_ADD || a->b != m->b - 1) return 0;
+    *x = a->a;
+    *k = m->b;
+    return 1;
+}
+
+static int ge_rec(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need, int depth) {
+    if (d == need) return 1;
+    if (!jn_ir_is_expr(d) && !jn_ir_is_expr(need)) return d >= need;
+    if (depth > 16) return 0;
+    poly a, b;
+    if (poly_of(g, d, &a, 0) && poly_of(g, need, &b, 0)) {
+        for (int i = 0; i < b.n; i++)
+            if (!padd_term(&a, &b.t[i], -1)) return 0;
+        return poly_nonneg(g, &a);
+    }
+    jn_ir_dim x, y;
+    int64_t k, l;
+    int rd = round_up_of(g, d, &x, &k), rn = round_up_of(g, need, &y, &l);
+    /* both rounded up to multiples of k: rounding up is monotone */
+    if (rd && rn && k == l) return ge_rec(g, x, y, depth + 1);
+    /* d rounds x up, so d >= x >= need */
+    if (rd && ge_rec(g, x, need, depth + 1)) return 1;
+    /* need rounds y up to the least multiple of l >= y: a multiple of l
+     * that is >= y is >= need */
+    if (rn && poly_of(g, d, &a, 0)) {
+        for (int i = 0; i < a.n; i++)
+            if (a.t[i].c % l) return 0;
+        return ge_rec(g, d, y, depth + 1);
+    }
+    return 0;
+}
+
+int cg_dim_ge(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return ge_rec(g, d, need, 0); }
+
 /* Is d provably >= need? */
-static int fits(jn_ir_dim d, jn_ir_dim need) {
-    return d == need || (!jn_ir_is_expr(d) && !jn_ir_is_expr(need) && d >= need);
+static int fits(jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return cg_dim_ge(g, d, need); }
+
+/* Places the arena values in definition order (see the header): slots[]
+ * gets the slots, vslot[v] the slot of each value, *endp the arena size.
+ * fresh: no free slot is reused, so each slot is one chain of values that
+ * share storage in place, live over [first, lastp] (positions). */
+static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots, int32_t *nslotsp,
+                       int32_t *vslot, jn_ir_dim *endp) {
+    int32_t nn = g->nnodes, nslots = 0;
+    jn_ir_dim end = 0;
+    for (int32_t v = 0; v < g->nvalues; v++) vslot[v] = -1;
+    for (int32_t p = 0; p < nn; p++) {
+        /* free what died before p */
+        for (int32_t s = 0; s < nslots; s++)
+            if (slots[s].owner >= 0 && P->last[slots[s].owner] < p) slots[s].owner = -1;
+        int32_t k = g->nodes[p].kernel;
+        if (k >= 0 && g->kernels[k].root != p) continue; /* runs at its root */
+        int pfl = cg_flags(g->nodes[p].op);
+        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW : (pfl & (JN_F_EW | JN_F_INPLACE)) != 0;
+        int32_t first = k >= 0 ? 0 : p;
+        for (int32_t n = first; n <= p; n++) {
+            if (g->nodes[n].kernel != k || (k < 0 && n != p)) continue;
+            const jn_ir_node *x = &g->nodes[n];
+            for (int j = 0; j < x->nout; j++) {
+                int32_t v = x->out[j], pick = -1;
+                if (!P->elig[v]) continue;
+                jn_ir_dim need = cg_value_bytes(g, v);
+                if (need == JN_IR_DIM_ERROR) return JN_ERR_NOMEM;
+                /* in place: an external input of this node/kernel dying here */
+                for (int32_t m = first; m <= p && inplace_ok && pick < 0; m++) {
+                    if (g->nodes[m].kernel != k || (k < 0 && m != p)) continue;
+                    /* a table op that writes its inputs in place (uniform_, copy_; adam_
+                     * writes inputs 0..nout-1) may only give output j input j's slot */
+                    int lo = 0, hi = g->nodes[m].nin;
+                    if (k < 0 && (pfl & JN_F_INPLACE)) lo = j, hi = j + 1 < hi ? j + 1 : hi;
+                    for (int i = lo; i < hi && pick < 0; i++) {
+                        int32_t w = g->nodes[m].in[i], s = vslot[w];
+                        if (s < 0 || slots[s].owner != w || P->last[w] != p || P->viewed[w] || !cg_same_type(g, v, w)) continue;
+                        int32_t wd = cg_def(g, w);
+                        if (k >= 0 && wd >= 0 && g->nodes[wd].kernel == k) continue; /* written by this kernel */
+                        /* a value from outside the loop is read again next iteration; a carry's
+                         * next or a collect body is copied out after the last node */
+                        if (wd < 0 || g->nodes[wd].loop != g->nodes[p].loop || (P->u->flags[w] & (CG_U_NEXT | CG_U_COLLECT)))
+                            continue;
+                        pick = s;
+                    }
+                }
+                /* best fit among free slots (fresh: none, groups only) */
+                for (int32_t s = 0; s < nslots && pick < 0 && !fresh; s++)
+                    if (slots[s].owner < 0 && slots[s].size == need) pick = s;
+                for (int32_t s = 0; s < nslots; s++) {
+                    if (pick >= 0 || fresh || slots[s].owner >= 0 || !fits(g, slots[s].size, need)) continue;
+                    int32_t best = s;
+                    for (int32_t t = s + 1; t < nslots; t++)
+                        if (slots[t].owner < 0 && fits(g, slots[t].size, need) && slots[t].size != slots[best].size &&
+                            fits(g, slots[best].size, slots[t].size))
+                            best = t; /* provably no bigger */
+                    pick = best;
+                }
+                if (pick < 0) {
+                    slots[nslots] = (slot){end, need, -1, p, p};
+                    end = jn_ir_dim_op(g, JN_IR_E_ADD, end, need);
+                    if (end == JN_IR_DIM_ERROR) return JN_ERR_NOMEM;
+                    pick = nslots++;
+                }
+                slots[pick].owner = v;
+                if (slots[pick].lastp < P->last[v]) slots[pick].lastp = P->last[v];
+                vslot[v] = pick;
+            }
+        }
+    }
+    *nslotsp = nslots;
+    *endp = end;
+    return JN_OK;
+}
+
+/* Orders for pack to try: largest first; longest lived first; largest
+ * size x lifetime first (ties: earlier first). */
+static int64_t span(const slot *x) { return (int64_t)x->lastp - x->first + 1; }
+static int tie(const slot *x, const slot *y) { return x->first < y->first ? -1 : x->first > y->first; }
+static int by_size(const void *a, const void *b) {
+    const slot *x = *(const slot *const *)a, *y = *(const slot *const *)b;
+    return x->size != y->size ? (x->size > y->size ? -1 : 1) : tie(x, y);
+}
+static int by_span(const void *a, const void *b) {
+    const slot *x = *(const slot *const *)a, *y = *(const slot *const *)b;
+    return span(x) != span(y) ? (span(x) > span(y) ? -1 : 1) : by_size(a, b);
+}
+static int by_area(const void *a, const void *b) {
+    const slot *x = *(const slot *const *)a, *y = *(const slot *const *)b;
+    /* as doubles: size x span may overflow int64; ties are broken exactly */
+    double ax = (double)x->size * (double)span(x), ay = (double)y->size * (double)span(y);
+    return ax != ay ? (ax > ay ? -1 : 1) : by_size(a, b);
+}
+
+/* Places the chains `by` lists, in that order, each at the lowest offset
+ * where it overlaps no chain placed before it that is live at the same
+ * time (positions [first, lastp], both inclusive).  Sets off; returns the
+ * arena size.  order: scratch for n indices. */
+static int64_t pack_in_order(slot *c, slot **by, int32_t n, int32_t *order) {
+    int64_t end = 0;
+    for (int32_t i = 0; i < n; i++) {
+        slot *x = by[i];
+        /* the placed chains live with x, by offset (insertion sort: few) */
+        int32_t k = 0;
+        for (int32_t j = 0; j < i; j++) {
+            const slot *y = by[j];
+            if (y->lastp < x->first || x->lastp < y->first) continue;
+            int32_t m = k++;
+            for (; m > 0 && c[order[m - 1]].off > y->off; m--) order[m] = order[m - 1];
+            order[m] = (int32_t)(y - c);
+        }
+        int64_t off = 0;
+        for (int32_t m = 0; m < k; m++) {
+            const slot *y = &c[order[m]];
+            if (off + x->size <= y->off) break; /* the gap below y */
+            if (y->off + y->size > off) off = y->off + y->size;
+        }
+        x->off = off;
+        if (off + x->size > end) end = off + x->size;
+    }
+    return end;
+}
+
+/* Offline placement of chains of constant sizes: the best of the orders
+ * above (a heuristic: the exact problem is NP-hard).  Sets off; returns
+ * the arena size, or INT64_MAX when out of memory (the caller then keeps
+ * its other plan). */
+static int64_t pack(slot *c, int32_t n, int32_t *order) {
+    int (*const cmp[])(const void *, const void *) = {by_size, by_span, by_area};
+    slot **by = malloc((size_t)n * sizeof(slot *));
+    int64_t *keep = malloc((size_t)n * sizeof(int64_t)), best = INT64_MAX;
+    for (size_t t = 0; by && keep && t < sizeof cmp / sizeof cmp[0]; t++) {
+        for (int32_t i = 0; i < n; i++) by[i] = &c[i];
+        qsort(by, (size_t)n, sizeof(slot *), cmp[t]);
+        int64_t end = pack_in_order(c, by, n, order);
+        if (end < best) {
+            best = end;
+            for (int32_t i = 0; i < n; i++) keep[i] = c[i].off;
+        }
+    }
+    if (best != INT64_MAX)
+        for (int32_t i = 0; i < n; i++) c[i].off = keep[i];
+    free(by);
+    free(keep);
+    return best;
 }
 
 jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
@@ -52,10 +350,10 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
     int32_t *ex = malloc(((size_t)nn + 1) * sizeof(int32_t)), *last = malloc(((size_t)nv + 1) * sizeof(int32_t));
     int32_t *vslot = malloc(((size_t)nv + 1) * sizeof(int32_t));
     slot *slots = malloc(((size_t)nv + 1) * sizeof(slot));
-    int32_t nslots = 0;
+    int32_t *order = malloc(((size_t)nv + 1) * sizeof(int32_t));
     jn_status st = cg_uses_build(g, &u);
     if (st == JN_OK) st = cg_arena_eligible(g, &elig);
-    if (st == JN_OK && (!viewed || !ex || !last || !vslot || !slots))
+    if (st == JN_OK && (!viewed || !ex || !last || !vslot || !slots || !order))
         st = jn_error(JN_ERR_NOMEM, "out of memory planning graph %s", g->name);
     if (st != JN_OK) goto done;
     for (int32_t n = 0; n < nn; n++) ex[n] = g->nodes[n].kernel >= 0 ? g->kernels[g->nodes[n].kernel].root : n;
@@ -110,69 +408,27 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         for (int32_t i = u.start[v]; i < u.start[v + 1] && internal; i++) internal = g->nodes[u.users[i]].kernel == k;
         if (internal) elig[v] = 0;
     }
+    plan_ctx P = {&u, elig, viewed, ex, last};
     jn_ir_dim end = 0;
-    for (int32_t p = 0; p < nn; p++) {
-        /* free what died before p */
-        for (int32_t s = 0; s < nslots; s++)
-            if (slots[s].owner >= 0 && last[slots[s].owner] < p) slots[s].owner = -1;
-        int32_t k = g->nodes[p].kernel;
-        if (k >= 0 && g->kernels[k].root != p) continue; /* runs at its root */
-        int pfl = cg_flags(g->nodes[p].op);
-        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW : (pfl & (JN_F_EW | JN_F_INPLACE)) != 0;
-        int32_t first = k >= 0 ? 0 : p;
-        for (int32_t n = first; n <= p; n++) {
-            if (g->nodes[n].kernel != k || (k < 0 && n != p)) continue;
-            const jn_ir_node *x = &g->nodes[n];
-            for (int j = 0; j < x->nout; j++) {
-                int32_t v = x->out[j], pick = -1;
-                if (!elig[v]) continue;
-                jn_ir_dim need = cg_value_bytes(g, v);
-                if (need == JN_IR_DIM_ERROR) {
-                    st = JN_ERR_NOMEM;
-                    goto done;
-                }
-                /* in place: an external input of this node/kernel dying here */
-                for (int32_t m = first; m <= p && inplace_ok && pick < 0; m++) {
-                    if (g->nodes[m].kernel != k || (k < 0 && m != p)) continue;
-                    /* a table op that writes its inputs in place (uniform_, copy_; adam_
-                     * writes inputs 0..nout-1) may only give output j input j's slot */
-                    int lo = 0, hi = g->nodes[m].nin;
-                    if (k < 0 && (pfl & JN_F_INPLACE)) lo = j, hi = j + 1 < hi ? j + 1 : hi;
-                    for (int i = lo; i < hi && pick < 0; i++) {
-                        int32_t w = g->nodes[m].in[i], s = vslot[w];
-                        if (s < 0 || slots[s].owner != w || last[w] != p || viewed[w] || !cg_same_type(g, v, w)) continue;
-                        int32_t wd = cg_def(g, w);
-                        if (k >= 0 && wd >= 0 && g->nodes[wd].kernel == k) continue; /* written by this kernel */
-                        /* a value from outside the loop is read again next iteration; a carry's
-                         * next or a collect body is copied out after the last node */
-                        if (wd < 0 || g->nodes[wd].loop != g->nodes[p].loop || (u.flags[w] & (CG_U_NEXT | CG_U_COLLECT)))
-                            continue;
-                        pick = s;
-                    }
-                }
-                /* best fit among free slots */
-                for (int32_t s = 0; s < nslots && pick < 0; s++)
-                    if (slots[s].owner < 0 && slots[s].size == need) pick = s;
-                for (int32_t s = 0; s < nslots; s++) {
-                    if (pick >= 0 || slots[s].owner >= 0 || !fits(slots[s].size, need)) continue;
-                    int32_t best = s;
-                    for (int32_t t = s + 1; t < nslots; t++)
-                        if (slots[t].owner < 0 && fits(slots[t].size, need) && slots[t].size < slots[best].size) best = t;
-                    pick = best;
-                }
-                if (pick < 0) {
-                    slots[nslots] = (slot){end, need, -1};
-                    end = jn_ir_dim_op(g, JN_IR_E_ADD, end, need);
-                    if (end == JN_IR_DIM_ERROR) {
-                        st = JN_ERR_NOMEM;
-                        goto done;
-                    }
-                    pick = nslots++;
-                }
-                slots[pick].owner = v;
-                vslot[v] = pick;
-                g->values[v].mem = slots[pick].off;
-            }
+    int32_t nslots = 0;
+    st = place(g, &P, 0, slots, &nslots, vslot, &end);
+    if (st != JN_OK) goto done;
+    for (int32_t v = 0; v < nv; v++)
+        if (vslot[v] >= 0) g->values[v].mem = slots[vslot[v]].off;
+    /* constant sizes: try placing the in-place chains by offset, largest
+     * first, and keep that plan when it is smaller */
+    if (!jn_ir_is_expr(end) && nslots) {
+        int32_t ngroups = 0;
+        jn_ir_dim fend = 0; /* the chains end to end: unused */
+        st = place(g, &P, 1, slots, &ngroups, vslot, &fend);
+        if (st != JN_OK) goto done;
+        int sized = 1; /* constant sizes (end is a sum of them; checked all the same) */
+        for (int32_t s = 0; s < ngroups; s++) sized &= !jn_ir_is_expr(slots[s].size);
+        int64_t gend = sized ? pack(slots, ngroups, order) : INT64_MAX;
+        if (gend < end) {
+            for (int32_t v = 0; v < nv; v++)
+                if (vslot[v] >= 0) g->values[v].mem = slots[vslot[v]].off;
+            end = gend;
         }
     }
     g->arena = end;
@@ -184,5 +440,6 @@ done:
     free(last);
     free(vslot);
     free(slots);
+    free(order);
     return st;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "jn_cg.h"
+#include "cg_priv.h" /* cg_dim_ge */
 #include "jn_test.h"
 #include "jn_test_exec.h"
 
@@ -674,6 +675,39 @@ static void test_fuse_symbolic(void) {
     golden("fuse: shapes that differ symbolically", keep, "fuse", keep);
 }
 
+/* cg_dim_ge proves d >= need for every symbol value, or says no */
+static void test_dim_ge(void) {
+    jn_ir_module *m = jn_ir_module_new();
+    jn_ir_graph *g = jn_ir_graph_add(m, "g");
+    CHECK(g != NULL);
+    if (!g) return;
+    int32_t sb = jn_ir_sym_add(g, "B", JN_IR_SYM_DIM, 1, 64, 0), st = jn_ir_sym_add(g, "T", JN_IR_SYM_DIM, 1, 9, 0);
+    int32_t si = jn_ir_sym_add(g, "k", JN_IR_SYM_INT, 0, 5, 0);
+    jn_ir_dim B = jn_ir_sym_dim(g, sb), T = jn_ir_sym_dim(g, st), K = jn_ir_sym_dim(g, si);
+#define OP(k, a, b) jn_ir_dim_op(g, JN_IR_E_##k, a, b)
+#define UP(x) OP(MUL, OP(FLOORDIV, OP(ADD, x, 63), 64), 64) /* as cg_value_bytes rounds */
+    jn_ir_dim b64 = OP(MUL, B, 64), b128 = OP(MUL, B, 128), bt64 = OP(MUL, OP(MUL, B, T), 64);
+    CHECK(cg_dim_ge(g, 128, 64) && !cg_dim_ge(g, 64, 128) && cg_dim_ge(g, 64, 64));
+    CHECK(cg_dim_ge(g, b64, b64) && cg_dim_ge(g, b128, b64) && !cg_dim_ge(g, b64, b128));
+    CHECK(cg_dim_ge(g, OP(ADD, b64, 64), b64) && cg_dim_ge(g, OP(ADD, b64, 64), 64));
+    CHECK(!cg_dim_ge(g, b64, 64));  /* B may be 0: no proof from B's recorded range */
+    CHECK(cg_dim_ge(g, bt64, OP(MUL, OP(SUB, T, 1), OP(MUL, B, 64)))); /* B*T*64 >= (T-1)*B*64 */
+    CHECK(!cg_dim_ge(g, OP(MUL, OP(SUB, T, 1), OP(MUL, B, 64)), bt64));
+    CHECK(!cg_dim_ge(g, bt64, b128) && !cg_dim_ge(g, b128, bt64)); /* T*B vs 2*B: either way */
+    CHECK(!cg_dim_ge(g, OP(MUL, K, 64), 0));  /* an int symbol may be negative */
+    CHECK(cg_dim_ge(g, OP(MUL, OP(MUL, K, K), 0), 0));
+    /* rounded sizes: through what they round */
+    jn_ir_dim r4 = UP(OP(MUL, B, 4)), r8 = UP(OP(MUL, B, 8));
+    CHECK(cg_dim_ge(g, r8, r4) && !cg_dim_ge(g, r4, r8));
+    CHECK(cg_dim_ge(g, b64, r4) && cg_dim_ge(g, b64, r8)); /* a multiple of 64 >= B*4 >= ... */
+    CHECK(!cg_dim_ge(g, OP(MUL, B, 8), r4));                 /* B*8 is no multiple of 64: B=1 gives 8 < 64 */
+    CHECK(cg_dim_ge(g, r8, OP(MUL, B, 8)) && !cg_dim_ge(g, r4, OP(MUL, B, 8)));
+    CHECK(!cg_dim_ge(g, OP(FLOORDIV, b128, 3), b64)); /* no rule for other divisions */
+#undef UP
+#undef OP
+    jn_ir_module_free(m);
+}
+
 static void test_plan(void) {
     /* f32[16] = 64 bytes, one aligned unit; f32[4] rounds up to 64 too */
     golden("plan: in place, views, reuse after death, loops",
@@ -787,6 +821,30 @@ static void test_plan(void) {
            "  out %3 keep\n"
            "  out %6 keep\n"
            "  arena 192\n");
+    /* constant sizes: placed by offset, largest first.  In definition
+     * order %4 (512 B, in place with %5) does not fit the 256 B hole %2
+     * left and goes to the end, after %3: arena 256+64+512 = 832.  By
+     * size it goes first, at 0, which %2 (dead by then) shared, and %3 above
+     * it: 576 */
+    golden("plan: constant sizes packed by offset",
+           "  in %0 host f32[64]\n"
+           "  in %1 host f32[128]\n"
+           "  %2 = exp(%0) : f32[64]\n"
+           "  %3 = sum(%2) dims=[] keepdim=false dtype=none : f32[]\n"
+           "  %4 = exp(%1) : f32[128]\n"
+           "  %5 = add(%4, %3) alpha=1 : f32[128]\n"
+           "  %6 = mul(%5, %3) : f32[128]\n"
+           "  out %6 keep\n",
+           "plan",
+           "  in %0 host f32[64]\n"
+           "  in %1 host f32[128]\n"
+           "  %2 = exp(%0) : f32[64] mem=0\n"
+           "  %3 = sum(%2) dims=[] keepdim=false dtype=none : f32[] mem=512\n"
+           "  %4 = exp(%1) : f32[128] mem=0\n"
+           "  %5 = add(%4, %3) alpha=1 : f32[128] mem=0\n"
+           "  %6 = mul(%5, %3) : f32[128]\n"
+           "  out %6 keep\n"
+           "  arena 576\n");
     /* after fuse: fused intermediates need no buffer; sizes are symbolic */
     golden("plan: kernels and symbolic sizes",
            "  sym B dim 1..64\n"
@@ -1156,6 +1214,7 @@ int main(void) {
     test_select();
     test_kernel_io();
     test_fuse_symbolic();
+    test_dim_ge();
     test_plan();
     printf("golden tests: %d graphs give the same outputs before and after their passes, %d not runnable here\n",
            diff_compared, diff_skipped);

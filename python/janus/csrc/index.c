@@ -108,6 +108,7 @@ static int classify(PyObject *o, item *it) {
     if (JnTensor_Check(o)) {
         jn_tensor *t = JN_T(o);
         if (t->dtype == JN_BOOL && t->ndim == 0) {
+            if (!jn_py_ready(t)) return -1;
             if (!t->storage->data) goto meta;
             it->kind = IT_BOOL;
             it->i = *(const uint8_t *)jn_data(t) != 0;
@@ -139,6 +140,11 @@ static int classify(PyObject *o, item *it) {
     if (jn_dtype_is_float(it->t->dtype)) {
         PyErr_Format(PyExc_IndexError, "tensors used as indices must be long, int, byte or bool tensors "
                      "(got %s)", jn_dtype_names[it->t->dtype]);
+        jn_tensor_decref(it->t);
+        it->t = NULL;
+        return -1;
+    }
+    if (it->t->dtype == JN_BOOL && !jn_py_ready(it->t)) { /* a mask: its values decide the shape */
         jn_tensor_decref(it->t);
         it->t = NULL;
         return -1;
@@ -223,6 +229,7 @@ PyObject *jn_py_nonzero_fn(PyObject *self, PyObject *arg) {
         return NULL;
     }
     jn_tensor *t = JN_T(arg);
+    if (!jn_py_ready(t)) return NULL;
     if (!t->storage->data) {
         PyErr_SetString(PyExc_RuntimeError, "nonzero(): a meta tensor has no data");
         return NULL;
@@ -451,6 +458,7 @@ int jn_py_setitem(PyObject *self, PyObject *index, PyObject *value) {
         return -1;
     }
     jn_tensor *t = JN_T(self);
+    if (!jn_py_ready(t)) return -1;
     if (!t->storage->data) {
         PyErr_SetString(PyExc_RuntimeError, "can't write into a meta tensor");
         return -1;

@@ -53,6 +53,8 @@ jn_status jn_rt_replay_stop(int print_summary);
 
 typedef struct {
     int64_t segments, hits, misses, graphs_hit, ngraphs;
+    int64_t sliced;            /* hits that first ran part of the segment eagerly (values
+                                * Python holds that the graph does not keep) */
     double seconds;            /* in graph runs */
 } jn_rt_replay_stats;
 void jn_rt_replay_get_stats(jn_rt_replay_stats *st);

@@ -92,7 +92,7 @@ static struct {
     int64_t last_cmp;
     int flushing;
     /* counters */
-    int64_t segments, hits, misses;
+    int64_t segments, hits, misses, sliced;
     miss_row *miss;
     int nmiss, capmiss;
 } R;
@@ -233,6 +233,28 @@ static hdr *hget(hset *S, jn_tensor *t) {
     }
 }
 
+/* A set of storages (open addressing; sized for every reference of the list). */
+typedef struct {
+    jn_storage **slot;
+    int64_t nslot, n;
+} sset;
+
+static int64_t sset_pos(const sset *W, const jn_storage *st) {
+    uint64_t k = (uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ull;
+    int64_t i = (int64_t)(k >> 20) & (W->nslot - 1);
+    while (W->slot[i] && W->slot[i] != st) i = (i + 1) & (W->nslot - 1);
+    return i;
+}
+static int sset_has(const sset *W, const jn_storage *st) { return W->slot[sset_pos(W, st)] != NULL; }
+static int sset_add(sset *W, jn_storage *st) {
+    int64_t i = sset_pos(W, st);
+    if (W->slot[i]) return 1;
+    if (2 * (W->n + 1) > W->nslot) return 0; /* sized for every reference: cannot happen */
+    W->slot[i] = st;
+    W->n++;
+    return 1;
+}
+
 static int cmp_storage(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)((const hdr *)a)->t->storage, y = (uintptr_t)((const hdr *)b)->t->storage;
     return x < y ? -1 : x > y;
@@ -282,11 +304,15 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     jn_tensor **outs = calloc((size_t)G->nkeep + 1, sizeof *outs);
     uint64_t *vers = calloc((size_t)g->ninputs + 1, sizeof *vers);
     hset S = {0};
+    sset W = {0};
+    int64_t nsliced = 0;
     S.cap = R.nrefs + 1;
     for (S.nslot = 16; S.nslot < 2 * S.cap; S.nslot *= 2) {}
     S.h = malloc(sizeof *S.h * (size_t)S.cap);
     S.slot = calloc((size_t)S.nslot, sizeof *S.slot);
-    if (!inputs || !owned || !outs || !vers || !S.h || !S.slot) {
+    W.nslot = S.nslot;
+    W.slot = calloc((size_t)W.nslot, sizeof *W.slot);
+    if (!inputs || !owned || !outs || !vers || !S.h || !S.slot || !W.slot) {
         snprintf(why, wn, "out of memory preparing graph %s", g->name);
         goto done;
     }
@@ -342,7 +368,8 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
             }
         }
     }
-    /* per pending storage: filled whole, or unreachable, or LOST, or refuse */
+    /* per pending storage: filled whole by the graph, or unreachable (dies
+     * with the list), or still reachable: computed eagerly first (below) */
     qsort(S.h, (size_t)S.n, sizeof *S.h, cmp_storage);
     for (int64_t a = 0, b2; a < S.n; a = b2) {
         jn_storage *st = S.h[a].t->storage;
@@ -365,6 +392,58 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
                      "part", g->name);
             goto done;
         }
+        if (need && !full && !sset_add(&W, st)) goto oom;
+    }
+    /* Values Python can still reach that the graph does not keep (the
+     * recording never read them again, this run might): their backward
+     * slice of the pending ops runs eagerly first, on the state as it was
+     * at the segment's start, unless it includes a write to such state. */
+    if (W.n) {
+        int64_t nneed = W.n;
+        jn_storage **needed = malloc(sizeof *needed * (size_t)(nneed + 1));
+        uint8_t *in_slice = calloc((size_t)R.nops + 1, 1);
+        if (!needed || !in_slice) {
+            free(needed), free(in_slice);
+            goto oom;
+        }
+        for (int64_t k = 0, j = 0; k < W.nslot; k++)
+            if (W.slot[k]) needed[j++] = W.slot[k];
+        int bad = 0;
+        for (int64_t e = R.nops - 1; e >= 0 && !bad; e--) {
+            const pop *p = &R.ops[e];
+            int hit = 0;
+            for (int k = 0; k < p->nout; k++) hit |= sset_has(&W, op_out(p)[k]->storage);
+            if (!hit) continue;
+            for (int k = 0; k < p->nout; k++) bad |= written(p, k) && op_out(p)[k]->storage->data != NULL;
+            in_slice[e] = 1;
+            for (int i = 0; i < p->nin && !bad; i++)
+                if (!sset_add(&W, op_in(p)[i]->storage)) bad = 2;
+        }
+        jn_status s2 = JN_OK;
+        R.flushing = 1;
+        for (int64_t e = 0; e < R.nops && !bad && s2 == JN_OK; e++) {
+            if (!in_slice[e]) continue;
+            const pop *p = &R.ops[e];
+            jn_tensor **out = op_out(p);
+            for (int k = 0; k < p->nout && s2 == JN_OK; k++) s2 = jn_rt_storage_alloc(out[k]->storage);
+            if (s2) break;
+            if (p->into) s2 = jn_rt_run_into(p->op, p->nin, op_in(p), &p->a, out[0]);
+            else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s2 = jn_rt_run_kernel(p->op, p->nin, op_in(p), &p->a, out);
+        }
+        R.flushing = 0;
+        if (!bad && s2 == JN_OK)
+            for (int64_t k = 0; k < nneed; k++) needed[k]->lazy = 0; /* final and eager's own */
+        free(needed), free(in_slice);
+        if (bad || s2) {
+            if (bad == 1)
+                snprintf(why, wn, "graph %s: Python holds a value the graph does not keep, computed from state this "
+                         "segment updates", g->name);
+            else
+                snprintf(why, wn, "graph %s: computing a value Python holds: %s", g->name,
+                         bad ? "out of memory" : jn_errmsg());
+            goto done;
+        }
+        nsliced = nneed;
     }
     /* run */
     for (int32_t i = 0; i < g->ninputs; i++)
@@ -426,7 +505,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     }
     for (int64_t k = 0; k < S.n; k++) { /* reached by nobody, or never read again (proved by the recording) */
         jn_storage *st = S.h[k].t->storage;
-        if (st->lazy == JN_LAZY_PENDING && !st->data) st->lazy = JN_LAZY_LOST;
+        if (st->lazy == JN_LAZY_PENDING) st->lazy = JN_LAZY_LOST;
     }
     goto done;
 oom:
@@ -435,7 +514,8 @@ done:
     for (int32_t i = 0; i < g->ninputs && inputs; i++)
         if (owned[i]) jn_tensor_decref(inputs[i]);
     for (int i = 0; i < G->nkeep && outs; i++) jn_tensor_decref(outs[i]);
-    free(inputs), free(owned), free(outs), free(vers), free(S.h), free(S.slot);
+    free(inputs), free(owned), free(outs), free(vers), free(S.h), free(S.slot), free(W.slot);
+    if (rc == 0 && nsliced) R.sliced++;
     return rc;
 }
 
@@ -671,6 +751,7 @@ void jn_rt_replay_get_stats(jn_rt_replay_stats *st) {
     st->segments = R.segments;
     st->hits = R.hits;
     st->misses = R.misses;
+    st->sliced = R.sliced;
     st->ngraphs = R.m ? R.m->ngraphs : 0;
     for (int32_t i = 0; R.g && i < st->ngraphs; i++) {
         st->graphs_hit += R.g[i].hits > 0;

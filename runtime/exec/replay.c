@@ -394,6 +394,12 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
         }
         if (need && !full && !sset_add(&W, st)) goto oom;
     }
+    for (int64_t e = 0; e < R.nops; e++) { /* existing tensors written in place: their
+                                            * current bytes are the graph's input */
+        const pop *p = &R.ops[e];
+        for (int k = 0; k < p->nout; k++)
+            if (op_out(p)[k]->storage->data) op_out(p)[k]->storage->lazy = 0;
+    }
     /* Values Python can still reach that the graph does not keep (the
      * recording never read them again, this run might): their backward
      * slice of the pending ops runs eagerly first, on the state as it was
@@ -448,11 +454,6 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     /* run */
     for (int32_t i = 0; i < g->ninputs; i++)
         if (inputs[i] && !owned[i]) vers[i] = inputs[i]->storage->version;
-    for (int64_t e = 0; e < R.nops; e++) { /* written state: current bytes are the graph's input */
-        const pop *p = &R.ops[e];
-        for (int k = 0; k < p->nout; k++)
-            if (op_out(p)[k]->storage->data) op_out(p)[k]->storage->lazy = 0;
-    }
     double t0 = now();
     jn_rt_private_ids++;
     jn_status s = jn_rt_exec_run(G->x, inputs, res->syms, outs);

@@ -602,7 +602,6 @@ jn_tensor *jn_contiguous(jn_tensor *t) {
 }
 
 jn_tensor *jn_to_dtype(jn_tensor *t, jn_dtype dtype) {
-    if (jn_rt_materialize(t)) return NULL;
     if (t->dtype == dtype && jn_is_contiguous(t)) {
         jn_tensor_incref(t);
         return t;

@@ -144,12 +144,12 @@ static int classify(PyObject *o, item *it) {
         it->t = NULL;
         return -1;
     }
-    if (it->t->dtype == JN_BOOL && !jn_py_ready(it->t)) { /* a mask: its values decide the shape */
+    if ((it->t->dtype == JN_BOOL || it->t->dtype == JN_U8) && !jn_py_ready(it->t)) { /* a mask: its values decide the shape */
         jn_tensor_decref(it->t);
         it->t = NULL;
         return -1;
     }
-    if (!it->t->storage->data) {
+    if (!it->t->storage->data && !it->t->storage->lazy) { /* a pending index stays pending: an op reads it */
         jn_tensor_decref(it->t);
         it->t = NULL;
         goto meta;

@@ -14,6 +14,10 @@ Environment:
   JANUS_REPLAY=0       run eagerly (no capture at all), for comparisons
   JANUS_REPLAY_STRICT=1  any fallback raises RuntimeError with the reason
   JANUS_REPLAY_QUIET=1   no summary line at exit
+  JANUS_REPLAY_SPECULATE=1  values Python still holds that a graph does not keep
+                       (the recording never read them again: a loss, .grad) are
+                       not computed; reading one raises RuntimeError.  Default:
+                       they are computed eagerly before the graph runs.
 A store that cannot be used (no bundle, a refused or corrupt one, a bundle
 made from another script) gives one line "janus replay: running eagerly:
 <why>" and the script runs eagerly, unchanged.
@@ -54,18 +58,16 @@ def stats():
     return _C._rp_stats()
 
 
-def _script_of(argv):
-    """The script a recorded argv ran: the first .py argument (python x.py), else argv[0]."""
-    for a in argv[1:] if argv and os.path.basename(argv[0]).startswith("python") else argv:
-        if a.endswith(".py"):
-            return os.path.basename(a)
-    return os.path.basename(argv[0]) if argv else ""
+def _scripts_of(argv):
+    """The Python files a command line names (`python x.py a.py` -> "x.py a.py"): what
+    tells one script's recordings from another's (a wrapper script counts with its target)."""
+    return " ".join(os.path.basename(a) for a in argv if isinstance(a, str) and a.endswith(".py"))
 
 
 def _other_script(db):
     """Why the store's recordings are of another script than this one (None: same, or unknown)."""
-    me = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    if not me.endswith(".py"):
+    me = _scripts_of(sys.argv)
+    if not me:
         return None
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -83,12 +85,12 @@ def _other_script(db):
             argv = json.loads(a)
         except Exception:
             continue
-        if isinstance(argv, list) and argv:
-            scripts.add(_script_of([str(x) for x in argv]))
+        if isinstance(argv, list):
+            scripts.add(_scripts_of(argv))
     scripts.discard("")
     if scripts and me not in scripts:
         return (f"{db} was recorded from {', '.join(sorted(scripts))}, not {me}; "
-                f"record this script (`janus record python {me}`, `janus optimize {db}`)")
+                f"record this script (`janus record`, then `janus optimize {db}`)")
     return None
 
 
@@ -97,7 +99,7 @@ def _eager(why):
     sys.stderr.flush()
 
 
-def start(db, run=0, strict=False):
+def start(db, run=0, strict=False, speculate=False):
     """Load the bundle of `db` and start replaying; False (and one line) when it runs eagerly."""
     global active
     from . import _record
@@ -111,7 +113,7 @@ def start(db, run=0, strict=False):
     if other:
         _eager(other)
         return False
-    why = _C._rp_start(db, int(run), bool(strict))
+    why = _C._rp_start(db, int(run), bool(strict), bool(speculate))
     if why is not None:
         _eager(why)
         return False
@@ -155,4 +157,4 @@ def start_from_env():
         _eager(f"JANUS_REPLAY_RUN={run!r} is not a run id (start the script with `janus replay`)")
         return
     strict = env["JANUS_REPLAY_STRICT"] not in (None, "", "0", "false", "no")
-    start(os.path.abspath(db), run, strict)
+    start(os.path.abspath(db), run, strict, _flag("JANUS_REPLAY_SPECULATE"))

@@ -32,7 +32,12 @@ extern "C" {
 
 extern int jn_rt_replay_on;   /* a replay is active (a flag test on the sync paths) */
 
-enum { JN_RT_REPLAY_STRICT = 1 };
+enum {
+    JN_RT_REPLAY_STRICT = 1,     /* a fallback is an error (CI) */
+    JN_RT_REPLAY_SPECULATE = 2   /* values Python holds that a graph does not keep (the recording
+                                  * never read them again) are not computed: reading one raises
+                                  * (default: they are computed eagerly before the graph runs) */
+};
 
 /* Load the bundle of the store at db_path and start capturing (the first
  * segment starts now, as a step start).  run_id > 0: where the counters go

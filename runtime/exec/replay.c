@@ -76,7 +76,8 @@ typedef struct {
 } graph_row;
 
 static struct {
-    int on, strict, quiet, debug;
+    int on, strict, quiet, debug, speculate;
+    double t_begin;
     int64_t run_id;
     char *db_path;
     jn_cg_bundle *b;
@@ -404,7 +405,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
      * recording never read them again, this run might): their backward
      * slice of the pending ops runs eagerly first, on the state as it was
      * at the segment's start, unless it includes a write to such state. */
-    if (W.n) {
+    if (W.n && !R.speculate) {
         int64_t nneed = W.n;
         jn_storage **needed = malloc(sizeof *needed * (size_t)(nneed + 1));
         uint8_t *in_slice = calloc((size_t)R.nops + 1, 1);
@@ -426,6 +427,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
                 if (!sset_add(&W, op_in(p)[i]->storage)) bad = 2;
         }
         jn_status s2 = JN_OK;
+        double ts = now();
         R.flushing = 1;
         for (int64_t e = 0; e < R.nops && !bad && s2 == JN_OK; e++) {
             if (!in_slice[e]) continue;
@@ -437,6 +439,12 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
             else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s2 = jn_rt_run_kernel(p->op, p->nin, op_in(p), &p->a, out);
         }
         R.flushing = 0;
+        if (R.debug) {
+            int64_t ns = 0;
+            for (int64_t e = 0; e < R.nops; e++) ns += in_slice[e];
+            fprintf(stderr, "[rp] graph %s: %lld values Python holds, slice of %lld/%lld ops eagerly in %.3f ms\n",
+                    g->name, (long long)nneed, (long long)ns, (long long)R.nops, 1e3 * (now() - ts));
+        }
         if (!bad && s2 == JN_OK)
             for (int64_t k = 0; k < nneed; k++) needed[k]->lazy = 0; /* final and eager's own */
         free(needed), free(in_slice);
@@ -459,6 +467,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     jn_status s = jn_rt_exec_run(G->x, inputs, res->syms, outs);
     jn_rt_private_ids--;
     G->seconds += now() - t0;
+    if (R.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (now() - t0));
     for (int32_t i = 0; i < g->ninputs; i++)
         if (inputs[i] && !owned[i]) inputs[i]->storage->version = vers[i];
     if (s) {
@@ -534,6 +543,7 @@ static jn_status seg_end(void) {
     jn_rt_match_kind k = jn_rt_match_end(R.mt, &res);
     if (k == JN_RT_MATCH_NONE && !R.nops) return JN_OK;
     R.segments++;
+    if (R.debug) fprintf(stderr, "[rp] segment of %lld ops captured in %.3f ms\n", (long long)R.nops, 1e3 * (now() - R.t_begin));
     char why[1024] = "";
     if (k == JN_RT_MATCH_COMPLETE) {
         jn_rt_private_ids++; /* its scalars, arena and outputs: not the ids Python sees */
@@ -543,6 +553,7 @@ static jn_status seg_end(void) {
             R.hits++;
             R.g[res.graph].hits++;
             clear_list();
+            if (R.debug) fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (now() - R.t_begin), now());
             return JN_OK;
         }
         if (rc < 0) {
@@ -563,6 +574,7 @@ static void seg_begin(int entry) {
     if (!R.on) return;
     jn_rt_match_begin(R.mt, entry);
     jn_rt_capturing = 1;
+    if (R.debug) R.t_begin = now();
 }
 
 /* ------------------------------------------------------------ capture */
@@ -717,6 +729,7 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     R.run_id = run_id;
     R.strict = (flags & JN_RT_REPLAY_STRICT) != 0;
     R.debug = getenv("JANUS_REPLAY_DEBUG") != NULL;
+    R.speculate = (flags & JN_RT_REPLAY_SPECULATE) != 0;
     R.segments = R.hits = R.misses = 0;
     R.on = 1;
     jn_rt_replay_on = 1;

@@ -32,9 +32,9 @@ static PyObject *py_rp_start(PyObject *self, PyObject *args) {
     (void)self;
     const char *db;
     long long run = 0;
-    int strict = 0;
-    if (!PyArg_ParseTuple(args, "sLp", &db, &run, &strict)) return NULL;
-    jn_status s = jn_rt_replay_start(db, run, strict ? JN_RT_REPLAY_STRICT : 0);
+    int strict = 0, speculate = 0;
+    if (!PyArg_ParseTuple(args, "sLp|p", &db, &run, &strict, &speculate)) return NULL;
+    jn_status s = jn_rt_replay_start(db, run, (strict ? JN_RT_REPLAY_STRICT : 0) | (speculate ? JN_RT_REPLAY_SPECULATE : 0));
     if (s) return PyUnicode_FromString(jn_errmsg());
     Py_RETURN_NONE;
 }
@@ -101,7 +101,7 @@ static PyObject *py_rp_active(PyObject *self, PyObject *unused) {
 }
 
 PyMethodDef jn_py_replay_methods[] = {
-    {"_rp_start", py_rp_start, METH_VARARGS, "_rp_start(db, run_id, strict): None, or why replay is off"},
+    {"_rp_start", py_rp_start, METH_VARARGS, "_rp_start(db, run_id, strict, speculate=False): None, or why replay is off"},
     {"_rp_step", py_rp_step, METH_NOARGS, "a training step ended"},
     {"_rp_sync", py_rp_sync, METH_VARARGS, "_rp_sync(tensor, kind): a sync point"},
     {"_rp_quiet", py_rp_quiet, METH_O, "nested reads are no sync points of their own"},

@@ -101,9 +101,14 @@ def workloads(rng):
     ]
 
 
-def make_step(lib, nn, make, x, y):
+def make_step(lib, nn, make, x, y, wrap=None):
+    """A training step (Adam, cross entropy) of model make(nn, lib) on one
+    fixed batch, warmed up; wrap(model) -> the module to call (e.g.
+    torch.compile), the optimizer keeps the original's parameters."""
     model = make(nn, lib)
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    if wrap is not None:
+        model = wrap(model)
     xs, ys = lib.tensor(x), lib.tensor(y)
     loss_fn = nn.CrossEntropyLoss()
 

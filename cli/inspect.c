@@ -13,6 +13,9 @@
  * still recording into it (WAL readers see the last committed step) and on
  * a store whose last run was killed.  Most numbers come straight from the
  * plain summary tables; only the signature differences decode events.
+ * A run of `janus replay` (schema v3: kind 'replay' or 'eager') shows its
+ * counters instead of steps: hit rate, per graph hits, misses and seconds,
+ * and the most frequent misses with guard, site, reason and value seen.
  * Last come the bundles `janus optimize` stored (schema v2): per bundle its
  * id, target, time, sizes, graph count, source runs, and whether this
  * janus on this machine would load it (or the one-sentence reason not).
@@ -40,7 +43,9 @@ const char jn_cli_inspect_usage[] =
     "(the first differing op with its call site), sync points, control-flow\n"
     "decisions and shape variation; then the bundles `janus optimize` stored\n"
     "(target, size, graphs, source runs, and whether this machine can use\n"
-    "them).  The store is opened read-only.\n"
+    "them).  Runs of `janus replay` show their counters instead: hit rate,\n"
+    "per-graph hits, misses and time, and the most frequent miss reasons\n"
+    "with their source line.  The store is opened read-only.\n"
     "\n"
     "options:\n"
     "  --json      print one JSON object instead of text\n"
@@ -461,12 +466,19 @@ static void print_argv(const char *json) {
     free(out);
 }
 
+/* 'record', 'replay' or 'eager' (column 12; stores before v3 hold records only). */
+static const char *run_kind(sqlite3_stmt *r) {
+    const char *k = (const char *)sqlite3_column_text(r, 12);
+    return k && *k ? k : "record";
+}
+
 static void print_run_header(ctx *c, sqlite3_stmt *r, int64_t nsteps) {
     char t1[32], t2[32], n[32];
     int64_t id = sqlite3_column_int64(r, 0);
     const char *argv = (const char *)sqlite3_column_text(r, 1);
     double started = sqlite3_column_double(r, 3), ended = sqlite3_column_double(r, 4);
     const char *status = (const char *)sqlite3_column_text(r, 6);
+    const char *kind = run_kind(r);
     if (c->json) {
         jn_cli_json *j = &c->j;
         jn_cli_json_key(j, "id"); jn_cli_json_int(j, id);
@@ -491,9 +503,19 @@ static void print_run_header(ctx *c, sqlite3_stmt *r, int64_t nsteps) {
         jn_cli_json_key(j, "hostname"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 9));
         jn_cli_json_key(j, "device"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 10));
         jn_cli_json_key(j, "optable_hash"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 11));
+        jn_cli_json_key(j, "kind"); jn_cli_json_str(j, kind);
+        jn_cli_json_key(j, "bundle_id");
+        if (sqlite3_column_type(r, 13) == SQLITE_NULL) jn_cli_json_null(j);
+        else jn_cli_json_int(j, sqlite3_column_int64(r, 13));
         return;
     }
-    printf("run %lld  %s", (long long)id, status && status[0] ? status : "running (or ended without closing)");
+    printf("run %lld  ", (long long)id);
+    if (strcmp(kind, "record")) {
+        printf("[%s", kind);
+        if (sqlite3_column_type(r, 13) != SQLITE_NULL) printf(" of bundle %lld", (long long)sqlite3_column_int64(r, 13));
+        printf("]  ");
+    }
+    printf("%s", status && status[0] ? status : "running (or ended without closing)");
     if (sqlite3_column_type(r, 5) != SQLITE_NULL) printf(" (exit %lld)", (long long)sqlite3_column_int64(r, 5));
     printf("  ");
     print_argv(argv);
@@ -862,6 +884,101 @@ static void run_shapes(ctx *c, int64_t run) {
     sqlite3_finalize(st);
 }
 
+/* ---------------------------------------------------------------- replay */
+
+static int run_has_steps(ctx *c, int64_t run) {
+    sqlite3_stmt *st = prep(c, "SELECT EXISTS(SELECT 1 FROM steps WHERE run_id=?1)");
+    int has = 0;
+    if (!st) return 0;
+    sqlite3_bind_int64(st, 1, run);
+    if (sqlite3_step(st) == SQLITE_ROW) has = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return has;
+}
+
+/* The counters a `janus replay` run stored: totals, per graph, and the
+ * misses by frequency (text: the 10 most frequent). */
+static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
+    jn_db_replay_graph *g = NULL;
+    jn_db_replay_miss *m = NULL;
+    int ng = 0, nm = 0;
+    if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK) {
+        fprintf(stderr, "janus inspect: %s\n", jn_errmsg());
+        c->failed = 1;
+        return;
+    }
+    int64_t hits = 0, misses = 0;
+    double secs = 0;
+    for (int i = 0; i < ng; i++) {
+        hits += g[i].hits;
+        misses += g[i].misses;
+        secs += g[i].seconds;
+    }
+    int64_t tot = hits + misses;
+    if (c->json) {
+        jn_cli_json *j = &c->j;
+        jn_cli_json_key(j, "replay");
+        jn_cli_json_obj(j);
+        jn_cli_json_key(j, "hits"); jn_cli_json_int(j, hits);
+        jn_cli_json_key(j, "misses"); jn_cli_json_int(j, misses);
+        jn_cli_json_key(j, "hit_rate");
+        if (tot) jn_cli_json_num(j, (double)hits / (double)tot);
+        else jn_cli_json_null(j);
+        jn_cli_json_key(j, "seconds"); jn_cli_json_num(j, secs);
+        jn_cli_json_key(j, "graphs");
+        jn_cli_json_arr(j);
+        for (int i = 0; i < ng; i++) {
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "graph"); jn_cli_json_str(j, g[i].graph);
+            jn_cli_json_key(j, "hits"); jn_cli_json_int(j, g[i].hits);
+            jn_cli_json_key(j, "misses"); jn_cli_json_int(j, g[i].misses);
+            jn_cli_json_key(j, "seconds"); jn_cli_json_num(j, g[i].seconds);
+            jn_cli_json_end(j, '}');
+        }
+        jn_cli_json_end(j, ']');
+        jn_cli_json_key(j, "miss_reasons");
+        jn_cli_json_arr(j);
+        for (int i = 0; i < nm; i++) {
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "graph"); jn_cli_json_str(j, m[i].graph);
+            jn_cli_json_key(j, "guard"); jn_cli_json_int(j, m[i].guard);
+            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, m[i].reason);
+            jn_cli_json_key(j, "site"); jn_cli_json_str(j, m[i].site);
+            jn_cli_json_key(j, "seen"); jn_cli_json_num(j, m[i].seen); /* NaN -> null */
+            jn_cli_json_key(j, "count"); jn_cli_json_int(j, m[i].count);
+            jn_cli_json_end(j, '}');
+        }
+        jn_cli_json_end(j, ']');
+        jn_cli_json_end(j, '}');
+        jn_db_replay_free(g, ng, m, nm);
+        return;
+    }
+    char a[32], b[32], d[32];
+    if (!strcmp(kind, "eager") && !ng && !nm) {
+        printf("  replay: none (ran eagerly, the baseline of `janus replay --eager`)\n");
+    } else if (!ng && !nm) {
+        printf("  replay: no counters stored (the command did not replay: the store had no usable bundle, "
+               "or it never imported janus)\n");
+    } else {
+        printf("  replay: %.1f%% hit rate: %s of %s segments ran as graphs, %s fell back to eager; "
+               "%.3f s in graphs\n", tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
+               jn_cli_commas(tot, b), jn_cli_commas(misses, d), secs);
+        printf("    %-24s %12s %12s %10s\n", "graph", "hits", "misses", "seconds");
+        for (int i = 0; i < ng; i++)
+            printf("    %-24s %12s %12s %10.3f\n", g[i].graph, jn_cli_commas(g[i].hits, a),
+                   jn_cli_commas(g[i].misses, b), g[i].seconds);
+        if (nm) printf("  top miss reasons (%d distinct):\n", nm);
+        for (int i = 0; i < nm && i < 10; i++) {
+            printf("    %8sx  %s guard %d at %s: %s", jn_cli_commas(m[i].count, a), m[i].graph, (int)m[i].guard,
+                   m[i].site[0] ? m[i].site : "?", m[i].reason);
+            if (!isnan(m[i].seen)) printf(" (seen %.9g)", m[i].seen);
+            printf("\n");
+        }
+        if (nm > 10) printf("    ... %d more (--json lists all)\n", nm - 10);
+    }
+    jn_db_replay_free(g, ng, m, nm);
+}
+
 /* The bundles section: the rows, and each payload decompressed and checked
  * (graph count, and whether replay here would use it). */
 static void print_bundles(ctx *c, jn_db *db) {
@@ -999,9 +1116,13 @@ int jn_cli_inspect(int argc, char **argv) {
 
     /* One read transaction: every table seen at the same commit. */
     sqlite3_exec(c.h, "BEGIN", NULL, NULL, NULL);
-    sqlite3_stmt *r = prep(&c, "SELECT id, argv, cwd, started, ended, exit_status, status, python_version, "
-                               "janus_version, hostname, device, optable_hash FROM runs "
-                               "WHERE ?1 = 0 OR id = ?1 ORDER BY id");
+    sqlite3_stmt *r = prep(&c, jn_db_schema_version(db) >= 3
+                                   ? "SELECT id, argv, cwd, started, ended, exit_status, status, python_version, "
+                                     "janus_version, hostname, device, optable_hash, kind, bundle_id FROM runs "
+                                     "WHERE ?1 = 0 OR id = ?1 ORDER BY id"
+                                   : "SELECT id, argv, cwd, started, ended, exit_status, status, python_version, "
+                                     "janus_version, hostname, device, optable_hash, 'record', NULL FROM runs "
+                                     "WHERE ?1 = 0 OR id = ?1 ORDER BY id");
     int rc = 1;
     if (!r) goto done;
     sqlite3_bind_int64(r, 1, only);
@@ -1024,12 +1145,17 @@ int jn_cli_inspect(int argc, char **argv) {
         if (json) jn_cli_json_obj(&c.j);
         else printf("\n");
         print_run_header(&c, r, 0);
-        run_steps(&c, id);
-        run_ops(&c, id);
-        run_signatures(&c, db, id);
-        run_syncs(&c, id);
-        run_decisions(&c, id);
-        run_shapes(&c, id);
+        int record = !strcmp(run_kind(r), "record");
+        /* a replay records no steps of its own: in text, only its counters */
+        if (json || record || run_has_steps(&c, id)) {
+            run_steps(&c, id);
+            run_ops(&c, id);
+            run_signatures(&c, db, id);
+            run_syncs(&c, id);
+            run_decisions(&c, id);
+            run_shapes(&c, id);
+        }
+        if (!record) run_replay(&c, db, id, run_kind(r));
         if (json) jn_cli_json_end(&c.j, '}');
         if (c.failed) break;
     }

@@ -1,12 +1,13 @@
 /* janus.c -- entry point of the `janus` command.
  *
  *     janus record [--db PATH] [--] COMMAND...   run COMMAND with recording on
+ *     janus replay [--db PATH] [--] COMMAND...   run COMMAND through the stored graphs
  *     janus inspect [--json] [--run N] run.db    summarize a trace store
  *     janus optimize [--dump-ir] run.db          mine the traces into graphs
  *     janus --help | --version | COMMAND --help
  *
  * This file parses the top level of the command line and hands the rest to
- * one function per subcommand (record.c, inspect.c, optimize.c).  It also
+ * one function per subcommand (record.c, replay.c, inspect.c, optimize.c).  It also
  * holds the helpers the subcommands share (jn_cli.h): a streaming JSON emitter and
  * number formatting.  Usage mistakes print the usage on stderr and exit 2,
  * like other Unix tools; runtime failures exit 1 with a message that names
@@ -20,7 +21,7 @@
 static const char usage[] =
     "usage: janus [--help] [--version] COMMAND [ARGS...]\n"
     "\n"
-    "Janus records training runs and optimizes them offline.\n"
+    "Janus records training runs, optimizes them offline and replays them.\n"
     "\n"
     "commands:\n"
     "  record   run a command (e.g. python3 train.py) with recording enabled,\n"
@@ -30,6 +31,9 @@ static const char usage[] =
     "           of a trace store (--json for machines)\n"
     "  optimize mine a trace store's steps into generalized, guarded graphs,\n"
     "           optimize them and store them as the store's bundle\n"
+    "  replay   run the same command through the bundle's compiled graphs,\n"
+    "           falling back to eager where they do not match (--eager for\n"
+    "           the baseline, --strict for CI)\n"
     "\n"
     "`janus COMMAND --help` describes one command.\n";
 
@@ -45,6 +49,7 @@ int main(int argc, char **argv) {
             if (!strcmp(argv[2], "record")) { fputs(jn_cli_record_usage, stdout); return 0; }
             if (!strcmp(argv[2], "inspect")) { fputs(jn_cli_inspect_usage, stdout); return 0; }
             if (!strcmp(argv[2], "optimize")) { fputs(jn_cli_optimize_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "replay")) { fputs(jn_cli_replay_usage, stdout); return 0; }
             fprintf(stderr, "janus: unknown command '%s'\n\n%s", argv[2], usage);
             return 2;
         }
@@ -58,10 +63,11 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "record")) return jn_cli_record(argc - 1, argv + 1);
     if (!strcmp(cmd, "inspect")) return jn_cli_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "optimize")) return jn_cli_optimize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "replay")) return jn_cli_replay(argc - 1, argv + 1);
     if (cmd[0] == '-')
         fprintf(stderr, "janus: unknown option '%s'\n\n%s", cmd, usage);
     else
-        fprintf(stderr, "janus: unknown command '%s' (commands: record, inspect, optimize)\n\n%s", cmd, usage);
+        fprintf(stderr, "janus: unknown command '%s' (commands: record, inspect, optimize, replay)\n\n%s", cmd, usage);
     return 2;
 }
 

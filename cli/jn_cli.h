@@ -1,7 +1,7 @@
 /* jn_cli.h -- internal interface of the `janus` command (the files in cli/).
  *
  * janus.c parses the top-level command line and dispatches to one function
- * per subcommand (record.c, inspect.c, optimize.c).  The helpers declared here are the
+ * per subcommand (record.c, replay.c, inspect.c, optimize.c).  The helpers declared here are the
  * small pieces the subcommands share: a streaming JSON emitter (inspect
  * --json, the argv column of a run), number formatting for humans, and the
  * usage texts.  Nothing here is a public API; every symbol is jn_cli_.
@@ -12,14 +12,37 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "jn_db.h"
+
 /* Subcommands: argv[0] is the subcommand name.  Return the process exit code. */
 int jn_cli_record(int argc, char **argv);
 int jn_cli_inspect(int argc, char **argv);
 int jn_cli_optimize(int argc, char **argv);
+int jn_cli_replay(int argc, char **argv);
 
 extern const char jn_cli_record_usage[];
+extern const char jn_cli_replay_usage[];
 extern const char jn_cli_inspect_usage[];
 extern const char jn_cli_optimize_usage[];
+
+/* What `janus record` and `janus replay` share (record.c).  cmd is the
+ * subcommand name for messages ("record"); abs the store's absolute path,
+ * shown the path as the user gave it.  Each prints its own messages. */
+double jn_cli_now(void);                          /* unix time */
+char *jn_cli_absolute(const char *path);          /* malloc'ed; NULL on failure (errno) */
+/* Clear messages for a directory, an unwritable file or directory: -1. */
+int jn_cli_check_location(const char *cmd, const char *abs, const char *shown);
+/* Says so plainly when the file system holding abs is full. */
+void jn_cli_full_disk_hint(const char *cmd, const char *abs);
+/* A new run row (kind "record", "replay" or "eager"; bundle_id 0 = none)
+ * for the command argv[0..ncmd-1]: 0, or -1 after a message. */
+int jn_cli_run_begin(const char *cmd, jn_db *db, const char *abs, const char *shown, int ncmd, char **argv,
+                     const char *kind, int64_t bundle_id, int64_t *run);
+/* Run argv as a child (signals forwarded), wait: the exit code a shell
+ * reports; *status "finished", "error" or "killed". */
+int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status);
+/* Close the run; returns the store opened for writing (NULL on failure). */
+jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status);
 
 /* Analyze the store at path (run 0 = all) and print its graphs as IR text
  * to out (optimize.c; `janus inspect --graphs`).  Returns the exit code. */

@@ -13,6 +13,8 @@
  *
  * The store is closed while the child runs: the child opens its own
  * connection, and nothing of ours (file descriptors, locks) leaks into it.
+ * The run row, child and signal handling are shared with `janus replay`
+ * (replay.c) through the jn_cli_ functions below.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,7 +51,7 @@ const char jn_cli_record_usage[] =
 
 static volatile sig_atomic_t child_pid;
 
-static double now(void) {
+double jn_cli_now(void) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
@@ -131,7 +133,7 @@ static char *cpu_features(void) {
 
 /* Absolute form of path (its directory need not be canonical; the file
  * need not exist). */
-static char *absolute(const char *path) {
+char *jn_cli_absolute(const char *path) {
     if (path[0] == '/') return strdup(path);
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd)) return NULL;
@@ -143,17 +145,17 @@ static char *absolute(const char *path) {
 
 /* Clear messages for locations SQLite would report vaguely (or, for a
  * read-only file, open read-only and fail only at the first write). */
-static int check_location(const char *abs, const char *shown) {
+int jn_cli_check_location(const char *cmd, const char *abs, const char *shown) {
     struct stat st;
     if (stat(abs, &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "janus record: %s is a directory; pass --db %s/run.db to store the trace inside it\n",
-                    shown, shown);
+            fprintf(stderr, "janus %s: %s is a directory; pass --db %s/run.db to store the trace inside it\n",
+                    cmd, shown, shown);
             return -1;
         }
         if (access(abs, R_OK | W_OK) != 0) {
-            fprintf(stderr, "janus record: cannot write the trace store %s: %s; "
-                            "pass --db with a writable location\n", shown, strerror(errno));
+            fprintf(stderr, "janus %s: cannot write the trace store %s: %s; "
+                            "pass --db with a writable location\n", cmd, shown, strerror(errno));
             return -1;
         }
     }
@@ -165,12 +167,12 @@ static int check_location(const char *abs, const char *shown) {
     int rc = 0;
     /* SQLite's WAL mode creates PATH-wal and PATH-shm next to the file. */
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "janus record: cannot create the trace store %s: directory %s does not exist; "
-                        "create it or pass --db with another location\n", shown, dir);
+        fprintf(stderr, "janus %s: cannot create the trace store %s: directory %s does not exist; "
+                        "create it or pass --db with another location\n", cmd, shown, dir);
         rc = -1;
     } else if (access(dir, W_OK | X_OK) != 0) {
-        fprintf(stderr, "janus record: cannot create the trace store %s: directory %s is not writable (%s); "
-                        "pass --db with a writable location\n", shown, dir, strerror(errno));
+        fprintf(stderr, "janus %s: cannot create the trace store %s: directory %s is not writable (%s); "
+                        "pass --db with a writable location\n", cmd, shown, dir, strerror(errno));
         rc = -1;
     }
     free(dir);
@@ -179,7 +181,7 @@ static int check_location(const char *abs, const char *shown) {
 
 /* SQLite reports a full disk variously ("database or disk is full", or a
  * "disk I/O error" when the shared-memory index cannot grow); say it plainly. */
-static void full_disk_hint(const char *abs) {
+void jn_cli_full_disk_hint(const char *cmd, const char *abs) {
     char *dir = strdup(abs);
     if (!dir) return;
     char *slash = strrchr(dir, '/');
@@ -187,8 +189,8 @@ static void full_disk_hint(const char *abs) {
     else *slash = 0;
     struct statvfs vfs;
     if (statvfs(dir, &vfs) == 0 && vfs.f_blocks > 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < 64 * 1024)
-        fprintf(stderr, "janus record: the file system holding %s is full; free some space or pass --db "
-                        "with another location (earlier runs in the store are intact)\n", dir);
+        fprintf(stderr, "janus %s: the file system holding %s is full; free some space or pass --db "
+                        "with another location (earlier runs in the store are intact)\n", cmd, dir);
     free(dir);
 }
 
@@ -284,6 +286,105 @@ static void summary(jn_db *db, int64_t run, const char *abs, const char *shown) 
     free(py);
 }
 
+/* A new run row for cmd (kind "record" or "replay"/"eager", bundle_id the
+ * bundle a replay loads): argv, cwd, versions, op table, CPU features,
+ * host, pid, start time.  Messages are printed; returns 0 or -1. */
+int jn_cli_run_begin(const char *cmd, jn_db *db, const char *abs, const char *shown, int ncmd, char **argv,
+                     const char *kind, int64_t bundle_id, int64_t *run) {
+    char cwd[PATH_MAX], host[256] = "";
+    if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    gethostname(host, sizeof host - 1);
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)jn_optable_hash());
+    char *aj = argv_json(ncmd, argv), *ops = optable_text(), *cpu = cpu_features();
+    int rc = -1;
+    if (!aj || !ops || !cpu) {
+        fprintf(stderr, "janus %s: out of memory\n", cmd);
+        goto done;
+    }
+    jn_db_run_info info = {
+        .argv_json = aj, .cwd = cwd, .python_version = "", .janus_version = JANUS_VERSION,
+        .optable_hash = hash, .optable_ops = ops, .cpu_features = cpu, .device = "cpu",
+        .hostname = host, .pid = (int64_t)getpid(), .started = jn_cli_now(), .kind = kind,
+        .bundle_id = bundle_id,
+    };
+    if (jn_db_run_begin(db, &info, run) != JN_OK) {
+        fprintf(stderr, "janus %s: cannot add a run to %s: %s\n", cmd, shown, jn_errmsg());
+        jn_cli_full_disk_hint(cmd, abs);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(aj);
+    free(ops);
+    free(cpu);
+    return rc;
+}
+
+/* Run argv as a child with our signals forwarded and wait for it.  Returns
+ * the exit code a shell would report (127/126 when it cannot be run,
+ * 128+signal when killed) and sets *status to the run status to store
+ * ("finished", "error" or "killed"). */
+int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status) {
+    struct sigaction sa, old[4];
+    const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < 4; k++) sigaction(sigs[k], &sa, &old[k]);
+    /* A blocked signal mask is inherited: a parent that launched us from a
+     * thread with these blocked would leave us deaf to them, never passing
+     * them on.  Unblock them here (the child gets an empty mask anyway). */
+    sigset_t fwd, oldmask;
+    sigemptyset(&fwd);
+    for (int k = 0; k < 4; k++) sigaddset(&fwd, sigs[k]);
+    sigprocmask(SIG_UNBLOCK, &fwd, &oldmask);
+
+    int exec_errno = 0, wst = 0, rc = 1;
+    pid_t pid = spawn(argv, &exec_errno);
+    if (pid < 0) {
+        fprintf(stderr, "janus %s: cannot start %s: %s\n", cmd, argv[0], strerror(errno));
+    } else {
+        pid_t w;
+        do w = waitpid(pid, &wst, 0);
+        while (w < 0 && errno == EINTR);
+        child_pid = 0;
+    }
+    for (int k = 0; k < 4; k++) sigaction(sigs[k], &old[k], NULL);
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+
+    *status = "error";
+    if (pid < 0) {
+        rc = 1;
+    } else if (exec_errno) {
+        fprintf(stderr, "janus %s: cannot run '%s': %s%s\n", cmd, argv[0], strerror(exec_errno),
+                exec_errno == ENOENT ? " (is it installed and on PATH?)" : "");
+        rc = exec_errno == ENOENT ? 127 : 126; /* what a shell returns */
+    } else if (WIFSIGNALED(wst)) {
+        rc = 128 + WTERMSIG(wst);
+        *status = "killed";
+    } else {
+        rc = WEXITSTATUS(wst);
+        *status = rc == 0 ? "finished" : "error";
+    }
+    return rc;
+}
+
+/* Close run `run` of the store at abs with the child's exit code and
+ * status.  Failing here (disk full, file replaced) loses only the end time;
+ * what the child committed is already safe.  Returns the open store (for a
+ * summary) or NULL. */
+jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status) {
+    jn_db *db = NULL;
+    if (jn_db_open(abs, JN_DB_WRITE, &db) != JN_OK || jn_db_run_end(db, run, rc, status, jn_cli_now()) != JN_OK) {
+        fprintf(stderr, "janus %s: run %lld ran, but its end could not be stored: %s\n", cmd, (long long)run,
+                jn_errmsg());
+        jn_cli_full_disk_hint(cmd, abs);
+    }
+    return db;
+}
+
 int jn_cli_record(int argc, char **argv) {
     const char *dbpath = "run.db";
     int i = 1;
@@ -327,12 +428,12 @@ int jn_cli_record(int argc, char **argv) {
     char **cmd = argv + i;
     int ncmd = argc - i;
 
-    char *abs = absolute(dbpath);
+    char *abs = jn_cli_absolute(dbpath);
     if (!abs) {
         fprintf(stderr, "janus record: cannot resolve %s: %s\n", dbpath, strerror(errno));
         return 1;
     }
-    if (check_location(abs, dbpath)) {
+    if (jn_cli_check_location("record", abs, dbpath)) {
         free(abs);
         return 1;
     }
@@ -340,33 +441,13 @@ int jn_cli_record(int argc, char **argv) {
     jn_db *db = NULL;
     if (jn_db_open(abs, JN_DB_CREATE, &db) != JN_OK) {
         fprintf(stderr, "janus record: %s\n", jn_errmsg());
-        full_disk_hint(abs);
+        jn_cli_full_disk_hint("record", abs);
         free(abs);
         return 1;
     }
-
-    char cwd[PATH_MAX], host[256] = "";
-    if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
-    gethostname(host, sizeof host - 1);
-    char hash[32];
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)jn_optable_hash());
-    char *aj = argv_json(ncmd, cmd), *ops = optable_text(), *cpu = cpu_features();
     int rc = 1;
     int64_t run = 0;
-    if (!aj || !ops || !cpu) {
-        fprintf(stderr, "janus record: out of memory\n");
-        goto done;
-    }
-    jn_db_run_info info = {
-        .argv_json = aj, .cwd = cwd, .python_version = "", .janus_version = JANUS_VERSION,
-        .optable_hash = hash, .optable_ops = ops, .cpu_features = cpu, .device = "cpu",
-        .hostname = host, .pid = (int64_t)getpid(), .started = now(),
-    };
-    if (jn_db_run_begin(db, &info, &run) != JN_OK) {
-        fprintf(stderr, "janus record: cannot add a run to %s: %s\n", dbpath, jn_errmsg());
-        full_disk_hint(abs);
-        goto done;
-    }
+    if (jn_cli_run_begin("record", db, abs, dbpath, ncmd, cmd, "record", 0, &run)) goto done;
     jn_db_close(db);
     db = NULL;
 
@@ -376,66 +457,13 @@ int jn_cli_record(int argc, char **argv) {
         fprintf(stderr, "janus record: cannot set the environment: %s\n", strerror(errno));
         goto done;
     }
-
-    struct sigaction sa, old[4];
-    const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = forward;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    for (int k = 0; k < 4; k++) sigaction(sigs[k], &sa, &old[k]);
-    /* A blocked signal mask is inherited: a parent that launched us from a
-     * thread with these blocked would leave us deaf to them, never passing
-     * them on.  Unblock them here (the child gets an empty mask anyway). */
-    sigset_t fwd, oldmask;
-    sigemptyset(&fwd);
-    for (int k = 0; k < 4; k++) sigaddset(&fwd, sigs[k]);
-    sigprocmask(SIG_UNBLOCK, &fwd, &oldmask);
-
-    int exec_errno = 0, wst = 0;
-    pid_t pid = spawn(cmd, &exec_errno);
-    if (pid < 0) {
-        fprintf(stderr, "janus record: cannot start %s: %s\n", cmd[0], strerror(errno));
-        rc = 1;
-    } else {
-        pid_t w;
-        do w = waitpid(pid, &wst, 0);
-        while (w < 0 && errno == EINTR);
-        child_pid = 0;
-    }
-    for (int k = 0; k < 4; k++) sigaction(sigs[k], &old[k], NULL);
-    sigprocmask(SIG_SETMASK, &oldmask, NULL);
-
-    const char *status = "error";
-    if (pid < 0) {
-        rc = 1;
-    } else if (exec_errno) {
-        fprintf(stderr, "janus record: cannot run '%s': %s%s\n", cmd[0], strerror(exec_errno),
-                exec_errno == ENOENT ? " (is it installed and on PATH?)" : "");
-        rc = exec_errno == ENOENT ? 127 : 126; /* what a shell returns */
-    } else if (WIFSIGNALED(wst)) {
-        rc = 128 + WTERMSIG(wst);
-        status = "killed";
-    } else {
-        rc = WEXITSTATUS(wst);
-        status = rc == 0 ? "finished" : "error";
-    }
-
-    /* Close the run.  Failing here (disk full, file replaced) loses only
-     * the end time; the steps the child committed are already safe. */
-    if (jn_db_open(abs, JN_DB_WRITE, &db) != JN_OK ||
-        jn_db_run_end(db, run, rc, status, now()) != JN_OK) {
-        fprintf(stderr, "janus record: run %lld ran, but its end could not be stored: %s\n",
-                (long long)run, jn_errmsg());
-        full_disk_hint(abs);
-    }
+    const char *status;
+    rc = jn_cli_spawn_wait("record", cmd, &status);
+    db = jn_cli_run_end("record", abs, run, rc, status);
     if (db) summary(db, run, abs, dbpath);
 
 done:
     if (db) jn_db_close(db);
-    free(aj);
-    free(ops);
-    free(cpu);
     free(abs);
     return rc;
 }

@@ -22,9 +22,14 @@
  * v_step_signatures, v_syncs, v_decisions, v_shape_variation.
  * Schema v2 (SCHEMA_V2) adds bundles: the compressed, checksummed payloads
  * `janus optimize` stores, replaced per target in one transaction.
+ * Schema v3 (SCHEMA_V3) marks each run's kind ('record' or 'replay', and
+ * the bundle a replay loaded) and adds the replay counters: per run and
+ * graph the hits, misses and seconds, and per run the guard misses with
+ * the matcher's reason, the call site and the value seen.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +126,22 @@ static const char SCHEMA_V2[] =
     "  checksum TEXT NOT NULL, data BLOB NOT NULL);\n"
     "CREATE INDEX IF NOT EXISTS bundles_target ON bundles(target, id);\n";
 
+/* Schema v3 = v2 + replay: runs.kind says which command made a run (a
+ * column with a default, so v2 rows read as 'record'), runs.bundle_id the
+ * bundle a replay loaded; replay_graphs / replay_misses hold the counters a
+ * replaying process writes at exit (jn_db_replay_put).  Plain ALTERs: this
+ * script runs once per store, inside the migration transaction. */
+static const char SCHEMA_V3[] =
+    "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'record';\n"
+    "ALTER TABLE runs ADD COLUMN bundle_id INTEGER;\n"
+    "CREATE TABLE IF NOT EXISTS replay_graphs(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  graph TEXT NOT NULL, hits INTEGER NOT NULL, misses INTEGER NOT NULL, seconds REAL NOT NULL,\n"
+    "  PRIMARY KEY(run_id, graph));\n"
+    "CREATE TABLE IF NOT EXISTS replay_misses(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  graph TEXT NOT NULL, guard INTEGER NOT NULL, reason TEXT NOT NULL, site TEXT NOT NULL,\n"
+    "  seen REAL, count INTEGER NOT NULL);\n"
+    "CREATE INDEX IF NOT EXISTS replay_misses_run ON replay_misses(run_id);\n";
+
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
  * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
@@ -130,6 +151,7 @@ static const struct {
 } migrations[] = {
     {0, SCHEMA_V1},
     {1, SCHEMA_V2},
+    {2, SCHEMA_V3},
 };
 
 /* Cached statements, prepared on first use. */
@@ -144,7 +166,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_OPTABLE] = "INSERT INTO optables(hash, ops) VALUES(?1, ?2) "
                    "ON CONFLICT(hash) DO UPDATE SET ops = excluded.ops WHERE optables.ops = ''",
     [ST_RUN] = "INSERT INTO runs(argv, cwd, started, python_version, janus_version, optable_hash, "
-               "cpu_features, device, hostname, pid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+               "cpu_features, device, hostname, pid, kind, bundle_id) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_RUN_END] = "UPDATE runs SET ended = ?1, exit_status = ?2, status = ?3 WHERE id = ?4",
     [ST_RUN_PY] = "UPDATE runs SET python_version = ?1 WHERE id = ?2",
     [ST_CS_GET] = "SELECT id FROM callsites WHERE file = ?1 AND line = ?2 AND func = ?3",
@@ -295,6 +318,7 @@ static jn_status create_schema(jn_db *db) {
     }
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V1);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V2);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V3);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -495,8 +519,9 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
                      "this janus (%s) reads; upgrade janus to open it", path, v, JN_DB_SCHEMA_VERSION, JANUS_VERSION);
         goto fail;
     }
-    /* Read-only, a store of v1 or later is read as it is: v2 only added
-     * tables (bundles), so an older store simply has none of them. */
+    /* Read-only, a store of v1 or later is read as it is: v2 and v3 only
+     * added tables and columns with defaults, so an older store simply has
+     * no bundles, no replay counters, and only recorded runs. */
     if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "
@@ -564,6 +589,9 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
     bind_text(run, 8, info->device);
     bind_text(run, 9, info->hostname);
     sqlite3_bind_int64(run, 10, info->pid);
+    bind_text(run, 11, info->kind && *info->kind ? info->kind : "record");
+    if (info->bundle_id > 0) sqlite3_bind_int64(run, 12, info->bundle_id);
+    else sqlite3_bind_null(run, 12);
     if ((rc = run_stmt(db, run)) != SQLITE_OK) goto fail;
     *run_id = sqlite3_last_insert_rowid(db->h);
     if ((rc = run_stmt(db, commit)) != SQLITE_OK) goto fail;
@@ -1149,7 +1177,9 @@ jn_status jn_db_run_ids(jn_db *db, int64_t **ids, int *n) {
     *ids = NULL;
     *n = 0;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->h, "SELECT id FROM runs ORDER BY id", -1, &st, NULL);
+    /* replays record no steps of their own: they are no source runs */
+    int rc = sqlite3_prepare_v2(db->h, db->version >= 3 ? "SELECT id FROM runs WHERE kind = 'record' ORDER BY id"
+                                                        : "SELECT id FROM runs ORDER BY id", -1, &st, NULL);
     if (rc != SQLITE_OK) return db_fail(db, rc, "listing the runs");
     int64_t *v = NULL;
     int len = 0, cap = 0;
@@ -1176,4 +1206,168 @@ jn_status jn_db_run_ids(jn_db *db, int64_t **ids, int *n) {
     *ids = v;
     *n = len;
     return JN_OK;
+}
+
+/* ------------------------------------------------------- replay counters */
+jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *g, int ng,
+                           const jn_db_replay_miss *m, int nm) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_replay_put"))) return s;
+    if (ng < 0 || nm < 0 || (ng && !g) || (nm && !m))
+        return jn_error(JN_ERR_VALUE, "jn_db_replay_put: bad counter arrays (%d graphs, %d misses)", ng, nm);
+    for (int i = 0; i < ng; i++)
+        if (!g[i].graph || g[i].hits < 0 || g[i].misses < 0 || !(g[i].seconds >= 0))
+            return jn_error(JN_ERR_VALUE, "jn_db_replay_put: graph row %d (%s) needs a name and counts and seconds "
+                            ">= 0", i, g[i].graph ? g[i].graph : "no name");
+    for (int i = 0; i < nm; i++)
+        if (!m[i].graph || !m[i].reason || m[i].count < 0)
+            return jn_error(JN_ERR_VALUE, "jn_db_replay_put: miss row %d (graph %s) needs a graph, a reason and a "
+                            "count >= 0", i, m[i].graph ? m[i].graph : "none");
+    sqlite3_stmt *run = NULL, *gr = NULL, *mi = NULL;
+    const char *what = "starting the replay-counter transaction";
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) goto fail;
+    what = "preparing the replay-counter statements";
+    if ((rc = sqlite3_prepare_v2(db->h, "SELECT 1 FROM runs WHERE id = ?1", -1, &run, NULL)) != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(db->h,
+                                 "INSERT INTO replay_graphs(run_id, graph, hits, misses, seconds) "
+                                 "VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(run_id, graph) DO UPDATE SET "
+                                 "hits = hits + excluded.hits, misses = misses + excluded.misses, "
+                                 "seconds = seconds + excluded.seconds",
+                                 -1, &gr, NULL)) != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(db->h,
+                                 "INSERT INTO replay_misses(run_id, graph, guard, reason, site, seen, count) "
+                                 "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                 -1, &mi, NULL)) != SQLITE_OK)
+        goto fail;
+    what = "looking up the run";
+    sqlite3_bind_int64(run, 1, run_id);
+    rc = db_step(db, run);
+    if (rc == SQLITE_DONE) {
+        rollback(db);
+        sqlite3_finalize(run);
+        sqlite3_finalize(gr);
+        sqlite3_finalize(mi);
+        return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64 " to store replay counters for "
+                        "(start replays with `janus replay`)", db->path, run_id);
+    }
+    if (rc != SQLITE_ROW) goto fail;
+    what = "storing a graph's counters";
+    for (int i = 0; i < ng; i++) {
+        sqlite3_bind_int64(gr, 1, run_id);
+        bind_text(gr, 2, g[i].graph);
+        sqlite3_bind_int64(gr, 3, g[i].hits);
+        sqlite3_bind_int64(gr, 4, g[i].misses);
+        sqlite3_bind_double(gr, 5, g[i].seconds);
+        if ((rc = run_stmt(db, gr)) != SQLITE_OK) goto fail;
+    }
+    what = "storing a miss";
+    for (int i = 0; i < nm; i++) {
+        sqlite3_bind_int64(mi, 1, run_id);
+        bind_text(mi, 2, m[i].graph);
+        sqlite3_bind_int(mi, 3, m[i].guard);
+        bind_text(mi, 4, m[i].reason);
+        bind_text(mi, 5, m[i].site ? m[i].site : "");
+        if (!isnan(m[i].seen)) sqlite3_bind_double(mi, 6, m[i].seen);
+        else sqlite3_bind_null(mi, 6); /* NaN: no value */
+        sqlite3_bind_int64(mi, 7, m[i].count);
+        if ((rc = run_stmt(db, mi)) != SQLITE_OK) goto fail;
+    }
+    what = "committing the replay counters";
+    if ((rc = db_exec(db, "COMMIT")) != SQLITE_OK) goto fail;
+    sqlite3_finalize(run);
+    sqlite3_finalize(gr);
+    sqlite3_finalize(mi);
+    return JN_OK;
+fail:;
+    char buf[160];
+    snprintf(buf, sizeof buf, "storing the replay counters of run %" PRId64 " (%s)", run_id, what);
+    s = db_fail(db, rc, buf);
+    rollback(db);
+    sqlite3_finalize(run);
+    sqlite3_finalize(gr);
+    sqlite3_finalize(mi);
+    return s;
+}
+
+void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int nm) {
+    for (int i = 0; g && i < ng; i++) free((void *)g[i].graph);
+    for (int i = 0; m && i < nm; i++) {
+        free((void *)m[i].graph);
+        free((void *)m[i].reason);
+        free((void *)m[i].site);
+    }
+    free(g);
+    free(m);
+}
+
+/* Grow *arr (elements of size sz) to hold one more than *len. */
+static int grow(void **arr, int len, int *cap, size_t sz) {
+    if (len < *cap) return 0;
+    int nc = *cap ? 2 * *cap : 8;
+    void *p = realloc(*arr, (size_t)nc * sz);
+    if (!p) return -1;
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, int *ng, jn_db_replay_miss **m,
+                           int *nm) {
+    if (!db || !g || !ng || !m || !nm) return jn_error(JN_ERR_VALUE, "jn_db_replay_get: NULL argument");
+    *g = NULL;
+    *m = NULL;
+    *ng = *nm = 0;
+    if (db->version < 3) return JN_OK;
+    sqlite3_stmt *st = NULL;
+    jn_db_replay_graph *ga = NULL;
+    jn_db_replay_miss *ma = NULL;
+    int gl = 0, gc = 0, ml = 0, mc = 0, nomem = 0;
+    int rc = sqlite3_prepare_v2(db->h, "SELECT graph, hits, misses, seconds FROM replay_graphs WHERE run_id = ?1 "
+                                       "ORDER BY hits + misses DESC, graph", -1, &st, NULL);
+    if (rc != SQLITE_OK) goto fail;
+    sqlite3_bind_int64(st, 1, run_id);
+    while ((rc = db_step(db, st)) == SQLITE_ROW) {
+        if (grow((void **)&ga, gl, &gc, sizeof *ga)) goto oom;
+        jn_db_replay_graph *r = &ga[gl++];
+        r->graph = col_dup(st, 0);
+        r->hits = sqlite3_column_int64(st, 1);
+        r->misses = sqlite3_column_int64(st, 2);
+        r->seconds = sqlite3_column_double(st, 3);
+        if (!r->graph) goto oom;
+    }
+    if (rc != SQLITE_DONE) goto fail;
+    sqlite3_finalize(st);
+    rc = sqlite3_prepare_v2(db->h, "SELECT graph, guard, reason, site, seen, sum(count) AS n FROM replay_misses "
+                                   "WHERE run_id = ?1 GROUP BY graph, guard, reason, site, seen "
+                                   "ORDER BY n DESC, graph, guard, rowid", -1, &st, NULL);
+    if (rc != SQLITE_OK) goto fail;
+    sqlite3_bind_int64(st, 1, run_id);
+    while ((rc = db_step(db, st)) == SQLITE_ROW) {
+        if (grow((void **)&ma, ml, &mc, sizeof *ma)) goto oom;
+        jn_db_replay_miss *r = &ma[ml++];
+        r->graph = col_dup(st, 0);
+        r->guard = sqlite3_column_int(st, 1);
+        r->reason = col_dup(st, 2);
+        r->site = col_dup(st, 3);
+        r->seen = sqlite3_column_type(st, 4) == SQLITE_NULL ? (double)NAN : sqlite3_column_double(st, 4);
+        r->count = sqlite3_column_int64(st, 5);
+        if (!r->graph || !r->reason || !r->site) goto oom;
+    }
+    if (rc != SQLITE_DONE) goto fail;
+    sqlite3_finalize(st);
+    *g = ga;
+    *ng = gl;
+    *m = ma;
+    *nm = ml;
+    return JN_OK;
+oom:
+    nomem = 1;
+fail:;
+    jn_status s = nomem ? jn_error(JN_ERR_NOMEM, "out of memory reading the replay counters of run %" PRId64
+                                                 " of trace store %s", run_id, db->path)
+                        : db_fail(db, rc, "reading the replay counters");
+    sqlite3_finalize(st);
+    jn_db_replay_free(ga, gl, ma, ml);
+    return s;
 }

@@ -30,6 +30,11 @@
  *        source_runs TEXT (JSON array of run ids), source_steps, format, codec 'zstd',
  *        raw_bytes, checksum TEXT (FNV-1a 64 of the raw payload, 16 hex), data BLOB)
  *        -- schema v2; the payload format is codegen/jn_bundle.h's.
+ *   runs.kind TEXT 'record'|'replay' (default 'record'), runs.bundle_id (a replay: the
+ *        bundle it loaded, NULL otherwise)                          -- schema v3
+ *   replay_graphs(run_id, graph, hits, misses, seconds)  PRIMARY KEY(run_id, graph)
+ *   replay_misses(run_id, graph, guard, reason, site 'file:line', seen REAL (NULL = none), count)
+ *        -- schema v3: what a replaying process reports at exit (jn_db_replay_put)
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -48,7 +53,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 2
+#define JN_DB_SCHEMA_VERSION 3
 
 typedef struct jn_db jn_db;
 
@@ -78,6 +83,8 @@ typedef struct {
     const char *hostname;
     int64_t pid;
     double started;             /* unix time */
+    const char *kind;           /* "record" (NULL/"" too) or "replay" (schema v3) */
+    int64_t bundle_id;          /* replay: the bundle it runs (0 = none / not a replay) */
 } jn_db_run_info;
 
 jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id);
@@ -87,8 +94,8 @@ jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_ver
 /* status: "finished", "error" (script raised / nonzero exit), "killed" */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
 
-/* The ids of every run, ascending (*ids malloc'ed, free()); for the
- * source_runs of a bundle. */
+/* The ids of every recorded run (kind 'record': replays are not sources),
+ * ascending (*ids malloc'ed, free()); for the source_runs of a bundle. */
 jn_status jn_db_run_ids(jn_db *db, int64_t **ids, int *n);
 
 /* ---- interning (cached by the caller; these hit the database once) ---- */
@@ -225,6 +232,30 @@ void jn_db_bundle_free(jn_db_bundle *b);        /* the owned fields; b itself st
 void jn_db_bundle_list_free(jn_db_bundle *list, int n);
 /* FNV-1a 64 of the bytes: the bundle checksum. */
 uint64_t jn_db_fnv1a64(const void *data, size_t len);
+
+/* ---- replay counters (schema v3) ----
+ * What one `janus replay` run did, written by the replaying process at exit.
+ * Per graph: segments run as the graph (hits), segments that started it and
+ * missed (misses), and the seconds spent in graph runs.  Per miss: the guard
+ * index that failed, the matcher's sentence, the Python call site
+ * "file:line" and the value seen (NaN = none), and how often. */
+typedef struct { const char *graph; int64_t hits, misses; double seconds; } jn_db_replay_graph;
+typedef struct { const char *graph; int32_t guard; const char *reason; const char *site; double seen; int64_t count; } jn_db_replay_miss;
+
+/* Add the counters to run run_id in ONE transaction (all or none): graph
+ * rows are summed into what the run already has (a second report, e.g. from
+ * another process of the same run, adds up), miss rows appended.  The run
+ * must exist; names and reasons must be non-NULL (site may be NULL = "");
+ * counts and seconds must be >= 0. */
+jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *g, int ng,
+                           const jn_db_replay_miss *m, int nm);
+/* The counters of run run_id: graphs by descending hits + misses, misses
+ * summed over equal (graph, guard, reason, site, seen), most frequent
+ * first.  Arrays and strings are owned by the caller: jn_db_replay_free.
+ * A store older than v3 (read-only) or a run without counters gives 0 rows. */
+jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, int *ng, jn_db_replay_miss **m,
+                           int *nm);
+void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int nm);
 
 /* For tests: the n-th SQLite step/exec performed by db.c from now on (1 = the
  * next one) fails as if the disk were full (SQLITE_FULL); fires once.

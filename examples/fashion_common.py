@@ -40,6 +40,7 @@ def arguments(description, epochs, batch, lr, argv):
     ap.add_argument("--batch", type=int, default=batch)
     ap.add_argument("--lr", type=float, default=lr)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--warmup", type=int, default=0, help="leave the first N steps out of the steps/s figure")
     return ap
 
 
@@ -60,6 +61,8 @@ def train(model, make_opt, args, image_shape):
             loss.backward()
             opt.step()
             step += 1
+            if step == args.warmup:
+                t0 = time.perf_counter()
             if step % 100 == 0 or step == 1:
                 print(f"epoch {epoch} step {step:5d}  loss {loss.item():.4f}", flush=True)
             if args.steps and step >= args.steps:
@@ -67,6 +70,7 @@ def train(model, make_opt, args, image_shape):
         if args.steps and step >= args.steps:
             break
     dt = time.perf_counter() - t0
+    timed = step - min(args.warmup, step)
     acc = evaluate(model, xte, yte)
-    print(f"test accuracy {acc * 100:.2f}%  ({step / dt:.1f} steps/s over {step} steps)")
+    print(f"test accuracy {acc * 100:.2f}%  ({timed / dt:.1f} steps/s over {timed} steps)")
     return acc

@@ -4,7 +4,7 @@
  * failures); every refusal with its message (corrupted, truncated or
  * tampered rows, payloads of another format, janus version, op table,
  * target, CPU features, unknown required sections, none stored); the
- * payload fuzzed (always an error, never a crash); the v1 -> v2 migration
+ * payload fuzzed (always an error, never a crash); the v1 -> v3 migration
  * and read-only use of a v1 store; jn_rt_cpu_features. */
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -531,7 +531,8 @@ static void test_payload_refusals(void) {
     jn_ir_module_free(m);
 }
 
-/* A v1 store, exactly as the v1 schema made it: v2 minus bundles. */
+/* A v1 store, exactly as the v1 schema made it: v3 minus bundles, the
+ * replay tables and the runs columns kind and bundle_id. */
 static void make_v1(const char *path) {
     unlink(path);
     jn_db *db = NULL;
@@ -539,7 +540,9 @@ static void make_v1(const char *path) {
     jn_db_run_info ri = {.argv_json = "[\"train.py\"]", .cwd = "/", .optable_hash = "00", .device = "cpu"};
     int64_t run;
     if (jn_db_run_begin(db, &ri, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
-    exec(db, "DROP TABLE bundles; UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+    exec(db, "DROP TABLE bundles; DROP TABLE replay_misses; DROP TABLE replay_graphs; "
+             "ALTER TABLE runs DROP COLUMN bundle_id; ALTER TABLE runs DROP COLUMN kind; "
+             "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
     jn_db_close(db);
 }
 
@@ -574,16 +577,16 @@ static void test_migration(void) {
         sqlite3_open(path, &h);
         int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
         int64_t t = q_int(h, "SELECT count(*) FROM sqlite_master WHERE name='bundles'");
-        if (!((v == 1 && t == 0) || (v == 2 && t == 1)) || q_int(h, "SELECT count(*) FROM runs") != 1) consistent = 0;
+        if (!((v == 1 && t == 0) || (v == JN_DB_SCHEMA_VERSION && t == 1)) || q_int(h, "SELECT count(*) FROM runs") != 1) consistent = 0;
         sqlite3_close(h);
     }
     CHECK(failed >= 3);
     CHECK(consistent);
     make_v1(path);
-    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == 2);
+    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
     sqlite3 *h = jn_db_handle(db);
-    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 2);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_int(h, "SELECT count(*) FROM runs") == 1); /* kept */
     int64_t *ids = NULL;
     int nids = 0;

@@ -1,0 +1,214 @@
+"""Steps/s of `janus replay` next to janus eager and PyTorch eager for the
+three examples, in one run.
+
+Per example (examples/fashion_mlp.py, fashion_cnn.py, char_lstm.py): record
+a short run (`janus record`), `janus optimize` it, then run the example
+longer, alternately under `janus replay` and `janus replay --eager` (the
+same command with JANUS_REPLAY=0), each as its own process: steps/s is what
+the example prints over its steps after --warmup (wall clock, its data
+loader included), peak memory the child's ru_maxrss (os.wait4), the hit
+rate what the replay stored in the run.  PyTorch eager (and torch.compile
+with --compile) is timed in this process on the same model, batch size and
+thread count with benchmarks/bench_train.py's training step on one fixed
+synthetic batch -- no data loader, so the replay/torch ratio is, if
+anything, conservative -- next to janus eager timed the same way.  Medians
+of --repeats; the order rotates between repeats so machine load hits all
+alike.  Works before the replay core exists: the replay column then runs
+eagerly and says so (hit rate "-").
+
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_replay.py [--threads 1] [--repeats 3]
+        [--steps 300] [--record-steps 40] [--warmup 30] [--only mlp,cnn,lstm] [--compile]
+"""
+import argparse
+import os
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+# bench_train reads --threads from sys.argv before janus loads OpenBLAS.
+import bench_train as bt  # noqa: E402
+
+BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
+JANUS = os.path.join(BUILD, "janus")
+
+# (key, script, index of the same model in bench_train.workloads)
+EXAMPLES = [("mlp", "fashion_mlp.py", 0), ("cnn", "fashion_cnn.py", 1), ("lstm", "char_lstm.py", 2)]
+RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps\)")
+QUALITY = re.compile(r"test accuracy ([\d.]+)%|validation ([\d.]+) bits/char")
+
+
+def child_env(threads):
+    e = dict(os.environ)
+    e["JANUS_BUILD_DIR"] = BUILD
+    for k in ("JANUS_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        e[k] = str(threads)
+    for k in ("JANUS_REPLAY", "JANUS_REPLAY_STRICT", "JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
+        e.pop(k, None)
+    return e
+
+
+def run(cmd, env):
+    """(exit code, merged output, peak RSS in MB of the process tree)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+    out = p.stdout.read()
+    p.stdout.close()
+    _, status, ru = os.wait4(p.pid, 0)  # rusage of the child and its waited-for children
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, out, ru.ru_maxrss / 1024.0
+
+
+def counters(db, out):
+    """(hits, misses, top miss) of the replay run named in janus's output; None without counters."""
+    m = re.search(r"janus replay: run (\d+)", out)
+    if not m:
+        return None
+    con = sqlite3.connect(db)
+    try:
+        h, mi = con.execute("SELECT coalesce(sum(hits),0), coalesce(sum(misses),0) FROM replay_graphs "
+                            "WHERE run_id=?", (int(m.group(1)),)).fetchone()
+        top = con.execute("SELECT reason || ' at ' || site, sum(count) n FROM replay_misses WHERE run_id=? "
+                          "GROUP BY reason, site ORDER BY n DESC LIMIT 1", (int(m.group(1)),)).fetchone()
+    finally:
+        con.close()
+    if h + mi == 0:
+        return None
+    return h, mi, (f"{top[1]}x {top[0]}" if top else "")
+
+
+def prepare(tmp, key, script, args, env):
+    """Record a short run and optimize it; the store's path, or None with the reason printed."""
+    db = os.path.join(tmp, f"{key}.db")
+    cmd = [JANUS, "record", "--db", db, "--", sys.executable, os.path.join(ROOT, "examples", script),
+           "--steps", str(args.record_steps)]
+    rc, out, _ = run(cmd, env)
+    if rc != 0:
+        print(f"  {key}: janus record failed ({rc}):\n{out[-2000:]}")
+        return None
+    rc, out, _ = run([JANUS, "optimize", db], env)
+    if rc != 0:
+        print(f"  {key}: janus optimize failed ({rc}); replay runs eagerly:\n{out[-1000:]}")
+    return db
+
+
+def script_rates(db, script, args, env):
+    """Median steps/s, peak MB and quality of replay and eager, plus the replay counters."""
+    base = [sys.executable, os.path.join(ROOT, "examples", script), "--steps", str(args.steps),
+            "--warmup", str(args.warmup)]
+    modes = {"replay": [JANUS, "replay", "--db", db, "--"] + base,
+             "eager": [JANUS, "replay", "--db", db, "--eager", "--"] + base}
+    res = {k: {"rate": [], "mb": [], "quality": None, "counters": None} for k in modes}
+    order = list(modes)
+    for r in range(args.repeats):
+        for k in order[r % 2:] + order[:r % 2]:
+            rc, out, mb = run(modes[k], env)
+            m = RATE.search(out)
+            if rc != 0 or not m:
+                print(f"  {script} ({k}) failed ({rc}):\n{out[-2000:]}")
+                return None
+            res[k]["rate"].append(float(m.group(1)))
+            res[k]["mb"].append(mb)
+            q = QUALITY.search(out)
+            if q:
+                res[k]["quality"] = f"{q.group(1)}% acc" if q.group(1) else f"{q.group(2)} bits/char"
+            if k == "replay":
+                res[k]["counters"] = counters(db, out)
+    return {k: dict(v, rate=statistics.median(v["rate"]), mb=statistics.median(v["mb"])) for k, v in res.items()}
+
+
+def torch_rates(index, args):
+    """Median steps/s of janus eager, torch eager and torch.compile on bench_train's step."""
+    import numpy as np
+    name, make, x, y = bt.workloads(np.random.default_rng(0))[index]
+    steppers = [bt.make_step(bt.janus, bt.jnn, make, x, y)]
+    labels = ["janus"]
+    if bt.torch is not None:
+        steppers.append(bt.make_step(bt.torch, bt.tnn, make, x, y))
+        labels.append("torch")
+        if args.compile:
+            try:
+                steppers.append(bt.make_step(bt.torch, bt.tnn, make, x, y, wrap=bt.torch.compile))
+                labels.append("compile")
+            except Exception as e:  # no compiler, unsupported op, ...: report, go on
+                print(f"  torch.compile does not work here ({type(e).__name__}: {str(e)[:120]})")
+    rates = bt.time_interleaved(steppers, args.steps // 3 or 1, args.repeats)
+    return dict(zip(labels, rates))
+
+
+def fmt(v, spec="8.1f"):
+    return format(v, spec) if isinstance(v, (int, float)) and v == v else f"{'-':>{len(format(1.0, spec))}}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=300, help="steps of each timed example run")
+    ap.add_argument("--warmup", type=int, default=30, help="steps left out of the example's steps/s")
+    ap.add_argument("--record-steps", type=int, default=40, help="steps of the recorded run")
+    ap.add_argument("--only", default="", help="comma-separated: mlp, cnn, lstm (default all)")
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile (slow to compile)")
+    ap.add_argument("--keep", default="", help="keep the stores in this directory")
+    args = ap.parse_args()
+    if not os.path.exists(JANUS):
+        sys.exit(f"{JANUS} not built; build first (cmake --build build)")
+    bt.CLOCK = time.perf_counter
+    bt.janus.set_num_threads(args.threads)
+    if bt.torch is not None:
+        bt.torch.set_num_threads(args.threads)
+    env = child_env(args.threads)
+    keys = {k.strip() for k in args.only.split(",") if k.strip()}
+    tmp_ctx = None if args.keep else tempfile.TemporaryDirectory(prefix="bench_replay_")
+    tmp = args.keep or tmp_ctx.name
+    os.makedirs(tmp, exist_ok=True)
+    print(f"janus replay vs eager: {args.threads} thread(s), median of {args.repeats}; examples run "
+          f"{args.steps} steps (first {args.warmup} untimed), recorded {args.record_steps}; wall clock")
+    rows = []
+    for key, script, index in EXAMPLES:
+        if keys and key not in keys:
+            continue
+        db = prepare(tmp, key, script, args, env)
+        if not db:
+            continue
+        s = script_rates(db, script, args, env)
+        if not s:
+            continue
+        t = torch_rates(index, args)
+        rows.append((script, s, t))
+        rep, eag = s["replay"], s["eager"]
+        c = rep["counters"]
+        hit = f"{100.0 * c[0] / (c[0] + c[1]):5.1f}%" if c else "    -"
+        print(f"\n{script}")
+        print(f"  janus replay  {fmt(rep['rate'])} steps/s  hit rate {hit}  peak {rep['mb']:7.1f} MB  "
+              f"{rep['quality'] or ''}" + ("" if c else "   (no counters: the replay ran eagerly)"))
+        print(f"  janus eager   {fmt(eag['rate'])} steps/s                   peak {eag['mb']:7.1f} MB  "
+              f"{eag['quality'] or ''}")
+        print(f"  replay/eager  {rep['rate'] / eag['rate']:8.2f}x   peak memory replay/eager "
+              f"{rep['mb'] / eag['mb']:5.2f}x")
+        if c and c[2]:
+            print(f"  top miss      {c[2][:150]}")
+        line = f"  fixed-batch step (bench_train): janus eager {fmt(t['janus'])}"
+        if "torch" in t:
+            line += f"  torch eager {fmt(t['torch'])}"
+        if "compile" in t:
+            line += f"  torch.compile {fmt(t['compile'])}"
+        print(line + " steps/s")
+        if "torch" in t:
+            extra = f"  replay/torch.compile {rep['rate'] / t['compile']:5.2f}x" if "compile" in t else ""
+            print(f"  replay/torch eager {rep['rate'] / t['torch']:5.2f}x  "
+                  f"(janus eager step/torch {t['janus'] / t['torch']:5.2f}x){extra}", flush=True)
+    if bt.torch is None:
+        print("\n(PyTorch not installed: pip install torch to compare)")
+    if tmp_ctx:
+        tmp_ctx.cleanup()
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

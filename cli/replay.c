@@ -1,0 +1,250 @@
+/* replay.c -- `janus replay [--db PATH] [--strict] [--eager] [--] COMMAND...`
+ *
+ * Runs COMMAND (the same, unchanged training script) with the graphs `janus
+ * optimize` stored in the trace store: the janus package in the child sees
+ * JANUS_REPLAY_DB (the store's absolute path) and JANUS_REPLAY_RUN (a run
+ * row made for this replay, kind 'replay') and replays through the bundle;
+ * at exit it stores its counters in that run (jn_db_replay_put), which
+ * `janus inspect` shows.  --eager runs the same command with JANUS_REPLAY=0
+ * (a run of kind 'eager': the baseline to compare against); --strict sets
+ * JANUS_REPLAY_STRICT=1, so that a miss is an error (for CI).  The same
+ * switches in our own environment (JANUS_REPLAY=0, JANUS_REPLAY_STRICT=1)
+ * mean the same.
+ *
+ * What cannot replay still runs: a store that is missing, not a janus store,
+ * unreadable, without a bundle, or whose bundle this janus or machine cannot
+ * use makes the command run eagerly after one line on stderr saying why and
+ * what to do -- except under --strict, where it is an error (exit 1) and the
+ * command is not started.  Whether the recorded graphs fit the command is
+ * the child's business: a bundle from another script simply misses, and the
+ * counters say so.
+ *
+ * Everything about the child -- environment, stdin/stdout/stderr, signal
+ * forwarding, the run's end and the exit status -- is `janus record`'s
+ * (record.c's jn_cli_ helpers).  At the end one line on stderr sums up the
+ * counters the child stored.
+ */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "jn_cli.h"
+#include "jn_db.h"
+#if JANUS_HAVE_CG
+#include "jn_bundle.h"
+#endif
+
+const char jn_cli_replay_usage[] =
+    "usage: janus replay [--db PATH] [--strict] [--eager] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Run COMMAND (the script that was recorded, e.g. `python3 train.py\n"
+    "--epochs 5`) with the graphs `janus optimize` stored in the trace store:\n"
+    "each step that matches a graph runs as one compiled unit, anything else\n"
+    "runs eagerly as written.  Per-graph hits, misses and time, and each\n"
+    "miss's reason and source line, are stored in a new run of kind 'replay'\n"
+    "(`janus inspect PATH` shows them).  stdin/stdout/stderr, signals and the\n"
+    "exit status pass through.\n"
+    "\n"
+    "options:\n"
+    "  --db PATH   trace store with the bundle (default run.db)\n"
+    "  --eager     run the command eagerly (JANUS_REPLAY=0), for comparison;\n"
+    "              stored as a run of kind 'eager'\n"
+    "  --strict    a miss is an error (JANUS_REPLAY_STRICT=1), for CI; so is\n"
+    "              a store without a usable bundle\n"
+    "  -h, --help  show this help\n"
+    "\n"
+    "Without a usable bundle (no store, not a janus store, never optimized,\n"
+    "made by another janus or for another CPU) the command runs eagerly and\n"
+    "one line on stderr says why.  The child sees JANUS_REPLAY_DB (absolute\n"
+    "path) and JANUS_REPLAY_RUN (the run id).\n";
+
+/* The switches as the janus package reads them (janus/_replay.py):
+ * JANUS_REPLAY off = 0/false/no/off; JANUS_REPLAY_STRICT on = set and not
+ * empty/0/false/no. */
+static int env_off(const char *name) {
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off"));
+}
+
+static int env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "no");
+}
+
+/* The newest bundle of target cpu, and whether it loads here: its id (0 =
+ * none) and, when it cannot be replayed, why (in why, empty otherwise). */
+static int64_t usable_bundle(jn_db *db, const char *shown, char *why, size_t n) {
+    jn_db_bundle *list = NULL;
+    int nb = 0;
+    int64_t id = 0;
+    why[0] = 0;
+    if (jn_db_bundle_list(db, &list, &nb) != JN_OK) {
+        snprintf(why, n, "%s", jn_errmsg());
+        return 0;
+    }
+    for (int i = 0; i < nb; i++)
+        if (!strcmp(list[i].target, "cpu")) id = list[i].id; /* oldest first: the last is the newest */
+    jn_db_bundle_list_free(list, nb);
+    if (!id) {
+        snprintf(why, n, "%s has no bundle; run `janus optimize %s` first", shown, shown);
+        return 0;
+    }
+#if JANUS_HAVE_CG
+    jn_cg_bundle_expect e = {.db_path = shown};
+    jn_cg_bundle *b = NULL;
+    if (jn_cg_bundle_open(db, &e, &b) != JN_OK) snprintf(why, n, "%s", jn_errmsg());
+    jn_cg_bundle_free(b);
+#endif
+    return id;
+}
+
+/* One line from the counters the child stored. */
+static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fallback) {
+    jn_db_replay_graph *g = NULL;
+    jn_db_replay_miss *m = NULL;
+    int ng = 0, nm = 0;
+    if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK) {
+        fprintf(stderr, "janus replay: run %lld: cannot read its counters: %s\n", (long long)run, jn_errmsg());
+        return;
+    }
+    int64_t hits = 0, misses = 0;
+    double secs = 0;
+    for (int i = 0; i < ng; i++) {
+        hits += g[i].hits;
+        misses += g[i].misses;
+        secs += g[i].seconds;
+    }
+    char a[32], b[32];
+    if (eager || fallback) {
+        fprintf(stderr, "janus replay: run %lld ran eagerly (%s)\n", (long long)run,
+                eager ? "--eager: the baseline" : "no usable bundle, see above");
+    } else if (ng == 0 && nm == 0) {
+        fprintf(stderr, "janus replay: run %lld: no replay counters were stored (the command did not import "
+                        "janus, or its janus package cannot replay)\n", (long long)run);
+    } else {
+        int64_t tot = hits + misses;
+        fprintf(stderr, "janus replay: run %lld: %.1f%% hit rate (%s of %s segments ran as graphs), %d graph%s, "
+                        "%.3f s in graphs; `janus inspect --run %lld %s` shows the misses\n",
+                (long long)run, tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
+                jn_cli_commas(tot, b), ng, ng == 1 ? "" : "s", secs, (long long)run, shown);
+    }
+    jn_db_replay_free(g, ng, m, nm);
+}
+
+int jn_cli_replay(int argc, char **argv) {
+    const char *dbpath = "run.db";
+    int strict = env_on("JANUS_REPLAY_STRICT"), eager = env_off("JANUS_REPLAY");
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(jn_cli_replay_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--strict")) {
+            strict = 1;
+            continue;
+        }
+        if (!strcmp(a, "--eager")) {
+            eager = 1;
+            continue;
+        }
+        if (!strcmp(a, "--db")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "janus replay: --db needs a PATH\n\n%s", jn_cli_replay_usage);
+                return 2;
+            }
+            dbpath = argv[++i];
+            continue;
+        }
+        if (!strncmp(a, "--db=", 5)) {
+            dbpath = a + 5;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "janus replay: unknown option '%s' (put the command after --)\n\n%s", a,
+                    jn_cli_replay_usage);
+            return 2;
+        }
+        break; /* the command starts here */
+    }
+    if (i >= argc) {
+        fprintf(stderr, "janus replay: no COMMAND given\n\n%s", jn_cli_replay_usage);
+        return 2;
+    }
+    if (!dbpath[0]) {
+        fprintf(stderr, "janus replay: --db needs a non-empty PATH\n");
+        return 2;
+    }
+    if (strict && eager) {
+        fprintf(stderr, "janus replay: --strict and --eager do not combine (an eager run has no misses; "
+                        "JANUS_REPLAY=0 and JANUS_REPLAY_STRICT=1 in the environment count too)\n\n%s",
+                jn_cli_replay_usage);
+        return 2;
+    }
+    char **cmd = argv + i;
+    int ncmd = argc - i;
+
+    char *abs = jn_cli_absolute(dbpath);
+    if (!abs) {
+        fprintf(stderr, "janus replay: cannot resolve %s: %s\n", dbpath, strerror(errno));
+        return 1;
+    }
+    /* Why this cannot replay ("" = it can).  The store is opened for
+     * writing (an older one is migrated): the run row and the counters go
+     * into it.  A missing store is not created. */
+    char why[2048] = "";
+    jn_db *db = NULL;
+    struct stat sb;
+    int64_t bundle = 0, run = 0;
+    int rc = 1;
+    if (stat(abs, &sb) != 0)
+        snprintf(why, sizeof why, "%s does not exist (record the script with `janus record --db %s -- COMMAND`, "
+                 "then run `janus optimize %s`)", dbpath, dbpath, dbpath);
+    else if (jn_db_open(abs, JN_DB_WRITE, &db) != JN_OK)
+        snprintf(why, sizeof why, "%s", jn_errmsg());
+    else
+        bundle = usable_bundle(db, dbpath, why, sizeof why);
+    if (why[0] && strict) {
+        fprintf(stderr, "janus replay: --strict: cannot replay: %s\n", why);
+        goto done;
+    }
+    if (why[0] && !eager) fprintf(stderr, "janus replay: %s; running the command eagerly\n", why);
+    const char *kind = eager ? "eager" : "replay";
+    if (db) {
+        if (jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) goto done;
+        jn_db_close(db);
+        db = NULL;
+    }
+
+    char runs[32];
+    snprintf(runs, sizeof runs, "%lld", (long long)run);
+    int env_err = 0;
+    if (run) env_err |= setenv("JANUS_REPLAY_DB", abs, 1) | setenv("JANUS_REPLAY_RUN", runs, 1);
+    else env_err |= unsetenv("JANUS_REPLAY_DB") | unsetenv("JANUS_REPLAY_RUN");
+    if (eager || why[0]) env_err |= setenv("JANUS_REPLAY", "0", 1);
+    else env_err |= setenv("JANUS_REPLAY", "1", 1);
+    if (strict) env_err |= setenv("JANUS_REPLAY_STRICT", "1", 1);
+    else env_err |= unsetenv("JANUS_REPLAY_STRICT");
+    if (env_err) {
+        fprintf(stderr, "janus replay: cannot set the environment: %s\n", strerror(errno));
+        goto done;
+    }
+    const char *status;
+    rc = jn_cli_spawn_wait("replay", cmd, &status);
+    if (run) {
+        db = jn_cli_run_end("replay", abs, run, rc, status);
+        if (db) summary(db, run, dbpath, eager, why[0] != 0);
+    }
+
+done:
+    if (db) jn_db_close(db);
+    free(abs);
+    return rc;
+}

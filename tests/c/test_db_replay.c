@@ -1,0 +1,227 @@
+/* test_db_replay.c -- schema v3 of the trace store (db/db.c): runs marked
+ * 'record' or 'replay' (with the bundle a replay loaded), replay counters
+ * written with jn_db_replay_put (one transaction, summed per graph, also
+ * under injected write failures: all or none) and read back with
+ * jn_db_replay_get (misses aggregated, NaN "seen" kept), refusals with their
+ * messages, and the v2 -> v3 migration: a v2 store is read as it is
+ * read-only and migrated (atomically, old runs read as 'record') when
+ * opened for writing. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jn_db.h"
+#include "jn_test.h"
+
+static int64_t q_int(sqlite3 *h, const char *sql) {
+    sqlite3_stmt *st;
+    int64_t v = -999;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "  SQL error: %s\n", sqlite3_errmsg(h));
+        return v;
+    }
+    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static jn_db_run_info info(const char *kind, int64_t bundle) {
+    return (jn_db_run_info){.argv_json = "[\"python3\",\"train.py\"]", .cwd = "/w", .optable_hash = "0123456789abcdef",
+                            .optable_ops = "add a", .device = "cpu", .kind = kind, .bundle_id = bundle};
+}
+
+static const jn_db_replay_graph G1[] = {{"g0", 10, 1, 0.5}, {"g1", 0, 3, 0.0}};
+static const jn_db_replay_miss M1[] = {
+    {"g1", 2, "shape of input x: dim 0 is 32, the graph wants 64", "train.py:12", 32, 2},
+    {"g1", 5, "scalar lr is 0.1, recorded 0.01", "train.py:20", NAN, 1},
+    {"g0", 0, "op relu where the graph has tanh", "model.py:7", 7, 1},
+};
+
+static void test_kinds_and_counters(void) {
+    const char *path = tmp("v3.db");
+    jn_db *db = NULL;
+    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == 3);
+    if (!db) return;
+    jn_db_run_info a = info(NULL, 0), b = info("replay", 7);
+    int64_t r1 = 0, r2 = 0;
+    CHECK(jn_db_run_begin(db, &a, &r1) == JN_OK && jn_db_run_begin(db, &b, &r2) == JN_OK && r2 == r1 + 1);
+    sqlite3 *h = jn_db_handle(db);
+    CHECK(q_int(h, "SELECT count(*) FROM runs WHERE id=1 AND kind='record' AND bundle_id IS NULL") == 1);
+    CHECK(q_int(h, "SELECT count(*) FROM runs WHERE id=2 AND kind='replay' AND bundle_id=7") == 1);
+    int64_t *ids = NULL;
+    int n = 0;
+    CHECK(jn_db_run_ids(db, &ids, &n) == JN_OK && n == 1 && ids && ids[0] == r1); /* replays are no sources */
+    free(ids);
+
+    jn_db_replay_graph *g = NULL;
+    jn_db_replay_miss *m = NULL;
+    int ng = -1, nm = -1;
+    CHECK(jn_db_replay_get(db, r2, &g, &ng, &m, &nm) == JN_OK && ng == 0 && nm == 0 && !g && !m);
+
+    CHECK(jn_db_replay_put(db, r2, G1, 2, M1, 3) == JN_OK);
+    /* a second report (another process of the run) adds up */
+    jn_db_replay_graph g2[] = {{"g0", 5, 0, 0.25}};
+    jn_db_replay_miss m2[] = {M1[0]};
+    CHECK(jn_db_replay_put(db, r2, g2, 1, m2, 1) == JN_OK);
+    CHECK(jn_db_replay_get(db, r2, &g, &ng, &m, &nm) == JN_OK && ng == 2 && nm == 3);
+    if (ng == 2 && nm == 3) {
+        CHECK(!strcmp(g[0].graph, "g0") && g[0].hits == 15 && g[0].misses == 1 && fabs(g[0].seconds - 0.75) < 1e-12);
+        CHECK(!strcmp(g[1].graph, "g1") && g[1].hits == 0 && g[1].misses == 3);
+        CHECK(!strcmp(m[0].graph, "g1") && m[0].guard == 2 && m[0].count == 4 && m[0].seen == 32 &&
+              !strcmp(m[0].site, "train.py:12") && strstr(m[0].reason, "dim 0 is 32"));
+        int nan_ok = 0;
+        for (int i = 1; i < 3; i++)
+            if (m[i].guard == 5) nan_ok = isnan(m[i].seen) && m[i].count == 1 && !strcmp(m[i].site, "train.py:20");
+        CHECK(nan_ok);
+    }
+    jn_db_replay_free(g, ng, m, nm);
+    /* other runs are not affected */
+    CHECK(jn_db_replay_get(db, r1, &g, &ng, &m, &nm) == JN_OK && ng == 0 && nm == 0);
+    /* nothing to report is fine */
+    CHECK(jn_db_replay_put(db, r2, NULL, 0, NULL, 0) == JN_OK);
+
+    /* refusals */
+    CHECK(jn_db_replay_put(db, 99, G1, 2, M1, 3) == JN_ERR_VALUE && has("no run 99") && has(path));
+    CHECK(q_int(h, "SELECT count(*) FROM replay_graphs WHERE run_id=99") == 0);
+    jn_db_replay_graph bad[] = {{NULL, 1, 0, 0}};
+    CHECK(jn_db_replay_put(db, r2, bad, 1, NULL, 0) == JN_ERR_VALUE && has("graph row 0"));
+    jn_db_replay_graph neg[] = {{"g9", -1, 0, 0}};
+    CHECK(jn_db_replay_put(db, r2, neg, 1, NULL, 0) == JN_ERR_VALUE && has("g9"));
+    jn_db_replay_graph nans[] = {{"g9", 1, 0, NAN}};
+    CHECK(jn_db_replay_put(db, r2, nans, 1, NULL, 0) == JN_ERR_VALUE && has("seconds"));
+    jn_db_replay_miss nor[] = {{"g0", 1, NULL, "x.py:1", 0, 1}};
+    CHECK(jn_db_replay_put(db, r2, NULL, 0, nor, 1) == JN_ERR_VALUE && has("reason"));
+    CHECK(jn_db_replay_put(db, r2, NULL, 1, NULL, 0) == JN_ERR_VALUE);
+    CHECK(jn_db_replay_get(db, r2, NULL, &ng, &m, &nm) == JN_ERR_VALUE);
+
+    /* injected write failures: every put is all or none */
+    int64_t before = q_int(h, "SELECT sum(hits) FROM replay_graphs WHERE run_id=2");
+    int64_t mbefore = q_int(h, "SELECT count(*) FROM replay_misses WHERE run_id=2");
+    int failed = 0, consistent = 1;
+    for (int k = 1; k <= 8; k++) {
+        jn_db_inject_fault(k);
+        jn_status s = jn_db_replay_put(db, r2, G1, 2, M1, 3);
+        jn_db_inject_fault(0);
+        int64_t now = q_int(h, "SELECT sum(hits) FROM replay_graphs WHERE run_id=2");
+        int64_t mnow = q_int(h, "SELECT count(*) FROM replay_misses WHERE run_id=2");
+        if (s == JN_OK) {
+            if (now != before + 10 || mnow != mbefore + 3) consistent = 0;
+        } else {
+            failed++;
+            if (s != JN_ERR_IO || !strstr(jn_errmsg(), "injected") || now != before || mnow != mbefore) consistent = 0;
+        }
+        before = now;
+        mbefore = mnow;
+    }
+    CHECK(failed >= 4);
+    CHECK(consistent);
+    jn_db_close(db);
+
+    /* read-only: readable, not writable */
+    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK);
+    CHECK(jn_db_replay_put(db, r2, G1, 2, NULL, 0) == JN_ERR_IO && has("read-only"));
+    CHECK(jn_db_replay_get(db, r2, &g, &ng, &m, &nm) == JN_OK && ng == 2 && nm == 3);
+    jn_db_replay_free(g, ng, m, nm);
+    jn_db_close(db);
+}
+
+/* A v2 store as the v2 schema made it: v3 minus the replay tables and the
+ * runs columns kind and bundle_id; one recorded run. */
+static void make_v2(const char *path) {
+    unlink(path);
+    jn_db *db = NULL;
+    if (jn_db_open(path, JN_DB_CREATE, &db) != JN_OK) return;
+    jn_db_run_info a = info(NULL, 0);
+    int64_t run;
+    if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
+    char *err = NULL;
+    if (sqlite3_exec(jn_db_handle(db),
+                     "DROP TABLE replay_misses; DROP TABLE replay_graphs; ALTER TABLE runs DROP COLUMN bundle_id; "
+                     "ALTER TABLE runs DROP COLUMN kind; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+                     NULL, NULL, &err) != SQLITE_OK)
+        fprintf(stderr, "  make_v2: %s\n", err ? err : "?");
+    sqlite3_free(err);
+    jn_db_close(db);
+}
+
+static void test_migration_v2(void) {
+    const char *path = tmp("v2.db");
+    jn_db *db = NULL;
+    make_v2(path);
+    /* read-only: as it is */
+    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK && db && jn_db_schema_version(db) == 2);
+    if (db) {
+        jn_db_replay_graph *g = NULL;
+        jn_db_replay_miss *m = NULL;
+        int ng = -1, nm = -1;
+        CHECK(jn_db_replay_get(db, 1, &g, &ng, &m, &nm) == JN_OK && ng == 0 && nm == 0);
+        int64_t *ids = NULL;
+        int n = 0;
+        CHECK(jn_db_run_ids(db, &ids, &n) == JN_OK && n == 1);
+        free(ids);
+        CHECK(q_int(jn_db_handle(db), "SELECT count(*) FROM sqlite_master WHERE name LIKE 'replay%'") == 0);
+        jn_db_close(db);
+    }
+    /* a failure at any point leaves v2 or a complete v3 */
+    int consistent = 1, failed = 0;
+    for (int k = 1; k <= 12; k++) {
+        make_v2(path);
+        jn_db_inject_fault(k);
+        jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
+        jn_db_inject_fault(0);
+        if (s == JN_OK) {
+            jn_db_close(db);
+            continue;
+        }
+        failed++;
+        sqlite3 *h = NULL;
+        sqlite3_open(path, &h);
+        int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
+        int64_t t = q_int(h, "SELECT count(*) FROM sqlite_master WHERE name IN ('replay_graphs','replay_misses')");
+        int64_t col = q_int(h, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('kind','bundle_id')");
+        if (!((v == 2 && t == 0 && col == 0) || (v == 3 && t == 2 && col == 2)) ||
+            q_int(h, "SELECT count(*) FROM runs") != 1)
+            consistent = 0;
+        sqlite3_close(h);
+    }
+    CHECK(failed >= 3);
+    CHECK(consistent);
+    make_v2(path);
+    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == 3);
+    if (!db) return;
+    sqlite3 *h = jn_db_handle(db);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 3);
+    CHECK(q_int(h, "SELECT count(*) FROM runs WHERE kind='record' AND bundle_id IS NULL") == 1); /* old run */
+    jn_db_run_info b = info("replay", 1);
+    int64_t r2 = 0;
+    CHECK(jn_db_run_begin(db, &b, &r2) == JN_OK && r2 == 2);
+    CHECK(jn_db_replay_put(db, r2, G1, 2, M1, 3) == JN_OK);
+    CHECK(q_int(h, "SELECT sum(hits) FROM replay_graphs WHERE run_id=2") == 10);
+    jn_db_close(db);
+    /* and once more: a v3 store opens without migrating again */
+    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && jn_db_schema_version(db) == 3);
+    jn_db_close(db);
+}
+
+/* `test_db_replay --put DB RUN`: store G1/M1 as run RUN's counters the
+ * way a replaying process does at exit (tests/python/test_replay_cli.py). */
+static int put_fixture(const char *path, const char *run) {
+    jn_db *db = NULL;
+    jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
+    if (!s) s = jn_db_replay_put(db, strtoll(run, NULL, 10), G1, 2, M1, 3);
+    if (s) fprintf(stderr, "test_db_replay --put: %s\n", jn_errmsg());
+    jn_db_close(db);
+    return s ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "--put")) return put_fixture(argv[2], argv[3]);
+    if (jt_tmp_begin("dbreplay")) return 1;
+    test_kinds_and_counters();
+    test_migration_v2();
+    jt_tmp_end();
+    JT_DONE();
+}

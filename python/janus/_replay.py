@@ -73,7 +73,7 @@ def _other_script(db):
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
             cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
-            q = "SELECT argv FROM runs" + (" WHERE kind IS NULL OR kind != 'replay'" if "kind" in cols else "")
+            q = "SELECT argv FROM runs" + (" WHERE kind IS NULL OR kind = 'record'" if "kind" in cols else "")
             rows = con.execute(q).fetchall()
         finally:
             con.close()

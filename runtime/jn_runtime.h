@@ -104,7 +104,8 @@ typedef struct jn_storage {
 /* jn_storage.lazy: why the bytes are not (yet) what eager mode would hold. */
 enum {
     JN_LAZY_PENDING = 1,  /* an op captured by replay writes or creates it and has not run */
-    JN_LAZY_LOST = 2      /* made inside a compiled graph that did not keep it (data NULL) */
+    JN_LAZY_LOST = 2,     /* made inside a compiled graph that did not keep it (data NULL) */
+    JN_LAZY_DEFERRED = 4  /* ditto, but replay can still compute it when it is read */
 };
 
 typedef struct jn_tensor {

@@ -66,6 +66,23 @@ typedef struct {
     int64_t count;
 } miss_row;
 
+/* A deferred slice: the pending ops that compute values Python still holds
+ * but a graph did not keep, over shadow storages (private copies of every
+ * other pending storage they touch, snapshots of the state the graph then
+ * overwrote), run only if one of the values is read. */
+typedef struct dslice {
+    pop *ops;
+    int64_t nops;
+    jn_tensor **refs;             /* held: per op its inputs then outputs (remapped) */
+    int64_t nrefs;
+    jn_storage **needed;
+    int64_t nneed;
+    jn_tensor **checked;          /* existing inputs read as they are: must not change */
+    uint64_t *ver;
+    int64_t nchecked;
+    struct dslice *next;
+} dslice;
+
 typedef struct {
     int64_t hits, misses;
     double seconds;
@@ -76,7 +93,7 @@ typedef struct {
 } graph_row;
 
 static struct {
-    int on, strict, quiet, debug, speculate;
+    int on, strict, quiet, debug, speculate, defer;
     double t_begin;
     int64_t run_id;
     char *db_path;
@@ -93,7 +110,8 @@ static struct {
     int64_t last_cmp;
     int flushing;
     /* counters */
-    int64_t segments, hits, misses, sliced;
+    int64_t segments, hits, misses, sliced, deferred_runs;
+    dslice *deferred;
     miss_row *miss;
     int nmiss, capmiss;
 } R;
@@ -203,6 +221,183 @@ static jn_status fallback(void) {
     return s;
 }
 
+/* ---------------------------------------------------- deferred slices */
+static void unhold(jn_tensor *t) {
+    t->capture_refs--;
+    jn_tensor_decref(t);
+}
+
+static void dslice_free(dslice *D) {
+    if (!D) return;
+    for (int64_t i = 0; i < D->nrefs; i++) unhold(D->refs[i]);
+    for (int64_t i = 0; i < D->nchecked; i++) unhold(D->checked[i]);
+    free(D->ops), free(D->refs), free(D->needed), free(D->checked), free(D->ver), free(D);
+}
+
+/* A header over base's storage seeing it as h sees its own. */
+static jn_tensor *shadow_header(jn_tensor *base, const jn_tensor *h) {
+    jn_tensor *t = jn_tensor_alias(base);
+    if (!t) return NULL;
+    t->dtype = h->dtype;
+    t->ndim = h->ndim;
+    memcpy(t->shape, h->shape, sizeof t->shape);
+    memcpy(t->strides, h->strides, sizeof t->strides);
+    t->offset = h->offset;
+    t->is_view = 1;
+    t->capture_refs = 1; /* released by unhold like every held reference */
+    return t;
+}
+
+static int has_storage(jn_storage *const *v, int64_t n, const jn_storage *st) {
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] == st) return 1;
+    return 0;
+}
+
+/* The slice in_slice[] of the pending list as a deferred slice: needed
+ * storages stay the real ones, every other pending storage gets a private
+ * shadow, state the graph writes (written_st) a snapshot of its bytes now,
+ * other existing inputs are read later as they are if their version has
+ * not moved.  NULL when out of memory (the caller runs the slice now). */
+static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
+                          jn_storage *const *written_st, int64_t nwritten) {
+    int64_t nops = 0, nrefs = 0;
+    for (int64_t e = 0; e < R.nops; e++)
+        if (in_slice[e]) nops++, nrefs += R.ops[e].nin + R.ops[e].nout;
+    dslice *D = calloc(1, sizeof *D);
+    jn_storage **from = calloc((size_t)nrefs + 1, sizeof *from);
+    jn_tensor **base = calloc((size_t)nrefs + 1, sizeof *base);
+    int64_t nmap = 0;
+    int ok = D && from && base && (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
+             (D->refs = calloc((size_t)nrefs + 1, sizeof *D->refs)) &&
+             (D->needed = malloc(sizeof *D->needed * (size_t)(nneed + 1))) &&
+             (D->checked = calloc((size_t)nrefs + 1, sizeof *D->checked)) &&
+             (D->ver = calloc((size_t)nrefs + 1, sizeof *D->ver));
+    if (ok) {
+        memcpy(D->needed, needed, sizeof *needed * (size_t)nneed);
+        D->nneed = nneed;
+    }
+    for (int64_t e = 0; e < R.nops && ok; e++) {
+        if (!in_slice[e]) continue;
+        const pop *p = &R.ops[e];
+        pop *q = &D->ops[D->nops++];
+        *q = *p;
+        q->ref = (int32_t)D->nrefs;
+        for (int j = 0; j < p->nin + p->nout && ok; j++) {
+            jn_tensor *h = op_in(p)[j], *t = h;
+            jn_storage *st = h->storage;
+            if (has_storage(needed, nneed, st)) {
+                hold(t);
+            } else if (!st->data || has_storage(written_st, nwritten, st)) {
+                int64_t m = 0;
+                while (m < nmap && from[m] != st) m++;
+                if (m == nmap) {
+                    int64_t nb = (int64_t)st->nbytes;
+                    jn_meta mm = {JN_U8, 1, {nb}};
+                    base[m] = st->data ? jn_tensor_new(JN_U8, 1, &nb) : jn_rt_tensor_new_pending(&mm);
+                    if (!base[m]) {
+                        ok = 0;
+                        break;
+                    }
+                    if (st->data && nb) memcpy(base[m]->storage->data, st->data, (size_t)nb);
+                    from[nmap++] = st;
+                }
+                if (!(t = shadow_header(base[m], h))) {
+                    ok = 0;
+                    break;
+                }
+            } else {
+                hold(t);
+                int64_t c = 0;
+                while (c < D->nchecked && D->checked[c] != h) c++;
+                if (c == D->nchecked) {
+                    hold(h);
+                    D->checked[D->nchecked] = h;
+                    D->ver[D->nchecked++] = st->version;
+                }
+            }
+            D->refs[D->nrefs++] = t;
+        }
+    }
+    for (int64_t m = 0; m < nmap; m++) jn_tensor_decref(base[m]); /* the shadow headers hold them */
+    free(from), free(base);
+    if (!ok) {
+        dslice_free(D);
+        return NULL;
+    }
+    return D;
+}
+
+static void dslice_unlink(dslice *D) {
+    for (dslice **pp = &R.deferred; *pp; pp = &(*pp)->next)
+        if (*pp == D) {
+            *pp = D->next;
+            return;
+        }
+}
+
+/* One of D's values is read: run D (then it is gone). */
+static jn_status dslice_run(dslice *D) {
+    jn_status s = JN_OK;
+    for (int64_t i = 0; i < D->nchecked && s == JN_OK; i++)
+        if (D->checked[i]->storage->version != D->ver[i]) s = lost_error(D->checked[i]);
+    for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = 0;
+    for (int64_t i = 0; i < D->nrefs; i++)
+        if (D->refs[i]->storage->lazy == JN_LAZY_PENDING) D->refs[i]->storage->lazy = 0; /* shadows */
+    R.flushing = 1;
+    jn_rt_private_ids++;
+    for (int64_t e = 0; e < D->nops && s == JN_OK; e++) {
+        const pop *p = &D->ops[e];
+        jn_tensor **in = D->refs + p->ref, **out = in + p->nin;
+        for (int k = 0; k < p->nout && s == JN_OK; k++) s = jn_rt_storage_alloc(out[k]->storage);
+        if (s) break;
+        if (p->into) s = jn_rt_run_into(p->op, p->nin, in, &p->a, out[0]);
+        else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s = jn_rt_run_kernel(p->op, p->nin, in, &p->a, out);
+    }
+    jn_rt_private_ids--;
+    R.flushing = 0;
+    if (s)
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST;
+    R.deferred_runs++;
+    dslice_unlink(D);
+    dslice_free(D);
+    return s;
+}
+
+static dslice *dslice_find(const jn_storage *st) {
+    for (dslice *D = R.deferred; D; D = D->next)
+        if (has_storage(D->needed, D->nneed, st)) return D;
+    return NULL;
+}
+
+/* Drop the deferred slices whose values nothing can reach any more. */
+static void dslice_gc(void) {
+    for (dslice **pp = &R.deferred; *pp;) {
+        dslice *D = *pp;
+        int reach = 0;
+        for (int64_t k = 0; k < D->nneed && !reach; k++) {
+            jn_storage *st = D->needed[k];
+            int64_t distinct = 0;
+            for (int64_t i = 0; i < D->nrefs && !reach; i++) {
+                jn_tensor *h = D->refs[i];
+                if (h->storage != st) continue;
+                int seen = 0;
+                for (int64_t j = 0; j < i && !seen; j++) seen = D->refs[j] == h;
+                if (seen) continue;
+                distinct++;
+                reach = h->refcnt > h->capture_refs;
+            }
+            reach |= (int64_t)st->refcnt > distinct;
+        }
+        if (reach) {
+            pp = &D->next;
+            continue;
+        }
+        *pp = D->next;
+        dslice_free(D);
+    }
+}
+
 /* ------------------------------------------------------- graph runs */
 typedef struct {
     jn_tensor *t;
@@ -306,6 +501,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     uint64_t *vers = calloc((size_t)g->ninputs + 1, sizeof *vers);
     hset S = {0};
     sset W = {0};
+    dslice *D = NULL;
     int64_t nsliced = 0;
     S.cap = R.nrefs + 1;
     for (S.nslot = 16; S.nslot < 2 * S.cap; S.nslot *= 2) {}
@@ -428,8 +624,17 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
         }
         jn_status s2 = JN_OK;
         double ts = now();
+        if (!bad && R.defer) {
+            jn_storage **wst = calloc((size_t)g->noutputs + 1, sizeof *wst);
+            int64_t nw = 0;
+            for (int32_t o = 0; wst && o < g->noutputs; o++)
+                if (g->outputs[o].kind == JN_IR_OUT_STATE && inputs[g->outputs[o].state])
+                    wst[nw++] = inputs[g->outputs[o].state]->storage;
+            if (wst) D = dslice_new(in_slice, needed, nneed, wst, nw);
+            free(wst);
+        }
         R.flushing = 1;
-        for (int64_t e = 0; e < R.nops && !bad && s2 == JN_OK; e++) {
+        for (int64_t e = 0; e < R.nops && !bad && !D && s2 == JN_OK; e++) {
             if (!in_slice[e]) continue;
             const pop *p = &R.ops[e];
             jn_tensor **out = op_out(p);
@@ -442,10 +647,11 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
         if (R.debug) {
             int64_t ns = 0;
             for (int64_t e = 0; e < R.nops; e++) ns += in_slice[e];
-            fprintf(stderr, "[rp] graph %s: %lld values Python holds, slice of %lld/%lld ops eagerly in %.3f ms\n",
-                    g->name, (long long)nneed, (long long)ns, (long long)R.nops, 1e3 * (now() - ts));
+            fprintf(stderr, "[rp] graph %s: %lld values Python holds, slice of %lld/%lld ops %s in %.3f ms\n",
+                    g->name, (long long)nneed, (long long)ns, (long long)R.nops, D ? "deferred" : "eagerly",
+                    1e3 * (now() - ts));
         }
-        if (!bad && s2 == JN_OK)
+        if (!bad && s2 == JN_OK && !D)
             for (int64_t k = 0; k < nneed; k++) needed[k]->lazy = 0; /* final and eager's own */
         free(needed), free(in_slice);
         if (bad || s2) {
@@ -513,6 +719,12 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     } else {
         rc = 0;
     }
+    if (D && rc == 0) { /* computed only if read */
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_DEFERRED;
+        D->next = R.deferred;
+        R.deferred = D;
+        D = NULL;
+    }
     for (int64_t k = 0; k < S.n; k++) { /* reached by nobody, or never read again (proved by the recording) */
         jn_storage *st = S.h[k].t->storage;
         if (st->lazy == JN_LAZY_PENDING) st->lazy = JN_LAZY_LOST;
@@ -525,6 +737,7 @@ done:
         if (owned[i]) jn_tensor_decref(inputs[i]);
     for (int i = 0; i < G->nkeep && outs; i++) jn_tensor_decref(outs[i]);
     free(inputs), free(owned), free(outs), free(vers), free(S.h), free(S.slot), free(W.slot);
+    dslice_free(D); /* not committed: the list runs eagerly */
     if (rc == 0 && nsliced) R.sliced++;
     return rc;
 }
@@ -572,6 +785,7 @@ static jn_status seg_end(void) {
 
 static void seg_begin(int entry) {
     if (!R.on) return;
+    if (R.deferred) dslice_gc();
     jn_rt_match_begin(R.mt, entry);
     jn_rt_capturing = 1;
     if (R.debug) R.t_begin = now();
@@ -607,6 +821,8 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
                              jn_tensor *const *out, int into) {
     (void)ctx;
     jn_status s;
+    for (int i = 0; i < nin; i++) /* a deferred value read: computed now (it is no pending op) */
+        if (in[i]->storage->lazy == JN_LAZY_DEFERRED && (s = jn_rt_materialize(in[i]))) return s;
     for (int i = 0; i < nin; i++)
         if (in[i]->storage->lazy == JN_LAZY_LOST) {
             jn_rt_capturing = 0;
@@ -663,6 +879,10 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
 static jn_status cap_materialize(void *ctx, jn_tensor *t) {
     (void)ctx;
     if (t->storage->lazy == JN_LAZY_LOST) return lost_error(t);
+    if (t->storage->lazy == JN_LAZY_DEFERRED) {
+        dslice *D = dslice_find(t->storage);
+        return D ? dslice_run(D) : lost_error(t);
+    }
     if (R.flushing) return JN_OK;
     /* data read outside a sync point: the segment ends here */
     jn_status s = seg_end();
@@ -730,6 +950,8 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     R.strict = (flags & JN_RT_REPLAY_STRICT) != 0;
     R.debug = getenv("JANUS_REPLAY_DEBUG") != NULL;
     R.speculate = (flags & JN_RT_REPLAY_SPECULATE) != 0;
+    const char *df = getenv("JANUS_REPLAY_DEFER");
+    R.defer = !(df && (!strcmp(df, "0") || !strcmp(df, "no") || !strcmp(df, "false")));
     R.segments = R.hits = R.misses = 0;
     R.on = 1;
     jn_rt_replay_on = 1;
@@ -825,6 +1047,12 @@ static void write_counters(void);
 jn_status jn_rt_replay_stop(int print_summary) {
     if (!R.on) return JN_OK;
     jn_status s = seg_end();
+    while (R.deferred) {
+        dslice *D = R.deferred;
+        R.deferred = D->next;
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST; /* nothing runs after exit */
+        dslice_free(D);
+    }
     jn_rt_set_capture_hook(NULL);
     if (print_summary) {
         char line[2048];

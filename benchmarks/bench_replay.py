@@ -73,7 +73,8 @@ def counters(db, out):
     try:
         h, mi = con.execute("SELECT coalesce(sum(hits),0), coalesce(sum(misses),0) FROM replay_graphs "
                             "WHERE run_id=?", (int(m.group(1)),)).fetchone()
-        top = con.execute("SELECT reason || ' at ' || site, sum(count) n FROM replay_misses WHERE run_id=? "
+        top = con.execute("SELECT reason || CASE WHEN site != '' THEN ' at ' || site ELSE '' END, sum(count) n "
+                          "FROM replay_misses WHERE run_id=? "
                           "GROUP BY reason, site ORDER BY n DESC LIMIT 1", (int(m.group(1)),)).fetchone()
     finally:
         con.close()
@@ -190,7 +191,7 @@ def main():
         print(f"  janus eager   {fmt(eag['rate'])} steps/s                   peak {eag['mb']:7.1f} MB  "
               f"{eag['quality'] or ''}")
         print(f"  replay/eager  {rep['rate'] / eag['rate']:8.2f}x   peak memory replay/eager "
-              f"{rep['mb'] / eag['mb']:5.2f}x")
+              f"{rep['mb'] / eag['mb']:5.2f}x (whole process: loading the data included)")
         if c and c[2]:
             print(f"  top miss      {c[2][:150]}")
         line = f"  fixed-batch step (bench_train): janus eager {fmt(t['janus'])}"

@@ -22,7 +22,7 @@
  * v_step_signatures, v_syncs, v_decisions, v_shape_variation.
  * Schema v2 (SCHEMA_V2) adds bundles: the compressed, checksummed payloads
  * `janus optimize` stores, replaced per target in one transaction.
- * Schema v3 (SCHEMA_V3) marks each run's kind ('record' or 'replay', and
+ * Schema v3 (SCHEMA_V3) marks each run's kind ('record', 'replay' or 'eager', and
  * the bundle a replay loaded) and adds the replay counters: per run and
  * graph the hits, misses and seconds, and per run the guard misses with
  * the matcher's reason, the call site and the value seen.

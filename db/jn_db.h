@@ -30,7 +30,7 @@
  *        source_runs TEXT (JSON array of run ids), source_steps, format, codec 'zstd',
  *        raw_bytes, checksum TEXT (FNV-1a 64 of the raw payload, 16 hex), data BLOB)
  *        -- schema v2; the payload format is codegen/jn_bundle.h's.
- *   runs.kind TEXT 'record'|'replay' (default 'record'), runs.bundle_id (a replay: the
+ *   runs.kind TEXT 'record'|'replay'|'eager' (default 'record'), runs.bundle_id (a replay: the
  *        bundle it loaded, NULL otherwise)                          -- schema v3
  *   replay_graphs(run_id, graph, hits, misses, seconds)  PRIMARY KEY(run_id, graph)
  *   replay_misses(run_id, graph, guard, reason, site 'file:line', seen REAL (NULL = none), count)
@@ -83,7 +83,7 @@ typedef struct {
     const char *hostname;
     int64_t pid;
     double started;             /* unix time */
-    const char *kind;           /* "record" (NULL/"" too) or "replay" (schema v3) */
+    const char *kind;           /* schema v3: "record" (NULL/"" too), "replay", "eager" (--eager) */
     int64_t bundle_id;          /* replay: the bundle it runs (0 = none / not a replay) */
 } jn_db_run_info;
 

@@ -50,7 +50,8 @@ if "--counters" in args and env["JANUS_REPLAY_DB"]:
     con.executemany("INSERT INTO replay_misses(run_id, graph, guard, reason, site, seen, count) "
                     "VALUES(?,?,?,?,?,?,?)",
                     [(run, "g1", 2, "input x dim 0 is 32 where the graph has 64", "train.py:12", 32.0, 3),
-                     (run, "g0", 0, "op tanh where the graph has relu", "model.py:7", None, 2)])
+                     (run, "g0", 0, "op tanh where the graph has relu", "model.py:7", None, 2),
+                     (run, "g1", -1, "op 3 is add where the graph has mul", "", None, 1)])
     con.commit()
     con.close()
 if "--put" in args and env["JANUS_REPLAY_DB"]:  # through jn_db_replay_put, as the replay core does
@@ -303,7 +304,8 @@ def test_inspect_replay_counters(store, child):
     assert c["seconds"] == pytest.approx(0.5)
     assert c["graphs"][0] == {"graph": "g0", "hits": 95, "misses": 2, "seconds": 0.5}
     assert c["graphs"][1]["graph"] == "g1" and c["graphs"][1]["misses"] == 3
-    m0, m1 = c["miss_reasons"]
+    m0, m1, m2 = c["miss_reasons"]
+    assert m2["guard"] == -1 and m2["site"] == ""
     assert m0 == {"graph": "g1", "guard": 2, "reason": "input x dim 0 is 32 where the graph has 64",
                   "site": "train.py:12", "seen": 32, "count": 3}
     assert m1["seen"] is None and m1["site"] == "model.py:7" and m1["count"] == 2
@@ -316,7 +318,8 @@ def test_inspect_replay_counters(store, child):
     t = r.stdout
     assert f"run {run_id}  [replay of bundle {cpu_bundle(store)}]  finished" in t
     assert "replay: 95.0% hit rate: 95 of 100 segments ran as graphs, 5 fell back to eager" in t
-    assert "top miss reasons (2 distinct):" in t
+    assert "top miss reasons (3 distinct):" in t
+    assert "1x  g1: op 3 is add where the graph has mul\n" in t  # no guard, no site
     assert "3x  g1 guard 2 at train.py:12: input x dim 0 is 32 where the graph has 64 (seen 32)" in t
     assert "2x  g0 guard 0 at model.py:7: op tanh where the graph has relu\n" in t
     assert f"run {run_id + 1}  [eager of bundle" in t and "replay: none (ran eagerly" in t

@@ -220,3 +220,46 @@ def test_corrupt_store_runs_eagerly(tmp_path):
     assert rr.returncode == 0, rr.stderr
     assert "janus replay: running eagerly:" in rr.stderr and "junk.db" in rr.stderr, rr.stderr
     assert wr is not None
+
+
+# ------------------------------------- values the graphs do not keep, read
+READER = '''
+import os, sys
+sys.path.insert(0, os.path.join({root!r}, "python"))
+import janus
+import janus.nn as nn
+janus.manual_seed(0)
+X = janus.randn(64, 8)
+Y = (X.sum(1) > 0).long()
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+opt = janus.optim.Adam(model.parameters(), lr=0.01)
+read = len(sys.argv) > 1 and sys.argv[1] == "read"
+for step in range(30):
+    x, y = X[step % 4 * 16:(step % 4 + 1) * 16], Y[step % 4 * 16:(step % 4 + 1) * 16]
+    opt.zero_grad()
+    out = model(x)
+    loss = nn.functional.cross_entropy(out, y)
+    loss.backward()
+    opt.step()
+    if read and step % 7 == 3:  # what the recording never read: loss, a gradient, the logits
+        print(step, loss.item(), float(model[0].weight.grad.sum()), out[0].tolist())
+print("final", [p.sum().item() for p in model.parameters()])
+'''
+
+
+@pytest.mark.parametrize("mode", [{}, {"JANUS_REPLAY_DEFER": "0"}])
+def test_values_graphs_do_not_keep_read_later(tmp_path, mode):
+    script = os.path.join(str(tmp_path), "reader.py")
+    with open(script, "w") as f:
+        f.write(READER.format(root=ROOT))
+    db = os.path.join(str(tmp_path), "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, script, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert janus("optimize", db, timeout=300).returncode == 0
+    e = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True, env=env(), timeout=300)
+    rr = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db, **mode), timeout=300)
+    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == e.stdout and rr.stdout.count("\n") == 5
+    s = summary(rr.stderr)
+    assert s["segments"] - s["fell_back"] >= 25, s   # the training steps ran as graphs

@@ -17,7 +17,9 @@ Environment:
   JANUS_REPLAY_SPECULATE=1  values Python still holds that a graph does not keep
                        (the recording never read them again: a loss, .grad) are
                        not computed; reading one raises RuntimeError.  Default:
-                       they are computed eagerly before the graph runs.
+                       they are computed when first read (a deferred slice).
+  JANUS_REPLAY_DEFER=0   compute them eagerly before each graph instead
+  JANUS_REPLAY_DEBUG=1   one stderr line per captured op, segment and graph run
 A store that cannot be used (no bundle, a refused or corrupt one, a bundle
 made from another script) gives one line "janus replay: running eagerly:
 <why>" and the script runs eagerly, unchanged.

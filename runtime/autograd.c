@@ -437,7 +437,9 @@ static jn_status accumulate_leaf(jn_tensor *leaf, jn_tensor *g) {
         return jn_error(JN_ERR_NOMEM, "out of memory");
     }
     if (!m->grad) {
-        if (g->refcnt == 1 && !g->is_view && jn_is_contiguous(g) && g->storage->refcnt == 1 &&
+        /* nobody else holds g (replay's capture list does not count: the
+         * same ops must run whether capture holds it or not) */
+        if (g->refcnt - g->capture_refs == 1 && !g->is_view && jn_is_contiguous(g) && g->storage->refcnt == 1 &&
             g->dtype == leaf->dtype) {
             m->grad = g;
             return JN_OK;

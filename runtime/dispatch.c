@@ -9,6 +9,7 @@
  */
 #include "jn_autograd.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,12 +154,49 @@ static void fill_rng(jn_op op, const jn_opinfo *info, jn_attrs *a, const jn_meta
     pthread_mutex_unlock(&rng_lock);
 }
 
+/* ---------------------------------------------------------- lazy capture */
+static jn_rt_capture_hook capture_hook;
+int jn_rt_capturing;
+
+void jn_rt_set_capture_hook(const jn_rt_capture_hook *h) {
+    if (h) capture_hook = *h;
+    else memset(&capture_hook, 0, sizeof capture_hook);
+    jn_rt_capturing = 0;
+}
+
+jn_status jn_rt_materialize_slow(jn_tensor *t) {
+    if (capture_hook.materialize) return capture_hook.materialize(capture_hook.ctx, t);
+    return jn_error(JN_ERR_RUNTIME, "a tensor's data is pending but no replay is running (internal error)");
+}
+
+jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+#ifndef NDEBUG /* a pending tensor reaching a kernel is a bug (a view's kernel reads no data) */
+    for (int i = 0; i < nin && !(infos[op].flags & JN_F_VIEW); i++)
+        assert(in[i]->storage->data || !in[i]->storage->nbytes);
+#endif
+    jn_rt_private_ids++;
+    jn_status s = cpu_tab[op](nin, in, a, out);
+    jn_rt_private_ids--;
+    return s;
+}
+
+/* Eager mode never hands a kernel a pending tensor: it is run first. */
+static jn_status ready_inputs(int nin, jn_tensor *const *in) {
+    jn_status s = JN_OK;
+    for (int i = 0; i < nin && s == JN_OK; i++) s = jn_rt_materialize(in[i]);
+    return s;
+}
+
 jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in,
                       jn_tensor **out) {
     const jn_opinfo *info = jn_op_info(op);
     if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
     jn_status s = check_inputs(op, info, nin, in);
     if (s) return s;
+    /* one_hot(num_classes=-1) is the one shape that depends on data */
+    if (jn_rt_capturing && op == JN_OP_one_hot && a_in->a[0].i < 0 && (s = ready_inputs(nin, in))) return s;
+    int cap = jn_rt_capturing;
+    if (!cap && (s = ready_inputs(nin, in))) return s;
     jn_attrs a = *a_in;
     jn_meta meta[JN_MAX_OUTS];
     memset(meta, 0, sizeof meta);
@@ -183,14 +221,15 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
                 memcpy(res[i]->shape, meta[i].shape, sizeof(int64_t) * JN_MAX_DIMS);
             }
         } else {
-            res[i] = jn_tensor_new_meta(&meta[i]);
+            res[i] = cap ? jn_rt_tensor_new_pending(&meta[i]) : jn_tensor_new_meta(&meta[i]);
         }
         if (!res[i]) {
             s = JN_ERR_NOMEM;
             goto fail;
         }
     }
-    if ((s = cpu_tab[op](nin, in, &a, res))) goto fail;
+    /* captured: only a view's kernel runs (it sets strides, reads no data) */
+    if ((!cap || (info->flags & JN_F_VIEW)) && (s = jn_rt_run_kernel(op, nin, in, &a, res))) goto fail;
     for (int i = 0; i < nwritten; i++) in[i]->storage->version++;
     if (jn_grad_enabled() &&
         (s = jn_ag_record(op, nin, in, &a, info->nout, res, nwritten ? in[0] : NULL)))
@@ -199,6 +238,7 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
      * this only cuts the history of the other written tensors */
     for (int i = 1; i < nwritten && jn_grad_enabled(); i++)
         if ((s = jn_ag_record(op, nin, in, &a, 0, res, in[i]))) goto fail;
+    if (cap && (s = capture_hook.capture(capture_hook.ctx, op, nin, in, &a, info->nout, res, 0))) goto fail;
     for (int i = 0; i < info->nout; i++) out[i] = res[i];
     if (hook.after) hook.after(hook.ctx, op, nin, in, &a, info->nout, res);
     return JN_OK;
@@ -219,6 +259,8 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
                         op == JN_OP_addmm ? " (except into its contiguous first input, as addmm_)" : "");
     jn_status s = check_inputs(op, info, nin, in);
     if (s) return s;
+    int cap = jn_rt_capturing;
+    if (!cap && ((s = ready_inputs(nin, in)) || (s = jn_rt_materialize(dst)))) return s;
     jn_meta m;
     if ((s = infer_tab[op](nin, in, a, &m))) return s;
     char sa[128], sb[128];
@@ -233,8 +275,25 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
     if (bad)
         return jn_error(JN_ERR_TYPE, "%s: result type %s can't be cast to the desired output type %s",
                         info->name, jn_dtype_names[m.dtype], jn_dtype_names[dst->dtype]);
+    if ((s = jn_ag_check_inplace(op, dst))) return s;
+    jn_tensor *outv[1] = {dst};
+    if (cap) {
+        dst->storage->version++;
+        if (jn_grad_enabled() && (s = jn_ag_record(op, nin, in, a, 1, outv, dst))) return s;
+        return capture_hook.capture(capture_hook.ctx, op, nin, in, a, 1, outv, 1);
+    }
+    if ((s = jn_rt_run_into(op, nin, in, a, dst))) return s;
+    dst->storage->version++;
+    if (jn_grad_enabled() && (s = jn_ag_record(op, nin, in, a, 1, outv, dst))) return s;
+    if (hook.after) hook.after(hook.ctx, op, nin, in, a, 1, outv);
+    return JN_OK;
+}
+
+jn_status jn_rt_run_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *dst) {
     /* Inputs overlapping dst in any other layout are copied first, so the
      * kernel never reads what it has already written. */
+    jn_status s = JN_OK;
+    jn_rt_private_ids++;
     jn_tensor *safe[JN_MAX_INS];
     int ncopies = 0;
     jn_tensor *copies[JN_MAX_INS];
@@ -248,13 +307,10 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
             safe[i] = copies[ncopies++] = c;
         }
     }
-    if ((s = jn_ag_check_inplace(op, dst))) goto done;
     jn_tensor *outv[1] = {dst};
-    if ((s = cpu_tab[op](nin, safe, a, outv))) goto done;
-    dst->storage->version++;
-    if (jn_grad_enabled() && (s = jn_ag_record(op, nin, in, a, 1, outv, dst))) goto done;
-    if (hook.after) hook.after(hook.ctx, op, nin, in, a, 1, outv);
+    s = jn_rt_run_kernel(op, nin, safe, a, outv);
 done:
     for (int i = 0; i < ncopies; i++) jn_tensor_decref(copies[i]);
+    jn_rt_private_ids--;
     return s;
 }

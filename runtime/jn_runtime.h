@@ -98,7 +98,15 @@ typedef struct jn_storage {
     uint64_t version;    /* bumped by every in-place write; shared by views */
     void (*release)(void *ctx); /* external memory (numpy buffers) */
     void *release_ctx;
+    int lazy;            /* replay's lazy capture: JN_LAZY_* (0 = data is current) */
 } jn_storage;
+
+/* jn_storage.lazy: why the bytes are not (yet) what eager mode would hold. */
+enum {
+    JN_LAZY_PENDING = 1,  /* an op captured by replay writes or creates it and has not run */
+    JN_LAZY_LOST = 2,     /* made inside a compiled graph that did not keep it (data NULL) */
+    JN_LAZY_DEFERRED = 4  /* ditto, but replay can still compute it when it is read */
+};
 
 typedef struct jn_tensor {
     int64_t refcnt;
@@ -114,6 +122,7 @@ typedef struct jn_tensor {
     uint8_t rec_role;             /* recorder: JN_TR_* role (0 = produced by an op) */
     void *autograd;               /* owned by the autograd layer */
     void *pyobj;                  /* borrowed back-pointer to the Python wrapper */
+    int64_t capture_refs;         /* of refcnt: held by replay's pending ops (eager would not hold them) */
 } jn_tensor;
 
 typedef struct {
@@ -289,6 +298,44 @@ typedef struct jn_dispatch_hook {
     void *ctx;
 } jn_dispatch_hook;
 void jn_set_dispatch_hook(const jn_dispatch_hook *h);
+
+/* ------------------------------------------------------- lazy capture */
+/* Replay (runtime/exec/replay.c) installs this.  While jn_rt_capturing is
+ * set, jn_dispatch / jn_dispatch_into infer their outputs, create them
+ * pending (jn_rt_tensor_new_pending: storage data NULL, lazy set), bump
+ * versions and record autograd exactly as eagerly, run no kernel (view ops
+ * still set their strides) and hand the op to `capture`, which owns what
+ * happens next (the outputs may already hold data when it returns).
+ * `materialize` makes a tensor's data current: flushes the pending ops. */
+typedef struct jn_rt_capture_hook {
+    jn_status (*capture)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                         jn_tensor *const *out, int into);
+    jn_status (*materialize)(void *ctx, jn_tensor *t);
+    void *ctx;
+} jn_rt_capture_hook;
+void jn_rt_set_capture_hook(const jn_rt_capture_hook *h);
+extern int jn_rt_capturing;
+/* The one helper everything that reads or writes tensor data outside
+ * jn_dispatch calls first: JN_OK at once for an ordinary tensor; for a
+ * pending one, the capture hook runs what is pending (a lost one is an
+ * error saying why). */
+jn_status jn_rt_materialize_slow(jn_tensor *t);
+static inline jn_status jn_rt_materialize(jn_tensor *t) {
+    return t && t->storage && t->storage->lazy ? jn_rt_materialize_slow(t) : JN_OK;
+}
+/* Nonzero while kernels (or the graph executor) run: tensor headers made
+ * then get ids from a separate range (see tensor.c), so the ids Python and
+ * the recorder see are the same whether kernels run eagerly or later. */
+extern int jn_rt_private_ids;
+/* A contiguous tensor whose storage has no data yet (lazy = PENDING). */
+jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m);
+/* Give a data-less storage its bytes (uninitialized). */
+jn_status jn_rt_storage_alloc(jn_storage *st);
+/* The eager kernel of op over tensors whose storages hold data (no checks,
+ * no versions, no autograd, no hook): what replay's fallback runs. */
+jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out);
+/* jn_dispatch_into's kernel part (inputs overlapping dst copied first). */
+jn_status jn_rt_run_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *dst);
 
 /* ------------------------------------------------------------ randomness */
 /* Philox4x32-10 (Salmon et al., SC'11) on a 128-bit counter and 64-bit key:

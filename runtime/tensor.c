@@ -35,6 +35,12 @@ const char *jn_status_name(jn_status s) {
 
 /* ----------------------------------------------------------------- tensors */
 static int64_t next_id = 1; /* tensor ids for the recorder; only needs uniqueness */
+/* Headers made inside kernels (and by the graph executor) take ids from a
+ * second counter, so the ids of every tensor the dispatcher hands out do not
+ * depend on WHEN kernels run: replay's lazy capture runs them later than
+ * eager mode, and state is guarded by the ids the recording saw. */
+static int64_t next_private_id = (int64_t)1 << 62;
+int jn_rt_private_ids;
 
 static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t *shape) {
     jn_tensor *t = calloc(1, sizeof *t);
@@ -48,7 +54,7 @@ static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t
     t->ndim = ndim;
     if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     jn_contiguous_strides(ndim, t->shape, t->strides);
-    t->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+    t->id = __atomic_fetch_add(jn_rt_private_ids ? &next_private_id : &next_id, 1, __ATOMIC_RELAXED);
     return t;
 }
 
@@ -186,6 +192,33 @@ jn_tensor *jn_tensor_zeros(jn_dtype dtype, int ndim, const int64_t *shape) {
     return tensor_new(dtype, ndim, shape, 1);
 }
 jn_tensor *jn_tensor_new_meta(const jn_meta *m) { return tensor_new(m->dtype, m->ndim, m->shape, 0); }
+
+jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m) {
+    int64_t n = jn_shape_numel(m->ndim, m->shape);
+    jn_storage *st = calloc(1, sizeof *st);
+    if (!st) {
+        jn_error(JN_ERR_NOMEM, "out of memory allocating a tensor header");
+        return NULL;
+    }
+    st->refcnt = 1;
+    st->nbytes = (size_t)n * jn_dtype_size[m->dtype];
+    st->owns_data = 1;
+    st->block_class = -1;
+    st->lazy = JN_LAZY_PENDING;
+    jn_tensor *t = header(st, m->dtype, m->ndim, m->shape);
+    if (!t) free(st);
+    return t;
+}
+
+jn_status jn_rt_storage_alloc(jn_storage *st) {
+    if (st->data) return JN_OK;
+    size_t sz = (st->nbytes + 63) & ~(size_t)63;
+    if (!sz) sz = 64;
+    st->data = block_alloc(sz, &st->block_class);
+    if (!st->data) return jn_error(JN_ERR_NOMEM, "out of memory allocating %zu bytes", st->nbytes);
+    st->owns_data = 1;
+    return JN_OK;
+}
 
 jn_tensor *jn_tensor_from_memory(void *data, size_t nbytes, jn_dtype dtype, int ndim,
                                  const int64_t *shape, const int64_t *strides, int64_t offset,
@@ -539,7 +572,9 @@ jn_loop_fn jn_rt_cast_loop(jn_dtype src, jn_dtype dst) { return cvt_tab[src][dst
 jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
     int nd;
     int64_t shape[JN_MAX_DIMS];
-    jn_status s = jn_broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape);
+    jn_status s;
+    if ((s = jn_rt_materialize((jn_tensor *)src)) || (s = jn_rt_materialize(dst))) return s;
+    s = jn_broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape);
     if (s || !jn_same_shape(nd, shape, dst->ndim, dst->shape)) {
         char a[128], b[128];
         return jn_error(JN_ERR_SHAPE, "cannot copy a tensor of shape %s into one of shape %s",

@@ -122,3 +122,6 @@ from .serialization import save, load  # noqa: E402,F401
 from . import _record  # noqa: E402
 from ._record import step  # noqa: E402,F401
 _record.start_from_env()
+# Replay: under `janus replay` (JANUS_REPLAY_DB set) the bundle loads here.
+from . import _replay  # noqa: E402
+_replay.start_from_env()

@@ -11,6 +11,7 @@ from . import _C
 from . import _dtype
 from . import _format
 from . import _record
+from . import _replay
 from ._dtype import to_dtype
 from ._ops import INTERNAL, METHODS
 
@@ -33,6 +34,21 @@ def _rebuild(data, dtype_name, shape):
     return tensor(data, dtype=dt).reshape(shape)
 
 
+
+def _print_begin(t):
+    """Printing is a sync point for the recorder and for replay."""
+    if _replay.active:
+        _replay.print_begin(t)
+    if _record.active:
+        _record.print_begin(t)
+
+
+def _print_end():
+    if _record.active:
+        _record.print_end()
+    if _replay.active:
+        _replay.print_end()
+
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on the Janus runtime (the torch.Tensor API)."""
 
@@ -46,12 +62,12 @@ class Tensor(_C.TensorBase):
 
     # ----------------------------------------------------------- printing
     def __repr__(self, *, tensor_contents=None):
-        if _record.active:  # printing is a sync point
-            _record.print_begin(self)
+        if _record.active or _replay.active:  # printing is a sync point
+            _print_begin(self)
             try:
                 return self._repr_impl()
             finally:
-                _record.print_end()
+                _print_end()
         return self._repr_impl()
 
     def _repr_impl(self):
@@ -68,12 +84,12 @@ class Tensor(_C.TensorBase):
 
     def __format__(self, spec):
         if self.dim() == 0:
-            if _record.active:
-                _record.print_begin(self)
+            if _record.active or _replay.active:
+                _print_begin(self)
                 try:
                     return self.item().__format__(spec)
                 finally:
-                    _record.print_end()
+                    _print_end()
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 

@@ -83,6 +83,7 @@ static int put_leaf(fill_state *s, PyObject *o, int depth) {
         dv = PyFloat_AS_DOUBLE(o);
     } else if (JnTensor_Check(o)) { /* 0-d tensor */
         jn_tensor *t = JN_T(o);
+        if (!jn_py_ready(t)) return -1;
         if (!t->storage->data) {
             PyErr_SetString(PyExc_RuntimeError, "a meta tensor has no values to read");
             return -1;
@@ -290,6 +291,7 @@ PyObject *jn_py_scalar(const char *p, jn_dtype d) {
 }
 
 static int has_data(jn_tensor *t) {
+    if (!jn_py_ready(t)) return 0;
     if (t->storage->data) return 1;
     PyErr_SetString(PyExc_RuntimeError, "a meta tensor has no data to read");
     return 0;
@@ -304,7 +306,7 @@ PyObject *jn_py_item(PyObject *self, PyObject *unused) {
                      (long long)n);
         return NULL;
     }
-    if (!has_data(t)) return NULL;
+    if (!JN_PY_SYNC(JN_SYNC_ITEM, t) || !has_data(t)) return NULL;
     if (jn_rec_on) jn_rec_sync(JN_SYNC_ITEM, jn_load_f64(jn_data(t), t->dtype), t);
     return jn_py_scalar(jn_data(t), t->dtype);
 }
@@ -328,7 +330,7 @@ static PyObject *tolist_rec(jn_tensor *t, const char *p, int d) {
 PyObject *jn_py_tolist(PyObject *self, PyObject *unused) {
     (void)unused;
     jn_tensor *t = JN_T(self);
-    if (!has_data(t)) return NULL;
+    if (!JN_PY_SYNC(JN_SYNC_TOLIST, t) || !has_data(t)) return NULL;
     if (jn_rec_on) jn_rec_sync(JN_SYNC_TOLIST, jn_numel(t) == 1 ? jn_load_f64(jn_data(t), t->dtype) : NAN, t);
     return tolist_rec(t, jn_data(t), 0);
 }
@@ -341,7 +343,7 @@ int jn_py_nb_bool(PyObject *self) {
                                                    : "Boolean value of Tensor with more than one value is ambiguous");
         return -1;
     }
-    if (!has_data(t)) return -1;
+    if (!JN_PY_SYNC(JN_SYNC_BOOL, t) || !has_data(t)) return -1;
     int b = jn_load_f64(jn_data(t), t->dtype) != 0;
     if (jn_rec_on) jn_rec_sync_bool(b, t); /* a comparison used as a Python bool shows as COMPARE */
     return b;
@@ -352,7 +354,7 @@ static int one_element(jn_tensor *t) {
         PyErr_SetString(PyExc_ValueError, "only one element tensors can be converted to Python scalars");
         return 0;
     }
-    if (!has_data(t)) return 0;
+    if (!JN_PY_SYNC(JN_SYNC_ITEM, t) || !has_data(t)) return 0;
     if (jn_rec_on) jn_rec_sync(JN_SYNC_ITEM, jn_load_f64(jn_data(t), t->dtype), t); /* float(t), int(t) */
     return 1;
 }
@@ -387,7 +389,7 @@ PyObject *jn_py_nb_index(PyObject *self) {
         PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");
         return NULL;
     }
-    if (!has_data(t)) return NULL;
+    if (!JN_PY_SYNC(JN_SYNC_ITEM, t) || !has_data(t)) return NULL;
     if (jn_rec_on) jn_rec_sync(JN_SYNC_ITEM, jn_load_f64(jn_data(t), t->dtype), t); /* t used as an index */
     return PyLong_FromLongLong(jn_load_i64(jn_data(t), t->dtype));
 }

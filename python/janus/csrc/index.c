@@ -108,6 +108,7 @@ static int classify(PyObject *o, item *it) {
     if (JnTensor_Check(o)) {
         jn_tensor *t = JN_T(o);
         if (t->dtype == JN_BOOL && t->ndim == 0) {
+            if (!jn_py_ready(t)) return -1;
             if (!t->storage->data) goto meta;
             it->kind = IT_BOOL;
             it->i = *(const uint8_t *)jn_data(t) != 0;
@@ -143,7 +144,12 @@ static int classify(PyObject *o, item *it) {
         it->t = NULL;
         return -1;
     }
-    if (!it->t->storage->data) {
+    if ((it->t->dtype == JN_BOOL || it->t->dtype == JN_U8) && !jn_py_ready(it->t)) { /* a mask: its values decide the shape */
+        jn_tensor_decref(it->t);
+        it->t = NULL;
+        return -1;
+    }
+    if (!it->t->storage->data && !it->t->storage->lazy) { /* a pending index stays pending: an op reads it */
         jn_tensor_decref(it->t);
         it->t = NULL;
         goto meta;
@@ -223,6 +229,7 @@ PyObject *jn_py_nonzero_fn(PyObject *self, PyObject *arg) {
         return NULL;
     }
     jn_tensor *t = JN_T(arg);
+    if (!jn_py_ready(t)) return NULL;
     if (!t->storage->data) {
         PyErr_SetString(PyExc_RuntimeError, "nonzero(): a meta tensor has no data");
         return NULL;
@@ -451,6 +458,7 @@ int jn_py_setitem(PyObject *self, PyObject *index, PyObject *value) {
         return -1;
     }
     jn_tensor *t = JN_T(self);
+    if (!jn_py_ready(t)) return -1;
     if (!t->storage->data) {
         PyErr_SetString(PyExc_RuntimeError, "can't write into a meta tensor");
         return -1;

@@ -46,6 +46,16 @@ enum { JN_ROUND_NONE = 0, JN_ROUND_TRUNC = 1, JN_ROUND_FLOOR = 2 };
 
 /* Wrap a new reference to a C tensor (steals `t`). NULL on error. */
 PyObject *jn_py_wrap(jn_tensor *t);
+/* replay_py.c: make t's data current before reading or writing it outside
+ * the dispatcher (a pending tensor of `janus replay` runs what is pending);
+ * 0 with a Python exception set on failure. */
+int jn_py_ready(jn_tensor *t);
+/* A sync point (JN_SYNC_* kind) during `janus replay`: ends the segment and
+ * makes t current; 0 with an exception set on failure. */
+extern int jn_rt_replay_on;
+int jn_py_replay_sync(int kind, jn_tensor *t);
+#define JN_PY_SYNC(kind, t) (!jn_rt_replay_on || jn_py_replay_sync((kind), (t)))
+
 /* Raise the Python exception matching a jn_status with jn_errmsg(). Returns NULL. */
 PyObject *jn_py_raise(jn_status s);
 /* Convert a Python object (tensor, number, bool, numpy scalar, buffer) to a

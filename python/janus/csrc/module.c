@@ -183,6 +183,7 @@ int jn_py_as_int(PyObject *o, int64_t *v, const char *fn, const char *arg) {
     }
     if (JnTensor_Check(o)) {
         jn_tensor *t = JN_T(o);
+        if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && !jn_py_ready(t)) return -1;
         if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && t->storage->data) {
             *v = jn_load_i64(jn_data(t), t->dtype);
             return 0;
@@ -216,6 +217,7 @@ int jn_py_parse_ints(PyObject *o, jn_ints *out, const char *fn, const char *arg)
     }
     if (JnTensor_Check(o) && JN_T(o)->ndim == 1) { /* a 1-d integer tensor of sizes */
         jn_tensor *t = JN_T(o);
+        if (!jn_py_ready(t)) return -1;
         if (t->shape[0] > JN_MAX_DIMS || !jn_dtype_is_int(t->dtype) || !t->storage->data) {
             PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a tuple of ints, not a %s tensor "
                          "of shape [%lld]", fn, arg, jn_dtype_names[t->dtype], (long long)t->shape[0]);
@@ -538,6 +540,7 @@ static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
 extern PyMethodDef jn_py_tensor_module_methods[]; /* tensor.c: constructors */
 extern PyMethodDef jn_py_autograd_methods[];      /* autograd_py.c */
 extern PyMethodDef jn_py_recorder_methods[];      /* recorder_py.c */
+extern PyMethodDef jn_py_replay_methods[];        /* replay_py.c */
 
 static PyMethodDef methods[] = {
     {"_op", (PyCFunction)(void (*)(void))py_op, METH_FASTCALL, "_op(op, inputs, attrs): run one op"},
@@ -568,6 +571,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (PyModule_AddFunctions(m, jn_py_tensor_module_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_autograd_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_recorder_methods) < 0) goto fail;
+    if (PyModule_AddFunctions(m, jn_py_replay_methods) < 0) goto fail;
     Py_INCREF(&JnTensorBase_Type);
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&JnTensorBase_Type) < 0) goto fail;
     PyObject *names = PyTuple_New(JN_NDTYPES);

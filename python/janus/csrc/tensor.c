@@ -61,10 +61,12 @@ static PyObject *get_version(JnTensorObject *self, void *c) {
 static PyObject *get_id(JnTensorObject *self, void *c) { (void)c; return PyLong_FromLongLong(self->t->id); }
 static PyObject *get_data_ptr(JnTensorObject *self, void *c) {
     (void)c;
+    if (!jn_py_ready(self->t)) return NULL;
     return PyLong_FromVoidPtr(jn_data(self->t));
 }
 static PyObject *get_storage_ptr(JnTensorObject *self, void *c) {
     (void)c;
+    if (!jn_py_ready(self->t)) return NULL;
     return PyLong_FromVoidPtr(self->t->storage->data);
 }
 static PyObject *get_is_contig(JnTensorObject *self, void *c) {
@@ -186,6 +188,7 @@ static PyObject *m_storage_offset(JnTensorObject *self, PyObject *unused) {
 }
 static PyObject *m_data_ptr(JnTensorObject *self, PyObject *unused) {
     (void)unused;
+    if (!jn_py_ready(self->t)) return NULL;
     return PyLong_FromVoidPtr(self->t->storage->data ? jn_data(self->t) : NULL);
 }
 /* A new tensor header sharing storage (detach() until autograd arrives). */
@@ -300,11 +303,6 @@ static int tensor_getbuffer(JnTensorObject *self, Py_buffer *view, int flags) {
         view->obj = NULL;
         return -1;
     }
-    if (!t->storage->data) {
-        PyErr_SetString(PyExc_RuntimeError, "tensor has no data (meta tensor)");
-        view->obj = NULL;
-        return -1;
-    }
     /* shape and strides live after the Py_ssize_t arrays we allocate */
     Py_ssize_t *arr = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(t->ndim ? t->ndim : 1));
     if (!arr) {
@@ -327,6 +325,12 @@ static int tensor_getbuffer(JnTensorObject *self, Py_buffer *view, int flags) {
     if (!(flags & PyBUF_STRIDES) && !contig) {
         PyMem_Free(arr);
         PyErr_SetString(PyExc_BufferError, "tensor is not contiguous; call .contiguous() first");
+        view->obj = NULL;
+        return -1;
+    }
+    if (!JN_PY_SYNC(JN_SYNC_NUMPY, t) || !t->storage->data) { /* a sync point, as the recorder sees it */
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tensor has no data (meta tensor)");
+        PyMem_Free(arr);
         view->obj = NULL;
         return -1;
     }

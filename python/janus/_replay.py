@@ -1,0 +1,162 @@
+"""The Python side of `janus replay` (the C side is runtime/exec/replay.c).
+
+When janus is imported with JANUS_REPLAY_DB set (by `janus replay`, or by
+hand), start_from_env() loads the store's bundle through the C extension:
+from then on the dispatcher captures ops lazily and runs the recorded
+training steps as compiled graphs, falling back to eager execution for
+anything that does not match.  This module supplies what only Python knows:
+step boundaries (Optimizer.step() through janus._step_hook, janus.step()),
+printing as a sync point, and the summary at exit.
+
+Environment:
+  JANUS_REPLAY_DB      the store (run.db) whose bundle to use
+  JANUS_REPLAY_RUN     run id that `janus replay` created: counters go there
+  JANUS_REPLAY=0       run eagerly (no capture at all), for comparisons
+  JANUS_REPLAY_STRICT=1  any fallback raises RuntimeError with the reason
+  JANUS_REPLAY_QUIET=1   no summary line at exit
+  JANUS_REPLAY_SPECULATE=1  values Python still holds that a graph does not keep
+                       (the recording never read them again: a loss, .grad) are
+                       not computed; reading one raises RuntimeError.  Default:
+                       they are computed when first read (a deferred slice).
+  JANUS_REPLAY_DEFER=0   compute them eagerly before each graph instead
+  JANUS_REPLAY_DEBUG=1   one stderr line per captured op, segment and graph run
+A store that cannot be used (no bundle, a refused or corrupt one, a bundle
+made from another script) gives one line "janus replay: running eagerly:
+<why>" and the script runs eagerly, unchanged.
+"""
+import atexit
+import json
+import os
+import sqlite3
+import sys
+
+from . import _C
+
+active = False
+SYNC_PRINT = 5
+
+
+def _step_hook():
+    """Optimizer.step() ended a training step (janus._step_hook)."""
+    if active:
+        _C._rp_step()
+
+
+end_step = _step_hook
+
+
+def print_begin(t):
+    """Printing reads the tensor: one PRINT sync, nested reads are none."""
+    _C._rp_sync(t, SYNC_PRINT)
+    _C._rp_quiet(1)
+
+
+def print_end():
+    _C._rp_quiet(-1)
+
+
+def stats():
+    """Counters so far: segments, hits, misses, graphs_hit, graphs, seconds, summary, top_misses."""
+    return _C._rp_stats()
+
+
+def _scripts_of(argv):
+    """The Python files a command line names (`python x.py a.py` -> "x.py a.py"): what
+    tells one script's recordings from another's (a wrapper script counts with its target)."""
+    return " ".join(os.path.basename(a) for a in argv if isinstance(a, str) and a.endswith(".py"))
+
+
+def _other_script(db):
+    """Why the store's recordings are of another script than this one (None: same, or unknown)."""
+    me = _scripts_of(sys.argv)
+    if not me:
+        return None
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
+            q = "SELECT argv FROM runs" + (" WHERE kind IS NULL OR kind = 'record'" if "kind" in cols else "")
+            rows = con.execute(q).fetchall()
+        finally:
+            con.close()
+    except Exception:
+        return None
+    scripts = set()
+    for (a,) in rows:
+        try:
+            argv = json.loads(a)
+        except Exception:
+            continue
+        if isinstance(argv, list):
+            scripts.add(_scripts_of(argv))
+    scripts.discard("")
+    if scripts and me not in scripts:
+        return (f"{db} was recorded from {', '.join(sorted(scripts))}, not {me}; "
+                f"record this script (`janus record`, then `janus optimize {db}`)")
+    return None
+
+
+def _eager(why):
+    sys.stderr.write(f"janus replay: running eagerly: {why}\n")
+    sys.stderr.flush()
+
+
+def start(db, run=0, strict=False, speculate=False):
+    """Load the bundle of `db` and start replaying; False (and one line) when it runs eagerly."""
+    global active
+    from . import _record
+    if _record.active:
+        _eager("recording is on in this process (janus record); replay needs a plain run")
+        return False
+    if not os.path.exists(db):
+        _eager(f"{db} does not exist; record and optimize first (`janus record`, `janus optimize {db}`)")
+        return False
+    other = _other_script(db)
+    if other:
+        _eager(other)
+        return False
+    why = _C._rp_start(db, int(run), bool(strict), bool(speculate))
+    if why is not None:
+        _eager(why)
+        return False
+    active = True
+    import janus
+    janus._step_hook = _step_hook
+    atexit.register(stop)
+    return True
+
+
+def stop(quiet=None):
+    """Flush what is pending, print the summary line, write the counters (atexit)."""
+    global active
+    if not active:
+        return
+    active = False
+    import janus
+    if getattr(janus, "_step_hook", None) is _step_hook:
+        janus._step_hook = None
+    if quiet is None:
+        quiet = os.environ.get("JANUS_REPLAY_QUIET", "") not in ("", "0")
+    _C._rp_stop(not quiet)
+
+
+def _flag(name):
+    return os.environ.get(name, "") not in ("", "0", "false", "no")
+
+
+def start_from_env():
+    db = os.environ.get("JANUS_REPLAY_DB")
+    if not db:
+        return
+    # the first process that imports janus owns the replay (not DataLoader workers or helpers)
+    env = {k: os.environ.pop(k, None) for k in ("JANUS_REPLAY_DB", "JANUS_REPLAY_RUN", "JANUS_REPLAY_STRICT")}
+    if os.environ.get("JANUS_REPLAY", "1") in ("0", "false", "no", "off"):
+        return
+    run = env["JANUS_REPLAY_RUN"] or "0"
+    try:
+        run = int(run)
+    except ValueError:
+        _eager(f"JANUS_REPLAY_RUN={run!r} is not a run id (start the script with `janus replay`)")
+        return
+    strict = env["JANUS_REPLAY_STRICT"] not in (None, "", "0", "false", "no")
+    start(os.path.abspath(db), run, strict, _flag("JANUS_REPLAY_SPECULATE"))

@@ -1,0 +1,111 @@
+/* replay_py.c -- janus._C's side of `janus replay` (runtime/exec/replay.c):
+ * start/stop from janus/_replay.py, step ends, sync points, and the one
+ * helper the extension calls before it reads or writes tensor data outside
+ * the dispatcher (jn_py_ready).  Without a replay every entry is one flag
+ * test.
+ */
+#include "jn_py.h"
+
+#include "jn_db.h"
+#include "jn_replay.h"
+
+int jn_py_ready(jn_tensor *t) {
+    jn_status s = jn_rt_materialize(t);
+    if (s) {
+        jn_py_raise(s);
+        return 0;
+    }
+    return 1;
+}
+
+int jn_py_replay_sync(int kind, jn_tensor *t) {
+    jn_status s = jn_rt_replay_sync(kind, t);
+    if (s) {
+        jn_py_raise(s);
+        return 0;
+    }
+    return 1;
+}
+
+/* _rp_start(db, run_id, strict) -> None, or the reason it runs eagerly */
+static PyObject *py_rp_start(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *db;
+    long long run = 0;
+    int strict = 0, speculate = 0;
+    if (!PyArg_ParseTuple(args, "sLp|p", &db, &run, &strict, &speculate)) return NULL;
+    jn_status s = jn_rt_replay_start(db, run, (strict ? JN_RT_REPLAY_STRICT : 0) | (speculate ? JN_RT_REPLAY_SPECULATE : 0));
+    if (s) return PyUnicode_FromString(jn_errmsg());
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rp_step(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    jn_status s = jn_rt_replay_step();
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
+/* _rp_sync(tensor_or_None, kind) */
+static PyObject *py_rp_sync(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *t;
+    int kind;
+    if (!PyArg_ParseTuple(args, "Oi", &t, &kind)) return NULL;
+    if (!jn_py_replay_sync(kind, JnTensor_Check(t) ? JN_T(t) : NULL)) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rp_quiet(PyObject *self, PyObject *arg) {
+    (void)self;
+    jn_rt_replay_quiet((int)PyLong_AsLong(arg));
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rp_stop(PyObject *self, PyObject *arg) {
+    (void)self;
+    jn_status s = jn_rt_replay_stop(PyObject_IsTrue(arg));
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    jn_rt_replay_stats st;
+    jn_rt_replay_get_stats(&st);
+    char line[2048];
+    jn_rt_replay_summary(line, sizeof line);
+    PyObject *misses = PyList_New(0);
+    if (!misses) return NULL;
+    int64_t n;
+    const char *why;
+    for (int i = 0; i < 8 && (why = jn_rt_replay_miss(i, &n)); i++) {
+        PyObject *tup = Py_BuildValue("(sL)", why, (long long)n);
+        if (!tup || PyList_Append(misses, tup)) {
+            Py_XDECREF(tup);
+            Py_DECREF(misses);
+            return NULL;
+        }
+        Py_DECREF(tup);
+    }
+    return Py_BuildValue("{sLsLsLsLsLsLsdsssN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
+                         "sliced", (long long)st.sliced,
+                         "misses", (long long)st.misses, "graphs_hit", (long long)st.graphs_hit, "graphs",
+                         (long long)st.ngraphs, "seconds", st.seconds, "summary", line, "top_misses", misses);
+}
+
+static PyObject *py_rp_active(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyBool_FromLong(jn_rt_replay_on);
+}
+
+PyMethodDef jn_py_replay_methods[] = {
+    {"_rp_start", py_rp_start, METH_VARARGS, "_rp_start(db, run_id, strict, speculate=False): None, or why replay is off"},
+    {"_rp_step", py_rp_step, METH_NOARGS, "a training step ended"},
+    {"_rp_sync", py_rp_sync, METH_VARARGS, "_rp_sync(tensor, kind): a sync point"},
+    {"_rp_quiet", py_rp_quiet, METH_O, "nested reads are no sync points of their own"},
+    {"_rp_stop", py_rp_stop, METH_O, "_rp_stop(print_summary)"},
+    {"_rp_stats", py_rp_stats, METH_NOARGS, "hit/miss counters and the summary line"},
+    {"_rp_active", py_rp_active, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};

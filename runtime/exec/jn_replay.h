@@ -1,0 +1,74 @@
+/* jn_replay.h -- `janus replay` in the process: lazy capture in the
+ * dispatcher, the matcher driven op by op, completed graphs run by the
+ * executor, eager fallback of everything else, and the hit/miss counters.
+ *
+ * Started by the Python package (janus/_replay.py) when JANUS_REPLAY_DB is
+ * set.  From then on, while a segment is followed, jn_dispatch creates
+ * pending outputs and hands each op here (see jn_rt_capture_hook in
+ * jn_runtime.h).  A segment starts at a step start or after a sync point
+ * and ends at the next one (jn_rt_replay_step / jn_rt_replay_sync), or when
+ * something reads a pending tensor's data (jn_rt_materialize).  At its end
+ * the matcher says COMPLETE (the graph runs and fills what Python can still
+ * see) or MISS (the pending ops run eagerly, in order, with the eager
+ * kernels); after a miss in the middle of a segment the rest of it runs
+ * eagerly.  Results are always eager's: a graph only runs when every guard
+ * held and everything Python can reach is produced by it or provably never
+ * read (see replay.c).
+ *
+ * Prefix jn_rt_replay_.  One replay per process, on the thread that runs
+ * the script.
+ */
+#ifndef JN_REPLAY_H
+#define JN_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jn_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern int jn_rt_replay_on;   /* a replay is active (a flag test on the sync paths) */
+
+enum {
+    JN_RT_REPLAY_STRICT = 1,     /* a fallback is an error (CI) */
+    JN_RT_REPLAY_SPECULATE = 2   /* values Python holds that a graph does not keep (the recording
+                                  * never read them again) are not computed: reading one raises
+                                  * (default: they are computed eagerly before the graph runs) */
+};
+
+/* Load the bundle of the store at db_path and start capturing (the first
+ * segment starts now, as a step start).  run_id > 0: where the counters go
+ * at exit.  A store without a usable bundle is refused with one sentence
+ * (*why*, via jn_errmsg) and nothing is installed: the caller runs eagerly. */
+jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags);
+/* A training step ended (Optimizer.step(), janus.step()). */
+jn_status jn_rt_replay_step(void);
+/* A sync point of kind JN_SYNC_* (jn_db.h) reads t (may be NULL): the
+ * segment ends, t's data is made current, the next segment starts. A
+ * JN_SYNC_BOOL on the latest comparison's output counts as COMPARE. */
+jn_status jn_rt_replay_sync(int kind, jn_tensor *t);
+/* Nested reads (printing reads through item()) are not syncs of their own. */
+void jn_rt_replay_quiet(int delta);
+/* Flush, print the one-line summary to stderr (unless quiet), write the
+ * counters to the store (when a run id was given), uninstall. */
+jn_status jn_rt_replay_stop(int print_summary);
+
+typedef struct {
+    int64_t segments, hits, misses, graphs_hit, ngraphs;
+    int64_t sliced;            /* hits that first ran part of the segment eagerly (values
+                                * Python holds that the graph does not keep) */
+    double seconds;            /* in graph runs */
+} jn_rt_replay_stats;
+void jn_rt_replay_get_stats(jn_rt_replay_stats *st);
+/* The summary line (without newline) into buf. */
+void jn_rt_replay_summary(char *buf, size_t n);
+/* The i-th most frequent miss reason (NULL past the end); *count its count. */
+const char *jn_rt_replay_miss(int i, int64_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1104 @@
+/* replay.c -- lazy capture, graph runs and eager fallback (jn_replay.h).
+ *
+ * While a segment is followed (jn_rt_capturing), every dispatched op comes
+ * here with its outputs pending (storage data NULL, lazy PENDING; in-place
+ * targets keep their bytes but are marked PENDING too, so nothing outside
+ * the dispatcher reads them stale).  Each op is kept in a pending list (op,
+ * attributes, references to its input and output headers) and fed to the
+ * matcher with jn_tensor.id as identity.  A MISS from feed runs the list
+ * eagerly at once and the rest of the segment runs eagerly.
+ *
+ * At the segment's end a COMPLETE graph runs only if, before anything is
+ * written, every check below holds; otherwise the list runs eagerly (counted
+ * as a miss with the reason):
+ *   - every tensor input is bound by the matcher to an event argument of
+ *     this segment, and none of them is itself pending;
+ *   - every existing tensor a captured op wrote in place is the input of a
+ *     STATE output of the graph (else its write would be lost);
+ *   - every pending storage that something outside the list can still reach
+ *     (a header with references beyond the list's, or a header the list does
+ *     not know, e.g. autograd's saved aliases) is filled whole by a KEEP
+ *     output (jn_rt_match_token_output of the event that created it); one
+ *     reached but not produced at all becomes LOST (data NULL): the
+ *     recording proved it is never read again, and a read raises a
+ *     RuntimeError saying so instead of returning garbage; one only partly
+ *     filled (a view of it kept) falls back.
+ * The executor writes state in place (versions restored to what capture set,
+ * which is eager's count), keep outputs are moved (a whole contiguous buffer
+ * the executor owns alone) or copied into the pending headers.
+ *
+ * Fallback runs the list in order with the eager kernels (jn_rt_run_kernel /
+ * jn_rt_run_into), allocating each pending storage just before its op; a
+ * kernel error (eager would have raised at the op) leaves the rest LOST and
+ * is returned to whoever ended the segment.
+ */
+#include "jn_replay.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jn_autograd.h"
+#include "jn_bundle.h"
+#include "jn_cg.h"
+#include "jn_db.h"
+#include "jn_exec.h"
+#include "jn_match.h"
+
+int jn_rt_replay_on;
+
+enum { PARTIAL = 3 }; /* jn_storage.lazy while views of it are being filled */
+
+typedef struct {
+    jn_op op;
+    uint8_t into, nin, nout;
+    int32_t ref;           /* refs[ref .. ref+nin) inputs, then nout outputs */
+    jn_attrs a;
+} pop;
+
+typedef struct {
+    int32_t graph, guard, token;
+    char *why;             /* first sentence seen */
+    char *site;
+    double seen;
+    int64_t count;
+} miss_row;
+
+/* A deferred slice: the pending ops that compute values Python still holds
+ * but a graph did not keep, over shadow storages (private copies of every
+ * other pending storage they touch, snapshots of the state the graph then
+ * overwrote), run only if one of the values is read. */
+typedef struct dslice {
+    pop *ops;
+    int64_t nops;
+    jn_tensor **refs;             /* held: per op its inputs then outputs (remapped) */
+    int64_t nrefs;
+    jn_storage **needed;
+    int64_t nneed;
+    jn_tensor **checked;          /* existing inputs read as they are: must not change */
+    uint64_t *ver;
+    int64_t nchecked;
+    struct dslice *next;
+} dslice;
+
+typedef struct {
+    int64_t hits, misses;
+    double seconds;
+    jn_rt_exec *x;
+    int32_t *keep_idx;     /* per graph output: index among keep outputs, -1 */
+    int nkeep;
+    int broken;            /* the executor refused it once: never again */
+} graph_row;
+
+static struct {
+    int on, strict, quiet, debug, speculate, defer;
+    double t_begin;
+    int64_t run_id;
+    char *db_path;
+    jn_cg_bundle *b;
+    const jn_ir_module *m;
+    jn_rt_exec_lib *lib;
+    jn_rt_matcher *mt;
+    graph_row *g;
+    /* the segment */
+    pop *ops;
+    int64_t nops, capops;
+    jn_tensor **refs;
+    int64_t nrefs, caprefs;
+    int64_t last_cmp;
+    int flushing;
+    /* counters */
+    int64_t segments, hits, misses, sliced, deferred_runs;
+    dslice *deferred;
+    miss_row *miss;
+    int nmiss, capmiss;
+} R;
+
+/* ------------------------------------------------------------ helpers */
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int is_compare(jn_op op) {
+    return op == JN_OP_eq || op == JN_OP_ne || op == JN_OP_lt || op == JN_OP_le || op == JN_OP_gt ||
+           op == JN_OP_ge;
+}
+
+static jn_tensor **op_in(const pop *p) { return R.refs + p->ref; }
+static jn_tensor **op_out(const pop *p) { return R.refs + p->ref + p->nin; }
+/* Output k is an existing tensor written in place (not created here). */
+static int written(const pop *p, int k) {
+    (void)k; /* an in-place op writes every output (its first nout inputs) */
+    return p->into || (jn_op_info(p->op)->flags & JN_F_INPLACE);
+}
+
+static void hold(jn_tensor *t) {
+    jn_tensor_incref(t);
+    t->capture_refs++;
+}
+
+static void clear_list(void) {
+    for (int64_t i = 0; i < R.nrefs; i++) {
+        R.refs[i]->capture_refs--;
+        jn_tensor_decref(R.refs[i]);
+    }
+    R.nrefs = R.nops = 0;
+}
+
+static void note_miss(int32_t graph, int32_t guard, int32_t token, double seen, const char *why) {
+    R.misses++;
+    if (graph >= 0 && R.g) R.g[graph].misses++;
+    for (int i = 0; i < R.nmiss; i++) {
+        miss_row *r = &R.miss[i];
+        if (r->graph == graph && r->guard == guard && r->token == token && (guard >= 0 || !strcmp(r->why, why))) {
+            r->count++;
+            return;
+        }
+    }
+    if (R.nmiss == R.capmiss) {
+        int cap = R.capmiss ? 2 * R.capmiss : 16;
+        miss_row *n = realloc(R.miss, sizeof *n * (size_t)cap);
+        if (!n) return;
+        R.miss = n;
+        R.capmiss = cap;
+    }
+    miss_row *r = &R.miss[R.nmiss];
+    char site[512] = "";
+    if (graph >= 0 && guard >= 0 && guard < R.m->graphs[graph]->nguards) {
+        const jn_ir_site *s = jn_ir_site_get(R.m, R.m->graphs[graph]->guards[guard].site);
+        if (s) snprintf(site, sizeof site, "%s:%d", s->file, s->line);
+    }
+    r->why = strdup(why ? why : "");
+    r->site = strdup(site);
+    if (!r->why || !r->site) {
+        free(r->why);
+        free(r->site);
+        return;
+    }
+    r->graph = graph, r->guard = guard, r->token = token, r->seen = seen, r->count = 1;
+    R.nmiss++;
+}
+
+static jn_status lost_error(const jn_tensor *t) {
+    char sh[128];
+    return jn_error(JN_ERR_RUNTIME,
+                    "janus replay: a tensor of shape %s was computed inside a compiled graph that does not keep it "
+                    "(the recorded runs never read it again) and this run reads it; record a run that reads it "
+                    "(`janus record`, `janus optimize`) or run eagerly with JANUS_REPLAY=0",
+                    jn_shape_str(t->ndim, t->shape, sh, sizeof sh));
+}
+
+/* ----------------------------------------------------------- fallback */
+/* Run the pending list eagerly, in order.  Every storage it touches is
+ * current afterwards, except those of ops after a failing one (LOST). */
+static jn_status fallback(void) {
+    jn_status s = JN_OK;
+    R.flushing = 1;
+    for (int64_t e = 0; e < R.nops; e++) {
+        const pop *p = &R.ops[e];
+        for (int k = 0; k < p->nout; k++) op_out(p)[k]->storage->lazy = 0;
+    }
+    for (int64_t e = 0; e < R.nops; e++) {
+        const pop *p = &R.ops[e];
+        jn_tensor **out = op_out(p);
+        if (s == JN_OK) {
+            for (int k = 0; k < p->nout && s == JN_OK; k++) s = jn_rt_storage_alloc(out[k]->storage);
+            if (s == JN_OK) {
+                if (p->into) s = jn_rt_run_into(p->op, p->nin, op_in(p), &p->a, out[0]);
+                else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s = jn_rt_run_kernel(p->op, p->nin, op_in(p), &p->a, out);
+            }
+            if (s == JN_OK) continue;
+        }
+        for (int k = 0; k < p->nout; k++) /* never ran: its bytes are not eager's */
+            if (!written(p, k)) out[k]->storage->lazy = JN_LAZY_LOST;
+    }
+    R.flushing = 0;
+    clear_list();
+    return s;
+}
+
+/* ---------------------------------------------------- deferred slices */
+static void unhold(jn_tensor *t) {
+    t->capture_refs--;
+    jn_tensor_decref(t);
+}
+
+static void dslice_free(dslice *D) {
+    if (!D) return;
+    for (int64_t i = 0; i < D->nrefs; i++) unhold(D->refs[i]);
+    for (int64_t i = 0; i < D->nchecked; i++) unhold(D->checked[i]);
+    free(D->ops), free(D->refs), free(D->needed), free(D->checked), free(D->ver), free(D);
+}
+
+/* A header over base's storage seeing it as h sees its own. */
+static jn_tensor *shadow_header(jn_tensor *base, const jn_tensor *h) {
+    jn_tensor *t = jn_tensor_alias(base);
+    if (!t) return NULL;
+    t->dtype = h->dtype;
+    t->ndim = h->ndim;
+    memcpy(t->shape, h->shape, sizeof t->shape);
+    memcpy(t->strides, h->strides, sizeof t->strides);
+    t->offset = h->offset;
+    t->is_view = 1;
+    t->capture_refs = 1; /* released by unhold like every held reference */
+    return t;
+}
+
+static int has_storage(jn_storage *const *v, int64_t n, const jn_storage *st) {
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] == st) return 1;
+    return 0;
+}
+
+/* The slice in_slice[] of the pending list as a deferred slice: needed
+ * storages stay the real ones, every other pending storage gets a private
+ * shadow, state the graph writes (written_st) a snapshot of its bytes now,
+ * other existing inputs are read later as they are if their version has
+ * not moved.  NULL when out of memory (the caller runs the slice now). */
+static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
+                          jn_storage *const *written_st, int64_t nwritten) {
+    int64_t nops = 0, nrefs = 0;
+    for (int64_t e = 0; e < R.nops; e++)
+        if (in_slice[e]) nops++, nrefs += R.ops[e].nin + R.ops[e].nout;
+    dslice *D = calloc(1, sizeof *D);
+    jn_storage **from = calloc((size_t)nrefs + 1, sizeof *from);
+    jn_tensor **base = calloc((size_t)nrefs + 1, sizeof *base);
+    int64_t nmap = 0;
+    int ok = D && from && base && (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
+             (D->refs = calloc((size_t)nrefs + 1, sizeof *D->refs)) &&
+             (D->needed = malloc(sizeof *D->needed * (size_t)(nneed + 1))) &&
+             (D->checked = calloc((size_t)nrefs + 1, sizeof *D->checked)) &&
+             (D->ver = calloc((size_t)nrefs + 1, sizeof *D->ver));
+    if (ok) {
+        memcpy(D->needed, needed, sizeof *needed * (size_t)nneed);
+        D->nneed = nneed;
+    }
+    for (int64_t e = 0; e < R.nops && ok; e++) {
+        if (!in_slice[e]) continue;
+        const pop *p = &R.ops[e];
+        pop *q = &D->ops[D->nops++];
+        *q = *p;
+        q->ref = (int32_t)D->nrefs;
+        for (int j = 0; j < p->nin + p->nout && ok; j++) {
+            jn_tensor *h = op_in(p)[j], *t = h;
+            jn_storage *st = h->storage;
+            if (has_storage(needed, nneed, st)) {
+                hold(t);
+            } else if (!st->data || has_storage(written_st, nwritten, st)) {
+                int64_t m = 0;
+                while (m < nmap && from[m] != st) m++;
+                if (m == nmap) {
+                    int64_t nb = (int64_t)st->nbytes;
+                    jn_meta mm = {JN_U8, 1, {nb}};
+                    base[m] = st->data ? jn_tensor_new(JN_U8, 1, &nb) : jn_rt_tensor_new_pending(&mm);
+                    if (!base[m]) {
+                        ok = 0;
+                        break;
+                    }
+                    if (st->data && nb) memcpy(base[m]->storage->data, st->data, (size_t)nb);
+                    from[nmap++] = st;
+                }
+                if (!(t = shadow_header(base[m], h))) {
+                    ok = 0;
+                    break;
+                }
+            } else {
+                hold(t);
+                int64_t c = 0;
+                while (c < D->nchecked && D->checked[c] != h) c++;
+                if (c == D->nchecked) {
+                    hold(h);
+                    D->checked[D->nchecked] = h;
+                    D->ver[D->nchecked++] = st->version;
+                }
+            }
+            D->refs[D->nrefs++] = t;
+        }
+    }
+    for (int64_t m = 0; m < nmap; m++) jn_tensor_decref(base[m]); /* the shadow headers hold them */
+    free(from), free(base);
+    if (!ok) {
+        dslice_free(D);
+        return NULL;
+    }
+    return D;
+}
+
+static void dslice_unlink(dslice *D) {
+    for (dslice **pp = &R.deferred; *pp; pp = &(*pp)->next)
+        if (*pp == D) {
+            *pp = D->next;
+            return;
+        }
+}
+
+/* One of D's values is read: run D (then it is gone). */
+static jn_status dslice_run(dslice *D) {
+    jn_status s = JN_OK;
+    for (int64_t i = 0; i < D->nchecked && s == JN_OK; i++)
+        if (D->checked[i]->storage->version != D->ver[i]) s = lost_error(D->checked[i]);
+    for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = 0;
+    for (int64_t i = 0; i < D->nrefs; i++)
+        if (D->refs[i]->storage->lazy == JN_LAZY_PENDING) D->refs[i]->storage->lazy = 0; /* shadows */
+    R.flushing = 1;
+    jn_rt_private_ids++;
+    for (int64_t e = 0; e < D->nops && s == JN_OK; e++) {
+        const pop *p = &D->ops[e];
+        jn_tensor **in = D->refs + p->ref, **out = in + p->nin;
+        for (int k = 0; k < p->nout && s == JN_OK; k++) s = jn_rt_storage_alloc(out[k]->storage);
+        if (s) break;
+        if (p->into) s = jn_rt_run_into(p->op, p->nin, in, &p->a, out[0]);
+        else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s = jn_rt_run_kernel(p->op, p->nin, in, &p->a, out);
+    }
+    jn_rt_private_ids--;
+    R.flushing = 0;
+    if (s)
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST;
+    R.deferred_runs++;
+    dslice_unlink(D);
+    dslice_free(D);
+    return s;
+}
+
+static dslice *dslice_find(const jn_storage *st) {
+    for (dslice *D = R.deferred; D; D = D->next)
+        if (has_storage(D->needed, D->nneed, st)) return D;
+    return NULL;
+}
+
+/* Drop the deferred slices whose values nothing can reach any more. */
+static void dslice_gc(void) {
+    for (dslice **pp = &R.deferred; *pp;) {
+        dslice *D = *pp;
+        int reach = 0;
+        for (int64_t k = 0; k < D->nneed && !reach; k++) {
+            jn_storage *st = D->needed[k];
+            int64_t distinct = 0;
+            for (int64_t i = 0; i < D->nrefs && !reach; i++) {
+                jn_tensor *h = D->refs[i];
+                if (h->storage != st) continue;
+                int seen = 0;
+                for (int64_t j = 0; j < i && !seen; j++) seen = D->refs[j] == h;
+                if (seen) continue;
+                distinct++;
+                reach = h->refcnt > h->capture_refs;
+            }
+            reach |= (int64_t)st->refcnt > distinct;
+        }
+        if (reach) {
+            pp = &D->next;
+            continue;
+        }
+        *pp = D->next;
+        dslice_free(D);
+    }
+}
+
+/* ------------------------------------------------------- graph runs */
+typedef struct {
+    jn_tensor *t;
+    int64_t mine;     /* references the list holds */
+    int32_t fill;     /* keep output index filling it, -1 */
+    uint8_t created, view;
+} hdr;
+
+typedef struct {
+    hdr *h;
+    int64_t n, cap;
+    int64_t *slot;    /* open addressing: index+1 into h, 0 empty */
+    int64_t nslot;
+} hset;
+
+static hdr *hget(hset *S, jn_tensor *t) {
+    uint64_t k = (uint64_t)(uintptr_t)t * 0x9E3779B97F4A7C15ull;
+    for (int64_t i = (int64_t)(k >> 20) & (S->nslot - 1);; i = (i + 1) & (S->nslot - 1)) {
+        if (!S->slot[i]) {
+            if (S->n == S->cap) return NULL; /* sized by the caller: cannot happen */
+            S->slot[i] = ++S->n;
+            hdr *h = &S->h[S->n - 1];
+            memset(h, 0, sizeof *h);
+            h->t = t;
+            h->fill = -1;
+            return h;
+        }
+        if (S->h[S->slot[i] - 1].t == t) return &S->h[S->slot[i] - 1];
+    }
+}
+
+/* A set of storages (open addressing; sized for every reference of the list). */
+typedef struct {
+    jn_storage **slot;
+    int64_t nslot, n;
+} sset;
+
+static int64_t sset_pos(const sset *W, const jn_storage *st) {
+    uint64_t k = (uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ull;
+    int64_t i = (int64_t)(k >> 20) & (W->nslot - 1);
+    while (W->slot[i] && W->slot[i] != st) i = (i + 1) & (W->nslot - 1);
+    return i;
+}
+static int sset_has(const sset *W, const jn_storage *st) { return W->slot[sset_pos(W, st)] != NULL; }
+static int sset_add(sset *W, jn_storage *st) {
+    int64_t i = sset_pos(W, st);
+    if (W->slot[i]) return 1;
+    if (2 * (W->n + 1) > W->nslot) return 0; /* sized for every reference: cannot happen */
+    W->slot[i] = st;
+    W->n++;
+    return 1;
+}
+
+static int cmp_storage(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const hdr *)a)->t->storage, y = (uintptr_t)((const hdr *)b)->t->storage;
+    return x < y ? -1 : x > y;
+}
+
+static int covers(const jn_tensor *t) {
+    return t->offset == 0 && jn_is_contiguous(t) && (size_t)jn_numel(t) * jn_elsize(t) == t->storage->nbytes;
+}
+
+static jn_status graph_ready(int32_t gi, char *why, size_t n) {
+    graph_row *G = &R.g[gi];
+    if (G->broken) {
+        snprintf(why, n, "graph %s: the executor refused it earlier", R.m->graphs[gi]->name);
+        return JN_ERR_RUNTIME;
+    }
+    if (G->x) return JN_OK;
+    const jn_ir_graph *g = R.m->graphs[gi];
+    jn_status s = jn_rt_exec_new(R.m, gi, R.lib, 0, &G->x);
+    if (s == JN_OK && !(G->keep_idx = malloc(sizeof *G->keep_idx * (size_t)(g->noutputs + 1)))) s = JN_ERR_NOMEM;
+    if (s) {
+        snprintf(why, n, "graph %s: executor: %s", g->name, jn_errmsg());
+        if (G->x) jn_rt_exec_free(G->x);
+        G->x = NULL;
+        G->broken = 1;
+        return s;
+    }
+    for (int32_t i = 0; i < g->noutputs; i++)
+        G->keep_idx[i] = g->outputs[i].kind == JN_IR_OUT_KEEP ? G->nkeep++ : -1;
+    return JN_OK;
+}
+
+/* Run graph res->graph over the pending list and fill it; 0 done, else
+ * nothing was written and *why says why the list must run eagerly. */
+static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
+    int32_t gi = res->graph;
+    const jn_ir_graph *g = R.m->graphs[gi];
+    if (graph_ready(gi, why, wn)) return 1;
+    graph_row *G = &R.g[gi];
+    if (res->nevents != R.nops) {
+        snprintf(why, wn, "graph %s: matched %lld events, %lld pending", g->name, (long long)res->nevents,
+                 (long long)R.nops);
+        return 1;
+    }
+    int rc = 1;
+    jn_tensor **inputs = calloc((size_t)g->ninputs + 1, sizeof *inputs);
+    uint8_t *owned = calloc((size_t)g->ninputs + 1, 1);
+    jn_tensor **outs = calloc((size_t)G->nkeep + 1, sizeof *outs);
+    uint64_t *vers = calloc((size_t)g->ninputs + 1, sizeof *vers);
+    hset S = {0};
+    sset W = {0};
+    dslice *D = NULL;
+    int64_t nsliced = 0;
+    S.cap = R.nrefs + 1;
+    for (S.nslot = 16; S.nslot < 2 * S.cap; S.nslot *= 2) {}
+    S.h = malloc(sizeof *S.h * (size_t)S.cap);
+    S.slot = calloc((size_t)S.nslot, sizeof *S.slot);
+    W.nslot = S.nslot;
+    W.slot = calloc((size_t)W.nslot, sizeof *W.slot);
+    if (!inputs || !owned || !outs || !vers || !S.h || !S.slot || !W.slot) {
+        snprintf(why, wn, "out of memory preparing graph %s", g->name);
+        goto done;
+    }
+    /* inputs, from the arguments that bound them */
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const jn_ir_input *in = &g->inputs[i];
+        if (in->kind == JN_IR_IN_RNG) continue;
+        if (in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) {
+            if (!(inputs[i] = jn_scalar_f64(res->scalars[i], g->values[in->value].dtype, 1))) goto oom;
+            owned[i] = 1;
+            continue;
+        }
+        int64_t e = res->input_event[i];
+        int32_t arg = res->input_arg[i];
+        const pop *p = e >= 0 && e < R.nops ? &R.ops[e] : NULL;
+        jn_tensor *t = !p ? NULL : arg >= 0 && arg < p->nin ? op_in(p)[arg]
+                                   : arg < 0 && arg > -100 && -1 - arg < p->nout ? op_out(p)[-1 - arg] : NULL;
+        if (!t || (uint64_t)t->id != res->inputs[i] || !t->storage->data) {
+            snprintf(why, wn, "graph %s: input %d is not bound to a tensor with data", g->name, i);
+            goto done;
+        }
+        inputs[i] = t;
+    }
+    /* what the list holds, what was created here, what Python can reach */
+    for (int64_t e = 0; e < R.nops; e++) {
+        const pop *p = &R.ops[e];
+        for (int j = 0; j < p->nin + p->nout; j++) {
+            hdr *h = hget(&S, op_in(p)[j]);
+            h->mine++;
+            if (j < p->nin || written(p, j - p->nin)) continue;
+            int k = j - p->nin;
+            h->created = 1;
+            h->view = (jn_op_info(p->op)->flags & JN_F_VIEW) != 0;
+            int32_t o = jn_rt_match_token_output(R.mt, gi, res->ev_token[e], k);
+            if (o >= 0 && o < g->noutputs && G->keep_idx[o] >= 0) h->fill = G->keep_idx[o];
+        }
+    }
+    /* existing tensors written in place must be written back by the graph */
+    for (int64_t e = 0; e < R.nops; e++) {
+        const pop *p = &R.ops[e];
+        if (!p->into && !(jn_op_info(p->op)->flags & JN_F_INPLACE)) continue;
+        for (int k = 0; k < p->nout; k++) {
+            jn_storage *st = op_out(p)[k]->storage;
+            if (!st->data) continue; /* created in this segment: its final value is a keep output */
+            int ok = 0;
+            for (int32_t o = 0; o < g->noutputs && !ok; o++)
+                ok = g->outputs[o].kind == JN_IR_OUT_STATE && inputs[g->outputs[o].state] &&
+                     inputs[g->outputs[o].state]->storage == st;
+            if (!ok) {
+                snprintf(why, wn, "graph %s: op %lld (%s) writes a tensor the graph does not write back", g->name,
+                         (long long)e, jn_op_info(p->op)->name);
+                goto done;
+            }
+        }
+    }
+    /* per pending storage: filled whole by the graph, or unreachable (dies
+     * with the list), or still reachable: computed eagerly first (below) */
+    qsort(S.h, (size_t)S.n, sizeof *S.h, cmp_storage);
+    for (int64_t a = 0, b2; a < S.n; a = b2) {
+        jn_storage *st = S.h[a].t->storage;
+        int64_t known = 0;
+        int need = 0, full = 0, any = 0;
+        for (b2 = a; b2 < S.n && S.h[b2].t->storage == st; b2++) {
+            const hdr *h = &S.h[b2];
+            known++;
+            if (h->fill >= 0) {
+                any = 1;
+                full |= covers(h->t);
+            } else if (h->t->refcnt > h->mine) {
+                need = 1;
+            }
+        }
+        if (st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
+        if (st->refcnt > known) need = 1;
+        if (need && !full && any) {
+            snprintf(why, wn, "graph %s: Python holds a tensor sharing memory with a value the graph keeps only in "
+                     "part", g->name);
+            goto done;
+        }
+        if (need && !full && !sset_add(&W, st)) goto oom;
+    }
+    for (int64_t e = 0; e < R.nops; e++) { /* existing tensors written in place: their
+                                            * current bytes are the graph's input */
+        const pop *p = &R.ops[e];
+        for (int k = 0; k < p->nout; k++)
+            if (op_out(p)[k]->storage->data) op_out(p)[k]->storage->lazy = 0;
+    }
+    /* Values Python can still reach that the graph does not keep (the
+     * recording never read them again, this run might): their backward
+     * slice of the pending ops runs eagerly first, on the state as it was
+     * at the segment's start, unless it includes a write to such state. */
+    if (W.n && !R.speculate) {
+        int64_t nneed = W.n;
+        jn_storage **needed = malloc(sizeof *needed * (size_t)(nneed + 1));
+        uint8_t *in_slice = calloc((size_t)R.nops + 1, 1);
+        if (!needed || !in_slice) {
+            free(needed), free(in_slice);
+            goto oom;
+        }
+        for (int64_t k = 0, j = 0; k < W.nslot; k++)
+            if (W.slot[k]) needed[j++] = W.slot[k];
+        int bad = 0;
+        for (int64_t e = R.nops - 1; e >= 0 && !bad; e--) {
+            const pop *p = &R.ops[e];
+            int hit = 0;
+            for (int k = 0; k < p->nout; k++) hit |= sset_has(&W, op_out(p)[k]->storage);
+            if (!hit) continue;
+            for (int k = 0; k < p->nout; k++) bad |= written(p, k) && op_out(p)[k]->storage->data != NULL;
+            in_slice[e] = 1;
+            for (int i = 0; i < p->nin && !bad; i++)
+                if (!sset_add(&W, op_in(p)[i]->storage)) bad = 2;
+        }
+        jn_status s2 = JN_OK;
+        double ts = now();
+        if (!bad && R.defer) {
+            jn_storage **wst = calloc((size_t)g->noutputs + 1, sizeof *wst);
+            int64_t nw = 0;
+            for (int32_t o = 0; wst && o < g->noutputs; o++)
+                if (g->outputs[o].kind == JN_IR_OUT_STATE && inputs[g->outputs[o].state])
+                    wst[nw++] = inputs[g->outputs[o].state]->storage;
+            if (wst) D = dslice_new(in_slice, needed, nneed, wst, nw);
+            free(wst);
+        }
+        R.flushing = 1;
+        for (int64_t e = 0; e < R.nops && !bad && !D && s2 == JN_OK; e++) {
+            if (!in_slice[e]) continue;
+            const pop *p = &R.ops[e];
+            jn_tensor **out = op_out(p);
+            for (int k = 0; k < p->nout && s2 == JN_OK; k++) s2 = jn_rt_storage_alloc(out[k]->storage);
+            if (s2) break;
+            if (p->into) s2 = jn_rt_run_into(p->op, p->nin, op_in(p), &p->a, out[0]);
+            else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s2 = jn_rt_run_kernel(p->op, p->nin, op_in(p), &p->a, out);
+        }
+        R.flushing = 0;
+        if (R.debug) {
+            int64_t ns = 0;
+            for (int64_t e = 0; e < R.nops; e++) ns += in_slice[e];
+            fprintf(stderr, "[rp] graph %s: %lld values Python holds, slice of %lld/%lld ops %s in %.3f ms\n",
+                    g->name, (long long)nneed, (long long)ns, (long long)R.nops, D ? "deferred" : "eagerly",
+                    1e3 * (now() - ts));
+        }
+        if (!bad && s2 == JN_OK && !D)
+            for (int64_t k = 0; k < nneed; k++) needed[k]->lazy = 0; /* final and eager's own */
+        free(needed), free(in_slice);
+        if (bad || s2) {
+            if (bad == 1)
+                snprintf(why, wn, "graph %s: Python holds a value the graph does not keep, computed from state this "
+                         "segment updates", g->name);
+            else
+                snprintf(why, wn, "graph %s: computing a value Python holds: %s", g->name,
+                         bad ? "out of memory" : jn_errmsg());
+            goto done;
+        }
+        nsliced = nneed;
+    }
+    /* run */
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (inputs[i] && !owned[i]) vers[i] = inputs[i]->storage->version;
+    double t0 = now();
+    jn_rt_private_ids++;
+    jn_status s = jn_rt_exec_run(G->x, inputs, res->syms, outs);
+    jn_rt_private_ids--;
+    G->seconds += now() - t0;
+    if (R.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (now() - t0));
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (inputs[i] && !owned[i]) inputs[i]->storage->version = vers[i];
+    if (s) {
+        snprintf(why, wn, "graph %s: %s", g->name, jn_errmsg());
+        for (int64_t e = 0; e < R.nops; e++) { /* back to pending for the fallback */
+            const pop *p = &R.ops[e];
+            for (int k = 0; k < p->nout; k++) op_out(p)[k]->storage->lazy = JN_LAZY_PENDING;
+        }
+        goto done;
+    }
+    /* fill: whole buffers moved when the executor's output is alone, else
+     * copied; headers covering their storage first, then views of the rest
+     * (PARTIAL marks a storage only views fill: several may) */
+    R.flushing = 1;
+    for (int pass = 0; pass < 2 && s == JN_OK; pass++)
+        for (int64_t k = 0; k < S.n && s == JN_OK; k++) {
+            hdr *h = &S.h[k];
+            jn_storage *st = h->t->storage;
+            if (h->fill < 0 || covers(h->t) != (pass == 0)) continue;
+            if (st->lazy != JN_LAZY_PENDING && st->lazy != PARTIAL) continue;
+            jn_tensor *o = outs[h->fill];
+            if (!st->data && !h->view && covers(h->t) && o->refcnt == 1 && o->storage->refcnt == 1 &&
+                o->storage->owns_data == 1 && !o->storage->release && covers(o) && o->dtype == h->t->dtype &&
+                o->storage->nbytes == st->nbytes) {
+                st->data = o->storage->data;
+                st->block_class = o->storage->block_class;
+                st->owns_data = 1;
+                o->storage->data = NULL;
+                o->storage->owns_data = 0;
+                st->lazy = 0;
+                continue;
+            }
+            if ((s = jn_rt_storage_alloc(st))) break;
+            st->lazy = pass == 0 ? 0 : PARTIAL;
+            s = jn_copy_into(h->t, o);
+        }
+    R.flushing = 0;
+    for (int64_t k = 0; k < S.n; k++)
+        if (S.h[k].t->storage->lazy == PARTIAL) S.h[k].t->storage->lazy = 0;
+    if (s) { /* out of memory after the state was written: nothing right is left to do */
+        snprintf(why, wn, "graph %s: filling its outputs: %s", g->name, jn_errmsg());
+        rc = -1;
+    } else {
+        rc = 0;
+    }
+    if (D && rc == 0) { /* computed only if read */
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_DEFERRED;
+        D->next = R.deferred;
+        R.deferred = D;
+        D = NULL;
+    }
+    for (int64_t k = 0; k < S.n; k++) { /* reached by nobody, or never read again (proved by the recording) */
+        jn_storage *st = S.h[k].t->storage;
+        if (st->lazy == JN_LAZY_PENDING) st->lazy = JN_LAZY_LOST;
+    }
+    goto done;
+oom:
+    snprintf(why, wn, "out of memory preparing graph %s", g->name);
+done:
+    for (int32_t i = 0; i < g->ninputs && inputs; i++)
+        if (owned[i]) jn_tensor_decref(inputs[i]);
+    for (int i = 0; i < G->nkeep && outs; i++) jn_tensor_decref(outs[i]);
+    free(inputs), free(owned), free(outs), free(vers), free(S.h), free(S.slot), free(W.slot);
+    dslice_free(D); /* not committed: the list runs eagerly */
+    if (rc == 0 && nsliced) R.sliced++;
+    return rc;
+}
+
+/* ------------------------------------------------------------- segment */
+static jn_status strict_error(const char *why) {
+    return jn_error(JN_ERR_RUNTIME, "janus replay (strict): fell back to eager: %s", why);
+}
+
+/* The segment ends: run its graph or its ops.  Capture stays off until the
+ * caller starts the next segment. */
+static jn_status seg_end(void) {
+    if (!jn_rt_capturing) return JN_OK;
+    jn_rt_capturing = 0;
+    jn_rt_match_result res;
+    jn_rt_match_kind k = jn_rt_match_end(R.mt, &res);
+    if (k == JN_RT_MATCH_NONE && !R.nops) return JN_OK;
+    R.segments++;
+    if (R.debug) fprintf(stderr, "[rp] segment of %lld ops captured in %.3f ms\n", (long long)R.nops, 1e3 * (now() - R.t_begin));
+    char why[1024] = "";
+    if (k == JN_RT_MATCH_COMPLETE) {
+        jn_rt_private_ids++; /* its scalars, arena and outputs: not the ids Python sees */
+        int rc = run_graph(&res, why, sizeof why);
+        jn_rt_private_ids--;
+        if (rc == 0) {
+            R.hits++;
+            R.g[res.graph].hits++;
+            clear_list();
+            if (R.debug) fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (now() - R.t_begin), now());
+            return JN_OK;
+        }
+        if (rc < 0) {
+            clear_list();
+            return jn_error(JN_ERR_NOMEM, "janus replay: %s", why);
+        }
+        note_miss(res.graph, -1, -1, NAN, why);
+    } else {
+        snprintf(why, sizeof why, "%s", res.why ? res.why : "the segment matched no graph");
+        note_miss(res.graph, res.guard, res.token, res.seen, why);
+    }
+    jn_status s = fallback();
+    if (s == JN_OK && R.strict) s = strict_error(why);
+    return s;
+}
+
+static void seg_begin(int entry) {
+    if (!R.on) return;
+    if (R.deferred) dslice_gc();
+    jn_rt_match_begin(R.mt, entry);
+    jn_rt_capturing = 1;
+    if (R.debug) R.t_begin = now();
+}
+
+/* ------------------------------------------------------------ capture */
+static int grow(void **p, int64_t *cap, int64_t need, size_t el) {
+    if (need <= *cap) return 1;
+    int64_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    void *n = realloc(*p, el * (size_t)c);
+    if (!n) return 0;
+    *p = n;
+    *cap = c;
+    return 1;
+}
+
+static void fill_arg(jn_rt_match_arg *r, const jn_tensor *t, int is_out) {
+    r->id = (uint64_t)t->id;
+    r->shape = t->shape;
+    r->ndim = (uint8_t)t->ndim;
+    r->dtype = (uint8_t)t->dtype;
+    r->device = (uint8_t)t->storage->device;
+    r->pytype = 0;
+    r->scalar = 0;
+    if (t->wrapped_number && !is_out) { /* as the recorder: the dtype says which Python type */
+        r->pytype = t->dtype == JN_BOOL ? 3 : jn_dtype_is_float(t->dtype) ? 2 : 1;
+        r->scalar = t->storage->data ? jn_load_f64(jn_data(t), t->dtype) : NAN;
+    }
+}
+
+static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                             jn_tensor *const *out, int into) {
+    (void)ctx;
+    jn_status s;
+    for (int i = 0; i < nin; i++) /* a deferred value read: computed now (it is no pending op) */
+        if (in[i]->storage->lazy == JN_LAZY_DEFERRED && (s = jn_rt_materialize(in[i]))) return s;
+    for (int i = 0; i < nin; i++)
+        if (in[i]->storage->lazy == JN_LAZY_LOST) {
+            jn_rt_capturing = 0;
+            jn_rt_match_reset(R.mt);
+            note_miss(-1, -1, -1, NAN, "an op read a tensor a compiled graph did not keep");
+            R.segments++;
+            if ((s = fallback())) return s;
+            return lost_error(in[i]);
+        }
+    if (!grow((void **)&R.ops, &R.capops, R.nops + 1, sizeof *R.ops) ||
+        !grow((void **)&R.refs, &R.caprefs, R.nrefs + nin + nout, sizeof *R.refs)) {
+        jn_rt_capturing = 0;
+        jn_rt_match_reset(R.mt);
+        (void)fallback();
+        return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
+    }
+    pop *p = &R.ops[R.nops++];
+    p->op = op;
+    p->into = (uint8_t)into;
+    p->nin = (uint8_t)nin;
+    p->nout = (uint8_t)nout;
+    p->ref = (int32_t)R.nrefs;
+    p->a = *a;
+    for (int i = 0; i < nin; i++) hold(R.refs[R.nrefs++] = in[i]);
+    for (int k = 0; k < nout; k++) {
+        hold(R.refs[R.nrefs++] = out[k]);
+        out[k]->storage->lazy = JN_LAZY_PENDING; /* in-place targets too: their bytes are stale now */
+    }
+    if (is_compare(op)) R.last_cmp = out[0]->id;
+
+    jn_rt_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
+    for (int i = 0; i < nin; i++) fill_arg(&ai[i], in[i], 0);
+    for (int k = 0; k < nout; k++) fill_arg(&ao[k], out[k], 1);
+    jn_rt_match_event ev = {op, a->a, nin, nout, ai, ao};
+    if (R.debug) {
+        fprintf(stderr, "[rp] %lld %s", (long long)(R.nops - 1), jn_op_info(op)->name);
+        for (int i = 0; i < nin; i++) fprintf(stderr, " i%lld", (long long)in[i]->id);
+        for (int k = 0; k < nout; k++) fprintf(stderr, " o%lld", (long long)out[k]->id);
+        fprintf(stderr, "\n");
+    }
+    jn_rt_match_result res;
+    if (jn_rt_match_feed(R.mt, &ev, &res) != JN_RT_MATCH_MISS) return JN_OK;
+    /* no graph fits: what is pending runs now, the rest of the segment eagerly */
+    jn_rt_capturing = 0;
+    char why[1024];
+    snprintf(why, sizeof why, "%s", res.why ? res.why : "no graph fits");
+    note_miss(res.graph, res.guard, res.token, res.seen, why);
+    R.segments++;
+    jn_rt_match_reset(R.mt);
+    if ((s = fallback())) return s;
+    return R.strict ? strict_error(why) : JN_OK;
+}
+
+static jn_status cap_materialize(void *ctx, jn_tensor *t) {
+    (void)ctx;
+    if (t->storage->lazy == JN_LAZY_LOST) return lost_error(t);
+    if (t->storage->lazy == JN_LAZY_DEFERRED) {
+        dslice *D = dslice_find(t->storage);
+        return D ? dslice_run(D) : lost_error(t);
+    }
+    if (R.flushing) return JN_OK;
+    /* data read outside a sync point: the segment ends here */
+    jn_status s = seg_end();
+    if (s) return s;
+    return t->storage->lazy == JN_LAZY_LOST ? lost_error(t) : JN_OK;
+}
+
+/* ------------------------------------------------------------- public */
+static void unload(void) {
+    jn_rt_set_capture_hook(NULL);
+    jn_rt_replay_on = 0;
+    R.on = 0;
+    clear_list();
+    for (int32_t i = 0; R.g && R.m && i < R.m->ngraphs; i++) {
+        if (R.g[i].x) jn_rt_exec_free(R.g[i].x);
+        free(R.g[i].keep_idx);
+    }
+    free(R.g);
+    R.g = NULL;
+    if (R.mt) jn_rt_match_free(R.mt);
+    R.mt = NULL;
+    if (R.lib) jn_rt_exec_lib_close(R.lib);
+    R.lib = NULL;
+    if (R.b) jn_cg_bundle_free(R.b);
+    R.b = NULL;
+    R.m = NULL;
+}
+
+jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
+    if (R.on) return jn_error(JN_ERR_RUNTIME, "a replay is already running in this process");
+    jn_db *db = NULL;
+    jn_status s = jn_db_open(db_path, JN_DB_READONLY, &db);
+    if (s) return s;
+    jn_cg_bundle_expect ex = {0};
+    ex.db_path = db_path;
+    s = jn_cg_bundle_open(db, &ex, &R.b);
+    jn_db_close(db);
+    if (s) return s;
+    R.m = R.b->module;
+    const jn_cg_bundle_section *ms = jn_cg_bundle_section_find(R.b, JN_CG_SEC_MATCHER);
+    if (!ms) {
+        unload();
+        return jn_error(JN_ERR_VALUE, "the bundle in %s has no replay matcher; re-run `janus optimize %s`", db_path,
+                        db_path);
+    }
+    if ((s = jn_rt_match_new(R.m, ms->data, ms->len, &R.mt))) {
+        unload();
+        return s;
+    }
+    const jn_cg_bundle_section *so = jn_cg_bundle_section_find(R.b, JN_CG_SEC_SO);
+    if (so) {
+        uint64_t h = 0;
+        char origin[512];
+        snprintf(origin, sizeof origin, "the compiled kernels in %s", db_path);
+        if ((s = jn_cg_module_hash(R.m, &h)) || (s = jn_rt_exec_lib_open(so->data, so->len, h, origin, &R.lib))) {
+            unload();
+            return s;
+        }
+    }
+    if (!(R.g = calloc((size_t)R.m->ngraphs + 1, sizeof *R.g)) || !(R.db_path = strdup(db_path))) {
+        unload();
+        return jn_error(JN_ERR_NOMEM, "out of memory loading the bundle of %s", db_path);
+    }
+    R.run_id = run_id;
+    R.strict = (flags & JN_RT_REPLAY_STRICT) != 0;
+    R.debug = getenv("JANUS_REPLAY_DEBUG") != NULL;
+    R.speculate = (flags & JN_RT_REPLAY_SPECULATE) != 0;
+    const char *df = getenv("JANUS_REPLAY_DEFER");
+    R.defer = !(df && (!strcmp(df, "0") || !strcmp(df, "no") || !strcmp(df, "false")));
+    R.segments = R.hits = R.misses = 0;
+    R.on = 1;
+    jn_rt_replay_on = 1;
+    jn_rt_capture_hook h = {cap_capture, cap_materialize, NULL};
+    jn_rt_set_capture_hook(&h);
+    seg_begin(0);
+    return JN_OK;
+}
+
+jn_status jn_rt_replay_step(void) {
+    if (!R.on) return JN_OK;
+    jn_status s = seg_end();
+    seg_begin(0);
+    return s;
+}
+
+void jn_rt_replay_quiet(int delta) { R.quiet += delta; }
+
+jn_status jn_rt_replay_sync(int kind, jn_tensor *t) {
+    if (!R.on) return JN_OK;
+    jn_status s = JN_OK;
+    if (!R.quiet) {
+        if (kind == JN_SYNC_BOOL && t && t->id == R.last_cmp) kind = JN_SYNC_COMPARE;
+        s = seg_end();
+    }
+    if (s == JN_OK && t) s = jn_rt_materialize(t);
+    if (!R.quiet) seg_begin(kind);
+    return s;
+}
+
+void jn_rt_replay_get_stats(jn_rt_replay_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->segments = R.segments;
+    st->hits = R.hits;
+    st->misses = R.misses;
+    st->sliced = R.sliced;
+    st->ngraphs = R.m ? R.m->ngraphs : 0;
+    for (int32_t i = 0; R.g && i < st->ngraphs; i++) {
+        st->graphs_hit += R.g[i].hits > 0;
+        st->seconds += R.g[i].seconds;
+    }
+}
+
+static int top_miss(int rank) {
+    /* rank-th by count (ties: first seen) */
+    int chosen[8], nc = 0;
+    for (int r = 0; r <= rank && r < 8; r++) {
+        int best = -1;
+        for (int i = 0; i < R.nmiss; i++) {
+            int used = 0;
+            for (int c = 0; c < nc; c++) used |= chosen[c] == i;
+            if (!used && (best < 0 || R.miss[i].count > R.miss[best].count)) best = i;
+        }
+        if (best < 0) return -1;
+        chosen[nc++] = best;
+    }
+    return rank < 8 ? chosen[rank] : -1;
+}
+
+const char *jn_rt_replay_miss(int i, int64_t *count) {
+    int k = top_miss(i);
+    if (k < 0) return NULL;
+    if (count) *count = R.miss[k].count;
+    return R.miss[k].why;
+}
+
+static void commas(int64_t v, char *buf, size_t n) {
+    char raw[32];
+    snprintf(raw, sizeof raw, "%lld", (long long)v);
+    size_t len = strlen(raw), j = 0;
+    for (size_t i = 0; i < len && j + 1 < n; i++) {
+        if (i && (len - i) % 3 == 0 && j + 2 < n) buf[j++] = ',';
+        buf[j++] = raw[i];
+    }
+    buf[j] = 0;
+}
+
+void jn_rt_replay_summary(char *buf, size_t n) {
+    jn_rt_replay_stats st;
+    jn_rt_replay_get_stats(&st);
+    char seg[32], fb[32];
+    commas(st.segments, seg, sizeof seg);
+    commas(st.misses, fb, sizeof fb);
+    double pct = st.segments ? 100.0 * (double)st.hits / (double)st.segments : 0;
+    int k = top_miss(0);
+    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s), %s fell back%s%s",
+             floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", fb,
+             k >= 0 ? "; top miss: " : "", k >= 0 ? R.miss[k].why : "");
+}
+
+static void write_counters(void);
+
+jn_status jn_rt_replay_stop(int print_summary) {
+    if (!R.on) return JN_OK;
+    jn_status s = seg_end();
+    while (R.deferred) {
+        dslice *D = R.deferred;
+        R.deferred = D->next;
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST; /* nothing runs after exit */
+        dslice_free(D);
+    }
+    jn_rt_set_capture_hook(NULL);
+    if (print_summary) {
+        char line[2048];
+        jn_rt_replay_summary(line, sizeof line);
+        fprintf(stderr, "%s\n", line);
+        fflush(stderr);
+    }
+    write_counters();
+    unload();
+    for (int i = 0; i < R.nmiss; i++) free(R.miss[i].why), free(R.miss[i].site);
+    free(R.miss);
+    R.miss = NULL;
+    R.nmiss = R.capmiss = 0;
+    free(R.db_path);
+    R.db_path = NULL;
+    free(R.ops);
+    free(R.refs);
+    R.ops = NULL;
+    R.refs = NULL;
+    R.capops = R.caprefs = 0;
+    return s;
+}
+
+#if JN_DB_SCHEMA_VERSION >= 3 /* jn_db_replay_put (h-rcli) */
+static void write_counters(void) {
+    if (R.run_id <= 0 || !R.db_path) return;
+    int ng = R.m->ngraphs;
+    jn_db_replay_graph *gr = calloc((size_t)ng + 1, sizeof *gr);
+    jn_db_replay_miss *mr = calloc((size_t)R.nmiss + 1, sizeof *mr);
+    jn_db *db = NULL;
+    jn_status s = !gr || !mr ? jn_error(JN_ERR_NOMEM, "out of memory") : jn_db_open(R.db_path, JN_DB_WRITE, &db);
+    if (s == JN_OK) {
+        for (int i = 0; i < ng; i++)
+            gr[i] = (jn_db_replay_graph){R.m->graphs[i]->name, R.g[i].hits, R.g[i].misses, R.g[i].seconds};
+        for (int i = 0; i < R.nmiss; i++) {
+            const miss_row *r = &R.miss[i];
+            mr[i] = (jn_db_replay_miss){r->graph >= 0 ? R.m->graphs[r->graph]->name : "", r->guard, r->why, r->site,
+                                        r->seen, r->count};
+        }
+        s = jn_db_replay_put(db, R.run_id, gr, ng, mr, R.nmiss);
+    }
+    if (db) jn_db_close(db);
+    if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R.db_path, jn_errmsg());
+    free(gr);
+    free(mr);
+}
+#else
+static void write_counters(void) {}
+#endif

@@ -1,0 +1,265 @@
+"""`janus replay` in the process (runtime/exec/replay.c, janus/_replay.py):
+each script is recorded with `janus record`, optimized with `janus
+optimize`, then run again unchanged with JANUS_REPLAY_DB set, and compared
+with a plain eager run of the same command: the printed lines (losses,
+accuracies) and the final weights of the optimizer (tests/python/
+replay_probe.py dumps them) must be identical -- bitwise, since every
+generated kernel in these graphs is exact or its reductions land in the
+same order here; a 1e-5 relative tolerance is allowed where a compiled
+reduction sums in another order -- and most segments must have run as
+compiled graphs (the summary line says how many), so a test cannot pass by
+falling back.  Changed scripts (other batch size, learning rate, width)
+give eager's numbers with explained misses; an empty store, a store of
+another script and JANUS_REPLAY=0 run eagerly and say why; strict mode
+raises on a miss."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from dynamic_runs import BUILD, ROOT, SCRIPTS, env, have_optimize, janus
+
+PROBE = os.path.join(ROOT, "tests", "python", "replay_probe.py")
+EXAMPLES = os.path.join(ROOT, "examples")
+SUMMARY = re.compile(r"janus replay: (\d+)% of ([\d,]+) segments ran as compiled graphs \((\d+) graphs?\), "
+                     r"([\d,]+) fell back(?:; top miss: (.*))?")
+
+pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
+
+
+def run(script, args, tmp, tag, **extra):
+    out = os.path.join(tmp, f"{tag}.json")
+    e = env(JANUS_PROBE_OUT=out, **extra)
+    r = subprocess.run([sys.executable, PROBE, script, *args], capture_output=True, text=True, env=e,
+                       timeout=600, cwd=ROOT)
+    weights = None
+    if r.returncode == 0 and os.path.exists(out):
+        with open(out) as f:
+            weights = json.load(f)
+    return r, weights
+
+
+def record_and_optimize(script, args, tmp):
+    db = os.path.join(tmp, "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, PROBE, script, *args, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = janus("optimize", db, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return db
+
+
+def summary(stderr):
+    m = SUMMARY.search(stderr)
+    assert m, stderr[-3000:]
+    n = lambda s: int(s.replace(",", ""))  # noqa: E731
+    return {"pct": int(m.group(1)), "segments": n(m.group(2)), "graphs": int(m.group(3)),
+            "fell_back": n(m.group(4)), "top_miss": m.group(5)}
+
+
+def same_weights(a, b, rtol=0.0):
+    assert a is not None and b is not None
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert len(x) == len(y)
+        if rtol == 0.0:
+            assert x == y
+        else:
+            for u, v in zip(x, y):
+                assert abs(u - v) <= rtol * max(abs(u), abs(v), 1e-30), (u, v)
+
+
+def check_replay(script, rec_args, args, tmp, min_hits, rtol=0.0):
+    db = record_and_optimize(script, rec_args, tmp)
+    re_, we = run(script, args, tmp, "eager")
+    assert re_.returncode == 0, re_.stderr[-3000:]
+    rr, wr = run(script, args, tmp, "replay", JANUS_REPLAY_DB=db)
+    assert rr.returncode == 0, rr.stderr[-3000:]
+    s = summary(rr.stderr)
+    hits = s["segments"] - s["fell_back"]
+    assert hits >= min_hits, s
+    assert rr.stdout == re_.stdout  # printed losses, accuracies (steps/s lines removed by the caller)
+    same_weights(we, wr, rtol)
+    return db, s
+
+
+def strip_rates(text):
+    return re.sub(r"\([\d.]+ steps/s", "(steps/s", text)
+
+
+# ------------------------------------------------------------ dynamic scripts
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_dynamic_script_replays_exactly(name, tmp_path):
+    script = os.path.join(ROOT, "tests", "dynamic", name + ".py")
+    # every training step of these scripts runs as a graph; what falls back
+    # is the probe's own reads at the end (and nothing else)
+    _, s = check_replay(script, [], [], str(tmp_path), min_hits=20)
+    assert s["pct"] >= 75, s
+
+
+# ------------------------------------------------------------------ examples
+def example_check(name, rec_args, args, tmp, min_pct):
+    script = os.path.join(EXAMPLES, name)
+    db = record_and_optimize(script, rec_args, tmp)
+    re_, we = run(script, args, tmp, "eager")
+    rr, wr = run(script, args, tmp, "replay", JANUS_REPLAY_DB=db)
+    assert re_.returncode == 0 and rr.returncode == 0, re_.stderr[-2000:] + rr.stderr[-2000:]
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+    s = summary(rr.stderr)
+    assert s["pct"] >= min_pct, s
+    return db, s
+
+
+def test_fashion_mlp_replays_exactly(tmp_path):
+    # recorded 30 steps, replayed 120: the steady-state step graph hits.  The
+    # loss printed at step 100 is a value the recording never read after a
+    # steady-state step (so no graph keeps it): its deferred slice computes it
+    db, _ = example_check("fashion_mlp.py", ["--steps", "30", "--epochs", "1", "--hidden", "64"],
+                          ["--steps", "120", "--epochs", "1", "--hidden", "64"], str(tmp_path), 90)
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    args = ["--steps", "120", "--epochs", "1", "--hidden", "64"]
+    re_, we = run(script, args, str(tmp_path), "eager2")
+    # the same values computed eagerly before each graph instead of deferred
+    rr, wr = run(script, args, str(tmp_path), "nodefer", JANUS_REPLAY_DB=db, JANUS_REPLAY_DEFER="0")
+    assert rr.returncode == 0, rr.stderr[-3000:]
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+    assert summary(rr.stderr)["pct"] >= 90
+    # speculation does not compute them at all: reading the step-100 loss raises, saying why
+    rr, _ = run(script, args, str(tmp_path), "speculate", JANUS_REPLAY_DB=db, JANUS_REPLAY_SPECULATE="1")
+    assert rr.returncode != 0 and "does not keep it" in rr.stderr and "JANUS_REPLAY=0" in rr.stderr, rr.stderr
+
+
+def test_fashion_cnn_replays_exactly(tmp_path):
+    example_check("fashion_cnn.py", ["--steps", "12", "--epochs", "1", "--batch", "32"],
+                  ["--steps", "40", "--epochs", "1", "--batch", "32"], str(tmp_path), 80)
+
+
+def test_char_lstm_replays_exactly(tmp_path):
+    example_check("char_lstm.py", ["--steps", "12", "--hidden", "32", "--batch", "4"],
+                  ["--steps", "30", "--hidden", "32", "--batch", "4"], str(tmp_path), 70)
+
+
+# ----------------------------------------------------------- changed scripts
+@pytest.fixture(scope="module")
+def mlp_db(tmp_path_factory):
+    tmp = str(tmp_path_factory.mktemp("mlp"))
+    return record_and_optimize(os.path.join(EXAMPLES, "fashion_mlp.py"),
+                               ["--steps", "20", "--epochs", "1", "--hidden", "64"], tmp)
+
+
+@pytest.mark.parametrize("change,why", [
+    (["--batch", "100"], r"symbol|dim|shape|recorded"),       # another batch size
+    (["--lr", "0.01"], r"recorded|scalar|lr|attribute"),       # another learning rate
+    (["--hidden", "32"], r"recorded|dim|shape|bound"),        # another model width
+])
+def test_changed_scripts_stay_exact(mlp_db, tmp_path, change, why):
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    args = ["--steps", "25", "--epochs", "1", "--hidden", "64"] + change
+    re_, we = run(script, args, str(tmp_path), "eager")
+    rr, wr = run(script, args, str(tmp_path), "replay", JANUS_REPLAY_DB=mlp_db)
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+    s = summary(rr.stderr)
+    assert s["fell_back"] >= 20, s                   # the changed steps missed ...
+    assert s["top_miss"] and re.search(why, s["top_miss"]), s  # ... with a reason
+
+
+def test_strict_mode_raises_on_a_miss(mlp_db, tmp_path):
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    rr, _ = run(script, ["--steps", "5", "--epochs", "1", "--hidden", "64", "--lr", "0.01"], str(tmp_path),
+                "strict", JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY_STRICT="1")
+    assert rr.returncode != 0
+    assert "RuntimeError: janus replay (strict): fell back to eager:" in rr.stderr, rr.stderr[-3000:]
+
+
+def test_replay_off_switch(mlp_db, tmp_path):
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    rr, _ = run(script, ["--steps", "3", "--epochs", "1", "--hidden", "64"], str(tmp_path), "off",
+                JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY="0")
+    assert rr.returncode == 0 and "janus replay" not in rr.stderr, rr.stderr
+
+
+# -------------------------------------------------------- unusable stores
+def test_empty_store_runs_eagerly(tmp_path):
+    script = os.path.join(ROOT, "tests", "dynamic", "last_batch_smaller.py")
+    db = os.path.join(str(tmp_path), "empty.db")
+    r = janus("record", "--db", db, "--", sys.executable, PROBE, script, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    re_, we = run(script, [], str(tmp_path), "eager")
+    rr, wr = run(script, [], str(tmp_path), "replay", JANUS_REPLAY_DB=db)   # recorded, never optimized
+    assert rr.returncode == 0, rr.stderr
+    assert re.search(r"janus replay: running eagerly: .*no bundle.*janus optimize", rr.stderr), rr.stderr
+    assert rr.stdout == re_.stdout
+    same_weights(we, wr)
+    missing = os.path.join(str(tmp_path), "nope.db")
+    rr, _ = run(script, [], str(tmp_path), "missing", JANUS_REPLAY_DB=missing)
+    assert rr.returncode == 0 and "janus replay: running eagerly: " in rr.stderr and "nope.db" in rr.stderr
+
+
+def test_store_of_another_script_runs_eagerly(mlp_db, tmp_path):
+    script = os.path.join(ROOT, "tests", "dynamic", "lr_schedule.py")
+    re_, we = run(script, [], str(tmp_path), "eager")
+    rr, wr = run(script, [], str(tmp_path), "replay", JANUS_REPLAY_DB=mlp_db)
+    assert rr.returncode == 0, rr.stderr
+    assert "janus replay: running eagerly:" in rr.stderr and "fashion_mlp.py" in rr.stderr, rr.stderr
+    assert rr.stdout == re_.stdout
+    same_weights(we, wr)
+
+
+def test_corrupt_store_runs_eagerly(tmp_path):
+    db = os.path.join(str(tmp_path), "junk.db")
+    with open(db, "wb") as f:
+        f.write(b"this is not a database" * 100)
+    script = os.path.join(ROOT, "tests", "dynamic", "lr_schedule.py")
+    rr, wr = run(script, [], str(tmp_path), "replay", JANUS_REPLAY_DB=db)
+    assert rr.returncode == 0, rr.stderr
+    assert "janus replay: running eagerly:" in rr.stderr and "junk.db" in rr.stderr, rr.stderr
+    assert wr is not None
+
+
+# ------------------------------------- values the graphs do not keep, read
+READER = '''
+import os, sys
+sys.path.insert(0, os.path.join({root!r}, "python"))
+import janus
+import janus.nn as nn
+janus.manual_seed(0)
+X = janus.randn(64, 8)
+Y = (X.sum(1) > 0).long()
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+opt = janus.optim.Adam(model.parameters(), lr=0.01)
+read = len(sys.argv) > 1 and sys.argv[1] == "read"
+for step in range(30):
+    x, y = X[step % 4 * 16:(step % 4 + 1) * 16], Y[step % 4 * 16:(step % 4 + 1) * 16]
+    opt.zero_grad()
+    out = model(x)
+    loss = nn.functional.cross_entropy(out, y)
+    loss.backward()
+    opt.step()
+    if read and step % 7 == 3:  # what the recording never read: loss, a gradient, the logits
+        print(step, loss.item(), float(model[0].weight.grad.sum()), out[0].tolist())
+print("final", [p.sum().item() for p in model.parameters()])
+'''
+
+
+@pytest.mark.parametrize("mode", [{}, {"JANUS_REPLAY_DEFER": "0"}])
+def test_values_graphs_do_not_keep_read_later(tmp_path, mode):
+    script = os.path.join(str(tmp_path), "reader.py")
+    with open(script, "w") as f:
+        f.write(READER.format(root=ROOT))
+    db = os.path.join(str(tmp_path), "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, script, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert janus("optimize", db, timeout=300).returncode == 0
+    e = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True, env=env(), timeout=300)
+    rr = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db, **mode), timeout=300)
+    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == e.stdout and rr.stdout.count("\n") == 5
+    s = summary(rr.stderr)
+    assert s["segments"] - s["fell_back"] >= 25, s   # the training steps ran as graphs

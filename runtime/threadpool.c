@@ -4,6 +4,14 @@
  * caller runs chunk 0 itself and waits for the rest.  Size comes from
  * JANUS_NUM_THREADS (default: all online cores).  Nested calls, and calls
  * while another thread holds the pool, run inline, so kernels never deadlock.
+ *
+ * Eager training issues many short parallel kernels back to back; waking a
+ * sleeping worker through the condition variable costs more than such a
+ * kernel's chunk (tens of microseconds on a loaded machine).  So a worker
+ * that finished a job, and the caller waiting for the workers, first spin
+ * briefly (SPIN_ROUNDS pauses, ~50 us) on the job counters before they
+ * sleep, as OpenMP runtimes do.  The counters are written under the lock
+ * and read without it through atomics while spinning.
  */
 #include "jn_runtime.h"
 
@@ -12,6 +20,13 @@
 #include <unistd.h>
 
 #define MAX_THREADS 64
+#define SPIN_ROUNDS 4000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static struct {
     pthread_mutex_t lock;   /* protects the job fields below */
@@ -63,7 +78,13 @@ static void *worker(void *arg) {
     in_worker = 1;
     pthread_mutex_lock(&pool.lock);
     for (;;) {
-        while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+        if (pool.generation == seen) {
+            pthread_mutex_unlock(&pool.lock);
+            for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) == seen; i++)
+                cpu_relax();
+            pthread_mutex_lock(&pool.lock);
+            while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+        }
         seen = pool.generation;
         int64_t b = me * pool.chunk, e = b + pool.chunk;
         if (e > pool.n) e = pool.n;
@@ -74,7 +95,7 @@ static void *worker(void *arg) {
             fn(b, e, ctx);
             pthread_mutex_lock(&pool.lock);
         }
-        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_RELEASE) == 0) pthread_cond_signal(&pool.done);
     }
     return NULL;
 }
@@ -101,13 +122,14 @@ void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx) {
     pool.ctx = ctx;
     pool.n = n;
     pool.chunk = (n + nt - 1) / nt;
-    pool.pending = pool.started;
-    pool.generation++;
+    __atomic_store_n(&pool.pending, pool.started, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
     in_worker = 1;
     fn(0, pool.chunk < n ? pool.chunk : n, ctx);
     in_worker = 0;
+    for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0; i++) cpu_relax();
     pthread_mutex_lock(&pool.lock);
     while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);

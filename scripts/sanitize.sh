@@ -13,6 +13,6 @@ fi
 cmake --build $B -j"$(nproc)" 2>&1 | grep -vE '^\[|^Consolidate|^-- ' || true
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=0
-(cd $B && ctest --output-on-failure)
+(cd $B && ctest --output-on-failure -j"$(nproc)")
 LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
   JANUS_BUILD_DIR=$PWD/$B JANUS_SANITIZED=1 "$PY" -m pytest -q -p no:cacheprovider tests/python

@@ -9,7 +9,7 @@ export JANUS_BUILD_DIR=$PWD/build
 PY=${PYTHON:-python3}
 
 echo "== C unit tests"
-(cd build && ctest --output-on-failure)
+(cd build && ctest --output-on-failure -j"$(nproc)")
 echo "== Python tests"
 "$PY" -m pytest -q tests/python
 echo "== pip install . (import from another directory)"

@@ -439,7 +439,7 @@ static jn_status accumulate_leaf(jn_tensor *leaf, jn_tensor *g) {
     if (!m->grad) {
         /* nobody else holds g (replay's capture list does not count: the
          * same ops must run whether capture holds it or not) */
-        if (g->refcnt - g->capture_refs == 1 && !g->is_view && jn_is_contiguous(g) && g->storage->refcnt == 1 &&
+        if (g->refcnt - g->capture_refs == 1 && !g->is_view && jn_is_contiguous(g) && jn_rt_storage_refs(g->storage) == 1 &&
             g->dtype == leaf->dtype) {
             m->grad = g;
             return JN_OK;
@@ -478,7 +478,8 @@ static jn_tensor *acc_target(const jn_node *x, int i, const capture *cap) {
     if (e->leaf) t = e->leaf->autograd ? meta_of(e->leaf)->grad : NULL;
     else if (e->node) {
         t = e->node->buf[e->output_nr];
-        if (t && (t->refcnt != 1 || t->storage->refcnt != 1)) return NULL;
+        /* replay's capture list does not count (as in accumulate_leaf) */
+        if (t && (t->refcnt - t->capture_refs != 1 || jn_rt_storage_refs(t->storage) != 1)) return NULL;
     }
     if (!t || t->dtype != im->dtype || !jn_same_shape(t->ndim, t->shape, im->ndim, im->shape) ||
         !jn_is_contiguous(t))

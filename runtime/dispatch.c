@@ -164,6 +164,11 @@ void jn_rt_set_capture_hook(const jn_rt_capture_hook *h) {
     jn_rt_capturing = 0;
 }
 
+int64_t jn_rt_storage_refs(const jn_storage *st) {
+    if (!jn_rt_capturing || !capture_hook.held_only || st->refcnt == 1) return st->refcnt;
+    return st->refcnt - capture_hook.held_only(capture_hook.ctx, st);
+}
+
 jn_status jn_rt_materialize_slow(jn_tensor *t) {
     if (capture_hook.materialize) return capture_hook.materialize(capture_hook.ctx, t);
     return jn_error(JN_ERR_RUNTIME, "a tensor's data is pending but no replay is running (internal error)");

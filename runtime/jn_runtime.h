@@ -311,6 +311,9 @@ typedef struct jn_rt_capture_hook {
     jn_status (*capture)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                          jn_tensor *const *out, int into);
     jn_status (*materialize)(void *ctx, jn_tensor *t);
+    /* Tensor headers on storage st that only the capture keeps alive
+     * (views the engine made and eager would have freed by now). */
+    int64_t (*held_only)(void *ctx, const jn_storage *st);
     void *ctx;
 } jn_rt_capture_hook;
 void jn_rt_set_capture_hook(const jn_rt_capture_hook *h);
@@ -320,6 +323,9 @@ extern int jn_rt_capturing;
  * pending one, the capture hook runs what is pending (a lost one is an
  * error saying why). */
 jn_status jn_rt_materialize_slow(jn_tensor *t);
+/* st->refcnt as eager execution would see it: without the headers only
+ * replay's capture keeps alive (== st->refcnt when not capturing). */
+int64_t jn_rt_storage_refs(const jn_storage *st);
 static inline jn_status jn_rt_materialize(jn_tensor *t) {
     return t && t->storage && t->storage->lazy ? jn_rt_materialize_slow(t) : JN_OK;
 }

@@ -141,6 +141,21 @@ static void hold(jn_tensor *t) {
     t->capture_refs++;
 }
 
+/* Headers on st kept alive only by the capture list (counted once each;
+ * a header held by anyone else is not counted). */
+static int64_t cap_held_only(void *ctx, const jn_storage *st) {
+    (void)ctx;
+    int64_t n = 0;
+    for (int64_t i = 0; i < R.nrefs; i++) {
+        jn_tensor *h = R.refs[i];
+        if (h->storage != st || h->refcnt != h->capture_refs) continue;
+        int dup = 0;
+        for (int64_t j = 0; j < i && !dup; j++) dup = R.refs[j] == h;
+        n += !dup;
+    }
+    return n;
+}
+
 static void clear_list(void) {
     for (int64_t i = 0; i < R.nrefs; i++) {
         R.refs[i]->capture_refs--;
@@ -955,7 +970,7 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     R.segments = R.hits = R.misses = 0;
     R.on = 1;
     jn_rt_replay_on = 1;
-    jn_rt_capture_hook h = {cap_capture, cap_materialize, NULL};
+    jn_rt_capture_hook h = {cap_capture, cap_materialize, cap_held_only, NULL};
     jn_rt_set_capture_hook(&h);
     seg_begin(0);
     return JN_OK;

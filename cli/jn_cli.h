@@ -43,6 +43,12 @@ int jn_cli_run_begin(const char *cmd, jn_db *db, const char *abs, const char *sh
 /* Run argv as a child (signals forwarded), wait: the exit code a shell
  * reports; *status "finished", "error" or "killed". */
 int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status);
+/* The options `janus record` and `janus replay` share: -h/--help, --db PATH
+ * (--db=PATH), `--`, then the command.  flag(a, ctx) takes a command's own
+ * flags (nonzero: taken).  Returns -1 with *first the command's index in
+ * argv, else the exit code (0 after --help, 2 for a usage error, printed). */
+int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv,
+                       int (*flag)(const char *a, void *ctx), void *ctx, const char **dbpath, int *first);
 /* Close the run; returns the store opened for writing (NULL on failure). */
 jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status);
 

@@ -385,8 +385,8 @@ jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, con
     return db;
 }
 
-int jn_cli_record(int argc, char **argv) {
-    const char *dbpath = "run.db";
+int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv,
+                       int (*flag)(const char *a, void *ctx), void *ctx, const char **dbpath, int *first) {
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -395,36 +395,44 @@ int jn_cli_record(int argc, char **argv) {
             break;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(jn_cli_record_usage, stdout);
+            fputs(usage, stdout);
             return 0;
         }
+        if (flag && flag(a, ctx)) continue;
         if (!strcmp(a, "--db")) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "janus record: --db needs a PATH\n\n%s", jn_cli_record_usage);
+                fprintf(stderr, "janus %s: --db needs a PATH\n\n%s", cmd, usage);
                 return 2;
             }
-            dbpath = argv[++i];
+            *dbpath = argv[++i];
             continue;
         }
         if (!strncmp(a, "--db=", 5)) {
-            dbpath = a + 5;
+            *dbpath = a + 5;
             continue;
         }
         if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "janus record: unknown option '%s' (put the command after --)\n\n%s", a,
-                    jn_cli_record_usage);
+            fprintf(stderr, "janus %s: unknown option '%s' (put the command after --)\n\n%s", cmd, a, usage);
             return 2;
         }
         break; /* the command starts here */
     }
     if (i >= argc) {
-        fprintf(stderr, "janus record: no COMMAND given\n\n%s", jn_cli_record_usage);
+        fprintf(stderr, "janus %s: no COMMAND given\n\n%s", cmd, usage);
         return 2;
     }
-    if (!dbpath[0]) {
-        fprintf(stderr, "janus record: --db needs a non-empty PATH\n");
+    if (!(*dbpath)[0]) {
+        fprintf(stderr, "janus %s: --db needs a non-empty PATH\n", cmd);
         return 2;
     }
+    *first = i;
+    return -1;
+}
+
+int jn_cli_record(int argc, char **argv) {
+    const char *dbpath = "run.db";
+    int i = 0, rc0 = jn_cli_launch_args("record", jn_cli_record_usage, argc, argv, NULL, NULL, &dbpath, &i);
+    if (rc0 >= 0) return rc0;
     char **cmd = argv + i;
     int ncmd = argc - i;
 

@@ -133,55 +133,23 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
     jn_db_replay_free(g, ng, m, nm);
 }
 
+typedef struct {
+    int strict, eager;
+} replay_flags;
+
+static int replay_flag(const char *a, void *ctx) {
+    replay_flags *f = ctx;
+    if (!strcmp(a, "--strict")) return f->strict = 1;
+    if (!strcmp(a, "--eager")) return f->eager = 1;
+    return 0;
+}
+
 int jn_cli_replay(int argc, char **argv) {
     const char *dbpath = "run.db";
-    int strict = env_on("JANUS_REPLAY_STRICT"), eager = env_off("JANUS_REPLAY");
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(jn_cli_replay_usage, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--strict")) {
-            strict = 1;
-            continue;
-        }
-        if (!strcmp(a, "--eager")) {
-            eager = 1;
-            continue;
-        }
-        if (!strcmp(a, "--db")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "janus replay: --db needs a PATH\n\n%s", jn_cli_replay_usage);
-                return 2;
-            }
-            dbpath = argv[++i];
-            continue;
-        }
-        if (!strncmp(a, "--db=", 5)) {
-            dbpath = a + 5;
-            continue;
-        }
-        if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "janus replay: unknown option '%s' (put the command after --)\n\n%s", a,
-                    jn_cli_replay_usage);
-            return 2;
-        }
-        break; /* the command starts here */
-    }
-    if (i >= argc) {
-        fprintf(stderr, "janus replay: no COMMAND given\n\n%s", jn_cli_replay_usage);
-        return 2;
-    }
-    if (!dbpath[0]) {
-        fprintf(stderr, "janus replay: --db needs a non-empty PATH\n");
-        return 2;
-    }
+    replay_flags fl = {env_on("JANUS_REPLAY_STRICT"), env_off("JANUS_REPLAY")};
+    int i = 0, rc0 = jn_cli_launch_args("replay", jn_cli_replay_usage, argc, argv, replay_flag, &fl, &dbpath, &i);
+    if (rc0 >= 0) return rc0;
+    int strict = fl.strict, eager = fl.eager;
     if (strict && eager) {
         fprintf(stderr, "janus replay: --strict and --eager do not combine (an eager run has no misses; "
                         "JANUS_REPLAY=0 and JANUS_REPLAY_STRICT=1 in the environment count too)\n\n%s",

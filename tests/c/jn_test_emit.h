@@ -75,6 +75,42 @@ typedef struct {
     int specials;         /* NaN/-0/inf among float inputs */
 } ecase;
 
+/* One chain, run with a transposed operand and contiguous (the two cases below). */
+#define BROADCAST_CHAIN_IR \
+    "  sym B dim 1..64\n" \
+    "  in %0 host f32[B, 37]\n" \
+    "  in %1 host f32[B, 1]\n" \
+    "  in %2 state f32[37] bind=1\n" \
+    "  in %3 const f64[] = 0.5\n" \
+    "  %4 = sub(%0, %1) alpha=1 : f32[B, 37]\n" \
+    "  %5 = mul(%4, %2) : f32[B, 37]\n" \
+    "  %6 = exp(%5) : f32[B, 37]\n" \
+    "  %7 = tanh(%4) : f32[B, 37]\n" \
+    "  %8 = add(%6, %7) alpha=0.25 : f32[B, 37]\n" \
+    "  %9 = sigmoid(%8) : f32[B, 37]\n" \
+    "  %10 = log(%9) : f32[B, 37]\n" \
+    "  %11 = gelu(%10) approximate=0 : f32[B, 37]\n" \
+    "  %12 = erf(%11) : f32[B, 37]\n" \
+    "  %13 = silu(%12) : f32[B, 37]\n" \
+    "  %14 = abs(%13) : f32[B, 37]\n" \
+    "  %15 = sqrt(%14) : f32[B, 37]\n" \
+    "  %16 = mul(%15, %3) : f32[B, 37]\n" \
+    "  %17 = div(%16, %1) rounding_mode=0 : f32[B, 37]\n" \
+    "  %18 = maximum(%17, %4) : f32[B, 37]\n" \
+    "  %19 = pow(%18, %3) : f32[B, 37]\n" \
+    "  %20 = rsqrt(%14) : f32[B, 37]\n" \
+    "  %21 = add(%19, %20) alpha=1 : f32[B, 37]\n" \
+    "  %22 = floor(%21) : f32[B, 37]\n" \
+    "  %23 = neg(%22) : f32[B, 37]\n" \
+    "  out %23 keep\n" \
+    "  out %6 keep\n" \
+    "  out %9 keep\n" \
+    "  out %11 keep\n" \
+    "  out %13 keep\n" \
+    "  out %17 keep\n" \
+    "  out %19 keep\n" \
+    "  out %21 keep\n"
+
 static const ecase cases[] = {
     {"bias_relu",
      "  sym B dim 1..64\n"
@@ -96,74 +132,10 @@ static const ecase cases[] = {
      "  out %4 keep\n",
      {257}, -1, NAN, 1, 0},
     {"broadcast_chain",
-     "  sym B dim 1..64\n"
-     "  in %0 host f32[B, 37]\n"
-     "  in %1 host f32[B, 1]\n"
-     "  in %2 state f32[37] bind=1\n"
-     "  in %3 const f64[] = 0.5\n"
-     "  %4 = sub(%0, %1) alpha=1 : f32[B, 37]\n"
-     "  %5 = mul(%4, %2) : f32[B, 37]\n"
-     "  %6 = exp(%5) : f32[B, 37]\n"
-     "  %7 = tanh(%4) : f32[B, 37]\n"
-     "  %8 = add(%6, %7) alpha=0.25 : f32[B, 37]\n"
-     "  %9 = sigmoid(%8) : f32[B, 37]\n"
-     "  %10 = log(%9) : f32[B, 37]\n"
-     "  %11 = gelu(%10) approximate=0 : f32[B, 37]\n"
-     "  %12 = erf(%11) : f32[B, 37]\n"
-     "  %13 = silu(%12) : f32[B, 37]\n"
-     "  %14 = abs(%13) : f32[B, 37]\n"
-     "  %15 = sqrt(%14) : f32[B, 37]\n"
-     "  %16 = mul(%15, %3) : f32[B, 37]\n"
-     "  %17 = div(%16, %1) rounding_mode=0 : f32[B, 37]\n"
-     "  %18 = maximum(%17, %4) : f32[B, 37]\n"
-     "  %19 = pow(%18, %3) : f32[B, 37]\n"
-     "  %20 = rsqrt(%14) : f32[B, 37]\n"
-     "  %21 = add(%19, %20) alpha=1 : f32[B, 37]\n"
-     "  %22 = floor(%21) : f32[B, 37]\n"
-     "  %23 = neg(%22) : f32[B, 37]\n"
-     "  out %23 keep\n"
-     "  out %6 keep\n"
-     "  out %9 keep\n"
-     "  out %11 keep\n"
-     "  out %13 keep\n"
-     "  out %17 keep\n"
-     "  out %19 keep\n"
-     "  out %21 keep\n",
+     BROADCAST_CHAIN_IR,
      {9}, 0, NAN, 1, 1},
     {"broadcast_chain_contiguous",
-     "  sym B dim 1..64\n"
-     "  in %0 host f32[B, 37]\n"
-     "  in %1 host f32[B, 1]\n"
-     "  in %2 state f32[37] bind=1\n"
-     "  in %3 const f64[] = 0.5\n"
-     "  %4 = sub(%0, %1) alpha=1 : f32[B, 37]\n"
-     "  %5 = mul(%4, %2) : f32[B, 37]\n"
-     "  %6 = exp(%5) : f32[B, 37]\n"
-     "  %7 = tanh(%4) : f32[B, 37]\n"
-     "  %8 = add(%6, %7) alpha=0.25 : f32[B, 37]\n"
-     "  %9 = sigmoid(%8) : f32[B, 37]\n"
-     "  %10 = log(%9) : f32[B, 37]\n"
-     "  %11 = gelu(%10) approximate=0 : f32[B, 37]\n"
-     "  %12 = erf(%11) : f32[B, 37]\n"
-     "  %13 = silu(%12) : f32[B, 37]\n"
-     "  %14 = abs(%13) : f32[B, 37]\n"
-     "  %15 = sqrt(%14) : f32[B, 37]\n"
-     "  %16 = mul(%15, %3) : f32[B, 37]\n"
-     "  %17 = div(%16, %1) rounding_mode=0 : f32[B, 37]\n"
-     "  %18 = maximum(%17, %4) : f32[B, 37]\n"
-     "  %19 = pow(%18, %3) : f32[B, 37]\n"
-     "  %20 = rsqrt(%14) : f32[B, 37]\n"
-     "  %21 = add(%19, %20) alpha=1 : f32[B, 37]\n"
-     "  %22 = floor(%21) : f32[B, 37]\n"
-     "  %23 = neg(%22) : f32[B, 37]\n"
-     "  out %23 keep\n"
-     "  out %6 keep\n"
-     "  out %9 keep\n"
-     "  out %11 keep\n"
-     "  out %13 keep\n"
-     "  out %17 keep\n"
-     "  out %19 keep\n"
-     "  out %21 keep\n",
+     BROADCAST_CHAIN_IR,
      {9}, -1, NAN, 1, 1},
     {"logsumexp_like_blocked",
      "  sym B dim 1..4096\n"

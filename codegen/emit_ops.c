@@ -589,3 +589,43 @@ void cg_em_member(const cg_em_ctx *e, int32_t n, int blocked, const uint8_t *bc,
     free(res);
     fprintf(f, "%s = %s; }\n", dst, cv);
 }
+
+jn_status cg_em_module(const jn_ir_module *m, const cg_em_target *t, char **src, size_t *len, int *nkernels) {
+    *src = NULL, *len = 0, *nkernels = 0;
+    uint64_t hash = 0;
+    jn_status st = jn_cg_module_hash(m, &hash);
+    if (st != JN_OK) return st;
+    char *buf = NULL;
+    size_t blen = 0;
+    FILE *f = open_memstream(&buf, &blen);
+    if (!f) return jn_error(JN_ERR_NOMEM, "out of memory emitting %s", t->lang);
+    t->prologue(f, hash);
+    int count = 0;
+    for (int32_t gi = 0; gi < m->ngraphs && st == JN_OK; gi++) {
+        const jn_ir_graph *g = m->graphs[gi];
+        for (int32_t k = 0; k < g->nkernels && st == JN_OK; k++) {
+            const jn_ir_kernel *K = &g->kernels[k];
+            if (K->impl != JN_IR_IMPL_GEN && K->impl != JN_IR_IMPL_GEMM) continue;
+            jn_cg_kernel_io io;
+            if ((st = jn_cg_kernel_describe(g, k, &io)) != JN_OK) break;
+            char why[320];
+            if (!cg_em_kernel_ok(g, k, &io, t->maxops, why, sizeof why))
+                st = jn_error(JN_ERR_UNSUPPORTED, "graph %s kernel K%d (impl=%s) cannot be generated as %s: %s; run the "
+                              "select pass (it gives such kernels impl=lib)", g->name, k,
+                              K->impl == JN_IR_IMPL_GEN ? "gen" : "gemm", t->lang, why);
+            else if (!t->check || (st = t->check(g, k, &io)) == JN_OK)
+                if ((st = t->kernel(f, g, gi, k, &io)) == JN_OK) count++;
+            jn_cg_kernel_io_free(&io);
+        }
+    }
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        return st ? st : jn_error(JN_ERR_NOMEM, "out of memory emitting %s", t->lang);
+    }
+    if (st != JN_OK) {
+        free(buf);
+        return st;
+    }
+    *src = buf, *len = blen, *nkernels = count;
+    return JN_OK;
+}

@@ -78,4 +78,19 @@ void cg_em_minmax_step(FILE *f, const cg_em_rplan *r, const char *val, const cha
  * A<j>[i], s<j> (bc[j]: operand j loaded once). */
 void cg_em_member(const cg_em_ctx *e, int32_t n, int blocked, const uint8_t *bc, const char *dst, const char *ind);
 
+/* One target's emitter, for cg_em_module: the source's prologue (ABI
+ * struct, version and module hash, fast math), an extra ABI check per
+ * kernel (NULL: none), and one kernel's code. */
+typedef struct {
+    const char *lang;        /* "C", "CUDA": messages */
+    int maxops;              /* operands a kernel may have */
+    void (*prologue)(FILE *f, uint64_t module_hash);
+    jn_status (*check)(const jn_ir_graph *g, int32_t k, const jn_cg_kernel_io *io);
+    jn_status (*kernel)(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t k, const jn_cg_kernel_io *io);
+} cg_em_target;
+
+/* The source for every gen/gemm kernel of m (what jn_cg_emit_c and
+ * jn_cg_emit_cuda return). */
+jn_status cg_em_module(const jn_ir_module *m, const cg_em_target *t, char **src, size_t *len, int *nkernels);
+
 #endif

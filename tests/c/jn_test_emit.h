@@ -276,4 +276,46 @@ static const ecase cases[] = {
      {7}, -1, 0.37, 1, 0},
 };
 
+/* Golden generated source of the named cases: the kernels part of
+ * emit(fuse+select(case)) must equal <tests>/golden/<dir>/<name><ext> after
+ * its first (header) line; JANUS_UPDATE_GOLDEN=1 rewrites the files.
+ * `what` names the language, `prog` the test program, for messages. */
+typedef jn_status (*jt_emit_fn)(const jn_ir_module *m, char **src, size_t *len, int *nkernels);
+
+static void check_goldens(const char *const *names, size_t n, jt_emit_fn emit, const char *dir, const char *ext,
+                          const char *what, const char *prog) {
+    int update = getenv("JANUS_UPDATE_GOLDEN") && !strcmp(getenv("JANUS_UPDATE_GOLDEN"), "1");
+    for (size_t i = 0; i < n; i++) {
+        const ecase *c = NULL;
+        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)
+            if (!strcmp(cases[j].name, names[i])) c = &cases[j];
+        jn_ir_module *m = c ? parse_body(c->body) : NULL;
+        CHECK(m && run_passes(m, "fuse,select"));
+        if (!m) continue;
+        char *src = NULL, path[1200];
+        size_t len = 0;
+        int nk = 0;
+        CHECK(emit(m, &src, &len, &nk) == JN_OK);
+        snprintf(path, sizeof path, "%s/golden/%s/%s%s", src_dir, dir, names[i], ext);
+        const char *got = src ? kernels_part(src) : "";
+        if (update) {
+            FILE *f = fopen(path, "wb");
+            CHECK(f && fprintf(f, "/* Golden generated %s (tests/c/%s.c; JANUS_UPDATE_GOLDEN=1 rewrites it) */\n", what,
+                               prog) > 0 && fputs(got, f) >= 0);
+            if (f) fclose(f);
+            printf("wrote %s\n", path);
+        } else {
+            char *want = read_text(path);
+            const char *w = want ? strchr(want, '\n') : NULL;
+            int same = w && !strcmp(w + 1, got);
+            CHECK(same);
+            if (!same) fprintf(stderr, "%s differs from the generated %s (or is missing); JANUS_UPDATE_GOLDEN=1 "
+                                       "build/%s rewrites it\n", path, what, prog);
+            free(want);
+        }
+        free(src);
+        jn_ir_module_free(m);
+    }
+}
+
 #endif

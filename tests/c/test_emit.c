@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "jn_cg.h"
-#include "../../runtime/exec/jn_exec.h" /* the kernel ABI (janus_exec may not be built) */
+#include "jn_exec.h" /* the kernel ABI */
 #include "jn_test.h"
 #include "jn_test_emit.h" /* the IR patterns (cases[]) and helpers shared with test_emit_cuda.c */
 
@@ -319,38 +319,7 @@ static void run_case(const ecase *c) {
 
 static void test_goldens(void) {
     static const char *const names[] = {"bias_relu", "broadcast_chain", "softmax_reduce"};
-    int update = getenv("JANUS_UPDATE_GOLDEN") && !strcmp(getenv("JANUS_UPDATE_GOLDEN"), "1");
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const ecase *c = NULL;
-        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)
-            if (!strcmp(cases[j].name, names[i])) c = &cases[j];
-        jn_ir_module *m = c ? parse_body(c->body) : NULL;
-        CHECK(m && run_passes(m, "fuse,select"));
-        if (!m) continue;
-        char *src = NULL, path[1200];
-        size_t len = 0;
-        int nk = 0;
-        CHECK(jn_cg_emit_c(m, &src, &len, &nk) == JN_OK);
-        snprintf(path, sizeof path, "%s/golden/c/%s.c", src_dir, names[i]);
-        const char *got = src ? kernels_part(src) : "";
-        if (update) {
-            FILE *f = fopen(path, "wb");
-            CHECK(f && fputs("/* Golden generated C (tests/c/test_emit.c; JANUS_UPDATE_GOLDEN=1 rewrites it) */\n", f) >= 0 &&
-                  fputs(got, f) >= 0);
-            if (f) fclose(f);
-            printf("wrote %s\n", path);
-        } else {
-            char *want = read_text(path);
-            const char *w = want ? strchr(want, '\n') : NULL;
-            int same = w && !strcmp(w + 1, got);
-            CHECK(same);
-            if (!same) fprintf(stderr, "%s differs from the generated C (or is missing); JANUS_UPDATE_GOLDEN=1 "
-                                       "build/test_emit rewrites it\n", path);
-            free(want);
-        }
-        free(src);
-        jn_ir_module_free(m);
-    }
+    check_goldens(names, sizeof names / sizeof names[0], jn_cg_emit_c, "c", ".c", "C", "test_emit");
 }
 
 /* Every kernel of every golden IR module compiles warning-free. */

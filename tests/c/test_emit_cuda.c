@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "jn_cg.h"
-#include "../../runtime/exec/jn_exec.h" /* the device kernel ABI (jn_dkcall) */
+#include "jn_exec.h" /* the device kernel ABI (jn_dkcall) */
 #include "jn_test.h"
 #include "jn_test_emit.h"
 
@@ -161,38 +161,7 @@ static void test_golden_modules(void) {
 
 static void test_goldens(void) {
     static const char *const names[] = {"bias_relu", "softmax_reduce"};
-    int update = getenv("JANUS_UPDATE_GOLDEN") && !strcmp(getenv("JANUS_UPDATE_GOLDEN"), "1");
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const ecase *c = NULL;
-        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)
-            if (!strcmp(cases[j].name, names[i])) c = &cases[j];
-        jn_ir_module *m = c ? parse_body(c->body) : NULL;
-        CHECK(m && run_passes(m, "fuse,select"));
-        if (!m) continue;
-        char *src = NULL, path[1200];
-        size_t len = 0;
-        int nk = 0;
-        CHECK(jn_cg_emit_cuda(m, &src, &len, &nk) == JN_OK);
-        snprintf(path, sizeof path, "%s/golden/cuda/%s.cu", src_dir, names[i]);
-        const char *got = src ? kernels_part(src) : "";
-        if (update) {
-            FILE *f = fopen(path, "wb");
-            CHECK(f && fputs("/* Golden generated CUDA (tests/c/test_emit_cuda.c; JANUS_UPDATE_GOLDEN=1 rewrites it) */\n",
-                             f) >= 0 && fputs(got, f) >= 0);
-            if (f) fclose(f);
-            printf("wrote %s\n", path);
-        } else {
-            char *want = read_text(path);
-            const char *w = want ? strchr(want, '\n') : NULL;
-            int same = w && !strcmp(w + 1, got);
-            CHECK(same);
-            if (!same) fprintf(stderr, "%s differs from the generated CUDA (or is missing); JANUS_UPDATE_GOLDEN=1 "
-                                       "build/test_emit_cuda rewrites it\n", path);
-            free(want);
-        }
-        free(src);
-        jn_ir_module_free(m);
-    }
+    check_goldens(names, sizeof names / sizeof names[0], jn_cg_emit_cuda, "cuda", ".cu", "CUDA", "test_emit_cuda");
 }
 
 /* The source's copy of the device ABI agrees with runtime/exec/jn_exec.h. */

@@ -199,11 +199,6 @@ static void fill_tref(jn_db_tref *r, const jn_tensor *t, int is_out) {
     }
 }
 
-static int is_compare(jn_op op) {
-    return op == JN_OP_eq || op == JN_OP_ne || op == JN_OP_lt || op == JN_OP_le || op == JN_OP_gt ||
-           op == JN_OP_ge;
-}
-
 /* Shape and argument-type summaries: a row the first time each value is
  * seen at its key (see the header). */
 static jn_status summarize_input(jn_op op, int64_t cs, int arg, const jn_db_tref *r) {
@@ -276,7 +271,7 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     }
     if (!R.opcount[op]++) R.touched[R.ntouched++] = (int)op;
     R.n_ops++;
-    if (is_compare(op)) R.last_cmp_id = out[0]->id;
+    if (jn_op_is_comparison(op)) R.last_cmp_id = out[0]->id;
 
     /* signature: op, structural attrs, call site.  Float attrs are values
      * (Adam's bias-corrected step size changes every step), like wrapped

@@ -269,6 +269,11 @@ const jn_opinfo *jn_op_info(jn_op op);
 int jn_op_lookup(const char *name); /* -1 if unknown */
 /* 64-bit FNV-1a over every row of the table (names, arity, flags, schema). */
 uint64_t jn_optable_hash(void);
+/* eq, ne, lt, le, gt, ge: what `if x < y:` evaluates (the recorder and
+ * replay tie a following bool() sync to the latest one). */
+static inline int jn_op_is_comparison(jn_op op) {
+    return op == JN_OP_eq || op == JN_OP_ne || op == JN_OP_lt || op == JN_OP_le || op == JN_OP_gt || op == JN_OP_ge;
+}
 /* Index of attribute `name` of op, or -1. */
 int jn_op_attr_index(jn_op op, const char *name);
 

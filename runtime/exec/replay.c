@@ -123,11 +123,6 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int is_compare(jn_op op) {
-    return op == JN_OP_eq || op == JN_OP_ne || op == JN_OP_lt || op == JN_OP_le || op == JN_OP_gt ||
-           op == JN_OP_ge;
-}
-
 static jn_tensor **op_in(const pop *p) { return R.refs + p->ref; }
 static jn_tensor **op_out(const pop *p) { return R.refs + p->ref + p->nin; }
 /* Output k is an existing tensor written in place (not created here). */
@@ -866,7 +861,7 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
         hold(R.refs[R.nrefs++] = out[k]);
         out[k]->storage->lazy = JN_LAZY_PENDING; /* in-place targets too: their bytes are stale now */
     }
-    if (is_compare(op)) R.last_cmp = out[0]->id;
+    if (jn_op_is_comparison(op)) R.last_cmp = out[0]->id;
 
     jn_rt_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
     for (int i = 0; i < nin; i++) fill_arg(&ai[i], in[i], 0);

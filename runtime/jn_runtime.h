@@ -99,6 +99,9 @@ typedef struct jn_storage {
     void (*release)(void *ctx); /* external memory (numpy buffers) */
     void *release_ctx;
     int lazy;            /* replay's lazy capture: JN_LAZY_* (0 = data is current) */
+    int64_t capture_hdrs; /* distinct headers on it that replay's capture holds
+                           * (jn_tensor.capture_refs > 0): bounds the search in
+                           * jn_rt_storage_refs */
 } jn_storage;
 
 /* jn_storage.lazy: why the bytes are not (yet) what eager mode would hold. */
@@ -123,6 +126,7 @@ typedef struct jn_tensor {
     void *autograd;               /* owned by the autograd layer */
     void *pyobj;                  /* borrowed back-pointer to the Python wrapper */
     int64_t capture_refs;         /* of refcnt: held by replay's pending ops (eager would not hold them) */
+    uint32_t capture_mark;        /* replay's scratch: visited in its current scan */
 } jn_tensor;
 
 typedef struct {
@@ -192,6 +196,8 @@ jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src);
 /* Could a and b share memory? (byte ranges intersect; also catches two
  * imported views of one numpy buffer, which have different storages) */
 int jn_rt_may_overlap(const jn_tensor *a, const jn_tensor *b);
+/* Do a and b show the very same elements (data, dtype, shape, strides)? */
+int jn_rt_same_view(const jn_tensor *a, const jn_tensor *b);
 /* The converting inner loop for src -> dst dtype (ptrs[0] = dst, ptrs[1] = src). */
 jn_loop_fn jn_rt_cast_loop(jn_dtype src, jn_dtype dst);
 /* Set by the autograd layer: frees what it hangs on a dying tensor. */

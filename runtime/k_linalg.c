@@ -488,8 +488,9 @@ jn_status jn_cpu_addmm(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tens
     double beta = a->a[0].f, alpha = a->a[1].f;
     jn_status s;
     /* beta == 0 ignores the bias entirely (nan/inf in it do not propagate);
-     * out == in[0] is addmm_ through jn_dispatch_into: the addend is there */
-    if (beta != 0 && out[0] != in[0] && (s = jn_copy_into(out[0], in[0]))) return s;
+     * out == in[0] is addmm_ through jn_dispatch_into (or the graph
+     * executor's in-place accumulator): the addend is there */
+    if (beta != 0 && !jn_rt_same_view(out[0], in[0]) && (s = jn_copy_into(out[0], in[0]))) return s;
     return matmul_driver(in[1], in[2], 0, NULL, out[0], alpha, beta);
 }
 

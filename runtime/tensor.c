@@ -387,6 +387,11 @@ static void byte_extent(const jn_tensor *t, uintptr_t *lo, uintptr_t *hi) {
     *hi = base + (uintptr_t)((mx + 1) * es);
 }
 
+int jn_rt_same_view(const jn_tensor *a, const jn_tensor *b) {
+    return jn_data(a) == jn_data(b) && a->dtype == b->dtype && jn_same_shape(a->ndim, a->shape, b->ndim, b->shape) &&
+           !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
+}
+
 int jn_rt_may_overlap(const jn_tensor *a, const jn_tensor *b) {
     if (!a->storage->data || !b->storage->data) return 0;
     uintptr_t alo, ahi, blo, bhi;

@@ -98,6 +98,10 @@ struct jn_rt_exec {
     int64_t *sv, *ownbytes;
     double *sval;            /* per input: scalar value */
     jn_tensor **val, **scal; /* per value; per input: wrapped number */
+    jn_tensor **ldst;        /* per value: where this loop iteration writes it (a
+                              * collect row, a carry's other buffer), NULL */
+    uint8_t *over_param;     /* per value: a carry next its node may write over
+                              * the carry's param (carry_in_place) */
     char *arena;
     size_t arena_cap;
     jn_tensor *arena_t;
@@ -177,14 +181,16 @@ static jn_tensor *arena_tensor(jn_rt_exec *x, int32_t v, const int64_t *shape) {
 /* The buffer value v is written into, shaped `shape`. */
 static jn_tensor *dest_for(jn_rt_exec *x, int32_t v, const int64_t *shape, int force_own) {
     const jn_ir_value *iv = &x->g->values[v];
+    jn_tensor *d = x->ldst[v];
+    if (d && d->ndim == iv->ndim && jn_same_shape(d->ndim, d->shape, iv->ndim, shape)) {
+        jn_tensor_incref(d);
+        return d;
+    }
     if (x->place[v] == P_ARENA && !force_own) return arena_tensor(x, v, shape);
     return own_tensor(iv->dtype, iv->ndim, shape);
 }
 
-static int same_memory(const jn_tensor *a, const jn_tensor *b) {
-    return jn_data(a) == jn_data(b) && a->dtype == b->dtype && jn_same_shape(a->ndim, a->shape, b->ndim, b->shape) &&
-           !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
-}
+static int same_memory(const jn_tensor *a, const jn_tensor *b) { return jn_rt_same_view(a, b); }
 
 static jn_status node_attrs(const jn_rt_exec *x, int32_t n, jn_attrs *a) {
     *a = x->g->nodes[n].attrs;
@@ -436,6 +442,25 @@ static void release(jn_rt_exec *x, int32_t i) {
     for (int32_t r = 0; r < x->steps[i].nrel; r++) set_val(x, x->rel[x->steps[i].rel0 + r], NULL);
 }
 
+/* Body value v of loop l may be written straight into a loop buffer: a
+ * node output of this very loop's body that would get a buffer of its own
+ * or an arena slot (not a view, not state written in place), of the
+ * buffer's dtype.  Then the end of the iteration moves nothing. */
+static int redirectable(const jn_rt_exec *x, int32_t l, int32_t v, const jn_tensor *buf) {
+    const jn_ir_value *iv = &x->g->values[v];
+    if (x->flags & JN_RT_EXEC_EAGER || iv->kind != JN_IR_V_NODE || x->g->nodes[iv->def].loop != l ||
+        (x->place[v] != P_ARENA && x->place[v] != P_OWN) || (x->direct[iv->def] & (1u << iv->idx)) || x->ldst[v])
+        return 0;
+    return buf->dtype == iv->dtype && buf->ndim == iv->ndim;
+}
+
+/* A view header over t (counted as no buffer of its own). */
+static jn_tensor *view_of(jn_tensor *t) {
+    jn_tensor *h = jn_tensor_alias(t);
+    if (h) h->is_view = 1;
+    return h;
+}
+
 static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
     const jn_ir_graph *g = x->g;
     int32_t l = x->steps[si].idx;
@@ -478,40 +503,84 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
         if (!(col[c] = own_tensor(ov->dtype, ov->ndim, shape))) s = JN_ERR_NOMEM;
         else note_bytes(x, tbytes(col[c]));
     }
+    /* per collect its row of this iteration, per carry the buffer its next goes to */
+    jn_tensor **row = calloc((size_t)ncol + (size_t)nc + 1, sizeof *row), **nparam = row + ncol;
+    if (!row && s == JN_OK) s = jn_error(JN_ERR_NOMEM, "out of memory running loop L%d of graph %s", l, g->name);
     for (int64_t it = 0; it < trip && s == JN_OK; it++) {
         x->sv[L->ivar] = it;
-        s = exec_steps(x, si + 1, x->steps[si].body_end - 1);
-        /* end of iteration: nexts into the other buffers, bodies into their rows */
-        for (int32_t c = 0; c < nc && s == JN_OK; c++) {
-            jn_tensor *nx = x->val[L->carry[c].next], *dst = buf[2 * c + 1 - cur[c]];
-            if (!nx) s = jn_error(JN_ERR_RUNTIME, "graph %s loop L%d: carry next %%%d not computed", g->name, l,
-                                  L->carry[c].next);
-            else s = jn_copy_into(dst, nx);
-        }
         for (int32_t c = 0; c < ncol && s == JN_OK; c++) {
-            jn_tensor *body = x->val[L->collect[c].body], *row = jn_tensor_alias(col[c]);
-            if (!body || !row) {
-                if (row) jn_tensor_decref(row);
+            if (!(row[c] = view_of(col[c]))) {
+                s = jn_error(JN_ERR_NOMEM, "out of memory running loop L%d of graph %s", l, g->name);
+                break;
+            }
+            row[c]->ndim = col[c]->ndim - 1;
+            memmove(row[c]->shape, col[c]->shape + 1, sizeof(int64_t) * (size_t)row[c]->ndim);
+            memmove(row[c]->strides, col[c]->strides + 1, sizeof(int64_t) * (size_t)row[c]->ndim);
+            row[c]->offset += it * col[c]->strides[0];
+            int32_t v = L->collect[c].body;
+            if (redirectable(x, l, v, row[c])) {
+                jn_tensor_incref(row[c]);
+                x->ldst[v] = row[c];
+            }
+        }
+        for (int32_t c = 0; c < nc && s == JN_OK; c++) {
+            int32_t v = L->carry[c].next;
+            jn_tensor *dst = buf[2 * c + 1 - cur[c]];
+            if (x->over_param[v] && x->val[L->carry[c].param] == buf[2 * c + cur[c]] && redirectable(x, l, v, dst))
+                dst = buf[2 * c + cur[c]]; /* in place over the param (not over a collect's row) */
+            if (redirectable(x, l, v, dst) && !(x->ldst[v] = view_of(dst)))
+                s = jn_error(JN_ERR_NOMEM, "out of memory running loop L%d of graph %s", l, g->name);
+        }
+        if (s == JN_OK) s = exec_steps(x, si + 1, x->steps[si].body_end - 1);
+        /* end of iteration: bodies into their rows, nexts into the other
+         * buffers, unless they were written there; a next written into a
+         * collect row is the next param as it is */
+        for (int32_t c = 0; c < ncol && s == JN_OK; c++) {
+            jn_tensor *body = x->val[L->collect[c].body];
+            if (!body) {
                 s = jn_error(JN_ERR_RUNTIME, "graph %s loop L%d: collect %%%d not computed", g->name, l, L->collect[c].body);
                 break;
             }
-            row->ndim = col[c]->ndim - 1;
-            memmove(row->shape, col[c]->shape + 1, sizeof(int64_t) * (size_t)row->ndim);
-            memmove(row->strides, col[c]->strides + 1, sizeof(int64_t) * (size_t)row->ndim);
-            row->offset += it * col[c]->strides[0];
-            s = jn_copy_into(row, body);
-            jn_tensor_decref(row);
+            if (!same_memory(row[c], body)) s = jn_copy_into(row[c], body);
+        }
+        for (int32_t c = 0; c < nc && s == JN_OK; c++) {
+            nparam[c] = NULL;
+            jn_tensor *nx = x->val[L->carry[c].next], *dst = buf[2 * c + 1 - cur[c]];
+            if (!nx) {
+                s = jn_error(JN_ERR_RUNTIME, "graph %s loop L%d: carry next %%%d not computed", g->name, l,
+                             L->carry[c].next);
+                break;
+            }
+            for (int32_t k = 0; k < ncol && !nparam[c]; k++)
+                if (same_memory(row[k], nx)) nparam[c] = row[k];
+            if (nparam[c]) continue;
+            if (same_memory(buf[2 * c + cur[c]], nx)) { /* written over the param */
+                nparam[c] = buf[2 * c + cur[c]];
+                continue;
+            }
+            if (!same_memory(dst, nx)) s = jn_copy_into(dst, nx);
+            cur[c] = 1 - cur[c];
+            nparam[c] = dst;
+        }
+        for (int32_t c = 0; c < nc && s == JN_OK; c++) jn_tensor_incref(nparam[c]);
+        for (int32_t c = 0; c < ncol; c++)
+            if (row[c]) jn_tensor_decref(row[c]), row[c] = NULL;
+        for (int32_t c = 0; c < ncol; c++) {
+            int32_t v = L->collect[c].body;
+            if (x->ldst[v]) jn_tensor_decref(x->ldst[v]), x->ldst[v] = NULL;
+        }
+        for (int32_t c = 0; c < nc; c++) {
+            int32_t v = L->carry[c].next;
+            if (x->ldst[v]) jn_tensor_decref(x->ldst[v]), x->ldst[v] = NULL;
         }
         if (s == JN_OK) release(x, x->steps[si].body_end - 1);
-        for (int32_t c = 0; c < nc && s == JN_OK; c++) {
-            cur[c] = 1 - cur[c];
-            jn_tensor_incref(buf[2 * c + cur[c]]);
-            set_val(x, L->carry[c].param, buf[2 * c + cur[c]]);
-        }
+        for (int32_t c = 0; c < nc && s == JN_OK; c++) set_val(x, L->carry[c].param, nparam[c]);
     }
-    for (int32_t c = 0; c < nc && s == JN_OK; c++) {
-        jn_tensor_incref(buf[2 * c + cur[c]]);
-        set_val(x, L->carry[c].out, buf[2 * c + cur[c]]);
+    free(row);
+    for (int32_t c = 0; c < nc && s == JN_OK; c++) { /* the last param: a buffer or a collect's row */
+        jn_tensor *last = x->val[L->carry[c].param];
+        jn_tensor_incref(last);
+        set_val(x, L->carry[c].out, last);
     }
     for (int32_t c = 0; c < ncol && s == JN_OK; c++) {
         jn_tensor_incref(col[c]);
@@ -742,6 +811,58 @@ done:
     free(base);
 }
 
+/* Loop-carried accumulators in place: a carry's next made by an in-place
+ * or elementwise op over the param (a gradient summed into dW by addmm or
+ * add) or by a select/slice_scatter into it (a gradient added into its
+ * x[:, t] window) may be written over the param's own buffer when that
+ * node is the last reader of the param and its views in the iteration,
+ * and nothing moved at the iteration's end reads them: no copy of the
+ * whole accumulator per iteration (O(T^2) bytes for a window per step). */
+static void carry_in_place(jn_rt_exec *x) {
+    const jn_ir_graph *g = x->g;
+    int32_t nv = g->nvalues;
+    int32_t *base = malloc(((size_t)nv + 1) * sizeof *base);
+    if (!base) return; /* an optimization only */
+    for (int32_t v = 0; v < nv; v++) base[v] = v;
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        const jn_ir_node *nd = &g->nodes[n];
+        if ((jn_op_info(nd->op)->flags & JN_F_VIEW) && nd->nin > 0) base[nd->out[0]] = base[nd->in[0]];
+    }
+    for (int32_t l = 0; l < g->nloops; l++) {
+        const jn_ir_loop *L = &g->loops[l];
+        for (int32_t c = 0; c < L->ncarry; c++) {
+            int32_t p = L->carry[c].param, v = L->carry[c].next;
+            const jn_ir_value *iv = &g->values[v];
+            if (iv->kind != JN_IR_V_NODE || g->nodes[iv->def].loop != l) continue;
+            int32_t n = iv->def, k = iv->idx, sn = x->nodestep[n];
+            const jn_ir_node *nd = &g->nodes[n];
+            if (x->steps[sn].kind != S_NODE || x->steps[sn].idx != n || k >= nd->nin || nd->in[k] != p) continue;
+            /* ops whose kernels may write their output over input k: in-place
+             * ones, elementwise ones (same shape: a carry keeps its shape),
+             * addmm (beta*C + A@B into C) and the scatters (base = output) */
+            int ok = (jn_op_info(nd->op)->flags & (JN_F_INPLACE | JN_F_EW)) ||
+                     ((nd->op == JN_OP_select_scatter || nd->op == JN_OP_slice_scatter || nd->op == JN_OP_addmm) &&
+                      k == 0);
+            ok = ok && g->values[p].dtype == iv->dtype;
+            for (int j = 0; j < nd->nin && ok; j++) ok = j == k || base[nd->in[j]] != p;
+            for (int32_t m = 0; m < g->nnodes && ok; m++) { /* no later reader in the iteration */
+                if (m == n || g->nodes[m].loop < 0) continue;
+                int32_t a = ancestor(x, x->nodestep[m], l);
+                if (x->steps[a].scope != l || a < sn) continue;
+                for (int j = 0; j < g->nodes[m].nin && ok; j++) ok = base[g->nodes[m].in[j]] != p;
+            }
+            for (int32_t l2 = 0; l2 < g->nloops && ok; l2++) /* inner loops seeded from it */
+                for (int32_t c2 = 0; c2 < g->loops[l2].ncarry && ok; c2++)
+                    ok = base[g->loops[l2].carry[c2].init] != p || x->loopstep[l2] < sn ||
+                         x->steps[ancestor(x, x->loopstep[l2], l)].scope != l;
+            for (int32_t c2 = 0; c2 < L->ncarry && ok; c2++) ok = c2 == c || base[L->carry[c2].next] != p;
+            for (int32_t c2 = 0; c2 < L->ncollect && ok; c2++) ok = base[L->collect[c2].body] != p;
+            if (ok) x->over_param[v] = 1;
+        }
+    }
+    free(base);
+}
+
 static int has_v(const int32_t *a, int32_t n, int32_t v) {
     for (int32_t i = 0; i < n; i++)
         if (a[i] == v) return 1;
@@ -808,6 +929,8 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
     x->direct = calloc(nn, 1);
     x->ownbytes = calloc(nv, sizeof *x->ownbytes);
     x->val = calloc(nv, sizeof *x->val);
+    x->ldst = calloc(nv, sizeof *x->ldst);
+    x->over_param = calloc(nv, 1);
     x->sv = calloc((size_t)g->nsyms + 1, sizeof *x->sv);
     x->sval = calloc((size_t)g->ninputs + 1, sizeof *x->sval);
     x->scal = calloc((size_t)g->ninputs + 1, sizeof *x->scal);
@@ -820,7 +943,7 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
     for (int32_t n = 0; n < g->nnodes; n++) npatch += JN_MAX_ATTRS * (JN_MAX_DIMS + 1);
     x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
     jn_status s = JN_OK;
-    if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->sv || !x->sval || !x->scal || !x->loopstep ||
+    if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->sv || !x->sval || !x->scal || !x->loopstep ||
         !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches) {
         s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
         goto fail;
@@ -860,7 +983,7 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
         goto fail;
     }
     if ((s = liveness(x))) goto fail;
-    if (!eager) direct_state(x);
+    if (!eager) direct_state(x), carry_in_place(x);
     *out = x;
     return JN_OK;
 fail:
@@ -900,6 +1023,8 @@ void jn_rt_exec_free(jn_rt_exec *x) {
     free(x->ownbytes);
     free(x->sval);
     free(x->val);
+    free(x->ldst);
+    free(x->over_param);
     free(x->scal);
     free(x);
 }

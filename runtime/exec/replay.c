@@ -133,29 +133,43 @@ static int written(const pop *p, int k) {
 
 static void hold(jn_tensor *t) {
     jn_tensor_incref(t);
-    t->capture_refs++;
+    if (t->capture_refs++ == 0) t->storage->capture_hdrs++;
+}
+
+/* Drop one held reference (t may die here). */
+static void unhold(jn_tensor *t) {
+    if (--t->capture_refs == 0) t->storage->capture_hdrs--;
+    jn_tensor_decref(t);
 }
 
 /* Headers on st kept alive only by the capture list (counted once each;
- * a header held by anyone else is not counted). */
+ * a header held by anyone else is not counted).  Called for every gradient
+ * autograd may steal, so it must not walk the whole list: st->capture_hdrs
+ * says how many distinct held headers to look for, and the walk goes
+ * backwards (they are usually recent) and stops once all are found. */
+/* A fresh jn_tensor.capture_mark value: headers visited in one scan. */
+static uint32_t next_mark(void) {
+    static uint32_t epoch;
+    if (++epoch == 0) epoch = 1; /* a wrapped mark of 0 could match a fresh header */
+    return epoch;
+}
+
 static int64_t cap_held_only(void *ctx, const jn_storage *st) {
     (void)ctx;
-    int64_t n = 0;
-    for (int64_t i = 0; i < R.nrefs; i++) {
+    uint32_t epoch = next_mark();
+    int64_t want = st->capture_hdrs, found = 0, n = 0;
+    for (int64_t i = R.nrefs - 1; i >= 0 && found < want; i--) {
         jn_tensor *h = R.refs[i];
-        if (h->storage != st || h->refcnt != h->capture_refs) continue;
-        int dup = 0;
-        for (int64_t j = 0; j < i && !dup; j++) dup = R.refs[j] == h;
-        n += !dup;
+        if (h->storage != st || h->capture_mark == epoch) continue;
+        h->capture_mark = epoch;
+        found++;
+        n += h->refcnt == h->capture_refs;
     }
     return n;
 }
 
 static void clear_list(void) {
-    for (int64_t i = 0; i < R.nrefs; i++) {
-        R.refs[i]->capture_refs--;
-        jn_tensor_decref(R.refs[i]);
-    }
+    for (int64_t i = 0; i < R.nrefs; i++) unhold(R.refs[i]);
     R.nrefs = R.nops = 0;
 }
 
@@ -232,11 +246,6 @@ static jn_status fallback(void) {
 }
 
 /* ---------------------------------------------------- deferred slices */
-static void unhold(jn_tensor *t) {
-    t->capture_refs--;
-    jn_tensor_decref(t);
-}
-
 static void dslice_free(dslice *D) {
     if (!D) return;
     for (int64_t i = 0; i < D->nrefs; i++) unhold(D->refs[i]);
@@ -255,6 +264,7 @@ static jn_tensor *shadow_header(jn_tensor *base, const jn_tensor *h) {
     t->offset = h->offset;
     t->is_view = 1;
     t->capture_refs = 1; /* released by unhold like every held reference */
+    t->storage->capture_hdrs++;
     return t;
 }
 
@@ -388,12 +398,11 @@ static void dslice_gc(void) {
         for (int64_t k = 0; k < D->nneed && !reach; k++) {
             jn_storage *st = D->needed[k];
             int64_t distinct = 0;
+            uint32_t mark = next_mark();
             for (int64_t i = 0; i < D->nrefs && !reach; i++) {
                 jn_tensor *h = D->refs[i];
-                if (h->storage != st) continue;
-                int seen = 0;
-                for (int64_t j = 0; j < i && !seen; j++) seen = D->refs[j] == h;
-                if (seen) continue;
+                if (h->storage != st || h->capture_mark == mark) continue;
+                h->capture_mark = mark;
                 distinct++;
                 reach = h->refcnt > h->capture_refs;
             }

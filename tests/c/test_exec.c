@@ -501,15 +501,25 @@ static char *gen_graph(int id, int *nouts_hint) {
             if (did_loop || (vi = pick(&G, K_BN, 0)) < 0) break;
             did_loop = 1;
             int h = G.nv++, hout = G.nv++, xt = G.nv++, m1 = G.nv++, a1 = G.nv++, h2 = G.nv++, col = G.nv++, col2 = G.nv++;
+            /* accumulators the executor may update in place: an elementwise
+             * sum over the param, a window written by select_scatter */
+            int acc = G.nv++, acc2 = G.nv++, accout = G.nv++, win = G.nv++, win2 = G.nv++, winout = G.nv++;
+            char tt[256];
             emit(&G, "  loop L0 trip=T ivar=i0 {\n");
             emit(&G, "    carry %%%d = %%%d -> %%%d => %%%d\n", h, G.vid[vi], h2, hout);
+            emit(&G, "    carry %%%d = %%0 -> %%%d => %%%d\n", acc, acc2, accout);
+            emit(&G, "    carry %%%d = %%12 -> %%%d => %%%d\n", win, win2, winout);
             emit(&G, "    %%%d = select(%%12) dim=0 index=i0 : %s\n", xt, ty(&G, K_BN, t, sizeof t));
             emit(&G, "    %%%d = mul(%%%d, %%%d) : %s\n", m1, h, xt, ty(&G, K_BN, t, sizeof t));
             emit(&G, "    %%%d = add(%%%d, %%2) alpha=1 : %s\n", a1, m1, ty(&G, K_BN, t, sizeof t));
             emit(&G, "    %%%d = tanh(%%%d) : %s\n", h2, a1, ty(&G, K_BN, t, sizeof t));
+            emit(&G, "    %%%d = add(%%%d, %%%d) alpha=1 : %s\n", acc2, acc, m1, ty(&G, K_BN, t, sizeof t));
+            emit(&G, "    %%%d = select_scatter(%%%d, %%%d) dim=0 index=i0 : %s\n", win2, win, h2,
+                 ty(&G, K_TBN, tt, sizeof tt));
             emit(&G, "    collect %%%d => %%%d\n", h2, col);
             emit(&G, "    collect %%%d => %%%d\n", m1, col2);
             emit(&G, "  }\n");
+            ol += (size_t)snprintf(outs + ol, sizeof outs - ol, "  out %%%d keep\n  out %%%d keep\n", accout, winout);
             G.vid[G.nvals] = hout, G.vk[G.nvals] = K_BN, G.contig[G.nvals] = 1, G.nvals++;
             int sm = G.nv++;
             emit(&G, "  %%%d = sum(%%%d) dims=[0] keepdim=false dtype=none : %s\n", sm, col, ty(&G, K_BN, t, sizeof t));

@@ -30,8 +30,11 @@
  * Loops: carries live in two buffers per carry (the next iteration's
  * params are written while the body's views of the old ones are still
  * readable); a collect's output [trip, ...] is allocated at loop entry and
- * row it is copied at each iteration's end; a carry's out is the last
- * param buffer.  The induction symbol is set per iteration.
+ * row it is filled at each iteration's end -- or rather written in place:
+ * body values go straight into their collect row or their carry's other
+ * buffer (ldst), accumulator carries over their own param
+ * (carry_in_place); a carry's out is the last param.  The induction
+ * symbol is set per iteration.
  */
 #include <stdlib.h>
 #include <string.h>

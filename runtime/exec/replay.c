@@ -287,8 +287,10 @@ static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, in
     dslice *D = calloc(1, sizeof *D);
     jn_storage **from = calloc((size_t)nrefs + 1, sizeof *from);
     jn_tensor **base = calloc((size_t)nrefs + 1, sizeof *base);
-    int64_t nmap = 0;
-    int ok = D && from && base && (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
+    int64_t nmap = 0, nslot = 16;
+    while (nslot < 2 * (nrefs + 1)) nslot *= 2;
+    int64_t *slot = calloc((size_t)nslot, sizeof *slot); /* storage -> index+1 into from/base */
+    int ok = D && from && base && slot && (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
              (D->refs = calloc((size_t)nrefs + 1, sizeof *D->refs)) &&
              (D->needed = malloc(sizeof *D->needed * (size_t)(nneed + 1))) &&
              (D->checked = calloc((size_t)nrefs + 1, sizeof *D->checked)) &&
@@ -309,8 +311,10 @@ static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, in
             if (has_storage(needed, nneed, st)) {
                 hold(t);
             } else if (!st->data || has_storage(written_st, nwritten, st)) {
-                int64_t m = 0;
-                while (m < nmap && from[m] != st) m++;
+                uint64_t hk = (uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ull;
+                int64_t i = (int64_t)(hk >> 20) & (nslot - 1);
+                while (slot[i] && from[slot[i] - 1] != st) i = (i + 1) & (nslot - 1);
+                int64_t m = slot[i] ? slot[i] - 1 : nmap;
                 if (m == nmap) {
                     int64_t nb = (int64_t)st->nbytes;
                     jn_meta mm = {JN_U8, 1, {nb}};
@@ -321,6 +325,7 @@ static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, in
                     }
                     if (st->data && nb) memcpy(base[m]->storage->data, st->data, (size_t)nb);
                     from[nmap++] = st;
+                    slot[i] = nmap;
                 }
                 if (!(t = shadow_header(base[m], h))) {
                     ok = 0;
@@ -340,7 +345,7 @@ static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, in
         }
     }
     for (int64_t m = 0; m < nmap; m++) jn_tensor_decref(base[m]); /* the shadow headers hold them */
-    free(from), free(base);
+    free(from), free(base), free(slot);
     if (!ok) {
         dslice_free(D);
         return NULL;
@@ -669,6 +674,15 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
             fprintf(stderr, "[rp] graph %s: %lld values Python holds, slice of %lld/%lld ops %s in %.3f ms\n",
                     g->name, (long long)nneed, (long long)ns, (long long)R.nops, D ? "deferred" : "eagerly",
                     1e3 * (now() - ts));
+            for (int64_t k = 0; k < nneed; k++) { /* what they are: the first op making each */
+                int64_t e = 0;
+                for (int j = -1; e < R.nops; e++) {
+                    for (j = 0; j < R.ops[e].nout && op_out(&R.ops[e])[j]->storage != needed[k]; j++) {}
+                    if (j < R.ops[e].nout) break;
+                }
+                fprintf(stderr, "[rp]   Python holds %zu bytes made by op %lld (%s)\n", needed[k]->nbytes,
+                        (long long)e, e < R.nops ? jn_op_info(R.ops[e].op)->name : "?");
+            }
         }
         if (!bad && s2 == JN_OK && !D)
             for (int64_t k = 0; k < nneed; k++) needed[k]->lazy = 0; /* final and eager's own */

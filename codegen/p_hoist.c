@@ -13,10 +13,10 @@
  * graph outputs -- and that no guard, carry or collect names.  Its new
  * place is right after the latest of: the nodes defining its inputs and
  * the scalar inputs bound to its attributes, and every other reader of an
- * input it writes in place (inputs 0..nout-1), so it still runs after the
- * last read of the old parameter and moments and the executor keeps
- * updating the state tensors themselves instead of copying them (a reader
- * inside a loop counts as the loop's last node).  Exact: the IR is
+ * input it writes in place (inputs 0..nout-1) or of a view of one, so it
+ * still runs after the last read of the old parameter and moments and the
+ * executor keeps updating the state tensors themselves instead of copying
+ * them (a reader inside a loop counts as the loop's last node).  Exact: the IR is
  * functional and the node is pure, so only the time its outputs are made
  * changes.  Nodes never leave their loop and loops are never split
  * (cg_node_movable); runs before fuse (no kernels to keep consistent) --
@@ -46,6 +46,21 @@ static int32_t lift(const jn_ir_graph *g, int32_t r, int32_t at) {
     return p;
 }
 
+/* The last reader of v or of any view of it (through view chains) other
+ * than node n, lifted out of loops n is not in; -1 if none. */
+static int32_t last_reader(const jn_ir_graph *g, const cg_uses *u, int32_t n, int32_t v, int depth) {
+    int32_t after = -1;
+    for (int32_t i = u->start[v]; i < u->start[v + 1]; i++) {
+        int32_t r = u->users[i], p;
+        if (r == n) continue;
+        if ((p = lift(g, r, g->nodes[n].loop)) > after) after = p;
+        if ((cg_flags(g->nodes[r].op) & JN_F_VIEW) && g->nodes[r].in[0] == v && depth < 64 &&
+            (p = last_reader(g, u, n, g->nodes[r].out[0], depth + 1)) > after)
+            after = p;
+    }
+    return after;
+}
+
 /* Where node n may go: right after the returned position (< n - 1 to be
  * worth a move), or n - 1 when it stays. */
 static int32_t target(const jn_ir_graph *g, const cg_uses *u, int32_t n) {
@@ -55,9 +70,9 @@ static int32_t target(const jn_ir_graph *g, const cg_uses *u, int32_t n) {
         int32_t v = x->in[k], p = ready_after(g, v);
         if (p >= 0 && g->values[v].kind == JN_IR_V_NODE) p = lift(g, p, x->loop);
         if (p > after) after = p;
-        if (k >= x->nout) continue;
-        for (int32_t i = u->start[v]; i < u->start[v + 1]; i++) /* readers of what it overwrites */
-            if (u->users[i] != n && (p = lift(g, u->users[i], x->loop)) > after) after = p;
+        /* readers of what it overwrites, views of it included: the executor
+         * updates the state itself only when nothing reads it afterwards */
+        if (k < x->nout && (p = last_reader(g, u, n, v, 0)) > after) after = p;
     }
     for (int k = 0; k < JN_MAX_ATTRS; k++)
         if (x->attr_input[k] >= 0) {

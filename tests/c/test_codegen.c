@@ -1142,6 +1142,33 @@ static void test_hoist(void) {
            "  out %12 state=%1\n"
            "  out %13 state=%3\n"
            "  out %14 state=%4\n");
+    /* a read of the parameter through a view holds the update too */
+    golden("hoist: readers through views",
+           "  in %0 state f32[4, 4] bind=1\n"
+           "  in %1 state f32[4, 4] bind=2\n"
+           "  in %2 host f32[4, 4]\n"
+           "  %3 = exp(%2) : f32[4, 4]\n"
+           "  %4 = transpose(%0) dim0=0 dim1=1 : f32[4, 4]\n"
+           "  %5 = neg(%3) : f32[4, 4]\n"
+           "  %6 = mm(%5, %4) : f32[4, 4]\n"
+           "  %7 = exp(%6) : f32[4, 4]\n"
+           "  %8, %9 = sgd_(%0, %1, %3) " SGD " : f32[4, 4], f32[4, 4]\n"
+           "  out %7 keep\n"
+           "  out %8 state=%0\n"
+           "  out %9 state=%1\n",
+           "hoist",
+           "  in %0 state f32[4, 4] bind=1\n"
+           "  in %1 state f32[4, 4] bind=2\n"
+           "  in %2 host f32[4, 4]\n"
+           "  %3 = exp(%2) : f32[4, 4]\n"
+           "  %4 = transpose(%0) dim0=0 dim1=1 : f32[4, 4]\n"
+           "  %5 = neg(%3) : f32[4, 4]\n"
+           "  %6 = mm(%5, %4) : f32[4, 4]\n"
+           "  %8, %9 = sgd_(%0, %1, %3) " SGD " : f32[4, 4], f32[4, 4]\n"
+           "  %7 = exp(%6) : f32[4, 4]\n"
+           "  out %7 keep\n"
+           "  out %8 state=%0\n"
+           "  out %9 state=%1\n");
     /* stays: an update whose output a node reads, a reader of the
      * parameter after the update, a random in-place op */
     const char *keep =

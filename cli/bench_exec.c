@@ -100,8 +100,11 @@ static jn_status load_ref(const char *file, jn_ir_module **out) {
         len += n;
     } while (n > 0);
     fclose(f);
-    if (s == JN_OK && (s = jn_ir_deserialize(buf, len, out)) != JN_OK)
-        s = jn_error(s, "reference %s: %s", file, jn_errmsg());
+    if (s == JN_OK && (s = jn_ir_deserialize(buf, len, out)) != JN_OK) {
+        char why[512]; /* jn_errmsg's buffer is where jn_error writes */
+        snprintf(why, sizeof why, "%s", jn_errmsg());
+        s = jn_error(s, "reference %s: %s; write it with janus optimize --ir-out FILE", file, why);
+    }
     free(buf);
     return s;
 }

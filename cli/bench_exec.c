@@ -13,7 +13,16 @@
  * larger; --graph NAME picks another.  --check runs every
  * graph both ways on the same synthetic inputs and compares the outputs
  * and state writes (tests/python/test_exec_examples.py).
+ *
+ * --reference FILE names the graphs as recorded, before the codegen passes
+ * (`janus optimize --ir-out FILE`): the op-by-op side then runs the
+ * recorded graph of the same name.  Passes that reorder nodes for memory
+ * (poolmask, hoist) change the op-by-op peak of the optimized graph too,
+ * so the eager peak an arena is measured against is the recorded graph's
+ * (reported as reference_peak_bytes; arena_ratio uses it), and --check
+ * then compares the whole pipeline with the graph as recorded.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +54,60 @@ static double median(double *v, int n) {
 }
 
 static const char bench_usage[] =
-    "usage: janus bench-exec [--graph NAME] [--repeats N] [--threads N] [--clock wall|cpu] run.db\n"
-    "       janus bench-exec --check run.db   (every graph: optimized vs op by op outputs)\n";
+    "usage: janus bench-exec [--graph NAME] [--repeats N] [--threads N] [--clock wall|cpu] [--reference FILE] run.db\n"
+    "       janus bench-exec --check [--reference FILE] run.db   (every graph: optimized vs op by op outputs)\n"
+    "  --reference FILE  the graphs as recorded (janus optimize --ir-out FILE): op by op runs those\n";
+
+/* The graph of ref named like g whose inputs (kind, dtype, rank) are the
+ * first of g's (fold appends the constants it makes), so the same
+ * synthetic inputs feed both; -1 with the error set. */
+static int32_t ref_graph(const jn_ir_module *ref, const char *file, const jn_ir_graph *g) {
+    for (int32_t k = 0; k < ref->ngraphs; k++) {
+        const jn_ir_graph *r = ref->graphs[k];
+        if (strcmp(r->name, g->name)) continue;
+        int same = r->ninputs <= g->ninputs && r->nsyms == g->nsyms && r->noutputs == g->noutputs;
+        for (int32_t i = 0; same && i < r->ninputs; i++) {
+            const jn_ir_value *a = &r->values[r->inputs[i].value], *b = &g->values[g->inputs[i].value];
+            same = r->inputs[i].kind == g->inputs[i].kind && a->dtype == b->dtype && a->ndim == b->ndim;
+        }
+        if (!same) break;
+        return k;
+    }
+    jn_error(JN_ERR_VALUE, "reference %s has no graph %s with the same inputs; write it from the same store with "
+             "janus optimize --ir-out FILE", file, g->name);
+    return -1;
+}
+
+/* Reads the recorded graphs (janus optimize --ir-out) from file. */
+static jn_status load_ref(const char *file, jn_ir_module **out) {
+    *out = NULL;
+    FILE *f = fopen(file, "rb");
+    if (!f) return jn_error(JN_ERR_IO, "cannot open reference %s (%s); write it with janus optimize --ir-out FILE",
+                            file, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    jn_status s = JN_OK;
+    do {
+        if (len == cap) {
+            char *nb = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
+            if (!nb) {
+                s = jn_error(JN_ERR_NOMEM, "out of memory reading reference %s", file);
+                break;
+            }
+            buf = nb;
+        }
+        n = fread(buf + len, 1, cap - len, f);
+        len += n;
+    } while (n > 0);
+    fclose(f);
+    if (s == JN_OK && (s = jn_ir_deserialize(buf, len, out)) != JN_OK) {
+        char why[512]; /* jn_errmsg's buffer is where jn_error writes */
+        snprintf(why, sizeof why, "%s", jn_errmsg());
+        s = jn_error(s, "reference %s: %s; write it with janus optimize --ir-out FILE", file, why);
+    }
+    free(buf);
+    return s;
+}
 
 /* Compares a and b element by element: *bit stays 1 while they are
  * bitwise equal (any two NaNs equal), *rel grows to the largest relative
@@ -77,7 +138,7 @@ static void compare(const jn_tensor *a, const jn_tensor *b, int *bit, double *re
  * JSON object; exit 1 when an output differs by more than 1e-4 relative
  * (compiled reductions sum in another order than eager) or a graph that
  * runs op by op fails optimized. */
-static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib) {
+static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib, const jn_ir_module *ref, const char *rfile) {
     int graphs = 0, checked = 0, skipped = 0, outputs = 0, bitwise = 0, bad = 0;
     double worst = 0;
     for (int32_t gi = 0; gi < m->ngraphs; gi++) {
@@ -89,7 +150,13 @@ static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib) {
         jn_tensor **oa = calloc(no, sizeof *oa), **ob = calloc(no, sizeof *ob);
         jn_rt_exec *xe = NULL, *xo = NULL;
         int done = 0;
-        if (syms && ia && ib && oa && ob && jn_rt_exec_new(m, gi, NULL, JN_RT_EXEC_EAGER, &xe) == JN_OK &&
+        int32_t ri = ref ? ref_graph(ref, rfile, g) : gi;
+        if (ri < 0) {
+            fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
+            bad++;
+        }
+        if (ri >= 0 && syms && ia && ib && oa && ob &&
+            jn_rt_exec_new(ref ? ref : m, ri, NULL, JN_RT_EXEC_EAGER, &xe) == JN_OK &&
             jn_rt_exec_new(m, gi, lib, 0, &xo) == JN_OK)
             for (int p = 0; p < 2 && !done; p++) {
                 for (int32_t s = 0; s < g->nsyms; s++) syms[s] = p == 0 ? g->syms[s].hi : g->syms[s].lo;
@@ -145,6 +212,7 @@ static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib) {
     jn_cli_json_key(&j, "checked"), jn_cli_json_int(&j, checked);
     jn_cli_json_key(&j, "skipped"), jn_cli_json_int(&j, skipped);
     jn_cli_json_key(&j, "compiled"), jn_cli_json_int(&j, lib != NULL);
+    jn_cli_json_key(&j, "reference"), jn_cli_json_int(&j, ref != NULL);
     jn_cli_json_key(&j, "outputs"), jn_cli_json_int(&j, outputs);
     jn_cli_json_key(&j, "bitwise"), jn_cli_json_int(&j, bitwise);
     jn_cli_json_key(&j, "max_rel"), jn_cli_json_num(&j, worst);
@@ -155,7 +223,7 @@ static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib) {
 }
 
 int jn_cli_bench_exec(int argc, char **argv) {
-    const char *path = NULL, *gname = NULL;
+    const char *path = NULL, *gname = NULL, *rfile = NULL;
     int repeats = 20, threads = 0, cpu = 0, check = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--graph") && i + 1 < argc) gname = argv[++i];
@@ -163,6 +231,7 @@ int jn_cli_bench_exec(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--clock") && i + 1 < argc) cpu = !strcmp(argv[++i], "cpu");
         else if (!strcmp(argv[i], "--check")) check = 1;
+        else if (!strcmp(argv[i], "--reference") && i + 1 < argc) rfile = argv[++i];
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
             fputs(bench_usage, stderr);
@@ -177,7 +246,8 @@ int jn_cli_bench_exec(int argc, char **argv) {
     jn_db *db = NULL;
     jn_cg_bundle *b = NULL;
     jn_rt_exec_lib *lib = NULL;
-    jn_rt_exec *xo = NULL, *xe = NULL;
+    jn_rt_exec *xo = NULL, *xe = NULL, *xr = NULL;
+    jn_ir_module *ref = NULL;
     jn_tensor **in = NULL, **outs = NULL;
     int64_t *syms = NULL;
     double *to = NULL, *te = NULL;
@@ -195,8 +265,12 @@ int jn_cli_bench_exec(int argc, char **argv) {
         fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
         goto done;
     }
+    if (rfile && load_ref(rfile, &ref) != JN_OK) {
+        fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
+        goto done;
+    }
     if (check) {
-        rc = check_all(m, lib);
+        rc = check_all(m, lib, ref, rfile);
         goto done;
     }
     /* the training step: writes state (an optimizer update), most support, then most nodes */
@@ -222,7 +296,10 @@ int jn_cli_bench_exec(int argc, char **argv) {
     to = calloc((size_t)repeats, sizeof *to);
     te = calloc((size_t)repeats, sizeof *te);
     if (!syms || !in || !outs || !to || !te) goto done;
-    if (jn_rt_exec_new(m, gi, lib, 0, &xo) != JN_OK || jn_rt_exec_new(m, gi, NULL, JN_RT_EXEC_EAGER, &xe) != JN_OK) {
+    int32_t ri = ref ? ref_graph(ref, rfile, g) : -1;
+    if ((ref && ri < 0) || jn_rt_exec_new(m, gi, lib, 0, &xo) != JN_OK ||
+        jn_rt_exec_new(m, gi, NULL, JN_RT_EXEC_EAGER, &xe) != JN_OK ||
+        (ref && jn_rt_exec_new(ref, ri, NULL, JN_RT_EXEC_EAGER, &xr) != JN_OK)) {
         fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
         goto done;
     }
@@ -266,6 +343,17 @@ int jn_cli_bench_exec(int argc, char **argv) {
     }
     jn_rt_exec_last_stats(xo, &so_st);
     jn_rt_exec_last_stats(xe, &se_st);
+    /* the recorded graph op by op, once: its peak is what eager execution needs */
+    jn_rt_exec_stats sr_st = se_st;
+    if (xr) {
+        if (jn_rt_exec_run(xr, in, syms, outs) != JN_OK) {
+            fprintf(stderr, "janus bench-exec: graph %s as recorded (%s): %s\n", g->name, rfile, jn_errmsg());
+            goto done;
+        }
+        for (int32_t i = 0, k = 0; i < g->noutputs; i++)
+            if (g->outputs[i].kind == JN_IR_OUT_KEEP) jn_tensor_decref(outs[k++]);
+        jn_rt_exec_last_stats(xr, &sr_st);
+    }
     int32_t nk[4] = {0};
     for (int32_t k = 0; k < g->nkernels; k++) nk[g->kernels[k].kind]++;
     double mo = median(to, repeats), me = median(te, repeats);
@@ -288,8 +376,9 @@ int jn_cli_bench_exec(int argc, char **argv) {
     jn_cli_json_key(&j, "arena_bytes"), jn_cli_json_int(&j, so_st.arena_bytes);
     jn_cli_json_key(&j, "optimized_peak_bytes"), jn_cli_json_int(&j, so_st.peak_bytes);
     jn_cli_json_key(&j, "eager_peak_bytes"), jn_cli_json_int(&j, se_st.peak_bytes);
+    jn_cli_json_key(&j, "reference_peak_bytes"), jn_cli_json_int(&j, xr ? sr_st.peak_bytes : -1);
     jn_cli_json_key(&j, "arena_ratio"),
-        jn_cli_json_num(&j, se_st.peak_bytes > 0 ? (double)so_st.arena_bytes / (double)se_st.peak_bytes : 0);
+        jn_cli_json_num(&j, sr_st.peak_bytes > 0 ? (double)so_st.arena_bytes / (double)sr_st.peak_bytes : 0);
     jn_cli_json_key(&j, "gen_calls"), jn_cli_json_int(&j, so_st.kernels_gen);
     jn_cli_json_key(&j, "eager_calls_optimized"), jn_cli_json_int(&j, so_st.nodes_eager);
     jn_cli_json_key(&j, "eager_calls_op_by_op"), jn_cli_json_int(&j, se_st.nodes_eager);
@@ -301,6 +390,8 @@ done:
         if (in[i]) jn_tensor_decref(in[i]);
     jn_rt_exec_free(xo);
     jn_rt_exec_free(xe);
+    jn_rt_exec_free(xr);
+    jn_ir_module_free(ref);
     jn_rt_exec_lib_close(lib);
     if (b) jn_cg_bundle_free(b);
     if (db) jn_db_close(db);

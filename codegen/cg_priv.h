@@ -48,6 +48,15 @@ int cg_can_replace(const jn_ir_graph *g, const cg_uses *u, int32_t y, int32_t x)
  * without nodes; renumbers values, nodes and loops keeping their order. */
 jn_status cg_compact(jn_ir_graph *g, const uint8_t *live_node, const uint8_t *live_val);
 
+/* Node `from` may move to right after node `after` (-1: to the front):
+ * every loop overlapping the nodes in between lies wholly among them or
+ * around them all (the caller checks the data dependences). */
+int cg_node_movable(const jn_ir_graph *g, int32_t from, int32_t after);
+/* Moves it there, shifting the nodes in between; fixes their outputs'
+ * defining nodes and the ranges of the loops among them.  Value numbers
+ * stay: node order, not numbering, is what the verifier and planner read. */
+void cg_move_node(jn_ir_graph *g, int32_t from, int32_t after);
+
 int cg_same_type(const jn_ir_graph *g, int32_t a, int32_t b);
 /* v is a 0-d `const` input: *val its value. */
 int cg_const(const jn_ir_graph *g, int32_t v, double *val);

@@ -13,6 +13,10 @@
  *             chains, transpose/permute pairs, squeeze(unsqueeze), neg(neg))
  *   cse2      cse again (simplify makes nodes equal: two view(view(x)) chains)
  *   dce2      dead-code elimination again (simplify and cse leave dead nodes)
+ *   poolmask  relu's backward mask applied at max_pool2d's pooled size, before
+ *             max_pool2d_backward (exact): the full-size activation dies early
+ *   hoist     state updates (optimizer steps) right after their last input
+ *   remat     cheap values of graph inputs recomputed before far readers
  *   fuse      elementwise fusion, reduction tails, GEMM epilogues -> kernels
  *   plan      liveness-based buffer reuse into one static arena per graph
  *   select    per kernel: generated C, the eager library kernel, or GEMM

@@ -15,7 +15,8 @@
  *   - a value that leaves the graph as an output is only redirected to one
  *     that does not (Python must not get one tensor for two).
  * Nodes are visited in order with their inputs already rewritten, so
- * chains of equal nodes collapse in one pass.
+ * chains of equal nodes collapse in one pass.  A graph that already has
+ * kernels or a plan is left alone (remat's copies are equal on purpose).
  */
 #include "cg_priv.h"
 
@@ -66,6 +67,9 @@ static void replace_input_value(jn_ir_graph *g, int32_t from, int32_t to) {
 
 jn_status jn_cg_pass_cse(jn_cg_ctx *cx, jn_ir_graph *g) {
     (void)cx;
+    /* a planned graph is final: remat's copies are equal nodes on purpose,
+     * and merging would leave kernels and plan stale */
+    if (g->nkernels > 0 || g->arena != -1) return JN_OK;
     cg_uses u;
     jn_status st = cg_uses_build(g, &u);
     if (st != JN_OK) return st;

@@ -44,6 +44,8 @@
  * that frees each buffer after its last use peaks at too, less the
  * in-place sharing and fused intermediates.
  */
+#include <stdio.h>
+
 #include "cg_priv.h"
 
 typedef struct {
@@ -342,6 +344,72 @@ static int64_t pack(slot *c, int32_t n, int32_t *order) {
     return best;
 }
 
+/* JANUS_PLAN_LIVE=1: after planning, prints to stderr where the most
+ * arena bytes are in use at once (symbols at their recorded maxima; a
+ * value occupies [mem, mem+size) from its node -- its kernel's root --
+ * through its last use; values sharing bytes in place count once) and
+ * every value live there: the floor no placement of this node order goes
+ * below, next to the arena the plan got.  A diagnostic for graph
+ * rewrites (what to make die earlier or smaller), not for placement. */
+typedef struct {
+    int64_t lo, hi;
+} span_t;
+static int by_lo(const void *a, const void *b) {
+    const span_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+static int64_t used_at(const jn_ir_graph *g, const int32_t *ex, const int32_t *last, int32_t p, span_t *sp) {
+    int32_t n = 0;
+    for (int32_t v = 0; v < g->nvalues; v++) {
+        int64_t off = 0, b = 0;
+        if (g->values[v].mem == -1 || ex[cg_def(g, v)] > p || last[v] < p) continue;
+        if (jn_cg_eval_at_max(g, g->values[v].mem, &off) != JN_OK ||
+            jn_cg_eval_at_max(g, cg_value_bytes((jn_ir_graph *)g, v), &b) != JN_OK)
+            continue;
+        sp[n++] = (span_t){off, off + b};
+    }
+    qsort(sp, (size_t)n, sizeof *sp, by_lo);
+    int64_t total = 0, end = INT64_MIN;
+    for (int32_t i = 0; i < n; i++) {
+        int64_t lo = sp[i].lo > end ? sp[i].lo : end;
+        if (sp[i].hi > lo) total += sp[i].hi - lo;
+        if (sp[i].hi > end) end = sp[i].hi;
+    }
+    return total;
+}
+static void print_live_peak(const jn_ir_graph *g, const int32_t *ex, const int32_t *last) {
+    int32_t nn = g->nnodes, at = -1;
+    int64_t best = -1, arena = 0;
+    span_t *sp = malloc(((size_t)g->nvalues + 1) * sizeof *sp);
+    if (!sp) return;
+    for (int32_t p = 0; p < nn; p++) {
+        int64_t b = used_at(g, ex, last, p, sp);
+        if (b > best) best = b, at = p;
+    }
+    free(sp);
+    if (jn_cg_eval_at_max(g, g->arena, &arena) != JN_OK) arena = -1;
+    fprintf(stderr, "plan %s: arena %lld bytes; most in use at once %lld bytes, at node %d (%s)%s\n", g->name,
+            (long long)arena, (long long)best, at, at >= 0 ? jn_op_info(g->nodes[at].op)->name : "-",
+            at >= 0 ? ", live there:" : "");
+    for (int32_t v = 0; at >= 0 && v < g->nvalues; v++) {
+        int64_t b = 0, off = 0;
+        if (g->values[v].mem == -1 || ex[cg_def(g, v)] > at || last[v] < at) continue;
+        if (jn_cg_eval_at_max(g, cg_value_bytes((jn_ir_graph *)g, v), &b) != JN_OK ||
+            jn_cg_eval_at_max(g, g->values[v].mem, &off) != JN_OK)
+            continue;
+        const jn_ir_value *x = &g->values[v];
+        char shape[256], d[64];
+        size_t k = 0;
+        shape[0] = 0;
+        for (int i = 0; i < x->ndim && k < sizeof shape - 1; i++)
+            k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%s", i ? ", " : "", jn_ir_dim_str(g, x->shape[i], d, sizeof d));
+        int32_t dn = cg_def(g, v);
+        fprintf(stderr, "  %%%d = %s (node %d, last use node %d) %s[%s] %lld bytes at %lld\n", v,
+                jn_op_info(g->nodes[dn].op)->name, dn, last[v], jn_dtype_names[x->dtype], shape, (long long)b,
+                (long long)off);
+    }
+}
+
 jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
     (void)cx;
     int32_t nv = g->nvalues, nn = g->nnodes;
@@ -432,6 +500,8 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         }
     }
     g->arena = end;
+    const char *pl = getenv("JANUS_PLAN_LIVE");
+    if (pl && *pl && strcmp(pl, "0")) print_live_peak(g, ex, last);
 done:
     cg_uses_free(&u);
     free(elig);

@@ -7,7 +7,9 @@
  * Order matters: dce first so later passes see only live code; cse before
  * fold and simplify so equal constants are one value; simplify rewrites
  * nodes into equal ones (view(view(x)) chains) and leaves dead ones, so
- * cse and dce run again ("cse2", "dce2") before fuse groups what remains; plan
+ * cse and dce run again ("cse2", "dce2"); poolmask, hoist and remat
+ * reorder or copy nodes for memory, after cse (which would merge remat's
+ * copies) and before fuse groups what remains; plan
  * needs the kernels (a fused intermediate needs no buffer); select reads
  * the kernels last.
  */
@@ -19,6 +21,9 @@ jn_status jn_cg_pass_dce(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_cse(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_fold(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_simplify(jn_cg_ctx *cx, jn_ir_graph *g);
+jn_status jn_cg_pass_poolmask(jn_cg_ctx *cx, jn_ir_graph *g);
+jn_status jn_cg_pass_hoist(jn_cg_ctx *cx, jn_ir_graph *g);
+jn_status jn_cg_pass_remat(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_fuse(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_select(jn_cg_ctx *cx, jn_ir_graph *g);
@@ -37,6 +42,12 @@ const jn_cg_pass jn_cg_passes[] = {
                  "transpose/permute pairs, squeeze(unsqueeze), neg(neg)", jn_cg_pass_simplify},
     {"cse2", "common-subexpression elimination again: simplify makes nodes equal (view(view(x)))", jn_cg_pass_cse},
     {"dce2", "dead-code elimination again, after simplify and cse2", jn_cg_pass_dce},
+    {"poolmask", "apply a mask of max_pool2d's input (relu's backward) at the pooled size, before "
+                 "max_pool2d_backward: the full-size activation dies after the pool", jn_cg_pass_poolmask},
+    {"hoist", "run state updates (optimizer steps) right after their last input: gradients die early",
+     jn_cg_pass_hoist},
+    {"remat", "recompute cheap values of graph inputs (the batch gather) before far-away readers instead of "
+              "keeping them alive", jn_cg_pass_remat},
     {"fuse", "group elementwise chains, reduction tails and GEMM epilogues into kernels", jn_cg_pass_fuse},
     {"plan", "liveness-based buffer reuse into one static 64-byte aligned arena per graph", jn_cg_pass_plan},
     {"select", "choose generated C, the eager library kernel or GEMM per kernel", jn_cg_pass_select},

@@ -287,3 +287,38 @@ jn_status jn_cg_naive_bytes(const jn_ir_graph *g, int64_t *out) {
     *out = sum;
     return st;
 }
+
+/* Node `from` may move to right after node `after` (same loop) when every
+ * loop overlapping the nodes in between lies wholly among them (it shifts
+ * by one) or around them all. */
+int cg_node_movable(const jn_ir_graph *g, int32_t from, int32_t after) {
+    int32_t lo = from < after ? from : after + 1, hi = from < after ? after : from;
+    for (int32_t l = 0; l < g->nloops; l++) {
+        int32_t a = g->loops[l].first, b = a + g->loops[l].count - 1;
+        int inside = a >= lo && b <= hi && a != from && b != from, around = a <= lo && b >= hi;
+        if (!inside && !around && b >= lo && a <= hi) return 0;
+    }
+    return 1;
+}
+
+/* Moves node `from` (movable) to right after node `after`, shifting the
+ * nodes in between, and fixes their outputs' defining nodes and the ranges
+ * of the loops among them. */
+void cg_move_node(jn_ir_graph *g, int32_t from, int32_t after) {
+    if (from == after + 1 || from == after) return;
+    int32_t lo = from < after ? from : after + 1, hi = from < after ? after : from, step = from > after ? 1 : -1;
+    jn_ir_node t = g->nodes[from];
+    if (step > 0) {
+        memmove(&g->nodes[lo + 1], &g->nodes[lo], (size_t)(hi - lo) * sizeof t);
+        g->nodes[lo] = t;
+    } else {
+        memmove(&g->nodes[lo], &g->nodes[lo + 1], (size_t)(hi - lo) * sizeof t);
+        g->nodes[hi] = t;
+    }
+    for (int32_t l = 0; l < g->nloops; l++) {
+        int32_t a = g->loops[l].first, b = a + g->loops[l].count - 1;
+        if (a >= lo && b <= hi) g->loops[l].first += step;
+    }
+    for (int32_t n = lo; n <= hi; n++)
+        for (int k = 0; k < g->nodes[n].nout; k++) g->values[g->nodes[n].out[k]].def = n;
+}

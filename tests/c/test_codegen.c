@@ -878,6 +878,422 @@ static void test_plan(void) {
            "  arena (((((B*16)+63)//64)*64)+((B*64)+((((B*4)+63)//64)*64)))\n");
 }
 
+/* xorshift: the fuzzer's mutations and poolmask's test values */
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+/* ------------------------------------------------------------ poolmask */
+#define POOL "kernel=[2, 2] stride=[2, 2] padding=[0, 0] dilation=[1, 1] ceil_mode=false"
+static void test_poolmask(void) {
+    /* relu's backward mask over the pooled values, before the pool backward */
+    golden("poolmask: relu -> max_pool2d backward",
+           "  in %0 host f32[2, 2, 4, 4]\n"
+           "  in %1 host f32[2, 2, 2, 2]\n"
+           "  in %2 const f64[] = 0.0\n"
+           "  %3 = relu(%0) : f32[2, 2, 4, 4]\n"
+           "  %4, %5 = max_pool2d(%3) " POOL " : f32[2, 2, 2, 2], i64[2, 2, 2, 2]\n"
+           "  %6 = mul(%4, %1) : f32[2, 2, 2, 2]\n"
+           "  %7 = max_pool2d_backward(%1, %5) input_size=[2, 2, 4, 4] : f32[2, 2, 4, 4]\n"
+           "  %8 = gt(%3, %2) : bool[2, 2, 4, 4]\n"
+           "  %9 = where(%8, %7, %2) : f32[2, 2, 4, 4]\n"
+           "  out %6 keep\n"
+           "  out %9 keep\n",
+           "poolmask",
+           "  in %0 host f32[2, 2, 4, 4]\n"
+           "  in %1 host f32[2, 2, 2, 2]\n"
+           "  in %2 const f64[] = 0.0\n"
+           "  %3 = relu(%0) : f32[2, 2, 4, 4]\n"
+           "  %4, %5 = max_pool2d(%3) " POOL " : f32[2, 2, 2, 2], i64[2, 2, 2, 2]\n"
+           "  %8 = gt(%4, %2) : bool[2, 2, 2, 2]\n"
+           "  %6 = mul(%4, %1) : f32[2, 2, 2, 2]\n"
+           "  %7 = where(%8, %1, %2) : f32[2, 2, 2, 2]\n"
+           "  %9 = max_pool2d_backward(%7, %5) input_size=[2, 2, 4, 4] : f32[2, 2, 4, 4]\n"
+           "  out %6 keep\n"
+           "  out %9 keep\n");
+    /* each group has one reason to stay: where's 0 is -0.0; the mask reads
+     * another tensor; the mask compares with a tensor; the pool backward's
+     * output escapes; the mask has two readers; where's other value is 1 */
+    const char *keep =
+        "  in %0 host f32[2, 2, 4, 4]\n"
+        "  in %1 host f32[2, 2, 2, 2]\n"
+        "  in %2 const f64[] = 0.0\n"
+        "  in %3 const f64[] = -0.0\n"
+        "  in %4 host f32[2, 2, 4, 4]\n"
+        "  in %5 const f64[] = 1.0\n"
+        "  %6 = relu(%0) : f32[2, 2, 4, 4]\n"
+        "  %7, %8 = max_pool2d(%6) " POOL " : f32[2, 2, 2, 2], i64[2, 2, 2, 2]\n"
+        "  %9 = max_pool2d_backward(%1, %8) input_size=[2, 2, 4, 4] : f32[2, 2, 4, 4]\n"
+        "  %10 = gt(%6, %2) : bool[2, 2, 4, 4]\n"
+        "  %11 = where(%10, %9, %3) : f32[2, 2, 4, 4]\n"
+        "  %12 = max_pool2d_backward(%1, %8) input_size=[2, 2, 4, 4] : f32[2, 2, 4, 4]\n"
+        "  %13 = gt(%4, %2) : bool[2, 2, 4, 4]\n"
+        "  %14 = where(%13, %12, %2) : f32[2, 2, 4, 4]\n"
+        "  %15 = max_pool2d_backward(%1, %8) input_size=[2, 2, 4, 4] : f32[2, 2, 4, 4]\n"
+        "  %16 = gt(%6, %4) : bool[2, 2, 4, 4]\n"
+        "  %17 = where(%16, %15, %2) : f32[2, 2, 4, 4]\n"
+        "  %18 = max_pool2d_backward(%1, %8) input_size=[2, 2, 4, 4] : f32[2, 2, 4, 4]\n"
+        "  %19 = gt(%6, %2) : bool[2, 2, 4, 4]\n"
+        "  %20 = where(%19, %18, %2) : f32[2, 2, 4, 4]\n"
+        "  %21 = max_pool2d_backward(%1, %8) input_size=[2, 2, 4, 4] : f32[2, 2, 4, 4]\n"
+        "  %22 = gt(%6, %2) : bool[2, 2, 4, 4]\n"
+        "  %23 = where(%22, %21, %2) : f32[2, 2, 4, 4]\n"
+        "  %24 = where(%22, %0, %2) : f32[2, 2, 4, 4]\n"
+        "  %25 = max_pool2d_backward(%1, %8) input_size=[2, 2, 4, 4] : f32[2, 2, 4, 4]\n"
+        "  %26 = gt(%6, %2) : bool[2, 2, 4, 4]\n"
+        "  %27 = where(%26, %25, %5) : f32[2, 2, 4, 4]\n"
+        "  out %11 keep\n"
+        "  out %14 keep\n"
+        "  out %17 keep\n"
+        "  out %18 keep\n"
+        "  out %20 keep\n"
+        "  out %23 keep\n"
+        "  out %24 keep\n"
+        "  out %27 keep\n";
+    golden("poolmask: what must stay", keep, "poolmask", keep);
+}
+
+/* Exactness on the values where reordering could show: ties, +-0.0, NaN
+ * and negative values in the pooled input, +-0.0, NaN and inf in the
+ * incoming gradient; overlapping windows, padding and ceil mode; relu or
+ * none, the comparison either way round; f32 and f64.  The graph before
+ * and after poolmask, op by op, must agree bitwise (any NaN equals any
+ * NaN: which one an op returns follows operand order). */
+static void test_poolmask_exact(void) {
+    static const struct {
+        int h, k, s, p, ceil;
+    } geo[] = {{6, 2, 2, 0, 0}, {5, 3, 1, 1, 0}, {6, 3, 2, 1, 1}, {7, 2, 2, 0, 1}};
+    static const struct {
+        const char *mask; /* %3 is the pooled input, %2 the constant */
+        int relu;
+    } var[] = {{"gt(%3, %2)", 1}, {"lt(%2, %3)", 0}, {"ne(%3, %2)", 1}, {"ge(%3, %2)", 0}};
+    const float xs[] = {-1.0f, -0.0f, 0.0f, 0.5f, 1.0f, NAN, 1.0f, -2.0f};
+    const float gs[] = {1.0f, -2.0f, -0.0f, 0.0f, 3.0f, NAN, INFINITY, 0.25f};
+    int runs = 0;
+    for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++)
+        for (size_t vi = 0; vi < sizeof var / sizeof var[0]; vi++)
+            for (int dt = 0; dt < 2; dt++) {
+                int H = geo[gi].h, k = geo[gi].k, st = geo[gi].s, pd = geo[gi].p;
+                int num = H + 2 * pd - k, O = (geo[gi].ceil ? (num + st - 1) / st : num / st) + 1;
+                if (geo[gi].ceil && (O - 1) * st >= H + pd) O--;
+                const char *ty = dt ? "f64" : "f32";
+                char text[4096];
+                snprintf(text, sizeof text,
+                         "module optable=0000000000000000 graphs=1\n" HEAD
+                         "  in %%0 host %s[2, 3, %d, %d]\n"
+                         "  in %%1 host %s[2, 3, %d, %d]\n"
+                         "  in %%2 const f64[] = 0.0\n"
+                         "  %%3 = %s(%%0)%s : %s[2, 3, %d, %d]\n"
+                         "  %%4, %%5 = max_pool2d(%%3) kernel=[%d, %d] stride=[%d, %d] padding=[%d, %d] "
+                         "dilation=[1, 1] ceil_mode=%s : %s[2, 3, %d, %d], i64[2, 3, %d, %d]\n"
+                         "  %%6 = max_pool2d_backward(%%1, %%5) input_size=[2, 3, %d, %d] : %s[2, 3, %d, %d]\n"
+                         "  %%7 = %s : bool[2, 3, %d, %d]\n"
+                         "  %%8 = where(%%7, %%6, %%2) : %s[2, 3, %d, %d]\n"
+                         "  out %%4 keep\n  out %%5 keep\n  out %%8 keep\n}\n",
+                         ty, H, H, ty, O, O, var[vi].relu ? "relu" : "cast", var[vi].relu ? "" : dt ? " dtype=f64" : " dtype=f32",
+                         ty, H, H, k, k, st, st, pd, pd, geo[gi].ceil ? "true" : "false", ty, O, O, O, O, H, H, ty,
+                         H, H, var[vi].mask, H, H, ty, H, H);
+                jn_ir_module *m0 = NULL, *m1 = NULL;
+                CHECK(jn_ir_parse(text, strlen(text), &m0) == JN_OK && jn_ir_parse(text, strlen(text), &m1) == JN_OK);
+                if (!m0 || !m1) {
+                    fprintf(stderr, "poolmask exact: %s\n%s", jn_errmsg(), text);
+                    jn_ir_module_free(m0);
+                    jn_ir_module_free(m1);
+                    continue;
+                }
+                jn_ir_graph *g = m1->graphs[0];
+                CHECK(jn_cg_run_pass(m1, g, "poolmask") == JN_OK && jn_ir_verify(g) == JN_OK);
+                CHECK(g->nodes[3].op == JN_OP_where && g->nodes[4].op == JN_OP_max_pool2d_backward); /* applied */
+                int64_t sv[1] = {0};
+                for (int trial = 0; trial < 12; trial++) {
+                    jn_tensor *in[2][3] = {{0}}, *out[2][3] = {{0}};
+                    uint64_t seed = rng_state;
+                    for (int side = 0; side < 2; side++) {
+                        const jn_ir_module *mm = side ? m1 : m0;
+                        rng_state = seed; /* the same values on both sides */
+                        CHECK(jn_rt_exec_make_inputs(mm->graphs[0], sv, 1, in[side]) == JN_OK);
+                        for (int t = 0; t < 2; t++) {
+                            jn_tensor *x = in[side][t];
+                            const float *src = t ? gs : xs;
+                            for (int64_t e = 0; e < jn_numel(x); e++) {
+                                float v = src[rnd() % 8];
+                                if (dt) ((double *)jn_data(x))[e] = v;
+                                else ((float *)jn_data(x))[e] = v;
+                            }
+                        }
+                        jn_rt_exec *xe = NULL;
+                        jn_status s2 = jn_rt_exec_new(mm, 0, NULL, JN_RT_EXEC_EAGER, &xe);
+                        if (s2 == JN_OK) s2 = jn_rt_exec_run(xe, in[side], sv, out[side]);
+                        CHECK(s2 == JN_OK);
+                        if (s2) fprintf(stderr, "poolmask exact: %s\n", jn_errmsg());
+                        jn_rt_exec_free(xe);
+                    }
+                    for (int o = 0; o < 3; o++) {
+                        int same = out[0][o] && out[1][o] && jt_same(out[0][o], out[1][o], 1, 0);
+                        CHECK(same);
+                        if (!same) fprintf(stderr, "poolmask exact: output %d differs (geometry %zu, %s, %s)\n", o, gi,
+                                           var[vi].mask, ty);
+                    }
+                    for (int side = 0; side < 2; side++)
+                        for (int t = 0; t < 3; t++) {
+                            if (in[side][t]) jn_tensor_decref(in[side][t]);
+                            if (out[side][t]) jn_tensor_decref(out[side][t]);
+                        }
+                    runs++;
+                }
+                jn_ir_module_free(m0);
+                jn_ir_module_free(m1);
+            }
+    CHECK(runs == 4 * 4 * 2 * 12);
+}
+
+/* --------------------------------------------------------------- hoist */
+#define SGD "lr=0.5 momentum=0.5 dampening=0 weight_decay=0 nesterov=false maximize=false first=true"
+static void test_hoist(void) {
+    /* the first update moves up to after the last reader of its parameter
+     * (%7), the second is already right after its gradient */
+    golden("hoist: updates right after their last input",
+           "  in %0 state f32[4] bind=1\n"
+           "  in %1 state f32[4] bind=2\n"
+           "  in %2 state f32[4] bind=3\n"
+           "  in %3 state f32[4] bind=4\n"
+           "  in %4 host f32[4]\n"
+           "  in %5 const f64[] = 0.5\n"
+           "  %6 = mul(%4, %5) : f32[4]\n"
+           "  %7 = mul(%0, %4) : f32[4]\n"
+           "  %8 = exp(%7) : f32[4]\n"
+           "  %9 = mul(%8, %2) : f32[4]\n"
+           "  %10 = neg(%9) : f32[4]\n"
+           "  %11, %12 = sgd_(%0, %1, %6) " SGD " : f32[4], f32[4]\n"
+           "  %13, %14 = sgd_(%2, %3, %10) " SGD " : f32[4], f32[4]\n"
+           "  %15 = exp(%10) : f32[4]\n"
+           "  out %11 state=%0\n"
+           "  out %12 state=%1\n"
+           "  out %13 state=%2\n"
+           "  out %14 state=%3\n"
+           "  out %15 keep\n",
+           "hoist",
+           "  in %0 state f32[4] bind=1\n"
+           "  in %1 state f32[4] bind=2\n"
+           "  in %2 state f32[4] bind=3\n"
+           "  in %3 state f32[4] bind=4\n"
+           "  in %4 host f32[4]\n"
+           "  in %5 const f64[] = 0.5\n"
+           "  %6 = mul(%4, %5) : f32[4]\n"
+           "  %7 = mul(%0, %4) : f32[4]\n"
+           "  %11, %12 = sgd_(%0, %1, %6) " SGD " : f32[4], f32[4]\n"
+           "  %8 = exp(%7) : f32[4]\n"
+           "  %9 = mul(%8, %2) : f32[4]\n"
+           "  %10 = neg(%9) : f32[4]\n"
+           "  %13, %14 = sgd_(%2, %3, %10) " SGD " : f32[4], f32[4]\n"
+           "  %15 = exp(%10) : f32[4]\n"
+           "  out %11 state=%0\n"
+           "  out %12 state=%1\n"
+           "  out %13 state=%2\n"
+           "  out %14 state=%3\n"
+           "  out %15 keep\n");
+    /* a reader inside a loop holds an update until the loop's end; one the
+     * loop does not read moves before it (the loop's range shifts) */
+    golden("hoist: across loops",
+           "  sym T dim 1..3\n"
+           "  sym i0 ivar 0..2\n"
+           "  in %0 state f32[4] bind=1\n"
+           "  in %1 state f32[4] bind=2\n"
+           "  in %2 host f32[4]\n"
+           "  in %3 state f32[4] bind=3\n"
+           "  in %4 state f32[4] bind=4\n"
+           "  %5 = exp(%2) : f32[4]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %6 = %2 -> %7 => %8\n"
+           "    %7 = mul(%6, %0) : f32[4]\n"
+           "  }\n"
+           "  %9 = neg(%8) : f32[4]\n"
+           "  %10 = exp(%9) : f32[4]\n"
+           "  %11, %12 = sgd_(%0, %1, %5) " SGD " : f32[4], f32[4]\n"
+           "  %13, %14 = sgd_(%3, %4, %5) " SGD " : f32[4], f32[4]\n"
+           "  out %10 keep\n"
+           "  out %11 state=%0\n"
+           "  out %12 state=%1\n"
+           "  out %13 state=%3\n"
+           "  out %14 state=%4\n",
+           "hoist",
+           "  sym T dim 1..3\n"
+           "  sym i0 ivar 0..2\n"
+           "  in %0 state f32[4] bind=1\n"
+           "  in %1 state f32[4] bind=2\n"
+           "  in %2 host f32[4]\n"
+           "  in %3 state f32[4] bind=3\n"
+           "  in %4 state f32[4] bind=4\n"
+           "  %5 = exp(%2) : f32[4]\n"
+           "  %13, %14 = sgd_(%3, %4, %5) " SGD " : f32[4], f32[4]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %6 = %2 -> %7 => %8\n"
+           "    %7 = mul(%6, %0) : f32[4]\n"
+           "  }\n"
+           "  %11, %12 = sgd_(%0, %1, %5) " SGD " : f32[4], f32[4]\n"
+           "  %9 = neg(%8) : f32[4]\n"
+           "  %10 = exp(%9) : f32[4]\n"
+           "  out %10 keep\n"
+           "  out %11 state=%0\n"
+           "  out %12 state=%1\n"
+           "  out %13 state=%3\n"
+           "  out %14 state=%4\n");
+    /* a read of the parameter through a view holds the update too */
+    golden("hoist: readers through views",
+           "  in %0 state f32[4, 4] bind=1\n"
+           "  in %1 state f32[4, 4] bind=2\n"
+           "  in %2 host f32[4, 4]\n"
+           "  %3 = exp(%2) : f32[4, 4]\n"
+           "  %4 = transpose(%0) dim0=0 dim1=1 : f32[4, 4]\n"
+           "  %5 = neg(%3) : f32[4, 4]\n"
+           "  %6 = mm(%5, %4) : f32[4, 4]\n"
+           "  %7 = exp(%6) : f32[4, 4]\n"
+           "  %8, %9 = sgd_(%0, %1, %3) " SGD " : f32[4, 4], f32[4, 4]\n"
+           "  out %7 keep\n"
+           "  out %8 state=%0\n"
+           "  out %9 state=%1\n",
+           "hoist",
+           "  in %0 state f32[4, 4] bind=1\n"
+           "  in %1 state f32[4, 4] bind=2\n"
+           "  in %2 host f32[4, 4]\n"
+           "  %3 = exp(%2) : f32[4, 4]\n"
+           "  %4 = transpose(%0) dim0=0 dim1=1 : f32[4, 4]\n"
+           "  %5 = neg(%3) : f32[4, 4]\n"
+           "  %6 = mm(%5, %4) : f32[4, 4]\n"
+           "  %8, %9 = sgd_(%0, %1, %3) " SGD " : f32[4, 4], f32[4, 4]\n"
+           "  %7 = exp(%6) : f32[4, 4]\n"
+           "  out %7 keep\n"
+           "  out %8 state=%0\n"
+           "  out %9 state=%1\n");
+    /* stays: an update whose output a node reads, a reader of the
+     * parameter after the update, a random in-place op */
+    const char *keep =
+        "  in %0 state f32[4] bind=1\n"
+        "  in %1 state f32[4] bind=2\n"
+        "  in %2 host f32[4]\n"
+        "  in %3 state f32[4] bind=3\n"
+        "  in %4 state f32[4] bind=4\n"
+        "  %5 = exp(%2) : f32[4]\n"
+        "  %6 = neg(%5) : f32[4]\n"
+        "  %7, %8 = sgd_(%0, %1, %2) " SGD " : f32[4], f32[4]\n"
+        "  %9 = mul(%7, %6) : f32[4]\n"
+        "  %10, %11 = sgd_(%3, %4, %2) " SGD " : f32[4], f32[4]\n"
+        "  %12 = mul(%3, %6) : f32[4]\n"
+        "  %13 = uniform_(%2) low=0 high=1 seed=1 offset=0 : f32[4]\n"
+        "  out %8 state=%1\n"
+        "  out %9 keep\n"
+        "  out %10 state=%3\n"
+        "  out %11 state=%4\n"
+        "  out %12 keep\n"
+        "  out %13 keep\n";
+    golden("hoist: what must stay", keep, "hoist", keep);
+}
+
+/* --------------------------------------------------------------- remat */
+static void test_remat(void) {
+    /* neg(%0) (64 KiB of a graph input) is read again 9 nodes later: a
+     * copy right before that group of readers; the index has one group */
+    const char *chain =
+        "  %5 = exp(%4) : f32[16384]\n"
+        "  %6 = exp(%5) : f32[16384]\n"
+        "  %7 = exp(%6) : f32[16384]\n"
+        "  %8 = exp(%7) : f32[16384]\n"
+        "  %9 = exp(%8) : f32[16384]\n"
+        "  %10 = exp(%9) : f32[16384]\n"
+        "  %11 = exp(%10) : f32[16384]\n"
+        "  %12 = exp(%11) : f32[16384]\n"
+        "  %13 = exp(%12) : f32[16384]\n";
+    char in[4096], want[4096];
+    snprintf(in, sizeof in,
+             "  in %%0 host f32[16384]\n"
+             "  in %%1 host i64[4]\n"
+             "  in %%2 host f32[8, 4096]\n"
+             "  %%3 = index(%%2, %%1) mask=[1] : f32[4, 4096]\n"
+             "  %%4 = neg(%%0) : f32[16384]\n"
+             "%s"
+             "  %%14 = mul(%%13, %%4) : f32[16384]\n"
+             "  %%15 = add(%%14, %%4) alpha=1 : f32[16384]\n"
+             "  %%16 = sum(%%3) dims=[] keepdim=false dtype=none : f32[]\n"
+             "  %%17 = exp(%%16) : f32[]\n"
+             "  out %%15 keep\n"
+             "  out %%17 keep\n",
+             chain);
+    snprintf(want, sizeof want,
+             "  in %%0 host f32[16384]\n"
+             "  in %%1 host i64[4]\n"
+             "  in %%2 host f32[8, 4096]\n"
+             "  %%3 = index(%%2, %%1) mask=[1] : f32[4, 4096]\n"
+             "  %%4 = neg(%%0) : f32[16384]\n"
+             "%s"
+             "  %%18 = neg(%%0) : f32[16384]\n"
+             "  %%14 = mul(%%13, %%18) : f32[16384]\n"
+             "  %%15 = add(%%14, %%18) alpha=1 : f32[16384]\n"
+             "  %%16 = sum(%%3) dims=[] keepdim=false dtype=none : f32[]\n"
+             "  %%17 = exp(%%16) : f32[]\n"
+             "  out %%15 keep\n"
+             "  out %%17 keep\n",
+             chain);
+    golden("remat: a value of graph inputs computed again before far readers", in, "remat", want);
+    /* stays: under 64 KiB (%2), not of graph inputs only (%4), an output
+     * (%5), readers 8 nodes apart (%6) */
+    const char *keep =
+        "  in %0 host f32[1024]\n"
+        "  in %1 host f32[16384]\n"
+        "  %2 = neg(%0) : f32[1024]\n"
+        "  %3 = exp(%1) : f32[16384]\n"
+        "  %4 = neg(%3) : f32[16384]\n"
+        "  %5 = neg(%1) : f32[16384]\n"
+        "  %6 = tanh(%1) : f32[16384]\n"
+        "  %7 = exp(%6) : f32[16384]\n"
+        "  %8 = exp(%2) : f32[1024]\n"
+        "  %9 = exp(%4) : f32[16384]\n"
+        "  %10 = exp(%5) : f32[16384]\n"
+        "  %11 = exp(%7) : f32[16384]\n"
+        "  %12 = exp(%11) : f32[16384]\n"
+        "  %13 = exp(%12) : f32[16384]\n"
+        "  %14 = exp(%13) : f32[16384]\n"
+        "  %15 = mul(%14, %6) : f32[16384]\n"
+        "  %16 = mul(%2, %8) : f32[1024]\n"
+        "  %17 = mul(%9, %4) : f32[16384]\n"
+        "  %18 = mul(%10, %5) : f32[16384]\n"
+        "  out %5 keep\n"
+        "  out %15 keep\n"
+        "  out %16 keep\n"
+        "  out %17 keep\n"
+        "  out %18 keep\n";
+    golden("remat: what must stay", keep, "remat", keep);
+    /* the planned arena shrinks: neg(%0) is no longer exported from the
+     * sum's kernel and live across the GEMMs; its copy fuses into the mul */
+    char text[4096];
+    size_t at = (size_t)snprintf(text, sizeof text,
+                                 "module optable=0000000000000000 graphs=1\n" HEAD
+                                 "  in %%0 host f32[128, 128]\n"
+                                 "  in %%1 host f32[16, 16]\n"
+                                 "  %%2 = neg(%%0) : f32[128, 128]\n"
+                                 "  %%3 = sum(%%2) dims=[] keepdim=false dtype=none : f32[]\n"
+                                 "  %%4 = mm(%%1, %%1) : f32[16, 16]\n");
+    for (int i = 5; i < 13; i++) at += (size_t)snprintf(text + at, sizeof text - at, "  %%%d = mm(%%%d, %%1) : f32[16, 16]\n", i, i - 1);
+    snprintf(text + at, sizeof text - at, "  %%13 = mul(%%2, %%3) : f32[128, 128]\n  out %%12 keep\n  out %%13 keep\n}\n");
+    int64_t arena[2] = {-1, -1};
+    for (int with = 0; with < 2; with++) {
+        jn_ir_module *m = NULL, *m0 = NULL;
+        CHECK(jn_ir_parse(text, strlen(text), &m) == JN_OK && jn_ir_parse(text, strlen(text), &m0) == JN_OK);
+        if (!m || !m0) break;
+        jn_cg_options o = {.skip = with ? "" : "remat", .verify_each = 1};
+        CHECK(jn_cg_optimize(m, &o, NULL) == JN_OK);
+        CHECK(jn_cg_eval_at_max(m->graphs[0], m->graphs[0]->arena, &arena[with]) == JN_OK);
+        differential("remat: arena", m0, m, 0);
+        jn_ir_module_free(m);
+        jn_ir_module_free(m0);
+    }
+    printf("remat: arena %lld bytes without, %lld with\n", (long long)arena[0], (long long)arena[1]);
+    CHECK(arena[1] > 0 && arena[1] < arena[0]);
+}
+
 /* ------------------------------------------------------- the pipeline */
 static char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -947,14 +1363,6 @@ static int nfiles;
 
 /* Mutants of an optimized module (the extensions included) must parse to
  * an error or to a module that verifies and reads back identically. */
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint32_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
 static int fuzz_accepted, fuzz_tried;
 
 static void fuzz_result(jn_status st, jn_ir_module *m) {
@@ -1064,8 +1472,9 @@ static void pipeline_file(const char *path) {
     if (st) fprintf(stderr, "%s: %s\n", path, jn_errmsg());
     CHECK(s.npasses == jn_cg_npasses());
     for (int i = 0; i < s.npasses; i++) {
-        CHECK(s.pass[i].nodes_after <= s.pass[i].nodes_before);
-        if (s.pass[i].nodes_after > s.pass[i].nodes_before)
+        int grows = !strcmp(s.pass[i].pass, "remat"); /* its copies are the point */
+        CHECK(grows || s.pass[i].nodes_after <= s.pass[i].nodes_before);
+        if (!grows && s.pass[i].nodes_after > s.pass[i].nodes_before)
             fprintf(stderr, "%s: pass %s grew the graphs\n", path, s.pass[i].pass);
         char h[64];
         snprintf(h, sizeof h, "# after %s (graph ", s.pass[i].pass);
@@ -1170,7 +1579,7 @@ static void test_options(void) {
     unsetenv("JANUS_DUMP_IR");
     jn_cg_options_from_env(&o);
     CHECK(o.dump == NULL);
-    CHECK(jn_cg_npasses() == 10 && !strcmp(jn_cg_passes[0].name, "verify") && jn_cg_pass_find("fuse") &&
+    CHECK(jn_cg_npasses() == 13 && !strcmp(jn_cg_passes[0].name, "verify") && jn_cg_pass_find("fuse") &&
           !jn_cg_pass_find("nope"));
     /* unknown names are errors naming them; skipped passes do nothing */
     const char *text = "module optable=0000000000000000 graphs=1\n" HEAD
@@ -1197,7 +1606,8 @@ static void test_options(void) {
     CHECK(m->graphs[0]->nnodes == 2); /* the dead exp stays */
     CHECK(strstr(dump, "# after dce2 (skipped) (graph g)\n") && strstr(dump, "# after select (graph g)\n") &&
           !strstr(dump, "# after fuse"));
-    CHECK(s.pass[8].arena_bytes == 64 && s.pass[8].naive_bytes == 64 && !strcmp(s.pass[8].arena_text, "g=64"));
+    int ip = (int)(jn_cg_pass_find("plan") - jn_cg_passes);
+    CHECK(s.pass[ip].arena_bytes == 64 && s.pass[ip].naive_bytes == 64 && !strcmp(s.pass[ip].arena_text, "g=64"));
     CHECK(jn_cg_run_pass(m, m->graphs[0], "dce") == JN_OK && m->graphs[0]->nnodes == 1);
     CHECK(jn_cg_run_pass(m, m->graphs[0], "nope") == JN_ERR_VALUE);
     free(dump);
@@ -1216,11 +1626,15 @@ int main(void) {
     test_fuse_symbolic();
     test_dim_ge();
     test_plan();
+    test_poolmask();
+    test_hoist();
+    test_remat();
     printf("golden tests: %d graphs give the same outputs before and after their passes, %d not runnable here\n",
            diff_compared, diff_skipped);
     CHECK(diff_compared >= 15);
     diff_compared = diff_skipped = 0;
     test_options();
+    test_poolmask_exact();
     test_pipeline();
     JT_DONE();
 }

@@ -244,6 +244,7 @@ static jn_status exec_node(jn_rt_exec *x, int32_t n, jn_tensor *shared, int forc
             out[0] = shared;
         } else if (x->direct[n] & (1u << j)) { /* the state tensor itself (borrowed: place P_INPUT) */
             out[j] = in[j];
+            x->st.state_written = 1;
         } else if (!(out[j] = dest_for(x, nd->out[j], shape[j], force_own))) {
             s = JN_ERR_NOMEM;
             goto fail;
@@ -1145,6 +1146,7 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
             continue;
         }
         if (same_memory(t, dst)) continue;
+        x->st.state_written = 1;
         if ((s = jn_copy_into(dst, t)) == JN_OK) dst->storage->version++;
     }
     int32_t nk = 0;

@@ -156,6 +156,8 @@ typedef struct {
     int64_t arena_bytes;       /* this run's arena */
     int64_t peak_bytes;        /* arena + every other buffer alive at once (outputs, loop buffers) */
     int64_t kernels_gen, kernels_lib, nodes_eager;   /* calls made in the last run */
+    int state_written;         /* the last run wrote a state input (even if it then failed:
+                                * the inputs are no longer what the run started from) */
 } jn_rt_exec_stats;
 void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st);
 

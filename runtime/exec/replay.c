@@ -109,6 +109,7 @@ static struct {
     int64_t nrefs, caprefs;
     int64_t last_cmp;
     int flushing;
+    jn_status fatal;       /* run_graph's status when it returned -1 */
     /* counters */
     int64_t segments, hits, misses, sliced, deferred_runs;
     dslice *deferred;
@@ -709,6 +710,15 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     if (R.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (now() - t0));
     for (int32_t i = 0; i < g->ninputs; i++)
         if (inputs[i] && !owned[i]) inputs[i]->storage->version = vers[i];
+    jn_rt_exec_stats xst;
+    jn_rt_exec_last_stats(G->x, &xst);
+    if (s && xst.state_written) { /* the step's inputs are gone: re-running it eagerly would be wrong */
+        snprintf(why, wn, "graph %s failed after it had updated state in place, so the step cannot be re-run "
+                 "eagerly: %s (run with JANUS_REPLAY=0 to train without compiled graphs)", g->name, jn_errmsg());
+        rc = -1;
+        R.fatal = s;
+        goto done;
+    }
     if (s) {
         snprintf(why, wn, "graph %s: %s", g->name, jn_errmsg());
         for (int64_t e = 0; e < R.nops; e++) { /* back to pending for the fallback */
@@ -749,6 +759,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     if (s) { /* out of memory after the state was written: nothing right is left to do */
         snprintf(why, wn, "graph %s: filling its outputs: %s", g->name, jn_errmsg());
         rc = -1;
+        R.fatal = JN_ERR_NOMEM;
     } else {
         rc = 0;
     }
@@ -804,7 +815,7 @@ static jn_status seg_end(void) {
         }
         if (rc < 0) {
             clear_list();
-            return jn_error(JN_ERR_NOMEM, "janus replay: %s", why);
+            return jn_error(R.fatal ? R.fatal : JN_ERR_RUNTIME, "janus replay: %s", why);
         }
         note_miss(res.graph, -1, -1, NAN, why);
     } else {

@@ -833,8 +833,51 @@ static void test_errors(void) {
     jn_ir_module_free(m);
 }
 
+/* A run that fails after it wrote state in place says so (replay must not
+ * re-run such a step eagerly: its inputs are gone); one that fails before
+ * does not. */
+static void test_state_written(void) {
+    static const char *G =
+        "module optable=0000000000000000 graphs=1\n"
+        "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+        "  in %0 state f32[4]\n"
+        "  in %1 host f32[4]\n"
+        "  in %2 state f32[5, 3]\n"
+        "  in %3 host i64[2]\n"
+        "  %4 = copy_(%0, %1) : f32[4]\n"
+        "  %5 = embedding(%2, %3) padding_idx=-1 : f32[2, 3]\n"
+        "  out %4 state=%0\n"
+        "  out %5 keep\n"
+        "}\n";
+    jn_ir_module *m = NULL;
+    CHECK(jn_ir_parse(G, strlen(G), &m) == JN_OK);
+    jn_rt_exec *x = NULL;
+    CHECK(jn_rt_exec_new(m, 0, NULL, 0, &x) == JN_OK);
+    jn_tensor *in[4];
+    CHECK(jn_rt_exec_make_inputs(m->graphs[0], (int64_t[]){0}, 1, in) == JN_OK);
+    jn_tensor *outs[1] = {0};
+    jn_rt_exec_stats st;
+    CHECK(jn_rt_exec_run(x, in, (int64_t[]){0}, outs) == JN_OK && outs[0]);
+    jn_rt_exec_last_stats(x, &st);
+    CHECK(st.state_written == 1 && !memcmp(jn_data(in[0]), jn_data(in[1]), 16));
+    jn_tensor_decref(outs[0]), outs[0] = NULL;
+    ((int64_t *)jn_data(in[3]))[1] = 7; /* out of range for 5 rows: the embedding fails after copy_ */
+    CHECK(jn_rt_exec_run(x, in, (int64_t[]){0}, outs) != JN_OK && !outs[0]);
+    jn_rt_exec_last_stats(x, &st);
+    CHECK(st.state_written == 1);
+    jn_tensor *bad = jn_tensor_zeros(JN_F64, 1, (int64_t[]){4}), *in2[4] = {in[0], bad, in[2], in[3]};
+    CHECK(jn_rt_exec_run(x, in2, (int64_t[]){0}, outs) == JN_ERR_TYPE); /* refused before any node ran */
+    jn_rt_exec_last_stats(x, &st);
+    CHECK(st.state_written == 0);
+    jn_tensor_decref(bad);
+    for (int i = 0; i < 4; i++) jn_tensor_decref(in[i]);
+    jn_rt_exec_free(x);
+    jn_ir_module_free(m);
+}
+
 int main(void) {
     test_errors();
+    test_state_written();
     test_compiled();
     test_golden();
     test_random();

@@ -6,7 +6,7 @@
  * --dump-ir writes the graphs in the IR's text form to stdout (the summary
  * then goes to stderr, so stdout stays parseable), --ir-out writes the
  * binary form to a file (both show the analyzer's graphs).  The codegen
- * passes (codegen/jn_cg.h: dce, cse, fold, simplify, fuse, plan, select;
+ * passes (codegen/passes.c: dce, cse, fold, simplify, poolmask, hoist, remat, fuse, plan, select;
  * JANUS_DUMP_IR dumps after them) then optimize the graphs; the C emitter
  * (codegen/emit_c.c) writes their generated kernels as C, the system C
  * compiler (codegen/cc.c: $CC, cc or gcc) turns it into a shared object,

@@ -155,8 +155,11 @@ jn_status jn_cg_optimize(jn_ir_module *m, const jn_cg_options *o, jn_cg_stats *s
             if (!skip) {
                 s = p->run(&cx, g);
                 if (s != JN_OK) return s;
-                if (o->verify_each && (s = jn_ir_verify(g)) != JN_OK)
-                    return jn_error(s, "codegen pass %s broke graph %s: %s", p->name, g->name, jn_errmsg());
+                if (o->verify_each && (s = jn_ir_verify(g)) != JN_OK) {
+                    char why[512]; /* jn_error formats into the buffer jn_errmsg() returns */
+                    snprintf(why, sizeof why, "%s", jn_errmsg());
+                    return jn_error(s, "codegen pass %s broke graph %s: %s", p->name, g->name, why);
+                }
             }
             if (ps) stat_graph(g, ps);
             if (dump) {

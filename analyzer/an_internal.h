@@ -66,7 +66,8 @@ typedef struct {
     int64_t callsite, stack;
     double value;
     int64_t tensor_id, outcome;
-    int64_t ref0;             /* first tref in the step's tref array (nin + nout) */
+    int64_t ref0;             /* first tref in the step's tref array (nin + nout; JN_EV_LIVE: nlive ids) */
+    int32_t nlive;            /* JN_EV_LIVE: tensors still alive where the segment ends */
 } an_event;
 
 typedef struct {
@@ -103,6 +104,8 @@ typedef struct {
     uint8_t idx;              /* output index */
     uint8_t role;             /* external: JN_TR_* of its first reference */
     uint8_t keep;             /* final value of a tensor referenced after the segment */
+    uint8_t live;             /* ... of one only alive where the segment ended (JN_EV_LIVE):
+                               * kept too, unless it is a loop iteration's value */
     uint8_t written;          /* external: overwritten in the segment */
     int32_t overwrites;       /* final value of an external tensor: that external's value, else -1 */
     int64_t bind;             /* external PARAM/STATE: the tensor id, else 0 */
@@ -172,6 +175,7 @@ typedef struct an_ctx {
     int64_t run, step;
     int16_t *opmap; int nopmap;   /* run's optable index -> this build's jn_op */
     an_map lastuse;               /* tensor id -> last position (2*segment [+1 for a sync]) */
+    an_map livepos;               /* tensor id -> last position it was alive after (JN_EV_LIVE) */
     int64_t pos;                  /* 2 * index of the current segment */
     an_stepbuf sb;
     /* exemplars and groups */

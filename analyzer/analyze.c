@@ -141,6 +141,7 @@ static jn_status read_run(an_ctx *c, int64_t run) {
     int64_t *steps = NULL, n = 0;
     if ((s = an_step_ids(c, &steps, &n))) return s;
     an_map_clear(&c->lastuse);
+    an_map_clear(&c->livepos);
     c->pos = 0;
     for (int64_t i = 0; i < n && !s; i++)
         if (!(s = an_decode_step(c, steps[i]))) s = an_note_uses_step(c);
@@ -244,6 +245,7 @@ static void ctx_free(an_ctx *c) {
     free(c->opmap);
     free(c->ids);
     an_map_free(&c->lastuse);
+    an_map_free(&c->livepos);
     an_map_free(&c->exhash);
     an_map_free(&c->grouphash);
     an_map_free(&c->idmap);
@@ -289,6 +291,7 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     c.ids = NULL;
     c.nids = c.capids = 0;
     an_map_free(&c.lastuse);
+    an_map_free(&c.livepos);
     an_map_free(&c.idmap);
     an_map_free(&c.exhash);
     if (!s && !(c.m = jn_ir_module_new())) s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");

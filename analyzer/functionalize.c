@@ -11,7 +11,9 @@
  * final value of every external tensor that was written becomes a state
  * write-back (`overwrites`), and the final value of every tensor that a
  * later event of the run references (an_ctx.lastuse, from the first pass)
- * is kept for Python (`keep`).
+ * is kept for Python (`keep`); one that is only still alive where the
+ * segment ends (JN_EV_LIVE: a loss nobody prints, .grad) is `live`, kept
+ * by generalize.c unless it is a loop iteration's value.
  *
  * Views are ordinary functional nodes, which is only right while nothing
  * writes through an alias, so aliasing is made explicit with table ops the
@@ -508,8 +510,9 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         if (td->ext >= 0) {
             e->vals[td->cur].overwrites = td->ext;
         } else {
-            int64_t *lu = an_map_find(&c->lastuse, (uint64_t)td->id);
+            int64_t *lu = an_map_find(&c->lastuse, (uint64_t)td->id), *lp;
             if (lu && *lu > c->pos) e->vals[td->cur].keep = 1;
+            else if ((lp = an_map_find(&c->livepos, (uint64_t)td->id)) && *lp > c->pos) e->vals[td->cur].live = 1;
         }
     }
     return JN_OK;

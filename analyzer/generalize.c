@@ -678,8 +678,14 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
                         err = nomem();
                     continue;
                 }
-                int keep = 0;
-                for (int e = 0; e < G.m; e++) keep |= final_val(&G, e, t, j)->keep;
+                int keep = 0, live = 0;
+                for (int e = 0; e < G.m; e++) {
+                    keep |= final_val(&G, e, t, j)->keep;
+                    live |= final_val(&G, e, t, j)->live;
+                }
+                /* alive but never read: kept outside loops (in one, it would
+                 * need every iteration's value; replay recomputes it if read) */
+                if (!keep && live && G.T->loop[t] < 0) keep = 1;
                 if (!keep || w >= 0 || G.irval[v] < 0) continue;
                 if (jn_ir_output_add(g, JN_IR_OUT_KEEP, G.irval[v], -1) < 0 || note_out(&G, t, j)) err = nomem();
             }

@@ -213,7 +213,7 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
             break;
         }
         if (an_grow(&b->ev, &b->capev, b->nev + 1, sizeof *b->ev) ||
-            an_grow(&b->tr, &b->captr, b->ntr + e.nin + e.nout, sizeof *b->tr) ||
+            an_grow(&b->tr, &b->captr, b->ntr + e.nin + e.nout + e.nlive, sizeof *b->tr) ||
             an_grow(&b->attrs, &b->capattrs, b->nattrs + e.nattrs, sizeof *b->attrs)) {
             s = JN_ERR_NOMEM;
             break;
@@ -238,6 +238,14 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
             o->sync_kind = e.sync_kind;
             o->value = e.value;
             o->tensor_id = e.tensor_id;
+        } else if (e.kind == JN_EV_LIVE) { /* ids only */
+            o->ref0 = b->ntr;
+            o->nlive = (int32_t)e.nlive;
+            for (uint32_t i = 0; i < e.nlive; i++) {
+                an_tref *t = &b->tr[b->ntr++];
+                memset(t, 0, sizeof *t);
+                t->id = e.live[i];
+            }
         } else {
             o->dec_kind = e.dec_kind;
             o->outcome = e.outcome;

@@ -18,12 +18,13 @@
 
 #include "an_internal.h"
 
-static int note(an_ctx *c, int64_t id, int64_t pos) {
-    int64_t *v = an_map_get(&c->lastuse, (uint64_t)id, pos, NULL);
+static int note_in(an_map *m, int64_t id, int64_t pos) {
+    int64_t *v = an_map_get(m, (uint64_t)id, pos, NULL);
     if (!v) return -1;
     if (*v < pos) *v = pos;
     return 0;
 }
+static int note(an_ctx *c, int64_t id, int64_t pos) { return note_in(&c->lastuse, id, pos); }
 
 jn_status an_note_uses_step(an_ctx *c) {
     c->pos += 2;
@@ -37,6 +38,9 @@ jn_status an_note_uses_step(an_ctx *c) {
                 const an_tref *t = &c->sb.tr[x->ref0 + j];
                 if (t->role != JN_TR_SCALAR && note(c, t->id, c->pos)) return JN_ERR_NOMEM;
             }
+        } else if (x->kind == JN_EV_LIVE) { /* alive after the segment (not read: kept where loops allow) */
+            for (int32_t j = 0; j < x->nlive; j++)
+                if (note_in(&c->livepos, c->sb.tr[x->ref0 + j].id, c->pos + 1)) return JN_ERR_NOMEM;
         }
     }
     return JN_OK;
@@ -89,7 +93,10 @@ static jn_status add_exemplar(an_ctx *c) {
         if (c->step > e->step_hi) e->step_hi = c->step;
         if (c->run < e->run_lo) e->run_lo = c->run;
         if (c->run > e->run_hi) e->run_hi = c->run;
-        for (int32_t i = 0; i < s->nvals; i++) e->vals[i].keep |= s->vals[i].keep;
+        for (int32_t i = 0; i < s->nvals; i++) {
+            e->vals[i].keep |= s->vals[i].keep;
+            e->vals[i].live |= s->vals[i].live;
+        }
         for (int32_t i = 0; i < s->nislots; i++) {
             an_islot *a = &e->islots[i];
             int64_t x = s->islots[i].first;

@@ -268,6 +268,7 @@ static const char *ev_desc(const optable *t, const jn_db_event *e, char *buf, si
     if (e->kind == JN_EV_OP) snprintf(buf, n, "%s", op_name(t, e->op, tmp));
     else if (e->kind == JN_EV_SYNC) snprintf(buf, n, "sync %s", sync_name(e->sync_kind));
     else if (e->kind == JN_EV_DECISION) snprintf(buf, n, "%s decision", dec_name(e->dec_kind));
+    else if (e->kind == JN_EV_LIVE) snprintf(buf, n, "%u tensors alive at the segment's end", e->nlive);
     else snprintf(buf, n, "event kind %d", e->kind);
     return buf;
 }

@@ -26,6 +26,8 @@
  * the bundle a replay loaded) and adds the replay counters: per run and
  * graph the hits, misses and seconds, and per run the guard misses with
  * the matcher's reason, the call site and the value seen.
+ * Schema v4 (SCHEMA_V4) changes no table: step chunks may now hold
+ * JN_EV_LIVE events (trace.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -142,6 +144,11 @@ static const char SCHEMA_V3[] =
     "  seen REAL, count INTEGER NOT NULL);\n"
     "CREATE INDEX IF NOT EXISTS replay_misses_run ON replay_misses(run_id);\n";
 
+/* Schema v4 = v3, but step chunks may hold JN_EV_LIVE events (the tensors
+ * still alive where a segment ends), which an older janus would call
+ * corrupt; no table changes, so the step is a no-op statement. */
+static const char SCHEMA_V4[] = "SELECT 1;\n";
+
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
  * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
@@ -152,6 +159,7 @@ static const struct {
     {0, SCHEMA_V1},
     {1, SCHEMA_V2},
     {2, SCHEMA_V3},
+    {3, SCHEMA_V4},
 };
 
 /* Cached statements, prepared on first use. */

@@ -53,7 +53,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 3
+#define JN_DB_SCHEMA_VERSION 4
 
 typedef struct jn_db jn_db;
 
@@ -103,7 +103,7 @@ jn_status jn_db_callsite(jn_db *db, const char *file, int line, const char *func
 jn_status jn_db_stack(jn_db *db, uint64_t hash, const int64_t *callsites, int n, int64_t *id);
 
 /* ---- event codec ---- */
-enum { JN_EV_OP = 1, JN_EV_SYNC = 2, JN_EV_DECISION = 3 };
+enum { JN_EV_OP = 1, JN_EV_SYNC = 2, JN_EV_DECISION = 3, JN_EV_LIVE = 4 };
 /* What a tensor reference is, as far as the recorder can tell. */
 enum {
     JN_TR_TEMP = 0,     /* produced by a recorded op */
@@ -142,6 +142,13 @@ typedef struct {
     /* JN_EV_DECISION */
     uint8_t dec_kind;      /* JN_DEC_* */
     int64_t outcome;       /* branch: 1 taken / 0 not; loop: trip count */
+    /* JN_EV_LIVE (schema v4): the tensors made by this step's ops that are
+     * still alive where a segment ends (just before its sync event, or at
+     * the step's end): what the analyzer keeps although the run never
+     * reads them again (a printed-later loss, .grad, autograd's saved
+     * values at a sync inside the forward pass).  Ids ascending. */
+    uint32_t nlive;
+    const int64_t *live;   /* decode: points into the decoder's arena */
     /* JN_EV_OP, optional: the jn_attr_kind of each attr ('i','f','b','L','d').
      * 0 = take it from jn_op_info(op) of the running process's op table.
      * The decoder always fills it in from the stored tags. */

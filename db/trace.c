@@ -12,6 +12,7 @@
  *              [offset:sv if flags&2] [scalar:f64 if role==SCALAR]
  *   sync    := sync_kind:u8 value:f64 tensor_id:sv
  *   decision:= dec_kind:u8 outcome:sv
+ *   live    := n:uv first:sv delta:uv*(n-1)          (ids ascending; schema v4)
  *
  * uv is an unsigned LEB128 varint, sv a zigzag varint, f64 eight
  * little-endian bytes.  flags bit 0 says the strides are the contiguous
@@ -172,10 +173,23 @@ jn_status jn_db_encode_event(jn_db_buf *buf, const jn_db_event *ev) {
         put_u8(buf, ev->dec_kind);
         put_sv(buf, ev->outcome);
         break;
+    case JN_EV_LIVE:
+        if (buf_reserve(buf, 10 * ((size_t)ev->nlive + 1))) goto nomem;
+        put_uv(buf, ev->nlive);
+        for (uint32_t i = 0; i < ev->nlive; i++) {
+            if (ev->live[i] < 0 || (i && ev->live[i] <= ev->live[i - 1])) {
+                buf->len = start;
+                return jn_error(JN_ERR_VALUE, "jn_db_encode_event: live ids must be >= 0 and ascend (id %lld after %lld)",
+                                (long long)ev->live[i], (long long)(i ? ev->live[i - 1] : -1));
+            }
+            if (i) put_uv(buf, (uint64_t)(ev->live[i] - ev->live[i - 1]));
+            else put_sv(buf, ev->live[0]);
+        }
+        break;
     default:
         buf->len = start;
         return jn_error(JN_ERR_VALUE, "jn_db_encode_event: unknown event kind %d (expected JN_EV_OP, "
-                        "JN_EV_SYNC or JN_EV_DECISION)", ev->kind);
+                        "JN_EV_SYNC, JN_EV_DECISION or JN_EV_LIVE)", ev->kind);
     }
     if (buf_reserve(buf, 20)) goto nomem;
     put_sv(buf, ev->callsite);
@@ -198,6 +212,8 @@ struct jn_db_decoder {
     const uint8_t *p, *end;
     jn_db_tref *arena; /* the in/out trefs of the current event */
     size_t arena_cap;
+    int64_t *ids;      /* the live ids of the current event */
+    size_t ids_cap;
     size_t nevents;    /* events decoded so far, for messages */
 };
 
@@ -215,6 +231,7 @@ jn_status jn_db_decoder_new(const void *data, size_t len, jn_db_decoder **out) {
 void jn_db_decoder_free(jn_db_decoder *d) {
     if (!d) return;
     free(d->arena);
+    free(d->ids);
     free(d);
 }
 
@@ -347,6 +364,29 @@ jn_status jn_db_decoder_next(jn_db_decoder *d, jn_db_event *ev, int *got) {
     case JN_EV_DECISION:
         if (get_u8(d, &ev->dec_kind) || get_sv(d, &ev->outcome)) return corrupt(d, "truncated decision event");
         break;
+    case JN_EV_LIVE: {
+        uint64_t n;
+        if (get_uv(d, &n) || n > (uint64_t)(d->end - d->p)) return corrupt(d, "bad live-tensor count");
+        if (n > d->ids_cap) {
+            size_t cap = d->ids_cap ? d->ids_cap : 64;
+            while (cap < n) cap *= 2;
+            int64_t *p = realloc(d->ids, cap * sizeof *p);
+            if (!p) return jn_error(JN_ERR_NOMEM, "out of memory decoding recorded events");
+            d->ids = p;
+            d->ids_cap = cap;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t delta;
+            if (i == 0 ? get_sv(d, &d->ids[0]) : get_uv(d, &delta)) return corrupt(d, "truncated live event");
+            if (i == 0 && d->ids[0] < 0) return corrupt(d, "negative live id");
+            if (i && (delta == 0 || delta > (uint64_t)(INT64_MAX - d->ids[i - 1]))) /* ids[i-1] >= 0 here */
+                return corrupt(d, "live ids out of order");
+            if (i) d->ids[i] = d->ids[i - 1] + (int64_t)delta;
+        }
+        ev->nlive = (uint32_t)n;
+        ev->live = n ? d->ids : NULL;
+        break;
+    }
     default:
         return corrupt(d, "unknown event kind");
     }

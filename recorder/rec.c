@@ -141,6 +141,85 @@ static struct {
     jn_rec_stats stats;
 } R;
 
+/* ---------------------------------------------------------- live set */
+/* The ids of the tensors this step's ops created, ascending (ids grow as
+ * tensors are made; another thread's op may be recorded late: inserted in
+ * place), and whether each died since (jn_rt_record_free).  Where a segment
+ * ends, the ones still alive go to a JN_EV_LIVE event, so the analyzer
+ * keeps their values although the run never reads them again: Python may
+ * (replay cannot know, and otherwise has to keep a recomputation ready).
+ * Its own lock: tensors die on any thread, also while rec_mu is held (the
+ * order is always rec_mu, then L.mu). */
+static struct {
+    pthread_mutex_t mu;
+    int64_t *id;
+    uint8_t *dead;
+    int64_t n, cap;
+    int64_t *out;          /* scratch for the event */
+} L = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, NULL};
+
+static int64_t live_find(int64_t id) { /* index of the first id >= id */
+    int64_t lo = 0, hi = L.n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (L.id[mid] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static jn_status live_add(int64_t id) {
+    pthread_mutex_lock(&L.mu);
+    jn_status s = JN_OK;
+    if (L.n == L.cap) {
+        int64_t cap = L.cap ? 2 * L.cap : 1024;
+        int64_t *ni = realloc(L.id, sizeof *ni * (size_t)cap), *no = NULL;
+        uint8_t *nd = NULL;
+        if (ni) L.id = ni;
+        if (ni && (nd = realloc(L.dead, (size_t)cap))) L.dead = nd;
+        if (nd && (no = realloc(L.out, sizeof *no * (size_t)cap))) L.out = no;
+        if (no) L.cap = cap;
+        else s = jn_error(JN_ERR_NOMEM, "recorder: out of memory tracking live tensors");
+    }
+    if (s == JN_OK) {
+        int64_t k = L.n && L.id[L.n - 1] >= id ? live_find(id) : L.n;
+        if (k < L.n && L.id[k] == id) {
+            L.dead[k] = 0;
+        } else {
+            memmove(L.id + k + 1, L.id + k, sizeof *L.id * (size_t)(L.n - k));
+            memmove(L.dead + k + 1, L.dead + k, (size_t)(L.n - k));
+            L.id[k] = id;
+            L.dead[k] = 0;
+            L.n++;
+        }
+    }
+    pthread_mutex_unlock(&L.mu);
+    return s;
+}
+
+static void live_free_hook(const jn_tensor *t) {
+    if (!jn_rec_on) return;
+    pthread_mutex_lock(&L.mu);
+    int64_t k = L.n ? live_find(t->id) : 0;
+    if (k < L.n && L.id[k] == t->id) L.dead[k] = 1;
+    pthread_mutex_unlock(&L.mu);
+}
+
+static void live_clear(void) {
+    pthread_mutex_lock(&L.mu);
+    L.n = 0;
+    pthread_mutex_unlock(&L.mu);
+}
+
+static void live_free(void) {
+    pthread_mutex_lock(&L.mu);
+    free(L.id), free(L.dead), free(L.out);
+    L.id = L.out = NULL;
+    L.dead = NULL;
+    L.n = L.cap = 0;
+    pthread_mutex_unlock(&L.mu);
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -244,6 +323,7 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     ev.callsite = site.callsite;
     ev.stack = site.stack;
     int64_t maxin = 0;
+    jn_status s0;
     for (int i = 0; i < nin; i++) {
         fill_tref(&tin[i], in[i], 0);
         if (in[i]->id > maxin) maxin = in[i]->id;
@@ -263,6 +343,11 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     if (maxin > R.max_id) R.max_id = maxin;
     for (int i = 0; i < nout; i++)
         if (out[i]->id > R.max_id) R.max_id = out[i]->id;
+    for (int i = 0; i < nout && !ev.inplace; i++) /* made here: followed until it dies */
+        if ((s0 = live_add(out[i]->id))) {
+            fail(s0);
+            return;
+        }
 
     jn_status s = jn_db_encode_event(&R.events, &ev);
     if (s) {
@@ -330,8 +415,30 @@ static void hook_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const
 }
 
 /* ------------------------------------------------------ syncs, decisions */
+/* The JN_EV_LIVE event where a segment ends (before its sync event, or at
+ * the step's end): this step's tensors that are still alive. */
+static jn_status record_live(void) {
+    jn_db_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = JN_EV_LIVE;
+    pthread_mutex_lock(&L.mu);
+    uint32_t n = 0;
+    for (int64_t k = 0; k < L.n; k++)
+        if (!L.dead[k]) L.out[n++] = L.id[k];
+    ev.nlive = n;
+    ev.live = L.out;
+    jn_status s = n ? jn_db_encode_event(&R.events, &ev) : JN_OK;
+    pthread_mutex_unlock(&L.mu);
+    return s;
+}
+
 static void record_sync(const jn_rec_site *sp, int kind, double value, const jn_tensor *t) {
     jn_rec_site site = *sp;
+    jn_status s0 = record_live();
+    if (s0) {
+        fail(s0);
+        return;
+    }
     jn_db_event ev;
     memset(&ev, 0, sizeof ev);
     ev.kind = JN_EV_SYNC;
@@ -586,6 +693,7 @@ jn_status jn_rec_stack(uint64_t hash, const int64_t *callsites, int n, int64_t *
 /* --------------------------------------------------------------- steps */
 static void reset_step(void) {
     R.events.len = 0;
+    live_clear();
     for (int i = 0; i < R.ntouched; i++) R.opcount[R.touched[i]] = 0;
     R.ntouched = 0;
     R.n_ops = R.n_syncs = R.n_decisions = 0;
@@ -639,6 +747,7 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
     reset_step();
     jn_dispatch_hook h = {hook_after, NULL};
     jn_set_dispatch_hook(&h);
+    jn_rt_record_free = live_free_hook;
     jn_rec_on = 1;
     return JN_OK;
 }
@@ -659,7 +768,12 @@ static jn_status end_step(const char *kind) {
         R.started = now();
         return JN_OK;
     }
-    jn_status s = JN_OK;
+    jn_status s = record_live();
+    if (s) {
+        reset_step();
+        fail(s);
+        return s;
+    }
     pending *p = calloc(1, sizeof *p);
     if (p) {
         p->oc = malloc(sizeof *p->oc * (size_t)(R.ntouched ? R.ntouched : 1));
@@ -725,6 +839,8 @@ jn_status jn_rec_stop(void) {
     jn_status s = jn_rec_on ? jn_rec_end_step("tail") : JN_OK;
     jn_rec_on = 0;
     jn_set_dispatch_hook(NULL);
+    jn_rt_record_free = NULL;
+    live_free();
     jn_status ws = writer_join();
     if (!s) s = ws;
     jn_db_close(R.db);

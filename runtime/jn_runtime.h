@@ -202,6 +202,9 @@ int jn_rt_same_view(const jn_tensor *a, const jn_tensor *b);
 jn_loop_fn jn_rt_cast_loop(jn_dtype src, jn_dtype dst);
 /* Set by the autograd layer: frees what it hangs on a dying tensor. */
 extern void (*jn_rt_autograd_free)(jn_tensor *t);
+/* Set by the recorder while it records: a tensor header is about to die
+ * (which of this step's tensors are still alive where a segment ends). */
+extern void (*jn_rt_record_free)(const jn_tensor *t);
 /* New contiguous tensor (a new reference even when t is contiguous). */
 jn_tensor *jn_contiguous(jn_tensor *t);
 /* New contiguous tensor of `dtype` (or a new ref to t if already so). */

@@ -98,10 +98,11 @@ static void rnd_tref(jn_db_tref *t) {
 }
 
 static jn_db_tref tref_pool[2][300];
+static int64_t live_pool[2][600];
 
 static void rnd_event(jn_db_event *ev, int slot) {
     memset(ev, 0, sizeof *ev);
-    ev->kind = (uint8_t)(1 + rnd() % 3);
+    ev->kind = (uint8_t)(1 + rnd() % 4);
     ev->callsite = rnd_i64();
     ev->stack = rnd_i64();
     if (ev->kind == JN_EV_OP) {
@@ -125,6 +126,14 @@ static void rnd_event(jn_db_event *ev, int slot) {
         ev->out = tref_pool[slot] + 256;
         for (int i = 0; i < ev->nin; i++) rnd_tref(&ev->in[i]);
         for (int i = 0; i < ev->nout; i++) rnd_tref(&ev->out[i]);
+    } else if (ev->kind == JN_EV_LIVE) { /* ascending ids, dense or sparse, up to a large set */
+        ev->nlive = (uint32_t)(rnd() % 8 ? rnd() % 20 : rnd() % 600);
+        int64_t id = (int64_t)(rnd() % 1000000);
+        for (uint32_t i = 0; i < ev->nlive; i++) {
+            live_pool[slot][i] = id;
+            id += 1 + (int64_t)(rnd() % 4 ? rnd() % 3 : rnd() % 1000000);
+        }
+        ev->live = live_pool[slot];
     } else if (ev->kind == JN_EV_SYNC) {
         ev->sync_kind = (uint8_t)(1 + rnd() % 6);
         ev->value = rnd() % 4 ? (double)rnd_i64() / 9.0 : NAN;
@@ -150,6 +159,12 @@ static int event_eq(const jn_db_event *a, const jn_db_event *b) {
     if (a->kind == JN_EV_SYNC)
         return a->sync_kind == b->sync_kind && !memcmp(&a->value, &b->value, 8) && a->tensor_id == b->tensor_id;
     if (a->kind == JN_EV_DECISION) return a->dec_kind == b->dec_kind && a->outcome == b->outcome;
+    if (a->kind == JN_EV_LIVE) {
+        if (a->nlive != b->nlive) return 0;
+        for (uint32_t i = 0; i < a->nlive; i++)
+            if (a->live[i] != b->live[i]) return 0;
+        return 1;
+    }
     if (a->op != b->op || a->inplace != b->inplace || a->nattrs != b->nattrs || a->nin != b->nin ||
         a->nout != b->nout)
         return 0;
@@ -228,6 +243,10 @@ static void test_codec_roundtrip(void) {
     CHECK(jn_db_encode_event(&buf, &b) == JN_ERR_VALUE && has("unknown"));
     b = (jn_db_event){.kind = JN_EV_OP, .nattrs = JN_MAX_ATTRS + 1};
     CHECK(jn_db_encode_event(&buf, &b) == JN_ERR_VALUE);
+    b = (jn_db_event){.kind = JN_EV_LIVE, .nlive = 2, .live = (const int64_t[]){7, 7}}; /* not ascending */
+    CHECK(jn_db_encode_event(&buf, &b) == JN_ERR_VALUE && has("ascend"));
+    b = (jn_db_event){.kind = JN_EV_LIVE, .nlive = 1, .live = (const int64_t[]){-3}};
+    CHECK(jn_db_encode_event(&buf, &b) == JN_ERR_VALUE && has(">= 0"));
     CHECK(buf.len == before); /* a failed encode appends nothing */
     jn_db_buf_free(&buf);
 }

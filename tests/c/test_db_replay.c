@@ -3,7 +3,7 @@
  * written with jn_db_replay_put (one transaction, summed per graph, also
  * under injected write failures: all or none) and read back with
  * jn_db_replay_get (misses aggregated, NaN "seen" kept), refusals with their
- * messages, and the v2 -> v3 migration: a v2 store is read as it is
+ * messages, and the v2 -> v3 (and on to the current version) migration: a v2 store is read as it is
  * read-only and migrated (atomically, old runs read as 'record') when
  * opened for writing. */
 #include <math.h>
@@ -43,7 +43,7 @@ static const jn_db_replay_miss M1[] = {
 static void test_kinds_and_counters(void) {
     const char *path = tmp("v3.db");
     jn_db *db = NULL;
-    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == 3);
+    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
     jn_db_run_info a = info(NULL, 0), b = info("replay", 7);
     int64_t r1 = 0, r2 = 0;
@@ -182,7 +182,7 @@ static void test_migration_v2(void) {
         int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
         int64_t t = q_int(h, "SELECT count(*) FROM sqlite_master WHERE name IN ('replay_graphs','replay_misses')");
         int64_t col = q_int(h, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('kind','bundle_id')");
-        if (!((v == 2 && t == 0 && col == 0) || (v == 3 && t == 2 && col == 2)) ||
+        if (!((v == 2 && t == 0 && col == 0) || (v == JN_DB_SCHEMA_VERSION && t == 2 && col == 2)) ||
             q_int(h, "SELECT count(*) FROM runs") != 1)
             consistent = 0;
         sqlite3_close(h);
@@ -190,10 +190,10 @@ static void test_migration_v2(void) {
     CHECK(failed >= 3);
     CHECK(consistent);
     make_v2(path);
-    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == 3);
+    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
     sqlite3 *h = jn_db_handle(db);
-    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 3);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_int(h, "SELECT count(*) FROM runs WHERE kind='record' AND bundle_id IS NULL") == 1); /* old run */
     jn_db_run_info b = info("replay", 1);
     int64_t r2 = 0;
@@ -201,8 +201,8 @@ static void test_migration_v2(void) {
     CHECK(jn_db_replay_put(db, r2, G1, 2, M1, 3) == JN_OK);
     CHECK(q_int(h, "SELECT sum(hits) FROM replay_graphs WHERE run_id=2") == 10);
     jn_db_close(db);
-    /* and once more: a v3 store opens without migrating again */
-    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && jn_db_schema_version(db) == 3);
+    /* and once more: a current store opens without migrating again */
+    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     jn_db_close(db);
 }
 

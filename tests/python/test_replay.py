@@ -21,6 +21,7 @@ import sys
 import pytest
 
 from dynamic_runs import BUILD, ROOT, SCRIPTS, env, have_optimize, janus
+from janus import _C  # noqa: E402
 
 PROBE = os.path.join(ROOT, "tests", "python", "replay_probe.py")
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -116,7 +117,8 @@ def example_check(name, rec_args, args, tmp, min_pct):
 def test_fashion_mlp_replays_exactly(tmp_path):
     # recorded 30 steps, replayed 120: the steady-state step graph hits.  The
     # loss printed at step 100 is a value the recording never read after a
-    # steady-state step (so no graph keeps it): its deferred slice computes it
+    # steady-state step, but still held when the step ended, so the graph
+    # keeps it (JN_EV_LIVE) and even speculation has it
     db, _ = example_check("fashion_mlp.py", ["--steps", "30", "--epochs", "1", "--hidden", "64"],
                           ["--steps", "120", "--epochs", "1", "--hidden", "64"], str(tmp_path), 90)
     script = os.path.join(EXAMPLES, "fashion_mlp.py")
@@ -128,9 +130,11 @@ def test_fashion_mlp_replays_exactly(tmp_path):
     assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
     same_weights(we, wr)
     assert summary(rr.stderr)["pct"] >= 90
-    # speculation does not compute them at all: reading the step-100 loss raises, saying why
-    rr, _ = run(script, args, str(tmp_path), "speculate", JANUS_REPLAY_DB=db, JANUS_REPLAY_SPECULATE="1")
-    assert rr.returncode != 0 and "does not keep it" in rr.stderr and "JANUS_REPLAY=0" in rr.stderr, rr.stderr
+    # speculation computes nothing the graph does not keep: the step-100 loss is kept
+    rr, ws = run(script, args, str(tmp_path), "speculate", JANUS_REPLAY_DB=db, JANUS_REPLAY_SPECULATE="1")
+    assert rr.returncode == 0, rr.stderr[-3000:]
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, ws)
 
 
 def test_fashion_cnn_replays_exactly(tmp_path):
@@ -233,29 +237,63 @@ X = janus.randn(64, 8)
 Y = (X.sum(1) > 0).long()
 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
 opt = janus.optim.Adam(model.parameters(), lr=0.01)
-read = len(sys.argv) > 1 and sys.argv[1] == "read"
+mode = sys.argv[1] if len(sys.argv) > 1 else "hold"
 for step in range(30):
     x, y = X[step % 4 * 16:(step % 4 + 1) * 16], Y[step % 4 * 16:(step % 4 + 1) * 16]
     opt.zero_grad()
     out = model(x)
     loss = nn.functional.cross_entropy(out, y)
     loss.backward()
+    if mode == "drop":  # the recording holds neither when the step ends: the graph does not keep them
+        del out, loss
     opt.step()
-    if read and step % 7 == 3:  # what the recording never read: loss, a gradient, the logits
+    if mode == "read" and step % 7 == 3:  # what the recording never read: loss, a gradient, the logits
         print(step, loss.item(), float(model[0].weight.grad.sum()), out[0].tolist())
+if mode != "drop":
+    from janus import _C
+    print("deferred slices", _C._rp_stats()["sliced"] if _C._rp_active() else 0, file=sys.stderr)
 print("final", [p.sum().item() for p in model.parameters()])
 '''
 
 
-@pytest.mark.parametrize("mode", [{}, {"JANUS_REPLAY_DEFER": "0"}])
-def test_values_graphs_do_not_keep_read_later(tmp_path, mode):
+def reader_store(tmp_path, record_mode):
     script = os.path.join(str(tmp_path), "reader.py")
     with open(script, "w") as f:
         f.write(READER.format(root=ROOT))
     db = os.path.join(str(tmp_path), "run.db")
-    r = janus("record", "--db", db, "--", sys.executable, script, timeout=300, cwd=ROOT)
+    r = janus("record", "--db", db, "--", sys.executable, script, record_mode, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert janus("optimize", db, timeout=300).returncode == 0
+    return script, db
+
+
+def test_values_alive_at_step_end_are_kept(tmp_path):
+    """Tensors the recording still held when a step ended (the loss, the
+    logits, .grad) are kept by the graph although the run never read them
+    (the recorder's JN_EV_LIVE events), so a replay that reads them needs
+    no deferred recomputation; without the events every step would need one."""
+    script, db = reader_store(tmp_path, "hold")
+    e = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True, env=env(), timeout=300)
+    rr = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db), timeout=300)
+    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == e.stdout and rr.stdout.count("\n") == 5
+    assert "deferred slices 0" in rr.stderr, rr.stderr[-2000:]
+    s = summary(rr.stderr)
+    assert s["segments"] - s["fell_back"] >= 25, s
+    ev = _C._rec_read_step(db, 1, 5)
+    live = [x for x in ev if x["kind"] == "live"]
+    assert len(live) == 1 and ev[-1]["kind"] == "live" and len(live[0]["ids"]) >= 3, live  # at the step's end
+    made = {o["id"] for x in ev if x["kind"] == "op" for o in x["outputs"]}
+    assert set(live[0]["ids"]) <= made and live[0]["ids"] == sorted(live[0]["ids"])
+
+
+@pytest.mark.parametrize("mode", [{}, {"JANUS_REPLAY_DEFER": "0"}])
+def test_values_graphs_do_not_keep_read_later(tmp_path, mode):
+    """The recording dropped the loss and the logits before its steps ended,
+    this run reads them: the graph does not have them, replay recomputes them
+    (a deferred slice, or eagerly before the graph with DEFER=0)."""
+    script, db = reader_store(tmp_path, "drop")
     e = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True, env=env(), timeout=300)
     rr = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True,
                         env=env(JANUS_REPLAY_DB=db, **mode), timeout=300)
@@ -263,3 +301,9 @@ def test_values_graphs_do_not_keep_read_later(tmp_path, mode):
     assert rr.stdout == e.stdout and rr.stdout.count("\n") == 5
     s = summary(rr.stderr)
     assert s["segments"] - s["fell_back"] >= 25, s   # the training steps ran as graphs
+    if not mode:
+        assert re.search(r"deferred slices [1-9]", rr.stderr), rr.stderr[-2000:]
+    # speculation computes nothing the graph does not keep: reading the loss raises, saying why
+    rs = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_SPECULATE="1"), timeout=300)
+    assert rs.returncode != 0 and "does not keep it" in rs.stderr and "JANUS_REPLAY=0" in rs.stderr, rs.stderr

@@ -884,7 +884,17 @@ static PyObject *py_rec_read_step(PyObject *self, PyObject *args) {
             d = Py_BuildValue("{s:s,s:i,s:d,s:L,s:L,s:L}", "kind", "sync", "sync_kind", ev.sync_kind, "value",
                               ev.value, "tensor_id", (long long)ev.tensor_id, "callsite", (long long)ev.callsite,
                               "stack", (long long)ev.stack);
-        else
+        else if (ev.kind == JN_EV_LIVE) {
+            PyObject *ids = PyList_New(0);
+            for (uint32_t i = 0; ids && i < ev.nlive; i++) {
+                PyObject *v = PyLong_FromLongLong((long long)ev.live[i]);
+                if (!v || PyList_Append(ids, v) < 0) Py_CLEAR(ids);
+                Py_XDECREF(v);
+            }
+            d = ids ? Py_BuildValue("{s:s,s:N,s:L,s:L}", "kind", "live", "ids", ids, "callsite",
+                                    (long long)ev.callsite, "stack", (long long)ev.stack)
+                    : NULL;
+        } else
             d = Py_BuildValue("{s:s,s:i,s:L,s:L}", "kind", "decision", "dec_kind", ev.dec_kind, "outcome",
                               (long long)ev.outcome, "callsite", (long long)ev.callsite);
         if (!d || PyList_Append(out, d) < 0) {

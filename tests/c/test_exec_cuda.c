@@ -22,8 +22,14 @@
  * launched with the converted jn_dkcall, outputs compared after the CPU
  * kernel ran: bitwise or, for float results of libm functions and
  * reductions, within 1e-5 relative); a module of another hash refused.
+ * Without one, the same harness runs through tests/c/fake_libcuda.c, a
+ * driver whose "device" is the host and whose "cubins" are the generated
+ * C kernels: every call of exec_cuda.c, the uploads, arena, launches and
+ * downloads are exercised (results then equal by construction), plus the
+ * refusals and failures a driver can report.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 
 #include "jn_cg.h"
 #include "jn_exec.h"
@@ -389,23 +395,40 @@ static void mirror_hook(void *ctx, int32_t k, const jn_kcall *c, int after) {
 }
 
 static int gpu_calls, gpu_exact, gpu_close, gpu_modules;
+static int fake_driver; /* the "GPU" is tests/c/fake_libcuda.c: cubins are C kernel objects */
+
+/* The module's kernels for the device: a cubin (and PTX) from NVRTC, or,
+ * for the fake driver, the generated C compiled to a shared object. */
+static jn_status device_image(const jn_ir_module *m, const char *arch, void **cubin, size_t *cl, char **ptx, size_t *pl) {
+    char *src = NULL, *log = NULL;
+    size_t len = 0;
+    int nk = 0;
+    *cubin = NULL, *ptx = NULL, *cl = *pl = 0;
+    jn_status st = fake_driver ? jn_cg_emit_c(m, &src, &len, &nk) : jn_cg_emit_cuda(m, &src, &len, &nk);
+    if (!st && fake_driver) st = jn_cg_compile_so(src, len, NULL, cubin, cl, NULL);
+    else if (!st) st = jn_cg_compile_cuda(src, len, arch, ptx, pl, cubin, cl, NULL, &log);
+    free(src), free(log);
+    return st;
+}
 
 static void gpu_module(const jn_ir_module *m, const char *name) {
-    char *src = NULL, *ptx = NULL, *log = NULL, arch[32], target[40];
+    char *ptx = NULL, arch[32], target[40];
     void *cubin = NULL;
-    size_t len = 0, pl = 0, cl = 0;
-    int nk = 0;
+    size_t pl = 0, cl = 0;
     uint64_t hash = 0;
     snprintf(arch, sizeof arch, "sm_%d%d", gpu_major, gpu_minor);
     snprintf(target, sizeof target, "cuda:%s", arch);
-    CHECK(jn_cg_emit_cuda(m, &src, &len, &nk) == JN_OK && jn_cg_module_hash(m, &hash) == JN_OK);
-    jn_rt_exec_lib *lib = nk > 0 ? jt_compile_lib(m, name, &no_cc) : NULL;
-    if (nk > 0 && lib && jn_cg_compile_cuda(src, len, arch, &ptx, &pl, &cubin, &cl, NULL, &log) == JN_OK) {
+    CHECK(jn_cg_module_hash(m, &hash) == JN_OK);
+    jn_rt_exec_lib *lib = jt_compile_lib(m, name, &no_cc); /* NULL: no generated kernels */
+    jn_status st = lib ? device_image(m, arch, &cubin, &cl, &ptx, &pl) : JN_OK;
+    CHECK(st == JN_OK);
+    if (st) fprintf(stderr, "%s: the device image for %s: %s\n", name, arch, jn_errmsg());
+    if (lib && !st) {
         jn_rt_dlib *l = NULL;
         /* another module's hash is refused, from the __constant__ read back */
         CHECK(jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash ^ 1, name, 0, &l) == JN_ERR_VALUE && l == NULL &&
-              has("another module"));
-        jn_status st = jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash, name, 0, &l);
+              has("another module") && has(name));
+        st = jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash, name, 0, &l);
         CHECK(st == JN_OK);
         if (st) fprintf(stderr, "%s: %s\n", name, jn_errmsg());
         CHECK(!l || jn_rt_dlib_image(l, NULL, 0) == JN_RT_CUDA_IMAGE_CUBIN);
@@ -415,6 +438,8 @@ static void gpu_module(const jn_ir_module *m, const char *name) {
             mirror h = {.what = name, .l = l, .gi = gi, .g = g, .io = describe_all(g)};
             CHECK(h.io && run_with(m, gi, lib, sv, mirror_hook, &h, NULL, name));
             CHECK(h.err == 0 && h.bad == 0 && h.exact + h.close == h.calls);
+            for (int32_t k = 0; k < g->nkernels; k++)
+                CHECK(jn_rt_dlib_has_kernel(l, gi, k) == (jn_rt_exec_lib_kernel(lib, gi, k) != NULL));
             gpu_calls += h.calls, gpu_exact += h.exact, gpu_close += h.close;
             free_io(g, h.io);
             free(h.got);
@@ -422,12 +447,17 @@ static void gpu_module(const jn_ir_module *m, const char *name) {
         }
         jn_rt_dlib_close(l);
         gpu_modules++;
-    } else if (nk > 0 && lib) {
-        CHECK(0);
-        fprintf(stderr, "%s: NVRTC for %s: %s\n", name, arch, jn_errmsg());
     }
     jn_rt_exec_lib_close(lib);
-    free(src), free(ptx), free(cubin), free(log);
+    free(ptx), free(cubin);
+}
+
+static void gpu_golden(const char *what) {
+    gpu_calls = gpu_exact = gpu_close = gpu_modules = 0;
+    each_golden(gpu_module);
+    printf("  %s against the CPU executor: %d modules, %d kernel calls: %d bitwise equal, %d within 1e-5 relative\n",
+           what, gpu_modules, gpu_calls, gpu_exact, gpu_close);
+    CHECK(gpu_modules > 0 && gpu_calls > 0);
 }
 
 static void test_gpu_golden(void) {
@@ -440,10 +470,81 @@ static void test_gpu_golden(void) {
         printf("SKIPPED: no C compiler (the CPU reference) -- not run: CUDA kernels against the CPU executor\n");
         return;
     }
-    each_golden(gpu_module);
-    printf("  GPU against CPU: %d modules, %d kernel calls: %d bitwise equal, %d within 1e-5 relative\n", gpu_modules,
-           gpu_calls, gpu_exact, gpu_close);
-    CHECK(gpu_modules > 0 && gpu_calls > 0);
+    gpu_golden("CUDA kernels");
+}
+
+/* Without a GPU: the same harness through tests/c/fake_libcuda.c. */
+static void test_fake_driver(void) {
+    if (have_gpu || no_cc) return; /* a real driver is loaded (and stays): the real test ran */
+    char path[1200];
+    snprintf(path, sizeof path, "%s/c/fake_libcuda.c", src_dir);
+    char *src = read_text(path), flags[4000];
+    snprintf(flags, sizeof flags, "-D_GNU_SOURCE -I%s/../runtime/exec -I%s/../ir -I%s/../runtime", src_dir, src_dir,
+             src_dir);
+    jn_cg_cc_options o = {.extra_flags = flags};
+    void *so = NULL;
+    size_t sl = 0;
+    CHECK(src && jn_cg_compile_so(src, strlen(src), &o, &so, &sl, NULL) == JN_OK);
+    free(src);
+    if (!so) {
+        fprintf(stderr, "fake driver: %s\n", jn_errmsg());
+        return;
+    }
+    CHECK(jt_tmp_begin("exec_cuda") == 0);
+    FILE *f = fopen(tmp("libcuda.so.1"), "wb");
+    CHECK(f && fwrite(so, 1, sl, f) == sl);
+    if (f) fclose(f);
+    free(so);
+    char *old = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
+    setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
+    have_gpu = fake_driver = 1;
+    CHECK(jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name) == JN_OK);
+    CHECK(gpu_major == 9 && gpu_minor == 0 && !strcmp(gpu_name, "Fake GPU"));
+    int ma, mi;
+    CHECK(jn_rt_cuda_device(1, &ma, &mi, NULL, 0) == JN_ERR_VALUE && has("device 1 does not exist"));
+    gpu_golden("fake driver (host C kernels as \"device\" code)");
+    void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_NOLOAD);
+    int (*nl)(void) = NULL;
+    if (h) *(void **)&nl = dlsym(h, "fake_cuda_launches");
+    CHECK(nl && nl() == gpu_calls); /* every call went through cuLaunchKernel */
+    if (h) dlclose(h);
+
+    /* refusals and failures, with one small module */
+    jn_ir_module *m = parse_body(cases[0].body);
+    CHECK(m && run_passes(m, "fuse,select"));
+    void *cubin = NULL;
+    char *ptx = NULL;
+    size_t cl = 0, pl = 0;
+    uint64_t hash = 0;
+    jn_rt_dlib *l = NULL;
+    if (m && device_image(m, "sm_90", &cubin, &cl, &ptx, &pl) == JN_OK && jn_cg_module_hash(m, &hash) == JN_OK) {
+        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_100", hash, "bundle 7", 0, &l) == JN_ERR_UNSUPPORTED &&
+              !l && has("cuda:sm_100 bundle cannot run on Fake GPU (sm_90)") && has("--target cuda:sm_90"));
+        CHECK(jn_rt_dlib_open(NULL, 0, "// ptx\n", 7, "cuda:sm_90", hash, "bundle 7", 0, &l) == JN_ERR_RUNTIME &&
+              !l && has("cuModuleLoadDataEx of the PTX of bundle 7") && has("no PTX JIT"));
+        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_90", hash, "bundle 7", 3, &l) == JN_ERR_VALUE &&
+              has("device 3 does not exist"));
+        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_90", hash, "bundle 7", 0, &l) == JN_OK && l);
+        jn_dkcall d = {.nops = 1, .ndim = 1, .shape = {4}};
+        CHECK(l && jn_rt_dlib_launch(l, 0, 99, &d, NULL) == JN_ERR_VALUE && has("no kernel jn_k0_99"));
+        setenv("FAKE_CUDA_FAIL", "launch", 1);
+        CHECK(l && jn_rt_dlib_launch(l, 0, 0, &d, NULL) == JN_ERR_RUNTIME && has("cuLaunchKernel of jn_k0_0 of bundle 7") &&
+              has("CUDA_ERROR_LAUNCH_FAILED"));
+        unsetenv("FAKE_CUDA_FAIL");
+        d.shape[0] = 0; /* an empty space launches nothing */
+        CHECK(l && jn_rt_dlib_launch(l, 0, 0, &d, NULL) == JN_OK);
+        uint64_t a = 0, b = 0;
+        CHECK(l && jn_rt_dlib_arena(l, 2, 100, &a) == JN_OK && a && jn_rt_dlib_arena(l, 2, 50, &b) == JN_OK && b == a);
+        CHECK(l && jn_rt_dlib_arena(l, 2, 1 << 20, &b) == JN_OK && b);
+        CHECK(l && jn_rt_dlib_arena(l, -1, 8, &b) == JN_ERR_VALUE);
+        jn_rt_dlib_close(l);
+    }
+    jn_ir_module_free(m);
+    free(cubin), free(ptx);
+    if (old) setenv("JANUS_LIBCUDA", old, 1);
+    else unsetenv("JANUS_LIBCUDA");
+    free(old);
+    jt_tmp_end();
 }
 
 int main(void) {
@@ -454,5 +555,6 @@ int main(void) {
     test_dkcall();
     test_driver();
     test_gpu_golden();
+    test_fake_driver();
     JT_DONE();
 }

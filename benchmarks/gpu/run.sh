@@ -50,6 +50,9 @@ usage: benchmarks/gpu/run.sh [options]
   --scale N        multiply every step's own time limit by N (a slow machine:
                    the limits are sized for the 16-core GPU machine)
   --no-gpu         skip the GPU steps even if a GPU is present
+  --force-gpu      run the GPU steps without a GPU (a check of this script:
+                   the tests then skip their GPU parts, the benchmark
+                   reports every column "not available")
   --prefix-only    take EVERY library from the prefix and fail unless ldd and
                    the compiler's dependency files show only the prefix's
   --bench-args "A" extra arguments for bench_gpu.py (e.g. "--only mlp --repeats 3")
@@ -68,6 +71,7 @@ while [ $# -gt 0 ]; do
         --jobs) JOBS=$2; shift ;;
         --scale) SCALE=$2; shift ;;
         --no-gpu) GPU=no ;;
+        --force-gpu) GPU=forced ;;
         --prefix-only) PREFIX_ONLY=1 ;;
         --bench-args) BENCH_ARGS=$2; shift ;;
         --dry-run) DRY=1 ;;
@@ -114,6 +118,7 @@ if [ $GPU = auto ]; then
     fi
 else
     [ $GPU = no ] && GPU_WHY="--no-gpu"
+    [ $GPU = forced ] && GPU_WHY="--force-gpu: GPU steps run without one"
 fi
 
 # ---- the steps (each runs in its own bash under timeout; logs in $LOGS) ----
@@ -195,15 +200,24 @@ step_ctest() { cd "$BUILD" && ctest -j "$JOBS" --output-on-failure --timeout 150
 step_smoke() {
     JANUS_BUILD_DIR=$BUILD "$PY" -c '
 import sys; sys.path.insert(0, sys.argv[1] + "/python")
-import janus
+import janus, janus._C
 a = janus.ones(64, 64)
 s = (a @ a).sum().item()
 assert s == 64.0 ** 3, s
-print("janus", janus.__file__, "matmul ok; cuda available:", janus.cuda.is_available())' "$ROOT"
+print("janus._C", janus._C.__file__, "matmul ok; janus.cuda.is_available():", janus.cuda.is_available())' "$ROOT"
 }
-# pytest's "-k cuda or gpu" selects test_*cuda*/test_*gpu* files and tests so named.
+# The C GPU tests again, their report lines shown (ctest only keeps those
+# of failures), then pytest: "-k cuda or gpu" selects test_*cuda*/test_*gpu*
+# files and tests so named.
 step_gpu_tests() {
-    cd "$ROOT" && JANUS_BUILD_DIR=$BUILD "$PY" -m pytest -q -p no:cacheprovider -k "cuda or gpu" tests/python
+    local rc=0 t
+    for t in "$BUILD"/test_*cuda*; do
+        [ -x "$t" ] || continue
+        echo "== $t"
+        (cd "$BUILD" && "$t") || rc=1
+    done
+    cd "$ROOT" && JANUS_BUILD_DIR=$BUILD "$PY" -m pytest -q -p no:cacheprovider -k "cuda or gpu" tests/python || rc=1
+    return $rc
 }
 step_bench() {
     cd "$ROOT" && JANUS_BUILD_DIR=$BUILD "$PY" benchmarks/gpu/bench_gpu.py --json "$LOGS/bench.json" $BENCH_ARGS
@@ -227,7 +241,7 @@ if [ $DRY = 1 ]; then
     for s in "${STEPS[@]}"; do
         set -- $s
         note=""
-        [ "$3" = 1 ] && [ $GPU != yes ] && note="  [skipped: $GPU_WHY]"
+        [ "$3" = 1 ] && [ $GPU = no ] && note="  [skipped: $GPU_WHY]"
         case $1 in
             deps) cmd="scripts/gpu_deps.sh --check $DEPS; links in $RT for: $GPU_DEPS_SONAMES" ;;
             configure) configure_args; cmd=$(printf '%q ' "${CFG[@]}") ;;
@@ -235,7 +249,7 @@ if [ $DRY = 1 ]; then
             verify) cmd="ldd $BUILD/janus $BUILD/python/janus/_C*.so $BUILD/test_db; headers in $BUILD/CMakeFiles/**/*.o.d" ;;
             ctest) cmd="(cd $BUILD && ctest -j $JOBS --output-on-failure --timeout 150)" ;;
             smoke) cmd="$PY -c 'import janus; ones(64,64) @ ones(64,64)'" ;;
-            gpu-tests) cmd="$PY -m pytest -q -k 'cuda or gpu' tests/python" ;;
+            gpu-tests) cmd="$BUILD/test_*cuda*; $PY -m pytest -q -k 'cuda or gpu' tests/python" ;;
             bench) cmd="$PY benchmarks/gpu/bench_gpu.py --json $LOGS/bench.json $BENCH_ARGS" ;;
         esac
         printf '%-10s <=%4ss  %s%s\n' "$1" "$(($2 * SCALE))" "$cmd" "$note"
@@ -271,7 +285,7 @@ for s in "${STEPS[@]}"; do
     note=""
     if [ $stop = 1 ]; then
         res=skipped note="an earlier step failed"
-    elif [ "$needs_gpu" = 1 ] && [ $GPU != yes ]; then
+    elif [ "$needs_gpu" = 1 ] && [ $GPU = no ]; then
         res=skipped note=$GPU_WHY
     elif [ $t -lt 10 ]; then
         res=skipped note="time budget spent"

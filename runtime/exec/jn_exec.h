@@ -79,9 +79,9 @@ typedef void (*jn_kfn)(const jn_kcall *c);
  * by gridDim.x).  The module also holds `__constant__ int jn_kabi_version`
  * (== JN_DKABI_VERSION) and `__constant__ unsigned long long
  * jn_kmodule_hash` (cuModuleGetGlobal) for the same checks as a .so.
- * The future CUDA executor shares this definition; the emitter writes a
- * textual copy of it into every source (it compiles without janus
- * headers), so the two must change together. */
+ * exec_cuda.c (below) loads and launches them with this definition; the
+ * emitter writes a textual copy of it into every source (it compiles
+ * without janus headers), so the two must change together. */
 #define JN_DKABI_VERSION 1
 #define JN_DK_MAX_OPS 64     /* operands (as the C emitter's limit) */
 #define JN_DK_MAX_SCALARS 16 /* bound scalar attributes per kernel */

@@ -50,7 +50,7 @@ CUresult cuCtxSynchronize(void) { return 0; }
 CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned nopt, int *opts, void **vals) {
     const char *img = image;
     if (strncmp(img, "\177ELF", 4) != 0) { /* PTX text: the fake has no JIT */
-        for (unsigned i = 0; i + 1 < nopt + 1 && i < nopt; i++)
+        for (unsigned i = 0; i < nopt; i++)
             if (opts[i] == 5) snprintf(vals[i], 64, "fake driver: no PTX JIT");
         return 218; /* CUDA_ERROR_INVALID_PTX */
     }

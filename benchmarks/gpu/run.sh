@@ -195,7 +195,7 @@ step_verify() {
     fi
     return $bad
 }
-step_ctest() { cd "$BUILD" && ctest -j "$JOBS" --output-on-failure --timeout 150; }
+step_ctest() { cd "$BUILD" && ctest -j "$JOBS" --output-on-failure --timeout $((150 * SCALE)); }
 # The extension loads against the prefix and does a BLAS product.
 step_smoke() {
     JANUS_BUILD_DIR=$BUILD "$PY" -c '
@@ -247,7 +247,7 @@ if [ $DRY = 1 ]; then
             configure) configure_args; cmd=$(printf '%q ' "${CFG[@]}") ;;
             build) cmd="cmake --build $BUILD -j $JOBS" ;;
             verify) cmd="ldd $BUILD/janus $BUILD/python/janus/_C*.so $BUILD/test_db; headers in $BUILD/CMakeFiles/**/*.o.d" ;;
-            ctest) cmd="(cd $BUILD && ctest -j $JOBS --output-on-failure --timeout 150)" ;;
+            ctest) cmd="(cd $BUILD && ctest -j $JOBS --output-on-failure --timeout $((150 * SCALE)))" ;;
             smoke) cmd="$PY -c 'import janus; ones(64,64) @ ones(64,64)'" ;;
             gpu-tests) cmd="$BUILD/test_*cuda*; $PY -m pytest -q -k 'cuda or gpu' tests/python" ;;
             bench) cmd="$PY benchmarks/gpu/bench_gpu.py --json $LOGS/bench.json $BENCH_ARGS" ;;
@@ -259,7 +259,7 @@ fi
 
 mkdir -p "$LOGS" || exit 2
 SUMMARY=$LOGS/summary.txt
-export ROOT DEPS BUILD JOBS PY PREFIX_ONLY BENCH_ARGS LOGS RT LIB OBDIR INC LF GPU
+export ROOT DEPS BUILD JOBS SCALE PY PREFIX_ONLY BENCH_ARGS LOGS RT LIB OBDIR INC LF GPU
 export GPU_DEPS_INCLUDE GPU_DEPS_LIB GPU_DEPS_CBLAS_INCLUDE GPU_DEPS_OPENBLAS_DIR GPU_DEPS_SONAMES
 export -f configure_args system_has step_deps step_configure step_build step_verify step_ctest step_smoke \
     step_gpu_tests step_bench

@@ -192,12 +192,6 @@ static int each_golden(void (*fn)(const jn_ir_module *, const char *)) {
     return files;
 }
 
-static void golden_calls(const jn_ir_module *m, const char *name) {
-    jn_rt_exec_lib *lib = jt_compile_lib(m, name, &no_cc);
-    if (lib) check_module_calls(m, lib, NULL, name);
-    jn_rt_exec_lib_close(lib);
-}
-
 static void test_dkcall(void) {
     /* limits of the device ABI */
     char *data[JN_DK_MAX_OPS + 1] = {0};
@@ -218,10 +212,9 @@ static void test_dkcall(void) {
     c.nred = 0, c.ndim = JN_MAX_DIMS + 1;
     CHECK(jn_rt_dkcall_from(&c, 0, &d) == JN_ERR_VALUE);
 
-    /* the calls the CPU executor makes */
-    int files = each_golden(golden_calls);
-    CHECK(files >= 16);
-    int golden = total_calls;
+    /* the calls the CPU executor makes for the emitter patterns (the
+     * golden modules': test_golden) */
+    int before = total_calls;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !no_cc; i++) {
         jn_ir_module *m = parse_body(cases[i].body);
         CHECK(m && run_passes(m, "fuse,select"));
@@ -236,9 +229,9 @@ static void test_dkcall(void) {
         printf("SKIPPED: no C compiler -- not run: jn_dkcall against the CPU executor's jn_kcall\n");
         return;
     }
-    printf("  jn_dkcall == jn_kcall: %d golden files (%d kernel calls), %zu emitter patterns (%d calls)\n", files,
-           golden, sizeof cases / sizeof cases[0], total_calls - golden);
-    CHECK(golden > 0 && total_calls > golden);
+    printf("  jn_dkcall == jn_kcall: %zu emitter patterns (%d kernel calls)\n", sizeof cases / sizeof cases[0],
+           total_calls - before);
+    CHECK(total_calls > before);
 }
 
 /* ----------------------------------------------------------- the driver */
@@ -286,8 +279,9 @@ static void test_driver(void) {
 
 /* ------------------------------------------- GPU: kernels against the CPU */
 typedef struct {
+    kcheck kc;     /* the layout check, on every call */
     const char *what;
-    jn_rt_dlib *l;
+    jn_rt_dlib *l; /* NULL: no device, the layout check only */
     int32_t gi;
     const jn_ir_graph *g;
     jn_cg_kernel_io *io;
@@ -390,12 +384,15 @@ static void mirror_after(mirror *h, int32_t k, const jn_kcall *c) {
 
 static void mirror_hook(void *ctx, int32_t k, const jn_kcall *c, int after) {
     mirror *h = ctx;
+    check_hook(&h->kc, k, c, after);
+    if (!h->l) return;
     if (after) mirror_after(h, k, c);
     else h->calls++, mirror_before(h, k, c);
 }
 
 static int gpu_calls, gpu_exact, gpu_close, gpu_modules;
 static int fake_driver; /* the "GPU" is tests/c/fake_libcuda.c: cubins are C kernel objects */
+static int use_device;  /* the golden modules run on the device too */
 
 /* The module's kernels for the device: a cubin (and PTX) from NVRTC, or,
  * for the fake driver, the generated C compiled to a shared object. */
@@ -411,71 +408,83 @@ static jn_status device_image(const jn_ir_module *m, const char *arch, void **cu
     return st;
 }
 
-static void gpu_module(const jn_ir_module *m, const char *name) {
+/* One golden module: every graph through the CPU executor with compiled C
+ * kernels, each kernel call's jn_dkcall checked and, with a device (real
+ * or fake), mirrored onto it. */
+static void golden_module(const jn_ir_module *m, const char *name) {
     char *ptx = NULL, arch[32], target[40];
     void *cubin = NULL;
     size_t pl = 0, cl = 0;
     uint64_t hash = 0;
+    jn_rt_dlib *l = NULL;
+    jn_rt_exec_lib *lib = jt_compile_lib(m, name, &no_cc); /* NULL: no generated kernels */
+    if (!lib) return;
     snprintf(arch, sizeof arch, "sm_%d%d", gpu_major, gpu_minor);
     snprintf(target, sizeof target, "cuda:%s", arch);
     CHECK(jn_cg_module_hash(m, &hash) == JN_OK);
-    jn_rt_exec_lib *lib = jt_compile_lib(m, name, &no_cc); /* NULL: no generated kernels */
-    jn_status st = lib ? device_image(m, arch, &cubin, &cl, &ptx, &pl) : JN_OK;
-    CHECK(st == JN_OK);
-    if (st) fprintf(stderr, "%s: the device image for %s: %s\n", name, arch, jn_errmsg());
-    if (lib && !st) {
-        jn_rt_dlib *l = NULL;
+    if (use_device) {
+        jn_status st = device_image(m, arch, &cubin, &cl, &ptx, &pl);
+        CHECK(st == JN_OK);
+        if (st) fprintf(stderr, "%s: the device image for %s: %s\n", name, arch, jn_errmsg());
         /* another module's hash is refused, from the __constant__ read back */
-        CHECK(jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash ^ 1, name, 0, &l) == JN_ERR_VALUE && l == NULL &&
-              has("another module") && has(name));
-        st = jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash, name, 0, &l);
+        CHECK(st || (jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash ^ 1, name, 0, &l) == JN_ERR_VALUE && !l &&
+                     has("another module") && has(name)));
+        if (!st) st = jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash, name, 0, &l);
         CHECK(st == JN_OK);
         if (st) fprintf(stderr, "%s: %s\n", name, jn_errmsg());
         CHECK(!l || jn_rt_dlib_image(l, NULL, 0) == JN_RT_CUDA_IMAGE_CUBIN);
-        for (int32_t gi = 0; l && gi < m->ngraphs; gi++) {
-            const jn_ir_graph *g = m->graphs[gi];
-            int64_t *sv = mid_syms(g);
-            mirror h = {.what = name, .l = l, .gi = gi, .g = g, .io = describe_all(g)};
-            CHECK(h.io && run_with(m, gi, lib, sv, mirror_hook, &h, NULL, name));
-            CHECK(h.err == 0 && h.bad == 0 && h.exact + h.close == h.calls);
+        gpu_modules += l != NULL;
+    }
+    for (int32_t gi = 0; gi < m->ngraphs; gi++) {
+        const jn_ir_graph *g = m->graphs[gi];
+        int64_t *sv = mid_syms(g);
+        mirror h = {.kc = {.what = name, .io = describe_all(g)}, .what = name, .l = l, .gi = gi, .g = g};
+        h.io = h.kc.io;
+        jn_rt_exec_stats st = {0};
+        CHECK(h.io && run_with(m, gi, lib, sv, mirror_hook, &h, &st, name));
+        CHECK(h.kc.bad == 0 && h.kc.calls == h.kc.after && h.kc.calls == st.kernels_gen);
+        total_calls += h.kc.calls;
+        if (l) {
+            CHECK(h.err == 0 && h.bad == 0 && h.exact + h.close == h.calls && h.calls == h.kc.calls);
             for (int32_t k = 0; k < g->nkernels; k++)
                 CHECK(jn_rt_dlib_has_kernel(l, gi, k) == (jn_rt_exec_lib_kernel(lib, gi, k) != NULL));
             gpu_calls += h.calls, gpu_exact += h.exact, gpu_close += h.close;
-            free_io(g, h.io);
-            free(h.got);
-            free(sv);
         }
-        jn_rt_dlib_close(l);
-        gpu_modules++;
+        free_io(g, h.io);
+        free(h.got);
+        free(sv);
     }
+    jn_rt_dlib_close(l);
     jn_rt_exec_lib_close(lib);
     free(ptx), free(cubin);
 }
 
-static void gpu_golden(const char *what) {
-    gpu_calls = gpu_exact = gpu_close = gpu_modules = 0;
-    each_golden(gpu_module);
-    printf("  %s against the CPU executor: %d modules, %d kernel calls: %d bitwise equal, %d within 1e-5 relative\n",
-           what, gpu_modules, gpu_calls, gpu_exact, gpu_close);
-    CHECK(gpu_modules > 0 && gpu_calls > 0);
-}
-
-static void test_gpu_golden(void) {
-    if (!have_gpu) return;
-    if (!jn_cg_nvrtc_available(NULL, 0)) {
+static void test_golden(void) {
+    if (have_gpu && !fake_driver && !jn_cg_nvrtc_available(NULL, 0))
         printf("SKIPPED: %s -- not run: the golden modules' CUDA kernels against the CPU executor\n", jn_errmsg());
-        return;
-    }
+    else
+        use_device = have_gpu;
+    int files = each_golden(golden_module);
+    CHECK(files >= 16);
     if (no_cc) {
-        printf("SKIPPED: no C compiler (the CPU reference) -- not run: CUDA kernels against the CPU executor\n");
+        printf("SKIPPED: no C compiler -- not run: jn_dkcall against the CPU executor's jn_kcall, the device "
+               "kernels against the CPU's\n");
         return;
     }
-    gpu_golden("CUDA kernels");
+    printf("  jn_dkcall == jn_kcall: %d golden files, %d kernel calls\n", files, total_calls);
+    CHECK(total_calls > 0);
+    if (!use_device) return;
+    printf("  %s against the CPU executor: %d modules, %d kernel calls: %d bitwise equal, %d within 1e-5 relative\n",
+           fake_driver ? "fake driver (host C kernels as \"device\" code)" : "CUDA kernels", gpu_modules, gpu_calls,
+           gpu_exact, gpu_close);
+    CHECK(gpu_modules > 0 && gpu_calls == total_calls);
 }
 
-/* Without a GPU: the same harness through tests/c/fake_libcuda.c. */
-static void test_fake_driver(void) {
-    if (have_gpu || no_cc) return; /* a real driver is loaded (and stays): the real test ran */
+/* Without a GPU: the same harness through tests/c/fake_libcuda.c, loaded
+ * here (before test_golden) and checked further by fake_checks. */
+static char *old_libcuda;
+static void fake_setup(void) {
+    if (have_gpu) return; /* a real driver is loaded (and stays): the real test runs */
     char path[1200];
     snprintf(path, sizeof path, "%s/c/fake_libcuda.c", src_dir);
     char *src = read_text(path), flags[4000];
@@ -495,14 +504,17 @@ static void test_fake_driver(void) {
     CHECK(f && fwrite(so, 1, sl, f) == sl);
     if (f) fclose(f);
     free(so);
-    char *old = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
+    old_libcuda = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
     setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
     have_gpu = fake_driver = 1;
     CHECK(jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name) == JN_OK);
     CHECK(gpu_major == 9 && gpu_minor == 0 && !strcmp(gpu_name, "Fake GPU"));
     int ma, mi;
     CHECK(jn_rt_cuda_device(1, &ma, &mi, NULL, 0) == JN_ERR_VALUE && has("device 1 does not exist"));
-    gpu_golden("fake driver (host C kernels as \"device\" code)");
+}
+
+static void fake_checks(void) {
+    if (!fake_driver) return;
     void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_NOLOAD);
     int (*nl)(void) = NULL;
     if (h) *(void **)&nl = dlsym(h, "fake_cuda_launches");
@@ -541,9 +553,9 @@ static void test_fake_driver(void) {
     }
     jn_ir_module_free(m);
     free(cubin), free(ptx);
-    if (old) setenv("JANUS_LIBCUDA", old, 1);
+    if (old_libcuda) setenv("JANUS_LIBCUDA", old_libcuda, 1);
     else unsetenv("JANUS_LIBCUDA");
-    free(old);
+    free(old_libcuda);
     jt_tmp_end();
 }
 
@@ -552,9 +564,10 @@ int main(void) {
     (void)kernels_part; /* the shared emitter-test helpers this test does not need */
     (void)check_goldens;
     test_pick_image();
-    test_dkcall();
     test_driver();
-    test_gpu_golden();
-    test_fake_driver();
+    fake_setup();
+    test_golden();
+    test_dkcall();
+    fake_checks();
     JT_DONE();
 }

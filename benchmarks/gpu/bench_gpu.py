@@ -23,7 +23,10 @@ the others still run; the run fits --budget seconds (what is left when a
 workload starts is shared out; compiles get --compile-timeout each).
 
     JANUS_BUILD_DIR=build python3 benchmarks/gpu/bench_gpu.py [--only mlp,cnn,lstm]
-        [--repeats 5] [--steps 100] [--budget 280] [--json FILE]
+        [--repeats 5] [--steps 100] [--budget 280] [--json FILE] [--skip COLUMNS] [--device cpu]
+
+--device cpu runs the same pipeline on the CPU (replay with a cpu bundle):
+a check of this script that runs anywhere, not a GPU figure.
 """
 import argparse
 import json
@@ -43,6 +46,7 @@ import bench_train as bt  # noqa: E402  (janus, torch, the models and the step)
 import bench_replay as br  # noqa: E402  (janus CLI runs, replay counters)
 
 COLUMNS = ("janus replay", "janus eager", "torch eager", "torch.compile")
+DEVICE = "cuda"
 KEYS = {"mlp": 0, "cnn": 1, "lstm": 2}
 EAGERLY = re.compile(r"janus replay: running eagerly: (.*)")
 
@@ -69,16 +73,20 @@ def why(e):
     return f"{type(e).__name__}: {s[:160]}"
 
 
-def availability():
+def availability(device):
     """(device arch 'sm_XX' or None, {column: reason it cannot run})."""
     out = {}
     torch = bt.torch
     arch = None
     if torch is None:
         out["torch eager"] = out["torch.compile"] = "PyTorch not installed"
-    elif not torch.cuda.is_available():
+    if device == "cpu":  # a check of this script's pipeline, not a GPU figure
+        if not os.path.exists(br.JANUS):
+            out["janus replay"] = f"{br.JANUS} not built"
+        return "cpu", out
+    if torch is not None and not torch.cuda.is_available():
         out["torch eager"] = out["torch.compile"] = "torch.cuda.is_available() is False (no GPU)"
-    else:
+    elif torch is not None:
         major, minor = torch.cuda.get_device_capability()
         arch = f"sm_{major}{minor}"
     try:
@@ -98,9 +106,11 @@ def availability():
 def prepare_replay(tmp, key, arch, env, limit):
     """Record and optimize gpu_step.py for the device: (store, None) or (None, reason)."""
     db = os.path.join(tmp, f"{key}.db")
-    script = [sys.executable, os.path.join(HERE, "gpu_step.py"), "--only", key, "--steps", "20", "--warmup", "0"]
+    target = "cpu" if arch == "cpu" else f"cuda:{arch}"
+    script = [sys.executable, os.path.join(HERE, "gpu_step.py"), "--only", key, "--steps", "20", "--warmup", "0",
+              "--device", DEVICE]
     for what, cmd in (("janus record", [br.JANUS, "record", "--db", db, "--"] + script),
-                      (f"janus optimize --target cuda:{arch}", [br.JANUS, "optimize", "--target", f"cuda:{arch}", db])):
+                      (f"janus optimize --target {target}", [br.JANUS, "optimize", "--target", target, db])):
         try:
             p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=limit)
@@ -115,7 +125,7 @@ def prepare_replay(tmp, key, arch, env, limit):
 def replay_rate(db, key, args, env, limit):
     """One `janus replay` run: steps/s, or raises RuntimeError with the reason."""
     cmd = [br.JANUS, "replay", "--db", db, "--", sys.executable, os.path.join(HERE, "gpu_step.py"),
-           "--only", key, "--steps", str(args.replay_steps), "--warmup", "20"]
+           "--only", key, "--steps", str(args.replay_steps), "--warmup", "20", "--device", DEVICE]
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
@@ -156,16 +166,17 @@ def bench_workload(key, arch, unavailable, args, env, tmp, deadline):
     def in_process(step):
         return lambda: bt.rate(step, args.steps)
 
-    setup("janus eager", lambda: in_process(bt.make_step(bt.janus, bt.jnn, make, x, y, device="cuda")), 60)
-    setup("torch eager", lambda: in_process(bt.make_step(bt.torch, bt.tnn, make, x, y, device="cuda")), 60)
+    setup("janus eager", lambda: in_process(bt.make_step(bt.janus, bt.jnn, make, x, y, device=DEVICE)), 60)
+    setup("torch eager", lambda: in_process(bt.make_step(bt.torch, bt.tnn, make, x, y, device=DEVICE)), 60)
 
     def compiled():
         torch = bt.torch
-        step = bt.make_step(torch, bt.tnn, make, x, y, device="cuda",
+        step = bt.make_step(torch, bt.tnn, make, x, y, device=DEVICE,
                             wrap=lambda m: torch.compile(m, mode="reduce-overhead"))
 
         def marked():  # a new CUDA-graph step: the last step's outputs may be overwritten
-            torch.compiler.cudagraph_mark_step_begin()
+            if DEVICE == "cuda":
+                torch.compiler.cudagraph_mark_step_begin()
             return step()
         for _ in range(3):
             marked().item()
@@ -223,16 +234,25 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=280.0, help="seconds for the whole run")
     ap.add_argument("--compile-timeout", type=float, default=120.0, help="seconds for one torch.compile warm-up")
     ap.add_argument("--json", default="", help="also write the results here")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                    help="cpu: the same pipeline on the CPU (a check of this script, not a GPU figure)")
+    ap.add_argument("--skip", default="", help="comma-separated columns not to run, e.g. torch.compile")
     args = ap.parse_args(argv)
+    global DEVICE
+    DEVICE = args.device
     t_start = time.monotonic()
     keys = [k.strip() for k in args.only.split(",") if k.strip()] or list(KEYS)
     bad = [k for k in keys if k not in KEYS]
     if bad:
         ap.error(f"--only: unknown workload(s) {', '.join(bad)} (mlp, cnn, lstm)")
     bt.CLOCK = time.perf_counter
-    arch, unavailable = availability()
-    dev = bt.torch.cuda.get_device_name() if arch else "no CUDA device"
-    print(f"GPU training steps/s on {dev}{f' ({arch})' if arch else ''}: median of {args.repeats} repeats "
+    arch, unavailable = availability(args.device)
+    for c in (c.strip() for c in args.skip.split(",") if c.strip()):
+        if c not in COLUMNS:
+            ap.error(f"--skip: unknown column {c} ({', '.join(COLUMNS)})")
+        unavailable.setdefault(c, "--skip")
+    dev = ("the CPU (--device cpu)" if arch == "cpu" else bt.torch.cuda.get_device_name()) if arch else "no CUDA device"
+    print(f"Training steps/s on {dev}{f' ({arch})' if arch and arch != 'cpu' else ''}: median of {args.repeats} repeats "
           f"({args.steps} steps in process, {args.replay_steps} per replay process), wall clock")
     for c in COLUMNS:
         if c in unavailable:

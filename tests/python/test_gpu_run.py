@@ -149,3 +149,27 @@ def test_gpu_step_script_parses():
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu", "gpu_step.py"), "--help"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     assert p.returncode == 0 and "--only" in p.stdout, p.stdout
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(BUILD, "janus")), reason=f"{BUILD}/janus not built")
+def test_bench_pipeline_runs_on_the_cpu(tmp_path):
+    """--device cpu: the replay column's record -> optimize -> replay
+    processes, the in-process columns, medians, ratios and the JSON, all as
+    on the GPU (what only a GPU adds is the device)."""
+    out = tmp_path / "bench.json"
+    p = subprocess.run([sys.executable, BENCH, "--device", "cpu", "--only", "mlp", "--repeats", "1", "--steps", "3",
+                        "--replay-steps", "20", "--skip", "torch.compile", "--json", str(out)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout
+    cols = json.loads(out.read_text())["workloads"][0]["columns"]
+    assert cols["janus replay"]["steps_per_s"] > 0, cols
+    hits, misses = cols["janus replay"]["hits"]
+    assert hits > 0, cols  # it replayed graphs, not eagerly
+    assert cols["janus eager"]["steps_per_s"] > 0
+    assert cols["torch.compile"] == {"steps_per_s": None, "note": "--skip"}
+    torch_ok = cols["torch eager"]["steps_per_s"] is not None
+    assert torch_ok or "PyTorch not installed" in cols["torch eager"]["note"]
+    assert ("replay/torch" in p.stdout) and ("x" in p.stdout.split("fashion_mlp")[1].splitlines()[0]) == torch_ok
+    p = subprocess.run([sys.executable, BENCH, "--skip", "torch.jit"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert p.returncode == 2 and "unknown column torch.jit" in p.stdout, p.stdout

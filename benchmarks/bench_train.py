@@ -78,8 +78,9 @@ def lstm(nn, lib, vocab=96, hidden=128):
         def forward(self, x):
             b, t = x.shape
             e = self.embed(x)
-            h = lib.zeros(b, hidden)
-            c = lib.zeros(b, hidden)
+            dev = {} if e.device.type == "cpu" else {"device": e.device}  # GPU runs (benchmarks/gpu)
+            h = lib.zeros(b, hidden, **dev)
+            c = lib.zeros(b, hidden, **dev)
             outs = []
             for i in range(t):
                 h, c = self.cell(e[:, i], (h, c))
@@ -101,15 +102,20 @@ def workloads(rng):
     ]
 
 
-def make_step(lib, nn, make, x, y, wrap=None):
+def make_step(lib, nn, make, x, y, wrap=None, device=None):
     """A training step (Adam, cross entropy) of model make(nn, lib) on one
     fixed batch, warmed up; wrap(model) -> the module to call (e.g.
-    torch.compile), the optimizer keeps the original's parameters."""
+    torch.compile), the optimizer keeps the original's parameters; device
+    (e.g. "cuda"): model and batch are moved there first."""
     model = make(nn, lib)
+    if device is not None:
+        model = model.to(device)
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
     if wrap is not None:
         model = wrap(model)
     xs, ys = lib.tensor(x), lib.tensor(y)
+    if device is not None:
+        xs, ys = xs.to(device), ys.to(device)
     loss_fn = nn.CrossEntropyLoss()
 
     def step():

@@ -110,6 +110,8 @@ struct jn_rt_exec {
     jn_tensor *arena_t;
     int64_t live, peak;
     jn_rt_exec_stats st;
+    jn_rt_exec_kcall_hook hook;
+    void *hook_ctx;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -374,7 +376,11 @@ static jn_status call_gen(jn_rt_exec *x, int32_t ki, jn_tensor *const *ops) {
     for (int32_t j = 0; j < K->io.nscalar; j++) K->scalars[j] = x->sval[g->values[K->io.scalar[j]].def];
     jn_kcall c = {.nops = nops, .ndim = n2, .nred = red2, .data = K->data, .shape = shape, .strides = K->strides,
                   .scalars = K->scalars, .parallel_for = jn_parallel_for};
-    if (numel > 0 || g->kernels[ki].kind == JN_IR_K_EW_REDUCE) K->fn(&c);
+    if (numel > 0 || g->kernels[ki].kind == JN_IR_K_EW_REDUCE) {
+        if (x->hook) x->hook(x->hook_ctx, ki, &c, 0);
+        K->fn(&c);
+        if (x->hook) x->hook(x->hook_ctx, ki, &c, 1);
+    }
     x->st.kernels_gen++;
     return JN_OK;
 }
@@ -1231,6 +1237,11 @@ jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint
         for (int32_t i = 0; i < g->ninputs; i++)
             if (inputs[i]) jn_tensor_decref(inputs[i]), inputs[i] = NULL;
     return s;
+}
+
+void jn_rt_exec_set_kcall_hook(jn_rt_exec *x, jn_rt_exec_kcall_hook fn, void *ctx) {
+    x->hook = fn;
+    x->hook_ctx = ctx;
 }
 
 void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st) { *st = x->st; }

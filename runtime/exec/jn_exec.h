@@ -79,9 +79,9 @@ typedef void (*jn_kfn)(const jn_kcall *c);
  * by gridDim.x).  The module also holds `__constant__ int jn_kabi_version`
  * (== JN_DKABI_VERSION) and `__constant__ unsigned long long
  * jn_kmodule_hash` (cuModuleGetGlobal) for the same checks as a .so.
- * The future CUDA executor shares this definition; the emitter writes a
- * textual copy of it into every source (it compiles without janus
- * headers), so the two must change together. */
+ * exec_cuda.c (below) loads and launches them with this definition; the
+ * emitter writes a textual copy of it into every source (it compiles
+ * without janus headers), so the two must change together. */
 #define JN_DKABI_VERSION 1
 #define JN_DK_MAX_OPS 64     /* operands (as the C emitter's limit) */
 #define JN_DK_MAX_SCALARS 16 /* bound scalar attributes per kernel */
@@ -94,6 +94,51 @@ typedef struct jn_dkcall {
     int64_t strides[JN_DK_MAX_OPS][JN_MAX_DIMS]; /* byte strides */
     double scalars[JN_DK_MAX_SCALARS];
 } jn_dkcall;
+
+/* ------------------------------------- CUDA kernels on a device
+ * (exec_cuda.c) The bundle's CUDA module loaded on a GPU through the
+ * driver API, opened at run time (dlopen libcuda.so.1, or $JANUS_LIBCUDA):
+ * without a driver every call is JN_ERR_UNSUPPORTED saying so. */
+enum { JN_RT_CUDA_IMAGE_NONE = 0, JN_RT_CUDA_IMAGE_CUBIN = 1, JN_RT_CUDA_IMAGE_PTX = 2 };
+
+/* Compute capability and name of CUDA device `device` (what to compile for). */
+jn_status jn_rt_cuda_device(int device, int *major, int *minor, char *name, size_t n);
+
+/* Which image of a bundle of `target` ("cuda:sm_XX") a device of compute
+ * capability dev_major.dev_minor (named `device` in messages) runs: the
+ * cubin if the major matches and the minor is at least the bundle's, else
+ * the PTX if the device is at least the bundle's arch, else
+ * JN_ERR_UNSUPPORTED naming target, device arch and the fix.  Pure. */
+jn_status jn_rt_cuda_pick_image(const char *target, int have_cubin, int have_ptx, int dev_major, int dev_minor,
+                                const char *device, int *image);
+
+/* The device struct for the call the CPU executor built (c->data[] must
+ * already be device addresses); nscalar = the kernel's io.nscalar.
+ * JN_ERR_UNSUPPORTED when it does not fit JN_DK_MAX_OPS / _SCALARS. */
+jn_status jn_rt_dkcall_from(const jn_kcall *c, int32_t nscalar, jn_dkcall *d);
+
+/* A module of generated CUDA kernels on CUDA device `device` (its primary
+ * context): the image jn_rt_cuda_pick_image chooses from cubin / ptx
+ * (either may be NULL), refused (JN_ERR_VALUE) unless its __constant__
+ * jn_kabi_version is JN_DKABI_VERSION and jn_kmodule_hash is module_hash.
+ * origin names it in messages. */
+typedef struct jn_rt_dlib jn_rt_dlib;
+jn_status jn_rt_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, size_t ptxlen, const char *target,
+                          uint64_t module_hash, const char *origin, int device, jn_rt_dlib **out);
+void jn_rt_dlib_close(jn_rt_dlib *l);
+/* The image loaded (JN_RT_CUDA_IMAGE_*); the device's name into device[n]. */
+int jn_rt_dlib_image(const jn_rt_dlib *l, char *device, size_t n);
+int jn_rt_dlib_has_kernel(const jn_rt_dlib *l, int32_t gi, int32_t k);
+/* Launches kernel K<k> of graph index gi (JN_DK_BLOCK threads per block)
+ * on `stream` (a CUstream; NULL: the default stream); asynchronous: faults
+ * surface at jn_rt_dlib_sync. */
+jn_status jn_rt_dlib_launch(jn_rt_dlib *l, int32_t gi, int32_t k, const jn_dkcall *d, void *stream);
+jn_status jn_rt_dlib_sync(jn_rt_dlib *l);
+/* The device arena of graph index gi, at least `bytes` (one per graph,
+ * reused while it fits, reallocated after a sync when it does not). */
+jn_status jn_rt_dlib_arena(jn_rt_dlib *l, int32_t gi, size_t bytes, uint64_t *base);
+jn_status jn_rt_dlib_upload(jn_rt_dlib *l, uint64_t dst, const void *src, size_t n);
+jn_status jn_rt_dlib_download(jn_rt_dlib *l, void *dst, uint64_t src, size_t n);
 
 /* ----------------------------------------------- compiled kernels */
 /* A shared object of generated kernels, loaded from bytes (a bundle's
@@ -151,6 +196,14 @@ jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, i
  * as wrapped numbers, the rng input a 0-d int64 zero.  On failure the
  * made ones are released and inputs[] is NULL. */
 jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs);
+
+/* Called around each generated kernel call of x (after = 0 before the
+ * compiled function runs, 1 after) with the kernel index and the call as
+ * the kernel receives it: what tests and the device executor use to see,
+ * or mirror onto a GPU, exactly the layout the CPU kernels get.  NULL fn:
+ * none. */
+typedef void (*jn_rt_exec_kcall_hook)(void *ctx, int32_t k, const jn_kcall *c, int after);
+void jn_rt_exec_set_kcall_hook(jn_rt_exec *x, jn_rt_exec_kcall_hook fn, void *ctx);
 
 typedef struct {
     int64_t arena_bytes;       /* this run's arena */

@@ -6,21 +6,55 @@
 #ifndef JN_TEST_EXEC_H
 #define JN_TEST_EXEC_H
 
+#include "jn_cg.h"
 #include "jn_exec.h"
 #include "jn_ir.h"
+
+/* m's generated C kernels emitted, compiled and loaded; NULL when there
+ * are none, or there is no C compiler (*no_cc set, said once; later calls
+ * return NULL at once).  Failures are CHECKed and printed naming `what`. */
+static inline jn_rt_exec_lib *jt_compile_lib(const jn_ir_module *m, const char *what, int *no_cc) {
+    char *src = NULL;
+    size_t len = 0, sl = 0;
+    int nk = 0;
+    void *so = NULL;
+    uint64_t h = 0;
+    jn_rt_exec_lib *lib = NULL;
+    if (*no_cc) return NULL;
+    jn_status st = jn_cg_emit_c(m, &src, &len, &nk);
+    CHECK(st == JN_OK);
+    if (st == JN_OK && nk > 0) {
+        st = jn_cg_compile_so(src, len, NULL, &so, &sl, NULL);
+        if (st != JN_OK && strstr(jn_errmsg(), "no C compiler")) {
+            printf("no C compiler: compiled kernels not tested (%s)\n", jn_errmsg());
+            *no_cc = 1;
+        } else {
+            CHECK(st == JN_OK && jn_cg_module_hash(m, &h) == JN_OK);
+            if (st == JN_OK) st = jn_rt_exec_lib_open(so, sl, h, what, &lib);
+            CHECK(st == JN_OK);
+        }
+        if (st != JN_OK && !*no_cc) fprintf(stderr, "%s: %s\n", what, jn_errmsg());
+    }
+    free(src);
+    free(so);
+    return lib;
+}
 
 /* Runs graph gi of m once through the executor (lib, flags) at symbol
  * values sv with inputs from jn_rt_exec_make_inputs(seed); outs[0 .. noutputs) get every
  * output in g->outputs order (a state output: the state input tensor after
- * the write-back).  st (may be NULL) gets the run's stats.  JN_OK or the
- * executor's error (message set); outs untouched on failure. */
-static inline jn_status jt_run_graph(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags,
-                                     const int64_t *sv, uint64_t seed, jn_tensor **outs, jn_rt_exec_stats *st) {
+ * the write-back).  st (may be NULL) gets the run's stats; hook (may be
+ * NULL) sees every generated kernel call (jn_rt_exec_set_kcall_hook).
+ * JN_OK or the executor's error (message set); outs untouched on failure. */
+static inline jn_status jt_run_graph_hooked(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags,
+                                            const int64_t *sv, uint64_t seed, jn_tensor **outs, jn_rt_exec_stats *st,
+                                            jn_rt_exec_kcall_hook hook, void *hook_ctx) {
     const jn_ir_graph *g = m->graphs[gi];
     jn_tensor **in = calloc((size_t)g->ninputs + 1, sizeof *in), **keep = calloc((size_t)g->noutputs + 1, sizeof *keep);
     jn_rt_exec *x = NULL;
     jn_status s = in && keep ? jn_rt_exec_make_inputs(g, sv, seed, in) : JN_ERR_NOMEM;
     if (s == JN_OK) s = jn_rt_exec_new(m, gi, lib, flags, &x);
+    if (s == JN_OK) jn_rt_exec_set_kcall_hook(x, hook, hook_ctx);
     if (s == JN_OK) s = jn_rt_exec_run(x, in, sv, keep);
     if (s == JN_OK && st) jn_rt_exec_last_stats(x, st);
     for (int32_t i = 0, k = 0; i < g->noutputs && s == JN_OK; i++) {
@@ -36,6 +70,12 @@ static inline jn_status jt_run_graph(const jn_ir_module *m, int32_t gi, const jn
     free(in);
     free(keep);
     return s;
+}
+
+/* jt_run_graph_hooked with no kernel-call hook. */
+static inline jn_status jt_run_graph(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags,
+                                     const int64_t *sv, uint64_t seed, jn_tensor **outs, jn_rt_exec_stats *st) {
+    return jt_run_graph_hooked(m, gi, lib, flags, sv, seed, outs, st, NULL, NULL);
 }
 
 /* Element k of t in row-major order, through its strides, as a double. */

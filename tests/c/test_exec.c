@@ -130,32 +130,7 @@ done:
 /* The optimized module's kernels emitted, compiled and loaded (NULL: none
  * to compile, or no compiler: reported once). */
 static int no_cc;
-static jn_rt_exec_lib *compile_lib(const jn_ir_module *m, const char *what) {
-    char *src = NULL;
-    size_t len = 0, sl = 0;
-    int nk = 0;
-    void *so = NULL;
-    uint64_t h = 0;
-    jn_rt_exec_lib *lib = NULL;
-    if (no_cc) return NULL;
-    jn_status st = jn_cg_emit_c(m, &src, &len, &nk);
-    CHECK(st == JN_OK);
-    if (st == JN_OK && nk > 0) {
-        st = jn_cg_compile_so(src, len, NULL, &so, &sl, NULL);
-        if (st != JN_OK && strstr(jn_errmsg(), "no C compiler")) {
-            printf("no C compiler: compiled kernels not tested (%s)\n", jn_errmsg());
-            no_cc = 1;
-        } else {
-            CHECK(st == JN_OK && jn_cg_module_hash(m, &h) == JN_OK);
-            if (st == JN_OK) st = jn_rt_exec_lib_open(so, sl, h, what, &lib);
-            CHECK(st == JN_OK);
-        }
-        if (st != JN_OK && !no_cc) fprintf(stderr, "%s: %s\n", what, jn_errmsg());
-    }
-    free(src);
-    free(so);
-    return lib;
-}
+static jn_rt_exec_lib *compile_lib(const jn_ir_module *m, const char *what) { return jt_compile_lib(m, what, &no_cc); }
 
 /* Per output of g: 1 when a compiled ew_reduce kernel (a sum in another
  * order than eager's) contributes to it, so it matches within rounding only. */

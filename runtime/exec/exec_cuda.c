@@ -1,0 +1,482 @@
+/* exec_cuda.c -- the device side of the graph executor for generated
+ * kernels: a bundle's CUDA module (codegen/emit_cuda.c compiled by NVRTC
+ * into the JN_CG_SEC_CUBIN and JN_CG_SEC_PTX sections) loaded on a GPU, its
+ * kernels launched with the by-value jn_dkcall of jn_exec.h, and one device
+ * arena per graph.
+ *
+ * The CUDA driver API is opened at run time (dlopen of libcuda.so.1, never
+ * linked), so janus builds and runs on machines without a driver; there
+ * every entry point is a clear JN_ERR_UNSUPPORTED naming where it looked
+ * ($JANUS_LIBCUDA, a path, first: tests point it at nothing, or at the
+ * toolkit's stub library, whose cuInit always fails).  The API is declared
+ * here (its ABI is stable; the _v2 names are what cuda.h maps the plain
+ * ones to since CUDA 4/11), so no CUDA header is needed either.  The
+ * device's PRIMARY context is used, the one the CUDA runtime (cuBLAS, the
+ * eager backend) uses too, so device pointers pass freely between them.
+ *
+ * Which image runs (jn_rt_cuda_pick_image, a pure function): the cubin
+ * when the device has the bundle's major compute capability and at least
+ * its minor one (cubins are binary-compatible only so); else the PTX,
+ * which the driver compiles for any device of at least the bundle's
+ * capability (slower to load; a driver older than the NVRTC that made the
+ * PTX refuses it, CUDA_ERROR_UNSUPPORTED_PTX_VERSION, and the message
+ * says to update the driver); else the bundle is refused naming its target
+ * and the device's arch, with the `janus optimize --target` that fixes it.
+ * Then __constant__ jn_kabi_version and jn_kmodule_hash are read back
+ * (cuModuleGetGlobal) and checked as lib.c checks a .so.
+ *
+ * Launch: JN_DK_BLOCK threads per block; the grid covers the iteration
+ * space (ew, gemm epilogue: one thread per element) or one block per output
+ * row (ew_reduce: nred > 0), capped at 32 blocks per multiprocessor since
+ * every generated kernel walks its space with a grid-stride loop.  A
+ * launch of an empty space is skipped as the CPU executor skips the call.
+ * jn_rt_dkcall_from turns the jn_kcall the CPU executor builds (its
+ * coalesced shape, operand-major byte strides, bound scalars) into the
+ * device struct, so both executors give kernels the same layout.
+ *
+ * Every driver call's status becomes a jn_error naming the call, the
+ * kernel or module, and the driver's own name for the error.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jn_exec.h"
+
+/* ------------------------------------------------- the driver API slice */
+typedef int cu_result; /* CUDA_SUCCESS = 0 */
+typedef int cu_device;
+typedef struct cu_ctx_st *cu_context;
+typedef struct cu_mod_st *cu_module;
+typedef struct cu_func_st *cu_function;
+typedef unsigned long long cu_deviceptr;
+
+enum {
+    CU_STUB_LIBRARY = 34,         /* CUDA_ERROR_STUB_LIBRARY */
+    CU_NO_DEVICE = 100,           /* CUDA_ERROR_NO_DEVICE */
+    CU_ATTR_MP_COUNT = 16,        /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+    CU_ATTR_CC_MAJOR = 75,        /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+    CU_ATTR_CC_MINOR = 76,
+    CU_JIT_ERROR_LOG_BUFFER = 5,  /* CUjit_option */
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+};
+
+typedef struct {
+    void *lib;
+    cu_result (*init)(unsigned);
+    cu_result (*driver_version)(int *);
+    cu_result (*device_count)(int *);
+    cu_result (*device_get)(cu_device *, int);
+    cu_result (*device_name)(char *, int, cu_device);
+    cu_result (*device_attr)(int *, int, cu_device);
+    cu_result (*ctx_retain)(cu_context *, cu_device);
+    cu_result (*ctx_release)(cu_device);
+    cu_result (*ctx_set_current)(cu_context);
+    cu_result (*ctx_synchronize)(void);
+    cu_result (*module_load_data_ex)(cu_module *, const void *, unsigned, int *, void **);
+    cu_result (*module_unload)(cu_module);
+    cu_result (*module_get_function)(cu_function *, cu_module, const char *);
+    cu_result (*module_get_global)(cu_deviceptr *, size_t *, cu_module, const char *);
+    cu_result (*mem_alloc)(cu_deviceptr *, size_t);
+    cu_result (*mem_free)(cu_deviceptr);
+    cu_result (*memcpy_htod)(cu_deviceptr, const void *, size_t);
+    cu_result (*memcpy_dtoh)(void *, cu_deviceptr, size_t);
+    cu_result (*launch)(cu_function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                        void **, void **);
+    cu_result (*error_name)(cu_result, const char **);
+    cu_result (*error_string)(cu_result, const char **);
+    int version;
+    char path[1100];
+} cu_api;
+
+static const char *cu_err(const cu_api *a, cu_result r) {
+    static char buf[200];
+    const char *name = NULL, *text = NULL;
+    if (a->error_name) a->error_name(r, &name);
+    if (a->error_string) a->error_string(r, &text);
+    snprintf(buf, sizeof buf, "%s (%d)%s%s", name ? name : "CUDA error", r, text ? ": " : "", text ? text : "");
+    return buf;
+}
+
+/* Opens the driver; a failure is not remembered (a test may point
+ * $JANUS_LIBCUDA elsewhere and retry), a success is (the handle stays). */
+static jn_status cu_get(const cu_api **out) {
+    static cu_api api;
+    static int opened;
+    if (opened) {
+        *out = &api;
+        return JN_OK;
+    }
+    cu_api a;
+    memset(&a, 0, sizeof a);
+    const char *env = getenv("JANUS_LIBCUDA");
+    const char *try_[] = {env && *env ? env : "libcuda.so.1", env && *env ? NULL : "libcuda.so"};
+    for (int i = 0; i < 2 && !a.lib && try_[i]; i++) {
+        a.lib = dlopen(try_[i], RTLD_NOW | RTLD_LOCAL);
+        if (a.lib) snprintf(a.path, sizeof a.path, "%s", try_[i]);
+    }
+    if (!a.lib)
+        return jn_error(JN_ERR_UNSUPPORTED, "the CUDA driver was not found (dlopen of %s failed): CUDA kernels need "
+                        "an NVIDIA GPU and its driver; without one, run the cpu bundle (janus optimize --target cpu)",
+                        env && *env ? env : "libcuda.so.1 and libcuda.so on the loader's path");
+    struct { void **fn; const char *name; } syms[] = {
+        {(void **)&a.init, "cuInit"},
+        {(void **)&a.driver_version, "cuDriverGetVersion"},
+        {(void **)&a.device_count, "cuDeviceGetCount"},
+        {(void **)&a.device_get, "cuDeviceGet"},
+        {(void **)&a.device_name, "cuDeviceGetName"},
+        {(void **)&a.device_attr, "cuDeviceGetAttribute"},
+        {(void **)&a.ctx_retain, "cuDevicePrimaryCtxRetain"},
+        {(void **)&a.ctx_release, "cuDevicePrimaryCtxRelease_v2"},
+        {(void **)&a.ctx_set_current, "cuCtxSetCurrent"},
+        {(void **)&a.ctx_synchronize, "cuCtxSynchronize"},
+        {(void **)&a.module_load_data_ex, "cuModuleLoadDataEx"},
+        {(void **)&a.module_unload, "cuModuleUnload"},
+        {(void **)&a.module_get_function, "cuModuleGetFunction"},
+        {(void **)&a.module_get_global, "cuModuleGetGlobal_v2"},
+        {(void **)&a.mem_alloc, "cuMemAlloc_v2"},
+        {(void **)&a.mem_free, "cuMemFree_v2"},
+        {(void **)&a.memcpy_htod, "cuMemcpyHtoD_v2"},
+        {(void **)&a.memcpy_dtoh, "cuMemcpyDtoH_v2"},
+        {(void **)&a.launch, "cuLaunchKernel"},
+        {(void **)&a.error_name, "cuGetErrorName"},
+        {(void **)&a.error_string, "cuGetErrorString"}};
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        void *p = dlsym(a.lib, syms[i].name);
+        if (!p) {
+            jn_status st = jn_error(JN_ERR_UNSUPPORTED, "the CUDA driver at %s lacks %s (a driver older than CUDA "
+                                    "12.1?): update the NVIDIA driver", a.path, syms[i].name);
+            dlclose(a.lib);
+            return st;
+        }
+        memcpy(syms[i].fn, &p, sizeof p); /* POSIX: a function pointer through void * */
+    }
+    cu_result r = a.init(0);
+    if (r) {
+        jn_status st = r == CU_STUB_LIBRARY
+            ? jn_error(JN_ERR_UNSUPPORTED, "%s is the CUDA toolkit's stub library, not a driver (cuInit: %s): CUDA "
+                       "kernels need an NVIDIA GPU and its driver", a.path, cu_err(&a, r))
+            : jn_error(JN_ERR_UNSUPPORTED, "the CUDA driver at %s does not start (cuInit: %s): %s", a.path,
+                       cu_err(&a, r), r == CU_NO_DEVICE ? "this machine has no NVIDIA GPU"
+                                                        : "check the GPU with nvidia-smi");
+        dlclose(a.lib);
+        return st;
+    }
+    if (a.driver_version(&a.version)) a.version = 0;
+    api = a;
+    opened = 1;
+    *out = &api;
+    return JN_OK;
+}
+
+jn_status jn_rt_cuda_device(int device, int *major, int *minor, char *name, size_t n) {
+    const cu_api *a;
+    jn_status st = cu_get(&a);
+    if (st) return st;
+    int count = 0;
+    cu_device dev;
+    char nm[256] = "";
+    cu_result r = a->device_count(&count);
+    if (r) return jn_error(JN_ERR_RUNTIME, "cuDeviceGetCount: %s", cu_err(a, r));
+    if (device < 0 || device >= count)
+        return jn_error(JN_ERR_VALUE, "CUDA device %d does not exist (this machine has %d)", device, count);
+    if ((r = a->device_get(&dev, device)) || (r = a->device_name(nm, (int)sizeof nm, dev)) ||
+        (r = a->device_attr(major, CU_ATTR_CC_MAJOR, dev)) || (r = a->device_attr(minor, CU_ATTR_CC_MINOR, dev)))
+        return jn_error(JN_ERR_RUNTIME, "querying CUDA device %d (cuDeviceGet/GetName/GetAttribute): %s", device,
+                        cu_err(a, r));
+    if (name && n) snprintf(name, n, "%s", nm);
+    return JN_OK;
+}
+
+/* -------------------------------------------------------- image choice */
+/* sm_XY / compute_XY (XY may be 3 digits: sm_100 is 10.0) -> major, minor. */
+static int parse_arch(const char *s, int *major, int *minor) {
+    int n = 0, used = 0;
+    if (sscanf(s, "sm_%d%n", &n, &used) != 1 && sscanf(s, "compute_%d%n", &n, &used) != 1) return 0;
+    if (n < 10 || n > 999 || (s[used] != 0 && s[used] != 'a' && s[used] != 'f')) return 0;
+    *major = n / 10, *minor = n % 10;
+    return 1;
+}
+
+jn_status jn_rt_cuda_pick_image(const char *target, int have_cubin, int have_ptx, int dev_major, int dev_minor,
+                                const char *device, int *image) {
+    *image = JN_RT_CUDA_IMAGE_NONE;
+    int bm = 0, bn = 0;
+    const char *arch = target && !strncmp(target, "cuda:", 5) ? target + 5 : "";
+    if (!parse_arch(arch, &bm, &bn))
+        return jn_error(JN_ERR_VALUE, "bundle target '%s' is not a CUDA target (cuda:sm_XX): re-run `janus optimize "
+                        "--target cuda:sm_%d%d`", target ? target : "", dev_major, dev_minor);
+    if (!have_cubin && !have_ptx)
+        return jn_error(JN_ERR_VALUE, "the %s bundle holds no CUDA kernels (no cubin or PTX section): re-run `janus "
+                        "optimize --target %s` on a machine with NVRTC", target, target);
+    if (have_cubin && dev_major == bm && dev_minor >= bn) {
+        *image = JN_RT_CUDA_IMAGE_CUBIN;
+        return JN_OK;
+    }
+    if (have_ptx && dev_major * 10 + dev_minor >= bm * 10 + bn) {
+        *image = JN_RT_CUDA_IMAGE_PTX;
+        return JN_OK;
+    }
+    char why[200] = "";
+    if (have_cubin)
+        snprintf(why, sizeof why, "its cubin runs on sm_%d%d to sm_%d9 only", bm, bn, bm);
+    if (have_ptx)
+        snprintf(why + strlen(why), sizeof why - strlen(why), "%sits PTX needs sm_%d%d or newer", have_cubin ? ", " : "",
+                 bm, bn);
+    return jn_error(JN_ERR_UNSUPPORTED, "the %s bundle cannot run on %s (sm_%d%d): %s; re-run `janus optimize "
+                    "--target cuda:sm_%d%d` for this GPU", target, device ? device : "this GPU", dev_major, dev_minor,
+                    why, dev_major, dev_minor);
+}
+
+/* ------------------------------------------------------- the jn_dkcall */
+jn_status jn_rt_dkcall_from(const jn_kcall *c, int32_t nscalar, jn_dkcall *d) {
+    if (c->nops < 1 || c->nops > JN_DK_MAX_OPS)
+        return jn_error(JN_ERR_UNSUPPORTED, "a kernel call with %d operands does not fit the CUDA kernel ABI (at most "
+                        "%d)", c->nops, JN_DK_MAX_OPS);
+    if (c->ndim < 1 || c->ndim > JN_MAX_DIMS || c->nred < 0 || c->nred > c->ndim)
+        return jn_error(JN_ERR_VALUE, "a kernel call over %d dims with %d reduced is malformed (1..%d dims)", c->ndim,
+                        c->nred, JN_MAX_DIMS);
+    if (nscalar < 0 || nscalar > JN_DK_MAX_SCALARS)
+        return jn_error(JN_ERR_UNSUPPORTED, "a kernel call binding %d scalars does not fit the CUDA kernel ABI (at most "
+                        "%d)", nscalar, JN_DK_MAX_SCALARS);
+    memset(d, 0, sizeof *d); /* unused slots zero: the launch copies the whole struct */
+    d->nops = c->nops, d->ndim = c->ndim, d->nred = c->nred;
+    for (int k = 0; k < c->nops; k++) {
+        d->data[k] = c->data[k];
+        for (int i = 0; i < c->ndim; i++) d->strides[k][i] = c->strides[(size_t)k * (size_t)c->ndim + (size_t)i];
+    }
+    for (int i = 0; i < c->ndim; i++) d->shape[i] = c->shape[i];
+    for (int j = 0; j < nscalar; j++) d->scalars[j] = c->scalars[j];
+    return JN_OK;
+}
+
+/* ---------------------------------------------------------- the module */
+typedef struct {
+    cu_deviceptr base;
+    size_t cap;
+} darena;
+
+struct jn_rt_dlib {
+    const cu_api *a;
+    cu_device dev;
+    cu_context ctx;
+    cu_module mod;
+    int nsm, image;
+    char name[256], origin[200];
+    darena *arenas;   /* per graph index */
+    int32_t narenas;
+};
+
+static jn_status ctx_current(const jn_rt_dlib *l, const char *what) {
+    cu_result r = l->a->ctx_set_current(l->ctx);
+    return r ? jn_error(JN_ERR_RUNTIME, "cuCtxSetCurrent before %s for %s: %s", what, l->origin, cu_err(l->a, r)) : JN_OK;
+}
+
+static jn_status check_globals(jn_rt_dlib *l, uint64_t module_hash) {
+    const cu_api *a = l->a;
+    cu_deviceptr p = 0;
+    size_t sz = 0;
+    int abi = 0;
+    unsigned long long hash = 0;
+    cu_result r = a->module_get_global(&p, &sz, l->mod, "jn_kabi_version");
+    if (r || sz != sizeof abi)
+        return jn_error(JN_ERR_VALUE, "the CUDA kernels of %s lack jn_kabi_version (cuModuleGetGlobal: %s), so they "
+                        "were not made by janus's emitter: re-run `janus optimize`", l->origin,
+                        r ? cu_err(a, r) : "wrong size");
+    if ((r = a->memcpy_dtoh(&abi, p, sizeof abi)))
+        return jn_error(JN_ERR_RUNTIME, "cuMemcpyDtoH of jn_kabi_version of %s: %s", l->origin, cu_err(a, r));
+    if (abi != JN_DKABI_VERSION)
+        return jn_error(JN_ERR_VALUE, "the CUDA kernels of %s use device kernel ABI %d, this janus uses %d: re-run "
+                        "`janus optimize` with this janus", l->origin, abi, JN_DKABI_VERSION);
+    r = a->module_get_global(&p, &sz, l->mod, "jn_kmodule_hash");
+    if (r || sz != sizeof hash)
+        return jn_error(JN_ERR_VALUE, "the CUDA kernels of %s lack jn_kmodule_hash (cuModuleGetGlobal: %s): re-run "
+                        "`janus optimize`", l->origin, r ? cu_err(a, r) : "wrong size");
+    if ((r = a->memcpy_dtoh(&hash, p, sizeof hash)))
+        return jn_error(JN_ERR_RUNTIME, "cuMemcpyDtoH of jn_kmodule_hash of %s: %s", l->origin, cu_err(a, r));
+    if ((uint64_t)hash != module_hash)
+        return jn_error(JN_ERR_VALUE, "the CUDA kernels of %s were built for another module (hash %016llx, the graphs "
+                        "hash to %016llx): re-run `janus optimize` to rebuild them together", l->origin, hash,
+                        (unsigned long long)module_hash);
+    return JN_OK;
+}
+
+jn_status jn_rt_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, size_t ptxlen, const char *target,
+                          uint64_t module_hash, const char *origin, int device, jn_rt_dlib **out) {
+    *out = NULL;
+    if (!origin) origin = "the bundle";
+    const cu_api *a;
+    jn_status st = cu_get(&a);
+    if (st) return st;
+    int n = 0;
+    cu_result r = a->device_count(&n);
+    if (r) return jn_error(JN_ERR_RUNTIME, "cuDeviceGetCount: %s", cu_err(a, r));
+    if (device < 0 || device >= n)
+        return jn_error(JN_ERR_VALUE, "CUDA device %d does not exist (this machine has %d)", device, n);
+    jn_rt_dlib *l = calloc(1, sizeof *l);
+    if (!l) return jn_error(JN_ERR_NOMEM, "out of memory loading the CUDA kernels of %s", origin);
+    l->a = a;
+    snprintf(l->origin, sizeof l->origin, "%s", origin);
+    int major = 0, minor = 0;
+    if ((r = a->device_get(&l->dev, device)) || (r = a->device_name(l->name, (int)sizeof l->name, l->dev)) ||
+        (r = a->device_attr(&major, CU_ATTR_CC_MAJOR, l->dev)) ||
+        (r = a->device_attr(&minor, CU_ATTR_CC_MINOR, l->dev)) ||
+        (r = a->device_attr(&l->nsm, CU_ATTR_MP_COUNT, l->dev))) {
+        st = jn_error(JN_ERR_RUNTIME, "querying CUDA device %d (cuDeviceGet/GetName/GetAttribute): %s", device,
+                      cu_err(a, r));
+        free(l);
+        return st;
+    }
+    int have_cubin = cubin && cubinlen > 4, have_ptx = ptx && ptxlen > 0;
+    if ((st = jn_rt_cuda_pick_image(target, have_cubin, have_ptx, major, minor, l->name, &l->image))) {
+        free(l);
+        return st;
+    }
+    if ((r = a->ctx_retain(&l->ctx, l->dev))) {
+        st = jn_error(JN_ERR_RUNTIME, "cuDevicePrimaryCtxRetain on %s: %s", l->name, cu_err(a, r));
+        free(l);
+        return st;
+    }
+    if ((st = ctx_current(l, "loading the module"))) goto fail;
+    char log[4096] = "";
+    int opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[] = {log, (void *)(uintptr_t)sizeof log};
+    char *ptxz = NULL; /* the driver reads PTX as a NUL-terminated string */
+    const void *img = cubin;
+    if (l->image == JN_RT_CUDA_IMAGE_PTX) {
+        if (!(ptxz = malloc(ptxlen + 1))) {
+            st = jn_error(JN_ERR_NOMEM, "out of memory loading the CUDA kernels of %s", origin);
+            goto fail;
+        }
+        memcpy(ptxz, ptx, ptxlen);
+        ptxz[ptxlen] = 0;
+        img = ptxz;
+    }
+    r = a->module_load_data_ex(&l->mod, img, 2, opts, vals);
+    free(ptxz);
+    if (r) {
+        log[sizeof log - 1] = 0;
+        int old_driver = r == 222 || r == 35; /* UNSUPPORTED_PTX_VERSION, INSUFFICIENT_DRIVER */
+        st = jn_error(JN_ERR_RUNTIME, "cuModuleLoadDataEx of the %s of %s (%s) on %s (sm_%d%d, driver %d.%d): %s%s%s; "
+                      "%s", l->image == JN_RT_CUDA_IMAGE_PTX ? "PTX" : "cubin", origin, target, l->name, major, minor,
+                      a->version / 1000, a->version % 1000 / 10, cu_err(a, r), log[0] ? " -- " : "", log,
+                      old_driver ? "the driver is older than the CUDA toolkit whose NVRTC made the kernels: update "
+                                   "the NVIDIA driver"
+                                 : "re-run `janus optimize --target` for this GPU");
+        l->mod = NULL;
+        goto fail;
+    }
+    if ((st = check_globals(l, module_hash))) goto fail;
+    *out = l;
+    return JN_OK;
+fail:
+    jn_rt_dlib_close(l);
+    return st;
+}
+
+void jn_rt_dlib_close(jn_rt_dlib *l) {
+    if (!l) return;
+    if (l->ctx && l->a->ctx_set_current(l->ctx) == 0) {
+        for (int32_t i = 0; i < l->narenas; i++)
+            if (l->arenas[i].base) l->a->mem_free(l->arenas[i].base);
+        if (l->mod) l->a->module_unload(l->mod);
+    }
+    if (l->ctx) l->a->ctx_release(l->dev);
+    free(l->arenas);
+    free(l);
+}
+
+int jn_rt_dlib_image(const jn_rt_dlib *l, char *device, size_t n) {
+    if (device && n) snprintf(device, n, "%s", l->name);
+    return l->image;
+}
+
+/* Kernel K<k> of graph gi, NULL (no error set) when the module has none. */
+static cu_function dlib_function(const jn_rt_dlib *l, int32_t gi, int32_t k) {
+    char name[48];
+    snprintf(name, sizeof name, "jn_k%d_%d", gi, k);
+    cu_function f = NULL;
+    return l->a->module_get_function(&f, l->mod, name) ? NULL : f;
+}
+
+int jn_rt_dlib_has_kernel(const jn_rt_dlib *l, int32_t gi, int32_t k) {
+    return l && ctx_current(l, "a kernel lookup") == JN_OK && dlib_function(l, gi, k) != NULL;
+}
+
+jn_status jn_rt_dlib_launch(jn_rt_dlib *l, int32_t gi, int32_t k, const jn_dkcall *d, void *stream) {
+    jn_status st = ctx_current(l, "a launch");
+    if (st) return st;
+    cu_function f = dlib_function(l, gi, k);
+    if (!f)
+        return jn_error(JN_ERR_VALUE, "the CUDA module of %s has no kernel jn_k%d_%d (graph index %d kernel K%d): "
+                        "re-run `janus optimize`", l->origin, gi, k, gi, k);
+    if (d->ndim < 1 || d->ndim > JN_MAX_DIMS || d->nred < 0 || d->nred > d->ndim)
+        return jn_error(JN_ERR_VALUE, "kernel jn_k%d_%d of %s: a call over %d dims with %d reduced is malformed", gi,
+                        k, l->origin, d->ndim, d->nred);
+    int64_t total = 1, rows = 1;
+    for (int i = 0; i < d->ndim; i++) {
+        total *= d->shape[i];
+        if (i < d->ndim - d->nred) rows *= d->shape[i];
+    }
+    int reduce = d->nred > 0;
+    if (reduce ? rows == 0 : total == 0) return JN_OK; /* nothing to do (an empty reduction still writes rows) */
+    int64_t blocks = reduce ? rows : (total + JN_DK_BLOCK - 1) / JN_DK_BLOCK, cap = (int64_t)(l->nsm > 0 ? l->nsm : 1) * 32;
+    unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+    void *params[] = {(void *)d};
+    cu_result r = l->a->launch(f, grid, 1, 1, JN_DK_BLOCK, 1, 1, 0, stream, params, NULL);
+    if (r)
+        return jn_error(JN_ERR_RUNTIME, "cuLaunchKernel of jn_k%d_%d of %s (%u blocks of %d threads, %d operands): %s",
+                        gi, k, l->origin, grid, JN_DK_BLOCK, d->nops, cu_err(l->a, r));
+    return JN_OK;
+}
+
+jn_status jn_rt_dlib_sync(jn_rt_dlib *l) {
+    jn_status st = ctx_current(l, "a synchronize");
+    if (st) return st;
+    cu_result r = l->a->ctx_synchronize();
+    /* a kernel's fault surfaces here: name the module it came from */
+    return r ? jn_error(JN_ERR_RUNTIME, "cuCtxSynchronize after the CUDA kernels of %s: %s", l->origin,
+                        cu_err(l->a, r))
+             : JN_OK;
+}
+
+jn_status jn_rt_dlib_arena(jn_rt_dlib *l, int32_t gi, size_t bytes, uint64_t *base) {
+    *base = 0;
+    if (gi < 0) return jn_error(JN_ERR_VALUE, "graph index %d for a device arena of %s", gi, l->origin);
+    if (gi >= l->narenas) {
+        darena *na = realloc(l->arenas, sizeof *na * (size_t)(gi + 1));
+        if (!na) return jn_error(JN_ERR_NOMEM, "out of memory for the device arenas of %s", l->origin);
+        memset(na + l->narenas, 0, sizeof *na * (size_t)(gi + 1 - l->narenas));
+        l->arenas = na, l->narenas = gi + 1;
+    }
+    darena *A = &l->arenas[gi];
+    if (A->cap < bytes || !A->base) {
+        jn_status st = ctx_current(l, "a device arena");
+        if (st) return st;
+        /* in-flight kernels may still use the old one */
+        cu_result r = A->base ? l->a->ctx_synchronize() : 0;
+        if (!r && A->base) r = l->a->mem_free(A->base);
+        A->base = 0, A->cap = 0;
+        if (r || (r = l->a->mem_alloc(&A->base, bytes ? bytes : 1)))
+            return jn_error(JN_ERR_NOMEM, "cuMemAlloc of the %zu-byte device arena of graph index %d of %s on %s: %s",
+                            bytes, gi, l->origin, l->name, cu_err(l->a, r));
+        A->cap = bytes;
+    }
+    *base = A->base;
+    return JN_OK;
+}
+
+jn_status jn_rt_dlib_upload(jn_rt_dlib *l, uint64_t dst, const void *src, size_t n) {
+    jn_status st = ctx_current(l, "a copy to the device");
+    if (st || n == 0) return st;
+    cu_result r = l->a->memcpy_htod(dst, src, n);
+    return r ? jn_error(JN_ERR_RUNTIME, "cuMemcpyHtoD of %zu bytes for %s: %s", n, l->origin, cu_err(l->a, r)) : JN_OK;
+}
+
+jn_status jn_rt_dlib_download(jn_rt_dlib *l, void *dst, uint64_t src, size_t n) {
+    jn_status st = ctx_current(l, "a copy from the device");
+    if (st || n == 0) return st;
+    cu_result r = l->a->memcpy_dtoh(dst, src, n);
+    return r ? jn_error(JN_ERR_RUNTIME, "cuMemcpyDtoH of %zu bytes for %s: %s", n, l->origin, cu_err(l->a, r)) : JN_OK;
+}

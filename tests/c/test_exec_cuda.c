@@ -1,0 +1,573 @@
+/* test_exec_cuda.c -- the device side of the executor for generated
+ * kernels (runtime/exec/exec_cuda.c).
+ *
+ * Without a GPU (here):
+ *   image     jn_rt_cuda_pick_image, the pure choice between a bundle's
+ *             cubin, its PTX and a refusal naming bundle target and device
+ *             arch, over same-arch, newer-minor, newer-major, older and
+ *             malformed cases;
+ *   dkcall    jn_rt_dkcall_from against the jn_kcall the CPU executor
+ *             builds: for every generated kernel call of every golden IR
+ *             module and every emitter pattern (tests/c/jn_test_emit.h),
+ *             run through the executor with compiled C kernels and a
+ *             kernel-call hook, the device struct holds the same operands,
+ *             coalesced shape, nred, byte strides (operand-major -> [k][d])
+ *             and scalars, zero elsewhere; ABI limits refused;
+ *   driver    no driver where $JANUS_LIBCUDA points (and, with no real
+ *             driver, the toolkit's stub library): a clear error.
+ * With a GPU (skipped here, naming what was not run): every golden
+ * module's CUDA kernels compiled by NVRTC for the device, loaded, and run
+ * call by call against the CPU executor (each CPU kernel call mirrored:
+ * operands uploaded into the graph's device arena, the CUDA kernel
+ * launched with the converted jn_dkcall, outputs compared after the CPU
+ * kernel ran: bitwise or, for float results of libm functions and
+ * reductions, within 1e-5 relative); a module of another hash refused.
+ * Without one, the same harness runs through tests/c/fake_libcuda.c, a
+ * driver whose "device" is the host and whose "cubins" are the generated
+ * C kernels: every call of exec_cuda.c, the uploads, arena, launches and
+ * downloads are exercised (results then equal by construction), plus the
+ * refusals and failures a driver can report.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+
+#include "jn_cg.h"
+#include "jn_exec.h"
+#include "jn_test.h"
+#include "jn_test_emit.h"
+#include "jn_test_exec.h"
+
+static int no_cc;
+
+/* ---------------------------------------------------------- image choice */
+static void test_pick_image(void) {
+    static const struct {
+        const char *target;
+        int cubin, ptx, major, minor, want; /* want: an image, or -1 refused */
+        const char *says;
+    } c[] = {
+        {"cuda:sm_90", 1, 1, 9, 0, JN_RT_CUDA_IMAGE_CUBIN, NULL},
+        {"cuda:sm_80", 1, 1, 8, 6, JN_RT_CUDA_IMAGE_CUBIN, NULL},  /* 8.6 runs 8.0 machine code */
+        {"cuda:sm_90", 1, 1, 10, 0, JN_RT_CUDA_IMAGE_PTX, NULL},   /* newer major: the driver JITs */
+        {"cuda:sm_90", 0, 1, 9, 0, JN_RT_CUDA_IMAGE_PTX, NULL},
+        {"cuda:sm_100", 1, 1, 10, 0, JN_RT_CUDA_IMAGE_CUBIN, NULL},
+        {"cuda:sm_90a", 1, 0, 9, 0, JN_RT_CUDA_IMAGE_CUBIN, NULL},
+        {"cuda:sm_90", 1, 0, 10, 0, -1, "its cubin runs on sm_90 to sm_99 only"},
+        {"cuda:sm_86", 1, 1, 8, 0, -1, "its PTX needs sm_86 or newer"},
+        {"cuda:sm_90", 1, 1, 8, 0, -1, "--target cuda:sm_80"},
+        {"cuda:sm_120", 0, 1, 10, 0, -1, "cannot run on"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        int img = -7;
+        jn_status st = jn_rt_cuda_pick_image(c[i].target, c[i].cubin, c[i].ptx, c[i].major, c[i].minor, "Test GPU", &img);
+        if (c[i].want >= 0) {
+            CHECK(st == JN_OK && img == c[i].want);
+        } else {
+            CHECK(st == JN_ERR_UNSUPPORTED && img == JN_RT_CUDA_IMAGE_NONE);
+            CHECK(has(c[i].target) && has("Test GPU") && has(c[i].says));
+        }
+        if ((c[i].want >= 0) != (st == JN_OK)) fprintf(stderr, "  case %zu (%s)\n", i, c[i].target);
+    }
+    int img;
+    CHECK(jn_rt_cuda_pick_image("cpu", 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE && has("not a CUDA target") &&
+          has("cuda:sm_90"));
+    CHECK(jn_rt_cuda_pick_image("cuda:sm_9", 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE);
+    CHECK(jn_rt_cuda_pick_image(NULL, 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE);
+    CHECK(jn_rt_cuda_pick_image("cuda:sm_90", 0, 0, 9, 0, NULL, &img) == JN_ERR_VALUE && has("no CUDA kernels"));
+}
+
+/* ------------------------------------------------------ jn_dkcall layout */
+/* d is c converted: every used field equal, every unused one zero. */
+static int same_layout(const jn_kcall *c, int32_t nscalar, const jn_dkcall *d) {
+    int ok = d->nops == c->nops && d->ndim == c->ndim && d->nred == c->nred && d->pad_ == 0;
+    for (int k = 0; k < JN_DK_MAX_OPS; k++) {
+        ok &= k < c->nops ? d->data[k] == c->data[k] : d->data[k] == NULL;
+        for (int i = 0; i < JN_MAX_DIMS; i++)
+            ok &= d->strides[k][i] == (k < c->nops && i < c->ndim ? c->strides[k * c->ndim + i] : 0);
+    }
+    for (int i = 0; i < JN_MAX_DIMS; i++) ok &= d->shape[i] == (i < c->ndim ? c->shape[i] : 0);
+    for (int j = 0; j < JN_DK_MAX_SCALARS; j++) ok &= d->scalars[j] == (j < nscalar ? c->scalars[j] : 0.0);
+    return ok;
+}
+
+typedef struct {
+    const char *what;
+    jn_cg_kernel_io *io; /* per kernel of the graph */
+    int calls, after, bad;
+} kcheck;
+
+static void check_hook(void *ctx, int32_t k, const jn_kcall *c, int after) {
+    kcheck *h = ctx;
+    if (after) {
+        h->after++;
+        return;
+    }
+    h->calls++;
+    jn_dkcall d;
+    memset(&d, 0x5a, sizeof d); /* garbage: the conversion must clear what it does not set */
+    int ok = c->nops == h->io[k].ncall && jn_rt_dkcall_from(c, h->io[k].nscalar, &d) == JN_OK &&
+             same_layout(c, h->io[k].nscalar, &d);
+    if (!ok && !h->bad++) fprintf(stderr, "%s kernel K%d: the device call differs from the CPU call\n", h->what, k);
+}
+
+/* Kernel io of every kernel of g (NULL on failure). */
+static jn_cg_kernel_io *describe_all(const jn_ir_graph *g) {
+    jn_cg_kernel_io *io = calloc((size_t)g->nkernels + 1, sizeof *io);
+    for (int32_t k = 0; io && k < g->nkernels; k++) CHECK(jn_cg_kernel_describe(g, k, &io[k]) == JN_OK);
+    return io;
+}
+
+static void free_io(const jn_ir_graph *g, jn_cg_kernel_io *io) {
+    for (int32_t k = 0; io && k < g->nkernels; k++) jn_cg_kernel_io_free(&io[k]);
+    free(io);
+}
+
+static void free_outs(jn_tensor **o, int32_t n) {
+    for (int32_t i = 0; o && i < n; i++)
+        if (o[i]) jn_tensor_decref(o[i]);
+    free(o);
+}
+
+/* Graph gi of m through the executor with lib and the hook; 1 if it ran. */
+static int run_with(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, const int64_t *sv,
+                    jn_rt_exec_kcall_hook hook, void *ctx, jn_rt_exec_stats *st, const char *what) {
+    const jn_ir_graph *g = m->graphs[gi];
+    jn_tensor **outs = calloc((size_t)g->noutputs + 1, sizeof *outs);
+    jn_status s = jt_run_graph_hooked(m, gi, lib, 0, sv, 4242, outs, st, hook, ctx);
+    if (s) fprintf(stderr, "%s graph %s: %s\n", what, g->name, jn_errmsg());
+    free_outs(outs, g->noutputs);
+    return s == JN_OK;
+}
+
+/* Symbols at the middle of their ranges. */
+static int64_t *mid_syms(const jn_ir_graph *g) {
+    int64_t *sv = calloc((size_t)g->nsyms + 1, sizeof *sv);
+    for (int32_t s = 0; sv && s < g->nsyms; s++) sv[s] = g->syms[s].lo + (g->syms[s].hi - g->syms[s].lo) / 2;
+    return sv;
+}
+
+static int total_calls;
+
+/* Every generated kernel call of every graph of m (optimized, with lib). */
+static void check_module_calls(const jn_ir_module *m, const jn_rt_exec_lib *lib, const int64_t *syms, const char *what) {
+    for (int32_t gi = 0; gi < m->ngraphs; gi++) {
+        const jn_ir_graph *g = m->graphs[gi];
+        int64_t *sv = syms ? NULL : mid_syms(g);
+        kcheck h = {.what = what, .io = describe_all(g)};
+        jn_rt_exec_stats st = {0};
+        CHECK(h.io && run_with(m, gi, lib, syms ? syms : sv, check_hook, &h, &st, what));
+        CHECK(h.bad == 0 && h.calls == h.after && h.calls == st.kernels_gen);
+        total_calls += h.calls;
+        free_io(g, h.io);
+        free(sv);
+    }
+}
+
+/* For each .ir file of tests/golden and tests/c/data, optimized: fn(m, name). */
+static int each_golden(void (*fn)(const jn_ir_module *, const char *)) {
+    const char *dirs[] = {"golden", "c/data"};
+    int files = 0;
+    for (int d = 0; d < 2; d++) {
+        char dir[1200];
+        snprintf(dir, sizeof dir, "%s/%s", src_dir, dirs[d]);
+        DIR *dh = opendir(dir);
+        CHECK(dh != NULL);
+        for (struct dirent *e; dh && (e = readdir(dh));) {
+            size_t l = strlen(e->d_name);
+            if (l < 4 || strcmp(e->d_name + l - 3, ".ir")) continue;
+            char path[1500];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            char *text = read_text(path);
+            jn_ir_module *m = NULL;
+            CHECK(text && jn_ir_parse(text, strlen(text), &m) == JN_OK);
+            free(text);
+            if (!m) continue;
+            CHECK(jn_cg_optimize(m, NULL, NULL) == JN_OK);
+            fn(m, e->d_name);
+            jn_ir_module_free(m);
+            files++;
+        }
+        if (dh) closedir(dh);
+    }
+    return files;
+}
+
+static void test_dkcall(void) {
+    /* limits of the device ABI */
+    char *data[JN_DK_MAX_OPS + 1] = {0};
+    int64_t shape[JN_MAX_DIMS] = {3, 4}, strides[(JN_DK_MAX_OPS + 1) * 2] = {0};
+    double sc[JN_DK_MAX_SCALARS + 1] = {0};
+    jn_kcall c = {.nops = 2, .ndim = 2, .nred = 1, .data = data, .shape = shape, .strides = strides, .scalars = sc};
+    jn_dkcall d;
+    strides[0] = 16, strides[1] = 4, strides[2] = 4, strides[3] = 0; /* operand 1 broadcasts over dim 1 */
+    sc[0] = 0.5;
+    CHECK(jn_rt_dkcall_from(&c, 1, &d) == JN_OK && same_layout(&c, 1, &d));
+    CHECK(d.strides[0][0] == 16 && d.strides[0][1] == 4 && d.strides[1][0] == 4 && d.strides[1][1] == 0);
+    c.nops = JN_DK_MAX_OPS + 1;
+    CHECK(jn_rt_dkcall_from(&c, 1, &d) == JN_ERR_UNSUPPORTED && has("operands") && has("64"));
+    c.nops = 2;
+    CHECK(jn_rt_dkcall_from(&c, JN_DK_MAX_SCALARS + 1, &d) == JN_ERR_UNSUPPORTED && has("scalars"));
+    c.nred = 3;
+    CHECK(jn_rt_dkcall_from(&c, 0, &d) == JN_ERR_VALUE && has("malformed"));
+    c.nred = 0, c.ndim = JN_MAX_DIMS + 1;
+    CHECK(jn_rt_dkcall_from(&c, 0, &d) == JN_ERR_VALUE);
+
+    /* the calls the CPU executor makes for the emitter patterns (the
+     * golden modules': test_golden) */
+    int before = total_calls;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !no_cc; i++) {
+        jn_ir_module *m = parse_body(cases[i].body);
+        CHECK(m && run_passes(m, "fuse,select"));
+        if (!m) continue;
+        jn_rt_exec_lib *lib = jt_compile_lib(m, cases[i].name, &no_cc);
+        CHECK(lib != NULL || no_cc);
+        if (lib) check_module_calls(m, lib, cases[i].syms, cases[i].name);
+        jn_rt_exec_lib_close(lib);
+        jn_ir_module_free(m);
+    }
+    if (no_cc) {
+        printf("SKIPPED: no C compiler -- not run: jn_dkcall against the CPU executor's jn_kcall\n");
+        return;
+    }
+    printf("  jn_dkcall == jn_kcall: %zu emitter patterns (%d kernel calls)\n", sizeof cases / sizeof cases[0],
+           total_calls - before);
+    CHECK(total_calls > before);
+}
+
+/* ----------------------------------------------------------- the driver */
+static int have_gpu;
+static int gpu_major, gpu_minor;
+static char gpu_name[256];
+
+static void test_driver(void) {
+    char *old = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
+    jn_rt_dlib *l = (jn_rt_dlib *)&l; /* must come back NULL */
+    setenv("JANUS_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+    jn_status st = jn_rt_dlib_open("x", 1, "x", 1, "cuda:sm_90", 1, "test bundle", 0, &l);
+    CHECK(st == JN_ERR_UNSUPPORTED && l == NULL && has("CUDA driver was not found") &&
+          has("/nonexistent/libcuda.so.1") && has("--target cpu"));
+    int ma, mi;
+    CHECK(jn_rt_cuda_device(0, &ma, &mi, NULL, 0) == JN_ERR_UNSUPPORTED);
+    if (old) setenv("JANUS_LIBCUDA", old, 1);
+    else unsetenv("JANUS_LIBCUDA");
+    st = jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name);
+    have_gpu = st == JN_OK;
+    char why[600];
+    snprintf(why, sizeof why, "%s", jn_errmsg());
+    if (!have_gpu) {
+        /* the toolkit's stub: loads, but cuInit always fails (only tried
+         * without a real driver: the stub has the driver's soname) */
+        const char *stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+        FILE *f = fopen(stub, "rb");
+        if (f) {
+            fclose(f);
+            setenv("JANUS_LIBCUDA", stub, 1);
+            st = jn_rt_dlib_open("x", 1, "x", 1, "cuda:sm_90", 1, "test bundle", 0, &l);
+            CHECK(st == JN_ERR_UNSUPPORTED && l == NULL && has(stub) &&
+                  (has("stub library") || has("does not start")));
+            printf("  with the toolkit's stub: %s\n", jn_errmsg());
+            if (old) setenv("JANUS_LIBCUDA", old, 1);
+            else unsetenv("JANUS_LIBCUDA");
+        }
+        printf("SKIPPED: no CUDA device (%s) -- not run: loading the golden modules' cubin/PTX on a GPU, "
+               "jn_kabi_version/jn_kmodule_hash read back, every CUDA kernel against the CPU executor\n", why);
+    } else {
+        printf("  GPU: %s (sm_%d%d)\n", gpu_name, gpu_major, gpu_minor);
+    }
+    free(old);
+}
+
+/* ------------------------------------------- GPU: kernels against the CPU */
+typedef struct {
+    kcheck kc;     /* the layout check, on every call */
+    const char *what;
+    jn_rt_dlib *l; /* NULL: no device, the layout check only */
+    int32_t gi;
+    const jn_ir_graph *g;
+    jn_cg_kernel_io *io;
+    int64_t lo[JN_DK_MAX_OPS];
+    size_t off[JN_DK_MAX_OPS], len[JN_DK_MAX_OPS], total;
+    char *got; /* the operands after the GPU kernel, host copies */
+    size_t gotcap;
+    int calls, exact, close, bad, err;
+} mirror;
+
+/* Bytes operand k spans from data[k]: [lo, hi). */
+static void extent(const jn_kcall *c, int k, size_t esz, int64_t *lo, int64_t *hi) {
+    *lo = 0, *hi = (int64_t)esz;
+    for (int d = 0; d < c->ndim; d++) {
+        int64_t span = (c->shape[d] - 1) * c->strides[(size_t)k * (size_t)c->ndim + (size_t)d];
+        if (c->shape[d] == 0) continue;
+        if (span < 0) *lo += span;
+        else *hi += span;
+    }
+}
+
+static void mirror_before(mirror *h, int32_t k, const jn_kcall *c) {
+    const jn_cg_kernel_io *io = &h->io[k];
+    char *ddata[JN_DK_MAX_OPS];
+    uint64_t base = 0;
+    jn_status st = JN_OK;
+    h->total = 0;
+    for (int j = 0; j < c->nops; j++) {
+        int64_t lo, hi;
+        extent(c, j, jn_dtype_size[h->g->values[io->call[j]].dtype], &lo, &hi);
+        h->lo[j] = lo;
+        h->len[j] = (size_t)(hi - lo);
+        h->off[j] = h->total;
+        h->total += ((size_t)(hi - lo) + 255) / 256 * 256;
+    }
+    if (h->total > h->gotcap) {
+        free(h->got);
+        h->got = malloc(h->total);
+        h->gotcap = h->got ? h->total : 0;
+    }
+    if (!h->got) st = jn_error(JN_ERR_NOMEM, "out of memory");
+    if (!st) st = jn_rt_dlib_arena(h->l, h->gi, h->total, &base);
+    for (int j = 0; j < c->nops && !st; j++) {
+        st = jn_rt_dlib_upload(h->l, base + h->off[j], c->data[j] + h->lo[j], h->len[j]);
+        ddata[j] = (char *)(uintptr_t)(base + h->off[j] - (uint64_t)h->lo[j]);
+    }
+    jn_kcall dc = *c;
+    dc.data = ddata;
+    jn_dkcall d;
+    if (!st) st = jn_rt_dkcall_from(&dc, io->nscalar, &d);
+    if (!st) st = jn_rt_dlib_launch(h->l, h->gi, k, &d, NULL);
+    if (!st) st = jn_rt_dlib_sync(h->l);
+    if (!st) st = jn_rt_dlib_download(h->l, h->got, base, h->total);
+    if (st && !h->err++) fprintf(stderr, "%s graph %s kernel K%d on the GPU: %s\n", h->what, h->g->name, k, jn_errmsg());
+}
+
+/* 1 bitwise equal, 2 within tolerance, 0 differs. */
+static int cmp_elem(jn_dtype dt, const char *a, const char *b) {
+    size_t n = jn_dtype_size[dt];
+    if (!memcmp(a, b, n)) return 1;
+    double x, y, tol;
+    if (dt == JN_F32) {
+        float fx, fy;
+        memcpy(&fx, a, 4), memcpy(&fy, b, 4);
+        x = fx, y = fy, tol = 1e-5;
+    } else if (dt == JN_F64) {
+        memcpy(&x, a, 8), memcpy(&y, b, 8);
+        tol = 1e-9;
+    } else {
+        return 0; /* integers and bools: exact */
+    }
+    if (x != x && y != y) return 1;
+    return fabs(x - y) <= tol * fmax(fabs(x), fabs(y)) + tol * 1e-1 ? 2 : 0;
+}
+
+static void mirror_after(mirror *h, int32_t k, const jn_kcall *c) {
+    if (h->err) return;
+    const jn_cg_kernel_io *io = &h->io[k];
+    int64_t total = 1;
+    for (int d = 0; d < c->ndim; d++) total *= c->shape[d];
+    int worst = 1;
+    for (int j = io->ncall_in; j < c->nops; j++) {
+        jn_dtype dt = h->g->values[io->call[j]].dtype;
+        for (int64_t e = 0; e < total && worst; e++) {
+            int64_t off = 0, rem = e;
+            for (int d = c->ndim - 1; d >= 0; d--) {
+                off += (rem % c->shape[d]) * c->strides[(size_t)j * (size_t)c->ndim + (size_t)d];
+                rem /= c->shape[d];
+            }
+            int r = cmp_elem(dt, c->data[j] + off, h->got + h->off[j] + (size_t)(off - h->lo[j]));
+            if (r == 0)
+                fprintf(stderr, "%s graph %s kernel K%d: operand %d (%%%d) element %lld differs CPU vs GPU\n", h->what,
+                        h->g->name, k, j, io->call[j], (long long)e);
+            if (r == 0) worst = 0;
+            else if (r == 2) worst = 2;
+        }
+    }
+    h->exact += worst == 1, h->close += worst == 2, h->bad += worst == 0;
+}
+
+static void mirror_hook(void *ctx, int32_t k, const jn_kcall *c, int after) {
+    mirror *h = ctx;
+    check_hook(&h->kc, k, c, after);
+    if (!h->l) return;
+    if (after) mirror_after(h, k, c);
+    else h->calls++, mirror_before(h, k, c);
+}
+
+static int gpu_calls, gpu_exact, gpu_close, gpu_modules;
+static int fake_driver; /* the "GPU" is tests/c/fake_libcuda.c: cubins are C kernel objects */
+static int use_device;  /* the golden modules run on the device too */
+
+/* The module's kernels for the device: a cubin (and PTX) from NVRTC, or,
+ * for the fake driver, the generated C compiled to a shared object. */
+static jn_status device_image(const jn_ir_module *m, const char *arch, void **cubin, size_t *cl, char **ptx, size_t *pl) {
+    char *src = NULL, *log = NULL;
+    size_t len = 0;
+    int nk = 0;
+    *cubin = NULL, *ptx = NULL, *cl = *pl = 0;
+    jn_status st = fake_driver ? jn_cg_emit_c(m, &src, &len, &nk) : jn_cg_emit_cuda(m, &src, &len, &nk);
+    if (!st && fake_driver) st = jn_cg_compile_so(src, len, NULL, cubin, cl, NULL);
+    else if (!st) st = jn_cg_compile_cuda(src, len, arch, ptx, pl, cubin, cl, NULL, &log);
+    free(src), free(log);
+    return st;
+}
+
+/* One golden module: every graph through the CPU executor with compiled C
+ * kernels, each kernel call's jn_dkcall checked and, with a device (real
+ * or fake), mirrored onto it. */
+static void golden_module(const jn_ir_module *m, const char *name) {
+    char *ptx = NULL, arch[32], target[40];
+    void *cubin = NULL;
+    size_t pl = 0, cl = 0;
+    uint64_t hash = 0;
+    jn_rt_dlib *l = NULL;
+    jn_rt_exec_lib *lib = jt_compile_lib(m, name, &no_cc); /* NULL: no generated kernels */
+    if (!lib) return;
+    snprintf(arch, sizeof arch, "sm_%d%d", gpu_major, gpu_minor);
+    snprintf(target, sizeof target, "cuda:%s", arch);
+    CHECK(jn_cg_module_hash(m, &hash) == JN_OK);
+    if (use_device) {
+        jn_status st = device_image(m, arch, &cubin, &cl, &ptx, &pl);
+        CHECK(st == JN_OK);
+        if (st) fprintf(stderr, "%s: the device image for %s: %s\n", name, arch, jn_errmsg());
+        /* another module's hash is refused, from the __constant__ read back */
+        CHECK(st || (jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash ^ 1, name, 0, &l) == JN_ERR_VALUE && !l &&
+                     has("another module") && has(name)));
+        if (!st) st = jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash, name, 0, &l);
+        CHECK(st == JN_OK);
+        if (st) fprintf(stderr, "%s: %s\n", name, jn_errmsg());
+        CHECK(!l || jn_rt_dlib_image(l, NULL, 0) == JN_RT_CUDA_IMAGE_CUBIN);
+        gpu_modules += l != NULL;
+    }
+    for (int32_t gi = 0; gi < m->ngraphs; gi++) {
+        const jn_ir_graph *g = m->graphs[gi];
+        int64_t *sv = mid_syms(g);
+        mirror h = {.kc = {.what = name, .io = describe_all(g)}, .what = name, .l = l, .gi = gi, .g = g};
+        h.io = h.kc.io;
+        jn_rt_exec_stats st = {0};
+        CHECK(h.io && run_with(m, gi, lib, sv, mirror_hook, &h, &st, name));
+        CHECK(h.kc.bad == 0 && h.kc.calls == h.kc.after && h.kc.calls == st.kernels_gen);
+        total_calls += h.kc.calls;
+        if (l) {
+            CHECK(h.err == 0 && h.bad == 0 && h.exact + h.close == h.calls && h.calls == h.kc.calls);
+            for (int32_t k = 0; k < g->nkernels; k++)
+                CHECK(jn_rt_dlib_has_kernel(l, gi, k) == (jn_rt_exec_lib_kernel(lib, gi, k) != NULL));
+            gpu_calls += h.calls, gpu_exact += h.exact, gpu_close += h.close;
+        }
+        free_io(g, h.io);
+        free(h.got);
+        free(sv);
+    }
+    jn_rt_dlib_close(l);
+    jn_rt_exec_lib_close(lib);
+    free(ptx), free(cubin);
+}
+
+static void test_golden(void) {
+    if (have_gpu && !fake_driver && !jn_cg_nvrtc_available(NULL, 0))
+        printf("SKIPPED: %s -- not run: the golden modules' CUDA kernels against the CPU executor\n", jn_errmsg());
+    else
+        use_device = have_gpu;
+    int files = each_golden(golden_module);
+    CHECK(files >= 16);
+    if (no_cc) {
+        printf("SKIPPED: no C compiler -- not run: jn_dkcall against the CPU executor's jn_kcall, the device "
+               "kernels against the CPU's\n");
+        return;
+    }
+    printf("  jn_dkcall == jn_kcall: %d golden files, %d kernel calls\n", files, total_calls);
+    CHECK(total_calls > 0);
+    if (!use_device) return;
+    printf("  %s against the CPU executor: %d modules, %d kernel calls: %d bitwise equal, %d within 1e-5 relative\n",
+           fake_driver ? "fake driver (host C kernels as \"device\" code)" : "CUDA kernels", gpu_modules, gpu_calls,
+           gpu_exact, gpu_close);
+    CHECK(gpu_modules > 0 && gpu_calls == total_calls);
+}
+
+/* Without a GPU: the same harness through tests/c/fake_libcuda.c, loaded
+ * here (before test_golden) and checked further by fake_checks. */
+static char *old_libcuda;
+static void fake_setup(void) {
+    if (have_gpu) return; /* a real driver is loaded (and stays): the real test runs */
+    char path[1200];
+    snprintf(path, sizeof path, "%s/c/fake_libcuda.c", src_dir);
+    char *src = read_text(path), flags[4000];
+    snprintf(flags, sizeof flags, "-D_GNU_SOURCE -I%s/../runtime/exec -I%s/../ir -I%s/../runtime", src_dir, src_dir,
+             src_dir);
+    jn_cg_cc_options o = {.extra_flags = flags};
+    void *so = NULL;
+    size_t sl = 0;
+    CHECK(src && jn_cg_compile_so(src, strlen(src), &o, &so, &sl, NULL) == JN_OK);
+    free(src);
+    if (!so) {
+        fprintf(stderr, "fake driver: %s\n", jn_errmsg());
+        return;
+    }
+    CHECK(jt_tmp_begin("exec_cuda") == 0);
+    FILE *f = fopen(tmp("libcuda.so.1"), "wb");
+    CHECK(f && fwrite(so, 1, sl, f) == sl);
+    if (f) fclose(f);
+    free(so);
+    old_libcuda = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
+    setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
+    have_gpu = fake_driver = 1;
+    CHECK(jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name) == JN_OK);
+    CHECK(gpu_major == 9 && gpu_minor == 0 && !strcmp(gpu_name, "Fake GPU"));
+    int ma, mi;
+    CHECK(jn_rt_cuda_device(1, &ma, &mi, NULL, 0) == JN_ERR_VALUE && has("device 1 does not exist"));
+}
+
+static void fake_checks(void) {
+    if (!fake_driver) return;
+    void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_NOLOAD);
+    int (*nl)(void) = NULL;
+    if (h) *(void **)&nl = dlsym(h, "fake_cuda_launches");
+    CHECK(nl && nl() == gpu_calls); /* every call went through cuLaunchKernel */
+    if (h) dlclose(h);
+
+    /* refusals and failures, with one small module */
+    jn_ir_module *m = parse_body(cases[0].body);
+    CHECK(m && run_passes(m, "fuse,select"));
+    void *cubin = NULL;
+    char *ptx = NULL;
+    size_t cl = 0, pl = 0;
+    uint64_t hash = 0;
+    jn_rt_dlib *l = NULL;
+    if (m && device_image(m, "sm_90", &cubin, &cl, &ptx, &pl) == JN_OK && jn_cg_module_hash(m, &hash) == JN_OK) {
+        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_100", hash, "bundle 7", 0, &l) == JN_ERR_UNSUPPORTED &&
+              !l && has("cuda:sm_100 bundle cannot run on Fake GPU (sm_90)") && has("--target cuda:sm_90"));
+        CHECK(jn_rt_dlib_open(NULL, 0, "// ptx\n", 7, "cuda:sm_90", hash, "bundle 7", 0, &l) == JN_ERR_RUNTIME &&
+              !l && has("cuModuleLoadDataEx of the PTX of bundle 7") && has("no PTX JIT"));
+        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_90", hash, "bundle 7", 3, &l) == JN_ERR_VALUE &&
+              has("device 3 does not exist"));
+        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_90", hash, "bundle 7", 0, &l) == JN_OK && l);
+        jn_dkcall d = {.nops = 1, .ndim = 1, .shape = {4}};
+        CHECK(l && jn_rt_dlib_launch(l, 0, 99, &d, NULL) == JN_ERR_VALUE && has("no kernel jn_k0_99"));
+        setenv("FAKE_CUDA_FAIL", "launch", 1);
+        CHECK(l && jn_rt_dlib_launch(l, 0, 0, &d, NULL) == JN_ERR_RUNTIME && has("cuLaunchKernel of jn_k0_0 of bundle 7") &&
+              has("CUDA_ERROR_LAUNCH_FAILED"));
+        unsetenv("FAKE_CUDA_FAIL");
+        d.shape[0] = 0; /* an empty space launches nothing */
+        CHECK(l && jn_rt_dlib_launch(l, 0, 0, &d, NULL) == JN_OK);
+        uint64_t a = 0, b = 0;
+        CHECK(l && jn_rt_dlib_arena(l, 2, 100, &a) == JN_OK && a && jn_rt_dlib_arena(l, 2, 50, &b) == JN_OK && b == a);
+        CHECK(l && jn_rt_dlib_arena(l, 2, 1 << 20, &b) == JN_OK && b);
+        CHECK(l && jn_rt_dlib_arena(l, -1, 8, &b) == JN_ERR_VALUE);
+        jn_rt_dlib_close(l);
+    }
+    jn_ir_module_free(m);
+    free(cubin), free(ptx);
+    if (old_libcuda) setenv("JANUS_LIBCUDA", old_libcuda, 1);
+    else unsetenv("JANUS_LIBCUDA");
+    free(old_libcuda);
+    jt_tmp_end();
+}
+
+int main(void) {
+    jt_emit_src_dir(__FILE__);
+    (void)kernels_part; /* the shared emitter-test helpers this test does not need */
+    (void)check_goldens;
+    test_pick_image();
+    test_driver();
+    fake_setup();
+    test_golden();
+    test_dkcall();
+    fake_checks();
+    JT_DONE();
+}

@@ -515,10 +515,36 @@ def set_num_threads(n):
 get_num_threads = _C.get_num_threads
 
 
-def _with_grad(f):
-    """Factories take requires_grad=: set it on the result (autograd leaves)."""
-    def w(*args, requires_grad=False, **kw):
+# factories whose table op (full, empty, arange, eye) runs on the device
+# itself; the others (data, random streams, linspace) build on the cpu and
+# copy, so device='cuda' random tensors equal the cpu's Philox draws
+_ON_DEVICE = frozenset(("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
+                        "arange", "eye"))
+
+
+def _on_device(f, dev, args, kw):
+    if f.__name__ in _ON_DEVICE:
+        old = _C._set_factory_device(dev)
+        try:
+            r = f(*args, **kw)
+        finally:
+            _C._set_factory_device(old)
+    else:
         r = f(*args, **kw)
+    return r if _C._device_num(r) == dev else _C._to_device(r, dev, False)
+
+
+def _with_grad(f):
+    """Factories take requires_grad= (set on the result: autograd leaves) and
+    device= ('cuda' places the result there; the *_like ones default to
+    their input's device, as torch)."""
+    like = f.__name__.endswith("_like")
+
+    def w(*args, requires_grad=False, device=None, **kw):
+        if device is None and like and args and isinstance(args[0], TensorBase) and args[0].is_cuda:
+            device = args[0].device
+        dev = check_device(device, f.__name__)
+        r = f(*args, **kw) if not dev else _on_device(f, dev, args, kw)
         if requires_grad:
             r.requires_grad_(True)
         return r
@@ -535,7 +561,8 @@ for _n in ("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "zeros"
            "initial_seed", "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads"):
     _f = getattr(_mod, _n)
     _c = getattr(_f, "__code__", None)
-    if _c and "requires_grad" in _c.co_varnames[:_c.co_argcount + _c.co_kwonlyargcount]:
+    if _c and ("requires_grad" in _c.co_varnames[:_c.co_argcount + _c.co_kwonlyargcount] or
+               "device" in _c.co_varnames[:_c.co_argcount + _c.co_kwonlyargcount]):
         _f = _with_grad(_f)
         setattr(_mod, _n, _f)
     FUNCTIONS[_n] = _f

@@ -47,7 +47,7 @@ int jn_rt_factory_device(void) { return factory_device; }
 static int dev_of(const jn_tensor *t) { return t->storage ? t->storage->device : JN_CPU; }
 static int cpu_scalar(const jn_tensor *t) { return t->ndim == 0 && dev_of(t) == JN_CPU; }
 
-jn_status jn_rt_select_device(jn_op op, int nin, jn_tensor *const *in, int *device) {
+jn_status jn_rt_resolve_device(jn_op op, int nin, jn_tensor *const *in, int *device) {
     const jn_opinfo *info = jn_op_info(op);
     int dev = nin ? JN_CPU : factory_device, first = -1;
     /* in-place ops run where the tensor they write lives */
@@ -68,15 +68,32 @@ jn_status jn_rt_select_device(jn_op op, int nin, jn_tensor *const *in, int *devi
     if (dev < 0 || dev >= JN_NDEVICES)
         return jn_error(JN_ERR_RUNTIME, "%s: a tensor has an unknown device number %d (internal error)",
                         info->name, dev);
-    if (dev != JN_CPU && !jn_rt_backends[dev]) {
-        jn_status s = jn_cuda_init();
-        if (s) return jn_error(s, "%s: %s", info->name, jn_errmsg());
-    }
-    if (!jn_rt_backends[dev]->kernel[op])
-        return jn_error(JN_ERR_UNSUPPORTED, "op %s is not supported on %s yet (move its tensors to the "
-                        "cpu with .cpu() for this op)", info->name, dev == JN_CUDA ? "CUDA" : "the cpu");
     *device = dev;
     return JN_OK;
+}
+
+jn_status jn_rt_device_ready(jn_op op, int dev) {
+    const jn_opinfo *info = jn_op_info(op);
+    if (dev == JN_CPU) return JN_OK;
+    /* the unsupported-op answer comes from the static table, before any
+     * CUDA call (so it reads the same with or without a GPU) */
+    if (dev == JN_CUDA && jn_cuda_built() && !jn_cuda_op_supported(op))
+        return jn_error(JN_ERR_UNSUPPORTED, "op %s is not supported on CUDA yet (move its tensors to the cpu "
+                        "with .cpu() for this op)", info->name);
+    if (!jn_rt_backends[dev]) {
+        jn_status s = jn_cuda_init();
+        if (s) {
+            char why[768];
+            snprintf(why, sizeof why, "%s", jn_errmsg()); /* jn_error writes the buffer it would read */
+            return jn_error(s, "%s: %s", info->name, why);
+        }
+    }
+    return JN_OK;
+}
+
+jn_status jn_rt_select_device(jn_op op, int nin, jn_tensor *const *in, int *device) {
+    jn_status s = jn_rt_resolve_device(op, nin, in, device);
+    return s ? s : jn_rt_device_ready(op, *device);
 }
 
 jn_tensor *jn_rt_to_device(jn_tensor *t, int device, int copy) {

@@ -138,7 +138,7 @@ static jn_status check_inputs(jn_op op, const jn_opinfo *info, int nin, jn_tenso
         if (in[i]->storage) any |= in[i]->storage->device;
     }
     *dev = JN_CPU;
-    return any ? jn_rt_select_device(op, nin, in, dev) : JN_OK;
+    return any ? jn_rt_resolve_device(op, nin, in, dev) : JN_OK;
 }
 
 /* A device op's CPU 0-d inputs (Python numbers, t.sum() results) are copied
@@ -223,6 +223,7 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     jn_status s = check_inputs(op, info, nin, in, &dev);
     if (s) return s;
     if (__builtin_expect(dev == JN_CPU, 1)) return dispatch(op, info, dev, nin, in, a_in, out);
+    if ((s = jn_rt_device_ready(op, dev))) return s;
     jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
     if ((s = stage_scalars(op, dev, nin, in, use, staged))) return s;
     s = dispatch(op, info, dev, nin, use, a_in, out);
@@ -315,6 +316,7 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
                         jn_device_name(dev), jn_device_name(ddev), info->name, jn_device_name(ddev),
                         jn_device_name(dev));
     if (__builtin_expect(dev == JN_CPU, 1)) return dispatch_into(op, info, nin, in, a, dst);
+    if ((s = jn_rt_device_ready(op, dev))) return s;
     if (jn_rt_capturing)
         return jn_error(JN_ERR_UNSUPPORTED, "%s: janus replay cannot capture ops on %s tensors yet (run the "
                         "script without replay, or on the cpu)", info->name, jn_device_name(dev));

@@ -59,6 +59,10 @@ int jn_rt_factory_device(void);
  * JN_ERR_RUNTIME naming the op and the inputs' devices; a device whose
  * backend is not available is JN_ERR_UNSUPPORTED.  Exposed for tests. */
 jn_status jn_rt_select_device(jn_op op, int nin, jn_tensor *const *in, int *device);
+/* Its two halves: which device (no CUDA call; mixed-device errors), then
+ * whether op can run there (unsupported op, CUDA initialization). */
+jn_status jn_rt_resolve_device(jn_op op, int nin, jn_tensor *const *in, int *device);
+jn_status jn_rt_device_ready(jn_op op, int device);
 
 /* A contiguous copy of t on `device` (a new reference; t itself when it is
  * already there and contiguous and copy is 0).  Not differentiable. */

@@ -760,20 +760,60 @@ static jn_status check_flag(const char *name, const char *msg) {
     return bad ? jn_error(JN_ERR_INDEX, "%s: %s", name, msg) : JN_OK;
 }
 
+/* out = x gathered along dim by idx (idx broadcast to out's shape; the
+ * index range is checked on the device and reported after a sync). */
+static jn_status gather_into(const char *name, jn_tensor *x, const jn_tensor *idx, int64_t dim, jn_tensor *out) {
+    jn_cu_iter it;
+    iter_init(&it, out);
+    iter_add(&it, idx);
+    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), name);
+    jn_status s = launched(jn_cu_gather(&it, (int)dim, x->strides, jn_data(x), x->shape[dim], cu.flag, cu.stream),
+                           "gather", name);
+    return s ? s : check_flag(name, "index out of range");
+}
+
 static jn_status cu_gather(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     jn_tensor *x = in[0], *idx = in[1];
     int64_t dim = a->a[0].i;
     jn_status s = jn_wrap_dim(&dim, x->ndim ? x->ndim : 1, "gather");
     if (s) return s;
     if (x->ndim == 0) return dev_copy(out[0], x, "gather");
-    jn_cu_iter it;
-    iter_init(&it, out[0]);
-    iter_add(&it, idx);
-    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), "gather");
-    if ((s = launched(jn_cu_gather(&it, (int)dim, x->strides, jn_data(x), x->shape[dim], cu.flag, cu.stream),
-                      "gather", "gather")))
-        return s;
-    return check_flag("gather", "index out of range");
+    return gather_into("gather", x, idx, dim, out[0]);
+}
+
+/* index_select = gather with the index vector spread over out's shape */
+static jn_status cu_index_select(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *x = in[0], *y = out[0];
+    int64_t dim = a->a[0].i;
+    jn_status s = jn_wrap_dim(&dim, x->ndim ? x->ndim : 1, "index_select");
+    if (s) return s;
+    if (x->ndim == 0) return dev_copy(y, x, "index_select");
+    jn_tensor iv = *in[1];
+    iv.ndim = y->ndim;
+    for (int d = 0; d < y->ndim; d++) {
+        iv.shape[d] = y->shape[d];
+        iv.strides[d] = d == dim && in[1]->ndim ? in[1]->strides[0] : 0;
+    }
+    return gather_into("index_select", x, &iv, dim, y);
+}
+
+/* embedding = rows of weight [V, D] picked by the (flattened) indices */
+static jn_status cu_embedding(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *w = in[0], *idx = in[1], *y = out[0];
+    jn_tensor *c = idx;
+    if (!jn_is_contiguous(idx) && !(c = dev_contiguous_perm(idx, NULL, "embedding"))) return JN_ERR_NOMEM;
+    int64_t n = jn_numel(idx), D = w->shape[1];
+    jn_tensor yv = *y, iv = *c;
+    yv.ndim = iv.ndim = 2;
+    yv.shape[0] = iv.shape[0] = n;
+    yv.shape[1] = iv.shape[1] = D;
+    yv.strides[0] = D;
+    yv.strides[1] = 1;
+    iv.strides[0] = 1;
+    iv.strides[1] = 0;
+    jn_status s = gather_into("embedding", w, &iv, 0, &yv);
+    if (c != idx) jn_tensor_decref(c);
+    return s;
 }
 
 static jn_status cu_scatter_add(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
@@ -837,6 +877,43 @@ static jn_status cu_sgd_(int nin, jn_tensor *const *in, const jn_attrs *a, jn_te
                     "sgd", "sgd_");
 }
 
+/* ------------------------------------------------------------ random */
+/* Random ops run their CPU kernel on host buffers and upload the result:
+ * the draws are the CPU Philox stream's (seed, offset) exactly, so a CUDA
+ * run samples what a CPU run samples; slow (a transfer per call) but
+ * right.  In-place ones (uniform_, normal_) copy the result back in. */
+static jn_status on_host(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    const jn_opinfo *info = jn_op_info(op);
+    int nw = (info->flags & JN_F_INPLACE) ? info->nout : 0;
+    jn_tensor *hin[JN_MAX_INS] = {0}, *hout[JN_MAX_OUTS] = {0};
+    jn_status s = JN_OK;
+    for (int i = 0; i < nin && !s; i++)
+        if (!(hin[i] = jn_rt_to_device(in[i], JN_CPU, 1))) s = JN_ERR_NOMEM;
+    for (int k = 0; k < info->nout && !s; k++) {
+        if (k < nw) {
+            hout[k] = hin[k];
+            jn_tensor_incref(hout[k]);
+            continue;
+        }
+        jn_meta m = {out[k]->dtype, out[k]->ndim, {0}};
+        memcpy(m.shape, out[k]->shape, sizeof m.shape);
+        if (!(hout[k] = jn_tensor_new_meta(&m))) s = JN_ERR_NOMEM;
+    }
+    if (!s) s = jn_rt_cpu_backend.kernel[op](nin, hin, a, hout);
+    for (int k = 0; k < info->nout && !s; k++) s = jn_copy_into(out[k], hout[k]);
+    for (int i = 0; i < nin; i++) jn_tensor_decref(hin[i]);
+    for (int k = 0; k < info->nout; k++) jn_tensor_decref(hout[k]);
+    return s;
+}
+
+#define HOST_OPS(X) X(rand) X(randn) X(randint) X(randperm) X(uniform_) X(normal_) X(bernoulli) X(dropout_mask)
+#define X(name)                                                                                           \
+    static jn_status cu_##name(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) { \
+        return on_host(JN_OP_##name, nin, in, a, out);                                                    \
+    }
+HOST_OPS(X)
+#undef X
+
 /* ------------------------------------------------------------ the table */
 static const jn_rt_backend cuda_backend = {
     "cuda",
@@ -846,7 +923,7 @@ static const jn_rt_backend cuda_backend = {
     cuda_sync,
     {
 #define X(name) [JN_OP_##name] = cu_##name,
-        EW_OPS(X)
+        EW_OPS(X) HOST_OPS(X)
 #undef X
         [JN_OP_cast] = cu_cast, [JN_OP_copy_] = jn_cpu_copy_ /* jn_copy_into transfers */, [JN_OP_fill_] = cu_fill_, [JN_OP_clone] = cu_clone,
         [JN_OP_full] = cu_full, [JN_OP_empty] = cu_empty, [JN_OP_arange] = cu_arange, [JN_OP_eye] = cu_eye,
@@ -855,6 +932,11 @@ static const jn_rt_backend cuda_backend = {
         [JN_OP_log_softmax] = cu_log_softmax, [JN_OP_mm] = cu_mm, [JN_OP_bmm] = cu_bmm, [JN_OP_matmul] = cu_matmul,
         [JN_OP_addmm] = cu_addmm, [JN_OP_linear] = cu_linear, [JN_OP_gather] = cu_gather,
         [JN_OP_scatter_add] = cu_scatter_add, [JN_OP_adam_] = cu_adam_, [JN_OP_sgd_] = cu_sgd_,
+        [JN_OP_index_select] = cu_index_select, [JN_OP_embedding] = cu_embedding,
+        /* these CPU kernels only copy windows with jn_copy_into, which the
+         * CUDA backend carries out (they read no data themselves) */
+        [JN_OP_cat] = jn_cpu_cat, [JN_OP_stack] = jn_cpu_stack, [JN_OP_slice_scatter] = jn_cpu_slice_scatter,
+        [JN_OP_select_scatter] = jn_cpu_select_scatter,
         /* views only set shape/strides/offset: the CPU kernels read no data */
         [JN_OP_view] = jn_cpu_view, [JN_OP_permute] = jn_cpu_permute, [JN_OP_transpose] = jn_cpu_transpose,
         [JN_OP_squeeze] = jn_cpu_squeeze, [JN_OP_unsqueeze] = jn_cpu_unsqueeze, [JN_OP_expand] = jn_cpu_expand,

@@ -148,6 +148,24 @@ static PyObject *py_device_num(PyObject *self, PyObject *o) {
     return PyLong_FromLong(JN_T(o)->storage ? JN_T(o)->storage->device : JN_CPU);
 }
 
+/* _debug_mark_device(t, device) -> the old device number.  TESTS ONLY: labels
+ * t's storage as living on `device` without moving a byte, so the host-side
+ * device checks (mixed devices, unsupported ops) can be exercised on a
+ * machine without a GPU; reading such a tensor's data is undefined. */
+static PyObject *py_debug_mark_device(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o;
+    int dev;
+    if (!PyArg_ParseTuple(args, "Oi", &o, &dev)) return NULL;
+    if (!JnTensor_Check(o) || !JN_T(o)->storage || dev < 0 || dev >= JN_NDEVICES) {
+        PyErr_SetString(PyExc_ValueError, "_debug_mark_device(tensor, device number)");
+        return NULL;
+    }
+    int old = JN_T(o)->storage->device;
+    JN_T(o)->storage->device = dev;
+    return PyLong_FromLong(old);
+}
+
 /* _select_device(op_name, tensors) -> the device the dispatcher would run
  * the op on, or the error it would raise (host-side tests) */
 static PyObject *py_select_device(PyObject *self, PyObject *args) {
@@ -194,4 +212,5 @@ PyMethodDef jn_py_cuda_methods[] = {
     {"_set_factory_device", py_set_factory_device, METH_O, "set the factory device; returns the old one"},
     {"_device_num", py_device_num, METH_O, "device number of a tensor (0 cpu, 1 cuda)"},
     {"_select_device", py_select_device, METH_VARARGS, "the dispatcher's device choice for an op"},
+    {"_debug_mark_device", py_debug_mark_device, METH_VARARGS, "tests only: relabel a tensor's device"},
     {NULL, NULL, 0, NULL}};

@@ -488,7 +488,7 @@ static jn_status cu_eye(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
 static jn_status reduce(jn_op op, jn_tensor *x, const jn_ints *dims, jn_tensor *out, int ct) {
     const char *name = jn_op_info(op)->name;
     int red[JN_MAX_DIMS] = {0}, perm[JN_MAX_DIMS], np = 0;
-    for (int i = 0; i < dims->n; i++) {
+    for (int i = 0; i < dims->n && x->ndim; i++) { /* (a 0-d tensor reduces to itself) */
         int64_t d = dims->v[i];
         jn_status s = jn_wrap_dim(&d, x->ndim, name);
         if (s) return s;
@@ -629,7 +629,6 @@ static jn_status gemm(const char *name, jn_dtype dt, mat A, mat B, void *c, int6
     int64_t lda, ldb;
     if (!blas_view(&A, &oa, &lda) || !blas_view(&B, &ob, &ldb))
         return jn_error(JN_ERR_RUNTIME, "%s: operand layout not viewable by cuBLAS (internal error)", name);
-    if (K == 0) lda = ldb = 1 > N ? 1 : N; /* unused, but cuBLAS checks them */
     double ad = alpha, bd = beta;
     float af = (float)alpha, bf = (float)beta;
     const void *pa = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
@@ -681,6 +680,15 @@ static jn_status matmul(const char *name, jn_tensor *a, jn_tensor *b, jn_tensor 
     for (int d = 0; d < bd; d++) batch *= out->shape[d];
     jn_tensor *ta = NULL, *tb = NULL, *ea = NULL, *eb = NULL;
     jn_status s = JN_OK;
+    if (K == 0) { /* an empty sum: beta * out (out = 0 when beta is 0, never read) */
+        if (beta == 0) return fill(out, 0.0, name);
+        jn_cu_iter it;
+        iter_init(&it, out);
+        iter_add(&it, out);
+        iter_add(&it, out);
+        jn_cu_params p = {beta - 1, 0, 0, 0, 0}; /* out + (beta - 1) out */
+        return launched(jn_cu_ew(JN_OP_add, math_type(out->dtype), &it, &p, cu.stream), "elementwise", name);
+    }
     /* fold a's batch into M when b has none (x @ W) */
     if (nb <= 2 && na > 2 && batch > 1) {
         jn_tensor *c = a;

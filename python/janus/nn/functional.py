@@ -69,6 +69,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input * 0.0
     # Philox-generated keep mask: replay reproduces it exactly from (seed, offset)
     mask = _C._op("dropout_mask", [], (list(input.shape), float(p)))
+    if input.is_cuda:  # drawn from the cpu's Philox stream, like a cpu run
+        mask = _C._to_device(mask, 1, False)
     out = input * (mask.to(input.dtype) * (1.0 / (1.0 - p)))
     if inplace:
         with janus.no_grad():
@@ -296,6 +298,6 @@ def pad(input, pad, mode="constant", value=0.0):
             elif n:
                 shape = list(out.shape)
                 shape[d] = n
-                parts.append(janus.full(shape, value, dtype=input.dtype))
+                parts.append(janus.full(shape, value, dtype=input.dtype, device=input.device))
         out = janus.cat(parts, d) if len(parts) > 1 else out
     return out

@@ -212,7 +212,7 @@ static jn_status ready_inputs(int nin, jn_tensor *const *in) {
     return s;
 }
 
-static jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
+static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
                           const jn_attrs *a_in, jn_tensor **out);
 
 jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in,
@@ -231,7 +231,8 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     return s;
 }
 
-static jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
+/* inlined into both callers: the CPU path pays no extra call */
+static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
                           const jn_attrs *a_in, jn_tensor **out) {
     jn_status s;
     if (dev != JN_CPU && jn_rt_capturing)
@@ -292,7 +293,7 @@ fail:
     return s;
 }
 
-static jn_status dispatch_into(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in,
+static inline __attribute__((always_inline)) jn_status dispatch_into(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in,
                                const jn_attrs *a, jn_tensor *dst);
 
 jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
@@ -327,7 +328,7 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
     return s;
 }
 
-static jn_status dispatch_into(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in,
+static inline __attribute__((always_inline)) jn_status dispatch_into(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in,
                                const jn_attrs *a, jn_tensor *dst) {
     jn_status s;
     int cap = jn_rt_capturing;

@@ -543,7 +543,7 @@ def _with_grad(f):
     def w(*args, requires_grad=False, device=None, **kw):
         if device is None and like and args and isinstance(args[0], TensorBase) and args[0].is_cuda:
             device = args[0].device
-        dev = check_device(device, f.__name__)
+        dev = None if device is None else check_device(device, f.__name__)
         r = f(*args, **kw) if not dev else _on_device(f, dev, args, kw)
         if requires_grad:
             r.requires_grad_(True)

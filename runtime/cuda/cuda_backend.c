@@ -380,12 +380,11 @@ static jn_status cuda_copy_into(jn_tensor *dst, const jn_tensor *src) {
             s = JN_ERR_NOMEM;
             goto h2d_done;
         }
+        /* from pageable memory the call returns once the bytes are staged
+         * (CUDA's documented "API synchronization behavior"), so h may be
+         * freed right after without a stream sync */
         cudaError_t e = cudaMemcpyAsync(jn_data(d), jn_data(h), nbytes, cudaMemcpyHostToDevice, cu.stream);
         if (e != cudaSuccess) s = cu_fail(e, "cudaMemcpyAsync", "copying a tensor from the cpu to cuda:0");
-        /* pageable memory: the call returns once the bytes are staged, but
-         * h is freed right after, so wait (correct before fast) */
-        if (!s && (e = cudaStreamSynchronize(cu.stream)) != cudaSuccess)
-            s = cu_fail(e, "cudaStreamSynchronize", "copying a tensor from the cpu to cuda:0");
         if (!s && d != dst) s = dev_copy(dst, d, "copy");
         if (d != dst) jn_tensor_decref(d);
     h2d_done:

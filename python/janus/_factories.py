@@ -476,27 +476,27 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
 # ------------------------------------------------------- tensor methods
 @method
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self.dtype, device=device)
+    return tensor(data, dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(sizes_arg(size, "new_zeros"), dtype=dtype or self.dtype, device=device)
+    return zeros(sizes_arg(size, "new_zeros"), dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(sizes_arg(size, "new_ones"), dtype=dtype or self.dtype, device=device)
+    return ones(sizes_arg(size, "new_ones"), dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return empty(sizes_arg(size, "new_empty"), dtype=dtype or self.dtype, device=device)
+    return empty(sizes_arg(size, "new_empty"), dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device)
+    return full(size, fill_value, dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method

@@ -208,7 +208,7 @@ class Tensor(_C.TensorBase):
             elif isinstance(a, (str, _dtype.device)):
                 device = a
             elif isinstance(a, _C.TensorBase):
-                dtype = a.dtype
+                dtype, device = a.dtype, a.device
             elif isinstance(a, bool):  # positional non_blocking / copy
                 non_blocking = a
             else:

@@ -483,11 +483,27 @@ static jn_status cu_eye(int nin, jn_tensor *const *in, const jn_attrs *a, jn_ten
 }
 
 /* ------------------------------------------------------------ reductions */
-/* Reduce in[0] over attribute dims a[0] into out (kept dims in order). */
-static jn_status reduce(jn_op op, jn_tensor *x, const jn_ints *dims, jn_tensor *out, int ct) {
-    const char *name = jn_op_info(op)->name;
-    int red[JN_MAX_DIMS] = {0}, perm[JN_MAX_DIMS], np = 0;
-    for (int i = 0; i < dims->n && x->ndim; i++) { /* (a 0-d tensor reduces to itself) */
+/* x as rows: the dims marked in red moved last and made contiguous (x
+ * itself when already so), *outer rows of *inner elements; the kept dims
+ * stay in order, so row r is element r of a contiguous result. */
+static jn_status as_rows(const char *name, jn_tensor *x, const int *red, jn_tensor **c, int64_t *outer,
+                         int64_t *inner) {
+    int perm[JN_MAX_DIMS], np = 0, ident = 1;
+    *outer = *inner = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if (!red[d]) perm[np++] = d, *outer *= x->shape[d];
+    for (int d = 0; d < x->ndim; d++)
+        if (red[d]) perm[np++] = d, *inner *= x->shape[d];
+    for (int d = 0; d < x->ndim; d++) ident &= perm[d] == d;
+    *c = x;
+    if (!(ident && jn_is_contiguous(x)) && !(*c = dev_contiguous_perm(x, perm, name))) return JN_ERR_NOMEM;
+    return JN_OK;
+}
+
+/* red[] from a dims list (empty = all); a 0-d tensor reduces to itself. */
+static jn_status dims_mask(const char *name, const jn_tensor *x, const jn_ints *dims, int *red) {
+    memset(red, 0, sizeof(int) * JN_MAX_DIMS);
+    for (int i = 0; i < dims->n && x->ndim; i++) {
         int64_t d = dims->v[i];
         jn_status s = jn_wrap_dim(&d, x->ndim, name);
         if (s) return s;
@@ -495,21 +511,122 @@ static jn_status reduce(jn_op op, jn_tensor *x, const jn_ints *dims, jn_tensor *
     }
     if (!dims->n)
         for (int d = 0; d < x->ndim; d++) red[d] = 1;
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < x->ndim; d++)
-        if (!red[d]) perm[np++] = d, outer *= x->shape[d];
-    for (int d = 0; d < x->ndim; d++)
-        if (red[d]) perm[np++] = d, inner *= x->shape[d];
-    int ident = 1;
-    for (int d = 0; d < x->ndim; d++) ident &= perm[d] == d;
-    jn_tensor *c = x;
-    if (!(ident && jn_is_contiguous(x)) && !(c = dev_contiguous_perm(x, perm, name))) return JN_ERR_NOMEM;
+    return JN_OK;
+}
+
+/* Reduce in[0] over attribute dims into out (kept dims in order). */
+static jn_status reduce(jn_op op, jn_tensor *x, const jn_ints *dims, jn_tensor *out, int ct) {
+    const char *name = jn_op_info(op)->name;
+    int red[JN_MAX_DIMS];
+    int64_t outer, inner;
+    jn_tensor *c;
+    jn_status s = dims_mask(name, x, dims, red);
+    if (s || (s = as_rows(name, x, red, &c, &outer, &inner))) return s;
     double scale = op == JN_OP_mean ? (inner ? 1.0 / (double)inner : NAN) : 1.0;
     jn_op rop = op == JN_OP_mean ? JN_OP_sum : op;
-    jn_status s = launched(jn_cu_reduce(rop, ct, jn_data(c), c->dtype, jn_data(out), out->dtype, outer, inner, scale,
-                                        cu.stream), "reduce", name);
+    s = launched(jn_cu_reduce(rop, ct, jn_data(c), c->dtype, jn_data(out), out->dtype, outer, inner, scale,
+                              cu.stream), "reduce", name);
     if (c != x) jn_tensor_decref(c);
     return s;
+}
+
+/* max_dim/min_dim (values, indices) and argmax/argmin (indices; over
+ * everything when has_dim is 0) */
+static jn_status argreduce(jn_op op, jn_tensor *x, const jn_attrs *a, jn_tensor *vals, jn_tensor *idx, int is_max) {
+    const char *name = jn_op_info(op)->name;
+    int red[JN_MAX_DIMS] = {0};
+    int has_dim = (op == JN_OP_argmax || op == JN_OP_argmin) ? a->a[2].i != 0 : 1;
+    if (has_dim && x->ndim) {
+        int64_t d = a->a[0].i;
+        jn_status s = jn_wrap_dim(&d, x->ndim, name);
+        if (s) return s;
+        red[d] = 1;
+    } else {
+        for (int d = 0; d < x->ndim; d++) red[d] = 1;
+    }
+    int64_t outer, inner;
+    jn_tensor *c;
+    jn_status s = as_rows(name, x, red, &c, &outer, &inner);
+    if (s) return s;
+    s = launched(jn_cu_argreduce(is_max, math_type(x->dtype), jn_data(c), c->dtype, vals ? jn_data(vals) : NULL,
+                                 (int64_t *)jn_data(idx), outer, inner, cu.stream), "argreduce", name);
+    if (c != x) jn_tensor_decref(c);
+    return s;
+}
+
+static jn_status cu_max_dim(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return argreduce(JN_OP_max_dim, in[0], a, out[0], out[1], 1);
+}
+static jn_status cu_min_dim(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return argreduce(JN_OP_min_dim, in[0], a, out[0], out[1], 0);
+}
+static jn_status cu_argmax(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return argreduce(JN_OP_argmax, in[0], a, NULL, out[0], 1);
+}
+static jn_status cu_argmin(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return argreduce(JN_OP_argmin, in[0], a, NULL, out[0], 0);
+}
+
+/* A [rows, cols] header over t's data with the given element strides. */
+static jn_tensor grid(const jn_tensor *t, int64_t rows, int64_t cols, int64_t srow, int64_t scol) {
+    jn_tensor v = *t;
+    v.ndim = 2;
+    v.shape[0] = rows;
+    v.shape[1] = cols;
+    v.strides[0] = srow;
+    v.strides[1] = scol;
+    return v;
+}
+
+/* var/std: two passes over rows -- the mean, then the sum of squared
+ * deviations over (n - correction) (<= 0 gives inf/nan, as torch). */
+static jn_status var_std(jn_op op, jn_tensor *x, const jn_attrs *a, jn_tensor *out) {
+    const char *name = jn_op_info(op)->name;
+    int red[JN_MAX_DIMS];
+    int64_t outer, inner;
+    jn_tensor *c, *m = NULL, *d = NULL;
+    jn_status s = dims_mask(name, x, &a->a[0].l, red);
+    if (s || (s = as_rows(name, x, red, &c, &outer, &inner))) return s;
+    int ct = math_type(x->dtype);
+    jn_meta mm = {x->dtype, 1, {outer}}, dm = {x->dtype, 2, {outer, inner}};
+    if (!(m = cuda_tensor_new(&mm)) || !(d = cuda_tensor_new(&dm))) {
+        s = JN_ERR_NOMEM;
+        goto done;
+    }
+    if ((s = launched(jn_cu_reduce(JN_OP_sum, ct, jn_data(c), c->dtype, jn_data(m), m->dtype, outer, inner,
+                                   inner ? 1.0 / (double)inner : NAN, cu.stream), "reduce", name)))
+        goto done;
+    jn_tensor cv = grid(c, outer, inner, inner, 1), mv = grid(m, outer, 1, 1, 0);
+    jn_cu_iter it;
+    jn_cu_params p = {1, 0, 0, 0, 0};
+    iter_init(&it, d);
+    iter_add(&it, &cv);
+    iter_add(&it, &mv);
+    if ((s = launched(jn_cu_ew(JN_OP_sub, ct, &it, &p, cu.stream), "elementwise", name))) goto done;
+    iter_init(&it, d);
+    iter_add(&it, d);
+    iter_add(&it, d);
+    if ((s = launched(jn_cu_ew(JN_OP_mul, ct, &it, &p, cu.stream), "elementwise", name))) goto done;
+    double dof = (double)inner - a->a[1].f;
+    if ((s = launched(jn_cu_reduce(JN_OP_sum, ct, jn_data(d), d->dtype, jn_data(out), out->dtype, outer, inner,
+                                   dof > 0 ? 1.0 / dof : INFINITY, cu.stream), "reduce", name)))
+        goto done;
+    if (op == JN_OP_std) {
+        iter_init(&it, out);
+        iter_add(&it, out);
+        s = launched(jn_cu_ew(JN_OP_sqrt, ct, &it, &p, cu.stream), "elementwise", name);
+    }
+done:
+    jn_tensor_decref(m);
+    jn_tensor_decref(d);
+    if (c != x) jn_tensor_decref(c);
+    return s;
+}
+static jn_status cu_var(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return var_std(JN_OP_var, in[0], a, out[0]);
+}
+static jn_status cu_std(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return var_std(JN_OP_std, in[0], a, out[0]);
 }
 
 static jn_status cu_sum(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
@@ -939,7 +1056,9 @@ static const jn_rt_backend cuda_backend = {
         [JN_OP_log_softmax] = cu_log_softmax, [JN_OP_mm] = cu_mm, [JN_OP_bmm] = cu_bmm, [JN_OP_matmul] = cu_matmul,
         [JN_OP_addmm] = cu_addmm, [JN_OP_linear] = cu_linear, [JN_OP_gather] = cu_gather,
         [JN_OP_scatter_add] = cu_scatter_add, [JN_OP_adam_] = cu_adam_, [JN_OP_sgd_] = cu_sgd_,
-        [JN_OP_index_select] = cu_index_select, [JN_OP_embedding] = cu_embedding,
+        [JN_OP_index_select] = cu_index_select, [JN_OP_embedding] = cu_embedding, [JN_OP_max_dim] = cu_max_dim,
+        [JN_OP_min_dim] = cu_min_dim, [JN_OP_argmax] = cu_argmax, [JN_OP_argmin] = cu_argmin, [JN_OP_var] = cu_var,
+        [JN_OP_std] = cu_std,
         /* these CPU kernels only copy windows with jn_copy_into, which the
          * CUDA backend carries out (they read no data themselves) */
         [JN_OP_cat] = jn_cpu_cat, [JN_OP_stack] = jn_cpu_stack, [JN_OP_slice_scatter] = jn_cpu_slice_scatter,

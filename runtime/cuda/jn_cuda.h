@@ -57,6 +57,11 @@ cudaError_t jn_cu_eye(void *out, int dtype, int64_t n, int64_t m, cudaStream_t s
  * (mean: sum with scale 1/inner); accumulates in ct. */
 cudaError_t jn_cu_reduce(int op, int ct, const void *in, int in_dtype, void *out, int out_dtype, int64_t outer,
                          int64_t inner, double scale, cudaStream_t s);
+/* Max (is_max) or min of each row of a contiguous [outer, inner] with its
+ * index (first occurrence; NaN wins): values (input dtype) to vout unless
+ * NULL, int64 indices to iout. */
+cudaError_t jn_cu_argreduce(int is_max, int ct, const void *in, int in_dtype, void *vout, int64_t *iout,
+                            int64_t outer, int64_t inner, cudaStream_t s);
 /* (log_)softmax over the rows of a contiguous [outer, inner] (float dtypes, math in ct). */
 cudaError_t jn_cu_softmax(const void *in, void *out, int dtype, int ct, int64_t outer, int64_t inner, int log,
                           cudaStream_t s);

@@ -350,6 +350,66 @@ extern "C" cudaError_t jn_cu_reduce(int op, int ct, const void *in, int in_dtype
     return cudaGetLastError();
 }
 
+/* ---- max/min with their index over rows: the first occurrence wins, a NaN
+ * beats every number (the first NaN), as runtime/k_reduce.c ---- */
+template <typename T> __device__ __forceinline__ bool arg_better(int is_max, T v, int64_t i, T bv, int64_t bi) {
+    if constexpr (std::is_floating_point<T>::value) {
+        bool vn = isnan(v), bn = isnan(bv);
+        if (vn || bn) return vn && (!bn || i < bi);
+    }
+    if (v == bv) return i < bi;
+    return is_max ? v > bv : v < bv;
+}
+
+template <typename T>
+__global__ void argred_kernel(int is_max, const char *in, int idt, char *vout, int vdt, int64_t *iout, int64_t outer,
+                              int64_t inner) {
+    __shared__ T sv[THREADS];
+    __shared__ int64_t si[THREADS];
+    const int es = elsize_c[idt];
+    for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+        const char *base = in + row * inner * es;
+        T bv = 0;
+        int64_t bi = -1;
+        for (int64_t j = threadIdx.x; j < inner; j += blockDim.x) {
+            T v = ld<T>(base + j * es, idt);
+            if (bi < 0 || arg_better<T>(is_max, v, j, bv, bi)) bv = v, bi = j;
+        }
+        sv[threadIdx.x] = bv;
+        si[threadIdx.x] = bi;
+        __syncthreads();
+        for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+            if ((int)threadIdx.x < w) {
+                int64_t oi = si[threadIdx.x + w];
+                if (oi >= 0 && (si[threadIdx.x] < 0 || arg_better<T>(is_max, sv[threadIdx.x + w], oi, sv[threadIdx.x],
+                                                                     si[threadIdx.x]))) {
+                    sv[threadIdx.x] = sv[threadIdx.x + w];
+                    si[threadIdx.x] = oi;
+                }
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            if (vout) st<T>(vout + row * elsize_c[vdt], vdt, sv[0]);
+            iout[row] = si[0];
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" cudaError_t jn_cu_argreduce(int is_max, int ct, const void *in, int in_dtype, void *vout, int64_t *iout,
+                                       int64_t outer, int64_t inner, cudaStream_t s) {
+    if (outer == 0) return cudaSuccess;
+    unsigned g = (unsigned)(outer < 65535 * 16 ? outer : 65535 * 16);
+    if (ct == JN_CU_F64)
+        argred_kernel<double><<<g, THREADS, 0, s>>>(is_max, (const char *)in, in_dtype, (char *)vout, in_dtype, iout, outer, inner);
+    else if (ct == JN_CU_I64)
+        argred_kernel<int64_t><<<g, THREADS, 0, s>>>(is_max, (const char *)in, in_dtype, (char *)vout, in_dtype, iout, outer, inner);
+    else
+        argred_kernel<float><<<g, THREADS, 0, s>>>(is_max, (const char *)in, in_dtype, (char *)vout, in_dtype, iout, outer, inner);
+    return cudaGetLastError();
+}
+
 /* ---- softmax / log_softmax over rows ---- */
 template <typename T> __device__ T block_reduce(T v, int is_max, T *sh) {
     sh[threadIdx.x] = v;

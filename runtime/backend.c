@@ -127,7 +127,7 @@ int jn_cuda_device_count(const char **why) {
     if (why) *why = no_cuda;
     return 0;
 }
-jn_status jn_cuda_init(void) { return jn_error(JN_ERR_UNSUPPORTED, "%s", no_cuda); }
+jn_status jn_cuda_init(void) { return jn_error(JN_ERR_UNSUPPORTED, "CUDA is not available: %s", no_cuda); }
 jn_status jn_cuda_synchronize(void) { return JN_OK; }
 size_t jn_cuda_memory_allocated(void) { return 0; }
 size_t jn_cuda_max_memory_allocated(void) { return 0; }

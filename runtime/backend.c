@@ -23,6 +23,7 @@ const jn_rt_backend jn_rt_cpu_backend = {
 #include "ops.def"
 #undef JN_OP
     },
+    {0},
 };
 
 const jn_rt_backend *jn_rt_backends[JN_NDEVICES] = {&jn_rt_cpu_backend, NULL};

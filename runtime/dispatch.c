@@ -142,14 +142,16 @@ static jn_status check_inputs(jn_op op, const jn_opinfo *info, int nin, jn_tenso
 }
 
 /* A device op's CPU 0-d inputs (Python numbers, t.sum() results) are copied
- * to the device first; the copies keep the wrapped-number flag so type
+ * to the device first, unless the backend's kernel takes them by value
+ * (host_scalars); the copies keep the wrapped-number flag so type
  * promotion is unchanged.  staged[i] is NULL where in[i] is used as is. */
 static jn_status stage_scalars(jn_op op, int dev, int nin, jn_tensor *const *in, jn_tensor **use,
                                jn_tensor **staged) {
+    int keep = op == JN_OP_copy_ || jn_rt_backends[dev]->host_scalars[op];
     for (int i = 0; i < nin; i++) {
         use[i] = in[i];
         staged[i] = NULL;
-        if (op == JN_OP_copy_ || in[i]->ndim || !in[i]->storage || in[i]->storage->device == dev) continue;
+        if (keep || in[i]->ndim || !in[i]->storage || in[i]->storage->device == dev) continue;
         jn_status s = jn_rt_materialize(in[i]);
         if (s || !(staged[i] = jn_rt_to_device(in[i], dev, 1))) {
             for (int k = 0; k < i; k++) jn_tensor_decref(staged[k]);

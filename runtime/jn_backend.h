@@ -38,6 +38,9 @@ typedef struct jn_rt_backend {
     /* Wait for all work queued on this device. */
     jn_status (*sync)(void);
     jn_kernel_fn kernel[JN_NOPS];
+    /* 1: kernel[op] takes CPU 0-d inputs as they are (reads their value on
+     * the host and passes it by value); 0: the dispatcher uploads them */
+    unsigned char host_scalars[JN_NOPS];
 } jn_rt_backend;
 
 /* jn_rt_backends[device]; [JN_CUDA] is NULL until the CUDA backend is

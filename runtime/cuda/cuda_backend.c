@@ -311,9 +311,17 @@ static void iter_init(jn_cu_iter *it, const jn_tensor *out) {
     it->nops = 1;
 }
 
-/* Add t broadcast to the iterator's shape. */
+/* Add t broadcast to the iterator's shape; a CPU 0-d t (only the
+ * elementwise ops, flagged host_scalars, receive one) goes by value. */
 static void iter_add(jn_cu_iter *it, const jn_tensor *t) {
     int k = it->nops++;
+    if (!is_cuda(t)) {
+        it->imm |= 1u << k;
+        it->imm_f[k] = jn_load_f64(jn_data(t), t->dtype);
+        it->imm_i[k] = jn_load_i64(jn_data(t), t->dtype);
+        it->dtype[k] = t->dtype;
+        return;
+    }
     int64_t bs[JN_MAX_DIMS];
     jn_broadcast_byte_strides(t, it->ndim, it->shape, bs);
     for (int d = 0; d < it->ndim; d++) it->stride[k][d] = bs[d] / (int64_t)jn_elsize(t);
@@ -1067,6 +1075,11 @@ static const jn_rt_backend cuda_backend = {
         [JN_OP_view] = jn_cpu_view, [JN_OP_permute] = jn_cpu_permute, [JN_OP_transpose] = jn_cpu_transpose,
         [JN_OP_squeeze] = jn_cpu_squeeze, [JN_OP_unsqueeze] = jn_cpu_unsqueeze, [JN_OP_expand] = jn_cpu_expand,
         [JN_OP_slice] = jn_cpu_slice, [JN_OP_select] = jn_cpu_select, [JN_OP_as_strided] = jn_cpu_as_strided,
+    },
+    { /* the elementwise kernels take CPU scalars by value (no upload per op) */
+#define X(name) [JN_OP_##name] = 1,
+        EW_OPS(X)
+#undef X
     },
 };
 

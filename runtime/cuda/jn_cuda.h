@@ -30,6 +30,11 @@ typedef struct {
     int64_t stride[JN_CU_MAXOPS][JN_CU_MAXDIMS]; /* elements; operand 0 is the output */
     char *ptr[JN_CU_MAXOPS];                     /* element 0 of each operand (device) */
     int dtype[JN_CU_MAXOPS];                     /* jn_dtype */
+    /* operand k is a host scalar passed by value when bit k is set (ptr
+     * unused): imm_f for float math, imm_i for integer math */
+    unsigned imm;
+    double imm_f[JN_CU_MAXOPS];
+    int64_t imm_i[JN_CU_MAXOPS];
 } jn_cu_iter;
 
 /* Per-op scalars: alpha (add/sub), rounding mode / gelu approximation /

@@ -186,13 +186,21 @@ template <typename T> __device__ __forceinline__ T ew_apply(int op, T a, T b, T 
     }
 }
 
+/* Input k of the elementwise kernel: loaded, or the host scalar passed by value. */
+template <typename T> __device__ __forceinline__ T operand(const jn_cu_iter &it, int k, const int64_t *off) {
+    if (k >= it.nops) return (T)0;
+    if (it.imm >> k & 1) {
+        if constexpr (std::is_floating_point<T>::value) return (T)it.imm_f[k];
+        else return (T)it.imm_i[k];
+    }
+    return ld<T>(at(it, k, off), it.dtype[k]);
+}
+
 template <typename T> __global__ void ew_kernel(int op, jn_cu_iter it, jn_cu_params p) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < it.n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[JN_CU_MAXOPS];
         offsets(it, i, off);
-        T a = it.nops > 1 ? ld<T>(at(it, 1, off), it.dtype[1]) : (T)0;
-        T b = it.nops > 2 ? ld<T>(at(it, 2, off), it.dtype[2]) : (T)0;
-        T c = it.nops > 3 ? ld<T>(at(it, 3, off), it.dtype[3]) : (T)0;
+        T a = operand<T>(it, 1, off), b = operand<T>(it, 2, off), c = operand<T>(it, 3, off);
         st<T>(at(it, 0, off), it.dtype[0], ew_apply<T>(op, a, b, c, p));
     }
 }

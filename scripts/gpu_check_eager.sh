@@ -8,7 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${JANUS_GPU_BUILD:-build-gpu}
+case $B in /*) ;; *) B=$PWD/$B ;; esac
 command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "nvidia-smi not found"
 cmake -S . -B "$B" -DJANUS_CUDA=ON -DJANUS_TESTS=OFF >/dev/null
-cmake --build "$B" -j"$(nproc)" --target janus_C 2>&1 | grep -vE '^\[|^-- ' || true
-JANUS_BUILD_DIR=$PWD/$B python3 -m pytest -q -rs --maxfail=30 tests/python/test_cuda.py "$@"
+if ! cmake --build "$B" -j"$(nproc)" --target janus_C > "$B/gpu_check_build.log" 2>&1; then
+  tail -40 "$B/gpu_check_build.log"
+  echo "gpu_check_eager.sh: the build failed (log: $B/gpu_check_build.log)" >&2
+  exit 1
+fi
+JANUS_BUILD_DIR=$B python3 -m pytest -q -rs --maxfail=30 tests/python/test_cuda.py "$@"

@@ -269,8 +269,11 @@ extern "C" cudaError_t jn_cu_fill(const jn_cu_iter *it, double v, int64_t iv, cu
 __global__ void arange_kernel(char *out, int dt, int64_t n, double start, double step, int is_int) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         char *p = out + i * elsize_c[dt];
-        if (is_int) st<int64_t>(p, dt, (int64_t)start + i * (int64_t)step);
-        else st<double>(p, dt, start + (double)i * step);
+        /* k_shape.c's arange: int64 math on the truncated bounds; halves in
+         * float (as PyTorch); float32/64 in double */
+        if (is_int) st<int64_t>(p, dt, (int64_t)((uint64_t)(int64_t)start + (uint64_t)(int64_t)step * (uint64_t)i));
+        else if (dt == JN_F16 || dt == JN_BF16) st<float>(p, dt, (float)start + (float)step * (float)i);
+        else st<double>(p, dt, start + step * (double)i);
     }
 }
 

@@ -1038,13 +1038,24 @@ static jn_status on_host(jn_op op, int nin, jn_tensor *const *in, const jn_attrs
     return s;
 }
 
-#define HOST_OPS(X) X(rand) X(randn) X(randint) X(randperm) X(uniform_) X(normal_) X(bernoulli) X(dropout_mask)
+#define HOST_OPS(X) X(randn) X(randint) X(randperm) X(uniform_) X(normal_) X(bernoulli)
 #define X(name)                                                                                           \
     static jn_status cu_##name(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) { \
         return on_host(JN_OP_##name, nin, in, a, out);                                                    \
     }
 HOST_OPS(X)
 #undef X
+
+/* rand and dropout_mask draw on the device (integer-built uniforms: the
+ * CPU's values exactly); outputs are fresh and contiguous. */
+static jn_status cu_rand(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return launched(jn_cu_random(0, jn_data(out[0]), out[0]->dtype, jn_numel(out[0]), (uint64_t)a->a[2].i,
+                                 (uint64_t)a->a[3].i, 0, cu.stream), "rand", "rand");
+}
+static jn_status cu_dropout_mask(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return launched(jn_cu_random(1, jn_data(out[0]), JN_BOOL, jn_numel(out[0]), (uint64_t)a->a[2].i,
+                                 (uint64_t)a->a[3].i, a->a[1].f, cu.stream), "dropout_mask", "dropout_mask");
+}
 
 /* ------------------------------------------------------------ the table */
 static const jn_rt_backend cuda_backend = {
@@ -1066,7 +1077,7 @@ static const jn_rt_backend cuda_backend = {
         [JN_OP_scatter_add] = cu_scatter_add, [JN_OP_adam_] = cu_adam_, [JN_OP_sgd_] = cu_sgd_,
         [JN_OP_index_select] = cu_index_select, [JN_OP_embedding] = cu_embedding, [JN_OP_max_dim] = cu_max_dim,
         [JN_OP_min_dim] = cu_min_dim, [JN_OP_argmax] = cu_argmax, [JN_OP_argmin] = cu_argmin, [JN_OP_var] = cu_var,
-        [JN_OP_std] = cu_std,
+        [JN_OP_std] = cu_std, [JN_OP_rand] = cu_rand, [JN_OP_dropout_mask] = cu_dropout_mask,
         /* these CPU kernels only copy windows with jn_copy_into, which the
          * CUDA backend carries out (they read no data themselves) */
         [JN_OP_cat] = jn_cpu_cat, [JN_OP_stack] = jn_cpu_stack, [JN_OP_slice_scatter] = jn_cpu_slice_scatter,

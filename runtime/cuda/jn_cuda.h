@@ -70,6 +70,10 @@ cudaError_t jn_cu_argreduce(int is_max, int ct, const void *in, int in_dtype, vo
 /* (log_)softmax over the rows of a contiguous [outer, inner] (float dtypes, math in ct). */
 cudaError_t jn_cu_softmax(const void *in, void *out, int dtype, int ct, int64_t outer, int64_t inner, int log,
                           cudaStream_t s);
+/* Philox draws into a contiguous out of n elements: kind 0 = rand (float
+ * dtypes), 1 = dropout_mask (bool, keep = U24 >= p). */
+cudaError_t jn_cu_random(int kind, void *out, int dtype, int64_t n, uint64_t seed, uint64_t offset, double p,
+                         cudaStream_t s);
 /* gather along dim: out (contiguous, shape = index shape) from x by index
  * (int64, strided).  scatter_add: out[..index..] += src (out already holds
  * x; float dtypes; atomics).  Strides in elements. */

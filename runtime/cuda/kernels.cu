@@ -471,6 +471,40 @@ extern "C" cudaError_t jn_cu_softmax(const void *in, void *out, int dtype, int c
     return cudaGetLastError();
 }
 
+/* ---- random: runtime/k_random.c's normative stream definition ----
+ * Element i (C order) takes Philox block (counter offset + i, key seed)
+ * through the shared jn_philox_inline.  Only the draws built from integer
+ * bits alone run here (rand: U24/U53/U11/U8; dropout_mask: U24 >= p), so
+ * they equal the CPU's bit for bit; the rest draw on the host. */
+__global__ void rand_kernel(char *out, int dt, int64_t n, uint64_t seed, uint64_t offset) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t r[4];
+        jn_philox_inline(offset + (uint64_t)i, seed, r);
+        switch (dt) {
+        case JN_F64: ((double *)out)[i] = (double)(((uint64_t)r[0] << 32 | r[1]) >> 11) * 0x1p-53; break;
+        case JN_F16: st<float>(out + i * 2, dt, (float)(r[0] >> 21) * 0x1p-11f); break; /* exact in half */
+        case JN_BF16: st<float>(out + i * 2, dt, (float)(r[0] >> 24) * 0x1p-8f); break;
+        default: ((float *)out)[i] = (float)(r[0] >> 8) * 0x1p-24f; break;
+        }
+    }
+}
+
+__global__ void dropout_mask_kernel(uint8_t *out, int64_t n, uint64_t seed, uint64_t offset, double p) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t r[4];
+        jn_philox_inline(offset + (uint64_t)i, seed, r);
+        out[i] = (double)(r[0] >> 8) * 0x1p-24 >= p;
+    }
+}
+
+extern "C" cudaError_t jn_cu_random(int kind, void *out, int dtype, int64_t n, uint64_t seed, uint64_t offset,
+                                    double p, cudaStream_t s) {
+    if (n == 0) return cudaSuccess;
+    if (kind == 0) rand_kernel<<<grid_for(n), THREADS, 0, s>>>((char *)out, dtype, n, seed, offset);
+    else dropout_mask_kernel<<<grid_for(n), THREADS, 0, s>>>((uint8_t *)out, n, seed, offset, p);
+    return cudaGetLastError();
+}
+
 /* ---- gather / scatter_add along dim ----
  * it: operand 0 = out (gather) or src (scatter_add), operand 1 = index; the
  * shape is the index's.  x / out are addressed with their own strides. */

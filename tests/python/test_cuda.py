@@ -292,7 +292,12 @@ def test_gpu_factories(gpu):
 
 def test_gpu_random_matches_cpu_stream(gpu):
     for f in (lambda d: janus.rand(5, 3, device=d), lambda d: janus.randn(7, device=d),
-              lambda d: janus.randint(0, 10, (6,), device=d)):
+              lambda d: janus.rand(9, dtype=janus.float64, device=d),
+              lambda d: janus.rand(9, dtype=janus.float16, device=d),
+              lambda d: janus.rand(9, dtype=janus.bfloat16, device=d),
+              lambda d: janus.randint(0, 10, (6,), device=d),
+              lambda d: janus.ones(4, 5, device=d).uniform_(-1, 2),
+              lambda d: janus.bernoulli(janus.full((8,), 0.3, device=d))):
         janus.manual_seed(123)
         c = f("cpu")
         janus.manual_seed(123)

@@ -17,6 +17,7 @@
  * same nodes is an error, as in PyTorch.
  */
 #include "jn_autograd.h"
+#include "jn_backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ struct jn_node {
         jn_tensor *leaf;     /* leaf that accumulates, or NULL */
     } *next;                 /* [nin]; both NULL: input needs no gradient */
     int released;            /* saved tensors freed after a backward */
+    int device;              /* where the op ran: its gradients' zeros are made there */
     /* engine scratch, valid during one backward */
     uint64_t visit;
     int deps;
@@ -286,6 +288,7 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
     n->attrs = *a;
     n->nin = nin;
     n->nout = nout;
+    n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;
     n->in_meta = calloc((size_t)nin, sizeof *n->in_meta);
     n->next = calloc((size_t)nin, sizeof *n->next);
     int save_in = def->save & JN_SAVE_IN, save_out = def->save & JN_SAVE_OUT;
@@ -533,7 +536,10 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
             }
             jn_meta one = {r->dtype, r->ndim, {0}};
             memcpy(one.shape, r->shape, sizeof one.shape);
-            if ((s = full_of(&one, 1.0, &rg[i]))) goto out;
+            int fdev = jn_rt_set_factory_device(r->storage ? r->storage->device : JN_CPU);
+            s = full_of(&one, 1.0, &rg[i]);
+            jn_rt_set_factory_device(fdev);
+            if (s) goto out;
         }
     }
 
@@ -611,6 +617,8 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
             goto out;
         }
         jn_tensor *gout[JN_MAX_OUTS] = {0}, *gin[JN_MAX_INS] = {0};
+        /* zeros and constants the formula makes belong on the op's device */
+        int fdev = jn_rt_set_factory_device(x->device);
         for (int k = 0; k < x->nout; k++) {
             gout[k] = x->buf[k];
             x->buf[k] = NULL;
@@ -626,6 +634,7 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
             s = def->fn(x, gout, needs, gin);
             x->acc = NULL;
         }
+        jn_rt_set_factory_device(fdev);
         for (int k = 0; k < x->nout; k++) jn_tensor_decref(gout[k]);
         if (s) {
             for (int i = 0; i < x->nin; i++) jn_tensor_decref(gin[i]);

@@ -3,11 +3,13 @@
  * jn_dispatch() is the single entry point every op runs through: it checks
  * arity, fills Philox attributes for random ops, infers output metadata
  * without touching data, allocates outputs (or view headers sharing the
- * input's storage), runs the CPU kernel, bumps versions for in-place writes
+ * input's storage), runs the kernel of the inputs' backend (jn_backend.h:
+ * the CPU path pays one compare for it), bumps versions for in-place writes
  * and finally calls the recording/capture hook.  The table hash covers every
  * row of ops.def so a trace store can refuse traces from another table.
  */
 #include "jn_autograd.h"
+#include "jn_backend.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -23,12 +25,6 @@ static jn_opinfo infos[JN_NOPS] = {
 
 static const jn_infer_fn infer_tab[JN_NOPS] = {
 #define JN_OP(name, nin, nout, flags, attrs) jn_infer_##name,
-#include "ops.def"
-#undef JN_OP
-};
-
-static const jn_kernel_fn cpu_tab[JN_NOPS] = {
-#define JN_OP(name, nin, nout, flags, attrs) jn_cpu_##name,
 #include "ops.def"
 #undef JN_OP
 };
@@ -128,18 +124,42 @@ void jn_set_dispatch_hook(const jn_dispatch_hook *h) {
     else memset(&hook, 0, sizeof hook);
 }
 
-static jn_status check_inputs(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in) {
+/* Arity and presence; *dev = the backend's device.  The CPU path costs the
+ * or-ing of the inputs' device numbers (JN_CPU is 0); anything else goes
+ * through jn_rt_select_device (mixed devices, CPU scalars, unsupported ops). */
+static jn_status check_inputs(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in, int *dev) {
     int ok = (info->flags & JN_F_VARIADIC) ? nin >= info->nin : nin == info->nin;
     if (!ok || nin > JN_MAX_INS)
         return jn_error(JN_ERR_VALUE, "%s: expected %s%d tensor inputs, got %d", info->name,
                         (info->flags & JN_F_VARIADIC) ? "at least " : "", info->nin, nin);
+    int any = nin ? JN_CPU : jn_rt_factory_device();
     for (int i = 0; i < nin; i++) {
         if (!in[i]) return jn_error(JN_ERR_VALUE, "%s: input %d is missing", info->name, i);
-        if (in[i]->storage && in[i]->storage->device != JN_CPU)
-            return jn_error(JN_ERR_UNSUPPORTED, "%s: input %d is on a device this build cannot run",
-                            info->name, i);
+        if (in[i]->storage) any |= in[i]->storage->device;
     }
-    (void)op;
+    *dev = JN_CPU;
+    return any ? jn_rt_resolve_device(op, nin, in, dev) : JN_OK;
+}
+
+/* A device op's CPU 0-d inputs (Python numbers, t.sum() results) are copied
+ * to the device first, unless the backend's kernel takes them by value
+ * (host_scalars); the copies keep the wrapped-number flag so type
+ * promotion is unchanged.  staged[i] is NULL where in[i] is used as is. */
+static jn_status stage_scalars(jn_op op, int dev, int nin, jn_tensor *const *in, jn_tensor **use,
+                               jn_tensor **staged) {
+    int keep = op == JN_OP_copy_ || jn_rt_backends[dev]->host_scalars[op];
+    for (int i = 0; i < nin; i++) {
+        use[i] = in[i];
+        staged[i] = NULL;
+        if (keep || in[i]->ndim || !in[i]->storage || in[i]->storage->device == dev) continue;
+        jn_status s = jn_rt_materialize(in[i]);
+        if (s || !(staged[i] = jn_rt_to_device(in[i], dev, 1))) {
+            for (int k = 0; k < i; k++) jn_tensor_decref(staged[k]);
+            return s ? s : JN_ERR_NOMEM;
+        }
+        staged[i]->wrapped_number = in[i]->wrapped_number;
+        use[i] = staged[i];
+    }
     return JN_OK;
 }
 
@@ -180,7 +200,9 @@ jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_att
         assert(in[i]->storage->data || !in[i]->storage->nbytes);
 #endif
     jn_rt_private_ids++;
-    jn_status s = cpu_tab[op](nin, in, a, out);
+    /* outputs live where the op runs (in-place and view outputs are inputs) */
+    int dev = out[0]->storage->device;
+    jn_status s = (dev ? jn_rt_backends[dev]->kernel[op] : jn_rt_cpu_backend.kernel[op])(nin, in, a, out);
     jn_rt_private_ids--;
     return s;
 }
@@ -192,12 +214,32 @@ static jn_status ready_inputs(int nin, jn_tensor *const *in) {
     return s;
 }
 
+static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
+                          const jn_attrs *a_in, jn_tensor **out);
+
 jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in,
                       jn_tensor **out) {
     const jn_opinfo *info = jn_op_info(op);
     if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
-    jn_status s = check_inputs(op, info, nin, in);
+    int dev;
+    jn_status s = check_inputs(op, info, nin, in, &dev);
     if (s) return s;
+    if (__builtin_expect(dev == JN_CPU, 1)) return dispatch(op, info, dev, nin, in, a_in, out);
+    if ((s = jn_rt_device_ready(op, dev))) return s;
+    jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
+    if ((s = stage_scalars(op, dev, nin, in, use, staged))) return s;
+    s = dispatch(op, info, dev, nin, use, a_in, out);
+    for (int i = 0; i < nin; i++) jn_tensor_decref(staged[i]);
+    return s;
+}
+
+/* inlined into both callers: the CPU path pays no extra call */
+static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
+                          const jn_attrs *a_in, jn_tensor **out) {
+    jn_status s;
+    if (dev != JN_CPU && jn_rt_capturing)
+        return jn_error(JN_ERR_UNSUPPORTED, "%s: janus replay cannot capture ops on %s tensors yet (run the "
+                        "script without replay, or on the cpu)", info->name, jn_device_name(dev));
     /* one_hot(num_classes=-1) is the one shape that depends on data */
     if (jn_rt_capturing && op == JN_OP_one_hot && a_in->a[0].i < 0 && (s = ready_inputs(nin, in))) return s;
     int cap = jn_rt_capturing;
@@ -226,7 +268,8 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
                 memcpy(res[i]->shape, meta[i].shape, sizeof(int64_t) * JN_MAX_DIMS);
             }
         } else {
-            res[i] = cap ? jn_rt_tensor_new_pending(&meta[i]) : jn_tensor_new_meta(&meta[i]);
+            res[i] = cap ? jn_rt_tensor_new_pending(&meta[i])
+                  : dev ? jn_rt_backends[dev]->tensor_new(&meta[i]) : jn_tensor_new_meta(&meta[i]);
         }
         if (!res[i]) {
             s = JN_ERR_NOMEM;
@@ -252,6 +295,9 @@ fail:
     return s;
 }
 
+static inline __attribute__((always_inline)) jn_status dispatch_into(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in,
+                               const jn_attrs *a, jn_tensor *dst);
+
 jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
                            jn_tensor *dst) {
     const jn_opinfo *info = jn_op_info(op);
@@ -262,8 +308,31 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
     if ((!(info->flags & JN_F_EW) && !addmm_self) || info->nout != 1)
         return jn_error(JN_ERR_UNSUPPORTED, "%s has no in-place/out= form%s", info->name,
                         op == JN_OP_addmm ? " (except into its contiguous first input, as addmm_)" : "");
-    jn_status s = check_inputs(op, info, nin, in);
+    int dev;
+    jn_status s = check_inputs(op, info, nin, in, &dev);
     if (s) return s;
+    int ddev = dst->storage ? dst->storage->device : JN_CPU;
+    if (ddev != dev)
+        return jn_error(JN_ERR_RUNTIME,
+                        "Expected all tensors to be on the same device, but found at least two devices, "
+                        "%s and %s! (op %s: the output is on %s, the inputs on %s)",
+                        jn_device_name(dev), jn_device_name(ddev), info->name, jn_device_name(ddev),
+                        jn_device_name(dev));
+    if (__builtin_expect(dev == JN_CPU, 1)) return dispatch_into(op, info, nin, in, a, dst);
+    if ((s = jn_rt_device_ready(op, dev))) return s;
+    if (jn_rt_capturing)
+        return jn_error(JN_ERR_UNSUPPORTED, "%s: janus replay cannot capture ops on %s tensors yet (run the "
+                        "script without replay, or on the cpu)", info->name, jn_device_name(dev));
+    jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
+    if ((s = stage_scalars(op, dev, nin, in, use, staged))) return s;
+    s = dispatch_into(op, info, nin, use, a, dst);
+    for (int i = 0; i < nin; i++) jn_tensor_decref(staged[i]);
+    return s;
+}
+
+static inline __attribute__((always_inline)) jn_status dispatch_into(jn_op op, const jn_opinfo *info, int nin, jn_tensor *const *in,
+                               const jn_attrs *a, jn_tensor *dst) {
+    jn_status s;
     int cap = jn_rt_capturing;
     if (!cap && ((s = ready_inputs(nin, in)) || (s = jn_rt_materialize(dst)))) return s;
     jn_meta m;

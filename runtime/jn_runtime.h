@@ -358,10 +358,19 @@ jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_att
 jn_status jn_rt_run_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *dst);
 
 /* ------------------------------------------------------------ randomness */
+/* Functions the CUDA kernels share with the CPU (runtime/cuda/kernels.cu
+ * includes this header): host and device code under nvcc, plain C here. */
+#ifdef __CUDACC__
+#define JN_HD __host__ __device__
+#else
+#define JN_HD
+#endif
+
 /* Philox4x32-10 (Salmon et al., SC'11) on a 128-bit counter and 64-bit key:
  * the one definition of the rounds, inline so the random fill loops pay no
- * call per element.  Known-answer tested in tests/c/test_core.c. */
-static inline void jn_philox4_inline(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+ * call per element (and the CUDA backend's draw the same numbers).
+ * Known-answer tested in tests/c/test_core.c. */
+static inline JN_HD void jn_philox4_inline(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
     uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
     for (int r = 0; r < 10; r++) {
         uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
@@ -379,7 +388,7 @@ static inline void jn_philox4_inline(const uint32_t ctr[4], const uint32_t key[2
     out[3] = c3;
 }
 /* Four 32-bit outputs for a 64-bit counter (upper counter words 0). */
-static inline void jn_philox_inline(uint64_t counter, uint64_t key, uint32_t out[4]) {
+static inline JN_HD void jn_philox_inline(uint64_t counter, uint64_t key, uint32_t out[4]) {
     const uint32_t c[4] = {(uint32_t)counter, (uint32_t)(counter >> 32), 0, 0};
     const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
     jn_philox4_inline(c, k, out);

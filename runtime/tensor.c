@@ -5,6 +5,7 @@
  * a tensor header is refcounted separately so views share storage and its
  * version counter.  Errors go to a thread-local message buffer.
  */
+#include "jn_backend.h"
 #include "jn_runtime.h"
 #include "k_fastmath.h" /* sat_i64 */
 
@@ -580,6 +581,13 @@ jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
     int nd;
     int64_t shape[JN_MAX_DIMS];
     jn_status s;
+    /* a device on either side: that backend copies (and transfers) */
+    if (__builtin_expect(dst->storage->device | src->storage->device, 0)) {
+        int dev = dst->storage->device ? dst->storage->device : src->storage->device;
+        if (!jn_rt_backends[dev])
+            return jn_error(JN_ERR_UNSUPPORTED, "copy: the %s backend is not available", jn_device_name(dev));
+        return jn_rt_backends[dev]->copy_into(dst, src);
+    }
     if ((s = jn_rt_materialize((jn_tensor *)src)) || (s = jn_rt_materialize(dst))) return s;
     s = jn_broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape);
     if (s || !jn_same_shape(nd, shape, dst->ndim, dst->shape)) {
@@ -598,8 +606,23 @@ jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
     return JN_OK;
 }
 
+/* A new contiguous tensor like t (dtype d) on t's device. */
+static jn_tensor *new_like(const jn_tensor *t, jn_dtype d) {
+    if (__builtin_expect(t->storage->device != JN_CPU, 0)) {
+        const jn_rt_backend *be = jn_rt_backends[t->storage->device];
+        jn_meta m = {d, t->ndim, {0}};
+        memcpy(m.shape, t->shape, sizeof m.shape);
+        if (!be) {
+            jn_error(JN_ERR_UNSUPPORTED, "the %s backend is not available", jn_device_name(t->storage->device));
+            return NULL;
+        }
+        return be->tensor_new(&m);
+    }
+    return jn_tensor_new(d, t->ndim, t->shape);
+}
+
 jn_tensor *jn_contiguous(jn_tensor *t) {
-    jn_tensor *r = jn_tensor_new(t->dtype, t->ndim, t->shape);
+    jn_tensor *r = new_like(t, t->dtype);
     if (!r) return NULL;
     if (jn_copy_into(r, t)) {
         jn_tensor_decref(r);
@@ -613,7 +636,7 @@ jn_tensor *jn_to_dtype(jn_tensor *t, jn_dtype dtype) {
         jn_tensor_incref(t);
         return t;
     }
-    jn_tensor *r = jn_tensor_new(dtype, t->ndim, t->shape);
+    jn_tensor *r = new_like(t, dtype);
     if (!r) return NULL;
     if (jn_copy_into(r, t)) {
         jn_tensor_decref(r);

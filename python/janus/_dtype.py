@@ -121,16 +121,30 @@ class device:
 CPU = device("cpu")
 
 
+CPU_NUM, CUDA_NUM = 0, 1  # the C runtime's device numbers (jn_device_type)
+
+
 def check_device(d, fn="tensor"):
-    """Accept None / 'cpu' / device('cpu'); anything else is not available yet."""
+    """The C device number of a device argument: None -> None, 'cpu' -> 0,
+    'cuda' / 'cuda:0' / 0 -> 1 when CUDA is usable; otherwise a RuntimeError
+    saying why (no GPU, no driver, built without CUDA)."""
     if d is None:
-        return
-    if isinstance(d, int):
+        return None
+    if isinstance(d, int) and not isinstance(d, bool):
         d = device("cuda", d)
     dv = d if isinstance(d, device) else device(d)
-    if dv.type != "cpu":
-        raise RuntimeError(f"{fn}(): device '{dv}' is not available: this janus build runs on the cpu "
-                           f"only (use device='cpu')")
+    if dv.type == "cpu":
+        return CPU_NUM
+    if dv.type == "cuda" and dv.index in (None, 0):
+        from . import cuda
+        why = cuda._unavailable_reason()
+        if why is None:
+            return CUDA_NUM
+        raise RuntimeError(f"{fn}(): device '{dv}' is not available ({why}); janus runs on the cpu only here "
+                           f"(use device='cpu')")
+    if dv.type == "cuda":
+        raise RuntimeError(f"{fn}(): device '{dv}' is not available: janus uses one GPU, cuda:0")
+    raise RuntimeError(f"{fn}(): device '{dv}' is not supported (use 'cpu' or 'cuda')")
 
 
 class Size(tuple):

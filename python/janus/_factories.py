@@ -476,27 +476,27 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
 # ------------------------------------------------------- tensor methods
 @method
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self.dtype, device=device)
+    return tensor(data, dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(sizes_arg(size, "new_zeros"), dtype=dtype or self.dtype, device=device)
+    return zeros(sizes_arg(size, "new_zeros"), dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(sizes_arg(size, "new_ones"), dtype=dtype or self.dtype, device=device)
+    return ones(sizes_arg(size, "new_ones"), dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return empty(sizes_arg(size, "new_empty"), dtype=dtype or self.dtype, device=device)
+    return empty(sizes_arg(size, "new_empty"), dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device)
+    return full(size, fill_value, dtype=dtype or self.dtype, device=self.device if device is None and self.is_cuda else device)
 
 
 @method
@@ -515,10 +515,37 @@ def set_num_threads(n):
 get_num_threads = _C.get_num_threads
 
 
-def _with_grad(f):
-    """Factories take requires_grad=: set it on the result (autograd leaves)."""
-    def w(*args, requires_grad=False, **kw):
+# factories whose table op (full, empty, arange, eye, rand) runs on the
+# device itself; the others (data, the other random streams, linspace)
+# build on the cpu and copy.  Either way device='cuda' random tensors equal
+# the cpu's Philox draws.
+_ON_DEVICE = frozenset(("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
+                        "arange", "eye", "rand", "rand_like"))
+
+
+def _on_device(f, dev, args, kw):
+    if f.__name__ in _ON_DEVICE:
+        old = _C._set_factory_device(dev)
+        try:
+            r = f(*args, **kw)
+        finally:
+            _C._set_factory_device(old)
+    else:
         r = f(*args, **kw)
+    return r if _C._device_num(r) == dev else _C._to_device(r, dev, False)
+
+
+def _with_grad(f):
+    """Factories take requires_grad= (set on the result: autograd leaves) and
+    device= ('cuda' places the result there; the *_like ones default to
+    their input's device, as torch)."""
+    like = f.__name__.endswith("_like")
+
+    def w(*args, requires_grad=False, device=None, **kw):
+        if device is None and like and args and isinstance(args[0], TensorBase) and args[0].is_cuda:
+            device = args[0].device
+        dev = None if device is None else check_device(device, f.__name__)
+        r = f(*args, **kw) if not dev else _on_device(f, dev, args, kw)
         if requires_grad:
             r.requires_grad_(True)
         return r
@@ -535,7 +562,8 @@ for _n in ("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "zeros"
            "initial_seed", "get_rng_state", "set_rng_state", "set_num_threads", "get_num_threads"):
     _f = getattr(_mod, _n)
     _c = getattr(_f, "__code__", None)
-    if _c and "requires_grad" in _c.co_varnames[:_c.co_argcount + _c.co_kwonlyargcount]:
+    if _c and ("requires_grad" in _c.co_varnames[:_c.co_argcount + _c.co_kwonlyargcount] or
+               "device" in _c.co_varnames[:_c.co_argcount + _c.co_kwonlyargcount]):
         _f = _with_grad(_f)
         setattr(_mod, _n, _f)
     FUNCTIONS[_n] = _f

@@ -8,6 +8,8 @@ items when summarizing), so formatting needs no tensor ops besides views.
 """
 import math
 
+from . import _C
+
 
 class _PrintOptions:
     precision = 4
@@ -189,6 +191,9 @@ def tensor_repr(t, default_dtypes, extra=()):
     prefix = "tensor("
     indent = len(prefix)
     suffixes = []
+    if t.is_cuda:  # formatted from a host copy, labelled like torch
+        suffixes.append("device='" + str(t.device) + "'")
+        t = _C._to_device(t, 0, False)
     if t.numel() == 0:
         if t.dim() != 1:
             suffixes.append("size=" + str(tuple(t.shape)))

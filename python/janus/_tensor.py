@@ -49,6 +49,17 @@ def _print_end():
     if _replay.active:
         _replay.print_end()
 
+def _to_device(t, dev, fn):
+    """t copied to device number dev.  Device copies are not recorded by
+    autograd yet, so copying a tensor that needs a gradient is refused
+    rather than silently cutting the graph."""
+    if t.requires_grad and _C.is_grad_enabled():
+        raise RuntimeError(f"{fn}(): copying a tensor that requires grad to another device is not "
+                           f"differentiable in janus yet; move leaves before building the graph "
+                           f"(Module.to(device), x.detach().to(device)) or copy under janus.no_grad()")
+    return _C._to_device(t, dev, False)
+
+
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on the Janus runtime (the torch.Tensor API)."""
 
@@ -197,16 +208,19 @@ class Tensor(_C.TensorBase):
             elif isinstance(a, (str, _dtype.device)):
                 device = a
             elif isinstance(a, _C.TensorBase):
-                dtype = a.dtype
+                dtype, device = a.dtype, a.device
             elif isinstance(a, bool):  # positional non_blocking / copy
                 non_blocking = a
             else:
                 raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
-        _dtype.check_device(device, "to")
+        dev = _dtype.check_device(device, "to")
         dtype = to_dtype(dtype)
-        if dtype is None or dtype is self.dtype:
-            return self.clone() if copy else self
-        return _cast(self, dtype)
+        r = self
+        if dev is not None and dev != _C._device_num(self):
+            r, copy = _to_device(self, dev, "to"), False
+        if dtype is None or dtype is r.dtype:
+            return r.clone() if copy else r
+        return _cast(r, dtype)
 
     def _to(self, name):
         dt = _by[name]
@@ -250,10 +264,11 @@ class Tensor(_C.TensorBase):
         return self.to(dtype)
 
     def cpu(self, memory_format=None):
-        return self
+        return self if not self.is_cuda else _to_device(self, _dtype.CPU_NUM, "cpu")
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
-        _dtype.check_device("cuda" if device is None else device, "cuda")
+        dev = _dtype.check_device("cuda" if device is None else device, "cuda")
+        return self if _C._device_num(self) == dev else _to_device(self, dev, "cuda")
 
     def is_floating_point(self):
         return self.dtype.is_floating_point

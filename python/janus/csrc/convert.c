@@ -299,6 +299,7 @@ static int has_data(jn_tensor *t) {
 
 PyObject *jn_py_item(PyObject *self, PyObject *unused) {
     (void)unused;
+    JN_PY_VIA_HOST(self, PyObject *, jn_py_item(h_, unused), NULL);
     jn_tensor *t = JN_T(self);
     int64_t n = jn_numel(t);
     if (n != 1) {
@@ -329,6 +330,7 @@ static PyObject *tolist_rec(jn_tensor *t, const char *p, int d) {
 
 PyObject *jn_py_tolist(PyObject *self, PyObject *unused) {
     (void)unused;
+    JN_PY_VIA_HOST(self, PyObject *, jn_py_tolist(h_, unused), NULL);
     jn_tensor *t = JN_T(self);
     if (!JN_PY_SYNC(JN_SYNC_TOLIST, t) || !has_data(t)) return NULL;
     if (jn_rec_on) jn_rec_sync(JN_SYNC_TOLIST, jn_numel(t) == 1 ? jn_load_f64(jn_data(t), t->dtype) : NAN, t);
@@ -336,6 +338,7 @@ PyObject *jn_py_tolist(PyObject *self, PyObject *unused) {
 }
 
 int jn_py_nb_bool(PyObject *self) {
+    JN_PY_VIA_HOST(self, int, jn_py_nb_bool(h_), -1);
     jn_tensor *t = JN_T(self);
     int64_t n = jn_numel(t);
     if (n != 1) {
@@ -360,12 +363,14 @@ static int one_element(jn_tensor *t) {
 }
 
 PyObject *jn_py_nb_float(PyObject *self) {
+    JN_PY_VIA_HOST(self, PyObject *, jn_py_nb_float(h_), NULL);
     jn_tensor *t = JN_T(self);
     if (!one_element(t)) return NULL;
     return PyFloat_FromDouble(jn_load_f64(jn_data(t), t->dtype));
 }
 
 PyObject *jn_py_nb_int(PyObject *self) {
+    JN_PY_VIA_HOST(self, PyObject *, jn_py_nb_int(h_), NULL);
     jn_tensor *t = JN_T(self);
     if (!one_element(t)) return NULL;
     if (jn_dtype_is_float(t->dtype)) {
@@ -384,6 +389,7 @@ PyObject *jn_py_nb_int(PyObject *self) {
 }
 
 PyObject *jn_py_nb_index(PyObject *self) {
+    JN_PY_VIA_HOST(self, PyObject *, jn_py_nb_index(h_), NULL);
     jn_tensor *t = JN_T(self);
     if (jn_numel(t) != 1 || jn_dtype_is_float(t->dtype)) {
         PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");

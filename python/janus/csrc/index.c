@@ -107,6 +107,11 @@ static int classify(PyObject *o, item *it) {
     }
     if (JnTensor_Check(o)) {
         jn_tensor *t = JN_T(o);
+        if (t->storage && t->storage->device != JN_CPU) { /* masks and indices are read on the host */
+            PyErr_SetString(PyExc_NotImplementedError, "indexing with a CUDA index tensor is not supported yet "
+                                                       "(index with idx.cpu())");
+            return -1;
+        }
         if (t->dtype == JN_BOOL && t->ndim == 0) {
             if (!jn_py_ready(t)) return -1;
             if (!t->storage->data) goto meta;

@@ -56,6 +56,22 @@ extern int jn_rt_replay_on;
 int jn_py_replay_sync(int kind, jn_tensor *t);
 #define JN_PY_SYNC(kind, t) (!jn_rt_replay_on || jn_py_replay_sync((kind), (t)))
 
+/* cuda_py.c: t's janus.device; a CPU copy of a device tensor (new Tensor). */
+PyObject *jn_py_device_of(jn_tensor *t);
+PyObject *jn_py_host_copy(PyObject *self);
+/* Data-reading methods of a device tensor run on a host copy of it:
+ * `return` expr (written over h_, the copy) for a CUDA self. */
+#define JN_PY_VIA_HOST(self, T, expr, fail)                                   \
+    do {                                                                      \
+        if (JN_T(self)->storage && JN_T(self)->storage->device != 0) {        \
+            PyObject *h_ = jn_py_host_copy(self);                             \
+            if (!h_) return fail;                                             \
+            T r_ = (expr);                                                    \
+            Py_DECREF(h_);                                                    \
+            return r_;                                                        \
+        }                                                                     \
+    } while (0)
+
 /* Raise the Python exception matching a jn_status with jn_errmsg(). Returns NULL. */
 PyObject *jn_py_raise(jn_status s);
 /* Convert a Python object (tensor, number, bool, numpy scalar, buffer) to a

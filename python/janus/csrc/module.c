@@ -184,7 +184,8 @@ int jn_py_as_int(PyObject *o, int64_t *v, const char *fn, const char *arg) {
     if (JnTensor_Check(o)) {
         jn_tensor *t = JN_T(o);
         if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && !jn_py_ready(t)) return -1;
-        if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && t->storage->data) {
+        if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && t->storage->data &&
+            t->storage->device == JN_CPU) {
             *v = jn_load_i64(jn_data(t), t->dtype);
             return 0;
         }
@@ -218,7 +219,8 @@ int jn_py_parse_ints(PyObject *o, jn_ints *out, const char *fn, const char *arg)
     if (JnTensor_Check(o) && JN_T(o)->ndim == 1) { /* a 1-d integer tensor of sizes */
         jn_tensor *t = JN_T(o);
         if (!jn_py_ready(t)) return -1;
-        if (t->shape[0] > JN_MAX_DIMS || !jn_dtype_is_int(t->dtype) || !t->storage->data) {
+        if (t->shape[0] > JN_MAX_DIMS || !jn_dtype_is_int(t->dtype) || !t->storage->data ||
+            t->storage->device != JN_CPU) {
             PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a tuple of ints, not a %s tensor "
                          "of shape [%lld]", fn, arg, jn_dtype_names[t->dtype], (long long)t->shape[0]);
             return -1;
@@ -541,6 +543,7 @@ extern PyMethodDef jn_py_tensor_module_methods[]; /* tensor.c: constructors */
 extern PyMethodDef jn_py_autograd_methods[];      /* autograd_py.c */
 extern PyMethodDef jn_py_recorder_methods[];      /* recorder_py.c */
 extern PyMethodDef jn_py_replay_methods[];        /* replay_py.c */
+extern PyMethodDef jn_py_cuda_methods[];          /* cuda_py.c */
 
 static PyMethodDef methods[] = {
     {"_op", (PyCFunction)(void (*)(void))py_op, METH_FASTCALL, "_op(op, inputs, attrs): run one op"},
@@ -572,6 +575,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (PyModule_AddFunctions(m, jn_py_autograd_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_recorder_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_replay_methods) < 0) goto fail;
+    if (PyModule_AddFunctions(m, jn_py_cuda_methods) < 0) goto fail;
     Py_INCREF(&JnTensorBase_Type);
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&JnTensorBase_Type) < 0) goto fail;
     PyObject *names = PyTuple_New(JN_NDTYPES);

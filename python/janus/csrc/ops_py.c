@@ -97,7 +97,8 @@ static int conv_attr(const char *fn, const opparam *p, PyObject *v, jn_attrs *a,
             return x->f == -1.0 && PyErr_Occurred() ? -1 : 0;
         }
         if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && !jn_py_ready(JN_T(v))) return -1;
-        if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && JN_T(v)->storage->data) {
+        if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && JN_T(v)->storage->data &&
+            JN_T(v)->storage->device == JN_CPU) {
             x->f = jn_load_f64(jn_data(JN_T(v)), JN_T(v)->dtype);
             return 0;
         }

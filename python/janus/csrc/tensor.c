@@ -91,9 +91,11 @@ static PyObject *get_dtype(JnTensorObject *self, void *c) {
 }
 static PyObject *get_device(JnTensorObject *self, void *c) {
     (void)c;
-    if (!jn_py_cpu_device) return PyUnicode_FromString("cpu");
-    Py_INCREF(jn_py_cpu_device);
-    return jn_py_cpu_device;
+    return jn_py_device_of(self->t);
+}
+static PyObject *get_is_cuda(JnTensorObject *self, void *c) {
+    (void)c;
+    return PyBool_FromLong(self->t->storage && self->t->storage->device == JN_CUDA);
 }
 static PyObject *get_false(JnTensorObject *self, void *c) { (void)self; (void)c; Py_RETURN_FALSE; }
 static PyObject *get_itemsize(JnTensorObject *self, void *c) {
@@ -269,7 +271,7 @@ static PyGetSetDef getset[] = {
     {"shape", (getter)get_shape, NULL, "the shape as a janus.Size", NULL},
     {"dtype", (getter)get_dtype, NULL, "the element type (a janus.dtype)", NULL},
     {"device", (getter)get_device, NULL, "the device the data lives on", NULL},
-    {"is_cuda", (getter)get_false, NULL, NULL, NULL},
+    {"is_cuda", (getter)get_is_cuda, NULL, "the data lives on a CUDA device", NULL},
     {"is_sparse", (getter)get_false, NULL, NULL, NULL},
     {"is_quantized", (getter)get_false, NULL, NULL, NULL},
     {"is_meta", (getter)get_false, NULL, NULL, NULL},
@@ -293,6 +295,12 @@ static const char *buffer_format(jn_dtype d) {
 }
 
 static int tensor_getbuffer(JnTensorObject *self, Py_buffer *view, int flags) {
+    if (self->t->storage && self->t->storage->device != JN_CPU) { /* PyTorch's words */
+        PyErr_SetString(PyExc_TypeError, "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to "
+                                         "copy the tensor to host memory first.");
+        view->obj = NULL;
+        return -1;
+    }
     jn_tensor *t = self->t;
     const char *fmt = buffer_format(t->dtype);
     if (!fmt) {

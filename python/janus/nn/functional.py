@@ -68,7 +68,14 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         return input * 0.0
     # Philox-generated keep mask: replay reproduces it exactly from (seed, offset)
-    mask = _C._op("dropout_mask", [], (list(input.shape), float(p)))
+    if input.is_cuda:  # the mask is drawn on the device: the same Philox stream as a cpu run
+        old = _C._set_factory_device(1)
+        try:
+            mask = _C._op("dropout_mask", [], (list(input.shape), float(p)))
+        finally:
+            _C._set_factory_device(old)
+    else:
+        mask = _C._op("dropout_mask", [], (list(input.shape), float(p)))
     out = input * (mask.to(input.dtype) * (1.0 / (1.0 - p)))
     if inplace:
         with janus.no_grad():
@@ -296,6 +303,6 @@ def pad(input, pad, mode="constant", value=0.0):
             elif n:
                 shape = list(out.shape)
                 shape[d] = n
-                parts.append(janus.full(shape, value, dtype=input.dtype))
+                parts.append(janus.full(shape, value, dtype=input.dtype, device=input.device))
         out = janus.cat(parts, d) if len(parts) > 1 else out
     return out

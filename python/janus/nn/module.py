@@ -189,23 +189,47 @@ class Module:
                 p.grad.zero_()
 
     def to(self, *args, **kwargs):
-        """Only CPU exists in this build; dtype conversion of floating parameters is supported."""
-        dtype = kwargs.get("dtype")
+        """to(device), to(dtype), to(device, dtype): moves parameters (with their
+        .grad) and buffers to the device and converts floating ones to dtype.
+        Parameters are replaced by new Parameter objects, so build optimizers
+        after moving the model (as PyTorch recommends)."""
+        dtype, device = kwargs.get("dtype"), kwargs.get("device")
         for a in args:
             if isinstance(a, janus.dtype):
                 dtype = a
-            elif str(a) not in ("cpu",) and not (hasattr(a, "type") and a.type == "cpu"):
-                raise RuntimeError(f"device '{a}' is not available in this build (CPU only)")
-        if dtype is not None:
+            elif isinstance(a, janus.Tensor):
+                dtype, device = a.dtype, a.device
+            else:
+                device = a
+        dev = janus._dtype.check_device(device, "Module.to")
+
+        def conv(t):
+            if dev is not None:
+                t = t.to(device)
+            if dtype is not None and t.dtype.is_floating_point:
+                t = t.to(dtype)
+            return t
+
+        if dtype is not None or dev is not None:
             with janus.no_grad():
                 for m in self.modules():
                     for k, p in m._parameters.items():
-                        if p is not None and p.dtype.is_floating_point:
-                            m._parameters[k] = Parameter(p.to(dtype), p.requires_grad)
+                        if p is None:
+                            continue
+                        q = conv(p.detach())
+                        if q.dtype is p.dtype and q.device == p.device:
+                            continue  # unchanged: keep the object (optimizers hold it)
+                        np_ = Parameter(q, p.requires_grad)
+                        if p.grad is not None:
+                            np_.grad = conv(p.grad)
+                        m._parameters[k] = np_
                     for k, b in m._buffers.items():
-                        if b is not None and b.dtype.is_floating_point:
-                            m._buffers[k] = b.to(dtype)
+                        if b is not None:
+                            m._buffers[k] = conv(b)
         return self
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else device)
 
     def float(self):
         return self.to(janus.float32)
@@ -214,7 +238,7 @@ class Module:
         return self.to(janus.float64)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     # ---- state dict ----------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):

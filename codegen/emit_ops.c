@@ -62,7 +62,7 @@ static const emit_op ops[] = {
     {JN_OP_sub, R_PROMOTE, 2, "a - al * b", "($T)(($U)a - al * ($U)b)"},
     {JN_OP_mul, R_PROMOTE, 2, "a * b", "($T)(($U)a * ($U)b)"},
     {JN_OP_div, R_FLOAT, 2, "a / b", NULL},         /* rounding_mode 0; 1 ('trunc') below */
-    {JN_OP_pow, R_PROMOTE, 2, "pow$f(a, b)", NULL},
+    {JN_OP_pow, R_PROMOTE, 2, "(b == 2 ? a * a : pow$f(a, b))", NULL}, /* as k_elementwise.c */
     {JN_OP_maximum, R_PROMOTE, 2, "(a > b || isnan(a)) ? a : b", "a > b ? a : b"},
     {JN_OP_minimum, R_PROMOTE, 2, "(a < b || isnan(a)) ? a : b", "a < b ? a : b"},
     {JN_OP_atan2, R_FLOAT, 2, "atan2$f(a, b)", NULL},

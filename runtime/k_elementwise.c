@@ -216,7 +216,10 @@ FLOAT_HELPERS(f64, double)
 
 /* ------------------------------------------------------------ op tables */
 /* Binary ops on floats and integers (bool computes as uint8):
- *   id, name, float prologue, float expr, integer prologue, integer expr */
+ *   id, name, float prologue, float expr, integer prologue, integer expr
+ * pow(x, 2) is x * x, as PyTorch computes it (correctly rounded, and no
+ * libm call: clip_grad_norm_ squares every gradient); every backend and
+ * the code generators use the same expression. */
 #define BINARY_ANY(X)                                                                   \
     X(add, "add", const T al = (T)P->f0;, a + al * b,                                   \
       const U al = (U)P->i0;, (T)((U)a + al * (U)b))                                    \
@@ -225,7 +228,7 @@ FLOAT_HELPERS(f64, double)
     X(mul, "mul", , a * b, , (T)((U)a * (U)b))                                          \
     X(div_trunc, "div", , trunc(a / b), , (T)idiv_trunc(a, b, P))                       \
     X(div_floor, "div", , floordiv(a, b), , (T)idiv_floor(a, b, P))                     \
-    X(pow, "pow", , pow(a, b), , (T)ipow(a, b))                                         \
+    X(pow, "pow", , (b == 2 ? a * a : pow(a, b)), , (T)ipow(a, b))                      \
     X(remainder, "remainder", , fremainder(a, b), , (T)irem(a, b, P))                   \
     X(maximum, "maximum", , (a > b || isnan(a)) ? a : b, , a > b ? a : b)               \
     X(minimum, "minimum", , (a < b || isnan(a)) ? a : b, , a < b ? a : b)

@@ -84,7 +84,7 @@ template <typename T> __device__ __forceinline__ T ew_apply(int op, T a, T b, T 
             T q = a / b;
             return p.i0 == 1 ? trunc(q) : p.i0 == 2 ? floor(q) : q;
         }
-        case JN_OP_pow: return pow(a, b);
+        case JN_OP_pow: return b == (T)2 ? a * a : pow(a, b); /* as the CPU (k_elementwise.c) */
         case JN_OP_remainder: {
             T r = fmod(a, b);
             return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;

@@ -134,7 +134,7 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
                         { const float a = t17[i]; const float b = t4[i]; t18[i] = ((a > b || isnan(a)) ? a : b); }
                     float t19[192]; /* pow */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = t18[i]; const float b = (float)(s3); t19[i] = (powf(a, b)); }
+                        { const float a = t18[i]; const float b = (float)(s3); t19[i] = ((b == 2 ? a * a : powf(a, b))); }
                     float t20[192]; /* rsqrt */
                     for (int64_t i = 0; i < bn; i++)
                         { const float x = t14[i]; t20[i] = (1 / sqrtf(x)); }
@@ -193,7 +193,7 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
                     float v18; /* maximum */
                     { const float a = v17; const float b = v4; v18 = ((a > b || isnan(a)) ? a : b); }
                     float v19; /* pow */
-                    { const float a = v18; const float b = (float)(v3); v19 = (powf(a, b)); }
+                    { const float a = v18; const float b = (float)(v3); v19 = ((b == 2 ? a * a : powf(a, b))); }
                     float v20; /* rsqrt */
                     { const float x = v14; v20 = (1 / sqrtf(x)); }
                     float v21; /* add */

@@ -235,6 +235,25 @@ void jn_db_decoder_free(jn_db_decoder *d) {
     free(d);
 }
 
+/* *p (with *cap elements of el bytes) made to hold n; nonzero (the error
+ * set) when out of memory.  void * to void ** would not be portable, hence
+ * the memcpy. */
+static int grow(void *pp, size_t *cap, size_t n, size_t el) {
+    if (n <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < n) c *= 2;
+    void *old;
+    memcpy(&old, pp, sizeof old);
+    void *p = realloc(old, c * el);
+    if (!p) {
+        jn_error(JN_ERR_NOMEM, "out of memory decoding recorded events");
+        return 1;
+    }
+    memcpy(pp, &p, sizeof p);
+    *cap = c;
+    return 0;
+}
+
 /* Each getter returns -1 when the input ends or is malformed. */
 static int get_u8(jn_db_decoder *d, uint8_t *v) {
     if (d->p >= d->end) return -1;
@@ -343,14 +362,7 @@ jn_status jn_db_decoder_next(jn_db_decoder *d, jn_db_event *ev, int *got) {
         }
         if (get_u8(d, &ev->nin) || get_u8(d, &ev->nout)) return corrupt(d, "truncated tensor counts");
         size_t n = (size_t)ev->nin + ev->nout;
-        if (n > d->arena_cap) {
-            size_t cap = d->arena_cap ? d->arena_cap : 16;
-            while (cap < n) cap *= 2;
-            jn_db_tref *p = realloc(d->arena, cap * sizeof *p);
-            if (!p) return jn_error(JN_ERR_NOMEM, "out of memory decoding recorded events");
-            d->arena = p;
-            d->arena_cap = cap;
-        }
+        if (grow(&d->arena, &d->arena_cap, n, sizeof *d->arena)) return JN_ERR_NOMEM;
         for (size_t i = 0; i < n; i++)
             if (get_tref(d, &d->arena[i])) return corrupt(d, "bad tensor reference");
         ev->in = ev->nin ? d->arena : NULL;
@@ -367,14 +379,7 @@ jn_status jn_db_decoder_next(jn_db_decoder *d, jn_db_event *ev, int *got) {
     case JN_EV_LIVE: {
         uint64_t n;
         if (get_uv(d, &n) || n > (uint64_t)(d->end - d->p)) return corrupt(d, "bad live-tensor count");
-        if (n > d->ids_cap) {
-            size_t cap = d->ids_cap ? d->ids_cap : 64;
-            while (cap < n) cap *= 2;
-            int64_t *p = realloc(d->ids, cap * sizeof *p);
-            if (!p) return jn_error(JN_ERR_NOMEM, "out of memory decoding recorded events");
-            d->ids = p;
-            d->ids_cap = cap;
-        }
+        if (grow(&d->ids, &d->ids_cap, (size_t)n, sizeof *d->ids)) return JN_ERR_NOMEM;
         for (uint64_t i = 0; i < n; i++) {
             uint64_t delta;
             if (i == 0 ? get_sv(d, &d->ids[0]) : get_uv(d, &delta)) return corrupt(d, "truncated live event");

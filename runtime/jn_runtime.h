@@ -193,6 +193,8 @@ void jn_nditer(int nops, char **base, int ndim, const int64_t *shape,
 
 /* Copy src into dst (same shape or src broadcastable), converting dtype. */
 jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src);
+/* JN_ERR_SHAPE (naming both shapes) unless src broadcasts to dst's shape. */
+jn_status jn_rt_copy_shape_check(const jn_tensor *dst, const jn_tensor *src);
 /* Could a and b share memory? (byte ranges intersect; also catches two
  * imported views of one numpy buffer, which have different storages) */
 int jn_rt_may_overlap(const jn_tensor *a, const jn_tensor *b);

@@ -390,6 +390,19 @@ static void byte_extent(const jn_tensor *t, uintptr_t *lo, uintptr_t *hi) {
     *hi = base + (uintptr_t)((mx + 1) * es);
 }
 
+jn_status jn_rt_copy_shape_check(const jn_tensor *dst, const jn_tensor *src) {
+    int nd;
+    int64_t shape[JN_MAX_DIMS];
+    jn_status s = jn_broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape);
+    if (s || !jn_same_shape(nd, shape, dst->ndim, dst->shape)) {
+        char a[128], b[128];
+        return jn_error(JN_ERR_SHAPE, "cannot copy a tensor of shape %s into one of shape %s",
+                        jn_shape_str(src->ndim, src->shape, a, sizeof a),
+                        jn_shape_str(dst->ndim, dst->shape, b, sizeof b));
+    }
+    return JN_OK;
+}
+
 int jn_rt_same_view(const jn_tensor *a, const jn_tensor *b) {
     return jn_data(a) == jn_data(b) && a->dtype == b->dtype && jn_same_shape(a->ndim, a->shape, b->ndim, b->shape) &&
            !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
@@ -589,13 +602,9 @@ jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
         return jn_rt_backends[dev]->copy_into(dst, src);
     }
     if ((s = jn_rt_materialize((jn_tensor *)src)) || (s = jn_rt_materialize(dst))) return s;
-    s = jn_broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape);
-    if (s || !jn_same_shape(nd, shape, dst->ndim, dst->shape)) {
-        char a[128], b[128];
-        return jn_error(JN_ERR_SHAPE, "cannot copy a tensor of shape %s into one of shape %s",
-                        jn_shape_str(src->ndim, src->shape, a, sizeof a),
-                        jn_shape_str(dst->ndim, dst->shape, b, sizeof b));
-    }
+    if ((s = jn_rt_copy_shape_check(dst, src))) return s;
+    nd = dst->ndim;
+    memcpy(shape, dst->shape, sizeof(int64_t) * (size_t)nd);
     int64_t st[2][JN_MAX_DIMS];
     for (int i = 0; i < nd; i++) st[0][i] = dst->strides[i] * (int64_t)jn_elsize(dst);
     jn_broadcast_byte_strides(src, nd, shape, st[1]);

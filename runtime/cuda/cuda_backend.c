@@ -366,16 +366,7 @@ static jn_tensor *dev_contiguous_perm(const jn_tensor *t, const int *perm, const
 /* ------------------------------------------------------------ transfers */
 static jn_status cuda_copy_into(jn_tensor *dst, const jn_tensor *src) {
     jn_status s;
-    if ((s = jn_cuda_init())) return s;
-    int nd;
-    int64_t shape[JN_MAX_DIMS];
-    s = jn_broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape);
-    if (s || !jn_same_shape(nd, shape, dst->ndim, dst->shape)) {
-        char a[128], b[128];
-        return jn_error(JN_ERR_SHAPE, "cannot copy a tensor of shape %s into one of shape %s",
-                        jn_shape_str(src->ndim, src->shape, a, sizeof a),
-                        jn_shape_str(dst->ndim, dst->shape, b, sizeof b));
-    }
+    if ((s = jn_cuda_init()) || (s = jn_rt_copy_shape_check(dst, src))) return s;
     if (is_cuda(dst) && is_cuda(src)) return dev_copy(dst, src, "copy");
     int64_t n = jn_numel(dst);
     size_t nbytes = (size_t)n * jn_elsize(dst);

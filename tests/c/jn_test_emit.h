@@ -7,6 +7,8 @@
 #ifndef JN_TEST_EMIT_H
 #define JN_TEST_EMIT_H
 
+#include <dirent.h>
+
 #include "jn_cg.h"
 
 #define HEAD "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
@@ -56,6 +58,34 @@ static char *read_text(const char *path) {
     fclose(f);
     if (t) t[r] = 0;
     return t;
+}
+
+/* For each .ir file of tests/<sub>, parsed and through the codegen passes:
+ * fn(m, file name, ctx).  Returns how many modules it saw. */
+static int jt_each_ir(const char *sub, void (*fn)(const jn_ir_module *m, const char *name, void *ctx), void *ctx) {
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/%s", src_dir, sub);
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    if (!d) return 0;
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (l < 4 || strcmp(e->d_name + l - 3, ".ir")) continue;
+        char path[1500];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *text = read_text(path);
+        jn_ir_module *m = NULL;
+        CHECK(text && jn_ir_parse(text, strlen(text), &m) == JN_OK);
+        free(text);
+        if (!m) continue;
+        CHECK(jn_cg_optimize(m, NULL, NULL) == JN_OK);
+        fn(m, e->d_name, ctx);
+        jn_ir_module_free(m);
+        files++;
+    }
+    closedir(d);
+    return files;
 }
 
 /* The kernels part of the generated source (the prelude embeds

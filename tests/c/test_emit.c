@@ -17,7 +17,6 @@
  * select pass refuses what the emitter cannot generate, and a missing or
  * failing compiler is a clear error.
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -323,51 +322,32 @@ static void test_goldens(void) {
 }
 
 /* Every kernel of every golden IR module compiles warning-free. */
-static void test_golden_modules(void) {
-    char dir[1200];
-    snprintf(dir, sizeof dir, "%s/golden", src_dir);
-    DIR *d = opendir(dir);
-    CHECK(d != NULL);
-    if (!d) return;
-    int files = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t l = strlen(e->d_name);
-        if (l < 4 || strcmp(e->d_name + l - 3, ".ir")) continue;
-        char path[1500];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        char *text = read_text(path);
-        jn_ir_module *m = NULL;
-        CHECK(text && jn_ir_parse(text, strlen(text), &m) == JN_OK);
-        free(text);
-        if (!m) continue;
-        files++;
-        CHECK(jn_cg_optimize(m, NULL, NULL) == JN_OK);
-        char *src = NULL;
-        size_t len = 0;
-        int nk = 0, want = 0;
-        CHECK(jn_cg_emit_c(m, &src, &len, &nk) == JN_OK);
-        for (int32_t gi = 0; gi < m->ngraphs; gi++)
-            for (int32_t k = 0; k < m->graphs[gi]->nkernels; k++) {
-                jn_ir_impl im = m->graphs[gi]->kernels[k].impl;
-                want += im == JN_IR_IMPL_GEN || im == JN_IR_IMPL_GEMM;
-            }
-        CHECK(nk == want && nk > 0);
-        void *h = src ? compile_load(src, len, e->d_name) : NULL;
-        for (int32_t gi = 0; h && gi < m->ngraphs; gi++)
-            for (int32_t k = 0; k < m->graphs[gi]->nkernels; k++) {
-                jn_ir_impl im = m->graphs[gi]->kernels[k].impl;
-                char sym[64];
-                snprintf(sym, sizeof sym, "jn_k%d_%d", gi, k);
-                CHECK((dlsym(h, sym) != NULL) == (im == JN_IR_IMPL_GEN || im == JN_IR_IMPL_GEMM));
-            }
-        printf("  %s: %d kernels compiled\n", e->d_name, nk);
-        if (h) dlclose(h);
-        free(src);
-        jn_ir_module_free(m);
-    }
-    closedir(d);
-    CHECK(files >= 8);
+static void golden_module(const jn_ir_module *m, const char *name, void *ctx) {
+    (void)ctx;
+    char *src = NULL;
+    size_t len = 0;
+    int nk = 0, want = 0;
+    CHECK(jn_cg_emit_c(m, &src, &len, &nk) == JN_OK);
+    for (int32_t gi = 0; gi < m->ngraphs; gi++)
+        for (int32_t k = 0; k < m->graphs[gi]->nkernels; k++) {
+            jn_ir_impl im = m->graphs[gi]->kernels[k].impl;
+            want += im == JN_IR_IMPL_GEN || im == JN_IR_IMPL_GEMM;
+        }
+    CHECK(nk == want && nk > 0);
+    void *h = src ? compile_load(src, len, name) : NULL;
+    for (int32_t gi = 0; h && gi < m->ngraphs; gi++)
+        for (int32_t k = 0; k < m->graphs[gi]->nkernels; k++) {
+            jn_ir_impl im = m->graphs[gi]->kernels[k].impl;
+            char sym[64];
+            snprintf(sym, sizeof sym, "jn_k%d_%d", gi, k);
+            CHECK((dlsym(h, sym) != NULL) == (im == JN_IR_IMPL_GEN || im == JN_IR_IMPL_GEMM));
+        }
+    printf("  %s: %d kernels compiled\n", name, nk);
+    if (h) dlclose(h);
+    free(src);
 }
+
+static void test_golden_modules(void) { CHECK(jt_each_ir("golden", golden_module, NULL) >= 8); }
 
 /* ------------------------------------------- what is not generated */
 static void test_refused(void) {

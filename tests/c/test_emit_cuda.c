@@ -18,7 +18,6 @@
  * the emission checks still run.  What can only be checked on a GPU
  * (running the kernels, their results against the CPU's) is not run here.
  */
-#include <dirent.h>
 #include <stdint.h>
 
 #include "jn_cg.h"
@@ -131,31 +130,14 @@ static void test_cases(void) {
 }
 
 /* Every generated kernel of every golden IR module after the passes. */
+static void golden_module(const jn_ir_module *m, const char *name, void *ctx) {
+    (void)ctx;
+    check_module(m, -1, name);
+}
+
 static void test_golden_modules(void) {
-    char dir[1200];
-    snprintf(dir, sizeof dir, "%s/golden", src_dir);
-    DIR *d = opendir(dir);
-    CHECK(d != NULL);
-    if (!d) return;
-    int files = 0;
     double before = total_compile_s;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t l = strlen(e->d_name);
-        if (l < 4 || strcmp(e->d_name + l - 3, ".ir")) continue;
-        char path[1500];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        char *text = read_text(path);
-        jn_ir_module *m = NULL;
-        CHECK(text && jn_ir_parse(text, strlen(text), &m) == JN_OK);
-        free(text);
-        if (!m) continue;
-        files++;
-        CHECK(jn_cg_optimize(m, NULL, NULL) == JN_OK);
-        check_module(m, -1, e->d_name);
-        jn_ir_module_free(m);
-    }
-    closedir(d);
-    CHECK(files >= 8);
+    CHECK(jt_each_ir("golden", golden_module, NULL) >= 8);
     if (have_nvrtc) printf("  golden modules: NVRTC %.2f s in all\n", total_compile_s - before);
 }
 

@@ -28,7 +28,6 @@
  * downloads are exercised (results then equal by construction), plus the
  * refusals and failures a driver can report.
  */
-#include <dirent.h>
 #include <dlfcn.h>
 
 #include "jn_cg.h"
@@ -164,32 +163,13 @@ static void check_module_calls(const jn_ir_module *m, const jn_rt_exec_lib *lib,
 }
 
 /* For each .ir file of tests/golden and tests/c/data, optimized: fn(m, name). */
+typedef struct {
+    void (*fn)(const jn_ir_module *, const char *);
+} golden_fn;
+static void each_golden_cb(const jn_ir_module *m, const char *name, void *ctx) { ((golden_fn *)ctx)->fn(m, name); }
 static int each_golden(void (*fn)(const jn_ir_module *, const char *)) {
-    const char *dirs[] = {"golden", "c/data"};
-    int files = 0;
-    for (int d = 0; d < 2; d++) {
-        char dir[1200];
-        snprintf(dir, sizeof dir, "%s/%s", src_dir, dirs[d]);
-        DIR *dh = opendir(dir);
-        CHECK(dh != NULL);
-        for (struct dirent *e; dh && (e = readdir(dh));) {
-            size_t l = strlen(e->d_name);
-            if (l < 4 || strcmp(e->d_name + l - 3, ".ir")) continue;
-            char path[1500];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            char *text = read_text(path);
-            jn_ir_module *m = NULL;
-            CHECK(text && jn_ir_parse(text, strlen(text), &m) == JN_OK);
-            free(text);
-            if (!m) continue;
-            CHECK(jn_cg_optimize(m, NULL, NULL) == JN_OK);
-            fn(m, e->d_name);
-            jn_ir_module_free(m);
-            files++;
-        }
-        if (dh) closedir(dh);
-    }
-    return files;
+    golden_fn w = {fn};
+    return jt_each_ir("golden", each_golden_cb, &w) + jt_each_ir("c/data", each_golden_cb, &w);
 }
 
 static void test_dkcall(void) {

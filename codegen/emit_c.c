@@ -128,14 +128,7 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
     if (!bc) return jn_error(JN_ERR_NOMEM, "out of memory emitting kernel K%d of graph %s", k, g->name);
     for (int j = 0; j < io->ncall_in; j++) bc[j] = (uint8_t)bcast_inner(g, io->call[j], S);
 
-    fprintf(f, "\n/* graph %s kernel K%d (%s", g->name, k,
-            e.K->kind == JN_IR_K_GEMM ? "gemm epilogue" : e.reduce ? "ew_reduce" : "ew");
-    for (int32_t m = cg_em_first_member(e.K); m < io->nnodes; m++)
-        fprintf(f, "%s%s", m == cg_em_first_member(e.K) ? ": " : " ", jn_op_info(g->nodes[io->nodes[m]].op)->name);
-    fprintf(f, "); operands:");
-    for (int j = 0; j < nops; j++)
-        fprintf(f, " %s%%%d:%s", j == io->ncall_in ? "-> " : "", io->call[j], jn_ir_dtype_short(g->values[io->call[j]].dtype));
-    fprintf(f, " */\n");
+    cg_em_kernel_comment(&e);
     fprintf(f, "static void jn_k%d_%d_rows(int64_t u0, int64_t u1, void *ctx_) {\n", gi, k);
     fprintf(f, "    const jn_kcall *c = (const jn_kcall *)ctx_;\n");
     fprintf(f, "    const int nd = c->ndim, no = %s;\n", e.reduce ? "nd - c->nred" : "nd - 1");

@@ -134,14 +134,7 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
     e.reduce = e.K->kind == JN_IR_K_EW_REDUCE;
     if (e.reduce) cg_em_plan_reduce(g, e.K->root, &e.r, NULL, 0);
     int nops = io->ncall;
-    fprintf(f, "\n/* graph %s kernel K%d (%s", g->name, k,
-            e.K->kind == JN_IR_K_GEMM ? "gemm epilogue" : e.reduce ? "ew_reduce" : "ew");
-    for (int32_t m = cg_em_first_member(e.K); m < io->nnodes; m++)
-        fprintf(f, "%s%s", m == cg_em_first_member(e.K) ? ": " : " ", jn_op_info(g->nodes[io->nodes[m]].op)->name);
-    fprintf(f, "); operands:");
-    for (int j = 0; j < nops; j++)
-        fprintf(f, " %s%%%d:%s", j == io->ncall_in ? "-> " : "", io->call[j], jn_ir_dtype_short(g->values[io->call[j]].dtype));
-    fprintf(f, " */\n");
+    cg_em_kernel_comment(&e);
     fprintf(f, "extern \"C\" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k%d_%d(const __grid_constant__ "
                "jn_dkcall c_) {\n", gi, k);
     fprintf(f, "    const jn_dkcall *c = &c_;\n    const int nd = c->ndim;\n");

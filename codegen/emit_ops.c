@@ -484,6 +484,20 @@ void cg_em_put_expr(FILE *f, const char *t, jn_dtype c) {
     }
 }
 
+void cg_em_kernel_comment(const cg_em_ctx *e) {
+    const jn_ir_graph *g = e->g;
+    const jn_cg_kernel_io *io = e->io;
+    fprintf(e->f, "\n/* graph %s kernel K%d (%s", g->name, e->k,
+            e->K->kind == JN_IR_K_GEMM ? "gemm epilogue" : e->reduce ? "ew_reduce" : "ew");
+    for (int32_t m = cg_em_first_member(e->K); m < io->nnodes; m++)
+        fprintf(e->f, "%s%s", m == cg_em_first_member(e->K) ? ": " : " ", jn_op_info(g->nodes[io->nodes[m]].op)->name);
+    fprintf(e->f, "); operands:");
+    for (int j = 0; j < io->ncall; j++)
+        fprintf(e->f, " %s%%%d:%s", j == io->ncall_in ? "-> " : "", io->call[j],
+                jn_ir_dtype_short(g->values[io->call[j]].dtype));
+    fprintf(e->f, " */\n");
+}
+
 int cg_em_call_index(const jn_cg_kernel_io *io, int32_t v) {
     for (int32_t i = 0; i < io->ncall; i++)
         if (io->call[i] == v) return i;

@@ -66,6 +66,8 @@ void cg_em_put_expr(FILE *f, const char *t, jn_dtype c);
 int cg_em_call_index(const jn_cg_kernel_io *io, int32_t v);
 /* Members the generated function computes (the GEMM itself runs as a library call). */
 static inline int32_t cg_em_first_member(const jn_ir_kernel *K) { return K->kind == JN_IR_K_GEMM ? 1 : 0; }
+/* The comment above a kernel: graph, kernel, kind, members, operands. */
+void cg_em_kernel_comment(const cg_em_ctx *e);
 /* Declares the accumulator `acc` of r at its identity. */
 void cg_em_acc_init(FILE *f, const cg_em_rplan *r, const char *ind);
 /* The reduction's result expression (acc; cnt for mean) in r->out's type. */

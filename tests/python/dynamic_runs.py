@@ -34,9 +34,10 @@ def env(**extra):
     return e
 
 
-def janus(*args, timeout=120, cwd=None):
-    return subprocess.run([JANUS, *args], capture_output=True, text=True, env=env(), timeout=timeout,
-                          cwd=cwd)
+def janus(*args, timeout=120, cwd=None, extra_env=None):
+    """The janus command, with this checkout's build and package (and extra_env set)."""
+    return subprocess.run([JANUS, *args], capture_output=True, text=True, env=env(**(extra_env or {})),
+                          timeout=timeout, cwd=cwd)
 
 
 _have_opt = None

@@ -12,27 +12,16 @@ relative downstream of a compiled reduction; the CNN step bitwise).  Then the ti
 figures.  Skips when janus was built without the executor."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
-JANUS = os.path.join(BUILD, "janus")
-
-
-def _env():
-    e = dict(os.environ)
-    e["JANUS_BUILD_DIR"] = BUILD
-    e["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + e.get("PYTHONPATH", "")
-    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
-        e.pop(k, None)
-    return e
+from dynamic_runs import JANUS, ROOT  # noqa: E402
+from dynamic_runs import janus as _janus  # noqa: E402
 
 
 def janus(*args, timeout=300):
-    return subprocess.run([JANUS, *args], capture_output=True, text=True, env=_env(), timeout=timeout, cwd=ROOT)
+    return _janus(*args, timeout=timeout, cwd=ROOT)
 
 
 def _have_exec():

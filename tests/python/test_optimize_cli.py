@@ -7,28 +7,17 @@ a trace store, usage mistakes).  Skips when the janus command was built
 without the analyzer (ir/ and analyzer/ not yet in the build)."""
 import os
 import re
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
-JANUS = os.path.join(BUILD, "janus")
+from dynamic_runs import JANUS  # noqa: E402
+from dynamic_runs import janus as _janus  # noqa: E402
 
 
-def _env():
-    e = dict(os.environ)
-    e["JANUS_BUILD_DIR"] = BUILD
-    e["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + e.get("PYTHONPATH", "")
-    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
-        e.pop(k, None)
-    return e
-
-
-def janus(*args, cwd=None, timeout=120):
-    return subprocess.run([JANUS, *args], capture_output=True, text=True, cwd=cwd, env=_env(), timeout=timeout)
+def janus(*args, cwd=None, timeout=120, extra_env=None):
+    return _janus(*args, timeout=timeout, cwd=cwd, extra_env=extra_env)
 
 
 def _have_analyzer():
@@ -284,13 +273,11 @@ def test_codegen_passes_run_before_storing(recorded, tmp_path):
     assert m, r.stdout
     before, after, arena, naive = (int(m.group(i).replace(",", "")) for i in (1, 2, 4, 5))
     assert 0 < after <= before and 0 < arena <= naive
-    env = dict(_env(), JANUS_DUMP_IR="plan")
-    p = subprocess.run([JANUS, "optimize", "--quiet", str(db)], capture_output=True, text=True, env=env, timeout=120)
+    p = janus("optimize", "--quiet", str(db), extra_env={"JANUS_DUMP_IR": "plan"})
     assert p.returncode == 0, p.stderr
     assert "# after plan (graph g" in p.stderr and re.search(r"^\s*arena \S+", p.stderr, re.M), p.stderr[:2000]
     assert re.search(r" mem=\S+", p.stderr)
-    env["JANUS_DUMP_IR"] = "fusion"  # not a pass name
-    p = subprocess.run([JANUS, "optimize", str(db)], capture_output=True, text=True, env=env, timeout=120)
+    p = janus("optimize", str(db), extra_env={"JANUS_DUMP_IR": "fusion"})  # not a pass name
     assert p.returncode == 1 and "fusion" in p.stderr and "nothing was stored" in p.stderr, p.stderr
 
 
@@ -332,14 +319,12 @@ def test_missing_compiler(recorded, tmp_path):
     db = tmp_path / "copy.db"
     shutil.copy(recorded[0], db)
     before = _bundle_ids(db)
-    env = dict(_env(), CC="/nonexistent/cc")
-    p = subprocess.run([JANUS, "optimize", str(db)], capture_output=True, text=True, env=env, timeout=120)
+    p = janus("optimize", str(db), extra_env={"CC": "/nonexistent/cc"})
     assert p.returncode == 1, p.stderr
     for needle in ("no C compiler found", "/nonexistent/cc", "apt-get install gcc", "--no-compile",
                    "nothing was stored"):
         assert needle in p.stderr, p.stderr
     assert "Traceback" not in p.stderr and _bundle_ids(db) == before
-    p = subprocess.run([JANUS, "optimize", "--no-compile", str(db)], capture_output=True, text=True, env=env,
-                       timeout=120)
+    p = janus("optimize", "--no-compile", str(db), extra_env={"CC": "/nonexistent/cc"})
     assert p.returncode == 0 and "stored as bundle" in p.stdout, p.stderr
     assert len(_bundle_ids(db)) == 1

@@ -15,7 +15,8 @@ import subprocess
 
 import pytest
 
-from test_optimize_cli import JANUS, _bundle_ids, _env, _have_analyzer, janus, recorded  # noqa: F401
+from test_optimize_cli import JANUS, _bundle_ids, _have_analyzer, janus, recorded  # noqa: F401
+from dynamic_runs import env as _env  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not _have_analyzer(), reason=f"{JANUS} not built with the analyzer")
 

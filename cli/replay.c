@@ -121,14 +121,23 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
         fprintf(stderr, "janus replay: run %lld ran eagerly (%s)\n", (long long)run,
                 eager ? "--eager: the baseline" : "no usable bundle, see above");
     } else if (ng == 0 && nm == 0) {
-        fprintf(stderr, "janus replay: run %lld: no replay counters were stored (the command did not import "
-                        "janus, or its janus package cannot replay)\n", (long long)run);
+        fprintf(stderr, "janus replay: run %lld: no replay counters were stored (janus in the command ran "
+                        "eagerly, saying why above, or the command did not import janus)\n", (long long)run);
     } else {
         int64_t tot = hits + misses;
-        fprintf(stderr, "janus replay: run %lld: %.1f%% hit rate (%s of %s segments ran as graphs), %d graph%s, "
-                        "%.3f s in graphs; `janus inspect --run %lld %s` shows the misses\n",
+        char d[32];
+        fprintf(stderr, "janus replay: run %lld: %.1f%% hit rate (%s of %s segments ran as graphs, %s fell back "
+                        "to eager), %d graph%s, %.3f s in graphs",
                 (long long)run, tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
-                jn_cli_commas(tot, b), ng, ng == 1 ? "" : "s", secs, (long long)run, shown);
+                jn_cli_commas(tot, b), jn_cli_commas(misses, d), ng, ng == 1 ? "" : "s", secs);
+        if (nm) { /* the most frequent miss (the store returns them so ordered), as `janus inspect` words it */
+            fprintf(stderr, "; top miss (%sx): %s", jn_cli_commas(m[0].count, a), m[0].graph[0] ? m[0].graph : "(no graph)");
+            if (m[0].guard >= 0) fprintf(stderr, " guard %d", (int)m[0].guard);
+            if (m[0].site[0]) fprintf(stderr, " at %s", m[0].site);
+            fprintf(stderr, ": %s", m[0].reason);
+        }
+        fprintf(stderr, "; `janus inspect --run %lld %s` shows %s\n", (long long)run, shown,
+                nm ? "every miss" : "the counters");
     }
     jn_db_replay_free(g, ng, m, nm);
 }
@@ -198,6 +207,8 @@ int jn_cli_replay(int argc, char **argv) {
     else env_err |= unsetenv("JANUS_REPLAY_DB") | unsetenv("JANUS_REPLAY_RUN");
     if (eager || why[0]) env_err |= setenv("JANUS_REPLAY", "0", 1);
     else env_err |= setenv("JANUS_REPLAY", "1", 1);
+    /* the child's own exit line would repeat the one summary() prints from its counters */
+    env_err |= setenv("JANUS_REPLAY_QUIET", "1", 1);
     if (strict) env_err |= setenv("JANUS_REPLAY_STRICT", "1", 1);
     else env_err |= unsetenv("JANUS_REPLAY_STRICT");
     if (env_err) {

@@ -1,17 +1,29 @@
 /* threadpool.c -- a small fixed pool of worker threads for large kernels.
  *
- * jn_parallel_for splits [0, n) into one contiguous chunk per thread; the
- * caller runs chunk 0 itself and waits for the rest.  Size comes from
+ * jn_parallel_for splits [0, n) into one contiguous chunk per thread.  The
+ * chunks are claimed, not assigned: the caller and the workers take the
+ * next unclaimed chunk from one atomic ticket until none is left, and the
+ * caller waits only for chunks someone claimed.  On a shared machine a
+ * worker the scheduler has not run yet therefore costs nothing -- the
+ * caller does its chunk too -- instead of stalling the caller for a time
+ * slice (which made two threads slower than one under load).  Chunk
+ * boundaries depend only on n and the thread count, never on who runs
+ * them, so results are the same whatever the timing.  Size comes from
  * JANUS_NUM_THREADS (default: all online cores).  Nested calls, and calls
- * while another thread holds the pool, run inline, so kernels never deadlock.
+ * while another thread holds the pool, run inline, so kernels never
+ * deadlock.
  *
  * Eager training issues many short parallel kernels back to back; waking a
  * sleeping worker through the condition variable costs more than such a
  * kernel's chunk (tens of microseconds on a loaded machine).  So a worker
- * that finished a job, and the caller waiting for the workers, first spin
- * briefly (SPIN_ROUNDS pauses, ~50 us) on the job counters before they
- * sleep, as OpenMP runtimes do.  The counters are written under the lock
- * and read without it through atomics while spinning.
+ * that finished a job, and the caller waiting for claimed chunks, first
+ * spin briefly (SPIN_ROUNDS pauses, ~50 us) before they sleep, as OpenMP
+ * runtimes do.
+ *
+ * The ticket packs the job's generation (high 32 bits) with the next chunk
+ * index (low 32): a worker that read an older job's fields can never claim
+ * a chunk of a newer job, because its compare-and-swap names the old
+ * generation.  A job's fields stay valid until every claimed chunk is done.
  */
 #include "jn_runtime.h"
 
@@ -29,19 +41,21 @@ static inline void cpu_relax(void) {
 }
 
 static struct {
-    pthread_mutex_t lock;   /* protects the job fields below */
+    pthread_mutex_t lock;   /* protects the job fields and the sleeping */
     pthread_cond_t wake, done;
     pthread_mutex_t busy;   /* held by the thread currently using the pool */
     pthread_once_t once;
     int nthreads;           /* including the caller */
     int started;            /* workers created */
-    uint64_t generation;
-    int pending;
+    uint32_t generation;    /* of the current job; also in ticket's high bits */
+    uint64_t ticket;        /* atomic: generation << 32 | next chunk to claim */
+    int64_t finished;       /* atomic: chunks of the current job done */
+    int waiting;            /* the caller sleeps on done */
     jn_range_fn fn;
     void *ctx;
-    int64_t n, chunk;
+    int64_t n, chunk, nchunks;
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          PTHREAD_MUTEX_INITIALIZER, PTHREAD_ONCE_INIT, 0, 0, 0, 0, NULL, NULL, 0, 0};
+          PTHREAD_MUTEX_INITIALIZER, PTHREAD_ONCE_INIT, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
 
 static _Thread_local int in_worker;
 
@@ -72,9 +86,27 @@ void jn_set_num_threads(int n) {
     pthread_mutex_unlock(&pool.busy);
 }
 
+/* Claims chunks of job gen and runs them until none is left (or the job
+ * is no longer gen).  The fields were read by the caller for gen. */
+static void run_chunks(uint32_t gen, jn_range_fn fn, void *ctx, int64_t n, int64_t chunk, int64_t nchunks) {
+    uint64_t t = __atomic_load_n(&pool.ticket, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if ((uint32_t)(t >> 32) != gen || (int64_t)(t & 0xffffffffu) >= nchunks) return;
+        if (!__atomic_compare_exchange_n(&pool.ticket, &t, t + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        int64_t i = (int64_t)(t & 0xffffffffu), b = i * chunk, e = b + chunk < n ? b + chunk : n;
+        fn(b, e, ctx);
+        if (__atomic_add_fetch(&pool.finished, 1, __ATOMIC_ACQ_REL) == nchunks) {
+            pthread_mutex_lock(&pool.lock); /* the caller may be going to sleep */
+            if (pool.waiting) pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.lock);
+        }
+        t = __atomic_load_n(&pool.ticket, __ATOMIC_ACQUIRE);
+    }
+}
+
 static void *worker(void *arg) {
     int me = (int)(intptr_t)arg;
-    uint64_t seen = 0;
+    uint32_t seen = 0;
     in_worker = 1;
     pthread_mutex_lock(&pool.lock);
     for (;;) {
@@ -86,16 +118,13 @@ static void *worker(void *arg) {
             while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.lock);
         }
         seen = pool.generation;
-        int64_t b = me * pool.chunk, e = b + pool.chunk;
-        if (e > pool.n) e = pool.n;
         jn_range_fn fn = pool.fn;
         void *ctx = pool.ctx;
-        if (b < e && me < pool.nthreads) {
-            pthread_mutex_unlock(&pool.lock);
-            fn(b, e, ctx);
-            pthread_mutex_lock(&pool.lock);
-        }
-        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_RELEASE) == 0) pthread_cond_signal(&pool.done);
+        int64_t n = pool.n, chunk = pool.chunk, nchunks = pool.nchunks;
+        int active = me < pool.nthreads;
+        pthread_mutex_unlock(&pool.lock);
+        if (active) run_chunks(seen, fn, ctx, n, chunk, nchunks);
+        pthread_mutex_lock(&pool.lock);
     }
     return NULL;
 }
@@ -122,16 +151,22 @@ void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx) {
     pool.ctx = ctx;
     pool.n = n;
     pool.chunk = (n + nt - 1) / nt;
-    __atomic_store_n(&pool.pending, pool.started, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
+    pool.nchunks = (n + pool.chunk - 1) / pool.chunk;
+    uint32_t gen = __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&pool.finished, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool.ticket, (uint64_t)gen << 32, __ATOMIC_RELEASE);
+    int64_t chunk = pool.chunk, nchunks = pool.nchunks;
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
     in_worker = 1;
-    fn(0, pool.chunk < n ? pool.chunk : n, ctx);
+    run_chunks(gen, fn, ctx, n, chunk, nchunks);
     in_worker = 0;
-    for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0; i++) cpu_relax();
+    for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < nchunks; i++)
+        cpu_relax();
     pthread_mutex_lock(&pool.lock);
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);
+    pool.waiting = 1;
+    while (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < nchunks) pthread_cond_wait(&pool.done, &pool.lock);
+    pool.waiting = 0;
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.busy);
 }

@@ -22,29 +22,40 @@
  * For x[32,128] @ W[512,128]^T that is 4K floats instead of OpenBLAS's
  * packing of all of W.
  *
- * The kernel runs for alpha == 1, beta 0 or 1 and M*N*K in [SMALL_MNK_MIN,
- * SMALL_MNK_MAX] on CPUs with AVX-512F (checked at run time; the file builds anywhere);
- * everything else, and every larger product, goes to cblas_sgemm.  Sums are
- * accumulated in float32 in order of k (per k block), so results differ
- * from OpenBLAS's in the last bits, never in being deterministic.
+ * The kernel runs for alpha == 1, beta 0 or 1 and the sizes use_small
+ * admits, on CPUs with AVX-512F (checked at run time; the file builds
+ * anywhere); everything else, and every larger product, goes to
+ * cblas_sgemm.  Products of PAR_MNK multiply-adds and more are cut into
+ * column (or row) bands run by the thread pool.  Sums are accumulated in
+ * float32 in order of k, so results differ from OpenBLAS's in the last
+ * bits, never in being deterministic or in depending on the thread count.
  */
 #include "k_gemm.h"
 
+#include "jn_runtime.h"
+
 #include <cblas.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The kernel's range in multiply-adds: above it OpenBLAS's packing pays
- * for itself (and it threads the product); below the lower end its call
- * is cheaper than our operand transposes.  Measured on this project's
- * example shapes. */
+/* The kernel's range in multiply-adds: below the lower end its call is
+ * cheaper than our operand transposes; up to SMALL_MNK_MAX it beats
+ * OpenBLAS's packing on this project's shapes, and up to WIDE_MNK_MAX too
+ * while op(B) stays small (its K x N panel streams from L2: a layer's
+ * weight of up to 256K floats, e.g. 784 x 256) -- measured 118 vs 136
+ * GFLOP/s for the MLP's first layer and 119 vs 138 for char_lstm's output
+ * layer over a whole sequence.  Beyond that OpenBLAS's cache blocking wins
+ * (512^3: 86 vs 67 GFLOP/s). */
 #define SMALL_MNK_MIN 4096.0
 #define SMALL_MNK_MAX (16.0 * 1024 * 1024)
+#define WIDE_MNK_MAX (64.0 * 1024 * 1024)
+#define WIDE_NK_MAX (256.0 * 1024)
 
 static int use_small(int64_t M, int64_t N, int64_t K) {
-    double mnk = (double)M * (double)N * (double)K;
-    return mnk >= SMALL_MNK_MIN && mnk <= SMALL_MNK_MAX;
+    double mnk = (double)M * (double)N * (double)K, nk = (double)N * (double)K;
+    return mnk >= SMALL_MNK_MIN && (mnk <= SMALL_MNK_MAX || (mnk <= WIDE_MNK_MAX && nk <= WIDE_NK_MAX));
 }
 static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                       int64_t ldb, int acc, const float *bias, float *C, int64_t ldc);
@@ -246,37 +257,116 @@ static int have_avx512(void) {
     return v;
 }
 
+/* One small product, planned once and cut into column (or row) bands that
+ * the thread pool runs side by side.  Every element is accumulated by the
+ * same sequence of FMAs whatever the cut: bands are cut at multiples of the
+ * 64-column chunks gemm_nn tiles by (its k blocking depends on the chunk's
+ * width only) and the plan (NN, packed B, or C^T) is chosen for the whole
+ * product, so results do not depend on the thread count. */
+enum { SG_NN, SG_CT }; /* packed B is NN over the packed copy */
+
+typedef struct {
+    int path, acc, by_rows;
+    int64_t M, N, K, band;            /* band: columns (or rows) per task unit */
+    const float *A, *B, *At, *bias;   /* At: op(A)^T as [K x M] (SG_CT) */
+    int64_t ars, acs, ldb, ldat, ldc;
+    float *C;
+} sg_job;
+
+TGT static void sg_band(int64_t b0, int64_t b1, void *ctx) {
+    const sg_job *j = ctx;
+    int64_t lim = j->by_rows ? j->M : j->N;
+    if (j->path == SG_NN) {
+        int64_t lo = b0 * j->band, hi = b1 * j->band < lim ? b1 * j->band : lim;
+        if (lo >= hi) return;
+        if (j->by_rows)
+            gemm_nn(hi - lo, j->N, j->K, j->A + lo * j->ars, j->ars, j->acs, j->B, j->ldb, j->C + lo * j->ldc,
+                    j->ldc, j->acc, j->bias);
+        else
+            gemm_nn(j->M, hi - lo, j->K, j->A, j->ars, j->acs, j->B + lo, j->ldb, j->C + lo, j->ldc, j->acc,
+                    j->bias ? j->bias + lo : NULL);
+        return;
+    }
+    /* SG_CT, always cut by columns of C (rows of C^T), one band at a time
+     * so that S never outgrows the share the caller reserved for it */
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t c0 = b * j->band, n = c0 + j->band < lim ? j->band : lim - c0;
+        if (n <= 0) break;
+        float *S = scratch_get((size_t)(n * j->M));
+        if (!S) { /* a worker could not grow its scratch: the same FMA sequence, unblocked */
+            for (int64_t c = c0; c < c0 + n; c++)
+                for (int64_t i = 0; i < j->M; i++) {
+                    float v = 0;
+                    for (int64_t k = 0; k < j->K; k++) v = fmaf(j->B[c * j->ldb + k], j->At[k * j->ldat + i], v);
+                    float *d = j->C + i * j->ldc + c;
+                    *d = j->acc ? (j->bias ? j->bias[c] : *d) + v : v;
+                }
+            continue;
+        }
+        gemm_nn(n, j->M, j->K, j->B + c0 * j->ldb, j->ldb, 1, j->At, j->ldat, S, j->M, 0, NULL);
+        transpose(S, j->M, n, j->M, j->C + c0, j->ldc, j->acc, j->acc && j->bias ? j->bias + c0 : NULL);
+    }
+}
+
+/* Products below this many multiply-adds run on the calling thread: a
+ * band's share must outweigh handing it to a (spinning) worker. */
+#define PAR_MNK (512.0 * 1024)
+
 /* C = (acc ? (bias ? bias rows : C) : 0) + op(A) @ op(B); 0 when this CPU
  * lacks AVX-512F or scratch cannot be had. */
 static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                       int64_t ldb, int acc, const float *bias, float *C, int64_t ldc) {
     if (!have_avx512()) return 0;
-    int64_t ars = ta ? 1 : lda, acs = ta ? lda : 1; /* op(A)(i,k) = A[i*ars + k*acs] */
-    if (!tb) {
-        gemm_nn(M, N, K, A, ars, acs, B, ldb, C, ldc, acc, bias);
+    sg_job j = {.path = SG_NN, .acc = acc, .M = M, .N = N, .K = K, .A = A, .B = B, .bias = bias, .ldb = ldb,
+                .ldc = ldc, .C = C};
+    j.ars = ta ? 1 : lda; /* op(A)(i,k) = A[i*ars + k*acs] */
+    j.acs = ta ? lda : 1;
+    int nt = jn_num_threads();
+    int par = nt > 1 && (double)M * (double)N * (double)K >= PAR_MNK;
+    if (tb) {
+        /* op(B)(k,j) = B[j*ldb + k]: pack op(B), or compute C^T (see the top) */
+        double pack_b = (double)N * (double)K;
+        double via_ct = (ta ? 0.0 : (double)M * (double)K) + 2.0 * (double)M * (double)N;
+        if (pack_b <= via_ct) {
+            float *P = scratch_get((size_t)(N * K));
+            if (!P) return 0;
+            transpose(B, ldb, N, K, P, N, 0, NULL); /* P[K x N], shared read-only by the bands */
+            j.B = P;
+            j.ldb = N;
+        } else {
+            j.path = SG_CT;
+            /* the caller's scratch: its own band's S first, then op(A)^T */
+            int64_t bandn = par ? (N + nt - 1) / nt : N;
+            float *S = scratch_get((size_t)(bandn * M + (ta ? 0 : M * K)));
+            if (!S) return 0;
+            j.At = A;
+            j.ldat = lda;
+            if (!ta) {
+                float *P = S + bandn * M;
+                transpose(A, lda, M, K, P, M, 0, NULL);
+                j.At = P;
+                j.ldat = M;
+            }
+            j.band = bandn;
+            if (par) jn_parallel_for((N + bandn - 1) / bandn, 1, sg_band, &j);
+            else sg_band(0, 1, &j); /* band = N: one */
+            return 1;
+        }
+    }
+    if (!par) {
+        gemm_nn(M, N, K, j.A, j.ars, j.acs, j.B, j.ldb, C, ldc, acc, bias);
         return 1;
     }
-    /* op(B)(k,j) = B[j*ldb + k]: pack op(B), or compute C^T (see the top) */
-    double pack_b = (double)N * (double)K, via_ct = (ta ? 0.0 : (double)M * (double)K) + 2.0 * (double)M * (double)N;
-    if (pack_b <= via_ct) {
-        float *P = scratch_get((size_t)(N * K));
-        if (!P) return 0;
-        transpose(B, ldb, N, K, P, N, 0, NULL); /* P[K x N] */
-        gemm_nn(M, N, K, A, ars, acs, P, N, C, ldc, acc, bias);
-        return 1;
+    /* NN: bands of whole 64-column chunks when there are enough, else rows */
+    int64_t chunks = (N + 63) / 64;
+    if (chunks >= nt) {
+        j.band = 64 * ((chunks + nt - 1) / nt);
+    } else {
+        j.by_rows = 1;
+        j.band = (M + nt - 1) / nt;
     }
-    float *S = scratch_get((size_t)(N * M + (ta ? 0 : M * K)));
-    if (!S) return 0;
-    const float *At = A; /* op(A)^T as a row-major [K x M] */
-    int64_t ldat = lda;
-    if (!ta) {
-        float *P = S + N * M;
-        transpose(A, lda, M, K, P, M, 0, NULL);
-        At = P;
-        ldat = M;
-    }
-    gemm_nn(N, M, K, B, ldb, 1, At, ldat, S, M, 0, NULL); /* S[N x M] = C^T */
-    transpose(S, M, N, M, C, ldc, acc, acc ? bias : NULL);
+    int64_t lim = j.by_rows ? M : N;
+    jn_parallel_for((lim + j.band - 1) / j.band, 1, sg_band, &j);
     return 1;
 }
 

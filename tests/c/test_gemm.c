@@ -2,8 +2,10 @@
  * a float64 reference: every transpose combination, ragged shapes around
  * the kernel's 16-float vectors and register tiles, padded leading dims,
  * beta 0 (C's old nan must not leak) and 1, both NT strategies (packing
- * op(B) and computing C^T), and the OpenBLAS fallback for what the small
- * kernel refuses. */
+ * op(B) and computing C^T), the OpenBLAS fallback for what the small
+ * kernel refuses, and products cut over the thread pool giving the same
+ * bits as on one thread. */
+#include "jn_runtime.h"
 #include "jn_test.h"
 #include "k_gemm.h"
 
@@ -91,6 +93,39 @@ static void *thread_products(void *arg) {
     return NULL;
 }
 
+/* op(A) op(B) (+ bias rows, or + C when acc) on nt pool threads into C
+ * (fresh data from a fixed seed each call, so calls are comparable). */
+static void product_on(int nt, int ta, int tb, int64_t M, int64_t N, int64_t K, int mode, float *C) {
+    int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    float *A = malloc(sizeof(float) * (size_t)(ar * ac)), *B = malloc(sizeof(float) * (size_t)(br * bc));
+    float *bias = malloc(sizeof(float) * (size_t)N);
+    rng = 12345;
+    for (int64_t i = 0; i < ar * ac; i++) A[i] = frand();
+    for (int64_t i = 0; i < br * bc; i++) B[i] = frand();
+    for (int64_t j = 0; j < N; j++) bias[j] = frand();
+    for (int64_t i = 0; i < M * N; i++) C[i] = frand();
+    jn_set_num_threads(nt);
+    if (mode == 2) jn_rt_sgemm_bias(ta, tb, M, N, K, A, ac, B, bc, bias, C, N);
+    else jn_rt_sgemm(ta, tb, M, N, K, 1.0f, A, ac, B, bc, mode ? 1.0f : 0.0f, C, N);
+    free(A), free(B), free(bias);
+}
+
+/* The same product on 1, 2 and 3 threads: identical bits (bands are cut on
+ * the kernel's chunk boundaries and the plan is the whole product's). */
+static int threads_same(int ta, int tb, int64_t M, int64_t N, int64_t K, int mode) {
+    size_t n = (size_t)(M * N);
+    float *c1 = malloc(sizeof(float) * n), *c2 = malloc(sizeof(float) * n), *c3 = malloc(sizeof(float) * n);
+    product_on(1, ta, tb, M, N, K, mode, c1);
+    product_on(2, ta, tb, M, N, K, mode, c2);
+    product_on(3, ta, tb, M, N, K, mode, c3);
+    int same = !memcmp(c1, c2, sizeof(float) * n) && !memcmp(c1, c3, sizeof(float) * n);
+    if (!same)
+        fprintf(stderr, "  threads differ: ta=%d tb=%d M=%lld N=%lld K=%lld mode=%d\n", ta, tb, (long long)M,
+                (long long)N, (long long)K, mode);
+    free(c1), free(c2), free(c3);
+    return same;
+}
+
 int main(void) {
     static const int64_t dims[] = {1, 3, 15, 16, 17, 31, 33, 64, 65, 97, 130};
     const int nd = (int)(sizeof dims / sizeof dims[0]);
@@ -139,7 +174,8 @@ int main(void) {
     CHECK(bias_same(0, 1, 1024, 96, 128));
     CHECK(bias_same(1, 0, 40, 300, 700)); /* several K blocks */
     CHECK(bias_same(0, 1, 2, 3, 5));      /* below the kernel's range */
-    CHECK(bias_same(0, 1, 300, 300, 300)); /* above it */
+    CHECK(bias_same(0, 1, 300, 300, 300)); /* above 16M, op(B) small: still the kernel */
+    CHECK(bias_same(0, 1, 200, 600, 600)); /* op(B) too large: OpenBLAS */
     CHECK(bias_same(0, 1, 7, 9, 0));
     /* what the kernel refuses, it says so; jn_rt_sgemm then uses OpenBLAS */
     float one = 1, c = 5;
@@ -149,6 +185,21 @@ int main(void) {
     CHECK(c == 5);
     CHECK(check(0, 0, 1, 33, 17, 65, 2.0f, 0.5f, 1) <= tol);
     CHECK(check(0, 1, 0, 17, 33, 9, -1.0f, 0.0f, 0) <= tol);
-    CHECK(check(0, 0, 0, 300, 200, 300, 1.0f, 1.0f, 0) <= tol); /* above the small-product limit */
+    CHECK(check(0, 0, 0, 300, 200, 300, 1.0f, 1.0f, 0) <= tol); /* the wide range */
+    CHECK(check(0, 0, 1, 100, 600, 600, 1.0f, 1.0f, 0) <= tol); /* op(B) too large: OpenBLAS */
+    /* products large enough to be cut over the pool: column bands (NN,
+     * packed op(B)), row bands (few columns), C^T bands, ragged edges */
+    static const int64_t shapes[][3] = {{32, 512, 128}, {1024, 96, 128}, {512, 128, 32}, {32, 130, 1000},
+                                        {700, 33, 64}, {64, 515, 40}, {100, 200, 129}};
+    for (int si = 0; si < 7; si++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int mode = 0; mode < 3; mode++)
+                    CHECK(threads_same(ta, tb, shapes[si][0], shapes[si][1], shapes[si][2], mode));
+    /* and the parallel products are still right */
+    jn_set_num_threads(2);
+    CHECK(check(1, 0, 1, 32, 512, 128, 1.0f, 1.0f, 0) <= tol);
+    CHECK(check(1, 0, 0, 700, 33, 64, 1.0f, 0.0f, 1) <= tol);
+    CHECK(check(1, 1, 1, 64, 515, 40, 1.0f, 1.0f, 2) <= tol);
     JT_DONE();
 }

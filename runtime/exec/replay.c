@@ -476,9 +476,22 @@ static int sset_add(sset *W, jn_storage *st) {
     return 1;
 }
 
-static int cmp_storage(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)((const hdr *)a)->t->storage, y = (uintptr_t)((const hdr *)b)->t->storage;
-    return x < y ? -1 : x > y;
+/* What the pending list says about one storage: headers seen, any filled
+ * by the graph, one covering it filled, one Python may still reach. */
+typedef struct {
+    jn_storage *st;
+    int64_t known;
+    uint8_t any, full, need;
+} sagg;
+
+/* st's entry of the open-addressed table A (nslot, a power of two, at
+ * least twice the number of headers), made on first use. */
+static sagg *sagg_get(sagg *A, int64_t nslot, jn_storage *st) {
+    uint64_t k = (uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ull;
+    int64_t i = (int64_t)(k >> 20) & (nslot - 1);
+    while (A[i].st && A[i].st != st) i = (i + 1) & (nslot - 1);
+    A[i].st = st;
+    return &A[i];
 }
 
 static int covers(const jn_tensor *t) {
@@ -526,6 +539,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     uint64_t *vers = calloc((size_t)g->ninputs + 1, sizeof *vers);
     hset S = {0};
     sset W = {0};
+    sagg *A = NULL;
     dslice *D = NULL;
     int64_t nsliced = 0;
     S.cap = R.nrefs + 1;
@@ -592,29 +606,30 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     }
     /* per pending storage: filled whole by the graph, or unreachable (dies
      * with the list), or still reachable: computed eagerly first (below) */
-    qsort(S.h, (size_t)S.n, sizeof *S.h, cmp_storage);
-    for (int64_t a = 0, b2; a < S.n; a = b2) {
-        jn_storage *st = S.h[a].t->storage;
-        int64_t known = 0;
-        int need = 0, full = 0, any = 0;
-        for (b2 = a; b2 < S.n && S.h[b2].t->storage == st; b2++) {
-            const hdr *h = &S.h[b2];
-            known++;
-            if (h->fill >= 0) {
-                any = 1;
-                full |= covers(h->t);
-            } else if (h->t->refcnt > h->mine) {
-                need = 1;
-            }
+    A = calloc((size_t)S.nslot, sizeof *A); /* per storage, in one pass (a sort cost 2% of a char_lstm step) */
+    if (!A) goto oom;
+    for (int64_t k = 0; k < S.n; k++) {
+        const hdr *h = &S.h[k];
+        sagg *a = sagg_get(A, S.nslot, h->t->storage);
+        a->known++;
+        if (h->fill >= 0) {
+            a->any = 1;
+            a->full |= (uint8_t)covers(h->t);
+        } else if (h->t->refcnt > h->mine) {
+            a->need = 1;
         }
-        if (st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
-        if (st->refcnt > known) need = 1;
-        if (need && !full && any) {
+    }
+    for (int64_t k = 0; k < S.nslot; k++) {
+        const sagg *a = &A[k];
+        jn_storage *st = a->st;
+        if (!st || st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
+        int need = a->need || st->refcnt > a->known;
+        if (need && !a->full && a->any) {
             snprintf(why, wn, "graph %s: Python holds a tensor sharing memory with a value the graph keeps only in "
                      "part", g->name);
             goto done;
         }
-        if (need && !full && !sset_add(&W, st)) goto oom;
+        if (need && !a->full && !sset_add(&W, st)) goto oom;
     }
     for (int64_t e = 0; e < R.nops; e++) { /* existing tensors written in place: their
                                             * current bytes are the graph's input */
@@ -780,7 +795,7 @@ done:
     for (int32_t i = 0; i < g->ninputs && inputs; i++)
         if (owned[i]) jn_tensor_decref(inputs[i]);
     for (int i = 0; i < G->nkeep && outs; i++) jn_tensor_decref(outs[i]);
-    free(inputs), free(owned), free(outs), free(vers), free(S.h), free(S.slot), free(W.slot);
+    free(inputs), free(owned), free(outs), free(vers), free(S.h), free(S.slot), free(W.slot), free(A);
     dslice_free(D); /* not committed: the list runs eagerly */
     if (rc == 0 && nsliced) R.sliced++;
     return rc;

@@ -1,34 +1,36 @@
 /* threadpool.c -- a small fixed pool of worker threads for large kernels.
  *
  * jn_parallel_for splits [0, n) into one contiguous chunk per thread.  The
- * chunks are claimed, not assigned: the caller and the workers take the
- * next unclaimed chunk from one atomic ticket until none is left, and the
- * caller waits only for chunks someone claimed.  On a shared machine a
- * worker the scheduler has not run yet therefore costs nothing -- the
- * caller does its chunk too -- instead of stalling the caller for a time
- * slice (which made two threads slower than one under load).  Chunk
- * boundaries depend only on n and the thread count, never on who runs
- * them, so results are the same whatever the timing.  Size comes from
- * JANUS_NUM_THREADS (default: all online cores).  Nested calls, and calls
- * while another thread holds the pool, run inline, so kernels never
- * deadlock.
+ * chunks are claimed, not assigned: the caller and the workers take chunks
+ * from one atomic ticket until none is left, and the caller waits only for
+ * chunks someone claimed.  Chunk boundaries depend only on n and the
+ * thread count, never on who runs them, so results are the same whatever
+ * the timing.  Size comes from JANUS_NUM_THREADS (default: all online
+ * cores).  Nested calls, and calls while another thread holds the pool, run
+ * inline, so kernels never deadlock.
  *
- * Eager training issues many short parallel kernels back to back; waking a
- * sleeping worker through the condition variable costs more than such a
- * kernel's chunk (tens of microseconds on a loaded machine).  So a worker
- * that finished a job, and the caller waiting for claimed chunks, first
- * spin briefly (SPIN_ROUNDS pauses, ~50 us) before they sleep, as OpenMP
- * runtimes do.
+ * On a shared machine a worker may not run for a whole time slice.  With
+ * chunks assigned per thread the caller would wait for it (two threads were
+ * then several times slower than one); here the caller, once its own chunk
+ * is done, gives a worker as long as that chunk took to claim the next one
+ * and then takes it itself -- patient enough that a worker merely waking up
+ * still gets its share of short kernels, never more than about twice the
+ * one-thread time when no worker comes.
  *
- * The ticket packs the job's generation (high 32 bits) with the next chunk
- * index (low 32): a worker that read an older job's fields can never claim
- * a chunk of a newer job, because its compare-and-swap names the old
- * generation.  A job's fields stay valid until every claimed chunk is done.
+ * Eager training issues many short parallel kernels back to back.  Workers
+ * spin briefly (SPIN_ROUNDS pauses) on the ticket before they sleep, as
+ * OpenMP runtimes do, and read a new job without taking the lock: the
+ * ticket packs the job's generation (high 32 bits) with the number of
+ * chunks left (low 32), the caller publishes the job's fields before the
+ * ticket, and a claim is a compare-and-swap on (generation, left > 0) --
+ * which can only succeed while that job is unfinished, so the fields a
+ * worker read before it are that job's.  The mutex only guards sleeping.
  */
 #include "jn_runtime.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_THREADS 64
@@ -41,21 +43,27 @@ static inline void cpu_relax(void) {
 }
 
 static struct {
-    pthread_mutex_t lock;   /* protects the job fields and the sleeping */
+    pthread_mutex_t lock;   /* guards sleeping: wake (workers), done (the caller) */
     pthread_cond_t wake, done;
     pthread_mutex_t busy;   /* held by the thread currently using the pool */
     pthread_once_t once;
-    int nthreads;           /* including the caller */
+    int nthreads;           /* including the caller (atomic reads by workers) */
     int started;            /* workers created */
-    uint32_t generation;    /* of the current job; also in ticket's high bits */
-    uint64_t ticket;        /* atomic: generation << 32 | next chunk to claim */
+    uint64_t ticket;        /* atomic: generation << 32 | chunks left to claim */
     int64_t finished;       /* atomic: chunks of the current job done */
-    int waiting;            /* the caller sleeps on done */
+    int sleepers;           /* atomic: workers asleep (or going to sleep) on wake */
+    int waiting;            /* atomic: the caller is asleep (or going to sleep) on done */
+    /* the current job, written by the caller before it publishes the ticket */
     jn_range_fn fn;
     void *ctx;
     int64_t n, chunk, nchunks;
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
           PTHREAD_MUTEX_INITIALIZER, PTHREAD_ONCE_INIT, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+#define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
+#define RLX(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define RLX_ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 static _Thread_local int in_worker;
 
@@ -82,25 +90,32 @@ void jn_set_num_threads(int n) {
     if (n > MAX_THREADS) n = MAX_THREADS;
     openblas_set_num_threads(n);
     pthread_mutex_lock(&pool.busy);
-    pool.nthreads = n; /* workers beyond n simply stay idle */
+    RLX_ST(pool.nthreads, n); /* workers beyond n simply stay idle */
     pthread_mutex_unlock(&pool.busy);
 }
 
-/* Claims chunks of job gen and runs them until none is left (or the job
- * is no longer gen).  The fields were read by the caller for gen. */
-static void run_chunks(uint32_t gen, jn_range_fn fn, void *ctx, int64_t n, int64_t chunk, int64_t nchunks) {
-    uint64_t t = __atomic_load_n(&pool.ticket, __ATOMIC_ACQUIRE);
-    for (;;) {
-        if ((uint32_t)(t >> 32) != gen || (int64_t)(t & 0xffffffffu) >= nchunks) return;
-        if (!__atomic_compare_exchange_n(&pool.ticket, &t, t + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
-        int64_t i = (int64_t)(t & 0xffffffffu), b = i * chunk, e = b + chunk < n ? b + chunk : n;
-        fn(b, e, ctx);
-        if (__atomic_add_fetch(&pool.finished, 1, __ATOMIC_ACQ_REL) == nchunks) {
-            pthread_mutex_lock(&pool.lock); /* the caller may be going to sleep */
-            if (pool.waiting) pthread_cond_signal(&pool.done);
-            pthread_mutex_unlock(&pool.lock);
-        }
-        t = __atomic_load_n(&pool.ticket, __ATOMIC_ACQUIRE);
+typedef struct {
+    jn_range_fn fn;
+    void *ctx;
+    int64_t n, chunk, nchunks;
+} job;
+
+/* One chunk of job gen: its index, or -1 when none is left (or gen is over). */
+static int64_t claim(uint32_t gen, int64_t nchunks) {
+    uint64_t t = LD(pool.ticket);
+    while ((uint32_t)(t >> 32) == gen && (t & 0xffffffffu) > 0)
+        if (__atomic_compare_exchange_n(&pool.ticket, &t, t - 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            return nchunks - (int64_t)(t & 0xffffffffu);
+    return -1;
+}
+
+static void run(const job *j, int64_t i) {
+    int64_t b = i * j->chunk, e = b + j->chunk < j->n ? b + j->chunk : j->n;
+    j->fn(b, e, j->ctx);
+    if (__atomic_add_fetch(&pool.finished, 1, __ATOMIC_SEQ_CST) == j->nchunks && LD(pool.waiting)) {
+        pthread_mutex_lock(&pool.lock); /* the caller is in, or about to enter, its wait */
+        pthread_cond_signal(&pool.done);
+        pthread_mutex_unlock(&pool.lock);
     }
 }
 
@@ -108,25 +123,31 @@ static void *worker(void *arg) {
     int me = (int)(intptr_t)arg;
     uint32_t seen = 0;
     in_worker = 1;
-    pthread_mutex_lock(&pool.lock);
     for (;;) {
-        if (pool.generation == seen) {
-            pthread_mutex_unlock(&pool.lock);
-            for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) == seen; i++)
-                cpu_relax();
-            pthread_mutex_lock(&pool.lock);
-            while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+        uint64_t t = LD(pool.ticket);
+        for (int i = 0; i < SPIN_ROUNDS && (uint32_t)(t >> 32) == seen; i++) {
+            cpu_relax();
+            t = LD(pool.ticket);
         }
-        seen = pool.generation;
-        jn_range_fn fn = pool.fn;
-        void *ctx = pool.ctx;
-        int64_t n = pool.n, chunk = pool.chunk, nchunks = pool.nchunks;
-        int active = me < pool.nthreads;
-        pthread_mutex_unlock(&pool.lock);
-        if (active) run_chunks(seen, fn, ctx, n, chunk, nchunks);
-        pthread_mutex_lock(&pool.lock);
+        if ((uint32_t)(t >> 32) == seen) {
+            pthread_mutex_lock(&pool.lock);
+            __atomic_add_fetch(&pool.sleepers, 1, __ATOMIC_SEQ_CST);
+            while ((uint32_t)((t = LD(pool.ticket)) >> 32) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+            __atomic_sub_fetch(&pool.sleepers, 1, __ATOMIC_SEQ_CST);
+            pthread_mutex_unlock(&pool.lock);
+        }
+        seen = (uint32_t)(t >> 32);
+        if (me >= RLX(pool.nthreads)) continue;
+        job j = {RLX(pool.fn), RLX(pool.ctx), RLX(pool.n), RLX(pool.chunk), RLX(pool.nchunks)};
+        for (int64_t i; (i = claim(seen, j.nchunks)) >= 0;) run(&j, i);
     }
     return NULL;
+}
+
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx) {
@@ -139,7 +160,6 @@ void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx) {
         fn(0, n, ctx);
         return;
     }
-    pthread_mutex_lock(&pool.lock);
     while (pool.started < pool.nthreads - 1) {
         pthread_t th;
         if (pthread_create(&th, NULL, worker, (void *)(intptr_t)(pool.started + 1)) != 0) break;
@@ -147,26 +167,42 @@ void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx) {
         pool.started++;
     }
     if (nt > pool.started + 1) nt = pool.started + 1;
-    pool.fn = fn;
-    pool.ctx = ctx;
-    pool.n = n;
-    pool.chunk = (n + nt - 1) / nt;
-    pool.nchunks = (n + pool.chunk - 1) / pool.chunk;
-    uint32_t gen = __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&pool.finished, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&pool.ticket, (uint64_t)gen << 32, __ATOMIC_RELEASE);
-    int64_t chunk = pool.chunk, nchunks = pool.nchunks;
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.lock);
+    job j = {fn, ctx, n, (n + nt - 1) / nt, 0};
+    j.nchunks = (n + j.chunk - 1) / j.chunk;
+    RLX_ST(pool.fn, fn);
+    RLX_ST(pool.ctx, ctx);
+    RLX_ST(pool.n, n);
+    RLX_ST(pool.chunk, j.chunk);
+    RLX_ST(pool.nchunks, j.nchunks);
+    ST(pool.finished, 0);
+    uint32_t gen = (uint32_t)(LD(pool.ticket) >> 32) + 1;
+    ST(pool.ticket, (uint64_t)gen << 32 | (uint64_t)j.nchunks); /* publishes the fields above */
+    if (LD(pool.sleepers)) {
+        pthread_mutex_lock(&pool.lock);
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.lock);
+    }
     in_worker = 1;
-    run_chunks(gen, fn, ctx, n, chunk, nchunks);
+    int64_t i = claim(gen, j.nchunks);
+    if (i >= 0) {
+        double t0 = seconds();
+        run(&j, i);
+        double patience = seconds() - t0; /* what one chunk takes */
+        for (;;) { /* chunks left: give a worker `patience` to take them before taking one back */
+            double t1 = seconds();
+            while ((LD(pool.ticket) & 0xffffffffu) > 0 && seconds() - t1 < patience) cpu_relax();
+            if ((i = claim(gen, j.nchunks)) < 0) break;
+            run(&j, i);
+        }
+    }
     in_worker = 0;
-    for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < nchunks; i++)
-        cpu_relax();
-    pthread_mutex_lock(&pool.lock);
-    pool.waiting = 1;
-    while (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < nchunks) pthread_cond_wait(&pool.done, &pool.lock);
-    pool.waiting = 0;
-    pthread_mutex_unlock(&pool.lock);
+    for (int k = 0; k < SPIN_ROUNDS && LD(pool.finished) < j.nchunks; k++) cpu_relax();
+    if (LD(pool.finished) < j.nchunks) {
+        pthread_mutex_lock(&pool.lock);
+        ST(pool.waiting, 1);
+        while (LD(pool.finished) < j.nchunks) pthread_cond_wait(&pool.done, &pool.lock);
+        ST(pool.waiting, 0);
+        pthread_mutex_unlock(&pool.lock);
+    }
     pthread_mutex_unlock(&pool.busy);
 }

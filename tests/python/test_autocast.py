@@ -11,6 +11,7 @@ bfloat16 tolerance, GradScaler's scale sequence with an injected inf);
 and `janus record` / `optimize` / `replay` of an autocast training script
 against its eager run.  GPU runs skip without a CUDA device."""
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -511,7 +512,8 @@ def test_record_optimize_replay_gives_the_eager_losses(tmp_path, low):
                          env=env(JANUS_REPLAY_DB=db), timeout=300)
     assert rep.returncode == 0, rep.stderr[-3000:]
     assert rep.stdout == eager.stdout
-    assert "ran as compiled graphs" in rep.stderr and " 0% of" not in rep.stderr, rep.stderr[-2000:]
+    m = re.search(r"janus replay: (\d+)% of ([\d,]+) segments ran as compiled graphs", rep.stderr)
+    assert m and int(m.group(1)) >= 75, rep.stderr[-2000:]  # the casts run inside the graphs
     # the recorded steps hold the casts as ordinary ops
     ev = _C._rec_read_step(db, 1, 3)
     casts = [x for x in ev if x["kind"] == "op" and x["op"] == "cast"]

@@ -311,6 +311,24 @@ def test_cuda_autocast_on_a_gpu():
     assert loss.dtype == janus.float32
     loss.backward()
     assert w.grad.dtype == janus.float32 and w.grad.is_cuda
+    # GradScaler on the device: a clean step updates, an inf step is skipped and backs off
+    m = nn.Linear(8, 4).to("cuda")
+    opt = janus.optim.SGD(m.parameters(), lr=0.1)
+    scaler = janus.cuda.amp.GradScaler(init_scale=1024.0)
+    for inject in (False, True):
+        before = m.weight.detach().cpu().clone()
+        opt.zero_grad()
+        with janus.autocast("cuda"):
+            out = m(x)
+        scaler.scale(out.float().pow(2).mean()).backward()
+        if inject:
+            with janus.no_grad():
+                m.weight.grad.fill_(float("inf"))
+        scaler.step(opt)
+        scaler.update()
+        moved = not janus.equal(before, m.weight.detach().cpu())
+        assert moved != inject
+    assert scaler.get_scale() == 512.0
 
 
 # ----------------------------------------------------------- against torch
@@ -365,6 +383,25 @@ def test_output_dtypes_match_torch_cpu_autocast(low):
             if jd != td:
                 diffs.append((name, first, jd, td))
     assert not diffs
+
+
+@needs_torch
+def test_rnn_cells_match_torch_dtypes():
+    """The GEMMs of a cell step run in bfloat16, its pointwise part promotes
+    with the float32 state: h and c stay float32, as in PyTorch's cpu autocast."""
+    x = janus.randn(3, 8)
+    for jc, tc in ((nn.LSTMCell(8, 4), torch.nn.LSTMCell(8, 4)), (nn.GRUCell(8, 4), torch.nn.GRUCell(8, 4))):
+        with janus.autocast("cpu"):
+            jo = jc(x)
+            jo = jo if isinstance(jo, tuple) else (jo,)
+            jo2 = jc(x, jo if len(jo) > 1 else jo[0])
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            to = tc(torch.tensor(x.tolist()))
+            to = to if isinstance(to, tuple) else (to,)
+            to2 = tc(torch.tensor(x.tolist()), to if len(to) > 1 else to[0])
+        jd = [str(t.dtype).split(".")[-1] for t in jo + (jo2 if isinstance(jo2, tuple) else (jo2,))]
+        td = [str(t.dtype).split(".")[-1] for t in to + (to2 if isinstance(to2, tuple) else (to2,))]
+        assert jd == td, (type(jc).__name__, jd, td)
 
 
 def _mlp_pair():

@@ -34,9 +34,10 @@
 enum { LOWER = JN_AC_LOWER, FP32 = JN_AC_FP32, PROMOTE = JN_AC_PROMOTE, RSCALAR = JN_AC_FP32_RSCALAR };
 
 /* [op] = {cpu, cuda}: PyTorch 2.x's autocast_mode.cpp lists restricted to
- * the ops this table has.  The fused RNN cells are PyTorch's
- * _thnn_fused_*_cell without the GEMMs (those are `linear` here, lower
- * precision), so they promote: a float32 state stays float32. */
+ * the ops this table has (atan2 promotes natively in PyTorch's cpu path;
+ * the row gives Janus's kernel the same inputs).  The fused RNN cells are
+ * PyTorch's _thnn_fused_*_cell without the GEMMs (those are `linear` here,
+ * lower precision), so they promote: a float32 state stays float32. */
 static const unsigned char policy[JN_NOPS][JN_NDEVICES] = {
     [JN_OP_mm] = {LOWER, LOWER},
     [JN_OP_bmm] = {LOWER, LOWER},

@@ -16,6 +16,7 @@
  * tensors are freed as each node finishes, and a second backward through the
  * same nodes is an error, as in PyTorch.
  */
+#include "jn_autocast.h"
 #include "jn_autograd.h"
 #include "jn_backend.h"
 
@@ -71,6 +72,10 @@ static jn_ag_meta *meta_get(jn_tensor *t) {
 int jn_requires_grad(const jn_tensor *t) { return t->autograd && meta_of(t)->requires_grad; }
 int jn_is_leaf(const jn_tensor *t) { return !t->autograd || !meta_of(t)->grad_fn; }
 jn_tensor *jn_grad(const jn_tensor *t) { return t->autograd ? meta_of(t)->grad : NULL; }
+
+int jn_ag_history_released(const jn_tensor *t) {
+    return t->autograd && meta_of(t)->grad_fn && meta_of(t)->grad_fn->released;
+}
 
 const char *jn_grad_fn_name(const jn_tensor *t) {
     if (!t->autograd || !meta_of(t)->grad_fn) return NULL;
@@ -503,6 +508,7 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
     uint64_t gen = __atomic_add_fetch(&visit_gen, 1, __ATOMIC_RELAXED);
     int was_on = !grad_off;
     grad_off = 1;
+    int autocast = jn_autocast_suspend(); /* formulas compute in the forward's dtypes */
 
     /* root gradients */
     jn_tensor *rg[JN_MAX_INS] = {0};
@@ -700,6 +706,7 @@ out:
     free(heap.v);
     free(stack.v);
     grad_off = !was_on;
+    jn_autocast_resume(autocast);
     return s;
 }
 

@@ -8,6 +8,7 @@
  * and finally calls the recording/capture hook.  The table hash covers every
  * row of ops.def so a trace store can refuse traces from another table.
  */
+#include "jn_autocast.h"
 #include "jn_autograd.h"
 #include "jn_backend.h"
 
@@ -217,8 +218,16 @@ static jn_status ready_inputs(int nin, jn_tensor *const *in) {
 static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
                           const jn_attrs *a_in, jn_tensor **out);
 
+/* Autocast (autocast.c) costs this path one load while no thread uses it;
+ * jn_rt_dispatch_plain is the dispatcher without that test (a tail call). */
 jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in,
                       jn_tensor **out) {
+    if (__builtin_expect(__atomic_load_n(&jn_rt_autocast_threads, __ATOMIC_RELAXED) != 0, 0))
+        return jn_rt_autocast_dispatch(op, nin, in, a_in, out);
+    return jn_rt_dispatch_plain(op, nin, in, a_in, out);
+}
+
+jn_status jn_rt_dispatch_plain(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in, jn_tensor **out) {
     const jn_opinfo *info = jn_op_info(op);
     if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
     int dev;

@@ -36,6 +36,9 @@ int jn_is_leaf(const jn_tensor *t);
 jn_tensor *jn_grad(const jn_tensor *t);
 /* Replace .grad (steals g, which may be NULL). */
 jn_status jn_set_grad(jn_tensor *t, jn_tensor *g);
+/* 1 when t's producer node was released by a backward pass (without
+ * retain_graph), so backpropagating through t again would fail. */
+int jn_ag_history_released(const jn_tensor *t);
 /* Name of the producing op ("AddBackward"-like: the op name) or NULL. */
 const char *jn_grad_fn_name(const jn_tensor *t);
 /* A new header sharing storage with no history (detach()). */

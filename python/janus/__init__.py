@@ -80,6 +80,12 @@ _autograd.install(Tensor)
 from . import autograd  # noqa: E402
 from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
+from . import cpu  # noqa: E402,F401
+from . import amp  # noqa: E402,F401
+from .amp.autocast_mode import (autocast, is_autocast_enabled, get_autocast_dtype,  # noqa: E402,F401
+                                set_autocast_dtype, set_autocast_enabled, is_autocast_cpu_enabled,
+                                get_autocast_cpu_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled,
+                                set_autocast_cache_enabled, clear_autocast_cache)
 
 # torch.inference_mode disables recording like no_grad (no separate inference tensors here)
 inference_mode = getattr(autograd, "inference_mode", no_grad)

@@ -9,6 +9,7 @@ One device (cuda:0) and one compute stream; memory comes from a caching
 allocator whose counters memory_allocated() / max_memory_allocated() read.
 """
 from . import _C
+from .amp._device import cuda as amp  # noqa: F401  (janus.cuda.amp.autocast / GradScaler)
 
 _reason = []  # [None] or [why]: the driver's answer, asked once
 

@@ -8,6 +8,7 @@ import math
 
 import janus
 from janus import _C
+from janus.amp.autocast_mode import _composite  # autocast: PyTorch runs these as one op
 
 
 def _pair(v, name):
@@ -149,6 +150,7 @@ def one_hot(tensor, num_classes=-1):
 
 
 # ---- normalization ---------------------------------------------------------
+@_composite("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(ns):]) != ns:
@@ -165,6 +167,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return y
 
 
+@_composite("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     if input.ndim < 2:
@@ -204,6 +207,7 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+@_composite("nll_loss")
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     if input.ndim < 1 or target.dtype not in (janus.int64, janus.int32, janus.uint8):
         raise RuntimeError(f"nll_loss expects class-index targets of an integer dtype, got {target.dtype}")
@@ -228,6 +232,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return _reduce(loss, reduction)
 
 
+@_composite("cross_entropy")
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
                   label_smoothing=0.0):
     if not 0.0 <= label_smoothing <= 1.0:
@@ -264,14 +269,17 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     return _reduce(loss, reduction)
 
 
+@_composite("mse_loss")
 def mse_loss(input, target, reduction="mean"):
     return _reduce((input - target) ** 2, reduction)
 
 
+@_composite("l1_loss")
 def l1_loss(input, target, reduction="mean"):
     return _reduce((input - target).abs(), reduction)
 
 
+@_composite("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")

@@ -113,8 +113,8 @@ static int classify(PyObject *o, item *it) {
              * (a sync, as in PyTorch); integer indices stay on the device */
             if (!jn_py_ready(t)) return -1;
             jn_tensor *h = jn_rt_to_device(t, JN_CPU, 0);
-            if (!h) {
-                jn_py_raise(JN_ERR_NOMEM);
+            if (!h) { /* a failed transfer (CUDA's message): RuntimeError, as torch */
+                jn_py_raise(JN_ERR_RUNTIME);
                 return -1;
             }
             if (h->ndim == 0) {
@@ -399,7 +399,7 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
         if (p->adv[i]->storage && p->adv[i]->storage->device != dev) {
             jn_tensor *m = jn_rt_to_device(p->adv[i], dev, 0);
             if (!m) {
-                jn_py_raise(JN_ERR_NOMEM);
+                jn_py_raise(JN_ERR_RUNTIME);
                 goto fail;
             }
             jn_tensor_decref(p->adv[i]);

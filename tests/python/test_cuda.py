@@ -111,7 +111,8 @@ def test_cuda_index_tensors_are_accepted():
     host first).  Without a GPU that move is what fails, saying why."""
     x = janus.arange(12.0).view(3, 4)
     i, m = janus.tensor([2, 0]), x > 5
-    assert x[i].tolist() == [[8.0, 9.0, 10.0, 11.0], [0.0, 1.0, 2.0, 3.0]] and x[m].tolist() == [6.0 + k for k in range(6)]
+    assert x[i].tolist() == [[8.0, 9.0, 10.0, 11.0], [0.0, 1.0, 2.0, 3.0]]
+    assert x[m].tolist() == [6.0 + k for k in range(6)]
     if HAVE_GPU or not _C._cuda_built():
         return
     for idx in (i, m):
@@ -274,7 +275,9 @@ CASES += [
      [lambda: _r(3, 7, 7), lambda: _r(2, 3, 3, 2)], True),
     ("conv2d_noncontig", lambda x, w, b: F.conv2d(x.transpose(2, 3), w, b, padding=1),
      [lambda: _r(2, 3, 6, 5), lambda: _r(5, 3, 3, 3), lambda: _r(5)], True),
-    ("conv2d_half", lambda x, w: F.conv2d(x.half(), w.half(), padding=1).float(),
+    # halves of small multiples of 0.5: every sum is exact, so rounding order cannot show
+    ("conv2d_half", lambda x, w: F.conv2d((x * 2).round().half() / 2, (w * 2).round().half() / 2,
+                                          padding=1).float(),
      [lambda: _r(1, 2, 5, 5), lambda: _r(3, 2, 3, 3)], False),
     ("max_pool2d", lambda x: F.max_pool2d(x, 2), [lambda: _r(2, 3, 8, 8)], True),
     ("max_pool2d_overlap_ceil", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
@@ -291,7 +294,8 @@ CASES += [
     ("pool_half", lambda x: F.max_pool2d(x.half(), 2).float() + F.avg_pool2d(x.bfloat16(), 2).float(),
      [lambda: _r(1, 2, 6, 6)], False),
     ("logsumexp", lambda x: x.logsumexp(1) + x.logsumexp((0, 2)).sum(), [lambda: _r(3, 4, 5)], True),
-    ("logsumexp_inf", lambda x: janus.log(x * 0).logsumexp(1), [lambda: _r(2, 3)], False),
+    ("logsumexp_neg_inf", lambda x: janus.where(x > 0, x, janus.log(x * 0)).logsumexp(1), [lambda: _r(3, 40)],
+     False),
     ("scatter", lambda x, s: janus.scatter(x, 1, _ix([[0, 2, 2], [1, 0, 3]], x), s), [lambda: _r(2, 4),
                                                                                         lambda: _r(2, 3)], True),
     ("scatter_value_dim0", lambda x: janus.scatter(x, 0, _ix([[2], [0]], x), value=-1.5), [lambda: _r(3, 2)], False),

@@ -243,7 +243,7 @@ size_t jn_rt_cudnn_key(const jn_rt_cudnn_conv *c, int kind, char *buf, size_t n)
 }
 
 /* ------------------------------------------------------------ the cache */
-#define KEY_MAX 192
+#define KEY_MAX 400 /* > the longest key: 29 ints of up to 11 characters and separators */
 static struct {
     pthread_mutex_t mu;
     struct {

@@ -9,6 +9,8 @@
  * answer without a GPU (count 0 with a reason, init refused).
  */
 #include "jn_backend.h"
+
+#include <limits.h>
 #include "jn_test.h"
 #if JANUS_HAVE_CUDA
 #include "cuda/jn_cuda_host.h"
@@ -163,11 +165,20 @@ static void test_cudnn_host(void) {
     snprintf(k, sizeof k, "key%d", 2 * JN_RT_CUDNN_CACHE_SLOTS - 1); /* the newest stays */
     CHECK(jn_rt_cudnn_cache_get(k, &algo, &ws) && algo == 2 * JN_RT_CUDNN_CACHE_SLOTS - 1);
     CHECK(!jn_rt_cudnn_cache_get(k1, &algo, &ws)); /* the oldest went */
-    char longkey[300];
+    char longkey[600];
     memset(longkey, 'k', sizeof longkey - 1);
     longkey[sizeof longkey - 1] = 0;
     jn_rt_cudnn_cache_put(longkey, 7, 0);
     CHECK(!jn_rt_cudnn_cache_get(longkey, &algo, &ws)); /* never stored truncated */
+    /* the longest possible key (every field at -2^31) still fits and is cached */
+    jn_rt_cudnn_conv big;
+    int *bf = (int *)&big;
+    for (size_t i = 0; i < sizeof big / sizeof(int); i++) bf[i] = INT_MIN;
+    char kb[1024];
+    size_t kl = jn_rt_cudnn_key(&big, JN_RT_CUDNN_BWD_FILTER, kb, sizeof kb);
+    CHECK(kl > 300 && kl < sizeof kb);
+    jn_rt_cudnn_cache_put(kb, 5, 1);
+    CHECK(jn_rt_cudnn_cache_get(kb, &algo, &ws) && algo == 5);
     jn_rt_cudnn_cache_clear();
     CHECK(jn_rt_cudnn_cache_count() == 0);
 

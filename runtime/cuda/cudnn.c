@@ -381,21 +381,31 @@ jn_status jn_rt_cudnn_conv_run(int kind, const jn_rt_cudnn_conv *c, void *stream
     if (!jn_rt_cudnn_cache_get(key, &algo, &wsize)) {
         jn_cudnn_perf perf[16];
         jn_rt_cudnn_choice ch[16];
-        int got = 0;
+        int got = 0, oom = 0;
         memset(perf, 0, sizeof perf);
         DNN(dnn.get_algo[kind](dnn.handle, d1, d2, cd, d3, 16, &got, perf), what);
-        for (int i = 0; i < got && i < 16; i++)
+        got = got < 16 ? got : 16;
+        for (int i = 0; i < got; i++)
             ch[i] = (jn_rt_cudnn_choice){perf[i].algo, perf[i].status, perf[i].determinism, perf[i].mathType};
-        if ((algo = jn_rt_cudnn_pick(ch, got < 16 ? got : 16, kind, c->dtype)) < 0) {
-            s = jn_error(JN_ERR_UNSUPPORTED, "%s on CUDA: cuDNN offers no %salgorithm for the %s pass of input %s "
-                         "with weight %s; run it on the cpu", op, full ? "non-TF32 " : "", what,
-                         jn_shape_str(4, x64, s1, sizeof s1), jn_shape_str(4, w64, s2, sizeof s2));
-            goto done;
+        /* the preferred algorithm whose workspace can be had: one that
+         * fails to allocate is dropped and the next one tried */
+        for (;;) {
+            if ((algo = jn_rt_cudnn_pick(ch, got, kind, c->dtype)) < 0) {
+                if (oom) s = JN_ERR_NOMEM; /* the allocator's message names the size */
+                else
+                    s = jn_error(JN_ERR_UNSUPPORTED, "%s on CUDA: cuDNN offers no %salgorithm for the %s pass of "
+                                 "input %s with weight %s; run it on the cpu", op, full ? "non-TF32 " : "", what,
+                                 jn_shape_str(4, x64, s1, sizeof s1), jn_shape_str(4, w64, s2, sizeof s2));
+                goto done;
+            }
+            DNN(dnn.ws_size[kind](dnn.handle, d1, d2, cd, d3, algo, &wsize), what);
+            if (!wsize || (wsp = ws->alloc(wsize, &token))) break;
+            oom = 1;
+            for (int i = 0; i < got; i++)
+                if (ch[i].algo == algo) ch[i].status = -1;
         }
-        DNN(dnn.ws_size[kind](dnn.handle, d1, d2, cd, d3, algo, &wsize), what);
         jn_rt_cudnn_cache_put(key, algo, wsize);
-    }
-    if (wsize && !(wsp = ws->alloc(wsize, &token))) {
+    } else if (wsize && !(wsp = ws->alloc(wsize, &token))) {
         s = JN_ERR_NOMEM; /* the allocator set the message */
         goto done;
     }

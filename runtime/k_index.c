@@ -29,6 +29,7 @@
  * reads data (the max class) and fails with JN_ERR_UNSUPPORTED on meta-only
  * tensors; so does a bool-mask index, whose result has nnz rows.
  */
+#include "jn_backend.h" /* jn_rt_to_device: masks / classes of device tensors are read on the host */
 #include "jn_runtime.h"
 
 #include <stdio.h>
@@ -556,7 +557,10 @@ jn_status jn_infer_one_hot(int nin, jn_tensor *const *in, const jn_attrs *a, jn_
             return jn_error(JN_ERR_UNSUPPORTED, "one_hot(): num_classes=-1 needs the index values to "
                                                 "know the result shape; pass num_classes explicitly");
         int64_t mx;
-        jn_status s = one_hot_max(idx, &mx);
+        jn_tensor *h = idx->storage->device == JN_CPU ? idx : jn_rt_to_device(idx, JN_CPU, 0); /* read on the host */
+        if (!h) return JN_ERR_NOMEM;
+        jn_status s = one_hot_max(h, &mx);
+        if (h != idx) jn_tensor_decref(h);
         if (s) return s;
         if (mx == INT64_MAX)
             return jn_error(JN_ERR_VALUE, "one_hot(): class value %lld is too large", (long long)mx);
@@ -710,7 +714,10 @@ static jn_status adv_plan_build(const char *op, jn_tensor *x, int nidx, jn_tenso
                 return jn_error(JN_ERR_UNSUPPORTED, "%s(): indexing with a boolean mask needs the mask's "
                                                     "values to know the result shape; they are not available "
                                                     "for a meta-only tensor", op);
-            e->nnz = mask_nnz(t);
+            jn_tensor *h = t->storage->device == JN_CPU ? t : jn_rt_to_device(t, JN_CPU, 0); /* a device mask */
+            if (!h) return JN_ERR_NOMEM;
+            e->nnz = mask_nnz(h);
+            if (h != t) jn_tensor_decref(h);
         }
         for (int j = 0; j < m; j++) consumed[d + j] = 1;
         d += m;

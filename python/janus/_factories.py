@@ -515,12 +515,12 @@ def set_num_threads(n):
 get_num_threads = _C.get_num_threads
 
 
-# factories whose table op (full, empty, arange, eye, rand) runs on the
-# device itself; the others (data, the other random streams, linspace)
-# build on the cpu and copy.  Either way device='cuda' random tensors equal
+# factories whose table op (full, empty, arange, linspace, eye, rand) runs on the
+# device itself; the others (data, the other random streams) build on the
+# cpu and copy.  Either way device='cuda' random tensors equal
 # the cpu's Philox draws.
 _ON_DEVICE = frozenset(("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
-                        "arange", "eye", "rand", "rand_like"))
+                        "arange", "linspace", "eye", "rand", "rand_like"))
 
 
 def _on_device(f, dev, args, kw):

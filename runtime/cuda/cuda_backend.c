@@ -24,6 +24,9 @@
  */
 #include "jn_backend.h"
 #include "jn_cuda.h"
+#include "jn_cuda_host.h"
+#include "jn_cudnn.h"
+#include "k_conv.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -1048,6 +1051,519 @@ static jn_status cu_dropout_mask(int nin, jn_tensor *const *in, const jn_attrs *
                                  (uint64_t)a->a[3].i, a->a[1].f, cu.stream), "dropout_mask", "dropout_mask");
 }
 
+/* ------------------------------------------------------------ convolution (cuDNN) */
+/* Workspace for cuDNN from the caching allocator (a uint8 tensor). */
+static void *ws_alloc(size_t n, void **token) {
+    jn_meta m = {JN_U8, 1, {(int64_t)n}};
+    jn_tensor *t = cuda_tensor_new(&m);
+    *token = t;
+    return t ? jn_data(t) : NULL;
+}
+static void ws_release(void *token) { jn_tensor_decref(token); }
+static const jn_rt_cudnn_ws cudnn_ws = {ws_alloc, ws_release};
+
+/* A contiguous device version of t (a new reference either way). */
+static jn_tensor *dense(jn_tensor *t, const char *op) {
+    if (jn_is_contiguous(t)) {
+        jn_tensor_incref(t);
+        return t;
+    }
+    return dev_contiguous_perm(t, NULL, op);
+}
+
+/* NCHW sizes of a 3-D (unbatched) or 4-D shape list. */
+static void nchw(int nd, const int64_t *shape, int64_t out[4]) {
+    out[0] = nd == 4 ? shape[0] : 1;
+    for (int i = 0; i < 3; i++) out[1 + i] = shape[nd - 3 + i];
+}
+
+/* stride, padding, dilation (attributes first..first+2) and groups. */
+static jn_status conv_attrs(const char *op, const jn_attrs *a, int first, int64_t st[2], int64_t pad[2], int64_t dil[2],
+                            int64_t *groups) {
+    jn_status s;
+    if ((s = jn_rt_pair_attr(op, "stride", &a->a[first].l, 1, st)) ||
+        (s = jn_rt_pair_attr(op, "padding", &a->a[first + 1].l, 0, pad)) ||
+        (s = jn_rt_pair_attr(op, "dilation", &a->a[first + 2].l, 1, dil)))
+        return s;
+    *groups = a->a[first + 3].i;
+    return JN_OK;
+}
+
+/* One cuDNN pass: a, b made contiguous, out fresh (contiguous). */
+static jn_status conv_pass(int kind, const char *op, jn_tensor *a, jn_tensor *b, jn_tensor *out, const int64_t x[4],
+                           const int64_t w[4], const jn_attrs *at, int first) {
+    int64_t st[2] = {0, 0}, pad[2] = {0, 0}, dil[2] = {0, 0}, g = 0;
+    jn_rt_cudnn_conv c;
+    jn_status s = conv_attrs(op, at, first, st, pad, dil, &g);
+    if (s || (s = jn_rt_cudnn_conv_geom(&c, out->dtype, x, w, st, pad, dil, g, op))) return s;
+    jn_tensor *ca = dense(a, op), *cb = ca ? dense(b, op) : NULL;
+    if (!ca || !cb) s = JN_ERR_NOMEM;
+    else s = jn_rt_cudnn_conv_run(kind, &c, cu.stream, jn_data(ca), jn_data(cb), jn_data(out), &cudnn_ws, op);
+    jn_tensor_decref(ca);
+    jn_tensor_decref(cb);
+    return s;
+}
+
+static jn_status cu_conv2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *x = in[0], *w = in[1], *y = out[0];
+    int64_t xs[4];
+    nchw(x->ndim, x->shape, xs);
+    jn_status s = JN_OK;
+    if (jn_numel(y) == 0) return JN_OK;
+    if (xs[1] == 0) s = fill(y, 0.0, "conv2d"); /* nothing to sum: the bias alone */
+    else s = conv_pass(JN_RT_CUDNN_FWD, "conv2d", x, w, y, xs, w->shape, a, 0);
+    if (s || nin < 3 || !in[2]) return s;
+    /* + bias [O] broadcast over [.., O, OH, OW] */
+    jn_tensor bv = *in[2];
+    bv.ndim = 3;
+    bv.shape[1] = bv.shape[2] = 1;
+    bv.strides[1] = bv.strides[2] = 0;
+    jn_cu_iter it;
+    jn_cu_params p = {1, 0, 0, 0, 0};
+    iter_init(&it, y);
+    iter_add(&it, y);
+    iter_add(&it, &bv);
+    return launched(jn_cu_ew(JN_OP_add, math_type(y->dtype), &it, &p, cu.stream), "elementwise", "conv2d");
+}
+
+/* (grad_out, weight) -> grad_input of size input_size */
+static jn_status cu_conv2d_input_grad(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    int64_t xs[4];
+    nchw(out[0]->ndim, out[0]->shape, xs);
+    if (jn_numel(out[0]) == 0) return JN_OK;
+    if (jn_numel(in[0]) == 0) return fill(out[0], 0.0, "conv2d_input_grad");
+    return conv_pass(JN_RT_CUDNN_BWD_DATA, "conv2d_input_grad", in[0], in[1], out[0], xs, in[1]->shape, a, 1);
+}
+
+/* (grad_out, input) -> grad_weight of size weight_size */
+static jn_status cu_conv2d_weight_grad(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    int64_t xs[4];
+    nchw(in[1]->ndim, in[1]->shape, xs);
+    if (jn_numel(out[0]) == 0) return JN_OK;
+    if (jn_numel(in[0]) == 0 || jn_numel(in[1]) == 0) return fill(out[0], 0.0, "conv2d_weight_grad");
+    return conv_pass(JN_RT_CUDNN_BWD_FILTER, "conv2d_weight_grad", in[0], in[1], out[0], xs, out[0]->shape, a, 1);
+}
+
+/* ------------------------------------------------------------ pooling (own kernels) */
+/* cuDNN's pooling is not used: it returns no indices (max_pool2d's second
+ * output, which routes the gradient), has no adaptive mode, and sizes
+ * outputs without ceil_mode's clipped last window; these kernels follow
+ * k_conv.c / k_grad.c exactly instead. */
+
+/* Geometry of x (3-D or 4-D) with output size OH x OW. */
+static void pool_of(jn_cu_pool *p, const jn_tensor *x, int64_t OH, int64_t OW) {
+    memset(p, 0, sizeof *p);
+    int o = x->ndim - 3;
+    int64_t N = o ? x->shape[0] : 1;
+    p->C = x->shape[o];
+    p->H = x->shape[o + 1];
+    p->W = x->shape[o + 2];
+    p->planes = N * p->C;
+    p->sn = o ? x->strides[0] : 0;
+    p->sc = x->strides[o];
+    p->xh = x->strides[o + 1];
+    p->xw = x->strides[o + 2];
+    p->OH = OH;
+    p->OW = OW;
+}
+
+/* Plane geometry of an input_size attribute (3 or 4 entries). */
+static void pool_of_size(jn_cu_pool *p, const jn_ints *size, int64_t OH, int64_t OW) {
+    jn_tensor t;
+    memset(&t, 0, sizeof t);
+    t.ndim = size->n;
+    memcpy(t.shape, size->v, sizeof(int64_t) * (size_t)size->n);
+    jn_contiguous_strides(t.ndim, t.shape, t.strides);
+    pool_of(p, &t, OH, OW);
+}
+
+/* kernel / stride (empty = kernel) / padding / dilation attributes. */
+static jn_status pool_attrs(const char *op, const jn_attrs *a, int first, int has_dil, jn_cu_pool *p) {
+    int64_t k[2] = {0, 0}, st[2] = {0, 0}, pad[2] = {0, 0}, dil[2] = {1, 1};
+    jn_status s;
+    if ((s = jn_rt_pair_attr(op, "kernel_size", &a->a[first].l, -1, k))) return s;
+    if (a->a[first + 1].l.n == 0) st[0] = k[0], st[1] = k[1];
+    else if ((s = jn_rt_pair_attr(op, "stride", &a->a[first + 1].l, -1, st))) return s;
+    if ((s = jn_rt_pair_attr(op, "padding", &a->a[first + 2].l, 0, pad))) return s;
+    if (has_dil && (s = jn_rt_pair_attr(op, "dilation", &a->a[first + 3].l, 1, dil))) return s;
+    p->kh = k[0], p->kw = k[1], p->sh = st[0], p->sw = st[1], p->ph = pad[0], p->pw = pad[1];
+    p->dh = dil[0], p->dw = dil[1];
+    return JN_OK;
+}
+
+static jn_status cu_max_pool2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *v = out[0];
+    jn_cu_pool p;
+    pool_of(&p, in[0], v->shape[v->ndim - 2], v->shape[v->ndim - 1]);
+    jn_status s = pool_attrs("max_pool2d", a, 0, 1, &p);
+    if (s) return s;
+    return launched(jn_cu_maxpool(&p, jn_data(in[0]), in[0]->dtype, jn_data(v), (int64_t *)jn_data(out[1]),
+                                  cu.stream), "maxpool", "max_pool2d");
+}
+
+static jn_status cu_avg_pool2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *v = out[0];
+    jn_cu_pool p;
+    pool_of(&p, in[0], v->shape[v->ndim - 2], v->shape[v->ndim - 1]);
+    jn_status s = pool_attrs("avg_pool2d", a, 0, 0, &p);
+    if (s) return s;
+    p.count_include_pad = a->a[4].i != 0;
+    return launched(jn_cu_avgpool(&p, 0, jn_data(in[0]), in[0]->dtype, jn_data(v), cu.stream), "avgpool",
+                    "avg_pool2d");
+}
+
+static jn_status cu_adaptive_avg_pool2d(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *v = out[0];
+    jn_cu_pool p;
+    pool_of(&p, in[0], v->shape[v->ndim - 2], v->shape[v->ndim - 1]);
+    return launched(jn_cu_avgpool(&p, 1, jn_data(in[0]), in[0]->dtype, jn_data(v), cu.stream), "avgpool",
+                    "adaptive_avg_pool2d");
+}
+
+/* A pool backward in float32/float64: g (grad_out) widened from a half
+ * type when needed, dx computed into out or a float32 scratch narrowed
+ * into it.  kind: 0 avg, 1 adaptive, 2 max (idx given). */
+static jn_status pool_backward(int kind, const char *op, jn_cu_pool *p, jn_tensor *g, const jn_tensor *idx,
+                               jn_tensor *out) {
+    if (jn_numel(out) == 0) return JN_OK;
+    int half = g->dtype == JN_F16 || g->dtype == JN_BF16;
+    jn_tensor *gc = g, *dx = out;
+    jn_status s = JN_OK;
+    if (half) {
+        jn_meta gm = {JN_F32, g->ndim, {0}}, dm = {JN_F32, out->ndim, {0}};
+        memcpy(gm.shape, g->shape, sizeof gm.shape);
+        memcpy(dm.shape, out->shape, sizeof dm.shape);
+        gc = cuda_tensor_new(&gm);
+        dx = gc ? cuda_tensor_new(&dm) : NULL;
+        if (!gc || !dx || (s = dev_copy(gc, g, op))) {
+            s = s ? s : JN_ERR_NOMEM;
+            goto done;
+        }
+    }
+    int o = gc->ndim - 3;
+    p->gs[0] = o ? gc->strides[0] : 0;
+    for (int d = 1; d < 4; d++) p->gs[d] = gc->strides[d - 1 + o];
+    int f64 = gc->dtype == JN_F64;
+    if (kind == 2) {
+        p->is[0] = o ? idx->strides[0] : 0;
+        for (int d = 1; d < 4; d++) p->is[d] = idx->strides[d - 1 + o];
+        if ((s = fill(dx, 0.0, op))) goto done;
+        cudaError_t e = cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream);
+        if (e != cudaSuccess) {
+            s = cu_fail(e, "cudaMemsetAsync", op);
+            goto done;
+        }
+        if ((s = launched(jn_cu_maxpool_bwd(p, jn_data(gc), (const int64_t *)jn_data(idx), f64, jn_data(dx), cu.flag,
+                                            cu.stream), "maxpool_bwd", op)) ||
+            (s = check_flag(op, "an index is outside the input plane; indices must come from max_pool2d over an "
+                                "input of size input_size")))
+            goto done;
+    } else if ((s = launched(jn_cu_avgpool_bwd(p, kind, jn_data(gc), f64, jn_data(dx), cu.stream), "avgpool_bwd",
+                             op))) {
+        goto done;
+    }
+    if (dx != out) s = dev_copy(out, dx, op);
+done:
+    if (gc != g) jn_tensor_decref(gc);
+    if (dx != out) jn_tensor_decref(dx);
+    return s;
+}
+
+static jn_status cu_avg_pool2d_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *g = in[0];
+    jn_cu_pool p;
+    pool_of_size(&p, &a->a[0].l, g->shape[g->ndim - 2], g->shape[g->ndim - 1]);
+    jn_status s = pool_attrs("avg_pool2d_backward", a, 1, 0, &p);
+    if (s) return s;
+    p.count_include_pad = a->a[5].i != 0;
+    return pool_backward(0, "avg_pool2d_backward", &p, g, NULL, out[0]);
+}
+
+static jn_status cu_adaptive_avg_pool2d_backward(int nin, jn_tensor *const *in, const jn_attrs *a,
+                                                 jn_tensor *const *out) {
+    jn_tensor *g = in[0];
+    jn_cu_pool p;
+    pool_of_size(&p, &a->a[0].l, g->shape[g->ndim - 2], g->shape[g->ndim - 1]);
+    return pool_backward(1, "adaptive_avg_pool2d_backward", &p, g, NULL, out[0]);
+}
+
+static jn_status cu_max_pool2d_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *g = in[0];
+    jn_cu_pool p;
+    pool_of_size(&p, &a->a[0].l, g->shape[g->ndim - 2], g->shape[g->ndim - 1]);
+    return pool_backward(2, "max_pool2d_backward", &p, g, in[1], out[0]);
+}
+
+/* ------------------------------------------------------------ fused RNN cells */
+/* kind as jn_cu_cell; `state` is the input whose last dim is H. */
+static jn_status cell(int kind, const char *op, int nin, jn_tensor *const *in, int nout, jn_tensor *const *out,
+                      const jn_tensor *state) {
+    jn_status s = float_only(op, in[0]->dtype);
+    if (s) return s;
+    int64_t H = state->shape[state->ndim - 1], rows = H ? jn_numel(state) / H : 0;
+    jn_tensor *c[3] = {0};
+    const void *ip[3] = {0};
+    void *op_[3] = {0};
+    for (int i = 0; i < nin && !s; i++)
+        if (!(c[i] = dense(in[i], op))) s = JN_ERR_NOMEM;
+        else ip[i] = jn_data(c[i]);
+    for (int k = 0; k < nout; k++) op_[k] = jn_data(out[k]);
+    if (!s) s = launched(jn_cu_cell(kind, in[0]->dtype == JN_F64, rows, H, ip, op_, cu.stream), "cell", op);
+    for (int i = 0; i < nin; i++) jn_tensor_decref(c[i]);
+    return s;
+}
+static jn_status cu_lstm_cell(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return cell(0, "lstm_cell", 3, in, 3, out, in[2]);
+}
+static jn_status cu_lstm_cell_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return cell(1, "lstm_cell_backward", 3, in, 2, out, in[0]);
+}
+static jn_status cu_gru_cell(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return cell(2, "gru_cell", 3, in, 2, out, in[2]);
+}
+static jn_status cu_gru_cell_backward(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return cell(3, "gru_cell_backward", 2, in, 3, out, in[0]);
+}
+
+/* ------------------------------------------------------------ logsumexp, linspace */
+static jn_status cu_logsumexp(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *x = in[0], *c;
+    int red[JN_MAX_DIMS];
+    int64_t outer, inner;
+    jn_status s = dims_mask("logsumexp", x, &a->a[0].l, red);
+    if (s || (s = as_rows("logsumexp", x, red, &c, &outer, &inner))) return s;
+    s = launched(jn_cu_logsumexp(jn_data(c), c->dtype, jn_data(out[0]), out[0]->dtype, outer, inner, cu.stream),
+                 "logsumexp", "logsumexp");
+    if (c != x) jn_tensor_decref(c);
+    return s;
+}
+
+/* k_shape.c's bounds: integer dtypes and float64 in double after rounding
+ * the bounds to the dtype, float32 and the half types in float (halves'
+ * bounds rounded to the half type first); a single step is start. */
+static jn_status cu_linspace(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_dtype dt = out[0]->dtype;
+    int64_t steps = a->a[2].i, half = steps == 1 ? 1 : steps / 2;
+    double start, end, step;
+    if (dt == JN_F64 || !jn_dtype_is_float(dt)) {
+        unsigned char v[8];
+        jn_store_f64(v, dt, a->a[0].f);
+        start = jn_load_f64(v, dt);
+        jn_store_f64(v, dt, a->a[1].f);
+        end = jn_load_f64(v, dt);
+        step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
+    } else {
+        float fs = (float)a->a[0].f, fe = (float)a->a[1].f;
+        if (dt != JN_F32) {
+            unsigned char v[2];
+            jn_store_f64(v, dt, fs);
+            fs = (float)jn_load_f64(v, dt);
+            jn_store_f64(v, dt, fe);
+            fe = (float)jn_load_f64(v, dt);
+        }
+        start = fs, end = fe;
+        step = steps > 1 ? (double)((fe - fs) / (float)(steps - 1)) : 0;
+    }
+    return launched(jn_cu_linspace(jn_data(out[0]), dt, steps, half, start, end, step, cu.stream), "linspace",
+                    "linspace");
+}
+
+/* ------------------------------------------------------------ scatter, one_hot */
+/* A 0-d tensor as 1-d of size 1 (PyTorch's gather/scatter shape rule). */
+static jn_tensor as_1d(const jn_tensor *t) {
+    jn_tensor v = *t;
+    if (!v.ndim) {
+        v.ndim = 1;
+        v.shape[0] = 1;
+        v.strides[0] = 0;
+    }
+    return v;
+}
+
+static jn_status cu_scatter(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *x = in[0], *o = out[0], *sc = NULL;
+    int64_t dim = a->a[0].i;
+    jn_status s = jn_wrap_dim(&dim, x->ndim ? x->ndim : 1, "scatter");
+    if (s || (s = dev_copy(o, x, "scatter")) || jn_numel(in[1]) == 0) return s;
+    jn_tensor *src = in[2];
+    if (src->dtype != x->dtype) { /* a Python number: in x's dtype first */
+        jn_meta m = {x->dtype, src->ndim, {0}};
+        memcpy(m.shape, src->shape, sizeof m.shape);
+        if (!(sc = cuda_tensor_new(&m))) return JN_ERR_NOMEM;
+        if ((s = dev_copy(sc, src, "scatter"))) goto done;
+        src = sc;
+    }
+    jn_tensor iv = as_1d(in[1]), ov = as_1d(o), sv = as_1d(src);
+    int value = src->ndim == 0;
+    int64_t L = iv.shape[dim], istr = iv.strides[dim], sstr = value ? 0 : sv.strides[dim];
+    jn_tensor rows = iv; /* the iteration space: the index's shape, dim of extent 1 */
+    rows.shape[dim] = 1;
+    jn_tensor srows = rows;
+    srows.storage = src->storage;
+    srows.offset = src->offset;
+    srows.dtype = src->dtype;
+    for (int d = 0; d < rows.ndim; d++) srows.strides[d] = value ? 0 : sv.strides[d];
+    jn_cu_iter it;
+    iter_init(&it, &srows);
+    iter_add(&it, &rows);
+    cudaError_t e = cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream);
+    if (e != cudaSuccess) {
+        s = cu_fail(e, "cudaMemsetAsync", "scatter");
+        goto done;
+    }
+    if ((s = launched(jn_cu_scatter(&it, (int)dim, L, istr, sstr, ov.strides, jn_data(o), ov.shape[dim], cu.flag,
+                                    cu.stream), "scatter", "scatter")))
+        goto done;
+    char msg[128];
+    snprintf(msg, sizeof msg, "an index is out of bounds for dimension %d with size %lld", (int)dim,
+             (long long)ov.shape[dim]);
+    s = check_flag("scatter", msg);
+done:
+    jn_tensor_decref(sc);
+    return s;
+}
+
+static jn_status cu_one_hot(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *y = out[0];
+    int64_t C = y->shape[y->ndim - 1];
+    jn_status s = fill(y, 0.0, "one_hot");
+    if (s || jn_numel(in[0]) == 0) return s;
+    jn_cu_iter it;
+    iter_init(&it, in[0]);
+    iter_add(&it, in[0]);
+    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), "one_hot");
+    if ((s = launched(jn_cu_one_hot(&it, C, (int64_t *)jn_data(y), cu.flag, cu.stream), "one_hot", "one_hot")))
+        return s;
+    int bad = 0;
+    CU(cudaMemcpyAsync(&bad, cu.flag, sizeof bad, cudaMemcpyDeviceToHost, cu.stream), "one_hot");
+    CU(cudaStreamSynchronize(cu.stream), "one_hot");
+    if (bad)
+        return jn_error(JN_ERR_RUNTIME, "one_hot(): class values must be non-negative and smaller than num_classes "
+                        "(%lld)", (long long)C);
+    return JN_OK;
+}
+
+/* ------------------------------------------------------------ advanced indexing */
+/* jn_rt_cuda_index_offsets (jn_cuda_host.h): the CPU kernel does the
+ * work, so the geometry, negative indices, masks and the IndexError
+ * messages are the CPU's.  Offsets are linear in the coordinates, so
+ * indexing one proxy per x dim -- [size_d] values c * stride_d, broadcast
+ * (stride 0) over the other dims -- and summing the results gives them.
+ * Index tensors are read on the host, as the CPU kernel reads them. */
+jn_status jn_rt_cuda_index_offsets(jn_tensor *x, int nidx, jn_tensor *const *idx, const jn_attrs *a,
+                                   jn_tensor **offsets) {
+    jn_tensor *hin[JN_MAX_INS] = {0}, *total = NULL, *part = NULL, *buf = NULL;
+    jn_status s = JN_OK;
+    *offsets = NULL;
+    if (nidx + 1 > JN_MAX_INS) return jn_error(JN_ERR_VALUE, "index: too many index tensors (%d)", nidx);
+    for (int k = 0; k < nidx && !s; k++)
+        if (!(hin[1 + k] = jn_rt_to_device(idx[k], JN_CPU, 0))) s = JN_ERR_NOMEM;
+    int nd = x->ndim ? x->ndim : 1;
+    for (int d = 0; d < nd && !s; d++) {
+        int64_t n = x->ndim ? x->shape[d] : 1;
+        if (!(buf = jn_tensor_new(JN_I64, 1, &n))) {
+            s = JN_ERR_NOMEM;
+            break;
+        }
+        for (int64_t i = 0; i < n; i++) ((int64_t *)jn_data(buf))[i] = x->ndim ? i * x->strides[d] : 0;
+        jn_tensor proxy = *buf;
+        proxy.ndim = x->ndim;
+        for (int e = 0; e < x->ndim; e++) {
+            proxy.shape[e] = x->shape[e];
+            proxy.strides[e] = e == d ? 1 : 0;
+        }
+        hin[0] = &proxy;
+        jn_meta m;
+        if (!(s = jn_infer_index(1 + nidx, hin, a, &m))) {
+            if (!(part = jn_tensor_new_meta(&m))) s = JN_ERR_NOMEM;
+            else if (!(s = jn_cpu_index(1 + nidx, hin, a, &part))) {
+                if (!total) {
+                    total = part;
+                    part = NULL;
+                } else {
+                    int64_t *t = (int64_t *)jn_data(total), *p = (int64_t *)jn_data(part), cnt = jn_numel(total);
+                    for (int64_t i = 0; i < cnt; i++) t[i] += p[i];
+                }
+            }
+        }
+        jn_tensor_decref(part);
+        part = NULL;
+        hin[0] = NULL;
+        jn_tensor_decref(buf);
+        buf = NULL;
+    }
+    for (int k = 0; k < nidx; k++) jn_tensor_decref(hin[1 + k]);
+    if (s) jn_tensor_decref(total);
+    else *offsets = total;
+    return s;
+}
+
+/* The offsets on the device. */
+static jn_status index_offsets(jn_tensor *x, int nidx, jn_tensor *const *idx, const jn_attrs *a, jn_tensor **res) {
+    jn_tensor *h;
+    jn_status s = jn_rt_cuda_index_offsets(x, nidx, idx, a, &h);
+    if (s) return s;
+    *res = jn_rt_to_device(h, JN_CUDA, 0);
+    jn_tensor_decref(h);
+    return *res ? JN_OK : JN_ERR_NOMEM;
+}
+
+static jn_status cu_index(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *off;
+    jn_status s = index_offsets(in[0], nin - 1, in + 1, a, &off);
+    if (s) return s;
+    jn_cu_iter it;
+    iter_init(&it, out[0]);
+    iter_add(&it, off);
+    s = launched(jn_cu_index_offsets(0, &it, jn_data(in[0]), cu.stream), "index", "index");
+    jn_tensor_decref(off);
+    return s;
+}
+
+/* x[idx...] = values (or += with accumulate: atomics, so repeated indices
+ * sum in no fixed order; plain writes to a repeated index keep one of the
+ * values, as PyTorch's CUDA index_put_). */
+static jn_status cu_index_put_(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_tensor *x = in[0], *v = in[1], *vc = NULL, *off = NULL;
+    int acc = a->a[1].i != 0;
+    jn_dtype dt = x->dtype;
+    if (acc && dt != JN_F32 && dt != JN_F64 && dt != JN_I64 && dt != JN_I32)
+        return jn_error(JN_ERR_UNSUPPORTED, "index_put_ with accumulate=True is not supported on CUDA yet for %s "
+                        "tensors (float32, float64, int32 and int64)", jn_dtype_names[dt]);
+    jn_status s = index_offsets(x, nin - 2, in + 2, a, &off);
+    if (s) return s;
+    if (v->dtype != dt || v->storage == x->storage) { /* x's dtype, and never aliasing what is written */
+        jn_meta m = {dt, v->ndim, {0}};
+        memcpy(m.shape, v->shape, sizeof m.shape);
+        if (!(vc = cuda_tensor_new(&m))) {
+            s = JN_ERR_NOMEM;
+            goto done;
+        }
+        if ((s = dev_copy(vc, v, "index_put_"))) goto done;
+        v = vc;
+    }
+    /* values: leading size-1 dims beyond the result's rank dropped, then broadcast */
+    jn_tensor vv = *v;
+    while (vv.ndim > off->ndim && vv.shape[0] == 1) {
+        memmove(vv.shape, vv.shape + 1, sizeof(int64_t) * (size_t)(vv.ndim - 1));
+        memmove(vv.strides, vv.strides + 1, sizeof(int64_t) * (size_t)(vv.ndim - 1));
+        vv.ndim--;
+    }
+    jn_cu_iter it;
+    iter_init(&it, off);
+    iter_add(&it, off);
+    int64_t bs[JN_MAX_DIMS];
+    jn_broadcast_byte_strides(&vv, off->ndim, off->shape, bs);
+    for (int d = 0; d < off->ndim; d++) it.stride[0][d] = bs[d] / (int64_t)jn_elsize(v);
+    it.ptr[0] = jn_data(v);
+    it.dtype[0] = dt;
+    s = launched(jn_cu_index_offsets(acc ? 2 : 1, &it, jn_data(x), cu.stream), "index_put", "index_put_");
+done:
+    jn_tensor_decref(vc);
+    jn_tensor_decref(off);
+    return s;
+}
+
 /* ------------------------------------------------------------ the table */
 static const jn_rt_backend cuda_backend = {
     "cuda",
@@ -1069,6 +1585,15 @@ static const jn_rt_backend cuda_backend = {
         [JN_OP_index_select] = cu_index_select, [JN_OP_embedding] = cu_embedding, [JN_OP_max_dim] = cu_max_dim,
         [JN_OP_min_dim] = cu_min_dim, [JN_OP_argmax] = cu_argmax, [JN_OP_argmin] = cu_argmin, [JN_OP_var] = cu_var,
         [JN_OP_std] = cu_std, [JN_OP_rand] = cu_rand, [JN_OP_dropout_mask] = cu_dropout_mask,
+        [JN_OP_conv2d] = cu_conv2d, [JN_OP_conv2d_input_grad] = cu_conv2d_input_grad,
+        [JN_OP_conv2d_weight_grad] = cu_conv2d_weight_grad, [JN_OP_max_pool2d] = cu_max_pool2d,
+        [JN_OP_avg_pool2d] = cu_avg_pool2d, [JN_OP_adaptive_avg_pool2d] = cu_adaptive_avg_pool2d,
+        [JN_OP_max_pool2d_backward] = cu_max_pool2d_backward, [JN_OP_avg_pool2d_backward] = cu_avg_pool2d_backward,
+        [JN_OP_adaptive_avg_pool2d_backward] = cu_adaptive_avg_pool2d_backward, [JN_OP_lstm_cell] = cu_lstm_cell,
+        [JN_OP_lstm_cell_backward] = cu_lstm_cell_backward, [JN_OP_gru_cell] = cu_gru_cell,
+        [JN_OP_gru_cell_backward] = cu_gru_cell_backward, [JN_OP_logsumexp] = cu_logsumexp,
+        [JN_OP_linspace] = cu_linspace, [JN_OP_scatter] = cu_scatter, [JN_OP_one_hot] = cu_one_hot,
+        [JN_OP_index] = cu_index, [JN_OP_index_put_] = cu_index_put_,
         /* these CPU kernels only copy windows with jn_copy_into, which the
          * CUDA backend carries out (they read no data themselves) */
         [JN_OP_cat] = jn_cpu_cat, [JN_OP_stack] = jn_cpu_stack, [JN_OP_slice_scatter] = jn_cpu_slice_scatter,

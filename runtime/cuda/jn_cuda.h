@@ -87,6 +87,49 @@ cudaError_t jn_cu_adam(void *p, void *m, void *v, const void *g, int f64, int64_
 cudaError_t jn_cu_sgd(void *p, void *buf, const void *g, int f64, int64_t n, const double *c, int maximize,
                       int has_wd, int nesterov, int first, cudaStream_t s);
 
+/* Pooling geometry: planes = N*C (batch, channel) pairs; x read with the
+ * element strides sn, sc (per batch, channel) and xh, xw; gs / is: element
+ * strides of grad_out / indices as [N, C, OH, OW] (backward passes).
+ * Outputs and dx are contiguous. */
+typedef struct {
+    int64_t planes, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t sn, sc, xh, xw;
+    int64_t gs[4], is[4];
+    int count_include_pad;
+} jn_cu_pool;
+
+/* max_pool2d values (x's dtype) and int64 indices; avg_pool2d (adaptive 0)
+ * or adaptive_avg_pool2d (1). */
+cudaError_t jn_cu_maxpool(const jn_cu_pool *p, const void *x, int dtype, void *val, int64_t *idx, cudaStream_t s);
+cudaError_t jn_cu_avgpool(const jn_cu_pool *p, int adaptive, const void *x, int dtype, void *out, cudaStream_t s);
+/* Backward passes in float32 (f64 = 0) or float64: avg/adaptive gather into
+ * every dx element; max scatters (dx zeroed first), an index outside the
+ * plane sets *bad. */
+cudaError_t jn_cu_avgpool_bwd(const jn_cu_pool *p, int adaptive, const void *g, int f64, void *dx, cudaStream_t s);
+cudaError_t jn_cu_maxpool_bwd(const jn_cu_pool *p, const void *g, const int64_t *idx, int f64, void *dx, int *bad,
+                              cudaStream_t s);
+/* The fused RNN cells (runtime/k_fused.c), kind 0 lstm_cell, 1
+ * lstm_cell_backward, 2 gru_cell, 3 gru_cell_backward: in/out are the op's
+ * contiguous inputs/outputs in table order, rows x H elements of state. */
+cudaError_t jn_cu_cell(int kind, int f64, int64_t rows, int64_t H, const void *const *in, void *const *out,
+                       cudaStream_t s);
+/* logsumexp over the rows of a contiguous [outer, inner]. */
+cudaError_t jn_cu_logsumexp(const void *in, int in_dtype, void *out, int out_dtype, int64_t outer, int64_t inner,
+                            cudaStream_t s);
+/* linspace into a contiguous out (start/end/step already rounded as the CPU does). */
+cudaError_t jn_cu_linspace(void *out, int dtype, int64_t steps, int64_t half, double start, double end, double step,
+                           cudaStream_t s);
+/* scatter: it over the index's shape with dim's extent 1 (operand 0 src,
+ * 1 index); each thread walks one row of L entries (index / src strides
+ * istr / sstr along dim) in order.  A bad index sets *bad. */
+cudaError_t jn_cu_scatter(const jn_cu_iter *it, int dim, int64_t L, int64_t istr, int64_t sstr,
+                          const int64_t *ostride, char *out, int64_t odim_size, int *bad, cudaStream_t s);
+/* one_hot: operand 1 of it = the classes (operand 0 unused); out zeroed [n, C]. */
+cudaError_t jn_cu_one_hot(const jn_cu_iter *it, int64_t C, int64_t *out, int *bad, cudaStream_t s);
+/* Advanced indexing through int64 element offsets into x (operand 1):
+ * mode 0 operand 0 <- x[off], 1 x[off] <- operand 0, 2 x[off] += operand 0. */
+cudaError_t jn_cu_index_offsets(int mode, const jn_cu_iter *it, void *x, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

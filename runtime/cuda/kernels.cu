@@ -632,3 +632,473 @@ extern "C" cudaError_t jn_cu_sgd(void *p, void *buf, const void *g, int f64, int
                                                           nesterov, first);
     return cudaGetLastError();
 }
+
+/* ==== runtime/k_fastmath.h as device functions ====
+ * The float32 LSTM/GRU cells and logsumexp use the CPU's own exp/tanh
+ * (k_fastmath.h, compiled here with --fmad=false like the C code with
+ * -ffp-contract=off), so float32 results equal the CPU's, not merely come
+ * close: the backward formulas (1 - tanh^2 near saturation) would magnify
+ * a one-ulp difference of the activations. */
+#pragma nv_diag_suppress 177 /* the header's other helpers are unused here */
+#define static static __host__ __device__
+#include "k_fastmath.h"
+#undef static
+#pragma nv_diag_default 177
+
+/* ---- pooling: one thread per output (forward) or input (backward) element ----
+ * Planes are (n, c) pairs; x is read through its element strides, outputs
+ * are contiguous [planes, OH, OW] / [planes, H, W].  The rules are k_conv.c's
+ * and k_grad.c's (window starts, clipping, NaN wins, divisors). */
+__device__ __forceinline__ void avg_window(int64_t o, int64_t st, int64_t pad, int64_t k, int64_t in, int64_t *lo,
+                                           int64_t *hi, int64_t *plen) { /* = jn_rt_avg_window (k_conv.h) */
+    int64_t a = o * st - pad, b = a + k;
+    if (b > in + pad) b = in + pad;
+    *plen = b - a;
+    *lo = a < 0 ? 0 : a;
+    *hi = b > in ? in : b;
+}
+
+/* max_pool2d: the window's first in-range tap is the start index, a value
+ * replaces the best when greater or NaN (k_conv.c's MAXPOOL), math in T
+ * (double for float dtypes: exact for every stored value). */
+template <typename T>
+__global__ void maxpool_kernel(jn_cu_pool p, const char *x, int dt, char *val, int64_t *idx) {
+    const int es = elsize_c[dt];
+    const int64_t n = p.planes * p.OH * p.OW;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ow = i % p.OW, oh = i / p.OW % p.OH, pl = i / (p.OW * p.OH);
+        const char *xp = x + ((pl / p.C) * p.sn + (pl % p.C) * p.sc) * es;
+        int64_t h0 = oh * p.sh - p.ph, h1 = h0 + (p.kh - 1) * p.dh + 1;
+        int64_t w0 = ow * p.sw - p.pw, w1 = w0 + (p.kw - 1) * p.dw + 1;
+        if (h1 > p.H) h1 = p.H;
+        if (w1 > p.W) w1 = p.W;
+        while (h0 < 0) h0 += p.dh;
+        while (w0 < 0) w0 += p.dw;
+        T best;
+        if constexpr (std::is_floating_point<T>::value) best = (T)-INFINITY;
+        else best = (T)(dt == JN_I32 ? INT32_MIN : dt == JN_U8 ? 0 : INT64_MIN);
+        int64_t bi = h0 * p.W + w0;
+        for (int64_t ih = h0; ih < h1; ih += p.dh)
+            for (int64_t iw = w0; iw < w1; iw += p.dw) {
+                T v = ld<T>(xp + (ih * p.xh + iw * p.xw) * es, dt);
+                bool take = v > best;
+                if constexpr (std::is_floating_point<T>::value) take = take || isnan(v);
+                if (take) best = v, bi = ih * p.W + iw;
+            }
+        st<T>(val + i * es, dt, best);
+        idx[i] = bi;
+    }
+}
+
+extern "C" cudaError_t jn_cu_maxpool(const jn_cu_pool *p, const void *x, int dtype, void *val, int64_t *idx,
+                                     cudaStream_t s) {
+    int64_t n = p->planes * p->OH * p->OW;
+    if (n == 0) return cudaSuccess;
+    if (dtype == JN_I64 || dtype == JN_I32 || dtype == JN_U8)
+        maxpool_kernel<int64_t><<<grid_for(n), THREADS, 0, s>>>(*p, (const char *)x, dtype, (char *)val, idx);
+    else
+        maxpool_kernel<double><<<grid_for(n), THREADS, 0, s>>>(*p, (const char *)x, dtype, (char *)val, idx);
+    return cudaGetLastError();
+}
+
+/* avg_pool2d (mode 0; float dtypes summed in double, int64 in uint64 and
+ * truncated as the CPU) and adaptive_avg_pool2d (mode 1). */
+__global__ void avgpool_kernel(jn_cu_pool p, int adaptive, const char *x, int dt, char *out) {
+    const int es = elsize_c[dt];
+    const int64_t n = p.planes * p.OH * p.OW;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ow = i % p.OW, oh = i / p.OW % p.OH, pl = i / (p.OW * p.OH);
+        const char *xp = x + ((pl / p.C) * p.sn + (pl % p.C) * p.sc) * es;
+        int64_t h0, h1, hn, w0, w1, wn, div;
+        if (adaptive) {
+            h0 = oh * p.H / p.OH, h1 = ((oh + 1) * p.H + p.OH - 1) / p.OH;
+            w0 = ow * p.W / p.OW, w1 = ((ow + 1) * p.W + p.OW - 1) / p.OW;
+            div = (h1 - h0) * (w1 - w0);
+        } else {
+            avg_window(oh, p.sh, p.ph, p.kh, p.H, &h0, &h1, &hn);
+            avg_window(ow, p.sw, p.pw, p.kw, p.W, &w0, &w1, &wn);
+            div = p.count_include_pad ? hn * wn : (h1 - h0) * (w1 - w0);
+        }
+        if (h0 >= h1 || w0 >= w1) {
+            st<double>(out + i * es, dt, 0.0);
+            continue;
+        }
+        if (dt == JN_I64) {
+            uint64_t sum = 0;
+            for (int64_t ih = h0; ih < h1; ih++)
+                for (int64_t iw = w0; iw < w1; iw++) sum += (uint64_t)ld<int64_t>(xp + (ih * p.xh + iw * p.xw) * es, dt);
+            *(int64_t *)(out + i * es) = (int64_t)sum / div;
+        } else {
+            double sum = 0;
+            for (int64_t ih = h0; ih < h1; ih++)
+                for (int64_t iw = w0; iw < w1; iw++) sum += ld<double>(xp + (ih * p.xh + iw * p.xw) * es, dt);
+            st<double>(out + i * es, dt, sum / (double)div);
+        }
+    }
+}
+
+extern "C" cudaError_t jn_cu_avgpool(const jn_cu_pool *p, int adaptive, const void *x, int dtype, void *out,
+                                     cudaStream_t s) {
+    int64_t n = p->planes * p->OH * p->OW;
+    if (n == 0) return cudaSuccess;
+    avgpool_kernel<<<grid_for(n), THREADS, 0, s>>>(*p, adaptive, (const char *)x, dtype, (char *)out);
+    return cudaGetLastError();
+}
+
+/* avg / adaptive backward, gathered: each input pixel adds grad/divisor of
+ * every window that covers it, in (oh, ow) order -- the order in which the
+ * CPU's scatter adds them, so the float sums round identically.  T is the
+ * compute type (float for float32, double for float64); g is strided
+ * ([N, C, OH, OW] element strides in p.sn.. via gs), dx contiguous. */
+template <typename T>
+__global__ void avgpool_bwd_kernel(jn_cu_pool p, int adaptive, const T *g, T *dx) {
+    const int64_t n = p.planes * p.H * p.W;
+    const int64_t g0 = p.gs[0], g1 = p.gs[1], g2 = p.gs[2], g3 = p.gs[3];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t iw = i % p.W, ih = i / p.W % p.H, pl = i / (p.W * p.H);
+        const T *gp = g + (pl / p.C) * g0 + (pl % p.C) * g1;
+        int64_t ohl, ohh, owl, owh;
+        if (adaptive) { /* windows covering ih: a few around ih * OH / H */
+            ohl = ih * p.OH / p.H - 2, ohh = (ih + 1) * p.OH / p.H + 2;
+            owl = iw * p.OW / p.W - 2, owh = (iw + 1) * p.OW / p.W + 2;
+        } else { /* a = o*st - pad <= i < a + k */
+            ohl = (ih + p.ph - p.kh + 1) / p.sh - 1, ohh = (ih + p.ph) / p.sh + 1;
+            owl = (iw + p.pw - p.kw + 1) / p.sw - 1, owh = (iw + p.pw) / p.sw + 1;
+        }
+        if (ohl < 0) ohl = 0;
+        if (owl < 0) owl = 0;
+        if (ohh > p.OH) ohh = p.OH;
+        if (owh > p.OW) owh = p.OW;
+        T acc = 0;
+        for (int64_t oh = ohl; oh < ohh; oh++) {
+            int64_t h0, h1, hn;
+            if (adaptive) h0 = oh * p.H / p.OH, h1 = ((oh + 1) * p.H + p.OH - 1) / p.OH, hn = 0;
+            else avg_window(oh, p.sh, p.ph, p.kh, p.H, &h0, &h1, &hn);
+            if (ih < h0 || ih >= h1) continue;
+            for (int64_t ow = owl; ow < owh; ow++) {
+                int64_t w0, w1, wn;
+                if (adaptive) w0 = ow * p.W / p.OW, w1 = ((ow + 1) * p.W + p.OW - 1) / p.OW, wn = 0;
+                else avg_window(ow, p.sw, p.pw, p.kw, p.W, &w0, &w1, &wn);
+                if (iw < w0 || iw >= w1) continue;
+                int64_t div = adaptive || !p.count_include_pad ? (h1 - h0) * (w1 - w0) : hn * wn;
+                acc += gp[oh * g2 + ow * g3] / (T)div;
+            }
+        }
+        dx[i] = acc;
+    }
+}
+
+extern "C" cudaError_t jn_cu_avgpool_bwd(const jn_cu_pool *p, int adaptive, const void *g, int f64, void *dx,
+                                         cudaStream_t s) {
+    int64_t n = p->planes * p->H * p->W;
+    if (n == 0) return cudaSuccess;
+    if (f64) avgpool_bwd_kernel<double><<<grid_for(n), THREADS, 0, s>>>(*p, adaptive, (const double *)g, (double *)dx);
+    else avgpool_bwd_kernel<float><<<grid_for(n), THREADS, 0, s>>>(*p, adaptive, (const float *)g, (float *)dx);
+    return cudaGetLastError();
+}
+
+/* max_pool2d_backward: each output cell's grad added at its recorded index
+ * (dx zeroed by the host first).  The indices need not come from a window
+ * (the op only knows input_size), so this scatters with atomics: exact
+ * when no two cells share an argmax (non-overlapping windows); otherwise
+ * the few colliding sums may round in another order than the CPU's. */
+template <typename T> __global__ void maxpool_bwd_kernel(jn_cu_pool p, const T *g, const int64_t *idx, T *dx, int *bad) {
+    const int64_t n = p.planes * p.OH * p.OW, HW = p.H * p.W;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ow = i % p.OW, oh = i / p.OW % p.OH, pl = i / (p.OW * p.OH), nn = pl / p.C, c = pl % p.C;
+        int64_t k = idx[nn * p.is[0] + c * p.is[1] + oh * p.is[2] + ow * p.is[3]];
+        if ((uint64_t)k >= (uint64_t)HW) {
+            *bad = 1;
+            continue;
+        }
+        atomicAdd(dx + pl * HW + k, g[nn * p.gs[0] + c * p.gs[1] + oh * p.gs[2] + ow * p.gs[3]]);
+    }
+}
+
+extern "C" cudaError_t jn_cu_maxpool_bwd(const jn_cu_pool *p, const void *g, const int64_t *idx, int f64, void *dx,
+                                         int *bad, cudaStream_t s) {
+    int64_t n = p->planes * p->OH * p->OW;
+    if (n == 0) return cudaSuccess;
+    if (f64) maxpool_bwd_kernel<double><<<grid_for(n), THREADS, 0, s>>>(*p, (const double *)g, idx, (double *)dx, bad);
+    else maxpool_bwd_kernel<float><<<grid_for(n), THREADS, 0, s>>>(*p, (const float *)g, idx, (float *)dx, bad);
+    return cudaGetLastError();
+}
+
+/* ---- fused RNN cells: runtime/k_fused.c's per-element formulas, in its
+ * order; float32 activations through k_fastmath.h (as the CPU), float64
+ * through exp/tanh.  Operands contiguous [rows, G*H]; one thread per (row, j). */
+template <typename T> __device__ __forceinline__ T cell_sig(T x) {
+    if constexpr (std::is_same<T, float>::value) return 1 / (1 + fast_expf(-x));
+    else return 1 / (1 + exp(-x));
+}
+template <typename T> __device__ __forceinline__ T cell_tanh(T x) {
+    if constexpr (std::is_same<T, float>::value) return fast_tanhf(x);
+    else return tanh(x);
+}
+
+template <typename T>
+__global__ void lstm_fwd_kernel(int64_t rows, int64_t H, const T *gx, const T *gh, const T *c, T *h2, T *c2, T *ws) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * H; e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = e / H, j = e % H;
+        const T *x = gx + r * 4 * H, *y = gh + r * 4 * H;
+        T *w = ws + r * 6 * H;
+        T i = cell_sig<T>(x[j] + y[j]), f = cell_sig<T>(x[H + j] + y[H + j]);
+        T g = cell_tanh<T>(x[2 * H + j] + y[2 * H + j]), o = cell_sig<T>(x[3 * H + j] + y[3 * H + j]);
+        T cr = c[e], cc = f * cr + i * g, tc = cell_tanh<T>(cc);
+        c2[e] = cc;
+        h2[e] = o * tc;
+        w[j] = i;
+        w[H + j] = f;
+        w[2 * H + j] = g;
+        w[3 * H + j] = o;
+        w[4 * H + j] = cr;
+        w[5 * H + j] = tc;
+    }
+}
+
+template <typename T>
+__global__ void lstm_bwd_kernel(int64_t rows, int64_t H, const T *dh, const T *dc, const T *ws, T *dg, T *dcp) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * H; e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = e / H, j = e % H;
+        const T *w = ws + r * 6 * H;
+        T *d = dg + r * 4 * H;
+        T i = w[j], f = w[H + j], g = w[2 * H + j], o = w[3 * H + j], c = w[4 * H + j], tc = w[5 * H + j];
+        T dcs = dc[e] + dh[e] * o * (1 - tc * tc);
+        d[j] = dcs * g * (i * (1 - i));
+        d[H + j] = dcs * c * (f * (1 - f));
+        d[2 * H + j] = dcs * i * (1 - g * g);
+        d[3 * H + j] = dh[e] * tc * (o * (1 - o));
+        dcp[e] = dcs * f;
+    }
+}
+
+template <typename T>
+__global__ void gru_fwd_kernel(int64_t rows, int64_t H, const T *gx, const T *gh, const T *h, T *h2, T *ws) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * H; e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = e / H, j = e % H;
+        const T *x = gx + r * 3 * H, *y = gh + r * 3 * H;
+        T *w = ws + r * 5 * H;
+        T rg = cell_sig<T>(x[j] + y[j]), z = cell_sig<T>(x[H + j] + y[H + j]), hn = y[2 * H + j];
+        T n = cell_tanh<T>(x[2 * H + j] + rg * hn);
+        h2[e] = (1 - z) * n + z * h[e];
+        w[j] = rg;
+        w[H + j] = z;
+        w[2 * H + j] = n;
+        w[3 * H + j] = hn;
+        w[4 * H + j] = h[e];
+    }
+}
+
+template <typename T>
+__global__ void gru_bwd_kernel(int64_t rows, int64_t H, const T *dh, const T *ws, T *dgx, T *dgh, T *dhp) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * H; e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = e / H, j = e % H;
+        const T *w = ws + r * 5 * H;
+        T *a = dgx + r * 3 * H, *b = dgh + r * 3 * H;
+        T rg = w[j], z = w[H + j], n = w[2 * H + j], hn = w[3 * H + j], g = dh[e];
+        T dn = g * (1 - z) * (1 - n * n);
+        T dz = g * (w[4 * H + j] - n) * (z * (1 - z));
+        T drg = dn * hn * (rg * (1 - rg));
+        a[j] = b[j] = drg;
+        a[H + j] = b[H + j] = dz;
+        a[2 * H + j] = dn;
+        b[2 * H + j] = dn * rg;
+        dhp[e] = g * z;
+    }
+}
+
+/* kind: 0 lstm_cell, 1 lstm_cell_backward, 2 gru_cell, 3 gru_cell_backward;
+ * in/out: the op's inputs and outputs in table order (contiguous). */
+template <typename T>
+static void cell_launch(int kind, int64_t rows, int64_t H, const void *const *in, void *const *out, cudaStream_t s) {
+    unsigned g = grid_for(rows * H);
+    const T *a = (const T *)in[0], *b = (const T *)in[1], *c = (const T *)in[2];
+    T *o0 = (T *)out[0], *o1 = (T *)out[1], *o2 = (T *)out[2];
+    switch (kind) {
+    case 0: lstm_fwd_kernel<T><<<g, THREADS, 0, s>>>(rows, H, a, b, c, o0, o1, o2); break;
+    case 1: lstm_bwd_kernel<T><<<g, THREADS, 0, s>>>(rows, H, a, b, c, o0, o1); break;
+    case 2: gru_fwd_kernel<T><<<g, THREADS, 0, s>>>(rows, H, a, b, c, o0, o1); break;
+    default: gru_bwd_kernel<T><<<g, THREADS, 0, s>>>(rows, H, a, b, o0, o1, o2); break;
+    }
+}
+
+extern "C" cudaError_t jn_cu_cell(int kind, int f64, int64_t rows, int64_t H, const void *const *in, void *const *out,
+                                  cudaStream_t s) {
+    if (rows * H == 0) return cudaSuccess;
+    if (f64) cell_launch<double>(kind, rows, H, in, out, s);
+    else cell_launch<float>(kind, rows, H, in, out, s);
+    return cudaGetLastError();
+}
+
+/* ---- logsumexp over the rows of a contiguous [outer, inner] ----
+ * k_reduce.c: the max (NaN wins), an infinite max replaced by 0, then the
+ * sum in double of exp(x - m) -- in float32 for float32 and the half types,
+ * as the CPU (whose jexpf and this fast_expf are both Cephes' polynomial,
+ * within ~1 ulp of each other) -- and log(sum) + m. */
+__global__ void logsumexp_kernel(const char *in, int dt, char *out, int odt, int64_t outer, int64_t inner) {
+    __shared__ double sh[THREADS];
+    const int es = elsize_c[dt];
+    const bool f32 = dt == JN_F32 || dt == JN_F16 || dt == JN_BF16;
+    for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+        const char *x = in + row * inner * es;
+        double m = -INFINITY;
+        for (int64_t j = threadIdx.x; j < inner; j += blockDim.x) {
+            double v = ld<double>(x + j * es, dt);
+            if (v > m || (isnan(v) && !isnan(m))) m = v;
+        }
+        sh[threadIdx.x] = m;
+        __syncthreads();
+        for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+            if ((int)threadIdx.x < w) {
+                double o = sh[threadIdx.x + w], c = sh[threadIdx.x];
+                if (o > c || (isnan(o) && !isnan(c))) sh[threadIdx.x] = o;
+            }
+            __syncthreads();
+        }
+        m = sh[0];
+        __syncthreads();
+        if (isinf(m)) m = 0;
+        double sum = 0;
+        for (int64_t j = threadIdx.x; j < inner; j += blockDim.x) {
+            double v = ld<double>(x + j * es, dt);
+            sum += f32 ? (double)fast_expf((float)v - (float)m) : exp(v - m);
+        }
+        sum = block_reduce<double>(sum, 0, sh);
+        if (threadIdx.x == 0) st<double>(out + row * elsize_c[odt], odt, log(sum) + m);
+        __syncthreads();
+    }
+}
+
+extern "C" cudaError_t jn_cu_logsumexp(const void *in, int in_dtype, void *out, int out_dtype, int64_t outer,
+                                       int64_t inner, cudaStream_t s) {
+    if (outer == 0) return cudaSuccess;
+    unsigned g = (unsigned)(outer < 65535 * 16 ? outer : 65535 * 16);
+    logsumexp_kernel<<<g, THREADS, 0, s>>>((const char *)in, in_dtype, (char *)out, out_dtype, outer, inner);
+    return cudaGetLastError();
+}
+
+/* ---- linspace: k_shape.c's halves (up from start, down from end), float
+ * math for float32 and the half types, double otherwise ---- */
+__global__ void linspace_kernel(char *out, int dt, int64_t steps, int64_t half, double start, double end,
+                                double step) {
+    const int es = elsize_c[dt];
+    const bool fm = dt == JN_F32 || dt == JN_F16 || dt == JN_BF16;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < steps; i += (int64_t)gridDim.x * blockDim.x) {
+        if (fm) {
+            float fs = (float)start, fe = (float)end, fst = (float)step;
+            st<float>(out + i * es, dt, i < half ? fs + fst * (float)i : fe - fst * (float)(steps - i - 1));
+        } else {
+            double v = i < half ? start + step * (double)i : end - step * (double)(steps - i - 1);
+            if (dt == JN_F64) *(double *)(out + i * es) = v;
+            else st<int64_t>(out + i * es, dt, (int64_t)v);
+        }
+    }
+}
+
+extern "C" cudaError_t jn_cu_linspace(void *out, int dtype, int64_t steps, int64_t half, double start, double end,
+                                      double step, cudaStream_t s) {
+    if (steps == 0) return cudaSuccess;
+    linspace_kernel<<<grid_for(steps), THREADS, 0, s>>>((char *)out, dtype, steps, half, start, end, step);
+    return cudaGetLastError();
+}
+
+/* ---- scatter (plain writes): one thread per row of positions that differ
+ * only along dim, walking the row in order, so duplicates keep the last
+ * write in C order as on the CPU; rows never collide.  it: operand 0 = src
+ * (stride 0 for a value), operand 1 = index, shape = the index's with dim
+ * of size 1; L / istr / sstr: the row length and strides along dim. */
+__global__ void scatter_kernel(jn_cu_iter it, int dim, int64_t L, int64_t istr, int64_t sstr, jn_cu_iter os,
+                               char *out, int64_t odim, int *bad) {
+    const int es = elsize_c[it.dtype[0]];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < it.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[JN_CU_MAXOPS], oo = 0, r = i;
+        offsets(it, i, off);
+        for (int d = it.ndim - 1; d >= 0; d--) {
+            int64_t c = r % it.shape[d];
+            r /= it.shape[d];
+            if (d != dim) oo += c * os.stride[0][d];
+        }
+        for (int64_t j = 0; j < L; j++) {
+            int64_t idx = ld<int64_t>(it.ptr[1] + (off[1] + j * istr) * elsize_c[it.dtype[1]], it.dtype[1]);
+            if (idx < 0 || idx >= odim) {
+                *bad = 1;
+                break;
+            }
+            const char *sp = it.ptr[0] + (off[0] + j * sstr) * es;
+            char *dp = out + (oo + idx * os.stride[0][dim]) * es;
+            switch (es) {
+            case 8: *(uint64_t *)dp = *(const uint64_t *)sp; break;
+            case 4: *(uint32_t *)dp = *(const uint32_t *)sp; break;
+            case 2: *(uint16_t *)dp = *(const uint16_t *)sp; break;
+            default: *(uint8_t *)dp = *(const uint8_t *)sp; break;
+            }
+        }
+    }
+}
+
+extern "C" cudaError_t jn_cu_scatter(const jn_cu_iter *it, int dim, int64_t L, int64_t istr, int64_t sstr,
+                                     const int64_t *ostride, char *out, int64_t odim_size, int *bad, cudaStream_t s) {
+    if (it->n == 0 || L == 0) return cudaSuccess;
+    jn_cu_iter os = *it;
+    for (int d = 0; d < it->ndim; d++) os.stride[0][d] = ostride[d];
+    scatter_kernel<<<grid_for(it->n), THREADS, 0, s>>>(*it, dim, L, istr, sstr, os, out, odim_size, bad);
+    return cudaGetLastError();
+}
+
+/* ---- one_hot: out (int64, zeroed) [n, C]; a class outside [0, C) sets bad ---- */
+__global__ void one_hot_kernel(jn_cu_iter it, int64_t C, int64_t *out, int *bad) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < it.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[JN_CU_MAXOPS];
+        offsets(it, i, off);
+        int64_t v = ld<int64_t>(at(it, 1, off), it.dtype[1]);
+        if (v < 0 || v >= C) {
+            *bad = 1;
+            continue;
+        }
+        out[i * C + v] = 1;
+    }
+}
+
+extern "C" cudaError_t jn_cu_one_hot(const jn_cu_iter *it, int64_t C, int64_t *out, int *bad, cudaStream_t s) {
+    if (it->n == 0) return cudaSuccess;
+    one_hot_kernel<<<grid_for(it->n), THREADS, 0, s>>>(*it, C, out, bad);
+    return cudaGetLastError();
+}
+
+/* ---- advanced indexing through element offsets ----
+ * it: operand 0 = the result of index (or the values of index_put_,
+ * broadcast), operand 1 = the int64 element offsets into x of every result
+ * position (contiguous, computed on the host).  mode 0: out <- x[off];
+ * 1: x[off] <- v; 2: x[off] += v (atomics; float32/64, int32/64). */
+__global__ void offsets_kernel(int mode, jn_cu_iter it, char *x) {
+    const int es = elsize_c[it.dtype[0]], dt = it.dtype[0];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < it.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[JN_CU_MAXOPS];
+        offsets(it, i, off);
+        char *xp = x + *(const int64_t *)at(it, 1, off) * es;
+        char *vp = at(it, 0, off);
+        if (mode == 2) {
+            switch (dt) {
+            case JN_F64: atomicAdd((double *)xp, *(const double *)vp); break;
+            case JN_F32: atomicAdd((float *)xp, *(const float *)vp); break;
+            case JN_I64: atomicAdd((unsigned long long *)xp, (unsigned long long)*(const int64_t *)vp); break;
+            default: atomicAdd((int *)xp, *(const int *)vp); break;
+            }
+            continue;
+        }
+        char *dp = mode ? xp : vp;
+        const char *sp = mode ? vp : xp;
+        switch (es) {
+        case 8: *(uint64_t *)dp = *(const uint64_t *)sp; break;
+        case 4: *(uint32_t *)dp = *(const uint32_t *)sp; break;
+        case 2: *(uint16_t *)dp = *(const uint16_t *)sp; break;
+        default: *(uint8_t *)dp = *(const uint8_t *)sp; break;
+        }
+    }
+}
+
+extern "C" cudaError_t jn_cu_index_offsets(int mode, const jn_cu_iter *it, void *x, cudaStream_t s) {
+    if (it->n == 0) return cudaSuccess;
+    offsets_kernel<<<grid_for(it->n), THREADS, 0, s>>>(mode, *it, (char *)x);
+    return cudaGetLastError();
+}

@@ -9,7 +9,13 @@
  * answer without a GPU (count 0 with a reason, init refused).
  */
 #include "jn_backend.h"
+
+#include <limits.h>
 #include "jn_test.h"
+#if JANUS_HAVE_CUDA
+#include "cuda/jn_cuda_host.h"
+#include "cuda/jn_cudnn.h"
+#endif
 
 static jn_tensor *vec(int64_t n, double v) {
     jn_tensor *t = jn_tensor_new(JN_F32, 1, &n);
@@ -59,9 +65,11 @@ static void test_selection(void) {
     /* ops without a CUDA kernel say so before any CUDA call */
     jn_tensor *bb[1] = {b};
     if (jn_cuda_built()) {
-        CHECK(jn_rt_select_device(JN_OP_conv2d, 1, bb, &dev) == JN_ERR_UNSUPPORTED);
-        CHECK(has("op conv2d is not supported on CUDA yet"));
-        CHECK(jn_cuda_op_supported(JN_OP_add) && jn_cuda_op_supported(JN_OP_mm) && !jn_cuda_op_supported(JN_OP_conv2d));
+        /* every op of the table has a CUDA kernel now (docs/ARCHITECTURE.md's list is empty) */
+        int all = 1;
+        for (int op = 0; op < JN_NOPS; op++) all &= jn_cuda_op_supported((jn_op)op);
+        CHECK(all && jn_cuda_op_supported(JN_OP_conv2d) && jn_cuda_op_supported(JN_OP_index_put_));
+        CHECK(!jn_cuda_op_supported((jn_op)JN_NOPS));
     } else {
         CHECK(jn_rt_select_device(JN_OP_add, 1, bb, &dev) == JN_ERR_UNSUPPORTED && has("built without CUDA"));
         CHECK(!jn_cuda_op_supported(JN_OP_add));
@@ -92,8 +100,183 @@ static void test_selection(void) {
     jn_tensor_decref(s);
 }
 
+#if JANUS_HAVE_CUDA
+/* ---- runtime/cuda/cudnn.c: geometry, cache keys, the cache, the choice ---- */
+static void test_cudnn_host(void) {
+    jn_rt_cudnn_conv c, c2;
+    int64_t x[4] = {8, 1, 28, 28}, w[4] = {6, 1, 5, 5}, one[2] = {1, 1}, two[2] = {2, 2}, zero[2] = {0, 0};
+    /* LeNet's first layer, padding 2: a 28x28 output, packed NCHW strides */
+    CHECK(jn_rt_cudnn_conv_geom(&c, JN_F32, x, w, one, two, one, 1, "conv2d") == JN_OK);
+    CHECK(c.y[0] == 8 && c.y[1] == 6 && c.y[2] == 28 && c.y[3] == 28);
+    CHECK(c.xs[0] == 784 && c.xs[1] == 784 && c.xs[2] == 28 && c.xs[3] == 1);
+    CHECK(c.ys[0] == 6 * 784 && c.ys[1] == 784 && c.ys[2] == 28 && c.ys[3] == 1);
+    CHECK(c.pad[0] == 2 && c.stride[1] == 1 && c.dil[0] == 1 && c.groups == 1 && c.dtype == JN_F32);
+    /* stride 2, dilation 2, groups 2: sizes as conv2d's infer computes them */
+    int64_t xg[4] = {2, 4, 9, 11}, wg[4] = {6, 2, 3, 2};
+    CHECK(jn_rt_cudnn_conv_geom(&c2, JN_F64, xg, wg, two, one, two, 2, "conv2d") == JN_OK);
+    CHECK(c2.y[1] == 6 && c2.y[2] == (9 + 2 - 5) / 2 + 1 && c2.y[3] == (11 + 2 - 3) / 2 + 1 && c2.groups == 2);
+    /* refused, naming the problem */
+    int64_t wbad[4] = {6, 3, 5, 5};
+    CHECK(jn_rt_cudnn_conv_geom(&c2, JN_F32, x, wbad, one, zero, one, 1, "conv2d") == JN_ERR_SHAPE && has("groups=1"));
+    CHECK(jn_rt_cudnn_conv_geom(&c2, JN_I64, x, w, one, zero, one, 1, "conv2d") == JN_ERR_TYPE && has("int64"));
+    int64_t wbig[4] = {6, 1, 40, 5};
+    CHECK(jn_rt_cudnn_conv_geom(&c2, JN_F32, x, wbig, one, zero, one, 1, "conv2d_input_grad") == JN_ERR_SHAPE &&
+          has("conv2d_input_grad") && has("empty"));
+    int64_t xhuge[4] = {70000, 3, 128, 128}, w3[4] = {4, 3, 3, 3};
+    CHECK(jn_rt_cudnn_conv_geom(&c2, JN_F16, xhuge, w3, one, one, one, 1, "conv2d") == JN_ERR_UNSUPPORTED &&
+          has("2^31"));
+    CHECK(jn_rt_cudnn_conv_geom(&c2, JN_F32, x, w, zero, zero, one, 1, "conv2d") == JN_ERR_VALUE);
+
+    /* keys: equal geometry -> equal key; any field that changes cuDNN's choice -> another key */
+    char k1[256], k2[256];
+    CHECK(jn_rt_cudnn_conv_geom(&c2, JN_F32, x, w, one, two, one, 1, "conv2d") == JN_OK);
+    jn_rt_cudnn_key(&c, JN_RT_CUDNN_FWD, k1, sizeof k1);
+    jn_rt_cudnn_key(&c2, JN_RT_CUDNN_FWD, k2, sizeof k2);
+    CHECK(!strcmp(k1, k2));
+    jn_rt_cudnn_key(&c, JN_RT_CUDNN_BWD_FILTER, k2, sizeof k2);
+    CHECK(strcmp(k1, k2) != 0);
+    int *fields[] = {&c2.dtype, &c2.x[0], &c2.x[2], &c2.w[3], &c2.xs[1], &c2.ys[2], &c2.pad[1], &c2.stride[0],
+                     &c2.dil[1], &c2.groups};
+    int distinct = 1;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        (*fields[i])++;
+        jn_rt_cudnn_key(&c2, JN_RT_CUDNN_FWD, k2, sizeof k2);
+        distinct &= strcmp(k1, k2) != 0;
+        (*fields[i])--;
+    }
+    CHECK(distinct);
+    CHECK(jn_rt_cudnn_key(&c, JN_RT_CUDNN_FWD, k2, 8) > 8); /* the length it needs, as snprintf */
+
+    /* the cache: miss, store, hit, overwrite, bounded size */
+    jn_rt_cudnn_cache_clear();
+    int algo = -1;
+    size_t ws = 0;
+    CHECK(!jn_rt_cudnn_cache_get(k1, &algo, &ws) && jn_rt_cudnn_cache_count() == 0);
+    jn_rt_cudnn_cache_put(k1, 3, 4096);
+    CHECK(jn_rt_cudnn_cache_get(k1, &algo, &ws) && algo == 3 && ws == 4096);
+    jn_rt_cudnn_cache_put(k1, 1, 0);
+    CHECK(jn_rt_cudnn_cache_get(k1, &algo, &ws) && algo == 1 && ws == 0 && jn_rt_cudnn_cache_count() == 1);
+    char k[64];
+    for (int i = 0; i < 2 * JN_RT_CUDNN_CACHE_SLOTS; i++) {
+        snprintf(k, sizeof k, "key%d", i);
+        jn_rt_cudnn_cache_put(k, i, (size_t)i);
+    }
+    CHECK(jn_rt_cudnn_cache_count() == JN_RT_CUDNN_CACHE_SLOTS);
+    snprintf(k, sizeof k, "key%d", 2 * JN_RT_CUDNN_CACHE_SLOTS - 1); /* the newest stays */
+    CHECK(jn_rt_cudnn_cache_get(k, &algo, &ws) && algo == 2 * JN_RT_CUDNN_CACHE_SLOTS - 1);
+    CHECK(!jn_rt_cudnn_cache_get(k1, &algo, &ws)); /* the oldest went */
+    char longkey[600];
+    memset(longkey, 'k', sizeof longkey - 1);
+    longkey[sizeof longkey - 1] = 0;
+    jn_rt_cudnn_cache_put(longkey, 7, 0);
+    CHECK(!jn_rt_cudnn_cache_get(longkey, &algo, &ws)); /* never stored truncated */
+    /* the longest possible key (every field at -2^31) still fits and is cached */
+    jn_rt_cudnn_conv big;
+    int *bf = (int *)&big;
+    for (size_t i = 0; i < sizeof big / sizeof(int); i++) bf[i] = INT_MIN;
+    char kb[1024];
+    size_t kl = jn_rt_cudnn_key(&big, JN_RT_CUDNN_BWD_FILTER, kb, sizeof kb);
+    CHECK(kl > 300 && kl < sizeof kb);
+    jn_rt_cudnn_cache_put(kb, 5, 1);
+    CHECK(jn_rt_cudnn_cache_get(kb, &algo, &ws) && algo == 5);
+    jn_rt_cudnn_cache_clear();
+    CHECK(jn_rt_cudnn_cache_count() == 0);
+
+    /* the choice: status must be 0; no tensor-op (TF32) math for float32/64;
+     * deterministic preferred for the backward passes */
+    jn_rt_cudnn_choice perf[4] = {{5, 1, 1, 3}, {2, 0, 0, 1}, {4, 0, 0, 3}, {6, 0, 1, 3}};
+    CHECK(jn_rt_cudnn_pick(perf, 4, JN_RT_CUDNN_FWD, JN_F32) == 4);
+    CHECK(jn_rt_cudnn_pick(perf, 4, JN_RT_CUDNN_FWD, JN_F16) == 2);
+    CHECK(jn_rt_cudnn_pick(perf, 4, JN_RT_CUDNN_BWD_DATA, JN_F32) == 6);
+    CHECK(jn_rt_cudnn_pick(perf, 3, JN_RT_CUDNN_BWD_FILTER, JN_F64) == 4); /* no deterministic one: the first */
+    CHECK(jn_rt_cudnn_pick(perf, 2, JN_RT_CUDNN_FWD, JN_F32) == -1);
+
+    /* loading: a bad JANUS_CUDNN_PATH is the only file tried, and the error
+     * names libcudnn and the fix; the toolkit's own then loads (no GPU needed) */
+    setenv("JANUS_CUDNN_PATH", "/nonexistent/libcudnn.so.9", 1);
+    CHECK(jn_rt_cudnn_load() == JN_ERR_UNSUPPORTED && has("libcudnn") && has("/nonexistent/libcudnn.so.9") &&
+          has("LD_LIBRARY_PATH"));
+    unsetenv("JANUS_CUDNN_PATH");
+    jn_status s = jn_rt_cudnn_load();
+    CHECK(s == JN_OK || (s == JN_ERR_UNSUPPORTED && has("libcudnn")));
+    CHECK(jn_rt_cudnn_load() == s); /* idempotent */
+}
+
+/* ---- advanced-indexing offsets (the CUDA index / index_put_ kernels'
+ * host half): x's data at the offsets must equal the CPU index op ---- */
+static void check_offsets(jn_tensor *x, int nidx, jn_tensor **idx, const int64_t *mask, int nmask) {
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].l.n = nmask;
+    memcpy(a.a[0].l.v, mask, sizeof(int64_t) * (size_t)nmask);
+    jn_tensor *in[JN_MAX_INS] = {x}, *want = NULL, *off = NULL;
+    for (int k = 0; k < nidx; k++) in[1 + k] = idx[k];
+    CHECK(jn_dispatch(JN_OP_index, 1 + nidx, in, &a, &want) == JN_OK);
+    CHECK(jn_rt_cuda_index_offsets(x, nidx, idx, &a, &off) == JN_OK);
+    if (!want || !off) return;
+    CHECK(off->dtype == JN_I64 && jn_same_shape(off->ndim, off->shape, want->ndim, want->shape));
+    jn_tensor *wc = jn_contiguous(want);
+    int ok = wc != NULL;
+    for (int64_t i = 0; ok && i < jn_numel(off); i++)
+        ok = ((const float *)jn_data(x))[((const int64_t *)jn_data(off))[i]] == ((const float *)jn_data(wc))[i];
+    CHECK(ok);
+    jn_tensor_decref(wc);
+    jn_tensor_decref(want);
+    jn_tensor_decref(off);
+}
+
+static jn_tensor *ivec(int n, const int64_t *v) {
+    int64_t sh = n;
+    jn_tensor *t = jn_tensor_new(JN_I64, 1, &sh);
+    memcpy(jn_data(t), v, sizeof(int64_t) * (size_t)n);
+    return t;
+}
+
+static void test_index_offsets(void) {
+    int64_t shape[3] = {4, 5, 6};
+    jn_tensor *base = jn_tensor_new(JN_F32, 3, shape);
+    for (int i = 0; i < 120; i++) ((float *)jn_data(base))[i] = (float)i;
+    jn_tensor xt = *base; /* a permuted (non-contiguous) view: [6, 4, 5] */
+    int perm[3] = {2, 0, 1};
+    for (int d = 0; d < 3; d++) xt.shape[d] = base->shape[perm[d]], xt.strides[d] = base->strides[perm[d]];
+    int64_t i0[3] = {3, -1, 0}, i1[3] = {1, 4, -5}, i2[2] = {2, 2};
+    jn_tensor *a = ivec(3, i0), *b = ivec(3, i1), *c = ivec(2, i2);
+    int64_t m01[2] = {1, 1}, m1[2] = {0, 1}, m02[3] = {1, 0, 1};
+    jn_tensor *ab[2] = {a, b}, *bb[1] = {b}, *ac[2] = {a, a};
+    check_offsets(base, 2, ab, m01, 2); /* x[i0, i1] */
+    check_offsets(base, 1, bb, m1, 2);  /* x[:, i1] */
+    check_offsets(&xt, 2, ac, m02, 3);  /* split indices: B goes first */
+    check_offsets(&xt, 1, &c, m1, 2);
+    /* a bool mask over the first two dims */
+    int64_t ms[2] = {4, 5};
+    jn_tensor *mask = jn_tensor_new(JN_BOOL, 2, ms);
+    for (int i = 0; i < 20; i++) ((uint8_t *)jn_data(mask))[i] = (uint8_t)(i % 3 == 0);
+    int64_t mm[1] = {1};
+    check_offsets(base, 1, &mask, mm, 1);
+    /* out of range: the CPU op's IndexError */
+    int64_t bad[2] = {0, 9};
+    jn_tensor *bt = ivec(2, bad), *off = NULL;
+    jn_attrs at;
+    memset(&at, 0, sizeof at);
+    at.a[0].l.n = 1;
+    at.a[0].l.v[0] = 1;
+    CHECK(jn_rt_cuda_index_offsets(base, 1, &bt, &at, &off) == JN_ERR_INDEX && !off &&
+          has("index 9 is out of bounds for dimension 0 with size 4"));
+    jn_tensor_decref(bt);
+    jn_tensor_decref(mask);
+    jn_tensor_decref(a);
+    jn_tensor_decref(b);
+    jn_tensor_decref(c);
+    jn_tensor_decref(base);
+}
+#endif
+
 int main(void) {
     test_cpu_table();
     test_selection();
+#if JANUS_HAVE_CUDA
+    test_cudnn_host();
+    test_index_offsets();
+#endif
     JT_DONE();
 }

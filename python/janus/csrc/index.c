@@ -12,6 +12,7 @@
  * As in PyTorch (unlike numpy), an int next to advanced indices is applied
  * as a select first, so x[0, :, [0, 1]] has shape [size1, 2].
  */
+#include "jn_backend.h" /* jn_rt_to_device */
 #include "jn_py.h"
 
 #include <string.h>
@@ -107,20 +108,32 @@ static int classify(PyObject *o, item *it) {
     }
     if (JnTensor_Check(o)) {
         jn_tensor *t = JN_T(o);
-        if (t->storage && t->storage->device != JN_CPU) { /* masks and indices are read on the host */
-            PyErr_SetString(PyExc_NotImplementedError, "indexing with a CUDA index tensor is not supported yet "
-                                                       "(index with idx.cpu())");
-            return -1;
-        }
-        if (t->dtype == JN_BOOL && t->ndim == 0) {
+        if (t->storage && t->storage->device != JN_CPU && (t->dtype == JN_BOOL || t->dtype == JN_U8)) {
+            /* a device mask decides the result's shape: read on the host
+             * (a sync, as in PyTorch); integer indices stay on the device */
+            if (!jn_py_ready(t)) return -1;
+            jn_tensor *h = jn_rt_to_device(t, JN_CPU, 0);
+            if (!h) { /* a failed transfer (CUDA's message): RuntimeError, as torch */
+                jn_py_raise(JN_ERR_RUNTIME);
+                return -1;
+            }
+            if (h->ndim == 0) {
+                it->kind = IT_BOOL;
+                it->i = *(const uint8_t *)jn_data(h) != 0;
+                jn_tensor_decref(h);
+                return 0;
+            }
+            it->t = h;
+        } else if (t->dtype == JN_BOOL && t->ndim == 0) {
             if (!jn_py_ready(t)) return -1;
             if (!t->storage->data) goto meta;
             it->kind = IT_BOOL;
             it->i = *(const uint8_t *)jn_data(t) != 0;
             return 0;
+        } else {
+            jn_tensor_incref(t);
+            it->t = t;
         }
-        jn_tensor_incref(t);
-        it->t = t;
     } else if (PyList_Check(o) || PyTuple_Check(o) || (PyObject_CheckBuffer(o) && !PyBytes_Check(o) &&
                                                        !PyByteArray_Check(o) && !PyUnicode_Check(o))) {
         if (!(it->t = seq_to_index_tensor(o))) return -1;
@@ -377,6 +390,20 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
             }
             break;
         }
+        }
+    }
+    /* index tensors live where x does (lists and mask coordinates are made
+     * on the cpu; CUDA integer indices index a CUDA x on the device) */
+    for (int i = 0; i < p->nadv; i++) {
+        int dev = p->r->storage ? p->r->storage->device : JN_CPU;
+        if (p->adv[i]->storage && p->adv[i]->storage->device != dev) {
+            jn_tensor *m = jn_rt_to_device(p->adv[i], dev, 0);
+            if (!m) {
+                jn_py_raise(JN_ERR_RUNTIME);
+                goto fail;
+            }
+            jn_tensor_decref(p->adv[i]);
+            p->adv[i] = m;
         }
     }
     items_free(items, n);

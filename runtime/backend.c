@@ -136,4 +136,5 @@ size_t jn_cuda_memory_reserved(void) { return 0; }
 void jn_cuda_reset_peak_memory_stats(void) {}
 void jn_cuda_empty_cache(void) {}
 int jn_cuda_op_supported(jn_op op) { return 0; }
+void *jn_cuda_stream(void) { return NULL; }
 #endif

@@ -92,6 +92,9 @@ void jn_cuda_empty_cache(void);
 /* Is op implemented by the CUDA backend?  (Answers from the static table,
  * no GPU needed; 0 in a build without CUDA.) */
 int jn_cuda_op_supported(jn_op op);
+/* The backend's compute stream (a cudaStream_t / CUstream), NULL before
+ * jn_cuda_init or without CUDA: graphs launch their kernels on it. */
+void *jn_cuda_stream(void);
 
 #ifdef __cplusplus
 }

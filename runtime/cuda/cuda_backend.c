@@ -152,6 +152,10 @@ jn_status jn_cuda_init(void) {
     return s;
 }
 
+/* the compute stream (a cudaStream_t is a CUstream): the graph executor
+ * launches its generated kernels on it and captures CUDA Graphs from it */
+void *jn_cuda_stream(void) { return cu.ready ? (void *)cu.stream : NULL; }
+
 jn_status jn_cuda_synchronize(void) {
     if (!cu.ready) return JN_OK; /* nothing was ever queued */
     CU(cudaStreamSynchronize(cu.stream), "synchronize");

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jn_backend.h"
 #include "jn_exec.h"
 
 /* ------------------------------------------------- the driver API slice */
@@ -480,3 +481,117 @@ jn_status jn_rt_dlib_download(jn_rt_dlib *l, void *dst, uint64_t src, size_t n) 
     cu_result r = l->a->memcpy_dtoh(dst, src, n);
     return r ? jn_error(JN_ERR_RUNTIME, "cuMemcpyDtoH of %zu bytes for %s: %s", n, l->origin, cu_err(l->a, r)) : JN_OK;
 }
+
+/* ------------------------------------------------- whole graphs on a GPU
+ * The jn_rt_exec_device of jn_exec.h for a CUDA module and a backend: the
+ * executor's buffers come from the backend (the eager CUDA backend's
+ * caching allocator), its arena from the module's per-graph device arena,
+ * library nodes run the backend's kernels on tensors over that memory,
+ * generated kernels are launched from the module on `stream` -- the
+ * backend's compute stream, so stream order covers both without events. */
+struct jn_rt_cuda_graphs {
+    jn_rt_exec_device dev;
+    jn_rt_dlib *l;              /* may be NULL: no generated kernels */
+    const jn_rt_backend *be;
+    void *stream;
+    jn_rt_cuda_graphs_stats st;
+    char name[32];
+};
+
+static int cg_supports(void *ctx, jn_op op) {
+    const jn_rt_cuda_graphs *c = ctx;
+    return (unsigned)op < JN_NOPS && c->be->kernel[op] != NULL;
+}
+
+static jn_status cg_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_rt_cuda_graphs *c = ctx;
+    c->st.nodes++;
+    /* a host number where the backend wants device memory: stage it (the
+     * executor passes scalar inputs in device memory; this is a guard) */
+    jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS] = {0};
+    jn_status s = JN_OK;
+    for (int i = 0; i < nin && i < JN_MAX_INS; i++) {
+        use[i] = in[i];
+        if (in[i]->storage->device != c->be->device && !c->be->host_scalars[op]) {
+            if (!(staged[i] = jn_rt_to_device(in[i], c->be->device, 0))) {
+                s = jn_errmsg()[0] ? JN_ERR_NOMEM : jn_error(JN_ERR_NOMEM, "out of memory staging input %d of %s", i,
+                                                             jn_op_info(op)->name);
+                break;
+            }
+            use[i] = staged[i];
+        }
+    }
+    if (s == JN_OK) s = c->be->kernel[op](nin, use, a, out);
+    for (int i = 0; i < nin && i < JN_MAX_INS; i++) jn_tensor_decref(staged[i]);
+    return s;
+}
+
+static jn_tensor *cg_tensor_new(void *ctx, const jn_meta *m) {
+    jn_rt_cuda_graphs *c = ctx;
+    c->st.buffers++;
+    return c->be->tensor_new(m);
+}
+
+static jn_status cg_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) {
+    (void)ctx; /* jn_copy_into follows the storages' device to the backend */
+    return jn_copy_into(dst, src);
+}
+
+static jn_status cg_arena(void *ctx, int32_t gi, size_t bytes, jn_tensor **out) {
+    jn_rt_cuda_graphs *c = ctx;
+    *out = NULL;
+    int64_t n = (int64_t)(bytes ? bytes : 1);
+    if (!c->l) { /* no module: the backend's memory */
+        jn_meta m = {JN_U8, 1, {n}};
+        *out = c->be->tensor_new(&m);
+        return *out ? JN_OK : jn_error(JN_ERR_NOMEM, "out of memory for the %zu-byte arena of graph index %d", bytes, gi);
+    }
+    uint64_t base = 0;
+    jn_status s = jn_rt_dlib_arena(c->l, gi, (size_t)n, &base);
+    if (s) return s;
+    /* the module owns the memory: the header neither frees nor moves it */
+    *out = jn_tensor_from_memory((void *)(uintptr_t)base, (size_t)n, JN_U8, 1, &n, NULL, 0, NULL, NULL);
+    if (!*out) return jn_error(JN_ERR_NOMEM, "out of memory for the arena header of graph index %d", gi);
+    (*out)->storage->device = (uint8_t)c->be->device;
+    c->st.arenas++;
+    return JN_OK;
+}
+
+static int cg_has_kernel(void *ctx, int32_t gi, int32_t k) {
+    const jn_rt_cuda_graphs *c = ctx;
+    return c->l && jn_rt_dlib_has_kernel(c->l, gi, k);
+}
+
+static jn_status cg_launch(void *ctx, int32_t gi, int32_t k, const jn_kcall *kc, int32_t nscalar) {
+    jn_rt_cuda_graphs *c = ctx;
+    jn_dkcall d;
+    jn_status s = jn_rt_dkcall_from(kc, nscalar, &d);
+    if (s == JN_OK) s = jn_rt_dlib_launch(c->l, gi, k, &d, c->stream);
+    c->st.launches += s == JN_OK;
+    return s;
+}
+
+jn_status jn_rt_cuda_graphs_new(jn_rt_dlib *l, const jn_rt_backend *be, void *stream, jn_rt_cuda_graphs **out) {
+    *out = NULL;
+    if (!be) be = jn_rt_backends[JN_CUDA];
+    if (!be)
+        return jn_error(JN_ERR_UNSUPPORTED, "graphs on the GPU need the eager CUDA backend, which is not available "
+                        "(%s): run the cpu bundle", jn_cuda_built() ? "no usable GPU, or janus.cuda not initialized"
+                                                                    : "this janus was built without CUDA");
+    if (!stream && be->device == JN_CUDA) stream = jn_cuda_stream();
+    jn_rt_cuda_graphs *c = calloc(1, sizeof *c);
+    if (!c) return jn_error(JN_ERR_NOMEM, "out of memory");
+    c->l = l, c->be = be, c->stream = stream;
+    snprintf(c->name, sizeof c->name, "%s", be->device == JN_CUDA ? "cuda:0" : "the fake device");
+    c->dev = (jn_rt_exec_device){.name = c->name, .storage_device = be->device, .ctx = c, .supports = cg_supports,
+                                 .node = cg_node, .tensor_new = cg_tensor_new, .copy = cg_copy, .arena = cg_arena,
+                                 .has_kernel = cg_has_kernel, .launch = cg_launch};
+    *out = c;
+    return JN_OK;
+}
+
+void jn_rt_cuda_graphs_free(jn_rt_cuda_graphs *c) { free(c); }
+
+const jn_rt_exec_device *jn_rt_cuda_graphs_device(jn_rt_cuda_graphs *c) { return &c->dev; }
+
+void jn_rt_cuda_graphs_get_stats(const jn_rt_cuda_graphs *c, jn_rt_cuda_graphs_stats *st) { *st = c->st; }

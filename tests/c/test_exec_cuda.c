@@ -30,6 +30,7 @@
  */
 #include <dlfcn.h>
 
+#include "jn_backend.h"
 #include "jn_cg.h"
 #include "jn_exec.h"
 #include "jn_test.h"
@@ -374,6 +375,161 @@ static int gpu_calls, gpu_exact, gpu_close, gpu_modules;
 static int fake_driver; /* the "GPU" is tests/c/fake_libcuda.c: cubins are C kernel objects */
 static int use_device;  /* the golden modules run on the device too */
 
+/* ------------------------------------ whole graphs on the device
+ * Graph gi run by the device executor (jn_rt_exec_new_on with
+ * jn_rt_cuda_graphs: generated kernels launched from l, every other node
+ * through backend be) against the CPU executor with compiled C kernels on
+ * the same inputs.  The test's device table wraps the real one and checks
+ * that every buffer a node writes and every operand a kernel is launched
+ * with lies in memory the device table handed out (its buffers, the
+ * module's arena) or in an input's storage: no host allocation slips in.
+ * With the fake driver the backend is the CPU kernels' table over the
+ * fake's host "device" memory (bitwise: checks the plumbing, not CUDA);
+ * with a GPU it is the eager CUDA backend (inputs uploaded, outputs
+ * downloaded; floats within 1e-5 relative). */
+typedef struct {
+    const jn_rt_exec_device *in;
+    jn_rt_exec_device dev;
+    const jn_storage *made[8192];
+    int nmade;
+    jn_tensor *const *inputs;
+    int32_t ninputs;
+    int foreign, nodes, launches;
+} dtrack;
+
+static int dt_known(const dtrack *t, const char *p, size_t n) {
+    for (int i = 0; i < t->nmade; i++) {
+        const char *d = t->made[i]->data;
+        if (p >= d && p + n <= d + t->made[i]->nbytes) return 1;
+    }
+    for (int32_t i = 0; i < t->ninputs; i++) {
+        const jn_storage *st = t->inputs[i] ? t->inputs[i]->storage : NULL;
+        if (st && st->data && p >= (const char *)st->data && p + n <= (const char *)st->data + st->nbytes) return 1;
+    }
+    return 0;
+}
+static void dt_note(dtrack *t, const jn_tensor *x) {
+    if (x && t->nmade < (int)(sizeof t->made / sizeof t->made[0])) t->made[t->nmade++] = x->storage;
+}
+static int dt_supports(void *ctx, jn_op op) { dtrack *t = ctx; return t->in->supports(t->in->ctx, op); }
+static jn_status dt_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    dtrack *t = ctx;
+    t->nodes++;
+    for (int j = 0; j < jn_op_info(op)->nout; j++)
+        if (!(jn_op_info(op)->flags & JN_F_VIEW) && jn_numel(out[j]) > 0 && !dt_known(t, jn_data(out[j]), jn_elsize(out[j]))) {
+            if (!t->foreign++) fprintf(stderr, "device executor: %s writes output %d into host memory\n", jn_op_info(op)->name, j);
+        }
+    return t->in->node(t->in->ctx, op, nin, in, a, out);
+}
+static jn_tensor *dt_tensor_new(void *ctx, const jn_meta *m) {
+    dtrack *t = ctx;
+    jn_tensor *x = t->in->tensor_new(t->in->ctx, m);
+    dt_note(t, x);
+    return x;
+}
+static jn_status dt_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) { dtrack *t = ctx; return t->in->copy(t->in->ctx, dst, src); }
+static jn_status dt_arena(void *ctx, int32_t gi, size_t bytes, jn_tensor **out) {
+    dtrack *t = ctx;
+    jn_status s = t->in->arena(t->in->ctx, gi, bytes, out);
+    if (!s) dt_note(t, *out);
+    return s;
+}
+static int dt_has_kernel(void *ctx, int32_t gi, int32_t k) { dtrack *t = ctx; return t->in->has_kernel(t->in->ctx, gi, k); }
+static jn_status dt_launch(void *ctx, int32_t gi, int32_t k, const jn_kcall *c, int32_t nscalar) {
+    dtrack *t = ctx;
+    t->launches++;
+    for (int j = 0; j < c->nops; j++)
+        if (!dt_known(t, c->data[j], 1) && !t->foreign++)
+            fprintf(stderr, "device executor: kernel K%d operand %d is not device memory\n", k, j);
+    return t->in->launch(t->in->ctx, gi, k, c, nscalar);
+}
+static void dt_init(dtrack *t, const jn_rt_exec_device *in) {
+    memset(t, 0, sizeof *t);
+    t->in = in;
+    t->dev = *in;
+    t->dev.ctx = t, t->dev.supports = dt_supports, t->dev.node = dt_node, t->dev.tensor_new = dt_tensor_new;
+    t->dev.copy = dt_copy, t->dev.arena = dt_arena, t->dev.has_kernel = dt_has_kernel, t->dev.launch = dt_launch;
+}
+
+static int graphs_run, graphs_outputs, graphs_exact, graphs_close, graphs_skipped;
+static int64_t graphs_launches, graphs_nodes;
+static const jn_rt_backend *graph_backend; /* the fake's host table, or the eager CUDA backend */
+
+/* Inputs (jn_rt_exec_make_inputs, seed) on the backend's device. */
+static jn_status device_inputs(const jn_ir_graph *g, const int64_t *sv, jn_tensor **host, jn_tensor **dev) {
+    jn_status s = jn_rt_exec_make_inputs(g, sv, 4242, host);
+    for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
+        jn_ir_input_kind k = g->inputs[i].kind;
+        int tensor = k == JN_IR_IN_STATE || k == JN_IR_IN_HOST || k == JN_IR_IN_CARRY;
+        dev[i] = tensor ? jn_rt_to_device(host[i], graph_backend->device, 1) : host[i];
+        if (!tensor) jn_tensor_incref(host[i]);
+        if (!dev[i]) s = jn_error(JN_ERR_NOMEM, "input %d to the device: %s", i, jn_errmsg());
+    }
+    return s;
+}
+
+static void graph_on_device(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, jn_rt_dlib *l, const char *name) {
+    const jn_ir_graph *g = m->graphs[gi];
+    int64_t *sv = mid_syms(g);
+    size_t ni = (size_t)g->ninputs + 1, no = (size_t)g->noutputs + 1;
+    jn_tensor **ref = calloc(no, sizeof *ref), **hin = calloc(ni, sizeof *hin), **din = calloc(ni, sizeof *din),
+              **keep = calloc(no, sizeof *keep);
+    jn_rt_exec_stats cst = {0}, dst = {0};
+    jn_rt_cuda_graphs *cg = NULL;
+    jn_rt_exec *x = NULL;
+    dtrack *t = malloc(sizeof *t);
+    jn_status s = sv && ref && hin && din && keep && t ? jt_run_graph(m, gi, lib, 0, sv, 4242, ref, &cst) : JN_ERR_NOMEM;
+    CHECK(s == JN_OK);
+    if (!s) s = device_inputs(g, sv, hin, din);
+    if (!s) s = jn_rt_cuda_graphs_new(l, graph_backend, NULL, &cg);
+    if (!s) {
+        dt_init(t, jn_rt_cuda_graphs_device(cg));
+        t->inputs = din, t->ninputs = g->ninputs;
+        s = jn_rt_exec_new_on(m, gi, NULL, &t->dev, 0, &x);
+    }
+    if (s == JN_ERR_UNSUPPORTED) { /* an op the backend lacks: the graph stays on the CPU */
+        graphs_skipped++;
+        goto done;
+    }
+    if (!s) s = jn_rt_exec_run(x, din, sv, keep);
+    CHECK(s == JN_OK);
+    if (s) {
+        fprintf(stderr, "%s graph %s on the device: %s\n", name, g->name, jn_errmsg());
+        goto done;
+    }
+    jn_rt_exec_last_stats(x, &dst);
+    jn_rt_cuda_graphs_stats cs;
+    jn_rt_cuda_graphs_get_stats(cg, &cs);
+    graphs_run++;
+    /* every compiled kernel launched, every other node through the node runner, all in device memory */
+    CHECK(t->foreign == 0);
+    CHECK(dst.kernels_gen == cst.kernels_gen && cs.launches == cst.kernels_gen && t->launches == cs.launches);
+    CHECK(dst.nodes_eager == cst.nodes_eager && cs.nodes == cst.nodes_eager && t->nodes == cs.nodes);
+    CHECK(dst.arena_bytes == cst.arena_bytes && (dst.arena_bytes == 0 || cs.arenas == 1));
+    graphs_launches += cs.launches, graphs_nodes += cs.nodes;
+    for (int32_t i = 0, k = 0; i < g->noutputs; i++) {
+        jn_tensor *o = g->outputs[i].kind == JN_IR_OUT_KEEP ? keep[k++] : din[g->outputs[i].state];
+        jn_tensor *h = jn_rt_to_device(o, JN_CPU, 1);
+        int r = h && jt_same(ref[i], h, 1, 0) ? 1 : h && !fake_driver && jt_same(ref[i], h, 2, 1e-5) ? 2 : 0;
+        CHECK(r != 0);
+        if (!r) fprintf(stderr, "%s graph %s output %d (%%%d) differs CPU vs device\n", name, g->name, i, g->outputs[i].value);
+        graphs_outputs++, graphs_exact += r == 1, graphs_close += r == 2;
+        jn_tensor_decref(h);
+    }
+done:
+    jn_rt_exec_free(x);
+    jn_rt_cuda_graphs_free(cg);
+    for (int32_t i = 0; i < g->noutputs; i++) {
+        if (ref && ref[i]) jn_tensor_decref(ref[i]);
+        if (keep && keep[i]) jn_tensor_decref(keep[i]);
+    }
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        if (hin && hin[i]) jn_tensor_decref(hin[i]);
+        if (din && din[i]) jn_tensor_decref(din[i]);
+    }
+    free(ref), free(hin), free(din), free(keep), free(t), free(sv);
+}
+
 /* The module's kernels for the device: a cubin (and PTX) from NVRTC, or,
  * for the fake driver, the generated C compiled to a shared object. */
 static jn_status device_image(const jn_ir_module *m, const char *arch, void **cubin, size_t *cl, char **ptx, size_t *pl) {
@@ -434,6 +590,7 @@ static void golden_module(const jn_ir_module *m, const char *name) {
         free(h.got);
         free(sv);
     }
+    for (int32_t gi = 0; l && graph_backend && gi < m->ngraphs; gi++) graph_on_device(m, gi, lib, l, name);
     jn_rt_dlib_close(l);
     jn_rt_exec_lib_close(lib);
     free(ptx), free(cubin);
@@ -444,6 +601,9 @@ static void test_golden(void) {
         printf("SKIPPED: %s -- not run: the golden modules' CUDA kernels against the CPU executor\n", jn_errmsg());
     else
         use_device = have_gpu;
+    if (use_device && fake_driver) graph_backend = &jn_rt_cpu_backend; /* the fake's "device" memory is host memory */
+    else if (use_device && jn_cuda_init() == JN_OK) graph_backend = jn_rt_backends[JN_CUDA];
+    else if (use_device) printf("SKIPPED: %s -- not run: whole golden graphs on the GPU (device executor)\n", jn_errmsg());
     int files = each_golden(golden_module);
     CHECK(files >= 16);
     if (no_cc) {
@@ -458,6 +618,12 @@ static void test_golden(void) {
            fake_driver ? "fake driver (host C kernels as \"device\" code)" : "CUDA kernels", gpu_modules, gpu_calls,
            gpu_exact, gpu_close);
     CHECK(gpu_modules > 0 && gpu_calls == total_calls);
+    if (!graph_backend) return;
+    printf("  whole graphs on the %s: %d graphs (%d left on the CPU: an op the backend lacks), %lld kernel launches, "
+           "%lld library nodes; %d outputs: %d bitwise equal to the CPU executor's, %d within 1e-5 relative\n",
+           fake_driver ? "fake device (host kernels in the node-runner table: plumbing, not CUDA)" : "GPU", graphs_run,
+           graphs_skipped, (long long)graphs_launches, (long long)graphs_nodes, graphs_outputs, graphs_exact, graphs_close);
+    CHECK(graphs_run > 0 && graphs_outputs == graphs_exact + graphs_close && graphs_launches > 0 && graphs_nodes > 0);
 }
 
 /* Without a GPU: the same harness through tests/c/fake_libcuda.c, loaded
@@ -498,7 +664,7 @@ static void fake_checks(void) {
     void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_NOLOAD);
     int (*nl)(void) = NULL;
     if (h) *(void **)&nl = dlsym(h, "fake_cuda_launches");
-    CHECK(nl && nl() == gpu_calls); /* every call went through cuLaunchKernel */
+    CHECK(nl && nl() == gpu_calls + graphs_launches); /* every call went through cuLaunchKernel */
     if (h) dlclose(h);
 
     /* refusals and failures, with one small module */

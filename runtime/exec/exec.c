@@ -1117,10 +1117,10 @@ static jn_status check_input(jn_rt_exec *x, int32_t i, jn_tensor *t) {
         }
         return JN_OK;
     }
-    if (__builtin_expect(x->dev != NULL, 0) && t->storage->device != x->dev->storage_device) /* device hook */
+    if (t->storage->device != (x->dev ? x->dev->storage_device : JN_CPU)) /* device hook */
         return jn_error(JN_ERR_VALUE, "graph %s input %d (%%%d, %s) is on %s, the graph runs on %s: pass a tensor "
                         "there (.to(...))", g->name, i, in->value, in_kind(in->kind),
-                        jn_device_name(t->storage->device), x->dev->name);
+                        jn_device_name(t->storage->device), x->dev ? x->dev->name : "the cpu");
     if (t->dtype != iv->dtype)
         return jn_error(JN_ERR_TYPE, "graph %s input %d (%%%d, %s) is %s, the graph was recorded with %s: pass a "
                         "tensor of that dtype", g->name, i, in->value, in_kind(in->kind), jn_dtype_names[t->dtype],

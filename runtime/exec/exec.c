@@ -171,6 +171,13 @@ static jn_tensor *own_tensor(const jn_rt_exec *x, jn_dtype dt, int nd, const int
     return jn_tensor_new(dt, nd, shape);
 }
 
+/* dst <- src; on a device through its table (which may be capturing a
+ * CUDA Graph, or replaying one and so skipping the work). */
+static jn_status copy_into(const jn_rt_exec *x, jn_tensor *dst, const jn_tensor *src) {
+    if (__builtin_expect(x->dev != NULL, 0)) return x->dev->copy(x->dev->ctx, dst, src); /* device hook */
+    return jn_copy_into(dst, src);
+}
+
 /* A contiguous header over the arena at value v's offset. */
 static jn_tensor *arena_tensor(jn_rt_exec *x, int32_t v, const int64_t *shape) {
     const jn_ir_value *iv = &x->g->values[v];
@@ -269,11 +276,14 @@ static jn_status exec_node(jn_rt_exec *x, int32_t n, jn_tensor *shared, int forc
                 continue;
             }
             const jn_tensor *src = in[k];
-            if (jn_rt_may_overlap(in[k], out[k]) && !(src = copies[k] = jn_contiguous(in[k]))) {
-                s = JN_ERR_NOMEM;
-                goto fail;
+            if (jn_rt_may_overlap(in[k], out[k])) {
+                if (!(src = copies[k] = own_tensor(x, in[k]->dtype, in[k]->ndim, in[k]->shape))) {
+                    s = JN_ERR_NOMEM;
+                    goto fail;
+                }
+                if ((s = copy_into(x, copies[k], in[k]))) goto fail;
             }
-            if ((s = jn_copy_into(out[k], src))) goto fail;
+            if ((s = copy_into(x, out[k], src))) goto fail;
             in[k] = out[k];
         }
     jn_meta meta[JN_MAX_OUTS];
@@ -455,7 +465,7 @@ static jn_status exec_kernel(jn_rt_exec *x, int32_t ki) {
         jn_tensor *t = x->val[v];
         jn_tensor *a = arena_tensor(x, v, t->shape);
         if (!a) return JN_ERR_NOMEM;
-        s = jn_copy_into(a, t);
+        s = copy_into(x, a, t);
         set_val(x, v, a);
     }
     return s;
@@ -516,7 +526,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
         for (int b = 0; b < 2 && s == JN_OK; b++)
             if (!(buf[2 * c + b] = own_tensor(x, pv->dtype, init->ndim, init->shape))) s = JN_ERR_NOMEM;
             else note_bytes(x, tbytes(buf[2 * c + b]));
-        if (s == JN_OK) s = jn_copy_into(buf[2 * c], init);
+        if (s == JN_OK) s = copy_into(x, buf[2 * c], init);
         if (s == JN_OK) {
             jn_tensor_incref(buf[2 * c]);
             set_val(x, L->carry[c].param, buf[2 * c]);
@@ -567,7 +577,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
                 s = jn_error(JN_ERR_RUNTIME, "graph %s loop L%d: collect %%%d not computed", g->name, l, L->collect[c].body);
                 break;
             }
-            if (!same_memory(row[c], body)) s = jn_copy_into(row[c], body);
+            if (!same_memory(row[c], body)) s = copy_into(x, row[c], body);
         }
         for (int32_t c = 0; c < nc && s == JN_OK; c++) {
             nparam[c] = NULL;
@@ -584,7 +594,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
                 nparam[c] = buf[2 * c + cur[c]];
                 continue;
             }
-            if (!same_memory(dst, nx)) s = jn_copy_into(dst, nx);
+            if (!same_memory(dst, nx)) s = copy_into(x, dst, nx);
             cur[c] = 1 - cur[c];
             nparam[c] = dst;
         }
@@ -1202,7 +1212,9 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
     }
     if (s == JN_OK) s = ensure_arena(x);
     x->peak = x->st.arena_bytes;
+    if (s == JN_OK && x->dev && x->dev->begin) s = x->dev->begin(x->dev->ctx, x->gi); /* device hook */
     if (s == JN_OK) s = exec_steps(x, 0, x->nsteps);
+    if (x->dev && x->dev->end) s = x->dev->end(x->dev->ctx, x->gi, s); /* device hook */
     /* state written back, keep outputs handed out */
     for (int32_t i = 0; i < g->noutputs && s == JN_OK; i++) {
         const jn_ir_output *o = &g->outputs[i];
@@ -1226,7 +1238,8 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
         const jn_ir_output *o = &g->outputs[i];
         if (o->kind != JN_IR_OUT_KEEP) continue;
         jn_tensor *t = x->val[o->value];
-        if (x->arena_t && t->storage == x->arena_t->storage) { /* never hand out arena memory */
+        if ((x->arena_t && t->storage == x->arena_t->storage) || (x->dev && x->dev->copy_outputs)) {
+            /* never hand out arena memory (nor, on a device, memory a CUDA Graph writes again) */
             if (!(t = jn_contiguous(t))) s = jn_error(JN_ERR_NOMEM, "out of memory copying output %%%d", o->value);
         } else {
             jn_tensor_incref(t);

@@ -390,7 +390,7 @@ static int use_device;  /* the golden modules run on the device too */
 typedef struct {
     const jn_rt_exec_device *in;
     jn_rt_exec_device dev;
-    const jn_storage *made[8192];
+    jn_tensor *made[8192]; /* held: their memory stays theirs while the run goes on */
     int nmade;
     jn_tensor *const *inputs;
     int32_t ninputs;
@@ -399,8 +399,8 @@ typedef struct {
 
 static int dt_known(const dtrack *t, const char *p, size_t n) {
     for (int i = 0; i < t->nmade; i++) {
-        const char *d = t->made[i]->data;
-        if (p >= d && p + n <= d + t->made[i]->nbytes) return 1;
+        const char *d = t->made[i]->storage->data;
+        if (p >= d && p + n <= d + t->made[i]->storage->nbytes) return 1;
     }
     for (int32_t i = 0; i < t->ninputs; i++) {
         const jn_storage *st = t->inputs[i] ? t->inputs[i]->storage : NULL;
@@ -408,8 +408,12 @@ static int dt_known(const dtrack *t, const char *p, size_t n) {
     }
     return 0;
 }
-static void dt_note(dtrack *t, const jn_tensor *x) {
-    if (x && t->nmade < (int)(sizeof t->made / sizeof t->made[0])) t->made[t->nmade++] = x->storage;
+static void dt_note(dtrack *t, jn_tensor *x) {
+    if (x && t->nmade < (int)(sizeof t->made / sizeof t->made[0])) jn_tensor_incref(t->made[t->nmade++] = x);
+}
+static void dt_free(dtrack *t) {
+    for (int i = 0; t && i < t->nmade; i++) jn_tensor_decref(t->made[i]);
+    free(t);
 }
 static int dt_supports(void *ctx, jn_op op) { dtrack *t = ctx; return t->in->supports(t->in->ctx, op); }
 static jn_status dt_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
@@ -482,7 +486,7 @@ static void graph_on_device(const jn_ir_module *m, int32_t gi, const jn_rt_exec_
     jn_rt_exec_stats cst = {0}, dst = {0};
     jn_rt_cuda_graphs *cg = NULL;
     jn_rt_exec *x = NULL;
-    dtrack *t = malloc(sizeof *t);
+    dtrack *t = calloc(1, sizeof *t);
     jn_status s = sv && ref && hin && din && keep && t ? jt_run_graph(m, gi, lib, 0, sv, 4242, ref, &cst) : JN_ERR_NOMEM;
     CHECK(s == JN_OK);
     if (!s) s = device_inputs(g, sv, hin, din);
@@ -533,7 +537,8 @@ done:
         if (hin && hin[i]) jn_tensor_decref(hin[i]);
         if (din && din[i]) jn_tensor_decref(din[i]);
     }
-    free(ref), free(hin), free(din), free(keep), free(t), free(sv);
+    free(ref), free(hin), free(din), free(keep), free(sv);
+    dt_free(t);
 }
 
 /* ------------------------------------ whole graphs as CUDA Graphs

@@ -36,6 +36,10 @@
  *
  * Every driver call's status becomes a jn_error naming the call, the
  * kernel or module, and the driver's own name for the error.
+ *
+ * Whole graphs (jn_rt_cuda_graphs, at the end): the executor's device
+ * table for a module and a backend, and CUDA Graph capture and replay of
+ * a graph's runs; described there.
  */
 #include <dlfcn.h>
 #include <stdio.h>

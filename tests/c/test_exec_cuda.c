@@ -668,7 +668,7 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_e
         if (fake_driver) jn_rt_cuda_graphs_set_runner(cg, &r);
         s = jn_rt_exec_new_on(m, gi, NULL, jn_rt_cuda_graphs_device(cg), 0, &dx);
     }
-    CHECK(s == JN_OK);
+    CHECK(s == JN_OK || (!fake_driver && s == JN_ERR_UNSUPPORTED)); /* an op the CUDA backend lacks: left out */
     int has_state = 0;
     for (int32_t i = 0; i < g->ninputs; i++) has_state |= g->inputs[i].kind == JN_IR_IN_STATE;
     if (!s && !fake_driver) { /* a real GPU: results right whatever ran; a capture may fail legitimately */

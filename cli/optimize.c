@@ -168,7 +168,7 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
                 jn_cli_commas(a->nodes_before, b1), jn_cli_commas(z->nodes_after, b2), (long long)z->kernels,
                 jn_cli_commas(arena, b3), jn_cli_commas(naive, b4), cc_text);
         if (arch) {
-            /* the device of IR values decides where a graph runs; none is on a GPU yet */
+            /* the device of IR values decides where a graph runs */
             int64_t ngpu = 0;
             for (int32_t gi = 0; gi < m->ngraphs; gi++)
                 for (int32_t v = 0; v < m->graphs[gi]->nvalues; v++) ngpu += m->graphs[gi]->values[v].device != JN_CPU;
@@ -176,9 +176,9 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
                 fprintf(info, "janus optimize: target %s: the recorded graphs are CPU graphs (no values on a GPU), "
                               "so their CUDA kernels are a compile check only: nothing runs them yet\n", target);
             else
-                fprintf(info, "janus optimize: target %s: %lld values are on a GPU; kernels over them are not "
-                              "generated yet (they stay library kernels), and nothing runs the CUDA kernels yet\n",
-                        target, (long long)ngpu);
+                fprintf(info, "janus optimize: target %s: %lld values are on a GPU: the graphs run there through "
+                              "the device executor (generated kernels from the cubin, the rest through the eager "
+                              "CUDA backend)\n", target, (long long)ngpu);
         }
     }
     jn_db *db = NULL;

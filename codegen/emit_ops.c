@@ -233,14 +233,18 @@ int cg_em_plan_node(const jn_ir_graph *g, int32_t n, const jn_cg_kernel_io *io, 
     memset(p, 0, sizeof *p);
     if (!e) return cg_em_why_not(why, wn, "node %d (%s): op not in the emitter's table", n, on);
     if (x->nin != e->nin || x->nout != 1) return cg_em_why_not(why, wn, "node %d (%s): unexpected arity", n, on);
+    /* a kernel runs where its output lives: tensor inputs there too (0-d
+     * numbers may come from the host: the executor passes them in its memory) */
+    int dev = g->values[x->out[0]].device;
     for (int k = 0; k < x->nin; k++)
-        if (!cg_em_gen_dtype(g->values[x->in[k]].dtype) || g->values[x->in[k]].device != JN_CPU)
+        if (!cg_em_gen_dtype(g->values[x->in[k]].dtype) ||
+            (g->values[x->in[k]].device != dev && g->values[x->in[k]].ndim > 0))
             return cg_em_why_not(why, wn, "node %d (%s): input %%%d is %s%s", n, on, x->in[k],
                            jn_dtype_names[g->values[x->in[k]].dtype],
-                           g->values[x->in[k]].device != JN_CPU ? " on a GPU" : "");
+                           g->values[x->in[k]].device != dev ? " on another device than the output" : "");
     jn_dtype od = g->values[x->out[0]].dtype;
-    if (!cg_em_gen_dtype(od) || g->values[x->out[0]].device != JN_CPU)
-        return cg_em_why_not(why, wn, "node %d (%s): output is %s or not on the CPU", n, on, jn_dtype_names[od]);
+    if (!cg_em_gen_dtype(od))
+        return cg_em_why_not(why, wn, "node %d (%s): output is %s", n, on, jn_dtype_names[od]);
     const jn_opinfo *info = jn_op_info(x->op);
     for (int a = 0; a < info->nattrs; a++)
         if (x->attr_input[a] >= 0 && !(info->attr_kind[a] == JN_A_FLOAT))
@@ -400,7 +404,7 @@ int cg_em_plan_reduce(const jn_ir_graph *g, int32_t n, cg_em_rplan *r, char *why
     r->in = g->values[x->in[0]].dtype;
     r->out = g->values[x->out[0]].dtype;
     r->facc = 0;
-    if (!cg_em_gen_dtype(r->in) || !cg_em_gen_dtype(r->out) || g->values[x->out[0]].device != JN_CPU)
+    if (!cg_em_gen_dtype(r->in) || !cg_em_gen_dtype(r->out) || g->values[x->in[0]].device != g->values[x->out[0]].device)
         return cg_em_why_not(why, wn, "node %d (%s): dtype %s -> %s", n, on, jn_dtype_names[r->in], jn_dtype_names[r->out]);
     for (int a = 0; a < JN_MAX_ATTRS; a++)
         if (x->attr_input[a] >= 0) return cg_em_why_not(why, wn, "node %d (%s): an attribute is bound to a scalar input", n, on);

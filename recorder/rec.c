@@ -139,6 +139,7 @@ static struct {
     jn_status err;
     char errmsg[512];
     jn_rec_stats stats;
+    int as_device;            /* > 0: every tensor written as on device as_device - 1 (test hook) */
 } R;
 
 /* ---------------------------------------------------------- live set */
@@ -263,7 +264,8 @@ static void fill_tref(jn_db_tref *r, const jn_tensor *t, int is_out) {
     r->version = t->storage ? t->storage->version : 0;
     r->dtype = (uint8_t)t->dtype;
     r->ndim = (uint8_t)t->ndim;
-    r->device = t->storage ? (uint8_t)t->storage->device : 0;
+    r->device = t->storage ? (uint8_t)t->storage->device : 0; /* where the tensor lives: guards and codegen key on it */
+    if (__builtin_expect(R.as_device > 0, 0) && !t->wrapped_number) r->device = (uint8_t)(R.as_device - 1); /* numbers stay host */
     memcpy(r->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     memcpy(r->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
     r->offset = t->offset;
@@ -719,6 +721,11 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
     R.site_fn = fn;
     R.db = db;
     R.run_id = run_id;
+    /* JANUS_RECORD_AS_DEVICE=cuda (tests only): the trace says every tensor
+     * was on the GPU, so the device path of analyzer, codegen and bundles
+     * is testable on a machine without one; nothing else changes */
+    const char *as = getenv("JANUS_RECORD_AS_DEVICE");
+    R.as_device = as && !strcmp(as, "cuda") ? JN_CUDA + 1 : 0;
     static int atfork_set;
     if (!atfork_set) {
         atfork_set = 1;

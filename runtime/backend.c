@@ -136,4 +136,8 @@ size_t jn_cuda_memory_reserved(void) { return 0; }
 void jn_cuda_reset_peak_memory_stats(void) {}
 void jn_cuda_empty_cache(void) {}
 int jn_cuda_op_supported(jn_op op) { return 0; }
+void *jn_cuda_stream(void) { return NULL; }
+void jn_cuda_hold_begin(void) {}
+void *jn_cuda_hold_end(void) { return NULL; }
+void jn_cuda_hold_release(void *held) { (void)held; }
 #endif

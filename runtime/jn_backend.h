@@ -92,6 +92,15 @@ void jn_cuda_empty_cache(void);
 /* Is op implemented by the CUDA backend?  (Answers from the static table,
  * no GPU needed; 0 in a build without CUDA.) */
 int jn_cuda_op_supported(jn_op op);
+/* The backend's compute stream (a cudaStream_t / CUstream), NULL before
+ * jn_cuda_init or without CUDA: graphs launch their kernels on it. */
+void *jn_cuda_stream(void);
+/* While a CUDA Graph is captured: device blocks freed are held, not
+ * reused (the graph writes them again on replay); hold_end hands them
+ * over, hold_release gives them back once the graph is gone. */
+void jn_cuda_hold_begin(void);
+void *jn_cuda_hold_end(void);
+void jn_cuda_hold_release(void *held);
 
 #ifdef __cplusplus
 }

@@ -155,6 +155,10 @@ jn_status jn_cuda_init(void) {
     return s;
 }
 
+/* the compute stream (a cudaStream_t is a CUstream): the graph executor
+ * launches its generated kernels on it and captures CUDA Graphs from it */
+void *jn_cuda_stream(void) { return cu.ready ? (void *)cu.stream : NULL; }
+
 jn_status jn_cuda_synchronize(void) {
     if (!cu.ready) return JN_OK; /* nothing was ever queued */
     CU(cudaStreamSynchronize(cu.stream), "synchronize");
@@ -253,11 +257,18 @@ static cu_block *block_alloc(size_t nbytes) {
 
 /* jn_storage.release: back on the free list (no CUDA call, so a tensor
  * dying after the context is gone at exit is harmless). */
+static cu_block *held;  /* blocks freed while a CUDA Graph is captured */
+static int holding;
+
 static void block_release(void *ctx) {
     cu_block *b = ctx;
     pthread_mutex_lock(&pool.mu);
     pool.allocated -= b->size;
-    if (b->cls < NCLASS) {
+    if (holding) { /* a captured graph may write it again on replay: not reusable yet */
+        b->next = held;
+        held = b;
+        b = NULL;
+    } else if (b->cls < NCLASS) {
         b->next = pool.free_list[b->cls];
         pool.free_list[b->cls] = b;
         b = NULL;
@@ -266,6 +277,44 @@ static void block_release(void *ctx) {
     }
     pthread_mutex_unlock(&pool.mu);
     if (b) {
+        cudaFree(b->ptr);
+        free(b);
+    }
+}
+
+/* A CUDA Graph writes the addresses it was captured with on every replay,
+ * temporaries a kernel freed during the capture included: those blocks
+ * are held (jn_cuda_hold_end) until the graph is gone (jn_cuda_hold_release). */
+void jn_cuda_hold_begin(void) {
+    pthread_mutex_lock(&pool.mu);
+    holding = 1;
+    pthread_mutex_unlock(&pool.mu);
+}
+void *jn_cuda_hold_end(void) {
+    pthread_mutex_lock(&pool.mu);
+    cu_block *h = held;
+    held = NULL;
+    holding = 0;
+    pthread_mutex_unlock(&pool.mu);
+    return h;
+}
+void jn_cuda_hold_release(void *h) {
+    cu_block *big = NULL;
+    pthread_mutex_lock(&pool.mu);
+    for (cu_block *b = h, *n; b; b = n) {
+        n = b->next;
+        if (b->cls < NCLASS) {
+            b->next = pool.free_list[b->cls];
+            pool.free_list[b->cls] = b;
+        } else { /* oversized: freed as block_release frees it, outside the lock */
+            pool.reserved -= b->size;
+            b->next = big;
+            big = b;
+        }
+    }
+    pthread_mutex_unlock(&pool.mu);
+    for (cu_block *b = big, *n; b; b = n) {
+        n = b->next;
         cudaFree(b->ptr);
         free(b);
     }

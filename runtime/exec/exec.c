@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "jn_autograd.h"
+#include "jn_backend.h"
 #include "jn_cg.h"
 #include "jn_exec.h"
 
@@ -112,6 +113,8 @@ struct jn_rt_exec {
     jn_rt_exec_stats st;
     jn_rt_exec_kcall_hook hook;
     void *hook_ctx;
+    const jn_rt_exec_device *dev; /* NULL: the CPU; else where buffers, nodes and kernels run */
+    jn_tensor **dscal;            /* device: per input, its number in device memory */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -159,7 +162,21 @@ static void set_val(jn_rt_exec *x, int32_t v, jn_tensor *t) {
     }
 }
 
-static jn_tensor *own_tensor(jn_dtype dt, int nd, const int64_t *shape) { return jn_tensor_new(dt, nd, shape); }
+static jn_tensor *own_tensor(const jn_rt_exec *x, jn_dtype dt, int nd, const int64_t *shape) {
+    if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */
+        jn_meta m = {dt, nd, {0}};
+        memcpy(m.shape, shape, sizeof(int64_t) * (size_t)nd);
+        return x->dev->tensor_new(x->dev->ctx, &m);
+    }
+    return jn_tensor_new(dt, nd, shape);
+}
+
+/* dst <- src; on a device through its table (which may be capturing a
+ * CUDA Graph, or replaying one and so skipping the work). */
+static jn_status copy_into(const jn_rt_exec *x, jn_tensor *dst, const jn_tensor *src) {
+    if (__builtin_expect(x->dev != NULL, 0)) return x->dev->copy(x->dev->ctx, dst, src); /* device hook */
+    return jn_copy_into(dst, src);
+}
 
 /* A contiguous header over the arena at value v's offset. */
 static jn_tensor *arena_tensor(jn_rt_exec *x, int32_t v, const int64_t *shape) {
@@ -192,7 +209,7 @@ static jn_tensor *dest_for(jn_rt_exec *x, int32_t v, const int64_t *shape, int f
         return d;
     }
     if (x->place[v] == P_ARENA && !force_own) return arena_tensor(x, v, shape);
-    return own_tensor(iv->dtype, iv->ndim, shape);
+    return own_tensor(x, iv->dtype, iv->ndim, shape);
 }
 
 static int same_memory(const jn_tensor *a, const jn_tensor *b) { return jn_rt_same_view(a, b); }
@@ -259,11 +276,14 @@ static jn_status exec_node(jn_rt_exec *x, int32_t n, jn_tensor *shared, int forc
                 continue;
             }
             const jn_tensor *src = in[k];
-            if (jn_rt_may_overlap(in[k], out[k]) && !(src = copies[k] = jn_contiguous(in[k]))) {
-                s = JN_ERR_NOMEM;
-                goto fail;
+            if (jn_rt_may_overlap(in[k], out[k])) {
+                if (!(src = copies[k] = own_tensor(x, in[k]->dtype, in[k]->ndim, in[k]->shape))) {
+                    s = JN_ERR_NOMEM;
+                    goto fail;
+                }
+                if ((s = copy_into(x, copies[k], in[k]))) goto fail;
             }
-            if ((s = jn_copy_into(out[k], src))) goto fail;
+            if ((s = copy_into(x, out[k], src))) goto fail;
             in[k] = out[k];
         }
     jn_meta meta[JN_MAX_OUTS];
@@ -290,7 +310,9 @@ static jn_status exec_node(jn_rt_exec *x, int32_t n, jn_tensor *shared, int forc
         out[0]->ndim = meta[0].ndim;
         memcpy(out[0]->shape, meta[0].shape, sizeof out[0]->shape);
     }
-    if ((s = cpu_tab[nd->op](nd->nin, in, &a, out))) goto fail;
+    if ((s = __builtin_expect(x->dev != NULL, 0) ? x->dev->node(x->dev->ctx, nd->op, nd->nin, in, &a, out) /* device hook */
+                                                 : cpu_tab[nd->op](nd->nin, in, &a, out)))
+        goto fail;
     for (int j = 0; j < nd->nout; j++) {
         set_val(x, nd->out[j], out[j]);
         out[j] = NULL;
@@ -378,7 +400,11 @@ static jn_status call_gen(jn_rt_exec *x, int32_t ki, jn_tensor *const *ops) {
                   .scalars = K->scalars, .parallel_for = jn_parallel_for};
     if (numel > 0 || g->kernels[ki].kind == JN_IR_K_EW_REDUCE) {
         if (x->hook) x->hook(x->hook_ctx, ki, &c, 0);
-        K->fn(&c);
+        if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */
+            if ((s = x->dev->launch(x->dev->ctx, x->gi, ki, &c, K->io.nscalar))) return s;
+        } else {
+            K->fn(&c);
+        }
         if (x->hook) x->hook(x->hook_ctx, ki, &c, 1);
     }
     x->st.kernels_gen++;
@@ -439,7 +465,7 @@ static jn_status exec_kernel(jn_rt_exec *x, int32_t ki) {
         jn_tensor *t = x->val[v];
         jn_tensor *a = arena_tensor(x, v, t->shape);
         if (!a) return JN_ERR_NOMEM;
-        s = jn_copy_into(a, t);
+        s = copy_into(x, a, t);
         set_val(x, v, a);
     }
     return s;
@@ -498,9 +524,9 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
             break;
         }
         for (int b = 0; b < 2 && s == JN_OK; b++)
-            if (!(buf[2 * c + b] = own_tensor(pv->dtype, init->ndim, init->shape))) s = JN_ERR_NOMEM;
+            if (!(buf[2 * c + b] = own_tensor(x, pv->dtype, init->ndim, init->shape))) s = JN_ERR_NOMEM;
             else note_bytes(x, tbytes(buf[2 * c + b]));
-        if (s == JN_OK) s = jn_copy_into(buf[2 * c], init);
+        if (s == JN_OK) s = copy_into(x, buf[2 * c], init);
         if (s == JN_OK) {
             jn_tensor_incref(buf[2 * c]);
             set_val(x, L->carry[c].param, buf[2 * c]);
@@ -510,7 +536,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
         const jn_ir_value *ov = &g->values[L->collect[c].out];
         x->sv[L->ivar] = 0;
         if ((s = eval_shape(x, L->collect[c].out, shape))) break;
-        if (!(col[c] = own_tensor(ov->dtype, ov->ndim, shape))) s = JN_ERR_NOMEM;
+        if (!(col[c] = own_tensor(x, ov->dtype, ov->ndim, shape))) s = JN_ERR_NOMEM;
         else note_bytes(x, tbytes(col[c]));
     }
     /* per collect its row of this iteration, per carry the buffer its next goes to */
@@ -551,7 +577,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
                 s = jn_error(JN_ERR_RUNTIME, "graph %s loop L%d: collect %%%d not computed", g->name, l, L->collect[c].body);
                 break;
             }
-            if (!same_memory(row[c], body)) s = jn_copy_into(row[c], body);
+            if (!same_memory(row[c], body)) s = copy_into(x, row[c], body);
         }
         for (int32_t c = 0; c < nc && s == JN_OK; c++) {
             nparam[c] = NULL;
@@ -568,7 +594,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
                 nparam[c] = buf[2 * c + cur[c]];
                 continue;
             }
-            if (!same_memory(dst, nx)) s = jn_copy_into(dst, nx);
+            if (!same_memory(dst, nx)) s = copy_into(x, dst, nx);
             cur[c] = 1 - cur[c];
             nparam[c] = dst;
         }
@@ -879,6 +905,9 @@ static int has_v(const int32_t *a, int32_t n, int32_t v) {
     return 0;
 }
 
+/* K->fn of a kernel the device launches (never called: call_gen launches). */
+static void device_kernel_marker(const jn_kcall *c) { (void)c; }
+
 static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_t ki) {
     const jn_ir_graph *g = x->g;
     kinfo *K = &x->k[ki];
@@ -897,6 +926,9 @@ static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_
         return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
     if (lib && (KK->impl == JN_IR_IMPL_GEN || KK->impl == JN_IR_IMPL_GEMM) && K->io.ncall > 0)
         K->fn = jn_rt_exec_lib_kernel(lib, x->gi, ki);
+    if (x->dev && (KK->impl == JN_IR_IMPL_GEN || KK->impl == JN_IR_IMPL_GEMM) && K->io.ncall > 0 && /* device hook */
+        x->dev->has_kernel(x->dev->ctx, x->gi, ki))
+        K->fn = device_kernel_marker;
     const jn_ir_node *root = &g->nodes[KK->root];
     for (int32_t j = 0; j < K->io.ncall; j++)
         K->red_out[j] = KK->kind == JN_IR_K_EW_REDUCE && K->io.call[j] == root->out[0];
@@ -921,7 +953,27 @@ static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_
     return JN_OK;
 }
 
+/* Device: every node the device's node runner gets (outside a launched
+ * kernel, or a gemm kernel's GEMM) must be one it has. */
+static jn_status device_check(const jn_rt_exec *x) {
+    const jn_ir_graph *g = x->g;
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        int32_t k = (x->flags & JN_RT_EXEC_EAGER) ? -1 : g->nodes[n].kernel;
+        int launched = k >= 0 && x->k[k].fn && !(g->kernels[k].kind == JN_IR_K_GEMM && x->k[k].io.nodes[0] == n);
+        if (!launched && !x->dev->supports(x->dev->ctx, g->nodes[n].op))
+            return jn_error(JN_ERR_UNSUPPORTED, "graph %s node %d (%s) cannot run on %s: the device has no kernel for "
+                            "it (run the graph on the cpu)", g->name, n, jn_op_info(g->nodes[n].op)->name,
+                            x->dev->name);
+    }
+    return JN_OK;
+}
+
 jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags, jn_rt_exec **out) {
+    return jn_rt_exec_new_on(m, gi, lib, NULL, flags, out);
+}
+
+jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, const jn_rt_exec_device *dev,
+                            int flags, jn_rt_exec **out) {
     *out = NULL;
     if (!m || gi < 0 || gi >= m->ngraphs)
         return jn_error(JN_ERR_VALUE, "the module has no graph %d (it has %d)", gi, m ? m->ngraphs : 0);
@@ -932,6 +984,8 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
     x->g = g;
     x->gi = gi;
     x->flags = flags;
+    x->dev = dev;
+    if (dev) lib = NULL; /* the device's kernels, never host code */
     int eager = flags & JN_RT_EXEC_EAGER;
     size_t nv = (size_t)g->nvalues + 1, nn = (size_t)g->nnodes + 1;
     x->place = calloc(nv, 1);
@@ -949,12 +1003,13 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
     x->p0 = calloc(nn, sizeof *x->p0);
     x->np = calloc(nn, sizeof *x->np);
     x->k = calloc((size_t)g->nkernels + 1, sizeof *x->k);
+    if (dev) x->dscal = calloc((size_t)g->ninputs + 1, sizeof *x->dscal);
     int32_t npatch = 0;
     for (int32_t n = 0; n < g->nnodes; n++) npatch += JN_MAX_ATTRS * (JN_MAX_DIMS + 1);
     x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
     jn_status s = JN_OK;
     if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->sv || !x->sval || !x->scal || !x->loopstep ||
-        !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches) {
+        !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches || (dev && !x->dscal)) {
         s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
         goto fail;
     }
@@ -986,6 +1041,7 @@ jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib
         x->np[n] = npatch - x->p0[n];
     }
     for (int32_t k = 0; k < g->nkernels && !eager && s == JN_OK; k++) s = prepare_kernel(x, lib, k);
+    if (s == JN_OK && dev) s = device_check(x); /* device hook */
     if (s) goto fail;
     builder b = {x, 0};
     if (build_steps(&b, -1, 0, g->nnodes) < 0) {
@@ -1016,6 +1072,9 @@ void jn_rt_exec_free(jn_rt_exec *x) {
     }
     for (int32_t i = 0; x->scal && i < x->g->ninputs; i++)
         if (x->scal[i]) jn_tensor_decref(x->scal[i]);
+    for (int32_t i = 0; x->dscal && i < x->g->ninputs; i++)
+        if (x->dscal[i]) jn_tensor_decref(x->dscal[i]);
+    free(x->dscal);
     if (x->arena_t) jn_tensor_decref(x->arena_t);
     free(x->arena);
     free(x->k);
@@ -1060,8 +1119,18 @@ static jn_status check_input(jn_rt_exec *x, int32_t i, jn_tensor *t) {
         x->sval[i] = jn_load_f64(jn_data(t), t->dtype);
         if (!x->scal[i] && !(x->scal[i] = jn_scalar_f64(0, iv->dtype, 1))) return JN_ERR_NOMEM;
         jn_store_f64(jn_data(x->scal[i]), iv->dtype, x->sval[i]);
+        if (__builtin_expect(x->dev != NULL, 0)) { /* device hook: kernels read the number from device memory */
+            jn_meta m0 = {iv->dtype, 0, {0}};
+            if (!x->dscal[i] && !(x->dscal[i] = x->dev->tensor_new(x->dev->ctx, &m0))) return JN_ERR_NOMEM;
+            x->dscal[i]->wrapped_number = 1; /* promotes like the host number */
+            return x->dev->copy(x->dev->ctx, x->dscal[i], x->scal[i]);
+        }
         return JN_OK;
     }
+    if (t->storage->device != (x->dev ? x->dev->storage_device : JN_CPU)) /* device hook */
+        return jn_error(JN_ERR_VALUE, "graph %s input %d (%%%d, %s) is on %s, the graph runs on %s: pass a tensor "
+                        "there (.to(...))", g->name, i, in->value, in_kind(in->kind),
+                        jn_device_name(t->storage->device), x->dev ? x->dev->name : "the cpu");
     if (t->dtype != iv->dtype)
         return jn_error(JN_ERR_TYPE, "graph %s input %d (%%%d, %s) is %s, the graph was recorded with %s: pass a "
                         "tensor of that dtype", g->name, i, in->value, in_kind(in->kind), jn_dtype_names[t->dtype],
@@ -1093,6 +1162,13 @@ static jn_status ensure_arena(jn_rt_exec *x) {
     jn_status s = eval(x, x->g->arena, &bytes);
     if (s) return s;
     if (bytes < 0) return jn_error(JN_ERR_VALUE, "graph %s: arena of %lld bytes", x->g->name, (long long)bytes);
+    if (__builtin_expect(x->dev != NULL, 0) && ((size_t)bytes > x->arena_cap || !x->arena_t)) { /* device hook */
+        if (x->arena_t) jn_tensor_decref(x->arena_t);
+        x->arena_t = NULL;
+        x->arena_cap = 0;
+        if ((s = x->dev->arena(x->dev->ctx, x->gi, (size_t)bytes, &x->arena_t))) return s;
+        x->arena_cap = (size_t)bytes;
+    }
     if ((size_t)bytes > x->arena_cap || !x->arena_t) {
         if (x->arena_t) jn_tensor_decref(x->arena_t);
         x->arena_t = NULL;
@@ -1132,11 +1208,13 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
         jn_tensor *t = inputs[i];
         if ((s = check_input(x, i, t))) break;
         x->val[g->inputs[i].value] = x->scal[i] && (g->inputs[i].kind == JN_IR_IN_SCALAR ||
-                                                     g->inputs[i].kind == JN_IR_IN_CONST) ? x->scal[i] : t;
+                                                     g->inputs[i].kind == JN_IR_IN_CONST) ? (x->dscal ? x->dscal[i] : x->scal[i]) : t;
     }
     if (s == JN_OK) s = ensure_arena(x);
     x->peak = x->st.arena_bytes;
+    if (s == JN_OK && x->dev && x->dev->begin) s = x->dev->begin(x->dev->ctx, x->gi); /* device hook */
     if (s == JN_OK) s = exec_steps(x, 0, x->nsteps);
+    if (x->dev && x->dev->end) s = x->dev->end(x->dev->ctx, x->gi, s); /* device hook */
     /* state written back, keep outputs handed out */
     for (int32_t i = 0; i < g->noutputs && s == JN_OK; i++) {
         const jn_ir_output *o = &g->outputs[i];
@@ -1160,7 +1238,8 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
         const jn_ir_output *o = &g->outputs[i];
         if (o->kind != JN_IR_OUT_KEEP) continue;
         jn_tensor *t = x->val[o->value];
-        if (x->arena_t && t->storage == x->arena_t->storage) { /* never hand out arena memory */
+        if ((x->arena_t && t->storage == x->arena_t->storage) || (x->dev && x->dev->copy_outputs)) {
+            /* never hand out arena memory (nor, on a device, memory a CUDA Graph writes again) */
             if (!(t = jn_contiguous(t))) s = jn_error(JN_ERR_NOMEM, "out of memory copying output %%%d", o->value);
         } else {
             jn_tensor_incref(t);

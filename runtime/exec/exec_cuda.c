@@ -36,12 +36,17 @@
  *
  * Every driver call's status becomes a jn_error naming the call, the
  * kernel or module, and the driver's own name for the error.
+ *
+ * Whole graphs (jn_rt_cuda_graphs, at the end): the executor's device
+ * table for a module and a backend, and CUDA Graph capture and replay of
+ * a graph's runs; described there.
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jn_backend.h"
 #include "jn_exec.h"
 
 /* ------------------------------------------------- the driver API slice */
@@ -86,6 +91,15 @@ typedef struct {
                         void **, void **);
     cu_result (*error_name)(cu_result, const char **);
     cu_result (*error_string)(cu_result, const char **);
+    /* CUDA Graphs (optional: NULL when the driver lacks one; graphs then run as plain launches) */
+    cu_result (*begin_capture)(void *stream, int mode);
+    cu_result (*end_capture)(void *stream, void **graph);
+    cu_result (*instantiate)(void **exec, void *graph, unsigned long long flags);
+    cu_result (*graph_launch)(void *exec, void *stream);
+    cu_result (*exec_update)(void *exec, void *graph, void *result_info);
+    cu_result (*exec_destroy)(void *exec);
+    cu_result (*graph_destroy)(void *graph);
+    char graphs_missing[64]; /* the first graph entry point the driver lacks, "" */
     int version;
     char path[1100];
 } cu_api;
@@ -151,6 +165,19 @@ static jn_status cu_get(const cu_api **out) {
             return st;
         }
         memcpy(syms[i].fn, &p, sizeof p); /* POSIX: a function pointer through void * */
+    }
+    struct { void **fn; const char *name; } gsyms[] = {
+        {(void **)&a.begin_capture, "cuStreamBeginCapture_v2"},
+        {(void **)&a.end_capture, "cuStreamEndCapture"},
+        {(void **)&a.instantiate, "cuGraphInstantiateWithFlags"},
+        {(void **)&a.graph_launch, "cuGraphLaunch"},
+        {(void **)&a.exec_update, "cuGraphExecUpdate_v2"},
+        {(void **)&a.exec_destroy, "cuGraphExecDestroy"},
+        {(void **)&a.graph_destroy, "cuGraphDestroy"}};
+    for (size_t i = 0; i < sizeof gsyms / sizeof gsyms[0]; i++) {
+        void *p = dlsym(a.lib, gsyms[i].name);
+        if (!p && !a.graphs_missing[0]) snprintf(a.graphs_missing, sizeof a.graphs_missing, "%s", gsyms[i].name);
+        memcpy(gsyms[i].fn, &p, sizeof p);
     }
     cu_result r = a.init(0);
     if (r) {
@@ -479,4 +506,397 @@ jn_status jn_rt_dlib_download(jn_rt_dlib *l, void *dst, uint64_t src, size_t n) 
     if (st || n == 0) return st;
     cu_result r = l->a->memcpy_dtoh(dst, src, n);
     return r ? jn_error(JN_ERR_RUNTIME, "cuMemcpyDtoH of %zu bytes for %s: %s", n, l->origin, cu_err(l->a, r)) : JN_OK;
+}
+
+/* ------------------------------------------------- whole graphs on a GPU
+ * The jn_rt_exec_device of jn_exec.h for a CUDA module and a backend: the
+ * executor's buffers come from the backend (the eager CUDA backend's
+ * caching allocator), its arena from the module's per-graph device arena,
+ * library nodes run the backend's kernels on tensors over that memory (or
+ * an injected runner's), generated kernels are launched from the module
+ * on `stream` -- the backend's compute stream, so stream order covers
+ * both without events.
+ *
+ * CUDA Graphs (jn_rt_cuda_graphs_run): the steps of a graph's first run
+ * are captured from the stream (relaxed mode: the caching allocator may
+ * still cudaMalloc) and instantiated; every buffer made during the
+ * capture is PINNED (held for the graph's life, since the graph writes
+ * those addresses again).  A later run walks the same steps on the host
+ * only -- headers, views, the pinned buffers handed out again in the same
+ * order -- launching nothing, and folds every call (kernel parameters,
+ * node attributes, operand addresses, shapes, strides) into a hash: equal
+ * to the capture's, the graph is launched (cuGraphLaunch); else the
+ * bindings changed (another batch tensor, another lr baked into a kernel
+ * parameter, a new arena): the run is redone as a new capture and the
+ * executable graph updated (cuGraphExecUpdate) or, failing that,
+ * instantiated again.  A capture that fails (a host sync inside a kernel,
+ * an API the capture forbids) makes that graph run as plain launches from
+ * then on, the reason kept. */
+enum { M_PLAIN, M_CAPTURE, M_WALK };
+
+typedef struct {
+    void *exec;              /* CUgraphExec, NULL */
+    jn_tensor **pin;         /* buffers the graph writes, in the order the run made them */
+    int32_t npin, cappin;
+    uint64_t hash;           /* of the capture's calls */
+    int64_t ncalls;
+    int off;                 /* capture failed once: plain launches from now on */
+    void *held;              /* device blocks freed during the capture (jn_cuda_hold_end) */
+} cgraph;
+
+struct jn_rt_cuda_graphs {
+    jn_rt_exec_device dev;
+    jn_rt_dlib *l;              /* may be NULL: no generated kernels */
+    const jn_rt_backend *be;
+    void *stream;
+    jn_rt_cuda_graphs_runner run;  /* library nodes and copies */
+    int graphs;                 /* CUDA Graphs wanted and the driver has them */
+    /* the run in progress */
+    int want, mode, retry, recapture;
+    int32_t pin0;               /* pinned buffers of the previous capture */
+    int32_t gi;
+    uint64_t hash;
+    int64_t ncalls, walk_pin;
+    cgraph *g;                  /* per graph index */
+    int32_t ng;
+    jn_rt_cuda_graphs_stats st;
+    char name[32];
+};
+
+static uint64_t h64(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+static uint64_t h_tensor(uint64_t h, const jn_tensor *t) {
+    const char *d = t->storage->data ? jn_data(t) : NULL;
+    h = h64(h, &d, sizeof d);
+    h = h64(h, &t->dtype, sizeof t->dtype);
+    h = h64(h, &t->ndim, sizeof t->ndim);
+    h = h64(h, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return h64(h, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+}
+
+static int cg_supports(void *ctx, jn_op op) {
+    const jn_rt_cuda_graphs *c = ctx;
+    return (unsigned)op < JN_NOPS && c->be->kernel[op] != NULL;
+}
+
+/* The default runner: the backend's kernel, a CPU number staged where the
+ * backend wants device memory (the executor passes scalar inputs in device
+ * memory already: a guard). */
+static jn_status be_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    const jn_rt_backend *be = ((jn_rt_cuda_graphs *)ctx)->be;
+    jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS] = {0};
+    jn_status s = JN_OK;
+    for (int i = 0; i < nin && i < JN_MAX_INS; i++) {
+        use[i] = in[i];
+        if (in[i]->storage->device != be->device && !be->host_scalars[op]) {
+            if (!(staged[i] = jn_rt_to_device(in[i], be->device, 0))) {
+                s = jn_errmsg()[0] ? JN_ERR_NOMEM : jn_error(JN_ERR_NOMEM, "out of memory staging input %d of %s", i,
+                                                             jn_op_info(op)->name);
+                break;
+            }
+            use[i] = staged[i];
+        }
+    }
+    if (s == JN_OK) s = be->kernel[op](nin, use, a, out);
+    for (int i = 0; i < nin && i < JN_MAX_INS; i++) jn_tensor_decref(staged[i]);
+    return s;
+}
+static jn_status be_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) {
+    (void)ctx; /* jn_copy_into follows the storages' device to the backend */
+    return jn_copy_into(dst, src);
+}
+
+static jn_status cg_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    jn_rt_cuda_graphs *c = ctx;
+    const jn_opinfo *info = jn_op_info(op);
+    int view = (info->flags & JN_F_VIEW) != 0;
+    if (c->mode != M_PLAIN && !view) { /* views only set strides on the host: nothing a graph holds */
+        c->hash = h64(c->hash, &op, sizeof op);
+        c->hash = h64(c->hash, a, sizeof *a);
+        for (int i = 0; i < nin; i++) c->hash = h_tensor(c->hash, in[i]);
+        for (int j = 0; j < info->nout; j++) c->hash = h_tensor(c->hash, out[j]);
+        c->ncalls++;
+        if (c->mode == M_WALK) return JN_OK;
+    }
+    if (!view) c->st.nodes++;
+    return c->run.node(c->run.ctx, op, nin, in, a, out);
+}
+
+static jn_status cg_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) {
+    jn_rt_cuda_graphs *c = ctx;
+    if (c->mode != M_PLAIN) {
+        c->hash = h_tensor(h_tensor(c->hash ^ 0xc0, dst), src);
+        c->ncalls++;
+        if (c->mode == M_WALK) return JN_OK;
+    }
+    return c->run.copy(c->run.ctx, dst, src);
+}
+
+static jn_status pin(cgraph *G, jn_tensor *t) {
+    if (G->npin == G->cappin) {
+        int32_t n = G->cappin ? 2 * G->cappin : 32;
+        jn_tensor **p = realloc(G->pin, sizeof *p * (size_t)n);
+        if (!p) return jn_error(JN_ERR_NOMEM, "out of memory pinning a CUDA Graph's buffers");
+        G->pin = p, G->cappin = n;
+    }
+    jn_tensor_incref(t);
+    G->pin[G->npin++] = t;
+    return JN_OK;
+}
+
+static jn_tensor *cg_tensor_new(void *ctx, const jn_meta *m) {
+    jn_rt_cuda_graphs *c = ctx;
+    if (c->mode == M_WALK) { /* the capture's buffer, if the run asks for the same */
+        cgraph *G = &c->g[c->gi];
+        jn_tensor *t = c->walk_pin < G->npin ? G->pin[c->walk_pin] : NULL;
+        if (!t || t->dtype != m->dtype || !jn_same_shape(t->ndim, t->shape, m->ndim, m->shape)) {
+            jn_error(JN_ERR_RUNTIME, "the run asks for other buffers than the CUDA Graph's capture");
+            c->retry = 1;
+            return NULL;
+        }
+        c->walk_pin++;
+        jn_tensor_incref(t);
+        return t;
+    }
+    c->st.buffers++;
+    jn_tensor *t = c->be->tensor_new(m);
+    if (t && c->mode == M_CAPTURE && pin(&c->g[c->gi], t)) {
+        jn_tensor_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+static jn_status cg_arena(void *ctx, int32_t gi, size_t bytes, jn_tensor **out) {
+    jn_rt_cuda_graphs *c = ctx;
+    *out = NULL;
+    int64_t n = (int64_t)(bytes ? bytes : 1);
+    if (!c->l) { /* no module: the backend's memory */
+        jn_meta m = {JN_U8, 1, {n}};
+        *out = c->be->tensor_new(&m);
+        return *out ? JN_OK : jn_error(JN_ERR_NOMEM, "out of memory for the %zu-byte arena of graph index %d", bytes, gi);
+    }
+    uint64_t base = 0;
+    jn_status s = jn_rt_dlib_arena(c->l, gi, (size_t)n, &base);
+    if (s) return s;
+    /* the module owns the memory: the header neither frees nor moves it */
+    *out = jn_tensor_from_memory((void *)(uintptr_t)base, (size_t)n, JN_U8, 1, &n, NULL, 0, NULL, NULL);
+    if (!*out) return jn_error(JN_ERR_NOMEM, "out of memory for the arena header of graph index %d", gi);
+    (*out)->storage->device = (uint8_t)c->be->device;
+    c->st.arenas++;
+    return JN_OK;
+}
+
+static int cg_has_kernel(void *ctx, int32_t gi, int32_t k) {
+    const jn_rt_cuda_graphs *c = ctx;
+    return c->l && jn_rt_dlib_has_kernel(c->l, gi, k);
+}
+
+static jn_status cg_launch(void *ctx, int32_t gi, int32_t k, const jn_kcall *kc, int32_t nscalar) {
+    jn_rt_cuda_graphs *c = ctx;
+    jn_dkcall d;
+    jn_status s = jn_rt_dkcall_from(kc, nscalar, &d);
+    if (s) return s;
+    if (c->mode != M_PLAIN) { /* the parameters are baked into a captured launch */
+        c->hash = h64(h64(c->hash, &k, sizeof k), &d, sizeof d);
+        c->ncalls++;
+        if (c->mode == M_WALK) return JN_OK;
+    }
+    s = jn_rt_dlib_launch(c->l, gi, k, &d, c->stream);
+    c->st.launches += s == JN_OK && c->mode == M_PLAIN;
+    return s;
+}
+
+static void unpin(cgraph *G) {
+    for (int32_t i = 0; i < G->npin; i++) jn_tensor_decref(G->pin[i]);
+    G->npin = 0;
+}
+
+static jn_status cg_begin(void *ctx, int32_t gi) {
+    jn_rt_cuda_graphs *c = ctx;
+    c->gi = gi;
+    c->hash = 0xcbf29ce484222325ull, c->ncalls = 0, c->walk_pin = 0;
+    c->mode = M_PLAIN;
+    if (!c->want) { /* jn_rt_exec_run outside jn_rt_cuda_graphs_run, or a fallback */
+        c->st.plain_runs++;
+        return JN_OK;
+    }
+    if (gi >= c->ng) {
+        cgraph *ng = realloc(c->g, sizeof *ng * (size_t)(gi + 1));
+        if (!ng) return jn_error(JN_ERR_NOMEM, "out of memory for the CUDA Graphs of graph index %d", gi);
+        memset(ng + c->ng, 0, sizeof *ng * (size_t)(gi + 1 - c->ng));
+        c->g = ng, c->ng = gi + 1;
+    }
+    cgraph *G = &c->g[gi];
+    if (G->off) {
+        c->st.plain_runs++;
+        return JN_OK;
+    }
+    if (G->exec && !c->recapture) {
+        c->mode = M_WALK;
+        return JN_OK;
+    }
+    c->mode = M_CAPTURE;
+    c->l->a->ctx_set_current(c->l->ctx);
+    cu_result r = c->l->a->begin_capture(c->stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */);
+    if (r) { /* not capturable here: plain launches (this run and the next ones) */
+        snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "cuStreamBeginCapture: %s", cu_err(c->l->a, r));
+        G->off = 1;
+        c->mode = M_PLAIN;
+        c->st.plain_runs++;
+        return JN_OK;
+    }
+    c->pin0 = G->npin;
+    if (c->be->device == JN_CUDA) jn_cuda_hold_begin();
+    return JN_OK;
+}
+
+static jn_status cg_end(void *ctx, int32_t gi, jn_status s) {
+    jn_rt_cuda_graphs *c = ctx;
+    if (c->mode == M_PLAIN) return s;
+    cgraph *G = &c->g[gi];
+    const cu_api *a = c->l->a;
+    int mode = c->mode;
+    c->mode = M_PLAIN;
+    if (mode == M_WALK) {
+        if (s == JN_OK && c->hash == G->hash && c->ncalls == G->ncalls && c->walk_pin == G->npin) {
+            cu_result r = a->graph_launch(G->exec, c->stream);
+            if (!r) {
+                c->st.replays++;
+                return JN_OK;
+            }
+            snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "cuGraphLaunch: %s", cu_err(a, r));
+            G->off = 1;
+        }
+        c->retry = 1; /* the bindings changed (or the launch failed): redo the run */
+        return s ? s : jn_error(JN_ERR_RUNTIME, "the CUDA Graph of graph index %d needs a new capture", gi);
+    }
+    void *graph = NULL;
+    cu_result r = a->end_capture(c->stream, &graph);
+    void *held = c->be->device == JN_CUDA ? jn_cuda_hold_end() : NULL;
+    const char *why = NULL;
+    char buf[300];
+    if (s) { /* a call inside failed: a host sync, a forbidden API, ... */
+        snprintf(buf, sizeof buf, "%s", jn_errmsg());
+        why = buf;
+    } else if (r || !graph) {
+        snprintf(buf, sizeof buf, "cuStreamEndCapture: %s", r ? cu_err(a, r) : "no graph");
+        why = buf;
+    }
+    if (!why && G->exec) { /* same shape of work, new parameters: update the executable graph */
+        struct { int result; void *err_node, *err_from; } info = {0, NULL, NULL};
+        if (a->exec_update(G->exec, graph, &info) == 0) {
+            c->st.updates++;
+        } else {
+            a->exec_destroy(G->exec);
+            G->exec = NULL;
+        }
+    }
+    if (!why && !G->exec) {
+        if ((r = a->instantiate(&G->exec, graph, 0))) {
+            snprintf(buf, sizeof buf, "cuGraphInstantiate: %s", cu_err(a, r));
+            why = buf, G->exec = NULL;
+        } else {
+            c->st.instantiations++;
+        }
+    }
+    if (graph) a->graph_destroy(graph);
+    if (!why && (r = a->graph_launch(G->exec, c->stream))) {
+        snprintf(buf, sizeof buf, "cuGraphLaunch: %s", cu_err(a, r));
+        why = buf;
+    }
+    /* the pinned buffers of the previous capture are no longer in any graph */
+    int32_t old = c->pin0;
+    if (old > 0) {
+        for (int32_t i = 0; i < old; i++) jn_tensor_decref(G->pin[i]);
+        memmove(G->pin, G->pin + old, sizeof *G->pin * (size_t)(G->npin - old));
+        G->npin -= old;
+    }
+    jn_cuda_hold_release(G->held);
+    G->held = NULL;
+    if (why) { /* nothing ran (a capture executes nothing): redo the run with plain launches */
+        snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "%s", why);
+        G->off = 1;
+        if (G->exec) a->exec_destroy(G->exec), G->exec = NULL;
+        unpin(G);
+        jn_cuda_hold_release(held);
+        c->retry = 1;
+        return s ? s : jn_error(JN_ERR_RUNTIME, "graph index %d: %s", gi, why);
+    }
+    G->held = held;
+    c->st.captures++;
+    G->hash = c->hash, G->ncalls = c->ncalls;
+    return JN_OK;
+}
+
+static void cg_graph_free(jn_rt_cuda_graphs *c, cgraph *G) {
+    if (G->exec) c->l->a->exec_destroy(G->exec);
+    G->exec = NULL;
+    unpin(G);
+    free(G->pin);
+    G->pin = NULL, G->cappin = 0;
+    jn_cuda_hold_release(G->held);
+    G->held = NULL;
+}
+
+jn_status jn_rt_cuda_graphs_new(jn_rt_dlib *l, const jn_rt_backend *be, void *stream, jn_rt_cuda_graphs **out) {
+    *out = NULL;
+    if (!be) be = jn_rt_backends[JN_CUDA];
+    if (!be)
+        return jn_error(JN_ERR_UNSUPPORTED, "graphs on the GPU need the eager CUDA backend, which is not available "
+                        "(%s): run the cpu bundle", jn_cuda_built() ? "no usable GPU, or janus.cuda not initialized"
+                                                                    : "this janus was built without CUDA");
+    if (!stream && be->device == JN_CUDA) stream = jn_cuda_stream();
+    jn_rt_cuda_graphs *c = calloc(1, sizeof *c);
+    if (!c) return jn_error(JN_ERR_NOMEM, "out of memory");
+    c->l = l, c->be = be, c->stream = stream;
+    c->run = (jn_rt_cuda_graphs_runner){be_node, be_copy, c};
+    snprintf(c->name, sizeof c->name, "%s", be->device == JN_CUDA ? "cuda:0" : "the fake device");
+    c->dev = (jn_rt_exec_device){.name = c->name, .storage_device = be->device, .ctx = c, .supports = cg_supports,
+                                 .node = cg_node, .tensor_new = cg_tensor_new, .copy = cg_copy, .arena = cg_arena,
+                                 .has_kernel = cg_has_kernel, .launch = cg_launch, .begin = cg_begin, .end = cg_end};
+    /* CUDA Graphs: the module's driver must have them; JANUS_CUDA_GRAPHS=0 switches them off */
+    const char *env = getenv("JANUS_CUDA_GRAPHS");
+    if (!l) snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "no CUDA module (no generated kernels)");
+    else if (l->a->graphs_missing[0])
+        snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "the driver lacks %s", l->a->graphs_missing);
+    else if (env && !strcmp(env, "0")) snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "JANUS_CUDA_GRAPHS=0");
+    else c->graphs = 1;
+    c->dev.copy_outputs = c->graphs;
+    *out = c;
+    return JN_OK;
+}
+
+void jn_rt_cuda_graphs_set_runner(jn_rt_cuda_graphs *c, const jn_rt_cuda_graphs_runner *r) {
+    c->run = r ? *r : (jn_rt_cuda_graphs_runner){be_node, be_copy, c};
+}
+
+void jn_rt_cuda_graphs_free(jn_rt_cuda_graphs *c) {
+    if (!c) return;
+    for (int32_t i = 0; i < c->ng; i++) cg_graph_free(c, &c->g[i]);
+    free(c->g);
+    free(c);
+}
+
+const jn_rt_exec_device *jn_rt_cuda_graphs_device(jn_rt_cuda_graphs *c) { return &c->dev; }
+
+void jn_rt_cuda_graphs_get_stats(const jn_rt_cuda_graphs *c, jn_rt_cuda_graphs_stats *st) { *st = c->st; }
+
+jn_status jn_rt_cuda_graphs_run(jn_rt_cuda_graphs *c, jn_rt_exec *x, jn_tensor *const *inputs, const int64_t *syms,
+                                jn_tensor **outs) {
+    c->want = c->graphs, c->retry = 0, c->recapture = 0;
+    jn_status s = jn_rt_exec_run(x, inputs, syms, outs);
+    if (c->retry) { /* the replay walk differed from the capture: capture anew */
+        c->retry = 0, c->recapture = 1;
+        s = jn_rt_exec_run(x, inputs, syms, outs);
+    }
+    if (c->retry) { /* the capture failed (nothing ran): plain launches */
+        c->retry = 0, c->want = 0;
+        s = jn_rt_exec_run(x, inputs, syms, outs);
+    }
+    c->want = 0, c->recapture = 0;
+    return s;
 }

@@ -205,6 +205,92 @@ jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint
 typedef void (*jn_rt_exec_kcall_hook)(void *ctx, int32_t k, const jn_kcall *c, int after);
 void jn_rt_exec_set_kcall_hook(jn_rt_exec *x, jn_rt_exec_kcall_hook fn, void *ctx);
 
+/* ------------------------------------------------ graphs on a device
+ * The same executor runs a graph on a device when given this table (the
+ * style of ggml's backends): every buffer (own values, loop buffers, the
+ * numbers of scalar inputs) comes from tensor_new, the arena from arena,
+ * every node outside a launched kernel (library nodes: GEMMs, views,
+ * copies, a gemm kernel's GEMM, kernels without device code member by
+ * member) runs through node, generated kernels through launch with the
+ * jn_kcall the CPU executor builds (data[] are device addresses), copies
+ * between the run's buffers (in-place ops' functional copies, loop moves)
+ * through copy; the state write-back and keep outputs out of the arena
+ * use jn_copy_into / jn_contiguous, which follow the storages' device to
+ * its backend.  Tensor inputs must be on storage_device.  exec_cuda.c fills it for a CUDA module and backend
+ * (jn_rt_cuda_graphs); tests plug host kernels into it. */
+typedef struct jn_rt_exec_device {
+    const char *name;     /* "cuda:0" (messages) */
+    int storage_device;   /* jn_storage.device of its tensors (JN_CUDA; a host fake: JN_CPU) */
+    void *ctx;
+    int (*supports)(void *ctx, jn_op op);
+    jn_status (*node)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out);
+    jn_tensor *(*tensor_new)(void *ctx, const jn_meta *m);
+    jn_status (*copy)(void *ctx, jn_tensor *dst, const jn_tensor *src);
+    /* *out: a new reference to a 1-d uint8 tensor over at least `bytes` of
+     * device memory for graph index gi (reused by the caller while it fits) */
+    jn_status (*arena)(void *ctx, int32_t gi, size_t bytes, jn_tensor **out);
+    int (*has_kernel)(void *ctx, int32_t gi, int32_t k);
+    jn_status (*launch)(void *ctx, int32_t gi, int32_t k, const jn_kcall *c, int32_t nscalar);
+    /* Optional (NULL: none): called around the run's steps (after the
+     * inputs are checked and scalar inputs copied in, before the state
+     * write-back): what a CUDA Graph captures or replays.  end gets the
+     * steps' status and returns the run's. */
+    jn_status (*begin)(void *ctx, int32_t gi);
+    jn_status (*end)(void *ctx, int32_t gi, jn_status s);
+    int copy_outputs;     /* keep outputs always copied out (their buffers are written again) */
+} jn_rt_exec_device;
+
+/* jn_rt_exec_new for a device (dev NULL: the CPU, lib used; else lib
+ * ignored, kernels the device has are launched).  JN_ERR_UNSUPPORTED,
+ * naming node and op, when a node the device would run has no kernel
+ * there.  dev must outlive the executor. */
+jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, const jn_rt_exec_device *dev,
+                            int flags, jn_rt_exec **out);
+
+/* The device of a CUDA module l (NULL: no generated kernels, every node
+ * through the backend) and a backend be (NULL: the eager CUDA backend,
+ * jn_rt_backends[JN_CUDA]; a test may pass a table of host kernels over
+ * the fake driver's host "device" memory) on `stream` (NULL with the CUDA
+ * backend: its compute stream, jn_cuda_stream).  l and be must outlive it.
+ * JN_ERR_UNSUPPORTED when there is no backend. */
+struct jn_rt_backend;
+typedef struct jn_rt_cuda_graphs jn_rt_cuda_graphs;
+typedef struct {
+    int64_t nodes;     /* library nodes run (views excepted) */
+    int64_t launches;  /* generated kernels launched one by one (not from a CUDA Graph) */
+    int64_t buffers;   /* buffers made (own values, loop buffers, scalars) */
+    int64_t arenas;    /* arena headers over the module's device arena */
+    /* CUDA Graphs (jn_rt_cuda_graphs_run): runs that launched a captured
+     * graph as it was, captures (instantiated or updated), executable
+     * graphs updated in place, instantiated; runs made of plain launches
+     * and the last reason */
+    int64_t replays, captures, updates, instantiations, plain_runs;
+    char plain_reason[400];
+} jn_rt_cuda_graphs_stats;
+jn_status jn_rt_cuda_graphs_new(jn_rt_dlib *l, const struct jn_rt_backend *be, void *stream, jn_rt_cuda_graphs **out);
+void jn_rt_cuda_graphs_free(jn_rt_cuda_graphs *c);
+const jn_rt_exec_device *jn_rt_cuda_graphs_device(jn_rt_cuda_graphs *c);
+void jn_rt_cuda_graphs_get_stats(const jn_rt_cuda_graphs *c, jn_rt_cuda_graphs_stats *st);
+/* Library nodes and copies between the run's buffers (default: the
+ * backend's kernels and jn_copy_into).  A runner must enqueue its work on
+ * the stream (so a CUDA Graph captures it), e.g. a test's host functions
+ * through cuLaunchHostFunc on the fake driver.  NULL: the default. */
+typedef struct {
+    jn_status (*node)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out);
+    jn_status (*copy)(void *ctx, jn_tensor *dst, const jn_tensor *src);
+    void *ctx;
+} jn_rt_cuda_graphs_runner;
+void jn_rt_cuda_graphs_set_runner(jn_rt_cuda_graphs *c, const jn_rt_cuda_graphs_runner *r);
+/* One run of x (made with jn_rt_exec_new_on(..., jn_rt_cuda_graphs_device(c), ...))
+ * as a CUDA Graph: the first run with given bindings is captured and
+ * instantiated, later ones with the same calls launch it; a changed call
+ * (other addresses, shapes or baked parameters) is captured again and the
+ * executable graph updated; a capture that fails (e.g. a host sync in a
+ * kernel) is redone with plain launches, as every later run of that graph
+ * (stats: plain_reason).  Same contract as jn_rt_exec_run. */
+jn_status jn_rt_cuda_graphs_run(jn_rt_cuda_graphs *c, jn_rt_exec *x, jn_tensor *const *inputs, const int64_t *syms,
+                                jn_tensor **outs);
+
 typedef struct {
     int64_t arena_bytes;       /* this run's arena */
     int64_t peak_bytes;        /* arena + every other buffer alive at once (outputs, loop buffers) */

@@ -30,6 +30,7 @@
  */
 #include <dlfcn.h>
 
+#include "jn_backend.h"
 #include "jn_cg.h"
 #include "jn_exec.h"
 #include "jn_test.h"
@@ -374,6 +375,360 @@ static int gpu_calls, gpu_exact, gpu_close, gpu_modules;
 static int fake_driver; /* the "GPU" is tests/c/fake_libcuda.c: cubins are C kernel objects */
 static int use_device;  /* the golden modules run on the device too */
 
+/* ------------------------------------ whole graphs on the device
+ * Graph gi run by the device executor (jn_rt_exec_new_on with
+ * jn_rt_cuda_graphs: generated kernels launched from l, every other node
+ * through backend be) against the CPU executor with compiled C kernels on
+ * the same inputs.  The test's device table wraps the real one and checks
+ * that every buffer a node writes and every operand a kernel is launched
+ * with lies in memory the device table handed out (its buffers, the
+ * module's arena) or in an input's storage: no host allocation slips in.
+ * With the fake driver the backend is the CPU kernels' table over the
+ * fake's host "device" memory (bitwise: checks the plumbing, not CUDA);
+ * with a GPU it is the eager CUDA backend (inputs uploaded, outputs
+ * downloaded; floats within 1e-5 relative). */
+typedef struct {
+    const jn_rt_exec_device *in;
+    jn_rt_exec_device dev;
+    jn_tensor *made[8192]; /* held: their memory stays theirs while the run goes on */
+    int nmade;
+    jn_tensor *const *inputs;
+    int32_t ninputs;
+    int foreign, nodes, launches;
+} dtrack;
+
+static int dt_known(const dtrack *t, const char *p, size_t n) {
+    for (int i = 0; i < t->nmade; i++) {
+        const char *d = t->made[i]->storage->data;
+        if (p >= d && p + n <= d + t->made[i]->storage->nbytes) return 1;
+    }
+    for (int32_t i = 0; i < t->ninputs; i++) {
+        const jn_storage *st = t->inputs[i] ? t->inputs[i]->storage : NULL;
+        if (st && st->data && p >= (const char *)st->data && p + n <= (const char *)st->data + st->nbytes) return 1;
+    }
+    return 0;
+}
+static void dt_note(dtrack *t, jn_tensor *x) {
+    if (x && t->nmade < (int)(sizeof t->made / sizeof t->made[0])) jn_tensor_incref(t->made[t->nmade++] = x);
+}
+static void dt_free(dtrack *t) {
+    for (int i = 0; t && i < t->nmade; i++) jn_tensor_decref(t->made[i]);
+    free(t);
+}
+static int dt_supports(void *ctx, jn_op op) { dtrack *t = ctx; return t->in->supports(t->in->ctx, op); }
+static jn_status dt_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    dtrack *t = ctx;
+    t->nodes++;
+    for (int j = 0; j < jn_op_info(op)->nout; j++)
+        if (!(jn_op_info(op)->flags & JN_F_VIEW) && jn_numel(out[j]) > 0 && !dt_known(t, jn_data(out[j]), jn_elsize(out[j]))) {
+            if (!t->foreign++) fprintf(stderr, "device executor: %s writes output %d into host memory\n", jn_op_info(op)->name, j);
+        }
+    return t->in->node(t->in->ctx, op, nin, in, a, out);
+}
+static jn_tensor *dt_tensor_new(void *ctx, const jn_meta *m) {
+    dtrack *t = ctx;
+    jn_tensor *x = t->in->tensor_new(t->in->ctx, m);
+    dt_note(t, x);
+    return x;
+}
+static jn_status dt_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) { dtrack *t = ctx; return t->in->copy(t->in->ctx, dst, src); }
+static jn_status dt_arena(void *ctx, int32_t gi, size_t bytes, jn_tensor **out) {
+    dtrack *t = ctx;
+    jn_status s = t->in->arena(t->in->ctx, gi, bytes, out);
+    if (!s) dt_note(t, *out);
+    return s;
+}
+static int dt_has_kernel(void *ctx, int32_t gi, int32_t k) { dtrack *t = ctx; return t->in->has_kernel(t->in->ctx, gi, k); }
+static jn_status dt_launch(void *ctx, int32_t gi, int32_t k, const jn_kcall *c, int32_t nscalar) {
+    dtrack *t = ctx;
+    t->launches++;
+    for (int j = 0; j < c->nops; j++)
+        if (!dt_known(t, c->data[j], 1) && !t->foreign++)
+            fprintf(stderr, "device executor: kernel K%d operand %d is not device memory\n", k, j);
+    return t->in->launch(t->in->ctx, gi, k, c, nscalar);
+}
+static jn_status dt_begin(void *ctx, int32_t gi) { dtrack *t = ctx; return t->in->begin(t->in->ctx, gi); }
+static jn_status dt_end(void *ctx, int32_t gi, jn_status s) { dtrack *t = ctx; return t->in->end(t->in->ctx, gi, s); }
+static void dt_init(dtrack *t, const jn_rt_exec_device *in) {
+    memset(t, 0, sizeof *t);
+    t->in = in;
+    t->dev = *in;
+    t->dev.ctx = t, t->dev.supports = dt_supports, t->dev.node = dt_node, t->dev.tensor_new = dt_tensor_new;
+    t->dev.copy = dt_copy, t->dev.arena = dt_arena, t->dev.has_kernel = dt_has_kernel, t->dev.launch = dt_launch;
+    t->dev.begin = in->begin ? dt_begin : NULL, t->dev.end = in->end ? dt_end : NULL;
+}
+
+static int graphs_run, graphs_outputs, graphs_exact, graphs_close, graphs_skipped;
+static int64_t graphs_launches, graphs_nodes;
+static const jn_rt_backend *graph_backend; /* the fake's host table, or the eager CUDA backend */
+typedef int (*CUresult_fn)(void *stream, void (*fn)(void *), void *data);
+static int graph_stream; /* the fake's stream handle: its address */
+
+/* Inputs (jn_rt_exec_make_inputs, seed) on the backend's device. */
+static jn_status device_inputs(const jn_ir_graph *g, const int64_t *sv, jn_tensor **host, jn_tensor **dev) {
+    jn_status s = jn_rt_exec_make_inputs(g, sv, 4242, host);
+    for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
+        jn_ir_input_kind k = g->inputs[i].kind;
+        int tensor = k == JN_IR_IN_STATE || k == JN_IR_IN_HOST || k == JN_IR_IN_CARRY;
+        dev[i] = tensor ? jn_rt_to_device(host[i], graph_backend->device, 1) : host[i];
+        if (!tensor) jn_tensor_incref(host[i]);
+        if (!dev[i]) s = jn_error(JN_ERR_NOMEM, "input %d to the device: %s", i, jn_errmsg());
+    }
+    return s;
+}
+
+static void graph_on_device(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, jn_rt_dlib *l, const char *name) {
+    const jn_ir_graph *g = m->graphs[gi];
+    int64_t *sv = mid_syms(g);
+    size_t ni = (size_t)g->ninputs + 1, no = (size_t)g->noutputs + 1;
+    jn_tensor **ref = calloc(no, sizeof *ref), **hin = calloc(ni, sizeof *hin), **din = calloc(ni, sizeof *din),
+              **keep = calloc(no, sizeof *keep);
+    jn_rt_exec_stats cst = {0}, dst = {0};
+    jn_rt_cuda_graphs *cg = NULL;
+    jn_rt_exec *x = NULL;
+    dtrack *t = calloc(1, sizeof *t);
+    jn_status s = sv && ref && hin && din && keep && t ? jt_run_graph(m, gi, lib, 0, sv, 4242, ref, &cst) : JN_ERR_NOMEM;
+    CHECK(s == JN_OK);
+    if (!s) s = device_inputs(g, sv, hin, din);
+    if (!s) s = jn_rt_cuda_graphs_new(l, graph_backend, NULL, &cg);
+    if (!s) {
+        dt_init(t, jn_rt_cuda_graphs_device(cg));
+        t->inputs = din, t->ninputs = g->ninputs;
+        s = jn_rt_exec_new_on(m, gi, NULL, &t->dev, 0, &x);
+    }
+    if (s == JN_ERR_UNSUPPORTED) { /* an op the backend lacks: the graph stays on the CPU */
+        graphs_skipped++;
+        goto done;
+    }
+    if (!s) s = jn_rt_exec_run(x, din, sv, keep);
+    CHECK(s == JN_OK);
+    if (s) {
+        fprintf(stderr, "%s graph %s on the device: %s\n", name, g->name, jn_errmsg());
+        goto done;
+    }
+    jn_rt_exec_last_stats(x, &dst);
+    jn_rt_cuda_graphs_stats cs;
+    jn_rt_cuda_graphs_get_stats(cg, &cs);
+    graphs_run++;
+    /* every compiled kernel launched, every other node through the node runner, all in device memory */
+    CHECK(t->foreign == 0);
+    CHECK(dst.kernels_gen == cst.kernels_gen && cs.launches == cst.kernels_gen && t->launches == cs.launches);
+    CHECK(dst.nodes_eager == cst.nodes_eager && t->nodes == cst.nodes_eager && cs.nodes <= t->nodes);
+    CHECK(cs.plain_runs == 1 && cs.captures == 0 && cs.replays == 0); /* jn_rt_exec_run: no CUDA Graph */
+    CHECK(dst.arena_bytes == cst.arena_bytes && (dst.arena_bytes == 0 || cs.arenas == 1));
+    graphs_launches += cs.launches, graphs_nodes += cs.nodes;
+    for (int32_t i = 0, k = 0; i < g->noutputs; i++) {
+        jn_tensor *o = g->outputs[i].kind == JN_IR_OUT_KEEP ? keep[k++] : din[g->outputs[i].state];
+        jn_tensor *h = jn_rt_to_device(o, JN_CPU, 1);
+        int r = h && jt_same(ref[i], h, 1, 0) ? 1 : h && !fake_driver && jt_same(ref[i], h, 2, 1e-5) ? 2 : 0;
+        CHECK(r != 0);
+        if (!r) fprintf(stderr, "%s graph %s output %d (%%%d) differs CPU vs device\n", name, g->name, i, g->outputs[i].value);
+        graphs_outputs++, graphs_exact += r == 1, graphs_close += r == 2;
+        jn_tensor_decref(h);
+    }
+done:
+    jn_rt_exec_free(x);
+    jn_rt_cuda_graphs_free(cg);
+    for (int32_t i = 0; i < g->noutputs; i++) {
+        if (ref && ref[i]) jn_tensor_decref(ref[i]);
+        if (keep && keep[i]) jn_tensor_decref(keep[i]);
+    }
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        if (hin && hin[i]) jn_tensor_decref(hin[i]);
+        if (din && din[i]) jn_tensor_decref(din[i]);
+    }
+    free(ref), free(hin), free(din), free(keep), free(sv);
+    dt_free(t);
+}
+
+/* ------------------------------------ whole graphs as CUDA Graphs
+ * jn_rt_cuda_graphs_run on the fake driver: library nodes and copies go
+ * through a runner that enqueues each as a host function (cuLaunchHostFunc)
+ * on the stream -- run at once outside a capture, recorded into the graph
+ * during one -- over the CPU kernels, as the eager CUDA backend's kernels
+ * would be captured from its stream.  Per graph: run 1 is captured and
+ * instantiated, runs 2 and 3 (new input values written into the same
+ * tensors) replay it, run 4 (a state input moved to a new tensor: another
+ * address) is captured again and the executable graph updated; every run's
+ * outputs bitwise equal to the CPU executor's on the same inputs.  Then
+ * FAKE_CUDA_FAIL=capture: the run falls back to plain launches, the reason
+ * kept, with the same results. */
+typedef struct closure {
+    struct closure *next;
+    jn_op op; /* JN_NOPS: a copy */
+    int nin, nout;
+    jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS];
+    jn_attrs a;
+} closure;
+static closure *closures;
+static int closure_errors;
+static CUresult_fn host_func_launch;
+
+static void run_closure(void *p) {
+    closure *c = p;
+    jn_status s = c->op == JN_NOPS ? jn_copy_into(c->out[0], c->in[0])
+                                   : jn_rt_cpu_backend.kernel[c->op](c->nin, c->in, &c->a, c->out);
+    if (s && !closure_errors++) fprintf(stderr, "host function: %s\n", jn_errmsg());
+}
+static jn_status enqueue(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout, jn_tensor *const *out) {
+    closure *c = calloc(1, sizeof *c);
+    if (!c) return JN_ERR_NOMEM;
+    c->op = op, c->nin = nin, c->nout = nout;
+    if (a) c->a = *a;
+    for (int i = 0; i < nin; i++) jn_tensor_incref(c->in[i] = in[i]);
+    for (int j = 0; j < nout; j++) jn_tensor_incref(c->out[j] = out[j]);
+    c->next = closures, closures = c;
+    return host_func_launch(&graph_stream, run_closure, c) ? jn_error(JN_ERR_RUNTIME, "cuLaunchHostFunc failed") : JN_OK;
+}
+static jn_status host_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    (void)ctx;
+    if (jn_op_info(op)->flags & JN_F_VIEW) return jn_rt_cpu_backend.kernel[op](nin, in, a, out); /* strides only */
+    return enqueue(op, nin, in, a, jn_op_info(op)->nout, out);
+}
+static jn_status host_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) {
+    (void)ctx;
+    jn_tensor *s = (jn_tensor *)src;
+    return enqueue(JN_NOPS, 1, &s, NULL, 1, &dst);
+}
+static void free_closures(void) {
+    while (closures) {
+        closure *c = closures;
+        closures = c->next;
+        for (int i = 0; i < c->nin; i++) jn_tensor_decref(c->in[i]);
+        for (int j = 0; j < c->nout; j++) jn_tensor_decref(c->out[j]);
+        free(c);
+    }
+}
+
+static int cg_graphs, cg_runs, cg_outputs_equal, cg_outputs;
+static jn_rt_cuda_graphs_stats cg_total;
+
+/* One run of both executors on inputs of `seed`; 1 when every output is bitwise equal. */
+static int graph_run_pair(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, jn_rt_exec *dx,
+                          jn_rt_cuda_graphs *cg, const int64_t *sv, uint64_t seed, jn_tensor **din, int fresh_state) {
+    const jn_ir_graph *g = m->graphs[gi];
+    size_t ni = (size_t)g->ninputs + 1, no = (size_t)g->noutputs + 1;
+    jn_tensor **hin = calloc(ni, sizeof *hin), **hk = calloc(no, sizeof *hk), **dk = calloc(no, sizeof *dk);
+    jn_rt_exec *cx = NULL;
+    int ok = 0;
+    jn_status s = hin && hk && dk ? jn_rt_exec_make_inputs(g, sv, seed, hin) : JN_ERR_NOMEM;
+    for (int32_t i = 0; i < g->ninputs && !s; i++) { /* the same values into the device's tensors */
+        jn_ir_input_kind k = g->inputs[i].kind;
+        if (k != JN_IR_IN_STATE && k != JN_IR_IN_HOST && k != JN_IR_IN_CARRY) {
+            if (din[i]) jn_tensor_decref(din[i]);
+            jn_tensor_incref(din[i] = hin[i]);
+        } else if (!din[i] || (fresh_state && k == JN_IR_IN_STATE)) { /* a new tensor: a new address */
+            jn_tensor *old = din[i]; /* freed after: the new one cannot reuse its memory */
+            if (!(din[i] = jn_rt_to_device(hin[i], graph_backend->device, 1))) s = JN_ERR_NOMEM;
+            if (old) jn_tensor_decref(old);
+        } else {
+            s = jn_copy_into(din[i], hin[i]);
+        }
+    }
+    if (!s) s = jn_rt_exec_new(m, gi, lib, 0, &cx);
+    if (!s) s = jn_rt_exec_run(cx, hin, sv, hk);
+    if (!s) s = jn_rt_cuda_graphs_run(cg, dx, din, sv, dk);
+    if (s) fprintf(stderr, "graph %s (CUDA Graphs, seed %llu): %s\n", g->name, (unsigned long long)seed, jn_errmsg());
+    if (!s) {
+        ok = 1;
+        for (int32_t i = 0, k = 0; i < g->noutputs; i++) {
+            int keep = g->outputs[i].kind == JN_IR_OUT_KEEP;
+            jn_tensor *a = keep ? hk[k] : hin[g->outputs[i].state], *b = keep ? dk[k] : din[g->outputs[i].state];
+            k += keep;
+            jn_tensor *bh = jn_rt_to_device(b, JN_CPU, 1); /* the GPU's result on the host */
+            int same = bh && (jt_same(a, bh, 1, 0) || (!fake_driver && jt_same(a, bh, 2, 1e-5)));
+            jn_tensor_decref(bh);
+            if (!same) fprintf(stderr, "graph %s (CUDA Graphs, seed %llu): output %d differs\n", g->name, (unsigned long long)seed, i);
+            ok &= same;
+            cg_outputs++, cg_outputs_equal += same;
+        }
+    }
+    jn_rt_exec_free(cx);
+    for (int32_t i = 0; i < g->noutputs; i++) {
+        if (hk && hk[i]) jn_tensor_decref(hk[i]);
+        if (dk && dk[i]) jn_tensor_decref(dk[i]);
+    }
+    for (int32_t i = 0; hin && i < g->ninputs; i++)
+        if (hin[i]) jn_tensor_decref(hin[i]);
+    free(hin), free(hk), free(dk);
+    return ok;
+}
+
+static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, jn_rt_dlib *l) {
+    const jn_ir_graph *g = m->graphs[gi];
+    int64_t *sv = mid_syms(g);
+    jn_tensor **din = calloc((size_t)g->ninputs + 1, sizeof *din);
+    jn_rt_cuda_graphs *cg = NULL;
+    jn_rt_exec *dx = NULL;
+    jn_rt_cuda_graphs_runner r = {host_node, host_copy, NULL};
+    jn_status s = !sv || !din ? JN_ERR_NOMEM
+                : fake_driver ? jn_rt_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg)
+                              : jn_rt_cuda_graphs_new(l, NULL, NULL, &cg); /* the eager CUDA backend, its stream */
+    if (!s) {
+        if (fake_driver) jn_rt_cuda_graphs_set_runner(cg, &r);
+        s = jn_rt_exec_new_on(m, gi, NULL, jn_rt_cuda_graphs_device(cg), 0, &dx);
+    }
+    CHECK(s == JN_OK || (!fake_driver && s == JN_ERR_UNSUPPORTED)); /* an op the CUDA backend lacks: left out */
+    int has_state = 0;
+    for (int32_t i = 0; i < g->ninputs; i++) has_state |= g->inputs[i].kind == JN_IR_IN_STATE;
+    if (!s && !fake_driver) { /* a real GPU: results right whatever ran; a capture may fail legitimately */
+        jn_rt_cuda_graphs_stats st;
+        for (int k = 0; k < 4; k++) CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 11 + (uint64_t)k, din, k == 3));
+        jn_rt_cuda_graphs_get_stats(cg, &st);
+        if (st.plain_runs) printf("  graph %s: plain launches: %s\n", g->name, st.plain_reason);
+        cg_graphs++, cg_runs += 4;
+        cg_total.replays += st.replays, cg_total.captures += st.captures, cg_total.updates += st.updates;
+        cg_total.instantiations += st.instantiations, cg_total.plain_runs += st.plain_runs;
+        s = JN_ERR_UNSUPPORTED; /* the fake's checks below do not apply */
+    }
+    if (!s) {
+        jn_rt_cuda_graphs_stats st;
+        CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 11, din, 0));
+        jn_rt_cuda_graphs_get_stats(cg, &st);
+        CHECK(st.captures == 1 && st.instantiations == 1 && st.replays == 0 && st.plain_runs == 0);
+        if (st.plain_runs) fprintf(stderr, "graph %s: plain launches: %s\n", g->name, st.plain_reason);
+        CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 12, din, 0) && graph_run_pair(m, gi, lib, dx, cg, sv, 13, din, 0));
+        jn_rt_cuda_graphs_get_stats(cg, &st);
+        CHECK(st.captures == 1 && st.replays == 2 && st.launches == 0); /* nothing launched one by one */
+        if (has_state) { /* another address: captured again, the executable graph updated (unless no
+                          * captured call reads that state: then the same graph is right) */
+            CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 14, din, 1));
+            jn_rt_cuda_graphs_get_stats(cg, &st);
+            CHECK(st.captures + st.replays == 4 && st.updates + st.instantiations == st.captures);
+            cg_runs++;
+        }
+        cg_runs += 3;
+        cg_graphs++;
+        cg_total.replays += st.replays, cg_total.captures += st.captures, cg_total.updates += st.updates;
+        cg_total.instantiations += st.instantiations;
+    }
+    jn_rt_exec_free(dx);
+    jn_rt_cuda_graphs_free(cg);
+    dx = NULL, cg = NULL;
+    /* a capture that cannot start: plain launches, the reason kept, the same results */
+    setenv("FAKE_CUDA_FAIL", "capture", 1);
+    s = fake_driver ? jn_rt_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg) : JN_ERR_UNSUPPORTED;
+    if (!s) {
+        jn_rt_cuda_graphs_set_runner(cg, &r);
+        s = jn_rt_exec_new_on(m, gi, NULL, jn_rt_cuda_graphs_device(cg), 0, &dx);
+    }
+    if (!s) {
+        jn_rt_cuda_graphs_stats st;
+        CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 15, din, 0) && graph_run_pair(m, gi, lib, dx, cg, sv, 16, din, 0));
+        jn_rt_cuda_graphs_get_stats(cg, &st);
+        CHECK(st.captures == 0 && st.replays == 0 && st.plain_runs == 2 && strstr(st.plain_reason, "cuStreamBeginCapture"));
+        cg_total.launches += st.launches;
+        cg_total.plain_runs += st.plain_runs;
+    }
+    unsetenv("FAKE_CUDA_FAIL");
+    jn_rt_exec_free(dx);
+    jn_rt_cuda_graphs_free(cg);
+    for (int32_t i = 0; din && i < g->ninputs; i++)
+        if (din[i]) jn_tensor_decref(din[i]);
+    free(din), free(sv);
+    free_closures();
+}
+
 /* The module's kernels for the device: a cubin (and PTX) from NVRTC, or,
  * for the fake driver, the generated C compiled to a shared object. */
 static jn_status device_image(const jn_ir_module *m, const char *arch, void **cubin, size_t *cl, char **ptx, size_t *pl) {
@@ -434,6 +789,9 @@ static void golden_module(const jn_ir_module *m, const char *name) {
         free(h.got);
         free(sv);
     }
+    for (int32_t gi = 0; l && graph_backend && gi < m->ngraphs; gi++) graph_on_device(m, gi, lib, l, name);
+    for (int32_t gi = 0; l && graph_backend && (!fake_driver || host_func_launch) && gi < m->ngraphs; gi++)
+        graph_as_cuda_graph(m, gi, lib, l);
     jn_rt_dlib_close(l);
     jn_rt_exec_lib_close(lib);
     free(ptx), free(cubin);
@@ -444,6 +802,9 @@ static void test_golden(void) {
         printf("SKIPPED: %s -- not run: the golden modules' CUDA kernels against the CPU executor\n", jn_errmsg());
     else
         use_device = have_gpu;
+    if (use_device && fake_driver) graph_backend = &jn_rt_cpu_backend; /* the fake's "device" memory is host memory */
+    else if (use_device && jn_cuda_init() == JN_OK) graph_backend = jn_rt_backends[JN_CUDA];
+    else if (use_device) printf("SKIPPED: %s -- not run: whole golden graphs on the GPU (device executor)\n", jn_errmsg());
     int files = each_golden(golden_module);
     CHECK(files >= 16);
     if (no_cc) {
@@ -458,6 +819,27 @@ static void test_golden(void) {
            fake_driver ? "fake driver (host C kernels as \"device\" code)" : "CUDA kernels", gpu_modules, gpu_calls,
            gpu_exact, gpu_close);
     CHECK(gpu_modules > 0 && gpu_calls == total_calls);
+    if (!graph_backend) return;
+    printf("  whole graphs on the %s: %d graphs (%d left on the CPU: an op the backend lacks), %lld kernel launches, "
+           "%lld library nodes; %d outputs: %d bitwise equal to the CPU executor's, %d within 1e-5 relative\n",
+           fake_driver ? "fake device (host kernels in the node-runner table: plumbing, not CUDA)" : "GPU", graphs_run,
+           graphs_skipped, (long long)graphs_launches, (long long)graphs_nodes, graphs_outputs, graphs_exact, graphs_close);
+    CHECK(graphs_run > 0 && graphs_outputs == graphs_exact + graphs_close && graphs_launches > 0 && graphs_nodes > 0);
+    if (!fake_driver) {
+        printf("  CUDA Graphs on the GPU: %d graphs, %d runs: %lld captures (%lld instantiated, %lld updated), %lld "
+               "replays, %lld plain runs; %d of %d outputs equal to the CPU executor's (bitwise or 1e-5)\n", cg_graphs,
+               cg_runs, (long long)cg_total.captures, (long long)cg_total.instantiations, (long long)cg_total.updates,
+               (long long)cg_total.replays, (long long)cg_total.plain_runs, cg_outputs_equal, cg_outputs);
+        CHECK(cg_outputs_equal == cg_outputs && cg_graphs > 0);
+        return;
+    }
+    printf("  CUDA Graphs on the fake driver (library nodes as captured host functions: plumbing, not CUDA): %d graphs, "
+           "%d runs: %lld captures (%lld instantiated, %lld updated), %lld replays; %d of %d outputs bitwise equal to "
+           "the CPU executor's; with capture failing: %lld plain runs\n", cg_graphs, cg_runs,
+           (long long)cg_total.captures, (long long)cg_total.instantiations, (long long)cg_total.updates,
+           (long long)cg_total.replays, cg_outputs_equal, cg_outputs, (long long)cg_total.plain_runs);
+    CHECK(cg_graphs == graphs_run && cg_outputs_equal == cg_outputs && cg_total.replays >= 2 * cg_graphs &&
+          closure_errors == 0 && cg_total.updates > 0);
 }
 
 /* Without a GPU: the same harness through tests/c/fake_libcuda.c, loaded
@@ -487,6 +869,9 @@ static void fake_setup(void) {
     old_libcuda = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
     setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
     have_gpu = fake_driver = 1;
+    void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
+    if (h) *(void **)&host_func_launch = dlsym(h, "cuLaunchHostFunc"); /* the handle stays open */
+    CHECK(host_func_launch != NULL);
     CHECK(jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name) == JN_OK);
     CHECK(gpu_major == 9 && gpu_minor == 0 && !strcmp(gpu_name, "Fake GPU"));
     int ma, mi;
@@ -498,7 +883,7 @@ static void fake_checks(void) {
     void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_NOLOAD);
     int (*nl)(void) = NULL;
     if (h) *(void **)&nl = dlsym(h, "fake_cuda_launches");
-    CHECK(nl && nl() == gpu_calls); /* every call went through cuLaunchKernel */
+    CHECK(nl && nl() == gpu_calls + graphs_launches + cg_total.launches); /* every call went through cuLaunchKernel */
     if (h) dlclose(h);
 
     /* refusals and failures, with one small module */

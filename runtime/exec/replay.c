@@ -484,8 +484,8 @@ typedef struct {
     uint8_t any, full, need;
 } sagg;
 
-/* st's entry of the open-addressed table A (nslot, a power of two, at
- * least twice the number of headers), made on first use. */
+/* st's entry of the open-addressed table A (nslot entries, a power of two
+ * at least twice the number of headers), made on first use. */
 static sagg *sagg_get(sagg *A, int64_t nslot, jn_storage *st) {
     uint64_t k = (uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ull;
     int64_t i = (int64_t)(k >> 20) & (nslot - 1);
@@ -606,11 +606,13 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
     }
     /* per pending storage: filled whole by the graph, or unreachable (dies
      * with the list), or still reachable: computed eagerly first (below) */
-    A = calloc((size_t)S.nslot, sizeof *A); /* per storage, in one pass (a sort cost 2% of a char_lstm step) */
+    int64_t nA = 16; /* per storage, in one pass (a sort cost 2% of a char_lstm step) */
+    while (nA < 2 * S.n) nA *= 2;
+    A = calloc((size_t)nA, sizeof *A);
     if (!A) goto oom;
     for (int64_t k = 0; k < S.n; k++) {
         const hdr *h = &S.h[k];
-        sagg *a = sagg_get(A, S.nslot, h->t->storage);
+        sagg *a = sagg_get(A, nA, h->t->storage);
         a->known++;
         if (h->fill >= 0) {
             a->any = 1;
@@ -619,7 +621,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
             a->need = 1;
         }
     }
-    for (int64_t k = 0; k < S.nslot; k++) {
+    for (int64_t k = 0; k < nA; k++) {
         const sagg *a = &A[k];
         jn_storage *st = a->st;
         if (!st || st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */

@@ -28,6 +28,9 @@
  * the matcher's reason, the call site and the value seen.
  * Schema v4 (SCHEMA_V4) changes no table: step chunks may now hold
  * JN_EV_LIVE events (trace.c).
+ * Schema v5 (SCHEMA_V5) adds algos: the cuDNN convolution algorithms a
+ * GPU chose, per device string and convolution key, so a later run on the
+ * same kind of GPU chooses nothing again (jn_db_algos_put / _get).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -149,6 +152,14 @@ static const char SCHEMA_V3[] =
  * corrupt; no table changes, so the step is a no-op statement. */
 static const char SCHEMA_V4[] = "SELECT 1;\n";
 
+/* Schema v5 = v4 + algos: one row per (device, convolution key) with the
+ * algorithm cuDNN's heuristics chose, its workspace bytes and the seconds
+ * the choice took (runtime/cuda/cudnn.c writes and reads them).  Only a
+ * new table, so an older store read-only simply has none. */
+static const char SCHEMA_V5[] =
+    "CREATE TABLE IF NOT EXISTS algos(device TEXT NOT NULL, key TEXT NOT NULL, algo INTEGER NOT NULL,\n"
+    "  workspace INTEGER NOT NULL, seconds REAL NOT NULL, PRIMARY KEY(device, key));\n";
+
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
  * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
@@ -160,6 +171,7 @@ static const struct {
     {1, SCHEMA_V2},
     {2, SCHEMA_V3},
     {3, SCHEMA_V4},
+    {4, SCHEMA_V5},
 };
 
 /* Cached statements, prepared on first use. */
@@ -327,6 +339,7 @@ static jn_status create_schema(jn_db *db) {
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V1);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V2);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V3);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V5);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -527,9 +540,10 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
                      "this janus (%s) reads; upgrade janus to open it", path, v, JN_DB_SCHEMA_VERSION, JANUS_VERSION);
         goto fail;
     }
-    /* Read-only, a store of v1 or later is read as it is: v2 and v3 only
+    /* Read-only, a store of v1 or later is read as it is: v2, v3 and v5 only
      * added tables and columns with defaults, so an older store simply has
-     * no bundles, no replay counters, and only recorded runs. */
+     * no bundles, no replay counters, no algorithm choices, and only
+     * recorded runs. */
     if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "
@@ -1377,5 +1391,91 @@ fail:;
                         : db_fail(db, rc, "reading the replay counters");
     sqlite3_finalize(st);
     jn_db_replay_free(ga, gl, ma, ml);
+    return s;
+}
+
+/* ------------------------------------------------ cuDNN algorithm choices */
+jn_status jn_db_algos_put(jn_db *db, const char *device, const jn_db_algo *rows, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_algos_put"))) return s;
+    if (!device || !*device || n < 0 || (n && !rows))
+        return jn_error(JN_ERR_VALUE, "jn_db_algos_put: needs a device string and a row array (got %d rows)", n);
+    for (int i = 0; i < n; i++)
+        if (!rows[i].key || !*rows[i].key || rows[i].algo < 0 || rows[i].workspace < 0 || !(rows[i].seconds >= 0))
+            return jn_error(JN_ERR_VALUE, "jn_db_algos_put: row %d (key %s) needs a key, an algorithm >= 0, a "
+                            "workspace >= 0 and seconds >= 0", i, rows[i].key ? rows[i].key : "none");
+    sqlite3_stmt *ins = NULL;
+    const char *what = "starting the algorithm transaction";
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) goto fail;
+    what = "preparing the algorithm statement";
+    if ((rc = sqlite3_prepare_v2(db->h,
+                                 "INSERT INTO algos(device, key, algo, workspace, seconds) VALUES(?1, ?2, ?3, ?4, ?5) "
+                                 "ON CONFLICT(device, key) DO UPDATE SET algo = excluded.algo, "
+                                 "workspace = excluded.workspace, seconds = excluded.seconds",
+                                 -1, &ins, NULL)) != SQLITE_OK)
+        goto fail;
+    what = "storing an algorithm";
+    for (int i = 0; i < n; i++) {
+        bind_text(ins, 1, device);
+        bind_text(ins, 2, rows[i].key);
+        sqlite3_bind_int64(ins, 3, rows[i].algo);
+        sqlite3_bind_int64(ins, 4, rows[i].workspace);
+        sqlite3_bind_double(ins, 5, rows[i].seconds);
+        if ((rc = run_stmt(db, ins)) != SQLITE_OK) goto fail;
+    }
+    what = "committing the algorithms";
+    if ((rc = db_exec(db, "COMMIT")) != SQLITE_OK) goto fail;
+    sqlite3_finalize(ins);
+    return JN_OK;
+fail:;
+    char buf[400];
+    snprintf(buf, sizeof buf, "storing the cuDNN algorithms of device '%.200s' (%s)", device, what);
+    s = db_fail(db, rc, buf);
+    rollback(db);
+    sqlite3_finalize(ins);
+    return s;
+}
+
+void jn_db_algos_free(jn_db_algo *rows, int n) {
+    for (int i = 0; rows && i < n; i++) free((void *)rows[i].key);
+    free(rows);
+}
+
+jn_status jn_db_algos_get(jn_db *db, const char *device, jn_db_algo **rows, int *n) {
+    if (!db || !device || !rows || !n) return jn_error(JN_ERR_VALUE, "jn_db_algos_get: NULL argument");
+    *rows = NULL;
+    *n = 0;
+    if (db->version < 5) return JN_OK;
+    sqlite3_stmt *st = NULL;
+    jn_db_algo *a = NULL;
+    int len = 0, cap = 0, nomem = 0;
+    int rc = sqlite3_prepare_v2(db->h, "SELECT key, algo, workspace, seconds FROM algos WHERE device = ?1 "
+                                       "ORDER BY key", -1, &st, NULL);
+    if (rc != SQLITE_OK) goto fail;
+    bind_text(st, 1, device);
+    while ((rc = db_step(db, st)) == SQLITE_ROW) {
+        if (grow((void **)&a, len, &cap, sizeof *a)) goto oom;
+        jn_db_algo *r = &a[len++];
+        r->key = col_dup(st, 0);
+        r->algo = sqlite3_column_int64(st, 1);
+        r->workspace = sqlite3_column_int64(st, 2);
+        r->seconds = sqlite3_column_double(st, 3);
+        if (!r->key) goto oom;
+    }
+    if (rc != SQLITE_DONE) goto fail;
+    sqlite3_finalize(st);
+    *rows = a;
+    *n = len;
+    return JN_OK;
+oom:
+    nomem = 1;
+fail:;
+    char buf[400];
+    snprintf(buf, sizeof buf, "reading the cuDNN algorithms of device '%.200s'", device);
+    jn_status s = nomem ? jn_error(JN_ERR_NOMEM, "out of memory %s from trace store %s", buf, db->path)
+                        : db_fail(db, rc, buf);
+    sqlite3_finalize(st);
+    jn_db_algos_free(a, len);
     return s;
 }

@@ -35,6 +35,11 @@
  *   replay_graphs(run_id, graph, hits, misses, seconds)  PRIMARY KEY(run_id, graph)
  *   replay_misses(run_id, graph, guard, reason, site 'file:line', seen REAL (NULL = none), count)
  *        -- schema v3: what a replaying process reports at exit (jn_db_replay_put)
+ *   algos(device, key, algo, workspace, seconds)  PRIMARY KEY(device, key)
+ *        -- schema v5: the cuDNN convolution algorithm chosen per GPU (device = name and
+ *        compute capability, "NVIDIA H200 sm_90") and convolution key (runtime/cuda/
+ *        cudnn.c's text), its workspace bytes and the seconds the choice took
+ *   (schema v4 changed no table: step chunks may hold JN_EV_LIVE events)
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -53,7 +58,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 4
+#define JN_DB_SCHEMA_VERSION 5
 
 typedef struct jn_db jn_db;
 
@@ -263,6 +268,22 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
 jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, int *ng, jn_db_replay_miss **m,
                            int *nm);
 void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int nm);
+
+/* ---- cuDNN algorithm choices (schema v5) ----
+ * What a GPU's cuDNN heuristics chose for one convolution pass, so a later
+ * run with the store (a replay) reuses it instead of asking again.  The
+ * store treats key as opaque text; runtime/cuda/cudnn.c defines it. */
+typedef struct { const char *key; int64_t algo, workspace; double seconds; } jn_db_algo;
+
+/* Store rows for `device` in ONE transaction (all or none); a row whose
+ * (device, key) exists replaces it.  Keys must be non-empty, algo,
+ * workspace and seconds >= 0. */
+jn_status jn_db_algos_put(jn_db *db, const char *device, const jn_db_algo *rows, int n);
+/* Every row of `device` (exact match), by key; *rows and the keys are owned
+ * by the caller: jn_db_algos_free.  A store older than v5 (read-only) or
+ * another device gives 0 rows. */
+jn_status jn_db_algos_get(jn_db *db, const char *device, jn_db_algo **rows, int *n);
+void jn_db_algos_free(jn_db_algo *rows, int n);
 
 /* For tests: the n-th SQLite step/exec performed by db.c from now on (1 = the
  * next one) fails as if the disk were full (SQLITE_FULL); fires once.

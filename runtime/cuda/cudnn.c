@@ -18,16 +18,26 @@
  *
  * The chosen algorithm and its workspace size are cached per (pass, dtype,
  * sizes, strides, padding, stride, dilation, groups) in a small in-process
- * table; persisting the choice in run.db is a later step.
+ * table.  The table is exported to and imported from run.db's algos table
+ * (schema v5) as text rows: the key text is parsed back and checked to be
+ * canonical and consistent (its output sizes and strides are recomputed),
+ * so a damaged row is refused rather than handed to cuDNN, and the rows
+ * are filed under the GPU's name and compute capability so a store moved to
+ * another GPU reuses nothing.  An imported entry is a cache hit: cuDNN's
+ * heuristics are not asked again.  runtime/exec/algos.c does the store I/O.
  */
 #include "jn_cudnn.h"
 
+#include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "jn_backend.h"
 
 /* ------------------------------------------------------------ cuDNN ABI */
 enum {
@@ -243,13 +253,14 @@ size_t jn_rt_cudnn_key(const jn_rt_cudnn_conv *c, int kind, char *buf, size_t n)
 }
 
 /* ------------------------------------------------------------ the cache */
-#define KEY_MAX 400 /* > the longest key: 29 ints of up to 11 characters and separators */
+#define KEY_MAX JN_RT_CUDNN_KEY_MAX
 static struct {
     pthread_mutex_t mu;
     struct {
         char key[KEY_MAX];
         int algo;
         size_t ws;
+        double sec; /* what choosing it took (0 when imported without it) */
     } e[JN_RT_CUDNN_CACHE_SLOTS];
     int n, next; /* used slots; the slot a new key replaces when full */
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -267,7 +278,7 @@ int jn_rt_cudnn_cache_get(const char *key, int *algo, size_t *workspace) {
     return hit;
 }
 
-void jn_rt_cudnn_cache_put(const char *key, int algo, size_t workspace) {
+static void cache_put(const char *key, int algo, size_t workspace, double seconds) {
     if (strlen(key) >= KEY_MAX) return; /* never store a truncated key */
     pthread_mutex_lock(&cache.mu);
     int slot = -1;
@@ -284,8 +295,11 @@ void jn_rt_cudnn_cache_put(const char *key, int algo, size_t workspace) {
     snprintf(cache.e[slot].key, KEY_MAX, "%s", key);
     cache.e[slot].algo = algo;
     cache.e[slot].ws = workspace;
+    cache.e[slot].sec = seconds;
     pthread_mutex_unlock(&cache.mu);
 }
+
+void jn_rt_cudnn_cache_put(const char *key, int algo, size_t workspace) { cache_put(key, algo, workspace, 0); }
 
 int jn_rt_cudnn_cache_count(void) {
     pthread_mutex_lock(&cache.mu);
@@ -298,6 +312,98 @@ void jn_rt_cudnn_cache_clear(void) {
     pthread_mutex_lock(&cache.mu);
     cache.n = cache.next = 0;
     pthread_mutex_unlock(&cache.mu);
+}
+
+/* ------------------------------------------------ run.db rows (schema v5) */
+int jn_rt_cudnn_cache_export(jn_rt_cudnn_entry *out, int cap) {
+    pthread_mutex_lock(&cache.mu);
+    int n = cache.n < cap ? cache.n : cap;
+    for (int i = 0; i < n; i++) {
+        snprintf(out[i].key, sizeof out[i].key, "%s", cache.e[i].key);
+        out[i].algo = cache.e[i].algo;
+        out[i].workspace = cache.e[i].ws;
+        out[i].seconds = cache.e[i].sec;
+    }
+    pthread_mutex_unlock(&cache.mu);
+    return n;
+}
+
+jn_status jn_rt_cudnn_key_parse(const char *key, jn_rt_cudnn_conv *c, int *kind) {
+    jn_rt_cudnn_conv p;
+    int k = -1, used = -1;
+    memset(&p, 0, sizeof p);
+    if (!key || strlen(key) >= KEY_MAX ||
+        sscanf(key, "%d:%d:x%d,%d,%d,%d/%d,%d,%d,%d:w%d,%d,%d,%d:y%d,%d,%d,%d/%d,%d,%d,%d:p%d,%d:s%d,%d:d%d,%d:g%d%n",
+               &k, &p.dtype, &p.x[0], &p.x[1], &p.x[2], &p.x[3], &p.xs[0], &p.xs[1], &p.xs[2], &p.xs[3], &p.w[0],
+               &p.w[1], &p.w[2], &p.w[3], &p.y[0], &p.y[1], &p.y[2], &p.y[3], &p.ys[0], &p.ys[1], &p.ys[2],
+               &p.ys[3], &p.pad[0], &p.pad[1], &p.stride[0], &p.stride[1], &p.dil[0], &p.dil[1], &p.groups,
+               &used) != 29 || used < 0 || key[used])
+        return jn_error(JN_ERR_VALUE, "cuDNN algorithm key '%.120s' is not a convolution key (want "
+                        "pass:dtype:xN,C,H,W/strides:wO,C,kh,kw:yN,O,H,W/strides:pH,W:sH,W:dH,W:gG as "
+                        "jn_rt_cudnn_key writes it)", key ? key : "(null)");
+    char again[KEY_MAX + 1];
+    jn_rt_cudnn_key(&p, k, again, sizeof again);
+    if (strcmp(again, key)) /* e.g. "+1" or " 1": text scanf takes but never writes */
+        return jn_error(JN_ERR_VALUE, "cuDNN algorithm key '%.120s' is not in canonical form ('%.120s')", key, again);
+    if (k < JN_RT_CUDNN_FWD || k > JN_RT_CUDNN_BWD_FILTER ||
+        (p.dtype != JN_F32 && p.dtype != JN_F64 && p.dtype != JN_F16 && p.dtype != JN_BF16))
+        return jn_error(JN_ERR_VALUE, "cuDNN algorithm key '%.120s' names pass %d and dtype %d; passes are 0-2 and "
+                        "dtypes float32/float64/float16/bfloat16", key, k, p.dtype);
+    /* the sizes and strides must be the ones the geometry gives */
+    int64_t x[4], w[4], st[2], pad[2], dil[2];
+    for (int i = 0; i < 4; i++) x[i] = p.x[i], w[i] = p.w[i];
+    for (int i = 0; i < 2; i++) st[i] = p.stride[i], pad[i] = p.pad[i], dil[i] = p.dil[i];
+    jn_rt_cudnn_conv g;
+    if (jn_rt_cudnn_conv_geom(&g, (jn_dtype)p.dtype, x, w, st, pad, dil, p.groups, "cuDNN algorithm key") ||
+        memcmp(&g, &p, sizeof g))
+        return jn_error(JN_ERR_VALUE, "cuDNN algorithm key '%.120s' is not a consistent convolution (its output "
+                        "size or strides do not follow from input, weight and attributes)", key);
+    if (c) *c = p;
+    if (kind) *kind = k;
+    return JN_OK;
+}
+
+jn_status jn_rt_cudnn_cache_import(const jn_rt_cudnn_entry *rows, int n, const char *where) {
+    if (n < 0 || (n && !rows)) return jn_error(JN_ERR_VALUE, "jn_rt_cudnn_cache_import: bad row array (%d rows)", n);
+    /* all or nothing: every row is checked before the first is used */
+    for (int i = 0; i < n; i++) {
+        char why[300] = "";
+        if (jn_rt_cudnn_key_parse(rows[i].key, NULL, NULL)) snprintf(why, sizeof why, "%s", jn_errmsg());
+        else if (rows[i].algo < 0 || rows[i].algo >= JN_RT_CUDNN_MAX_ALGO)
+            snprintf(why, sizeof why, "algorithm number %d outside [0, %d)", rows[i].algo, JN_RT_CUDNN_MAX_ALGO);
+        else if (!(rows[i].seconds >= 0)) snprintf(why, sizeof why, "seconds %g not >= 0", rows[i].seconds);
+        if (*why)
+            return jn_error(JN_ERR_VALUE, "%s: cuDNN algorithm row %d refused, nothing imported: %s; delete the "
+                            "store's algos rows (DELETE FROM algos) and the choices are made again",
+                            where ? where : "cuDNN algorithm rows", i, why);
+    }
+    for (int i = 0; i < n; i++) cache_put(rows[i].key, rows[i].algo, rows[i].workspace, rows[i].seconds);
+    return JN_OK;
+}
+
+size_t jn_rt_cudnn_device_name(const char *gpu, int major, int minor, char *buf, size_t n) {
+    int k = snprintf(buf, n, "%s sm_%d%d", gpu && *gpu ? gpu : "unnamed GPU", major, minor);
+    return k < 0 ? 0 : (size_t)k;
+}
+
+jn_status jn_rt_cudnn_device(char *buf, size_t n) {
+    const char *why = NULL;
+    if (jn_cuda_device_count(&why) <= 0)
+        return jn_error(JN_ERR_UNSUPPORTED, "cuDNN algorithm cache: %s", why ? why : "no CUDA device");
+    struct cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, 0); /* the backend runs on device 0 */
+    if (e != cudaSuccess)
+        return jn_error(JN_ERR_RUNTIME, "CUDA error in cudaGetDeviceProperties (device 0, naming the GPU for the "
+                        "cuDNN algorithm cache): %s", cudaGetErrorString(e));
+    p.name[sizeof p.name - 1] = 0;
+    jn_rt_cudnn_device_name(p.name, p.major, p.minor, buf, n);
+    return JN_OK;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int jn_rt_cudnn_pick(const jn_rt_cudnn_choice *perf, int n, int kind, jn_dtype dt) {
@@ -382,6 +488,7 @@ jn_status jn_rt_cudnn_conv_run(int kind, const jn_rt_cudnn_conv *c, void *stream
         jn_cudnn_perf perf[16];
         jn_rt_cudnn_choice ch[16];
         int got = 0, oom = 0;
+        double t0 = now_s();
         memset(perf, 0, sizeof perf);
         DNN(dnn.get_algo[kind](dnn.handle, d1, d2, cd, d3, 16, &got, perf), what);
         got = got < 16 ? got : 16;
@@ -404,7 +511,7 @@ jn_status jn_rt_cudnn_conv_run(int kind, const jn_rt_cudnn_conv *c, void *stream
             for (int i = 0; i < got; i++)
                 if (ch[i].algo == algo) ch[i].status = -1;
         }
-        jn_rt_cudnn_cache_put(key, algo, wsize);
+        cache_put(key, algo, wsize, now_s() - t0);
     } else if (wsize && !(wsp = ws->alloc(wsize, &token))) {
         s = JN_ERR_NOMEM; /* the allocator set the message */
         goto done;

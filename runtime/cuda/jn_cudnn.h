@@ -49,6 +49,38 @@ void jn_rt_cudnn_cache_put(const char *key, int algo, size_t workspace);
 int jn_rt_cudnn_cache_count(void);
 void jn_rt_cudnn_cache_clear(void);
 
+/* ---- the cache as run.db rows (db/jn_db.h algos, schema v5) ----
+ * Key text: jn_rt_cudnn_key's, "pass:dtype:xN,C,H,W/xstrides:wO,C/G,kh,kw:
+ * yN,O,H,W/ystrides:pH,W:sH,W:dH,W:gG" with pass 0 forward, 1 backward
+ * data, 2 backward filter and dtype the jn_dtype number (stable: the event
+ * codec stores the same numbers). */
+#define JN_RT_CUDNN_KEY_MAX 400 /* > the longest key: 29 ints of up to 11 characters and separators */
+#define JN_RT_CUDNN_MAX_ALGO 64 /* cuDNN 9 has fewer than 10 per pass: a larger number is damage */
+typedef struct {
+    char key[JN_RT_CUDNN_KEY_MAX];
+    int algo;
+    size_t workspace;
+    double seconds; /* what choosing took (heuristics + workspace query), 0 if unknown */
+} jn_rt_cudnn_entry;
+/* Copies up to cap cache entries into out; returns how many. */
+int jn_rt_cudnn_cache_export(jn_rt_cudnn_entry *out, int cap);
+/* Parses a key back (c and kind may be NULL); JN_ERR_VALUE naming the key
+ * unless it is canonical text of a consistent convolution. */
+jn_status jn_rt_cudnn_key_parse(const char *key, jn_rt_cudnn_conv *c, int *kind);
+/* Puts rows into the cache, where later convolutions take them as hits
+ * (no cudnnGet*Algorithm call).  All or nothing: a row with a damaged key,
+ * an algorithm outside [0, JN_RT_CUDNN_MAX_ALGO) or negative seconds is
+ * refused with JN_ERR_VALUE naming `where` (e.g. the store's path), the
+ * row and the fix.  More rows than JN_RT_CUDNN_CACHE_SLOTS: the last ones
+ * stay. */
+jn_status jn_rt_cudnn_cache_import(const jn_rt_cudnn_entry *rows, int n, const char *where);
+/* The device string rows are filed under: "<GPU name> sm_<major><minor>"
+ * ("NVIDIA H200 sm_90"); _name formats it (host-only, for tests), _device
+ * asks CUDA about device 0: JN_ERR_UNSUPPORTED (with the reason) without
+ * a GPU. */
+size_t jn_rt_cudnn_device_name(const char *gpu, int major, int minor, char *buf, size_t n);
+jn_status jn_rt_cudnn_device(char *buf, size_t n);
+
 /* Choose the algorithm from cuDNN's perf list (n entries of status,
  * determinism, math type): the first that succeeded, skipping tensor-op
  * (TF32) entries for float32/float64 and, for the backward passes,

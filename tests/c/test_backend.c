@@ -6,15 +6,20 @@
  * so mixed-device messages, CPU-scalar promotion, in-place strictness and
  * the unsupported-op answer are checked for real without a GPU.  The CPU
  * table must hold every op's jn_cpu_ kernel; the CUDA entry points must
- * answer without a GPU (count 0 with a reason, init refused).
+ * answer without a GPU (count 0 with a reason, init refused).  The cuDNN
+ * algorithm cache's rows in run.db (runtime/exec/algos.c): a round trip
+ * through a store, another GPU's rows left alone, damaged rows refused.
  */
 #include "jn_backend.h"
 
 #include <limits.h>
 #include "jn_test.h"
 #if JANUS_HAVE_CUDA
+#include <sqlite3.h>
+
 #include "cuda/jn_cuda_host.h"
 #include "cuda/jn_cudnn.h"
+#include "jn_algos.h"
 #endif
 
 static jn_tensor *vec(int64_t n, double v) {
@@ -202,6 +207,109 @@ static void test_cudnn_host(void) {
     CHECK(jn_rt_cudnn_load() == s); /* idempotent */
 }
 
+/* ---- the algorithm cache in run.db (schema v5 algos rows) ---- */
+static int sql(jn_db *db, const char *q) { return sqlite3_exec(jn_db_handle(db), q, NULL, NULL, NULL); }
+
+static void test_cudnn_algos_store(void) {
+    jn_rt_cudnn_conv c1, c2, back;
+    int64_t x[4] = {8, 1, 28, 28}, w[4] = {6, 1, 5, 5}, xg[4] = {2, 4, 9, 11}, wg[4] = {6, 2, 3, 2};
+    int64_t one[2] = {1, 1}, two[2] = {2, 2};
+    CHECK(jn_rt_cudnn_conv_geom(&c1, JN_F32, x, w, one, two, one, 1, "conv2d") == JN_OK);
+    CHECK(jn_rt_cudnn_conv_geom(&c2, JN_BF16, xg, wg, two, one, two, 2, "conv2d") == JN_OK);
+    char k[3][JN_RT_CUDNN_KEY_MAX];
+    jn_rt_cudnn_key(&c1, JN_RT_CUDNN_FWD, k[0], sizeof k[0]);
+    jn_rt_cudnn_key(&c1, JN_RT_CUDNN_BWD_FILTER, k[1], sizeof k[1]);
+    jn_rt_cudnn_key(&c2, JN_RT_CUDNN_BWD_DATA, k[2], sizeof k[2]);
+    /* the key text parses back to the same convolution and pass */
+    int kind = -1;
+    CHECK(jn_rt_cudnn_key_parse(k[2], &back, &kind) == JN_OK && kind == JN_RT_CUDNN_BWD_DATA &&
+          !memcmp(&back, &c2, sizeof back));
+    CHECK(jn_rt_cudnn_key_parse(k[1], &back, &kind) == JN_OK && kind == JN_RT_CUDNN_BWD_FILTER &&
+          !memcmp(&back, &c1, sizeof back));
+    char bad[JN_RT_CUDNN_KEY_MAX + 8];
+    CHECK(jn_rt_cudnn_key_parse("garbage", NULL, NULL) == JN_ERR_VALUE && has("'garbage' is not a convolution key"));
+    snprintf(bad, sizeof bad, "%s:g1", k[0]); /* trailing text */
+    CHECK(jn_rt_cudnn_key_parse(bad, NULL, NULL) == JN_ERR_VALUE && has("not a convolution key"));
+    snprintf(bad, sizeof bad, "%s", k[0]);
+    bad[0] = '7'; /* no such pass */
+    CHECK(jn_rt_cudnn_key_parse(bad, NULL, NULL) == JN_ERR_VALUE && has("pass 7"));
+    snprintf(bad, sizeof bad, " %s", k[0]); /* scanf takes it, the writer never writes it */
+    CHECK(jn_rt_cudnn_key_parse(bad, NULL, NULL) == JN_ERR_VALUE && has("canonical"));
+    jn_rt_cudnn_conv lie = c1;
+    lie.y[2] = 27; /* an output size the geometry does not give */
+    jn_rt_cudnn_key(&lie, JN_RT_CUDNN_FWD, bad, sizeof bad);
+    CHECK(jn_rt_cudnn_key_parse(bad, NULL, NULL) == JN_ERR_VALUE && has("not a consistent convolution"));
+    lie = c1;
+    lie.dtype = JN_I64;
+    jn_rt_cudnn_key(&lie, JN_RT_CUDNN_FWD, bad, sizeof bad);
+    CHECK(jn_rt_cudnn_key_parse(bad, NULL, NULL) == JN_ERR_VALUE && has("dtype"));
+    /* the device string: name and compute capability */
+    char dev[128];
+    jn_rt_cudnn_device_name("NVIDIA H200", 9, 0, dev, sizeof dev);
+    CHECK(!strcmp(dev, "NVIDIA H200 sm_90"));
+
+    if (jt_tmp_begin("algos")) return;
+    const char *path = tmp("run.db");
+    jn_db *db = NULL;
+    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK);
+    if (!db) return;
+    /* export -> put -> get -> import: the same choices */
+    jn_rt_cudnn_cache_clear();
+    int n = -1;
+    CHECK(jn_rt_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 0); /* nothing chosen: nothing written */
+    jn_rt_cudnn_cache_put(k[0], 1, 4096);
+    jn_rt_cudnn_cache_put(k[1], 0, 0);
+    jn_rt_cudnn_cache_put(k[2], 5, 123456789);
+    jn_rt_cudnn_entry ex[JN_RT_CUDNN_CACHE_SLOTS];
+    CHECK(jn_rt_cudnn_cache_export(ex, JN_RT_CUDNN_CACHE_SLOTS) == 3 && !strcmp(ex[2].key, k[2]) && ex[2].algo == 5);
+    CHECK(jn_rt_cudnn_cache_export(ex, 2) == 2);
+    CHECK(jn_rt_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 3);
+    jn_rt_cudnn_cache_clear();
+    CHECK(jn_rt_cuda_algos_load_for(db, "NVIDIA A100-SXM4-80GB sm_80", &n) == JN_OK && n == 0 &&
+          jn_rt_cudnn_cache_count() == 0); /* another GPU: nothing */
+    CHECK(jn_rt_cuda_algos_load_for(db, dev, &n) == JN_OK && n == 3 && jn_rt_cudnn_cache_count() == 3);
+    int algo = -1, same = 1;
+    size_t ws = 0;
+    same &= jn_rt_cudnn_cache_get(k[0], &algo, &ws) && algo == 1 && ws == 4096;
+    same &= jn_rt_cudnn_cache_get(k[1], &algo, &ws) && algo == 0 && ws == 0;
+    same &= jn_rt_cudnn_cache_get(k[2], &algo, &ws) && algo == 5 && ws == 123456789;
+    CHECK(same);
+    /* saving again replaces, never duplicates */
+    CHECK(jn_rt_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 3);
+    jn_db_algo *rows = NULL;
+    CHECK(jn_db_algos_get(db, dev, &rows, &n) == JN_OK && n == 3);
+    jn_db_algos_free(rows, n);
+
+    /* damaged rows: refused with the store and the row named, nothing imported */
+    CHECK(sql(db, "UPDATE algos SET key = 'x' || key WHERE key LIKE '2:%'") == SQLITE_OK);
+    jn_rt_cudnn_cache_clear();
+    CHECK(jn_rt_cuda_algos_load_for(db, dev, &n) == JN_ERR_VALUE && n == 0 && has(path) && has("NVIDIA H200 sm_90") &&
+          has("not a convolution key") && has("nothing imported") && has("DELETE FROM algos"));
+    CHECK(jn_rt_cudnn_cache_count() == 0);
+    CHECK(sql(db, "UPDATE algos SET key = substr(key, 2) WHERE key LIKE 'x%'; UPDATE algos SET algo = 99 "
+                  "WHERE key LIKE '0:%'") == SQLITE_OK);
+    CHECK(jn_rt_cuda_algos_load_for(db, dev, &n) == JN_ERR_VALUE && has("algorithm number 64 outside") &&
+          jn_rt_cudnn_cache_count() == 0);
+    CHECK(sql(db, "UPDATE algos SET algo = 2 WHERE key LIKE '0:%'") == SQLITE_OK);
+    CHECK(jn_rt_cuda_algos_load_for(db, dev, &n) == JN_OK && n == 3); /* repaired */
+    /* the entry points the replay calls: without a GPU they do nothing */
+    const char *why = NULL;
+    if (jn_cuda_device_count(&why) == 0) {
+        CHECK(jn_rt_cudnn_device(dev, sizeof dev) == JN_ERR_UNSUPPORTED && has("cuDNN algorithm cache"));
+        CHECK(jn_rt_cuda_algos_load(db, &n) == JN_OK && n == 0);
+        CHECK(jn_rt_cuda_algos_save(db, &n) == JN_OK && n == 0);
+        printf("test_backend: no GPU (%s): jn_rt_cuda_algos_load/_save with the real device name not run\n", why);
+    } else {
+        CHECK(jn_rt_cudnn_device(dev, sizeof dev) == JN_OK && strstr(dev, " sm_"));
+        CHECK(jn_rt_cuda_algos_save(db, &n) == JN_OK && n == 3);
+        jn_rt_cudnn_cache_clear();
+        CHECK(jn_rt_cuda_algos_load(db, &n) == JN_OK && n == 3);
+    }
+    jn_rt_cudnn_cache_clear();
+    jn_db_close(db);
+    jt_tmp_end();
+}
+
 /* ---- advanced-indexing offsets (the CUDA index / index_put_ kernels'
  * host half): x's data at the offsets must equal the CPU index op ---- */
 static void check_offsets(jn_tensor *x, int nidx, jn_tensor **idx, const int64_t *mask, int nmask) {
@@ -276,6 +384,7 @@ int main(void) {
     test_selection();
 #if JANUS_HAVE_CUDA
     test_cudnn_host();
+    test_cudnn_algos_store();
     test_index_offsets();
 #endif
     JT_DONE();

@@ -73,7 +73,7 @@ static int env_on(const char *name) {
     return v && *v && strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "no");
 }
 
-/* The newest bundle of target cpu, and whether it loads here: its id (0 =
+/* The newest bundle of target cpu (else a CUDA one), and whether it loads here: its id (0 =
  * none) and, when it cannot be replayed, why (in why, empty otherwise). */
 static int64_t usable_bundle(jn_db *db, const char *shown, char *why, size_t n) {
     jn_db_bundle *list = NULL;
@@ -84,9 +84,13 @@ static int64_t usable_bundle(jn_db *db, const char *shown, char *why, size_t n) 
         snprintf(why, n, "%s", jn_errmsg());
         return 0;
     }
-    for (int i = 0; i < nb; i++)
+    int64_t gpu = 0; /* a CUDA bundle alone: the child picks it for its GPU, or says why not */
+    for (int i = 0; i < nb; i++) {
         if (!strcmp(list[i].target, "cpu")) id = list[i].id; /* oldest first: the last is the newest */
+        else if (!strncmp(list[i].target, "cuda:", 5)) gpu = list[i].id;
+    }
     jn_db_bundle_list_free(list, nb);
+    if (!id && gpu) return gpu;
     if (!id) {
         snprintf(why, n, "%s has no bundle; run `janus optimize %s` first", shown, shown);
         return 0;

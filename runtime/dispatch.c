@@ -227,6 +227,17 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     return jn_rt_dispatch_plain(op, nin, in, a_in, out);
 }
 
+/* A device op while replay captures: capture of device ops is not built
+ * (docs/ARCHITECTURE.md, "Whole graphs on a GPU"), so the segment ends
+ * before it as at a data read -- its graph runs, or its ops eagerly, a miss
+ * -- and the op and the rest of the segment run eagerly.  A factory (no
+ * tensor to read) runs eagerly with capture paused around it.  Never on
+ * the CPU path. */
+static jn_status uncaptured_device_op(int nin, jn_tensor *const *in, jn_tensor *dst) {
+    jn_tensor *t = nin ? in[0] : dst;
+    return t && capture_hook.materialize ? capture_hook.materialize(capture_hook.ctx, t) : JN_OK;
+}
+
 jn_status jn_rt_dispatch_plain(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in, jn_tensor **out) {
     const jn_opinfo *info = jn_op_info(op);
     if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
@@ -235,6 +246,13 @@ jn_status jn_rt_dispatch_plain(jn_op op, int nin, jn_tensor *const *in, const jn
     if (s) return s;
     if (__builtin_expect(dev == JN_CPU, 1)) return dispatch(op, info, dev, nin, in, a_in, out);
     if ((s = jn_rt_device_ready(op, dev))) return s;
+    if (jn_rt_capturing && !nin) {
+        jn_rt_capturing = 0;
+        s = jn_rt_dispatch_plain(op, nin, in, a_in, out);
+        jn_rt_capturing = 1;
+        return s;
+    }
+    if (jn_rt_capturing && (s = uncaptured_device_op(nin, in, NULL))) return s;
     jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
     if ((s = stage_scalars(op, dev, nin, in, use, staged))) return s;
     s = dispatch(op, info, dev, nin, use, a_in, out);
@@ -329,9 +347,7 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
                         jn_device_name(dev));
     if (__builtin_expect(dev == JN_CPU, 1)) return dispatch_into(op, info, nin, in, a, dst);
     if ((s = jn_rt_device_ready(op, dev))) return s;
-    if (jn_rt_capturing)
-        return jn_error(JN_ERR_UNSUPPORTED, "%s: janus replay cannot capture ops on %s tensors yet (run the "
-                        "script without replay, or on the cpu)", info->name, jn_device_name(dev));
+    if (jn_rt_capturing && (s = uncaptured_device_op(nin, in, dst))) return s;
     jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
     if ((s = stage_scalars(op, dev, nin, in, use, staged))) return s;
     s = dispatch_into(op, info, nin, use, a, dst);

@@ -44,6 +44,12 @@ enum {
  * at exit.  A store without a usable bundle is refused with one sentence
  * (*why*, via jn_errmsg) and nothing is installed: the caller runs eagerly. */
 jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags);
+/* Which of a store's bundle targets (oldest first) a CUDA device of compute
+ * capability dev_major.dev_minor replays: "cuda:sm_<major><minor>" if
+ * listed, else the newest "cuda:" one (jn_rt_cuda_pick_image then says
+ * whether its cubin or PTX runs there); JN_ERR_VALUE (no message) when
+ * none is a CUDA target.  Pure. */
+jn_status jn_rt_replay_pick_cuda(const char *const *targets, int n, int dev_major, int dev_minor, const char **pick);
 /* A training step ended (Optimizer.step(), janus.step()). */
 jn_status jn_rt_replay_step(void);
 /* A sync point of kind JN_SYNC_* (jn_db.h) reads t (may be NULL): the

@@ -972,6 +972,93 @@ static void unload(void) {
     R.m = NULL;
 }
 
+/* The device the recorded graphs ran on: JN_CPU unless a value is on a GPU
+ * (the analyzer puts the recorded device on every value). */
+static int module_device(const jn_ir_module *m) {
+    for (int32_t gi = 0; gi < m->ngraphs; gi++)
+        for (int32_t v = 0; v < m->graphs[gi]->nvalues; v++)
+            if (m->graphs[gi]->values[v].device != JN_CPU) return m->graphs[gi]->values[v].device;
+    return JN_CPU;
+}
+
+jn_status jn_rt_replay_pick_cuda(const char *const *targets, int n, int dev_major, int dev_minor, const char **pick) {
+    char want[32];
+    snprintf(want, sizeof want, "cuda:sm_%d%d", dev_major, dev_minor);
+    *pick = NULL;
+    for (int i = 0; i < n; i++) {
+        if (strncmp(targets[i], "cuda:", 5)) continue;
+        if (!strcmp(targets[i], want)) { /* the device's own arch wins */
+            *pick = targets[i];
+            return JN_OK;
+        }
+        *pick = targets[i]; /* else the newest (oldest first): jn_rt_cuda_pick_image decides */
+    }
+    return *pick ? JN_OK : JN_ERR_VALUE;
+}
+
+/* The recording ran on a GPU (or the store has no cpu bundle): the bundle
+ * for this machine's GPU, into R.b; `cpu_why` is why the cpu bundle could
+ * not be used ("" when it loaded but holds GPU graphs).  Every refusal names
+ * what is missing and the fix; the caller then runs the script eagerly. */
+static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *cpu_why) {
+    jn_db_bundle *list = NULL;
+    int nb = 0;
+    jn_status s = jn_db_bundle_list(db, &list, &nb);
+    if (s) return s;
+    const char **targets = calloc((size_t)nb + 1, sizeof *targets);
+    if (!targets) {
+        jn_db_bundle_list_free(list, nb);
+        return jn_error(JN_ERR_NOMEM, "out of memory listing the bundles of %s", db_path);
+    }
+    int ncuda = 0;
+    for (int i = 0; i < nb; i++)
+        if (!strncmp(list[i].target, "cuda:", 5)) targets[ncuda++] = list[i].target;
+    char dname[256] = "", err[1024] = "";
+    int major = 0, minor = 0;
+    jn_status ds = JN_OK;
+    if (ncuda || !cpu_why[0]) { /* the driver only when a GPU bundle could be used */
+        ds = jn_rt_cuda_device(0, &major, &minor, dname, sizeof dname);
+        if (ds) snprintf(err, sizeof err, "%s", jn_errmsg());
+    }
+    const char *pick = NULL;
+    if (!ncuda && cpu_why[0]) { /* no bundle at all, or a cpu one that does not load: as before */
+        s = jn_error(JN_ERR_VALUE, "%s", cpu_why);
+    } else if (!ncuda) {
+        char fix[32];
+        if (ds) snprintf(fix, sizeof fix, "cuda:sm_90");
+        else snprintf(fix, sizeof fix, "cuda:sm_%d%d", major, minor);
+        s = jn_error(JN_ERR_VALUE, "the graphs in %s were recorded on cuda tensors, and %s has no CUDA bundle; run "
+                     "`janus optimize --target %s %s`", db_path, db_path, fix, db_path);
+    } else if (ds) {
+        s = jn_error(ds, "the graphs in %s were recorded on cuda tensors, and this machine cannot run them: %s", db_path,
+                     err);
+    } else {
+        jn_rt_replay_pick_cuda(targets, ncuda, major, minor, &pick);
+        jn_cg_bundle_expect ex = {0};
+        ex.db_path = db_path;
+        ex.target = pick;
+        if (!(s = jn_cg_bundle_open(db, &ex, &R.b))) {
+            int image = 0;
+            s = jn_rt_cuda_pick_image(R.b->target, jn_cg_bundle_section_find(R.b, JN_CG_SEC_CUBIN) != NULL,
+                                      jn_cg_bundle_section_find(R.b, JN_CG_SEC_PTX) != NULL, major, minor, dname,
+                                      &image);
+            /* capture of CUDA ops is not built yet (docs/ARCHITECTURE.md,
+             * "Whole graphs on a GPU"): say so instead of capturing nothing */
+            if (!s)
+                s = jn_error(JN_ERR_UNSUPPORTED, "the %s bundle of %s fits %s (sm_%d%d), but janus replay does not "
+                             "run graphs on a GPU yet (capture of cuda ops is not built)", R.b->target, db_path, dname,
+                             major, minor);
+            if (s) {
+                jn_cg_bundle_free(R.b);
+                R.b = NULL;
+            }
+        }
+    }
+    free(targets);
+    jn_db_bundle_list_free(list, nb);
+    return s;
+}
+
 jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     if (R.on) return jn_error(JN_ERR_RUNTIME, "a replay is already running in this process");
     jn_db *db = NULL;
@@ -980,6 +1067,15 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     jn_cg_bundle_expect ex = {0};
     ex.db_path = db_path;
     s = jn_cg_bundle_open(db, &ex, &R.b);
+    /* the bundle of the device the recording used: the cpu one unless its
+     * graphs hold GPU values (or there is none) -- a startup test only */
+    if (s || module_device(R.b->module) != JN_CPU) {
+        char cpu_why[1024] = "";
+        if (s) snprintf(cpu_why, sizeof cpu_why, "%s", jn_errmsg());
+        if (R.b) jn_cg_bundle_free(R.b);
+        R.b = NULL;
+        s = open_device_bundle(db, db_path, cpu_why);
+    }
     jn_db_close(db);
     if (s) return s;
     R.m = R.b->module;

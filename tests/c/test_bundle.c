@@ -17,18 +17,7 @@
 #include "jn_db.h"
 #include "jn_ir.h"
 #include "jn_test.h"
-
-static int64_t q_int(sqlite3 *h, const char *sql) {
-    sqlite3_stmt *st;
-    int64_t v = -999;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "  SQL error: %s\n", sqlite3_errmsg(h));
-        return v;
-    }
-    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
+#include "jn_test_db.h"
 
 static int q_text_is(sqlite3 *h, const char *sql, const char *want) {
     sqlite3_stmt *st;
@@ -561,27 +550,9 @@ static void test_migration(void) {
         CHECK(q_int(jn_db_handle(db), "SELECT count(*) FROM runs") == 1);
         jn_db_close(db);
     }
-    /* a failure at any point leaves v1 or a complete v2 */
-    int consistent = 1, failed = 0;
-    for (int k = 1; k <= 12; k++) {
-        make_v1(path);
-        jn_db_inject_fault(k);
-        jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
-        jn_db_inject_fault(0);
-        if (s == JN_OK) {
-            jn_db_close(db);
-            continue;
-        }
-        failed++;
-        sqlite3 *h = NULL;
-        sqlite3_open(path, &h);
-        int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
-        int64_t t = q_int(h, "SELECT count(*) FROM sqlite_master WHERE name='bundles'");
-        if (!((v == 1 && t == 0) || (v == JN_DB_SCHEMA_VERSION && t == 1)) || q_int(h, "SELECT count(*) FROM runs") != 1) consistent = 0;
-        sqlite3_close(h);
-    }
-    CHECK(failed >= 3);
-    CHECK(consistent);
+    /* a failure at any point leaves v1 or a complete migration */
+    CHECK(jt_migrate_under_faults(path, make_v1, 12, 1, "SELECT count(*) FROM sqlite_master WHERE name='bundles'", 0,
+                                  1, 1) >= 3);
     make_v1(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;

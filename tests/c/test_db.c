@@ -15,20 +15,9 @@
 
 #include "jn_db.h"
 #include "jn_test.h"
+#include "jn_test_db.h"
 
 /* First column of the first row of `sql` as an integer (-999 on error). */
-static int64_t q_int(sqlite3 *h, const char *sql) {
-    sqlite3_stmt *st;
-    int64_t v = -999;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "  SQL error: %s in %s\n", sqlite3_errmsg(h), sql);
-        return v;
-    }
-    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 static int q_text_is(sqlite3 *h, const char *sql, const char *want) {
     sqlite3_stmt *st;
     int ok = 0;
@@ -522,28 +511,9 @@ static void test_migration(void) {
     make_v0(path);
     CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_ERR_IO && has("older schema version 0") && has("migrate"));
 
-    /* a failure at any point of the open leaves the store at v0 or fully v1 */
-    int consistent = 1, failed = 0;
-    for (int n = 1; n <= 15; n++) {
-        make_v0(path);
-        jn_db_inject_fault(n);
-        jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
-        jn_db_inject_fault(0);
-        if (s == JN_OK) {
-            jn_db_close(db);
-            continue;
-        }
-        failed++;
-        if (s != JN_ERR_IO || !strstr(jn_errmsg(), "injected")) consistent = 0;
-        sqlite3 *h = raw(path);
-        int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
-        int64_t runs = q_int(h, "SELECT count(*) FROM sqlite_master WHERE name='runs'");
-        if (!((v == 0 && runs == 0) || (v == JN_DB_SCHEMA_VERSION && runs == 1))) consistent = 0;
-        if (!consistent) fprintf(stderr, "  fault %d: v=%lld runs=%lld: %s\n", n, (long long)v, (long long)runs, jn_errmsg());
-        sqlite3_close(h);
-    }
-    CHECK(failed >= 5);
-    CHECK(consistent);
+    /* a failure at any point of the open leaves the store at v0 or fully migrated */
+    CHECK(jt_migrate_under_faults(path, make_v0, 15, 0, "SELECT count(*) FROM sqlite_master WHERE name='runs'", 0, 1,
+                                  -1) >= 5);
 
     make_v0(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK);

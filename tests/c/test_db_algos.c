@@ -12,18 +12,7 @@
 
 #include "jn_db.h"
 #include "jn_test.h"
-
-static int64_t q_int(sqlite3 *h, const char *sql) {
-    sqlite3_stmt *st;
-    int64_t v = -999;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "  SQL error: %s\n", sqlite3_errmsg(h));
-        return v;
-    }
-    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
+#include "jn_test_db.h"
 
 static const char H200[] = "NVIDIA H200 sm_90", A100[] = "NVIDIA A100-SXM4-80GB sm_80";
 static const jn_db_algo R1[] = {{"0:0:conv-a", 1, 4096, 0.25}, {"1:0:conv-a", 0, 0, 0.5}, {"2:0:conv-a", 3, 1 << 20, 0}};
@@ -128,27 +117,8 @@ static void test_migration_v4(void) {
         jn_db_close(db);
     }
     /* a failure at any point leaves v4 or a complete v5 */
-    int consistent = 1, failed = 0;
-    for (int k = 1; k <= 12; k++) {
-        make_v4(path);
-        jn_db_inject_fault(k);
-        jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
-        jn_db_inject_fault(0);
-        if (s == JN_OK) {
-            jn_db_close(db);
-            continue;
-        }
-        failed++;
-        sqlite3 *h = NULL;
-        sqlite3_open(path, &h);
-        int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
-        int64_t t = q_int(h, "SELECT count(*) FROM sqlite_master WHERE name = 'algos'");
-        if (!((v == 4 && t == 0) || (v == JN_DB_SCHEMA_VERSION && t == 1)) || q_int(h, "SELECT count(*) FROM runs") != 1)
-            consistent = 0;
-        sqlite3_close(h);
-    }
-    CHECK(failed >= 3);
-    CHECK(consistent);
+    CHECK(jt_migrate_under_faults(path, make_v4, 12, 4, "SELECT count(*) FROM sqlite_master WHERE name = 'algos'", 0,
+                                  1, 1) >= 3);
     make_v4(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;

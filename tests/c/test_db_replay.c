@@ -15,18 +15,7 @@
 
 #include "jn_db.h"
 #include "jn_test.h"
-
-static int64_t q_int(sqlite3 *h, const char *sql) {
-    sqlite3_stmt *st;
-    int64_t v = -999;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "  SQL error: %s\n", sqlite3_errmsg(h));
-        return v;
-    }
-    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
+#include "jn_test_db.h"
 
 static jn_db_run_info info(const char *kind, int64_t bundle) {
     return (jn_db_run_info){.argv_json = "[\"python3\",\"train.py\"]", .cwd = "/w", .optable_hash = "0123456789abcdef",
@@ -165,30 +154,12 @@ static void test_migration_v2(void) {
         CHECK(q_int(jn_db_handle(db), "SELECT count(*) FROM sqlite_master WHERE name LIKE 'replay%'") == 0);
         jn_db_close(db);
     }
-    /* a failure at any point leaves v2 or a complete v3 */
-    int consistent = 1, failed = 0;
-    for (int k = 1; k <= 12; k++) {
-        make_v2(path);
-        jn_db_inject_fault(k);
-        jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
-        jn_db_inject_fault(0);
-        if (s == JN_OK) {
-            jn_db_close(db);
-            continue;
-        }
-        failed++;
-        sqlite3 *h = NULL;
-        sqlite3_open(path, &h);
-        int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
-        int64_t t = q_int(h, "SELECT count(*) FROM sqlite_master WHERE name IN ('replay_graphs','replay_misses')");
-        int64_t col = q_int(h, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('kind','bundle_id')");
-        if (!((v == 2 && t == 0 && col == 0) || (v == JN_DB_SCHEMA_VERSION && t == 2 && col == 2)) ||
-            q_int(h, "SELECT count(*) FROM runs") != 1)
-            consistent = 0;
-        sqlite3_close(h);
-    }
-    CHECK(failed >= 3);
-    CHECK(consistent);
+    /* a failure at any point leaves v2 or a complete migration */
+    CHECK(jt_migrate_under_faults(path, make_v2, 12, 2,
+                                  "SELECT (SELECT count(*) FROM sqlite_master WHERE name IN "
+                                  "('replay_graphs','replay_misses')) + (SELECT count(*) FROM "
+                                  "pragma_table_info('runs') WHERE name IN ('kind','bundle_id'))",
+                                  0, 4, 1) >= 3);
     make_v2(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;

@@ -1,0 +1,65 @@
+/* jn_test_db.h -- what the trace-store tests share: one-number SQL queries
+ * on a raw handle, and the check every schema step repeats -- a store of the
+ * old schema opened for writing with an injected SQLite failure at each of
+ * its first steps must end either untouched or fully migrated, never in
+ * between.  Include after jn_test.h. */
+#ifndef JN_TEST_DB_H
+#define JN_TEST_DB_H
+
+#include <sqlite3.h>
+
+#include "jn_db.h"
+
+/* The first column of the first row of sql; -999 (and the error on stderr)
+ * when it does not run. */
+static int64_t q_int(sqlite3 *h, const char *sql) {
+    sqlite3_stmt *st;
+    int64_t v = -999;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "  SQL error: %s in %s\n", sqlite3_errmsg(h), sql);
+        return v;
+    }
+    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* For k = 1..nfaults: make(path) writes a store of schema version `old`,
+ * jn_db_open(JN_DB_WRITE) runs with a fault injected at its k-th SQLite
+ * write.  Every failed open must say "injected" (JN_ERR_IO) and leave the
+ * file either at `old` with q_int(marker) == before, or at the current
+ * version with marker == after; and, when nruns >= 0, `runs` still holding
+ * nruns rows.  Returns how many opens failed, or -1 when one of them left
+ * the file in between (reported on stderr). */
+static int jt_migrate_under_faults(const char *path, void (*make)(const char *), int nfaults, int64_t old,
+                                   const char *marker, int64_t before, int64_t after, int64_t nruns) {
+    int failed = 0, consistent = 1;
+    for (int k = 1; k <= nfaults; k++) {
+        jn_db *db = NULL;
+        make(path);
+        jn_db_inject_fault(k);
+        jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
+        jn_db_inject_fault(0);
+        if (s == JN_OK) {
+            jn_db_close(db);
+            continue;
+        }
+        failed++;
+        int ok = s == JN_ERR_IO && strstr(jn_errmsg(), "injected");
+        sqlite3 *h = NULL;
+        sqlite3_open(path, &h);
+        int64_t v = q_int(h, "SELECT value FROM meta WHERE key='schema_version'");
+        int64_t m = q_int(h, marker);
+        ok = ok && ((v == old && m == before) || (v == JN_DB_SCHEMA_VERSION && m == after));
+        if (nruns >= 0) ok = ok && q_int(h, "SELECT count(*) FROM runs") == nruns;
+        if (!ok) {
+            fprintf(stderr, "  fault %d: schema %lld, %s = %lld: %s\n", k, (long long)v, marker, (long long)m,
+                    jn_errmsg());
+            consistent = 0;
+        }
+        sqlite3_close(h);
+    }
+    return consistent ? failed : -1;
+}
+
+#endif

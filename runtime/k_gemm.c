@@ -35,7 +35,6 @@
 #include "jn_runtime.h"
 
 #include <cblas.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +268,7 @@ typedef struct {
     int path, acc, by_rows;
     int64_t M, N, K, band;            /* band: columns (or rows) per task unit */
     const float *A, *B, *At, *bias;   /* At: op(A)^T as [K x M] (SG_CT) */
+    float *S;                         /* SG_CT: C^T [N x M], the caller's scratch */
     int64_t ars, acs, ldb, ldat, ldc;
     float *C;
 } sg_job;
@@ -287,22 +287,12 @@ TGT static void sg_band(int64_t b0, int64_t b1, void *ctx) {
                     j->bias ? j->bias + lo : NULL);
         return;
     }
-    /* SG_CT, always cut by columns of C (rows of C^T), one band at a time
-     * so that S never outgrows the share the caller reserved for it */
+    /* SG_CT, cut by columns of C (rows of C^T): each band computes its
+     * rows of C^T into its own part of S, then adds them transposed */
     for (int64_t b = b0; b < b1; b++) {
         int64_t c0 = b * j->band, n = c0 + j->band < lim ? j->band : lim - c0;
         if (n <= 0) break;
-        float *S = scratch_get((size_t)(n * j->M));
-        if (!S) { /* a worker could not grow its scratch: the same FMA sequence, unblocked */
-            for (int64_t c = c0; c < c0 + n; c++)
-                for (int64_t i = 0; i < j->M; i++) {
-                    float v = 0;
-                    for (int64_t k = 0; k < j->K; k++) v = fmaf(j->B[c * j->ldb + k], j->At[k * j->ldat + i], v);
-                    float *d = j->C + i * j->ldc + c;
-                    *d = j->acc ? (j->bias ? j->bias[c] : *d) + v : v;
-                }
-            continue;
-        }
+        float *S = j->S + c0 * j->M;
         gemm_nn(n, j->M, j->K, j->B + c0 * j->ldb, j->ldb, 1, j->At, j->ldat, S, j->M, 0, NULL);
         transpose(S, j->M, n, j->M, j->C + c0, j->ldc, j->acc, j->acc && j->bias ? j->bias + c0 : NULL);
     }
@@ -337,14 +327,16 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
             j.ldb = N;
         } else {
             j.path = SG_CT;
-            /* the caller's scratch: its own band's S first, then op(A)^T */
+            /* the caller's scratch holds S = C^T [N x M] for every band
+             * (workers never allocate), then op(A)^T */
             int64_t bandn = par ? (N + nt - 1) / nt : N;
-            float *S = scratch_get((size_t)(bandn * M + (ta ? 0 : M * K)));
+            float *S = scratch_get((size_t)(N * M + (ta ? 0 : M * K)));
             if (!S) return 0;
+            j.S = S;
             j.At = A;
             j.ldat = lda;
             if (!ta) {
-                float *P = S + bandn * M;
+                float *P = S + N * M;
                 transpose(A, lda, M, K, P, M, 0, NULL);
                 j.At = P;
                 j.ldat = M;

@@ -275,6 +275,13 @@ static int has_storage(jn_storage *const *v, int64_t n, const jn_storage *st) {
     return 0;
 }
 
+/* The home slot of pointer p in an open-addressed table of nslot (a power
+ * of two) slots; probing goes on linearly.  Fibonacci hashing: the high
+ * bits of p * 2^64/phi spread heap addresses that share their low bits. */
+static inline int64_t home_slot(const void *p, int64_t nslot) {
+    return (int64_t)(((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull) >> 20) & (nslot - 1);
+}
+
 /* The slice in_slice[] of the pending list as a deferred slice: needed
  * storages stay the real ones, every other pending storage gets a private
  * shadow, state the graph writes (written_st) a snapshot of its bytes now,
@@ -312,8 +319,7 @@ static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, in
             if (has_storage(needed, nneed, st)) {
                 hold(t);
             } else if (!st->data || has_storage(written_st, nwritten, st)) {
-                uint64_t hk = (uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ull;
-                int64_t i = (int64_t)(hk >> 20) & (nslot - 1);
+                int64_t i = home_slot(st, nslot);
                 while (slot[i] && from[slot[i] - 1] != st) i = (i + 1) & (nslot - 1);
                 int64_t m = slot[i] ? slot[i] - 1 : nmap;
                 if (m == nmap) {
@@ -439,8 +445,7 @@ typedef struct {
 } hset;
 
 static hdr *hget(hset *S, jn_tensor *t) {
-    uint64_t k = (uint64_t)(uintptr_t)t * 0x9E3779B97F4A7C15ull;
-    for (int64_t i = (int64_t)(k >> 20) & (S->nslot - 1);; i = (i + 1) & (S->nslot - 1)) {
+    for (int64_t i = home_slot(t, S->nslot);; i = (i + 1) & (S->nslot - 1)) {
         if (!S->slot[i]) {
             if (S->n == S->cap) return NULL; /* sized by the caller: cannot happen */
             S->slot[i] = ++S->n;
@@ -461,8 +466,7 @@ typedef struct {
 } sset;
 
 static int64_t sset_pos(const sset *W, const jn_storage *st) {
-    uint64_t k = (uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ull;
-    int64_t i = (int64_t)(k >> 20) & (W->nslot - 1);
+    int64_t i = home_slot(st, W->nslot);
     while (W->slot[i] && W->slot[i] != st) i = (i + 1) & (W->nslot - 1);
     return i;
 }
@@ -487,8 +491,7 @@ typedef struct {
 /* st's entry of the open-addressed table A (nslot entries, a power of two
  * at least twice the number of headers), made on first use. */
 static sagg *sagg_get(sagg *A, int64_t nslot, jn_storage *st) {
-    uint64_t k = (uint64_t)(uintptr_t)st * 0x9E3779B97F4A7C15ull;
-    int64_t i = (int64_t)(k >> 20) & (nslot - 1);
+    int64_t i = home_slot(st, nslot);
     while (A[i].st && A[i].st != st) i = (i + 1) & (nslot - 1);
     A[i].st = st;
     return &A[i];

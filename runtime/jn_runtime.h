@@ -353,6 +353,9 @@ extern int jn_rt_private_ids;
 jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m);
 /* Give a data-less storage its bytes (uninitialized). */
 jn_status jn_rt_storage_alloc(jn_storage *st);
+/* Frees the large buffers the runtime keeps for reuse (its block cache);
+ * the bytes given back.  Before a graph's large arena is allocated. */
+size_t jn_rt_block_cache_release(void);
 /* The eager kernel of op over tensors whose storages hold data (no checks,
  * no versions, no autograd, no hook): what replay's fallback runs. */
 jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out);

@@ -65,8 +65,14 @@ static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t
  * training step would otherwise be zero-filled page by page by the kernel
  * (measured: more than half of an MLP's Adam step).  Blocks are rounded to
  * quarter powers of two (at most 25% slack) and cached per class up to
- * JANUS_CACHE_MB (default 512) in all; the rest is freed. */
+ * JANUS_CACHE_MB (default 512) in all; the rest is freed, as are blocks
+ * above CACHE_MAX. */
 #define CACHE_MIN ((size_t)64 << 10)
+/* Larger blocks go straight back: a one-off buffer such as a whole
+ * dataset's float conversion (fashion-MNIST: 188 MB) would otherwise stay
+ * resident for the rest of the run, and a buffer that size costs far more
+ * to compute than its pages cost to fault in. */
+#define CACHE_MAX ((size_t)64 << 20)
 #define CACHE_CLASSES 192
 
 static struct {
@@ -86,7 +92,7 @@ static int block_class(size_t sz, size_t *rounded) {
 
 static void *block_alloc(size_t sz, int *cls) {
     size_t r;
-    int c = sz >= CACHE_MIN ? block_class(sz, &r) : -1;
+    int c = sz >= CACHE_MIN && sz <= CACHE_MAX ? block_class(sz, &r) : -1;
     if (c >= 0 && c < CACHE_CLASSES) {
         pthread_mutex_lock(&bcache.mu);
         void *b = bcache.head[c];
@@ -120,6 +126,24 @@ static void block_free(void *b, int cls) {
         pthread_mutex_unlock(&bcache.mu);
     }
     free(b);
+}
+
+/* Frees every cached block; the bytes given back.  Replay calls it before
+ * a graph's large arena is allocated: eager work that ran first (a
+ * fallback) left its freed buffers here, and the arena would otherwise
+ * come on top of them. */
+size_t jn_rt_block_cache_release(void) {
+    pthread_mutex_lock(&bcache.mu);
+    size_t n = bcache.bytes;
+    for (int c = 0; c < CACHE_CLASSES; c++)
+        while (bcache.head[c]) {
+            void *b = bcache.head[c];
+            bcache.head[c] = *(void **)b;
+            free(b);
+        }
+    bcache.bytes = 0;
+    pthread_mutex_unlock(&bcache.mu);
+    return n;
 }
 
 /* Small tensors dominate eager dispatch cost, so storage header and data

@@ -36,6 +36,10 @@
  * (carry_in_place); a carry's out is the last param.  The induction
  * symbol is set per iteration.
  */
+#include <pthread.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -107,9 +111,10 @@ struct jn_rt_exec {
                               * collect row, a carry's other buffer), NULL */
     uint8_t *over_param;     /* per value: a carry next its node may write over
                               * the carry's param (carry_in_place) */
-    char *arena;
+    char *arena;             /* a private arena (another graph held the shared one) */
     size_t arena_cap;
-    jn_tensor *arena_t;
+    jn_tensor *arena_t;      /* this run's arena: the shared one's header, or over `arena` */
+    int shared_user, holds_shared;
     int64_t live, peak;
     jn_rt_exec_stats st;
     jn_rt_exec_kcall_hook hook;
@@ -162,6 +167,22 @@ static void set_val(jn_rt_exec *x, int32_t v, jn_tensor *t) {
         note_bytes(x, x->ownbytes[v]);
     }
 }
+
+/* One arena for every CPU graph of the process.  Nothing in an arena
+ * outlives its run (kept outputs are copied out, state is written back),
+ * so graphs that never run at the same time can share one: the process
+ * then holds the largest arena instead of the sum of them all (fashion_cnn's
+ * two evaluation graphs held 33 MB each, which put replay's peak memory
+ * above eager's).  A run takes the shared arena with a trylock; a run that
+ * finds it taken (another thread, or a run inside a run) uses an arena of
+ * its own as before.  Freed with its last user. */
+static struct {
+    pthread_mutex_t lock;
+    char *mem;
+    size_t cap;
+    jn_tensor *t;
+    int users;
+} cpu_arena = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0};
 
 static jn_tensor *own_tensor(const jn_rt_exec *x, jn_dtype dt, int nd, const int64_t *shape) {
     if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */
@@ -1078,6 +1099,17 @@ void jn_rt_exec_free(jn_rt_exec *x) {
     free(x->dscal);
     if (x->arena_t) jn_tensor_decref(x->arena_t);
     free(x->arena);
+    if (x->shared_user) {
+        pthread_mutex_lock(&cpu_arena.lock);
+        if (--cpu_arena.users == 0) {
+            if (cpu_arena.t) jn_tensor_decref(cpu_arena.t);
+            free(cpu_arena.mem);
+            cpu_arena.t = NULL;
+            cpu_arena.mem = NULL;
+            cpu_arena.cap = 0;
+        }
+        pthread_mutex_unlock(&cpu_arena.lock);
+    }
     free(x->k);
     free(x->steps);
     free(x->rel);
@@ -1174,6 +1206,67 @@ static void *arena_alloc(size_t cap) {
     return p;
 }
 
+
+/* A header over cap bytes at mem, or NULL. */
+static jn_tensor *arena_header(char *mem, size_t cap) {
+    int64_t n = (int64_t)cap;
+    return mem ? jn_tensor_from_memory(mem, cap, JN_U8, 1, &n, NULL, 0, NULL, NULL) : NULL;
+}
+
+/* Room for `bytes` in the arena at mem, cap, t (grown when short), sized for the symbols' recorded maxima
+ * at once: a run of growing sequence lengths would otherwise move (and
+ * fault in) the arena again at each new longest one. */
+static int arena_grow(const jn_rt_exec *x, int64_t bytes, char **mem, size_t *cap, jn_tensor **t) {
+    if (*t && (size_t)bytes <= *cap) return 1;
+    if (*t) jn_tensor_decref(*t);
+    *t = NULL;
+    free(*mem);
+    int64_t most = 0;
+    if (jn_cg_eval_at_max(x->g, x->g->arena, &most) != JN_OK || most < bytes) most = bytes;
+    size_t c = ((size_t)most + 63) / 64 * 64 + 64;
+    /* eager work that ran first (replay's fallback ran a batch eagerly)
+     * left its freed buffers in the runtime's block cache and malloc's
+     * heap: give them back before a large arena comes on top of them
+     * (fashion_cnn's replay peaked 30 MB above eager).  Rare: arenas only
+     * grow, and are only given back by jn_rt_exec_trim. */
+    if (c >= HUGE_PAGE) {
+        jn_rt_block_cache_release();
+#ifdef __GLIBC__
+        malloc_trim(0);
+#endif
+    }
+    *mem = arena_alloc(c);
+    *cap = *mem ? c : 0;
+    if (!(*t = arena_header(*mem, c))) {
+        free(*mem);
+        *mem = NULL;
+        *cap = 0;
+    }
+    return *t != NULL;
+}
+
+/* Eager work is about to run (replay's fallback): give the shared arena's
+ * memory back if it is large and no run holds it, so eager's buffers do
+ * not come on top of it (the next graph run allocates it again).  Each
+ * executor still holds the old header; ensure_arena sees it is not the
+ * shared one and takes the new one. */
+void jn_rt_exec_trim(void) {
+    if (pthread_mutex_trylock(&cpu_arena.lock)) return;
+    if (cpu_arena.t && cpu_arena.cap >= HUGE_PAGE) {
+        jn_tensor_decref(cpu_arena.t);
+        free(cpu_arena.mem);
+        cpu_arena.t = NULL;
+        cpu_arena.mem = NULL;
+        cpu_arena.cap = 0;
+    }
+    pthread_mutex_unlock(&cpu_arena.lock);
+}
+
+static void arena_release(jn_rt_exec *x) {
+    if (x->holds_shared) pthread_mutex_unlock(&cpu_arena.lock);
+    x->holds_shared = 0;
+}
+
 static jn_status ensure_arena(jn_rt_exec *x) {
     int64_t bytes = 0;
     x->st.arena_bytes = 0;
@@ -1181,33 +1274,32 @@ static jn_status ensure_arena(jn_rt_exec *x) {
     jn_status s = eval(x, x->g->arena, &bytes);
     if (s) return s;
     if (bytes < 0) return jn_error(JN_ERR_VALUE, "graph %s: arena of %lld bytes", x->g->name, (long long)bytes);
-    if (__builtin_expect(x->dev != NULL, 0) && ((size_t)bytes > x->arena_cap || !x->arena_t)) { /* device hook */
-        if (x->arena_t) jn_tensor_decref(x->arena_t);
-        x->arena_t = NULL;
-        x->arena_cap = 0;
-        if ((s = x->dev->arena(x->dev->ctx, x->gi, (size_t)bytes, &x->arena_t))) return s;
-        x->arena_cap = (size_t)bytes;
-    }
-    if ((size_t)bytes > x->arena_cap || !x->arena_t) {
-        if (x->arena_t) jn_tensor_decref(x->arena_t);
-        x->arena_t = NULL;
-        free(x->arena);
-        /* sized for the symbols' recorded maxima at once: a run of growing
-         * sequence lengths would otherwise move (and fault in) the arena
-         * again at each new longest one */
-        int64_t most = 0;
-        if (jn_cg_eval_at_max(x->g, x->g->arena, &most) != JN_OK || most < bytes) most = bytes;
-        size_t cap = ((size_t)most + 63) / 64 * 64 + 64;
-        x->arena = arena_alloc(cap);
-        x->arena_cap = x->arena ? cap : 0;
-        int64_t n = (int64_t)cap;
-        if (x->arena) x->arena_t = jn_tensor_from_memory(x->arena, cap, JN_U8, 1, &n, NULL, 0, NULL, NULL);
-        if (!x->arena_t)
-            return jn_error(JN_ERR_NOMEM, "out of memory allocating the %lld-byte arena of graph %s", (long long)bytes,
-                            x->g->name);
+    if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */
+        if ((size_t)bytes > x->arena_cap || !x->arena_t) {
+            if (x->arena_t) jn_tensor_decref(x->arena_t);
+            x->arena_t = NULL;
+            x->arena_cap = 0;
+            if ((s = x->dev->arena(x->dev->ctx, x->gi, (size_t)bytes, &x->arena_t))) return s;
+            x->arena_cap = (size_t)bytes;
+        }
+    } else if (pthread_mutex_trylock(&cpu_arena.lock) == 0) {
+        x->holds_shared = 1;
+        if (!x->shared_user) x->shared_user = 1, cpu_arena.users++;
+        if (!arena_grow(x, bytes, &cpu_arena.mem, &cpu_arena.cap, &cpu_arena.t)) goto nomem;
+        if (x->arena_t != cpu_arena.t) {
+            if (x->arena_t) jn_tensor_decref(x->arena_t);
+            jn_tensor_incref(x->arena_t = cpu_arena.t);
+        }
+    } else {
+        jn_tensor *t = x->arena_t && x->arena_t->storage->data == x->arena ? x->arena_t : NULL;
+        if (x->arena_t && !t) jn_tensor_decref(x->arena_t), x->arena_t = NULL; /* the shared one's */
+        if (!arena_grow(x, bytes, &x->arena, &x->arena_cap, &x->arena_t)) goto nomem;
     }
     x->st.arena_bytes = bytes;
     return JN_OK;
+nomem:
+    return jn_error(JN_ERR_NOMEM, "out of memory allocating the %lld-byte arena of graph %s", (long long)bytes,
+                    x->g->name);
 }
 
 static void clear_vals(jn_rt_exec *x) {
@@ -1277,6 +1369,7 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
         }
     x->st.peak_bytes = x->peak;
     clear_vals(x);
+    arena_release(x);
     jn_set_grad_enabled(grad);
     return s;
 }

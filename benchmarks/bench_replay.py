@@ -6,7 +6,8 @@ a short run (`janus record`), `janus optimize` it, then run the example
 longer, alternately under `janus replay` and `janus replay --eager` (the
 same command with JANUS_REPLAY=0), each as its own process: steps/s is what
 the example prints over its steps after --warmup (wall clock, its data
-loader included), peak memory the child's ru_maxrss (os.wait4), the hit
+loader included), peak memory the example process's own ru_maxrss (written
+at its exit by a sitecustomize the benchmark puts on its path), the hit
 rate what the replay stored in the run.  PyTorch eager (and torch.compile
 with --compile) is timed in this process on the same model, batch size and
 thread count with benchmarks/bench_train.py's training step on one fixed
@@ -54,14 +55,36 @@ def child_env(threads):
     return e
 
 
+# The example's own peak RSS, written at its exit by a sitecustomize module
+# on its PYTHONPATH.  Not wait4's ru_maxrss: a process forked from this one
+# inherits this process's high-water mark (Linux keeps it across exec), so
+# every child would report at least this benchmark's own RSS -- torch and
+# the datasets loaded here -- and replay and eager would look alike.
+PEAK_SITE = """import atexit, os, resource
+def _janus_bench_peak():
+    path = os.environ.get("JANUS_BENCH_PEAK_OUT")
+    if path:
+        with open(path, "w") as f:
+            f.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+atexit.register(_janus_bench_peak)
+"""
+
+
 def run(cmd, env):
-    """(exit code, merged output, peak RSS in MB of the process tree)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
-    out = p.stdout.read()
-    p.stdout.close()
-    _, status, ru = os.wait4(p.pid, 0)  # rusage of the child and its waited-for children
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return p.returncode, out, ru.ru_maxrss / 1024.0
+    """(exit code, merged output, peak RSS in MB of the Python process the command runs, or NaN)."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "sitecustomize.py"), "w") as f:
+            f.write(PEAK_SITE)
+        env = dict(env)
+        env["PYTHONPATH"] = d + os.pathsep + env.get("PYTHONPATH", "")
+        env["JANUS_BENCH_PEAK_OUT"] = os.path.join(d, "peak")
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+        try:
+            with open(env["JANUS_BENCH_PEAK_OUT"]) as f:
+                mb = int(f.read()) / 1024.0
+        except (OSError, ValueError):
+            mb = float("nan")
+    return p.returncode, p.stdout, mb
 
 
 def counters(db, out):

@@ -233,9 +233,9 @@ static jn_status lost_error(const jn_tensor *t) {
                     jn_shape_str(t->ndim, t->shape, sh, sizeof sh));
 }
 
-/* st takes over the memory of `from` (same device), which is left empty:
- * how an executor's output becomes a pending tensor's bytes, and how a
- * pending device storage gets device memory. */
+/* st takes over the memory of `from` (same device; its own allocation or
+ * one with a release, never bytes inside its block), which is left empty:
+ * how an executor's output becomes a pending tensor's bytes. */
 static void take_memory(jn_storage *st, jn_storage *from) {
     st->data = from->data;
     st->owns_data = from->owns_data;
@@ -248,8 +248,12 @@ static void take_memory(jn_storage *st, jn_storage *from) {
     from->release_ctx = NULL;
 }
 
+static void release_tensor(void *t) { jn_tensor_decref(t); }
+
 /* jn_rt_storage_alloc for a storage on any device: a pending device
- * storage (a CUDA replay) gets its bytes from the device's backend. */
+ * storage (a CUDA replay) gets its bytes from the device's backend -- a
+ * tensor of the backend, kept alive by st (its bytes may live inside its
+ * storage block, so they are borrowed, not taken). */
 static jn_status storage_alloc(jn_storage *st) {
     if (st->data || st->device == JN_CPU) return jn_rt_storage_alloc(st);
     const jn_rt_backend *be = jn_rt_backends[st->device];
@@ -264,8 +268,10 @@ static jn_status storage_alloc(jn_storage *st) {
         return jn_error(JN_ERR_NOMEM, "janus replay: allocating %zu bytes on %s for a pending tensor: %s", st->nbytes,
                         jn_device_name(st->device), why);
     }
-    take_memory(st, t->storage);
-    jn_tensor_decref(t);
+    st->data = t->storage->data;
+    st->owns_data = 0;
+    st->release = release_tensor;
+    st->release_ctx = t;
     return JN_OK;
 }
 

@@ -354,6 +354,8 @@ enum { NSTEPS = 10, MISS_STEP = 6, LR_STEP = 8 };
 typedef struct {
     float loss[NSTEPS];
     float W[NSTEPS][IN * OUT], b[NSTEPS][OUT];
+    uint64_t version[NSTEPS]; /* W's: in-place writes counted as eagerly */
+    const void *where[NSTEPS]; /* W's bytes: updated in place, never moved */
 } trace;
 
 /* The run the script makes: steps on the batch of B rows, MISS_STEP on a
@@ -383,6 +385,8 @@ static void run_steps(trace *t, int replaying) {
         CHECK(!M.W->storage->lazy && !M.b->storage->lazy);
         memcpy(t->W[s], jn_data(M.W), sizeof t->W[s]);
         memcpy(t->b[s], jn_data(M.b), sizeof t->b[s]);
+        t->version[s] = M.W->storage->version;
+        t->where[s] = M.W->storage->data;
         jn_tensor_decref(loss);
     }
     small.W = small.b = NULL;
@@ -468,6 +472,9 @@ static void replay_child(const char *db_path) {
             fprintf(stderr, "  step %d: loss %.9g replayed, %.9g eager\n", i, rp.loss[i], ref.loss[i]);
     }
     printf("  %d/%d losses and %d/%d parameter snapshots bitwise equal to eager\n", same_loss, NSTEPS, same_w, NSTEPS);
+    int same_ver = 0, in_place = 0;
+    for (int i = 0; i < NSTEPS; i++) same_ver += rp.version[i] == ref.version[i], in_place += rp.where[i] == rp.where[0];
+    CHECK(same_ver == NSTEPS && in_place == NSTEPS && rp.version[NSTEPS - 1] == NSTEPS);
     CHECK(same_loss == NSTEPS && same_w == NSTEPS);
     CHECK(memcmp(ref.W[0], ref.W[NSTEPS - 1], sizeof ref.W[0]) != 0); /* it trains */
 

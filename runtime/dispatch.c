@@ -195,6 +195,19 @@ jn_status jn_rt_materialize_slow(jn_tensor *t) {
     return jn_error(JN_ERR_RUNTIME, "a tensor's data is pending but no replay is running (internal error)");
 }
 
+/* A device kernel over inputs as captured: CPU numbers a captured device op
+ * kept (the matcher reads their value on the host) are staged here, when it
+ * runs; eager device ops arrive staged already (the loop finds nothing). */
+static jn_status run_device_kernel(jn_op op, int dev, int nin, jn_tensor *const *in, const jn_attrs *a,
+                                   jn_tensor *const *out) {
+    jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
+    jn_status s = stage_scalars(op, dev, nin, in, use, staged);
+    if (s) return s;
+    s = jn_rt_backends[dev]->kernel[op](nin, use, a, out);
+    for (int i = 0; i < nin; i++) jn_tensor_decref(staged[i]);
+    return s;
+}
+
 jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
 #ifndef NDEBUG /* a pending tensor reaching a kernel is a bug (a view's kernel reads no data) */
     for (int i = 0; i < nin && !(infos[op].flags & JN_F_VIEW); i++)
@@ -203,7 +216,8 @@ jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_att
     jn_rt_private_ids++;
     /* outputs live where the op runs (in-place and view outputs are inputs) */
     int dev = out[0]->storage->device;
-    jn_status s = (dev ? jn_rt_backends[dev]->kernel[op] : jn_rt_cpu_backend.kernel[op])(nin, in, a, out);
+    jn_status s = __builtin_expect(dev != JN_CPU, 0) ? run_device_kernel(op, dev, nin, in, a, out)
+                                                     : jn_rt_cpu_backend.kernel[op](nin, in, a, out);
     jn_rt_private_ids--;
     return s;
 }
@@ -227,13 +241,22 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
     return jn_rt_dispatch_plain(op, nin, in, a_in, out);
 }
 
-/* A device op while replay captures: capture of device ops is not built
- * (docs/ARCHITECTURE.md, "Whole graphs on a GPU"), so the segment ends
- * before it as at a data read -- its graph runs, or its ops eagerly, a miss
- * -- and the op and the rest of the segment run eagerly.  A factory (no
- * tensor to read) runs eagerly with capture paused around it.  Never on
- * the CPU path. */
-static jn_status uncaptured_device_op(int nin, jn_tensor *const *in, jn_tensor *dst) {
+/* An op on another device than the one replay captures (capture_hook.device:
+ * a device op in a CPU replay, a CPU op in a CUDA replay) is not captured:
+ * the segment ends before it as at a data read -- its graph runs, or its
+ * ops eagerly, a miss -- and the op and the rest of the segment run
+ * eagerly.  A factory (no tensor to read) runs eagerly with capture paused
+ * around it (*done set, *s its status).  Never on the eager CPU path. */
+static jn_status __attribute__((noinline)) uncaptured_op(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in,
+                                                         jn_tensor **out, jn_tensor *dst, int *done) {
+    *done = 0;
+    if (!nin && !dst) {
+        *done = 1;
+        jn_rt_capturing = 0;
+        jn_status s = jn_rt_dispatch_plain(op, nin, in, a_in, out);
+        jn_rt_capturing = 1;
+        return s;
+    }
     jn_tensor *t = nin ? in[0] : dst;
     return t && capture_hook.materialize ? capture_hook.materialize(capture_hook.ctx, t) : JN_OK;
 }
@@ -241,18 +264,20 @@ static jn_status uncaptured_device_op(int nin, jn_tensor *const *in, jn_tensor *
 jn_status jn_rt_dispatch_plain(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in, jn_tensor **out) {
     const jn_opinfo *info = jn_op_info(op);
     if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
-    int dev;
+    int dev, done;
     jn_status s = check_inputs(op, info, nin, in, &dev);
     if (s) return s;
-    if (__builtin_expect(dev == JN_CPU, 1)) return dispatch(op, info, dev, nin, in, a_in, out);
-    if ((s = jn_rt_device_ready(op, dev))) return s;
-    if (jn_rt_capturing && !nin) {
-        jn_rt_capturing = 0;
-        s = jn_rt_dispatch_plain(op, nin, in, a_in, out);
-        jn_rt_capturing = 1;
-        return s;
+    if (__builtin_expect(dev == JN_CPU, 1)) {
+        /* a CPU op while a CUDA replay captures: one predictable branch */
+        if (__builtin_expect(jn_rt_capturing && capture_hook.device != JN_CPU, 0) &&
+            ((s = uncaptured_op(op, nin, in, a_in, out, NULL, &done)) || done))
+            return s;
+        return dispatch(op, info, dev, nin, in, a_in, out);
     }
-    if (jn_rt_capturing && (s = uncaptured_device_op(nin, in, NULL))) return s;
+    if ((s = jn_rt_device_ready(op, dev))) return s;
+    /* captured as it is: CPU numbers are staged when the op runs */
+    if (jn_rt_capturing && dev == capture_hook.device) return dispatch(op, info, dev, nin, in, a_in, out);
+    if (jn_rt_capturing && ((s = uncaptured_op(op, nin, in, a_in, out, NULL, &done)) || done)) return s;
     jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
     if ((s = stage_scalars(op, dev, nin, in, use, staged))) return s;
     s = dispatch(op, info, dev, nin, use, a_in, out);
@@ -264,9 +289,6 @@ jn_status jn_rt_dispatch_plain(jn_op op, int nin, jn_tensor *const *in, const jn
 static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
                           const jn_attrs *a_in, jn_tensor **out) {
     jn_status s;
-    if (dev != JN_CPU && jn_rt_capturing)
-        return jn_error(JN_ERR_UNSUPPORTED, "%s: janus replay cannot capture ops on %s tensors yet (run the "
-                        "script without replay, or on the cpu)", info->name, jn_device_name(dev));
     /* one_hot(num_classes=-1) is the one shape that depends on data */
     if (jn_rt_capturing && op == JN_OP_one_hot && a_in->a[0].i < 0 && (s = ready_inputs(nin, in))) return s;
     int cap = jn_rt_capturing;
@@ -297,6 +319,7 @@ static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const 
         } else {
             res[i] = cap ? jn_rt_tensor_new_pending(&meta[i])
                   : dev ? jn_rt_backends[dev]->tensor_new(&meta[i]) : jn_tensor_new_meta(&meta[i]);
+            if (cap && dev && res[i]) res[i]->storage->device = dev; /* pending on the device it will live on */
         }
         if (!res[i]) {
             s = JN_ERR_NOMEM;
@@ -345,9 +368,16 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
                         "%s and %s! (op %s: the output is on %s, the inputs on %s)",
                         jn_device_name(dev), jn_device_name(ddev), info->name, jn_device_name(ddev),
                         jn_device_name(dev));
-    if (__builtin_expect(dev == JN_CPU, 1)) return dispatch_into(op, info, nin, in, a, dst);
+    int done;
+    if (__builtin_expect(dev == JN_CPU, 1)) {
+        if (__builtin_expect(jn_rt_capturing && capture_hook.device != JN_CPU, 0) &&
+            (s = uncaptured_op(op, nin, in, a, NULL, dst, &done)))
+            return s;
+        return dispatch_into(op, info, nin, in, a, dst);
+    }
     if ((s = jn_rt_device_ready(op, dev))) return s;
-    if (jn_rt_capturing && (s = uncaptured_device_op(nin, in, dst))) return s;
+    if (jn_rt_capturing && dev == capture_hook.device) return dispatch_into(op, info, nin, in, a, dst);
+    if (jn_rt_capturing && (s = uncaptured_op(op, nin, in, a, NULL, dst, &done))) return s;
     jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
     if ((s = stage_scalars(op, dev, nin, in, use, staged))) return s;
     s = dispatch_into(op, info, nin, use, a, dst);

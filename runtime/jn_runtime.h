@@ -331,6 +331,10 @@ typedef struct jn_rt_capture_hook {
      * (views the engine made and eager would have freed by now). */
     int64_t (*held_only)(void *ctx, const jn_storage *st);
     void *ctx;
+    /* The device whose ops are captured (jn_device_type; 0 = JN_CPU): ops
+     * on another device end the segment and run eagerly (a factory runs
+     * eagerly with capture paused), so one replay's graphs hold one device. */
+    int device;
 } jn_rt_capture_hook;
 void jn_rt_set_capture_hook(const jn_rt_capture_hook *h);
 extern int jn_rt_capturing;

@@ -629,6 +629,8 @@ jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
     int nd;
     int64_t shape[JN_MAX_DIMS];
     jn_status s;
+    /* pending device tensors too (a CUDA replay captures device ops) */
+    if ((s = jn_rt_materialize((jn_tensor *)src)) || (s = jn_rt_materialize(dst))) return s;
     /* a device on either side: that backend copies (and transfers) */
     if (__builtin_expect(dst->storage->device | src->storage->device, 0)) {
         int dev = dst->storage->device ? dst->storage->device : src->storage->device;
@@ -636,7 +638,6 @@ jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
             return jn_error(JN_ERR_UNSUPPORTED, "copy: the %s backend is not available", jn_device_name(dev));
         return jn_rt_backends[dev]->copy_into(dst, src);
     }
-    if ((s = jn_rt_materialize((jn_tensor *)src)) || (s = jn_rt_materialize(dst))) return s;
     if ((s = jn_rt_copy_shape_check(dst, src))) return s;
     nd = dst->ndim;
     memcpy(shape, dst->shape, sizeof(int64_t) * (size_t)nd);

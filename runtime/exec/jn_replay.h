@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jn_exec.h"
 #include "jn_runtime.h"
 
 #ifdef __cplusplus
@@ -66,13 +67,26 @@ typedef struct {
     int64_t segments, hits, misses, graphs_hit, ngraphs;
     int64_t sliced;            /* hits that first ran part of the segment eagerly (values
                                 * Python holds that the graph does not keep) */
-    double seconds;            /* in graph runs */
+    double seconds;            /* in graph runs (host time: GPU work is asynchronous) */
+    int device;                /* where the graphs run: JN_CPU, or JN_CUDA (a CUDA bundle) */
+    /* a CUDA replay's graph runs (jn_rt_cuda_graphs_stats): launched as
+     * captured, captured (instantiated or updated), updated in place, and
+     * made of plain launches */
+    int64_t cuda_replays, cuda_captures, cuda_updates, cuda_plain_runs;
 } jn_rt_replay_stats;
 void jn_rt_replay_get_stats(jn_rt_replay_stats *st);
 /* The summary line (without newline) into buf. */
 void jn_rt_replay_summary(char *buf, size_t n);
 /* The i-th most frequent miss reason (NULL past the end); *count its count. */
 const char *jn_rt_replay_miss(int i, int64_t *count);
+
+/* Tests of a CUDA replay without a GPU (tests/c/test_replay_cuda.c): the
+ * runner (library nodes, copies) and stream the graphs' device table gets
+ * (NULL r: the eager CUDA backend's kernels; NULL stream: its compute
+ * stream), and the device string cuDNN choices are filed under (NULL:
+ * this GPU's, jn_rt_cudnn_device).  Call before jn_rt_replay_start. */
+void jn_rt_replay_set_cuda_runner(const jn_rt_cuda_graphs_runner *r, void *stream);
+void jn_rt_replay_set_algos_device(const char *device);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "jn_algos.h"
 #include "jn_autograd.h"
+#include "jn_backend.h"
 #include "jn_bundle.h"
 #include "jn_cg.h"
 #include "jn_db.h"
@@ -100,6 +102,11 @@ static struct {
     jn_cg_bundle *b;
     const jn_ir_module *m;
     jn_rt_exec_lib *lib;
+    /* a CUDA bundle (dev JN_CUDA): its module and the graphs' device table
+     * over the eager CUDA backend; every graph's executor runs there */
+    int dev;
+    jn_rt_dlib *dlib;
+    jn_rt_cuda_graphs *cg;
     jn_rt_matcher *mt;
     graph_row *g;
     /* the segment */
@@ -116,6 +123,15 @@ static struct {
     miss_row *miss;
     int nmiss, capmiss;
 } R;
+
+/* What tests plug into a CUDA replay (jn_rt_replay_set_cuda_runner,
+ * jn_rt_replay_set_algos_device): kept across replays. */
+static struct {
+    int runner_set;
+    jn_rt_cuda_graphs_runner runner;
+    void *stream;
+    char algos_dev[300];
+} T;
 
 /* ------------------------------------------------------------ helpers */
 static double now(void) {
@@ -217,6 +233,48 @@ static jn_status lost_error(const jn_tensor *t) {
                     jn_shape_str(t->ndim, t->shape, sh, sizeof sh));
 }
 
+/* st takes over the memory of `from` (same device; its own allocation or
+ * one with a release, never bytes inside its block), which is left empty:
+ * how an executor's output becomes a pending tensor's bytes. */
+static void take_memory(jn_storage *st, jn_storage *from) {
+    st->data = from->data;
+    st->owns_data = from->owns_data;
+    st->block_class = from->block_class;
+    st->release = from->release;
+    st->release_ctx = from->release_ctx;
+    from->data = NULL;
+    from->owns_data = 0;
+    from->release = NULL;
+    from->release_ctx = NULL;
+}
+
+static void release_tensor(void *t) { jn_tensor_decref(t); }
+
+/* jn_rt_storage_alloc for a storage on any device: a pending device
+ * storage (a CUDA replay) gets its bytes from the device's backend -- a
+ * tensor of the backend, kept alive by st (its bytes may live inside its
+ * storage block, so they are borrowed, not taken). */
+static jn_status storage_alloc(jn_storage *st) {
+    if (st->data || st->device == JN_CPU) return jn_rt_storage_alloc(st);
+    const jn_rt_backend *be = jn_rt_backends[st->device];
+    if (!be)
+        return jn_error(JN_ERR_UNSUPPORTED, "janus replay: the %s backend is not available for a pending tensor",
+                        jn_device_name(st->device));
+    jn_meta m = {JN_U8, 1, {(int64_t)st->nbytes}};
+    jn_tensor *t = be->tensor_new(&m);
+    if (!t) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", jn_errmsg());
+        return jn_error(JN_ERR_NOMEM, "janus replay: allocating %zu bytes on %s for a pending tensor: %s", st->nbytes,
+                        jn_device_name(st->device), why);
+    }
+    st->data = t->storage->data;
+    st->owns_data = 0;
+    st->release = release_tensor;
+    st->release_ctx = t;
+    return JN_OK;
+}
+
 /* ----------------------------------------------------------- fallback */
 /* Run the pending list eagerly, in order.  Every storage it touches is
  * current afterwards, except those of ops after a failing one (LOST). */
@@ -232,7 +290,7 @@ static jn_status fallback(void) {
         const pop *p = &R.ops[e];
         jn_tensor **out = op_out(p);
         if (s == JN_OK) {
-            for (int k = 0; k < p->nout && s == JN_OK; k++) s = jn_rt_storage_alloc(out[k]->storage);
+            for (int k = 0; k < p->nout && s == JN_OK; k++) s = storage_alloc(out[k]->storage);
             if (s == JN_OK) {
                 if (p->into) s = jn_rt_run_into(p->op, p->nin, op_in(p), &p->a, out[0]);
                 else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s = jn_rt_run_kernel(p->op, p->nin, op_in(p), &p->a, out);
@@ -382,7 +440,7 @@ static jn_status dslice_run(dslice *D) {
     for (int64_t e = 0; e < D->nops && s == JN_OK; e++) {
         const pop *p = &D->ops[e];
         jn_tensor **in = D->refs + p->ref, **out = in + p->nin;
-        for (int k = 0; k < p->nout && s == JN_OK; k++) s = jn_rt_storage_alloc(out[k]->storage);
+        for (int k = 0; k < p->nout && s == JN_OK; k++) s = storage_alloc(out[k]->storage);
         if (s) break;
         if (p->into) s = jn_rt_run_into(p->op, p->nin, in, &p->a, out[0]);
         else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s = jn_rt_run_kernel(p->op, p->nin, in, &p->a, out);
@@ -510,7 +568,7 @@ static jn_status graph_ready(int32_t gi, char *why, size_t n) {
     }
     if (G->x) return JN_OK;
     const jn_ir_graph *g = R.m->graphs[gi];
-    jn_status s = jn_rt_exec_new(R.m, gi, R.lib, 0, &G->x);
+    jn_status s = jn_rt_exec_new_on(R.m, gi, R.lib, R.cg ? jn_rt_cuda_graphs_device(R.cg) : NULL, 0, &G->x);
     if (s == JN_OK && !(G->keep_idx = malloc(sizeof *G->keep_idx * (size_t)(g->noutputs + 1)))) s = JN_ERR_NOMEM;
     if (s) {
         snprintf(why, n, "graph %s: executor: %s", g->name, jn_errmsg());
@@ -684,7 +742,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
             if (!in_slice[e]) continue;
             const pop *p = &R.ops[e];
             jn_tensor **out = op_out(p);
-            for (int k = 0; k < p->nout && s2 == JN_OK; k++) s2 = jn_rt_storage_alloc(out[k]->storage);
+            for (int k = 0; k < p->nout && s2 == JN_OK; k++) s2 = storage_alloc(out[k]->storage);
             if (s2) break;
             if (p->into) s2 = jn_rt_run_into(p->op, p->nin, op_in(p), &p->a, out[0]);
             else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s2 = jn_rt_run_kernel(p->op, p->nin, op_in(p), &p->a, out);
@@ -725,7 +783,8 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
         if (inputs[i] && !owned[i]) vers[i] = inputs[i]->storage->version;
     double t0 = now();
     jn_rt_private_ids++;
-    jn_status s = jn_rt_exec_run(G->x, inputs, res->syms, outs);
+    jn_status s = R.cg ? jn_rt_cuda_graphs_run(R.cg, G->x, inputs, res->syms, outs)
+                       : jn_rt_exec_run(G->x, inputs, res->syms, outs);
     jn_rt_private_ids--;
     G->seconds += now() - t0;
     if (R.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (now() - t0));
@@ -764,20 +823,16 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
             if (st->lazy != JN_LAZY_PENDING && st->lazy != PARTIAL) continue;
             jn_tensor *o = outs[h->fill];
             if (!st->data && covers(h->t) && o->refcnt == 1 && o->storage->refcnt == 1 &&
-                o->storage->owns_data == 1 && !o->storage->release && covers(o) && o->dtype == h->t->dtype &&
-                o->storage->nbytes == st->nbytes) {
-                st->data = o->storage->data;
-                st->block_class = o->storage->block_class;
-                st->owns_data = 1;
-                o->storage->data = NULL;
-                o->storage->owns_data = 0;
+                (o->storage->owns_data == 1 || o->storage->release) && o->storage->device == st->device &&
+                covers(o) && o->dtype == h->t->dtype && o->storage->nbytes == st->nbytes) {
+                take_memory(st, o->storage); /* device memory too: its release goes with it */
                 st->lazy = 0;
                 continue;
             }
             if (R.debug)
                 fprintf(stderr, "[rp] graph %s: output %d copied into a pending %s (%zu bytes)\n", g->name, h->fill,
                         h->view ? "view" : "tensor", st->nbytes);
-            if ((s = jn_rt_storage_alloc(st))) break;
+            if ((s = storage_alloc(st))) break;
             st->lazy = pass == 0 ? 0 : PARTIAL;
             s = jn_copy_into(h->t, o);
         }
@@ -885,7 +940,7 @@ static void fill_arg(jn_rt_match_arg *r, const jn_tensor *t, int is_out) {
     r->scalar = 0;
     if (t->wrapped_number && !is_out) { /* as the recorder: the dtype says which Python type */
         r->pytype = t->dtype == JN_BOOL ? 3 : jn_dtype_is_float(t->dtype) ? 2 : 1;
-        r->scalar = t->storage->data ? jn_load_f64(jn_data(t), t->dtype) : NAN;
+        r->scalar = t->storage->data && t->storage->device == JN_CPU ? jn_load_f64(jn_data(t), t->dtype) : NAN;
     }
 }
 
@@ -968,12 +1023,18 @@ static void unload(void) {
     jn_rt_replay_on = 0;
     R.on = 0;
     clear_list();
+    if (R.dlib) (void)jn_rt_dlib_sync(R.dlib); /* nothing in flight uses what is freed below */
     for (int32_t i = 0; R.g && R.m && i < R.m->ngraphs; i++) {
         if (R.g[i].x) jn_rt_exec_free(R.g[i].x);
         free(R.g[i].keep_idx);
     }
     free(R.g);
     R.g = NULL;
+    jn_rt_cuda_graphs_free(R.cg); /* after the executors that use its table */
+    R.cg = NULL;
+    if (R.dlib) jn_rt_dlib_close(R.dlib);
+    R.dlib = NULL;
+    R.dev = JN_CPU;
     if (R.mt) jn_rt_match_free(R.mt);
     R.mt = NULL;
     if (R.lib) jn_rt_exec_lib_close(R.lib);
@@ -1005,6 +1066,41 @@ jn_status jn_rt_replay_pick_cuda(const char *const *targets, int n, int dev_majo
         *pick = targets[i]; /* else the newest (oldest first): jn_rt_cuda_pick_image decides */
     }
     return *pick ? JN_OK : JN_ERR_VALUE;
+}
+
+/* The CUDA bundle R.b fits the device (dname, sm_<major><minor>): the
+ * eager CUDA backend (library nodes, buffers, the stream), the bundle's
+ * module (its cubin or PTX; none when the graphs have no generated
+ * kernels) and the graphs' device table over both, into R.dlib / R.cg.
+ * Refusals name what is missing; nothing is left open on failure. */
+static jn_status open_device_exec(const char *db_path, const char *dname, int major, int minor) {
+    char why[1024];
+    jn_status s = jn_rt_backends[JN_CUDA] ? JN_OK : jn_cuda_init();
+    if (s) {
+        snprintf(why, sizeof why, "%s", jn_errmsg());
+        return jn_error(s, "the %s bundle of %s fits %s (sm_%d%d), but the eager CUDA backend cannot start, and "
+                        "the graphs need it (buffers, stream, library nodes): %s", R.b->target, db_path, dname, major,
+                        minor, why);
+    }
+    const jn_cg_bundle_section *cubin = jn_cg_bundle_section_find(R.b, JN_CG_SEC_CUBIN);
+    const jn_cg_bundle_section *ptx = jn_cg_bundle_section_find(R.b, JN_CG_SEC_PTX);
+    if (cubin || ptx) {
+        uint64_t h = 0;
+        char origin[512];
+        snprintf(origin, sizeof origin, "the %s bundle of %s", R.b->target, db_path);
+        if ((s = jn_cg_module_hash(R.b->module, &h)) ||
+            (s = jn_rt_dlib_open(cubin ? cubin->data : NULL, cubin ? cubin->len : 0, ptx ? (const char *)ptx->data : NULL,
+                                 ptx ? ptx->len : 0, R.b->target, h, origin, 0, &R.dlib)))
+            return s;
+    }
+    if ((s = jn_rt_cuda_graphs_new(R.dlib, NULL, T.stream, &R.cg))) {
+        if (R.dlib) jn_rt_dlib_close(R.dlib);
+        R.dlib = NULL;
+        return s;
+    }
+    if (T.runner_set) jn_rt_cuda_graphs_set_runner(R.cg, &T.runner);
+    R.dev = JN_CUDA;
+    return JN_OK;
 }
 
 /* The recording ran on a GPU (or the store has no cpu bundle): the bundle
@@ -1053,12 +1149,8 @@ static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *
             s = jn_rt_cuda_pick_image(R.b->target, jn_cg_bundle_section_find(R.b, JN_CG_SEC_CUBIN) != NULL,
                                       jn_cg_bundle_section_find(R.b, JN_CG_SEC_PTX) != NULL, major, minor, dname,
                                       &image);
-            /* capture of CUDA ops is not built yet (docs/ARCHITECTURE.md,
-             * "Whole graphs on a GPU"): say so instead of capturing nothing */
-            if (!s)
-                s = jn_error(JN_ERR_UNSUPPORTED, "the %s bundle of %s fits %s (sm_%d%d), but janus replay does not "
-                             "run graphs on a GPU yet (capture of cuda ops is not built)", R.b->target, db_path, dname,
-                             major, minor);
+            (void)image; /* jn_rt_dlib_open makes the same choice when it loads the module */
+            if (!s) s = open_device_exec(db_path, dname, major, minor);
             if (s) {
                 jn_cg_bundle_free(R.b);
                 R.b = NULL;
@@ -1086,6 +1178,13 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
         if (R.b) jn_cg_bundle_free(R.b);
         R.b = NULL;
         s = open_device_bundle(db, db_path, cpu_why);
+    }
+    if (!s && R.dev == JN_CUDA) { /* cuDNN's choices of earlier runs on this GPU (a failure only costs time) */
+        int n = 0;
+        jn_status as = T.algos_dev[0] ? jn_rt_cuda_algos_load_for(db, T.algos_dev, &n) : jn_rt_cuda_algos_load(db, &n);
+        if (as)
+            fprintf(stderr, "janus replay: could not load the cuDNN algorithm choices from %s (they are chosen "
+                    "again): %s\n", db_path, jn_errmsg());
     }
     jn_db_close(db);
     if (s) return s;
@@ -1120,10 +1219,11 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     R.speculate = (flags & JN_RT_REPLAY_SPECULATE) != 0;
     const char *df = getenv("JANUS_REPLAY_DEFER");
     R.defer = !(df && (!strcmp(df, "0") || !strcmp(df, "no") || !strcmp(df, "false")));
+    if (R.dev != JN_CPU) R.defer = 0; /* deferred slices snapshot host bytes: on a GPU the slice runs first */
     R.segments = R.hits = R.misses = 0;
     R.on = 1;
     jn_rt_replay_on = 1;
-    jn_rt_capture_hook h = {cap_capture, cap_materialize, cap_held_only, NULL};
+    jn_rt_capture_hook h = {cap_capture, cap_materialize, cap_held_only, NULL, R.dev};
     jn_rt_set_capture_hook(&h);
     seg_begin(0);
     return JN_OK;
@@ -1160,6 +1260,13 @@ void jn_rt_replay_get_stats(jn_rt_replay_stats *st) {
     for (int32_t i = 0; R.g && i < st->ngraphs; i++) {
         st->graphs_hit += R.g[i].hits > 0;
         st->seconds += R.g[i].seconds;
+    }
+    st->device = R.dev;
+    if (R.cg) {
+        jn_rt_cuda_graphs_stats cs;
+        jn_rt_cuda_graphs_get_stats(R.cg, &cs);
+        st->cuda_replays = cs.replays, st->cuda_captures = cs.captures, st->cuda_updates = cs.updates;
+        st->cuda_plain_runs = cs.plain_runs;
     }
 }
 
@@ -1205,8 +1312,16 @@ void jn_rt_replay_summary(char *buf, size_t n) {
     commas(st.misses, fb, sizeof fb);
     double pct = st.segments ? 100.0 * (double)st.hits / (double)st.segments : 0;
     int k = top_miss(0);
-    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s), %s fell back%s%s",
-             floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", fb,
+    char gpu[600] = "";
+    if (R.cg) { /* what the GPU's graph runs were: launched captures, new captures, plain launches */
+        jn_rt_cuda_graphs_stats cs;
+        jn_rt_cuda_graphs_get_stats(R.cg, &cs);
+        snprintf(gpu, sizeof gpu, " on cuda:0 (CUDA Graphs: %lld replays, %lld captures, %lld updates%s%s)",
+                 (long long)cs.replays, (long long)cs.captures, (long long)cs.updates,
+                 cs.plain_runs ? "; plain launches: " : "", cs.plain_runs ? cs.plain_reason : "");
+    }
+    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s)%s, %s fell back%s%s",
+             floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", gpu, fb,
              k >= 0 ? "; top miss: " : "", k >= 0 ? R.miss[k].why : "");
 }
 
@@ -1244,29 +1359,54 @@ jn_status jn_rt_replay_stop(int print_summary) {
     return s;
 }
 
-#if JN_DB_SCHEMA_VERSION >= 3 /* jn_db_replay_put (h-rcli) */
+/* At exit: the counters (run_id > 0) and, after a CUDA replay, cuDNN's
+ * algorithm choices (jn_algos.h), in one opening of the store.  They are
+ * separate transactions: a failure to save the choices loses no counter,
+ * and each failure is said on stderr with its reason. */
 static void write_counters(void) {
-    if (R.run_id <= 0 || !R.db_path) return;
-    int ng = R.m->ngraphs;
-    jn_db_replay_graph *gr = calloc((size_t)ng + 1, sizeof *gr);
-    jn_db_replay_miss *mr = calloc((size_t)R.nmiss + 1, sizeof *mr);
+    int algos = R.dev == JN_CUDA;
+    if ((R.run_id <= 0 && !algos) || !R.db_path) return;
     jn_db *db = NULL;
-    jn_status s = !gr || !mr ? jn_error(JN_ERR_NOMEM, "out of memory") : jn_db_open(R.db_path, JN_DB_WRITE, &db);
-    if (s == JN_OK) {
-        for (int i = 0; i < ng; i++)
-            gr[i] = (jn_db_replay_graph){R.m->graphs[i]->name, R.g[i].hits, R.g[i].misses, R.g[i].seconds};
-        for (int i = 0; i < R.nmiss; i++) {
-            const miss_row *r = &R.miss[i];
-            mr[i] = (jn_db_replay_miss){r->graph >= 0 ? R.m->graphs[r->graph]->name : "", r->guard, r->why, r->site,
-                                        r->seen, r->count};
-        }
-        s = jn_db_replay_put(db, R.run_id, gr, ng, mr, R.nmiss);
+    if (jn_db_open(R.db_path, JN_DB_WRITE, &db)) {
+        fprintf(stderr, "janus replay: could not write the %s to %s: %s\n",
+                R.run_id > 0 ? "counters" : "cuDNN algorithm choices", R.db_path, jn_errmsg());
+        return;
     }
-    if (db) jn_db_close(db);
-    if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R.db_path, jn_errmsg());
-    free(gr);
-    free(mr);
+    if (R.run_id > 0) {
+        int ng = R.m->ngraphs;
+        jn_db_replay_graph *gr = calloc((size_t)ng + 1, sizeof *gr);
+        jn_db_replay_miss *mr = calloc((size_t)R.nmiss + 1, sizeof *mr);
+        jn_status s = !gr || !mr ? jn_error(JN_ERR_NOMEM, "out of memory") : JN_OK;
+        if (s == JN_OK) {
+            for (int i = 0; i < ng; i++)
+                gr[i] = (jn_db_replay_graph){R.m->graphs[i]->name, R.g[i].hits, R.g[i].misses, R.g[i].seconds};
+            for (int i = 0; i < R.nmiss; i++) {
+                const miss_row *r = &R.miss[i];
+                mr[i] = (jn_db_replay_miss){r->graph >= 0 ? R.m->graphs[r->graph]->name : "", r->guard, r->why,
+                                            r->site, r->seen, r->count};
+            }
+            s = jn_db_replay_put(db, R.run_id, gr, ng, mr, R.nmiss);
+        }
+        if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R.db_path, jn_errmsg());
+        free(gr);
+        free(mr);
+    }
+    if (algos) {
+        int n = 0;
+        jn_status s = T.algos_dev[0] ? jn_rt_cuda_algos_save_for(db, T.algos_dev, &n) : jn_rt_cuda_algos_save(db, &n);
+        if (s)
+            fprintf(stderr, "janus replay: could not save the cuDNN algorithm choices to %s (the next run chooses "
+                    "them again): %s\n", R.db_path, jn_errmsg());
+    }
+    jn_db_close(db);
 }
-#else
-static void write_counters(void) {}
-#endif
+
+void jn_rt_replay_set_cuda_runner(const jn_rt_cuda_graphs_runner *r, void *stream) {
+    T.runner_set = r != NULL;
+    if (r) T.runner = *r;
+    T.stream = stream;
+}
+
+void jn_rt_replay_set_algos_device(const char *device) {
+    snprintf(T.algos_dev, sizeof T.algos_dev, "%s", device ? device : "");
+}

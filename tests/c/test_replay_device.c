@@ -3,11 +3,15 @@
  * runtime/exec/replay.c): the device's own arch over every other, else the
  * newest CUDA target, never a cpu one.  The messages around it (no driver,
  * stub, other arch) are checked end to end by tests/python/test_replay_gpu.py.
- * (2) The dispatcher while a segment is captured (runtime/dispatch.c): an
- * op on device tensors is not captured (capture of device ops is not
- * built) but ends the segment through the hook's materialize, as a data
+ * (2) The dispatcher while a segment is captured (runtime/dispatch.c): in
+ * a CPU replay (the hook's device JN_CPU) an op on device tensors is not
+ * captured but ends the segment through the hook's materialize, as a data
  * read does, and runs eagerly; a device factory runs eagerly with capture
- * paused; CPU ops are still captured.  The "CUDA" backend here is the CPU
+ * paused; CPU ops are captured.  In a CUDA replay (device JN_CUDA) it is
+ * the other way round: device ops are captured (pending on the device,
+ * Python numbers kept as host tensors), CPU ops end the segment and CPU
+ * factories run with capture paused.  The whole replay on the device is
+ * tests/c/test_replay_cuda.c.  The "CUDA" backend here is the CPU
  * backend's table plugged in as jn_rt_backends[JN_CUDA] over host memory
  * labelled cuda (as tests/c/test_exec_cuda.c does): it checks the
  * dispatcher's decision, not CUDA code. */
@@ -53,7 +57,7 @@ static void test_dispatch_while_capturing(void) {
     fake.tensor_new = fake_new;
     const jn_rt_backend *saved = jn_rt_backends[JN_CUDA];
     jn_rt_backends[JN_CUDA] = &fake;
-    jn_rt_capture_hook h = {hook_capture, hook_materialize, NULL, NULL};
+    jn_rt_capture_hook h = {hook_capture, hook_materialize, NULL, NULL, JN_CPU};
     jn_rt_set_capture_hook(&h);
     jn_attrs at;
     memset(&at, 0, sizeof at);
@@ -97,6 +101,48 @@ static void test_dispatch_while_capturing(void) {
         jn_tensor_decref(f);
     }
     jn_rt_capturing = 0;
+
+    /* a CUDA replay (the hook captures cuda ops): the device op is
+     * captured, pending on the device, no kernel run ... */
+    h.device = JN_CUDA;
+    jn_rt_set_capture_hook(&h);
+    jn_rt_capturing = 1;
+    jn_tensor *dc = NULL;
+    CHECK(jn_dispatch(JN_OP_mul, 2, dd, &at, &dc) == JN_OK && dc && captured == 2 && ends == 2);
+    CHECK(dc && dc->storage->device == JN_CUDA && !dc->storage->data && dc->storage->lazy == JN_LAZY_PENDING);
+    /* ... with a Python number as it is (the matcher reads it on the host) */
+    jn_tensor *num = jn_scalar_f64(2.0, JN_F32, 1), *dn[2] = {d1, num}, *dcn = NULL;
+    int seen_dev = -1;
+    CHECK(jn_dispatch(JN_OP_mul, 2, dn, &at, &dcn) == JN_OK && captured == 3 && ends == 2);
+    seen_dev = dcn ? dcn->storage->device : -1;
+    CHECK(seen_dev == JN_CUDA);
+    /* ... in place into a device tensor: captured too */
+    CHECK(jn_dispatch_into(JN_OP_add, 2, dd, &at, d2) == JN_OK && captured == 4 && ends == 2 && jn_rt_capturing);
+    CHECK(d2->storage->lazy == JN_LAZY_PENDING && ((float *)jn_data(d2))[0] == 2.0f); /* not run */
+    d2->storage->lazy = 0;
+    /* a CPU op ends the segment and runs eagerly */
+    jn_tensor *co2 = NULL;
+    CHECK(jn_dispatch(JN_OP_add, 2, cc, &at, &co2) == JN_OK && co2 && ends == 3 && captured == 4 && !jn_rt_capturing);
+    CHECK(co2 && !co2->storage->lazy && ((float *)jn_data(co2))[0] == 3.0f);
+    jn_rt_capturing = 1;
+    CHECK(jn_dispatch_into(JN_OP_add, 2, cc, &at, c1) == JN_OK && ends == 4 && captured == 4 && !jn_rt_capturing);
+    CHECK(((float *)jn_data(c1))[0] == 3.0f);
+    /* a CPU factory: eager, capture paused */
+    jn_rt_capturing = 1;
+    jn_tensor *f2 = NULL;
+    CHECK(jn_dispatch(JN_OP_full, 0, NULL, &fa, &f2) == JN_OK && f2 && !f2->storage->lazy && jn_rt_capturing == 1 &&
+          ends == 4 && captured == 4);
+    jn_rt_capturing = 0;
+    jn_tensor *mine[] = {dc, dcn};
+    for (size_t i = 0; i < 2; i++)
+        if (mine[i]) {
+            mine[i]->storage->lazy = 0;
+            mine[i]->storage->device = JN_CPU;
+            jn_tensor_decref(mine[i]);
+        }
+    jn_tensor_decref(num);
+    jn_tensor_decref(co2);
+    jn_tensor_decref(f2);
 
     jn_rt_set_capture_hook(NULL);
     jn_rt_backends[JN_CUDA] = saved;

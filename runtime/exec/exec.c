@@ -1228,7 +1228,7 @@ static int arena_grow(const jn_rt_exec *x, int64_t bytes, char **mem, size_t *ca
      * left its freed buffers in the runtime's block cache and malloc's
      * heap: give them back before a large arena comes on top of them
      * (fashion_cnn's replay peaked 30 MB above eager).  Rare: arenas only
-     * grow, and are only given back by jn_rt_exec_trim. */
+     * grow. */
     if (c >= HUGE_PAGE) {
         jn_rt_block_cache_release();
 #ifdef __GLIBC__
@@ -1243,23 +1243,6 @@ static int arena_grow(const jn_rt_exec *x, int64_t bytes, char **mem, size_t *ca
         *cap = 0;
     }
     return *t != NULL;
-}
-
-/* Eager work is about to run (replay's fallback): give the shared arena's
- * memory back if it is large and no run holds it, so eager's buffers do
- * not come on top of it (the next graph run allocates it again).  Each
- * executor still holds the old header; ensure_arena sees it is not the
- * shared one and takes the new one. */
-void jn_rt_exec_trim(void) {
-    if (pthread_mutex_trylock(&cpu_arena.lock)) return;
-    if (cpu_arena.t && cpu_arena.cap >= HUGE_PAGE) {
-        jn_tensor_decref(cpu_arena.t);
-        free(cpu_arena.mem);
-        cpu_arena.t = NULL;
-        cpu_arena.mem = NULL;
-        cpu_arena.cap = 0;
-    }
-    pthread_mutex_unlock(&cpu_arena.lock);
 }
 
 static void arena_release(jn_rt_exec *x) {

@@ -182,9 +182,6 @@ void jn_rt_exec_free(jn_rt_exec *x);
  * to the keep outputs, in g->outputs order.  The arena is allocated once
  * per run (or reused while its size fits). */
 jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs);
-/* Frees the memory of the arena CPU graphs share, when it is large and no
- * run holds it: eager work (replay's fallback) is about to allocate. */
-void jn_rt_exec_trim(void);
 
 /* Fills syms[s] for every dim symbol that appears as a plain dim of an
  * input's shape, from inputs (what a caller without a matcher uses); -1

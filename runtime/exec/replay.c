@@ -280,7 +280,6 @@ static jn_status storage_alloc(jn_storage *st) {
  * current afterwards, except those of ops after a failing one (LOST). */
 static jn_status fallback(void) {
     jn_status s = JN_OK;
-    jn_rt_exec_trim(); /* eager's buffers, not on top of an idle arena */
     R.flushing = 1;
     for (int64_t e = 0; e < R.nops; e++) {
         const pop *p = &R.ops[e];

@@ -121,6 +121,14 @@ struct jn_rt_exec {
     void *hook_ctx;
     const jn_rt_exec_device *dev; /* NULL: the CPU; else where buffers, nodes and kernels run */
     jn_tensor **dscal;            /* device: per input, its number in device memory */
+    /* every expression of the graph evaluated once per run, and the ones
+     * over an induction variable again at each iteration (ev_all, ev_ivar):
+     * offsets and shapes are read per node per iteration, and walking
+     * their trees each time was ~1% of a replayed char_lstm step */
+    int64_t *ev;
+    uint8_t *evbad;  /* overflow or division by zero: eval walks it for the message */
+    int32_t *evdep, nevdep; /* expressions over an induction variable, children first */
+    int evok, evvalid;      /* the graph's expressions come children first; ev is current */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -129,7 +137,89 @@ static jn_status eval(const jn_rt_exec *x, jn_ir_dim d, int64_t *out) {
         *out = d;
         return JN_OK;
     }
+    int32_t i = jn_ir_expr_index(d);
+    if (x->evvalid && i >= 0 && i < x->g->nexprs && !x->evbad[i]) {
+        *out = x->ev[i];
+        return JN_OK;
+    }
     return jn_ir_dim_eval(x->g, d, x->sv, out);
+}
+
+/* Expression i from its children's values in ev (children come first). */
+static void ev_one(jn_rt_exec *x, int32_t i) {
+    const jn_ir_expr *e = &x->g->exprs[i];
+    if (e->kind == JN_IR_E_SYM) {
+        x->evbad[i] = e->sym < 0 || e->sym >= x->g->nsyms;
+        x->ev[i] = x->evbad[i] ? 0 : x->sv[e->sym];
+        return;
+    }
+    int64_t v[2], r = 0;
+    jn_ir_dim c[2] = {e->a, e->b};
+    int bad = 0;
+    for (int k = 0; k < 2; k++) {
+        if (!jn_ir_is_expr(c[k])) v[k] = c[k];
+        else bad |= x->evbad[jn_ir_expr_index(c[k])], v[k] = x->ev[jn_ir_expr_index(c[k])];
+    }
+    switch (e->kind) {
+    case JN_IR_E_ADD: bad |= __builtin_add_overflow(v[0], v[1], &r); break;
+    case JN_IR_E_SUB: bad |= __builtin_sub_overflow(v[0], v[1], &r); break;
+    case JN_IR_E_MUL: bad |= __builtin_mul_overflow(v[0], v[1], &r); break;
+    case JN_IR_E_FLOORDIV:
+        if (v[1] == 0 || (v[0] == INT64_MIN && v[1] == -1)) {
+            bad = 1;
+        } else {
+            r = v[0] / v[1];
+            if (v[0] % v[1] != 0 && ((v[0] < 0) != (v[1] < 0))) r--;
+        }
+        break;
+    default: bad = 1;
+    }
+    x->ev[i] = r;
+    x->evbad[i] = (uint8_t)(bad != 0);
+}
+
+/* After the symbols are set (a run's start): every expression. */
+static void ev_all(jn_rt_exec *x) {
+    x->evvalid = 0;
+    if (!x->evok) return;
+    for (int32_t i = 0; i < x->g->nexprs; i++) ev_one(x, i);
+    x->evvalid = 1;
+}
+
+/* After an induction variable moved: the expressions over one. */
+static void ev_ivar(jn_rt_exec *x) {
+    if (!x->evvalid) return;
+    for (int32_t k = 0; k < x->nevdep; k++) ev_one(x, x->evdep[k]);
+}
+
+/* exec_new: the tables, when every expression's children come before it
+ * (as the pool builds them); otherwise eval walks trees as before. */
+static int ev_prepare(jn_rt_exec *x) {
+    const jn_ir_graph *g = x->g;
+    int32_t n = g->nexprs;
+    x->ev = malloc(sizeof *x->ev * ((size_t)n + 1));
+    x->evbad = calloc((size_t)n + 1, 1);
+    x->evdep = malloc(sizeof *x->evdep * ((size_t)n + 1));
+    uint8_t *dep = calloc((size_t)n + 1, 1);
+    int ok = x->ev && x->evbad && x->evdep && dep;
+    x->evok = ok;
+    for (int32_t i = 0; i < n && x->evok; i++) {
+        const jn_ir_expr *e = &g->exprs[i];
+        if (e->kind == JN_IR_E_SYM) {
+            dep[i] = e->sym >= 0 && e->sym < g->nsyms && g->syms[e->sym].kind == JN_IR_SYM_IVAR;
+        } else {
+            jn_ir_dim c[2] = {e->a, e->b};
+            for (int k = 0; k < 2; k++) {
+                if (!jn_ir_is_expr(c[k])) continue;
+                int32_t j = jn_ir_expr_index(c[k]);
+                if (j < 0 || j >= i) x->evok = 0; /* not children first: no table */
+                else dep[i] |= dep[j];
+            }
+        }
+        if (dep[i]) x->evdep[x->nevdep++] = i;
+    }
+    free(dep);
+    return ok;
 }
 
 static jn_status eval_shape(const jn_rt_exec *x, int32_t v, int64_t *shape) {
@@ -557,6 +647,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
     for (int32_t c = 0; c < ncol && s == JN_OK; c++) {
         const jn_ir_value *ov = &g->values[L->collect[c].out];
         x->sv[L->ivar] = 0;
+        ev_ivar(x);
         if ((s = eval_shape(x, L->collect[c].out, shape))) break;
         if (!(col[c] = own_tensor(x, ov->dtype, ov->ndim, shape))) s = JN_ERR_NOMEM;
         else note_bytes(x, tbytes(col[c]));
@@ -566,6 +657,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
     if (!row && s == JN_OK) s = jn_error(JN_ERR_NOMEM, "out of memory running loop L%d of graph %s", l, g->name);
     for (int64_t it = 0; it < trip && s == JN_OK; it++) {
         x->sv[L->ivar] = it;
+        ev_ivar(x);
         for (int32_t c = 0; c < ncol && s == JN_OK; c++) {
             if (!(row[c] = view_of(col[c]))) {
                 s = jn_error(JN_ERR_NOMEM, "out of memory running loop L%d of graph %s", l, g->name);
@@ -664,6 +756,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
         x->live += x->ownbytes[v];
     }
     x->sv[L->ivar] = g->syms[L->ivar].lo;
+    ev_ivar(x);
     free(buf);
     free(cur);
     return s;
@@ -1031,7 +1124,7 @@ jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_
     x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
     jn_status s = JN_OK;
     if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->sv || !x->sval || !x->scal || !x->loopstep ||
-        !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches || (dev && !x->dscal)) {
+        !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches || (dev && !x->dscal) || !ev_prepare(x)) {
         s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
         goto fail;
     }
@@ -1122,6 +1215,9 @@ void jn_rt_exec_free(jn_rt_exec *x) {
     free(x->np);
     free(x->patches);
     free(x->sv);
+    free(x->ev);
+    free(x->evbad);
+    free(x->evdep);
     free(x->ownbytes);
     free(x->sval);
     free(x->val);
@@ -1302,6 +1398,7 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
     x->live = x->peak = 0;
     for (int32_t s2 = 0; s2 < g->nsyms; s2++)
         x->sv[s2] = g->syms[s2].kind == JN_IR_SYM_IVAR ? g->syms[s2].lo : syms ? syms[s2] : g->syms[s2].hi;
+    ev_all(x);
     jn_status s = JN_OK;
     for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
         jn_tensor *t = inputs[i];

@@ -36,6 +36,7 @@
 #include "jn_test.h"
 #include "jn_test_emit.h"
 #include "jn_test_exec.h"
+#include "jn_test_hostfn.h"
 
 static int no_cc;
 
@@ -542,64 +543,14 @@ done:
 }
 
 /* ------------------------------------ whole graphs as CUDA Graphs
- * jn_rt_cuda_graphs_run on the fake driver: library nodes and copies go
- * through a runner that enqueues each as a host function (cuLaunchHostFunc)
- * on the stream -- run at once outside a capture, recorded into the graph
- * during one -- over the CPU kernels, as the eager CUDA backend's kernels
- * would be captured from its stream.  Per graph: run 1 is captured and
+ * jn_rt_cuda_graphs_run on the fake driver, library nodes and copies run
+ * as host functions over the CPU kernels (jn_test_hostfn.h).  Per graph: run 1 is captured and
  * instantiated, runs 2 and 3 (new input values written into the same
  * tensors) replay it, run 4 (a state input moved to a new tensor: another
  * address) is captured again and the executable graph updated; every run's
  * outputs bitwise equal to the CPU executor's on the same inputs.  Then
  * FAKE_CUDA_FAIL=capture: the run falls back to plain launches, the reason
  * kept, with the same results. */
-typedef struct closure {
-    struct closure *next;
-    jn_op op; /* JN_NOPS: a copy */
-    int nin, nout;
-    jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS];
-    jn_attrs a;
-} closure;
-static closure *closures;
-static int closure_errors;
-static CUresult_fn host_func_launch;
-
-static void run_closure(void *p) {
-    closure *c = p;
-    jn_status s = c->op == JN_NOPS ? jn_copy_into(c->out[0], c->in[0])
-                                   : jn_rt_cpu_backend.kernel[c->op](c->nin, c->in, &c->a, c->out);
-    if (s && !closure_errors++) fprintf(stderr, "host function: %s\n", jn_errmsg());
-}
-static jn_status enqueue(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout, jn_tensor *const *out) {
-    closure *c = calloc(1, sizeof *c);
-    if (!c) return JN_ERR_NOMEM;
-    c->op = op, c->nin = nin, c->nout = nout;
-    if (a) c->a = *a;
-    for (int i = 0; i < nin; i++) jn_tensor_incref(c->in[i] = in[i]);
-    for (int j = 0; j < nout; j++) jn_tensor_incref(c->out[j] = out[j]);
-    c->next = closures, closures = c;
-    return host_func_launch(&graph_stream, run_closure, c) ? jn_error(JN_ERR_RUNTIME, "cuLaunchHostFunc failed") : JN_OK;
-}
-static jn_status host_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
-    (void)ctx;
-    if (jn_op_info(op)->flags & JN_F_VIEW) return jn_rt_cpu_backend.kernel[op](nin, in, a, out); /* strides only */
-    return enqueue(op, nin, in, a, jn_op_info(op)->nout, out);
-}
-static jn_status host_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) {
-    (void)ctx;
-    jn_tensor *s = (jn_tensor *)src;
-    return enqueue(JN_NOPS, 1, &s, NULL, 1, &dst);
-}
-static void free_closures(void) {
-    while (closures) {
-        closure *c = closures;
-        closures = c->next;
-        for (int i = 0; i < c->nin; i++) jn_tensor_decref(c->in[i]);
-        for (int j = 0; j < c->nout; j++) jn_tensor_decref(c->out[j]);
-        free(c);
-    }
-}
-
 static int cg_graphs, cg_runs, cg_outputs_equal, cg_outputs;
 static jn_rt_cuda_graphs_stats cg_total;
 
@@ -660,7 +611,7 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_e
     jn_tensor **din = calloc((size_t)g->ninputs + 1, sizeof *din);
     jn_rt_cuda_graphs *cg = NULL;
     jn_rt_exec *dx = NULL;
-    jn_rt_cuda_graphs_runner r = {host_node, host_copy, NULL};
+    jn_rt_cuda_graphs_runner r = {jt_host_node, jt_host_copy, NULL};
     jn_status s = !sv || !din ? JN_ERR_NOMEM
                 : fake_driver ? jn_rt_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg)
                               : jn_rt_cuda_graphs_new(l, NULL, NULL, &cg); /* the eager CUDA backend, its stream */
@@ -726,7 +677,7 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_e
     for (int32_t i = 0; din && i < g->ninputs; i++)
         if (din[i]) jn_tensor_decref(din[i]);
     free(din), free(sv);
-    free_closures();
+    jt_hostfn_free();
 }
 
 /* The module's kernels for the device: a cubin (and PTX) from NVRTC, or,
@@ -790,7 +741,7 @@ static void golden_module(const jn_ir_module *m, const char *name) {
         free(sv);
     }
     for (int32_t gi = 0; l && graph_backend && gi < m->ngraphs; gi++) graph_on_device(m, gi, lib, l, name);
-    for (int32_t gi = 0; l && graph_backend && (!fake_driver || host_func_launch) && gi < m->ngraphs; gi++)
+    for (int32_t gi = 0; l && graph_backend && (!fake_driver || jt_hostfn.launch) && gi < m->ngraphs; gi++)
         graph_as_cuda_graph(m, gi, lib, l);
     jn_rt_dlib_close(l);
     jn_rt_exec_lib_close(lib);
@@ -839,7 +790,7 @@ static void test_golden(void) {
            (long long)cg_total.captures, (long long)cg_total.instantiations, (long long)cg_total.updates,
            (long long)cg_total.replays, cg_outputs_equal, cg_outputs, (long long)cg_total.plain_runs);
     CHECK(cg_graphs == graphs_run && cg_outputs_equal == cg_outputs && cg_total.replays >= 2 * cg_graphs &&
-          closure_errors == 0 && cg_total.updates > 0);
+          jt_hostfn.errors == 0 && cg_total.updates > 0);
 }
 
 /* Without a GPU: the same harness through tests/c/fake_libcuda.c, loaded
@@ -870,8 +821,10 @@ static void fake_setup(void) {
     setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
     have_gpu = fake_driver = 1;
     void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
-    if (h) *(void **)&host_func_launch = dlsym(h, "cuLaunchHostFunc"); /* the handle stays open */
-    CHECK(host_func_launch != NULL);
+    if (h) *(void **)&jt_hostfn.launch = dlsym(h, "cuLaunchHostFunc"); /* the handle stays open */
+    CHECK(jt_hostfn.launch != NULL);
+    jt_hostfn.be = &jn_rt_cpu_backend;
+    jt_hostfn.stream = &graph_stream;
     CHECK(jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name) == JN_OK);
     CHECK(gpu_major == 9 && gpu_minor == 0 && !strcmp(gpu_name, "Fake GPU"));
     int ma, mi;

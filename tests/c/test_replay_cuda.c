@@ -30,6 +30,7 @@
 #include "jn_test.h"
 #include "jn_test_db.h"
 #include "jn_test_emit.h"
+#include "jn_test_hostfn.h"
 
 #include "jn_algos.h"
 #include "jn_an.h"
@@ -91,55 +92,6 @@ static jn_status fake_copy(jn_tensor *dst, const jn_tensor *src) {
     return jn_copy_into(&d, &s);
 }
 
-/* Library nodes and copies of a graph run as host functions on the
- * stream: run now outside a capture, recorded into the graph during one. */
-typedef int (*host_launch_fn)(void *stream, void (*fn)(void *), void *data);
-static host_launch_fn host_launch;
-typedef struct closure {
-    struct closure *next;
-    jn_op op; /* JN_NOPS: a copy */
-    int nin, nout;
-    jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS];
-    jn_attrs a;
-} closure;
-static closure *closures;
-static int closure_errors;
-static void run_closure(void *p) {
-    closure *c = p;
-    jn_status s = c->op == JN_NOPS ? jn_copy_into(c->out[0], c->in[0])
-                                   : fake_be.kernel[c->op](c->nin, c->in, &c->a, c->out);
-    if (s && !closure_errors++) fprintf(stderr, "host function: %s\n", jn_errmsg());
-}
-static jn_status enqueue(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout, jn_tensor *const *out) {
-    closure *c = calloc(1, sizeof *c);
-    if (!c) return JN_ERR_NOMEM;
-    c->op = op, c->nin = nin, c->nout = nout;
-    if (a) c->a = *a;
-    for (int i = 0; i < nin; i++) jn_tensor_incref(c->in[i] = in[i]);
-    for (int j = 0; j < nout; j++) jn_tensor_incref(c->out[j] = out[j]);
-    c->next = closures, closures = c;
-    return host_launch(NULL, run_closure, c) ? jn_error(JN_ERR_RUNTIME, "cuLaunchHostFunc failed") : JN_OK;
-}
-static jn_status host_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
-    (void)ctx;
-    if (jn_op_info(op)->flags & JN_F_VIEW) return fake_be.kernel[op](nin, in, a, out); /* strides only */
-    return enqueue(op, nin, in, a, jn_op_info(op)->nout, out);
-}
-static jn_status host_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) {
-    (void)ctx;
-    jn_tensor *s = (jn_tensor *)src;
-    return enqueue(JN_NOPS, 1, &s, NULL, 1, &dst);
-}
-static void free_closures(void) {
-    while (closures) {
-        closure *c = closures;
-        closures = c->next;
-        for (int i = 0; i < c->nin; i++) jn_tensor_decref(c->in[i]);
-        for (int j = 0; j < c->nout; j++) jn_tensor_decref(c->out[j]);
-        free(c);
-    }
-}
-
 static void *fake_lib;
 static int fake_count(const char *sym) {
     int (*f)(void) = NULL;
@@ -169,15 +121,16 @@ static int fake_setup(void) {
     free(so);
     setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
     fake_lib = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_LOCAL); /* the same copy the runtime dlopens */
-    if (fake_lib) *(void **)&host_launch = dlsym(fake_lib, "cuLaunchHostFunc");
-    CHECK(host_launch != NULL);
+    if (fake_lib) *(void **)&jt_hostfn.launch = dlsym(fake_lib, "cuLaunchHostFunc");
+    CHECK(jt_hostfn.launch != NULL);
+    jt_hostfn.be = &fake_be;
     fake_be = jn_rt_cpu_backend;
     fake_be.name = "cuda";
     fake_be.device = JN_CUDA;
     fake_be.tensor_new = fake_new;
     fake_be.copy_into = fake_copy;
     jn_rt_backends[JN_CUDA] = &fake_be;
-    return host_launch != NULL;
+    return jt_hostfn.launch != NULL;
 }
 
 /* ------------------------------------------------------------ the model */
@@ -405,7 +358,7 @@ static void conv_key(int64_t n, char *key, size_t len) {
 #endif
 
 static void replay_child(const char *db_path) {
-    jn_rt_cuda_graphs_runner r = {host_node, host_copy, NULL};
+    jn_rt_cuda_graphs_runner r = {jt_host_node, jt_host_copy, NULL};
     jn_rt_replay_set_cuda_runner(&r, NULL);
     jn_rt_replay_set_algos_device(ALGOS_DEV);
     char key1[400] = "", key2[400] = ""; /* JN_RT_CUDNN_KEY_MAX */
@@ -458,8 +411,8 @@ static void replay_child(const char *db_path) {
     CHECK(st.device == JN_CUDA && st.hits >= NSTEPS - 2 && st.misses >= 2);
     CHECK(st.cuda_captures >= 1 && st.cuda_replays >= 1 && st.cuda_plain_runs == 0);
     CHECK(graph_launches == st.cuda_captures + st.cuda_replays && graph_launches >= st.hits);
-    CHECK(closure_errors == 0);
-    free_closures();
+    CHECK(jt_hostfn.errors == 0);
+    jt_hostfn_free();
 
     /* the same steps eagerly: every loss and parameter bitwise equal */
     jn_rt_replay_set_cuda_runner(NULL, NULL);

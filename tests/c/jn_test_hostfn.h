@@ -6,16 +6,20 @@
  * its stream.  Set jt_hostfn.be, .launch (the fake's cuLaunchHostFunc) and
  * .stream, pass {jt_host_node, jt_host_copy, NULL} to
  * jn_rt_cuda_graphs_set_runner, check jt_hostfn.errors == 0 and call
- * jt_hostfn_free() at the end.  Included by test_exec_cuda.c and
- * test_replay_cuda.c after jn_test.h.
+ * jt_hostfn_free() at the end.  jt_fake_driver_load builds and loads the
+ * fake driver itself.  Included by test_exec_cuda.c and test_replay_cuda.c
+ * after jn_test.h and jn_test_emit.h.
  */
 #ifndef JN_TEST_HOSTFN_H
 #define JN_TEST_HOSTFN_H
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "jn_backend.h"
+#include "jn_cg.h"
 
 typedef struct jt_closure {
     struct jt_closure *next;
@@ -73,6 +77,36 @@ static inline void jt_hostfn_free(void) {
         for (int j = 0; j < c->nout; j++) jn_tensor_decref(c->out[j]);
         free(c);
     }
+}
+
+/* tests/c/fake_libcuda.c compiled into the scratch folder (jt_tmp_begin
+ * first) as libcuda.so.1, $JANUS_LIBCUDA pointed at it and jt_hostfn.launch
+ * taken from it: the dlopen handle (the copy the runtime opens too), or
+ * NULL with the reason printed. */
+static inline void *jt_fake_driver_load(const char *src_dir) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/c/fake_libcuda.c", src_dir);
+    char *src = read_text(path), flags[4000];
+    snprintf(flags, sizeof flags, "-D_GNU_SOURCE -I%s/../runtime/exec -I%s/../ir -I%s/../runtime", src_dir, src_dir,
+             src_dir);
+    jn_cg_cc_options o = {.extra_flags = flags};
+    void *so = NULL;
+    size_t sl = 0;
+    jn_status s = src ? jn_cg_compile_so(src, strlen(src), &o, &so, &sl, NULL) : JN_ERR_IO;
+    free(src);
+    if (s) {
+        fprintf(stderr, "fake driver not built: %s\n", src ? jn_errmsg() : path);
+        return NULL;
+    }
+    FILE *f = fopen(tmp("libcuda.so.1"), "wb");
+    CHECK(f && fwrite(so, 1, sl, f) == sl);
+    if (f) fclose(f);
+    free(so);
+    setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
+    void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
+    if (h) *(void **)&jt_hostfn.launch = dlsym(h, "cuLaunchHostFunc");
+    CHECK(jt_hostfn.launch != NULL);
+    return h;
 }
 
 #endif

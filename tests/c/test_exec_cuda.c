@@ -798,31 +798,12 @@ static void test_golden(void) {
 static char *old_libcuda;
 static void fake_setup(void) {
     if (have_gpu) return; /* a real driver is loaded (and stays): the real test runs */
-    char path[1200];
-    snprintf(path, sizeof path, "%s/c/fake_libcuda.c", src_dir);
-    char *src = read_text(path), flags[4000];
-    snprintf(flags, sizeof flags, "-D_GNU_SOURCE -I%s/../runtime/exec -I%s/../ir -I%s/../runtime", src_dir, src_dir,
-             src_dir);
-    jn_cg_cc_options o = {.extra_flags = flags};
-    void *so = NULL;
-    size_t sl = 0;
-    CHECK(src && jn_cg_compile_so(src, strlen(src), &o, &so, &sl, NULL) == JN_OK);
-    free(src);
-    if (!so) {
-        fprintf(stderr, "fake driver: %s\n", jn_errmsg());
-        return;
-    }
     CHECK(jt_tmp_begin("exec_cuda") == 0);
-    FILE *f = fopen(tmp("libcuda.so.1"), "wb");
-    CHECK(f && fwrite(so, 1, sl, f) == sl);
-    if (f) fclose(f);
-    free(so);
     old_libcuda = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
-    setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
+    void *h = jt_fake_driver_load(src_dir); /* the handle stays open */
+    CHECK(h != NULL);
+    if (!h) return;
     have_gpu = fake_driver = 1;
-    void *h = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
-    if (h) *(void **)&jt_hostfn.launch = dlsym(h, "cuLaunchHostFunc"); /* the handle stays open */
-    CHECK(jt_hostfn.launch != NULL);
     jt_hostfn.be = &jn_rt_cpu_backend;
     jt_hostfn.stream = &graph_stream;
     CHECK(jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name) == JN_OK);

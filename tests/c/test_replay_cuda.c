@@ -101,28 +101,8 @@ static int fake_count(const char *sym) {
 
 /* tests/c/fake_libcuda.c compiled into the scratch folder, $JANUS_LIBCUDA */
 static int fake_setup(void) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/c/fake_libcuda.c", src_dir);
-    char *src = read_text(path), flags[4000];
-    snprintf(flags, sizeof flags, "-D_GNU_SOURCE -I%s/../runtime/exec -I%s/../ir -I%s/../runtime", src_dir, src_dir,
-             src_dir);
-    jn_cg_cc_options o = {.extra_flags = flags};
-    void *so = NULL;
-    size_t sl = 0;
-    jn_status s = src ? jn_cg_compile_so(src, strlen(src), &o, &so, &sl, NULL) : JN_ERR_IO;
-    free(src);
-    if (s) {
-        fprintf(stderr, "fake driver not built: %s\n", jn_errmsg());
-        return 0;
-    }
-    FILE *f = fopen(tmp("libcuda.so.1"), "wb");
-    CHECK(f && fwrite(so, 1, sl, f) == sl);
-    if (f) fclose(f);
-    free(so);
-    setenv("JANUS_LIBCUDA", tmp("libcuda.so.1"), 1);
-    fake_lib = dlopen(tmp("libcuda.so.1"), RTLD_NOW | RTLD_LOCAL); /* the same copy the runtime dlopens */
-    if (fake_lib) *(void **)&jt_hostfn.launch = dlsym(fake_lib, "cuLaunchHostFunc");
-    CHECK(jt_hostfn.launch != NULL);
+    fake_lib = jt_fake_driver_load(src_dir); /* the same copy the runtime dlopens */
+    if (!fake_lib) return 0;
     jt_hostfn.be = &fake_be;
     fake_be = jn_rt_cpu_backend;
     fake_be.name = "cuda";

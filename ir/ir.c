@@ -616,19 +616,23 @@ static int operand_before(const jn_ir_graph *g, jn_ir_dim x, jn_ir_dim y) {
 }
 
 /* a OP b on constants; 0 when it overflows or leaves the constant range. */
-static int fold(jn_ir_expr_kind k, int64_t a, int64_t b, int64_t *r) {
+int jn_ir_expr_apply(jn_ir_expr_kind k, int64_t a, int64_t b, int64_t *r) {
     switch (k) {
-    case JN_IR_E_ADD: if (__builtin_add_overflow(a, b, r)) return 0; break;
-    case JN_IR_E_SUB: if (__builtin_sub_overflow(a, b, r)) return 0; break;
-    case JN_IR_E_MUL: if (__builtin_mul_overflow(a, b, r)) return 0; break;
+    case JN_IR_E_ADD: return !__builtin_add_overflow(a, b, r);
+    case JN_IR_E_SUB: return !__builtin_sub_overflow(a, b, r);
+    case JN_IR_E_MUL: return !__builtin_mul_overflow(a, b, r);
     case JN_IR_E_FLOORDIV:
         if (b == 0 || (a == INT64_MIN && b == -1)) return 0;
         *r = a / b;
         if (a % b != 0 && ((a < 0) != (b < 0))) (*r)--;
-        break;
+        return 1;
     default: return 0;
     }
-    return !jn_ir_is_expr(*r);
+}
+
+/* Constant folding: exact, and the result still a constant (not a reference). */
+static int fold(jn_ir_expr_kind k, int64_t a, int64_t b, int64_t *r) {
+    return jn_ir_expr_apply(k, a, b, r) && !jn_ir_is_expr(*r);
 }
 
 jn_ir_dim jn_ir_dim_op(jn_ir_graph *g, jn_ir_expr_kind kind, jn_ir_dim a, jn_ir_dim b) {
@@ -680,20 +684,9 @@ static jn_status eval_rec(const jn_ir_graph *g, jn_ir_dim d, const int64_t *sv, 
     jn_status s = eval_rec(g, e->a, sv, &a, depth + 1);
     if (s == JN_OK) s = eval_rec(g, e->b, sv, &b, depth + 1);
     if (s != JN_OK) return s;
-    int bad;
-    switch (e->kind) {
-    case JN_IR_E_ADD: bad = __builtin_add_overflow(a, b, &r); break;
-    case JN_IR_E_SUB: bad = __builtin_sub_overflow(a, b, &r); break;
-    case JN_IR_E_MUL: bad = __builtin_mul_overflow(a, b, &r); break;
-    case JN_IR_E_FLOORDIV:
-        bad = b == 0 || (a == INT64_MIN && b == -1);
-        if (!bad) {
-            r = a / b;
-            if (a % b != 0 && ((a < 0) != (b < 0))) r--;
-        }
-        break;
-    default: return jn_error(JN_ERR_VALUE, "graph %s: expression #%d has unknown kind %d", gn, i, (int)e->kind);
-    }
+    if (e->kind != JN_IR_E_ADD && e->kind != JN_IR_E_SUB && e->kind != JN_IR_E_MUL && e->kind != JN_IR_E_FLOORDIV)
+        return jn_error(JN_ERR_VALUE, "graph %s: expression #%d has unknown kind %d", gn, i, (int)e->kind);
+    int bad = !jn_ir_expr_apply(e->kind, a, b, &r);
     if (bad) {
         char buf[256];
         jn_ir_dim_str(g, d, buf, sizeof buf);

@@ -364,8 +364,12 @@ int32_t jn_ir_kernel_add(jn_ir_graph *g, jn_ir_kernel_kind kind, int32_t root);
  * ways of writing B*784 compare equal as jn_ir_dim.  A ref to a symbol: */
 jn_ir_dim jn_ir_sym_dim(jn_ir_graph *g, int32_t sym);
 jn_ir_dim jn_ir_dim_op(jn_ir_graph *g, jn_ir_expr_kind kind, jn_ir_dim a, jn_ir_dim b);
+/* a kind b for a binary expression kind, exactly (floor division); 0 on
+ * overflow, division by zero or another kind.  What evaluation and constant
+ * folding compute, and the executor's per-run expression table. */
+int jn_ir_expr_apply(jn_ir_expr_kind kind, int64_t a, int64_t b, int64_t *r);
 /* Value of d given values for every symbol (indexed by symbol); JN_ERR_VALUE
- * on division by zero. */
+ * on division by zero or overflow. */
 jn_status jn_ir_dim_eval(const jn_ir_graph *g, jn_ir_dim d, const int64_t *sym_values, int64_t *out);
 /* d as text: "64", "B", "(B*784)". Returns buf. */
 const char *jn_ir_dim_str(const jn_ir_graph *g, jn_ir_dim d, char *buf, size_t n);

@@ -160,20 +160,7 @@ static void ev_one(jn_rt_exec *x, int32_t i) {
         if (!jn_ir_is_expr(c[k])) v[k] = c[k];
         else bad |= x->evbad[jn_ir_expr_index(c[k])], v[k] = x->ev[jn_ir_expr_index(c[k])];
     }
-    switch (e->kind) {
-    case JN_IR_E_ADD: bad |= __builtin_add_overflow(v[0], v[1], &r); break;
-    case JN_IR_E_SUB: bad |= __builtin_sub_overflow(v[0], v[1], &r); break;
-    case JN_IR_E_MUL: bad |= __builtin_mul_overflow(v[0], v[1], &r); break;
-    case JN_IR_E_FLOORDIV:
-        if (v[1] == 0 || (v[0] == INT64_MIN && v[1] == -1)) {
-            bad = 1;
-        } else {
-            r = v[0] / v[1];
-            if (v[0] % v[1] != 0 && ((v[0] < 0) != (v[1] < 0))) r--;
-        }
-        break;
-    default: bad = 1;
-    }
+    bad |= !jn_ir_expr_apply(e->kind, v[0], v[1], &r);
     x->ev[i] = r;
     x->evbad[i] = (uint8_t)(bad != 0);
 }

@@ -159,6 +159,27 @@ static void test_dispatch_errors(void) {
     CHECK(jn_tensor_new(JN_F32, 1, big) == NULL && strstr(jn_errmsg(), "negative"));
 }
 
+/* The block cache (tensor.c): a freed large buffer is reused by the next
+ * one of its size class, or of a class up to 2x smaller, and goes back to
+ * its own class; jn_rt_block_cache_release empties it. */
+static void test_block_cache(void) {
+    jn_rt_block_cache_release();
+    int64_t big = 300000, small = 200000; /* floats: 1.2 MB, and 0.8 MB (within 2x) */
+    jn_tensor *a = jn_tensor_new(JN_F32, 1, &big);
+    CHECK(a != NULL);
+    if (!a) return;
+    void *pa = a->storage->data;
+    jn_tensor_decref(a);
+    jn_tensor *b = jn_tensor_new(JN_F32, 1, &small); /* its class is empty: takes the larger block */
+    CHECK(b && b->storage->data == pa);
+    jn_tensor_decref(b);
+    jn_tensor *c = jn_tensor_new(JN_F32, 1, &big); /* the block went back to its own class */
+    CHECK(c && c->storage->data == pa);
+    if (c) jn_tensor_decref(c);
+    CHECK(jn_rt_block_cache_release() >= (size_t)big * 4); /* it was cached, and is given back */
+    CHECK(jn_rt_block_cache_release() == 0);
+}
+
 int main(void) {
     test_promotion();
     test_half();
@@ -167,5 +188,6 @@ int main(void) {
     test_copy_and_iter();
     test_threads();
     test_dispatch_errors();
+    test_block_cache();
     JT_DONE();
 }

@@ -6,7 +6,8 @@
  *
  * Order matters: dce first so later passes see only live code; cse before
  * fold and simplify so equal constants are one value; simplify rewrites
- * nodes into equal ones (view(view(x)) chains) and leaves dead ones, so
+ * nodes into equal ones (view(view(x)) chains) and leaves dead ones, and
+ * unstack turns collects of rows into views (their collects die), so
  * cse and dce run again ("cse2", "dce2"); poolmask, hoist and remat
  * reorder or copy nodes for memory, after cse (which would merge remat's
  * copies) and before fuse groups what remains; plan
@@ -21,6 +22,7 @@ jn_status jn_cg_pass_dce(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_cse(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_fold(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_simplify(jn_cg_ctx *cx, jn_ir_graph *g);
+jn_status jn_cg_pass_unstack(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_poolmask(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_hoist(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_remat(jn_cg_ctx *cx, jn_ir_graph *g);
@@ -40,6 +42,8 @@ const jn_cg_pass jn_cg_passes[] = {
     {"fold", "evaluate 0-d nodes of const inputs at compile time into const inputs", jn_cg_pass_fold},
     {"simplify", "algebraic identities: x*1 x+0 x-0 x/1, no-op casts/expands/views, view chains, "
                  "transpose/permute pairs, squeeze(unsqueeze), neg(neg)", jn_cg_pass_simplify},
+    {"unstack", "a loop's collect of select(x, d, i) over its induction variable i is a view of x "
+                "(slice + permute): no row copied per iteration, no stacked buffer", jn_cg_pass_unstack},
     {"cse2", "common-subexpression elimination again: simplify makes nodes equal (view(view(x)))", jn_cg_pass_cse},
     {"dce2", "dead-code elimination again, after simplify and cse2", jn_cg_pass_dce},
     {"poolmask", "apply a mask of max_pool2d's input (relu's backward) at the pooled size, before "

@@ -232,8 +232,20 @@ jn_status cg_compact(jn_ir_graph *g, const uint8_t *live_node, const uint8_t *li
     g->nloops = k;
     for (int32_t i = 0; i < g->ninputs; i++) g->inputs[i].value = vmap[g->inputs[i].value];
     for (int32_t i = 0; i < g->noutputs; i++) g->outputs[i].value = vmap[g->outputs[i].value];
-    for (int32_t i = 0; i < g->nguards; i++)
-        if (g->guards[i].value >= 0 && g->guards[i].value < nv) g->guards[i].value = vmap[g->guards[i].value];
+    /* a trip guard follows its loop's new number and goes with a dropped
+     * loop (the matcher still counts the iterations: its program keeps
+     * the recorded loops; the guard only named the bound in a miss) */
+    k = 0;
+    for (int32_t i = 0; i < g->nguards; i++) {
+        jn_ir_guard q = g->guards[i];
+        if (q.value >= 0 && q.value < nv) q.value = vmap[q.value];
+        if (q.kind == JN_IR_G_TRIP) {
+            if (q.loop < 0 || q.loop >= nl || lmap[q.loop] < 0) continue;
+            q.loop = lmap[q.loop];
+        }
+        g->guards[k++] = q;
+    }
+    g->nguards = k;
     /* kernels whose root died go; their surviving members run on their own */
     k = 0;
     for (int32_t i = 0; i < g->nkernels; i++) {

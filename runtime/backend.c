@@ -140,4 +140,9 @@ void *jn_cuda_stream(void) { return NULL; }
 void jn_cuda_hold_begin(void) {}
 void *jn_cuda_hold_end(void) { return NULL; }
 void jn_cuda_hold_release(void *held) { (void)held; }
+const char *jn_cuda_flag_deferred(void) { return ""; }
+jn_status jn_cuda_flag_check(const char *msg) {
+    (void)msg;
+    return JN_OK;
+}
 #endif

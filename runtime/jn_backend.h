@@ -101,6 +101,13 @@ void *jn_cuda_stream(void);
 void jn_cuda_hold_begin(void);
 void *jn_cuda_hold_end(void);
 void jn_cuda_hold_release(void *held);
+/* Index checks inside a CUDA Graph capture cannot read their flag back (a
+ * sync): jn_cuda_flag_deferred returns, and forgets, the message of the
+ * first check deferred since the last call ("" none); after each launch of
+ * a graph with such checks, jn_cuda_flag_check(msg) reads and clears the
+ * flag (JN_ERR_INDEX with msg when a kernel set it). */
+const char *jn_cuda_flag_deferred(void);
+jn_status jn_cuda_flag_check(const char *msg);
 
 #ifdef __cplusplus
 }

@@ -161,6 +161,38 @@ step_deps() {
     if [ -z "$(command -v cmake)" ] || [ -z "$(command -v cc || command -v gcc)" ]; then
         echo "cmake or a C compiler is missing" >&2; return 1
     fi
+    [ $GPU = no ] || cuda_libs
+    local pyinc
+    pyinc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+    if [ -f "$pyinc/Python.h" ]; then echo "Python.h: $pyinc"
+    else echo "Python.h is missing ($pyinc): the janus._C extension cannot be built, the Python steps will fail" >&2; fi
+}
+# The CUDA libraries janus loads (cudart linked; cuBLAS, NVRTC, cuDNN
+# dlopen'ed by soname) where the loader would not find them: a link in $RT
+# to the toolkit's copy, else to a Python package's (PyTorch's nvidia-*
+# wheels carry cuDNN, which the toolkit does not).  cuDNN's own parts
+# (libcudnn_*.so.9) go with it: libcudnn.so.9 opens them by soname.
+cuda_libs() {
+    local nvcc dirs=() site so f d
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    for d in "$(dirname "$(readlink -f "$nvcc")")/../lib64" "$(dirname "$(readlink -f "$nvcc")")/../targets/x86_64-linux/lib" \
+             /usr/local/cuda/lib64; do
+        [ -d "$d" ] && dirs+=("$(readlink -f "$d")")
+    done
+    site=$("$PY" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)
+    for d in $site; do
+        for f in "$d"/nvidia/*/lib "$d"/nvidia/cu*/lib; do [ -d "$f" ] && dirs+=("$f"); done
+    done
+    for so in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libnvrtc-builtins.so.13.0 libcudnn.so.9; do
+        if system_has "$so"; then echo "$so: the machine's own"; continue; fi
+        f=""
+        for d in "${dirs[@]}"; do [ -e "$d/$so" ] && { f=$d/$so; break; }; done
+        if [ -z "$f" ]; then echo "$so: not found (looked in ${dirs[*]})"; continue; fi
+        ln -sf "$f" "$RT/$so" && echo "$so: $f"
+        if [ "$so" = libcudnn.so.9 ]; then
+            for f in "$(dirname "$f")"/libcudnn_*.so.9; do [ -e "$f" ] && ln -sf "$f" "$RT/$(basename "$f")"; done
+        fi
+    done
 }
 step_configure() { configure_args && "${CFG[@]}"; }
 step_build() { cmake --build "$BUILD" -j "$JOBS"; }
@@ -195,7 +227,13 @@ step_verify() {
     fi
     return $bad
 }
-step_ctest() { cd "$BUILD" && ctest -j "$JOBS" --output-on-failure --timeout $((150 * SCALE)); }
+# The GPU tests (test_*cuda*) run in gpu-tests, where their report lines are
+# kept; ctest runs them only when that step will not.
+step_ctest() {
+    local ex=()
+    [ $GPU = no ] || ex=(-E cuda)
+    cd "$BUILD" && ctest -j "$JOBS" --output-on-failure --timeout $((150 * SCALE)) "${ex[@]}"
+}
 # The extension loads against the prefix and does a BLAS product.
 step_smoke() {
     JANUS_BUILD_DIR=$BUILD "$PY" -c '
@@ -219,8 +257,11 @@ step_gpu_tests() {
     cd "$ROOT" && JANUS_BUILD_DIR=$BUILD "$PY" -m pytest -q -p no:cacheprovider -k "cuda or gpu" tests/python || rc=1
     return $rc
 }
+# The benchmark's own budget is what this step was given, less a margin for
+# its start and table: killed at the step's limit it would print nothing.
 step_bench() {
-    cd "$ROOT" && JANUS_BUILD_DIR=$BUILD "$PY" benchmarks/gpu/bench_gpu.py --json "$LOGS/bench.json" $BENCH_ARGS
+    cd "$ROOT" && JANUS_BUILD_DIR=$BUILD "$PY" benchmarks/gpu/bench_gpu.py --json "$LOGS/bench.json" \
+        --budget $((STEP_T > 60 ? STEP_T - 30 : STEP_T / 2)) $BENCH_ARGS
 }
 
 #                 name      max s  needs-GPU  log
@@ -231,7 +272,7 @@ STEPS=(
     "verify     30  0 verify.log"
     "ctest     150  0 ctest.log"
     "smoke      60  0 smoke.log"
-    "gpu-tests 150  1 pytest.log"
+    "gpu-tests 200  1 pytest.log"
     "bench     300  1 bench.log"
 )
 
@@ -261,7 +302,7 @@ mkdir -p "$LOGS" || exit 2
 SUMMARY=$LOGS/summary.txt
 export ROOT DEPS BUILD JOBS SCALE PY PREFIX_ONLY BENCH_ARGS LOGS RT LIB OBDIR INC LF GPU
 export GPU_DEPS_INCLUDE GPU_DEPS_LIB GPU_DEPS_CBLAS_INCLUDE GPU_DEPS_OPENBLAS_DIR GPU_DEPS_SONAMES
-export -f configure_args system_has step_deps step_configure step_build step_verify step_ctest step_smoke \
+export -f configure_args system_has cuda_libs step_deps step_configure step_build step_verify step_ctest step_smoke \
     step_gpu_tests step_bench
 {
     echo "janus GPU run, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
@@ -292,6 +333,7 @@ for s in "${STEPS[@]}"; do
     else
         echo "== $name (up to ${t}s) -> $log"
         t0=$(date +%s)
+        export STEP_T=$t
         { echo "== step $name"; } >>"$log"
         if [ "$name" = verify ]; then
             timeout -k 5 "$t" bash -c "step_${name//-/_}" >>"$log" 2>&1

@@ -807,7 +807,7 @@ def _scatter_src(input, index, src, value, fn):
     if src is None:
         raise TypeError(f"{fn}(): expected src (a Tensor) or value (a number)")
     if not isinstance(src, TensorBase):
-        src = FUNCTIONS["full"](tuple(index.shape), src, dtype=input.dtype)
+        src = FUNCTIONS["full"](tuple(index.shape), src, dtype=input.dtype, device=input.device)
     return src
 
 

@@ -9,7 +9,8 @@ dispatcher runs.  This module supplies what only Python knows:
 - which files are the user's (not janus, the standard library or
   site-packages), for call sites and control-flow decisions;
 - per code object, which lines branch and where loops are (from the
-  bytecode), for the C trace function (3.11) or sys.monitoring (3.12+);
+  bytecode), for the C trace function (every Python version: it gives one
+  trip count per loop run, what the analyzer reads);
 - step boundaries: Optimizer.step() (janus._step_hook) and janus.step();
 - roles: parameters and buffers are marked when created, optimizer state
   after every optimizer step;
@@ -100,6 +101,8 @@ def _analyze_code(code):
         if target is None or target not in at:
             continue
         if _is_cond_jump(i.opname) and target > i.offset and k + 1 < len(ins):
+            if ins[k + 1][0].opname.startswith("JUMP_BACKWARD"):
+                continue  # 3.12+: a while loop's repeated test at its bottom, not the line's branch
             fall, tline = ins[k + 1][1], ins[at[target]][1]
             if fall != line and fall != tline:
                 branches[line] = fall
@@ -203,73 +206,6 @@ def print_end():
     _C._rec_quiet(-1)
 
 
-# ------------------------------------------------------ 3.12+ monitoring
-_mon_state = None
-
-
-def _start_monitoring():
-    """Branch outcomes and loop iterations through sys.monitoring (3.12+):
-    BRANCH events give (offset, destination) directly; a backward JUMP is
-    one more iteration of the loop at its target: a LOOP decision with
-    outcome 1 whose per-step count is the number of iterations (the 3.11
-    trace function records one trip count per loop run instead).
-    Not exercised on this project's 3.11 machines."""
-    mon = sys.monitoring
-    tool = mon.OPTIMIZER_ID
-    try:
-        mon.use_tool_id(tool, "janus")
-    except ValueError:
-        return False
-    E = mon.events
-    user = {}
-    nxt = {}
-
-    def is_user(code):
-        u = user.get(code)
-        if u is None:
-            u = user[code] = _is_user_file(code.co_filename)
-            if u:
-                ins = _instructions(code)
-                nxt[code] = {i.offset: (line, ins[k + 1][0].offset if k + 1 < len(ins) else -1)
-                             for k, (i, line) in enumerate(ins)}
-        return u
-
-    def on_start(code, offset):
-        if is_user(code):
-            mon.set_local_events(tool, code, E.BRANCH | E.JUMP)
-        return mon.DISABLE
-
-    def on_branch(code, offset, dest):
-        line, fall = nxt[code].get(offset, (code.co_firstlineno, -1))
-        _C._rec_decision(code, line, DEC_BRANCH, int(dest == fall))
-
-    def on_jump(code, offset, dest):
-        if dest < offset:
-            line = nxt[code].get(dest, (code.co_firstlineno, -1))[0]
-            _C._rec_decision(code, line, DEC_LOOP, 1)
-
-    mon.register_callback(tool, E.PY_START, on_start)
-    mon.register_callback(tool, E.BRANCH, on_branch)
-    mon.register_callback(tool, E.JUMP, on_jump)
-    mon.set_events(tool, E.PY_START)
-    # frames already running (the script's module frame) had their PY_START
-    f = sys._getframe(1)
-    while f is not None:
-        if is_user(f.f_code):
-            mon.set_local_events(tool, f.f_code, E.BRANCH | E.JUMP)
-        f = f.f_back
-    return True
-
-
-def _stop_monitoring():
-    mon = sys.monitoring
-    try:
-        mon.set_events(mon.OPTIMIZER_ID, 0)
-        mon.free_tool_id(mon.OPTIMIZER_ID)
-    except Exception:
-        pass
-
-
 # --------------------------------------------------------- start / stop
 _reported = False
 
@@ -286,16 +222,8 @@ def _fail(e):
 
 def start(db, run, decisions=True):
     """Start recording into run `run` of the store at `db`."""
-    global active, _mon_state
-    use_monitoring = decisions and sys.version_info >= (3, 12)
-    _C._rec_start(db, int(run), _is_user_file, _analyze_code, bool(decisions and not use_monitoring))
-    if use_monitoring:
-        try:
-            _mon_state = _start_monitoring()
-        except Exception:
-            _mon_state = False
-        if not _mon_state:  # the tool id is taken (a debugger): the legacy trace function
-            _C._rec_trace(True)
+    global active
+    _C._rec_start(db, int(run), _is_user_file, _analyze_code, bool(decisions))
     active = True
     import janus
     from .optim import optimizer as _opt
@@ -306,7 +234,7 @@ def start(db, run, decisions=True):
 
 def stop():
     """Flush the trailing step and close the store (atexit)."""
-    global active, _mon_state
+    global active
     if not active:
         try:
             _C._rec_stop()
@@ -314,9 +242,6 @@ def stop():
             pass
         return
     active = False
-    if _mon_state:
-        _stop_monitoring()
-        _mon_state = None
     try:
         _C._rec_stop()
     except Exception as e:

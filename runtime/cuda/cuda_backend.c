@@ -39,6 +39,9 @@
 
 /* ------------------------------------------------------------ status */
 static jn_status cu_fail(cudaError_t e, const char *call, const char *what) {
+    /* a failed call is also the runtime's "last error": cleared, or the next
+     * kernel launcher's cudaGetLastError would report it again, as its own */
+    (void)cudaGetLastError();
     return jn_error(e == cudaErrorMemoryAllocation ? JN_ERR_NOMEM : JN_ERR_RUNTIME, "CUDA error in %s (%s): %s (%s)",
                     call, what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
@@ -167,6 +170,17 @@ jn_status jn_cuda_synchronize(void) {
 
 static jn_status cuda_sync(void) { return jn_cuda_synchronize(); }
 
+/* Is the compute stream being captured into a CUDA Graph (the graph
+ * executor's jn_rt_cuda_graphs)?  Then nothing may wait for it. */
+static int is_capturing(void) {
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (!cu.ready || cudaStreamIsCapturing(cu.stream, &st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return st == cudaStreamCaptureStatusActive;
+}
+
 /* ------------------------------------------------------------ allocator */
 #define NCLASS 256
 #define MIN_BLOCK 512
@@ -228,21 +242,32 @@ static cu_block *block_alloc(size_t nbytes) {
             jn_error(JN_ERR_NOMEM, "out of host memory for a CUDA block record");
             return NULL;
         }
+        /* During a CUDA Graph capture cudaMalloc is a "potentially unsafe"
+         * call, refused unless this thread's capture mode is relaxed; it is
+         * safe here (the graph keeps the block: jn_cuda_hold_begin), so the
+         * mode is relaxed around it.  cudaFree is never safe in a capture:
+         * the cache is not emptied then. */
+        int capturing = is_capturing();
+        enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        if (capturing) (void)cudaThreadExchangeStreamCaptureMode(&mode);
         cudaError_t e = cudaMalloc(&b->ptr, r);
-        if (e == cudaErrorMemoryAllocation) { /* give the cache back and try once more */
+        if (e == cudaErrorMemoryAllocation && !capturing) { /* give the cache back and try once more */
             (void)cudaGetLastError();
             empty_locked();
             e = cudaMalloc(&b->ptr, r);
         }
+        if (capturing) (void)cudaThreadExchangeStreamCaptureMode(&mode);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
             size_t al = pool.allocated, rs = pool.reserved;
             pthread_mutex_unlock(&pool.mu);
             free(b);
-            jn_error(e == cudaErrorMemoryAllocation ? JN_ERR_NOMEM : JN_ERR_RUNTIME,
-                     "CUDA out of memory: cudaMalloc of %zu bytes failed: %s (%zu bytes allocated by tensors, "
-                     "%zu reserved); free tensors or use smaller batches",
-                     r, cudaGetErrorString(e), al, rs);
+            if (e == cudaErrorMemoryAllocation)
+                jn_error(JN_ERR_NOMEM, "CUDA out of memory: cudaMalloc of %zu bytes failed: %s (%zu bytes allocated "
+                         "by tensors, %zu reserved); free tensors or use smaller batches", r, cudaGetErrorString(e), al, rs);
+            else
+                jn_error(JN_ERR_RUNTIME, "cudaMalloc of %zu bytes failed%s: %s (%s)", r,
+                         capturing ? " during a CUDA Graph capture" : "", cudaGetErrorString(e), cudaGetErrorName(e));
             return NULL;
         }
         b->size = r;
@@ -928,11 +953,51 @@ static jn_status cu_linear(int nin, jn_tensor *const *in, const jn_attrs *a, jn_
 }
 
 /* ------------------------------------------------------------ indexing */
-static jn_status check_flag(const char *name, const char *msg) {
+/* Index checks: a kernel sets cu.flag on a bad index; the op reads it back
+ * (a sync) and clears it.  Inside a CUDA Graph capture nothing may wait, so
+ * the flag is neither cleared before the kernel nor read after it: the
+ * first such op's message is kept (jn_cuda_flag_deferred) and the graph's
+ * runner reads the flag after each launch of the graph (jn_cuda_flag_check). */
+static char deferred[200];
+
+static jn_status flag_clear(const char *name) {
+    if (is_capturing()) return JN_OK;
+    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), name);
+    return JN_OK;
+}
+
+static jn_status read_flag(const char *name, jn_status kind, const char *msg) {
     int bad = 0;
     CU(cudaMemcpyAsync(&bad, cu.flag, sizeof bad, cudaMemcpyDeviceToHost, cu.stream), name);
     CU(cudaStreamSynchronize(cu.stream), name);
-    return bad ? jn_error(JN_ERR_INDEX, "%s: %s", name, msg) : JN_OK;
+    if (!bad) return JN_OK;
+    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), name); /* clear for the next check */
+    return jn_error(kind, "%s: %s", name, msg);
+}
+
+static jn_status check_flag_kind(const char *name, jn_status kind, const char *msg) {
+    if (!is_capturing()) return read_flag(name, kind, msg);
+    if (!deferred[0]) snprintf(deferred, sizeof deferred, "%s: %s", name, msg);
+    return JN_OK;
+}
+
+static jn_status check_flag(const char *name, const char *msg) { return check_flag_kind(name, JN_ERR_INDEX, msg); }
+
+const char *jn_cuda_flag_deferred(void) {
+    static char taken[sizeof deferred];
+    memcpy(taken, deferred, sizeof taken);
+    deferred[0] = 0;
+    return taken;
+}
+
+jn_status jn_cuda_flag_check(const char *msg) {
+    if (!cu.ready) return JN_OK;
+    int bad = 0;
+    CU(cudaMemcpyAsync(&bad, cu.flag, sizeof bad, cudaMemcpyDeviceToHost, cu.stream), "a CUDA Graph's index checks");
+    CU(cudaStreamSynchronize(cu.stream), "a CUDA Graph's index checks");
+    if (!bad) return JN_OK;
+    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), "a CUDA Graph's index checks");
+    return jn_error(JN_ERR_INDEX, "%s (in a CUDA Graph: the first op that checks indices named)", msg);
 }
 
 /* out = x gathered along dim by idx (idx broadcast to out's shape; the
@@ -941,8 +1006,9 @@ static jn_status gather_into(const char *name, jn_tensor *x, const jn_tensor *id
     jn_cu_iter it;
     iter_init(&it, out);
     iter_add(&it, idx);
-    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), name);
-    jn_status s = launched(jn_cu_gather(&it, (int)dim, x->strides, jn_data(x), x->shape[dim], cu.flag, cu.stream),
+    jn_status s = flag_clear(name);
+    if (s) return s;
+    s = launched(jn_cu_gather(&it, (int)dim, x->strides, jn_data(x), x->shape[dim], cu.flag, cu.stream),
                            "gather", name);
     return s ? s : check_flag(name, "index out of range");
 }
@@ -1016,7 +1082,10 @@ static jn_status cu_scatter_add(int nin, jn_tensor *const *in, const jn_attrs *a
     jn_cu_iter git;
     iter_init(&git, g);
     iter_add(&git, idx);
-    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), "scatter_add");
+    if ((s = flag_clear("scatter_add"))) {
+        jn_tensor_decref(g);
+        return s;
+    }
     s = launched(jn_cu_gather(&git, (int)dim, o->strides, jn_data(o), o->shape[dim], cu.flag, cu.stream), "gather",
                  "scatter_add");
     jn_tensor_decref(g);
@@ -1297,11 +1366,7 @@ static jn_status pool_backward(int kind, const char *op, jn_cu_pool *p, jn_tenso
         p->is[0] = o ? idx->strides[0] : 0;
         for (int d = 1; d < 4; d++) p->is[d] = idx->strides[d - 1 + o];
         if ((s = fill(dx, 0.0, op))) goto done;
-        cudaError_t e = cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream);
-        if (e != cudaSuccess) {
-            s = cu_fail(e, "cudaMemsetAsync", op);
-            goto done;
-        }
+        if ((s = flag_clear(op))) goto done;
         if ((s = launched(jn_cu_maxpool_bwd(p, jn_data(gc), (const int64_t *)jn_data(idx), f64, jn_data(dx), cu.flag,
                                             cu.stream), "maxpool_bwd", op)) ||
             (s = check_flag(op, "an index is outside the input plane; indices must come from max_pool2d over an "
@@ -1455,11 +1520,7 @@ static jn_status cu_scatter(int nin, jn_tensor *const *in, const jn_attrs *a, jn
     jn_cu_iter it;
     iter_init(&it, &srows);
     iter_add(&it, &rows);
-    cudaError_t e = cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream);
-    if (e != cudaSuccess) {
-        s = cu_fail(e, "cudaMemsetAsync", "scatter");
-        goto done;
-    }
+    if ((s = flag_clear("scatter"))) goto done;
     if ((s = launched(jn_cu_scatter(&it, (int)dim, L, istr, sstr, ov.strides, jn_data(o), ov.shape[dim], cu.flag,
                                     cu.stream), "scatter", "scatter")))
         goto done;
@@ -1480,16 +1541,12 @@ static jn_status cu_one_hot(int nin, jn_tensor *const *in, const jn_attrs *a, jn
     jn_cu_iter it;
     iter_init(&it, in[0]);
     iter_add(&it, in[0]);
-    CU(cudaMemsetAsync(cu.flag, 0, sizeof(int), cu.stream), "one_hot");
+    if ((s = flag_clear("one_hot"))) return s;
     if ((s = launched(jn_cu_one_hot(&it, C, (int64_t *)jn_data(y), cu.flag, cu.stream), "one_hot", "one_hot")))
         return s;
-    int bad = 0;
-    CU(cudaMemcpyAsync(&bad, cu.flag, sizeof bad, cudaMemcpyDeviceToHost, cu.stream), "one_hot");
-    CU(cudaStreamSynchronize(cu.stream), "one_hot");
-    if (bad)
-        return jn_error(JN_ERR_RUNTIME, "one_hot(): class values must be non-negative and smaller than num_classes "
-                        "(%lld)", (long long)C);
-    return JN_OK;
+    char msg[120];
+    snprintf(msg, sizeof msg, "class values must be non-negative and smaller than num_classes (%lld)", (long long)C);
+    return check_flag_kind("one_hot()", JN_ERR_RUNTIME, msg);
 }
 
 /* ------------------------------------------------------------ advanced indexing */

@@ -418,7 +418,13 @@ static jn_status exec_node(jn_rt_exec *x, int32_t n, jn_tensor *shared, int forc
     }
     goto done;
 fail:
-    s = s == JN_ERR_NOMEM ? jn_error(s, "out of memory running graph %s node %d", g->name, n) : node_error(x, n, s);
+    if (s == JN_ERR_NOMEM) { /* the allocator's own words (a device says why) */
+        char why[256];
+        snprintf(why, sizeof why, "%s", jn_errmsg());
+        s = jn_error(s, "out of memory running graph %s node %d (%s)", g->name, n, why);
+    } else {
+        s = node_error(x, n, s);
+    }
 done:
     for (int j = 0; j < JN_MAX_OUTS; j++) {
         if (out[j] && !(x->direct[n] & (1u << j))) jn_tensor_decref(out[j]);
@@ -636,8 +642,30 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
         x->sv[L->ivar] = 0;
         ev_ivar(x);
         if ((s = eval_shape(x, L->collect[c].out, shape))) break;
-        if (!(col[c] = own_tensor(x, ov->dtype, ov->ndim, shape))) s = JN_ERR_NOMEM;
-        else note_bytes(x, tbytes(col[c]));
+        /* A collect that stays inside the graph gets a buffer of its size at
+         * the recorded maxima (the arena's sizing), its first rows used: one
+         * size whatever this run's trip count, so the block cache reuses one
+         * block per collect instead of keeping one of every size seen
+         * (char_lstm's sequence lengths: ~12 MB of cached blocks). */
+        int64_t most[JN_MAX_DIMS + 1];
+        int at_max = !x->keep[L->collect[c].out];
+        for (int d = 0; d < ov->ndim && at_max; d++)
+            at_max = jn_cg_eval_at_max(g, ov->shape[d], &most[d]) == JN_OK && most[d] >= shape[d];
+        if (!(col[c] = own_tensor(x, ov->dtype, ov->ndim, at_max ? most : shape))) {
+            s = JN_ERR_NOMEM;
+            break;
+        }
+        if (at_max) { /* a header of this run's shape over it (the device may hand the buffer out again) */
+            jn_tensor *h = jn_tensor_alias(col[c]);
+            jn_tensor_decref(col[c]);
+            if (!(col[c] = h)) {
+                s = JN_ERR_NOMEM;
+                break;
+            }
+            memcpy(h->shape, shape, sizeof(int64_t) * (size_t)ov->ndim);
+            jn_contiguous_strides(ov->ndim, shape, h->strides);
+        }
+        note_bytes(x, tbytes(col[c]));
     }
     /* per collect its row of this iteration, per carry the buffer its next goes to */
     jn_tensor **row = calloc((size_t)ncol + (size_t)nc + 1, sizeof *row), **nparam = row + ncol;

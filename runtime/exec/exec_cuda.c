@@ -542,6 +542,7 @@ typedef struct {
     int64_t ncalls;
     int off;                 /* capture failed once: plain launches from now on */
     void *held;              /* device blocks freed during the capture (jn_cuda_hold_end) */
+    char flag_msg[200];      /* index checks captured: the first one's message, read after each launch */
 } cgraph;
 
 struct jn_rt_cuda_graphs {
@@ -766,7 +767,7 @@ static jn_status cg_end(void *ctx, int32_t gi, jn_status s) {
             cu_result r = a->graph_launch(G->exec, c->stream);
             if (!r) {
                 c->st.replays++;
-                return JN_OK;
+                return G->flag_msg[0] && c->be->device == JN_CUDA ? jn_cuda_flag_check(G->flag_msg) : JN_OK;
             }
             snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "cuGraphLaunch: %s", cu_err(a, r));
             G->off = 1;
@@ -777,6 +778,7 @@ static jn_status cg_end(void *ctx, int32_t gi, jn_status s) {
     void *graph = NULL;
     cu_result r = a->end_capture(c->stream, &graph);
     void *held = c->be->device == JN_CUDA ? jn_cuda_hold_end() : NULL;
+    if (c->be->device == JN_CUDA) snprintf(G->flag_msg, sizeof G->flag_msg, "%s", jn_cuda_flag_deferred());
     const char *why = NULL;
     char buf[300];
     if (s) { /* a call inside failed: a host sync, a forbidden API, ... */
@@ -829,7 +831,7 @@ static jn_status cg_end(void *ctx, int32_t gi, jn_status s) {
     G->held = held;
     c->st.captures++;
     G->hash = c->hash, G->ncalls = c->ncalls;
-    return JN_OK;
+    return G->flag_msg[0] ? jn_cuda_flag_check(G->flag_msg) : JN_OK;
 }
 
 static void cg_graph_free(jn_rt_cuda_graphs *c, cgraph *G) {

@@ -390,17 +390,20 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
         default: break;
         }
     }
-    /* a loop's TRIP guard: the one on the IR loop with the same trip (the
-     * passes may renumber loops, never trip expressions) */
+    /* a loop's TRIP guard: the one on the IR loop with the same number and
+     * trip, else one on another loop with the same trip (the passes
+     * renumber loops and drop emptied ones, never change trip expressions) */
     for (int32_t l = 0; l < G->nloop; l++) {
-        int32_t il = G->loop[l].guard;
-        G->loop[l].guard = -1;
+        int32_t il = G->loop[l].guard, same = -1, other = -1;
         for (int32_t k = 0; k < g->nguards; k++) {
             const jn_ir_guard *q = &g->guards[k];
-            if (q->kind == JN_IR_G_TRIP && q->loop == il && il >= 0 && il < g->nloops &&
-                g->loops[il].trip == G->loop[l].trip)
-                G->loop[l].guard = k;
+            if (q->kind != JN_IR_G_TRIP || q->loop < 0 || q->loop >= g->nloops ||
+                g->loops[q->loop].trip != G->loop[l].trip)
+                continue;
+            if (q->loop == il) same = k;
+            else if (other < 0) other = k;
         }
+        G->loop[l].guard = same >= 0 ? same : other;
     }
     free(v2i);
     return JN_OK;

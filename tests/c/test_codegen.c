@@ -267,6 +267,83 @@ static void test_dce(void) {
            "  guard scalar %1 == 0.5\n");
 }
 
+/* -------------------------------------------------------------- unstack */
+static void test_unstack(void) {
+    /* L0 stacks the rows of %0 along dim 1 over its whole length: a permute
+     * (and L0, left empty, goes with its trip guard; L2's is renumbered);
+     * L1 stacks the first T-1 rows along dim 0: a slice, the loop stays for
+     * its other collect; L2 walks %1 backwards (no view) and L3's collect is
+     * a graph output (Python gets a tensor of its own): both stay */
+    golden("unstack",
+           "  sym T dim 2..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  sym i1 ivar 0..8\n"
+           "  sym i2 ivar 0..8\n"
+           "  sym i3 ivar 0..8\n"
+           "  in %0 host f32[2, T, 3]\n"
+           "  in %1 host f32[T, 3]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    %2 = select(%0) dim=1 index=i0 : f32[2, 3]\n"
+           "    collect %2 => %3\n"
+           "  }\n"
+           "  loop L1 trip=(T-1) ivar=i1 {\n"
+           "    %4 = select(%1) dim=0 index=i1 : f32[3]\n"
+           "    %5 = exp(%4) : f32[3]\n"
+           "    collect %4 => %6\n"
+           "    collect %5 => %7\n"
+           "  }\n"
+           "  loop L2 trip=T ivar=i2 {\n"
+           "    %8 = select(%1) dim=0 index=((T-1)-i2) : f32[3]\n"
+           "    collect %8 => %9\n"
+           "  }\n"
+           "  loop L3 trip=T ivar=i3 {\n"
+           "    %10 = select(%1) dim=-2 index=i3 : f32[3]\n"
+           "    collect %10 => %11\n"
+           "  }\n"
+           "  %12 = neg(%3) : f32[T, 2, 3]\n"
+           "  %13 = neg(%6) : f32[(T-1), 3]\n"
+           "  %14 = neg(%9) : f32[T, 3]\n"
+           "  out %12 keep\n"
+           "  out %13 keep\n"
+           "  out %7 keep\n"
+           "  out %14 keep\n"
+           "  out %11 keep\n"
+           "  guard trip L0 in 2..9\n"
+           "  guard trip L2 in 2..9\n",
+           "unstack,dce",
+           "  sym T dim 2..9\n"
+           "  sym i0 ivar 0..8\n"
+           "  sym i1 ivar 0..8\n"
+           "  sym i2 ivar 0..8\n"
+           "  sym i3 ivar 0..8\n"
+           "  in %0 host f32[2, T, 3]\n"
+           "  in %1 host f32[T, 3]\n"
+           "  %12 = permute(%0) dims=[1, 0, 2] : f32[T, 2, 3]\n"
+           "  loop L0 trip=(T-1) ivar=i1 {\n"
+           "    %2 = select(%1) dim=0 index=i1 : f32[3]\n"
+           "    %3 = exp(%2) : f32[3]\n"
+           "    collect %3 => %4\n"
+           "  }\n"
+           "  %13 = slice(%1) dim=0 start=0 end=(T-1) step=1 : f32[(T-1), 3]\n"
+           "  loop L1 trip=T ivar=i2 {\n"
+           "    %5 = select(%1) dim=0 index=((T-1)-i2) : f32[3]\n"
+           "    collect %5 => %6\n"
+           "  }\n"
+           "  loop L2 trip=T ivar=i3 {\n"
+           "    %7 = select(%1) dim=-2 index=i3 : f32[3]\n"
+           "    collect %7 => %8\n"
+           "  }\n"
+           "  %9 = neg(%12) : f32[T, 2, 3]\n"
+           "  %10 = neg(%13) : f32[(T-1), 3]\n"
+           "  %11 = neg(%6) : f32[T, 3]\n"
+           "  out %9 keep\n"
+           "  out %10 keep\n"
+           "  out %4 keep\n"
+           "  out %11 keep\n"
+           "  out %8 keep\n"
+           "  guard trip L1 in 2..9\n");
+}
+
 /* ------------------------------------------------------------------ cse */
 static void test_cse(void) {
     golden("cse: equal consts, equal nodes, chains; not: other attrs, random ops",
@@ -1472,7 +1549,8 @@ static void pipeline_file(const char *path) {
     if (st) fprintf(stderr, "%s: %s\n", path, jn_errmsg());
     CHECK(s.npasses == jn_cg_npasses());
     for (int i = 0; i < s.npasses; i++) {
-        int grows = !strcmp(s.pass[i].pass, "remat"); /* its copies are the point */
+        /* remat's copies are the point; unstack's views replace collects dce2 drops */
+        int grows = !strcmp(s.pass[i].pass, "remat") || !strcmp(s.pass[i].pass, "unstack");
         CHECK(grows || s.pass[i].nodes_after <= s.pass[i].nodes_before);
         if (!grows && s.pass[i].nodes_after > s.pass[i].nodes_before)
             fprintf(stderr, "%s: pass %s grew the graphs\n", path, s.pass[i].pass);
@@ -1579,7 +1657,7 @@ static void test_options(void) {
     unsetenv("JANUS_DUMP_IR");
     jn_cg_options_from_env(&o);
     CHECK(o.dump == NULL);
-    CHECK(jn_cg_npasses() == 13 && !strcmp(jn_cg_passes[0].name, "verify") && jn_cg_pass_find("fuse") &&
+    CHECK(jn_cg_npasses() == 14 && !strcmp(jn_cg_passes[0].name, "verify") && jn_cg_pass_find("fuse") &&
           !jn_cg_pass_find("nope"));
     /* unknown names are errors naming them; skipped passes do nothing */
     const char *text = "module optable=0000000000000000 graphs=1\n" HEAD
@@ -1620,6 +1698,7 @@ int main(void) {
     test_cse();
     test_fold();
     test_simplify();
+    test_unstack();
     test_fuse();
     test_select();
     test_kernel_io();

@@ -239,7 +239,11 @@ static int golden_file(const char *path, tally *t, tally *tc) {
     int ok = text && jn_ir_parse(text, len, &orig) == JN_OK && jn_ir_parse(text, len, &opt) == JN_OK;
     CHECK(ok);
     jn_cg_options o = {.verify_each = 1};
-    if (ok) CHECK(jn_cg_optimize(opt, &o, NULL) == JN_OK);
+    if (ok && jn_cg_optimize(opt, &o, NULL) != JN_OK) {
+        fprintf(stderr, "%s: %s\n", path, jn_errmsg());
+        CHECK(0);
+        ok = 0;
+    }
     if (ok) compare_module(strrchr(path, '/') + 1, orig, opt, NULL, t);
     jn_rt_exec_lib *lib = ok ? compile_lib(opt, path) : NULL;
     if (lib) compare_module(strrchr(path, '/') + 1, orig, opt, lib, tc);

@@ -523,7 +523,16 @@ static void graph_on_device(const jn_ir_module *m, int32_t gi, const jn_rt_exec_
         jn_tensor *h = jn_rt_to_device(o, JN_CPU, 1);
         int r = h && jt_same(ref[i], h, 1, 0) ? 1 : h && !fake_driver && jt_same(ref[i], h, 2, 1e-5) ? 2 : 0;
         CHECK(r != 0);
-        if (!r) fprintf(stderr, "%s graph %s output %d (%%%d) differs CPU vs device\n", name, g->name, i, g->outputs[i].value);
+        if (!r) {
+            double wa = 0, wx = 0, wy = 0; /* the worst element, for telling rounding from a wrong result */
+            int64_t wk = -1, n = h && h->dtype == ref[i]->dtype && jn_numel(h) == jn_numel(ref[i]) ? jn_numel(h) : 0;
+            for (int64_t e = 0; e < n; e++) {
+                double cx = jt_elem(ref[i], e), gy = jt_elem(h, e), d = fabs(cx - gy);
+                if (d > wa || (d != d && wk < 0)) wa = d, wx = cx, wy = gy, wk = e;
+            }
+            fprintf(stderr, "%s graph %s output %d (%%%d) differs CPU vs device: worst element %lld of %lld: %.9g vs %.9g\n",
+                    name, g->name, i, g->outputs[i].value, (long long)wk, (long long)n, wx, wy);
+        }
         graphs_outputs++, graphs_exact += r == 1, graphs_close += r == 2;
         jn_tensor_decref(h);
     }
@@ -640,6 +649,9 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_e
         if (st.plain_runs) fprintf(stderr, "graph %s: plain launches: %s\n", g->name, st.plain_reason);
         CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 12, din, 0) && graph_run_pair(m, gi, lib, dx, cg, sv, 13, din, 0));
         jn_rt_cuda_graphs_get_stats(cg, &st);
+        if (!(st.captures == 1 && st.replays == 2 && st.launches == 0))
+            fprintf(stderr, "graph %s: %lld captures, %lld replays, %lld launches\n", g->name, (long long)st.captures,
+                    (long long)st.replays, (long long)st.launches);
         CHECK(st.captures == 1 && st.replays == 2 && st.launches == 0); /* nothing launched one by one */
         if (has_state) { /* another address: captured again, the executable graph updated (unless no
                           * captured call reads that state: then the same graph is right) */

@@ -175,7 +175,7 @@ for step in range(STEPS):
     loss.backward()
     opt.step()
     print(f"{loss.item():.6f}")
-w = m[0].weight.cpu().tolist()
+w = m[0].weight.detach().cpu().tolist()  # a device copy is not differentiable in janus yet
 print("w", " ".join(f"{v:.6f}" for v in w[0]))
 """
 

@@ -10,7 +10,7 @@
  * table holds a reference, so a pointer is never reused), so the hit path is
  * a frame walk plus a few hash probes; on 3.11 the frame-evaluation hook
  * below makes it a comparison of two numbers in the common case.
- * (2) Control-flow decisions on 3.11: a C trace function that follows line
+ * (2) Control-flow decisions: a C trace function that follows line
  * events of user frames only (the frame-evaluation hook keeps the
  * interpreter's tracing off inside non-user frames; without it they get
  * f_trace_lines = False at their 'call' event), and turns them into branch
@@ -18,8 +18,9 @@
  * loop trip counts (arrivals at a loop's head line while execution stays
  * inside the loop's line range).  The per-code tables (which lines branch,
  * where loops are) come from janus._record._analyze_code, once per code
- * object.  On 3.12+ sys.monitoring is used instead (janus/_record.py),
- * feeding the same _rec_decision entry point.  (3) The _C functions the
+ * object.  The same trace function serves 3.12+ (PyEval_SetTrace works
+ * there, without the 3.11 frame-evaluation hook: non-user frames lose
+ * their line events at their 'call' event).  (3) The _C functions the
  * Python layer and the tests use: start/stop, steps, marks, syncs, and
  * _rec_read_step to decode a stored step.
  */
@@ -663,21 +664,6 @@ static PyObject *py_rec_start(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* Decision tracing from 3.12's sys.monitoring, or to switch it off/on. */
-static PyObject *py_rec_trace(PyObject *self, PyObject *arg) {
-    (void)self;
-    int on = PyObject_IsTrue(arg);
-    if (on < 0) return NULL;
-    if (on && !tracing) {
-        fdepth = 0;
-        PyEval_SetTrace(trace_fn, NULL);
-    } else if (!on && tracing) {
-        PyEval_SetTrace(NULL, NULL);
-    }
-    tracing = on;
-    Py_RETURN_NONE;
-}
-
 /* a pending hook error as an exception message (or None) */
 static PyObject *py_rec_error(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
@@ -773,18 +759,6 @@ static PyObject *py_rec_quiet(PyObject *self, PyObject *arg) {
     if (d == -1 && PyErr_Occurred()) return NULL;
     jn_rec_quiet += (int)d;
     if (jn_rec_quiet < 0) jn_rec_quiet = 0;
-    Py_RETURN_NONE;
-}
-
-/* _rec_decision(file, line, func, kind, outcome): the 3.12 monitoring path */
-static PyObject *py_rec_decision(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *code;
-    int line, kind;
-    long long outcome;
-    if (!PyArg_ParseTuple(args, "O!iiL", &PyCode_Type, &code, &line, &kind, &outcome)) return NULL;
-    if (!jn_rec_on) Py_RETURN_NONE;
-    jn_rec_decision(site_lookup((PyCodeObject *)code, line), kind, outcome);
     Py_RETURN_NONE;
 }
 
@@ -958,8 +932,6 @@ PyMethodDef jn_py_recorder_methods[] = {
     {"_rec_role", py_rec_role, METH_O, "the recorder role of a tensor"},
     {"_rec_sync", (PyCFunction)(void (*)(void))py_rec_sync, METH_FASTCALL, "_rec_sync(tensor, kind, value)"},
     {"_rec_quiet", py_rec_quiet, METH_O, NULL},
-    {"_rec_trace", py_rec_trace, METH_O, "switch the 3.11 decision trace function on/off"},
-    {"_rec_decision", py_rec_decision, METH_VARARGS, "_rec_decision(code, line, kind, outcome)"},
     {"_rec_active", py_rec_active, METH_NOARGS, "is the recorder hook installed?"},
     {"_rec_error", py_rec_error, METH_NOARGS, "the error that stopped recording, or None"},
     {"_rec_stats", py_rec_stats, METH_NOARGS, "steps/ops/syncs/decisions/bytes recorded so far"},

@@ -510,7 +510,7 @@ class LSTMCell(_CellBase):
     def forward(self, x, hx=None):
         x, batched = self._prep(x, hx)
         if hx is None:
-            z = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+            z = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
             hx = (z, z)
         h, c = hx
         if not batched:
@@ -524,7 +524,7 @@ class GRUCell(_CellBase):
 
     def forward(self, x, hx=None):
         x, batched = self._prep(x, hx)
-        h = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype) if hx is None else (hx if batched else hx.unsqueeze(0))
+        h = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device) if hx is None else (hx if batched else hx.unsqueeze(0))
         h = _gru_cell(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
         return h if batched else h.squeeze(0)
 
@@ -538,7 +538,7 @@ class RNNCell(_CellBase):
 
     def forward(self, x, hx=None):
         x, batched = self._prep(x, hx)
-        h = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype) if hx is None else (hx if batched else hx.unsqueeze(0))
+        h = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device) if hx is None else (hx if batched else hx.unsqueeze(0))
         h = _rnn_cell(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity)
         return h if batched else h.squeeze(0)
 
@@ -587,7 +587,7 @@ class _RNNBase(Module):
                                f"Expected {self.input_size}, got {x.shape[-1]}")
         T, N = x.shape[0], x.shape[1]
         if hx is None:
-            z = janus.zeros(self.num_layers, N, self.hidden_size, dtype=x.dtype)
+            z = janus.zeros(self.num_layers, N, self.hidden_size, dtype=x.dtype, device=x.device)
             h0, c0 = z, z
         elif self._has_c:
             h0, c0 = hx
@@ -611,7 +611,7 @@ class _RNNBase(Module):
                 else:
                     h = _rnn_cell(proj[t], h, w_hh, b_hh, self.nonlinearity)
                 outs.append(h)
-            x = janus.stack(outs, 0) if outs else janus.zeros(0, N, self.hidden_size, dtype=x.dtype)
+            x = janus.stack(outs, 0) if outs else janus.zeros(0, N, self.hidden_size, dtype=x.dtype, device=x.device)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
             hs.append(h)

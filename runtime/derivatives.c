@@ -267,10 +267,18 @@ FORMULA(d_div) {
     if (NEED(1)) gi[1] = sum_to(b, NEG(DIV(MUL(g, IN(b, 0)), MUL(y, y))), M(b, 1));
     END;
 }
+/* y - 1 of a Python number exponent (x ** 2) on the host: as an op on two
+ * CPU scalars it would be a CPU op inside a device step, which ends a CUDA
+ * replay's captured segment at every backward */
+static T *minus_one(jn_bw *b, T *y) {
+    if (y && y->wrapped_number && y->ndim == 0 && y->storage->device == JN_CPU && y->storage->data)
+        return scalar(b, jn_load_f64(jn_data(y), y->dtype) - 1.0);
+    return ADDS(y, -1.0);
+}
 FORMULA(d_pow) {
     BEGIN;
     T *x = IN(b, 0), *y = IN(b, 1);
-    if (NEED(0)) gi[0] = sum_to(b, MUL(MUL(g, y), bin(b, JN_OP_pow, x, ADDS(y, -1.0))), M(b, 0));
+    if (NEED(0)) gi[0] = sum_to(b, MUL(MUL(g, y), bin(b, JN_OP_pow, x, minus_one(b, y))), M(b, 0));
     if (NEED(1)) {
         /* d/dy x^y = x^y log x, defined as 0 where x == 0 and y >= 0 */
         T *v = MUL(MUL(g, OUT(b, 0)), un(b, JN_OP_log, x));

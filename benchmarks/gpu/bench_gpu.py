@@ -135,8 +135,8 @@ def replay_rate(db, key, args, env, limit):
         last = (p.stdout.strip().splitlines() or ["(no output)"])[-1]
         raise RuntimeError(f"janus replay failed ({p.returncode}): {last[:160]}")
     c = br.counters(db, p.stdout)
-    summary = next((ln.strip() for ln in p.stdout.splitlines() if ln.startswith("janus replay: ")
-                    and "segments" in ln), "")
+    summary = "; ".join(ln.strip()[len("janus replay: "):] for ln in p.stdout.splitlines()
+                        if ln.startswith("janus replay: ") and ("segments" in ln or "CUDA Graphs" in ln))
     if not c or c[0] == 0:
         e = EAGERLY.search(p.stdout)
         raise RuntimeError("the replay hit no graph and ran eagerly" + (f": {e.group(1)[:160]}" if e else

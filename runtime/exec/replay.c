@@ -1341,6 +1341,13 @@ jn_status jn_rt_replay_stop(int print_summary) {
         jn_rt_replay_summary(line, sizeof line);
         fprintf(stderr, "%s\n", line);
         fflush(stderr);
+    } else if (R.cg) { /* `janus replay` prints the counters' line; how the GPU ran them is known only here */
+        jn_rt_cuda_graphs_stats cs;
+        jn_rt_cuda_graphs_get_stats(R.cg, &cs);
+        fprintf(stderr, "janus replay: graphs on cuda:0 as CUDA Graphs: %lld replays, %lld captures, %lld updates%s%s\n",
+                (long long)cs.replays, (long long)cs.captures, (long long)cs.updates,
+                cs.plain_runs ? "; plain launches: " : "", cs.plain_runs ? cs.plain_reason : "");
+        fflush(stderr);
     }
     write_counters();
     unload();

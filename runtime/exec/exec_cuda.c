@@ -543,7 +543,15 @@ typedef struct {
     int off;                 /* capture failed once: plain launches from now on */
     void *held;              /* device blocks freed during the capture (jn_cuda_hold_end) */
     char flag_msg[200];      /* index checks captured: the first one's message, read after each launch */
+    int churn;               /* runs in a row whose walk differed from the capture */
 } cgraph;
+
+/* A graph whose walk differs from its capture this many runs in a row (a
+ * learning rate or Adam's step count baked into a kernel's parameters
+ * changes every step) runs as plain launches from then on: a walk, a new
+ * capture and an update cost more host time than launching one by one
+ * (fashion_mlp's step on an H200: 0.63x janus eager recapturing each step). */
+#define CHURN_MAX 3
 
 struct jn_rt_cuda_graphs {
     jn_rt_exec_device dev;
@@ -767,10 +775,21 @@ static jn_status cg_end(void *ctx, int32_t gi, jn_status s) {
             cu_result r = a->graph_launch(G->exec, c->stream);
             if (!r) {
                 c->st.replays++;
+                G->churn = 0;
                 return G->flag_msg[0] && c->be->device == JN_CUDA ? jn_cuda_flag_check(G->flag_msg) : JN_OK;
             }
             snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "cuGraphLaunch: %s", cu_err(a, r));
             G->off = 1;
+        }
+        if (!G->off && ++G->churn >= CHURN_MAX) {
+            snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "graph index %d changed its kernel parameters or "
+                     "buffers in %d runs in a row (a learning rate or step count baked into a kernel?)", gi, CHURN_MAX);
+            G->off = 1;
+            a->exec_destroy(G->exec);
+            G->exec = NULL;
+            unpin(G);
+            jn_cuda_hold_release(G->held);
+            G->held = NULL;
         }
         c->retry = 1; /* the bindings changed (or the launch failed): redo the run */
         return s ? s : jn_error(JN_ERR_RUNTIME, "the CUDA Graph of graph index %d needs a new capture", gi);

@@ -561,7 +561,7 @@ done:
  * outputs bitwise equal to the CPU executor's on the same inputs.  Then
  * FAKE_CUDA_FAIL=capture: the run falls back to plain launches, the reason
  * kept, with the same results. */
-static int cg_graphs, cg_runs, cg_outputs_equal, cg_outputs;
+static int cg_graphs, cg_runs, cg_outputs_equal, cg_outputs, churned;
 static jn_rt_cuda_graphs_stats cg_total;
 
 /* One run of both executors on inputs of `seed`; 1 when every output is bitwise equal. */
@@ -660,6 +660,18 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_e
             jn_rt_cuda_graphs_get_stats(cg, &st);
             CHECK(st.captures + st.replays == 4 && st.updates + st.instantiations == st.captures);
             cg_runs++;
+            /* new addresses in every run: after three captures in a row, plain launches */
+            jn_rt_cuda_graphs_stats s2;
+            for (int k = 0; k < 3; k++) CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 20 + (uint64_t)k, din, 1));
+            jn_rt_cuda_graphs_get_stats(cg, &s2);
+            if (s2.replays == st.replays) { /* the walks differed (some captured call reads the state) */
+                CHECK(s2.plain_runs >= 1 && strstr(s2.plain_reason, "in a row"));
+                churned++;
+            }
+            cg_runs += 3;
+            cg_total.launches += s2.launches; /* the plain runs' */
+            st.replays = s2.replays, st.captures = s2.captures, st.updates = s2.updates;
+            st.instantiations = s2.instantiations;
         }
         cg_runs += 3;
         cg_graphs++;
@@ -800,11 +812,12 @@ static void test_golden(void) {
     }
     printf("  CUDA Graphs on the fake driver (library nodes as captured host functions: plumbing, not CUDA): %d graphs, "
            "%d runs: %lld captures (%lld instantiated, %lld updated), %lld replays; %d of %d outputs bitwise equal to "
-           "the CPU executor's; with capture failing: %lld plain runs\n", cg_graphs, cg_runs,
+           "the CPU executor's; with capture failing: %lld plain runs; %d graphs with new state addresses in "
+           "every run went to plain launches\n", cg_graphs, cg_runs,
            (long long)cg_total.captures, (long long)cg_total.instantiations, (long long)cg_total.updates,
-           (long long)cg_total.replays, cg_outputs_equal, cg_outputs, (long long)cg_total.plain_runs);
+           (long long)cg_total.replays, cg_outputs_equal, cg_outputs, (long long)cg_total.plain_runs, churned);
     CHECK(cg_graphs == graphs_run && cg_outputs_equal == cg_outputs && cg_total.replays >= 2 * cg_graphs &&
-          jt_hostfn.errors == 0 && cg_total.updates > 0);
+          jt_hostfn.errors == 0 && cg_total.updates > 0 && churned > 0);
 }
 
 /* Without a GPU: the same harness through tests/c/fake_libcuda.c, loaded

@@ -786,6 +786,54 @@ static void test_dim_ge(void) {
 }
 
 static void test_plan(void) {
+    /* symbolic sizes that only grow with T: packed at T's maximum (8) with
+     * constant offsets, smaller than the slot walk's (%3 could not reuse
+     * %1's slot there: 16T bytes are not provably <= 4T) */
+    golden("plan: symbolic sizes packed at the maxima",
+           "  sym T dim 1..8\n"
+           "  in %0 host f32[T, 4]\n"
+           "  %1 = sum(%0) dims=[1] keepdim=false dtype=none : f32[T]\n"
+           "  %2 = sum(%1) dims=[] keepdim=false dtype=none : f32[]\n"
+           "  %3 = exp(%0) : f32[T, 4]\n"
+           "  %4 = add(%3, %2) alpha=1 : f32[T, 4]\n"
+           "  out %4 keep\n",
+           "plan",
+           "  sym T dim 1..8\n"
+           "  in %0 host f32[T, 4]\n"
+           "  %1 = sum(%0) dims=[1] keepdim=false dtype=none : f32[T] mem=0\n"
+           "  %2 = sum(%1) dims=[] keepdim=false dtype=none : f32[] mem=128\n"
+           "  %3 = exp(%0) : f32[T, 4] mem=0\n"
+           "  %4 = add(%3, %2) alpha=1 : f32[T, 4]\n"
+           "  out %4 keep\n"
+           "  arena 192\n");
+    /* a size that shrinks as the induction variable grows: the symbolic plan stays */
+    golden("plan: a size not growing with its symbols",
+           "  sym T dim 2..8\n"
+           "  sym i0 ivar 0..7\n"
+           "  in %0 host f32[T, 4]\n"
+           "  in %1 host f32[]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %2 = %1 -> %6 => %7\n"
+           "    %3 = slice(%0) dim=0 start=i0 end=T step=1 : f32[(T-i0), 4]\n"
+           "    %4 = exp(%3) : f32[(T-i0), 4]\n"
+           "    %5 = sum(%4) dims=[] keepdim=false dtype=none : f32[]\n"
+           "    %6 = add(%2, %5) alpha=1 : f32[]\n"
+           "  }\n"
+           "  out %7 keep\n",
+           "plan",
+           "  sym T dim 2..8\n"
+           "  sym i0 ivar 0..7\n"
+           "  in %0 host f32[T, 4]\n"
+           "  in %1 host f32[]\n"
+           "  loop L0 trip=T ivar=i0 {\n"
+           "    carry %2 = %1 -> %6 => %7\n"
+           "    %3 = slice(%0) dim=0 start=i0 end=T step=1 : f32[(T-i0), 4] alias=%0\n"
+           "    %4 = exp(%3) : f32[(T-i0), 4] mem=0\n"
+           "    %5 = sum(%4) dims=[] keepdim=false dtype=none : f32[] mem=(((((T-i0)*16)+63)//64)*64)\n"
+           "    %6 = add(%2, %5) alpha=1 : f32[] mem=(((((T-i0)*16)+63)//64)*64)\n"
+           "  }\n"
+           "  out %7 keep\n"
+           "  arena ((((((T-i0)*16)+63)//64)*64)+64)\n");
     /* f32[16] = 64 bytes, one aligned unit; f32[4] rounds up to 64 too */
     golden("plan: in place, views, reuse after death, loops",
            "  sym T dim 1..9\n"

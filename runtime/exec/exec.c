@@ -129,6 +129,7 @@ struct jn_rt_exec {
     uint8_t *evbad;  /* overflow or division by zero: eval walks it for the message */
     int32_t *evdep, nevdep; /* expressions over an induction variable, children first */
     int evok, evvalid;      /* the graph's expressions come children first; ev is current */
+    int at_max;             /* the plan's offsets are constants sized at the symbols' maxima (p_plan.c) */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -1180,6 +1181,11 @@ jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_
     }
     if ((s = liveness(x))) goto fail;
     if (!eager) direct_state(x), carry_in_place(x);
+    /* a constant arena under symbolic sizes: packed at the recorded maxima,
+     * so a run past a maximum would overlap values (jn_rt_exec_run refuses it) */
+    for (int32_t v = 0; !eager && !jn_ir_is_expr(g->arena) && g->arena >= 0 && v < g->nvalues && !x->at_max; v++)
+        for (int d = 0; g->values[v].mem != -1 && d < g->values[v].ndim; d++)
+            if (jn_ir_is_expr(g->values[v].shape[d])) x->at_max = 1;
     *out = x;
     return JN_OK;
 fail:
@@ -1411,10 +1417,22 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
     jn_set_grad_enabled(0);
     memset(&x->st, 0, sizeof x->st);
     x->live = x->peak = 0;
-    for (int32_t s2 = 0; s2 < g->nsyms; s2++)
-        x->sv[s2] = g->syms[s2].kind == JN_IR_SYM_IVAR ? g->syms[s2].lo : syms ? syms[s2] : g->syms[s2].hi;
-    ev_all(x);
     jn_status s = JN_OK;
+    for (int32_t s2 = 0; s2 < g->nsyms; s2++) {
+        const jn_ir_sym *y = &g->syms[s2];
+        x->sv[s2] = y->kind == JN_IR_SYM_IVAR ? y->lo : syms ? syms[s2] : y->hi;
+        if (x->at_max && (y->kind == JN_IR_SYM_DIM || y->kind == JN_IR_SYM_INT) &&
+            (x->sv[s2] > y->hi || x->sv[s2] < y->lo) && s == JN_OK)
+            s = jn_error(JN_ERR_VALUE, "graph %s: symbol %s is %lld, outside %lld..%lld, the range recorded, which its "
+                         "memory plan is sized for (replay's guards keep runs inside it); record a run that reaches it "
+                         "and optimize again", g->name, y->name ? y->name : "?", (long long)x->sv[s2], (long long)y->lo,
+                         (long long)y->hi);
+    }
+    if (s) {
+        jn_set_grad_enabled(grad);
+        return s;
+    }
+    ev_all(x);
     for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
         jn_tensor *t = inputs[i];
         if ((s = check_input(x, i, t))) break;

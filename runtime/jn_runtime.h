@@ -360,6 +360,10 @@ jn_status jn_rt_storage_alloc(jn_storage *st);
 /* Frees the large buffers the runtime keeps for reuse (its block cache);
  * the bytes given back.  Before a graph's large arena is allocated. */
 size_t jn_rt_block_cache_release(void);
+/* Called (outside the cache's lock) before the block cache allocates a
+ * block afresh because none of that size was free: the graph executor
+ * gives back its idle shared arena there (see exec.c).  NULL: none. */
+void jn_rt_set_block_miss_hook(void (*hook)(void));
 /* The eager kernel of op over tensors whose storages hold data (no checks,
  * no versions, no autograd, no hook): what replay's fallback runs. */
 jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out);

@@ -94,6 +94,10 @@ static size_t class_bytes(int cls) {
     return ((size_t)1 << (cls / 4)) + (size_t)(cls % 4) * (((size_t)1 << (cls / 4)) >> 2);
 }
 
+static void (*_Atomic block_miss_hook)(void);
+
+void jn_rt_set_block_miss_hook(void (*hook)(void)) { block_miss_hook = hook; }
+
 static void *block_alloc(size_t sz, int *cls) {
     size_t r;
     int c = sz >= CACHE_MIN && sz <= CACHE_MAX ? block_class(sz, &r) : -1;
@@ -113,7 +117,10 @@ static void *block_alloc(size_t sz, int *cls) {
         }
         pthread_mutex_unlock(&bcache.mu);
         *cls = b ? u : c;
-        return b ? b : aligned_alloc(64, r);
+        if (b) return b;
+        void (*hook)(void) = block_miss_hook;
+        if (hook) hook();
+        return aligned_alloc(64, r);
     }
     *cls = -1;
     return aligned_alloc(64, sz);

@@ -253,14 +253,52 @@ static void set_val(jn_rt_exec *x, int32_t v, jn_tensor *t) {
  * two evaluation graphs held 33 MB each, which put replay's peak memory
  * above eager's).  A run takes the shared arena with a trylock; a run that
  * finds it taken (another thread, or a run inside a run) uses an arena of
- * its own as before.  Freed with its last user. */
+ * its own as before.  Freed with its last user.
+ *
+ * Between runs the arena is idle, and so are the blocks the runs' outputs
+ * and loop buffers left in the runtime's block cache.  Eager work that
+ * comes after graphs (a fallback; an evaluation loop the bundle does not
+ * cover) needs blocks of other sizes, and would otherwise add its own on
+ * top: char_lstm's first evaluation batch, run eagerly after the training
+ * steps ran as graphs, put replay's peak 6 MB above eager's.  So when the
+ * block cache must allocate afresh, the idle arena and cached blocks are
+ * given back first (arena_idle_release); the next run allocates its arena
+ * again.  At most once per IDLE_RUNS runs on the shared arena, so eager
+ * work that misses the cache in every step cannot make every run fault its
+ * arena in again. */
+#define IDLE_RUNS 16
 static struct {
     pthread_mutex_t lock;
     char *mem;
     size_t cap;
     jn_tensor *t;
     int users;
-} cpu_arena = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0};
+    int64_t runs; /* on this memory since it was allocated */
+} cpu_arena = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0};
+
+/* The block cache's miss hook while graphs share the arena.  A run holds
+ * the lock, so the hook does nothing during one. */
+static void arena_idle_release(void) {
+    if (pthread_mutex_trylock(&cpu_arena.lock)) return;
+    int give = cpu_arena.mem && cpu_arena.runs >= IDLE_RUNS;
+    if (give) {
+        /* executors still hold headers over the old memory; ensure_arena
+         * replaces them before any use, and they never own the data */
+        jn_tensor_decref(cpu_arena.t);
+        free(cpu_arena.mem);
+        cpu_arena.t = NULL;
+        cpu_arena.mem = NULL;
+        cpu_arena.cap = 0;
+        cpu_arena.runs = 0;
+    }
+    pthread_mutex_unlock(&cpu_arena.lock);
+    if (give) {
+        jn_rt_block_cache_release();
+#ifdef __GLIBC__
+        malloc_trim(0);
+#endif
+    }
+}
 
 static jn_tensor *own_tensor(const jn_rt_exec *x, jn_dtype dt, int nd, const int64_t *shape) {
     if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */
@@ -315,7 +353,8 @@ static jn_tensor *dest_for(jn_rt_exec *x, int32_t v, const int64_t *shape, int f
 static int same_memory(const jn_tensor *a, const jn_tensor *b) { return jn_rt_same_view(a, b); }
 
 static jn_status node_attrs(const jn_rt_exec *x, int32_t n, jn_attrs *a) {
-    *a = x->g->nodes[n].attrs;
+    /* the op's own attributes only (its kernel reads no others; a whole jn_attrs is 576 bytes) */
+    memcpy(a, &x->g->nodes[n].attrs, sizeof(jn_attr) * (size_t)jn_op_info(x->g->nodes[n].op)->nattrs);
     for (int32_t i = x->p0[n]; i < x->p0[n] + x->np[n]; i++) {
         const patch *p = &x->patches[i];
         if (p->scalar_in >= 0) {
@@ -1216,6 +1255,7 @@ void jn_rt_exec_free(jn_rt_exec *x) {
     if (x->shared_user) {
         pthread_mutex_lock(&cpu_arena.lock);
         if (--cpu_arena.users == 0) {
+            jn_rt_set_block_miss_hook(NULL);
             if (cpu_arena.t) jn_tensor_decref(cpu_arena.t);
             free(cpu_arena.mem);
             cpu_arena.t = NULL;
@@ -1345,7 +1385,7 @@ static int arena_grow(const jn_rt_exec *x, int64_t bytes, char **mem, size_t *ca
      * left its freed buffers in the runtime's block cache and malloc's
      * heap: give them back before a large arena comes on top of them
      * (fashion_cnn's replay peaked 30 MB above eager).  Rare: arenas only
-     * grow. */
+     * grow, or come back after an idle release (arena_idle_release). */
     if (c >= HUGE_PAGE) {
         jn_rt_block_cache_release();
 #ifdef __GLIBC__
@@ -1384,8 +1424,12 @@ static jn_status ensure_arena(jn_rt_exec *x) {
         }
     } else if (pthread_mutex_trylock(&cpu_arena.lock) == 0) {
         x->holds_shared = 1;
-        if (!x->shared_user) x->shared_user = 1, cpu_arena.users++;
+        if (!x->shared_user) {
+            x->shared_user = 1;
+            if (cpu_arena.users++ == 0) jn_rt_set_block_miss_hook(arena_idle_release);
+        }
         if (!arena_grow(x, bytes, &cpu_arena.mem, &cpu_arena.cap, &cpu_arena.t)) goto nomem;
+        cpu_arena.runs++;
         if (x->arena_t != cpu_arena.t) {
             if (x->arena_t) jn_tensor_decref(x->arena_t);
             jn_tensor_incref(x->arena_t = cpu_arena.t);
@@ -1510,6 +1554,24 @@ jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, i
     return JN_OK;
 }
 
+/* A scalar input that is the end of an arange whose length is a symbol
+ * (arange(T + 1) with T a Python number): the value these symbols imply.
+ * Its recorded value would contradict them, and the graph would not run. */
+static double scalar_for_syms(const jn_ir_graph *g, const jn_ir_input *in, const int64_t *syms) {
+    int ks = jn_op_attr_index(JN_OP_arange, "start"), ke = jn_op_attr_index(JN_OP_arange, "end"),
+        kp = jn_op_attr_index(JN_OP_arange, "step");
+    for (int32_t n = 0; n < g->nnodes; n++) {
+        const jn_ir_node *nd = &g->nodes[n];
+        int64_t len;
+        if (nd->op != JN_OP_arange || nd->attr_input[ke] != in->value || nd->attr_input[ks] != -1 ||
+            nd->attr_input[kp] != -1 || g->values[nd->out[0]].ndim != 1 ||
+            jn_ir_dim_eval(g, g->values[nd->out[0]].shape[0], syms, &len) != JN_OK)
+            continue;
+        return nd->attrs.a[ks].f + (double)len * nd->attrs.a[kp].f;
+    }
+    return in->scalar;
+}
+
 jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs) {
     jn_status s = JN_OK;
     for (int32_t i = 0; i < g->ninputs; i++) inputs[i] = NULL;
@@ -1519,8 +1581,8 @@ jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint
         int64_t shape[JN_MAX_DIMS];
         jn_tensor *t = NULL;
         if (in->kind == JN_IR_IN_CONST || in->kind == JN_IR_IN_SCALAR) {
-            t = jn_dtype_is_float(x->dtype) ? jn_scalar_f64(in->scalar, x->dtype, 1)
-                                            : jn_scalar_i64((int64_t)in->scalar, x->dtype, 1);
+            double v = in->kind == JN_IR_IN_SCALAR ? scalar_for_syms(g, in, syms) : in->scalar;
+            t = jn_dtype_is_float(x->dtype) ? jn_scalar_f64(v, x->dtype, 1) : jn_scalar_i64((int64_t)v, x->dtype, 1);
         } else if (in->kind == JN_IR_IN_RNG) {
             t = jn_scalar_i64(0, JN_I64, 0);
         } else {
@@ -1554,3 +1616,10 @@ void jn_rt_exec_set_kcall_hook(jn_rt_exec *x, jn_rt_exec_kcall_hook fn, void *ct
 }
 
 void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st) { *st = x->st; }
+
+size_t jn_rt_exec_shared_arena_bytes(void) {
+    pthread_mutex_lock(&cpu_arena.lock);
+    size_t n = cpu_arena.cap;
+    pthread_mutex_unlock(&cpu_arena.lock);
+    return n;
+}

@@ -624,7 +624,7 @@ static jn_status cg_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
     int view = (info->flags & JN_F_VIEW) != 0;
     if (c->mode != M_PLAIN && !view) { /* views only set strides on the host: nothing a graph holds */
         c->hash = h64(c->hash, &op, sizeof op);
-        c->hash = h64(c->hash, a, sizeof *a);
+        c->hash = h64(c->hash, a, sizeof(jn_attr) * (size_t)info->nattrs); /* the rest is not set (node_attrs) */
         for (int i = 0; i < nin; i++) c->hash = h_tensor(c->hash, in[i]);
         for (int j = 0; j < info->nout; j++) c->hash = h_tensor(c->hash, out[j]);
         c->ncalls++;

@@ -193,7 +193,9 @@ jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, i
  * from one pseudo-random stream seeded by seed (taken input by input, so
  * two graphs with the same inputs get the same tensors), integer and bool
  * tensors zero (valid indices), scalar/const inputs their recorded value
- * as wrapped numbers, the rng input a 0-d int64 zero.  On failure the
+ * as wrapped numbers (except a scalar that is the end of an arange whose
+ * length is a symbol: the value syms imply), the rng input a 0-d int64
+ * zero.  On failure the
  * made ones are released and inputs[] is NULL. */
 jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs);
 
@@ -299,6 +301,9 @@ typedef struct {
                                 * the inputs are no longer what the run started from) */
 } jn_rt_exec_stats;
 void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st);
+/* Bytes of the arena CPU graphs share now (0 while none is allocated, e.g.
+ * after eager work missed the block cache and it was given back). */
+size_t jn_rt_exec_shared_arena_bytes(void);
 
 #ifdef __cplusplus
 }

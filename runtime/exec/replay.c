@@ -971,7 +971,8 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
     p->nin = (uint8_t)nin;
     p->nout = (uint8_t)nout;
     p->ref = (int32_t)R.nrefs;
-    p->a = *a;
+    /* only the op's own attributes (kernels read no others): a whole jn_attrs is 576 bytes */
+    memcpy(&p->a, a, sizeof(jn_attr) * (size_t)jn_op_info(op)->nattrs);
     for (int i = 0; i < nin; i++) hold(R.refs[R.nrefs++] = in[i]);
     for (int k = 0; k < nout; k++) {
         hold(R.refs[R.nrefs++] = out[k]);

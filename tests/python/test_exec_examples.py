@@ -55,7 +55,9 @@ def test_examples_optimized_equal_op_by_op(tmp_path, script, steps):
         assert r.returncode == 0, r.stdout + r.stderr
         res = json.loads(r.stdout)
         assert res["mismatches"] == 0 and res["reference"] == (1 if ref else 0)
-        assert res["graphs"] >= 3 and res["checked"] >= res["graphs"] - 1
+        # every graph runs on synthetic inputs (arange(T + 1) of a Python
+        # number gets the end its symbols imply, indices are zeros)
+        assert res["graphs"] >= 3 and res["checked"] == res["graphs"] and res["skipped"] == 0, r.stderr
         assert res["outputs"] > 10 and res["bitwise"] > 0 and res["max_rel"] <= 1e-4
         if script == "fashion_cnn.py":  # poolmask's rewrite is exact: every output bitwise
             assert res["bitwise"] == res["outputs"], res

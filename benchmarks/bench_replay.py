@@ -6,7 +6,10 @@ a short run (`janus record`), `janus optimize` it, then run the example
 longer, alternately under `janus replay` and `janus replay --eager` (the
 same command with JANUS_REPLAY=0), each as its own process: steps/s is what
 the example prints over its steps after --warmup (wall clock, its data
-loader included), peak memory the example process's own ru_maxrss (written
+loader included), with the CPU time per step it prints for the same steps
+(process time: what time-sharing on a busy machine does not inflate; the
+two modes are also compared per back-to-back pair, median of the pairs'
+ratios, which drifting machine speed affects less), peak memory the example process's own ru_maxrss (written
 at its exit by a sitecustomize the benchmark puts on its path), the hit
 rate what the replay stored in the run.  PyTorch eager (and torch.compile
 with --compile) is timed in this process on the same model, batch size and
@@ -41,7 +44,7 @@ JANUS = os.path.join(BUILD, "janus")
 
 # (key, script, index of the same model in bench_train.workloads)
 EXAMPLES = [("mlp", "fashion_mlp.py", 0), ("cnn", "fashion_cnn.py", 1), ("lstm", "char_lstm.py", 2)]
-RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps\)")
+RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps(?:, ([\d.]+) ms CPU/step)?\)")
 QUALITY = re.compile(r"test accuracy ([\d.]+)%|validation ([\d.]+) bits/char")
 
 
@@ -127,7 +130,7 @@ def script_rates(db, script, args, env):
             "--warmup", str(args.warmup)]
     modes = {"replay": [JANUS, "replay", "--db", db, "--"] + base,
              "eager": [JANUS, "replay", "--db", db, "--eager", "--"] + base}
-    res = {k: {"rate": [], "mb": [], "quality": None, "counters": None} for k in modes}
+    res = {k: {"rate": [], "cpu": [], "mb": [], "quality": None, "counters": None} for k in modes}
     order = list(modes)
     for r in range(args.repeats):
         for k in order[r % 2:] + order[:r % 2]:
@@ -137,13 +140,20 @@ def script_rates(db, script, args, env):
                 print(f"  {script} ({k}) failed ({rc}):\n{out[-2000:]}")
                 return None
             res[k]["rate"].append(float(m.group(1)))
+            res[k]["cpu"].append(float(m.group(3)) if m.group(3) else float("nan"))
             res[k]["mb"].append(mb)
             q = QUALITY.search(out)
             if q:
                 res[k]["quality"] = f"{q.group(1)}% acc" if q.group(1) else f"{q.group(2)} bits/char"
             if k == "replay":
                 res[k]["counters"] = counters(db, out)
-    return {k: dict(v, rate=statistics.median(v["rate"]), mb=statistics.median(v["mb"])) for k, v in res.items()}
+    # replay/eager per repeat (the two ran back to back), then the median:
+    # steadier than a ratio of medians when the machine's speed drifts
+    pair = {f: statistics.median(a / b for a, b in zip(res["replay"][f], res["eager"][f])) for f in ("rate", "cpu")}
+    out = {k: dict(v, rate=statistics.median(v["rate"]), cpu=statistics.median(v["cpu"]), mb=statistics.median(v["mb"]))
+           for k, v in res.items()}
+    out["pair"] = pair
+    return out
 
 
 def torch_rates(index, args):
@@ -215,6 +225,9 @@ def main():
               f"{eag['quality'] or ''}")
         print(f"  replay/eager  {rep['rate'] / eag['rate']:8.2f}x   peak memory replay/eager "
               f"{rep['mb'] / eag['mb']:5.2f}x (whole process: loading the data included)")
+        print(f"  per back-to-back pair: replay/eager steps/s {s['pair']['rate']:5.2f}x, "
+              f"eager/replay CPU per step {1.0 / s['pair']['cpu']:5.2f}x "
+              f"(CPU ms/step replay {fmt(rep['cpu'], '.3f')}, eager {fmt(eag['cpu'], '.3f')})")
         if c and c[2]:
             print(f"  top miss      {c[2][:150]}")
         line = f"  fixed-batch step (bench_train): janus eager {fmt(t['janus'])}"

@@ -95,7 +95,7 @@ def main(argv=None):
         seq = data[idx]
         return seq[:, :-1], seq[:, 1:].reshape(-1)
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for step in range(1, args.steps + 1):
         x, y = batch(0, split)
         opt.zero_grad()
@@ -106,8 +106,8 @@ def main(argv=None):
         if step % 50 == 0 or step == 1:
             print(f"step {step:5d}  loss {loss.item() / math.log(2):.3f} bits/char", flush=True)
         if step == args.warmup:
-            t0 = time.perf_counter()
-    dt = time.perf_counter() - t0
+            t0, c0 = time.perf_counter(), time.process_time()
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     timed = args.steps - min(args.warmup, args.steps)
 
     with janus.no_grad():
@@ -118,7 +118,7 @@ def main(argv=None):
             vals.append(loss_fn(model(x), y).item() / math.log(2))
     val = sum(vals) / len(vals)
     print(f"validation {val:.3f} bits/char vs unigram {unigram:.3f} "
-          f"({timed / dt:.1f} steps/s over {timed} steps)")
+          f"({timed / dt:.1f} steps/s over {timed} steps, {1e3 * cpu / max(timed, 1):.3f} ms CPU/step)")
     return val, unigram
 
 

@@ -53,7 +53,7 @@ def train(model, make_opt, args, image_shape):
     model = model()
     opt = make_opt(model.parameters())
     loss_fn = nn.CrossEntropyLoss()
-    step, t0 = 0, time.perf_counter()
+    step, t0, c0 = 0, time.perf_counter(), time.process_time()
     for epoch in range(args.epochs):
         for x, y in loader:
             opt.zero_grad()
@@ -62,15 +62,16 @@ def train(model, make_opt, args, image_shape):
             opt.step()
             step += 1
             if step == args.warmup:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
             if step % 100 == 0 or step == 1:
                 print(f"epoch {epoch} step {step:5d}  loss {loss.item():.4f}", flush=True)
             if args.steps and step >= args.steps:
                 break
         if args.steps and step >= args.steps:
             break
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     timed = step - min(args.warmup, step)
     acc = evaluate(model, xte, yte)
-    print(f"test accuracy {acc * 100:.2f}%  ({timed / dt:.1f} steps/s over {timed} steps)")
+    print(f"test accuracy {acc * 100:.2f}%  ({timed / dt:.1f} steps/s over {timed} steps, "
+          f"{1e3 * cpu / max(timed, 1):.3f} ms CPU/step)")
     return acc

@@ -51,7 +51,7 @@ d, db = sys.argv[1], sys.argv[2]
 def res(name):
     out = open(f"{d}/{name}.out").read()
     err = open(f"{d}/{name}.err").read()
-    rate = re.search(r"\(([\d.]+) steps/s over (\d+) steps\)", out)
+    rate = re.search(r"\(([\d.]+) steps/s over (\d+) steps", out)
     acc = re.search(r"test accuracy ([\d.]+)%", out)
     run = re.search(r"janus replay: run (\d+)", err)
     losses = [l for l in out.splitlines() if l.startswith("epoch ")]

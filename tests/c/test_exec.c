@@ -902,6 +902,15 @@ static void test_errors(void) {
 /* A run that fails after it wrote state in place says so (replay must not
  * re-run such a step eagerly: its inputs are gone); one that fails before
  * does not. */
+/* The one graph of module text G, an executor over it and its synthetic inputs at symbols 0. */
+static void one_graph(const char *G, jn_ir_module **m, jn_rt_exec **x, jn_tensor **in) {
+    *m = NULL;
+    *x = NULL;
+    CHECK(jn_ir_parse(G, strlen(G), m) == JN_OK);
+    CHECK(jn_rt_exec_new(*m, 0, NULL, 0, x) == JN_OK);
+    CHECK(jn_rt_exec_make_inputs((*m)->graphs[0], (int64_t[]){0}, 1, in) == JN_OK);
+}
+
 static void test_state_written(void) {
     static const char *G =
         "module optable=0000000000000000 graphs=1\n"
@@ -915,12 +924,10 @@ static void test_state_written(void) {
         "  out %4 state=%0\n"
         "  out %5 keep\n"
         "}\n";
-    jn_ir_module *m = NULL;
-    CHECK(jn_ir_parse(G, strlen(G), &m) == JN_OK);
-    jn_rt_exec *x = NULL;
-    CHECK(jn_rt_exec_new(m, 0, NULL, 0, &x) == JN_OK);
+    jn_ir_module *m;
+    jn_rt_exec *x;
     jn_tensor *in[4];
-    CHECK(jn_rt_exec_make_inputs(m->graphs[0], (int64_t[]){0}, 1, in) == JN_OK);
+    one_graph(G, &m, &x, in);
     jn_tensor *outs[1] = {0};
     jn_rt_exec_stats st;
     CHECK(jn_rt_exec_run(x, in, (int64_t[]){0}, outs) == JN_OK && outs[0]);
@@ -954,12 +961,10 @@ static void test_idle_release(void) {
         "  out %2 keep\n"
         "  arena 262144\n"
         "}\n";
-    jn_ir_module *m = NULL;
-    CHECK(jn_ir_parse(G, strlen(G), &m) == JN_OK);
-    jn_rt_exec *x = NULL;
-    CHECK(jn_rt_exec_new(m, 0, NULL, 0, &x) == JN_OK);
+    jn_ir_module *m;
+    jn_rt_exec *x;
     jn_tensor *in[1];
-    CHECK(jn_rt_exec_make_inputs(m->graphs[0], (int64_t[]){0}, 1, in) == JN_OK);
+    one_graph(G, &m, &x, in);
     float first[64];
     jn_tensor *out = NULL;
     /* block sizes nothing else in this test uses (the second over 4x the

@@ -21,7 +21,7 @@ alike.  Works before the replay core exists: the replay column then runs
 eagerly and says so (hit rate "-").
 
     JANUS_BUILD_DIR=build python3 benchmarks/bench_replay.py [--threads 1] [--repeats 3]
-        [--steps 300] [--record-steps 40] [--warmup 30] [--only mlp,cnn,lstm] [--compile]
+        [--steps 300] [--record-steps 40] [--warmup 30] [--only mlp,cnn,lstm] [--compile] [--fixed]
 """
 import argparse
 import os
@@ -44,6 +44,7 @@ JANUS = os.path.join(BUILD, "janus")
 
 # (key, script, index of the same model in bench_train.workloads)
 EXAMPLES = [("mlp", "fashion_mlp.py", 0), ("cnn", "fashion_cnn.py", 1), ("lstm", "char_lstm.py", 2)]
+REPLAY_STEP = os.path.join(HERE, "replay_step.py")  # --fixed: bench_train's step as a script
 RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps(?:, ([\d.]+) ms CPU/step)?\)")
 QUALITY = re.compile(r"test accuracy ([\d.]+)%|validation ([\d.]+) bits/char")
 
@@ -109,11 +110,16 @@ def counters(db, out):
     return h, mi, (f"{top[1]}x {top[0]}" if top else "")
 
 
-def prepare(tmp, key, script, args, env):
+def script_cmd(script, extra):
+    """The command line of an example (a file name under examples/) or of a path."""
+    path = script if os.path.isabs(script) else os.path.join(ROOT, "examples", script)
+    return [sys.executable, path] + list(extra)
+
+
+def prepare(tmp, key, script, args, env, extra=()):
     """Record a short run and optimize it; the store's path, or None with the reason printed."""
     db = os.path.join(tmp, f"{key}.db")
-    cmd = [JANUS, "record", "--db", db, "--", sys.executable, os.path.join(ROOT, "examples", script),
-           "--steps", str(args.record_steps)]
+    cmd = [JANUS, "record", "--db", db, "--"] + script_cmd(script, extra) + ["--steps", str(args.record_steps)]
     rc, out, _ = run(cmd, env)
     if rc != 0:
         print(f"  {key}: janus record failed ({rc}):\n{out[-2000:]}")
@@ -124,10 +130,9 @@ def prepare(tmp, key, script, args, env):
     return db
 
 
-def script_rates(db, script, args, env):
+def script_rates(db, script, args, env, extra=()):
     """Median steps/s, peak MB and quality of replay and eager, plus the replay counters."""
-    base = [sys.executable, os.path.join(ROOT, "examples", script), "--steps", str(args.steps),
-            "--warmup", str(args.warmup)]
+    base = script_cmd(script, extra) + ["--steps", str(args.steps), "--warmup", str(args.warmup)]
     modes = {"replay": [JANUS, "replay", "--db", db, "--"] + base,
              "eager": [JANUS, "replay", "--db", db, "--eager", "--"] + base}
     res = {k: {"rate": [], "cpu": [], "mb": [], "quality": None, "counters": None} for k in modes}
@@ -189,6 +194,9 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated: mlp, cnn, lstm (default all)")
     ap.add_argument("--compile", action="store_true", help="also time torch.compile (slow to compile)")
     ap.add_argument("--keep", default="", help="keep the stores in this directory")
+    ap.add_argument("--fixed", action="store_true",
+                    help="also record, optimize and replay bench_train's fixed-batch step (replay_step.py): "
+                    "replay and PyTorch on the same batch")
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"{JANUS} not built; build first (cmake --build build)")
@@ -240,6 +248,19 @@ def main():
             extra = f"  replay/torch.compile {rep['rate'] / t['compile']:5.2f}x" if "compile" in t else ""
             print(f"  replay/torch eager {rep['rate'] / t['torch']:5.2f}x  "
                   f"(janus eager step/torch {t['janus'] / t['torch']:5.2f}x){extra}", flush=True)
+        if args.fixed:
+            fx = ["--workload", str(index)]
+            fdb = prepare(tmp, key + "_step", REPLAY_STEP, args, env, fx)
+            f = script_rates(fdb, REPLAY_STEP, args, env, fx) if fdb else None
+            if f:
+                fc = f["replay"]["counters"]
+                fhit = f"{100.0 * fc[0] / (fc[0] + fc[1]):5.1f}%" if fc else "    -"
+                line = (f"  fixed-batch step replayed (replay_step.py): replay {fmt(f['replay']['rate'])}  eager "
+                        f"{fmt(f['eager']['rate'])} steps/s  hit rate {fhit}  pair {f['pair']['rate']:5.2f}x  "
+                        f"CPU eager/replay {1.0 / f['pair']['cpu']:5.2f}x")
+                if "torch" in t:
+                    line += f"  replay/torch eager {f['replay']['rate'] / t['torch']:5.2f}x"
+                print(line, flush=True)
     if bt.torch is None:
         print("\n(PyTorch not installed: pip install torch to compare)")
     if tmp_ctx:

@@ -38,6 +38,8 @@ import janus  # noqa: E402
 import janus.nn as jnn  # noqa: E402
 
 try:
+    if os.environ.get("JANUS_BENCH_NO_TORCH"):  # replay_step.py: janus only
+        raise ImportError
     import torch
     import torch.nn as tnn
 except ImportError:

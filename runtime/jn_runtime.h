@@ -99,10 +99,10 @@ typedef struct jn_storage {
     void (*release)(void *ctx); /* external memory (numpy buffers) */
     void *release_ctx;
     int lazy;            /* replay's lazy capture: JN_LAZY_* (0 = data is current) */
-    int64_t capture_hdrs; /* distinct headers on it that replay's capture holds
-                           * (jn_tensor.capture_refs > 0) */
+    int64_t capture_hdrs; /* distinct headers on it that replay's pending list
+                           * holds (jn_tensor.capture_pend > 0) */
     struct jn_tensor *capture_list; /* those headers, linked through
-                                     * jn_tensor.capture_next/prev (replay) */
+                                     * jn_tensor.capture_next/prev */
 } jn_storage;
 
 /* jn_storage.lazy: why the bytes are not (yet) what eager mode would hold. */
@@ -128,7 +128,8 @@ typedef struct jn_tensor {
     void *pyobj;                  /* borrowed back-pointer to the Python wrapper */
     int64_t capture_refs;         /* of refcnt: held by replay's pending ops (eager would not hold them) */
     uint32_t capture_mark;        /* replay's scratch: visited in its current scan */
-    struct jn_tensor *capture_prev, *capture_next; /* jn_storage.capture_list while held */
+    int64_t capture_pend;         /* of capture_refs: held by the pending list itself */
+    struct jn_tensor *capture_prev, *capture_next; /* jn_storage.capture_list while capture_pend > 0 */
 } jn_tensor;
 
 typedef struct {

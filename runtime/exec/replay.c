@@ -148,25 +148,33 @@ static int written(const pop *p, int k) {
     return p->into || (jn_op_info(p->op)->flags & JN_F_INPLACE);
 }
 
-/* t's first held reference: one more held header on its storage, linked
- * into the storage's list of them. */
-static void held_first(jn_tensor *t) {
-    jn_storage *st = t->storage;
-    st->capture_hdrs++;
-    t->capture_prev = NULL;
-    t->capture_next = st->capture_list;
-    if (st->capture_list) st->capture_list->capture_prev = t;
-    st->capture_list = t;
-}
-
 static void hold(jn_tensor *t) {
     jn_tensor_incref(t);
-    if (t->capture_refs++ == 0) held_first(t);
+    t->capture_refs++;
 }
 
 /* Drop one held reference (t may die here). */
 static void unhold(jn_tensor *t) {
-    if (--t->capture_refs == 0) {
+    t->capture_refs--;
+    jn_tensor_decref(t);
+}
+
+/* A reference of the pending list: held, and the header linked into its
+ * storage's list of headers the pending list holds (cap_held_only). */
+static void pend_hold(jn_tensor *t) {
+    hold(t);
+    if (t->capture_pend++ == 0) {
+        jn_storage *st = t->storage;
+        st->capture_hdrs++;
+        t->capture_prev = NULL;
+        t->capture_next = st->capture_list;
+        if (st->capture_list) st->capture_list->capture_prev = t;
+        st->capture_list = t;
+    }
+}
+
+static void pend_unhold(jn_tensor *t) {
+    if (--t->capture_pend == 0) {
         jn_storage *st = t->storage;
         st->capture_hdrs--;
         if (t->capture_prev) t->capture_prev->capture_next = t->capture_next;
@@ -174,7 +182,7 @@ static void unhold(jn_tensor *t) {
         if (t->capture_next) t->capture_next->capture_prev = t->capture_prev;
         t->capture_prev = t->capture_next = NULL;
     }
-    jn_tensor_decref(t);
+    unhold(t);
 }
 
 /* A fresh jn_tensor.capture_mark value: headers visited in one scan. */
@@ -184,11 +192,14 @@ static uint32_t next_mark(void) {
     return epoch;
 }
 
-/* Headers on st kept alive only by the capture list (each counted once;
- * a header held by anyone else is not counted).  Called for every gradient
- * autograd may steal, so it walks st's own held headers (capture_list),
- * not the pending list: char_lstm's step asked ~60 times about a storage
- * with ~25 held views, each a walk over ~650 references before. */
+/* Headers on st the pending list holds that only capture keeps alive
+ * (each counted once; a header held by anyone else is not counted; one
+ * only a deferred slice holds is not counted either, so autograd never
+ * steals bytes a deferred slice still reads).  Called for every gradient
+ * autograd may steal, so it walks st's own list of those headers
+ * (capture_list), not the pending list: char_lstm's step asked ~60 times
+ * about a storage with ~25 held views, each a walk over ~650 references
+ * before. */
 static int64_t cap_held_only(void *ctx, const jn_storage *st) {
     (void)ctx;
     int64_t n = 0;
@@ -197,7 +208,7 @@ static int64_t cap_held_only(void *ctx, const jn_storage *st) {
 }
 
 static void clear_list(void) {
-    for (int64_t i = 0; i < R.nrefs; i++) unhold(R.refs[i]);
+    for (int64_t i = 0; i < R.nrefs; i++) pend_unhold(R.refs[i]);
     R.nrefs = R.nops = 0;
 }
 
@@ -334,7 +345,6 @@ static jn_tensor *shadow_header(jn_tensor *base, const jn_tensor *h) {
     t->offset = h->offset;
     t->is_view = 1;
     t->capture_refs = 1; /* released by unhold like every held reference */
-    held_first(t);
     return t;
 }
 
@@ -984,9 +994,9 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
     p->ref = (int32_t)R.nrefs;
     /* only the op's own attributes (kernels read no others): a whole jn_attrs is 576 bytes */
     memcpy(&p->a, a, sizeof(jn_attr) * (size_t)jn_op_info(op)->nattrs);
-    for (int i = 0; i < nin; i++) hold(R.refs[R.nrefs++] = in[i]);
+    for (int i = 0; i < nin; i++) pend_hold(R.refs[R.nrefs++] = in[i]);
     for (int k = 0; k < nout; k++) {
-        hold(R.refs[R.nrefs++] = out[k]);
+        pend_hold(R.refs[R.nrefs++] = out[k]);
         out[k]->storage->lazy = JN_LAZY_PENDING; /* in-place targets too: their bytes are stale now */
     }
     if (jn_op_is_comparison(op)) R.last_cmp = out[0]->id;

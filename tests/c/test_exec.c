@@ -899,9 +899,6 @@ static void test_errors(void) {
     jn_ir_module_free(m);
 }
 
-/* A run that fails after it wrote state in place says so (replay must not
- * re-run such a step eagerly: its inputs are gone); one that fails before
- * does not. */
 /* The one graph of module text G, an executor over it and its synthetic inputs at symbols 0. */
 static void one_graph(const char *G, jn_ir_module **m, jn_rt_exec **x, jn_tensor **in) {
     *m = NULL;
@@ -910,6 +907,10 @@ static void one_graph(const char *G, jn_ir_module **m, jn_rt_exec **x, jn_tensor
     CHECK(jn_rt_exec_new(*m, 0, NULL, 0, x) == JN_OK);
     CHECK(jn_rt_exec_make_inputs((*m)->graphs[0], (int64_t[]){0}, 1, in) == JN_OK);
 }
+
+/* A run that fails after it wrote state in place says so (replay must not
+ * re-run such a step eagerly: its inputs are gone); one that fails before
+ * does not. */
 
 static void test_state_written(void) {
     static const char *G =

@@ -132,6 +132,20 @@ def make_step(lib, nn, make, x, y, wrap=None, device=None):
     return step
 
 
+def openblas_only(step):
+    """step with janus's small-GEMM kernel off: every float32 GEMM goes to
+    OpenBLAS (the level is process-wide, so it is set per call)."""
+    from janus import _C
+
+    def run():
+        _C._sgemm_level(0)
+        try:
+            return step()
+        finally:
+            _C._sgemm_level(1)
+    return run
+
+
 def unfused(step):
     """step with janus's fused ops switched off (module flags, read per call)."""
     import janus.nn.modules as modules
@@ -182,6 +196,9 @@ def main():
     ap.add_argument("--unfused", action="store_true",
                     help="also time janus with its fused ops (LSTM/GRU cells, Adam/SGD updates) switched "
                     "off, interleaved in the same run: the fused ops' speedup")
+    ap.add_argument("--openblas", action="store_true",
+                    help="also time janus with its small-GEMM kernel (CPUs with AVX-512) off, every GEMM in "
+                    "OpenBLAS, interleaved in the same run: the kernel's speedup")
     ap.add_argument("--only", default="", help="comma-separated workload name prefixes (mlp,cnn,lstm -> "
                     "fashion_mlp, fashion_cnn, char_lstm); default all")
     args = ap.parse_args()
@@ -203,10 +220,17 @@ def main():
             steppers.append(make_step(torch, tnn, make, x, y))
         if args.unfused:
             steppers.append(unfused(make_step(janus, jnn, make, x, y)))
+        if args.openblas:
+            steppers.append(openblas_only(make_step(janus, jnn, make, x, y)))
         r = time_interleaved(steppers, args.steps, args.repeats)
         j, t = r[0], (r[1] if torch else float("nan"))
         ratio = j / t if torch else float("nan")
-        extra = f"   unfused {r[-1]:8.1f}  fused/unfused {j / r[-1]:5.2f}x" if args.unfused else ""
+        extra = ""
+        if args.unfused:
+            u = r[2 if torch else 1]
+            extra += f"   unfused {u:8.1f}  fused/unfused {j / u:5.2f}x"
+        if args.openblas:
+            extra += f"   openblas-only {r[-1]:8.1f}  kernel/openblas {j / r[-1]:5.2f}x"
         print(f"{name:34s} {j:12.1f} {t:12.1f} {ratio:11.2f}x{extra}", flush=True)
     if torch is None:
         print("(PyTorch not installed: pip install torch to compare)")

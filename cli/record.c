@@ -362,8 +362,14 @@ int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status) {
                 exec_errno == ENOENT ? " (is it installed and on PATH?)" : "");
         rc = exec_errno == ENOENT ? 127 : 126; /* what a shell returns */
     } else if (WIFSIGNALED(wst)) {
-        rc = 128 + WTERMSIG(wst);
+        int sig = WTERMSIG(wst);
+        rc = 128 + sig;
         *status = "killed";
+        /* We reaped it, so no shell will say how it died; an interrupt the
+         * user typed needs no telling (bash stays quiet about those too). */
+        if (sig != SIGINT && sig != SIGPIPE)
+            fprintf(stderr, "janus %s: %s was killed by signal %d (%s)%s\n", cmd, argv[0], sig, strsignal(sig),
+                    WCOREDUMP(wst) ? ", core dumped" : "");
     } else {
         rc = WEXITSTATUS(wst);
         *status = rc == 0 ? "finished" : "error";

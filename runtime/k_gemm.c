@@ -247,14 +247,19 @@ static float *scratch_get(size_t n) {
     return p;
 }
 
-static int have_avx512(void) {
-    static int v = -1;
-    if (v < 0) {
+static int level_cap = JN_SGEMM_KERNEL;
+
+int jn_rt_sgemm_level(int cap) {
+    static int best = -1;
+    if (best < 0) {
         __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
+        best = __builtin_cpu_supports("avx512f") ? JN_SGEMM_KERNEL : JN_SGEMM_OPENBLAS;
     }
-    return v;
+    if (cap >= 0) level_cap = cap;
+    return best < level_cap ? best : level_cap;
 }
+
+static int have_avx512(void) { return jn_rt_sgemm_level(-1) == JN_SGEMM_KERNEL; }
 
 /* One small product, planned once and cut into column (or row) bands that
  * the thread pool runs side by side.  Every element is accumulated by the
@@ -365,6 +370,11 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
 }
 
 #else /* no AVX-512 kernel on this architecture */
+
+int jn_rt_sgemm_level(int cap) {
+    (void)cap;
+    return JN_SGEMM_OPENBLAS;
+}
 
 static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                       int64_t ldb, int acc, const float *bias, float *C, int64_t ldc) {

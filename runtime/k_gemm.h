@@ -29,4 +29,13 @@ void jn_rt_sgemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
 int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* Whether small products use the kernel: JN_SGEMM_KERNEL where this CPU
+ * has AVX-512F and cap allows, else JN_SGEMM_OPENBLAS.  cap < 0 only asks;
+ * benchmarks set JN_SGEMM_OPENBLAS to time OpenBLAS alone in the same
+ * process.  Returns the level now in use.  (An AVX2 port of the kernel
+ * was measured slower than OpenBLAS in real training steps on an AVX2
+ * EPYC, so AVX2 CPUs use OpenBLAS.) */
+enum { JN_SGEMM_OPENBLAS, JN_SGEMM_KERNEL };
+int jn_rt_sgemm_level(int cap);
+
 #endif

@@ -15,6 +15,31 @@ if _bd:
     __path__.insert(0, _os.path.join(_os.path.abspath(_bd), "python", "janus"))
 
 
+# OpenBLAS kernel sets that need AVX-512 (what OPENBLAS_CORETYPE may name).
+_AVX512_CORES = ("skylakex", "cooperlake", "sapphirerapids")
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), None)
+    except OSError:
+        return None
+
+
+def _check_openblas_core(core, flags):
+    """A user's OPENBLAS_CORETYPE naming AVX-512 kernels on a CPU without
+    AVX-512 makes OpenBLAS stop the process with SIGILL at its first matrix
+    product, with no message: say so at import instead.  flags None: unknown
+    (no /proc/cpuinfo), nothing is checked."""
+    if core and flags is not None and core.strip().lower() in _AVX512_CORES and "avx512f" not in flags:
+        return (f"OPENBLAS_CORETYPE={core} names OpenBLAS's AVX-512 kernels, but this CPU has no AVX-512 "
+                f"(avx512f is not in /proc/cpuinfo's flags): its first matrix product would die with SIGILL "
+                f"(illegal instruction). Unset OPENBLAS_CORETYPE (janus then picks "
+                f"{'Haswell' if 'avx2' in flags else 'a kernel set this CPU has'}) or set it to one this CPU runs")
+    return None
+
+
 def _pick_openblas_core():
     """Debian's OpenBLAS 0.3.21 does not recognise recent Xeons and falls back
     to its SSE3 kernels (about 4x slower GEMM).  OpenBLAS picks its kernels when
@@ -22,12 +47,13 @@ def _pick_openblas_core():
     this CPU supports; the variable is removed again so that libraries loaded
     later (numpy's own OpenBLAS) detect for themselves.  A user's own
     OPENBLAS_CORETYPE always wins."""
+    flags = _cpu_flags()
     if "OPENBLAS_CORETYPE" in _os.environ:
+        why = _check_openblas_core(_os.environ["OPENBLAS_CORETYPE"], flags)
+        if why:
+            raise ImportError(why)
         return None
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
-    except OSError:
+    if flags is None:
         return None
     if all(x in flags for x in ("avx512f", "avx512bw", "avx512vl", "avx512dq")):
         return "SkylakeX"

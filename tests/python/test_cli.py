@@ -190,6 +190,8 @@ def test_exit_status_passthrough(tmp_path):
     r = janus("record", "--db", db, sys.executable,
               script(tmp_path, "import os\nos.kill(os.getpid(), 9)\n", "dies.py"))
     assert r.returncode == 137
+    # No shell reaps the command, so janus says how it died.
+    assert "was killed by signal 9 (Killed)" in r.stderr
     runs = inspect_json(db)["runs"]
     assert [(x["exit_status"], x["status"]) for x in runs] == [(3, "error"), (1, "error"), (137, "killed")]
     assert all(x["ended"] is not None for x in runs)
@@ -513,3 +515,22 @@ def test_inspect_while_recording(tmp_path):
         p.communicate(timeout=60)
     assert p.returncode == 0
     assert inspect_json(db)["runs"][0]["status"] == "finished"
+
+
+def test_openblas_coretype_without_avx512():
+    """An OPENBLAS_CORETYPE that names AVX-512 kernels on a CPU without them
+    is refused at import with the fix, instead of a silent SIGILL later."""
+    import janus
+    no512 = ["fpu", "sse2", "avx", "avx2", "fma"]
+    why = janus._check_openblas_core("SkylakeX", no512)
+    assert why and "OPENBLAS_CORETYPE=SkylakeX" in why and "SIGILL" in why and "Unset OPENBLAS_CORETYPE" in why
+    assert "Haswell" in why
+    assert janus._check_openblas_core("skylakex", no512 + ["avx512f"]) is None
+    assert janus._check_openblas_core("Haswell", no512) is None
+    assert janus._check_openblas_core("SkylakeX", None) is None  # flags unknown: nothing checked
+    flags = janus._cpu_flags()
+    if flags is not None and "avx512f" not in flags:  # this CPU: the import itself refuses
+        env = _env(OPENBLAS_CORETYPE="SkylakeX")
+        r = subprocess.run([sys.executable, "-c", "import janus"], capture_output=True, text=True, env=env,
+                           timeout=60)
+        assert r.returncode == 1 and "ImportError" in r.stderr and "SIGILL" in r.stderr, r.stderr

@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "k_gemm.h"
+
 PyTypeObject *jn_py_tensor_class = NULL;
 
 /* ------------------------------------------------------------- errors */
@@ -539,6 +541,20 @@ static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(jn_num_threads());
 }
 
+/* _sgemm_level(cap): whether small float32 GEMMs use janus's kernel (1,
+ * where the CPU has AVX-512) or OpenBLAS (0); cap -1 only asks.  For
+ * benchmarks that compare the two in one process. */
+static PyObject *py_sgemm_level(PyObject *self, PyObject *arg) {
+    (void)self;
+    long cap = PyLong_AsLong(arg);
+    if (cap == -1 && PyErr_Occurred()) return NULL;
+    if (cap < -1 || cap > JN_SGEMM_KERNEL) {
+        PyErr_Format(PyExc_ValueError, "_sgemm_level: cap must be -1 (ask), 0 or 1, not %ld", cap);
+        return NULL;
+    }
+    return PyLong_FromLong(jn_rt_sgemm_level((int)cap));
+}
+
 extern PyMethodDef jn_py_tensor_module_methods[]; /* tensor.c: constructors */
 extern PyMethodDef jn_py_autograd_methods[];      /* autograd_py.c */
 extern PyMethodDef jn_py_recorder_methods[];      /* recorder_py.c */
@@ -562,6 +578,7 @@ static PyMethodDef methods[] = {
     {"_set_rng_state", py_set_rng_state, METH_VARARGS, NULL},
     {"set_num_threads", py_set_num_threads, METH_O, NULL},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, NULL},
+    {"_sgemm_level", py_sgemm_level, METH_O, "_sgemm_level(cap): 1 if small GEMMs use janus's kernel, 0 OpenBLAS"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "janus._C", "Janus C runtime", -1, methods,

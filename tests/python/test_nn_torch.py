@@ -1,7 +1,10 @@
 """Cross-checks of janus.nn against PyTorch (skipped when torch is not
 installed): every layer's forward and backward with copied weights, and
 end-to-end training of the MLP and CNN examples with copied initial weights
-and identical batches — the same loss curve to 1e-4 relative over 50 steps."""
+and identical batches: the MLP's loss curve to 1e-4 relative over 50 steps,
+the CNN's over its first 20 (later, rounding differences grow chaotically)
+and, from the same parameters at every step of 50, its losses and
+gradients."""
 import os
 
 import numpy as np
@@ -195,6 +198,34 @@ def _train_both(make_j, make_t, opt_j, opt_t, batches):
     return np.array(lj), np.array(lt)
 
 
+def _train_synced(make_j, make_t, opt_j, batches):
+    """janus trains; before each step torch gets janus's parameters and
+    computes the same batch: per-step losses and gradients, free of the
+    chaotic drift two free-running trainings show once rounding differences
+    grow (the CNN at lr 0.05, momentum 0.9: 1e-6 apart for 25 steps, then
+    apart by up to a third).  Returns the worst relative loss and gradient
+    differences over the steps."""
+    jm, tm = make_j(), make_t()
+    oj = opt_j(jm.parameters())
+    worst_loss = worst_grad = 0.0
+    for x, y in batches:
+        copy_params(jm, tm)
+        oj.zero_grad()
+        l1 = jnn.functional.cross_entropy(jm(j(x)), j(y))
+        l1.backward()
+        tm.zero_grad()
+        l2 = torch.nn.functional.cross_entropy(tm(tt(x)), tt(y))
+        l2.backward()
+        worst_loss = max(worst_loss, abs(l1.item() - l2.item()) / abs(l2.item()))
+        tgrads = dict(tm.named_parameters())
+        for name, p in jm.named_parameters():
+            gj, gt = p.grad.numpy(), tgrads[name].grad.numpy()
+            # normwise: a gradient element near zero carries no relative digits
+            worst_grad = max(worst_grad, float(np.linalg.norm(gj - gt) / (np.linalg.norm(gt) + 1e-30)))
+        oj.step()
+    return worst_loss, worst_grad
+
+
 def test_mlp_training_matches_torch():
     import examples_path  # noqa: F401
     from fashion_mlp import build
@@ -227,7 +258,15 @@ def test_cnn_training_matches_torch():
             return self.fc3(self.fc2(self.fc1(x).relu()).relu())
 
     batches = _batches(50, 32, (1, 28, 28))
-    lj, lt = _train_both(LeNet, TLeNet, lambda p: janus.optim.SGD(p, lr=0.05, momentum=0.9),
-                         lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), batches)
-    np.testing.assert_allclose(lj, lt, rtol=1e-4)
+    sgd_j = lambda p: janus.optim.SGD(p, lr=0.05, momentum=0.9)  # noqa: E731
+    lj, lt = _train_both(LeNet, TLeNet, sgd_j, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), batches)
+    # free-running, optimizer state included: the curves agree until rounding
+    # differences (other convolution algorithms) grow chaotically
+    np.testing.assert_allclose(lj[:20], lt[:20], rtol=1e-5)
     assert lj[-1] < lj[0]
+    # every step of the whole run, from the same parameters.  Gradients are
+    # compared normwise at 2e-3: a pre-activation within rounding of a ReLU
+    # or max-pool kink can route one element's gradient differently (seen:
+    # conv1's gradients 5e-4 apart at one step, 1e-6 at the others)
+    worst_loss, worst_grad = _train_synced(LeNet, TLeNet, sgd_j, batches)
+    assert worst_loss < 1e-5 and worst_grad < 2e-3, (worst_loss, worst_grad)

@@ -247,16 +247,21 @@ static float *scratch_get(size_t n) {
     return p;
 }
 
+/* Read by every product, on any pool thread: relaxed atomics (the CPU
+ * check may run twice at first, with the same answer). */
 static int level_cap = JN_SGEMM_KERNEL;
 
 int jn_rt_sgemm_level(int cap) {
     static int best = -1;
-    if (best < 0) {
+    int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+    if (b < 0) {
         __builtin_cpu_init();
-        best = __builtin_cpu_supports("avx512f") ? JN_SGEMM_KERNEL : JN_SGEMM_OPENBLAS;
+        b = __builtin_cpu_supports("avx512f") ? JN_SGEMM_KERNEL : JN_SGEMM_OPENBLAS;
+        __atomic_store_n(&best, b, __ATOMIC_RELAXED);
     }
-    if (cap >= 0) level_cap = cap;
-    return best < level_cap ? best : level_cap;
+    if (cap >= 0) __atomic_store_n(&level_cap, cap, __ATOMIC_RELAXED);
+    int c = __atomic_load_n(&level_cap, __ATOMIC_RELAXED);
+    return b < c ? b : c;
 }
 
 static int have_avx512(void) { return jn_rt_sgemm_level(-1) == JN_SGEMM_KERNEL; }

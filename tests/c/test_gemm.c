@@ -205,6 +205,11 @@ int main(void) {
         CHECK(check(1, 0, 1, 32, 512, 128, 1.0f, 1.0f, 0) <= tol);
         CHECK(check(1, 0, 0, 700, 33, 64, 1.0f, 0.0f, 1) <= tol);
         CHECK(check(1, 1, 1, 64, 515, 40, 1.0f, 1.0f, 2) <= tol);
+    } else { /* OpenBLAS on its threads: right, if not bit-stable */
+        jn_set_num_threads(2);
+        CHECK(check(0, 0, 1, 32, 512, 128, 1.0f, 1.0f, 0) <= tol);
+        CHECK(check(0, 0, 0, 700, 33, 64, 1.0f, 0.0f, 1) <= tol);
+        CHECK(check(0, 1, 1, 64, 515, 40, 1.0f, 1.0f, 2) <= tol);
     }
     /* the level switch benchmarks use: OpenBLAS alone, then back */
     CHECK(jn_rt_sgemm_level(-1) == (avx512 ? JN_SGEMM_KERNEL : JN_SGEMM_OPENBLAS));

@@ -118,6 +118,8 @@ void jn_cg_options_from_env(jn_cg_options *o) {
         o->dump = stderr;
         o->dump_passes = d;
     }
+    const char *k = getenv("JANUS_SKIP_PASSES"); /* comparisons: the same graphs without a pass */
+    if (k && *k) o->skip = k;
 }
 
 static void stat_graph(const jn_ir_graph *g, jn_cg_pass_stats *s) {
@@ -138,7 +140,7 @@ static void stat_graph(const jn_ir_graph *g, jn_cg_pass_stats *s) {
 jn_status jn_cg_optimize(jn_ir_module *m, const jn_cg_options *o, jn_cg_stats *st) {
     jn_cg_options def = {0};
     if (!o) o = &def;
-    jn_status s = check_list(o->skip, "the codegen skip list", 0);
+    jn_status s = check_list(o->skip, "the codegen skip list (JANUS_SKIP_PASSES)", 0);
     if (s == JN_OK) s = check_list(o->dump_passes, "JANUS_DUMP_IR", 1);
     if (s != JN_OK) return s;
     jn_cg_ctx cx = {m, o};

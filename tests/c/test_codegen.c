@@ -1704,7 +1704,11 @@ static void test_options(void) {
     CHECK(o.dump == stderr && o.dump_passes && !strcmp(o.dump_passes, "fuse,plan"));
     unsetenv("JANUS_DUMP_IR");
     jn_cg_options_from_env(&o);
-    CHECK(o.dump == NULL);
+    CHECK(o.dump == NULL && o.skip == NULL);
+    setenv("JANUS_SKIP_PASSES", "unstack,remat", 1); /* the same graphs without some passes, to compare */
+    jn_cg_options_from_env(&o);
+    CHECK(o.skip && !strcmp(o.skip, "unstack,remat"));
+    unsetenv("JANUS_SKIP_PASSES");
     CHECK(jn_cg_npasses() == 14 && !strcmp(jn_cg_passes[0].name, "verify") && jn_cg_pass_find("fuse") &&
           !jn_cg_pass_find("nope"));
     /* unknown names are errors naming them; skipped passes do nothing */
@@ -1718,7 +1722,7 @@ static void test_options(void) {
     CHECK(jn_ir_parse(text, strlen(text), &m) == JN_OK);
     jn_cg_options bad = {.skip = "dce,fusion"};
     CHECK(jn_cg_optimize(m, &bad, NULL) == JN_ERR_VALUE && strstr(jn_errmsg(), "'fusion'") &&
-          strstr(jn_errmsg(), "dce2"));
+          strstr(jn_errmsg(), "dce2") && strstr(jn_errmsg(), "JANUS_SKIP_PASSES"));
     char *dump = NULL;
     size_t dn = 0;
     FILE *df = open_memstream(&dump, &dn);

@@ -154,10 +154,14 @@ def script_rates(db, script, args, env, extra=()):
                 res[k]["counters"] = counters(db, out)
     # replay/eager per repeat (the two ran back to back), then the median:
     # steadier than a ratio of medians when the machine's speed drifts
-    pair = {f: statistics.median(a / b for a, b in zip(res["replay"][f], res["eager"][f])) for f in ("rate", "cpu")}
+    ratios = {f: [a / b for a, b in zip(res["replay"][f], res["eager"][f])] for f in ("rate", "cpu")}
+    pair = {f: statistics.median(r) for f, r in ratios.items()}
     out = {k: dict(v, rate=statistics.median(v["rate"]), cpu=statistics.median(v["cpu"]), mb=statistics.median(v["mb"]))
            for k, v in res.items()}
     out["pair"] = pair
+    # the pairs' spread: how far one pair's ratio is from the median is
+    # this machine's noise, which a ratio near 1 must be read against
+    out["pair_range"] = {f: (min(r), max(r)) for f, r in ratios.items()}
     return out
 
 
@@ -233,7 +237,8 @@ def main():
               f"{eag['quality'] or ''}")
         print(f"  replay/eager  {rep['rate'] / eag['rate']:8.2f}x   peak memory replay/eager "
               f"{rep['mb'] / eag['mb']:5.2f}x (whole process: loading the data included)")
-        print(f"  per back-to-back pair: replay/eager steps/s {s['pair']['rate']:5.2f}x, "
+        lo, hi = s["pair_range"]["rate"]
+        print(f"  per back-to-back pair: replay/eager steps/s {s['pair']['rate']:5.2f}x (pairs {lo:.2f}-{hi:.2f}x), "
               f"eager/replay CPU per step {1.0 / s['pair']['cpu']:5.2f}x "
               f"(CPU ms/step replay {fmt(rep['cpu'], '.3f')}, eager {fmt(eag['cpu'], '.3f')})")
         if c and c[2]:

@@ -1,0 +1,123 @@
+"""Replay on a step of many small ops, where per-op costs decide: janus
+replay vs janus eager on a truncated-BPTT LSTM (batch 8, input 16, hidden
+64, 20 time steps per training step, the hidden state carried across
+steps with detach(): ~660 ops per step on [8 x 64] tensors).
+
+The examples' steps are kernel-bound (GEMMs near the FMA peak), so
+replay's capture and graph bookkeeping is hidden behind the kernels it
+shares with eager.  Here it is not: per op, capture (pending tensors,
+matcher), the segment's end (the pending list's references) and the
+executor's per-node work cost more than eager's dispatch and tiny kernel,
+so this figure shows that cost directly (below 1.0x: replay is slower).
+
+Records a short run, `janus optimize`s it, then runs the script
+alternately under `janus replay` and `janus replay --eager`, each as its
+own process; reports CPU time per step (process time, what the script
+prints), the median of the back-to-back pairs' eager/replay ratios and
+their range, and checks that both printed the same losses.
+
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_replay_small.py [--repeats 5] [--steps 400]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
+JANUS = os.path.join(BUILD, "janus")
+
+SCRIPT = r'''
+import sys, time
+sys.path.insert(0, {python!r})
+import janus, janus.nn as nn
+janus.manual_seed(0)
+cell = nn.LSTMCell(16, 64)
+head = nn.Linear(64, 16)
+opt = janus.optim.Adam(list(cell.parameters()) + list(head.parameters()), lr=1e-3)
+data = janus.randn(400, 8, 16)
+h, c = janus.zeros(8, 64), janus.zeros(8, 64)
+steps, T = int(sys.argv[1]), 20
+t0 = None
+for s in range(steps):
+    if s == 20:
+        t0 = time.process_time()
+    i0 = (s * T) % 360
+    h, c = h.detach(), c.detach()
+    loss = 0
+    for t in range(T):
+        h, c = cell(data[i0 + t], (h, c))
+        loss = loss + ((head(h) - data[i0 + t + 1]) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if s % 100 == 0:
+        print(f"step {{s}} loss {{loss.item():.6f}}")
+print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
+'''
+
+
+def env(threads):
+    e = dict(os.environ)
+    e["JANUS_BUILD_DIR"] = BUILD
+    for k in ("JANUS_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        e[k] = str(threads)
+    for k in ("JANUS_REPLAY", "JANUS_REPLAY_STRICT", "JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
+        e.pop(k, None)
+    return e
+
+
+def run(cmd, e):
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=1200)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return p.stdout + p.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--record-steps", type=int, default=60)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    if not os.path.exists(JANUS):
+        sys.exit(f"no {JANUS}: build first (scripts/setup.sh)")
+    e = env(args.threads)
+    with tempfile.TemporaryDirectory() as d:
+        script, db = os.path.join(d, "tbptt.py"), os.path.join(d, "run.db")
+        with open(script, "w") as f:
+            f.write(SCRIPT.format(python=os.path.join(ROOT, "python")))
+        run([JANUS, "record", "--db", db, "--", sys.executable, script, str(args.record_steps)], e)
+        run([JANUS, "optimize", "--quiet", db], e)
+        cpu = {"replay": [], "eager": []}
+        losses, hit = {}, "-"
+        for r in range(args.repeats):
+            modes = ["replay", "eager"] if r % 2 == 0 else ["eager", "replay"]
+            for m in modes:
+                cmd = [JANUS, "replay"] + (["--eager"] if m == "eager" else []) + ["--db", db, "--", sys.executable,
+                                                                                   script, str(args.steps)]
+                out = run(cmd, e)
+                cpu[m].append(float(re.search(r"([\d.]+) ms CPU/step", out).group(1)))
+                losses[m] = re.findall(r"step \d+ loss \S+", out)
+                if m == "replay":
+                    h = re.search(r"([\d.]+)% hit rate", out)
+                    hit = h.group(1) + "%" if h else "- (ran eagerly)"
+    same = losses["replay"] == losses["eager"]
+    ratios = [b / a for a, b in zip(cpu["replay"], cpu["eager"])]
+    print(f"truncated-BPTT LSTM (batch 8, hidden 64, 20 steps of time per step), {args.threads} thread(s), "
+          f"{args.steps} steps, median of {args.repeats}")
+    print(f"  CPU ms/step: replay {statistics.median(cpu['replay']):.3f} (hit rate {hit}), "
+          f"eager {statistics.median(cpu['eager']):.3f}")
+    print(f"  eager/replay CPU per step, per back-to-back pair: {statistics.median(ratios):.2f}x "
+          f"(pairs {min(ratios):.2f}-{max(ratios):.2f}x; below 1: replay is slower)")
+    print(f"  losses printed by replay and eager: {'identical' if same else 'DIFFER'}")
+    if not same:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -38,6 +38,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 # bench_train reads --threads from sys.argv before janus loads OpenBLAS.
 import bench_train as bt  # noqa: E402
+from replay_env import child_env  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
@@ -47,16 +48,6 @@ EXAMPLES = [("mlp", "fashion_mlp.py", 0), ("cnn", "fashion_cnn.py", 1), ("lstm",
 REPLAY_STEP = os.path.join(HERE, "replay_step.py")  # --fixed: bench_train's step as a script
 RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps(?:, ([\d.]+) ms CPU/step)?\)")
 QUALITY = re.compile(r"test accuracy ([\d.]+)%|validation ([\d.]+) bits/char")
-
-
-def child_env(threads):
-    e = dict(os.environ)
-    e["JANUS_BUILD_DIR"] = BUILD
-    for k in ("JANUS_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        e[k] = str(threads)
-    for k in ("JANUS_REPLAY", "JANUS_REPLAY_STRICT", "JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
-        e.pop(k, None)
-    return e
 
 
 # The example's own peak RSS, written at its exit by a sitecustomize module
@@ -208,7 +199,7 @@ def main():
     bt.janus.set_num_threads(args.threads)
     if bt.torch is not None:
         bt.torch.set_num_threads(args.threads)
-    env = child_env(args.threads)
+    env = child_env(BUILD, args.threads)
     keys = {k.strip() for k in args.only.split(",") if k.strip()}
     tmp_ctx = None if args.keep else tempfile.TemporaryDirectory(prefix="bench_replay_")
     tmp = args.keep or tmp_ctx.name

@@ -29,6 +29,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_env import child_env  # noqa: E402
 
 SCRIPT = r'''
 import sys, time
@@ -60,16 +62,6 @@ print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
 '''
 
 
-def env(threads):
-    e = dict(os.environ)
-    e["JANUS_BUILD_DIR"] = BUILD
-    for k in ("JANUS_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        e[k] = str(threads)
-    for k in ("JANUS_REPLAY", "JANUS_REPLAY_STRICT", "JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
-        e.pop(k, None)
-    return e
-
-
 def run(cmd, e):
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=1200)
     if p.returncode != 0:
@@ -86,7 +78,7 @@ def main():
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"no {JANUS}: build first (scripts/setup.sh)")
-    e = env(args.threads)
+    e = child_env(BUILD, args.threads)
     with tempfile.TemporaryDirectory() as d:
         script, db = os.path.join(d, "tbptt.py"), os.path.join(d, "run.db")
         with open(script, "w") as f:

@@ -44,6 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 import bench_train as bt  # noqa: E402  (janus, torch, the models and the step)
 import bench_replay as br  # noqa: E402  (janus CLI runs, replay counters)
+from replay_env import child_env  # noqa: E402
 
 COLUMNS = ("janus replay", "janus eager", "torch eager", "torch.compile")
 DEVICE = "cuda"
@@ -262,7 +263,7 @@ def main(argv=None):
     for c in COLUMNS:
         if c in unavailable:
             print(f"  {c}: not available -- {unavailable[c]}")
-    env = br.child_env(os.cpu_count() or 1)
+    env = child_env(br.BUILD, os.cpu_count() or 1)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_gpu_") as tmp:
         for i, key in enumerate(keys):

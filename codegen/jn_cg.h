@@ -67,7 +67,7 @@ typedef struct {
 
 /* Defaults (nothing skipped, no dump, verify_each on in debug builds), then
  * JANUS_DUMP_IR from the environment (dump to stderr) and JANUS_SKIP_PASSES
- * (a comma list of passes to leave out, e.g. "loopmm", to time or compare
+ * (a comma list of passes to leave out, e.g. "remat", to time or compare
  * the same graphs without one; the executor runs graphs without fused
  * kernels or a plan op by op, so any pass may go). */
 void jn_cg_options_from_env(jn_cg_options *o);

@@ -279,6 +279,17 @@ def test_codegen_passes_run_before_storing(recorded, tmp_path):
     assert re.search(r" mem=\S+", p.stderr)
     p = janus("optimize", str(db), extra_env={"JANUS_DUMP_IR": "fusion"})  # not a pass name
     assert p.returncode == 1 and "fusion" in p.stderr and "nothing was stored" in p.stderr, p.stderr
+    # JANUS_SKIP_PASSES: the same graphs without a pass (the dump says so), stored;
+    # an unknown name is refused with the known ones and stores nothing
+    p = janus("optimize", "--quiet", str(db), extra_env={"JANUS_SKIP_PASSES": "remat", "JANUS_DUMP_IR": "remat"})
+    assert p.returncode == 0, p.stderr
+    assert "# after remat (skipped) (graph g" in p.stderr, p.stderr[:2000]
+    assert len(_bundle_ids(db)) >= 1
+    ids = _bundle_ids(db)
+    p = janus("optimize", str(db), extra_env={"JANUS_SKIP_PASSES": "remat,rematt"})
+    assert p.returncode == 1 and "'rematt'" in p.stderr and "JANUS_SKIP_PASSES" in p.stderr, p.stderr
+    assert "known: verify" in p.stderr and "nothing was stored" in p.stderr, p.stderr
+    assert _bundle_ids(db) == ids
 
 
 def _bundle_ids(db):

@@ -10,13 +10,19 @@ matcher), the segment's end (the pending list's references) and the
 executor's per-node work cost more than eager's dispatch and tiny kernel,
 so this figure shows that cost directly (below 1.0x: replay is slower).
 
-Records a short run, `janus optimize`s it, then runs the script
-alternately under `janus replay` and `janus replay --eager`, each as its
-own process; reports CPU time per step (process time, what the script
-prints), the median of the back-to-back pairs' eager/replay ratios and
-their range, and checks that both printed the same losses.
+Replay times each graph against eager in the run (JANUS_REPLAY_ADAPT, on
+by default) and leaves one that is slower compiled to eager; the third
+mode, "every graph", is replay with that off (JANUS_REPLAY_ADAPT=0), which
+shows what the choice saves.
 
-    JANUS_BUILD_DIR=build python3 benchmarks/bench_replay_small.py [--repeats 5] [--steps 400]
+Records a short run, `janus optimize`s it, then runs the script under
+`janus replay`, `janus replay` with JANUS_REPLAY_ADAPT=0 and `janus replay
+--eager` in rotation, each as its own process; reports CPU time per step
+(process time, what the script prints), the median of the back-to-back
+runs' eager/replay ratios and their range, and checks that every mode
+printed the same losses.
+
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_replay_small.py [--repeats 6] [--steps 400]
 """
 import argparse
 import os
@@ -71,7 +77,7 @@ def run(cmd, e):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=6)
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--record-steps", type=int, default=60)
     ap.add_argument("--threads", type=int, default=1)
@@ -85,28 +91,29 @@ def main():
             f.write(SCRIPT.format(python=os.path.join(ROOT, "python")))
         run([JANUS, "record", "--db", db, "--", sys.executable, script, str(args.record_steps)], e)
         run([JANUS, "optimize", "--quiet", db], e)
-        cpu = {"replay": [], "eager": []}
-        losses, hit = {}, "-"
+        modes = ["replay", "every graph", "eager"]
+        cpu = {m: [] for m in modes}
+        losses, hit = {}, {}
         for r in range(args.repeats):
-            modes = ["replay", "eager"] if r % 2 == 0 else ["eager", "replay"]
-            for m in modes:
+            for m in modes[r % 3:] + modes[:r % 3]:  # rotated: no mode always runs first
                 cmd = [JANUS, "replay"] + (["--eager"] if m == "eager" else []) + ["--db", db, "--", sys.executable,
                                                                                    script, str(args.steps)]
-                out = run(cmd, e)
+                out = run(cmd, dict(e, JANUS_REPLAY_ADAPT="0" if m == "every graph" else "1"))
                 cpu[m].append(float(re.search(r"([\d.]+) ms CPU/step", out).group(1)))
                 losses[m] = re.findall(r"step \d+ loss \S+", out)
-                if m == "replay":
-                    h = re.search(r"([\d.]+)% hit rate", out)
-                    hit = h.group(1) + "%" if h else "- (ran eagerly)"
-    same = losses["replay"] == losses["eager"]
-    ratios = [b / a for a, b in zip(cpu["replay"], cpu["eager"])]
+                h = re.search(r"([\d.]+)% hit rate", out)
+                hit[m] = h.group(1) + "%" if h else "-"
+    same = all(losses[m] == losses["eager"] for m in modes)
     print(f"truncated-BPTT LSTM (batch 8, hidden 64, 20 steps of time per step), {args.threads} thread(s), "
           f"{args.steps} steps, median of {args.repeats}")
-    print(f"  CPU ms/step: replay {statistics.median(cpu['replay']):.3f} (hit rate {hit}), "
+    print(f"  CPU ms/step: replay {statistics.median(cpu['replay']):.3f} (hit rate {hit['replay']}), "
+          f"every graph compiled {statistics.median(cpu['every graph']):.3f} (hit rate {hit['every graph']}), "
           f"eager {statistics.median(cpu['eager']):.3f}")
-    print(f"  eager/replay CPU per step, per back-to-back pair: {statistics.median(ratios):.2f}x "
-          f"(pairs {min(ratios):.2f}-{max(ratios):.2f}x; below 1: replay is slower)")
-    print(f"  losses printed by replay and eager: {'identical' if same else 'DIFFER'}")
+    for m in ("replay", "every graph"):
+        ratios = [b / a for a, b in zip(cpu[m], cpu["eager"])]
+        print(f"  eager/{m} CPU per step, per run of the rotation: {statistics.median(ratios):.2f}x "
+              f"(runs {min(ratios):.2f}-{max(ratios):.2f}x; below 1: slower than eager)")
+    print(f"  losses printed by every mode: {'identical' if same else 'DIFFER'}")
     if not same:
         sys.exit(1)
 

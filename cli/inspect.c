@@ -970,7 +970,8 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
                    jn_cli_commas(g[i].misses, b), g[i].seconds);
         if (nm) printf("  top miss reasons (%d distinct):\n", nm);
         for (int i = 0; i < nm && i < 10; i++) {
-            /* guard < 0: not a guard but the op stream (structure); site "" = unknown */
+            /* guard < 0: not a guard but the op stream (structure), or JN_DB_MISS_CHOICE (the
+             * reason says which choice); site "" = unknown */
             printf("    %8sx  %s", jn_cli_commas(m[i].count, a), m[i].graph[0] ? m[i].graph : "(no graph)");
             if (m[i].guard >= 0) printf(" guard %d", (int)m[i].guard);
             if (m[i].site[0]) printf(" at %s", m[i].site);

@@ -128,12 +128,15 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
         fprintf(stderr, "janus replay: run %lld: no replay counters were stored (janus in the command ran "
                         "eagerly, saying why above, or the command did not import janus)\n", (long long)run);
     } else {
-        int64_t tot = hits + misses;
-        char d[32];
+        int64_t tot = hits + misses, chosen = 0;
+        for (int i = 0; i < nm; i++) chosen += m[i].guard == JN_DB_MISS_CHOICE ? m[i].count : 0;
+        char d[32], c[32], ch[160] = "";
+        if (chosen) snprintf(ch, sizeof ch, ", %s of them by choice (graphs slower than eager here, and timing runs)",
+                             jn_cli_commas(chosen, c));
         fprintf(stderr, "janus replay: run %lld: %.1f%% hit rate (%s of %s segments ran as graphs, %s fell back "
-                        "to eager), %d graph%s, %.3f s in graphs",
+                        "to eager%s), %d graph%s, %.3f s in graphs",
                 (long long)run, tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
-                jn_cli_commas(tot, b), jn_cli_commas(misses, d), ng, ng == 1 ? "" : "s", secs);
+                jn_cli_commas(tot, b), jn_cli_commas(misses, d), ch, ng, ng == 1 ? "" : "s", secs);
         if (nm) { /* the most frequent miss (the store returns them so ordered), as `janus inspect` words it */
             fprintf(stderr, "; top miss (%sx): %s", jn_cli_commas(m[0].count, a), m[0].graph[0] ? m[0].graph : "(no graph)");
             if (m[0].guard >= 0) fprintf(stderr, " guard %d", (int)m[0].guard);

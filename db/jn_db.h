@@ -252,6 +252,10 @@ uint64_t jn_db_fnv1a64(const void *data, size_t len);
  * index that failed, the matcher's sentence, the Python call site
  * "file:line" and the value seen (NaN = none), and how often. */
 typedef struct { const char *graph; int64_t hits, misses; double seconds; } jn_db_replay_graph;
+/* A miss row's guard when the segment ran eagerly by choice, no guard
+ * failing: its graph was left to eager as slower there, or the run timed
+ * it eagerly (JANUS_REPLAY_ADAPT). */
+#define JN_DB_MISS_CHOICE (-2)
 typedef struct { const char *graph; int32_t guard; const char *reason; const char *site; double seen; int64_t count; } jn_db_replay_miss;
 
 /* Add the counters to run run_id in ONE transaction (all or none): graph

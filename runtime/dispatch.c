@@ -125,6 +125,8 @@ void jn_set_dispatch_hook(const jn_dispatch_hook *h) {
     else memset(&hook, 0, sizeof hook);
 }
 
+int jn_dispatch_hook_installed(void) { return hook.after != NULL; }
+
 /* Arity and presence; *dev = the backend's device.  The CPU path costs the
  * or-ing of the inputs' device numbers (JN_CPU is 0); anything else goes
  * through jn_rt_select_device (mixed devices, CPU scalars, unsupported ops). */

@@ -317,6 +317,8 @@ typedef struct jn_dispatch_hook {
     void *ctx;
 } jn_dispatch_hook;
 void jn_set_dispatch_hook(const jn_dispatch_hook *h);
+/* One hook at a time: whether one is installed (a recorder, or replay). */
+int jn_dispatch_hook_installed(void);
 
 /* ------------------------------------------------------- lazy capture */
 /* Replay (runtime/exec/replay.c) installs this.  While jn_rt_capturing is

@@ -1617,6 +1617,26 @@ void jn_rt_exec_set_kcall_hook(jn_rt_exec *x, jn_rt_exec_kcall_hook fn, void *ct
 
 void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st) { *st = x->st; }
 
+int jn_rt_exec_release_idle(int cache) {
+    pthread_mutex_lock(&cpu_arena.lock);
+    int had = cpu_arena.mem != NULL;
+    if (had) { /* as arena_idle_release: executors' headers are replaced before use */
+        jn_tensor_decref(cpu_arena.t);
+        free(cpu_arena.mem);
+        cpu_arena.t = NULL;
+        cpu_arena.mem = NULL;
+        cpu_arena.cap = 0;
+        cpu_arena.runs = 0;
+    }
+    pthread_mutex_unlock(&cpu_arena.lock);
+    if (!cache) return had;
+    jn_rt_block_cache_release();
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    return had;
+}
+
 size_t jn_rt_exec_shared_arena_bytes(void) {
     pthread_mutex_lock(&cpu_arena.lock);
     size_t n = cpu_arena.cap;

@@ -304,6 +304,13 @@ void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st);
 /* Bytes of the arena CPU graphs share now (0 while none is allocated, e.g.
  * after eager work missed the block cache and it was given back). */
 size_t jn_rt_exec_shared_arena_bytes(void);
+/* Give back now what graph runs leave idle between them -- the shared CPU
+ * arena (the next run allocates it again) and, with cache, the blocks in
+ * the runtime's block cache and malloc's free heap -- before eager work
+ * that would otherwise sit on top of it: replay timing a graph eagerly, or
+ * running a segment eagerly by choice (arena_idle_release does the same on
+ * a block-cache miss, at most once per 16 runs).  1 if an arena was held. */
+int jn_rt_exec_release_idle(int cache);
 
 #ifdef __cplusplus
 }

@@ -121,6 +121,10 @@ jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res);
 /* Forget the current segment (as after a miss). */
 void jn_rt_match_reset(jn_rt_matcher *mt);
 
+/* The module graphs the current segment can still become (live cursors,
+ * each graph once, at most max): what replay decides a segment's mode by
+ * after its first op.  0 before the first feed and after a miss. */
+int32_t jn_rt_match_alive(const jn_rt_matcher *mt, int32_t *graphs, int32_t max);
 /* Graphs with a matcher program. */
 int32_t jn_rt_match_ngraphs(const jn_rt_matcher *mt);
 /* Tokens of module graph gi (-1 if it has no program). */

@@ -67,6 +67,9 @@ typedef struct {
     int64_t segments, hits, misses, graphs_hit, ngraphs;
     int64_t sliced;            /* hits that first ran part of the segment eagerly (values
                                 * Python holds that the graph does not keep) */
+    int64_t chosen;            /* misses that were a choice (JANUS_REPLAY_ADAPT): segments of graphs
+                                * left to eager as slower there, and eager runs timing a graph */
+    int64_t graphs_eager;      /* graphs left to eager */
     double seconds;            /* in graph runs (host time: GPU work is asynchronous) */
     int device;                /* where the graphs run: JN_CPU, or JN_CUDA (a CUDA bundle) */
     /* a CUDA replay's graph runs (jn_rt_cuda_graphs_stats): launched as

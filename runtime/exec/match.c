@@ -515,6 +515,16 @@ jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
 
 int32_t jn_rt_match_ngraphs(const jn_rt_matcher *mt) { return mt ? mt->ngr : 0; }
 
+int32_t jn_rt_match_alive(const jn_rt_matcher *mt, int32_t *graphs, int32_t max) {
+    int32_t n = 0;
+    for (int32_t k = 0; mt && !mt->missed && k < mt->nalive; k++) {
+        int32_t gi = mt->alive[k]->P->gi, seen = 0;
+        for (int32_t j = 0; j < n && !seen; j++) seen = graphs[j] == gi;
+        if (!seen && n < max) graphs[n++] = gi;
+    }
+    return n;
+}
+
 int32_t jn_rt_match_ntokens(const jn_rt_matcher *mt, int32_t gi) {
     if (!mt || gi < 0 || gi >= mt->m->ngraphs || mt->by_graph[gi] < 0) return -1;
     return mt->gr[mt->by_graph[gi]].ntok;

@@ -85,17 +85,61 @@ typedef struct dslice {
     struct dslice *next;
 } dslice;
 
+/* Timing a graph against eager (JANUS_REPLAY_ADAPT).  After its first
+ * hit, the graph's segments cycle through four phases: an untimed compiled
+ * run, a timed one, an untimed eager run and a timed one -- eager runs
+ * still feed the matcher, so the time is known to be the graph's -- until
+ * AD_PAIRS (compiled, eager) pairs are timed, each run as time per op
+ * (a segment's length may follow the data); then the graph is kept, or
+ * left to eager when the median of the pairs' compiled/eager ratios is
+ * above 1 + margin: its segments then run eagerly from their first op,
+ * without capture.  The untimed runs absorb a switch: before an eager run
+ * the graphs' idle memory is given back (else eager's buffers come on top
+ * of it), and the compiled run after it allocates and faults its arena in
+ * again; each would otherwise be timed as the mode's cost.  Pairs, not two
+ * medians: this machine's speed drifts within a run by more than the
+ * difference measured. */
+enum { AD_PROBE = 0, AD_KEEP, AD_EAGER };
+enum { AD_PAIRS = 9 };
+enum { PH_FIRST = -1, PH_CAP_WARM, PH_CAP, PH_EAGER_WARM, PH_EAGER }; /* adapt_row.phase */
+typedef struct {
+    int state;
+    int phase;                   /* PH_*: what this graph's next segment is */
+    int npairs, obs_turns;       /* pairs timed; eager runs this graph asked for */
+    double last_cap;             /* the timed compiled run waiting for its eager partner */
+    double cap[AD_PAIRS], obs[AD_PAIRS], ratio[AD_PAIRS];
+    double med;                  /* decided: the median ratio */
+    char *why;                   /* AD_EAGER: the reason its segments count as fallbacks */
+} adapt_row;
+
 typedef struct {
     int64_t hits, misses;
     double seconds;
+    adapt_row ad;
     jn_rt_exec *x;
     int32_t *keep_idx;     /* per graph output: index among keep outputs, -1 */
     int nkeep;
     int broken;            /* the executor refused it once: never again */
 } graph_row;
 
+/* How the current segment runs (JANUS_REPLAY_ADAPT). */
+enum {
+    SEG_CAPTURE = 0,   /* captured: a graph or the fallback at its end */
+    SEG_OBSERVE,       /* eager, the matcher fed from the dispatch hook: timed for its graph */
+    SEG_PLAIN,         /* eager: every graph it could become was left to eager */
+    SEG_OFF            /* eager after a miss while observed (already counted) */
+};
+
 static struct {
     int on, strict, quiet, debug, speculate, defer;
+    int adapt;             /* time graphs against eager and leave slower ones to it */
+    double margin;         /* ... when compiled takes more than (1 + margin) x eager */
+    int hooked;            /* eager_after is the dispatch hook */
+    int seg_mode;          /* SEG_* */
+    int obs_skip;          /* the hook's next call is the op that started SEG_OBSERVE (fed already) */
+    int32_t seg_graph;     /* SEG_PLAIN: the graph it stands for */
+    double seg_t0;         /* when a timed segment's first op came (0: not timed) */
+    int64_t chosen;        /* segments run eagerly by that choice (timing runs included) */
     double t_begin;
     int64_t run_id;
     char *db_path;
@@ -894,9 +938,165 @@ static jn_status strict_error(const char *why) {
     return jn_error(JN_ERR_RUNTIME, "janus replay (strict): fell back to eager: %s", why);
 }
 
+/* ------------------------------------------------------ graph timing */
+static double median(double *v, int n) {
+    for (int i = 1; i < n; i++) /* n <= AD_PAIRS: insertion sort */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Keep graph gi or leave it to eager, once its pairs are timed. */
+static void adapt_decide(int32_t gi) {
+    adapt_row *ad = &R.g[gi].ad;
+    const char *name = R.m->graphs[gi]->name;
+    if (ad->state != AD_PROBE) return;
+    if (ad->npairs < AD_PAIRS && ad->obs_turns > 8 * AD_PAIRS) { /* its eager runs never came out as it */
+        ad->state = AD_KEEP;
+        if (R.debug) fprintf(stderr, "[rp] graph %s kept: its eager runs could not be timed\n", name);
+        return;
+    }
+    if (ad->npairs < AD_PAIRS) return;
+    double r[AD_PAIRS], c[AD_PAIRS], e[AD_PAIRS];
+    memcpy(r, ad->ratio, sizeof r);
+    memcpy(c, ad->cap, sizeof c);
+    memcpy(e, ad->obs, sizeof e);
+    ad->med = median(r, AD_PAIRS);
+    double mc = median(c, AD_PAIRS), me = median(e, AD_PAIRS);
+    ad->state = ad->med > 1 + R.margin ? AD_EAGER : AD_KEEP;
+    if (R.debug)
+        fprintf(stderr, "[rp] graph %s %s: compiled/eager %.2fx per op (median of %d pairs; medians %.2f vs %.2f us)\n",
+                name, ad->state == AD_EAGER ? "left to eager" : "kept", ad->med, AD_PAIRS, 1e6 * mc, 1e6 * me);
+    if (ad->state != AD_EAGER) return;
+    jn_rt_exec_release_idle(1); /* a graph still kept allocates it again at its next run */
+    if (!R.nops) { /* the pending list's arrays, sized for its captures (~600 bytes an op), too */
+        free(R.ops);
+        free(R.refs);
+        R.ops = NULL;
+        R.refs = NULL;
+        R.capops = R.caprefs = 0;
+    }
+    char why[512];
+    snprintf(why, sizeof why,
+             "graph %s left to eager: compiled, its segment took %.2fx the eager time (per op, median of %d "
+             "back-to-back pairs: %.2f vs %.2f us); JANUS_REPLAY_ADAPT=0 keeps it",
+             name, ad->med, AD_PAIRS, 1e6 * mc, 1e6 * me);
+    ad->why = strdup(why);
+    if (!ad->why) ad->state = AD_KEEP; /* out of memory: nothing to report it with */
+}
+
+/* The dispatch hook, installed for the whole replay, sees every op that
+ * ran eagerly: it keeps the latest comparison (which bool() a sync is) and
+ * feeds the matcher the ops of an observed segment. */
+static void fill_arg(jn_rt_match_arg *r, const jn_tensor *t, int is_out);
+static void eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                        jn_tensor *const *out) {
+    (void)ctx;
+    if (jn_rt_capturing) return; /* cap_capture had it */
+    if (jn_op_is_comparison(op)) R.last_cmp = out[0]->id;
+    if (R.seg_mode != SEG_OBSERVE) return;
+    if (R.obs_skip) {
+        R.obs_skip = 0;
+        return;
+    }
+    jn_rt_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
+    for (int i = 0; i < nin; i++) fill_arg(&ai[i], in[i], 0);
+    for (int k = 0; k < nout; k++) fill_arg(&ao[k], out[k], 1);
+    jn_rt_match_event ev = {op, a->a, nin, nout, ai, ao};
+    jn_rt_match_result res;
+    if (jn_rt_match_feed(R.mt, &ev, &res) != JN_RT_MATCH_MISS) return;
+    R.seg_mode = SEG_OFF;
+    R.segments++;
+    note_miss(res.graph, res.guard, res.token, res.seen, res.why ? res.why : "no graph fits");
+    jn_rt_match_reset(R.mt);
+}
+
+/* After a segment's first op (captured, fed, CONTINUE or COMPLETE): run it
+ * eagerly from here when every graph it can become was left to eager, or
+ * when a graph being timed wants an eager run; time it when a graph it
+ * can become is being timed. */
+static jn_status adapt_first(int into) {
+    int32_t alive[64];
+    int32_t n = jn_rt_match_alive(R.mt, alive, 64), probe = -1, all_eager = n > 0;
+    for (int32_t i = 0; i < n; i++) {
+        int st = R.g[alive[i]].ad.state;
+        all_eager &= st == AD_EAGER;
+        /* the one standing for the most recorded segments drives (as jn_rt_match_end prefers it) */
+        if (st == AD_PROBE && (probe < 0 || R.m->graphs[alive[i]]->support > R.m->graphs[probe]->support))
+            probe = alive[i];
+    }
+    if (!all_eager && probe < 0) return JN_OK;
+    if (all_eager) {
+        R.seg_mode = SEG_PLAIN;
+        R.seg_graph = alive[0];
+        jn_rt_match_reset(R.mt);
+        /* a graph still kept may have run since: eager's buffers would
+         * come on top of its arena (a free: no trim, no block cache) */
+        jn_rt_exec_release_idle(0);
+    } else {
+        adapt_row *ad = &R.g[probe].ad;
+        if (ad->phase < PH_EAGER_WARM) { /* a compiled run */
+            R.seg_t0 = now();
+            return JN_OK;
+        }
+        if (++ad->obs_turns > 8 * AD_PAIRS) {
+            adapt_decide(probe); /* kept: its eager runs never came out as it */
+            return JN_OK;
+        }
+        R.seg_mode = SEG_OBSERVE;
+        R.obs_skip = !into; /* jn_dispatch calls the hook for this very op when capture returns */
+        if (ad->phase == PH_EAGER_WARM) jn_rt_exec_release_idle(1);
+        R.seg_t0 = now();
+    }
+    jn_rt_capturing = 0;
+    return fallback(); /* the first op */
+}
+
+/* The end of a segment that ran eagerly by choice (SEG_OBSERVE, SEG_PLAIN,
+ * SEG_OFF). */
+static jn_status seg_end_eager(void) {
+    int mode = R.seg_mode;
+    R.seg_mode = SEG_CAPTURE;
+    if (mode == SEG_OFF) return JN_OK;
+    R.segments++;
+    R.chosen++;
+    if (mode == SEG_PLAIN) {
+        note_miss(R.seg_graph, JN_DB_MISS_CHOICE, -1, NAN, R.g[R.seg_graph].ad.why);
+        return JN_OK;
+    }
+    jn_rt_match_result res;
+    jn_rt_match_kind k = jn_rt_match_end(R.mt, &res);
+    if (k != JN_RT_MATCH_COMPLETE) {
+        R.chosen--;
+        note_miss(res.graph, res.guard, res.token, res.seen, res.why ? res.why : "the segment matched no graph");
+        return JN_OK;
+    }
+    adapt_row *ad = &R.g[res.graph].ad;
+    double t = res.nevents > 0 ? (now() - R.seg_t0) / (double)res.nevents : 0; /* per op: lengths vary */
+    if (ad->state == AD_PROBE && ad->phase == PH_EAGER_WARM) ad->phase = PH_EAGER;
+    else if (ad->state == AD_PROBE && ad->phase == PH_EAGER) {
+        if (t > 0 && ad->last_cap > 0 && ad->npairs < AD_PAIRS) {
+            ad->cap[ad->npairs] = ad->last_cap;
+            ad->obs[ad->npairs] = t;
+            ad->ratio[ad->npairs++] = ad->last_cap / t;
+        }
+        ad->phase = PH_CAP_WARM;
+    }
+    char why[256];
+    snprintf(why, sizeof why, "graph %s ran eagerly to time it against its compiled run (JANUS_REPLAY_ADAPT)",
+             R.m->graphs[res.graph]->name);
+    note_miss(res.graph, JN_DB_MISS_CHOICE, -1, NAN, why);
+    adapt_decide(res.graph);
+    return JN_OK;
+}
+
 /* The segment ends: run its graph or its ops.  Capture stays off until the
  * caller starts the next segment. */
 static jn_status seg_end(void) {
+    if (R.seg_mode != SEG_CAPTURE) return seg_end_eager();
     if (!jn_rt_capturing) return JN_OK;
     jn_rt_capturing = 0;
     jn_rt_match_result res;
@@ -910,9 +1110,15 @@ static jn_status seg_end(void) {
         int rc = run_graph(&res, why, sizeof why);
         jn_rt_private_ids--;
         if (rc == 0) {
+            graph_row *g = &R.g[res.graph];
             R.hits++;
-            R.g[res.graph].hits++;
-            clear_list();
+            clear_list(); /* part of what a compiled segment costs */
+            if (g->ad.state == AD_PROBE && g->ad.phase < PH_EAGER_WARM) {
+                if (g->ad.phase == PH_CAP && R.seg_t0 > 0 && res.nevents > 0)
+                    g->ad.last_cap = (now() - R.seg_t0) / (double)res.nevents;
+                g->ad.phase++;
+            }
+            g->hits++;
             if (R.debug) fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (now() - R.t_begin), now());
             return JN_OK;
         }
@@ -935,6 +1141,7 @@ static void seg_begin(int entry) {
     if (R.deferred) dslice_gc();
     jn_rt_match_begin(R.mt, entry);
     jn_rt_capturing = 1;
+    R.seg_t0 = 0;
     if (R.debug) R.t_begin = now();
 }
 
@@ -1012,7 +1219,7 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
         fprintf(stderr, "\n");
     }
     jn_rt_match_result res;
-    if (jn_rt_match_feed(R.mt, &ev, &res) != JN_RT_MATCH_MISS) return JN_OK;
+    if (jn_rt_match_feed(R.mt, &ev, &res) != JN_RT_MATCH_MISS) return R.adapt && R.nops == 1 ? adapt_first(into) : JN_OK;
     /* no graph fits: what is pending runs now, the rest of the segment eagerly */
     jn_rt_capturing = 0;
     char why[1024];
@@ -1041,6 +1248,9 @@ static jn_status cap_materialize(void *ctx, jn_tensor *t) {
 /* ------------------------------------------------------------- public */
 static void unload(void) {
     jn_rt_set_capture_hook(NULL);
+    if (R.hooked) jn_set_dispatch_hook(NULL);
+    R.hooked = 0;
+    R.seg_mode = SEG_CAPTURE;
     jn_rt_replay_on = 0;
     R.on = 0;
     clear_list();
@@ -1048,6 +1258,7 @@ static void unload(void) {
     for (int32_t i = 0; R.g && R.m && i < R.m->ngraphs; i++) {
         if (R.g[i].x) jn_rt_exec_free(R.g[i].x);
         free(R.g[i].keep_idx);
+        free(R.g[i].ad.why);
     }
     free(R.g);
     R.g = NULL;
@@ -1185,6 +1396,9 @@ static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *
 
 jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     if (R.on) return jn_error(JN_ERR_RUNTIME, "a replay is already running in this process");
+    if (jn_dispatch_hook_installed()) /* its hook is the recorder's */
+        return jn_error(JN_ERR_RUNTIME, "this process is being recorded (janus record, JANUS_RECORD_DB); a "
+                                        "recording runs eagerly, so replay and record do not combine");
     jn_db *db = NULL;
     jn_status s = jn_db_open(db_path, JN_DB_READONLY, &db);
     if (s) return s;
@@ -1234,6 +1448,7 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
         unload();
         return jn_error(JN_ERR_NOMEM, "out of memory loading the bundle of %s", db_path);
     }
+    for (int32_t i = 0; i < R.m->ngraphs; i++) R.g[i].ad.phase = PH_FIRST;
     R.run_id = run_id;
     R.strict = (flags & JN_RT_REPLAY_STRICT) != 0;
     R.debug = getenv("JANUS_REPLAY_DEBUG") != NULL;
@@ -1241,11 +1456,39 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     const char *df = getenv("JANUS_REPLAY_DEFER");
     R.defer = !(df && (!strcmp(df, "0") || !strcmp(df, "no") || !strcmp(df, "false")));
     if (R.dev != JN_CPU) R.defer = 0; /* deferred slices snapshot host bytes: on a GPU the slice runs first */
-    R.segments = R.hits = R.misses = 0;
+    /* timing graphs against eager: host clocks time a CPU graph, not a GPU's
+     * asynchronous work; strict mode wants every graph that fits to run */
+    const char *ad = getenv("JANUS_REPLAY_ADAPT"), *mg = getenv("JANUS_REPLAY_ADAPT_MARGIN");
+    int ad_on = !ad || !*ad || !strcmp(ad, "1") || !strcmp(ad, "yes") || !strcmp(ad, "true") || !strcmp(ad, "on");
+    if (!ad_on && strcmp(ad, "0") && strcmp(ad, "no") && strcmp(ad, "false") && strcmp(ad, "off")) {
+        unload();
+        return jn_error(JN_ERR_VALUE,
+                        "JANUS_REPLAY_ADAPT=%s is neither 1 (time each graph against eager and leave slower ones "
+                        "to it, the default) nor 0 (run every graph that fits)", ad);
+    }
+    /* debug's per-op prints would be timed as capture: on only when asked for */
+    R.adapt = ad_on && R.dev == JN_CPU && !R.strict && (!R.debug || (ad && *ad));
+    R.margin = 0.10;
+    if (mg && *mg) {
+        char *end;
+        R.margin = strtod(mg, &end);
+        if (*end || !isfinite(R.margin) || R.margin <= -1) {
+            unload();
+            return jn_error(JN_ERR_VALUE,
+                            "JANUS_REPLAY_ADAPT_MARGIN=%s is not a number above -1 (how much slower than eager, as a "
+                            "fraction, a compiled segment may be before its graph is left to eager; default 0.10)",
+                            mg);
+        }
+    }
+    R.seg_mode = SEG_CAPTURE;
+    R.segments = R.hits = R.misses = R.chosen = 0;
     R.on = 1;
     jn_rt_replay_on = 1;
     jn_rt_capture_hook h = {cap_capture, cap_materialize, cap_held_only, NULL, R.dev};
     jn_rt_set_capture_hook(&h);
+    jn_dispatch_hook dh = {eager_after, NULL};
+    jn_set_dispatch_hook(&dh);
+    R.hooked = 1;
     seg_begin(0);
     return JN_OK;
 }
@@ -1278,7 +1521,9 @@ void jn_rt_replay_get_stats(jn_rt_replay_stats *st) {
     st->misses = R.misses;
     st->sliced = R.sliced;
     st->ngraphs = R.m ? R.m->ngraphs : 0;
+    st->chosen = R.chosen;
     for (int32_t i = 0; R.g && i < st->ngraphs; i++) {
+        st->graphs_eager += R.g[i].ad.state == AD_EAGER;
         st->graphs_hit += R.g[i].hits > 0;
         st->seconds += R.g[i].seconds;
     }
@@ -1341,8 +1586,15 @@ void jn_rt_replay_summary(char *buf, size_t n) {
                  (long long)cs.replays, (long long)cs.captures, (long long)cs.updates,
                  cs.plain_runs ? "; plain launches: " : "", cs.plain_runs ? cs.plain_reason : "");
     }
-    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s)%s, %s fell back%s%s",
-             floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", gpu, fb,
+    char ch[128] = "";
+    if (st.chosen) { /* what JANUS_REPLAY_ADAPT chose is no guard's miss */
+        char c[32];
+        commas(st.chosen, c, sizeof c);
+        snprintf(ch, sizeof ch, " (%s by choice: %lld graph%s slower than eager left to it, and timing runs)", c,
+                 (long long)st.graphs_eager, st.graphs_eager == 1 ? "" : "s");
+    }
+    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s)%s, %s fell back%s%s%s",
+             floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", gpu, fb, ch,
              k >= 0 ? "; top miss: " : "", k >= 0 ? R.miss[k].why : "");
 }
 

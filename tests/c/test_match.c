@@ -122,7 +122,9 @@ static jn_rt_match_kind feed_seg(jn_rt_matcher *mt, const stream *s, const sarg 
                                  jn_rt_match_result *res) {
     jn_rt_match_arg buf[2 * 300];
     const sseg *g = &s->seg[k];
+    int32_t alive[64], nalive = -1; /* what replay chooses a segment's mode by, after its first op */
     jn_rt_match_begin(mt, g->entry);
+    CHECK(jn_rt_match_alive(mt, alive, 64) == 0);
     for (int32_t i = g->ev0; i < g->ev0 + g->nev; i++) {
         const sev *x = &s->ev[i];
         int n = x->nin + x->nout;
@@ -135,12 +137,20 @@ static jn_rt_match_kind feed_seg(jn_rt_matcher *mt, const stream *s, const sarg 
         jn_rt_match_kind r = jn_rt_match_feed(mt, &ev, res);
         if (a != buf) free(a);
         if (r == JN_RT_MATCH_MISS) {
+            CHECK(jn_rt_match_alive(mt, alive, 64) == 0);
             jn_rt_match_result r2;
             jn_rt_match_end(mt, &r2);
             return JN_RT_MATCH_MISS;
         }
+        if (nalive < 0) CHECK((nalive = jn_rt_match_alive(mt, alive, 64)) > 0);
     }
-    return jn_rt_match_end(mt, res);
+    jn_rt_match_kind k2 = jn_rt_match_end(mt, res);
+    if (k2 == JN_RT_MATCH_COMPLETE) { /* the graph it became was among those it could become */
+        int in = 0;
+        for (int32_t j = 0; j < nalive; j++) in |= alive[j] == res->graph;
+        CHECK(in);
+    }
+    return k2;
 }
 
 /* ----------------------------------------------------------- helpers */

@@ -26,7 +26,7 @@ from janus import _C  # noqa: E402
 PROBE = os.path.join(ROOT, "tests", "python", "replay_probe.py")
 EXAMPLES = os.path.join(ROOT, "examples")
 SUMMARY = re.compile(r"janus replay: (\d+)% of ([\d,]+) segments ran as compiled graphs \((\d+) graphs?\), "
-                     r"([\d,]+) fell back(?:; top miss: (.*))?")
+                     r"([\d,]+) fell back(?: \(([\d,]+) by choice[^)]*\))?(?:; top miss: (.*))?")
 
 pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
 
@@ -57,7 +57,7 @@ def summary(stderr):
     assert m, stderr[-3000:]
     n = lambda s: int(s.replace(",", ""))  # noqa: E731
     return {"pct": int(m.group(1)), "segments": n(m.group(2)), "graphs": int(m.group(3)),
-            "fell_back": n(m.group(4)), "top_miss": m.group(5)}
+            "fell_back": n(m.group(4)), "chosen": n(m.group(5) or "0"), "top_miss": m.group(6)}
 
 
 def same_weights(a, b, rtol=0.0):
@@ -186,6 +186,157 @@ def test_replay_off_switch(mlp_db, tmp_path):
     rr, _ = run(script, ["--steps", "3", "--epochs", "1", "--hidden", "64"], str(tmp_path), "off",
                 JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY="0")
     assert rr.returncode == 0 and "janus replay" not in rr.stderr, rr.stderr
+
+
+# ----------------------------------- timing graphs against eager (ADAPT)
+# JANUS_REPLAY_ADAPT (on by default): after its first hit a graph's
+# segments cycle through an untimed and a timed compiled run, then an
+# untimed and a timed eager run, until AD_PAIRS (compiled, eager) pairs are
+# timed, and a graph whose median pair ratio of time per op, compiled over
+# eager, is above 1 + margin is left to eager.  The margin's extremes make
+# the choice certain whatever this machine's timings: -0.999 asks a graph to
+# be 1000x faster than eager (so every timed graph is left to eager), 1000
+# keeps every graph.  Either way the numbers are eager's.
+ADAPT_ARGS = ["--steps", "60", "--epochs", "1", "--hidden", "64"]
+AD_PAIRS = 9  # replay.c
+
+
+def adapt_run(mlp_db, tmp, tag, **extra):
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    extra.setdefault("JANUS_REPLAY_ADAPT", "1")
+    rr, wr = run(script, ADAPT_ARGS, tmp, tag, JANUS_REPLAY_DB=mlp_db, **extra)
+    assert rr.returncode == 0, rr.stderr[-3000:]
+    return rr, wr, summary(rr.stderr)
+
+
+@pytest.fixture(scope="module")
+def mlp_eager(mlp_db, tmp_path_factory):
+    tmp = str(tmp_path_factory.mktemp("mlp_eager"))
+    re_, we = run(os.path.join(EXAMPLES, "fashion_mlp.py"), ADAPT_ARGS, tmp, "eager")
+    assert re_.returncode == 0, re_.stderr[-3000:]
+    return re_, we
+
+
+def test_adapt_leaves_slower_graphs_to_eager(mlp_db, mlp_eager, tmp_path):
+    re_, we = mlp_eager
+    rr, wr, s = adapt_run(mlp_db, str(tmp_path), "slower", JANUS_REPLAY_ADAPT_MARGIN="-0.999")
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+    # each graph ran compiled only while timed (its first hit, then per pair
+    # an untimed and a timed run) ...
+    assert 0 < s["segments"] - s["fell_back"] <= (1 + 2 * AD_PAIRS) * s["graphs"], s
+    # ... every other segment of it ran eagerly by choice, and says why
+    assert s["chosen"] >= s["segments"] - (1 + 2 * AD_PAIRS) * s["graphs"] - 5, s
+    assert s["top_miss"] and re.search(r"graph g\d+ left to eager: compiled, its segment took [\d.]+x the eager "
+                                       r"time \(per op, median of 9 back-to-back pairs", s["top_miss"]), s
+
+
+def test_adapt_keeps_faster_graphs(mlp_db, mlp_eager, tmp_path):
+    re_, we = mlp_eager
+    rr, wr, s = adapt_run(mlp_db, str(tmp_path), "faster", JANUS_REPLAY_ADAPT_MARGIN="1000")
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+    # the only choices were the timing runs: at most 8 per pair and graph
+    # (after that a graph whose eager runs never came out as it is kept)
+    assert 0 < s["chosen"] <= 8 * AD_PAIRS * s["graphs"], s
+    assert "left to eager" not in rr.stderr
+    # and off, nothing is chosen: every segment that fits runs compiled
+    rr, wr, s0 = adapt_run(mlp_db, str(tmp_path), "off", JANUS_REPLAY_ADAPT="0")
+    same_weights(we, wr)
+    assert s0["chosen"] == 0 and s0["segments"] - s0["fell_back"] > s["segments"] - s["fell_back"], (s0, s)
+
+
+def test_adapt_default_gives_eager_numbers(mlp_db, mlp_eager, tmp_path):
+    # whatever this machine's timings choose
+    re_, we = mlp_eager
+    rr, wr, s = adapt_run(mlp_db, str(tmp_path), "default")
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+    assert s["chosen"] > 0, s   # the timing runs at least
+    # strict mode runs every graph that fits (no choice is made); it raises
+    # at the probe's own reads at the end, which no graph covers
+    rr, _ = run(os.path.join(EXAMPLES, "fashion_mlp.py"), ADAPT_ARGS, str(tmp_path), "strict", JANUS_REPLAY_DB=mlp_db,
+                JANUS_REPLAY_ADAPT="1", JANUS_REPLAY_STRICT="1")
+    assert "janus replay (strict): fell back to eager: no graph of the bundle starts with" in rr.stderr, rr.stderr
+    s = summary(rr.stderr)
+    assert s["chosen"] == 0 and s["segments"] - s["fell_back"] >= 60, s
+
+
+def test_adapt_through_the_cli(mlp_db, tmp_path):
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    r = janus("replay", "--db", mlp_db, "--", sys.executable, PROBE, script, *ADAPT_ARGS, timeout=600, cwd=ROOT,
+              extra_env={"JANUS_REPLAY_ADAPT": "1", "JANUS_REPLAY_ADAPT_MARGIN": "-0.999",
+                         "JANUS_PROBE_OUT": os.path.join(str(tmp_path), "w.json")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = re.search(r"janus replay: run (\d+): .* fell back to eager, ([\d,]+) of them by choice \(graphs slower "
+                  r"than eager here, and timing runs\)", r.stderr)
+    assert m, r.stderr[-3000:]
+    i = janus("inspect", "--run", m.group(1), mlp_db)
+    assert i.returncode == 0, i.stderr
+    assert re.search(r"left to eager: compiled, its segment took", i.stdout), i.stdout
+    assert "ran eagerly to time it against its compiled run" in i.stdout, i.stdout
+    j = json.loads(janus("inspect", "--run", m.group(1), "--json", mlp_db).stdout)
+    assert any(x["guard"] == -2 and "left to eager" in x["reason"] for x in find_misses(j)), j
+
+
+def find_misses(j):
+    """Every miss row of an inspect --json document, wherever it sits."""
+    if isinstance(j, dict):
+        if "guard" in j and "reason" in j:
+            return [j]
+        return [x for v in j.values() for x in find_misses(v)]
+    if isinstance(j, list):
+        return [x for v in j for x in find_misses(v)]
+    return []
+
+
+def test_adapt_switch_must_be_known(mlp_db, mlp_eager, tmp_path):
+    re_, we = mlp_eager
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    rr, wr = run(script, ADAPT_ARGS, str(tmp_path), "bad", JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY_ADAPT="maybe")
+    assert rr.returncode == 0, rr.stderr[-3000:]
+    assert "janus replay: running eagerly: JANUS_REPLAY_ADAPT=maybe is neither 1 (time each graph" in rr.stderr
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("margin", ["-0.999", "1000"])
+def test_adapt_on_dynamic_scripts(name, margin, tmp_path):
+    # timing runs, graphs left to eager (SEG_PLAIN) or kept, around branches,
+    # item() decisions, other shapes and evaluation: eager's numbers always
+    script = os.path.join(ROOT, "tests", "dynamic", name + ".py")
+    db = record_and_optimize(script, [], str(tmp_path))
+    re_, we = run(script, [], str(tmp_path), "eager")
+    rr, wr = run(script, [], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="1",
+                 JANUS_REPLAY_ADAPT_MARGIN=margin)
+    assert rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout
+    same_weights(we, wr)
+    s = summary(rr.stderr)
+    assert s["chosen"] > 0, s
+
+
+@pytest.mark.parametrize("margin", ["abc", "-1", "nan", "0.1x"])
+def test_adapt_margin_must_be_a_number(mlp_db, mlp_eager, tmp_path, margin):
+    re_, we = mlp_eager
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    rr, wr = run(script, ADAPT_ARGS, str(tmp_path), "bad", JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY_ADAPT_MARGIN=margin)
+    assert rr.returncode == 0, rr.stderr[-3000:]
+    assert f"janus replay: running eagerly: JANUS_REPLAY_ADAPT_MARGIN={margin} is not a number above -1" in rr.stderr
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+
+
+def test_recording_and_replay_do_not_combine(mlp_db, tmp_path):
+    # a recording runs eagerly (and owns the dispatch hook): replay says so
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    db = os.path.join(str(tmp_path), "rec.db")
+    r = janus("record", "--db", db, "--", sys.executable, PROBE, script, "--steps", "3", "--epochs", "1", "--hidden",
+              "64", timeout=600, cwd=ROOT, extra_env={"JANUS_REPLAY_DB": mlp_db})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "janus replay: running eagerly: recording is on in this process (janus record)" in r.stderr, r.stderr
+    assert re.search(r"janus record: run 1: \d+ steps, \d+ ops", r.stderr), r.stderr
 
 
 # -------------------------------------------------------- unusable stores

@@ -89,8 +89,9 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
         }
         Py_DECREF(tup);
     }
-    return Py_BuildValue("{sLsLsLsLsLsLsdsssN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
-                         "sliced", (long long)st.sliced,
+    return Py_BuildValue("{sLsLsLsLsLsLsLsLsdsssN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
+                         "sliced", (long long)st.sliced, "chosen", (long long)st.chosen, "graphs_eager",
+                         (long long)st.graphs_eager,
                          "misses", (long long)st.misses, "graphs_hit", (long long)st.graphs_hit, "graphs",
                          (long long)st.ngraphs, "seconds", st.seconds, "summary", line, "top_misses", misses);
 }

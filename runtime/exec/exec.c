@@ -278,19 +278,22 @@ static struct {
 
 /* The block cache's miss hook while graphs share the arena.  A run holds
  * the lock, so the hook does nothing during one. */
+/* Free the shared arena (lock held).  Executors still hold headers over
+ * the old memory; ensure_arena replaces them before any use, and they
+ * never own the data. */
+static void free_shared_arena(void) {
+    jn_tensor_decref(cpu_arena.t);
+    free(cpu_arena.mem);
+    cpu_arena.t = NULL;
+    cpu_arena.mem = NULL;
+    cpu_arena.cap = 0;
+    cpu_arena.runs = 0;
+}
+
 static void arena_idle_release(void) {
     if (pthread_mutex_trylock(&cpu_arena.lock)) return;
     int give = cpu_arena.mem && cpu_arena.runs >= IDLE_RUNS;
-    if (give) {
-        /* executors still hold headers over the old memory; ensure_arena
-         * replaces them before any use, and they never own the data */
-        jn_tensor_decref(cpu_arena.t);
-        free(cpu_arena.mem);
-        cpu_arena.t = NULL;
-        cpu_arena.mem = NULL;
-        cpu_arena.cap = 0;
-        cpu_arena.runs = 0;
-    }
+    if (give) free_shared_arena();
     pthread_mutex_unlock(&cpu_arena.lock);
     if (give) {
         jn_rt_block_cache_release();
@@ -1620,14 +1623,7 @@ void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st) { *st = x-
 int jn_rt_exec_release_idle(int cache) {
     pthread_mutex_lock(&cpu_arena.lock);
     int had = cpu_arena.mem != NULL;
-    if (had) { /* as arena_idle_release: executors' headers are replaced before use */
-        jn_tensor_decref(cpu_arena.t);
-        free(cpu_arena.mem);
-        cpu_arena.t = NULL;
-        cpu_arena.mem = NULL;
-        cpu_arena.cap = 0;
-        cpu_arena.runs = 0;
-    }
+    if (had) free_shared_arena();
     pthread_mutex_unlock(&cpu_arena.lock);
     if (!cache) return had;
     jn_rt_block_cache_release();

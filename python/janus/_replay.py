@@ -21,7 +21,7 @@ Environment:
   JANUS_REPLAY_DEFER=0   compute them eagerly before each graph instead
   JANUS_REPLAY_DEBUG=1   one stderr line per captured op, segment and graph run
   JANUS_REPLAY_ADAPT=0   run every graph that fits (default 1: each graph is
-                         timed against eager in the run, 9 back-to-back pairs,
+                         timed against eager in the run, 5-9 back-to-back pairs,
                          and one slower compiled is left to eager)
   JANUS_REPLAY_ADAPT_MARGIN=F  how much slower (a fraction, default 0.10)
                          compiled may be before its graph is left to eager

@@ -89,8 +89,9 @@ typedef struct dslice {
  * hit, the graph's segments cycle through four phases: an untimed compiled
  * run, a timed one, an untimed eager run and a timed one -- eager runs
  * still feed the matcher, so the time is known to be the graph's -- until
- * AD_PAIRS (compiled, eager) pairs are timed, each run as time per op
- * (a segment's length may follow the data); then the graph is kept, or
+ * AD_PAIRS (compiled, eager) pairs are timed, or AD_SURE all on one side
+ * of the margin, each run as time per op (a segment's length may follow
+ * the data); then the graph is kept, or
  * left to eager when the median of the pairs' compiled/eager ratios is
  * above 1 + margin: its segments then run eagerly from their first op,
  * without capture.  The untimed runs absorb a switch: before an eager run
@@ -100,7 +101,7 @@ typedef struct dslice {
  * medians: this machine's speed drifts within a run by more than the
  * difference measured. */
 enum { AD_PROBE = 0, AD_KEEP, AD_EAGER };
-enum { AD_PAIRS = 9 };
+enum { AD_PAIRS = 9, AD_SURE = 5 };
 enum { PH_FIRST = -1, PH_CAP_WARM, PH_CAP, PH_EAGER_WARM, PH_EAGER }; /* adapt_row.phase */
 typedef struct {
     int state;
@@ -959,17 +960,21 @@ static void adapt_decide(int32_t gi) {
         if (R.debug) fprintf(stderr, "[rp] graph %s kept: its eager runs could not be timed\n", name);
         return;
     }
-    if (ad->npairs < AD_PAIRS) return;
+    /* AD_SURE pairs all on one side of the margin decide early (each pair
+     * costs an untimed run of each mode too); else all AD_PAIRS are timed */
+    int n = ad->npairs, above = 0;
+    for (int i = 0; i < n; i++) above += ad->ratio[i] > 1 + R.margin;
+    if (n < AD_PAIRS && (n < AD_SURE || (above && above < n))) return;
     double r[AD_PAIRS], c[AD_PAIRS], e[AD_PAIRS];
     memcpy(r, ad->ratio, sizeof r);
     memcpy(c, ad->cap, sizeof c);
     memcpy(e, ad->obs, sizeof e);
-    ad->med = median(r, AD_PAIRS);
-    double mc = median(c, AD_PAIRS), me = median(e, AD_PAIRS);
+    ad->med = median(r, n);
+    double mc = median(c, n), me = median(e, n);
     ad->state = ad->med > 1 + R.margin ? AD_EAGER : AD_KEEP;
     if (R.debug)
         fprintf(stderr, "[rp] graph %s %s: compiled/eager %.2fx per op (median of %d pairs; medians %.2f vs %.2f us)\n",
-                name, ad->state == AD_EAGER ? "left to eager" : "kept", ad->med, AD_PAIRS, 1e6 * mc, 1e6 * me);
+                name, ad->state == AD_EAGER ? "left to eager" : "kept", ad->med, n, 1e6 * mc, 1e6 * me);
     if (ad->state != AD_EAGER) return;
     jn_rt_exec_release_idle(1); /* a graph still kept allocates it again at its next run */
     if (!R.nops) { /* the pending list's arrays, sized for its captures (~600 bytes an op), too */
@@ -983,7 +988,7 @@ static void adapt_decide(int32_t gi) {
     snprintf(why, sizeof why,
              "graph %s left to eager: compiled, its segment took %.2fx the eager time (per op, median of %d "
              "back-to-back pairs: %.2f vs %.2f us); JANUS_REPLAY_ADAPT=0 keeps it",
-             name, ad->med, AD_PAIRS, 1e6 * mc, 1e6 * me);
+             name, ad->med, n, 1e6 * mc, 1e6 * me);
     ad->why = strdup(why);
     if (!ad->why) ad->state = AD_KEEP; /* out of memory: nothing to report it with */
 }

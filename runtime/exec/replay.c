@@ -1456,7 +1456,8 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     for (int32_t i = 0; i < R.m->ngraphs; i++) R.g[i].ad.phase = PH_FIRST;
     R.run_id = run_id;
     R.strict = (flags & JN_RT_REPLAY_STRICT) != 0;
-    R.debug = getenv("JANUS_REPLAY_DEBUG") != NULL;
+    const char *dbg = getenv("JANUS_REPLAY_DEBUG");
+    R.debug = dbg && *dbg && strcmp(dbg, "0") && strcmp(dbg, "no") && strcmp(dbg, "false") && strcmp(dbg, "off");
     R.speculate = (flags & JN_RT_REPLAY_SPECULATE) != 0;
     const char *df = getenv("JANUS_REPLAY_DEFER");
     R.defer = !(df && (!strcmp(df, "0") || !strcmp(df, "no") || !strcmp(df, "false")));

@@ -181,6 +181,15 @@ def test_strict_mode_raises_on_a_miss(mlp_db, tmp_path):
     assert "RuntimeError: janus replay (strict): fell back to eager:" in rr.stderr, rr.stderr[-3000:]
 
 
+def test_debug_switch(mlp_db, tmp_path):
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    args = ["--steps", "3", "--epochs", "1", "--hidden", "64"]
+    for v, on in (("1", True), ("0", False), ("off", False)):
+        rr, _ = run(script, args, str(tmp_path), "debug" + v, JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY_DEBUG=v)
+        assert rr.returncode == 0, rr.stderr[-3000:]
+        assert ("[rp] " in rr.stderr) == on, (v, rr.stderr[-2000:])
+
+
 def test_replay_off_switch(mlp_db, tmp_path):
     script = os.path.join(EXAMPLES, "fashion_mlp.py")
     rr, _ = run(script, ["--steps", "3", "--epochs", "1", "--hidden", "64"], str(tmp_path), "off",

@@ -13,7 +13,10 @@
  * kernels); after a miss in the middle of a segment the rest of it runs
  * eagerly.  Results are always eager's: a graph only runs when every guard
  * held and everything Python can reach is produced by it or provably never
- * read (see replay.c).
+ * read (see replay.c).  Each graph is also timed against eager in the run
+ * (JANUS_REPLAY_ADAPT) and one slower compiled is left to eager: its
+ * segments then run eagerly from their first op, counted as fallbacks by
+ * choice (guard JN_DB_MISS_CHOICE).
  *
  * Prefix jn_rt_replay_.  One replay per process, on the thread that runs
  * the script.

@@ -1399,6 +1399,19 @@ static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *
     return s;
 }
 
+/* An on/off variable: 1 for 1/yes/true/on, 0 for 0/no/false/off, dflt
+ * when unset or empty, -1 for anything else. */
+static int env_switch(const char *name, int dflt) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    static const char *const on[] = {"1", "yes", "true", "on"}, *const off[] = {"0", "no", "false", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(v, on[i])) return 1;
+        if (!strcmp(v, off[i])) return 0;
+    }
+    return -1;
+}
+
 jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     if (R.on) return jn_error(JN_ERR_RUNTIME, "a replay is already running in this process");
     if (jn_dispatch_hook_installed()) /* its hook is the recorder's */
@@ -1456,17 +1469,15 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     for (int32_t i = 0; i < R.m->ngraphs; i++) R.g[i].ad.phase = PH_FIRST;
     R.run_id = run_id;
     R.strict = (flags & JN_RT_REPLAY_STRICT) != 0;
-    const char *dbg = getenv("JANUS_REPLAY_DEBUG");
-    R.debug = dbg && *dbg && strcmp(dbg, "0") && strcmp(dbg, "no") && strcmp(dbg, "false") && strcmp(dbg, "off");
+    R.debug = env_switch("JANUS_REPLAY_DEBUG", 0) != 0; /* any other value: on */
     R.speculate = (flags & JN_RT_REPLAY_SPECULATE) != 0;
-    const char *df = getenv("JANUS_REPLAY_DEFER");
-    R.defer = !(df && (!strcmp(df, "0") || !strcmp(df, "no") || !strcmp(df, "false")));
+    R.defer = env_switch("JANUS_REPLAY_DEFER", 1) != 0;
     if (R.dev != JN_CPU) R.defer = 0; /* deferred slices snapshot host bytes: on a GPU the slice runs first */
     /* timing graphs against eager: host clocks time a CPU graph, not a GPU's
      * asynchronous work; strict mode wants every graph that fits to run */
     const char *ad = getenv("JANUS_REPLAY_ADAPT"), *mg = getenv("JANUS_REPLAY_ADAPT_MARGIN");
-    int ad_on = !ad || !*ad || !strcmp(ad, "1") || !strcmp(ad, "yes") || !strcmp(ad, "true") || !strcmp(ad, "on");
-    if (!ad_on && strcmp(ad, "0") && strcmp(ad, "no") && strcmp(ad, "false") && strcmp(ad, "off")) {
+    int ad_on = env_switch("JANUS_REPLAY_ADAPT", 1);
+    if (ad_on < 0) {
         unload();
         return jn_error(JN_ERR_VALUE,
                         "JANUS_REPLAY_ADAPT=%s is neither 1 (time each graph against eager and leave slower ones "

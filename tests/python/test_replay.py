@@ -181,6 +181,44 @@ def test_strict_mode_raises_on_a_miss(mlp_db, tmp_path):
     assert "RuntimeError: janus replay (strict): fell back to eager:" in rr.stderr, rr.stderr[-3000:]
 
 
+COMPARE_SCRIPT = """
+import sys
+import janus, janus.nn as nn
+janus.manual_seed(0)
+B = int(sys.argv[1])
+model = nn.Linear(4, 1)
+opt = janus.optim.SGD(model.parameters(), lr=0.01)
+x, y = janus.randn(B, 4), janus.randn(B, 1)
+count = janus.zeros(2)
+for step in range(30):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    if loss < 100.0:         # bool() of a comparison: the next segment starts after COMPARE
+        count = count + 1
+    opt.step()
+print(count.tolist())
+"""
+
+
+def test_compare_sync_after_an_eager_segment(tmp_path):
+    # recorded at batch 8, replayed at batch 5: the loss segment misses and
+    # runs eagerly, its comparison included; the bool() after it must still
+    # be told a COMPARE (eager ops keep the latest comparison), so the
+    # segment after it -- which does not depend on the batch -- hits
+    script = os.path.join(str(tmp_path), "compare.py")
+    with open(script, "w") as f:
+        f.write(COMPARE_SCRIPT)
+    db = record_and_optimize(script, ["8"], str(tmp_path))
+    re_, we = run(script, ["5"], str(tmp_path), "eager")
+    rr, wr = run(script, ["5"], str(tmp_path), "replay", JANUS_REPLAY_DB=db)
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout
+    same_weights(we, wr)
+    s = summary(rr.stderr)
+    assert s["segments"] - s["fell_back"] >= 25, s   # the post-COMPARE segments, as graphs
+
+
 def test_debug_switch(mlp_db, tmp_path):
     script = os.path.join(EXAMPLES, "fashion_mlp.py")
     args = ["--steps", "3", "--epochs", "1", "--hidden", "64"]

@@ -276,8 +276,6 @@ static struct {
     int64_t runs; /* on this memory since it was allocated */
 } cpu_arena = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0};
 
-/* The block cache's miss hook while graphs share the arena.  A run holds
- * the lock, so the hook does nothing during one. */
 /* Free the shared arena (lock held).  Executors still hold headers over
  * the old memory; ensure_arena replaces them before any use, and they
  * never own the data. */
@@ -290,17 +288,22 @@ static void free_shared_arena(void) {
     cpu_arena.runs = 0;
 }
 
+/* The runtime's cached blocks and malloc's free heap back to the system. */
+static void give_back_heap(void) {
+    jn_rt_block_cache_release();
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+/* The block cache's miss hook while graphs share the arena.  A run holds
+ * the lock, so the hook does nothing during one. */
 static void arena_idle_release(void) {
     if (pthread_mutex_trylock(&cpu_arena.lock)) return;
     int give = cpu_arena.mem && cpu_arena.runs >= IDLE_RUNS;
     if (give) free_shared_arena();
     pthread_mutex_unlock(&cpu_arena.lock);
-    if (give) {
-        jn_rt_block_cache_release();
-#ifdef __GLIBC__
-        malloc_trim(0);
-#endif
-    }
+    if (give) give_back_heap();
 }
 
 static jn_tensor *own_tensor(const jn_rt_exec *x, jn_dtype dt, int nd, const int64_t *shape) {
@@ -1389,12 +1392,7 @@ static int arena_grow(const jn_rt_exec *x, int64_t bytes, char **mem, size_t *ca
      * heap: give them back before a large arena comes on top of them
      * (fashion_cnn's replay peaked 30 MB above eager).  Rare: arenas only
      * grow, or come back after an idle release (arena_idle_release). */
-    if (c >= HUGE_PAGE) {
-        jn_rt_block_cache_release();
-#ifdef __GLIBC__
-        malloc_trim(0);
-#endif
-    }
+    if (c >= HUGE_PAGE) give_back_heap();
     *mem = arena_alloc(c);
     *cap = *mem ? c : 0;
     if (!(*t = arena_header(*mem, c))) {
@@ -1625,11 +1623,7 @@ int jn_rt_exec_release_idle(int cache) {
     int had = cpu_arena.mem != NULL;
     if (had) free_shared_arena();
     pthread_mutex_unlock(&cpu_arena.lock);
-    if (!cache) return had;
-    jn_rt_block_cache_release();
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    if (cache) give_back_heap();
     return had;
 }
 

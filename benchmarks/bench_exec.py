@@ -4,7 +4,7 @@ optimize` builds the bundle, then `janus bench-exec` runs the main
 training-step graph (of the graphs that write state, the one with the
 most recorded support) in one
 process, interleaved run by run, two ways: optimized (one arena, the
-compiled kernels of the bundle) and op by op (JN_RT_EXEC_EAGER: every node
+compiled kernels of the bundle) and op by op (JN_EX_EAGER: every node
 through its eager kernel, every value its own buffer, freed after its last
 use).  Reports the median times and their ratio, and the arena bytes vs
 the op-by-op peak bytes (buffers rounded up to 64 bytes, as the plan

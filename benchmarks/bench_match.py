@@ -1,5 +1,5 @@
-"""Replay matcher cost per captured op: ns per event of jn_rt_match_feed
-(plus one jn_rt_match_end per segment) over every op of a recorded run, all
+"""Replay matcher cost per captured op: ns per event of jn_rp_match_feed
+(plus one jn_rp_match_end per segment) over every op of a recorded run, all
 hits, measured by build/test_match (JN_MATCH_BENCH=only: the events are built
 once, the feed loop is timed, best of 7 passes); median over --repeats
 processes.  "warm": each segment fed 7 times back to back, its best (the

@@ -1,12 +1,12 @@
 /* bench_exec.c -- `janus bench-exec run.db` (hidden; benchmarks/bench_exec.py
  * drives it): times one graph of the store's bundle through the graph
- * executor (runtime/exec) two ways in one process, interleaved run by run:
+ * executor (exec/) two ways in one process, interleaved run by run:
  * optimized (its arena, its compiled kernels from the bundle's "cpu"
  * object, or its kernels member by member when the bundle has none) and
- * op by op (JN_RT_EXEC_EAGER: every node through its eager kernel, every
+ * op by op (JN_EX_EAGER: every node through its eager kernel, every
  * value its own buffer, freed after its last use), and prints the medians,
  * their ratio, the arena bytes and the op-by-op peak bytes as one JSON
- * object.  Inputs are synthetic (jn_rt_exec_make_inputs at the top of each
+ * object.  Inputs are synthetic (jn_ex_make_inputs at the top of each
  * symbol's recorded range): timing does not depend on the values.  The
  * graph is the training step: among the graphs that write state (an
  * optimizer update), the one with the most recorded support, ties to the
@@ -32,7 +32,6 @@
 #include "jn_cli.h"
 #include "jn_runtime.h"
 
-#ifdef JANUS_HAVE_EXEC
 #include "jn_bundle.h"
 #include "jn_cg.h"
 #include "jn_exec.h"
@@ -138,7 +137,7 @@ static void compare(const jn_tensor *a, const jn_tensor *b, int *bit, double *re
  * JSON object; exit 1 when an output differs by more than 1e-4 relative
  * (compiled reductions sum in another order than eager) or a graph that
  * runs op by op fails optimized. */
-static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib, const jn_ir_module *ref, const char *rfile) {
+static int check_all(const jn_ir_module *m, const jn_ex_lib *lib, const jn_ir_module *ref, const char *rfile) {
     int graphs = 0, checked = 0, skipped = 0, outputs = 0, bitwise = 0, bad = 0;
     double worst = 0;
     for (int32_t gi = 0; gi < m->ngraphs; gi++) {
@@ -148,7 +147,7 @@ static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib, const jn_
         int64_t *syms = calloc((size_t)g->nsyms + 1, sizeof *syms);
         jn_tensor **ia = calloc(ni, sizeof *ia), **ib = calloc(ni, sizeof *ib);
         jn_tensor **oa = calloc(no, sizeof *oa), **ob = calloc(no, sizeof *ob);
-        jn_rt_exec *xe = NULL, *xo = NULL;
+        jn_ex_exec *xe = NULL, *xo = NULL;
         int done = 0;
         int32_t ri = ref ? ref_graph(ref, rfile, g) : gi;
         if (ri < 0) {
@@ -156,18 +155,18 @@ static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib, const jn_
             bad++;
         }
         if (ri >= 0 && syms && ia && ib && oa && ob &&
-            jn_rt_exec_new(ref ? ref : m, ri, NULL, JN_RT_EXEC_EAGER, &xe) == JN_OK &&
-            jn_rt_exec_new(m, gi, lib, 0, &xo) == JN_OK)
+            jn_ex_new(ref ? ref : m, ri, NULL, JN_EX_EAGER, &xe) == JN_OK &&
+            jn_ex_new(m, gi, lib, 0, &xo) == JN_OK)
             for (int p = 0; p < 2 && !done; p++) {
                 for (int32_t s = 0; s < g->nsyms; s++) syms[s] = p == 0 ? g->syms[s].hi : g->syms[s].lo;
-                if (jn_rt_exec_make_inputs(g, syms, 7, ia) != JN_OK || jn_rt_exec_make_inputs(g, syms, 7, ib) != JN_OK)
+                if (jn_ex_make_inputs(g, syms, 7, ia) != JN_OK || jn_ex_make_inputs(g, syms, 7, ib) != JN_OK)
                     break;
                 int nk = 0;
                 for (int32_t i = 0; i < g->noutputs; i++) nk += g->outputs[i].kind == JN_IR_OUT_KEEP;
-                if (jn_rt_exec_run(xe, ia, syms, oa) == JN_OK) {
+                if (jn_ex_run(xe, ia, syms, oa) == JN_OK) {
                     done = 1;
                     checked++;
-                    if (jn_rt_exec_run(xo, ib, syms, ob) != JN_OK) {
+                    if (jn_ex_run(xo, ib, syms, ob) != JN_OK) {
                         fprintf(stderr, "janus bench-exec: graph %s runs op by op but not optimized: %s\n", g->name,
                                 jn_errmsg());
                         bad++;
@@ -200,8 +199,8 @@ static int check_all(const jn_ir_module *m, const jn_rt_exec_lib *lib, const jn_
                 }
             }
         skipped += !done;
-        jn_rt_exec_free(xe);
-        jn_rt_exec_free(xo);
+        jn_ex_free(xe);
+        jn_ex_free(xo);
         free(syms);
         free(ia);
         free(ib);
@@ -248,8 +247,8 @@ int jn_cli_bench_exec(int argc, char **argv) {
     if (threads > 0) jn_set_num_threads(threads);
     jn_db *db = NULL;
     jn_cg_bundle *b = NULL;
-    jn_rt_exec_lib *lib = NULL;
-    jn_rt_exec *xo = NULL, *xe = NULL, *xr = NULL;
+    jn_ex_lib *lib = NULL;
+    jn_ex_exec *xo = NULL, *xe = NULL, *xr = NULL;
     jn_ir_module *ref = NULL;
     jn_tensor **in = NULL, **outs = NULL;
     int64_t *syms = NULL;
@@ -264,7 +263,7 @@ int jn_cli_bench_exec(int argc, char **argv) {
     const jn_ir_module *m = b->module;
     const jn_cg_bundle_section *so = jn_cg_bundle_section_find(b, JN_CG_SEC_SO);
     uint64_t h = 0;
-    if (so && (jn_cg_module_hash(m, &h) != JN_OK || jn_rt_exec_lib_open(so->data, so->len, h, path, &lib) != JN_OK)) {
+    if (so && (jn_cg_module_hash(m, &h) != JN_OK || jn_ex_lib_open(so->data, so->len, h, path, &lib) != JN_OK)) {
         fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
         goto done;
     }
@@ -300,9 +299,9 @@ int jn_cli_bench_exec(int argc, char **argv) {
     te = calloc((size_t)repeats, sizeof *te);
     if (!syms || !in || !outs || !to || !te) goto done;
     int32_t ri = ref ? ref_graph(ref, rfile, g) : -1;
-    if ((ref && ri < 0) || jn_rt_exec_new(m, gi, lib, 0, &xo) != JN_OK ||
-        jn_rt_exec_new(m, gi, NULL, JN_RT_EXEC_EAGER, &xe) != JN_OK ||
-        (ref && jn_rt_exec_new(ref, ri, NULL, JN_RT_EXEC_EAGER, &xr) != JN_OK)) {
+    if ((ref && ri < 0) || jn_ex_new(m, gi, lib, 0, &xo) != JN_OK ||
+        jn_ex_new(m, gi, NULL, JN_EX_EAGER, &xe) != JN_OK ||
+        (ref && jn_ex_new(ref, ri, NULL, JN_EX_EAGER, &xr) != JN_OK)) {
         fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
         goto done;
     }
@@ -314,11 +313,11 @@ int jn_cli_bench_exec(int argc, char **argv) {
         for (int32_t s = 0; s < g->nsyms; s++) syms[s] = p == 0 ? g->syms[s].hi : g->syms[s].lo;
         for (int32_t i = 0; i < nin; i++)
             if (in[i]) jn_tensor_decref(in[i]), in[i] = NULL;
-        if (jn_rt_exec_make_inputs(g, syms, 1, in) != JN_OK) {
+        if (jn_ex_make_inputs(g, syms, 1, in) != JN_OK) {
             fprintf(stderr, "janus bench-exec: %s\n", jn_errmsg());
             goto done;
         }
-        if (jn_rt_exec_run(xe, in, syms, outs) == JN_OK) {
+        if (jn_ex_run(xe, in, syms, outs) == JN_OK) {
             point = p == 0 ? "hi" : "lo";
             for (int32_t i = 0, k = 0; i < g->noutputs; i++)
                 if (g->outputs[i].kind == JN_IR_OUT_KEEP) jn_tensor_decref(outs[k++]);
@@ -327,12 +326,12 @@ int jn_cli_bench_exec(int argc, char **argv) {
             goto done;
         }
     }
-    jn_rt_exec_stats so_st = {0}, se_st = {0};
+    jn_ex_stats so_st = {0}, se_st = {0};
     for (int r = -2; r < repeats; r++) { /* two warm-up rounds */
         for (int which = 0; which < 2; which++) {
-            jn_rt_exec *x = (r + which) % 2 ? xe : xo; /* alternate which goes first */
+            jn_ex_exec *x = (r + which) % 2 ? xe : xo; /* alternate which goes first */
             double t0 = now(cpu);
-            jn_status s = jn_rt_exec_run(x, in, syms, outs);
+            jn_status s = jn_ex_run(x, in, syms, outs);
             double t1 = now(cpu);
             if (s != JN_OK) {
                 fprintf(stderr, "janus bench-exec: graph %s (%s): %s\n", g->name, x == xe ? "op by op" : "optimized",
@@ -344,18 +343,18 @@ int jn_cli_bench_exec(int argc, char **argv) {
             if (r >= 0) (x == xe ? te : to)[r] = t1 - t0;
         }
     }
-    jn_rt_exec_last_stats(xo, &so_st);
-    jn_rt_exec_last_stats(xe, &se_st);
+    jn_ex_last_stats(xo, &so_st);
+    jn_ex_last_stats(xe, &se_st);
     /* the recorded graph op by op, once: its peak is what eager execution needs */
-    jn_rt_exec_stats sr_st = se_st;
+    jn_ex_stats sr_st = se_st;
     if (xr) {
-        if (jn_rt_exec_run(xr, in, syms, outs) != JN_OK) {
+        if (jn_ex_run(xr, in, syms, outs) != JN_OK) {
             fprintf(stderr, "janus bench-exec: graph %s as recorded (%s): %s\n", g->name, rfile, jn_errmsg());
             goto done;
         }
         for (int32_t i = 0, k = 0; i < g->noutputs; i++)
             if (g->outputs[i].kind == JN_IR_OUT_KEEP) jn_tensor_decref(outs[k++]);
-        jn_rt_exec_last_stats(xr, &sr_st);
+        jn_ex_last_stats(xr, &sr_st);
     }
     int32_t nk[4] = {0};
     for (int32_t k = 0; k < g->nkernels; k++) nk[g->kernels[k].kind]++;
@@ -391,11 +390,11 @@ int jn_cli_bench_exec(int argc, char **argv) {
 done:
     for (int32_t i = 0; in && i < nin; i++)
         if (in[i]) jn_tensor_decref(in[i]);
-    jn_rt_exec_free(xo);
-    jn_rt_exec_free(xe);
-    jn_rt_exec_free(xr);
+    jn_ex_free(xo);
+    jn_ex_free(xe);
+    jn_ex_free(xr);
     jn_ir_module_free(ref);
-    jn_rt_exec_lib_close(lib);
+    jn_ex_lib_close(lib);
     if (b) jn_cg_bundle_free(b);
     if (db) jn_db_close(db);
     free(syms);
@@ -405,11 +404,3 @@ done:
     free(te);
     return rc;
 }
-#else
-int jn_cli_bench_exec(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "janus bench-exec: this build has no graph executor (runtime/exec)\n");
-    return 1;
-}
-#endif

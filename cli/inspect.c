@@ -30,9 +30,7 @@
 
 #include "jn_cli.h"
 #include "jn_db.h"
-#if JANUS_HAVE_CG
 #include "jn_bundle.h"
-#endif
 
 const char jn_cli_inspect_usage[] =
     "usage: janus inspect [--json | --graphs] [--run N] PATH\n"
@@ -1012,7 +1010,6 @@ static void print_bundles(ctx *c, jn_db *db) {
         if (jn_db_bundle_get_id(db, b->id, &full) != JN_OK) {
             snprintf(why, sizeof why, "%s", jn_errmsg());
         } else {
-#if JANUS_HAVE_CG
             jn_cg_bundle *cb = NULL;
             if (jn_cg_bundle_peek(full.data, full.len, &cb) == JN_OK) {
                 graphs = cb->ngraphs;
@@ -1028,7 +1025,6 @@ static void print_bundles(ctx *c, jn_db *db) {
             jn_cg_bundle_expect e = {.target = b->target, .origin = origin, .db_path = c->path};
             if (jn_cg_bundle_load(full.data, full.len, &e, &cb) != JN_OK) snprintf(why, sizeof why, "%s", jn_errmsg());
             jn_cg_bundle_free(cb);
-#endif
             jn_db_bundle_free(&full);
         }
         if (c->json) {

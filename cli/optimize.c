@@ -39,13 +39,9 @@
 
 #include "jn_cli.h"
 #include "jn_db.h"
-#ifdef JANUS_HAVE_ANALYZER
 #include "jn_an.h"
-#endif
-#ifdef JANUS_HAVE_CG
 #include "jn_bundle.h"
 #include "jn_cg.h"
-#endif
 
 const char jn_cli_optimize_usage[] =
     "usage: janus optimize [--run N] [--target T] [--dump-ir] [--ir-out FILE] [--no-store] [--no-compile] [--quiet] PATH\n"
@@ -92,7 +88,6 @@ static int open_store(const char *cmd, const char *path, jn_db **db) {
     return 0;
 }
 
-#ifdef JANUS_HAVE_ANALYZER
 static int analyze(const char *cmd, const char *path, int64_t run, FILE *progress, jn_ir_module **m,
                    jn_an_stats *st) {
     jn_db *db = NULL;
@@ -107,14 +102,11 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
     }
     return 0;
 }
-#endif
 
-#ifdef JANUS_HAVE_ANALYZER
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
  * one), keyed by this build and machine and the runs they came from. */
 static int store_bundle(const char *path, int64_t run, const char *target, jn_ir_module *m, const jn_an_stats *st,
                         int compile, int64_t *id, size_t *bytes, FILE *info) {
-#ifdef JANUS_HAVE_CG
     /* the passes verify after each step: a pass bug stops here, before a
      * wrong graph could reach the store */
     jn_cg_options co;
@@ -233,15 +225,9 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
         return 1;
     }
     return 0;
-#else
-    (void)path, (void)run, (void)target, (void)m, (void)st, (void)compile, (void)id, (void)bytes, (void)info;
-    return 0;
-#endif
 }
-#endif
 
 int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out) {
-#ifdef JANUS_HAVE_ANALYZER
     jn_ir_module *m = NULL;
     jn_an_stats st;
     int rc = analyze(cmd, path, run, NULL, &m, &st);
@@ -253,11 +239,6 @@ int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out
     for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(out, "# %s\n", jn_an_uncaptured(i));
     jn_ir_module_free(m);
     return rc;
-#else
-    (void)path, (void)run, (void)out;
-    fprintf(stderr, "janus %s: this janus was built without the analyzer (ir/ and analyzer/); rebuild it\n", cmd);
-    return 1;
-#endif
 }
 
 int jn_cli_optimize(int argc, char **argv) {
@@ -320,7 +301,6 @@ int jn_cli_optimize(int argc, char **argv) {
         fprintf(stderr, "janus optimize: no PATH given\n\n%s", jn_cli_optimize_usage);
         return 2;
     }
-#ifdef JANUS_HAVE_ANALYZER
     FILE *info = quiet ? NULL : dump ? stderr : stdout;
     jn_ir_module *m = NULL;
     jn_an_stats st;
@@ -372,13 +352,4 @@ int jn_cli_optimize(int argc, char **argv) {
     }
     jn_ir_module_free(m);
     return rc;
-#else
-    (void)quiet, (void)dump, (void)run, (void)ir_out, (void)store, (void)compile, (void)target;
-    jn_db *db = NULL;
-    int rc = open_store("optimize", path, &db);
-    if (rc) return rc;
-    jn_db_close(db);
-    fprintf(stderr, "janus optimize: this janus was built without the analyzer (ir/ and analyzer/); rebuild it\n");
-    return 1;
-#endif
 }

@@ -32,9 +32,7 @@
 
 #include "jn_cli.h"
 #include "jn_db.h"
-#if JANUS_HAVE_CG
 #include "jn_bundle.h"
-#endif
 
 const char jn_cli_replay_usage[] =
     "usage: janus replay [--db PATH] [--strict] [--eager] [--] COMMAND [ARGS...]\n"
@@ -95,12 +93,10 @@ static int64_t usable_bundle(jn_db *db, const char *shown, char *why, size_t n) 
         snprintf(why, n, "%s has no bundle; run `janus optimize %s` first", shown, shown);
         return 0;
     }
-#if JANUS_HAVE_CG
     jn_cg_bundle_expect e = {.db_path = shown};
     jn_cg_bundle *b = NULL;
     if (jn_cg_bundle_open(db, &e, &b) != JN_OK) snprintf(why, n, "%s", jn_errmsg());
     jn_cg_bundle_free(b);
-#endif
     return id;
 }
 

@@ -14,7 +14,7 @@
 
 #include "cg_priv.h"
 
-#define CG_EM_MAX_OPS 64 /* operands per CPU kernel: what the executor passes (runtime/exec) */
+#define CG_EM_MAX_OPS 64 /* operands per CPU kernel: what the executor passes (exec/) */
 
 /* How one member node is computed. */
 typedef struct {

@@ -107,7 +107,7 @@ jn_status jn_cg_naive_bytes(const jn_ir_graph *g, int64_t *out);
  * by a member, defined outside the kernel; first-use order, no repeats)
  * and the values it writes (the root's outputs and every member output
  * read outside the kernel), in node order.  Free with jn_cg_kernel_io_free. */
-/* The generated function's operands (the kernel ABI, runtime/exec/jn_exec.h)
+/* The generated function's operands (the kernel ABI, exec/jn_exec.h)
  * are call[0 .. ncall): call[0 .. ncall_in) the values it reads, then the
  * values it writes.  ew / ew_reduce: in then out.  gemm: the epilogue only
  * (members after the GEMM): the values the epilogue members read from
@@ -137,7 +137,7 @@ jn_status jn_cg_module_hash(const jn_ir_module *m, uint64_t *out);
 
 /* ---------------------------------------------- C emission (emit_c.c) */
 /* One C source (self-contained: no janus headers, its own copy of the
- * jn_kcall struct of runtime/exec/jn_exec.h) with one function
+ * jn_kcall struct of exec/jn_exec.h) with one function
  * `void jn_k<g>_<k>(const jn_kcall *c)` per kernel of every graph of m
  * whose impl is GEN (ew, ew_reduce) or GEMM (the epilogue after the GEMM),
  * plus the exported jn_kabi_version and jn_kmodule_hash.  Members compute
@@ -158,7 +158,7 @@ int jn_cg_emit_supported(const jn_ir_graph *g, int32_t k, char *why, size_t n);
 /* ------------------------------------------ CUDA emission (emit_cuda.c) */
 /* One self-contained CUDA C source with one kernel
  * `extern "C" __global__ void jn_k<g>_<k>(const __grid_constant__ jn_dkcall c)`
- * (device ABI: runtime/exec/jn_exec.h) per GEN/GEMM kernel of m, from the
+ * (device ABI: exec/jn_exec.h) per GEN/GEMM kernel of m, from the
  * same op table and member expressions as jn_cg_emit_c, plus __constant__
  * jn_kabi_version and jn_kmodule_hash.  Outputs and errors as
  * jn_cg_emit_c. */

@@ -443,7 +443,7 @@ static int nondecreasing(const jn_ir_graph *g, jn_ir_dim d, const int64_t *lo, i
 
 /* Symbolic sizes that only grow with the symbols: the chains packed by
  * offset at the symbols' recorded maxima (the arena is allocated at that
- * size anyway, jn_rt_exec's arena_grow) give constant offsets that are
+ * size anyway, jn_ex_exec's arena_grow) give constant offsets that are
  * right for every smaller run too -- each value then fills a prefix of
  * the bytes it has at the maxima, and two values live at once never share
  * bytes there.  Sets the chains' sizes to their maxima and packs them;

@@ -1,6 +1,6 @@
 /* jn_ir_match.h -- the replay matcher's program: what `janus optimize`
  * stores as the JN_CG_SEC_MATCHER section of a bundle (written by the
- * analyzer, analyzer/matcher.c; read by runtime/exec/match.c).
+ * analyzer, analyzer/matcher.c; read by replay/match.c).
  *
  * A graph is functional (in-place writes are SSA values, view writes are
  * scatters), but replay sees what the recorder saw: one dispatched op after

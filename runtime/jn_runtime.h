@@ -321,7 +321,7 @@ void jn_set_dispatch_hook(const jn_dispatch_hook *h);
 int jn_dispatch_hook_installed(void);
 
 /* ------------------------------------------------------- lazy capture */
-/* Replay (runtime/exec/replay.c) installs this.  While jn_rt_capturing is
+/* Replay (replay/replay.c) installs this.  While jn_rt_capturing is
  * set, jn_dispatch / jn_dispatch_into infer their outputs, create them
  * pending (jn_rt_tensor_new_pending: storage data NULL, lazy set), bump
  * versions and record autograd exactly as eagerly, run no kernel (view ops

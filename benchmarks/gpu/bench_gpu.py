@@ -256,7 +256,7 @@ def main(argv=None):
     for c in (c.strip() for c in args.skip.split(",") if c.strip()):
         if c not in COLUMNS:
             ap.error(f"--skip: unknown column {c} ({', '.join(COLUMNS)})")
-        unavailable.setdefault(c, "--skip")
+        unavailable[c] = "--skip"  # the user's choice is named over any other reason
     dev = ("the CPU (--device cpu)" if arch == "cpu" else bt.torch.cuda.get_device_name()) if arch else "no CUDA device"
     print(f"Training steps/s on {dev}{f' ({arch})' if arch and arch != 'cpu' else ''}: median of {args.repeats} repeats "
           f"({args.steps} steps in process, {args.replay_steps} per replay process), wall clock")

@@ -1,4 +1,4 @@
-"""The Python side of `janus replay` (the C side is runtime/exec/replay.c).
+"""The Python side of `janus replay` (the C side is replay/replay.c).
 
 When janus is imported with JANUS_REPLAY_DB set (by `janus replay`, or by
 hand), start_from_env() loads the store's bundle through the C extension:

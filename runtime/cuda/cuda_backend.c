@@ -171,7 +171,7 @@ jn_status jn_cuda_synchronize(void) {
 static jn_status cuda_sync(void) { return jn_cuda_synchronize(); }
 
 /* Is the compute stream being captured into a CUDA Graph (the graph
- * executor's jn_rt_cuda_graphs)?  Then nothing may wait for it. */
+ * executor's jn_ex_cuda_graphs)?  Then nothing may wait for it. */
 static int is_capturing(void) {
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     if (!cu.ready || cudaStreamIsCapturing(cu.stream, &st) != cudaSuccess) {

@@ -24,7 +24,7 @@
  * so a damaged row is refused rather than handed to cuDNN, and the rows
  * are filed under the GPU's name and compute capability so a store moved to
  * another GPU reuses nothing.  An imported entry is a cache hit: cuDNN's
- * heuristics are not asked again.  runtime/exec/algos.c does the store I/O.
+ * heuristics are not asked again.  exec/algos.c does the store I/O.
  */
 #include "jn_cudnn.h"
 

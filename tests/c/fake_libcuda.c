@@ -1,8 +1,8 @@
 /* fake_libcuda.c -- a stand-in for the CUDA driver (libcuda.so.1) that runs
  * "device" code on the host, so test_exec_cuda can drive every line of
- * runtime/exec/exec_cuda.c and its own GPU-against-CPU harness on a
+ * exec/exec_cuda.c and its own GPU-against-CPU harness on a
  * machine without a GPU.  Not built by CMake: the test compiles it at run
- * time (jn_cg_compile_so, -I to runtime/exec, ir, runtime) and points
+ * time (jn_cg_compile_so, -I to exec, ir, runtime) and points
  * $JANUS_LIBCUDA at it.
  *
  * One device, "Fake GPU", compute capability 9.0, 4 multiprocessors.

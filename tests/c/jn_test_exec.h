@@ -13,13 +13,13 @@
 /* m's generated C kernels emitted, compiled and loaded; NULL when there
  * are none, or there is no C compiler (*no_cc set, said once; later calls
  * return NULL at once).  Failures are CHECKed and printed naming `what`. */
-static inline jn_rt_exec_lib *jt_compile_lib(const jn_ir_module *m, const char *what, int *no_cc) {
+static inline jn_ex_lib *jt_compile_lib(const jn_ir_module *m, const char *what, int *no_cc) {
     char *src = NULL;
     size_t len = 0, sl = 0;
     int nk = 0;
     void *so = NULL;
     uint64_t h = 0;
-    jn_rt_exec_lib *lib = NULL;
+    jn_ex_lib *lib = NULL;
     if (*no_cc) return NULL;
     jn_status st = jn_cg_emit_c(m, &src, &len, &nk);
     CHECK(st == JN_OK);
@@ -30,7 +30,7 @@ static inline jn_rt_exec_lib *jt_compile_lib(const jn_ir_module *m, const char *
             *no_cc = 1;
         } else {
             CHECK(st == JN_OK && jn_cg_module_hash(m, &h) == JN_OK);
-            if (st == JN_OK) st = jn_rt_exec_lib_open(so, sl, h, what, &lib);
+            if (st == JN_OK) st = jn_ex_lib_open(so, sl, h, what, &lib);
             CHECK(st == JN_OK);
         }
         if (st != JN_OK && !*no_cc) fprintf(stderr, "%s: %s\n", what, jn_errmsg());
@@ -41,22 +41,22 @@ static inline jn_rt_exec_lib *jt_compile_lib(const jn_ir_module *m, const char *
 }
 
 /* Runs graph gi of m once through the executor (lib, flags) at symbol
- * values sv with inputs from jn_rt_exec_make_inputs(seed); outs[0 .. noutputs) get every
+ * values sv with inputs from jn_ex_make_inputs(seed); outs[0 .. noutputs) get every
  * output in g->outputs order (a state output: the state input tensor after
  * the write-back).  st (may be NULL) gets the run's stats; hook (may be
- * NULL) sees every generated kernel call (jn_rt_exec_set_kcall_hook).
+ * NULL) sees every generated kernel call (jn_ex_set_kcall_hook).
  * JN_OK or the executor's error (message set); outs untouched on failure. */
-static inline jn_status jt_run_graph_hooked(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags,
-                                            const int64_t *sv, uint64_t seed, jn_tensor **outs, jn_rt_exec_stats *st,
-                                            jn_rt_exec_kcall_hook hook, void *hook_ctx) {
+static inline jn_status jt_run_graph_hooked(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, int flags,
+                                            const int64_t *sv, uint64_t seed, jn_tensor **outs, jn_ex_stats *st,
+                                            jn_ex_kcall_hook hook, void *hook_ctx) {
     const jn_ir_graph *g = m->graphs[gi];
     jn_tensor **in = calloc((size_t)g->ninputs + 1, sizeof *in), **keep = calloc((size_t)g->noutputs + 1, sizeof *keep);
-    jn_rt_exec *x = NULL;
-    jn_status s = in && keep ? jn_rt_exec_make_inputs(g, sv, seed, in) : JN_ERR_NOMEM;
-    if (s == JN_OK) s = jn_rt_exec_new(m, gi, lib, flags, &x);
-    if (s == JN_OK) jn_rt_exec_set_kcall_hook(x, hook, hook_ctx);
-    if (s == JN_OK) s = jn_rt_exec_run(x, in, sv, keep);
-    if (s == JN_OK && st) jn_rt_exec_last_stats(x, st);
+    jn_ex_exec *x = NULL;
+    jn_status s = in && keep ? jn_ex_make_inputs(g, sv, seed, in) : JN_ERR_NOMEM;
+    if (s == JN_OK) s = jn_ex_new(m, gi, lib, flags, &x);
+    if (s == JN_OK) jn_ex_set_kcall_hook(x, hook, hook_ctx);
+    if (s == JN_OK) s = jn_ex_run(x, in, sv, keep);
+    if (s == JN_OK && st) jn_ex_last_stats(x, st);
     for (int32_t i = 0, k = 0; i < g->noutputs && s == JN_OK; i++) {
         if (g->outputs[i].kind == JN_IR_OUT_KEEP) outs[i] = keep[k++];
         else {
@@ -64,7 +64,7 @@ static inline jn_status jt_run_graph_hooked(const jn_ir_module *m, int32_t gi, c
             jn_tensor_incref(outs[i]);
         }
     }
-    jn_rt_exec_free(x);
+    jn_ex_free(x);
     for (int32_t i = 0; in && i < g->ninputs; i++)
         if (in[i]) jn_tensor_decref(in[i]);
     free(in);
@@ -73,8 +73,8 @@ static inline jn_status jt_run_graph_hooked(const jn_ir_module *m, int32_t gi, c
 }
 
 /* jt_run_graph_hooked with no kernel-call hook. */
-static inline jn_status jt_run_graph(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags,
-                                     const int64_t *sv, uint64_t seed, jn_tensor **outs, jn_rt_exec_stats *st) {
+static inline jn_status jt_run_graph(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, int flags,
+                                     const int64_t *sv, uint64_t seed, jn_tensor **outs, jn_ex_stats *st) {
     return jt_run_graph_hooked(m, gi, lib, flags, sv, seed, outs, st, NULL, NULL);
 }
 

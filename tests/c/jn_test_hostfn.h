@@ -1,11 +1,11 @@
-/* jn_test_hostfn.h -- a jn_rt_cuda_graphs_runner for the C tests that run
+/* jn_test_hostfn.h -- a jn_ex_cuda_graphs_runner for the C tests that run
  * graphs on the fake driver (tests/c/fake_libcuda.c): library nodes and
  * copies go to the stream as host functions (cuLaunchHostFunc) over a host
  * kernel table -- run at once outside a capture, recorded into the graph
  * during one -- as the eager CUDA backend's kernels would be captured from
  * its stream.  Set jt_hostfn.be, .launch (the fake's cuLaunchHostFunc) and
  * .stream, pass {jt_host_node, jt_host_copy, NULL} to
- * jn_rt_cuda_graphs_set_runner, check jt_hostfn.errors == 0 and call
+ * jn_ex_cuda_graphs_set_runner, check jt_hostfn.errors == 0 and call
  * jt_hostfn_free() at the end.  jt_fake_driver_load builds and loads the
  * fake driver itself.  Included by test_exec_cuda.c and test_replay_cuda.c
  * after jn_test.h and jn_test_emit.h.
@@ -87,7 +87,7 @@ static inline void *jt_fake_driver_load(const char *src_dir) {
     char path[1200];
     snprintf(path, sizeof path, "%s/c/fake_libcuda.c", src_dir);
     char *src = read_text(path), flags[4000];
-    snprintf(flags, sizeof flags, "-D_GNU_SOURCE -I%s/../runtime/exec -I%s/../ir -I%s/../runtime", src_dir, src_dir,
+    snprintf(flags, sizeof flags, "-D_GNU_SOURCE -I%s/../exec -I%s/../ir -I%s/../runtime", src_dir, src_dir,
              src_dir);
     jn_cg_cc_options o = {.extra_flags = flags};
     void *so = NULL;

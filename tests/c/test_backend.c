@@ -7,7 +7,7 @@
  * the unsupported-op answer are checked for real without a GPU.  The CPU
  * table must hold every op's jn_cpu_ kernel; the CUDA entry points must
  * answer without a GPU (count 0 with a reason, init refused).  The cuDNN
- * algorithm cache's rows in run.db (runtime/exec/algos.c): a round trip
+ * algorithm cache's rows in run.db (exec/algos.c): a round trip
  * through a store, another GPU's rows left alone, damaged rows refused.
  */
 #include "jn_backend.h"
@@ -256,18 +256,18 @@ static void test_cudnn_algos_store(void) {
     /* export -> put -> get -> import: the same choices */
     jn_rt_cudnn_cache_clear();
     int n = -1;
-    CHECK(jn_rt_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 0); /* nothing chosen: nothing written */
+    CHECK(jn_ex_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 0); /* nothing chosen: nothing written */
     jn_rt_cudnn_cache_put(k[0], 1, 4096);
     jn_rt_cudnn_cache_put(k[1], 0, 0);
     jn_rt_cudnn_cache_put(k[2], 5, 123456789);
     jn_rt_cudnn_entry ex[JN_RT_CUDNN_CACHE_SLOTS];
     CHECK(jn_rt_cudnn_cache_export(ex, JN_RT_CUDNN_CACHE_SLOTS) == 3 && !strcmp(ex[2].key, k[2]) && ex[2].algo == 5);
     CHECK(jn_rt_cudnn_cache_export(ex, 2) == 2);
-    CHECK(jn_rt_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 3);
+    CHECK(jn_ex_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 3);
     jn_rt_cudnn_cache_clear();
-    CHECK(jn_rt_cuda_algos_load_for(db, "NVIDIA A100-SXM4-80GB sm_80", &n) == JN_OK && n == 0 &&
+    CHECK(jn_ex_cuda_algos_load_for(db, "NVIDIA A100-SXM4-80GB sm_80", &n) == JN_OK && n == 0 &&
           jn_rt_cudnn_cache_count() == 0); /* another GPU: nothing */
-    CHECK(jn_rt_cuda_algos_load_for(db, dev, &n) == JN_OK && n == 3 && jn_rt_cudnn_cache_count() == 3);
+    CHECK(jn_ex_cuda_algos_load_for(db, dev, &n) == JN_OK && n == 3 && jn_rt_cudnn_cache_count() == 3);
     int algo = -1, same = 1;
     size_t ws = 0;
     same &= jn_rt_cudnn_cache_get(k[0], &algo, &ws) && algo == 1 && ws == 4096;
@@ -275,7 +275,7 @@ static void test_cudnn_algos_store(void) {
     same &= jn_rt_cudnn_cache_get(k[2], &algo, &ws) && algo == 5 && ws == 123456789;
     CHECK(same);
     /* saving again replaces, never duplicates */
-    CHECK(jn_rt_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 3);
+    CHECK(jn_ex_cuda_algos_save_for(db, dev, &n) == JN_OK && n == 3);
     jn_db_algo *rows = NULL;
     CHECK(jn_db_algos_get(db, dev, &rows, &n) == JN_OK && n == 3);
     jn_db_algos_free(rows, n);
@@ -283,27 +283,27 @@ static void test_cudnn_algos_store(void) {
     /* damaged rows: refused with the store and the row named, nothing imported */
     CHECK(sql(db, "UPDATE algos SET key = 'x' || key WHERE key LIKE '2:%'") == SQLITE_OK);
     jn_rt_cudnn_cache_clear();
-    CHECK(jn_rt_cuda_algos_load_for(db, dev, &n) == JN_ERR_VALUE && n == 0 && has(path) && has("NVIDIA H200 sm_90") &&
+    CHECK(jn_ex_cuda_algos_load_for(db, dev, &n) == JN_ERR_VALUE && n == 0 && has(path) && has("NVIDIA H200 sm_90") &&
           has("not a convolution key") && has("nothing imported") && has("DELETE FROM algos"));
     CHECK(jn_rt_cudnn_cache_count() == 0);
     CHECK(sql(db, "UPDATE algos SET key = substr(key, 2) WHERE key LIKE 'x%'; UPDATE algos SET algo = 99 "
                   "WHERE key LIKE '0:%'") == SQLITE_OK);
-    CHECK(jn_rt_cuda_algos_load_for(db, dev, &n) == JN_ERR_VALUE && has("algorithm number 64 outside") &&
+    CHECK(jn_ex_cuda_algos_load_for(db, dev, &n) == JN_ERR_VALUE && has("algorithm number 64 outside") &&
           jn_rt_cudnn_cache_count() == 0);
     CHECK(sql(db, "UPDATE algos SET algo = 2 WHERE key LIKE '0:%'") == SQLITE_OK);
-    CHECK(jn_rt_cuda_algos_load_for(db, dev, &n) == JN_OK && n == 3); /* repaired */
+    CHECK(jn_ex_cuda_algos_load_for(db, dev, &n) == JN_OK && n == 3); /* repaired */
     /* the entry points the replay calls: without a GPU they do nothing */
     const char *why = NULL;
     if (jn_cuda_device_count(&why) == 0) {
         CHECK(jn_rt_cudnn_device(dev, sizeof dev) == JN_ERR_UNSUPPORTED && has("cuDNN algorithm cache"));
-        CHECK(jn_rt_cuda_algos_load(db, &n) == JN_OK && n == 0);
-        CHECK(jn_rt_cuda_algos_save(db, &n) == JN_OK && n == 0);
-        printf("test_backend: no GPU (%s): jn_rt_cuda_algos_load/_save with the real device name not run\n", why);
+        CHECK(jn_ex_cuda_algos_load(db, &n) == JN_OK && n == 0);
+        CHECK(jn_ex_cuda_algos_save(db, &n) == JN_OK && n == 0);
+        printf("test_backend: no GPU (%s): jn_ex_cuda_algos_load/_save with the real device name not run\n", why);
     } else {
         CHECK(jn_rt_cudnn_device(dev, sizeof dev) == JN_OK && strstr(dev, " sm_"));
-        CHECK(jn_rt_cuda_algos_save(db, &n) == JN_OK && n == 3);
+        CHECK(jn_ex_cuda_algos_save(db, &n) == JN_OK && n == 3);
         jn_rt_cudnn_cache_clear();
-        CHECK(jn_rt_cuda_algos_load(db, &n) == JN_OK && n == 3);
+        CHECK(jn_ex_cuda_algos_load(db, &n) == JN_OK && n == 3);
     }
     jn_rt_cudnn_cache_clear();
     jn_db_close(db);

@@ -1140,7 +1140,7 @@ static void test_poolmask_exact(void) {
                     for (int side = 0; side < 2; side++) {
                         const jn_ir_module *mm = side ? m1 : m0;
                         rng_state = seed; /* the same values on both sides */
-                        CHECK(jn_rt_exec_make_inputs(mm->graphs[0], sv, 1, in[side]) == JN_OK);
+                        CHECK(jn_ex_make_inputs(mm->graphs[0], sv, 1, in[side]) == JN_OK);
                         for (int t = 0; t < 2; t++) {
                             jn_tensor *x = in[side][t];
                             const float *src = t ? gs : xs;
@@ -1150,12 +1150,12 @@ static void test_poolmask_exact(void) {
                                 else ((float *)jn_data(x))[e] = v;
                             }
                         }
-                        jn_rt_exec *xe = NULL;
-                        jn_status s2 = jn_rt_exec_new(mm, 0, NULL, JN_RT_EXEC_EAGER, &xe);
-                        if (s2 == JN_OK) s2 = jn_rt_exec_run(xe, in[side], sv, out[side]);
+                        jn_ex_exec *xe = NULL;
+                        jn_status s2 = jn_ex_new(mm, 0, NULL, JN_EX_EAGER, &xe);
+                        if (s2 == JN_OK) s2 = jn_ex_run(xe, in[side], sv, out[side]);
                         CHECK(s2 == JN_OK);
                         if (s2) fprintf(stderr, "poolmask exact: %s\n", jn_errmsg());
-                        jn_rt_exec_free(xe);
+                        jn_ex_free(xe);
                     }
                     for (int o = 0; o < 3; o++) {
                         int same = out[0][o] && out[1][o] && jt_same(out[0][o], out[1][o], 1, 0);
@@ -1434,8 +1434,8 @@ static char *read_file(const char *path, size_t *len) {
 }
 
 /* ------------------------------------------- differential interpretation */
-/* Both sides run through the graph executor (runtime/exec): the original
- * graph op by op (JN_RT_EXEC_EAGER), the optimized one with its kernels
+/* Both sides run through the graph executor (exec/): the original
+ * graph op by op (JN_EX_EAGER), the optimized one with its kernels
  * (member by member: no compiled code here) at their roots and its planned
  * values at their arena offsets, so a plan that overlaps live values, or a
  * kernel whose value is read before it runs, changes the outputs.  Every
@@ -1452,7 +1452,7 @@ static int64_t *sym_max(const jn_ir_graph *g) {
 /* Outputs of graph gi of m in output order (new references), 1 on success. */
 static int interpret(const jn_ir_module *m, int32_t gi, jn_tensor **outs, int use_plan) {
     int64_t *sv = sym_max(m->graphs[gi]);
-    int ok = sv && jt_run_graph(m, gi, NULL, use_plan ? 0 : JN_RT_EXEC_EAGER, sv, 12345, outs, NULL) == JN_OK;
+    int ok = sv && jt_run_graph(m, gi, NULL, use_plan ? 0 : JN_EX_EAGER, sv, 12345, outs, NULL) == JN_OK;
     free(sv);
     return ok;
 }

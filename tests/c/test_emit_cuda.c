@@ -146,7 +146,7 @@ static void test_goldens(void) {
     check_goldens(names, sizeof names / sizeof names[0], jn_cg_emit_cuda, "cuda", ".cu", "CUDA", "test_emit_cuda");
 }
 
-/* The source's copy of the device ABI agrees with runtime/exec/jn_exec.h. */
+/* The source's copy of the device ABI agrees with exec/jn_exec.h. */
 static void test_abi(void) {
     jn_ir_module *m = parse_body(cases[0].body);
     CHECK(m && run_passes(m, "fuse,select"));

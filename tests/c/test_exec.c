@@ -1,9 +1,9 @@
-/* test_exec.c -- the graph executor (runtime/exec/jn_exec.h), differential:
+/* test_exec.c -- the graph executor (exec/jn_exec.h), differential:
  *
  *   golden    every graph of tests/golden/ and tests/c/data/ (.ir files),
  *             optimized by jn_cg_optimize, run with its kernels (member by
  *             member: no compiled code) and plan, against the same graph
- *             op by op (JN_RT_EXEC_EAGER): bitwise equal outputs and state
+ *             op by op (JN_EX_EAGER): bitwise equal outputs and state
  *             writes (the same eager kernels run); and against the graph
  *             before the passes op by op: numerically equal (the passes
  *             may flip the sign of a zero).  Symbols at the bottom, middle
@@ -67,13 +67,13 @@ typedef struct {
  * opt with its plan and kernels (lib) vs opt op by op (bitwise, or within
  * rtol where tol_out[i] is set), and vs orig op by op (numerically). */
 static void compare_at(const char *what, const jn_ir_module *orig, const jn_ir_module *opt, int32_t k,
-                       const jn_rt_exec_lib *lib, const int64_t *sv, uint64_t seed, tally *t, const uint8_t *tol_out) {
+                       const jn_ex_lib *lib, const int64_t *sv, uint64_t seed, tally *t, const uint8_t *tol_out) {
     const jn_ir_graph *g = opt->graphs[k];
     int32_t no = g->noutputs;
     jn_tensor **ref = calloc((size_t)no + 1, sizeof *ref), **got = calloc((size_t)no + 1, sizeof *got);
     jn_tensor **org = calloc((size_t)no + 1, sizeof *org);
-    jn_rt_exec_stats se, sp;
-    jn_status st = jt_run_graph(opt, k, NULL, JN_RT_EXEC_EAGER, sv, seed, ref, &se);
+    jn_ex_stats se, sp;
+    jn_status st = jt_run_graph(opt, k, NULL, JN_EX_EAGER, sv, seed, ref, &se);
     if (st != JN_OK) { /* an op the zero/random inputs make fail (an index): nothing to compare */
         t->skipped++;
         if (getenv("EXEC_DEBUG")) fprintf(stderr, "%s graph %s not runnable: %s\n", what, g->name, jn_errmsg());
@@ -111,7 +111,7 @@ static void compare_at(const char *what, const jn_ir_module *orig, const jn_ir_m
         t->bitwise += same && !tol;
         t->tolerant += same && tol;
     }
-    if (orig && jt_run_graph(orig, k, NULL, JN_RT_EXEC_EAGER, sv, seed, org, NULL) == JN_OK) {
+    if (orig && jt_run_graph(orig, k, NULL, JN_EX_EAGER, sv, seed, org, NULL) == JN_OK) {
         CHECK(orig->graphs[k]->noutputs == no);
         for (int32_t i = 0; i < no && orig->graphs[k]->noutputs == no; i++) {
             int same = jt_same(org[i], got[i], tol_out && tol_out[i] ? 2 : 0, 1e-4);
@@ -130,7 +130,7 @@ done:
 /* The optimized module's kernels emitted, compiled and loaded (NULL: none
  * to compile, or no compiler: reported once). */
 static int no_cc;
-static jn_rt_exec_lib *compile_lib(const jn_ir_module *m, const char *what) { return jt_compile_lib(m, what, &no_cc); }
+static jn_ex_lib *compile_lib(const jn_ir_module *m, const char *what) { return jt_compile_lib(m, what, &no_cc); }
 
 /* Per output of g: 1 when a compiled ew_reduce kernel (a sum in another
  * order than eager's) contributes to it, so it matches within rounding only. */
@@ -160,7 +160,7 @@ static uint8_t *inexact_outputs(const jn_ir_graph *g) {
 }
 
 /* Every graph at its symbols' lo, middle and hi (rng and int symbols too). */
-static void compare_module(const char *what, const jn_ir_module *orig, const jn_ir_module *opt, const jn_rt_exec_lib *lib,
+static void compare_module(const char *what, const jn_ir_module *orig, const jn_ir_module *opt, const jn_ex_lib *lib,
                            tally *t) {
     for (int32_t k = 0; k < opt->ngraphs; k++) {
         const jn_ir_graph *g = opt->graphs[k];
@@ -189,7 +189,7 @@ static void compare_module(const char *what, const jn_ir_module *orig, const jn_
  * Per golden graph with an arena and compiled kernels. */
 typedef struct {
     const jn_ir_module *m;
-    const jn_rt_exec_lib *lib;
+    const jn_ex_lib *lib;
     int32_t gi;
     const int64_t *sv;
     int done;
@@ -203,14 +203,14 @@ static void nested_hook(void *ctx, int32_t k, const jn_kcall *c, int after) {
     if (after || n->done++) return;
     n->s = jt_run_graph(n->m, n->gi, n->lib, 0, n->sv, 7, n->o, NULL);
 }
-static void nested_runs(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib) {
+static void nested_runs(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib) {
     const jn_ir_graph *g = m->graphs[gi];
     size_t no = (size_t)g->noutputs + 1;
     jn_tensor **ra = calloc(no, sizeof *ra), **rb = calloc(no, sizeof *rb), **oa = calloc(no, sizeof *oa),
               **ob = calloc(no, sizeof *ob);
     int64_t *sv = calloc((size_t)g->nsyms + 1, sizeof *sv); /* every symbol at the top of its range */
     for (int32_t i = 0; sv && i < g->nsyms; i++) sv[i] = g->syms[i].kind == JN_IR_SYM_IVAR ? g->syms[i].lo : g->syms[i].hi;
-    jn_rt_exec_stats st;
+    jn_ex_stats st;
     nested n = {m, lib, gi, sv, 0, JN_OK, ob};
     if (ra && rb && oa && ob && sv && jt_run_graph(m, gi, lib, 0, sv, 3, ra, &st) == JN_OK && st.arena_bytes > 0 &&
         st.kernels_gen > 0) {
@@ -245,18 +245,18 @@ static void past_max(const jn_ir_module *m, int32_t gi) {
     if (!packed || dim < 0) return;
     int64_t *sv = calloc((size_t)g->nsyms + 1, sizeof *sv);
     jn_tensor **in = calloc((size_t)g->ninputs + 1, sizeof *in), **out = calloc((size_t)g->noutputs + 1, sizeof *out);
-    jn_rt_exec *x = NULL;
+    jn_ex_exec *x = NULL;
     for (int32_t k = 0; sv && k < g->nsyms; k++) sv[k] = g->syms[k].kind == JN_IR_SYM_IVAR ? g->syms[k].lo : g->syms[k].hi;
     if (sv) sv[dim] = g->syms[dim].hi + 1;
-    if (sv && in && out && jn_rt_exec_make_inputs(g, sv, 5, in) == JN_OK && jn_rt_exec_new(m, gi, NULL, 0, &x) == JN_OK) {
-        jn_status s = jn_rt_exec_run(x, in, sv, out);
+    if (sv && in && out && jn_ex_make_inputs(g, sv, 5, in) == JN_OK && jn_ex_new(m, gi, NULL, 0, &x) == JN_OK) {
+        jn_status s = jn_ex_run(x, in, sv, out);
         CHECK(s == JN_ERR_VALUE && strstr(jn_errmsg(), "outside") && strstr(jn_errmsg(), g->syms[dim].name));
         if (s == JN_OK)
             for (int32_t k = 0; k < g->noutputs; k++)
                 if (out[k]) jn_tensor_decref(out[k]);
         past_max_graphs++;
     }
-    jn_rt_exec_free(x);
+    jn_ex_free(x);
     for (int32_t i = 0; in && i < g->ninputs; i++)
         if (in[i]) jn_tensor_decref(in[i]);
     free(sv), free(in), free(out);
@@ -276,10 +276,10 @@ static int golden_file(const char *path, tally *t, tally *tc) {
     }
     if (ok) compare_module(strrchr(path, '/') + 1, orig, opt, NULL, t);
     for (int32_t gi = 0; ok && gi < opt->ngraphs; gi++) past_max(opt, gi);
-    jn_rt_exec_lib *lib = ok ? compile_lib(opt, path) : NULL;
+    jn_ex_lib *lib = ok ? compile_lib(opt, path) : NULL;
     if (lib) compare_module(strrchr(path, '/') + 1, orig, opt, lib, tc);
     for (int32_t gi = 0; lib && gi < opt->ngraphs; gi++) nested_runs(opt, gi, lib);
-    jn_rt_exec_lib_close(lib);
+    jn_ex_lib_close(lib);
     jn_ir_module_free(orig);
     jn_ir_module_free(opt);
     free(text);
@@ -657,9 +657,9 @@ static void test_random(void) {
             snprintf(what, sizeof what, "random module %d", mi);
             int fails = jt_fail;
             compare_module(what, orig, opt, NULL, &t);
-            jn_rt_exec_lib *lib = mi % 3 == 0 ? compile_lib(opt, what) : NULL;
+            jn_ex_lib *lib = mi % 3 == 0 ? compile_lib(opt, what) : NULL;
             if (lib) compare_module(what, orig, opt, lib, &tc);
-            jn_rt_exec_lib_close(lib);
+            jn_ex_lib_close(lib);
             if (jt_fail != fails && getenv("EXEC_DEBUG")) fprintf(stderr, "%s", text);
         }
         jn_ir_module_free(orig);
@@ -814,19 +814,19 @@ static void test_compiled(void) {
     size_t len = 0;
     void *so = build_so(JN_KABI_VERSION, h, &len);
     CHECK(so != NULL);
-    jn_rt_exec_lib *lib = NULL;
-    jn_status st = so ? jn_rt_exec_lib_open(so, len, h, "test bundle", &lib) : JN_ERR_IO;
+    jn_ex_lib *lib = NULL;
+    jn_status st = so ? jn_ex_lib_open(so, len, h, "test bundle", &lib) : JN_ERR_IO;
     CHECK(st == JN_OK);
     if (st) fprintf(stderr, "lib_open: %s\n", jn_errmsg());
-    CHECK(jn_rt_exec_lib_kernel(lib, 0, 1) != NULL && jn_rt_exec_lib_kernel(lib, 0, 3) == NULL &&
-          jn_rt_exec_lib_kernel(lib, 1, 0) == NULL);
+    CHECK(jn_ex_lib_kernel(lib, 0, 1) != NULL && jn_ex_lib_kernel(lib, 0, 3) == NULL &&
+          jn_ex_lib_kernel(lib, 1, 0) == NULL);
     tally t = {0};
     uint8_t tol[4] = {0, 0, 1, 0}; /* the sum: expf and the eager exp may differ in the last bit */
     int64_t bs[] = {1, 3, 5};
     for (int i = 0; i < 3 && lib; i++) {
         compare_at("compiled", orig, opt, 0, lib, &bs[i], 99 + (uint64_t)i, &t, tol);
         jn_tensor *o[4] = {0};
-        jn_rt_exec_stats s;
+        jn_ex_stats s;
         CHECK(jt_run_graph(opt, 0, lib, 0, &bs[i], 5, o, &s) == JN_OK);
         CHECK(s.kernels_gen == 3 && s.kernels_lib == 0 && s.nodes_eager == 1); /* the mm alone runs eagerly */
         for (int k = 0; k < 4; k++)
@@ -835,20 +835,20 @@ static void test_compiled(void) {
     CHECK(t.runs == 3 && t.bitwise == 9);
     printf("compiled: %d runs with hand-written kernels from a shared object, %d outputs bitwise equal to op by op, the "
            "sum within 1e-5\n", t.runs, t.bitwise);
-    jn_rt_exec_lib_close(lib);
+    jn_ex_lib_close(lib);
     /* refusals name the origin and the fix */
     lib = NULL;
-    CHECK(so && jn_rt_exec_lib_open(so, len, h ^ 1, "bundle X", &lib) == JN_ERR_VALUE && !lib && has("bundle X") &&
+    CHECK(so && jn_ex_lib_open(so, len, h ^ 1, "bundle X", &lib) == JN_ERR_VALUE && !lib && has("bundle X") &&
           has("another module") && has("janus optimize"));
     free(so);
     so = build_so(JN_KABI_VERSION + 1, h, &len);
-    CHECK(so && jn_rt_exec_lib_open(so, len, h, "bundle Y", &lib) == JN_ERR_VALUE && !lib && has("bundle Y") &&
+    CHECK(so && jn_ex_lib_open(so, len, h, "bundle Y", &lib) == JN_ERR_VALUE && !lib && has("bundle Y") &&
           has("kernel ABI"));
     /* a truncated object (a corrupt one is the bundle checksum's business: dlopen trusts what it maps) */
-    CHECK(so && jn_rt_exec_lib_open(so, 64, h, "bundle Z", &lib) == JN_ERR_VALUE && !lib && has("bundle Z") &&
+    CHECK(so && jn_ex_lib_open(so, 64, h, "bundle Z", &lib) == JN_ERR_VALUE && !lib && has("bundle Z") &&
           has("do not load"));
     free(so);
-    CHECK(jn_rt_exec_lib_open("nope", 4, h, "bundle W", &lib) == JN_ERR_VALUE && has("not a shared object"));
+    CHECK(jn_ex_lib_open("nope", 4, h, "bundle W", &lib) == JN_ERR_VALUE && has("not a shared object"));
     jn_ir_module_free(orig);
     jn_ir_module_free(opt);
     jt_tmp_end();
@@ -860,52 +860,52 @@ static void test_errors(void) {
     CHECK(jn_ir_parse(KGRAPH, strlen(KGRAPH), &m) == JN_OK);
     CHECK(jn_cg_optimize(m, NULL, NULL) == JN_OK);
     const jn_ir_graph *g = m->graphs[0];
-    jn_rt_exec *x = NULL;
-    CHECK(jn_rt_exec_new(m, 1, NULL, 0, &x) == JN_ERR_VALUE && !x);
-    CHECK(jn_rt_exec_new(m, 0, NULL, 0, &x) == JN_OK);
+    jn_ex_exec *x = NULL;
+    CHECK(jn_ex_new(m, 1, NULL, 0, &x) == JN_ERR_VALUE && !x);
+    CHECK(jn_ex_new(m, 0, NULL, 0, &x) == JN_OK);
     int64_t sv[1] = {3};
     jn_tensor *in[6];
-    CHECK(jn_rt_exec_make_inputs(g, sv, 1, in) == JN_OK);
+    CHECK(jn_ex_make_inputs(g, sv, 1, in) == JN_OK);
     jn_tensor *outs[4] = {0};
     /* symbols from the inputs */
     int64_t b[1];
-    CHECK(jn_rt_exec_bind_syms(g, in, b) == JN_OK && b[0] == 3);
-    CHECK(jn_rt_exec_run(x, in, b, outs) == JN_OK && outs[3] && outs[3]->shape[0] == 3);
-    jn_rt_exec_stats s;
-    jn_rt_exec_last_stats(x, &s);
+    CHECK(jn_ex_bind_syms(g, in, b) == JN_OK && b[0] == 3);
+    CHECK(jn_ex_run(x, in, b, outs) == JN_OK && outs[3] && outs[3]->shape[0] == 3);
+    jn_ex_stats s;
+    jn_ex_last_stats(x, &s);
     CHECK(s.arena_bytes == 0 && s.kernels_lib == 3 && s.kernels_gen == 0 && s.nodes_eager == 9); /* all values leave */
     for (int k = 0; k < 4; k++) jn_tensor_decref(outs[k]), outs[k] = NULL;
     /* the arena is reused: a smaller batch fits */
     int64_t sv2[1] = {1};
     jn_tensor *in2[6];
-    CHECK(jn_rt_exec_make_inputs(g, sv2, 1, in2) == JN_OK);
-    CHECK(jn_rt_exec_run(x, in2, sv2, outs) == JN_OK && outs[1]->shape[0] == 1);
+    CHECK(jn_ex_make_inputs(g, sv2, 1, in2) == JN_OK);
+    CHECK(jn_ex_run(x, in2, sv2, outs) == JN_OK && outs[1]->shape[0] == 1);
     for (int k = 0; k < 4; k++) jn_tensor_decref(outs[k]), outs[k] = NULL;
     /* disagreeing inputs, wrong shape, wrong dtype */
-    CHECK(jn_rt_exec_bind_syms(g, (jn_tensor *[]){in[0], in[1], in[2], in[3], in2[4], in[5]}, b) == JN_ERR_SHAPE &&
+    CHECK(jn_ex_bind_syms(g, (jn_tensor *[]){in[0], in[1], in[2], in[3], in2[4], in[5]}, b) == JN_ERR_SHAPE &&
           has("symbol B") && has("input 4"));
-    CHECK(jn_rt_exec_run(x, in2, sv, outs) == JN_ERR_SHAPE && has("input 0") && has("dim 0 (B)") && !outs[0]);
+    CHECK(jn_ex_run(x, in2, sv, outs) == JN_ERR_SHAPE && has("input 0") && has("dim 0 (B)") && !outs[0]);
     jn_tensor *bad = jn_tensor_zeros(JN_F64, 2, (int64_t[]){3, 4});
     jn_tensor *in3[6] = {bad, in[1], in[2], in[3], in[4], in[5]};
-    CHECK(jn_rt_exec_run(x, in3, sv, outs) == JN_ERR_TYPE && has("input 0") && has("float64") && has("float32"));
+    CHECK(jn_ex_run(x, in3, sv, outs) == JN_ERR_TYPE && has("input 0") && has("float64") && has("float32"));
     jn_tensor *in4[6] = {in[0], in[1], in[2], in[3], in[4], NULL};
-    CHECK(jn_rt_exec_run(x, in4, sv, outs) == JN_ERR_VALUE && has("input 5") && has("missing"));
+    CHECK(jn_ex_run(x, in4, sv, outs) == JN_ERR_VALUE && has("input 5") && has("missing"));
     jn_tensor_decref(bad);
     for (int i = 0; i < 6; i++) {
         jn_tensor_decref(in[i]);
         jn_tensor_decref(in2[i]);
     }
-    jn_rt_exec_free(x);
+    jn_ex_free(x);
     jn_ir_module_free(m);
 }
 
 /* The one graph of module text G, an executor over it and its synthetic inputs at symbols 0. */
-static void one_graph(const char *G, jn_ir_module **m, jn_rt_exec **x, jn_tensor **in) {
+static void one_graph(const char *G, jn_ir_module **m, jn_ex_exec **x, jn_tensor **in) {
     *m = NULL;
     *x = NULL;
     CHECK(jn_ir_parse(G, strlen(G), m) == JN_OK);
-    CHECK(jn_rt_exec_new(*m, 0, NULL, 0, x) == JN_OK);
-    CHECK(jn_rt_exec_make_inputs((*m)->graphs[0], (int64_t[]){0}, 1, in) == JN_OK);
+    CHECK(jn_ex_new(*m, 0, NULL, 0, x) == JN_OK);
+    CHECK(jn_ex_make_inputs((*m)->graphs[0], (int64_t[]){0}, 1, in) == JN_OK);
 }
 
 /* A run that fails after it wrote state in place says so (replay must not
@@ -926,26 +926,26 @@ static void test_state_written(void) {
         "  out %5 keep\n"
         "}\n";
     jn_ir_module *m;
-    jn_rt_exec *x;
+    jn_ex_exec *x;
     jn_tensor *in[4];
     one_graph(G, &m, &x, in);
     jn_tensor *outs[1] = {0};
-    jn_rt_exec_stats st;
-    CHECK(jn_rt_exec_run(x, in, (int64_t[]){0}, outs) == JN_OK && outs[0]);
-    jn_rt_exec_last_stats(x, &st);
+    jn_ex_stats st;
+    CHECK(jn_ex_run(x, in, (int64_t[]){0}, outs) == JN_OK && outs[0]);
+    jn_ex_last_stats(x, &st);
     CHECK(st.state_written == 1 && !memcmp(jn_data(in[0]), jn_data(in[1]), 16));
     jn_tensor_decref(outs[0]), outs[0] = NULL;
     ((int64_t *)jn_data(in[3]))[1] = 7; /* out of range for 5 rows: the embedding fails after copy_ */
-    CHECK(jn_rt_exec_run(x, in, (int64_t[]){0}, outs) != JN_OK && !outs[0]);
-    jn_rt_exec_last_stats(x, &st);
+    CHECK(jn_ex_run(x, in, (int64_t[]){0}, outs) != JN_OK && !outs[0]);
+    jn_ex_last_stats(x, &st);
     CHECK(st.state_written == 1);
     jn_tensor *bad = jn_tensor_zeros(JN_F64, 1, (int64_t[]){4}), *in2[4] = {in[0], bad, in[2], in[3]};
-    CHECK(jn_rt_exec_run(x, in2, (int64_t[]){0}, outs) == JN_ERR_TYPE); /* refused before any node ran */
-    jn_rt_exec_last_stats(x, &st);
+    CHECK(jn_ex_run(x, in2, (int64_t[]){0}, outs) == JN_ERR_TYPE); /* refused before any node ran */
+    jn_ex_last_stats(x, &st);
     CHECK(st.state_written == 0);
     jn_tensor_decref(bad);
     for (int i = 0; i < 4; i++) jn_tensor_decref(in[i]);
-    jn_rt_exec_free(x);
+    jn_ex_free(x);
     jn_ir_module_free(m);
 }
 
@@ -963,7 +963,7 @@ static void test_idle_release(void) {
         "  arena 262144\n"
         "}\n";
     jn_ir_module *m;
-    jn_rt_exec *x;
+    jn_ex_exec *x;
     jn_tensor *in[1];
     one_graph(G, &m, &x, in);
     float first[64];
@@ -973,22 +973,22 @@ static void test_idle_release(void) {
      * each allocation misses */
     int64_t odd = 70001;
     for (int r = 0; r < 40; r++) {
-        CHECK(jn_rt_exec_run(x, in, (int64_t[]){0}, &out) == JN_OK && out);
+        CHECK(jn_ex_run(x, in, (int64_t[]){0}, &out) == JN_OK && out);
         if (!out) break;
         if (r == 0) memcpy(first, jn_data(out), sizeof first);
         CHECK(!memcmp(first, jn_data(out), sizeof first));
         jn_tensor_decref(out), out = NULL;
-        CHECK(jn_rt_exec_shared_arena_bytes() >= 262144);
+        CHECK(jn_ex_shared_arena_bytes() >= 262144);
         if (r == 5 || r == 20) {
             jn_tensor *e = jn_tensor_zeros(JN_F32, 1, (int64_t[]){odd});
             odd *= 5; /* eager work that misses */
             jn_tensor_decref(e);
             /* 6 runs: kept; 16 more (r = 6..20 plus this one's): given back */
-            CHECK((jn_rt_exec_shared_arena_bytes() == 0) == (r == 20));
+            CHECK((jn_ex_shared_arena_bytes() == 0) == (r == 20));
         }
     }
     jn_tensor_decref(in[0]);
-    jn_rt_exec_free(x);
+    jn_ex_free(x);
     jn_ir_module_free(m);
 }
 

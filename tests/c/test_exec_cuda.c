@@ -1,12 +1,12 @@
 /* test_exec_cuda.c -- the device side of the executor for generated
- * kernels (runtime/exec/exec_cuda.c).
+ * kernels (exec/exec_cuda.c).
  *
  * Without a GPU (here):
- *   image     jn_rt_cuda_pick_image, the pure choice between a bundle's
+ *   image     jn_ex_cuda_pick_image, the pure choice between a bundle's
  *             cubin, its PTX and a refusal naming bundle target and device
  *             arch, over same-arch, newer-minor, newer-major, older and
  *             malformed cases;
- *   dkcall    jn_rt_dkcall_from against the jn_kcall the CPU executor
+ *   dkcall    jn_ex_dkcall_from against the jn_kcall the CPU executor
  *             builds: for every generated kernel call of every golden IR
  *             module and every emitter pattern (tests/c/jn_test_emit.h),
  *             run through the executor with compiled C kernels and a
@@ -60,7 +60,7 @@ static void test_pick_image(void) {
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         int img = -7;
-        jn_status st = jn_rt_cuda_pick_image(c[i].target, c[i].cubin, c[i].ptx, c[i].major, c[i].minor, "Test GPU", &img);
+        jn_status st = jn_ex_cuda_pick_image(c[i].target, c[i].cubin, c[i].ptx, c[i].major, c[i].minor, "Test GPU", &img);
         if (c[i].want >= 0) {
             CHECK(st == JN_OK && img == c[i].want);
         } else {
@@ -70,11 +70,11 @@ static void test_pick_image(void) {
         if ((c[i].want >= 0) != (st == JN_OK)) fprintf(stderr, "  case %zu (%s)\n", i, c[i].target);
     }
     int img;
-    CHECK(jn_rt_cuda_pick_image("cpu", 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE && has("not a CUDA target") &&
+    CHECK(jn_ex_cuda_pick_image("cpu", 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE && has("not a CUDA target") &&
           has("cuda:sm_90"));
-    CHECK(jn_rt_cuda_pick_image("cuda:sm_9", 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE);
-    CHECK(jn_rt_cuda_pick_image(NULL, 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE);
-    CHECK(jn_rt_cuda_pick_image("cuda:sm_90", 0, 0, 9, 0, NULL, &img) == JN_ERR_VALUE && has("no CUDA kernels"));
+    CHECK(jn_ex_cuda_pick_image("cuda:sm_9", 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE);
+    CHECK(jn_ex_cuda_pick_image(NULL, 1, 1, 9, 0, NULL, &img) == JN_ERR_VALUE);
+    CHECK(jn_ex_cuda_pick_image("cuda:sm_90", 0, 0, 9, 0, NULL, &img) == JN_ERR_VALUE && has("no CUDA kernels"));
 }
 
 /* ------------------------------------------------------ jn_dkcall layout */
@@ -106,7 +106,7 @@ static void check_hook(void *ctx, int32_t k, const jn_kcall *c, int after) {
     h->calls++;
     jn_dkcall d;
     memset(&d, 0x5a, sizeof d); /* garbage: the conversion must clear what it does not set */
-    int ok = c->nops == h->io[k].ncall && jn_rt_dkcall_from(c, h->io[k].nscalar, &d) == JN_OK &&
+    int ok = c->nops == h->io[k].ncall && jn_ex_dkcall_from(c, h->io[k].nscalar, &d) == JN_OK &&
              same_layout(c, h->io[k].nscalar, &d);
     if (!ok && !h->bad++) fprintf(stderr, "%s kernel K%d: the device call differs from the CPU call\n", h->what, k);
 }
@@ -130,8 +130,8 @@ static void free_outs(jn_tensor **o, int32_t n) {
 }
 
 /* Graph gi of m through the executor with lib and the hook; 1 if it ran. */
-static int run_with(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, const int64_t *sv,
-                    jn_rt_exec_kcall_hook hook, void *ctx, jn_rt_exec_stats *st, const char *what) {
+static int run_with(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, const int64_t *sv,
+                    jn_ex_kcall_hook hook, void *ctx, jn_ex_stats *st, const char *what) {
     const jn_ir_graph *g = m->graphs[gi];
     jn_tensor **outs = calloc((size_t)g->noutputs + 1, sizeof *outs);
     jn_status s = jt_run_graph_hooked(m, gi, lib, 0, sv, 4242, outs, st, hook, ctx);
@@ -150,12 +150,12 @@ static int64_t *mid_syms(const jn_ir_graph *g) {
 static int total_calls;
 
 /* Every generated kernel call of every graph of m (optimized, with lib). */
-static void check_module_calls(const jn_ir_module *m, const jn_rt_exec_lib *lib, const int64_t *syms, const char *what) {
+static void check_module_calls(const jn_ir_module *m, const jn_ex_lib *lib, const int64_t *syms, const char *what) {
     for (int32_t gi = 0; gi < m->ngraphs; gi++) {
         const jn_ir_graph *g = m->graphs[gi];
         int64_t *sv = syms ? NULL : mid_syms(g);
         kcheck h = {.what = what, .io = describe_all(g)};
-        jn_rt_exec_stats st = {0};
+        jn_ex_stats st = {0};
         CHECK(h.io && run_with(m, gi, lib, syms ? syms : sv, check_hook, &h, &st, what));
         CHECK(h.bad == 0 && h.calls == h.after && h.calls == st.kernels_gen);
         total_calls += h.calls;
@@ -183,16 +183,16 @@ static void test_dkcall(void) {
     jn_dkcall d;
     strides[0] = 16, strides[1] = 4, strides[2] = 4, strides[3] = 0; /* operand 1 broadcasts over dim 1 */
     sc[0] = 0.5;
-    CHECK(jn_rt_dkcall_from(&c, 1, &d) == JN_OK && same_layout(&c, 1, &d));
+    CHECK(jn_ex_dkcall_from(&c, 1, &d) == JN_OK && same_layout(&c, 1, &d));
     CHECK(d.strides[0][0] == 16 && d.strides[0][1] == 4 && d.strides[1][0] == 4 && d.strides[1][1] == 0);
     c.nops = JN_DK_MAX_OPS + 1;
-    CHECK(jn_rt_dkcall_from(&c, 1, &d) == JN_ERR_UNSUPPORTED && has("operands") && has("64"));
+    CHECK(jn_ex_dkcall_from(&c, 1, &d) == JN_ERR_UNSUPPORTED && has("operands") && has("64"));
     c.nops = 2;
-    CHECK(jn_rt_dkcall_from(&c, JN_DK_MAX_SCALARS + 1, &d) == JN_ERR_UNSUPPORTED && has("scalars"));
+    CHECK(jn_ex_dkcall_from(&c, JN_DK_MAX_SCALARS + 1, &d) == JN_ERR_UNSUPPORTED && has("scalars"));
     c.nred = 3;
-    CHECK(jn_rt_dkcall_from(&c, 0, &d) == JN_ERR_VALUE && has("malformed"));
+    CHECK(jn_ex_dkcall_from(&c, 0, &d) == JN_ERR_VALUE && has("malformed"));
     c.nred = 0, c.ndim = JN_MAX_DIMS + 1;
-    CHECK(jn_rt_dkcall_from(&c, 0, &d) == JN_ERR_VALUE);
+    CHECK(jn_ex_dkcall_from(&c, 0, &d) == JN_ERR_VALUE);
 
     /* the calls the CPU executor makes for the emitter patterns (the
      * golden modules': test_golden) */
@@ -201,10 +201,10 @@ static void test_dkcall(void) {
         jn_ir_module *m = parse_body(cases[i].body);
         CHECK(m && run_passes(m, "fuse,select"));
         if (!m) continue;
-        jn_rt_exec_lib *lib = jt_compile_lib(m, cases[i].name, &no_cc);
+        jn_ex_lib *lib = jt_compile_lib(m, cases[i].name, &no_cc);
         CHECK(lib != NULL || no_cc);
         if (lib) check_module_calls(m, lib, cases[i].syms, cases[i].name);
-        jn_rt_exec_lib_close(lib);
+        jn_ex_lib_close(lib);
         jn_ir_module_free(m);
     }
     if (no_cc) {
@@ -223,16 +223,16 @@ static char gpu_name[256];
 
 static void test_driver(void) {
     char *old = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
-    jn_rt_dlib *l = (jn_rt_dlib *)&l; /* must come back NULL */
+    jn_ex_dlib *l = (jn_ex_dlib *)&l; /* must come back NULL */
     setenv("JANUS_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
-    jn_status st = jn_rt_dlib_open("x", 1, "x", 1, "cuda:sm_90", 1, "test bundle", 0, &l);
+    jn_status st = jn_ex_dlib_open("x", 1, "x", 1, "cuda:sm_90", 1, "test bundle", 0, &l);
     CHECK(st == JN_ERR_UNSUPPORTED && l == NULL && has("CUDA driver was not found") &&
           has("/nonexistent/libcuda.so.1") && has("--target cpu"));
     int ma, mi;
-    CHECK(jn_rt_cuda_device(0, &ma, &mi, NULL, 0) == JN_ERR_UNSUPPORTED);
+    CHECK(jn_ex_cuda_device(0, &ma, &mi, NULL, 0) == JN_ERR_UNSUPPORTED);
     if (old) setenv("JANUS_LIBCUDA", old, 1);
     else unsetenv("JANUS_LIBCUDA");
-    st = jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name);
+    st = jn_ex_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name);
     have_gpu = st == JN_OK;
     char why[600];
     snprintf(why, sizeof why, "%s", jn_errmsg());
@@ -244,7 +244,7 @@ static void test_driver(void) {
         if (f) {
             fclose(f);
             setenv("JANUS_LIBCUDA", stub, 1);
-            st = jn_rt_dlib_open("x", 1, "x", 1, "cuda:sm_90", 1, "test bundle", 0, &l);
+            st = jn_ex_dlib_open("x", 1, "x", 1, "cuda:sm_90", 1, "test bundle", 0, &l);
             CHECK(st == JN_ERR_UNSUPPORTED && l == NULL && has(stub) &&
                   (has("stub library") || has("does not start")));
             printf("  with the toolkit's stub: %s\n", jn_errmsg());
@@ -263,7 +263,7 @@ static void test_driver(void) {
 typedef struct {
     kcheck kc;     /* the layout check, on every call */
     const char *what;
-    jn_rt_dlib *l; /* NULL: no device, the layout check only */
+    jn_ex_dlib *l; /* NULL: no device, the layout check only */
     int32_t gi;
     const jn_ir_graph *g;
     jn_cg_kernel_io *io;
@@ -305,18 +305,18 @@ static void mirror_before(mirror *h, int32_t k, const jn_kcall *c) {
         h->gotcap = h->got ? h->total : 0;
     }
     if (!h->got) st = jn_error(JN_ERR_NOMEM, "out of memory");
-    if (!st) st = jn_rt_dlib_arena(h->l, h->gi, h->total, &base);
+    if (!st) st = jn_ex_dlib_arena(h->l, h->gi, h->total, &base);
     for (int j = 0; j < c->nops && !st; j++) {
-        st = jn_rt_dlib_upload(h->l, base + h->off[j], c->data[j] + h->lo[j], h->len[j]);
+        st = jn_ex_dlib_upload(h->l, base + h->off[j], c->data[j] + h->lo[j], h->len[j]);
         ddata[j] = (char *)(uintptr_t)(base + h->off[j] - (uint64_t)h->lo[j]);
     }
     jn_kcall dc = *c;
     dc.data = ddata;
     jn_dkcall d;
-    if (!st) st = jn_rt_dkcall_from(&dc, io->nscalar, &d);
-    if (!st) st = jn_rt_dlib_launch(h->l, h->gi, k, &d, NULL);
-    if (!st) st = jn_rt_dlib_sync(h->l);
-    if (!st) st = jn_rt_dlib_download(h->l, h->got, base, h->total);
+    if (!st) st = jn_ex_dkcall_from(&dc, io->nscalar, &d);
+    if (!st) st = jn_ex_dlib_launch(h->l, h->gi, k, &d, NULL);
+    if (!st) st = jn_ex_dlib_sync(h->l);
+    if (!st) st = jn_ex_dlib_download(h->l, h->got, base, h->total);
     if (st && !h->err++) fprintf(stderr, "%s graph %s kernel K%d on the GPU: %s\n", h->what, h->g->name, k, jn_errmsg());
 }
 
@@ -377,8 +377,8 @@ static int fake_driver; /* the "GPU" is tests/c/fake_libcuda.c: cubins are C ker
 static int use_device;  /* the golden modules run on the device too */
 
 /* ------------------------------------ whole graphs on the device
- * Graph gi run by the device executor (jn_rt_exec_new_on with
- * jn_rt_cuda_graphs: generated kernels launched from l, every other node
+ * Graph gi run by the device executor (jn_ex_new_on with
+ * jn_ex_cuda_graphs: generated kernels launched from l, every other node
  * through backend be) against the CPU executor with compiled C kernels on
  * the same inputs.  The test's device table wraps the real one and checks
  * that every buffer a node writes and every operand a kernel is launched
@@ -390,8 +390,8 @@ static int use_device;  /* the golden modules run on the device too */
  * downloaded; floats within 1e-5 of the CPU output's largest element:
  * jt_close_norm). */
 typedef struct {
-    const jn_rt_exec_device *in;
-    jn_rt_exec_device dev;
+    const jn_ex_device *in;
+    jn_ex_device dev;
     jn_tensor *made[8192]; /* held: their memory stays theirs while the run goes on */
     int nmade;
     jn_tensor *const *inputs;
@@ -451,7 +451,7 @@ static jn_status dt_launch(void *ctx, int32_t gi, int32_t k, const jn_kcall *c, 
 }
 static jn_status dt_begin(void *ctx, int32_t gi) { dtrack *t = ctx; return t->in->begin(t->in->ctx, gi); }
 static jn_status dt_end(void *ctx, int32_t gi, jn_status s) { dtrack *t = ctx; return t->in->end(t->in->ctx, gi, s); }
-static void dt_init(dtrack *t, const jn_rt_exec_device *in) {
+static void dt_init(dtrack *t, const jn_ex_device *in) {
     memset(t, 0, sizeof *t);
     t->in = in;
     t->dev = *in;
@@ -466,9 +466,9 @@ static const jn_rt_backend *graph_backend; /* the fake's host table, or the eage
 typedef int (*CUresult_fn)(void *stream, void (*fn)(void *), void *data);
 static int graph_stream; /* the fake's stream handle: its address */
 
-/* Inputs (jn_rt_exec_make_inputs, seed) on the backend's device. */
+/* Inputs (jn_ex_make_inputs, seed) on the backend's device. */
 static jn_status device_inputs(const jn_ir_graph *g, const int64_t *sv, jn_tensor **host, jn_tensor **dev) {
-    jn_status s = jn_rt_exec_make_inputs(g, sv, 4242, host);
+    jn_status s = jn_ex_make_inputs(g, sv, 4242, host);
     for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
         jn_ir_input_kind k = g->inputs[i].kind;
         int tensor = k == JN_IR_IN_STATE || k == JN_IR_IN_HOST || k == JN_IR_IN_CARRY;
@@ -479,44 +479,44 @@ static jn_status device_inputs(const jn_ir_graph *g, const int64_t *sv, jn_tenso
     return s;
 }
 
-static void graph_on_device(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, jn_rt_dlib *l, const char *name) {
+static void graph_on_device(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, jn_ex_dlib *l, const char *name) {
     const jn_ir_graph *g = m->graphs[gi];
     int64_t *sv = mid_syms(g);
     size_t ni = (size_t)g->ninputs + 1, no = (size_t)g->noutputs + 1;
     jn_tensor **ref = calloc(no, sizeof *ref), **hin = calloc(ni, sizeof *hin), **din = calloc(ni, sizeof *din),
               **keep = calloc(no, sizeof *keep);
-    jn_rt_exec_stats cst = {0}, dst = {0};
-    jn_rt_cuda_graphs *cg = NULL;
-    jn_rt_exec *x = NULL;
+    jn_ex_stats cst = {0}, dst = {0};
+    jn_ex_cuda_graphs *cg = NULL;
+    jn_ex_exec *x = NULL;
     dtrack *t = calloc(1, sizeof *t);
     jn_status s = sv && ref && hin && din && keep && t ? jt_run_graph(m, gi, lib, 0, sv, 4242, ref, &cst) : JN_ERR_NOMEM;
     CHECK(s == JN_OK);
     if (!s) s = device_inputs(g, sv, hin, din);
-    if (!s) s = jn_rt_cuda_graphs_new(l, graph_backend, NULL, &cg);
+    if (!s) s = jn_ex_cuda_graphs_new(l, graph_backend, NULL, &cg);
     if (!s) {
-        dt_init(t, jn_rt_cuda_graphs_device(cg));
+        dt_init(t, jn_ex_cuda_graphs_device(cg));
         t->inputs = din, t->ninputs = g->ninputs;
-        s = jn_rt_exec_new_on(m, gi, NULL, &t->dev, 0, &x);
+        s = jn_ex_new_on(m, gi, NULL, &t->dev, 0, &x);
     }
     if (s == JN_ERR_UNSUPPORTED) { /* an op the backend lacks: the graph stays on the CPU */
         graphs_skipped++;
         goto done;
     }
-    if (!s) s = jn_rt_exec_run(x, din, sv, keep);
+    if (!s) s = jn_ex_run(x, din, sv, keep);
     CHECK(s == JN_OK);
     if (s) {
         fprintf(stderr, "%s graph %s on the device: %s\n", name, g->name, jn_errmsg());
         goto done;
     }
-    jn_rt_exec_last_stats(x, &dst);
-    jn_rt_cuda_graphs_stats cs;
-    jn_rt_cuda_graphs_get_stats(cg, &cs);
+    jn_ex_last_stats(x, &dst);
+    jn_ex_cuda_graphs_stats cs;
+    jn_ex_cuda_graphs_get_stats(cg, &cs);
     graphs_run++;
     /* every compiled kernel launched, every other node through the node runner, all in device memory */
     CHECK(t->foreign == 0);
     CHECK(dst.kernels_gen == cst.kernels_gen && cs.launches == cst.kernels_gen && t->launches == cs.launches);
     CHECK(dst.nodes_eager == cst.nodes_eager && t->nodes == cst.nodes_eager && cs.nodes <= t->nodes);
-    CHECK(cs.plain_runs == 1 && cs.captures == 0 && cs.replays == 0); /* jn_rt_exec_run: no CUDA Graph */
+    CHECK(cs.plain_runs == 1 && cs.captures == 0 && cs.replays == 0); /* jn_ex_run: no CUDA Graph */
     CHECK(dst.arena_bytes == cst.arena_bytes && (dst.arena_bytes == 0 || cs.arenas == 1));
     graphs_launches += cs.launches, graphs_nodes += cs.nodes;
     for (int32_t i = 0, k = 0; i < g->noutputs; i++) {
@@ -538,8 +538,8 @@ static void graph_on_device(const jn_ir_module *m, int32_t gi, const jn_rt_exec_
         jn_tensor_decref(h);
     }
 done:
-    jn_rt_exec_free(x);
-    jn_rt_cuda_graphs_free(cg);
+    jn_ex_free(x);
+    jn_ex_cuda_graphs_free(cg);
     for (int32_t i = 0; i < g->noutputs; i++) {
         if (ref && ref[i]) jn_tensor_decref(ref[i]);
         if (keep && keep[i]) jn_tensor_decref(keep[i]);
@@ -553,7 +553,7 @@ done:
 }
 
 /* ------------------------------------ whole graphs as CUDA Graphs
- * jn_rt_cuda_graphs_run on the fake driver, library nodes and copies run
+ * jn_ex_cuda_graphs_run on the fake driver, library nodes and copies run
  * as host functions over the CPU kernels (jn_test_hostfn.h).  Per graph: run 1 is captured and
  * instantiated, runs 2 and 3 (new input values written into the same
  * tensors) replay it, run 4 (a state input moved to a new tensor: another
@@ -562,17 +562,17 @@ done:
  * FAKE_CUDA_FAIL=capture: the run falls back to plain launches, the reason
  * kept, with the same results. */
 static int cg_graphs, cg_runs, cg_outputs_equal, cg_outputs, churned;
-static jn_rt_cuda_graphs_stats cg_total;
+static jn_ex_cuda_graphs_stats cg_total;
 
 /* One run of both executors on inputs of `seed`; 1 when every output is bitwise equal. */
-static int graph_run_pair(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, jn_rt_exec *dx,
-                          jn_rt_cuda_graphs *cg, const int64_t *sv, uint64_t seed, jn_tensor **din, int fresh_state) {
+static int graph_run_pair(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, jn_ex_exec *dx,
+                          jn_ex_cuda_graphs *cg, const int64_t *sv, uint64_t seed, jn_tensor **din, int fresh_state) {
     const jn_ir_graph *g = m->graphs[gi];
     size_t ni = (size_t)g->ninputs + 1, no = (size_t)g->noutputs + 1;
     jn_tensor **hin = calloc(ni, sizeof *hin), **hk = calloc(no, sizeof *hk), **dk = calloc(no, sizeof *dk);
-    jn_rt_exec *cx = NULL;
+    jn_ex_exec *cx = NULL;
     int ok = 0;
-    jn_status s = hin && hk && dk ? jn_rt_exec_make_inputs(g, sv, seed, hin) : JN_ERR_NOMEM;
+    jn_status s = hin && hk && dk ? jn_ex_make_inputs(g, sv, seed, hin) : JN_ERR_NOMEM;
     for (int32_t i = 0; i < g->ninputs && !s; i++) { /* the same values into the device's tensors */
         jn_ir_input_kind k = g->inputs[i].kind;
         if (k != JN_IR_IN_STATE && k != JN_IR_IN_HOST && k != JN_IR_IN_CARRY) {
@@ -586,9 +586,9 @@ static int graph_run_pair(const jn_ir_module *m, int32_t gi, const jn_rt_exec_li
             s = jn_copy_into(din[i], hin[i]);
         }
     }
-    if (!s) s = jn_rt_exec_new(m, gi, lib, 0, &cx);
-    if (!s) s = jn_rt_exec_run(cx, hin, sv, hk);
-    if (!s) s = jn_rt_cuda_graphs_run(cg, dx, din, sv, dk);
+    if (!s) s = jn_ex_new(m, gi, lib, 0, &cx);
+    if (!s) s = jn_ex_run(cx, hin, sv, hk);
+    if (!s) s = jn_ex_cuda_graphs_run(cg, dx, din, sv, dk);
     if (s) fprintf(stderr, "graph %s (CUDA Graphs, seed %llu): %s\n", g->name, (unsigned long long)seed, jn_errmsg());
     if (!s) {
         ok = 1;
@@ -604,7 +604,7 @@ static int graph_run_pair(const jn_ir_module *m, int32_t gi, const jn_rt_exec_li
             cg_outputs++, cg_outputs_equal += same;
         }
     }
-    jn_rt_exec_free(cx);
+    jn_ex_free(cx);
     for (int32_t i = 0; i < g->noutputs; i++) {
         if (hk && hk[i]) jn_tensor_decref(hk[i]);
         if (dk && dk[i]) jn_tensor_decref(dk[i]);
@@ -615,27 +615,27 @@ static int graph_run_pair(const jn_ir_module *m, int32_t gi, const jn_rt_exec_li
     return ok;
 }
 
-static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, jn_rt_dlib *l) {
+static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, jn_ex_dlib *l) {
     const jn_ir_graph *g = m->graphs[gi];
     int64_t *sv = mid_syms(g);
     jn_tensor **din = calloc((size_t)g->ninputs + 1, sizeof *din);
-    jn_rt_cuda_graphs *cg = NULL;
-    jn_rt_exec *dx = NULL;
-    jn_rt_cuda_graphs_runner r = {jt_host_node, jt_host_copy, NULL};
+    jn_ex_cuda_graphs *cg = NULL;
+    jn_ex_exec *dx = NULL;
+    jn_ex_cuda_graphs_runner r = {jt_host_node, jt_host_copy, NULL};
     jn_status s = !sv || !din ? JN_ERR_NOMEM
-                : fake_driver ? jn_rt_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg)
-                              : jn_rt_cuda_graphs_new(l, NULL, NULL, &cg); /* the eager CUDA backend, its stream */
+                : fake_driver ? jn_ex_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg)
+                              : jn_ex_cuda_graphs_new(l, NULL, NULL, &cg); /* the eager CUDA backend, its stream */
     if (!s) {
-        if (fake_driver) jn_rt_cuda_graphs_set_runner(cg, &r);
-        s = jn_rt_exec_new_on(m, gi, NULL, jn_rt_cuda_graphs_device(cg), 0, &dx);
+        if (fake_driver) jn_ex_cuda_graphs_set_runner(cg, &r);
+        s = jn_ex_new_on(m, gi, NULL, jn_ex_cuda_graphs_device(cg), 0, &dx);
     }
     CHECK(s == JN_OK || (!fake_driver && s == JN_ERR_UNSUPPORTED)); /* an op the CUDA backend lacks: left out */
     int has_state = 0;
     for (int32_t i = 0; i < g->ninputs; i++) has_state |= g->inputs[i].kind == JN_IR_IN_STATE;
     if (!s && !fake_driver) { /* a real GPU: results right whatever ran; a capture may fail legitimately */
-        jn_rt_cuda_graphs_stats st;
+        jn_ex_cuda_graphs_stats st;
         for (int k = 0; k < 4; k++) CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 11 + (uint64_t)k, din, k == 3));
-        jn_rt_cuda_graphs_get_stats(cg, &st);
+        jn_ex_cuda_graphs_get_stats(cg, &st);
         if (st.plain_runs) printf("  graph %s: plain launches: %s\n", g->name, st.plain_reason);
         cg_graphs++, cg_runs += 4;
         cg_total.replays += st.replays, cg_total.captures += st.captures, cg_total.updates += st.updates;
@@ -643,13 +643,13 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_e
         s = JN_ERR_UNSUPPORTED; /* the fake's checks below do not apply */
     }
     if (!s) {
-        jn_rt_cuda_graphs_stats st;
+        jn_ex_cuda_graphs_stats st;
         CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 11, din, 0));
-        jn_rt_cuda_graphs_get_stats(cg, &st);
+        jn_ex_cuda_graphs_get_stats(cg, &st);
         CHECK(st.captures == 1 && st.instantiations == 1 && st.replays == 0 && st.plain_runs == 0);
         if (st.plain_runs) fprintf(stderr, "graph %s: plain launches: %s\n", g->name, st.plain_reason);
         CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 12, din, 0) && graph_run_pair(m, gi, lib, dx, cg, sv, 13, din, 0));
-        jn_rt_cuda_graphs_get_stats(cg, &st);
+        jn_ex_cuda_graphs_get_stats(cg, &st);
         if (!(st.captures == 1 && st.replays == 2 && st.launches == 0))
             fprintf(stderr, "graph %s: %lld captures, %lld replays, %lld launches\n", g->name, (long long)st.captures,
                     (long long)st.replays, (long long)st.launches);
@@ -657,13 +657,13 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_e
         if (has_state) { /* another address: captured again, the executable graph updated (unless no
                           * captured call reads that state: then the same graph is right) */
             CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 14, din, 1));
-            jn_rt_cuda_graphs_get_stats(cg, &st);
+            jn_ex_cuda_graphs_get_stats(cg, &st);
             CHECK(st.captures + st.replays == 4 && st.updates + st.instantiations == st.captures);
             cg_runs++;
             /* new addresses in every run: after three captures in a row, plain launches */
-            jn_rt_cuda_graphs_stats s2;
+            jn_ex_cuda_graphs_stats s2;
             for (int k = 0; k < 3; k++) CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 20 + (uint64_t)k, din, 1));
-            jn_rt_cuda_graphs_get_stats(cg, &s2);
+            jn_ex_cuda_graphs_get_stats(cg, &s2);
             if (s2.replays == st.replays) { /* the walks differed (some captured call reads the state) */
                 CHECK(s2.plain_runs >= 1 && strstr(s2.plain_reason, "in a row"));
                 churned++;
@@ -678,27 +678,27 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_rt_e
         cg_total.replays += st.replays, cg_total.captures += st.captures, cg_total.updates += st.updates;
         cg_total.instantiations += st.instantiations;
     }
-    jn_rt_exec_free(dx);
-    jn_rt_cuda_graphs_free(cg);
+    jn_ex_free(dx);
+    jn_ex_cuda_graphs_free(cg);
     dx = NULL, cg = NULL;
     /* a capture that cannot start: plain launches, the reason kept, the same results */
     setenv("FAKE_CUDA_FAIL", "capture", 1);
-    s = fake_driver ? jn_rt_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg) : JN_ERR_UNSUPPORTED;
+    s = fake_driver ? jn_ex_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg) : JN_ERR_UNSUPPORTED;
     if (!s) {
-        jn_rt_cuda_graphs_set_runner(cg, &r);
-        s = jn_rt_exec_new_on(m, gi, NULL, jn_rt_cuda_graphs_device(cg), 0, &dx);
+        jn_ex_cuda_graphs_set_runner(cg, &r);
+        s = jn_ex_new_on(m, gi, NULL, jn_ex_cuda_graphs_device(cg), 0, &dx);
     }
     if (!s) {
-        jn_rt_cuda_graphs_stats st;
+        jn_ex_cuda_graphs_stats st;
         CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 15, din, 0) && graph_run_pair(m, gi, lib, dx, cg, sv, 16, din, 0));
-        jn_rt_cuda_graphs_get_stats(cg, &st);
+        jn_ex_cuda_graphs_get_stats(cg, &st);
         CHECK(st.captures == 0 && st.replays == 0 && st.plain_runs == 2 && strstr(st.plain_reason, "cuStreamBeginCapture"));
         cg_total.launches += st.launches;
         cg_total.plain_runs += st.plain_runs;
     }
     unsetenv("FAKE_CUDA_FAIL");
-    jn_rt_exec_free(dx);
-    jn_rt_cuda_graphs_free(cg);
+    jn_ex_free(dx);
+    jn_ex_cuda_graphs_free(cg);
     for (int32_t i = 0; din && i < g->ninputs; i++)
         if (din[i]) jn_tensor_decref(din[i]);
     free(din), free(sv);
@@ -727,8 +727,8 @@ static void golden_module(const jn_ir_module *m, const char *name) {
     void *cubin = NULL;
     size_t pl = 0, cl = 0;
     uint64_t hash = 0;
-    jn_rt_dlib *l = NULL;
-    jn_rt_exec_lib *lib = jt_compile_lib(m, name, &no_cc); /* NULL: no generated kernels */
+    jn_ex_dlib *l = NULL;
+    jn_ex_lib *lib = jt_compile_lib(m, name, &no_cc); /* NULL: no generated kernels */
     if (!lib) return;
     snprintf(arch, sizeof arch, "sm_%d%d", gpu_major, gpu_minor);
     snprintf(target, sizeof target, "cuda:%s", arch);
@@ -738,12 +738,12 @@ static void golden_module(const jn_ir_module *m, const char *name) {
         CHECK(st == JN_OK);
         if (st) fprintf(stderr, "%s: the device image for %s: %s\n", name, arch, jn_errmsg());
         /* another module's hash is refused, from the __constant__ read back */
-        CHECK(st || (jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash ^ 1, name, 0, &l) == JN_ERR_VALUE && !l &&
+        CHECK(st || (jn_ex_dlib_open(cubin, cl, ptx, pl, target, hash ^ 1, name, 0, &l) == JN_ERR_VALUE && !l &&
                      has("another module") && has(name)));
-        if (!st) st = jn_rt_dlib_open(cubin, cl, ptx, pl, target, hash, name, 0, &l);
+        if (!st) st = jn_ex_dlib_open(cubin, cl, ptx, pl, target, hash, name, 0, &l);
         CHECK(st == JN_OK);
         if (st) fprintf(stderr, "%s: %s\n", name, jn_errmsg());
-        CHECK(!l || jn_rt_dlib_image(l, NULL, 0) == JN_RT_CUDA_IMAGE_CUBIN);
+        CHECK(!l || jn_ex_dlib_image(l, NULL, 0) == JN_RT_CUDA_IMAGE_CUBIN);
         gpu_modules += l != NULL;
     }
     for (int32_t gi = 0; gi < m->ngraphs; gi++) {
@@ -751,14 +751,14 @@ static void golden_module(const jn_ir_module *m, const char *name) {
         int64_t *sv = mid_syms(g);
         mirror h = {.kc = {.what = name, .io = describe_all(g)}, .what = name, .l = l, .gi = gi, .g = g};
         h.io = h.kc.io;
-        jn_rt_exec_stats st = {0};
+        jn_ex_stats st = {0};
         CHECK(h.io && run_with(m, gi, lib, sv, mirror_hook, &h, &st, name));
         CHECK(h.kc.bad == 0 && h.kc.calls == h.kc.after && h.kc.calls == st.kernels_gen);
         total_calls += h.kc.calls;
         if (l) {
             CHECK(h.err == 0 && h.bad == 0 && h.exact + h.close == h.calls && h.calls == h.kc.calls);
             for (int32_t k = 0; k < g->nkernels; k++)
-                CHECK(jn_rt_dlib_has_kernel(l, gi, k) == (jn_rt_exec_lib_kernel(lib, gi, k) != NULL));
+                CHECK(jn_ex_dlib_has_kernel(l, gi, k) == (jn_ex_lib_kernel(lib, gi, k) != NULL));
             gpu_calls += h.calls, gpu_exact += h.exact, gpu_close += h.close;
         }
         free_io(g, h.io);
@@ -768,8 +768,8 @@ static void golden_module(const jn_ir_module *m, const char *name) {
     for (int32_t gi = 0; l && graph_backend && gi < m->ngraphs; gi++) graph_on_device(m, gi, lib, l, name);
     for (int32_t gi = 0; l && graph_backend && (!fake_driver || jt_hostfn.launch) && gi < m->ngraphs; gi++)
         graph_as_cuda_graph(m, gi, lib, l);
-    jn_rt_dlib_close(l);
-    jn_rt_exec_lib_close(lib);
+    jn_ex_dlib_close(l);
+    jn_ex_lib_close(lib);
     free(ptx), free(cubin);
 }
 
@@ -833,10 +833,10 @@ static void fake_setup(void) {
     have_gpu = fake_driver = 1;
     jt_hostfn.be = &jn_rt_cpu_backend;
     jt_hostfn.stream = &graph_stream;
-    CHECK(jn_rt_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name) == JN_OK);
+    CHECK(jn_ex_cuda_device(0, &gpu_major, &gpu_minor, gpu_name, sizeof gpu_name) == JN_OK);
     CHECK(gpu_major == 9 && gpu_minor == 0 && !strcmp(gpu_name, "Fake GPU"));
     int ma, mi;
-    CHECK(jn_rt_cuda_device(1, &ma, &mi, NULL, 0) == JN_ERR_VALUE && has("device 1 does not exist"));
+    CHECK(jn_ex_cuda_device(1, &ma, &mi, NULL, 0) == JN_ERR_VALUE && has("device 1 does not exist"));
 }
 
 static void fake_checks(void) {
@@ -854,28 +854,28 @@ static void fake_checks(void) {
     char *ptx = NULL;
     size_t cl = 0, pl = 0;
     uint64_t hash = 0;
-    jn_rt_dlib *l = NULL;
+    jn_ex_dlib *l = NULL;
     if (m && device_image(m, "sm_90", &cubin, &cl, &ptx, &pl) == JN_OK && jn_cg_module_hash(m, &hash) == JN_OK) {
-        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_100", hash, "bundle 7", 0, &l) == JN_ERR_UNSUPPORTED &&
+        CHECK(jn_ex_dlib_open(cubin, cl, NULL, 0, "cuda:sm_100", hash, "bundle 7", 0, &l) == JN_ERR_UNSUPPORTED &&
               !l && has("cuda:sm_100 bundle cannot run on Fake GPU (sm_90)") && has("--target cuda:sm_90"));
-        CHECK(jn_rt_dlib_open(NULL, 0, "// ptx\n", 7, "cuda:sm_90", hash, "bundle 7", 0, &l) == JN_ERR_RUNTIME &&
+        CHECK(jn_ex_dlib_open(NULL, 0, "// ptx\n", 7, "cuda:sm_90", hash, "bundle 7", 0, &l) == JN_ERR_RUNTIME &&
               !l && has("cuModuleLoadDataEx of the PTX of bundle 7") && has("no PTX JIT"));
-        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_90", hash, "bundle 7", 3, &l) == JN_ERR_VALUE &&
+        CHECK(jn_ex_dlib_open(cubin, cl, NULL, 0, "cuda:sm_90", hash, "bundle 7", 3, &l) == JN_ERR_VALUE &&
               has("device 3 does not exist"));
-        CHECK(jn_rt_dlib_open(cubin, cl, NULL, 0, "cuda:sm_90", hash, "bundle 7", 0, &l) == JN_OK && l);
+        CHECK(jn_ex_dlib_open(cubin, cl, NULL, 0, "cuda:sm_90", hash, "bundle 7", 0, &l) == JN_OK && l);
         jn_dkcall d = {.nops = 1, .ndim = 1, .shape = {4}};
-        CHECK(l && jn_rt_dlib_launch(l, 0, 99, &d, NULL) == JN_ERR_VALUE && has("no kernel jn_k0_99"));
+        CHECK(l && jn_ex_dlib_launch(l, 0, 99, &d, NULL) == JN_ERR_VALUE && has("no kernel jn_k0_99"));
         setenv("FAKE_CUDA_FAIL", "launch", 1);
-        CHECK(l && jn_rt_dlib_launch(l, 0, 0, &d, NULL) == JN_ERR_RUNTIME && has("cuLaunchKernel of jn_k0_0 of bundle 7") &&
+        CHECK(l && jn_ex_dlib_launch(l, 0, 0, &d, NULL) == JN_ERR_RUNTIME && has("cuLaunchKernel of jn_k0_0 of bundle 7") &&
               has("CUDA_ERROR_LAUNCH_FAILED"));
         unsetenv("FAKE_CUDA_FAIL");
         d.shape[0] = 0; /* an empty space launches nothing */
-        CHECK(l && jn_rt_dlib_launch(l, 0, 0, &d, NULL) == JN_OK);
+        CHECK(l && jn_ex_dlib_launch(l, 0, 0, &d, NULL) == JN_OK);
         uint64_t a = 0, b = 0;
-        CHECK(l && jn_rt_dlib_arena(l, 2, 100, &a) == JN_OK && a && jn_rt_dlib_arena(l, 2, 50, &b) == JN_OK && b == a);
-        CHECK(l && jn_rt_dlib_arena(l, 2, 1 << 20, &b) == JN_OK && b);
-        CHECK(l && jn_rt_dlib_arena(l, -1, 8, &b) == JN_ERR_VALUE);
-        jn_rt_dlib_close(l);
+        CHECK(l && jn_ex_dlib_arena(l, 2, 100, &a) == JN_OK && a && jn_ex_dlib_arena(l, 2, 50, &b) == JN_OK && b == a);
+        CHECK(l && jn_ex_dlib_arena(l, 2, 1 << 20, &b) == JN_OK && b);
+        CHECK(l && jn_ex_dlib_arena(l, -1, 8, &b) == JN_ERR_VALUE);
+        jn_ex_dlib_close(l);
     }
     jn_ir_module_free(m);
     free(cubin), free(ptx);

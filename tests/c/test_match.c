@@ -1,4 +1,4 @@
-/* test_match.c -- replay's matcher (runtime/exec/jn_match.h) against
+/* test_match.c -- replay's matcher (replay/jn_match.h) against
  * recorded runs, offline.
  *
  *   test_match                 the section loader on the module of a small
@@ -46,7 +46,7 @@ typedef struct {
 } sev;
 
 typedef struct {
-    jn_rt_match_arg a;
+    jn_rp_match_arg a;
     int64_t shape[JN_MAX_DIMS];
 } sarg;
 
@@ -118,34 +118,34 @@ static jn_status collect(void *ctx, const jn_an_event *e) {
 static void stream_free(stream *s) { free(s->ev), free(s->arg), free(s->seg); }
 
 /* Feed segment k of s (args possibly replaced by `args`); returns end()'s kind. */
-static jn_rt_match_kind feed_seg(jn_rt_matcher *mt, const stream *s, const sarg *args, int64_t k,
-                                 jn_rt_match_result *res) {
-    jn_rt_match_arg buf[2 * 300];
+static jn_rp_match_kind feed_seg(jn_rp_matcher *mt, const stream *s, const sarg *args, int64_t k,
+                                 jn_rp_match_result *res) {
+    jn_rp_match_arg buf[2 * 300];
     const sseg *g = &s->seg[k];
     int32_t alive[64], nalive = -1; /* what replay chooses a segment's mode by, after its first op */
-    jn_rt_match_begin(mt, g->entry);
-    CHECK(jn_rt_match_alive(mt, alive, 64) == 0);
+    jn_rp_match_begin(mt, g->entry);
+    CHECK(jn_rp_match_alive(mt, alive, 64) == 0);
     for (int32_t i = g->ev0; i < g->ev0 + g->nev; i++) {
         const sev *x = &s->ev[i];
         int n = x->nin + x->nout;
-        jn_rt_match_arg *a = n <= 600 ? buf : malloc(sizeof *a * (size_t)n);
+        jn_rp_match_arg *a = n <= 600 ? buf : malloc(sizeof *a * (size_t)n);
         for (int j = 0; j < n; j++) {
             a[j] = args[x->arg0 + j].a;
             a[j].shape = args[x->arg0 + j].shape;
         }
-        jn_rt_match_event ev = {x->op, x->attrs, x->nin, x->nout, a, a + x->nin};
-        jn_rt_match_kind r = jn_rt_match_feed(mt, &ev, res);
+        jn_rp_match_event ev = {x->op, x->attrs, x->nin, x->nout, a, a + x->nin};
+        jn_rp_match_kind r = jn_rp_match_feed(mt, &ev, res);
         if (a != buf) free(a);
-        if (r == JN_RT_MATCH_MISS) {
-            CHECK(jn_rt_match_alive(mt, alive, 64) == 0);
-            jn_rt_match_result r2;
-            jn_rt_match_end(mt, &r2);
-            return JN_RT_MATCH_MISS;
+        if (r == JN_RP_MATCH_MISS) {
+            CHECK(jn_rp_match_alive(mt, alive, 64) == 0);
+            jn_rp_match_result r2;
+            jn_rp_match_end(mt, &r2);
+            return JN_RP_MATCH_MISS;
         }
-        if (nalive < 0) CHECK((nalive = jn_rt_match_alive(mt, alive, 64)) > 0);
+        if (nalive < 0) CHECK((nalive = jn_rp_match_alive(mt, alive, 64)) > 0);
     }
-    jn_rt_match_kind k2 = jn_rt_match_end(mt, res);
-    if (k2 == JN_RT_MATCH_COMPLETE) { /* the graph it became was among those it could become */
+    jn_rp_match_kind k2 = jn_rp_match_end(mt, res);
+    if (k2 == JN_RP_MATCH_COMPLETE) { /* the graph it became was among those it could become */
         int in = 0;
         for (int32_t j = 0; j < nalive; j++) in |= alive[j] == res->graph;
         CHECK(in);
@@ -157,7 +157,7 @@ static jn_rt_match_kind feed_seg(jn_rt_matcher *mt, const stream *s, const sarg 
 typedef struct {
     jn_ir_module *m;          /* the loaded bundle's module (post-passes) */
     jn_cg_bundle *b;
-    jn_rt_matcher *mt;
+    jn_rp_matcher *mt;
     void *payload;
 } loaded;
 
@@ -199,7 +199,7 @@ static int load(const char *path, loaded *L, jn_ir_module **an_out) {
     L->m = L->b->module;
     const jn_cg_bundle_section *ms = jn_cg_bundle_section_find(L->b, JN_CG_SEC_MATCHER);
     CHECK(ms != NULL);
-    if (!ms || jn_rt_match_new(L->m, ms->data, ms->len, &L->mt)) {
+    if (!ms || jn_rp_match_new(L->m, ms->data, ms->len, &L->mt)) {
         fprintf(stderr, "matcher: %s\n", jn_errmsg());
         return -1;
     }
@@ -207,7 +207,7 @@ static int load(const char *path, loaded *L, jn_ir_module **an_out) {
 }
 
 static void unload(loaded *L) {
-    jn_rt_match_free(L->mt);
+    jn_rp_match_free(L->mt);
     jn_cg_bundle_free(L->b);
     free(L->payload);
 }
@@ -250,11 +250,11 @@ static int replay(const char *path, const char *other) {
     int64_t *ghits = calloc((size_t)m->ngraphs + 1, sizeof *ghits);
     int32_t *seg_graph = malloc(sizeof(int32_t) * ((size_t)s.nseg + 1));
     for (int32_t gi = 0; gi < m->ngraphs; gi++)
-        if (jn_rt_match_ntokens(L.mt, gi) > 0) support += m->graphs[gi]->support;
+        if (jn_rp_match_ntokens(L.mt, gi) > 0) support += m->graphs[gi]->support;
     for (int64_t k = 0; k < s.nseg; k++) {
-        jn_rt_match_result r;
+        jn_rp_match_result r;
         seg_graph[k] = -1;
-        if (feed_seg(L.mt, &s, s.arg, k, &r) == JN_RT_MATCH_COMPLETE) {
+        if (feed_seg(L.mt, &s, s.arg, k, &r) == JN_RP_MATCH_COMPLETE) {
             hits++;
             ghits[r.graph]++;
             seg_graph[k] = r.graph;
@@ -297,7 +297,7 @@ static int replay(const char *path, const char *other) {
             for (int64_t e = 0; e < r.nevents; e++) {
                 const sev *x = &s.ev[s.seg[k].ev0 + e];
                 for (int q = 0; q < x->nout; q++) {
-                    int32_t go = jn_rt_match_token_output(L.mt, r.graph, r.ev_token[e], q);
+                    int32_t go = jn_rp_match_token_output(L.mt, r.graph, r.ev_token[e], q);
                     if (go < 0) continue;
                     const sarg *a = &s.arg[x->arg0 + x->nin + q];
                     const jn_ir_value *v = &g->values[g->outputs[go].value];
@@ -333,7 +333,7 @@ static int replay(const char *path, const char *other) {
     CHECK(binds_bad == 0);
     CHECK(hits > 0 || support == 0);
     for (int32_t gi = 0; gi < m->ngraphs; gi++)
-        if (jn_rt_match_ntokens(L.mt, gi) > 0 && ghits[gi] != m->graphs[gi]->support)
+        if (jn_rp_match_ntokens(L.mt, gi) > 0 && ghits[gi] != m->graphs[gi]->support)
             fprintf(stderr, "graph %s: %lld hits, support %lld\n", m->graphs[gi]->name, (long long)ghits[gi],
                     (long long)m->graphs[gi]->support);
 
@@ -348,8 +348,8 @@ static int replay(const char *path, const char *other) {
             if (seg_graph[q] == gi) k = q;
         if (k < 0) continue;
         const jn_ir_graph *g = m->graphs[gi];
-        jn_rt_match_result r;
-        CHECK(feed_seg(L.mt, &s, s.arg, k, &r) == JN_RT_MATCH_COMPLETE);
+        jn_rp_match_result r;
+        CHECK(feed_seg(L.mt, &s, s.arg, k, &r) == JN_RP_MATCH_COMPLETE);
         uint64_t *ids = malloc(sizeof *ids * ((size_t)g->ninputs + 1));
         int64_t *syms = malloc(sizeof *syms * ((size_t)g->nsyms + 1));
         memcpy(ids, r.inputs, sizeof *ids * (size_t)g->ninputs);
@@ -370,9 +370,9 @@ static int replay(const char *path, const char *other) {
                         sarg *a = &mut[s.ev[x].arg0 + j];
                         if (!a->a.pytype && a->a.id == ids[i]) a->shape[d] = hi + 1;
                     }
-                jn_rt_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
-                CHECK(rk == JN_RT_MATCH_MISS);
-                if (rk == JN_RT_MATCH_MISS && r.graph == gi && r.guard >= 0 &&
+                jn_rp_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
+                CHECK(rk == JN_RP_MATCH_MISS);
+                if (rk == JN_RP_MATCH_MISS && r.graph == gi && r.guard >= 0 &&
                     g->guards[r.guard].kind == JN_IR_G_SYM && r.seen == (double)(hi + 1)) {
                     nsym++;
                     if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  sym miss: %s\n", r.why);
@@ -394,10 +394,10 @@ static int replay(const char *path, const char *other) {
             int32_t mid = sg->ev0 + sg->nev / 2;
             ev2[mid].op = (jn_op)((ev2[mid].op + 1) % JN_NOPS);
             s2.ev = ev2;
-            jn_rt_match_kind rk = feed_seg(L.mt, &s2, mut, k, &r);
-            CHECK(rk == JN_RT_MATCH_MISS);
+            jn_rp_match_kind rk = feed_seg(L.mt, &s2, mut, k, &r);
+            CHECK(rk == JN_RP_MATCH_MISS);
             /* the graph itself misses at the op; a variant that got further may be the one reported */
-            if (rk == JN_RT_MATCH_MISS && r.why && (r.graph != gi || (r.guard == -1 && strstr(r.why, "the script ran"))))
+            if (rk == JN_RP_MATCH_MISS && r.why && (r.graph != gi || (r.guard == -1 && strstr(r.why, "the script ran"))))
                 nop++;
             else
                 fprintf(stderr, "graph %s: another op: %s\n", g->name, r.why ? r.why : "(complete)");
@@ -410,9 +410,9 @@ static int replay(const char *path, const char *other) {
                 if (!a0->a.pytype) continue;
                 memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
                 mut[s.ev[x].arg0 + j].a.scalar = a0->a.scalar + 1.5;
-                jn_rt_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
-                crashfree &= rk == JN_RT_MATCH_MISS || rk == JN_RT_MATCH_COMPLETE;
-                if (rk == JN_RT_MATCH_MISS && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_SCALAR) {
+                jn_rp_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
+                crashfree &= rk == JN_RP_MATCH_MISS || rk == JN_RP_MATCH_COMPLETE;
+                if (rk == JN_RP_MATCH_MISS && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_SCALAR) {
                     if (!nscalar && getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  scalar miss: %s\n", r.why);
                     CHECK(r.seen == a0->a.scalar + 1.5);
                     nscalar++;
@@ -427,9 +427,9 @@ static int replay(const char *path, const char *other) {
                     sarg *a = &mut[s.ev[x].arg0 + j];
                     if (!a->a.pytype && a->a.id == ids[i]) a->a.id = ids[i] + (1ull << 40);
                 }
-            jn_rt_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
-            CHECK(rk == JN_RT_MATCH_MISS);
-            if (rk == JN_RT_MATCH_MISS && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_BIND) {
+            jn_rp_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
+            CHECK(rk == JN_RP_MATCH_MISS);
+            if (rk == JN_RP_MATCH_MISS && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_BIND) {
                 if (!nbind && getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  bind miss: %s\n", r.why);
                 nbind++;
             } else {
@@ -448,9 +448,9 @@ static int replay(const char *path, const char *other) {
             int64_t lo = tg->lo, hi = tg->hi;
             tg->lo = n - 1 < lo ? n - 1 : lo;
             tg->hi = n - 1;
-            jn_rt_match_kind rk = feed_seg(L.mt, &s, s.arg, k, &r);
-            CHECK(rk == JN_RT_MATCH_MISS);
-            if (rk == JN_RT_MATCH_MISS && r.guard == q && r.seen == (double)n) {
+            jn_rp_match_kind rk = feed_seg(L.mt, &s, s.arg, k, &r);
+            CHECK(rk == JN_RP_MATCH_MISS);
+            if (rk == JN_RP_MATCH_MISS && r.guard == q && r.seen == (double)n) {
                 if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  trip miss: %s\n", r.why);
                 ntrip++;
             } else {
@@ -474,8 +474,8 @@ static int replay(const char *path, const char *other) {
         jn_db_close(db);
         close_seg(&o, 0);
         for (int64_t k = 0; k < o.nseg; k++) {
-            jn_rt_match_result r;
-            if (feed_seg(L.mt, &o, o.arg, k, &r) == JN_RT_MATCH_COMPLETE) {
+            jn_rp_match_result r;
+            if (feed_seg(L.mt, &o, o.arg, k, &r) == JN_RP_MATCH_COMPLETE) {
                 ohits++;
             } else {
                 omiss++;
@@ -503,19 +503,19 @@ static int replay(const char *path, const char *other) {
                 c[at] ^= (unsigned char)(1u << ((rnd >> 20) & 7));
             }
             if (round % 10 == 9) len = (size_t)(rnd >> 40) % len;
-            jn_rt_matcher *bad = NULL;
-            if (jn_rt_match_new(m, c, len, &bad) != JN_OK) {
+            jn_rp_matcher *bad = NULL;
+            if (jn_rp_match_new(m, c, len, &bad) != JN_OK) {
                 refused++;
                 CHECK(strstr(jn_errmsg(), "matcher section") != NULL);
                 continue;
             }
             loaded++;
             for (int64_t k = 0; k < s.nseg && k < 6; k++) {
-                jn_rt_match_result r;
-                jn_rt_match_kind rk = feed_seg(bad, &s, s.arg, k, &r);
-                CHECK(rk == JN_RT_MATCH_COMPLETE || (rk == JN_RT_MATCH_MISS && r.why));
+                jn_rp_match_result r;
+                jn_rp_match_kind rk = feed_seg(bad, &s, s.arg, k, &r);
+                CHECK(rk == JN_RP_MATCH_COMPLETE || (rk == JN_RP_MATCH_MISS && r.why));
             }
-            jn_rt_match_free(bad);
+            jn_rp_match_free(bad);
         }
         CHECK(refused > 0);
         if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "damaged sections: %d refused, %d loaded and fed\n", refused, loaded);
@@ -526,15 +526,15 @@ static int replay(const char *path, const char *other) {
     int64_t nev = 0;
     for (int64_t k = 0; k < s.nseg; k++) nev += s.seg[k].nev;
     if (getenv("JN_MATCH_BENCH")) {
-        /* the events built once: only jn_rt_match_feed / _end are timed */
-        jn_rt_match_event *evs = malloc(sizeof *evs * ((size_t)s.nev + 1));
-        jn_rt_match_arg *as = malloc(sizeof *as * ((size_t)s.narg + 1));
+        /* the events built once: only jn_rp_match_feed / _end are timed */
+        jn_rp_match_event *evs = malloc(sizeof *evs * ((size_t)s.nev + 1));
+        jn_rp_match_arg *as = malloc(sizeof *as * ((size_t)s.narg + 1));
         for (int64_t i = 0; i < s.narg; i++) {
             as[i] = s.arg[i].a;
             as[i].shape = s.arg[i].shape;
         }
         for (int64_t i = 0; i < s.nev; i++)
-            evs[i] = (jn_rt_match_event){s.ev[i].op, s.ev[i].attrs, s.ev[i].nin, s.ev[i].nout, as + s.ev[i].arg0,
+            evs[i] = (jn_rp_match_event){s.ev[i].op, s.ev[i].attrs, s.ev[i].nin, s.ev[i].nout, as + s.ev[i].arg0,
                                          as + s.ev[i].arg0 + s.ev[i].nin};
         /* the whole stream, best of 7 passes (events stream from memory) */
         double best = 1e30;
@@ -543,10 +543,10 @@ static int replay(const char *path, const char *other) {
             bhits = 0;
             double t0 = now_ns();
             for (int64_t k = 0; k < s.nseg; k++) {
-                jn_rt_match_result r;
-                jn_rt_match_begin(L.mt, s.seg[k].entry);
-                for (int32_t i = s.seg[k].ev0; i < s.seg[k].ev0 + s.seg[k].nev; i++) jn_rt_match_feed(L.mt, &evs[i], &r);
-                bhits += jn_rt_match_end(L.mt, &r) == JN_RT_MATCH_COMPLETE;
+                jn_rp_match_result r;
+                jn_rp_match_begin(L.mt, s.seg[k].entry);
+                for (int32_t i = s.seg[k].ev0; i < s.seg[k].ev0 + s.seg[k].nev; i++) jn_rp_match_feed(L.mt, &evs[i], &r);
+                bhits += jn_rp_match_end(L.mt, &r) == JN_RP_MATCH_COMPLETE;
             }
             double t = now_ns() - t0;
             if (t < best) best = t;
@@ -558,11 +558,11 @@ static int replay(const char *path, const char *other) {
         for (int64_t k = 0; k < s.nseg; k++) {
             double bk = 1e30;
             for (int rep = 0; rep < 7; rep++) {
-                jn_rt_match_result r;
+                jn_rp_match_result r;
                 double t0 = now_ns();
-                jn_rt_match_begin(L.mt, s.seg[k].entry);
-                for (int32_t i = s.seg[k].ev0; i < s.seg[k].ev0 + s.seg[k].nev; i++) jn_rt_match_feed(L.mt, &evs[i], &r);
-                jn_rt_match_end(L.mt, &r);
+                jn_rp_match_begin(L.mt, s.seg[k].entry);
+                for (int32_t i = s.seg[k].ev0; i < s.seg[k].ev0 + s.seg[k].nev; i++) jn_rp_match_feed(L.mt, &evs[i], &r);
+                jn_rp_match_end(L.mt, &r);
                 double t = now_ns() - t0;
                 if (t < bk) bk = t;
             }
@@ -578,7 +578,7 @@ static int replay(const char *path, const char *other) {
            "mut_sym=%d mut_op=%d mut_scalar=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
            "events=%lld ns_per_event=%.1f ns_per_event_stream=%.1f\n",
            (long long)s.nseg, (long long)hits, (long long)misses, (long long)support, m->ngraphs,
-           jn_rt_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nop, nscalar, nbind, ntrip, (long long)ohits,
+           jn_rp_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nop, nscalar, nbind, ntrip, (long long)ohits,
            (long long)omiss, (long long)nev, ns, ns_stream);
     (void)nother;
     free(mut);
@@ -625,43 +625,43 @@ static void loader_tests(void) {
     P(JN_IR_MR_INPUT, 1), P(0, 4), P(0, 1), P(0, 1), P(0, 8); /* input 0 */
     P(1, 1), P(0, 4);                      /* new output -> graph output 0 */
 #undef P
-    jn_rt_matcher *mt = NULL;
-    CHECK(jn_rt_match_new(m, sec, n, &mt) == JN_OK);
+    jn_rp_matcher *mt = NULL;
+    CHECK(jn_rp_match_new(m, sec, n, &mt) == JN_OK);
     if (mt) {
         /* feed relu on a [17, 4] tensor: complete, s0 = 17; [99, 4]: miss, guard 0 */
         int64_t shape[2] = {17, 4};
-        jn_rt_match_arg in = {.id = 5, .shape = shape, .ndim = 2, .dtype = JN_F32};
-        jn_rt_match_arg out = {.id = 6, .shape = shape, .ndim = 2, .dtype = JN_F32};
-        jn_rt_match_event ev = {JN_OP_relu, NULL, 1, 1, &in, &out};
-        jn_rt_match_result r;
-        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_COMPLETE);
-        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5 &&
+        jn_rp_match_arg in = {.id = 5, .shape = shape, .ndim = 2, .dtype = JN_F32};
+        jn_rp_match_arg out = {.id = 6, .shape = shape, .ndim = 2, .dtype = JN_F32};
+        jn_rp_match_event ev = {JN_OP_relu, NULL, 1, 1, &in, &out};
+        jn_rp_match_result r;
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_COMPLETE);
+        CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5 &&
               r.input_event[0] == 0 && r.input_arg[0] == 0 && r.nevents == 1 && r.ev_token[0] == 0);
-        CHECK(jn_rt_match_token_output(mt, 0, 0, 0) == 0);
+        CHECK(jn_rp_match_token_output(mt, 0, 0, 0) == 0);
         shape[0] = 99;
-        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS);
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS);
         CHECK(r.guard == 0 && r.seen == 99 && strstr(r.why, "99") && strstr(r.why, "1..64"));
-        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_MISS);
+        CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_MISS);
         shape[0] = 3;
         in.dtype = JN_F64;
-        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.guard == 1);
-        jn_rt_match_end(mt, &r);
-        CHECK(jn_rt_match_end(mt, &r) == JN_RT_MATCH_NONE);
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS && r.guard == 1);
+        jn_rp_match_end(mt, &r);
+        CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_NONE);
         /* entry kind: the graph's segments start at a step start */
         shape[0] = 3;
         in.dtype = JN_F32;
-        jn_rt_match_begin(mt, JN_SYNC_ITEM);
-        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.graph == -1 && strstr(r.why, "after item()"));
-        jn_rt_match_end(mt, &r);
+        jn_rp_match_begin(mt, JN_SYNC_ITEM);
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS && r.graph == -1 && strstr(r.why, "after item()"));
+        jn_rp_match_end(mt, &r);
         ev.op = JN_OP_neg;
-        CHECK(jn_rt_match_feed(mt, &ev, &r) == JN_RT_MATCH_MISS && r.graph == -1 && strstr(r.why, "neg"));
-        jn_rt_match_end(mt, &r);
-        jn_rt_match_free(mt);
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS && r.graph == -1 && strstr(r.why, "neg"));
+        jn_rp_match_end(mt, &r);
+        jn_rp_match_free(mt);
     }
     /* every truncation and every single-byte corruption: refused or loaded, never a crash */
     for (size_t k = 0; k < n; k++) {
         mt = NULL;
-        jn_status s = jn_rt_match_new(m, sec, k, &mt);
+        jn_status s = jn_rp_match_new(m, sec, k, &mt);
         CHECK(s != JN_OK && mt == NULL);
         if (k == 0) CHECK(has("matcher section"));
     }
@@ -672,17 +672,17 @@ static void loader_tests(void) {
             memcpy(c, sec, n);
             c[k] ^= (unsigned char)(1 << bit);
             mt = NULL;
-            if (jn_rt_match_new(m, c, n, &mt) != JN_OK) {
+            if (jn_rp_match_new(m, c, n, &mt) != JN_OK) {
                 refused++;
                 CHECK(strstr(jn_errmsg(), "matcher section") != NULL);
             }
-            jn_rt_match_free(mt);
+            jn_rp_match_free(mt);
         }
     CHECK(refused > 0);
     unsigned char v2[256];
     memcpy(v2, sec, n);
     v2[4] = 2;
-    CHECK(jn_rt_match_new(m, v2, n, &mt) != JN_OK && has("format version 2"));
+    CHECK(jn_rp_match_new(m, v2, n, &mt) != JN_OK && has("format version 2"));
     jn_ir_module_free(m);
 }
 

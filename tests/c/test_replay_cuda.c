@@ -310,8 +310,8 @@ static void run_steps(trace *t, int replaying) {
         fill_batch(use, s);
         jn_tensor *loss = train_step(use, s == LR_STEP ? 0.02 : 0.05);
         CHECK(loss != NULL);
-        if (replaying && loss) CHECK(jn_rt_replay_sync(JN_SYNC_ITEM, loss) == JN_OK); /* loss.item() */
-        if (replaying) CHECK(jn_rt_replay_step() == JN_OK);                          /* the step's end */
+        if (replaying && loss) CHECK(jn_rp_sync(JN_SYNC_ITEM, loss) == JN_OK); /* loss.item() */
+        if (replaying) CHECK(jn_rp_step() == JN_OK);                          /* the step's end */
         t->loss[s] = loss && loss->storage->data ? *(float *)jn_data(loss) : NAN;
         /* the graph's keep output (or the fallback's) in device memory */
         CHECK(loss && loss->storage->device == JN_CUDA && is_device_memory(loss->storage->data));
@@ -338,9 +338,9 @@ static void conv_key(int64_t n, char *key, size_t len) {
 #endif
 
 static void replay_child(const char *db_path) {
-    jn_rt_cuda_graphs_runner r = {jt_host_node, jt_host_copy, NULL};
-    jn_rt_replay_set_cuda_runner(&r, NULL);
-    jn_rt_replay_set_algos_device(ALGOS_DEV);
+    jn_ex_cuda_graphs_runner r = {jt_host_node, jt_host_copy, NULL};
+    jn_rp_set_cuda_runner(&r, NULL);
+    jn_rp_set_algos_device(ALGOS_DEV);
     char key1[400] = "", key2[400] = ""; /* JN_RT_CUDNN_KEY_MAX */
 #if JANUS_HAVE_CUDA
     conv_key(2, key1, sizeof key1);
@@ -356,7 +356,7 @@ static void replay_child(const char *db_path) {
     trace rp, ref;
     memset(&rp, 0, sizeof rp);
     int launches0 = fake_count("fake_cuda_graph_launches");
-    jn_status s = jn_rt_replay_start(db_path, run, 0);
+    jn_status s = jn_rp_start(db_path, run, 0);
     CHECK(s == JN_OK);
     if (s) fprintf(stderr, "replay start: %s\n", jn_errmsg());
 #if JANUS_HAVE_CUDA
@@ -365,22 +365,22 @@ static void replay_child(const char *db_path) {
     CHECK(jn_rt_cudnn_cache_count() == 1 && jn_rt_cudnn_cache_get(key1, &algo, &ws) && algo == 1 && ws == 4096);
     jn_rt_cudnn_cache_put(key2, 2, 128); /* a choice this run made */
 #endif
-    jn_rt_replay_stats st;
+    jn_rp_stats st;
     memset(&st, 0, sizeof st);
     if (!s) {
         run_steps(&rp, 1);
-        jn_rt_replay_get_stats(&st);
+        jn_rp_get_stats(&st);
         char line[2048];
-        jn_rt_replay_summary(line, sizeof line);
+        jn_rp_summary(line, sizeof line);
         printf("  %s\n", line);
         CHECK(strstr(line, "on cuda:0 (CUDA Graphs: ") != NULL);
         for (int i = 0; i < 2; i++) { /* the two misses, each with its reason */
             int64_t n = 0;
-            const char *why = jn_rt_replay_miss(i, &n);
+            const char *why = jn_rp_miss(i, &n);
             printf("  miss %d (%lldx): %s\n", i, (long long)n, why ? why : "(none)");
             CHECK(why && n == 1);
         }
-        CHECK(jn_rt_replay_stop(0) == JN_OK);
+        CHECK(jn_rp_stop(0) == JN_OK);
     }
     int graph_launches = fake_count("fake_cuda_graph_launches") - launches0;
     printf("  replay: %lld segments, %lld hits, %lld misses; CUDA Graphs: %lld captures (%lld updates), %lld replays, "
@@ -395,7 +395,7 @@ static void replay_child(const char *db_path) {
     jt_hostfn_free();
 
     /* the same steps eagerly: every loss and parameter bitwise equal */
-    jn_rt_replay_set_cuda_runner(NULL, NULL);
+    jn_rp_set_cuda_runner(NULL, NULL);
     run_steps(&ref, 0);
     int same_loss = 0, same_w = 0;
     for (int i = 0; i < NSTEPS; i++) {

@@ -1,4 +1,4 @@
-"""Replay's matcher (runtime/exec/jn_match.h) on real recordings, offline:
+"""Replay's matcher (replay/jn_match.h) on real recordings, offline:
 each tests/dynamic/ script and a short examples/char_lstm.py run is
 recorded, and build/test_match (tests/c/test_match.c) analyzes it, builds
 and loads the bundle as `janus optimize` does and feeds every recorded op

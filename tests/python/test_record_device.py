@@ -65,7 +65,7 @@ def test_values_and_guards_on_device(cuda_run, cpu_run):
 
 def test_cpu_bundle_of_a_device_recording_runs_eagerly(cuda_run, tmp_path):
     """A CUDA recording with only its cpu bundle: replay loads the bundle of
-    the recording's device (runtime/exec/replay.c), finds none, says so once
+    the recording's device (replay/replay.c), finds none, says so once
     with the fix, and the run's numbers are eager's.  (Before, the cpu bundle
     was loaded and every graph missed on its DEVICE guard; the matcher's
     DEVICE guard itself is no longer reached by this script: more in

@@ -1,4 +1,4 @@
-"""`janus replay` in the process (runtime/exec/replay.c, janus/_replay.py):
+"""`janus replay` in the process (replay/replay.c, janus/_replay.py):
 each script is recorded with `janus record`, optimized with `janus
 optimize`, then run again unchanged with JANUS_REPLAY_DB set, and compared
 with a plain eager run of the same command: the printed lines (losses,

@@ -1,5 +1,5 @@
 """`janus replay` of a recording made on CUDA tensors: which bundle it loads
-(runtime/exec/replay.c, open_device_bundle) and what it says when it cannot
+(replay/replay.c, open_device_bundle) and what it says when it cannot
 use it.  The recording's device is the device of its graphs' values (the
 analyzer's): a CPU recording loads the cpu bundle exactly as before; a CUDA
 one needs the `cuda:sm_XX` bundle of this machine's GPU, and where there is
@@ -67,7 +67,7 @@ def fake_driver(tmp_path_factory):
     if not cc:
         pytest.skip("no C compiler: not run: the bundle choice against a (fake) CUDA device")
     so = tmp_path_factory.mktemp("fake_cuda") / "libcuda_fake.so"
-    inc = [f"-I{ROOT}/{p}" for p in ("runtime/exec", "ir", "runtime", "codegen")]
+    inc = [f"-I{ROOT}/{p}" for p in ("exec", "ir", "runtime", "codegen")]
     r = subprocess.run([cc, "-D_GNU_SOURCE", "-shared", "-fPIC", "-O1", *inc,
                         f"{ROOT}/tests/c/fake_libcuda.c", "-o", str(so), "-ldl"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -1,4 +1,4 @@
-/* replay_py.c -- janus._C's side of `janus replay` (runtime/exec/replay.c):
+/* replay_py.c -- janus._C's side of `janus replay` (replay/replay.c):
  * start/stop from janus/_replay.py, step ends, sync points, and the one
  * helper the extension calls before it reads or writes tensor data outside
  * the dispatcher (jn_py_ready).  Without a replay every entry is one flag
@@ -19,7 +19,7 @@ int jn_py_ready(jn_tensor *t) {
 }
 
 int jn_py_replay_sync(int kind, jn_tensor *t) {
-    jn_status s = jn_rt_replay_sync(kind, t);
+    jn_status s = jn_rp_sync(kind, t);
     if (s) {
         jn_py_raise(s);
         return 0;
@@ -34,14 +34,14 @@ static PyObject *py_rp_start(PyObject *self, PyObject *args) {
     long long run = 0;
     int strict = 0, speculate = 0;
     if (!PyArg_ParseTuple(args, "sLp|p", &db, &run, &strict, &speculate)) return NULL;
-    jn_status s = jn_rt_replay_start(db, run, (strict ? JN_RT_REPLAY_STRICT : 0) | (speculate ? JN_RT_REPLAY_SPECULATE : 0));
+    jn_status s = jn_rp_start(db, run, (strict ? JN_RP_STRICT : 0) | (speculate ? JN_RP_SPECULATE : 0));
     if (s) return PyUnicode_FromString(jn_errmsg());
     Py_RETURN_NONE;
 }
 
 static PyObject *py_rp_step(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
-    jn_status s = jn_rt_replay_step();
+    jn_status s = jn_rp_step();
     if (s) return jn_py_raise(s);
     Py_RETURN_NONE;
 }
@@ -58,29 +58,29 @@ static PyObject *py_rp_sync(PyObject *self, PyObject *args) {
 
 static PyObject *py_rp_quiet(PyObject *self, PyObject *arg) {
     (void)self;
-    jn_rt_replay_quiet((int)PyLong_AsLong(arg));
+    jn_rp_quiet((int)PyLong_AsLong(arg));
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *py_rp_stop(PyObject *self, PyObject *arg) {
     (void)self;
-    jn_status s = jn_rt_replay_stop(PyObject_IsTrue(arg));
+    jn_status s = jn_rp_stop(PyObject_IsTrue(arg));
     if (s) return jn_py_raise(s);
     Py_RETURN_NONE;
 }
 
 static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
-    jn_rt_replay_stats st;
-    jn_rt_replay_get_stats(&st);
+    jn_rp_stats st;
+    jn_rp_get_stats(&st);
     char line[2048];
-    jn_rt_replay_summary(line, sizeof line);
+    jn_rp_summary(line, sizeof line);
     PyObject *misses = PyList_New(0);
     if (!misses) return NULL;
     int64_t n;
     const char *why;
-    for (int i = 0; i < 8 && (why = jn_rt_replay_miss(i, &n)); i++) {
+    for (int i = 0; i < 8 && (why = jn_rp_miss(i, &n)); i++) {
         PyObject *tup = Py_BuildValue("(sL)", why, (long long)n);
         if (!tup || PyList_Append(misses, tup)) {
             Py_XDECREF(tup);
@@ -98,7 +98,7 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
 
 static PyObject *py_rp_active(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
-    return PyBool_FromLong(jn_rt_replay_on);
+    return PyBool_FromLong(jn_rp_on);
 }
 
 PyMethodDef jn_py_replay_methods[] = {

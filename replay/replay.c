@@ -18,7 +18,7 @@
  *   - every pending storage that something outside the list can still reach
  *     (a header with references beyond the list's, or a header the list does
  *     not know, e.g. autograd's saved aliases) is filled whole by a KEEP
- *     output (jn_rt_match_token_output of the event that created it); one
+ *     output (jn_rp_match_token_output of the event that created it); one
  *     reached but not produced at all becomes LOST (data NULL): the
  *     recording proved it is never read again, and a read raises a
  *     RuntimeError saying so instead of returning garbage; one only partly
@@ -49,7 +49,7 @@
 #include "jn_exec.h"
 #include "jn_match.h"
 
-int jn_rt_replay_on;
+int jn_rp_on;
 
 enum { PARTIAL = 3 }; /* jn_storage.lazy while views of it are being filled */
 
@@ -117,7 +117,7 @@ typedef struct {
     int64_t hits, misses;
     double seconds;
     adapt_row ad;
-    jn_rt_exec *x;
+    jn_ex_exec *x;
     int32_t *keep_idx;     /* per graph output: index among keep outputs, -1 */
     int nkeep;
     int broken;            /* the executor refused it once: never again */
@@ -146,13 +146,13 @@ static struct {
     char *db_path;
     jn_cg_bundle *b;
     const jn_ir_module *m;
-    jn_rt_exec_lib *lib;
+    jn_ex_lib *lib;
     /* a CUDA bundle (dev JN_CUDA): its module and the graphs' device table
      * over the eager CUDA backend; every graph's executor runs there */
     int dev;
-    jn_rt_dlib *dlib;
-    jn_rt_cuda_graphs *cg;
-    jn_rt_matcher *mt;
+    jn_ex_dlib *dlib;
+    jn_ex_cuda_graphs *cg;
+    jn_rp_matcher *mt;
     graph_row *g;
     /* the segment */
     pop *ops;
@@ -169,11 +169,11 @@ static struct {
     int nmiss, capmiss;
 } R;
 
-/* What tests plug into a CUDA replay (jn_rt_replay_set_cuda_runner,
- * jn_rt_replay_set_algos_device): kept across replays. */
+/* What tests plug into a CUDA replay (jn_rp_set_cuda_runner,
+ * jn_rp_set_algos_device): kept across replays. */
 static struct {
     int runner_set;
-    jn_rt_cuda_graphs_runner runner;
+    jn_ex_cuda_graphs_runner runner;
     void *stream;
     char algos_dev[300];
 } T;
@@ -633,11 +633,11 @@ static jn_status graph_ready(int32_t gi, char *why, size_t n) {
     }
     if (G->x) return JN_OK;
     const jn_ir_graph *g = R.m->graphs[gi];
-    jn_status s = jn_rt_exec_new_on(R.m, gi, R.lib, R.cg ? jn_rt_cuda_graphs_device(R.cg) : NULL, 0, &G->x);
+    jn_status s = jn_ex_new_on(R.m, gi, R.lib, R.cg ? jn_ex_cuda_graphs_device(R.cg) : NULL, 0, &G->x);
     if (s == JN_OK && !(G->keep_idx = malloc(sizeof *G->keep_idx * (size_t)(g->noutputs + 1)))) s = JN_ERR_NOMEM;
     if (s) {
         snprintf(why, n, "graph %s: executor: %s", g->name, jn_errmsg());
-        if (G->x) jn_rt_exec_free(G->x);
+        if (G->x) jn_ex_free(G->x);
         G->x = NULL;
         G->broken = 1;
         return s;
@@ -649,7 +649,7 @@ static jn_status graph_ready(int32_t gi, char *why, size_t n) {
 
 /* Run graph res->graph over the pending list and fill it; 0 done, else
  * nothing was written and *why says why the list must run eagerly. */
-static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
+static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
     int32_t gi = res->graph;
     const jn_ir_graph *g = R.m->graphs[gi];
     if (graph_ready(gi, why, wn)) return 1;
@@ -709,7 +709,7 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
             int k = j - p->nin;
             h->created = 1;
             h->view = (jn_op_info(p->op)->flags & JN_F_VIEW) != 0;
-            int32_t o = jn_rt_match_token_output(R.mt, gi, res->ev_token[e], k);
+            int32_t o = jn_rp_match_token_output(R.mt, gi, res->ev_token[e], k);
             if (o >= 0 && o < g->noutputs && G->keep_idx[o] >= 0) h->fill = G->keep_idx[o];
         }
     }
@@ -848,15 +848,15 @@ static int run_graph(const jn_rt_match_result *res, char *why, size_t wn) {
         if (inputs[i] && !owned[i]) vers[i] = inputs[i]->storage->version;
     double t0 = now();
     jn_rt_private_ids++;
-    jn_status s = R.cg ? jn_rt_cuda_graphs_run(R.cg, G->x, inputs, res->syms, outs)
-                       : jn_rt_exec_run(G->x, inputs, res->syms, outs);
+    jn_status s = R.cg ? jn_ex_cuda_graphs_run(R.cg, G->x, inputs, res->syms, outs)
+                       : jn_ex_run(G->x, inputs, res->syms, outs);
     jn_rt_private_ids--;
     G->seconds += now() - t0;
     if (R.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (now() - t0));
     for (int32_t i = 0; i < g->ninputs; i++)
         if (inputs[i] && !owned[i]) inputs[i]->storage->version = vers[i];
-    jn_rt_exec_stats xst;
-    jn_rt_exec_last_stats(G->x, &xst);
+    jn_ex_stats xst;
+    jn_ex_last_stats(G->x, &xst);
     if (s && xst.state_written) { /* the step's inputs are gone: re-running it eagerly would be wrong */
         snprintf(why, wn, "graph %s failed after it had updated state in place, so the step cannot be re-run "
                  "eagerly: %s (run with JANUS_REPLAY=0 to train without compiled graphs)", g->name, jn_errmsg());
@@ -976,7 +976,7 @@ static void adapt_decide(int32_t gi) {
         fprintf(stderr, "[rp] graph %s %s: compiled/eager %.2fx per op (median of %d pairs; medians %.2f vs %.2f us)\n",
                 name, ad->state == AD_EAGER ? "left to eager" : "kept", ad->med, n, 1e6 * mc, 1e6 * me);
     if (ad->state != AD_EAGER) return;
-    jn_rt_exec_release_idle(1); /* a graph still kept allocates it again at its next run */
+    jn_ex_release_idle(1); /* a graph still kept allocates it again at its next run */
     if (!R.nops) { /* the pending list's arrays, sized for its captures (~600 bytes an op), too */
         free(R.ops);
         free(R.refs);
@@ -996,7 +996,7 @@ static void adapt_decide(int32_t gi) {
 /* The dispatch hook, installed for the whole replay, sees every op that
  * ran eagerly: it keeps the latest comparison (which bool() a sync is) and
  * feeds the matcher the ops of an observed segment. */
-static void fill_arg(jn_rt_match_arg *r, const jn_tensor *t, int is_out);
+static void fill_arg(jn_rp_match_arg *r, const jn_tensor *t, int is_out);
 static void eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                         jn_tensor *const *out) {
     (void)ctx;
@@ -1007,16 +1007,16 @@ static void eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, cons
         R.obs_skip = 0;
         return;
     }
-    jn_rt_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
+    jn_rp_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
     for (int i = 0; i < nin; i++) fill_arg(&ai[i], in[i], 0);
     for (int k = 0; k < nout; k++) fill_arg(&ao[k], out[k], 1);
-    jn_rt_match_event ev = {op, a->a, nin, nout, ai, ao};
-    jn_rt_match_result res;
-    if (jn_rt_match_feed(R.mt, &ev, &res) != JN_RT_MATCH_MISS) return;
+    jn_rp_match_event ev = {op, a->a, nin, nout, ai, ao};
+    jn_rp_match_result res;
+    if (jn_rp_match_feed(R.mt, &ev, &res) != JN_RP_MATCH_MISS) return;
     R.seg_mode = SEG_OFF;
     R.segments++;
     note_miss(res.graph, res.guard, res.token, res.seen, res.why ? res.why : "no graph fits");
-    jn_rt_match_reset(R.mt);
+    jn_rp_match_reset(R.mt);
 }
 
 /* After a segment's first op (captured, fed, CONTINUE or COMPLETE): run it
@@ -1025,11 +1025,11 @@ static void eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, cons
  * can become is being timed. */
 static jn_status adapt_first(int into) {
     int32_t alive[64];
-    int32_t n = jn_rt_match_alive(R.mt, alive, 64), probe = -1, all_eager = n > 0;
+    int32_t n = jn_rp_match_alive(R.mt, alive, 64), probe = -1, all_eager = n > 0;
     for (int32_t i = 0; i < n; i++) {
         int st = R.g[alive[i]].ad.state;
         all_eager &= st == AD_EAGER;
-        /* the one standing for the most recorded segments drives (as jn_rt_match_end prefers it) */
+        /* the one standing for the most recorded segments drives (as jn_rp_match_end prefers it) */
         if (st == AD_PROBE && (probe < 0 || R.m->graphs[alive[i]]->support > R.m->graphs[probe]->support))
             probe = alive[i];
     }
@@ -1037,10 +1037,10 @@ static jn_status adapt_first(int into) {
     if (all_eager) {
         R.seg_mode = SEG_PLAIN;
         R.seg_graph = alive[0];
-        jn_rt_match_reset(R.mt);
+        jn_rp_match_reset(R.mt);
         /* a graph still kept may have run since: eager's buffers would
          * come on top of its arena (a free: no trim, no block cache) */
-        jn_rt_exec_release_idle(0);
+        jn_ex_release_idle(0);
     } else {
         adapt_row *ad = &R.g[probe].ad;
         if (ad->phase < PH_EAGER_WARM) { /* a compiled run */
@@ -1053,7 +1053,7 @@ static jn_status adapt_first(int into) {
         }
         R.seg_mode = SEG_OBSERVE;
         R.obs_skip = !into; /* jn_dispatch calls the hook for this very op when capture returns */
-        if (ad->phase == PH_EAGER_WARM) jn_rt_exec_release_idle(1);
+        if (ad->phase == PH_EAGER_WARM) jn_ex_release_idle(1);
         R.seg_t0 = now();
     }
     jn_rt_capturing = 0;
@@ -1072,9 +1072,9 @@ static jn_status seg_end_eager(void) {
         note_miss(R.seg_graph, JN_DB_MISS_CHOICE, -1, NAN, R.g[R.seg_graph].ad.why);
         return JN_OK;
     }
-    jn_rt_match_result res;
-    jn_rt_match_kind k = jn_rt_match_end(R.mt, &res);
-    if (k != JN_RT_MATCH_COMPLETE) {
+    jn_rp_match_result res;
+    jn_rp_match_kind k = jn_rp_match_end(R.mt, &res);
+    if (k != JN_RP_MATCH_COMPLETE) {
         R.chosen--;
         note_miss(res.graph, res.guard, res.token, res.seen, res.why ? res.why : "the segment matched no graph");
         return JN_OK;
@@ -1104,13 +1104,13 @@ static jn_status seg_end(void) {
     if (R.seg_mode != SEG_CAPTURE) return seg_end_eager();
     if (!jn_rt_capturing) return JN_OK;
     jn_rt_capturing = 0;
-    jn_rt_match_result res;
-    jn_rt_match_kind k = jn_rt_match_end(R.mt, &res);
-    if (k == JN_RT_MATCH_NONE && !R.nops) return JN_OK;
+    jn_rp_match_result res;
+    jn_rp_match_kind k = jn_rp_match_end(R.mt, &res);
+    if (k == JN_RP_MATCH_NONE && !R.nops) return JN_OK;
     R.segments++;
     if (R.debug) fprintf(stderr, "[rp] segment of %lld ops captured in %.3f ms\n", (long long)R.nops, 1e3 * (now() - R.t_begin));
     char why[1024] = "";
-    if (k == JN_RT_MATCH_COMPLETE) {
+    if (k == JN_RP_MATCH_COMPLETE) {
         jn_rt_private_ids++; /* its scalars, arena and outputs: not the ids Python sees */
         int rc = run_graph(&res, why, sizeof why);
         jn_rt_private_ids--;
@@ -1144,7 +1144,7 @@ static jn_status seg_end(void) {
 static void seg_begin(int entry) {
     if (!R.on) return;
     if (R.deferred) dslice_gc();
-    jn_rt_match_begin(R.mt, entry);
+    jn_rp_match_begin(R.mt, entry);
     jn_rt_capturing = 1;
     R.seg_t0 = 0;
     if (R.debug) R.t_begin = now();
@@ -1162,7 +1162,7 @@ static int grow(void **p, int64_t *cap, int64_t need, size_t el) {
     return 1;
 }
 
-static void fill_arg(jn_rt_match_arg *r, const jn_tensor *t, int is_out) {
+static void fill_arg(jn_rp_match_arg *r, const jn_tensor *t, int is_out) {
     r->id = (uint64_t)t->id;
     r->shape = t->shape;
     r->ndim = (uint8_t)t->ndim;
@@ -1185,7 +1185,7 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
     for (int i = 0; i < nin; i++)
         if (in[i]->storage->lazy == JN_LAZY_LOST) {
             jn_rt_capturing = 0;
-            jn_rt_match_reset(R.mt);
+            jn_rp_match_reset(R.mt);
             note_miss(-1, -1, -1, NAN, "an op read a tensor a compiled graph did not keep");
             R.segments++;
             if ((s = fallback())) return s;
@@ -1194,7 +1194,7 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
     if (!grow((void **)&R.ops, &R.capops, R.nops + 1, sizeof *R.ops) ||
         !grow((void **)&R.refs, &R.caprefs, R.nrefs + nin + nout, sizeof *R.refs)) {
         jn_rt_capturing = 0;
-        jn_rt_match_reset(R.mt);
+        jn_rp_match_reset(R.mt);
         (void)fallback();
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
     }
@@ -1213,25 +1213,25 @@ static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in,
     }
     if (jn_op_is_comparison(op)) R.last_cmp = out[0]->id;
 
-    jn_rt_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
+    jn_rp_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
     for (int i = 0; i < nin; i++) fill_arg(&ai[i], in[i], 0);
     for (int k = 0; k < nout; k++) fill_arg(&ao[k], out[k], 1);
-    jn_rt_match_event ev = {op, a->a, nin, nout, ai, ao};
+    jn_rp_match_event ev = {op, a->a, nin, nout, ai, ao};
     if (R.debug) {
         fprintf(stderr, "[rp] %lld %s", (long long)(R.nops - 1), jn_op_info(op)->name);
         for (int i = 0; i < nin; i++) fprintf(stderr, " i%lld", (long long)in[i]->id);
         for (int k = 0; k < nout; k++) fprintf(stderr, " o%lld", (long long)out[k]->id);
         fprintf(stderr, "\n");
     }
-    jn_rt_match_result res;
-    if (jn_rt_match_feed(R.mt, &ev, &res) != JN_RT_MATCH_MISS) return R.adapt && R.nops == 1 ? adapt_first(into) : JN_OK;
+    jn_rp_match_result res;
+    if (jn_rp_match_feed(R.mt, &ev, &res) != JN_RP_MATCH_MISS) return R.adapt && R.nops == 1 ? adapt_first(into) : JN_OK;
     /* no graph fits: what is pending runs now, the rest of the segment eagerly */
     jn_rt_capturing = 0;
     char why[1024];
     snprintf(why, sizeof why, "%s", res.why ? res.why : "no graph fits");
     note_miss(res.graph, res.guard, res.token, res.seen, why);
     R.segments++;
-    jn_rt_match_reset(R.mt);
+    jn_rp_match_reset(R.mt);
     if ((s = fallback())) return s;
     return R.strict ? strict_error(why) : JN_OK;
 }
@@ -1256,25 +1256,25 @@ static void unload(void) {
     if (R.hooked) jn_set_dispatch_hook(NULL);
     R.hooked = 0;
     R.seg_mode = SEG_CAPTURE;
-    jn_rt_replay_on = 0;
+    jn_rp_on = 0;
     R.on = 0;
     clear_list();
-    if (R.dlib) (void)jn_rt_dlib_sync(R.dlib); /* nothing in flight uses what is freed below */
+    if (R.dlib) (void)jn_ex_dlib_sync(R.dlib); /* nothing in flight uses what is freed below */
     for (int32_t i = 0; R.g && R.m && i < R.m->ngraphs; i++) {
-        if (R.g[i].x) jn_rt_exec_free(R.g[i].x);
+        if (R.g[i].x) jn_ex_free(R.g[i].x);
         free(R.g[i].keep_idx);
         free(R.g[i].ad.why);
     }
     free(R.g);
     R.g = NULL;
-    jn_rt_cuda_graphs_free(R.cg); /* after the executors that use its table */
+    jn_ex_cuda_graphs_free(R.cg); /* after the executors that use its table */
     R.cg = NULL;
-    if (R.dlib) jn_rt_dlib_close(R.dlib);
+    if (R.dlib) jn_ex_dlib_close(R.dlib);
     R.dlib = NULL;
     R.dev = JN_CPU;
-    if (R.mt) jn_rt_match_free(R.mt);
+    if (R.mt) jn_rp_match_free(R.mt);
     R.mt = NULL;
-    if (R.lib) jn_rt_exec_lib_close(R.lib);
+    if (R.lib) jn_ex_lib_close(R.lib);
     R.lib = NULL;
     if (R.b) jn_cg_bundle_free(R.b);
     R.b = NULL;
@@ -1290,7 +1290,7 @@ static int module_device(const jn_ir_module *m) {
     return JN_CPU;
 }
 
-jn_status jn_rt_replay_pick_cuda(const char *const *targets, int n, int dev_major, int dev_minor, const char **pick) {
+jn_status jn_rp_pick_cuda(const char *const *targets, int n, int dev_major, int dev_minor, const char **pick) {
     char want[32];
     snprintf(want, sizeof want, "cuda:sm_%d%d", dev_major, dev_minor);
     *pick = NULL;
@@ -1300,7 +1300,7 @@ jn_status jn_rt_replay_pick_cuda(const char *const *targets, int n, int dev_majo
             *pick = targets[i];
             return JN_OK;
         }
-        *pick = targets[i]; /* else the newest (oldest first): jn_rt_cuda_pick_image decides */
+        *pick = targets[i]; /* else the newest (oldest first): jn_ex_cuda_pick_image decides */
     }
     return *pick ? JN_OK : JN_ERR_VALUE;
 }
@@ -1326,16 +1326,16 @@ static jn_status open_device_exec(const char *db_path, const char *dname, int ma
         char origin[512];
         snprintf(origin, sizeof origin, "the %s bundle of %s", R.b->target, db_path);
         if ((s = jn_cg_module_hash(R.b->module, &h)) ||
-            (s = jn_rt_dlib_open(cubin ? cubin->data : NULL, cubin ? cubin->len : 0, ptx ? (const char *)ptx->data : NULL,
+            (s = jn_ex_dlib_open(cubin ? cubin->data : NULL, cubin ? cubin->len : 0, ptx ? (const char *)ptx->data : NULL,
                                  ptx ? ptx->len : 0, R.b->target, h, origin, 0, &R.dlib)))
             return s;
     }
-    if ((s = jn_rt_cuda_graphs_new(R.dlib, NULL, T.stream, &R.cg))) {
-        if (R.dlib) jn_rt_dlib_close(R.dlib);
+    if ((s = jn_ex_cuda_graphs_new(R.dlib, NULL, T.stream, &R.cg))) {
+        if (R.dlib) jn_ex_dlib_close(R.dlib);
         R.dlib = NULL;
         return s;
     }
-    if (T.runner_set) jn_rt_cuda_graphs_set_runner(R.cg, &T.runner);
+    if (T.runner_set) jn_ex_cuda_graphs_set_runner(R.cg, &T.runner);
     R.dev = JN_CUDA;
     return JN_OK;
 }
@@ -1361,7 +1361,7 @@ static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *
     int major = 0, minor = 0;
     jn_status ds = JN_OK;
     if (ncuda || !cpu_why[0]) { /* the driver only when a GPU bundle could be used */
-        ds = jn_rt_cuda_device(0, &major, &minor, dname, sizeof dname);
+        ds = jn_ex_cuda_device(0, &major, &minor, dname, sizeof dname);
         if (ds) snprintf(err, sizeof err, "%s", jn_errmsg());
     }
     const char *pick = NULL;
@@ -1377,16 +1377,16 @@ static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *
         s = jn_error(ds, "the graphs in %s were recorded on cuda tensors, and this machine cannot run them: %s", db_path,
                      err);
     } else {
-        jn_rt_replay_pick_cuda(targets, ncuda, major, minor, &pick);
+        jn_rp_pick_cuda(targets, ncuda, major, minor, &pick);
         jn_cg_bundle_expect ex = {0};
         ex.db_path = db_path;
         ex.target = pick;
         if (!(s = jn_cg_bundle_open(db, &ex, &R.b))) {
             int image = 0;
-            s = jn_rt_cuda_pick_image(R.b->target, jn_cg_bundle_section_find(R.b, JN_CG_SEC_CUBIN) != NULL,
+            s = jn_ex_cuda_pick_image(R.b->target, jn_cg_bundle_section_find(R.b, JN_CG_SEC_CUBIN) != NULL,
                                       jn_cg_bundle_section_find(R.b, JN_CG_SEC_PTX) != NULL, major, minor, dname,
                                       &image);
-            (void)image; /* jn_rt_dlib_open makes the same choice when it loads the module */
+            (void)image; /* jn_ex_dlib_open makes the same choice when it loads the module */
             if (!s) s = open_device_exec(db_path, dname, major, minor);
             if (s) {
                 jn_cg_bundle_free(R.b);
@@ -1412,7 +1412,7 @@ static int env_switch(const char *name, int dflt) {
     return -1;
 }
 
-jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
+jn_status jn_rp_start(const char *db_path, int64_t run_id, int flags) {
     if (R.on) return jn_error(JN_ERR_RUNTIME, "a replay is already running in this process");
     if (jn_dispatch_hook_installed()) /* its hook is the recorder's */
         return jn_error(JN_ERR_RUNTIME, "this process is being recorded (janus record, JANUS_RECORD_DB); a "
@@ -1434,7 +1434,7 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     }
     if (!s && R.dev == JN_CUDA) { /* cuDNN's choices of earlier runs on this GPU (a failure only costs time) */
         int n = 0;
-        jn_status as = T.algos_dev[0] ? jn_rt_cuda_algos_load_for(db, T.algos_dev, &n) : jn_rt_cuda_algos_load(db, &n);
+        jn_status as = T.algos_dev[0] ? jn_ex_cuda_algos_load_for(db, T.algos_dev, &n) : jn_ex_cuda_algos_load(db, &n);
         if (as)
             fprintf(stderr, "janus replay: could not load the cuDNN algorithm choices from %s (they are chosen "
                     "again): %s\n", db_path, jn_errmsg());
@@ -1448,7 +1448,7 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
         return jn_error(JN_ERR_VALUE, "the bundle in %s has no replay matcher; re-run `janus optimize %s`", db_path,
                         db_path);
     }
-    if ((s = jn_rt_match_new(R.m, ms->data, ms->len, &R.mt))) {
+    if ((s = jn_rp_match_new(R.m, ms->data, ms->len, &R.mt))) {
         unload();
         return s;
     }
@@ -1457,7 +1457,7 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
         uint64_t h = 0;
         char origin[512];
         snprintf(origin, sizeof origin, "the compiled kernels in %s", db_path);
-        if ((s = jn_cg_module_hash(R.m, &h)) || (s = jn_rt_exec_lib_open(so->data, so->len, h, origin, &R.lib))) {
+        if ((s = jn_cg_module_hash(R.m, &h)) || (s = jn_ex_lib_open(so->data, so->len, h, origin, &R.lib))) {
             unload();
             return s;
         }
@@ -1468,9 +1468,9 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     }
     for (int32_t i = 0; i < R.m->ngraphs; i++) R.g[i].ad.phase = PH_FIRST;
     R.run_id = run_id;
-    R.strict = (flags & JN_RT_REPLAY_STRICT) != 0;
+    R.strict = (flags & JN_RP_STRICT) != 0;
     R.debug = env_switch("JANUS_REPLAY_DEBUG", 0) != 0; /* any other value: on */
-    R.speculate = (flags & JN_RT_REPLAY_SPECULATE) != 0;
+    R.speculate = (flags & JN_RP_SPECULATE) != 0;
     R.defer = env_switch("JANUS_REPLAY_DEFER", 1) != 0;
     if (R.dev != JN_CPU) R.defer = 0; /* deferred slices snapshot host bytes: on a GPU the slice runs first */
     /* timing graphs against eager: host clocks time a CPU graph, not a GPU's
@@ -1500,7 +1500,7 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     R.seg_mode = SEG_CAPTURE;
     R.segments = R.hits = R.misses = R.chosen = 0;
     R.on = 1;
-    jn_rt_replay_on = 1;
+    jn_rp_on = 1;
     jn_rt_capture_hook h = {cap_capture, cap_materialize, cap_held_only, NULL, R.dev};
     jn_rt_set_capture_hook(&h);
     jn_dispatch_hook dh = {eager_after, NULL};
@@ -1510,16 +1510,16 @@ jn_status jn_rt_replay_start(const char *db_path, int64_t run_id, int flags) {
     return JN_OK;
 }
 
-jn_status jn_rt_replay_step(void) {
+jn_status jn_rp_step(void) {
     if (!R.on) return JN_OK;
     jn_status s = seg_end();
     seg_begin(0);
     return s;
 }
 
-void jn_rt_replay_quiet(int delta) { R.quiet += delta; }
+void jn_rp_quiet(int delta) { R.quiet += delta; }
 
-jn_status jn_rt_replay_sync(int kind, jn_tensor *t) {
+jn_status jn_rp_sync(int kind, jn_tensor *t) {
     if (!R.on) return JN_OK;
     jn_status s = JN_OK;
     if (!R.quiet) {
@@ -1531,7 +1531,7 @@ jn_status jn_rt_replay_sync(int kind, jn_tensor *t) {
     return s;
 }
 
-void jn_rt_replay_get_stats(jn_rt_replay_stats *st) {
+void jn_rp_get_stats(jn_rp_stats *st) {
     memset(st, 0, sizeof *st);
     st->segments = R.segments;
     st->hits = R.hits;
@@ -1546,8 +1546,8 @@ void jn_rt_replay_get_stats(jn_rt_replay_stats *st) {
     }
     st->device = R.dev;
     if (R.cg) {
-        jn_rt_cuda_graphs_stats cs;
-        jn_rt_cuda_graphs_get_stats(R.cg, &cs);
+        jn_ex_cuda_graphs_stats cs;
+        jn_ex_cuda_graphs_get_stats(R.cg, &cs);
         st->cuda_replays = cs.replays, st->cuda_captures = cs.captures, st->cuda_updates = cs.updates;
         st->cuda_plain_runs = cs.plain_runs;
     }
@@ -1569,7 +1569,7 @@ static int top_miss(int rank) {
     return rank < 8 ? chosen[rank] : -1;
 }
 
-const char *jn_rt_replay_miss(int i, int64_t *count) {
+const char *jn_rp_miss(int i, int64_t *count) {
     int k = top_miss(i);
     if (k < 0) return NULL;
     if (count) *count = R.miss[k].count;
@@ -1587,9 +1587,9 @@ static void commas(int64_t v, char *buf, size_t n) {
     buf[j] = 0;
 }
 
-void jn_rt_replay_summary(char *buf, size_t n) {
-    jn_rt_replay_stats st;
-    jn_rt_replay_get_stats(&st);
+void jn_rp_summary(char *buf, size_t n) {
+    jn_rp_stats st;
+    jn_rp_get_stats(&st);
     char seg[32], fb[32];
     commas(st.segments, seg, sizeof seg);
     commas(st.misses, fb, sizeof fb);
@@ -1597,8 +1597,8 @@ void jn_rt_replay_summary(char *buf, size_t n) {
     int k = top_miss(0);
     char gpu[600] = "";
     if (R.cg) { /* what the GPU's graph runs were: launched captures, new captures, plain launches */
-        jn_rt_cuda_graphs_stats cs;
-        jn_rt_cuda_graphs_get_stats(R.cg, &cs);
+        jn_ex_cuda_graphs_stats cs;
+        jn_ex_cuda_graphs_get_stats(R.cg, &cs);
         snprintf(gpu, sizeof gpu, " on cuda:0 (CUDA Graphs: %lld replays, %lld captures, %lld updates%s%s)",
                  (long long)cs.replays, (long long)cs.captures, (long long)cs.updates,
                  cs.plain_runs ? "; plain launches: " : "", cs.plain_runs ? cs.plain_reason : "");
@@ -1617,7 +1617,7 @@ void jn_rt_replay_summary(char *buf, size_t n) {
 
 static void write_counters(void);
 
-jn_status jn_rt_replay_stop(int print_summary) {
+jn_status jn_rp_stop(int print_summary) {
     if (!R.on) return JN_OK;
     jn_status s = seg_end();
     while (R.deferred) {
@@ -1629,12 +1629,12 @@ jn_status jn_rt_replay_stop(int print_summary) {
     jn_rt_set_capture_hook(NULL);
     if (print_summary) {
         char line[2048];
-        jn_rt_replay_summary(line, sizeof line);
+        jn_rp_summary(line, sizeof line);
         fprintf(stderr, "%s\n", line);
         fflush(stderr);
     } else if (R.cg) { /* `janus replay` prints the counters' line; how the GPU ran them is known only here */
-        jn_rt_cuda_graphs_stats cs;
-        jn_rt_cuda_graphs_get_stats(R.cg, &cs);
+        jn_ex_cuda_graphs_stats cs;
+        jn_ex_cuda_graphs_get_stats(R.cg, &cs);
         fprintf(stderr, "janus replay: graphs on cuda:0 as CUDA Graphs: %lld replays, %lld captures, %lld updates%s%s\n",
                 (long long)cs.replays, (long long)cs.captures, (long long)cs.updates,
                 cs.plain_runs ? "; plain launches: " : "", cs.plain_runs ? cs.plain_reason : "");
@@ -1690,7 +1690,7 @@ static void write_counters(void) {
     }
     if (algos) {
         int n = 0;
-        jn_status s = T.algos_dev[0] ? jn_rt_cuda_algos_save_for(db, T.algos_dev, &n) : jn_rt_cuda_algos_save(db, &n);
+        jn_status s = T.algos_dev[0] ? jn_ex_cuda_algos_save_for(db, T.algos_dev, &n) : jn_ex_cuda_algos_save(db, &n);
         if (s)
             fprintf(stderr, "janus replay: could not save the cuDNN algorithm choices to %s (the next run chooses "
                     "them again): %s\n", R.db_path, jn_errmsg());
@@ -1698,12 +1698,12 @@ static void write_counters(void) {
     jn_db_close(db);
 }
 
-void jn_rt_replay_set_cuda_runner(const jn_rt_cuda_graphs_runner *r, void *stream) {
+void jn_rp_set_cuda_runner(const jn_ex_cuda_graphs_runner *r, void *stream) {
     T.runner_set = r != NULL;
     if (r) T.runner = *r;
     T.stream = stream;
 }
 
-void jn_rt_replay_set_algos_device(const char *device) {
+void jn_rp_set_algos_device(const char *device) {
     snprintf(T.algos_dev, sizeof T.algos_dev, "%s", device ? device : "");
 }

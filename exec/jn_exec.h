@@ -102,73 +102,73 @@ typedef struct jn_dkcall {
 enum { JN_RT_CUDA_IMAGE_NONE = 0, JN_RT_CUDA_IMAGE_CUBIN = 1, JN_RT_CUDA_IMAGE_PTX = 2 };
 
 /* Compute capability and name of CUDA device `device` (what to compile for). */
-jn_status jn_rt_cuda_device(int device, int *major, int *minor, char *name, size_t n);
+jn_status jn_ex_cuda_device(int device, int *major, int *minor, char *name, size_t n);
 
 /* Which image of a bundle of `target` ("cuda:sm_XX") a device of compute
  * capability dev_major.dev_minor (named `device` in messages) runs: the
  * cubin if the major matches and the minor is at least the bundle's, else
  * the PTX if the device is at least the bundle's arch, else
  * JN_ERR_UNSUPPORTED naming target, device arch and the fix.  Pure. */
-jn_status jn_rt_cuda_pick_image(const char *target, int have_cubin, int have_ptx, int dev_major, int dev_minor,
+jn_status jn_ex_cuda_pick_image(const char *target, int have_cubin, int have_ptx, int dev_major, int dev_minor,
                                 const char *device, int *image);
 
 /* The device struct for the call the CPU executor built (c->data[] must
  * already be device addresses); nscalar = the kernel's io.nscalar.
  * JN_ERR_UNSUPPORTED when it does not fit JN_DK_MAX_OPS / _SCALARS. */
-jn_status jn_rt_dkcall_from(const jn_kcall *c, int32_t nscalar, jn_dkcall *d);
+jn_status jn_ex_dkcall_from(const jn_kcall *c, int32_t nscalar, jn_dkcall *d);
 
 /* A module of generated CUDA kernels on CUDA device `device` (its primary
- * context): the image jn_rt_cuda_pick_image chooses from cubin / ptx
+ * context): the image jn_ex_cuda_pick_image chooses from cubin / ptx
  * (either may be NULL), refused (JN_ERR_VALUE) unless its __constant__
  * jn_kabi_version is JN_DKABI_VERSION and jn_kmodule_hash is module_hash.
  * origin names it in messages. */
-typedef struct jn_rt_dlib jn_rt_dlib;
-jn_status jn_rt_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, size_t ptxlen, const char *target,
-                          uint64_t module_hash, const char *origin, int device, jn_rt_dlib **out);
-void jn_rt_dlib_close(jn_rt_dlib *l);
+typedef struct jn_ex_dlib jn_ex_dlib;
+jn_status jn_ex_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, size_t ptxlen, const char *target,
+                          uint64_t module_hash, const char *origin, int device, jn_ex_dlib **out);
+void jn_ex_dlib_close(jn_ex_dlib *l);
 /* The image loaded (JN_RT_CUDA_IMAGE_*); the device's name into device[n]. */
-int jn_rt_dlib_image(const jn_rt_dlib *l, char *device, size_t n);
-int jn_rt_dlib_has_kernel(const jn_rt_dlib *l, int32_t gi, int32_t k);
+int jn_ex_dlib_image(const jn_ex_dlib *l, char *device, size_t n);
+int jn_ex_dlib_has_kernel(const jn_ex_dlib *l, int32_t gi, int32_t k);
 /* Launches kernel K<k> of graph index gi (JN_DK_BLOCK threads per block)
  * on `stream` (a CUstream; NULL: the default stream); asynchronous: faults
- * surface at jn_rt_dlib_sync. */
-jn_status jn_rt_dlib_launch(jn_rt_dlib *l, int32_t gi, int32_t k, const jn_dkcall *d, void *stream);
-jn_status jn_rt_dlib_sync(jn_rt_dlib *l);
+ * surface at jn_ex_dlib_sync. */
+jn_status jn_ex_dlib_launch(jn_ex_dlib *l, int32_t gi, int32_t k, const jn_dkcall *d, void *stream);
+jn_status jn_ex_dlib_sync(jn_ex_dlib *l);
 /* The device arena of graph index gi, at least `bytes` (one per graph,
  * reused while it fits, reallocated after a sync when it does not). */
-jn_status jn_rt_dlib_arena(jn_rt_dlib *l, int32_t gi, size_t bytes, uint64_t *base);
-jn_status jn_rt_dlib_upload(jn_rt_dlib *l, uint64_t dst, const void *src, size_t n);
-jn_status jn_rt_dlib_download(jn_rt_dlib *l, void *dst, uint64_t src, size_t n);
+jn_status jn_ex_dlib_arena(jn_ex_dlib *l, int32_t gi, size_t bytes, uint64_t *base);
+jn_status jn_ex_dlib_upload(jn_ex_dlib *l, uint64_t dst, const void *src, size_t n);
+jn_status jn_ex_dlib_download(jn_ex_dlib *l, void *dst, uint64_t src, size_t n);
 
 /* ----------------------------------------------- compiled kernels */
 /* A shared object of generated kernels, loaded from bytes (a bundle's
  * JN_CG_SEC_SO section).  Refused (JN_ERR_VALUE, one sentence naming
  * `origin` and the fix) when it does not load, has another ABI version or
  * was built for another module (hash). */
-typedef struct jn_rt_exec_lib jn_rt_exec_lib;
-jn_status jn_rt_exec_lib_open(const void *so, size_t len, uint64_t module_hash, const char *origin,
-                              jn_rt_exec_lib **out);
-void jn_rt_exec_lib_close(jn_rt_exec_lib *lib);
+typedef struct jn_ex_lib jn_ex_lib;
+jn_status jn_ex_lib_open(const void *so, size_t len, uint64_t module_hash, const char *origin,
+                              jn_ex_lib **out);
+void jn_ex_lib_close(jn_ex_lib *lib);
 /* Kernel K<k> of graph index gi, NULL if the object has none. */
-jn_kfn jn_rt_exec_lib_kernel(const jn_rt_exec_lib *lib, int32_t gi, int32_t k);
+jn_kfn jn_ex_lib_kernel(const jn_ex_lib *lib, int32_t gi, int32_t k);
 
 /* ------------------------------------------------------ executor */
-typedef struct jn_rt_exec jn_rt_exec;
+typedef struct jn_ex_exec jn_ex_exec;
 
 enum {
-    JN_RT_EXEC_EAGER = 1    /* ignore kernels and plan: every node through its eager
+    JN_EX_EAGER = 1    /* ignore kernels and plan: every node through its eager
                              * table kernel, each value its own tensor (the
                              * reference the differential tests compare against) */
 };
 
 /* Graph gi of m made runnable: kernels resolved in lib (NULL: no compiled
  * code; generated kernels then run member by member through the eager
- * kernels), operand lists and scratch precomputed so jn_rt_exec_run does no
+ * kernels), operand lists and scratch precomputed so jn_ex_run does no
  * per-call analysis beyond evaluating the symbols.  m and lib must outlive
  * the executor. */
-jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags,
-                         jn_rt_exec **out);
-void jn_rt_exec_free(jn_rt_exec *x);
+jn_status jn_ex_new(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, int flags,
+                         jn_ex_exec **out);
+void jn_ex_free(jn_ex_exec *x);
 
 /* One run.  inputs[i] is graph input i (g->inputs order): the tensor for
  * state/host/carry inputs (any strides), a 0-d tensor holding the number
@@ -181,12 +181,12 @@ void jn_rt_exec_free(jn_rt_exec *x);
  * (version bumped) and outs[0 .. number of keep outputs) hold new references
  * to the keep outputs, in g->outputs order.  The arena is allocated once
  * per run (or reused while its size fits). */
-jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs);
+jn_status jn_ex_run(jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs);
 
 /* Fills syms[s] for every dim symbol that appears as a plain dim of an
  * input's shape, from inputs (what a caller without a matcher uses); -1
  * for the others.  JN_ERR_SHAPE when two inputs disagree on a symbol. */
-jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, int64_t *syms);
+jn_status jn_ex_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, int64_t *syms);
 
 /* Inputs for tests and benchmarks (no real data at hand): inputs[i] for
  * graph input i at symbol values syms: float tensors uniform in [-2, 2)
@@ -197,15 +197,15 @@ jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, i
  * length is a symbol: the value syms imply), the rng input a 0-d int64
  * zero.  On failure the
  * made ones are released and inputs[] is NULL. */
-jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs);
+jn_status jn_ex_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs);
 
 /* Called around each generated kernel call of x (after = 0 before the
  * compiled function runs, 1 after) with the kernel index and the call as
  * the kernel receives it: what tests and the device executor use to see,
  * or mirror onto a GPU, exactly the layout the CPU kernels get.  NULL fn:
  * none. */
-typedef void (*jn_rt_exec_kcall_hook)(void *ctx, int32_t k, const jn_kcall *c, int after);
-void jn_rt_exec_set_kcall_hook(jn_rt_exec *x, jn_rt_exec_kcall_hook fn, void *ctx);
+typedef void (*jn_ex_kcall_hook)(void *ctx, int32_t k, const jn_kcall *c, int after);
+void jn_ex_set_kcall_hook(jn_ex_exec *x, jn_ex_kcall_hook fn, void *ctx);
 
 /* ------------------------------------------------ graphs on a device
  * The same executor runs a graph on a device when given this table (the
@@ -219,8 +219,8 @@ void jn_rt_exec_set_kcall_hook(jn_rt_exec *x, jn_rt_exec_kcall_hook fn, void *ct
  * through copy; the state write-back and keep outputs out of the arena
  * use jn_copy_into / jn_contiguous, which follow the storages' device to
  * its backend.  Tensor inputs must be on storage_device.  exec_cuda.c fills it for a CUDA module and backend
- * (jn_rt_cuda_graphs); tests plug host kernels into it. */
-typedef struct jn_rt_exec_device {
+ * (jn_ex_cuda_graphs); tests plug host kernels into it. */
+typedef struct jn_ex_device {
     const char *name;     /* "cuda:0" (messages) */
     int storage_device;   /* jn_storage.device of its tensors (JN_CUDA; a host fake: JN_CPU) */
     void *ctx;
@@ -240,14 +240,14 @@ typedef struct jn_rt_exec_device {
     jn_status (*begin)(void *ctx, int32_t gi);
     jn_status (*end)(void *ctx, int32_t gi, jn_status s);
     int copy_outputs;     /* keep outputs always copied out (their buffers are written again) */
-} jn_rt_exec_device;
+} jn_ex_device;
 
-/* jn_rt_exec_new for a device (dev NULL: the CPU, lib used; else lib
+/* jn_ex_new for a device (dev NULL: the CPU, lib used; else lib
  * ignored, kernels the device has are launched).  JN_ERR_UNSUPPORTED,
  * naming node and op, when a node the device would run has no kernel
  * there.  dev must outlive the executor. */
-jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, const jn_rt_exec_device *dev,
-                            int flags, jn_rt_exec **out);
+jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, const jn_ex_device *dev,
+                            int flags, jn_ex_exec **out);
 
 /* The device of a CUDA module l (NULL: no generated kernels, every node
  * through the backend) and a backend be (NULL: the eager CUDA backend,
@@ -256,23 +256,23 @@ jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_
  * backend: its compute stream, jn_cuda_stream).  l and be must outlive it.
  * JN_ERR_UNSUPPORTED when there is no backend. */
 struct jn_rt_backend;
-typedef struct jn_rt_cuda_graphs jn_rt_cuda_graphs;
+typedef struct jn_ex_cuda_graphs jn_ex_cuda_graphs;
 typedef struct {
     int64_t nodes;     /* library nodes run (views excepted) */
     int64_t launches;  /* generated kernels launched one by one (not from a CUDA Graph) */
     int64_t buffers;   /* buffers made (own values, loop buffers, scalars) */
     int64_t arenas;    /* arena headers over the module's device arena */
-    /* CUDA Graphs (jn_rt_cuda_graphs_run): runs that launched a captured
+    /* CUDA Graphs (jn_ex_cuda_graphs_run): runs that launched a captured
      * graph as it was, captures (instantiated or updated), executable
      * graphs updated in place, instantiated; runs made of plain launches
      * and the last reason */
     int64_t replays, captures, updates, instantiations, plain_runs;
     char plain_reason[400];
-} jn_rt_cuda_graphs_stats;
-jn_status jn_rt_cuda_graphs_new(jn_rt_dlib *l, const struct jn_rt_backend *be, void *stream, jn_rt_cuda_graphs **out);
-void jn_rt_cuda_graphs_free(jn_rt_cuda_graphs *c);
-const jn_rt_exec_device *jn_rt_cuda_graphs_device(jn_rt_cuda_graphs *c);
-void jn_rt_cuda_graphs_get_stats(const jn_rt_cuda_graphs *c, jn_rt_cuda_graphs_stats *st);
+} jn_ex_cuda_graphs_stats;
+jn_status jn_ex_cuda_graphs_new(jn_ex_dlib *l, const struct jn_rt_backend *be, void *stream, jn_ex_cuda_graphs **out);
+void jn_ex_cuda_graphs_free(jn_ex_cuda_graphs *c);
+const jn_ex_device *jn_ex_cuda_graphs_device(jn_ex_cuda_graphs *c);
+void jn_ex_cuda_graphs_get_stats(const jn_ex_cuda_graphs *c, jn_ex_cuda_graphs_stats *st);
 /* Library nodes and copies between the run's buffers (default: the
  * backend's kernels and jn_copy_into).  A runner must enqueue its work on
  * the stream (so a CUDA Graph captures it), e.g. a test's host functions
@@ -281,16 +281,16 @@ typedef struct {
     jn_status (*node)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out);
     jn_status (*copy)(void *ctx, jn_tensor *dst, const jn_tensor *src);
     void *ctx;
-} jn_rt_cuda_graphs_runner;
-void jn_rt_cuda_graphs_set_runner(jn_rt_cuda_graphs *c, const jn_rt_cuda_graphs_runner *r);
-/* One run of x (made with jn_rt_exec_new_on(..., jn_rt_cuda_graphs_device(c), ...))
+} jn_ex_cuda_graphs_runner;
+void jn_ex_cuda_graphs_set_runner(jn_ex_cuda_graphs *c, const jn_ex_cuda_graphs_runner *r);
+/* One run of x (made with jn_ex_new_on(..., jn_ex_cuda_graphs_device(c), ...))
  * as a CUDA Graph: the first run with given bindings is captured and
  * instantiated, later ones with the same calls launch it; a changed call
  * (other addresses, shapes or baked parameters) is captured again and the
  * executable graph updated; a capture that fails (e.g. a host sync in a
  * kernel) is redone with plain launches, as every later run of that graph
- * (stats: plain_reason).  Same contract as jn_rt_exec_run. */
-jn_status jn_rt_cuda_graphs_run(jn_rt_cuda_graphs *c, jn_rt_exec *x, jn_tensor *const *inputs, const int64_t *syms,
+ * (stats: plain_reason).  Same contract as jn_ex_run. */
+jn_status jn_ex_cuda_graphs_run(jn_ex_cuda_graphs *c, jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms,
                                 jn_tensor **outs);
 
 typedef struct {
@@ -299,18 +299,18 @@ typedef struct {
     int64_t kernels_gen, kernels_lib, nodes_eager;   /* calls made in the last run */
     int state_written;         /* the last run wrote a state input (even if it then failed:
                                 * the inputs are no longer what the run started from) */
-} jn_rt_exec_stats;
-void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st);
+} jn_ex_stats;
+void jn_ex_last_stats(const jn_ex_exec *x, jn_ex_stats *st);
 /* Bytes of the arena CPU graphs share now (0 while none is allocated, e.g.
  * after eager work missed the block cache and it was given back). */
-size_t jn_rt_exec_shared_arena_bytes(void);
+size_t jn_ex_shared_arena_bytes(void);
 /* Give back now what graph runs leave idle between them -- the shared CPU
  * arena (the next run allocates it again) and, with cache, the blocks in
  * the runtime's block cache and malloc's free heap -- before eager work
  * that would otherwise sit on top of it: replay timing a graph eagerly, or
  * running a segment eagerly by choice (arena_idle_release does the same on
  * a block-cache miss, at most once per 16 runs).  1 if an arena was held. */
-int jn_rt_exec_release_idle(int cache);
+int jn_ex_release_idle(int cache);
 
 #ifdef __cplusplus
 }

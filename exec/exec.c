@@ -3,7 +3,7 @@
  * eager table kernels (jn_cpu_<op>, called directly with output tensors
  * made over the planned memory: no dispatcher, no autograd, no recording).
  *
- * jn_rt_exec_new flattens the graph into steps, in node order: a node, a
+ * jn_ex_new flattens the graph into steps, in node order: a node, a
  * kernel (at its root; its other members are skipped), a loop (followed by
  * its body's steps and an end-of-iteration step that moves carries and
  * collects), and precomputes per value where it lives:
@@ -11,7 +11,7 @@
  *   VIEW    a view op's output: a header sharing its input's storage;
  *   OWN     a buffer of its own (graph outputs, unplanned values, kernel
  *           intermediates the eager path materializes, every value under
- *           JN_RT_EXEC_EAGER);
+ *           JN_EX_EAGER);
  *   INPUT / LOOP   the caller's tensors / the loop's own buffers;
  * and after which step each value is released (its last use in the scope
  * that defines it; a view keeps its base's buffer alive), so OWN buffers
@@ -91,7 +91,7 @@ typedef struct {
     double *scalars;
 } kinfo;
 
-struct jn_rt_exec {
+struct jn_ex_exec {
     const jn_ir_module *m;
     const jn_ir_graph *g;
     int32_t gi;
@@ -116,10 +116,10 @@ struct jn_rt_exec {
     jn_tensor *arena_t;      /* this run's arena: the shared one's header, or over `arena` */
     int shared_user, holds_shared;
     int64_t live, peak;
-    jn_rt_exec_stats st;
-    jn_rt_exec_kcall_hook hook;
+    jn_ex_stats st;
+    jn_ex_kcall_hook hook;
     void *hook_ctx;
-    const jn_rt_exec_device *dev; /* NULL: the CPU; else where buffers, nodes and kernels run */
+    const jn_ex_device *dev; /* NULL: the CPU; else where buffers, nodes and kernels run */
     jn_tensor **dscal;            /* device: per input, its number in device memory */
     /* every expression of the graph evaluated once per run, and the ones
      * over an induction variable again at each iteration (ev_all, ev_ivar):
@@ -133,7 +133,7 @@ struct jn_rt_exec {
 };
 
 /* ------------------------------------------------------------ helpers */
-static jn_status eval(const jn_rt_exec *x, jn_ir_dim d, int64_t *out) {
+static jn_status eval(const jn_ex_exec *x, jn_ir_dim d, int64_t *out) {
     if (!jn_ir_is_expr(d)) {
         *out = d;
         return JN_OK;
@@ -147,7 +147,7 @@ static jn_status eval(const jn_rt_exec *x, jn_ir_dim d, int64_t *out) {
 }
 
 /* Expression i from its children's values in ev (children come first). */
-static void ev_one(jn_rt_exec *x, int32_t i) {
+static void ev_one(jn_ex_exec *x, int32_t i) {
     const jn_ir_expr *e = &x->g->exprs[i];
     if (e->kind == JN_IR_E_SYM) {
         x->evbad[i] = e->sym < 0 || e->sym >= x->g->nsyms;
@@ -167,7 +167,7 @@ static void ev_one(jn_rt_exec *x, int32_t i) {
 }
 
 /* After the symbols are set (a run's start): every expression. */
-static void ev_all(jn_rt_exec *x) {
+static void ev_all(jn_ex_exec *x) {
     x->evvalid = 0;
     if (!x->evok) return;
     for (int32_t i = 0; i < x->g->nexprs; i++) ev_one(x, i);
@@ -175,14 +175,14 @@ static void ev_all(jn_rt_exec *x) {
 }
 
 /* After an induction variable moved: the expressions over one. */
-static void ev_ivar(jn_rt_exec *x) {
+static void ev_ivar(jn_ex_exec *x) {
     if (!x->evvalid) return;
     for (int32_t k = 0; k < x->nevdep; k++) ev_one(x, x->evdep[k]);
 }
 
 /* exec_new: the tables, when every expression's children come before it
  * (as the pool builds them); otherwise eval walks trees as before. */
-static int ev_prepare(jn_rt_exec *x) {
+static int ev_prepare(jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
     int32_t n = g->nexprs;
     x->ev = malloc(sizeof *x->ev * ((size_t)n + 1));
@@ -210,14 +210,14 @@ static int ev_prepare(jn_rt_exec *x) {
     return ok;
 }
 
-static jn_status eval_shape(const jn_rt_exec *x, int32_t v, int64_t *shape) {
+static jn_status eval_shape(const jn_ex_exec *x, int32_t v, int64_t *shape) {
     const jn_ir_value *iv = &x->g->values[v];
     for (int d = 0; d < iv->ndim; d++) {
         jn_status s = eval(x, iv->shape[d], &shape[d]);
         if (s) return s;
         if (shape[d] < 0)
             return jn_error(JN_ERR_SHAPE, "graph %s: dim %d of %%%d evaluates to %lld with these symbol values; "
-                            "bind every symbol (jn_rt_exec_bind_syms)", x->g->name, d, v, (long long)shape[d]);
+                            "bind every symbol (jn_ex_bind_syms)", x->g->name, d, v, (long long)shape[d]);
     }
     return JN_OK;
 }
@@ -228,13 +228,13 @@ static int64_t tbytes(const jn_tensor *t) {
 }
 
 /* Loop buffers and other memory no value owns. */
-static void note_bytes(jn_rt_exec *x, int64_t b) {
+static void note_bytes(jn_ex_exec *x, int64_t b) {
     x->live += b;
     if (x->live + x->st.arena_bytes > x->peak) x->peak = x->live + x->st.arena_bytes;
 }
 
 /* Value v now holds t (NULL: released); a buffer of its own counts as live. */
-static void set_val(jn_rt_exec *x, int32_t v, jn_tensor *t) {
+static void set_val(jn_ex_exec *x, int32_t v, jn_tensor *t) {
     if (x->val[v] && x->place[v] != P_INPUT) jn_tensor_decref(x->val[v]);
     x->live -= x->ownbytes[v];
     x->ownbytes[v] = 0;
@@ -306,7 +306,7 @@ static void arena_idle_release(void) {
     if (give) give_back_heap();
 }
 
-static jn_tensor *own_tensor(const jn_rt_exec *x, jn_dtype dt, int nd, const int64_t *shape) {
+static jn_tensor *own_tensor(const jn_ex_exec *x, jn_dtype dt, int nd, const int64_t *shape) {
     if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */
         jn_meta m = {dt, nd, {0}};
         memcpy(m.shape, shape, sizeof(int64_t) * (size_t)nd);
@@ -317,13 +317,13 @@ static jn_tensor *own_tensor(const jn_rt_exec *x, jn_dtype dt, int nd, const int
 
 /* dst <- src; on a device through its table (which may be capturing a
  * CUDA Graph, or replaying one and so skipping the work). */
-static jn_status copy_into(const jn_rt_exec *x, jn_tensor *dst, const jn_tensor *src) {
+static jn_status copy_into(const jn_ex_exec *x, jn_tensor *dst, const jn_tensor *src) {
     if (__builtin_expect(x->dev != NULL, 0)) return x->dev->copy(x->dev->ctx, dst, src); /* device hook */
     return jn_copy_into(dst, src);
 }
 
 /* A contiguous header over the arena at value v's offset. */
-static jn_tensor *arena_tensor(jn_rt_exec *x, int32_t v, const int64_t *shape) {
+static jn_tensor *arena_tensor(jn_ex_exec *x, int32_t v, const int64_t *shape) {
     const jn_ir_value *iv = &x->g->values[v];
     int64_t off;
     if (eval(x, iv->mem, &off) != JN_OK) return NULL;
@@ -345,7 +345,7 @@ static jn_tensor *arena_tensor(jn_rt_exec *x, int32_t v, const int64_t *shape) {
 }
 
 /* The buffer value v is written into, shaped `shape`. */
-static jn_tensor *dest_for(jn_rt_exec *x, int32_t v, const int64_t *shape, int force_own) {
+static jn_tensor *dest_for(jn_ex_exec *x, int32_t v, const int64_t *shape, int force_own) {
     const jn_ir_value *iv = &x->g->values[v];
     jn_tensor *d = x->ldst[v];
     if (d && d->ndim == iv->ndim && jn_same_shape(d->ndim, d->shape, iv->ndim, shape)) {
@@ -358,7 +358,7 @@ static jn_tensor *dest_for(jn_rt_exec *x, int32_t v, const int64_t *shape, int f
 
 static int same_memory(const jn_tensor *a, const jn_tensor *b) { return jn_rt_same_view(a, b); }
 
-static jn_status node_attrs(const jn_rt_exec *x, int32_t n, jn_attrs *a) {
+static jn_status node_attrs(const jn_ex_exec *x, int32_t n, jn_attrs *a) {
     /* the op's own attributes only (its kernel reads no others; a whole jn_attrs is 576 bytes) */
     memcpy(a, &x->g->nodes[n].attrs, sizeof(jn_attr) * (size_t)jn_op_info(x->g->nodes[n].op)->nattrs);
     for (int32_t i = x->p0[n]; i < x->p0[n] + x->np[n]; i++) {
@@ -376,7 +376,7 @@ static jn_status node_attrs(const jn_rt_exec *x, int32_t n, jn_attrs *a) {
     return JN_OK;
 }
 
-static jn_status node_error(const jn_rt_exec *x, int32_t n, jn_status s) {
+static jn_status node_error(const jn_ex_exec *x, int32_t n, jn_status s) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", jn_errmsg());
     return jn_error(s, "graph %s node %d (%s): %s", x->g->name, n, jn_op_info(x->g->nodes[n].op)->name, msg);
@@ -386,7 +386,7 @@ static jn_status node_error(const jn_rt_exec *x, int32_t n, jn_status s) {
 /* Runs node n through its eager kernel.  shared (may be NULL): a tensor
  * output 0 is written into instead of its own buffer (a GEMM into its
  * epilogue's root output); force_own: every output in a buffer of its own. */
-static jn_status exec_node(jn_rt_exec *x, int32_t n, jn_tensor *shared, int force_own) {
+static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int force_own) {
     const jn_ir_graph *g = x->g;
     const jn_ir_node *nd = &g->nodes[n];
     const jn_opinfo *info = jn_op_info(nd->op);
@@ -497,7 +497,7 @@ static void kstrides(const jn_tensor *t, int nd, const int64_t *S, int nkept, in
 }
 
 /* Calls the compiled function of kernel ki with every written value's buffer made. */
-static jn_status call_gen(jn_rt_exec *x, int32_t ki, jn_tensor *const *ops) {
+static jn_status call_gen(jn_ex_exec *x, int32_t ki, jn_tensor *const *ops) {
     kinfo *K = &x->k[ki];
     const jn_ir_graph *g = x->g;
     const jn_ir_node *root = &g->nodes[g->kernels[ki].root];
@@ -562,7 +562,7 @@ static jn_status call_gen(jn_rt_exec *x, int32_t ki, jn_tensor *const *ops) {
     return JN_OK;
 }
 
-static jn_status exec_kernel(jn_rt_exec *x, int32_t ki) {
+static jn_status exec_kernel(jn_ex_exec *x, int32_t ki) {
     kinfo *K = &x->k[ki];
     const jn_ir_graph *g = x->g;
     const jn_ir_kernel *KK = &g->kernels[ki];
@@ -623,9 +623,9 @@ static jn_status exec_kernel(jn_rt_exec *x, int32_t ki) {
 }
 
 /* --------------------------------------------------------------- loops */
-static jn_status exec_steps(jn_rt_exec *x, int32_t from, int32_t to);
+static jn_status exec_steps(jn_ex_exec *x, int32_t from, int32_t to);
 
-static void release(jn_rt_exec *x, int32_t i) {
+static void release(jn_ex_exec *x, int32_t i) {
     for (int32_t r = 0; r < x->steps[i].nrel; r++) set_val(x, x->rel[x->steps[i].rel0 + r], NULL);
 }
 
@@ -633,9 +633,9 @@ static void release(jn_rt_exec *x, int32_t i) {
  * node output of this very loop's body that would get a buffer of its own
  * or an arena slot (not a view, not state written in place), of the
  * buffer's dtype.  Then the end of the iteration moves nothing. */
-static int redirectable(const jn_rt_exec *x, int32_t l, int32_t v, const jn_tensor *buf) {
+static int redirectable(const jn_ex_exec *x, int32_t l, int32_t v, const jn_tensor *buf) {
     const jn_ir_value *iv = &x->g->values[v];
-    if (x->flags & JN_RT_EXEC_EAGER || iv->kind != JN_IR_V_NODE || x->g->nodes[iv->def].loop != l ||
+    if (x->flags & JN_EX_EAGER || iv->kind != JN_IR_V_NODE || x->g->nodes[iv->def].loop != l ||
         (x->place[v] != P_ARENA && x->place[v] != P_OWN) || (x->direct[iv->def] & (1u << iv->idx)) || x->ldst[v])
         return 0;
     return buf->dtype == iv->dtype && buf->ndim == iv->ndim;
@@ -648,7 +648,7 @@ static jn_tensor *view_of(jn_tensor *t) {
     return h;
 }
 
-static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
+static jn_status exec_loop(jn_ex_exec *x, int32_t si) {
     const jn_ir_graph *g = x->g;
     int32_t l = x->steps[si].idx;
     const jn_ir_loop *L = &g->loops[l];
@@ -823,7 +823,7 @@ static jn_status exec_loop(jn_rt_exec *x, int32_t si) {
     return s;
 }
 
-static jn_status exec_steps(jn_rt_exec *x, int32_t from, int32_t to) {
+static jn_status exec_steps(jn_ex_exec *x, int32_t from, int32_t to) {
     jn_status s = JN_OK;
     for (int32_t i = from; i < to && s == JN_OK; i++) {
         const step *p = &x->steps[i];
@@ -844,12 +844,12 @@ static jn_status exec_steps(jn_rt_exec *x, int32_t from, int32_t to) {
 
 /* ------------------------------------------------------------ building */
 typedef struct {
-    jn_rt_exec *x;
+    jn_ex_exec *x;
     int32_t cap;
 } builder;
 
 static int push_step(builder *b, uint8_t kind, int32_t idx, int32_t scope) {
-    jn_rt_exec *x = b->x;
+    jn_ex_exec *x = b->x;
     if (x->nsteps == b->cap) {
         int32_t nc = b->cap ? 2 * b->cap : 64;
         step *ns = realloc(x->steps, (size_t)nc * sizeof *ns);
@@ -863,9 +863,9 @@ static int push_step(builder *b, uint8_t kind, int32_t idx, int32_t scope) {
 
 /* Steps of nodes from..to-1 of loop `scope` (-1: top level). */
 static int build_steps(builder *b, int32_t scope, int32_t from, int32_t to) {
-    jn_rt_exec *x = b->x;
+    jn_ex_exec *x = b->x;
     const jn_ir_graph *g = x->g;
-    int eager = x->flags & JN_RT_EXEC_EAGER;
+    int eager = x->flags & JN_EX_EAGER;
     for (int32_t n = from; n < to;) {
         int32_t inner = -1;
         for (int32_t l = 0; l < g->nloops && inner < 0; l++)
@@ -894,7 +894,7 @@ static int build_steps(builder *b, int32_t scope, int32_t from, int32_t to) {
 }
 
 /* The step of scope D that contains step u. */
-static int32_t ancestor(const jn_rt_exec *x, int32_t u, int32_t D) {
+static int32_t ancestor(const jn_ex_exec *x, int32_t u, int32_t D) {
     while (x->steps[u].scope != D && x->steps[u].scope >= 0) u = x->loopstep[x->steps[u].scope];
     return u;
 }
@@ -908,7 +908,7 @@ static int32_t def_scope(const jn_ir_graph *g, int32_t v, int *ok) {
     return -1;
 }
 
-static void use(const jn_rt_exec *x, int32_t *last, int32_t v, int32_t u) {
+static void use(const jn_ex_exec *x, int32_t *last, int32_t v, int32_t u) {
     int ok;
     int32_t D = def_scope(x->g, v, &ok);
     if (!ok) return;
@@ -917,7 +917,7 @@ static void use(const jn_rt_exec *x, int32_t *last, int32_t v, int32_t u) {
 }
 
 /* Release lists: each value after the step of its scope holding its last use. */
-static jn_status liveness(jn_rt_exec *x) {
+static jn_status liveness(jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
     int32_t nv = g->nvalues;
     int32_t *last = malloc(((size_t)nv + 1) * sizeof *last), *base = malloc(((size_t)nv + 1) * sizeof *base);
@@ -974,7 +974,7 @@ static jn_status liveness(jn_rt_exec *x) {
  * copy_) goes straight into state input k when the graph writes it back
  * to that input and nothing reads the input after the node (directly or
  * through a view): the functional copy and the write-back both vanish. */
-static void direct_state(jn_rt_exec *x) {
+static void direct_state(jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
     int32_t nv = g->nvalues;
     int32_t *lastin = malloc(((size_t)nv + 1) * sizeof *lastin), *base = malloc(((size_t)nv + 1) * sizeof *base);
@@ -1030,7 +1030,7 @@ done:
  * node is the last reader of the param and its views in the iteration,
  * and nothing moved at the iteration's end reads them: no copy of the
  * whole accumulator per iteration (O(T^2) bytes for a window per step). */
-static void carry_in_place(jn_rt_exec *x) {
+static void carry_in_place(jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
     int32_t nv = g->nvalues;
     int32_t *base = malloc(((size_t)nv + 1) * sizeof *base);
@@ -1084,7 +1084,7 @@ static int has_v(const int32_t *a, int32_t n, int32_t v) {
 /* K->fn of a kernel the device launches (never called: call_gen launches). */
 static void device_kernel_marker(const jn_kcall *c) { (void)c; }
 
-static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_t ki) {
+static jn_status prepare_kernel(jn_ex_exec *x, const jn_ex_lib *lib, int32_t ki) {
     const jn_ir_graph *g = x->g;
     kinfo *K = &x->k[ki];
     const jn_ir_kernel *KK = &g->kernels[ki];
@@ -1101,7 +1101,7 @@ static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_
     if (!K->tmp || !K->red_out || !K->data || !K->strides || !K->st || !K->ops || !K->scalars)
         return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
     if (lib && (KK->impl == JN_IR_IMPL_GEN || KK->impl == JN_IR_IMPL_GEMM) && K->io.ncall > 0)
-        K->fn = jn_rt_exec_lib_kernel(lib, x->gi, ki);
+        K->fn = jn_ex_lib_kernel(lib, x->gi, ki);
     if (x->dev && (KK->impl == JN_IR_IMPL_GEN || KK->impl == JN_IR_IMPL_GEMM) && K->io.ncall > 0 && /* device hook */
         x->dev->has_kernel(x->dev->ctx, x->gi, ki))
         K->fn = device_kernel_marker;
@@ -1131,10 +1131,10 @@ static jn_status prepare_kernel(jn_rt_exec *x, const jn_rt_exec_lib *lib, int32_
 
 /* Device: every node the device's node runner gets (outside a launched
  * kernel, or a gemm kernel's GEMM) must be one it has. */
-static jn_status device_check(const jn_rt_exec *x) {
+static jn_status device_check(const jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
     for (int32_t n = 0; n < g->nnodes; n++) {
-        int32_t k = (x->flags & JN_RT_EXEC_EAGER) ? -1 : g->nodes[n].kernel;
+        int32_t k = (x->flags & JN_EX_EAGER) ? -1 : g->nodes[n].kernel;
         int launched = k >= 0 && x->k[k].fn && !(g->kernels[k].kind == JN_IR_K_GEMM && x->k[k].io.nodes[0] == n);
         if (!launched && !x->dev->supports(x->dev->ctx, g->nodes[n].op))
             return jn_error(JN_ERR_UNSUPPORTED, "graph %s node %d (%s) cannot run on %s: the device has no kernel for "
@@ -1144,17 +1144,17 @@ static jn_status device_check(const jn_rt_exec *x) {
     return JN_OK;
 }
 
-jn_status jn_rt_exec_new(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, int flags, jn_rt_exec **out) {
-    return jn_rt_exec_new_on(m, gi, lib, NULL, flags, out);
+jn_status jn_ex_new(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, int flags, jn_ex_exec **out) {
+    return jn_ex_new_on(m, gi, lib, NULL, flags, out);
 }
 
-jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_lib *lib, const jn_rt_exec_device *dev,
-                            int flags, jn_rt_exec **out) {
+jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, const jn_ex_device *dev,
+                            int flags, jn_ex_exec **out) {
     *out = NULL;
     if (!m || gi < 0 || gi >= m->ngraphs)
         return jn_error(JN_ERR_VALUE, "the module has no graph %d (it has %d)", gi, m ? m->ngraphs : 0);
     const jn_ir_graph *g = m->graphs[gi];
-    jn_rt_exec *x = calloc(1, sizeof *x);
+    jn_ex_exec *x = calloc(1, sizeof *x);
     if (!x) return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
     x->m = m;
     x->g = g;
@@ -1162,7 +1162,7 @@ jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_
     x->flags = flags;
     x->dev = dev;
     if (dev) lib = NULL; /* the device's kernels, never host code */
-    int eager = flags & JN_RT_EXEC_EAGER;
+    int eager = flags & JN_EX_EAGER;
     size_t nv = (size_t)g->nvalues + 1, nn = (size_t)g->nnodes + 1;
     x->place = calloc(nv, 1);
     x->keep = calloc(nv, 1);
@@ -1227,18 +1227,18 @@ jn_status jn_rt_exec_new_on(const jn_ir_module *m, int32_t gi, const jn_rt_exec_
     if ((s = liveness(x))) goto fail;
     if (!eager) direct_state(x), carry_in_place(x);
     /* a constant arena under symbolic sizes: packed at the recorded maxima,
-     * so a run past a maximum would overlap values (jn_rt_exec_run refuses it) */
+     * so a run past a maximum would overlap values (jn_ex_run refuses it) */
     for (int32_t v = 0; !eager && !jn_ir_is_expr(g->arena) && g->arena >= 0 && v < g->nvalues && !x->at_max; v++)
         for (int d = 0; g->values[v].mem != -1 && d < g->values[v].ndim; d++)
             if (jn_ir_is_expr(g->values[v].shape[d])) x->at_max = 1;
     *out = x;
     return JN_OK;
 fail:
-    jn_rt_exec_free(x);
+    jn_ex_free(x);
     return s;
 }
 
-void jn_rt_exec_free(jn_rt_exec *x) {
+void jn_ex_free(jn_ex_exec *x) {
     if (!x) return;
     for (int32_t k = 0; x->k && k < x->g->nkernels; k++) {
         kinfo *K = &x->k[k];
@@ -1300,7 +1300,7 @@ static const char *in_kind(jn_ir_input_kind k) {
     return (unsigned)k < 6 ? n[k] : "?";
 }
 
-static jn_status check_input(jn_rt_exec *x, int32_t i, jn_tensor *t) {
+static jn_status check_input(jn_ex_exec *x, int32_t i, jn_tensor *t) {
     const jn_ir_graph *g = x->g;
     const jn_ir_input *in = &g->inputs[i];
     const jn_ir_value *iv = &g->values[in->value];
@@ -1379,7 +1379,7 @@ static jn_tensor *arena_header(char *mem, size_t cap) {
 /* Room for `bytes` in the arena at mem, cap, t (grown when short), sized for the symbols' recorded maxima
  * at once: a run of growing sequence lengths would otherwise move (and
  * fault in) the arena again at each new longest one. */
-static int arena_grow(const jn_rt_exec *x, int64_t bytes, char **mem, size_t *cap, jn_tensor **t) {
+static int arena_grow(const jn_ex_exec *x, int64_t bytes, char **mem, size_t *cap, jn_tensor **t) {
     if (*t && (size_t)bytes <= *cap) return 1;
     if (*t) jn_tensor_decref(*t);
     *t = NULL;
@@ -1403,15 +1403,15 @@ static int arena_grow(const jn_rt_exec *x, int64_t bytes, char **mem, size_t *ca
     return *t != NULL;
 }
 
-static void arena_release(jn_rt_exec *x) {
+static void arena_release(jn_ex_exec *x) {
     if (x->holds_shared) pthread_mutex_unlock(&cpu_arena.lock);
     x->holds_shared = 0;
 }
 
-static jn_status ensure_arena(jn_rt_exec *x) {
+static jn_status ensure_arena(jn_ex_exec *x) {
     int64_t bytes = 0;
     x->st.arena_bytes = 0;
-    if ((x->flags & JN_RT_EXEC_EAGER) || x->g->arena == -1) return JN_OK;
+    if ((x->flags & JN_EX_EAGER) || x->g->arena == -1) return JN_OK;
     jn_status s = eval(x, x->g->arena, &bytes);
     if (s) return s;
     if (bytes < 0) return jn_error(JN_ERR_VALUE, "graph %s: arena of %lld bytes", x->g->name, (long long)bytes);
@@ -1447,7 +1447,7 @@ nomem:
                     x->g->name);
 }
 
-static void clear_vals(jn_rt_exec *x) {
+static void clear_vals(jn_ex_exec *x) {
     for (int32_t v = 0; v < x->g->nvalues; v++) {
         if (x->place[v] == P_INPUT) x->val[v] = NULL;
         else if (x->val[v]) set_val(x, v, NULL);
@@ -1456,7 +1456,7 @@ static void clear_vals(jn_rt_exec *x) {
     x->live = 0;
 }
 
-jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs) {
+jn_status jn_ex_run(jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs) {
     const jn_ir_graph *g = x->g;
     int grad = jn_grad_enabled();
     jn_set_grad_enabled(0);
@@ -1532,7 +1532,7 @@ jn_status jn_rt_exec_run(jn_rt_exec *x, jn_tensor *const *inputs, const int64_t 
     return s;
 }
 
-jn_status jn_rt_exec_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, int64_t *syms) {
+jn_status jn_ex_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, int64_t *syms) {
     for (int32_t s2 = 0; s2 < g->nsyms; s2++) syms[s2] = -1;
     for (int32_t i = 0; i < g->ninputs; i++) {
         const jn_ir_input *in = &g->inputs[i];
@@ -1573,7 +1573,7 @@ static double scalar_for_syms(const jn_ir_graph *g, const jn_ir_input *in, const
     return in->scalar;
 }
 
-jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs) {
+jn_status jn_ex_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint64_t seed, jn_tensor **inputs) {
     jn_status s = JN_OK;
     for (int32_t i = 0; i < g->ninputs; i++) inputs[i] = NULL;
     for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
@@ -1611,14 +1611,14 @@ jn_status jn_rt_exec_make_inputs(const jn_ir_graph *g, const int64_t *syms, uint
     return s;
 }
 
-void jn_rt_exec_set_kcall_hook(jn_rt_exec *x, jn_rt_exec_kcall_hook fn, void *ctx) {
+void jn_ex_set_kcall_hook(jn_ex_exec *x, jn_ex_kcall_hook fn, void *ctx) {
     x->hook = fn;
     x->hook_ctx = ctx;
 }
 
-void jn_rt_exec_last_stats(const jn_rt_exec *x, jn_rt_exec_stats *st) { *st = x->st; }
+void jn_ex_last_stats(const jn_ex_exec *x, jn_ex_stats *st) { *st = x->st; }
 
-int jn_rt_exec_release_idle(int cache) {
+int jn_ex_release_idle(int cache) {
     pthread_mutex_lock(&cpu_arena.lock);
     int had = cpu_arena.mem != NULL;
     if (had) free_shared_arena();
@@ -1627,7 +1627,7 @@ int jn_rt_exec_release_idle(int cache) {
     return had;
 }
 
-size_t jn_rt_exec_shared_arena_bytes(void) {
+size_t jn_ex_shared_arena_bytes(void) {
     pthread_mutex_lock(&cpu_arena.lock);
     size_t n = cpu_arena.cap;
     pthread_mutex_unlock(&cpu_arena.lock);

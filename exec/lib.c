@@ -23,7 +23,7 @@
 
 #include "jn_exec.h"
 
-struct jn_rt_exec_lib {
+struct jn_ex_lib {
     void *handle;
 };
 
@@ -78,8 +78,8 @@ static void *open_bytes(const void *so, size_t len, const char **why) {
     return h;
 }
 
-jn_status jn_rt_exec_lib_open(const void *so, size_t len, uint64_t module_hash, const char *origin,
-                              jn_rt_exec_lib **out) {
+jn_status jn_ex_lib_open(const void *so, size_t len, uint64_t module_hash, const char *origin,
+                              jn_ex_lib **out) {
     *out = NULL;
     if (!origin) origin = "the kernel object";
     if (!so || len < 4 || memcmp(so, "\177ELF", 4) != 0)
@@ -103,7 +103,7 @@ jn_status jn_rt_exec_lib_open(const void *so, size_t len, uint64_t module_hash, 
         st = jn_error(JN_ERR_VALUE, "compiled kernels of %s were built for another module (hash %016llx, the graphs "
                       "hash to %016llx): re-run `janus optimize` to rebuild them together", origin, *hash,
                       (unsigned long long)module_hash);
-    jn_rt_exec_lib *lib = st == JN_OK ? calloc(1, sizeof *lib) : NULL;
+    jn_ex_lib *lib = st == JN_OK ? calloc(1, sizeof *lib) : NULL;
     if (st == JN_OK && !lib) st = jn_error(JN_ERR_NOMEM, "out of memory loading the kernels of %s", origin);
     if (st != JN_OK) {
         dlclose(h);
@@ -114,13 +114,13 @@ jn_status jn_rt_exec_lib_open(const void *so, size_t len, uint64_t module_hash, 
     return JN_OK;
 }
 
-void jn_rt_exec_lib_close(jn_rt_exec_lib *lib) {
+void jn_ex_lib_close(jn_ex_lib *lib) {
     if (!lib) return;
     if (lib->handle) dlclose(lib->handle);
     free(lib);
 }
 
-jn_kfn jn_rt_exec_lib_kernel(const jn_rt_exec_lib *lib, int32_t gi, int32_t k) {
+jn_kfn jn_ex_lib_kernel(const jn_ex_lib *lib, int32_t gi, int32_t k) {
     if (!lib || !lib->handle) return NULL;
     char name[48];
     snprintf(name, sizeof name, "jn_k%d_%d", gi, k);

@@ -14,9 +14,9 @@
 #if JANUS_HAVE_CUDA
 #include "cuda/jn_cudnn.h"
 
-jn_status jn_rt_cuda_algos_load_for(jn_db *db, const char *device, int *loaded) {
+jn_status jn_ex_cuda_algos_load_for(jn_db *db, const char *device, int *loaded) {
     if (loaded) *loaded = 0;
-    if (!db || !device) return jn_error(JN_ERR_VALUE, "jn_rt_cuda_algos_load: NULL store or device");
+    if (!db || !device) return jn_error(JN_ERR_VALUE, "jn_ex_cuda_algos_load: NULL store or device");
     jn_db_algo *rows = NULL;
     int n = 0;
     jn_status s = jn_db_algos_get(db, device, &rows, &n);
@@ -43,9 +43,9 @@ jn_status jn_rt_cuda_algos_load_for(jn_db *db, const char *device, int *loaded) 
     return s;
 }
 
-jn_status jn_rt_cuda_algos_save_for(jn_db *db, const char *device, int *saved) {
+jn_status jn_ex_cuda_algos_save_for(jn_db *db, const char *device, int *saved) {
     if (saved) *saved = 0;
-    if (!db || !device) return jn_error(JN_ERR_VALUE, "jn_rt_cuda_algos_save: NULL store or device");
+    if (!db || !device) return jn_error(JN_ERR_VALUE, "jn_ex_cuda_algos_save: NULL store or device");
     jn_rt_cudnn_entry *e = calloc(JN_RT_CUDNN_CACHE_SLOTS, sizeof *e);
     jn_db_algo *rows = calloc(JN_RT_CUDNN_CACHE_SLOTS, sizeof *rows);
     if (!e || !rows) {
@@ -63,29 +63,29 @@ jn_status jn_rt_cuda_algos_save_for(jn_db *db, const char *device, int *saved) {
     return s;
 }
 
-jn_status jn_rt_cuda_algos_load(jn_db *db, int *loaded) {
+jn_status jn_ex_cuda_algos_load(jn_db *db, int *loaded) {
     char dev[300];
     if (loaded) *loaded = 0;
     if (jn_rt_cudnn_device(dev, sizeof dev)) return JN_OK; /* no GPU: nothing to choose for */
-    return jn_rt_cuda_algos_load_for(db, dev, loaded);
+    return jn_ex_cuda_algos_load_for(db, dev, loaded);
 }
 
-jn_status jn_rt_cuda_algos_save(jn_db *db, int *saved) {
+jn_status jn_ex_cuda_algos_save(jn_db *db, int *saved) {
     char dev[300];
     if (saved) *saved = 0;
     if (!jn_rt_cudnn_cache_count() || jn_rt_cudnn_device(dev, sizeof dev)) return JN_OK;
-    return jn_rt_cuda_algos_save_for(db, dev, saved);
+    return jn_ex_cuda_algos_save_for(db, dev, saved);
 }
 
 #else /* built without CUDA: no convolution ever ran on a GPU */
-jn_status jn_rt_cuda_algos_load_for(jn_db *db, const char *device, int *loaded) {
+jn_status jn_ex_cuda_algos_load_for(jn_db *db, const char *device, int *loaded) {
     if (loaded) *loaded = 0;
     return JN_OK;
 }
-jn_status jn_rt_cuda_algos_save_for(jn_db *db, const char *device, int *saved) {
+jn_status jn_ex_cuda_algos_save_for(jn_db *db, const char *device, int *saved) {
     if (saved) *saved = 0;
     return JN_OK;
 }
-jn_status jn_rt_cuda_algos_load(jn_db *db, int *loaded) { return jn_rt_cuda_algos_load_for(db, NULL, loaded); }
-jn_status jn_rt_cuda_algos_save(jn_db *db, int *saved) { return jn_rt_cuda_algos_save_for(db, NULL, saved); }
+jn_status jn_ex_cuda_algos_load(jn_db *db, int *loaded) { return jn_ex_cuda_algos_load_for(db, NULL, loaded); }
+jn_status jn_ex_cuda_algos_save(jn_db *db, int *saved) { return jn_ex_cuda_algos_save_for(db, NULL, saved); }
 #endif

@@ -14,7 +14,7 @@
  * device's PRIMARY context is used, the one the CUDA runtime (cuBLAS, the
  * eager backend) uses too, so device pointers pass freely between them.
  *
- * Which image runs (jn_rt_cuda_pick_image, a pure function): the cubin
+ * Which image runs (jn_ex_cuda_pick_image, a pure function): the cubin
  * when the device has the bundle's major compute capability and at least
  * its minor one (cubins are binary-compatible only so); else the PTX,
  * which the driver compiles for any device of at least the bundle's
@@ -30,14 +30,14 @@
  * row (ew_reduce: nred > 0), capped at 32 blocks per multiprocessor since
  * every generated kernel walks its space with a grid-stride loop.  A
  * launch of an empty space is skipped as the CPU executor skips the call.
- * jn_rt_dkcall_from turns the jn_kcall the CPU executor builds (its
+ * jn_ex_dkcall_from turns the jn_kcall the CPU executor builds (its
  * coalesced shape, operand-major byte strides, bound scalars) into the
  * device struct, so both executors give kernels the same layout.
  *
  * Every driver call's status becomes a jn_error naming the call, the
  * kernel or module, and the driver's own name for the error.
  *
- * Whole graphs (jn_rt_cuda_graphs, at the end): the executor's device
+ * Whole graphs (jn_ex_cuda_graphs, at the end): the executor's device
  * table for a module and a backend, and CUDA Graph capture and replay of
  * a graph's runs; described there.
  */
@@ -197,7 +197,7 @@ static jn_status cu_get(const cu_api **out) {
     return JN_OK;
 }
 
-jn_status jn_rt_cuda_device(int device, int *major, int *minor, char *name, size_t n) {
+jn_status jn_ex_cuda_device(int device, int *major, int *minor, char *name, size_t n) {
     const cu_api *a;
     jn_status st = cu_get(&a);
     if (st) return st;
@@ -226,7 +226,7 @@ static int parse_arch(const char *s, int *major, int *minor) {
     return 1;
 }
 
-jn_status jn_rt_cuda_pick_image(const char *target, int have_cubin, int have_ptx, int dev_major, int dev_minor,
+jn_status jn_ex_cuda_pick_image(const char *target, int have_cubin, int have_ptx, int dev_major, int dev_minor,
                                 const char *device, int *image) {
     *image = JN_RT_CUDA_IMAGE_NONE;
     int bm = 0, bn = 0;
@@ -257,7 +257,7 @@ jn_status jn_rt_cuda_pick_image(const char *target, int have_cubin, int have_ptx
 }
 
 /* ------------------------------------------------------- the jn_dkcall */
-jn_status jn_rt_dkcall_from(const jn_kcall *c, int32_t nscalar, jn_dkcall *d) {
+jn_status jn_ex_dkcall_from(const jn_kcall *c, int32_t nscalar, jn_dkcall *d) {
     if (c->nops < 1 || c->nops > JN_DK_MAX_OPS)
         return jn_error(JN_ERR_UNSUPPORTED, "a kernel call with %d operands does not fit the CUDA kernel ABI (at most "
                         "%d)", c->nops, JN_DK_MAX_OPS);
@@ -284,7 +284,7 @@ typedef struct {
     size_t cap;
 } darena;
 
-struct jn_rt_dlib {
+struct jn_ex_dlib {
     const cu_api *a;
     cu_device dev;
     cu_context ctx;
@@ -295,12 +295,12 @@ struct jn_rt_dlib {
     int32_t narenas;
 };
 
-static jn_status ctx_current(const jn_rt_dlib *l, const char *what) {
+static jn_status ctx_current(const jn_ex_dlib *l, const char *what) {
     cu_result r = l->a->ctx_set_current(l->ctx);
     return r ? jn_error(JN_ERR_RUNTIME, "cuCtxSetCurrent before %s for %s: %s", what, l->origin, cu_err(l->a, r)) : JN_OK;
 }
 
-static jn_status check_globals(jn_rt_dlib *l, uint64_t module_hash) {
+static jn_status check_globals(jn_ex_dlib *l, uint64_t module_hash) {
     const cu_api *a = l->a;
     cu_deviceptr p = 0;
     size_t sz = 0;
@@ -329,8 +329,8 @@ static jn_status check_globals(jn_rt_dlib *l, uint64_t module_hash) {
     return JN_OK;
 }
 
-jn_status jn_rt_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, size_t ptxlen, const char *target,
-                          uint64_t module_hash, const char *origin, int device, jn_rt_dlib **out) {
+jn_status jn_ex_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, size_t ptxlen, const char *target,
+                          uint64_t module_hash, const char *origin, int device, jn_ex_dlib **out) {
     *out = NULL;
     if (!origin) origin = "the bundle";
     const cu_api *a;
@@ -341,7 +341,7 @@ jn_status jn_rt_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, s
     if (r) return jn_error(JN_ERR_RUNTIME, "cuDeviceGetCount: %s", cu_err(a, r));
     if (device < 0 || device >= n)
         return jn_error(JN_ERR_VALUE, "CUDA device %d does not exist (this machine has %d)", device, n);
-    jn_rt_dlib *l = calloc(1, sizeof *l);
+    jn_ex_dlib *l = calloc(1, sizeof *l);
     if (!l) return jn_error(JN_ERR_NOMEM, "out of memory loading the CUDA kernels of %s", origin);
     l->a = a;
     snprintf(l->origin, sizeof l->origin, "%s", origin);
@@ -356,7 +356,7 @@ jn_status jn_rt_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, s
         return st;
     }
     int have_cubin = cubin && cubinlen > 4, have_ptx = ptx && ptxlen > 0;
-    if ((st = jn_rt_cuda_pick_image(target, have_cubin, have_ptx, major, minor, l->name, &l->image))) {
+    if ((st = jn_ex_cuda_pick_image(target, have_cubin, have_ptx, major, minor, l->name, &l->image))) {
         free(l);
         return st;
     }
@@ -398,11 +398,11 @@ jn_status jn_rt_dlib_open(const void *cubin, size_t cubinlen, const char *ptx, s
     *out = l;
     return JN_OK;
 fail:
-    jn_rt_dlib_close(l);
+    jn_ex_dlib_close(l);
     return st;
 }
 
-void jn_rt_dlib_close(jn_rt_dlib *l) {
+void jn_ex_dlib_close(jn_ex_dlib *l) {
     if (!l) return;
     if (l->ctx && l->a->ctx_set_current(l->ctx) == 0) {
         for (int32_t i = 0; i < l->narenas; i++)
@@ -414,24 +414,24 @@ void jn_rt_dlib_close(jn_rt_dlib *l) {
     free(l);
 }
 
-int jn_rt_dlib_image(const jn_rt_dlib *l, char *device, size_t n) {
+int jn_ex_dlib_image(const jn_ex_dlib *l, char *device, size_t n) {
     if (device && n) snprintf(device, n, "%s", l->name);
     return l->image;
 }
 
 /* Kernel K<k> of graph gi, NULL (no error set) when the module has none. */
-static cu_function dlib_function(const jn_rt_dlib *l, int32_t gi, int32_t k) {
+static cu_function dlib_function(const jn_ex_dlib *l, int32_t gi, int32_t k) {
     char name[48];
     snprintf(name, sizeof name, "jn_k%d_%d", gi, k);
     cu_function f = NULL;
     return l->a->module_get_function(&f, l->mod, name) ? NULL : f;
 }
 
-int jn_rt_dlib_has_kernel(const jn_rt_dlib *l, int32_t gi, int32_t k) {
+int jn_ex_dlib_has_kernel(const jn_ex_dlib *l, int32_t gi, int32_t k) {
     return l && ctx_current(l, "a kernel lookup") == JN_OK && dlib_function(l, gi, k) != NULL;
 }
 
-jn_status jn_rt_dlib_launch(jn_rt_dlib *l, int32_t gi, int32_t k, const jn_dkcall *d, void *stream) {
+jn_status jn_ex_dlib_launch(jn_ex_dlib *l, int32_t gi, int32_t k, const jn_dkcall *d, void *stream) {
     jn_status st = ctx_current(l, "a launch");
     if (st) return st;
     cu_function f = dlib_function(l, gi, k);
@@ -458,7 +458,7 @@ jn_status jn_rt_dlib_launch(jn_rt_dlib *l, int32_t gi, int32_t k, const jn_dkcal
     return JN_OK;
 }
 
-jn_status jn_rt_dlib_sync(jn_rt_dlib *l) {
+jn_status jn_ex_dlib_sync(jn_ex_dlib *l) {
     jn_status st = ctx_current(l, "a synchronize");
     if (st) return st;
     cu_result r = l->a->ctx_synchronize();
@@ -468,7 +468,7 @@ jn_status jn_rt_dlib_sync(jn_rt_dlib *l) {
              : JN_OK;
 }
 
-jn_status jn_rt_dlib_arena(jn_rt_dlib *l, int32_t gi, size_t bytes, uint64_t *base) {
+jn_status jn_ex_dlib_arena(jn_ex_dlib *l, int32_t gi, size_t bytes, uint64_t *base) {
     *base = 0;
     if (gi < 0) return jn_error(JN_ERR_VALUE, "graph index %d for a device arena of %s", gi, l->origin);
     if (gi >= l->narenas) {
@@ -494,14 +494,14 @@ jn_status jn_rt_dlib_arena(jn_rt_dlib *l, int32_t gi, size_t bytes, uint64_t *ba
     return JN_OK;
 }
 
-jn_status jn_rt_dlib_upload(jn_rt_dlib *l, uint64_t dst, const void *src, size_t n) {
+jn_status jn_ex_dlib_upload(jn_ex_dlib *l, uint64_t dst, const void *src, size_t n) {
     jn_status st = ctx_current(l, "a copy to the device");
     if (st || n == 0) return st;
     cu_result r = l->a->memcpy_htod(dst, src, n);
     return r ? jn_error(JN_ERR_RUNTIME, "cuMemcpyHtoD of %zu bytes for %s: %s", n, l->origin, cu_err(l->a, r)) : JN_OK;
 }
 
-jn_status jn_rt_dlib_download(jn_rt_dlib *l, void *dst, uint64_t src, size_t n) {
+jn_status jn_ex_dlib_download(jn_ex_dlib *l, void *dst, uint64_t src, size_t n) {
     jn_status st = ctx_current(l, "a copy from the device");
     if (st || n == 0) return st;
     cu_result r = l->a->memcpy_dtoh(dst, src, n);
@@ -509,7 +509,7 @@ jn_status jn_rt_dlib_download(jn_rt_dlib *l, void *dst, uint64_t src, size_t n) 
 }
 
 /* ------------------------------------------------- whole graphs on a GPU
- * The jn_rt_exec_device of jn_exec.h for a CUDA module and a backend: the
+ * The jn_ex_device of jn_exec.h for a CUDA module and a backend: the
  * executor's buffers come from the backend (the eager CUDA backend's
  * caching allocator), its arena from the module's per-graph device arena,
  * library nodes run the backend's kernels on tensors over that memory (or
@@ -517,7 +517,7 @@ jn_status jn_rt_dlib_download(jn_rt_dlib *l, void *dst, uint64_t src, size_t n) 
  * on `stream` -- the backend's compute stream, so stream order covers
  * both without events.
  *
- * CUDA Graphs (jn_rt_cuda_graphs_run): the steps of a graph's first run
+ * CUDA Graphs (jn_ex_cuda_graphs_run): the steps of a graph's first run
  * are captured from the stream (relaxed mode: the caching allocator may
  * still cudaMalloc) and instantiated; every buffer made during the
  * capture is PINNED (held for the graph's life, since the graph writes
@@ -553,12 +553,12 @@ typedef struct {
  * (fashion_mlp's step on an H200: 0.63x janus eager recapturing each step). */
 #define CHURN_MAX 3
 
-struct jn_rt_cuda_graphs {
-    jn_rt_exec_device dev;
-    jn_rt_dlib *l;              /* may be NULL: no generated kernels */
+struct jn_ex_cuda_graphs {
+    jn_ex_device dev;
+    jn_ex_dlib *l;              /* may be NULL: no generated kernels */
     const jn_rt_backend *be;
     void *stream;
-    jn_rt_cuda_graphs_runner run;  /* library nodes and copies */
+    jn_ex_cuda_graphs_runner run;  /* library nodes and copies */
     int graphs;                 /* CUDA Graphs wanted and the driver has them */
     /* the run in progress */
     int want, mode, retry, recapture;
@@ -568,7 +568,7 @@ struct jn_rt_cuda_graphs {
     int64_t ncalls, walk_pin;
     cgraph *g;                  /* per graph index */
     int32_t ng;
-    jn_rt_cuda_graphs_stats st;
+    jn_ex_cuda_graphs_stats st;
     char name[32];
 };
 
@@ -587,7 +587,7 @@ static uint64_t h_tensor(uint64_t h, const jn_tensor *t) {
 }
 
 static int cg_supports(void *ctx, jn_op op) {
-    const jn_rt_cuda_graphs *c = ctx;
+    const jn_ex_cuda_graphs *c = ctx;
     return (unsigned)op < JN_NOPS && c->be->kernel[op] != NULL;
 }
 
@@ -595,7 +595,7 @@ static int cg_supports(void *ctx, jn_op op) {
  * backend wants device memory (the executor passes scalar inputs in device
  * memory already: a guard). */
 static jn_status be_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
-    const jn_rt_backend *be = ((jn_rt_cuda_graphs *)ctx)->be;
+    const jn_rt_backend *be = ((jn_ex_cuda_graphs *)ctx)->be;
     jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS] = {0};
     jn_status s = JN_OK;
     for (int i = 0; i < nin && i < JN_MAX_INS; i++) {
@@ -619,7 +619,7 @@ static jn_status be_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) {
 }
 
 static jn_status cg_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
-    jn_rt_cuda_graphs *c = ctx;
+    jn_ex_cuda_graphs *c = ctx;
     const jn_opinfo *info = jn_op_info(op);
     int view = (info->flags & JN_F_VIEW) != 0;
     if (c->mode != M_PLAIN && !view) { /* views only set strides on the host: nothing a graph holds */
@@ -635,7 +635,7 @@ static jn_status cg_node(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
 }
 
 static jn_status cg_copy(void *ctx, jn_tensor *dst, const jn_tensor *src) {
-    jn_rt_cuda_graphs *c = ctx;
+    jn_ex_cuda_graphs *c = ctx;
     if (c->mode != M_PLAIN) {
         c->hash = h_tensor(h_tensor(c->hash ^ 0xc0, dst), src);
         c->ncalls++;
@@ -657,7 +657,7 @@ static jn_status pin(cgraph *G, jn_tensor *t) {
 }
 
 static jn_tensor *cg_tensor_new(void *ctx, const jn_meta *m) {
-    jn_rt_cuda_graphs *c = ctx;
+    jn_ex_cuda_graphs *c = ctx;
     if (c->mode == M_WALK) { /* the capture's buffer, if the run asks for the same */
         cgraph *G = &c->g[c->gi];
         jn_tensor *t = c->walk_pin < G->npin ? G->pin[c->walk_pin] : NULL;
@@ -680,7 +680,7 @@ static jn_tensor *cg_tensor_new(void *ctx, const jn_meta *m) {
 }
 
 static jn_status cg_arena(void *ctx, int32_t gi, size_t bytes, jn_tensor **out) {
-    jn_rt_cuda_graphs *c = ctx;
+    jn_ex_cuda_graphs *c = ctx;
     *out = NULL;
     int64_t n = (int64_t)(bytes ? bytes : 1);
     if (!c->l) { /* no module: the backend's memory */
@@ -689,7 +689,7 @@ static jn_status cg_arena(void *ctx, int32_t gi, size_t bytes, jn_tensor **out) 
         return *out ? JN_OK : jn_error(JN_ERR_NOMEM, "out of memory for the %zu-byte arena of graph index %d", bytes, gi);
     }
     uint64_t base = 0;
-    jn_status s = jn_rt_dlib_arena(c->l, gi, (size_t)n, &base);
+    jn_status s = jn_ex_dlib_arena(c->l, gi, (size_t)n, &base);
     if (s) return s;
     /* the module owns the memory: the header neither frees nor moves it */
     *out = jn_tensor_from_memory((void *)(uintptr_t)base, (size_t)n, JN_U8, 1, &n, NULL, 0, NULL, NULL);
@@ -700,21 +700,21 @@ static jn_status cg_arena(void *ctx, int32_t gi, size_t bytes, jn_tensor **out) 
 }
 
 static int cg_has_kernel(void *ctx, int32_t gi, int32_t k) {
-    const jn_rt_cuda_graphs *c = ctx;
-    return c->l && jn_rt_dlib_has_kernel(c->l, gi, k);
+    const jn_ex_cuda_graphs *c = ctx;
+    return c->l && jn_ex_dlib_has_kernel(c->l, gi, k);
 }
 
 static jn_status cg_launch(void *ctx, int32_t gi, int32_t k, const jn_kcall *kc, int32_t nscalar) {
-    jn_rt_cuda_graphs *c = ctx;
+    jn_ex_cuda_graphs *c = ctx;
     jn_dkcall d;
-    jn_status s = jn_rt_dkcall_from(kc, nscalar, &d);
+    jn_status s = jn_ex_dkcall_from(kc, nscalar, &d);
     if (s) return s;
     if (c->mode != M_PLAIN) { /* the parameters are baked into a captured launch */
         c->hash = h64(h64(c->hash, &k, sizeof k), &d, sizeof d);
         c->ncalls++;
         if (c->mode == M_WALK) return JN_OK;
     }
-    s = jn_rt_dlib_launch(c->l, gi, k, &d, c->stream);
+    s = jn_ex_dlib_launch(c->l, gi, k, &d, c->stream);
     c->st.launches += s == JN_OK && c->mode == M_PLAIN;
     return s;
 }
@@ -725,11 +725,11 @@ static void unpin(cgraph *G) {
 }
 
 static jn_status cg_begin(void *ctx, int32_t gi) {
-    jn_rt_cuda_graphs *c = ctx;
+    jn_ex_cuda_graphs *c = ctx;
     c->gi = gi;
     c->hash = 0xcbf29ce484222325ull, c->ncalls = 0, c->walk_pin = 0;
     c->mode = M_PLAIN;
-    if (!c->want) { /* jn_rt_exec_run outside jn_rt_cuda_graphs_run, or a fallback */
+    if (!c->want) { /* jn_ex_run outside jn_ex_cuda_graphs_run, or a fallback */
         c->st.plain_runs++;
         return JN_OK;
     }
@@ -764,7 +764,7 @@ static jn_status cg_begin(void *ctx, int32_t gi) {
 }
 
 static jn_status cg_end(void *ctx, int32_t gi, jn_status s) {
-    jn_rt_cuda_graphs *c = ctx;
+    jn_ex_cuda_graphs *c = ctx;
     if (c->mode == M_PLAIN) return s;
     cgraph *G = &c->g[gi];
     const cu_api *a = c->l->a;
@@ -853,7 +853,7 @@ static jn_status cg_end(void *ctx, int32_t gi, jn_status s) {
     return G->flag_msg[0] ? jn_cuda_flag_check(G->flag_msg) : JN_OK;
 }
 
-static void cg_graph_free(jn_rt_cuda_graphs *c, cgraph *G) {
+static void cg_graph_free(jn_ex_cuda_graphs *c, cgraph *G) {
     if (G->exec) c->l->a->exec_destroy(G->exec);
     G->exec = NULL;
     unpin(G);
@@ -863,7 +863,7 @@ static void cg_graph_free(jn_rt_cuda_graphs *c, cgraph *G) {
     G->held = NULL;
 }
 
-jn_status jn_rt_cuda_graphs_new(jn_rt_dlib *l, const jn_rt_backend *be, void *stream, jn_rt_cuda_graphs **out) {
+jn_status jn_ex_cuda_graphs_new(jn_ex_dlib *l, const jn_rt_backend *be, void *stream, jn_ex_cuda_graphs **out) {
     *out = NULL;
     if (!be) be = jn_rt_backends[JN_CUDA];
     if (!be)
@@ -871,12 +871,12 @@ jn_status jn_rt_cuda_graphs_new(jn_rt_dlib *l, const jn_rt_backend *be, void *st
                         "(%s): run the cpu bundle", jn_cuda_built() ? "no usable GPU, or janus.cuda not initialized"
                                                                     : "this janus was built without CUDA");
     if (!stream && be->device == JN_CUDA) stream = jn_cuda_stream();
-    jn_rt_cuda_graphs *c = calloc(1, sizeof *c);
+    jn_ex_cuda_graphs *c = calloc(1, sizeof *c);
     if (!c) return jn_error(JN_ERR_NOMEM, "out of memory");
     c->l = l, c->be = be, c->stream = stream;
-    c->run = (jn_rt_cuda_graphs_runner){be_node, be_copy, c};
+    c->run = (jn_ex_cuda_graphs_runner){be_node, be_copy, c};
     snprintf(c->name, sizeof c->name, "%s", be->device == JN_CUDA ? "cuda:0" : "the fake device");
-    c->dev = (jn_rt_exec_device){.name = c->name, .storage_device = be->device, .ctx = c, .supports = cg_supports,
+    c->dev = (jn_ex_device){.name = c->name, .storage_device = be->device, .ctx = c, .supports = cg_supports,
                                  .node = cg_node, .tensor_new = cg_tensor_new, .copy = cg_copy, .arena = cg_arena,
                                  .has_kernel = cg_has_kernel, .launch = cg_launch, .begin = cg_begin, .end = cg_end};
     /* CUDA Graphs: the module's driver must have them; JANUS_CUDA_GRAPHS=0 switches them off */
@@ -891,32 +891,32 @@ jn_status jn_rt_cuda_graphs_new(jn_rt_dlib *l, const jn_rt_backend *be, void *st
     return JN_OK;
 }
 
-void jn_rt_cuda_graphs_set_runner(jn_rt_cuda_graphs *c, const jn_rt_cuda_graphs_runner *r) {
-    c->run = r ? *r : (jn_rt_cuda_graphs_runner){be_node, be_copy, c};
+void jn_ex_cuda_graphs_set_runner(jn_ex_cuda_graphs *c, const jn_ex_cuda_graphs_runner *r) {
+    c->run = r ? *r : (jn_ex_cuda_graphs_runner){be_node, be_copy, c};
 }
 
-void jn_rt_cuda_graphs_free(jn_rt_cuda_graphs *c) {
+void jn_ex_cuda_graphs_free(jn_ex_cuda_graphs *c) {
     if (!c) return;
     for (int32_t i = 0; i < c->ng; i++) cg_graph_free(c, &c->g[i]);
     free(c->g);
     free(c);
 }
 
-const jn_rt_exec_device *jn_rt_cuda_graphs_device(jn_rt_cuda_graphs *c) { return &c->dev; }
+const jn_ex_device *jn_ex_cuda_graphs_device(jn_ex_cuda_graphs *c) { return &c->dev; }
 
-void jn_rt_cuda_graphs_get_stats(const jn_rt_cuda_graphs *c, jn_rt_cuda_graphs_stats *st) { *st = c->st; }
+void jn_ex_cuda_graphs_get_stats(const jn_ex_cuda_graphs *c, jn_ex_cuda_graphs_stats *st) { *st = c->st; }
 
-jn_status jn_rt_cuda_graphs_run(jn_rt_cuda_graphs *c, jn_rt_exec *x, jn_tensor *const *inputs, const int64_t *syms,
+jn_status jn_ex_cuda_graphs_run(jn_ex_cuda_graphs *c, jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms,
                                 jn_tensor **outs) {
     c->want = c->graphs, c->retry = 0, c->recapture = 0;
-    jn_status s = jn_rt_exec_run(x, inputs, syms, outs);
+    jn_status s = jn_ex_run(x, inputs, syms, outs);
     if (c->retry) { /* the replay walk differed from the capture: capture anew */
         c->retry = 0, c->recapture = 1;
-        s = jn_rt_exec_run(x, inputs, syms, outs);
+        s = jn_ex_run(x, inputs, syms, outs);
     }
     if (c->retry) { /* the capture failed (nothing ran): plain launches */
         c->retry = 0, c->want = 0;
-        s = jn_rt_exec_run(x, inputs, syms, outs);
+        s = jn_ex_run(x, inputs, syms, outs);
     }
     c->want = 0, c->recapture = 0;
     return s;

@@ -105,7 +105,7 @@ enum { GI_DTYPE, GI_DEVICE, GI_BIND, GI_SCALAR, GI_PYTYPE, GI_N };
 
 #define MAX_CURSORS 64
 
-struct jn_rt_matcher {
+struct jn_rp_matcher {
     const jn_ir_module *m;
     mgraph *gr; int32_t ngr;
     mcur *cur[MAX_CURSORS];         /* cursors, allocated once per program size on demand */
@@ -119,7 +119,7 @@ struct jn_rt_matcher {
     uint64_t *ev_ids; int64_t capev;
     mfail miss;
     int32_t miss_graph;
-    int entry;                      /* of the current segment (jn_rt_match_begin), -1 any */
+    int entry;                      /* of the current segment (jn_rp_match_begin), -1 any */
     char why[2048];
 };
 
@@ -416,7 +416,7 @@ static void cursor_free(mcur *C) {
     free(C);
 }
 
-void jn_rt_match_free(jn_rt_matcher *mt) {
+void jn_rp_match_free(jn_rp_matcher *mt) {
     if (!mt) return;
     for (int32_t i = 0; i < mt->ngr; i++) graph_free(&mt->gr[i]);
     for (int32_t k = 0; k < mt->nalive; k++) cursor_free(mt->alive[k]);
@@ -426,10 +426,10 @@ void jn_rt_match_free(jn_rt_matcher *mt) {
     free(mt);
 }
 
-jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rt_matcher **out) {
-    if (!out) return jn_error(JN_ERR_VALUE, "jn_rt_match_new: NULL output pointer");
+jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rp_matcher **out) {
+    if (!out) return jn_error(JN_ERR_VALUE, "jn_rp_match_new: NULL output pointer");
     *out = NULL;
-    if (!m) return jn_error(JN_ERR_VALUE, "jn_rt_match_new: NULL module");
+    if (!m) return jn_error(JN_ERR_VALUE, "jn_rp_match_new: NULL module");
     if (!sec || len < 12) return bad(-1, "%s", "truncated header");
     rd r = {sec, len, 0, 0, NULL};
     if (memcmp(sec, JN_IR_MATCH_MAGIC, 4)) return bad(-1, "%s", "no JNMT magic");
@@ -439,7 +439,7 @@ jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
         return jn_error(JN_ERR_VALUE, "the bundle's matcher section has format version %u, this janus reads %d; "
                         "run `janus optimize` again with this janus", ver, JN_IR_MATCH_VERSION);
     if (ng > (uint32_t)m->ngraphs) return bad(-1, "%s", "more graphs than the module has");
-    jn_rt_matcher *mt = calloc(1, sizeof *mt);
+    jn_rp_matcher *mt = calloc(1, sizeof *mt);
     if (!mt) return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
     mt->m = m;
     mt->gr = calloc((size_t)ng + 1, sizeof *mt->gr);
@@ -504,7 +504,7 @@ jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
             s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
     }
     if (s) {
-        jn_rt_match_free(mt);
+        jn_rp_match_free(mt);
         return s;
     }
     mt->miss_graph = -1;
@@ -513,9 +513,9 @@ jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
     return JN_OK;
 }
 
-int32_t jn_rt_match_ngraphs(const jn_rt_matcher *mt) { return mt ? mt->ngr : 0; }
+int32_t jn_rp_match_ngraphs(const jn_rp_matcher *mt) { return mt ? mt->ngr : 0; }
 
-int32_t jn_rt_match_alive(const jn_rt_matcher *mt, int32_t *graphs, int32_t max) {
+int32_t jn_rp_match_alive(const jn_rp_matcher *mt, int32_t *graphs, int32_t max) {
     int32_t n = 0;
     for (int32_t k = 0; mt && !mt->missed && k < mt->nalive; k++) {
         int32_t gi = mt->alive[k]->P->gi, seen = 0;
@@ -525,13 +525,13 @@ int32_t jn_rt_match_alive(const jn_rt_matcher *mt, int32_t *graphs, int32_t max)
     return n;
 }
 
-int32_t jn_rt_match_ntokens(const jn_rt_matcher *mt, int32_t gi) {
+int32_t jn_rp_match_ntokens(const jn_rp_matcher *mt, int32_t gi) {
     if (!mt || gi < 0 || gi >= mt->m->ngraphs || mt->by_graph[gi] < 0) return -1;
     return mt->gr[mt->by_graph[gi]].ntok;
 }
 
-int32_t jn_rt_match_token_output(const jn_rt_matcher *mt, int32_t gi, int32_t tok, int k) {
-    if (jn_rt_match_ntokens(mt, gi) <= tok || tok < 0 || k < 0 || k >= JN_MAX_OUTS) return -1;
+int32_t jn_rp_match_token_output(const jn_rp_matcher *mt, int32_t gi, int32_t tok, int k) {
+    if (jn_rp_match_ntokens(mt, gi) <= tok || tok < 0 || k < 0 || k >= JN_MAX_OUTS) return -1;
     const mtok *T = &mt->gr[mt->by_graph[gi]].tok[tok];
     return k < T->nout && T->out_new[k] ? T->gout[k] : -1;
 }
@@ -633,7 +633,7 @@ static int match_dim(mcur *G, jn_ir_dim d, int64_t seen, int32_t arg, int32_t di
     return fail(G, F_SYMBIND, arg, -1, (double)seen, 0);
 }
 
-static int bind_input(mcur *G, int32_t i, const jn_rt_match_arg *a, int32_t arg) {
+static int bind_input(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg) {
     if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
     if (G->ibound[i]) return G->in_id[i] == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)G->in_id[i]);
     const jn_ir_graph *g = G->P->g;
@@ -697,7 +697,7 @@ static int64_t ref_event(const mcur *G, int32_t t, uint8_t mode, int64_t c, int3
 }
 
 /* Expected identity for a token ref: 1 and *id, or 0. */
-static int ref_id(const jn_rt_matcher *mt, const mcur *G, const mref *r, int32_t reader, uint64_t *id) {
+static int ref_id(const jn_rp_matcher *mt, const mcur *G, const mref *r, int32_t reader, uint64_t *id) {
     int64_t e;
     if ((r->mode & 0xf) == JN_IR_MM_PREV && G->it == 0) {
         if (r->ikind == JN_IR_MR_INPUT) {
@@ -717,7 +717,7 @@ static int ref_id(const jn_rt_matcher *mt, const mcur *G, const mref *r, int32_t
 }
 
 /* A tensor argument against ref r (input or in-place output). */
-static int match_tensor(const jn_rt_matcher *mt, mcur *G, const mref *r, const jn_rt_match_arg *a, int32_t arg) {
+static int match_tensor(const jn_rp_matcher *mt, mcur *G, const mref *r, const jn_rp_match_arg *a, int32_t arg) {
     if (r->kind == JN_IR_MR_INPUT) return bind_input(G, r->a, a, arg);
     if ((r->mode & 0xf) == JN_IR_MM_PREV && G->it == 0 && r->ikind == JN_IR_MR_INPUT)
         return bind_input(G, r->ia, a, arg);
@@ -727,7 +727,7 @@ static int match_tensor(const jn_rt_matcher *mt, mcur *G, const mref *r, const j
     return id == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)id);
 }
 
-static int match_tok(const jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev) {
+static int match_tok(const jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev) {
     const mtok *T = &G->P->tok[G->pos];
     if (T->op != ev->op) return fail(G, F_OP, -1, -1, ev->op, T->op);
     int collect = T->flags & JN_IR_MT_COLLECT;
@@ -767,7 +767,7 @@ static int match_tok(const jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *
     } else {
         for (int j = 0; j < T->nin; j++) {
             const mref *r = &T->in[j];
-            const jn_rt_match_arg *a = &ev->in[j];
+            const jn_rp_match_arg *a = &ev->in[j];
             if (r->kind == JN_IR_MR_SCALAR) {
                 if (!a->pytype) return fail(G, F_NOTSCALAR, j, -1, 0, 0);
                 if (!match_scalar(G, r->a, a->scalar, a->pytype, j)) return 0;
@@ -823,15 +823,15 @@ static int trip_fits(const mcur *G) {
 }
 
 /* Leave the loop the cursor is at the end of; the op after it comes next. */
-static int leave_loop(mcur *G, const jn_rt_match_event *ev) {
+static int leave_loop(mcur *G, const jn_rp_match_event *ev) {
     if (!close_loop(G)) return 0;
     return G->pos < G->P->ntok || fail(G, F_EXTRA, -1, -1, ev->op, 0);
 }
 
-static mcur *cursor_new(jn_rt_matcher *mt, const mgraph *P);
+static mcur *cursor_new(jn_rp_matcher *mt, const mgraph *P);
 
 /* The token at pos begins a loop: iteration 0 starts with this event. */
-static void enter_loop(const jn_rt_matcher *mt, mcur *G) {
+static void enter_loop(const jn_rp_matcher *mt, mcur *G) {
     const mtok *T = &G->P->tok[G->pos];
     if (T->loop < 0 || G->cur_loop >= 0) return;
     G->cur_loop = T->loop;
@@ -845,7 +845,7 @@ static void cursor_copy(mcur *d, const mcur *s);
 /* Advance cursor G by ev (event index mt->nev): 1 on a match.  At a loop
  * body's end where both another iteration and the op after the loop begin
  * with ev's op, *fork gets a copy that left the loop (also advanced). */
-static int advance(jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev, mcur **fork) {
+static int advance(jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev, mcur **fork) {
     const mgraph *P = G->P;
     *fork = NULL;
     if (G->cur_loop >= 0) {
@@ -907,7 +907,7 @@ static int advance(jn_rt_matcher *mt, mcur *G, const jn_rt_match_event *ev, mcur
 }
 
 /* A cursor for P (from the pool when one fits; sized by the largest program). */
-static mcur *cursor_new(jn_rt_matcher *mt, const mgraph *P) {
+static mcur *cursor_new(jn_rp_matcher *mt, const mgraph *P) {
     if (mt->npool == 0) return NULL;
     mcur *C = mt->pool[--mt->npool];
     C->P = P;
@@ -962,7 +962,7 @@ static int at_end(mcur *G) {
 }
 
 /* Per event of a completed cursor: its token (every loop's trip is known). */
-static int fill_ev_tok(jn_rt_matcher *mt, const mcur *G) {
+static int fill_ev_tok(jn_rp_matcher *mt, const mcur *G) {
     if (mt->nev > mt->capevtok) {
         int32_t *p = realloc(mt->ev_tok, sizeof *p * (size_t)mt->nev);
         if (!p) return 0;
@@ -1003,7 +1003,7 @@ static const char *boundary(int k) {
     return k >= 0 && k <= 6 ? n[k] : "a sync";
 }
 
-static void explain(jn_rt_matcher *mt) {
+static void explain(jn_rp_matcher *mt) {
     const mfail *f = &mt->miss;
     char *w = mt->why;
     size_t n = sizeof mt->why;
@@ -1072,8 +1072,8 @@ static void explain(jn_rt_matcher *mt) {
     }
 }
 
-static void set_miss(jn_rt_matcher *mt, jn_rt_match_result *res) {
-    res->kind = JN_RT_MATCH_MISS;
+static void set_miss(jn_rp_matcher *mt, jn_rp_match_result *res) {
+    res->kind = JN_RP_MATCH_MISS;
     res->graph = mt->miss_graph;
     res->guard = mt->miss.guard;
     res->seen = mt->miss.seen;
@@ -1083,7 +1083,7 @@ static void set_miss(jn_rt_matcher *mt, jn_rt_match_result *res) {
 }
 
 /* Keep the failure of the cursor that got furthest. */
-static void note_fail(jn_rt_matcher *mt, const mcur *G) {
+static void note_fail(jn_rp_matcher *mt, const mcur *G) {
     /* on a tie, a failure that is a guard of the IR explains more */
     if (mt->miss_graph < 0 || G->done > mt->miss.event ||
         (G->done == mt->miss.event && mt->miss.guard < 0 && G->fail.guard >= 0)) {
@@ -1093,7 +1093,7 @@ static void note_fail(jn_rt_matcher *mt, const mcur *G) {
     }
 }
 
-void jn_rt_match_reset(jn_rt_matcher *mt) {
+void jn_rp_match_reset(jn_rp_matcher *mt) {
     if (!mt) return;
     for (int32_t k = 0; k < mt->nalive; k++) mt->pool[mt->npool++] = mt->alive[k];
     mt->nalive = 0;
@@ -1104,19 +1104,19 @@ void jn_rt_match_reset(jn_rt_matcher *mt) {
     memset(&mt->miss, 0, sizeof mt->miss);
 }
 
-static jn_rt_match_kind missed(jn_rt_matcher *mt, jn_rt_match_result *res) {
+static jn_rp_match_kind missed(jn_rp_matcher *mt, jn_rp_match_result *res) {
     mt->missed = 1;
     for (int32_t k = 0; k < mt->nalive; k++) mt->pool[mt->npool++] = mt->alive[k];
     mt->nalive = 0;
     explain(mt);
     set_miss(mt, res);
-    return JN_RT_MATCH_MISS;
+    return JN_RP_MATCH_MISS;
 }
 
-jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev, jn_rt_match_result *res) {
+jn_rp_match_kind jn_rp_match_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
     if (mt->missed) {
         set_miss(mt, res);
-        return JN_RT_MATCH_MISS;
+        return JN_RP_MATCH_MISS;
     }
     if (!mt->started) {
         mt->started = 1;
@@ -1179,22 +1179,22 @@ jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev
     for (int k = 0; k < ev->nout && k < JN_MAX_OUTS; k++) mt->ev_ids[mt->nev * JN_MAX_OUTS + k] = ev->out[k].id;
     mt->nev++;
     if (!n) return missed(mt, res);
-    res->kind = n == 1 && done >= 0 ? JN_RT_MATCH_COMPLETE : JN_RT_MATCH_CONTINUE;
-    res->graph = res->kind == JN_RT_MATCH_COMPLETE ? done : -1;
+    res->kind = n == 1 && done >= 0 ? JN_RP_MATCH_COMPLETE : JN_RP_MATCH_CONTINUE;
+    res->graph = res->kind == JN_RP_MATCH_COMPLETE ? done : -1;
     return res->kind;
 }
 
-void jn_rt_match_begin(jn_rt_matcher *mt, int entry) {
+void jn_rp_match_begin(jn_rp_matcher *mt, int entry) {
     if (mt && !mt->started) mt->entry = entry >= 0 && entry <= 6 ? entry : -1;
 }
 
-jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
+jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res) {
     memset(res, 0, sizeof *res);
     res->graph = res->guard = res->token = -1;
     if (!mt->started) {
-        jn_rt_match_reset(mt);
-        res->kind = JN_RT_MATCH_NONE;
-        return JN_RT_MATCH_NONE;
+        jn_rp_match_reset(mt);
+        res->kind = JN_RP_MATCH_NONE;
+        return JN_RP_MATCH_NONE;
     }
     if (!mt->missed) {
         /* of the cursors at their graph's end, the graph that stands for
@@ -1207,7 +1207,7 @@ jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
         for (int32_t k = 0; k < mt->nalive && best; k++) {
             mcur *G = mt->alive[k];
             if (G != best || !fill_ev_tok(mt, G)) continue;
-            res->kind = JN_RT_MATCH_COMPLETE;
+            res->kind = JN_RP_MATCH_COMPLETE;
             res->graph = G->P->gi;
             res->syms = G->syms;
             res->inputs = G->in_id;
@@ -1216,8 +1216,8 @@ jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
             res->input_arg = G->in_arg;
             res->nevents = mt->nev;
             res->ev_token = mt->ev_tok;
-            jn_rt_match_reset(mt); /* the cursor goes back to the pool; its arrays stay until the next feed */
-            return JN_RT_MATCH_COMPLETE;
+            jn_rp_match_reset(mt); /* the cursor goes back to the pool; its arrays stay until the next feed */
+            return JN_RP_MATCH_COMPLETE;
         }
         for (int32_t k = 0; k < mt->nalive; k++) {
             mcur *G = mt->alive[k];
@@ -1227,6 +1227,6 @@ jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res) {
         explain(mt);
     }
     set_miss(mt, res);
-    jn_rt_match_reset(mt);
-    return JN_RT_MATCH_MISS;
+    jn_rp_match_reset(mt);
+    return JN_RP_MATCH_MISS;
 }

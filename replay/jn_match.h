@@ -7,19 +7,19 @@
  * (ir/jn_ir_match.h: per graph the RECORDED op tokens with loop back-edges
  * and where each input comes from).  Per segment (the ops between two sync
  * points, or step boundaries) the caller feeds every op event and then
- * calls jn_rt_match_end at the sync:
+ * calls jn_rp_match_end at the sync:
  *
  *   feed      CONTINUE   still following at least one graph
  *             COMPLETE   exactly one graph is matched to its end (what the
  *                        end of the segment will confirm)
  *             MISS       no graph fits; the result says which guard failed,
  *                        with the seen value and a sentence; the rest of the
- *                        segment answers MISS until jn_rt_match_end
+ *                        segment answers MISS until jn_rp_match_end
  *   end       COMPLETE (graph, bindings) or MISS (the segment ended early,
  *             or an earlier miss), then a new segment starts; NONE for an
  *             empty segment.
  *
- * jn_rt_match_begin says where a segment starts (step start or after
+ * jn_rp_match_begin says where a segment starts (step start or after
  * which kind of sync), so only the groups that start there are followed.
  *
  * Candidates: every graph whose first token is the event's op starts a
@@ -42,7 +42,7 @@
  * caller says they are (jn_tensor.id at replay, the recorded ids offline).
  *
  * Results point into the matcher and stay valid until the next feed/end.
- * Prefix jn_rt_match_.  Not thread-safe (one matcher per thread).
+ * Prefix jn_rp_match_.  Not thread-safe (one matcher per thread).
  */
 #ifndef JN_MATCH_H
 #define JN_MATCH_H
@@ -55,7 +55,7 @@
 extern "C" {
 #endif
 
-typedef struct jn_rt_matcher jn_rt_matcher;
+typedef struct jn_rp_matcher jn_rp_matcher;
 
 typedef struct {
     uint64_t id;              /* tensor identity; unused for a Python scalar */
@@ -63,25 +63,25 @@ typedef struct {
     uint8_t ndim, dtype, device;
     uint8_t pytype;           /* 0 a tensor, else a Python scalar: 1 int, 2 float, 3 bool */
     double scalar;            /* pytype != 0: its value */
-} jn_rt_match_arg;
+} jn_rp_match_arg;
 
 typedef struct {
     jn_op op;
     const jn_attr *attrs;     /* schema order (ops.def) */
     int nin, nout;
-    const jn_rt_match_arg *in;
-    const jn_rt_match_arg *out;  /* outputs; an in-place one is the tensor written */
-} jn_rt_match_event;
+    const jn_rp_match_arg *in;
+    const jn_rp_match_arg *out;  /* outputs; an in-place one is the tensor written */
+} jn_rp_match_event;
 
 typedef enum {
-    JN_RT_MATCH_NONE = 0,     /* end of an empty segment */
-    JN_RT_MATCH_CONTINUE,
-    JN_RT_MATCH_COMPLETE,
-    JN_RT_MATCH_MISS
-} jn_rt_match_kind;
+    JN_RP_MATCH_NONE = 0,     /* end of an empty segment */
+    JN_RP_MATCH_CONTINUE,
+    JN_RP_MATCH_COMPLETE,
+    JN_RP_MATCH_MISS
+} jn_rp_match_kind;
 
 typedef struct {
-    jn_rt_match_kind kind;
+    jn_rp_match_kind kind;
     int32_t graph;            /* COMPLETE: module graph index; MISS: the graph that got
                                * furthest (-1: none started) */
     /* COMPLETE (per graph symbol / input of module->graphs[graph]) */
@@ -101,37 +101,37 @@ typedef struct {
     int32_t token;            /* token of the graph where it failed, -1 */
     int64_t event;            /* event index in the segment */
     const char *why;          /* one sentence (valid until the next call) */
-} jn_rt_match_result;
+} jn_rp_match_result;
 
 /* The matcher for module m (which must outlive it) and the bytes of its
  * JN_CG_SEC_MATCHER section.  Refuses (JN_ERR_VALUE, naming the graph and
  * field) a section that is truncated, corrupt, of another version, or
  * inconsistent with the module. */
-jn_status jn_rt_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rt_matcher **out);
-void jn_rt_match_free(jn_rt_matcher *mt);
+jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rp_matcher **out);
+void jn_rp_match_free(jn_rp_matcher *mt);
 
 /* Where the next segment starts: 0 a step start, else the JN_SYNC_* kind of
  * the sync before it (jn_db.h); -1 (the default after each end) unknown.
  * Only graphs of groups that start there are followed. */
-void jn_rt_match_begin(jn_rt_matcher *mt, int entry);
-jn_rt_match_kind jn_rt_match_feed(jn_rt_matcher *mt, const jn_rt_match_event *ev, jn_rt_match_result *res);
+void jn_rp_match_begin(jn_rp_matcher *mt, int entry);
+jn_rp_match_kind jn_rp_match_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res);
 /* The segment ended (a sync or the step's end).  Of the graphs followed to
  * their end, the one standing for the most recorded segments completes. */
-jn_rt_match_kind jn_rt_match_end(jn_rt_matcher *mt, jn_rt_match_result *res);
+jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res);
 /* Forget the current segment (as after a miss). */
-void jn_rt_match_reset(jn_rt_matcher *mt);
+void jn_rp_match_reset(jn_rp_matcher *mt);
 
 /* The module graphs the current segment can still become (live cursors,
  * each graph once, at most max): what replay decides a segment's mode by
  * after its first op.  0 before the first feed and after a miss. */
-int32_t jn_rt_match_alive(const jn_rt_matcher *mt, int32_t *graphs, int32_t max);
+int32_t jn_rp_match_alive(const jn_rp_matcher *mt, int32_t *graphs, int32_t max);
 /* Graphs with a matcher program. */
-int32_t jn_rt_match_ngraphs(const jn_rt_matcher *mt);
+int32_t jn_rp_match_ngraphs(const jn_rp_matcher *mt);
 /* Tokens of module graph gi (-1 if it has no program). */
-int32_t jn_rt_match_ntokens(const jn_rt_matcher *mt, int32_t gi);
+int32_t jn_rp_match_ntokens(const jn_rp_matcher *mt, int32_t gi);
 /* The graph OUTPUT index holding the final value of the tensor created by
  * output k of token tok of graph gi (what Python keeps), -1 if none. */
-int32_t jn_rt_match_token_output(const jn_rt_matcher *mt, int32_t gi, int32_t tok, int k);
+int32_t jn_rp_match_token_output(const jn_rp_matcher *mt, int32_t gi, int32_t tok, int k);
 
 #ifdef __cplusplus
 }

@@ -24,8 +24,9 @@
  *
  * Support.  The one table of what can be generated is ops[] below, plus
  * the per-op rules in cg_em_plan_node (dtypes f32 f64 i64 i32 u8 bool on the
- * CPU; integer pow/div/remainder and floor division report errors or need
- * helpers the eager kernels keep to themselves, so they are refused;
+ * CPU; integer pow/div/remainder report errors the generated code has no
+ * way to raise (division by zero, a negative Python-int exponent), and
+ * floor division and remainder are not in the table, so they are refused;
  * bound attributes only where the eager kernel takes them as plain
  * numbers).  jn_cg_emit_supported answers for a whole kernel; the select
  * pass gives impl=lib to every kernel it refuses, so no wrong code is

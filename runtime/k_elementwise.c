@@ -227,10 +227,12 @@ static const ew_op OP_clamp = {"clamp", RT_PROMOTE, {LOOPS_F(clamp), LOOPS_I(cla
 
 /* --------------------------------------- dtype-agnostic loops by size */
 /* copy (o = x), fill (o = v), where (o = c ? a : b), masked fill
- * (o = m ? v : x): they only move elements, so one loop per element size
- * (the selects are k_ewmath.h's raw ones). */
-#define SIZED(M) M(1, uint8_t, u8) M(2, uint16_t, u16) M(4, uint32_t, u32) M(8, uint64_t, u64)
-#define DEF_SIZED(N, T, sfx)                                                            \
+ * (o = m ? v : x): they only move elements, so one loop per element size.
+ * The selects are k_ewmath.h's: through its all-ones/zero mask
+ * (JN_EW_BITSEL) where contiguous, so random masks don't branch, else its
+ * conditional (reading one operand). */
+#define SIZED(M) M(1, uint8_t) M(2, uint16_t) M(4, uint32_t) M(8, uint64_t)
+#define DEF_SIZED(N, T)                                                                 \
     static void copy_##N(char **p, const int64_t *s, int64_t n, void *ctx) {            \
         (void)ctx;                                                                      \
         if (s[0] == N && s[1] == N) {                                                   \
@@ -256,16 +258,21 @@ static const ew_op OP_clamp = {"clamp", RT_PROMOTE, {LOOPS_F(clamp), LOOPS_I(cla
             const T *a = (const T *)p[2], *b = (const T *)p[3];                         \
             const int64_t ia = s[2] / N, ib = s[3] / N;                                 \
             if (ia && ib)                                                               \
-                for (int64_t i = 0; i < n; i++) o[i] = jn_ew_where_raw_##sfx(c[i], a[i], b[i]); \
+                for (int64_t i = 0; i < n; i++) {                                       \
+                    const T m = JN_EW_MASK(T, c[i]);                                    \
+                    o[i] = JN_EW_BITSEL(T, m, a[i], b[i]);                              \
+                }                                                                       \
             else                                                                        \
-                for (int64_t i = 0; i < n; i++)                                         \
-                    o[i] = jn_ew_where_raw_##sfx(c[i], a[i * ia], b[i * ib]);           \
+                for (int64_t i = 0; i < n; i++) {                                       \
+                    const T m = JN_EW_MASK(T, c[i]);                                    \
+                    o[i] = JN_EW_BITSEL(T, m, a[i * ia], b[i * ib]);                    \
+                }                                                                       \
             return;                                                                     \
         }                                                                               \
-        for (int64_t i = 0; i < n; i++)                                                 \
-            *(T *)(p[0] + i * s[0]) = jn_ew_where_raw_##sfx(*(const uint8_t *)(p[1] + i * s[1]), \
-                                                            *(const T *)(p[2] + i * s[2]), \
-                                                            *(const T *)(p[3] + i * s[3])); \
+        for (int64_t i = 0; i < n; i++) /* a conditional: one operand read */          \
+            *(T *)(p[0] + i * s[0]) = JN_EW_where(*(const uint8_t *)(p[1] + i * s[1]),  \
+                                                  *(const T *)(p[2] + i * s[2]),        \
+                                                  *(const T *)(p[3] + i * s[3]));       \
     }                                                                                   \
     static void mfill_##N(char **p, const int64_t *s, int64_t n, void *ctx) {           \
         T v;                                                                            \
@@ -274,12 +281,15 @@ static const ew_op OP_clamp = {"clamp", RT_PROMOTE, {LOOPS_F(clamp), LOOPS_I(cla
             T *o = (T *)p[0];                                                           \
             const T *x = (const T *)p[1];                                               \
             const uint8_t *mk = (const uint8_t *)p[2];                                  \
-            for (int64_t i = 0; i < n; i++) o[i] = jn_ew_masked_fill_raw_##sfx(x[i], mk[i], v); \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                const T m = JN_EW_MASK(T, mk[i]);                                       \
+                o[i] = JN_EW_BITSEL(T, m, v, x[i]);                                     \
+            }                                                                           \
             return;                                                                     \
         }                                                                               \
         for (int64_t i = 0; i < n; i++)                                                 \
-            *(T *)(p[0] + i * s[0]) = jn_ew_masked_fill_raw_##sfx(*(const T *)(p[1] + i * s[1]), \
-                                                                  *(const uint8_t *)(p[2] + i * s[2]), v); \
+            *(T *)(p[0] + i * s[0]) =                                                   \
+                JN_EW_masked_fill(*(const T *)(p[1] + i * s[1]), *(const uint8_t *)(p[2] + i * s[2]), v); \
     }
 SIZED(DEF_SIZED)
 #define BY_SIZE(f) {[1] = f##_1, [2] = f##_2, [4] = f##_4, [8] = f##_8}

@@ -9,9 +9,9 @@
  *
  *     jn_ew_<id>_<sfx>(operands..., parameters...)
  *
- * sfx one of f32 f64 (float), i64 i32 u8 (integer), b (bool), and for the
- * raw selects u8 u16 u32 u64 (by element size).  Every consumer calls
- * these functions and writes no math of its own:
+ * sfx one of f32 f64 (float), i64 i32 u8 (integer), b (bool); the
+ * selects on raw elements are macros (JN_EW_BITSEL).  Every consumer calls
+ * these and writes no math of its own:
  *
  *   runtime/k_elementwise.c   the eager CPU loops, expanded from the id
  *                             lists below (JN_EW_UNARY_FLOAT, ...)
@@ -76,10 +76,6 @@
 #define JN_EW_INTS(M, ...)                                                                              \
     M(i64, int64_t, uint64_t, , __VA_ARGS__) M(i32, int32_t, uint32_t, , __VA_ARGS__)                   \
     M(u8, uint8_t, uint8_t, , __VA_ARGS__)
-/* Raw elements by size, for the selects that only move bits. */
-#define JN_EW_RAWS(M, ...)                                                                              \
-    M(u8, uint8_t, uint8_t, , __VA_ARGS__) M(u16, uint16_t, uint16_t, , __VA_ARGS__)                    \
-    M(u32, uint32_t, uint32_t, , __VA_ARGS__) M(u64, uint64_t, uint64_t, , __VA_ARGS__)
 #define JN_EW_LO_i64 INT64_MIN
 #define JN_EW_HI_i64 INT64_MAX
 #define JN_EW_LO_i32 INT32_MIN
@@ -275,11 +271,14 @@ JN_EW_FLOATS(JN_EW_FLOAT_HELPERS, )
 /* ---- where(w, a, b) and masked_fill(x, m, v): selects.  On values of a
  * compute type (generated code, CUDA) a conditional; on raw elements by
  * size (the eager CPU loops, which move float16 as uint16) the same select
- * through an all-ones/zero mask, so random masks don't branch and 8-byte
- * elements vectorize without SSE4. */
-#define JN_EW_where(w, a, b) (w ? a : b)
-#define JN_EW_masked_fill(x, m, v) (m ? v : x)
-#define JN_EW_BITSEL(T, w, a, b) ((T)((a & (T)(0 - (T)(w != 0))) | (b & (T) ~(T)(0 - (T)(w != 0)))))
+ * through an all-ones/zero mask where the loop vectorizes (random masks
+ * don't branch, 8-byte elements vectorize without SSE4): JN_EW_MASK,
+ * JN_EW_BITSEL, written inline there (gcc's vectorizer makes a shorter
+ * loop of them than of the inlined function). */
+#define JN_EW_where(w, a, b) ((w) ? (a) : (b))
+#define JN_EW_masked_fill(x, m, v) ((m) ? (v) : (x))
+#define JN_EW_MASK(T, w) ((T)(0 - (T)((w) != 0)))
+#define JN_EW_BITSEL(T, m, a, b) ((T)(((a) & (m)) | ((b) & (T) ~(m))))
 
 /* ================================================== the functions */
 #define JN_EW_DEF_ALPHA_F(sfx, T, U, F, id)                                                             \
@@ -339,10 +338,6 @@ JN_EW_INTS(JN_EW_DEF_CLAMP_I, )
     JN_EW_FN T jn_ew_masked_fill_##sfx(T x, uint8_t m, T v) { return JN_EW_masked_fill(x, m, v); }
 JN_EW_FLOATS(JN_EW_DEF_SELECT, )
 JN_EW_INTS(JN_EW_DEF_SELECT, )
-#define JN_EW_DEF_BITSEL(sfx, T, U, F, ...)                                                             \
-    JN_EW_FN T jn_ew_where_raw_##sfx(uint8_t w, T a, T b) { return JN_EW_BITSEL(T, w, a, b); }          \
-    JN_EW_FN T jn_ew_masked_fill_raw_##sfx(T x, uint8_t m, T v) { return JN_EW_BITSEL(T, m, v, x); }
-JN_EW_RAWS(JN_EW_DEF_BITSEL, )
 
 /* ---- the fused optimizer updates adam_ and sgd_ (k_fused.c, and
  * runtime/cuda/kernels.cu): one element of torch.optim's single-tensor

@@ -17,8 +17,9 @@
  * generated C kernels are compared with eager bit for bit on the same edge
  * values in test_emit.c (its edges_* cases), and test_emit_cuda.c compiles
  * those with NVRTC, so all three consumers are checked against one set of
- * formulas.  Plus the raw (bit-mask) selects against the typed ones, and
- * the fused optimizer steps against adam_ / sgd_.
+ * formulas.  Plus where/masked_fill (whose eager loops select through a
+ * bit mask) against the typed selects, and the fused optimizer steps
+ * against adam_ / sgd_.
  */
 #pragma GCC optimize("no-trapping-math", "fp-contract=off") /* as every consumer (k_ewmath.h) */
 #include <stdint.h>
@@ -369,21 +370,22 @@ static void test_eager(void) {
         jn_tensor_decref(m);                                                                                    \
     }
 
-/* The raw select of an element of es bytes (w ? *a : *b) equals *want.
- * (masked_fill_raw(x, m, v) is where_raw(m, v, x).) */
-static int raw_where(size_t es, uint8_t w, const void *a, const void *b, const void *want) {
-    uint64_t ua = 0, ub = 0, r = 0;
-    memcpy(&ua, a, es);
-    memcpy(&ub, b, es);
-    switch (es) {
-    case 1: r = jn_ew_where_raw_u8(w, (uint8_t)ua, (uint8_t)ub); break;
-    case 2: r = jn_ew_where_raw_u16(w, (uint16_t)ua, (uint16_t)ub); break;
-    case 4: r = jn_ew_where_raw_u32(w, (uint32_t)ua, (uint32_t)ub); break;
-    default: r = jn_ew_where_raw_u64(w, ua, ub); break;
+/* The eager loops' bit-mask select on raw elements of es bytes (w ? *a :
+ * *b) equals *want, the typed select's result. */
+#define RAW_SEL(U)                                                                                              \
+    {                                                                                                           \
+        U ua, ub, r, m = JN_EW_MASK(U, w);                                                                      \
+        memcpy(&ua, a, sizeof ua), memcpy(&ub, b, sizeof ub);                                                   \
+        r = JN_EW_BITSEL(U, m, ua, ub);                                                                         \
+        return !memcmp(&r, want, sizeof r) && JN_EW_where(w, ua, ub) == r;                                      \
     }
-    uint64_t m = 0;
-    memcpy(&m, want, es);
-    return r == m && jn_ew_masked_fill_raw_u64(ub, w, ua) == r;
+static int raw_where(size_t es, uint8_t w, const void *a, const void *b, const void *want) {
+    switch (es) {
+    case 1: RAW_SEL(uint8_t)
+    case 2: RAW_SEL(uint16_t)
+    case 4: RAW_SEL(uint32_t)
+    default: RAW_SEL(uint64_t)
+    }
 }
 
 static void test_selects(void) {

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "an_internal.h"
+#include "jn_settings.h"
 
 /* ------------------------------------------------------------ reasons */
 static _Thread_local char **reasons;
@@ -201,8 +202,9 @@ static jn_status build_group(an_ctx *c, an_group *grp, int32_t *ngroups) {
         s[k].group = *ngroups;
         /* JANUS_AN_SELFCHECK=all: every graph proves itself against its
          * exemplars (loop graphs always do, in align.c); for tests and fuzzing */
-        const char *w = NULL, *all = getenv("JANUS_AN_SELFCHECK");
-        st = an_generalize_checked(c, &s[k], grp, g, all && !strcmp(all, "all") ? &w : NULL);
+        const char *w = NULL, *all = "";
+        if ((st = jn_setting_str(JN_S_AN_SELFCHECK, &all)) != JN_OK) break;
+        st = an_generalize_checked(c, &s[k], grp, g, !strcmp(all, "all") ? &w : NULL);
         if (!st && w)
             st = jn_error(JN_ERR_RUNTIME, "analyzer: internal error: graph %s does not reproduce its recorded "
                           "segments (%s); please report this with the trace store", g->name ? g->name : "?", w);

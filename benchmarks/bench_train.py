@@ -38,7 +38,7 @@ import janus  # noqa: E402
 import janus.nn as jnn  # noqa: E402
 
 try:
-    if os.environ.get("JANUS_BENCH_NO_TORCH"):  # replay_step.py: janus only
+    if janus._C._setting_value("JANUS_BENCH_NO_TORCH"):  # replay_step.py: janus only
         raise ImportError
     import torch
     import torch.nn as tnn

@@ -33,6 +33,7 @@
 #include "jn_cli.h"
 #include "jn_db.h"
 #include "jn_bundle.h"
+#include "jn_settings.h"
 
 const char jn_cli_replay_usage[] =
     "usage: janus replay [--db PATH] [--strict] [--eager] [--] COMMAND [ARGS...]\n"
@@ -57,19 +58,6 @@ const char jn_cli_replay_usage[] =
     "made by another janus or for another CPU) the command runs eagerly and\n"
     "one line on stderr says why.  The child sees JANUS_REPLAY_DB (absolute\n"
     "path) and JANUS_REPLAY_RUN (the run id).\n";
-
-/* The switches as the janus package reads them (janus/_replay.py):
- * JANUS_REPLAY off = 0/false/no/off; JANUS_REPLAY_STRICT on = set and not
- * empty/0/false/no. */
-static int env_off(const char *name) {
-    const char *v = getenv(name);
-    return v && (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off"));
-}
-
-static int env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "no");
-}
 
 /* The newest bundle of target cpu (else a CUDA one), and whether it loads here: its id (0 =
  * none) and, when it cannot be replayed, why (in why, empty otherwise). */
@@ -158,7 +146,14 @@ static int replay_flag(const char *a, void *ctx) {
 
 int jn_cli_replay(int argc, char **argv) {
     const char *dbpath = "run.db";
-    replay_flags fl = {env_on("JANUS_REPLAY_STRICT"), env_off("JANUS_REPLAY")};
+    /* the switches as the janus package in the child reads them (the settings table) */
+    int on = 1;
+    replay_flags fl = {0, 0};
+    if (jn_setting_bool(JN_S_REPLAY_STRICT, &fl.strict) || jn_setting_bool(JN_S_REPLAY, &on)) {
+        fprintf(stderr, "janus replay: %s\n", jn_errmsg());
+        return 2;
+    }
+    fl.eager = !on;
     int i = 0, rc0 = jn_cli_launch_args("replay", jn_cli_replay_usage, argc, argv, replay_flag, &fl, &dbpath, &i);
     if (rc0 >= 0) return rc0;
     int strict = fl.strict, eager = fl.eager;

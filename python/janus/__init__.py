@@ -9,7 +9,8 @@ changing its imports.
 import os as _os
 
 # Development builds: tests point JANUS_BUILD_DIR at a CMake build tree whose
-# python/janus holds the compiled extension.
+# python/janus holds the compiled extension.  Read from os.environ, not
+# through the settings table: it says where the table (in _C) is found.
 _bd = _os.environ.get("JANUS_BUILD_DIR")
 if _bd:
     __path__.insert(0, _os.path.join(_os.path.abspath(_bd), "python", "janus"))
@@ -72,6 +73,15 @@ finally:
         del _os.environ["OPENBLAS_CORETYPE"]
 
 __version__ = _C.__version__
+
+# The settings the eager runtime reads where no error can go back (the
+# thread pool's size at the first parallel kernel, the block cache's at the
+# first free: jn_setting_int_lazy) are parsed here, so a bad value raises
+# ValueError naming the variable before anything runs.  Every other
+# setting's reader refuses a bad value itself (the recorder and replay then
+# run the script eagerly and say why); `janus env` lists them all.
+for _s in ("JANUS_NUM_THREADS", "JANUS_CACHE_MB"):
+    _C._setting_value(_s)
 
 from . import _dtype  # noqa: E402
 from ._dtype import Size, device, dtype, finfo, iinfo, inf, nan, e, pi  # noqa: E402,F401
@@ -139,7 +149,7 @@ def set_default_dtype(d):
                                   "supported yet")
 
 
-del _bd, _tensor_mod
+del _bd, _tensor_mod, _s
 
 # subpackages, as `import torch` makes torch.nn, torch.optim, torch.utils.data available
 # (last: they import janus)

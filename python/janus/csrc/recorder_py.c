@@ -26,6 +26,7 @@
  */
 #include "jn_py.h"
 #include "jn_rec.h"
+#include "jn_settings.h"
 
 #include <frameobject.h>
 #include <structmember.h>
@@ -372,12 +373,11 @@ static int iframe_layout_ok(void) {
     return ok;
 }
 
-static void hook_install(void) {
+/* on: JANUS_RECORD_EVAL_HOOK (0: the portable path, to compare, or if a
+ * tool that swaps frame evaluation later misbehaves with it) */
+static void hook_install(int on) {
     epoch++;
-    /* JANUS_RECORD_EVAL_HOOK=0: the portable path (to compare, or if a
-     * tool that swaps frame evaluation later misbehaves with it) */
-    const char *e = getenv("JANUS_RECORD_EVAL_HOOK");
-    if (e && !strcmp(e, "0")) return;
+    if (!on) return;
     PyInterpreterState *in = PyInterpreterState_Get();
     if (hook_on || _PyInterpreterState_GetEvalFrameFunc(in) != _PyEval_EvalFrameDefault || !iframe_layout_ok())
         return;
@@ -428,7 +428,7 @@ static void compute_site_hooked(jn_rec_site *out) {
     T.c_site = *out;
 }
 #else
-static void hook_install(void) {}
+static void hook_install(int on) { (void)on; }
 static void hook_remove(void) {}
 #endif
 
@@ -652,11 +652,13 @@ static PyObject *py_rec_start(PyObject *self, PyObject *args) {
     jn_rec_set_site_fn(site_fn);
     char pyver[64];
     snprintf(pyver, sizeof pyver, "%d.%d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION, PY_MICRO_VERSION);
-    jn_status s = jn_rec_start(path, run, pyver);
+    int hook = 1;
+    jn_status s = jn_setting_bool(JN_S_RECORD_EVAL_HOOK, &hook);
+    if (!s) s = jn_rec_start(path, run, pyver);
     if (s) return rec_error(s);
     fdepth = 0;
     nogil_valid = 0;
-    hook_install();
+    hook_install(hook);
     if (dec) {
         PyEval_SetTrace(trace_fn, NULL);
         tracing = 1;

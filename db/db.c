@@ -240,6 +240,13 @@ static int fault_fires(jn_db *db) {
 }
 
 /* Every sqlite3_step / sqlite3_exec of db/ goes through these two. */
+/* A statement of db/ prepared outside the per-connection cache; a failure
+ * here is SQLite's own, never an injected one. */
+int db_prepare(jn_db *db, const char *sql, sqlite3_stmt **st) {
+    db->injected = 0;
+    return sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
+}
+
 int db_step(jn_db *db, sqlite3_stmt *st) {
     if (fault_fires(db)) return SQLITE_FULL;
     return sqlite3_step(st);

@@ -11,6 +11,8 @@
 #include "jn_db.h"
 
 sqlite3 *db_conn(jn_db *db);
+/* sqlite3_prepare_v2 on the store's connection. */
+int db_prepare(jn_db *db, const char *sql, sqlite3_stmt **st);
 /* sqlite3_step, or SQLITE_FULL when an injected fault fires. */
 int db_step(jn_db *db, sqlite3_stmt *st);
 /* JN_ERR_IO "trace store P: WHAT failed: SQLite's message (hint)". */

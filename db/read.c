@@ -32,7 +32,7 @@ static int q_open(query *q, jn_db *db, const char *sql, const char *what) {
     q->st = NULL;
     q->nomem = 0;
     q->what = what;
-    q->rc = sqlite3_prepare_v2(db_conn(db), sql, -1, &q->st, NULL);
+    q->rc = db_prepare(db, sql, &q->st);
     return q->rc == SQLITE_OK;
 }
 

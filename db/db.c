@@ -9,6 +9,11 @@
  * processes can append to one file.  Every step is one BEGIN IMMEDIATE ...
  * COMMIT transaction through statements prepared once per connection.
  *
+ * A path is opened as the absolute file name it denotes, never as a URI or
+ * SQLite's in-memory ":memory:".  Read-only opens work where nothing can be
+ * written: without a -shm index to read a WAL store by, a store whose -wal
+ * log holds no commits is opened immutable (readable() below).
+ *
  * Versioning: meta.schema_version.  A newer store is refused (upgrade
  * janus), an older one is migrated in one transaction by the steps of
  * `migrations` below, a file that is not SQLite or not a janus store is
@@ -239,7 +244,6 @@ static int fault_fires(jn_db *db) {
     return 0;
 }
 
-/* Every sqlite3_step / sqlite3_exec of db/ goes through these two. */
 /* A statement of db/ prepared outside the per-connection cache; a failure
  * here is SQLite's own, never an injected one. */
 int db_prepare(jn_db *db, const char *sql, sqlite3_stmt **st) {
@@ -247,6 +251,7 @@ int db_prepare(jn_db *db, const char *sql, sqlite3_stmt **st) {
     return sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
 }
 
+/* Every sqlite3_step / sqlite3_exec of db/ goes through these two. */
 int db_step(jn_db *db, sqlite3_stmt *st) {
     if (fault_fires(db)) return SQLITE_FULL;
     return sqlite3_step(st);
@@ -511,7 +516,7 @@ static int not_writable(const char *abs, char *why, size_t n) {
 /* Open db->h on db->abs.  immutable: as a read-only "file:" URI with
  * immutable=1 (the path percent-escaped, so no character of it is taken
  * for URI syntax). */
-static int connect(jn_db *db, int oflags, int immutable) {
+static int open_conn(jn_db *db, int oflags, int immutable) {
     if (db->h) sqlite3_close(db->h);
     db->h = NULL;
     int rc;
@@ -569,7 +574,7 @@ static jn_status readable(jn_db *db) {
                         "the file, and SQLite cannot create the %s-shm index it needs to read them (%s); copy the "
                         "store together with its -wal file to a writable directory and read the copy",
                         db->path, db->path, db->path, why);
-    if ((rc = connect(db, SQLITE_OPEN_READONLY, 1)) != SQLITE_OK) return db_fail(db, rc, "opening read-only");
+    if ((rc = open_conn(db, SQLITE_OPEN_READONLY, 1)) != SQLITE_OK) return db_fail(db, rc, "opening read-only");
     return JN_OK;
 }
 
@@ -618,7 +623,7 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
     int oflags = flags == JN_DB_READONLY ? SQLITE_OPEN_READONLY
                  : flags == JN_DB_WRITE  ? SQLITE_OPEN_READWRITE
                                          : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    int rc = connect(db, oflags, 0);
+    int rc = open_conn(db, oflags, 0);
     if (rc != SQLITE_OK) {
         s = jn_error(JN_ERR_IO, "cannot %s trace store %s: %s%s", exists ? "open" : "create", path,
                      db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc),

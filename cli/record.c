@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -244,46 +243,26 @@ static pid_t spawn(char **cmd, int *exec_errno) {
     return pid;
 }
 
-/* One integer / text from a query with one ?1 = run id (0 / NULL on error). */
-static int64_t q_int(sqlite3 *h, const char *sql, int64_t run) {
-    sqlite3_stmt *st = NULL;
-    int64_t v = 0;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, run);
-        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return v;
-}
-
-static char *q_text(sqlite3 *h, const char *sql, int64_t run) {
-    sqlite3_stmt *st = NULL;
-    char *v = NULL;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, run);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-            v = strdup((const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_finalize(st);
-    return v;
-}
-
 static void summary(jn_db *db, int64_t run, const char *abs, const char *shown) {
-    sqlite3 *h = jn_db_handle(db);
-    int64_t steps = q_int(h, "SELECT count(*) FROM steps WHERE run_id=?1", run);
-    int64_t ops = q_int(h, "SELECT coalesce(sum(n_ops),0) FROM steps WHERE run_id=?1", run);
-    int64_t sigs = q_int(h, "SELECT count(DISTINCT signature) FROM steps WHERE run_id=?1", run);
-    char *py = q_text(h, "SELECT python_version FROM runs WHERE id=?1", run);
+    jn_db_run_totals t;
+    jn_db_run_row *r = NULL;
+    int nr = 0;
+    if (jn_db_totals(db, run, &t) != JN_OK || jn_db_runs(db, run, &r, &nr) != JN_OK) {
+        fprintf(stderr, "janus record: run %lld ran, but its summary cannot be read: %s\n", (long long)run,
+                jn_errmsg());
+        return;
+    }
+    const char *py = nr ? r[0].python_version : NULL;
     char a[32], b[32], c[32];
-    if (steps == 0 && (!py || !py[0])) {
+    if (t.steps == 0 && (!py || !py[0])) {
         fprintf(stderr, "janus record: run %lld: the command never imported janus; nothing was recorded "
                         "(run a Python script that does `import janus`)\n", (long long)run);
     } else {
         fprintf(stderr, "janus record: run %lld: %s step%s, %s ops, %lld distinct step signature%s, %s %s\n",
-                (long long)run, jn_cli_commas(steps, a), steps == 1 ? "" : "s", jn_cli_commas(ops, b),
-                (long long)sigs, sigs == 1 ? "" : "s", shown, jn_cli_bytes(store_bytes(abs), c));
+                (long long)run, jn_cli_commas(t.steps, a), t.steps == 1 ? "" : "s", jn_cli_commas(t.ops, b),
+                (long long)t.signatures, t.signatures == 1 ? "" : "s", shown, jn_cli_bytes(store_bytes(abs), c));
     }
-    free(py);
+    jn_db_runs_free(r, nr);
 }
 
 /* A new run row for cmd (kind "record" or "replay"/"eager", bundle_id the

@@ -11,6 +11,11 @@
  * switches in our own environment (JANUS_REPLAY=0, JANUS_REPLAY_STRICT=1)
  * mean the same.
  *
+ * A store this process cannot write (a read-only mount, another user's
+ * directory) still replays: its bundle is used, no run row is made, one
+ * line says the counters cannot be stored, and the child prints its own
+ * summary line at exit instead.
+ *
  * What cannot replay still runs: a store that is missing, not a janus store,
  * unreadable, without a bundle, or whose bundle this janus or machine cannot
  * use makes the command run eagerly after one line on stderr saying why and
@@ -25,7 +30,6 @@
  * counters the child stored.
  */
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -173,7 +177,8 @@ int jn_cli_replay(int argc, char **argv) {
     }
     /* Why this cannot replay ("" = it can).  The store is opened for
      * writing (an older one is migrated): the run row and the counters go
-     * into it.  A missing store is not created. */
+     * into it -- or read-only where it cannot be written.  A missing store
+     * is not created. */
     char why[2048] = "";
     jn_db *db = NULL;
     struct stat sb;
@@ -182,10 +187,16 @@ int jn_cli_replay(int argc, char **argv) {
     if (stat(abs, &sb) != 0)
         snprintf(why, sizeof why, "%s does not exist (record the script with `janus record --db %s -- COMMAND`, "
                  "then run `janus optimize %s`)", dbpath, dbpath, dbpath);
-    else if (jn_db_open(abs, JN_DB_WRITE, &db) != JN_OK)
+    else if (jn_db_open(abs, JN_DB_WRITE_OR_READONLY, &db) != JN_OK)
         snprintf(why, sizeof why, "%s", jn_errmsg());
     else
         bundle = usable_bundle(db, dbpath, why, sizeof why);
+    const char *ro_why = "";
+    int readonly = db && !jn_db_writable(db, &ro_why);
+    if (readonly && !why[0])
+        fprintf(stderr, "janus replay: %s cannot be written (%s): %s\n", dbpath, ro_why,
+                eager ? "this eager run is not stored in it"
+                      : "replaying with its bundle, but this run and its counters are not stored");
     if (why[0] && strict) {
         fprintf(stderr, "janus replay: --strict: cannot replay: %s\n", why);
         goto done;
@@ -193,7 +204,7 @@ int jn_cli_replay(int argc, char **argv) {
     if (why[0] && !eager) fprintf(stderr, "janus replay: %s; running the command eagerly\n", why);
     const char *kind = eager ? "eager" : "replay";
     if (db) {
-        if (jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) goto done;
+        if (!readonly && jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) goto done;
         jn_db_close(db);
         db = NULL;
     }
@@ -202,11 +213,13 @@ int jn_cli_replay(int argc, char **argv) {
     snprintf(runs, sizeof runs, "%lld", (long long)run);
     int env_err = 0;
     if (run) env_err |= setenv("JANUS_REPLAY_DB", abs, 1) | setenv("JANUS_REPLAY_RUN", runs, 1);
+    else if (readonly && !why[0]) env_err |= setenv("JANUS_REPLAY_DB", abs, 1) | unsetenv("JANUS_REPLAY_RUN");
     else env_err |= unsetenv("JANUS_REPLAY_DB") | unsetenv("JANUS_REPLAY_RUN");
     if (eager || why[0]) env_err |= setenv("JANUS_REPLAY", "0", 1);
     else env_err |= setenv("JANUS_REPLAY", "1", 1);
-    /* the child's own exit line would repeat the one summary() prints from its counters */
-    env_err |= setenv("JANUS_REPLAY_QUIET", "1", 1);
+    /* the child's own exit line would repeat the one summary() prints from
+     * its counters; without a run (a read-only store) it is the only one */
+    if (run) env_err |= setenv("JANUS_REPLAY_QUIET", "1", 1);
     if (strict) env_err |= setenv("JANUS_REPLAY_STRICT", "1", 1);
     else env_err |= unsetenv("JANUS_REPLAY_STRICT");
     if (env_err) {

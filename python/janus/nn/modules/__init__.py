@@ -1,0 +1,37 @@
+"""The layers of janus.nn, laid out as torch.nn.modules is (activation,
+batchnorm, container, conv, dropout, flatten, linear, loss, module,
+normalization, pixelshuffle, pooling, rnn, sparse, transformer, utils), with
+PyTorch's constructor arguments, parameter names and default
+initializations (so state dicts and seeds carry over)."""
+from .module import Module
+from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
+                         LogSigmoid, LogSoftmax, Mish, MultiheadAttention, PReLU, ReLU, ReLU6, SELU, Sigmoid, SiLU,
+                         Softmax, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .container import ModuleDict, ModuleList, Sequential
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .flatten import Flatten, Unflatten
+from .linear import Identity, Linear
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
+                   SmoothL1Loss)
+from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
+from .sparse import Embedding
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+                          TransformerEncoderLayer)
+
+__all__ = [
+    "Module", "CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
+    "LogSigmoid", "LogSoftmax", "Mish", "MultiheadAttention", "PReLU", "ReLU", "ReLU6", "SELU", "Sigmoid", "SiLU",
+    "Softmax", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "ModuleDict", "ModuleList", "Sequential",
+    "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "Flatten", "Unflatten", "Identity", "Linear", "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss",
+    "KLDivLoss", "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss", "GroupNorm", "LayerNorm", "RMSNorm",
+    "PixelShuffle", "PixelUnshuffle", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d",
+    "MaxPool1d", "MaxPool2d", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell", "Embedding",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
+]

@@ -465,3 +465,42 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda m: m
     return model
+
+
+@both
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN -> nan, +inf -> posinf, -inf -> neginf (default: the dtype's largest / lowest finite value)."""
+    if not input.dtype.is_floating_point:
+        return _f("clone")(input)
+    fi = _dtype.finfo(input.dtype)
+    out = _f("where")(input.isnan(), float(nan), input)
+    out = _f("where")(out == float("inf"), fi.max if posinf is None else float(posinf), out)
+    return _f("where")(out == float("-inf"), fi.min if neginf is None else float(neginf), out)
+
+
+# ---- process-wide switches scripts set: accepted, reported back, no effect
+_settings = {"matmul_precision": "highest", "deterministic": False}
+
+
+@function
+def set_float32_matmul_precision(precision):
+    """Accepted ("highest", "high", "medium"): janus computes float32 matmuls in float32 (no TF32)."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'")
+    _settings["matmul_precision"] = precision
+
+
+@function
+def get_float32_matmul_precision():
+    return _settings["matmul_precision"]
+
+
+@function
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Accepted: janus's kernels are deterministic already (replay is bitwise equal to eager)."""
+    _settings["deterministic"] = bool(mode)
+
+
+@function
+def are_deterministic_algorithms_enabled():
+    return _settings["deterministic"]

@@ -56,8 +56,13 @@ ALTERNATIVES = {
     "fft": "a numpy round trip outside the training step (janus has no FFT ops)",
     "sparse": "dense tensors",
     "quantization": "float32 or torch.autocast (janus has no quantized tensors)",
-    "nn.functional.interpolate": "torch.nn.functional.pixel_shuffle or Tensor.repeat_interleave (nearest)",
-    "nn.Upsample": "torch.nn.PixelShuffle or Tensor.repeat_interleave (nearest)",
+    "nn.functional.grid_sample": "torch.nn.functional.interpolate (resampling on a regular grid)",
+    "nn.utils.rnn.PackedSequence": "padded batches with a mask (janus has no packed sequences)",
+    "nn.utils.rnn.pack_sequence": "torch.nn.utils.rnn.pad_sequence and a mask",
+    "autograd.Function": "a composition of torch ops (janus differentiates them itself)",
+    "FloatTensor": "torch.tensor(data, dtype=torch.float32) or torch.empty(*size)",
+    "LongTensor": "torch.tensor(data, dtype=torch.long)",
+    "utils.data.distributed": "torch.utils.data.DataLoader(..., shuffle=True) in one process",
     "Tensor.register_hook": "torch.autograd.grad, or reading .grad after backward()",
     "Tensor.retain_grad": "torch.autograd.grad",
 }
@@ -127,10 +132,15 @@ def hint(janus_module, name, torch=None):
     alt = alternative((janus_module + "." + name).split(".", 1)[1], torch)
     if alt:
         return alt
-    mod = sys.modules.get(janus_module)
-    if mod is None or name.startswith("_"):
+    owner = sys.modules.get(janus_module)
+    if owner is None:  # a class: janus.Tensor, janus.nn.Module
+        head, *rest = janus_module.split(".")
+        owner = sys.modules.get(head)
+        for part in rest:
+            owner = getattr(owner, part, None)
+    if owner is None or name.startswith("_"):
         return ""
-    names = [n for n in getattr(mod, "__dict__", {}) if not n.startswith("_")]
+    names = [n for n in (dir(owner) if isinstance(owner, type) else vars(owner)) if not n.startswith("_")]
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
     return _spelled(janus_module + "." + close[0], torch) if close else ""
 
@@ -195,6 +205,29 @@ def guard(module):
 
     module.__getattr__ = __getattr__
     return module
+
+
+def tensor_missing_attribute(self, name):
+    """janus.Tensor._missing_attribute: a public name no tensor has (called by
+    TensorBase's attribute lookup, csrc/tensor.c, only on a miss)."""
+    raise UnsupportedAttributeError("janus.Tensor", name, where(1))
+
+
+# torch.nn.Module's methods janus's Module lacks: a miss on one of these says
+# so (any other missing attribute is the user's own and keeps Python's message)
+MODULE_METHODS = frozenset((
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_full_backward_pre_hook", "register_backward_hook", "register_state_dict_pre_hook",
+    "register_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
+    "share_memory", "to_empty", "compile", "get_buffer", "set_submodule", "get_extra_state", "set_extra_state",
+    "xpu", "ipu", "mtia", "type"))
+
+
+def module_missing_attribute(module, name):
+    """For nn.Module.__getattr__: the error for a missing attribute name."""
+    if name in MODULE_METHODS:
+        return UnsupportedAttributeError("janus.nn.Module", name, where(2))
+    return AttributeError(f"'{type(module).__name__}' object has no attribute '{name}'")
 
 
 def guard_all():

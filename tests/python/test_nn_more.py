@@ -368,3 +368,142 @@ def test_losses_against_pytorch():
     ]
     for i, (a, b) in enumerate(pairs):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"loss {i}")
+
+
+# ------------------------------------------------------ resampling, padding
+def interp_ref(x, out, align, scale=None):
+    """Linear interpolation of the last dim, PyTorch's source-index formula."""
+    n = x.shape[-1]
+    if align:
+        s = (n - 1) / (out - 1) if out > 1 else 0.0
+        src = np.arange(out) * s
+    else:
+        s = 1.0 / scale if scale else n / out
+        src = np.maximum((np.arange(out) + 0.5) * s - 0.5, 0)
+    lo = src.astype(int)
+    hi = np.minimum(lo + 1, n - 1)
+    w = np.clip(src - lo, 0, 1)
+    return x[..., lo] + (x[..., hi] - x[..., lo]) * w
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_interpolate_linear_modes(align):
+    x = R.standard_normal((2, 3, 4, 5))
+    got = F.interpolate(t(x), size=(7, 3), mode="bilinear", align_corners=align).numpy()
+    want = np.swapaxes(interp_ref(np.swapaxes(interp_ref(x, 3, align), -1, -2), 7, align), -1, -2)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    got = F.interpolate(t(x[:, :, 0]), scale_factor=2.5, mode="linear", align_corners=align).numpy()
+    np.testing.assert_allclose(got, interp_ref(x[:, :, 0], 12, align, None if align else 2.5), rtol=1e-12)
+    check_grad(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear", align_corners=align), [x[:1, :1, :3, :3]])
+
+
+def test_interpolate_nearest_and_upsample_modules():
+    x = R.standard_normal((1, 2, 3, 4))
+    np.testing.assert_array_equal(nn.Upsample(scale_factor=2)(t(x)).numpy(), x.repeat(2, 2).repeat(2, 3))
+    got = F.interpolate(t(x), size=(5, 6)).numpy()
+    np.testing.assert_array_equal(got, x[:, :, [0, 0, 1, 1, 2]][:, :, :, [0, 0, 1, 2, 2, 3]])
+    got = F.interpolate(t(x), size=(5, 6), mode="nearest-exact").numpy()
+    np.testing.assert_array_equal(got, x[:, :, [0, 0, 1, 2, 2]][:, :, :, [0, 1, 1, 2, 3, 3]])
+    assert tuple(nn.UpsamplingBilinear2d(scale_factor=2)(t(x)).shape) == (1, 2, 6, 8)
+    with pytest.raises(ValueError, match="only one of size or scale_factor"):
+        F.interpolate(t(x), size=2, scale_factor=2)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes(mode):
+    x = R.standard_normal((2, 3, 4, 5))
+    np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    got = F.pad(t(x), (1, 2, 3, 0), mode=mode).numpy()
+    np.testing.assert_array_equal(got, np.pad(x, ((0, 0), (0, 0), (3, 0), (1, 2)), mode=np_mode))
+    check_grad(lambda a: F.pad(a, (1, 2), mode=mode), [x[:1, :1, :1]])
+    cls = {"reflect": nn.ReflectionPad2d, "replicate": nn.ReplicationPad2d, "circular": nn.CircularPad2d}[mode]
+    np.testing.assert_array_equal(cls(1)(t(x)).numpy(), np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode=np_mode))
+    np.testing.assert_array_equal(nn.ZeroPad2d((1, 0, 0, 2))(t(x)).numpy(),
+                                  np.pad(x, ((0, 0), (0, 0), (0, 2), (1, 0))))
+    np.testing.assert_array_equal(nn.ConstantPad1d(2, 3.5)(t(x)).numpy(),
+                                  np.pad(x, ((0, 0), (0, 0), (0, 0), (2, 2)), constant_values=3.5))
+
+
+def test_instance_norm():
+    x = R.standard_normal((2, 3, 4, 5))
+    mu, var = x.mean((2, 3), keepdims=True), x.var((2, 3), keepdims=True)
+    np.testing.assert_allclose(nn.InstanceNorm2d(3)(t(x)).numpy(), (x - mu) / np.sqrt(var + 1e-5), rtol=1e-10)
+    m = nn.InstanceNorm1d(3, affine=True, track_running_stats=True)
+    y = R.standard_normal((4, 3, 6))
+    m(t(y.astype(np.float32)))
+    np.testing.assert_allclose(m.running_mean.numpy(), 0.1 * y.mean(2).mean(0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(m.running_var.numpy(), 0.9 + 0.1 * y.var(2, ddof=1).mean(0), rtol=1e-5)
+    assert tuple(nn.InstanceNorm2d(3)(t(x[0])).shape) == (3, 4, 5)
+
+
+def test_parameter_containers_embedding_and_sequences():
+    pl = nn.ParameterList([janus.ones(2), nn.Parameter(janus.zeros(3))])
+    pl.append(janus.ones(1))
+    assert [n for n, _ in pl.named_parameters()] == ["0", "1", "2"] and len(pl) == 3
+    assert all(isinstance(p, nn.Parameter) for p in pl) and tuple(pl[-1].shape) == (1,)
+    pd = nn.ParameterDict({"w": janus.ones(2)})
+    pd["b"] = janus.zeros(1)
+    assert list(pd.keys()) == ["w", "b"] and list(pd.state_dict()) == ["w", "b"] and "w" in pd
+    w = janus.randn(5, 3)
+    e = nn.Embedding.from_pretrained(w, padding_idx=0)
+    assert not e.weight.requires_grad and np.array_equal(e(janus.tensor([2])).numpy(), w.numpy()[[2]])
+    assert nn.Embedding.from_pretrained(w, freeze=False).weight.requires_grad
+    from janus.nn.utils.rnn import pad_sequence
+    seqs = [janus.ones(2, 4), janus.ones(3, 4) * 2]
+    p = pad_sequence(seqs, batch_first=True, padding_value=-1.0)
+    assert tuple(p.shape) == (2, 3, 4) and p.numpy()[0, 2].tolist() == [-1.0] * 4
+    assert tuple(pad_sequence(seqs).shape) == (3, 2, 4)
+    lin = nn.Linear(3, 2)
+    v = nn.utils.parameters_to_vector(lin.parameters())
+    nn.utils.vector_to_parameters(v * 2, lin.parameters())
+    np.testing.assert_allclose(nn.utils.parameters_to_vector(lin.parameters()).detach().numpy(),
+                               v.detach().numpy() * 2)
+
+
+def test_small_torch_functions():
+    x = t(np.array([np.nan, np.inf, -np.inf, 1.5]))
+    np.testing.assert_array_equal(janus.nan_to_num(x).numpy(), np.nan_to_num(x.numpy()))
+    np.testing.assert_array_equal(x.nan_to_num(nan=2.0, posinf=9.0, neginf=-9.0).numpy(), [2.0, 9.0, -9.0, 1.5])
+    janus.manual_seed(0)
+    g = F.gumbel_softmax(janus.zeros(1000, 4), tau=0.5, hard=True)
+    assert np.all(g.numpy().sum(1) == 1) and set(np.unique(g.numpy())) == {0.0, 1.0}
+    logits = janus.zeros(2, 3, requires_grad=True)
+    F.gumbel_softmax(logits, hard=True)[:, 0].sum().backward()
+    assert logits.grad is not None and np.isfinite(logits.grad.numpy()).all()
+    v = janus.autograd.Variable(janus.ones(2), requires_grad=True)
+    assert v.requires_grad and isinstance(v, janus.Tensor)
+    janus.set_float32_matmul_precision("high")
+    assert janus.get_float32_matmul_precision() == "high"
+    janus.set_float32_matmul_precision("highest")
+    janus.use_deterministic_algorithms(True)
+    assert janus.are_deterministic_algorithms_enabled()
+    janus.use_deterministic_algorithms(False)
+    janus.cuda.set_device(0)
+    with pytest.raises(RuntimeError, match="one device"):
+        janus.cuda.set_device(1)
+    with janus.autograd.detect_anomaly():
+        pass
+
+
+def test_resampling_and_padding_against_pytorch():
+    torch = _torch()
+    tf = torch.nn.functional
+    x = R.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    cases = [dict(size=(8, 9), mode="bilinear", align_corners=False), dict(size=(8, 9), mode="bilinear",
+                                                                           align_corners=True),
+             dict(scale_factor=1.7, mode="bilinear"), dict(scale_factor=3, mode="nearest"),
+             dict(size=(4, 11), mode="nearest"), dict(size=(9, 4), mode="nearest-exact")]
+    for kw in cases:
+        jx, tx = t(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        jy, ty = F.interpolate(jx, **kw), tf.interpolate(tx, **kw)
+        np.testing.assert_allclose(jy.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=str(kw))
+        g = R.standard_normal(ty.shape).astype(np.float32)
+        (jy * t(g)).sum().backward()
+        (ty * torch.tensor(g)).sum().backward()
+        np.testing.assert_allclose(jx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=str(kw))
+    for mode in ("reflect", "replicate", "circular"):
+        np.testing.assert_array_equal(F.pad(t(x), (2, 1, 1, 3), mode=mode).numpy(),
+                                      tf.pad(torch.tensor(x), (2, 1, 1, 3), mode=mode).numpy())
+    jm, tm = nn.InstanceNorm2d(3, affine=True), torch.nn.InstanceNorm2d(3, affine=True)
+    np.testing.assert_allclose(jm(t(x)).detach().numpy(), tm(torch.tensor(x)).detach().numpy(), rtol=1e-4,
+                               atol=1e-5)

@@ -226,7 +226,7 @@ CHECKED = """
 
 
     x = torch.zeros(3)
-    y = F.interpolate(x, 2)
+    y = F.grid_sample(x, 2)
     opt = optim.NAdam([])
     z = torch.jit.script(Net())
     torch.Tensor.register_hook
@@ -254,8 +254,8 @@ def test_janus_check_lists_unsupported_names_with_file_and_line(tmp_path):
         "(janus has no TensorBoard writer)",
         "train.py:7: torchvision is not supported by janus; instead: janus.datasets and your own transforms "
         "(torchvision imports PyTorch's internals)",
-        "train.py:17: torch.nn.functional.interpolate is not supported by janus; use "
-        "torch.nn.functional.pixel_shuffle or Tensor.repeat_interleave (nearest)",
+        "train.py:17: torch.nn.functional.grid_sample is not supported by janus; use "
+        "torch.nn.functional.interpolate (resampling on a regular grid)",
         "train.py:18: torch.optim.NAdam is not supported by janus; use torch.optim.Adam",
         "train.py:19: torch.jit is not supported by janus; instead: run the model itself: `janus record`/`optimize`/"
         "`replay` compile the training step",
@@ -287,3 +287,35 @@ def test_check_module_resolves_like_the_alias():
     assert check.resolve("torch.optim.lr_scheduler.OneCycleLR") is None
     assert check.resolve("torch.nn.SyncBatchNorm").startswith("torch.nn.SyncBatchNorm is not supported")
     assert check.resolve("torch._dynamo").startswith("torch._dynamo is not supported")
+
+
+def test_a_pytorch_script_records_optimizes_and_replays_to_the_same_numbers(tmp_path):
+    """The new table op (sort, under topk), cat/stack past the op's input
+    limit and the Transformer layers replay through compiled graphs with
+    eager's results."""
+    s = script(tmp_path, """
+        import torch
+        import torch.nn as nn
+        torch.manual_seed(0)
+        enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        head = nn.Sequential(nn.Linear(8, 8), nn.LeakyReLU(0.1))
+        opt = torch.optim.Adam(list(enc.parameters()) + list(head.parameters()), lr=1e-2)
+        x = torch.randn(4, 5, 8)
+        for step in range(12):
+            opt.zero_grad()
+            h = head(enc(x))
+            loss = torch.topk(h, 3, dim=-1).values.mean() + torch.stack([h[:, 0, 0]] * 70).pow(2).mean()
+            loss.backward()
+            opt.step()
+        print("final %.9g" % float(loss))
+    """)
+    db = str(tmp_path / "run.db")
+    rec = run(tmp_path, JANUS, "record", "--db", db, sys.executable, s)
+    assert rec.returncode == 0, rec.stderr
+    opt = run(tmp_path, JANUS, "optimize", "--no-compile", db, timeout=300)
+    assert opt.returncode == 0, opt.stderr
+    rep = run(tmp_path, JANUS, "replay", "--db", db, sys.executable, s, timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout and rep.stdout.startswith("final")
+    hits = int(rep.stderr.split("(")[1].split(" of ")[0].replace(",", ""))
+    assert hits > 0, rep.stderr

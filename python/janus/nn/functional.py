@@ -474,6 +474,35 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return y
 
 
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalize each (sample, channel) over its positions; with running stats,
+    update them with the batch's mean of the instance statistics (unbiased
+    variance), or normalize with them when use_input_stats is False."""
+    c = input.shape[1]
+    dims = list(range(2, input.ndim))
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, correction=0, keepdim=True)
+        if running_mean is not None:
+            n = 1
+            for d in dims:
+                n *= input.shape[d]
+            with janus.no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.detach().mean(0).view(c), alpha=momentum)
+                running_var.mul_(1 - momentum).add_(var.detach().mean(0).view(c) * (n / max(n - 1, 1)),
+                                                    alpha=momentum)
+    else:
+        mean, var = running_mean.view(shape), running_var.view(shape)
+    y = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.view(shape)
+    if bias is not None:
+        y = y + bias.view(shape)
+    return y
+
+
 @_composite("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalize over each group of channels (and all spatial positions) of (N, C, *)."""
@@ -685,26 +714,137 @@ def _legacy_reduction(size_average, reduce, reduction):
     return "none" if not reduce else ("mean" if size_average else "sum")
 
 
-def pad(input, pad, mode="constant", value=0.0):
-    if mode != "constant":
-        raise NotImplementedError(f"pad mode '{mode}' is not supported (only 'constant')")
+def _pad_index(n, left, right, mode):
+    """Source positions of a dim of size n padded by (left, right)."""
+    if mode == "reflect":
+        if left >= n or right >= n:
+            raise ValueError(f"Padding size should be less than the corresponding input dimension, but got: "
+                             f"padding ({left}, {right}) at dimension of size {n}")
+        return list(range(left, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - right, -1))
+    if mode == "replicate":
+        return [0] * left + list(range(n)) + [n - 1] * right
+    if left > n or right > n:
+        raise ValueError(f"Padding value causes wrapping around more than once (padding ({left}, {right}) at "
+                         f"dimension of size {n})")
+    return list(range(n - left, n)) + list(range(n)) + list(range(right))
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims (pad lists (left, right) from the last
+    dim back).  'constant' joins blocks of value; 'reflect', 'replicate' and
+    'circular' gather the input's own positions (index_select), so autograd
+    sees plain ops."""
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(f"Padding length must be divisible by 2 and at most 2*ndim, got {len(pad)}")
     if any(p < 0 for p in pad):
         raise NotImplementedError("negative padding is not supported")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad mode '{mode}' is not supported (constant, reflect, replicate, circular)")
+    if mode != "constant" and value:
+        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     out = input
-    for i in range(len(pad) // 2):  # built with cat, so autograd sees plain ops
+    for i in range(len(pad) // 2):
         d = input.ndim - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        if not left and not right:
+            continue
+        if mode != "constant":
+            idx = janus.tensor(_pad_index(out.shape[d], left, right, mode), device=input.device)
+            out = out.index_select(d, idx)
+            continue
         parts = []
-        for n in (pad[2 * i], None, pad[2 * i + 1]):
+        for n in (left, None, right):
             if n is None:
                 parts.append(out)
             elif n:
                 shape = list(out.shape)
                 shape[d] = n
-                parts.append(janus.full(shape, value, dtype=input.dtype, device=input.device))
-        out = janus.cat(parts, d) if len(parts) > 1 else out
+                parts.append(janus.full(shape, 0.0 if value is None else value, dtype=input.dtype,
+                                        device=input.device))
+        out = janus.cat(parts, d)
     return out
+
+
+# ---- resampling ----------------------------------------------------------------
+def _interp_sizes(input, size, scale_factor, recompute_scale_factor):
+    nd = input.ndim - 2
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = [int(size)] * nd if isinstance(size, int) else [int(v) for v in size]
+        if len(out) != nd:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(input.shape[2:])} and output size of {out}.")
+        return out, [None] * nd
+    sf = [float(scale_factor)] * nd if isinstance(scale_factor, (int, float)) else [float(v) for v in scale_factor]
+    if len(sf) != nd:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                         f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {sf}.")
+    out = [int(math.floor(input.shape[2 + i] * sf[i])) for i in range(nd)]
+    return out, [None] * nd if recompute_scale_factor else sf
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resample the spatial dims of (N, C, *): mode 'nearest', 'nearest-exact',
+    'linear' (3-D), 'bilinear' (4-D) or 'trilinear' (5-D), with PyTorch's
+    source-index formulas.  Separable: one gather (and, for the linear
+    modes, one lerp) per spatial dim, last dim first as PyTorch rounds."""
+    linear = {"linear": 3, "bilinear": 4, "trilinear": 5}
+    if mode not in ("nearest", "nearest-exact") and mode not in linear:
+        raise NotImplementedError(f"interpolate mode '{mode}' is not supported (nearest, nearest-exact, linear, "
+                                  f"bilinear, trilinear)")
+    if mode in linear and input.ndim != linear[mode]:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {linear[mode]}D input")
+    if mode not in linear and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("interpolate(antialias=True) is not supported")
+    if input.ndim < 3:
+        raise ValueError(f"interpolate expects (N, C, *) input, got {input.ndim}D")
+    align = bool(align_corners)
+    out_sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor)
+    x = input
+    for i in reversed(range(input.ndim - 2)):
+        d, n_in, n_out, sc = 2 + i, input.shape[2 + i], out_sizes[i], scales[i]
+        if mode in linear:
+            if align:
+                scale = (n_in - 1.0) / (n_out - 1.0) if n_out > 1 else 0.0
+                src = [scale * j for j in range(n_out)]
+            else:
+                scale = 1.0 / sc if sc is not None and sc > 0 else n_in / n_out
+                src = [max(scale * (j + 0.5) - 0.5, 0.0) for j in range(n_out)]
+            lo = [int(v) for v in src]
+            hi = [min(v + 1, n_in - 1) for v in lo]
+            w = janus.tensor([min(max(v - a, 0.0), 1.0) for v, a in zip(src, lo)], dtype=x.dtype,
+                             device=x.device).view([-1] + [1] * (input.ndim - 1 - d))
+            a = x.index_select(d, janus.tensor(lo, device=x.device))
+            b = x.index_select(d, janus.tensor(hi, device=x.device))
+            x = a + (b - a) * w
+        else:
+            scale = n_in / (n_in * sc) if sc is not None and sc > 0 else n_in / n_out
+            off = 0.5 if mode == "nearest-exact" else 0.0
+            idx = [min(int((j + off) * scale), n_in - 1) for j in range(n_out)]
+            x = x.index_select(d, janus.tensor(idx, device=x.device))
+    return x
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + Gumbel noise) / tau); hard=True returns the one-hot
+    argmax with the soft sample's gradient (straight-through)."""
+    u = janus.rand(*logits.shape, dtype=logits.dtype, device=logits.device)
+    gumbels = -(-(-u).log1p()).log()  # -log(Exp(1)): a Gumbel(0, 1) draw
+    y = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y
+    index = y.argmax(dim, keepdim=True)
+    y_hard = janus.zeros_like(logits).scatter(dim, index, 1.0)
+    return y_hard - y.detach() + y
 
 
 # ---- attention ---------------------------------------------------------------

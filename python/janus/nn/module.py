@@ -3,7 +3,7 @@ PyTorch's registration rules, traversal, state_dict and train/eval modes."""
 from collections import OrderedDict
 
 import janus
-from janus import _record
+from janus import _record, _unsupported
 
 from .parameter import Parameter
 
@@ -66,7 +66,7 @@ class Module:
         for k in ("_parameters", "_buffers", "_modules"):
             if k in d and name in d[k]:
                 return d[k][name]
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        raise _unsupported.module_missing_attribute(self, name)
 
     def __delattr__(self, name):
         for k in ("_parameters", "_buffers", "_modules"):

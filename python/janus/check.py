@@ -88,7 +88,8 @@ def resolve(path):
             if name.startswith("__") or any(name in vars(c) for c in obj.__mro__) or \
                     name in getattr(obj, "__annotations__", {}):
                 return None
-            return _unsupported.compose(prefix, "", _unsupported.alternative(prefix.split(".", 1)[1], True))
+            owner = "janus" + ".".join(parts[:i])[len("torch"):]  # janus.Tensor, as the run names it
+            return _unsupported.message(owner, name, torch=True)
         else:
             return None  # a function's or value's attributes: not checked statically
     return None
@@ -97,8 +98,8 @@ def resolve(path):
 class _Scanner(ast.NodeVisitor):
     """One file: torch bindings per scope, then every use of them."""
 
-    def __init__(self, file, shown):
-        self.file, self.shown = file, shown
+    def __init__(self, shown):
+        self.shown = shown
         self.findings = []
         self.local_imports = []  # (module name, level, line) of imports that may be local files
         self.scopes = [{}]       # name -> torch path, or None (rebound: not torch)
@@ -247,7 +248,7 @@ def scan(scripts):
             src = f.read()
         tree = ast.parse(src, filename=path)
         shown = os.path.relpath(path, cwd) if not os.path.relpath(path, cwd).startswith("..") else path
-        sc = _Scanner(path, shown)
+        sc = _Scanner(shown)
         sc.visit(tree)
         findings.extend(sc.findings)
         for name, level, _line in sc.local_imports:

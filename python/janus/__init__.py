@@ -162,7 +162,6 @@ _replay.start_from_env()
 # A name janus lacks fails where it is used, saying so (janus/_unsupported.py).
 from . import _unsupported  # noqa: E402
 _unsupported.guard_all()
-Tensor._missing_attribute = _unsupported.tensor_missing_attribute
 # janus.cuda.amp and janus.cpu.amp are module objects, not files: importable by name
 from . import _torch_alias  # noqa: E402
 for _m in (cuda, cpu):

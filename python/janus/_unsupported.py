@@ -207,12 +207,6 @@ def guard(module):
     return module
 
 
-def tensor_missing_attribute(self, name):
-    """janus.Tensor._missing_attribute: a public name no tensor has (called by
-    TensorBase's attribute lookup, csrc/tensor.c, only on a miss)."""
-    raise UnsupportedAttributeError("janus.Tensor", name, where(1))
-
-
 # torch.nn.Module's methods janus's Module lacks: a miss on one of these says
 # so (any other missing attribute is the user's own and keeps Python's message)
 MODULE_METHODS = frozenset((

@@ -528,31 +528,8 @@ static PyObject *py_from_buffer(PyObject *self, PyObject *const *args, Py_ssize_
 
 static Py_hash_t tensor_hash(PyObject *self) { return _Py_HashPointer(self); }
 
-/* A public name a tensor does not have: the class's _missing_attribute(self,
- * name) raises janus's unsupported-name error (janus/_unsupported.py), which
- * says what and where.  Hits pay one extra call; private and dunder names
- * (numpy and copy probe many) keep the plain AttributeError. */
-static PyObject *str_missing;
-
-static PyObject *tensor_getattro(PyObject *self, PyObject *name) {
-    PyObject *r = PyObject_GenericGetAttr(self, name);
-    if (r || !PyUnicode_Check(name) || PyUnicode_GET_LENGTH(name) == 0 || PyUnicode_READ_CHAR(name, 0) == '_' ||
-        !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return r;
-    PyObject *hook = PyObject_GetAttr((PyObject *)Py_TYPE(self), str_missing);
-    if (!hook) { /* no hook (a bare TensorBase): the original error */
-        PyErr_Clear();
-        return PyObject_GenericGetAttr(self, name);
-    }
-    PyErr_Clear();
-    r = PyObject_CallFunctionObjArgs(hook, self, name, NULL);
-    Py_DECREF(hook);
-    return r;
-}
-
 int jn_py_tensor_type_ready(void) {
     merge_methods();
-    if (!str_missing && !(str_missing = PyUnicode_InternFromString("_missing_attribute"))) return -1;
     return PyType_Ready(&JnTensorBase_Type);
 }
 
@@ -572,7 +549,6 @@ PyTypeObject JnTensorBase_Type = {
     .tp_as_number = &jn_py_number_methods,
     .tp_as_mapping = &mapping_methods,
     .tp_hash = tensor_hash,
-    .tp_getattro = tensor_getattro,
     .tp_as_buffer = &buffer_procs,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "C base of janus.Tensor",

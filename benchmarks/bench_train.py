@@ -148,7 +148,7 @@ def openblas_only(step):
 
 def unfused(step):
     """step with janus's fused ops switched off (module flags, read per call)."""
-    import janus.nn.modules as modules
+    import janus.nn.modules.rnn as modules
     import janus.optim.adam as adam
     import janus.optim.sgd as sgd
 

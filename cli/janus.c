@@ -1,5 +1,7 @@
 /* janus.c -- entry point of the `janus` command.
  *
+ *     janus run [--no-torch] [--] COMMAND...     run COMMAND eagerly on janus
+ *     janus check SCRIPT.py...                   list the torch names janus lacks
  *     janus record [--db PATH] [--] COMMAND...   run COMMAND with recording on
  *     janus replay [--db PATH] [--] COMMAND...   run COMMAND through the stored graphs
  *     janus inspect [--json] [--run N] run.db    summarize a trace store
@@ -8,7 +10,8 @@
  *     janus --help | --help-env | --version | COMMAND --help
  *
  * This file parses the top level of the command line and hands the rest to
- * one function per subcommand (record.c, replay.c, inspect.c, optimize.c).  It also
+ * one function per subcommand (record.c, replay.c, inspect.c, optimize.c,
+ * launch.c).  It also
  * holds the helpers the subcommands share (jn_cli.h): a streaming JSON emitter and
  * number formatting.  Usage mistakes print the usage on stderr and exit 2,
  * like other Unix tools; runtime failures exit 1 with a message that names
@@ -28,6 +31,11 @@ static const char usage[] =
     "Janus records training runs, optimizes them offline and replays them.\n"
     "\n"
     "commands:\n"
+    "  run      run a command (e.g. python3 train.py) eagerly on janus; a\n"
+    "           PyTorch script's `import torch` loads janus (run, record and\n"
+    "           replay all do that; --no-torch turns it off)\n"
+    "  check    list the torch names a script uses that janus does not\n"
+    "           support, with file:line, before anything runs\n"
     "  record   run a command (e.g. python3 train.py) with recording enabled,\n"
     "           appending a new run to a trace store (default run.db)\n"
     "  inspect  print the runs, steps, op histogram, step signatures and how\n"
@@ -103,6 +111,8 @@ int main(int argc, char **argv) {
             if (!strcmp(argv[2], "optimize")) { fputs(jn_cli_optimize_usage, stdout); return 0; }
             if (!strcmp(argv[2], "replay")) { fputs(jn_cli_replay_usage, stdout); return 0; }
             if (!strcmp(argv[2], "env")) { fputs(env_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "run")) { fputs(jn_cli_run_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "check")) { fputs(jn_cli_check_usage, stdout); return 0; }
             fprintf(stderr, "janus: unknown command '%s'\n\n%s", argv[2], usage);
             return 2;
         }
@@ -118,7 +128,8 @@ int main(int argc, char **argv) {
         const char *name;
         int (*run)(int, char **);
     } cmds[] = {{"record", jn_cli_record}, {"inspect", jn_cli_inspect}, {"optimize", jn_cli_optimize},
-                {"bench-exec", jn_cli_bench_exec} /* hidden: benchmarks/bench_exec.py */, {"replay", jn_cli_replay}};
+                {"bench-exec", jn_cli_bench_exec} /* hidden: benchmarks/bench_exec.py */, {"replay", jn_cli_replay},
+                {"run", jn_cli_run}, {"check", jn_cli_check}};
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
         if (strcmp(cmd, cmds[k].name)) continue;
         int help = argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"));
@@ -131,7 +142,7 @@ int main(int argc, char **argv) {
     if (cmd[0] == '-')
         fprintf(stderr, "janus: unknown option '%s'\n\n%s", cmd, usage);
     else
-        fprintf(stderr, "janus: unknown command '%s' (commands: record, inspect, optimize, replay, env)\n\n%s", cmd,
+        fprintf(stderr, "janus: unknown command '%s' (commands: run, check, record, inspect, optimize, replay, env)\n\n%s", cmd,
                 usage);
     return 2;
 }

@@ -32,7 +32,7 @@
 #include "jn_db.h"
 
 const char jn_cli_record_usage[] =
-    "usage: janus record [--db PATH] [--] COMMAND [ARGS...]\n"
+    "usage: janus record [--db PATH] [--no-torch] [--] COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (for example `python3 train.py --epochs 1`) with recording\n"
     "enabled.  Every op the janus package dispatches, with its call site,\n"
@@ -42,6 +42,7 @@ const char jn_cli_record_usage[] =
     "\n"
     "options:\n"
     "  --db PATH   trace store to append to (created if missing; default run.db)\n"
+    "  --no-torch  leave `import torch` alone (by default it loads janus)\n"
     "  -h, --help  show this help\n"
     "\n"
     "The child sees JANUS_RECORD_DB (absolute path) and JANUS_RECORD_RUN (the\n"
@@ -416,7 +417,8 @@ int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv
 
 int jn_cli_record(int argc, char **argv) {
     const char *dbpath = "run.db";
-    int i = 0, rc0 = jn_cli_launch_args("record", jn_cli_record_usage, argc, argv, NULL, NULL, &dbpath, &i);
+    int i = 0, torch = 1;
+    int rc0 = jn_cli_launch_args("record", jn_cli_record_usage, argc, argv, jn_cli_torch_flag, &torch, &dbpath, &i);
     if (rc0 >= 0) return rc0;
     char **cmd = argv + i;
     int ncmd = argc - i;
@@ -450,8 +452,11 @@ int jn_cli_record(int argc, char **argv) {
         fprintf(stderr, "janus record: cannot set the environment: %s\n", strerror(errno));
         goto done;
     }
+    char *alias = NULL;
+    if (torch && jn_cli_alias_begin("record", &alias)) goto done;
     const char *status;
     rc = jn_cli_spawn_wait("record", cmd, &status);
+    jn_cli_alias_end(alias);
     db = jn_cli_run_end("record", abs, run, rc, status);
     if (db) summary(db, run, abs, dbpath);
 

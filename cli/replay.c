@@ -40,7 +40,7 @@
 #include "jn_settings.h"
 
 const char jn_cli_replay_usage[] =
-    "usage: janus replay [--db PATH] [--strict] [--eager] [--] COMMAND [ARGS...]\n"
+    "usage: janus replay [--db PATH] [--strict] [--eager] [--no-torch] [--] COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (the script that was recorded, e.g. `python3 train.py\n"
     "--epochs 5`) with the graphs `janus optimize` stored in the trace store:\n"
@@ -56,6 +56,7 @@ const char jn_cli_replay_usage[] =
     "              stored as a run of kind 'eager'\n"
     "  --strict    a miss is an error (JANUS_REPLAY_STRICT=1), for CI; so is\n"
     "              a store without a usable bundle\n"
+    "  --no-torch  leave `import torch` alone (by default it loads janus)\n"
     "  -h, --help  show this help\n"
     "\n"
     "Without a usable bundle (no store, not a janus store, never optimized,\n"
@@ -138,21 +139,21 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
 }
 
 typedef struct {
-    int strict, eager;
+    int strict, eager, torch;
 } replay_flags;
 
 static int replay_flag(const char *a, void *ctx) {
     replay_flags *f = ctx;
     if (!strcmp(a, "--strict")) return f->strict = 1;
     if (!strcmp(a, "--eager")) return f->eager = 1;
-    return 0;
+    return jn_cli_torch_flag(a, &f->torch);
 }
 
 int jn_cli_replay(int argc, char **argv) {
     const char *dbpath = "run.db";
     /* the switches as the janus package in the child reads them (the settings table) */
     int on = 1;
-    replay_flags fl = {0, 0};
+    replay_flags fl = {0, 0, 1};
     if (jn_setting_bool(JN_S_REPLAY_STRICT, &fl.strict) || jn_setting_bool(JN_S_REPLAY, &on)) {
         fprintf(stderr, "janus replay: %s\n", jn_errmsg());
         return 2;
@@ -226,8 +227,11 @@ int jn_cli_replay(int argc, char **argv) {
         fprintf(stderr, "janus replay: cannot set the environment: %s\n", strerror(errno));
         goto done;
     }
+    char *alias = NULL;
+    if (fl.torch && jn_cli_alias_begin("replay", &alias)) goto done;
     const char *status;
     rc = jn_cli_spawn_wait("replay", cmd, &status);
+    jn_cli_alias_end(alias);
     if (run) {
         db = jn_cli_run_end("replay", abs, run, rc, status);
         if (db) summary(db, run, dbpath, eager, why[0] != 0);

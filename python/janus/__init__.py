@@ -102,6 +102,7 @@ from . import return_types  # noqa: E402,F401
 from . import _ops  # noqa: E402
 from ._ops import ops  # noqa: E402,F401
 from . import _functions  # noqa: E402,F401
+from . import _compose  # noqa: E402,F401
 from . import _factories  # noqa: E402
 from ._factories import Generator, default_generator  # noqa: E402,F401
 from ._tensor import Tensor  # noqa: E402
@@ -157,6 +158,7 @@ from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
+from . import accelerator, backends, distributed, distributions, multiprocessing, onnx, serialization  # noqa: E402,F401
 
 # Recording: janus.step() marks step boundaries (a no-op unless recording);
 # under `janus record` (JANUS_RECORD_DB set) the recorder starts here, after
@@ -167,3 +169,11 @@ _record.start_from_env()
 # Replay: under `janus replay` (JANUS_REPLAY_DB set) the bundle loads here.
 from . import _replay  # noqa: E402
 _replay.start_from_env()
+# A name janus lacks fails where it is used, saying so (janus/_unsupported.py).
+from . import _unsupported  # noqa: E402
+_unsupported.guard_all()
+# janus.cuda.amp and janus.cpu.amp are module objects, not files: importable by name
+from . import _torch_alias  # noqa: E402
+for _m in (cuda, cpu):
+    _torch_alias.register_children(_m, _m.__name__)
+del _m

@@ -31,11 +31,19 @@
  * the bundle write opens it for writing (WAL: recorders go on).  Failures
  * exit 1 with a message that names the file and the fix; usage mistakes
  * exit 2.  jn_cli_dump_graphs is shared with `janus inspect --graphs`.
+ *
+ * With the bundle go its notes (jn_db_bundle_notes_put): the summary line
+ * and each group the analyzer left out or replay cannot match, with the
+ * reason, for `janus report`.  While the kernels compile, a terminal sees
+ * a `\r` progress line (elapsed time); a pipe gets the summary line only.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "jn_cli.h"
 #include "jn_db.h"
@@ -103,6 +111,90 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
     return 0;
 }
 
+/* A `\r` line on stderr, redrawn every 0.1 s while a compile runs: what is
+ * compiled and for how long so far.  Only on a terminal (progress_start
+ * returns 0 elsewhere); progress_stop clears the line. */
+typedef struct {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    struct timespec t0;
+    char what[200];
+} progress_line;
+
+static double since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static void *progress_main(void *arg) {
+    progress_line *p = arg;
+    static const char spin[] = "|/-\\";
+    pthread_mutex_lock(&p->mu);
+    for (unsigned k = 0; !p->done; k++) {
+        fprintf(stderr, "\r\033[Kjanus optimize: %s %c %.1f s", p->what, spin[k % 4], since(&p->t0));
+        fflush(stderr);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&p->cv, &p->mu, &until);
+    }
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static int progress_start(progress_line *p, int on) {
+    memset(p, 0, sizeof *p);
+    if (!on || !isatty(STDERR_FILENO)) return 0;
+    clock_gettime(CLOCK_MONOTONIC, &p->t0);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    if (pthread_create(&p->th, NULL, progress_main, p) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+        return 0;
+    }
+    return 1;
+}
+
+static void progress_stop(progress_line *p, int started) {
+    if (!started) return;
+    pthread_mutex_lock(&p->mu);
+    p->done = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->th, NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+}
+
+/* What the analysis said, stored with bundle id for `janus report`: the
+ * summary, the groups left out and the graphs replay cannot match. */
+static jn_status store_notes(jn_db *db, int64_t id, const jn_an_stats *st) {
+    char line[512];
+    snprintf(line, sizeof line, "%lld graphs in %lld groups (%lld variants), %lld loops, %lld symbols, %lld guards "
+             "from %lld runs, %lld steps, %lld ops; %lld groups left out",
+             (long long)st->graphs, (long long)st->groups, (long long)st->variants, (long long)st->loops,
+             (long long)st->symbols, (long long)st->guards, (long long)st->runs, (long long)st->steps,
+             (long long)st->ops, (long long)st->uncaptured);
+    const char *summary = line;
+    jn_status s = jn_db_bundle_notes_put(db, id, "summary", &summary, 1);
+    int nu = jn_an_uncaptured_count(), nm = jn_an_matcher_missing_count();
+    const char **v = calloc((size_t)(nu > nm ? nu : nm) + 1, sizeof *v);
+    if (!v) return s ? s : jn_error(JN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nu; i++) v[i] = jn_an_uncaptured(i);
+    if (!s && nu) s = jn_db_bundle_notes_put(db, id, "refused", v, nu);
+    for (int i = 0; i < nm; i++) v[i] = jn_an_matcher_missing(i);
+    if (!s && nm) s = jn_db_bundle_notes_put(db, id, "matcher", v, nm);
+    free(v);
+    return s;
+}
+
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
  * one), keyed by this build and machine and the runs they came from. */
 static int store_bundle(const char *path, int64_t run, const char *target, jn_ir_module *m, const jn_an_stats *st,
@@ -128,15 +220,20 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
     int nkernels = 0;
     double cc_s = 0;
     if (compile) {
-        jn_cg_cc_options cco = {.progress = info != NULL};
+        jn_cg_cc_options cco = {.progress = 0}; /* ours below: a \r line on a terminal, else the summary */
         jn_status es = arch ? jn_cg_emit_cuda(m, &src, &srclen, &nkernels) : jn_cg_emit_c(m, &src, &srclen, &nkernels);
-        if (!es && nkernels > 0 && arch) {
-            if (info) fprintf(stderr, "janus optimize: compiling %d CUDA kernel%s for %s with NVRTC...\n", nkernels,
-                              nkernels == 1 ? "" : "s", arch);
-            es = jn_cg_compile_cuda(src, srclen, arch, &ptx, &ptxlen, &cubin, &cubinlen, &cc_s, NULL);
-        } else if (!es && nkernels > 0) {
-            es = jn_cg_compile_so(src, srclen, &cco, &so, &solen, &cc_s);
+        progress_line pl;
+        int shown = !es && nkernels > 0 && progress_start(&pl, info != NULL);
+        if (shown) {
+            char kb[32];
+            snprintf(pl.what, sizeof pl.what, "compiling %d %skernel%s (%s of %s)", nkernels, arch ? "CUDA " : "",
+                     nkernels == 1 ? "" : "s", jn_cli_bytes((int64_t)srclen, kb), arch ? "CUDA C, NVRTC" : "C");
         }
+        if (!es && nkernels > 0 && arch)
+            es = jn_cg_compile_cuda(src, srclen, arch, &ptx, &ptxlen, &cubin, &cubinlen, &cc_s, NULL);
+        else if (!es && nkernels > 0)
+            es = jn_cg_compile_so(src, srclen, &cco, &so, &solen, &cc_s);
+        progress_stop(&pl, shown);
         free(src);
         if (es) {
             fprintf(stderr, "janus optimize: %s; nothing was stored%s\n", jn_errmsg(),
@@ -209,6 +306,8 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
         sec[nsec++] = (jn_cg_bundle_section){.kind = JN_CG_SEC_CUBIN, .flags = JN_CG_SEC_OPTIONAL, .name = arch,
                                              .data = cubin, .len = cubinlen};
     if (!s) s = jn_cg_bundle_store(db, m, &meta, sec, nsec, id);
+    if (!s && store_notes(db, *id, st) != JN_OK) /* costs the report its notes, nothing else */
+        fprintf(stderr, "janus optimize: the bundle's notes were not stored: %s\n", jn_errmsg());
     free(mdata);
     free(runs);
     free(so), free(ptx), free(cubin);

@@ -97,9 +97,11 @@ static int64_t usable_bundle(jn_db *db, const char *shown, char *why, size_t n) 
 static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fallback) {
     jn_db_replay_graph *g = NULL;
     jn_db_replay_miss *m = NULL;
-    int ng = 0, nm = 0;
-    if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK) {
+    jn_db_miss_group *mg = NULL;
+    int ng = 0, nm = 0, nmg = 0;
+    if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK || jn_db_replay_miss_groups(db, run, &mg, &nmg) != JN_OK) {
         fprintf(stderr, "janus replay: run %lld: cannot read its counters: %s\n", (long long)run, jn_errmsg());
+        jn_db_replay_free(g, ng, m, nm);
         return;
     }
     int64_t hits = 0, misses = 0;
@@ -126,16 +128,17 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
                         "to eager%s), %d graph%s, %.3f s in graphs",
                 (long long)run, tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
                 jn_cli_commas(tot, b), jn_cli_commas(misses, d), ch, ng, ng == 1 ? "" : "s", secs);
-        if (nm) { /* the most frequent miss (the store returns them so ordered), as `janus inspect` words it */
-            fprintf(stderr, "; top miss (%sx): %s", jn_cli_commas(m[0].count, a), m[0].graph[0] ? m[0].graph : "(no graph)");
-            if (m[0].guard >= 0) fprintf(stderr, " guard %d", (int)m[0].guard);
-            if (m[0].site[0]) fprintf(stderr, " at %s", m[0].site);
-            fprintf(stderr, ": %s", m[0].reason);
+        /* the largest group of real misses (groups come so ordered; choices last), as inspect words it */
+        if (nmg && mg[0].guard != JN_DB_MISS_CHOICE) {
+            char line[4096];
+            fprintf(stderr, "; top miss (%sx): %s", jn_cli_commas(mg[0].count, a),
+                    jn_cli_miss_group_text(&mg[0], line, sizeof line));
         }
         fprintf(stderr, "; `janus inspect --run %lld %s` shows %s\n", (long long)run, shown,
                 nm ? "every miss" : "the counters");
     }
     jn_db_replay_free(g, ng, m, nm);
+    jn_db_miss_groups_free(mg, nmg);
 }
 
 typedef struct {

@@ -36,6 +36,11 @@
  * Schema v5 (SCHEMA_V5) adds algos: the cuDNN convolution algorithms a
  * GPU chose, per device string and convolution key, so a later run on the
  * same kind of GPU chooses nothing again (jn_db_algos_put / _get).
+ * Schema v6 (SCHEMA_V6) adds what `janus report` shows beyond the
+ * counters: a run's CPU time and peak memory, per replayed graph its ops
+ * and the wall time of its segments compiled and eager, per miss row the
+ * range of values seen, the per-step times of replay and eager runs
+ * (run_steps) and the first segments of a replay (replay_segments).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -169,6 +174,29 @@ static const char SCHEMA_V5[] =
     "CREATE TABLE IF NOT EXISTS algos(device TEXT NOT NULL, key TEXT NOT NULL, algo INTEGER NOT NULL,\n"
     "  workspace INTEGER NOT NULL, seconds REAL NOT NULL, PRIMARY KEY(device, key));\n";
 
+/* Schema v6 = v5 + what a report needs that the counters do not say:
+ * columns with defaults (older rows read as "not measured") and two
+ * tables written once at a replaying or eager process's exit
+ * (jn_db_run_steps_put, jn_db_segments_put; both bounded, jn_db.h). */
+static const char SCHEMA_V6[] =
+    "ALTER TABLE runs ADD COLUMN cpu_seconds REAL;\n"
+    "ALTER TABLE runs ADD COLUMN peak_rss INTEGER;\n"
+    "CREATE TABLE IF NOT EXISTS replay_graph_times(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  graph TEXT NOT NULL, ops INTEGER NOT NULL, wall REAL NOT NULL, eager_segments INTEGER NOT NULL,\n"
+    "  eager_wall REAL NOT NULL, eager_ops INTEGER NOT NULL, PRIMARY KEY(run_id, graph));\n"
+    "ALTER TABLE replay_misses ADD COLUMN seen_min REAL;\n"
+    "ALTER TABLE replay_misses ADD COLUMN seen_max REAL;\n"
+    "CREATE TABLE IF NOT EXISTS run_steps(run_id INTEGER NOT NULL REFERENCES runs(id), step INTEGER NOT NULL,\n"
+    "  kind TEXT NOT NULL, started REAL NOT NULL, duration REAL NOT NULL, segments INTEGER NOT NULL,\n"
+    "  hits INTEGER NOT NULL, graph_ops INTEGER, eager_ops INTEGER, graph_seconds REAL NOT NULL,\n"
+    "  PRIMARY KEY(run_id, step));\n"
+    "CREATE TABLE IF NOT EXISTS replay_segments(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  seq INTEGER NOT NULL, step INTEGER NOT NULL, started REAL NOT NULL, duration REAL NOT NULL,\n"
+    "  graph TEXT NOT NULL, hit INTEGER NOT NULL, guard INTEGER NOT NULL, ops INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(run_id, seq));\n"
+    "CREATE TABLE IF NOT EXISTS bundle_notes(bundle_id INTEGER NOT NULL, seq INTEGER NOT NULL,\n"
+    "  kind TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY(bundle_id, seq));\n";
+
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
  * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
@@ -181,6 +209,7 @@ static const struct {
     {2, SCHEMA_V3},
     {3, SCHEMA_V4},
     {4, SCHEMA_V5},
+    {5, SCHEMA_V6},
 };
 
 /* Cached statements, prepared on first use. */
@@ -358,6 +387,7 @@ static jn_status create_schema(jn_db *db) {
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V2);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V3);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V5);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V6);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -1404,8 +1434,8 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
                                  "seconds = seconds + excluded.seconds",
                                  -1, &gr, NULL)) != SQLITE_OK ||
         (rc = sqlite3_prepare_v2(db->h,
-                                 "INSERT INTO replay_misses(run_id, graph, guard, reason, site, seen, count) "
-                                 "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                 "INSERT INTO replay_misses(run_id, graph, guard, reason, site, seen, count, seen_min, "
+                                 "seen_max) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                                  -1, &mi, NULL)) != SQLITE_OK)
         goto fail;
     what = "looking up the run";
@@ -1439,6 +1469,9 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
         if (!isnan(m[i].seen)) sqlite3_bind_double(mi, 6, m[i].seen);
         else sqlite3_bind_null(mi, 6); /* NaN: no value */
         sqlite3_bind_int64(mi, 7, m[i].count);
+        int range = m[i].has_range && !isnan(m[i].seen_min) && !isnan(m[i].seen_max);
+        if (range) sqlite3_bind_double(mi, 8, m[i].seen_min), sqlite3_bind_double(mi, 9, m[i].seen_max);
+        else sqlite3_bind_null(mi, 8), sqlite3_bind_null(mi, 9);
         if ((rc = run_stmt(db, mi)) != SQLITE_OK) goto fail;
     }
     what = "committing the replay counters";
@@ -1456,6 +1489,186 @@ fail:;
     sqlite3_finalize(gr);
     sqlite3_finalize(mi);
     return s;
+}
+
+/* ------------------------------------------------- usage, steps, segments */
+jn_status jn_db_run_set_usage(jn_db *db, int64_t run_id, double cpu_seconds, int64_t peak_rss) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_run_set_usage"))) return s;
+    if (!(cpu_seconds >= 0) || peak_rss < 0)
+        return jn_error(JN_ERR_VALUE, "jn_db_run_set_usage: CPU seconds and peak bytes must be >= 0");
+    sqlite3_stmt *st = NULL;
+    int rc = db_prepare(db, "UPDATE runs SET cpu_seconds = ?1, peak_rss = ?2 WHERE id = ?3", &st);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_double(st, 1, cpu_seconds);
+        if (peak_rss > 0) sqlite3_bind_int64(st, 2, peak_rss);
+        else sqlite3_bind_null(st, 2);
+        sqlite3_bind_int64(st, 3, run_id);
+        rc = run_stmt(db, st);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "storing a run's CPU time and memory");
+    if (sqlite3_changes(db->h) == 0)
+        return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64, db->path, run_id);
+    return JN_OK;
+}
+
+/* One transaction of n rows through the statement sql (bind(st, i) binds
+ * row i's ?2..); ?1 is the run.  The run must exist. */
+static jn_status put_rows(jn_db *db, int64_t run_id, const char *sql, int n, const void *rows,
+                          void (*bind)(sqlite3_stmt *, const void *, int), const char *what) {
+    sqlite3_stmt *run = NULL, *ins = NULL;
+    const char *doing = "starting the transaction";
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) goto fail;
+    doing = "preparing the statements";
+    if ((rc = db_prepare(db, "SELECT 1 FROM runs WHERE id = ?1", &run)) != SQLITE_OK ||
+        (rc = db_prepare(db, sql, &ins)) != SQLITE_OK)
+        goto fail;
+    doing = "looking up the run";
+    sqlite3_bind_int64(run, 1, run_id);
+    rc = db_step(db, run);
+    if (rc == SQLITE_DONE) {
+        rollback(db);
+        sqlite3_finalize(run);
+        sqlite3_finalize(ins);
+        return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64 " to store %s for", db->path, run_id, what);
+    }
+    if (rc != SQLITE_ROW) goto fail;
+    doing = "storing a row";
+    for (int i = 0; i < n; i++) {
+        sqlite3_bind_int64(ins, 1, run_id);
+        bind(ins, rows, i);
+        if ((rc = run_stmt(db, ins)) != SQLITE_OK) goto fail;
+    }
+    doing = "committing";
+    if ((rc = db_exec(db, "COMMIT")) != SQLITE_OK) goto fail;
+    sqlite3_finalize(run);
+    sqlite3_finalize(ins);
+    return JN_OK;
+fail:;
+    char buf[200];
+    snprintf(buf, sizeof buf, "storing the %s of run %" PRId64 " (%s)", what, run_id, doing);
+    jn_status s = db_fail(db, rc, buf);
+    rollback(db);
+    sqlite3_finalize(run);
+    sqlite3_finalize(ins);
+    return s;
+}
+
+static void bind_step(sqlite3_stmt *st, const void *rows, int i) {
+    const jn_db_run_step *r = (const jn_db_run_step *)rows + i;
+    sqlite3_bind_int64(st, 2, r->step);
+    bind_text(st, 3, r->kind && *r->kind ? r->kind : "step");
+    sqlite3_bind_double(st, 4, r->started);
+    sqlite3_bind_double(st, 5, r->duration);
+    sqlite3_bind_int64(st, 6, r->segments);
+    sqlite3_bind_int64(st, 7, r->hits);
+    if (r->graph_ops >= 0) sqlite3_bind_int64(st, 8, r->graph_ops);
+    else sqlite3_bind_null(st, 8);
+    if (r->eager_ops >= 0) sqlite3_bind_int64(st, 9, r->eager_ops);
+    else sqlite3_bind_null(st, 9);
+    sqlite3_bind_double(st, 10, r->graph_seconds);
+}
+
+jn_status jn_db_run_steps_put(jn_db *db, int64_t run_id, const jn_db_run_step *rows, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_run_steps_put"))) return s;
+    if (n < 0 || n > JN_DB_STEPS_MAX || (n && !rows))
+        return jn_error(JN_ERR_VALUE, "jn_db_run_steps_put: %d rows (0..%d)", n, JN_DB_STEPS_MAX);
+    for (int i = 0; i < n; i++)
+        if (!(rows[i].duration >= 0) || !isfinite(rows[i].started) || rows[i].segments < 0 || rows[i].hits < 0 ||
+            !(rows[i].graph_seconds >= 0) ||
+            (rows[i].kind && *rows[i].kind && strcmp(rows[i].kind, "step") && strcmp(rows[i].kind, "tail")))
+            return jn_error(JN_ERR_VALUE, "jn_db_run_steps_put: step row %d (step %" PRId64 ") needs a kind step or "
+                            "tail, a start time, and durations and counts >= 0", i, rows[i].step);
+    return put_rows(db, run_id,
+                    "INSERT OR REPLACE INTO run_steps(run_id, step, kind, started, duration, segments, hits, "
+                    "graph_ops, eager_ops, graph_seconds) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    n, rows, bind_step, "step times");
+}
+
+static void bind_segment(sqlite3_stmt *st, const void *rows, int i) {
+    const jn_db_segment *r = (const jn_db_segment *)rows + i;
+    sqlite3_bind_int64(st, 2, r->seq);
+    sqlite3_bind_int64(st, 3, r->step);
+    sqlite3_bind_double(st, 4, r->started);
+    sqlite3_bind_double(st, 5, r->duration);
+    bind_text(st, 6, r->graph ? r->graph : "");
+    sqlite3_bind_int(st, 7, r->hit != 0);
+    sqlite3_bind_int(st, 8, r->guard);
+    sqlite3_bind_int64(st, 9, r->ops);
+}
+
+static void bind_graph_times(sqlite3_stmt *st, const void *rows, int i) {
+    const jn_db_graph_times *r = (const jn_db_graph_times *)rows + i;
+    bind_text(st, 2, r->graph);
+    sqlite3_bind_int64(st, 3, r->ops);
+    sqlite3_bind_double(st, 4, r->wall);
+    sqlite3_bind_int64(st, 5, r->eager_segments);
+    sqlite3_bind_double(st, 6, r->eager_wall);
+    sqlite3_bind_int64(st, 7, r->eager_ops);
+}
+
+jn_status jn_db_graph_times_put(jn_db *db, int64_t run_id, const jn_db_graph_times *rows, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_graph_times_put"))) return s;
+    if (n < 0 || (n && !rows)) return jn_error(JN_ERR_VALUE, "jn_db_graph_times_put: bad row array (%d rows)", n);
+    for (int i = 0; i < n; i++)
+        if (!rows[i].graph || rows[i].ops < 0 || !(rows[i].wall >= 0) || rows[i].eager_segments < 0 ||
+            !(rows[i].eager_wall >= 0) || rows[i].eager_ops < 0)
+            return jn_error(JN_ERR_VALUE, "jn_db_graph_times_put: row %d (%s) needs a graph name, and counts and "
+                            "seconds >= 0", i, rows[i].graph ? rows[i].graph : "no name");
+    return put_rows(db, run_id,
+                    "INSERT INTO replay_graph_times(run_id, graph, ops, wall, eager_segments, eager_wall, eager_ops) "
+                    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(run_id, graph) DO UPDATE SET "
+                    "ops = ops + excluded.ops, wall = wall + excluded.wall, "
+                    "eager_segments = eager_segments + excluded.eager_segments, "
+                    "eager_wall = eager_wall + excluded.eager_wall, eager_ops = eager_ops + excluded.eager_ops",
+                    n, rows, bind_graph_times, "graph times");
+}
+
+jn_status jn_db_bundle_notes_put(jn_db *db, int64_t bundle_id, const char *kind, const char *const *texts, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_bundle_notes_put"))) return s;
+    if (!kind || !*kind || n < 0 || (n && !texts))
+        return jn_error(JN_ERR_VALUE, "jn_db_bundle_notes_put: needs a kind and %d lines", n);
+    for (int i = 0; i < n; i++)
+        if (!texts[i]) return jn_error(JN_ERR_VALUE, "jn_db_bundle_notes_put: line %d is NULL", i);
+    sqlite3_stmt *ins = NULL;
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc == SQLITE_OK)
+        rc = db_prepare(db, "INSERT INTO bundle_notes(bundle_id, seq, kind, text) SELECT ?1, "
+                            "coalesce(max(seq), -1) + 1, ?2, ?3 FROM bundle_notes WHERE bundle_id = ?1", &ins);
+    for (int i = 0; i < n && rc == SQLITE_OK; i++) {
+        sqlite3_bind_int64(ins, 1, bundle_id);
+        bind_text(ins, 2, kind);
+        bind_text(ins, 3, texts[i]);
+        rc = run_stmt(db, ins);
+    }
+    if (rc == SQLITE_OK) rc = db_exec(db, "COMMIT");
+    sqlite3_finalize(ins);
+    if (rc != SQLITE_OK) {
+        s = db_fail(db, rc, "storing the notes of a bundle");
+        rollback(db);
+        return s;
+    }
+    return JN_OK;
+}
+
+jn_status jn_db_segments_put(jn_db *db, int64_t run_id, const jn_db_segment *rows, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_segments_put"))) return s;
+    if (n < 0 || n > JN_DB_SEGMENTS_MAX || (n && !rows))
+        return jn_error(JN_ERR_VALUE, "jn_db_segments_put: %d rows (0..%d)", n, JN_DB_SEGMENTS_MAX);
+    for (int i = 0; i < n; i++)
+        if (!(rows[i].duration >= 0) || !isfinite(rows[i].started) || rows[i].ops < 0)
+            return jn_error(JN_ERR_VALUE, "jn_db_segments_put: segment row %d (seq %" PRId64 ") needs a start time, "
+                            "a duration >= 0 and ops >= 0", i, rows[i].seq);
+    return put_rows(db, run_id,
+                    "INSERT OR REPLACE INTO replay_segments(run_id, seq, step, started, duration, graph, hit, guard, "
+                    "ops) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    n, rows, bind_segment, "segments");
 }
 
 void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int nm) {
@@ -1491,6 +1704,7 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
     jn_db_replay_graph *ga = NULL;
     jn_db_replay_miss *ma = NULL;
     int gl = 0, gc = 0, ml = 0, mc = 0, nomem = 0;
+    int v6 = db->version >= 6; /* the ranges of the values seen came with v6 */
     int rc = sqlite3_prepare_v2(db->h, "SELECT graph, hits, misses, seconds FROM replay_graphs WHERE run_id = ?1 "
                                        "ORDER BY hits + misses DESC, graph", -1, &st, NULL);
     if (rc != SQLITE_OK) goto fail;
@@ -1506,9 +1720,15 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
     }
     if (rc != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
-    rc = sqlite3_prepare_v2(db->h, "SELECT graph, guard, reason, site, seen, sum(count) AS n FROM replay_misses "
-                                   "WHERE run_id = ?1 GROUP BY graph, guard, reason, site, seen "
-                                   "ORDER BY n DESC, graph, guard, rowid", -1, &st, NULL);
+    rc = sqlite3_prepare_v2(db->h,
+                            v6 ? "SELECT graph, guard, reason, site, seen, sum(count) AS n, min(coalesce(seen_min, seen)), "
+                                 "max(coalesce(seen_max, seen)), count(seen_min) FROM replay_misses "
+                                 "WHERE run_id = ?1 GROUP BY graph, guard, reason, site, seen "
+                                 "ORDER BY n DESC, graph, guard, rowid"
+                               : "SELECT graph, guard, reason, site, seen, sum(count) AS n, NULL, NULL, 0 "
+                                 "FROM replay_misses WHERE run_id = ?1 GROUP BY graph, guard, reason, site, seen "
+                                 "ORDER BY n DESC, graph, guard, rowid",
+                            -1, &st, NULL);
     if (rc != SQLITE_OK) goto fail;
     sqlite3_bind_int64(st, 1, run_id);
     while ((rc = db_step(db, st)) == SQLITE_ROW) {
@@ -1520,6 +1740,9 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
         r->site = db_col_dup(st, 3);
         r->seen = sqlite3_column_type(st, 4) == SQLITE_NULL ? (double)NAN : sqlite3_column_double(st, 4);
         r->count = sqlite3_column_int64(st, 5);
+        r->has_range = sqlite3_column_int64(st, 8) > 0;
+        r->seen_min = r->has_range ? sqlite3_column_double(st, 6) : (double)NAN;
+        r->seen_max = r->has_range ? sqlite3_column_double(st, 7) : (double)NAN;
         if (!r->graph || !r->reason || !r->site) goto oom;
     }
     if (rc != SQLITE_DONE) goto fail;

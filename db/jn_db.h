@@ -40,6 +40,22 @@
  *        compute capability, "NVIDIA H200 sm_90") and convolution key (runtime/cuda/
  *        cudnn.c's text), its workspace bytes and the seconds the choice took
  *   (schema v4 changed no table: step chunks may hold JN_EV_LIVE events)
+ *   runs.cpu_seconds, runs.peak_rss: the command's CPU time (user + system) and peak resident
+ *        bytes, as its janus parent saw them at its exit (NULL: not stored)  -- schema v6
+ *   replay_graph_times(run_id, graph, ops, wall, eager_segments, eager_wall, eager_ops)
+ *        PRIMARY KEY(run_id, graph): ops run in the graph, the wall time of its segments
+ *        (boundary to boundary, Python included), and how many of the segments it stood
+ *        for ran eagerly, their wall time and ops                        -- schema v6
+ *   replay_misses.seen_min, seen_max: the range of the values seen (NULL: just `seen`) -- v6
+ *   run_steps(run_id, step, kind 'step'|'tail', started, duration, segments, hits, graph_ops,
+ *        eager_ops, graph_seconds)  PRIMARY KEY(run_id, step): per step of a replay or eager
+ *        run (the first JN_DB_STEPS_MAX; started: seconds since janus started in the process;
+ *        graph_ops / eager_ops NULL where not counted: an eager run)   -- schema v6
+ *   replay_segments(run_id, seq, step, started, duration, graph, hit, guard, ops)
+ *        PRIMARY KEY(run_id, seq): the first JN_DB_SEGMENTS_MAX segments of a replay -- v6
+ *   bundle_notes(bundle_id, seq, kind, text): what `janus optimize` said about a bundle it
+ *        stored: 'summary' (one line), 'refused' (a group of segments the analyzer left out,
+ *        with the reason), 'matcher' (a graph replay cannot match, and why)   -- schema v6
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -58,7 +74,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 5
+#define JN_DB_SCHEMA_VERSION 6
 
 typedef struct jn_db jn_db;
 
@@ -114,6 +130,11 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
 jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_version);
 /* status: "finished", "error" (script raised / nonzero exit), "killed" */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
+
+/* Schema v6: the command's CPU time (user + system, seconds) and peak
+ * resident bytes, as its parent saw them when it ended (getrusage of the
+ * children: `janus record` and `janus replay` start one). */
+jn_status jn_db_run_set_usage(jn_db *db, int64_t run_id, double cpu_seconds, int64_t peak_rss);
 
 /* The ids of every recorded run (kind 'record': replays are not sources),
  * ascending (*ids malloc'ed, free()); for the source_runs of a bundle. */
@@ -272,7 +293,18 @@ typedef struct { const char *graph; int64_t hits, misses; double seconds; } jn_d
  * failing: its graph was left to eager as slower there, or the run timed
  * it eagerly (JANUS_REPLAY_ADAPT). */
 #define JN_DB_MISS_CHOICE (-2)
-typedef struct { const char *graph; int32_t guard; const char *reason; const char *site; double seen; int64_t count; } jn_db_replay_miss;
+typedef struct {
+    const char *graph;
+    int32_t guard;
+    const char *reason;
+    const char *site;
+    double seen;
+    int64_t count;
+    /* schema v6: has_range 1 = the row's count saw values in [seen_min,
+     * seen_max] (seen is the first); 0 = only `seen` */
+    int has_range;
+    double seen_min, seen_max;
+} jn_db_replay_miss;
 
 /* Add the counters to run run_id in ONE transaction (all or none): graph
  * rows are summed into what the run already has (a second report, e.g. from
@@ -288,6 +320,89 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
 jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, int *ng, jn_db_replay_miss **m,
                            int *nm);
 void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int nm);
+
+/* The misses of run run_id grouped the way a person reads them: one row
+ * per (graph, guard, site, reason with the value seen taken out), so the
+ * same guard failing on 300 different values is one row with the range
+ * of the values and how many distinct ones.  The reason keeps the first
+ * value's sentence; `pattern` is that sentence with each spelling of the
+ * value replaced by JN_DB_SEEN_MARK.  Real misses first, most frequent
+ * first; fallbacks by choice (JN_DB_MISS_CHOICE) after them. */
+#define JN_DB_SEEN_MARK "<seen>"
+typedef struct {
+    const char *graph, *reason, *pattern, *site;
+    int32_t guard;
+    int64_t count;
+    int64_t nvalues;            /* distinct values seen; 0: none, or not known (a replay keeps a
+                                 * guard's range, not each value: seen_min..seen_max says it) */
+    double seen_min, seen_max;  /* NaN when none */
+} jn_db_miss_group;
+jn_status jn_db_replay_miss_groups(jn_db *db, int64_t run_id, jn_db_miss_group **rows, int *n);
+void jn_db_miss_groups_free(jn_db_miss_group *rows, int n);
+
+/* ---- per-step times and segments of replay and eager runs (schema v6) ----
+ * Written once at the end of the replaying (or eager) process.  A step is
+ * the time from one step boundary (Optimizer.step(), janus.step(); the
+ * first: from janus's start in the process) to the next; the 'tail' is
+ * what ran after the last boundary.  started counts from janus's start. */
+#define JN_DB_STEPS_MAX 100000
+#define JN_DB_SEGMENTS_MAX 20000
+typedef struct {
+    int64_t step;               /* 1, 2, ...; the tail: one more than the last step */
+    const char *kind;           /* "step" or "tail" */
+    double started, duration;   /* seconds */
+    int64_t segments, hits;     /* a replay's segments in the step, and those run as graphs */
+    int64_t graph_ops, eager_ops; /* ops run in graphs / eagerly; -1 = not counted (an eager run) */
+    double graph_seconds;       /* inside graph runs */
+} jn_db_run_step;
+/* Store the rows (at most JN_DB_STEPS_MAX, more is refused) in ONE
+ * transaction; a step already stored is replaced. */
+jn_status jn_db_run_steps_put(jn_db *db, int64_t run_id, const jn_db_run_step *rows, int n);
+/* The stored rows by step (a store before v6: none). */
+jn_status jn_db_run_steps(jn_db *db, int64_t run_id, jn_db_run_step **rows, int *n);
+void jn_db_run_steps_free(jn_db_run_step *rows, int n);
+
+/* Per graph (schema v6): ops run in it over its hits; the wall time of
+ * its hit segments, boundary to boundary (Python, capture and the graph);
+ * the segments it stood for that ran eagerly (its misses and choices),
+ * their wall time and ops.  Put sums into what the run has (like
+ * jn_db_replay_put); get returns them by graph name. */
+typedef struct {
+    const char *graph;
+    int64_t ops;
+    double wall;
+    int64_t eager_segments;
+    double eager_wall;
+    int64_t eager_ops;
+} jn_db_graph_times;
+jn_status jn_db_graph_times_put(jn_db *db, int64_t run_id, const jn_db_graph_times *rows, int n);
+jn_status jn_db_graph_times_get(jn_db *db, int64_t run_id, jn_db_graph_times **rows, int *n);
+void jn_db_graph_times_free(jn_db_graph_times *rows, int n);
+
+typedef struct {
+    int64_t seq;                /* 0, 1, ... in the order they ran */
+    int64_t step;               /* the run_steps row it belongs to */
+    double started, duration;   /* seconds; from one segment boundary to the next */
+    const char *graph;          /* the graph it ran as, or stood for when it ran eagerly ("": none) */
+    int hit;                    /* 1: it ran as the compiled graph */
+    int32_t guard;              /* eager: the miss's guard (-1: not a guard; JN_DB_MISS_CHOICE); hit: -1 */
+    int64_t ops;                /* ops in it (graph or eager) */
+} jn_db_segment;
+/* Store the rows (at most JN_DB_SEGMENTS_MAX) in ONE transaction. */
+jn_status jn_db_segments_put(jn_db *db, int64_t run_id, const jn_db_segment *rows, int n);
+/* The stored segments by seq (a store before v6: none). */
+jn_status jn_db_segments(jn_db *db, int64_t run_id, jn_db_segment **rows, int *n);
+void jn_db_segments_free(jn_db_segment *rows, int n);
+
+/* ---- what optimize said about a bundle (schema v6) ----
+ * Lines of kind "summary", "refused" or "matcher" (jn_db.h's layout),
+ * stored after the bundle; a bundle without rows predates them. */
+typedef struct { const char *kind, *text; } jn_db_note;
+/* Append n lines of one kind to bundle_id's notes (ONE transaction). */
+jn_status jn_db_bundle_notes_put(jn_db *db, int64_t bundle_id, const char *kind, const char *const *texts, int n);
+/* The notes of bundle_id in the order stored (a store before v6: none). */
+jn_status jn_db_bundle_notes(jn_db *db, int64_t bundle_id, jn_db_note **rows, int *n);
+void jn_db_notes_free(jn_db_note *rows, int n);
 
 /* ---- cuDNN algorithm choices (schema v5) ----
  * What a GPU's cuDNN heuristics chose for one convolution pass, so a later
@@ -330,6 +445,8 @@ typedef struct {
     int64_t exit_status;
     int64_t pid;
     int64_t bundle_id;          /* a replay: the bundle it loaded; 0 = none */
+    double cpu_seconds;         /* schema v6: the command's user + system CPU time; NaN = not stored */
+    int64_t peak_rss;           /* schema v6: its peak resident bytes; 0 = not stored */
 } jn_db_run_row;
 /* The runs (only > 0: just that one), by id. */
 jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n);

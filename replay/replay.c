@@ -48,6 +48,7 @@
 #include "jn_db.h"
 #include "jn_exec.h"
 #include "jn_match.h"
+#include "jn_timeline.h"
 
 int jn_rp_on;
 
@@ -64,7 +65,7 @@ typedef struct {
     int32_t graph, guard, token;
     char *why;             /* first sentence seen */
     char *site;
-    double seen;
+    double seen, lo, hi;   /* the first value seen, and the range of them */
     int64_t count;
 } miss_row;
 
@@ -167,6 +168,7 @@ static struct {
     dslice *deferred;
     miss_row *miss;
     int nmiss, capmiss;
+    jn_rp_timeline tl;     /* steps and segments over time, for `janus report` */
 } R;
 
 /* What tests plug into a CUDA replay (jn_rp_set_cuda_runner,
@@ -260,10 +262,13 @@ static void clear_list(void) {
 static void note_miss(int32_t graph, int32_t guard, int32_t token, double seen, const char *why) {
     R.misses++;
     if (graph >= 0 && R.g) R.g[graph].misses++;
+    jn_rp_tl_miss(&R.tl, graph, guard);
     for (int i = 0; i < R.nmiss; i++) {
         miss_row *r = &R.miss[i];
         if (r->graph == graph && r->guard == guard && r->token == token && (guard >= 0 || !strcmp(r->why, why))) {
             r->count++;
+            if (seen < r->lo || isnan(r->lo)) r->lo = seen;
+            if (seen > r->hi || isnan(r->hi)) r->hi = seen;
             return;
         }
     }
@@ -287,7 +292,7 @@ static void note_miss(int32_t graph, int32_t guard, int32_t token, double seen, 
         free(r->site);
         return;
     }
-    r->graph = graph, r->guard = guard, r->token = token, r->seen = seen, r->count = 1;
+    r->graph = graph, r->guard = guard, r->token = token, r->seen = r->lo = r->hi = seen, r->count = 1;
     R.nmiss++;
 }
 
@@ -348,6 +353,7 @@ static jn_status storage_alloc(jn_storage *st) {
 static jn_status fallback(void) {
     jn_status s = JN_OK;
     R.flushing = 1;
+    jn_rp_tl_fallback(&R.tl, R.nops, R.nops && R.ops[R.nops - 1].nout ? op_out(&R.ops[R.nops - 1])[0]->id : -1);
     for (int64_t e = 0; e < R.nops; e++) {
         const pop *p = &R.ops[e];
         for (int k = 0; k < p->nout; k++) op_out(p)[k]->storage->lazy = 0;
@@ -1001,6 +1007,7 @@ static void eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, cons
                         jn_tensor *const *out) {
     (void)ctx;
     if (jn_rt_capturing) return; /* cap_capture had it */
+    jn_rp_tl_eager_op(&R.tl, nout ? out[0]->id : -1);
     if (jn_op_is_comparison(op)) R.last_cmp = out[0]->id;
     if (R.seg_mode != SEG_OBSERVE) return;
     if (R.obs_skip) {
@@ -1124,6 +1131,7 @@ static jn_status seg_end(void) {
                 g->ad.phase++;
             }
             g->hits++;
+            jn_rp_tl_hit(&R.tl, res.graph, res.nevents, g->seconds);
             if (R.debug) fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (now() - R.t_begin), now());
             return JN_OK;
         }
@@ -1143,6 +1151,7 @@ static jn_status seg_end(void) {
 
 static void seg_begin(int entry) {
     if (!R.on) return;
+    jn_rp_tl_boundary(&R.tl, entry == 0, now());
     if (R.deferred) dslice_gc();
     jn_rp_match_begin(R.mt, entry);
     jn_rt_capturing = 1;
@@ -1507,6 +1516,7 @@ jn_status jn_rp_start(const char *db_path, int64_t run_id, int flags) {
     jn_set_dispatch_hook(&dh);
     R.hooked = 1;
     seg_begin(0);
+    (void)jn_rp_tl_begin(&R.tl, R.m->ngraphs, now()); /* out of memory: no timeline, the replay goes on */
     return JN_OK;
 }
 
@@ -1641,6 +1651,7 @@ jn_status jn_rp_stop(int print_summary) {
         fflush(stderr);
     }
     write_counters();
+    jn_rp_tl_free(&R.tl);
     unload();
     for (int i = 0; i < R.nmiss; i++) free(R.miss[i].why), free(R.miss[i].site);
     free(R.miss);
@@ -1679,10 +1690,13 @@ static void write_counters(void) {
                 gr[i] = (jn_db_replay_graph){R.m->graphs[i]->name, R.g[i].hits, R.g[i].misses, R.g[i].seconds};
             for (int i = 0; i < R.nmiss; i++) {
                 const miss_row *r = &R.miss[i];
-                mr[i] = (jn_db_replay_miss){r->graph >= 0 ? R.m->graphs[r->graph]->name : "", r->guard, r->why,
-                                            r->site, r->seen, r->count};
+                mr[i] = (jn_db_replay_miss){.graph = r->graph >= 0 ? R.m->graphs[r->graph]->name : "",
+                                            .guard = r->guard, .reason = r->why, .site = r->site, .seen = r->seen,
+                                            .count = r->count, .has_range = !isnan(r->lo), .seen_min = r->lo,
+                                            .seen_max = r->hi};
             }
             s = jn_db_replay_put(db, R.run_id, gr, ng, mr, R.nmiss);
+            if (!s) s = jn_rp_tl_write(&R.tl, db, R.run_id, R.m, now());
         }
         if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R.db_path, jn_errmsg());
         free(gr);

@@ -10,6 +10,13 @@ PY=${PYTHON:-python3}
 
 echo "== C unit tests"
 (cd build && ctest --output-on-failure -j"$(nproc)")
+# tests/python/test_report.py looks at the report's page in headless Chromium
+if ! command -v chromium >/dev/null; then
+  echo "janus test: installing chromium (the report's page test)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq chromium >/dev/null
+fi
 echo "== Python tests"
 "$PY" -m pytest -q tests/python
 echo "== pip install . (import from another directory)"

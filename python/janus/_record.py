@@ -124,9 +124,8 @@ def _analyze_code(code):
 # -------------------------------------------------------------- steps
 def _end_step(kind):
     if not active:
-        from . import _replay  # janus.step() also ends a replayed step
-        if _replay.active:
-            _replay.end_step()
+        from . import _replay  # janus.step() also ends a replayed (or timed eager) step
+        _replay.end_step()
         return
     try:
         _C._rec_end_step(kind)

@@ -28,22 +28,53 @@ Environment:
 A store that cannot be used (no bundle, a refused or corrupt one, a bundle
 made from another script) gives one line "janus replay: running eagerly:
 <why>" and the script runs eagerly, unchanged.
+
+An eager run of `janus replay --eager` (JANUS_REPLAY=0 with a run id) times
+its steps (_StepClock) and stores them at exit, so `janus report` can put
+them beside the replay's (the replay's own come from replay/timeline.c).
 """
 import atexit
 import json
 import os
 import sys
+import time
 
 from . import _C
 
 active = False
 SYNC_PRINT = 5
+_clock = None  # the _StepClock of an eager run
+
+
+class _StepClock:
+    """Step times of an eager run: from janus's start to the first step end,
+    then step end to step end; the tail after the last one.  Stored at exit
+    (janus._C._rp_put_steps; the first jn_db.h JN_DB_STEPS_MAX steps)."""
+
+    def __init__(self, db, run):
+        self.db, self.run = db, run
+        self.t0 = self.last = time.perf_counter()
+        self.rows = []
+
+    def step(self):
+        now = time.perf_counter()
+        self.rows.append((self.last - self.t0, now - self.last))
+        self.last = now
+
+    def store(self):
+        now = time.perf_counter()
+        rows = self.rows + [(self.last - self.t0, now - self.last)]
+        why = _C._rp_put_steps(self.db, self.run, rows, True)
+        if why:
+            sys.stderr.write(f"janus replay: the eager run's step times were not stored: {why}\n")
 
 
 def _step_hook():
     """Optimizer.step() ended a training step (janus._step_hook)."""
     if active:
         _C._rp_step()
+    elif _clock is not None:
+        _clock.step()
 
 
 end_step = _step_hook
@@ -149,6 +180,7 @@ def start_from_env():
     # the first process that imports janus owns the replay (not DataLoader workers or helpers)
     env = {k: os.environ.pop(k, None) for k in ("JANUS_REPLAY_DB", "JANUS_REPLAY_RUN", "JANUS_REPLAY_STRICT")}
     if os.environ.get("JANUS_REPLAY", "1") in ("0", "false", "no", "off"):
+        _time_eager(env["JANUS_REPLAY_RUN"], db)
         return
     run = env["JANUS_REPLAY_RUN"] or "0"
     try:
@@ -158,3 +190,18 @@ def start_from_env():
         return
     strict = env["JANUS_REPLAY_STRICT"] not in (None, "", "0", "false", "no")
     start(os.path.abspath(db), run, strict, _flag("JANUS_REPLAY_SPECULATE"))
+
+
+def _time_eager(run, db):
+    """`janus replay --eager`: time the steps of this eager run for its run row."""
+    global _clock
+    try:
+        run = int(run or 0)
+    except ValueError:
+        return
+    if run <= 0 or _clock is not None:
+        return
+    _clock = _StepClock(os.path.abspath(db), run)
+    import janus
+    janus._step_hook = _step_hook
+    atexit.register(_clock.store)

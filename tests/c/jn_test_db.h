@@ -11,6 +11,13 @@
 #include "jn_db.h"
 #include "jn_db_testing.h"
 
+/* SQL that takes back what schema v6 added (db/db.c SCHEMA_V6): run first
+ * when a test makes a store of an older schema out of a current one. */
+#define JT_UNDO_V6                                                                                         \
+    "DROP TABLE run_steps; DROP TABLE replay_segments; DROP TABLE replay_graph_times; "                   \
+    "DROP TABLE bundle_notes; ALTER TABLE runs DROP COLUMN cpu_seconds; ALTER TABLE runs DROP COLUMN "    \
+    "peak_rss; ALTER TABLE replay_misses DROP COLUMN seen_min; ALTER TABLE replay_misses DROP COLUMN seen_max; "
+
 /* The first column of the first row of sql; -999 (and the error on stderr)
  * when it does not run. */
 static int64_t q_int(sqlite3 *h, const char *sql) {

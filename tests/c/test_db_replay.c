@@ -24,9 +24,9 @@ static jn_db_run_info info(const char *kind, int64_t bundle) {
 
 static const jn_db_replay_graph G1[] = {{"g0", 10, 1, 0.5}, {"g1", 0, 3, 0.0}};
 static const jn_db_replay_miss M1[] = {
-    {"g1", 2, "shape of input x: dim 0 is 32, the graph wants 64", "train.py:12", 32, 2},
-    {"g1", 5, "scalar lr is 0.1, recorded 0.01", "train.py:20", NAN, 1},
-    {"g0", 0, "op relu where the graph has tanh", "model.py:7", 7, 1},
+    {"g1", 2, "shape of input x: dim 0 is 32, the graph wants 64", "train.py:12", 32, 2, 1, 17, 32},
+    {"g1", 5, "scalar lr is 0.1, recorded 0.01", "train.py:20", NAN, 1, 0, NAN, NAN},
+    {"g0", 0, "op relu where the graph has tanh", "model.py:7", 7, 1, 0, 0, 0},
 };
 
 static void test_kinds_and_counters(void) {
@@ -61,6 +61,7 @@ static void test_kinds_and_counters(void) {
         CHECK(!strcmp(g[1].graph, "g1") && g[1].hits == 0 && g[1].misses == 3);
         CHECK(!strcmp(m[0].graph, "g1") && m[0].guard == 2 && m[0].count == 4 && m[0].seen == 32 &&
               !strcmp(m[0].site, "train.py:12") && strstr(m[0].reason, "dim 0 is 32"));
+        CHECK(m[0].has_range && m[0].seen_min == 17 && m[0].seen_max == 32); /* schema v6: the range kept */
         int nan_ok = 0;
         for (int i = 1; i < 3; i++)
             if (m[i].guard == 5) nan_ok = isnan(m[i].seen) && m[i].count == 1 && !strcmp(m[i].site, "train.py:20");
@@ -81,7 +82,7 @@ static void test_kinds_and_counters(void) {
     CHECK(jn_db_replay_put(db, r2, neg, 1, NULL, 0) == JN_ERR_VALUE && has("g9"));
     jn_db_replay_graph nans[] = {{"g9", 1, 0, NAN}};
     CHECK(jn_db_replay_put(db, r2, nans, 1, NULL, 0) == JN_ERR_VALUE && has("seconds"));
-    jn_db_replay_miss nor[] = {{"g0", 1, NULL, "x.py:1", 0, 1}};
+    jn_db_replay_miss nor[] = {{"g0", 1, NULL, "x.py:1", 0, 1, 0, 0, 0}};
     CHECK(jn_db_replay_put(db, r2, NULL, 0, nor, 1) == JN_ERR_VALUE && has("reason"));
     CHECK(jn_db_replay_put(db, r2, NULL, 1, NULL, 0) == JN_ERR_VALUE);
     CHECK(jn_db_replay_get(db, r2, NULL, &ng, &m, &nm) == JN_ERR_VALUE);
@@ -128,7 +129,7 @@ static void make_v2(const char *path) {
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     "DROP TABLE replay_misses; DROP TABLE replay_graphs; ALTER TABLE runs DROP COLUMN bundle_id; "
+                     JT_UNDO_V6 "DROP TABLE replay_misses; DROP TABLE replay_graphs; ALTER TABLE runs DROP COLUMN bundle_id; "
                      "ALTER TABLE runs DROP COLUMN kind; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v2: %s\n", err ? err : "?");

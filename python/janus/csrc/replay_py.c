@@ -1,8 +1,8 @@
 /* replay_py.c -- janus._C's side of `janus replay` (replay/replay.c):
  * start/stop from janus/_replay.py, step ends, sync points, and the one
  * helper the extension calls before it reads or writes tensor data outside
- * the dispatcher (jn_py_ready).  Without a replay every entry is one flag
- * test.
+ * the dispatcher (jn_py_ready), and the step times of an eager run
+ * (_rp_put_steps).  Without a replay every entry is one flag test.
  */
 #include "jn_py.h"
 
@@ -96,6 +96,40 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
                          (long long)st.ngraphs, "seconds", st.seconds, "summary", line, "top_misses", misses);
 }
 
+/* _rp_put_steps(db, run_id, [(started, duration), ...], tail) -> None, or
+ * why they could not be stored: the step times of an eager run (`janus
+ * replay --eager`: no replay, so janus/_replay.py times the steps); the
+ * last row is the tail (after the last step) when tail is true. */
+static PyObject *py_rp_put_steps(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path;
+    long long run = 0;
+    PyObject *list;
+    int tail = 0;
+    if (!PyArg_ParseTuple(args, "sLO!p", &path, &run, &PyList_Type, &list, &tail)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n > JN_DB_STEPS_MAX) n = JN_DB_STEPS_MAX;
+    jn_db_run_step *rows = calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double a = 0, d = 0;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "dd", &a, &d)) {
+            free(rows);
+            return NULL;
+        }
+        int is_tail = tail && i == PyList_GET_SIZE(list) - 1;
+        rows[i] = (jn_db_run_step){.step = i + 1, .kind = is_tail ? "tail" : "step", .started = a, .duration = d,
+                                   .graph_ops = -1, .eager_ops = -1};
+    }
+    jn_db *db = NULL;
+    jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
+    if (!s) s = jn_db_run_steps_put(db, run, rows, (int)n);
+    jn_db_close(db);
+    free(rows);
+    if (s) return PyUnicode_FromString(jn_errmsg());
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_rp_active(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     return PyBool_FromLong(jn_rp_on);
@@ -109,4 +143,5 @@ PyMethodDef jn_py_replay_methods[] = {
     {"_rp_stop", py_rp_stop, METH_O, "_rp_stop(print_summary)"},
     {"_rp_stats", py_rp_stats, METH_NOARGS, "hit/miss counters and the summary line"},
     {"_rp_active", py_rp_active, METH_NOARGS, NULL},
+    {"_rp_put_steps", py_rp_put_steps, METH_VARARGS, "_rp_put_steps(db, run, [(started, duration)], tail): None or why not"},
     {NULL, NULL, 0, NULL}};

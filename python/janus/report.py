@@ -184,7 +184,8 @@ def plot_coverage(P, run):
     fig, ax = P.figure()
     w = max(1, len(steps) // 60)
     x, y = binned(steps, ops_share)
-    ax.plot(x, y, color=GRAPH_COLOR, lw=1.6, label="ops run in graphs")
+    ax.fill_between(x, [v or 0 for v in y], step="mid", color=GRAPH_COLOR, alpha=0.18, lw=0)
+    ax.plot(x, y, color=GRAPH_COLOR, lw=1.2, drawstyle="steps-mid", label="ops run in graphs")
     x, y = binned(steps, rolling_median(time_share, w))
     ax.plot(x, y, color=EAGER_COLOR, lw=1.6,
             label="time inside graph runs" + (f" (rolling median of {w} steps)" if w > 1 else ""))
@@ -193,7 +194,7 @@ def plot_coverage(P, run):
     ax.set_ylabel("share of the step (%)")
     ax.set_xlabel("step")
     ax.set_title(f"run {run['id']}: what ran compiled, step by step")
-    ax.legend(loc="lower right", ncol=2)
+    ax.legend(loc="lower right", bbox_to_anchor=(1, 1), ncol=2)
     return P.img(fig, f"run {run['id']}: share of ops and of time in compiled graphs per step")
 
 
@@ -220,7 +221,7 @@ def plot_step_times(P, runs):
     ax.set_ylabel("step time (ms)")
     ax.set_xlabel("step (step 1, with the start-up, left out)")
     ax.set_title("step time over the run: replay vs eager")
-    ax.legend(loc="upper right")
+    ax.legend(loc="lower right", bbox_to_anchor=(1, 1), ncol=2)
     return P.img(fig, "step time per step of the replay and eager runs")
 
 
@@ -273,7 +274,8 @@ code, pre, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; 
 .kind.replay { background: #e3eefb; color: var(--graph); }
 .kind.eager { background: #fcefe4; color: #a4501a; }
 .cards { display: flex; gap: 14px; flex-wrap: wrap; margin: 8px 0 6px; }
-.card { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 170px; background: var(--soft); }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 170px;
+        background: var(--soft); }
 .card .v { font-size: 22px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .card .l { color: var(--muted); font-size: 12px; }
 .bar { display: flex; height: 12px; width: 420px; border-radius: 3px; overflow: hidden; margin: 4px 0 2px; }
@@ -360,7 +362,8 @@ class Page:
         if not self.runs:
             self.w('<p class="lead">This store has no runs yet. Record one with '
                    '<code>janus record --db run.db -- python3 train.py</code>, then '
-                   '<code>janus optimize run.db</code> and <code>janus replay --db run.db -- python3 train.py</code>.</p>'
+                   '<code>janus optimize run.db</code> and '
+                   '<code>janus replay --db run.db -- python3 train.py</code>.</p>'
                    "</section>")
             return
         self.w('<p class="lead">Every run in the store: recordings (<code>janus record</code>), replays through the '
@@ -374,9 +377,10 @@ class Page:
             if r.get("exit_status") not in (None, 0):
                 status += f' <span class="bad">(exit {esc(r["exit_status"])})</span>'
             b = r.get("bundle_id")
+            title = esc(shell(r.get("argv")))
             rows.append([
                 f'<b>{r["id"]}</b>', self.kind(r["kind"]),
-                f'<span class="mono" title="{esc(shell(r.get("argv")))}">{esc(short_path(script, r.get("cwd")))}</span>',
+                f'<span class="mono" title="{title}">{esc(short_path(script, r.get("cwd")))}</span>',
                 status, count(r.get("steps")), num(r.get("steps_per_second"), 1),
                 seconds(r.get("median_step_seconds")), seconds(r.get("wall_seconds")),
                 seconds(r.get("cpu_seconds")), nbytes(r.get("peak_rss")),
@@ -499,7 +503,7 @@ class Page:
                        num_cols=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
             if b and b.get("graphs_note"):
                 self.note(f"Bundle {b['id']}'s graphs cannot be read: {b['graphs_note']}")
-            self.ir_details(b, [g["graph"] for g in r["graphs"]])
+            self.ir_details(b, [g["graph"] for g in r["graphs"]], r.get("cwd"))
             shown.add(r.get("bundle_id"))
         for b in self.bundles.values():
             if b["id"] in shown:
@@ -516,7 +520,7 @@ class Page:
             self.ir_details(b, [g["name"] for g in b.get("graphs", [])])
         self.w("</section>")
 
-    def ir_details(self, b, names):
+    def ir_details(self, b, names, cwd=None):
         if not b:
             return
         static = {g["name"]: g for g in b.get("graphs", [])}
@@ -527,8 +531,11 @@ class Page:
                 continue
             used = sorted({int(m) for m in re.findall(r"@(\d+)", g["ir"])})
             legend = "".join(f"\n# @{i} = {sites[str(i)]}" for i in used if str(i) in sites)
+            entry = g.get("entry") or ""
+            if cwd:  # "after item() at /home/me/proj/train.py:67" -> "... at train.py:67"
+                entry = entry.replace(f" at {cwd.rstrip('/')}/", " at ")
             self.w(f"<details><summary>IR of {esc(n)}: {count(g.get('nodes'))} nodes, {count(g.get('guards'))} "
-                   f"guards, starts at {esc(g.get('entry'))}</summary><pre class=\"ir\">{esc(g['ir'])}"
+                   f"guards · entry: {esc(entry)}</summary><pre class=\"ir\">{esc(g['ir'])}"
                    f"{esc(legend)}</pre></details>")
 
     def misses(self):

@@ -376,7 +376,8 @@ def test_empty_and_record_only_and_corrupt(store, tmp_path):
 def on_pty(args, timeout=120):
     """Run the janus command with stdout and stderr on a terminal: (exit code, everything it wrote)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen([JANUS, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env(), close_fds=True)
+    p = subprocess.Popen([JANUS, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env(),
+                         close_fds=True)
     os.close(slave)
     out = b""
     while True:

@@ -16,8 +16,9 @@
  * index from the token's position (and iteration, inside loops).  The
  * per-event work is a handful of compares per input and attribute; a
  * failure records codes and numbers only, and the sentence is written once
- * the segment has missed.  JANUS_MATCH_DUMP=1 prints every loaded token
- * (op, loop, refs) to stderr, for debugging a matcher program.
+ * the segment has missed.  jn_rp_match_dump prints every loaded token
+ * (op, loop, refs), for debugging a matcher program (JANUS_MATCH_DUMP=1
+ * under replay).
  */
 #include <math.h>
 #include <stdio.h>
@@ -348,15 +349,6 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             if (!T->out_new[k]) w = check_ref(G, t, &T->out[k]);
         if (w) return bad(gi, "%s", w);
     }
-    if (getenv("JANUS_MATCH_DUMP"))
-        for (int32_t t = 0; t < G->ntok; t++) {
-            const mtok *T = &G->tok[t];
-            fprintf(stderr, "g%d t%d %s loop=%d nin=%d flags=%d", gi, t, jn_op_info(T->op)->name, T->loop, T->nin, T->flags);
-            for (int j = 0; j < (T->flags & 2 ? 1 : T->nin); j++)
-                fprintf(stderr, " [k%d a%d b%d m%d c%lld]", T->in[j].kind, T->in[j].a, T->in[j].b, T->in[j].mode,
-                        (long long)T->in[j].c);
-            fprintf(stderr, "\n");
-        }
     /* guard index */
     G->sym_guard = malloc(sizeof(int32_t) * ((size_t)g->nsyms + 1));
     G->in_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * GI_N + 1));
@@ -424,6 +416,20 @@ void jn_rp_match_free(jn_rp_matcher *mt) {
     free(mt->gr), free(mt->by_graph), free(mt->start), free(mt->start0), free(mt->alive), free(mt->ev_ids);
     free(mt->ev_tok);
     free(mt);
+}
+
+void jn_rp_match_dump(const jn_rp_matcher *mt, FILE *f) {
+    for (int32_t k = 0; k < mt->ngr; k++) {
+        const mgraph *G = &mt->gr[k];
+        for (int32_t t = 0; t < G->ntok; t++) {
+            const mtok *T = &G->tok[t];
+            fprintf(f, "g%d t%d %s loop=%d nin=%d flags=%d", G->gi, t, jn_op_info(T->op)->name, T->loop, T->nin, T->flags);
+            for (int j = 0; j < (T->flags & 2 ? 1 : T->nin); j++)
+                fprintf(f, " [k%d a%d b%d m%d c%lld]", T->in[j].kind, T->in[j].a, T->in[j].b, T->in[j].mode,
+                        (long long)T->in[j].c);
+            fprintf(f, "\n");
+        }
+    }
 }
 
 jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rp_matcher **out) {

@@ -48,8 +48,7 @@
 #include "jn_db.h"
 #include "jn_exec.h"
 #include "jn_match.h"
-
-int jn_rp_on;
+#include "jn_settings.h"
 
 enum { PARTIAL = 3 }; /* jn_storage.lazy while views of it are being filled */
 
@@ -131,10 +130,12 @@ enum {
     SEG_OFF            /* eager after a miss while observed (already counted) */
 };
 
-static struct {
-    int on, strict, quiet, debug, speculate, defer;
-    int adapt;             /* time graphs against eager and leave slower ones to it */
-    double margin;         /* ... when compiled takes more than (1 + margin) x eager */
+struct jn_replay {
+    jn_rp_config cfg;      /* effective: adapt and defer as this device allows */
+    char algos_dev[300];   /* cfg.algos_device, copied */
+    jn_ex_cuda_graphs_runner runner; /* *cfg.cuda_runner, copied */
+    int on;                /* hooks installed: segments are followed */
+    int quiet;             /* nested reads that are no sync points */
     int hooked;            /* eager_after is the dispatch hook */
     int seg_mode;          /* SEG_* */
     int obs_skip;          /* the hook's next call is the op that started SEG_OBSERVE (fed already) */
@@ -162,21 +163,13 @@ static struct {
     int64_t last_cmp;
     int flushing;
     jn_status fatal;       /* run_graph's status when it returned -1 */
+    uint32_t epoch;        /* next_mark */
     /* counters */
     int64_t segments, hits, misses, sliced, deferred_runs;
     dslice *deferred;
     miss_row *miss;
     int nmiss, capmiss;
-} R;
-
-/* What tests plug into a CUDA replay (jn_rp_set_cuda_runner,
- * jn_rp_set_algos_device): kept across replays. */
-static struct {
-    int runner_set;
-    jn_ex_cuda_graphs_runner runner;
-    void *stream;
-    char algos_dev[300];
-} T;
+};
 
 /* ------------------------------------------------------------ helpers */
 static double now(void) {
@@ -185,8 +178,8 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static jn_tensor **op_in(const pop *p) { return R.refs + p->ref; }
-static jn_tensor **op_out(const pop *p) { return R.refs + p->ref + p->nin; }
+static jn_tensor **op_in(jn_replay *R, const pop *p) { return R->refs + p->ref; }
+static jn_tensor **op_out(jn_replay *R, const pop *p) { return R->refs + p->ref + p->nin; }
 /* Output k is an existing tensor written in place (not created here). */
 static int written(const pop *p, int k) {
     (void)k; /* an in-place op writes every output (its first nout inputs) */
@@ -231,10 +224,9 @@ static void pend_unhold(jn_tensor *t) {
 }
 
 /* A fresh jn_tensor.capture_mark value: headers visited in one scan. */
-static uint32_t next_mark(void) {
-    static uint32_t epoch;
-    if (++epoch == 0) epoch = 1; /* a wrapped mark of 0 could match a fresh header */
-    return epoch;
+static uint32_t next_mark(jn_replay *R) {
+    if (++R->epoch == 0) R->epoch = 1; /* a wrapped mark of 0 could match a fresh header */
+    return R->epoch;
 }
 
 /* Headers on st the pending list holds that only capture keeps alive
@@ -252,32 +244,32 @@ static int64_t cap_held_only(void *ctx, const jn_storage *st) {
     return n;
 }
 
-static void clear_list(void) {
-    for (int64_t i = 0; i < R.nrefs; i++) pend_unhold(R.refs[i]);
-    R.nrefs = R.nops = 0;
+static void clear_list(jn_replay *R) {
+    for (int64_t i = 0; i < R->nrefs; i++) pend_unhold(R->refs[i]);
+    R->nrefs = R->nops = 0;
 }
 
-static void note_miss(int32_t graph, int32_t guard, int32_t token, double seen, const char *why) {
-    R.misses++;
-    if (graph >= 0 && R.g) R.g[graph].misses++;
-    for (int i = 0; i < R.nmiss; i++) {
-        miss_row *r = &R.miss[i];
+static void note_miss(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen, const char *why) {
+    R->misses++;
+    if (graph >= 0 && R->g) R->g[graph].misses++;
+    for (int i = 0; i < R->nmiss; i++) {
+        miss_row *r = &R->miss[i];
         if (r->graph == graph && r->guard == guard && r->token == token && (guard >= 0 || !strcmp(r->why, why))) {
             r->count++;
             return;
         }
     }
-    if (R.nmiss == R.capmiss) {
-        int cap = R.capmiss ? 2 * R.capmiss : 16;
-        miss_row *n = realloc(R.miss, sizeof *n * (size_t)cap);
+    if (R->nmiss == R->capmiss) {
+        int cap = R->capmiss ? 2 * R->capmiss : 16;
+        miss_row *n = realloc(R->miss, sizeof *n * (size_t)cap);
         if (!n) return;
-        R.miss = n;
-        R.capmiss = cap;
+        R->miss = n;
+        R->capmiss = cap;
     }
-    miss_row *r = &R.miss[R.nmiss];
+    miss_row *r = &R->miss[R->nmiss];
     char site[512] = "";
-    if (graph >= 0 && guard >= 0 && guard < R.m->graphs[graph]->nguards) {
-        const jn_ir_site *s = jn_ir_site_get(R.m, R.m->graphs[graph]->guards[guard].site);
+    if (graph >= 0 && guard >= 0 && guard < R->m->graphs[graph]->nguards) {
+        const jn_ir_site *s = jn_ir_site_get(R->m, R->m->graphs[graph]->guards[guard].site);
         if (s) snprintf(site, sizeof site, "%s:%d", s->file, s->line);
     }
     r->why = strdup(why ? why : "");
@@ -288,7 +280,7 @@ static void note_miss(int32_t graph, int32_t guard, int32_t token, double seen, 
         return;
     }
     r->graph = graph, r->guard = guard, r->token = token, r->seen = seen, r->count = 1;
-    R.nmiss++;
+    R->nmiss++;
 }
 
 static jn_status lost_error(const jn_tensor *t) {
@@ -345,34 +337,34 @@ static jn_status storage_alloc(jn_storage *st) {
 /* ----------------------------------------------------------- fallback */
 /* Run the pending list eagerly, in order.  Every storage it touches is
  * current afterwards, except those of ops after a failing one (LOST). */
-static jn_status fallback(void) {
+static jn_status fallback(jn_replay *R) {
     jn_status s = JN_OK;
-    R.flushing = 1;
-    for (int64_t e = 0; e < R.nops; e++) {
-        const pop *p = &R.ops[e];
-        for (int k = 0; k < p->nout; k++) op_out(p)[k]->storage->lazy = 0;
+    R->flushing = 1;
+    for (int64_t e = 0; e < R->nops; e++) {
+        const pop *p = &R->ops[e];
+        for (int k = 0; k < p->nout; k++) op_out(R, p)[k]->storage->lazy = 0;
     }
-    for (int64_t e = 0; e < R.nops; e++) {
-        const pop *p = &R.ops[e];
-        jn_tensor **out = op_out(p);
+    for (int64_t e = 0; e < R->nops; e++) {
+        const pop *p = &R->ops[e];
+        jn_tensor **out = op_out(R, p);
         if (s == JN_OK) {
             for (int k = 0; k < p->nout && s == JN_OK; k++) s = storage_alloc(out[k]->storage);
             if (s == JN_OK) {
-                if (p->into) s = jn_rt_run_into(p->op, p->nin, op_in(p), &p->a, out[0]);
-                else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s = jn_rt_run_kernel(p->op, p->nin, op_in(p), &p->a, out);
+                if (p->into) s = jn_rt_run_into(p->op, p->nin, op_in(R, p), &p->a, out[0]);
+                else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s = jn_rt_run_kernel(p->op, p->nin, op_in(R, p), &p->a, out);
             }
             if (s == JN_OK) continue;
         }
         for (int k = 0; k < p->nout; k++) /* never ran: its bytes are not eager's */
             if (!written(p, k)) out[k]->storage->lazy = JN_LAZY_LOST;
     }
-    R.flushing = 0;
-    clear_list();
+    R->flushing = 0;
+    clear_list(R);
     return s;
 }
 
 /* ---------------------------------------------------- deferred slices */
-static void dslice_free(dslice *D) {
+static void dslice_free(jn_replay *R, dslice *D) {
     if (!D) return;
     for (int64_t i = 0; i < D->nrefs; i++) unhold(D->refs[i]);
     for (int64_t i = 0; i < D->nchecked; i++) unhold(D->checked[i]);
@@ -380,7 +372,7 @@ static void dslice_free(dslice *D) {
 }
 
 /* A header over base's storage seeing it as h sees its own. */
-static jn_tensor *shadow_header(jn_tensor *base, const jn_tensor *h) {
+static jn_tensor *shadow_header(jn_replay *R, jn_tensor *base, const jn_tensor *h) {
     jn_tensor *t = jn_tensor_alias(base);
     if (!t) return NULL;
     t->dtype = h->dtype;
@@ -411,11 +403,11 @@ static inline int64_t home_slot(const void *p, int64_t nslot) {
  * shadow, state the graph writes (written_st) a snapshot of its bytes now,
  * other existing inputs are read later as they are if their version has
  * not moved.  NULL when out of memory (the caller runs the slice now). */
-static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
+static dslice *dslice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
                           jn_storage *const *written_st, int64_t nwritten) {
     int64_t nops = 0, nrefs = 0;
-    for (int64_t e = 0; e < R.nops; e++)
-        if (in_slice[e]) nops++, nrefs += R.ops[e].nin + R.ops[e].nout;
+    for (int64_t e = 0; e < R->nops; e++)
+        if (in_slice[e]) nops++, nrefs += R->ops[e].nin + R->ops[e].nout;
     dslice *D = calloc(1, sizeof *D);
     jn_storage **from = calloc((size_t)nrefs + 1, sizeof *from);
     jn_tensor **base = calloc((size_t)nrefs + 1, sizeof *base);
@@ -431,14 +423,14 @@ static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, in
         memcpy(D->needed, needed, sizeof *needed * (size_t)nneed);
         D->nneed = nneed;
     }
-    for (int64_t e = 0; e < R.nops && ok; e++) {
+    for (int64_t e = 0; e < R->nops && ok; e++) {
         if (!in_slice[e]) continue;
-        const pop *p = &R.ops[e];
+        const pop *p = &R->ops[e];
         pop *q = &D->ops[D->nops++];
         *q = *p;
         q->ref = (int32_t)D->nrefs;
         for (int j = 0; j < p->nin + p->nout && ok; j++) {
-            jn_tensor *h = op_in(p)[j], *t = h;
+            jn_tensor *h = op_in(R, p)[j], *t = h;
             jn_storage *st = h->storage;
             if (has_storage(needed, nneed, st)) {
                 hold(t);
@@ -458,7 +450,7 @@ static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, in
                     from[nmap++] = st;
                     slot[i] = nmap;
                 }
-                if (!(t = shadow_header(base[m], h))) {
+                if (!(t = shadow_header(R, base[m], h))) {
                     ok = 0;
                     break;
                 }
@@ -478,14 +470,14 @@ static dslice *dslice_new(const uint8_t *in_slice, jn_storage *const *needed, in
     for (int64_t m = 0; m < nmap; m++) jn_tensor_decref(base[m]); /* the shadow headers hold them */
     free(from), free(base), free(slot);
     if (!ok) {
-        dslice_free(D);
+        dslice_free(R, D);
         return NULL;
     }
     return D;
 }
 
-static void dslice_unlink(dslice *D) {
-    for (dslice **pp = &R.deferred; *pp; pp = &(*pp)->next)
+static void dslice_unlink(jn_replay *R, dslice *D) {
+    for (dslice **pp = &R->deferred; *pp; pp = &(*pp)->next)
         if (*pp == D) {
             *pp = D->next;
             return;
@@ -493,14 +485,14 @@ static void dslice_unlink(dslice *D) {
 }
 
 /* One of D's values is read: run D (then it is gone). */
-static jn_status dslice_run(dslice *D) {
+static jn_status dslice_run(jn_replay *R, dslice *D) {
     jn_status s = JN_OK;
     for (int64_t i = 0; i < D->nchecked && s == JN_OK; i++)
         if (D->checked[i]->storage->version != D->ver[i]) s = lost_error(D->checked[i]);
     for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = 0;
     for (int64_t i = 0; i < D->nrefs; i++)
         if (D->refs[i]->storage->lazy == JN_LAZY_PENDING) D->refs[i]->storage->lazy = 0; /* shadows */
-    R.flushing = 1;
+    R->flushing = 1;
     jn_rt_private_ids++;
     for (int64_t e = 0; e < D->nops && s == JN_OK; e++) {
         const pop *p = &D->ops[e];
@@ -511,30 +503,30 @@ static jn_status dslice_run(dslice *D) {
         else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s = jn_rt_run_kernel(p->op, p->nin, in, &p->a, out);
     }
     jn_rt_private_ids--;
-    R.flushing = 0;
+    R->flushing = 0;
     if (s)
         for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST;
-    R.deferred_runs++;
-    dslice_unlink(D);
-    dslice_free(D);
+    R->deferred_runs++;
+    dslice_unlink(R, D);
+    dslice_free(R, D);
     return s;
 }
 
-static dslice *dslice_find(const jn_storage *st) {
-    for (dslice *D = R.deferred; D; D = D->next)
+static dslice *dslice_find(jn_replay *R, const jn_storage *st) {
+    for (dslice *D = R->deferred; D; D = D->next)
         if (has_storage(D->needed, D->nneed, st)) return D;
     return NULL;
 }
 
 /* Drop the deferred slices whose values nothing can reach any more. */
-static void dslice_gc(void) {
-    for (dslice **pp = &R.deferred; *pp;) {
+static void dslice_gc(jn_replay *R) {
+    for (dslice **pp = &R->deferred; *pp;) {
         dslice *D = *pp;
         int reach = 0;
         for (int64_t k = 0; k < D->nneed && !reach; k++) {
             jn_storage *st = D->needed[k];
             int64_t distinct = 0;
-            uint32_t mark = next_mark();
+            uint32_t mark = next_mark(R);
             for (int64_t i = 0; i < D->nrefs && !reach; i++) {
                 jn_tensor *h = D->refs[i];
                 if (h->storage != st || h->capture_mark == mark) continue;
@@ -549,7 +541,7 @@ static void dslice_gc(void) {
             continue;
         }
         *pp = D->next;
-        dslice_free(D);
+        dslice_free(R, D);
     }
 }
 
@@ -625,15 +617,15 @@ static int covers(const jn_tensor *t) {
     return t->offset == 0 && jn_is_contiguous(t) && (size_t)jn_numel(t) * jn_elsize(t) == t->storage->nbytes;
 }
 
-static jn_status graph_ready(int32_t gi, char *why, size_t n) {
-    graph_row *G = &R.g[gi];
+static jn_status graph_ready(jn_replay *R, int32_t gi, char *why, size_t n) {
+    graph_row *G = &R->g[gi];
     if (G->broken) {
-        snprintf(why, n, "graph %s: the executor refused it earlier", R.m->graphs[gi]->name);
+        snprintf(why, n, "graph %s: the executor refused it earlier", R->m->graphs[gi]->name);
         return JN_ERR_RUNTIME;
     }
     if (G->x) return JN_OK;
-    const jn_ir_graph *g = R.m->graphs[gi];
-    jn_status s = jn_ex_new_on(R.m, gi, R.lib, R.cg ? jn_ex_cuda_graphs_device(R.cg) : NULL, 0, &G->x);
+    const jn_ir_graph *g = R->m->graphs[gi];
+    jn_status s = jn_ex_new_on(R->m, gi, R->lib, R->cg ? jn_ex_cuda_graphs_device(R->cg) : NULL, 0, &G->x);
     if (s == JN_OK && !(G->keep_idx = malloc(sizeof *G->keep_idx * (size_t)(g->noutputs + 1)))) s = JN_ERR_NOMEM;
     if (s) {
         snprintf(why, n, "graph %s: executor: %s", g->name, jn_errmsg());
@@ -649,14 +641,14 @@ static jn_status graph_ready(int32_t gi, char *why, size_t n) {
 
 /* Run graph res->graph over the pending list and fill it; 0 done, else
  * nothing was written and *why says why the list must run eagerly. */
-static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
+static int run_graph(jn_replay *R, const jn_rp_match_result *res, char *why, size_t wn) {
     int32_t gi = res->graph;
-    const jn_ir_graph *g = R.m->graphs[gi];
-    if (graph_ready(gi, why, wn)) return 1;
-    graph_row *G = &R.g[gi];
-    if (res->nevents != R.nops) {
+    const jn_ir_graph *g = R->m->graphs[gi];
+    if (graph_ready(R, gi, why, wn)) return 1;
+    graph_row *G = &R->g[gi];
+    if (res->nevents != R->nops) {
         snprintf(why, wn, "graph %s: matched %lld events, %lld pending", g->name, (long long)res->nevents,
-                 (long long)R.nops);
+                 (long long)R->nops);
         return 1;
     }
     int rc = 1;
@@ -669,7 +661,7 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
     sagg *A = NULL;
     dslice *D = NULL;
     int64_t nsliced = 0;
-    S.cap = R.nrefs + 1;
+    S.cap = R->nrefs + 1;
     for (S.nslot = 16; S.nslot < 2 * S.cap; S.nslot *= 2) {}
     S.h = malloc(sizeof *S.h * (size_t)S.cap);
     S.slot = calloc((size_t)S.nslot, sizeof *S.slot);
@@ -690,9 +682,9 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
         }
         int64_t e = res->input_event[i];
         int32_t arg = res->input_arg[i];
-        const pop *p = e >= 0 && e < R.nops ? &R.ops[e] : NULL;
-        jn_tensor *t = !p ? NULL : arg >= 0 && arg < p->nin ? op_in(p)[arg]
-                                   : arg < 0 && arg > -100 && -1 - arg < p->nout ? op_out(p)[-1 - arg] : NULL;
+        const pop *p = e >= 0 && e < R->nops ? &R->ops[e] : NULL;
+        jn_tensor *t = !p ? NULL : arg >= 0 && arg < p->nin ? op_in(R, p)[arg]
+                                   : arg < 0 && arg > -100 && -1 - arg < p->nout ? op_out(R, p)[-1 - arg] : NULL;
         if (!t || (uint64_t)t->id != res->inputs[i] || !t->storage->data) {
             snprintf(why, wn, "graph %s: input %d is not bound to a tensor with data", g->name, i);
             goto done;
@@ -700,25 +692,25 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
         inputs[i] = t;
     }
     /* what the list holds, what was created here, what Python can reach */
-    for (int64_t e = 0; e < R.nops; e++) {
-        const pop *p = &R.ops[e];
+    for (int64_t e = 0; e < R->nops; e++) {
+        const pop *p = &R->ops[e];
         for (int j = 0; j < p->nin + p->nout; j++) {
-            hdr *h = hget(&S, op_in(p)[j]);
+            hdr *h = hget(&S, op_in(R, p)[j]);
             h->mine++;
             if (j < p->nin || written(p, j - p->nin)) continue;
             int k = j - p->nin;
             h->created = 1;
             h->view = (jn_op_info(p->op)->flags & JN_F_VIEW) != 0;
-            int32_t o = jn_rp_match_token_output(R.mt, gi, res->ev_token[e], k);
+            int32_t o = jn_rp_match_token_output(R->mt, gi, res->ev_token[e], k);
             if (o >= 0 && o < g->noutputs && G->keep_idx[o] >= 0) h->fill = G->keep_idx[o];
         }
     }
     /* existing tensors written in place must be written back by the graph */
-    for (int64_t e = 0; e < R.nops; e++) {
-        const pop *p = &R.ops[e];
+    for (int64_t e = 0; e < R->nops; e++) {
+        const pop *p = &R->ops[e];
         if (!p->into && !(jn_op_info(p->op)->flags & JN_F_INPLACE)) continue;
         for (int k = 0; k < p->nout; k++) {
-            jn_storage *st = op_out(p)[k]->storage;
+            jn_storage *st = op_out(R, p)[k]->storage;
             if (!st->data) continue; /* created in this segment: its final value is a keep output */
             int ok = 0;
             for (int32_t o = 0; o < g->noutputs && !ok; o++)
@@ -760,20 +752,20 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
         }
         if (need && !a->full && !sset_add(&W, st)) goto oom;
     }
-    for (int64_t e = 0; e < R.nops; e++) { /* existing tensors written in place: their
+    for (int64_t e = 0; e < R->nops; e++) { /* existing tensors written in place: their
                                             * current bytes are the graph's input */
-        const pop *p = &R.ops[e];
+        const pop *p = &R->ops[e];
         for (int k = 0; k < p->nout; k++)
-            if (op_out(p)[k]->storage->data) op_out(p)[k]->storage->lazy = 0;
+            if (op_out(R, p)[k]->storage->data) op_out(R, p)[k]->storage->lazy = 0;
     }
     /* Values Python can still reach that the graph does not keep (the
      * recording never read them again, this run might): their backward
      * slice of the pending ops runs eagerly first, on the state as it was
      * at the segment's start, unless it includes a write to such state. */
-    if (W.n && !R.speculate) {
+    if (W.n && !R->cfg.speculate) {
         int64_t nneed = W.n;
         jn_storage **needed = malloc(sizeof *needed * (size_t)(nneed + 1));
-        uint8_t *in_slice = calloc((size_t)R.nops + 1, 1);
+        uint8_t *in_slice = calloc((size_t)R->nops + 1, 1);
         if (!needed || !in_slice) {
             free(needed), free(in_slice);
             goto oom;
@@ -781,52 +773,52 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
         for (int64_t k = 0, j = 0; k < W.nslot; k++)
             if (W.slot[k]) needed[j++] = W.slot[k];
         int bad = 0;
-        for (int64_t e = R.nops - 1; e >= 0 && !bad; e--) {
-            const pop *p = &R.ops[e];
+        for (int64_t e = R->nops - 1; e >= 0 && !bad; e--) {
+            const pop *p = &R->ops[e];
             int hit = 0;
-            for (int k = 0; k < p->nout; k++) hit |= sset_has(&W, op_out(p)[k]->storage);
+            for (int k = 0; k < p->nout; k++) hit |= sset_has(&W, op_out(R, p)[k]->storage);
             if (!hit) continue;
-            for (int k = 0; k < p->nout; k++) bad |= written(p, k) && op_out(p)[k]->storage->data != NULL;
+            for (int k = 0; k < p->nout; k++) bad |= written(p, k) && op_out(R, p)[k]->storage->data != NULL;
             in_slice[e] = 1;
             for (int i = 0; i < p->nin && !bad; i++)
-                if (!sset_add(&W, op_in(p)[i]->storage)) bad = 2;
+                if (!sset_add(&W, op_in(R, p)[i]->storage)) bad = 2;
         }
         jn_status s2 = JN_OK;
         double ts = now();
-        if (!bad && R.defer) {
+        if (!bad && R->cfg.defer) {
             jn_storage **wst = calloc((size_t)g->noutputs + 1, sizeof *wst);
             int64_t nw = 0;
             for (int32_t o = 0; wst && o < g->noutputs; o++)
                 if (g->outputs[o].kind == JN_IR_OUT_STATE && inputs[g->outputs[o].state])
                     wst[nw++] = inputs[g->outputs[o].state]->storage;
-            if (wst) D = dslice_new(in_slice, needed, nneed, wst, nw);
+            if (wst) D = dslice_new(R, in_slice, needed, nneed, wst, nw);
             free(wst);
         }
-        R.flushing = 1;
-        for (int64_t e = 0; e < R.nops && !bad && !D && s2 == JN_OK; e++) {
+        R->flushing = 1;
+        for (int64_t e = 0; e < R->nops && !bad && !D && s2 == JN_OK; e++) {
             if (!in_slice[e]) continue;
-            const pop *p = &R.ops[e];
-            jn_tensor **out = op_out(p);
+            const pop *p = &R->ops[e];
+            jn_tensor **out = op_out(R, p);
             for (int k = 0; k < p->nout && s2 == JN_OK; k++) s2 = storage_alloc(out[k]->storage);
             if (s2) break;
-            if (p->into) s2 = jn_rt_run_into(p->op, p->nin, op_in(p), &p->a, out[0]);
-            else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s2 = jn_rt_run_kernel(p->op, p->nin, op_in(p), &p->a, out);
+            if (p->into) s2 = jn_rt_run_into(p->op, p->nin, op_in(R, p), &p->a, out[0]);
+            else if (!(jn_op_info(p->op)->flags & JN_F_VIEW)) s2 = jn_rt_run_kernel(p->op, p->nin, op_in(R, p), &p->a, out);
         }
-        R.flushing = 0;
-        if (R.debug) {
+        R->flushing = 0;
+        if (R->cfg.debug) {
             int64_t ns = 0;
-            for (int64_t e = 0; e < R.nops; e++) ns += in_slice[e];
+            for (int64_t e = 0; e < R->nops; e++) ns += in_slice[e];
             fprintf(stderr, "[rp] graph %s: %lld values Python holds, slice of %lld/%lld ops %s in %.3f ms\n",
-                    g->name, (long long)nneed, (long long)ns, (long long)R.nops, D ? "deferred" : "eagerly",
+                    g->name, (long long)nneed, (long long)ns, (long long)R->nops, D ? "deferred" : "eagerly",
                     1e3 * (now() - ts));
             for (int64_t k = 0; k < nneed; k++) { /* what they are: the first op making each */
                 int64_t e = 0;
-                for (int j = -1; e < R.nops; e++) {
-                    for (j = 0; j < R.ops[e].nout && op_out(&R.ops[e])[j]->storage != needed[k]; j++) {}
-                    if (j < R.ops[e].nout) break;
+                for (int j = -1; e < R->nops; e++) {
+                    for (j = 0; j < R->ops[e].nout && op_out(R, &R->ops[e])[j]->storage != needed[k]; j++) {}
+                    if (j < R->ops[e].nout) break;
                 }
                 fprintf(stderr, "[rp]   Python holds %zu bytes made by op %lld (%s)\n", needed[k]->nbytes,
-                        (long long)e, e < R.nops ? jn_op_info(R.ops[e].op)->name : "?");
+                        (long long)e, e < R->nops ? jn_op_info(R->ops[e].op)->name : "?");
             }
         }
         if (!bad && s2 == JN_OK && !D)
@@ -848,11 +840,11 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
         if (inputs[i] && !owned[i]) vers[i] = inputs[i]->storage->version;
     double t0 = now();
     jn_rt_private_ids++;
-    jn_status s = R.cg ? jn_ex_cuda_graphs_run(R.cg, G->x, inputs, res->syms, outs)
+    jn_status s = R->cg ? jn_ex_cuda_graphs_run(R->cg, G->x, inputs, res->syms, outs)
                        : jn_ex_run(G->x, inputs, res->syms, outs);
     jn_rt_private_ids--;
     G->seconds += now() - t0;
-    if (R.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (now() - t0));
+    if (R->cfg.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (now() - t0));
     for (int32_t i = 0; i < g->ninputs; i++)
         if (inputs[i] && !owned[i]) inputs[i]->storage->version = vers[i];
     jn_ex_stats xst;
@@ -861,14 +853,14 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
         snprintf(why, wn, "graph %s failed after it had updated state in place, so the step cannot be re-run "
                  "eagerly: %s (run with JANUS_REPLAY=0 to train without compiled graphs)", g->name, jn_errmsg());
         rc = -1;
-        R.fatal = s;
+        R->fatal = s;
         goto done;
     }
     if (s) {
         snprintf(why, wn, "graph %s: %s", g->name, jn_errmsg());
-        for (int64_t e = 0; e < R.nops; e++) { /* back to pending for the fallback */
-            const pop *p = &R.ops[e];
-            for (int k = 0; k < p->nout; k++) op_out(p)[k]->storage->lazy = JN_LAZY_PENDING;
+        for (int64_t e = 0; e < R->nops; e++) { /* back to pending for the fallback */
+            const pop *p = &R->ops[e];
+            for (int k = 0; k < p->nout; k++) op_out(R, p)[k]->storage->lazy = JN_LAZY_PENDING;
         }
         goto done;
     }
@@ -879,7 +871,7 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
      * into like any other: both sides are the same bytes in the same order
      * (fashion-MNIST's `(x.float() / 255).view(...)`: 188 MB copied, and
      * held twice at the copy, before). */
-    R.flushing = 1;
+    R->flushing = 1;
     for (int pass = 0; pass < 2 && s == JN_OK; pass++)
         for (int64_t k = 0; k < S.n && s == JN_OK; k++) {
             hdr *h = &S.h[k];
@@ -894,27 +886,27 @@ static int run_graph(const jn_rp_match_result *res, char *why, size_t wn) {
                 st->lazy = 0;
                 continue;
             }
-            if (R.debug)
+            if (R->cfg.debug)
                 fprintf(stderr, "[rp] graph %s: output %d copied into a pending %s (%zu bytes)\n", g->name, h->fill,
                         h->view ? "view" : "tensor", st->nbytes);
             if ((s = storage_alloc(st))) break;
             st->lazy = pass == 0 ? 0 : PARTIAL;
             s = jn_copy_into(h->t, o);
         }
-    R.flushing = 0;
+    R->flushing = 0;
     for (int64_t k = 0; k < S.n; k++)
         if (S.h[k].t->storage->lazy == PARTIAL) S.h[k].t->storage->lazy = 0;
     if (s) { /* out of memory after the state was written: nothing right is left to do */
         snprintf(why, wn, "graph %s: filling its outputs: %s", g->name, jn_errmsg());
         rc = -1;
-        R.fatal = JN_ERR_NOMEM;
+        R->fatal = JN_ERR_NOMEM;
     } else {
         rc = 0;
     }
     if (D && rc == 0) { /* computed only if read */
         for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_DEFERRED;
-        D->next = R.deferred;
-        R.deferred = D;
+        D->next = R->deferred;
+        R->deferred = D;
         D = NULL;
     }
     for (int64_t k = 0; k < S.n; k++) { /* reached by nobody, or never read again (proved by the recording) */
@@ -929,8 +921,8 @@ done:
         if (owned[i]) jn_tensor_decref(inputs[i]);
     for (int i = 0; i < G->nkeep && outs; i++) jn_tensor_decref(outs[i]);
     free(inputs), free(owned), free(outs), free(vers), free(S.h), free(S.slot), free(W.slot), free(A);
-    dslice_free(D); /* not committed: the list runs eagerly */
-    if (rc == 0 && nsliced) R.sliced++;
+    dslice_free(R, D); /* not committed: the list runs eagerly */
+    if (rc == 0 && nsliced) R->sliced++;
     return rc;
 }
 
@@ -951,19 +943,19 @@ static double median(double *v, int n) {
 }
 
 /* Keep graph gi or leave it to eager, once its pairs are timed. */
-static void adapt_decide(int32_t gi) {
-    adapt_row *ad = &R.g[gi].ad;
-    const char *name = R.m->graphs[gi]->name;
+static void adapt_decide(jn_replay *R, int32_t gi) {
+    adapt_row *ad = &R->g[gi].ad;
+    const char *name = R->m->graphs[gi]->name;
     if (ad->state != AD_PROBE) return;
     if (ad->npairs < AD_PAIRS && ad->obs_turns > 8 * AD_PAIRS) { /* its eager runs never came out as it */
         ad->state = AD_KEEP;
-        if (R.debug) fprintf(stderr, "[rp] graph %s kept: its eager runs could not be timed\n", name);
+        if (R->cfg.debug) fprintf(stderr, "[rp] graph %s kept: its eager runs could not be timed\n", name);
         return;
     }
     /* AD_SURE pairs all on one side of the margin decide early (each pair
      * costs an untimed run of each mode too); else all AD_PAIRS are timed */
     int n = ad->npairs, above = 0;
-    for (int i = 0; i < n; i++) above += ad->ratio[i] > 1 + R.margin;
+    for (int i = 0; i < n; i++) above += ad->ratio[i] > 1 + R->cfg.margin;
     if (n < AD_PAIRS && (n < AD_SURE || (above && above < n))) return;
     double r[AD_PAIRS], c[AD_PAIRS], e[AD_PAIRS];
     memcpy(r, ad->ratio, sizeof r);
@@ -971,18 +963,18 @@ static void adapt_decide(int32_t gi) {
     memcpy(e, ad->obs, sizeof e);
     ad->med = median(r, n);
     double mc = median(c, n), me = median(e, n);
-    ad->state = ad->med > 1 + R.margin ? AD_EAGER : AD_KEEP;
-    if (R.debug)
+    ad->state = ad->med > 1 + R->cfg.margin ? AD_EAGER : AD_KEEP;
+    if (R->cfg.debug)
         fprintf(stderr, "[rp] graph %s %s: compiled/eager %.2fx per op (median of %d pairs; medians %.2f vs %.2f us)\n",
                 name, ad->state == AD_EAGER ? "left to eager" : "kept", ad->med, n, 1e6 * mc, 1e6 * me);
     if (ad->state != AD_EAGER) return;
     jn_ex_release_idle(1); /* a graph still kept allocates it again at its next run */
-    if (!R.nops) { /* the pending list's arrays, sized for its captures (~600 bytes an op), too */
-        free(R.ops);
-        free(R.refs);
-        R.ops = NULL;
-        R.refs = NULL;
-        R.capops = R.caprefs = 0;
+    if (!R->nops) { /* the pending list's arrays, sized for its captures (~600 bytes an op), too */
+        free(R->ops);
+        free(R->refs);
+        R->ops = NULL;
+        R->refs = NULL;
+        R->capops = R->caprefs = 0;
     }
     char why[512];
     snprintf(why, sizeof why,
@@ -999,12 +991,12 @@ static void adapt_decide(int32_t gi) {
 static void fill_arg(jn_rp_match_arg *r, const jn_tensor *t, int is_out);
 static void eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                         jn_tensor *const *out) {
-    (void)ctx;
+    jn_replay *R = ctx;
     if (jn_rt_capturing) return; /* cap_capture had it */
-    if (jn_op_is_comparison(op)) R.last_cmp = out[0]->id;
-    if (R.seg_mode != SEG_OBSERVE) return;
-    if (R.obs_skip) {
-        R.obs_skip = 0;
+    if (jn_op_is_comparison(op)) R->last_cmp = out[0]->id;
+    if (R->seg_mode != SEG_OBSERVE) return;
+    if (R->obs_skip) {
+        R->obs_skip = 0;
         return;
     }
     jn_rp_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
@@ -1012,75 +1004,75 @@ static void eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, cons
     for (int k = 0; k < nout; k++) fill_arg(&ao[k], out[k], 1);
     jn_rp_match_event ev = {op, a->a, nin, nout, ai, ao};
     jn_rp_match_result res;
-    if (jn_rp_match_feed(R.mt, &ev, &res) != JN_RP_MATCH_MISS) return;
-    R.seg_mode = SEG_OFF;
-    R.segments++;
-    note_miss(res.graph, res.guard, res.token, res.seen, res.why ? res.why : "no graph fits");
-    jn_rp_match_reset(R.mt);
+    if (jn_rp_match_feed(R->mt, &ev, &res) != JN_RP_MATCH_MISS) return;
+    R->seg_mode = SEG_OFF;
+    R->segments++;
+    note_miss(R, res.graph, res.guard, res.token, res.seen, res.why ? res.why : "no graph fits");
+    jn_rp_match_reset(R->mt);
 }
 
 /* After a segment's first op (captured, fed, CONTINUE or COMPLETE): run it
  * eagerly from here when every graph it can become was left to eager, or
  * when a graph being timed wants an eager run; time it when a graph it
  * can become is being timed. */
-static jn_status adapt_first(int into) {
+static jn_status adapt_first(jn_replay *R, int into) {
     int32_t alive[64];
-    int32_t n = jn_rp_match_alive(R.mt, alive, 64), probe = -1, all_eager = n > 0;
+    int32_t n = jn_rp_match_alive(R->mt, alive, 64), probe = -1, all_eager = n > 0;
     for (int32_t i = 0; i < n; i++) {
-        int st = R.g[alive[i]].ad.state;
+        int st = R->g[alive[i]].ad.state;
         all_eager &= st == AD_EAGER;
         /* the one standing for the most recorded segments drives (as jn_rp_match_end prefers it) */
-        if (st == AD_PROBE && (probe < 0 || R.m->graphs[alive[i]]->support > R.m->graphs[probe]->support))
+        if (st == AD_PROBE && (probe < 0 || R->m->graphs[alive[i]]->support > R->m->graphs[probe]->support))
             probe = alive[i];
     }
     if (!all_eager && probe < 0) return JN_OK;
     if (all_eager) {
-        R.seg_mode = SEG_PLAIN;
-        R.seg_graph = alive[0];
-        jn_rp_match_reset(R.mt);
+        R->seg_mode = SEG_PLAIN;
+        R->seg_graph = alive[0];
+        jn_rp_match_reset(R->mt);
         /* a graph still kept may have run since: eager's buffers would
          * come on top of its arena (a free: no trim, no block cache) */
         jn_ex_release_idle(0);
     } else {
-        adapt_row *ad = &R.g[probe].ad;
+        adapt_row *ad = &R->g[probe].ad;
         if (ad->phase < PH_EAGER_WARM) { /* a compiled run */
-            R.seg_t0 = now();
+            R->seg_t0 = now();
             return JN_OK;
         }
         if (++ad->obs_turns > 8 * AD_PAIRS) {
-            adapt_decide(probe); /* kept: its eager runs never came out as it */
+            adapt_decide(R, probe); /* kept: its eager runs never came out as it */
             return JN_OK;
         }
-        R.seg_mode = SEG_OBSERVE;
-        R.obs_skip = !into; /* jn_dispatch calls the hook for this very op when capture returns */
+        R->seg_mode = SEG_OBSERVE;
+        R->obs_skip = !into; /* jn_dispatch calls the hook for this very op when capture returns */
         if (ad->phase == PH_EAGER_WARM) jn_ex_release_idle(1);
-        R.seg_t0 = now();
+        R->seg_t0 = now();
     }
     jn_rt_capturing = 0;
-    return fallback(); /* the first op */
+    return fallback(R); /* the first op */
 }
 
 /* The end of a segment that ran eagerly by choice (SEG_OBSERVE, SEG_PLAIN,
  * SEG_OFF). */
-static jn_status seg_end_eager(void) {
-    int mode = R.seg_mode;
-    R.seg_mode = SEG_CAPTURE;
+static jn_status seg_end_eager(jn_replay *R) {
+    int mode = R->seg_mode;
+    R->seg_mode = SEG_CAPTURE;
     if (mode == SEG_OFF) return JN_OK;
-    R.segments++;
-    R.chosen++;
+    R->segments++;
+    R->chosen++;
     if (mode == SEG_PLAIN) {
-        note_miss(R.seg_graph, JN_DB_MISS_CHOICE, -1, NAN, R.g[R.seg_graph].ad.why);
+        note_miss(R, R->seg_graph, JN_DB_MISS_CHOICE, -1, NAN, R->g[R->seg_graph].ad.why);
         return JN_OK;
     }
     jn_rp_match_result res;
-    jn_rp_match_kind k = jn_rp_match_end(R.mt, &res);
+    jn_rp_match_kind k = jn_rp_match_end(R->mt, &res);
     if (k != JN_RP_MATCH_COMPLETE) {
-        R.chosen--;
-        note_miss(res.graph, res.guard, res.token, res.seen, res.why ? res.why : "the segment matched no graph");
+        R->chosen--;
+        note_miss(R, res.graph, res.guard, res.token, res.seen, res.why ? res.why : "the segment matched no graph");
         return JN_OK;
     }
-    adapt_row *ad = &R.g[res.graph].ad;
-    double t = res.nevents > 0 ? (now() - R.seg_t0) / (double)res.nevents : 0; /* per op: lengths vary */
+    adapt_row *ad = &R->g[res.graph].ad;
+    double t = res.nevents > 0 ? (now() - R->seg_t0) / (double)res.nevents : 0; /* per op: lengths vary */
     if (ad->state == AD_PROBE && ad->phase == PH_EAGER_WARM) ad->phase = PH_EAGER;
     else if (ad->state == AD_PROBE && ad->phase == PH_EAGER) {
         if (t > 0 && ad->last_cap > 0 && ad->npairs < AD_PAIRS) {
@@ -1092,62 +1084,62 @@ static jn_status seg_end_eager(void) {
     }
     char why[256];
     snprintf(why, sizeof why, "graph %s ran eagerly to time it against its compiled run (JANUS_REPLAY_ADAPT)",
-             R.m->graphs[res.graph]->name);
-    note_miss(res.graph, JN_DB_MISS_CHOICE, -1, NAN, why);
-    adapt_decide(res.graph);
+             R->m->graphs[res.graph]->name);
+    note_miss(R, res.graph, JN_DB_MISS_CHOICE, -1, NAN, why);
+    adapt_decide(R, res.graph);
     return JN_OK;
 }
 
 /* The segment ends: run its graph or its ops.  Capture stays off until the
  * caller starts the next segment. */
-static jn_status seg_end(void) {
-    if (R.seg_mode != SEG_CAPTURE) return seg_end_eager();
+static jn_status seg_end(jn_replay *R) {
+    if (R->seg_mode != SEG_CAPTURE) return seg_end_eager(R);
     if (!jn_rt_capturing) return JN_OK;
     jn_rt_capturing = 0;
     jn_rp_match_result res;
-    jn_rp_match_kind k = jn_rp_match_end(R.mt, &res);
-    if (k == JN_RP_MATCH_NONE && !R.nops) return JN_OK;
-    R.segments++;
-    if (R.debug) fprintf(stderr, "[rp] segment of %lld ops captured in %.3f ms\n", (long long)R.nops, 1e3 * (now() - R.t_begin));
+    jn_rp_match_kind k = jn_rp_match_end(R->mt, &res);
+    if (k == JN_RP_MATCH_NONE && !R->nops) return JN_OK;
+    R->segments++;
+    if (R->cfg.debug) fprintf(stderr, "[rp] segment of %lld ops captured in %.3f ms\n", (long long)R->nops, 1e3 * (now() - R->t_begin));
     char why[1024] = "";
     if (k == JN_RP_MATCH_COMPLETE) {
         jn_rt_private_ids++; /* its scalars, arena and outputs: not the ids Python sees */
-        int rc = run_graph(&res, why, sizeof why);
+        int rc = run_graph(R, &res, why, sizeof why);
         jn_rt_private_ids--;
         if (rc == 0) {
-            graph_row *g = &R.g[res.graph];
-            R.hits++;
-            clear_list(); /* part of what a compiled segment costs */
+            graph_row *g = &R->g[res.graph];
+            R->hits++;
+            clear_list(R); /* part of what a compiled segment costs */
             if (g->ad.state == AD_PROBE && g->ad.phase < PH_EAGER_WARM) {
-                if (g->ad.phase == PH_CAP && R.seg_t0 > 0 && res.nevents > 0)
-                    g->ad.last_cap = (now() - R.seg_t0) / (double)res.nevents;
+                if (g->ad.phase == PH_CAP && R->seg_t0 > 0 && res.nevents > 0)
+                    g->ad.last_cap = (now() - R->seg_t0) / (double)res.nevents;
                 g->ad.phase++;
             }
             g->hits++;
-            if (R.debug) fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (now() - R.t_begin), now());
+            if (R->cfg.debug) fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (now() - R->t_begin), now());
             return JN_OK;
         }
         if (rc < 0) {
-            clear_list();
-            return jn_error(R.fatal ? R.fatal : JN_ERR_RUNTIME, "janus replay: %s", why);
+            clear_list(R);
+            return jn_error(R->fatal ? R->fatal : JN_ERR_RUNTIME, "janus replay: %s", why);
         }
-        note_miss(res.graph, -1, -1, NAN, why);
+        note_miss(R, res.graph, -1, -1, NAN, why);
     } else {
         snprintf(why, sizeof why, "%s", res.why ? res.why : "the segment matched no graph");
-        note_miss(res.graph, res.guard, res.token, res.seen, why);
+        note_miss(R, res.graph, res.guard, res.token, res.seen, why);
     }
-    jn_status s = fallback();
-    if (s == JN_OK && R.strict) s = strict_error(why);
+    jn_status s = fallback(R);
+    if (s == JN_OK && R->cfg.strict) s = strict_error(why);
     return s;
 }
 
-static void seg_begin(int entry) {
-    if (!R.on) return;
-    if (R.deferred) dslice_gc();
-    jn_rp_match_begin(R.mt, entry);
+static void seg_begin(jn_replay *R, int entry) {
+    if (!R->on) return;
+    if (R->deferred) dslice_gc(R);
+    jn_rp_match_begin(R->mt, entry);
     jn_rt_capturing = 1;
-    R.seg_t0 = 0;
-    if (R.debug) R.t_begin = now();
+    R->seg_t0 = 0;
+    if (R->cfg.debug) R->t_begin = now();
 }
 
 /* ------------------------------------------------------------ capture */
@@ -1178,107 +1170,102 @@ static void fill_arg(jn_rp_match_arg *r, const jn_tensor *t, int is_out) {
 
 static jn_status cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                              jn_tensor *const *out, int into) {
-    (void)ctx;
+    jn_replay *R = ctx;
     jn_status s;
     for (int i = 0; i < nin; i++) /* a deferred value read: computed now (it is no pending op) */
         if (in[i]->storage->lazy == JN_LAZY_DEFERRED && (s = jn_rt_materialize(in[i]))) return s;
     for (int i = 0; i < nin; i++)
         if (in[i]->storage->lazy == JN_LAZY_LOST) {
             jn_rt_capturing = 0;
-            jn_rp_match_reset(R.mt);
-            note_miss(-1, -1, -1, NAN, "an op read a tensor a compiled graph did not keep");
-            R.segments++;
-            if ((s = fallback())) return s;
+            jn_rp_match_reset(R->mt);
+            note_miss(R, -1, -1, -1, NAN, "an op read a tensor a compiled graph did not keep");
+            R->segments++;
+            if ((s = fallback(R))) return s;
             return lost_error(in[i]);
         }
-    if (!grow((void **)&R.ops, &R.capops, R.nops + 1, sizeof *R.ops) ||
-        !grow((void **)&R.refs, &R.caprefs, R.nrefs + nin + nout, sizeof *R.refs)) {
+    if (!grow((void **)&R->ops, &R->capops, R->nops + 1, sizeof *R->ops) ||
+        !grow((void **)&R->refs, &R->caprefs, R->nrefs + nin + nout, sizeof *R->refs)) {
         jn_rt_capturing = 0;
-        jn_rp_match_reset(R.mt);
-        (void)fallback();
+        jn_rp_match_reset(R->mt);
+        (void)fallback(R);
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
     }
-    pop *p = &R.ops[R.nops++];
+    pop *p = &R->ops[R->nops++];
     p->op = op;
     p->into = (uint8_t)into;
     p->nin = (uint8_t)nin;
     p->nout = (uint8_t)nout;
-    p->ref = (int32_t)R.nrefs;
+    p->ref = (int32_t)R->nrefs;
     /* only the op's own attributes (kernels read no others): a whole jn_attrs is 576 bytes */
     memcpy(&p->a, a, sizeof(jn_attr) * (size_t)jn_op_info(op)->nattrs);
-    for (int i = 0; i < nin; i++) pend_hold(R.refs[R.nrefs++] = in[i]);
+    for (int i = 0; i < nin; i++) pend_hold(R->refs[R->nrefs++] = in[i]);
     for (int k = 0; k < nout; k++) {
-        pend_hold(R.refs[R.nrefs++] = out[k]);
+        pend_hold(R->refs[R->nrefs++] = out[k]);
         out[k]->storage->lazy = JN_LAZY_PENDING; /* in-place targets too: their bytes are stale now */
     }
-    if (jn_op_is_comparison(op)) R.last_cmp = out[0]->id;
+    if (jn_op_is_comparison(op)) R->last_cmp = out[0]->id;
 
     jn_rp_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
     for (int i = 0; i < nin; i++) fill_arg(&ai[i], in[i], 0);
     for (int k = 0; k < nout; k++) fill_arg(&ao[k], out[k], 1);
     jn_rp_match_event ev = {op, a->a, nin, nout, ai, ao};
-    if (R.debug) {
-        fprintf(stderr, "[rp] %lld %s", (long long)(R.nops - 1), jn_op_info(op)->name);
+    if (R->cfg.debug) {
+        fprintf(stderr, "[rp] %lld %s", (long long)(R->nops - 1), jn_op_info(op)->name);
         for (int i = 0; i < nin; i++) fprintf(stderr, " i%lld", (long long)in[i]->id);
         for (int k = 0; k < nout; k++) fprintf(stderr, " o%lld", (long long)out[k]->id);
         fprintf(stderr, "\n");
     }
     jn_rp_match_result res;
-    if (jn_rp_match_feed(R.mt, &ev, &res) != JN_RP_MATCH_MISS) return R.adapt && R.nops == 1 ? adapt_first(into) : JN_OK;
+    if (jn_rp_match_feed(R->mt, &ev, &res) != JN_RP_MATCH_MISS) return R->cfg.adapt && R->nops == 1 ? adapt_first(R, into) : JN_OK;
     /* no graph fits: what is pending runs now, the rest of the segment eagerly */
     jn_rt_capturing = 0;
     char why[1024];
     snprintf(why, sizeof why, "%s", res.why ? res.why : "no graph fits");
-    note_miss(res.graph, res.guard, res.token, res.seen, why);
-    R.segments++;
-    jn_rp_match_reset(R.mt);
-    if ((s = fallback())) return s;
-    return R.strict ? strict_error(why) : JN_OK;
+    note_miss(R, res.graph, res.guard, res.token, res.seen, why);
+    R->segments++;
+    jn_rp_match_reset(R->mt);
+    if ((s = fallback(R))) return s;
+    return R->cfg.strict ? strict_error(why) : JN_OK;
 }
 
 static jn_status cap_materialize(void *ctx, jn_tensor *t) {
-    (void)ctx;
+    jn_replay *R = ctx;
     if (t->storage->lazy == JN_LAZY_LOST) return lost_error(t);
     if (t->storage->lazy == JN_LAZY_DEFERRED) {
-        dslice *D = dslice_find(t->storage);
-        return D ? dslice_run(D) : lost_error(t);
+        dslice *D = dslice_find(R, t->storage);
+        return D ? dslice_run(R, D) : lost_error(t);
     }
-    if (R.flushing) return JN_OK;
+    if (R->flushing) return JN_OK;
     /* data read outside a sync point: the segment ends here */
-    jn_status s = seg_end();
+    jn_status s = seg_end(R);
     if (s) return s;
     return t->storage->lazy == JN_LAZY_LOST ? lost_error(t) : JN_OK;
 }
 
-/* ------------------------------------------------------------- public */
-static void unload(void) {
-    jn_rt_set_capture_hook(NULL);
-    if (R.hooked) jn_set_dispatch_hook(NULL);
-    R.hooked = 0;
-    R.seg_mode = SEG_CAPTURE;
-    jn_rp_on = 0;
-    R.on = 0;
-    clear_list();
-    if (R.dlib) (void)jn_ex_dlib_sync(R.dlib); /* nothing in flight uses what is freed below */
-    for (int32_t i = 0; R.g && R.m && i < R.m->ngraphs; i++) {
-        if (R.g[i].x) jn_ex_free(R.g[i].x);
-        free(R.g[i].keep_idx);
-        free(R.g[i].ad.why);
+/* ------------------------------------------------------------- bundle */
+/* Gives back the bundle and everything made from it (the hooks are off). */
+static void unload(jn_replay *R) {
+    clear_list(R);
+    if (R->dlib) (void)jn_ex_dlib_sync(R->dlib); /* nothing in flight uses what is freed below */
+    for (int32_t i = 0; R->g && R->m && i < R->m->ngraphs; i++) {
+        if (R->g[i].x) jn_ex_free(R->g[i].x);
+        free(R->g[i].keep_idx);
+        free(R->g[i].ad.why);
     }
-    free(R.g);
-    R.g = NULL;
-    jn_ex_cuda_graphs_free(R.cg); /* after the executors that use its table */
-    R.cg = NULL;
-    if (R.dlib) jn_ex_dlib_close(R.dlib);
-    R.dlib = NULL;
-    R.dev = JN_CPU;
-    if (R.mt) jn_rp_match_free(R.mt);
-    R.mt = NULL;
-    if (R.lib) jn_ex_lib_close(R.lib);
-    R.lib = NULL;
-    if (R.b) jn_cg_bundle_free(R.b);
-    R.b = NULL;
-    R.m = NULL;
+    free(R->g);
+    R->g = NULL;
+    jn_ex_cuda_graphs_free(R->cg); /* after the executors that use its table */
+    R->cg = NULL;
+    if (R->dlib) jn_ex_dlib_close(R->dlib);
+    R->dlib = NULL;
+    R->dev = JN_CPU;
+    if (R->mt) jn_rp_match_free(R->mt);
+    R->mt = NULL;
+    if (R->lib) jn_ex_lib_close(R->lib);
+    R->lib = NULL;
+    if (R->b) jn_cg_bundle_free(R->b);
+    R->b = NULL;
+    R->m = NULL;
 }
 
 /* The device the recorded graphs ran on: JN_CPU unless a value is on a GPU
@@ -1305,46 +1292,46 @@ jn_status jn_rp_pick_cuda(const char *const *targets, int n, int dev_major, int 
     return *pick ? JN_OK : JN_ERR_VALUE;
 }
 
-/* The CUDA bundle R.b fits the device (dname, sm_<major><minor>): the
+/* The CUDA bundle R->b fits the device (dname, sm_<major><minor>): the
  * eager CUDA backend (library nodes, buffers, the stream), the bundle's
  * module (its cubin or PTX; none when the graphs have no generated
- * kernels) and the graphs' device table over both, into R.dlib / R.cg.
+ * kernels) and the graphs' device table over both, into R->dlib / R->cg.
  * Refusals name what is missing; nothing is left open on failure. */
-static jn_status open_device_exec(const char *db_path, const char *dname, int major, int minor) {
+static jn_status open_device_exec(jn_replay *R, const char *db_path, const char *dname, int major, int minor) {
     char why[1024];
     jn_status s = jn_rt_backends[JN_CUDA] ? JN_OK : jn_cuda_init();
     if (s) {
         snprintf(why, sizeof why, "%s", jn_errmsg());
         return jn_error(s, "the %s bundle of %s fits %s (sm_%d%d), but the eager CUDA backend cannot start, and "
-                        "the graphs need it (buffers, stream, library nodes): %s", R.b->target, db_path, dname, major,
+                        "the graphs need it (buffers, stream, library nodes): %s", R->b->target, db_path, dname, major,
                         minor, why);
     }
-    const jn_cg_bundle_section *cubin = jn_cg_bundle_section_find(R.b, JN_CG_SEC_CUBIN);
-    const jn_cg_bundle_section *ptx = jn_cg_bundle_section_find(R.b, JN_CG_SEC_PTX);
+    const jn_cg_bundle_section *cubin = jn_cg_bundle_section_find(R->b, JN_CG_SEC_CUBIN);
+    const jn_cg_bundle_section *ptx = jn_cg_bundle_section_find(R->b, JN_CG_SEC_PTX);
     if (cubin || ptx) {
         uint64_t h = 0;
         char origin[512];
-        snprintf(origin, sizeof origin, "the %s bundle of %s", R.b->target, db_path);
-        if ((s = jn_cg_module_hash(R.b->module, &h)) ||
+        snprintf(origin, sizeof origin, "the %s bundle of %s", R->b->target, db_path);
+        if ((s = jn_cg_module_hash(R->b->module, &h)) ||
             (s = jn_ex_dlib_open(cubin ? cubin->data : NULL, cubin ? cubin->len : 0, ptx ? (const char *)ptx->data : NULL,
-                                 ptx ? ptx->len : 0, R.b->target, h, origin, 0, &R.dlib)))
+                                 ptx ? ptx->len : 0, R->b->target, h, origin, 0, &R->dlib)))
             return s;
     }
-    if ((s = jn_ex_cuda_graphs_new(R.dlib, NULL, T.stream, &R.cg))) {
-        if (R.dlib) jn_ex_dlib_close(R.dlib);
-        R.dlib = NULL;
+    if ((s = jn_ex_cuda_graphs_new(R->dlib, NULL, R->cfg.cuda_stream, &R->cg))) {
+        if (R->dlib) jn_ex_dlib_close(R->dlib);
+        R->dlib = NULL;
         return s;
     }
-    if (T.runner_set) jn_ex_cuda_graphs_set_runner(R.cg, &T.runner);
-    R.dev = JN_CUDA;
+    if (R->cfg.cuda_runner) jn_ex_cuda_graphs_set_runner(R->cg, &R->runner);
+    R->dev = JN_CUDA;
     return JN_OK;
 }
 
 /* The recording ran on a GPU (or the store has no cpu bundle): the bundle
- * for this machine's GPU, into R.b; `cpu_why` is why the cpu bundle could
+ * for this machine's GPU, into R->b; `cpu_why` is why the cpu bundle could
  * not be used ("" when it loaded but holds GPU graphs).  Every refusal names
  * what is missing and the fix; the caller then runs the script eagerly. */
-static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *cpu_why) {
+static jn_status open_device_bundle(jn_replay *R, jn_db *db, const char *db_path, const char *cpu_why) {
     jn_db_bundle *list = NULL;
     int nb = 0;
     jn_status s = jn_db_bundle_list(db, &list, &nb);
@@ -1381,16 +1368,16 @@ static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *
         jn_cg_bundle_expect ex = {0};
         ex.db_path = db_path;
         ex.target = pick;
-        if (!(s = jn_cg_bundle_open(db, &ex, &R.b))) {
+        if (!(s = jn_cg_bundle_open(db, &ex, &R->b))) {
             int image = 0;
-            s = jn_ex_cuda_pick_image(R.b->target, jn_cg_bundle_section_find(R.b, JN_CG_SEC_CUBIN) != NULL,
-                                      jn_cg_bundle_section_find(R.b, JN_CG_SEC_PTX) != NULL, major, minor, dname,
+            s = jn_ex_cuda_pick_image(R->b->target, jn_cg_bundle_section_find(R->b, JN_CG_SEC_CUBIN) != NULL,
+                                      jn_cg_bundle_section_find(R->b, JN_CG_SEC_PTX) != NULL, major, minor, dname,
                                       &image);
             (void)image; /* jn_ex_dlib_open makes the same choice when it loads the module */
-            if (!s) s = open_device_exec(db_path, dname, major, minor);
+            if (!s) s = open_device_exec(R, db_path, dname, major, minor);
             if (s) {
-                jn_cg_bundle_free(R.b);
-                R.b = NULL;
+                jn_cg_bundle_free(R->b);
+                R->b = NULL;
             }
         }
     }
@@ -1399,169 +1386,184 @@ static jn_status open_device_bundle(jn_db *db, const char *db_path, const char *
     return s;
 }
 
-/* An on/off variable: 1 for 1/yes/true/on, 0 for 0/no/false/off, dflt
- * when unset or empty, -1 for anything else. */
-static int env_switch(const char *name, int dflt) {
-    const char *v = getenv(name);
-    if (!v || !*v) return dflt;
-    static const char *const on[] = {"1", "yes", "true", "on"}, *const off[] = {"0", "no", "false", "off"};
-    for (int i = 0; i < 4; i++) {
-        if (!strcmp(v, on[i])) return 1;
-        if (!strcmp(v, off[i])) return 0;
-    }
-    return -1;
-}
-
-jn_status jn_rp_start(const char *db_path, int64_t run_id, int flags) {
-    if (R.on) return jn_error(JN_ERR_RUNTIME, "a replay is already running in this process");
-    if (jn_dispatch_hook_installed()) /* its hook is the recorder's */
-        return jn_error(JN_ERR_RUNTIME, "this process is being recorded (janus record, JANUS_RECORD_DB); a "
-                                        "recording runs eagerly, so replay and record do not combine");
+/* The bundle of the store at db_path, its matcher and compiled kernels,
+ * into R (the device's bundle when the recording ran on a GPU); on a
+ * refusal everything loaded is given back. */
+static jn_status load(jn_replay *R, const char *db_path) {
     jn_db *db = NULL;
     jn_status s = jn_db_open(db_path, JN_DB_READONLY, &db);
     if (s) return s;
     jn_cg_bundle_expect ex = {0};
     ex.db_path = db_path;
-    s = jn_cg_bundle_open(db, &ex, &R.b);
+    s = jn_cg_bundle_open(db, &ex, &R->b);
     /* the bundle of the device the recording used: the cpu one unless its
      * graphs hold GPU values (or there is none) -- a startup test only */
-    if (s || module_device(R.b->module) != JN_CPU) {
+    if (s || module_device(R->b->module) != JN_CPU) {
         char cpu_why[1024] = "";
         if (s) snprintf(cpu_why, sizeof cpu_why, "%s", jn_errmsg());
-        if (R.b) jn_cg_bundle_free(R.b);
-        R.b = NULL;
-        s = open_device_bundle(db, db_path, cpu_why);
+        if (R->b) jn_cg_bundle_free(R->b);
+        R->b = NULL;
+        s = open_device_bundle(R, db, db_path, cpu_why);
     }
-    if (!s && R.dev == JN_CUDA) { /* cuDNN's choices of earlier runs on this GPU (a failure only costs time) */
+    if (!s && R->dev == JN_CUDA) { /* cuDNN's choices of earlier runs on this GPU (a failure only costs time) */
         int n = 0;
-        jn_status as = T.algos_dev[0] ? jn_ex_cuda_algos_load_for(db, T.algos_dev, &n) : jn_ex_cuda_algos_load(db, &n);
+        jn_status as = R->algos_dev[0] ? jn_ex_cuda_algos_load_for(db, R->algos_dev, &n) : jn_ex_cuda_algos_load(db, &n);
         if (as)
             fprintf(stderr, "janus replay: could not load the cuDNN algorithm choices from %s (they are chosen "
                     "again): %s\n", db_path, jn_errmsg());
     }
     jn_db_close(db);
     if (s) return s;
-    R.m = R.b->module;
-    const jn_cg_bundle_section *ms = jn_cg_bundle_section_find(R.b, JN_CG_SEC_MATCHER);
-    if (!ms) {
-        unload();
-        return jn_error(JN_ERR_VALUE, "the bundle in %s has no replay matcher; re-run `janus optimize %s`", db_path,
-                        db_path);
-    }
-    if ((s = jn_rp_match_new(R.m, ms->data, ms->len, &R.mt))) {
-        unload();
-        return s;
-    }
-    const jn_cg_bundle_section *so = jn_cg_bundle_section_find(R.b, JN_CG_SEC_SO);
-    if (so) {
+    R->m = R->b->module;
+    const jn_cg_bundle_section *ms = jn_cg_bundle_section_find(R->b, JN_CG_SEC_MATCHER);
+    if (!ms)
+        s = jn_error(JN_ERR_VALUE, "the bundle in %s has no replay matcher; re-run `janus optimize %s`", db_path,
+                     db_path);
+    if (!s) s = jn_rp_match_new(R->m, ms->data, ms->len, &R->mt);
+    if (!s && R->cfg.match_dump) jn_rp_match_dump(R->mt, stderr);
+    const jn_cg_bundle_section *so = jn_cg_bundle_section_find(R->b, JN_CG_SEC_SO);
+    if (!s && so) {
         uint64_t h = 0;
         char origin[512];
         snprintf(origin, sizeof origin, "the compiled kernels in %s", db_path);
-        if ((s = jn_cg_module_hash(R.m, &h)) || (s = jn_ex_lib_open(so->data, so->len, h, origin, &R.lib))) {
-            unload();
-            return s;
-        }
+        if (!(s = jn_cg_module_hash(R->m, &h))) s = jn_ex_lib_open(so->data, so->len, h, origin, &R->lib);
     }
-    if (!(R.g = calloc((size_t)R.m->ngraphs + 1, sizeof *R.g)) || !(R.db_path = strdup(db_path))) {
-        unload();
-        return jn_error(JN_ERR_NOMEM, "out of memory loading the bundle of %s", db_path);
+    if (!s && !(R->g = calloc((size_t)R->m->ngraphs + 1, sizeof *R->g)))
+        s = jn_error(JN_ERR_NOMEM, "out of memory loading the bundle of %s", db_path);
+    if (s) {
+        unload(R);
+        return s;
     }
-    for (int32_t i = 0; i < R.m->ngraphs; i++) R.g[i].ad.phase = PH_FIRST;
-    R.run_id = run_id;
-    R.strict = (flags & JN_RP_STRICT) != 0;
-    R.debug = env_switch("JANUS_REPLAY_DEBUG", 0) != 0; /* any other value: on */
-    R.speculate = (flags & JN_RP_SPECULATE) != 0;
-    R.defer = env_switch("JANUS_REPLAY_DEFER", 1) != 0;
-    if (R.dev != JN_CPU) R.defer = 0; /* deferred slices snapshot host bytes: on a GPU the slice runs first */
-    /* timing graphs against eager: host clocks time a CPU graph, not a GPU's
-     * asynchronous work; strict mode wants every graph that fits to run */
-    const char *ad = getenv("JANUS_REPLAY_ADAPT"), *mg = getenv("JANUS_REPLAY_ADAPT_MARGIN");
-    int ad_on = env_switch("JANUS_REPLAY_ADAPT", 1);
-    if (ad_on < 0) {
-        unload();
-        return jn_error(JN_ERR_VALUE,
-                        "JANUS_REPLAY_ADAPT=%s is neither 1 (time each graph against eager and leave slower ones "
-                        "to it, the default) nor 0 (run every graph that fits)", ad);
-    }
-    /* debug's per-op prints would be timed as capture: on only when asked for */
-    R.adapt = ad_on && R.dev == JN_CPU && !R.strict && (!R.debug || (ad && *ad));
-    R.margin = 0.10;
-    if (mg && *mg) {
-        char *end;
-        R.margin = strtod(mg, &end);
-        if (*end || !isfinite(R.margin) || R.margin <= -1) {
-            unload();
-            return jn_error(JN_ERR_VALUE,
-                            "JANUS_REPLAY_ADAPT_MARGIN=%s is not a number above -1 (how much slower than eager, as a "
-                            "fraction, a compiled segment may be before its graph is left to eager; default 0.10)",
-                            mg);
-        }
-    }
-    R.seg_mode = SEG_CAPTURE;
-    R.segments = R.hits = R.misses = R.chosen = 0;
-    R.on = 1;
-    jn_rp_on = 1;
-    jn_rt_capture_hook h = {cap_capture, cap_materialize, cap_held_only, NULL, R.dev};
-    jn_rt_set_capture_hook(&h);
-    jn_dispatch_hook dh = {eager_after, NULL};
-    jn_set_dispatch_hook(&dh);
-    R.hooked = 1;
-    seg_begin(0);
+    for (int32_t i = 0; i < R->m->ngraphs; i++) R->g[i].ad.phase = PH_FIRST;
     return JN_OK;
 }
 
-jn_status jn_rp_step(void) {
-    if (!R.on) return JN_OK;
-    jn_status s = seg_end();
-    seg_begin(0);
+/* ------------------------------------------------------------- public */
+void jn_rp_config_default(jn_rp_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->defer = 1;
+    cfg->adapt = 1;
+    cfg->margin = 0.10;
+}
+
+jn_status jn_rp_config_from_env(jn_rp_config *cfg) {
+    jn_rp_config c;
+    jn_rp_config_default(&c);
+    jn_status s;
+    if ((s = jn_setting_bool(JN_S_REPLAY_STRICT, &c.strict)) || (s = jn_setting_bool(JN_S_REPLAY_SPECULATE, &c.speculate)) ||
+        (s = jn_setting_bool(JN_S_REPLAY_DEFER, &c.defer)) || (s = jn_setting_bool(JN_S_REPLAY_DEBUG, &c.debug)) ||
+        (s = jn_setting_bool(JN_S_REPLAY_ADAPT, &c.adapt)) || (s = jn_setting_float(JN_S_REPLAY_ADAPT_MARGIN, &c.margin)) ||
+        (s = jn_setting_bool(JN_S_MATCH_DUMP, &c.match_dump))) {
+        jn_rp_config_default(cfg);
+        return s;
+    }
+    /* debug's per-op prints would be timed as capture: on only when asked for */
+    if (c.debug && !jn_setting_raw(JN_S_REPLAY_ADAPT)) c.adapt = 0;
+    *cfg = c;
+    return JN_OK;
+}
+
+/* Stop following segments: both hooks off. */
+static void uninstall(jn_replay *R) {
+    if (!R->on) return;
+    jn_rt_set_capture_hook(NULL);
+    if (R->hooked) jn_set_dispatch_hook(NULL);
+    R->hooked = 0;
+    R->seg_mode = SEG_CAPTURE;
+    R->on = 0;
+}
+
+jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg, jn_replay **out) {
+    *out = NULL;
+    if (jn_rt_capture_hook_installed())
+        return jn_error(JN_ERR_RUNTIME, "a replay is already running in this process");
+    if (jn_dispatch_hook_installed()) /* its hook is the recorder's */
+        return jn_error(JN_ERR_RUNTIME, "this process is being recorded (janus record, JANUS_RECORD_DB); a "
+                                        "recording runs eagerly, so replay and record do not combine");
+    jn_replay *R = calloc(1, sizeof *R);
+    if (!R || !(R->db_path = strdup(db_path))) {
+        free(R);
+        return jn_error(JN_ERR_NOMEM, "out of memory starting a replay of %s", db_path);
+    }
+    R->cfg = *cfg;
+    if (cfg->cuda_runner) R->runner = *cfg->cuda_runner;
+    R->cfg.cuda_runner = cfg->cuda_runner ? &R->runner : NULL;
+    snprintf(R->algos_dev, sizeof R->algos_dev, "%s", cfg->algos_device ? cfg->algos_device : "");
+    R->cfg.algos_device = R->algos_dev;
+    R->run_id = run_id;
+    jn_status s = load(R, db_path);
+    if (s) {
+        jn_rp_free(R);
+        return s;
+    }
+    if (R->dev != JN_CPU) R->cfg.defer = 0; /* deferred slices snapshot host bytes: on a GPU the slice runs first */
+    /* timing graphs against eager: host clocks time a CPU graph, not a GPU's
+     * asynchronous work; strict mode wants every graph that fits to run */
+    if (R->dev != JN_CPU || R->cfg.strict) R->cfg.adapt = 0;
+    R->seg_mode = SEG_CAPTURE;
+    R->on = 1;
+    jn_rt_capture_hook h = {cap_capture, cap_materialize, cap_held_only, R, R->dev};
+    jn_rt_set_capture_hook(&h);
+    jn_dispatch_hook dh = {eager_after, R};
+    jn_set_dispatch_hook(&dh);
+    R->hooked = 1;
+    seg_begin(R, 0);
+    *out = R;
+    return JN_OK;
+}
+
+jn_status jn_rp_step(jn_replay *R) {
+    if (!R->on) return JN_OK;
+    jn_status s = seg_end(R);
+    seg_begin(R, 0);
     return s;
 }
 
-void jn_rp_quiet(int delta) { R.quiet += delta; }
+void jn_rp_quiet(jn_replay *R, int delta) { R->quiet += delta; }
 
-jn_status jn_rp_sync(int kind, jn_tensor *t) {
-    if (!R.on) return JN_OK;
+jn_status jn_rp_sync(jn_replay *R, int kind, jn_tensor *t) {
+    if (!R->on) return JN_OK;
     jn_status s = JN_OK;
-    if (!R.quiet) {
-        if (kind == JN_SYNC_BOOL && t && t->id == R.last_cmp) kind = JN_SYNC_COMPARE;
-        s = seg_end();
+    if (!R->quiet) {
+        if (kind == JN_SYNC_BOOL && t && t->id == R->last_cmp) kind = JN_SYNC_COMPARE;
+        s = seg_end(R);
     }
     if (s == JN_OK && t) s = jn_rt_materialize(t);
-    if (!R.quiet) seg_begin(kind);
+    if (!R->quiet) seg_begin(R, kind);
     return s;
 }
 
-void jn_rp_get_stats(jn_rp_stats *st) {
+void jn_rp_get_stats(const jn_replay *R, jn_rp_stats *st) {
     memset(st, 0, sizeof *st);
-    st->segments = R.segments;
-    st->hits = R.hits;
-    st->misses = R.misses;
-    st->sliced = R.sliced;
-    st->ngraphs = R.m ? R.m->ngraphs : 0;
-    st->chosen = R.chosen;
-    for (int32_t i = 0; R.g && i < st->ngraphs; i++) {
-        st->graphs_eager += R.g[i].ad.state == AD_EAGER;
-        st->graphs_hit += R.g[i].hits > 0;
-        st->seconds += R.g[i].seconds;
+    st->segments = R->segments;
+    st->hits = R->hits;
+    st->misses = R->misses;
+    st->sliced = R->sliced;
+    st->ngraphs = R->m ? R->m->ngraphs : 0;
+    st->chosen = R->chosen;
+    for (int32_t i = 0; R->g && i < st->ngraphs; i++) {
+        st->graphs_eager += R->g[i].ad.state == AD_EAGER;
+        st->graphs_hit += R->g[i].hits > 0;
+        st->seconds += R->g[i].seconds;
     }
-    st->device = R.dev;
-    if (R.cg) {
+    st->device = R->dev;
+    if (R->cg) {
         jn_ex_cuda_graphs_stats cs;
-        jn_ex_cuda_graphs_get_stats(R.cg, &cs);
+        jn_ex_cuda_graphs_get_stats(R->cg, &cs);
         st->cuda_replays = cs.replays, st->cuda_captures = cs.captures, st->cuda_updates = cs.updates;
         st->cuda_plain_runs = cs.plain_runs;
     }
 }
 
-static int top_miss(int rank) {
+static int top_miss(const jn_replay *R, int rank) {
     /* rank-th by count (ties: first seen) */
     int chosen[8], nc = 0;
     for (int r = 0; r <= rank && r < 8; r++) {
         int best = -1;
-        for (int i = 0; i < R.nmiss; i++) {
+        for (int i = 0; i < R->nmiss; i++) {
             int used = 0;
             for (int c = 0; c < nc; c++) used |= chosen[c] == i;
-            if (!used && (best < 0 || R.miss[i].count > R.miss[best].count)) best = i;
+            if (!used && (best < 0 || R->miss[i].count > R->miss[best].count)) best = i;
         }
         if (best < 0) return -1;
         chosen[nc++] = best;
@@ -1569,11 +1571,11 @@ static int top_miss(int rank) {
     return rank < 8 ? chosen[rank] : -1;
 }
 
-const char *jn_rp_miss(int i, int64_t *count) {
-    int k = top_miss(i);
+const char *jn_rp_miss(const jn_replay *R, int i, int64_t *count) {
+    int k = top_miss(R, i);
     if (k < 0) return NULL;
-    if (count) *count = R.miss[k].count;
-    return R.miss[k].why;
+    if (count) *count = R->miss[k].count;
+    return R->miss[k].why;
 }
 
 static void commas(int64_t v, char *buf, size_t n) {
@@ -1587,24 +1589,24 @@ static void commas(int64_t v, char *buf, size_t n) {
     buf[j] = 0;
 }
 
-void jn_rp_summary(char *buf, size_t n) {
+void jn_rp_summary(const jn_replay *R, char *buf, size_t n) {
     jn_rp_stats st;
-    jn_rp_get_stats(&st);
+    jn_rp_get_stats(R, &st);
     char seg[32], fb[32];
     commas(st.segments, seg, sizeof seg);
     commas(st.misses, fb, sizeof fb);
     double pct = st.segments ? 100.0 * (double)st.hits / (double)st.segments : 0;
-    int k = top_miss(0);
+    int k = top_miss(R, 0);
     char gpu[600] = "";
-    if (R.cg) { /* what the GPU's graph runs were: launched captures, new captures, plain launches */
+    if (R->cg) { /* what the GPU's graph runs were: launched captures, new captures, plain launches */
         jn_ex_cuda_graphs_stats cs;
-        jn_ex_cuda_graphs_get_stats(R.cg, &cs);
+        jn_ex_cuda_graphs_get_stats(R->cg, &cs);
         snprintf(gpu, sizeof gpu, " on cuda:0 (CUDA Graphs: %lld replays, %lld captures, %lld updates%s%s)",
                  (long long)cs.replays, (long long)cs.captures, (long long)cs.updates,
                  cs.plain_runs ? "; plain launches: " : "", cs.plain_runs ? cs.plain_reason : "");
     }
     char ch[128] = "";
-    if (st.chosen) { /* what JANUS_REPLAY_ADAPT chose is no guard's miss */
+    if (st.chosen) { /* what adapt chose is no guard's miss */
         char c[32];
         commas(st.chosen, c, sizeof c);
         snprintf(ch, sizeof ch, " (%s by choice: %lld graph%s slower than eager left to it, and timing runs)", c,
@@ -1612,98 +1614,89 @@ void jn_rp_summary(char *buf, size_t n) {
     }
     snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s)%s, %s fell back%s%s%s",
              floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", gpu, fb, ch,
-             k >= 0 ? "; top miss: " : "", k >= 0 ? R.miss[k].why : "");
+             k >= 0 ? "; top miss: " : "", k >= 0 ? R->miss[k].why : "");
 }
 
-static void write_counters(void);
+static void write_counters(const jn_replay *R);
 
-jn_status jn_rp_stop(int print_summary) {
-    if (!R.on) return JN_OK;
-    jn_status s = seg_end();
-    while (R.deferred) {
-        dslice *D = R.deferred;
-        R.deferred = D->next;
-        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST; /* nothing runs after exit */
-        dslice_free(D);
+jn_status jn_rp_finish(jn_replay *R, int print_summary) {
+    if (!R->on) return JN_OK;
+    jn_status s = seg_end(R);
+    while (R->deferred) {
+        dslice *D = R->deferred;
+        R->deferred = D->next;
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST; /* nothing runs after it */
+        dslice_free(R, D);
     }
-    jn_rt_set_capture_hook(NULL);
+    clear_list(R);
+    uninstall(R);
     if (print_summary) {
         char line[2048];
-        jn_rp_summary(line, sizeof line);
+        jn_rp_summary(R, line, sizeof line);
         fprintf(stderr, "%s\n", line);
         fflush(stderr);
-    } else if (R.cg) { /* `janus replay` prints the counters' line; how the GPU ran them is known only here */
+    } else if (R->cg) { /* `janus replay` prints the counters' line; how the GPU ran them is known only here */
         jn_ex_cuda_graphs_stats cs;
-        jn_ex_cuda_graphs_get_stats(R.cg, &cs);
+        jn_ex_cuda_graphs_get_stats(R->cg, &cs);
         fprintf(stderr, "janus replay: graphs on cuda:0 as CUDA Graphs: %lld replays, %lld captures, %lld updates%s%s\n",
                 (long long)cs.replays, (long long)cs.captures, (long long)cs.updates,
                 cs.plain_runs ? "; plain launches: " : "", cs.plain_runs ? cs.plain_reason : "");
         fflush(stderr);
     }
-    write_counters();
-    unload();
-    for (int i = 0; i < R.nmiss; i++) free(R.miss[i].why), free(R.miss[i].site);
-    free(R.miss);
-    R.miss = NULL;
-    R.nmiss = R.capmiss = 0;
-    free(R.db_path);
-    R.db_path = NULL;
-    free(R.ops);
-    free(R.refs);
-    R.ops = NULL;
-    R.refs = NULL;
-    R.capops = R.caprefs = 0;
+    write_counters(R);
     return s;
 }
 
-/* At exit: the counters (run_id > 0) and, after a CUDA replay, cuDNN's
+void jn_rp_free(jn_replay *R) {
+    if (!R) return;
+    (void)jn_rp_finish(R, 0);
+    unload(R);
+    for (int i = 0; i < R->nmiss; i++) free(R->miss[i].why), free(R->miss[i].site);
+    free(R->miss);
+    free(R->db_path);
+    free(R->ops);
+    free(R->refs);
+    free(R);
+}
+
+/* At the end: the counters (run_id > 0) and, after a CUDA replay, cuDNN's
  * algorithm choices (jn_algos.h), in one opening of the store.  They are
  * separate transactions: a failure to save the choices loses no counter,
  * and each failure is said on stderr with its reason. */
-static void write_counters(void) {
-    int algos = R.dev == JN_CUDA;
-    if ((R.run_id <= 0 && !algos) || !R.db_path) return;
+static void write_counters(const jn_replay *R) {
+    int algos = R->dev == JN_CUDA;
+    if ((R->run_id <= 0 && !algos) || !R->db_path) return;
     jn_db *db = NULL;
-    if (jn_db_open(R.db_path, JN_DB_WRITE, &db)) {
+    if (jn_db_open(R->db_path, JN_DB_WRITE, &db)) {
         fprintf(stderr, "janus replay: could not write the %s to %s: %s\n",
-                R.run_id > 0 ? "counters" : "cuDNN algorithm choices", R.db_path, jn_errmsg());
+                R->run_id > 0 ? "counters" : "cuDNN algorithm choices", R->db_path, jn_errmsg());
         return;
     }
-    if (R.run_id > 0) {
-        int ng = R.m->ngraphs;
+    if (R->run_id > 0) {
+        int ng = R->m->ngraphs;
         jn_db_replay_graph *gr = calloc((size_t)ng + 1, sizeof *gr);
-        jn_db_replay_miss *mr = calloc((size_t)R.nmiss + 1, sizeof *mr);
+        jn_db_replay_miss *mr = calloc((size_t)R->nmiss + 1, sizeof *mr);
         jn_status s = !gr || !mr ? jn_error(JN_ERR_NOMEM, "out of memory") : JN_OK;
         if (s == JN_OK) {
             for (int i = 0; i < ng; i++)
-                gr[i] = (jn_db_replay_graph){R.m->graphs[i]->name, R.g[i].hits, R.g[i].misses, R.g[i].seconds};
-            for (int i = 0; i < R.nmiss; i++) {
-                const miss_row *r = &R.miss[i];
-                mr[i] = (jn_db_replay_miss){r->graph >= 0 ? R.m->graphs[r->graph]->name : "", r->guard, r->why,
+                gr[i] = (jn_db_replay_graph){R->m->graphs[i]->name, R->g[i].hits, R->g[i].misses, R->g[i].seconds};
+            for (int i = 0; i < R->nmiss; i++) {
+                const miss_row *r = &R->miss[i];
+                mr[i] = (jn_db_replay_miss){r->graph >= 0 ? R->m->graphs[r->graph]->name : "", r->guard, r->why,
                                             r->site, r->seen, r->count};
             }
-            s = jn_db_replay_put(db, R.run_id, gr, ng, mr, R.nmiss);
+            s = jn_db_replay_put(db, R->run_id, gr, ng, mr, R->nmiss);
         }
-        if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R.db_path, jn_errmsg());
+        if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R->db_path, jn_errmsg());
         free(gr);
         free(mr);
     }
     if (algos) {
         int n = 0;
-        jn_status s = T.algos_dev[0] ? jn_ex_cuda_algos_save_for(db, T.algos_dev, &n) : jn_ex_cuda_algos_save(db, &n);
+        jn_status s = R->algos_dev[0] ? jn_ex_cuda_algos_save_for(db, R->algos_dev, &n) : jn_ex_cuda_algos_save(db, &n);
         if (s)
             fprintf(stderr, "janus replay: could not save the cuDNN algorithm choices to %s (the next run chooses "
-                    "them again): %s\n", R.db_path, jn_errmsg());
+                    "them again): %s\n", R->db_path, jn_errmsg());
     }
     jn_db_close(db);
-}
-
-void jn_rp_set_cuda_runner(const jn_ex_cuda_graphs_runner *r, void *stream) {
-    T.runner_set = r != NULL;
-    if (r) T.runner = *r;
-    T.stream = stream;
-}
-
-void jn_rp_set_algos_device(const char *device) {
-    snprintf(T.algos_dev, sizeof T.algos_dev, "%s", device ? device : "");
 }

@@ -187,6 +187,8 @@ void jn_rt_set_capture_hook(const jn_rt_capture_hook *h) {
     jn_rt_capturing = 0;
 }
 
+int jn_rt_capture_hook_installed(void) { return capture_hook.capture != NULL; }
+
 int64_t jn_rt_storage_refs(const jn_storage *st) {
     if (!jn_rt_capturing || !capture_hook.held_only || st->refcnt == 1) return st->refcnt;
     return st->refcnt - capture_hook.held_only(capture_hook.ctx, st);

@@ -321,8 +321,8 @@ void jn_set_dispatch_hook(const jn_dispatch_hook *h);
 int jn_dispatch_hook_installed(void);
 
 /* ------------------------------------------------------- lazy capture */
-/* Replay (replay/replay.c) installs this.  While jn_rt_capturing is
- * set, jn_dispatch / jn_dispatch_into infer their outputs, create them
+/* Replay (replay/, jn_replay.h) installs this, ctx its object.  While
+ * jn_rt_capturing is set, jn_dispatch / jn_dispatch_into infer their outputs, create them
  * pending (jn_rt_tensor_new_pending: storage data NULL, lazy set), bump
  * versions and record autograd exactly as eagerly, run no kernel (view ops
  * still set their strides) and hand the op to `capture`, which owns what
@@ -342,6 +342,8 @@ typedef struct jn_rt_capture_hook {
     int device;
 } jn_rt_capture_hook;
 void jn_rt_set_capture_hook(const jn_rt_capture_hook *h);
+/* One capture hook at a time: whether one is installed (a replay). */
+int jn_rt_capture_hook_installed(void);
 extern int jn_rt_capturing;
 /* The one helper everything that reads or writes tensor data outside
  * jn_dispatch calls first: JN_OK at once for an ordinary tensor; for a

@@ -48,11 +48,11 @@ const char *jn_setting_raw(jn_setting s) {
     return v && *v ? v : NULL;
 }
 
-/* "lo..hi" of a numeric row. */
+/* "lo..hi" of a numeric row.  hi starts after the "..": strtod reads
+ * "1..1024" as 1. and stops inside the dots. */
 static void range_of(const jn_setting_info *r, double *lo, double *hi) {
-    char *end;
-    *lo = strtod(r->range, &end);
-    *hi = strtod(end + 2, NULL);
+    *lo = strtod(r->range, NULL);
+    *hi = strtod(strstr(r->range, "..") + 2, NULL);
 }
 
 /* Whether word is one of the '|'-separated words of list. */

@@ -229,6 +229,61 @@ static void graph_free(mgraph *G) {
     free(G->tok), free(G->loop), free(G->sym_guard), free(G->in_guard), free(G->dim_guard);
 }
 
+/* Per symbol, input and dim: the guard of G's graph on it, -1; each
+ * loop's TRIP guard. */
+static jn_status index_guards(mgraph *G) {
+    const jn_ir_graph *g = G->g;
+    G->sym_guard = malloc(sizeof(int32_t) * ((size_t)g->nsyms + 1));
+    G->in_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * GI_N + 1));
+    G->dim_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * JN_MAX_DIMS + 1));
+    int32_t *v2i = malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
+    if (!G->sym_guard || !G->in_guard || !G->dim_guard || !v2i) {
+        free(v2i);
+        return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    }
+    for (int32_t s = 0; s < g->nsyms; s++) G->sym_guard[s] = -1;
+    for (int32_t i = 0; i < g->ninputs * GI_N; i++) G->in_guard[i] = -1;
+    for (int32_t i = 0; i < g->ninputs * JN_MAX_DIMS; i++) G->dim_guard[i] = -1;
+    for (int32_t v = 0; v < g->nvalues; v++) v2i[v] = -1;
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (g->inputs[i].value >= 0 && g->inputs[i].value < g->nvalues) v2i[g->inputs[i].value] = i;
+    for (int32_t k = 0; k < g->nguards; k++) {
+        const jn_ir_guard *q = &g->guards[k];
+        int32_t in = q->value >= 0 && q->value < g->nvalues ? v2i[q->value] : -1;
+        switch (q->kind) {
+        case JN_IR_G_SYM:
+            if (q->sym >= 0 && q->sym < g->nsyms) G->sym_guard[q->sym] = k;
+            break;
+        case JN_IR_G_DIM:
+            if (in >= 0 && q->dim >= 0 && q->dim < JN_MAX_DIMS) G->dim_guard[in * JN_MAX_DIMS + q->dim] = k;
+            break;
+        case JN_IR_G_DTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_DTYPE] = k; break;
+        case JN_IR_G_DEVICE: if (in >= 0) G->in_guard[in * GI_N + GI_DEVICE] = k; break;
+        case JN_IR_G_BIND: if (in >= 0) G->in_guard[in * GI_N + GI_BIND] = k; break;
+        case JN_IR_G_SCALAR: if (in >= 0) G->in_guard[in * GI_N + GI_SCALAR] = k; break;
+        case JN_IR_G_PYTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_PYTYPE] = k; break;
+        default: break;
+        }
+    }
+    /* a loop's TRIP guard: the one on the IR loop with the same number and
+     * trip, else one on another loop with the same trip (the passes
+     * renumber loops and drop emptied ones, never change trip expressions) */
+    for (int32_t l = 0; l < G->nloop; l++) {
+        int32_t il = G->loop[l].guard, same = -1, other = -1;
+        for (int32_t k = 0; k < g->nguards; k++) {
+            const jn_ir_guard *q = &g->guards[k];
+            if (q->kind != JN_IR_G_TRIP || q->loop < 0 || q->loop >= g->nloops ||
+                g->loops[q->loop].trip != G->loop[l].trip)
+                continue;
+            if (q->loop == il) same = k;
+            else if (other < 0) other = k;
+        }
+        G->loop[l].guard = same >= 0 ? same : other;
+    }
+    free(v2i);
+    return JN_OK;
+}
+
 static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8_t *seen) {
     int32_t gi = (int32_t)get(r, 4, "a graph header");
     G->entry = (uint8_t)get(r, 1, "a graph header");
@@ -349,56 +404,7 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             if (!T->out_new[k]) w = check_ref(G, t, &T->out[k]);
         if (w) return bad(gi, "%s", w);
     }
-    /* guard index */
-    G->sym_guard = malloc(sizeof(int32_t) * ((size_t)g->nsyms + 1));
-    G->in_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * GI_N + 1));
-    G->dim_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * JN_MAX_DIMS + 1));
-    int32_t *v2i = malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
-    if (!G->sym_guard || !G->in_guard || !G->dim_guard || !v2i) {
-        free(v2i);
-        return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
-    }
-    for (int32_t s = 0; s < g->nsyms; s++) G->sym_guard[s] = -1;
-    for (int32_t i = 0; i < g->ninputs * GI_N; i++) G->in_guard[i] = -1;
-    for (int32_t i = 0; i < g->ninputs * JN_MAX_DIMS; i++) G->dim_guard[i] = -1;
-    for (int32_t v = 0; v < g->nvalues; v++) v2i[v] = -1;
-    for (int32_t i = 0; i < g->ninputs; i++)
-        if (g->inputs[i].value >= 0 && g->inputs[i].value < g->nvalues) v2i[g->inputs[i].value] = i;
-    for (int32_t k = 0; k < g->nguards; k++) {
-        const jn_ir_guard *q = &g->guards[k];
-        int32_t in = q->value >= 0 && q->value < g->nvalues ? v2i[q->value] : -1;
-        switch (q->kind) {
-        case JN_IR_G_SYM:
-            if (q->sym >= 0 && q->sym < g->nsyms) G->sym_guard[q->sym] = k;
-            break;
-        case JN_IR_G_DIM:
-            if (in >= 0 && q->dim >= 0 && q->dim < JN_MAX_DIMS) G->dim_guard[in * JN_MAX_DIMS + q->dim] = k;
-            break;
-        case JN_IR_G_DTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_DTYPE] = k; break;
-        case JN_IR_G_DEVICE: if (in >= 0) G->in_guard[in * GI_N + GI_DEVICE] = k; break;
-        case JN_IR_G_BIND: if (in >= 0) G->in_guard[in * GI_N + GI_BIND] = k; break;
-        case JN_IR_G_SCALAR: if (in >= 0) G->in_guard[in * GI_N + GI_SCALAR] = k; break;
-        case JN_IR_G_PYTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_PYTYPE] = k; break;
-        default: break;
-        }
-    }
-    /* a loop's TRIP guard: the one on the IR loop with the same number and
-     * trip, else one on another loop with the same trip (the passes
-     * renumber loops and drop emptied ones, never change trip expressions) */
-    for (int32_t l = 0; l < G->nloop; l++) {
-        int32_t il = G->loop[l].guard, same = -1, other = -1;
-        for (int32_t k = 0; k < g->nguards; k++) {
-            const jn_ir_guard *q = &g->guards[k];
-            if (q->kind != JN_IR_G_TRIP || q->loop < 0 || q->loop >= g->nloops ||
-                g->loops[q->loop].trip != G->loop[l].trip)
-                continue;
-            if (q->loop == il) same = k;
-            else if (other < 0) other = k;
-        }
-        G->loop[l].guard = same >= 0 ? same : other;
-    }
-    free(v2i);
-    return JN_OK;
+    return index_guards(G);
 }
 
 static void cursor_free(mcur *C) {

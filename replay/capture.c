@@ -23,34 +23,67 @@
 #include "rp_internal.h"
 
 /* ---------------------------------------------------------- holding */
+enum { CHUNK = 256 };
+
+int rp_pool_reserve(jn_replay *R, int64_t n) {
+    rp_pool *P = &R->pool;
+    while (P->nfree < n) {
+        int64_t k = n - P->nfree > CHUNK ? n - P->nfree : CHUNK;
+        rp_chunk *c = malloc(sizeof *c + sizeof(rp_hold) * (size_t)k);
+        if (!c) {
+            jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the records of held tensors");
+            return 0;
+        }
+        c->next = P->chunks;
+        P->chunks = c;
+        for (int64_t i = 0; i < k; i++) {
+            c->h[i].next = P->free;
+            P->free = &c->h[i];
+        }
+        P->nfree += k;
+    }
+    return 1;
+}
+
+/* Every record is back in the pool by now (nothing is held). */
+void rp_pool_free(rp_pool *P) {
+    while (P->chunks) {
+        rp_chunk *c = P->chunks;
+        P->chunks = c->next;
+        free(c);
+    }
+    P->free = NULL;
+    P->nfree = 0;
+}
+
 /* A reference of the pending list: held, and the header linked into its
  * storage's list of headers the pending list holds (rp_cap_held_only). */
 static void pend_hold(jn_replay *R, jn_tensor *t) {
     rp_hold_ref(R, t);
-    if (t->capture_pend++ == 0) {
+    rp_hold *h = t->ext;
+    if (h->pend++ == 0) {
         jn_storage *st = t->storage;
-        st->capture_hdrs++;
-        t->capture_prev = NULL;
-        t->capture_next = st->capture_list;
-        if (st->capture_list) st->capture_list->capture_prev = t;
-        st->capture_list = t;
+        h->prev = NULL;
+        h->next = st->ext;
+        if (h->next) h->next->prev = h;
+        st->ext = h;
     }
 }
 
 static void pend_unhold(jn_replay *R, jn_tensor *t) {
-    if (--t->capture_pend == 0) {
+    rp_hold *h = t->ext;
+    if (--h->pend == 0) {
         jn_storage *st = t->storage;
-        st->capture_hdrs--;
-        if (t->capture_prev) t->capture_prev->capture_next = t->capture_next;
-        else st->capture_list = t->capture_next;
-        if (t->capture_next) t->capture_next->capture_prev = t->capture_prev;
-        t->capture_prev = t->capture_next = NULL;
+        if (h->prev) h->prev->next = h->next;
+        else st->ext = h->next;
+        if (h->next) h->next->prev = h->prev;
+        h->prev = h->next = NULL;
     }
     rp_unhold(R, t);
 }
 
 uint32_t rp_next_mark(jn_replay *R) {
-    if (++R->epoch == 0) R->epoch = 1; /* a wrapped mark of 0 could match a fresh header */
+    if (++R->epoch == 0) R->epoch = 1; /* a wrapped mark of 0 could match a fresh record */
     return R->epoch;
 }
 
@@ -64,8 +97,13 @@ uint32_t rp_next_mark(jn_replay *R) {
 int64_t rp_cap_held_only(void *ctx, const jn_storage *st) {
     (void)ctx;
     int64_t n = 0;
-    for (const jn_tensor *h = st->capture_list; h; h = h->capture_next) n += h->refcnt == h->capture_refs;
+    for (const rp_hold *h = st->ext; h; h = h->next) n += h->t->refcnt == h->refs;
     return n;
+}
+
+int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t) {
+    (void)ctx;
+    return rp_held(t);
 }
 
 void rp_clear_list(jn_replay *R) {
@@ -197,7 +235,8 @@ jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
     jn_status s = check_inputs(R, nin, in);
     if (s) return s;
     if (!grow((void **)&R->ops, &R->capops, R->nops + 1, sizeof *R->ops) ||
-        !grow((void **)&R->refs, &R->caprefs, R->nrefs + nin + nout, sizeof *R->refs)) {
+        !grow((void **)&R->refs, &R->caprefs, R->nrefs + nin + nout, sizeof *R->refs) ||
+        !rp_pool_reserve(R, nin + nout)) {
         (void)capture_off(R, -1, -1, -1, NAN, NULL);
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
     }

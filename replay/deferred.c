@@ -103,7 +103,8 @@ rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const 
     shadows M = {calloc((size_t)nrefs + 1, sizeof *M.from), calloc((size_t)nrefs + 1, sizeof *M.base), NULL, 0, 16};
     while (M.nslot < 2 * (nrefs + 1)) M.nslot *= 2;
     M.slot = calloc((size_t)M.nslot, sizeof *M.slot);
-    int ok = D && M.from && M.base && M.slot && (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
+    /* a record per reference at most, and one per checked input */
+    int ok = rp_pool_reserve(R, 2 * nrefs) && D && M.from && M.base && M.slot && (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
              (D->refs = calloc((size_t)nrefs + 1, sizeof *D->refs)) &&
              (D->needed = malloc(sizeof *D->needed * (size_t)(nneed + 1))) &&
              (D->checked = calloc((size_t)nrefs + 1, sizeof *D->checked)) &&

@@ -148,7 +148,8 @@ jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg
     if (R->dev != JN_CPU || R->cfg.strict) R->cfg.adapt = 0;
     R->seg_mode = SEG_CAPTURE;
     R->on = 1;
-    jn_rt_capture_hook h = {rp_cap_capture, rp_cap_materialize, rp_cap_held_only, R, R->dev};
+    jn_rt_capture_hook h = {.capture = rp_cap_capture, .materialize = rp_cap_materialize, .held_only = rp_cap_held_only,
+                            .held_refs = rp_cap_held_refs, .ctx = R, .device = R->dev};
     jn_rt_set_capture_hook(&h);
     jn_dispatch_hook dh = {rp_eager_after, R};
     jn_set_dispatch_hook(&dh);
@@ -194,6 +195,7 @@ void jn_rp_free(jn_replay *R) {
     if (!R) return;
     (void)jn_rp_finish(R, 0);
     rp_unload(R);
+    rp_pool_free(&R->pool);
     rp_miss_free(R);
     free(R->db_path);
     free(R->ops);

@@ -4,7 +4,7 @@
  * process; each file owns one concern of it:
  *   replay.c     the object: config, new/finish/free, segments (begin, end),
  *                step and sync points
- *   capture.c    holding tensors, the pending list, the
+ *   capture.c    per-tensor records (rp_hold), the pending list, the
  *                capture hook's callbacks and the eager fallback
  *   deferred.c   deferred slices: values Python holds that a graph did not
  *                keep, computed only if read
@@ -35,6 +35,31 @@ typedef struct {
     int32_t ref;           /* refs[ref .. ref+nin) inputs, then nout outputs */
     jn_attrs a;
 } rp_op;
+
+/* What replay keeps on a tensor it holds, hung on jn_tensor.ext (the
+ * extension pointer of the layer that installed the capture hook) while
+ * refs > 0, pooled (rp_pool_*).  The headers the pending list holds are
+ * also linked into a list per storage (jn_storage.ext points at its
+ * first), which answers the runtime's held_only question without a walk
+ * over the pending list. */
+typedef struct rp_hold {
+    jn_tensor *t;
+    int64_t refs;          /* of t->refcnt: held by replay (eager would not hold them) */
+    int64_t pend;          /* of refs: held by the pending list itself */
+    uint32_t mark;         /* visited in the current scan (rp_next_mark) */
+    struct rp_hold *prev, *next; /* the storage's list while pend > 0; next: the free list */
+} rp_hold;
+
+typedef struct rp_chunk {
+    struct rp_chunk *next;
+    rp_hold h[];
+} rp_chunk;
+
+typedef struct {
+    rp_hold *free;
+    int64_t nfree;
+    rp_chunk *chunks;
+} rp_pool;
 
 typedef struct {
     int32_t graph, guard, token;
@@ -126,6 +151,7 @@ struct jn_replay {
     int64_t last_cmp;
     int flushing;
     jn_status fatal;       /* rp_run_graph's status when it returned -1 */
+    rp_pool pool;          /* the rp_hold records */
     uint32_t epoch;        /* rp_next_mark */
     rp_slice *deferred;
     /* counters (report.c) */
@@ -151,29 +177,50 @@ static inline jn_tensor **rp_op_out(const jn_replay *R, const rp_op *p) { return
 static inline int rp_written(const rp_op *p) { return p->into || (jn_op_info(p->op)->flags & JN_F_INPLACE); }
 
 /* ------------------------------------------------ capture.c: holding */
+/* Room for n more records: 0 when out of memory (error set).  The holds
+ * below then cannot fail. */
+int rp_pool_reserve(jn_replay *R, int64_t n);
+void rp_pool_free(rp_pool *P);
+/* t's record, made (from the reserved ones) on first use. */
+static inline rp_hold *rp_record(jn_replay *R, jn_tensor *t) {
+    rp_hold *h = (rp_hold *)t->ext;
+    if (h) return h;
+    h = R->pool.free;
+    R->pool.free = h->next;
+    R->pool.nfree--;
+    h->t = t;
+    h->refs = h->pend = 0;
+    h->mark = 0;
+    h->prev = h->next = NULL;
+    t->ext = h;
+    return h;
+}
 /* A reference replay holds on t (pending list or deferred slice). */
 static inline void rp_hold_ref(jn_replay *R, jn_tensor *t) {
-    (void)R;
     jn_tensor_incref(t);
-    t->capture_refs++;
+    rp_record(R, t)->refs++;
 }
 /* t's one reference (a header made here) becomes a held one. */
-static inline void rp_hold_new(jn_replay *R, jn_tensor *t) {
-    (void)R;
-    t->capture_refs = 1;
-}
-/* Drop one held reference (t may die here). */
+static inline void rp_hold_new(jn_replay *R, jn_tensor *t) { rp_record(R, t)->refs = 1; }
+/* Drop one held reference (t may die here; its record goes back to the
+ * pool with its last reference, before). */
 static inline void rp_unhold(jn_replay *R, jn_tensor *t) {
-    (void)R;
-    t->capture_refs--;
+    rp_hold *h = (rp_hold *)t->ext;
+    if (--h->refs == 0) {
+        t->ext = NULL;
+        h->next = R->pool.free;
+        R->pool.free = h;
+        R->pool.nfree++;
+    }
     jn_tensor_decref(t);
 }
 /* The references to t replay holds. */
-static inline int64_t rp_held(const jn_tensor *t) { return t->capture_refs; }
-/* Whether t was visited in the scan of mark (rp_next_mark); marks it. */
+static inline int64_t rp_held(const jn_tensor *t) { return t->ext ? ((const rp_hold *)t->ext)->refs : 0; }
+/* Whether held t was visited in the scan of mark (rp_next_mark); marks it. */
 static inline int rp_visited(jn_tensor *t, uint32_t mark) {
-    if (t->capture_mark == mark) return 1;
-    t->capture_mark = mark;
+    rp_hold *h = (rp_hold *)t->ext;
+    if (h->mark == mark) return 1;
+    h->mark = mark;
     return 0;
 }
 /* A fresh mark: headers visited in one scan. */
@@ -191,6 +238,7 @@ jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
                          jn_tensor *const *out, int into);
 jn_status rp_cap_materialize(void *ctx, jn_tensor *t);
 int64_t rp_cap_held_only(void *ctx, const jn_storage *st);
+int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t);
 
 /* --------------------------------------------------------- deferred.c */
 /* The ops of the pending list with in_slice[e] set as a deferred slice

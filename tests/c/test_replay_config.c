@@ -98,7 +98,7 @@ static void test_new_refusals(void) {
     CHECK(jn_rp_new("/nonexistent/dir/run.db", 0, &c, &r) != JN_OK && r == NULL);
     CHECK(!jn_rt_capture_hook_installed() && !jn_dispatch_hook_installed());
     /* the runtime's one capture hook is taken: a second replay is refused */
-    jn_rt_capture_hook h = {no_capture, NULL, NULL, NULL, JN_CPU};
+    jn_rt_capture_hook h = {.capture = no_capture, .device = JN_CPU};
     jn_rt_set_capture_hook(&h);
     CHECK(jn_rt_capture_hook_installed());
     CHECK(jn_rp_new("/nonexistent/dir/run.db", 0, &c, &r) == JN_ERR_RUNTIME && r == NULL);

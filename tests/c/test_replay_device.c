@@ -57,7 +57,7 @@ static void test_dispatch_while_capturing(void) {
     fake.tensor_new = fake_new;
     const jn_rt_backend *saved = jn_rt_backends[JN_CUDA];
     jn_rt_backends[JN_CUDA] = &fake;
-    jn_rt_capture_hook h = {hook_capture, hook_materialize, NULL, NULL, JN_CPU};
+    jn_rt_capture_hook h = {.capture = hook_capture, .materialize = hook_materialize, .device = JN_CPU};
     jn_rt_set_capture_hook(&h);
     jn_attrs at;
     memset(&at, 0, sizeof at);

@@ -104,7 +104,8 @@ rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const 
     while (M.nslot < 2 * (nrefs + 1)) M.nslot *= 2;
     M.slot = calloc((size_t)M.nslot, sizeof *M.slot);
     /* a record per reference at most, and one per checked input */
-    int ok = rp_pool_reserve(R, 2 * nrefs) && D && M.from && M.base && M.slot && (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
+    int ok = rp_pool_reserve(R, 2 * nrefs) && D && M.from && M.base && M.slot &&
+             (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
              (D->refs = calloc((size_t)nrefs + 1, sizeof *D->refs)) &&
              (D->needed = malloc(sizeof *D->needed * (size_t)(nneed + 1))) &&
              (D->checked = calloc((size_t)nrefs + 1, sizeof *D->checked)) &&
@@ -119,7 +120,8 @@ rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const 
         rp_op *q = &D->ops[D->nops++];
         *q = *p;
         q->ref = (int32_t)D->nrefs;
-        for (int j = 0; j < p->nin + p->nout && ok; j++) ok = slice_ref(R, D, &M, rp_op_in(R, p)[j], written_st, nwritten);
+        for (int j = 0; j < p->nin + p->nout && ok; j++)
+            ok = slice_ref(R, D, &M, rp_op_in(R, p)[j], written_st, nwritten);
     }
     for (int64_t m = 0; m < M.n; m++) jn_tensor_decref(M.base[m]); /* the shadow headers hold them */
     free(M.from), free(M.base), free(M.slot);

@@ -113,8 +113,7 @@ static void seg_begin(jn_replay *R, int entry) {
 static void uninstall(jn_replay *R) {
     if (!R->on) return;
     jn_rt_set_capture_hook(NULL);
-    if (R->hooked) jn_set_dispatch_hook(NULL);
-    R->hooked = 0;
+    jn_set_dispatch_hook(NULL);
     R->seg_mode = SEG_CAPTURE;
     R->on = 0;
 }
@@ -153,7 +152,6 @@ jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg
     jn_rt_set_capture_hook(&h);
     jn_dispatch_hook dh = {rp_eager_after, R};
     jn_set_dispatch_hook(&dh);
-    R->hooked = 1;
     seg_begin(R, 0);
     *out = R;
     return JN_OK;

@@ -124,7 +124,6 @@ struct jn_replay {
     jn_ex_cuda_graphs_runner runner; /* *cfg.cuda_runner, copied */
     int on;                /* hooks installed: segments are followed */
     int quiet;             /* nested reads that are no sync points */
-    int hooked;            /* rp_eager_after is the dispatch hook */
     int seg_mode;          /* SEG_* */
     int obs_skip;          /* the hook's next call is the op that started SEG_OBSERVE (fed already) */
     int32_t seg_graph;     /* SEG_PLAIN: the graph it stands for */
@@ -155,7 +154,8 @@ struct jn_replay {
     uint32_t epoch;        /* rp_next_mark */
     rp_slice *deferred;
     /* counters (report.c) */
-    int64_t segments, hits, misses, sliced, deferred_runs, chosen;
+    int64_t segments, hits, misses, sliced, deferred_runs;
+    int64_t chosen;        /* segments run eagerly by choice (adapt; timing runs included) */
     rp_miss *miss;
     int nmiss, capmiss;
 };

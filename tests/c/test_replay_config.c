@@ -73,7 +73,8 @@ static void refused(const char *var, const char *value, const char *msg) {
 }
 
 static void test_refusals(void) {
-    refused("JANUS_REPLAY_ADAPT", "maybe", "JANUS_REPLAY_ADAPT=maybe is not a switch: use 1/yes/true/on or 0/no/false/off");
+    refused("JANUS_REPLAY_ADAPT", "maybe",
+            "JANUS_REPLAY_ADAPT=maybe is not a switch: use 1/yes/true/on or 0/no/false/off");
     refused("JANUS_REPLAY_STRICT", "2", "JANUS_REPLAY_STRICT=2 is not a switch");
     refused("JANUS_REPLAY_DEBUG", "verbose", "JANUS_REPLAY_DEBUG=verbose is not a switch");
     refused("JANUS_REPLAY_DEFER", "later", "JANUS_REPLAY_DEFER=later is not a switch");

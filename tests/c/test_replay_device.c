@@ -1,6 +1,6 @@
 /* test_replay_device.c -- replay and device tensors, without a GPU.
  * (1) Which CUDA bundle replay loads for a device (jn_rp_pick_cuda,
- * replay/replay.c): the device's own arch over every other, else the
+ * replay/bundle.c): the device's own arch over every other, else the
  * newest CUDA target, never a cpu one.  The messages around it (no driver,
  * stub, other arch) are checked end to end by tests/python/test_replay_gpu.py.
  * (2) The dispatcher while a segment is captured (runtime/dispatch.c): in

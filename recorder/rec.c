@@ -176,8 +176,8 @@ static int64_t live_find(int64_t id) { /* index of the first id >= id */
     return lo;
 }
 
-static jn_status live_add(int64_t id) {
-    pthread_mutex_lock(&L.mu);
+/* Under L.mu (record_op holds it for an op's roles and outputs). */
+static jn_status live_add_locked(int64_t id) {
     jn_status s = JN_OK;
     if (L.n == L.cap) {
         int64_t cap = L.cap ? 2 * L.cap : 1024;
@@ -201,7 +201,6 @@ static jn_status live_add(int64_t id) {
             L.n++;
         }
     }
-    pthread_mutex_unlock(&L.mu);
     return s;
 }
 
@@ -281,14 +280,6 @@ int jn_rec_role(const jn_tensor *t) {
     int r = role_get_locked(t);
     pthread_mutex_unlock(&L.mu);
     return r;
-}
-
-/* The roles of an op's inputs and outputs, under one lock. */
-static void roles_of(int nin, jn_tensor *const *in, uint8_t *rin, int nout, jn_tensor *const *out, uint8_t *rout) {
-    pthread_mutex_lock(&L.mu);
-    for (int i = 0; i < nin; i++) rin[i] = (uint8_t)role_get_locked(in[i]);
-    for (int k = 0; k < nout; k++) rout[k] = (uint8_t)role_get_locked(out[k]);
-    pthread_mutex_unlock(&L.mu);
 }
 
 static void role_alias_hook(const jn_tensor *from, const jn_tensor *to) {
@@ -429,31 +420,31 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     ev.callsite = site.callsite;
     ev.stack = site.stack;
     int64_t maxin = 0;
-    jn_status s0;
+    jn_status s0 = JN_OK;
     uint8_t rin[JN_MAX_INS], rout[JN_MAX_OUTS];
-    roles_of(nin, in, rin, nout, out, rout);
-    for (int i = 0; i < nin; i++) {
-        fill_tref(&tin[i], in[i], 0, rin[i]);
+    for (int i = 0; i < nin; i++)
         if (in[i]->id > maxin) maxin = in[i]->id;
-    }
-    for (int i = 0; i < nout; i++) {
-        fill_tref(&tout[i], out[i], 1, rout[i]);
-    }
+    /* one hold of the live set's lock per op: the roles, then the outputs made here */
+    pthread_mutex_lock(&L.mu);
+    for (int i = 0; i < nin; i++) rin[i] = (uint8_t)role_get_locked(in[i]);
+    for (int i = 0; i < nout; i++) rout[i] = (uint8_t)role_get_locked(out[i]);
     /* jn_dispatch_into writes an existing tensor: it is an input, or older
      * than anything this op could have created */
-    ev.inplace = (info->flags & JN_F_INPLACE) || (nout == 1 && (tout[0].role != JN_TR_TEMP ||
-                                                                out[0]->id <= R.max_id));
+    ev.inplace = (info->flags & JN_F_INPLACE) || (nout == 1 && (rout[0] != JN_TR_TEMP || out[0]->id <= R.max_id));
     for (int i = 0; !ev.inplace && i < nout; i++)
         for (int k = 0; k < nin; k++)
             if (out[i] == in[k]) ev.inplace = 1;
     if (maxin > R.max_id) R.max_id = maxin;
     for (int i = 0; i < nout; i++)
         if (out[i]->id > R.max_id) R.max_id = out[i]->id;
-    for (int i = 0; i < nout && !ev.inplace; i++) /* made here: followed until it dies */
-        if ((s0 = live_add(out[i]->id))) {
-            fail(s0);
-            return;
-        }
+    for (int i = 0; i < nout && !ev.inplace && !s0; i++) s0 = live_add_locked(out[i]->id); /* followed until it dies */
+    pthread_mutex_unlock(&L.mu);
+    if (s0) {
+        fail(s0);
+        return;
+    }
+    for (int i = 0; i < nin; i++) fill_tref(&tin[i], in[i], 0, rin[i]);
+    for (int i = 0; i < nout; i++) fill_tref(&tout[i], out[i], 1, rout[i]);
 
     jn_status s = jn_db_encode_event(&R.events, &ev);
     if (s) {

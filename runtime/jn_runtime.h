@@ -323,11 +323,12 @@ int jn_dispatch_hook_installed(void);
 
 /* ------------------------------------------------------- lazy capture */
 /* Replay (replay/, jn_replay.h) installs this, ctx its object.  While
- * jn_rt_capturing is set, jn_dispatch / jn_dispatch_into infer their outputs, create them
- * pending (jn_rt_tensor_new_pending: storage data NULL, lazy set), bump
- * versions and record autograd exactly as eagerly, run no kernel (view ops
- * still set their strides) and hand the op to `capture`, which owns what
- * happens next (the outputs may already hold data when it returns).
+ * jn_rt_capturing is set, jn_dispatch / jn_dispatch_into infer their
+ * outputs, create them pending (jn_rt_tensor_new_pending: storage data
+ * NULL, lazy set), bump versions and record autograd exactly as eagerly,
+ * run no kernel (view ops still set their strides) and hand the op to
+ * `capture`, which owns what happens next (the outputs may already hold
+ * data when it returns).
  * `materialize` makes a tensor's data current: flushes the pending ops. */
 typedef struct jn_rt_capture_hook {
     jn_status (*capture)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,

@@ -8,7 +8,7 @@ anything that does not match.  This module supplies what only Python knows:
 step boundaries (Optimizer.step() through janus._step_hook, janus.step()),
 printing as a sync point, and the summary at exit.
 
-Environment (rows of runtime/settings.def, read through janus._C._setting:
+Environment (rows of runtime/settings.def, read through janus._C._setting_value:
 the one parser of C and Python; a value it refuses is said in one line and
 the script runs eagerly):
   JANUS_REPLAY_DB      the store (run.db) whose bundle to use
@@ -36,7 +36,6 @@ made from another script) gives one line "janus replay: running eagerly:
 import atexit
 import json
 import os
-import sqlite3
 import sys
 
 from . import _C
@@ -83,17 +82,11 @@ def _other_script(db):
     if not me:
         return None
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
-            q = "SELECT argv FROM runs" + (" WHERE kind IS NULL OR kind = 'record'" if "kind" in cols else "")
-            rows = con.execute(q).fetchall()
-        finally:
-            con.close()
+        rows = [argv for (_, kind, argv) in _C._rec_runs(db) if kind == "record"]
     except Exception:
         return None
     scripts = set()
-    for (a,) in rows:
+    for a in rows:
         try:
             argv = json.loads(a)
         except Exception:
@@ -157,16 +150,16 @@ _CHILD_KEYS = ("JANUS_REPLAY_DB", "JANUS_REPLAY_RUN", "JANUS_REPLAY_STRICT")
 
 def start_from_env():
     global _quiet
-    db = _C._setting("JANUS_REPLAY_DB")
+    db = _C._setting_value("JANUS_REPLAY_DB")
     if not db:
         return
     # the first process that imports janus owns the replay (not DataLoader
     # workers or helpers): the keys go once the replay has read them
     try:
-        if not _C._setting("JANUS_REPLAY"):
+        if not _C._setting_value("JANUS_REPLAY"):
             return
-        run = _C._setting("JANUS_REPLAY_RUN")
-        _quiet = _C._setting("JANUS_REPLAY_QUIET")
+        run = _C._setting_value("JANUS_REPLAY_RUN")
+        _quiet = _C._setting_value("JANUS_REPLAY_QUIET")
         start(os.path.abspath(db), run)
     except ValueError as e:  # a value the settings table refuses, named in e
         _eager(str(e))

@@ -1,4 +1,4 @@
-/* timeline.c -- what a replay did over time (jn_timeline.h): steps, the
+/* timeline.c -- what a replay did over time (rp_timeline.h): steps, the
  * first segments, and per graph the wall time of its segments compiled and
  * eagerly, kept while the replay runs and stored at its exit.
  *
@@ -6,13 +6,13 @@
  * at most two rows to arrays grown by doubling (bounded by
  * JN_DB_STEPS_MAX / JN_DB_SEGMENTS_MAX; past those only sums go on).
  */
-#include "jn_timeline.h"
+#include "rp_timeline.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void seg_reset(jn_rp_timeline *t, double now) {
+static void seg_reset(rp_timeline *t, double now) {
     t->seg_t = now;
     t->seg_graph = -1;
     t->seg_guard = -1;
@@ -20,14 +20,14 @@ static void seg_reset(jn_rp_timeline *t, double now) {
     t->seg_ops = 0;
 }
 
-static void step_reset(jn_rp_timeline *t, int64_t step, double now) {
+static void step_reset(rp_timeline *t, int64_t step, double now) {
     memset(&t->cur, 0, sizeof t->cur);
     t->cur.step = step;
     t->cur.kind = "step";
     t->cur.started = now - t->t0;
 }
 
-int jn_rp_tl_begin(jn_rp_timeline *t, int32_t ngraphs, double now) {
+int rp_tl_begin(rp_timeline *t, int32_t ngraphs, double now) {
     memset(t, 0, sizeof *t);
     t->g = calloc((size_t)ngraphs + 1, sizeof *t->g);
     if (!t->g) return -1;
@@ -53,19 +53,19 @@ static int room(void **arr, int len, int *cap, int max, size_t sz) {
     return 1;
 }
 
-void jn_rp_tl_boundary(jn_rp_timeline *t, int step_end, double now) {
+void rp_tl_boundary(rp_timeline *t, int step_end, double now) {
     if (!t->on) return;
     /* an empty segment (a sync right after another, no op between) is no segment */
     if (t->seg_ops > 0 || t->seg_hit || t->seg_missed) {
         double d = now - t->seg_t;
         if (t->seg_graph >= 0 && t->seg_graph < t->ngraphs) {
-            jn_rp_tl_graph *g = &t->g[t->seg_graph];
+            rp_tl_graph *g = &t->g[t->seg_graph];
             if (t->seg_hit) g->wall += d;
             else g->eager_segments++, g->eager_wall += d, g->eager_ops += t->seg_ops;
         }
         t->cur.segments++;
         if (room((void **)&t->segs, t->nsegs, &t->capsegs, JN_DB_SEGMENTS_MAX, sizeof *t->segs))
-            t->segs[t->nsegs++] = (jn_rp_tl_seg){t->cur.step, t->seg_t - t->t0, d, t->seg_graph,
+            t->segs[t->nsegs++] = (rp_tl_seg){t->cur.step, t->seg_t - t->t0, d, t->seg_graph,
                                                  t->seg_hit ? -1 : t->seg_guard, t->seg_hit, t->seg_ops};
         t->seq++;
     }
@@ -77,9 +77,9 @@ void jn_rp_tl_boundary(jn_rp_timeline *t, int step_end, double now) {
     step_reset(t, t->cur.step + 1, now);
 }
 
-void jn_rp_tl_hit(jn_rp_timeline *t, int32_t graph, int64_t nops, double graph_seconds) {
+void rp_tl_hit(rp_timeline *t, int32_t graph, int64_t nops, double graph_seconds) {
     if (!t->on || graph < 0 || graph >= t->ngraphs) return;
-    jn_rp_tl_graph *g = &t->g[graph];
+    rp_tl_graph *g = &t->g[graph];
     t->seg_graph = graph;
     t->seg_hit = 1;
     t->seg_ops += nops;
@@ -90,21 +90,21 @@ void jn_rp_tl_hit(jn_rp_timeline *t, int32_t graph, int64_t nops, double graph_s
     g->ops += nops;
 }
 
-void jn_rp_tl_miss(jn_rp_timeline *t, int32_t graph, int32_t guard) {
+void rp_tl_miss(rp_timeline *t, int32_t graph, int32_t guard) {
     if (!t->on || t->seg_hit || t->seg_missed) return; /* the first miss explains the segment */
     t->seg_missed = 1;
     t->seg_graph = graph;
     t->seg_guard = guard;
 }
 
-void jn_rp_tl_fallback(jn_rp_timeline *t, int64_t nops, int64_t last_id) {
+void rp_tl_fallback(rp_timeline *t, int64_t nops, int64_t last_id) {
     if (!t->on || nops <= 0) return;
     t->seg_ops += nops;
     t->cur.eager_ops += nops;
     t->fallback_id = last_id;
 }
 
-void jn_rp_tl_eager_op(jn_rp_timeline *t, int64_t out_id) {
+void rp_tl_eager_op(rp_timeline *t, int64_t out_id) {
     if (!t->on) return;
     if (out_id >= 0 && out_id == t->fallback_id) { /* the fallback counted it */
         t->fallback_id = -1;
@@ -114,10 +114,10 @@ void jn_rp_tl_eager_op(jn_rp_timeline *t, int64_t out_id) {
     t->cur.eager_ops++;
 }
 
-jn_status jn_rp_tl_write(jn_rp_timeline *t, jn_db *db, int64_t run, const jn_ir_module *m, double now) {
+jn_status rp_tl_write(rp_timeline *t, jn_db *db, int64_t run, const jn_ir_module *m, double now) {
     if (!t->on) return JN_OK;
     /* what ran after the last step boundary: the last segment and the tail */
-    jn_rp_tl_boundary(t, 0, now);
+    rp_tl_boundary(t, 0, now);
     if (now > t->t0 + t->cur.started) {
         t->cur.kind = "tail";
         t->cur.duration = now - t->t0 - t->cur.started;
@@ -130,7 +130,7 @@ jn_status jn_rp_tl_write(jn_rp_timeline *t, jn_db *db, int64_t run, const jn_ir_
     jn_db_segment *rows = calloc((size_t)t->nsegs + 1, sizeof *rows);
     if (!rows) return jn_error(JN_ERR_NOMEM, "out of memory storing the replay's segments");
     for (int i = 0; i < t->nsegs; i++) {
-        const jn_rp_tl_seg *g = &t->segs[i];
+        const rp_tl_seg *g = &t->segs[i];
         const char *name = m && g->graph >= 0 && g->graph < m->ngraphs ? m->graphs[g->graph]->name : "";
         rows[i] = (jn_db_segment){i, g->step, g->started, g->duration, name, g->hit, g->guard, g->ops};
     }
@@ -141,7 +141,7 @@ jn_status jn_rp_tl_write(jn_rp_timeline *t, jn_db *db, int64_t run, const jn_ir_
     if (!gt) return jn_error(JN_ERR_NOMEM, "out of memory storing the replay's graph times");
     int32_t n = t->ngraphs < m->ngraphs ? t->ngraphs : m->ngraphs;
     for (int32_t i = 0; i < n; i++) {
-        const jn_rp_tl_graph *g = &t->g[i];
+        const rp_tl_graph *g = &t->g[i];
         gt[i] = (jn_db_graph_times){m->graphs[i]->name, g->ops, g->wall, g->eager_segments, g->eager_wall, g->eager_ops};
     }
     s = jn_db_graph_times_put(db, run, gt, n);
@@ -149,7 +149,7 @@ jn_status jn_rp_tl_write(jn_rp_timeline *t, jn_db *db, int64_t run, const jn_ir_
     return s;
 }
 
-void jn_rp_tl_free(jn_rp_timeline *t) {
+void rp_tl_free(rp_timeline *t) {
     free(t->steps);
     free(t->segs);
     free(t->g);

@@ -5,9 +5,9 @@
  * everything the emitter does not generate).  Also the ABI between the
  * generated kernels and the executor.
  *
- * Layering: the executor lives in runtime/ (folder) but is its own library,
- * janus_exec, above janus_ir and janus_cg (it reads IR graphs and bundle
- * sections); the tensor runtime janus_rt stays below the IR.  Prefix jn_rt_.
+ * Layering: exec/ is its own library, janus_exec, above janus_ir and
+ * janus_cg (it reads IR graphs and bundle sections) and below replay/;
+ * the tensor runtime janus_rt stays below the IR.  Prefix jn_ex_.
  *
  * ------------------------------------------------------- kernel ABI
  * A generated kernel is `void NAME(const jn_kcall *c)` exported from the

@@ -96,6 +96,21 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
                          (long long)st.ngraphs, "seconds", st.seconds, "summary", line, "top_misses", misses);
 }
 
+/* _rp_forked_child(): in a forked DataLoader worker, stop replaying for good:
+ * ops run eagerly, nothing is matched and nothing is written to the store
+ * (the parent owns the replay and its counters).  The parent made every
+ * tensor current before forking (a sync point), so nothing the child can
+ * read is pending. */
+static PyObject *py_rp_forked_child(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    if (jn_rp_on) {
+        jn_rt_set_capture_hook(NULL);
+        jn_set_dispatch_hook(NULL);
+        jn_rp_on = 0;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_rp_active(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     return PyBool_FromLong(jn_rp_on);
@@ -109,4 +124,5 @@ PyMethodDef jn_py_replay_methods[] = {
     {"_rp_stop", py_rp_stop, METH_O, "_rp_stop(print_summary)"},
     {"_rp_stats", py_rp_stats, METH_NOARGS, "hit/miss counters and the summary line"},
     {"_rp_active", py_rp_active, METH_NOARGS, NULL},
+    {"_rp_forked_child", py_rp_forked_child, METH_NOARGS, "a forked worker process stops replaying"},
     {NULL, NULL, 0, NULL}};

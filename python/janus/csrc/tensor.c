@@ -575,32 +575,43 @@ static int dtype_arg(PyObject *o, int *dt) {
     return 0;
 }
 
-/* _from_storage_bytes(buf, dtype_id) -> a 1-D tensor holding a copy of buf's bytes */
+/* _from_storage_bytes(buf, dtype_id, share=False) -> a 1-D tensor of buf's
+ * bytes: a copy, or (share, a writable buffer) over buf's memory, kept alive */
 static PyObject *py_from_storage_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    int dt;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "_from_storage_bytes(buffer, dtype_id)");
+    int dt, share = 0;
+    if (nargs < 2 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "_from_storage_bytes(buffer, dtype_id, share=False)");
         return NULL;
     }
     if (dtype_arg(args[1], &dt)) return NULL;
-    Py_buffer v;
-    if (PyObject_GetBuffer(args[0], &v, PyBUF_SIMPLE) < 0) return NULL;
-    int64_t es = (int64_t)jn_dtype_size[dt];
-    if (v.len % es) {
-        PyErr_Format(PyExc_ValueError, "storage of %zd bytes is not a whole number of %s elements", v.len,
-                     jn_dtype_names[dt]);
-        PyBuffer_Release(&v);
+    if (nargs == 3 && (share = PyObject_IsTrue(args[2])) < 0) return NULL;
+    buf_holder *h = PyMem_RawMalloc(sizeof *h);
+    if (!h) return PyErr_NoMemory();
+    if (PyObject_GetBuffer(args[0], &h->view, share ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
+        PyMem_RawFree(h);
         return NULL;
     }
-    int64_t n = v.len / es;
-    jn_tensor *t = jn_tensor_new((jn_dtype)dt, 1, &n);
-    if (!t) {
-        PyBuffer_Release(&v);
-        return jn_py_raise(JN_ERR_NOMEM);
+    Py_buffer *v = &h->view;
+    int64_t es = (int64_t)jn_dtype_size[dt];
+    jn_tensor *t = NULL;
+    if (v->len % es) {
+        PyErr_Format(PyExc_ValueError, "storage of %zd bytes is not a whole number of %s elements", v->len,
+                     jn_dtype_names[dt]);
+    } else {
+        int64_t n = v->len / es;
+        if (share) {
+            t = jn_tensor_from_memory(v->buf, (size_t)v->len, (jn_dtype)dt, 1, &n, NULL, 0, release_buffer, h);
+        } else if ((t = jn_tensor_new((jn_dtype)dt, 1, &n)) && v->len) {
+            memcpy(t->storage->data, v->buf, (size_t)v->len);
+        }
+        if (!t) jn_py_raise(JN_ERR_NOMEM);
     }
-    if (v.len) memcpy(t->storage->data, v.buf, (size_t)v.len);
-    PyBuffer_Release(&v);
+    if (!t || !share) {
+        PyBuffer_Release(v);
+        PyMem_RawFree(h);
+    }
+    if (!t) return NULL;
     if (jn_rec_on) jn_rec_mark(t, JN_TR_HOST);
     return jn_py_wrap(t);
 }
@@ -711,7 +722,7 @@ PyMethodDef jn_py_tensor_module_methods[] = {
     {"_storage_info", py_storage_info, METH_O, "_storage_info(t): (storage key, storage bytes)"},
     {"_storage_bytes", py_storage_bytes, METH_O, "_storage_bytes(t): all of t's storage as bytes"},
     {"_from_storage_bytes", (PyCFunction)(void (*)(void))py_from_storage_bytes, METH_FASTCALL,
-     "_from_storage_bytes(buffer, dtype_id): a 1-D tensor over a copy of the bytes"},
+     "_from_storage_bytes(buffer, dtype_id, share=False): a 1-D tensor of the bytes (a copy, or sharing them)"},
     {"_storage_view", (PyCFunction)(void (*)(void))py_storage_view, METH_FASTCALL,
      "_storage_view(base, size, stride, offset): a tensor on base's storage"},
     {"_write_storage_bytes", (PyCFunction)(void (*)(void))py_write_storage_bytes, METH_FASTCALL,

@@ -427,9 +427,14 @@ PyObject *jn_py_getitem(PyObject *self, PyObject *index) {
     if (p.nadv == 0) {
         jn_tensor *r = p.r;
         p.r = NULL;
-        if (r == t) { /* x[:] or x[...]: still a new view object */
+        if (r == t) { /* x[:] or x[...]: still a new view, and one autograd sees (a view op) */
+            jn_attrs a;
+            memset(&a, 0, sizeof a);
+            a.a[0].l.n = t->ndim;
+            for (int i = 0; i < t->ndim; i++) a.a[0].l.v[i] = t->shape[i];
+            jn_tensor *in[1] = {t};
             jn_tensor_decref(r);
-            if (!(r = jn_tensor_alias(t))) return jn_py_raise(JN_ERR_NOMEM);
+            return jn_py_dispatch(JN_OP_view, 1, in, &a);
         }
         return jn_py_wrap(r);
     }

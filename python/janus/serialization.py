@@ -59,6 +59,7 @@ import re
 import secrets
 import struct
 import sys
+import types
 import warnings
 import zipfile
 from collections import Counter, OrderedDict
@@ -372,6 +373,10 @@ class _TorchPickler(pickle._Pickler):
         else:
             self.write(pickle.GLOBAL + f"{module}\n{name}\n".encode("utf-8"))
         self.memoize(obj)
+
+    # pickle's table calls the base class's save_global for functions: route them through ours
+    dispatch = dict(pickle._Pickler.dispatch)
+    dispatch[types.FunctionType] = lambda self, obj: self.save_global(obj)
 
 
 def _pickle(obj, protocol, legacy=False):

@@ -246,13 +246,20 @@ def test_abandoned_loader_leaves_no_process():
 
 
 def test_workers_prefetch_in_parallel():
-    ds = Slow(0.02)
+    class Sleepy(Dataset):  # I/O-like samples: workers overlap them whatever the load on the cores
+        def __len__(self):
+            return 20
+
+        def __getitem__(self, i):
+            time.sleep(0.025)
+            return i
+
     t = {}
     for nw in (0, 2):
         t0 = time.perf_counter()
-        assert list(DataLoader(ds, batch_size=None, num_workers=nw)) == list(range(6))
+        assert list(DataLoader(Sleepy(), batch_size=None, num_workers=nw)) == list(range(20))
         t[nw] = time.perf_counter() - t0
-    assert t[2] < 0.85 * t[0], t  # sleeping samples: two workers take about half the time
+    assert t[2] < 0.8 * t[0], t  # two workers: about half the time, plus starting them
 
 
 # ---------------------------------------------------- recording and replay

@@ -184,6 +184,22 @@ def test_whole_module_and_weights_only():
         f"{__name__}.Net", "torch.nn.modules.batchnorm.BatchNorm1d", "torch.nn.modules.linear.Linear"]
 
 
+def test_janus_objects_are_written_under_pytorch_names():
+    layer = nn.TransformerEncoderLayer(8, 2, 16)  # holds a function (F.relu) as an attribute
+    obj = {"layer": layer, "rnn": nn.LSTM(2, 3), "fn": nn.functional.gelu, "opt": optim.SGD, "dt": janus.int64}
+    buf = io.BytesIO()
+    janus.save(obj, buf)
+    pkl = zipfile.ZipFile(buf).read("archive/data.pkl")
+    globals_ = {arg for op, arg, _ in pickletools.genops(pkl) if op.name == "GLOBAL"}
+    assert not [g for g in globals_ if "janus" in g], globals_
+    assert {"torch.nn.functional relu", "torch.nn.functional gelu", "torch.optim.sgd SGD", "torch int64",
+            "torch.nn.modules.transformer TransformerEncoderLayer", "torch.nn.modules.rnn LSTM"} <= globals_
+    buf.seek(0)
+    back = janus.load(buf, weights_only=False)
+    assert back["fn"] is nn.functional.gelu and back["opt"] is optim.SGD and back["layer"].activation is \
+        nn.functional.relu
+
+
 def _zip_with_pickle(pkl):
     buf = io.BytesIO()
     serialization._write_zip(buf, "archive", [("data.pkl", pkl), ("version", b"3\n")])
@@ -438,7 +454,16 @@ lin(torch.arange(6.).view(2, 3)).pow(2).sum().backward()
 opt.step()
 out["optim_next"] = lst(lin.weight)
 
+layers = torch.load("janus/layers.pt", weights_only=False)
+xs = torch.arange(16.).view(1, 2, 8) / 10
+out["layers_out"] = [lst(layers["rnn"][1](layers["rnn"][0](xs[..., :3])[0])[0]), lst(layers["tel"](xs))]
+
 # what torch saves for janus
+torch.manual_seed(0)
+tl = {"rnn": torch.nn.Sequential(torch.nn.LSTM(3, 4, batch_first=True), torch.nn.GRU(4, 2, num_layers=2)),
+      "tel": torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()}
+torch.save(tl, "torch/layers.pt")
+out["torch_layers_out"] = [lst(tl["rnn"][1](tl["rnn"][0](xs[..., :3])[0])[0]), lst(tl["tel"](xs))]
 x = torch.arange(24.).view(4, 6)
 d = {}
 for name in ["float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"]:
@@ -512,11 +537,19 @@ def exchange(tmp_path_factory):
     opt.zero_grad()
     lin(janus.arange(6.0).view(2, 3)).pow(2).sum().backward()
     opt.step()
+    layers = {"rnn": nn.Sequential(nn.LSTM(3, 4, batch_first=True), nn.GRU(4, 2, num_layers=2)),
+              "tel": nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()}
+    janus.save(layers, root / "janus" / "layers.pt")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     p = subprocess.run([sys.executable, "-c", TORCH_SIDE], cwd=root, capture_output=True, text=True, timeout=300,
                        env=env)
     assert p.returncode == 0, p.stderr[-3000:]
-    return root, json.loads(p.stdout.strip().splitlines()[-1]), {"net": net, "lin": lin, "d": d}
+    return root, json.loads(p.stdout.strip().splitlines()[-1]), {"net": net, "lin": lin, "d": d, "layers": layers}
+
+
+def _layers_out(layers):
+    xs = janus.arange(16.0).view(1, 2, 8) / 10
+    return [flat(as_list(layers["rnn"][1](layers["rnn"][0](xs[..., :3])[0])[0])), flat(as_list(layers["tel"](xs)))]
 
 
 @needs_torch
@@ -534,6 +567,9 @@ def test_torch_loads_what_janus_saved(exchange):
     assert flat(out["module_out"]) == pytest.approx(flat(as_list(ours["net"](x))), abs=1e-6)
     # Adam went on from janus's state in torch as it did in janus (float32 arithmetic of two libraries)
     assert flat(out["optim_next"]) == pytest.approx(flat(as_list(ours["lin"].weight)), abs=1e-6)
+    # whole PyTorch layers pickled by janus (RNNs, a Transformer layer) run in torch as in janus
+    for theirs, mine in zip(out["layers_out"], _layers_out(ours["layers"])):
+        assert flat(theirs) == pytest.approx(mine, abs=1e-5)
 
 
 @needs_torch
@@ -568,6 +604,9 @@ def test_janus_loads_what_torch_saved(exchange):
     lin(janus.arange(6.0).view(2, 3)).pow(2).sum().backward()
     opt.step()
     assert flat(as_list(lin.weight)) == pytest.approx(flat(out["torch_optim_next"]), abs=1e-6)
+    for theirs, mine in zip(out["torch_layers_out"], _layers_out(janus.load(root / "torch" / "layers.pt",
+                                                                             weights_only=False))):
+        assert mine == pytest.approx(flat(theirs), abs=1e-5)
     leg = janus.load(root / "torch" / "legacy.pt")
     assert as_list(leg["v"]) == [1.0, 2.0] and leg["v"]._shares_storage(leg["y"])
     assert as_list(janus.load(root / "torch" / "proto4.pt")["y"]) == [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -164,6 +164,23 @@ class _RNNBase(Module):
         for p in self.parameters():
             init.uniform_(p, -k, k)
 
+    def __getstate__(self):
+        """PyTorch's RNN attributes too (its forward reads them), so torch.load
+        of a janus-saved module works: the mode, proj_size and the weight
+        names and list it keeps (the same Parameter objects)."""
+        state = super().__getstate__()
+        names = [n for layer in range(self.num_layers) for n in
+                 (f"weight_ih_l{layer}", f"weight_hh_l{layer}", f"bias_ih_l{layer}", f"bias_hh_l{layer}")
+                 if self.bias or n.startswith("weight")]
+        per = 4 if self.bias else 2
+        state.setdefault("mode", {4: "LSTM", 3: "GRU"}.get(self._gates, f"RNN_{self.nonlinearity.upper()}"))
+        state.setdefault("proj_size", 0)
+        state["_flat_weights_names"] = names
+        state["_all_weights"] = [names[i:i + per] for i in range(0, len(names), per)]
+        state["_flat_weights"] = [self._parameters[n] for n in names]
+        state["_flat_weight_refs"] = []  # weakrefs do not pickle; PyTorch then keeps the list above
+        return state
+
     def flatten_parameters(self):
         """Nothing to do: PyTorch packs RNN weights into one buffer for cuDNN;
         janus keeps them as the separate parameters they are."""

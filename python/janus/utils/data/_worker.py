@@ -10,9 +10,9 @@ not read the last one yet (that is the prefetching).
 
 Seeds, as PyTorch derives them: the main process draws base_seed from the
 loader's generator (or the global one) once per iterator; worker i seeds
-Python's `random` and janus with base_seed + i and numpy with
-_generate_state(base_seed, i); janus.initial_seed() and get_worker_info()
-tell a worker its seed.
+Python's `random` and janus with base_seed + i and numpy (when the script
+has imported it) with _generate_state(base_seed, i); janus.initial_seed()
+and get_worker_info() tell a worker its seed.
 
 Batches cross processes as pickles whose tensor data travel out of band
 (pickle protocol 5): a tensor's bytes are written from its own memory to the
@@ -282,10 +282,7 @@ def _seed_worker(base_seed, worker_id):
     seed = base_seed + worker_id
     random.seed(seed)
     janus.manual_seed(seed)
-    try:
-        import numpy as np
-    except ImportError:
-        np = None
+    np = sys.modules.get("numpy")  # seeded when the script uses it (importing it here costs every worker)
     if np is not None:
         np.random.seed(_generate_state(base_seed, worker_id))
     return seed

@@ -209,7 +209,8 @@ def save_file(obj, f, metadata=None):
         for t, dname, nbytes in items:
             data = _tensor_data(t, dname)
             if len(memoryview(data).cast("B")) != nbytes:
-                raise RuntimeError(f"save_safetensors: tensor data size changed while saving ({dname} {list(t._shape)})")
+                raise RuntimeError(f"save_safetensors: tensor data size changed while saving ({dname} "
+                                   f"{list(t._shape)})")
             fh.write(data)
 
     if hasattr(f, "write"):

@@ -166,8 +166,8 @@ class _StorageType:
 
     def __init__(self, name):
         if name in _FOREIGN_STORAGES:
-            raise UnsupportedCheckpointError(f"the checkpoint holds a torch.{name} (dtype {_FOREIGN_STORAGES[name]}), "
-                                         "which janus has no dtype for")
+            raise UnsupportedCheckpointError(f"the checkpoint holds a torch.{name} (dtype "
+                                             f"{_FOREIGN_STORAGES[name]}), which janus has no dtype for")
         self.name = name
         self.dtype = _DTYPE_OF[name] if name != "UntypedStorage" else "uint8"
 
@@ -233,7 +233,7 @@ def _find_torch_global(module, name):
     special = _special_globals()
     if full in special:
         return special[full]
-    if module == "torch" and (name in _FOREIGN_STORAGES or name == "storage"):
+    if module == "torch" and name in _FOREIGN_STORAGES:
         return _StorageType(name)
     if module == "torch" and name in _FOREIGN_DTYPES:
         return _torch_dtype(name)
@@ -245,7 +245,7 @@ def _find_torch_global(module, name):
         return _getattr_path(importlib.import_module(jname), name)
     except (ImportError, AttributeError):
         raise UnsupportedCheckpointError(f"the checkpoint needs {full}, which janus does not provide "
-                                     f"(it is not janus.{full[len('torch.'):]})") from None
+                                         f"(it is not janus.{full[len('torch.'):]})") from None
 
 
 def _find_global(module, name):

@@ -7,11 +7,13 @@ random stream after the pass; per-worker seeds as PyTorch derives them
 PyTorch's function when it is installed), worker_init_fn and
 get_worker_info(); persistent workers and prefetching; errors re-raised
 with the worker's traceback, timeouts, a worker that dies; no process left
-behind by a loader abandoned mid-epoch; and `janus record` / `replay` of a
-script with workers giving the numbers, graphs' hits and replay results of
-the same script with 0 workers."""
+behind by a loader abandoned mid-epoch; the base seed drawn on the host
+(the generator's next value, no op or sync in a recording); and `janus
+record` / `replay` of a script with workers giving the numbers and replay
+results of the same script with 0 workers."""
 import gc
 import importlib.util
+import json
 import os
 import random
 import re
@@ -28,6 +30,7 @@ import janus
 from janus.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
 from janus.utils.data import _worker
 from janus.utils.data.dataloader import _base_seed
+from janus.utils.data.sampler import _FallbackGenerator, _draw
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
@@ -131,7 +134,45 @@ def test_worker_seeds_are_pytorchs_and_init_fn_runs():
     g = janus.Generator().manual_seed(3)
     g2 = janus.Generator().manual_seed(3)
     dl = DataLoader(SeedProbe(), batch_size=None, num_workers=1, generator=g)
-    assert {b[2] for b in dl} == {_base_seed(g2)}  # the loader's generator gives the base seed
+    first = {b[2] for b in dl}
+    assert first == {_base_seed(g2)}  # the loader's generator gives the base seed
+    again = {b[2] for b in dl}
+    assert again == {_base_seed(g2)} and again != first  # drawn anew each pass: fresh worker seeds
+
+
+@pytest.mark.parametrize("kind", ["global", "generator", "fallback"])
+def test_base_seed_is_the_generators_next_draw(kind):
+    """PyTorch's random_() draw, made on the host: the value janus.randint gives from the same
+    state, and the stream advanced as far."""
+    def gen():
+        if kind == "global":
+            janus.manual_seed(7)
+            return None
+        if kind == "generator":
+            return janus.Generator().manual_seed(7)
+        return _FallbackGenerator().manual_seed(7)
+
+    g = gen()
+    want = _draw("randint", g, 0, 1 << 62, (), dtype=janus.int64).item()
+    want_next = _draw("rand", g, 4).tolist()
+    g = gen()
+    got = _base_seed(g)
+    assert got == want and _draw("rand", g, 4).tolist() == want_next
+    assert 0 <= got < 1 << 62
+
+
+@pytest.mark.parametrize("nw,persistent,draws", [(0, False, 2), (2, False, 2), (2, True, 1)])
+def test_each_new_iterator_draws_one_value(nw, persistent, draws):
+    """Two passes draw two base seeds, with or without workers; persistent workers draw
+    theirs once (their second pass reuses the iterator and the seeds, as in PyTorch)."""
+    janus.manual_seed(5)
+    for _ in range(draws):
+        _base_seed(None)
+    want = janus.randn(3).tolist()
+    janus.manual_seed(5)
+    dl = DataLoader(list(range(6)), batch_size=2, num_workers=nw, persistent_workers=persistent)
+    assert [b.tolist() for b in dl] == [b.tolist() for b in dl] == [[0, 1], [2, 3], [4, 5]]
+    assert janus.randn(3).tolist() == want
 
 
 def test_generate_state_matches_pytorch():
@@ -305,6 +346,32 @@ def _run(tmp_path, *args):
 
 
 @pytest.mark.skipif(not os.path.exists(JANUS), reason=f"{JANUS} not built")
+def test_base_seed_records_no_op_and_no_sync(tmp_path):
+    """Drawing the base seed on the host leaves the recording as it was: no random op and no
+    .item() sync per pass."""
+    s = tmp_path / "passes.py"
+    s.write_text(textwrap.dedent("""
+        import json, sys
+        import janus
+        from janus.utils.data import DataLoader
+        dl = DataLoader(list(range(8)), batch_size=None)  # ints stay ints: no tensors
+        janus.step()
+        before = janus._C._rec_stats()  # counts what ended steps hold
+        for _ in range(3):
+            assert list(dl) == list(range(8))
+        janus.step()
+        after = janus._C._rec_stats()
+        with open(sys.argv[1], "w") as f:
+            json.dump([before, after, janus._C._rng_state()[1]], f)
+    """))
+    out = tmp_path / "stats.json"
+    _run(tmp_path, "record", "--db", str(tmp_path / "r.db"), sys.executable, str(s), str(out))
+    before, after, offset = json.loads(out.read_text())
+    assert (after["ops"], after["syncs"]) == (before["ops"], before["syncs"]), (before, after)
+    assert offset == 3  # one value drawn per pass all the same
+
+
+@pytest.mark.skipif(not os.path.exists(JANUS), reason=f"{JANUS} not built")
 def test_record_and_replay_with_workers_match_zero_workers(tmp_path):
     s = tmp_path / "train.py"
     s.write_text(textwrap.dedent(SCRIPT))
@@ -318,6 +385,9 @@ def test_record_and_replay_with_workers_match_zero_workers(tmp_path):
         graphs = int(re.search(r"janus optimize: (\d+) graphs", opt.stdout + opt.stderr).group(1))
         hits = re.search(r"hit rate \((\d+ of \d+) segments", rep.stderr).group(1)
         res[nw] = (rec.stdout, graphs, hits)
-    # the workers' batches are host inputs: the same training, graphs and hits (the 0-worker
-    # graphs also hold the main process's collate ops, see docs)
-    assert res["2"] == res["0"], res
+    # the workers' batches are host inputs: the same training, every segment a hit (the 0-worker
+    # graphs also hold the main process's collate ops, see docs); starting the workers (the fork)
+    # is a sync point, so a pass that builds its loader has one segment more per epoch
+    assert res["2"][0] == res["0"][0], res
+    (h0, n0), (h2, n2) = (map(int, res[k][2].split(" of ")) for k in ("0", "2"))
+    assert h0 == n0 and h2 == n2 and n2 == n0 + 3, res

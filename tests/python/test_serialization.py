@@ -21,7 +21,6 @@ import pickletools
 import re
 import subprocess
 import sys
-import textwrap
 import zipfile
 
 import pytest

@@ -8,11 +8,11 @@ batch) back to the main process on a pipe of its own.  A sender thread does
 the writing, so the worker fetches the next batch while the main process has
 not read the last one yet (that is the prefetching).
 
-Seeds, as PyTorch derives them: the main process draws base_seed from the
-loader's generator (or the global one) once per iterator; worker i seeds
-Python's `random` and janus with base_seed + i and numpy (when the script
-has imported it) with _generate_state(base_seed, i); janus.initial_seed()
-and get_worker_info() tell a worker its seed.
+Seeds, as PyTorch derives them from a pass's base_seed (drawn from the
+loader's generator, or the global one: dataloader._base_seed): worker i
+seeds Python's `random` and janus with base_seed + i and numpy (when the
+script has imported it) with _generate_state(base_seed, i);
+janus.initial_seed() and get_worker_info() tell a worker its seed.
 
 Batches cross processes as pickles whose tensor data travel out of band
 (pickle protocol 5): a tensor's bytes are written from its own memory to the

@@ -5,10 +5,11 @@ batch_sampler=None, num_workers=0, collate_fn=None, drop_last=False,
 generator=None, timeout=0, worker_init_fn=None, prefetch_factor=None,
 persistent_workers=False, ...) iterates batches: indices from the (batch)
 sampler, samples from dataset[i], merged by collate_fn.  Each iter() starts a
-new pass (a new permutation when shuffling) and draws the workers' base seed
-from the generator, as PyTorch does.  num_workers > 0 fetches and collates
-in that many worker processes, prefetch_factor batches ahead each (see
-_worker.py); pin_memory is accepted (CPU tensors need no pinning).
+new pass (a new permutation when shuffling) and, as PyTorch's does, draws
+the workers' base seed from the generator, with workers or without (drawn
+on the host: _base_seed).  num_workers > 0 fetches and collates in that
+many worker processes, prefetch_factor batches ahead each (see _worker.py);
+pin_memory is accepted (CPU tensors need no pinning).
 
 Fast path: a TensorDataset batched with the default collate gathers each
 batch with one index op per tensor (t[idx]) instead of indexing every sample
@@ -33,7 +34,7 @@ from janus import _C
 
 from . import _worker
 from .dataset import IterableDataset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, SequentialSampler, _draw
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_collate", "default_convert"]
 
@@ -220,13 +221,13 @@ class DataLoader:
                 and type(d).__getitem__ is TensorDataset.__getitem__)
 
     def __iter__(self):
-        # a pass draws the workers' base seed, with workers or without (as
-        # PyTorch does), so the random stream after it is the same either way
+        if self.num_workers > 0 and self.persistent_workers and self._iterator is not None:
+            self._iterator._reset()  # no new base seed: the workers keep theirs (PyTorch)
+            return self._iterator
+        # every new iterator draws the base seed, with workers or without (PyTorch), so the
+        # random stream after it is the same with any number of workers
         base_seed = _base_seed(self.generator)
         if self.num_workers > 0:
-            if self.persistent_workers and self._iterator is not None:
-                self._iterator._reset(base_seed)
-                return self._iterator
             it = _MultiProcessingIter(self, base_seed)
             if self.persistent_workers:
                 self._iterator = it
@@ -304,10 +305,33 @@ def _mp_context(ctx, num_workers):
     return ctx
 
 
+_SEED_RANGE = 1 << 62  # janus.randint's [0, 2**62): non-negative int64s, as PyTorch's random_()
+
+
 def _base_seed(generator):
-    """The workers' base seed: one int64 from the loader's generator, as
-    PyTorch's empty((), dtype=int64).random_(generator=g) (janus's range)."""
-    return _draw("randint", generator, 0, 1 << 62, (), dtype=janus.int64).item()
+    """A pass's base seed, as PyTorch draws it in every new iterator (with
+    workers or without): one int64 from the loader's generator (the global
+    one without), advancing that stream by one value.  It is drawn on the
+    host from k_random.c's stream definition -- the value of
+    janus.randint(0, 2**62, (), generator=g).item() -- so a recording gets
+    no op and no sync point for it."""
+    if generator is None:
+        seed, offset = _C._rng_state()
+    elif hasattr(generator, "_state"):  # janus.Generator
+        seed, offset = generator._state()
+    elif isinstance(getattr(generator, "seed", None), int) and isinstance(getattr(generator, "offset", None), int):
+        seed, offset = generator.seed, generator.offset  # sampler._FallbackGenerator
+    else:
+        raise TypeError(f"DataLoader: generator must be a janus.Generator, not {type(generator).__name__}")
+    r = _C._philox(offset, seed)
+    nxt = (offset + 1) & 0xFFFFFFFFFFFFFFFF
+    if generator is None:
+        _C._set_rng_state(seed, nxt)
+    elif hasattr(generator, "_set"):
+        generator._set(seed, nxt)
+    else:
+        generator.offset = nxt
+    return ((r[0] << 32 | r[1]) * _SEED_RANGE) >> 64  # randint's multiply-shift
 
 
 def _sync_before_fork():
@@ -420,7 +444,7 @@ class _MultiProcessingIter:
         for _ in range(self._prefetch):
             self._try_put_index()
 
-    def _reset(self, base_seed):
+    def _reset(self):
         """Persistent workers: a new pass (the workers keep their seeds, as in PyTorch)."""
         for q in self._index_queues:
             q.put(_worker._ResumeIteration())

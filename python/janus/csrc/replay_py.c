@@ -119,13 +119,15 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
  * ops run eagerly, nothing is matched and nothing is written to the store
  * (the parent owns the replay and its counters).  The parent made every
  * tensor current before forking (a sync point), so nothing the child can
- * read is pending. */
+ * read is pending.  The hooks come off and the child's copy of the object
+ * is dropped, not finished or freed: that would write the parent's
+ * counters and close the parent's store connection from the child. */
 static PyObject *py_rp_forked_child(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
-    if (jn_rp_on) {
+    if (jn_py_replay) {
         jn_rt_set_capture_hook(NULL);
         jn_set_dispatch_hook(NULL);
-        jn_rp_on = 0;
+        jn_py_replay = NULL;
     }
     Py_RETURN_NONE;
 }

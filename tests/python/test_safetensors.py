@@ -351,9 +351,9 @@ def test_cross_read_with_safetensors_package(tmp_path):
 
 def test_training_checkpoint_resume(tmp_path):
     """model + optimizer + scheduler checkpoint: resuming reproduces the run exactly."""
-    nn = pytest.importorskip("janus.nn")
-    F = nn.functional
+    import janus.nn as nn
     from janus.optim import lr_scheduler
+    F = nn.functional
 
     def build():
         m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))

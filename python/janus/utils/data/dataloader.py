@@ -305,7 +305,7 @@ def _mp_context(ctx, num_workers):
     return ctx
 
 
-_SEED_RANGE = 1 << 62  # janus.randint's [0, 2**62): non-negative int64s, as PyTorch's random_()
+_SEED_RANGE = 1 << 62  # [0, 2**62): non-negative int64s (PyTorch's random_() gives [0, 2**63))
 
 
 def _base_seed(generator):

@@ -150,6 +150,23 @@ static PyObject *py_rp_put_steps(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* _rp_forked_child(): in a forked DataLoader worker, stop replaying for good:
+ * ops run eagerly, nothing is matched and nothing is written to the store
+ * (the parent owns the replay and its counters).  The parent made every
+ * tensor current before forking (a sync point), so nothing the child can
+ * read is pending.  The hooks come off and the child's copy of the object
+ * is dropped, not finished or freed: that would write the parent's
+ * counters and close the parent's store connection from the child. */
+static PyObject *py_rp_forked_child(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    if (jn_py_replay) {
+        jn_rt_set_capture_hook(NULL);
+        jn_set_dispatch_hook(NULL);
+        jn_py_replay = NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_rp_active(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     return PyBool_FromLong(jn_py_replay != NULL);
@@ -165,4 +182,5 @@ PyMethodDef jn_py_replay_methods[] = {
     {"_rp_stats", py_rp_stats, METH_NOARGS, "hit/miss counters and the summary line (None: no replay)"},
     {"_rp_active", py_rp_active, METH_NOARGS, NULL},
     {"_rp_put_steps", py_rp_put_steps, METH_VARARGS, "_rp_put_steps(db, run, [(started, duration)], tail): None or why not"},
+    {"_rp_forked_child", py_rp_forked_child, METH_NOARGS, "a forked worker process stops replaying"},
     {NULL, NULL, 0, NULL}};

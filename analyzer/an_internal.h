@@ -192,7 +192,7 @@ typedef struct an_ctx {
     jn_ir_module *m;
     char **reasons; int64_t nreasons, capreasons;
     an_map sites;                 /* call site ids referenced by the module */
-    struct sqlite3_stmt *site_st; /* call site lookup */
+    jn_db_site *dbsites; int ndbsites, dbsites_loaded; /* the store's call sites, read at first use */
 } an_ctx;
 
 typedef struct an_tid {

@@ -20,6 +20,7 @@
  * A forked child stops recording (it would write the parent's run).
  */
 #include "jn_rec.h"
+#include "jn_settings.h"
 
 #include <assert.h>
 #include <math.h>
@@ -709,8 +710,14 @@ static void reset_step(void) {
 
 jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_version) {
     if (R.db) return jn_error(JN_ERR_RUNTIME, "recorder: already recording into run %lld", (long long)R.run_id);
+    /* JANUS_RECORD_AS_DEVICE=cuda (tests only): the trace says every tensor
+     * was on the GPU, so the device path of analyzer, codegen and bundles
+     * is testable on a machine without one; nothing else changes */
+    const char *as = "";
+    jn_status s = jn_setting_str(JN_S_RECORD_AS_DEVICE, &as);
+    if (s) return s;
     jn_db *db;
-    jn_status s = jn_db_open(db_path, JN_DB_WRITE, &db);
+    s = jn_db_open(db_path, JN_DB_WRITE, &db);
     if (s) return s;
     if ((s = jn_db_run_set_python(db, run_id, python_version))) {
         jn_db_close(db);
@@ -721,11 +728,7 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
     R.site_fn = fn;
     R.db = db;
     R.run_id = run_id;
-    /* JANUS_RECORD_AS_DEVICE=cuda (tests only): the trace says every tensor
-     * was on the GPU, so the device path of analyzer, codegen and bundles
-     * is testable on a machine without one; nothing else changes */
-    const char *as = getenv("JANUS_RECORD_AS_DEVICE");
-    R.as_device = as && !strcmp(as, "cuda") ? JN_CUDA + 1 : 0;
+    R.as_device = !strcmp(as, "cuda") ? JN_CUDA + 1 : 0;
     static int atfork_set;
     if (!atfork_set) {
         atfork_set = 1;

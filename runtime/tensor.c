@@ -7,6 +7,7 @@
  */
 #include "jn_backend.h"
 #include "jn_runtime.h"
+#include "jn_settings.h"
 #include "k_fastmath.h" /* sat_i64 */
 
 #include <pthread.h>
@@ -131,8 +132,8 @@ static void block_free(void *b, int cls) {
         size_t r = class_bytes(cls);
         pthread_mutex_lock(&bcache.mu);
         if (!bcache.init) {
-            const char *e = getenv("JANUS_CACHE_MB");
-            bcache.cap = (size_t)(e ? strtoull(e, NULL, 10) : 512) << 20;
+            /* lazily, under a free: a bad value was refused by `import janus` / the janus command */
+            bcache.cap = (size_t)jn_setting_int_lazy(JN_S_CACHE_MB) << 20;
             bcache.init = 1;
         }
         if (bcache.bytes + r <= bcache.cap) {

@@ -32,7 +32,6 @@ made from another script) gives one line "janus replay: running eagerly:
 import atexit
 import json
 import os
-import sqlite3
 import sys
 
 from . import _C
@@ -77,17 +76,11 @@ def _other_script(db):
     if not me:
         return None
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
-            q = "SELECT argv FROM runs" + (" WHERE kind IS NULL OR kind = 'record'" if "kind" in cols else "")
-            rows = con.execute(q).fetchall()
-        finally:
-            con.close()
+        rows = [argv for (_, kind, argv) in _C._rec_runs(db) if kind == "record"]
     except Exception:
         return None
     scripts = set()
-    for (a,) in rows:
+    for a in rows:
         try:
             argv = json.loads(a)
         except Exception:

@@ -10,6 +10,7 @@
 #include <dirent.h>
 
 #include "jn_cg.h"
+#include "jn_settings.h"
 
 #define HEAD "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
 
@@ -594,7 +595,8 @@ typedef jn_status (*jt_emit_fn)(const jn_ir_module *m, char **src, size_t *len, 
 
 static void check_goldens(const char *const *names, size_t n, jt_emit_fn emit, const char *dir, const char *ext,
                           const char *what, const char *prog) {
-    int update = getenv("JANUS_UPDATE_GOLDEN") && !strcmp(getenv("JANUS_UPDATE_GOLDEN"), "1");
+    int update = 0;
+    CHECK(jn_setting_bool(JN_S_UPDATE_GOLDEN, &update) == JN_OK);
     for (size_t i = 0; i < n; i++) {
         const ecase *c = NULL;
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)

@@ -28,7 +28,7 @@ script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
 runpy.run_path(script, run_name="__main__")
-out = os.environ.get("JANUS_PROBE_OUT")
+out = janus._C._setting_value("JANUS_PROBE_OUT")
 if out and _last:
     params = [p.detach().reshape(-1).tolist() for g in _last[0].param_groups for p in g["params"]]
     with open(out, "w") as f:

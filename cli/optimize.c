@@ -28,7 +28,10 @@
  *
  * The analysis reads the store read-only, so this works on a store another
  * process is still recording into (its committed steps are analyzed); only
- * the bundle write opens it for writing (WAL: recorders go on).  Failures
+ * the bundle write opens it for writing (WAL: recorders go on).  A step
+ * whose trace chunk is damaged is skipped with a warning naming run, step
+ * and the damage; no readable step at all is "nothing to optimize" (exit
+ * 1, nothing stored: an empty bundle would replace a useful one).  Failures
  * exit 1 with a message that names the file and the fix; usage mistakes
  * exit 2.  jn_cli_dump_graphs is shared with `janus inspect --graphs`.
  */
@@ -100,6 +103,10 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
         fprintf(stderr, "janus %s: %s: %s\n", cmd, path, jn_errmsg());
         return 1;
     }
+    /* damaged steps were left out: say which, on stderr even with --quiet */
+    for (int i = 0; i < jn_an_skipped_count(); i++)
+        fprintf(stderr, "janus %s: warning: %s: %s; that step was skipped, the others were analyzed\n", cmd, path,
+                jn_an_skipped(i));
     return 0;
 }
 
@@ -306,6 +313,15 @@ int jn_cli_optimize(int argc, char **argv) {
     jn_an_stats st;
     int rc = analyze("optimize", path, run, quiet ? NULL : stderr, &m, &st);
     if (rc) return rc;
+    if (st.steps == 0) { /* an empty bundle would only replace a useful one */
+        char runs[48] = "";
+        if (run) snprintf(runs, sizeof runs, " in run %lld", (long long)run);
+        fprintf(stderr, "janus optimize: nothing to optimize: %s has no recorded steps%s%s; nothing was stored. "
+                "Record a training run first: `janus record --db %s -- python3 train.py`\n", path, runs,
+                st.skipped ? " that could be read (see the warnings above)" : "", path);
+        jn_ir_module_free(m);
+        return 1;
+    }
     if (dump && jn_ir_print(m, stdout) != JN_OK) {
         fprintf(stderr, "janus optimize: cannot print the graphs: %s\n", jn_errmsg());
         rc = 1;

@@ -1077,7 +1077,7 @@ jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data,
         else if (got != (size_t)raw) why = "short data";
     }
     if (why) {
-        s = jn_error(JN_ERR_IO, "trace store %s: the event chunk of step %" PRId64 " of run %" PRId64
+        s = jn_error(JN_ERR_VALUE, "trace store %s: the event chunk of step %" PRId64 " of run %" PRId64
                      " is corrupt (%s%s%s)", db->path, step, run_id, why, codec ? ", codec " : "", codec ? codec : "");
         sqlite3_reset(st);
         free(out);

@@ -219,7 +219,10 @@ jn_status jn_db_write_step(jn_db *db, const jn_db_step *s);
 /* Several steps in one transaction (all or none): the recorder's writer
  * thread batches what queued up, one commit per batch. */
 jn_status jn_db_write_steps(jn_db *db, const jn_db_step *steps, int n);
-/* The decompressed events of a step (caller frees *data with free()). */
+/* The decompressed events of a step (caller frees *data with free()).
+ * JN_ERR_VALUE (naming run and step) when the step has no chunk or its
+ * chunk is damaged -- that step's data, the rest of the store may be fine;
+ * JN_ERR_IO when the store itself cannot be read. */
 jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len);
 
 /* ---- bundles (schema v2) ----

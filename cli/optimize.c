@@ -36,6 +36,7 @@
  * exit 2.  jn_cli_dump_graphs is shared with `janus inspect --graphs`.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -110,6 +111,34 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
     return 0;
 }
 
+/* A signal that stops the compile: the handler only records it (the one
+ * process-global this needs: a handler has nowhere else to write); cc.c
+ * polls it, kills and reaps the compiler and removes its files, and
+ * optimize then dies of that same signal.  Installed only while the
+ * compiler runs; a signal ignored before (nohup) stays ignored. */
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
+static const int stop_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void catch_stops(struct sigaction *old) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) {
+        sigaction(stop_sigs[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) sigaction(stop_sigs[i], &sa, NULL);
+    }
+}
+
+/* The old actions back; a caught signal is raised again (the process
+ * then ends as that signal's default action says). */
+static void release_stops(const struct sigaction *old) {
+    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &old[i], NULL);
+    if (stop_signal) raise(stop_signal);
+}
+
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
  * one), keyed by this build and machine and the runs they came from. */
 static int store_bundle(const char *path, int64_t run, const char *target, jn_ir_module *m, const jn_an_stats *st,
@@ -135,14 +164,24 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
     int nkernels = 0;
     double cc_s = 0;
     if (compile) {
-        jn_cg_cc_options cco = {.progress = info != NULL};
+        jn_cg_cc_options cco = {.progress = info != NULL, .stop = &stop_signal};
         jn_status es = arch ? jn_cg_emit_cuda(m, &src, &srclen, &nkernels) : jn_cg_emit_c(m, &src, &srclen, &nkernels);
         if (!es && nkernels > 0 && arch) {
             if (info) fprintf(stderr, "janus optimize: compiling %d CUDA kernel%s for %s with NVRTC...\n", nkernels,
                               nkernels == 1 ? "" : "s", arch);
             es = jn_cg_compile_cuda(src, srclen, arch, &ptx, &ptxlen, &cubin, &cubinlen, &cc_s, NULL);
         } else if (!es && nkernels > 0) {
+            struct sigaction old[3];
+            catch_stops(old);
             es = jn_cg_compile_so(src, srclen, &cco, &so, &solen, &cc_s);
+            if (stop_signal) {
+                fprintf(stderr, "janus optimize: stopped by %s while compiling the kernels (compiler stopped, its "
+                        "files removed); nothing was stored\n", strsignal(stop_signal));
+                free(src), free(so);
+                release_stops(old);
+                return 1;
+            }
+            release_stops(old);
         }
         free(src);
         if (es) {

@@ -137,7 +137,7 @@ def main():
         con.execute("VACUUM")
         con.close()
         with open(small, "rb") as f:
-            put("store", "recorded.db", f.read())
+            put("store", "recorded.store", f.read())  # (not .db: ignored by git)
     finally:
         shutil.rmtree(tmp)
 

@@ -7,7 +7,8 @@ compiler's child are gone (not left running as orphans), no directory or
 file remains under $TMPDIR, nothing was stored.  SIGKILL: no handler
 runs, so the compiler is orphaned and its directory stays -- until the next
 `janus optimize`, which kills the orphans, removes the directory and
-stores its bundle."""
+stores its bundle.  A signal ignored when optimize starts (nohup) stays
+ignored."""
 import os
 import signal
 import sqlite3
@@ -96,7 +97,10 @@ def start_compile(db, tmp_path):
     fake.chmod(0o755)
     pids = tmp_path / "pids"
     e = env(CC=str(fake), TMPDIR=str(tmpdir), FAKE_CC_PIDS=str(pids))
-    p = subprocess.Popen([JANUS, "optimize", str(db)], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT at its default: a shell starting the tests in the background
+    # ignores it, and optimize leaves an ignored signal ignored (nohup)
+    p = subprocess.Popen([JANUS, "optimize", str(db)], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def both():
         return pids.exists() and len(pids.read_text().split()) == 2
@@ -124,6 +128,29 @@ def test_stop_kills_the_compiler_and_removes_its_files(recorded, tmp_path, sig):
         wait_for(lambda: gone(pid), 5, f"compiler process {pid} still runs")
     assert leftovers(tmpdir) == []
     assert bundles(str(db)) == 0
+
+
+def test_an_ignored_signal_stays_ignored(recorded, tmp_path):
+    db = tmp_path / "run.db"
+    db.write_bytes(recorded.read_bytes())
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    fake = tmp_path / "fake_cc.sh"
+    fake.write_text(FAKE_CC)
+    fake.chmod(0o755)
+    pids = tmp_path / "pids"
+    e = env(CC=str(fake), TMPDIR=str(tmpdir), FAKE_CC_PIDS=str(pids))
+    p = subprocess.Popen([JANUS, "optimize", str(db)], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2, 60, "the fake compiler did not start")
+        p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert p.poll() is None  # still compiling
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM and leftovers(tmpdir) == []
 
 
 def test_sigkill_leftovers_go_at_the_next_optimize(recorded, tmp_path):

@@ -324,6 +324,7 @@ static void storage_decref(jn_storage *st) {
 /* Set by the autograd layer to free what it hangs on tensors. */
 void (*jn_rt_autograd_free)(jn_tensor *t) = NULL;
 void (*jn_rt_record_free)(const jn_tensor *t) = NULL;
+void (*jn_rt_record_alias)(const jn_tensor *from, const jn_tensor *to) = NULL;
 
 void jn_tensor_decref(jn_tensor *t) {
     if (!t || __atomic_sub_fetch(&t->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;

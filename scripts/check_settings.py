@@ -10,8 +10,7 @@ Checked, over every file git knows here (tracked or not ignored):
   2. C reads no JANUS_* variable with getenv outside runtime/settings.c
      (jn_settings.h: jn_setting_bool/int/float/str/raw), and calls getenv
      only with a literal name (a computed one could be a JANUS_ one);
-  3. Python reads a JANUS_* variable only through janus._C._setting_value
-     (or replay's _C._setting, until the two are one),
+  3. Python reads a JANUS_* variable only through janus._C._setting_value,
      except rows of kind BUILD or BENCH (read before janus can be imported:
      they say where janus is) -- and, in tests/, rows of kind CHILD (the
      tests check what janus passes to the process it starts); outside
@@ -62,7 +61,7 @@ PY_LITERAL_READS = [
     re.compile(r"""(['"])(JANUS_\w+)\1\s+(?:not\s+)?in\s+[\w.]*\benviron\b"""),
 ]
 PY_COMPUTED_READ = re.compile(r"""(?:\benviron\.get\(|\bgetenv\(|\benviron\[)\s*(?!['"])""")
-PY_TABLE_READ = re.compile(r"""\b_setting(?:_value)?\(\s*['"](JANUS_\w+)['"]""")  # also replay's _C._setting
+PY_TABLE_READ = re.compile(r"""_setting_value\(\s*['"](JANUS_\w+)['"]""")
 C_TABLE_READ = re.compile(r"\bJN_S_([A-Z0-9][A-Z0-9_]*)\b")
 C_LAZY_READ = re.compile(r"\bjn_setting_int_lazy\(\s*JN_S_([A-Z0-9][A-Z0-9_]*)")
 INIT = "python/janus/__init__.py"

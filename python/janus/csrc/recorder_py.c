@@ -720,7 +720,7 @@ static PyObject *py_rec_mark_all(PyObject *self, PyObject *args) {
     PyObject *iter = PyObject_GetIter(it);
     if (!iter) return NULL;
     while ((x = PyIter_Next(iter))) {
-        if (JnTensor_Check(x) && JN_T(x)->rec_role != JN_TR_PARAM) jn_rec_mark(JN_T(x), role);
+        if (JnTensor_Check(x) && jn_rec_role(JN_T(x)) != JN_TR_PARAM) jn_rec_mark(JN_T(x), role);
         Py_DECREF(x);
     }
     Py_DECREF(iter);
@@ -734,7 +734,7 @@ static PyObject *py_rec_role(PyObject *self, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "_rec_role(tensor)");
         return NULL;
     }
-    return PyLong_FromLong(JN_T(arg)->rec_role);
+    return PyLong_FromLong(jn_rec_role(JN_T(arg)));
 }
 
 /* _rec_sync(tensor_or_None, kind, value_or_None) */

@@ -282,6 +282,18 @@ int jn_cli_run_begin(const char *cmd, jn_db *db, const char *abs, const char *sh
         fprintf(stderr, "janus %s: out of memory\n", cmd);
         goto done;
     }
+    /* runs left 'running' by a process that died: say so once, mark them */
+    jn_db_run_row *lost = NULL;
+    int nlost = 0;
+    if (jn_db_mark_lost(db, &lost, &nlost) != JN_OK) {
+        fprintf(stderr, "janus %s: cannot add a run to %s: %s\n", cmd, shown, jn_errmsg());
+        jn_cli_full_disk_hint(cmd, abs);
+        goto done;
+    }
+    for (int k = 0; k < nlost; k++)
+        fprintf(stderr, "janus %s: run %lld of %s was left running by process %lld, which is gone: marked lost "
+                        "(its stored steps are kept)\n", cmd, (long long)lost[k].id, shown, (long long)lost[k].pid);
+    jn_db_runs_free(lost, nlost);
     jn_db_run_info info = {
         .argv_json = aj, .cwd = cwd, .python_version = "", .janus_version = JANUS_VERSION,
         .optable_hash = hash, .optable_ops = ops, .cpu_features = cpu, .device = "cpu",

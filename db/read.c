@@ -108,13 +108,14 @@ void jn_db_read_end(jn_db *db) {
 }
 
 /* ------------------------------------------------------------------- runs */
+void db_run_row_clear(jn_db_run_row *r) {
+    const char *s[] = {r->kind, r->argv_json, r->cwd, r->status, r->python_version, r->janus_version,
+                       r->hostname, r->device, r->optable_hash, r->cpu_features, r->boot_id};
+    for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) free((void *)s[k]);
+}
+
 void jn_db_runs_free(jn_db_run_row *rows, int n) {
-    for (int i = 0; rows && i < n; i++) {
-        jn_db_run_row *r = &rows[i];
-        const char *s[] = {r->kind, r->argv_json, r->cwd, r->status, r->python_version, r->janus_version,
-                           r->hostname, r->device, r->optable_hash, r->cpu_features};
-        for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) free((void *)s[k]);
-    }
+    for (int i = 0; rows && i < n; i++) db_run_row_clear(&rows[i]);
     free(rows);
 }
 
@@ -123,15 +124,19 @@ jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n) {
     if ((s = check_args(db, rows, n, "jn_db_runs"))) return s;
     *rows = NULL;
     *n = 0;
-    /* kind and bundle_id came with schema v3: older runs are all recordings */
+    /* kind and bundle_id came with schema v3 (older runs are all
+     * recordings), pid_start and boot_id with v6 */
+    int v = jn_db_schema_version(db);
     query q;
-    if (!q_open(&q, db, jn_db_schema_version(db) >= 3
-                            ? "SELECT id, kind, argv, cwd, status, python_version, janus_version, hostname, device, "
-                              "optable_hash, cpu_features, started, ended, exit_status, pid, bundle_id FROM runs "
-                              "WHERE ?1 = 0 OR id = ?1 ORDER BY id"
-                            : "SELECT id, 'record', argv, cwd, status, python_version, janus_version, hostname, "
-                              "device, optable_hash, cpu_features, started, ended, exit_status, pid, NULL FROM runs "
-                              "WHERE ?1 = 0 OR id = ?1 ORDER BY id",
+    if (!q_open(&q, db, v >= 6   ? "SELECT id, kind, argv, cwd, status, python_version, janus_version, hostname, "
+                                   "device, optable_hash, cpu_features, started, ended, exit_status, pid, bundle_id, "
+                                   "pid_start, boot_id FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
+                        : v >= 3 ? "SELECT id, kind, argv, cwd, status, python_version, janus_version, hostname, "
+                                   "device, optable_hash, cpu_features, started, ended, exit_status, pid, bundle_id, "
+                                   "NULL, NULL FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
+                                 : "SELECT id, 'record', argv, cwd, status, python_version, janus_version, hostname, "
+                                   "device, optable_hash, cpu_features, started, ended, exit_status, pid, NULL, "
+                                   "NULL, NULL FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id",
                 "the runs"))
         return q_close(&q);
     sqlite3_bind_int64(q.st, 1, only > 0 ? only : 0);
@@ -162,7 +167,19 @@ jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n) {
         r->exit_status = sqlite3_column_int64(q.st, 13);
         r->pid = sqlite3_column_int64(q.st, 14);
         r->bundle_id = sqlite3_column_int64(q.st, 15);
+        r->pid_start = sqlite3_column_int64(q.st, 16);
+        r->boot_id = q_text(&q, 17);
         if (q.nomem) break;
+        /* a run whose process died reads as lost, read-only stores too */
+        if (jn_db_run_is_lost(r->status, r->hostname, r->pid, r->pid_start, r->boot_id)) {
+            char *lost = strdup("lost");
+            if (!lost) {
+                q.nomem = 1;
+                break;
+            }
+            free((void *)r->status);
+            r->status = lost;
+        }
     }
     if ((s = q_close(&q))) {
         jn_db_runs_free(a, len);

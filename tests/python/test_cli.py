@@ -534,3 +534,39 @@ def test_openblas_coretype_without_avx512():
         r = subprocess.run([sys.executable, "-c", "import janus"], capture_output=True, text=True, env=env,
                            timeout=60)
         assert r.returncode == 1 and "ImportError" in r.stderr and "SIGILL" in r.stderr, r.stderr
+
+
+@needs_recorder
+def test_sigkilled_run_is_lost(tmp_path):
+    """A run whose janus process died by SIGKILL (nothing could close it)
+    reads as lost in inspect, text and JSON, and the next writer marks it
+    so and says it; a live run reads as running (test_inspect_while_recording)."""
+    db = tmp_path / "run.db"
+    body = TRAIN.replace("    if i + 1 == die_after:", "    if i == 3:\n        print('ready', flush=True)\n"
+                                                           "        import time; time.sleep(60)\n"
+                                                           "    if i + 1 == die_after:")
+    p = subprocess.Popen([JANUS, "record", "--db", str(db), sys.executable, script(tmp_path, body), "6"],
+                         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        assert inspect_json(db)["runs"][0]["status"] == "running"
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)  # janus and the script: nobody is left to close the run
+        p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    run = inspect_json(db)["runs"][0]
+    assert run["status"] == "lost" and run["ended"] is None and run["steps"] >= 1
+    text = janus("inspect", str(db))
+    assert f"lost (process {p.pid} died without closing it)" in text.stdout, text.stdout
+    assert sqlite3.connect(str(db)).execute("SELECT status FROM runs").fetchone()[0] == "running"
+
+    r = janus("record", "--db", str(db), sys.executable, script(tmp_path, TRAIN, "ok.py"), "2")
+    assert r.returncode == 0, r.stderr
+    assert (f"janus record: run 1 of {db} was left running by process {p.pid}, which is gone: marked lost"
+            in r.stderr), r.stderr
+    runs = inspect_json(db)["runs"]
+    assert [x["status"] for x in runs] == ["lost", "finished"] and runs[0]["steps"] == run["steps"]
+    assert sqlite3.connect(str(db)).execute("SELECT status FROM runs WHERE id = 1").fetchone()[0] == "lost"
+    r = janus("record", "--db", str(db), sys.executable, script(tmp_path, TRAIN, "ok.py"), "2")
+    assert r.returncode == 0 and "marked lost" not in r.stderr, r.stderr  # said once

@@ -63,8 +63,9 @@ int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status);
  * argv, else the exit code (0 after --help, 2 for a usage error, printed). */
 int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv,
                        int (*flag)(const char *a, void *ctx), void *ctx, const char **dbpath, int *first);
-/* Close the run; returns the store opened for writing (NULL on failure). */
-jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status);
+/* Close the run (*ended: 0 when its end could not be stored); returns the
+ * store opened for writing (NULL on failure). */
+jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status, int *ended);
 
 /* Analyze the store at path (run 0 = all) and print its graphs as IR text
  * to out (optimize.c; `janus inspect --graphs`).  Returns the exit code. */

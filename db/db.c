@@ -57,6 +57,7 @@
 #include "db_internal.h"
 #include "jn_db.h"
 #include "jn_db_testing.h"
+#include "jn_settings.h"
 
 #ifndef JANUS_VERSION
 #define JANUS_VERSION "unknown"
@@ -247,12 +248,21 @@ struct jn_db {
 
 /* ------------------------------------------------------ fault injection */
 static int fault_countdown; /* test-only, so a plain global is enough */
+static int fault_full;      /* JANUS_DB_FAULT_AFTER: the disk stays full once it fired */
 
-void jn_db_inject_fault(int after_n_writes) { fault_countdown = after_n_writes > 0 ? after_n_writes : 0; }
+void jn_db_inject_fault(int after_n_writes) {
+    fault_countdown = after_n_writes > 0 ? after_n_writes : 0;
+    fault_full = 0;
+}
 
-static int fault_fires(jn_db *db) {
+/* write: the statement changes the store.  jn_db_inject_fault counts
+ * every statement and fails one; the full disk of JANUS_DB_FAULT_AFTER
+ * counts and fails writes only (reads, PRAGMAs, BEGIN and COMMIT pass). */
+static int fault_fires(jn_db *db, int write) {
     db->injected = 0;
-    if (fault_countdown > 0 && --fault_countdown == 0) {
+    if (fault_full && !write) return 0;
+    if (fault_full < 0 || (fault_countdown > 0 && --fault_countdown == 0)) {
+        if (fault_full) fault_full = -1;
         db->injected = 1;
         return 1;
     }
@@ -268,12 +278,14 @@ int db_prepare(jn_db *db, const char *sql, sqlite3_stmt **st) {
 
 /* Every sqlite3_step / sqlite3_exec of db/ goes through these two. */
 int db_step(jn_db *db, sqlite3_stmt *st) {
-    if (fault_fires(db)) return SQLITE_FULL;
+    const char *sql = sqlite3_sql(st);
+    if (fault_fires(db, !sqlite3_stmt_readonly(st) && sql && strncmp(sql, "PRAGMA", 6))) return SQLITE_FULL;
     return sqlite3_step(st);
 }
 
 static int db_exec(jn_db *db, const char *sql) {
-    if (fault_fires(db)) return SQLITE_FULL;
+    int write = strncmp(sql, "PRAGMA", 6) && strncmp(sql, "BEGIN", 5) && strncmp(sql, "COMMIT", 6);
+    if (fault_fires(db, write)) return SQLITE_FULL;
     return sqlite3_exec(db->h, sql, NULL, NULL, NULL);
 }
 
@@ -602,6 +614,16 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
         return jn_error(JN_ERR_VALUE, "jn_db_open: bad flags %d (JN_DB_READONLY, JN_DB_WRITE, JN_DB_CREATE or "
                         "JN_DB_WRITE_OR_READONLY)", flags);
 
+    /* JANUS_DB_FAULT_AFTER (tests): a full disk from N statements into
+     * this store on (every later write fails, reads work), in a process a
+     * test cannot reach into (a recorded script) */
+    if (jn_setting_raw(JN_S_DB_FAULT_AFTER)) {
+        int64_t after = 0;
+        jn_status fs = jn_setting_int(JN_S_DB_FAULT_AFTER, &after);
+        if (fs) return fs;
+        jn_db_inject_fault((int)after);
+        fault_full = 1;
+    }
     jn_db *db = calloc(1, sizeof *db);
     if (!db || !(db->path = strdup(path)) || !(db->abs = absolute(path))) {
         int e = errno;

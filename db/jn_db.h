@@ -14,7 +14,7 @@
  *   op_counts, syncs, decisions, shapes, arg_types  plain summary tables for SQL
  * Concretely (db/db.c SCHEMA_V1 is the authority):
  *   meta also holds optable_hash (the creating janus's table, 16 hex digits).
- *   runs(id, argv, cwd, started, ended, exit_status, status 'running'|'finished'|'error'|'killed',
+ *   runs(id, argv, cwd, started, ended, exit_status, status 'running'|'finished'|'error'|'killed'|'incomplete',
  *        python_version, janus_version, optable_hash, cpu_features, device, hostname, pid)
  *        (status 'lost' once a later writer found its process gone: jn_db_mark_lost)
  *   stacks.hash is the uint64 bit-cast to a signed INTEGER; stacks.frames is a JSON
@@ -115,8 +115,9 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
 /* The recording process fills this at start: it is also how the CLI tells
  * "the command imported janus" (set) from "it never did" (still empty). */
 jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_version);
-/* status: "finished", "error" (script raised / nonzero exit), "killed"
- * (and "lost", which jn_db_mark_lost sets) */
+/* status: "finished", "error" (script raised / nonzero exit), "killed",
+ * "incomplete" (the script finished, its recording did not: a full disk);
+ * and "lost", which jn_db_mark_lost sets */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
 
 /* A run is lost when its status is still 'running' (or empty) but the

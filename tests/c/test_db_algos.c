@@ -20,7 +20,7 @@ static const jn_db_algo R1[] = {{"0:0:conv-a", 1, 4096, 0.25}, {"1:0:conv-a", 0,
 static void test_put_get(void) {
     const char *path = tmp("v5.db");
     jn_db *db = NULL;
-    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == 5);
+    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
     sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT count(*) FROM sqlite_master WHERE name = 'algos'") == 1);
@@ -96,7 +96,8 @@ static void make_v4(const char *path) {
     int64_t run;
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
-    if (sqlite3_exec(jn_db_testing_handle(db), "DROP TABLE algos; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+    if (sqlite3_exec(jn_db_testing_handle(db), "DROP TABLE algos; ALTER TABLE runs DROP COLUMN pid_start; "
+                     "ALTER TABLE runs DROP COLUMN boot_id; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v4: %s\n", err ? err : "?");
     sqlite3_free(err);
@@ -116,14 +117,14 @@ static void test_migration_v4(void) {
         CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM sqlite_master WHERE name = 'algos'") == 0);
         jn_db_close(db);
     }
-    /* a failure at any point leaves v4 or a complete v5 */
+    /* a failure at any point leaves v4 or a complete migration (v5 and v6) */
     CHECK(jt_migrate_under_faults(path, make_v4, 12, 4, "SELECT count(*) FROM sqlite_master WHERE name = 'algos'", 0,
                                   1, 1) >= 3);
     make_v4(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
     sqlite3 *h = jn_db_testing_handle(db);
-    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 5);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_int(h, "SELECT count(*) FROM runs") == 1); /* the old run stays */
     CHECK(jn_db_algos_put(db, H200, R1, 3) == JN_OK);
     CHECK(q_int(h, "SELECT count(*) FROM algos") == 3);

@@ -27,6 +27,7 @@
 #include "jn_db.h"
 #include "jn_db_testing.h"
 #include "jn_test.h"
+#include "jn_test_db.h"
 
 #define CS1 1
 #define CS2 2
@@ -376,6 +377,26 @@ static const char *stored_status(jn_db *db, int64_t run, char *buf, size_t n) {
     return buf;
 }
 
+/* A v5 store as v5 made it (no pid_start, no boot_id) with one run of
+ * this host left running by a process that is gone (pid 0x7ffffffe: above
+ * any pid_max). */
+static void make_v5(const char *path) {
+    unlink(path);
+    jn_db *db = NULL;
+    if (jn_db_open(path, JN_DB_CREATE, &db) != JN_OK) return;
+    jn_db_close(db);
+    char host[256] = "", sql[768];
+    gethostname(host, sizeof host - 1);
+    snprintf(sql, sizeof sql,
+             "ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id;"
+             "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+             "INSERT INTO runs(id, hostname, pid, status) VALUES(1, '%s', 2147483646, 'running');", host);
+    sqlite3 *h = NULL;
+    if (sqlite3_open(path, &h) != SQLITE_OK || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fprintf(stderr, "  make_v5: %s\n", h ? sqlite3_errmsg(h) : "?");
+    sqlite3_close(h);
+}
+
 /* Runs whose owner is gone read as lost; the next writer marks them. */
 static void test_lost(void) {
     const char *path = tmp("lost.db");
@@ -428,6 +449,18 @@ static void test_lost(void) {
     CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK);
     if (db) {
         CHECK(jn_db_mark_lost(db, &r, &nr) == JN_ERR_IO);
+        jn_db_close(db);
+    }
+
+    /* a failure at any point of v5 -> v6 leaves v5 or a complete v6 */
+    CHECK(jt_migrate_under_faults(tmp("v5f.db"), make_v5, 6, 5,
+                                  "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('pid_start','boot_id')",
+                                  0, 2, 1) >= 2);
+    make_v5(tmp("v5f.db"));
+    CHECK(jn_db_open(tmp("v5f.db"), JN_DB_WRITE, &db) == JN_OK && jn_db_schema_version(db) == 6);
+    if (db) {
+        CHECK(jn_db_mark_lost(db, &r, &nr) == JN_OK && nr == 1 && r && r[0].pid == 2147483646);
+        jn_db_runs_free(r, nr);
         jn_db_close(db);
     }
 

@@ -129,7 +129,8 @@ static void make_v2(const char *path) {
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
                      "DROP TABLE replay_misses; DROP TABLE replay_graphs; ALTER TABLE runs DROP COLUMN bundle_id; "
-                     "ALTER TABLE runs DROP COLUMN kind; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+                     "ALTER TABLE runs DROP COLUMN kind; ALTER TABLE runs DROP COLUMN pid_start; "
+                     "ALTER TABLE runs DROP COLUMN boot_id; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v2: %s\n", err ? err : "?");
     sqlite3_free(err);

@@ -502,13 +502,12 @@ int jn_cli_record(int argc, char **argv) {
         long long last = strtoll(report, NULL, 10);
         int script_rc = rc;
         if (rc == 0) rc = 1;
-        if (last >= 0)
-            fprintf(stderr, "janus record: run %lld is incomplete: steps 0-%lld are stored, the later ones are not; "
-                            "the command exited with status %d, janus with %d\n",
-                    (long long)run, last, script_rc, rc);
-        else
-            fprintf(stderr, "janus record: run %lld is incomplete: no step is stored; the command exited with "
-                            "status %d, janus with %d\n", (long long)run, script_rc, rc);
+        char stored[96];
+        if (last > 0) snprintf(stored, sizeof stored, "steps 0-%lld are stored, later steps are not", last);
+        else snprintf(stored, sizeof stored, "%s", last == 0 ? "step 0 is stored, later steps are not"
+                                                                : "no step is stored");
+        fprintf(stderr, "janus record: run %lld is incomplete: %s; the command exited with status %d, janus with %d\n",
+                (long long)run, stored, script_rc, rc);
         jn_cli_full_disk_hint("record", abs);
     } else if (!ended && rc == 0) {
         rc = 1; /* the store does not say how the run ended */

@@ -448,10 +448,9 @@ def _check_incomplete(r, db, script_rc=0):
     last = -1 if m.group(3) else int(m.group(1) or m.group(2))
     run = inspect_json(db)["runs"][-1]
     assert run["steps"] == last + 1, (run["steps"], r.stderr)
-    if last >= 0:
-        assert f"run {run['id']} is incomplete: steps 0-{last} are stored" in r.stderr, r.stderr
-    else:
-        assert f"run {run['id']} is incomplete: no step is stored" in r.stderr, r.stderr
+    stored = ("no step is stored" if last < 0 else "step 0 is stored, later steps are not" if last == 0
+              else f"steps 0-{last} are stored, later steps are not")
+    assert f"run {run['id']} is incomplete: {stored}; " in r.stderr, r.stderr
     assert f"the command exited with status {script_rc}, janus with {script_rc or 1}" in r.stderr, r.stderr
     assert run["exit_status"] == script_rc
     assert run["status"] == ("incomplete" if script_rc == 0 else "error")

@@ -887,7 +887,7 @@ int jn_db_run_is_lost(const char *status, const char *hostname, int64_t pid, int
         return 0; /* another host's process: nothing here can tell */
     if (boot_id && boot_id[0] && !db_boot_id(boot, sizeof boot) && strcmp(boot, boot_id))
         return 1; /* started before this host's last boot */
-    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return 1;
+    if (pid > INT32_MAX || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) return 1; /* no such process */
     if (pid_start > 0) {
         uint64_t t = db_proc_start(pid);
         if (t && t != (uint64_t)pid_start) return 1; /* the pid is another process now */

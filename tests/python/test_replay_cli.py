@@ -352,6 +352,7 @@ def make_v2(db):
     con = sqlite3.connect(db)
     con.executescript("DROP TABLE replay_misses; DROP TABLE replay_graphs; "
                       "ALTER TABLE runs DROP COLUMN bundle_id; ALTER TABLE runs DROP COLUMN kind; "
+                      "ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "
                       "UPDATE meta SET value = '2' WHERE key = 'schema_version';")
     con.commit()
     con.close()
@@ -370,5 +371,5 @@ def test_v2_store_inspects_and_migrates(child, tmp_path):
     r = janus("replay", "--db", db, "--", *child)
     assert r.returncode == 0 and "has no bundle" in r.stderr
     out = inspect_json(db)
-    assert out["schema_version"] == 5  # migrated to the current schema
+    assert out["schema_version"] == 6  # migrated to the current schema
     assert [(x["id"], x["kind"]) for x in out["runs"]] == [(1, "record"), (2, "replay")]

@@ -8,7 +8,9 @@
 # A crash, leak, UB report or hang (-timeout) stops it with the reproducer
 # written to build-fuzz/artifacts/TARGET/; fix the bug and commit the
 # reproducer into the seeds, which the ctest fuzz_TARGET then replays.
-# SECONDS 0 only builds.  Extra arguments go to libFuzzer (e.g. -jobs=2).
+# SECONDS 0 only builds; FUZZ_NO_BUILD=1 only runs (what scripts/test.sh
+# does for harnesses it built first and fuzzes side by side, so that no two
+# builds share build-fuzz).  Extra arguments go to libFuzzer (e.g. -jobs=2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
@@ -34,7 +36,9 @@ if [ ! -f $B/CMakeCache.txt ]; then
     -DJANUS_WERROR=OFF \
     >/dev/null
 fi
-cmake --build $B --target "fuzz_$T" -j"$(nproc)" 2>&1 | grep -E 'error|Error' || true
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+  cmake --build $B --target "fuzz_$T" -j"$(nproc)" 2>&1 | grep -E 'error|Error' || true
+fi
 [ -x "$B/fuzz_$T" ] || { echo "fuzz.sh: building fuzz_$T failed" >&2; exit 1; }
 [ "$S" = 0 ] && exit 0
 mkdir -p "$B/corpus/$T" "$B/artifacts/$T"

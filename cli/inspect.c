@@ -482,7 +482,10 @@ static void print_run_header(ctx *c, const jn_db_run_row *r) {
         if (r->bundle_id) printf(" of bundle %lld", (long long)r->bundle_id);
         printf("]  ");
     }
-    printf("%s", r->status && r->status[0] ? r->status : "running (or ended without closing)");
+    if (r->status && !strcmp(r->status, "lost"))
+        printf("lost (process %lld died without closing it)", (long long)r->pid);
+    else
+        printf("%s", r->status && r->status[0] ? r->status : "running (or ended without closing)");
     if (r->has_exit_status) printf(" (exit %lld)", (long long)r->exit_status);
     printf("  ");
     print_argv(r->argv_json);

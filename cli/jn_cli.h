@@ -65,8 +65,9 @@ int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status);
  * argv, else the exit code (0 after --help, 2 for a usage error, printed). */
 int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv,
                        int (*flag)(const char *a, void *ctx), void *ctx, const char **dbpath, int *first);
-/* Close the run; returns the store opened for writing (NULL on failure). */
-jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status);
+/* Close the run (*ended: 0 when its end could not be stored); returns the
+ * store opened for writing (NULL on failure). */
+jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status, int *ended);
 
 /* One group of misses in words, as `janus inspect` prints it (inspect.c):
  * "g1 guard 2 at train.py:12: <reason> (seen 32)". */

@@ -28,7 +28,10 @@
  *
  * The analysis reads the store read-only, so this works on a store another
  * process is still recording into (its committed steps are analyzed); only
- * the bundle write opens it for writing (WAL: recorders go on).  Failures
+ * the bundle write opens it for writing (WAL: recorders go on).  A step
+ * whose trace chunk is damaged is skipped with a warning naming run, step
+ * and the damage; no readable step at all is "nothing to optimize" (exit
+ * 1, nothing stored: an empty bundle would replace a useful one).  Failures
  * exit 1 with a message that names the file and the fix; usage mistakes
  * exit 2.  jn_cli_dump_graphs is shared with `janus inspect --graphs`.
  *
@@ -39,6 +42,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -108,6 +112,10 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
         fprintf(stderr, "janus %s: %s: %s\n", cmd, path, jn_errmsg());
         return 1;
     }
+    /* damaged steps were left out: say which, on stderr even with --quiet */
+    for (int i = 0; i < jn_an_skipped_count(); i++)
+        fprintf(stderr, "janus %s: warning: %s: %s; that step was skipped, the others were analyzed\n", cmd, path,
+                jn_an_skipped(i));
     return 0;
 }
 
@@ -195,6 +203,34 @@ static jn_status store_notes(jn_db *db, int64_t id, const jn_an_stats *st) {
     return s;
 }
 
+/* A signal that stops the compile: the handler only records it (the one
+ * process-global this needs: a handler has nowhere else to write); cc.c
+ * polls it, kills and reaps the compiler and removes its files, and
+ * optimize then dies of that same signal.  Installed only while the
+ * compiler runs; a signal ignored before (nohup) stays ignored. */
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
+static const int stop_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void catch_stops(struct sigaction *old) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) {
+        sigaction(stop_sigs[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) sigaction(stop_sigs[i], &sa, NULL);
+    }
+}
+
+/* The old actions back; a caught signal is raised again (the process
+ * then ends as that signal's default action says). */
+static void release_stops(const struct sigaction *old) {
+    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &old[i], NULL);
+    if (stop_signal) raise(stop_signal);
+}
+
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
  * one), keyed by this build and machine and the runs they came from. */
 static int store_bundle(const char *path, int64_t run, const char *target, jn_ir_module *m, const jn_an_stats *st,
@@ -220,7 +256,7 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
     int nkernels = 0;
     double cc_s = 0;
     if (compile) {
-        jn_cg_cc_options cco = {.progress = 0}; /* ours below: a \r line on a terminal, else the summary */
+        jn_cg_cc_options cco = {.progress = 0, .stop = &stop_signal}; /* progress: ours below, a \r line on a terminal */
         jn_status es = arch ? jn_cg_emit_cuda(m, &src, &srclen, &nkernels) : jn_cg_emit_c(m, &src, &srclen, &nkernels);
         progress_line pl;
         int shown = !es && nkernels > 0 && progress_start(&pl, info != NULL);
@@ -229,10 +265,22 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
             snprintf(pl.what, sizeof pl.what, "compiling %d %skernel%s (%s of %s)", nkernels, arch ? "CUDA " : "",
                      nkernels == 1 ? "" : "s", jn_cli_bytes((int64_t)srclen, kb), arch ? "CUDA C, NVRTC" : "C");
         }
-        if (!es && nkernels > 0 && arch)
+        if (!es && nkernels > 0 && arch) {
             es = jn_cg_compile_cuda(src, srclen, arch, &ptx, &ptxlen, &cubin, &cubinlen, &cc_s, NULL);
-        else if (!es && nkernels > 0)
+        } else if (!es && nkernels > 0) {
+            struct sigaction old[3];
+            catch_stops(old);
             es = jn_cg_compile_so(src, srclen, &cco, &so, &solen, &cc_s);
+            if (stop_signal) {
+                progress_stop(&pl, shown);
+                fprintf(stderr, "janus optimize: stopped by %s while compiling the kernels (compiler stopped, its "
+                        "files removed); nothing was stored\n", strsignal(stop_signal));
+                free(src), free(so);
+                release_stops(old);
+                return 1;
+            }
+            release_stops(old);
+        }
         progress_stop(&pl, shown);
         free(src);
         if (es) {
@@ -405,6 +453,15 @@ int jn_cli_optimize(int argc, char **argv) {
     jn_an_stats st;
     int rc = analyze("optimize", path, run, quiet ? NULL : stderr, &m, &st);
     if (rc) return rc;
+    if (st.steps == 0) { /* an empty bundle would only replace a useful one */
+        char runs[48] = "";
+        if (run) snprintf(runs, sizeof runs, " in run %lld", (long long)run);
+        fprintf(stderr, "janus optimize: nothing to optimize: %s has no recorded steps%s%s; nothing was stored. "
+                "Record a training run first: `janus record --db %s -- python3 train.py`\n", path, runs,
+                st.skipped ? " that could be read (see the warnings above)" : "", path);
+        jn_ir_module_free(m);
+        return 1;
+    }
     if (dump && jn_ir_print(m, stdout) != JN_OK) {
         fprintf(stderr, "janus optimize: cannot print the graphs: %s\n", jn_errmsg());
         rc = 1;

@@ -9,7 +9,11 @@
  * When the child ends, the run is closed with its exit status ("finished",
  * "error", or "killed" for a signal, exit code 128+signal as a shell
  * reports it), a one-line summary goes to stderr, and janus exits with the
- * child's status so scripts and CI see what they would see without janus.
+ * child's status so scripts and CI see what they would see without janus --
+ * unless the recording failed (a full disk): the child reports that on a
+ * pipe (JANUS_RECORD_REPORT_FD) with the last step it stored, and janus
+ * names that step and exits non-zero (1 when the command itself exited 0),
+ * as it does when the run's end cannot be stored.
  *
  * The store is closed while the child runs: the child opens its own
  * connection, and nothing of ours (file descriptors, locks) leaks into it.
@@ -251,7 +255,8 @@ static pid_t spawn(char **cmd, int *exec_errno) {
     return pid;
 }
 
-static void summary(jn_db *db, int64_t run, const char *abs, const char *shown) {
+/* failed: the child reported a failed recording (said after this line). */
+static void summary(jn_db *db, int64_t run, const char *abs, const char *shown, int failed) {
     jn_db_run_totals t;
     jn_db_run_row *r = NULL;
     int nr = 0;
@@ -262,7 +267,7 @@ static void summary(jn_db *db, int64_t run, const char *abs, const char *shown) 
     }
     const char *py = nr ? r[0].python_version : NULL;
     char a[32], b[32], c[32];
-    if (t.steps == 0 && (!py || !py[0])) {
+    if (t.steps == 0 && (!py || !py[0]) && !failed) {
         fprintf(stderr, "janus record: run %lld: the command never imported janus; nothing was recorded "
                         "(run a Python script that does `import janus`)\n", (long long)run);
     } else {
@@ -289,6 +294,18 @@ int jn_cli_run_begin(const char *cmd, jn_db *db, const char *abs, const char *sh
         fprintf(stderr, "janus %s: out of memory\n", cmd);
         goto done;
     }
+    /* runs left 'running' by a process that died: say so once, mark them */
+    jn_db_run_row *lost = NULL;
+    int nlost = 0;
+    if (jn_db_mark_lost(db, &lost, &nlost) != JN_OK) {
+        fprintf(stderr, "janus %s: cannot add a run to %s: %s\n", cmd, shown, jn_errmsg());
+        jn_cli_full_disk_hint(cmd, abs);
+        goto done;
+    }
+    for (int k = 0; k < nlost; k++)
+        fprintf(stderr, "janus %s: run %lld of %s was left running by process %lld, which is gone: marked lost "
+                        "(its stored steps are kept)\n", cmd, (long long)lost[k].id, shown, (long long)lost[k].pid);
+    jn_db_runs_free(lost, nlost);
     jn_db_run_info info = {
         .argv_json = aj, .cwd = cwd, .python_version = "", .janus_version = JANUS_VERSION,
         .optable_hash = hash, .optable_ops = ops, .cpu_features = cpu, .device = "cpu",
@@ -367,10 +384,12 @@ int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status) {
 /* Close run `run` of the store at abs with the child's exit code and
  * status, and its CPU time and peak memory (our only child: getrusage of
  * the children).  Failing here (disk full, file replaced) loses only the
- * end time; what the child committed is already safe.  Returns the open
- * store (for a summary) or NULL. */
-jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status) {
+ * end time (*ended 0; the run reads as lost later); what the child
+ * committed is already safe.  Returns the open store (for a summary) or
+ * NULL. */
+jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status, int *ended) {
     jn_db *db = NULL;
+    *ended = 1;
     struct rusage ru;
     double cpu = getrusage(RUSAGE_CHILDREN, &ru) == 0 ? (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
                                                             1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec)
@@ -380,6 +399,7 @@ jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, con
         fprintf(stderr, "janus %s: run %lld ran, but its end could not be stored: %s\n", cmd, (long long)run,
                 jn_errmsg());
         jn_cli_full_disk_hint(cmd, abs);
+        *ended = 0;
     }
     return db;
 }
@@ -542,16 +562,50 @@ int jn_cli_record(int argc, char **argv) {
         fprintf(stderr, "janus record: cannot set the environment: %s\n", strerror(errno));
         goto done;
     }
+    /* the child says on this pipe when its recording failed (a full disk):
+     * then the run is incomplete and janus exits non-zero */
+    int rep[2];
+    char fds[16];
+    if (pipe2(rep, O_CLOEXEC) != 0 || fcntl(rep[1], F_SETFD, 0) != 0 || fcntl(rep[0], F_SETFL, O_NONBLOCK) != 0) {
+        fprintf(stderr, "janus record: cannot make a pipe: %s\n", strerror(errno));
+        goto done;
+    }
+    snprintf(fds, sizeof fds, "%d", rep[1]);
     char *alias = NULL;
-    if (fl.torch && jn_cli_alias_begin("record", &alias)) goto done;
+    if (setenv("JANUS_RECORD_REPORT_FD", fds, 1) || (fl.torch && jn_cli_alias_begin("record", &alias))) {
+        close(rep[0]);
+        close(rep[1]);
+        goto done;
+    }
     const char *status;
     step_count sc;
     int counting = fl.progress && count_start(&sc, abs, run);
     rc = jn_cli_spawn_wait("record", cmd, &status);
     if (fl.progress) count_stop(&sc, counting);
     jn_cli_alias_end(alias);
-    db = jn_cli_run_end("record", abs, run, rc, status);
-    if (db) summary(db, run, abs, dbpath);
+    close(rep[1]);
+    char report[4096];
+    ssize_t nrep = read(rep[0], report, sizeof report - 1); /* non-blocking: a worker may hold the pipe */
+    close(rep[0]);
+    if (nrep > 0 && !strcmp(status, "finished")) status = "incomplete"; /* the script's exit code is kept */
+    int ended;
+    db = jn_cli_run_end("record", abs, run, rc, status, &ended);
+    if (db) summary(db, run, abs, dbpath, nrep > 0);
+    if (nrep > 0) {
+        report[nrep] = 0;
+        long long last = strtoll(report, NULL, 10);
+        int script_rc = rc;
+        if (rc == 0) rc = 1;
+        char stored[96];
+        if (last > 0) snprintf(stored, sizeof stored, "steps 0-%lld are stored, later steps are not", last);
+        else snprintf(stored, sizeof stored, "%s", last == 0 ? "step 0 is stored, later steps are not"
+                                                                : "no step is stored");
+        fprintf(stderr, "janus record: run %lld is incomplete: %s; the command exited with status %d, janus with %d\n",
+                (long long)run, stored, script_rc, rc);
+        jn_cli_full_disk_hint("record", abs);
+    } else if (!ended && rc == 0) {
+        rc = 1; /* the store does not say how the run ended */
+    }
 
 done:
     if (db) jn_db_close(db);

@@ -12,9 +12,9 @@
  * mean the same.
  *
  * A store this process cannot write (a read-only mount, another user's
- * directory) still replays: its bundle is used, no run row is made, one
- * line says the counters cannot be stored, and the child prints its own
- * summary line at exit instead.
+ * directory) or cannot add a run to (a full disk) still replays: its
+ * bundle is used, no run row is made, one line says the counters cannot be
+ * stored, and the child prints its own summary line at exit instead.
  *
  * What cannot replay still runs: a store that is missing, not a janus store,
  * unreadable, without a bundle, or whose bundle this janus or machine cannot
@@ -208,7 +208,16 @@ int jn_cli_replay(int argc, char **argv) {
     if (why[0] && !eager) fprintf(stderr, "janus replay: %s; running the command eagerly\n", why);
     const char *kind = eager ? "eager" : "replay";
     if (db) {
-        if (!readonly && jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) goto done;
+        /* a run row that cannot be added (a full disk) is no reason not to
+         * run the command: as with a read-only store, without a run */
+        if (!readonly && jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) {
+            readonly = 1;
+            run = 0;
+            fprintf(stderr, "janus replay: %s\n",
+                    eager || why[0] ? "running the command all the same; this run is not stored"
+                                    : "replaying with its bundle all the same; this run and its counters are "
+                                      "not stored");
+        }
         jn_db_close(db);
         db = NULL;
     }
@@ -236,7 +245,8 @@ int jn_cli_replay(int argc, char **argv) {
     rc = jn_cli_spawn_wait("replay", cmd, &status);
     jn_cli_alias_end(alias);
     if (run) {
-        db = jn_cli_run_end("replay", abs, run, rc, status);
+        int ended; /* not stored: said; the script's status stands */
+        db = jn_cli_run_end("replay", abs, run, rc, status, &ended);
         if (db) summary(db, run, dbpath, eager, why[0] != 0);
     }
 

@@ -41,11 +41,16 @@
  * and the wall time of its segments compiled and eager, per miss row the
  * range of values seen, the per-step times of replay and eager runs
  * (run_steps) and the first segments of a replay (replay_segments).
+ * Schema v7 (SCHEMA_V7) adds runs.pid_start and runs.boot_id: with the
+ * host and pid a run already had, they name the process that owns a run,
+ * so a run left 'running' by a process that died is told apart from one
+ * still going (jn_db_run_is_lost, jn_db_mark_lost).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +62,7 @@
 #include "db_internal.h"
 #include "jn_db.h"
 #include "jn_db_testing.h"
+#include "jn_settings.h"
 
 #ifndef JANUS_VERSION
 #define JANUS_VERSION "unknown"
@@ -196,6 +202,14 @@ static const char SCHEMA_V6[] =
     "  PRIMARY KEY(run_id, seq));\n"
     "CREATE TABLE IF NOT EXISTS bundle_notes(bundle_id INTEGER NOT NULL, seq INTEGER NOT NULL,\n"
     "  kind TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY(bundle_id, seq));\n";
+/* Schema v7 = v6 + the identity of a run's process beyond its pid: its
+ * start time (clock ticks since boot, /proc/PID/stat field 22), so a pid
+ * reused by another process does not keep a dead run alive, and the
+ * kernel's boot id, so no run of an earlier boot does.  NULL in older
+ * rows: those are judged by host and pid alone. */
+static const char SCHEMA_V7[] =
+    "ALTER TABLE runs ADD COLUMN pid_start INTEGER;\n"
+    "ALTER TABLE runs ADD COLUMN boot_id TEXT;\n";
 
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
@@ -210,6 +224,7 @@ static const struct {
     {3, SCHEMA_V4},
     {4, SCHEMA_V5},
     {5, SCHEMA_V6},
+    {6, SCHEMA_V7},
 };
 
 /* Cached statements, prepared on first use. */
@@ -224,8 +239,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_OPTABLE] = "INSERT INTO optables(hash, ops) VALUES(?1, ?2) "
                    "ON CONFLICT(hash) DO UPDATE SET ops = excluded.ops WHERE optables.ops = ''",
     [ST_RUN] = "INSERT INTO runs(argv, cwd, started, python_version, janus_version, optable_hash, "
-               "cpu_features, device, hostname, pid, kind, bundle_id) "
-               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+               "cpu_features, device, hostname, pid, kind, bundle_id, pid_start, boot_id) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [ST_RUN_END] = "UPDATE runs SET ended = ?1, exit_status = ?2, status = ?3 WHERE id = ?4",
     [ST_RUN_PY] = "UPDATE runs SET python_version = ?1 WHERE id = ?2",
     [ST_CS_GET] = "SELECT id FROM callsites WHERE file = ?1 AND line = ?2 AND func = ?3",
@@ -261,12 +276,21 @@ struct jn_db {
 
 /* ------------------------------------------------------ fault injection */
 static int fault_countdown; /* test-only, so a plain global is enough */
+static int fault_full;      /* JANUS_DB_FAULT_AFTER: the disk stays full once it fired */
 
-void jn_db_inject_fault(int after_n_writes) { fault_countdown = after_n_writes > 0 ? after_n_writes : 0; }
+void jn_db_inject_fault(int after_n_writes) {
+    fault_countdown = after_n_writes > 0 ? after_n_writes : 0;
+    fault_full = 0;
+}
 
-static int fault_fires(jn_db *db) {
+/* write: the statement changes the store.  jn_db_inject_fault counts
+ * every statement and fails one; the full disk of JANUS_DB_FAULT_AFTER
+ * counts and fails writes only (reads, PRAGMAs, BEGIN and COMMIT pass). */
+static int fault_fires(jn_db *db, int write) {
     db->injected = 0;
-    if (fault_countdown > 0 && --fault_countdown == 0) {
+    if (fault_full && !write) return 0;
+    if (fault_full < 0 || (fault_countdown > 0 && --fault_countdown == 0)) {
+        if (fault_full) fault_full = -1;
         db->injected = 1;
         return 1;
     }
@@ -282,12 +306,14 @@ int db_prepare(jn_db *db, const char *sql, sqlite3_stmt **st) {
 
 /* Every sqlite3_step / sqlite3_exec of db/ goes through these two. */
 int db_step(jn_db *db, sqlite3_stmt *st) {
-    if (fault_fires(db)) return SQLITE_FULL;
+    const char *sql = sqlite3_sql(st);
+    if (fault_fires(db, !sqlite3_stmt_readonly(st) && sql && strncmp(sql, "PRAGMA", 6))) return SQLITE_FULL;
     return sqlite3_step(st);
 }
 
 static int db_exec(jn_db *db, const char *sql) {
-    if (fault_fires(db)) return SQLITE_FULL;
+    int write = strncmp(sql, "PRAGMA", 6) && strncmp(sql, "BEGIN", 5) && strncmp(sql, "COMMIT", 6);
+    if (fault_fires(db, write)) return SQLITE_FULL;
     return sqlite3_exec(db->h, sql, NULL, NULL, NULL);
 }
 
@@ -388,6 +414,7 @@ static jn_status create_schema(jn_db *db) {
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V3);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V5);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V6);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V7);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -616,6 +643,16 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
         return jn_error(JN_ERR_VALUE, "jn_db_open: bad flags %d (JN_DB_READONLY, JN_DB_WRITE, JN_DB_CREATE or "
                         "JN_DB_WRITE_OR_READONLY)", flags);
 
+    /* JANUS_DB_FAULT_AFTER (tests): a full disk from N statements into
+     * this store on (every later write fails, reads work), in a process a
+     * test cannot reach into (a recorded script) */
+    if (jn_setting_raw(JN_S_DB_FAULT_AFTER)) {
+        int64_t after = 0;
+        jn_status fs = jn_setting_int(JN_S_DB_FAULT_AFTER, &after);
+        if (fs) return fs;
+        jn_db_inject_fault((int)after);
+        fault_full = 1;
+    }
     jn_db *db = calloc(1, sizeof *db);
     if (!db || !(db->path = strdup(path)) || !(db->abs = absolute(path))) {
         int e = errno;
@@ -708,10 +745,10 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
                      "this janus (%s) reads; upgrade janus to open it", path, v, JN_DB_SCHEMA_VERSION, JANUS_VERSION);
         goto fail;
     }
-    /* Read-only, a store of v1 or later is read as it is: v2, v3 and v5 only
-     * added tables and columns with defaults, so an older store simply has
-     * no bundles, no replay counters, no algorithm choices, and only
-     * recorded runs. */
+    /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6 and v7
+     * only added tables and columns with defaults, so an older store simply
+     * has no bundles, no replay counters, no algorithm choices, only
+     * recorded runs, and runs known by host and pid alone. */
     if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "
@@ -790,6 +827,15 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
     bind_text(run, 11, info->kind && *info->kind ? info->kind : "record");
     if (info->bundle_id > 0) sqlite3_bind_int64(run, 12, info->bundle_id);
     else sqlite3_bind_null(run, 12);
+    /* the owner's identity, when it is a process of this host we can see */
+    char host[256], boot[64];
+    uint64_t t0 = 0;
+    if (info->pid > 0 && info->hostname && !db_hostname(host, sizeof host) && !strcmp(host, info->hostname))
+        t0 = db_proc_start(info->pid);
+    if (t0) sqlite3_bind_int64(run, 13, (int64_t)t0);
+    else sqlite3_bind_null(run, 13);
+    if (t0 && !db_boot_id(boot, sizeof boot)) bind_text(run, 14, boot);
+    else sqlite3_bind_null(run, 14);
     if ((rc = run_stmt(db, run)) != SQLITE_OK) goto fail;
     *run_id = sqlite3_last_insert_rowid(db->h);
     if ((rc = run_stmt(db, commit)) != SQLITE_OK) goto fail;
@@ -827,6 +873,92 @@ jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_ver
     if (rc != SQLITE_OK) return db_fail(db, rc, "recording the Python version of a run");
     if (sqlite3_changes(db->h) == 0)
         return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64, db->path, run_id);
+    return JN_OK;
+}
+
+/* ------------------------------------------------------------ lost runs */
+int db_hostname(char *out, size_t n) {
+    if (gethostname(out, n - 1) != 0) return -1;
+    out[n - 1] = 0;
+    return 0;
+}
+
+int db_boot_id(char *out, size_t n) {
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f) return -1;
+    int ok = fgets(out, (int)n, f) != NULL;
+    fclose(f);
+    if (!ok) return -1;
+    out[strcspn(out, "\n")] = 0;
+    return out[0] ? 0 : -1;
+}
+
+uint64_t db_proc_start(int64_t pid) {
+    char p[64], buf[1024];
+    snprintf(p, sizeof p, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *q = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long t = 0;
+    if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                     &t) != 1)
+        return 0;
+    return (uint64_t)t;
+}
+
+int jn_db_run_is_lost(const char *status, const char *hostname, int64_t pid, int64_t pid_start, const char *boot_id) {
+    if (status && status[0] && strcmp(status, "running")) return 0;
+    char host[256], boot[64];
+    if (pid <= 0 || !hostname || db_hostname(host, sizeof host) || strcmp(host, hostname))
+        return 0; /* another host's process: nothing here can tell */
+    if (boot_id && boot_id[0] && !db_boot_id(boot, sizeof boot) && strcmp(boot, boot_id))
+        return 1; /* started before this host's last boot */
+    if (pid > INT32_MAX || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) return 1; /* no such process */
+    if (pid_start > 0) {
+        uint64_t t = db_proc_start(pid);
+        if (t && t != (uint64_t)pid_start) return 1; /* the pid is another process now */
+    }
+    return 0;
+}
+
+jn_status jn_db_mark_lost(jn_db *db, jn_db_run_row **rows, int *n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_mark_lost"))) return s;
+    if (!rows || !n) return jn_error(JN_ERR_VALUE, "jn_db_mark_lost: NULL argument");
+    *rows = NULL;
+    *n = 0;
+    jn_db_run_row *all = NULL;
+    int nall = 0, nlost = 0;
+    if ((s = jn_db_runs(db, 0, &all, &nall))) return s;
+    sqlite3_stmt *up = NULL;
+    int rc = db_prepare(db, "UPDATE runs SET status = 'lost' WHERE id = ?1 AND status = 'running'", &up);
+    for (int i = 0; rc == SQLITE_OK && i < nall; i++) {
+        if (strcmp(all[i].status ? all[i].status : "", "lost")) continue; /* jn_db_runs judged it */
+        sqlite3_bind_int64(up, 1, all[i].id);
+        rc = db_step(db, up);
+        sqlite3_reset(up);
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+        if (rc == SQLITE_OK && sqlite3_changes(db->h) > 0) {
+            jn_db_run_row t = all[nlost]; /* keep the marked ones first, in order */
+            all[nlost++] = all[i];
+            all[i] = t;
+        }
+    }
+    sqlite3_finalize(up);
+    if (rc != SQLITE_OK) {
+        jn_db_runs_free(all, nall);
+        return db_fail(db, rc, "marking the runs whose process died as lost");
+    }
+    for (int i = nlost; i < nall; i++) db_run_row_clear(&all[i]);
+    if (nlost == 0) {
+        free(all);
+        return JN_OK;
+    }
+    *rows = all;
+    *n = nlost;
     return JN_OK;
 }
 
@@ -1107,7 +1239,7 @@ jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data,
         else if (got != (size_t)raw) why = "short data";
     }
     if (why) {
-        s = jn_error(JN_ERR_IO, "trace store %s: the event chunk of step %" PRId64 " of run %" PRId64
+        s = jn_error(JN_ERR_VALUE, "trace store %s: the event chunk of step %" PRId64 " of run %" PRId64
                      " is corrupt (%s%s%s)", db->path, step, run_id, why, codec ? ", codec " : "", codec ? codec : "");
         sqlite3_reset(st);
         free(out);

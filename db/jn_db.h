@@ -14,8 +14,9 @@
  *   op_counts, syncs, decisions, shapes, arg_types  plain summary tables for SQL
  * Concretely (db/db.c SCHEMA_V1 is the authority):
  *   meta also holds optable_hash (the creating janus's table, 16 hex digits).
- *   runs(id, argv, cwd, started, ended, exit_status, status 'running'|'finished'|'error'|'killed',
+ *   runs(id, argv, cwd, started, ended, exit_status, status 'running'|'finished'|'error'|'killed'|'incomplete',
  *        python_version, janus_version, optable_hash, cpu_features, device, hostname, pid)
+ *        (status 'lost' once a later writer found its process gone: jn_db_mark_lost)
  *   stacks.hash is the uint64 bit-cast to a signed INTEGER; stacks.frames is a JSON
  *        array of callsite ids ("[3,1]"), so SQL can json_each() it.
  *   steps(run_id, step, kind, started, duration, signature, n_ops, n_syncs):
@@ -56,6 +57,8 @@
  *   bundle_notes(bundle_id, seq, kind, text): what `janus optimize` said about a bundle it
  *        stored: 'summary' (one line), 'refused' (a group of segments the analyzer left out,
  *        with the reason), 'matcher' (a graph replay cannot match, and why)   -- schema v6
+ *   runs.pid_start INTEGER (the owner's start time, clock ticks since boot), runs.boot_id TEXT
+ *        -- schema v7: with hostname and pid, who owns a run (lost runs)
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -74,7 +77,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 6
+#define JN_DB_SCHEMA_VERSION 7
 
 typedef struct jn_db jn_db;
 
@@ -128,13 +131,21 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
 /* The recording process fills this at start: it is also how the CLI tells
  * "the command imported janus" (set) from "it never did" (still empty). */
 jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_version);
-/* status: "finished", "error" (script raised / nonzero exit), "killed" */
+/* status: "finished", "error" (script raised / nonzero exit), "killed",
+ * "incomplete" (the script finished, its recording did not: a full disk);
+ * and "lost", which jn_db_mark_lost sets */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
 
 /* Schema v6: the command's CPU time (user + system, seconds) and peak
  * resident bytes, as its parent saw them when it ended (getrusage of the
  * children: `janus record` and `janus replay` start one). */
 jn_status jn_db_run_set_usage(jn_db *db, int64_t run_id, double cpu_seconds, int64_t peak_rss);
+/* A run is lost when its status is still 'running' (or empty) but the
+ * process that owned it is gone: it ran on this host (same host name),
+ * and its boot id is not this boot's, or its pid is no process, or that
+ * pid's start time is not pid_start (the pid was reused).  A run of
+ * another host is never called lost: nothing here can see its process. */
+int jn_db_run_is_lost(const char *status, const char *hostname, int64_t pid, int64_t pid_start, const char *boot_id);
 
 /* The ids of every recorded run (kind 'record': replays are not sources),
  * ascending (*ids malloc'ed, free()); for the source_runs of a bundle. */
@@ -240,7 +251,10 @@ jn_status jn_db_write_step(jn_db *db, const jn_db_step *s);
 /* Several steps in one transaction (all or none): the recorder's writer
  * thread batches what queued up, one commit per batch. */
 jn_status jn_db_write_steps(jn_db *db, const jn_db_step *steps, int n);
-/* The decompressed events of a step (caller frees *data with free()). */
+/* The decompressed events of a step (caller frees *data with free()).
+ * JN_ERR_VALUE (naming run and step) when the step has no chunk or its
+ * chunk is damaged -- that step's data, the rest of the store may be fine;
+ * JN_ERR_IO when the store itself cannot be read. */
 jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len);
 
 /* ---- bundles (schema v2) ----
@@ -447,10 +461,16 @@ typedef struct {
     int64_t bundle_id;          /* a replay: the bundle it loaded; 0 = none */
     double cpu_seconds;         /* schema v6: the command's user + system CPU time; NaN = not stored */
     int64_t peak_rss;           /* schema v6: its peak resident bytes; 0 = not stored */
+    int64_t pid_start;          /* schema v7: the owner's start time (ticks since boot); 0 = unknown */
+    const char *boot_id;        /* schema v7: the owner's kernel boot id; NULL = unknown */
 } jn_db_run_row;
-/* The runs (only > 0: just that one), by id. */
+/* The runs (only > 0: just that one), by id.  A run left 'running' whose
+ * process is gone (jn_db_run_is_lost) reads with status "lost". */
 jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n);
 void jn_db_runs_free(jn_db_run_row *rows, int n);
+/* The next writer's sweep: sets status 'lost' on every lost run (above)
+ * and returns those rows (*rows for jn_db_runs_free; 0 rows: none). */
+jn_status jn_db_mark_lost(jn_db *db, jn_db_run_row **rows, int *n);
 
 typedef struct {
     int64_t steps, ops, syncs;  /* sums over the run's steps */

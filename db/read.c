@@ -113,13 +113,14 @@ void jn_db_read_end(jn_db *db) {
 }
 
 /* ------------------------------------------------------------------- runs */
+void db_run_row_clear(jn_db_run_row *r) {
+    const char *s[] = {r->kind, r->argv_json, r->cwd, r->status, r->python_version, r->janus_version,
+                       r->hostname, r->device, r->optable_hash, r->cpu_features, r->boot_id};
+    for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) free((void *)s[k]);
+}
+
 void jn_db_runs_free(jn_db_run_row *rows, int n) {
-    for (int i = 0; rows && i < n; i++) {
-        jn_db_run_row *r = &rows[i];
-        const char *s[] = {r->kind, r->argv_json, r->cwd, r->status, r->python_version, r->janus_version,
-                           r->hostname, r->device, r->optable_hash, r->cpu_features};
-        for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) free((void *)s[k]);
-    }
+    for (int i = 0; rows && i < n; i++) db_run_row_clear(&rows[i]);
     free(rows);
 }
 
@@ -128,21 +129,24 @@ jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n) {
     if ((s = check_args(db, rows, n, "jn_db_runs"))) return s;
     *rows = NULL;
     *n = 0;
-    /* kind and bundle_id came with schema v3: older runs are all recordings */
-    /* CPU time and peak memory came with schema v6 */
+    /* kind and bundle_id came with schema v3 (older runs are all
+     * recordings), CPU time and peak memory with v6, pid_start and boot_id
+     * with v7 */
     query q;
     int v = jn_db_schema_version(db);
-    if (!q_open(&q, db, v >= 6   ? "SELECT id, kind, argv, cwd, status, python_version, janus_version, hostname, device, "
-                                   "optable_hash, cpu_features, started, ended, exit_status, pid, bundle_id, "
-                                   "cpu_seconds, peak_rss FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
-                        : v >= 3 ? "SELECT id, kind, argv, cwd, status, python_version, janus_version, hostname, device, "
-                                   "optable_hash, cpu_features, started, ended, exit_status, pid, bundle_id, NULL, NULL "
+#define RUN_COLS "id, kind, argv, cwd, status, python_version, janus_version, hostname, device, optable_hash, " \
+                 "cpu_features, started, ended, exit_status, pid, bundle_id, "
+    if (!q_open(&q, db, v >= 7   ? "SELECT " RUN_COLS "cpu_seconds, peak_rss, pid_start, boot_id "
                                    "FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
+                        : v >= 6 ? "SELECT " RUN_COLS "cpu_seconds, peak_rss, NULL, NULL "
+                                   "FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
+                        : v >= 3 ? "SELECT " RUN_COLS "NULL, NULL, NULL, NULL FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
                                  : "SELECT id, 'record', argv, cwd, status, python_version, janus_version, hostname, "
                                    "device, optable_hash, cpu_features, started, ended, exit_status, pid, NULL, NULL, "
-                                   "NULL FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id",
+                                   "NULL, NULL, NULL FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id",
                 "the runs"))
         return q_close(&q);
+#undef RUN_COLS
     sqlite3_bind_int64(q.st, 1, only > 0 ? only : 0);
     jn_db_run_row *a = NULL;
     int len = 0, cap = 0;
@@ -173,7 +177,19 @@ jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n) {
         r->bundle_id = sqlite3_column_int64(q.st, 15);
         r->cpu_seconds = q_real(&q, 16);
         r->peak_rss = sqlite3_column_int64(q.st, 17);
+        r->pid_start = sqlite3_column_int64(q.st, 18);
+        r->boot_id = q_text(&q, 19);
         if (q.nomem) break;
+        /* a run whose process died reads as lost, read-only stores too */
+        if (jn_db_run_is_lost(r->status, r->hostname, r->pid, r->pid_start, r->boot_id)) {
+            char *lost = strdup("lost");
+            if (!lost) {
+                q.nomem = 1;
+                break;
+            }
+            free((void *)r->status);
+            r->status = lost;
+        }
     }
     if ((s = q_close(&q))) {
         jn_db_runs_free(a, len);

@@ -13,6 +13,9 @@
 
 /* SQL that takes back what schema v6 added (db/db.c SCHEMA_V6): run first
  * when a test makes a store of an older schema out of a current one. */
+/* what schema v7 added (db/db.c SCHEMA_V7), taken back before v6's */
+#define JT_UNDO_V7 "ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "
+
 #define JT_UNDO_V6                                                                                         \
     "DROP TABLE run_steps; DROP TABLE replay_segments; DROP TABLE replay_graph_times; "                   \
     "DROP TABLE bundle_notes; ALTER TABLE runs DROP COLUMN cpu_seconds; ALTER TABLE runs DROP COLUMN "    \

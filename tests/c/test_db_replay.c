@@ -129,7 +129,7 @@ static void make_v2(const char *path) {
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     JT_UNDO_V6 "DROP TABLE replay_misses; DROP TABLE replay_graphs; ALTER TABLE runs DROP COLUMN bundle_id; "
+                     JT_UNDO_V7 JT_UNDO_V6 "DROP TABLE replay_misses; DROP TABLE replay_graphs; ALTER TABLE runs DROP COLUMN bundle_id; "
                      "ALTER TABLE runs DROP COLUMN kind; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v2: %s\n", err ? err : "?");

@@ -349,8 +349,9 @@ def test_counters_through_the_c_api(store, child):
             in r.stdout)
 
 
-# what schema v6 added (db/db.c SCHEMA_V6), taken back first (tests/c/jn_test_db.h JT_UNDO_V6)
-UNDO_V6 = ("DROP TABLE run_steps; DROP TABLE replay_segments; DROP TABLE replay_graph_times; DROP TABLE bundle_notes; "
+# what schemas v7 and v6 added (db/db.c SCHEMA_V7, SCHEMA_V6), taken back first (tests/c/jn_test_db.h)
+UNDO_V6 = ("ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "
+           "DROP TABLE run_steps; DROP TABLE replay_segments; DROP TABLE replay_graph_times; DROP TABLE bundle_notes; "
            "ALTER TABLE runs DROP COLUMN cpu_seconds; ALTER TABLE runs DROP COLUMN peak_rss; "
            "ALTER TABLE replay_misses DROP COLUMN seen_min; ALTER TABLE replay_misses DROP COLUMN seen_max; ")
 
@@ -378,5 +379,5 @@ def test_v2_store_inspects_and_migrates(child, tmp_path):
     r = janus("replay", "--db", db, "--", *child)
     assert r.returncode == 0 and "has no bundle" in r.stderr
     out = inspect_json(db)
-    assert out["schema_version"] == 6  # migrated to the current schema
+    assert out["schema_version"] == 7  # migrated to the current schema
     assert [(x["id"], x["kind"]) for x in out["runs"]] == [(1, "record"), (2, "replay")]

@@ -3,8 +3,10 @@ in `janus replay`, against the same op eager and against an empty C call.
 
 The script runs a chain of OPS small elementwise ops per step on [8 x 32]
 float32 tensors (mul, add, tanh, sub in turn: the number protocol and a
-method, the two entry points of the glue Python between regions), then ends
-the segment with a sync (`.item()`).  Each step times the chain alone with
+method, the two entry points of the glue Python between regions), then the
+same chain over a tensor that requires grad (each op also records its
+autograd node, as a loss's arithmetic does), then the backward of the
+second and a sync (`.item()`).  Each step times the chains alone with
 time.process_time (the graph run at the sync is outside it), and the same
 loop shape calling a C function that does nothing with two arguments
 (`operator.is_`): CPython's own cost of the call and the loop.  Per op:
@@ -43,9 +45,10 @@ import janus
 janus.manual_seed(0)
 a = janus.randn(8, 32) * 0.1
 b = janus.randn(8, 32) * 0.1
+w = (janus.randn(8, 32) * 0.1).requires_grad_()
 steps, n = int(sys.argv[1]), {ops} // 4
 nop = operator.is_
-chain, empty, sums = [], [], []
+chain, grad, empty, sums = [], [], [], []
 for s in range(steps):
     h = janus.ones(8, 32)
     t0 = time.process_time()
@@ -55,22 +58,33 @@ for s in range(steps):
         h = h.tanh()
         h = h - a
     t1 = time.process_time()
+    g = janus.ones(8, 32)
+    t2 = time.process_time()
+    for i in range(n):
+        g = g * w
+        g = g + b
+        g = g.tanh()
+        g = g - a
+    t3 = time.process_time()
     x = h
     for i in range(n):
         x = nop(x, a)
         x = nop(x, b)
         x = nop(x, a)
         x = nop(x, b)
-    t2 = time.process_time()
-    sums.append(h.sum().item())
+    t4 = time.process_time()
+    w.grad = None
+    g.sum().backward()
+    sums.append(h.sum().item() + w.grad.sum().item())
     if s >= 20:
         chain.append(t1 - t0)
-        empty.append(t2 - t1)
+        grad.append(t3 - t2)
+        empty.append(t4 - t3)
 print("checksum %.9e" % sum(sums))
-print("chain %.6f us/op, empty %.6f us/op" % (1e6 * statistics.median(chain) / {ops},
-                                              1e6 * statistics.median(empty) / {ops}))
+print("chain %.6f us/op, grad %.6f us/op, empty %.6f us/op" % (
+    1e6 * statistics.median(chain) / {ops}, 1e6 * statistics.median(grad) / {ops},
+    1e6 * statistics.median(empty) / {ops}))
 '''
-
 
 def run(cmd, e):
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=1200)
@@ -96,6 +110,7 @@ def main():
         run([JANUS, "optimize", "--quiet", db], e)
         modes = ["replay", "eager"]
         chain = {m: [] for m in modes}
+        grad = {m: [] for m in modes}
         empty = {m: [] for m in modes}
         sums, hit = {}, {}
         for r in range(args.repeats):
@@ -104,19 +119,20 @@ def main():
                                                                                    sys.executable, script,
                                                                                    str(args.steps)]
                 out = run(cmd, dict(e, JANUS_REPLAY_ADAPT="0"))
-                g = re.search(r"chain ([\d.]+) us/op, empty ([\d.]+) us/op", out)
+                g = re.search(r"chain ([\d.]+) us/op, grad ([\d.]+) us/op, empty ([\d.]+) us/op", out)
                 chain[m].append(float(g.group(1)))
-                empty[m].append(float(g.group(2)))
+                grad[m].append(float(g.group(2)))
+                empty[m].append(float(g.group(3)))
                 sums[m] = re.search(r"checksum (\S+)", out).group(1)
                 h = re.search(r"([\d.]+)% hit rate", out)
                 hit[m] = h.group(1) + "%" if h else "-"
-    med = {m: statistics.median(chain[m]) for m in modes}
     base = statistics.median(empty["replay"] + empty["eager"])
-    print(f"{OPS} elementwise ops per step on [8 x 32] float32, {args.steps} steps, median of {args.repeats} runs")
-    print(f"  us per op in the chain: replay {med['replay']:.3f} (hit rate {hit['replay']}), "
-          f"eager {med['eager']:.3f}, empty C call {base:.3f}")
-    print(f"  beyond the empty C call: captured op {med['replay'] - base:.3f} us, "
-          f"eager op {med['eager'] - base:.3f} us")
+    print(f"{OPS} elementwise ops per chain on [8 x 32] float32, {args.steps} steps, median of {args.repeats} runs; "
+          f"empty C call {base:.3f} us, replay hit rate {hit['replay']}")
+    for name, d in (("no grad", chain), ("grad", grad)):
+        med = {m: statistics.median(d[m]) for m in modes}
+        print(f"  {name:8s} us per op: replay {med['replay']:.3f}, eager {med['eager']:.3f}; beyond the empty C call: "
+              f"captured op {med['replay'] - base:.3f} us, eager op {med['eager'] - base:.3f} us")
     same = sums["replay"] == sums["eager"]
     print(f"  checksums: {'identical' if same else 'DIFFER'} ({sums['replay']} / {sums['eager']})")
     if not same:

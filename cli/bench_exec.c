@@ -53,9 +53,11 @@ static double median(double *v, int n) {
 }
 
 static const char bench_usage[] =
-    "usage: janus bench-exec [--graph NAME] [--repeats N] [--threads N] [--clock wall|cpu] [--reference FILE] run.db\n"
+    "usage: janus bench-exec [--graph NAME] [--repeats N] [--threads N] [--clock wall|cpu] [--reference FILE]\n"
+    "                        [--optimized-only] run.db\n"
     "       janus bench-exec --check [--reference FILE] run.db   (every graph: optimized vs op by op outputs)\n"
-    "  --reference FILE  the graphs as recorded (janus optimize --ir-out FILE): op by op runs those\n";
+    "  --reference FILE  the graphs as recorded (janus optimize --ir-out FILE): op by op runs those\n"
+    "  --optimized-only  time the optimized graph alone (for a profiler; eager_s is 0)\n";
 
 /* The graph of ref named like g whose inputs (kind, dtype, rank) are the
  * first of g's (fold appends the constants it makes), so the same
@@ -226,13 +228,14 @@ static int check_all(const jn_ir_module *m, const jn_ex_lib *lib, const jn_ir_mo
 
 int jn_cli_bench_exec(int argc, char **argv) {
     const char *path = NULL, *gname = NULL, *rfile = NULL;
-    int repeats = 20, threads = 0, cpu = 0, check = 0;
+    int repeats = 20, threads = 0, cpu = 0, check = 0, only_opt = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--graph") && i + 1 < argc) gname = argv[++i];
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--clock") && i + 1 < argc) cpu = !strcmp(argv[++i], "cpu");
         else if (!strcmp(argv[i], "--check")) check = 1;
+        else if (!strcmp(argv[i], "--optimized-only")) only_opt = 1;
         else if (!strcmp(argv[i], "--reference") && i + 1 < argc) rfile = argv[++i];
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
@@ -330,6 +333,7 @@ int jn_cli_bench_exec(int argc, char **argv) {
     for (int r = -2; r < repeats; r++) { /* two warm-up rounds */
         for (int which = 0; which < 2; which++) {
             jn_ex_exec *x = (r + which) % 2 ? xe : xo; /* alternate which goes first */
+            if (only_opt && x == xe && r >= 0) continue; /* (profiling: the optimized runs alone) */
             double t0 = now(cpu);
             jn_status s = jn_ex_run(x, in, syms, outs);
             double t1 = now(cpu);
@@ -358,7 +362,7 @@ int jn_cli_bench_exec(int argc, char **argv) {
     }
     int32_t nk[4] = {0};
     for (int32_t k = 0; k < g->nkernels; k++) nk[g->kernels[k].kind]++;
-    double mo = median(to, repeats), me = median(te, repeats);
+    double mo = median(to, repeats), me = only_opt ? 0 : median(te, repeats);
     jn_cli_json j;
     jn_cli_json_init(&j, stdout);
     jn_cli_json_obj(&j);

@@ -130,6 +130,12 @@ struct jn_ex_exec {
     int32_t *evdep, nevdep; /* expressions over an induction variable, children first */
     int evok, evvalid;      /* the graph's expressions come children first; ev is current */
     int at_max;             /* the plan's offsets are constants sized at the symbols' maxima (p_plan.c) */
+    /* headers over this run's arena whose values were released, for the
+     * next arena values: a header per arena value was a calloc and a free
+     * per node (~5% of a small-op graph).  Each holds a reference to the
+     * arena's storage; the pool is emptied at the end of every run. */
+    jn_tensor **hpool;
+    int32_t nhpool, caphpool;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -235,7 +241,16 @@ static void note_bytes(jn_ex_exec *x, int64_t b) {
 
 /* Value v now holds t (NULL: released); a buffer of its own counts as live. */
 static void set_val(jn_ex_exec *x, int32_t v, jn_tensor *t) {
-    if (x->val[v] && x->place[v] != P_INPUT) jn_tensor_decref(x->val[v]);
+    jn_tensor *o = x->val[v];
+    if (o && x->place[v] != P_INPUT) {
+        /* a header only this run holds, over the arena, with nothing of
+         * anyone else's on it (autograd, Python, replay): kept for reuse */
+        if (o->refcnt == 1 && x->arena_t && o->storage == x->arena_t->storage && !o->autograd && !o->pyobj &&
+            !o->ext && x->nhpool < x->caphpool)
+            x->hpool[x->nhpool++] = o;
+        else
+            jn_tensor_decref(o);
+    }
     x->live -= x->ownbytes[v];
     x->ownbytes[v] = 0;
     x->val[v] = t;
@@ -334,8 +349,10 @@ static jn_tensor *arena_tensor(jn_ex_exec *x, int32_t v, const int64_t *shape) {
                  x->g->name, v, (long long)off, (long long)x->st.arena_bytes);
         return NULL;
     }
-    jn_tensor *t = jn_tensor_alias(x->arena_t);
+    jn_tensor *t = x->nhpool ? x->hpool[--x->nhpool] : jn_tensor_alias(x->arena_t);
     if (!t) return NULL;
+    t->is_view = 0;
+    t->wrapped_number = 0;
     t->dtype = iv->dtype;
     t->ndim = iv->ndim;
     memcpy(t->shape, shape, sizeof(int64_t) * (size_t)iv->ndim);
@@ -827,6 +844,13 @@ static jn_status exec_steps(jn_ex_exec *x, int32_t from, int32_t to) {
     jn_status s = JN_OK;
     for (int32_t i = from; i < to && s == JN_OK; i++) {
         const step *p = &x->steps[i];
+        /* a graph of small ops is bound by fetching its nodes (664 bytes
+         * each, a whole step's are more than L2 holds): the node three steps
+         * ahead is brought in while this one runs */
+        if (i + 3 < to && x->steps[i + 3].kind == S_NODE) {
+            const char *nx = (const char *)&x->g->nodes[x->steps[i + 3].idx];
+            for (int l = 0; l < 4; l++) __builtin_prefetch(nx + 64 * l); /* op, values, first attributes */
+        }
         switch (p->kind) {
         case S_NODE: s = exec_node(x, p->idx, NULL, 0); break;
         case S_KERNEL: s = exec_kernel(x, p->idx); break;
@@ -1171,6 +1195,8 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     x->val = calloc(nv, sizeof *x->val);
     x->ldst = calloc(nv, sizeof *x->ldst);
     x->over_param = calloc(nv, 1);
+    x->caphpool = 64; /* more idle headers than a graph keeps released at once are freed */
+    x->hpool = calloc((size_t)x->caphpool, sizeof *x->hpool);
     x->sv = calloc((size_t)g->nsyms + 1, sizeof *x->sv);
     x->sval = calloc((size_t)g->ninputs + 1, sizeof *x->sval);
     x->scal = calloc((size_t)g->ninputs + 1, sizeof *x->scal);
@@ -1184,7 +1210,7 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     for (int32_t n = 0; n < g->nnodes; n++) npatch += JN_MAX_ATTRS * (JN_MAX_DIMS + 1);
     x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
     jn_status s = JN_OK;
-    if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->sv || !x->sval || !x->scal || !x->loopstep ||
+    if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->hpool || !x->sv || !x->sval || !x->scal || !x->loopstep ||
         !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches || (dev && !x->dscal) || !ev_prepare(x)) {
         s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
         goto fail;
@@ -1290,6 +1316,7 @@ void jn_ex_free(jn_ex_exec *x) {
     free(x->val);
     free(x->ldst);
     free(x->over_param);
+    free(x->hpool);
     free(x->scal);
     free(x);
 }
@@ -1454,6 +1481,7 @@ static void clear_vals(jn_ex_exec *x) {
         x->ownbytes[v] = 0;
     }
     x->live = 0;
+    while (x->nhpool) jn_tensor_decref(x->hpool[--x->nhpool]);
 }
 
 jn_status jn_ex_run(jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs) {

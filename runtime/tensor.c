@@ -44,8 +44,61 @@ static int64_t next_id = 1; /* tensor ids for the recorder; only needs uniquenes
 static int64_t next_private_id = (int64_t)1 << 62;
 int jn_rt_private_ids;
 
+/* Freed headers are kept per thread for the next ones.  A step of small ops
+ * makes and drops hundreds of headers in bursts (a replayed segment's
+ * pending list lets go of all of its own at the segment's end), more than
+ * the C library's per-thread cache holds of one size (7), so most went
+ * through its slower bins: malloc and free were ~15% of a replayed chain of
+ * small ops.  Bounded (HDR_KEEP a thread), freed when the thread exits.
+ * Under AddressSanitizer every header goes back to malloc, so a use after
+ * free is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HDR_KEEP 0
+#else
+#define HDR_KEEP 512
+#endif
+typedef struct {
+    int n;
+    jn_tensor *h[HDR_KEEP > 0 ? HDR_KEEP : 1];
+} hdr_cache;
+static _Thread_local hdr_cache *hcache;
+static pthread_key_t hcache_key;
+static pthread_once_t hcache_once = PTHREAD_ONCE_INIT;
+static int hcache_key_ok;
+
+static void hcache_free(void *p) {
+    hdr_cache *c = p;
+    for (int i = 0; i < c->n; i++) free(c->h[i]);
+    free(c);
+}
+static void hcache_make_key(void) { hcache_key_ok = pthread_key_create(&hcache_key, hcache_free) == 0; }
+
+static jn_tensor *header_alloc(void) {
+    hdr_cache *c = hcache;
+    if (c && c->n) {
+        jn_tensor *t = c->h[--c->n];
+        memset(t, 0, sizeof *t);
+        return t;
+    }
+    return calloc(1, sizeof(jn_tensor));
+}
+
+static void header_release(jn_tensor *t) {
+    hdr_cache *c = hcache;
+    if (!c && HDR_KEEP > 0) { /* this thread's first: its cache, freed with the thread */
+        pthread_once(&hcache_once, hcache_make_key);
+        if (hcache_key_ok && (c = calloc(1, sizeof *c)) && pthread_setspecific(hcache_key, c) != 0) {
+            free(c);
+            c = NULL;
+        }
+        hcache = c;
+    }
+    if (c && c->n < HDR_KEEP) c->h[c->n++] = t;
+    else free(t);
+}
+
 static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t *shape) {
-    jn_tensor *t = calloc(1, sizeof *t);
+    jn_tensor *t = header_alloc();
     if (!t) {
         jn_error(JN_ERR_NOMEM, "out of memory allocating a tensor header");
         return NULL;
@@ -331,7 +384,7 @@ void jn_tensor_decref(jn_tensor *t) {
     if (jn_rt_record_free) jn_rt_record_free(t);
     if (t->autograd && jn_rt_autograd_free) jn_rt_autograd_free(t);
     storage_decref(t->storage);
-    free(t);
+    header_release(t);
 }
 
 /* ------------------------------------------------------------------ shapes */

@@ -180,7 +180,43 @@ static void test_block_cache(void) {
     CHECK(jn_rt_block_cache_release() == 0);
 }
 
+/* Headers come back from the per-thread cache as new ones: nothing of the
+ * header they were before (autograd slot, Python wrapper, capture record,
+ * view and number flags, strides, offset) survives, and ids stay unique. */
+static void test_header_reuse(void) {
+    enum { N = 600 }; /* more than the cache keeps */
+    static jn_tensor *t[N];
+    int64_t shape[2] = {3, 5};
+    for (int i = 0; i < N; i++) {
+        t[i] = jn_tensor_new(JN_F32, 2, shape);
+        CHECK(t[i] != NULL);
+        if (!t[i]) return;
+        t[i]->pyobj = t[i];
+        t[i]->ext = t[i];
+        t[i]->wrapped_number = t[i]->is_view = 1;
+        t[i]->offset = 7;
+        t[i]->strides[0] = 99;
+    }
+    int64_t last = t[N - 1]->id;
+    for (int i = 0; i < N; i++) {
+        t[i]->pyobj = t[i]->ext = NULL; /* (nobody frees a header holding them) */
+        jn_tensor_decref(t[i]);
+    }
+    int bad = 0;
+    int64_t one = 4;
+    for (int i = 0; i < N; i++) {
+        t[i] = jn_tensor_new(JN_I64, 1, &one);
+        if (!t[i]) return;
+        bad += t[i]->refcnt != 1 || t[i]->autograd || t[i]->pyobj || t[i]->ext || t[i]->wrapped_number ||
+               t[i]->is_view || t[i]->offset || t[i]->strides[0] != 1 || t[i]->ndim != 1 || t[i]->shape[0] != 4 ||
+               t[i]->dtype != JN_I64 || t[i]->id <= last;
+    }
+    CHECK(bad == 0);
+    for (int i = 0; i < N; i++) jn_tensor_decref(t[i]);
+}
+
 int main(void) {
+    test_header_reuse();
     test_promotion();
     test_half();
     test_optable();

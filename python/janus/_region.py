@@ -192,40 +192,45 @@ class Regions:
             name = f"{type(opt).__qualname__}.step ({_site(fn.__code__, fn.__code__.co_firstlineno)})"
             ent = self._regions[key] = (opt, _Region(name))
         r = ent[1]
+        noted = False
         if r.plan is not None:
             if _C._rp_region_call(r.plan, opt):
                 return None
-            r.plan = None  # a guard failed (counted): learn again
+            r.plan = None  # a guard failed (counted with its reason): learn again
             r.prev = None
-        if r.refused is not None:
-            _C._rp_region_note(r.name, r.refused, True)
-            return fn(opt)
-        if r.learned >= _MAX_LEARN:
+            noted = True
+        if r.refused is None and r.learned >= _MAX_LEARN:
             r.refused = f"its guards failed {_MAX_LEARN} times after learning: values it reads keep changing"
-            _C._rp_region_note(r.name, r.refused, True)
+        if r.refused is not None:
+            if not noted:
+                _C._rp_region_note(r.name, r.refused, True)
             return fn(opt)
-        return self._learn(r, opt, fn)
+        return self._learn(r, opt, fn, noted)
 
-    def _learn(self, r, opt, fn):
+    def _learn(self, r, opt, fn, noted):
+        def note(why, refused=False):  # once per call: a guard's miss may have counted it
+            if not noted:
+                _C._rp_region_note(r.name, why, refused)
+
         obs = _Observed(self, opt, fn)
         try:
             user = self._prove(opt, fn, obs)
             tmpl = self._template(opt, obs)
             if r.prev is None:
                 r.prev = tmpl
-                _C._rp_region_note(r.name, "learning (first observed call)", False)
+                note("learning (first observed call)")
                 return obs.out
             self._same(r.prev, tmpl)
             plan = self._plan(r, opt, fn, obs, tmpl, r.prev, user)
             r.plan = _C._rp_region_new(plan, tmpl["c"])
             r.learned += 1
-            _C._rp_region_note(r.name, "learning (second observed call)", False)
+            note("learning (second observed call)")
         except _NotSteady as e:
             r.prev = None
-            _C._rp_region_note(r.name, f"learning ({e})", False)
+            note(f"learning ({e})")
         except _Refused as e:
             r.refused, r.prev = str(e), None
-            _C._rp_region_note(r.name, r.refused, True)
+            note(r.refused, True)
         return obs.out
 
     # ------------------------------------------------------------ the proof
@@ -250,7 +255,7 @@ class Regions:
             if s.closure:
                 raise _Refused(f"reads closure variable {s.closure[0][0]} at {s.closure[0][1]} (not guarded yet)")
             for name, where in s.attrs:
-                if name in ("state", "param_groups"):
+                if name in ("state", "param_groups", "__dict__"):
                     raise _Refused(f"user code reads the optimizer's {name} at {where}: values bound per call "
                                    f"(counters, lr) cannot be followed through it")
                 if not (name in opt.__dict__ or hasattr(cls_attrs, name) or name in _TENSOR_ATTRS
@@ -356,9 +361,10 @@ class Regions:
                 vals[k] = len(vals)
             return vals[k]
 
-        # what janus's own optimizer declares (only its own code runs, and only its fused ops)
+        # what janus's optimizer declares, for its fused ops only (user code in the step was
+        # refused if it reads param_groups or state, so it cannot see the bound values)
         cls = type(opt)
-        own = not user and tmpl["names"] <= set(getattr(cls, "_region_ops", ()))
+        own = tmpl["names"] <= set(getattr(cls, "_region_ops", ()))
         declared = tuple(getattr(cls, "_region_values", ())) if own else ()
         counters = tuple(getattr(cls, "_region_counters", ())) if own else ()
         groups_l, params_l, metas = [], [], []
@@ -384,7 +390,7 @@ class Regions:
                 elif v is not v2:
                     if k not in counters:
                         raise _Refused(f"changes optimizer state {k!r} ({v!r} -> {v2!r}) and "
-                                       f"{'user code runs in the step' if user else 'only a fused step of a janus optimizer that declares the counter is followed'}")
+                                       f"only a fused step of a janus optimizer that declares the counter is followed")
                     ent.append((k, _KIND["counter"], val(("c", pi, k))))
                 else:
                     ent.append((k, _KIND["eq"], v))

@@ -37,6 +37,7 @@ import dis
 import hashlib
 import math
 import sys
+import weakref
 
 from . import _C
 
@@ -169,6 +170,7 @@ class _Region:
         self.prev = None        # the previous steady observation
         self.refused = None
         self.learned = 0
+        self.guards = None
 
 
 class Regions:
@@ -177,6 +179,10 @@ class Regions:
     def __init__(self):
         self._scans = {}        # code object -> _Scan
         self._regions = {}      # (id(opt), fn) -> (opt, _Region)
+
+    def plans(self):
+        """(optimizer, region) of every region learned so far (benchmarks)."""
+        return [(o(), r) for o, r in self._regions.values() if r.plan is not None and o() is not None]
 
     def scan(self, code):
         s = self._scans.get(code)
@@ -188,9 +194,11 @@ class Regions:
         """Optimizer.step's body for a call without arguments (returns what it returns)."""
         key = (id(opt), fn)
         ent = self._regions.get(key)
-        if ent is None:
+        if ent is None or ent[0]() is not opt:
             name = f"{type(opt).__qualname__}.step ({_site(fn.__code__, fn.__code__.co_firstlineno)})"
-            ent = self._regions[key] = (opt, _Region(name))
+            # held weakly: an optimizer the script drops takes its region (and plan) with it
+            ent = self._regions[key] = (weakref.ref(opt, lambda _, k=key: self._regions.pop(k, None)),
+                                        _Region(name))
         r = ent[1]
         noted = False
         if r.plan is not None:
@@ -208,6 +216,10 @@ class Regions:
         return self._learn(r, opt, fn, noted)
 
     def _learn(self, r, opt, fn, noted):
+        if sys.getprofile() is not None:  # learning needs the profile hook: leave a profiler alone
+            if not noted:
+                _C._rp_region_note(r.name, "a profiler is active (sys.setprofile): not learned", False)
+            return fn(opt)
         def note(why, refused=False):  # once per call: a guard's miss may have counted it
             if not noted:
                 _C._rp_region_note(r.name, why, refused)
@@ -223,6 +235,10 @@ class Regions:
             self._same(r.prev, tmpl)
             plan = self._plan(r, opt, fn, obs, tmpl, r.prev, user)
             r.plan = _C._rp_region_new(plan, tmpl["c"])
+            # what the entry checks (benchmarks/bench_regions.py reports it)
+            r.guards = {"attributes": len(plan[5]), "globals": len(plan[6]),
+                        "group entries": sum(len(g) for g in plan[7]), "parameters": len(plan[8]),
+                        "tensors": len(plan[9]), "ops": len(tmpl["ops"])}
             r.learned += 1
             note("learning (second observed call)")
         except _NotSteady as e:

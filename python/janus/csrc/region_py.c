@@ -51,6 +51,7 @@ typedef struct {
     int nattr, nglob, ngroups, nparams, nbound, nvals, autocast;
     PyObject **attr_name, **attr_val;
     PyObject **gdict, **gkey, **gval;
+    uint64_t *gver;     /* per global: its dict's version tag when last seen holding the value */
     rg_dict *groups;
     int *has_grad;
     rg_dict *pstate;
@@ -78,7 +79,7 @@ static void plan_free(rg_plan *P) {
     for (int i = 0; P->groups && i < P->ngroups; i++) dict_free(&P->groups[i]);
     for (int i = 0; P->pstate && i < P->nparams; i++) dict_free(&P->pstate[i]);
     PyMem_Free(P->attr_name), PyMem_Free(P->attr_val), PyMem_Free(P->gdict), PyMem_Free(P->gkey);
-    PyMem_Free(P->gval), PyMem_Free(P->groups), PyMem_Free(P->has_grad), PyMem_Free(P->pstate);
+    PyMem_Free(P->gval), PyMem_Free(P->gver), PyMem_Free(P->groups), PyMem_Free(P->has_grad), PyMem_Free(P->pstate);
     PyMem_Free(P->meta), PyMem_Free(P->bound), PyMem_Free(P->vals), PyMem_Free(P->params);
     PyMem_Free(P->cnt_dict), PyMem_Free(P->cnt_key);
     PyMem_Free(P);
@@ -176,7 +177,7 @@ static PyObject *py_rg_new(PyObject *self, PyObject *args) {
     }
     P->nglob = (int)PyTuple_GET_SIZE(globs);
     if (!(P->gdict = zalloc(P->nglob, sizeof(PyObject *))) || !(P->gkey = zalloc(P->nglob, sizeof(PyObject *))) ||
-        !(P->gval = zalloc(P->nglob, sizeof(PyObject *))))
+        !(P->gval = zalloc(P->nglob, sizeof(PyObject *))) || !(P->gver = zalloc(P->nglob, sizeof(uint64_t))))
         goto fail;
     for (int i = 0; i < P->nglob; i++) {
         PyObject *d, *k, *v;
@@ -335,11 +336,20 @@ static const char *check(rg_plan *P, PyObject *opt, rg_why *W) {
             PyErr_Clear();
             return MISS("attribute %s of the optimizer changed", PyUnicode_AsUTF8(P->attr_name[i]));
         }
-    for (int i = 0; i < P->nglob; i++)
+    for (int i = 0; i < P->nglob; i++) {
+#if PY_VERSION_HEX < 0x030C0000
+        /* a dict's version tag (PEP 509) changes with every write: a module nothing
+         * assigned to since its names were checked needs no lookup */
+        if (((PyDictObject *)P->gdict[i])->ma_version_tag == P->gver[i]) continue;
+#endif
         if (PyDict_GetItemWithError(P->gdict[i], P->gkey[i]) != P->gval[i]) {
             PyErr_Clear();
             return MISS("global %s changed", PyUnicode_AsUTF8(P->gkey[i]));
         }
+#if PY_VERSION_HEX < 0x030C0000
+        P->gver[i] = ((PyDictObject *)P->gdict[i])->ma_version_tag;
+#endif
+    }
     PyObject *groups = P->groups_obj, *state = P->state_obj;
     if (PyList_GET_SIZE(groups) != P->ngroups) return MISS("param_groups has %zd groups, %d were learned", PyList_GET_SIZE(groups), P->ngroups);
     int np = 0, nb = 0, nc = 0;
@@ -428,6 +438,19 @@ static PyObject *py_rg_call(PyObject *self, PyObject *const *args, Py_ssize_t na
     jn_status s = jn_rp_region_run(jn_py_replay, P->id, P->bound, P->vals, -1, NULL);
     if (s) return jn_py_raise(s);
     Py_RETURN_TRUE;
+}
+
+/* _rp_region_check(plan, opt) -> None when every guard holds, else why not (no effect:
+ * what the entry costs, for benchmarks/bench_regions.py). */
+static PyObject *py_rg_check(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "_rp_region_check(plan, optimizer)");
+    rg_plan *P = PyCapsule_GetPointer(args[0], "janus.region");
+    if (!P) return NULL;
+    rg_why W;
+    const char *why = check(P, args[1], &W);
+    if (why) return PyUnicode_FromString(why);
+    Py_RETURN_NONE;
 }
 
 /* _rp_region_observe(on): start (clearing the log) or stop observing. */
@@ -539,6 +562,8 @@ static PyObject *py_rg_stats(PyObject *self, PyObject *unused) {
 PyMethodDef jn_py_region_methods[] = {
     {"_rp_region_new", py_rg_new, METH_VARARGS, "_rp_region_new(plan, template) -> a region plan (janus/_region.py)"},
     {"_rp_region_call", (PyCFunction)(void (*)(void))py_rg_call, METH_FASTCALL, "_rp_region_call(plan, optimizer) -> True: ran without its Python"},
+    {"_rp_region_check", (PyCFunction)(void (*)(void))py_rg_check, METH_FASTCALL,
+     "_rp_region_check(plan, optimizer) -> None, or why a guard fails (no effect)"},
     {"_rp_region_observe", py_rg_observe, METH_O, "_rp_region_observe(on): log the ops and syncs of a region call"},
     {"_rp_region_log", py_rg_log, METH_NOARGS, "(syncs, ops) logged while observing"},
     {"_rp_region_meta", py_rg_meta, METH_O, "(id, dtype, device, shape, strides) of a tensor"},

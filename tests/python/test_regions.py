@@ -103,6 +103,19 @@ def test_source_edited_after_recording(attacks_db, tmp_path):
     assert st["replaced"] == 0 and re.search(r"calls print at region_attacks.py:\d+", reasons(st)), st
 
 
+def test_damaged_templates_are_refused(attacks_db, tmp_path):
+    # each learned template is first handed to _C._rp_region_new damaged (a slot read before
+    # it is defined, a log index, a mode, a value index, a constant, a fresh output over a
+    # bound slot): every damage is refused, then the real one replaces the step
+    st, rr = eager_and_replay(ATTACKS, "validate", attacks_db, str(tmp_path))
+    m = re.search(r"^VALIDATED (\d+): (.*)$", rr.stderr, re.M)
+    assert m and int(m.group(1)) == 6, rr.stderr[-3000:]
+    for why in ("an input slot used before it is defined", "log index", "kind, arity or mode",
+                "an attribute's value index", "an output slot"):
+        assert why in m.group(2), m.group(2)
+    assert st["replaced"] >= 37, st
+
+
 def test_strict_replay_raises_on_a_region_miss(attacks_db, tmp_path):
     tmp = str(tmp_path)
     rr, _ = run(ATTACKS, ["flag"], tmp, "strict", JANUS_REPLAY_DB=attacks_db, JANUS_REPLAY_ADAPT="0",

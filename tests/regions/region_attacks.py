@@ -1,7 +1,8 @@
 """Scripts that attack the proof of a replaced optimizer step (janus/_region.py):
 python region_attacks.py MODE.  Each mode trains a small MLP on fixed random
 data for 40 steps with an optimizer whose step either is replaceable (plain,
-sgd, sched, flag, patch, patchstep) or has an effect outside the call (counter, append,
+sgd, sched, flag, patch, patchstep; validate also hands every learned
+template over damaged first, each damage to be refused) or has an effect outside the call (counter, append,
 print, random, sync), prints a loss every 5 steps and the Python-visible
 effects at the end; under `janus replay` it also writes the region counters
 to stderr ("REGIONS {...}").  tests/python/test_regions.py runs every mode
@@ -56,8 +57,38 @@ class SyncAdam(Adam):
             return super().step()
 
 
+def check_template_validation():
+    """mode validate: every learned template is first handed over damaged, and each damage
+    must be refused (ValueError) before the real one is registered."""
+    real = janus._C._rp_region_new
+    refused = []
+
+    def damaged(plan, tmpl):
+        nslots, ops, consts = tmpl
+        li, mode, ins, outs, avals = ops[0]
+        bad = [(nslots, ((li, mode, (nslots + 5,) + ins[1:], outs, avals),) + ops[1:], consts),
+               (nslots, ((10 ** 6, mode, ins, outs, avals),) + ops[1:], consts),
+               (nslots, ((li, 7, ins, outs, avals),) + ops[1:], consts),
+               (nslots, ((li, mode, ins, outs, (10 ** 4,) * len(avals)),) + ops[1:], consts),
+               (nslots, ((li, mode, (-100,) + ins[1:], outs, avals),) + ops[1:], consts),
+               (nslots, ((li, 0, ins, (0,) * len(outs), avals),) + ops[1:], consts)]
+        for t in bad:
+            try:
+                real(plan, t)
+            except ValueError as e:
+                refused.append(str(e))
+            else:
+                raise AssertionError(f"a damaged template was accepted: {t[1][0]}")
+        sys.stderr.write(f"VALIDATED {len(refused)}: {' | '.join(refused)}\n")
+        return real(plan, tmpl)
+
+    janus._C._rp_region_new = damaged
+
+
 def main():
     global FLAG
+    if MODE == "validate" and janus._replay.active:
+        check_template_validation()
     janus.manual_seed(0)
     random.seed(0)
     model = nn.Sequential(nn.Linear(12, 16), nn.Tanh(), nn.Linear(16, 3))

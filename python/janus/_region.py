@@ -234,7 +234,10 @@ class Regions:
                 return obs.out
             self._same(r.prev, tmpl)
             plan = self._plan(r, opt, fn, obs, tmpl, r.prev, user)
-            r.plan = _C._rp_region_new(plan, tmpl["c"])
+            try:
+                r.plan = _C._rp_region_new(plan, tmpl["c"])
+            except (ValueError, TypeError, MemoryError) as e:  # janus's own fault: never the script's
+                raise _Refused(f"internal error, please report: {e}") from None
             # what the entry checks (benchmarks/bench_regions.py reports it)
             r.guards = {"attributes": len(plan[5]), "globals": len(plan[6]),
                         "group entries": sum(len(g) for g in plan[7]), "parameters": len(plan[8]),

@@ -51,6 +51,7 @@ def eager_and_replay(script, mode, db, tmp, **extra):
 @pytest.mark.parametrize("mode,min_replaced,why", [
     ("plain", 37, None),
     ("sgd", 37, None),         # SGD with momentum (the fused sgd_)
+    ("sgd0", 38, None),        # SGD without momentum: no optimizer state, lr guarded by value
     ("sched", 37, None),       # StepLR changes lr every 4 steps: bound per call, no miss
     ("flag", 30, r"global FLAG changed"),  # the flag flips twice: a guard miss each, learned again
     ("patchstep", 33, r"class Adam or one of its bases was modified"),  # Adam.step replaced mid-run

@@ -1,12 +1,13 @@
 """Scripts that attack the proof of a replaced optimizer step (janus/_region.py):
 python region_attacks.py MODE.  Each mode trains a small MLP on fixed random
 data for 40 steps with an optimizer whose step either is replaceable (plain,
-sgd, sched, flag, patch, patchstep; validate also hands every learned
-template over damaged first, each damage to be refused) or has an effect outside the call (counter, append,
-print, random, sync), prints a loss every 5 steps and the Python-visible
-effects at the end; under `janus replay` it also writes the region counters
-to stderr ("REGIONS {...}").  tests/python/test_regions.py runs every mode
-eagerly and replayed and compares."""
+sgd, sgd0, sched, flag, patch, patchstep; validate also hands every learned
+template over damaged first, each damage to be refused) or has an effect
+outside the call (counter, append, print, random, sync), prints a loss every
+5 steps and the Python-visible effects at the end; under `janus replay` it
+also writes the region counters to stderr ("REGIONS {...}").
+tests/python/test_regions.py runs every mode eagerly and replayed and
+compares."""
 import json
 import random
 import sys
@@ -99,6 +100,8 @@ def main():
              "random": RandomAdam, "sync": SyncAdam}
     if MODE == "sgd":
         opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+    elif MODE == "sgd0":  # no momentum: no state at all
+        opt = SGD(model.parameters(), lr=0.05)
     else:
         opt = kinds.get(MODE, Adam)(model.parameters(), lr=0.01)
     opt.count, opt.history = 0, []

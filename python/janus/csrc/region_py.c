@@ -208,12 +208,12 @@ static PyObject *py_rg_new(PyObject *self, PyObject *args) {
     for (int k = 0; k < P->nparams; k++) {
         PyObject *st;
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(params, k), "pO", &P->has_grad[k], &st)) goto fail;
+        nb += 1 + P->has_grad[k];
         if (st == Py_None) {
             P->pstate[k].n = -1; /* no state: must stay so */
             continue;
         }
         if (parse_dict(st, &P->pstate[k], nvals, &ncnt)) goto fail;
-        nb += 1 + P->has_grad[k];
         for (int i = 0; i < P->pstate[k].n; i++) nb += P->pstate[k].e[i].kind == K_TENSOR;
     }
     P->nbound = (int)PyTuple_GET_SIZE(metas);

@@ -57,6 +57,8 @@ for s in range(steps):
 st = sorted(st[20:])
 print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
 print(f"opt.step {{1e6 * st[len(st) // 2]:.2f}} us")
+if janus._region_step is not None:  # `janus replay` prints no region counters of its own
+    print(f"regions: {{janus._C._rp_region_stats()['replaced']}} of {{steps}} calls")
 if len(sys.argv) > 2 and janus._region_step is not None:
     from janus import _C
     regions = janus._region_step.__self__

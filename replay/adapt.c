@@ -89,6 +89,7 @@ static void adapt_decide(jn_replay *R, int32_t gi) {
 void rp_eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                     jn_tensor *const *out) {
     jn_replay *R = ctx;
+    if (R->rg_observing) rp_region_tap(R, op, nin, in, a, nout, out);
     if (jn_rt_capturing) return; /* rp_cap_capture had it */
     rp_tl_eager_op(&R->tl, nout ? out[0]->id : -1);
     if (jn_op_is_comparison(op)) R->last_cmp = out[0]->id;

@@ -171,6 +171,7 @@ jn_status jn_rp_step(jn_replay *R) {
 void jn_rp_quiet(jn_replay *R, int delta) { R->quiet += delta; }
 
 jn_status jn_rp_sync(jn_replay *R, int kind, jn_tensor *t) {
+    if (R->rg_observing) rp_region_sync_tap(R);
     if (!R->on) return JN_OK;
     jn_status s = JN_OK;
     if (!R->quiet) {
@@ -200,6 +201,7 @@ void jn_rp_free(jn_replay *R) {
     rp_pool_free(&R->pool);
     rp_miss_free(R);
     rp_tl_free(&R->tl);
+    rp_region_free(R);
     free(R->db_path);
     free(R->ops);
     free(R->refs);

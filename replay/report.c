@@ -167,9 +167,11 @@ void jn_rp_summary(const jn_replay *R, char *buf, size_t n) {
         snprintf(ch, sizeof ch, " (%s by choice: %lld graph%s slower than eager left to it, and timing runs)", c,
                  (long long)st.graphs_eager, st.graphs_eager == 1 ? "" : "s");
     }
-    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s)%s, %s fell back%s%s%s",
+    char rg[1200];
+    rp_region_summary(R, rg, sizeof rg);
+    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s)%s, %s fell back%s%s%s%s",
              floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", gpu, fb, ch,
-             k >= 0 ? "; top miss: " : "", k >= 0 ? R->miss[k].why : "");
+             k >= 0 ? "; top miss: " : "", k >= 0 ? R->miss[k].why : "", rg);
 }
 
 /* At the end: the counters (run_id > 0) and, after a CUDA replay, cuDNN's

@@ -14,6 +14,7 @@
  *   report.c     misses, counters, the summary line, the store's counters
  *   timeline.c   steps and segments over time (rp_timeline.h)
  *   match.c      the matcher (jn_match.h)
+ *   region.c     regions whose Python is skipped (jn_region.h)
  * Internal names carry the prefix rp_.
  */
 #ifndef RP_INTERNAL_H
@@ -161,7 +162,18 @@ struct jn_replay {
     rp_miss *miss;
     int nmiss, capmiss;
     rp_timeline tl;        /* steps and segments over time, for `janus report` (timeline.c) */
+    int rg_observing;      /* a region call is observed: the dispatch hook and syncs log to rg */
+    struct rp_regions *rg; /* region.c: templates, observation log, counters (NULL until used) */
 };
+
+/* ------------------------------------------------------------ region.c */
+/* While a region is observed: log an op (the dispatch hook), a sync point. */
+void rp_region_tap(jn_replay *R, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                   jn_tensor *const *out);
+void rp_region_sync_tap(jn_replay *R);
+/* "; regions: ..." for the summary line ("" when no region call was seen). */
+void rp_region_summary(const jn_replay *R, char *buf, size_t n);
+void rp_region_free(jn_replay *R);
 
 /* ------------------------------------------------------------ helpers */
 double rp_now(void);

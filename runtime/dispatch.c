@@ -417,7 +417,10 @@ static inline __attribute__((always_inline)) jn_status dispatch_into(jn_op op, c
     if (cap) {
         dst->storage->version++;
         if (jn_grad_enabled() && (s = jn_ag_record(op, nin, in, a, 1, outv, dst))) return s;
-        return capture_hook.capture(capture_hook.ctx, op, nin, in, a, 1, outv, 1);
+        if ((s = capture_hook.capture(capture_hook.ctx, op, nin, in, a, 1, outv, 1))) return s;
+        /* as jn_dispatch does: the hook sees captured ops too (a replay's region log) */
+        if (hook.after) hook.after(hook.ctx, op, nin, in, a, 1, outv);
+        return JN_OK;
     }
     if ((s = jn_rt_run_into(op, nin, in, a, dst))) return s;
     dst->storage->version++;

@@ -312,7 +312,7 @@ jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_att
 
 /* Hook for recording / lazy capture (set by later layers; NULL = eager). */
 typedef struct jn_dispatch_hook {
-    /* Called after an op ran; `dst` is non-NULL for dispatch_into. */
+    /* Called after an op ran or was captured (lazy capture), once per op. */
     void (*after)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
                   int nout, jn_tensor *const *out);
     void *ctx;

@@ -27,6 +27,9 @@ the script runs eagerly):
                          and one slower compiled is left to eager)
   JANUS_REPLAY_ADAPT_MARGIN=F  how much slower (a fraction, default 0.10)
                          compiled may be before its graph is left to eager
+  JANUS_REPLAY_REGIONS=0  run every optimizer step's Python (default 1: a step
+                         proved replaceable runs as its ops dispatched from C,
+                         janus/_region.py)
 Switches take 1/yes/true/on and 0/no/false/off.  The C side (jn_rp_config_from_env)
 reads the ones it uses itself when the replay starts.
 A store that cannot be used (no bundle, a refused or corrupt one, a bundle
@@ -158,6 +161,9 @@ def start(db, run=0, strict=None, speculate=None):
     active = True
     import janus
     janus._step_hook = _step_hook
+    if _C._setting_value("JANUS_REPLAY_REGIONS"):
+        from ._region import Regions
+        janus._region_step = Regions().step
     atexit.register(stop)
     return True
 
@@ -172,6 +178,7 @@ def stop(quiet=None):
     import janus
     if getattr(janus, "_step_hook", None) is _step_hook:
         janus._step_hook = None
+    janus._region_step = None
     _C._rp_stop(not (_quiet if quiet is None else quiet))
 
 

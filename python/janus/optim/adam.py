@@ -46,6 +46,13 @@ def _fusable(p, grad, exp_avg, exp_avg_sq):
 
 
 class Adam(Optimizer):
+    # For a replaced step (janus/_region.py), when only this code runs and every op is adam_:
+    # group["lr"] flows only into adam_'s lr attribute, state["step"] (+= 1 per step) only
+    # into its step attribute, so both are bound per call instead of guarded.
+    _region_ops = ("adam_",)
+    _region_values = ("lr",)
+    _region_counters = ("step",)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):

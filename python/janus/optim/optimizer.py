@@ -183,7 +183,11 @@ def _wrap_step(fn):
         self._step_depth = 1
         try:
             with _no_grad():
-                out = fn(self, *args, **kwargs)
+                regions = janus._region_step  # set while a replay replaces steps (janus/_region.py)
+                if regions is not None and not args and not kwargs:
+                    out = regions(self, fn)
+                else:
+                    out = fn(self, *args, **kwargs)
         finally:
             self._step_depth = 0
         self._opt_called = True

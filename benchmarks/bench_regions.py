@@ -1,0 +1,161 @@
+"""Regions whose Python is skipped (janus/_region.py): what replacing the
+optimizer's step saves.  Three workloads, each recorded, `janus optimize`d,
+then run as separate processes in rotation: janus eager (`janus replay
+--eager`), replay with regions off (JANUS_REPLAY_REGIONS=0: what main
+does) and replay with regions on; both replays with JANUS_REPLAY_ADAPT=0
+(every graph that fits runs, so the two differ only in the regions).
+
+- adam10: Adam over 10 parameter tensors [32 x 32] and a tiny loss: the
+  step is most of the work; also the time of opt.step() itself;
+- fashion_mlp (examples/, hidden 64) and the truncated-BPTT LSTM of
+  bench_replay_small.py: whole training steps.
+
+Reports CPU ms per step (medians), the per-rotation ratios eager/replay,
+and that every mode printed the same losses.  Then, in one replayed
+adam10 process, the entry-guard cost: _C._rp_region_check (every guard,
+no effect) on the learned plan, per call, with the size of what it checks.
+
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_regions.py [--repeats 5]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# os.environ: JANUS_BUILD_DIR is read before janus can be imported (a BUILD row of the settings)
+BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
+JANUS = os.path.join(BUILD, "janus")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_env import child_env  # noqa: E402
+from bench_replay_small import SCRIPT as TBPTT  # noqa: E402
+
+ADAM10 = r'''
+import sys, time
+sys.path.insert(0, {python!r})
+import janus
+janus.manual_seed(0)
+params = [janus.randn(32, 32, requires_grad=True) for _ in range(10)]
+x = janus.randn(32, 32)
+opt = janus.optim.Adam(params, lr=1e-3)
+steps = int(sys.argv[1])
+t0, st = None, []
+for s in range(steps):
+    if s == 20:
+        t0 = time.process_time()
+    opt.zero_grad()
+    loss = sum((p * x).sum() for p in params)
+    loss.backward()
+    a = time.perf_counter()
+    opt.step()
+    st.append(time.perf_counter() - a)
+    if s % 100 == 0:
+        print(f"step {{s}} loss {{loss.item():.6f}}")
+st = sorted(st[20:])
+print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
+print(f"opt.step {{1e6 * st[len(st) // 2]:.2f}} us")
+if janus._region_step is not None:  # `janus replay` prints no region counters of its own
+    print(f"regions: {{janus._C._rp_region_stats()['replaced']}} of {{steps}} calls")
+if len(sys.argv) > 2 and janus._region_step is not None:
+    from janus import _C
+    regions = janus._region_step.__self__
+    (o, r), = regions.plans()
+    janus.set_grad_enabled(False)  # as inside Optimizer.step
+    why = _C._rp_region_check(r.plan, o)
+    assert why is None, why
+    n, chk = 200000, _C._rp_region_check
+    best = []
+    for _ in range(5):
+        a = time.perf_counter()
+        for _ in range(n):
+            chk(r.plan, o)
+        b = time.perf_counter()
+        for _ in range(n):
+            chk.__class__  # the loop and an attribute load, without the call
+        c = time.perf_counter()
+        best.append(((b - a) - (c - b)) / n)
+    print(f"guard {{1e9 * min(best):.0f}} ns per call; checks {{r.guards}}")
+'''
+
+
+def run(cmd, e):
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=1200)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return p.stdout + p.stderr
+
+
+MODES = ["eager", "replay (main)", "replay + regions"]
+
+
+def bench(name, script_args, rec_args, run_args, e, repeats, d):
+    db = os.path.join(d, name + ".db")
+    run([JANUS, "record", "--db", db, "--", sys.executable, *script_args, *rec_args], e)
+    run([JANUS, "optimize", "--quiet", db], e)
+    cpu, losses, step_us, regions = {m: [] for m in MODES}, {}, {m: [] for m in MODES}, ""
+    for r in range(repeats):
+        for m in MODES[r % 3:] + MODES[:r % 3]:
+            env = dict(e, JANUS_REPLAY_ADAPT="0", JANUS_REPLAY_REGIONS="0" if m == "replay (main)" else "1")
+            out = run([JANUS, "replay"] + (["--eager"] if m == "eager" else []) + ["--db", db, "--", sys.executable,
+                                                                                   *script_args, *run_args], env)
+            cpu[m].append(float(re.search(r"([\d.]+) ms CPU/step", out).group(1)))
+            u = re.search(r"opt.step ([\d.]+) us", out)
+            if u:
+                step_us[m].append(float(u.group(1)))
+            losses[m] = re.findall(r"loss \S+", out)
+            g = re.search(r"regions: (\d+ of \d+) calls", out)
+            if m == "replay + regions" and g:
+                regions = g.group(1)
+    print(f"{name}: CPU ms/step, median of {repeats}: " +
+          ", ".join(f"{m} {statistics.median(cpu[m]):.3f}" for m in MODES) +
+          (f"; steps replaced: {regions}" if regions else ""))
+    for m in MODES[1:]:
+        ratios = [b / a for a, b in zip(cpu[m], cpu["eager"])]
+        print(f"  eager/{m}: {statistics.median(ratios):.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f}x)")
+    ratios = [a / b for a, b in zip(cpu["replay (main)"], cpu["replay + regions"])]
+    print(f"  replay (main)/replay + regions: {statistics.median(ratios):.2f}x (runs {min(ratios):.2f}-"
+          f"{max(ratios):.2f}x)")
+    if all(step_us[m] for m in MODES):
+        print("  opt.step() alone, us (median): " + ", ".join(f"{m} {statistics.median(step_us[m]):.1f}" for m in MODES))
+    same = all(losses[m] == losses["eager"] for m in MODES)
+    print(f"  losses printed by every mode: {'identical' if same else 'DIFFER'}")
+    return same, db
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    if not os.path.exists(JANUS):
+        sys.exit(f"no {JANUS}: build first (scripts/setup.sh)")
+    e = child_env(BUILD, args.threads)
+    ok = True
+    with tempfile.TemporaryDirectory() as d:
+        py = os.path.join(ROOT, "python")
+        adam, tbptt = os.path.join(d, "adam10.py"), os.path.join(d, "tbptt.py")
+        with open(adam, "w") as f:
+            f.write(ADAM10.format(python=py))
+        with open(tbptt, "w") as f:
+            f.write(TBPTT.format(python=py))
+        s, adam_db = bench("adam10", [adam], ["60"], [str(args.steps)], e, args.repeats, d)
+        ok &= s
+        mlp = [os.path.join(ROOT, "examples", "fashion_mlp.py")]
+        s, _ = bench("fashion_mlp", mlp, ["--steps", "30", "--epochs", "1", "--hidden", "64"],
+                     ["--steps", str(args.steps), "--epochs", "1", "--hidden", "64"], e, args.repeats, d)
+        ok &= s
+        s, _ = bench("tbptt_lstm", [tbptt], ["60"], [str(args.steps)], e, args.repeats, d)
+        ok &= s
+        out = run([JANUS, "replay", "--db", adam_db, "--", sys.executable, adam, str(args.steps), "guard"],
+                  dict(e, JANUS_REPLAY_ADAPT="0"))
+        print("entry guard (adam10): " + re.search(r"guard (.*)", out).group(1))
+    if not ok:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

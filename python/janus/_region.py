@@ -1,0 +1,493 @@
+"""Regions whose Python is skipped during `janus replay` (the C side is
+replay/region.c and csrc/region_py.c; design in docs/ARCHITECTURE.md,
+"Regions").
+
+This slice replaces an optimizer's step(): it runs under no_grad, so it
+needs no graph-level backward node.  Optimizer.step's wrapper
+(optim/optimizer.py) hands each call without arguments to Regions.step:
+
+- learning: a call runs its Python while the replay logs the ops it
+  dispatches and the sync points it reaches (_C._rp_region_observe), under
+  a profile function that collects the Python code objects it runs and the
+  builtins it calls.  Then the proof: no sync inside; the bytecode of every
+  user code object it ran (scanned once per code object) stores nothing
+  (attributes, globals, closure cells, subscripts), reads no closure cell,
+  no attribute of an object that is not guarded, and not the optimizer's
+  param_groups/state; every builtin it called is on the pure allow-list;
+  the optimizer's own dict, its param groups and its parameters' gradients
+  are unchanged by the call, and the only change to optimizer state is a
+  float counter += 1 that the template binds (Adam's `step`).  Two
+  consecutive steady calls (state already made) must give the same op
+  sequence with the same attributes and scalars, apart from the values the
+  template binds per call: counters, and the param-group entries the
+  optimizer class declares in _region_values (only when janus's own code
+  runs: Adam's `lr`).  Anything else refuses the region with the reason
+  and the file:line; it then runs its Python for the rest of the run.
+- replaced: _C._rp_region_call checks every guard (class and its version
+  tag, the step's code, the optimizer attributes and globals the bytecode
+  reads, every param group entry, every parameter's gradient and state
+  layout, dtype, device, shape and strides of every bound tensor, grad mode
+  and autocast off), performs the counters' += 1 and dispatches the
+  template's ops from C.  A guard that fails runs the Python (counted with
+  the reason) and the region is learned again (at most _MAX_LEARN times).
+
+JANUS_REPLAY_REGIONS=0 (runtime/settings.def) switches regions off.
+"""
+import dis
+import hashlib
+import math
+import sys
+import weakref
+
+from . import _C
+
+_MAX_LEARN = 8
+
+# builtins a region may call (results depend on their arguments only)
+_PURE = frozenset("len float int bool abs min max isinstance issubclass type range enumerate zip tuple list dict "
+                  "sorted reversed any all sum round divmod pow callable getattr hasattr iter next id hash".split())
+# ... of which user code may call these (getattr/hasattr/iter/next/id read what no guard covers)
+_PURE_USER = _PURE - {"getattr", "hasattr", "iter", "next", "id", "hash"}
+_PURE_METHODS = {dict: {"get", "items", "keys", "values", "__contains__", "__getitem__", "copy"},
+                 list: {"__len__", "index", "count", "__getitem__", "copy"},
+                 tuple: {"__len__", "index", "count", "__getitem__"}}
+_STORES = {"STORE_ATTR": "stores attribute", "DELETE_ATTR": "deletes attribute", "STORE_GLOBAL": "stores global",
+           "DELETE_GLOBAL": "deletes global", "STORE_DEREF": "stores closure variable",
+           "DELETE_DEREF": "deletes closure variable", "STORE_SUBSCR": "stores into a container",
+           "DELETE_SUBSCR": "deletes from a container", "IMPORT_NAME": "imports",
+           "YIELD_VALUE": "yields", "RETURN_GENERATOR": "is a generator"}
+_TENSOR_ATTRS = frozenset("shape dtype device grad data ndim is_leaf requires_grad T".split())
+_KIND = {"params": 0, "val": 1, "eq": 2, "tensor": 3, "counter": 4}
+_MISSING = object()
+
+
+class _Refused(Exception):
+    """The region cannot be replaced: why, and where."""
+
+
+class _NotSteady(Exception):
+    """This call cannot teach the template (state made on it): learn on a later one."""
+
+
+def _site(code, line):
+    return f"{code.co_filename.rsplit('/', 1)[-1]}:{line}"
+
+
+class _Scan:
+    """What one code object's bytecode does, scanned once: stores (for user code),
+    global names, attribute names, closure reads; and its hash."""
+
+    def __init__(self, code):
+        h = hashlib.sha1(code.co_code)
+        h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_consts)).encode())
+        self.hash = h.hexdigest()[:16]
+        self.effects, self.globals, self.attrs, self.closure = [], set(), [], []
+        line = code.co_firstlineno
+        for ins in dis.get_instructions(code):
+            if ins.positions is not None and ins.positions.lineno is not None:
+                line = ins.positions.lineno
+            op = ins.opname
+            if op in _STORES:
+                what = f" {ins.argval}" if op.endswith(("ATTR", "GLOBAL", "DEREF")) or op == "IMPORT_NAME" else ""
+                self.effects.append((f"{_STORES[op]}{what}", _site(code, line)))
+            elif op == "LOAD_GLOBAL":
+                self.globals.add(ins.argval)
+            elif op in ("LOAD_ATTR", "LOAD_METHOD"):
+                self.attrs.append((ins.argval, _site(code, line)))
+            elif op in ("LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_CLOSURE"):
+                self.closure.append((ins.argval, _site(code, line)))
+
+
+def _meta(t):
+    return _C._rp_region_meta(t)
+
+
+def _walk(opt):
+    """The optimizer's tensors in the order the C side binds them, and the layouts:
+    (tensors, [(group, [params])], [(param, grad, state dict or None)])."""
+    tensors, groups, params = [], [], []
+    state = opt.state
+    for g in opt.param_groups:
+        ps = list(g["params"])
+        groups.append((g, ps))
+        for p in ps:
+            tensors.append(p)
+            gr = p.grad
+            if gr is not None:
+                tensors.append(gr)
+            st = dict.get(state, p)
+            if st is not None:
+                for v in st.values():
+                    if isinstance(v, _C.TensorBase):
+                        tensors.append(v)
+            params.append((p, gr, st))
+    return tensors, groups, params
+
+
+def _snapshot(opt):
+    """Everything the call may not change except counters: the optimizer's dict,
+    the groups' entries, per parameter its gradient and its state's entries."""
+    tensors, groups, params = _walk(opt)
+    return {"dict": dict(opt.__dict__),
+            "groups": [list(g.items()) for g, _ in groups],
+            "params": [(p, gr, None if st is None else list(st.items())) for p, gr, st in params],
+            "ids": [_meta(t)[0] for t in tensors], "tensors": tensors}
+
+
+class _Observed:
+    """One learning call: the log, the code objects it ran, the builtins it called."""
+
+    def __init__(self, regions, opt, fn):
+        self.codes, self.calls = {}, []
+        before = _snapshot(opt)
+        profile = sys.getprofile()
+
+        def prof(frame, event, arg):
+            if frame.f_code is own:  # this function's own setprofile call
+                return
+            if event == "call":
+                self.codes.setdefault(frame.f_code, frame.f_globals)
+            elif event == "c_call":
+                self.calls.append((arg, frame.f_code, frame.f_lineno))
+
+        own = _Observed.__init__.__code__
+
+        _C._rp_region_observe(True)
+        sys.setprofile(prof)
+        try:
+            self.out = fn(opt)
+        finally:
+            sys.setprofile(profile)
+            _C._rp_region_observe(False)
+        self.nsync, self.log = _C._rp_region_log()
+        self.before, self.after = before, _snapshot(opt)
+
+
+class _Region:
+    def __init__(self, name):
+        self.name = name
+        self.plan = None        # the capsule, once learned
+        self.prev = None        # the previous steady observation
+        self.refused = None
+        self.learned = 0
+        self.guards = None
+
+
+class Regions:
+    """The regions of one replay (held by janus._replay while it runs)."""
+
+    def __init__(self):
+        self._scans = {}        # code object -> _Scan
+        self._regions = {}      # (id(opt), fn) -> (opt, _Region)
+
+    def plans(self):
+        """(optimizer, region) of every region learned so far (benchmarks)."""
+        return [(o(), r) for o, r in self._regions.values() if r.plan is not None and o() is not None]
+
+    def scan(self, code):
+        s = self._scans.get(code)
+        if s is None:
+            s = self._scans[code] = _Scan(code)
+        return s
+
+    def step(self, opt, fn):
+        """Optimizer.step's body for a call without arguments (returns what it returns)."""
+        key = (id(opt), fn)
+        ent = self._regions.get(key)
+        if ent is None or ent[0]() is not opt:
+            name = f"{type(opt).__qualname__}.step ({_site(fn.__code__, fn.__code__.co_firstlineno)})"
+            # held weakly: an optimizer the script drops takes its region (and plan) with it
+            ent = self._regions[key] = (weakref.ref(opt, lambda _, k=key: self._regions.pop(k, None)),
+                                        _Region(name))
+        r = ent[1]
+        noted = False
+        if r.plan is not None:
+            if _C._rp_region_call(r.plan, opt):
+                return None
+            r.plan = None  # a guard failed (counted with its reason): learn again
+            r.prev = None
+            noted = True
+        if r.refused is None and r.learned >= _MAX_LEARN:
+            r.refused = f"its guards failed {_MAX_LEARN} times after learning: values it reads keep changing"
+        if r.refused is not None:
+            if not noted:
+                _C._rp_region_note(r.name, r.refused, True)
+            return fn(opt)
+        return self._learn(r, opt, fn, noted)
+
+    def _learn(self, r, opt, fn, noted):
+        if sys.getprofile() is not None:  # learning needs the profile hook: leave a profiler alone
+            if not noted:
+                _C._rp_region_note(r.name, "a profiler is active (sys.setprofile): not learned", False)
+            return fn(opt)
+        def note(why, refused=False):  # once per call: a guard's miss may have counted it
+            if not noted:
+                _C._rp_region_note(r.name, why, refused)
+
+        obs = _Observed(self, opt, fn)
+        try:
+            user = self._prove(opt, fn, obs)
+            tmpl = self._template(opt, obs)
+            if r.prev is None:
+                r.prev = tmpl
+                note("learning (first observed call)")
+                return obs.out
+            self._same(r.prev, tmpl)
+            plan = self._plan(r, opt, fn, obs, tmpl, r.prev, user)
+            try:
+                r.plan = _C._rp_region_new(plan, tmpl["c"])
+            except (ValueError, TypeError, MemoryError) as e:  # janus's own fault: never the script's
+                raise _Refused(f"internal error, please report: {e}") from None
+            # what the entry checks (benchmarks/bench_regions.py reports it)
+            r.guards = {"attributes": len(plan[5]), "globals": len(plan[6]),
+                        "group entries": sum(len(g) for g in plan[7]), "parameters": len(plan[8]),
+                        "tensors": len(plan[9]), "ops": len(tmpl["ops"])}
+            r.learned += 1
+            note("learning (second observed call)")
+        except _NotSteady as e:
+            r.prev = None
+            note(f"learning ({e})")
+        except _Refused as e:
+            r.refused, r.prev = str(e), None
+            note(r.refused, True)
+        return obs.out
+
+    # ------------------------------------------------------------ the proof
+    def _prove(self, opt, fn, obs):
+        b, a = obs.before, obs.after
+        if b["ids"] != a["ids"] or [len(x[2] or ()) for x in b["params"]] != [len(x[2] or ()) for x in a["params"]]:
+            raise _NotSteady("the call made optimizer state or gradients")
+        if obs.out is not None:
+            raise _Refused(f"returns a value ({type(obs.out).__name__}); only a step returning None is replaced")
+        if obs.nsync:
+            raise _Refused("reads tensor data inside the call (a sync point: item(), bool(), printing a tensor)")
+        cls_attrs = type(opt)
+        any_user = False
+        for code in obs.codes:
+            s = self.scan(code)
+            if not _is_user(code):
+                continue
+            any_user = True
+            if s.effects:
+                what, where = s.effects[0]
+                raise _Refused(f"{what} at {where}: an effect outside the call")
+            if s.closure:
+                raise _Refused(f"reads closure variable {s.closure[0][0]} at {s.closure[0][1]} (not guarded yet)")
+            for name, where in s.attrs:
+                if name in ("state", "param_groups", "__dict__"):
+                    raise _Refused(f"user code reads the optimizer's {name} at {where}: values bound per call "
+                                   f"(counters, lr) cannot be followed through it")
+                if not (name in opt.__dict__ or hasattr(cls_attrs, name) or name in _TENSOR_ATTRS
+                        or hasattr(_C.TensorBase, name) or hasattr(math, name)):
+                    raise _Refused(f"reads attribute {name} at {where} of an object the region does not guard")
+        for f, code, line in obs.calls:
+            self._check_call(f, code, line)
+        for k, v in b["dict"].items():
+            if a["dict"].get(k, _MISSING) is not v:
+                raise _Refused(f"changes the optimizer's attribute {k}")
+        if len(a["dict"]) != len(b["dict"]):
+            raise _Refused("adds attributes to the optimizer")
+        if len(b["groups"]) != len(a["groups"]) or any(
+                len(x) != len(y) or any(kx is not ky or vx is not vy for (kx, vx), (ky, vy) in zip(x, y))
+                for x, y in zip(b["groups"], a["groups"])):
+            raise _Refused("changes its param groups")
+        for (p, gr, st), (p2, gr2, st2) in zip(b["params"], a["params"]):
+            if p is not p2 or gr is not gr2:
+                raise _Refused("replaces a parameter or a gradient")
+            for (k, v), (k2, v2) in zip(st or (), st2 or ()):
+                if k is not k2 and k != k2:
+                    raise _NotSteady("the optimizer state's keys changed")
+                if v is v2:
+                    continue
+                if isinstance(v, _C.TensorBase):
+                    raise _NotSteady(f"state {k} was replaced")
+                if type(v) is not float or type(v2) is not float or v2 != v + 1.0:
+                    raise _Refused(f"changes optimizer state {k!r} from {v!r} to {v2!r} (only a float counter "
+                                   f"+= 1 is followed)")
+        return any_user
+
+    def _check_call(self, f, code, line):
+        user = _is_user(code)
+        owner = getattr(f, "__self__", None)
+        name = getattr(f, "__name__", "?")
+        mod = getattr(f, "__module__", None) or getattr(owner, "__name__", None)
+        if isinstance(owner, _C.TensorBase) or mod in ("math", "janus._C", "_C"):
+            return
+        if owner is _C or (type(owner).__name__ == "module" and getattr(owner, "__name__", "") in ("math", "janus._C")):
+            return
+        if mod == "builtins" and (owner is None or type(owner).__name__ == "module"):
+            if name in (_PURE_USER if user else _PURE):
+                return
+        elif type(owner) in _PURE_METHODS and name in _PURE_METHODS[type(owner)]:
+            return
+        qual = getattr(f, "__qualname__", name)
+        raise _Refused(f"calls {qual} at {_site(code, line)} (not on the pure allow-list)")
+
+    # ----------------------------------------------------------- template
+    def _template(self, opt, obs):
+        """Slots: the bound tensors (ids before the call), then each new output."""
+        slot = {tid: k for k, tid in enumerate(obs.before["ids"])}
+        nbound = len(slot)
+        ops, consts, cidx, key = [], [], {}, []
+        for li, (name, inplace, ins, scal, outs, attrs) in enumerate(obs.log):
+            inn = []
+            for tid, sc in zip(ins, scal):
+                if tid in slot:
+                    inn.append(slot[tid])
+                elif sc is not None:
+                    ck = (sc[0].hex(), sc[1])  # -0.0 is not 0.0
+                    if ck not in cidx:
+                        cidx[ck] = len(consts)
+                        consts.append(sc)
+                    inn.append(-1 - cidx[ck])
+                else:
+                    raise _Refused(f"op {li} ({name}) reads a tensor that is not a parameter, gradient, optimizer "
+                                   f"state or made in the call (a global or attribute tensor)")
+            if inplace:
+                if any(o not in slot for o in outs):
+                    raise _Refused(f"op {li} ({name}) writes a tensor it was not given")
+                mode, oo = 1, [slot[o] for o in outs]
+            elif outs[0] in slot:
+                if len(outs) != 1:
+                    raise _Refused(f"op {li} ({name}) writes several existing tensors")
+                mode, oo = 2, [slot[outs[0]]]
+            else:
+                mode, oo = 0, []
+                for o in outs:
+                    slot[o] = len(slot)
+                    oo.append(slot[o])
+            fl = tuple((ai, n, v) for ai, (n, kind, v) in enumerate(attrs) if kind == "f")
+            other = tuple(a for a in attrs if a[1] != "f")
+            ops.append((li, mode, tuple(inn), tuple(oo), fl, len(attrs)))
+            key.append((name, mode, tuple(inn), tuple(oo), other))
+        return {"ops": ops, "consts": consts, "key": key, "nslots": len(slot), "nbound": nbound,
+                "names": {o[0] for o in key}}
+
+    def _same(self, t1, t2):
+        if t1["key"] != t2["key"] or t1["nbound"] != t2["nbound"]:
+            raise _Refused("two calls dispatched different ops (control flow on a value the region does not guard)")
+        if [(v.hex(), d) for v, d in t1["consts"]] != [(v.hex(), d) for v, d in t2["consts"]]:
+            raise _Refused(f"a Python number it passes to an op changes from call to call "
+                           f"({t1['consts']} vs {t2['consts']}): derived from a value the region does not guard")
+
+    def _plan(self, r, opt, fn, obs, tmpl, prev, user):
+        """The guards (csrc/region_py.c's layout) and the template with attribute sources."""
+        b = obs.before
+        vals = {}   # ("g", group index, key) / ("c", param index, key) -> value index
+
+        def val(k):
+            if k not in vals:
+                vals[k] = len(vals)
+            return vals[k]
+
+        # what janus's optimizer declares, for its fused ops only (user code in the step was
+        # refused if it reads param_groups or state, so it cannot see the bound values)
+        cls = type(opt)
+        own = tmpl["names"] <= set(getattr(cls, "_region_ops", ()))
+        declared = tuple(getattr(cls, "_region_values", ())) if own else ()
+        counters = tuple(getattr(cls, "_region_counters", ())) if own else ()
+        groups_l, params_l, metas = [], [], []
+        after_state = obs.after["params"]
+        for gi, (g, ps) in enumerate(_walk(opt)[1]):
+            ent = []
+            for k, v in b["groups"][gi]:
+                if k == "params":
+                    ent.append((k, _KIND["params"], len(ps)))
+                elif k in declared and type(v) in (float, int):
+                    ent.append((k, _KIND["val"], (val(("g", gi, k)), type(v))))
+                else:
+                    ent.append((k, _KIND["eq"], v))
+            groups_l.append(tuple(ent))
+        for pi, ((p, gr, st), (_, _, st2)) in enumerate(zip(b["params"], after_state)):
+            if st is None:
+                params_l.append((gr is not None, None))
+                continue
+            ent = []
+            for (k, v), (_, v2) in zip(st, st2):
+                if isinstance(v, _C.TensorBase):
+                    ent.append((k, _KIND["tensor"], None))
+                elif v is not v2:
+                    if k not in counters:
+                        raise _Refused(f"changes optimizer state {k!r} ({v!r} -> {v2!r}) and "
+                                       f"only a fused step of a janus optimizer that declares the counter is followed")
+                    ent.append((k, _KIND["counter"], val(("c", pi, k))))
+                else:
+                    ent.append((k, _KIND["eq"], v))
+            params_l.append((gr is not None, tuple(ent)))
+        for t in b["tensors"]:
+            metas.append(tuple(_meta(t)[1:]))
+        # attribute sources: a declared group value or a counter of a parameter the op reads, by name
+        slot_param = {}
+        k = 0
+        for pi, (p, gr, st) in enumerate(b["params"]):
+            n = 1 + (gr is not None) + sum(isinstance(v, _C.TensorBase) for _, v in (st or ()))
+            for s in range(k, k + n):
+                slot_param[s] = pi
+            k += n
+        group_of = []
+        for gi, (g, ps) in enumerate(_walk(opt)[1]):
+            group_of += [gi] * len(ps)
+        ops = []
+        for j, (li, mode, inn, oo, fl, nattrs) in enumerate(tmpl["ops"]):
+            srcs = [-1] * nattrs
+            pis = {slot_param[s] for s in inn if s in slot_param}
+            for (ai, aname, aval), (_, _, pval) in zip(fl, prev["ops"][j][4]):
+                src = -1
+                for pi in pis:
+                    if ("c", pi, aname) in vals and _state_value(after_state[pi][2], aname) == aval:
+                        src = vals[("c", pi, aname)]
+                    elif ("g", group_of[pi], aname) in vals and dict(b["groups"][group_of[pi]])[aname] == aval:
+                        src = vals[("g", group_of[pi], aname)]
+                if src < 0 and pval.hex() != aval.hex():
+                    raise _Refused(f"attribute {aname} of op {j} ({obs.log[li][0]}) changes from call to call "
+                                   f"({pval} vs {aval}): derived from a value the region does not guard")
+                srcs[ai] = src
+            ops.append((li, mode, inn, oo, tuple(srcs)))
+        tmpl["c"] = (tmpl["nslots"], tuple(ops), tuple(tmpl["consts"]))
+        attrs, globs = self._reads(opt, obs)
+        return (r.name, type(opt), fn, opt.param_groups, opt.state, attrs, globs, tuple(groups_l),
+                tuple(params_l), tuple(metas), len(vals))
+
+    def _reads(self, opt, obs):
+        """Guards for what the bytecode reads: the optimizer's attributes, the globals."""
+        attrs, globs, seen = [], [], set()
+        d = opt.__dict__
+        for code, g in obs.codes.items():
+            s = self.scan(code)
+            for name, _ in s.attrs:
+                if name in d and name not in seen:
+                    seen.add(name)
+                    attrs.append((name, d[name]))
+            for name in sorted(s.globals):
+                if (id(g), name) in seen:
+                    continue
+                seen.add((id(g), name))
+                v = g.get(name, _MISSING)
+                globs.append((g, name, None if v is _MISSING else v, v is not _MISSING))
+                if v is _MISSING:
+                    b = g.get("__builtins__")
+                    b = b if isinstance(b, dict) else getattr(b, "__dict__", {})
+                    bv = b.get(name, _MISSING)
+                    globs.append((b, name, None if bv is _MISSING else bv, bv is not _MISSING))
+        for name in ("param_groups", "state"):
+            if name not in seen:
+                attrs.append((name, d[name]))
+        return tuple(attrs), tuple(globs)
+
+
+def _state_value(items, key):
+    for k, v in items or ():
+        if k == key:
+            return v
+    return None
+
+
+_user_cache = {}
+
+
+def _is_user(code):
+    u = _user_cache.get(code.co_filename)
+    if u is None:
+        from ._record import _is_user_file
+        u = _user_cache[code.co_filename] = _is_user_file(code.co_filename)
+    return u

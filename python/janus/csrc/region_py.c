@@ -1,0 +1,572 @@
+/* region_py.c -- janus._C's side of regions whose Python is skipped
+ * (replay/jn_region.h, janus/_region.py).
+ *
+ * janus/_region.py proves a region (an optimizer's step) replaceable from
+ * observed calls and hands over a plan: what the call's Python reads (the
+ * optimizer's class and its version tag, the step function's code, the
+ * instance attributes and globals the bytecode reads, every param group's
+ * entries, every parameter's gradient and state entries, the metadata of
+ * every tensor bound) and the template (the observed ops, in the
+ * observation log that is still current).  A plan is a capsule the Python
+ * side keeps; nothing here is process-global but the replay pointer
+ * replay_py.c owns.  At each call _rp_region_call checks the plan's guards
+ * (no effect happens before all of them held), binds the slots, performs
+ * the Python effects the template stands for (each optimizer-state counter
+ * += 1), and runs the template; a guard that fails is counted with its
+ * reason and the Python runs (under strict replay it raises).
+ */
+#include <string.h>
+
+#include "jn_autocast.h"
+#include "jn_autograd.h"
+#include "jn_py.h"
+#include "jn_region.h"
+#include "jn_replay.h"
+
+enum { K_PARAMS = 0, K_VAL = 1, K_EQ = 2, K_TENSOR = 3, K_COUNTER = 4 };
+
+typedef struct {
+    PyObject *key;
+    int kind, idx;      /* K_PARAMS: count; K_VAL / K_COUNTER: value index */
+    PyObject *val;      /* K_EQ: the value; K_VAL: its type */
+} rg_entry;
+
+typedef struct {
+    int n;
+    rg_entry *e;
+} rg_dict;
+
+typedef struct {
+    int dtype, device, ndim;
+    int64_t shape[JN_MAX_DIMS], strides[JN_MAX_DIMS];
+} rg_meta;
+
+typedef struct {
+    int id;             /* the template's id in the replay */
+    char *name;
+    PyTypeObject *cls;
+    unsigned int tag;
+    PyObject *fn, *code;
+    PyObject *groups_obj, *state_obj; /* opt.param_groups, opt.state (guarded attributes) */
+    int nattr, nglob, ngroups, nparams, nbound, nvals, autocast;
+    PyObject **attr_name, **attr_val;
+    PyObject **gdict, **gkey, **gval;
+    uint64_t *gver;     /* per global: its dict's version tag when last seen holding the value */
+    rg_dict *groups;
+    int *has_grad;
+    rg_dict *pstate;
+    rg_meta *meta;
+    /* scratch for a call */
+    jn_tensor **bound;
+    double *vals;
+    PyObject **params;
+    PyObject **cnt_dict, **cnt_key;
+    int ncnt;
+} rg_plan;
+
+static void dict_free(rg_dict *d) {
+    for (int i = 0; d->e && i < d->n; i++) Py_XDECREF(d->e[i].key), Py_XDECREF(d->e[i].val);
+    PyMem_Free(d->e);
+}
+
+static void plan_free(rg_plan *P) {
+    if (!P) return;
+    PyMem_Free(P->name);
+    Py_XDECREF(P->cls), Py_XDECREF(P->fn), Py_XDECREF(P->code);
+    Py_XDECREF(P->groups_obj), Py_XDECREF(P->state_obj);
+    for (int i = 0; i < P->nattr; i++) Py_XDECREF(P->attr_name[i]), Py_XDECREF(P->attr_val[i]);
+    for (int i = 0; i < P->nglob; i++) Py_XDECREF(P->gdict[i]), Py_XDECREF(P->gkey[i]), Py_XDECREF(P->gval[i]);
+    for (int i = 0; P->groups && i < P->ngroups; i++) dict_free(&P->groups[i]);
+    for (int i = 0; P->pstate && i < P->nparams; i++) dict_free(&P->pstate[i]);
+    PyMem_Free(P->attr_name), PyMem_Free(P->attr_val), PyMem_Free(P->gdict), PyMem_Free(P->gkey);
+    PyMem_Free(P->gval), PyMem_Free(P->gver), PyMem_Free(P->groups), PyMem_Free(P->has_grad), PyMem_Free(P->pstate);
+    PyMem_Free(P->meta), PyMem_Free(P->bound), PyMem_Free(P->vals), PyMem_Free(P->params);
+    PyMem_Free(P->cnt_dict), PyMem_Free(P->cnt_key);
+    PyMem_Free(P);
+}
+
+static void capsule_free(PyObject *cap) { plan_free(PyCapsule_GetPointer(cap, "janus.region")); }
+
+static void *zalloc(Py_ssize_t n, size_t el) {
+    void *p = PyMem_Calloc((size_t)(n ? n : 1), el);
+    if (!p) PyErr_NoMemory();
+    return p;
+}
+
+/* (key, kind, arg) entries of a dict's layout; *ncnt counts K_COUNTER */
+static int parse_dict(PyObject *t, rg_dict *d, int nvals, int *ncnt) {
+    if (!PyTuple_Check(t)) return PyErr_SetString(PyExc_TypeError, "region plan: a dict layout is a tuple"), -1;
+    d->n = (int)PyTuple_GET_SIZE(t);
+    if (!(d->e = zalloc(d->n, sizeof *d->e))) return -1;
+    for (int i = 0; i < d->n; i++) {
+        PyObject *key, *arg;
+        int kind;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, i), "OiO", &key, &kind, &arg)) return -1;
+        rg_entry *e = &d->e[i];
+        e->key = Py_NewRef(key);
+        e->kind = kind;
+        if (kind == K_PARAMS || kind == K_COUNTER) {
+            e->idx = (int)PyLong_AsLong(arg);
+            if (PyErr_Occurred()) return -1;
+            if (kind == K_COUNTER) ++*ncnt;
+        } else if (kind == K_VAL) {
+            PyObject *type;
+            if (!PyArg_ParseTuple(arg, "iO", &e->idx, &type)) return -1;
+            e->val = Py_NewRef(type);
+        } else if (kind == K_EQ) {
+            e->val = Py_NewRef(arg);
+        } else if (kind != K_TENSOR) {
+            return PyErr_Format(PyExc_ValueError, "region plan: entry kind %d", kind), -1;
+        }
+        if ((kind == K_VAL || kind == K_COUNTER) && (e->idx < 0 || e->idx >= nvals))
+            return PyErr_SetString(PyExc_ValueError, "region plan: a value index out of range"), -1;
+    }
+    return 0;
+}
+
+static int parse_ints(PyObject *t, int64_t *v, int n) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != n)
+        return PyErr_SetString(PyExc_ValueError, "region plan: a shape of another length"), -1;
+    for (int i = 0; i < n; i++)
+        if ((v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i))) == -1 && PyErr_Occurred()) return -1;
+    return 0;
+}
+
+/* _rp_region_new(plan, template) -> capsule.  See janus/_region.py for the layout. */
+static PyObject *py_rg_new(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *plan, *tmpl;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &plan, &PyTuple_Type, &tmpl)) return NULL;
+    if (!jn_py_replay) return PyErr_Format(PyExc_RuntimeError, "no replay runs in this process");
+    const char *name;
+    PyObject *cls, *fn, *groups_obj, *state_obj, *attrs, *globs, *groups, *params, *metas;
+    int nvals;
+    if (!PyArg_ParseTuple(plan, "sO!OOOO!O!O!O!O!i", &name, &PyType_Type, &cls, &fn, &groups_obj, &state_obj,
+                          &PyTuple_Type, &attrs, &PyTuple_Type, &globs, &PyTuple_Type, &groups, &PyTuple_Type,
+                          &params, &PyTuple_Type, &metas, &nvals))
+        return NULL;
+    if (!PyFunction_Check(fn)) return PyErr_Format(PyExc_TypeError, "region plan: the step is no function");
+    rg_plan *P = PyMem_Calloc(1, sizeof *P);
+    if (!P) return PyErr_NoMemory();
+    P->id = -1;
+    size_t ln = strlen(name) + 1;
+    if (!(P->name = PyMem_Malloc(ln))) goto nomem;
+    memcpy(P->name, name, ln);
+    /* an attribute lookup gives the class a valid version tag (CPython assigns it lazily) */
+    PyObject *probe = PyObject_GetAttrString(cls, "step");
+    if (!probe) goto fail;
+    Py_DECREF(probe);
+    P->cls = (PyTypeObject *)Py_NewRef(cls);
+    P->tag = P->cls->tp_version_tag;
+    P->fn = Py_NewRef(fn);
+    P->code = Py_NewRef(PyFunction_GET_CODE(fn));
+    P->groups_obj = Py_NewRef(groups_obj);
+    P->state_obj = Py_NewRef(state_obj);
+    if (!PyList_Check(groups_obj) || !PyDict_Check(state_obj)) {
+        PyErr_SetString(PyExc_TypeError, "region plan: param_groups is a list, state a dict");
+        goto fail;
+    }
+    P->nvals = nvals, P->autocast = jn_autocast_active();
+    P->nattr = (int)PyTuple_GET_SIZE(attrs);
+    if (!(P->attr_name = zalloc(P->nattr, sizeof(PyObject *))) || !(P->attr_val = zalloc(P->nattr, sizeof(PyObject *))))
+        goto fail;
+    for (int i = 0; i < P->nattr; i++) {
+        PyObject *k, *v;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(attrs, i), "UO", &k, &v)) goto fail;
+        P->attr_name[i] = Py_NewRef(k), P->attr_val[i] = Py_NewRef(v);
+    }
+    P->nglob = (int)PyTuple_GET_SIZE(globs);
+    if (!(P->gdict = zalloc(P->nglob, sizeof(PyObject *))) || !(P->gkey = zalloc(P->nglob, sizeof(PyObject *))) ||
+        !(P->gval = zalloc(P->nglob, sizeof(PyObject *))) || !(P->gver = zalloc(P->nglob, sizeof(uint64_t))))
+        goto fail;
+    for (int i = 0; i < P->nglob; i++) {
+        PyObject *d, *k, *v;
+        int present;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(globs, i), "O!UOp", &PyDict_Type, &d, &k, &v, &present)) goto fail;
+        P->gdict[i] = Py_NewRef(d), P->gkey[i] = Py_NewRef(k), P->gval[i] = present ? Py_NewRef(v) : NULL;
+    }
+    P->ngroups = (int)PyTuple_GET_SIZE(groups);
+    if (!(P->groups = zalloc(P->ngroups, sizeof *P->groups))) goto fail;
+    int ncnt = 0, nparams_seen = 0;
+    for (int g = 0; g < P->ngroups; g++) {
+        if (parse_dict(PyTuple_GET_ITEM(groups, g), &P->groups[g], nvals, &ncnt)) goto fail;
+        for (int i = 0; i < P->groups[g].n; i++)
+            if (P->groups[g].e[i].kind == K_PARAMS) nparams_seen += P->groups[g].e[i].idx;
+    }
+    if (ncnt) {
+        PyErr_SetString(PyExc_ValueError, "region plan: a counter in a param group");
+        goto fail;
+    }
+    P->nparams = (int)PyTuple_GET_SIZE(params);
+    if (P->nparams != nparams_seen) {
+        PyErr_SetString(PyExc_ValueError, "region plan: the groups' parameter counts and the parameters differ");
+        goto fail;
+    }
+    if (!(P->has_grad = zalloc(P->nparams, sizeof(int))) || !(P->pstate = zalloc(P->nparams, sizeof *P->pstate)))
+        goto fail;
+    int nb = 0;
+    for (int k = 0; k < P->nparams; k++) {
+        PyObject *st;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(params, k), "pO", &P->has_grad[k], &st)) goto fail;
+        nb += 1 + P->has_grad[k];
+        if (st == Py_None) {
+            P->pstate[k].n = -1; /* no state: must stay so */
+            continue;
+        }
+        if (parse_dict(st, &P->pstate[k], nvals, &ncnt)) goto fail;
+        for (int i = 0; i < P->pstate[k].n; i++) nb += P->pstate[k].e[i].kind == K_TENSOR;
+    }
+    P->nbound = (int)PyTuple_GET_SIZE(metas);
+    if (P->nbound != nb) {
+        PyErr_SetString(PyExc_ValueError, "region plan: the metadata do not cover the bound tensors");
+        goto fail;
+    }
+    if (!(P->meta = zalloc(nb, sizeof *P->meta))) goto fail;
+    for (int i = 0; i < nb; i++) {
+        rg_meta *m = &P->meta[i];
+        PyObject *shape, *strides;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(metas, i), "iiO!O!", &m->dtype, &m->device, &PyTuple_Type, &shape,
+                              &PyTuple_Type, &strides))
+            goto fail;
+        m->ndim = (int)PyTuple_GET_SIZE(shape);
+        if (m->ndim > JN_MAX_DIMS || parse_ints(shape, m->shape, m->ndim) || parse_ints(strides, m->strides, m->ndim)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "region plan: too many dims");
+            goto fail;
+        }
+    }
+    P->ncnt = ncnt;
+    if (!(P->bound = zalloc(nb, sizeof(jn_tensor *))) || !(P->vals = zalloc(nvals, sizeof(double))) ||
+        !(P->params = zalloc(P->nparams, sizeof(PyObject *))) || !(P->cnt_dict = zalloc(ncnt, sizeof(PyObject *))) ||
+        !(P->cnt_key = zalloc(ncnt, sizeof(PyObject *))))
+        goto fail;
+
+    /* the template: (nslots, ops, consts), ops (log index, mode, ins, outs, avals) over the current log */
+    int nslots;
+    PyObject *ops, *consts;
+    if (!PyArg_ParseTuple(tmpl, "iO!O!", &nslots, &PyTuple_Type, &ops, &PyTuple_Type, &consts)) goto fail;
+    int64_t nlog, nsync;
+    const jn_rp_region_event *log = jn_rp_region_log(jn_py_replay, &nlog, &nsync);
+    Py_ssize_t nops = PyTuple_GET_SIZE(ops), nc = PyTuple_GET_SIZE(consts);
+    jn_rp_region_op *to = zalloc(nops, sizeof *to);
+    jn_rp_region_const *tc = zalloc(nc, sizeof *tc);
+    int ok = to && tc;
+    for (Py_ssize_t k = 0; ok && k < nops; k++) {
+        long long li;
+        PyObject *ins, *outs, *avals;
+        jn_rp_region_op *o = &to[k];
+        ok = PyArg_ParseTuple(PyTuple_GET_ITEM(ops, k), "LiO!O!O!", &li, &o->mode, &PyTuple_Type, &ins, &PyTuple_Type,
+                              &outs, &PyTuple_Type, &avals);
+        if (ok && (li < 0 || li >= nlog)) ok = (PyErr_SetString(PyExc_ValueError, "region template: log index"), 0);
+        if (!ok) break;
+        const jn_rp_region_event *e = &log[li];
+        o->op = e->op, o->a = e->a;
+        o->nin = (int)PyTuple_GET_SIZE(ins), o->nout = (int)PyTuple_GET_SIZE(outs);
+        int na = jn_op_info(e->op)->nattrs;
+        if (o->nin != e->nin || o->nout != e->nout || PyTuple_GET_SIZE(avals) != na) {
+            ok = (PyErr_SetString(PyExc_ValueError, "region template: arity differs from the log"), 0);
+            break;
+        }
+        for (int i = 0; i < o->nin; i++) o->in[i] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(ins, i));
+        for (int q = 0; q < o->nout; q++) o->out[q] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(outs, q));
+        for (int j = 0; j < na; j++) o->aval[j] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(avals, j));
+        if (PyErr_Occurred()) ok = 0;
+    }
+    for (Py_ssize_t k = 0; ok && k < nc; k++)
+        ok = PyArg_ParseTuple(PyTuple_GET_ITEM(consts, k), "di", &tc[k].v, &tc[k].dtype);
+    if (ok) {
+        P->id = jn_rp_region_add(jn_py_replay, name, nb, nslots, nvals, to, (int)nops, tc, (int)nc);
+        if (P->id < 0) ok = (PyErr_Format(PyExc_ValueError, "%s", jn_errmsg()), 0);
+    }
+    PyMem_Free(to), PyMem_Free(tc);
+    if (!ok) goto fail;
+    PyObject *cap = PyCapsule_New(P, "janus.region", capsule_free);
+    if (!cap) plan_free(P);
+    return cap;
+nomem:
+    PyErr_NoMemory();
+fail:
+    plan_free(P);
+    return NULL;
+}
+
+static int meta_ok(const rg_meta *m, const jn_tensor *t) {
+    if ((int)t->dtype != m->dtype || t->ndim != m->ndim || t->wrapped_number || !t->storage ||
+        (int)t->storage->device != m->device)
+        return 0;
+    for (int d = 0; d < m->ndim; d++)
+        if (t->shape[d] != m->shape[d] || t->strides[d] != m->strides[d]) return 0;
+    return 1;
+}
+
+static int same_value(PyObject *v, PyObject *want) {
+    if (v == want) return 1;
+    if (!v || !want || Py_TYPE(v) != Py_TYPE(want)) return 0;
+    int r = PyObject_RichCompareBool(v, want, Py_EQ);
+    if (r < 0) PyErr_Clear();
+    return r == 1;
+}
+
+typedef struct {
+    char buf[512];
+} rg_why;
+
+#define MISS(...) (snprintf(W->buf, sizeof W->buf, __VA_ARGS__), W->buf)
+
+/* Bind p's tensor to the next slot if its metadata hold. */
+static int bind(rg_plan *P, int *nb, jn_tensor *t) {
+    if (*nb >= P->nbound || !meta_ok(&P->meta[*nb], t)) return 0;
+    P->bound[(*nb)++] = t;
+    return 1;
+}
+
+/* Every guard of the plan on opt; NULL when all held (slots bound, values
+ * and counters read), else why not.  Nothing is written. */
+static const char *check(rg_plan *P, PyObject *opt, rg_why *W) {
+    if (Py_TYPE(opt) != P->cls) return MISS("the optimizer is a %s, the region was learned on a %s", Py_TYPE(opt)->tp_name, P->cls->tp_name);
+    if (!(P->cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || P->cls->tp_version_tag != P->tag)
+        return MISS("class %s or one of its bases was modified (a method or attribute replaced)", P->cls->tp_name);
+    if (PyFunction_GET_CODE(P->fn) != P->code) return MISS("the step function's code was replaced");
+    if (jn_grad_enabled()) return MISS("grad mode is on (the region runs without autograd recording)");
+    if (jn_autocast_active() != P->autocast) return MISS("autocast %s", P->autocast ? "is off" : "is on");
+    PyObject **dp = _PyObject_GetDictPtr(opt);
+    PyObject *d = dp ? *dp : NULL;
+    if (!d) return MISS("the optimizer has no instance dict");
+    for (int i = 0; i < P->nattr; i++)
+        if (PyDict_GetItemWithError(d, P->attr_name[i]) != P->attr_val[i]) {
+            PyErr_Clear();
+            return MISS("attribute %s of the optimizer changed", PyUnicode_AsUTF8(P->attr_name[i]));
+        }
+    for (int i = 0; i < P->nglob; i++) {
+#if PY_VERSION_HEX < 0x030C0000
+        /* a dict's version tag (PEP 509) changes with every write: a module nothing
+         * assigned to since its names were checked needs no lookup */
+        if (((PyDictObject *)P->gdict[i])->ma_version_tag == P->gver[i]) continue;
+#endif
+        if (PyDict_GetItemWithError(P->gdict[i], P->gkey[i]) != P->gval[i]) {
+            PyErr_Clear();
+            return MISS("global %s changed", PyUnicode_AsUTF8(P->gkey[i]));
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        P->gver[i] = ((PyDictObject *)P->gdict[i])->ma_version_tag;
+#endif
+    }
+    PyObject *groups = P->groups_obj, *state = P->state_obj;
+    if (PyList_GET_SIZE(groups) != P->ngroups) return MISS("param_groups has %zd groups, %d were learned", PyList_GET_SIZE(groups), P->ngroups);
+    int np = 0, nb = 0, nc = 0;
+    for (int g = 0; g < P->ngroups; g++) {
+        PyObject *gd = PyList_GET_ITEM(groups, g);
+        const rg_dict *L = &P->groups[g];
+        if (!PyDict_CheckExact(gd) || PyDict_GET_SIZE(gd) != L->n) return MISS("param group %d's keys changed", g);
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        for (int i = 0; PyDict_Next(gd, &pos, &k, &v); i++) {
+            const rg_entry *e = &L->e[i];
+            if (k != e->key && !same_value(k, e->key)) return MISS("param group %d's keys changed", g);
+            if (e->kind == K_PARAMS) {
+                if (!PyList_CheckExact(v) || PyList_GET_SIZE(v) != e->idx) return MISS("param group %d's parameter list changed", g);
+                for (int j = 0; j < e->idx; j++) P->params[np++] = PyList_GET_ITEM(v, j);
+            } else if (e->kind == K_VAL) {
+                if ((PyObject *)Py_TYPE(v) != e->val) return MISS("param group %d's %s is a %s now", g, PyUnicode_AsUTF8(k), Py_TYPE(v)->tp_name);
+                P->vals[e->idx] = PyFloat_CheckExact(v) ? PyFloat_AS_DOUBLE(v) : PyLong_AsDouble(v);
+                if (PyErr_Occurred()) return PyErr_Clear(), MISS("param group %d's %s is out of range", g, PyUnicode_AsUTF8(k));
+            } else if (!same_value(v, e->val)) {
+                return MISS("param group %d's %s changed", g, PyUnicode_AsUTF8(k));
+            }
+        }
+    }
+    for (int k = 0; k < P->nparams; k++) {
+        PyObject *p = P->params[k];
+        if (!JnTensor_Check(p) || !bind(P, &nb, JN_T(p))) return MISS("parameter %d's dtype, device, shape or layout changed", k);
+        jn_tensor *gr = jn_grad(JN_T(p));
+        if (!gr != !P->has_grad[k]) return MISS("parameter %d %s a gradient now", k, gr ? "has" : "has no");
+        if (gr && !bind(P, &nb, gr)) return MISS("the gradient of parameter %d changed dtype, device, shape or layout", k);
+        PyObject *st = PyDict_GetItemWithError(state, p);
+        if (!st) PyErr_Clear();
+        const rg_dict *L = &P->pstate[k];
+        if (L->n < 0) {
+            if (st) return MISS("parameter %d has optimizer state now", k);
+            continue;
+        }
+        if (!st || !PyDict_CheckExact(st) || PyDict_GET_SIZE(st) != L->n) return MISS("the optimizer state of parameter %d changed", k);
+        Py_ssize_t pos = 0;
+        PyObject *key, *v;
+        for (int i = 0; PyDict_Next(st, &pos, &key, &v); i++) {
+            const rg_entry *e = &L->e[i];
+            if (key != e->key && !same_value(key, e->key)) return MISS("the optimizer state of parameter %d changed", k);
+            if (e->kind == K_TENSOR) {
+                if (!JnTensor_Check(v) || !bind(P, &nb, JN_T(v)))
+                    return MISS("state %s of parameter %d changed dtype, device, shape or layout", PyUnicode_AsUTF8(key), k);
+            } else if (e->kind == K_COUNTER) {
+                if (!PyFloat_CheckExact(v)) return MISS("state %s of parameter %d is no float now", PyUnicode_AsUTF8(key), k);
+                P->vals[e->idx] = PyFloat_AS_DOUBLE(v) + 1.0;
+                P->cnt_dict[nc] = st, P->cnt_key[nc++] = key;
+            } else if (!same_value(v, e->val)) {
+                return MISS("state %s of parameter %d changed", PyUnicode_AsUTF8(key), k);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* _rp_region_call(plan, opt) -> True (ran from the template) or False (a
+ * guard failed: counted, the caller runs the Python). */
+static PyObject *py_rg_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "_rp_region_call(plan, optimizer)");
+    PyObject *cap = args[0], *opt = args[1];
+    rg_plan *P = PyCapsule_GetPointer(cap, "janus.region");
+    if (!P) return NULL;
+    if (!jn_py_replay) Py_RETURN_FALSE;
+    rg_why W;
+    const char *why = check(P, opt, &W);
+    if (why) {
+        jn_rp_region_note(jn_py_replay, P->name, why, 0);
+        if (jn_rp_region_strict(jn_py_replay))
+            return PyErr_Format(PyExc_RuntimeError, "janus replay (strict): region %s ran its Python: %s", P->name, why);
+        Py_RETURN_FALSE;
+    }
+    /* the Python effects the template stands for: optimizer-state counters += 1 */
+    for (int i = 0; i < P->ncnt; i++) {
+        PyObject *v = PyDict_GetItem(P->cnt_dict[i], P->cnt_key[i]);
+        PyObject *nv = PyFloat_FromDouble(PyFloat_AS_DOUBLE(v) + 1.0);
+        if (!nv || PyDict_SetItem(P->cnt_dict[i], P->cnt_key[i], nv)) {
+            Py_XDECREF(nv);
+            return NULL;
+        }
+        Py_DECREF(nv);
+    }
+    jn_status s = jn_rp_region_run(jn_py_replay, P->id, P->bound, P->vals, -1, NULL);
+    if (s) return jn_py_raise(s);
+    Py_RETURN_TRUE;
+}
+
+/* _rp_region_check(plan, opt) -> None when every guard holds, else why not (no effect:
+ * what the entry costs, for benchmarks/bench_regions.py). */
+static PyObject *py_rg_check(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "_rp_region_check(plan, optimizer)");
+    rg_plan *P = PyCapsule_GetPointer(args[0], "janus.region");
+    if (!P) return NULL;
+    rg_why W;
+    const char *why = check(P, args[1], &W);
+    if (why) return PyUnicode_FromString(why);
+    Py_RETURN_NONE;
+}
+
+/* _rp_region_observe(on): start (clearing the log) or stop observing. */
+static PyObject *py_rg_observe(PyObject *self, PyObject *on) {
+    (void)self;
+    if (jn_py_replay) jn_rp_region_observe(jn_py_replay, PyObject_IsTrue(on));
+    Py_RETURN_NONE;
+}
+
+/* _rp_region_log() -> (nsync, [(op name, inplace, in ids, in scalars, out ids, attrs)]):
+ * in scalars: per input None or (value, dtype code) for a wrapped number;
+ * attrs: (name, kind, value) in schema order (jn_attr_kind as a letter). */
+static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    if (!jn_py_replay) Py_RETURN_NONE;
+    int64_t n, nsync;
+    const jn_rp_region_event *log = jn_rp_region_log(jn_py_replay, &n, &nsync);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (!list) return NULL;
+    for (int64_t k = 0; k < n; k++) {
+        const jn_rp_region_event *e = &log[k];
+        const jn_opinfo *oi = jn_op_info(e->op);
+        PyObject *ins = PyTuple_New(e->nin), *sc = PyTuple_New(e->nin), *outs = PyTuple_New(e->nout);
+        PyObject *at = PyTuple_New(oi->nattrs);
+        int ok = ins && sc && outs && at;
+        for (int i = 0; ok && i < e->nin; i++) {
+            PyTuple_SET_ITEM(ins, i, PyLong_FromLongLong(e->in_id[i]));
+            PyTuple_SET_ITEM(sc, i, e->in_wrapped[i] ? Py_BuildValue("(di)", e->in_val[i], (int)e->in_dtype[i]) : Py_NewRef(Py_None));
+        }
+        for (int q = 0; ok && q < e->nout; q++) PyTuple_SET_ITEM(outs, q, PyLong_FromLongLong(e->out_id[q]));
+        for (int j = 0; ok && j < oi->nattrs; j++) {
+            PyObject *v;
+            char kind[2] = {oi->attr_kind[j], 0};
+            switch (oi->attr_kind[j]) {
+            case JN_A_FLOAT: v = Py_BuildValue("(ssd)", oi->attr_name[j], kind, e->a.a[j].f); break;
+            case JN_A_INTS: {
+                PyObject *l = PyTuple_New(e->a.a[j].l.n);
+                for (int q = 0; l && q < e->a.a[j].l.n; q++) PyTuple_SET_ITEM(l, q, PyLong_FromLongLong(e->a.a[j].l.v[q]));
+                v = l ? Py_BuildValue("(ssN)", oi->attr_name[j], kind, l) : NULL;
+                break;
+            }
+            default: v = Py_BuildValue("(ssL)", oi->attr_name[j], kind, (long long)e->a.a[j].i);
+            }
+            if (!v) ok = 0;
+            else PyTuple_SET_ITEM(at, j, v);
+        }
+        if (ok && PyErr_Occurred()) ok = 0;
+        PyObject *row = ok ? Py_BuildValue("(siOOOO)", oi->name, (oi->flags & JN_F_INPLACE) != 0, ins, sc, outs, at) : NULL;
+        Py_XDECREF(ins), Py_XDECREF(sc), Py_XDECREF(outs), Py_XDECREF(at);
+        if (!row) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)k, row);
+    }
+    return Py_BuildValue("(LN)", (long long)nsync, list);
+}
+
+/* _rp_region_meta(t) -> (id, dtype, device, shape, strides): what a bound tensor is guarded on. */
+static PyObject *py_rg_meta(PyObject *self, PyObject *o) {
+    (void)self;
+    if (!JnTensor_Check(o)) return PyErr_Format(PyExc_TypeError, "_rp_region_meta: a tensor");
+    const jn_tensor *t = JN_T(o);
+    PyObject *sh = PyTuple_New(t->ndim), *st = PyTuple_New(t->ndim);
+    if (!sh || !st) {
+        Py_XDECREF(sh), Py_XDECREF(st);
+        return NULL;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        PyTuple_SET_ITEM(sh, d, PyLong_FromLongLong(t->shape[d]));
+        PyTuple_SET_ITEM(st, d, PyLong_FromLongLong(t->strides[d]));
+    }
+    return Py_BuildValue("(LiiNN)", (long long)t->id, (int)t->dtype, t->storage ? (int)t->storage->device : 0, sh, st);
+}
+
+/* _rp_region_note(name, why, refused): a call that ran its Python. */
+static PyObject *py_rg_note(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name, *why;
+    int refused;
+    if (!PyArg_ParseTuple(args, "ssp", &name, &why, &refused)) return NULL;
+    if (jn_py_replay) jn_rp_region_note(jn_py_replay, name, why, refused);
+    Py_RETURN_NONE;
+}
+
+/* _rp_region_stats() -> dict (None: no replay). */
+static PyObject *py_rg_stats(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    if (!jn_py_replay) Py_RETURN_NONE;
+    jn_rp_region_stats st;
+    jn_rp_region_get_stats(jn_py_replay, &st);
+    PyObject *why = PyList_New(0);
+    if (!why) return NULL;
+    int64_t c;
+    const char *w;
+    for (int i = 0; (w = jn_rp_region_reason(jn_py_replay, i, &c)); i++) {
+        PyObject *t = Py_BuildValue("(sL)", w, (long long)c);
+        if (!t || PyList_Append(why, t)) {
+            Py_XDECREF(t);
+            Py_DECREF(why);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return Py_BuildValue("{sLsLsisisisN}", "calls", (long long)st.calls, "replaced", (long long)st.replaced, "regions",
+                         st.nregions, "replaceable", st.nreplaceable, "refused", st.nrefused, "reasons", why);
+}
+
+PyMethodDef jn_py_region_methods[] = {
+    {"_rp_region_new", py_rg_new, METH_VARARGS, "_rp_region_new(plan, template) -> a region plan (janus/_region.py)"},
+    {"_rp_region_call", (PyCFunction)(void (*)(void))py_rg_call, METH_FASTCALL, "_rp_region_call(plan, optimizer) -> True: ran without its Python"},
+    {"_rp_region_check", (PyCFunction)(void (*)(void))py_rg_check, METH_FASTCALL,
+     "_rp_region_check(plan, optimizer) -> None, or why a guard fails (no effect)"},
+    {"_rp_region_observe", py_rg_observe, METH_O, "_rp_region_observe(on): log the ops and syncs of a region call"},
+    {"_rp_region_log", py_rg_log, METH_NOARGS, "(syncs, ops) logged while observing"},
+    {"_rp_region_meta", py_rg_meta, METH_O, "(id, dtype, device, shape, strides) of a tensor"},
+    {"_rp_region_note", py_rg_note, METH_VARARGS, "_rp_region_note(name, why, refused): a call ran its Python"},
+    {"_rp_region_stats", py_rg_stats, METH_NOARGS, "region counters (None: no replay)"},
+    {NULL, NULL, 0, NULL}};

@@ -1,0 +1,99 @@
+/* jn_region.h -- regions whose Python is skipped (replay/region.c).
+ *
+ * A region is one call at a boundary janus owns (today: an optimizer's
+ * step) whose body was proved a pure tensor program that runs with no
+ * autograd recording (janus/_region.py: bytecode scan, observed calls).
+ * Its template is the op sequence the body dispatches, over slots: the
+ * first `nbound` are bound by the caller at every call (parameters,
+ * gradients, optimizer state), the rest are the ops' new outputs.  Running
+ * the template dispatches exactly the ops the Python would have, in the
+ * same order, through jn_dispatch / jn_dispatch_into, so lazy capture, the
+ * matcher and the graphs see the very same stream, and the results are
+ * the Python's bit for bit.
+ *
+ * The template is learned in the process from observed calls: while
+ * observation is on, the replay's dispatch hook logs every op (input and
+ * output tensor identities, wrapped numbers' values, attributes) and every
+ * sync point.  The caller (the extension, csrc/region_py.c) turns two
+ * observed calls into a template, checks its entry guards and binds the
+ * slots; this file keeps the templates, runs them, and counts calls,
+ * replacements and misses per region on the jn_replay object.
+ *
+ * Prefix jn_rp_region_.
+ */
+#ifndef JN_REGION_H
+#define JN_REGION_H
+
+#include <stdint.h>
+
+#include "jn_replay.h"
+#include "jn_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One op seen while observing. */
+typedef struct {
+    jn_op op;
+    int nin, nout;
+    int64_t in_id[JN_MAX_INS];
+    uint8_t in_wrapped[JN_MAX_INS]; /* a wrapped Python number: dtype and value below */
+    uint8_t in_dtype[JN_MAX_INS];
+    double in_val[JN_MAX_INS];
+    int64_t out_id[JN_MAX_OUTS];
+    jn_attrs a;
+} jn_rp_region_event;
+
+/* Start (on: the log is cleared) or stop observing. */
+void jn_rp_region_observe(jn_replay *r, int on);
+/* The ops logged since observation started; *nsync: sync points seen. */
+const jn_rp_region_event *jn_rp_region_log(const jn_replay *r, int64_t *n, int64_t *nsync);
+
+/* How a template op writes its outputs. */
+enum { JN_RP_RG_NEW = 0, JN_RP_RG_INPLACE = 1, JN_RP_RG_INTO = 2 };
+
+typedef struct {
+    jn_op op;
+    int mode, nin, nout;
+    int32_t in[JN_MAX_INS];     /* >= 0: a slot; < 0: constant scalar -1-in */
+    int32_t out[JN_MAX_OUTS];   /* NEW: the fresh slot it defines; INTO / INPLACE: the slot written */
+    jn_attrs a;
+    int32_t aval[JN_MAX_ATTRS]; /* -1: a's value; k >= 0: float attribute = the call's vals[k] */
+} jn_rp_region_op;
+
+typedef struct {
+    double v;
+    int dtype;                  /* jn_dtype of the wrapped number */
+} jn_rp_region_const;
+
+/* Register a template (copied) under a name (for the counters).  Returns
+ * its id >= 0, or -1 with jn_errmsg() set when the template is malformed
+ * (a slot used before it is defined, an index out of range). */
+int jn_rp_region_add(jn_replay *r, const char *name, int nbound, int nslots, int nvals,
+                     const jn_rp_region_op *ops, int nops, const jn_rp_region_const *c, int nc);
+/* Run template id: bound[0..nbound) are the bound slots (borrowed), vals
+ * its float values.  ret_slot >= 0: *ret gets a new reference to that
+ * slot's tensor.  Counts one replaced call. */
+jn_status jn_rp_region_run(jn_replay *r, int id, jn_tensor *const *bound, const double *vals, int ret_slot,
+                           jn_tensor **ret);
+/* A call of region `name` that ran its Python: why (a guard's miss, a
+ * refusal, "learning").  refused: the region will never be replaced. */
+void jn_rp_region_note(jn_replay *r, const char *name, const char *why, int refused);
+
+/* Strict replay: a region call that runs its Python is an error. */
+int jn_rp_region_strict(const jn_replay *r);
+
+typedef struct {
+    int64_t calls, replaced;    /* boundary calls seen, calls run from the template */
+    int nregions, nreplaceable, nrefused;
+} jn_rp_region_stats;
+void jn_rp_region_get_stats(const jn_replay *r, jn_rp_region_stats *st);
+/* The i-th most frequent reason a call ran its Python ("<region>: <why>");
+ * NULL past the end. */
+const char *jn_rp_region_reason(const jn_replay *r, int i, int64_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

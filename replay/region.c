@@ -1,0 +1,310 @@
+/* region.c -- regions whose Python is skipped: the observation log, the
+ * templates and their runs, and the per-region counters (jn_region.h).
+ *
+ * Everything hangs on the jn_replay object (R->rg), nothing is
+ * process-global.  A template run dispatches the ops the region's Python
+ * would have dispatched, in its order, with its attributes: capture, the
+ * matcher and the graphs cannot tell the difference, which is what keeps a
+ * replaced call's results equal to the Python's.  The proof that the
+ * template stands for the Python (pure body, guards) is the caller's
+ * (csrc/region_py.c, janus/_region.py).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jn_region.h"
+#include "rp_internal.h"
+
+typedef struct {
+    char *name;
+    int nbound, nslots, nvals, nops, nc;
+    jn_rp_region_op *ops;
+    jn_rp_region_const *c;
+    jn_tensor **slot;      /* scratch, nslots */
+} rg_template;
+
+typedef struct {
+    char *why;             /* "<region>: <why>" */
+    int64_t count;
+} rg_reason;
+
+typedef struct {
+    char *name;
+    int refused, replaceable;
+} rg_name;
+
+struct rp_regions {
+    jn_rp_region_event *log;
+    int64_t nlog, caplog, nsync;
+    rg_template *t;
+    int nt;
+    rg_reason *why;
+    int nwhy;
+    rg_name *names;
+    int nnames;
+    int64_t calls, replaced;
+};
+
+static struct rp_regions *regions(jn_replay *R) {
+    if (!R->rg) R->rg = calloc(1, sizeof *R->rg);
+    return R->rg;
+}
+
+void jn_rp_region_observe(jn_replay *R, int on) {
+    struct rp_regions *G = regions(R);
+    if (!G) return;
+    R->rg_observing = on;
+    if (on) G->nlog = G->nsync = 0;
+}
+
+const jn_rp_region_event *jn_rp_region_log(const jn_replay *R, int64_t *n, int64_t *nsync) {
+    *n = R->rg ? R->rg->nlog : 0;
+    *nsync = R->rg ? R->rg->nsync : 0;
+    return R->rg ? R->rg->log : NULL;
+}
+
+static double scalar_value(const jn_tensor *t) {
+    const char *p = (const char *)t->storage->data + t->offset * (int64_t)jn_dtype_size[t->dtype];
+    switch (t->dtype) {
+    case JN_F32: return *(const float *)p;
+    case JN_F64: return *(const double *)p;
+    case JN_I64: return (double)*(const int64_t *)p;
+    case JN_I32: return *(const int32_t *)p;
+    case JN_BOOL:
+    case JN_U8: return *(const uint8_t *)p;
+    default: return 0;
+    }
+}
+
+void rp_region_tap(jn_replay *R, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                   jn_tensor *const *out) {
+    struct rp_regions *G = R->rg;
+    if (G->nlog == G->caplog) {
+        int64_t cap = G->caplog ? 2 * G->caplog : 64;
+        jn_rp_region_event *l = realloc(G->log, (size_t)cap * sizeof *l);
+        if (!l) { /* an incomplete log must not become a template: count it as a sync */
+            G->nsync++;
+            return;
+        }
+        G->log = l, G->caplog = cap;
+    }
+    jn_rp_region_event *e = &G->log[G->nlog++];
+    e->op = op, e->nin = nin, e->nout = nout;
+    for (int i = 0; i < nin; i++) {
+        e->in_id[i] = in[i]->id;
+        /* wrapped numbers are made from Python values, eagerly: their data is there */
+        e->in_wrapped[i] = in[i]->wrapped_number && in[i]->storage && in[i]->storage->data && !in[i]->storage->lazy;
+        e->in_dtype[i] = (uint8_t)in[i]->dtype;
+        e->in_val[i] = e->in_wrapped[i] ? scalar_value(in[i]) : 0;
+    }
+    for (int k = 0; k < nout; k++) e->out_id[k] = out[k]->id;
+    memcpy(&e->a, a, sizeof(jn_attr) * (size_t)jn_op_info(op)->nattrs);
+}
+
+void rp_region_sync_tap(jn_replay *R) { R->rg->nsync++; }
+
+int jn_rp_region_add(jn_replay *R, const char *name, int nbound, int nslots, int nvals, const jn_rp_region_op *ops,
+                     int nops, const jn_rp_region_const *c, int nc) {
+    struct rp_regions *G = regions(R);
+    if (!G) return (void)jn_error(JN_ERR_NOMEM, "janus replay: out of memory for a region"), -1;
+    if (nbound < 0 || nslots < nbound || nops < 0 || nc < 0 || nvals < 0)
+        return (void)jn_error(JN_ERR_VALUE, "region %s: bad template sizes", name), -1;
+    /* every slot read is bound or defined by an earlier op; every NEW output defines a fresh slot */
+    char *defined = calloc((size_t)nslots + 1, 1);
+    if (!defined) return (void)jn_error(JN_ERR_NOMEM, "janus replay: out of memory for a region"), -1;
+    memset(defined, 1, (size_t)nbound);
+    const char *bad = NULL;
+    for (int k = 0; k < nops && !bad; k++) {
+        const jn_rp_region_op *o = &ops[k];
+        const jn_opinfo *oi = (unsigned)o->op < JN_NOPS ? jn_op_info(o->op) : NULL;
+        if (!oi || o->nin < 0 || o->nin > JN_MAX_INS || o->nout < 1 || o->nout > JN_MAX_OUTS ||
+            o->mode < JN_RP_RG_NEW || o->mode > JN_RP_RG_INTO || (o->mode == JN_RP_RG_INTO && o->nout != 1)) {
+            bad = "an op's kind, arity or mode";
+            break;
+        }
+        for (int i = 0; i < o->nin; i++)
+            if (o->in[i] >= 0 ? o->in[i] >= nslots || !defined[o->in[i]] : -1 - o->in[i] >= nc)
+                bad = "an input slot used before it is defined";
+        for (int j = 0; j < oi->nattrs; j++)
+            if (o->aval[j] >= nvals || (o->aval[j] >= 0 && oi->attr_kind[j] != JN_A_FLOAT))
+                bad = "an attribute's value index";
+        for (int q = 0; q < o->nout; q++) {
+            int32_t s = o->out[q];
+            if (s < 0 || s >= nslots || (o->mode == JN_RP_RG_NEW) == defined[s]) bad = "an output slot";
+            else defined[s] = 1;
+        }
+    }
+    free(defined);
+    if (bad) return (void)jn_error(JN_ERR_VALUE, "region %s: malformed template (%s)", name, bad), -1;
+    rg_template *nt = realloc(G->t, (size_t)(G->nt + 1) * sizeof *nt);
+    if (!nt) return (void)jn_error(JN_ERR_NOMEM, "janus replay: out of memory for a region"), -1;
+    G->t = nt;
+    rg_template *T = &G->t[G->nt];
+    memset(T, 0, sizeof *T);
+    T->name = strdup(name);
+    T->ops = malloc((size_t)(nops ? nops : 1) * sizeof *T->ops);
+    T->c = malloc((size_t)(nc ? nc : 1) * sizeof *T->c);
+    T->slot = calloc((size_t)(nslots ? nslots : 1), sizeof *T->slot);
+    if (!T->name || !T->ops || !T->c || !T->slot) {
+        free(T->name), free(T->ops), free(T->c), free(T->slot);
+        return (void)jn_error(JN_ERR_NOMEM, "janus replay: out of memory for a region"), -1;
+    }
+    memcpy(T->ops, ops, (size_t)nops * sizeof *ops);
+    memcpy(T->c, c, (size_t)nc * sizeof *c);
+    T->nbound = nbound, T->nslots = nslots, T->nvals = nvals, T->nops = nops, T->nc = nc;
+    return G->nt++;
+}
+
+static jn_tensor *make_const(const jn_rp_region_const *c) {
+    int fl = c->dtype == JN_F32 || c->dtype == JN_F64 || c->dtype == JN_F16 || c->dtype == JN_BF16;
+    return fl ? jn_scalar_f64(c->v, (jn_dtype)c->dtype, 1) : jn_scalar_i64((int64_t)c->v, (jn_dtype)c->dtype, 1);
+}
+
+jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const double *vals, int ret_slot,
+                           jn_tensor **ret) {
+    struct rp_regions *G = R->rg;
+    if (!G || id < 0 || id >= G->nt) return jn_error(JN_ERR_VALUE, "janus replay: no region template %d", id);
+    rg_template *T = &G->t[id];
+    jn_tensor **S = T->slot;
+    memcpy(S, bound, (size_t)T->nbound * sizeof *S);
+    jn_status s = JN_OK;
+    int k = 0;
+    for (; k < T->nops && s == JN_OK; k++) {
+        const jn_rp_region_op *o = &T->ops[k];
+        jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS], *made[JN_MAX_INS];
+        int nmade = 0;
+        for (int i = 0; i < o->nin && s == JN_OK; i++) {
+            if (o->in[i] >= 0) {
+                in[i] = S[o->in[i]];
+            } else if (!(in[i] = made[nmade++] = make_const(&T->c[-1 - o->in[i]]))) {
+                nmade--;
+                s = jn_error(JN_ERR_NOMEM, "janus replay: out of memory for a region's scalar");
+            }
+        }
+        if (s == JN_OK) {
+            jn_attrs a;
+            int na = jn_op_info(o->op)->nattrs;
+            memcpy(&a, &o->a, sizeof(jn_attr) * (size_t)na);
+            for (int j = 0; j < na; j++)
+                if (o->aval[j] >= 0) a.a[j].f = vals[o->aval[j]];
+            if (o->mode == JN_RP_RG_INTO) {
+                s = jn_dispatch_into(o->op, o->nin, in, &a, S[o->out[0]]);
+            } else if ((s = jn_dispatch(o->op, o->nin, in, &a, out)) == JN_OK) {
+                for (int q = 0; q < o->nout; q++) {
+                    if (o->mode == JN_RP_RG_NEW) S[o->out[q]] = out[q]; /* owned until the end */
+                    else jn_tensor_decref(out[q]);                     /* a reference to the input it wrote */
+                }
+            }
+        }
+        for (int i = 0; i < nmade; i++) jn_tensor_decref(made[i]);
+        if (s != JN_OK) break;
+    }
+    if (s == JN_OK && ret_slot >= 0 && ret_slot < T->nslots && ret) {
+        *ret = S[ret_slot];
+        jn_tensor_incref(*ret);
+    }
+    /* the new outputs of the ops that ran, once each */
+    for (int j = 0; j < k && j < T->nops; j++) {
+        const jn_rp_region_op *o = &T->ops[j];
+        if (o->mode != JN_RP_RG_NEW) continue;
+        for (int q = 0; q < o->nout; q++) {
+            if (S[o->out[q]]) jn_tensor_decref(S[o->out[q]]);
+            S[o->out[q]] = NULL;
+        }
+    }
+    if (s == JN_OK) G->replaced++, G->calls++;
+    return s;
+}
+
+int jn_rp_region_strict(const jn_replay *R) { return R->cfg.strict; }
+
+static rg_name *name_of(struct rp_regions *G, const char *name) {
+    for (int i = 0; i < G->nnames; i++)
+        if (!strcmp(G->names[i].name, name)) return &G->names[i];
+    rg_name *n = realloc(G->names, (size_t)(G->nnames + 1) * sizeof *n);
+    if (!n) return NULL;
+    G->names = n;
+    n = &G->names[G->nnames];
+    if (!(n->name = strdup(name))) return NULL;
+    n->refused = n->replaceable = 0;
+    G->nnames++;
+    return n;
+}
+
+void jn_rp_region_note(jn_replay *R, const char *name, const char *why, int refused) {
+    struct rp_regions *G = regions(R);
+    if (!G) return;
+    G->calls++;
+    rg_name *n = name_of(G, name);
+    if (n && refused) n->refused = 1;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s: %s", name, why);
+    for (int i = 0; i < G->nwhy; i++)
+        if (!strcmp(G->why[i].why, buf)) {
+            G->why[i].count++;
+            return;
+        }
+    rg_reason *w = realloc(G->why, (size_t)(G->nwhy + 1) * sizeof *w);
+    if (!w) return;
+    G->why = w;
+    if (!(w[G->nwhy].why = strdup(buf))) return;
+    w[G->nwhy++].count = 1;
+}
+
+void jn_rp_region_get_stats(const jn_replay *R, jn_rp_region_stats *st) {
+    memset(st, 0, sizeof *st);
+    const struct rp_regions *G = R->rg;
+    if (!G) return;
+    st->calls = G->calls, st->replaced = G->replaced;
+    st->nreplaceable = G->nt;
+    for (int i = 0; i < G->nnames; i++) st->nrefused += G->names[i].refused;
+    st->nregions = G->nnames;
+    for (int t = 0; t < G->nt; t++) { /* a region replaced without a noted call is one more */
+        int seen = 0;
+        for (int i = 0; i < G->nnames; i++) seen |= !strcmp(G->names[i].name, G->t[t].name);
+        st->nregions += !seen;
+    }
+}
+
+const char *jn_rp_region_reason(const jn_replay *R, int rank, int64_t *count) {
+    const struct rp_regions *G = R->rg;
+    if (!G || rank < 0 || rank >= G->nwhy) return NULL;
+    /* rank-th by count, ties by first seen: small tables, a selection each time */
+    int used[16] = {0}, pick = -1;
+    if (rank >= 16) return NULL;
+    for (int r = 0; r <= rank; r++) {
+        pick = -1;
+        for (int i = 0; i < G->nwhy; i++) {
+            int taken = 0;
+            for (int q = 0; q < r; q++) taken |= used[q] == i;
+            if (!taken && (pick < 0 || G->why[i].count > G->why[pick].count)) pick = i;
+        }
+        used[r] = pick;
+    }
+    *count = G->why[pick].count;
+    return G->why[pick].why;
+}
+
+void rp_region_summary(const jn_replay *R, char *buf, size_t n) {
+    buf[0] = 0;
+    jn_rp_region_stats st;
+    jn_rp_region_get_stats(R, &st);
+    if (!st.calls) return;
+    int64_t c = 0;
+    const char *top = jn_rp_region_reason(R, 0, &c);
+    snprintf(buf, n, "; regions: %lld of %lld calls ran without their Python%s%s", (long long)st.replaced,
+             (long long)st.calls, top ? " (top reason the Python ran: " : "", top ? top : "");
+    if (top && strlen(buf) + 2 < n) strcat(buf, ")");
+}
+
+void rp_region_free(jn_replay *R) {
+    struct rp_regions *G = R->rg;
+    if (!G) return;
+    for (int i = 0; i < G->nt; i++) free(G->t[i].name), free(G->t[i].ops), free(G->t[i].c), free(G->t[i].slot);
+    for (int i = 0; i < G->nwhy; i++) free(G->why[i].why);
+    for (int i = 0; i < G->nnames; i++) free(G->names[i].name);
+    free(G->t), free(G->why), free(G->names), free(G->log);
+    free(G);
+    R->rg = NULL;
+}

@@ -90,6 +90,9 @@ typedef struct {
     int16_t op;
     uint8_t nin, nout, inplace;
     uint8_t synth;            /* added by the analyzer (a view splice), not recorded */
+    int32_t mirror;           /* synth: the recorded view op (index in this exemplar's ops)
+                               * whose position attributes it repeats (a splice of that
+                               * view, or the view taken again), -1 */
     int64_t site, stack;
     uint64_t token;           /* op, site, stack, arity, input dtypes/pytypes, structural attrs */
     int32_t attr0;            /* its attributes: attrv[attr0 .. attr0 + nattrs) of the exemplar,
@@ -208,6 +211,7 @@ typedef struct an_tid {
                                    * 5 permute, 0 no */
     uint8_t rederive;             /* the view op can be taken again from a new parent value */
     int16_t vop;                  /* the view op ... */
+    int32_t vop_i;                /* ... its index in the segment's ops (a recorded op) ... */
     int32_t vattr0;               /* ... and its attributes (the step buffer's attrs[vattr0..]) */
     int8_t perm[JN_MAX_DIMS];     /* 5: the permutation */
     int32_t vdim;                 /* 1, 2: along this dim of the parent */
@@ -312,6 +316,8 @@ typedef struct {
      * combined over the exemplars, and their first values */
     uint64_t hseq, hdelta;
     int64_t *firsts;
+    uint8_t position;         /* a position that never moved, made a symbol anyway
+                               * (ops_pos.def): bound through firsts, matched by nothing */
 } an_cand;
 
 typedef struct an_gen {
@@ -334,6 +340,9 @@ typedef struct an_gen {
     int32_t *node_of;         /* template op -> its IR node (gen_node), -1 */
     int32_t *out_t, *out_j;   /* per graph output: the template op and output it came from */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
+    int32_t pos_t;            /* template op whose positions gen_node is generalizing, -1 */
+    jn_ir_dim pos_prev;       /* ... its previous position that never moved (a symbol), and */
+    int64_t pos_prev_v;       /* ... that position's value: a later one is pos_prev + c */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
 } an_gen;
 
@@ -355,7 +364,7 @@ void an_matcher_clear(void);
 
 /* guards.c */
 jn_status an_guard_tensor_input(an_gen *G, int32_t in, int64_t site);
-jn_status an_guard_scalar_input(an_gen *G, int32_t in, int varies, int64_t site);
+jn_status an_guard_scalar_input(an_gen *G, int32_t in, int64_t site);
 jn_status an_guard_symbols(an_gen *G);
 
 /* analyze.c */

@@ -13,11 +13,20 @@
  *             in order of first appearance.
  *   int attributes   the same matching; one that varied between segments of
  *             one exemplar (a slice bound that moves every batch) becomes an
- *             int symbol with its range.
- *   float attributes constant -> literal; varied -> a scalar input bound
- *             to the attribute (node.attr_input).
- *   Python scalars   varied -> IN_SCALAR (pytype guard), constant -> IN_CONST
- *             (scalar guard).
+ *             int symbol with its range.  A POSITION (ops_pos.def: a slice's
+ *             start and end, a select's index) becomes a symbol even when it
+ *             never moved (a segment seen once, an offset a longer run
+ *             advances): a later position of the same op is the earlier one
+ *             plus a constant (end = start + K), the first a fresh symbol --
+ *             never fitted to other dims from one observation.  Inside a
+ *             loop, a position that steps with the induction variable keeps
+ *             its recorded base (the loop's own range).
+ *   float attributes every one a scalar input bound to the attribute
+ *             (node.attr_input), fed at run time: an optimizer's step count
+ *             or a scheduled learning rate seen once is no constant.  A
+ *             codegen pass that specialises on a value makes it a constant
+ *             with a NEED guard itself.
+ *   Python scalars   the same: IN_SCALAR with a pytype guard.
  *   Philox offset    the first random op's offset is the symbol `rng`; later
  *             ones rng + (the generalized distance).
  *   inputs    state (PARAM/STATE, or any outside tensor written here), host
@@ -26,7 +35,6 @@
  * guards.c adds the guards for what was assumed.
  */
 #include <assert.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +61,7 @@ static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
         if (!(v = malloc(sizeof(int64_t) * (size_t)G->m))) return -1;
         memcpy(v, vec, sizeof(int64_t) * (size_t)G->m);
     }
-    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL};
+    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL, 0};
     return 0;
 }
 
@@ -147,8 +155,73 @@ static const an_tloop *loop_of(an_gen *G, int32_t t) {
     return G->T->loop[t] >= 0 ? &G->T->loops[G->T->loop[t]] : NULL;
 }
 
+/* d + off (off a constant), or 0 with *ok cleared when off does not fit. */
+static jn_ir_dim plus(an_gen *G, jn_ir_dim d, int64_t off, int *ok) {
+    *ok = !jn_ir_is_expr(off) && !jn_ir_is_expr(-off) && off != INT64_MIN;
+    if (!*ok) return 0;
+    return off == 0 ? d : off > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, d, off) : jn_ir_dim_op(G->g, JN_IR_E_SUB, d, -off);
+}
+
+/* A position (attribute k) of template op t that never moved (its value
+ * G->vec[0] in every exemplar).  An op the analyzer added (a splice of a
+ * view, or the view taken again) repeats its view's position: the view's
+ * same attribute when it held the same value, else its first position plus
+ * the difference (slice_scatter's end is computed from start and length).
+ * Otherwise a later position of the same op is the earlier one plus a
+ * constant (a slice's end = start + K), the first a fresh int symbol of
+ * that one value, bound through its per-exemplar values (selfcheck) and
+ * matched against no other dim (one observation proves no relation). */
+static jn_ir_dim gen_position(an_gen *G, int32_t t, int k, int64_t site, jn_status *err) {
+    int64_t v = G->vec[0], off;
+    int ok = 0;
+    const an_op *o0 = eop(G, 0, t);
+    if (o0->synth && o0->mirror >= 0) {
+        int32_t tm = -1;
+        for (int32_t u = 0; u < t && tm < 0; u++)
+            if (G->T->eop[0][u] == o0->mirror) tm = u;
+        int32_t nm = tm >= 0 ? G->node_of[tm] : -1;
+        if (nm >= 0) {
+            const an_op *mo = &G->E[0]->ops[o0->mirror];
+            const jn_opinfo *mi = jn_op_info((jn_op)mo->op);
+            int same = -1, first = -1;
+            for (int j = 0; j < mi->nattrs; j++) {
+                if (!mi->attr_pos[j]) continue;
+                if (first < 0) first = j;
+                if (!strcmp(mi->attr_name[j], jn_op_info((jn_op)o0->op)->attr_name[k]) &&
+                    G->E[0]->attrv[mo->attr0 + j].i == v)
+                    same = j;
+            }
+            if (same >= 0) return G->g->nodes[nm].attrs.a[same].i;
+            if (first >= 0 && !__builtin_sub_overflow(v, G->E[0]->attrv[mo->attr0 + first].i, &off)) {
+                jn_ir_dim d = plus(G, G->g->nodes[nm].attrs.a[first].i, off, &ok);
+                if (ok) return d;
+            }
+        }
+        /* no view to follow: the recorded value (as before positions were symbols) */
+        return an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
+    }
+    if (G->pos_t == t && !__builtin_sub_overflow(v, G->pos_prev_v, &off)) {
+        jn_ir_dim d = plus(G, G->pos_prev, off, &ok);
+        if (ok) return d;
+    }
+    int32_t y = an_gen_sym(G, "s", JN_IR_SYM_INT, v, v, site);
+    if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL) ||
+        !(G->cands[G->ncands - 1].firsts = malloc(sizeof(int64_t) * (size_t)G->m))) {
+        *err = nomem();
+        return 0;
+    }
+    an_cand *cd = &G->cands[G->ncands - 1];
+    cd->position = 1;
+    memcpy(cd->firsts, G->vec, sizeof(int64_t) * (size_t)G->m);
+    G->pos_t = t;
+    G->pos_prev = cd->d;
+    G->pos_prev_v = v;
+    return cd->d;
+}
+
 /* Int slot s of template op t: varied inside an exemplar -> a fresh int
- * symbol; inside a loop, a*ivar + b when it steps by a per iteration. */
+ * symbol; inside a loop, a*ivar + b when it steps by a per iteration; a
+ * position (ops_pos.def) a symbol even when it never moved. */
 static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_status *err) {
     int varied = 0;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -162,6 +235,7 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
     jn_ir_dim b = 0;
     const an_op *o0 = eop(G, 0, t);
     const jn_opinfo *info = jn_op_info((jn_op)o0->op);
+    int pos = 0, kpos = -1;
     for (int k = 0, n = 0; k < info->nattrs; k++) {
         int w = info->attr_kind[k] == JN_A_INTS ? o0->attr0 >= 0 ? G->E[0]->attrv[o0->attr0 + k].l.n : 0
                 : info->attr_kind[k] == JN_A_INT ? 1 : 0;
@@ -170,10 +244,20 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
                 snprintf(G->what, sizeof G->what, "%s[%d] of %s", info->attr_name[k], s - n, info->name);
             else
                 snprintf(G->what, sizeof G->what, "%s of %s", info->attr_name[k], info->name);
+            pos = info->attr_kind[k] == JN_A_INT && info->attr_pos[k];
+            kpos = k;
         }
         n += w;
     }
-    if (!varied) {
+    const an_tloop *L = loop_of(G, t);
+    int64_t a = L ? G->T->slope[eop(G, 0, t)->islot0 + s] : 0;
+    int same = 1;
+    for (int e = 1; e < G->m && same; e++) same = G->vec[e] == G->vec[0];
+    /* a negative position counts from the end: a relation the recorded
+     * value keeps (and a splice normalizes), left as it was */
+    if (!varied && pos && !a && same && G->vec[0] >= 0 && !jn_ir_is_expr(G->vec[0])) {
+        b = gen_position(G, t, kpos, site, err);
+    } else if (!varied) {
         b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
     } else {
         /* a slot that moved between segments: the same symbol as a slot that
@@ -187,7 +271,7 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
         int found = 0;
         for (int64_t k = 0; k < G->ncands && !found; k++) {
             const an_cand *cd = &G->cands[k];
-            if (!cd->firsts || cd->hdelta != hd) continue;
+            if (!cd->firsts || cd->position || cd->hdelta != hd) continue;
             int64_t off, x;
             if (__builtin_sub_overflow(G->vec[0], cd->firsts[0], &off) || jn_ir_is_expr(off) || jn_ir_is_expr(-off))
                 continue;
@@ -212,23 +296,14 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
             b = cd->d;
         }
     }
-    const an_tloop *L = loop_of(G, t);
-    int64_t a = L ? G->T->slope[eop(G, 0, t)->islot0 + s] : 0;
     if (!a || *err) return b;
     jn_ir_dim k = jn_ir_sym_dim(G->g, G->ivar[G->T->loop[t]]);
     return jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_dim_op(G->g, JN_IR_E_MUL, k, a), b);
 }
 
-/* Float slot s of template op t: constant -> 0 with *first set; varied -> 1. */
-static int fslot_varies(an_gen *G, int32_t t, int32_t s, double *first) {
-    const an_fslot *f0 = &G->E[0]->fslots[eop(G, 0, t)->fslot0 + s];
-    *first = f0->first;
-    for (int e = 0; e < G->m; e++) {
-        const an_fslot *x = &G->E[e]->fslots[eop(G, e, t)->fslot0 + s];
-        if (x->varied) return 1;
-        if (!(x->first == f0->first || (isnan(x->first) && isnan(f0->first)))) return 1;
-    }
-    return 0;
+/* Float slot s of template op t: its first recorded value. */
+static double fslot_first(an_gen *G, int32_t t, int32_t s) {
+    return G->E[0]->fslots[eop(G, 0, t)->fslot0 + s].first;
 }
 
 /* Symbolic shape of ref q of template op t. */
@@ -263,15 +338,12 @@ static jn_status gen_input(an_gen *G, int32_t v, int32_t t, int32_t q) {
         int32_t fs = 0;
         for (int k = 0; k < info->nattrs; k++) fs += info->attr_kind[k] == JN_A_FLOAT;
         for (int32_t k = 0; k < q; k++) fs += E0->refs[o->ref0 + k].role == JN_TR_SCALAR;
-        double first;
-        int varies = fslot_varies(G, t, fs, &first);
-        in = jn_ir_input_add(G->g, varies ? JN_IR_IN_SCALAR : JN_IR_IN_CONST, (jn_dtype)r0->dtype, r0->device, 0,
-                             shape, o->site);
+        in = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, (jn_dtype)r0->dtype, r0->device, 0, shape, o->site);
         if (in < 0) return nomem();
-        G->g->inputs[in].scalar = first;
+        G->g->inputs[in].scalar = fslot_first(G, t, fs);
         G->g->inputs[in].pytype = r0->pytype;
         G->irval[v] = G->g->inputs[in].value;
-        return an_guard_scalar_input(G, in, varies, o->site);
+        return an_guard_scalar_input(G, in, o->site);
     }
     if ((s = gen_shape(G, t, q, o->site, shape))) return s;
     jn_ir_input_kind kind = val->written || val->role == JN_TR_PARAM || val->role == JN_TR_STATE ? JN_IR_IN_STATE
@@ -332,6 +404,7 @@ static jn_status gen_xread(an_gen *G, int32_t k, int32_t t, int64_t site, int32_
 }
 
 static jn_status gen_node(an_gen *G, int32_t t) {
+    G->pos_t = -1;
     const an_ex *E0 = G->E[0];
     const an_op *o = eop(G, 0, t);
     const jn_opinfo *info = jn_op_info((jn_op)o->op);
@@ -369,18 +442,15 @@ static jn_status gen_node(an_gen *G, int32_t t) {
             }
             break;
         case JN_A_FLOAT: {
-            double first;
-            if (fslot_varies(G, t, fs, &first)) {
-                jn_ir_dim none[1] = {0};
-                int32_t x = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, JN_F64, 0, 0, none, o->site);
-                if (x < 0) return nomem();
-                G->g->inputs[x].scalar = first;
-                G->g->inputs[x].pytype = 2;
-                attr_input[k] = G->g->inputs[x].value;
-                an_use_site(G->c, o->site);
-            }
+            double first = fslot_first(G, t, fs++);
+            jn_ir_dim none[1] = {0};
+            int32_t x = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, JN_F64, 0, 0, none, o->site);
+            if (x < 0) return nomem();
+            G->g->inputs[x].scalar = first;
+            G->g->inputs[x].pytype = 2;
+            attr_input[k] = G->g->inputs[x].value;
+            an_use_site(G->c, o->site);
             a.a[k].f = first;
-            fs++;
             break;
         }
         case JN_A_BOOL: case JN_A_DTYPE:
@@ -590,6 +660,7 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     G.g = g;
     G.m = s->nex;
     G.rng = -1;
+    G.pos_t = -1;
     G.T = s->tmpl;
     jn_status err = JN_OK;
     const an_ex *E0 = &c->ex[s->ex[0]];

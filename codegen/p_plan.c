@@ -46,10 +46,14 @@
  *
  * When sizes are symbolic but each only grows with the symbols (a proof:
  * `nondecreasing`), the same packing runs at the symbols' recorded maxima
- * and gives constant offsets, right for every smaller run too (each value
- * fills a prefix of its bytes at the maxima); it is kept when its arena
- * is smaller than the slot walk's at the maxima -- the executor allocates
- * the arena at the maxima anyway (char_lstm's step graph: 4.7 -> 3.0 MB).
+ * and gives constant offsets, right for every run within the recorded
+ * ranges (each value fills a prefix of its bytes at the maxima); it is
+ * kept when its arena is smaller than the slot walk's at the maxima -- the
+ * executor allocates the arena at the maxima anyway (char_lstm's step
+ * graph: 4.7 -> 3.0 MB).  The slot walk's plan is then kept beside it as
+ * the WIDE plan (wmem=, `arena ... wide`): its offsets are expressions
+ * valid for any symbol values, what the executor uses for a run past a
+ * recorded range (replay extrapolates over SEEN guards).
  */
 #include <stdio.h>
 
@@ -478,6 +482,7 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         st = jn_error(JN_ERR_NOMEM, "out of memory planning graph %s", g->name);
     if (st != JN_OK) goto done;
     for (int32_t n = 0; n < nn; n++) ex[n] = g->nodes[n].kernel >= 0 ? g->kernels[g->nodes[n].kernel].root : n;
+    g->warena = -1;
     /* liveness */
     for (int32_t v = 0; v < nv; v++) {
         int32_t dn = cg_def(g, v);
@@ -487,6 +492,7 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         int32_t l = dn >= 0 ? ex[dn] : -1;
         vslot[v] = -1;
         g->values[v].mem = -1;
+        g->values[v].wmem = -1;
         g->values[v].alias = -1;
         for (int32_t i = u.start[v]; i < u.start[v + 1]; i++) {
             int32_t w = u.users[i];
@@ -562,8 +568,12 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         if (st != JN_OK) goto done;
         int64_t gend = pack_at_max(g, slots, ngroups, order);
         if (gend < emax) {
-            for (int32_t v = 0; v < nv; v++)
+            /* the slot walk stays as the wide plan, valid past the maxima */
+            for (int32_t v = 0; v < nv; v++) {
+                g->values[v].wmem = g->values[v].mem;
                 if (vslot[v] >= 0) g->values[v].mem = slots[vslot[v]].off;
+            }
+            g->warena = end;
             end = gend;
         }
     }

@@ -53,7 +53,7 @@ static jn_ir_module *make_module(void) {
              "  %%2 = mm(%%1, %%0) : f32[B, 3] @1\n"
              "  %%3 = relu(%%2) : f32[B, 3] @1\n"
              "  out %%3 keep\n"
-             "  guard sym B in 32..64 @1 \"batch size\"\n"
+             "  guard sym B in 32..64 seen @1 \"batch size\"\n"
              "}\n"
              "graph g1 group=1 variant=0 parent=-1 diverge=0 support=1 steps=4..4 entry=\"\" exit=\"\" {\n"
              "  in %%0 host f32[2] @1\n"

@@ -38,7 +38,9 @@ static int32_t input_value(jn_ir_graph *g, jn_ir_input_kind k, jn_ir_value t, in
 
 static void add_guard(jn_ir_graph *g, jn_ir_guard_kind k, int32_t value, int32_t sym, int32_t loop, int32_t dim,
                       int64_t lo, int64_t hi, double fval, int64_t site, const char *note) {
-    jn_ir_guard q = {k, value, sym, loop, dim, lo, hi, fval, site, note};
+    /* a recorded range is SEEN, everything else NEED (as the analyzer classes them) */
+    jn_ir_guard q = {k, k == JN_IR_G_SYM || k == JN_IR_G_TRIP ? JN_IR_GC_SEEN : JN_IR_GC_NEED, value, sym, loop, dim,
+                     lo, hi, fval, site, note};
     CHECK(jn_ir_guard_add(g, &q) >= 0);
 }
 

@@ -196,6 +196,17 @@ typedef struct an_ctx {
     char **reasons; int64_t nreasons, capreasons;
     an_map sites;                 /* call site ids referenced by the module */
     struct sqlite3_stmt *site_st; /* call site lookup */
+    /* the range of every dim of every op's tensors and every int
+     * attribute, by place (call site and stack, op, which of that line's
+     * ops of that op it is and how many the segment has, argument or int
+     * slot, dim), over every segment of the recording: generalize.c makes one
+     * that is constant in a graph but took other values at the same place
+     * elsewhere a symbol (an epoch's first step, seen once, shares the
+     * batch symbol of the steps after it; its hidden size, constant
+     * everywhere, stays a constant).  Ops of one line are told apart by
+     * their occurrence among the segment's ops of that line and op. */
+    an_map dimvar;                /* an_dim_key -> index into dv */
+    struct an_dimrange { int64_t lo, hi; } *dv; int64_t ndv, capdv;
 } an_ctx;
 
 typedef struct an_tid {
@@ -318,6 +329,8 @@ typedef struct {
     int64_t *firsts;
     uint8_t position;         /* a position that never moved, made a symbol anyway
                                * (ops_pos.def): bound through firsts, matched by nothing */
+    uint8_t promoted;         /* a dim that never varied here but did elsewhere in the
+                               * recording (an_ctx.dimvar): matched by equal values */
 } an_cand;
 
 typedef struct an_gen {
@@ -340,6 +353,8 @@ typedef struct an_gen {
     int32_t *node_of;         /* template op -> its IR node (gen_node), -1 */
     int32_t *out_t, *out_j;   /* per graph output: the template op and output it came from */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
+    int32_t *occ;             /* per E0 op: which of its line's ops it is, of how many */
+    uint64_t place;           /* an_dim_key of what an_gen_dim generalizes now, 0 none */
     int32_t pos_t;            /* template op whose positions gen_node is generalizing, -1 */
     jn_ir_dim pos_prev;       /* ... its previous position that never moved (a symbol), and */
     int64_t pos_prev_v;       /* ... that position's value: a later one is pos_prev + c */
@@ -355,6 +370,10 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
 const char *an_selfcheck(an_gen *G);
 int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site);
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err);
+/* an_ctx.dimvar's key, and its fill over every exemplar (before any graph). */
+#define AN_SLOT_INT 1000      /* an_dim_key slot of int slot n: AN_SLOT_INT + n */
+uint64_t an_dim_key(const an_op *o, const int32_t *occ, int slot, int dim);
+jn_status an_dim_ranges(an_ctx *c);
 
 /* matcher.c: the replay matcher's program for graph G->g (module index
  * gi, its group entered at `entry`: 0 step start, else the JN_SYNC_* before it), kept for jn_an_matcher_section; a graph it cannot describe gets

@@ -250,6 +250,8 @@ static void ctx_free(an_ctx *c) {
     an_map_free(&c->grouphash);
     an_map_free(&c->idmap);
     an_map_free(&c->sites);
+    an_map_free(&c->dimvar);
+    free(c->dv);
     sqlite3_finalize(c->site_st);
 }
 
@@ -297,6 +299,7 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     if (!s && !(c.m = jn_ir_module_new())) s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
     if (!s) {
         c.m->optable_hash = jn_optable_hash();
+        s = an_dim_ranges(&c);
         int32_t ngroups = 0;
         for (int64_t gi = 0; gi < c.ngroups && !s; gi++) {
             s = build_group(&c, &c.groups[gi], &ngroups);

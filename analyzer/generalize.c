@@ -6,7 +6,14 @@
  * recorded segments inside one exemplar) how to generalize it:
  *
  *   dims      the vector of a dim's values over the exemplars: all equal ->
- *             the constant; equal to a known symbol's vector -> that symbol;
+ *             the constant, unless the same place (call site and stack,
+ *             occurrence, argument, dim) took other values in another
+ *             segment of the recording (an_dim_ranges): then a symbol with
+ *             the recording's range, shared with the graph's other such
+ *             symbols of that value (or a product of two) -- one
+ *             observation of a dim known to vary (an epoch's first step,
+ *             seen once, gets the batch symbol; state inputs' dims stay);
+ *             equal to a known symbol's vector -> that symbol;
  *             c*s, s1*s2, s+c, s-c of known symbols -> that expression
  *             ([B,28,28] -> view [B,784] gives (B*784)); else a new symbol
  *             (kind dim) with the range seen.  Symbols are named s0, s1, ...
@@ -61,7 +68,7 @@ static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
         if (!(v = malloc(sizeof(int64_t) * (size_t)G->m))) return -1;
         memcpy(v, vec, sizeof(int64_t) * (size_t)G->m);
     }
-    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL, 0};
+    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL, 0, 0};
     return 0;
 }
 
@@ -72,12 +79,116 @@ static jn_ir_dim remember(an_gen *G, jn_ir_dim d, const int64_t *vec, jn_status 
     return d;
 }
 
+/* Per op of exemplar x, which of the ops of its call site, stack and op
+ * code it is, and how many there are: (*occ)[2i], (*occ)[2i+1].  Ops of
+ * one line read different tensors within a segment (a helper that loads
+ * the training images and then the test images, the ops of one
+ * backward()); by occurrence they are told apart, and only segments with
+ * as many of them (no loop that ran another number of times in between)
+ * are compared.  JN_ERR_NOMEM. */
+static jn_status op_occ(const an_ex *x, int32_t **occ) {
+    *occ = malloc(sizeof(int32_t) * (2 * (size_t)x->nops + 1));
+    an_map cnt = {0};
+    jn_status s = *occ ? JN_OK : JN_ERR_NOMEM;
+    for (int pass = 0; pass < 2 && !s; pass++) /* which one, then of how many */
+        for (int32_t i = 0; i < x->nops && !s; i++) {
+            const an_op *o = &x->ops[i];
+            uint64_t k = an_mix(an_mix(an_mix(AN_FNV_INIT, (uint64_t)o->site), (uint64_t)o->stack), (uint64_t)o->op);
+            int64_t *c = an_map_get(&cnt, k, 0, NULL);
+            if (!c) s = JN_ERR_NOMEM;
+            else if (pass == 0) (*occ)[2 * i] = (int32_t)(*c)++;
+            else (*occ)[2 * i + 1] = (int32_t)*c;
+        }
+    an_map_free(&cnt);
+    if (s) {
+        free(*occ);
+        *occ = NULL;
+        return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    }
+    return JN_OK;
+}
+
+uint64_t an_dim_key(const an_op *o, const int32_t *occ, int slot, int dim) {
+    uint64_t h = an_mix(an_mix(an_mix(AN_FNV_INIT, (uint64_t)o->site), (uint64_t)o->stack), (uint64_t)o->op);
+    h = an_mix(an_mix(h, (uint64_t)occ[0]), (uint64_t)occ[1]);
+    return an_mix(an_mix(h, (uint64_t)slot), (uint64_t)dim);
+}
+
+/* Place key took [lo, hi]. */
+static jn_status note_range(an_ctx *c, uint64_t key, int64_t lo, int64_t hi) {
+    int isnew = 0;
+    int64_t *k = an_map_get(&c->dimvar, key, c->ndv, &isnew);
+    if (!k || (isnew && an_grow(&c->dv, &c->capdv, c->ndv + 1, sizeof *c->dv)))
+        return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    if (isnew) c->dv[c->ndv++] = (struct an_dimrange){lo, hi};
+    struct an_dimrange *dr = &c->dv[*k];
+    if (lo < dr->lo) dr->lo = lo;
+    if (hi > dr->hi) dr->hi = hi;
+    return JN_OK;
+}
+
+jn_status an_dim_ranges(an_ctx *c) {
+    jn_status s = JN_OK;
+    for (int64_t i = 0; i < c->nex && !s; i++) {
+        const an_ex *x = &c->ex[i];
+        int32_t *occ = NULL;
+        if ((s = op_occ(x, &occ))) break;
+        for (int32_t o = 0; o < x->nops && !s; o++) {
+            const an_op *op = &x->ops[o];
+            for (int q = 0; q < op->nin + op->nout && !s; q++) {
+                const an_ref *r = &x->refs[op->ref0 + q];
+                for (int d = 0; d < r->ndim && !s; d++)
+                    s = note_range(c, an_dim_key(op, occ + 2 * o, q, d), r->shape[d], r->shape[d]);
+            }
+            const jn_opinfo *info = jn_op_info((jn_op)op->op);
+            for (int k = 0, n = 0; k < info->nattrs && op->attr0 >= 0 && !s; k++) {
+                int w = info->attr_kind[k] == JN_A_INTS ? x->attrv[op->attr0 + k].l.n : info->attr_kind[k] == JN_A_INT;
+                for (int j = 0; j < w && !s; j++, n++) {
+                    const an_islot *sl = &x->islots[op->islot0 + n];
+                    s = note_range(c, an_dim_key(op, occ + 2 * o, AN_SLOT_INT + n, 0), sl->lo, sl->hi);
+                }
+            }
+        }
+        free(occ);
+    }
+    return s;
+}
+
+/* The dim or int at place G->place (gen_shape, gen_islot) that is one
+ * constant v here but took other values at the same place elsewhere in
+ * the recording: the promoted symbol of that value, or a product of two
+ * (B*T), or a new one with the recording's range.  0 when the place held
+ * v everywhere (a hidden size that equals the batch stays a constant), or
+ * v is 0 or 1, which decide broadcasting. */
+static jn_ir_dim promote(an_gen *G, int64_t v, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
+    const int64_t *k = G->place ? an_map_find(&G->c->dimvar, G->place) : NULL;
+    if (!k || G->c->dv[*k].lo == G->c->dv[*k].hi || v == 0 || v == 1 || jn_ir_is_expr(v)) return 0;
+    for (int64_t j = 0; j < G->ncands; j++)
+        if (G->cands[j].promoted && G->cands[j].vec[0] == v) return G->cands[j].d;
+    for (int64_t j = 0; j < G->ncands; j++)
+        for (int64_t l = j; l < G->ncands; l++) {
+            const an_cand *a = &G->cands[j], *b = &G->cands[l];
+            int64_t x;
+            if (!a->promoted || !b->promoted || __builtin_mul_overflow(a->vec[0], b->vec[0], &x) || x != v) continue;
+            return jn_ir_dim_op(G->g, JN_IR_E_MUL, a->d, b->d);
+        }
+    int32_t s = an_gen_sym(G, "s", kind, G->c->dv[*k].lo, G->c->dv[*k].hi, site);
+    if (s < 0 || add_cand(G, jn_ir_sym_dim(G->g, s), s, G->vec)) {
+        *err = nomem();
+        return 0;
+    }
+    G->cands[G->ncands - 1].promoted = 1;
+    return G->cands[G->ncands - 1].d;
+}
+
 /* The dim (or int) whose per-exemplar values are vec.  JN_IR_EXPR_BASE + 1
  * is never returned; on OOM *err is set. */
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
     int m = G->m;
     int same = 1;
     for (int e = 1; e < m && same; e++) same = vec[e] == vec[0];
+    jn_ir_dim pd = same ? promote(G, vec[0], kind, site, err) : 0;
+    if (pd || *err) return pd;
     /* a constant the IR cannot hold as one (it would read as an expression
      * reference) becomes a symbol of that single value */
     if (same && !jn_ir_is_expr(vec[0])) return vec[0];
@@ -258,7 +369,9 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
     if (!varied && pos && !a && same && G->vec[0] >= 0 && !jn_ir_is_expr(G->vec[0])) {
         b = gen_position(G, t, kpos, site, err);
     } else if (!varied) {
+        G->place = G->occ ? an_dim_key(o0, G->occ + 2 * G->T->eop[0][t], AN_SLOT_INT + s, 0) : 0;
         b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
+        G->place = 0;
     } else {
         /* a slot that moved between segments: the same symbol as a slot that
          * always held the same values, or that plus a constant */
@@ -306,8 +419,9 @@ static double fslot_first(an_gen *G, int32_t t, int32_t s) {
     return G->E[0]->fslots[eop(G, 0, t)->fslot0 + s].first;
 }
 
-/* Symbolic shape of ref q of template op t. */
-static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape) {
+/* Symbolic shape of ref q of template op t (state: a state input, whose
+ * dims stay as recorded: a parameter's shape is no batch). */
+static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape, int state) {
     const an_op *o = eop(G, 0, t);
     const an_ref *r0 = &G->E[0]->refs[o->ref0 + q];
     jn_status err = JN_OK;
@@ -317,7 +431,9 @@ static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_
         else
             G->what[0] = 0;
         for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[eop(G, e, t)->ref0 + q].shape[d];
+        G->place = state || !G->occ ? 0 : an_dim_key(o, G->occ + 2 * G->T->eop[0][t], q, d);
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
+        G->place = 0;
         if (err) return err;
     }
     return JN_OK;
@@ -345,10 +461,10 @@ static jn_status gen_input(an_gen *G, int32_t v, int32_t t, int32_t q) {
         G->irval[v] = G->g->inputs[in].value;
         return an_guard_scalar_input(G, in, o->site);
     }
-    if ((s = gen_shape(G, t, q, o->site, shape))) return s;
     jn_ir_input_kind kind = val->written || val->role == JN_TR_PARAM || val->role == JN_TR_STATE ? JN_IR_IN_STATE
                             : val->role == JN_TR_HOST                                       ? JN_IR_IN_HOST
                                                                                             : JN_IR_IN_CARRY;
+    if ((s = gen_shape(G, t, q, o->site, shape, kind == JN_IR_IN_STATE))) return s;
     in = jn_ir_input_add(G->g, kind, (jn_dtype)r0->dtype, r0->device, r0->ndim, shape, o->site);
     if (in < 0) return nomem();
     int64_t bind = val->bind;
@@ -488,7 +604,7 @@ static jn_status gen_node(an_gen *G, int32_t t) {
         types[j].dtype = (jn_dtype)rr->dtype;
         types[j].device = rr->device;
         types[j].ndim = rr->ndim;
-        if ((err = gen_shape(G, t, o->nin + j, o->site, types[j].shape))) return err;
+        if ((err = gen_shape(G, t, o->nin + j, o->site, types[j].shape, 0))) return err;
     }
     int32_t n = jn_ir_node_add(G->g, (jn_op)o->op, o->nin, in, &a, o->nout, types, o->site);
     if (n < 0) return nomem();
@@ -677,6 +793,10 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     G.trip_hi = calloc((size_t)nl + 1, sizeof(int64_t));
     G.xcoll = malloc(sizeof(int32_t) * (size_t)(G.T->nxr + 1));
     G.node_of = malloc(sizeof(int32_t) * (size_t)(G.T->nt + 1));
+    if (op_occ(E0, &G.occ)) {
+        err = nomem();
+        goto done;
+    }
     if (!G.node_of ||
         !G.xcoll || !G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
         !G.trip_lo || !G.trip_hi) {
@@ -786,6 +906,7 @@ done:
     free(G.trip_hi);
     free(G.sym_note);
     free(G.node_of);
+    free(G.occ);
     free(G.out_t);
     free(G.out_j);
     return err;

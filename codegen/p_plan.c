@@ -209,6 +209,16 @@ int cg_dim_ge(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return ge_rec
 /* Is d provably >= need? */
 static int fits(jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return cg_dim_ge(g, d, need); }
 
+/* Operator depth of d (the IR caps it at 200: ir/ir_priv.h). */
+#define PLAN_MAX_DEPTH 150
+static int depth_of(const jn_ir_graph *g, jn_ir_dim d) {
+    if (!jn_ir_is_expr(d)) return 0;
+    const jn_ir_expr *e = &g->exprs[jn_ir_expr_index(d)];
+    if (e->kind == JN_IR_E_SYM) return 1;
+    int a = depth_of(g, e->a), b = depth_of(g, e->b);
+    return 1 + (a > b ? a : b);
+}
+
 /* Places the arena values in definition order (see the header): slots[]
  * gets the slots, vslot[v] the slot of each value, *endp the arena size.
  * fresh: no free slot is reused, so each slot is one chain of values that
@@ -216,6 +226,7 @@ static int fits(jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return cg_dim_ge(
 static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots, int32_t *nslotsp,
                        int32_t *vslot, jn_ir_dim *endp) {
     int32_t nn = g->nnodes, nslots = 0;
+    int end_depth = 0;
     jn_ir_dim end = 0;
     for (int32_t v = 0; v < g->nvalues; v++) vslot[v] = -1;
     for (int32_t p = 0; p < nn; p++) {
@@ -267,9 +278,16 @@ static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots
                     pick = best;
                 }
                 if (pick < 0) {
+                    /* symbolic offsets are sums of the sizes before them: past
+                     * the IR's expression depth a value gets a buffer of its own */
+                    int nd = fresh ? 0 : depth_of(g, need), ed = (nd > end_depth ? nd : end_depth) + 1;
+                    if (!fresh && ed > PLAN_MAX_DEPTH) continue;
                     slots[nslots] = (slot){end, need, -1, p, p};
-                    end = jn_ir_dim_op(g, JN_IR_E_ADD, end, need);
-                    if (end == JN_IR_DIM_ERROR) return JN_ERR_NOMEM;
+                    if (!fresh) { /* fresh: pack places the chains; no offsets to sum */
+                        end = jn_ir_dim_op(g, JN_IR_E_ADD, end, need);
+                        if (end == JN_IR_DIM_ERROR) return JN_ERR_NOMEM;
+                        end_depth = jn_ir_is_expr(end) ? ed : 0;
+                    }
                     pick = nslots++;
                 }
                 slots[pick].owner = v;
@@ -568,10 +586,11 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         if (st != JN_OK) goto done;
         int64_t gend = pack_at_max(g, slots, ngroups, order);
         if (gend < emax) {
-            /* the slot walk stays as the wide plan, valid past the maxima */
+            /* the slot walk stays as the wide plan, valid past the maxima
+             * (values it left to buffers of their own stay there) */
             for (int32_t v = 0; v < nv; v++) {
                 g->values[v].wmem = g->values[v].mem;
-                if (vslot[v] >= 0) g->values[v].mem = slots[vslot[v]].off;
+                if (vslot[v] >= 0 && g->values[v].wmem != -1) g->values[v].mem = slots[vslot[v]].off;
             }
             g->warena = end;
             end = gend;

@@ -709,6 +709,54 @@ static void test_variants(void) {
     jn_ir_module_free(m);
 }
 
+/* A dim that varied at the same place in other segments: the batch of a
+ * segment seen once (after an item(), in step 2 only) is a symbol with the
+ * range the batch took where it varied (4..8, steps 0..2 before the item),
+ * and so is its output's; the dim that never varied anywhere (6) and the
+ * parameter's stay constants with DIM guards. */
+static void test_promote(void) {
+    tb t;
+    tb_open(&t, "pr.db", NULL, NULL);
+    int64_t c1 = site(&t, 140), c2 = site(&t, 141), c3 = site(&t, 142);
+    int64_t id = 100;
+    jn_attrs sa;
+    memset(&sa, 0, sizeof sa);
+    sa.a[2].i = -1;
+    const int64_t Bs[3] = {4, 8, 6};
+    for (int st = 0; st < 3; st++) {
+        for (int half = 0; half < (st == 2 ? 2 : 1); half++) {
+            jn_db_tref x = T(id++, JN_TR_HOST, 2, half ? (int64_t)8 : Bs[st], (int64_t)6);
+            jn_db_tref in[2] = {x, T(7, JN_TR_PARAM, 1, (int64_t)6)}, y = T(id++, 0, 2, x.shape[0], (int64_t)6);
+            op(&t, JN_OP_mul, c1, NULL, 2, in, 1, &y, 0);
+            jn_db_tref l = T(id++, 0, 0);
+            op(&t, JN_OP_sum, c2, &sa, 1, &y, 1, &l, 0);
+            sync_ev(&t, JN_SYNC_ITEM, half ? c3 : c2, l.id);
+        }
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("pr.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 2);
+    for (int32_t k = 0; m && k < m->ngraphs; k++) {
+        const jn_ir_graph *g = m->graphs[k];
+        const jn_ir_value *xv = &g->values[g->inputs[host_input(g)].value];
+        const jn_ir_node *mul = find_node(g, JN_OP_mul, 0);
+        CHECK(jn_ir_is_expr(xv->shape[0]) && xv->shape[1] == 6 && mul && g->values[mul->out[0]].shape[0] == xv->shape[0]);
+        int32_t sy = jn_ir_is_expr(xv->shape[0]) ? g->exprs[jn_ir_expr_index(xv->shape[0])].sym : -1;
+        CHECK(sy >= 0 && g->syms[sy].kind == JN_IR_SYM_DIM && g->syms[sy].lo == 4 && g->syms[sy].hi == 8);
+        int dims = 0, seen = 0;
+        for (int i = 0; i < g->nguards; i++) {
+            const jn_ir_guard *q = &g->guards[i];
+            dims += q->kind == JN_IR_G_DIM && q->lo == 6 && q->cls == JN_IR_GC_NEED; /* x's dim 1, the parameter's */
+            seen += q->kind == JN_IR_G_SYM && q->sym == sy && q->cls == JN_IR_GC_SEEN;
+        }
+        CHECK(dims == 2 && seen == 1);
+        if (k == 1) CHECK(g->support == 1 && !strcmp(g->entry + strlen(g->entry) - strlen("train.py:141"), "train.py:141"));
+    }
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
 /* ------------------------------------------------------------------ (d) */
 /* add(p, g, alpha=-lr) with lr changing every step (a scheduler) and a
  * constant Python scalar 2.0 in a mul: a scalar input bound to the
@@ -1302,6 +1350,7 @@ int main(void) {
     test_loop_selfcheck();
     test_variants();
     test_scalars();
+    test_promote();
     test_state();
     test_view_chains();
     test_reshape_splice();

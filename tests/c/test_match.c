@@ -340,7 +340,7 @@ static int replay(const char *path, const char *other) {
     /* JN_MATCH_BENCH=only: the timing alone (benchmarks/bench_match.py) */
     int bench_only = getenv("JN_MATCH_BENCH") && !strcmp(getenv("JN_MATCH_BENCH"), "only");
     /* mutations, on the first hit segment of each graph */
-    int nsym = 0, nseen = 0, nop = 0, nscalar = 0, nbind = 0, ntrip = 0, nother = 0, crashfree = 1;
+    int nsym = 0, nseen = 0, nop = 0, nscalar = 0, nspecial = 0, nbind = 0, ntrip = 0, nother = 0, crashfree = 1;
     sarg *mut = malloc(sizeof *mut * ((size_t)s.narg + 1));
     for (int32_t gi = 0; gi < m->ngraphs && !bench_only; gi++) {
         int64_t k = -1;
@@ -434,7 +434,8 @@ static int replay(const char *path, const char *other) {
         /* (c) another value of a Python number, one at a time: fed at run
          * time, so still a hit, the scalar input bound to the new value
          * (a number whose value decides an int attribute, e.g. arange's
-         * length, misses on that attribute or the output's shape instead) */
+         * length, misses on that attribute or the output's shape instead);
+         * one a codegen pass specialised on misses on its NEED guard */
         for (int32_t x = sg->ev0; x < sg->ev0 + sg->nev; x++)
             for (int j = 0; j < s.ev[x].nin; j++) {
                 const sarg *a0 = &s.arg[s.ev[x].arg0 + j];
@@ -443,6 +444,12 @@ static int replay(const char *path, const char *other) {
                 mut[s.ev[x].arg0 + j].a.scalar = a0->a.scalar + 2;
                 jn_rp_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
                 crashfree &= rk == JN_RP_MATCH_MISS || rk == JN_RP_MATCH_COMPLETE;
+                if (rk == JN_RP_MATCH_MISS && r.graph == gi && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_SCALAR) {
+                    CHECK(g->guards[r.guard].cls == JN_IR_GC_NEED && r.seen == a0->a.scalar + 2 &&
+                          g->guards[r.guard].note && strstr(g->guards[r.guard].note, "specialised by"));
+                    if (!nspecial && getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  special miss: %s\n", r.why);
+                    nspecial++;
+                }
                 if (rk != JN_RP_MATCH_COMPLETE || r.graph != gi) continue;
                 int fed = 0;
                 for (int32_t i = 0; i < g->ninputs; i++)
@@ -624,10 +631,10 @@ static int replay(const char *path, const char *other) {
         free(as);
     }
     printf("match: segments=%lld hits=%lld misses=%lld support=%lld graphs=%d programs=%d shapes_ok=%lld outputs_ok=%lld "
-           "mut_sym=%d mut_seen=%d mut_op=%d mut_scalar=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
+           "mut_sym=%d mut_seen=%d mut_op=%d mut_scalar=%d mut_special=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
            "events=%lld ns_per_event=%.1f ns_per_event_stream=%.1f\n",
            (long long)s.nseg, (long long)hits, (long long)misses, (long long)support, m->ngraphs,
-           jn_rp_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nseen, nop, nscalar, nbind, ntrip, (long long)ohits,
+           jn_rp_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nseen, nop, nscalar, nspecial, nbind, ntrip, (long long)ohits,
            (long long)omiss, (long long)nev, ns, ns_stream);
     (void)nother;
     free(mut);

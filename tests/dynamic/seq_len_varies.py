@@ -4,7 +4,8 @@ An embedding feeds an RNNCell unrolled by a Python `for` loop over time
 steps; T cycles through 3..8, so the unrolled forward (and its backward) is
 a loop whose trip count is a symbol, and T is a `dim` symbol of the batch.
 24 optimizer steps (--steps N); --max-len L makes T cycle through 3..L
-(up to 16: the data holds 17 columns)."""
+(up to 31: the data holds 33 columns, and a slice of all of them would
+be no op at all)."""
 import argparse
 import os
 import sys
@@ -26,7 +27,7 @@ cell = nn.RNNCell(EMB, HID)
 head = nn.Linear(HID, VOCAB)
 params = list(embed.parameters()) + list(cell.parameters()) + list(head.parameters())
 opt = janus.optim.Adam(params, lr=0.01)
-data = janus.randint(0, VOCAB, (BATCH, 17))
+data = janus.randint(0, VOCAB, (BATCH, 33))
 for step in range(args.steps):
     T = 3 + (step * 5) % (args.max_len - 2)
     seq = data[:, :T + 1]

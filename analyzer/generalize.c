@@ -8,8 +8,8 @@
  *   dims      the vector of a dim's values over the exemplars: all equal ->
  *             the constant, unless the same place (call site and stack,
  *             occurrence, argument, dim) took other values in another
- *             segment of the recording (an_dim_ranges): then a symbol with
- *             the recording's range, shared with the graph's other such
+ *             segment of the recording (an_dim_ranges): then a symbol (its
+ *             range this graph's value), shared with the graph's other such
  *             symbols of that value (or a product of two) -- one
  *             observation of a dim known to vary (an epoch's first step,
  *             seen once, gets the batch symbol; state inputs' dims stay);
@@ -157,7 +157,7 @@ jn_status an_dim_ranges(an_ctx *c) {
 /* The dim or int at place G->place (gen_shape, gen_islot) that is one
  * constant v here but took other values at the same place elsewhere in
  * the recording: the promoted symbol of that value, or a product of two
- * (B*T), or a new one with the recording's range.  0 when the place held
+ * (B*T), or a new one of that value's range.  0 when the place held
  * v everywhere (a hidden size that equals the batch stays a constant), or
  * v is 0 or 1, which decide broadcasting. */
 static jn_ir_dim promote(an_gen *G, int64_t v, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
@@ -172,7 +172,9 @@ static jn_ir_dim promote(an_gen *G, int64_t v, jn_ir_sym_kind kind, int64_t site
             if (!a->promoted || !b->promoted || __builtin_mul_overflow(a->vec[0], b->vec[0], &x) || x != v) continue;
             return jn_ir_dim_op(G->g, JN_IR_E_MUL, a->d, b->d);
         }
-    int32_t s = an_gen_sym(G, "s", kind, G->c->dv[*k].lo, G->c->dv[*k].hi, site);
+    /* its range is what this graph saw (the evidence says it moves, not
+     * that this graph's code was run with the other values) */
+    int32_t s = an_gen_sym(G, "s", kind, v, v, site);
     if (s < 0 || add_cand(G, jn_ir_sym_dim(G->g, s), s, G->vec)) {
         *err = nomem();
         return 0;
@@ -346,7 +348,7 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
     jn_ir_dim b = 0;
     const an_op *o0 = eop(G, 0, t);
     const jn_opinfo *info = jn_op_info((jn_op)o0->op);
-    int pos = 0, kpos = -1;
+    int pos = 0, kpos = -1, rngoff = 0;
     for (int k = 0, n = 0; k < info->nattrs; k++) {
         int w = info->attr_kind[k] == JN_A_INTS ? o0->attr0 >= 0 ? G->E[0]->attrv[o0->attr0 + k].l.n : 0
                 : info->attr_kind[k] == JN_A_INT ? 1 : 0;
@@ -357,6 +359,8 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
                 snprintf(G->what, sizeof G->what, "%s of %s", info->attr_name[k], info->name);
             pos = info->attr_kind[k] == JN_A_INT && info->attr_pos[k];
             kpos = k;
+            /* a random op's offset is generalized relative to the first's */
+            rngoff = (info->flags & JN_F_RAND) && !strcmp(info->attr_name[k], "offset");
         }
         n += w;
     }
@@ -364,14 +368,20 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
     int64_t a = L ? G->T->slope[eop(G, 0, t)->islot0 + s] : 0;
     int same = 1;
     for (int e = 1; e < G->m && same; e++) same = G->vec[e] == G->vec[0];
-    /* a negative position counts from the end: a relation the recorded
-     * value keeps (and a splice normalizes), left as it was */
-    if (!varied && pos && !a && same && G->vec[0] >= 0 && !jn_ir_is_expr(G->vec[0])) {
+    /* where the same place took other values in other segments, that
+     * evidence decides (an_gen_dim); else a position is a symbol anyway (a
+     * negative one counts from the end: a relation the recorded value
+     * keeps, and a splice normalizes, left as it was) */
+    if (!varied && pos && !a && same && o0->synth && o0->mirror >= 0) {
+        /* an op the analyzer added, which the matcher never sees: its
+         * position is its view's, never one matched by value */
         b = gen_position(G, t, kpos, site, err);
     } else if (!varied) {
-        G->place = G->occ ? an_dim_key(o0, G->occ + 2 * G->T->eop[0][t], AN_SLOT_INT + s, 0) : 0;
+        G->place = G->occ && !rngoff && !o0->synth ? an_dim_key(o0, G->occ + 2 * G->T->eop[0][t], AN_SLOT_INT + s, 0) : 0;
         b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
         G->place = 0;
+        if (!*err && !jn_ir_is_expr(b) && pos && !a && same && G->vec[0] >= 0)
+            b = gen_position(G, t, kpos, site, err);
     } else {
         /* a slot that moved between segments: the same symbol as a slot that
          * always held the same values, or that plus a constant */
@@ -431,7 +441,8 @@ static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_
         else
             G->what[0] = 0;
         for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[eop(G, e, t)->ref0 + q].shape[d];
-        G->place = state || !G->occ ? 0 : an_dim_key(o, G->occ + 2 * G->T->eop[0][t], q, d);
+        /* (an op the analyzer added is never matched: no value-matched dims) */
+        G->place = state || o->synth || !G->occ ? 0 : an_dim_key(o, G->occ + 2 * G->T->eop[0][t], q, d);
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
         G->place = 0;
         if (err) return err;
@@ -606,6 +617,10 @@ static jn_status gen_node(an_gen *G, int32_t t) {
         types[j].ndim = rr->ndim;
         if ((err = gen_shape(G, t, o->nin + j, o->site, types[j].shape, 0))) return err;
     }
+    /* a splice's result is the parent's new value: the parent's type */
+    if ((o->op == JN_OP_slice_scatter || o->op == JN_OP_select_scatter) && o->nin > 0 &&
+        G->g->values[in[0]].ndim == types[0].ndim)
+        memcpy(types[0].shape, G->g->values[in[0]].shape, sizeof types[0].shape);
     int32_t n = jn_ir_node_add(G->g, (jn_op)o->op, o->nin, in, &a, o->nout, types, o->site);
     if (n < 0) return nomem();
     memcpy(G->g->nodes[n].attr_input, attr_input, sizeof attr_input);

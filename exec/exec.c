@@ -1589,20 +1589,28 @@ jn_status jn_ex_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, int64_
     return JN_OK;
 }
 
+/* A float attribute of node nd: its constant, or the recorded value of the
+ * scalar input fed to it. */
+static double attr_value(const jn_ir_graph *g, const jn_ir_node *nd, int k) {
+    int32_t v = nd->attr_input[k];
+    return v >= 0 && g->values[v].kind == JN_IR_V_INPUT ? g->inputs[g->values[v].def].scalar : nd->attrs.a[k].f;
+}
+
 /* A scalar input that is the end of an arange whose length is a symbol
- * (arange(T + 1) with T a Python number): the value these symbols imply.
- * Its recorded value would contradict them, and the graph would not run. */
+ * (arange(T + 1) with T a Python number): the value these symbols imply
+ * (start and step as recorded).  Its recorded value would contradict
+ * them, and the graph would not run. */
 static double scalar_for_syms(const jn_ir_graph *g, const jn_ir_input *in, const int64_t *syms) {
     int ks = jn_op_attr_index(JN_OP_arange, "start"), ke = jn_op_attr_index(JN_OP_arange, "end"),
         kp = jn_op_attr_index(JN_OP_arange, "step");
     for (int32_t n = 0; n < g->nnodes; n++) {
         const jn_ir_node *nd = &g->nodes[n];
         int64_t len;
-        if (nd->op != JN_OP_arange || nd->attr_input[ke] != in->value || nd->attr_input[ks] != -1 ||
-            nd->attr_input[kp] != -1 || g->values[nd->out[0]].ndim != 1 ||
+        if (nd->op != JN_OP_arange || nd->attr_input[ke] != in->value || nd->attr_input[ks] == in->value ||
+            nd->attr_input[kp] == in->value || g->values[nd->out[0]].ndim != 1 ||
             jn_ir_dim_eval(g, g->values[nd->out[0]].shape[0], syms, &len) != JN_OK)
             continue;
-        return nd->attrs.a[ks].f + (double)len * nd->attrs.a[kp].f;
+        return attr_value(g, nd, ks) + (double)len * attr_value(g, nd, kp);
     }
     return in->scalar;
 }

@@ -7,6 +7,7 @@ by the analyzer tests (tests/python/test_analyzer_golden.py,
 test_dynamic_recordings.py).  --steps N stops after N optimizer steps (more
 epochs as needed), --batch B changes the batch size."""
 import argparse
+import itertools
 import os
 import sys
 
@@ -23,18 +24,15 @@ args = ap.parse_args()
 janus.manual_seed(0)
 X = janus.randn(52, 8)
 Y = (X.sum(1) > 0).long()
-loader = DataLoader(TensorDataset(X, Y), batch_size=args.batch, shuffle=False)
+batches = DataLoader(TensorDataset(X, Y), batch_size=args.batch, shuffle=False)
 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
 opt = janus.optim.SGD(model.parameters(), lr=0.1)
 loss_fn = nn.CrossEntropyLoss()
-step = 0
-while step < args.steps:
+for epoch in range(-(-args.steps // len(batches))):
+    loader = itertools.islice(batches, args.steps - epoch * len(batches))  # the last epoch may stop early
     for x, y in loader:
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
-        step += 1
-        if step == args.steps:
-            break
 print("done")

@@ -100,19 +100,16 @@ def changed_script(tmp_path, name, old, new, *args):
 
 def test_changed_batch_size_extrapolates_the_batch_symbol(tmp_path):
     # batches of 24, 24 and 4 where 16, 16, 16 and 4 were recorded: 24 is past
-    # the batch symbol's recorded range 4..16, a SEEN guard: those segments hit
-    # as extrapolated, naming it; the first step is a graph of its own whose
-    # batch of 16 is a constant the kernels were specialised on (a DIM guard,
-    # NEED): it misses
+    # the batch symbol's recorded range 4..16, a SEEN guard: every segment hits
+    # as extrapolated, naming it -- the first step too, a graph of its own
+    # seen once, whose batch dim varied at the same place in the other steps
     other = changed_script(tmp_path, "last_batch_smaller", None, None, "--batch", "24")
     r, s = run_match(record("last_batch_smaller"), other, JN_MATCH_VERBOSE="1")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert s["other_hits"] > 0 and s["other_misses"] > 0, s
-    misses = re.findall(r"^other segment \d+: miss: (.*)$", r.stderr, re.M)
-    assert misses and all(re.search(r"dim 0 of host input .* was 24; recorded 16", m) for m in misses), misses
+    assert s["other_hits"] == 24 and s["other_misses"] == 0, s
     extra = re.findall(r"^other segment \d+: extrapolated: (.*)$", r.stderr, re.M)
     assert extra and all(re.search(r"symbol s\d+ \(dim 0 of host input %\d+, first seen at .*\) was 24; recorded "
-                                   r"4\.\.16", x) for x in extra), extra
+                                   r"(4\.\.)?16", x) for x in extra), extra
 
 
 def test_changed_sequence_lengths_below_the_range(tmp_path):

@@ -11,8 +11,8 @@
  *   values    SSA tensor values: dtype, device, symbolic shape;
  *   inputs    where a graph reads from outside: persistent state
  *             (parameters, optimizer buffers), host-fed tensors (batches),
- *             tensors carried over from an earlier segment, varying Python
- *             scalars (a learning rate), guarded constant Python scalars;
+ *             tensors carried over from an earlier segment, Python scalars
+ *             fed at run time (a learning rate), constants a pass relies on;
  *   nodes     ops from the one op table (runtime/ops.def) with attributes;
  *             an int attribute may hold an expression (see jn_ir_dim), a
  *             float attribute may be bound to a scalar input;
@@ -174,8 +174,9 @@ typedef enum {
     JN_IR_IN_STATE,   /* parameter / buffer / optimizer state living across steps */
     JN_IR_IN_HOST,    /* a tensor made from Python data (a batch) */
     JN_IR_IN_CARRY,   /* a tensor an earlier segment produced and Python kept */
-    JN_IR_IN_SCALAR,  /* a Python number that varied: fed at run time */
-    JN_IR_IN_CONST,   /* a Python number that never varied: guarded constant */
+    JN_IR_IN_SCALAR,  /* a Python number or float attribute: fed at run time */
+    JN_IR_IN_CONST,   /* a number a codegen pass specialised on (or computed by
+                       * folding): a constant, NEED-guarded where it was fed */
     JN_IR_IN_RNG      /* the generator's (seed) at graph entry; offset is a JN_IR_SYM_RNG */
 } jn_ir_input_kind;
 

@@ -1,5 +1,7 @@
-"""pip install . -- builds janus._C with the project's CMake build (one build
-definition) and installs the python/janus package."""
+"""pip install . -- builds janus._C and the janus executable with the
+project's CMake build (one build definition) and installs the python/janus
+package with the executable inside it (janus/_bin/janus) and the `janus`
+command (cli/pip/janus, a script that runs that executable)."""
 import os
 import subprocess
 import sys
@@ -23,11 +25,17 @@ class CMakeBuild(build_ext):
         subprocess.check_call(["cmake", "-S", ROOT, "-B", bt, "-DCMAKE_BUILD_TYPE=Release",
                                "-DJANUS_TESTS=OFF", f"-DPython3_EXECUTABLE={sys.executable}",
                                f"-DJANUS_PY_OUT={bt}/pyout"])
-        subprocess.check_call(["cmake", "--build", bt, "--target", "janus_C", "-j",
+        subprocess.check_call(["cmake", "--build", bt, "--target", "janus_C", "janus", "-j",
                                str(os.cpu_count() or 2)])
         os.makedirs(out, exist_ok=True)
         dst = self.get_ext_fullpath(ext.name)
         self.copy_file(os.path.join(bt, "pyout", "_C.so"), dst)
+        # the CLI beside the extension: janus/_bin/janus, run by the `janus` script
+        bindir = os.path.join(os.path.dirname(dst), "_bin")
+        os.makedirs(bindir, exist_ok=True)
+        exe = os.path.join(bindir, "janus")
+        self.copy_file(os.path.join(bt, "janus"), exe)
+        os.chmod(exe, 0o755)
 
 
 setup(
@@ -38,5 +46,6 @@ setup(
     packages=find_packages("python"),
     ext_modules=[CMakeExtension("janus._C")],
     cmdclass={"build_ext": CMakeBuild},
+    scripts=["cli/pip/janus"],
     python_requires=">=3.9",
 )

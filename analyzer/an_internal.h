@@ -195,7 +195,6 @@ typedef struct an_ctx {
     jn_ir_module *m;
     char **reasons; int64_t nreasons, capreasons;
     an_map sites;                 /* call site ids referenced by the module */
-    struct sqlite3_stmt *site_st; /* call site lookup */
     /* the range of every dim of every op's tensors and every int
      * attribute, by place (call site and stack, op, which of that line's
      * ops of that op it is and how many the segment has, argument or int
@@ -207,6 +206,7 @@ typedef struct an_ctx {
      * their occurrence among the segment's ops of that line and op. */
     an_map dimvar;                /* an_dim_key -> index into dv */
     struct an_dimrange { int64_t lo, hi; } *dv; int64_t ndv, capdv;
+    jn_db_site *dbsites; int ndbsites, dbsites_loaded; /* the store's call sites, read at first use */
 } an_ctx;
 
 typedef struct an_tid {

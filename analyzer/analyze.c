@@ -21,13 +21,13 @@
  * same IR text.  Groups that cannot be captured faithfully are left out
  * with a reason (jn_an_uncaptured) rather than emitted wrong.
  */
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "an_internal.h"
+#include "jn_settings.h"
 
 /* ------------------------------------------------------------ reasons */
 static _Thread_local char **reasons;
@@ -67,24 +67,20 @@ void an_use_site(an_ctx *c, int64_t site) {
     if (site > 0) an_map_get(&c->sites, (uint64_t)site, 0, NULL);
 }
 
-static sqlite3_stmt *site_stmt(an_ctx *c) {
-    if (!c->site_st)
-        sqlite3_prepare_v2(jn_db_handle(c->db), "SELECT file, line, func FROM callsites WHERE id = ?1", -1, &c->site_st,
-                           NULL);
-    return c->site_st;
+/* A call site of the store (NULL = unknown); the table is read once, at
+ * the first lookup, inside the analysis's read transaction. */
+static const jn_db_site *site_row(an_ctx *c, int64_t site) {
+    if (!c->dbsites_loaded) {
+        c->dbsites_loaded = 1;
+        if (jn_db_sites(c->db, &c->dbsites, &c->ndbsites)) c->ndbsites = 0; /* names only: "an unknown line" */
+    }
+    return jn_db_site_find(c->dbsites, c->ndbsites, site);
 }
 
 const char *an_site_str(an_ctx *c, int64_t site, char *buf, size_t n) {
     snprintf(buf, n, "an unknown line");
-    sqlite3_stmt *st = site_stmt(c);
-    if (!st || site <= 0) return buf;
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, site);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        const char *f = (const char *)sqlite3_column_text(st, 0);
-        snprintf(buf, n, "%s:%lld", f ? f : "?", (long long)sqlite3_column_int64(st, 1));
-    }
-    sqlite3_reset(st);
+    const jn_db_site *r = site > 0 ? site_row(c, site) : NULL;
+    if (r) snprintf(buf, n, "%s:%d", r->file, r->line);
     return buf;
 }
 
@@ -101,22 +97,10 @@ static jn_status add_sites(an_ctx *c) {
     for (size_t i = 0; i < c->sites.cap; i++)
         if (c->sites.used[i]) ids[n++] = (int64_t)c->sites.k[i];
     qsort(ids, (size_t)n, sizeof *ids, cmp_i64);
-    sqlite3_stmt *st = site_stmt(c);
     jn_status s = JN_OK;
     for (int64_t i = 0; i < n && !s; i++) {
-        const char *file = "?", *func = "?";
-        int line = 0;
-        if (st) {
-            sqlite3_reset(st);
-            sqlite3_bind_int64(st, 1, ids[i]);
-            if (sqlite3_step(st) == SQLITE_ROW) {
-                if (sqlite3_column_text(st, 0)) file = (const char *)sqlite3_column_text(st, 0);
-                line = sqlite3_column_int(st, 1);
-                if (sqlite3_column_text(st, 2)) func = (const char *)sqlite3_column_text(st, 2);
-            }
-        }
-        s = jn_ir_site_add(c->m, ids[i], file, line, func);
-        if (st) sqlite3_reset(st);
+        const jn_db_site *r = site_row(c, ids[i]);
+        s = jn_ir_site_add(c->m, ids[i], r ? r->file : "?", r ? r->line : 0, r ? r->func : "?");
     }
     free(ids);
     return s;
@@ -201,8 +185,9 @@ static jn_status build_group(an_ctx *c, an_group *grp, int32_t *ngroups) {
         s[k].group = *ngroups;
         /* JANUS_AN_SELFCHECK=all: every graph proves itself against its
          * exemplars (loop graphs always do, in align.c); for tests and fuzzing */
-        const char *w = NULL, *all = getenv("JANUS_AN_SELFCHECK");
-        st = an_generalize_checked(c, &s[k], grp, g, all && !strcmp(all, "all") ? &w : NULL);
+        const char *w = NULL, *all = "";
+        if ((st = jn_setting_str(JN_S_AN_SELFCHECK, &all)) != JN_OK) break;
+        st = an_generalize_checked(c, &s[k], grp, g, !strcmp(all, "all") ? &w : NULL);
         if (!st && w)
             st = jn_error(JN_ERR_RUNTIME, "analyzer: internal error: graph %s does not reproduce its recorded "
                           "segments (%s); please report this with the trace store", g->name ? g->name : "?", w);
@@ -252,7 +237,7 @@ static void ctx_free(an_ctx *c) {
     an_map_free(&c->sites);
     an_map_free(&c->dimvar);
     free(c->dv);
-    sqlite3_finalize(c->site_st);
+    jn_db_sites_free(c->dbsites, c->ndbsites);
 }
 
 static double now(void) {
@@ -278,11 +263,9 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     c.st = stats;
     jn_status s = JN_OK;
     int64_t *runs = NULL, nruns = 0;
-    sqlite3 *h = jn_db_handle(db);
     /* one read transaction: every table seen at the same commit, even while
      * a recorder appends */
-    sqlite3_exec(h, "BEGIN", NULL, NULL, NULL);
-    if (!(s = an_run_ids(&c, &runs, &nruns)))
+    if (!(s = jn_db_read_begin(db)) && !(s = an_run_ids(&c, &runs, &nruns)))
         for (int64_t i = 0; i < nruns && !s; i++) s = read_run(&c, runs[i]);
     free(runs);
     stats->exemplars = c.nex;
@@ -312,7 +295,7 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
         for (int32_t k = 0; k < c.m->ngraphs; k++) stats->loops += c.m->graphs[k]->nloops;
     }
     if (!s) s = add_sites(&c);
-    sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+    jn_db_read_end(db);
     if (!s && (s = jn_ir_verify_module(c.m))) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", jn_errmsg());

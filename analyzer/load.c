@@ -11,7 +11,6 @@
  * attribute kinds, dtype and device codes), so the later passes can trust
  * it; anything wrong is reported as "run R, step S: trace chunk is corrupt".
  */
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,102 +27,73 @@ jn_status an_corrupt(an_ctx *c, const char *fmt, ...) {
                     "delete this step", (long long)c->run, (long long)c->step, detail);
 }
 
-static jn_status sql_fail(an_ctx *c, const char *what) {
-    return jn_error(JN_ERR_IO, "analyzer: cannot read %s from the trace store (%s); is it written by a newer janus?",
-                    what, sqlite3_errmsg(jn_db_handle(c->db)));
-}
-
-/* Column 0 of every row of a one-int64-column query with one bound int. */
-static jn_status int_list(an_ctx *c, const char *sql, int64_t arg, const char *what, int64_t **out, int64_t *n) {
-    sqlite3_stmt *st = NULL;
-    *out = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(jn_db_handle(c->db), sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, what);
-    sqlite3_bind_int64(st, 1, arg);
-    int64_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (an_grow(out, &cap, *n + 1, sizeof **out)) {
-            sqlite3_finalize(st);
-            return JN_ERR_NOMEM;
-        }
-        (*out)[(*n)++] = sqlite3_column_int64(st, 0);
-    }
-    jn_status s = rc == SQLITE_DONE ? JN_OK : sql_fail(c, what);
-    sqlite3_finalize(st);
-    return s;
-}
-
 jn_status an_run_ids(an_ctx *c, int64_t **ids, int64_t *n) {
-    jn_status s = int_list(c, "SELECT id FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id", c->opt ? c->opt->run_id : 0,
-                           "the runs", ids, n);
-    if (!s && c->opt && c->opt->run_id && !*n) {
-        free(*ids);
-        *ids = NULL;
-        return jn_error(JN_ERR_VALUE, "the trace store has no run %lld; `janus inspect` lists its runs",
-                        (long long)c->opt->run_id);
-    }
+    int64_t only = c->opt ? c->opt->run_id : 0;
+    jn_db_run_row *runs = NULL;
+    int nruns = 0;
+    *ids = NULL;
+    *n = 0;
+    jn_status s = jn_db_runs(c->db, only, &runs, &nruns);
+    if (s) return s;
+    if (only && !nruns)
+        return jn_error(JN_ERR_VALUE, "the trace store has no run %lld; `janus inspect` lists its runs", (long long)only);
+    if (nruns && !(*ids = malloc(sizeof **ids * (size_t)nruns))) s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    for (int i = 0; !s && i < nruns; i++) (*ids)[(*n)++] = runs[i].id;
+    jn_db_runs_free(runs, nruns);
     return s;
 }
 
 jn_status an_step_ids(an_ctx *c, int64_t **steps, int64_t *n) {
-    return int_list(c, "SELECT step FROM steps WHERE run_id = ?1 ORDER BY step", c->run, "the steps", steps, n);
+    jn_db_step_row *rows = NULL;
+    int nrows = 0;
+    *steps = NULL;
+    *n = 0;
+    jn_status s = jn_db_steps(c->db, c->run, &rows, &nrows);
+    if (s) return s;
+    if (nrows && !(*steps = malloc(sizeof **steps * (size_t)nrows)))
+        s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    for (int i = 0; !s && i < nrows; i++) (*steps)[(*n)++] = rows[i].step;
+    jn_db_steps_free(rows, nrows);
+    return s;
 }
 
 jn_status an_load_optable(an_ctx *c) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(jn_db_handle(c->db),
-                           "SELECT r.optable_hash, o.ops FROM runs r LEFT JOIN optables o ON o.hash = r.optable_hash "
-                           "WHERE r.id = ?1", -1, &st, NULL) != SQLITE_OK)
-        return sql_fail(c, "the run's op table");
-    sqlite3_bind_int64(st, 1, c->run);
-    jn_status s = JN_OK;
+    jn_db_op_row *rows = NULL;
+    int nrows = 0;
     free(c->opmap);
     c->opmap = NULL;
     c->nopmap = 0;
-    if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_text(st, 1)) {
+    jn_status s = jn_db_run_optable(c->db, c->run, &rows, &nrows);
+    if (s) return s;
+    if (!nrows) {
         s = jn_error(JN_ERR_VALUE, "run %lld has no op table in the trace store (it is damaged); re-record the run "
                      "with this janus", (long long)c->run);
         goto done;
     }
-    const char *text = (const char *)sqlite3_column_text(st, 1);
-    int64_t cap = 0;
-    const char *p = text;
-    while (*p) {
-        const char *eol = strchr(p, '\n');
-        size_t len = eol ? (size_t)(eol - p) : strlen(p);
-        if (len) {
-            size_t nl = strcspn(p, " \n");
-            if (nl > len) nl = len;
-            char name[64], schema[256];
-            snprintf(name, sizeof name, "%.*s", (int)(nl < 63 ? nl : 63), p);
-            const char *sp = p + nl + (nl < len ? 1 : 0);
-            size_t sl = (size_t)(p + len - sp);
-            snprintf(schema, sizeof schema, "%.*s", (int)(sl < 255 ? sl : 255), sp);
-            if (an_grow(&c->opmap, &cap, c->nopmap + 1, sizeof *c->opmap)) {
-                s = JN_ERR_NOMEM;
-                goto done;
-            }
-            int op = jn_op_lookup(name);
-            if (op < 0) {
-                s = jn_error(JN_ERR_VALUE, "run %lld was recorded by a janus with op '%s', which this janus does not "
-                             "have; re-record the run with this janus (or optimize it with the janus that "
-                             "recorded it)", (long long)c->run, name);
-                goto done;
-            }
-            const char *mine = jn_op_info((jn_op)op)->schema;
-            if (strcmp(mine ? mine : "", schema)) {
-                s = jn_error(JN_ERR_VALUE, "run %lld: op '%s' has attributes '%s' in the recording but '%s' in this "
-                             "janus; re-record the run with this janus", (long long)c->run, name, schema,
-                             mine ? mine : "");
-                goto done;
-            }
-            c->opmap[c->nopmap++] = (int16_t)op;
+    if (!(c->opmap = malloc(sizeof *c->opmap * (size_t)nrows))) {
+        s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nrows; i++) {
+        const char *name = rows[i].name, *schema = rows[i].schema;
+        int op = jn_op_lookup(name);
+        if (op < 0) {
+            s = jn_error(JN_ERR_VALUE, "run %lld was recorded by a janus with op '%s', which this janus does not "
+                         "have; re-record the run with this janus (or optimize it with the janus that "
+                         "recorded it)", (long long)c->run, name);
+            goto done;
         }
-        p = eol ? eol + 1 : p + len;
+        const char *mine = jn_op_info((jn_op)op)->schema;
+        if (strcmp(mine ? mine : "", schema)) {
+            s = jn_error(JN_ERR_VALUE, "run %lld: op '%s' has attributes '%s' in the recording but '%s' in this "
+                         "janus; re-record the run with this janus", (long long)c->run, name, schema,
+                         mine ? mine : "");
+            goto done;
+        }
+        c->opmap[c->nopmap++] = (int16_t)op;
     }
 done:
-    sqlite3_finalize(st);
+    jn_db_run_optable_free(rows, nrows);
     return s;
 }
 

@@ -28,9 +28,13 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# os.environ, not janus's settings table (janus._C._setting_value): JANUS_BUILD_DIR is a
+# BUILD row, read before janus can be imported -- it says which build to use
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
 
+# The child finds janus through JANUS_BENCH_PY (a BENCH row read with
+# os.environ: it is where janus is, so janus's settings table cannot read it).
 SCRIPT = """\
 import os, sys
 sys.path.insert(0, os.environ["JANUS_BENCH_PY"])

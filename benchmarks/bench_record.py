@@ -25,6 +25,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# os.environ, not janus's settings table (janus._C._setting_value): JANUS_BUILD_DIR is a
+# BUILD row, read before janus can be imported -- it says which build to use
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
 

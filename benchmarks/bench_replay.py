@@ -40,6 +40,8 @@ sys.path.insert(0, HERE)
 import bench_train as bt  # noqa: E402
 from replay_env import child_env  # noqa: E402
 
+# os.environ, not janus's settings table (janus._C._setting_value): JANUS_BUILD_DIR is a
+# BUILD row, read before janus can be imported -- it says which build to use
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
 
@@ -54,7 +56,9 @@ QUALITY = re.compile(r"test accuracy ([\d.]+)%|validation ([\d.]+) bits/char")
 # on its PYTHONPATH.  Not wait4's ru_maxrss: a process forked from this one
 # inherits this process's high-water mark (Linux keeps it across exec), so
 # every child would report at least this benchmark's own RSS -- torch and
-# the datasets loaded here -- and replay and eager would look alike.
+# the datasets loaded here -- and replay and eager would look alike.  It
+# reads JANUS_BENCH_PEAK_OUT (a BENCH row) with os.environ: it runs at
+# interpreter start, before janus (and its settings table) is imported.
 PEAK_SITE = """import atexit, os, resource
 def _janus_bench_peak():
     path = os.environ.get("JANUS_BENCH_PEAK_OUT")

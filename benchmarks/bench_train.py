@@ -38,7 +38,7 @@ import janus  # noqa: E402
 import janus.nn as jnn  # noqa: E402
 
 try:
-    if os.environ.get("JANUS_BENCH_NO_TORCH"):  # replay_step.py: janus only
+    if janus._C._setting_value("JANUS_BENCH_NO_TORCH"):  # replay_step.py: janus only
         raise ImportError
     import torch
     import torch.nn as tnn
@@ -148,7 +148,7 @@ def openblas_only(step):
 
 def unfused(step):
     """step with janus's fused ops switched off (module flags, read per call)."""
-    import janus.nn.modules as modules
+    import janus.nn.modules.rnn as modules
     import janus.optim.adam as adam
     import janus.optim.sgd as sgd
 

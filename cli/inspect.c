@@ -10,9 +10,11 @@
  * analyzer's graphs instead (jn_cli_dump_graphs in optimize.c).
  *
  * The store is opened read-only, so this works while another process is
- * still recording into it (WAL readers see the last committed step) and on
- * a store whose last run was killed.  Most numbers come straight from the
- * plain summary tables; only the signature differences decode events.
+ * still recording into it (WAL readers see the last committed step), on a
+ * store whose last run was killed, and where nothing can be written (a
+ * read-only mount, another user's directory).  Every number comes from
+ * db/'s read functions (jn_db.h, "reading"), all inside one read
+ * transaction; only the signature differences decode events.
  * A run of `janus replay` (schema v3: kind 'replay' or 'eager') shows its
  * counters instead of steps: hit rate, per graph hits, misses and seconds,
  * and the most frequent misses with guard, site, reason and value seen.
@@ -22,7 +24,6 @@
  */
 #include <math.h>
 #include <stdarg.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -57,41 +58,31 @@ static const char *sync_name(int k) { return k >= 1 && k <= 6 ? sync_names[k] : 
 static const char *dec_name(int k) { return k == JN_DEC_BRANCH ? "branch" : k == JN_DEC_LOOP ? "loop" : "?"; }
 
 typedef struct {
-    sqlite3 *h;
+    jn_db *db;
     const char *path;
     int json;
     jn_cli_json j;
-    int failed;               /* an SQL error was reported */
-    sqlite3_stmt *cs_stmt;    /* call site lookup */
+    int failed;               /* a read failed and was reported */
+    jn_db_site *sites;        /* every call site, loaded at first use */
+    int nsites, sites_loaded;
 } ctx;
 
-static sqlite3_stmt *prep(ctx *c, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->h, sql, -1, &st, NULL) != SQLITE_OK) {
-        if (!c->failed)
-            fprintf(stderr, "janus inspect: %s: cannot read the store (%s); is it written by a newer janus?\n",
-                    c->path, sqlite3_errmsg(c->h));
-        c->failed = 1;
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
+/* Say why a read failed (the first time) and stop after this run. */
+static void failed(ctx *c) {
+    if (!c->failed) fprintf(stderr, "janus inspect: %s\n", jn_errmsg());
+    c->failed = 1;
 }
 
 /* "file:line func" of a call site id (buf >= 512). */
 static const char *callsite(ctx *c, int64_t id, char *buf, size_t n) {
     snprintf(buf, n, "?");
     if (id <= 0) return buf;
-    if (!c->cs_stmt) c->cs_stmt = prep(c, "SELECT file, line, func FROM callsites WHERE id=?1");
-    if (!c->cs_stmt) return buf;
-    sqlite3_reset(c->cs_stmt);
-    sqlite3_bind_int64(c->cs_stmt, 1, id);
-    if (sqlite3_step(c->cs_stmt) == SQLITE_ROW) {
-        const unsigned char *f = sqlite3_column_text(c->cs_stmt, 0);
-        const unsigned char *fn = sqlite3_column_text(c->cs_stmt, 2);
-        snprintf(buf, n, "%s:%lld %s", f ? (const char *)f : "?",
-                 (long long)sqlite3_column_int64(c->cs_stmt, 1), fn ? (const char *)fn : "?");
+    if (!c->sites_loaded) {
+        c->sites_loaded = 1;
+        if (jn_db_sites(c->db, &c->sites, &c->nsites) != JN_OK) failed(c);
     }
+    const jn_db_site *site = jn_db_site_find(c->sites, c->nsites, id);
+    if (site) snprintf(buf, n, "%s:%d %s", site->file, site->line, site->func);
     return buf;
 }
 
@@ -118,49 +109,36 @@ typedef struct {
     int n;
 } optable;
 
-/* Parse "name schema\n" rows; schema is "a:f=1,b:L". */
+/* The run's op table with each schema ("a:f=1,b:L") split into attribute
+ * names and kinds; empty when the store has none. */
 static void optable_load(ctx *c, int64_t run, optable *t) {
     t->ops = NULL;
     t->n = 0;
-    sqlite3_stmt *st = prep(c, "SELECT o.ops FROM optables o JOIN runs r ON r.optable_hash = o.hash WHERE r.id=?1");
-    if (!st) return;
-    sqlite3_bind_int64(st, 1, run);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-        const char *s = (const char *)sqlite3_column_text(st, 0);
-        int cap = 0;
-        while (*s) {
-            const char *eol = strchr(s, '\n');
-            size_t len = eol ? (size_t)(eol - s) : strlen(s);
-            if (t->n == cap) {
-                cap = cap ? cap * 2 : 256;
-                opdesc *p = realloc(t->ops, (size_t)cap * sizeof *p);
-                if (!p) break;
-                t->ops = p;
+    jn_db_op_row *rows = NULL;
+    int nrows = 0;
+    if (jn_db_run_optable(c->db, run, &rows, &nrows) != JN_OK) {
+        failed(c);
+        return;
+    }
+    int n = nrows && (t->ops = calloc((size_t)nrows, sizeof *t->ops)) ? nrows : 0;
+    for (int i = 0; i < n; i++) {
+        opdesc *o = &t->ops[t->n++];
+        snprintf(o->name, sizeof o->name, "%s", rows[i].name);
+        const char *p = rows[i].schema, *end = p + strlen(p);
+        while (p < end && o->nattrs < JN_MAX_ATTRS) {
+            const char *comma = memchr(p, ',', (size_t)(end - p));
+            const char *ae = comma ? comma : end;
+            const char *colon = memchr(p, ':', (size_t)(ae - p));
+            if (colon) {
+                size_t an = (size_t)(colon - p);
+                snprintf(o->attr_name[o->nattrs], 24, "%.*s", (int)(an < 23 ? an : 23), p);
+                o->attr_kind[o->nattrs] = colon + 1 < ae ? colon[1] : 'i';
+                o->nattrs++;
             }
-            opdesc *o = &t->ops[t->n++];
-            memset(o, 0, sizeof *o);
-            size_t nl = strcspn(s, " \n");
-            if (nl > len) nl = len;
-            snprintf(o->name, sizeof o->name, "%.*s", (int)(nl < 63 ? nl : 63), s);
-            const char *p = s + nl;
-            const char *end = s + len;
-            if (p < end && *p == ' ') p++;
-            while (p < end && o->nattrs < JN_MAX_ATTRS) {
-                const char *comma = memchr(p, ',', (size_t)(end - p));
-                const char *ae = comma ? comma : end;
-                const char *colon = memchr(p, ':', (size_t)(ae - p));
-                if (colon) {
-                    size_t an = (size_t)(colon - p);
-                    snprintf(o->attr_name[o->nattrs], 24, "%.*s", (int)(an < 23 ? an : 23), p);
-                    o->attr_kind[o->nattrs] = colon + 1 < ae ? colon[1] : 'i';
-                    o->nattrs++;
-                }
-                p = comma ? comma + 1 : end;
-            }
-            s = eol ? eol + 1 : s + len;
+            p = comma ? comma + 1 : end;
         }
     }
-    sqlite3_finalize(st);
+    jn_db_run_optable_free(rows, nrows);
 }
 
 static const char *op_name(const optable *t, uint32_t op, char *buf) {
@@ -465,194 +443,144 @@ static void print_argv(const char *json) {
     free(out);
 }
 
-/* 'record', 'replay' or 'eager' (column 12; stores before v3 hold records only). */
-static const char *run_kind(sqlite3_stmt *r) {
-    const char *k = (const char *)sqlite3_column_text(r, 12);
-    return k && *k ? k : "record";
-}
-
-static void print_run_header(ctx *c, sqlite3_stmt *r, int64_t nsteps) {
-    char t1[32], t2[32], n[32];
-    int64_t id = sqlite3_column_int64(r, 0);
-    const char *argv = (const char *)sqlite3_column_text(r, 1);
-    double started = sqlite3_column_double(r, 3), ended = sqlite3_column_double(r, 4);
-    const char *status = (const char *)sqlite3_column_text(r, 6);
-    const char *kind = run_kind(r);
+static void print_run_header(ctx *c, const jn_db_run_row *r) {
+    char t1[32], t2[32];
     if (c->json) {
         jn_cli_json *j = &c->j;
-        jn_cli_json_key(j, "id"); jn_cli_json_int(j, id);
+        jn_cli_json_key(j, "id"); jn_cli_json_int(j, r->id);
         jn_cli_json_key(j, "argv");
         /* argv is stored as JSON already; splice it in verbatim when it looks like an array. */
-        size_t al = argv ? strlen(argv) : 0;
-        if (al >= 2 && argv[0] == '[' && argv[al - 1] == ']') {
-            jn_cli_json_raw(j, argv);
+        size_t al = r->argv_json ? strlen(r->argv_json) : 0;
+        if (al >= 2 && r->argv_json[0] == '[' && r->argv_json[al - 1] == ']') {
+            jn_cli_json_raw(j, r->argv_json);
         } else {
-            jn_cli_json_str(j, argv);
+            jn_cli_json_str(j, r->argv_json);
         }
-        jn_cli_json_key(j, "cwd"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 2));
-        jn_cli_json_key(j, "started"); jn_cli_json_num(j, started);
-        jn_cli_json_key(j, "ended");
-        if (sqlite3_column_type(r, 4) == SQLITE_NULL) jn_cli_json_null(j); else jn_cli_json_num(j, ended);
+        jn_cli_json_key(j, "cwd"); jn_cli_json_str(j, r->cwd);
+        jn_cli_json_key(j, "started"); jn_cli_json_num(j, r->started);
+        jn_cli_json_key(j, "ended"); jn_cli_json_num(j, r->ended); /* NaN (still running) -> null */
         jn_cli_json_key(j, "exit_status");
-        if (sqlite3_column_type(r, 5) == SQLITE_NULL) jn_cli_json_null(j);
-        else jn_cli_json_int(j, sqlite3_column_int64(r, 5));
-        jn_cli_json_key(j, "status"); jn_cli_json_str(j, status ? status : "running");
-        jn_cli_json_key(j, "python_version"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 7));
-        jn_cli_json_key(j, "janus_version"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 8));
-        jn_cli_json_key(j, "hostname"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 9));
-        jn_cli_json_key(j, "device"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 10));
-        jn_cli_json_key(j, "optable_hash"); jn_cli_json_str(j, (const char *)sqlite3_column_text(r, 11));
-        jn_cli_json_key(j, "kind"); jn_cli_json_str(j, kind);
+        if (!r->has_exit_status) jn_cli_json_null(j);
+        else jn_cli_json_int(j, r->exit_status);
+        jn_cli_json_key(j, "status"); jn_cli_json_str(j, r->status ? r->status : "running");
+        jn_cli_json_key(j, "python_version"); jn_cli_json_str(j, r->python_version);
+        jn_cli_json_key(j, "janus_version"); jn_cli_json_str(j, r->janus_version);
+        jn_cli_json_key(j, "hostname"); jn_cli_json_str(j, r->hostname);
+        jn_cli_json_key(j, "device"); jn_cli_json_str(j, r->device);
+        jn_cli_json_key(j, "optable_hash"); jn_cli_json_str(j, r->optable_hash);
+        jn_cli_json_key(j, "kind"); jn_cli_json_str(j, r->kind);
         jn_cli_json_key(j, "bundle_id");
-        if (sqlite3_column_type(r, 13) == SQLITE_NULL) jn_cli_json_null(j);
-        else jn_cli_json_int(j, sqlite3_column_int64(r, 13));
+        if (!r->bundle_id) jn_cli_json_null(j);
+        else jn_cli_json_int(j, r->bundle_id);
         return;
     }
-    printf("run %lld  ", (long long)id);
-    if (strcmp(kind, "record")) {
-        printf("[%s", kind);
-        if (sqlite3_column_type(r, 13) != SQLITE_NULL) printf(" of bundle %lld", (long long)sqlite3_column_int64(r, 13));
+    printf("run %lld  ", (long long)r->id);
+    if (strcmp(r->kind, "record")) {
+        printf("[%s", r->kind);
+        if (r->bundle_id) printf(" of bundle %lld", (long long)r->bundle_id);
         printf("]  ");
     }
-    printf("%s", status && status[0] ? status : "running (or ended without closing)");
-    if (sqlite3_column_type(r, 5) != SQLITE_NULL) printf(" (exit %lld)", (long long)sqlite3_column_int64(r, 5));
+    printf("%s", r->status && r->status[0] ? r->status : "running (or ended without closing)");
+    if (r->has_exit_status) printf(" (exit %lld)", (long long)r->exit_status);
     printf("  ");
-    print_argv(argv);
+    print_argv(r->argv_json);
     printf("\n");
-    printf("  started %s", fmt_time(started, t1));
-    if (sqlite3_column_type(r, 4) != SQLITE_NULL)
-        printf("  ended %s  (%.1f s)", fmt_time(ended, t2), ended - started);
-    const char *py = (const char *)sqlite3_column_text(r, 7);
-    printf("\n  cwd %s  host %s  python %s  janus %s\n", sqlite3_column_text(r, 2) ? (const char *)sqlite3_column_text(r, 2) : "",
-           sqlite3_column_text(r, 9) ? (const char *)sqlite3_column_text(r, 9) : "",
-           py && py[0] ? py : "-", sqlite3_column_text(r, 8) ? (const char *)sqlite3_column_text(r, 8) : "");
-    (void)n;
-    (void)nsteps;
+    printf("  started %s", fmt_time(r->started, t1));
+    if (!isnan(r->ended)) printf("  ended %s  (%.1f s)", fmt_time(r->ended, t2), r->ended - r->started);
+    const char *py = r->python_version;
+    printf("\n  cwd %s  host %s  python %s  janus %s\n", r->cwd ? r->cwd : "", r->hostname ? r->hostname : "",
+           py && py[0] ? py : "-", r->janus_version ? r->janus_version : "");
 }
 
 static void run_steps(ctx *c, int64_t run) {
     char a[32], b[32];
-    sqlite3_stmt *st = prep(c, "SELECT count(*), coalesce(sum(n_ops),0), coalesce(sum(n_syncs),0), "
-                               "coalesce(sum(duration),0) FROM steps WHERE run_id=?1");
-    if (!st) return;
-    sqlite3_bind_int64(st, 1, run);
-    int64_t n = 0, ops = 0, syncs = 0;
-    double dur = 0;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        n = sqlite3_column_int64(st, 0);
-        ops = sqlite3_column_int64(st, 1);
-        syncs = sqlite3_column_int64(st, 2);
-        dur = sqlite3_column_double(st, 3);
+    jn_db_run_totals t;
+    jn_db_count *k = NULL;
+    int nk = 0;
+    if (jn_db_totals(c->db, run, &t) != JN_OK || jn_db_step_kinds(c->db, run, &k, &nk) != JN_OK) {
+        failed(c);
+        return;
     }
-    sqlite3_finalize(st);
-    sqlite3_stmt *k = prep(c, "SELECT kind, count(*) FROM steps WHERE run_id=?1 GROUP BY kind ORDER BY 2 DESC");
-    if (!k) return;
-    sqlite3_bind_int64(k, 1, run);
     if (c->json) {
         jn_cli_json *j = &c->j;
-        jn_cli_json_key(j, "steps"); jn_cli_json_int(j, n);
-        jn_cli_json_key(j, "ops"); jn_cli_json_int(j, ops);
-        jn_cli_json_key(j, "syncs"); jn_cli_json_int(j, syncs);
-        jn_cli_json_key(j, "step_seconds"); jn_cli_json_num(j, dur);
+        jn_cli_json_key(j, "steps"); jn_cli_json_int(j, t.steps);
+        jn_cli_json_key(j, "ops"); jn_cli_json_int(j, t.ops);
+        jn_cli_json_key(j, "syncs"); jn_cli_json_int(j, t.syncs);
+        jn_cli_json_key(j, "step_seconds"); jn_cli_json_num(j, t.seconds);
         jn_cli_json_key(j, "step_kinds"); jn_cli_json_obj(j);
-        while (sqlite3_step(k) == SQLITE_ROW) {
-            jn_cli_json_key(j, sqlite3_column_text(k, 0) ? (const char *)sqlite3_column_text(k, 0) : "");
-            jn_cli_json_int(j, sqlite3_column_int64(k, 1));
+        for (int i = 0; i < nk; i++) {
+            jn_cli_json_key(j, k[i].name);
+            jn_cli_json_int(j, k[i].count);
         }
         jn_cli_json_end(j, '}');
     } else {
-        printf("  steps: %s (", jn_cli_commas(n, a));
-        int first = 1;
-        while (sqlite3_step(k) == SQLITE_ROW) {
-            printf("%s%s %s", first ? "" : ", ", sqlite3_column_text(k, 0) ? (const char *)sqlite3_column_text(k, 0) : "?",
-                   jn_cli_commas(sqlite3_column_int64(k, 1), b));
-            first = 0;
-        }
-        printf("%s), %s ops, %s sync points", first ? "none" : "", jn_cli_commas(ops, a), jn_cli_commas(syncs, b));
-        if (n > 0) printf(", %.2f ms/step", dur * 1e3 / (double)n);
+        printf("  steps: %s (", jn_cli_commas(t.steps, a));
+        for (int i = 0; i < nk; i++) printf("%s%s %s", i ? ", " : "", k[i].name, jn_cli_commas(k[i].count, b));
+        printf("%s), %s ops, %s sync points", nk ? "" : "none", jn_cli_commas(t.ops, a), jn_cli_commas(t.syncs, b));
+        if (t.steps > 0) printf(", %.2f ms/step", t.seconds * 1e3 / (double)t.steps);
         printf("\n");
     }
-    sqlite3_finalize(k);
+    jn_db_counts_free(k, nk);
 }
 
 static void run_ops(ctx *c, int64_t run) {
     char a[32];
-    sqlite3_stmt *st = prep(c, "SELECT op, sum(count) FROM op_counts WHERE run_id=?1 GROUP BY op ORDER BY 2 DESC, 1");
-    if (!st) return;
-    sqlite3_bind_int64(st, 1, run);
+    jn_db_count *h = NULL;
+    int n = 0;
+    if (jn_db_op_histogram(c->db, run, &h, &n) != JN_OK) {
+        failed(c);
+        return;
+    }
     if (c->json) {
         jn_cli_json_key(&c->j, "op_histogram");
         jn_cli_json_obj(&c->j);
+        for (int i = 0; i < n; i++) {
+            jn_cli_json_key(&c->j, h[i].name);
+            jn_cli_json_int(&c->j, h[i].count);
+        }
+        jn_cli_json_end(&c->j, '}');
     } else {
         printf("  op histogram:\n");
-    }
-    int i = 0, more = 0;
-    int64_t rest = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *op = sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "?";
-        int64_t cnt = sqlite3_column_int64(st, 1);
-        if (c->json) {
-            jn_cli_json_key(&c->j, op);
-            jn_cli_json_int(&c->j, cnt);
-        } else if (i < 15) {
-            printf("    %-24s %12s\n", op, jn_cli_commas(cnt, a));
-        } else {
-            more++;
-            rest += cnt;
+        int64_t rest = 0;
+        for (int i = 0; i < n; i++) {
+            if (i < 15) printf("    %-24s %12s\n", h[i].name, jn_cli_commas(h[i].count, a));
+            else rest += h[i].count;
         }
-        i++;
+        if (n > 15) printf("    (%d more ops, %s calls)\n", n - 15, jn_cli_commas(rest, a));
+        else if (!n) printf("    (none)\n");
     }
-    if (c->json) jn_cli_json_end(&c->j, '}');
-    else if (more) printf("    (%d more ops, %s calls)\n", more, jn_cli_commas(rest, a));
-    else if (!i) printf("    (none)\n");
-    sqlite3_finalize(st);
-}
-
-/* A signature as 16 hex digits, whether the store keeps text or an integer. */
-static void sig_text(sqlite3_stmt *st, int col, char *buf) {
-    if (sqlite3_column_type(st, col) == SQLITE_INTEGER)
-        snprintf(buf, 24, "%016llx", (unsigned long long)sqlite3_column_int64(st, col));
-    else
-        snprintf(buf, 24, "%s", sqlite3_column_text(st, col) ? (const char *)sqlite3_column_text(st, col) : "?");
+    jn_db_counts_free(h, n);
 }
 
 static void run_signatures(ctx *c, jn_db *db, int64_t run) {
-    sqlite3_stmt *st = prep(c, "SELECT signature, count(*), min(step) FROM steps WHERE run_id=?1 "
-                               "GROUP BY signature ORDER BY 3");
-    if (!st) return;
-    sqlite3_bind_int64(st, 1, run);
-    int n = 0, cap = 0;
-    struct sig { char sig[24]; int64_t count, first; } *v = NULL;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            struct sig *p = realloc(v, (size_t)cap * sizeof *p);
-            if (!p) break;
-            v = p;
-        }
-        sig_text(st, 0, v[n].sig);
-        v[n].count = sqlite3_column_int64(st, 1);
-        v[n].first = sqlite3_column_int64(st, 2);
-        n++;
+    jn_db_signature *rows = NULL;
+    int n = 0;
+    if (jn_db_signatures(db, run, &rows, &n) != JN_OK) {
+        failed(c);
+        return;
     }
-    sqlite3_finalize(st);
+    /* as 16 hex digits, the way the store writes them */
+    char (*sig)[17] = calloc((size_t)n + 1, sizeof *sig);
+    if (!sig) n = 0;
+    for (int i = 0; i < n; i++) snprintf(sig[i], sizeof sig[i], "%016llx", (unsigned long long)rows[i].signature);
+    const jn_db_signature *v = rows;
     char a[32];
     if (c->json) {
         jn_cli_json_key(&c->j, "signatures");
         jn_cli_json_arr(&c->j);
         for (int i = 0; i < n; i++) {
             jn_cli_json_obj(&c->j);
-            jn_cli_json_key(&c->j, "signature"); jn_cli_json_str(&c->j, v[i].sig);
-            jn_cli_json_key(&c->j, "steps"); jn_cli_json_int(&c->j, v[i].count);
-            jn_cli_json_key(&c->j, "first_step"); jn_cli_json_int(&c->j, v[i].first);
+            jn_cli_json_key(&c->j, "signature"); jn_cli_json_str(&c->j, sig[i]);
+            jn_cli_json_key(&c->j, "steps"); jn_cli_json_int(&c->j, v[i].steps);
+            jn_cli_json_key(&c->j, "first_step"); jn_cli_json_int(&c->j, v[i].first_step);
             jn_cli_json_end(&c->j, '}');
         }
         jn_cli_json_end(&c->j, ']');
     } else {
         printf("  step signatures: %d distinct\n", n);
         for (int i = 0; i < n && i < 20; i++)
-            printf("    %-16s  %s step%s (first: step %lld)\n", v[i].sig,
-                   jn_cli_commas(v[i].count, a), v[i].count == 1 ? "" : "s", (long long)v[i].first);
+            printf("    %-16s  %s step%s (first: step %lld)\n", sig[i],
+                   jn_cli_commas(v[i].steps, a), v[i].steps == 1 ? "" : "s", (long long)v[i].first_step);
         if (n > 20) printf("    (%d more)\n", n - 20);
     }
 
@@ -669,8 +597,8 @@ static void run_signatures(ctx *c, jn_db *db, int64_t run) {
     for (int i = 0; i + 1 < n && shown < 20; i++, shown++) {
         sigdiff r;
         memset(&r, 0, sizeof r);
-        r.step_a = v[i].first;
-        r.step_b = v[i + 1].first;
+        r.step_a = v[i].first_step;
+        r.step_b = v[i + 1].first_step;
         /* The first structural difference explains a signature change best;
          * if there is none, the first difference of tensor metadata. */
         compare_steps(c, db, &t, run, 0, &r);
@@ -678,8 +606,8 @@ static void run_signatures(ctx *c, jn_db *db, int64_t run) {
         if (c->json) {
             jn_cli_json *j = &c->j;
             jn_cli_json_obj(j);
-            jn_cli_json_key(j, "signature_a"); jn_cli_json_str(j, v[i].sig);
-            jn_cli_json_key(j, "signature_b"); jn_cli_json_str(j, v[i + 1].sig);
+            jn_cli_json_key(j, "signature_a"); jn_cli_json_str(j, sig[i]);
+            jn_cli_json_key(j, "signature_b"); jn_cli_json_str(j, sig[i + 1]);
             jn_cli_json_key(j, "step_a"); jn_cli_json_int(j, r.step_a);
             jn_cli_json_key(j, "step_b"); jn_cli_json_int(j, r.step_b);
             jn_cli_json_key(j, "index");
@@ -708,74 +636,58 @@ static void run_signatures(ctx *c, jn_db *db, int64_t run) {
     if (c->json) jn_cli_json_end(&c->j, ']');
     else if (n - 1 > shown) printf("    (%d more pairs)\n", n - 1 - shown);
     free(t.ops);
-    free(v);
+    free(sig);
+    jn_db_signatures_free(rows, n);
 }
 
 static void run_syncs(ctx *c, int64_t run) {
     char site[512], a[32];
-    sqlite3_stmt *st = prep(c, "SELECT kind, callsite_id, count(*) FROM syncs WHERE run_id=?1 "
-                               "GROUP BY kind, callsite_id ORDER BY 3 DESC, 1, 2");
-    sqlite3_stmt *vals = prep(c, "SELECT value FROM syncs WHERE run_id=?1 AND kind=?2 AND callsite_id IS ?3 "
-                                 "ORDER BY step, seq LIMIT 5");
-    if (!st || !vals) {
-        sqlite3_finalize(st);
-        sqlite3_finalize(vals);
+    jn_db_sync_point *p = NULL;
+    int n = 0;
+    if (jn_db_sync_points(c->db, run, &p, &n) != JN_OK) {
+        failed(c);
         return;
     }
-    sqlite3_bind_int64(st, 1, run);
     if (c->json) {
         jn_cli_json_key(&c->j, "sync_points");
         jn_cli_json_arr(&c->j);
     } else {
         printf("  sync points:\n");
     }
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int kind = sqlite3_column_int(st, 0);
-        int64_t cs = sqlite3_column_int64(st, 1), cnt = sqlite3_column_int64(st, 2);
-        callsite(c, cs, site, sizeof site);
-        sqlite3_reset(vals);
-        sqlite3_bind_int64(vals, 1, run);
-        sqlite3_bind_int(vals, 2, kind);
-        if (sqlite3_column_type(st, 1) == SQLITE_NULL) sqlite3_bind_null(vals, 3);
-        else sqlite3_bind_int64(vals, 3, cs);
+    for (int i = 0; i < n; i++) {
+        callsite(c, p[i].callsite, site, sizeof site);
         if (c->json) {
             jn_cli_json *j = &c->j;
             jn_cli_json_obj(j);
-            jn_cli_json_key(j, "kind"); jn_cli_json_str(j, sync_name(kind));
+            jn_cli_json_key(j, "kind"); jn_cli_json_str(j, sync_name(p[i].kind));
             jn_cli_json_key(j, "callsite"); jn_cli_json_str(j, site);
-            jn_cli_json_key(j, "count"); jn_cli_json_int(j, cnt);
+            jn_cli_json_key(j, "count"); jn_cli_json_int(j, p[i].count);
             jn_cli_json_key(j, "values"); jn_cli_json_arr(j);
-            while (sqlite3_step(vals) == SQLITE_ROW) {
-                if (sqlite3_column_type(vals, 0) == SQLITE_NULL) jn_cli_json_null(j);
-                else jn_cli_json_num(j, sqlite3_column_double(vals, 0));
-            }
+            for (int k = 0; k < p[i].nvalues; k++) jn_cli_json_num(j, p[i].values[k]); /* NaN (none) -> null */
             jn_cli_json_end(j, ']');
             jn_cli_json_end(j, '}');
-        } else if (n < 20) {
-            printf("    %-8s %10s  at %s", sync_name(kind), jn_cli_commas(cnt, a), site);
+        } else if (i < 20) {
+            printf("    %-8s %10s  at %s", sync_name(p[i].kind), jn_cli_commas(p[i].count, a), site);
             int k = 0;
-            while (sqlite3_step(vals) == SQLITE_ROW) {
-                if (sqlite3_column_type(vals, 0) == SQLITE_NULL) continue;
-                printf("%s%.6g", k++ ? ", " : "  values ", sqlite3_column_double(vals, 0));
-            }
-            printf("%s\n", k && cnt > k ? ", ..." : "");
+            for (int v = 0; v < p[i].nvalues; v++)
+                if (!isnan(p[i].values[v])) printf("%s%.6g", k++ ? ", " : "  values ", p[i].values[v]);
+            printf("%s\n", k && p[i].count > k ? ", ..." : "");
         }
-        n++;
     }
     if (c->json) jn_cli_json_end(&c->j, ']');
     else if (!n) printf("    (none)\n");
     else if (n > 20) printf("    (%d more)\n", n - 20);
-    sqlite3_finalize(st);
-    sqlite3_finalize(vals);
+    jn_db_sync_points_free(p, n);
 }
 
 static void run_decisions(ctx *c, int64_t run) {
     char site[512], a[32];
-    sqlite3_stmt *st = prep(c, "SELECT callsite_id, kind, outcome, sum(count) FROM decisions WHERE run_id=?1 "
-                               "GROUP BY callsite_id, kind, outcome ORDER BY callsite_id, kind, outcome");
-    if (!st) return;
-    sqlite3_bind_int64(st, 1, run);
+    jn_db_decision *d = NULL;
+    int nd = 0;
+    if (jn_db_decision_counts(c->db, run, &d, &nd) != JN_OK) {
+        failed(c);
+        return;
+    }
     if (c->json) {
         jn_cli_json_key(&c->j, "decisions");
         jn_cli_json_arr(&c->j);
@@ -784,9 +696,9 @@ static void run_decisions(ctx *c, int64_t run) {
     }
     int64_t cur_cs = -1;
     int cur_kind = -1, open = 0, n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t cs = sqlite3_column_int64(st, 0), out = sqlite3_column_int64(st, 2), cnt = sqlite3_column_int64(st, 3);
-        int kind = sqlite3_column_int(st, 1);
+    for (int i = 0; i < nd; i++) {
+        int64_t cs = d[i].callsite, out = d[i].outcome, cnt = d[i].count;
+        int kind = d[i].kind;
         if (cs != cur_cs || kind != cur_kind) {
             if (open) {
                 if (c->json) { jn_cli_json_end(&c->j, ']'); jn_cli_json_end(&c->j, '}'); }
@@ -823,77 +735,47 @@ static void run_decisions(ctx *c, int64_t run) {
     }
     if (c->json) jn_cli_json_end(&c->j, ']');
     else if (!n) printf("    (none)\n");
-    sqlite3_finalize(st);
+    jn_db_decision_counts_free(d, nd);
 }
 
 static void run_shapes(ctx *c, int64_t run) {
     char site[512];
-    sqlite3_stmt *st = prep(c, "SELECT op, callsite_id, arg, dim, size FROM shapes WHERE run_id=?1 "
-                               "AND (op, callsite_id, arg, dim) IN (SELECT op, callsite_id, arg, dim FROM shapes "
-                               "WHERE run_id=?1 GROUP BY op, callsite_id, arg, dim HAVING count(DISTINCT size) > 1) "
-                               "GROUP BY op, callsite_id, arg, dim, size ORDER BY op, callsite_id, arg, dim, size");
-    if (!st) return;
-    sqlite3_bind_int64(st, 1, run);
+    jn_db_shape_var *v = NULL;
+    int n = 0;
+    if (jn_db_shape_variation(c->db, run, &v, &n) != JN_OK) {
+        failed(c);
+        return;
+    }
     if (c->json) {
         jn_cli_json_key(&c->j, "shape_variation");
         jn_cli_json_arr(&c->j);
     } else {
         printf("  shape variation:\n");
     }
-    char *cur_op = NULL;
-    int64_t cur_cs = -1;
-    int cur_arg = -1, cur_dim = -1, open = 0, n = 0, k = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *op = sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "?";
-        int64_t cs = sqlite3_column_int64(st, 1), size = sqlite3_column_int64(st, 4);
-        int arg = sqlite3_column_int(st, 2), dim = sqlite3_column_int(st, 3);
-        if (!cur_op || strcmp(op, cur_op) || cs != cur_cs || arg != cur_arg || dim != cur_dim) {
-            if (open) {
-                if (c->json) { jn_cli_json_end(&c->j, ']'); jn_cli_json_end(&c->j, '}'); }
-                else printf("\n");
-            }
-            free(cur_op);
-            cur_op = strdup(op);
-            cur_cs = cs; cur_arg = arg; cur_dim = dim;
-            open = 1;
-            n++;
-            k = 0;
-            callsite(c, cs, site, sizeof site);
-            if (c->json) {
-                jn_cli_json_obj(&c->j);
-                jn_cli_json_key(&c->j, "op"); jn_cli_json_str(&c->j, op);
-                jn_cli_json_key(&c->j, "callsite"); jn_cli_json_str(&c->j, site);
-                jn_cli_json_key(&c->j, "arg"); jn_cli_json_int(&c->j, arg);
-                jn_cli_json_key(&c->j, "dim"); jn_cli_json_int(&c->j, dim);
-                jn_cli_json_key(&c->j, "sizes"); jn_cli_json_arr(&c->j);
-            } else {
-                printf("    %s at %s, arg %d dim %d: sizes", op, site, arg, dim);
-            }
+    for (int i = 0; i < n; i++) {
+        callsite(c, v[i].callsite, site, sizeof site);
+        if (c->json) {
+            jn_cli_json_obj(&c->j);
+            jn_cli_json_key(&c->j, "op"); jn_cli_json_str(&c->j, v[i].op);
+            jn_cli_json_key(&c->j, "callsite"); jn_cli_json_str(&c->j, site);
+            jn_cli_json_key(&c->j, "arg"); jn_cli_json_int(&c->j, v[i].arg);
+            jn_cli_json_key(&c->j, "dim"); jn_cli_json_int(&c->j, v[i].dim);
+            jn_cli_json_key(&c->j, "sizes"); jn_cli_json_arr(&c->j);
+            for (int k = 0; k < v[i].nsizes; k++) jn_cli_json_int(&c->j, v[i].sizes[k]);
+            jn_cli_json_end(&c->j, ']');
+            jn_cli_json_end(&c->j, '}');
+        } else {
+            printf("    %s at %s, arg %d dim %d: sizes", v[i].op, site, v[i].arg, v[i].dim);
+            for (int k = 0; k < v[i].nsizes; k++) printf("%s%lld", k ? ", " : " ", (long long)v[i].sizes[k]);
+            printf("\n");
         }
-        if (c->json) jn_cli_json_int(&c->j, size);
-        else printf("%s%lld", k++ ? ", " : " ", (long long)size);
     }
-    if (open) {
-        if (c->json) { jn_cli_json_end(&c->j, ']'); jn_cli_json_end(&c->j, '}'); }
-        else printf("\n");
-    }
-    free(cur_op);
     if (c->json) jn_cli_json_end(&c->j, ']');
     else if (!n) printf("    (none: every op saw the same shapes)\n");
-    sqlite3_finalize(st);
+    jn_db_shape_variation_free(v, n);
 }
 
 /* ---------------------------------------------------------------- replay */
-
-static int run_has_steps(ctx *c, int64_t run) {
-    sqlite3_stmt *st = prep(c, "SELECT EXISTS(SELECT 1 FROM steps WHERE run_id=?1)");
-    int has = 0;
-    if (!st) return 0;
-    sqlite3_bind_int64(st, 1, run);
-    if (sqlite3_step(st) == SQLITE_ROW) has = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return has;
-}
 
 /* The counters a `janus replay` run stored: totals, per graph, and the
  * misses by frequency (text: the 10 most frequent). */
@@ -902,8 +784,7 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
     jn_db_replay_miss *m = NULL;
     int ng = 0, nm = 0;
     if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK) {
-        fprintf(stderr, "janus inspect: %s\n", jn_errmsg());
-        c->failed = 1;
+        failed(c);
         return;
     }
     int64_t hits = 0, misses = 0;
@@ -988,8 +869,7 @@ static void print_bundles(ctx *c, jn_db *db) {
     jn_db_bundle *list = NULL;
     int n = 0;
     if (jn_db_bundle_list(db, &list, &n) != JN_OK) {
-        fprintf(stderr, "janus inspect: %s\n", jn_errmsg());
-        c->failed = 1;
+        failed(c);
         return;
     }
     if (c->json) {
@@ -1132,25 +1012,16 @@ int jn_cli_inspect(int argc, char **argv) {
     }
     ctx c;
     memset(&c, 0, sizeof c);
-    c.h = jn_db_handle(db);
+    c.db = db;
     c.path = path;
     c.json = json;
-    /* A writer may hold the lock for a moment while committing a step. */
-    sqlite3_busy_timeout(c.h, 5000);
-
     /* One read transaction: every table seen at the same commit. */
-    sqlite3_exec(c.h, "BEGIN", NULL, NULL, NULL);
-    sqlite3_stmt *r = prep(&c, jn_db_schema_version(db) >= 3
-                                   ? "SELECT id, argv, cwd, started, ended, exit_status, status, python_version, "
-                                     "janus_version, hostname, device, optable_hash, kind, bundle_id FROM runs "
-                                     "WHERE ?1 = 0 OR id = ?1 ORDER BY id"
-                                   : "SELECT id, argv, cwd, started, ended, exit_status, status, python_version, "
-                                     "janus_version, hostname, device, optable_hash, 'record', NULL FROM runs "
-                                     "WHERE ?1 = 0 OR id = ?1 ORDER BY id");
-    int rc = 1;
-    if (!r) goto done;
-    sqlite3_bind_int64(r, 1, only);
-    int nruns = 0;
+    jn_db_run_row *runs = NULL;
+    int nruns = 0, rc = 1;
+    if (jn_db_read_begin(db) != JN_OK || jn_db_runs(db, only, &runs, &nruns) != JN_OK) {
+        failed(&c);
+        goto done;
+    }
     if (json) {
         jn_cli_json_init(&c.j, stdout);
         jn_cli_json_obj(&c.j);
@@ -1162,30 +1033,26 @@ int jn_cli_inspect(int argc, char **argv) {
         char bb[32];
         printf("%s: trace store, schema %d, %s\n", path, jn_db_schema_version(db), jn_cli_bytes(sb.st_size, bb));
     }
-    int step_rc;
-    while ((step_rc = sqlite3_step(r)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(r, 0);
-        nruns++;
+    for (int i = 0; i < nruns; i++) {
+        const jn_db_run_row *r = &runs[i];
         if (json) jn_cli_json_obj(&c.j);
         else printf("\n");
-        print_run_header(&c, r, 0);
-        int record = !strcmp(run_kind(r), "record");
+        print_run_header(&c, r);
+        int record = !strcmp(r->kind, "record");
         /* a replay records no steps of its own: in text, only its counters */
-        if (json || record || run_has_steps(&c, id)) {
-            run_steps(&c, id);
-            run_ops(&c, id);
-            run_signatures(&c, db, id);
-            run_syncs(&c, id);
-            run_decisions(&c, id);
-            run_shapes(&c, id);
+        jn_db_run_totals t = {0};
+        if (!json && !record && jn_db_totals(db, r->id, &t) != JN_OK) failed(&c);
+        if (json || record || t.steps > 0) {
+            run_steps(&c, r->id);
+            run_ops(&c, r->id);
+            run_signatures(&c, db, r->id);
+            run_syncs(&c, r->id);
+            run_decisions(&c, r->id);
+            run_shapes(&c, r->id);
         }
-        if (!record) run_replay(&c, db, id, run_kind(r));
+        if (!record) run_replay(&c, db, r->id, r->kind);
         if (json) jn_cli_json_end(&c.j, '}');
         if (c.failed) break;
-    }
-    if (step_rc != SQLITE_ROW && step_rc != SQLITE_DONE && !c.failed) {
-        fprintf(stderr, "janus inspect: %s: %s\n", path, sqlite3_errmsg(c.h));
-        c.failed = 1;
     }
     if (json) {
         jn_cli_json_end(&c.j, ']');
@@ -1200,9 +1067,9 @@ int jn_cli_inspect(int argc, char **argv) {
     rc = c.failed ? 1 : (only && !nruns) ? 1 : 0;
     if (only && !nruns) fprintf(stderr, "janus inspect: %s has no run %lld\n", path, (long long)only);
 done:
-    sqlite3_finalize(r);
-    sqlite3_finalize(c.cs_stmt);
-    sqlite3_exec(c.h, "COMMIT", NULL, NULL, NULL);
+    jn_db_runs_free(runs, nruns);
+    jn_db_sites_free(c.sites, c.nsites);
+    jn_db_read_end(db);
     jn_db_close(db);
     return rc;
 }

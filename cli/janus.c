@@ -1,22 +1,29 @@
 /* janus.c -- entry point of the `janus` command.
  *
+ *     janus run [--no-torch] [--] COMMAND...     run COMMAND eagerly on janus
+ *     janus check SCRIPT.py...                   list the torch names janus lacks
  *     janus record [--db PATH] [--] COMMAND...   run COMMAND with recording on
  *     janus replay [--db PATH] [--] COMMAND...   run COMMAND through the stored graphs
  *     janus inspect [--json] [--run N] run.db    summarize a trace store
  *     janus optimize [--dump-ir] run.db          mine the traces into graphs
- *     janus --help | --version | COMMAND --help
+ *     janus env [--all]                          print the settings (JANUS_* variables)
+ *     janus --help | --help-env | --version | COMMAND --help
  *
  * This file parses the top level of the command line and hands the rest to
- * one function per subcommand (record.c, replay.c, inspect.c, optimize.c).  It also
+ * one function per subcommand (record.c, replay.c, inspect.c, optimize.c,
+ * launch.c).  It also
  * holds the helpers the subcommands share (jn_cli.h): a streaming JSON emitter and
  * number formatting.  Usage mistakes print the usage on stderr and exit 2,
  * like other Unix tools; runtime failures exit 1 with a message that names
- * the file and the fix.
+ * the file and the fix.  Before any command runs, every setting set in the
+ * environment is parsed (jn_setting_check): a bad one is refused here, exit
+ * 2 naming the variable, since some are only read deep inside a kernel.
  */
 #include <math.h>
 #include <string.h>
 
 #include "jn_cli.h"
+#include "jn_settings.h"
 
 static const char usage[] =
     "usage: janus [--help] [--version] COMMAND [ARGS...]\n"
@@ -24,6 +31,11 @@ static const char usage[] =
     "Janus records training runs, optimizes them offline and replays them.\n"
     "\n"
     "commands:\n"
+    "  run      run a command (e.g. python3 train.py) eagerly on janus; a\n"
+    "           PyTorch script's `import torch` loads janus (run, record and\n"
+    "           replay all do that; --no-torch turns it off)\n"
+    "  check    list the torch names a script uses that janus does not\n"
+    "           support, with file:line, before anything runs\n"
     "  record   run a command (e.g. python3 train.py) with recording enabled,\n"
     "           appending a new run to a trace store (default run.db)\n"
     "  inspect  print the runs, steps, op histogram, step signatures and how\n"
@@ -34,8 +46,56 @@ static const char usage[] =
     "  replay   run the same command through the bundle's compiled graphs,\n"
     "           falling back to eager where they do not match (--eager for\n"
     "           the baseline, --strict for CI)\n"
+    "  env      print the settings (JANUS_* environment variables) and the\n"
+    "           values set now, marking any that would be refused (--all:\n"
+    "           also the test, benchmark and build hooks); --help-env is the same\n"
     "\n"
-    "`janus COMMAND --help` describes one command.\n";
+    "`janus COMMAND --help` describes one command.  A JANUS_* variable set to\n"
+    "a value janus refuses stops every command (exit 2, naming it).\n";
+
+static const char env_usage[] =
+    "usage: janus env [--all]      (or: janus --help-env [--all])\n"
+    "\n"
+    "Print janus's settings -- the JANUS_* environment variables -- with their\n"
+    "type, accepted values, default, the files that read them and the value\n"
+    "set now.  A value set now that janus would refuse is marked REFUSED and\n"
+    "the exit status is 1 (every janus command refuses to start with it).\n"
+    "\n"
+    "options:\n"
+    "  --all       every setting: also those janus sets for the process it\n"
+    "              starts, and the hooks of tests, benchmarks and builds\n"
+    "  -h, --help  show this help\n";
+
+/* `janus env`: the table; exit 1 if a value set now is refused.  Without
+ * --all the hidden rows are still checked, one stderr line each. */
+static int cmd_env(int argc, char **argv) {
+    unsigned shown = 1u << JN_SK_USER;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--all")) {
+            shown = ~0u;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(env_usage, stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "janus env: unknown argument '%s'\n\n%s", argv[i], env_usage);
+            return 2;
+        }
+    }
+    int bad = jn_setting_print(stdout, shown);
+    for (int s = 0; s < JN_S__COUNT; s++) {
+        const char *v = jn_setting_raw((jn_setting)s);
+        int b;
+        int64_t n;
+        double d;
+        if (shown & (1u << jn_setting_info_of((jn_setting)s)->kind) || !v ||
+            !jn_setting_parse((jn_setting)s, v, &b, &n, &d))
+            continue;
+        fprintf(stderr, "janus env: REFUSED: %s (`janus env --all` lists it)\n", jn_errmsg());
+        bad++;
+    }
+    if (bad) fprintf(stderr, "janus env: %d setting%s set now would be refused\n", bad, bad == 1 ? "" : "s");
+    return bad ? 1 : 0;
+}
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -50,6 +110,9 @@ int main(int argc, char **argv) {
             if (!strcmp(argv[2], "inspect")) { fputs(jn_cli_inspect_usage, stdout); return 0; }
             if (!strcmp(argv[2], "optimize")) { fputs(jn_cli_optimize_usage, stdout); return 0; }
             if (!strcmp(argv[2], "replay")) { fputs(jn_cli_replay_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "env")) { fputs(env_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "run")) { fputs(jn_cli_run_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "check")) { fputs(jn_cli_check_usage, stdout); return 0; }
             fprintf(stderr, "janus: unknown command '%s'\n\n%s", argv[2], usage);
             return 2;
         }
@@ -60,15 +123,27 @@ int main(int argc, char **argv) {
         printf("janus %s\n", JANUS_VERSION);
         return 0;
     }
-    if (!strcmp(cmd, "record")) return jn_cli_record(argc - 1, argv + 1);
-    if (!strcmp(cmd, "inspect")) return jn_cli_inspect(argc - 1, argv + 1);
-    if (!strcmp(cmd, "optimize")) return jn_cli_optimize(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench-exec")) return jn_cli_bench_exec(argc - 1, argv + 1); /* hidden: benchmarks/bench_exec.py */
-    if (!strcmp(cmd, "replay")) return jn_cli_replay(argc - 1, argv + 1);
+    if (!strcmp(cmd, "env") || !strcmp(cmd, "--help-env")) return cmd_env(argc - 1, argv + 1);
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } cmds[] = {{"record", jn_cli_record}, {"inspect", jn_cli_inspect}, {"optimize", jn_cli_optimize},
+                {"bench-exec", jn_cli_bench_exec} /* hidden: benchmarks/bench_exec.py */, {"replay", jn_cli_replay},
+                {"run", jn_cli_run}, {"check", jn_cli_check}};
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        if (strcmp(cmd, cmds[k].name)) continue;
+        int help = argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"));
+        if (!help && jn_setting_check(JN_SETTING_CHECKED) != JN_OK) {
+            fprintf(stderr, "janus %s: %s\n(`janus env` lists the settings and what each accepts)\n", cmd, jn_errmsg());
+            return 2;
+        }
+        return cmds[k].run(argc - 1, argv + 1);
+    }
     if (cmd[0] == '-')
         fprintf(stderr, "janus: unknown option '%s'\n\n%s", cmd, usage);
     else
-        fprintf(stderr, "janus: unknown command '%s' (commands: record, inspect, optimize, replay)\n\n%s", cmd, usage);
+        fprintf(stderr, "janus: unknown command '%s' (commands: run, check, record, inspect, optimize, replay, env)\n\n%s", cmd,
+                usage);
     return 2;
 }
 

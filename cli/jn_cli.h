@@ -1,7 +1,7 @@
 /* jn_cli.h -- internal interface of the `janus` command (the files in cli/).
  *
  * janus.c parses the top-level command line and dispatches to one function
- * per subcommand (record.c, replay.c, inspect.c, optimize.c).  The helpers declared here are the
+ * per subcommand (record.c, replay.c, inspect.c, optimize.c, launch.c).  The helpers declared here are the
  * small pieces the subcommands share: a streaming JSON emitter (inspect
  * --json, the argv column of a run), number formatting for humans, and the
  * usage texts.  Nothing here is a public API; every symbol is jn_cli_.
@@ -21,11 +21,25 @@ int jn_cli_optimize(int argc, char **argv);
 /* Hidden: times a bundle graph optimized vs op by op (bench_exec.c, benchmarks/bench_exec.py). */
 int jn_cli_bench_exec(int argc, char **argv);
 int jn_cli_replay(int argc, char **argv);
+int jn_cli_run(int argc, char **argv);   /* launch.c */
+int jn_cli_check(int argc, char **argv); /* launch.c */
 
 extern const char jn_cli_record_usage[];
 extern const char jn_cli_replay_usage[];
 extern const char jn_cli_inspect_usage[];
 extern const char jn_cli_optimize_usage[];
+extern const char jn_cli_run_usage[];
+extern const char jn_cli_check_usage[];
+
+/* The torch alias (launch.c): `janus run/record/replay` put a temporary
+ * folder with a `torch` package that loads janus first on the child's
+ * PYTHONPATH.  jn_cli_torch_flag takes --no-torch (torch: int *, set to 0)
+ * for jn_cli_launch_args; jn_cli_alias_begin makes the folder and sets
+ * PYTHONPATH (0, or -1 after a message), jn_cli_alias_end removes it and
+ * frees dir (NULL: nothing). */
+int jn_cli_torch_flag(const char *a, void *torch);
+int jn_cli_alias_begin(const char *cmd, char **dir);
+void jn_cli_alias_end(char *dir);
 
 /* What `janus record` and `janus replay` share (record.c).  cmd is the
  * subcommand name for messages ("record"); abs the store's absolute path,

@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,7 +32,7 @@
 #include "jn_db.h"
 
 const char jn_cli_record_usage[] =
-    "usage: janus record [--db PATH] [--] COMMAND [ARGS...]\n"
+    "usage: janus record [--db PATH] [--no-torch] [--] COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (for example `python3 train.py --epochs 1`) with recording\n"
     "enabled.  Every op the janus package dispatches, with its call site,\n"
@@ -43,6 +42,7 @@ const char jn_cli_record_usage[] =
     "\n"
     "options:\n"
     "  --db PATH   trace store to append to (created if missing; default run.db)\n"
+    "  --no-torch  leave `import torch` alone (by default it loads janus)\n"
     "  -h, --help  show this help\n"
     "\n"
     "The child sees JANUS_RECORD_DB (absolute path) and JANUS_RECORD_RUN (the\n"
@@ -244,46 +244,26 @@ static pid_t spawn(char **cmd, int *exec_errno) {
     return pid;
 }
 
-/* One integer / text from a query with one ?1 = run id (0 / NULL on error). */
-static int64_t q_int(sqlite3 *h, const char *sql, int64_t run) {
-    sqlite3_stmt *st = NULL;
-    int64_t v = 0;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, run);
-        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return v;
-}
-
-static char *q_text(sqlite3 *h, const char *sql, int64_t run) {
-    sqlite3_stmt *st = NULL;
-    char *v = NULL;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, run);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-            v = strdup((const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_finalize(st);
-    return v;
-}
-
 static void summary(jn_db *db, int64_t run, const char *abs, const char *shown) {
-    sqlite3 *h = jn_db_handle(db);
-    int64_t steps = q_int(h, "SELECT count(*) FROM steps WHERE run_id=?1", run);
-    int64_t ops = q_int(h, "SELECT coalesce(sum(n_ops),0) FROM steps WHERE run_id=?1", run);
-    int64_t sigs = q_int(h, "SELECT count(DISTINCT signature) FROM steps WHERE run_id=?1", run);
-    char *py = q_text(h, "SELECT python_version FROM runs WHERE id=?1", run);
+    jn_db_run_totals t;
+    jn_db_run_row *r = NULL;
+    int nr = 0;
+    if (jn_db_totals(db, run, &t) != JN_OK || jn_db_runs(db, run, &r, &nr) != JN_OK) {
+        fprintf(stderr, "janus record: run %lld ran, but its summary cannot be read: %s\n", (long long)run,
+                jn_errmsg());
+        return;
+    }
+    const char *py = nr ? r[0].python_version : NULL;
     char a[32], b[32], c[32];
-    if (steps == 0 && (!py || !py[0])) {
+    if (t.steps == 0 && (!py || !py[0])) {
         fprintf(stderr, "janus record: run %lld: the command never imported janus; nothing was recorded "
                         "(run a Python script that does `import janus`)\n", (long long)run);
     } else {
         fprintf(stderr, "janus record: run %lld: %s step%s, %s ops, %lld distinct step signature%s, %s %s\n",
-                (long long)run, jn_cli_commas(steps, a), steps == 1 ? "" : "s", jn_cli_commas(ops, b),
-                (long long)sigs, sigs == 1 ? "" : "s", shown, jn_cli_bytes(store_bytes(abs), c));
+                (long long)run, jn_cli_commas(t.steps, a), t.steps == 1 ? "" : "s", jn_cli_commas(t.ops, b),
+                (long long)t.signatures, t.signatures == 1 ? "" : "s", shown, jn_cli_bytes(store_bytes(abs), c));
     }
-    free(py);
+    jn_db_runs_free(r, nr);
 }
 
 /* A new run row for cmd (kind "record" or "replay"/"eager", bundle_id the
@@ -437,7 +417,8 @@ int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv
 
 int jn_cli_record(int argc, char **argv) {
     const char *dbpath = "run.db";
-    int i = 0, rc0 = jn_cli_launch_args("record", jn_cli_record_usage, argc, argv, NULL, NULL, &dbpath, &i);
+    int i = 0, torch = 1;
+    int rc0 = jn_cli_launch_args("record", jn_cli_record_usage, argc, argv, jn_cli_torch_flag, &torch, &dbpath, &i);
     if (rc0 >= 0) return rc0;
     char **cmd = argv + i;
     int ncmd = argc - i;
@@ -471,8 +452,11 @@ int jn_cli_record(int argc, char **argv) {
         fprintf(stderr, "janus record: cannot set the environment: %s\n", strerror(errno));
         goto done;
     }
+    char *alias = NULL;
+    if (torch && jn_cli_alias_begin("record", &alias)) goto done;
     const char *status;
     rc = jn_cli_spawn_wait("record", cmd, &status);
+    jn_cli_alias_end(alias);
     db = jn_cli_run_end("record", abs, run, rc, status);
     if (db) summary(db, run, abs, dbpath);
 

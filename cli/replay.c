@@ -11,6 +11,11 @@
  * switches in our own environment (JANUS_REPLAY=0, JANUS_REPLAY_STRICT=1)
  * mean the same.
  *
+ * A store this process cannot write (a read-only mount, another user's
+ * directory) still replays: its bundle is used, no run row is made, one
+ * line says the counters cannot be stored, and the child prints its own
+ * summary line at exit instead.
+ *
  * What cannot replay still runs: a store that is missing, not a janus store,
  * unreadable, without a bundle, or whose bundle this janus or machine cannot
  * use makes the command run eagerly after one line on stderr saying why and
@@ -25,7 +30,6 @@
  * counters the child stored.
  */
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,9 +37,10 @@
 #include "jn_cli.h"
 #include "jn_db.h"
 #include "jn_bundle.h"
+#include "jn_settings.h"
 
 const char jn_cli_replay_usage[] =
-    "usage: janus replay [--db PATH] [--strict] [--eager] [--] COMMAND [ARGS...]\n"
+    "usage: janus replay [--db PATH] [--strict] [--eager] [--no-torch] [--] COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (the script that was recorded, e.g. `python3 train.py\n"
     "--epochs 5`) with the graphs `janus optimize` stored in the trace store:\n"
@@ -51,25 +56,13 @@ const char jn_cli_replay_usage[] =
     "              stored as a run of kind 'eager'\n"
     "  --strict    a miss is an error (JANUS_REPLAY_STRICT=1), for CI; so is\n"
     "              a store without a usable bundle\n"
+    "  --no-torch  leave `import torch` alone (by default it loads janus)\n"
     "  -h, --help  show this help\n"
     "\n"
     "Without a usable bundle (no store, not a janus store, never optimized,\n"
     "made by another janus or for another CPU) the command runs eagerly and\n"
     "one line on stderr says why.  The child sees JANUS_REPLAY_DB (absolute\n"
     "path) and JANUS_REPLAY_RUN (the run id).\n";
-
-/* The switches as the janus package reads them (janus/_replay.py):
- * JANUS_REPLAY off = 0/false/no/off; JANUS_REPLAY_STRICT on = set and not
- * empty/0/false/no. */
-static int env_off(const char *name) {
-    const char *v = getenv(name);
-    return v && (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off"));
-}
-
-static int env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "no");
-}
 
 /* The newest bundle of target cpu (else a CUDA one), and whether it loads here: its id (0 =
  * none) and, when it cannot be replayed, why (in why, empty otherwise). */
@@ -146,19 +139,26 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
 }
 
 typedef struct {
-    int strict, eager;
+    int strict, eager, torch;
 } replay_flags;
 
 static int replay_flag(const char *a, void *ctx) {
     replay_flags *f = ctx;
     if (!strcmp(a, "--strict")) return f->strict = 1;
     if (!strcmp(a, "--eager")) return f->eager = 1;
-    return 0;
+    return jn_cli_torch_flag(a, &f->torch);
 }
 
 int jn_cli_replay(int argc, char **argv) {
     const char *dbpath = "run.db";
-    replay_flags fl = {env_on("JANUS_REPLAY_STRICT"), env_off("JANUS_REPLAY")};
+    /* the switches as the janus package in the child reads them (the settings table) */
+    int on = 1;
+    replay_flags fl = {0, 0, 1};
+    if (jn_setting_bool(JN_S_REPLAY_STRICT, &fl.strict) || jn_setting_bool(JN_S_REPLAY, &on)) {
+        fprintf(stderr, "janus replay: %s\n", jn_errmsg());
+        return 2;
+    }
+    fl.eager = !on;
     int i = 0, rc0 = jn_cli_launch_args("replay", jn_cli_replay_usage, argc, argv, replay_flag, &fl, &dbpath, &i);
     if (rc0 >= 0) return rc0;
     int strict = fl.strict, eager = fl.eager;
@@ -178,7 +178,8 @@ int jn_cli_replay(int argc, char **argv) {
     }
     /* Why this cannot replay ("" = it can).  The store is opened for
      * writing (an older one is migrated): the run row and the counters go
-     * into it.  A missing store is not created. */
+     * into it -- or read-only where it cannot be written.  A missing store
+     * is not created. */
     char why[2048] = "";
     jn_db *db = NULL;
     struct stat sb;
@@ -187,10 +188,16 @@ int jn_cli_replay(int argc, char **argv) {
     if (stat(abs, &sb) != 0)
         snprintf(why, sizeof why, "%s does not exist (record the script with `janus record --db %s -- COMMAND`, "
                  "then run `janus optimize %s`)", dbpath, dbpath, dbpath);
-    else if (jn_db_open(abs, JN_DB_WRITE, &db) != JN_OK)
+    else if (jn_db_open(abs, JN_DB_WRITE_OR_READONLY, &db) != JN_OK)
         snprintf(why, sizeof why, "%s", jn_errmsg());
     else
         bundle = usable_bundle(db, dbpath, why, sizeof why);
+    const char *ro_why = "";
+    int readonly = db && !jn_db_writable(db, &ro_why);
+    if (readonly && !why[0])
+        fprintf(stderr, "janus replay: %s cannot be written (%s): %s\n", dbpath, ro_why,
+                eager ? "this eager run is not stored in it"
+                      : "replaying with its bundle, but this run and its counters are not stored");
     if (why[0] && strict) {
         fprintf(stderr, "janus replay: --strict: cannot replay: %s\n", why);
         goto done;
@@ -198,7 +205,7 @@ int jn_cli_replay(int argc, char **argv) {
     if (why[0] && !eager) fprintf(stderr, "janus replay: %s; running the command eagerly\n", why);
     const char *kind = eager ? "eager" : "replay";
     if (db) {
-        if (jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) goto done;
+        if (!readonly && jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) goto done;
         jn_db_close(db);
         db = NULL;
     }
@@ -207,19 +214,24 @@ int jn_cli_replay(int argc, char **argv) {
     snprintf(runs, sizeof runs, "%lld", (long long)run);
     int env_err = 0;
     if (run) env_err |= setenv("JANUS_REPLAY_DB", abs, 1) | setenv("JANUS_REPLAY_RUN", runs, 1);
+    else if (readonly && !why[0]) env_err |= setenv("JANUS_REPLAY_DB", abs, 1) | unsetenv("JANUS_REPLAY_RUN");
     else env_err |= unsetenv("JANUS_REPLAY_DB") | unsetenv("JANUS_REPLAY_RUN");
     if (eager || why[0]) env_err |= setenv("JANUS_REPLAY", "0", 1);
     else env_err |= setenv("JANUS_REPLAY", "1", 1);
-    /* the child's own exit line would repeat the one summary() prints from its counters */
-    env_err |= setenv("JANUS_REPLAY_QUIET", "1", 1);
+    /* the child's own exit line would repeat the one summary() prints from
+     * its counters; without a run (a read-only store) it is the only one */
+    if (run) env_err |= setenv("JANUS_REPLAY_QUIET", "1", 1);
     if (strict) env_err |= setenv("JANUS_REPLAY_STRICT", "1", 1);
     else env_err |= unsetenv("JANUS_REPLAY_STRICT");
     if (env_err) {
         fprintf(stderr, "janus replay: cannot set the environment: %s\n", strerror(errno));
         goto done;
     }
+    char *alias = NULL;
+    if (fl.torch && jn_cli_alias_begin("replay", &alias)) goto done;
     const char *status;
     rc = jn_cli_spawn_wait("replay", cmd, &status);
+    jn_cli_alias_end(alias);
     if (run) {
         db = jn_cli_run_end("replay", abs, run, rc, status);
         if (db) summary(db, run, dbpath, eager, why[0] != 0);

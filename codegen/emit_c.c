@@ -3,8 +3,9 @@
  * epilogue after the GEMM), in the ABI of exec/jn_exec.h.
  *
  * The op table, the planning of each member and its expression live in
- * emit_ops.c (shared with the CUDA emitter, emit_cuda.c); this file writes
- * the CPU loops around them.
+ * emit_ops.c (shared with the CUDA emitter, emit_cuda.c), the math in
+ * runtime/k_ewmath.h and k_fastmath.h (embedded in the prologue); this
+ * file writes the CPU loops around them.
  *
  * Loops.  The iteration space c->shape[0..ndim) is split into outer dims
  * (all but the last for ew; the kept dims for ew_reduce) walked by a row
@@ -20,6 +21,7 @@
 #include <stdio.h>
 
 #include "emit_priv.h"
+#include "jn_ewmath_text.h"   /* jn_cg_ewmath_text: runtime/k_ewmath.h (CMake) */
 #include "jn_fastmath_text.h" /* jn_cg_fastmath_text: runtime/k_fastmath.h (CMake) */
 
 #define KABI_VERSION 1 /* JN_KABI_VERSION of exec/jn_exec.h */
@@ -240,8 +242,10 @@ static void prologue(FILE *f, uint64_t hash) {
     fprintf(f, "const int jn_kabi_version = %d;\nconst unsigned long long jn_kmodule_hash = 0x%016llxULL;\n",
             KABI_VERSION, (unsigned long long)hash);
     fprintf(f, "#define JN_KGRAIN %d\n\n/* ---- runtime/k_fastmath.h ---- */\n", PAR_GRAIN);
-    fputs(jn_cg_fastmath_text, f);
-    fprintf(f, "/* ---- end of runtime/k_fastmath.h ---- */\n\n");
+    cg_em_put_header(f, jn_cg_fastmath_text);
+    fprintf(f, "/* ---- end of runtime/k_fastmath.h ---- */\n\n/* ---- runtime/k_ewmath.h ---- */\n");
+    cg_em_put_header(f, jn_cg_ewmath_text);
+    fprintf(f, "/* ---- end of runtime/k_ewmath.h ---- */\n\n");
     fputs(driver, f);
 }
 

@@ -6,8 +6,8 @@
  * Same semantics as the C emitter, from the same code: the op table, the
  * planning of each member and its per-element statement come from
  * emit_ops.c (emit_priv.h), the reduction's accumulator, step and result
- * too, and the float32 fast math is the text of runtime/k_fastmath.h,
- * embedded as for C (its #include lines dropped: NVRTC has no libc
+ * too, and the per-element math is the text of runtime/k_ewmath.h and
+ * k_fastmath.h, embedded as for C (their #include lines dropped: NVRTC has no libc
  * headers, so the source defines the few names it uses -- fixed-width
  * integer types, INT*_MIN/MAX, INFINITY, NAN -- itself; memcpy, fabsf,
  * copysignf and the libm functions are CUDA's device versions; NVRTC's
@@ -38,6 +38,7 @@
 #include <stdio.h>
 
 #include "emit_priv.h"
+#include "jn_ewmath_text.h"   /* jn_cg_ewmath_text: runtime/k_ewmath.h (CMake) */
 #include "jn_fastmath_text.h" /* jn_cg_fastmath_text: runtime/k_fastmath.h (CMake) */
 
 /* These mirror exec/jn_exec.h (janus_cg sits below janus_exec);
@@ -76,17 +77,6 @@ static void put_dkcall(FILE *f) {
             "    double scalars[JN_DK_MAX_SCALARS];\n"
             "} jn_dkcall;\n",
             JN_MAX_DIMS, DK_MAX_OPS, DK_MAX_SCALARS, DK_BLOCK);
-}
-
-/* k_fastmath.h without its #include lines. */
-static void put_fastmath(FILE *f) {
-    const char *t = jn_cg_fastmath_text;
-    while (*t) {
-        const char *e = strchr(t, '\n');
-        size_t n = e ? (size_t)(e - t + 1) : strlen(t);
-        if (strncmp(t, "#include", 8) != 0) fwrite(t, 1, n, f);
-        t += n;
-    }
 }
 
 /* Operand pointers p<j> = data[j] advanced by index q decomposed over
@@ -192,8 +182,11 @@ static void prologue(FILE *f, uint64_t hash) {
             DKABI_VERSION, (unsigned long long)hash);
     /* a module uses some of the static helpers: no "declared but never referenced" */
     fprintf(f, "\n/* ---- runtime/k_fastmath.h (device functions) ---- */\n#pragma nv_diag_suppress 177\n");
-    put_fastmath(f);
+    cg_em_put_header(f, jn_cg_fastmath_text);
     fprintf(f, "#pragma nv_diag_default 177\n/* ---- end of runtime/k_fastmath.h ---- */\n");
+    fprintf(f, "/* ---- runtime/k_ewmath.h (device functions) ---- */\n");
+    cg_em_put_header(f, jn_cg_ewmath_text);
+    fprintf(f, "/* ---- end of runtime/k_ewmath.h ---- */\n");
 }
 
 /* The device ABI's fixed scalar array. */

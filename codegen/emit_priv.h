@@ -1,6 +1,7 @@
 /* emit_priv.h -- what the kernel emitters (emit_c.c: C for the CPU,
  * emit_cuda.c: CUDA C) share, defined in emit_ops.c: the one table of
- * generated ops with their expressions, the per-member planning (compute
+ * generated ops with their calls of runtime/k_ewmath.h, the per-member
+ * planning (compute
  * dtype, conversions, bound attributes), the reduction plan, the
  * whole-kernel support check and the emission of one member's statement.
  * Each emitter only writes its own loops, loads and stores around these,
@@ -45,9 +46,8 @@ typedef struct {
 
 /* Can dtype d be an operand of generated code? */
 int cg_em_gen_dtype(jn_dtype d);
-/* The C type of d (bool as uint8_t) and its unsigned twin. */
+/* The C type of d (bool as uint8_t). */
 const char *cg_em_ctype(jn_dtype d);
-const char *cg_em_utype(jn_dtype d);
 /* expr (of dtype from) converted to dtype to as the eager conversions do. */
 void cg_em_conv(char *out, size_t n, const char *expr, jn_dtype from, jn_dtype to);
 /* Exact literals: a double (hex float, NAN, INFINITY), an int64. */
@@ -60,8 +60,10 @@ int cg_em_plan_node(const jn_ir_graph *g, int32_t n, const jn_cg_kernel_io *io, 
 int cg_em_plan_reduce(const jn_ir_graph *g, int32_t n, cg_em_rplan *r, char *why, size_t wn);
 /* Can every member of kernel k be generated, with at most maxops operands? */
 int cg_em_kernel_ok(const jn_ir_graph *g, int32_t k, const jn_cg_kernel_io *io, int maxops, char *why, size_t wn);
-/* Expands a template's $-names for compute dtype c into f. */
+/* Expands a template's $s (k_ewmath.h's suffix of compute dtype c) into f. */
 void cg_em_put_expr(FILE *f, const char *t, jn_dtype c);
+/* A runtime header's embedded text without its #include lines. */
+void cg_em_put_header(FILE *f, const char *text);
 /* Index of value v among io's call operands, -1 if absent. */
 int cg_em_call_index(const jn_cg_kernel_io *io, int32_t v);
 /* Members the generated function computes (the GEMM itself runs as a library call). */

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "cg_priv.h"
+#include "jn_settings.h"
 
 /* The slice of nvrtc.h janus uses. */
 typedef int nvrtc_result; /* NVRTC_SUCCESS = 0 */
@@ -64,7 +65,9 @@ static double now_s(void) {
 /* Opens NVRTC into a (once per process: the handle stays open). */
 static jn_status nvrtc_open(nvrtc_api *a) {
     memset(a, 0, sizeof *a);
-    const char *env = getenv("JANUS_NVRTC");
+    const char *env = NULL;
+    jn_status st = jn_setting_str(JN_S_NVRTC, &env);
+    if (st) return st;
     char dirs[3][512], looked[2048] = "";
     int nd = 0;
     const char *home = getenv("CUDA_HOME");

@@ -58,6 +58,7 @@
 #include <stdio.h>
 
 #include "cg_priv.h"
+#include "jn_settings.h"
 
 typedef struct {
     jn_ir_dim off, size;
@@ -597,8 +598,9 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         }
     }
     g->arena = end;
-    const char *pl = getenv("JANUS_PLAN_LIVE");
-    if (pl && *pl && strcmp(pl, "0")) print_live_peak(g, ex, last);
+    int live = 0;
+    if ((st = jn_setting_bool(JN_S_PLAN_LIVE, &live)) != JN_OK) goto done;
+    if (live) print_live_peak(g, ex, last);
 done:
     cg_uses_free(&u);
     free(elig);

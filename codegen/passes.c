@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "cg_priv.h"
+#include "jn_settings.h"
 
 jn_status jn_cg_pass_dce(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_cse(jn_cg_ctx *cx, jn_ir_graph *g);
@@ -113,13 +114,13 @@ void jn_cg_options_from_env(jn_cg_options *o) {
 #ifndef NDEBUG
     o->verify_each = 1;
 #endif
-    const char *d = getenv("JANUS_DUMP_IR");
-    if (d && *d && strcmp(d, "0")) {
+    /* LIST rows are never refused here: jn_cg_optimize checks the pass names */
+    const char *d = "", *k = "";
+    if (jn_setting_str(JN_S_DUMP_IR, &d) == JN_OK && *d && strcmp(d, "0")) {
         o->dump = stderr;
         o->dump_passes = d;
     }
-    const char *k = getenv("JANUS_SKIP_PASSES"); /* comparisons: the same graphs without a pass */
-    if (k && *k) o->skip = k;
+    if (jn_setting_str(JN_S_SKIP_PASSES, &k) == JN_OK && *k) o->skip = k; /* the same graphs without a pass */
 }
 
 static void stat_graph(const jn_ir_graph *g, jn_cg_pass_stats *s) {

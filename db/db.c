@@ -9,6 +9,11 @@
  * processes can append to one file.  Every step is one BEGIN IMMEDIATE ...
  * COMMIT transaction through statements prepared once per connection.
  *
+ * A path is opened as the absolute file name it denotes, never as a URI or
+ * SQLite's in-memory ":memory:".  Read-only opens work where nothing can be
+ * written: without a -shm index to read a WAL store by, a store whose -wal
+ * log holds no commits is opened immutable (readable() below).
+ *
  * Versioning: meta.schema_version.  A newer store is refused (upgrade
  * janus), an older one is migrated in one transaction by the steps of
  * `migrations` below, a file that is not SQLite or not a janus store is
@@ -34,15 +39,19 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
+#include "db_internal.h"
 #include "jn_db.h"
+#include "jn_db_testing.h"
 
 #ifndef JANUS_VERSION
 #define JANUS_VERSION "unknown"
@@ -210,7 +219,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 
 struct jn_db {
     sqlite3 *h;
-    char *path;
+    char *path;                 /* as given, for messages */
+    char *abs;                  /* its absolute form: what SQLite opens */
+    char ro_why[PATH_MAX + 96]; /* JN_DB_WRITE_OR_READONLY opened read-only: why */
     int flags, version;
     int injected; /* the last failure came from jn_db_inject_fault */
     sqlite3_stmt *st[ST_COUNT];
@@ -233,8 +244,15 @@ static int fault_fires(jn_db *db) {
     return 0;
 }
 
-/* Every sqlite3_step / sqlite3_exec of this file goes through these two. */
-static int db_step(jn_db *db, sqlite3_stmt *st) {
+/* A statement of db/ prepared outside the per-connection cache; a failure
+ * here is SQLite's own, never an injected one. */
+int db_prepare(jn_db *db, const char *sql, sqlite3_stmt **st) {
+    db->injected = 0;
+    return sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
+}
+
+/* Every sqlite3_step / sqlite3_exec of db/ goes through these two. */
+int db_step(jn_db *db, sqlite3_stmt *st) {
     if (fault_fires(db)) return SQLITE_FULL;
     return sqlite3_step(st);
 }
@@ -260,7 +278,7 @@ static const char *hint_for(int rc) {
     }
 }
 
-static jn_status db_fail(jn_db *db, int rc, const char *what) {
+jn_status db_fail(jn_db *db, int rc, const char *what) {
     const char *msg = db->injected || !db->h ? sqlite3_errstr(rc) : sqlite3_errmsg(db->h);
     return jn_error(JN_ERR_IO, "trace store %s: %s failed: %s%s%s", db->path, what, msg,
                     db->injected ? " [injected fault]" : "", hint_for(rc));
@@ -458,33 +476,154 @@ static int set_wal(jn_db *db) {
     return rc;
 }
 
+/* The absolute form of path (malloc'ed; NULL when out of memory or the
+ * working directory is gone).  SQLite then opens exactly that file: never
+ * an in-memory database for ":memory:", never a URI for "file:v.db" (this
+ * SQLite interprets URIs in plain file names), and the same file whichever
+ * command, process or working directory opens it. */
+static char *absolute(const char *path) {
+    if (path[0] == '/') return strdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return NULL;
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", path);
+    return out;
+}
+
+/* Can this process write the existing store at abs?  SQLite writes
+ * abs-wal and abs-shm next to it, so the directory counts too.  0 = yes;
+ * otherwise why (the file or directory and the system's reason). */
+static int not_writable(const char *abs, char *why, size_t n) {
+    if (access(abs, W_OK) != 0) {
+        snprintf(why, n, "the file is not writable: %s", strerror(errno));
+        return 1;
+    }
+    char *dir = strdup(abs);
+    if (!dir) {
+        snprintf(why, n, "out of memory");
+        return 1;
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = 0;
+    else *slash = 0;
+    int r = access(dir, W_OK | X_OK) != 0;
+    if (r) snprintf(why, n, "its directory %s is not writable: %s", dir, strerror(errno));
+    free(dir);
+    return r;
+}
+
+/* Open db->h on db->abs.  immutable: as a read-only "file:" URI with
+ * immutable=1 (the path percent-escaped, so no character of it is taken
+ * for URI syntax). */
+static int open_conn(jn_db *db, int oflags, int immutable) {
+    if (db->h) sqlite3_close(db->h);
+    db->h = NULL;
+    int rc;
+    if (!immutable) {
+        rc = sqlite3_open_v2(db->abs, &db->h, oflags, NULL);
+    } else {
+        size_t n = strlen(db->abs);
+        char *uri = malloc(3 * n + 32);
+        if (!uri) return SQLITE_NOMEM;
+        size_t k = (size_t)sprintf(uri, "file:");
+        for (const unsigned char *p = (const unsigned char *)db->abs; *p; p++) {
+            if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                strchr("/-._~", *p))
+                uri[k++] = (char)*p;
+            else
+                k += (size_t)sprintf(uri + k, "%%%02X", *p);
+        }
+        strcpy(uri + k, "?immutable=1");
+        rc = sqlite3_open_v2(uri, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+        free(uri);
+    }
+    if (rc == SQLITE_OK) {
+        sqlite3_extended_result_codes(db->h, 1);
+        sqlite3_busy_timeout(db->h, BUSY_TIMEOUT_MS);
+    }
+    return rc;
+}
+
+/* Read-only, where the store cannot be written: a WAL store whose -shm
+ * index is missing cannot be read by SQLite's normal means (it would create
+ * the index: "unable to open database file" or "attempt to write a
+ * readonly database").  Without a -wal log (or with an empty one) the file
+ * alone holds every commit, so it is opened immutable (no locks, no index);
+ * a log with commits in it cannot be read without the index, which is
+ * refused with the fix. */
+static jn_status readable(jn_db *db) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "PRAGMA schema_version", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) return JN_OK;
+    char why[PATH_MAX + 128];
+    int code = rc & 0xff;
+    if ((code != SQLITE_READONLY && code != SQLITE_CANTOPEN) || !not_writable(db->abs, why, sizeof why))
+        return JN_OK; /* whatever it is, classify() reports it in context */
+    size_t n = strlen(db->abs);
+    char *wal = malloc(n + 5);
+    if (!wal) return jn_error(JN_ERR_NOMEM, "out of memory opening trace store %s", db->path);
+    snprintf(wal, n + 5, "%s-wal", db->abs);
+    struct stat ws;
+    int logged = stat(wal, &ws) == 0 && ws.st_size > 0;
+    free(wal);
+    if (logged)
+        return jn_error(JN_ERR_IO, "cannot read trace store %s: its write-ahead log %s-wal holds commits not yet in "
+                        "the file, and SQLite cannot create the %s-shm index it needs to read them (%s); copy the "
+                        "store together with its -wal file to a writable directory and read the copy",
+                        db->path, db->path, db->path, why);
+    if ((rc = open_conn(db, SQLITE_OPEN_READONLY, 1)) != SQLITE_OK) return db_fail(db, rc, "opening read-only");
+    return JN_OK;
+}
+
 jn_status jn_db_open(const char *path, int flags, jn_db **out) {
     if (!out) return jn_error(JN_ERR_VALUE, "jn_db_open: NULL output pointer");
     *out = NULL;
     if (!path || !*path) return jn_error(JN_ERR_VALUE, "jn_db_open: empty trace store path");
-    if (flags < JN_DB_READONLY || flags > JN_DB_CREATE)
-        return jn_error(JN_ERR_VALUE, "jn_db_open: bad flags %d (JN_DB_READONLY, JN_DB_WRITE or JN_DB_CREATE)", flags);
-
-    struct stat sb;
-    int exists = stat(path, &sb) == 0;
-    if (exists && S_ISDIR(sb.st_mode))
-        return jn_error(JN_ERR_IO, "trace store %s is a directory, not a file; give a file path such as %s/run.db",
-                        path, path);
-    if (!exists && flags != JN_DB_CREATE)
-        return jn_error(JN_ERR_IO, "trace store %s does not exist (%s); record one with `janus record`",
-                        path, strerror(errno));
+    if (flags < JN_DB_READONLY || flags > JN_DB_WRITE_OR_READONLY)
+        return jn_error(JN_ERR_VALUE, "jn_db_open: bad flags %d (JN_DB_READONLY, JN_DB_WRITE, JN_DB_CREATE or "
+                        "JN_DB_WRITE_OR_READONLY)", flags);
 
     jn_db *db = calloc(1, sizeof *db);
-    if (!db || !(db->path = strdup(path))) {
+    if (!db || !(db->path = strdup(path)) || !(db->abs = absolute(path))) {
+        int e = errno;
+        if (db) free(db->path);
         free(db);
-        return jn_error(JN_ERR_NOMEM, "out of memory opening trace store %s", path);
+        if (e == ENOMEM) return jn_error(JN_ERR_NOMEM, "out of memory opening trace store %s", path);
+        return jn_error(JN_ERR_IO, "cannot resolve trace store %s: the working directory is gone (%s)", path,
+                        strerror(e));
+    }
+    jn_status s = JN_OK;
+    struct stat sb;
+    int exists = stat(db->abs, &sb) == 0;
+    if (exists && S_ISDIR(sb.st_mode)) {
+        s = jn_error(JN_ERR_IO, "trace store %s is a directory, not a file; give a file path such as %s/run.db",
+                     path, path);
+        goto fail;
+    }
+    if (!exists && flags != JN_DB_CREATE) {
+        s = jn_error(JN_ERR_IO, "trace store %s does not exist (%s); record one with `janus record`", path,
+                     strerror(errno));
+        goto fail;
+    }
+    if (exists && flags != JN_DB_READONLY && not_writable(db->abs, db->ro_why, sizeof db->ro_why)) {
+        if (flags != JN_DB_WRITE_OR_READONLY) {
+            s = jn_error(JN_ERR_IO, "trace store %s cannot be written here (%s); reading it still works "
+                         "(`janus inspect`, `janus optimize --no-store`)", path, db->ro_why);
+            goto fail;
+        }
+        flags = JN_DB_READONLY;
+    } else {
+        db->ro_why[0] = 0;
+        if (flags == JN_DB_WRITE_OR_READONLY) flags = JN_DB_WRITE;
     }
     db->flags = flags;
     int oflags = flags == JN_DB_READONLY ? SQLITE_OPEN_READONLY
                  : flags == JN_DB_WRITE  ? SQLITE_OPEN_READWRITE
                                          : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    jn_status s = JN_OK;
-    int rc = sqlite3_open_v2(path, &db->h, oflags, NULL);
+    int rc = open_conn(db, oflags, 0);
     if (rc != SQLITE_OK) {
         s = jn_error(JN_ERR_IO, "cannot %s trace store %s: %s%s", exists ? "open" : "create", path,
                      db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc),
@@ -492,13 +631,12 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
                             : " (check that the directory exists and is writable)");
         goto fail;
     }
-    sqlite3_extended_result_codes(db->h, 1);
-    sqlite3_busy_timeout(db->h, BUSY_TIMEOUT_MS);
     if (flags != JN_DB_READONLY && sqlite3_db_readonly(db->h, "main") == 1) {
         s = jn_error(JN_ERR_IO, "trace store %s is not writable (check the permissions of the file and "
                      "its directory)", path);
         goto fail;
     }
+    if (flags == JN_DB_READONLY && (s = readable(db))) goto fail;
 
     int is_store = 0;
     if ((s = classify(db, &is_store))) goto fail;
@@ -569,6 +707,7 @@ void jn_db_close(jn_db *db) {
     ZSTD_freeCCtx(db->cctx);
     free(db->zbuf);
     free(db->path);
+    free(db->abs);
     free(db);
 }
 
@@ -576,7 +715,14 @@ int jn_db_schema_version(jn_db *db) { return db ? db->version : -1; }
 
 const char *jn_db_path(jn_db *db) { return db ? db->path : ""; }
 
-struct sqlite3 *jn_db_handle(jn_db *db) { return db ? db->h : NULL; }
+int jn_db_writable(jn_db *db, const char **why) {
+    if (why) *why = !db ? "no store" : db->ro_why[0] ? db->ro_why : db->flags == JN_DB_READONLY ? "opened read-only" : "";
+    return db && db->flags != JN_DB_READONLY;
+}
+
+sqlite3 *db_conn(jn_db *db) { return db->h; }
+
+struct sqlite3 *jn_db_testing_handle(jn_db *db) { return db ? db->h : NULL; }
 
 static jn_status need_write(jn_db *db, const char *fn) {
     if (!db) return jn_error(JN_ERR_VALUE, "%s: NULL trace store", fn);
@@ -1041,7 +1187,7 @@ void jn_db_bundle_list_free(jn_db_bundle *list, int n) {
     free(list);
 }
 
-static char *col_dup(sqlite3_stmt *st, int i) {
+char *db_col_dup(sqlite3_stmt *st, int i) {
     const unsigned char *t = sqlite3_column_text(st, i);
     return strdup(t ? (const char *)t : "");
 }
@@ -1055,11 +1201,11 @@ static jn_status bundle_row(jn_db *db, sqlite3_stmt *st, jn_db_bundle *b) {
     memset(b, 0, sizeof *b);
     b->id = sqlite3_column_int64(st, 0);
     b->created = sqlite3_column_double(st, 1);
-    b->target = col_dup(st, 2);
-    b->optable_hash = col_dup(st, 3);
-    b->janus_version = col_dup(st, 4);
-    b->cpu_features = col_dup(st, 5);
-    b->source_runs = col_dup(st, 6);
+    b->target = db_col_dup(st, 2);
+    b->optable_hash = db_col_dup(st, 3);
+    b->janus_version = db_col_dup(st, 4);
+    b->cpu_features = db_col_dup(st, 5);
+    b->source_runs = db_col_dup(st, 6);
     b->source_steps = sqlite3_column_int64(st, 7);
     b->format = sqlite3_column_int64(st, 8);
     int64_t raw = sqlite3_column_int64(st, 10);
@@ -1323,8 +1469,8 @@ void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int 
     free(m);
 }
 
-/* Grow *arr (elements of size sz) to hold one more than *len. */
-static int grow(void **arr, int len, int *cap, size_t sz) {
+/* Grow *arr (elements of size sz) to hold one more than len. */
+int db_grow(void **arr, int len, int *cap, size_t sz) {
     if (len < *cap) return 0;
     int nc = *cap ? 2 * *cap : 8;
     void *p = realloc(*arr, (size_t)nc * sz);
@@ -1350,9 +1496,9 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
     if (rc != SQLITE_OK) goto fail;
     sqlite3_bind_int64(st, 1, run_id);
     while ((rc = db_step(db, st)) == SQLITE_ROW) {
-        if (grow((void **)&ga, gl, &gc, sizeof *ga)) goto oom;
+        if (db_grow((void **)&ga, gl, &gc, sizeof *ga)) goto oom;
         jn_db_replay_graph *r = &ga[gl++];
-        r->graph = col_dup(st, 0);
+        r->graph = db_col_dup(st, 0);
         r->hits = sqlite3_column_int64(st, 1);
         r->misses = sqlite3_column_int64(st, 2);
         r->seconds = sqlite3_column_double(st, 3);
@@ -1366,12 +1512,12 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
     if (rc != SQLITE_OK) goto fail;
     sqlite3_bind_int64(st, 1, run_id);
     while ((rc = db_step(db, st)) == SQLITE_ROW) {
-        if (grow((void **)&ma, ml, &mc, sizeof *ma)) goto oom;
+        if (db_grow((void **)&ma, ml, &mc, sizeof *ma)) goto oom;
         jn_db_replay_miss *r = &ma[ml++];
-        r->graph = col_dup(st, 0);
+        r->graph = db_col_dup(st, 0);
         r->guard = sqlite3_column_int(st, 1);
-        r->reason = col_dup(st, 2);
-        r->site = col_dup(st, 3);
+        r->reason = db_col_dup(st, 2);
+        r->site = db_col_dup(st, 3);
         r->seen = sqlite3_column_type(st, 4) == SQLITE_NULL ? (double)NAN : sqlite3_column_double(st, 4);
         r->count = sqlite3_column_int64(st, 5);
         if (!r->graph || !r->reason || !r->site) goto oom;
@@ -1455,9 +1601,9 @@ jn_status jn_db_algos_get(jn_db *db, const char *device, jn_db_algo **rows, int 
     if (rc != SQLITE_OK) goto fail;
     bind_text(st, 1, device);
     while ((rc = db_step(db, st)) == SQLITE_ROW) {
-        if (grow((void **)&a, len, &cap, sizeof *a)) goto oom;
+        if (db_grow((void **)&a, len, &cap, sizeof *a)) goto oom;
         jn_db_algo *r = &a[len++];
-        r->key = col_dup(st, 0);
+        r->key = db_col_dup(st, 0);
         r->algo = sqlite3_column_int64(st, 1);
         r->workspace = sqlite3_column_int64(st, 2);
         r->seconds = sqlite3_column_double(st, 3);

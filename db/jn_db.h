@@ -62,18 +62,34 @@
 
 typedef struct jn_db jn_db;
 
-enum { JN_DB_READONLY = 0, JN_DB_WRITE = 1, JN_DB_CREATE = 2 };
+enum { JN_DB_READONLY = 0, JN_DB_WRITE = 1, JN_DB_CREATE = 2, JN_DB_WRITE_OR_READONLY = 3 };
 
 /* Open (and with JN_DB_CREATE create or migrate) a trace store.  Refuses a
  * file that is not SQLite, a SQLite file that is not a janus trace store,
  * and a store of a newer schema, each with a clear message.  An older store
  * is migrated when opened for writing; read-only, a v1 store is read as it
- * is (it has no bundles), a v0 one is refused. */
+ * is (it has no bundles), a v0 one is refused.
+ *
+ * path is a file name, always: it is made absolute (against the working
+ * directory) and opened without URI interpretation, so ":memory:" and
+ * "file:v.db" are files of those names and every command and process opens
+ * the same file for the same path.
+ *
+ * Read-only works where nothing can be written (a read-only mount, a
+ * directory of another user): a WAL store whose -shm index cannot be
+ * created is read as an immutable file when its -wal log holds no commits,
+ * and refused with the fix when it does.  JN_DB_WRITE on a store that
+ * cannot be written here is refused up front, naming the file or directory;
+ * JN_DB_WRITE_OR_READONLY opens such a store read-only instead
+ * (jn_db_writable says which it got). */
 jn_status jn_db_open(const char *path, int flags, jn_db **out);
 void jn_db_close(jn_db *db);
 int jn_db_schema_version(jn_db *db);
 /* The path the store was opened with (for messages). */
 const char *jn_db_path(jn_db *db);
+/* 1 when the store was opened for writing; 0 with *why (may be NULL) saying
+ * why not ("its directory D is not writable: Read-only file system"). */
+int jn_db_writable(jn_db *db, const char **why);
 
 /* ---- runs ---- */
 typedef struct {
@@ -289,12 +305,118 @@ jn_status jn_db_algos_put(jn_db *db, const char *device, const jn_db_algo *rows,
 jn_status jn_db_algos_get(jn_db *db, const char *device, jn_db_algo **rows, int *n);
 void jn_db_algos_free(jn_db_algo *rows, int n);
 
+/* ---- reading: what `janus inspect` (and a report) shows ----
+ * Each function fills a malloc'ed array of plain structs, in the order
+ * given, which the caller releases with the matching _free (also safe on
+ * NULL).  Strings in the rows are owned by the array; a text column that
+ * is NULL in the store gives NULL where the comment says so.  A run that
+ * does not exist gives 0 rows.  Failures come back as JN_ERR_IO naming the
+ * file and what was being read. */
+
+/* Every read between begin and end sees one commit of the store, while a
+ * recorder may be appending (one read transaction).  end is safe without
+ * a begin. */
+jn_status jn_db_read_begin(jn_db *db);
+void jn_db_read_end(jn_db *db);
+
+typedef struct {
+    int64_t id;
+    const char *kind;           /* "record", "replay" or "eager" (stores before v3: "record") */
+    const char *argv_json;      /* NULL = not stored; the rest likewise */
+    const char *cwd, *status, *python_version, *janus_version, *hostname, *device, *optable_hash,
+        *cpu_features;
+    double started, ended;      /* unix time; ended NaN while running (or killed before closing) */
+    int has_exit_status;
+    int64_t exit_status;
+    int64_t pid;
+    int64_t bundle_id;          /* a replay: the bundle it loaded; 0 = none */
+} jn_db_run_row;
+/* The runs (only > 0: just that one), by id. */
+jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n);
+void jn_db_runs_free(jn_db_run_row *rows, int n);
+
+typedef struct {
+    int64_t steps, ops, syncs;  /* sums over the run's steps */
+    int64_t signatures;         /* distinct step signatures */
+    double seconds;             /* sum of the step durations */
+} jn_db_run_totals;
+jn_status jn_db_totals(jn_db *db, int64_t run, jn_db_run_totals *out);
+
+/* A name with a count: step kinds, ops. */
+typedef struct { const char *name; int64_t count; } jn_db_count;
+/* Steps per kind ("optimizer", "marker", "tail"), most first, then by name. */
+jn_status jn_db_step_kinds(jn_db *db, int64_t run, jn_db_count **rows, int *n);
+/* Calls per op over the run, most first, then by name. */
+jn_status jn_db_op_histogram(jn_db *db, int64_t run, jn_db_count **rows, int *n);
+void jn_db_counts_free(jn_db_count *rows, int n);
+
+typedef struct {
+    int64_t step;
+    const char *kind;
+    double started, duration;
+    uint64_t signature;
+    int64_t n_ops, n_syncs;
+} jn_db_step_row;
+/* Every step of the run, by step number (steps over time). */
+jn_status jn_db_steps(jn_db *db, int64_t run, jn_db_step_row **rows, int *n);
+void jn_db_steps_free(jn_db_step_row *rows, int n);
+
+typedef struct {
+    uint64_t signature;
+    int64_t steps, first_step, last_step;
+    int64_t n_ops;              /* of its smallest step */
+} jn_db_signature;
+/* The distinct step signatures of the run, by first step. */
+jn_status jn_db_signatures(jn_db *db, int64_t run, jn_db_signature **rows, int *n);
+void jn_db_signatures_free(jn_db_signature *rows, int n);
+
+#define JN_DB_SYNC_VALUES 5
+typedef struct {
+    int kind;                   /* JN_SYNC_* */
+    int64_t callsite;           /* 0 = unknown */
+    int64_t count;
+    int nvalues;                /* the first values observed (by step, then order), NaN = none */
+    double values[JN_DB_SYNC_VALUES];
+} jn_db_sync_point;
+/* The run's sync points grouped by (kind, call site), most frequent first,
+ * then by kind and call site. */
+jn_status jn_db_sync_points(jn_db *db, int64_t run, jn_db_sync_point **rows, int *n);
+void jn_db_sync_points_free(jn_db_sync_point *rows, int n);
+
+/* The run's control-flow decisions summed per (call site, kind, outcome),
+ * in that order (rows as written: jn_db_decision). */
+jn_status jn_db_decision_counts(jn_db *db, int64_t run, jn_db_decision **rows, int *n);
+void jn_db_decision_counts_free(jn_db_decision *rows, int n);
+
+typedef struct {
+    const char *op;
+    int64_t callsite;
+    int arg, dim;
+    int nsizes;                 /* >= 2 */
+    int64_t *sizes;             /* the distinct sizes seen, ascending */
+} jn_db_shape_var;
+/* Every (op, call site, argument, dim) that saw more than one size in the
+ * run, by op, call site, argument and dim. */
+jn_status jn_db_shape_variation(jn_db *db, int64_t run, jn_db_shape_var **rows, int *n);
+void jn_db_shape_variation_free(jn_db_shape_var *rows, int n);
+
+typedef struct { int64_t id; const char *file; int line; const char *func; } jn_db_site;
+/* Every interned call site, by id; jn_db_site_find looks one up (NULL =
+ * none) in such an array. */
+jn_status jn_db_sites(jn_db *db, jn_db_site **rows, int *n);
+const jn_db_site *jn_db_site_find(const jn_db_site *rows, int n, int64_t id);
+void jn_db_sites_free(jn_db_site *rows, int n);
+
+/* The op table a run was recorded with: its rows in enum order ("name" and
+ * the attribute schema, "" when none).  0 rows: the run or its table is
+ * missing (a damaged store). */
+typedef struct { const char *name, *schema; } jn_db_op_row;
+jn_status jn_db_run_optable(jn_db *db, int64_t run, jn_db_op_row **rows, int *n);
+void jn_db_run_optable_free(jn_db_op_row *rows, int n);
+
 /* For tests: the n-th SQLite step/exec performed by db.c from now on (1 = the
  * next one) fails as if the disk were full (SQLITE_FULL); fires once.
  * 0 = off.  Process-global. */
 void jn_db_inject_fault(int after_n_writes);
-
-/* The underlying handle, for read-only SQL in the CLI and tests. */
-struct sqlite3 *jn_db_handle(jn_db *db);
 
 #endif

@@ -48,6 +48,7 @@
 
 #include "jn_backend.h"
 #include "jn_exec.h"
+#include "jn_settings.h"
 
 /* ------------------------------------------------- the driver API slice */
 typedef int cu_result; /* CUDA_SUCCESS = 0 */
@@ -124,7 +125,9 @@ static jn_status cu_get(const cu_api **out) {
     }
     cu_api a;
     memset(&a, 0, sizeof a);
-    const char *env = getenv("JANUS_LIBCUDA");
+    const char *env = NULL;
+    jn_status st = jn_setting_str(JN_S_LIBCUDA, &env);
+    if (st) return st;
     const char *try_[] = {env && *env ? env : "libcuda.so.1", env && *env ? NULL : "libcuda.so"};
     for (int i = 0; i < 2 && !a.lib && try_[i]; i++) {
         a.lib = dlopen(try_[i], RTLD_NOW | RTLD_LOCAL);
@@ -880,11 +883,17 @@ jn_status jn_ex_cuda_graphs_new(jn_ex_dlib *l, const jn_rt_backend *be, void *st
                                  .node = cg_node, .tensor_new = cg_tensor_new, .copy = cg_copy, .arena = cg_arena,
                                  .has_kernel = cg_has_kernel, .launch = cg_launch, .begin = cg_begin, .end = cg_end};
     /* CUDA Graphs: the module's driver must have them; JANUS_CUDA_GRAPHS=0 switches them off */
-    const char *env = getenv("JANUS_CUDA_GRAPHS");
+    int graphs = 1;
+    jn_status st = jn_setting_bool(JN_S_CUDA_GRAPHS, &graphs);
+    if (st) {
+        free(c);
+        return st;
+    }
     if (!l) snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "no CUDA module (no generated kernels)");
     else if (l->a->graphs_missing[0])
         snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "the driver lacks %s", l->a->graphs_missing);
-    else if (env && !strcmp(env, "0")) snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "JANUS_CUDA_GRAPHS=0");
+    else if (!graphs)
+        snprintf(c->st.plain_reason, sizeof c->st.plain_reason, "JANUS_CUDA_GRAPHS=%s", jn_setting_raw(JN_S_CUDA_GRAPHS));
     else c->graphs = 1;
     c->dev.copy_outputs = c->graphs;
     *out = c;

@@ -57,8 +57,11 @@ void jn_rec_sync_bool(double value, const jn_tensor *t);
 /* A control-flow decision of user code: JN_DEC_BRANCH (outcome 1 = the
  * fall-through body ran, 0 = jumped) or JN_DEC_LOOP (trip count). */
 void jn_rec_decision(int64_t callsite, int kind, int64_t outcome);
-/* Mark a tensor's role (JN_TR_HOST / PARAM / STATE); O(1). */
-static inline void jn_rec_mark(jn_tensor *t, int role) { t->rec_role = (uint8_t)role; }
+/* Mark a tensor header's role (JN_TR_HOST / PARAM / STATE) while
+ * recording (a no-op otherwise); the recorder keeps it, not the tensor. */
+void jn_rec_mark(jn_tensor *t, int role);
+/* A header's role: JN_TR_TEMP unless marked in this recording. */
+int jn_rec_role(const jn_tensor *t);
 /* While > 0, sync hooks record nothing (printing reads data through tolist). */
 extern int jn_rec_quiet;
 

@@ -20,6 +20,7 @@
  * A forked child stops recording (it would write the parent's run).
  */
 #include "jn_rec.h"
+#include "jn_settings.h"
 
 #include <assert.h>
 #include <math.h>
@@ -151,13 +152,20 @@ static struct {
  * (replay cannot know, and otherwise has to keep a recomputation ready).
  * Its own lock: tensors die on any thread, also while rec_mu is held (the
  * order is always rec_mu, then L.mu). */
+typedef struct {
+    const jn_tensor *t;
+    uint8_t role;
+} role_ent;
+
 static struct {
     pthread_mutex_t mu;
     int64_t *id;
     uint8_t *dead;
     int64_t n, cap;
     int64_t *out;          /* scratch for the event */
-} L = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, NULL};
+    role_ent *roles;       /* the marked headers (see "roles" below) */
+    int64_t nroles, nrslot;
+} L = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, NULL, NULL, 0, 0};
 
 static int64_t live_find(int64_t id) { /* index of the first id >= id */
     int64_t lo = 0, hi = L.n;
@@ -169,8 +177,8 @@ static int64_t live_find(int64_t id) { /* index of the first id >= id */
     return lo;
 }
 
-static jn_status live_add(int64_t id) {
-    pthread_mutex_lock(&L.mu);
+/* Under L.mu (record_op holds it for an op's roles and outputs). */
+static jn_status live_add_locked(int64_t id) {
     jn_status s = JN_OK;
     if (L.n == L.cap) {
         int64_t cap = L.cap ? 2 * L.cap : 1024;
@@ -194,15 +202,102 @@ static jn_status live_add(int64_t id) {
             L.n++;
         }
     }
-    pthread_mutex_unlock(&L.mu);
     return s;
 }
 
-static void live_free_hook(const jn_tensor *t) {
+static void fail(jn_status s);
+
+/* ---------------------------------------------------------- roles */
+/* The role of each header marked while recording (jn_rec_mark; unmarked:
+ * JN_TR_TEMP), kept here and not on the tensor: a table keyed by the
+ * header's address (linear probing, deletion by backward shift), under
+ * L.mu -- marks come from the Python thread, deaths from any.  A dying
+ * header's entry goes (live_free_hook); a second header autograd makes
+ * over the same value takes its role (role_alias_hook). */
+static int64_t role_home(const jn_tensor *t) {
+    return (int64_t)(((uint64_t)(uintptr_t)t * 0x9E3779B97F4A7C15ull) >> 20) & (L.nrslot - 1);
+}
+
+/* t's slot, or the empty one where it would go (L.nrslot > 0). */
+static int64_t role_pos(const jn_tensor *t) {
+    int64_t i = role_home(t);
+    while (L.roles[i].t && L.roles[i].t != t) i = (i + 1) & (L.nrslot - 1);
+    return i;
+}
+
+static int role_get_locked(const jn_tensor *t) {
+    if (!L.nroles) return JN_TR_TEMP;
+    const role_ent *e = &L.roles[role_pos(t)];
+    return e->t ? e->role : JN_TR_TEMP;
+}
+
+static void role_drop_locked(const jn_tensor *t) {
+    if (!L.nroles) return;
+    int64_t i = role_pos(t);
+    if (!L.roles[i].t) return;
+    L.nroles--;
+    for (int64_t j = (i + 1) & (L.nrslot - 1); L.roles[j].t; j = (j + 1) & (L.nrslot - 1)) {
+        int64_t h = role_home(L.roles[j].t); /* moves back unless its home lies in (i, j] */
+        if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+            L.roles[i] = L.roles[j];
+            i = j;
+        }
+    }
+    L.roles[i].t = NULL;
+}
+
+static jn_status role_set_locked(const jn_tensor *t, int role) {
+    if (role == JN_TR_TEMP) {
+        role_drop_locked(t);
+        return JN_OK;
+    }
+    if (2 * (L.nroles + 1) > L.nrslot) { /* grow: every entry to its new home */
+        int64_t n = L.nrslot ? 2 * L.nrslot : 256;
+        role_ent *old = L.roles, *e = calloc((size_t)n, sizeof *e);
+        if (!e) return jn_error(JN_ERR_NOMEM, "recorder: out of memory for tensor roles");
+        int64_t on = L.nrslot;
+        L.roles = e, L.nrslot = n;
+        for (int64_t k = 0; k < on; k++)
+            if (old[k].t) L.roles[role_pos(old[k].t)] = old[k];
+        free(old);
+    }
+    role_ent *e = &L.roles[role_pos(t)];
+    if (!e->t) L.nroles++;
+    e->t = t;
+    e->role = (uint8_t)role;
+    return JN_OK;
+}
+
+void jn_rec_mark(jn_tensor *t, int role) {
     if (!jn_rec_on) return;
     pthread_mutex_lock(&L.mu);
-    int64_t k = L.n ? live_find(t->id) : 0;
-    if (k < L.n && L.id[k] == t->id) L.dead[k] = 1;
+    jn_status s = role_set_locked(t, role);
+    pthread_mutex_unlock(&L.mu);
+    if (s) fail(s);
+}
+
+int jn_rec_role(const jn_tensor *t) {
+    pthread_mutex_lock(&L.mu);
+    int r = role_get_locked(t);
+    pthread_mutex_unlock(&L.mu);
+    return r;
+}
+
+static void role_alias_hook(const jn_tensor *from, const jn_tensor *to) {
+    pthread_mutex_lock(&L.mu);
+    int r = role_get_locked(from);
+    jn_status s = r != JN_TR_TEMP ? role_set_locked(to, r) : JN_OK;
+    pthread_mutex_unlock(&L.mu);
+    if (s) fail(s);
+}
+
+static void live_free_hook(const jn_tensor *t) {
+    pthread_mutex_lock(&L.mu);
+    if (jn_rec_on) {
+        int64_t k = L.n ? live_find(t->id) : 0;
+        if (k < L.n && L.id[k] == t->id) L.dead[k] = 1;
+    }
+    role_drop_locked(t); /* its address may come back as another header */
     pthread_mutex_unlock(&L.mu);
 }
 
@@ -214,10 +309,11 @@ static void live_clear(void) {
 
 static void live_free(void) {
     pthread_mutex_lock(&L.mu);
-    free(L.id), free(L.dead), free(L.out);
+    free(L.id), free(L.dead), free(L.out), free(L.roles);
     L.id = L.out = NULL;
     L.dead = NULL;
-    L.n = L.cap = 0;
+    L.roles = NULL;
+    L.n = L.cap = L.nroles = L.nrslot = 0;
     pthread_mutex_unlock(&L.mu);
 }
 
@@ -258,7 +354,7 @@ static const char *pytype_name(int p) {
 /* --------------------------------------------------------------- hook */
 /* Every field the encoder reads is set; shape and strides only up to ndim
  * (a full memset of the two 8-dim arrays per tensor showed in profiles). */
-static void fill_tref(jn_db_tref *r, const jn_tensor *t, int is_out) {
+static void fill_tref(jn_db_tref *r, const jn_tensor *t, int is_out, int role) {
     r->pytype = 0;
     r->id = t->id;
     r->version = t->storage ? t->storage->version : 0;
@@ -276,7 +372,7 @@ static void fill_tref(jn_db_tref *r, const jn_tensor *t, int is_out) {
         /* a wrapped number's dtype says which Python type it came from */
         r->pytype = t->dtype == JN_BOOL ? 3 : jn_dtype_is_float(t->dtype) ? 2 : 1;
     } else {
-        r->role = t->rec_role;
+        r->role = (uint8_t)role;
     }
 }
 
@@ -325,31 +421,31 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     ev.callsite = site.callsite;
     ev.stack = site.stack;
     int64_t maxin = 0;
-    jn_status s0;
-    for (int i = 0; i < nin; i++) {
-        fill_tref(&tin[i], in[i], 0);
+    jn_status s0 = JN_OK;
+    uint8_t rin[JN_MAX_INS], rout[JN_MAX_OUTS];
+    for (int i = 0; i < nin; i++)
         if (in[i]->id > maxin) maxin = in[i]->id;
-    }
-    for (int i = 0; i < nout; i++) {
-        fill_tref(&tout[i], out[i], 1);
-        for (int k = 0; k < nin; k++) /* in-place outputs keep their input's role */
-            if (out[i] == in[k]) tout[i].role = in[k]->rec_role;
-    }
+    /* one hold of the live set's lock per op: the roles, then the outputs made here */
+    pthread_mutex_lock(&L.mu);
+    for (int i = 0; i < nin; i++) rin[i] = (uint8_t)role_get_locked(in[i]);
+    for (int i = 0; i < nout; i++) rout[i] = (uint8_t)role_get_locked(out[i]);
     /* jn_dispatch_into writes an existing tensor: it is an input, or older
      * than anything this op could have created */
-    ev.inplace = (info->flags & JN_F_INPLACE) || (nout == 1 && (tout[0].role != JN_TR_TEMP ||
-                                                                out[0]->id <= R.max_id));
+    ev.inplace = (info->flags & JN_F_INPLACE) || (nout == 1 && (rout[0] != JN_TR_TEMP || out[0]->id <= R.max_id));
     for (int i = 0; !ev.inplace && i < nout; i++)
         for (int k = 0; k < nin; k++)
             if (out[i] == in[k]) ev.inplace = 1;
     if (maxin > R.max_id) R.max_id = maxin;
     for (int i = 0; i < nout; i++)
         if (out[i]->id > R.max_id) R.max_id = out[i]->id;
-    for (int i = 0; i < nout && !ev.inplace; i++) /* made here: followed until it dies */
-        if ((s0 = live_add(out[i]->id))) {
-            fail(s0);
-            return;
-        }
+    for (int i = 0; i < nout && !ev.inplace && !s0; i++) s0 = live_add_locked(out[i]->id); /* followed until it dies */
+    pthread_mutex_unlock(&L.mu);
+    if (s0) {
+        fail(s0);
+        return;
+    }
+    for (int i = 0; i < nin; i++) fill_tref(&tin[i], in[i], 0, rin[i]);
+    for (int i = 0; i < nout; i++) fill_tref(&tout[i], out[i], 1, rout[i]);
 
     jn_status s = jn_db_encode_event(&R.events, &ev);
     if (s) {
@@ -709,8 +805,14 @@ static void reset_step(void) {
 
 jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_version) {
     if (R.db) return jn_error(JN_ERR_RUNTIME, "recorder: already recording into run %lld", (long long)R.run_id);
+    /* JANUS_RECORD_AS_DEVICE=cuda (tests only): the trace says every tensor
+     * was on the GPU, so the device path of analyzer, codegen and bundles
+     * is testable on a machine without one; nothing else changes */
+    const char *as = "";
+    jn_status s = jn_setting_str(JN_S_RECORD_AS_DEVICE, &as);
+    if (s) return s;
     jn_db *db;
-    jn_status s = jn_db_open(db_path, JN_DB_WRITE, &db);
+    s = jn_db_open(db_path, JN_DB_WRITE, &db);
     if (s) return s;
     if ((s = jn_db_run_set_python(db, run_id, python_version))) {
         jn_db_close(db);
@@ -721,11 +823,7 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
     R.site_fn = fn;
     R.db = db;
     R.run_id = run_id;
-    /* JANUS_RECORD_AS_DEVICE=cuda (tests only): the trace says every tensor
-     * was on the GPU, so the device path of analyzer, codegen and bundles
-     * is testable on a machine without one; nothing else changes */
-    const char *as = getenv("JANUS_RECORD_AS_DEVICE");
-    R.as_device = as && !strcmp(as, "cuda") ? JN_CUDA + 1 : 0;
+    R.as_device = !strcmp(as, "cuda") ? JN_CUDA + 1 : 0;
     static int atfork_set;
     if (!atfork_set) {
         atfork_set = 1;
@@ -755,6 +853,7 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
     jn_dispatch_hook h = {hook_after, NULL};
     jn_set_dispatch_hook(&h);
     jn_rt_record_free = live_free_hook;
+    jn_rt_record_alias = role_alias_hook;
     jn_rec_on = 1;
     return JN_OK;
 }
@@ -847,6 +946,7 @@ jn_status jn_rec_stop(void) {
     jn_rec_on = 0;
     jn_set_dispatch_hook(NULL);
     jn_rt_record_free = NULL;
+    jn_rt_record_alias = NULL;
     live_free();
     jn_status ws = writer_join();
     if (!s) s = ws;

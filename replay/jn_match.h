@@ -54,6 +54,7 @@
 #define JN_MATCH_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "jn_ir.h"
 
@@ -124,6 +125,8 @@ typedef struct {
  * inconsistent with the module. */
 jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rp_matcher **out);
 void jn_rp_match_free(jn_rp_matcher *mt);
+/* Each graph's token program, one line a token (JANUS_MATCH_DUMP). */
+void jn_rp_match_dump(const jn_rp_matcher *mt, FILE *f);
 
 /* Where the next segment starts: 0 a step start, else the JN_SYNC_* kind of
  * the sync before it (jn_db.h); -1 (the default after each end) unknown.

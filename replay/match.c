@@ -16,8 +16,9 @@
  * index from the token's position (and iteration, inside loops).  The
  * per-event work is a handful of compares per input and attribute; a
  * failure records codes and numbers only, and the sentence is written once
- * the segment has missed.  JANUS_MATCH_DUMP=1 prints every loaded token
- * (op, loop, refs) to stderr, for debugging a matcher program.
+ * the segment has missed.  jn_rp_match_dump prints every loaded token
+ * (op, loop, refs), for debugging a matcher program (JANUS_MATCH_DUMP=1
+ * under replay).
  */
 #include <math.h>
 #include <stdio.h>
@@ -233,6 +234,61 @@ static void graph_free(mgraph *G) {
     free(G->tok), free(G->loop), free(G->sym_guard), free(G->in_guard), free(G->dim_guard);
 }
 
+/* Per symbol, input and dim: the guard of G's graph on it, -1; each
+ * loop's TRIP guard. */
+static jn_status index_guards(mgraph *G) {
+    const jn_ir_graph *g = G->g;
+    G->sym_guard = malloc(sizeof(int32_t) * ((size_t)g->nsyms + 1));
+    G->in_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * GI_N + 1));
+    G->dim_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * JN_MAX_DIMS + 1));
+    int32_t *v2i = malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
+    if (!G->sym_guard || !G->in_guard || !G->dim_guard || !v2i) {
+        free(v2i);
+        return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    }
+    for (int32_t s = 0; s < g->nsyms; s++) G->sym_guard[s] = -1;
+    for (int32_t i = 0; i < g->ninputs * GI_N; i++) G->in_guard[i] = -1;
+    for (int32_t i = 0; i < g->ninputs * JN_MAX_DIMS; i++) G->dim_guard[i] = -1;
+    for (int32_t v = 0; v < g->nvalues; v++) v2i[v] = -1;
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (g->inputs[i].value >= 0 && g->inputs[i].value < g->nvalues) v2i[g->inputs[i].value] = i;
+    for (int32_t k = 0; k < g->nguards; k++) {
+        const jn_ir_guard *q = &g->guards[k];
+        int32_t in = q->value >= 0 && q->value < g->nvalues ? v2i[q->value] : -1;
+        switch (q->kind) {
+        case JN_IR_G_SYM:
+            if (q->sym >= 0 && q->sym < g->nsyms) G->sym_guard[q->sym] = k;
+            break;
+        case JN_IR_G_DIM:
+            if (in >= 0 && q->dim >= 0 && q->dim < JN_MAX_DIMS) G->dim_guard[in * JN_MAX_DIMS + q->dim] = k;
+            break;
+        case JN_IR_G_DTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_DTYPE] = k; break;
+        case JN_IR_G_DEVICE: if (in >= 0) G->in_guard[in * GI_N + GI_DEVICE] = k; break;
+        case JN_IR_G_BIND: if (in >= 0) G->in_guard[in * GI_N + GI_BIND] = k; break;
+        case JN_IR_G_SCALAR: if (in >= 0) G->in_guard[in * GI_N + GI_SCALAR] = k; break;
+        case JN_IR_G_PYTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_PYTYPE] = k; break;
+        default: break;
+        }
+    }
+    /* a loop's TRIP guard: the one on the IR loop with the same number and
+     * trip, else one on another loop with the same trip (the passes
+     * renumber loops and drop emptied ones, never change trip expressions) */
+    for (int32_t l = 0; l < G->nloop; l++) {
+        int32_t il = G->loop[l].guard, same = -1, other = -1;
+        for (int32_t k = 0; k < g->nguards; k++) {
+            const jn_ir_guard *q = &g->guards[k];
+            if (q->kind != JN_IR_G_TRIP || q->loop < 0 || q->loop >= g->nloops ||
+                g->loops[q->loop].trip != G->loop[l].trip)
+                continue;
+            if (q->loop == il) same = k;
+            else if (other < 0) other = k;
+        }
+        G->loop[l].guard = same >= 0 ? same : other;
+    }
+    free(v2i);
+    return JN_OK;
+}
+
 static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8_t *seen) {
     int32_t gi = (int32_t)get(r, 4, "a graph header");
     G->entry = (uint8_t)get(r, 1, "a graph header");
@@ -360,65 +416,7 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             if (!T->out_new[k]) w = check_ref(G, t, &T->out[k]);
         if (w) return bad(gi, "%s", w);
     }
-    if (getenv("JANUS_MATCH_DUMP"))
-        for (int32_t t = 0; t < G->ntok; t++) {
-            const mtok *T = &G->tok[t];
-            fprintf(stderr, "g%d t%d %s loop=%d nin=%d flags=%d", gi, t, jn_op_info(T->op)->name, T->loop, T->nin, T->flags);
-            for (int j = 0; j < (T->flags & 2 ? 1 : T->nin); j++)
-                fprintf(stderr, " [k%d a%d b%d m%d c%lld]", T->in[j].kind, T->in[j].a, T->in[j].b, T->in[j].mode,
-                        (long long)T->in[j].c);
-            fprintf(stderr, "\n");
-        }
-    /* guard index */
-    G->sym_guard = malloc(sizeof(int32_t) * ((size_t)g->nsyms + 1));
-    G->in_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * GI_N + 1));
-    G->dim_guard = malloc(sizeof(int32_t) * ((size_t)g->ninputs * JN_MAX_DIMS + 1));
-    int32_t *v2i = malloc(sizeof(int32_t) * ((size_t)g->nvalues + 1));
-    if (!G->sym_guard || !G->in_guard || !G->dim_guard || !v2i) {
-        free(v2i);
-        return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
-    }
-    for (int32_t s = 0; s < g->nsyms; s++) G->sym_guard[s] = -1;
-    for (int32_t i = 0; i < g->ninputs * GI_N; i++) G->in_guard[i] = -1;
-    for (int32_t i = 0; i < g->ninputs * JN_MAX_DIMS; i++) G->dim_guard[i] = -1;
-    for (int32_t v = 0; v < g->nvalues; v++) v2i[v] = -1;
-    for (int32_t i = 0; i < g->ninputs; i++)
-        if (g->inputs[i].value >= 0 && g->inputs[i].value < g->nvalues) v2i[g->inputs[i].value] = i;
-    for (int32_t k = 0; k < g->nguards; k++) {
-        const jn_ir_guard *q = &g->guards[k];
-        int32_t in = q->value >= 0 && q->value < g->nvalues ? v2i[q->value] : -1;
-        switch (q->kind) {
-        case JN_IR_G_SYM:
-            if (q->sym >= 0 && q->sym < g->nsyms) G->sym_guard[q->sym] = k;
-            break;
-        case JN_IR_G_DIM:
-            if (in >= 0 && q->dim >= 0 && q->dim < JN_MAX_DIMS) G->dim_guard[in * JN_MAX_DIMS + q->dim] = k;
-            break;
-        case JN_IR_G_DTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_DTYPE] = k; break;
-        case JN_IR_G_DEVICE: if (in >= 0) G->in_guard[in * GI_N + GI_DEVICE] = k; break;
-        case JN_IR_G_BIND: if (in >= 0) G->in_guard[in * GI_N + GI_BIND] = k; break;
-        case JN_IR_G_SCALAR: if (in >= 0) G->in_guard[in * GI_N + GI_SCALAR] = k; break;
-        case JN_IR_G_PYTYPE: if (in >= 0) G->in_guard[in * GI_N + GI_PYTYPE] = k; break;
-        default: break;
-        }
-    }
-    /* a loop's TRIP guard: the one on the IR loop with the same number and
-     * trip, else one on another loop with the same trip (the passes
-     * renumber loops and drop emptied ones, never change trip expressions) */
-    for (int32_t l = 0; l < G->nloop; l++) {
-        int32_t il = G->loop[l].guard, same = -1, other = -1;
-        for (int32_t k = 0; k < g->nguards; k++) {
-            const jn_ir_guard *q = &g->guards[k];
-            if (q->kind != JN_IR_G_TRIP || q->loop < 0 || q->loop >= g->nloops ||
-                g->loops[q->loop].trip != G->loop[l].trip)
-                continue;
-            if (q->loop == il) same = k;
-            else if (other < 0) other = k;
-        }
-        G->loop[l].guard = same >= 0 ? same : other;
-    }
-    free(v2i);
-    return JN_OK;
+    return index_guards(G);
 }
 
 static void cursor_free(mcur *C) {
@@ -436,6 +434,20 @@ void jn_rp_match_free(jn_rp_matcher *mt) {
     free(mt->gr), free(mt->by_graph), free(mt->start), free(mt->start0), free(mt->alive), free(mt->ev_ids);
     free(mt->ev_tok);
     free(mt);
+}
+
+void jn_rp_match_dump(const jn_rp_matcher *mt, FILE *f) {
+    for (int32_t k = 0; k < mt->ngr; k++) {
+        const mgraph *G = &mt->gr[k];
+        for (int32_t t = 0; t < G->ntok; t++) {
+            const mtok *T = &G->tok[t];
+            fprintf(f, "g%d t%d %s loop=%d nin=%d flags=%d", G->gi, t, jn_op_info(T->op)->name, T->loop, T->nin, T->flags);
+            for (int j = 0; j < (T->flags & 2 ? 1 : T->nin); j++)
+                fprintf(f, " [k%d a%d b%d m%d c%lld]", T->in[j].kind, T->in[j].a, T->in[j].b, T->in[j].mode,
+                        (long long)T->in[j].c);
+            fprintf(f, "\n");
+        }
+    }
 }
 
 jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn_rp_matcher **out) {

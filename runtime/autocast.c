@@ -78,7 +78,12 @@ static const struct {
     {"mse_loss", {FP32, FP32}},
     {"l1_loss", {FP32, FP32}},
     {"binary_cross_entropy_with_logits", {FP32, FP32}},
+    {"binary_cross_entropy", {FP32, FP32}},
+    {"smooth_l1_loss", {FP32, FP32}},
+    {"huber_loss", {FP32, FP32}},
+    {"kl_div", {FP32, FP32}},
     {"layer_norm", {0, FP32}},
+    {"group_norm", {0, FP32}},
     {"batch_norm", {0, 0}},
 };
 

@@ -126,7 +126,7 @@ static jn_tensor *same_value(jn_tensor *t) {
     jn_tensor *a = jn_tensor_alias(t);
     if (a) {
         a->id = t->id;
-        a->rec_role = t->rec_role;
+        if (jn_rt_record_alias) jn_rt_record_alias(t, a);
         a->is_view = t->is_view;
     }
     return a;
@@ -447,7 +447,7 @@ static jn_status accumulate_leaf(jn_tensor *leaf, jn_tensor *g) {
     if (!m->grad) {
         /* nobody else holds g (replay's capture list does not count: the
          * same ops must run whether capture holds it or not) */
-        if (g->refcnt - g->capture_refs == 1 && !g->is_view && jn_is_contiguous(g) && jn_rt_storage_refs(g->storage) == 1 &&
+        if (jn_rt_tensor_refs(g) == 1 && !g->is_view && jn_is_contiguous(g) && jn_rt_storage_refs(g->storage) == 1 &&
             g->dtype == leaf->dtype) {
             m->grad = g;
             return JN_OK;
@@ -487,7 +487,7 @@ static jn_tensor *acc_target(const jn_node *x, int i, const capture *cap) {
     else if (e->node) {
         t = e->node->buf[e->output_nr];
         /* replay's capture list does not count (as in accumulate_leaf) */
-        if (t && (t->refcnt - t->capture_refs != 1 || jn_rt_storage_refs(t->storage) != 1)) return NULL;
+        if (t && (jn_rt_tensor_refs(t) != 1 || jn_rt_storage_refs(t->storage) != 1)) return NULL;
     }
     if (!t || t->dtype != im->dtype || !jn_same_shape(t->ndim, t->shape, im->ndim, im->shape) ||
         !jn_is_contiguous(t))

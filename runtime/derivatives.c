@@ -499,6 +499,20 @@ FORMULA(d_max_dim) { /* values flow back to the recorded index */
     gi[0] = call(b, JN_OP_scatter_add, 3, in, &a);
     END;
 }
+FORMULA(d_sort) { /* each sorted value's grad back at the position it came from */
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    if (m->ndim == 0) {
+        gi[0] = g;
+        END;
+    }
+    int mask[JN_MAX_DIMS];
+    T *in[3] = {zeros(b, m), OUT(b, 1), g};
+    jn_attrs a = A();
+    a.a[0].i = dim_mask(AT(b)->a[0].i, m->ndim, mask); /* a permutation: no two writes collide */
+    gi[0] = call(b, JN_OP_scatter, 3, in, &a);
+    END;
+}
 static jn_status var_std(jn_node *n_, T *const *go, const int *needs, T **gi, int is_std) {
     BEGIN;
     const jn_meta *m = M(b, 0);
@@ -643,6 +657,26 @@ FORMULA(d_conv2d) {
     if (jn_node_nin(n_) > 2 && NEED(2)) {
         int64_t dims[3] = {0, 2, 3}, d3[2] = {1, 2};
         gi[2] = M(b, 0)->ndim == 4 ? sum_dims(b, g, 3, dims, 0) : sum_dims(b, g, 2, d3, 0);
+    }
+    END;
+}
+/* conv2d_input_grad(d, w) is conv_transpose2d(d, w) (nn.ConvTranspose2d runs on
+ * it): it is linear in each input, and <gy, input_grad(d, w)> = <conv2d(gy, w), d>,
+ * so d gets conv2d(gy, w) and w gets conv2d_weight_grad(d, gy). */
+FORMULA(d_conv2d_input_grad) {
+    BEGIN;
+    const jn_attrs *a = AT(b);
+    if (NEED(0)) {
+        jn_attrs ca = A();
+        for (int k = 0; k < 4; k++) ca.a[k] = a->a[k + 1]; /* stride, padding, dilation, groups */
+        T *in[2] = {g, IN(b, 1)};
+        gi[0] = call(b, JN_OP_conv2d, 2, in, &ca);
+    }
+    if (NEED(1)) {
+        jn_attrs wa = *a;
+        wa.a[0].l = ints(M(b, 1)->ndim, M(b, 1)->shape);
+        T *in[2] = {IN(b, 0), g};
+        gi[1] = call(b, JN_OP_conv2d_weight_grad, 2, in, &wa);
     }
     END;
 }
@@ -968,6 +1002,7 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_amin] = {d_amax, S_IN | S_OUT},
     [JN_OP_max_dim] = {d_max_dim, S_OUT},
     [JN_OP_min_dim] = {d_max_dim, S_OUT},
+    [JN_OP_sort] = {d_sort, S_OUT},
     [JN_OP_var] = {d_var, S_IN},
     [JN_OP_std] = {d_std, S_IN | S_OUT},
     [JN_OP_logsumexp] = {d_logsumexp, S_IN | S_OUT},
@@ -979,6 +1014,7 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_addmm] = {d_addmm, S_IN},
     [JN_OP_linear] = {d_linear, S_IN},
     [JN_OP_conv2d] = {d_conv2d, S_IN},
+    [JN_OP_conv2d_input_grad] = {d_conv2d_input_grad, S_IN},
     [JN_OP_max_pool2d] = {d_max_pool2d, S_OUT},
     [JN_OP_max_pool2d_backward] = {d_max_pool2d_backward, S_IN},
     [JN_OP_avg_pool2d] = {d_avg_pool2d, 0},
@@ -1008,7 +1044,7 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT, 1 << 1}, /* the workspace output holds all it needs */
     [JN_OP_gru_cell] = {d_gru_cell, S_OUT},
     /* no derivative (yet): as_strided, and the kernels derivatives use
-     * (conv/pool gradients, lstm_cell_backward, gru_cell_backward) */
+     * (conv2d_weight_grad, pool gradients, lstm_cell_backward, gru_cell_backward) */
 };
 
 const jn_grad_def *jn_grad_def_of(jn_op op) {

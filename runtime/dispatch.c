@@ -209,9 +209,15 @@ void jn_rt_set_capture_hook(const jn_rt_capture_hook *h) {
     jn_rt_capturing = 0;
 }
 
+int jn_rt_capture_hook_installed(void) { return capture_hook.capture != NULL; }
+
 int64_t jn_rt_storage_refs(const jn_storage *st) {
-    if (!jn_rt_capturing || !capture_hook.held_only || st->refcnt == 1) return st->refcnt;
+    if (!jn_rt_capturing || !st->ext || !capture_hook.held_only || st->refcnt == 1) return st->refcnt;
     return st->refcnt - capture_hook.held_only(capture_hook.ctx, st);
+}
+
+int64_t jn_rt_tensor_refs_slow(const jn_tensor *t) {
+    return capture_hook.held_refs ? t->refcnt - capture_hook.held_refs(capture_hook.ctx, t) : t->refcnt;
 }
 
 jn_status jn_rt_materialize_slow(jn_tensor *t) {

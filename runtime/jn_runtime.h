@@ -98,11 +98,8 @@ typedef struct jn_storage {
     uint64_t version;    /* bumped by every in-place write; shared by views */
     void (*release)(void *ctx); /* external memory (numpy buffers) */
     void *release_ctx;
-    int lazy;            /* replay's lazy capture: JN_LAZY_* (0 = data is current) */
-    int64_t capture_hdrs; /* distinct headers on it that replay's pending list
-                           * holds (jn_tensor.capture_pend > 0) */
-    struct jn_tensor *capture_list; /* those headers, linked through
-                                     * jn_tensor.capture_next/prev */
+    int lazy;            /* lazy capture: JN_LAZY_* (0 = data is current) */
+    void *ext;           /* the capture hook's record on it (see jn_tensor.ext); NULL: none */
 } jn_storage;
 
 /* jn_storage.lazy: why the bytes are not (yet) what eager mode would hold. */
@@ -123,13 +120,13 @@ typedef struct jn_tensor {
     int64_t id;                   /* unique per tensor header (recording) */
     int wrapped_number;           /* a Python scalar (type promotion) */
     int is_view;                  /* made by a view op: shares another tensor's storage */
-    uint8_t rec_role;             /* recorder: JN_TR_* role (0 = produced by an op) */
     void *autograd;               /* owned by the autograd layer */
     void *pyobj;                  /* borrowed back-pointer to the Python wrapper */
-    int64_t capture_refs;         /* of refcnt: held by replay's pending ops (eager would not hold them) */
-    uint32_t capture_mark;        /* replay's scratch: visited in its current scan */
-    int64_t capture_pend;         /* of capture_refs: held by the pending list itself */
-    struct jn_tensor *capture_prev, *capture_next; /* jn_storage.capture_list while capture_pend > 0 */
+    /* Owned by the layer that installed the capture hook (replay: its
+     * record of the references it holds on this header); NULL otherwise.
+     * Opaque to the runtime, which only asks the hook about it
+     * (jn_rt_tensor_refs); never copied to another header. */
+    void *ext;
 } jn_tensor;
 
 typedef struct {
@@ -210,6 +207,10 @@ extern void (*jn_rt_autograd_free)(jn_tensor *t);
 /* Set by the recorder while it records: a tensor header is about to die
  * (which of this step's tensors are still alive where a segment ends). */
 extern void (*jn_rt_record_free)(const jn_tensor *t);
+/* Set by the recorder while it records: `to` is a second header over the
+ * value of `from`, with its id (autograd's detach and saved tensors): it
+ * takes from's role. */
+extern void (*jn_rt_record_alias)(const jn_tensor *from, const jn_tensor *to);
 /* New contiguous tensor (a new reference even when t is contiguous). */
 jn_tensor *jn_contiguous(jn_tensor *t);
 /* New contiguous tensor of `dtype` (or a new ref to t if already so). */
@@ -323,20 +324,25 @@ void jn_set_dispatch_hook(const jn_dispatch_hook *h);
 int jn_dispatch_hook_installed(void);
 
 /* ------------------------------------------------------- lazy capture */
-/* Replay (replay/replay.c) installs this.  While jn_rt_capturing is
- * set, jn_dispatch / jn_dispatch_into infer their outputs, create them
- * pending (jn_rt_tensor_new_pending: storage data NULL, lazy set), bump
- * versions and record autograd exactly as eagerly, run no kernel (view ops
- * still set their strides) and hand the op to `capture`, which owns what
- * happens next (the outputs may already hold data when it returns).
+/* Replay (replay/, jn_replay.h) installs this, ctx its object.  While
+ * jn_rt_capturing is set, jn_dispatch / jn_dispatch_into infer their
+ * outputs, create them pending (jn_rt_tensor_new_pending: storage data
+ * NULL, lazy set), bump versions and record autograd exactly as eagerly,
+ * run no kernel (view ops still set their strides) and hand the op to
+ * `capture`, which owns what happens next (the outputs may already hold
+ * data when it returns).
  * `materialize` makes a tensor's data current: flushes the pending ops. */
 typedef struct jn_rt_capture_hook {
     jn_status (*capture)(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                          jn_tensor *const *out, int into);
     jn_status (*materialize)(void *ctx, jn_tensor *t);
     /* Tensor headers on storage st that only the capture keeps alive
-     * (views the engine made and eager would have freed by now). */
+     * (views the engine made and eager would have freed by now); asked
+     * only when st->ext is set. */
     int64_t (*held_only)(void *ctx, const jn_storage *st);
+    /* The references to t the capture holds (of t->refcnt; eager would not
+     * hold them); asked only when t->ext is set. */
+    int64_t (*held_refs)(void *ctx, const jn_tensor *t);
     void *ctx;
     /* The device whose ops are captured (jn_device_type; 0 = JN_CPU): ops
      * on another device end the segment and run eagerly (a factory runs
@@ -344,6 +350,8 @@ typedef struct jn_rt_capture_hook {
     int device;
 } jn_rt_capture_hook;
 void jn_rt_set_capture_hook(const jn_rt_capture_hook *h);
+/* One capture hook at a time: whether one is installed (a replay). */
+int jn_rt_capture_hook_installed(void);
 extern int jn_rt_capturing;
 /* The one helper everything that reads or writes tensor data outside
  * jn_dispatch calls first: JN_OK at once for an ordinary tensor; for a
@@ -353,6 +361,13 @@ jn_status jn_rt_materialize_slow(jn_tensor *t);
 /* st->refcnt as eager execution would see it: without the headers only
  * replay's capture keeps alive (== st->refcnt when not capturing). */
 int64_t jn_rt_storage_refs(const jn_storage *st);
+/* t->refcnt as eager execution would see it: without the references the
+ * capture holds (autograd's decisions to reuse a gradient buffer in place
+ * must come out as eagerly).  One load and branch unless t->ext is set. */
+int64_t jn_rt_tensor_refs_slow(const jn_tensor *t);
+static inline int64_t jn_rt_tensor_refs(const jn_tensor *t) {
+    return t->ext ? jn_rt_tensor_refs_slow(t) : t->refcnt;
+}
 static inline jn_status jn_rt_materialize(jn_tensor *t) {
     return t && t->storage && t->storage->lazy ? jn_rt_materialize_slow(t) : JN_OK;
 }

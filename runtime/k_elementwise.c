@@ -3,10 +3,13 @@
  * One engine runs every op here: ew_run() walks the broadcast output with
  * jn_nditer and calls a typed inner loop, in the manner of numpy's ufunc
  * loops.  Each op has a descriptor (ew_op) holding one inner loop per
- * compute dtype (float32, float64, int64, int32, uint8, bool); the loops are
- * generated from one macro table per op class, so adding an op is one row.
- * Each generated loop has fast paths for contiguous operands (simple loops
- * gcc vectorizes at -O3) and for a stride-0 scalar operand.
+ * compute dtype (float32, float64, int64, int32, uint8, bool).  The math
+ * of every element is k_ewmath.h's (the one definition that the code
+ * generators and the CUDA kernels share): the loops here are expanded from
+ * its id lists and call its jn_ew_<id>_<sfx> functions, so this file holds
+ * no formula of its own.  Each generated loop has fast paths for
+ * contiguous operands (simple loops gcc vectorizes at -O3) and for a
+ * stride-0 scalar operand.
  *
  * Operands whose dtype differs from what the loop wants (float16/bfloat16,
  * which compute in float32; mixed-dtype inputs; an out= destination of
@@ -21,27 +24,26 @@
  */
 #include "jn_runtime.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <tgmath.h>
 
-/* The uint8 loops share the signed integer expressions; their comparisons
- * with 0 are constant there, which is intended. */
-#pragma GCC diagnostic ignored "-Wtype-limits"
 /* Let gcc if-convert float selects (x < lo ? lo : x) so those loops
  * vectorize (we never read the FP exception flags, results are unchanged),
  * and never contract a*b+c into an FMA, so the AVX2/AVX-512 clones below
  * give bit-identical results on every machine (traces replay exactly). */
 #pragma GCC optimize("no-trapping-math", "fp-contract=off")
 
-#include "k_fastmath.h" /* after the pragma: its functions get the same flags */
+/* the integer division flag is shared by the pool's threads */
+#define JN_EW_ZERO_DIV(zd) __atomic_store_n((zd), 1, __ATOMIC_RELAXED)
+#include "k_ewmath.h" /* after the pragma: its functions (and k_fastmath.h's) get the same flags */
 
 #define EW_CHUNK 512 /* elements per buffered block */
 
 /* Scalar parameters an inner loop may read (through its ctx). */
 typedef struct {
-    double f0, f1;  /* float alpha / clamp bounds */
-    int64_t i0, i1; /* integer alpha / clamp bounds */
+    double f0, f1;  /* alpha (float result) / clamp bounds */
+    int64_t i0;     /* alpha (integer result) */
     uint64_t bits;  /* a fill value, stored in the operand's dtype */
     int err;        /* set (atomically) on integer division by zero */
 } ew_params;
@@ -61,76 +63,14 @@ typedef struct {
     jn_loop_fn loop[JN_NDTYPES]; /* by compute dtype; NULL where undefined */
 } ew_op;
 
-/* ------------------------------------------------------ scalar helpers */
-static inline void zero_div(ew_params *P) { __atomic_store_n(&P->err, 1, __ATOMIC_RELAXED); }
-
-/* Integer division/remainder/power for every integer type, done in int64
- * (int32/uint8 values fit; results wrap when narrowed back).  b == -1 is
- * special-cased because INT64_MIN / -1 traps. */
-static inline int64_t idiv_trunc(int64_t a, int64_t b, ew_params *P) {
-    if (b == 0) { zero_div(P); return 0; }
-    if (b == -1) return (int64_t)(0 - (uint64_t)a);
-    return a / b;
-}
-static inline int64_t idiv_floor(int64_t a, int64_t b, ew_params *P) {
-    if (b == 0) { zero_div(P); return 0; }
-    if (b == -1) return (int64_t)(0 - (uint64_t)a);
-    int64_t q = a / b, r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
-}
-static inline int64_t irem(int64_t a, int64_t b, ew_params *P) {
-    if (b == 0) { zero_div(P); return 0; }
-    if (b == -1) return 0;
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-static inline int64_t ipow(int64_t a, int64_t b) {
-    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; /* as PyTorch */
-    uint64_t r = 1, x = (uint64_t)a;
-    for (; b; b >>= 1, x *= x)
-        if (b & 1) r *= x;
-    return (int64_t)r;
-}
-
-/* Python-style floor division and remainder for floats (PyTorch's
- * div_floor_floating and remainder). */
-#define FLOAT_HELPERS(sfx, T)                                                   \
-    static inline T floordiv_##sfx(T a, T b) {                                  \
-        if (b == 0) return a / b;                                               \
-        T mod = fmod(a, b), div = (a - mod) / b;                                \
-        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                         \
-        if (div == 0) return copysign((T)0, a / b);                             \
-        T fd = floor(div);                                                      \
-        return div - fd > (T)0.5 ? fd + 1 : fd;                                 \
-    }                                                                           \
-    static inline T fremainder_##sfx(T a, T b) {                                \
-        T mod = fmod(a, b);                                                     \
-        return (mod != 0 && (b < 0) != (mod < 0)) ? mod + b : mod;              \
-    }
-FLOAT_HELPERS(f32, float)
-FLOAT_HELPERS(f64, double)
-#define floordiv(a, b) _Generic((a), float: floordiv_f32, double: floordiv_f64)(a, b)
-#define fremainder(a, b) _Generic((a), float: fremainder_f32, double: fremainder_f64)(a, b)
-
-/* Branch-free float32 exp, log, tanh and erf that gcc vectorizes (glibc's
- * are scalar calls, 3-30x slower) live in k_fastmath.h, shared with the
- * fused kernels and the generated C of codegen; float64 keeps libm. */
-/* libm names (not the tgmath macros) for double */
-#define EXP(x) _Generic((x), float: fast_expf, double: (exp))(x)
-#define LOG(x) _Generic((x), float: fast_logf, double: (log))(x)
-#define TANH(x) _Generic((x), float: fast_tanhf, double: (tanh))(x)
-#define ERF(x) _Generic((x), float: fast_erff, double: (erf))(x)
-
 /* --------------------------------------------------- inner loop makers */
-/* Inside an inner loop: T is the compute type, U its unsigned twin (for
- * wrapping integer arithmetic), P the ew_params, PRE hoists parameters
- * into typed locals, EXPR computes one element from a, b (binary) or x. */
-#define BIN_LOOP(name, IT, OT, UT, PRE, EXPR)                                           \
+/* Inside an inner loop: T is the compute type, P the ew_params, PRE
+ * hoists the parameters EXPR reads into locals (P may alias the output),
+ * EXPR computes one element from a, b (binary) or x. */
+#define BIN_LOOP(name, IT, OT, PRE, EXPR)                                               \
     static void name(char **p_, const int64_t *s_, int64_t n_, void *ctx_) {            \
         typedef IT T;                                                                   \
-        typedef UT U;                                                                   \
         ew_params *P = ctx_;                                                            \
-        (void)sizeof(U);                                                                \
         (void)P;                                                                        \
         PRE                                                                             \
         const int64_t so = s_[0], sa = s_[1], sb = s_[2];                               \
@@ -164,13 +104,11 @@ FLOAT_HELPERS(f64, double)
         }                                                                               \
     }
 
-#define UN_LOOP(name, IT, OT, UT, PRE, EXPR) UN_LOOP_A(name, IT, OT, UT, , PRE, EXPR)
-#define UN_LOOP_A(name, IT, OT, UT, ATTR, PRE, EXPR)                                    \
+#define UN_LOOP(name, IT, OT, PRE, EXPR) UN_LOOP_A(name, IT, OT, , PRE, EXPR)
+#define UN_LOOP_A(name, IT, OT, ATTR, PRE, EXPR)                                        \
     ATTR static void name(char **p_, const int64_t *s_, int64_t n_, void *ctx_) {       \
         typedef IT T;                                                                   \
-        typedef UT U;                                                                   \
         ew_params *P = ctx_;                                                            \
-        (void)sizeof(U);                                                                \
         (void)P;                                                                        \
         PRE                                                                             \
         const int64_t so = s_[0], sx = s_[1];                                           \
@@ -191,15 +129,13 @@ FLOAT_HELPERS(f64, double)
         }                                                                               \
     }
 
-/* Compute types: suffix, C type, unsigned twin. */
-#define FLOAT_TYPES(M, ...) M(f32, float, uint32_t, __VA_ARGS__) M(f64, double, uint64_t, __VA_ARGS__)
-#define INT_TYPES(M, ...)                                                               \
-    M(i64, int64_t, uint64_t, __VA_ARGS__) M(i32, int32_t, uint32_t, __VA_ARGS__)       \
-    M(u8, uint8_t, uint8_t, __VA_ARGS__)
+/* ------------------------------------------------------------ op tables */
+/* The loops of one function family of k_ewmath.h for one compute type
+ * (sfx, T from its type lists): PRE(sfx), then CALL(id, sfx) per element. */
 #define OUT_SAME(T) T
 #define OUT_BOOL(T) uint8_t
-#define BIN_AT(sfx, CT, UT, id, OUTM, PRE, EXPR) BIN_LOOP(id##_##sfx, CT, OUTM(CT), UT, PRE, EXPR)
-#define UN_AT(sfx, CT, UT, id, OUTM, PRE, EXPR) UN_LOOP(id##_##sfx, CT, OUTM(CT), UT, PRE, EXPR)
+#define LOOP_BIN(sfx, T, U, F, id, OUTM, PRE, CALL) BIN_LOOP(id##_##sfx, T, OUTM(T), PRE(sfx), CALL(id, sfx))
+#define LOOP_UN(sfx, T, U, F, id, OUTM, PRE, CALL) UN_LOOP(id##_##sfx, T, OUTM(T), PRE(sfx), CALL(id, sfx))
 /* The float32 math loops are compute-bound: build AVX2/AVX-512 clones too,
  * picked at load time (bit-identical results: no FP contraction). */
 #if defined(__x86_64__) && defined(__ELF__) /* ifunc dispatch */
@@ -208,123 +144,93 @@ FLOAT_HELPERS(f64, double)
 #define SIMD_f32
 #endif
 #define SIMD_f64
-#define UN_AT_SIMD(sfx, CT, UT, id, OUTM, PRE, EXPR)                                    \
-    UN_LOOP_A(id##_##sfx, CT, OUTM(CT), UT, SIMD_##sfx, PRE, EXPR)
+#define LOOP_UN_SIMD(sfx, T, U, F, id, OUTM, PRE, CALL)                                 \
+    UN_LOOP_A(id##_##sfx, T, OUTM(T), SIMD_##sfx, PRE(sfx), CALL(id, sfx))
+/* the parameters, hoisted */
+#define NOPRE(sfx)
+#define PRE_ALPHA_F(sfx) const double al = P->f0;
+#define PRE_ALPHA_I(sfx) const int64_t al = P->i0;
+#define PRE_CLAMP(sfx) const T lo = jn_ew_clamp_bound_##sfx(P->f0); const T hi = jn_ew_clamp_bound_##sfx(P->f1);
+/* the calls, by argument list */
+#define CALL_X(id, sfx) jn_ew_##id##_##sfx(x)
+#define CALL_AB(id, sfx) jn_ew_##id##_##sfx(a, b)
+#define CALL_ALPHA(id, sfx) jn_ew_##id##_##sfx(a, b, al)
+#define CALL_ZD(id, sfx) jn_ew_##id##_##sfx(a, b, &P->err)
+#define CALL_CLAMP(id, sfx) jn_ew_##id##_##sfx(x, lo, hi)
 
 #define LOOPS_F(id) [JN_F32] = id##_f32, [JN_F64] = id##_f64
 #define LOOPS_I(id) [JN_I64] = id##_i64, [JN_I32] = id##_i32, [JN_U8] = id##_u8
 
-/* ------------------------------------------------------------ op tables */
-/* Binary ops on floats and integers (bool computes as uint8):
- *   id, name, float prologue, float expr, integer prologue, integer expr
- * pow(x, 2) is x * x, as PyTorch computes it (correctly rounded, and no
- * libm call: clip_grad_norm_ squares every gradient); every backend and
- * the code generators use the same expression. */
-#define BINARY_ANY(X)                                                                   \
-    X(add, "add", const T al = (T)P->f0;, a + al * b,                                   \
-      const U al = (U)P->i0;, (T)((U)a + al * (U)b))                                    \
-    X(sub, "sub", const T al = (T)P->f0;, a - al * b,                                   \
-      const U al = (U)P->i0;, (T)((U)a - al * (U)b))                                    \
-    X(mul, "mul", , a * b, , (T)((U)a * (U)b))                                          \
-    X(div_trunc, "div", , trunc(a / b), , (T)idiv_trunc(a, b, P))                       \
-    X(div_floor, "div", , floordiv(a, b), , (T)idiv_floor(a, b, P))                     \
-    X(pow, "pow", , (b == 2 ? a * a : pow(a, b)), , (T)ipow(a, b))                      \
-    X(remainder, "remainder", , fremainder(a, b), , (T)irem(a, b, P))                   \
-    X(maximum, "maximum", , (a > b || isnan(a)) ? a : b, , a > b ? a : b)               \
-    X(minimum, "minimum", , (a < b || isnan(a)) ? a : b, , a < b ? a : b)
+#define DEF_ALPHA(id, op, ...)                                                          \
+    JN_EW_FLOATS(LOOP_BIN, id, OUT_SAME, PRE_ALPHA_F, CALL_ALPHA)                       \
+    JN_EW_INTS(LOOP_BIN, id, OUT_SAME, PRE_ALPHA_I, CALL_ALPHA)                         \
+    static const ew_op OP_##id = {#op, RT_PROMOTE, {LOOPS_F(id), LOOPS_I(id)}};
+JN_EW_ALPHA(DEF_ALPHA, )
 
-/* Binary ops with a float result (integer inputs compute in float32). */
-#define BINARY_FLOAT(X)                                                                 \
-    X(div_true, "div", a / b)                                                           \
-    X(atan2, "atan2", atan2(a, b))
+#define DEF_BINARY(id, op, ...)                                                         \
+    JN_EW_FLOATS(LOOP_BIN, id, OUT_SAME, NOPRE, CALL_AB)                                \
+    JN_EW_INTS(LOOP_BIN, id, OUT_SAME, NOPRE, CALL_AB)                                  \
+    static const ew_op OP_##id = {#op, RT_PROMOTE, {LOOPS_F(id), LOOPS_I(id)}};
+JN_EW_BINARY(DEF_BINARY, )
 
-/* Comparisons: bool result, same expression for every compute type. */
-#define BINARY_CMP(X) \
-    X(eq, a == b) X(ne, a != b) X(lt, a < b) X(le, a <= b) X(gt, a > b) X(ge, a >= b)
+#define DEF_DIVIDE(id, op, ...)                                                         \
+    JN_EW_FLOATS(LOOP_BIN, id, OUT_SAME, NOPRE, CALL_AB)                                \
+    JN_EW_INTS(LOOP_BIN, id, OUT_SAME, NOPRE, CALL_ZD)                                  \
+    static const ew_op OP_##id = {#op, RT_PROMOTE, {LOOPS_F(id), LOOPS_I(id)}};
+JN_EW_DIVIDE(DEF_DIVIDE, )
 
-/* Logical ops: inputs converted to bool (0/1) first. */
-#define BINARY_LOGICAL(X) X(logical_and, a & b) X(logical_or, a | b) X(logical_xor, a ^ b)
+#define DEF_BINARY_FLOAT(id, op, ...)                                                   \
+    JN_EW_FLOATS(LOOP_BIN, id, OUT_SAME, NOPRE, CALL_AB)                                \
+    static const ew_op OP_##id = {#op, RT_FLOAT, {LOOPS_F(id)}};
+JN_EW_BINARY_FLOAT(DEF_BINARY_FLOAT, )
 
-/* Unary ops on floats and integers: id, float prologue/expr, integer prologue/expr. */
-#define UNARY_ANY(X)                                                                    \
-    X(neg, , -x, , (T)(0 - (U)x))                                                       \
-    X(abs, , fabs(x), , x < 0 ? (T)(0 - (U)x) : x)                                      \
-    X(sign, , (T)((0 < x) - (x < 0)), , (T)((0 < x) - (x < 0)))                         \
-    X(relu, , x < 0 ? 0 : x, , x < 0 ? 0 : x) /* NaN passes through */                \
-    X(clamp, const T lo = (T)P->f0; const T hi = (T)P->f1;, CLAMP(x),                   \
-      const T lo = (T)P->i0; const T hi = (T)P->i1;, CLAMP(x))
-/* min(max(x, lo), hi): lo > hi gives hi, a NaN x stays NaN (like PyTorch) */
-#define CLAMP(x) ((x < lo ? lo : x) > hi ? hi : (x < lo ? lo : x))
+#define DEF_COMPARE(id, op, ...)                                                        \
+    JN_EW_FLOATS(LOOP_BIN, id, OUT_BOOL, NOPRE, CALL_AB)                                \
+    JN_EW_INTS(LOOP_BIN, id, OUT_BOOL, NOPRE, CALL_AB)                                  \
+    static const ew_op OP_##id = {#op, RT_CMP, {LOOPS_F(id), LOOPS_I(id)}};
+JN_EW_COMPARE(DEF_COMPARE, )
 
-/* Unary float math (integer inputs compute in float32): id, name, expr. */
-#define UNARY_FLOAT(X)                                                                  \
-    X(exp, "exp", EXP(x))                                                               \
-    X(log, "log", LOG(x))                                                               \
-    X(log1p, "log1p", log1p(x))                                                         \
-    X(expm1, "expm1", expm1(x))                                                         \
-    X(sqrt, "sqrt", sqrt(x))                                                            \
-    X(rsqrt, "rsqrt", 1 / sqrt(x))                                                      \
-    X(reciprocal, "reciprocal", 1 / x)                                                  \
-    X(tanh, "tanh", TANH(x))                                                            \
-    X(sigmoid, "sigmoid", 1 / (1 + EXP(-x)))                                            \
-    X(gelu_erf, "gelu", (T)0.5 * x * (1 + ERF(x * (T)0.70710678118654752440)))          \
-    X(gelu_tanh, "gelu",                                                                \
-      (T)0.5 * x * (1 + TANH((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)))) \
-    X(silu, "silu", x / (1 + EXP(-x)))                                                  \
-    X(sin, "sin", sin(x))                                                               \
-    X(cos, "cos", cos(x))                                                               \
-    X(erf, "erf", ERF(x))
-
-/* Rounding: floats round, integers pass through (RT_KEEP). */
-#define UNARY_ROUND(X) X(floor, floor(x)) X(ceil, ceil(x)) X(round, nearbyint(x))
-
-/* ------------------------------------------------- table expansion */
-#define DEF_BINARY_ANY(id, nm, PREF, EXF, PREI, EXI)                                    \
-    FLOAT_TYPES(BIN_AT, id, OUT_SAME, PREF, EXF)                                        \
-    INT_TYPES(BIN_AT, id, OUT_SAME, PREI, EXI)                                          \
-    static const ew_op OP_##id = {nm, RT_PROMOTE, {LOOPS_F(id), LOOPS_I(id)}};
-BINARY_ANY(DEF_BINARY_ANY)
-
-#define DEF_BINARY_FLOAT(id, nm, EX)                                                    \
-    FLOAT_TYPES(BIN_AT, id, OUT_SAME, , EX)                                             \
-    static const ew_op OP_##id = {nm, RT_FLOAT, {LOOPS_F(id)}};
-BINARY_FLOAT(DEF_BINARY_FLOAT)
-
-#define DEF_BINARY_CMP(id, EX)                                                          \
-    FLOAT_TYPES(BIN_AT, id, OUT_BOOL, , EX)                                             \
-    INT_TYPES(BIN_AT, id, OUT_BOOL, , EX)                                               \
-    static const ew_op OP_##id = {#id, RT_CMP, {LOOPS_F(id), LOOPS_I(id)}};
-BINARY_CMP(DEF_BINARY_CMP)
-
-#define DEF_BINARY_LOGICAL(id, EX)                                                      \
-    BIN_LOOP(id##_b, uint8_t, uint8_t, uint8_t, , EX)                                   \
-    static const ew_op OP_##id = {#id, RT_LOGICAL, {[JN_BOOL] = id##_b}};
-BINARY_LOGICAL(DEF_BINARY_LOGICAL)
-
-#define DEF_UNARY_ANY(id, PREF, EXF, PREI, EXI)                                         \
-    FLOAT_TYPES(UN_AT, id, OUT_SAME, PREF, EXF)                                         \
-    INT_TYPES(UN_AT, id, OUT_SAME, PREI, EXI)                                           \
-    static const ew_op OP_##id = {#id, RT_PROMOTE, {LOOPS_F(id), LOOPS_I(id)}};
-UNARY_ANY(DEF_UNARY_ANY)
-
-#define DEF_UNARY_FLOAT(id, nm, EX)                                                     \
-    FLOAT_TYPES(UN_AT_SIMD, id, OUT_SAME, , EX)                                         \
-    static const ew_op OP_##id = {nm, RT_FLOAT, {LOOPS_F(id)}};
-UNARY_FLOAT(DEF_UNARY_FLOAT)
-
-#define DEF_UNARY_ROUND(id, EX)                                                         \
-    FLOAT_TYPES(UN_AT, id, OUT_SAME, , EX)                                              \
-    static const ew_op OP_##id = {#id, RT_KEEP, {LOOPS_F(id)}};
-UNARY_ROUND(DEF_UNARY_ROUND)
-
-FLOAT_TYPES(UN_AT, isnan, OUT_BOOL, , isnan(x))
-static const ew_op OP_isnan = {"isnan", RT_CMP, {LOOPS_F(isnan)}};
-UN_LOOP(logical_not_b, uint8_t, uint8_t, uint8_t, , x ^ 1)
+/* logical ops: inputs converted to bool (0/1) first */
+#define DEF_LOGICAL(id, op, ...)                                                        \
+    BIN_LOOP(id##_b, uint8_t, uint8_t, , CALL_AB(id, b))                                \
+    static const ew_op OP_##id = {#op, RT_LOGICAL, {[JN_BOOL] = id##_b}};
+JN_EW_LOGICAL(DEF_LOGICAL, )
+UN_LOOP(logical_not_b, uint8_t, uint8_t, , CALL_X(logical_not, b))
 static const ew_op OP_logical_not = {"logical_not", RT_LOGICAL, {[JN_BOOL] = logical_not_b}};
+
+#define DEF_UNARY(id, op, ...)                                                          \
+    JN_EW_FLOATS(LOOP_UN, id, OUT_SAME, NOPRE, CALL_X)                                  \
+    JN_EW_INTS(LOOP_UN, id, OUT_SAME, NOPRE, CALL_X)                                    \
+    static const ew_op OP_##id = {#op, RT_PROMOTE, {LOOPS_F(id), LOOPS_I(id)}};
+JN_EW_UNARY(DEF_UNARY, )
+
+#define DEF_UNARY_FLOAT(id, op, ...)                                                    \
+    JN_EW_FLOATS(LOOP_UN_SIMD, id, OUT_SAME, NOPRE, CALL_X)                             \
+    static const ew_op OP_##id = {#op, RT_FLOAT, {LOOPS_F(id)}};
+JN_EW_UNARY_FLOAT(DEF_UNARY_FLOAT, )
+
+/* rounding keeps the input's dtype (integers pass through) */
+#define DEF_ROUNDING(id, op, ...)                                                       \
+    JN_EW_FLOATS(LOOP_UN, id, OUT_SAME, NOPRE, CALL_X)                                  \
+    JN_EW_INTS(LOOP_UN, id, OUT_SAME, NOPRE, CALL_X)                                    \
+    static const ew_op OP_##id = {#op, RT_KEEP, {LOOPS_F(id), LOOPS_I(id)}};
+JN_EW_ROUNDING(DEF_ROUNDING, )
+
+JN_EW_FLOATS(LOOP_UN, isnan, OUT_BOOL, NOPRE, CALL_X)
+JN_EW_INTS(LOOP_UN, isnan, OUT_BOOL, NOPRE, CALL_X)
+static const ew_op OP_isnan = {"isnan", RT_CMP, {LOOPS_F(isnan), LOOPS_I(isnan)}};
+
+/* clamp: P->f0, P->f1 the bounds (-inf / +inf where not given) */
+JN_EW_FLOATS(LOOP_UN, clamp, OUT_SAME, PRE_CLAMP, CALL_CLAMP)
+JN_EW_INTS(LOOP_UN, clamp, OUT_SAME, PRE_CLAMP, CALL_CLAMP)
+static const ew_op OP_clamp = {"clamp", RT_PROMOTE, {LOOPS_F(clamp), LOOPS_I(clamp)}};
 
 /* --------------------------------------- dtype-agnostic loops by size */
 /* copy (o = x), fill (o = v), where (o = c ? a : b), masked fill
- * (o = m ? v : x): they only move elements, so one loop per element size. */
+ * (o = m ? v : x): they only move elements, so one loop per element size.
+ * The selects are k_ewmath.h's: through its all-ones/zero mask
+ * (JN_EW_BITSEL) where contiguous, so random masks don't branch, else its
+ * conditional (reading one operand). */
 #define SIZED(M) M(1, uint8_t) M(2, uint16_t) M(4, uint32_t) M(8, uint64_t)
 #define DEF_SIZED(N, T)                                                                 \
     static void copy_##N(char **p, const int64_t *s, int64_t n, void *ctx) {            \
@@ -344,7 +250,6 @@ static const ew_op OP_logical_not = {"logical_not", RT_LOGICAL, {[JN_BOOL] = log
         } else                                                                          \
             for (int64_t i = 0; i < n; i++) *(T *)(p[0] + i * s[0]) = v;                \
     }                                                                                   \
-    /* selects go through an all-ones/zero mask: random masks don't branch */ \
     static void where_##N(char **p, const int64_t *s, int64_t n, void *ctx) {           \
         (void)ctx;                                                                      \
         if (s[0] == N && s[1] == 1 && (s[2] == N || s[2] == 0) && (s[3] == N || s[3] == 0)) { \
@@ -354,20 +259,20 @@ static const ew_op OP_logical_not = {"logical_not", RT_LOGICAL, {[JN_BOOL] = log
             const int64_t ia = s[2] / N, ib = s[3] / N;                                 \
             if (ia && ib)                                                               \
                 for (int64_t i = 0; i < n; i++) {                                       \
-                    T m = (T)(0 - (T)(c[i] != 0));                                      \
-                    o[i] = (T)((a[i] & m) | (b[i] & (T)~m));                            \
+                    const T m = JN_EW_MASK(T, c[i]);                                    \
+                    o[i] = JN_EW_BITSEL(T, m, a[i], b[i]);                              \
                 }                                                                       \
             else                                                                        \
                 for (int64_t i = 0; i < n; i++) {                                       \
-                    T m = (T)(0 - (T)(c[i] != 0));                                      \
-                    o[i] = (T)((a[i * ia] & m) | (b[i * ib] & (T)~m));                  \
+                    const T m = JN_EW_MASK(T, c[i]);                                    \
+                    o[i] = JN_EW_BITSEL(T, m, a[i * ia], b[i * ib]);                    \
                 }                                                                       \
             return;                                                                     \
         }                                                                               \
-        for (int64_t i = 0; i < n; i++)                                                 \
-            *(T *)(p[0] + i * s[0]) = *(const uint8_t *)(p[1] + i * s[1])               \
-                                          ? *(const T *)(p[2] + i * s[2])               \
-                                          : *(const T *)(p[3] + i * s[3]);              \
+        for (int64_t i = 0; i < n; i++) /* a conditional: one operand read */          \
+            *(T *)(p[0] + i * s[0]) = JN_EW_where(*(const uint8_t *)(p[1] + i * s[1]),  \
+                                                  *(const T *)(p[2] + i * s[2]),        \
+                                                  *(const T *)(p[3] + i * s[3]));       \
     }                                                                                   \
     static void mfill_##N(char **p, const int64_t *s, int64_t n, void *ctx) {           \
         T v;                                                                            \
@@ -377,14 +282,14 @@ static const ew_op OP_logical_not = {"logical_not", RT_LOGICAL, {[JN_BOOL] = log
             const T *x = (const T *)p[1];                                               \
             const uint8_t *mk = (const uint8_t *)p[2];                                  \
             for (int64_t i = 0; i < n; i++) {                                           \
-                T m = (T)(0 - (T)(mk[i] != 0));                                         \
-                o[i] = (T)((v & m) | (x[i] & (T)~m));                                   \
+                const T m = JN_EW_MASK(T, mk[i]);                                       \
+                o[i] = JN_EW_BITSEL(T, m, v, x[i]);                                     \
             }                                                                           \
             return;                                                                     \
         }                                                                               \
         for (int64_t i = 0; i < n; i++)                                                 \
             *(T *)(p[0] + i * s[0]) =                                                   \
-                *(const uint8_t *)(p[2] + i * s[2]) ? v : *(const T *)(p[1] + i * s[1]); \
+                JN_EW_masked_fill(*(const T *)(p[1] + i * s[1]), *(const uint8_t *)(p[2] + i * s[2]), v); \
     }
 SIZED(DEF_SIZED)
 #define BY_SIZE(f) {[1] = f##_1, [2] = f##_2, [4] = f##_4, [8] = f##_8}
@@ -616,15 +521,8 @@ static jn_status ew_infer(const ew_op *op, int nin, jn_tensor *const *in, jn_met
 
 static jn_status ew_exec(const ew_op *op, int nin, jn_tensor *const *in, jn_tensor *out,
                          ew_params *P) {
-    jn_dtype want[4], c;
-    jn_loop_fn fn;
-    if (op->rule == RT_KEEP && !jn_dtype_is_float(in[0]->dtype)) {
-        c = in[0]->dtype; /* rounding an integer: a copy */
-        fn = copy_loops[jn_dtype_size[c]];
-    } else {
-        c = ew_compute(op, nin, in);
-        fn = op->loop[c];
-    }
+    jn_dtype want[4], c = ew_compute(op, nin, in);
+    jn_loop_fn fn = op->loop[c];
     if (!fn)
         return jn_error(JN_ERR_UNSUPPORTED, "%s: not implemented for dtype %s", op->name,
                         jn_dtype_names[c]);
@@ -648,8 +546,8 @@ EW_SIMPLE(remainder)
 EW_SIMPLE(maximum)
 EW_SIMPLE(minimum)
 EW_SIMPLE(atan2)
-BINARY_CMP(EW_SIMPLE)
-BINARY_LOGICAL(EW_SIMPLE)
+JN_EW_COMPARE(EW_SIMPLE, )
+JN_EW_LOGICAL(EW_SIMPLE, )
 EW_SIMPLE(logical_not)
 EW_SIMPLE(abs)
 EW_SIMPLE(sign)
@@ -666,7 +564,8 @@ EW_SIMPLE(silu)
 EW_SIMPLE(sin)
 EW_SIMPLE(cos)
 EW_SIMPLE(erf)
-UNARY_ROUND(EW_SIMPLE)
+JN_EW_ROUNDING(EW_SIMPLE, )
+EW_SIMPLE(isnan) /* integers are never NaN */
 
 /* ------------------------------------------------ ops with extra rules */
 static int any_bool(int nin, jn_tensor *const *in) {
@@ -782,16 +681,6 @@ jn_status jn_cpu_gelu(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tenso
     return s ? s : ew_exec(a->a[0].i ? &OP_gelu_tanh : &OP_gelu_erf, nin, in, out[0], &P);
 }
 
-/* isnan: integers are never NaN. */
-jn_status jn_infer_isnan(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *m) {
-    return ew_infer(&OP_isnan, nin, in, m);
-}
-jn_status jn_cpu_isnan(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
-    ew_params P = {0};
-    if (!jn_dtype_is_float(in[0]->dtype)) return fill_value("isnan", out[0], out[0]->dtype, 0);
-    return ew_exec(&OP_isnan, nin, in, out[0], &P);
-}
-
 /* clamp: the result dtype is result_type(x, bounds).  The bounds arrive as
  * doubles, so an integral-valued bound counts as a Python int (an integer
  * tensor stays integral) and any other bound as a Python float. */
@@ -820,29 +709,14 @@ static void int_range(jn_dtype d, int64_t *lo, int64_t *hi) {
     }
 }
 
-static int64_t sat_bound(double v, int64_t lo, int64_t hi) {
-    return v <= (double)lo ? lo : v >= (double)hi ? hi : (int64_t)v;
-}
-
 jn_status jn_cpu_clamp(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     ew_params P = {0};
     jn_meta m;
     jn_status s = jn_infer_clamp(nin, in, a, &m);
     if (s) return s;
-    int has_min = a->a[2].i != 0, has_max = a->a[3].i != 0;
-    double lo = a->a[0].f, hi = a->a[1].f;
     jn_dtype c = m.dtype == JN_F16 || m.dtype == JN_BF16 ? JN_F32 : m.dtype;
-    if (jn_dtype_is_float(c)) {
-        if ((has_min && isnan(lo)) || (has_max && isnan(hi))) /* a NaN bound gives NaN */
-            return fill_value("clamp", out[0], c, NAN);
-        P.f0 = has_min ? lo : -INFINITY;
-        P.f1 = has_max ? hi : INFINITY;
-    } else {
-        int64_t tlo, thi;
-        int_range(c, &tlo, &thi);
-        P.i0 = has_min ? sat_bound(lo, tlo, thi) : tlo;
-        P.i1 = has_max ? sat_bound(hi, tlo, thi) : thi;
-    }
+    P.f0 = a->a[2].i ? a->a[0].f : -INFINITY;
+    P.f1 = a->a[3].i ? a->a[1].f : INFINITY;
     jn_dtype want[2] = {c, c};
     return ew_run("clamp", 1, in, out[0], want, OP_clamp.loop[c], &P);
 }

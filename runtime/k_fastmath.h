@@ -2,8 +2,10 @@
  * vectorizes (glibc's are scalar calls, 3-30x slower), and the saturating
  * float -> integer conversion of casts, shared by the elementwise kernels
  * (k_elementwise.c), the fused kernels (k_fused.c), the reductions and
- * conversions (k_reduce.c, tensor.c) and the C that codegen generates
- * (codegen/emit_c.c embeds this file's text at build time), so a fused or
+ * conversions (k_reduce.c, tensor.c), the elementwise formulas
+ * (k_ewmath.h), the CUDA kernels (runtime/cuda/kernels.cu) and the C and
+ * CUDA that codegen generates (codegen/emit_c.c and emit_cuda.c embed this
+ * file's text at build time), so a fused or
  * generated kernel computes bit-identical results to the same ops run one by
  * one.  Measured against double precision over their whole range: exp <= 1
  * ulp, log <= 0.8 ulp, tanh <= 1.4 ulp, erf <= 8 ulp (absolute error <
@@ -19,12 +21,20 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float bits_to_f32(int32_t i) {
+/* host and device functions under nvcc (runtime/cuda/kernels.cu) and
+ * NVRTC (generated CUDA) */
+#ifdef __CUDACC__
+#define JN_FM_FN static inline __host__ __device__
+#else
+#define JN_FM_FN static inline
+#endif
+
+JN_FM_FN float bits_to_f32(int32_t i) {
     float f;
     memcpy(&f, &i, sizeof f);
     return f;
 }
-static inline int32_t f32_to_bits(float f) {
+JN_FM_FN int32_t f32_to_bits(float f) {
     int32_t i;
     memcpy(&i, &f, sizeof i);
     return i;
@@ -32,7 +42,7 @@ static inline int32_t f32_to_bits(float f) {
 
 /* Cephes expf: exp(x) = 2^n exp(r), |r| <= ln2/2; 2^n is applied as two
  * factors so results down to the subnormals and up to inf come out right. */
-static inline float fast_expf(float x) {
+JN_FM_FN float fast_expf(float x) {
     float xc = x > 89.0f ? 89.0f : x;
     xc = xc < -104.0f ? -104.0f : xc;
     xc = xc == xc ? xc : 0.0f;
@@ -51,7 +61,7 @@ static inline float fast_expf(float x) {
 }
 
 /* Cephes tanhf: an odd polynomial below 0.625, 1 - 2/(e^2|x| + 1) above. */
-static inline float fast_tanhf(float x) {
+JN_FM_FN float fast_tanhf(float x) {
     float ax = fabsf(x), z = x * x;
     float s = -5.70498872745e-3f;
     s = s * z + 2.06390887954e-2f;
@@ -65,7 +75,7 @@ static inline float fast_tanhf(float x) {
 
 /* Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(1 + (m - 1))
  * by a polynomial; subnormals are scaled up first. */
-static inline float fast_logf(float x) {
+JN_FM_FN float fast_logf(float x) {
     int sub = x < 1.17549435e-38f;
     float xs = sub ? x * 8388608.0f : x;
     int32_t b = f32_to_bits(xs);
@@ -92,7 +102,7 @@ static inline float fast_logf(float x) {
 }
 
 /* erf as an odd/even rational function on [-4, 4] (as in Eigen/XLA). */
-static inline float fast_erff(float a) {
+JN_FM_FN float fast_erff(float a) {
     float x = a > 4.0f ? 4.0f : a;
     x = x < -4.0f ? -4.0f : x;
     float x2 = x * x;
@@ -112,7 +122,7 @@ static inline float fast_erff(float a) {
 }
 
 /* float -> int64 as casts store it: NaN 0, saturating at the ends. */
-static inline int64_t sat_i64(double v) {
+JN_FM_FN int64_t sat_i64(double v) {
     if (v != v) return 0;
     if (v <= -9223372036854775808.0) return INT64_MIN;
     if (v >= 9223372036854775807.0) return INT64_MAX;

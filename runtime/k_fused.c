@@ -9,8 +9,8 @@
  * tanh(c')) in a workspace output, so autograd saves only the outputs and
  * the gate pre-activations die right away; their *_backward ops (used by
  * the derivative table) turn the output gradients into gate gradients in
- * one more pass.  The activations are the same expressions the
- * elementwise kernels use (k_fastmath.h, no FMA contraction), so the fused
+ * one more pass.  The activations are the elementwise ops' own functions
+ * (k_ewmath.h's sigmoid and tanh, no FMA contraction), so the fused
  * forward is bit-identical to the unfused one.
  *
  * adam_ and sgd_ are torch.optim's single-tensor updates, computed with the
@@ -33,18 +33,13 @@
 
 #pragma GCC optimize("no-trapping-math", "fp-contract=off")
 
-#include "k_fastmath.h" /* after the pragma: its functions get the same flags */
+#include "k_ewmath.h" /* after the pragma: its functions get the same flags */
 
 #define SIMD __attribute__((target_clones("avx512f", "avx2", "default")))
 #define PAR_ELEMS 32768 /* below this many elements a kernel runs on the caller's thread */
 
 static const char *dn(jn_dtype d) { return jn_dtype_names[d]; }
 
-static inline float sigf(float x) { return 1 / (1 + fast_expf(-x)); }
-static inline double sigd(double x) { return 1 / (1 + exp(-x)); }
-static inline float tanhf_(float x) { return fast_tanhf(x); }
-static inline double tanhd_(double x) { return tanh(x); }
-#define SQRT(x) _Generic((x), float: sqrtf, double: sqrt)(x)
 
 /* ------------------------------------------------------------ checking */
 static jn_status check_dtype(const char *op, int nin, jn_tensor *const *in) {
@@ -137,8 +132,8 @@ static void release_all(int n, jn_tensor **c) {
             }                                                                                               \
         }                                                                                                   \
     }
-LSTM_FWD(f32, float, sigf, tanhf_)
-LSTM_FWD(f64, double, sigd, tanhd_)
+LSTM_FWD(f32, float, jn_ew_sigmoid_f32, jn_ew_tanh_f32)
+LSTM_FWD(f64, double, jn_ew_sigmoid_f64, jn_ew_tanh_f64)
 
 #define LSTM_BWD(SUF, T)                                                                                    \
     SIMD static void lstm_bwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict dh,                \
@@ -182,8 +177,8 @@ LSTM_BWD(f64, double)
             }                                                                                               \
         }                                                                                                   \
     }
-GRU_FWD(f32, float, sigf, tanhf_)
-GRU_FWD(f64, double, sigd, tanhd_)
+GRU_FWD(f32, float, jn_ew_sigmoid_f32, jn_ew_tanh_f32)
+GRU_FWD(f64, double, jn_ew_sigmoid_f64, jn_ew_tanh_f64)
 
 #define GRU_BWD(SUF, T)                                                                                     \
     SIMD static void gru_bwd_##SUF(int64_t r0, int64_t r1, int64_t H, const T *restrict dh,                 \
@@ -395,7 +390,8 @@ typedef struct {
     double decay, wd, w1, b2, w2, bc2_sqrt, eps, neg_step;
 } adam_job;
 
-/* The unfused update's operations in its order and precision:
+/* The unfused update's operations in its order and precision (the step
+ * is k_ewmath.h's jn_ew_adam_, shared with the CUDA kernel):
  *   g = -g; p = p * (1 - lr wd) | g = g + wd p; m = m + (1 - b1) (g - m);
  *   v = v b2; v = v + (1 - b2) (g g); p = p + (-lr/bc1) (m / (sqrt(v) / sqrt(bc2) + eps)) */
 #define ADAM(SUF, T)                                                                                        \
@@ -405,20 +401,8 @@ typedef struct {
         const T decay = (T)j->decay, wd = (T)j->wd, w1 = (T)j->w1, b2 = (T)j->b2, w2 = (T)j->w2;            \
         const T bc = (T)j->bc2_sqrt, eps = (T)j->eps, ns = (T)j->neg_step;                                  \
         const int dec = j->decoupled, hw = j->has_wd, mx = j->maximize;                                     \
-        for (int64_t i = i0; i < i1; i++) {                                                                 \
-            T g = mx ? -gr[i] : gr[i], pv = p[i];                                                           \
-            if (hw) {                                                                                       \
-                if (dec) pv = pv * decay;                                                                   \
-                else g = g + wd * pv;                                                                       \
-            }                                                                                               \
-            T mv = m[i] + w1 * (g - m[i]);                                                                  \
-            T vv = v[i] * b2;                                                                               \
-            vv = vv + w2 * (g * g);                                                                         \
-            T den = SQRT(vv) / bc + eps;                                                                    \
-            m[i] = mv;                                                                                      \
-            v[i] = vv;                                                                                      \
-            p[i] = pv + ns * (mv / den);                                                                    \
-        }                                                                                                   \
+        for (int64_t i = i0; i < i1; i++)                                                                   \
+            jn_ew_adam_##SUF(&p[i], &m[i], &v[i], gr[i], decay, wd, w1, b2, w2, bc, eps, ns, dec, mx, hw);  \
     }
 ADAM(f32, float)
 ADAM(f64, double)
@@ -472,21 +456,14 @@ typedef struct {
 } sgd_job;
 
 /* g = -g; g = g + wd p; buf = g (first) | buf = buf mom + (1 - damp) g;
- * g = g + mom buf (nesterov) | g = buf; p = p + (-lr) g */
+ * g = g + mom buf (nesterov) | g = buf; p = p + (-lr) g (jn_ew_sgd_) */
 #define SGD(SUF, T)                                                                                         \
     SIMD static void sgd_##SUF(const sgd_job *j, int64_t i0, int64_t i1) {                                  \
         T *restrict p = j->p, *restrict buf = j->buf;                                                       \
         const T *restrict gr = j->g;                                                                        \
         const T nl = (T)j->neg_lr, mom = (T)j->mom, damp = (T)j->damp, wd = (T)j->wd;                       \
         const int mx = j->maximize, hw = j->has_wd, nest = j->nesterov, first = j->first;                   \
-        for (int64_t i = i0; i < i1; i++) {                                                                 \
-            T g = mx ? -gr[i] : gr[i];                                                                      \
-            if (hw) g = g + wd * p[i];                                                                      \
-            T b = first ? g : buf[i] * mom + damp * g;                                                      \
-            buf[i] = b;                                                                                     \
-            g = nest ? g + mom * b : b;                                                                     \
-            p[i] = p[i] + nl * g;                                                                           \
-        }                                                                                                   \
+        for (int64_t i = i0; i < i1; i++) jn_ew_sgd_##SUF(&p[i], &buf[i], gr[i], nl, mom, damp, wd, mx, hw, nest, first); \
     }
 SGD(f32, float)
 SGD(f64, double)

@@ -39,7 +39,7 @@ const char *jn_setting_type_name(jn_setting_type t) {
 }
 
 const char *jn_setting_kind_name(jn_setting_kind k) {
-    static const char *n[] = {"user", "set by janus for its child", "tests", "benchmarks", "build"};
+    static const char *n[] = {"user", "child", "test", "bench", "build"};
     return n[k];
 }
 
@@ -48,11 +48,11 @@ const char *jn_setting_raw(jn_setting s) {
     return v && *v ? v : NULL;
 }
 
-/* "lo..hi" of a numeric row. */
+/* "lo..hi" of a numeric row.  hi is read after the "..", not after where
+ * strtod stopped: it takes "1." of "1..1024" as a number (hi was 24). */
 static void range_of(const jn_setting_info *r, double *lo, double *hi) {
-    char *end;
-    *lo = strtod(r->range, &end);
-    *hi = strtod(end + 2, NULL);
+    *lo = strtod(r->range, NULL);
+    *hi = strtod(strstr(r->range, "..") + 2, NULL);
 }
 
 /* Whether word is one of the '|'-separated words of list. */
@@ -97,7 +97,8 @@ jn_status jn_setting_parse(jn_setting s, const char *text, int *b, int64_t *i, d
             return jn_error(JN_ERR_VALUE, "%s=%s is not %s (%s; accepted: %s%s%s)", r->name, text,
                             r->type == JN_ST_INT ? "a whole number" : "a number", r->doc, r->range,
                             *r->dflt ? ", default " : "", r->dflt);
-        if (v < lo || v > hi)
+        /* whole numbers compare as integers: 9.0e18 + 1 is 9.0e18 as a double */
+        if (r->type == JN_ST_INT ? x < (long long)lo || x > (long long)hi : v < lo || v > hi)
             return jn_error(JN_ERR_VALUE, "%s=%s is out of range: accepted %s (%s%s%s)", r->name, text, r->range,
                             r->doc, *r->dflt ? "; default " : "", r->dflt);
         if (r->type == JN_ST_INT) *i = x;
@@ -161,7 +162,37 @@ jn_status jn_setting_str(jn_setting s, const char **out) {
     return t ? jn_setting_parse(s, t, NULL, NULL, NULL) : JN_OK;
 }
 
+/* Parses the variable's text as its row does (any type); JN_OK when unset. */
+static jn_status check_one(jn_setting s) {
+    const char *v = jn_setting_raw(s);
+    int b = 0;
+    int64_t i = 0;
+    double d = 0;
+    return v ? jn_setting_parse(s, v, &b, &i, &d) : JN_OK;
+}
+
+jn_status jn_setting_check(unsigned kind_mask) {
+    for (int s = 0; s < JN_S__COUNT; s++) {
+        if (!(kind_mask & (1u << table[s].kind))) continue;
+        jn_status st = check_one((jn_setting)s);
+        if (st) return st;
+    }
+    return JN_OK;
+}
+
+int64_t jn_setting_int_lazy(jn_setting s) {
+    int64_t v = 0;
+    if (jn_setting_int(s, &v) == JN_OK) return v;
+    fprintf(stderr, "janus: %s; using %s\n", jn_errmsg(), *table[s].dflt ? table[s].dflt : "the default");
+    v = 0;
+    if (*table[s].dflt) jn_setting_parse(s, table[s].dflt, NULL, &v, NULL); /* test_settings: defaults parse */
+    return v;
+}
+
 int jn_setting_print(FILE *f, unsigned kind_mask) {
+    static const char *const heading[] = {"user settings", "child: set by janus for the process it starts",
+                                          "test: tests and fault injection", "bench: benchmarks",
+                                          "build: where to find a build"};
     int bad = 0;
     for (int k = JN_SK_USER; k <= JN_SK_BUILD; k++) {
         if (!(kind_mask & (1u << k))) continue;
@@ -169,7 +200,7 @@ int jn_setting_print(FILE *f, unsigned kind_mask) {
         for (int s = 0; s < JN_S__COUNT; s++) {
             const jn_setting_info *r = &table[s];
             if ((int)r->kind != k) continue;
-            if (first) fprintf(f, "%s-- %s\n", k == JN_SK_USER ? "" : "\n", jn_setting_kind_name((jn_setting_kind)k));
+            if (first) fprintf(f, "%s-- %s\n", k == JN_SK_USER ? "" : "\n", heading[k]);
             first = 0;
             fprintf(f, "%s  (%s", r->name, jn_setting_type_name(r->type));
             if (*r->range) fprintf(f, " %s", r->range);
@@ -177,10 +208,7 @@ int jn_setting_print(FILE *f, unsigned kind_mask) {
             fprintf(f, "    %s [%s]\n", r->doc, r->readers);
             const char *v = jn_setting_raw((jn_setting)s);
             if (v) {
-                int b = 0;
-                int64_t i = 0;
-                double d = 0;
-                if (jn_setting_parse((jn_setting)s, v, &b, &i, &d)) {
+                if (check_one((jn_setting)s)) {
                     fprintf(f, "    now: %s -- REFUSED: %s\n", v, jn_errmsg());
                     bad++;
                 } else {

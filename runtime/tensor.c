@@ -7,6 +7,7 @@
  */
 #include "jn_backend.h"
 #include "jn_runtime.h"
+#include "jn_settings.h"
 #include "k_fastmath.h" /* sat_i64 */
 
 #include <pthread.h>
@@ -131,8 +132,8 @@ static void block_free(void *b, int cls) {
         size_t r = class_bytes(cls);
         pthread_mutex_lock(&bcache.mu);
         if (!bcache.init) {
-            const char *e = getenv("JANUS_CACHE_MB");
-            bcache.cap = (size_t)(e ? strtoull(e, NULL, 10) : 512) << 20;
+            /* lazily, under a free: a bad value was refused by `import janus` / the janus command */
+            bcache.cap = (size_t)jn_setting_int_lazy(JN_S_CACHE_MB) << 20;
             bcache.init = 1;
         }
         if (bcache.bytes + r <= bcache.cap) {
@@ -323,6 +324,7 @@ static void storage_decref(jn_storage *st) {
 /* Set by the autograd layer to free what it hangs on tensors. */
 void (*jn_rt_autograd_free)(jn_tensor *t) = NULL;
 void (*jn_rt_record_free)(const jn_tensor *t) = NULL;
+void (*jn_rt_record_alias)(const jn_tensor *from, const jn_tensor *to) = NULL;
 
 void jn_tensor_decref(jn_tensor *t) {
     if (!t || __atomic_sub_fetch(&t->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;

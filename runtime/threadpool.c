@@ -6,8 +6,11 @@
  * chunks someone claimed.  Chunk boundaries depend only on n and the
  * thread count, never on who runs them, so results are the same whatever
  * the timing.  Size comes from JANUS_NUM_THREADS (default: all online
- * cores).  Nested calls, and calls while another thread holds the pool, run
- * inline, so kernels never deadlock.
+ * cores); a value above 4x the cores runs the cores, with one warning:
+ * oversubscribed workers wait for each other (65 threads on 2 cores made
+ * graphs 3x slower), while a little oversubscription reproduces another
+ * machine's chunking.  Nested calls, and calls while another thread holds
+ * the pool, run inline, so kernels never deadlock.
  *
  * On a shared machine a worker may not run for a whole time slice.  With
  * chunks assigned per thread the caller would wait for it (two threads were
@@ -27,8 +30,10 @@
  * worker read before it are that job's.  The mutex only guards sleeping.
  */
 #include "jn_runtime.h"
+#include "jn_settings.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,11 +72,24 @@ static struct {
 
 static _Thread_local int in_worker;
 
+/* Sized at the first parallel kernel, where no jn_status can go back: a
+ * bad value was already refused by `import janus` / the janus command;
+ * here it is one stderr line and the default. */
 static void init_size(void) {
-    const char *e = getenv("JANUS_NUM_THREADS");
-    long n = e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    if (n > MAX_THREADS) n = MAX_THREADS;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    int64_t asked = jn_setting_int_lazy(JN_S_NUM_THREADS), n = asked ? asked : cores; /* asked 0: unset */
+    if (asked > 4 * (int64_t)cores) {
+        fprintf(stderr, "janus: JANUS_NUM_THREADS=%lld is more than 4x this machine's %ld cores: using %ld threads "
+                "(workers beyond the cores wait for each other)\n", (long long)asked, cores, cores);
+        n = cores;
+    }
+    if (n > MAX_THREADS) {
+        if (n == asked)
+            fprintf(stderr, "janus: JANUS_NUM_THREADS=%lld is above the thread pool's %d: using %d threads\n",
+                    (long long)asked, MAX_THREADS, MAX_THREADS);
+        n = MAX_THREADS;
+    }
     pool.nthreads = (int)n;
 }
 

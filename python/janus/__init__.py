@@ -9,7 +9,8 @@ changing its imports.
 import os as _os
 
 # Development builds: tests point JANUS_BUILD_DIR at a CMake build tree whose
-# python/janus holds the compiled extension.
+# python/janus holds the compiled extension.  Read from os.environ, not
+# through the settings table: it says where the table (in _C) is found.
 _bd = _os.environ.get("JANUS_BUILD_DIR")
 if _bd:
     __path__.insert(0, _os.path.join(_os.path.abspath(_bd), "python", "janus"))
@@ -73,6 +74,15 @@ finally:
 
 __version__ = _C.__version__
 
+# The settings the eager runtime reads where no error can go back (the
+# thread pool's size at the first parallel kernel, the block cache's at the
+# first free: jn_setting_int_lazy) are parsed here, so a bad value raises
+# ValueError naming the variable before anything runs.  Every other
+# setting's reader refuses a bad value itself (the recorder and replay then
+# run the script eagerly and say why); `janus env` lists them all.
+for _s in ("JANUS_NUM_THREADS", "JANUS_CACHE_MB"):
+    _C._setting_value(_s)
+
 from . import _dtype  # noqa: E402
 from ._dtype import Size, device, dtype, finfo, iinfo, inf, nan, e, pi  # noqa: E402,F401
 
@@ -92,6 +102,7 @@ from . import return_types  # noqa: E402,F401
 from . import _ops  # noqa: E402
 from ._ops import ops  # noqa: E402,F401
 from . import _functions  # noqa: E402,F401
+from . import _compose  # noqa: E402,F401
 from . import _factories  # noqa: E402
 from ._factories import Generator, default_generator  # noqa: E402,F401
 from ._tensor import Tensor  # noqa: E402
@@ -139,7 +150,7 @@ def set_default_dtype(d):
                                   "supported yet")
 
 
-del _bd, _tensor_mod
+del _bd, _tensor_mod, _s
 
 # subpackages, as `import torch` makes torch.nn, torch.optim, torch.utils.data available
 # (last: they import janus)
@@ -147,6 +158,7 @@ from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
+from . import accelerator, backends, distributed, distributions, multiprocessing, onnx, serialization  # noqa: E402,F401
 
 # Recording: janus.step() marks step boundaries (a no-op unless recording);
 # under `janus record` (JANUS_RECORD_DB set) the recorder starts here, after
@@ -157,3 +169,11 @@ _record.start_from_env()
 # Replay: under `janus replay` (JANUS_REPLAY_DB set) the bundle loads here.
 from . import _replay  # noqa: E402
 _replay.start_from_env()
+# A name janus lacks fails where it is used, saying so (janus/_unsupported.py).
+from . import _unsupported  # noqa: E402
+_unsupported.guard_all()
+# janus.cuda.amp and janus.cpu.amp are module objects, not files: importable by name
+from . import _torch_alias  # noqa: E402
+for _m in (cuda, cpu):
+    _torch_alias.register_children(_m, _m.__name__)
+del _m

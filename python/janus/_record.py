@@ -252,19 +252,20 @@ def stop():
 
 
 def start_from_env():
-    db = os.environ.get("JANUS_RECORD_DB")
+    db = _C._setting_value("JANUS_RECORD_DB")
     if not db:
         return
-    run = os.environ.get("JANUS_RECORD_RUN", "")
     try:
-        run = int(run)
-    except ValueError:
-        sys.stderr.write(f"janus record: JANUS_RECORD_RUN={run!r} is not a run id; not recording "
-                         "(start the script with `janus record`)\n")
+        run = _C._setting_value("JANUS_RECORD_RUN")
+    except ValueError as e:
+        run = e
+    if not isinstance(run, int):
+        why = "it is not set" if run is None else str(run)
+        sys.stderr.write(f"janus record: JANUS_RECORD_DB is set but JANUS_RECORD_RUN is not a run id ({why}); "
+                         "not recording (start the script with `janus record`)\n")
         return
-    decisions = os.environ.get("JANUS_RECORD_DECISIONS", "1") not in ("0", "", "false", "no")
-    try:
-        start(db, run, decisions)
+    try:  # a bad recording switch (a ValueError naming it) runs the script unrecorded, as a bad store does
+        start(db, run, _C._setting_value("JANUS_RECORD_DECISIONS"))
     except Exception as e:
         sys.stderr.write(f"janus record: cannot record into {db}: {e}; running without recording\n")
         return

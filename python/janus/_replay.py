@@ -1,4 +1,4 @@
-"""The Python side of `janus replay` (the C side is replay/replay.c).
+"""The Python side of `janus replay` (the C side is replay/, jn_replay.h).
 
 When janus is imported with JANUS_REPLAY_DB set (by `janus replay`, or by
 hand), start_from_env() loads the store's bundle through the C extension:
@@ -8,7 +8,9 @@ anything that does not match.  This module supplies what only Python knows:
 step boundaries (Optimizer.step() through janus._step_hook, janus.step()),
 printing as a sync point, and the summary at exit.
 
-Environment:
+Environment (rows of runtime/settings.def, read through janus._C._setting_value:
+the one parser of C and Python; a value it refuses is said in one line and
+the script runs eagerly):
   JANUS_REPLAY_DB      the store (run.db) whose bundle to use
   JANUS_REPLAY_RUN     run id that `janus replay` created: counters go there
   JANUS_REPLAY=0       run eagerly (no capture at all), for comparisons
@@ -25,6 +27,8 @@ Environment:
                          and one slower compiled is left to eager)
   JANUS_REPLAY_ADAPT_MARGIN=F  how much slower (a fraction, default 0.10)
                          compiled may be before its graph is left to eager
+Switches take 1/yes/true/on and 0/no/false/off.  The C side (jn_rp_config_from_env)
+reads the ones it uses itself when the replay starts.
 A store that cannot be used (no bundle, a refused or corrupt one, a bundle
 made from another script) gives one line "janus replay: running eagerly:
 <why>" and the script runs eagerly, unchanged.
@@ -32,12 +36,12 @@ made from another script) gives one line "janus replay: running eagerly:
 import atexit
 import json
 import os
-import sqlite3
 import sys
 
 from . import _C
 
 active = False
+_quiet = False  # JANUS_REPLAY_QUIET as read at the start
 SYNC_PRINT = 5
 
 
@@ -61,7 +65,8 @@ def print_end():
 
 
 def stats():
-    """Counters so far: segments, hits, misses, graphs_hit, graphs, seconds, summary, top_misses."""
+    """Counters so far: segments, hits, misses, graphs_hit, graphs, seconds, summary, top_misses
+    (None when no replay runs)."""
     return _C._rp_stats()
 
 
@@ -77,17 +82,11 @@ def _other_script(db):
     if not me:
         return None
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
-            q = "SELECT argv FROM runs" + (" WHERE kind IS NULL OR kind = 'record'" if "kind" in cols else "")
-            rows = con.execute(q).fetchall()
-        finally:
-            con.close()
+        rows = [argv for (_, kind, argv) in _C._rec_runs(db) if kind == "record"]
     except Exception:
         return None
     scripts = set()
-    for (a,) in rows:
+    for a in rows:
         try:
             argv = json.loads(a)
         except Exception:
@@ -106,8 +105,9 @@ def _eager(why):
     sys.stderr.flush()
 
 
-def start(db, run=0, strict=False, speculate=False):
-    """Load the bundle of `db` and start replaying; False (and one line) when it runs eagerly."""
+def start(db, run=0, strict=None, speculate=None):
+    """Load the bundle of `db` and start replaying; False (and one line) when it runs eagerly.
+    strict, speculate: None takes JANUS_REPLAY_STRICT / JANUS_REPLAY_SPECULATE."""
     global active
     from . import _record
     if _record.active:
@@ -120,7 +120,7 @@ def start(db, run=0, strict=False, speculate=False):
     if other:
         _eager(other)
         return False
-    why = _C._rp_start(db, int(run), bool(strict), bool(speculate))
+    why = _C._rp_start(db, int(run), strict, speculate)
     if why is not None:
         _eager(why)
         return False
@@ -132,7 +132,8 @@ def start(db, run=0, strict=False, speculate=False):
 
 
 def stop(quiet=None):
-    """Flush what is pending, print the summary line, write the counters (atexit)."""
+    """Flush what is pending, print the summary line, write the counters (atexit).
+    quiet: None takes JANUS_REPLAY_QUIET as read at the start."""
     global active
     if not active:
         return
@@ -140,28 +141,28 @@ def stop(quiet=None):
     import janus
     if getattr(janus, "_step_hook", None) is _step_hook:
         janus._step_hook = None
-    if quiet is None:
-        quiet = os.environ.get("JANUS_REPLAY_QUIET", "") not in ("", "0")
-    _C._rp_stop(not quiet)
+    _C._rp_stop(not (_quiet if quiet is None else quiet))
 
 
-def _flag(name):
-    return os.environ.get(name, "") not in ("", "0", "false", "no")
+# set by `janus replay` for this process only: popped once read
+_CHILD_KEYS = ("JANUS_REPLAY_DB", "JANUS_REPLAY_RUN", "JANUS_REPLAY_STRICT")
 
 
 def start_from_env():
-    db = os.environ.get("JANUS_REPLAY_DB")
+    global _quiet
+    db = _C._setting_value("JANUS_REPLAY_DB")
     if not db:
         return
-    # the first process that imports janus owns the replay (not DataLoader workers or helpers)
-    env = {k: os.environ.pop(k, None) for k in ("JANUS_REPLAY_DB", "JANUS_REPLAY_RUN", "JANUS_REPLAY_STRICT")}
-    if os.environ.get("JANUS_REPLAY", "1") in ("0", "false", "no", "off"):
-        return
-    run = env["JANUS_REPLAY_RUN"] or "0"
+    # the first process that imports janus owns the replay (not DataLoader
+    # workers or helpers): the keys go once the replay has read them
     try:
-        run = int(run)
-    except ValueError:
-        _eager(f"JANUS_REPLAY_RUN={run!r} is not a run id (start the script with `janus replay`)")
-        return
-    strict = env["JANUS_REPLAY_STRICT"] not in (None, "", "0", "false", "no")
-    start(os.path.abspath(db), run, strict, _flag("JANUS_REPLAY_SPECULATE"))
+        if not _C._setting_value("JANUS_REPLAY"):
+            return
+        run = _C._setting_value("JANUS_REPLAY_RUN")
+        _quiet = _C._setting_value("JANUS_REPLAY_QUIET")
+        start(os.path.abspath(db), run)
+    except ValueError as e:  # a value the settings table refuses, named in e
+        _eager(str(e))
+    finally:
+        for k in _CHILD_KEYS:
+            os.environ.pop(k, None)

@@ -69,6 +69,20 @@ def current_device():
     return 0
 
 
+def set_device(device):
+    """Janus uses one device: cuda:0 (any other index is refused)."""
+    idx = getattr(device, "index", device)
+    if isinstance(idx, str):
+        idx = int(idx.split(":")[1]) if ":" in idx else 0
+    if idx not in (None, 0):
+        raise RuntimeError(f"janus.cuda.set_device({device!r}): janus uses one device, cuda:0")
+
+
+def is_bf16_supported(including_emulation=True):
+    """bfloat16 tensors work wherever CUDA does (janus emulates what the GPU lacks)."""
+    return is_available()
+
+
 def get_device_name(device=None):
     _require("get_device_name")
     return "cuda:0"

@@ -37,7 +37,7 @@ from collections import Counter, OrderedDict
 
 from . import _C
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
 _ST_TO_NAME = {"F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16",
                "I64": "int64", "I32": "int32", "U8": "uint8", "BOOL": "bool"}
@@ -437,3 +437,41 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     except ValueError as e:
         raise err(f"__metadata__['{_STRUCTURE_KEY}'] is not valid JSON ({e})") from None
     return _decode(structure, tensors, err)
+
+
+# ---- torch.serialization's allow-list for weights_only unpickling.  janus.load
+# never unpickles (the format is safetensors plus JSON structure), so no
+# global can run; the list is kept so scripts that register theirs read it back.
+_SAFE_GLOBALS = []
+
+
+def add_safe_globals(safe_globals):
+    """Add to the allow-list (accepted; janus.load runs no pickled code)."""
+    for g in safe_globals:
+        if g not in _SAFE_GLOBALS:
+            _SAFE_GLOBALS.append(g)
+
+
+def get_safe_globals():
+    return list(_SAFE_GLOBALS)
+
+
+def clear_safe_globals():
+    del _SAFE_GLOBALS[:]
+
+
+class safe_globals:
+    """Context manager: the globals are on the allow-list inside the block."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self):
+        self._saved = list(_SAFE_GLOBALS)
+        add_safe_globals(self.safe_globals)
+        return self
+
+    def __exit__(self, *exc):
+        _SAFE_GLOBALS[:] = self._saved
+        return False
+

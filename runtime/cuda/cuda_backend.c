@@ -1125,7 +1125,8 @@ static jn_status cu_sgd_(int nin, jn_tensor *const *in, const jn_attrs *a, jn_te
 /* Random ops run their CPU kernel on host buffers and upload the result:
  * the draws are the CPU Philox stream's (seed, offset) exactly, so a CUDA
  * run samples what a CPU run samples; slow (a transfer per call) but
- * right.  In-place ones (uniform_, normal_) copy the result back in. */
+ * right.  In-place ones (uniform_, normal_) copy the result back in.  sort
+ * runs the same way (the CPU kernel's order, ties and NaN placement). */
 static jn_status on_host(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     const jn_opinfo *info = jn_op_info(op);
     int nw = (info->flags & JN_F_INPLACE) ? info->nout : 0;
@@ -1150,7 +1151,7 @@ static jn_status on_host(jn_op op, int nin, jn_tensor *const *in, const jn_attrs
     return s;
 }
 
-#define HOST_OPS(X) X(randn) X(randint) X(randperm) X(uniform_) X(normal_) X(bernoulli)
+#define HOST_OPS(X) X(randn) X(randint) X(randperm) X(uniform_) X(normal_) X(bernoulli) X(sort)
 #define X(name)                                                                                           \
     static jn_status cu_##name(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) { \
         return on_host(JN_OP_##name, nin, in, a, out);                                                    \

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "jn_backend.h"
+#include "jn_settings.h"
 
 /* ------------------------------------------------------------ cuDNN ABI */
 enum {
@@ -125,7 +126,8 @@ jn_status jn_rt_cudnn_load(void) {
     pthread_mutex_lock(&dnn.mu);
     jn_status s = JN_OK;
     if (dnn.loaded) goto done;
-    const char *env = getenv("JANUS_CUDNN_PATH");
+    const char *env = NULL;
+    if ((s = jn_setting_str(JN_S_CUDNN_PATH, &env))) goto done;
     const char *tried[] = {"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9", "libcudnn.so"};
     void *h = NULL;
     char why[512] = "";

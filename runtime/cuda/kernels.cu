@@ -4,8 +4,8 @@
  * per-operand offsets through the jn_cu_iter (shape + element strides, 0
  * where broadcast), loads every input converted to the math type (float for
  * float32/float16/bfloat16, double, int64 for integers and bool), applies
- * the op's per-element expression -- written to match runtime/k_elementwise.c
- * -- and stores converted to the output dtype.  The op is a kernel argument
+ * the op's function of runtime/k_ewmath.h -- the one the CPU kernels and
+ * the generated code call -- and stores converted to the output dtype.  The op is a kernel argument
  * (a uniform branch), so one kernel per math type serves the whole table.
  * Reductions and softmax work on a contiguous [outer, inner] layout the host
  * prepares (reduced dims moved last); one block reduces one row.
@@ -21,6 +21,14 @@
 #include <math.h>
 #include <stdint.h>
 #include <type_traits>
+
+/* The elementwise math (and k_fastmath.h's float32 exp/log/tanh/erf) as
+ * host and device functions, compiled with --fmad=false like the C code
+ * with -ffp-contract=off, so what is built from + - * / sqrt and the fast
+ * math rounds as on the CPU: float32 results equal the CPU's, not merely
+ * come close (the cells' backward formulas, 1 - tanh^2 near saturation,
+ * would magnify a one-ulp difference of the activations). */
+#include "k_ewmath.h"
 
 #define THREADS 256
 
@@ -73,115 +81,102 @@ __device__ __forceinline__ char *at(const jn_cu_iter &it, int k, const int64_t *
     return it.ptr[k] + off[k] * elsize_c[it.dtype[k]];
 }
 
-/* ---- the per-element expressions (runtime/k_elementwise.c's semantics) ---- */
-template <typename T> __device__ __forceinline__ T ew_apply(int op, T a, T b, T c, const jn_cu_params &p) {
-    if constexpr (std::is_floating_point<T>::value) {
-        switch (op) {
-        case JN_OP_add: return a + (T)p.f0 * b;
-        case JN_OP_sub: return a - (T)p.f0 * b;
-        case JN_OP_mul: return a * b;
-        case JN_OP_div: {
-            T q = a / b;
-            return p.i0 == 1 ? trunc(q) : p.i0 == 2 ? floor(q) : q;
-        }
-        case JN_OP_pow: return b == (T)2 ? a * a : pow(a, b); /* as the CPU (k_elementwise.c) */
-        case JN_OP_remainder: {
-            T r = fmod(a, b);
-            return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-        }
-        case JN_OP_maximum: return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b);
-        case JN_OP_minimum: return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b);
-        case JN_OP_atan2: return atan2(a, b);
-        case JN_OP_neg: return -a;
-        case JN_OP_exp: return exp(a);
-        case JN_OP_log: return log(a);
-        case JN_OP_log1p: return log1p(a);
-        case JN_OP_expm1: return expm1(a);
-        case JN_OP_sqrt: return sqrt(a);
-        case JN_OP_rsqrt: return (T)1 / sqrt(a);
-        case JN_OP_abs: return fabs(a);
-        case JN_OP_sign: return isnan(a) ? a : (T)((a > 0) - (a < 0));
-        case JN_OP_reciprocal: return (T)1 / a;
-        case JN_OP_tanh: return tanh(a);
-        case JN_OP_sigmoid: return (T)1 / ((T)1 + exp(-a));
-        case JN_OP_relu: return a > 0 ? a : (isnan(a) ? a : (T)0);
-        case JN_OP_gelu:
-            if (p.i0 == 1) {
-                const T k = (T)0.7978845608028654, c3 = (T)0.044715;
-                return (T)0.5 * a * ((T)1 + tanh(k * (a + c3 * a * a * a)));
-            }
-            return (T)0.5 * a * ((T)1 + erf(a * (T)0.7071067811865476));
-        case JN_OP_silu: return a / ((T)1 + exp(-a));
-        case JN_OP_sin: return sin(a);
-        case JN_OP_cos: return cos(a);
-        case JN_OP_erf: return erf(a);
-        case JN_OP_floor: return floor(a);
-        case JN_OP_ceil: return ceil(a);
-        case JN_OP_round: return rint(a);
-        case JN_OP_clamp: {
-            if (isnan(a)) return a;
-            T r = a;
-            if (p.b0 && r < (T)p.f0) r = (T)p.f0;
-            if (p.b1 && r > (T)p.f1) r = (T)p.f1;
-            return r;
-        }
-        default: break;
-        }
-    } else {
-        switch (op) {
-        case JN_OP_add: return a + (T)p.f0 * b;
-        case JN_OP_sub: return a - (T)p.f0 * b;
-        case JN_OP_mul: return a * b;
-        case JN_OP_div: { /* integer results only for trunc / floor */
-            if (b == 0) return 0;
-            T q = a / b;
-            if (p.i0 == 2 && (a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
-            return q;
-        }
-        case JN_OP_pow: {
-            if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-            T r = 1, x = a;
-            for (T e = b; e; e >>= 1, x *= x)
-                if (e & 1) r *= x;
-            return r;
-        }
-        case JN_OP_remainder: {
-            if (b == 0) return 0;
-            T r = a % b;
-            return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-        }
-        case JN_OP_maximum: return a > b ? a : b;
-        case JN_OP_minimum: return a < b ? a : b;
-        case JN_OP_neg: return -a;
-        case JN_OP_abs: return a < 0 ? -a : a;
-        case JN_OP_sign: return (T)((a > 0) - (a < 0));
-        case JN_OP_relu: return a > 0 ? a : 0;
-        case JN_OP_floor:
-        case JN_OP_ceil:
-        case JN_OP_round: return a;
-        case JN_OP_clamp: {
-            T r = a;
-            if (p.b0 && (double)r < p.f0) r = (T)ceil(p.f0);
-            if (p.b1 && (double)r > p.f1) r = (T)floor(p.f1);
-            return r;
-        }
-        default: break;
+/* ---- the per-element math: k_ewmath.h's function for the op, by math type
+ * (odt: the output dtype, whose range an integer clamp saturates to) ---- */
+#define EW_APPLY_FLOAT(sfx, T, U, F, ...)                                                                       \
+    __device__ __forceinline__ T ew_apply(int op, T a, T b, T c, const jn_cu_params &p, int odt) {              \
+        (void)odt;                                                                                              \
+        switch (op) {                                                                                           \
+        case JN_OP_add: return jn_ew_add_##sfx(a, b, p.f0);                                                     \
+        case JN_OP_sub: return jn_ew_sub_##sfx(a, b, p.f0);                                                     \
+        case JN_OP_mul: return jn_ew_mul_##sfx(a, b);                                                           \
+        case JN_OP_div:                                                                                         \
+            return p.i0 == 1 ? jn_ew_div_trunc_##sfx(a, b) : p.i0 == 2 ? jn_ew_div_floor_##sfx(a, b)            \
+                                                                      : jn_ew_div_true_##sfx(a, b);             \
+        case JN_OP_pow: return jn_ew_pow_##sfx(a, b);                                                           \
+        case JN_OP_remainder: return jn_ew_remainder_##sfx(a, b);                                               \
+        case JN_OP_maximum: return jn_ew_maximum_##sfx(a, b);                                                   \
+        case JN_OP_minimum: return jn_ew_minimum_##sfx(a, b);                                                   \
+        case JN_OP_atan2: return jn_ew_atan2_##sfx(a, b);                                                       \
+        case JN_OP_neg: return jn_ew_neg_##sfx(a);                                                              \
+        case JN_OP_exp: return jn_ew_exp_##sfx(a);                                                              \
+        case JN_OP_log: return jn_ew_log_##sfx(a);                                                              \
+        case JN_OP_log1p: return jn_ew_log1p_##sfx(a);                                                          \
+        case JN_OP_expm1: return jn_ew_expm1_##sfx(a);                                                          \
+        case JN_OP_sqrt: return jn_ew_sqrt_##sfx(a);                                                            \
+        case JN_OP_rsqrt: return jn_ew_rsqrt_##sfx(a);                                                          \
+        case JN_OP_abs: return jn_ew_abs_##sfx(a);                                                              \
+        case JN_OP_sign: return jn_ew_sign_##sfx(a);                                                            \
+        case JN_OP_reciprocal: return jn_ew_reciprocal_##sfx(a);                                                \
+        case JN_OP_tanh: return jn_ew_tanh_##sfx(a);                                                            \
+        case JN_OP_sigmoid: return jn_ew_sigmoid_##sfx(a);                                                      \
+        case JN_OP_relu: return jn_ew_relu_##sfx(a);                                                            \
+        case JN_OP_gelu: return p.i0 == 1 ? jn_ew_gelu_tanh_##sfx(a) : jn_ew_gelu_erf_##sfx(a);                 \
+        case JN_OP_silu: return jn_ew_silu_##sfx(a);                                                            \
+        case JN_OP_sin: return jn_ew_sin_##sfx(a);                                                              \
+        case JN_OP_cos: return jn_ew_cos_##sfx(a);                                                              \
+        case JN_OP_erf: return jn_ew_erf_##sfx(a);                                                              \
+        case JN_OP_floor: return jn_ew_floor_##sfx(a);                                                          \
+        case JN_OP_ceil: return jn_ew_ceil_##sfx(a);                                                            \
+        case JN_OP_round: return jn_ew_round_##sfx(a);                                                          \
+        case JN_OP_clamp:                                                                                       \
+            return jn_ew_clamp_##sfx(a, jn_ew_clamp_bound_##sfx(p.b0 ? p.f0 : -INFINITY),                       \
+                                     jn_ew_clamp_bound_##sfx(p.b1 ? p.f1 : INFINITY));                          \
+        case JN_OP_isnan: return jn_ew_isnan_##sfx(a);                                                          \
+        case JN_OP_where: return jn_ew_where_##sfx(a != 0, b, c);                                               \
+        case JN_OP_masked_fill: return jn_ew_masked_fill_##sfx(a, b != 0, (T)p.f1);                             \
+        EW_APPLY_ANY(sfx)                                                                                       \
+        default: return a; /* the host only launches implemented ops */                                         \
+        }                                                                                                       \
+    }
+/* comparisons (in the promoted type) and logical ops (on truth values) */
+#define EW_APPLY_ANY(sfx)                                                                                       \
+    case JN_OP_eq: return jn_ew_eq_##sfx(a, b);                                                                 \
+    case JN_OP_ne: return jn_ew_ne_##sfx(a, b);                                                                 \
+    case JN_OP_lt: return jn_ew_lt_##sfx(a, b);                                                                 \
+    case JN_OP_le: return jn_ew_le_##sfx(a, b);                                                                 \
+    case JN_OP_gt: return jn_ew_gt_##sfx(a, b);                                                                 \
+    case JN_OP_ge: return jn_ew_ge_##sfx(a, b);                                                                 \
+    case JN_OP_logical_and: return jn_ew_logical_and_b(a != 0, b != 0);                                         \
+    case JN_OP_logical_or: return jn_ew_logical_or_b(a != 0, b != 0);                                           \
+    case JN_OP_logical_xor: return jn_ew_logical_xor_b(a != 0, b != 0);                                         \
+    case JN_OP_logical_not: return jn_ew_logical_not_b(a != 0);
+JN_EW_FLOATS(EW_APPLY_FLOAT, )
+
+/* Integers compute in int64 and narrow on the store: every integer formula
+ * wraps or is exact, so that equals computing in the narrower type, except
+ * clamp, whose bounds saturate to the output dtype's range. */
+__device__ __forceinline__ int64_t ew_apply(int op, int64_t a, int64_t b, int64_t c, const jn_cu_params &p, int odt) {
+    int zd = 0; /* division by zero: 0, as the CPU (which also reports it) */
+    switch (op) {
+    case JN_OP_add: return jn_ew_add_i64(a, b, (int64_t)p.f0);
+    case JN_OP_sub: return jn_ew_sub_i64(a, b, (int64_t)p.f0);
+    case JN_OP_mul: return jn_ew_mul_i64(a, b);
+    case JN_OP_div: /* integer results only for trunc / floor */
+        return p.i0 == 2 ? jn_ew_div_floor_i64(a, b, &zd) : jn_ew_div_trunc_i64(a, b, &zd);
+    case JN_OP_pow: return jn_ew_pow_i64(a, b);
+    case JN_OP_remainder: return jn_ew_remainder_i64(a, b, &zd);
+    case JN_OP_maximum: return jn_ew_maximum_i64(a, b);
+    case JN_OP_minimum: return jn_ew_minimum_i64(a, b);
+    case JN_OP_neg: return jn_ew_neg_i64(a);
+    case JN_OP_abs: return jn_ew_abs_i64(a);
+    case JN_OP_sign: return jn_ew_sign_i64(a);
+    case JN_OP_relu: return jn_ew_relu_i64(a);
+    case JN_OP_floor: return jn_ew_floor_i64(a);
+    case JN_OP_ceil: return jn_ew_ceil_i64(a);
+    case JN_OP_round: return jn_ew_round_i64(a);
+    case JN_OP_clamp: {
+        const double lo = p.b0 ? p.f0 : -INFINITY, hi = p.b1 ? p.f1 : INFINITY;
+        switch (odt) {
+        case JN_I32: return jn_ew_clamp_i32((int32_t)a, jn_ew_clamp_bound_i32(lo), jn_ew_clamp_bound_i32(hi));
+        case JN_U8: return jn_ew_clamp_u8((uint8_t)a, jn_ew_clamp_bound_u8(lo), jn_ew_clamp_bound_u8(hi));
+        default: return jn_ew_clamp_i64(a, jn_ew_clamp_bound_i64(lo), jn_ew_clamp_bound_i64(hi));
         }
     }
-    switch (op) { /* every math type */
-    case JN_OP_eq: return a == b;
-    case JN_OP_ne: return a != b;
-    case JN_OP_lt: return a < b;
-    case JN_OP_le: return a <= b;
-    case JN_OP_gt: return a > b;
-    case JN_OP_ge: return a >= b;
-    case JN_OP_logical_and: return (a != 0) && (b != 0);
-    case JN_OP_logical_or: return (a != 0) || (b != 0);
-    case JN_OP_logical_xor: return (a != 0) != (b != 0);
-    case JN_OP_logical_not: return a == 0;
-    case JN_OP_isnan: return a != a;
-    case JN_OP_where: return a != 0 ? b : c;
-    case JN_OP_masked_fill: return b != 0 ? (T)p.f1 : a;
+    case JN_OP_isnan: return jn_ew_isnan_i64(a);
+    case JN_OP_where: return jn_ew_where_i64(a != 0, b, c);
+    case JN_OP_masked_fill: return jn_ew_masked_fill_i64(a, b != 0, (int64_t)p.f1);
+    EW_APPLY_ANY(i64)
     default: return a; /* the host only launches implemented ops */
     }
 }
@@ -201,7 +196,7 @@ template <typename T> __global__ void ew_kernel(int op, jn_cu_iter it, jn_cu_par
         int64_t off[JN_CU_MAXOPS];
         offsets(it, i, off);
         T a = operand<T>(it, 1, off), b = operand<T>(it, 2, off), c = operand<T>(it, 3, off);
-        st<T>(at(it, 0, off), it.dtype[0], ew_apply<T>(op, a, b, c, p));
+        st<T>(at(it, 0, off), it.dtype[0], ew_apply(op, a, b, c, p, it.dtype[0]));
     }
 }
 
@@ -570,24 +565,23 @@ extern "C" cudaError_t jn_cu_scatter_add(const jn_cu_iter *it, int dim, const in
     return cudaGetLastError();
 }
 
-/* ---- fused optimizer updates: runtime/k_fused.c's operations in its order ---- */
+/* ---- fused optimizer updates: k_ewmath.h's steps (k_fused.c's), one thread per element ---- */
+#define OPTIM_STEPS(sfx, T, U, F, ...)                                                                          \
+    __device__ __forceinline__ void adam_step(T *p, T *m, T *v, T gr, T decay, T wd, T w1, T b2, T w2, T bc,     \
+                                              T eps, T ns, int dec, int mx, int hw) {                           \
+        jn_ew_adam_##sfx(p, m, v, gr, decay, wd, w1, b2, w2, bc, eps, ns, dec, mx, hw);                         \
+    }                                                                                                           \
+    __device__ __forceinline__ void sgd_step(T *p, T *buf, T gr, T nl, T mom, T damp, T wd, int mx, int hw,      \
+                                             int nest, int first) {                                             \
+        jn_ew_sgd_##sfx(p, buf, gr, nl, mom, damp, wd, mx, hw, nest, first);                                    \
+    }
+JN_EW_FLOATS(OPTIM_STEPS, )
+
 template <typename T>
 __global__ void adam_kernel(T *p, T *m, T *v, const T *gr, int64_t n, T decay, T wd, T w1, T b2, T w2, T bc, T eps,
                             T ns, int dec, int mx, int hw) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        T g = mx ? -gr[i] : gr[i], pv = p[i];
-        if (hw) {
-            if (dec) pv = pv * decay;
-            else g = g + wd * pv;
-        }
-        T mv = m[i] + w1 * (g - m[i]);
-        T vv = v[i] * b2;
-        vv = vv + w2 * (g * g);
-        T den = sqrt(vv) / bc + eps;
-        m[i] = mv;
-        v[i] = vv;
-        p[i] = pv + ns * (mv / den);
-    }
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        adam_step(&p[i], &m[i], &v[i], gr[i], decay, wd, w1, b2, w2, bc, eps, ns, dec, mx, hw);
 }
 
 /* c: decay, wd, w1, b2, w2, bc2_sqrt, eps, neg_step */
@@ -609,14 +603,8 @@ extern "C" cudaError_t jn_cu_adam(void *p, void *m, void *v, const void *g, int 
 template <typename T>
 __global__ void sgd_kernel(T *p, T *buf, const T *gr, int64_t n, T nl, T mom, T damp, T wd, int mx, int hw, int nest,
                            int first) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        T g = mx ? -gr[i] : gr[i];
-        if (hw) g = g + wd * p[i];
-        T b = first ? g : buf[i] * mom + damp * g;
-        buf[i] = b;
-        g = nest ? g + mom * b : b;
-        p[i] = p[i] + nl * g;
-    }
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        sgd_step(&p[i], &buf[i], gr[i], nl, mom, damp, wd, mx, hw, nest, first);
 }
 
 /* c: neg_lr, momentum, 1 - dampening, weight_decay */
@@ -632,18 +620,6 @@ extern "C" cudaError_t jn_cu_sgd(void *p, void *buf, const void *g, int f64, int
                                                           nesterov, first);
     return cudaGetLastError();
 }
-
-/* ==== runtime/k_fastmath.h as device functions ====
- * The float32 LSTM/GRU cells and logsumexp use the CPU's own exp/tanh
- * (k_fastmath.h, compiled here with --fmad=false like the C code with
- * -ffp-contract=off), so float32 results equal the CPU's, not merely come
- * close: the backward formulas (1 - tanh^2 near saturation) would magnify
- * a one-ulp difference of the activations. */
-#pragma nv_diag_suppress 177 /* the header's other helpers are unused here */
-#define static static __host__ __device__
-#include "k_fastmath.h"
-#undef static
-#pragma nv_diag_default 177
 
 /* ---- pooling: one thread per output (forward) or input (backward) element ----
  * Planes are (n, c) pairs; x is read through its element strides, outputs
@@ -825,15 +801,15 @@ extern "C" cudaError_t jn_cu_maxpool_bwd(const jn_cu_pool *p, const void *g, con
 }
 
 /* ---- fused RNN cells: runtime/k_fused.c's per-element formulas, in its
- * order; float32 activations through k_fastmath.h (as the CPU), float64
- * through exp/tanh.  Operands contiguous [rows, G*H]; one thread per (row, j). */
+ * order; the activations are k_ewmath.h's sigmoid and tanh (as the CPU).
+ * Operands contiguous [rows, G*H]; one thread per (row, j). */
 template <typename T> __device__ __forceinline__ T cell_sig(T x) {
-    if constexpr (std::is_same<T, float>::value) return 1 / (1 + fast_expf(-x));
-    else return 1 / (1 + exp(-x));
+    if constexpr (std::is_same<T, float>::value) return jn_ew_sigmoid_f32(x);
+    else return jn_ew_sigmoid_f64(x);
 }
 template <typename T> __device__ __forceinline__ T cell_tanh(T x) {
-    if constexpr (std::is_same<T, float>::value) return fast_tanhf(x);
-    else return tanh(x);
+    if constexpr (std::is_same<T, float>::value) return jn_ew_tanh_f32(x);
+    else return jn_ew_tanh_f64(x);
 }
 
 template <typename T>

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "jn_db.h"
+#include "jn_db_testing.h"
 
 /* The first column of the first row of sql; -999 (and the error on stderr)
  * when it does not run. */

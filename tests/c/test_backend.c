@@ -20,6 +20,7 @@
 #include "cuda/jn_cuda_host.h"
 #include "cuda/jn_cudnn.h"
 #include "jn_algos.h"
+#include "jn_db_testing.h"
 #endif
 
 static jn_tensor *vec(int64_t n, double v) {
@@ -208,7 +209,7 @@ static void test_cudnn_host(void) {
 }
 
 /* ---- the algorithm cache in run.db (schema v5 algos rows) ---- */
-static int sql(jn_db *db, const char *q) { return sqlite3_exec(jn_db_handle(db), q, NULL, NULL, NULL); }
+static int sql(jn_db *db, const char *q) { return sqlite3_exec(jn_db_testing_handle(db), q, NULL, NULL, NULL); }
 
 static void test_cudnn_algos_store(void) {
     jn_rt_cudnn_conv c1, c2, back;

@@ -34,7 +34,7 @@ static int q_text_is(sqlite3 *h, const char *sql, const char *want) {
 
 static int exec(jn_db *db, const char *sql) {
     char *err = NULL;
-    int rc = sqlite3_exec(jn_db_handle(db), sql, NULL, NULL, &err);
+    int rc = sqlite3_exec(jn_db_testing_handle(db), sql, NULL, NULL, &err);
     if (rc != SQLITE_OK) fprintf(stderr, "  %s: %s\n", sql, err ? err : "?");
     sqlite3_free(err);
     return rc == SQLITE_OK;
@@ -141,7 +141,7 @@ static void test_roundtrip(void) {
     jn_cg_bundle_free(b);
 
     /* the row as SQL and inspect see it */
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT count(*) FROM bundles") == 1);
     CHECK(q_text_is(h, "SELECT codec || ' ' || target || ' ' || source_runs || ' ' || source_steps || ' ' || format "
                        "FROM bundles", "zstd cpu [1,2] 40 1"));
@@ -191,7 +191,7 @@ static void test_replace(void) {
         CHECK(0);
         return;
     }
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     int64_t id1 = 0, id2 = 0, id3 = 0;
     jn_cg_bundle_meta meta = {.source_runs = runs12, .nsource_runs = 1, .source_steps = 5};
     CHECK(jn_cg_bundle_store(db, m, &meta, NULL, 0, &id1) == JN_OK);
@@ -248,7 +248,7 @@ static void test_replace(void) {
     jn_db *r = NULL;
     CHECK(jn_db_open(tmp("replace.db"), JN_DB_READONLY, &r) == JN_OK);
     if (r) {
-        sqlite3 *rh = jn_db_handle(r);
+        sqlite3 *rh = jn_db_testing_handle(r);
         CHECK(exec(r, "BEGIN") && q_int(rh, "SELECT max(id) FROM bundles WHERE target='cpu'") > 0);
         int64_t before = q_int(rh, "SELECT id FROM bundles WHERE target='cpu'");
         int64_t id4 = 0;
@@ -271,7 +271,7 @@ static void test_replace(void) {
 /* Replace the stored blob of bundle `id` with f(blob). */
 static void set_blob(jn_db *db, int64_t id, const void *data, int len) {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(jn_db_handle(db), "UPDATE bundles SET data = ?1 WHERE id = ?2", -1, &st, NULL)) return;
+    if (sqlite3_prepare_v2(jn_db_testing_handle(db), "UPDATE bundles SET data = ?1 WHERE id = ?2", -1, &st, NULL)) return;
     sqlite3_bind_blob(st, 1, data, len, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, id);
     if (sqlite3_step(st) != SQLITE_DONE) fprintf(stderr, "  set_blob failed\n");
@@ -282,7 +282,7 @@ static int get_blob(jn_db *db, int64_t id, uint8_t **out) {
     sqlite3_stmt *st;
     int n = -1;
     *out = NULL;
-    if (sqlite3_prepare_v2(jn_db_handle(db), "SELECT data FROM bundles WHERE id = ?1", -1, &st, NULL)) return -1;
+    if (sqlite3_prepare_v2(jn_db_testing_handle(db), "SELECT data FROM bundles WHERE id = ?1", -1, &st, NULL)) return -1;
     sqlite3_bind_int64(st, 1, id);
     if (sqlite3_step(st) == SQLITE_ROW) {
         n = sqlite3_column_bytes(st, 0);
@@ -364,7 +364,7 @@ static void test_store_refusals(void) {
     CHECK(jn_cg_bundle_open(db, NULL, &b) == JN_ERR_VALUE && has("corrupt") && has(idstr));
     CHECK(exec(db, "UPDATE bundles SET raw_bytes = raw_bytes - 1, checksum = '0123456789abcdef'"));
     CHECK(jn_cg_bundle_open(db, NULL, &b) == JN_ERR_VALUE && has("checksum") && has(idstr));
-    CHECK(sqlite3_exec(jn_db_handle(db), "UPDATE bundles SET checksum = NULL", 0, 0, 0) != SQLITE_OK); /* NOT NULL */
+    CHECK(sqlite3_exec(jn_db_testing_handle(db), "UPDATE bundles SET checksum = NULL", 0, 0, 0) != SQLITE_OK); /* NOT NULL */
     CHECK(exec(db, "UPDATE bundles SET codec = 'lz4'"));
     CHECK(jn_db_bundle_get(db, "cpu", &row) == JN_ERR_VALUE && has("unknown codec 'lz4'"));
     jn_ir_module_free(m);
@@ -563,7 +563,7 @@ static void test_migration(void) {
         CHECK(jn_db_bundle_list(db, &list, &n) == JN_OK && n == 0 && !list);
         jn_db_bundle row;
         CHECK(jn_db_bundle_get(db, "cpu", &row) == JN_ERR_VALUE && has("no bundle for target cpu"));
-        CHECK(q_int(jn_db_handle(db), "SELECT count(*) FROM runs") == 1);
+        CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM runs") == 1);
         jn_db_close(db);
     }
     /* a failure at any point leaves v1 or a complete migration */
@@ -572,7 +572,7 @@ static void test_migration(void) {
     make_v1(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_int(h, "SELECT count(*) FROM runs") == 1); /* kept */
     int64_t *ids = NULL;
@@ -633,7 +633,7 @@ static int store_ir(const char *path, const char *irfile) {
     if (jn_ir_deserialize(buf, len, &m) == JN_OK && jn_db_open(path, JN_DB_WRITE, &db) == JN_OK &&
         jn_db_run_ids(db, &runs, &nruns) == JN_OK) {
         jn_cg_bundle_meta meta = {.source_runs = runs, .nsource_runs = nruns,
-                                  .source_steps = q_int(jn_db_handle(db), "SELECT count(*) FROM steps")};
+                                  .source_steps = q_int(jn_db_testing_handle(db), "SELECT count(*) FROM steps")};
         if (jn_cg_bundle_store(db, m, &meta, NULL, 0, &id) == JN_OK && jn_cg_bundle_open(db, NULL, &b) == JN_OK) {
             printf("bundle %" PRId64 ": %d graphs\n", id, b->module->ngraphs);
             rc = 0;

@@ -330,7 +330,7 @@ static void test_create_runs_steps(void) {
     CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && db);
     if (!db) return;
     CHECK(jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_text_is(h, "SELECT value FROM meta WHERE key='app'", "janus"));
     CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_text_is(h, "SELECT value FROM meta WHERE key='janus_version'", JANUS_VERSION));
@@ -427,7 +427,7 @@ static void test_create_runs_steps(void) {
     /* reopen read-only and for writing */
     CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK);
     if (db) {
-        CHECK(q_int(jn_db_handle(db), "SELECT count(*) FROM steps") == 7);
+        CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM steps") == 7);
         CHECK(jn_db_read_chunk(db, r1, 5, &data, &len) == JN_OK && len > 0);
         free(data);
         CHECK(jn_db_callsite(db, "x", 1, "f", &c1) == JN_ERR_IO && has("read-only"));
@@ -478,7 +478,7 @@ static void test_foreign_files(void) {
     /* a newer schema */
     const char *newer = tmp("newer.db");
     CHECK(jn_db_open(newer, JN_DB_CREATE, &db) == JN_OK);
-    CHECK(sqlite3_exec(jn_db_handle(db), "UPDATE meta SET value='99' WHERE key='schema_version'", 0, 0, 0) ==
+    CHECK(sqlite3_exec(jn_db_testing_handle(db), "UPDATE meta SET value='99' WHERE key='schema_version'", 0, 0, 0) ==
           SQLITE_OK);
     jn_db_close(db);
     char vcur[32];
@@ -519,7 +519,7 @@ static void test_migration(void) {
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK);
     if (!db) return;
     CHECK(jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_int(h, "SELECT count(*) FROM sqlite_master WHERE name IN ('runs','steps','chunks','op_counts',"
                    "'syncs','decisions','shapes','arg_types','v_step_signatures','bundles')") == 10);
@@ -559,7 +559,7 @@ static void test_fault_injection(void) {
     jn_db_buf buf = {0};
     CHECK(jn_db_run_begin(db, &ri, &run) == JN_OK);
     for (int st = 0; st < 3; st++) CHECK(write_test_step(db, run, st, 50, &buf) == JN_OK);
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     /* fail the n-th statement of the write, for every n the write performs */
     int n, all_clear = 1;
     for (n = 1; n < 40; n++) {
@@ -629,7 +629,7 @@ static void test_two_processes(void) {
     jn_db *db = NULL;
     CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK);
     if (!db) return;
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT count(*) FROM steps") == 100);
     CHECK(q_int(h, "SELECT count(DISTINCT run_id) FROM steps") == 2);
     CHECK(q_int(h, "SELECT count(*) FROM runs WHERE status='finished'") == 2);

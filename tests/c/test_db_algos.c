@@ -22,7 +22,7 @@ static void test_put_get(void) {
     jn_db *db = NULL;
     CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == 5);
     if (!db) return;
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT count(*) FROM sqlite_master WHERE name = 'algos'") == 1);
     jn_db_algo *r = NULL;
     int n = -1;
@@ -96,7 +96,7 @@ static void make_v4(const char *path) {
     int64_t run;
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
-    if (sqlite3_exec(jn_db_handle(db), "DROP TABLE algos; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+    if (sqlite3_exec(jn_db_testing_handle(db), "DROP TABLE algos; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v4: %s\n", err ? err : "?");
     sqlite3_free(err);
@@ -113,7 +113,7 @@ static void test_migration_v4(void) {
         jn_db_algo *r = NULL;
         int n = -1;
         CHECK(jn_db_algos_get(db, H200, &r, &n) == JN_OK && n == 0 && !r);
-        CHECK(q_int(jn_db_handle(db), "SELECT count(*) FROM sqlite_master WHERE name = 'algos'") == 0);
+        CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM sqlite_master WHERE name = 'algos'") == 0);
         jn_db_close(db);
     }
     /* a failure at any point leaves v4 or a complete v5 */
@@ -122,7 +122,7 @@ static void test_migration_v4(void) {
     make_v4(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 5);
     CHECK(q_int(h, "SELECT count(*) FROM runs") == 1); /* the old run stays */
     CHECK(jn_db_algos_put(db, H200, R1, 3) == JN_OK);

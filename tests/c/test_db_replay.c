@@ -37,7 +37,7 @@ static void test_kinds_and_counters(void) {
     jn_db_run_info a = info(NULL, 0), b = info("replay", 7);
     int64_t r1 = 0, r2 = 0;
     CHECK(jn_db_run_begin(db, &a, &r1) == JN_OK && jn_db_run_begin(db, &b, &r2) == JN_OK && r2 == r1 + 1);
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT count(*) FROM runs WHERE id=1 AND kind='record' AND bundle_id IS NULL") == 1);
     CHECK(q_int(h, "SELECT count(*) FROM runs WHERE id=2 AND kind='replay' AND bundle_id=7") == 1);
     int64_t *ids = NULL;
@@ -127,7 +127,7 @@ static void make_v2(const char *path) {
     int64_t run;
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
-    if (sqlite3_exec(jn_db_handle(db),
+    if (sqlite3_exec(jn_db_testing_handle(db),
                      "DROP TABLE replay_misses; DROP TABLE replay_graphs; ALTER TABLE runs DROP COLUMN bundle_id; "
                      "ALTER TABLE runs DROP COLUMN kind; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
@@ -151,7 +151,7 @@ static void test_migration_v2(void) {
         int n = 0;
         CHECK(jn_db_run_ids(db, &ids, &n) == JN_OK && n == 1);
         free(ids);
-        CHECK(q_int(jn_db_handle(db), "SELECT count(*) FROM sqlite_master WHERE name LIKE 'replay%'") == 0);
+        CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM sqlite_master WHERE name LIKE 'replay%'") == 0);
         jn_db_close(db);
     }
     /* a failure at any point leaves v2 or a complete migration */
@@ -163,7 +163,7 @@ static void test_migration_v2(void) {
     make_v2(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
-    sqlite3 *h = jn_db_handle(db);
+    sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_int(h, "SELECT count(*) FROM runs WHERE kind='record' AND bundle_id IS NULL") == 1); /* old run */
     jn_db_run_info b = info("replay", 1);

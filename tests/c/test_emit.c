@@ -4,7 +4,8 @@
  * For IR graphs of the fused patterns (a GEMM bias+relu epilogue, a
  * broadcast chain with [B, 1] and [N] operands, softmax-like and other
  * ew_reduce kernels, mixed dtypes with comparisons, where, masked_fill,
- * cast and clamp, integer arithmetic, float64 math, a scalar-bound alpha),
+ * cast and clamp, integer arithmetic, float64 math, a scalar-bound alpha,
+ * and every op the emitter generates on edge values for each dtype),
  * the fuse and select passes run, the generated source is compiled with
  * -Wall -Wextra -Werror, loaded with dlopen and every kernel is called
  * through a hand-built jn_kcall on the values an eager run (jn_dispatch,
@@ -57,11 +58,26 @@ static double urand(void) {
     return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
-/* Random contents; floats get a few specials (NaN, -0, inf) up front. */
+/* Random contents; floats get a few specials (NaN, -0, inf) up front
+ * (specials 1), or every element is an edge value (2: jt_edge). */
 static void fill(jn_tensor *t, int specials) {
     int64_t n = jn_numel(t);
     char *p = jn_data(t);
     for (int64_t i = 0; i < n; i++) {
+        if (specials == 2) {
+            double f;
+            int64_t k;
+            jt_edge(i, &f, &k);
+            switch (t->dtype) {
+            case JN_F32: ((float *)p)[i] = (float)f; break;
+            case JN_F64: ((double *)p)[i] = f; break;
+            case JN_I64: ((int64_t *)p)[i] = k; break;
+            case JN_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)k; break;
+            case JN_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)k; break;
+            default: ((uint8_t *)p)[i] = i % 3 != 0; break;
+            }
+            continue;
+        }
         double v = urand() * 6 - 3;
         if (specials && jn_dtype_is_float(t->dtype) && i < 3) v = i == 0 ? NAN : i == 1 ? -0.0 : INFINITY;
         switch (t->dtype) {

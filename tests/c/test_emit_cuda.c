@@ -22,6 +22,7 @@
 
 #include "jn_cg.h"
 #include "jn_exec.h" /* the device kernel ABI (jn_dkcall) */
+#include "jn_settings.h"
 #include "jn_test.h"
 #include "jn_test_emit.h"
 
@@ -189,7 +190,7 @@ static void test_errors(void) {
     /* no NVRTC where it is pointed to (run first: a loaded NVRTC stays
      * loaded); the caller's JANUS_NVRTC is restored after, so
      * JANUS_NVRTC=/nonexistent runs this test as on a machine without CUDA */
-    char *old = getenv("JANUS_NVRTC") ? strdup(getenv("JANUS_NVRTC")) : NULL;
+    char *old = jn_setting_raw(JN_S_NVRTC) ? strdup(jn_setting_raw(JN_S_NVRTC)) : NULL;
     setenv("JANUS_NVRTC", "/nonexistent/libnvrtc.so", 1);
     jn_status st = jn_cg_compile_cuda(ok, strlen(ok), "sm_90", &ptx, &pl, &cubin, &cl, &sec, &log);
     CHECK(st == JN_ERR_UNSUPPORTED && ptx == NULL && cubin == NULL);

@@ -33,6 +33,7 @@
 #include "jn_backend.h"
 #include "jn_cg.h"
 #include "jn_exec.h"
+#include "jn_settings.h"
 #include "jn_test.h"
 #include "jn_test_emit.h"
 #include "jn_test_exec.h"
@@ -239,7 +240,7 @@ static int gpu_major, gpu_minor;
 static char gpu_name[256];
 
 static void test_driver(void) {
-    char *old = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
+    char *old = jn_setting_raw(JN_S_LIBCUDA) ? strdup(jn_setting_raw(JN_S_LIBCUDA)) : NULL;
     jn_ex_dlib *l = (jn_ex_dlib *)&l; /* must come back NULL */
     setenv("JANUS_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
     jn_status st = jn_ex_dlib_open("x", 1, "x", 1, "cuda:sm_90", 1, "test bundle", 0, &l);
@@ -718,6 +719,30 @@ static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_ex_l
     unsetenv("FAKE_CUDA_FAIL");
     jn_ex_free(dx);
     jn_ex_cuda_graphs_free(cg);
+    dx = NULL, cg = NULL;
+    /* JANUS_CUDA_GRAPHS=off, as any switch is spelled (was: only 0 turned them off): plain launches,
+     * the reason names the variable; a value that is no switch is refused */
+    setenv("JANUS_CUDA_GRAPHS", "off", 1);
+    s = fake_driver ? jn_ex_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg) : JN_ERR_UNSUPPORTED;
+    if (!s) {
+        jn_ex_cuda_graphs_set_runner(cg, &r);
+        s = jn_ex_new_on(m, gi, NULL, jn_ex_cuda_graphs_device(cg), 0, &dx);
+    }
+    if (!s) {
+        jn_ex_cuda_graphs_stats st;
+        CHECK(graph_run_pair(m, gi, lib, dx, cg, sv, 17, din, 0));
+        jn_ex_cuda_graphs_get_stats(cg, &st);
+        CHECK(st.captures == 0 && st.plain_runs == 1 && !strcmp(st.plain_reason, "JANUS_CUDA_GRAPHS=off"));
+        cg_total.launches += st.launches;
+    }
+    jn_ex_free(dx);
+    jn_ex_cuda_graphs_free(cg);
+    cg = NULL;
+    setenv("JANUS_CUDA_GRAPHS", "maybe", 1);
+    if (fake_driver)
+        CHECK(jn_ex_cuda_graphs_new(l, &jn_rt_cpu_backend, &graph_stream, &cg) == JN_ERR_VALUE && !cg &&
+              has("JANUS_CUDA_GRAPHS=maybe"));
+    unsetenv("JANUS_CUDA_GRAPHS");
     for (int32_t i = 0; din && i < g->ninputs; i++)
         if (din[i]) jn_tensor_decref(din[i]);
     free(din), free(sv);
@@ -848,7 +873,7 @@ static char *old_libcuda;
 static void fake_setup(void) {
     if (have_gpu) return; /* a real driver is loaded (and stays): the real test runs */
     CHECK(jt_tmp_begin("exec_cuda") == 0);
-    old_libcuda = getenv("JANUS_LIBCUDA") ? strdup(getenv("JANUS_LIBCUDA")) : NULL;
+    old_libcuda = jn_setting_raw(JN_S_LIBCUDA) ? strdup(jn_setting_raw(JN_S_LIBCUDA)) : NULL;
     void *h = jt_fake_driver_load(src_dir); /* the handle stays open */
     CHECK(h != NULL);
     if (!h) return;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "jn_ir.h"
+#include "jn_settings.h"
 #include "jn_test.h"
 
 static char *slurp(const char *path, size_t *len) {
@@ -284,7 +285,7 @@ out:
 
 int main(void) {
     char dir[1024];
-    const char *env = getenv("JANUS_GOLDEN_DIR");
+    const char *env = jn_setting_raw(JN_S_GOLDEN_DIR);
     if (env) snprintf(dir, sizeof dir, "%s", env);
     else {
         /* __FILE__ is <repo>/tests/c/test_ir_golden.c */

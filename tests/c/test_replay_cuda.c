@@ -299,7 +299,7 @@ typedef struct {
  * ended as
  * Optimizer.step() ends it, the loss read after (a sync), and the
  * parameters snapshot on the host. */
-static void run_steps(trace *t, int replaying) {
+static void run_steps(trace *t, jn_replay *replaying) {
     model M;
     model_init(&M, B);
     model small;
@@ -311,8 +311,8 @@ static void run_steps(trace *t, int replaying) {
         fill_batch(use, s);
         jn_tensor *loss = train_step(use, s == LR_STEP ? 1 : 0.05, s == LR_STEP);
         CHECK(loss != NULL);
-        if (replaying && loss) CHECK(jn_rp_sync(JN_SYNC_ITEM, loss) == JN_OK); /* loss.item() */
-        if (replaying) CHECK(jn_rp_step() == JN_OK);                          /* the step's end */
+        if (replaying && loss) CHECK(jn_rp_sync(replaying, JN_SYNC_ITEM, loss) == JN_OK); /* loss.item() */
+        if (replaying) CHECK(jn_rp_step(replaying) == JN_OK);                        /* the step's end */
         t->loss[s] = loss && loss->storage->data ? *(float *)jn_data(loss) : NAN;
         /* the graph's keep output (or the fallback's) in device memory */
         CHECK(loss && loss->storage->device == JN_CUDA && is_device_memory(loss->storage->data));
@@ -340,8 +340,10 @@ static void conv_key(int64_t n, char *key, size_t len) {
 
 static void replay_child(const char *db_path) {
     jn_ex_cuda_graphs_runner r = {jt_host_node, jt_host_copy, NULL};
-    jn_rp_set_cuda_runner(&r, NULL);
-    jn_rp_set_algos_device(ALGOS_DEV);
+    jn_rp_config cfg;
+    jn_rp_config_default(&cfg);
+    cfg.cuda_runner = &r;
+    cfg.algos_device = ALGOS_DEV;
     char key1[400] = "", key2[400] = ""; /* JN_RT_CUDNN_KEY_MAX */
 #if JANUS_HAVE_CUDA
     conv_key(2, key1, sizeof key1);
@@ -357,7 +359,8 @@ static void replay_child(const char *db_path) {
     trace rp, ref;
     memset(&rp, 0, sizeof rp);
     int launches0 = fake_count("fake_cuda_graph_launches");
-    jn_status s = jn_rp_start(db_path, run, 0);
+    jn_replay *R = NULL;
+    jn_status s = jn_rp_new(db_path, run, &cfg, &R);
     CHECK(s == JN_OK);
     if (s) fprintf(stderr, "replay start: %s\n", jn_errmsg());
 #if JANUS_HAVE_CUDA
@@ -369,19 +372,20 @@ static void replay_child(const char *db_path) {
     jn_rp_stats st;
     memset(&st, 0, sizeof st);
     if (!s) {
-        run_steps(&rp, 1);
-        jn_rp_get_stats(&st);
+        run_steps(&rp, R);
+        jn_rp_get_stats(R, &st);
         char line[2048];
-        jn_rp_summary(line, sizeof line);
+        jn_rp_summary(R, line, sizeof line);
         printf("  %s\n", line);
         CHECK(strstr(line, "on cuda:0 (CUDA Graphs: ") != NULL);
         for (int i = 0; i < 2; i++) { /* the two misses, each with its reason */
             int64_t n = 0;
-            const char *why = jn_rp_miss(i, &n);
+            const char *why = jn_rp_miss(R, i, &n);
             printf("  miss %d (%lldx): %s\n", i, (long long)n, why ? why : "(none)");
             CHECK(why && n == 1);
         }
-        CHECK(jn_rp_stop(0) == JN_OK);
+        CHECK(jn_rp_finish(R, 0) == JN_OK);
+        jn_rp_free(R);
     }
     int graph_launches = fake_count("fake_cuda_graph_launches") - launches0;
     printf("  replay: %lld segments, %lld hits, %lld misses; CUDA Graphs: %lld captures (%lld updates), %lld replays, "
@@ -396,8 +400,7 @@ static void replay_child(const char *db_path) {
     jt_hostfn_free();
 
     /* the same steps eagerly: every loss and parameter bitwise equal */
-    jn_rp_set_cuda_runner(NULL, NULL);
-    run_steps(&ref, 0);
+    run_steps(&ref, NULL);
     int same_loss = 0, same_w = 0;
     for (int i = 0; i < NSTEPS; i++) {
         same_loss += !memcmp(&rp.loss[i], &ref.loss[i], sizeof(float));

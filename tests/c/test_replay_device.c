@@ -1,6 +1,6 @@
 /* test_replay_device.c -- replay and device tensors, without a GPU.
  * (1) Which CUDA bundle replay loads for a device (jn_rp_pick_cuda,
- * replay/replay.c): the device's own arch over every other, else the
+ * replay/bundle.c): the device's own arch over every other, else the
  * newest CUDA target, never a cpu one.  The messages around it (no driver,
  * stub, other arch) are checked end to end by tests/python/test_replay_gpu.py.
  * (2) The dispatcher while a segment is captured (runtime/dispatch.c): in
@@ -57,7 +57,7 @@ static void test_dispatch_while_capturing(void) {
     fake.tensor_new = fake_new;
     const jn_rt_backend *saved = jn_rt_backends[JN_CUDA];
     jn_rt_backends[JN_CUDA] = &fake;
-    jn_rt_capture_hook h = {hook_capture, hook_materialize, NULL, NULL, JN_CPU};
+    jn_rt_capture_hook h = {.capture = hook_capture, .materialize = hook_materialize, .device = JN_CPU};
     jn_rt_set_capture_hook(&h);
     jn_attrs at;
     memset(&at, 0, sizeof at);

@@ -22,6 +22,19 @@ static void test_table(void) {
             CHECK(jn_setting_parse((jn_setting)s, r->dflt, &b, &i, &f) == JN_OK);
         }
         if (r->type == JN_ST_INT || r->type == JN_ST_FLOAT) CHECK(strstr(r->range, "..") != NULL);
+        if (r->type == JN_ST_INT) { /* both ends accepted, one past each refused (was: "1..1024" took 1..24) */
+            long long lo = (long long)strtod(r->range, NULL), hi = (long long)strtod(strstr(r->range, "..") + 2, NULL);
+            char t[4][32];
+            snprintf(t[0], 32, "%lld", lo), snprintf(t[1], 32, "%lld", hi);
+            snprintf(t[2], 32, "%lld", lo - 1), snprintf(t[3], 32, "%lld", hi + 1);
+            int b;
+            int64_t i = -1;
+            double f;
+            CHECK(jn_setting_parse((jn_setting)s, t[0], &b, &i, &f) == JN_OK && i == lo);
+            CHECK(jn_setting_parse((jn_setting)s, t[1], &b, &i, &f) == JN_OK && i == hi);
+            CHECK(jn_setting_parse((jn_setting)s, t[2], &b, &i, &f) == JN_ERR_VALUE && has("out of range"));
+            CHECK(jn_setting_parse((jn_setting)s, t[3], &b, &i, &f) == JN_ERR_VALUE && has("out of range"));
+        }
         if (r->type == JN_ST_CHOICE) CHECK(*r->range);
     }
 }
@@ -101,11 +114,53 @@ static void test_print(void) {
     CHECK(buf && strstr(buf, "JANUS_NUM_THREADS") && strstr(buf, "now: perhaps -- REFUSED"));
     CHECK(buf && !strstr(buf, "JANUS_LIBCUDA")); /* a test hook: not a user setting */
     free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &n);
+    CHECK(jn_setting_print(f, ~0u) == 1);
+    fclose(f);
+    CHECK(buf && strstr(buf, "JANUS_LIBCUDA") && strstr(buf, "-- test:") && strstr(buf, "-- child:"));
+    free(buf);
     unsetenv("JANUS_REPLAY_QUIET");
+}
+
+/* jn_setting_check: what `import janus` and the janus command run first */
+static void test_check(void) {
+    CHECK(jn_setting_check(~0u) == JN_OK);
+    setenv("JANUS_CACHE_MB", "lots", 1); /* a USER row */
+    CHECK(jn_setting_check(JN_SETTING_CHECKED) == JN_ERR_VALUE && has("JANUS_CACHE_MB=lots"));
+    CHECK(jn_setting_check(1u << JN_SK_TEST) == JN_OK); /* other kinds are not looked at */
+    unsetenv("JANUS_CACHE_MB");
+    setenv("JANUS_PLAN_LIVE", "2", 1); /* a TEST row */
+    CHECK(jn_setting_check(JN_SETTING_CHECKED) == JN_ERR_VALUE && has("JANUS_PLAN_LIVE=2"));
+    unsetenv("JANUS_PLAN_LIVE");
+    setenv("JANUS_RECORD_RUN", "abc", 1); /* CHILD rows: their readers decide (the recorder runs unrecorded) */
+    CHECK(jn_setting_check(JN_SETTING_CHECKED) == JN_OK);
+    CHECK(jn_setting_check(1u << JN_SK_CHILD) == JN_ERR_VALUE && has("JANUS_RECORD_RUN=abc"));
+    unsetenv("JANUS_RECORD_RUN");
+    CHECK(!strcmp(jn_setting_kind_name(JN_SK_CHILD), "child") && !strcmp(jn_setting_type_name(JN_ST_LIST), "list"));
+}
+
+/* jn_setting_int_lazy: the value, else the row's default (0 when none) */
+static void test_lazy(void) {
+    setenv("JANUS_CACHE_MB", "64", 1);
+    CHECK(jn_setting_int_lazy(JN_S_CACHE_MB) == 64);
+    setenv("JANUS_CACHE_MB", "-5", 1); /* refused: one stderr line, the default */
+    CHECK(jn_setting_int_lazy(JN_S_CACHE_MB) == 512);
+    unsetenv("JANUS_CACHE_MB");
+    CHECK(jn_setting_int_lazy(JN_S_CACHE_MB) == 512);
+    setenv("JANUS_NUM_THREADS", "100000", 1); /* refused, no default: 0 (the reader's own) */
+    CHECK(jn_setting_int_lazy(JN_S_NUM_THREADS) == 0);
+    setenv("JANUS_NUM_THREADS", "abc", 1);
+    CHECK(jn_setting_int_lazy(JN_S_NUM_THREADS) == 0);
+    setenv("JANUS_NUM_THREADS", "3", 1);
+    CHECK(jn_setting_int_lazy(JN_S_NUM_THREADS) == 3);
+    unsetenv("JANUS_NUM_THREADS");
 }
 
 int main(void) {
     test_table();
+    test_check();
+    test_lazy();
     test_bool();
     test_numbers();
     test_text();

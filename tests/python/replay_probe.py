@@ -28,7 +28,7 @@ script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
 runpy.run_path(script, run_name="__main__")
-out = os.environ.get("JANUS_PROBE_OUT")
+out = janus._C._setting_value("JANUS_PROBE_OUT")
 if out and _last:
     # the script is done: replay ends here (its summary line as at exit), so
     # the probe's own reads are no segments of the replay (strict mode)

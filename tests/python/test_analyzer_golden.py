@@ -24,6 +24,7 @@ import os
 import re
 
 import pytest
+from janus import _C
 
 import dynamic_runs as dr
 from dynamic_runs import GOLDEN, SCRIPTS, Module, normalize, record, script_line
@@ -88,7 +89,7 @@ def golden_text(name, text):
 def test_golden(name):
     got = normalize(dump(name))
     path = os.path.join(GOLDEN, name + ".ir")
-    if os.environ.get("JANUS_UPDATE_GOLDEN") == "1":
+    if _C._setting_value("JANUS_UPDATE_GOLDEN"):
         os.makedirs(GOLDEN, exist_ok=True)
         with open(path, "w") as f:
             f.write(golden_text(name, got))

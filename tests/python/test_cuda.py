@@ -13,6 +13,7 @@ A tensor can be *labelled* as living on CUDA without a GPU
 (_C._debug_mark_device): the dispatcher's device checks run before any
 data is touched, so their errors can be tested for real here.
 """
+import math
 import os
 import re
 
@@ -329,7 +330,7 @@ def _lstm_run(x):
     return m(x)[0]
 
 
-OTHER_GPU_CHECKS = 11  # the test_gpu_* functions below
+OTHER_GPU_CHECKS = 12  # the test_gpu_* functions below
 GPU_CHECKS = len(CASES) + OTHER_GPU_CHECKS
 
 
@@ -505,6 +506,65 @@ def test_gpu_mlp_training_step(gpu, opt):
         assert abs(a - b) < 1e-4
     for i, (g, c) in enumerate(zip(pg, pc)):
         _close(g, c, f"param {i}", atol=1e-4, rtol=1e-3)
+
+
+def _same_values(got, want, what):
+    """Equal element for element, -0.0 apart from 0.0; any NaN equals any NaN
+    (a GPU returns its canonical NaN where x86 passes an operand's on)."""
+    g, w = got.tolist(), want.tolist()
+    assert len(g) == len(w)
+    for i, (a, b) in enumerate(zip(g, w)):
+        if isinstance(b, float) and math.isnan(b):
+            assert isinstance(a, float) and math.isnan(a), f"{what}: element {i}: {a} vs {b}"
+        else:
+            assert a == b and (not isinstance(b, float) or math.copysign(1, a) == math.copysign(1, b)), \
+                f"{what}: element {i}: {a} vs {b}"
+
+
+def test_gpu_elementwise_spec_bitwise(gpu):
+    """The CUDA elementwise kernel calls runtime/k_ewmath.h's functions, as the
+    CPU does: what they build from + - * /, sqrt, selects and the float32
+    fast math (k_fastmath.h) equals the CPU bit for bit on edge values --
+    NaN, +-inf, +-0, denormals, integer extremes (libm-based ops excluded)."""
+    e = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-40, -1e-40, 1.2e-38, 1.0, -1.0, 0.5, -0.5, 2.0,
+         -2.0, 2.5, -2.5, 3.0, -3.0, 0.1, 20.0, -20.0, 88.8, -104.5, 1e30]
+    a = janus.tensor(e).reshape(-1, 1)
+    b = janus.tensor(e)
+    ints = [0, 1, -1, 2, -2, 3, -3, 7, -7, 127, 255, 256, 2 ** 31 - 1, -2 ** 31]
+    i, j = janus.tensor(ints, dtype=janus.int32).reshape(-1, 1), janus.tensor([k for k in ints if k], dtype=janus.int32)
+    u = janus.tensor([0, 1, 7, 200, 255], dtype=janus.uint8)
+    cases = [
+        ("add", lambda x, y: janus.add(x, y, alpha=0.5)), ("sub", lambda x, y: janus.sub(x, y, alpha=-2.0)),
+        ("mul", lambda x, y: x * y), ("div", lambda x, y: x / y),
+        ("div_trunc", lambda x, y: janus.div(x, y, rounding_mode="trunc")),
+        ("div_floor", lambda x, y: janus.div(x, y, rounding_mode="floor")),
+        ("maximum", janus.maximum), ("minimum", janus.minimum), ("lt", lambda x, y: (x < y).long()),
+        ("where", lambda x, y: janus.where(x < y, x, y)), ("square", lambda x, y: janus.pow(x, 2.0) + y * 0),
+    ]
+    for name, fn in cases:
+        _same_values(fn(a.cuda(), b.cuda()).cpu().reshape(-1), fn(a, b).reshape(-1), name)
+    unary = [("neg", janus.neg), ("abs", janus.abs), ("sign", janus.sign), ("relu", F.relu), ("exp", janus.exp),
+             ("log", janus.log), ("sqrt", janus.sqrt), ("rsqrt", janus.rsqrt), ("reciprocal", janus.reciprocal),
+             ("tanh", janus.tanh), ("sigmoid", janus.sigmoid), ("silu", F.silu), ("gelu", F.gelu),
+             ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh")), ("erf", janus.erf), ("floor", janus.floor),
+             ("ceil", janus.ceil), ("round", janus.round), ("isnan", lambda x: janus.isnan(x).long()),
+             ("clamp", lambda x: janus.clamp(x, -1.0, 1.0)), ("clamp_crossed", lambda x: janus.clamp(x, 0.5, 0.25)),
+             ("clamp_nan", lambda x: janus.clamp(x, min=float("nan"))),
+             ("masked_fill", lambda x: x.masked_fill(x > 1, -1.5)), ("half", lambda x: janus.sigmoid(x.half()).float())]
+    for name, fn in unary:
+        _same_values(fn(b.cuda()).cpu(), fn(b), name)
+    icases = [("iadd", lambda x, y: janus.add(x, y, alpha=3)), ("imul", lambda x, y: x * y),
+              ("idiv_trunc", lambda x, y: janus.div(x, y, rounding_mode="trunc")),
+              ("idiv_floor", lambda x, y: janus.div(x, y, rounding_mode="floor")),
+              ("iremainder", janus.remainder), ("ipow", lambda x, y: janus.pow(x, y.abs())),
+              ("imaximum", janus.maximum)]
+    for name, fn in icases:
+        _same_values(fn(i.cuda(), j.cuda()).cpu().reshape(-1), fn(i, j).reshape(-1), name)
+    for name, fn in [("iclamp", lambda x: janus.clamp(x, -3, 5)), ("iabs", janus.abs), ("ineg", janus.neg),
+                     ("iclamp_wide", lambda x: janus.clamp(x, -3000000000, 3000000000))]:
+        _same_values(fn(j.cuda()).cpu(), fn(j), name)
+    # an integer clamp saturates its bounds to the dtype's range (uint8: 300 -> 255)
+    _same_values(janus.clamp(u.cuda(), 300, 400).cpu(), janus.clamp(u, 300, 400), "u8 clamp")
 
 
 def test_gpu_rnn_cells_match_cpu_closely(gpu):

@@ -82,6 +82,7 @@ CASES = {
     "max_dim": [([f64(3, 4, 5)], (1, False), [0]), ([f64(3, 4)], (0, True), [0])],
     "min_dim": [([f64(3, 4, 5)], (-1, False), [0])],
     "var": [([f64(3, 4, 5)], ([1], 1.0, False), [0]), ([f64(3, 4)], ([], 0.0, True), [0])],
+    "sort": [([f64(3, 5)], (1, False), [0]), ([f64(4, 3, 2)], (0, True), [0]), ([f64(6)], (-1, False), [0])],
     "std": [([f64(3, 4, 5)], ([2], 1.0, True), [0])],
     "logsumexp": [([f64(3, 4, 5)], ([1, 2], False), [0])],
     "softmax": [([f64(3, 4, 5)], (1,), [0])],
@@ -95,6 +96,9 @@ CASES = {
     "linear": [([f64(2, 3, 4), f64(5, 4), f64(5)], (), [0, 1, 2]), ([f64(4), f64(5, 4)], (), [0, 1])],
     "conv2d": [([f64(2, 4, 6, 5), f64(6, 2, 3, 2), f64(6)], ([2, 1], [1, 0], [1, 2], 2), [0, 1, 2]),
                ([f64(3, 5, 5), f64(2, 3, 3, 3)], ([1], [1], [1], 1), [0, 1])],
+    # conv2d's input gradient is conv_transpose2d (nn.ConvTranspose2d): differentiable in both inputs
+    "conv2d_input_grad": [([f64(2, 6, 3, 3), f64(6, 2, 3, 2)], ([2, 4, 6, 5], [2, 1], [1, 0], [1, 2], 2), [0, 1]),
+                          ([f64(1, 3, 4, 4), f64(3, 2, 2, 2)], ([1, 2, 9, 9], [2, 2], [0, 0], [1, 1], 1), [0, 1])],
     "max_pool2d": [([f64(2, 3, 6, 5)], ([2, 2], [2, 1], [1, 0], [1, 1], False), [0])],
     "max_pool2d_backward": [([f64(2, 3, 4, 3), idx(30, 2, 3, 4, 3)], ([2, 3, 6, 5],), [0])],
     "avg_pool2d": [([f64(2, 3, 6, 5)], ([3, 2], [2, 2], [1, 1], True, False), [0])],
@@ -130,7 +134,7 @@ CASES = {
 }
 
 # Ops that have inputs, are differentiable in principle, but have no formula.
-UNDERIVABLE = {"as_strided", "conv2d_input_grad", "conv2d_weight_grad", "avg_pool2d_backward",
+UNDERIVABLE = {"as_strided", "conv2d_weight_grad", "avg_pool2d_backward",
                "adaptive_avg_pool2d_backward", "lstm_cell_backward", "gru_cell_backward"}
 
 

@@ -5,7 +5,6 @@ and identical batches: the MLP's loss curve to 1e-4 relative over 50 steps,
 the CNN's over its first 20 (later, rounding differences grow chaotically)
 and, from the same parameters at every step of 50, its losses and
 gradients."""
-import os
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ import pytest
 import janus
 import janus.nn as jnn
 
-if os.environ.get("JANUS_SANITIZED"):
+if janus._C._setting_value("JANUS_SANITIZED"):
     # PyTorch's own libraries are not built for AddressSanitizer
     pytest.skip("PyTorch cross-checks are not run under the sanitizers", allow_module_level=True)
 torch = pytest.importorskip("torch")

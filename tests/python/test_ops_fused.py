@@ -16,7 +16,7 @@ import pytest
 
 import janus
 import janus.nn as jnn
-import janus.nn.modules as jmod
+import janus.nn.modules.rnn as jmod
 import janus.optim.adam as jadam
 import janus.optim.sgd as jsgd
 import opcheck as oc

@@ -260,7 +260,7 @@ def test_plain_run_writes_nothing(tmp_path):
     script = tmp_path / "plain.py"
     script.write_text("import janus\nx = janus.ones(3)\nprint((x + 1).sum().item())\n"
                       "import janus._record as r\nassert not r.active\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JANUS_RECORD")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JANUS_RECORD_")}
     env["PYTHONPATH"] = os.path.join(ROOT, "python")
     p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, cwd=tmp_path,
                        timeout=60)

@@ -240,6 +240,26 @@ def test_debug_switch(mlp_db, tmp_path):
         assert ("[rp] " in rr.stderr) == on, (v, rr.stderr[-2000:])
 
 
+def test_switch_spellings_mean_what_they_say(mlp_db, tmp_path):
+    # every switch goes through the settings table: off and false are off
+    # (JANUS_REPLAY_STRICT=off turned strict on, JANUS_REPLAY_QUIET=false
+    # turned quiet on), and a value it refuses runs the script eagerly
+    script = os.path.join(EXAMPLES, "fashion_mlp.py")
+    args = ["--steps", "5", "--epochs", "1", "--hidden", "64", "--lr", "0.01"]  # misses
+    re_, we = run(script, args, str(tmp_path), "eager")
+    rr, wr = run(script, args, str(tmp_path), "off", JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY_STRICT="off",
+                 JANUS_REPLAY_QUIET="false")
+    assert rr.returncode == 0, rr.stderr[-3000:]          # not strict: the misses fell back
+    assert summary(rr.stderr)["fell_back"] > 0            # not quiet: the summary line
+    assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
+    same_weights(we, wr)
+    rr, wr = run(script, args, str(tmp_path), "bad", JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY_QUIET="maybe")
+    assert rr.returncode == 0, rr.stderr[-3000:]
+    assert "janus replay: running eagerly: JANUS_REPLAY_QUIET=maybe is not a switch" in rr.stderr, rr.stderr[-2000:]
+    assert not SUMMARY.search(rr.stderr)
+    same_weights(we, wr)
+
+
 def test_replay_off_switch(mlp_db, tmp_path):
     script = os.path.join(EXAMPLES, "fashion_mlp.py")
     rr, _ = run(script, ["--steps", "3", "--epochs", "1", "--hidden", "64"], str(tmp_path), "off",
@@ -356,7 +376,8 @@ def test_adapt_switch_must_be_known(mlp_db, mlp_eager, tmp_path):
     script = os.path.join(EXAMPLES, "fashion_mlp.py")
     rr, wr = run(script, ADAPT_ARGS, str(tmp_path), "bad", JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY_ADAPT="maybe")
     assert rr.returncode == 0, rr.stderr[-3000:]
-    assert "janus replay: running eagerly: JANUS_REPLAY_ADAPT=maybe is neither 1 (time each graph" in rr.stderr
+    assert ("janus replay: running eagerly: JANUS_REPLAY_ADAPT=maybe is not a switch: use 1/yes/true/on or "
+            "0/no/false/off" in rr.stderr), rr.stderr[-2000:]
     assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
     same_weights(we, wr)
 
@@ -378,13 +399,14 @@ def test_adapt_on_dynamic_scripts(name, margin, tmp_path):
     assert s["chosen"] > 0, s
 
 
-@pytest.mark.parametrize("margin", ["abc", "-1", "nan", "0.1x"])
-def test_adapt_margin_must_be_a_number(mlp_db, mlp_eager, tmp_path, margin):
+@pytest.mark.parametrize("margin,why", [("abc", "is not a number"), ("-1", "is out of range: accepted -0.999999.."),
+                                        ("nan", "is not a number"), ("0.1x", "is not a number")])
+def test_adapt_margin_must_be_a_number(mlp_db, mlp_eager, tmp_path, margin, why):
     re_, we = mlp_eager
     script = os.path.join(EXAMPLES, "fashion_mlp.py")
     rr, wr = run(script, ADAPT_ARGS, str(tmp_path), "bad", JANUS_REPLAY_DB=mlp_db, JANUS_REPLAY_ADAPT_MARGIN=margin)
     assert rr.returncode == 0, rr.stderr[-3000:]
-    assert f"janus replay: running eagerly: JANUS_REPLAY_ADAPT_MARGIN={margin} is not a number above -1" in rr.stderr
+    assert f"janus replay: running eagerly: JANUS_REPLAY_ADAPT_MARGIN={margin} {why}" in rr.stderr, rr.stderr[-2000:]
     assert strip_rates(rr.stdout) == strip_rates(re_.stdout)
     same_weights(we, wr)
 

@@ -97,3 +97,28 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _tensor_like(t, v):
     import janus
     return janus.full_like(t, float(v))
+
+
+def Variable(data, requires_grad=False, volatile=False):
+    """PyTorch's pre-0.4 wrapper: the tensor itself (now requiring grad if asked)."""
+    if requires_grad:
+        data.requires_grad_(True)
+    return data
+
+
+class detect_anomaly:
+    """Accepted for compatibility (context manager): janus's backward reports
+    the failing op itself; no extra checks run."""
+
+    def __init__(self, check_nan=True):
+        self.check_nan = check_nan
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def set_detect_anomaly(mode, check_nan=True):
+    """Accepted for compatibility; see detect_anomaly."""

@@ -52,9 +52,9 @@ PyObject *jn_py_wrap(jn_tensor *t);
 int jn_py_ready(jn_tensor *t);
 /* A sync point (JN_SYNC_* kind) during `janus replay`: ends the segment and
  * makes t current; 0 with an exception set on failure. */
-extern int jn_rp_on;
+extern struct jn_replay *jn_py_replay; /* this process's replay, NULL */
 int jn_py_replay_sync(int kind, jn_tensor *t);
-#define JN_PY_SYNC(kind, t) (!jn_rp_on || jn_py_replay_sync((kind), (t)))
+#define JN_PY_SYNC(kind, t) (!jn_py_replay || jn_py_replay_sync((kind), (t)))
 
 /* cuda_py.c: t's janus.device; a CPU copy of a device tensor (new Tensor). */
 PyObject *jn_py_device_of(jn_tensor *t);

@@ -71,6 +71,8 @@ typedef struct {
     const char *cname; /* UTF-8 of name, for messages */
     PyObject *doc;
     PyObject *result_type; /* optional: called with the outputs (namedtuples) */
+    PyObject *overflow;    /* optional: called with the call's own arguments when a tensor
+                              sequence exceeds JN_MAX_INS inputs (cat/stack of many tensors) */
 } OpFnObject;
 
 static PyObject *str_out;
@@ -263,9 +265,13 @@ static PyObject *opfn_call(OpFnObject *f, PyObject *const *args, size_t nargsf, 
             if (!seq) goto fail;
             Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
             if (nin + n > JN_MAX_INS) {
+                Py_DECREF(seq);
+                if (f->overflow) { /* the common case above pays nothing for this */
+                    res = PyObject_Vectorcall(f->overflow, args, nargsf, kwnames);
+                    goto fail;
+                }
                 PyErr_Format(PyExc_ValueError, "%s(): at most %d tensors are supported, got %zd", fn,
                              JN_MAX_INS - nin, n);
-                Py_DECREF(seq);
                 goto fail;
             }
             for (Py_ssize_t i = 0; i < n; i++) {
@@ -467,6 +473,7 @@ static void opfn_dealloc(OpFnObject *f) {
     Py_XDECREF(f->name);
     Py_XDECREF(f->doc);
     Py_XDECREF(f->result_type);
+    Py_XDECREF(f->overflow);
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 
@@ -500,12 +507,34 @@ static PyObject *opfn_get_mode(OpFnObject *f, void *c) {
     return PyLong_FromLong(f->mode);
 }
 
+static PyObject *opfn_get_overflow(OpFnObject *f, void *c) {
+    (void)c;
+    PyObject *o = f->overflow ? f->overflow : Py_None;
+    Py_INCREF(o);
+    return o;
+}
+static int opfn_set_overflow(OpFnObject *f, PyObject *v, void *c) {
+    (void)c;
+    if (v && v != Py_None && !PyCallable_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "OpFn.overflow must be callable or None");
+        return -1;
+    }
+    PyObject *old = f->overflow;
+    if (v == Py_None) v = NULL;
+    Py_XINCREF(v);
+    f->overflow = v;
+    Py_XDECREF(old);
+    return 0;
+}
+
 static PyGetSetDef opfn_getset[] = {
     {"__name__", (getter)opfn_get_name, NULL, NULL, NULL},
     {"__qualname__", (getter)opfn_get_name, NULL, NULL, NULL},
     {"__doc__", (getter)opfn_get_doc, NULL, NULL, NULL},
     {"op", (getter)opfn_get_op, NULL, "the op-table op this calls", NULL},
     {"mode", (getter)opfn_get_mode, NULL, "0 = new outputs, 1 = in place into input 0", NULL},
+    {"overflow", (getter)opfn_get_overflow, (setter)opfn_set_overflow,
+     "called with the same arguments instead when a tensor sequence is longer than the op takes", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject JnOpFn_Type = {

@@ -21,11 +21,13 @@
  * object.  The same trace function serves 3.12+ (PyEval_SetTrace works
  * there, without the 3.11 frame-evaluation hook: non-user frames lose
  * their line events at their 'call' event).  (3) The _C functions the
- * Python layer and the tests use: start/stop, steps, marks, syncs, and
- * _rec_read_step to decode a stored step.
+ * Python layer and the tests use: start/stop, steps, marks, syncs,
+ * _rec_read_step to decode a stored step, and _rec_runs to list the runs
+ * (janus._replay reads the store through db/ like every other command).
  */
 #include "jn_py.h"
 #include "jn_rec.h"
+#include "jn_settings.h"
 
 #include <frameobject.h>
 #include <structmember.h>
@@ -372,12 +374,11 @@ static int iframe_layout_ok(void) {
     return ok;
 }
 
-static void hook_install(void) {
+/* on: JANUS_RECORD_EVAL_HOOK (0: the portable path, to compare, or if a
+ * tool that swaps frame evaluation later misbehaves with it) */
+static void hook_install(int on) {
     epoch++;
-    /* JANUS_RECORD_EVAL_HOOK=0: the portable path (to compare, or if a
-     * tool that swaps frame evaluation later misbehaves with it) */
-    const char *e = getenv("JANUS_RECORD_EVAL_HOOK");
-    if (e && !strcmp(e, "0")) return;
+    if (!on) return;
     PyInterpreterState *in = PyInterpreterState_Get();
     if (hook_on || _PyInterpreterState_GetEvalFrameFunc(in) != _PyEval_EvalFrameDefault || !iframe_layout_ok())
         return;
@@ -428,7 +429,7 @@ static void compute_site_hooked(jn_rec_site *out) {
     T.c_site = *out;
 }
 #else
-static void hook_install(void) {}
+static void hook_install(int on) { (void)on; }
 static void hook_remove(void) {}
 #endif
 
@@ -652,11 +653,13 @@ static PyObject *py_rec_start(PyObject *self, PyObject *args) {
     jn_rec_set_site_fn(site_fn);
     char pyver[64];
     snprintf(pyver, sizeof pyver, "%d.%d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION, PY_MICRO_VERSION);
-    jn_status s = jn_rec_start(path, run, pyver);
+    int hook = 1;
+    jn_status s = jn_setting_bool(JN_S_RECORD_EVAL_HOOK, &hook);
+    if (!s) s = jn_rec_start(path, run, pyver);
     if (s) return rec_error(s);
     fdepth = 0;
     nogil_valid = 0;
-    hook_install();
+    hook_install(hook);
     if (dec) {
         PyEval_SetTrace(trace_fn, NULL);
         tracing = 1;
@@ -717,7 +720,7 @@ static PyObject *py_rec_mark_all(PyObject *self, PyObject *args) {
     PyObject *iter = PyObject_GetIter(it);
     if (!iter) return NULL;
     while ((x = PyIter_Next(iter))) {
-        if (JnTensor_Check(x) && JN_T(x)->rec_role != JN_TR_PARAM) jn_rec_mark(JN_T(x), role);
+        if (JnTensor_Check(x) && jn_rec_role(JN_T(x)) != JN_TR_PARAM) jn_rec_mark(JN_T(x), role);
         Py_DECREF(x);
     }
     Py_DECREF(iter);
@@ -731,7 +734,7 @@ static PyObject *py_rec_role(PyObject *self, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "_rec_role(tensor)");
         return NULL;
     }
-    return PyLong_FromLong(JN_T(arg)->rec_role);
+    return PyLong_FromLong(jn_rec_role(JN_T(arg)));
 }
 
 /* _rec_sync(tensor_or_None, kind, value_or_None) */
@@ -922,7 +925,33 @@ static PyObject *py_rec_create_run(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(id);
 }
 
+/* _rec_runs(db_path) -> [(run id, kind, argv JSON or None)], by id: the
+ * store opened read-only through db/, so Python names the same file as the
+ * janus command for the same path */
+static PyObject *py_rec_runs(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    jn_db *db;
+    jn_status s = jn_db_open(path, JN_DB_READONLY, &db);
+    if (s) return rec_error(s);
+    jn_db_run_row *runs = NULL;
+    int n = 0;
+    s = jn_db_runs(db, 0, &runs, &n);
+    jn_db_close(db);
+    if (s) return rec_error(s);
+    PyObject *out = PyList_New(n);
+    for (int i = 0; out && i < n; i++) {
+        PyObject *t = Py_BuildValue("(Lsz)", (long long)runs[i].id, runs[i].kind, runs[i].argv_json);
+        if (!t) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, t);
+    }
+    jn_db_runs_free(runs, n);
+    return out;
+}
+
 PyMethodDef jn_py_recorder_methods[] = {
+    {"_rec_runs", py_rec_runs, METH_VARARGS, "_rec_runs(db) -> [(id, kind, argv_json)]"},
     {"_rec_create_run", py_rec_create_run, METH_VARARGS, "_rec_create_run(db, argv_json) -> run id"},
     {"_rec_start", py_rec_start, METH_VARARGS, "_rec_start(db, run, is_user_file, analyze_code, decisions)"},
     {"_rec_stop", py_rec_stop, METH_NOARGS, "flush the trailing step and close the store"},

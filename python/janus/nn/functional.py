@@ -61,28 +61,180 @@ def log_softmax(input, dim=None, dtype=None):
     return _C._op("log_softmax", [input], (dim,))
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        return input * 0.0
-    # Philox-generated keep mask: replay reproduces it exactly from (seed, offset)
-    if input.is_cuda:  # the mask is drawn on the device: the same Philox stream as a cpu run
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _inplace(input, janus.where(input > 0, input, input * negative_slope), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    # expm1 of the clamped input: the branch where() discards never overflows (no inf * 0 in backward)
+    neg = (input.clamp(max=0.0)).expm1() * alpha
+    return _inplace(input, janus.where(input > 0, input, neg), inplace)
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    return _inplace(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    neg = (input.clamp(max=0.0) / alpha).expm1() * alpha
+    return _inplace(input, janus.where(input > 0, input, neg), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _inplace(input, input.clamp(min_val, max_val), inplace)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, linear above threshold (as PyTorch)."""
+    bx = input * beta if beta != 1 else input
+    soft = bx.clamp(max=threshold).exp().log1p()
+    if beta != 1:
+        soft = soft / beta
+    return janus.where(bx > threshold, input, soft)
+
+
+def mish(input, inplace=False):
+    return _inplace(input, input * softplus(input).tanh(), inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    return _inplace(input, (input + 3.0).clamp(0.0, 6.0) / 6.0, inplace)
+
+
+def hardswish(input, inplace=False):
+    return _inplace(input, input * (input + 3.0).clamp(0.0, 6.0) / 6.0, inplace)
+
+
+def logsigmoid(input):
+    """-softplus(-x), stable for large |x|."""
+    return -((-input.abs()).exp().log1p() + (-input).relu())
+
+
+def softsign(input):
+    return input / (input.abs() + 1.0)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def softshrink(input, lambd=0.5):
+    return janus.where(input > lambd, input - lambd, janus.where(input < -lambd, input + lambd, 0.0))
+
+
+def hardshrink(input, lambd=0.5):
+    return janus.where(input.abs() > lambd, input, 0.0)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _inplace(input, janus.where(input > threshold, input, value), inplace)
+
+
+def glu(input, dim=-1):
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def softmin(input, dim=None, dtype=None):
+    return softmax(-input, dim, dtype)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x); weight has one entry or one per channel (dim 1)."""
+    w = weight
+    if weight.numel() > 1:
+        if input.ndim < 2 or input.shape[1] != weight.numel():
+            raise RuntimeError(f"prelu: the number of weights ({weight.numel()}) does not match the number of "
+                               f"channels ({input.shape[1] if input.ndim >= 2 else 1})")
+        w = weight.view([1, -1] + [1] * (input.ndim - 2))
+    return janus.where(input > 0, input, w * input)
+
+
+def _keep_mask(shape, p, like):
+    """A Philox-drawn bool keep mask of `shape` (keep probability 1 - p) on
+    like's device: replay reproduces it exactly from (seed, offset)."""
+    if like.is_cuda:  # drawn on the device: the same Philox stream as a cpu run
         old = _C._set_factory_device(1)
         try:
-            mask = _C._op("dropout_mask", [], (list(input.shape), float(p)))
+            return _C._op("dropout_mask", [], (list(shape), float(p)))
         finally:
             _C._set_factory_device(old)
+    return _C._op("dropout_mask", [], (list(shape), float(p)))
+
+
+def _masked(input, p, shape, inplace):
+    if p == 1.0:
+        out = input * 0.0
     else:
-        mask = _C._op("dropout_mask", [], (list(input.shape), float(p)))
-    out = input * (mask.to(input.dtype) * (1.0 / (1.0 - p)))
-    if inplace:
-        with janus.no_grad():
-            input.copy_(out)
+        out = input * (_keep_mask(shape, p, input).to(input.dtype) * (1.0 / (1.0 - p)))
+    return _inplace(input, out, inplace)
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    if not training or p == 0.0:
         return input
-    return out
+    return _masked(input, p, input.shape, inplace)
+
+
+def _feature_dropout(input, p, training, inplace, batched_ndim, fn):
+    """Zero whole channels: one keep draw per (sample, channel)."""
+    _check_p(p)
+    if input.ndim not in (batched_ndim - 1, batched_ndim):
+        raise RuntimeError(f"{fn}: Expected {batched_ndim - 1}D or {batched_ndim}D input, but received a "
+                           f"{input.ndim}D input")
+    if not training or p == 0.0:
+        return input
+    lead = 2 if input.ndim == batched_ndim else 1
+    shape = list(input.shape[:lead]) + [1] * (input.ndim - lead)
+    return _masked(input, p, shape, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Channel dropout of (N, C, H, W) input.  Like PyTorch, a 3-D input is
+    taken as (N, C, L): one draw per (N, C)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if input.ndim < 2:
+        raise RuntimeError(f"dropout2d: Expected a 3D or 4D input, got {input.ndim}D")
+    return _masked(input, p, list(input.shape[:2]) + [1] * (input.ndim - 2), inplace)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
+
+
+def _inplace(input, out, inplace):
+    """inplace=True writes the result into input, as PyTorch does -- unless
+    autograd still needs input (it requires grad): then the result is
+    returned as a new tensor, which is what every use through the return
+    value sees anyway."""
+    if not inplace or (input.requires_grad and janus.is_grad_enabled()):
+        return out
+    with janus.no_grad():
+        input.copy_(out)
+    return input
 
 
 # ---- linear / conv / pooling ---------------------------------------------
@@ -111,6 +263,82 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                                   _pair(dilation, "dilation"), int(groups)))
 
 
+def _single(v, name):
+    if isinstance(v, int):
+        return v
+    v = list(v)
+    if len(v) != 1:
+        raise ValueError(f"{name} must be an int or a 1-tuple, got {v}")
+    return int(v[0])
+
+
+def _batch1d(input, fn):
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{fn}: Expected 2D (unbatched) or 3D (batched) input, but got input of size: "
+                           f"{list(input.shape)}")
+    return input if input.ndim == 3 else input.unsqueeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """conv2d over (N, C, 1, L): the same kernel with a height of one."""
+    x = _batch1d(input, "conv1d")
+    if isinstance(padding, str):
+        if padding == "same":
+            if _single(stride, "stride") != 1:
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            tot = _single(dilation, "dilation") * (weight.shape[-1] - 1)
+            if tot % 2:
+                raise NotImplementedError("padding='same' with an even effective kernel size needs asymmetric "
+                                          "padding, which janus does not support yet")
+            padding = tot // 2
+        elif padding == "valid":
+            padding = 0
+        else:
+            raise ValueError(f"invalid padding string '{padding}', should be one of ('valid', 'same')")
+    y = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, [1, _single(stride, "stride")],
+               [0, _single(padding, "padding")], [1, _single(dilation, "dilation")], groups)
+    y = y.squeeze(2)
+    return y if input.ndim == 3 else y.squeeze(0)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The adjoint of conv2d: weight is (C_in, C_out / groups, kH, kW); the
+    output is (H - 1) * stride - 2 * padding + dilation * (k - 1) +
+    output_padding + 1 along each spatial dim.  One table op
+    (conv2d_input_grad: conv2d's input gradient is exactly this)."""
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    if x.ndim != 4:
+        raise RuntimeError(f"conv_transpose2d: Expected 3D (unbatched) or 4D (batched) input, but got input of "
+                           f"size: {list(input.shape)}")
+    s, p, d = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
+    op = _pair(output_padding, "output_padding")
+    for i in range(2):
+        if op[i] >= s[i] and op[i] >= d[i]:
+            raise RuntimeError(f"conv_transpose2d: output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding={op}, stride={s}, dilation={d}")
+    if x.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"conv_transpose2d: weight of size {list(weight.shape)} expects {weight.shape[0]} "
+                           f"input channels, but got {x.shape[1]} channels instead")
+    k = weight.shape[-2:]
+    size = [x.shape[0], weight.shape[1] * groups] + [
+        (x.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i in range(2)]
+    if size[2] <= 0 or size[3] <= 0:
+        raise RuntimeError(f"conv_transpose2d: the output size {size[2:]} is too small")
+    y = _C._op("conv2d_input_grad", [x, weight], (size, s, p, d, int(groups)))
+    if bias is not None:
+        y = y + bias.view(1, -1, 1, 1)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    x = _batch1d(input, "conv_transpose1d")
+    y = conv_transpose2d(x.unsqueeze(2), weight.unsqueeze(2), bias, [1, _single(stride, "stride")],
+                         [0, _single(padding, "padding")], [0, _single(output_padding, "output_padding")],
+                         groups, [1, _single(dilation, "dilation")]).squeeze(2)
+    return y if input.ndim == 3 else y.squeeze(0)
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     k = _pair(kernel_size, "kernel_size")
@@ -134,6 +362,56 @@ def adaptive_avg_pool2d(input, output_size):
     o = [output_size, output_size] if isinstance(output_size, int) else list(output_size)
     o = [input.shape[-2 + i] if v is None else int(v) for i, v in enumerate(o)]
     return _C._op("adaptive_avg_pool2d", [input], (o,))
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    x = _batch1d(input, "max_pool1d").unsqueeze(2)
+    r = max_pool2d(x, [1, _single(kernel_size, "kernel_size")],
+                   None if stride is None or stride == [] else [1, _single(stride, "stride")],
+                   [0, _single(padding, "padding")], [1, _single(dilation, "dilation")], ceil_mode, return_indices)
+    fix = (lambda t: t.squeeze(2)) if input.ndim == 3 else (lambda t: t.squeeze(2).squeeze(0))  # noqa: E731
+    return (fix(r[0]), fix(r[1])) if return_indices else fix(r)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    x = _batch1d(input, "avg_pool1d").unsqueeze(2)
+    y = avg_pool2d(x, [1, _single(kernel_size, "kernel_size")],
+                   None if stride is None or stride == [] else [1, _single(stride, "stride")],
+                   [0, _single(padding, "padding")], ceil_mode, count_include_pad).squeeze(2)
+    return y if input.ndim == 3 else y.squeeze(0)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    x = _batch1d(input, "adaptive_avg_pool1d").unsqueeze(2)
+    y = adaptive_avg_pool2d(x, [1, _single(output_size, "output_size")]).squeeze(2)
+    return y if input.ndim == 3 else y.squeeze(0)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r^2, H, W) -> (*, C, H * r, W * r)."""
+    r = int(upscale_factor)
+    if input.ndim < 3 or input.shape[-3] % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={input.shape[-3] if input.ndim >= 3 else None} "
+                           f"is not divisible by {r * r}")
+    lead, (c, h, w) = list(input.shape[:-3]), input.shape[-3:]
+    n = len(lead)
+    x = input.reshape(lead + [c // (r * r), r, r, h, w])
+    x = x.permute(list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2])
+    return x.reshape(lead + [c // (r * r), h * r, w * r])
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r^2, H, W)."""
+    r = int(downscale_factor)
+    if input.ndim < 3 or input.shape[-2] % r or input.shape[-1] % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, got "
+                           f"input of size {list(input.shape)} and downscale_factor={r}")
+    lead, (c, h, w) = list(input.shape[:-3]), input.shape[-3:]
+    n = len(lead)
+    x = input.reshape(lead + [c, h // r, r, w // r, r])
+    x = x.permute(list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3])
+    return x.reshape(lead + [c * r * r, h // r, w // r])
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -194,6 +472,85 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if bias is not None:
         y = y + bias.view(shape)
     return y
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalize each (sample, channel) over its positions; with running stats,
+    update them with the batch's mean of the instance statistics (unbiased
+    variance), or normalize with them when use_input_stats is False."""
+    c = input.shape[1]
+    dims = list(range(2, input.ndim))
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, correction=0, keepdim=True)
+        if running_mean is not None:
+            n = 1
+            for d in dims:
+                n *= input.shape[d]
+            with janus.no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.detach().mean(0).view(c), alpha=momentum)
+                running_var.mul_(1 - momentum).add_(var.detach().mean(0).view(c) * (n / max(n - 1, 1)),
+                                                    alpha=momentum)
+    else:
+        mean, var = running_mean.view(shape), running_var.view(shape)
+    y = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.view(shape)
+    if bias is not None:
+        y = y + bias.view(shape)
+    return y
+
+
+@_composite("group_norm")
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalize over each group of channels (and all spatial positions) of (N, C, *)."""
+    if input.ndim < 2 or input.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    n, c = input.shape[0], input.shape[1]
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, correction=0, keepdim=True)
+    y = ((x - mean) * (var + eps).rsqrt()).reshape(input.shape)
+    shape = [1, c] + [1] * (input.ndim - 2)
+    if weight is not None:
+        y = y * weight.view(shape)
+    if bias is not None:
+        y = y + bias.view(shape)
+    return y
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the trailing normalized_shape dims (eps: the dtype's epsilon)."""
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    dims = list(range(input.ndim - len(ns), input.ndim))
+    if eps is None:
+        eps = janus.finfo(input.dtype).eps
+    y = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along dim, eps)."""
+    if p == 2:  # clamp inside the sqrt: a zero vector gets a zero gradient, not NaN
+        denom = (input * input).sum(dim, keepdim=True).clamp(min=eps * eps).sqrt()
+    else:
+        denom = janus.norm(input, p, dim, keepdim=True).clamp(min=eps)
+    return input / denom
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 * x2) / sqrt(max(||x1||^2 * ||x2||^2, eps^2)) along dim (PyTorch's formula)."""
+    w12 = (x1 * x2).sum(dim)
+    w1 = (x1 * x1).sum(dim)
+    w2 = (x2 * x2).sum(dim)
+    return w12 / (w1 * w2).clamp(min=eps * eps).sqrt()
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return janus.norm(x1 - x2 + eps, p, -1, keepdim)
 
 
 # ---- losses --------------------------------------------------------------
@@ -294,23 +651,228 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
-def pad(input, pad, mode="constant", value=0.0):
-    if mode != "constant":
-        raise NotImplementedError(f"pad mode '{mode}' is not supported (only 'constant')")
+@_composite("smooth_l1_loss")
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    d = (input - target).abs()
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(janus.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+@_composite("huber_loss")
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    d = (input - target).abs()
+    loss = janus.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+_LOG_FLOOR = math.exp(-100.0)
+
+
+@_composite("binary_cross_entropy")
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 as in PyTorch.
+    A probability of exactly 0 or 1 gets no gradient through its clamped
+    log (PyTorch's is large but finite)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the input size "
+                         f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+    logx = input.clamp(min=_LOG_FLOOR).log().clamp(min=-100.0)
+    log1mx = (1.0 - input).clamp(min=_LOG_FLOOR).log().clamp(min=-100.0)
+    loss = -(target * logx + (1.0 - target) * log1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+@_composite("kl_div")
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target * (log target - input), input being log-probabilities (0 where target is 0);
+    reduction 'batchmean' divides the sum by the batch size."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = janus.where(target > 0, target * (target.log() - input), 0.0)
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction)
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """PyTorch's deprecated size_average/reduce pair, mapped to reduction."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "none" if not reduce else ("mean" if size_average else "sum")
+
+
+def _pad_index(n, left, right, mode):
+    """Source positions of a dim of size n padded by (left, right)."""
+    if mode == "reflect":
+        if left >= n or right >= n:
+            raise ValueError(f"Padding size should be less than the corresponding input dimension, but got: "
+                             f"padding ({left}, {right}) at dimension of size {n}")
+        return list(range(left, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - right, -1))
+    if mode == "replicate":
+        return [0] * left + list(range(n)) + [n - 1] * right
+    if left > n or right > n:
+        raise ValueError(f"Padding value causes wrapping around more than once (padding ({left}, {right}) at "
+                         f"dimension of size {n})")
+    return list(range(n - left, n)) + list(range(n)) + list(range(right))
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims (pad lists (left, right) from the last
+    dim back).  'constant' joins blocks of value; 'reflect', 'replicate' and
+    'circular' gather the input's own positions (index_select), so autograd
+    sees plain ops."""
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(f"Padding length must be divisible by 2 and at most 2*ndim, got {len(pad)}")
     if any(p < 0 for p in pad):
         raise NotImplementedError("negative padding is not supported")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad mode '{mode}' is not supported (constant, reflect, replicate, circular)")
+    if mode != "constant" and value:
+        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     out = input
-    for i in range(len(pad) // 2):  # built with cat, so autograd sees plain ops
+    for i in range(len(pad) // 2):
         d = input.ndim - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        if not left and not right:
+            continue
+        if mode != "constant":
+            idx = janus.tensor(_pad_index(out.shape[d], left, right, mode), device=input.device)
+            out = out.index_select(d, idx)
+            continue
         parts = []
-        for n in (pad[2 * i], None, pad[2 * i + 1]):
+        for n in (left, None, right):
             if n is None:
                 parts.append(out)
             elif n:
                 shape = list(out.shape)
                 shape[d] = n
-                parts.append(janus.full(shape, value, dtype=input.dtype, device=input.device))
-        out = janus.cat(parts, d) if len(parts) > 1 else out
+                parts.append(janus.full(shape, 0.0 if value is None else value, dtype=input.dtype,
+                                        device=input.device))
+        out = janus.cat(parts, d)
     return out
+
+
+# ---- resampling ----------------------------------------------------------------
+def _interp_sizes(input, size, scale_factor, recompute_scale_factor):
+    nd = input.ndim - 2
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = [int(size)] * nd if isinstance(size, int) else [int(v) for v in size]
+        if len(out) != nd:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(input.shape[2:])} and output size of {out}.")
+        return out, [None] * nd
+    sf = [float(scale_factor)] * nd if isinstance(scale_factor, (int, float)) else [float(v) for v in scale_factor]
+    if len(sf) != nd:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                         f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {sf}.")
+    out = [int(math.floor(input.shape[2 + i] * sf[i])) for i in range(nd)]
+    return out, [None] * nd if recompute_scale_factor else sf
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resample the spatial dims of (N, C, *): mode 'nearest', 'nearest-exact',
+    'linear' (3-D), 'bilinear' (4-D) or 'trilinear' (5-D), with PyTorch's
+    source-index formulas.  Separable: one gather (and, for the linear
+    modes, one lerp) per spatial dim, last dim first as PyTorch rounds."""
+    linear = {"linear": 3, "bilinear": 4, "trilinear": 5}
+    if mode not in ("nearest", "nearest-exact") and mode not in linear:
+        raise NotImplementedError(f"interpolate mode '{mode}' is not supported (nearest, nearest-exact, linear, "
+                                  f"bilinear, trilinear)")
+    if mode in linear and input.ndim != linear[mode]:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {linear[mode]}D input")
+    if mode not in linear and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("interpolate(antialias=True) is not supported")
+    if input.ndim < 3:
+        raise ValueError(f"interpolate expects (N, C, *) input, got {input.ndim}D")
+    align = bool(align_corners)
+    out_sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor)
+    x = input
+    for i in reversed(range(input.ndim - 2)):
+        d, n_in, n_out, sc = 2 + i, input.shape[2 + i], out_sizes[i], scales[i]
+        if mode in linear:
+            if align:
+                scale = (n_in - 1.0) / (n_out - 1.0) if n_out > 1 else 0.0
+                src = [scale * j for j in range(n_out)]
+            else:
+                scale = 1.0 / sc if sc is not None and sc > 0 else n_in / n_out
+                src = [max(scale * (j + 0.5) - 0.5, 0.0) for j in range(n_out)]
+            lo = [int(v) for v in src]
+            hi = [min(v + 1, n_in - 1) for v in lo]
+            w = janus.tensor([min(max(v - a, 0.0), 1.0) for v, a in zip(src, lo)], dtype=x.dtype,
+                             device=x.device).view([-1] + [1] * (input.ndim - 1 - d))
+            a = x.index_select(d, janus.tensor(lo, device=x.device))
+            b = x.index_select(d, janus.tensor(hi, device=x.device))
+            x = a + (b - a) * w
+        else:
+            scale = n_in / (n_in * sc) if sc is not None and sc > 0 else n_in / n_out
+            off = 0.5 if mode == "nearest-exact" else 0.0
+            idx = [min(int((j + off) * scale), n_in - 1) for j in range(n_out)]
+            x = x.index_select(d, janus.tensor(idx, device=x.device))
+    return x
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + Gumbel noise) / tau); hard=True returns the one-hot
+    argmax with the soft sample's gradient (straight-through)."""
+    u = janus.rand(*logits.shape, dtype=logits.dtype, device=logits.device)
+    gumbels = -(-(-u).log1p()).log()  # -log(Exp(1)): a Gumbel(0, 1) draw
+    y = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y
+    index = y.argmax(dim, keepdim=True)
+    y_hard = janus.zeros_like(logits).scatter(dim, index, 1.0)
+    return y_hard - y.detach() + y
+
+
+# ---- attention ---------------------------------------------------------------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(q k^T * scale + mask) v over the last two dims.  A bool
+    attn_mask marks the positions that take part (True), a float one is
+    added; is_causal masks the upper triangle; scale defaults to
+    1/sqrt(q.size(-1)).  Computed as written (PyTorch's math backend)."""
+    L, S = query.shape[-2], key.shape[-2]
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, -3)
+        value = value.repeat_interleave(rep, -3)
+    attn = janus.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
+        keep = janus.ones(L, S, dtype=janus.bool, device=query.device).tril()
+        attn = attn.masked_fill(keep.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype is janus.bool:
+            attn = attn.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            attn = attn + attn_mask
+    attn = softmax(attn, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return janus.matmul(attn, value)

@@ -3,7 +3,7 @@ PyTorch's registration rules, traversal, state_dict and train/eval modes."""
 from collections import OrderedDict
 
 import janus
-from janus import _record
+from janus import _record, _unsupported
 
 from .parameter import Parameter
 
@@ -66,7 +66,7 @@ class Module:
         for k in ("_parameters", "_buffers", "_modules"):
             if k in d and name in d[k]:
                 return d[k][name]
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        raise _unsupported.module_missing_attribute(self, name)
 
     def __delattr__(self, name):
         for k in ("_parameters", "_buffers", "_modules"):
@@ -237,8 +237,30 @@ class Module:
     def double(self):
         return self.to(janus.float64)
 
+    def half(self):
+        return self.to(janus.float16)
+
+    def bfloat16(self):
+        return self.to(janus.bfloat16)
+
     def cpu(self):
         return self.to("cpu")
+
+    def get_submodule(self, target):
+        """The submodule at a dotted path ("encoder.layers.0"); "" is self."""
+        mod = self
+        for item in target.split(".") if target else []:
+            if item not in mod._modules:
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = mod._modules[item]
+        return mod
+
+    def get_parameter(self, target):
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"{type(mod).__name__} has no parameter `{name}`")
+        return mod._parameters[name]
 
     # ---- state dict ----------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):

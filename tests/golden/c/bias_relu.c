@@ -40,9 +40,9 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
                     const float v3 = ((const float *)p0)[i];
                     const float v2 = ((const float *)p1)[i];
                     float v4; /* add */
-                    { const float a = v3; const float b = v2; const float al = (float)(0x1p+0); v4 = (a + al * b); }
+                    { const float a = v3; const float b = v2; const double al = (0x1p+0); v4 = (jn_ew_add_f32(a, b, al)); }
                     float v5; /* relu */
-                    { const float x = v4; v5 = (x < 0 ? 0 : x); }
+                    { const float x = v4; v5 = (jn_ew_relu_f32(x)); }
                     ((float *)p2)[i] = v5;
                 }
             } else {
@@ -50,9 +50,9 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
                     const float v3 = *(const float *)(p0 + i * t0);
                     const float v2 = *(const float *)(p1 + i * t1);
                     float v4; /* add */
-                    { const float a = v3; const float b = v2; const float al = (float)(0x1p+0); v4 = (a + al * b); }
+                    { const float a = v3; const float b = v2; const double al = (0x1p+0); v4 = (jn_ew_add_f32(a, b, al)); }
                     float v5; /* relu */
-                    { const float x = v4; v5 = (x < 0 ? 0 : x); }
+                    { const float x = v4; v5 = (jn_ew_relu_f32(x)); }
                     *(float *)(p2 + i * t2) = v5;
                 }
             }

@@ -89,64 +89,64 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
                     const float *A2 = (const float *)p2 + ib;
                     float t4[192]; /* sub */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = A0[i]; const float b = s1; const float al = (float)(0x1p+0); t4[i] = (a - al * b); }
+                        { const float a = A0[i]; const float b = s1; const double al = (0x1p+0); t4[i] = (jn_ew_sub_f32(a, b, al)); }
                     float t5[192]; /* mul */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = t4[i]; const float b = A2[i]; t5[i] = (a * b); }
+                        { const float a = t4[i]; const float b = A2[i]; t5[i] = (jn_ew_mul_f32(a, b)); }
                     float t6[192]; /* exp */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t5[i]; t6[i] = (fast_expf(x)); }
+                        { const float x = t5[i]; t6[i] = (jn_ew_exp_f32(x)); }
                     float t7[192]; /* tanh */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t4[i]; t7[i] = (fast_tanhf(x)); }
+                        { const float x = t4[i]; t7[i] = (jn_ew_tanh_f32(x)); }
                     float t8[192]; /* add */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = t6[i]; const float b = t7[i]; const float al = (float)(0x1p-2); t8[i] = (a + al * b); }
+                        { const float a = t6[i]; const float b = t7[i]; const double al = (0x1p-2); t8[i] = (jn_ew_add_f32(a, b, al)); }
                     float t9[192]; /* sigmoid */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t8[i]; t9[i] = (1 / (1 + fast_expf(-x))); }
+                        { const float x = t8[i]; t9[i] = (jn_ew_sigmoid_f32(x)); }
                     float t10[192]; /* log */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t9[i]; t10[i] = (fast_logf(x)); }
+                        { const float x = t9[i]; t10[i] = (jn_ew_log_f32(x)); }
                     float t11[192]; /* gelu */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t10[i]; t11[i] = ((float)0.5 * x * (1 + fast_erff(x * (float)0.70710678118654752440))); }
+                        { const float x = t10[i]; t11[i] = (jn_ew_gelu_erf_f32(x)); }
                     float t12[192]; /* erf */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t11[i]; t12[i] = (fast_erff(x)); }
+                        { const float x = t11[i]; t12[i] = (jn_ew_erf_f32(x)); }
                     float t13[192]; /* silu */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t12[i]; t13[i] = (x / (1 + fast_expf(-x))); }
+                        { const float x = t12[i]; t13[i] = (jn_ew_silu_f32(x)); }
                     float t14[192]; /* abs */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t13[i]; t14[i] = (fabsf(x)); }
+                        { const float x = t13[i]; t14[i] = (jn_ew_abs_f32(x)); }
                     float t15[192]; /* sqrt */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t14[i]; t15[i] = (sqrtf(x)); }
+                        { const float x = t14[i]; t15[i] = (jn_ew_sqrt_f32(x)); }
                     float t16[192]; /* mul */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = t15[i]; const float b = (float)(s3); t16[i] = (a * b); }
+                        { const float a = t15[i]; const float b = (float)(s3); t16[i] = (jn_ew_mul_f32(a, b)); }
                     float t17[192]; /* div */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = t16[i]; const float b = s1; t17[i] = (a / b); }
+                        { const float a = t16[i]; const float b = s1; t17[i] = (jn_ew_div_true_f32(a, b)); }
                     float t18[192]; /* maximum */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = t17[i]; const float b = t4[i]; t18[i] = ((a > b || isnan(a)) ? a : b); }
+                        { const float a = t17[i]; const float b = t4[i]; t18[i] = (jn_ew_maximum_f32(a, b)); }
                     float t19[192]; /* pow */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = t18[i]; const float b = (float)(s3); t19[i] = ((b == 2 ? a * a : powf(a, b))); }
+                        { const float a = t18[i]; const float b = (float)(s3); t19[i] = (jn_ew_pow_f32(a, b)); }
                     float t20[192]; /* rsqrt */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t14[i]; t20[i] = (1 / sqrtf(x)); }
+                        { const float x = t14[i]; t20[i] = (jn_ew_rsqrt_f32(x)); }
                     float t21[192]; /* add */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float a = t19[i]; const float b = t20[i]; const float al = (float)(0x1p+0); t21[i] = (a + al * b); }
+                        { const float a = t19[i]; const float b = t20[i]; const double al = (0x1p+0); t21[i] = (jn_ew_add_f32(a, b, al)); }
                     float t22[192]; /* floor */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t21[i]; t22[i] = (floorf(x)); }
+                        { const float x = t21[i]; t22[i] = (jn_ew_floor_f32(x)); }
                     float t23[192]; /* neg */
                     for (int64_t i = 0; i < bn; i++)
-                        { const float x = t22[i]; t23[i] = (-x); }
+                        { const float x = t22[i]; t23[i] = (jn_ew_neg_f32(x)); }
                     for (int64_t i = 0; i < bn; i++) ((float *)p4 + ib)[i] = t6[i];
                     for (int64_t i = 0; i < bn; i++) ((float *)p5 + ib)[i] = t9[i];
                     for (int64_t i = 0; i < bn; i++) ((float *)p6 + ib)[i] = t11[i];
@@ -163,45 +163,45 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
                     const float v2 = *(const float *)(p2 + i * t2);
                     const double v3 = *(const double *)(p3 + i * t3);
                     float v4; /* sub */
-                    { const float a = v0; const float b = v1; const float al = (float)(0x1p+0); v4 = (a - al * b); }
+                    { const float a = v0; const float b = v1; const double al = (0x1p+0); v4 = (jn_ew_sub_f32(a, b, al)); }
                     float v5; /* mul */
-                    { const float a = v4; const float b = v2; v5 = (a * b); }
+                    { const float a = v4; const float b = v2; v5 = (jn_ew_mul_f32(a, b)); }
                     float v6; /* exp */
-                    { const float x = v5; v6 = (fast_expf(x)); }
+                    { const float x = v5; v6 = (jn_ew_exp_f32(x)); }
                     float v7; /* tanh */
-                    { const float x = v4; v7 = (fast_tanhf(x)); }
+                    { const float x = v4; v7 = (jn_ew_tanh_f32(x)); }
                     float v8; /* add */
-                    { const float a = v6; const float b = v7; const float al = (float)(0x1p-2); v8 = (a + al * b); }
+                    { const float a = v6; const float b = v7; const double al = (0x1p-2); v8 = (jn_ew_add_f32(a, b, al)); }
                     float v9; /* sigmoid */
-                    { const float x = v8; v9 = (1 / (1 + fast_expf(-x))); }
+                    { const float x = v8; v9 = (jn_ew_sigmoid_f32(x)); }
                     float v10; /* log */
-                    { const float x = v9; v10 = (fast_logf(x)); }
+                    { const float x = v9; v10 = (jn_ew_log_f32(x)); }
                     float v11; /* gelu */
-                    { const float x = v10; v11 = ((float)0.5 * x * (1 + fast_erff(x * (float)0.70710678118654752440))); }
+                    { const float x = v10; v11 = (jn_ew_gelu_erf_f32(x)); }
                     float v12; /* erf */
-                    { const float x = v11; v12 = (fast_erff(x)); }
+                    { const float x = v11; v12 = (jn_ew_erf_f32(x)); }
                     float v13; /* silu */
-                    { const float x = v12; v13 = (x / (1 + fast_expf(-x))); }
+                    { const float x = v12; v13 = (jn_ew_silu_f32(x)); }
                     float v14; /* abs */
-                    { const float x = v13; v14 = (fabsf(x)); }
+                    { const float x = v13; v14 = (jn_ew_abs_f32(x)); }
                     float v15; /* sqrt */
-                    { const float x = v14; v15 = (sqrtf(x)); }
+                    { const float x = v14; v15 = (jn_ew_sqrt_f32(x)); }
                     float v16; /* mul */
-                    { const float a = v15; const float b = (float)(v3); v16 = (a * b); }
+                    { const float a = v15; const float b = (float)(v3); v16 = (jn_ew_mul_f32(a, b)); }
                     float v17; /* div */
-                    { const float a = v16; const float b = v1; v17 = (a / b); }
+                    { const float a = v16; const float b = v1; v17 = (jn_ew_div_true_f32(a, b)); }
                     float v18; /* maximum */
-                    { const float a = v17; const float b = v4; v18 = ((a > b || isnan(a)) ? a : b); }
+                    { const float a = v17; const float b = v4; v18 = (jn_ew_maximum_f32(a, b)); }
                     float v19; /* pow */
-                    { const float a = v18; const float b = (float)(v3); v19 = ((b == 2 ? a * a : powf(a, b))); }
+                    { const float a = v18; const float b = (float)(v3); v19 = (jn_ew_pow_f32(a, b)); }
                     float v20; /* rsqrt */
-                    { const float x = v14; v20 = (1 / sqrtf(x)); }
+                    { const float x = v14; v20 = (jn_ew_rsqrt_f32(x)); }
                     float v21; /* add */
-                    { const float a = v19; const float b = v20; const float al = (float)(0x1p+0); v21 = (a + al * b); }
+                    { const float a = v19; const float b = v20; const double al = (0x1p+0); v21 = (jn_ew_add_f32(a, b, al)); }
                     float v22; /* floor */
-                    { const float x = v21; v22 = (floorf(x)); }
+                    { const float x = v21; v22 = (jn_ew_floor_f32(x)); }
                     float v23; /* neg */
-                    { const float x = v22; v23 = (-x); }
+                    { const float x = v22; v23 = (jn_ew_neg_f32(x)); }
                     *(float *)(p4 + i * t4) = v6;
                     *(float *)(p5 + i * t5) = v9;
                     *(float *)(p6 + i * t6) = v11;

@@ -51,9 +51,9 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
                     const float v0 = ((const float *)p0)[i];
                     const float v1 = s1;
                     float v2; /* sub */
-                    { const float a = v0; const float b = v1; const float al = (float)(0x1p+0); v2 = (a - al * b); }
+                    { const float a = v0; const float b = v1; const double al = (0x1p+0); v2 = (jn_ew_sub_f32(a, b, al)); }
                     float v3; /* exp */
-                    { const float x = v2; v3 = (fast_expf(x)); }
+                    { const float x = v2; v3 = (jn_ew_exp_f32(x)); }
                     acc += (double)v3;
                     ((float *)p2)[i] = v3;
                 }
@@ -62,9 +62,9 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
                     const float v0 = *(const float *)(p0 + i * t0);
                     const float v1 = *(const float *)(p1 + i * t1);
                     float v2; /* sub */
-                    { const float a = v0; const float b = v1; const float al = (float)(0x1p+0); v2 = (a - al * b); }
+                    { const float a = v0; const float b = v1; const double al = (0x1p+0); v2 = (jn_ew_sub_f32(a, b, al)); }
                     float v3; /* exp */
-                    { const float x = v2; v3 = (fast_expf(x)); }
+                    { const float x = v2; v3 = (jn_ew_exp_f32(x)); }
                     acc += (double)v3;
                     *(float *)(p2 + i * t2) = v3;
                 }

@@ -19,9 +19,9 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
         const float v3 = *(const float *)p0;
         const float v2 = *(const float *)p1;
         float v4; /* add */
-        { const float a = v3; const float b = v2; const float al = (float)(0x1p+0); v4 = (a + al * b); }
+        { const float a = v3; const float b = v2; const double al = (0x1p+0); v4 = (jn_ew_add_f32(a, b, al)); }
         float v5; /* relu */
-        { const float x = v4; v5 = (x < 0 ? 0 : x); }
+        { const float x = v4; v5 = (jn_ew_relu_f32(x)); }
         *(float *)p2 = v5;
     }
 }

@@ -48,9 +48,9 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
             const float v0 = *(const float *)p0;
             const float v1 = *(const float *)p1;
             float v2; /* sub */
-            { const float a = v0; const float b = v1; const float al = (float)(0x1p+0); v2 = (a - al * b); }
+            { const float a = v0; const float b = v1; const double al = (0x1p+0); v2 = (jn_ew_sub_f32(a, b, al)); }
             float v3; /* exp */
-            { const float x = v2; v3 = (fast_expf(x)); }
+            { const float x = v2; v3 = (jn_ew_exp_f32(x)); }
             acc += (double)v3;
             *(float *)p2 = v3;
         }

@@ -52,20 +52,6 @@ def _is_string_array(np, a):
     return a.dtype.char in "SaUO"
 
 
-_MAX_STACK = 64  # the runtime's limit on tensor inputs per op (JN_MAX_INS)
-
-
-def _stack(ts):
-    """janus.stack(ts, 0) for any number of tensors: groups of at most
-    _MAX_STACK are stacked, then concatenated (same result)."""
-    if len(ts) <= _MAX_STACK:
-        return janus.stack(ts, 0)
-    parts = [janus.stack(ts[i:i + _MAX_STACK], 0) for i in range(0, len(ts), _MAX_STACK)]
-    while len(parts) > _MAX_STACK:
-        parts = [janus.cat(parts[i:i + _MAX_STACK], 0) for i in range(0, len(parts), _MAX_STACK)]
-    return janus.cat(parts, 0)
-
-
 def default_convert(data):
     """Convert numpy arrays in a sample to tensors, leaving everything else
     (the conversion used when automatic batching is off)."""
@@ -103,7 +89,7 @@ def default_collate(batch):
     elem_type = type(elem)
     np = _numpy()
     if _is_tensor(elem):
-        return _stack(list(batch))
+        return janus.stack(list(batch), 0)  # any batch size: stack chunks past the op's input limit
     if np is not None and isinstance(elem, np.ndarray):
         if _is_string_array(np, elem):
             raise TypeError(default_collate_err_msg_format.format(elem.dtype))

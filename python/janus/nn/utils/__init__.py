@@ -1,4 +1,5 @@
-"""janus.nn.utils: gradient clipping."""
+"""janus.nn.utils: gradient clipping, parameter vectors, and janus.nn.utils.rnn
+(pad_sequence)."""
 import janus
 
 
@@ -33,3 +34,23 @@ def clip_grad_value_(parameters, clip_value):
         for p in parameters:
             if p.grad is not None:
                 p.grad.clamp_(min=-clip_value, max=clip_value)
+
+
+def parameters_to_vector(parameters):
+    """The parameters flattened and concatenated into one vector."""
+    return janus.cat([p.reshape(-1) for p in parameters], 0)
+
+
+def vector_to_parameters(vec, parameters):
+    """Copy slices of vec into the parameters, in order (the inverse of parameters_to_vector)."""
+    if not isinstance(vec, janus.Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    offset = 0
+    with janus.no_grad():
+        for p in parameters:
+            n = p.numel()
+            p.copy_(vec[offset:offset + n].view_as(p))
+            offset += n
+
+
+from . import rnn  # noqa: E402,F401

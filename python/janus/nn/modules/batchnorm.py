@@ -1,0 +1,59 @@
+"""Batch normalization (torch.nn.modules.batchnorm)."""
+
+import janus
+
+from .. import functional as F
+from ..module import Module
+from ..parameter import Parameter
+
+
+class _BatchNorm(Module):
+    _dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(janus.ones(num_features, dtype=dtype))
+            self.bias = Parameter(janus.zeros(num_features, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", janus.zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", janus.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", janus.tensor(0, dtype=janus.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, x):
+        if x.ndim not in self._dims:
+            raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._dims)} input (got {x.ndim}D input)")
+        if x.shape[1] != self.num_features:
+            raise RuntimeError(f"{type(self).__name__}: input has {x.shape[1]} channels, expected {self.num_features}")
+        use_batch = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            with janus.no_grad():
+                self.num_batches_tracked.add_(1)
+        return F.batch_norm(x, self.running_mean if not use_batch or self.training else None,
+                            self.running_var if not use_batch or self.training else None,
+                            self.weight, self.bias, use_batch, self.momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    _dims = (5,)

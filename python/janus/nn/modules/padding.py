@@ -1,0 +1,69 @@
+"""Padding layers (torch.nn.modules.padding): F.pad with a fixed mode.
+padding is an int (every side) or (left, right[, top, bottom])."""
+from .. import functional as F
+from ..module import Module
+
+
+class _PadNd(Module):
+    _mode = "constant"
+    _nd = 1
+
+    def __init__(self, padding, value=0.0):
+        super().__init__()
+        self.padding = (padding,) * (2 * self._nd) if isinstance(padding, int) else tuple(padding)
+        if len(self.padding) != 2 * self._nd:
+            raise ValueError(f"{type(self).__name__} expects {2 * self._nd} padding values, got {self.padding}")
+        self.value = value
+
+    def forward(self, x):
+        if self._mode == "constant":
+            return F.pad(x, self.padding, "constant", self.value)
+        return F.pad(x, self.padding, self._mode)
+
+    def extra_repr(self):
+        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+
+
+class ConstantPad1d(_PadNd):
+    def __init__(self, padding, value):
+        super().__init__(padding, value)
+
+
+class ConstantPad2d(ConstantPad1d):
+    _nd = 2
+
+
+class ZeroPad1d(_PadNd):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class ZeroPad2d(ZeroPad1d):
+    _nd = 2
+
+
+class ReflectionPad1d(_PadNd):
+    _mode = "reflect"
+
+    def __init__(self, padding):
+        super().__init__(padding)
+
+
+class ReflectionPad2d(ReflectionPad1d):
+    _nd = 2
+
+
+class ReplicationPad1d(ReflectionPad1d):
+    _mode = "replicate"
+
+
+class ReplicationPad2d(ReplicationPad1d):
+    _nd = 2
+
+
+class CircularPad1d(ReflectionPad1d):
+    _mode = "circular"
+
+
+class CircularPad2d(CircularPad1d):
+    _nd = 2

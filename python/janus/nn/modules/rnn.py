@@ -1,0 +1,253 @@
+"""Recurrent layers and cells (torch.nn.modules.rnn)."""
+import math
+
+import janus
+
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ..parameter import Parameter
+
+
+# ---- recurrent -------------------------------------------------------------
+# The pointwise part of a cell step runs as one fused table op (lstm_cell /
+# gru_cell in runtime/k_fused.c, with a fused backward) when the operands
+# allow it: one float32/float64 dtype and the shapes the cells produce.
+# Otherwise (half dtypes, broadcasting states) the same math runs as separate
+# ops.  _FUSED_CELLS = False forces the unfused path (benchmarks, tests).
+_FUSED_CELLS = True
+_FUSED_DTYPES = (janus.float32, janus.float64)
+_C_OPS = janus.ops
+
+
+def _fusable(gx, gh, s, gates):
+    """gx, gh: [B, gates*H], s: [B, H], one fused dtype (kept cheap: it runs
+    every time step)."""
+    d = gx.dtype
+    if not _FUSED_CELLS or d not in _FUSED_DTYPES or gh.dtype is not d or s.dtype is not d:
+        return False
+    xs, ss = gx.shape, s.shape
+    if len(xs) != 2 or len(ss) != 2 or xs != gh.shape:
+        return False
+    b, w = xs
+    sb, sw = ss
+    return sb == b and sw * gates == w
+
+
+def _lstm_cell(x_proj, h, c, w_hh, b_hh):
+    gh = F.linear(h, w_hh, b_hh)
+    if _fusable(x_proj, gh, c, 4):
+        h, c, _ = _C_OPS.lstm_cell(x_proj, gh, c)
+        return h, c
+    gates = x_proj + gh
+    i, f, g, o = gates.chunk(4, 1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def _gru_cell(x_proj, h, w_hh, b_hh):
+    gh = F.linear(h, w_hh, b_hh)
+    if _fusable(x_proj, gh, h, 3):
+        return _C_OPS.gru_cell(x_proj, gh, h)[0]
+    xr, xz, xn = x_proj.chunk(3, 1)
+    hr, hz, hn = gh.chunk(3, 1)
+    r = (xr + hr).sigmoid()
+    z = (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return (1 - z) * n + z * h
+
+
+def _rnn_cell(x_proj, h, w_hh, b_hh, nonlinearity):
+    pre = x_proj + F.linear(h, w_hh, b_hh)
+    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
+
+
+class _CellBase(Module):
+    _gates = 1
+
+    def __init__(self, input_size, hidden_size, bias=True, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        g = self._gates * hidden_size
+        self.weight_ih = Parameter(janus.empty(g, input_size, dtype=dtype))
+        self.weight_hh = Parameter(janus.empty(g, hidden_size, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(janus.empty(g, dtype=dtype))
+            self.bias_hh = Parameter(janus.empty(g, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        k = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0
+        for p in self.parameters():
+            init.uniform_(p, -k, k)
+
+    def _prep(self, x, hx):
+        if x.ndim not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {x.ndim}D instead")
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"{type(self).__name__}: input has {x.shape[-1]} features, expected input_size={self.input_size}")
+        batched = x.ndim == 2
+        if not batched:
+            x = x.unsqueeze(0)
+        return x, batched
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}"
+
+
+class LSTMCell(_CellBase):
+    _gates = 4
+
+    def forward(self, x, hx=None):
+        x, batched = self._prep(x, hx)
+        if hx is None:
+            z = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+            hx = (z, z)
+        h, c = hx
+        if not batched:
+            h, c = h.unsqueeze(0), c.unsqueeze(0)
+        h, c = _lstm_cell(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(_CellBase):
+    _gates = 3
+
+    def forward(self, x, hx=None):
+        x, batched = self._prep(x, hx)
+        h = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device) if hx is None else (hx if batched else hx.unsqueeze(0))
+        h = _gru_cell(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return h if batched else h.squeeze(0)
+
+
+class RNNCell(_CellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", dtype=None):
+        super().__init__(input_size, hidden_size, bias, dtype)
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'")
+        self.nonlinearity = nonlinearity
+
+    def forward(self, x, hx=None):
+        x, batched = self._prep(x, hx)
+        h = janus.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device) if hx is None else (hx if batched else hx.unsqueeze(0))
+        h = _rnn_cell(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity)
+        return h if batched else h.squeeze(0)
+
+
+class _RNNBase(Module):
+    _gates = 1
+    _has_c = False
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, nonlinearity="tanh", proj_size=0, dtype=None):
+        super().__init__()
+        if bidirectional:
+            raise NotImplementedError(f"{type(self).__name__}(bidirectional=True) is not supported yet")
+        if proj_size:
+            raise NotImplementedError("proj_size is not supported")
+        if not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1]")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout, self.nonlinearity = bias, batch_first, float(dropout), nonlinearity
+        self.bidirectional = False
+        g = self._gates * hidden_size
+        for layer in range(num_layers):
+            isz = input_size if layer == 0 else hidden_size
+            setattr(self, f"weight_ih_l{layer}", Parameter(janus.empty(g, isz, dtype=dtype)))
+            setattr(self, f"weight_hh_l{layer}", Parameter(janus.empty(g, hidden_size, dtype=dtype)))
+            if bias:
+                setattr(self, f"bias_ih_l{layer}", Parameter(janus.empty(g, dtype=dtype)))
+                setattr(self, f"bias_hh_l{layer}", Parameter(janus.empty(g, dtype=dtype)))
+        k = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0
+        for p in self.parameters():
+            init.uniform_(p, -k, k)
+
+    def flatten_parameters(self):
+        """Nothing to do: PyTorch packs RNN weights into one buffer for cuDNN;
+        janus keeps them as the separate parameters they are."""
+
+    def _layer_params(self, layer):
+        g = lambda n: getattr(self, f"{n}_l{layer}") if self.bias or n.startswith("weight") else None  # noqa: E731
+        return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh")
+
+    def forward(self, input, hx=None):
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+        batched = input.ndim == 3
+        x = input if batched else input.unsqueeze(1)
+        if batched and self.batch_first:
+            x = x.transpose(0, 1)
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"{type(self).__name__}: input.size(-1) must be equal to input_size. "
+                               f"Expected {self.input_size}, got {x.shape[-1]}")
+        T, N = x.shape[0], x.shape[1]
+        if hx is None:
+            z = janus.zeros(self.num_layers, N, self.hidden_size, dtype=x.dtype, device=x.device)
+            h0, c0 = z, z
+        elif self._has_c:
+            h0, c0 = hx
+            if not batched:
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+        else:
+            h0, c0 = (hx if batched else hx.unsqueeze(1)), None
+        hs, cs = [], []
+        for layer in range(self.num_layers):
+            w_ih, w_hh, b_ih, b_hh = self._layer_params(layer)
+            # the input projection of every time step in one GEMM
+            proj = F.linear(x, w_ih, b_ih)
+            h = h0[layer]
+            c = c0[layer] if self._has_c else None
+            outs = []
+            for t in range(T):
+                if self._has_c:
+                    h, c = _lstm_cell(proj[t], h, c, w_hh, b_hh)
+                elif self._gates == 3:
+                    h = _gru_cell(proj[t], h, w_hh, b_hh)
+                else:
+                    h = _rnn_cell(proj[t], h, w_hh, b_hh, self.nonlinearity)
+                outs.append(h)
+            x = janus.stack(outs, 0) if outs else janus.zeros(0, N, self.hidden_size, dtype=x.dtype, device=x.device)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+            hs.append(h)
+            cs.append(c)
+        out = x
+        if batched and self.batch_first:
+            out = out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(1)
+        h_n = janus.stack(hs, 0)
+        if not batched:
+            h_n = h_n.squeeze(1)
+        if self._has_c:
+            c_n = janus.stack(cs, 0)
+            if not batched:
+                c_n = c_n.squeeze(1)
+            return out, (h_n, c_n)
+        return out, h_n
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        return s
+
+
+class LSTM(_RNNBase):
+    _gates = 4
+    _has_c = True
+
+
+class GRU(_RNNBase):
+    _gates = 3
+
+
+class RNN(_RNNBase):
+    def __init__(self, *args, nonlinearity="tanh", **kwargs):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__(*args, nonlinearity=nonlinearity, **kwargs)

@@ -1,0 +1,285 @@
+/* capture.c -- lazy capture: the pending list and the capture hook's
+ * callbacks (jn_rt_capture_hook, ctx the replay object).
+ *
+ * While a segment is followed (jn_rt_capturing), every dispatched op comes
+ * here with its outputs pending (storage data NULL, lazy PENDING; in-place
+ * targets keep their bytes but are marked PENDING too, so nothing outside
+ * the dispatcher reads them stale).  Each op is kept in the pending list
+ * (op, attributes, held references to its input and output headers) and
+ * fed to the matcher with jn_tensor.id as identity.  A MISS from feed runs
+ * the list eagerly at once and the rest of the segment runs eagerly.
+ *
+ * The fallback runs the list in order with the eager kernels
+ * (jn_rt_run_kernel / jn_rt_run_into), allocating each pending storage just
+ * before its op; a kernel error (eager would have raised at the op) leaves
+ * the rest LOST and is returned to whoever ended the segment.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jn_backend.h"
+#include "rp_internal.h"
+
+/* ---------------------------------------------------------- holding */
+enum { CHUNK = 256 };
+
+int rp_pool_reserve(jn_replay *R, int64_t n) {
+    rp_pool *P = &R->pool;
+    while (P->nfree < n) {
+        int64_t k = n - P->nfree > CHUNK ? n - P->nfree : CHUNK;
+        rp_chunk *c = malloc(sizeof *c + sizeof(rp_hold) * (size_t)k);
+        if (!c) {
+            jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the records of held tensors");
+            return 0;
+        }
+        c->next = P->chunks;
+        P->chunks = c;
+        for (int64_t i = 0; i < k; i++) {
+            c->h[i].next = P->free;
+            P->free = &c->h[i];
+        }
+        P->nfree += k;
+    }
+    return 1;
+}
+
+/* Every record is back in the pool by now (nothing is held). */
+void rp_pool_free(rp_pool *P) {
+    while (P->chunks) {
+        rp_chunk *c = P->chunks;
+        P->chunks = c->next;
+        free(c);
+    }
+    P->free = NULL;
+    P->nfree = 0;
+}
+
+/* A reference of the pending list: held, and the header linked into its
+ * storage's list of headers the pending list holds (rp_cap_held_only). */
+static void pend_hold(jn_replay *R, jn_tensor *t) {
+    rp_hold_ref(R, t);
+    rp_hold *h = t->ext;
+    if (h->pend++ == 0) {
+        jn_storage *st = t->storage;
+        h->prev = NULL;
+        h->next = st->ext;
+        if (h->next) h->next->prev = h;
+        st->ext = h;
+    }
+}
+
+static void pend_unhold(jn_replay *R, jn_tensor *t) {
+    rp_hold *h = t->ext;
+    if (--h->pend == 0) {
+        jn_storage *st = t->storage;
+        if (h->prev) h->prev->next = h->next;
+        else st->ext = h->next;
+        if (h->next) h->next->prev = h->prev;
+        h->prev = h->next = NULL;
+    }
+    rp_unhold(R, t);
+}
+
+uint32_t rp_next_mark(jn_replay *R) {
+    if (++R->epoch == 0) R->epoch = 1; /* a wrapped mark of 0 could match a fresh record */
+    return R->epoch;
+}
+
+/* Headers on st the pending list holds that only capture keeps alive
+ * (each counted once; a header held by anyone else is not counted; one
+ * only a deferred slice holds is not counted either, so autograd never
+ * steals bytes a deferred slice still reads).  Called for every gradient
+ * autograd may steal, so it walks st's own list of those headers, not the
+ * pending list: char_lstm's step asked ~60 times about a storage with ~25
+ * held views, each a walk over ~650 references before. */
+int64_t rp_cap_held_only(void *ctx, const jn_storage *st) {
+    (void)ctx;
+    int64_t n = 0;
+    for (const rp_hold *h = st->ext; h; h = h->next) n += h->t->refcnt == h->refs;
+    return n;
+}
+
+int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t) {
+    (void)ctx;
+    return rp_held(t);
+}
+
+void rp_clear_list(jn_replay *R) {
+    for (int64_t i = 0; i < R->nrefs; i++) pend_unhold(R, R->refs[i]);
+    R->nrefs = R->nops = 0;
+}
+
+/* --------------------------------------------------------- fallback */
+static void release_tensor(void *t) { jn_tensor_decref(t); }
+
+/* jn_rt_storage_alloc for a storage on any device: a pending device
+ * storage (a CUDA replay) gets its bytes from the device's backend -- a
+ * tensor of the backend, kept alive by st (its bytes may live inside its
+ * storage block, so they are borrowed, not taken). */
+jn_status rp_storage_alloc(jn_storage *st) {
+    if (st->data || st->device == JN_CPU) return jn_rt_storage_alloc(st);
+    const jn_rt_backend *be = jn_rt_backends[st->device];
+    if (!be)
+        return jn_error(JN_ERR_UNSUPPORTED, "janus replay: the %s backend is not available for a pending tensor",
+                        jn_device_name(st->device));
+    jn_meta m = {JN_U8, 1, {(int64_t)st->nbytes}};
+    jn_tensor *t = be->tensor_new(&m);
+    if (!t) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", jn_errmsg());
+        return jn_error(JN_ERR_NOMEM, "janus replay: allocating %zu bytes on %s for a pending tensor: %s", st->nbytes,
+                        jn_device_name(st->device), why);
+    }
+    st->data = t->storage->data;
+    st->owns_data = 0;
+    st->release = release_tensor;
+    st->release_ctx = t;
+    return JN_OK;
+}
+
+jn_status rp_run_op(const rp_op *p, jn_tensor *const *in) {
+    jn_tensor *const *out = in + p->nin;
+    jn_status s = JN_OK;
+    for (int k = 0; k < p->nout && s == JN_OK; k++) s = rp_storage_alloc(out[k]->storage);
+    if (s) return s;
+    if (p->into) return jn_rt_run_into(p->op, p->nin, in, &p->a, out[0]);
+    if (jn_op_info(p->op)->flags & JN_F_VIEW) return JN_OK; /* its strides were set at capture */
+    return jn_rt_run_kernel(p->op, p->nin, in, &p->a, out);
+}
+
+/* Every storage it touches is current afterwards, except those of ops after
+ * a failing one (LOST). */
+jn_status rp_fallback(jn_replay *R) {
+    jn_status s = JN_OK;
+    R->flushing = 1;
+    for (int64_t e = 0; e < R->nops; e++) {
+        const rp_op *p = &R->ops[e];
+        for (int k = 0; k < p->nout; k++) rp_op_out(R, p)[k]->storage->lazy = 0;
+    }
+    for (int64_t e = 0; e < R->nops; e++) {
+        const rp_op *p = &R->ops[e];
+        if (s == JN_OK && (s = rp_run_op(p, rp_op_in(R, p))) == JN_OK) continue;
+        if (!rp_written(p)) /* never ran: its bytes are not eager's */
+            for (int k = 0; k < p->nout; k++) rp_op_out(R, p)[k]->storage->lazy = JN_LAZY_LOST;
+    }
+    R->flushing = 0;
+    rp_clear_list(R);
+    return s;
+}
+
+/* ---------------------------------------------------------- capture */
+static int grow(void **p, int64_t *cap, int64_t need, size_t el) {
+    if (need <= *cap) return 1;
+    int64_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    void *n = realloc(*p, el * (size_t)c);
+    if (!n) return 0;
+    *p = n;
+    *cap = c;
+    return 1;
+}
+
+void rp_fill_arg(jn_rp_match_arg *r, const jn_tensor *t, int is_out) {
+    r->id = (uint64_t)t->id;
+    r->shape = t->shape;
+    r->ndim = (uint8_t)t->ndim;
+    r->dtype = (uint8_t)t->dtype;
+    r->device = (uint8_t)t->storage->device;
+    r->pytype = 0;
+    r->scalar = 0;
+    if (t->wrapped_number && !is_out) { /* as the recorder: the dtype says which Python type */
+        r->pytype = t->dtype == JN_BOOL ? 3 : jn_dtype_is_float(t->dtype) ? 2 : 1;
+        r->scalar = t->storage->data && t->storage->device == JN_CPU ? jn_load_f64(jn_data(t), t->dtype) : NAN;
+    }
+}
+
+/* The segment stops being captured here (a miss, a lost input, no
+ * memory): what is pending runs now, the rest of the segment eagerly. */
+static jn_status capture_off(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen,
+                             const char *why) {
+    jn_rt_capturing = 0;
+    jn_rp_match_reset(R->mt);
+    if (why) {
+        rp_note_miss(R, graph, guard, token, seen, why);
+        R->segments++;
+    }
+    return rp_fallback(R);
+}
+
+/* Inputs a captured op cannot read: a deferred one is computed now (it is
+ * no pending op), a lost one ends the segment with the error. */
+static jn_status check_inputs(jn_replay *R, int nin, jn_tensor *const *in) {
+    jn_status s;
+    for (int i = 0; i < nin; i++)
+        if (in[i]->storage->lazy == JN_LAZY_DEFERRED && (s = jn_rt_materialize(in[i]))) return s;
+    for (int i = 0; i < nin; i++)
+        if (in[i]->storage->lazy == JN_LAZY_LOST) {
+            if ((s = capture_off(R, -1, -1, -1, NAN, "an op read a tensor a compiled graph did not keep"))) return s;
+            return rp_lost_error(in[i]);
+        }
+    return JN_OK;
+}
+
+static void debug_op(const jn_replay *R, jn_op op, int nin, jn_tensor *const *in, int nout, jn_tensor *const *out) {
+    fprintf(stderr, "[rp] %lld %s", (long long)(R->nops - 1), jn_op_info(op)->name);
+    for (int i = 0; i < nin; i++) fprintf(stderr, " i%lld", (long long)in[i]->id);
+    for (int k = 0; k < nout; k++) fprintf(stderr, " o%lld", (long long)out[k]->id);
+    fprintf(stderr, "\n");
+}
+
+jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                         jn_tensor *const *out, int into) {
+    jn_replay *R = ctx;
+    jn_status s = check_inputs(R, nin, in);
+    if (s) return s;
+    if (!grow((void **)&R->ops, &R->capops, R->nops + 1, sizeof *R->ops) ||
+        !grow((void **)&R->refs, &R->caprefs, R->nrefs + nin + nout, sizeof *R->refs) ||
+        !rp_pool_reserve(R, nin + nout)) {
+        (void)capture_off(R, -1, -1, -1, NAN, NULL);
+        return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
+    }
+    rp_op *p = &R->ops[R->nops++];
+    p->op = op;
+    p->into = (uint8_t)into;
+    p->nin = (uint8_t)nin;
+    p->nout = (uint8_t)nout;
+    p->ref = (int32_t)R->nrefs;
+    /* only the op's own attributes (kernels read no others): a whole jn_attrs is 576 bytes */
+    memcpy(&p->a, a, sizeof(jn_attr) * (size_t)jn_op_info(op)->nattrs);
+    for (int i = 0; i < nin; i++) pend_hold(R, R->refs[R->nrefs++] = in[i]);
+    for (int k = 0; k < nout; k++) {
+        pend_hold(R, R->refs[R->nrefs++] = out[k]);
+        out[k]->storage->lazy = JN_LAZY_PENDING; /* in-place targets too: their bytes are stale now */
+    }
+    if (jn_op_is_comparison(op)) R->last_cmp = out[0]->id;
+
+    jn_rp_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
+    for (int i = 0; i < nin; i++) rp_fill_arg(&ai[i], in[i], 0);
+    for (int k = 0; k < nout; k++) rp_fill_arg(&ao[k], out[k], 1);
+    jn_rp_match_event ev = {op, a->a, nin, nout, ai, ao};
+    if (R->cfg.debug) debug_op(R, op, nin, in, nout, out);
+    jn_rp_match_result res;
+    if (jn_rp_match_feed(R->mt, &ev, &res) != JN_RP_MATCH_MISS)
+        return R->cfg.adapt && R->nops == 1 ? rp_adapt_first(R, into) : JN_OK;
+    /* no graph fits: what is pending runs now, the rest of the segment eagerly */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", res.why ? res.why : "no graph fits");
+    if ((s = capture_off(R, res.graph, res.guard, res.token, res.seen, why))) return s;
+    return R->cfg.strict ? rp_strict_error(why) : JN_OK;
+}
+
+jn_status rp_cap_materialize(void *ctx, jn_tensor *t) {
+    jn_replay *R = ctx;
+    if (t->storage->lazy == JN_LAZY_LOST) return rp_lost_error(t);
+    if (t->storage->lazy == JN_LAZY_DEFERRED) {
+        rp_slice *D = rp_slice_find(R, t->storage);
+        return D ? rp_slice_run(R, D) : rp_lost_error(t);
+    }
+    if (R->flushing) return JN_OK;
+    /* data read outside a sync point: the segment ends here */
+    jn_status s = rp_seg_end(R);
+    if (s) return s;
+    return t->storage->lazy == JN_LAZY_LOST ? rp_lost_error(t) : JN_OK;
+}

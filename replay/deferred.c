@@ -1,0 +1,207 @@
+/* deferred.c -- deferred slices: values Python still holds that a graph did
+ * not keep (the recording never read them again), computed only if read.
+ *
+ * When a graph runs, the backward slice of the pending ops that computes
+ * such values is copied out of the pending list (rp_slice_new) over shadow
+ * storages: every other pending storage it touches gets a private one,
+ * state the graph then overwrites a snapshot of its bytes now, other
+ * existing inputs are read later as they are if their version has not
+ * moved.  The values' storages are marked JN_LAZY_DEFERRED; the first read
+ * of one (rp_cap_materialize, or a captured op reading it) runs the slice
+ * (rp_slice_run).  A slice whose values nothing can reach any more is
+ * dropped at the next segment's start (rp_slice_gc).  CPU replays only:
+ * the snapshots are host bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_internal.h"
+
+void rp_slice_free(jn_replay *R, rp_slice *D) {
+    if (!D) return;
+    for (int64_t i = 0; i < D->nrefs; i++) rp_unhold(R, D->refs[i]);
+    for (int64_t i = 0; i < D->nchecked; i++) rp_unhold(R, D->checked[i]);
+    free(D->ops), free(D->refs), free(D->needed), free(D->checked), free(D->ver), free(D);
+}
+
+/* A header over base's storage seeing it as h sees its own, held. */
+static jn_tensor *shadow_header(jn_replay *R, jn_tensor *base, const jn_tensor *h) {
+    jn_tensor *t = jn_tensor_alias(base);
+    if (!t) return NULL;
+    t->dtype = h->dtype;
+    t->ndim = h->ndim;
+    memcpy(t->shape, h->shape, sizeof t->shape);
+    memcpy(t->strides, h->strides, sizeof t->strides);
+    t->offset = h->offset;
+    t->is_view = 1;
+    rp_hold_new(R, t); /* released by rp_unhold like every held reference */
+    return t;
+}
+
+static int has_storage(jn_storage *const *v, int64_t n, const jn_storage *st) {
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] == st) return 1;
+    return 0;
+}
+
+/* The shadow storages of one slice: from[m] -> base[m] (a header owning
+ * the private copy), found through an open-addressed table. */
+typedef struct {
+    jn_storage **from;
+    jn_tensor **base;
+    int64_t *slot;       /* storage -> index+1 into from/base */
+    int64_t n, nslot;
+} shadows;
+
+/* st's shadow (made on first use: a copy of its bytes, or pending when it
+ * has none yet); NULL when out of memory. */
+static jn_tensor *shadow_of(shadows *M, jn_storage *st) {
+    int64_t i = rp_home_slot(st, M->nslot);
+    while (M->slot[i] && M->from[M->slot[i] - 1] != st) i = (i + 1) & (M->nslot - 1);
+    if (M->slot[i]) return M->base[M->slot[i] - 1];
+    int64_t nb = (int64_t)st->nbytes;
+    jn_meta mm = {JN_U8, 1, {nb}};
+    jn_tensor *b = st->data ? jn_tensor_new(JN_U8, 1, &nb) : jn_rt_tensor_new_pending(&mm);
+    if (!b) return NULL;
+    if (st->data && nb) memcpy(b->storage->data, st->data, (size_t)nb);
+    M->from[M->n] = st;
+    M->base[M->n++] = b;
+    M->slot[i] = M->n;
+    return b;
+}
+
+/* Reference h of a sliced op, as the slice sees it (held), into D. */
+static int slice_ref(jn_replay *R, rp_slice *D, shadows *M, jn_tensor *h, jn_storage *const *written_st,
+                     int64_t nwritten) {
+    jn_storage *st = h->storage;
+    jn_tensor *t = h;
+    if (has_storage(D->needed, D->nneed, st)) {
+        rp_hold_ref(R, t);
+    } else if (!st->data || has_storage(written_st, nwritten, st)) {
+        jn_tensor *b = shadow_of(M, st);
+        if (!b || !(t = shadow_header(R, b, h))) return 0;
+    } else {
+        rp_hold_ref(R, t);
+        int64_t c = 0;
+        while (c < D->nchecked && D->checked[c] != h) c++;
+        if (c == D->nchecked) {
+            rp_hold_ref(R, h);
+            D->checked[D->nchecked] = h;
+            D->ver[D->nchecked++] = st->version;
+        }
+    }
+    D->refs[D->nrefs++] = t;
+    return 1;
+}
+
+rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
+                       jn_storage *const *written_st, int64_t nwritten) {
+    int64_t nops = 0, nrefs = 0;
+    for (int64_t e = 0; e < R->nops; e++)
+        if (in_slice[e]) nops++, nrefs += R->ops[e].nin + R->ops[e].nout;
+    rp_slice *D = calloc(1, sizeof *D);
+    shadows M = {calloc((size_t)nrefs + 1, sizeof *M.from), calloc((size_t)nrefs + 1, sizeof *M.base), NULL, 0, 16};
+    while (M.nslot < 2 * (nrefs + 1)) M.nslot *= 2;
+    M.slot = calloc((size_t)M.nslot, sizeof *M.slot);
+    /* a record per reference at most, and one per checked input */
+    int ok = rp_pool_reserve(R, 2 * nrefs) && D && M.from && M.base && M.slot &&
+             (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
+             (D->refs = calloc((size_t)nrefs + 1, sizeof *D->refs)) &&
+             (D->needed = malloc(sizeof *D->needed * (size_t)(nneed + 1))) &&
+             (D->checked = calloc((size_t)nrefs + 1, sizeof *D->checked)) &&
+             (D->ver = calloc((size_t)nrefs + 1, sizeof *D->ver));
+    if (ok) {
+        memcpy(D->needed, needed, sizeof *needed * (size_t)nneed);
+        D->nneed = nneed;
+    }
+    for (int64_t e = 0; e < R->nops && ok; e++) {
+        if (!in_slice[e]) continue;
+        const rp_op *p = &R->ops[e];
+        rp_op *q = &D->ops[D->nops++];
+        *q = *p;
+        q->ref = (int32_t)D->nrefs;
+        for (int j = 0; j < p->nin + p->nout && ok; j++)
+            ok = slice_ref(R, D, &M, rp_op_in(R, p)[j], written_st, nwritten);
+    }
+    for (int64_t m = 0; m < M.n; m++) jn_tensor_decref(M.base[m]); /* the shadow headers hold them */
+    free(M.from), free(M.base), free(M.slot);
+    if (!ok) {
+        rp_slice_free(R, D);
+        return NULL;
+    }
+    return D;
+}
+
+static void slice_unlink(jn_replay *R, rp_slice *D) {
+    for (rp_slice **pp = &R->deferred; *pp; pp = &(*pp)->next)
+        if (*pp == D) {
+            *pp = D->next;
+            return;
+        }
+}
+
+/* One of D's values is read: run D (then it is gone). */
+jn_status rp_slice_run(jn_replay *R, rp_slice *D) {
+    jn_status s = JN_OK;
+    for (int64_t i = 0; i < D->nchecked && s == JN_OK; i++)
+        if (D->checked[i]->storage->version != D->ver[i]) s = rp_lost_error(D->checked[i]);
+    for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = 0;
+    for (int64_t i = 0; i < D->nrefs; i++)
+        if (D->refs[i]->storage->lazy == JN_LAZY_PENDING) D->refs[i]->storage->lazy = 0; /* shadows */
+    R->flushing = 1;
+    jn_rt_private_ids++;
+    for (int64_t e = 0; e < D->nops && s == JN_OK; e++) s = rp_run_op(&D->ops[e], D->refs + D->ops[e].ref);
+    jn_rt_private_ids--;
+    R->flushing = 0;
+    if (s)
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST;
+    R->deferred_runs++;
+    slice_unlink(R, D);
+    rp_slice_free(R, D);
+    return s;
+}
+
+rp_slice *rp_slice_find(const jn_replay *R, const jn_storage *st) {
+    for (rp_slice *D = R->deferred; D; D = D->next)
+        if (has_storage(D->needed, D->nneed, st)) return D;
+    return NULL;
+}
+
+/* Whether something outside replay can reach one of D's values: a header
+ * of it held beyond replay's references, or one replay does not hold. */
+static int reachable(jn_replay *R, const rp_slice *D) {
+    for (int64_t k = 0; k < D->nneed; k++) {
+        jn_storage *st = D->needed[k];
+        int64_t distinct = 0;
+        uint32_t mark = rp_next_mark(R);
+        for (int64_t i = 0; i < D->nrefs; i++) {
+            jn_tensor *h = D->refs[i];
+            if (h->storage != st || rp_visited(h, mark)) continue;
+            distinct++;
+            if (h->refcnt > rp_held(h)) return 1;
+        }
+        if ((int64_t)st->refcnt > distinct) return 1;
+    }
+    return 0;
+}
+
+void rp_slice_gc(jn_replay *R) {
+    for (rp_slice **pp = &R->deferred; *pp;) {
+        rp_slice *D = *pp;
+        if (reachable(R, D)) {
+            pp = &D->next;
+            continue;
+        }
+        *pp = D->next;
+        rp_slice_free(R, D);
+    }
+}
+
+void rp_slice_drop_all(jn_replay *R) {
+    while (R->deferred) {
+        rp_slice *D = R->deferred;
+        R->deferred = D->next;
+        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST; /* nothing runs after it */
+        rp_slice_free(R, D);
+    }
+}

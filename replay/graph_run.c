@@ -1,0 +1,532 @@
+/* graph_run.c -- a COMPLETE graph run over the pending list (rp_run_graph).
+ *
+ * The graph runs only if, before anything is written, every check below
+ * holds; otherwise the list runs eagerly (counted as a miss with the
+ * reason).  The steps, in order:
+ *   bind_inputs      every tensor input is bound by the matcher to an event
+ *                    argument of this segment, and none of them is itself
+ *                    pending;
+ *   index_headers    every header the list holds: which keep output fills
+ *                    it (jn_rp_match_token_output of the event that created
+ *                    it) and how many of its references are the list's;
+ *   check_state      every existing tensor a captured op wrote in place is
+ *                    the input of a STATE output of the graph (else its
+ *                    write would be lost);
+ *   find_reached     every pending storage something outside the list can
+ *                    still reach (a header with references beyond the
+ *                    list's, or one the list does not know, e.g. autograd's
+ *                    saved aliases) is filled whole by a keep output, or
+ *                    goes to the set of values Python holds that the graph
+ *                    does not keep; one only partly filled (a view of it
+ *                    kept) falls back;
+ *   compute_held     those values: their backward slice of the pending ops
+ *                    runs eagerly first, or is kept as a deferred slice
+ *                    (deferred.c) run only if one is read, or (speculate)
+ *                    nothing: a read raises;
+ *   run_exec         the executor runs (state written in place, versions
+ *                    restored to what capture set, which is eager's count);
+ *   fill_outputs     keep outputs are moved (a whole contiguous buffer the
+ *                    executor owns alone) or copied into the pending headers;
+ *   commit           the deferred slice is kept; a pending storage nothing
+ *                    filled becomes LOST (data NULL): the recording proved
+ *                    it is never read again, and a read raises saying so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp_internal.h"
+
+/* ------------------------------------------------------------- sets */
+typedef struct {
+    jn_tensor *t;
+    int64_t mine;     /* references the list holds */
+    int32_t fill;     /* keep output index filling it, -1 */
+    uint8_t created, view;
+} hdr;
+
+typedef struct {
+    hdr *h;
+    int64_t n, cap;
+    int64_t *slot;    /* open addressing: index+1 into h, 0 empty */
+    int64_t nslot;
+} hset;
+
+static hdr *hget(hset *S, jn_tensor *t) {
+    for (int64_t i = rp_home_slot(t, S->nslot);; i = (i + 1) & (S->nslot - 1)) {
+        if (!S->slot[i]) {
+            if (S->n == S->cap) return NULL; /* sized by the caller: cannot happen */
+            S->slot[i] = ++S->n;
+            hdr *h = &S->h[S->n - 1];
+            memset(h, 0, sizeof *h);
+            h->t = t;
+            h->fill = -1;
+            return h;
+        }
+        if (S->h[S->slot[i] - 1].t == t) return &S->h[S->slot[i] - 1];
+    }
+}
+
+/* A set of storages (open addressing; sized for every reference of the list). */
+typedef struct {
+    jn_storage **slot;
+    int64_t nslot, n;
+} sset;
+
+static int64_t sset_pos(const sset *W, const jn_storage *st) {
+    int64_t i = rp_home_slot(st, W->nslot);
+    while (W->slot[i] && W->slot[i] != st) i = (i + 1) & (W->nslot - 1);
+    return i;
+}
+static int sset_has(const sset *W, const jn_storage *st) { return W->slot[sset_pos(W, st)] != NULL; }
+static int sset_add(sset *W, jn_storage *st) {
+    int64_t i = sset_pos(W, st);
+    if (W->slot[i]) return 1;
+    if (2 * (W->n + 1) > W->nslot) return 0; /* sized for every reference: cannot happen */
+    W->slot[i] = st;
+    W->n++;
+    return 1;
+}
+
+/* What the pending list says about one storage: headers seen, any filled
+ * by the graph, one covering it filled, one Python may still reach. */
+typedef struct {
+    jn_storage *st;
+    int64_t known;
+    uint8_t any, full, need;
+} sagg;
+
+/* st's entry of the open-addressed table A (nslot entries, a power of two
+ * at least twice the number of headers), made on first use. */
+static sagg *sagg_get(sagg *A, int64_t nslot, jn_storage *st) {
+    int64_t i = rp_home_slot(st, nslot);
+    while (A[i].st && A[i].st != st) i = (i + 1) & (nslot - 1);
+    A[i].st = st;
+    return &A[i];
+}
+
+static int covers(const jn_tensor *t) {
+    return t->offset == 0 && jn_is_contiguous(t) && (size_t)jn_numel(t) * jn_elsize(t) == t->storage->nbytes;
+}
+
+/* st takes over the memory of `from` (same device; its own allocation or
+ * one with a release, never bytes inside its block), which is left empty:
+ * how an executor's output becomes a pending tensor's bytes. */
+static void take_memory(jn_storage *st, jn_storage *from) {
+    st->data = from->data;
+    st->owns_data = from->owns_data;
+    st->block_class = from->block_class;
+    st->release = from->release;
+    st->release_ctx = from->release_ctx;
+    from->data = NULL;
+    from->owns_data = 0;
+    from->release = NULL;
+    from->release_ctx = NULL;
+}
+
+/* ------------------------------------------------------- the executor */
+static jn_status graph_ready(jn_replay *R, int32_t gi, char *why, size_t n) {
+    rp_graph *G = &R->g[gi];
+    if (G->broken) {
+        snprintf(why, n, "graph %s: the executor refused it earlier", R->m->graphs[gi]->name);
+        return JN_ERR_RUNTIME;
+    }
+    if (G->x) return JN_OK;
+    const jn_ir_graph *g = R->m->graphs[gi];
+    jn_status s = jn_ex_new_on(R->m, gi, R->lib, R->cg ? jn_ex_cuda_graphs_device(R->cg) : NULL, 0, &G->x);
+    if (s == JN_OK && !(G->keep_idx = malloc(sizeof *G->keep_idx * (size_t)(g->noutputs + 1)))) s = JN_ERR_NOMEM;
+    if (s) {
+        snprintf(why, n, "graph %s: executor: %s", g->name, jn_errmsg());
+        if (G->x) jn_ex_free(G->x);
+        G->x = NULL;
+        G->broken = 1;
+        return s;
+    }
+    for (int32_t i = 0; i < g->noutputs; i++)
+        G->keep_idx[i] = g->outputs[i].kind == JN_IR_OUT_KEEP ? G->nkeep++ : -1;
+    return JN_OK;
+}
+
+void rp_graph_free(rp_graph *G) {
+    if (G->x) jn_ex_free(G->x);
+    free(G->keep_idx);
+    free(G->ad.why);
+    memset(G, 0, sizeof *G);
+}
+
+/* ------------------------------------------------------------ a run */
+typedef struct {
+    jn_replay *R;
+    const jn_rp_match_result *res;
+    const jn_ir_graph *g;
+    rp_graph *G;
+    jn_tensor **inputs;   /* per graph input: its tensor (a scalar made here when owned), NULL (RNG) */
+    uint8_t *owned;
+    jn_tensor **outs;     /* the keep outputs */
+    uint64_t *vers;
+    hset S;               /* every header the list holds */
+    sset W;               /* pending storages Python reaches that the graph does not fill */
+    rp_slice *D;          /* their deferred slice: kept only if the graph runs */
+    int64_t nsliced;
+    char *why;
+    size_t wn;
+} rp_run;
+
+/* Each step: 0 go on; 1 fall back (why says why, nothing written); -1
+ * failed after writing state (R->fatal). */
+static int oom(rp_run *X) {
+    snprintf(X->why, X->wn, "out of memory preparing graph %s", X->g->name);
+    return 1;
+}
+
+static int run_prepare(rp_run *X) {
+    const jn_ir_graph *g = X->g;
+    X->inputs = calloc((size_t)g->ninputs + 1, sizeof *X->inputs);
+    X->owned = calloc((size_t)g->ninputs + 1, 1);
+    X->outs = calloc((size_t)X->G->nkeep + 1, sizeof *X->outs);
+    X->vers = calloc((size_t)g->ninputs + 1, sizeof *X->vers);
+    X->S.cap = X->R->nrefs + 1;
+    for (X->S.nslot = 16; X->S.nslot < 2 * X->S.cap; X->S.nslot *= 2) {}
+    X->S.h = malloc(sizeof *X->S.h * (size_t)X->S.cap);
+    X->S.slot = calloc((size_t)X->S.nslot, sizeof *X->S.slot);
+    X->W.nslot = X->S.nslot;
+    X->W.slot = calloc((size_t)X->W.nslot, sizeof *X->W.slot);
+    if (!X->inputs || !X->owned || !X->outs || !X->vers || !X->S.h || !X->S.slot || !X->W.slot) return oom(X);
+    return 0;
+}
+
+static void run_free(rp_run *X) {
+    for (int32_t i = 0; i < X->g->ninputs && X->inputs; i++)
+        if (X->owned[i]) jn_tensor_decref(X->inputs[i]);
+    for (int i = 0; i < X->G->nkeep && X->outs; i++) jn_tensor_decref(X->outs[i]);
+    free(X->inputs), free(X->owned), free(X->outs), free(X->vers);
+    free(X->S.h), free(X->S.slot), free(X->W.slot);
+    rp_slice_free(X->R, X->D); /* not committed: the list runs eagerly */
+}
+
+/* The graph's inputs, from the arguments that bound them. */
+static int bind_inputs(rp_run *X) {
+    const jn_replay *R = X->R;
+    const jn_ir_graph *g = X->g;
+    const jn_rp_match_result *res = X->res;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const jn_ir_input *in = &g->inputs[i];
+        if (in->kind == JN_IR_IN_RNG) continue;
+        if (in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) {
+            if (!(X->inputs[i] = jn_scalar_f64(res->scalars[i], g->values[in->value].dtype, 1))) return oom(X);
+            X->owned[i] = 1;
+            continue;
+        }
+        int64_t e = res->input_event[i];
+        int32_t arg = res->input_arg[i];
+        const rp_op *p = e >= 0 && e < R->nops ? &R->ops[e] : NULL;
+        jn_tensor *t = !p ? NULL : arg >= 0 && arg < p->nin ? rp_op_in(R, p)[arg]
+                                   : arg < 0 && arg > -100 && -1 - arg < p->nout ? rp_op_out(R, p)[-1 - arg] : NULL;
+        if (!t || (uint64_t)t->id != res->inputs[i] || !t->storage->data) {
+            snprintf(X->why, X->wn, "graph %s: input %d is not bound to a tensor with data", g->name, i);
+            return 1;
+        }
+        X->inputs[i] = t;
+    }
+    return 0;
+}
+
+/* What the list holds, what was created here, which keep output fills it. */
+static void index_headers(rp_run *X) {
+    const jn_replay *R = X->R;
+    for (int64_t e = 0; e < R->nops; e++) {
+        const rp_op *p = &R->ops[e];
+        for (int j = 0; j < p->nin + p->nout; j++) {
+            hdr *h = hget(&X->S, rp_op_in(R, p)[j]);
+            h->mine++;
+            if (j < p->nin || rp_written(p)) continue;
+            int k = j - p->nin;
+            h->created = 1;
+            h->view = (jn_op_info(p->op)->flags & JN_F_VIEW) != 0;
+            int32_t o = jn_rp_match_token_output(R->mt, X->res->graph, X->res->ev_token[e], k);
+            if (o >= 0 && o < X->g->noutputs && X->G->keep_idx[o] >= 0) h->fill = X->G->keep_idx[o];
+        }
+    }
+}
+
+/* Existing tensors written in place must be written back by the graph. */
+static int check_state(rp_run *X) {
+    const jn_replay *R = X->R;
+    const jn_ir_graph *g = X->g;
+    for (int64_t e = 0; e < R->nops; e++) {
+        const rp_op *p = &R->ops[e];
+        if (!rp_written(p)) continue;
+        for (int k = 0; k < p->nout; k++) {
+            jn_storage *st = rp_op_out(R, p)[k]->storage;
+            if (!st->data) continue; /* created in this segment: its final value is a keep output */
+            int ok = 0;
+            for (int32_t o = 0; o < g->noutputs && !ok; o++)
+                ok = g->outputs[o].kind == JN_IR_OUT_STATE && X->inputs[g->outputs[o].state] &&
+                     X->inputs[g->outputs[o].state]->storage == st;
+            if (!ok) {
+                snprintf(X->why, X->wn, "graph %s: op %lld (%s) writes a tensor the graph does not write back",
+                         g->name, (long long)e, jn_op_info(p->op)->name);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Per pending storage: filled whole by the graph, or unreachable (dies
+ * with the list), or still reachable: into W (computed eagerly first, see
+ * compute_held).  Then the existing tensors written in place are current:
+ * their bytes are the graph's input. */
+static int find_reached(rp_run *X) {
+    jn_replay *R = X->R;
+    int64_t nA = 16; /* per storage, in one pass (a sort cost 2% of a char_lstm step) */
+    while (nA < 2 * X->S.n) nA *= 2;
+    sagg *A = calloc((size_t)nA, sizeof *A);
+    if (!A) return oom(X);
+    for (int64_t k = 0; k < X->S.n; k++) {
+        const hdr *h = &X->S.h[k];
+        sagg *a = sagg_get(A, nA, h->t->storage);
+        a->known++;
+        if (h->fill >= 0) {
+            a->any = 1;
+            a->full |= (uint8_t)covers(h->t);
+        } else if (h->t->refcnt > h->mine) {
+            a->need = 1;
+        }
+    }
+    int rc = 0;
+    for (int64_t k = 0; k < nA && !rc; k++) {
+        const sagg *a = &A[k];
+        jn_storage *st = a->st;
+        if (!st || st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
+        int need = a->need || st->refcnt > a->known;
+        if (need && !a->full && a->any) {
+            snprintf(X->why, X->wn, "graph %s: Python holds a tensor sharing memory with a value the graph keeps "
+                     "only in part", X->g->name);
+            rc = 1;
+        } else if (need && !a->full && !sset_add(&X->W, st)) {
+            rc = oom(X);
+        }
+    }
+    free(A);
+    if (rc) return rc;
+    for (int64_t e = 0; e < R->nops; e++) {
+        const rp_op *p = &R->ops[e];
+        for (int k = 0; k < p->nout; k++)
+            if (rp_op_out(R, p)[k]->storage->data) rp_op_out(R, p)[k]->storage->lazy = 0;
+    }
+    return 0;
+}
+
+/* The pending ops computing the storages in W (marked in in_slice; W grows
+ * by their inputs): 0, 1 when one writes existing state (it cannot run
+ * before the graph without changing what the graph reads), 2 out of memory. */
+static int slice_mark(rp_run *X, uint8_t *in_slice) {
+    const jn_replay *R = X->R;
+    int bad = 0;
+    for (int64_t e = R->nops - 1; e >= 0 && !bad; e--) {
+        const rp_op *p = &R->ops[e];
+        int hit = 0;
+        for (int k = 0; k < p->nout; k++) hit |= sset_has(&X->W, rp_op_out(R, p)[k]->storage);
+        if (!hit) continue;
+        for (int k = 0; k < p->nout; k++) bad |= rp_written(p) && rp_op_out(R, p)[k]->storage->data != NULL;
+        in_slice[e] = 1;
+        for (int i = 0; i < p->nin && !bad; i++)
+            if (!sset_add(&X->W, rp_op_in(R, p)[i]->storage)) bad = 2;
+    }
+    return bad;
+}
+
+/* The values' slice as a deferred slice over snapshots of the state the
+ * graph writes (NULL: it runs now). */
+static rp_slice *slice_defer(rp_run *X, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed) {
+    const jn_ir_graph *g = X->g;
+    jn_storage **wst = calloc((size_t)g->noutputs + 1, sizeof *wst);
+    if (!wst) return NULL;
+    int64_t nw = 0;
+    for (int32_t o = 0; o < g->noutputs; o++)
+        if (g->outputs[o].kind == JN_IR_OUT_STATE && X->inputs[g->outputs[o].state])
+            wst[nw++] = X->inputs[g->outputs[o].state]->storage;
+    rp_slice *D = rp_slice_new(X->R, in_slice, needed, nneed, wst, nw);
+    free(wst);
+    return D;
+}
+
+static void slice_debug(rp_run *X, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed, double ts) {
+    const jn_replay *R = X->R;
+    int64_t ns = 0;
+    for (int64_t e = 0; e < R->nops; e++) ns += in_slice[e];
+    fprintf(stderr, "[rp] graph %s: %lld values Python holds, slice of %lld/%lld ops %s in %.3f ms\n", X->g->name,
+            (long long)nneed, (long long)ns, (long long)R->nops, X->D ? "deferred" : "eagerly", 1e3 * (rp_now() - ts));
+    for (int64_t k = 0; k < nneed; k++) { /* what they are: the first op making each */
+        int64_t e = 0;
+        for (int j = -1; e < R->nops; e++) {
+            for (j = 0; j < R->ops[e].nout && rp_op_out(R, &R->ops[e])[j]->storage != needed[k]; j++) {}
+            if (j < R->ops[e].nout) break;
+        }
+        fprintf(stderr, "[rp]   Python holds %zu bytes made by op %lld (%s)\n", needed[k]->nbytes, (long long)e,
+                e < R->nops ? jn_op_info(R->ops[e].op)->name : "?");
+    }
+}
+
+/* Values Python can still reach that the graph does not keep (the
+ * recording never read them again, this run might): their backward slice
+ * of the pending ops runs eagerly first, on the state as it was at the
+ * segment's start (or is deferred), unless it includes a write to such
+ * state. */
+static int compute_held(rp_run *X) {
+    jn_replay *R = X->R;
+    if (!X->W.n || R->cfg.speculate) return 0;
+    int64_t nneed = X->W.n;
+    jn_storage **needed = malloc(sizeof *needed * (size_t)(nneed + 1));
+    uint8_t *in_slice = calloc((size_t)R->nops + 1, 1);
+    if (!needed || !in_slice) {
+        free(needed), free(in_slice);
+        return oom(X);
+    }
+    for (int64_t k = 0, j = 0; k < X->W.nslot; k++)
+        if (X->W.slot[k]) needed[j++] = X->W.slot[k];
+    int bad = slice_mark(X, in_slice);
+    jn_status s = JN_OK;
+    double ts = rp_now();
+    if (!bad && R->cfg.defer) X->D = slice_defer(X, in_slice, needed, nneed);
+    R->flushing = 1;
+    for (int64_t e = 0; e < R->nops && !bad && !X->D && s == JN_OK; e++)
+        if (in_slice[e]) s = rp_run_op(&R->ops[e], rp_op_in(R, &R->ops[e]));
+    R->flushing = 0;
+    if (R->cfg.debug) slice_debug(X, in_slice, needed, nneed, ts);
+    if (!bad && s == JN_OK && !X->D)
+        for (int64_t k = 0; k < nneed; k++) needed[k]->lazy = 0; /* final and eager's own */
+    free(needed), free(in_slice);
+    if (bad == 1) {
+        snprintf(X->why, X->wn, "graph %s: Python holds a value the graph does not keep, computed from state this "
+                 "segment updates", X->g->name);
+        return 1;
+    }
+    if (bad || s) {
+        snprintf(X->why, X->wn, "graph %s: computing a value Python holds: %s", X->g->name,
+                 bad ? "out of memory" : jn_errmsg());
+        return 1;
+    }
+    X->nsliced = nneed;
+    return 0;
+}
+
+static int run_exec(rp_run *X) {
+    jn_replay *R = X->R;
+    const jn_ir_graph *g = X->g;
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (X->inputs[i] && !X->owned[i]) X->vers[i] = X->inputs[i]->storage->version;
+    double t0 = rp_now();
+    jn_rt_private_ids++;
+    jn_status s = R->cg ? jn_ex_cuda_graphs_run(R->cg, X->G->x, X->inputs, X->res->syms, X->outs)
+                        : jn_ex_run(X->G->x, X->inputs, X->res->syms, X->outs);
+    jn_rt_private_ids--;
+    X->G->seconds += rp_now() - t0;
+    if (R->cfg.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (rp_now() - t0));
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (X->inputs[i] && !X->owned[i]) X->inputs[i]->storage->version = X->vers[i];
+    if (!s) return 0;
+    jn_ex_stats xst;
+    jn_ex_last_stats(X->G->x, &xst);
+    if (xst.state_written) { /* the step's inputs are gone: re-running it eagerly would be wrong */
+        snprintf(X->why, X->wn, "graph %s failed after it had updated state in place, so the step cannot be re-run "
+                 "eagerly: %s (run with JANUS_REPLAY=0 to train without compiled graphs)", g->name, jn_errmsg());
+        R->fatal = s;
+        return -1;
+    }
+    snprintf(X->why, X->wn, "graph %s: %s", g->name, jn_errmsg());
+    for (int64_t e = 0; e < R->nops; e++) { /* back to pending for the fallback */
+        const rp_op *p = &R->ops[e];
+        for (int k = 0; k < p->nout; k++) rp_op_out(R, p)[k]->storage->lazy = JN_LAZY_PENDING;
+    }
+    return 1;
+}
+
+/* Whole buffers moved when the executor's output is alone, else copied;
+ * headers covering their storage first, then views of the rest (RP_PARTIAL
+ * marks a storage only views fill: several may).  A view op's header that
+ * covers its storage (contiguous from offset 0) is moved into like any
+ * other: both sides are the same bytes in the same order (fashion-MNIST's
+ * `(x.float() / 255).view(...)`: 188 MB copied, and held twice at the
+ * copy, before). */
+static int fill_outputs(rp_run *X) {
+    jn_replay *R = X->R;
+    jn_status s = JN_OK;
+    R->flushing = 1;
+    for (int pass = 0; pass < 2 && s == JN_OK; pass++)
+        for (int64_t k = 0; k < X->S.n && s == JN_OK; k++) {
+            hdr *h = &X->S.h[k];
+            jn_storage *st = h->t->storage;
+            if (h->fill < 0 || covers(h->t) != (pass == 0)) continue;
+            if (st->lazy != JN_LAZY_PENDING && st->lazy != RP_PARTIAL) continue;
+            jn_tensor *o = X->outs[h->fill];
+            if (!st->data && covers(h->t) && o->refcnt == 1 && o->storage->refcnt == 1 &&
+                (o->storage->owns_data == 1 || o->storage->release) && o->storage->device == st->device &&
+                covers(o) && o->dtype == h->t->dtype && o->storage->nbytes == st->nbytes) {
+                take_memory(st, o->storage); /* device memory too: its release goes with it */
+                st->lazy = 0;
+                continue;
+            }
+            if (R->cfg.debug)
+                fprintf(stderr, "[rp] graph %s: output %d copied into a pending %s (%zu bytes)\n", X->g->name,
+                        h->fill, h->view ? "view" : "tensor", st->nbytes);
+            if ((s = rp_storage_alloc(st))) break;
+            st->lazy = pass == 0 ? 0 : RP_PARTIAL;
+            s = jn_copy_into(h->t, o);
+        }
+    R->flushing = 0;
+    for (int64_t k = 0; k < X->S.n; k++)
+        if (X->S.h[k].t->storage->lazy == RP_PARTIAL) X->S.h[k].t->storage->lazy = 0;
+    if (!s) return 0;
+    /* out of memory after the state was written: nothing right is left to do */
+    snprintf(X->why, X->wn, "graph %s: filling its outputs: %s", X->g->name, jn_errmsg());
+    R->fatal = JN_ERR_NOMEM;
+    return -1;
+}
+
+/* The graph ran (rc 0) or failed after writing state (-1): the deferred
+ * slice is kept (after a success), and what nothing filled is lost. */
+static void commit(rp_run *X, int rc) {
+    jn_replay *R = X->R;
+    if (X->D && rc == 0) { /* computed only if read */
+        for (int64_t k = 0; k < X->D->nneed; k++) X->D->needed[k]->lazy = JN_LAZY_DEFERRED;
+        X->D->next = R->deferred;
+        R->deferred = X->D;
+        X->D = NULL;
+    }
+    for (int64_t k = 0; k < X->S.n; k++) { /* reached by nobody, or never read again (proved by the recording) */
+        jn_storage *st = X->S.h[k].t->storage;
+        if (st->lazy == JN_LAZY_PENDING) st->lazy = JN_LAZY_LOST;
+    }
+    if (rc == 0 && X->nsliced) R->sliced++;
+}
+
+int rp_run_graph(jn_replay *R, const jn_rp_match_result *res, char *why, size_t wn) {
+    int32_t gi = res->graph;
+    const jn_ir_graph *g = R->m->graphs[gi];
+    if (graph_ready(R, gi, why, wn)) return 1;
+    if (res->nevents != R->nops) {
+        snprintf(why, wn, "graph %s: matched %lld events, %lld pending", g->name, (long long)res->nevents,
+                 (long long)R->nops);
+        return 1;
+    }
+    rp_run X;
+    memset(&X, 0, sizeof X);
+    X.R = R, X.res = res, X.g = g, X.G = &R->g[gi], X.why = why, X.wn = wn;
+    int rc = run_prepare(&X);
+    if (!rc) rc = bind_inputs(&X);
+    if (!rc) {
+        index_headers(&X);
+        rc = check_state(&X);
+    }
+    if (!rc) rc = find_reached(&X);
+    if (!rc) rc = compute_held(&X);
+    if (!rc) rc = run_exec(&X);
+    if (!rc) {
+        rc = fill_outputs(&X);
+        commit(&X, rc);
+    }
+    run_free(&X);
+    return rc;
+}

@@ -1,0 +1,287 @@
+/* rp_internal.h -- the replay object's insides, shared by replay/'s files.
+ *
+ * One jn_replay (struct below) is everything `janus replay` keeps in the
+ * process; each file owns one concern of it:
+ *   replay.c     the object: config, new/finish/free, segments (begin, end),
+ *                step and sync points
+ *   capture.c    per-tensor records (rp_hold), the pending list, the
+ *                capture hook's callbacks and the eager fallback
+ *   deferred.c   deferred slices: values Python holds that a graph did not
+ *                keep, computed only if read
+ *   graph_run.c  running a COMPLETE graph over the pending list
+ *   adapt.c      timing graphs against eager; the dispatch hook
+ *   bundle.c     loading and unloading the bundle (CPU or CUDA)
+ *   report.c     misses, counters, the summary line, the store's counters
+ *   match.c      the matcher (jn_match.h)
+ * Internal names carry the prefix rp_.
+ */
+#ifndef RP_INTERNAL_H
+#define RP_INTERNAL_H
+
+#include <stdint.h>
+
+#include "jn_bundle.h"
+#include "jn_exec.h"
+#include "jn_match.h"
+#include "jn_replay.h"
+#include "jn_runtime.h"
+
+enum { RP_PARTIAL = 3 }; /* jn_storage.lazy while views of it are being filled */
+
+/* One captured op of the pending list. */
+typedef struct {
+    jn_op op;
+    uint8_t into, nin, nout;
+    int32_t ref;           /* refs[ref .. ref+nin) inputs, then nout outputs */
+    jn_attrs a;
+} rp_op;
+
+/* What replay keeps on a tensor it holds, hung on jn_tensor.ext (the
+ * extension pointer of the layer that installed the capture hook) while
+ * refs > 0, pooled (rp_pool_*).  The headers the pending list holds are
+ * also linked into a list per storage (jn_storage.ext points at its
+ * first), which answers the runtime's held_only question without a walk
+ * over the pending list. */
+typedef struct rp_hold {
+    jn_tensor *t;
+    int64_t refs;          /* of t->refcnt: held by replay (eager would not hold them) */
+    int64_t pend;          /* of refs: held by the pending list itself */
+    uint32_t mark;         /* visited in the current scan (rp_next_mark) */
+    struct rp_hold *prev, *next; /* the storage's list while pend > 0; next: the free list */
+} rp_hold;
+
+typedef struct rp_chunk {
+    struct rp_chunk *next;
+    rp_hold h[];
+} rp_chunk;
+
+typedef struct {
+    rp_hold *free;
+    int64_t nfree;
+    rp_chunk *chunks;
+} rp_pool;
+
+typedef struct {
+    int32_t graph, guard, token;
+    char *why;             /* first sentence seen */
+    char *site;
+    double seen;
+    int64_t count;
+} rp_miss;
+
+/* A deferred slice: the pending ops that compute values Python still holds
+ * but a graph did not keep, over shadow storages (private copies of every
+ * other pending storage they touch, snapshots of the state the graph then
+ * overwrote), run only if one of the values is read. */
+typedef struct rp_slice {
+    rp_op *ops;
+    int64_t nops;
+    jn_tensor **refs;             /* held: per op its inputs then outputs (remapped) */
+    int64_t nrefs;
+    jn_storage **needed;
+    int64_t nneed;
+    jn_tensor **checked;          /* existing inputs read as they are: must not change */
+    uint64_t *ver;
+    int64_t nchecked;
+    struct rp_slice *next;
+} rp_slice;
+
+/* Timing a graph against eager (adapt.c). */
+enum { AD_PROBE = 0, AD_KEEP, AD_EAGER };
+enum { AD_PAIRS = 9, AD_SURE = 5 };
+enum { PH_FIRST = -1, PH_CAP_WARM, PH_CAP, PH_EAGER_WARM, PH_EAGER }; /* rp_adapt.phase */
+typedef struct {
+    int state;
+    int phase;                   /* PH_*: what this graph's next segment is */
+    int npairs, obs_turns;       /* pairs timed; eager runs this graph asked for */
+    double last_cap;             /* the timed compiled run waiting for its eager partner */
+    double cap[AD_PAIRS], obs[AD_PAIRS], ratio[AD_PAIRS];
+    double med;                  /* decided: the median ratio */
+    char *why;                   /* AD_EAGER: the reason its segments count as fallbacks */
+} rp_adapt;
+
+typedef struct {
+    int64_t hits, misses;
+    double seconds;
+    rp_adapt ad;
+    jn_ex_exec *x;
+    int32_t *keep_idx;     /* per graph output: index among keep outputs, -1 */
+    int nkeep;
+    int broken;            /* the executor refused it once: never again */
+} rp_graph;
+
+/* How the current segment runs (adapt). */
+enum {
+    SEG_CAPTURE = 0,   /* captured: a graph or the fallback at its end */
+    SEG_OBSERVE,       /* eager, the matcher fed from the dispatch hook: timed for its graph */
+    SEG_PLAIN,         /* eager: every graph it could become was left to eager */
+    SEG_OFF            /* eager after a miss while observed (already counted) */
+};
+
+struct jn_replay {
+    jn_rp_config cfg;      /* effective: adapt and defer as this device allows */
+    char algos_dev[300];   /* cfg.algos_device, copied */
+    jn_ex_cuda_graphs_runner runner; /* *cfg.cuda_runner, copied */
+    int on;                /* hooks installed: segments are followed */
+    int quiet;             /* nested reads that are no sync points */
+    int seg_mode;          /* SEG_* */
+    int obs_skip;          /* the hook's next call is the op that started SEG_OBSERVE (fed already) */
+    int32_t seg_graph;     /* SEG_PLAIN: the graph it stands for */
+    double seg_t0;         /* when a timed segment's first op came (0: not timed) */
+    double t_begin;
+    int64_t run_id;
+    char *db_path;
+    /* the bundle (bundle.c) */
+    jn_cg_bundle *b;
+    const jn_ir_module *m;
+    jn_ex_lib *lib;
+    /* a CUDA bundle (dev JN_CUDA): its module and the graphs' device table
+     * over the eager CUDA backend; every graph's executor runs there */
+    int dev;
+    jn_ex_dlib *dlib;
+    jn_ex_cuda_graphs *cg;
+    jn_rp_matcher *mt;
+    rp_graph *g;
+    /* the segment (capture.c) */
+    rp_op *ops;
+    int64_t nops, capops;
+    jn_tensor **refs;
+    int64_t nrefs, caprefs;
+    int64_t last_cmp;
+    int flushing;
+    jn_status fatal;       /* rp_run_graph's status when it returned -1 */
+    rp_pool pool;          /* the rp_hold records */
+    uint32_t epoch;        /* rp_next_mark */
+    rp_slice *deferred;
+    /* counters (report.c) */
+    int64_t segments, hits, misses, sliced, deferred_runs;
+    int64_t chosen;        /* segments run eagerly by choice (adapt; timing runs included) */
+    rp_miss *miss;
+    int nmiss, capmiss;
+};
+
+/* ------------------------------------------------------------ helpers */
+double rp_now(void);
+
+/* The home slot of pointer p in an open-addressed table of nslot (a power
+ * of two) slots; probing goes on linearly.  Fibonacci hashing: the high
+ * bits of p * 2^64/phi spread heap addresses that share their low bits. */
+static inline int64_t rp_home_slot(const void *p, int64_t nslot) {
+    return (int64_t)(((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull) >> 20) & (nslot - 1);
+}
+
+static inline jn_tensor **rp_op_in(const jn_replay *R, const rp_op *p) { return R->refs + p->ref; }
+static inline jn_tensor **rp_op_out(const jn_replay *R, const rp_op *p) { return R->refs + p->ref + p->nin; }
+/* Output k of p is an existing tensor written in place (not created here):
+ * an in-place op writes every output (its first nout inputs). */
+static inline int rp_written(const rp_op *p) { return p->into || (jn_op_info(p->op)->flags & JN_F_INPLACE); }
+
+/* ------------------------------------------------ capture.c: holding */
+/* Room for n more records: 0 when out of memory (error set).  The holds
+ * below then cannot fail. */
+int rp_pool_reserve(jn_replay *R, int64_t n);
+void rp_pool_free(rp_pool *P);
+/* t's record, made (from the reserved ones) on first use. */
+static inline rp_hold *rp_record(jn_replay *R, jn_tensor *t) {
+    rp_hold *h = (rp_hold *)t->ext;
+    if (h) return h;
+    h = R->pool.free;
+    R->pool.free = h->next;
+    R->pool.nfree--;
+    h->t = t;
+    h->refs = h->pend = 0;
+    h->mark = 0;
+    h->prev = h->next = NULL;
+    t->ext = h;
+    return h;
+}
+/* A reference replay holds on t (pending list or deferred slice). */
+static inline void rp_hold_ref(jn_replay *R, jn_tensor *t) {
+    jn_tensor_incref(t);
+    rp_record(R, t)->refs++;
+}
+/* t's one reference (a header made here) becomes a held one. */
+static inline void rp_hold_new(jn_replay *R, jn_tensor *t) { rp_record(R, t)->refs = 1; }
+/* Drop one held reference (t may die here; its record goes back to the
+ * pool with its last reference, before). */
+static inline void rp_unhold(jn_replay *R, jn_tensor *t) {
+    rp_hold *h = (rp_hold *)t->ext;
+    if (--h->refs == 0) {
+        t->ext = NULL;
+        h->next = R->pool.free;
+        R->pool.free = h;
+        R->pool.nfree++;
+    }
+    jn_tensor_decref(t);
+}
+/* The references to t replay holds. */
+static inline int64_t rp_held(const jn_tensor *t) { return t->ext ? ((const rp_hold *)t->ext)->refs : 0; }
+/* Whether held t was visited in the scan of mark (rp_next_mark); marks it. */
+static inline int rp_visited(jn_tensor *t, uint32_t mark) {
+    rp_hold *h = (rp_hold *)t->ext;
+    if (h->mark == mark) return 1;
+    h->mark = mark;
+    return 0;
+}
+/* A fresh mark: headers visited in one scan. */
+uint32_t rp_next_mark(jn_replay *R);
+void rp_clear_list(jn_replay *R);
+/* An eager storage for a pending one, on its device. */
+jn_status rp_storage_alloc(jn_storage *st);
+/* Run the pending list eagerly, in order (the fallback). */
+jn_status rp_fallback(jn_replay *R);
+/* One op with its eager kernel over in (its inputs, then its outputs),
+ * its pending outputs given their bytes first. */
+jn_status rp_run_op(const rp_op *p, jn_tensor *const *in);
+void rp_fill_arg(jn_rp_match_arg *r, const jn_tensor *t, int is_out);
+jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                         jn_tensor *const *out, int into);
+jn_status rp_cap_materialize(void *ctx, jn_tensor *t);
+int64_t rp_cap_held_only(void *ctx, const jn_storage *st);
+int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t);
+
+/* --------------------------------------------------------- deferred.c */
+/* The ops of the pending list with in_slice[e] set as a deferred slice
+ * (NULL when out of memory: the caller runs the slice now). */
+rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
+                       jn_storage *const *written_st, int64_t nwritten);
+void rp_slice_free(jn_replay *R, rp_slice *D);
+jn_status rp_slice_run(jn_replay *R, rp_slice *D);
+rp_slice *rp_slice_find(const jn_replay *R, const jn_storage *st);
+void rp_slice_gc(jn_replay *R);
+/* At the end: every deferred value is lost (nothing runs after it). */
+void rp_slice_drop_all(jn_replay *R);
+
+/* -------------------------------------------------------- graph_run.c */
+/* Run graph res->graph over the pending list and fill it; 0 done, 1:
+ * nothing was written and why says why the list must run eagerly, -1: it
+ * failed after writing state (R->fatal). */
+int rp_run_graph(jn_replay *R, const jn_rp_match_result *res, char *why, size_t wn);
+void rp_graph_free(rp_graph *G);
+
+/* ------------------------------------------------------------ adapt.c */
+jn_status rp_adapt_first(jn_replay *R, int into);
+jn_status rp_seg_end_eager(jn_replay *R);
+/* After a compiled run of graph gi (nevents ops). */
+void rp_adapt_hit(jn_replay *R, int32_t gi, int64_t nevents);
+void rp_eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
+                    jn_tensor *const *out);
+
+/* ----------------------------------------------------------- bundle.c */
+/* R->b, R->m, R->mt, R->lib (and the CUDA device's) of the store at
+ * db_path; refusals name what is missing.  rp_unload gives it all back. */
+jn_status rp_load(jn_replay *R, const char *db_path);
+void rp_unload(jn_replay *R);
+
+/* ----------------------------------------------------------- replay.c */
+jn_status rp_seg_end(jn_replay *R);
+
+/* ----------------------------------------------------------- report.c */
+void rp_note_miss(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen, const char *why);
+jn_status rp_lost_error(const jn_tensor *t);
+jn_status rp_strict_error(const char *why);
+void rp_write_counters(const jn_replay *R);
+void rp_print_end(const jn_replay *R, int print_summary);
+void rp_miss_free(jn_replay *R);
+
+#endif

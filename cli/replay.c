@@ -102,11 +102,12 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
         fprintf(stderr, "janus replay: run %lld: cannot read its counters: %s\n", (long long)run, jn_errmsg());
         return;
     }
-    int64_t hits = 0, misses = 0;
+    int64_t hits = 0, misses = 0, extrap = 0;
     double secs = 0;
     for (int i = 0; i < ng; i++) {
         hits += g[i].hits;
         misses += g[i].misses;
+        extrap += g[i].extrapolated;
         secs += g[i].seconds;
     }
     char a[32], b[32];
@@ -126,6 +127,7 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
                         "to eager%s), %d graph%s, %.3f s in graphs",
                 (long long)run, tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
                 jn_cli_commas(tot, b), jn_cli_commas(misses, d), ch, ng, ng == 1 ? "" : "s", secs);
+        if (extrap) fprintf(stderr, "; %s of the hits past the recorded ranges", jn_cli_commas(extrap, a));
         if (nm) { /* the most frequent miss (the store returns them so ordered), as `janus inspect` words it */
             fprintf(stderr, "; top miss (%sx): %s", jn_cli_commas(m[0].count, a), m[0].graph[0] ? m[0].graph : "(no graph)");
             if (m[0].guard >= 0) fprintf(stderr, " guard %d", (int)m[0].guard);

@@ -369,8 +369,9 @@ const char *jn_ir_guard_explain(const jn_ir_module *m, const jn_ir_graph *g, int
         }
         if (open) jn_ir__put(buf, n, &at, ")");
         if (seen) jn_ir__put(buf, n, &at, " was %.0f; recorded ", *seen);
-        else jn_ir__put(buf, n, &at, " must be in the recorded range ");
+        else jn_ir__put(buf, n, &at, q->cls == JN_IR_GC_SEEN ? " took " : " must be in the recorded range ");
         range_put(q->lo, q->hi, buf, n, &at);
+        if (!seen && q->cls == JN_IR_GC_SEEN) jn_ir__put(buf, n, &at, " in the recording (no limit)");
         site = 0;
         break;
     }
@@ -441,8 +442,9 @@ const char *jn_ir_guard_explain(const jn_ir_module *m, const jn_ir_graph *g, int
         site_put(m, site, " (at ", buf, n, &at);
         if (site && jn_ir_site_get(m, site)) jn_ir__put(buf, n, &at, ")");
         if (seen) jn_ir__put(buf, n, &at, " was %.0f; recorded ", *seen);
-        else jn_ir__put(buf, n, &at, " must be in the recorded range ");
+        else jn_ir__put(buf, n, &at, q->cls == JN_IR_GC_SEEN ? " took " : " must be in the recorded range ");
         range_put(q->lo, q->hi, buf, n, &at);
+        if (!seen && q->cls == JN_IR_GC_SEEN) jn_ir__put(buf, n, &at, " in the recording (no limit)");
         site = 0;
         break;
     default: jn_ir__put(buf, n, &at, "guard %d has unknown kind %d", k, (int)q->kind); site = 0;

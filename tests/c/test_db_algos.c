@@ -20,7 +20,7 @@ static const jn_db_algo R1[] = {{"0:0:conv-a", 1, 4096, 0.25}, {"1:0:conv-a", 0,
 static void test_put_get(void) {
     const char *path = tmp("v5.db");
     jn_db *db = NULL;
-    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == 5);
+    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
     sqlite3 *h = jn_db_testing_handle(db);
     CHECK(q_int(h, "SELECT count(*) FROM sqlite_master WHERE name = 'algos'") == 1);
@@ -86,7 +86,8 @@ static void test_put_get(void) {
     jn_db_close(db);
 }
 
-/* A v4 store as the v4 schema made it: v5 minus the algos table. */
+/* A v4 store as the v4 schema made it: the current one minus the algos
+ * table and v6's extrapolation counters. */
 static void make_v4(const char *path) {
     unlink(path);
     jn_db *db = NULL;
@@ -96,7 +97,9 @@ static void make_v4(const char *path) {
     int64_t run;
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
-    if (sqlite3_exec(jn_db_testing_handle(db), "DROP TABLE algos; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+    if (sqlite3_exec(jn_db_testing_handle(db),
+                     "DROP TABLE algos; DROP TABLE replay_extrap; ALTER TABLE replay_graphs DROP COLUMN extrapolated; "
+                     "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v4: %s\n", err ? err : "?");
     sqlite3_free(err);
@@ -123,7 +126,7 @@ static void test_migration_v4(void) {
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
     if (!db) return;
     sqlite3 *h = jn_db_testing_handle(db);
-    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 5);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION);
     CHECK(q_int(h, "SELECT count(*) FROM runs") == 1); /* the old run stays */
     CHECK(jn_db_algos_put(db, H200, R1, 3) == JN_OK);
     CHECK(q_int(h, "SELECT count(*) FROM algos") == 3);

@@ -602,7 +602,13 @@ static void test_explain(void) {
     jn_ir_guard_explain(m, g, 0, &seen, buf, sizeof buf);
     CHECK(!strcmp(buf, "symbol B (dim 0 of host input %2, first seen at train.py:42 in main) was 17; recorded 32..64"));
     jn_ir_guard_explain(m, g, 0, NULL, buf, sizeof buf);
+    /* a SEEN range, which the code does not depend on: no "must" */
+    CHECK(g->guards[0].cls == JN_IR_GC_SEEN && strstr(buf, ") took 32..64 in the recording (no limit)") != NULL &&
+          !strstr(buf, "must"));
+    g->guards[0].cls = JN_IR_GC_NEED;
+    jn_ir_guard_explain(m, g, 0, NULL, buf, sizeof buf);
     CHECK(strstr(buf, "must be in the recorded range 32..64") != NULL);
+    g->guards[0].cls = JN_IR_GC_SEEN;
     seen = 512;
     jn_ir_guard_explain(m, g, 1, &seen, buf, sizeof buf);
     CHECK(!strcmp(buf, "dim 1 of host input %2 (at train.py:42 in main) was 512; recorded 784"));

@@ -10,6 +10,7 @@ its tensor's end (Python clamps the slice: its end and length no longer
 fit the graph), another dtype, and another value of a constant a codegen
 pass specialised on (the offline matcher on a recorded CNN stream; another
 device is tests/c/test_match.c's)."""
+import json
 import os
 import re
 import subprocess
@@ -18,7 +19,7 @@ import sys
 import pytest
 
 from dynamic_runs import BUILD, ROOT, have_optimize, janus
-from test_replay import EXAMPLES, record_and_optimize, run, same_weights, strip_rates, summary
+from test_replay import EXAMPLES, PROBE, record_and_optimize, run, same_weights, strip_rates, summary
 
 pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
 
@@ -113,6 +114,34 @@ def test_slice_past_the_end_misses(tmp_path):
     assert rs.returncode != 0 and "fell back to eager" in rs.stderr
     assert rs.stdout.splitlines() == re_.stdout.splitlines()[:len(rs.stdout.splitlines())]
     assert len(rs.stdout.splitlines()) == 14, rs.stdout
+
+
+def test_counters_show_extrapolated_hits(tmp_path):
+    # recorded at offsets 0..35, replayed to 84 (84 + 8 <= 100: every slice
+    # fits): the steps at offsets past 35 are hits past the recorded range
+    # of the slice start, counted apart from the hits inside it -- in the
+    # summary lines, per graph in `janus inspect` and per guard there with
+    # its recorded range and the values seen past it
+    script = inline(tmp_path, "slice_within.py", SLICE)
+    db = record_and_optimize(script, ["6"], str(tmp_path))
+    r = janus("replay", "--db", db, "--", sys.executable, PROBE, script, "13", timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # offsets 42..84 past the range; the probe's own read at the end may fall back
+    m = re.search(r"janus replay: run (\d+): [\d.]+% hit rate \((\d+) of (\d+) segments ran as graphs, ([01]) fell "
+                  r"back to eager\).*; 7 of the hits past the recorded ranges", r.stderr)
+    assert m and int(m.group(2)) >= 13, r.stderr[-3000:]
+    out = janus("inspect", "--json", "--run", m.group(1), db)
+    assert out.returncode == 0, out.stderr
+    c = json.loads(out.stdout)["runs"][0]["replay"]
+    assert c["extrapolated"] == 7 and sum(g["extrapolated"] for g in c["graphs"]) == 7
+    assert all(g["in_range"] + g["extrapolated"] == g["hits"] for g in c["graphs"])
+    assert sum(g["in_range"] for g in c["graphs"]) >= 5, c["graphs"]
+    starts = [x for x in c["extrapolations"] if x["seen"] == [42, 84]]
+    assert starts and starts[0]["recorded"][1] <= 35 and starts[0]["count"] == 7, c["extrapolations"]
+    assert re.search(r"slice_within\.py:\d+", starts[0]["site"] + starts[0]["reason"]), starts[0]
+    text = janus("inspect", "--run", m.group(1), db).stdout
+    assert re.search(r"graph +hits +in range +extrapolated +misses +seconds", text), text
+    assert re.search(r"7x  g\d+ guard \d+ at .*: recorded \d+\.\.\d+, seen 42\.\.84: symbol", text), text
 
 
 DTYPE = """

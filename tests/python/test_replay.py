@@ -25,7 +25,8 @@ from janus import _C  # noqa: E402
 
 PROBE = os.path.join(ROOT, "tests", "python", "replay_probe.py")
 EXAMPLES = os.path.join(ROOT, "examples")
-SUMMARY = re.compile(r"janus replay: (\d+)% of ([\d,]+) segments ran as compiled graphs \((\d+) graphs?\), "
+SUMMARY = re.compile(r"janus replay: (\d+)% of ([\d,]+) segments ran as compiled graphs \((\d+) graphs?"
+                     r"(?:; ([\d,]+) past the recorded ranges)?\), "
                      r"([\d,]+) fell back(?: \(([\d,]+) by choice[^)]*\))?(?:; top miss: (.*))?")
 
 pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
@@ -57,7 +58,8 @@ def summary(stderr):
     assert m, stderr[-3000:]
     n = lambda s: int(s.replace(",", ""))  # noqa: E731
     return {"pct": int(m.group(1)), "segments": n(m.group(2)), "graphs": int(m.group(3)),
-            "fell_back": n(m.group(4)), "chosen": n(m.group(5) or "0"), "top_miss": m.group(6)}
+            "extrapolated": n(m.group(4) or "0"), "fell_back": n(m.group(5)), "chosen": n(m.group(6) or "0"),
+            "top_miss": m.group(7)}
 
 
 def same_weights(a, b, rtol=0.0):

@@ -1535,8 +1535,9 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
     jn_db_replay_miss *ma = NULL;
     int gl = 0, gc = 0, ml = 0, mc = 0, nomem = 0;
     int rc = sqlite3_prepare_v2(db->h,
-                                db->version >= 6 ? "SELECT graph, hits, misses, seconds, extrapolated FROM replay_graphs "
-                                                   "WHERE run_id = ?1 ORDER BY hits + misses DESC, graph"
+                                db->version >= 6 ? "SELECT graph, hits, misses, seconds, extrapolated "
+                                                   "FROM replay_graphs WHERE run_id = ?1 "
+                                                   "ORDER BY hits + misses DESC, graph"
                                                  : "SELECT graph, hits, misses, seconds, 0 FROM replay_graphs "
                                                    "WHERE run_id = ?1 ORDER BY hits + misses DESC, graph",
                                 -1, &st, NULL);

@@ -222,7 +222,8 @@ void rp_write_counters(const jn_replay *R) {
         jn_db_replay_graph *gr = calloc((size_t)ng + 1, sizeof *gr);
         jn_db_replay_miss *mr = calloc((size_t)R->nmiss + 1, sizeof *mr);
         jn_db_replay_extrap *xr = calloc((size_t)R->nxp + 1, sizeof *xr);
-        char (*xwhy)[512] = calloc((size_t)R->nxp + 1, sizeof *xwhy), (*xsite)[512] = calloc((size_t)R->nxp + 1, sizeof *xsite);
+        char (*xwhy)[512] = calloc((size_t)R->nxp + 1, sizeof *xwhy);
+        char (*xsite)[512] = calloc((size_t)R->nxp + 1, sizeof *xsite);
         jn_status s = !gr || !mr || !xr || !xwhy || !xsite ? jn_error(JN_ERR_NOMEM, "out of memory") : JN_OK;
         if (s == JN_OK) {
             for (int i = 0; i < ng; i++)

@@ -4,9 +4,11 @@
  * under injected write failures: all or none) and read back with
  * jn_db_replay_get (misses aggregated, NaN "seen" kept), refusals with their
  * messages, extrapolated hits (schema v6: per graph, and per SEEN guard
- * with its recorded range and the values seen past it), and the v2 -> v3 (and on to the current version) migration: a v2 store is read as it is
+ * with its recorded range and the values seen past it), and the v2 -> v3
+ * (and on to the current version) migration: a v2 store is read as it is
  * read-only and migrated (atomically, old runs read as 'record') when
- * opened for writing. */
+ * opened for writing; a v5 store reads as no extrapolation read-only and
+ * migrates to v6 when opened for writing. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -228,7 +230,8 @@ static void test_migration_v5(void) {
     int ng = 0, nm = 0, nx = -1;
     CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK && jn_db_schema_version(db) == 5);
     if (db) {
-        CHECK(jn_db_replay_get(db, r, &g, &ng, &m, &nm) == JN_OK && ng == 2 && g[0].hits == 10 && g[0].extrapolated == 0);
+        CHECK(jn_db_replay_get(db, r, &g, &ng, &m, &nm) == JN_OK && ng == 2 && g[0].hits == 10 &&
+              g[0].extrapolated == 0);
         jn_db_replay_free(g, ng, m, nm);
         CHECK(jn_db_replay_extraps(db, r, &x, &nx) == JN_OK && nx == 0);
         jn_db_close(db);

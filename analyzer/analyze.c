@@ -14,6 +14,9 @@
  *     generalize + guards   one graph per structure
  *   the call sites the graphs mention; jn_ir_verify_module.
  *
+ * A step whose chunk is damaged is skipped in both passes (jn_an_skipped
+ * says which and why) and the rest analyzed.
+ *
  * Decoding twice keeps memory proportional to the distinct exemplars plus
  * one map entry per tensor id, never to the recorded ops.  Everything is
  * visited in a fixed order (runs, steps, events; groups and exemplars by
@@ -30,36 +33,55 @@
 #include "jn_settings.h"
 
 /* ------------------------------------------------------------ reasons */
-static _Thread_local char **reasons;
-static _Thread_local int nreasons, capreasons;
+/* Lines of the last analysis of this thread: why groups were left out
+ * (jn_an_uncaptured) and which steps were skipped (jn_an_skipped). */
+typedef struct {
+    char **v;
+    int n, cap;
+} msglist;
+static _Thread_local msglist reasons, skipped;
 
-static void reasons_clear(void) {
-    for (int i = 0; i < nreasons; i++) free(reasons[i]);
-    free(reasons);
-    reasons = NULL;
-    nreasons = capreasons = 0;
+static void msgs_clear(msglist *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
 }
 
-int jn_an_uncaptured_count(void) { return nreasons; }
-const char *jn_an_uncaptured(int i) { return i >= 0 && i < nreasons ? reasons[i] : NULL; }
+static jn_status msgs_add(msglist *l, const char *fmt, va_list ap) {
+    if (l->n == l->cap) {
+        int nc = l->cap ? 2 * l->cap : 8;
+        char **p = realloc(l->v, sizeof *p * (size_t)nc);
+        if (!p) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+        l->v = p;
+        l->cap = nc;
+    }
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) < 0) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    l->v[l->n++] = m;
+    return JN_OK;
+}
+
+int jn_an_uncaptured_count(void) { return reasons.n; }
+const char *jn_an_uncaptured(int i) { return i >= 0 && i < reasons.n ? reasons.v[i] : NULL; }
+int jn_an_skipped_count(void) { return skipped.n; }
+const char *jn_an_skipped(int i) { return i >= 0 && i < skipped.n ? skipped.v[i] : NULL; }
 
 jn_status an_reason(an_ctx *c, const char *fmt, ...) {
     (void)c;
-    if (nreasons == capreasons) {
-        int nc = capreasons ? 2 * capreasons : 8;
-        char **p = realloc(reasons, sizeof *p * (size_t)nc);
-        if (!p) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
-        reasons = p;
-        capreasons = nc;
-    }
     va_list ap;
     va_start(ap, fmt);
-    char *m = NULL;
-    int r = vasprintf(&m, fmt, ap);
+    jn_status s = msgs_add(&reasons, fmt, ap);
     va_end(ap);
-    if (r < 0) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
-    reasons[nreasons++] = m;
-    return JN_OK;
+    return s;
+}
+
+static jn_status skip_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static jn_status skip_note(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    jn_status s = msgs_add(&skipped, fmt, ap);
+    va_end(ap);
+    return s;
 }
 
 /* ---------------------------------------------------------- call sites */
@@ -117,27 +139,46 @@ static void progress(an_ctx *c, const char *fmt, ...) {
     fflush(c->opt->progress);
 }
 
+/* A step whose chunk is damaged (an_decode_step's JN_ERR_VALUE) is
+ * skipped, with its message kept for jn_an_skipped; both passes skip the
+ * same steps, so positions and last uses agree.  The other steps are
+ * analyzed as if it had not been recorded. */
 static jn_status read_run(an_ctx *c, int64_t run) {
     c->run = run;
     c->step = -1;
     jn_status s = an_load_optable(c);
     if (s) return s;
-    int64_t *steps = NULL, n = 0;
+    int64_t *steps = NULL, n = 0, nbad = 0;
     if ((s = an_step_ids(c, &steps, &n))) return s;
+    uint8_t *bad = calloc((size_t)n + 1, 1);
+    if (!bad) {
+        free(steps);
+        return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    }
     an_map_clear(&c->lastuse);
     an_map_clear(&c->livepos);
     c->pos = 0;
-    for (int64_t i = 0; i < n && !s; i++)
-        if (!(s = an_decode_step(c, steps[i]))) s = an_note_uses_step(c);
+    for (int64_t i = 0; i < n && !s; i++) {
+        s = an_decode_step(c, steps[i]);
+        if (s == JN_ERR_VALUE) {
+            bad[i] = 1, nbad++;
+            s = skip_note("%s", jn_errmsg());
+            continue;
+        }
+        if (!s) s = an_note_uses_step(c);
+    }
     c->pos = 0;
     for (int64_t i = 0; i < n && !s; i++) {
+        if (bad[i]) continue;
         if (!(s = an_decode_step(c, steps[i]))) s = an_segment_step(c);
         if (!s && n >= 1000 && (i + 1) % 1000 == 0)
             progress(c, "janus optimize: run %lld: %lld of %lld steps\n", (long long)run, (long long)i + 1,
                      (long long)n);
     }
-    c->st->steps += n;
+    c->st->steps += n - nbad;
+    c->st->skipped += nbad;
     c->st->runs++;
+    free(bad);
     free(steps);
     return s;
 }
@@ -251,7 +292,8 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     jn_an_stats local;
     if (!stats) stats = &local;
     memset(stats, 0, sizeof *stats);
-    reasons_clear();
+    msgs_clear(&reasons);
+    msgs_clear(&skipped);
     an_matcher_clear();
     if (!out) return jn_error(JN_ERR_VALUE, "jn_an_analyze: NULL output pointer");
     *out = NULL;

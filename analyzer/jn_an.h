@@ -43,10 +43,16 @@ typedef struct {
     int64_t variants;    /* graphs beyond the first of their group */
     int64_t uncaptured;  /* groups left out (see jn_an_uncaptured) */
     int64_t exemplars;   /* distinct segments after collapsing identical ones */
+    int64_t skipped;     /* steps left out: their trace chunk is damaged (see
+                          * jn_an_skipped); `steps` counts the others */
 } jn_an_stats;
 
 /* Analyze the store; *out is a verified module (caller frees).  A store with
- * no steps yields an empty module, not an error. */
+ * no steps yields an empty module, not an error.  A step whose trace chunk
+ * is damaged (missing, not decodable, events this build cannot read) is
+ * skipped, named in jn_an_skipped, and the other steps analyzed; a store
+ * that cannot be read, or a run whose op table this build cannot map,
+ * fails the analysis. */
 jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out, jn_an_stats *stats);
 
 /* Why groups were left out by the last jn_an_analyze of this thread, one
@@ -54,6 +60,12 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
  * write into a view (copy_ at train.py:14)"); valid until the next call. */
 int jn_an_uncaptured_count(void);
 const char *jn_an_uncaptured(int i);
+
+/* The steps the last jn_an_analyze of this thread skipped, one line each
+ * ("run 1, step 2: trace chunk is corrupt (...); re-record the run or
+ * delete this step"); valid until the next call. */
+int jn_an_skipped_count(void);
+const char *jn_an_skipped(int i);
 
 /* ------------------------------------------------ replay matcher data */
 /* The replay matcher's program (ir/jn_ir_match.h) for the graphs of the

@@ -9,7 +9,9 @@
  * with the fix (re-record with this janus).  A step's chunk is decoded
  * completely and every event checked against the op table (arity,
  * attribute kinds, dtype and device codes), so the later passes can trust
- * it; anything wrong is reported as "run R, step S: trace chunk is corrupt".
+ * it; anything wrong is reported as "run R, step S: trace chunk is corrupt"
+ * with JN_ERR_VALUE (and only that: a store that cannot be read or memory
+ * running out keep their own status), so the caller can skip that step.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -153,7 +155,7 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
     size_t len = 0;
     jn_status s = jn_db_read_chunk(c->db, c->run, step, &data, &len);
     if (s) {
-        if (s == JN_ERR_NOMEM) return s;
+        if (s != JN_ERR_VALUE) return s; /* out of memory, the store unreadable: not this step's fault */
         char msg[512];
         snprintf(msg, sizeof msg, "%s", jn_errmsg());
         return an_corrupt(c, "%s", msg);

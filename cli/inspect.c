@@ -17,7 +17,9 @@
  * transaction; only the signature differences decode events.
  * A run of `janus replay` (schema v3: kind 'replay' or 'eager') shows its
  * counters instead of steps: hit rate, per graph hits, misses and seconds,
- * and the most frequent misses with guard, site, reason and value seen.
+ * and its misses grouped by guard (jn_db_replay_miss_groups: one line per
+ * guard however many values it saw, with their range), then the fallbacks
+ * by choice.
  * Last come the bundles `janus optimize` stored (schema v2): per bundle its
  * id, target, time, sizes, graph count, source runs, and whether this
  * janus on this machine would load it (or the one-sentence reason not).
@@ -480,7 +482,10 @@ static void print_run_header(ctx *c, const jn_db_run_row *r) {
         if (r->bundle_id) printf(" of bundle %lld", (long long)r->bundle_id);
         printf("]  ");
     }
-    printf("%s", r->status && r->status[0] ? r->status : "running (or ended without closing)");
+    if (r->status && !strcmp(r->status, "lost"))
+        printf("lost (process %lld died without closing it)", (long long)r->pid);
+    else
+        printf("%s", r->status && r->status[0] ? r->status : "running (or ended without closing)");
     if (r->has_exit_status) printf(" (exit %lld)", (long long)r->exit_status);
     printf("  ");
     print_argv(r->argv_json);
@@ -777,21 +782,42 @@ static void run_shapes(ctx *c, int64_t run) {
 
 /* ---------------------------------------------------------------- replay */
 
+static int has_mark(const jn_db_miss_group *g) { return strstr(g->pattern, JN_DB_SEEN_MARK) != NULL; }
+
+/* "g1 guard 2 at train.py:12: <reason> (seen 32)": one group of misses in
+ * words; with several values seen, the reason with JN_DB_SEEN_MARK where
+ * the value goes and their range.  A value the reason does not mention (an
+ * op's number) is not shown.  Shared with `janus replay`'s exit line. */
+const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "%s", g->graph[0] ? g->graph : "(no graph)");
+    if (k < n && g->guard >= 0) k += (size_t)snprintf(buf + k, n - k, " guard %d", (int)g->guard);
+    if (k < n && g->site[0]) k += (size_t)snprintf(buf + k, n - k, " at %s", g->site);
+    int many = has_mark(g) && (g->nvalues > 1 || g->seen_min != g->seen_max);
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, ": %s", many ? g->pattern : g->reason);
+    if (k < n && has_mark(g) && !isnan(g->seen_min)) {
+        if (g->seen_min == g->seen_max) snprintf(buf + k, n - k, " (seen %.9g)", g->seen_min);
+        else if (g->nvalues > 2) snprintf(buf + k, n - k, " (seen %.9g .. %.9g, %lld values)", g->seen_min, g->seen_max,
+                                          (long long)g->nvalues);
+        else snprintf(buf + k, n - k, " (seen %.9g .. %.9g)", g->seen_min, g->seen_max); /* count unknown or 2 */
+    }
+    return buf;
+}
+
 /* The counters a `janus replay` run stored: totals, per graph (hits inside
- * the recorded ranges and extrapolated past them), the misses by frequency
- * and the SEEN guards hits went past, with their recorded ranges and the
- * values seen (text: the 10 most frequent of each). */
+ * the recorded ranges and extrapolated past them), the misses grouped by
+ * guard (text: the 10 largest groups, then the fallbacks by choice) and the
+ * SEEN guards hits went past, with their recorded ranges and the values
+ * seen (text: the 10 most frequent). */
 static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
     jn_db_replay_graph *g = NULL;
     jn_db_replay_miss *m = NULL;
+    jn_db_miss_group *mg = NULL;
     jn_db_replay_extrap *x = NULL;
-    int ng = 0, nm = 0, nx = 0;
-    if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK) {
-        failed(c);
-        return;
-    }
-    if (jn_db_replay_extraps(db, run, &x, &nx) != JN_OK) {
+    int ng = 0, nm = 0, nmg = 0, nx = 0;
+    if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK ||
+        jn_db_replay_miss_groups(db, run, &mg, &nmg) != JN_OK || jn_db_replay_extraps(db, run, &x, &nx) != JN_OK) {
         jn_db_replay_free(g, ng, m, nm);
+        jn_db_miss_groups_free(mg, nmg);
         failed(c);
         return;
     }
@@ -841,6 +867,24 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
             jn_cli_json_end(j, '}');
         }
         jn_cli_json_end(j, ']');
+        jn_cli_json_key(j, "miss_groups");
+        jn_cli_json_arr(j);
+        for (int i = 0; i < nmg; i++) {
+            const jn_db_miss_group *q = &mg[i];
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "graph"); jn_cli_json_str(j, q->graph);
+            jn_cli_json_key(j, "guard"); jn_cli_json_int(j, q->guard);
+            jn_cli_json_key(j, "choice"); jn_cli_json_raw(j, q->guard == JN_DB_MISS_CHOICE ? "true" : "false");
+            jn_cli_json_key(j, "site"); jn_cli_json_str(j, q->site);
+            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, q->reason);
+            jn_cli_json_key(j, "pattern"); jn_cli_json_str(j, q->pattern);
+            jn_cli_json_key(j, "count"); jn_cli_json_int(j, q->count);
+            jn_cli_json_key(j, "values"); jn_cli_json_int(j, q->nvalues);
+            jn_cli_json_key(j, "seen_min"); jn_cli_json_num(j, q->seen_min); /* NaN -> null */
+            jn_cli_json_key(j, "seen_max"); jn_cli_json_num(j, q->seen_max);
+            jn_cli_json_end(j, '}');
+        }
+        jn_cli_json_end(j, ']');
         jn_cli_json_key(j, "extrapolations");
         jn_cli_json_arr(j);
         for (int i = 0; i < nx; i++) {
@@ -861,6 +905,7 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         jn_cli_json_end(j, ']');
         jn_cli_json_end(j, '}');
         jn_db_replay_free(g, ng, m, nm);
+        jn_db_miss_groups_free(mg, nmg);
         jn_db_replay_extrap_free(x, nx);
         return;
     }
@@ -883,18 +928,24 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
             printf("    %-24s %12s %12s %12s %12s %10.3f\n", g[i].graph, jn_cli_commas(g[i].hits, a),
                    jn_cli_commas(g[i].hits - g[i].extrapolated, r), jn_cli_commas(g[i].extrapolated, e),
                    jn_cli_commas(g[i].misses, b), g[i].seconds);
-        if (nm) printf("  top miss reasons (%d distinct):\n", nm);
-        for (int i = 0; i < nm && i < 10; i++) {
-            /* guard < 0: not a guard but the op stream (structure), or JN_DB_MISS_CHOICE (the
-             * reason says which choice); site "" = unknown */
-            printf("    %8sx  %s", jn_cli_commas(m[i].count, a), m[i].graph[0] ? m[i].graph : "(no graph)");
-            if (m[i].guard >= 0) printf(" guard %d", (int)m[i].guard);
-            if (m[i].site[0]) printf(" at %s", m[i].site);
-            printf(": %s", m[i].reason);
-            if (!isnan(m[i].seen)) printf(" (seen %.9g)", m[i].seen);
-            printf("\n");
+        /* the groups come real misses first, then the choices (JN_DB_MISS_CHOICE) */
+        int nreal = 0, nchoice;
+        int64_t real = 0, chosen = 0;
+        for (int i = 0; i < nmg; i++) {
+            if (mg[i].guard == JN_DB_MISS_CHOICE) chosen += mg[i].count;
+            else nreal++, real += mg[i].count;
         }
-        if (nm > 10) printf("    ... %d more (--json lists all)\n", nm - 10);
+        nchoice = nmg - nreal;
+        char line[4096];
+        if (nreal) printf("  misses by guard (%s in %d group%s):\n", jn_cli_commas(real, a), nreal, nreal == 1 ? "" : "s");
+        for (int i = 0; i < nreal && i < 10; i++)
+            printf("    %8sx  %s\n", jn_cli_commas(mg[i].count, a), jn_cli_miss_group_text(&mg[i], line, sizeof line));
+        if (nreal > 10) printf("    ... %d more groups (--json lists all)\n", nreal - 10);
+        if (nchoice) printf("  fallbacks by choice (%s, not guard misses):\n", jn_cli_commas(chosen, a));
+        for (int i = nreal; i < nmg && i < nreal + 5; i++)
+            printf("    %8sx  %s: %s\n", jn_cli_commas(mg[i].count, a), mg[i].graph[0] ? mg[i].graph : "(no graph)",
+                   mg[i].reason);
+        if (nchoice > 5) printf("    ... %d more (--json lists all)\n", nchoice - 5);
         if (nx) printf("  extrapolated hits (%d guard%s past their recorded ranges):\n", nx, nx == 1 ? "" : "s");
         for (int i = 0; i < nx && i < 10; i++) {
             printf("    %8sx  %s guard %d", jn_cli_commas(x[i].count, a), x[i].graph, (int)x[i].guard);
@@ -905,6 +956,7 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         if (nx > 10) printf("    ... %d more (--json lists all)\n", nx - 10);
     }
     jn_db_replay_free(g, ng, m, nm);
+    jn_db_miss_groups_free(mg, nmg);
     jn_db_replay_extrap_free(x, nx);
 }
 

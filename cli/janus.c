@@ -5,13 +5,14 @@
  *     janus record [--db PATH] [--] COMMAND...   run COMMAND with recording on
  *     janus replay [--db PATH] [--] COMMAND...   run COMMAND through the stored graphs
  *     janus inspect [--json] [--run N] run.db    summarize a trace store
+ *     janus report [-o report.html] run.db       one HTML page: coverage, graphs, misses, plots
  *     janus optimize [--dump-ir] run.db          mine the traces into graphs
  *     janus env [--all]                          print the settings (JANUS_* variables)
  *     janus --help | --help-env | --version | COMMAND --help
  *
  * This file parses the top level of the command line and hands the rest to
  * one function per subcommand (record.c, replay.c, inspect.c, optimize.c,
- * launch.c).  It also
+ * launch.c, report.c).  It also
  * holds the helpers the subcommands share (jn_cli.h): a streaming JSON emitter and
  * number formatting.  Usage mistakes print the usage on stderr and exit 2,
  * like other Unix tools; runtime failures exit 1 with a message that names
@@ -41,6 +42,9 @@ static const char usage[] =
     "  inspect  print the runs, steps, op histogram, step signatures and how\n"
     "           they differ, sync points, control flow and shape variation\n"
     "           of a trace store (--json for machines)\n"
+    "  report   write one HTML page about a trace store: where the time went\n"
+    "           (graphs vs eager, per step), per-graph timings, misses by\n"
+    "           guard with their source lines, replay vs eager (plots)\n"
     "  optimize mine a trace store's steps into generalized, guarded graphs,\n"
     "           optimize them and store them as the store's bundle\n"
     "  replay   run the same command through the bundle's compiled graphs,\n"
@@ -113,6 +117,7 @@ int main(int argc, char **argv) {
             if (!strcmp(argv[2], "env")) { fputs(env_usage, stdout); return 0; }
             if (!strcmp(argv[2], "run")) { fputs(jn_cli_run_usage, stdout); return 0; }
             if (!strcmp(argv[2], "check")) { fputs(jn_cli_check_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "report")) { fputs(jn_cli_report_usage, stdout); return 0; }
             fprintf(stderr, "janus: unknown command '%s'\n\n%s", argv[2], usage);
             return 2;
         }
@@ -129,7 +134,7 @@ int main(int argc, char **argv) {
         int (*run)(int, char **);
     } cmds[] = {{"record", jn_cli_record}, {"inspect", jn_cli_inspect}, {"optimize", jn_cli_optimize},
                 {"bench-exec", jn_cli_bench_exec} /* hidden: benchmarks/bench_exec.py */, {"replay", jn_cli_replay},
-                {"run", jn_cli_run}, {"check", jn_cli_check}};
+                {"run", jn_cli_run}, {"check", jn_cli_check}, {"report", jn_cli_report}};
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
         if (strcmp(cmd, cmds[k].name)) continue;
         int help = argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"));
@@ -142,7 +147,7 @@ int main(int argc, char **argv) {
     if (cmd[0] == '-')
         fprintf(stderr, "janus: unknown option '%s'\n\n%s", cmd, usage);
     else
-        fprintf(stderr, "janus: unknown command '%s' (commands: run, check, record, inspect, optimize, replay, env)\n\n%s", cmd,
+        fprintf(stderr, "janus: unknown command '%s' (commands: run, check, record, inspect, report, optimize, replay, env)\n\n%s", cmd,
                 usage);
     return 2;
 }

@@ -1,7 +1,7 @@
 /* jn_cli.h -- internal interface of the `janus` command (the files in cli/).
  *
  * janus.c parses the top-level command line and dispatches to one function
- * per subcommand (record.c, replay.c, inspect.c, optimize.c, launch.c).  The helpers declared here are the
+ * per subcommand (record.c, replay.c, inspect.c, optimize.c, launch.c, report.c).  The helpers declared here are the
  * small pieces the subcommands share: a streaming JSON emitter (inspect
  * --json, the argv column of a run), number formatting for humans, and the
  * usage texts.  Nothing here is a public API; every symbol is jn_cli_.
@@ -23,6 +23,7 @@ int jn_cli_bench_exec(int argc, char **argv);
 int jn_cli_replay(int argc, char **argv);
 int jn_cli_run(int argc, char **argv);   /* launch.c */
 int jn_cli_check(int argc, char **argv); /* launch.c */
+int jn_cli_report(int argc, char **argv);
 
 extern const char jn_cli_record_usage[];
 extern const char jn_cli_replay_usage[];
@@ -30,6 +31,7 @@ extern const char jn_cli_inspect_usage[];
 extern const char jn_cli_optimize_usage[];
 extern const char jn_cli_run_usage[];
 extern const char jn_cli_check_usage[];
+extern const char jn_cli_report_usage[];
 
 /* The torch alias (launch.c): `janus run/record/replay` put a temporary
  * folder with a `torch` package that loads janus first on the child's
@@ -63,8 +65,13 @@ int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status);
  * argv, else the exit code (0 after --help, 2 for a usage error, printed). */
 int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv,
                        int (*flag)(const char *a, void *ctx), void *ctx, const char **dbpath, int *first);
-/* Close the run; returns the store opened for writing (NULL on failure). */
-jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status);
+/* Close the run (*ended: 0 when its end could not be stored); returns the
+ * store opened for writing (NULL on failure). */
+jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status, int *ended);
+
+/* One group of misses in words, as `janus inspect` prints it (inspect.c):
+ * "g1 guard 2 at train.py:12: <reason> (seen 32)". */
+const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t n);
 
 /* Analyze the store at path (run 0 = all) and print its graphs as IR text
  * to out (optimize.c; `janus inspect --graphs`).  Returns the exit code. */

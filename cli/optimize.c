@@ -28,14 +28,26 @@
  *
  * The analysis reads the store read-only, so this works on a store another
  * process is still recording into (its committed steps are analyzed); only
- * the bundle write opens it for writing (WAL: recorders go on).  Failures
+ * the bundle write opens it for writing (WAL: recorders go on).  A step
+ * whose trace chunk is damaged is skipped with a warning naming run, step
+ * and the damage; no readable step at all is "nothing to optimize" (exit
+ * 1, nothing stored: an empty bundle would replace a useful one).  Failures
  * exit 1 with a message that names the file and the fix; usage mistakes
  * exit 2.  jn_cli_dump_graphs is shared with `janus inspect --graphs`.
+ *
+ * With the bundle go its notes (jn_db_bundle_notes_put): the summary line
+ * and each group the analyzer left out or replay cannot match, with the
+ * reason, for `janus report`.  While the kernels compile, a terminal sees
+ * a `\r` progress line (elapsed time); a pipe gets the summary line only.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "jn_cli.h"
 #include "jn_db.h"
@@ -100,7 +112,123 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
         fprintf(stderr, "janus %s: %s: %s\n", cmd, path, jn_errmsg());
         return 1;
     }
+    /* damaged steps were left out: say which, on stderr even with --quiet */
+    for (int i = 0; i < jn_an_skipped_count(); i++)
+        fprintf(stderr, "janus %s: warning: %s: %s; that step was skipped, the others were analyzed\n", cmd, path,
+                jn_an_skipped(i));
     return 0;
+}
+
+/* A `\r` line on stderr, redrawn every 0.1 s while a compile runs: what is
+ * compiled and for how long so far.  Only on a terminal (progress_start
+ * returns 0 elsewhere); progress_stop clears the line. */
+typedef struct {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    struct timespec t0;
+    char what[200];
+} progress_line;
+
+static double since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static void *progress_main(void *arg) {
+    progress_line *p = arg;
+    static const char spin[] = "|/-\\";
+    pthread_mutex_lock(&p->mu);
+    for (unsigned k = 0; !p->done; k++) {
+        fprintf(stderr, "\r\033[Kjanus optimize: %s %c %.1f s", p->what, spin[k % 4], since(&p->t0));
+        fflush(stderr);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&p->cv, &p->mu, &until);
+    }
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static int progress_start(progress_line *p, int on) {
+    memset(p, 0, sizeof *p);
+    if (!on || !isatty(STDERR_FILENO)) return 0;
+    clock_gettime(CLOCK_MONOTONIC, &p->t0);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    if (pthread_create(&p->th, NULL, progress_main, p) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+        return 0;
+    }
+    return 1;
+}
+
+static void progress_stop(progress_line *p, int started) {
+    if (!started) return;
+    pthread_mutex_lock(&p->mu);
+    p->done = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->th, NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+}
+
+/* What the analysis said, stored with bundle id for `janus report`: the
+ * summary, the groups left out and the graphs replay cannot match. */
+static jn_status store_notes(jn_db *db, int64_t id, const jn_an_stats *st) {
+    char line[512];
+    snprintf(line, sizeof line, "%lld graphs in %lld groups (%lld variants), %lld loops, %lld symbols, %lld guards "
+             "from %lld runs, %lld steps, %lld ops; %lld groups left out",
+             (long long)st->graphs, (long long)st->groups, (long long)st->variants, (long long)st->loops,
+             (long long)st->symbols, (long long)st->guards, (long long)st->runs, (long long)st->steps,
+             (long long)st->ops, (long long)st->uncaptured);
+    const char *summary = line;
+    jn_status s = jn_db_bundle_notes_put(db, id, "summary", &summary, 1);
+    int nu = jn_an_uncaptured_count(), nm = jn_an_matcher_missing_count();
+    const char **v = calloc((size_t)(nu > nm ? nu : nm) + 1, sizeof *v);
+    if (!v) return s ? s : jn_error(JN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nu; i++) v[i] = jn_an_uncaptured(i);
+    if (!s && nu) s = jn_db_bundle_notes_put(db, id, "refused", v, nu);
+    for (int i = 0; i < nm; i++) v[i] = jn_an_matcher_missing(i);
+    if (!s && nm) s = jn_db_bundle_notes_put(db, id, "matcher", v, nm);
+    free(v);
+    return s;
+}
+
+/* A signal that stops the compile: the handler only records it (the one
+ * process-global this needs: a handler has nowhere else to write); cc.c
+ * polls it, kills and reaps the compiler and removes its files, and
+ * optimize then dies of that same signal.  Installed only while the
+ * compiler runs; a signal ignored before (nohup) stays ignored. */
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
+static const int stop_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void catch_stops(struct sigaction *old) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) {
+        sigaction(stop_sigs[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) sigaction(stop_sigs[i], &sa, NULL);
+    }
+}
+
+/* The old actions back; a caught signal is raised again (the process
+ * then ends as that signal's default action says). */
+static void release_stops(const struct sigaction *old) {
+    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &old[i], NULL);
+    if (stop_signal) raise(stop_signal);
 }
 
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
@@ -128,15 +256,32 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
     int nkernels = 0;
     double cc_s = 0;
     if (compile) {
-        jn_cg_cc_options cco = {.progress = info != NULL};
+        jn_cg_cc_options cco = {.progress = 0, .stop = &stop_signal}; /* progress: ours below, a \r line on a terminal */
         jn_status es = arch ? jn_cg_emit_cuda(m, &src, &srclen, &nkernels) : jn_cg_emit_c(m, &src, &srclen, &nkernels);
+        progress_line pl;
+        int shown = !es && nkernels > 0 && progress_start(&pl, info != NULL);
+        if (shown) {
+            char kb[32];
+            snprintf(pl.what, sizeof pl.what, "compiling %d %skernel%s (%s of %s)", nkernels, arch ? "CUDA " : "",
+                     nkernels == 1 ? "" : "s", jn_cli_bytes((int64_t)srclen, kb), arch ? "CUDA C, NVRTC" : "C");
+        }
         if (!es && nkernels > 0 && arch) {
-            if (info) fprintf(stderr, "janus optimize: compiling %d CUDA kernel%s for %s with NVRTC...\n", nkernels,
-                              nkernels == 1 ? "" : "s", arch);
             es = jn_cg_compile_cuda(src, srclen, arch, &ptx, &ptxlen, &cubin, &cubinlen, &cc_s, NULL);
         } else if (!es && nkernels > 0) {
+            struct sigaction old[3];
+            catch_stops(old);
             es = jn_cg_compile_so(src, srclen, &cco, &so, &solen, &cc_s);
+            if (stop_signal) {
+                progress_stop(&pl, shown);
+                fprintf(stderr, "janus optimize: stopped by %s while compiling the kernels (compiler stopped, its "
+                        "files removed); nothing was stored\n", strsignal(stop_signal));
+                free(src), free(so);
+                release_stops(old);
+                return 1;
+            }
+            release_stops(old);
         }
+        progress_stop(&pl, shown);
         free(src);
         if (es) {
             fprintf(stderr, "janus optimize: %s; nothing was stored%s\n", jn_errmsg(),
@@ -209,6 +354,8 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
         sec[nsec++] = (jn_cg_bundle_section){.kind = JN_CG_SEC_CUBIN, .flags = JN_CG_SEC_OPTIONAL, .name = arch,
                                              .data = cubin, .len = cubinlen};
     if (!s) s = jn_cg_bundle_store(db, m, &meta, sec, nsec, id);
+    if (!s && store_notes(db, *id, st) != JN_OK) /* costs the report its notes, nothing else */
+        fprintf(stderr, "janus optimize: the bundle's notes were not stored: %s\n", jn_errmsg());
     free(mdata);
     free(runs);
     free(so), free(ptx), free(cubin);
@@ -306,6 +453,15 @@ int jn_cli_optimize(int argc, char **argv) {
     jn_an_stats st;
     int rc = analyze("optimize", path, run, quiet ? NULL : stderr, &m, &st);
     if (rc) return rc;
+    if (st.steps == 0) { /* an empty bundle would only replace a useful one */
+        char runs[48] = "";
+        if (run) snprintf(runs, sizeof runs, " in run %lld", (long long)run);
+        fprintf(stderr, "janus optimize: nothing to optimize: %s has no recorded steps%s%s; nothing was stored. "
+                "Record a training run first: `janus record --db %s -- python3 train.py`\n", path, runs,
+                st.skipped ? " that could be read (see the warnings above)" : "", path);
+        jn_ir_module_free(m);
+        return 1;
+    }
     if (dump && jn_ir_print(m, stdout) != JN_OK) {
         fprintf(stderr, "janus optimize: cannot print the graphs: %s\n", jn_errmsg());
         rc = 1;

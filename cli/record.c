@@ -9,30 +9,40 @@
  * When the child ends, the run is closed with its exit status ("finished",
  * "error", or "killed" for a signal, exit code 128+signal as a shell
  * reports it), a one-line summary goes to stderr, and janus exits with the
- * child's status so scripts and CI see what they would see without janus.
+ * child's status so scripts and CI see what they would see without janus --
+ * unless the recording failed (a full disk): the child reports that on a
+ * pipe (JANUS_RECORD_REPORT_FD) with the last step it stored, and janus
+ * names that step and exits non-zero (1 when the command itself exited 0),
+ * as it does when the run's end cannot be stored.
  *
  * The store is closed while the child runs: the child opens its own
  * connection, and nothing of ours (file descriptors, locks) leaks into it.
+ * With --progress a thread of ours reads the run's step count from the
+ * store (read-only, every 0.25 s) and shows it on stderr: one `\r` line on
+ * a terminal, else a line every 2 s while it grows.
  * The run row, child and signal handling are shared with `janus replay`
  * (replay.c) through the jn_cli_ functions below.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jn_cli.h"
 #include "jn_db.h"
 
 const char jn_cli_record_usage[] =
-    "usage: janus record [--db PATH] [--no-torch] [--] COMMAND [ARGS...]\n"
+    "usage: janus record [--db PATH] [--progress] [--no-torch] [--] COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (for example `python3 train.py --epochs 1`) with recording\n"
     "enabled.  Every op the janus package dispatches, with its call site,\n"
@@ -42,6 +52,7 @@ const char jn_cli_record_usage[] =
     "\n"
     "options:\n"
     "  --db PATH   trace store to append to (created if missing; default run.db)\n"
+    "  --progress  show the number of steps recorded so far on stderr\n"
     "  --no-torch  leave `import torch` alone (by default it loads janus)\n"
     "  -h, --help  show this help\n"
     "\n"
@@ -244,7 +255,8 @@ static pid_t spawn(char **cmd, int *exec_errno) {
     return pid;
 }
 
-static void summary(jn_db *db, int64_t run, const char *abs, const char *shown) {
+/* failed: the child reported a failed recording (said after this line). */
+static void summary(jn_db *db, int64_t run, const char *abs, const char *shown, int failed) {
     jn_db_run_totals t;
     jn_db_run_row *r = NULL;
     int nr = 0;
@@ -255,7 +267,7 @@ static void summary(jn_db *db, int64_t run, const char *abs, const char *shown) 
     }
     const char *py = nr ? r[0].python_version : NULL;
     char a[32], b[32], c[32];
-    if (t.steps == 0 && (!py || !py[0])) {
+    if (t.steps == 0 && (!py || !py[0]) && !failed) {
         fprintf(stderr, "janus record: run %lld: the command never imported janus; nothing was recorded "
                         "(run a Python script that does `import janus`)\n", (long long)run);
     } else {
@@ -282,6 +294,18 @@ int jn_cli_run_begin(const char *cmd, jn_db *db, const char *abs, const char *sh
         fprintf(stderr, "janus %s: out of memory\n", cmd);
         goto done;
     }
+    /* runs left 'running' by a process that died: say so once, mark them */
+    jn_db_run_row *lost = NULL;
+    int nlost = 0;
+    if (jn_db_mark_lost(db, &lost, &nlost) != JN_OK) {
+        fprintf(stderr, "janus %s: cannot add a run to %s: %s\n", cmd, shown, jn_errmsg());
+        jn_cli_full_disk_hint(cmd, abs);
+        goto done;
+    }
+    for (int k = 0; k < nlost; k++)
+        fprintf(stderr, "janus %s: run %lld of %s was left running by process %lld, which is gone: marked lost "
+                        "(its stored steps are kept)\n", cmd, (long long)lost[k].id, shown, (long long)lost[k].pid);
+    jn_db_runs_free(lost, nlost);
     jn_db_run_info info = {
         .argv_json = aj, .cwd = cwd, .python_version = "", .janus_version = JANUS_VERSION,
         .optable_hash = hash, .optable_ops = ops, .cpu_features = cpu, .device = "cpu",
@@ -358,15 +382,24 @@ int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status) {
 }
 
 /* Close run `run` of the store at abs with the child's exit code and
- * status.  Failing here (disk full, file replaced) loses only the end time;
- * what the child committed is already safe.  Returns the open store (for a
- * summary) or NULL. */
-jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status) {
+ * status, and its CPU time and peak memory (our only child: getrusage of
+ * the children).  Failing here (disk full, file replaced) loses only the
+ * end time (*ended 0; the run reads as lost later); what the child
+ * committed is already safe.  Returns the open store (for a summary) or
+ * NULL. */
+jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, const char *status, int *ended) {
     jn_db *db = NULL;
-    if (jn_db_open(abs, JN_DB_WRITE, &db) != JN_OK || jn_db_run_end(db, run, rc, status, jn_cli_now()) != JN_OK) {
+    *ended = 1;
+    struct rusage ru;
+    double cpu = getrusage(RUSAGE_CHILDREN, &ru) == 0 ? (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                                                            1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec)
+                                                      : -1;
+    if (jn_db_open(abs, JN_DB_WRITE, &db) != JN_OK || jn_db_run_end(db, run, rc, status, jn_cli_now()) != JN_OK ||
+        (cpu >= 0 && jn_db_run_set_usage(db, run, cpu, (int64_t)ru.ru_maxrss * 1024) != JN_OK)) {
         fprintf(stderr, "janus %s: run %lld ran, but its end could not be stored: %s\n", cmd, (long long)run,
                 jn_errmsg());
         jn_cli_full_disk_hint(cmd, abs);
+        *ended = 0;
     }
     return db;
 }
@@ -415,10 +448,87 @@ int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv
     return -1;
 }
 
+/* --progress: the live step count (see the top of this file). */
+typedef struct {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, tty;
+    const char *abs;
+    int64_t run;
+    double t0;
+} step_count;
+
+static void *count_main(void *arg) {
+    step_count *p = arg;
+    jn_db *db = NULL;
+    int64_t shown = -1;
+    double said = p->t0;
+    pthread_mutex_lock(&p->mu);
+    while (!p->done) {
+        jn_db_run_totals t;
+        if (!db && jn_db_open(p->abs, JN_DB_READONLY, &db) != JN_OK) db = NULL;
+        if (db && jn_db_totals(db, p->run, &t) == JN_OK) {
+            double now = jn_cli_now();
+            char a[32], b[32];
+            if (p->tty) {
+                fprintf(stderr, "\r\033[Kjanus record: run %lld: %s steps, %s ops, %.0f s", (long long)p->run,
+                        jn_cli_commas(t.steps, a), jn_cli_commas(t.ops, b), now - p->t0);
+            } else if (t.steps != shown && now - said >= 2) {
+                fprintf(stderr, "janus record: run %lld: %s steps so far (%.0f s)\n", (long long)p->run,
+                        jn_cli_commas(t.steps, a), now - p->t0);
+                shown = t.steps;
+                said = now;
+            }
+            fflush(stderr);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 250 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&p->cv, &p->mu, &until);
+    }
+    if (p->tty) fputs("\r\033[K", stderr);
+    pthread_mutex_unlock(&p->mu);
+    jn_db_close(db);
+    return NULL;
+}
+
+static int count_start(step_count *p, const char *abs, int64_t run) {
+    memset(p, 0, sizeof *p);
+    p->abs = abs, p->run = run, p->t0 = jn_cli_now(), p->tty = isatty(STDERR_FILENO);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    return pthread_create(&p->th, NULL, count_main, p) == 0;
+}
+
+static void count_stop(step_count *p, int started) {
+    if (started) {
+        pthread_mutex_lock(&p->mu);
+        p->done = 1;
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->th, NULL);
+    }
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+}
+
+typedef struct {
+    int torch, progress;
+} record_flags;
+
+static int record_flag(const char *a, void *ctx) {
+    record_flags *f = ctx;
+    if (!strcmp(a, "--progress")) return f->progress = 1;
+    return jn_cli_torch_flag(a, &f->torch);
+}
+
 int jn_cli_record(int argc, char **argv) {
     const char *dbpath = "run.db";
-    int i = 0, torch = 1;
-    int rc0 = jn_cli_launch_args("record", jn_cli_record_usage, argc, argv, jn_cli_torch_flag, &torch, &dbpath, &i);
+    int i = 0;
+    record_flags fl = {1, 0};
+    int rc0 = jn_cli_launch_args("record", jn_cli_record_usage, argc, argv, record_flag, &fl, &dbpath, &i);
     if (rc0 >= 0) return rc0;
     char **cmd = argv + i;
     int ncmd = argc - i;
@@ -452,13 +562,50 @@ int jn_cli_record(int argc, char **argv) {
         fprintf(stderr, "janus record: cannot set the environment: %s\n", strerror(errno));
         goto done;
     }
+    /* the child says on this pipe when its recording failed (a full disk):
+     * then the run is incomplete and janus exits non-zero */
+    int rep[2];
+    char fds[16];
+    if (pipe2(rep, O_CLOEXEC) != 0 || fcntl(rep[1], F_SETFD, 0) != 0 || fcntl(rep[0], F_SETFL, O_NONBLOCK) != 0) {
+        fprintf(stderr, "janus record: cannot make a pipe: %s\n", strerror(errno));
+        goto done;
+    }
+    snprintf(fds, sizeof fds, "%d", rep[1]);
     char *alias = NULL;
-    if (torch && jn_cli_alias_begin("record", &alias)) goto done;
+    if (setenv("JANUS_RECORD_REPORT_FD", fds, 1) || (fl.torch && jn_cli_alias_begin("record", &alias))) {
+        close(rep[0]);
+        close(rep[1]);
+        goto done;
+    }
     const char *status;
+    step_count sc;
+    int counting = fl.progress && count_start(&sc, abs, run);
     rc = jn_cli_spawn_wait("record", cmd, &status);
+    if (fl.progress) count_stop(&sc, counting);
     jn_cli_alias_end(alias);
-    db = jn_cli_run_end("record", abs, run, rc, status);
-    if (db) summary(db, run, abs, dbpath);
+    close(rep[1]);
+    char report[4096];
+    ssize_t nrep = read(rep[0], report, sizeof report - 1); /* non-blocking: a worker may hold the pipe */
+    close(rep[0]);
+    if (nrep > 0 && !strcmp(status, "finished")) status = "incomplete"; /* the script's exit code is kept */
+    int ended;
+    db = jn_cli_run_end("record", abs, run, rc, status, &ended);
+    if (db) summary(db, run, abs, dbpath, nrep > 0);
+    if (nrep > 0) {
+        report[nrep] = 0;
+        long long last = strtoll(report, NULL, 10);
+        int script_rc = rc;
+        if (rc == 0) rc = 1;
+        char stored[96];
+        if (last > 0) snprintf(stored, sizeof stored, "steps 0-%lld are stored, later steps are not", last);
+        else snprintf(stored, sizeof stored, "%s", last == 0 ? "step 0 is stored, later steps are not"
+                                                                : "no step is stored");
+        fprintf(stderr, "janus record: run %lld is incomplete: %s; the command exited with status %d, janus with %d\n",
+                (long long)run, stored, script_rc, rc);
+        jn_cli_full_disk_hint("record", abs);
+    } else if (!ended && rc == 0) {
+        rc = 1; /* the store does not say how the run ended */
+    }
 
 done:
     if (db) jn_db_close(db);

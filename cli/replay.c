@@ -12,9 +12,9 @@
  * mean the same.
  *
  * A store this process cannot write (a read-only mount, another user's
- * directory) still replays: its bundle is used, no run row is made, one
- * line says the counters cannot be stored, and the child prints its own
- * summary line at exit instead.
+ * directory) or cannot add a run to (a full disk) still replays: its
+ * bundle is used, no run row is made, one line says the counters cannot be
+ * stored, and the child prints its own summary line at exit instead.
  *
  * What cannot replay still runs: a store that is missing, not a janus store,
  * unreadable, without a bundle, or whose bundle this janus or machine cannot
@@ -97,9 +97,11 @@ static int64_t usable_bundle(jn_db *db, const char *shown, char *why, size_t n) 
 static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fallback) {
     jn_db_replay_graph *g = NULL;
     jn_db_replay_miss *m = NULL;
-    int ng = 0, nm = 0;
-    if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK) {
+    jn_db_miss_group *mg = NULL;
+    int ng = 0, nm = 0, nmg = 0;
+    if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK || jn_db_replay_miss_groups(db, run, &mg, &nmg) != JN_OK) {
         fprintf(stderr, "janus replay: run %lld: cannot read its counters: %s\n", (long long)run, jn_errmsg());
+        jn_db_replay_free(g, ng, m, nm);
         return;
     }
     int64_t hits = 0, misses = 0, extrap = 0;
@@ -128,16 +130,17 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
                 (long long)run, tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
                 jn_cli_commas(tot, b), jn_cli_commas(misses, d), ch, ng, ng == 1 ? "" : "s", secs);
         if (extrap) fprintf(stderr, "; %s of the hits past the recorded ranges", jn_cli_commas(extrap, a));
-        if (nm) { /* the most frequent miss (the store returns them so ordered), as `janus inspect` words it */
-            fprintf(stderr, "; top miss (%sx): %s", jn_cli_commas(m[0].count, a), m[0].graph[0] ? m[0].graph : "(no graph)");
-            if (m[0].guard >= 0) fprintf(stderr, " guard %d", (int)m[0].guard);
-            if (m[0].site[0]) fprintf(stderr, " at %s", m[0].site);
-            fprintf(stderr, ": %s", m[0].reason);
+        /* the largest group of real misses (groups come so ordered; choices last), as inspect words it */
+        if (nmg && mg[0].guard != JN_DB_MISS_CHOICE) {
+            char line[4096];
+            fprintf(stderr, "; top miss (%sx): %s", jn_cli_commas(mg[0].count, a),
+                    jn_cli_miss_group_text(&mg[0], line, sizeof line));
         }
         fprintf(stderr, "; `janus inspect --run %lld %s` shows %s\n", (long long)run, shown,
                 nm ? "every miss" : "the counters");
     }
     jn_db_replay_free(g, ng, m, nm);
+    jn_db_miss_groups_free(mg, nmg);
 }
 
 typedef struct {
@@ -207,7 +210,16 @@ int jn_cli_replay(int argc, char **argv) {
     if (why[0] && !eager) fprintf(stderr, "janus replay: %s; running the command eagerly\n", why);
     const char *kind = eager ? "eager" : "replay";
     if (db) {
-        if (!readonly && jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) goto done;
+        /* a run row that cannot be added (a full disk) is no reason not to
+         * run the command: as with a read-only store, without a run */
+        if (!readonly && jn_cli_run_begin("replay", db, abs, dbpath, ncmd, cmd, kind, bundle, &run)) {
+            readonly = 1;
+            run = 0;
+            fprintf(stderr, "janus replay: %s\n",
+                    eager || why[0] ? "running the command all the same; this run is not stored"
+                                    : "replaying with its bundle all the same; this run and its counters are "
+                                      "not stored");
+        }
         jn_db_close(db);
         db = NULL;
     }
@@ -235,7 +247,8 @@ int jn_cli_replay(int argc, char **argv) {
     rc = jn_cli_spawn_wait("replay", cmd, &status);
     jn_cli_alias_end(alias);
     if (run) {
-        db = jn_cli_run_end("replay", abs, run, rc, status);
+        int ended; /* not stored: said; the script's status stands */
+        db = jn_cli_run_end("replay", abs, run, rc, status, &ended);
         if (db) summary(db, run, dbpath, eager, why[0] != 0);
     }
 

@@ -20,17 +20,21 @@
  *
  *   ew_reduce: one block per output row (rows stride by gridDim.x); its
  *   JN_DK_BLOCK threads each accumulate a strided share of the reduced
- *   elements in the CPU emitter's accumulator type (double for float sum
- *   and mean, wrapping uint64 for integer sums, the input type for
- *   amax/amin with NaN winning), then a shared-memory tree combines them.
+ *   elements, then a shared-memory tree combines them -- the order and
+ *   arithmetic of the eager CUDA reduce_kernel (runtime/cuda/kernels.cu):
+ *   the output's math type as accumulator (float for a float32 sum or
+ *   mean, double for float64, wrapping 64-bit integers), its red_join for
+ *   amax/amin (a NaN on either side gives their sum), mean as the sum
+ *   times 1/count in double.
  *
  * What differs from the CPU results: the fast math, + - * / and sqrt are
  * IEEE-rounded on both (NVRTC with -fmad=false, -prec-div/-prec-sqrt at
  * their defaults), so ew members built from them match the eager CPU
  * kernels bit for bit; the other libm functions (pow, atan2, log1p, expm1,
  * sin, cos, float64 exp/log/tanh/erf) are CUDA's, within their documented
- * ulps of glibc's, not bitwise; reductions sum in a tree order, so they
- * match within a sum's rounding (as the CPU emitter's already do).  No
+ * ulps of glibc's, not bitwise; reductions follow the eager CUDA
+ * reduction (above), not the CPU's order, so they match the CPU within a
+ * sum's rounding.  No
  * float16/bfloat16: the shared table generates the CPU dtypes only
  * (f32 f64 i64 i32 u8 bool).  These are claims to check on a GPU: this
  * file is tested by compiling, not running.
@@ -123,6 +127,7 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
     const jn_ir_node *root = &g->nodes[e.K->root];
     e.reduce = e.K->kind == JN_IR_K_EW_REDUCE;
     if (e.reduce) cg_em_plan_reduce(g, e.K->root, &e.r, NULL, 0);
+    e.r.cuda = 1; /* the eager CUDA reduce_kernel's arithmetic */
     int nops = io->ncall;
     cg_em_kernel_comment(&e);
     fprintf(f, "extern \"C\" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k%d_%d(const __grid_constant__ "
@@ -138,7 +143,7 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
         return JN_OK;
     }
     int32_t ro = cg_em_call_index(io, root->out[0]);
-    const char *A = e.r.facc ? "double" : e.r.op == JN_OP_sum ? "uint64_t" : cg_em_ctype(e.r.in);
+    const char *A = cg_em_acc_type(&e.r);
     fprintf(f, "    const int no = nd - c->nred;\n    int64_t rows = 1, cnt = 1;\n");
     fprintf(f, "    for (int d = 0; d < nd; d++) {\n        if (d < no) rows *= c->shape[d];\n"
                "        else cnt *= c->shape[d];\n    }\n");
@@ -150,7 +155,7 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
     put_decompose(f, nops, "row", "c->data[", "0", "no", "            ");
     for (int j = 0; j < nops; j++) fprintf(f, "            base[%d] = p%d;\n", j, j);
     fprintf(f, "        }\n");
-    cg_em_acc_init(f, &e.r, "        ");
+    cg_em_acc_decl(f, &e.r, "acc", "        ");
     fprintf(f, "        for (int64_t el = threadIdx.x; el < cnt; el += blockDim.x) {\n");
     put_decompose(f, nops, "el", "base[", "no", "nd", "            ");
     fprintf(f, "            (void)p%d;\n", ro);
@@ -160,8 +165,7 @@ static jn_status emit_kernel(FILE *f, const jn_ir_graph *g, int32_t gi, int32_t 
     fprintf(f, "        red[threadIdx.x] = acc;\n        __syncthreads();\n");
     fprintf(f, "        for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {\n");
     fprintf(f, "            if (threadIdx.x < s) {\n");
-    if (e.r.facc || e.r.op == JN_OP_sum) fprintf(f, "                acc += red[threadIdx.x + s];\n");
-    else cg_em_minmax_step(f, &e.r, "red[threadIdx.x + s]", "                ");
+    cg_em_red_comb(f, &e.r, "acc", "red[threadIdx.x + s]", "                ");
     fprintf(f, "                red[threadIdx.x] = acc;\n            }\n            __syncthreads();\n        }\n");
     char cv[200];
     cg_em_reduce_result(cv, sizeof cv, &e.r);

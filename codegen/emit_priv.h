@@ -30,7 +30,8 @@ typedef struct {
 typedef struct {
     jn_op op;
     jn_dtype in, out;
-    int facc;   /* double accumulator (float sum/mean); else uint64 (integer sum) or the input type (amax/amin) */
+    int facc;   /* float sum/mean: a float accumulator (cg_em_acc_type); else uint64 (integer sum) or the input type (amax/amin) */
+    int cuda;   /* 0: k_reduce.c's arithmetic (CPU); 1: the eager CUDA reduce_kernel's (emit_cuda.c sets it) */
 } cg_em_rplan;
 
 /* One kernel being emitted. */
@@ -42,6 +43,7 @@ typedef struct {
     int32_t k;
     int reduce;
     cg_em_rplan r;
+    const char *acc; /* the lvalue the reduction's step accumulates into (NULL: "acc") */
 } cg_em_ctx;
 
 /* Can dtype d be an operand of generated code? */
@@ -70,14 +72,21 @@ int cg_em_call_index(const jn_cg_kernel_io *io, int32_t v);
 static inline int32_t cg_em_first_member(const jn_ir_kernel *K) { return K->kind == JN_IR_K_GEMM ? 1 : 0; }
 /* The comment above a kernel: graph, kernel, kind, members, operands. */
 void cg_em_kernel_comment(const cg_em_ctx *e);
-/* Declares the accumulator `acc` of r at its identity. */
-void cg_em_acc_init(FILE *f, const cg_em_rplan *r, const char *ind);
+/* The reduction's accumulator type (double, float, uint64_t, the input's). */
+const char *cg_em_acc_type(const cg_em_rplan *r);
+/* Declares accumulator `name` of r at its identity; cg_em_acc_fill: an
+ * array arr[n] of them. */
+void cg_em_acc_decl(FILE *f, const cg_em_rplan *r, const char *name, const char *ind);
+void cg_em_acc_fill(FILE *f, const cg_em_rplan *r, const char *arr, int n, const char *ind);
+/* One element into an accumulator: `acc (op)= val` (val of the reduction's
+ * input dtype), as the eager reduction of r's target does it. */
+void cg_em_red_step(FILE *f, const cg_em_rplan *r, const char *acc, const char *val, const char *ind);
+/* Two partial accumulators combined: `dst (op)= src` (eager's comb). */
+void cg_em_red_comb(FILE *f, const cg_em_rplan *r, const char *dst, const char *src, const char *ind);
 /* The reduction's result expression (acc; cnt for mean) in r->out's type. */
 void cg_em_reduce_result(char *out, size_t n, const cg_em_rplan *r);
-/* The amax/amin accumulation step of r: acc = the better of acc and val. */
-void cg_em_minmax_step(FILE *f, const cg_em_rplan *r, const char *val, const char *ind);
 /* Member n's statement for one element: `{ loads; dst = result; }`, or the
- * accumulation step (into `acc`) for the root of an ew_reduce kernel.
+ * accumulation step (into e->acc) for the root of an ew_reduce kernel.
  * Values read as v<id> (blocked 0) or, in emit_c's blocked loop, t<id>[i],
  * A<j>[i], s<j> (bc[j]: operand j loaded once). */
 void cg_em_member(const cg_em_ctx *e, int32_t n, int blocked, const uint8_t *bc, const char *dst, const char *ind);

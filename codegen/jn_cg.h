@@ -35,6 +35,7 @@
 #ifndef JN_CG_H
 #define JN_CG_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -183,14 +184,20 @@ typedef struct {
     const char *cc;           /* compiler command; NULL: $CC, else cc, else gcc */
     const char *extra_flags;  /* appended to the command line (tests: "-Wall -Werror") */
     int progress;             /* print a progress line to stderr while compiling */
+    /* NULL, or a flag a signal handler sets: once *stop is nonzero the
+     * compile is abandoned (JN_ERR_RUNTIME): the compiler's process group
+     * killed and reaped, its files removed */
+    const volatile sig_atomic_t *stop;
 } jn_cg_cc_options;
 
 /* Compiles src into a shared object (-O3 -march=native -std=c11 -fPIC
  * -shared -ffp-contract=off -fno-math-errno -lm) in a private temporary
- * directory, removed afterwards; *so (malloc'd, *solen bytes) holds the
- * object.  *seconds (may be NULL) the wall time spent.  o may be NULL.
- * A missing compiler is JN_ERR_UNSUPPORTED naming what was looked for and
- * the fix; a failing compile JN_ERR_RUNTIME with its first error lines. */
+ * directory ($TMPDIR/janus-<uid>/cc-*, removed afterwards, also by the
+ * next compile when this process dies); *so (malloc'd, *solen bytes)
+ * holds the object.  *seconds (may be NULL) the wall time spent.  o may
+ * be NULL.  A missing compiler is JN_ERR_UNSUPPORTED naming what was
+ * looked for and the fix; a failing compile JN_ERR_RUNTIME with its first
+ * error lines. */
 jn_status jn_cg_compile_so(const char *src, size_t len, const jn_cg_cc_options *o, void **so, size_t *solen,
                            double *seconds);
 

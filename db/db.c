@@ -36,11 +36,24 @@
  * Schema v5 (SCHEMA_V5) adds algos: the cuDNN convolution algorithms a
  * GPU chose, per device string and convolution key, so a later run on the
  * same kind of GPU chooses nothing again (jn_db_algos_put / _get).
+ * Schema v6 (SCHEMA_V6) adds what `janus report` shows beyond the
+ * counters: a run's CPU time and peak memory, per replayed graph its ops
+ * and the wall time of its segments compiled and eager, per miss row the
+ * range of values seen, the per-step times of replay and eager runs
+ * (run_steps) and the first segments of a replay (replay_segments).
+ * Schema v7 (SCHEMA_V7) adds runs.pid_start and runs.boot_id: with the
+ * host and pid a run already had, they name the process that owns a run,
+ * so a run left 'running' by a process that died is told apart from one
+ * still going (jn_db_run_is_lost, jn_db_mark_lost).
+ * Schema v8 (SCHEMA_V8) adds extrapolated hits: replay_graphs.extrapolated
+ * (per graph, the hits past a recorded range) and replay_extrap (per SEEN
+ * guard, its range and the values seen past it; jn_db_replay_extraps).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +65,7 @@
 #include "db_internal.h"
 #include "jn_db.h"
 #include "jn_db_testing.h"
+#include "jn_settings.h"
 
 #ifndef JANUS_VERSION
 #define JANUS_VERSION "unknown"
@@ -169,11 +183,41 @@ static const char SCHEMA_V5[] =
     "CREATE TABLE IF NOT EXISTS algos(device TEXT NOT NULL, key TEXT NOT NULL, algo INTEGER NOT NULL,\n"
     "  workspace INTEGER NOT NULL, seconds REAL NOT NULL, PRIMARY KEY(device, key));\n";
 
-/* Schema v6 = v5 + extrapolated hits: per graph how many of its hits went
+/* Schema v6 = v5 + what a report needs that the counters do not say:
+ * columns with defaults (older rows read as "not measured") and two
+ * tables written once at a replaying or eager process's exit
+ * (jn_db_run_steps_put, jn_db_segments_put; both bounded, jn_db.h). */
+static const char SCHEMA_V6[] =
+    "ALTER TABLE runs ADD COLUMN cpu_seconds REAL;\n"
+    "ALTER TABLE runs ADD COLUMN peak_rss INTEGER;\n"
+    "CREATE TABLE IF NOT EXISTS replay_graph_times(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  graph TEXT NOT NULL, ops INTEGER NOT NULL, wall REAL NOT NULL, eager_segments INTEGER NOT NULL,\n"
+    "  eager_wall REAL NOT NULL, eager_ops INTEGER NOT NULL, PRIMARY KEY(run_id, graph));\n"
+    "ALTER TABLE replay_misses ADD COLUMN seen_min REAL;\n"
+    "ALTER TABLE replay_misses ADD COLUMN seen_max REAL;\n"
+    "CREATE TABLE IF NOT EXISTS run_steps(run_id INTEGER NOT NULL REFERENCES runs(id), step INTEGER NOT NULL,\n"
+    "  kind TEXT NOT NULL, started REAL NOT NULL, duration REAL NOT NULL, segments INTEGER NOT NULL,\n"
+    "  hits INTEGER NOT NULL, graph_ops INTEGER, eager_ops INTEGER, graph_seconds REAL NOT NULL,\n"
+    "  PRIMARY KEY(run_id, step));\n"
+    "CREATE TABLE IF NOT EXISTS replay_segments(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  seq INTEGER NOT NULL, step INTEGER NOT NULL, started REAL NOT NULL, duration REAL NOT NULL,\n"
+    "  graph TEXT NOT NULL, hit INTEGER NOT NULL, guard INTEGER NOT NULL, ops INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(run_id, seq));\n"
+    "CREATE TABLE IF NOT EXISTS bundle_notes(bundle_id INTEGER NOT NULL, seq INTEGER NOT NULL,\n"
+    "  kind TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY(bundle_id, seq));\n";
+/* Schema v7 = v6 + the identity of a run's process beyond its pid: its
+ * start time (clock ticks since boot, /proc/PID/stat field 22), so a pid
+ * reused by another process does not keep a dead run alive, and the
+ * kernel's boot id, so no run of an earlier boot does.  NULL in older
+ * rows: those are judged by host and pid alone. */
+static const char SCHEMA_V7[] =
+    "ALTER TABLE runs ADD COLUMN pid_start INTEGER;\n"
+    "ALTER TABLE runs ADD COLUMN boot_id TEXT;\n";
+/* Schema v8 = v7 + extrapolated hits: per graph how many of its hits went
  * past a recorded range (a SEEN guard, ir/jn_ir.h), and per such guard the
  * range and the values seen past it.  A column with a default and a new
- * table: a v5 store read-only reads as none. */
-static const char SCHEMA_V6[] =
+ * table: an older store read-only reads as none. */
+static const char SCHEMA_V8[] =
     "ALTER TABLE replay_graphs ADD COLUMN extrapolated INTEGER NOT NULL DEFAULT 0;\n"
     "CREATE TABLE IF NOT EXISTS replay_extrap(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
     "  graph TEXT NOT NULL, guard INTEGER NOT NULL, reason TEXT NOT NULL, site TEXT NOT NULL,\n"
@@ -194,6 +238,8 @@ static const struct {
     {3, SCHEMA_V4},
     {4, SCHEMA_V5},
     {5, SCHEMA_V6},
+    {6, SCHEMA_V7},
+    {7, SCHEMA_V8},
 };
 
 /* Cached statements, prepared on first use. */
@@ -208,8 +254,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_OPTABLE] = "INSERT INTO optables(hash, ops) VALUES(?1, ?2) "
                    "ON CONFLICT(hash) DO UPDATE SET ops = excluded.ops WHERE optables.ops = ''",
     [ST_RUN] = "INSERT INTO runs(argv, cwd, started, python_version, janus_version, optable_hash, "
-               "cpu_features, device, hostname, pid, kind, bundle_id) "
-               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+               "cpu_features, device, hostname, pid, kind, bundle_id, pid_start, boot_id) "
+               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [ST_RUN_END] = "UPDATE runs SET ended = ?1, exit_status = ?2, status = ?3 WHERE id = ?4",
     [ST_RUN_PY] = "UPDATE runs SET python_version = ?1 WHERE id = ?2",
     [ST_CS_GET] = "SELECT id FROM callsites WHERE file = ?1 AND line = ?2 AND func = ?3",
@@ -245,12 +291,21 @@ struct jn_db {
 
 /* ------------------------------------------------------ fault injection */
 static int fault_countdown; /* test-only, so a plain global is enough */
+static int fault_full;      /* JANUS_DB_FAULT_AFTER: the disk stays full once it fired */
 
-void jn_db_inject_fault(int after_n_writes) { fault_countdown = after_n_writes > 0 ? after_n_writes : 0; }
+void jn_db_inject_fault(int after_n_writes) {
+    fault_countdown = after_n_writes > 0 ? after_n_writes : 0;
+    fault_full = 0;
+}
 
-static int fault_fires(jn_db *db) {
+/* write: the statement changes the store.  jn_db_inject_fault counts
+ * every statement and fails one; the full disk of JANUS_DB_FAULT_AFTER
+ * counts and fails writes only (reads, PRAGMAs, BEGIN and COMMIT pass). */
+static int fault_fires(jn_db *db, int write) {
     db->injected = 0;
-    if (fault_countdown > 0 && --fault_countdown == 0) {
+    if (fault_full && !write) return 0;
+    if (fault_full < 0 || (fault_countdown > 0 && --fault_countdown == 0)) {
+        if (fault_full) fault_full = -1;
         db->injected = 1;
         return 1;
     }
@@ -266,12 +321,14 @@ int db_prepare(jn_db *db, const char *sql, sqlite3_stmt **st) {
 
 /* Every sqlite3_step / sqlite3_exec of db/ goes through these two. */
 int db_step(jn_db *db, sqlite3_stmt *st) {
-    if (fault_fires(db)) return SQLITE_FULL;
+    const char *sql = sqlite3_sql(st);
+    if (fault_fires(db, !sqlite3_stmt_readonly(st) && sql && strncmp(sql, "PRAGMA", 6))) return SQLITE_FULL;
     return sqlite3_step(st);
 }
 
 static int db_exec(jn_db *db, const char *sql) {
-    if (fault_fires(db)) return SQLITE_FULL;
+    int write = strncmp(sql, "PRAGMA", 6) && strncmp(sql, "BEGIN", 5) && strncmp(sql, "COMMIT", 6);
+    if (fault_fires(db, write)) return SQLITE_FULL;
     return sqlite3_exec(db->h, sql, NULL, NULL, NULL);
 }
 
@@ -372,6 +429,8 @@ static jn_status create_schema(jn_db *db) {
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V3);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V5);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V6);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V7);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V8);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -600,6 +659,16 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
         return jn_error(JN_ERR_VALUE, "jn_db_open: bad flags %d (JN_DB_READONLY, JN_DB_WRITE, JN_DB_CREATE or "
                         "JN_DB_WRITE_OR_READONLY)", flags);
 
+    /* JANUS_DB_FAULT_AFTER (tests): a full disk from N statements into
+     * this store on (every later write fails, reads work), in a process a
+     * test cannot reach into (a recorded script) */
+    if (jn_setting_raw(JN_S_DB_FAULT_AFTER)) {
+        int64_t after = 0;
+        jn_status fs = jn_setting_int(JN_S_DB_FAULT_AFTER, &after);
+        if (fs) return fs;
+        jn_db_inject_fault((int)after);
+        fault_full = 1;
+    }
     jn_db *db = calloc(1, sizeof *db);
     if (!db || !(db->path = strdup(path)) || !(db->abs = absolute(path))) {
         int e = errno;
@@ -692,10 +761,11 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
                      "this janus (%s) reads; upgrade janus to open it", path, v, JN_DB_SCHEMA_VERSION, JANUS_VERSION);
         goto fail;
     }
-    /* Read-only, a store of v1 or later is read as it is: v2, v3 and v5 only
-     * added tables and columns with defaults, so an older store simply has
-     * no bundles, no replay counters, no algorithm choices, and only
-     * recorded runs. */
+    /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6, v7
+     * and v8 only added tables and columns with defaults, so an older store
+     * simply has no bundles, no replay counters, no algorithm choices, only
+     * recorded runs, runs known by host and pid alone, and no extrapolated
+     * hits. */
     if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "
@@ -774,6 +844,15 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
     bind_text(run, 11, info->kind && *info->kind ? info->kind : "record");
     if (info->bundle_id > 0) sqlite3_bind_int64(run, 12, info->bundle_id);
     else sqlite3_bind_null(run, 12);
+    /* the owner's identity, when it is a process of this host we can see */
+    char host[256], boot[64];
+    uint64_t t0 = 0;
+    if (info->pid > 0 && info->hostname && !db_hostname(host, sizeof host) && !strcmp(host, info->hostname))
+        t0 = db_proc_start(info->pid);
+    if (t0) sqlite3_bind_int64(run, 13, (int64_t)t0);
+    else sqlite3_bind_null(run, 13);
+    if (t0 && !db_boot_id(boot, sizeof boot)) bind_text(run, 14, boot);
+    else sqlite3_bind_null(run, 14);
     if ((rc = run_stmt(db, run)) != SQLITE_OK) goto fail;
     *run_id = sqlite3_last_insert_rowid(db->h);
     if ((rc = run_stmt(db, commit)) != SQLITE_OK) goto fail;
@@ -811,6 +890,92 @@ jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_ver
     if (rc != SQLITE_OK) return db_fail(db, rc, "recording the Python version of a run");
     if (sqlite3_changes(db->h) == 0)
         return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64, db->path, run_id);
+    return JN_OK;
+}
+
+/* ------------------------------------------------------------ lost runs */
+int db_hostname(char *out, size_t n) {
+    if (gethostname(out, n - 1) != 0) return -1;
+    out[n - 1] = 0;
+    return 0;
+}
+
+int db_boot_id(char *out, size_t n) {
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f) return -1;
+    int ok = fgets(out, (int)n, f) != NULL;
+    fclose(f);
+    if (!ok) return -1;
+    out[strcspn(out, "\n")] = 0;
+    return out[0] ? 0 : -1;
+}
+
+uint64_t db_proc_start(int64_t pid) {
+    char p[64], buf[1024];
+    snprintf(p, sizeof p, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *q = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long t = 0;
+    if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                     &t) != 1)
+        return 0;
+    return (uint64_t)t;
+}
+
+int jn_db_run_is_lost(const char *status, const char *hostname, int64_t pid, int64_t pid_start, const char *boot_id) {
+    if (status && status[0] && strcmp(status, "running")) return 0;
+    char host[256], boot[64];
+    if (pid <= 0 || !hostname || db_hostname(host, sizeof host) || strcmp(host, hostname))
+        return 0; /* another host's process: nothing here can tell */
+    if (boot_id && boot_id[0] && !db_boot_id(boot, sizeof boot) && strcmp(boot, boot_id))
+        return 1; /* started before this host's last boot */
+    if (pid > INT32_MAX || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) return 1; /* no such process */
+    if (pid_start > 0) {
+        uint64_t t = db_proc_start(pid);
+        if (t && t != (uint64_t)pid_start) return 1; /* the pid is another process now */
+    }
+    return 0;
+}
+
+jn_status jn_db_mark_lost(jn_db *db, jn_db_run_row **rows, int *n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_mark_lost"))) return s;
+    if (!rows || !n) return jn_error(JN_ERR_VALUE, "jn_db_mark_lost: NULL argument");
+    *rows = NULL;
+    *n = 0;
+    jn_db_run_row *all = NULL;
+    int nall = 0, nlost = 0;
+    if ((s = jn_db_runs(db, 0, &all, &nall))) return s;
+    sqlite3_stmt *up = NULL;
+    int rc = db_prepare(db, "UPDATE runs SET status = 'lost' WHERE id = ?1 AND status = 'running'", &up);
+    for (int i = 0; rc == SQLITE_OK && i < nall; i++) {
+        if (strcmp(all[i].status ? all[i].status : "", "lost")) continue; /* jn_db_runs judged it */
+        sqlite3_bind_int64(up, 1, all[i].id);
+        rc = db_step(db, up);
+        sqlite3_reset(up);
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+        if (rc == SQLITE_OK && sqlite3_changes(db->h) > 0) {
+            jn_db_run_row t = all[nlost]; /* keep the marked ones first, in order */
+            all[nlost++] = all[i];
+            all[i] = t;
+        }
+    }
+    sqlite3_finalize(up);
+    if (rc != SQLITE_OK) {
+        jn_db_runs_free(all, nall);
+        return db_fail(db, rc, "marking the runs whose process died as lost");
+    }
+    for (int i = nlost; i < nall; i++) db_run_row_clear(&all[i]);
+    if (nlost == 0) {
+        free(all);
+        return JN_OK;
+    }
+    *rows = all;
+    *n = nlost;
     return JN_OK;
 }
 
@@ -1091,7 +1256,7 @@ jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data,
         else if (got != (size_t)raw) why = "short data";
     }
     if (why) {
-        s = jn_error(JN_ERR_IO, "trace store %s: the event chunk of step %" PRId64 " of run %" PRId64
+        s = jn_error(JN_ERR_VALUE, "trace store %s: the event chunk of step %" PRId64 " of run %" PRId64
                      " is corrupt (%s%s%s)", db->path, step, run_id, why, codec ? ", codec " : "", codec ? codec : "");
         sqlite3_reset(st);
         free(out);
@@ -1425,8 +1590,8 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
                                  "extrapolated = extrapolated + excluded.extrapolated",
                                  -1, &gr, NULL)) != SQLITE_OK ||
         (rc = sqlite3_prepare_v2(db->h,
-                                 "INSERT INTO replay_misses(run_id, graph, guard, reason, site, seen, count) "
-                                 "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                 "INSERT INTO replay_misses(run_id, graph, guard, reason, site, seen, count, seen_min, "
+                                 "seen_max) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                                  -1, &mi, NULL)) != SQLITE_OK ||
         (rc = sqlite3_prepare_v2(db->h,
                                  "INSERT INTO replay_extrap(run_id, graph, guard, reason, site, lo, hi, seen_min, "
@@ -1466,6 +1631,9 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
         if (!isnan(m[i].seen)) sqlite3_bind_double(mi, 6, m[i].seen);
         else sqlite3_bind_null(mi, 6); /* NaN: no value */
         sqlite3_bind_int64(mi, 7, m[i].count);
+        int range = m[i].has_range && !isnan(m[i].seen_min) && !isnan(m[i].seen_max);
+        if (range) sqlite3_bind_double(mi, 8, m[i].seen_min), sqlite3_bind_double(mi, 9, m[i].seen_max);
+        else sqlite3_bind_null(mi, 8), sqlite3_bind_null(mi, 9);
         if ((rc = run_stmt(db, mi)) != SQLITE_OK) goto fail;
     }
     what = "storing an extrapolation";
@@ -1501,6 +1669,186 @@ fail:;
     return s;
 }
 
+/* ------------------------------------------------- usage, steps, segments */
+jn_status jn_db_run_set_usage(jn_db *db, int64_t run_id, double cpu_seconds, int64_t peak_rss) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_run_set_usage"))) return s;
+    if (!(cpu_seconds >= 0) || peak_rss < 0)
+        return jn_error(JN_ERR_VALUE, "jn_db_run_set_usage: CPU seconds and peak bytes must be >= 0");
+    sqlite3_stmt *st = NULL;
+    int rc = db_prepare(db, "UPDATE runs SET cpu_seconds = ?1, peak_rss = ?2 WHERE id = ?3", &st);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_double(st, 1, cpu_seconds);
+        if (peak_rss > 0) sqlite3_bind_int64(st, 2, peak_rss);
+        else sqlite3_bind_null(st, 2);
+        sqlite3_bind_int64(st, 3, run_id);
+        rc = run_stmt(db, st);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) return db_fail(db, rc, "storing a run's CPU time and memory");
+    if (sqlite3_changes(db->h) == 0)
+        return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64, db->path, run_id);
+    return JN_OK;
+}
+
+/* One transaction of n rows through the statement sql (bind(st, i) binds
+ * row i's ?2..); ?1 is the run.  The run must exist. */
+static jn_status put_rows(jn_db *db, int64_t run_id, const char *sql, int n, const void *rows,
+                          void (*bind)(sqlite3_stmt *, const void *, int), const char *what) {
+    sqlite3_stmt *run = NULL, *ins = NULL;
+    const char *doing = "starting the transaction";
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) goto fail;
+    doing = "preparing the statements";
+    if ((rc = db_prepare(db, "SELECT 1 FROM runs WHERE id = ?1", &run)) != SQLITE_OK ||
+        (rc = db_prepare(db, sql, &ins)) != SQLITE_OK)
+        goto fail;
+    doing = "looking up the run";
+    sqlite3_bind_int64(run, 1, run_id);
+    rc = db_step(db, run);
+    if (rc == SQLITE_DONE) {
+        rollback(db);
+        sqlite3_finalize(run);
+        sqlite3_finalize(ins);
+        return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64 " to store %s for", db->path, run_id, what);
+    }
+    if (rc != SQLITE_ROW) goto fail;
+    doing = "storing a row";
+    for (int i = 0; i < n; i++) {
+        sqlite3_bind_int64(ins, 1, run_id);
+        bind(ins, rows, i);
+        if ((rc = run_stmt(db, ins)) != SQLITE_OK) goto fail;
+    }
+    doing = "committing";
+    if ((rc = db_exec(db, "COMMIT")) != SQLITE_OK) goto fail;
+    sqlite3_finalize(run);
+    sqlite3_finalize(ins);
+    return JN_OK;
+fail:;
+    char buf[200];
+    snprintf(buf, sizeof buf, "storing the %s of run %" PRId64 " (%s)", what, run_id, doing);
+    jn_status s = db_fail(db, rc, buf);
+    rollback(db);
+    sqlite3_finalize(run);
+    sqlite3_finalize(ins);
+    return s;
+}
+
+static void bind_step(sqlite3_stmt *st, const void *rows, int i) {
+    const jn_db_run_step *r = (const jn_db_run_step *)rows + i;
+    sqlite3_bind_int64(st, 2, r->step);
+    bind_text(st, 3, r->kind && *r->kind ? r->kind : "step");
+    sqlite3_bind_double(st, 4, r->started);
+    sqlite3_bind_double(st, 5, r->duration);
+    sqlite3_bind_int64(st, 6, r->segments);
+    sqlite3_bind_int64(st, 7, r->hits);
+    if (r->graph_ops >= 0) sqlite3_bind_int64(st, 8, r->graph_ops);
+    else sqlite3_bind_null(st, 8);
+    if (r->eager_ops >= 0) sqlite3_bind_int64(st, 9, r->eager_ops);
+    else sqlite3_bind_null(st, 9);
+    sqlite3_bind_double(st, 10, r->graph_seconds);
+}
+
+jn_status jn_db_run_steps_put(jn_db *db, int64_t run_id, const jn_db_run_step *rows, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_run_steps_put"))) return s;
+    if (n < 0 || n > JN_DB_STEPS_MAX || (n && !rows))
+        return jn_error(JN_ERR_VALUE, "jn_db_run_steps_put: %d rows (0..%d)", n, JN_DB_STEPS_MAX);
+    for (int i = 0; i < n; i++)
+        if (!(rows[i].duration >= 0) || !isfinite(rows[i].started) || rows[i].segments < 0 || rows[i].hits < 0 ||
+            !(rows[i].graph_seconds >= 0) ||
+            (rows[i].kind && *rows[i].kind && strcmp(rows[i].kind, "step") && strcmp(rows[i].kind, "tail")))
+            return jn_error(JN_ERR_VALUE, "jn_db_run_steps_put: step row %d (step %" PRId64 ") needs a kind step or "
+                            "tail, a start time, and durations and counts >= 0", i, rows[i].step);
+    return put_rows(db, run_id,
+                    "INSERT OR REPLACE INTO run_steps(run_id, step, kind, started, duration, segments, hits, "
+                    "graph_ops, eager_ops, graph_seconds) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    n, rows, bind_step, "step times");
+}
+
+static void bind_segment(sqlite3_stmt *st, const void *rows, int i) {
+    const jn_db_segment *r = (const jn_db_segment *)rows + i;
+    sqlite3_bind_int64(st, 2, r->seq);
+    sqlite3_bind_int64(st, 3, r->step);
+    sqlite3_bind_double(st, 4, r->started);
+    sqlite3_bind_double(st, 5, r->duration);
+    bind_text(st, 6, r->graph ? r->graph : "");
+    sqlite3_bind_int(st, 7, r->hit != 0);
+    sqlite3_bind_int(st, 8, r->guard);
+    sqlite3_bind_int64(st, 9, r->ops);
+}
+
+static void bind_graph_times(sqlite3_stmt *st, const void *rows, int i) {
+    const jn_db_graph_times *r = (const jn_db_graph_times *)rows + i;
+    bind_text(st, 2, r->graph);
+    sqlite3_bind_int64(st, 3, r->ops);
+    sqlite3_bind_double(st, 4, r->wall);
+    sqlite3_bind_int64(st, 5, r->eager_segments);
+    sqlite3_bind_double(st, 6, r->eager_wall);
+    sqlite3_bind_int64(st, 7, r->eager_ops);
+}
+
+jn_status jn_db_graph_times_put(jn_db *db, int64_t run_id, const jn_db_graph_times *rows, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_graph_times_put"))) return s;
+    if (n < 0 || (n && !rows)) return jn_error(JN_ERR_VALUE, "jn_db_graph_times_put: bad row array (%d rows)", n);
+    for (int i = 0; i < n; i++)
+        if (!rows[i].graph || rows[i].ops < 0 || !(rows[i].wall >= 0) || rows[i].eager_segments < 0 ||
+            !(rows[i].eager_wall >= 0) || rows[i].eager_ops < 0)
+            return jn_error(JN_ERR_VALUE, "jn_db_graph_times_put: row %d (%s) needs a graph name, and counts and "
+                            "seconds >= 0", i, rows[i].graph ? rows[i].graph : "no name");
+    return put_rows(db, run_id,
+                    "INSERT INTO replay_graph_times(run_id, graph, ops, wall, eager_segments, eager_wall, eager_ops) "
+                    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(run_id, graph) DO UPDATE SET "
+                    "ops = ops + excluded.ops, wall = wall + excluded.wall, "
+                    "eager_segments = eager_segments + excluded.eager_segments, "
+                    "eager_wall = eager_wall + excluded.eager_wall, eager_ops = eager_ops + excluded.eager_ops",
+                    n, rows, bind_graph_times, "graph times");
+}
+
+jn_status jn_db_bundle_notes_put(jn_db *db, int64_t bundle_id, const char *kind, const char *const *texts, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_bundle_notes_put"))) return s;
+    if (!kind || !*kind || n < 0 || (n && !texts))
+        return jn_error(JN_ERR_VALUE, "jn_db_bundle_notes_put: needs a kind and %d lines", n);
+    for (int i = 0; i < n; i++)
+        if (!texts[i]) return jn_error(JN_ERR_VALUE, "jn_db_bundle_notes_put: line %d is NULL", i);
+    sqlite3_stmt *ins = NULL;
+    int rc = db_exec(db, "BEGIN IMMEDIATE");
+    if (rc == SQLITE_OK)
+        rc = db_prepare(db, "INSERT INTO bundle_notes(bundle_id, seq, kind, text) SELECT ?1, "
+                            "coalesce(max(seq), -1) + 1, ?2, ?3 FROM bundle_notes WHERE bundle_id = ?1", &ins);
+    for (int i = 0; i < n && rc == SQLITE_OK; i++) {
+        sqlite3_bind_int64(ins, 1, bundle_id);
+        bind_text(ins, 2, kind);
+        bind_text(ins, 3, texts[i]);
+        rc = run_stmt(db, ins);
+    }
+    if (rc == SQLITE_OK) rc = db_exec(db, "COMMIT");
+    sqlite3_finalize(ins);
+    if (rc != SQLITE_OK) {
+        s = db_fail(db, rc, "storing the notes of a bundle");
+        rollback(db);
+        return s;
+    }
+    return JN_OK;
+}
+
+jn_status jn_db_segments_put(jn_db *db, int64_t run_id, const jn_db_segment *rows, int n) {
+    jn_status s;
+    if ((s = need_write(db, "jn_db_segments_put"))) return s;
+    if (n < 0 || n > JN_DB_SEGMENTS_MAX || (n && !rows))
+        return jn_error(JN_ERR_VALUE, "jn_db_segments_put: %d rows (0..%d)", n, JN_DB_SEGMENTS_MAX);
+    for (int i = 0; i < n; i++)
+        if (!(rows[i].duration >= 0) || !isfinite(rows[i].started) || rows[i].ops < 0)
+            return jn_error(JN_ERR_VALUE, "jn_db_segments_put: segment row %d (seq %" PRId64 ") needs a start time, "
+                            "a duration >= 0 and ops >= 0", i, rows[i].seq);
+    return put_rows(db, run_id,
+                    "INSERT OR REPLACE INTO replay_segments(run_id, seq, step, started, duration, graph, hit, guard, "
+                    "ops) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    n, rows, bind_segment, "segments");
+}
+
 void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int nm) {
     for (int i = 0; g && i < ng; i++) free((void *)g[i].graph);
     for (int i = 0; m && i < nm; i++) {
@@ -1534,8 +1882,9 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
     jn_db_replay_graph *ga = NULL;
     jn_db_replay_miss *ma = NULL;
     int gl = 0, gc = 0, ml = 0, mc = 0, nomem = 0;
+    int v6 = db->version >= 6; /* the ranges of the values seen came with v6 */
     int rc = sqlite3_prepare_v2(db->h,
-                                db->version >= 6 ? "SELECT graph, hits, misses, seconds, extrapolated "
+                                db->version >= 8 ? "SELECT graph, hits, misses, seconds, extrapolated "
                                                    "FROM replay_graphs WHERE run_id = ?1 "
                                                    "ORDER BY hits + misses DESC, graph"
                                                  : "SELECT graph, hits, misses, seconds, 0 FROM replay_graphs "
@@ -1555,9 +1904,15 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
     }
     if (rc != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
-    rc = sqlite3_prepare_v2(db->h, "SELECT graph, guard, reason, site, seen, sum(count) AS n FROM replay_misses "
-                                   "WHERE run_id = ?1 GROUP BY graph, guard, reason, site, seen "
-                                   "ORDER BY n DESC, graph, guard, rowid", -1, &st, NULL);
+    rc = sqlite3_prepare_v2(db->h,
+                            v6 ? "SELECT graph, guard, reason, site, seen, sum(count) AS n, min(coalesce(seen_min, seen)), "
+                                 "max(coalesce(seen_max, seen)), count(seen_min) FROM replay_misses "
+                                 "WHERE run_id = ?1 GROUP BY graph, guard, reason, site, seen "
+                                 "ORDER BY n DESC, graph, guard, rowid"
+                               : "SELECT graph, guard, reason, site, seen, sum(count) AS n, NULL, NULL, 0 "
+                                 "FROM replay_misses WHERE run_id = ?1 GROUP BY graph, guard, reason, site, seen "
+                                 "ORDER BY n DESC, graph, guard, rowid",
+                            -1, &st, NULL);
     if (rc != SQLITE_OK) goto fail;
     sqlite3_bind_int64(st, 1, run_id);
     while ((rc = db_step(db, st)) == SQLITE_ROW) {
@@ -1569,6 +1924,9 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
         r->site = db_col_dup(st, 3);
         r->seen = sqlite3_column_type(st, 4) == SQLITE_NULL ? (double)NAN : sqlite3_column_double(st, 4);
         r->count = sqlite3_column_int64(st, 5);
+        r->has_range = sqlite3_column_int64(st, 8) > 0;
+        r->seen_min = r->has_range ? sqlite3_column_double(st, 6) : (double)NAN;
+        r->seen_max = r->has_range ? sqlite3_column_double(st, 7) : (double)NAN;
         if (!r->graph || !r->reason || !r->site) goto oom;
     }
     if (rc != SQLITE_DONE) goto fail;
@@ -1602,7 +1960,7 @@ jn_status jn_db_replay_extraps(jn_db *db, int64_t run_id, jn_db_replay_extrap **
     if (!db || !x || !nx) return jn_error(JN_ERR_VALUE, "jn_db_replay_extraps: NULL argument");
     *x = NULL;
     *nx = 0;
-    if (db->version < 6) return JN_OK;
+    if (db->version < 8) return JN_OK;
     sqlite3_stmt *st = NULL;
     jn_db_replay_extrap *xa = NULL;
     int xl = 0, xc = 0, nomem = 0;

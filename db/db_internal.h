@@ -22,5 +22,14 @@ char *db_col_dup(sqlite3_stmt *st, int i);
 /* Make room in *arr (elements of sz bytes, *cap of them) for element len;
  * -1 when out of memory (*arr unchanged). */
 int db_grow(void **arr, int len, int *cap, size_t sz);
+/* Frees the strings of one run row (jn_db_runs_free frees the array too). */
+void db_run_row_clear(jn_db_run_row *r);
+
+/* A run's owner (lost runs): this host's name, the kernel's boot id, the
+ * start time of process pid (clock ticks since boot; 0 when there is no
+ * such process).  The first two return 0, or -1 when unknown. */
+int db_hostname(char *out, size_t n);
+int db_boot_id(char *out, size_t n);
+uint64_t db_proc_start(int64_t pid);
 
 #endif

@@ -14,8 +14,9 @@
  *   op_counts, syncs, decisions, shapes, arg_types  plain summary tables for SQL
  * Concretely (db/db.c SCHEMA_V1 is the authority):
  *   meta also holds optable_hash (the creating janus's table, 16 hex digits).
- *   runs(id, argv, cwd, started, ended, exit_status, status 'running'|'finished'|'error'|'killed',
+ *   runs(id, argv, cwd, started, ended, exit_status, status 'running'|'finished'|'error'|'killed'|'incomplete',
  *        python_version, janus_version, optable_hash, cpu_features, device, hostname, pid)
+ *        (status 'lost' once a later writer found its process gone: jn_db_mark_lost)
  *   stacks.hash is the uint64 bit-cast to a signed INTEGER; stacks.frames is a JSON
  *        array of callsite ids ("[3,1]"), so SQL can json_each() it.
  *   steps(run_id, step, kind, started, duration, signature, n_ops, n_syncs):
@@ -40,9 +41,27 @@
  *        compute capability, "NVIDIA H200 sm_90") and convolution key (runtime/cuda/
  *        cudnn.c's text), its workspace bytes and the seconds the choice took
  *   (schema v4 changed no table: step chunks may hold JN_EV_LIVE events)
+ *   runs.cpu_seconds, runs.peak_rss: the command's CPU time (user + system) and peak resident
+ *        bytes, as its janus parent saw them at its exit (NULL: not stored)  -- schema v6
+ *   replay_graph_times(run_id, graph, ops, wall, eager_segments, eager_wall, eager_ops)
+ *        PRIMARY KEY(run_id, graph): ops run in the graph, the wall time of its segments
+ *        (boundary to boundary, Python included), and how many of the segments it stood
+ *        for ran eagerly, their wall time and ops                        -- schema v6
+ *   replay_misses.seen_min, seen_max: the range of the values seen (NULL: just `seen`) -- v6
+ *   run_steps(run_id, step, kind 'step'|'tail', started, duration, segments, hits, graph_ops,
+ *        eager_ops, graph_seconds)  PRIMARY KEY(run_id, step): per step of a replay or eager
+ *        run (the first JN_DB_STEPS_MAX; started: seconds since janus started in the process;
+ *        graph_ops / eager_ops NULL where not counted: an eager run)   -- schema v6
+ *   replay_segments(run_id, seq, step, started, duration, graph, hit, guard, ops)
+ *        PRIMARY KEY(run_id, seq): the first JN_DB_SEGMENTS_MAX segments of a replay -- v6
+ *   bundle_notes(bundle_id, seq, kind, text): what `janus optimize` said about a bundle it
+ *        stored: 'summary' (one line), 'refused' (a group of segments the analyzer left out,
+ *        with the reason), 'matcher' (a graph replay cannot match, and why)   -- schema v6
+ *   runs.pid_start INTEGER (the owner's start time, clock ticks since boot), runs.boot_id TEXT
+ *        -- schema v7: with hostname and pid, who owns a run (lost runs)
  *   replay_graphs.extrapolated (hits past a recorded range, default 0),
  *   replay_extrap(run_id, graph, guard, reason, site, lo, hi, seen_min, seen_max, count)
- *        -- schema v6: hits that went past a SEEN guard's recorded range lo..hi
+ *        -- schema v8: hits that went past a SEEN guard's recorded range lo..hi
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -61,7 +80,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 6
+#define JN_DB_SCHEMA_VERSION 8
 
 typedef struct jn_db jn_db;
 
@@ -115,8 +134,21 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
 /* The recording process fills this at start: it is also how the CLI tells
  * "the command imported janus" (set) from "it never did" (still empty). */
 jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_version);
-/* status: "finished", "error" (script raised / nonzero exit), "killed" */
+/* status: "finished", "error" (script raised / nonzero exit), "killed",
+ * "incomplete" (the script finished, its recording did not: a full disk);
+ * and "lost", which jn_db_mark_lost sets */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
+
+/* Schema v6: the command's CPU time (user + system, seconds) and peak
+ * resident bytes, as its parent saw them when it ended (getrusage of the
+ * children: `janus record` and `janus replay` start one). */
+jn_status jn_db_run_set_usage(jn_db *db, int64_t run_id, double cpu_seconds, int64_t peak_rss);
+/* A run is lost when its status is still 'running' (or empty) but the
+ * process that owned it is gone: it ran on this host (same host name),
+ * and its boot id is not this boot's, or its pid is no process, or that
+ * pid's start time is not pid_start (the pid was reused).  A run of
+ * another host is never called lost: nothing here can see its process. */
+int jn_db_run_is_lost(const char *status, const char *hostname, int64_t pid, int64_t pid_start, const char *boot_id);
 
 /* The ids of every recorded run (kind 'record': replays are not sources),
  * ascending (*ids malloc'ed, free()); for the source_runs of a bundle. */
@@ -222,7 +254,10 @@ jn_status jn_db_write_step(jn_db *db, const jn_db_step *s);
 /* Several steps in one transaction (all or none): the recorder's writer
  * thread batches what queued up, one commit per batch. */
 jn_status jn_db_write_steps(jn_db *db, const jn_db_step *steps, int n);
-/* The decompressed events of a step (caller frees *data with free()). */
+/* The decompressed events of a step (caller frees *data with free()).
+ * JN_ERR_VALUE (naming run and step) when the step has no chunk or its
+ * chunk is damaged -- that step's data, the rest of the store may be fine;
+ * JN_ERR_IO when the store itself cannot be read. */
 jn_status jn_db_read_chunk(jn_db *db, int64_t run_id, int64_t step, void **data, size_t *len);
 
 /* ---- bundles (schema v2) ----
@@ -274,16 +309,27 @@ typedef struct {
     const char *graph;
     int64_t hits, misses;
     double seconds;
-    int64_t extrapolated;      /* of the hits: those past a recorded range (schema v6) */
+    int64_t extrapolated;      /* of the hits: those past a recorded range (schema v8) */
 } jn_db_replay_graph;
 /* A miss row's guard when the segment ran eagerly by choice, no guard
  * failing: its graph was left to eager as slower there, or the run timed
  * it eagerly (JANUS_REPLAY_ADAPT). */
 #define JN_DB_MISS_CHOICE (-2)
-typedef struct { const char *graph; int32_t guard; const char *reason; const char *site; double seen; int64_t count; } jn_db_replay_miss;
+typedef struct {
+    const char *graph;
+    int32_t guard;
+    const char *reason;
+    const char *site;
+    double seen;
+    int64_t count;
+    /* schema v6: has_range 1 = the row's count saw values in [seen_min,
+     * seen_max] (seen is the first); 0 = only `seen` */
+    int has_range;
+    double seen_min, seen_max;
+} jn_db_replay_miss;
 /* A SEEN guard (a symbol's or trip count's recorded range lo..hi) that
  * hits went past: the guard index, its sentence and call site, the values
- * seen outside the range (min, max) and in how many hits (schema v6). */
+ * seen outside the range (min, max) and in how many hits (schema v8). */
 typedef struct {
     const char *graph;
     int32_t guard;
@@ -308,9 +354,92 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
 void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int nm);
 /* The extrapolations of run run_id, summed over equal (graph, guard,
  * reason, site, lo, hi) with the smallest and largest value seen, most
- * frequent first; 0 rows before schema v6.  Free with jn_db_replay_extrap_free. */
+ * frequent first; 0 rows before schema v8.  Free with jn_db_replay_extrap_free. */
 jn_status jn_db_replay_extraps(jn_db *db, int64_t run_id, jn_db_replay_extrap **x, int *nx);
 void jn_db_replay_extrap_free(jn_db_replay_extrap *x, int nx);
+
+/* The misses of run run_id grouped the way a person reads them: one row
+ * per (graph, guard, site, reason with the value seen taken out), so the
+ * same guard failing on 300 different values is one row with the range
+ * of the values and how many distinct ones.  The reason keeps the first
+ * value's sentence; `pattern` is that sentence with each spelling of the
+ * value replaced by JN_DB_SEEN_MARK.  Real misses first, most frequent
+ * first; fallbacks by choice (JN_DB_MISS_CHOICE) after them. */
+#define JN_DB_SEEN_MARK "<seen>"
+typedef struct {
+    const char *graph, *reason, *pattern, *site;
+    int32_t guard;
+    int64_t count;
+    int64_t nvalues;            /* distinct values seen; 0: none, or not known (a replay keeps a
+                                 * guard's range, not each value: seen_min..seen_max says it) */
+    double seen_min, seen_max;  /* NaN when none */
+} jn_db_miss_group;
+jn_status jn_db_replay_miss_groups(jn_db *db, int64_t run_id, jn_db_miss_group **rows, int *n);
+void jn_db_miss_groups_free(jn_db_miss_group *rows, int n);
+
+/* ---- per-step times and segments of replay and eager runs (schema v6) ----
+ * Written once at the end of the replaying (or eager) process.  A step is
+ * the time from one step boundary (Optimizer.step(), janus.step(); the
+ * first: from janus's start in the process) to the next; the 'tail' is
+ * what ran after the last boundary.  started counts from janus's start. */
+#define JN_DB_STEPS_MAX 100000
+#define JN_DB_SEGMENTS_MAX 20000
+typedef struct {
+    int64_t step;               /* 1, 2, ...; the tail: one more than the last step */
+    const char *kind;           /* "step" or "tail" */
+    double started, duration;   /* seconds */
+    int64_t segments, hits;     /* a replay's segments in the step, and those run as graphs */
+    int64_t graph_ops, eager_ops; /* ops run in graphs / eagerly; -1 = not counted (an eager run) */
+    double graph_seconds;       /* inside graph runs */
+} jn_db_run_step;
+/* Store the rows (at most JN_DB_STEPS_MAX, more is refused) in ONE
+ * transaction; a step already stored is replaced. */
+jn_status jn_db_run_steps_put(jn_db *db, int64_t run_id, const jn_db_run_step *rows, int n);
+/* The stored rows by step (a store before v6: none). */
+jn_status jn_db_run_steps(jn_db *db, int64_t run_id, jn_db_run_step **rows, int *n);
+void jn_db_run_steps_free(jn_db_run_step *rows, int n);
+
+/* Per graph (schema v6): ops run in it over its hits; the wall time of
+ * its hit segments, boundary to boundary (Python, capture and the graph);
+ * the segments it stood for that ran eagerly (its misses and choices),
+ * their wall time and ops.  Put sums into what the run has (like
+ * jn_db_replay_put); get returns them by graph name. */
+typedef struct {
+    const char *graph;
+    int64_t ops;
+    double wall;
+    int64_t eager_segments;
+    double eager_wall;
+    int64_t eager_ops;
+} jn_db_graph_times;
+jn_status jn_db_graph_times_put(jn_db *db, int64_t run_id, const jn_db_graph_times *rows, int n);
+jn_status jn_db_graph_times_get(jn_db *db, int64_t run_id, jn_db_graph_times **rows, int *n);
+void jn_db_graph_times_free(jn_db_graph_times *rows, int n);
+
+typedef struct {
+    int64_t seq;                /* 0, 1, ... in the order they ran */
+    int64_t step;               /* the run_steps row it belongs to */
+    double started, duration;   /* seconds; from one segment boundary to the next */
+    const char *graph;          /* the graph it ran as, or stood for when it ran eagerly ("": none) */
+    int hit;                    /* 1: it ran as the compiled graph */
+    int32_t guard;              /* eager: the miss's guard (-1: not a guard; JN_DB_MISS_CHOICE); hit: -1 */
+    int64_t ops;                /* ops in it (graph or eager) */
+} jn_db_segment;
+/* Store the rows (at most JN_DB_SEGMENTS_MAX) in ONE transaction. */
+jn_status jn_db_segments_put(jn_db *db, int64_t run_id, const jn_db_segment *rows, int n);
+/* The stored segments by seq (a store before v6: none). */
+jn_status jn_db_segments(jn_db *db, int64_t run_id, jn_db_segment **rows, int *n);
+void jn_db_segments_free(jn_db_segment *rows, int n);
+
+/* ---- what optimize said about a bundle (schema v6) ----
+ * Lines of kind "summary", "refused" or "matcher" (jn_db.h's layout),
+ * stored after the bundle; a bundle without rows predates them. */
+typedef struct { const char *kind, *text; } jn_db_note;
+/* Append n lines of one kind to bundle_id's notes (ONE transaction). */
+jn_status jn_db_bundle_notes_put(jn_db *db, int64_t bundle_id, const char *kind, const char *const *texts, int n);
+/* The notes of bundle_id in the order stored (a store before v6: none). */
+jn_status jn_db_bundle_notes(jn_db *db, int64_t bundle_id, jn_db_note **rows, int *n);
+void jn_db_notes_free(jn_db_note *rows, int n);
 
 /* ---- cuDNN algorithm choices (schema v5) ----
  * What a GPU's cuDNN heuristics chose for one convolution pass, so a later
@@ -353,10 +482,18 @@ typedef struct {
     int64_t exit_status;
     int64_t pid;
     int64_t bundle_id;          /* a replay: the bundle it loaded; 0 = none */
+    double cpu_seconds;         /* schema v6: the command's user + system CPU time; NaN = not stored */
+    int64_t peak_rss;           /* schema v6: its peak resident bytes; 0 = not stored */
+    int64_t pid_start;          /* schema v7: the owner's start time (ticks since boot); 0 = unknown */
+    const char *boot_id;        /* schema v7: the owner's kernel boot id; NULL = unknown */
 } jn_db_run_row;
-/* The runs (only > 0: just that one), by id. */
+/* The runs (only > 0: just that one), by id.  A run left 'running' whose
+ * process is gone (jn_db_run_is_lost) reads with status "lost". */
 jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n);
 void jn_db_runs_free(jn_db_run_row *rows, int n);
+/* The next writer's sweep: sets status 'lost' on every lost run (above)
+ * and returns those rows (*rows for jn_db_runs_free; 0 rows: none). */
+jn_status jn_db_mark_lost(jn_db *db, jn_db_run_row **rows, int *n);
 
 typedef struct {
     int64_t steps, ops, syncs;  /* sums over the run's steps */

@@ -3,6 +3,10 @@
  * control-flow decisions, shape variation, call sites and a run's op table,
  * each as an array of plain structs (jn_db.h, "reading").
  *
+ * Also what `janus report` adds (schema v6): a run's CPU time and peak
+ * memory, its per-step times, its first segments, and its misses grouped
+ * by guard with the range of the values seen.
+ *
  * These are the questions `janus inspect` asks, answered once here so that
  * every reader (inspect, the analyzer, `janus report`) shares one query per
  * question and no SQL lives outside db/.  Each function prepares its
@@ -10,6 +14,7 @@
  * the store is closed.  Grouping and ordering are done by SQL where an
  * index helps and in C where the rows are few (shape variation's sizes).
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,13 +113,14 @@ void jn_db_read_end(jn_db *db) {
 }
 
 /* ------------------------------------------------------------------- runs */
+void db_run_row_clear(jn_db_run_row *r) {
+    const char *s[] = {r->kind, r->argv_json, r->cwd, r->status, r->python_version, r->janus_version,
+                       r->hostname, r->device, r->optable_hash, r->cpu_features, r->boot_id};
+    for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) free((void *)s[k]);
+}
+
 void jn_db_runs_free(jn_db_run_row *rows, int n) {
-    for (int i = 0; rows && i < n; i++) {
-        jn_db_run_row *r = &rows[i];
-        const char *s[] = {r->kind, r->argv_json, r->cwd, r->status, r->python_version, r->janus_version,
-                           r->hostname, r->device, r->optable_hash, r->cpu_features};
-        for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) free((void *)s[k]);
-    }
+    for (int i = 0; rows && i < n; i++) db_run_row_clear(&rows[i]);
     free(rows);
 }
 
@@ -123,17 +129,24 @@ jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n) {
     if ((s = check_args(db, rows, n, "jn_db_runs"))) return s;
     *rows = NULL;
     *n = 0;
-    /* kind and bundle_id came with schema v3: older runs are all recordings */
+    /* kind and bundle_id came with schema v3 (older runs are all
+     * recordings), CPU time and peak memory with v6, pid_start and boot_id
+     * with v7 */
     query q;
-    if (!q_open(&q, db, jn_db_schema_version(db) >= 3
-                            ? "SELECT id, kind, argv, cwd, status, python_version, janus_version, hostname, device, "
-                              "optable_hash, cpu_features, started, ended, exit_status, pid, bundle_id FROM runs "
-                              "WHERE ?1 = 0 OR id = ?1 ORDER BY id"
-                            : "SELECT id, 'record', argv, cwd, status, python_version, janus_version, hostname, "
-                              "device, optable_hash, cpu_features, started, ended, exit_status, pid, NULL FROM runs "
-                              "WHERE ?1 = 0 OR id = ?1 ORDER BY id",
+    int v = jn_db_schema_version(db);
+#define RUN_COLS "id, kind, argv, cwd, status, python_version, janus_version, hostname, device, optable_hash, " \
+                 "cpu_features, started, ended, exit_status, pid, bundle_id, "
+    if (!q_open(&q, db, v >= 7   ? "SELECT " RUN_COLS "cpu_seconds, peak_rss, pid_start, boot_id "
+                                   "FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
+                        : v >= 6 ? "SELECT " RUN_COLS "cpu_seconds, peak_rss, NULL, NULL "
+                                   "FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
+                        : v >= 3 ? "SELECT " RUN_COLS "NULL, NULL, NULL, NULL FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id"
+                                 : "SELECT id, 'record', argv, cwd, status, python_version, janus_version, hostname, "
+                                   "device, optable_hash, cpu_features, started, ended, exit_status, pid, NULL, NULL, "
+                                   "NULL, NULL, NULL FROM runs WHERE ?1 = 0 OR id = ?1 ORDER BY id",
                 "the runs"))
         return q_close(&q);
+#undef RUN_COLS
     sqlite3_bind_int64(q.st, 1, only > 0 ? only : 0);
     jn_db_run_row *a = NULL;
     int len = 0, cap = 0;
@@ -162,7 +175,21 @@ jn_status jn_db_runs(jn_db *db, int64_t only, jn_db_run_row **rows, int *n) {
         r->exit_status = sqlite3_column_int64(q.st, 13);
         r->pid = sqlite3_column_int64(q.st, 14);
         r->bundle_id = sqlite3_column_int64(q.st, 15);
+        r->cpu_seconds = q_real(&q, 16);
+        r->peak_rss = sqlite3_column_int64(q.st, 17);
+        r->pid_start = sqlite3_column_int64(q.st, 18);
+        r->boot_id = q_text(&q, 19);
         if (q.nomem) break;
+        /* a run whose process died reads as lost, read-only stores too */
+        if (jn_db_run_is_lost(r->status, r->hostname, r->pid, r->pid_start, r->boot_id)) {
+            char *lost = strdup("lost");
+            if (!lost) {
+                q.nomem = 1;
+                break;
+            }
+            free((void *)r->status);
+            r->status = lost;
+        }
     }
     if ((s = q_close(&q))) {
         jn_db_runs_free(a, len);
@@ -530,6 +557,348 @@ jn_status jn_db_run_optable(jn_db *db, int64_t run, jn_db_op_row **rows, int *n)
     }
     if ((s = q_close(&q))) {
         jn_db_run_optable_free(a, len);
+        return s;
+    }
+    *rows = a;
+    *n = len;
+    return JN_OK;
+}
+
+/* ------------------------------------------------- steps and segments (v6) */
+void jn_db_run_steps_free(jn_db_run_step *rows, int n) {
+    for (int i = 0; rows && i < n; i++) free((void *)rows[i].kind);
+    free(rows);
+}
+
+jn_status jn_db_run_steps(jn_db *db, int64_t run, jn_db_run_step **rows, int *n) {
+    jn_status s;
+    if ((s = check_args(db, rows, n, "jn_db_run_steps"))) return s;
+    *rows = NULL;
+    *n = 0;
+    if (jn_db_schema_version(db) < 6) return JN_OK;
+    query q;
+    jn_db_run_step *a = NULL;
+    int len = 0, cap = 0;
+    if (q_open(&q, db, "SELECT step, kind, started, duration, segments, hits, coalesce(graph_ops, -1), "
+                       "coalesce(eager_ops, -1), graph_seconds FROM run_steps WHERE run_id = ?1 ORDER BY step",
+               "the step times")) {
+        sqlite3_bind_int64(q.st, 1, run);
+        while (q_row(&q) && q_grow(&q, (void **)&a, len, &cap, sizeof *a)) {
+            jn_db_run_step *r = &a[len++];
+            r->step = sqlite3_column_int64(q.st, 0);
+            r->kind = q_str(&q, 1);
+            r->started = q_real(&q, 2);
+            r->duration = q_real(&q, 3);
+            r->segments = sqlite3_column_int64(q.st, 4);
+            r->hits = sqlite3_column_int64(q.st, 5);
+            r->graph_ops = sqlite3_column_int64(q.st, 6);
+            r->eager_ops = sqlite3_column_int64(q.st, 7);
+            r->graph_seconds = q_real(&q, 8);
+            if (q.nomem) break;
+        }
+    }
+    if ((s = q_close(&q))) {
+        jn_db_run_steps_free(a, len);
+        return s;
+    }
+    *rows = a;
+    *n = len;
+    return JN_OK;
+}
+
+void jn_db_segments_free(jn_db_segment *rows, int n) {
+    for (int i = 0; rows && i < n; i++) free((void *)rows[i].graph);
+    free(rows);
+}
+
+jn_status jn_db_segments(jn_db *db, int64_t run, jn_db_segment **rows, int *n) {
+    jn_status s;
+    if ((s = check_args(db, rows, n, "jn_db_segments"))) return s;
+    *rows = NULL;
+    *n = 0;
+    if (jn_db_schema_version(db) < 6) return JN_OK;
+    query q;
+    jn_db_segment *a = NULL;
+    int len = 0, cap = 0;
+    if (q_open(&q, db, "SELECT seq, step, started, duration, graph, hit, guard, ops FROM replay_segments "
+                       "WHERE run_id = ?1 ORDER BY seq", "the segments")) {
+        sqlite3_bind_int64(q.st, 1, run);
+        while (q_row(&q) && q_grow(&q, (void **)&a, len, &cap, sizeof *a)) {
+            jn_db_segment *r = &a[len++];
+            r->seq = sqlite3_column_int64(q.st, 0);
+            r->step = sqlite3_column_int64(q.st, 1);
+            r->started = q_real(&q, 2);
+            r->duration = q_real(&q, 3);
+            r->graph = q_str(&q, 4);
+            r->hit = sqlite3_column_int(q.st, 5);
+            r->guard = sqlite3_column_int(q.st, 6);
+            r->ops = sqlite3_column_int64(q.st, 7);
+            if (q.nomem) break;
+        }
+    }
+    if ((s = q_close(&q))) {
+        jn_db_segments_free(a, len);
+        return s;
+    }
+    *rows = a;
+    *n = len;
+    return JN_OK;
+}
+
+/* ------------------------------------------------------ misses by guard */
+void jn_db_miss_groups_free(jn_db_miss_group *rows, int n) {
+    for (int i = 0; rows && i < n; i++) {
+        free((void *)rows[i].graph);
+        free((void *)rows[i].reason);
+        free((void *)rows[i].pattern);
+        free((void *)rows[i].site);
+    }
+    free(rows);
+}
+
+/* Words before a number that make it a position, not a value ("op 42",
+ * "dim 0", "input 1"): never taken for the value seen. */
+static int position_word(const char *reason, const char *num) {
+    static const char *const words[] = {"op", "dim", "dims", "input", "inputs", "output", "outputs", "guard", "after"};
+    const char *e = num;
+    if (e == reason || e[-1] != ' ') return 0;
+    e--;
+    const char *b = e;
+    while (b > reason && ((b[-1] >= 'a' && b[-1] <= 'z') || (b[-1] >= 'A' && b[-1] <= 'Z'))) b--;
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+        if ((size_t)(e - b) == strlen(words[k]) && !strncmp(b, words[k], (size_t)(e - b))) return 1;
+    return 0;
+}
+
+/* reason with every number equal to seen (however it was spelled: 96,
+ * 96.0, 0.10000000000000001) replaced by JN_DB_SEEN_MARK; a number that is
+ * part of a name or a position (g3, %1, file.py:58, op 42) is kept.
+ * malloc'ed; NULL when out of memory. */
+static char *seen_pattern(const char *reason, double seen) {
+    size_t n = strlen(reason), cap = n + 1, len = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    for (const char *p = reason; *p;) {
+        int starts = (*p >= '0' && *p <= '9') || (*p == '-' && p[1] >= '0' && p[1] <= '9');
+        char prev = p > reason ? p[-1] : ' ';
+        if (starts && !isnan(seen) && !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.%#:/-+", prev)) {
+            char *end = NULL;
+            double v = strtod(p, &end);
+            int whole = end && end > p && !((*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z') ||
+                                             (*end >= '0' && *end <= '9') || *end == '_' ||
+                                             (*end == '.' && end[1] >= '0' && end[1] <= '9'));
+            if (whole && (v == seen || (isinf(v) && isinf(seen) && (v > 0) == (seen > 0))) && !position_word(reason, p)) {
+                size_t m = strlen(JN_DB_SEEN_MARK);
+                if (len + m + (n - (size_t)(end - reason)) + 1 > cap) {
+                    cap = len + m + n + 1;
+                    char *q = realloc(out, cap);
+                    if (!q) {
+                        free(out);
+                        return NULL;
+                    }
+                    out = q;
+                }
+                memcpy(out + len, JN_DB_SEEN_MARK, m);
+                len += m;
+                p = end;
+                continue;
+            }
+            /* not the value: copy the whole number, so its digits are not looked at again */
+            if (end && end > p) {
+                while (p < end) {
+                    if (len + 2 > cap) {
+                        char *q = realloc(out, cap *= 2);
+                        if (!q) {
+                            free(out);
+                            return NULL;
+                        }
+                        out = q;
+                    }
+                    out[len++] = *p++;
+                }
+                continue;
+            }
+        }
+        if (len + 2 > cap) {
+            char *q = realloc(out, cap *= 2);
+            if (!q) {
+                free(out);
+                return NULL;
+            }
+            out = q;
+        }
+        out[len++] = *p++;
+    }
+    out[len] = 0;
+    return out;
+}
+
+static int str_eq(const char *a, const char *b) { return !strcmp(a ? a : "", b ? b : ""); }
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_group(const void *a, const void *b) {
+    const jn_db_miss_group *x = a, *y = b;
+    int cx = x->guard == JN_DB_MISS_CHOICE, cy = y->guard == JN_DB_MISS_CHOICE;
+    if (cx != cy) return cx - cy;             /* real misses first */
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    int c = strcmp(x->graph, y->graph);
+    if (c) return c;
+    if (x->guard != y->guard) return x->guard < y->guard ? -1 : 1;
+    return strcmp(x->pattern, y->pattern);
+}
+
+jn_status jn_db_replay_miss_groups(jn_db *db, int64_t run, jn_db_miss_group **rows, int *n) {
+    jn_status s;
+    if ((s = check_args(db, rows, n, "jn_db_replay_miss_groups"))) return s;
+    *rows = NULL;
+    *n = 0;
+    jn_db_replay_graph *g = NULL;
+    jn_db_replay_miss *m = NULL;
+    int ng = 0, nm = 0;
+    if ((s = jn_db_replay_get(db, run, &g, &ng, &m, &nm))) return s;
+    jn_db_miss_group *a = NULL;
+    int len = 0, cap = 0;
+    /* per group: the values seen, to count distinct ones; a row that saw a
+     * range (one guard, many values, one row) leaves the count unknown */
+    double **vals = calloc((size_t)nm + 1, sizeof *vals);
+    int *nvals = calloc((size_t)nm + 1, sizeof *nvals);
+    char *ranged = calloc((size_t)nm + 1, 1);
+    int nomem = !vals || !nvals || !ranged;
+    for (int i = 0; i < nm && !nomem; i++) {
+        const jn_db_replay_miss *r = &m[i];
+        char *pat = seen_pattern(r->reason, r->seen);
+        if (!pat) {
+            nomem = 1;
+            break;
+        }
+        int k = 0;
+        while (k < len && !(str_eq(a[k].graph, r->graph) && a[k].guard == r->guard && str_eq(a[k].site, r->site) &&
+                            !strcmp(a[k].pattern, pat)))
+            k++;
+        if (k == len) {
+            if (db_grow((void **)&a, len, &cap, sizeof *a)) {
+                free(pat);
+                nomem = 1;
+                break;
+            }
+            jn_db_miss_group *x = &a[len++];
+            memset(x, 0, sizeof *x);
+            x->graph = strdup(r->graph);
+            x->reason = strdup(r->reason);
+            x->site = strdup(r->site);
+            x->pattern = pat;
+            x->guard = r->guard;
+            x->seen_min = x->seen_max = (double)NAN;
+            if (!x->graph || !x->reason || !x->site) nomem = 1;
+        } else {
+            free(pat);
+        }
+        jn_db_miss_group *x = &a[k];
+        x->count += r->count;
+        double lo = r->has_range ? r->seen_min : r->seen, hi = r->has_range ? r->seen_max : r->seen;
+        if (!isnan(lo) && (isnan(x->seen_min) || lo < x->seen_min)) x->seen_min = lo;
+        if (!isnan(hi) && (isnan(x->seen_max) || hi > x->seen_max)) x->seen_max = hi;
+        double *v = realloc(vals[k], sizeof *v * (size_t)(nvals[k] + 3));
+        if (!v) {
+            nomem = 1;
+            break;
+        }
+        vals[k] = v;
+        if (!isnan(r->seen)) v[nvals[k]++] = r->seen;
+        if (r->has_range && r->seen_min != r->seen_max) ranged[k] = 1;
+    }
+    for (int k = 0; k < len && !nomem; k++) {
+        qsort(vals[k], (size_t)nvals[k], sizeof *vals[k], cmp_double);
+        int64_t d = 0;
+        for (int i = 0; i < nvals[k]; i++) d += i == 0 || vals[k][i] != vals[k][i - 1];
+        a[k].nvalues = ranged[k] ? 0 : d;
+    }
+    for (int k = 0; vals && k < nm; k++) free(vals[k]);
+    free(vals);
+    free(nvals);
+    free(ranged);
+    jn_db_replay_free(g, ng, m, nm);
+    if (nomem) {
+        jn_db_miss_groups_free(a, len);
+        return jn_error(JN_ERR_NOMEM, "out of memory grouping the misses of run %" PRId64 " of trace store %s", run,
+                        jn_db_path(db));
+    }
+    if (len > 1) qsort(a, (size_t)len, sizeof *a, cmp_group);
+    *rows = a;
+    *n = len;
+    return JN_OK;
+}
+
+/* ------------------------------------------------------ graph times (v6) */
+void jn_db_graph_times_free(jn_db_graph_times *rows, int n) {
+    for (int i = 0; rows && i < n; i++) free((void *)rows[i].graph);
+    free(rows);
+}
+
+jn_status jn_db_graph_times_get(jn_db *db, int64_t run, jn_db_graph_times **rows, int *n) {
+    jn_status s;
+    if ((s = check_args(db, rows, n, "jn_db_graph_times_get"))) return s;
+    *rows = NULL;
+    *n = 0;
+    if (jn_db_schema_version(db) < 6) return JN_OK;
+    query q;
+    jn_db_graph_times *a = NULL;
+    int len = 0, cap = 0;
+    if (q_open(&q, db, "SELECT graph, ops, wall, eager_segments, eager_wall, eager_ops FROM replay_graph_times "
+                       "WHERE run_id = ?1 ORDER BY graph", "the graph times")) {
+        sqlite3_bind_int64(q.st, 1, run);
+        while (q_row(&q) && q_grow(&q, (void **)&a, len, &cap, sizeof *a)) {
+            jn_db_graph_times *r = &a[len++];
+            r->graph = q_str(&q, 0);
+            r->ops = sqlite3_column_int64(q.st, 1);
+            r->wall = q_real(&q, 2);
+            r->eager_segments = sqlite3_column_int64(q.st, 3);
+            r->eager_wall = q_real(&q, 4);
+            r->eager_ops = sqlite3_column_int64(q.st, 5);
+            if (q.nomem) break;
+        }
+    }
+    if ((s = q_close(&q))) {
+        jn_db_graph_times_free(a, len);
+        return s;
+    }
+    *rows = a;
+    *n = len;
+    return JN_OK;
+}
+
+/* ------------------------------------------------------ bundle notes (v6) */
+void jn_db_notes_free(jn_db_note *rows, int n) {
+    for (int i = 0; rows && i < n; i++) {
+        free((void *)rows[i].kind);
+        free((void *)rows[i].text);
+    }
+    free(rows);
+}
+
+jn_status jn_db_bundle_notes(jn_db *db, int64_t bundle_id, jn_db_note **rows, int *n) {
+    jn_status s;
+    if ((s = check_args(db, rows, n, "jn_db_bundle_notes"))) return s;
+    *rows = NULL;
+    *n = 0;
+    if (jn_db_schema_version(db) < 6) return JN_OK;
+    query q;
+    jn_db_note *a = NULL;
+    int len = 0, cap = 0;
+    if (q_open(&q, db, "SELECT kind, text FROM bundle_notes WHERE bundle_id = ?1 ORDER BY seq", "a bundle's notes")) {
+        sqlite3_bind_int64(q.st, 1, bundle_id);
+        while (q_row(&q) && q_grow(&q, (void **)&a, len, &cap, sizeof *a)) {
+            a[len].kind = q_str(&q, 0);
+            a[len++].text = q_str(&q, 1);
+            if (q.nomem) break;
+        }
+    }
+    if ((s = q_close(&q))) {
+        jn_db_notes_free(a, len);
         return s;
     }
     *rows = a;

@@ -223,7 +223,7 @@ jn_status jn_db_decoder_new(const void *data, size_t len, jn_db_decoder **out) {
     jn_db_decoder *d = calloc(1, sizeof *d);
     if (!d) return jn_error(JN_ERR_NOMEM, "out of memory creating an event decoder");
     d->p = data;
-    d->end = d->p + len;
+    d->end = len ? d->p + len : d->p; /* (NULL, 0) is allowed: no arithmetic on NULL */
     *out = d;
     return JN_OK;
 }

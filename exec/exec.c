@@ -564,8 +564,8 @@ static jn_status call_gen(jn_ex_exec *x, int32_t ki, jn_tensor *const *ops) {
     }
     for (int k = 0; k < nops; k++) memcpy(K->strides + (size_t)k * (size_t)n2, st[k], sizeof(int64_t) * (size_t)n2);
     for (int32_t j = 0; j < K->io.nscalar; j++) K->scalars[j] = x->sval[g->values[K->io.scalar[j]].def];
-    jn_kcall c = {.nops = nops, .ndim = n2, .nred = red2, .data = K->data, .shape = shape, .strides = K->strides,
-                  .scalars = K->scalars, .parallel_for = jn_parallel_for};
+    jn_kcall c = {.nops = nops, .ndim = n2, .nred = red2, .nthreads = jn_num_threads(), .data = K->data,
+                  .shape = shape, .strides = K->strides, .scalars = K->scalars, .parallel_for = jn_parallel_for};
     if (numel > 0 || g->kernels[ki].kind == JN_IR_K_EW_REDUCE) {
         if (x->hook) x->hook(x->hook_ctx, ki, &c, 0);
         if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */

@@ -5,9 +5,9 @@
  * everything the emitter does not generate).  Also the ABI between the
  * generated kernels and the executor.
  *
- * Layering: the executor lives in runtime/ (folder) but is its own library,
- * janus_exec, above janus_ir and janus_cg (it reads IR graphs and bundle
- * sections); the tensor runtime janus_rt stays below the IR.  Prefix jn_rt_.
+ * Layering: exec/ is its own library, janus_exec, above janus_ir and
+ * janus_cg (it reads IR graphs and bundle sections) and below replay/;
+ * the tensor runtime janus_rt stays below the IR.  Prefix jn_ex_.
  *
  * ------------------------------------------------------- kernel ABI
  * A generated kernel is `void NAME(const jn_kcall *c)` exported from the
@@ -39,6 +39,9 @@
  * inputs bound to member attributes (attr_input: alpha=%lr).
  * c->parallel_for is the runtime's thread pool (jn_parallel_for): the
  * object links nothing of janus, so everything it calls comes through c.
+ * c->nthreads is the pool's size (jn_num_threads(); 0 or 1: none): an
+ * ew_reduce kernel splits its sums as the eager reductions do on that pool,
+ * so their results are the same bits (codegen/emit_c.c).
  */
 #ifndef JN_EXEC_H
 #define JN_EXEC_H
@@ -54,7 +57,7 @@ extern "C" {
 #define JN_KABI_VERSION 1
 
 typedef struct jn_kcall {
-    int32_t nops, ndim, nred, pad_;
+    int32_t nops, ndim, nred, nthreads;
     char *const *data;        /* [nops] element-0 address of each operand */
     const int64_t *shape;     /* [ndim] iteration space */
     const int64_t *strides;   /* [nops * ndim] byte strides, operand-major */

@@ -75,6 +75,10 @@ jn_status jn_rec_pending_error(const char **msg);
 
 typedef struct {
     int64_t steps, ops, syncs, decisions, bytes; /* bytes: encoded event bytes written */
+    /* committed to the store: how many steps, the last one's number (-1:
+     * none).  Steps commit in order and none after a failed write, so the
+     * stored steps are 0..last_stored; final once jn_rec_stop returned. */
+    int64_t stored, last_stored;
 } jn_rec_stats;
 void jn_rec_get_stats(jn_rec_stats *out);
 

@@ -698,6 +698,10 @@ static void *writer_main(void *arg) {
             snprintf(w_errmsg, sizeof w_errmsg, "%s", jn_errmsg()); /* jn_errmsg is per thread */
         }
         for (int i = 0; i < n && !s && !skip; i++) R.stats.bytes += (int64_t)steps[i].events_len;
+        if (!s && !skip) { /* committed: what a failure later reports as stored */
+            R.stats.stored += n;
+            R.stats.last_stored = steps[n - 1].step;
+        }
         q_len -= n;
         q_busy = 0;
         pthread_cond_broadcast(&q_room);
@@ -824,6 +828,7 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
     R.db = db;
     R.run_id = run_id;
     R.as_device = !strcmp(as, "cuda") ? JN_CUDA + 1 : 0;
+    R.stats.last_stored = -1;
     static int atfork_set;
     if (!atfork_set) {
         atfork_set = 1;

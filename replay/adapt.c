@@ -90,6 +90,7 @@ void rp_eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn
                     jn_tensor *const *out) {
     jn_replay *R = ctx;
     if (jn_rt_capturing) return; /* rp_cap_capture had it */
+    rp_tl_eager_op(&R->tl, nout ? out[0]->id : -1);
     if (jn_op_is_comparison(op)) R->last_cmp = out[0]->id;
     if (R->seg_mode != SEG_OBSERVE) return;
     if (R->obs_skip) {

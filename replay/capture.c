@@ -154,6 +154,8 @@ jn_status rp_run_op(const rp_op *p, jn_tensor *const *in) {
 jn_status rp_fallback(jn_replay *R) {
     jn_status s = JN_OK;
     R->flushing = 1;
+    const rp_op *last = R->nops ? &R->ops[R->nops - 1] : NULL;
+    rp_tl_fallback(&R->tl, R->nops, last && last->nout ? rp_op_out(R, last)[0]->id : -1);
     for (int64_t e = 0; e < R->nops; e++) {
         const rp_op *p = &R->ops[e];
         for (int k = 0; k < p->nout; k++) rp_op_out(R, p)[k]->storage->lazy = 0;

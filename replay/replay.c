@@ -74,6 +74,7 @@ static jn_status seg_end_captured(jn_replay *R) {
             rp_adapt_hit(R, res.graph, res.nevents);
             R->g[res.graph].hits++;
             if (res.nextrap) rp_note_extrap(R, res.graph, res.extrap, res.nextrap);
+            rp_tl_hit(&R->tl, res.graph, res.nevents, R->g[res.graph].seconds);
             if (R->cfg.debug)
                 fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (rp_now() - R->t_begin),
                         rp_now());
@@ -102,6 +103,7 @@ jn_status rp_seg_end(jn_replay *R) {
 
 static void seg_begin(jn_replay *R, int entry) {
     if (!R->on) return;
+    rp_tl_boundary(&R->tl, entry == 0, rp_now());
     if (R->deferred) rp_slice_gc(R);
     jn_rp_match_begin(R->mt, entry);
     jn_rt_capturing = 1;
@@ -154,6 +156,8 @@ jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg
     jn_dispatch_hook dh = {rp_eager_after, R};
     jn_set_dispatch_hook(&dh);
     seg_begin(R, 0);
+    /* after the first seg_begin (no step of its own); out of memory: no timeline, the replay goes on */
+    (void)rp_tl_begin(&R->tl, R->m->ngraphs, rp_now());
     *out = R;
     return JN_OK;
 }
@@ -196,6 +200,7 @@ void jn_rp_free(jn_replay *R) {
     rp_unload(R);
     rp_pool_free(&R->pool);
     rp_miss_free(R);
+    rp_tl_free(&R->tl);
     free(R->db_path);
     free(R->ops);
     free(R->refs);

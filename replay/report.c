@@ -3,7 +3,8 @@
  * guard's recorded range, per graph and per guard with the values seen),
  * the counters, the one-line summary, and the counters written to the
  * store at the end (replay_graphs, replay_misses, replay_extrap through
- * jn_db_replay_put), with cuDNN's algorithm choices after a CUDA replay.
+ * jn_db_replay_put, then the timeline's steps and segments), with cuDNN's
+ * algorithm choices after a CUDA replay.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,10 +18,13 @@
 void rp_note_miss(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen, const char *why) {
     R->misses++;
     if (graph >= 0 && R->g) R->g[graph].misses++;
+    rp_tl_miss(&R->tl, graph, guard);
     for (int i = 0; i < R->nmiss; i++) {
         rp_miss *r = &R->miss[i];
         if (r->graph == graph && r->guard == guard && r->token == token && (guard >= 0 || !strcmp(r->why, why))) {
             r->count++;
+            if (seen < r->lo || isnan(r->lo)) r->lo = seen;
+            if (seen > r->hi || isnan(r->hi)) r->hi = seen;
             return;
         }
     }
@@ -44,7 +48,7 @@ void rp_note_miss(jn_replay *R, int32_t graph, int32_t guard, int32_t token, dou
         free(r->site);
         return;
     }
-    r->graph = graph, r->guard = guard, r->token = token, r->seen = seen, r->count = 1;
+    r->graph = graph, r->guard = guard, r->token = token, r->seen = r->lo = r->hi = seen, r->count = 1;
     R->nmiss++;
 }
 
@@ -208,7 +212,7 @@ void jn_rp_summary(const jn_replay *R, char *buf, size_t n) {
  * algorithm choices (jn_algos.h), in one opening of the store.  They are
  * separate transactions: a failure to save the choices loses no counter,
  * and each failure is said on stderr with its reason. */
-void rp_write_counters(const jn_replay *R) {
+void rp_write_counters(jn_replay *R) {
     int algos = R->dev == JN_CUDA;
     if ((R->run_id <= 0 && !algos) || !R->db_path) return;
     jn_db *db = NULL;
@@ -241,10 +245,13 @@ void rp_write_counters(const jn_replay *R) {
             }
             for (int i = 0; i < R->nmiss; i++) {
                 const rp_miss *r = &R->miss[i];
-                mr[i] = (jn_db_replay_miss){r->graph >= 0 ? R->m->graphs[r->graph]->name : "", r->guard, r->why,
-                                            r->site, r->seen, r->count};
+                mr[i] = (jn_db_replay_miss){.graph = r->graph >= 0 ? R->m->graphs[r->graph]->name : "",
+                                            .guard = r->guard, .reason = r->why, .site = r->site, .seen = r->seen,
+                                            .count = r->count, .has_range = !isnan(r->lo), .seen_min = r->lo,
+                                            .seen_max = r->hi};
             }
             s = jn_db_replay_put(db, R->run_id, gr, ng, mr, R->nmiss, xr, R->nxp);
+            if (!s) s = rp_tl_write(&R->tl, db, R->run_id, R->m, rp_now());
         }
         if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R->db_path, jn_errmsg());
         free(gr);

@@ -12,6 +12,7 @@
  *   adapt.c      timing graphs against eager; the dispatch hook
  *   bundle.c     loading and unloading the bundle (CPU or CUDA)
  *   report.c     misses, counters, the summary line, the store's counters
+ *   timeline.c   steps and segments over time (rp_timeline.h)
  *   match.c      the matcher (jn_match.h)
  * Internal names carry the prefix rp_.
  */
@@ -25,6 +26,7 @@
 #include "jn_match.h"
 #include "jn_replay.h"
 #include "jn_runtime.h"
+#include "rp_timeline.h"
 
 enum { RP_PARTIAL = 3 }; /* jn_storage.lazy while views of it are being filled */
 
@@ -65,7 +67,7 @@ typedef struct {
     int32_t graph, guard, token;
     char *why;             /* first sentence seen */
     char *site;
-    double seen;
+    double seen, lo, hi;   /* the first value seen, and the range of them */
     int64_t count;
 } rp_miss;
 
@@ -170,6 +172,7 @@ struct jn_replay {
     int64_t extrapolated;  /* hits past a recorded range (SEEN guards) */
     rp_extrap *xp;
     int nxp, capxp;
+    rp_timeline tl;        /* steps and segments over time, for `janus report` (timeline.c) */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -294,7 +297,7 @@ void rp_note_miss(jn_replay *R, int32_t graph, int32_t guard, int32_t token, dou
 void rp_note_extrap(jn_replay *R, int32_t graph, const jn_rp_match_extrap *x, int32_t n);
 jn_status rp_lost_error(const jn_tensor *t);
 jn_status rp_strict_error(const char *why);
-void rp_write_counters(const jn_replay *R);
+void rp_write_counters(jn_replay *R);
 void rp_print_end(const jn_replay *R, int print_summary);
 void rp_miss_free(jn_replay *R);
 

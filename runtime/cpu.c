@@ -13,6 +13,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#if defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#endif
 
 /* Append word to buf (space separated); returns the new length even when
  * it no longer fits, like snprintf. */
@@ -25,6 +28,18 @@ static size_t add_word(char *buf, size_t n, size_t len, const char *w) {
     return len + wl;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* F16C (CPUID.1:ECX bit 29): clang's __builtin_cpu_supports lacks the name */
+static int has_f16c(void) {
+#if defined(__clang__)
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+#else
+    return __builtin_cpu_supports("f16c");
+#endif
+}
+#endif
+
 size_t jn_rt_cpu_features(char *buf, size_t n) {
     size_t len = 0;
     if (buf && n) buf[0] = 0;
@@ -32,7 +47,9 @@ size_t jn_rt_cpu_features(char *buf, size_t n) {
     __builtin_cpu_init();
     /* __builtin_cpu_supports needs a string literal, hence the macro. */
 #define F(name) if (__builtin_cpu_supports(name)) len = add_word(buf, n, len, name);
-    F("sse4.2") F("popcnt") F("avx") F("f16c") F("fma") F("bmi") F("bmi2") F("avx2")
+    F("sse4.2") F("popcnt") F("avx")
+    if (has_f16c()) len = add_word(buf, n, len, "f16c");
+    F("fma") F("bmi") F("bmi2") F("avx2")
     F("avx512f") F("avx512cd") F("avx512bw") F("avx512dq") F("avx512vl") F("avx512ifma")
     F("avx512vbmi") F("avx512vnni") F("avx512bf16")
 #undef F

@@ -2,7 +2,7 @@
 """check_layers.py -- the build's floors, checked: a library may include the
 headers of its own folder and of the floors below it, never of one above or
 of a peer on its own floor.  The table is the one docs/ARCHITECTURE.md
-draws ("Layers"); CMakeLists.txt links the libraries the same way.
+draws ("Floors"); CMakeLists.txt links the libraries the same way.
 
 The trace store's SQL stays in db/: outside db/ (and the C tests, which
 build damaged stores on purpose) no C file names `sqlite3_` or includes

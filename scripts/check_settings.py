@@ -35,6 +35,7 @@ NOT_ENV = {
     "JANUS_CUDA": "CMake option: the CUDA backend (AUTO, ON, OFF)",
     "JANUS_WERROR": "CMake option: warnings are errors",
     "JANUS_SANITIZE": "CMake option: ASan + UBSan",
+    "JANUS_FUZZ": "CMake option: the tests/fuzz harnesses with libFuzzer (scripts/fuzz.sh)",
     "JANUS_TESTS": "CMake option: the C unit tests",
     "JANUS_WARN": "CMake variable: the warning flags",
     "JANUS_NVCC": "CMake variable: the nvcc found",

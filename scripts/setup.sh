@@ -16,9 +16,10 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import numpy, pytest, wheel" 2>/dev/null; then
-  echo "janus setup: pip installing numpy pytest wheel"
-  "$PY" -m pip install -q --root-user-action=ignore numpy pytest wheel
+# matplotlib draws the plots of `janus report` (without it the page has tables only)
+if ! "$PY" -c "import numpy, pytest, wheel, matplotlib" 2>/dev/null; then
+  echo "janus setup: pip installing numpy pytest wheel matplotlib"
+  "$PY" -m pip install -q --root-user-action=ignore numpy pytest wheel matplotlib
 fi
 
 BUILD=${JANUS_BUILD_DIR:-build}

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # test.sh -- the whole test suite: set-up, C unit tests (ctest), Python tests
-# (pytest), `pip install .` into a scratch prefix, and the sanitizer build
-# (ASan + UBSan) running both suites again.  This is what CI runs.
+# (pytest), `pip install .` into a scratch prefix, the sanitizer build
+# (ASan + UBSan) running both suites again, and, where clang with libFuzzer
+# is installed, each fuzzing harness of tests/fuzz for 20 s, nproc of them at
+# once (scripts/fuzz.sh; the ctests fuzz_* already replay their seeds).
+# This is what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,9 +13,40 @@ PY=${PYTHON:-python3}
 
 echo "== C unit tests"
 (cd build && ctest --output-on-failure -j"$(nproc)")
+# tests/python/test_report.py looks at the report's page in headless Chromium
+if ! command -v chromium >/dev/null; then
+  echo "janus test: installing chromium (the report's page test)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq chromium >/dev/null
+fi
 echo "== Python tests"
 "$PY" -m pytest -q tests/python
 echo "== pip install . (import from another directory)"
 bash scripts/check_pip_install.sh
 echo "== sanitizers (ASan + UBSan)"
 bash scripts/sanitize.sh
+echo "== fuzzing (libFuzzer, 20 s per harness, nproc at a time)"
+if command -v clang >/dev/null &&
+   echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' |
+     clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null; then
+  targets=$(cd tests/fuzz && ls -d */ | tr -d /)
+  mkdir -p build-fuzz
+  # built one after another (one build dir), then fuzzed side by side
+  for t in $targets; do
+    bash scripts/fuzz.sh "$t" 0 || { echo "fuzz $t: the build failed" >&2; exit 1; }
+  done
+  fuzz_one() {
+    local log=build-fuzz/$1.log
+    if ! FUZZ_NO_BUILD=1 bash scripts/fuzz.sh "$1" 20 >"$log" 2>&1; then
+      tail -40 "$log"
+      echo "fuzz $1: failed (reproducer in build-fuzz/artifacts/$1/)" >&2
+      return 1
+    fi
+    grep -E "^#[0-9]+ +DONE" "$log" | sed "s/^/  $1: /"
+  }
+  export -f fuzz_one
+  printf '%s\n' $targets | xargs -P "$(nproc)" -I{} bash -c 'fuzz_one {}'
+else
+  echo "  skipped: no clang with libFuzzer (apt-get install -y clang)"
+fi

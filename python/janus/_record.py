@@ -124,9 +124,8 @@ def _analyze_code(code):
 # -------------------------------------------------------------- steps
 def _end_step(kind):
     if not active:
-        from . import _replay  # janus.step() also ends a replayed step
-        if _replay.active:
-            _replay.end_step()
+        from . import _replay  # janus.step() also ends a replayed (or timed eager) step
+        _replay.end_step()
         return
     try:
         _C._rec_end_step(kind)
@@ -208,21 +207,51 @@ def print_end():
 
 # --------------------------------------------------------- start / stop
 _reported = False
+_owner_pid = None  # the process that records (a forked child does not)
+_report_fd = None  # janus record's pipe (JANUS_RECORD_REPORT_FD): a failed recording is told there
+
+
+def _report(last_stored, msg):
+    """Tell `janus record` that recording failed and which steps are stored,
+    so that it exits non-zero after the script ends."""
+    global _report_fd
+    if _report_fd is None:
+        return
+    try:
+        os.write(_report_fd, f"{last_stored}\t{msg}\n".encode("utf-8", "replace")[:4000])
+    except OSError:
+        pass
+    _report_fd = None
+
+
+def _stored_text(last):
+    if last < 0:
+        return "no step is stored"
+    return "step 0 is stored, later steps are not" if last == 0 else f"steps 0-{last} are stored, later steps are not"
 
 
 def _fail(e):
-    """Recording stopped (disk full, database trouble): say so once, go on."""
+    """Recording stopped (disk full, database trouble): say so once with the
+    last step actually stored (the writer is drained first), go on."""
     global _reported, active
-    if not _reported:
-        _reported = True
-        sys.stderr.write(f"janus record: {e}; recording stopped (steps before this one are saved)\n")
-        sys.stderr.flush()
     active = False
+    if _reported or os.getpid() != _owner_pid:  # a forked child stopped recording; the parent reports
+        return
+    _reported = True
+    try:
+        _C._rec_stop()  # commits what is queued (or finds it cannot); after this the count is final
+    except Exception:
+        pass
+    last = _C._rec_stats()["last_stored"]
+    sys.stderr.write(f"janus record: {e}; recording stopped: {_stored_text(last)}\n")
+    sys.stderr.flush()
+    _report(last, str(e))
 
 
 def start(db, run, decisions=True):
     """Start recording into run `run` of the store at `db`."""
-    global active
+    global active, _owner_pid
+    _owner_pid = os.getpid()
     _C._rec_start(db, int(run), _is_user_file, _analyze_code, bool(decisions))
     active = True
     import janus
@@ -252,9 +281,16 @@ def stop():
 
 
 def start_from_env():
+    global _report_fd
     db = _C._setting_value("JANUS_RECORD_DB")
     if not db:
         return
+    try:
+        _report_fd = _C._setting_value("JANUS_RECORD_REPORT_FD")
+        if _report_fd is not None:
+            os.set_inheritable(_report_fd, False)  # the script's own subprocesses do not get it
+    except (ValueError, OSError):
+        _report_fd = None
     try:
         run = _C._setting_value("JANUS_RECORD_RUN")
     except ValueError as e:
@@ -268,8 +304,9 @@ def start_from_env():
         start(db, run, _C._setting_value("JANUS_RECORD_DECISIONS"))
     except Exception as e:
         sys.stderr.write(f"janus record: cannot record into {db}: {e}; running without recording\n")
+        _report(-1, f"cannot record into {db}: {e}")
         return
     # The first process that imports janus owns the run: its subprocesses
     # (DataLoader workers, helper scripts) must not append to the same steps.
-    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN", "JANUS_RECORD_DECISIONS"):
+    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN", "JANUS_RECORD_DECISIONS", "JANUS_RECORD_REPORT_FD"):
         os.environ.pop(k, None)

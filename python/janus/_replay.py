@@ -32,23 +32,54 @@ reads the ones it uses itself when the replay starts.
 A store that cannot be used (no bundle, a refused or corrupt one, a bundle
 made from another script) gives one line "janus replay: running eagerly:
 <why>" and the script runs eagerly, unchanged.
+
+An eager run of `janus replay --eager` (JANUS_REPLAY=0 with a run id) times
+its steps (_StepClock) and stores them at exit, so `janus report` can put
+them beside the replay's (the replay's own come from replay/timeline.c).
 """
 import atexit
 import json
 import os
 import sys
+import time
 
 from . import _C
 
 active = False
 _quiet = False  # JANUS_REPLAY_QUIET as read at the start
 SYNC_PRINT = 5
+_clock = None  # the _StepClock of an eager run
+
+
+class _StepClock:
+    """Step times of an eager run: from janus's start to the first step end,
+    then step end to step end; the tail after the last one.  Stored at exit
+    (janus._C._rp_put_steps; the first jn_db.h JN_DB_STEPS_MAX steps)."""
+
+    def __init__(self, db, run):
+        self.db, self.run = db, run
+        self.t0 = self.last = time.perf_counter()
+        self.rows = []
+
+    def step(self):
+        now = time.perf_counter()
+        self.rows.append((self.last - self.t0, now - self.last))
+        self.last = now
+
+    def store(self):
+        now = time.perf_counter()
+        rows = self.rows + [(self.last - self.t0, now - self.last)]
+        why = _C._rp_put_steps(self.db, self.run, rows, True)
+        if why:
+            sys.stderr.write(f"janus replay: the eager run's step times were not stored: {why}\n")
 
 
 def _step_hook():
     """Optimizer.step() ended a training step (janus._step_hook)."""
     if active:
         _C._rp_step()
+    elif _clock is not None:
+        _clock.step()
 
 
 end_step = _step_hook
@@ -156,9 +187,11 @@ def start_from_env():
     # the first process that imports janus owns the replay (not DataLoader
     # workers or helpers): the keys go once the replay has read them
     try:
-        if not _C._setting_value("JANUS_REPLAY"):
-            return
+        eager = not _C._setting_value("JANUS_REPLAY")
         run = _C._setting_value("JANUS_REPLAY_RUN")
+        if eager:
+            _time_eager(run, db)
+            return
         _quiet = _C._setting_value("JANUS_REPLAY_QUIET")
         start(os.path.abspath(db), run)
     except ValueError as e:  # a value the settings table refuses, named in e
@@ -166,3 +199,14 @@ def start_from_env():
     finally:
         for k in _CHILD_KEYS:
             os.environ.pop(k, None)
+
+
+def _time_eager(run, db):
+    """`janus replay --eager`: time the steps of this eager run for its run row."""
+    global _clock
+    if run <= 0 or _clock is not None:
+        return
+    _clock = _StepClock(os.path.abspath(db), run)
+    import janus
+    janus._step_hook = _step_hook
+    atexit.register(_clock.store)

@@ -164,7 +164,7 @@ class _Scanner(ast.NodeVisitor):
 
     # ---- scopes: a function's parameters and assignments shadow module-level torch names
     def _function(self, node):
-        for d in node.decorator_list:
+        for d in getattr(node, "decorator_list", ()):  # a lambda has none
             self.visit(d)
         args = node.args
         for d in args.defaults + [d for d in args.kw_defaults if d is not None]:

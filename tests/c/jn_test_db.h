@@ -11,6 +11,18 @@
 #include "jn_db.h"
 #include "jn_db_testing.h"
 
+/* SQL that takes back what schema v6 added (db/db.c SCHEMA_V6): run first
+ * when a test makes a store of an older schema out of a current one. */
+/* what schema v8 added (db/db.c SCHEMA_V8), taken back first */
+#define JT_UNDO_V8 "DROP TABLE replay_extrap; ALTER TABLE replay_graphs DROP COLUMN extrapolated; "
+/* what schema v7 added (db/db.c SCHEMA_V7), taken back before v6's */
+#define JT_UNDO_V7 "ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "
+
+#define JT_UNDO_V6                                                                                         \
+    "DROP TABLE run_steps; DROP TABLE replay_segments; DROP TABLE replay_graph_times; "                   \
+    "DROP TABLE bundle_notes; ALTER TABLE runs DROP COLUMN cpu_seconds; ALTER TABLE runs DROP COLUMN "    \
+    "peak_rss; ALTER TABLE replay_misses DROP COLUMN seen_min; ALTER TABLE replay_misses DROP COLUMN seen_max; "
+
 /* The first column of the first row of sql; -999 (and the error on stderr)
  * when it does not run. */
 static int64_t q_int(sqlite3 *h, const char *sql) {

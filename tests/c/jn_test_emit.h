@@ -322,6 +322,28 @@ static inline void jt_edge(int64_t i, double *f, int64_t *n) {
     "  out %19 keep\n" \
     "  out %21 keep\n"
 
+/* rows of a float64 mean and a float32 sum */
+#define ROWS_MEAN_SUM_IR \
+    "  sym B dim 1..4096\n" \
+    "  in %0 host f64[B, 777]\n" \
+    "  in %1 host f64[777]\n" \
+    "  in %2 host f32[B, 777]\n" \
+    "  %3 = mul(%0, %1) : f64[B, 777]\n" \
+    "  %4 = mean(%3) dims=[1] keepdim=false dtype=none : f64[B]\n" \
+    "  %5 = mul(%2, %2) : f32[B, 777]\n" \
+    "  %6 = sum(%5) dims=[-1] keepdim=true dtype=none : f32[B, 1]\n" \
+    "  out %4 keep\n" \
+    "  out %6 keep\n"
+
+/* (x * w).sum() over N float64 values */
+#define F64_DOT_IR \
+    "  sym N dim 1..1000000\n" \
+    "  in %0 host f64[N]\n" \
+    "  in %1 host f64[N]\n" \
+    "  %2 = mul(%0, %1) : f64[N]\n" \
+    "  %3 = sum(%2) dims=[] keepdim=false dtype=none : f64[]\n" \
+    "  out %3 keep\n"
+
 static const ecase cases[] = {
     {"bias_relu",
      "  sym B dim 1..64\n"
@@ -521,6 +543,48 @@ static const ecase cases[] = {
      "  out %8 keep\n" "  out %9 keep\n" "  out %10 keep\n" "  out %11 keep\n" "  out %12 keep\n" "  out %13 keep\n"
      "  out %14 keep\n" "  out %17 keep\n" "  out %25 keep\n",
      {0}, -1, NAN, 2, 2},
+    /* reductions in eager's order (k_reduce.c: 32 lanes, then the rest;
+     * long ranges on the pool in chunks): float64 dot products of odd
+     * sizes, one and more than one lane block, chunked on a pool */
+    {"f64_dot_33", F64_DOT_IR, {33}, -1, NAN, 1, 0},
+    {"f64_dot_1000", F64_DOT_IR, {1000}, -1, NAN, 1, 0},
+    {"f64_dot_100003", F64_DOT_IR, {100003}, -1, NAN, 1, 0},
+    /* rows of 777 (mean, float32 sum in double), a [B, 5, 301] reduced
+     * over both dims against a [301] weight (the dims do not merge: the
+     * element-by-element path) and 4 rows of 40 001 (chunked rows) */
+    {"rows_mean_sum", ROWS_MEAN_SUM_IR, {37}, -1, NAN, 2, 0},
+    {"rows_mean_sum_transposed", ROWS_MEAN_SUM_IR, {37}, 0, NAN, 2, 0},
+    {"mid_dims_broadcast",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f64[B, 5, 301]\n"
+     "  in %1 host f64[301]\n"
+     "  %2 = mul(%0, %1) : f64[B, 5, 301]\n"
+     "  %3 = sum(%2) dims=[1, 2] keepdim=false dtype=none : f64[B]\n"
+     "  out %3 keep\n",
+     {3}, -1, NAN, 1, 0},
+    {"chunked_rows",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f64[B, 40001]\n"
+     "  %1 = exp(%0) : f64[B, 40001]\n"
+     "  %2 = sum(%1) dims=[1] keepdim=false dtype=none : f64[B]\n"
+     "  out %2 keep\n",
+     {4}, -1, NAN, 1, 0},
+    /* amax/amin of negatives and zeros of both signs: which zero comes
+     * out depends on the order (lanes, not elements, are merged) */
+    {"signed_zero_extremes",
+     "  sym B dim 1..4096\n"
+     "  in %0 host f64[B, 100]\n"
+     "  in %1 const f64[] = -0.0\n"
+     "  in %2 const f64[] = -1\n"
+     "  %3 = mul(%0, %1) : f64[B, 100]\n"
+     "  %4 = lt(%0, %2) : bool[B, 100]\n"
+     "  %5 = where(%4, %0, %3) : f64[B, 100]\n"
+     "  %6 = amax(%5) dims=[-1] keepdim=false : f64[B]\n"
+     "  %7 = neg(%5) : f64[B, 100]\n"
+     "  %8 = amin(%7) dims=[-1] keepdim=false : f64[B]\n"
+     "  out %6 keep\n"
+     "  out %8 keep\n",
+     {300}, -1, NAN, 2, 0},
 };
 
 /* Golden generated source of the named cases: the kernels part of

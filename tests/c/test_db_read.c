@@ -7,13 +7,17 @@
  * directory as an unprivileged user (a forked child that drops to nobody
  * when the test runs as root) -- read with and without a WAL index, refused
  * with the fix when the log holds commits the index would be needed for,
- * and refused for writing up front. */
+ * and refused for writing up front; runs whose process died read as lost
+ * (a dead pid, a reused pid, another boot; never another host's run or a
+ * live one), the next writer marks them so, and a v5 store migrates to v7
+ * with its runs judged by host and pid. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +27,7 @@
 #include "jn_db.h"
 #include "jn_db_testing.h"
 #include "jn_test.h"
+#include "jn_test_db.h"
 
 #define CS1 1
 #define CS2 2
@@ -332,6 +337,160 @@ static void test_readonly(const char *src) {
     chmod(ro, 0755);
 }
 
+/* A run of this host by process pid (pid_start / boot_id as given: "" or
+ * -1 leave the stored values NULL, as a store older than v7 has them). */
+static int64_t owned_run(jn_db *db, const char *host, int64_t pid, int64_t pid_start, const char *boot) {
+    jn_db_run_info ri = {.argv_json = "[]", .hostname = host, .pid = pid, .started = 1.0};
+    int64_t run = 0;
+    CHECK(jn_db_run_begin(db, &ri, &run) == JN_OK);
+    char sql[256];
+    snprintf(sql, sizeof sql, "UPDATE runs SET pid_start = %s, boot_id = %s WHERE id = %lld",
+             pid_start < 0 ? "pid_start" : pid_start == 0 ? "NULL" : "?", boot ? (boot[0] ? "?" : "NULL") : "boot_id",
+             (long long)run);
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(jn_db_testing_handle(db), sql, -1, &st, NULL) == SQLITE_OK);
+    int k = 1;
+    if (pid_start > 0) sqlite3_bind_int64(st, k++, pid_start);
+    if (boot && boot[0]) sqlite3_bind_text(st, k++, boot, -1, SQLITE_STATIC);
+    CHECK(sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+    return run;
+}
+
+static const char *status_of(jn_db *db, int64_t run, char *buf, size_t n) {
+    jn_db_run_row *r = NULL;
+    int nr = 0;
+    buf[0] = 0;
+    if (jn_db_runs(db, run, &r, &nr) == JN_OK && nr == 1) snprintf(buf, n, "%s", r[0].status ? r[0].status : "");
+    jn_db_runs_free(r, nr);
+    return buf;
+}
+
+static const char *stored_status(jn_db *db, int64_t run, char *buf, size_t n) {
+    sqlite3_stmt *st = NULL;
+    buf[0] = 0;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id = %lld", (long long)run);
+    if (sqlite3_prepare_v2(jn_db_testing_handle(db), sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        snprintf(buf, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return buf;
+}
+
+/* A v5 store as v5 made it (no pid_start, no boot_id) with one run of
+ * this host left running by a process that is gone (pid 0x7ffffffe: above
+ * any pid_max). */
+static void make_v5(const char *path) {
+    unlink(path);
+    jn_db *db = NULL;
+    if (jn_db_open(path, JN_DB_CREATE, &db) != JN_OK) return;
+    jn_db_close(db);
+    char host[256] = "", sql[1536];
+    gethostname(host, sizeof host - 1);
+    snprintf(sql, sizeof sql,
+             JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+             "INSERT INTO runs(id, hostname, pid, status) VALUES(1, '%s', 2147483646, 'running');", host);
+    sqlite3 *h = NULL;
+    if (sqlite3_open(path, &h) != SQLITE_OK || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fprintf(stderr, "  make_v5: %s\n", h ? sqlite3_errmsg(h) : "?");
+    sqlite3_close(h);
+}
+
+/* Runs whose owner is gone read as lost; the next writer marks them. */
+static void test_lost(void) {
+    const char *path = tmp("lost.db");
+    jn_db *db = NULL;
+    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
+    if (!db) return;
+    char host[256] = "", boot[64] = "", b[32];
+    gethostname(host, sizeof host - 1);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    CHECK(f && fgets(boot, sizeof boot, f));
+    if (f) fclose(f);
+    boot[strcspn(boot, "\n")] = 0;
+    /* a pid that names no process: above any pid_max (2^22); a real
+     * process killed is test_cli.py's test_sigkilled_run_is_lost */
+    const int64_t dead = 2147483646;
+
+    /* run_begin stores this process's own identity */
+    int64_t self = owned_run(db, host, getpid(), -1, NULL);
+    jn_db_run_row *r = NULL;
+    int nr = 0;
+    CHECK(jn_db_runs(db, self, &r, &nr) == JN_OK && nr == 1 && r[0].pid_start > 0 && r[0].boot_id &&
+          !strcmp(r[0].boot_id, boot) && !strcmp(r[0].status, "running"));
+    jn_db_runs_free(r, nr);
+    int64_t gone = owned_run(db, host, dead, 0, "");                 /* no such process */
+    int64_t reused = owned_run(db, host, getpid(), 12345, NULL);     /* our pid, another start */
+    int64_t reboot = owned_run(db, host, getpid(), -1, "00000000-0000-0000-0000-000000000000");
+    int64_t other = owned_run(db, "another-host.example", dead, 0, ""); /* nothing to see here */
+    int64_t ended = owned_run(db, host, dead, 0, "");
+    CHECK(jn_db_run_end(db, ended, 0, "finished", 2.0) == JN_OK);
+    CHECK(!strcmp(status_of(db, self, b, sizeof b), "running"));
+    CHECK(!strcmp(status_of(db, gone, b, sizeof b), "lost"));
+    CHECK(!strcmp(status_of(db, reused, b, sizeof b), "lost"));
+    CHECK(!strcmp(status_of(db, reboot, b, sizeof b), "lost"));
+    CHECK(!strcmp(status_of(db, other, b, sizeof b), "running"));
+    CHECK(!strcmp(status_of(db, ended, b, sizeof b), "finished"));
+    CHECK(!strcmp(stored_status(db, gone, b, sizeof b), "running")); /* reading changes nothing */
+
+    /* the next writer marks exactly the lost ones, once */
+    CHECK(jn_db_mark_lost(db, &r, &nr) == JN_OK && nr == 3);
+    if (nr == 3) CHECK(r[0].id == gone && r[1].id == reused && r[2].id == reboot && r[0].pid == dead);
+    jn_db_runs_free(r, nr);
+    CHECK(!strcmp(stored_status(db, gone, b, sizeof b), "lost"));
+    CHECK(!strcmp(stored_status(db, self, b, sizeof b), "running"));
+    CHECK(!strcmp(stored_status(db, other, b, sizeof b), "running"));
+    CHECK(jn_db_mark_lost(db, &r, &nr) == JN_OK && nr == 0 && r == NULL);
+    jn_db_close(db);
+
+    /* read-only: judged, never marked */
+    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK);
+    if (db) {
+        CHECK(jn_db_mark_lost(db, &r, &nr) == JN_ERR_IO);
+        jn_db_close(db);
+    }
+
+    /* a failure at any point of v5 -> v7 leaves v5 or a complete v7 */
+    CHECK(jt_migrate_under_faults(tmp("v5f.db"), make_v5, 16, 5,
+                                  "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('pid_start','boot_id')",
+                                  0, 2, 1) >= 2);
+    make_v5(tmp("v5f.db"));
+    CHECK(jn_db_open(tmp("v5f.db"), JN_DB_WRITE, &db) == JN_OK && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
+    if (db) {
+        CHECK(jn_db_mark_lost(db, &r, &nr) == JN_OK && nr == 1 && r && r[0].pid == 2147483646);
+        jn_db_runs_free(r, nr);
+        jn_db_close(db);
+    }
+
+    /* a v5 store (no pid_start, no boot_id) migrates, its runs judged by
+     * pid: made as a current store taken back to v5's layout */
+    const char *old = tmp("v5.db");
+    CHECK(jn_db_open(old, JN_DB_CREATE, &db) == JN_OK);
+    jn_db_close(db);
+    sqlite3 *h = NULL;
+    char sql[1536];
+    CHECK(sqlite3_open(old, &h) == SQLITE_OK);
+    snprintf(sql, sizeof sql,
+             JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+             "INSERT INTO runs(id, hostname, pid, status) VALUES(1, '%s', %d, 'running'), (2, '%s', %d, 'running');",
+             host, (int)dead, host, (int)getpid());
+    CHECK(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    CHECK(jn_db_open(old, JN_DB_READONLY, &db) == JN_OK && jn_db_schema_version(db) == 5); /* read as it is */
+    if (db) {
+        CHECK(!strcmp(status_of(db, 1, b, sizeof b), "lost") && !strcmp(status_of(db, 2, b, sizeof b), "running"));
+        jn_db_close(db);
+    }
+    CHECK(jn_db_open(old, JN_DB_WRITE, &db) == JN_OK && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
+    if (db) {
+        CHECK(jn_db_mark_lost(db, &r, &nr) == JN_OK && nr == 1 && r && r[0].id == 1);
+        jn_db_runs_free(r, nr);
+        CHECK(jn_db_runs(db, 2, &r, &nr) == JN_OK && nr == 1 && r[0].pid_start == 0 && !r[0].boot_id);
+        jn_db_runs_free(r, nr);
+        jn_db_close(db);
+    }
+}
+
 int main(void) {
     if (jt_tmp_begin("db_read")) return 1;
     const char *path = tmp("r.db");
@@ -351,6 +510,7 @@ int main(void) {
         jn_db_close(db);
     }
     test_paths();
+    test_lost();
     jt_tmp_end();
     JT_DONE();
 }

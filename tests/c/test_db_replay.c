@@ -3,12 +3,12 @@
  * written with jn_db_replay_put (one transaction, summed per graph, also
  * under injected write failures: all or none) and read back with
  * jn_db_replay_get (misses aggregated, NaN "seen" kept), refusals with their
- * messages, extrapolated hits (schema v6: per graph, and per SEEN guard
+ * messages, extrapolated hits (schema v8: per graph, and per SEEN guard
  * with its recorded range and the values seen past it), and the v2 -> v3
  * (and on to the current version) migration: a v2 store is read as it is
  * read-only and migrated (atomically, old runs read as 'record') when
- * opened for writing; a v5 store reads as no extrapolation read-only and
- * migrates to v6 when opened for writing. */
+ * opened for writing; a v7 store reads as no extrapolation read-only and
+ * migrates to v8 when opened for writing. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -27,9 +27,9 @@ static jn_db_run_info info(const char *kind, int64_t bundle) {
 
 static const jn_db_replay_graph G1[] = {{"g0", 10, 1, 0.5, 0}, {"g1", 0, 3, 0.0, 0}};
 static const jn_db_replay_miss M1[] = {
-    {"g1", 2, "shape of input x: dim 0 is 32, the graph wants 64", "train.py:12", 32, 2},
-    {"g1", 5, "scalar lr is 0.1, recorded 0.01", "train.py:20", NAN, 1},
-    {"g0", 0, "op relu where the graph has tanh", "model.py:7", 7, 1},
+    {"g1", 2, "shape of input x: dim 0 is 32, the graph wants 64", "train.py:12", 32, 2, 1, 17, 32},
+    {"g1", 5, "scalar lr is 0.1, recorded 0.01", "train.py:20", NAN, 1, 0, NAN, NAN},
+    {"g0", 0, "op relu where the graph has tanh", "model.py:7", 7, 1, 0, 0, 0},
 };
 
 static void test_kinds_and_counters(void) {
@@ -64,6 +64,7 @@ static void test_kinds_and_counters(void) {
         CHECK(!strcmp(g[1].graph, "g1") && g[1].hits == 0 && g[1].misses == 3);
         CHECK(!strcmp(m[0].graph, "g1") && m[0].guard == 2 && m[0].count == 4 && m[0].seen == 32 &&
               !strcmp(m[0].site, "train.py:12") && strstr(m[0].reason, "dim 0 is 32"));
+        CHECK(m[0].has_range && m[0].seen_min == 17 && m[0].seen_max == 32); /* schema v6: the range kept */
         int nan_ok = 0;
         for (int i = 1; i < 3; i++)
             if (m[i].guard == 5) nan_ok = isnan(m[i].seen) && m[i].count == 1 && !strcmp(m[i].site, "train.py:20");
@@ -108,7 +109,7 @@ static void test_kinds_and_counters(void) {
     CHECK(jn_db_replay_put(db, r2, neg, 1, NULL, 0, NULL, 0) == JN_ERR_VALUE && has("g9"));
     jn_db_replay_graph nans[] = {{"g9", 1, 0, NAN, 0}};
     CHECK(jn_db_replay_put(db, r2, nans, 1, NULL, 0, NULL, 0) == JN_ERR_VALUE && has("seconds"));
-    jn_db_replay_miss nor[] = {{"g0", 1, NULL, "x.py:1", 0, 1}};
+    jn_db_replay_miss nor[] = {{"g0", 1, NULL, "x.py:1", 0, 1, 0, 0, 0}};
     CHECK(jn_db_replay_put(db, r2, NULL, 0, nor, 1, NULL, 0) == JN_ERR_VALUE && has("reason"));
     CHECK(jn_db_replay_put(db, r2, NULL, 1, NULL, 0, NULL, 0) == JN_ERR_VALUE);
     CHECK(jn_db_replay_get(db, r2, NULL, &ng, &m, &nm) == JN_ERR_VALUE);
@@ -155,7 +156,7 @@ static void make_v2(const char *path) {
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     "DROP TABLE replay_extrap; DROP TABLE replay_misses; DROP TABLE replay_graphs; "
+                     JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "DROP TABLE replay_misses; DROP TABLE replay_graphs; "
                      "ALTER TABLE runs DROP COLUMN bundle_id; "
                      "ALTER TABLE runs DROP COLUMN kind; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
@@ -183,7 +184,7 @@ static void test_migration_v2(void) {
         jn_db_close(db);
     }
     /* a failure at any point leaves v2 or a complete migration */
-    CHECK(jt_migrate_under_faults(path, make_v2, 12, 2,
+    CHECK(jt_migrate_under_faults(path, make_v2, 16, 2,
                                   "SELECT (SELECT count(*) FROM sqlite_master WHERE name IN "
                                   "('replay_graphs','replay_misses')) + (SELECT count(*) FROM "
                                   "pragma_table_info('runs') WHERE name IN ('kind','bundle_id'))",
@@ -205,11 +206,11 @@ static void test_migration_v2(void) {
     jn_db_close(db);
 }
 
-/* A v5 store with counters: v6 minus replay_extrap and the extrapolated
+/* A v7 store with counters: v8 minus replay_extrap and the extrapolated
  * column.  Read-only it reads as no extrapolation; opened for writing it
  * migrates, its old hits counted as in range. */
-static void test_migration_v5(void) {
-    const char *path = tmp("v5.db");
+static void test_migration_v7(void) {
+    const char *path = tmp("v7.db");
     unlink(path);
     jn_db *db = NULL;
     CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK);
@@ -219,8 +220,7 @@ static void test_migration_v5(void) {
     CHECK(jn_db_run_begin(db, &b, &r) == JN_OK && jn_db_replay_put(db, r, G1, 2, M1, 3, NULL, 0) == JN_OK);
     char *err = NULL;
     CHECK(sqlite3_exec(jn_db_testing_handle(db),
-                       "DROP TABLE replay_extrap; ALTER TABLE replay_graphs DROP COLUMN extrapolated; "
-                       "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+                       JT_UNDO_V8 "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
                        NULL, NULL, &err) == SQLITE_OK);
     sqlite3_free(err);
     jn_db_close(db);
@@ -228,7 +228,7 @@ static void test_migration_v5(void) {
     jn_db_replay_miss *m = NULL;
     jn_db_replay_extrap *x = NULL;
     int ng = 0, nm = 0, nx = -1;
-    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK && jn_db_schema_version(db) == 5);
+    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK && jn_db_schema_version(db) == 7);
     if (db) {
         CHECK(jn_db_replay_get(db, r, &g, &ng, &m, &nm) == JN_OK && ng == 2 && g[0].hits == 10 &&
               g[0].extrapolated == 0);
@@ -264,7 +264,7 @@ int main(int argc, char **argv) {
     if (jt_tmp_begin("dbreplay")) return 1;
     test_kinds_and_counters();
     test_migration_v2();
-    test_migration_v5();
+    test_migration_v7();
     jt_tmp_end();
     JT_DONE();
 }

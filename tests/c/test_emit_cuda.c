@@ -37,8 +37,9 @@ static int members_shared(const char *cu, const char *c, const char *tag) {
         const char *e = strchr(p, '\n');
         size_t l = e ? (size_t)(e - p) : strlen(p);
         char *line = strndup(p, l);
-        /* (the combine of partials, red[...], is CUDA's own use of the same step) */
-        if (!strstr(line, "red[threadIdx.x") && !strstr(c, line)) {
+        /* (the reduction's step into acc is each target's own: it follows
+         * that target's eager reduction -- k_reduce.c, the CUDA reduce_kernel) */
+        if (!strstr(line, "acc = ") && !strstr(c, line)) {
             if (!bad++) fprintf(stderr, "%s: CUDA member statement not in the C source: %s\n", tag, line);
         }
         n++;

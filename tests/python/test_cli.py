@@ -433,6 +433,30 @@ def test_record_and_inspect_training(tmp_path):
         assert word in text.stdout, word
 
 
+STORED = re.compile(r"janus record: .*full.*; recording stopped: (?:steps 0-(\d+) are stored|step (0) is stored|"
+                    r"(no step) is stored)")
+
+
+def _check_incomplete(r, db, script_rc=0):
+    """A recording cut short by a full disk: the command ran to its end,
+    janus names the last step actually stored (what inspect counts) and
+    exits non-zero, reporting the command's own status."""
+    assert "done" in r.stdout, r.stderr
+    assert r.returncode == (script_rc or 1), r.stderr
+    m = STORED.search(r.stderr)
+    assert m, r.stderr
+    last = -1 if m.group(3) else int(m.group(1) or m.group(2))
+    run = inspect_json(db)["runs"][-1]
+    assert run["steps"] == last + 1, (run["steps"], r.stderr)
+    stored = ("no step is stored" if last < 0 else "step 0 is stored, later steps are not" if last == 0
+              else f"steps 0-{last} are stored, later steps are not")
+    assert f"run {run['id']} is incomplete: {stored}; " in r.stderr, r.stderr
+    assert f"the command exited with status {script_rc}, janus with {script_rc or 1}" in r.stderr, r.stderr
+    assert run["exit_status"] == script_rc
+    assert run["status"] == ("incomplete" if script_rc == 0 else "error")
+    return last
+
+
 @needs_recorder
 def test_disk_full_while_recording(tmp_path):
     mnt = tmp_path / "small"
@@ -441,14 +465,41 @@ def test_disk_full_while_recording(tmp_path):
     try:
         db = mnt / "run.db"
         r = janus("record", "--db", str(db), sys.executable, script(tmp_path, TRAIN), "400")
-        # The training run goes on without the recorder; the steps before the disk filled stay.
-        assert r.returncode == 0 and "done" in r.stdout, r.stderr
+        # the training run goes on without the recorder; the steps before the disk filled stay, and
+        # janus says which (before the fix: the step being committed, "steps before this one are
+        # saved", exit 0)
         assert "full" in r.stderr, r.stderr
-        run = inspect_json(db)["runs"][0]
-        assert 1 <= run["steps"] < 400
-        assert run["exit_status"] == 0
+        assert 0 <= _check_incomplete(r, db) < 399
     finally:
         _umount(mnt)
+
+
+@needs_recorder
+@pytest.mark.parametrize("after", [5, 60, 400, 1500])
+def test_disk_full_names_the_last_stored_step(tmp_path, after):
+    """The same through db/'s fault injection (no root needed): every write
+    of the store from the `after`-th on fails as on a full disk, wherever
+    that falls (the run row, call sites, a step's rows, a batch's commit)."""
+    db = tmp_path / "run.db"
+    s = script(tmp_path, TRAIN)
+    assert janus("record", "--db", str(db), sys.executable, s, "2").returncode == 0  # the store exists
+    r = subprocess.run([JANUS, "record", "--db", str(db), sys.executable, s, "300"], capture_output=True,
+                       text=True, env=_env(JANUS_DB_FAULT_AFTER=str(after)), timeout=300)
+    if after == 5 and "cannot add a run" in r.stderr:  # janus's own writes come first
+        assert r.returncode == 1 and "disk is full" in r.stderr and "done" not in r.stdout, r.stderr
+        return
+    assert _check_incomplete(r, db) < 299
+
+
+@needs_recorder
+def test_disk_full_keeps_the_scripts_status(tmp_path):
+    db = tmp_path / "run.db"
+    body = TRAIN.replace('print("done", flush=True)', 'print("done", flush=True)\nsys.exit(3)')
+    s = script(tmp_path, body)
+    assert janus("record", "--db", str(db), sys.executable, s, "2").returncode == 3
+    r = subprocess.run([JANUS, "record", "--db", str(db), sys.executable, s, "300"], capture_output=True,
+                       text=True, env=_env(JANUS_DB_FAULT_AFTER="400"), timeout=300)
+    _check_incomplete(r, db, script_rc=3)
 
 
 @needs_recorder
@@ -534,3 +585,39 @@ def test_openblas_coretype_without_avx512():
         r = subprocess.run([sys.executable, "-c", "import janus"], capture_output=True, text=True, env=env,
                            timeout=60)
         assert r.returncode == 1 and "ImportError" in r.stderr and "SIGILL" in r.stderr, r.stderr
+
+
+@needs_recorder
+def test_sigkilled_run_is_lost(tmp_path):
+    """A run whose janus process died by SIGKILL (nothing could close it)
+    reads as lost in inspect, text and JSON, and the next writer marks it
+    so and says it; a live run reads as running (test_inspect_while_recording)."""
+    db = tmp_path / "run.db"
+    body = TRAIN.replace("    if i + 1 == die_after:", "    if i == 3:\n        print('ready', flush=True)\n"
+                                                           "        import time; time.sleep(60)\n"
+                                                           "    if i + 1 == die_after:")
+    p = subprocess.Popen([JANUS, "record", "--db", str(db), sys.executable, script(tmp_path, body), "6"],
+                         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        assert inspect_json(db)["runs"][0]["status"] == "running"
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)  # janus and the script: nobody is left to close the run
+        p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    run = inspect_json(db)["runs"][0]
+    assert run["status"] == "lost" and run["ended"] is None and run["steps"] >= 1
+    text = janus("inspect", str(db))
+    assert f"lost (process {p.pid} died without closing it)" in text.stdout, text.stdout
+    assert sqlite3.connect(str(db)).execute("SELECT status FROM runs").fetchone()[0] == "running"
+
+    r = janus("record", "--db", str(db), sys.executable, script(tmp_path, TRAIN, "ok.py"), "2")
+    assert r.returncode == 0, r.stderr
+    assert (f"janus record: run 1 of {db} was left running by process {p.pid}, which is gone: marked lost"
+            in r.stderr), r.stderr
+    runs = inspect_json(db)["runs"]
+    assert [x["status"] for x in runs] == ["lost", "finished"] and runs[0]["steps"] == run["steps"]
+    assert sqlite3.connect(str(db)).execute("SELECT status FROM runs WHERE id = 1").fetchone()[0] == "lost"
+    r = janus("record", "--db", str(db), sys.executable, script(tmp_path, TRAIN, "ok.py"), "2")
+    assert r.returncode == 0 and "marked lost" not in r.stderr, r.stderr  # said once

@@ -4,7 +4,7 @@ bad options and of a missing dependency prefix), scripts/gpu_deps.sh
 --check on an incomplete prefix, and benchmarks/gpu/bench_gpu.py degrading
 to "not available" per column when there is no CUDA device.  The full
 run.sh (build against the prefix with --prefix-only, ldd and header
-checks) takes minutes: docs/ARCHITECTURE.md records its run here."""
+checks) takes minutes: benchmarks/results/history.md records its runs."""
 import json
 import os
 import subprocess

@@ -177,3 +177,32 @@ def test_special_names_are_files(name, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "running" not in r.stderr and re.search(r"run 2: 100\.0% hit rate", r.stderr), r.stderr
     assert sorted(os.listdir(cwd)) == [name]
+
+
+def test_replay_on_a_full_disk(store, tmp_path):
+    """A store that cannot take a new run (every write fails as on a full
+    disk: JANUS_DB_FAULT_AFTER=1) still replays through its bundle, and one
+    line says the run and its counters are not stored.  Before the fix:
+    "cannot add a run", exit 1, the command never ran."""
+    db = str(tmp_path / "run.db")
+    shutil.copy(store, db)
+    eager = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, env=env(), timeout=300)
+    assert eager.returncode == 0, eager.stderr
+    full = {"JANUS_DB_FAULT_AFTER": "1"}
+    r = janus("replay", "--db", db, "--", sys.executable, SCRIPT, timeout=300, extra_env=full)
+    assert r.returncode == 0, r.stderr
+    assert "cannot add a run" in r.stderr and "disk is full" in r.stderr, r.stderr
+    assert "replaying with its bundle all the same; this run and its counters are not stored" in r.stderr
+    assert "running the command eagerly" not in r.stderr, r.stderr
+    m = GRAPHS_RAN.search(r.stderr)
+    assert m and int(m.group(1)) >= 90, r.stderr
+    assert r.stdout == eager.stdout
+    # the script's own failure still comes through
+    bad = str(tmp_path / "bad.py")
+    with open(bad, "w") as f:
+        f.write(f"import runpy, sys\nsys.argv = [{SCRIPT!r}]\nrunpy.run_path({SCRIPT!r}, run_name='__main__')\n"
+                "sys.exit(3)\n")
+    r = janus("replay", "--db", db, "--", sys.executable, bad, timeout=300, extra_env=full)
+    assert r.returncode == 3 and "not stored" in r.stderr and GRAPHS_RAN.search(r.stderr), r.stderr
+    runs = json.loads(janus("inspect", "--json", db).stdout)["runs"]
+    assert [x["kind"] for x in runs] == ["record"]  # nothing was added

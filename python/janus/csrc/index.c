@@ -12,6 +12,7 @@
  * As in PyTorch (unlike numpy), an int next to advanced indices is applied
  * as a select first, so x[0, :, [0, 1]] has shape [size1, 2].
  */
+#include "jn_autograd.h"
 #include "jn_backend.h" /* jn_rt_to_device */
 #include "jn_py.h"
 
@@ -427,9 +428,17 @@ PyObject *jn_py_getitem(PyObject *self, PyObject *index) {
     if (p.nadv == 0) {
         jn_tensor *r = p.r;
         p.r = NULL;
-        if (r == t) { /* x[:] or x[...]: still a new view object */
+        if (r == t && !(jn_grad_enabled() && jn_requires_grad(t))) { /* x[:] or x[...]: a new view object */
             jn_tensor_decref(r);
             if (!(r = jn_tensor_alias(t))) return jn_py_raise(JN_ERR_NOMEM);
+        } else if (r == t) { /* one autograd must see: a view op */
+            jn_attrs a;
+            memset(&a, 0, sizeof a);
+            a.a[0].l.n = t->ndim;
+            for (int i = 0; i < t->ndim; i++) a.a[0].l.v[i] = t->shape[i];
+            jn_tensor *in[1] = {t};
+            jn_tensor_decref(r);
+            return jn_py_dispatch(JN_OP_view, 1, in, &a);
         }
         return jn_py_wrap(r);
     }

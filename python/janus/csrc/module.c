@@ -528,6 +528,20 @@ static PyObject *py_set_rng_state(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* _philox(counter, key): the Philox4x32-10 block (four uint32) of the
+ * normative stream (k_random.c), so Python can draw a value on the host
+ * exactly as a random op would, without running one (DataLoader's base
+ * seed: no op, no sync point in a recording). */
+static PyObject *py_philox(PyObject *self, PyObject *args) {
+    (void)self;
+    unsigned long long counter, key;
+    if (!PyArg_ParseTuple(args, "KK", &counter, &key)) return NULL;
+    uint32_t r[4];
+    jn_philox(counter, key, r);
+    return Py_BuildValue("(kkkk)", (unsigned long)r[0], (unsigned long)r[1], (unsigned long)r[2],
+                         (unsigned long)r[3]);
+}
+
 static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
     (void)self;
     long n = PyLong_AsLong(arg);
@@ -577,6 +591,7 @@ static PyMethodDef methods[] = {
     {"manual_seed", py_manual_seed, METH_O, "seed the default Philox generator"},
     {"_rng_state", py_rng_state, METH_NOARGS, "(seed, offset) of the default generator"},
     {"_set_rng_state", py_set_rng_state, METH_VARARGS, NULL},
+    {"_philox", py_philox, METH_VARARGS, "_philox(counter, key): the stream's Philox block, four uint32"},
     {"set_num_threads", py_set_num_threads, METH_O, NULL},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, NULL},
     {"_sgemm_level", py_sgemm_level, METH_O, "_sgemm_level(cap): 1 if small GEMMs use janus's kernel, 0 OpenBLAS"},

@@ -774,9 +774,10 @@ static PyObject *py_rec_stats(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     jn_rec_stats st;
     jn_rec_get_stats(&st);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "steps", (long long)st.steps, "ops", (long long)st.ops,
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "steps", (long long)st.steps, "ops", (long long)st.ops,
                          "syncs", (long long)st.syncs, "decisions", (long long)st.decisions, "bytes",
-                         (long long)st.bytes);
+                         (long long)st.bytes, "stored", (long long)st.stored, "last_stored",
+                         (long long)st.last_stored);
 }
 
 static PyObject *tref_list(const jn_db_tref *r, int n) {
@@ -963,6 +964,6 @@ PyMethodDef jn_py_recorder_methods[] = {
     {"_rec_quiet", py_rec_quiet, METH_O, NULL},
     {"_rec_active", py_rec_active, METH_NOARGS, "is the recorder hook installed?"},
     {"_rec_error", py_rec_error, METH_NOARGS, "the error that stopped recording, or None"},
-    {"_rec_stats", py_rec_stats, METH_NOARGS, "steps/ops/syncs/decisions/bytes recorded so far"},
+    {"_rec_stats", py_rec_stats, METH_NOARGS, "steps/ops/syncs/decisions/bytes recorded so far; stored, last_stored: steps committed"},
     {"_rec_read_step", py_rec_read_step, METH_VARARGS, "_rec_read_step(db, run, step) -> [event dicts]"},
     {NULL, NULL, 0, NULL}};

@@ -1,8 +1,9 @@
 /* replay_py.c -- janus._C's side of `janus replay` (replay/, jn_replay.h):
  * start/stop from janus/_replay.py, step ends, sync points, and the one
  * helper the extension calls before it reads or writes tensor data outside
- * the dispatcher (jn_py_ready).  The replay object of this process is
- * jn_py_replay (NULL: none; every entry is then one pointer test).
+ * the dispatcher (jn_py_ready), and the step times of an eager run
+ * (_rp_put_steps).  The replay object of this process is jn_py_replay
+ * (NULL: none; every entry is then one pointer test).
  */
 #include "jn_py.h"
 
@@ -116,6 +117,57 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
                          (long long)st.ngraphs, "seconds", st.seconds, "summary", line, "top_misses", misses);
 }
 
+/* _rp_put_steps(db, run_id, [(started, duration), ...], tail) -> None, or
+ * why they could not be stored: the step times of an eager run (`janus
+ * replay --eager`: no replay, so janus/_replay.py times the steps); the
+ * last row is the tail (after the last step) when tail is true. */
+static PyObject *py_rp_put_steps(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path;
+    long long run = 0;
+    PyObject *list;
+    int tail = 0;
+    if (!PyArg_ParseTuple(args, "sLO!p", &path, &run, &PyList_Type, &list, &tail)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n > JN_DB_STEPS_MAX) n = JN_DB_STEPS_MAX;
+    jn_db_run_step *rows = calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double a = 0, d = 0;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "dd", &a, &d)) {
+            free(rows);
+            return NULL;
+        }
+        int is_tail = tail && i == PyList_GET_SIZE(list) - 1;
+        rows[i] = (jn_db_run_step){.step = i + 1, .kind = is_tail ? "tail" : "step", .started = a, .duration = d,
+                                   .graph_ops = -1, .eager_ops = -1};
+    }
+    jn_db *db = NULL;
+    jn_status s = jn_db_open(path, JN_DB_WRITE, &db);
+    if (!s) s = jn_db_run_steps_put(db, run, rows, (int)n);
+    jn_db_close(db);
+    free(rows);
+    if (s) return PyUnicode_FromString(jn_errmsg());
+    Py_RETURN_NONE;
+}
+
+/* _rp_forked_child(): in a forked DataLoader worker, stop replaying for good:
+ * ops run eagerly, nothing is matched and nothing is written to the store
+ * (the parent owns the replay and its counters).  The parent made every
+ * tensor current before forking (a sync point), so nothing the child can
+ * read is pending.  The hooks come off and the child's copy of the object
+ * is dropped, not finished or freed: that would write the parent's
+ * counters and close the parent's store connection from the child. */
+static PyObject *py_rp_forked_child(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    if (jn_py_replay) {
+        jn_rt_set_capture_hook(NULL);
+        jn_set_dispatch_hook(NULL);
+        jn_py_replay = NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_rp_active(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     return PyBool_FromLong(jn_py_replay != NULL);
@@ -130,4 +182,6 @@ PyMethodDef jn_py_replay_methods[] = {
     {"_rp_stop", py_rp_stop, METH_O, "_rp_stop(print_summary)"},
     {"_rp_stats", py_rp_stats, METH_NOARGS, "hit/miss counters and the summary line (None: no replay)"},
     {"_rp_active", py_rp_active, METH_NOARGS, NULL},
+    {"_rp_put_steps", py_rp_put_steps, METH_VARARGS, "_rp_put_steps(db, run, [(started, duration)], tail): None or why not"},
+    {"_rp_forked_child", py_rp_forked_child, METH_NOARGS, "a forked worker process stops replaying"},
     {NULL, NULL, 0, NULL}};

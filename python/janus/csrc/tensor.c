@@ -526,6 +526,186 @@ static PyObject *py_from_buffer(PyObject *self, PyObject *const *args, Py_ssize_
     return jn_py_from_buffer(args[0], (int)mode);
 }
 
+/* ------------------------------------------- checkpoint storages
+ * janus.save/janus.load (serialization.py) write and read whole storages,
+ * as PyTorch's format does, so views that share one stay shared.  Tensors
+ * made here are host inputs under recording, like those from a buffer: a
+ * loaded checkpoint is data from outside, not the output of an op. */
+
+/* _storage_info(t) -> (key, nbytes): an int naming t's storage while it
+ * lives (tensors sharing it give the same), and its size in bytes */
+static PyObject *py_storage_info(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!JnTensor_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "_storage_info(tensor)");
+        return NULL;
+    }
+    jn_storage *st = JN_T(arg)->storage;
+    return Py_BuildValue("(NK)", PyLong_FromVoidPtr(st), (unsigned long long)st->nbytes);
+}
+
+/* _storage_bytes(t) -> bytes: all of t's (CPU) storage, made current (a
+ * sync point, like a buffer export) */
+static PyObject *py_storage_bytes(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!JnTensor_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "_storage_bytes(tensor)");
+        return NULL;
+    }
+    jn_tensor *t = JN_T(arg);
+    if (t->storage->device != JN_CPU) {
+        PyErr_SetString(PyExc_ValueError, "_storage_bytes: the storage is not on the CPU (copy it with .cpu() first)");
+        return NULL;
+    }
+    /* the data leaves janus: a sync point, as a buffer export is */
+    if (!JN_PY_SYNC(JN_SYNC_NUMPY, t) || !jn_py_ready(t)) return NULL;
+    if (jn_rec_on) jn_rec_sync(JN_SYNC_NUMPY, jn_numel(t) == 1 ? jn_load_f64(jn_data(t), t->dtype) : NAN, t);
+    if (!t->storage->nbytes) return PyBytes_FromStringAndSize(NULL, 0);
+    return PyBytes_FromStringAndSize((const char *)t->storage->data, (Py_ssize_t)t->storage->nbytes);
+}
+
+static int dtype_arg(PyObject *o, int *dt) {
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < 0 || v >= JN_NDTYPES) {
+        PyErr_Format(PyExc_ValueError, "dtype id %ld out of range", v);
+        return -1;
+    }
+    *dt = (int)v;
+    return 0;
+}
+
+/* _from_storage_bytes(buf, dtype_id, share=False) -> a 1-D tensor of buf's
+ * bytes: a copy, or (share, a writable buffer) over buf's memory, kept alive */
+static PyObject *py_from_storage_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int dt, share = 0;
+    if (nargs < 2 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "_from_storage_bytes(buffer, dtype_id, share=False)");
+        return NULL;
+    }
+    if (dtype_arg(args[1], &dt)) return NULL;
+    if (nargs == 3 && (share = PyObject_IsTrue(args[2])) < 0) return NULL;
+    buf_holder *h = PyMem_RawMalloc(sizeof *h);
+    if (!h) return PyErr_NoMemory();
+    if (PyObject_GetBuffer(args[0], &h->view, share ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
+        PyMem_RawFree(h);
+        return NULL;
+    }
+    Py_buffer *v = &h->view;
+    int64_t es = (int64_t)jn_dtype_size[dt];
+    jn_tensor *t = NULL;
+    if (v->len % es) {
+        PyErr_Format(PyExc_ValueError, "storage of %zd bytes is not a whole number of %s elements", v->len,
+                     jn_dtype_names[dt]);
+    } else {
+        int64_t n = v->len / es;
+        if (share) {
+            t = jn_tensor_from_memory(v->buf, (size_t)v->len, (jn_dtype)dt, 1, &n, NULL, 0, release_buffer, h);
+        } else if ((t = jn_tensor_new((jn_dtype)dt, 1, &n)) && v->len) {
+            memcpy(t->storage->data, v->buf, (size_t)v->len);
+        }
+        if (!t) jn_py_raise(JN_ERR_NOMEM);
+    }
+    if (!t || !share) {
+        PyBuffer_Release(v);
+        PyMem_RawFree(h);
+    }
+    if (!t) return NULL;
+    if (jn_rec_on) jn_rec_mark(t, JN_TR_HOST);
+    return jn_py_wrap(t);
+}
+
+static int int_list(PyObject *o, int64_t *out, int *n, const char *what) {
+    PyObject *f = PySequence_Fast(o, what);
+    if (!f) return -1;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(f);
+    if (k > JN_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s has %zd dims; tensors have at most %d", what, k, JN_MAX_DIMS);
+        Py_DECREF(f);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
+        if (out[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(f);
+            return -1;
+        }
+    }
+    *n = (int)k;
+    Py_DECREF(f);
+    return 0;
+}
+
+/* _storage_view(base, size, stride, offset) -> a tensor on base's storage
+ * with that layout (checked to lie inside it) */
+static PyObject *py_storage_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4 || !JnTensor_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_storage_view(base, size, stride, offset)");
+        return NULL;
+    }
+    jn_tensor *b = JN_T(args[0]);
+    int64_t size[JN_MAX_DIMS], stride[JN_MAX_DIMS], off;
+    int nd, ns;
+    if (int_list(args[1], size, &nd, "size") || int_list(args[2], stride, &ns, "stride")) return NULL;
+    off = PyLong_AsLongLong(args[3]);
+    if (off == -1 && PyErr_Occurred()) return NULL;
+    if (nd != ns) {
+        PyErr_Format(PyExc_ValueError, "size has %d dims but stride has %d", nd, ns);
+        return NULL;
+    }
+    int64_t numel = 1, last = off;
+    for (int i = 0; i < nd; i++) {
+        if (size[i] < 0 || stride[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "negative size or stride");
+            return NULL;
+        }
+        numel *= size[i];
+        if (size[i]) last += (size[i] - 1) * stride[i];
+    }
+    int64_t have = (int64_t)(b->storage->nbytes / jn_dtype_size[b->dtype]);
+    if (off < 0 || (numel && last >= have)) {
+        PyErr_Format(PyExc_ValueError, "a %d-d view at offset %lld reaches element %lld of a storage of "
+                     "%lld elements", nd, (long long)off, (long long)last, (long long)have);
+        return NULL;
+    }
+    jn_tensor *t = jn_tensor_alias(b);
+    if (!t) return jn_py_raise(JN_ERR_NOMEM);
+    t->ndim = nd;
+    memcpy(t->shape, size, sizeof(int64_t) * (size_t)nd);
+    memcpy(t->strides, stride, sizeof(int64_t) * (size_t)nd);
+    t->offset = off;
+    if (jn_rec_on) jn_rec_mark(t, JN_TR_HOST);
+    return jn_py_wrap(t);
+}
+
+/* _write_storage_bytes(t, buf): buf's bytes over all of t's storage (the
+ * legacy format stores data after the pickle that made the tensors) */
+static PyObject *py_write_storage_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !JnTensor_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_write_storage_bytes(tensor, buffer)");
+        return NULL;
+    }
+    jn_tensor *t = JN_T(args[0]);
+    if (t->storage->device != JN_CPU || !jn_py_ready(t)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "_write_storage_bytes: not a CPU storage");
+        return NULL;
+    }
+    Py_buffer v;
+    if (PyObject_GetBuffer(args[1], &v, PyBUF_SIMPLE) < 0) return NULL;
+    if ((size_t)v.len != t->storage->nbytes) {
+        PyErr_Format(PyExc_ValueError, "%zd bytes for a storage of %zu", v.len, t->storage->nbytes);
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    if (v.len) memcpy(t->storage->data, v.buf, (size_t)v.len);
+    t->storage->version++;
+    PyBuffer_Release(&v);
+    Py_RETURN_NONE;
+}
+
 static Py_hash_t tensor_hash(PyObject *self) { return _Py_HashPointer(self); }
 
 int jn_py_tensor_type_ready(void) {
@@ -539,6 +719,14 @@ static PyMappingMethods mapping_methods = {
 PyMethodDef jn_py_tensor_module_methods[] = {
     {"_from_buffer", (PyCFunction)(void (*)(void))py_from_buffer, METH_FASTCALL,
      "_from_buffer(obj, mode=0): tensor over a buffer's memory (0 share, 1 share or raise, 2 share or copy)"},
+    {"_storage_info", py_storage_info, METH_O, "_storage_info(t): (storage key, storage bytes)"},
+    {"_storage_bytes", py_storage_bytes, METH_O, "_storage_bytes(t): all of t's storage as bytes"},
+    {"_from_storage_bytes", (PyCFunction)(void (*)(void))py_from_storage_bytes, METH_FASTCALL,
+     "_from_storage_bytes(buffer, dtype_id, share=False): a 1-D tensor of the bytes (a copy, or sharing them)"},
+    {"_storage_view", (PyCFunction)(void (*)(void))py_storage_view, METH_FASTCALL,
+     "_storage_view(base, size, stride, offset): a tensor on base's storage"},
+    {"_write_storage_bytes", (PyCFunction)(void (*)(void))py_write_storage_bytes, METH_FASTCALL,
+     "_write_storage_bytes(t, buffer): copy bytes over t's whole storage"},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject JnTensorBase_Type = {

@@ -387,6 +387,42 @@ def adaptive_avg_pool1d(input, output_size):
     return y if input.ndim == 3 else y.squeeze(0)
 
 
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max over PyTorch's adaptive windows (rows floor(i*H/oh) .. ceil((i+1)*H/oh),
+    columns likewise): one max_pool2d when the windows tile the input evenly,
+    else a max per window (the gradient goes to the window's maximum, as there)."""
+    if input.ndim not in (3, 4):
+        raise ValueError(f"adaptive_max_pool2d: expected a 3D or 4D input, got {input.ndim}D")
+    o = [output_size, output_size] if isinstance(output_size, int) else list(output_size)
+    H, W = input.shape[-2], input.shape[-1]
+    oh, ow = [(H, W)[i] if v is None else int(v) for i, v in enumerate(o)]
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"adaptive_max_pool2d: output_size must be positive, got {output_size}")
+    if H % oh == 0 and W % ow == 0:
+        k = [H // oh, W // ow]
+        x = input if input.ndim == 4 else input.unsqueeze(0)
+        r = max_pool2d(x, k, k, 0, 1, False, return_indices)
+        if input.ndim == 3:
+            r = (r[0].squeeze(0), r[1].squeeze(0)) if return_indices else r.squeeze(0)
+        return r
+    if return_indices:
+        raise NotImplementedError(f"adaptive_max_pool2d(return_indices=True) for an output {oh}x{ow} that does not "
+                                  f"divide the input {H}x{W}")
+    rows = []
+    for i in range(oh):
+        r0, r1 = i * H // oh, -(-(i + 1) * H // oh)
+        cols = [input[..., r0:r1, j * W // ow:-(-(j + 1) * W // ow)].flatten(-2).max(-1).values for j in range(ow)]
+        rows.append(janus.stack(cols, -1))
+    return janus.stack(rows, -2)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    x = _batch1d(input, "adaptive_max_pool1d").unsqueeze(2)
+    r = adaptive_max_pool2d(x, [1, _single(output_size, "output_size")], return_indices)
+    fix = (lambda t: t.squeeze(2)) if input.ndim == 3 else (lambda t: t.squeeze(2).squeeze(0))  # noqa: E731
+    return (fix(r[0]), fix(r[1])) if return_indices else fix(r)
+
+
 def pixel_shuffle(input, upscale_factor):
     """(*, C * r^2, H, W) -> (*, C, H * r, W * r)."""
     r = int(upscale_factor)

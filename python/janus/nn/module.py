@@ -7,6 +7,11 @@ from janus import _record, _unsupported
 
 from .parameter import Parameter
 
+# the hook dicts of a PyTorch module's __dict__
+_TORCH_HOOK_DICTS = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs",
+                     "_forward_hooks_always_called", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+                     "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                     "_load_state_dict_post_hooks")
 
 class Module:
     """Base class of every layer; subclasses define forward()."""
@@ -60,6 +65,36 @@ class Module:
             d["_modules"][name] = None
         else:
             object.__setattr__(self, name, value)
+
+    # ---- pickling (torch.save(model)): PyTorch's attribute layout -------
+    def __getstate__(self):
+        """The instance dict as a PyTorch module has it, so torch.load can
+        rebuild a janus-saved module: `_non_persistent_buffers_set`, and the
+        hook dicts PyTorch's Module.__setstate__ does not fill in (janus
+        modules have no hooks: they are empty)."""
+        state = dict(self.__dict__)
+        state["_non_persistent_buffers_set"] = state.pop("_non_persistent", set())
+        for k in _TORCH_HOOK_DICTS:
+            state.setdefault(k, OrderedDict())
+        state.setdefault("_is_full_backward_hook", None)
+        return state
+
+    def __setstate__(self, state):
+        """A module PyTorch pickled (or __getstate__ above): its dict, with
+        PyTorch's names mapped to janus's and its (empty) hook dicts dropped."""
+        state = dict(state)
+        state["_non_persistent"] = set(state.pop("_non_persistent_buffers_set", ()) or ())
+        for k in _TORCH_HOOK_DICTS:
+            hooks = state.pop(k, None)
+            if hooks:
+                raise RuntimeError(f"{type(self).__name__}: the pickled module has {k} registered; janus modules "
+                                   "have no hooks (remove them before saving)")
+        state.pop("_is_full_backward_hook", None)
+        d = self.__dict__
+        d.update(state)
+        d.setdefault("training", True)
+        for k in ("_parameters", "_buffers", "_modules"):
+            d.setdefault(k, OrderedDict())
 
     def __getattr__(self, name):
         d = self.__dict__

@@ -5,11 +5,11 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
     const int nd = c->ndim, no = nd - 1;
     const int64_t *sh = c->shape, *st = c->strides;
     const int64_t n = no < nd ? sh[nd - 1] : 1;
-    const int64_t nch = jn_nchunks(c, no, n), chl = (n + nch - 1) / nch;
     const int64_t t0 = no < nd ? st[0 * nd + nd - 1] : 0;
     const int64_t t1 = no < nd ? st[1 * nd + nd - 1] : 0;
     const int64_t t2 = no < nd ? st[2 * nd + nd - 1] : 0;
     const int fast = 1 && t0 == 4 && t1 == 4 && t2 == 4;
+    const int64_t nch = jn_nchunks(c, no, n), chl = (n + nch - 1) / nch;
     for (int64_t u = u0; u < u1; u++) {
         const int64_t r = u / nch, i0 = (u % nch) * chl, i1 = i0 + chl < n ? i0 + chl : n;
         char *b0 = c->data[0];
@@ -22,9 +22,8 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
             b1 += x * st[1 * nd + d];
             b2 += x * st[2 * nd + d];
         }
-        int64_t mid = 1;
-        for (int d = no; d < nd - 1; d++) mid *= sh[d];
-        for (int64_t mq = 0; mq < mid; mq++) {
+        {
+            const int64_t mq = 0;
             char *p0 = b0;
             char *p1 = b1;
             char *p2 = b2;
@@ -59,4 +58,4 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
         }
     }
 }
-void jn_k0_0(const jn_kcall *c) { jn_krun(c, 0, jn_k0_0_rows); }
+void jn_k0_0(const jn_kcall *c) { jn_krun(c, jn_k0_0_rows); }

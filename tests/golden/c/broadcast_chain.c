@@ -5,7 +5,6 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
     const int nd = c->ndim, no = nd - 1;
     const int64_t *sh = c->shape, *st = c->strides;
     const int64_t n = no < nd ? sh[nd - 1] : 1;
-    const int64_t nch = jn_nchunks(c, no, n), chl = (n + nch - 1) / nch;
     const int64_t t0 = no < nd ? st[0 * nd + nd - 1] : 0;
     const int64_t t1 = no < nd ? st[1 * nd + nd - 1] : 0;
     const int64_t t2 = no < nd ? st[2 * nd + nd - 1] : 0;
@@ -19,6 +18,7 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
     const int64_t t10 = no < nd ? st[10 * nd + nd - 1] : 0;
     const int64_t t11 = no < nd ? st[11 * nd + nd - 1] : 0;
     const int fast = 1 && t0 == 4 && t1 == 0 && t2 == 4 && t3 == 0 && t4 == 4 && t5 == 4 && t6 == 4 && t7 == 4 && t8 == 4 && t9 == 4 && t10 == 4 && t11 == 4;
+    const int64_t nch = jn_nchunks(c, no, n), chl = (n + nch - 1) / nch;
     for (int64_t u = u0; u < u1; u++) {
         const int64_t r = u / nch, i0 = (u % nch) * chl, i1 = i0 + chl < n ? i0 + chl : n;
         char *b0 = c->data[0];
@@ -49,9 +49,8 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
             b10 += x * st[10 * nd + d];
             b11 += x * st[11 * nd + d];
         }
-        int64_t mid = 1;
-        for (int d = no; d < nd - 1; d++) mid *= sh[d];
-        for (int64_t mq = 0; mq < mid; mq++) {
+        {
+            const int64_t mq = 0;
             char *p0 = b0;
             char *p1 = b1;
             char *p2 = b2;
@@ -215,4 +214,4 @@ static void jn_k0_0_rows(int64_t u0, int64_t u1, void *ctx_) {
         }
     }
 }
-void jn_k0_0(const jn_kcall *c) { jn_krun(c, 0, jn_k0_0_rows); }
+void jn_k0_0(const jn_kcall *c) { jn_krun(c, jn_k0_0_rows); }

@@ -9,7 +9,7 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
         if (d < no) rows *= c->shape[d];
         else cnt *= c->shape[d];
     }
-    __shared__ double red[JN_DK_BLOCK];
+    __shared__ float red[JN_DK_BLOCK];
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         char *base[4];
         {
@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
             base[2] = p2;
             base[3] = p3;
         }
-        double acc = 0;
+        float acc = (float)0;
         for (int64_t el = threadIdx.x; el < cnt; el += blockDim.x) {
             char *p0 = base[0];
             char *p1 = base[1];
@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
             { const float a = v0; const float b = v1; const double al = (0x1p+0); v2 = (jn_ew_sub_f32(a, b, al)); }
             float v3; /* exp */
             { const float x = v2; v3 = (jn_ew_exp_f32(x)); }
-            acc += (double)v3;
+            acc += (float)v3;
             *(float *)p2 = v3;
         }
         red[threadIdx.x] = acc;
@@ -65,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(JN_DK_BLOCK) jn_k0_0(const __grid_c
         }
         if (threadIdx.x == 0) {
             acc = red[0];
-            *(float *)base[3] = (float)(acc);
+            *(float *)base[3] = acc;
         }
         __syncthreads(); /* red is reused by the next row */
     }

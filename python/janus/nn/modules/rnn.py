@@ -7,6 +7,8 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from ..utils import rnn as _rnn_utils
+from ..utils.rnn import PackedSequence
 
 
 # ---- recurrent -------------------------------------------------------------
@@ -162,6 +164,23 @@ class _RNNBase(Module):
         for p in self.parameters():
             init.uniform_(p, -k, k)
 
+    def __getstate__(self):
+        """PyTorch's RNN attributes too (its forward reads them), so torch.load
+        of a janus-saved module works: the mode, proj_size and the weight
+        names and list it keeps (the same Parameter objects)."""
+        state = super().__getstate__()
+        names = [n for layer in range(self.num_layers) for n in
+                 (f"weight_ih_l{layer}", f"weight_hh_l{layer}", f"bias_ih_l{layer}", f"bias_hh_l{layer}")
+                 if self.bias or n.startswith("weight")]
+        per = 4 if self.bias else 2
+        state.setdefault("mode", {4: "LSTM", 3: "GRU"}.get(self._gates, f"RNN_{self.nonlinearity.upper()}"))
+        state.setdefault("proj_size", 0)
+        state["_flat_weights_names"] = names
+        state["_all_weights"] = [names[i:i + per] for i in range(0, len(names), per)]
+        state["_flat_weights"] = [self._parameters[n] for n in names]
+        state["_flat_weight_refs"] = []  # weakrefs do not pickle; PyTorch then keeps the list above
+        return state
+
     def flatten_parameters(self):
         """Nothing to do: PyTorch packs RNN weights into one buffer for cuDNN;
         janus keeps them as the separate parameters they are."""
@@ -170,26 +189,34 @@ class _RNNBase(Module):
         g = lambda n: getattr(self, f"{n}_l{layer}") if self.bias or n.startswith("weight") else None  # noqa: E731
         return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh")
 
+    def _step(self, proj_t, h, c, w_hh, b_hh):
+        if self._has_c:
+            return _lstm_cell(proj_t, h, c, w_hh, b_hh)
+        if self._gates == 3:
+            return _gru_cell(proj_t, h, w_hh, b_hh), None
+        return _rnn_cell(proj_t, h, w_hh, b_hh, self.nonlinearity), None
+
+    def _initial(self, hx, N, like, batched=True):
+        if hx is None:
+            z = janus.zeros(self.num_layers, N, self.hidden_size, dtype=like.dtype, device=like.device)
+            return z, z
+        if self._has_c:
+            h0, c0 = hx
+            return (h0, c0) if batched else (h0.unsqueeze(1), c0.unsqueeze(1))
+        return (hx if batched else hx.unsqueeze(1)), None
+
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
         batched = input.ndim == 3
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
-        if x.shape[-1] != self.input_size:
-            raise RuntimeError(f"{type(self).__name__}: input.size(-1) must be equal to input_size. "
-                               f"Expected {self.input_size}, got {x.shape[-1]}")
+        self._check_input(x)
         T, N = x.shape[0], x.shape[1]
-        if hx is None:
-            z = janus.zeros(self.num_layers, N, self.hidden_size, dtype=x.dtype, device=x.device)
-            h0, c0 = z, z
-        elif self._has_c:
-            h0, c0 = hx
-            if not batched:
-                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
-        else:
-            h0, c0 = (hx if batched else hx.unsqueeze(1)), None
+        h0, c0 = self._initial(hx, N, x, batched)
         hs, cs = [], []
         for layer in range(self.num_layers):
             w_ih, w_hh, b_ih, b_hh = self._layer_params(layer)
@@ -199,12 +226,7 @@ class _RNNBase(Module):
             c = c0[layer] if self._has_c else None
             outs = []
             for t in range(T):
-                if self._has_c:
-                    h, c = _lstm_cell(proj[t], h, c, w_hh, b_hh)
-                elif self._gates == 3:
-                    h = _gru_cell(proj[t], h, w_hh, b_hh)
-                else:
-                    h = _rnn_cell(proj[t], h, w_hh, b_hh, self.nonlinearity)
+                h, c = self._step(proj[t], h, c, w_hh, b_hh)
                 outs.append(h)
             x = janus.stack(outs, 0) if outs else janus.zeros(0, N, self.hidden_size, dtype=x.dtype, device=x.device)
             if self.dropout and self.training and layer < self.num_layers - 1:
@@ -216,15 +238,64 @@ class _RNNBase(Module):
             out = out.transpose(0, 1)
         if not batched:
             out = out.squeeze(1)
+        return out, self._final(hs, cs, batched)
+
+    def _check_input(self, x):
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"{type(self).__name__}: input.size(-1) must be equal to input_size. "
+                               f"Expected {self.input_size}, got {x.shape[-1]}")
+
+    def _final(self, hs, cs, batched=True, order=None):
         h_n = janus.stack(hs, 0)
+        c_n = janus.stack(cs, 0) if self._has_c else None
+        if order is not None:
+            h_n = h_n.index_select(1, order)
+            c_n = c_n.index_select(1, order) if self._has_c else None
         if not batched:
             h_n = h_n.squeeze(1)
-        if self._has_c:
-            c_n = janus.stack(cs, 0)
-            if not batched:
-                c_n = c_n.squeeze(1)
-            return out, (h_n, c_n)
-        return out, h_n
+            c_n = c_n.squeeze(1) if self._has_c else None
+        return (h_n, c_n) if self._has_c else h_n
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence: every time step runs on all N (sorted) rows and a
+        row keeps its state once its sequence has ended (where(active, new,
+        old)), so h_n holds every sequence's last step, as in PyTorch; the
+        packed output is one index_select of the padded steps.  Shapes stay
+        the same from step to step (one graph shape for a recorded step)."""
+        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        T, N = len(sizes), sizes[0]
+        x = _rnn_utils._unpack(packed.data, sizes)
+        self._check_input(x)
+        h0, c0 = self._initial(hx, N, x)
+        if hx is not None and packed.sorted_indices is not None:  # hx comes in the caller's order
+            h0 = h0.index_select(1, packed.sorted_indices)
+            c0 = c0.index_select(1, packed.sorted_indices) if self._has_c else None
+        active = janus.tensor([[i < b for i in range(N)] for b in sizes], device=x.device).unsqueeze(-1)
+        hs, cs = [], []
+        for layer in range(self.num_layers):
+            w_ih, w_hh, b_ih, b_hh = self._layer_params(layer)
+            proj = F.linear(x, w_ih, b_ih)
+            h = h0[layer]
+            c = c0[layer] if self._has_c else None
+            outs = []
+            for t in range(T):
+                hn, cn = self._step(proj[t], h, c, w_hh, b_hh)
+                outs.append(hn)
+                if sizes[t] == N:
+                    h, c = hn, cn
+                else:  # the sequences that ended keep their last state
+                    h = janus.where(active[t], hn, h)
+                    c = janus.where(active[t], cn, c) if self._has_c else None
+            x = janus.stack(outs, 0)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+            hs.append(h)
+            cs.append(c)
+        rows = x.reshape(T * N, self.hidden_size)
+        data = rows.index_select(0, janus.tensor(_rnn_utils._packed_positions(sizes), dtype=janus.int64,
+                                                 device=x.device))
+        out = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        return out, self._final(hs, cs, order=packed.unsorted_indices)
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"

@@ -67,6 +67,14 @@ class TransformerEncoderLayer(Module):
         if device is not None:
             self.to(device)
 
+    def __getstate__(self):
+        """PyTorch's fast-path flag too (its forward reads it), so torch.load
+        of a janus-saved layer works."""
+        state = super().__getstate__()
+        state.setdefault("activation_relu_or_gelu",
+                         1 if self.activation is F.relu else 2 if self.activation is F.gelu else 0)
+        return state
+
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
         if self.norm_first:

@@ -90,6 +90,9 @@ typedef struct {
     int16_t op;
     uint8_t nin, nout, inplace;
     uint8_t synth;            /* added by the analyzer (a view splice), not recorded */
+    int32_t mirror;           /* synth: the recorded view op (index in this exemplar's ops)
+                               * whose position attributes it repeats (a splice of that
+                               * view, or the view taken again), -1 */
     int64_t site, stack;
     uint64_t token;           /* op, site, stack, arity, input dtypes/pytypes, structural attrs */
     int32_t attr0;            /* its attributes: attrv[attr0 .. attr0 + nattrs) of the exemplar,
@@ -192,6 +195,17 @@ typedef struct an_ctx {
     jn_ir_module *m;
     char **reasons; int64_t nreasons, capreasons;
     an_map sites;                 /* call site ids referenced by the module */
+    /* the range of every dim of every op's tensors and every int
+     * attribute, by place (call site and stack, op, which of that line's
+     * ops of that op it is and how many the segment has, argument or int
+     * slot, dim), over every segment of the recording: generalize.c makes one
+     * that is constant in a graph but took other values at the same place
+     * elsewhere a symbol (an epoch's first step, seen once, shares the
+     * batch symbol of the steps after it; its hidden size, constant
+     * everywhere, stays a constant).  Ops of one line are told apart by
+     * their occurrence among the segment's ops of that line and op. */
+    an_map dimvar;                /* an_dim_key -> index into dv */
+    struct an_dimrange { int64_t lo, hi; } *dv; int64_t ndv, capdv;
     jn_db_site *dbsites; int ndbsites, dbsites_loaded; /* the store's call sites, read at first use */
 } an_ctx;
 
@@ -208,6 +222,7 @@ typedef struct an_tid {
                                    * 5 permute, 0 no */
     uint8_t rederive;             /* the view op can be taken again from a new parent value */
     int16_t vop;                  /* the view op ... */
+    int32_t vop_i;                /* ... its index in the segment's ops (a recorded op) ... */
     int32_t vattr0;               /* ... and its attributes (the step buffer's attrs[vattr0..]) */
     int8_t perm[JN_MAX_DIMS];     /* 5: the permutation */
     int32_t vdim;                 /* 1, 2: along this dim of the parent */
@@ -312,6 +327,10 @@ typedef struct {
      * combined over the exemplars, and their first values */
     uint64_t hseq, hdelta;
     int64_t *firsts;
+    uint8_t position;         /* a position that never moved, made a symbol anyway
+                               * (ops_pos.def): bound through firsts, matched by nothing */
+    uint8_t promoted;         /* a dim that never varied here but did elsewhere in the
+                               * recording (an_ctx.dimvar): matched by equal values */
 } an_cand;
 
 typedef struct an_gen {
@@ -334,6 +353,11 @@ typedef struct an_gen {
     int32_t *node_of;         /* template op -> its IR node (gen_node), -1 */
     int32_t *out_t, *out_j;   /* per graph output: the template op and output it came from */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
+    int32_t *occ;             /* per E0 op: which of its line's ops it is, of how many */
+    uint64_t place;           /* an_dim_key of what an_gen_dim generalizes now, 0 none */
+    int32_t pos_t;            /* template op whose positions gen_node is generalizing, -1 */
+    jn_ir_dim pos_prev;       /* ... its previous position that never moved (a symbol), and */
+    int64_t pos_prev_v;       /* ... that position's value: a later one is pos_prev + c */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
 } an_gen;
 
@@ -346,6 +370,10 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
 const char *an_selfcheck(an_gen *G);
 int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site);
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err);
+/* an_ctx.dimvar's key, and its fill over every exemplar (before any graph). */
+#define AN_SLOT_INT 1000      /* an_dim_key slot of int slot n: AN_SLOT_INT + n */
+uint64_t an_dim_key(const an_op *o, const int32_t *occ, int slot, int dim);
+jn_status an_dim_ranges(an_ctx *c);
 
 /* matcher.c: the replay matcher's program for graph G->g (module index
  * gi, its group entered at `entry`: 0 step start, else the JN_SYNC_* before it), kept for jn_an_matcher_section; a graph it cannot describe gets
@@ -355,7 +383,7 @@ void an_matcher_clear(void);
 
 /* guards.c */
 jn_status an_guard_tensor_input(an_gen *G, int32_t in, int64_t site);
-jn_status an_guard_scalar_input(an_gen *G, int32_t in, int varies, int64_t site);
+jn_status an_guard_scalar_input(an_gen *G, int32_t in, int64_t site);
 jn_status an_guard_symbols(an_gen *G);
 
 /* analyze.c */

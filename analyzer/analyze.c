@@ -276,6 +276,8 @@ static void ctx_free(an_ctx *c) {
     an_map_free(&c->grouphash);
     an_map_free(&c->idmap);
     an_map_free(&c->sites);
+    an_map_free(&c->dimvar);
+    free(c->dv);
     jn_db_sites_free(c->dbsites, c->ndbsites);
 }
 
@@ -322,6 +324,7 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     if (!s && !(c.m = jn_ir_module_new())) s = jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
     if (!s) {
         c.m->optable_hash = jn_optable_hash();
+        s = an_dim_ranges(&c);
         int32_t ngroups = 0;
         for (int64_t gi = 0; gi < c.ngroups && !s; gi++) {
             s = build_group(&c, &c.groups[gi], &ngroups);

@@ -109,6 +109,7 @@ static int32_t emit(an_ctx *c, jn_op op, int64_t site, int64_t stack, const jn_a
     o->nin = (uint8_t)nin;
     o->nout = 1;
     o->synth = 1;
+    o->mirror = -1;
     o->site = site;
     o->stack = stack;
     o->ref0 = e->nrefs;
@@ -178,6 +179,7 @@ static jn_status freshen(an_ctx *c, int32_t ti, int64_t site, int64_t stack, int
         an_ref pt = e->refs[P->type_ref], vt = e->refs[V->type_ref];
         int32_t pv = P->cur, nv = emit(c, (jn_op)V->vop, site, stack, &a, 1, &pv, &pt, &vt, chain[n]);
         if (nv < 0) return JN_ERR_NOMEM;
+        e->ops[e->nops - 1].mirror = V->vop_i;
         V->cur = nv;
         V->type_ref = e->nrefs - 1;
         V->gen++;
@@ -250,6 +252,7 @@ static jn_status splice(an_ctx *c, int32_t vi, int64_t site, int64_t stack, int 
             return JN_OK;
         }
         if (nb < 0) return JN_ERR_NOMEM;
+        if (V->splice == 1 || V->splice == 2) e->ops[e->nops - 1].mirror = V->vop_i; /* its positions */
         an_tid *B = &c->ids[bi];
         B->cur = nb;
         B->gen++;
@@ -302,6 +305,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
         o->nout = x->nout;
         o->inplace = x->inplace;
         o->synth = 0;
+        o->mirror = -1;
         o->site = x->callsite;
         o->stack = x->stack;
         if (an_grow(&e->attrv, &c->capattrv, e->nattrv + info->nattrs, sizeof *e->attrv)) return JN_ERR_NOMEM;
@@ -445,6 +449,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
                 td->splice = 0;
                 td->rederive = x->op != JN_OP_as_strided;
                 td->vop = x->op;
+                td->vop_i = oi;
                 td->vattr0 = x->attr0;
                 const jn_attr *va = &c->sb.attrs[x->attr0];
                 if (base == in0 && c->ids[in0].type_ref >= 0 && (x->op == JN_OP_slice || x->op == JN_OP_select)) {

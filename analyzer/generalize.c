@@ -6,18 +6,34 @@
  * recorded segments inside one exemplar) how to generalize it:
  *
  *   dims      the vector of a dim's values over the exemplars: all equal ->
- *             the constant; equal to a known symbol's vector -> that symbol;
+ *             the constant, unless the same place (call site and stack,
+ *             occurrence, argument, dim) took other values in another
+ *             segment of the recording (an_dim_ranges): then a symbol (its
+ *             range this graph's value), shared with the graph's other such
+ *             symbols of that value (or a product of two) -- one
+ *             observation of a dim known to vary (an epoch's first step,
+ *             seen once, gets the batch symbol; state inputs' dims stay);
+ *             equal to a known symbol's vector -> that symbol;
  *             c*s, s1*s2, s+c, s-c of known symbols -> that expression
  *             ([B,28,28] -> view [B,784] gives (B*784)); else a new symbol
  *             (kind dim) with the range seen.  Symbols are named s0, s1, ...
  *             in order of first appearance.
  *   int attributes   the same matching; one that varied between segments of
  *             one exemplar (a slice bound that moves every batch) becomes an
- *             int symbol with its range.
- *   float attributes constant -> literal; varied -> a scalar input bound
- *             to the attribute (node.attr_input).
- *   Python scalars   varied -> IN_SCALAR (pytype guard), constant -> IN_CONST
- *             (scalar guard).
+ *             int symbol with its range.  A POSITION (ops_pos.def: a slice's
+ *             start and end, a select's index) becomes a symbol even when it
+ *             never moved (a segment seen once, an offset a longer run
+ *             advances): a later position of the same op is the earlier one
+ *             plus a constant (end = start + K), the first a fresh symbol --
+ *             never fitted to other dims from one observation.  Inside a
+ *             loop, a position that steps with the induction variable keeps
+ *             its recorded base (the loop's own range).
+ *   float attributes every one a scalar input bound to the attribute
+ *             (node.attr_input), fed at run time: an optimizer's step count
+ *             or a scheduled learning rate seen once is no constant.  A
+ *             codegen pass that specialises on a value makes it a constant
+ *             with a NEED guard itself.
+ *   Python scalars   the same: IN_SCALAR with a pytype guard.
  *   Philox offset    the first random op's offset is the symbol `rng`; later
  *             ones rng + (the generalized distance).
  *   inputs    state (PARAM/STATE, or any outside tensor written here), host
@@ -26,7 +42,6 @@
  * guards.c adds the guards for what was assumed.
  */
 #include <assert.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +68,7 @@ static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
         if (!(v = malloc(sizeof(int64_t) * (size_t)G->m))) return -1;
         memcpy(v, vec, sizeof(int64_t) * (size_t)G->m);
     }
-    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL};
+    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL, 0, 0};
     return 0;
 }
 
@@ -64,12 +79,118 @@ static jn_ir_dim remember(an_gen *G, jn_ir_dim d, const int64_t *vec, jn_status 
     return d;
 }
 
+/* Per op of exemplar x, which of the ops of its call site, stack and op
+ * code it is, and how many there are: (*occ)[2i], (*occ)[2i+1].  Ops of
+ * one line read different tensors within a segment (a helper that loads
+ * the training images and then the test images, the ops of one
+ * backward()); by occurrence they are told apart, and only segments with
+ * as many of them (no loop that ran another number of times in between)
+ * are compared.  JN_ERR_NOMEM. */
+static jn_status op_occ(const an_ex *x, int32_t **occ) {
+    *occ = malloc(sizeof(int32_t) * (2 * (size_t)x->nops + 1));
+    an_map cnt = {0};
+    jn_status s = *occ ? JN_OK : JN_ERR_NOMEM;
+    for (int pass = 0; pass < 2 && !s; pass++) /* which one, then of how many */
+        for (int32_t i = 0; i < x->nops && !s; i++) {
+            const an_op *o = &x->ops[i];
+            uint64_t k = an_mix(an_mix(an_mix(AN_FNV_INIT, (uint64_t)o->site), (uint64_t)o->stack), (uint64_t)o->op);
+            int64_t *c = an_map_get(&cnt, k, 0, NULL);
+            if (!c) s = JN_ERR_NOMEM;
+            else if (pass == 0) (*occ)[2 * i] = (int32_t)(*c)++;
+            else (*occ)[2 * i + 1] = (int32_t)*c;
+        }
+    an_map_free(&cnt);
+    if (s) {
+        free(*occ);
+        *occ = NULL;
+        return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    }
+    return JN_OK;
+}
+
+uint64_t an_dim_key(const an_op *o, const int32_t *occ, int slot, int dim) {
+    uint64_t h = an_mix(an_mix(an_mix(AN_FNV_INIT, (uint64_t)o->site), (uint64_t)o->stack), (uint64_t)o->op);
+    h = an_mix(an_mix(h, (uint64_t)occ[0]), (uint64_t)occ[1]);
+    return an_mix(an_mix(h, (uint64_t)slot), (uint64_t)dim);
+}
+
+/* Place key took [lo, hi]. */
+static jn_status note_range(an_ctx *c, uint64_t key, int64_t lo, int64_t hi) {
+    int isnew = 0;
+    int64_t *k = an_map_get(&c->dimvar, key, c->ndv, &isnew);
+    if (!k || (isnew && an_grow(&c->dv, &c->capdv, c->ndv + 1, sizeof *c->dv)))
+        return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    if (isnew) c->dv[c->ndv++] = (struct an_dimrange){lo, hi};
+    struct an_dimrange *dr = &c->dv[*k];
+    if (lo < dr->lo) dr->lo = lo;
+    if (hi > dr->hi) dr->hi = hi;
+    return JN_OK;
+}
+
+jn_status an_dim_ranges(an_ctx *c) {
+    jn_status s = JN_OK;
+    for (int64_t i = 0; i < c->nex && !s; i++) {
+        const an_ex *x = &c->ex[i];
+        int32_t *occ = NULL;
+        if ((s = op_occ(x, &occ))) break;
+        for (int32_t o = 0; o < x->nops && !s; o++) {
+            const an_op *op = &x->ops[o];
+            for (int q = 0; q < op->nin + op->nout && !s; q++) {
+                const an_ref *r = &x->refs[op->ref0 + q];
+                for (int d = 0; d < r->ndim && !s; d++)
+                    s = note_range(c, an_dim_key(op, occ + 2 * o, q, d), r->shape[d], r->shape[d]);
+            }
+            const jn_opinfo *info = jn_op_info((jn_op)op->op);
+            for (int k = 0, n = 0; k < info->nattrs && op->attr0 >= 0 && !s; k++) {
+                int w = info->attr_kind[k] == JN_A_INTS ? x->attrv[op->attr0 + k].l.n : info->attr_kind[k] == JN_A_INT;
+                for (int j = 0; j < w && !s; j++, n++) {
+                    const an_islot *sl = &x->islots[op->islot0 + n];
+                    s = note_range(c, an_dim_key(op, occ + 2 * o, AN_SLOT_INT + n, 0), sl->lo, sl->hi);
+                }
+            }
+        }
+        free(occ);
+    }
+    return s;
+}
+
+/* The dim or int at place G->place (gen_shape, gen_islot) that is one
+ * constant v here but took other values at the same place elsewhere in
+ * the recording: the promoted symbol of that value, or a product of two
+ * (B*T), or a new one of that value's range.  0 when the place held
+ * v everywhere (a hidden size that equals the batch stays a constant), or
+ * v is 0 or 1, which decide broadcasting. */
+static jn_ir_dim promote(an_gen *G, int64_t v, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
+    const int64_t *k = G->place ? an_map_find(&G->c->dimvar, G->place) : NULL;
+    if (!k || G->c->dv[*k].lo == G->c->dv[*k].hi || v == 0 || v == 1 || jn_ir_is_expr(v)) return 0;
+    for (int64_t j = 0; j < G->ncands; j++)
+        if (G->cands[j].promoted && G->cands[j].vec[0] == v) return G->cands[j].d;
+    for (int64_t j = 0; j < G->ncands; j++)
+        for (int64_t l = j; l < G->ncands; l++) {
+            const an_cand *a = &G->cands[j], *b = &G->cands[l];
+            int64_t x;
+            if (!a->promoted || !b->promoted || __builtin_mul_overflow(a->vec[0], b->vec[0], &x) || x != v) continue;
+            return jn_ir_dim_op(G->g, JN_IR_E_MUL, a->d, b->d);
+        }
+    /* its range is what this graph saw (the evidence says it moves, not
+     * that this graph's code was run with the other values) */
+    int32_t s = an_gen_sym(G, "s", kind, v, v, site);
+    if (s < 0 || add_cand(G, jn_ir_sym_dim(G->g, s), s, G->vec)) {
+        *err = nomem();
+        return 0;
+    }
+    G->cands[G->ncands - 1].promoted = 1;
+    return G->cands[G->ncands - 1].d;
+}
+
 /* The dim (or int) whose per-exemplar values are vec.  JN_IR_EXPR_BASE + 1
  * is never returned; on OOM *err is set. */
 jn_ir_dim an_gen_dim(an_gen *G, const int64_t *vec, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
     int m = G->m;
     int same = 1;
     for (int e = 1; e < m && same; e++) same = vec[e] == vec[0];
+    jn_ir_dim pd = same ? promote(G, vec[0], kind, site, err) : 0;
+    if (pd || *err) return pd;
     /* a constant the IR cannot hold as one (it would read as an expression
      * reference) becomes a symbol of that single value */
     if (same && !jn_ir_is_expr(vec[0])) return vec[0];
@@ -147,8 +268,73 @@ static const an_tloop *loop_of(an_gen *G, int32_t t) {
     return G->T->loop[t] >= 0 ? &G->T->loops[G->T->loop[t]] : NULL;
 }
 
+/* d + off (off a constant), or 0 with *ok cleared when off does not fit. */
+static jn_ir_dim plus(an_gen *G, jn_ir_dim d, int64_t off, int *ok) {
+    *ok = !jn_ir_is_expr(off) && !jn_ir_is_expr(-off) && off != INT64_MIN;
+    if (!*ok) return 0;
+    return off == 0 ? d : off > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, d, off) : jn_ir_dim_op(G->g, JN_IR_E_SUB, d, -off);
+}
+
+/* A position (attribute k) of template op t that never moved (its value
+ * G->vec[0] in every exemplar).  An op the analyzer added (a splice of a
+ * view, or the view taken again) repeats its view's position: the view's
+ * same attribute when it held the same value, else its first position plus
+ * the difference (slice_scatter's end is computed from start and length).
+ * Otherwise a later position of the same op is the earlier one plus a
+ * constant (a slice's end = start + K), the first a fresh int symbol of
+ * that one value, bound through its per-exemplar values (selfcheck) and
+ * matched against no other dim (one observation proves no relation). */
+static jn_ir_dim gen_position(an_gen *G, int32_t t, int k, int64_t site, jn_status *err) {
+    int64_t v = G->vec[0], off;
+    int ok = 0;
+    const an_op *o0 = eop(G, 0, t);
+    if (o0->synth && o0->mirror >= 0) {
+        int32_t tm = -1;
+        for (int32_t u = 0; u < t && tm < 0; u++)
+            if (G->T->eop[0][u] == o0->mirror) tm = u;
+        int32_t nm = tm >= 0 ? G->node_of[tm] : -1;
+        if (nm >= 0) {
+            const an_op *mo = &G->E[0]->ops[o0->mirror];
+            const jn_opinfo *mi = jn_op_info((jn_op)mo->op);
+            int same = -1, first = -1;
+            for (int j = 0; j < mi->nattrs; j++) {
+                if (!mi->attr_pos[j]) continue;
+                if (first < 0) first = j;
+                if (!strcmp(mi->attr_name[j], jn_op_info((jn_op)o0->op)->attr_name[k]) &&
+                    G->E[0]->attrv[mo->attr0 + j].i == v)
+                    same = j;
+            }
+            if (same >= 0) return G->g->nodes[nm].attrs.a[same].i;
+            if (first >= 0 && !__builtin_sub_overflow(v, G->E[0]->attrv[mo->attr0 + first].i, &off)) {
+                jn_ir_dim d = plus(G, G->g->nodes[nm].attrs.a[first].i, off, &ok);
+                if (ok) return d;
+            }
+        }
+        /* no view to follow: the recorded value (as before positions were symbols) */
+        return an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
+    }
+    if (G->pos_t == t && !__builtin_sub_overflow(v, G->pos_prev_v, &off)) {
+        jn_ir_dim d = plus(G, G->pos_prev, off, &ok);
+        if (ok) return d;
+    }
+    int32_t y = an_gen_sym(G, "s", JN_IR_SYM_INT, v, v, site);
+    if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL) ||
+        !(G->cands[G->ncands - 1].firsts = malloc(sizeof(int64_t) * (size_t)G->m))) {
+        *err = nomem();
+        return 0;
+    }
+    an_cand *cd = &G->cands[G->ncands - 1];
+    cd->position = 1;
+    memcpy(cd->firsts, G->vec, sizeof(int64_t) * (size_t)G->m);
+    G->pos_t = t;
+    G->pos_prev = cd->d;
+    G->pos_prev_v = v;
+    return cd->d;
+}
+
 /* Int slot s of template op t: varied inside an exemplar -> a fresh int
- * symbol; inside a loop, a*ivar + b when it steps by a per iteration. */
+ * symbol; inside a loop, a*ivar + b when it steps by a per iteration; a
+ * position (ops_pos.def) a symbol even when it never moved. */
 static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_status *err) {
     int varied = 0;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -162,6 +348,7 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
     jn_ir_dim b = 0;
     const an_op *o0 = eop(G, 0, t);
     const jn_opinfo *info = jn_op_info((jn_op)o0->op);
+    int pos = 0, kpos = -1, rngoff = 0;
     for (int k = 0, n = 0; k < info->nattrs; k++) {
         int w = info->attr_kind[k] == JN_A_INTS ? o0->attr0 >= 0 ? G->E[0]->attrv[o0->attr0 + k].l.n : 0
                 : info->attr_kind[k] == JN_A_INT ? 1 : 0;
@@ -170,11 +357,31 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
                 snprintf(G->what, sizeof G->what, "%s[%d] of %s", info->attr_name[k], s - n, info->name);
             else
                 snprintf(G->what, sizeof G->what, "%s of %s", info->attr_name[k], info->name);
+            pos = info->attr_kind[k] == JN_A_INT && info->attr_pos[k];
+            kpos = k;
+            /* a random op's offset is generalized relative to the first's */
+            rngoff = (info->flags & JN_F_RAND) && !strcmp(info->attr_name[k], "offset");
         }
         n += w;
     }
-    if (!varied) {
+    const an_tloop *L = loop_of(G, t);
+    int64_t a = L ? G->T->slope[eop(G, 0, t)->islot0 + s] : 0;
+    int same = 1;
+    for (int e = 1; e < G->m && same; e++) same = G->vec[e] == G->vec[0];
+    /* where the same place took other values in other segments, that
+     * evidence decides (an_gen_dim); else a position is a symbol anyway (a
+     * negative one counts from the end: a relation the recorded value
+     * keeps, and a splice normalizes, left as it was) */
+    if (!varied && pos && !a && same && o0->synth && o0->mirror >= 0) {
+        /* an op the analyzer added, which the matcher never sees: its
+         * position is its view's, never one matched by value */
+        b = gen_position(G, t, kpos, site, err);
+    } else if (!varied) {
+        G->place = G->occ && !rngoff && !o0->synth ? an_dim_key(o0, G->occ + 2 * G->T->eop[0][t], AN_SLOT_INT + s, 0) : 0;
         b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
+        G->place = 0;
+        if (!*err && !jn_ir_is_expr(b) && pos && !a && same && G->vec[0] >= 0)
+            b = gen_position(G, t, kpos, site, err);
     } else {
         /* a slot that moved between segments: the same symbol as a slot that
          * always held the same values, or that plus a constant */
@@ -187,7 +394,7 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
         int found = 0;
         for (int64_t k = 0; k < G->ncands && !found; k++) {
             const an_cand *cd = &G->cands[k];
-            if (!cd->firsts || cd->hdelta != hd) continue;
+            if (!cd->firsts || cd->position || cd->hdelta != hd) continue;
             int64_t off, x;
             if (__builtin_sub_overflow(G->vec[0], cd->firsts[0], &off) || jn_ir_is_expr(off) || jn_ir_is_expr(-off))
                 continue;
@@ -212,27 +419,19 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
             b = cd->d;
         }
     }
-    const an_tloop *L = loop_of(G, t);
-    int64_t a = L ? G->T->slope[eop(G, 0, t)->islot0 + s] : 0;
     if (!a || *err) return b;
     jn_ir_dim k = jn_ir_sym_dim(G->g, G->ivar[G->T->loop[t]]);
     return jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_dim_op(G->g, JN_IR_E_MUL, k, a), b);
 }
 
-/* Float slot s of template op t: constant -> 0 with *first set; varied -> 1. */
-static int fslot_varies(an_gen *G, int32_t t, int32_t s, double *first) {
-    const an_fslot *f0 = &G->E[0]->fslots[eop(G, 0, t)->fslot0 + s];
-    *first = f0->first;
-    for (int e = 0; e < G->m; e++) {
-        const an_fslot *x = &G->E[e]->fslots[eop(G, e, t)->fslot0 + s];
-        if (x->varied) return 1;
-        if (!(x->first == f0->first || (isnan(x->first) && isnan(f0->first)))) return 1;
-    }
-    return 0;
+/* Float slot s of template op t: its first recorded value. */
+static double fslot_first(an_gen *G, int32_t t, int32_t s) {
+    return G->E[0]->fslots[eop(G, 0, t)->fslot0 + s].first;
 }
 
-/* Symbolic shape of ref q of template op t. */
-static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape) {
+/* Symbolic shape of ref q of template op t (state: a state input, whose
+ * dims stay as recorded: a parameter's shape is no batch). */
+static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape, int state) {
     const an_op *o = eop(G, 0, t);
     const an_ref *r0 = &G->E[0]->refs[o->ref0 + q];
     jn_status err = JN_OK;
@@ -242,7 +441,10 @@ static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_
         else
             G->what[0] = 0;
         for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[eop(G, e, t)->ref0 + q].shape[d];
+        /* (an op the analyzer added is never matched: no value-matched dims) */
+        G->place = state || o->synth || !G->occ ? 0 : an_dim_key(o, G->occ + 2 * G->T->eop[0][t], q, d);
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
+        G->place = 0;
         if (err) return err;
     }
     return JN_OK;
@@ -263,20 +465,17 @@ static jn_status gen_input(an_gen *G, int32_t v, int32_t t, int32_t q) {
         int32_t fs = 0;
         for (int k = 0; k < info->nattrs; k++) fs += info->attr_kind[k] == JN_A_FLOAT;
         for (int32_t k = 0; k < q; k++) fs += E0->refs[o->ref0 + k].role == JN_TR_SCALAR;
-        double first;
-        int varies = fslot_varies(G, t, fs, &first);
-        in = jn_ir_input_add(G->g, varies ? JN_IR_IN_SCALAR : JN_IR_IN_CONST, (jn_dtype)r0->dtype, r0->device, 0,
-                             shape, o->site);
+        in = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, (jn_dtype)r0->dtype, r0->device, 0, shape, o->site);
         if (in < 0) return nomem();
-        G->g->inputs[in].scalar = first;
+        G->g->inputs[in].scalar = fslot_first(G, t, fs);
         G->g->inputs[in].pytype = r0->pytype;
         G->irval[v] = G->g->inputs[in].value;
-        return an_guard_scalar_input(G, in, varies, o->site);
+        return an_guard_scalar_input(G, in, o->site);
     }
-    if ((s = gen_shape(G, t, q, o->site, shape))) return s;
     jn_ir_input_kind kind = val->written || val->role == JN_TR_PARAM || val->role == JN_TR_STATE ? JN_IR_IN_STATE
                             : val->role == JN_TR_HOST                                       ? JN_IR_IN_HOST
                                                                                             : JN_IR_IN_CARRY;
+    if ((s = gen_shape(G, t, q, o->site, shape, kind == JN_IR_IN_STATE))) return s;
     in = jn_ir_input_add(G->g, kind, (jn_dtype)r0->dtype, r0->device, r0->ndim, shape, o->site);
     if (in < 0) return nomem();
     int64_t bind = val->bind;
@@ -332,6 +531,7 @@ static jn_status gen_xread(an_gen *G, int32_t k, int32_t t, int64_t site, int32_
 }
 
 static jn_status gen_node(an_gen *G, int32_t t) {
+    G->pos_t = -1;
     const an_ex *E0 = G->E[0];
     const an_op *o = eop(G, 0, t);
     const jn_opinfo *info = jn_op_info((jn_op)o->op);
@@ -369,18 +569,15 @@ static jn_status gen_node(an_gen *G, int32_t t) {
             }
             break;
         case JN_A_FLOAT: {
-            double first;
-            if (fslot_varies(G, t, fs, &first)) {
-                jn_ir_dim none[1] = {0};
-                int32_t x = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, JN_F64, 0, 0, none, o->site);
-                if (x < 0) return nomem();
-                G->g->inputs[x].scalar = first;
-                G->g->inputs[x].pytype = 2;
-                attr_input[k] = G->g->inputs[x].value;
-                an_use_site(G->c, o->site);
-            }
+            double first = fslot_first(G, t, fs++);
+            jn_ir_dim none[1] = {0};
+            int32_t x = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, JN_F64, 0, 0, none, o->site);
+            if (x < 0) return nomem();
+            G->g->inputs[x].scalar = first;
+            G->g->inputs[x].pytype = 2;
+            attr_input[k] = G->g->inputs[x].value;
+            an_use_site(G->c, o->site);
             a.a[k].f = first;
-            fs++;
             break;
         }
         case JN_A_BOOL: case JN_A_DTYPE:
@@ -418,8 +615,12 @@ static jn_status gen_node(an_gen *G, int32_t t) {
         types[j].dtype = (jn_dtype)rr->dtype;
         types[j].device = rr->device;
         types[j].ndim = rr->ndim;
-        if ((err = gen_shape(G, t, o->nin + j, o->site, types[j].shape))) return err;
+        if ((err = gen_shape(G, t, o->nin + j, o->site, types[j].shape, 0))) return err;
     }
+    /* a splice's result is the parent's new value: the parent's type */
+    if ((o->op == JN_OP_slice_scatter || o->op == JN_OP_select_scatter) && o->nin > 0 &&
+        G->g->values[in[0]].ndim == types[0].ndim)
+        memcpy(types[0].shape, G->g->values[in[0]].shape, sizeof types[0].shape);
     int32_t n = jn_ir_node_add(G->g, (jn_op)o->op, o->nin, in, &a, o->nout, types, o->site);
     if (n < 0) return nomem();
     memcpy(G->g->nodes[n].attr_input, attr_input, sizeof attr_input);
@@ -590,6 +791,7 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     G.g = g;
     G.m = s->nex;
     G.rng = -1;
+    G.pos_t = -1;
     G.T = s->tmpl;
     jn_status err = JN_OK;
     const an_ex *E0 = &c->ex[s->ex[0]];
@@ -606,6 +808,10 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     G.trip_hi = calloc((size_t)nl + 1, sizeof(int64_t));
     G.xcoll = malloc(sizeof(int32_t) * (size_t)(G.T->nxr + 1));
     G.node_of = malloc(sizeof(int32_t) * (size_t)(G.T->nt + 1));
+    if (op_occ(E0, &G.occ)) {
+        err = nomem();
+        goto done;
+    }
     if (!G.node_of ||
         !G.xcoll || !G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
         !G.trip_lo || !G.trip_hi) {
@@ -715,6 +921,7 @@ done:
     free(G.trip_hi);
     free(G.sym_note);
     free(G.node_of);
+    free(G.occ);
     free(G.out_t);
     free(G.out_j);
     return err;

@@ -1,13 +1,18 @@
 /* guards.c -- every assumption generalize.c made, as a guard with its
- * provenance.
+ * provenance and its class (jn_ir_guard_class).
  *
- * A graph is only valid at replay when what the recording showed still
- * holds: each tensor input's dtype and device, every dim that never varied,
- * every symbol within the range seen, the Python type of a scalar fed at
- * run time, the value of a Python scalar folded into a constant, the
- * identity of bound state tensors, and loop trip counts.  Each guard keeps
- * the recorded value or range and the call site of the first op that used
- * the thing it checks, so a miss at replay can be explained in one sentence
+ * NEED guards are what the graph's code is only right under: each tensor
+ * input's dtype and device, every dim that never varied (kernels are
+ * specialised on it), the Python type of a scalar fed at run time (it
+ * decides type promotion), and the identity of bound state tensors.  SEEN
+ * guards keep the range each symbol and loop trip count took in the
+ * recording: the code does not depend on it (shapes, offsets and the arena
+ * are expressions over the symbols), so at replay a value outside it is a
+ * hit counted as extrapolated, with the matcher checking every op's output
+ * shapes against the graph's.  (Codegen passes that specialise on a value
+ * add NEED guards of their own.)  Each guard keeps the recorded value or
+ * range and the call site of the first op that used the thing it checks,
+ * so a miss or an extrapolation can be explained in one sentence
  * (jn_ir_guard_explain).
  */
 #include <string.h>
@@ -51,16 +56,15 @@ jn_status an_guard_tensor_input(an_gen *G, int32_t in, int64_t site) {
     return JN_OK;
 }
 
-jn_status an_guard_scalar_input(an_gen *G, int32_t in, int varies, int64_t site) {
+/* A Python number is fed at run time whatever its value: only its type
+ * (a float where an int was recorded, or a tensor where a number was, is
+ * another program) is guarded. */
+jn_status an_guard_scalar_input(an_gen *G, int32_t in, int64_t site) {
     const jn_ir_input *x = &G->g->inputs[in];
-    /* the Python type first: a float where an int was recorded (or a
-     * tensor where a number was) is another program, whatever its value */
-    jn_status s = add(G, JN_IR_G_PYTYPE, x->value, -1, x->pytype, x->pytype, 0, site, NULL);
-    if (s || varies) return s;
-    return add(G, JN_IR_G_SCALAR, x->value, -1, 0, 0, x->scalar, site, NULL);
+    return add(G, JN_IR_G_PYTYPE, x->value, -1, x->pytype, x->pytype, 0, site, NULL);
 }
 
-/* One range guard per symbol, one per loop trip count.  Induction
+/* One range guard per symbol, one per loop trip count, both SEEN.  Induction
  * variables are bound by their loop, and the Philox offset only ever grows
  * (every step draws past the last), so a recorded range would miss on the
  * first step after the recording: it is an input, not an assumption. */
@@ -76,6 +80,7 @@ jn_status an_guard_symbols(an_gen *G) {
         jn_ir_guard q;
         memset(&q, 0, sizeof q);
         q.kind = JN_IR_G_SYM;
+        q.cls = JN_IR_GC_SEEN;
         q.value = q.loop = q.dim = -1;
         q.sym = k;
         q.lo = y->lo;
@@ -90,6 +95,7 @@ jn_status an_guard_symbols(an_gen *G) {
         jn_ir_guard q;
         memset(&q, 0, sizeof q);
         q.kind = JN_IR_G_TRIP;
+        q.cls = JN_IR_GC_SEEN;
         q.value = q.sym = q.dim = -1;
         q.loop = l;
         int64_t lo = 0, hi = 0;

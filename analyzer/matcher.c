@@ -476,6 +476,16 @@ static int build(mctx *M, int32_t gi, int entry, wbuf *w) {
                 put_ref(w, &r, tokmap);
             }
             put(w, (uint64_t)(uint32_t)gout[t * JN_MAX_OUTS + q], 4);
+            /* the shape the graph computes for it: the IR node's output, or
+             * the value a stack/cat of a collect was rewritten into */
+            int32_t ov = collect ? G->irval[E0->refs[o->ref0 + o->nin].val] : g->nodes[node].out[q];
+            if (ov < 0 || ov >= g->nvalues) {
+                M->why = "a recorded op's output has no value in the graph";
+                rc = -1;
+                break;
+            }
+            put(w, g->values[ov].ndim, 1);
+            for (int d = 0; d < g->values[ov].ndim; d++) put(w, (uint64_t)g->values[ov].shape[d], 8);
         }
     }
 out:

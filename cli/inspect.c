@@ -803,25 +803,30 @@ const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t 
     return buf;
 }
 
-/* The counters a `janus replay` run stored: totals, per graph, and the
- * misses grouped by guard (text: the 10 largest groups, then the
- * fallbacks by choice). */
+/* The counters a `janus replay` run stored: totals, per graph (hits inside
+ * the recorded ranges and extrapolated past them), the misses grouped by
+ * guard (text: the 10 largest groups, then the fallbacks by choice) and the
+ * SEEN guards hits went past, with their recorded ranges and the values
+ * seen (text: the 10 most frequent). */
 static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
     jn_db_replay_graph *g = NULL;
     jn_db_replay_miss *m = NULL;
     jn_db_miss_group *mg = NULL;
-    int ng = 0, nm = 0, nmg = 0;
+    jn_db_replay_extrap *x = NULL;
+    int ng = 0, nm = 0, nmg = 0, nx = 0;
     if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) != JN_OK ||
-        jn_db_replay_miss_groups(db, run, &mg, &nmg) != JN_OK) {
+        jn_db_replay_miss_groups(db, run, &mg, &nmg) != JN_OK || jn_db_replay_extraps(db, run, &x, &nx) != JN_OK) {
         jn_db_replay_free(g, ng, m, nm);
+        jn_db_miss_groups_free(mg, nmg);
         failed(c);
         return;
     }
-    int64_t hits = 0, misses = 0;
+    int64_t hits = 0, misses = 0, extrap = 0;
     double secs = 0;
     for (int i = 0; i < ng; i++) {
         hits += g[i].hits;
         misses += g[i].misses;
+        extrap += g[i].extrapolated;
         secs += g[i].seconds;
     }
     int64_t tot = hits + misses;
@@ -835,12 +840,15 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         if (tot) jn_cli_json_num(j, (double)hits / (double)tot);
         else jn_cli_json_null(j);
         jn_cli_json_key(j, "seconds"); jn_cli_json_num(j, secs);
+        jn_cli_json_key(j, "extrapolated"); jn_cli_json_int(j, extrap);
         jn_cli_json_key(j, "graphs");
         jn_cli_json_arr(j);
         for (int i = 0; i < ng; i++) {
             jn_cli_json_obj(j);
             jn_cli_json_key(j, "graph"); jn_cli_json_str(j, g[i].graph);
             jn_cli_json_key(j, "hits"); jn_cli_json_int(j, g[i].hits);
+            jn_cli_json_key(j, "in_range"); jn_cli_json_int(j, g[i].hits - g[i].extrapolated);
+            jn_cli_json_key(j, "extrapolated"); jn_cli_json_int(j, g[i].extrapolated);
             jn_cli_json_key(j, "misses"); jn_cli_json_int(j, g[i].misses);
             jn_cli_json_key(j, "seconds"); jn_cli_json_num(j, g[i].seconds);
             jn_cli_json_end(j, '}');
@@ -862,24 +870,43 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         jn_cli_json_key(j, "miss_groups");
         jn_cli_json_arr(j);
         for (int i = 0; i < nmg; i++) {
-            const jn_db_miss_group *x = &mg[i];
+            const jn_db_miss_group *q = &mg[i];
             jn_cli_json_obj(j);
-            jn_cli_json_key(j, "graph"); jn_cli_json_str(j, x->graph);
-            jn_cli_json_key(j, "guard"); jn_cli_json_int(j, x->guard);
-            jn_cli_json_key(j, "choice"); jn_cli_json_raw(j, x->guard == JN_DB_MISS_CHOICE ? "true" : "false");
-            jn_cli_json_key(j, "site"); jn_cli_json_str(j, x->site);
-            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, x->reason);
-            jn_cli_json_key(j, "pattern"); jn_cli_json_str(j, x->pattern);
-            jn_cli_json_key(j, "count"); jn_cli_json_int(j, x->count);
-            jn_cli_json_key(j, "values"); jn_cli_json_int(j, x->nvalues);
-            jn_cli_json_key(j, "seen_min"); jn_cli_json_num(j, x->seen_min); /* NaN -> null */
-            jn_cli_json_key(j, "seen_max"); jn_cli_json_num(j, x->seen_max);
+            jn_cli_json_key(j, "graph"); jn_cli_json_str(j, q->graph);
+            jn_cli_json_key(j, "guard"); jn_cli_json_int(j, q->guard);
+            jn_cli_json_key(j, "choice"); jn_cli_json_raw(j, q->guard == JN_DB_MISS_CHOICE ? "true" : "false");
+            jn_cli_json_key(j, "site"); jn_cli_json_str(j, q->site);
+            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, q->reason);
+            jn_cli_json_key(j, "pattern"); jn_cli_json_str(j, q->pattern);
+            jn_cli_json_key(j, "count"); jn_cli_json_int(j, q->count);
+            jn_cli_json_key(j, "values"); jn_cli_json_int(j, q->nvalues);
+            jn_cli_json_key(j, "seen_min"); jn_cli_json_num(j, q->seen_min); /* NaN -> null */
+            jn_cli_json_key(j, "seen_max"); jn_cli_json_num(j, q->seen_max);
+            jn_cli_json_end(j, '}');
+        }
+        jn_cli_json_end(j, ']');
+        jn_cli_json_key(j, "extrapolations");
+        jn_cli_json_arr(j);
+        for (int i = 0; i < nx; i++) {
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "graph"); jn_cli_json_str(j, x[i].graph);
+            jn_cli_json_key(j, "guard"); jn_cli_json_int(j, x[i].guard);
+            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, x[i].reason);
+            jn_cli_json_key(j, "site"); jn_cli_json_str(j, x[i].site);
+            jn_cli_json_key(j, "recorded"); jn_cli_json_arr(j);
+            jn_cli_json_num(j, x[i].lo); jn_cli_json_num(j, x[i].hi);
+            jn_cli_json_end(j, ']');
+            jn_cli_json_key(j, "seen"); jn_cli_json_arr(j);
+            jn_cli_json_num(j, x[i].seen_min); jn_cli_json_num(j, x[i].seen_max);
+            jn_cli_json_end(j, ']');
+            jn_cli_json_key(j, "count"); jn_cli_json_int(j, x[i].count);
             jn_cli_json_end(j, '}');
         }
         jn_cli_json_end(j, ']');
         jn_cli_json_end(j, '}');
         jn_db_replay_free(g, ng, m, nm);
         jn_db_miss_groups_free(mg, nmg);
+        jn_db_replay_extrap_free(x, nx);
         return;
     }
     char a[32], b[32], d[32];
@@ -892,9 +919,14 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         printf("  replay: %.1f%% hit rate: %s of %s segments ran as graphs, %s fell back to eager; "
                "%.3f s in graphs\n", tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
                jn_cli_commas(tot, b), jn_cli_commas(misses, d), secs);
-        printf("    %-24s %12s %12s %10s\n", "graph", "hits", "misses", "seconds");
+        /* in range: every symbol and trip count inside what the recording saw;
+         * extrapolated: past it, where the graph's code is valid (SEEN guards) */
+        char e[32], r[32];
+        printf("    %-24s %12s %12s %12s %12s %10s\n", "graph", "hits", "in range", "extrapolated", "misses",
+               "seconds");
         for (int i = 0; i < ng; i++)
-            printf("    %-24s %12s %12s %10.3f\n", g[i].graph, jn_cli_commas(g[i].hits, a),
+            printf("    %-24s %12s %12s %12s %12s %10.3f\n", g[i].graph, jn_cli_commas(g[i].hits, a),
+                   jn_cli_commas(g[i].hits - g[i].extrapolated, r), jn_cli_commas(g[i].extrapolated, e),
                    jn_cli_commas(g[i].misses, b), g[i].seconds);
         /* the groups come real misses first, then the choices (JN_DB_MISS_CHOICE) */
         int nreal = 0, nchoice;
@@ -914,9 +946,18 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
             printf("    %8sx  %s: %s\n", jn_cli_commas(mg[i].count, a), mg[i].graph[0] ? mg[i].graph : "(no graph)",
                    mg[i].reason);
         if (nchoice > 5) printf("    ... %d more (--json lists all)\n", nchoice - 5);
+        if (nx) printf("  extrapolated hits (%d guard%s past their recorded ranges):\n", nx, nx == 1 ? "" : "s");
+        for (int i = 0; i < nx && i < 10; i++) {
+            printf("    %8sx  %s guard %d", jn_cli_commas(x[i].count, a), x[i].graph, (int)x[i].guard);
+            if (x[i].site[0]) printf(" at %s", x[i].site);
+            printf(": recorded %.17g..%.17g, seen %.17g..%.17g: %s\n", x[i].lo, x[i].hi, x[i].seen_min, x[i].seen_max,
+                   x[i].reason);
+        }
+        if (nx > 10) printf("    ... %d more (--json lists all)\n", nx - 10);
     }
     jn_db_replay_free(g, ng, m, nm);
     jn_db_miss_groups_free(mg, nmg);
+    jn_db_replay_extrap_free(x, nx);
 }
 
 /* The bundles section: the rows, and each payload decompressed and checked

@@ -104,11 +104,12 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
         jn_db_replay_free(g, ng, m, nm);
         return;
     }
-    int64_t hits = 0, misses = 0;
+    int64_t hits = 0, misses = 0, extrap = 0;
     double secs = 0;
     for (int i = 0; i < ng; i++) {
         hits += g[i].hits;
         misses += g[i].misses;
+        extrap += g[i].extrapolated;
         secs += g[i].seconds;
     }
     char a[32], b[32];
@@ -128,6 +129,7 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
                         "to eager%s), %d graph%s, %.3f s in graphs",
                 (long long)run, tot ? 100.0 * (double)hits / (double)tot : 0.0, jn_cli_commas(hits, a),
                 jn_cli_commas(tot, b), jn_cli_commas(misses, d), ch, ng, ng == 1 ? "" : "s", secs);
+        if (extrap) fprintf(stderr, "; %s of the hits past the recorded ranges", jn_cli_commas(extrap, a));
         /* the largest group of real misses (groups come so ordered; choices last), as inspect words it */
         if (nmg && mg[0].guard != JN_DB_MISS_CHOICE) {
             char line[4096];

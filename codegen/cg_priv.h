@@ -60,6 +60,14 @@ void cg_move_node(jn_ir_graph *g, int32_t from, int32_t after);
 int cg_same_type(const jn_ir_graph *g, int32_t a, int32_t b);
 /* v is a 0-d `const` input: *val its value. */
 int cg_const(const jn_ir_graph *g, int32_t v, double *val);
+/* v is a 0-d scalar input (fed at run time, SCALAR) or const input: 1 and
+ * its recorded value.  A pass that then relies on that value calls
+ * cg_specialise. */
+int cg_scalar(const jn_ir_graph *g, int32_t v, double *val);
+/* The pass `why` relies on the recorded value of 0-d scalar input v: it
+ * becomes a const input with a NEED scalar guard (a replay that passes
+ * another value misses, naming the pass).  JN_OK when it already is one. */
+jn_status cg_specialise(jn_ir_graph *g, int32_t v, const char *why);
 /* Index of the node defining v, -1 if v is no node output. */
 static inline int32_t cg_def(const jn_ir_graph *g, int32_t v) {
     return g->values[v].kind == JN_IR_V_NODE ? g->values[v].def : -1;

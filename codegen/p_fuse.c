@@ -32,12 +32,31 @@
  * which the emitter indexes through its strides).  Groups of one node stay
  * without a kernel: their eager table kernel runs them (LIB).  A kernel
  * stops growing at CG_MAX_KERNEL_NODES members, so generated functions
- * stay of a size a C compiler handles quickly.
+ * stay of a size a C compiler handles quickly, and takes no member that
+ * would bind more than CG_MAX_KERNEL_SCALARS scalar inputs to attributes
+ * (float attributes are fed at run time: an `add`'s alpha each; the CUDA
+ * kernel ABI passes at most JN_DK_MAX_SCALARS, exec/jn_exec.h).
  * Kernels are numbered by root position.
  */
 #include "cg_priv.h"
 
 #define CG_MAX_KERNEL_NODES 128
+#define CG_MAX_KERNEL_SCALARS 16 /* JN_DK_MAX_SCALARS */
+
+/* Adds node x's bound scalar inputs to the kernel's set sc[0..*n) when they
+ * fit in CG_MAX_KERNEL_SCALARS; 0 (set unchanged) when they do not. */
+static int scalars_fit(const jn_ir_node *x, int32_t *sc, int *n) {
+    int m = *n;
+    for (int a = 0; a < JN_MAX_ATTRS; a++) {
+        int32_t v = x->attr_input[a], seen = v < 0;
+        for (int i = 0; i < m && !seen; i++) seen = sc[i] == v;
+        if (seen) continue;
+        if (m == CG_MAX_KERNEL_SCALARS) return 0;
+        sc[m++] = v;
+    }
+    *n = m;
+    return 1;
+}
 
 typedef struct {
     jn_ir_graph *g;
@@ -127,8 +146,9 @@ static void gemm_epilogues(fctx *f) {
                 op != JN_OP_silu)
                 break;
             if (!ew_ok(g, y, ov->ndim, ov->shape)) break;
-            /* the bias comes from outside the chain; add(cur, cur) is no epilogue */
-            if (op == JN_OP_add && (y->in[0] == y->in[1] || y->attr_input[0] != -1)) break;
+            /* the bias comes from outside the chain; add(cur, cur) is no epilogue;
+             * alpha (fed at run time) is the kernel's scalar */
+            if (op == JN_OP_add && y->in[0] == y->in[1]) break;
             f->kof[n] = k;
             f->kof[c] = k;
             last = c;
@@ -140,7 +160,9 @@ static void gemm_epilogues(fctx *f) {
 
 static int32_t grow(fctx *f, int32_t root, int32_t k, int nd, const jn_ir_dim *s) {
     jn_ir_graph *g = f->g;
-    int32_t count = 1;
+    int32_t count = 1, sc[CG_MAX_KERNEL_SCALARS];
+    int nsc = 0;
+    if (!scalars_fit(&g->nodes[root], sc, &nsc)) return 1;
     for (int changed = 1; changed && count < CG_MAX_KERNEL_NODES;) {
         changed = 0;
         for (int32_t m = root; m >= 0; m--) {
@@ -151,8 +173,10 @@ static int32_t grow(fctx *f, int32_t root, int32_t k, int nd, const jn_ir_dim *s
                 if (p < 0 || f->kof[p] != -1 || g->nodes[p].loop != g->nodes[root].loop) continue;
                 if (!ew_ok(g, &g->nodes[p], nd, s)) continue;
                 f->kof[p] = k; /* tentatively: its uses by members count as inside */
-                if (!uses_ok(f, g->nodes[p].out[0], k, root)) {
+                int n0 = nsc;
+                if (!uses_ok(f, g->nodes[p].out[0], k, root) || !scalars_fit(&g->nodes[p], sc, &nsc)) {
                     f->kof[p] = -1;
+                    nsc = n0;
                     continue;
                 }
                 count++;
@@ -196,8 +220,8 @@ jn_status jn_cg_pass_fuse(jn_cg_ctx *cx, jn_ir_graph *g) {
     }
     /* a re-run starts over: kernels and any plan made from them */
     g->nkernels = 0;
-    g->arena = -1;
-    for (int32_t v = 0; v < g->nvalues; v++) g->values[v].mem = -1, g->values[v].alias = -1;
+    g->arena = g->warena = -1;
+    for (int32_t v = 0; v < g->nvalues; v++) g->values[v].mem = g->values[v].wmem = -1, g->values[v].alias = -1;
     for (int32_t n = 0; n < g->nnodes; n++) f.kof[n] = -1, g->nodes[n].kernel = -1;
     gemm_epilogues(&f);
     int32_t ngemm = f.nk;

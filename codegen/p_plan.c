@@ -46,10 +46,14 @@
  *
  * When sizes are symbolic but each only grows with the symbols (a proof:
  * `nondecreasing`), the same packing runs at the symbols' recorded maxima
- * and gives constant offsets, right for every smaller run too (each value
- * fills a prefix of its bytes at the maxima); it is kept when its arena
- * is smaller than the slot walk's at the maxima -- the executor allocates
- * the arena at the maxima anyway (char_lstm's step graph: 4.7 -> 3.0 MB).
+ * and gives constant offsets, right for every run within the recorded
+ * ranges (each value fills a prefix of its bytes at the maxima); it is
+ * kept when its arena is smaller than the slot walk's at the maxima -- the
+ * executor allocates the arena at the maxima anyway (char_lstm's step
+ * graph: 4.7 -> 3.0 MB).  The slot walk's plan is then kept beside it as
+ * the WIDE plan (wmem=, `arena ... wide`): its offsets are expressions
+ * valid for any symbol values, what the executor uses for a run past a
+ * recorded range (replay extrapolates over SEEN guards).
  */
 #include <stdio.h>
 
@@ -206,6 +210,16 @@ int cg_dim_ge(const jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return ge_rec
 /* Is d provably >= need? */
 static int fits(jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return cg_dim_ge(g, d, need); }
 
+/* Operator depth of d (the IR caps it at 200: ir/ir_priv.h). */
+#define PLAN_MAX_DEPTH 150
+static int depth_of(const jn_ir_graph *g, jn_ir_dim d) {
+    if (!jn_ir_is_expr(d)) return 0;
+    const jn_ir_expr *e = &g->exprs[jn_ir_expr_index(d)];
+    if (e->kind == JN_IR_E_SYM) return 1;
+    int a = depth_of(g, e->a), b = depth_of(g, e->b);
+    return 1 + (a > b ? a : b);
+}
+
 /* Places the arena values in definition order (see the header): slots[]
  * gets the slots, vslot[v] the slot of each value, *endp the arena size.
  * fresh: no free slot is reused, so each slot is one chain of values that
@@ -213,6 +227,7 @@ static int fits(jn_ir_graph *g, jn_ir_dim d, jn_ir_dim need) { return cg_dim_ge(
 static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots, int32_t *nslotsp,
                        int32_t *vslot, jn_ir_dim *endp) {
     int32_t nn = g->nnodes, nslots = 0;
+    int end_depth = 0;
     jn_ir_dim end = 0;
     for (int32_t v = 0; v < g->nvalues; v++) vslot[v] = -1;
     for (int32_t p = 0; p < nn; p++) {
@@ -264,9 +279,16 @@ static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots
                     pick = best;
                 }
                 if (pick < 0) {
+                    /* symbolic offsets are sums of the sizes before them: past
+                     * the IR's expression depth a value gets a buffer of its own */
+                    int nd = fresh ? 0 : depth_of(g, need), ed = (nd > end_depth ? nd : end_depth) + 1;
+                    if (!fresh && ed > PLAN_MAX_DEPTH) continue;
                     slots[nslots] = (slot){end, need, -1, p, p};
-                    end = jn_ir_dim_op(g, JN_IR_E_ADD, end, need);
-                    if (end == JN_IR_DIM_ERROR) return JN_ERR_NOMEM;
+                    if (!fresh) { /* fresh: pack places the chains; no offsets to sum */
+                        end = jn_ir_dim_op(g, JN_IR_E_ADD, end, need);
+                        if (end == JN_IR_DIM_ERROR) return JN_ERR_NOMEM;
+                        end_depth = jn_ir_is_expr(end) ? ed : 0;
+                    }
                     pick = nslots++;
                 }
                 slots[pick].owner = v;
@@ -479,6 +501,7 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         st = jn_error(JN_ERR_NOMEM, "out of memory planning graph %s", g->name);
     if (st != JN_OK) goto done;
     for (int32_t n = 0; n < nn; n++) ex[n] = g->nodes[n].kernel >= 0 ? g->kernels[g->nodes[n].kernel].root : n;
+    g->warena = -1;
     /* liveness */
     for (int32_t v = 0; v < nv; v++) {
         int32_t dn = cg_def(g, v);
@@ -488,6 +511,7 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         int32_t l = dn >= 0 ? ex[dn] : -1;
         vslot[v] = -1;
         g->values[v].mem = -1;
+        g->values[v].wmem = -1;
         g->values[v].alias = -1;
         for (int32_t i = u.start[v]; i < u.start[v + 1]; i++) {
             int32_t w = u.users[i];
@@ -563,8 +587,13 @@ jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g) {
         if (st != JN_OK) goto done;
         int64_t gend = pack_at_max(g, slots, ngroups, order);
         if (gend < emax) {
-            for (int32_t v = 0; v < nv; v++)
-                if (vslot[v] >= 0) g->values[v].mem = slots[vslot[v]].off;
+            /* the slot walk stays as the wide plan, valid past the maxima
+             * (values it left to buffers of their own stay there) */
+            for (int32_t v = 0; v < nv; v++) {
+                g->values[v].wmem = g->values[v].mem;
+                if (vslot[v] >= 0 && g->values[v].wmem != -1) g->values[v].mem = slots[vslot[v]].off;
+            }
+            g->warena = end;
             end = gend;
         }
     }

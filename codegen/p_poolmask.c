@@ -23,8 +23,8 @@
  *    the same grads in the same order; where it is false, the original
  *    gives where's 0 and the rewrite adds only where's 0 to a zeroed
  *    element: both +0.0 (so the 0 must be +0.0, not -0.0).
- * Matched: where(m, gr, z) with z a 0-d const +0.0, m = eq|ne|lt|le|gt|ge
- * of the pooled input r and a 0-d const (either side), gr =
+ * Matched: where(m, gr, z) with z a 0-d number +0.0, m = eq|ne|lt|le|gt|ge
+ * of the pooled input r and a 0-d number (either side, any value), gr =
  * max_pool2d_backward(gp, i) with i max_pool2d(r)'s indices, gr and m each
  * read by this where only (no output, guard, carry or collect), gr a
  * floating dtype equal to the where's, gp shaped like the pooled output,
@@ -32,7 +32,9 @@
  * to right after the pool (node order, not numbering, is what the
  * verifier and the planner read), the where and the pool backward trade
  * places.  Runs before fuse: a graph that already has kernels or a plan is
- * left alone.  Values other nodes read (r, i, p) are untouched.
+ * left alone.  Values other nodes read (r, i, p) are untouched.  Python
+ * numbers are fed at run time: the rewrite relies on z being +0.0, so z
+ * becomes a constant with a NEED guard (cg_specialise); k may be anything.
  */
 #include <math.h>
 
@@ -50,12 +52,12 @@ static int same_shape(const jn_ir_graph *g, int32_t a, int32_t b) {
 static int single_use(const cg_uses *u, int32_t v) { return cg_nusers(u, v) == 1 && u->flags[v] == 0; }
 
 /* Rewrites at where node w when it matches; 1 if it did. */
-static int rewrite(jn_ir_graph *g, const cg_uses *u, int32_t w) {
+static int rewrite(jn_ir_graph *g, const cg_uses *u, int32_t w, jn_status *st) {
     jn_ir_node *W = &g->nodes[w];
     double c;
     if (W->op != JN_OP_where || W->nin != 3 || W->nout != 1) return 0;
     int32_t m = W->in[0], gr = W->in[1], z = W->in[2], gc = W->out[0];
-    if (!cg_const(g, z, &c) || c != 0 || signbit(c)) return 0;
+    if (!cg_scalar(g, z, &c) || c != 0 || signbit(c)) return 0;
     if (m == gr || !single_use(u, m) || !single_use(u, gr)) return 0;
     int32_t pn = cg_def(g, gr), gn = cg_def(g, m);
     if (pn < 0 || gn < 0 || g->nodes[pn].op != JN_OP_max_pool2d_backward || g->nodes[pn].nin != 2) return 0;
@@ -66,7 +68,7 @@ static int rewrite(jn_ir_graph *g, const cg_uses *u, int32_t w) {
     jn_ir_node *G = &g->nodes[gn];
     if (!jn_op_is_comparison(G->op) || G->nin != 2) return 0;
     int side = G->in[0] == r ? 0 : G->in[1] == r ? 1 : -1;
-    if (side < 0 || !cg_const(g, G->in[1 - side], &c)) return 0;
+    if (side < 0 || !cg_scalar(g, G->in[1 - side], &c)) return 0;
     jn_dtype dt = g->values[gr].dtype;
     if (!jn_dtype_is_float(dt) || g->values[gc].dtype != dt || g->values[gp].dtype != dt ||
         g->values[p].dtype != g->values[r].dtype || !same_shape(g, gp, p) || !same_shape(g, gc, r))
@@ -74,6 +76,7 @@ static int rewrite(jn_ir_graph *g, const cg_uses *u, int32_t w) {
     int32_t loop = W->loop;
     if (g->nodes[pn].loop != loop || g->nodes[fn].loop != loop || G->loop != loop) return 0;
     if (!cg_node_movable(g, gn, fn)) return 0;
+    if ((*st = cg_specialise(g, z, "poolmask (the where's 0 must be +0.0)")) != JN_OK) return 0;
     /* where and pool backward trade places: where(m, gp, z) -> gr, then
      * max_pool2d_backward(gr, i) -> gc */
     jn_ir_node tmp = g->nodes[pn];
@@ -101,11 +104,12 @@ jn_status jn_cg_pass_poolmask(jn_cg_ctx *cx, jn_ir_graph *g) {
     if (g->nkernels > 0 || g->arena != -1) return JN_OK;
     cg_uses u;
     jn_status st = cg_uses_build(g, &u);
+    int built = st == JN_OK;
     for (int32_t n = 0; st == JN_OK && n < g->nnodes; n++) {
-        if (!rewrite(g, &u, n)) continue;
+        if (!rewrite(g, &u, n, &st)) continue;
         cg_uses_free(&u);
-        st = cg_uses_build(g, &u);
+        built = (st = cg_uses_build(g, &u)) == JN_OK;
     }
-    if (st == JN_OK) cg_uses_free(&u);
+    if (built) cg_uses_free(&u);
     return st;
 }

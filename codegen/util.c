@@ -87,6 +87,29 @@ int cg_const(const jn_ir_graph *g, int32_t v, double *val) {
     return 1;
 }
 
+int cg_scalar(const jn_ir_graph *g, int32_t v, double *val) {
+    const jn_ir_value *x = &g->values[v];
+    if (x->kind != JN_IR_V_INPUT || x->ndim != 0 ||
+        (g->inputs[x->def].kind != JN_IR_IN_CONST && g->inputs[x->def].kind != JN_IR_IN_SCALAR))
+        return 0;
+    *val = g->inputs[x->def].scalar;
+    return 1;
+}
+
+jn_status cg_specialise(jn_ir_graph *g, int32_t v, const char *why) {
+    double c;
+    if (!cg_scalar(g, v, &c)) return jn_error(JN_ERR_VALUE, "graph %s: %%%d is no scalar input to specialise", g->name, v);
+    jn_ir_input *in = &g->inputs[g->values[v].def];
+    if (in->kind == JN_IR_IN_CONST) return JN_OK;
+    char note[96];
+    snprintf(note, sizeof note, "specialised by %s", why);
+    jn_ir_guard q = {.kind = JN_IR_G_SCALAR, .cls = JN_IR_GC_NEED, .value = v, .sym = -1, .loop = -1, .dim = -1,
+                     .fval = c, .site = in->site, .note = note};
+    if (jn_ir_guard_add(g, &q) < 0) return jn_error(JN_ERR_NOMEM, "out of memory specialising graph %s", g->name);
+    in->kind = JN_IR_IN_CONST;
+    return JN_OK;
+}
+
 jn_ir_dim cg_value_bytes(jn_ir_graph *g, int32_t v) {
     const jn_ir_value *x = &g->values[v];
     /* constant factors first: when they are a multiple of 64 the size

@@ -45,6 +45,9 @@
  * host and pid a run already had, they name the process that owns a run,
  * so a run left 'running' by a process that died is told apart from one
  * still going (jn_db_run_is_lost, jn_db_mark_lost).
+ * Schema v8 (SCHEMA_V8) adds extrapolated hits: replay_graphs.extrapolated
+ * (per graph, the hits past a recorded range) and replay_extrap (per SEEN
+ * guard, its range and the values seen past it; jn_db_replay_extraps).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -210,6 +213,17 @@ static const char SCHEMA_V6[] =
 static const char SCHEMA_V7[] =
     "ALTER TABLE runs ADD COLUMN pid_start INTEGER;\n"
     "ALTER TABLE runs ADD COLUMN boot_id TEXT;\n";
+/* Schema v8 = v7 + extrapolated hits: per graph how many of its hits went
+ * past a recorded range (a SEEN guard, ir/jn_ir.h), and per such guard the
+ * range and the values seen past it.  A column with a default and a new
+ * table: an older store read-only reads as none. */
+static const char SCHEMA_V8[] =
+    "ALTER TABLE replay_graphs ADD COLUMN extrapolated INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE TABLE IF NOT EXISTS replay_extrap(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  graph TEXT NOT NULL, guard INTEGER NOT NULL, reason TEXT NOT NULL, site TEXT NOT NULL,\n"
+    "  lo REAL NOT NULL, hi REAL NOT NULL, seen_min REAL NOT NULL, seen_max REAL NOT NULL,\n"
+    "  count INTEGER NOT NULL);\n"
+    "CREATE INDEX IF NOT EXISTS replay_extrap_run ON replay_extrap(run_id);\n";
 
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
@@ -225,6 +239,7 @@ static const struct {
     {4, SCHEMA_V5},
     {5, SCHEMA_V6},
     {6, SCHEMA_V7},
+    {7, SCHEMA_V8},
 };
 
 /* Cached statements, prepared on first use. */
@@ -415,6 +430,7 @@ static jn_status create_schema(jn_db *db) {
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V5);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V6);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V7);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V8);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -745,10 +761,11 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
                      "this janus (%s) reads; upgrade janus to open it", path, v, JN_DB_SCHEMA_VERSION, JANUS_VERSION);
         goto fail;
     }
-    /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6 and v7
-     * only added tables and columns with defaults, so an older store simply
-     * has no bundles, no replay counters, no algorithm choices, only
-     * recorded runs, and runs known by host and pid alone. */
+    /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6, v7
+     * and v8 only added tables and columns with defaults, so an older store
+     * simply has no bundles, no replay counters, no algorithm choices, only
+     * recorded runs, runs known by host and pid alone, and no extrapolated
+     * hits. */
     if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "
@@ -1540,35 +1557,46 @@ jn_status jn_db_run_ids(jn_db *db, int64_t **ids, int *n) {
 
 /* ------------------------------------------------------- replay counters */
 jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *g, int ng,
-                           const jn_db_replay_miss *m, int nm) {
+                           const jn_db_replay_miss *m, int nm, const jn_db_replay_extrap *x, int nx) {
     jn_status s;
     if ((s = need_write(db, "jn_db_replay_put"))) return s;
-    if (ng < 0 || nm < 0 || (ng && !g) || (nm && !m))
-        return jn_error(JN_ERR_VALUE, "jn_db_replay_put: bad counter arrays (%d graphs, %d misses)", ng, nm);
+    if (ng < 0 || nm < 0 || nx < 0 || (ng && !g) || (nm && !m) || (nx && !x))
+        return jn_error(JN_ERR_VALUE, "jn_db_replay_put: bad counter arrays (%d graphs, %d misses, %d "
+                        "extrapolations)", ng, nm, nx);
     for (int i = 0; i < ng; i++)
-        if (!g[i].graph || g[i].hits < 0 || g[i].misses < 0 || !(g[i].seconds >= 0))
-            return jn_error(JN_ERR_VALUE, "jn_db_replay_put: graph row %d (%s) needs a name and counts and seconds "
-                            ">= 0", i, g[i].graph ? g[i].graph : "no name");
+        if (!g[i].graph || g[i].hits < 0 || g[i].misses < 0 || !(g[i].seconds >= 0) || g[i].extrapolated < 0 ||
+            g[i].extrapolated > g[i].hits)
+            return jn_error(JN_ERR_VALUE, "jn_db_replay_put: graph row %d (%s) needs a name, counts and seconds "
+                            ">= 0, and no more extrapolated hits than hits", i, g[i].graph ? g[i].graph : "no name");
     for (int i = 0; i < nm; i++)
         if (!m[i].graph || !m[i].reason || m[i].count < 0)
             return jn_error(JN_ERR_VALUE, "jn_db_replay_put: miss row %d (graph %s) needs a graph, a reason and a "
                             "count >= 0", i, m[i].graph ? m[i].graph : "none");
-    sqlite3_stmt *run = NULL, *gr = NULL, *mi = NULL;
+    for (int i = 0; i < nx; i++)
+        if (!x[i].graph || !x[i].reason || x[i].count < 0 || !(x[i].lo <= x[i].hi) || !(x[i].seen_min <= x[i].seen_max))
+            return jn_error(JN_ERR_VALUE, "jn_db_replay_put: extrapolation row %d (graph %s) needs a graph, a reason, "
+                            "a count >= 0 and ranges lo <= hi", i, x[i].graph ? x[i].graph : "none");
+    sqlite3_stmt *run = NULL, *gr = NULL, *mi = NULL, *xi = NULL;
     const char *what = "starting the replay-counter transaction";
     int rc = db_exec(db, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK) goto fail;
     what = "preparing the replay-counter statements";
     if ((rc = sqlite3_prepare_v2(db->h, "SELECT 1 FROM runs WHERE id = ?1", -1, &run, NULL)) != SQLITE_OK ||
         (rc = sqlite3_prepare_v2(db->h,
-                                 "INSERT INTO replay_graphs(run_id, graph, hits, misses, seconds) "
-                                 "VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(run_id, graph) DO UPDATE SET "
+                                 "INSERT INTO replay_graphs(run_id, graph, hits, misses, seconds, extrapolated) "
+                                 "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(run_id, graph) DO UPDATE SET "
                                  "hits = hits + excluded.hits, misses = misses + excluded.misses, "
-                                 "seconds = seconds + excluded.seconds",
+                                 "seconds = seconds + excluded.seconds, "
+                                 "extrapolated = extrapolated + excluded.extrapolated",
                                  -1, &gr, NULL)) != SQLITE_OK ||
         (rc = sqlite3_prepare_v2(db->h,
                                  "INSERT INTO replay_misses(run_id, graph, guard, reason, site, seen, count, seen_min, "
                                  "seen_max) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                                 -1, &mi, NULL)) != SQLITE_OK)
+                                 -1, &mi, NULL)) != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(db->h,
+                                 "INSERT INTO replay_extrap(run_id, graph, guard, reason, site, lo, hi, seen_min, "
+                                 "seen_max, count) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                 -1, &xi, NULL)) != SQLITE_OK)
         goto fail;
     what = "looking up the run";
     sqlite3_bind_int64(run, 1, run_id);
@@ -1578,6 +1606,7 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
         sqlite3_finalize(run);
         sqlite3_finalize(gr);
         sqlite3_finalize(mi);
+        sqlite3_finalize(xi);
         return jn_error(JN_ERR_VALUE, "trace store %s has no run %" PRId64 " to store replay counters for "
                         "(start replays with `janus replay`)", db->path, run_id);
     }
@@ -1589,6 +1618,7 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
         sqlite3_bind_int64(gr, 3, g[i].hits);
         sqlite3_bind_int64(gr, 4, g[i].misses);
         sqlite3_bind_double(gr, 5, g[i].seconds);
+        sqlite3_bind_int64(gr, 6, g[i].extrapolated);
         if ((rc = run_stmt(db, gr)) != SQLITE_OK) goto fail;
     }
     what = "storing a miss";
@@ -1606,11 +1636,26 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
         else sqlite3_bind_null(mi, 8), sqlite3_bind_null(mi, 9);
         if ((rc = run_stmt(db, mi)) != SQLITE_OK) goto fail;
     }
+    what = "storing an extrapolation";
+    for (int i = 0; i < nx; i++) {
+        sqlite3_bind_int64(xi, 1, run_id);
+        bind_text(xi, 2, x[i].graph);
+        sqlite3_bind_int(xi, 3, x[i].guard);
+        bind_text(xi, 4, x[i].reason);
+        bind_text(xi, 5, x[i].site ? x[i].site : "");
+        sqlite3_bind_double(xi, 6, x[i].lo);
+        sqlite3_bind_double(xi, 7, x[i].hi);
+        sqlite3_bind_double(xi, 8, x[i].seen_min);
+        sqlite3_bind_double(xi, 9, x[i].seen_max);
+        sqlite3_bind_int64(xi, 10, x[i].count);
+        if ((rc = run_stmt(db, xi)) != SQLITE_OK) goto fail;
+    }
     what = "committing the replay counters";
     if ((rc = db_exec(db, "COMMIT")) != SQLITE_OK) goto fail;
     sqlite3_finalize(run);
     sqlite3_finalize(gr);
     sqlite3_finalize(mi);
+    sqlite3_finalize(xi);
     return JN_OK;
 fail:;
     char buf[160];
@@ -1620,6 +1665,7 @@ fail:;
     sqlite3_finalize(run);
     sqlite3_finalize(gr);
     sqlite3_finalize(mi);
+    sqlite3_finalize(xi);
     return s;
 }
 
@@ -1837,8 +1883,13 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
     jn_db_replay_miss *ma = NULL;
     int gl = 0, gc = 0, ml = 0, mc = 0, nomem = 0;
     int v6 = db->version >= 6; /* the ranges of the values seen came with v6 */
-    int rc = sqlite3_prepare_v2(db->h, "SELECT graph, hits, misses, seconds FROM replay_graphs WHERE run_id = ?1 "
-                                       "ORDER BY hits + misses DESC, graph", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->h,
+                                db->version >= 8 ? "SELECT graph, hits, misses, seconds, extrapolated "
+                                                   "FROM replay_graphs WHERE run_id = ?1 "
+                                                   "ORDER BY hits + misses DESC, graph"
+                                                 : "SELECT graph, hits, misses, seconds, 0 FROM replay_graphs "
+                                                   "WHERE run_id = ?1 ORDER BY hits + misses DESC, graph",
+                                -1, &st, NULL);
     if (rc != SQLITE_OK) goto fail;
     sqlite3_bind_int64(st, 1, run_id);
     while ((rc = db_step(db, st)) == SQLITE_ROW) {
@@ -1848,6 +1899,7 @@ jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, in
         r->hits = sqlite3_column_int64(st, 1);
         r->misses = sqlite3_column_int64(st, 2);
         r->seconds = sqlite3_column_double(st, 3);
+        r->extrapolated = sqlite3_column_int64(st, 4);
         if (!r->graph) goto oom;
     }
     if (rc != SQLITE_DONE) goto fail;
@@ -1892,6 +1944,59 @@ fail:;
                         : db_fail(db, rc, "reading the replay counters");
     sqlite3_finalize(st);
     jn_db_replay_free(ga, gl, ma, ml);
+    return s;
+}
+
+void jn_db_replay_extrap_free(jn_db_replay_extrap *x, int nx) {
+    for (int i = 0; x && i < nx; i++) {
+        free((void *)x[i].graph);
+        free((void *)x[i].reason);
+        free((void *)x[i].site);
+    }
+    free(x);
+}
+
+jn_status jn_db_replay_extraps(jn_db *db, int64_t run_id, jn_db_replay_extrap **x, int *nx) {
+    if (!db || !x || !nx) return jn_error(JN_ERR_VALUE, "jn_db_replay_extraps: NULL argument");
+    *x = NULL;
+    *nx = 0;
+    if (db->version < 8) return JN_OK;
+    sqlite3_stmt *st = NULL;
+    jn_db_replay_extrap *xa = NULL;
+    int xl = 0, xc = 0, nomem = 0;
+    int rc = sqlite3_prepare_v2(db->h, "SELECT graph, guard, reason, site, lo, hi, min(seen_min), max(seen_max), "
+                                       "sum(count) AS n FROM replay_extrap WHERE run_id = ?1 "
+                                       "GROUP BY graph, guard, reason, site, lo, hi ORDER BY n DESC, graph, guard",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK) goto fail;
+    sqlite3_bind_int64(st, 1, run_id);
+    while ((rc = db_step(db, st)) == SQLITE_ROW) {
+        if (db_grow((void **)&xa, xl, &xc, sizeof *xa)) goto oom;
+        jn_db_replay_extrap *r = &xa[xl++];
+        r->graph = db_col_dup(st, 0);
+        r->guard = sqlite3_column_int(st, 1);
+        r->reason = db_col_dup(st, 2);
+        r->site = db_col_dup(st, 3);
+        r->lo = sqlite3_column_double(st, 4);
+        r->hi = sqlite3_column_double(st, 5);
+        r->seen_min = sqlite3_column_double(st, 6);
+        r->seen_max = sqlite3_column_double(st, 7);
+        r->count = sqlite3_column_int64(st, 8);
+        if (!r->graph || !r->reason || !r->site) goto oom;
+    }
+    if (rc != SQLITE_DONE) goto fail;
+    sqlite3_finalize(st);
+    *x = xa;
+    *nx = xl;
+    return JN_OK;
+oom:
+    nomem = 1;
+fail:;
+    jn_status s = nomem ? jn_error(JN_ERR_NOMEM, "out of memory reading the extrapolations of run %" PRId64
+                                                 " of trace store %s", run_id, db->path)
+                        : db_fail(db, rc, "reading the replay extrapolations");
+    sqlite3_finalize(st);
+    jn_db_replay_extrap_free(xa, xl);
     return s;
 }
 

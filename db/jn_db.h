@@ -59,6 +59,9 @@
  *        with the reason), 'matcher' (a graph replay cannot match, and why)   -- schema v6
  *   runs.pid_start INTEGER (the owner's start time, clock ticks since boot), runs.boot_id TEXT
  *        -- schema v7: with hostname and pid, who owns a run (lost runs)
+ *   replay_graphs.extrapolated (hits past a recorded range, default 0),
+ *   replay_extrap(run_id, graph, guard, reason, site, lo, hi, seen_min, seen_max, count)
+ *        -- schema v8: hits that went past a SEEN guard's recorded range lo..hi
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -77,7 +80,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 7
+#define JN_DB_SCHEMA_VERSION 8
 
 typedef struct jn_db jn_db;
 
@@ -302,7 +305,12 @@ uint64_t jn_db_fnv1a64(const void *data, size_t len);
  * missed (misses), and the seconds spent in graph runs.  Per miss: the guard
  * index that failed, the matcher's sentence, the Python call site
  * "file:line" and the value seen (NaN = none), and how often. */
-typedef struct { const char *graph; int64_t hits, misses; double seconds; } jn_db_replay_graph;
+typedef struct {
+    const char *graph;
+    int64_t hits, misses;
+    double seconds;
+    int64_t extrapolated;      /* of the hits: those past a recorded range (schema v8) */
+} jn_db_replay_graph;
 /* A miss row's guard when the segment ran eagerly by choice, no guard
  * failing: its graph was left to eager as slower there, or the run timed
  * it eagerly (JANUS_REPLAY_ADAPT). */
@@ -319,14 +327,24 @@ typedef struct {
     int has_range;
     double seen_min, seen_max;
 } jn_db_replay_miss;
+/* A SEEN guard (a symbol's or trip count's recorded range lo..hi) that
+ * hits went past: the guard index, its sentence and call site, the values
+ * seen outside the range (min, max) and in how many hits (schema v8). */
+typedef struct {
+    const char *graph;
+    int32_t guard;
+    const char *reason, *site;
+    double lo, hi, seen_min, seen_max;
+    int64_t count;
+} jn_db_replay_extrap;
 
 /* Add the counters to run run_id in ONE transaction (all or none): graph
  * rows are summed into what the run already has (a second report, e.g. from
- * another process of the same run, adds up), miss rows appended.  The run
- * must exist; names and reasons must be non-NULL (site may be NULL = "");
- * counts and seconds must be >= 0. */
+ * another process of the same run, adds up), miss and extrapolation rows
+ * appended.  The run must exist; names and reasons must be non-NULL (site
+ * may be NULL = ""); counts and seconds must be >= 0. */
 jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *g, int ng,
-                           const jn_db_replay_miss *m, int nm);
+                           const jn_db_replay_miss *m, int nm, const jn_db_replay_extrap *x, int nx);
 /* The counters of run run_id: graphs by descending hits + misses, misses
  * summed over equal (graph, guard, reason, site, seen), most frequent
  * first.  Arrays and strings are owned by the caller: jn_db_replay_free.
@@ -334,6 +352,11 @@ jn_status jn_db_replay_put(jn_db *db, int64_t run_id, const jn_db_replay_graph *
 jn_status jn_db_replay_get(jn_db *db, int64_t run_id, jn_db_replay_graph **g, int *ng, jn_db_replay_miss **m,
                            int *nm);
 void jn_db_replay_free(jn_db_replay_graph *g, int ng, jn_db_replay_miss *m, int nm);
+/* The extrapolations of run run_id, summed over equal (graph, guard,
+ * reason, site, lo, hi) with the smallest and largest value seen, most
+ * frequent first; 0 rows before schema v8.  Free with jn_db_replay_extrap_free. */
+jn_status jn_db_replay_extraps(jn_db *db, int64_t run_id, jn_db_replay_extrap **x, int *nx);
+void jn_db_replay_extrap_free(jn_db_replay_extrap *x, int nx);
 
 /* The misses of run run_id grouped the way a person reads them: one row
  * per (graph, guard, site, reason with the value seen taken out), so the

@@ -1,12 +1,14 @@
 """Character-level LSTM language model over Python's own standard library.
 
     python examples/char_lstm.py [--steps 1500] [--batch 32] [--hidden 128]
+                                 [--min-len 16] [--max-len 48] [--long-from N --long-max-len L]
 
 The text is the .py files of the running interpreter's standard library.
 Each batch has its own sequence length (a Python `for` loop over time steps
 with an LSTMCell), so the training step is dynamic.  Prints the loss in
 bits per character next to the unigram entropy of the text: a model that
-learned nothing stays at the unigram entropy.
+learned nothing stays at the unigram entropy.  --long-from N --long-max-len L
+is a length curriculum: from step N on, sequences up to L characters.
 """
 import argparse
 import glob
@@ -65,6 +67,10 @@ def main(argv=None):
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--min-len", type=int, default=16)
     ap.add_argument("--max-len", type=int, default=48)
+    ap.add_argument("--long-from", type=int, default=0, help="from this step on, sequences up to --long-max-len")
+    ap.add_argument("--long-max-len", type=int, default=0)
+    ap.add_argument("--print-every", type=int, default=50)
+    ap.add_argument("--val-batches", type=int, default=10)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warmup", type=int, default=0, help="leave the first N steps out of the steps/s figure")
@@ -87,8 +93,9 @@ def main(argv=None):
     opt = janus.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
 
-    def batch(lo, hi):
-        t = rnd.randint(args.min_len, args.max_len)  # sequence length varies per batch
+    def batch(lo, hi, step=0):
+        longer = args.long_from and step >= args.long_from
+        t = rnd.randint(args.min_len, args.long_max_len if longer else args.max_len)  # varies per batch
         starts = janus.tensor([rnd.randrange(lo, hi - t - 1) for _ in range(args.batch)])
         offs = janus.arange(t + 1)
         idx = starts.unsqueeze(1) + offs.unsqueeze(0)
@@ -97,13 +104,13 @@ def main(argv=None):
 
     t0, c0 = time.perf_counter(), time.process_time()
     for step in range(1, args.steps + 1):
-        x, y = batch(0, split)
+        x, y = batch(0, split, step)
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        if step % 50 == 0 or step == 1:
+        if step % args.print_every == 0 or step == 1:
             print(f"step {step:5d}  loss {loss.item() / math.log(2):.3f} bits/char", flush=True)
         if step == args.warmup:
             t0, c0 = time.perf_counter(), time.process_time()
@@ -113,10 +120,10 @@ def main(argv=None):
     with janus.no_grad():
         model.eval()
         vals = []
-        for _ in range(10):
+        for _ in range(args.val_batches):
             x, y = batch(split, len(text))
             vals.append(loss_fn(model(x), y).item() / math.log(2))
-    val = sum(vals) / len(vals)
+    val = sum(vals) / max(len(vals), 1)
     print(f"validation {val:.3f} bits/char vs unigram {unigram:.3f} "
           f"({timed / dt:.1f} steps/s over {timed} steps, {1e3 * cpu / max(timed, 1):.3f} ms CPU/step)")
     return val, unigram

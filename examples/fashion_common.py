@@ -40,6 +40,8 @@ def arguments(description, epochs, batch, lr, argv):
     ap.add_argument("--batch", type=int, default=batch)
     ap.add_argument("--lr", type=float, default=lr)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--train-size", type=int, default=0,
+                    help="train on the first N images only (0: all); an epoch then ends sooner")
     ap.add_argument("--warmup", type=int, default=0, help="leave the first N steps out of the steps/s figure")
     return ap
 
@@ -48,6 +50,8 @@ def train(model, make_opt, args, image_shape):
     """Train on the training split, then print and return test accuracy."""
     janus.manual_seed(args.seed)
     (xtr, ytr), (xte, yte) = load(image_shape)
+    if args.train_size:
+        xtr, ytr = xtr[:args.train_size], ytr[:args.train_size]
     loader = DataLoader(TensorDataset(xtr, ytr), batch_size=args.batch, shuffle=True,
                         generator=janus.Generator().manual_seed(args.seed))
     model = model()

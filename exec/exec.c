@@ -136,9 +136,26 @@ struct jn_ex_exec {
      * arena's storage; the pool is emptied at the end of every run. */
     jn_tensor **hpool;
     int32_t nhpool, caphpool;
+    uint8_t *plan_sym;      /* at_max: per symbol, whether a planned value's size depends on it */
+    int wide;               /* this run: a symbol the plan depends on is past its recorded
+                             * range, so offsets and the arena come from the wide plan */
 };
 
 /* ------------------------------------------------------------ helpers */
+/* mark[s] = 1 for every symbol s that d depends on. */
+static void mark_syms(const jn_ir_graph *g, jn_ir_dim d, uint8_t *mark, int depth) {
+    if (!jn_ir_is_expr(d) || depth > 256) return;
+    int32_t i = jn_ir_expr_index(d);
+    if (i < 0 || i >= g->nexprs) return;
+    const jn_ir_expr *e = &g->exprs[i];
+    if (e->kind == JN_IR_E_SYM) {
+        if (e->sym >= 0 && e->sym < g->nsyms) mark[e->sym] = 1;
+        return;
+    }
+    mark_syms(g, e->a, mark, depth + 1);
+    mark_syms(g, e->b, mark, depth + 1);
+}
+
 static jn_status eval(const jn_ex_exec *x, jn_ir_dim d, int64_t *out) {
     if (!jn_ir_is_expr(d)) {
         *out = d;
@@ -337,11 +354,11 @@ static jn_status copy_into(const jn_ex_exec *x, jn_tensor *dst, const jn_tensor 
     return jn_copy_into(dst, src);
 }
 
-/* A contiguous header over the arena at value v's offset. */
+/* A contiguous header over the arena at value v's offset (in the plan this run uses). */
 static jn_tensor *arena_tensor(jn_ex_exec *x, int32_t v, const int64_t *shape) {
     const jn_ir_value *iv = &x->g->values[v];
     int64_t off;
-    if (eval(x, iv->mem, &off) != JN_OK) return NULL;
+    if (eval(x, x->wide ? iv->wmem : iv->mem, &off) != JN_OK) return NULL;
     size_t es = jn_dtype_size[iv->dtype];
     int64_t n = jn_shape_numel(iv->ndim, shape);
     if (off < 0 || off % (int64_t)es || off + n * (int64_t)es > x->st.arena_bytes) {
@@ -1138,7 +1155,9 @@ static jn_status prepare_kernel(jn_ex_exec *x, const jn_ex_lib *lib, int32_t ki)
         if (x->place[v] != P_ARENA) continue;
         for (int32_t i = 0; i < K->io.nin; i++) {
             int32_t w = K->io.in[i];
-            if (x->place[w] == P_ARENA && g->values[w].mem == g->values[v].mem) K->tmp[j] = 1;
+            if (x->place[w] == P_ARENA && (g->values[w].mem == g->values[v].mem ||
+                                            (g->values[w].wmem != -1 && g->values[w].wmem == g->values[v].wmem)))
+                K->tmp[j] = 1;
         }
     }
     if (KK->kind == JN_IR_K_GEMM && K->io.nnodes > 1) {
@@ -1253,10 +1272,18 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     if ((s = liveness(x))) goto fail;
     if (!eager) direct_state(x), carry_in_place(x);
     /* a constant arena under symbolic sizes: packed at the recorded maxima,
-     * so a run past a maximum would overlap values (jn_ex_run refuses it) */
-    for (int32_t v = 0; !eager && !jn_ir_is_expr(g->arena) && g->arena >= 0 && v < g->nvalues && !x->at_max; v++)
+     * so a run past a range its sizes depend on would overlap values: such
+     * a run takes the wide plan (jn_ex_run; one without refuses it) */
+    for (int32_t v = 0; !eager && !jn_ir_is_expr(g->arena) && g->arena >= 0 && v < g->nvalues; v++)
         for (int d = 0; g->values[v].mem != -1 && d < g->values[v].ndim; d++)
-            if (jn_ir_is_expr(g->values[v].shape[d])) x->at_max = 1;
+            if (jn_ir_is_expr(g->values[v].shape[d])) {
+                if (!x->plan_sym && !(x->plan_sym = calloc((size_t)g->nsyms + 1, 1))) {
+                    s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
+                    goto fail;
+                }
+                x->at_max = 1;
+                mark_syms(g, g->values[v].shape[d], x->plan_sym, 0);
+            }
     *out = x;
     return JN_OK;
 fail:
@@ -1284,6 +1311,7 @@ void jn_ex_free(jn_ex_exec *x) {
     free(x->dscal);
     if (x->arena_t) jn_tensor_decref(x->arena_t);
     free(x->arena);
+    free(x->plan_sym);
     if (x->shared_user) {
         pthread_mutex_lock(&cpu_arena.lock);
         if (--cpu_arena.users == 0) {
@@ -1412,7 +1440,10 @@ static int arena_grow(const jn_ex_exec *x, int64_t bytes, char **mem, size_t *ca
     *t = NULL;
     free(*mem);
     int64_t most = 0;
-    if (jn_cg_eval_at_max(x->g, x->g->arena, &most) != JN_OK || most < bytes) most = bytes;
+    /* past the maxima (the wide plan), a quarter more: a run whose sizes keep
+     * growing (longer sequences) then moves the arena now and then, not each time */
+    if (jn_cg_eval_at_max(x->g, x->g->arena, &most) != JN_OK || most < bytes)
+        most = bytes <= INT64_MAX - bytes / 4 ? bytes + bytes / 4 : bytes;
     size_t c = ((size_t)most + 63) / 64 * 64 + 64;
     /* eager work that ran first (replay's fallback ran a batch eagerly)
      * left its freed buffers in the runtime's block cache and malloc's
@@ -1439,7 +1470,7 @@ static jn_status ensure_arena(jn_ex_exec *x) {
     int64_t bytes = 0;
     x->st.arena_bytes = 0;
     if ((x->flags & JN_EX_EAGER) || x->g->arena == -1) return JN_OK;
-    jn_status s = eval(x, x->g->arena, &bytes);
+    jn_status s = eval(x, x->wide ? x->g->warena : x->g->arena, &bytes);
     if (s) return s;
     if (bytes < 0) return jn_error(JN_ERR_VALUE, "graph %s: arena of %lld bytes", x->g->name, (long long)bytes);
     if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */
@@ -1490,15 +1521,18 @@ jn_status jn_ex_run(jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms
     jn_set_grad_enabled(0);
     memset(&x->st, 0, sizeof x->st);
     x->live = x->peak = 0;
+    x->wide = 0;
     jn_status s = JN_OK;
     for (int32_t s2 = 0; s2 < g->nsyms; s2++) {
         const jn_ir_sym *y = &g->syms[s2];
         x->sv[s2] = y->kind == JN_IR_SYM_IVAR ? y->lo : syms ? syms[s2] : y->hi;
-        if (x->at_max && (y->kind == JN_IR_SYM_DIM || y->kind == JN_IR_SYM_INT) &&
-            (x->sv[s2] > y->hi || x->sv[s2] < y->lo) && s == JN_OK)
+        if (!x->at_max || !x->plan_sym[s2] || (x->sv[s2] <= y->hi && x->sv[s2] >= y->lo)) continue;
+        /* past a recorded range the packed plan was sized for */
+        if (g->warena != -1) x->wide = 1;
+        else if (s == JN_OK)
             s = jn_error(JN_ERR_VALUE, "graph %s: symbol %s is %lld, outside %lld..%lld, the range recorded, which its "
-                         "memory plan is sized for (replay's guards keep runs inside it); record a run that reaches it "
-                         "and optimize again", g->name, y->name ? y->name : "?", (long long)x->sv[s2], (long long)y->lo,
+                         "memory plan is sized for, and the graph has no plan for other values; run `janus optimize` "
+                         "again", g->name, y->name ? y->name : "?", (long long)x->sv[s2], (long long)y->lo,
                          (long long)y->hi);
     }
     if (s) {
@@ -1583,20 +1617,28 @@ jn_status jn_ex_bind_syms(const jn_ir_graph *g, jn_tensor *const *inputs, int64_
     return JN_OK;
 }
 
+/* A float attribute of node nd: its constant, or the recorded value of the
+ * scalar input fed to it. */
+static double attr_value(const jn_ir_graph *g, const jn_ir_node *nd, int k) {
+    int32_t v = nd->attr_input[k];
+    return v >= 0 && g->values[v].kind == JN_IR_V_INPUT ? g->inputs[g->values[v].def].scalar : nd->attrs.a[k].f;
+}
+
 /* A scalar input that is the end of an arange whose length is a symbol
- * (arange(T + 1) with T a Python number): the value these symbols imply.
- * Its recorded value would contradict them, and the graph would not run. */
+ * (arange(T + 1) with T a Python number): the value these symbols imply
+ * (start and step as recorded).  Its recorded value would contradict
+ * them, and the graph would not run. */
 static double scalar_for_syms(const jn_ir_graph *g, const jn_ir_input *in, const int64_t *syms) {
     int ks = jn_op_attr_index(JN_OP_arange, "start"), ke = jn_op_attr_index(JN_OP_arange, "end"),
         kp = jn_op_attr_index(JN_OP_arange, "step");
     for (int32_t n = 0; n < g->nnodes; n++) {
         const jn_ir_node *nd = &g->nodes[n];
         int64_t len;
-        if (nd->op != JN_OP_arange || nd->attr_input[ke] != in->value || nd->attr_input[ks] != -1 ||
-            nd->attr_input[kp] != -1 || g->values[nd->out[0]].ndim != 1 ||
+        if (nd->op != JN_OP_arange || nd->attr_input[ke] != in->value || nd->attr_input[ks] == in->value ||
+            nd->attr_input[kp] == in->value || g->values[nd->out[0]].ndim != 1 ||
             jn_ir_dim_eval(g, g->values[nd->out[0]].shape[0], syms, &len) != JN_OK)
             continue;
-        return nd->attrs.a[ks].f + (double)len * nd->attrs.a[kp].f;
+        return attr_value(g, nd, ks) + (double)len * attr_value(g, nd, kp);
     }
     return in->scalar;
 }

@@ -245,6 +245,7 @@ jn_ir_graph *jn_ir_graph_add(jn_ir_module *m, const char *name) {
     }
     g->parent = -1;
     g->arena = -1;
+    g->warena = -1;
     if (name && !(g->name = jn_ir_intern(g, name))) {
         graph_free(g);
         return NULL;
@@ -323,6 +324,7 @@ int32_t jn_ir_value_add(jn_ir_graph *g, jn_ir_value_kind kind, int32_t def, int3
     v->ndim = (uint8_t)ndim;
     for (int d = 0; d < ndim; d++) v->shape[d] = dims[d];
     v->mem = -1;
+    v->wmem = -1;
     v->alias = -1;
     return g->nvalues++;
 }
@@ -489,6 +491,7 @@ int jn_ir__values_upto(jn_ir_graph *g, int32_t v) {
     JN_IR_RESERVE(g->values, g->capvalues, (int64_t)v + 1, return -1);
     for (; g->nvalues <= v; g->nvalues++) { /* new slots are zeroed by the resize */
         g->values[g->nvalues].mem = -1;
+        g->values[g->nvalues].wmem = -1;
         g->values[g->nvalues].alias = -1;
     }
     return 0;

@@ -11,8 +11,8 @@
  *   values    SSA tensor values: dtype, device, symbolic shape;
  *   inputs    where a graph reads from outside: persistent state
  *             (parameters, optimizer buffers), host-fed tensors (batches),
- *             tensors carried over from an earlier segment, varying Python
- *             scalars (a learning rate), guarded constant Python scalars;
+ *             tensors carried over from an earlier segment, Python scalars
+ *             fed at run time (a learning rate), constants a pass relies on;
  *   nodes     ops from the one op table (runtime/ops.def) with attributes;
  *             an int attribute may hold an expression (see jn_ir_dim), a
  *             float attribute may be bound to a scalar input;
@@ -46,7 +46,7 @@
  *     in %<v> <kind> <type> [= <number>] [bind=<tensor-id>] [@<site>]
  *                                            kind: state | host | carry | scalar | const | rng
  *     %<v>[, %<w>...] = <op>(%<a>, %<b>...) [<attr>=<val>...] [kernel=K<k>] : <otype>[, <otype>...] [@<site>]
- *                                            <otype> = <type> [mem=<dim>] [alias=%<base>]
+ *                                            <otype> = <type> [mem=<dim> [wmem=<dim>]] [alias=%<base>]
  *     loop L<k> trip=<dim> ivar=<sym> {
  *       carry %<param> = %<init> -> %<next> => %<out>
  *       ... nodes (and nested loops) ...
@@ -54,10 +54,11 @@
  *     }
  *     out %<v> state=%<in>                    state input %<in> is overwritten with %<v>
  *     out %<v> keep                            Python keeps this value
- *     guard <kind> <target> <check> [@<site>] ["<text>"]
+ *     guard <kind> <target> <check> need|seen [@<site>] ["<text>"]
  *     kernel K<k> ew|ew_reduce|gemm|lib root=%<v> [impl=gen|lib|gemm]   in order K0, K1, ...;
  *                                            %<v> = the root node's first output
- *     arena <dim>                              bytes of the planned arena
+ *     arena <dim> [wide <dim>]                 bytes of the planned arena (wide: of the plan
+ *                                            for runs past the recorded ranges)
  *   }
  *
  *   <type>   <dtype>[<dim>, <dim>, ...] [<device>], e.g. f32[B, 784]
@@ -78,9 +79,12 @@
  *            pytype %<v> == int|float|bool|tensor   the Python type of an argument
  *            bind %<v> == <tensor-id>            the same state tensor as recorded
  *            trip L<k> in <lo>..<hi>
+ *            each followed by its class (jn_ir_guard_class): `need` (the
+ *            compiled code is only right when it holds) or `seen` (a
+ *            recorded range the code does not depend on)
  *
- * Kernels, mem=, alias= and arena are codegen's annotations (fuse and plan
- * passes); a graph straight from the analyzer has none.
+ * Kernels, mem=, wmem=, alias= and arena are codegen's annotations (fuse and
+ * plan passes); a graph straight from the analyzer has none.
  *
  * ------------------------------------------------------------ binary form
  * jn_ir_serialize: "JNIR" magic, format version, op-table hash, then
@@ -101,7 +105,7 @@
 extern "C" {
 #endif
 
-#define JN_IR_FORMAT_VERSION 2
+#define JN_IR_FORMAT_VERSION 3
 
 /* ------------------------------------------------------------- dims */
 /* A dim (or any symbolic integer: an int attribute, a trip count) is an
@@ -158,8 +162,10 @@ typedef struct {
     /* Memory plan (codegen's plan pass; -1 = unplanned):  mem is the byte
      * offset of the value in its graph's arena, -1 when it is not in the
      * arena (inputs, outputs Python keeps, loop values, views); alias is the
-     * value whose storage a view output shares, -1 if none. */
-    jn_ir_dim mem;
+     * value whose storage a view output shares, -1 if none.  wmem: the
+     * offset in the WIDE plan (jn_ir_graph.warena), -1 when the graph has
+     * none (mem is then valid for every symbol value). */
+    jn_ir_dim mem, wmem;
     int32_t alias;
 } jn_ir_value;
 
@@ -168,8 +174,9 @@ typedef enum {
     JN_IR_IN_STATE,   /* parameter / buffer / optimizer state living across steps */
     JN_IR_IN_HOST,    /* a tensor made from Python data (a batch) */
     JN_IR_IN_CARRY,   /* a tensor an earlier segment produced and Python kept */
-    JN_IR_IN_SCALAR,  /* a Python number that varied: fed at run time */
-    JN_IR_IN_CONST,   /* a Python number that never varied: guarded constant */
+    JN_IR_IN_SCALAR,  /* a Python number or float attribute: fed at run time */
+    JN_IR_IN_CONST,   /* a number a codegen pass specialised on (or computed by
+                       * folding): a constant, NEED-guarded where it was fed */
     JN_IR_IN_RNG      /* the generator's (seed) at graph entry; offset is a JN_IR_SYM_RNG */
 } jn_ir_input_kind;
 
@@ -255,6 +262,18 @@ typedef struct {
 } jn_ir_output;
 
 /* ----------------------------------------------------------- guards */
+/* Why a guard exists.  Only a NEED guard may make replay miss. */
+typedef enum {
+    JN_IR_GC_NEED = 0,  /* what the compiled code needs to be right: a dtype, a device, a
+                         * dim the kernels were specialised on, a bound state tensor, a
+                         * Python type, a constant a pass specialised on */
+    JN_IR_GC_SEEN = 1   /* the range a symbol or trip count took in the recording, which
+                         * the code does not depend on: a value outside it is a hit
+                         * counted as extrapolated (the matcher then also checks every
+                         * op's output shapes against the graph's, so a relation fitted
+                         * to the recorded values that stops holding is a miss) */
+} jn_ir_guard_class;
+
 typedef enum {
     JN_IR_G_SYM,      /* symbol `sym` within [lo, hi] */
     JN_IR_G_DIM,      /* dim `dim` of value `value` == lo (it never varied) */
@@ -268,6 +287,7 @@ typedef enum {
 
 typedef struct {
     jn_ir_guard_kind kind;
+    jn_ir_guard_class cls;      /* SEEN only for SYM and TRIP guards */
     int32_t value, sym, loop;   /* target (unused ones -1) */
     int32_t dim;
     int64_t lo, hi;
@@ -297,6 +317,10 @@ typedef struct {
     jn_ir_guard *guards;   int32_t nguards, capguards;
     jn_ir_kernel *kernels; int32_t nkernels, capkernels;
     jn_ir_dim arena;            /* bytes of the planned arena, -1 = unplanned */
+    jn_ir_dim warena;           /* bytes of the wide plan's arena (values' wmem), -1 = none: when
+                                 * the plan (mem) was packed at the symbols' recorded maxima, the
+                                 * slot walk's symbolic plan, valid for any symbol values, is
+                                 * kept for runs past a maximum */
 
     struct jn_ir_pool *pool;    /* interned strings, input arrays (private) */
 } jn_ir_graph;

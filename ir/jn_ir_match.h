@@ -46,7 +46,10 @@
  *                whose per-iteration objects are ALL the inputs, in order),
  *                per output: u8 new (1: creates an object; 0: writes in
  *                place into the object of the ref that follows),
- *                [ref], i32 graph output holding the object's final value (-1)
+ *                [ref], i32 graph output holding the object's final value (-1),
+ *                u8 ndim, ndim x i64 (jn_ir_dim): the output's shape as the
+ *                graph computes it (the matcher checks the event's against
+ *                it: what the graph's code and memory plan assume)
  *   ref: u8 kind (JN_IR_MR_*), i32 a (input index / token), u8 b (output),
  *        u8 mode (JN_IR_MM_* | JN_IR_MM_REL), i64 c,
  *        mode PREV: the init ref follows (never PREV itself)
@@ -57,7 +60,7 @@
 #define JN_IR_MATCH_H
 
 #define JN_IR_MATCH_MAGIC "JNMT"
-#define JN_IR_MATCH_VERSION 1
+#define JN_IR_MATCH_VERSION 2
 
 enum { JN_IR_MT_INPLACE = 1, JN_IR_MT_COLLECT = 2 };              /* token flags */
 enum { JN_IR_MR_INPUT = 0, JN_IR_MR_TOKEN = 1, JN_IR_MR_SCALAR = 2 }; /* ref kinds */

@@ -285,6 +285,7 @@ static jn_status expr(P *P, jn_ir_dim *out, int depth) {
 static jn_status type(P *P, jn_ir_value *t) {
     memset(t, 0, sizeof *t);
     t->mem = -1;
+    t->wmem = -1;
     t->alias = -1;
     int dt = keyword(P, NULL, 0);
     if (dt < 0) return err(P, "expected a type such as f32[B, 784] (dtypes: f32 f64 f16 bf16 i64 i32 u8 bool)");
@@ -328,7 +329,7 @@ static jn_status place(P *P, int32_t v, const jn_ir_value *t, jn_ir_value_kind k
     x->kind = kind;
     x->def = def;
     x->idx = idx;
-    if (kind != JN_IR_V_NODE) x->mem = -1, x->alias = -1; /* carries copy their init's type */
+    if (kind != JN_IR_V_NODE) x->mem = x->wmem = -1, x->alias = -1; /* carries copy their init's type */
     P->vdef[v] = 1;
     return JN_OK;
 }
@@ -510,6 +511,7 @@ static jn_status line_node(P *P) {
         if (k && !accept(P, ',')) return err(P, "expected ',' and a type for each of the %d outputs", nout);
         if ((st = type(P, &types[k])) != JN_OK) return st;
         if (key(P, "mem") && (st = atom(P, &types[k].mem, 0)) != JN_OK) return st;
+        if (key(P, "wmem") && (st = atom(P, &types[k].wmem, 0)) != JN_OK) return st;
         if (key(P, "alias") && (st = use(P, &types[k].alias, "the aliased value")) != JN_OK) return st;
     }
     if (!site_ref(P, &x->site) || !at_end(P)) return err(P, "expected [@<site>] and the end of the node line");
@@ -661,6 +663,9 @@ static jn_status line_guard(P *P) {
         q.hi = q.lo;
     }
     if (st != JN_OK) return st;
+    if (word(P, "seen")) q.cls = JN_IR_GC_SEEN;
+    else if (word(P, "need")) q.cls = JN_IR_GC_NEED;
+    else return err(P, "expected the guard's class after its check: need or seen");
     if (!site_ref(P, &q.site)) return err(P, "expected a site id after '@'");
     const char *note;
     ws(P);
@@ -702,6 +707,7 @@ static jn_status line_kernel(P *P) {
 static jn_status line_arena(P *P) {
     jn_status st = atom(P, &P->g->arena, 0);
     if (st != JN_OK) return st;
+    if (word(P, "wide") && (st = atom(P, &P->g->warena, 0)) != JN_OK) return st;
     return at_end(P) ? JN_OK : err(P, "expected the end of the arena line");
 }
 

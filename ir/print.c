@@ -124,6 +124,10 @@ static void put_node(pctx *p, int32_t n, int depth) {
             fputs(" mem=", f);
             put_dim(f, g, g->values[v].mem, 0);
         }
+        if (g->values[v].wmem != -1) {
+            fputs(" wmem=", f);
+            put_dim(f, g, g->values[v].wmem, 0);
+        }
         if (g->values[v].alias != -1) fprintf(f, " alias=%%%d", g->values[v].alias);
     }
     put_site(f, x->site);
@@ -195,6 +199,7 @@ static void put_guard(FILE *f, const jn_ir_graph *g, const jn_ir_guard *q) {
     case JN_IR_G_TRIP: fprintf(f, "L%d in %lld..%lld", q->loop, (long long)q->lo, (long long)q->hi); break;
     default: fputs("?", f);
     }
+    fputs(q->cls == JN_IR_GC_SEEN ? " seen" : q->cls == JN_IR_GC_NEED ? " need" : " ?", f);
     put_site(f, q->site);
     if (q->note) {
         fputc(' ', f);
@@ -259,6 +264,10 @@ jn_status jn_ir_print_graph(const jn_ir_module *m, const jn_ir_graph *g, FILE *f
     if (g->arena != -1) {
         fputs("  arena ", f);
         put_dim(f, g, g->arena, 0);
+        if (g->warena != -1) {
+            fputs(" wide ", f);
+            put_dim(f, g, g->warena, 0);
+        }
         fputc('\n', f);
     }
     fputs("}\n", f);
@@ -360,8 +369,9 @@ const char *jn_ir_guard_explain(const jn_ir_module *m, const jn_ir_graph *g, int
         }
         if (open) jn_ir__put(buf, n, &at, ")");
         if (seen) jn_ir__put(buf, n, &at, " was %.0f; recorded ", *seen);
-        else jn_ir__put(buf, n, &at, " must be in the recorded range ");
+        else jn_ir__put(buf, n, &at, q->cls == JN_IR_GC_SEEN ? " took " : " must be in the recorded range ");
         range_put(q->lo, q->hi, buf, n, &at);
+        if (!seen && q->cls == JN_IR_GC_SEEN) jn_ir__put(buf, n, &at, " in the recording (no limit)");
         site = 0;
         break;
     }
@@ -432,8 +442,9 @@ const char *jn_ir_guard_explain(const jn_ir_module *m, const jn_ir_graph *g, int
         site_put(m, site, " (at ", buf, n, &at);
         if (site && jn_ir_site_get(m, site)) jn_ir__put(buf, n, &at, ")");
         if (seen) jn_ir__put(buf, n, &at, " was %.0f; recorded ", *seen);
-        else jn_ir__put(buf, n, &at, " must be in the recorded range ");
+        else jn_ir__put(buf, n, &at, q->cls == JN_IR_GC_SEEN ? " took " : " must be in the recorded range ");
         range_put(q->lo, q->hi, buf, n, &at);
+        if (!seen && q->cls == JN_IR_GC_SEEN) jn_ir__put(buf, n, &at, " in the recording (no limit)");
         site = 0;
         break;
     default: jn_ir__put(buf, n, &at, "guard %d has unknown kind %d", k, (int)q->kind); site = 0;

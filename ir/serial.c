@@ -137,6 +137,7 @@ static void write_graph(W *w, const jn_ir_graph *g, const int *opidx) {
         wvar(w, v->ndim);
         for (int d = 0; d < v->ndim; d++) wdim(w, v->shape[d]);
         wdim(w, v->mem);
+        wdim(w, v->wmem);
         wzz(w, v->alias);
     }
     wvar(w, (uint64_t)g->ninputs);
@@ -205,6 +206,7 @@ static void write_graph(W *w, const jn_ir_graph *g, const int *opidx) {
     for (int32_t i = 0; i < g->nguards; i++) {
         const jn_ir_guard *q = &g->guards[i];
         wvar(w, (uint64_t)q->kind);
+        wvar(w, (uint64_t)q->cls);
         wzz(w, q->value);
         wzz(w, q->sym);
         wzz(w, q->loop);
@@ -222,6 +224,7 @@ static void write_graph(W *w, const jn_ir_graph *g, const int *opidx) {
         wvar(w, (uint64_t)g->kernels[i].impl);
     }
     wdim(w, g->arena);
+    wdim(w, g->warena);
 }
 
 jn_status jn_ir_serialize(const jn_ir_module *m, void **data, size_t *len) {
@@ -417,7 +420,7 @@ static jn_status read_graph(R *r, jn_ir_module *m, const int *ops, int nops) {
         if (d == JN_IR_DIM_ERROR) return JN_ERR_NOMEM;
         r->remap[r->nremap++] = d;
     }
-    n = RD("value count", rcount(r, 6));
+    n = RD("value count", rcount(r, 7));
     if (!r->bad && n && jn_ir__values_upto(g, n - 1) < 0) return JN_ERR_NOMEM;
     for (int32_t i = 0; i < n && !r->bad; i++) {
         r->what = "value";
@@ -430,6 +433,7 @@ static jn_status read_graph(R *r, jn_ir_module *m, const int *ops, int nops) {
         v->ndim = (uint8_t)rsmall(r, JN_MAX_DIMS);
         for (int d = 0; d < v->ndim && !r->bad; d++) v->shape[d] = rdim(r);
         v->mem = rdim(r);
+        v->wmem = rdim(r);
         v->alias = r32(r);
     }
     n = RD("input count", rcount(r, 13));
@@ -522,11 +526,12 @@ static jn_status read_graph(R *r, jn_ir_module *m, const int *ops, int nops) {
         if (!r->bad && jn_ir_output_add(g, k, v, s) < 0) return JN_ERR_NOMEM;
         if (!r->bad) g->outputs[i].state = s; /* as written, even for keep */
     }
-    n = RD("guard count", rcount(r, 17));
+    n = RD("guard count", rcount(r, 18));
     for (int32_t i = 0; i < n && !r->bad; i++) {
         r->what = "guard";
         jn_ir_guard q;
         q.kind = (jn_ir_guard_kind)rsmall(r, 255);
+        q.cls = (jn_ir_guard_class)rsmall(r, 255);
         q.value = r32(r);
         q.sym = r32(r);
         q.loop = r32(r);
@@ -551,6 +556,7 @@ static jn_status read_graph(R *r, jn_ir_module *m, const int *ops, int nops) {
     }
     r->what = "arena";
     g->arena = rdim(r);
+    g->warena = rdim(r);
     return JN_OK;
 }
 

@@ -475,6 +475,11 @@ static jn_status check_guards(vctx *c) {
         const jn_ir_guard *q = &g->guards[i];
         if ((unsigned)q->kind > JN_IR_G_TRIP) BAD("guard %d has unknown kind %d", i, (int)q->kind);
         const char *k = jn_ir__guard_kinds[q->kind];
+        if ((unsigned)q->cls > JN_IR_GC_SEEN) BAD("guard %d (%s) has unknown class %d", i, k, (int)q->cls);
+        /* only a recorded range may be extrapolated: everything else is
+         * what the compiled code relies on */
+        if (q->cls == JN_IR_GC_SEEN && q->kind != JN_IR_G_SYM && q->kind != JN_IR_G_TRIP)
+            BAD("guard %d (%s) is of class seen, which only a symbol's or trip count's range may be", i, k);
         if (q->kind == JN_IR_G_SYM) {
             if (q->sym < 0 || q->sym >= g->nsyms) BAD("guard %d (sym) names symbol #%d, which does not exist", i, q->sym);
         } else if (q->kind == JN_IR_G_TRIP) {
@@ -538,10 +543,16 @@ static jn_status check_codegen(vctx *c) {
     int planned = 0;
     for (int32_t v = 0; v < g->nvalues; v++) {
         const jn_ir_value *x = &g->values[v];
-        if (x->mem == -1 && x->alias == -1) continue;
+        if (x->mem == -1 && x->wmem == -1 && x->alias == -1) continue;
         if (x->kind != JN_IR_V_NODE) BAD("value %%%d is no node output but has a memory plan (mem/alias)", v);
         if (x->mem != -1 && (!dim_ok(c, x->mem) || (!jn_ir_is_expr(x->mem) && x->mem < 0)))
             BAD("value %%%d has mem %lld, which is no byte offset", v, (long long)x->mem);
+        if (x->wmem != -1 && (!dim_ok(c, x->wmem) || (!jn_ir_is_expr(x->wmem) && x->wmem < 0)))
+            BAD("value %%%d has wmem %lld, which is no byte offset", v, (long long)x->wmem);
+        /* the wide plan places exactly the values the plan does */
+        if ((x->wmem != -1) != (x->mem != -1 && g->warena != -1))
+            BAD("value %%%d has %s wide-plan offset (wmem) but %s", v, x->wmem != -1 ? "a" : "no",
+                x->mem == -1 ? "no arena offset (mem)" : g->warena == -1 ? "the graph has no wide arena" : "an arena offset");
         if (x->alias != -1 && (x->alias < 0 || x->alias >= g->nvalues || c->pos[x->alias] >= c->pos[v]))
             BAD("value %%%d aliases %%%d, which is not defined before it", v, x->alias);
         planned |= x->mem != -1;
@@ -549,6 +560,8 @@ static jn_status check_codegen(vctx *c) {
     if (!dim_ok(c, g->arena) || (!jn_ir_is_expr(g->arena) && g->arena < -1))
         BAD("the arena size %lld is neither -1 (unplanned) nor a byte count", (long long)g->arena);
     if (planned && g->arena == -1) BAD("values have arena offsets (mem) but the graph has no arena");
+    if (!dim_ok(c, g->warena) || (!jn_ir_is_expr(g->warena) && g->warena < -1) || (g->warena != -1 && g->arena == -1))
+        BAD("the wide arena size %lld is neither -1 (none) nor a byte count beside a planned arena", (long long)g->warena);
     return JN_OK;
 }
 

@@ -31,15 +31,21 @@
  * indistinguishable from the op after the loop exits too late and misses).
  *
  * What is checked, per event: the op, every attribute (ints against the
- * graph's symbolic dims, binding symbols on first sight and checking their
- * ranges; floats against constants or bound to scalar inputs), each input
+ * graph's symbolic dims, binding symbols on first sight; floats against
+ * constants or bound to scalar inputs), each input
  * tensor's identity (a graph input's tensor is bound on first sight with
  * its dtype, device, shape against the input's symbolic shape, and the
  * recorded tensor id for state; later reads and every intermediate must be
  * the very tensor the graph says), Python scalars (type; constants by
  * value; varying ones bound once), in-place writes into the right tensor,
- * and loop trip counts against their ranges.  Identities are what the
- * caller says they are (jn_tensor.id at replay, the recorded ids offline).
+ * every output's shape against the graph's symbolic shape, and loop trip
+ * counts.  Guards of class NEED (jn_ir_guard_class) miss; a symbol or trip
+ * count outside its recorded range (a SEEN guard) is followed on, and a
+ * COMPLETE lists those guards with the values seen (extrapolated hits):
+ * the output-shape checks are what keeps such a run from relying on a
+ * shape relation that only the recorded values showed.  Identities are
+ * what the caller says they are (jn_tensor.id at replay, the recorded ids
+ * offline).
  *
  * Results point into the matcher and stay valid until the next feed/end.
  * Prefix jn_rp_match_.  Not thread-safe (one matcher per thread).
@@ -74,6 +80,13 @@ typedef struct {
     const jn_rp_match_arg *out;  /* outputs; an in-place one is the tensor written */
 } jn_rp_match_event;
 
+/* A SEEN guard a completed segment went past. */
+typedef struct {
+    int32_t guard;            /* index in the graph's guards: its kind, target and recorded
+                               * range (lo..hi); jn_ir_guard_explain(.., &seen, ..) says it */
+    double seen;              /* the value this segment had */
+} jn_rp_match_extrap;
+
 typedef enum {
     JN_RP_MATCH_NONE = 0,     /* end of an empty segment */
     JN_RP_MATCH_CONTINUE,
@@ -95,6 +108,8 @@ typedef struct {
                                    * caller finds the tensor or number to run the graph with */
     int64_t nevents;          /* events of the segment */
     const int32_t *ev_token;  /* per event: the graph's token it matched */
+    int32_t nextrap;          /* SEEN guards outside their recorded range (0: a plain hit) */
+    const jn_rp_match_extrap *extrap;
     /* MISS */
     int32_t guard;            /* index of the failing guard in the graph, -1 if the
                                * failure is no guard of the IR (op, attribute, dataflow) */

@@ -102,6 +102,8 @@ void jn_rp_free(jn_replay *r);
 
 typedef struct {
     int64_t segments, hits, misses, graphs_hit, ngraphs;
+    int64_t extrapolated;      /* hits past a recorded range: a symbol or trip count outside
+                                * what the recording saw, which the graph's code is valid for */
     int64_t sliced;            /* hits that first ran part of the segment eagerly (values
                                 * Python holds that the graph does not keep) */
     int64_t chosen;            /* misses that were a choice (adapt): segments of graphs left

@@ -50,6 +50,8 @@ typedef struct {
     uint8_t out_new[JN_MAX_OUTS];
     mref out[JN_MAX_OUTS];
     int32_t gout[JN_MAX_OUTS];
+    uint8_t ondim[JN_MAX_OUTS];     /* the graph's shape of each output */
+    jn_ir_dim oshape[JN_MAX_OUTS][JN_MAX_DIMS];
 } mtok;
 
 typedef struct {
@@ -62,12 +64,13 @@ typedef struct {
 /* failure codes */
 enum {
     F_OP = 1, F_ARITY, F_ATTR, F_DTYPE, F_DEVICE, F_RANK, F_DIM, F_SYM, F_SYMBIND, F_BIND, F_IDENT, F_NOTTENSOR,
-    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART
+    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART, F_OUTRANK, F_OUTDIM
 };
 
 typedef struct {
     int code;
     int32_t tok, arg, guard, sym;   /* arg: input (>= 0), output (-1 - k), attribute (-100 - k) */
+    int32_t dim;                    /* F_OUTDIM: which dim of the output */
     int64_t event;
     double seen, want;
 } mfail;
@@ -99,6 +102,8 @@ typedef struct {
     int64_t *loop_start, *loop_trip;
     int64_t *tok_ev;
     int64_t done;                   /* events matched */
+    jn_rp_match_extrap *xp;         /* SEEN guards this run went past (each at most once) */
+    int32_t nxp;
     mfail fail;
 } mcur;
 
@@ -388,6 +393,13 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             T->gout[k] = (int32_t)get(r, 4, "an output");
             if (r->bad) return bad(gi, "truncated in %s", r->what);
             if (T->gout[k] < -1 || T->gout[k] >= g->noutputs) return bad(gi, "%s", "an output index is out of range");
+            T->ondim[k] = (uint8_t)get(r, 1, "an output shape");
+            if (!r->bad && T->ondim[k] > JN_MAX_DIMS) return bad(gi, "%s", "an output shape has too many dims");
+            for (int d = 0; d < T->ondim[k] && !r->bad; d++) {
+                T->oshape[k][d] = (jn_ir_dim)get(r, 8, "an output shape");
+                if (!r->bad && !dim_ok(g, T->oshape[k][d])) return bad(gi, "%s", "an output shape names no expression");
+            }
+            if (r->bad) return bad(gi, "truncated in %s", r->what);
         }
     }
     for (int32_t t = 0; t < G->ntok; t++) {
@@ -410,7 +422,7 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
 static void cursor_free(mcur *C) {
     if (!C) return;
     free(C->syms), free(C->sbound), free(C->ibound), free(C->in_id), free(C->in_val), free(C->in_ev), free(C->in_arg);
-    free(C->loop_start), free(C->loop_trip), free(C->tok_ev);
+    free(C->loop_start), free(C->loop_trip), free(C->tok_ev), free(C->xp);
     free(C);
 }
 
@@ -488,9 +500,10 @@ jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
         free(fill);
     }
     /* the cursor pool, each sized for the largest program */
-    int64_t ms = 1, mi = 1, ml = 1, mtk = 1;
+    int64_t ms = 1, mi = 1, ml = 1, mtk = 1, mg = 1;
     for (int32_t i = 0; !s && i < mt->ngr; i++) {
         const mgraph *G = &mt->gr[i];
+        if (G->g->nguards > mg) mg = G->g->nguards;
         if (G->g->nsyms > ms) ms = G->g->nsyms;
         if (G->g->ninputs > mi) mi = G->g->ninputs;
         if (G->nloop > ml) ml = G->nloop;
@@ -510,9 +523,10 @@ jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
             C->loop_start = calloc((size_t)ml, sizeof *C->loop_start);
             C->loop_trip = calloc((size_t)ml, sizeof *C->loop_trip);
             C->tok_ev = calloc((size_t)mtk, sizeof *C->tok_ev);
+            C->xp = calloc((size_t)mg, sizeof *C->xp);
         }
         if (!C || !C->syms || !C->sbound || !C->ibound || !C->in_id || !C->in_val || !C->in_ev || !C->in_arg || !C->loop_start ||
-            !C->loop_trip || !C->tok_ev)
+            !C->loop_trip || !C->tok_ev || !C->xp)
             s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
     }
     if (s) {
@@ -586,14 +600,29 @@ static int eval(const mcur *G, jn_ir_dim d, int64_t *v, int depth) {
     }
 }
 
+/* Is guard k of the cursor's graph a recorded range (SEEN)? */
+static int seen_guard(const mcur *G, int32_t k) { return k >= 0 && G->P->g->guards[k].cls == JN_IR_GC_SEEN; }
+
+/* SEEN guard k did not hold (value v): the run goes on past the recorded
+ * range, noted once per guard for the result. */
+static void extrapolate(mcur *G, int32_t k, int64_t v) {
+    for (int32_t i = 0; i < G->nxp; i++)
+        if (G->xp[i].guard == k) return;
+    if (G->nxp < G->P->g->nguards) G->xp[G->nxp++] = (jn_rp_match_extrap){k, (double)v};
+}
+
 static int bind_sym(mcur *G, int32_t s, int64_t v, int32_t arg) {
     int32_t k = G->P->sym_guard[s];
     if (k >= 0) {
         const jn_ir_guard *q = &G->P->g->guards[k];
         if (v < q->lo || v > q->hi) {
-            fail(G, F_SYM, arg, k, (double)v, 0);
-            G->fail.sym = s;
-            return 0;
+            if (q->cls == JN_IR_GC_SEEN) {
+                extrapolate(G, k, v);
+            } else {
+                fail(G, F_SYM, arg, k, (double)v, 0);
+                G->fail.sym = s;
+                return 0;
+            }
         }
     }
     G->syms[s] = v;
@@ -790,6 +819,25 @@ static int match_tok(const jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *
     }
     for (int k = 0; k < T->nout; k++)
         if (!T->out_new[k] && !match_tensor(mt, G, &T->out[k], &ev->out[k], -1 - k)) return 0;
+    /* Output shapes (the dispatcher inferred them with the real values)
+     * against the graph's: its kernels, views and memory plan compute with
+     * these expressions, fitted to the recorded values; a relation that
+     * does not hold here (a slice clamped at its tensor's end, a dim that
+     * matched another by coincidence) is a miss, never a wrong number. */
+    for (int k = 0; k < T->nout; k++) {
+        const jn_rp_match_arg *o = &ev->out[k];
+        if (o->ndim != T->ondim[k]) return fail(G, F_OUTRANK, -1 - k, -1, o->ndim, T->ondim[k]);
+        for (int d = 0; d < o->ndim; d++) {
+            jn_ir_dim x = T->oshape[k][d];
+            if (!jn_ir_is_expr(x) ? x == o->shape[d] : match_dim(G, x, o->shape[d], -1 - k, -1)) continue;
+            if (G->fail.code == F_SYM) return 0; /* a NEED range, explained as such */
+            int64_t want = x;
+            if (jn_ir_is_expr(x) && !eval(G, x, &want, 0)) want = -1;
+            fail(G, F_OUTDIM, -1 - k, -1, (double)o->shape[d], (double)want);
+            G->fail.dim = d;
+            return 0;
+        }
+    }
     return 1;
 }
 
@@ -803,6 +851,10 @@ static int close_loop(mcur *G) {
     int64_t lo = L->lo, hi = L->hi;
     if (L->guard >= 0) lo = G->P->g->guards[L->guard].lo, hi = G->P->g->guards[L->guard].hi;
     int ok = n >= lo && n <= hi;
+    if (!ok && seen_guard(G, L->guard)) { /* past the recorded trip counts: the loop runs trip times */
+        extrapolate(G, L->guard, n);
+        ok = 1;
+    }
     if (!ok) {
         const jn_ir_expr *e = jn_ir_is_expr(L->trip) ? &G->P->g->exprs[jn_ir_expr_index(L->trip)] : NULL;
         int32_t s = e && e->kind == JN_IR_E_SYM ? e->sym : -1;
@@ -830,7 +882,7 @@ static int trip_fits(const mcur *G) {
     const mloop *L = &G->P->loop[G->cur_loop];
     int64_t n = G->it + 1, lo = L->lo, hi = L->hi, v;
     if (L->guard >= 0) lo = G->P->g->guards[L->guard].lo, hi = G->P->g->guards[L->guard].hi;
-    if (n < lo || n > hi) return 0;
+    if ((n < lo || n > hi) && !seen_guard(G, L->guard)) return 0;
     return !eval(G, L->trip, &v, 0) || v == n;
 }
 
@@ -863,7 +915,8 @@ static int advance(jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev, mcur
     if (G->cur_loop >= 0) {
         const mloop *L = &P->loop[G->cur_loop];
         if (G->pos == L->first + L->count) {
-            int can_go_on = G->it + 1 < L->hi && P->tok[L->first].op == ev->op;
+            int open = seen_guard(G, L->guard); /* the recorded trips are no limit */
+            int can_go_on = (open || G->it + 1 < L->hi) && P->tok[L->first].op == ev->op;
             int can_leave = L->first + L->count < P->ntok && P->tok[L->first + L->count].op == ev->op;
             /* a trip count already known from dims seen before the loop
              * (T-1 once T is bound) decides; no fork */
@@ -901,7 +954,7 @@ static int advance(jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev, mcur
                 G->pos = L->first;
                 return fail(G, F_OP, -1, -1, ev->op, P->tok[L->first].op);
             }
-            if (!can_leave && G->it + 1 >= L->hi && P->tok[L->first].op == ev->op) {
+            if (!can_leave && !open && G->it + 1 >= L->hi && P->tok[L->first].op == ev->op) {
                 /* one more iteration than the loop's range allows */
                 int32_t s = -1;
                 if (jn_ir_is_expr(L->trip) && P->g->exprs[jn_ir_expr_index(L->trip)].kind == JN_IR_E_SYM)
@@ -935,6 +988,8 @@ static void cursor_copy(mcur *d, const mcur *s) {
     d->it = s->it;
     d->done = s->done;
     d->fail = s->fail;
+    d->nxp = s->nxp;
+    memcpy(d->xp, s->xp, sizeof *d->xp * (size_t)s->nxp);
     memcpy(d->syms, s->syms, sizeof *d->syms * (size_t)g->nsyms);
     memcpy(d->sbound, s->sbound, (size_t)g->nsyms);
     memcpy(d->ibound, s->ibound, (size_t)g->ninputs);
@@ -953,6 +1008,7 @@ static void cursor_start(mcur *G) {
     G->cur_loop = -1;
     G->it = 0;
     G->done = 0;
+    G->nxp = 0;
     memset(G->sbound, 0, (size_t)g->nsyms);
     memset(G->ibound, 0, (size_t)g->ninputs);
     memset(G->in_id, 0, sizeof *G->in_id * (size_t)g->ninputs);
@@ -1080,6 +1136,13 @@ static void explain(jn_rp_matcher *mt) {
                      g->name, t, op_name(T->op), site, f->seen);
         else if (f->code == F_RANK) snprintf(w, n, "%s: %s has %d dims, recorded %d", where, arg, (int)f->seen, (int)f->want);
         else if (f->code == F_DIM) snprintf(w, n, "%s: %s: a dim was %.17g, recorded %.17g", where, arg, f->seen, f->want);
+        else if (f->code == F_OUTRANK)
+            snprintf(w, n, "%s: %s has %d dims, the graph's has %d", where, arg, (int)f->seen, (int)f->want);
+        else if (f->code == F_OUTDIM && f->want >= 0)
+            snprintf(w, n, "%s: %s: dim %d is %.17g, where the graph computes %.17g (a shape relation of the recording "
+                     "does not hold here)", where, arg, f->dim, f->seen, f->want);
+        else if (f->code == F_OUTDIM)
+            snprintf(w, n, "%s: %s: dim %d is %.17g, which does not fit the graph's shape", where, arg, f->dim, f->seen);
         else snprintf(w, n, "%s: %s does not fit the graph (value %.17g)", where, arg, f->seen);
     }
 }
@@ -1228,6 +1291,8 @@ jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res) {
             res->input_arg = G->in_arg;
             res->nevents = mt->nev;
             res->ev_token = mt->ev_tok;
+            res->extrap = G->xp;
+            res->nextrap = G->nxp;
             jn_rp_match_reset(mt); /* the cursor goes back to the pool; its arrays stay until the next feed */
             return JN_RP_MATCH_COMPLETE;
         }

@@ -73,6 +73,7 @@ static jn_status seg_end_captured(jn_replay *R) {
             rp_clear_list(R); /* part of what a compiled segment costs */
             rp_adapt_hit(R, res.graph, res.nevents);
             R->g[res.graph].hits++;
+            if (res.nextrap) rp_note_extrap(R, res.graph, res.extrap, res.nextrap);
             rp_tl_hit(&R->tl, res.graph, res.nevents, R->g[res.graph].seconds);
             if (R->cfg.debug)
                 fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (rp_now() - R->t_begin),

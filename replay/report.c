@@ -1,8 +1,10 @@
 /* report.c -- what a replay tells: its misses (each reason counted once
- * per graph, guard and token), the counters, the one-line summary, and the
- * counters written to the store at the end (replay_graphs, replay_misses
- * through jn_db_replay_put, then the timeline's steps and segments), with
- * cuDNN's algorithm choices after a CUDA replay.
+ * per graph, guard and token), its extrapolated hits (hits past a SEEN
+ * guard's recorded range, per graph and per guard with the values seen),
+ * the counters, the one-line summary, and the counters written to the
+ * store at the end (replay_graphs, replay_misses, replay_extrap through
+ * jn_db_replay_put, then the timeline's steps and segments), with cuDNN's
+ * algorithm choices after a CUDA replay.
  */
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +52,30 @@ void rp_note_miss(jn_replay *R, int32_t graph, int32_t guard, int32_t token, dou
     R->nmiss++;
 }
 
+void rp_note_extrap(jn_replay *R, int32_t graph, const jn_rp_match_extrap *x, int32_t n) {
+    R->extrapolated++;
+    R->g[graph].extrap++;
+    for (int32_t k = 0; k < n; k++) {
+        rp_extrap *e = NULL;
+        for (int i = 0; i < R->nxp && !e; i++)
+            if (R->xp[i].graph == graph && R->xp[i].guard == x[k].guard) e = &R->xp[i];
+        if (!e) {
+            if (R->nxp == R->capxp) {
+                int cap = R->capxp ? 2 * R->capxp : 16;
+                rp_extrap *p = realloc(R->xp, sizeof *p * (size_t)cap);
+                if (!p) return; /* the per-guard detail is lost, the counts are not */
+                R->xp = p;
+                R->capxp = cap;
+            }
+            e = &R->xp[R->nxp++];
+            *e = (rp_extrap){graph, x[k].guard, x[k].seen, x[k].seen, 0};
+        }
+        if (x[k].seen < e->smin) e->smin = x[k].seen;
+        if (x[k].seen > e->smax) e->smax = x[k].seen;
+        e->count++;
+    }
+}
+
 jn_status rp_lost_error(const jn_tensor *t) {
     char sh[128];
     return jn_error(JN_ERR_RUNTIME,
@@ -68,6 +94,9 @@ void rp_miss_free(jn_replay *R) {
     free(R->miss);
     R->miss = NULL;
     R->nmiss = R->capmiss = 0;
+    free(R->xp);
+    R->xp = NULL;
+    R->nxp = R->capxp = 0;
 }
 
 /* The end's line: the summary, or (`janus replay` prints the counters'
@@ -92,6 +121,7 @@ void jn_rp_get_stats(const jn_replay *R, jn_rp_stats *st) {
     memset(st, 0, sizeof *st);
     st->segments = R->segments;
     st->hits = R->hits;
+    st->extrapolated = R->extrapolated;
     st->misses = R->misses;
     st->sliced = R->sliced;
     st->ngraphs = R->m ? R->m->ngraphs : 0;
@@ -167,10 +197,16 @@ void jn_rp_summary(const jn_replay *R, char *buf, size_t n) {
         snprintf(ch, sizeof ch, " (%s by choice: %lld graph%s slower than eager left to it, and timing runs)", c,
                  (long long)st.graphs_eager, st.graphs_eager == 1 ? "" : "s");
     }
+    char xp[64] = "";
+    if (st.extrapolated) { /* hits past the recorded ranges: SEEN guards, no miss */
+        char x[32];
+        commas(st.extrapolated, x, sizeof x);
+        snprintf(xp, sizeof xp, "; %s past the recorded ranges", x);
+    }
     char rg[1200];
     rp_region_summary(R, rg, sizeof rg);
-    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s)%s, %s fell back%s%s%s%s",
-             floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", gpu, fb, ch,
+    snprintf(buf, n, "janus replay: %.0f%% of %s segments ran as compiled graphs (%lld graph%s%s)%s, %s fell back%s%s%s%s",
+             floor(pct), seg, (long long)st.graphs_hit, st.graphs_hit == 1 ? "" : "s", xp, gpu, fb, ch,
              k >= 0 ? "; top miss: " : "", k >= 0 ? R->miss[k].why : "", rg);
 }
 
@@ -191,10 +227,24 @@ void rp_write_counters(jn_replay *R) {
         int ng = R->m->ngraphs;
         jn_db_replay_graph *gr = calloc((size_t)ng + 1, sizeof *gr);
         jn_db_replay_miss *mr = calloc((size_t)R->nmiss + 1, sizeof *mr);
-        jn_status s = !gr || !mr ? jn_error(JN_ERR_NOMEM, "out of memory") : JN_OK;
+        jn_db_replay_extrap *xr = calloc((size_t)R->nxp + 1, sizeof *xr);
+        char (*xwhy)[512] = calloc((size_t)R->nxp + 1, sizeof *xwhy);
+        char (*xsite)[512] = calloc((size_t)R->nxp + 1, sizeof *xsite);
+        jn_status s = !gr || !mr || !xr || !xwhy || !xsite ? jn_error(JN_ERR_NOMEM, "out of memory") : JN_OK;
         if (s == JN_OK) {
             for (int i = 0; i < ng; i++)
-                gr[i] = (jn_db_replay_graph){R->m->graphs[i]->name, R->g[i].hits, R->g[i].misses, R->g[i].seconds};
+                gr[i] = (jn_db_replay_graph){R->m->graphs[i]->name, R->g[i].hits, R->g[i].misses, R->g[i].seconds,
+                                             R->g[i].extrap};
+            for (int i = 0; i < R->nxp; i++) { /* the guard's sentence without a value: kind, target, range */
+                const rp_extrap *e = &R->xp[i];
+                const jn_ir_graph *G = R->m->graphs[e->graph];
+                const jn_ir_guard *q = &G->guards[e->guard];
+                const jn_ir_site *st = jn_ir_site_get(R->m, q->site);
+                jn_ir_guard_explain(R->m, G, e->guard, NULL, xwhy[i], sizeof xwhy[i]);
+                if (st) snprintf(xsite[i], sizeof xsite[i], "%s:%d", st->file, st->line);
+                xr[i] = (jn_db_replay_extrap){G->name, e->guard, xwhy[i], xsite[i], (double)q->lo, (double)q->hi,
+                                              e->smin, e->smax, e->count};
+            }
             for (int i = 0; i < R->nmiss; i++) {
                 const rp_miss *r = &R->miss[i];
                 mr[i] = (jn_db_replay_miss){.graph = r->graph >= 0 ? R->m->graphs[r->graph]->name : "",
@@ -202,12 +252,15 @@ void rp_write_counters(jn_replay *R) {
                                             .count = r->count, .has_range = !isnan(r->lo), .seen_min = r->lo,
                                             .seen_max = r->hi};
             }
-            s = jn_db_replay_put(db, R->run_id, gr, ng, mr, R->nmiss);
+            s = jn_db_replay_put(db, R->run_id, gr, ng, mr, R->nmiss, xr, R->nxp);
             if (!s) s = rp_tl_write(&R->tl, db, R->run_id, R->m, rp_now());
         }
         if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R->db_path, jn_errmsg());
         free(gr);
         free(mr);
+        free(xr);
+        free(xwhy);
+        free(xsite);
     }
     if (algos) {
         int n = 0;

@@ -72,6 +72,14 @@ typedef struct {
     int64_t count;
 } rp_miss;
 
+/* A SEEN guard hits went past (report.c): its recorded range, the values
+ * seen outside it, in how many hits. */
+typedef struct {
+    int32_t graph, guard;
+    double smin, smax;
+    int64_t count;
+} rp_extrap;
+
 /* A deferred slice: the pending ops that compute values Python still holds
  * but a graph did not keep, over shadow storages (private copies of every
  * other pending storage they touch, snapshots of the state the graph then
@@ -105,6 +113,7 @@ typedef struct {
 
 typedef struct {
     int64_t hits, misses;
+    int64_t extrap;        /* of the hits: past a recorded range */
     double seconds;
     rp_adapt ad;
     jn_ex_exec *x;
@@ -161,6 +170,9 @@ struct jn_replay {
     int64_t chosen;        /* segments run eagerly by choice (adapt; timing runs included) */
     rp_miss *miss;
     int nmiss, capmiss;
+    int64_t extrapolated;  /* hits past a recorded range (SEEN guards) */
+    rp_extrap *xp;
+    int nxp, capxp;
     rp_timeline tl;        /* steps and segments over time, for `janus report` (timeline.c) */
     int rg_observing;      /* a region call is observed: the dispatch hook and syncs log to rg */
     struct rp_regions *rg; /* region.c: templates, observation log, counters (NULL until used) */
@@ -293,6 +305,8 @@ jn_status rp_seg_end(jn_replay *R);
 
 /* ----------------------------------------------------------- report.c */
 void rp_note_miss(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen, const char *why);
+/* A hit of graph `graph` that went past the recorded ranges of n SEEN guards. */
+void rp_note_extrap(jn_replay *R, int32_t graph, const jn_rp_match_extrap *x, int32_t n);
 jn_status rp_lost_error(const jn_tensor *t);
 jn_status rp_strict_error(const char *why);
 void rp_write_counters(jn_replay *R);

@@ -267,6 +267,8 @@ typedef struct {
     char attr_kind[JN_MAX_ATTRS];       /* jn_attr_kind */
     char attr_name[JN_MAX_ATTRS][24];
     double attr_default[JN_MAX_ATTRS];  /* for numeric attrs ("alpha:f=1") */
+    uint8_t attr_pos[JN_MAX_ATTRS];     /* 1: an int attribute that is a position in a
+                                         * tensor (slice start/end, select index): ops_pos.def */
 } jn_opinfo;
 
 typedef jn_status (*jn_infer_fn)(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out);

@@ -220,6 +220,20 @@ static int count_guards(const jn_ir_graph *g, jn_ir_guard_kind k) {
     return n;
 }
 
+/* The first host input (Python numbers are inputs too, in order of use). */
+static int32_t host_input(const jn_ir_graph *g) {
+    for (int32_t i = 0; i < g->ninputs; i++)
+        if (g->inputs[i].kind == JN_IR_IN_HOST) return i;
+    return 0;
+}
+
+/* d with every symbol at the low end of its range (-1 if it fails). */
+static int64_t at_lo(const jn_ir_graph *g, jn_ir_dim d) {
+    int64_t sy[64] = {0}, v = -1;
+    for (int32_t k = 0; k < g->nsyms && k < 64; k++) sy[k] = g->syms[k].lo;
+    return jn_ir_dim_eval(g, d, sy, &v) == JN_OK ? v : -1;
+}
+
 static const jn_ir_node *find_node(const jn_ir_graph *g, jn_op o, int nth) {
     for (int i = 0; i < g->nnodes; i++)
         if (g->nodes[i].op == o && nth-- == 0) return &g->nodes[i];
@@ -403,9 +417,9 @@ static void test_loop(void) {
         return;
     }
     const jn_ir_loop *L = &g->loops[0];
-    /* the trip count is the symbol of x's time dim */
-    const jn_ir_value *xv = &g->values[g->inputs[0].value];
-    CHECK(g->inputs[0].kind == JN_IR_IN_HOST && xv->ndim == 3 && jn_ir_is_expr(xv->shape[1]));
+    /* the trip count is the symbol of x's time dim (input 0 is full()'s fill value) */
+    const jn_ir_value *xv = &g->values[g->inputs[host_input(g)].value];
+    CHECK(g->inputs[host_input(g)].kind == JN_IR_IN_HOST && xv->ndim == 3 && jn_ir_is_expr(xv->shape[1]));
     CHECK(L->trip == xv->shape[1]);
     CHECK(g->syms[L->ivar].kind == JN_IR_SYM_IVAR && g->syms[L->ivar].lo == 0 && g->syms[L->ivar].hi == 4);
     CHECK(L->count == 4 && L->ncarry == 1 && L->ncollect == 1);
@@ -483,7 +497,7 @@ static void test_loop_reverse(void) {
     const jn_ir_graph *g = m->graphs[0];
     const jn_ir_loop *L = &g->loops[0];
     int64_t sy[64] = {0};
-    const jn_ir_value *xv = &g->values[g->inputs[0].value];
+    const jn_ir_value *xv = &g->values[g->inputs[host_input(g)].value];
     CHECK(jn_ir_is_expr(xv->shape[1]));
     int32_t T_sym = jn_ir_is_expr(xv->shape[1]) ? g->exprs[jn_ir_expr_index(xv->shape[1])].sym : 0;
     sy[T_sym] = 9;
@@ -643,7 +657,9 @@ static void test_loop_constant(void) {
     if (m && m->ngraphs == 1 && m->graphs[0]->nloops == 1) {
         const jn_ir_graph *g = m->graphs[0];
         CHECK(g->loops[0].trip == 20 && g->loops[0].count == 2 && g->nnodes == 5);
-        CHECK(count_guards(g, JN_IR_G_TRIP) == 1 && count_guards(g, JN_IR_G_SCALAR) == 1);
+        /* the Python 2.0 is fed at run time: its type is guarded, not its value */
+        CHECK(count_guards(g, JN_IR_G_TRIP) == 1 && count_guards(g, JN_IR_G_SCALAR) == 0 &&
+              count_guards(g, JN_IR_G_PYTYPE) == 1);
         check_round_trip(m);
     }
     jn_ir_module_free(m);
@@ -694,10 +710,60 @@ static void test_variants(void) {
     jn_ir_module_free(m);
 }
 
+/* A dim that varied at the same place in other segments: the batch of a
+ * segment seen once (after an item(), in step 2 only) is a symbol (of the
+ * value it had there, 8) because the batch varied at that place before the
+ * item (4..8), and so is its output's; the dim that never varied anywhere
+ * (6) and the parameter's stay constants with DIM guards. */
+static void test_promote(void) {
+    tb t;
+    tb_open(&t, "pr.db", NULL, NULL);
+    int64_t c1 = site(&t, 140), c2 = site(&t, 141), c3 = site(&t, 142);
+    int64_t id = 100;
+    jn_attrs sa;
+    memset(&sa, 0, sizeof sa);
+    sa.a[2].i = -1;
+    const int64_t Bs[3] = {4, 8, 6};
+    for (int st = 0; st < 3; st++) {
+        for (int half = 0; half < (st == 2 ? 2 : 1); half++) {
+            jn_db_tref x = T(id++, JN_TR_HOST, 2, half ? (int64_t)8 : Bs[st], (int64_t)6);
+            jn_db_tref in[2] = {x, T(7, JN_TR_PARAM, 1, (int64_t)6)}, y = T(id++, 0, 2, x.shape[0], (int64_t)6);
+            op(&t, JN_OP_mul, c1, NULL, 2, in, 1, &y, 0);
+            jn_db_tref l = T(id++, 0, 0);
+            op(&t, JN_OP_sum, c2, &sa, 1, &y, 1, &l, 0);
+            sync_ev(&t, JN_SYNC_ITEM, half ? c3 : c2, l.id);
+        }
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("pr.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 2);
+    for (int32_t k = 0; m && k < m->ngraphs; k++) {
+        const jn_ir_graph *g = m->graphs[k];
+        const jn_ir_value *xv = &g->values[g->inputs[host_input(g)].value];
+        const jn_ir_node *mul = find_node(g, JN_OP_mul, 0);
+        CHECK(jn_ir_is_expr(xv->shape[0]) && xv->shape[1] == 6 && mul && g->values[mul->out[0]].shape[0] == xv->shape[0]);
+        int32_t sy = jn_ir_is_expr(xv->shape[0]) ? g->exprs[jn_ir_expr_index(xv->shape[0])].sym : -1;
+        /* the graph of the steps: the range they had; the one seen once: its one value */
+        CHECK(sy >= 0 && g->syms[sy].kind == JN_IR_SYM_DIM && g->syms[sy].lo == (k == 0 ? 4 : 8) && g->syms[sy].hi == 8);
+        int dims = 0, seen = 0;
+        for (int i = 0; i < g->nguards; i++) {
+            const jn_ir_guard *q = &g->guards[i];
+            dims += q->kind == JN_IR_G_DIM && q->lo == 6 && q->cls == JN_IR_GC_NEED; /* x's dim 1, the parameter's */
+            seen += q->kind == JN_IR_G_SYM && q->sym == sy && q->cls == JN_IR_GC_SEEN;
+        }
+        CHECK(dims == 2 && seen == 1);
+        if (k == 1) CHECK(g->support == 1 && !strcmp(g->entry + strlen(g->entry) - strlen("train.py:141"), "train.py:141"));
+    }
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
 /* ------------------------------------------------------------------ (d) */
 /* add(p, g, alpha=-lr) with lr changing every step (a scheduler) and a
  * constant Python scalar 2.0 in a mul: a scalar input bound to the
- * attribute, and a guarded constant. */
+ * attribute, and one for the 2.0 too (fed at run time, its type guarded:
+ * a value seen constant over a short recording is no constant). */
 static void test_scalars(void) {
     tb t;
     tb_open(&t, "d.db", NULL, NULL);
@@ -723,27 +789,26 @@ static void test_scalars(void) {
         return;
     }
     const jn_ir_graph *g = m->graphs[0];
-    int nconst = 0, nscalar = 0;
+    int nconst = 0, nscalar = 0, ntwo = 0;
     for (int i = 0; i < g->ninputs; i++) {
-        if (g->inputs[i].kind == JN_IR_IN_CONST) {
-            nconst++;
-            CHECK(g->inputs[i].scalar == 2.0 && g->inputs[i].pytype == 2);
-        }
+        nconst += g->inputs[i].kind == JN_IR_IN_CONST;
         if (g->inputs[i].kind == JN_IR_IN_SCALAR) {
             nscalar++;
-            CHECK(g->inputs[i].scalar == -0.1);
+            CHECK(g->inputs[i].scalar == -0.1 || (g->inputs[i].scalar == 2.0 && g->inputs[i].pytype == 2));
+            ntwo += g->inputs[i].scalar == 2.0;
         }
     }
-    CHECK(nconst == 1 && nscalar == 1);
+    CHECK(nconst == 0 && nscalar == 2 && ntwo == 1);
     const jn_ir_node *add = find_node(g, JN_OP_add, 0);
     CHECK(add && add->attr_input[0] >= 0);
     if (add && add->attr_input[0] >= 0) {
         const jn_ir_value *v = &g->values[add->attr_input[0]];
         CHECK(v->kind == JN_IR_V_INPUT && g->inputs[v->def].kind == JN_IR_IN_SCALAR);
     }
-    CHECK(count_guards(g, JN_IR_G_SCALAR) == 1);
+    CHECK(count_guards(g, JN_IR_G_SCALAR) == 0 && count_guards(g, JN_IR_G_PYTYPE) == 1);
     for (int i = 0; i < g->nguards; i++)
-        if (g->guards[i].kind == JN_IR_G_SCALAR) CHECK(g->guards[i].fval == 2.0 && g->guards[i].site == c1);
+        if (g->guards[i].kind == JN_IR_G_PYTYPE)
+            CHECK(g->guards[i].lo == 2 && g->guards[i].site == c1 && g->guards[i].cls == JN_IR_GC_NEED);
     check_round_trip(m);
     jn_ir_module_free(m);
 }
@@ -820,7 +885,9 @@ static void test_state(void) {
     CHECK(g2->nnodes == 4);
     if (g2->nnodes == 4) {
         const jn_ir_node *sc = &g2->nodes[3];
-        CHECK(sc->op == JN_OP_select_scatter && sc->nin == 2 && sc->attrs.a[0].i == 0 && sc->attrs.a[1].i == 1);
+        /* the index is a position: a symbol (recorded 1..1), the select's own */
+        CHECK(sc->op == JN_OP_select_scatter && sc->nin == 2 && sc->attrs.a[0].i == 0 && jn_ir_is_expr(sc->attrs.a[1].i) &&
+              at_lo(g2, sc->attrs.a[1].i) == 1 && sc->attrs.a[1].i == g2->nodes[1].attrs.a[1].i);
         CHECK(sc->in[0] == g2->nodes[0].out[0] && sc->in[1] == g2->nodes[2].out[0]); /* x before, v' */
         CHECK(g2->noutputs == 1 && g2->outputs[0].kind == JN_IR_OUT_KEEP && g2->outputs[0].value == sc->out[0]);
         const jn_ir_value *cv = &g2->values[sc->out[0]];
@@ -832,7 +899,12 @@ static void test_state(void) {
     if (g3->nnodes == 4) {
         const jn_ir_node *sc = &g3->nodes[3];
         CHECK(sc->op == JN_OP_slice_scatter && sc->in[0] == g3->nodes[0].out[0] && sc->in[1] == g3->nodes[2].out[0]);
-        CHECK(sc->attrs.a[0].i == 0 && sc->attrs.a[1].i == 0 && sc->attrs.a[2].i == 3 && sc->attrs.a[3].i == 2);
+        /* start a symbol (recorded 0), end = start + 3 */
+        CHECK(sc->attrs.a[0].i == 0 && jn_ir_is_expr(sc->attrs.a[1].i) && at_lo(g3, sc->attrs.a[1].i) == 0 &&
+              jn_ir_is_expr(sc->attrs.a[2].i) && at_lo(g3, sc->attrs.a[2].i) == 3 && sc->attrs.a[3].i == 2);
+        int64_t sy[64] = {0}, end = -1;
+        for (int32_t k = 0; k < g3->nsyms && k < 64; k++) sy[k] = 100;
+        CHECK(jn_ir_dim_eval(g3, sc->attrs.a[2].i, sy, &end) == JN_OK && end == 103);
         CHECK(g3->noutputs == 1 && g3->outputs[0].value == sc->out[0]);
     }
     const jn_ir_graph *g = m->graphs[0];
@@ -927,9 +999,13 @@ static void test_view_chains(void) {
     if (g->nnodes == 6) {
         const jn_ir_node *ss = &g->nodes[4], *sel = &g->nodes[5];
         CHECK(ss->op == JN_OP_slice_scatter && ss->in[0] == g->nodes[1].out[0] && ss->in[1] == g->nodes[3].out[0]);
-        CHECK(ss->attrs.a[0].i == 0 && ss->attrs.a[1].i == 0 && ss->attrs.a[2].i == 3 && ss->attrs.a[3].i == 2);
+        /* the positions are the views' symbols: the slice's start (recorded 0), the
+         * splice's end start + 3 (the slice ended at 4 with step 2), the select's index */
+        CHECK(ss->attrs.a[0].i == 0 && jn_ir_is_expr(ss->attrs.a[1].i) && ss->attrs.a[1].i == g->nodes[2].attrs.a[1].i &&
+              at_lo(g, ss->attrs.a[1].i) == 0 && at_lo(g, ss->attrs.a[2].i) == 3 && ss->attrs.a[3].i == 2);
         CHECK(sel->op == JN_OP_select_scatter && sel->in[0] == g->nodes[0].out[0] && sel->in[1] == ss->out[0]);
-        CHECK(sel->attrs.a[0].i == 0 && sel->attrs.a[1].i == 1);
+        CHECK(sel->attrs.a[0].i == 0 && jn_ir_is_expr(sel->attrs.a[1].i) && sel->attrs.a[1].i == g->nodes[1].attrs.a[1].i &&
+              at_lo(g, sel->attrs.a[1].i) == 1);
         CHECK(g->noutputs == 1 && g->outputs[0].value == sel->out[0]);
     }
     g = m->graphs[1];
@@ -937,6 +1013,8 @@ static void test_view_chains(void) {
     if (g->nnodes == 5) { /* clone, select, mul, select again (of the new x), relu */
         CHECK(g->nodes[2].op == JN_OP_mul && g->nodes[3].op == JN_OP_select);
         CHECK(g->nodes[3].in[0] == g->nodes[2].out[0] && g->nodes[4].in[0] == g->nodes[3].out[0]);
+        /* taken again at the same position: the first select's index symbol */
+        CHECK(jn_ir_is_expr(g->nodes[1].attrs.a[1].i) && g->nodes[3].attrs.a[1].i == g->nodes[1].attrs.a[1].i);
     }
     CHECK(st.uncaptured == 1 && jn_an_uncaptured_count() == 1);
     const char *r = jn_an_uncaptured(0);
@@ -1281,6 +1359,7 @@ int main(void) {
     test_loop_selfcheck();
     test_variants();
     test_scalars();
+    test_promote();
     test_state();
     test_view_chains();
     test_reshape_splice();

@@ -247,8 +247,8 @@ static void test_dce(void) {
            "  %7 = add(%5, %2) alpha=1 : f32[4]\n"
            "  %8 = exp(%3) : f32[4]\n"
            "  out %7 state=%0\n"
-           "  guard dim %8.0 == 4\n"
-           "  guard scalar %1 == 0.5\n",
+           "  guard dim %8.0 == 4 need\n"
+           "  guard scalar %1 == 0.5 need\n",
            "dce",
            "  sym T dim 1..9\n"
            "  sym i0 ivar 0..8\n"
@@ -263,8 +263,8 @@ static void test_dce(void) {
            "  %7 = add(%5, %2) alpha=1 : f32[4]\n"
            "  %8 = exp(%3) : f32[4]\n"
            "  out %7 state=%0\n"
-           "  guard dim %8.0 == 4\n"
-           "  guard scalar %1 == 0.5\n");
+           "  guard dim %8.0 == 4 need\n"
+           "  guard scalar %1 == 0.5 need\n");
 }
 
 /* -------------------------------------------------------------- unstack */
@@ -308,8 +308,8 @@ static void test_unstack(void) {
            "  out %7 keep\n"
            "  out %14 keep\n"
            "  out %11 keep\n"
-           "  guard trip L0 in 2..9\n"
-           "  guard trip L2 in 2..9\n",
+           "  guard trip L0 in 2..9 seen\n"
+           "  guard trip L2 in 2..9 seen\n",
            "unstack,dce",
            "  sym T dim 2..9\n"
            "  sym i0 ivar 0..8\n"
@@ -341,7 +341,7 @@ static void test_unstack(void) {
            "  out %4 keep\n"
            "  out %11 keep\n"
            "  out %8 keep\n"
-           "  guard trip L1 in 2..9\n");
+           "  guard trip L1 in 2..9 seen\n");
 }
 
 /* ------------------------------------------------------------------ cse */
@@ -788,7 +788,8 @@ static void test_dim_ge(void) {
 static void test_plan(void) {
     /* symbolic sizes that only grow with T: packed at T's maximum (8) with
      * constant offsets, smaller than the slot walk's (%3 could not reuse
-     * %1's slot there: 16T bytes are not provably <= 4T) */
+     * %1's slot there: 16T bytes are not provably <= 4T), which is kept as
+     * the wide plan (wmem=, arena ... wide) for runs past T's maximum */
     golden("plan: symbolic sizes packed at the maxima",
            "  sym T dim 1..8\n"
            "  in %0 host f32[T, 4]\n"
@@ -800,12 +801,12 @@ static void test_plan(void) {
            "plan",
            "  sym T dim 1..8\n"
            "  in %0 host f32[T, 4]\n"
-           "  %1 = sum(%0) dims=[1] keepdim=false dtype=none : f32[T] mem=0\n"
-           "  %2 = sum(%1) dims=[] keepdim=false dtype=none : f32[] mem=128\n"
-           "  %3 = exp(%0) : f32[T, 4] mem=0\n"
+           "  %1 = sum(%0) dims=[1] keepdim=false dtype=none : f32[T] mem=0 wmem=0\n"
+           "  %2 = sum(%1) dims=[] keepdim=false dtype=none : f32[] mem=128 wmem=((((T*4)+63)//64)*64)\n"
+           "  %3 = exp(%0) : f32[T, 4] mem=0 wmem=(((((T*4)+63)//64)*64)+64)\n"
            "  %4 = add(%3, %2) alpha=1 : f32[T, 4]\n"
            "  out %4 keep\n"
-           "  arena 192\n");
+           "  arena 192 wide (((((T*16)+63)//64)*64)+(((((T*4)+63)//64)*64)+64))\n");
     /* a size that shrinks as the induction variable grows: the symbolic plan stays */
     golden("plan: a size not growing with its symbols",
            "  sym T dim 2..8\n"

@@ -66,6 +66,25 @@ static void test_optable(void) {
         for (const char *p = in->schema; *p; p++) commas += *p == ',';
         CHECK(in->nattrs == (in->schema[0] ? commas + 1 : 0));
     }
+    /* positions (ops_pos.def): every name is an int attribute of its op
+     * and marked; structural ints are not */
+    int marked = 0, listed = 0;
+    for (int i = 0; i < JN_NOPS; i++)
+        for (int k = 0; k < jn_op_info((jn_op)i)->nattrs; k++) marked += jn_op_info((jn_op)i)->attr_pos[k];
+#define JN_OP_POS(name, attrs)                                                                      \
+    for (const char *p = attrs; *p;) {                                                              \
+        char nm[24] = {0};                                                                          \
+        size_t len = strcspn(p, ",");                                                               \
+        memcpy(nm, p, len < 23 ? len : 23);                                                         \
+        int k = jn_op_attr_index(JN_OP_##name, nm);                                                 \
+        CHECK(k >= 0 && jn_op_info(JN_OP_##name)->attr_kind[k] == 'i' && jn_op_info(JN_OP_##name)->attr_pos[k]); \
+        listed++;                                                                                   \
+        p += len + (p[len] == ',');                                                                 \
+    }
+#include "ops_pos.def"
+#undef JN_OP_POS
+    CHECK(marked == listed && listed >= 5);
+    CHECK(jn_op_info(JN_OP_slice)->attr_pos[1] && !jn_op_info(JN_OP_slice)->attr_pos[0]); /* start yes, dim no */
 }
 
 static void test_philox(void) {

@@ -189,7 +189,7 @@ static void test_miss_groups(void) {
     m[nm].has_range = 1, m[nm].seen_min = 2, m[nm].seen_max = 14, nm++;
     /* a choice, more frequent than any miss: still listed last */
     m[nm++] = miss("g1", JN_DB_MISS_CHOICE, "graph g1 ran eagerly to time it against its compiled run", "", NAN, 50);
-    CHECK(jn_db_replay_put(db, r2, NULL, 0, m, nm) == JN_OK);
+    CHECK(jn_db_replay_put(db, r2, NULL, 0, m, nm, NULL, 0) == JN_OK);
 
     jn_db_miss_group *g = NULL;
     int n = 0;
@@ -239,10 +239,10 @@ static void make_v5(const char *path) {
     int64_t run;
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     jn_db_replay_miss m = miss("g0", 1, "was 3", "x.py:1", 3, 1);
-    if (jn_db_replay_put(db, run, NULL, 0, &m, 1) != JN_OK) fprintf(stderr, "  replay_put: %s\n", jn_errmsg());
+    if (jn_db_replay_put(db, run, NULL, 0, &m, 1, NULL, 0) != JN_OK) fprintf(stderr, "  replay_put: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+                     JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v5: %s\n", err ? err : "?");
     sqlite3_free(err);

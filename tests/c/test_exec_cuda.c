@@ -148,6 +148,23 @@ static int64_t *mid_syms(const jn_ir_graph *g) {
     return sv;
 }
 
+/* mid_syms when graph gi runs op by op on synthetic inputs there, else
+ * NULL (counted): symbols fitted apart that a real run relates (a slice's
+ * end is its start plus its length) may not hold together at midpoints. */
+static int unrunnable;
+static int64_t *runnable_mid_syms(const jn_ir_module *m, int32_t gi) {
+    const jn_ir_graph *g = m->graphs[gi];
+    int64_t *sv = mid_syms(g);
+    jn_tensor **outs = calloc((size_t)g->noutputs + 1, sizeof *outs);
+    if (sv && outs && jt_run_graph(m, gi, NULL, JN_EX_EAGER, sv, 4242, outs, NULL) != JN_OK) {
+        free(sv);
+        sv = NULL;
+        unrunnable++;
+    }
+    free_outs(outs, g->noutputs);
+    return sv;
+}
+
 static int total_calls;
 
 /* Every generated kernel call of every graph of m (optimized, with lib). */
@@ -482,7 +499,8 @@ static jn_status device_inputs(const jn_ir_graph *g, const int64_t *sv, jn_tenso
 
 static void graph_on_device(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, jn_ex_dlib *l, const char *name) {
     const jn_ir_graph *g = m->graphs[gi];
-    int64_t *sv = mid_syms(g);
+    int64_t *sv = runnable_mid_syms(m, gi);
+    if (!sv) return;
     size_t ni = (size_t)g->ninputs + 1, no = (size_t)g->noutputs + 1;
     jn_tensor **ref = calloc(no, sizeof *ref), **hin = calloc(ni, sizeof *hin), **din = calloc(ni, sizeof *din),
               **keep = calloc(no, sizeof *keep);
@@ -618,7 +636,8 @@ static int graph_run_pair(const jn_ir_module *m, int32_t gi, const jn_ex_lib *li
 
 static void graph_as_cuda_graph(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, jn_ex_dlib *l) {
     const jn_ir_graph *g = m->graphs[gi];
-    int64_t *sv = mid_syms(g);
+    int64_t *sv = runnable_mid_syms(m, gi);
+    if (!sv) return;
     jn_tensor **din = calloc((size_t)g->ninputs + 1, sizeof *din);
     jn_ex_cuda_graphs *cg = NULL;
     jn_ex_exec *dx = NULL;
@@ -773,7 +792,8 @@ static void golden_module(const jn_ir_module *m, const char *name) {
     }
     for (int32_t gi = 0; gi < m->ngraphs; gi++) {
         const jn_ir_graph *g = m->graphs[gi];
-        int64_t *sv = mid_syms(g);
+        int64_t *sv = runnable_mid_syms(m, gi);
+        if (!sv) continue;
         mirror h = {.kc = {.what = name, .io = describe_all(g)}, .what = name, .l = l, .gi = gi, .g = g};
         h.io = h.kc.io;
         jn_ex_stats st = {0};
@@ -826,6 +846,8 @@ static void test_golden(void) {
            "element\n",
            fake_driver ? "fake device (host kernels in the node-runner table: plumbing, not CUDA)" : "GPU", graphs_run,
            graphs_skipped, (long long)graphs_launches, (long long)graphs_nodes, graphs_outputs, graphs_exact, graphs_close);
+    printf("  graph runs left out: %d (not runnable op by op on synthetic inputs at the symbols' midpoints)\n",
+           unrunnable);
     CHECK(graphs_run > 0 && graphs_outputs == graphs_exact + graphs_close && graphs_launches > 0 && graphs_nodes > 0);
     if (!fake_driver) {
         printf("  CUDA Graphs on the GPU: %d graphs, %d runs: %lld captures (%lld instantiated, %lld updated), %lld "

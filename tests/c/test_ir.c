@@ -38,7 +38,9 @@ static int32_t input_value(jn_ir_graph *g, jn_ir_input_kind k, jn_ir_value t, in
 
 static void add_guard(jn_ir_graph *g, jn_ir_guard_kind k, int32_t value, int32_t sym, int32_t loop, int32_t dim,
                       int64_t lo, int64_t hi, double fval, int64_t site, const char *note) {
-    jn_ir_guard q = {k, value, sym, loop, dim, lo, hi, fval, site, note};
+    /* a recorded range is SEEN, everything else NEED (as the analyzer classes them) */
+    jn_ir_guard q = {k, k == JN_IR_G_SYM || k == JN_IR_G_TRIP ? JN_IR_GC_SEEN : JN_IR_GC_NEED, value, sym, loop, dim,
+                     lo, hi, fval, site, note};
     CHECK(jn_ir_guard_add(g, &q) >= 0);
 }
 
@@ -600,7 +602,13 @@ static void test_explain(void) {
     jn_ir_guard_explain(m, g, 0, &seen, buf, sizeof buf);
     CHECK(!strcmp(buf, "symbol B (dim 0 of host input %2, first seen at train.py:42 in main) was 17; recorded 32..64"));
     jn_ir_guard_explain(m, g, 0, NULL, buf, sizeof buf);
+    /* a SEEN range, which the code does not depend on: no "must" */
+    CHECK(g->guards[0].cls == JN_IR_GC_SEEN && strstr(buf, ") took 32..64 in the recording (no limit)") != NULL &&
+          !strstr(buf, "must"));
+    g->guards[0].cls = JN_IR_GC_NEED;
+    jn_ir_guard_explain(m, g, 0, NULL, buf, sizeof buf);
     CHECK(strstr(buf, "must be in the recorded range 32..64") != NULL);
+    g->guards[0].cls = JN_IR_GC_SEEN;
     seen = 512;
     jn_ir_guard_explain(m, g, 1, &seen, buf, sizeof buf);
     CHECK(!strcmp(buf, "dim 1 of host input %2 (at train.py:42 in main) was 512; recorded 784"));

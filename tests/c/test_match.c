@@ -340,7 +340,7 @@ static int replay(const char *path, const char *other) {
     /* JN_MATCH_BENCH=only: the timing alone (benchmarks/bench_match.py) */
     int bench_only = getenv("JN_MATCH_BENCH") && !strcmp(getenv("JN_MATCH_BENCH"), "only");
     /* mutations, on the first hit segment of each graph */
-    int nsym = 0, nop = 0, nscalar = 0, nbind = 0, ntrip = 0, nother = 0, crashfree = 1;
+    int nsym = 0, nseen = 0, nop = 0, nscalar = 0, nspecial = 0, nbind = 0, ntrip = 0, nother = 0, crashfree = 1;
     sarg *mut = malloc(sizeof *mut * ((size_t)s.narg + 1));
     for (int32_t gi = 0; gi < m->ngraphs && !bench_only; gi++) {
         int64_t k = -1;
@@ -355,7 +355,9 @@ static int replay(const char *path, const char *other) {
         memcpy(ids, r.inputs, sizeof *ids * (size_t)g->ninputs);
         memcpy(syms, r.syms, sizeof *syms * (size_t)g->nsyms);
         const sseg *sg = &s.seg[k];
-        /* (a) a dim symbol's input dim out of its range */
+        /* (a) a dim symbol's input dim changed where the ops' outputs were
+         * not: the graph's shape relations fail (an output's shape, or
+         * another dim bound to the symbol), a miss, never a hit */
         for (int32_t i = 0; i < g->ninputs && !nsym; i++) {
             if (!ids[i]) continue;
             const jn_ir_value *v = &g->values[g->inputs[i].value];
@@ -372,18 +374,44 @@ static int replay(const char *path, const char *other) {
                     }
                 jn_rp_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
                 CHECK(rk == JN_RP_MATCH_MISS);
-                if (rk == JN_RP_MATCH_MISS && r.graph == gi && r.guard >= 0 &&
-                    g->guards[r.guard].kind == JN_IR_G_SYM && r.seen == (double)(hi + 1)) {
+                if (rk == JN_RP_MATCH_MISS && r.graph == gi && r.why &&
+                    (strstr(r.why, "where the graph computes") || strstr(r.why, "another dim of this graph"))) {
                     nsym++;
-                    if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  sym miss: %s\n", r.why);
-                    char want[64];
-                    snprintf(want, sizeof want, "was %lld", (long long)(hi + 1));
-                    CHECK(strstr(r.why, want) != NULL);
-                    CHECK(strstr(r.why, g->syms[e->sym].name) != NULL);
+                    if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  shape miss: %s\n", r.why);
                 } else {
-                    fprintf(stderr, "graph %s: dim out of range: %s\n", g->name, r.why ? r.why : "(complete)");
+                    fprintf(stderr, "graph %s: a dim changed alone: %s\n", g->name, r.why ? r.why : "(complete)");
                 }
             }
+        }
+        /* (a') a symbol's recorded range narrowed below this segment's
+         * value (the matcher reads the module's guards, so an edited
+         * module stands for a shorter recording): SEEN, an extrapolated
+         * hit naming the guard and the value; as a NEED guard, a miss */
+        for (int32_t q = 0; q < g->nguards && !nseen; q++) {
+            jn_ir_guard *sgd = &g->guards[q];
+            if (sgd->kind != JN_IR_G_SYM || sgd->sym < 0 || sgd->cls != JN_IR_GC_SEEN) continue;
+            int64_t val = syms[sgd->sym], lo = sgd->lo, hi = sgd->hi;
+            if (val <= INT64_MIN + 2) continue;
+            sgd->lo = lo < val - 1 ? lo : val - 2;
+            sgd->hi = val - 1;
+            jn_rp_match_kind rk = feed_seg(L.mt, &s, s.arg, k, &r);
+            int ok = rk == JN_RP_MATCH_COMPLETE && r.graph == gi;
+            int named = 0;
+            for (int32_t x = 0; ok && x < r.nextrap; x++) named |= r.extrap[x].guard == q && r.extrap[x].seen == (double)val;
+            CHECK(ok && named);
+            sgd->cls = JN_IR_GC_NEED;
+            rk = feed_seg(L.mt, &s, s.arg, k, &r);
+            CHECK(rk == JN_RP_MATCH_MISS); /* (a variant that got further may be the one reported) */
+            if (ok && named && rk == JN_RP_MATCH_MISS && r.guard == q && r.seen == (double)val) {
+                nseen++;
+                if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  sym miss (as NEED): %s\n", r.why);
+                char want[64];
+                snprintf(want, sizeof want, "was %lld", (long long)val);
+                CHECK(strstr(r.why, want) != NULL && strstr(r.why, g->syms[sgd->sym].name) != NULL);
+            }
+            sgd->cls = JN_IR_GC_SEEN;
+            sgd->lo = lo;
+            sgd->hi = hi;
         }
         /* (b) another op in the middle */
         {
@@ -403,20 +431,34 @@ static int replay(const char *path, const char *other) {
                 fprintf(stderr, "graph %s: another op: %s\n", g->name, r.why ? r.why : "(complete)");
             free(ev2);
         }
-        /* (c) a changed constant scalar: every Python number, one at a time */
+        /* (c) another value of a Python number, one at a time: fed at run
+         * time, so still a hit, the scalar input bound to the new value
+         * (a number whose value decides an int attribute, e.g. arange's
+         * length, misses on that attribute or the output's shape instead);
+         * one a codegen pass specialised on misses on its NEED guard */
         for (int32_t x = sg->ev0; x < sg->ev0 + sg->nev; x++)
             for (int j = 0; j < s.ev[x].nin; j++) {
                 const sarg *a0 = &s.arg[s.ev[x].arg0 + j];
-                if (!a0->a.pytype) continue;
+                if (!a0->a.pytype || a0->a.pytype == 3) continue;
                 memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
-                mut[s.ev[x].arg0 + j].a.scalar = a0->a.scalar + 1.5;
+                mut[s.ev[x].arg0 + j].a.scalar = a0->a.scalar + 2;
                 jn_rp_match_kind rk = feed_seg(L.mt, &s, mut, k, &r);
                 crashfree &= rk == JN_RP_MATCH_MISS || rk == JN_RP_MATCH_COMPLETE;
-                if (rk == JN_RP_MATCH_MISS && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_SCALAR) {
-                    if (!nscalar && getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  scalar miss: %s\n", r.why);
-                    CHECK(r.seen == a0->a.scalar + 1.5);
-                    nscalar++;
+                if (rk == JN_RP_MATCH_MISS && r.graph == gi && r.guard >= 0 && g->guards[r.guard].kind == JN_IR_G_SCALAR) {
+                    CHECK(g->guards[r.guard].cls == JN_IR_GC_NEED && r.seen == a0->a.scalar + 2 &&
+                          g->guards[r.guard].note && strstr(g->guards[r.guard].note, "specialised by"));
+                    if (!nspecial && getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  special miss: %s\n", r.why);
+                    nspecial++;
                 }
+                if (rk != JN_RP_MATCH_COMPLETE || r.graph != gi) continue;
+                int fed = 0;
+                for (int32_t i = 0; i < g->ninputs; i++)
+                    fed |= g->inputs[i].kind == JN_IR_IN_SCALAR && r.input_event[i] == x - sg->ev0 &&
+                           r.input_arg[i] == j && r.scalars[i] == a0->a.scalar + 2;
+                CHECK(fed);
+                if (fed && !nscalar && getenv("JN_MATCH_VERBOSE"))
+                    fprintf(stderr, "  scalar fed: event %d input %d = %g\n", (int)(x - sg->ev0), j, a0->a.scalar + 2);
+                nscalar += fed;
             }
         /* (d) another state tensor */
         for (int32_t i = 0; i < g->ninputs; i++) {
@@ -439,7 +481,9 @@ static int replay(const char *path, const char *other) {
         }
         /* (e) a trip count out of range: the loop's TRIP guard narrowed
          * below what this segment ran (the matcher reads the module's
-         * guards, so an edited module stands for a shorter recording) */
+         * guards, so an edited module stands for a shorter recording):
+         * the loop runs on, an extrapolated hit naming the guard; the same
+         * guard as NEED misses there */
         for (int32_t q = 0; q < g->nguards && !ntrip; q++) {
             jn_ir_guard *tg = &g->guards[q];
             if (tg->kind != JN_IR_G_TRIP || tg->loop < 0 || tg->loop >= g->nloops) continue;
@@ -449,13 +493,20 @@ static int replay(const char *path, const char *other) {
             tg->lo = n - 1 < lo ? n - 1 : lo;
             tg->hi = n - 1;
             jn_rp_match_kind rk = feed_seg(L.mt, &s, s.arg, k, &r);
-            CHECK(rk == JN_RP_MATCH_MISS);
-            if (rk == JN_RP_MATCH_MISS && r.guard == q && r.seen == (double)n) {
-                if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  trip miss: %s\n", r.why);
+            int named = 0;
+            for (int32_t x = 0; rk == JN_RP_MATCH_COMPLETE && x < r.nextrap; x++)
+                named |= r.extrap[x].guard == q && r.extrap[x].seen == (double)n;
+            CHECK(rk == JN_RP_MATCH_COMPLETE && r.graph == gi && named);
+            tg->cls = JN_IR_GC_NEED;
+            jn_rp_match_kind rk2 = feed_seg(L.mt, &s, s.arg, k, &r);
+            CHECK(rk2 == JN_RP_MATCH_MISS);
+            if (named && rk2 == JN_RP_MATCH_MISS && r.guard == q && r.seen == (double)n) {
+                if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  trip miss (as NEED): %s\n", r.why);
                 ntrip++;
             } else {
                 fprintf(stderr, "graph %s: trip out of range: %s\n", g->name, r.why ? r.why : "(complete)");
             }
+            tg->cls = JN_IR_GC_SEEN;
             tg->lo = lo;
             tg->hi = hi;
         }
@@ -477,6 +528,11 @@ static int replay(const char *path, const char *other) {
             jn_rp_match_result r;
             if (feed_seg(L.mt, &o, o.arg, k, &r) == JN_RP_MATCH_COMPLETE) {
                 ohits++;
+                for (int32_t x = 0; x < r.nextrap && getenv("JN_MATCH_VERBOSE"); x++) {
+                    char b[512];
+                    fprintf(stderr, "other segment %lld: extrapolated: %s\n", (long long)k,
+                            jn_ir_guard_explain(m, m->graphs[r.graph], r.extrap[x].guard, &r.extrap[x].seen, b, sizeof b));
+                }
             } else {
                 omiss++;
                 CHECK(r.why && *r.why);
@@ -575,10 +631,10 @@ static int replay(const char *path, const char *other) {
         free(as);
     }
     printf("match: segments=%lld hits=%lld misses=%lld support=%lld graphs=%d programs=%d shapes_ok=%lld outputs_ok=%lld "
-           "mut_sym=%d mut_op=%d mut_scalar=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
+           "mut_sym=%d mut_seen=%d mut_op=%d mut_scalar=%d mut_special=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
            "events=%lld ns_per_event=%.1f ns_per_event_stream=%.1f\n",
            (long long)s.nseg, (long long)hits, (long long)misses, (long long)support, m->ngraphs,
-           jn_rp_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nop, nscalar, nbind, ntrip, (long long)ohits,
+           jn_rp_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nseen, nop, nscalar, nspecial, nbind, ntrip, (long long)ohits,
            (long long)omiss, (long long)nev, ns, ns_stream);
     (void)nother;
     free(mut);
@@ -596,7 +652,8 @@ static int put_le(unsigned char *p, size_t *n, uint64_t v, int bytes) {
 }
 
 static void loader_tests(void) {
-    /* a one-graph module and its section, written by hand */
+    /* a one-graph module and its section, written by hand; the symbol's
+     * range is SEEN (extrapolated past), or NEED in a copy of it */
     const char *ir = "module optable=0000000000000000 graphs=1\n"
                      "graph g0 group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"step start\" "
                      "exit=\"step end\" {\n"
@@ -604,18 +661,23 @@ static void loader_tests(void) {
                      "  in %0 host f32[s0, 4]\n"
                      "  %1 = relu(%0) : f32[s0, 4]\n"
                      "  out %1 keep\n"
-                     "  guard sym s0 in 1..64\n"
-                     "  guard dtype %0 == f32\n"
+                     "  guard sym s0 in 1..64 seen\n"
+                     "  guard dtype %0 == f32 need\n"
+                     "  guard device %0 == cpu need\n"
                      "}\n";
-    jn_ir_module *m = NULL;
+    jn_ir_module *m = NULL, *mneed = NULL;
     CHECK(jn_ir_parse(ir, strlen(ir), &m) == JN_OK);
     if (!m) return;
+    char irneed[1024];
+    snprintf(irneed, sizeof irneed, "%s", ir);
+    memcpy(strstr(irneed, "64 seen"), "64 need", 7);
+    CHECK(jn_ir_parse(irneed, strlen(irneed), &mneed) == JN_OK);
     unsigned char sec[256];
     size_t n = 0;
 #define P(v, b) put_le(sec, &n, (uint64_t)(v), (b))
     memcpy(sec, "JNMT", 4);
     n = 4;
-    P(1, 4), P(1, 4);                      /* version, ngraphs */
+    P(JN_IR_MATCH_VERSION, 4), P(1, 4);    /* version, ngraphs */
     P(0, 4), P(0, 1);                      /* graph 0, entry: step start */
     P(1, 4), P(0, 4);                      /* 1 token, 0 loops */
     P(4, 2);
@@ -624,32 +686,45 @@ static void loader_tests(void) {
     P(1, 1), P(1, 1), P(0, 1), P(-1, 4), P(0, 8), P(0, 1);   /* nin nout flags loop site nattrs */
     P(JN_IR_MR_INPUT, 1), P(0, 4), P(0, 1), P(0, 1), P(0, 8); /* input 0 */
     P(1, 1), P(0, 4);                      /* new output -> graph output 0 */
+    P(2, 1), P(m->graphs[0]->values[1].shape[0], 8), P(4, 8); /* its shape [s0, 4] */
 #undef P
     jn_rp_matcher *mt = NULL;
     CHECK(jn_rp_match_new(m, sec, n, &mt) == JN_OK);
     if (mt) {
-        /* feed relu on a [17, 4] tensor: complete, s0 = 17; [99, 4]: miss, guard 0 */
-        int64_t shape[2] = {17, 4};
+        /* feed relu on a [17, 4] tensor: complete, s0 = 17 */
+        int64_t shape[2] = {17, 4}, oshape[2] = {17, 4};
         jn_rp_match_arg in = {.id = 5, .shape = shape, .ndim = 2, .dtype = JN_F32};
-        jn_rp_match_arg out = {.id = 6, .shape = shape, .ndim = 2, .dtype = JN_F32};
+        jn_rp_match_arg out = {.id = 6, .shape = oshape, .ndim = 2, .dtype = JN_F32};
         jn_rp_match_event ev = {JN_OP_relu, NULL, 1, 1, &in, &out};
         jn_rp_match_result r;
         CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_COMPLETE);
         CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5 &&
-              r.input_event[0] == 0 && r.input_arg[0] == 0 && r.nevents == 1 && r.ev_token[0] == 0);
+              r.input_event[0] == 0 && r.input_arg[0] == 0 && r.nevents == 1 && r.ev_token[0] == 0 && r.nextrap == 0);
         CHECK(jn_rp_match_token_output(mt, 0, 0, 0) == 0);
-        shape[0] = 99;
+        /* [99, 4]: past the SEEN range 1..64, a hit that names the guard and the value */
+        shape[0] = oshape[0] = 99;
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_COMPLETE);
+        CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_COMPLETE && r.syms[0] == 99 && r.nextrap == 1 &&
+              r.extrap[0].guard == 0 && r.extrap[0].seen == 99);
+        /* an output whose shape is not the graph's ([99, 5] from [99, 4]): a miss */
+        oshape[1] = 5;
         CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS);
-        CHECK(r.guard == 0 && r.seen == 99 && strstr(r.why, "99") && strstr(r.why, "1..64"));
+        CHECK(r.guard == -1 && strstr(r.why, "output 0: dim 1 is 5, where the graph computes 4"));
         CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_MISS);
-        shape[0] = 3;
+        oshape[1] = 4;
+        /* another dtype, another device: NEED guards miss */
+        shape[0] = oshape[0] = 3;
         in.dtype = JN_F64;
-        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS && r.guard == 1);
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS && r.guard == 1 && strstr(r.why, "dtype"));
         jn_rp_match_end(mt, &r);
         CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_NONE);
-        /* entry kind: the graph's segments start at a step start */
-        shape[0] = 3;
         in.dtype = JN_F32;
+        in.device = JN_CUDA;
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS && r.guard == 2 && strstr(r.why, "device") &&
+              strstr(r.why, "cuda"));
+        jn_rp_match_end(mt, &r);
+        in.device = JN_CPU;
+        /* entry kind: the graph's segments start at a step start */
         jn_rp_match_begin(mt, JN_SYNC_ITEM);
         CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS && r.graph == -1 && strstr(r.why, "after item()"));
         jn_rp_match_end(mt, &r);
@@ -658,6 +733,21 @@ static void loader_tests(void) {
         jn_rp_match_end(mt, &r);
         jn_rp_match_free(mt);
     }
+    /* the same range as a NEED guard: 99 misses, naming it */
+    mt = NULL;
+    CHECK(mneed && jn_rp_match_new(mneed, sec, n, &mt) == JN_OK);
+    if (mt) {
+        int64_t shape[2] = {99, 4};
+        jn_rp_match_arg in = {.id = 5, .shape = shape, .ndim = 2, .dtype = JN_F32};
+        jn_rp_match_arg out = {.id = 6, .shape = shape, .ndim = 2, .dtype = JN_F32};
+        jn_rp_match_event ev = {JN_OP_relu, NULL, 1, 1, &in, &out};
+        jn_rp_match_result r;
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS);
+        CHECK(r.guard == 0 && r.seen == 99 && strstr(r.why, "99") && strstr(r.why, "1..64"));
+        jn_rp_match_end(mt, &r);
+        jn_rp_match_free(mt);
+    }
+    jn_ir_module_free(mneed);
     /* every truncation and every single-byte corruption: refused or loaded, never a crash */
     for (size_t k = 0; k < n; k++) {
         mt = NULL;
@@ -679,10 +769,10 @@ static void loader_tests(void) {
             jn_rp_match_free(mt);
         }
     CHECK(refused > 0);
-    unsigned char v2[256];
-    memcpy(v2, sec, n);
-    v2[4] = 2;
-    CHECK(jn_rp_match_new(m, v2, n, &mt) != JN_OK && has("format version 2"));
+    unsigned char old[256];
+    memcpy(old, sec, n);
+    old[4] = JN_IR_MATCH_VERSION - 1;
+    CHECK(jn_rp_match_new(m, old, n, &mt) != JN_OK && has("format version 1"));
     jn_ir_module_free(m);
 }
 

@@ -166,7 +166,7 @@ static jn_tensor *op(jn_op o, int nin, jn_tensor **in, const jn_attrs *a) {
 
 /* One SGD step of relu(x W + b) against y (mean squared error), by hand,
  * learning rate lr; returns the loss (a new reference), NULL on error. */
-static jn_tensor *train_step(model *M, double lr_value) {
+static jn_tensor *train_step(model *M, double lr_value, int int_lr) {
     jn_attrs red, tr, alpha;
     memset(&red, 0, sizeof red);
     red.a[2].i = -1; /* mean over everything */
@@ -175,7 +175,7 @@ static jn_tensor *train_step(model *M, double lr_value) {
     memset(&alpha, 0, sizeof alpha);
     alpha.a[0].f = 1;
     int64_t batch = M->x->shape[0];
-    jn_tensor *lr = jn_scalar_f64(lr_value, JN_F64, 1), *c = jn_scalar_f64(2.0 / (double)(batch * OUT), JN_F64, 1);
+    jn_tensor *lr = int_lr ? jn_scalar_i64((int64_t)lr_value, JN_I64, 1) : jn_scalar_f64(lr_value, JN_F64, 1), *c = jn_scalar_f64(2.0 / (double)(batch * OUT), JN_F64, 1);
     jn_tensor *h = op(JN_OP_matmul, 2, (jn_tensor *[]){M->x, M->W}, NULL);
     jn_tensor *h2 = op(JN_OP_add, 2, (jn_tensor *[]){h, M->b}, NULL);
     jn_tensor *r = op(JN_OP_relu, 1, (jn_tensor *[]){h2}, NULL);
@@ -232,7 +232,7 @@ static void record(const char *db_path) {
     jn_rec_mark(M.x, JN_TR_HOST), jn_rec_mark(M.y, JN_TR_HOST);
     for (int s = 0; s < RECORD_STEPS; s++) {
         fill_batch(&M, s);
-        jn_tensor *loss = train_step(&M, 0.05);
+        jn_tensor *loss = train_step(&M, 0.05, 0);
         CHECK(loss != NULL);
         jn_rec_sync(JN_SYNC_ITEM, loss ? jn_load_f64(jn_data(loss), loss->dtype) : 0, loss); /* print(loss.item()) */
         jn_tensor_decref(loss);
@@ -293,8 +293,9 @@ typedef struct {
 
 /* The run the script makes: steps on the batch of B rows, MISS_STEP on a
  * batch of 5 (a size never recorded: a guard miss at the first op), LR_STEP
- * with another learning rate (a constant in the graph: a miss late in the
- * segment, so the fallback fills pending tensors, the loss too), each step
+ * with the learning rate a Python int (its type is guarded: a miss late in
+ * the segment, so the fallback fills pending tensors, the loss too; another
+ * float would be fed to the graph), each step
  * ended as
  * Optimizer.step() ends it, the loss read after (a sync), and the
  * parameters snapshot on the host. */
@@ -308,7 +309,7 @@ static void run_steps(trace *t, jn_replay *replaying) {
     for (int s = 0; s < NSTEPS; s++) {
         model *use = s == MISS_STEP ? &small : &M;
         fill_batch(use, s);
-        jn_tensor *loss = train_step(use, s == LR_STEP ? 0.02 : 0.05);
+        jn_tensor *loss = train_step(use, s == LR_STEP ? 1 : 0.05, s == LR_STEP);
         CHECK(loss != NULL);
         if (replaying && loss) CHECK(jn_rp_sync(replaying, JN_SYNC_ITEM, loss) == JN_OK); /* loss.item() */
         if (replaying) CHECK(jn_rp_step(replaying) == JN_OK);                        /* the step's end */

@@ -2,7 +2,9 @@
 
 `scale(x, s)` multiplies by `s`, a Python float on even steps and a 0-dim
 janus tensor on odd steps: the same call site sees two Python types for one
-op argument, so the graphs differ by a `pytype` guard.  24 optimizer steps."""
+op argument, so the graphs differ by a `pytype` guard.
+24 optimizer steps (--steps N for another count)."""
+import argparse
 import os
 import sys
 
@@ -10,6 +12,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import janus  # noqa: E402
 import janus.nn as nn  # noqa: E402
 import janus.nn.functional as F  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--steps", type=int, default=24)
+args = ap.parse_args()
 
 
 def scale(x, s):
@@ -22,7 +28,7 @@ Y = X @ janus.randn(8, 1)
 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
 opt = janus.optim.SGD(model.parameters(), lr=0.05)
 s_tensor = janus.tensor(0.5)
-for step in range(24):
+for step in range(args.steps):
     s = 0.5 if step % 2 == 0 else s_tensor
     loss = F.mse_loss(scale(model(X), s), Y)
     opt.zero_grad()

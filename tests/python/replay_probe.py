@@ -4,7 +4,7 @@ float lists, to the JSON file named by JANUS_PROBE_OUT: what
 test_replay.py compares between an eager run and a replayed one (any wrong
 number in any step would show in the final weights).  The optimizer is
 found through a global post-step hook, which reads no data (no sync points
-of its own)."""
+of its own), and replay, when on, is stopped before the weights are read."""
 import json
 import os
 import runpy
@@ -30,6 +30,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
 runpy.run_path(script, run_name="__main__")
 out = janus._C._setting_value("JANUS_PROBE_OUT")
 if out and _last:
+    # the script is done: replay ends here (its summary line as at exit), so
+    # the probe's own reads are no segments of the replay (strict mode)
+    from janus import _replay
+    _replay.stop()
     params = [p.detach().reshape(-1).tolist() for g in _last[0].param_groups for p in g["params"]]
     with open(out, "w") as f:
         json.dump(params, f)

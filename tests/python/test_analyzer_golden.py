@@ -53,6 +53,8 @@ EXPECT = {
                        "one and a tensor in the other, guarded `pytype ... == float` / `== tensor`",
     "python_state": "a scalar input for the EMA (at the `/ ema` line) with no scalar guard, and "
                     "`out %v state=%w` writing back the in-place updated `running` tensor",
+    "advancing_offset": "a slice of the text whose start is an int symbol (the offset that advances every "
+                        "step) with a SEEN range guard, and loops over time steps whose trip count is a symbol",
 }
 
 _dumps = {}

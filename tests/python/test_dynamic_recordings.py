@@ -216,8 +216,8 @@ graph g0 group=0 variant=1 parent=0 diverge=3 support=12 steps=1..23 entry="afte
     %4 = tanh(%3) : f32[16, 8] @3
   }
   out %5 state=%0
-  guard sym T in 3..8 @3 "sequence length"
-  guard bind %0 == 1234
+  guard sym T in 3..8 seen @3 "sequence length"
+  guard bind %0 == 1234 need
 }
 '''
 
@@ -233,7 +233,7 @@ def test_ir_reader_and_normalize():
     assert g.ops() == ["mul", "tanh"] and len(g.guards) == 2 and g.kind("out") == ["out %5 state=%0"]
     n = dr.normalize(SAMPLE_IR)
     assert "optable=0000000000000000" in n and '"seq_len_varies.py":29' in n and "at x.py:23 # text" in n
-    assert "bind=1 " in n and "guard bind %0 == 1\n" in n and "= 0.1 @3" in n
+    assert "bind=1 " in n and "guard bind %0 == 1 need\n" in n and "= 0.1 @3" in n
     assert "#" not in n.replace("# text", "") and dr.normalize(n) == n
     assert len(dr.Module(n).graphs) == 1
     with pytest.raises(AssertionError):

@@ -14,6 +14,7 @@ store is inspected as it is and migrated by `janus replay`.  Stores with a
 usable bundle come from the C test binary (`test_bundle --fixture PATH`)."""
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -45,8 +46,14 @@ if "--stdin" in args:
 if "--counters" in args and env["JANUS_REPLAY_DB"]:
     con = sqlite3.connect(env["JANUS_REPLAY_DB"], timeout=10)
     run = int(env["JANUS_REPLAY_RUN"])
-    con.executemany("INSERT INTO replay_graphs(run_id, graph, hits, misses, seconds) VALUES(?,?,?,?,?)",
-                    [(run, "g0", 95, 2, 0.5), (run, "g1", 0, 3, 0.0)])
+    con.executemany("INSERT INTO replay_graphs(run_id, graph, hits, misses, seconds, extrapolated) "
+                    "VALUES(?,?,?,?,?,?)", [(run, "g0", 95, 2, 0.5, 40), (run, "g1", 0, 3, 0.0, 0)])
+    con.executemany("INSERT INTO replay_extrap(run_id, graph, guard, reason, site, lo, hi, seen_min, seen_max, count) "
+                    "VALUES(?,?,?,?,?,?,?,?,?,?)",
+                    [(run, "g0", 1, "symbol s0 (start of slice) took 0..35 in the recording (no limit)",
+                      "train.py:9", 0, 35, 42, 98, 40),
+                     (run, "g0", 3, "trip count of loop L0 took 3..8 in the recording (no limit)",
+                      "train.py:11", 3, 8, 12, 16, 7)])
     con.executemany("INSERT INTO replay_misses(run_id, graph, guard, reason, site, seen, count) "
                     "VALUES(?,?,?,?,?,?,?)",
                     [(run, "g1", 2, "input x dim 0 is 32 where the graph has 64", "train.py:12", 32.0, 3),
@@ -292,7 +299,8 @@ def test_inspect_replay_counters(store, child):
     r = janus("replay", "--db", store, "--", *child, "--counters")
     assert r.returncode == 0, r.stderr
     # 95 hits of 100 segments
-    assert "95.0% hit rate (95 of 100 segments ran as graphs, 5 fell back to eager), 2 graphs" in r.stderr
+    assert ("95.0% hit rate (95 of 100 segments ran as graphs, 5 fell back to eager), 2 graphs, 0.500 s in graphs; "
+            "40 of the hits past the recorded ranges") in r.stderr
     # the most frequent miss, worded as `janus inspect` words it
     assert ("; top miss (3x): g1 guard 2 at train.py:12: input x dim 0 is 32 where the graph has 64 (seen 32); "
             "`janus inspect --run") in r.stderr
@@ -306,7 +314,13 @@ def test_inspect_replay_counters(store, child):
     c = rep["replay"]
     assert c["hits"] == 95 and c["misses"] == 5 and c["hit_rate"] == pytest.approx(0.95)
     assert c["seconds"] == pytest.approx(0.5)
-    assert c["graphs"][0] == {"graph": "g0", "hits": 95, "misses": 2, "seconds": 0.5}
+    assert c["graphs"][0] == {"graph": "g0", "hits": 95, "in_range": 55, "extrapolated": 40, "misses": 2,
+                              "seconds": 0.5}
+    assert c["graphs"][1]["in_range"] == 0 and c["graphs"][1]["extrapolated"] == 0 and c["extrapolated"] == 40
+    x0, x1 = c["extrapolations"]
+    assert x0 == {"graph": "g0", "guard": 1, "reason": "symbol s0 (start of slice) took 0..35 in the recording "
+                  "(no limit)", "site": "train.py:9", "recorded": [0, 35], "seen": [42, 98], "count": 40}
+    assert x1["guard"] == 3 and x1["recorded"] == [3, 8] and x1["seen"] == [12, 16] and x1["count"] == 7
     assert c["graphs"][1]["graph"] == "g1" and c["graphs"][1]["misses"] == 3
     m0, m1, m2 = c["miss_reasons"]
     assert m2["guard"] == -1 and m2["site"] == ""
@@ -322,6 +336,11 @@ def test_inspect_replay_counters(store, child):
     t = r.stdout
     assert f"run {run_id}  [replay of bundle {cpu_bundle(store)}]  finished" in t
     assert "replay: 95.0% hit rate: 95 of 100 segments ran as graphs, 5 fell back to eager" in t
+    # per graph: hits inside the recorded ranges and past them; per guard the range and the values past it
+    assert re.search(r"graph +hits +in range +extrapolated +misses +seconds\n +g0 +95 +55 +40 +2 +0\.500\n", t), t
+    assert ("extrapolated hits (2 guards past their recorded ranges):\n"
+            "          40x  g0 guard 1 at train.py:9: recorded 0..35, seen 42..98: symbol s0") in t, t
+    assert "7x  g0 guard 3 at train.py:11: recorded 3..8, seen 12..16: trip count of loop L0" in t
     assert "misses by guard (6 in 3 groups):" in t
     assert "1x  g1: op 3 is add where the graph has mul\n" in t  # no guard, no site
     assert "3x  g1 guard 2 at train.py:12: input x dim 0 is 32 where the graph has 64 (seen 32)" in t
@@ -349,8 +368,9 @@ def test_counters_through_the_c_api(store, child):
             in r.stdout)
 
 
-# what schemas v7 and v6 added (db/db.c SCHEMA_V7, SCHEMA_V6), taken back first (tests/c/jn_test_db.h)
-UNDO_V6 = ("ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "
+# what schemas v8, v7 and v6 added (db/db.c SCHEMA_V8..SCHEMA_V6), taken back first (tests/c/jn_test_db.h)
+UNDO_V6 = ("DROP TABLE replay_extrap; ALTER TABLE replay_graphs DROP COLUMN extrapolated; "
+           "ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "
            "DROP TABLE run_steps; DROP TABLE replay_segments; DROP TABLE replay_graph_times; DROP TABLE bundle_notes; "
            "ALTER TABLE runs DROP COLUMN cpu_seconds; ALTER TABLE runs DROP COLUMN peak_rss; "
            "ALTER TABLE replay_misses DROP COLUMN seen_min; ALTER TABLE replay_misses DROP COLUMN seen_max; ")
@@ -379,5 +399,5 @@ def test_v2_store_inspects_and_migrates(child, tmp_path):
     r = janus("replay", "--db", db, "--", *child)
     assert r.returncode == 0 and "has no bundle" in r.stderr
     out = inspect_json(db)
-    assert out["schema_version"] == 7  # migrated to the current schema
+    assert out["schema_version"] == 8  # migrated to the current schema
     assert [(x["id"], x["kind"]) for x in out["runs"]] == [(1, "record"), (2, "replay")]

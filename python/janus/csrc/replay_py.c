@@ -109,7 +109,8 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
         }
         Py_DECREF(tup);
     }
-    return Py_BuildValue("{sLsLsLsLsLsLsLsLsdsssN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
+    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsdsssN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
+                         "extrapolated", (long long)st.extrapolated,
                          "sliced", (long long)st.sliced, "chosen", (long long)st.chosen, "graphs_eager",
                          (long long)st.graphs_eager,
                          "misses", (long long)st.misses, "graphs_hit", (long long)st.graphs_hit, "graphs",

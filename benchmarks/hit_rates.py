@@ -1,0 +1,182 @@
+"""Hit rates of a short recording over a long run, for every example and
+dynamic-feature script: record N steps (`janus record`), `janus optimize`,
+then `janus replay` the same script for 10x as many steps, and report the
+share of segments that ran as compiled graphs (and, where the build counts
+them, how many of those hits went past the recorded ranges).  The demo row
+is README's main job: record 60 steps of the MLP, replay 2 epochs.
+
+    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K] [--sizes] [--check] [--adapt]
+                                     [--only NAME,...]
+
+--build / --python choose the janus build and package measured (another
+tree's, for a before/after table); the scripts are always this tree's, so
+both sides run the same workload.  --scale multiplies the replayed steps
+(10 by default: 20 recorded, 200 replayed); --sizes replays the scripts
+that have a batch size or sequence length with up to twice the recorded
+maxima instead.  --check runs every command through
+tests/python/replay_probe.py, replays with --strict (once more without it
+when a miss stops the strict run, for the counters), runs the same command
+eagerly (`janus replay --eager`) and compares printed lines and final
+weights bitwise: the long variant of tests/python/test_extrapolate.py
+(`--check`, `--check --sizes`; longer with `--scale 50`).  Replays run with
+JANUS_REPLAY_ADAPT=0 (every graph that fits runs; no eager timing runs
+and no graph left to eager as slower, which are misses by choice that
+depend on the machine's load) unless --adapt.  Prints a Markdown table.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBE = os.path.join(ROOT, "tests", "python", "replay_probe.py")
+EX = os.path.join(ROOT, "examples")
+DYN = os.path.join(ROOT, "tests", "dynamic")
+
+# small models so the whole table takes minutes; the LSTM prints and
+# validates only at its first step (a print's next step and the first
+# validation batch are segments the 20 recorded steps see once)
+LSTM = ["--batch", "4", "--hidden", "16", "--min-len", "4", "--max-len", "8", "--print-every", "1000",
+        "--val-batches", "0"]
+MLP = ["--train-size", "1000", "--batch", "64", "--hidden", "32", "--epochs", "1000"]
+CNN = ["--train-size", "560", "--batch", "32", "--epochs", "1000"]
+
+
+def cases(k):
+    """name -> (script, recorded args, replayed args)."""
+    steps = lambda n: ["--steps", str(n)]  # noqa: E731
+    c = {
+        "fashion_mlp": (os.path.join(EX, "fashion_mlp.py"), steps(20) + MLP, steps(20 * k) + MLP),
+        "fashion_cnn": (os.path.join(EX, "fashion_cnn.py"), steps(20) + CNN, steps(20 * k) + CNN),
+        "char_lstm": (os.path.join(EX, "char_lstm.py"), steps(20) + LSTM, steps(20 * k) + LSTM),
+        "demo (fashion_mlp, 60 steps / 2 epochs)": (os.path.join(EX, "fashion_mlp.py"), steps(60),
+                                                   ["--epochs", "2", "--warmup", "30"]),
+    }
+    for name in ("advancing_offset", "branch_every_n", "float_or_tensor", "last_batch_smaller", "loss_item_branch",
+                 "lr_schedule", "python_state", "seq_len_varies"):
+        c[name] = (os.path.join(DYN, name + ".py"), steps(20), steps(20 * k))
+    c["train_eval"] = (os.path.join(DYN, "train_eval.py"), ["--phases", "5"], ["--phases", str(5 * k)])
+    return c
+
+
+def wide_cases(k):
+    """The scripts with a batch size or sequence length: replayed with up
+    to twice the recorded maxima (tests/python/test_extrapolate.py's runs)."""
+    c = cases(k)
+    mlp, cnn = [a if a != "64" else "128" for a in MLP], [a if a != "32" else "64" for a in CNN]
+    return {
+        "fashion_mlp (batch 128, recorded 64)": (c["fashion_mlp"][0], c["fashion_mlp"][1],
+                                                 ["--steps", str(20 * k)] + mlp),
+        "fashion_cnn (batch 64, recorded 32)": (c["fashion_cnn"][0], c["fashion_cnn"][1],
+                                                ["--steps", str(20 * k)] + cnn),
+        "char_lstm (lengths to 16 from step 21, recorded 4..8)": (
+            c["char_lstm"][0], c["char_lstm"][1],
+            ["--steps", str(20 * k)] + LSTM + ["--long-from", "21", "--long-max-len", "16"]),
+        "advancing_offset (lengths to 12, recorded 3..6)": (c["advancing_offset"][0], c["advancing_offset"][1],
+                                                            ["--steps", str(20 * k), "--max-len", "12"]),
+        "last_batch_smaller (batch 32, recorded 16)": (c["last_batch_smaller"][0], c["last_batch_smaller"][1],
+                                                       ["--steps", str(20 * k), "--batch", "32"]),
+        "seq_len_varies (lengths to 16, recorded 3..8)": (c["seq_len_varies"][0], c["seq_len_varies"][1],
+                                                          ["--steps", str(20 * k), "--max-len", "16"]),
+    }
+
+
+HIT = re.compile(r"\(([\d,]+) of ([\d,]+) segments ran as graphs")
+EXTRAP = re.compile(r"; ([\d,]+) of the hits past the recorded ranges")
+TOP = re.compile(r"; top miss \(([\d,]+)x\): (.*?); `janus inspect")
+
+
+def num(s):
+    return int(s.replace(",", ""))
+
+
+def strip_rates(text):
+    return re.sub(r"\([\d.]+ steps/s over (\d+) steps(, [\d.]+ ms CPU/step)?", r"(steps/s over \1 steps", text)
+
+
+def measure(janus, env, script, rec, rep, tmp, check):
+    db = os.path.join(tmp, "run.db")
+    for p in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(p):
+            os.unlink(p)
+    cmd = [sys.executable, PROBE, script] if check else [sys.executable, script]
+    r = subprocess.run([janus, "record", "--db", db, "--", *cmd, *rec], capture_output=True, text=True, env=env)
+    if r.returncode:
+        return {"error": "record failed: " + r.stderr.strip().splitlines()[-1]}
+    r = subprocess.run([janus, "optimize", db], capture_output=True, text=True, env=env)
+    if r.returncode:
+        return {"error": "optimize failed: " + r.stderr.strip().splitlines()[-1]}
+    out = {}
+    if check:
+        e = subprocess.run([janus, "replay", "--db", db, "--eager", "--", *cmd, *rep], capture_output=True, text=True,
+                           env=dict(env, JANUS_PROBE_OUT=os.path.join(tmp, "eager.json")))
+        if e.returncode:
+            return {"error": "eager run failed: " + e.stderr.strip().splitlines()[-1]}
+        env = dict(env, JANUS_PROBE_OUT=os.path.join(tmp, "replay.json"))
+    t0 = time.time()
+    r = subprocess.run([janus, "replay", "--db", db, *(["--strict"] if check else []), "--", *cmd, *rep],
+                       capture_output=True, text=True, env=env)
+    secs = time.time() - t0
+    m = HIT.search(r.stderr)
+    strict_ok = r.returncode == 0
+    if check and not strict_ok:  # the first miss stopped the run: counters and the comparison without --strict
+        r = subprocess.run([janus, "replay", "--db", db, "--", *cmd, *rep], capture_output=True, text=True, env=env)
+        m = HIT.search(r.stderr)
+    if check:
+        with open(os.path.join(tmp, "eager.json")) as f:
+            we = f.read()
+        wr = ""
+        if os.path.exists(os.path.join(tmp, "replay.json")):
+            with open(os.path.join(tmp, "replay.json")) as f:
+                wr = f.read()
+            os.unlink(os.path.join(tmp, "replay.json"))
+        same = strip_rates(e.stdout) == strip_rates(r.stdout) and we == wr
+        out["check"] = ("strict passes" if strict_ok else "strict fails (a miss)") + \
+            (", bitwise equal" if same else ", DIFFERS FROM EAGER")
+    elif r.returncode:
+        return {"error": "replay failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]}
+    if not m:
+        return {"error": "no counters: " + (r.stderr.strip().splitlines() or ["?"])[-1]}
+    x, t = EXTRAP.search(r.stderr), TOP.search(r.stderr)
+    out.update({"hits": num(m.group(1)), "segments": num(m.group(2)), "extrap": num(x.group(1)) if x else 0,
+                "top": (t.group(2)[:110] + ("..." if len(t.group(2)) > 110 else "")) if t else "", "secs": secs})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--python", default=os.path.join(ROOT, "python"))
+    ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--adapt", action="store_true", help="let replay time graphs against eager")
+    ap.add_argument("--check", action="store_true", help="--strict, and eager's printed lines and weights")
+    ap.add_argument("--sizes", action="store_true", help="the runs with batch sizes / lengths up to 2x the recorded")
+    a = ap.parse_args()
+    env = dict(os.environ, JANUS_BUILD_DIR=os.path.abspath(a.build), PYTHONPATH=os.path.abspath(a.python))
+    if not a.adapt:
+        env["JANUS_REPLAY_ADAPT"] = "0"
+    janus = os.path.join(os.path.abspath(a.build), "janus")
+    only = {s for s in a.only.split(",") if s}
+    print("| script | recorded -> replayed | hit rate | hits / segments | extrapolated | top miss |" +
+          (" check |" if a.check else ""))
+    print("|---|---|---|---|---|---|" + ("---|" if a.check else ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (script, rec, rep) in (wide_cases if a.sizes else cases)(a.scale).items():
+            if only and name.split(" ")[0] not in only:
+                continue
+            res = measure(janus, env, script, rec, rep, tmp, a.check)
+            shape = f"{' '.join(rec)} -> {' '.join(rep)}"
+            if "error" in res:
+                print(f"| {name} | {shape} | - | - | - | {res['error']} |", flush=True)
+                continue
+            pct = 100.0 * res["hits"] / res["segments"] if res["segments"] else 0.0
+            print(f"| {name} | {shape} | {pct:.1f}% | {res['hits']} / {res['segments']} | {res['extrap']} | "
+                  f"{res['top'].replace('|', '/')} |" + (f" {res['check']} |" if a.check else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()

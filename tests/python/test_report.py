@@ -194,6 +194,9 @@ SECTIONS = ["Overview", "Coverage: compiled vs eager", "Replay vs eager", "Graph
 
 
 def render(store, out, **extra):
+    # the page is rendered by this interpreter, so have_matplotlib() says
+    # whether it can draw plots (JANUS_PYTHON's default, python3, may differ)
+    extra.setdefault("JANUS_PYTHON", sys.executable)
     r = subprocess.run([JANUS, "report", "-o", out, store], capture_output=True, text=True, env=env(**extra),
                        timeout=300)
     assert r.returncode == 0, r.stderr

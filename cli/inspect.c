@@ -788,6 +788,26 @@ static int has_mark(const jn_db_miss_group *g) { return strstr(g->pattern, JN_DB
  * words; with several values seen, the reason with JN_DB_SEEN_MARK where
  * the value goes and their range.  A value the reason does not mention (an
  * op's number) is not shown.  Shared with `janus replay`'s exit line. */
+void jn_cli_json_extraps(jn_cli_json *j, const jn_db_replay_extrap *x, int nx) {
+    jn_cli_json_arr(j);
+    for (int i = 0; i < nx; i++) {
+        jn_cli_json_obj(j);
+        jn_cli_json_key(j, "graph"); jn_cli_json_str(j, x[i].graph);
+        jn_cli_json_key(j, "guard"); jn_cli_json_int(j, x[i].guard);
+        jn_cli_json_key(j, "reason"); jn_cli_json_str(j, x[i].reason);
+        jn_cli_json_key(j, "site"); jn_cli_json_str(j, x[i].site);
+        jn_cli_json_key(j, "recorded"); jn_cli_json_arr(j);
+        jn_cli_json_num(j, x[i].lo); jn_cli_json_num(j, x[i].hi);
+        jn_cli_json_end(j, ']');
+        jn_cli_json_key(j, "seen"); jn_cli_json_arr(j);
+        jn_cli_json_num(j, x[i].seen_min); jn_cli_json_num(j, x[i].seen_max);
+        jn_cli_json_end(j, ']');
+        jn_cli_json_key(j, "count"); jn_cli_json_int(j, x[i].count);
+        jn_cli_json_end(j, '}');
+    }
+    jn_cli_json_end(j, ']');
+}
+
 const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t n) {
     size_t k = (size_t)snprintf(buf, n, "%s", g->graph[0] ? g->graph : "(no graph)");
     if (k < n && g->guard >= 0) k += (size_t)snprintf(buf + k, n - k, " guard %d", (int)g->guard);
@@ -886,23 +906,7 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         }
         jn_cli_json_end(j, ']');
         jn_cli_json_key(j, "extrapolations");
-        jn_cli_json_arr(j);
-        for (int i = 0; i < nx; i++) {
-            jn_cli_json_obj(j);
-            jn_cli_json_key(j, "graph"); jn_cli_json_str(j, x[i].graph);
-            jn_cli_json_key(j, "guard"); jn_cli_json_int(j, x[i].guard);
-            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, x[i].reason);
-            jn_cli_json_key(j, "site"); jn_cli_json_str(j, x[i].site);
-            jn_cli_json_key(j, "recorded"); jn_cli_json_arr(j);
-            jn_cli_json_num(j, x[i].lo); jn_cli_json_num(j, x[i].hi);
-            jn_cli_json_end(j, ']');
-            jn_cli_json_key(j, "seen"); jn_cli_json_arr(j);
-            jn_cli_json_num(j, x[i].seen_min); jn_cli_json_num(j, x[i].seen_max);
-            jn_cli_json_end(j, ']');
-            jn_cli_json_key(j, "count"); jn_cli_json_int(j, x[i].count);
-            jn_cli_json_end(j, '}');
-        }
-        jn_cli_json_end(j, ']');
+        jn_cli_json_extraps(j, x, nx);
         jn_cli_json_end(j, '}');
         jn_db_replay_free(g, ng, m, nm);
         jn_db_miss_groups_free(mg, nmg);

@@ -99,6 +99,9 @@ void jn_cli_json_num(jn_cli_json *j, double v);      /* NaN/inf -> null */
 void jn_cli_json_null(jn_cli_json *j);
 /* A value that is already JSON text (argv as stored by janus record). */
 void jn_cli_json_raw(jn_cli_json *j, const char *json);
+/* The extrapolations of a replay run as an array (inspect.c; `janus inspect
+ * --json` and `janus report` write the same fields). */
+void jn_cli_json_extraps(jn_cli_json *j, const jn_db_replay_extrap *x, int nx);
 /* Write s as a JSON string literal (with quotes) to f. */
 void jn_cli_json_quote(FILE *f, const char *s);
 

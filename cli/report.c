@@ -385,6 +385,7 @@ static void emit_graphs(rctx *c, int64_t run, const jn_db_replay_graph *g, int n
         jn_cli_json_obj(j);
         jn_cli_json_key(j, "graph"); jn_cli_json_str(j, g[i].graph);
         jn_cli_json_key(j, "hits"); jn_cli_json_int(j, g[i].hits);
+        jn_cli_json_key(j, "extrapolated"); jn_cli_json_int(j, g[i].extrapolated);
         jn_cli_json_key(j, "misses"); jn_cli_json_int(j, g[i].misses);
         jn_cli_json_key(j, "seconds"); jn_cli_json_num(j, g[i].seconds);
         json_num_or_null(j, "exec_per_hit", g[i].hits ? g[i].seconds / (double)g[i].hits : NAN);
@@ -539,9 +540,10 @@ static void emit_run(rctx *c, const jn_db_run_row *r) {
     jn_db_segment *seg = NULL;
     jn_db_replay_graph *g = NULL;
     jn_db_replay_miss *m = NULL;
-    int n = 0, nseg = 0, ng = 0, nm = 0;
+    jn_db_replay_extrap *x = NULL;
+    int n = 0, nseg = 0, ng = 0, nm = 0, nx = 0;
     if (jn_db_run_steps(c->db, r->id, &st, &n) != JN_OK || jn_db_segments(c->db, r->id, &seg, &nseg) != JN_OK ||
-        jn_db_replay_get(c->db, r->id, &g, &ng, &m, &nm) != JN_OK) {
+        jn_db_replay_get(c->db, r->id, &g, &ng, &m, &nm) != JN_OK || jn_db_replay_extraps(c->db, r->id, &x, &nx) != JN_OK) {
         failed(c);
         goto out;
     }
@@ -570,6 +572,8 @@ static void emit_run(rctx *c, const jn_db_run_row *r) {
         jn_cli_json_end(j, '}');
     }
     emit_graphs(c, r->id, g, ng);
+    jn_cli_json_key(j, "extrapolations");
+    jn_cli_json_extraps(j, x, nx);
     emit_misses(c, r, seg, nseg);
     jn_cli_json_key(j, "segments");
     jn_cli_json_obj(j);
@@ -586,6 +590,7 @@ out:
     jn_db_run_steps_free(st, n);
     jn_db_segments_free(seg, nseg);
     jn_db_replay_free(g, ng, m, nm);
+    jn_db_replay_extrap_free(x, nx);
 }
 
 /* -------------------------------------------------------------- bundles */

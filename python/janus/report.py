@@ -492,15 +492,17 @@ class Page:
                 s = static.get(g["graph"], {})
                 sp = t.get("speedup")
                 sp_html = "–" if sp is None else f'<span class="{"good" if sp >= 1 else "bad"}">{speed(sp)}</span>'
-                rows.append([f"<b>{esc(g['graph'])}</b>", count(g["hits"]), count(g["misses"]),
+                rows.append([f"<b>{esc(g['graph'])}</b>", count(g["hits"]), count(g.get("extrapolated")),
+                             count(g["misses"]),
                              seconds(t.get("wall_per_hit")), seconds(t.get("eager_per_segment")), sp_html,
                              seconds(g.get("exec_per_hit")),
                              num(t["ops"] / g["hits"], 0) if t.get("ops") and g["hits"] else "–",
                              f"{count(s.get('kernels'))} ({count(s.get('generated_kernels'))})" if s else "–",
                              count(s.get("fused_nodes")) if s else "–", nbytes(s.get("arena")) if s else "–"])
-            self.table(["graph", "hits", "misses", "compiled / hit", "eager / segment", "speed-up", "in graph / hit",
-                        "ops / hit", "kernels (generated)", "fused nodes", "arena"], rows,
-                       num_cols=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+            self.table(["graph", "hits", "of which extrapolated", "misses", "compiled / hit", "eager / segment",
+                        "speed-up", "in graph / hit", "ops / hit", "kernels (generated)", "fused nodes", "arena"], rows,
+                       num_cols=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11))
+            self.extrapolations(r)
             if b and b.get("graphs_note"):
                 self.note(f"Bundle {b['id']}'s graphs cannot be read: {b['graphs_note']}")
             self.ir_details(b, [g["graph"] for g in r["graphs"]], r.get("cwd"))
@@ -519,6 +521,21 @@ class Page:
                         "arena", "guards"], rows, num_cols=(2, 3, 4, 5, 6, 7))
             self.ir_details(b, [g["name"] for g in b.get("graphs", [])])
         self.w("</section>")
+
+    def extrapolations(self, r):
+        """The guards whose recorded range a hit went past (SEEN guards: the code stays valid there)."""
+        xs = r.get("extrapolations") or []
+        if not xs:
+            return
+        self.w(f'<p>Hits past the recorded ranges ({count(len(xs))} guard{"s" if len(xs) != 1 else ""}): the '
+               "recording saw a narrower range of these values, and the graph's code is valid beyond it.</p>")
+        self.table(["graph", "guard", "at", "recorded", "seen", "hits", "what"],
+                   [[esc(x["graph"]), count(x["guard"]), esc(x.get("site") or "–"),
+                     f"{num_val(x['recorded'][0])} .. {num_val(x['recorded'][1])}",
+                     f"{num_val(x['seen'][0])} .. {num_val(x['seen'][1])}", count(x["count"]), esc(x["reason"])]
+                    for x in xs[:20]], num_cols=(1, 5))
+        if len(xs) > 20:
+            self.note(f"{len(xs) - 20} more: janus inspect --json lists all.")
 
     def ir_details(self, b, names, cwd=None):
         if not b:

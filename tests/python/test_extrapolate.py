@@ -142,6 +142,18 @@ def test_counters_show_extrapolated_hits(tmp_path):
     text = janus("inspect", "--run", m.group(1), db).stdout
     assert re.search(r"graph +hits +in range +extrapolated +misses +seconds", text), text
     assert re.search(r"7x  g\d+ guard \d+ at .*: recorded \d+\.\.\d+, seen 42\.\.84: symbol", text), text
+    # `janus report` shows the same: per graph and per guard (one reader, jn_cli_json_extraps)
+    rep = janus("report", "--json", "--run", m.group(1), db)
+    assert rep.returncode == 0, rep.stderr
+    run = next(x for x in json.loads(rep.stdout)["runs"] if x["id"] == int(m.group(1)))
+    assert sorted((g["graph"], g["extrapolated"]) for g in run["graphs"]) == \
+        sorted((g["graph"], g["extrapolated"]) for g in c["graphs"])
+    assert run["extrapolations"] == c["extrapolations"]
+    page = tmp_path / "report.html"
+    assert janus("report", "--run", m.group(1), "-o", str(page), db).returncode == 0
+    body = page.read_text()
+    assert "of which extrapolated" in body and "Hits past the recorded ranges (" in body
+    assert "42 .. 84" in body, body[-3000:]
 
 
 DTYPE = """

@@ -808,6 +808,23 @@ void jn_cli_json_extraps(jn_cli_json *j, const jn_db_replay_extrap *x, int nx) {
     jn_cli_json_end(j, ']');
 }
 
+jn_cli_replay_totals jn_cli_replay_sum(const jn_db_replay_graph *g, int ng, const jn_db_replay_miss *m, int nm) {
+    jn_cli_replay_totals t = {0};
+    int64_t in_graphs = 0, in_rows = 0;
+    for (int i = 0; i < ng; i++) {
+        t.hits += g[i].hits;
+        in_graphs += g[i].misses;
+        t.extrapolated += g[i].extrapolated;
+        t.seconds += g[i].seconds;
+    }
+    for (int i = 0; i < nm; i++) {
+        in_rows += m[i].count;
+        if (m[i].guard == JN_DB_MISS_CHOICE) t.chosen += m[i].count;
+    }
+    t.misses = in_rows > in_graphs ? in_rows : in_graphs;
+    return t;
+}
+
 const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t n) {
     size_t k = (size_t)snprintf(buf, n, "%s", g->graph[0] ? g->graph : "(no graph)");
     if (k < n && g->guard >= 0) k += (size_t)snprintf(buf + k, n - k, " guard %d", (int)g->guard);
@@ -841,15 +858,9 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         failed(c);
         return;
     }
-    int64_t hits = 0, misses = 0, extrap = 0;
-    double secs = 0;
-    for (int i = 0; i < ng; i++) {
-        hits += g[i].hits;
-        misses += g[i].misses;
-        extrap += g[i].extrapolated;
-        secs += g[i].seconds;
-    }
-    int64_t tot = hits + misses;
+    jn_cli_replay_totals t = jn_cli_replay_sum(g, ng, m, nm);
+    int64_t hits = t.hits, misses = t.misses, extrap = t.extrapolated, tot = hits + misses;
+    double secs = t.seconds;
     if (c->json) {
         jn_cli_json *j = &c->j;
         jn_cli_json_key(j, "replay");

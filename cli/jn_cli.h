@@ -73,6 +73,17 @@ jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, con
  * "g1 guard 2 at train.py:12: <reason> (seen 32)". */
 const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t n);
 
+/* A replay run's totals from its stored counters (inspect.c), read the
+ * same way by `janus replay`'s exit line, `janus inspect` and `janus
+ * report`.  misses counts every fallback, also a segment that matched no
+ * graph (a miss row without a graph, in no graph's count); chosen: those
+ * by timing's choice (JN_DB_MISS_CHOICE). */
+typedef struct {
+    int64_t hits, misses, chosen, extrapolated;
+    double seconds;
+} jn_cli_replay_totals;
+jn_cli_replay_totals jn_cli_replay_sum(const jn_db_replay_graph *g, int ng, const jn_db_replay_miss *m, int nm);
+
 /* Analyze the store at path (run 0 = all) and print its graphs as IR text
  * to out (optimize.c; `janus inspect --graphs`).  Returns the exit code. */
 int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out);

@@ -104,14 +104,9 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
         jn_db_replay_free(g, ng, m, nm);
         return;
     }
-    int64_t hits = 0, misses = 0, extrap = 0;
-    double secs = 0;
-    for (int i = 0; i < ng; i++) {
-        hits += g[i].hits;
-        misses += g[i].misses;
-        extrap += g[i].extrapolated;
-        secs += g[i].seconds;
-    }
+    jn_cli_replay_totals t = jn_cli_replay_sum(g, ng, m, nm);
+    int64_t hits = t.hits, misses = t.misses, extrap = t.extrapolated;
+    double secs = t.seconds;
     char a[32], b[32];
     if (eager || fallback) {
         fprintf(stderr, "janus replay: run %lld ran eagerly (%s)\n", (long long)run,
@@ -120,8 +115,7 @@ static void summary(jn_db *db, int64_t run, const char *shown, int eager, int fa
         fprintf(stderr, "janus replay: run %lld: no replay counters were stored (janus in the command ran "
                         "eagerly, saying why above, or the command did not import janus)\n", (long long)run);
     } else {
-        int64_t tot = hits + misses, chosen = 0;
-        for (int i = 0; i < nm; i++) chosen += m[i].guard == JN_DB_MISS_CHOICE ? m[i].count : 0;
+        int64_t tot = hits + misses, chosen = t.chosen;
         char d[32], c[32], ch[160] = "";
         if (chosen) snprintf(ch, sizeof ch, ", %s of them by choice (graphs slower than eager here, and timing runs)",
                              jn_cli_commas(chosen, c));

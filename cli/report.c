@@ -555,10 +555,9 @@ static void emit_run(rctx *c, const jn_db_run_row *r) {
     }
     jn_cli_json_key(j, "steps_stored"); jn_cli_json_raw(j, n ? "true" : "false");
     if (strcmp(r->kind, "replay")) goto done;
-    int64_t hits = 0, misses = 0, chosen = 0;
-    double secs = 0;
-    for (int i = 0; i < ng; i++) hits += g[i].hits, misses += g[i].misses, secs += g[i].seconds;
-    for (int i = 0; i < nm; i++) chosen += m[i].guard == JN_DB_MISS_CHOICE ? m[i].count : 0;
+    jn_cli_replay_totals t = jn_cli_replay_sum(g, ng, m, nm);
+    int64_t hits = t.hits, misses = t.misses, chosen = t.chosen;
+    double secs = t.seconds;
     jn_cli_json_key(j, "replay");
     if (!ng && !nm) {
         jn_cli_json_null(j);

@@ -200,3 +200,25 @@ def test_a_specialised_constant_misses(tmp_path):
     special, fed = re.search(r"mut_special=(\d+)", r.stdout), re.search(r"mut_scalar=(\d+)", r.stdout)
     assert special and fed and int(special.group(1)) >= 1 and int(fed.group(1)) >= 1, r.stdout
     assert re.search(r"special miss: .*was .*; recorded 0 \(specialised by poolmask", r.stderr), r.stderr[-3000:]
+
+
+def test_a_segment_no_graph_starts_with_counts_as_a_fallback(tmp_path):
+    # every step of the "extra" run starts with an op no recorded segment
+    # starts with: the matcher misses with no graph, so the miss is in no
+    # graph's row; the totals of the exit line, `janus inspect` and `janus
+    # report` still count it (jn_cli_replay_sum: misses from the miss rows)
+    script = inline(tmp_path, "extra.py", DTYPE.replace("for step in range(6):\n",
+                                                        "for step in range(6):\n    if extra:\n        x.neg()\n")
+                    .replace("import janus\n", "import janus\nextra = len(sys.argv) > 2\n"))
+    db = record_and_optimize(script, ["f32"], str(tmp_path))
+    r = janus("replay", "--db", db, "--", sys.executable, PROBE, script, "f32", "extra", timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = re.search(r"janus replay: run (\d+): [\d.]+% hit rate \(([\d,]+) of ([\d,]+) segments ran as graphs, ([\d,]+) "
+                  r"fell back", r.stderr)
+    assert m and int(m.group(4)) == int(m.group(3)) == 6, r.stderr[-3000:]  # each step's segment
+    c = json.loads(janus("inspect", "--json", "--run", m.group(1), db).stdout)["runs"][0]["replay"]
+    assert c["misses"] == 6 == sum(x["count"] for x in c["miss_reasons"])
+    assert any(x["graph"] == "" and "starts with neg" in x["reason"] for x in c["miss_reasons"]), c["miss_reasons"]
+    assert sum(g["misses"] for g in c["graphs"]) < c["misses"]
+    rep = json.loads(janus("report", "--json", "--run", m.group(1), db).stdout)
+    assert next(x for x in rep["runs"] if x["id"] == int(m.group(1)))["replay"]["misses"] == 6

@@ -14,7 +14,10 @@
  *   nothing); B must have unit stride along N.  K is cut into blocks whose
  *   B panel stays in L1 while all row tiles stream past it.
  *
- * op(B) = B^T (the NT case) has no unit stride along N, so it is either
+ * op(B) = B^T (the NT case) has no unit stride along N.  With at most
+ * NT_ROWS rows (x @ W^T of a recurrent step at a small batch) B's 16 x 16
+ * blocks are transposed in registers as they are read (gemm_nt_rows, the
+ * bits of gemm_nn over a transposed copy of B).  Otherwise op(B) is either
  * packed (its transpose copied into scratch, N*K floats), or the product is
  * computed transposed, C^T = op(B)^T @ op(A)^T, whose right operand op(A)^T
  * is A itself when op(A) = A^T and otherwise a copy of M*K floats, with C^T
@@ -29,6 +32,12 @@
  * column (or row) bands run by the thread pool.  Sums are accumulated in
  * float32 in order of k, so results differ from OpenBLAS's in the last
  * bits, never in being deterministic or in depending on the thread count.
+ * The path (OpenBLAS, NN, NT rows, packed op(B), C^T) is chosen in one
+ * place, use_small and small_gemm, from ta, tb, M, N, K alone -- never
+ * from addresses, alignment or leading dims -- so eager and a compiled
+ * graph making the same product get the same bits.  Below 4K
+ * multiply-adds OpenBLAS 0.3.21's own small-matrix kernels are as fast
+ * or faster in most layouts (benchmarks/results/fastpath.md).
  */
 #include "k_gemm.h"
 

@@ -413,13 +413,10 @@ static jn_status node_attrs_p(const jn_ex_exec *x, int32_t n, jn_attrs *a, const
     const xnode *xn = &x->xn[n];
     *use = xn->attrs;
     if (!xn->np) return JN_OK;
-    /* the op's own attributes only, a number's 8 bytes of its 72 (its
-     * kernel reads no more; a whole jn_attrs is 576 bytes) */
+    /* the op's own attributes only (its kernel reads no others; a whole
+     * jn_attrs is 576 bytes), each whole: the CUDA Graph walk hashes them */
     const jn_opinfo *info = jn_op_info(xn->op);
-    for (int k = 0; k < xn->nattrs; k++) {
-        if (info->attr_kind[k] == JN_A_INTS) a->a[k] = xn->attrs->a[k];
-        else a->a[k].i = xn->attrs->a[k].i; /* the 8 bytes of an int, bool, dtype or float */
-    }
+    memcpy(a, xn->attrs, sizeof(jn_attr) * (size_t)xn->nattrs);
     *use = a;
     for (int32_t i = xn->p0; i < xn->p0 + xn->np; i++) {
         const patch *p = &x->patches[i];

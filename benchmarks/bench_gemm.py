@@ -1,8 +1,15 @@
 """float32 GEMM throughput: janus's mm (cblas_sgemm through the dispatcher)
 next to numpy's a @ b, square sizes 256..2048, in the same process.
+`--small`: instead, the products of a GRU/LSTM step at a small batch (its
+x @ W^T + b, the backward's dY @ W and the accumulated dW += dY^T @ x), CPU
+us per call through the Python API on one thread: janus with its small-GEMM
+kernel, janus with OpenBLAS for them (`_C._sgemm_level(0)`), and PyTorch
+when it imports -- dispatch included, so the differences between janus's
+two columns are the kernels' (the C-level figures are in
+benchmarks/results/fastpath.md).
 
 Run from the repository root:
-    JANUS_BUILD_DIR=build python3 benchmarks/bench_gemm.py [--quick]
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_gemm.py [--quick | --small]
 
 Each size alternates janus and numpy calls (so load changes hit both), runs
 until about BUDGET seconds per size are spent, and reports medians.  The two
@@ -97,7 +104,74 @@ def blas_cores():
     return jc, nc
 
 
+# (what, M, N, K): linear is x[M,K] @ W[N,K]^T + b; mm is dY[M,K] @ W[K,N];
+# acc is C[M,N] + dY[K,M]^T @ x[K,N] (addmm, as into the accumulated gradient)
+SMALL = (("linear", 8, 96, 32), ("linear", 8, 32, 32), ("linear", 4, 96, 20), ("linear", 4, 512, 128),
+         ("mm", 8, 32, 96), ("mm", 4, 20, 96), ("acc", 96, 32, 8), ("acc", 512, 128, 4))
+
+
+def small_calls(what, M, N, K, lib, rng):
+    """A no-argument function running the product once in library lib."""
+    if what == "linear":
+        arrs = [rng.standard_normal(s, dtype=np.float32) for s in ((M, K), (N, K), (N,))]
+    elif what == "mm":
+        arrs = [rng.standard_normal(s, dtype=np.float32) for s in ((M, K), (K, N))]
+    else:
+        arrs = [rng.standard_normal(s, dtype=np.float32) for s in ((M, N), (K, M), (K, N))]
+    if lib == "torch":
+        import torch
+        t = [torch.from_numpy(a) for a in arrs]
+        if what == "linear":
+            return lambda: torch.nn.functional.linear(t[0], t[1], t[2])
+        if what == "mm":
+            return lambda: torch.mm(t[0], t[1])
+        gt = t[1].t()
+        return lambda: torch.addmm(t[0], gt, t[2])
+    import janus
+    t = [janus.tensor(a) for a in arrs]
+    if what == "linear":
+        return lambda: janus.nn.functional.linear(t[0], t[1], t[2])
+    if what == "mm":
+        return lambda: janus.mm(t[0], t[1])
+    gt = t[1].t()
+    return lambda: janus.addmm(t[0], gt, t[2])
+
+
+def bench_small(budget):
+    libs = ["janus", "janus/OpenBLAS"]
+    try:
+        import torch
+        torch.set_num_threads(1)
+        libs.append("torch")
+    except ImportError:
+        torch = None
+    _C.set_num_threads(1)
+    print(f"small float32 products, one thread, us per call (median of blocks); kernel level "
+          f"{_C._sgemm_level(-1)} (1: janus's AVX-512 kernel on this CPU)")
+    print(f"{'product':>8} {'M':>4} {'N':>4} {'K':>4} " + " ".join(f"{n:>15}" for n in libs))
+    rng = np.random.default_rng(0)
+    for what, M, N, K in SMALL:
+        fns = {lib: small_calls(what, M, N, K, "torch" if lib == "torch" else "janus", rng) for lib in libs}
+        times = {lib: [] for lib in libs}
+        reps, t_end = 200, time.perf_counter() + budget
+        while time.perf_counter() < t_end:
+            for lib in libs:  # alternating blocks, so load changes hit every column
+                _C._sgemm_level(0 if lib == "janus/OpenBLAS" else 1)
+                f = fns[lib]
+                f()
+                t0 = time.process_time()  # CPU time: a shared machine's waits left out
+                for _ in range(reps):
+                    f()
+                times[lib].append((time.process_time() - t0) / reps * 1e6)
+        _C._sgemm_level(1)
+        print(f"{what:>8} {M:>4} {N:>4} {K:>4} " + " ".join(f"{statistics.median(times[n]):>15.2f}" for n in libs),
+              flush=True)
+
+
 def main():
+    if "--small" in sys.argv:
+        bench_small(1.0 if "--quick" in sys.argv else 4.0)
+        return
     budget = 2.0 if "--quick" in sys.argv else BUDGET
     jc, nc = blas_cores()
     print(f"float32 GEMM, janus threads={_C.get_num_threads()}, numpy {np.__version__}, cores={os.cpu_count()}")

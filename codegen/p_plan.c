@@ -25,7 +25,8 @@
  * input element before it writes that element; an input the kernel itself
  * writes does not count), and so does the output of an in-place table op
  * (uniform_, copy_, in functional form) with its input 0, which its eager
- * kernel overwrites anyway; else the best free slot
+ * kernel overwrites anyway, and addmm's with its addend (input 0, which
+ * its kernel then accumulates into where it is); else the best free slot
  * whose size is provably large enough (the identical size expression, or
  * both constants and the slot no smaller, the smallest such); else a new
  * slot at the end of the arena.  Sizes are numel * element size rounded
@@ -237,7 +238,11 @@ static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots
         int32_t k = g->nodes[p].kernel;
         if (k >= 0 && g->kernels[k].root != p) continue; /* runs at its root */
         int pfl = cg_flags(g->nodes[p].op);
-        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW : (pfl & (JN_F_EW | JN_F_INPLACE)) != 0;
+        /* addmm's output may take its addend's slot: the accumulated weight
+         * gradient of an unrolled backward (acc + x^T @ dy per step), which
+         * jn_cpu_addmm then updates where it is instead of copying it first */
+        int acc_gemm = k < 0 && g->nodes[p].op == JN_OP_addmm;
+        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW : (pfl & (JN_F_EW | JN_F_INPLACE)) != 0 || acc_gemm;
         int32_t first = k >= 0 ? 0 : p;
         for (int32_t n = first; n <= p; n++) {
             if (g->nodes[n].kernel != k || (k < 0 && n != p)) continue;
@@ -254,9 +259,13 @@ static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots
                      * writes inputs 0..nout-1) may only give output j input j's slot */
                     int lo = 0, hi = g->nodes[m].nin;
                     if (k < 0 && (pfl & JN_F_INPLACE)) lo = j, hi = j + 1 < hi ? j + 1 : hi;
+                    if (acc_gemm) lo = 0, hi = j == 0 && hi > 0 ? 1 : 0; /* the addend, input 0 */
                     for (int i = lo; i < hi && pick < 0; i++) {
                         int32_t w = g->nodes[m].in[i], s = vslot[w];
                         if (s < 0 || slots[s].owner != w || P->last[w] != p || P->viewed[w] || !cg_same_type(g, v, w)) continue;
+                        /* a GEMM reads its factors while it writes: the addend may not be one */
+                        if (acc_gemm && (g->nodes[p].in[1] == w || (g->nodes[p].nin > 2 && g->nodes[p].in[2] == w)))
+                            continue;
                         int32_t wd = cg_def(g, w);
                         if (k >= 0 && wd >= 0 && g->nodes[wd].kernel == k) continue; /* written by this kernel */
                         /* a value from outside the loop is read again next iteration; a carry's

@@ -72,6 +72,21 @@ typedef struct {
     int32_t rel0, nrel;   /* values released after this step: rel[rel0 ..) */
 } step;
 
+/* What running a node needs, one compact row per node (48 bytes, in node
+ * order): the steps loop of a graph of small ops was bound by fetching its
+ * 664-byte IR nodes (a whole step's are more than L2 holds) and copying
+ * their attributes.  A node without patches passes its IR attributes to
+ * the kernel in place. */
+typedef struct {
+    const int32_t *in;      /* the IR node's inputs */
+    const jn_attrs *attrs;  /* the IR node's attributes */
+    int32_t out[JN_MAX_OUTS];
+    int32_t p0;             /* patches[p0 .. p0+np) */
+    uint16_t op;
+    uint8_t nin, nout, np, nattrs, view, inplace;
+} xnode;
+_Static_assert(JN_NOPS <= 65535, "xnode.op holds an op");
+
 /* Attribute patches: int attributes holding expressions, bound scalars. */
 typedef struct {
     int8_t attr, elem;    /* elem -1: the int itself, else an element of an int list */
@@ -100,7 +115,7 @@ struct jn_ex_exec {
     int32_t nsteps, *rel, *loopstep, *nodestep;
     uint8_t *place, *keep;   /* per value */
     uint8_t *direct;         /* per node: bit k, output k is written straight into state input k */
-    int32_t *p0, *np;        /* per node: patches */
+    xnode *xn;               /* per node: what running it reads */
     patch *patches;
     kinfo *k;
     /* run state */
@@ -392,14 +407,22 @@ static jn_tensor *dest_for(jn_ex_exec *x, int32_t v, const int64_t *shape, int f
 
 static int same_memory(const jn_tensor *a, const jn_tensor *b) { return jn_rt_same_view(a, b); }
 
-static jn_status node_attrs(const jn_ex_exec *x, int32_t n, jn_attrs *a) {
-    /* the op's own attributes only (its kernel reads no others; a whole jn_attrs is 576 bytes) */
-    memcpy(a, &x->g->nodes[n].attrs, sizeof(jn_attr) * (size_t)jn_op_info(x->g->nodes[n].op)->nattrs);
-    for (int32_t i = x->p0[n]; i < x->p0[n] + x->np[n]; i++) {
+/* Node n's attributes for this run: its IR attributes where no patch
+ * applies, else a copy in *a with the patches applied. */
+static jn_status node_attrs_p(const jn_ex_exec *x, int32_t n, jn_attrs *a, const jn_attrs **use) {
+    const xnode *xn = &x->xn[n];
+    *use = xn->attrs;
+    if (!xn->np) return JN_OK;
+    /* the op's own attributes only (its kernel reads no others; a whole
+     * jn_attrs is 576 bytes), each whole: the CUDA Graph walk hashes them */
+    const jn_opinfo *info = jn_op_info(xn->op);
+    memcpy(a, xn->attrs, sizeof(jn_attr) * (size_t)xn->nattrs);
+    *use = a;
+    for (int32_t i = xn->p0; i < xn->p0 + xn->np; i++) {
         const patch *p = &x->patches[i];
         if (p->scalar_in >= 0) {
             double v = x->sval[p->scalar_in];
-            if (jn_op_info(x->g->nodes[n].op)->attr_kind[p->attr] == JN_A_FLOAT) a->a[p->attr].f = v;
+            if (info->attr_kind[p->attr] == JN_A_FLOAT) a->a[p->attr].f = v;
             else a->a[p->attr].i = (int64_t)v;
             continue;
         }
@@ -408,6 +431,14 @@ static jn_status node_attrs(const jn_ex_exec *x, int32_t n, jn_attrs *a) {
         if (s) return s;
     }
     return JN_OK;
+}
+
+/* The same, always into *a (callers that read the attributes themselves). */
+static jn_status node_attrs(const jn_ex_exec *x, int32_t n, jn_attrs *a) {
+    const jn_attrs *use;
+    jn_status s = node_attrs_p(x, n, a, &use);
+    if (use != a) memcpy(a, use, sizeof(jn_attr) * (size_t)x->xn[n].nattrs);
+    return s;
 }
 
 static jn_status node_error(const jn_ex_exec *x, int32_t n, jn_status s) {
@@ -422,20 +453,20 @@ static jn_status node_error(const jn_ex_exec *x, int32_t n, jn_status s) {
  * epilogue's root output); force_own: every output in a buffer of its own. */
 static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int force_own) {
     const jn_ir_graph *g = x->g;
-    const jn_ir_node *nd = &g->nodes[n];
-    const jn_opinfo *info = jn_op_info(nd->op);
-    jn_attrs a;
-    jn_status s = node_attrs(x, n, &a);
+    const xnode *nd = &x->xn[n];
+    jn_attrs abuf;
+    const jn_attrs *a;
+    jn_status s = node_attrs_p(x, n, &abuf, &a);
     if (s) return node_error(x, n, s);
     jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS] = {0}, *copies[JN_MAX_OUTS] = {0};
     for (int k = 0; k < nd->nin; k++)
         if (!(in[k] = x->val[nd->in[k]]))
             return jn_error(JN_ERR_RUNTIME, "graph %s node %d (%s) reads %%%d before it is computed (an invalid "
-                            "kernel table)", g->name, n, info->name, nd->in[k]);
+                            "kernel table)", g->name, n, jn_op_info(nd->op)->name, nd->in[k]);
     int64_t shape[JN_MAX_OUTS][JN_MAX_DIMS];
     for (int j = 0; j < nd->nout; j++)
         if ((s = eval_shape(x, nd->out[j], shape[j]))) return node_error(x, n, s);
-    int view = (info->flags & JN_F_VIEW) != 0;
+    int view = nd->view;
     for (int j = 0; j < nd->nout && !view; j++) {
         if (j == 0 && shared) {
             jn_tensor_incref(shared);
@@ -448,7 +479,7 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
             goto fail;
         }
     }
-    if (info->flags & JN_F_INPLACE) /* functional form: work on output k's buffer */
+    if (nd->inplace) /* functional form: work on output k's buffer */
         for (int k = 0; k < nd->nout && k < nd->nin; k++) {
             if (same_memory(in[k], out[k])) { /* the plan put it in the input's slot */
                 in[k] = out[k];
@@ -467,13 +498,13 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
         }
     jn_meta meta[JN_MAX_OUTS];
     memset(meta, 0, sizeof meta);
-    if ((s = infer_tab[nd->op](nd->nin, in, &a, meta))) goto fail;
+    if ((s = infer_tab[nd->op](nd->nin, in, a, meta))) goto fail;
     for (int j = 0; j < nd->nout; j++) { /* the IR's type must be what the kernel makes */
         const jn_ir_value *iv = &g->values[nd->out[j]];
         if (meta[j].dtype != iv->dtype || !jn_same_shape(meta[j].ndim, meta[j].shape, iv->ndim, shape[j])) {
             char s1[128], s2[128];
             s = jn_error(JN_ERR_SHAPE, "graph %s node %d (%s) makes %s%s where the graph says %s%s for %%%d: the "
-                         "inputs do not match the symbol values", g->name, n, info->name,
+                         "inputs do not match the symbol values", g->name, n, jn_op_info(nd->op)->name,
                          jn_ir_dtype_short(meta[j].dtype), jn_shape_str(meta[j].ndim, meta[j].shape, s1, sizeof s1),
                          jn_ir_dtype_short(iv->dtype), jn_shape_str(iv->ndim, shape[j], s2, sizeof s2), nd->out[j]);
             goto done;
@@ -489,8 +520,8 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
         out[0]->ndim = meta[0].ndim;
         memcpy(out[0]->shape, meta[0].shape, sizeof out[0]->shape);
     }
-    if ((s = __builtin_expect(x->dev != NULL, 0) ? x->dev->node(x->dev->ctx, nd->op, nd->nin, in, &a, out) /* device hook */
-                                                 : cpu_tab[nd->op](nd->nin, in, &a, out)))
+    if ((s = __builtin_expect(x->dev != NULL, 0) ? x->dev->node(x->dev->ctx, (jn_op)nd->op, nd->nin, in, a, out) /* device hook */
+                                                 : cpu_tab[nd->op](nd->nin, in, a, out)))
         goto fail;
     for (int j = 0; j < nd->nout; j++) {
         set_val(x, nd->out[j], out[j]);
@@ -861,12 +892,14 @@ static jn_status exec_steps(jn_ex_exec *x, int32_t from, int32_t to) {
     jn_status s = JN_OK;
     for (int32_t i = from; i < to && s == JN_OK; i++) {
         const step *p = &x->steps[i];
-        /* a graph of small ops is bound by fetching its nodes (664 bytes
-         * each, a whole step's are more than L2 holds): the node three steps
-         * ahead is brought in while this one runs */
+        /* a graph of small ops is bound by fetching its nodes: the compact
+         * row and first attributes of the node three steps ahead are
+         * brought in while this one runs */
         if (i + 3 < to && x->steps[i + 3].kind == S_NODE) {
-            const char *nx = (const char *)&x->g->nodes[x->steps[i + 3].idx];
-            for (int l = 0; l < 4; l++) __builtin_prefetch(nx + 64 * l); /* op, values, first attributes */
+            const xnode *nx = &x->xn[x->steps[i + 3].idx];
+            __builtin_prefetch(nx);
+            __builtin_prefetch(nx->in);
+            if (nx->nattrs) __builtin_prefetch(nx->attrs);
         }
         switch (p->kind) {
         case S_NODE: s = exec_node(x, p->idx, NULL, 0); break;
@@ -1221,8 +1254,7 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     x->scal = calloc((size_t)g->ninputs + 1, sizeof *x->scal);
     x->loopstep = calloc((size_t)g->nloops + 1, sizeof *x->loopstep);
     x->nodestep = calloc(nn, sizeof *x->nodestep);
-    x->p0 = calloc(nn, sizeof *x->p0);
-    x->np = calloc(nn, sizeof *x->np);
+    x->xn = calloc(nn, sizeof *x->xn);
     x->k = calloc((size_t)g->nkernels + 1, sizeof *x->k);
     if (dev) x->dscal = calloc((size_t)g->ninputs + 1, sizeof *x->dscal);
     int32_t npatch = 0;
@@ -1230,7 +1262,7 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
     jn_status s = JN_OK;
     if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->hpool || !x->sv || !x->sval || !x->scal || !x->loopstep ||
-        !x->nodestep || !x->p0 || !x->np || !x->k || !x->patches || (dev && !x->dscal) || !ev_prepare(x)) {
+        !x->nodestep || !x->xn || !x->k || !x->patches || (dev && !x->dscal) || !ev_prepare(x)) {
         s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
         goto fail;
     }
@@ -1247,7 +1279,11 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     for (int32_t n = 0; n < g->nnodes; n++) {
         const jn_ir_node *nd = &g->nodes[n];
         const jn_opinfo *info = jn_op_info(nd->op);
-        x->p0[n] = npatch;
+        xnode *xn = &x->xn[n];
+        *xn = (xnode){.in = nd->in, .attrs = &nd->attrs, .p0 = npatch, .op = (uint16_t)nd->op, .nin = nd->nin,
+                      .nout = nd->nout, .nattrs = (uint8_t)info->nattrs, .view = (info->flags & JN_F_VIEW) != 0,
+                      .inplace = (info->flags & JN_F_INPLACE) != 0};
+        memcpy(xn->out, nd->out, sizeof xn->out);
         for (int a = 0; a < info->nattrs; a++) {
             if (nd->attr_input[a] >= 0) {
                 x->patches[npatch++] = (patch){(int8_t)a, -1, g->values[nd->attr_input[a]].def, 0};
@@ -1259,7 +1295,7 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
                         x->patches[npatch++] = (patch){(int8_t)a, (int8_t)j, -1, nd->attrs.a[a].l.v[j]};
             }
         }
-        x->np[n] = npatch - x->p0[n];
+        xn->np = (uint8_t)(npatch - xn->p0);
     }
     for (int32_t k = 0; k < g->nkernels && !eager && s == JN_OK; k++) s = prepare_kernel(x, lib, k);
     if (s == JN_OK && dev) s = device_check(x); /* device hook */
@@ -1332,8 +1368,7 @@ void jn_ex_free(jn_ex_exec *x) {
     free(x->place);
     free(x->keep);
     free(x->direct);
-    free(x->p0);
-    free(x->np);
+    free(x->xn);
     free(x->patches);
     free(x->sv);
     free(x->ev);

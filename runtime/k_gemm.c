@@ -14,7 +14,10 @@
  *   nothing); B must have unit stride along N.  K is cut into blocks whose
  *   B panel stays in L1 while all row tiles stream past it.
  *
- * op(B) = B^T (the NT case) has no unit stride along N, so it is either
+ * op(B) = B^T (the NT case) has no unit stride along N.  With at most
+ * NT_ROWS rows (x @ W^T of a recurrent step at a small batch) B's 16 x 16
+ * blocks are transposed in registers as they are read (gemm_nt_rows, the
+ * bits of gemm_nn over a transposed copy of B).  Otherwise op(B) is either
  * packed (its transpose copied into scratch, N*K floats), or the product is
  * computed transposed, C^T = op(B)^T @ op(A)^T, whose right operand op(A)^T
  * is A itself when op(A) = A^T and otherwise a copy of M*K floats, with C^T
@@ -29,6 +32,12 @@
  * column (or row) bands run by the thread pool.  Sums are accumulated in
  * float32 in order of k, so results differ from OpenBLAS's in the last
  * bits, never in being deterministic or in depending on the thread count.
+ * The path (OpenBLAS, NN, NT rows, packed op(B), C^T) is chosen in one
+ * place, use_small and small_gemm, from ta, tb, M, N, K alone -- never
+ * from addresses, alignment or leading dims -- so eager and a compiled
+ * graph making the same product get the same bits.  Below 4K
+ * multiply-adds OpenBLAS 0.3.21's own small-matrix kernels are as fast
+ * or faster in most layouts (benchmarks/results/fastpath.md).
  */
 #include "k_gemm.h"
 
@@ -221,6 +230,66 @@ TGT static void transpose(const float *src, int64_t lds, int64_t R, int64_t Cn, 
                      ldd, acc, bias ? bias + i : NULL);
 }
 
+/* ------------------------------------------------- NT with few rows */
+/* C[MR x N] = start + A[MR x K] @ B[N x K]^T for MR <= NT_ROWS, B read
+ * row-major as stored: each 16 x 16 block of B (16 columns of C, 16 values
+ * of k) is transposed in registers as it is read, so the broadcast-FMA
+ * tile above runs with all 16 lanes busy and nothing is copied to memory
+ * (the C^T plan used 8 of 16 lanes at batch 8; packing op(B) per call cost
+ * what the lanes saved).  start: 0, C (acc) or bias[N] (acc with bias).
+ * Every element accumulates its products in order of k from the same
+ * start as gemm_nn over a packed op(B), so both give the same bits. */
+#define NT_ROWS 12
+
+TGT INL void nt_rows(const int MR, int64_t j0, int64_t j1, int64_t K, const float *A, int64_t ars, int64_t acs,
+                     const float *B, int64_t ldb, float *C, int64_t ldc, int acc, const float *bias) {
+    for (; j0 < j1; j0 += 16) {
+        int64_t nj = j1 - j0 < 16 ? j1 - j0 : 16;
+        __mmask16 m = lanes(nj);
+        __m512 c[NT_ROWS];
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++)
+            c[r] = !acc ? _mm512_setzero_ps()
+                   : bias ? _mm512_maskz_loadu_ps(m, bias + j0)
+                          : _mm512_maskz_loadu_ps(m, C + r * ldc + j0);
+        for (int64_t k0 = 0; k0 < K; k0 += 16) {
+            int64_t kl = K - k0 < 16 ? K - k0 : 16;
+            __mmask16 mk = lanes(kl);
+            __m512 b[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                b[i] = i < nj ? _mm512_maskz_loadu_ps(mk, B + (j0 + i) * ldb + k0) : _mm512_setzero_ps();
+            tr16x16(b); /* b[k] = B[j0 .. j0+16, k0 + k] */
+            const float *ak = A + k0 * acs;
+            if (kl == 16) {
+#pragma GCC unroll 16
+                for (int k = 0; k < 16; k++)
+#pragma GCC unroll 12
+                    for (int r = 0; r < MR; r++)
+                        c[r] = _mm512_fmadd_ps(_mm512_set1_ps(ak[r * ars + k * acs]), b[k], c[r]);
+            } else {
+                for (int k = 0; k < kl; k++)
+#pragma GCC unroll 12
+                    for (int r = 0; r < MR; r++)
+                        c[r] = _mm512_fmadd_ps(_mm512_set1_ps(ak[r * ars + k * acs]), b[k], c[r]);
+            }
+        }
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++) _mm512_mask_storeu_ps(C + r * ldc + j0, m, c[r]);
+    }
+}
+
+#define R(MR) \
+    case MR: nt_rows(MR, j0, j1, K, A, ars, acs, B, ldb, C, ldc, acc, bias); break;
+TGT __attribute__((noinline)) static void gemm_nt_rows(int mr, int64_t j0, int64_t j1, int64_t K, const float *A,
+                                                       int64_t ars, int64_t acs, const float *B, int64_t ldb,
+                                                       float *C, int64_t ldc, int acc, const float *bias) {
+    switch (mr) {
+        R(1) R(2) R(3) R(4) R(5) R(6) R(7) R(8) R(9) R(10) R(11) default: R(12)
+    }
+}
+#undef R
+
 /* ------------------------------------------------------------- driver */
 /* Per-thread scratch for packed operands (products may run concurrently
  * from the thread pool); grown as needed, kept for the thread's life and
@@ -272,7 +341,7 @@ static int have_avx512(void) { return jn_rt_sgemm_level(-1) == JN_SGEMM_KERNEL; 
  * 64-column chunks gemm_nn tiles by (its k blocking depends on the chunk's
  * width only) and the plan (NN, packed B, or C^T) is chosen for the whole
  * product, so results do not depend on the thread count. */
-enum { SG_NN, SG_CT }; /* packed B is NN over the packed copy */
+enum { SG_NN, SG_CT, SG_NTR }; /* packed B is NN over the packed copy; SG_NTR: gemm_nt_rows */
 
 typedef struct {
     int path, acc, by_rows;
@@ -286,6 +355,12 @@ typedef struct {
 TGT static void sg_band(int64_t b0, int64_t b1, void *ctx) {
     const sg_job *j = ctx;
     int64_t lim = j->by_rows ? j->M : j->N;
+    if (j->path == SG_NTR) { /* bands of whole 16-column blocks */
+        int64_t lo = b0 * j->band, hi = b1 * j->band < lim ? b1 * j->band : lim;
+        if (lo < hi) gemm_nt_rows((int)j->M, lo, hi, j->K, j->A, j->ars, j->acs, j->B, j->ldb, j->C, j->ldc, j->acc,
+                                  j->bias);
+        return;
+    }
     if (j->path == SG_NN) {
         int64_t lo = b0 * j->band, hi = b1 * j->band < lim ? b1 * j->band : lim;
         if (lo >= hi) return;
@@ -325,6 +400,14 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
     j.acs = ta ? lda : 1;
     int nt = jn_num_threads();
     int par = nt > 1 && (double)M * (double)N * (double)K >= PAR_MNK;
+    if (tb && M <= NT_ROWS) { /* one row tile: B's blocks transposed in registers */
+        j.path = SG_NTR;
+        int64_t blocks = (N + 15) / 16;
+        j.band = 16 * (par ? (blocks + nt - 1) / nt : blocks);
+        if (par) jn_parallel_for((N + j.band - 1) / j.band, 1, sg_band, &j);
+        else sg_band(0, 1, &j);
+        return 1;
+    }
     if (tb) {
         /* op(B)(k,j) = B[j*ldb + k]: pack op(B), or compute C^T (see the top) */
         double pack_b = (double)N * (double)K;

@@ -917,6 +917,27 @@ static void test_plan(void) {
            "  out %12 keep\n"
            "  out %13 keep\n"
            "  arena 256\n");
+    /* addmm takes its addend's slot when the addend dies there (an
+     * accumulated gradient), not when it is read later or is a factor too */
+    golden("plan: addmm accumulates in place",
+           "  in %0 host f32[4, 4]\n"
+           "  in %1 host f32[4, 4]\n"
+           "  %2 = neg(%0) : f32[4, 4]\n"
+           "  %3 = addmm(%2, %1, %1) beta=1 alpha=1 : f32[4, 4]\n"
+           "  %4 = addmm(%3, %1, %3) beta=1 alpha=1 : f32[4, 4]\n"
+           "  %5 = addmm(%4, %1, %1) beta=1 alpha=1 : f32[4, 4]\n"
+           "  %6 = add(%4, %5) alpha=1 : f32[4, 4]\n"
+           "  out %6 keep\n",
+           "plan",
+           "  in %0 host f32[4, 4]\n"
+           "  in %1 host f32[4, 4]\n"
+           "  %2 = neg(%0) : f32[4, 4] mem=0\n"
+           "  %3 = addmm(%2, %1, %1) beta=1 alpha=1 : f32[4, 4] mem=0\n"
+           "  %4 = addmm(%3, %1, %3) beta=1 alpha=1 : f32[4, 4] mem=64\n"
+           "  %5 = addmm(%4, %1, %1) beta=1 alpha=1 : f32[4, 4] mem=0\n"
+           "  %6 = add(%4, %5) alpha=1 : f32[4, 4]\n"
+           "  out %6 keep\n"
+           "  arena 128\n");
     /* the last node of a loop body is the last reader of a value from
      * outside the loop and of a carry's next: neither may be overwritten
      * in place (the next iteration, the carry copy read them) */

@@ -1,8 +1,9 @@
 /* test_gemm.c -- the float32 GEMM of the runtime (runtime/k_gemm.c) against
  * a float64 reference: every transpose combination, ragged shapes around
  * the kernel's 16-float vectors and register tiles, padded leading dims,
- * beta 0 (C's old nan must not leak) and 1, both NT strategies (packing
- * op(B) and computing C^T), the OpenBLAS fallback for what the small
+ * beta 0 (C's old nan must not leak) and 1, the three NT strategies
+ * (packing op(B), computing C^T, and for few rows B's blocks transposed in
+ * registers, which gives the NN product's bits over a transposed B), the OpenBLAS fallback for what the small
  * kernel refuses, products cut over the thread pool giving the same bits
  * as on one thread (CPUs with AVX-512; elsewhere everything is OpenBLAS's),
  * and the switch that turns the kernel off. */
@@ -127,6 +128,35 @@ static int threads_same(int ta, int tb, int64_t M, int64_t N, int64_t K, int mod
     return same;
 }
 
+/* NT with few rows (B's blocks transposed in registers) gives the bits of
+ * the NN product over op(B) transposed beforehand, with and without bias
+ * and accumulation: what a graph holding W^T as a value would compute. */
+static int nt_same_as_nn(int ta, int64_t M, int64_t N, int64_t K, int mode) {
+    int64_t ar = ta ? K : M, ac = ta ? M : K;
+    float *A = malloc(sizeof(float) * (size_t)(ar * ac)), *B = malloc(sizeof(float) * (size_t)(N * K));
+    float *Bt = malloc(sizeof(float) * (size_t)(K * N)), *bias = malloc(sizeof(float) * (size_t)N);
+    float *C1 = malloc(sizeof(float) * (size_t)(M * N)), *C2 = malloc(sizeof(float) * (size_t)(M * N));
+    for (int64_t i = 0; i < ar * ac; i++) A[i] = frand();
+    for (int64_t i = 0; i < N * K; i++) B[i] = frand();
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t k = 0; k < K; k++) Bt[k * N + j] = B[j * K + k];
+    for (int64_t j = 0; j < N; j++) bias[j] = frand();
+    for (int64_t i = 0; i < M * N; i++) C1[i] = C2[i] = frand();
+    if (mode == 2) {
+        jn_rt_sgemm_bias(ta, 1, M, N, K, A, ac, B, K, bias, C1, N);
+        jn_rt_sgemm_bias(ta, 0, M, N, K, A, ac, Bt, N, bias, C2, N);
+    } else {
+        jn_rt_sgemm(ta, 1, M, N, K, 1.0f, A, ac, B, K, mode ? 1.0f : 0.0f, C1, N);
+        jn_rt_sgemm(ta, 0, M, N, K, 1.0f, A, ac, Bt, N, mode ? 1.0f : 0.0f, C2, N);
+    }
+    int same = !memcmp(C1, C2, sizeof(float) * (size_t)(M * N));
+    if (!same)
+        fprintf(stderr, "  NT differs from NN over B^T: ta=%d M=%lld N=%lld K=%lld mode=%d\n", ta, (long long)M,
+                (long long)N, (long long)K, mode);
+    free(A), free(B), free(Bt), free(bias), free(C1), free(C2);
+    return same;
+}
+
 int main(void) {
     static const int64_t dims[] = {1, 3, 15, 16, 17, 31, 33, 64, 65, 97, 130};
     const int nd = (int)(sizeof dims / sizeof dims[0]);
@@ -163,6 +193,22 @@ int main(void) {
         pthread_t th;
         int ok = 0;
         CHECK(pthread_create(&th, NULL, thread_products, &ok) == 0 && pthread_join(th, NULL) == 0 && ok);
+        /* NT with 1..12 rows (a GRU/LSTM step's x @ W^T at a small batch):
+         * every row count, ragged N and K around the 16 x 16 blocks */
+        static const int64_t nn[] = {16, 17, 96, 130}, kk[] = {16, 31, 32, 33, 100};
+        int ntbad = 0;
+        for (int ta = 0; ta < 2; ta++)
+            for (int64_t m = 1; m <= 12; m++)
+                for (int ni = 0; ni < 4; ni++)
+                    for (int ki = 0; ki < 5; ki++) {
+                        if (m * nn[ni] * kk[ki] < 4096) continue; /* below the kernel's range */
+                        double e = check(1, ta, 1, m, nn[ni], kk[ki], 1.0f, (float)((ni + ki) % 2), (int)(m % 3));
+                        if (!(e <= tol) && ntbad++ < 5)
+                            fprintf(stderr, "  NT rows ta=%d M=%lld N=%lld K=%lld: error %g\n", ta, (long long)m,
+                                    (long long)nn[ni], (long long)kk[ki], e);
+                        for (int mode = 0; mode < 3; mode++) ntbad += !nt_same_as_nn(ta, m, nn[ni], kk[ki], mode);
+                    }
+        CHECK(ntbad == 0);
         /* long K crosses the kernel's K blocks; the accumulation carries over */
         CHECK(check(1, 0, 0, 32, 128, 512, 1.0f, 0.0f, 0) <= tol);
         CHECK(check(1, 1, 0, 96, 128, 1024, 1.0f, 1.0f, 1) <= tol);
@@ -194,8 +240,9 @@ int main(void) {
      * differ with it on AVX2 CPUs) */
     if (avx512) {
         static const int64_t shapes[][3] = {{32, 512, 128}, {1024, 96, 128}, {512, 128, 32}, {32, 130, 1000},
-                                            {700, 33, 64}, {64, 515, 40}, {100, 200, 129}};
-        for (int si = 0; si < 7; si++)
+                                            {700, 33, 64}, {64, 515, 40}, {100, 200, 129},
+                                            {8, 2100, 70}};
+        for (int si = 0; si < 8; si++)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++)
                     for (int mode = 0; mode < 3; mode++)

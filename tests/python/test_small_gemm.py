@@ -1,0 +1,101 @@
+"""Small products (runtime/k_gemm.c) as a recurrent step at a small batch
+uses them: x @ W^T with 1..12 rows runs on the kernel that transposes W's
+16 x 16 blocks in registers.  Checked here: linear at every such row count
+against a float64 numpy reference; in the kernel's range (4K multiply-adds
+and up, AVX-512 CPUs) its bits equal those of the NN product
+over W^T transposed beforehand (addmm over a contiguous W^T, the product a
+graph holding W^T as a value would run); and a GRU step at batch 8 (the
+step issue 23 measures) and an LSTM step at batch 4 replayed as compiled
+graphs give eager's losses and final weights bit for bit (the graph's
+accumulated weight gradients are updated in place there, eager's too)."""
+import os
+
+import numpy as np
+import pytest
+
+import janus
+from test_replay import check_replay, have_optimize
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return []
+
+
+AVX512 = "avx512f" in _cpu_flags()  # the kernel's CPUs (elsewhere every product is OpenBLAS's)
+
+
+@pytest.mark.parametrize("rows", list(range(1, 13)) + [16])
+@pytest.mark.parametrize("n,k", [(96, 32), (33, 100), (128, 17)])
+def test_linear_few_rows_matches_float64_and_nn_bits(rows, n, k):
+    r = np.random.default_rng(rows * 1000 + n + k)
+    x = r.standard_normal((rows, k)).astype(np.float32)
+    w = r.standard_normal((n, k)).astype(np.float32)
+    b = r.standard_normal(n).astype(np.float32)
+    got = janus.nn.functional.linear(janus.tensor(x), janus.tensor(w), janus.tensor(b)).numpy()
+    ref = x.astype(np.float64) @ w.astype(np.float64).T + b
+    mag = np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64).T + np.abs(b)
+    assert np.all(np.abs(got - ref) <= (k + 2) * 2.0 ** -24 * mag)
+    if rows > 12 or rows * n * k < 4096 or not AVX512:
+        return  # OpenBLAS's products, or the kernel's other NT plans: right, in another order
+    # the same sum in the same order over W^T made contiguous first
+    wt = janus.tensor(np.ascontiguousarray(w.T))
+    base = janus.tensor(np.ascontiguousarray(np.broadcast_to(b, (rows, n))))
+    nn_ = janus.addmm(base, janus.tensor(x), wt).numpy()
+    assert got.tobytes() == nn_.tobytes()
+
+
+GRU = """
+import sys
+import janus, janus.nn as nn
+janus.manual_seed(0)
+B, H, T = 8, 32, 6
+c1, c2 = nn.GRUCell(H, H), nn.GRUCell(H, H)
+norm, head = nn.LayerNorm(H), nn.Linear(H, H)
+params = list(c1.parameters()) + list(c2.parameters()) + list(norm.parameters()) + list(head.parameters())
+opt = janus.optim.Adam(params, lr=1e-2)
+data = janus.randn(T + 1, B, H)
+for s in range(int(sys.argv[1])):
+    h1, h2 = janus.zeros(B, H), janus.zeros(B, H)
+    loss = 0
+    for t in range(T):
+        h1 = c1(data[t], h1)
+        h2 = c2(norm(h1), h2)
+        loss = loss + ((head(h2) - data[t + 1]) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(f"step {s} loss {loss.item():.9g}")
+"""
+
+LSTM = """
+import sys
+import janus, janus.nn as nn
+janus.manual_seed(1)
+B, I, H, T = 4, 20, 24, 5
+cell, head = nn.LSTMCell(I, H), nn.Linear(H, 3)
+opt = janus.optim.SGD(list(cell.parameters()) + list(head.parameters()), lr=0.05)
+data = janus.randn(T, B, I)
+for s in range(int(sys.argv[1])):
+    h, c = janus.zeros(B, H), janus.zeros(B, H)
+    loss = 0
+    for t in range(T):
+        h, c = cell(data[t], (h, c))
+        loss = loss + (head(h) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(f"step {s} loss {loss.item():.9g}")
+"""
+
+
+@pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
+@pytest.mark.parametrize("name,src", [("gru", GRU), ("lstm", LSTM)])
+def test_small_batch_recurrent_step_replays_bitwise(name, src, tmp_path):
+    script = os.path.join(str(tmp_path), name + ".py")
+    with open(script, "w") as f:
+        f.write(src)
+    check_replay(script, ["8"], ["20"], str(tmp_path), min_hits=12)

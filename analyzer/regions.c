@@ -228,10 +228,7 @@ jn_status an_regions_run(an_ctx *c) {
                 w->observed = 1;
                 if (add_code(w, k->hash)) s = nomem();
             }
-            if (k->effect && (pass == 0) == (k->user != 0)) {
-                const char *name = strrchr(k->name, '.');
-                refuse(w, k->effect_site, "%s (in %s)", k->effect, name ? name + 1 : k->name);
-            }
+            if (k->effect && (pass == 0) == (k->user != 0)) refuse(w, k->effect_site, "%s (in %s)", k->effect, k->name);
         }
     jn_db_regions_free(regs, nregs);
     jn_db_region_codes_free(codes, ncodes);

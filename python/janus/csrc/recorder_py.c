@@ -956,6 +956,16 @@ static PyObject *py_rec_read_step(PyObject *self, PyObject *args) {
             d = ids ? Py_BuildValue("{s:s,s:N,s:L,s:L}", "kind", "live", "ids", ids, "callsite",
                                     (long long)ev.callsite, "stack", (long long)ev.stack)
                     : NULL;
+        } else if (ev.kind == JN_EV_REGION) {
+            PyObject *ids = PyList_New(0);
+            for (uint32_t i = 0; ids && i < ev.nargs; i++) {
+                PyObject *v = PyLong_FromLongLong((long long)ev.args[i]);
+                if (!v || PyList_Append(ids, v) < 0) Py_CLEAR(ids);
+                Py_XDECREF(v);
+            }
+            d = ids ? Py_BuildValue("{s:s,s:L,s:O,s:N}", "kind", "region", "region", (long long)ev.region, "enter",
+                                    ev.region_enter ? Py_True : Py_False, "args", ids)
+                    : NULL;
         } else
             d = Py_BuildValue("{s:s,s:i,s:L,s:L}", "kind", "decision", "dec_kind", ev.dec_kind, "outcome",
                               (long long)ev.outcome, "callsite", (long long)ev.callsite);

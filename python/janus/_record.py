@@ -263,7 +263,9 @@ def _new_region(kind, obj, fn, key):
 def _prof(frame, event, arg):
     # janus's own recording machinery (call sites, the bytecode analysis of a
     # new code object, a new region's scan) runs inside the call but is not
-    # the call's: everything below a frame of _record.py or _region.py is skipped
+    # the call's: everything below one of _machinery's frames or a frame of
+    # _region.py is skipped; the region hooks' own frames (_region_run) are not
+    # the call's either, but what they call is
     if _skip:
         if event == "return" and frame is _skip[-1]:
             _skip.pop()

@@ -100,11 +100,12 @@ def region_lines(text, start):
 
 def golden(name, lines):
     path = os.path.join(GOLDEN, name)
-    if os.environ.get("JANUS_UPDATE_GOLDEN") == "1":
+    from janus import _C
+    if _C._setting_value("JANUS_UPDATE_GOLDEN"):
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
     with open(path) as f:
-        assert lines == f.read().splitlines()
+        assert lines == f.read().splitlines(), f"{name} differs (JANUS_UPDATE_GOLDEN=1 regenerates)"
 
 
 def test_golden_optimize(recorded):

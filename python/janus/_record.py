@@ -250,7 +250,10 @@ def _new_region(kind, obj, fn, key):
     else:
         file, line, h = "?", 0, ""
     qual = getattr(fn, "__qualname__", "?") if kind == "clip" else type(obj).__qualname__
-    _C._rec_region_put(rid, kind, qual, file, line, h)
+    try:
+        _C._rec_region_put(rid, kind, qual, file, line, h)
+    except Exception as e:  # a full disk must not kill the training run: recording stops, the call runs
+        _fail(e)
 
     try:  # a dropped object takes its entry with it (its id may come back as another object)
         ref = weakref.ref(obj, lambda _, k=key: _region_objs.pop(k, None))

@@ -229,6 +229,7 @@ _region_objs = {}     # (kind, id(obj)) -> [weakref to obj, region id, observed 
 _observers = []       # one (codes, calls) per observed call in progress, outermost first
 _call_verdicts = {}   # (owner type, owner module, name, module, user) -> effect text or None
 _checker = None
+_IMMUTABLE = (tuple, int, float, complex, str, bytes, frozenset)
 _next_rid = [0]       # region ids of this run: 1, 2, ...
 _own_file = __file__
 _region_file = os.path.join(os.path.dirname(__file__), "_region.py")
@@ -291,6 +292,8 @@ def _call_effect(f, code, line):
     global _checker
     from . import _region
     owner = getattr(f, "__self__", None)
+    if owner in _IMMUTABLE and getattr(f, "__name__", None) == "__new__":
+        return None  # making an immutable value (janus's Size is a tuple) changes nothing outside
     user = _region._is_user(code)
     key = (type(owner), owner if isinstance(owner, types.ModuleType) else None, getattr(f, "__name__", None),
            getattr(f, "__module__", None), user)

@@ -93,7 +93,7 @@ def main(steps):
     janus.manual_seed(0)
     random.seed(0)
     block, parts = Block(), [Counter(), Appends(), Prints(), Syncs(), Random(), Global()]
-    flip, rows, outer = Flip(), Rows(), Outer()
+    flip, rows, outer, crit = Flip(), Rows(), Outer(), nn.CrossEntropyLoss()
     opt = janus.optim.SGD(block.parameters(), lr=0.1, momentum=0.9)
     for step in range(steps):
         x = janus.randn(2 + step // 3 % 2, 4)
@@ -101,7 +101,8 @@ def main(steps):
         for m in parts:
             y = m(y)
         flip.double = step % 2 == 0
-        loss = (flip(y) * y).mean() + rows(y).sum() + outer(y).mean()
+        labels = janus.tensor([0, 1, 2][:y.shape[0]])
+        loss = (flip(y) * y).mean() + rows(y).sum() + outer(y).mean() + crit(y, labels)
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(block.parameters(), 1.0)

@@ -963,8 +963,9 @@ static PyObject *py_rec_read_step(PyObject *self, PyObject *args) {
                 if (!v || PyList_Append(ids, v) < 0) Py_CLEAR(ids);
                 Py_XDECREF(v);
             }
-            d = ids ? Py_BuildValue("{s:s,s:L,s:O,s:N}", "kind", "region", "region", (long long)ev.region, "enter",
-                                    ev.region_enter ? Py_True : Py_False, "args", ids)
+            d = ids ? Py_BuildValue("{s:s,s:L,s:O,s:N,s:L,s:L}", "kind", "region", "region", (long long)ev.region,
+                                    "enter", ev.region_enter ? Py_True : Py_False, "args", ids, "callsite",
+                                    (long long)ev.callsite, "stack", (long long)ev.stack)
                     : NULL;
         } else
             d = Py_BuildValue("{s:s,s:i,s:L,s:L}", "kind", "decision", "dec_kind", ev.dec_kind, "outcome",

@@ -70,10 +70,22 @@ typedef struct {
     int32_t nlive;            /* JN_EV_LIVE: tensors still alive where the segment ends */
 } an_event;
 
+/* A region marker (JN_EV_REGION): kept beside the events, not among them,
+ * so the passes that build graphs never see one; regions.c merges them
+ * back by position (`at`: the events decoded before it). */
+typedef struct {
+    int64_t at, region;
+    uint8_t enter;
+    int64_t arg0;             /* its argument ids: the step's rargs[arg0 .. arg0 + nargs) */
+    uint32_t nargs;
+} an_regev;
+
 typedef struct {
     an_event *ev;   int64_t nev, capev;
     an_tref *tr;    int64_t ntr, captr;
     jn_attr *attrs; int64_t nattrs, capattrs;
+    an_regev *reg;  int64_t nreg, capreg;
+    int64_t *rargs; int64_t nrargs, caprargs;
 } an_stepbuf;
 
 /* ------------------------------------------------------ exemplar model */
@@ -207,6 +219,7 @@ typedef struct an_ctx {
     an_map dimvar;                /* an_dim_key -> index into dv */
     struct an_dimrange { int64_t lo, hi; } *dv; int64_t ndv, capdv;
     jn_db_site *dbsites; int ndbsites, dbsites_loaded; /* the store's call sites, read at first use */
+    struct an_rg *rg;             /* the regions pass (regions.c); NULL when not asked for */
 } an_ctx;
 
 typedef struct an_tid {
@@ -240,6 +253,13 @@ jn_status an_corrupt(an_ctx *c, const char *fmt, ...) __attribute__((format(prin
 /* segment.c */
 jn_status an_note_uses_step(an_ctx *c);     /* pass 1 over the decoded step */
 jn_status an_segment_step(an_ctx *c);       /* pass 2: segments -> exemplars */
+
+/* regions.c: the verdict on every recorded region (jn_an_options.regions) */
+jn_status an_regions_begin(an_ctx *c);      /* allocate its state (c->rg) */
+jn_status an_regions_run(an_ctx *c);        /* a run starts: its regions and their code rows */
+jn_status an_regions_step(an_ctx *c);       /* pass 2, over the decoded step */
+jn_status an_regions_end(an_ctx *c);        /* the verdicts into opt->regions */
+void an_regions_free(an_ctx *c);
 
 /* functionalize.c */
 jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n);

@@ -6,6 +6,8 @@
  *     pass 2  decode every step again, split it at sync points, put each
  *             segment in SSA form (functionalize.c) and collapse it into an
  *             exemplar of its group (segment.c: an_segment_step)
+ *             and, when asked for (jn_an_options.regions), follow the region
+ *             markers: the verdict on every region (regions.c)
  *   for each group, in order of first appearance
  *     loops + align   exemplars -> structures (repeats with a varying count
  *             folded into loops; a loop graph is kept only when it unrolls
@@ -168,9 +170,11 @@ static jn_status read_run(an_ctx *c, int64_t run) {
         if (!s) s = an_note_uses_step(c);
     }
     c->pos = 0;
+    if (!s && c->rg) s = an_regions_run(c);
     for (int64_t i = 0; i < n && !s; i++) {
         if (bad[i]) continue;
-        if (!(s = an_decode_step(c, steps[i]))) s = an_segment_step(c);
+        if (!(s = an_decode_step(c, steps[i])) && c->rg) s = an_regions_step(c);
+        if (!s) s = an_segment_step(c);
         if (!s && n >= 1000 && (i + 1) % 1000 == 0)
             progress(c, "janus optimize: run %lld: %lld of %lld steps\n", (long long)run, (long long)i + 1,
                      (long long)n);
@@ -268,6 +272,9 @@ static void ctx_free(an_ctx *c) {
     free(c->sb.ev);
     free(c->sb.tr);
     free(c->sb.attrs);
+    free(c->sb.reg);
+    free(c->sb.rargs);
+    an_regions_free(c);
     free(c->opmap);
     free(c->ids);
     an_map_free(&c->lastuse);
@@ -307,12 +314,14 @@ jn_status jn_an_analyze(jn_db *db, const jn_an_options *opt, jn_ir_module **out,
     int64_t *runs = NULL, nruns = 0;
     /* one read transaction: every table seen at the same commit, even while
      * a recorder appends */
-    if (!(s = jn_db_read_begin(db)) && !(s = an_run_ids(&c, &runs, &nruns)))
+    if (opt && opt->regions) s = an_regions_begin(&c);
+    if (!s && !(s = jn_db_read_begin(db)) && !(s = an_run_ids(&c, &runs, &nruns)))
         for (int64_t i = 0; i < nruns && !s; i++) s = read_run(&c, runs[i]);
+    if (!s && c.rg) s = an_regions_end(&c);
     free(runs);
     stats->exemplars = c.nex;
     /* what only reading needed goes before the graphs are built */
-    free(c.sb.ev), free(c.sb.tr), free(c.sb.attrs);
+    free(c.sb.ev), free(c.sb.tr), free(c.sb.attrs), free(c.sb.reg), free(c.sb.rargs);
     memset(&c.sb, 0, sizeof c.sb);
     free(c.ids);
     c.ids = NULL;

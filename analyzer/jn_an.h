@@ -21,6 +21,8 @@
  *               with a reason (jn_an_uncaptured)
  *   guards      every assumption as a guard with the recorded value/range and
  *               the source line it came from
+ *   regions     (when asked) per recorded region: replaceable, or refused with
+ *               the reason and file:line (regions.c)
  */
 #ifndef JN_AN_H
 #define JN_AN_H
@@ -30,10 +32,23 @@
 #include "jn_db.h"
 #include "jn_ir.h"
 
+/* The verdict on every recorded region (analyzer/regions.c), one row per
+ * (kind, class, definition site, code hash) over the region objects and
+ * runs analyzed: replaceable only when every call of every such object
+ * was; else refused with the first reason and the file:line that caused
+ * it.  Rows in order of first appearance; strings owned by the list. */
+typedef struct {
+    jn_db_region_verdict *v;
+    int n;
+} jn_an_regions;
+void jn_an_regions_free(jn_an_regions *r);
+
 typedef struct {
     int64_t run_id;      /* 0 = every run in the store (one still recording: its
                           * committed steps); else only that run */
     FILE *progress;      /* progress lines on long work; NULL = quiet */
+    jn_an_regions *regions; /* non-NULL: filled with the region verdicts (caller frees
+                          * with jn_an_regions_free); NULL: regions are not analyzed */
 } jn_an_options;
 
 typedef struct {

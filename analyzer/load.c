@@ -150,7 +150,7 @@ static void compact(an_tref *o, const jn_db_tref *t) {
 jn_status an_decode_step(an_ctx *c, int64_t step) {
     c->step = step;
     an_stepbuf *b = &c->sb;
-    b->nev = b->ntr = b->nattrs = 0;
+    b->nev = b->ntr = b->nattrs = b->nreg = b->nrargs = 0;
     void *data = NULL;
     size_t len = 0;
     jn_status s = jn_db_read_chunk(c->db, c->run, step, &data, &len);
@@ -179,6 +179,16 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
             break;
         }
         if (!got) break;
+        if (e.kind == JN_EV_REGION) { /* beside the events (an_regev) */
+            if (an_grow(&b->reg, &b->capreg, b->nreg + 1, sizeof *b->reg) ||
+                an_grow(&b->rargs, &b->caprargs, b->nrargs + e.nargs, sizeof *b->rargs)) {
+                s = JN_ERR_NOMEM;
+                break;
+            }
+            b->reg[b->nreg++] = (an_regev){b->nev, e.region, e.region_enter, b->nrargs, e.nargs};
+            for (uint32_t i = 0; i < e.nargs; i++) b->rargs[b->nrargs++] = e.args[i];
+            continue;
+        }
         if (e.kind == JN_EV_OP && (s = check_op(c, &e, k))) break;
         if (e.kind == JN_EV_SYNC && (e.sync_kind < JN_SYNC_ITEM || e.sync_kind > JN_SYNC_COMPARE)) {
             s = an_corrupt(c, "event %lld: unknown sync kind %d", (long long)k, e.sync_kind);

@@ -4,12 +4,14 @@ medians of repeats, reported as the slowdown ratio (target <= 1.2x); and
 the trace store's bytes per 1,000 recorded steps of the MLP example.
 
     JANUS_BUILD_DIR=build python3 benchmarks/bench_record.py [--repeats 5] [--quick]
-        [--examples mlp,lstm] [--compare OTHER_CHECKOUT]
+        [--examples mlp,lstm] [--compare OTHER_CHECKOUT | --compare-setting NAME=VALUE]
 
 --compare also records with another checkout (its build/ and python/, e.g.
 a `git worktree` of the previous commit), interleaved with the same runs:
 before/after figures under the same load, which on a shared machine moves
-more than the change being measured.
+more than the change being measured.  --compare-setting records with this
+checkout and one setting changed instead (JANUS_RECORD_REGIONS=0: the
+recorder without its region markers and code scans).
 
 Each measurement is a fresh process (an example with --steps N); the steps/s
 figure is the example's own (training loop only, data loading and the test
@@ -32,11 +34,12 @@ JANUS = os.path.join(BUILD, "janus")
 
 # (example, steps): short runs that still take long enough to time.
 EXAMPLES = [("fashion_mlp.py", 600), ("fashion_cnn.py", 150), ("char_lstm.py", 150)]
-RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps\)")
+RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps[,)]")  # the examples may add ", X ms CPU/step)"
 
 
-def env(root=ROOT, build=BUILD):
+def env(root=ROOT, build=BUILD, extra=None):
     e = dict(os.environ)
+    e.update(extra or {})
     e["JANUS_BUILD_DIR"] = build
     e["PYTHONPATH"] = os.path.join(root, "python") + os.pathsep + e.get("PYTHONPATH", "")
     e.pop("JANUS_RECORD_DB", None)
@@ -44,8 +47,8 @@ def env(root=ROOT, build=BUILD):
     return e
 
 
-def run(cmd, root=ROOT, build=BUILD):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env(root, build), cwd=ROOT)
+def run(cmd, root=ROOT, build=BUILD, extra=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env(root, build, extra), cwd=ROOT)
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
     m = RATE.search(r.stdout)
@@ -66,6 +69,8 @@ def main():
                     help="comma-separated subset: mlp, cnn, lstm (default: all three)")
     ap.add_argument("--compare", metavar="CHECKOUT", default="",
                     help="also record with this checkout's build/ (before/after in the same runs)")
+    ap.add_argument("--compare-setting", metavar="NAME=VALUE", default="",
+                    help="also record with this checkout and this setting (e.g. JANUS_RECORD_REGIONS=0)")
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"{JANUS} not found: build first (cmake --build build) and set JANUS_BUILD_DIR")
@@ -75,6 +80,11 @@ def main():
         other = (croot, os.path.join(croot, "build"))
         if not os.path.exists(os.path.join(other[1], "janus")):
             sys.exit(f"{other[1]}/janus not found: build the --compare checkout first")
+    if args.compare_setting:
+        name, eq, value = args.compare_setting.partition("=")
+        if not eq or not name.startswith("JANUS_"):
+            sys.exit("--compare-setting needs NAME=VALUE with a JANUS_ setting (janus env --all lists them)")
+        other = (ROOT, BUILD, {name: value})
     pick = {"mlp": "fashion_mlp.py", "cnn": "fashion_cnn.py", "lstm": "char_lstm.py"}
     wanted = [pick.get(x.strip(), x.strip()) for x in args.examples.split(",") if x.strip()]
     unknown = [x for x in wanted if x not in dict(EXAMPLES)]
@@ -109,7 +119,7 @@ def main():
                     sides[1].append(run([JANUS, "record", "--db", db, "--"] + cmd)[0])
                 else:
                     sides[2].append(run([os.path.join(other[1], "janus"), "record", "--db", db, "--"] + cmd,
-                                        *other)[0])
+                                        *other)[0])  # other: (root, build[, extra settings])
         p, r = statistics.median(sides[0]), statistics.median(sides[1])
         results[ex] = (p, r)
         line = f"{ex:16s} {steps:6d} {p:10.1f} {r:10.1f} {p / r:8.2f}x"

@@ -312,6 +312,14 @@ static void sigdiff_free(sigdiff *s) {
     strs_free(&s->diffs);
 }
 
+/* The next event that a step signature covers: region markers (5.2) are not. */
+static jn_status next_event(jn_db_decoder *d, jn_db_event *e, int *got) {
+    jn_status s;
+    do s = jn_db_decoder_next(d, e, got);
+    while (!s && *got && e->kind == JN_EV_REGION);
+    return s;
+}
+
 static void compare_steps(ctx *c, jn_db *db, const optable *t, int64_t run, int full, sigdiff *r) {
     void *da = NULL, *db_ = NULL;
     size_t la = 0, lb = 0;
@@ -329,7 +337,7 @@ static void compare_steps(ctx *c, jn_db *db, const optable *t, int64_t run, int 
         int ga = 0, gb = 0;
         memset(&ea, 0, sizeof ea);
         memset(&eb, 0, sizeof eb);
-        if (jn_db_decoder_next(A, &ea, &ga) != JN_OK || jn_db_decoder_next(B, &eb, &gb) != JN_OK) {
+        if (next_event(A, &ea, &ga) != JN_OK || next_event(B, &eb, &gb) != JN_OK) {
             r->error = strdup(jn_errmsg());
             goto out;
         }
@@ -975,6 +983,52 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
     jn_db_replay_extrap_free(x, nx);
 }
 
+/* The regions janus optimize judged with bundle id (analyzer/regions.c):
+ * replaceable, or refused with the reason and the file:line. */
+static void print_regions(ctx *c, jn_db *db, int64_t id) {
+    jn_db_region_verdict *v = NULL;
+    int n = 0;
+    if (jn_db_region_verdicts(db, id, &v, &n) != JN_OK) {
+        failed(c);
+        return;
+    }
+    if (c->json) {
+        jn_cli_json *j = &c->j;
+        jn_cli_json_key(j, "regions");
+        jn_cli_json_arr(j);
+        for (int i = 0; i < n; i++) {
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "run"); jn_cli_json_int(j, v[i].run_id);
+            jn_cli_json_key(j, "region"); jn_cli_json_int(j, v[i].region);
+            jn_cli_json_key(j, "kind"); jn_cli_json_str(j, v[i].kind);
+            jn_cli_json_key(j, "qualname"); jn_cli_json_str(j, v[i].qualname);
+            jn_cli_json_key(j, "site"); jn_cli_json_str(j, v[i].site);
+            jn_cli_json_key(j, "calls"); jn_cli_json_int(j, v[i].calls);
+            jn_cli_json_key(j, "verdict"); jn_cli_json_str(j, v[i].replaceable ? "replaceable" : "refused");
+            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, v[i].reason);
+            jn_cli_json_key(j, "reason_site"); jn_cli_json_str(j, v[i].reason_site);
+            jn_cli_json_key(j, "code_hash"); jn_cli_json_str(j, v[i].code_hash);
+            jn_cli_json_key(j, "codes"); jn_cli_json_str(j, v[i].codes);
+            jn_cli_json_end(j, '}');
+        }
+        jn_cli_json_end(j, ']');
+    } else if (n) {
+        int ok = 0;
+        for (int i = 0; i < n; i++) ok += v[i].replaceable;
+        printf("    regions: %d replaceable, %d refused\n", ok, n - ok);
+        for (int i = 0; i < n; i++) {
+            char a[32];
+            printf("      %-11s  %s %s (%s), %s call%s, code %s", v[i].replaceable ? "replaceable" : "refused",
+                   v[i].kind, v[i].qualname, v[i].site, jn_cli_commas(v[i].calls, a), v[i].calls == 1 ? "" : "s",
+                   v[i].code_hash);
+            if (!v[i].replaceable)
+                printf(": %s%s%s", *v[i].reason_site ? "at " : "", v[i].reason_site, *v[i].reason_site ? ": " : "");
+            printf("%s\n", v[i].replaceable ? "" : v[i].reason);
+        }
+    }
+    jn_db_region_verdicts_free(v, n);
+}
+
 /* The bundles section: the rows, and each payload decompressed and checked
  * (graph count, and whether replay here would use it). */
 static void print_bundles(ctx *c, jn_db *db) {
@@ -1054,6 +1108,7 @@ static void print_bundles(ctx *c, jn_db *db) {
             jn_cli_json_key(j, "usable"); jn_cli_json_str(j, why[0] ? "no" : "yes");
             jn_cli_json_key(j, "refused");
             if (why[0]) jn_cli_json_str(j, why); else jn_cli_json_null(j);
+            print_regions(c, db, b->id);
             jn_cli_json_end(j, '}');
         } else {
             char t[32], sz[32], st[32];
@@ -1063,6 +1118,7 @@ static void print_bundles(ctx *c, jn_db *db) {
             printf("from runs %s (%lld steps)  janus %s\n", b->source_runs, (long long)b->source_steps,
                    b->janus_version);
             printf("    %s%s\n", why[0] ? "not usable here: " : "usable here", why);
+            print_regions(c, db, b->id);
         }
     }
     if (c->json) jn_cli_json_end(&c->j, ']');

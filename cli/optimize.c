@@ -101,11 +101,11 @@ static int open_store(const char *cmd, const char *path, jn_db **db) {
 }
 
 static int analyze(const char *cmd, const char *path, int64_t run, FILE *progress, jn_ir_module **m,
-                   jn_an_stats *st) {
+                   jn_an_stats *st, jn_an_regions *regions) {
     jn_db *db = NULL;
     int rc = open_store(cmd, path, &db);
     if (rc) return rc;
-    jn_an_options opt = {.run_id = run, .progress = progress};
+    jn_an_options opt = {.run_id = run, .progress = progress, .regions = regions};
     jn_status s = jn_an_analyze(db, &opt, m, st);
     jn_db_close(db);
     if (s) {
@@ -117,6 +117,21 @@ static int analyze(const char *cmd, const char *path, int64_t run, FILE *progres
         fprintf(stderr, "janus %s: warning: %s: %s; that step was skipped, the others were analyzed\n", cmd, path,
                 jn_an_skipped(i));
     return 0;
+}
+
+/* The regions summary: how many are replaceable, and each refused one with
+ * its reason and the file:line that caused it (analyzer/regions.c). */
+static void print_regions(FILE *out, const jn_an_regions *r) {
+    if (!r->n) return;
+    int ok = 0;
+    for (int i = 0; i < r->n; i++) ok += r->v[i].replaceable;
+    fprintf(out, "janus optimize: regions: %d replaceable, %d refused\n", ok, r->n - ok);
+    for (int i = 0; i < r->n; i++) {
+        const jn_db_region_verdict *v = &r->v[i];
+        if (v->replaceable) continue;
+        fprintf(out, "  region %s %s (%s): refused%s%s: %s\n", v->kind, v->qualname, v->site,
+                *v->reason_site ? " at " : "", v->reason_site, v->reason);
+    }
 }
 
 /* A `\r` line on stderr, redrawn every 0.1 s while a compile runs: what is
@@ -234,7 +249,7 @@ static void release_stops(const struct sigaction *old) {
 /* The graphs become the store's "cpu" bundle (atomically replacing the old
  * one), keyed by this build and machine and the runs they came from. */
 static int store_bundle(const char *path, int64_t run, const char *target, jn_ir_module *m, const jn_an_stats *st,
-                        int compile, int64_t *id, size_t *bytes, FILE *info) {
+                        const jn_an_regions *regions, int compile, int64_t *id, size_t *bytes, FILE *info) {
     /* the passes verify after each step: a pass bug stops here, before a
      * wrong graph could reach the store */
     jn_cg_options co;
@@ -356,6 +371,9 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
     if (!s) s = jn_cg_bundle_store(db, m, &meta, sec, nsec, id);
     if (!s && store_notes(db, *id, st) != JN_OK) /* costs the report its notes, nothing else */
         fprintf(stderr, "janus optimize: the bundle's notes were not stored: %s\n", jn_errmsg());
+    /* without them a replay learns every region itself, as before */
+    if (!s && regions->n && jn_db_region_verdicts_put(db, *id, regions->v, regions->n) != JN_OK)
+        fprintf(stderr, "janus optimize: the region verdicts were not stored: %s\n", jn_errmsg());
     free(mdata);
     free(runs);
     free(so), free(ptx), free(cubin);
@@ -377,7 +395,7 @@ static int store_bundle(const char *path, int64_t run, const char *target, jn_ir
 int jn_cli_dump_graphs(const char *cmd, const char *path, int64_t run, FILE *out) {
     jn_ir_module *m = NULL;
     jn_an_stats st;
-    int rc = analyze(cmd, path, run, NULL, &m, &st);
+    int rc = analyze(cmd, path, run, NULL, &m, &st, NULL);
     if (rc) return rc;
     if (jn_ir_print(m, out) != JN_OK) {
         fprintf(stderr, "janus %s: cannot print the graphs: %s\n", cmd, jn_errmsg());
@@ -451,7 +469,8 @@ int jn_cli_optimize(int argc, char **argv) {
     FILE *info = quiet ? NULL : dump ? stderr : stdout;
     jn_ir_module *m = NULL;
     jn_an_stats st;
-    int rc = analyze("optimize", path, run, quiet ? NULL : stderr, &m, &st);
+    jn_an_regions regions = {NULL, 0};
+    int rc = analyze("optimize", path, run, quiet ? NULL : stderr, &m, &st, &regions);
     if (rc) return rc;
     if (st.steps == 0) { /* an empty bundle would only replace a useful one */
         char runs[48] = "";
@@ -460,6 +479,7 @@ int jn_cli_optimize(int argc, char **argv) {
                 "Record a training run first: `janus record --db %s -- python3 train.py`\n", path, runs,
                 st.skipped ? " that could be read (see the warnings above)" : "", path);
         jn_ir_module_free(m);
+        jn_an_regions_free(&regions);
         return 1;
     }
     if (dump && jn_ir_print(m, stdout) != JN_OK) {
@@ -498,8 +518,10 @@ int jn_cli_optimize(int argc, char **argv) {
                 st.seconds);
         for (int i = 0; i < jn_an_uncaptured_count(); i++) fprintf(info, "  %s\n", jn_an_uncaptured(i));
         for (int i = 0; i < jn_an_matcher_missing_count(); i++) fprintf(info, "  %s\n", jn_an_matcher_missing(i));
+        print_regions(info, &regions);
     }
-    if (!rc && store) rc = store_bundle(path, run, target, m, &st, compile, &bundle_id, &bundle_bytes, info);
+    if (!rc && store)
+        rc = store_bundle(path, run, target, m, &st, &regions, compile, &bundle_id, &bundle_bytes, info);
     if (info && bundle_id) {
         char b1[32];
         fprintf(info, "janus optimize: stored as bundle %lld (%s bytes) in %s%s%s\n", (long long)bundle_id,
@@ -507,5 +529,6 @@ int jn_cli_optimize(int argc, char **argv) {
                 strcmp(target, "cpu") ? target : "");
     }
     jn_ir_module_free(m);
+    jn_an_regions_free(&regions);
     return rc;
 }

@@ -48,6 +48,10 @@
  * Schema v8 (SCHEMA_V8) adds extrapolated hits: replay_graphs.extrapolated
  * (per graph, the hits past a recorded range) and replay_extrap (per SEEN
  * guard, its range and the values seen past it; jn_db_replay_extraps).
+ * Schema v9 (SCHEMA_V9) adds regions: the regions a recording entered, the
+ * code objects each ran with their first effect outside the call, and per
+ * bundle the analyzer's verdict on each (region.c); step chunks may hold
+ * JN_EV_REGION markers.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -225,6 +229,20 @@ static const char SCHEMA_V8[] =
     "  count INTEGER NOT NULL);\n"
     "CREATE INDEX IF NOT EXISTS replay_extrap_run ON replay_extrap(run_id);\n";
 
+/* Schema v9 = v8 + regions (db/region.c, jn_db.h "regions"): new tables
+ * only, so an older store read-only reads as none. */
+static const char SCHEMA_V9[] =
+    "CREATE TABLE IF NOT EXISTS regions(run_id INTEGER NOT NULL REFERENCES runs(id), region INTEGER NOT NULL,\n"
+    "  kind TEXT NOT NULL, qualname TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,\n"
+    "  code_hash TEXT NOT NULL, PRIMARY KEY(run_id, region));\n"
+    "CREATE TABLE IF NOT EXISTS region_codes(run_id INTEGER NOT NULL, region INTEGER NOT NULL,\n"
+    "  hash TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL, name TEXT NOT NULL, user INTEGER NOT NULL,\n"
+    "  effect TEXT, effect_site TEXT, PRIMARY KEY(run_id, region, hash));\n"
+    "CREATE TABLE IF NOT EXISTS region_verdicts(bundle_id INTEGER NOT NULL, seq INTEGER NOT NULL,\n"
+    "  run_id INTEGER NOT NULL, region INTEGER NOT NULL, kind TEXT NOT NULL, qualname TEXT NOT NULL,\n"
+    "  site TEXT NOT NULL, calls INTEGER NOT NULL, verdict TEXT NOT NULL, reason TEXT NOT NULL,\n"
+    "  reason_site TEXT NOT NULL, code_hash TEXT NOT NULL, codes TEXT NOT NULL, PRIMARY KEY(bundle_id, seq));\n";
+
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
  * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
@@ -240,6 +258,7 @@ static const struct {
     {5, SCHEMA_V6},
     {6, SCHEMA_V7},
     {7, SCHEMA_V8},
+    {8, SCHEMA_V9},
 };
 
 /* Cached statements, prepared on first use. */
@@ -431,6 +450,7 @@ static jn_status create_schema(jn_db *db) {
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V6);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V7);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V8);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V9);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -761,11 +781,11 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
                      "this janus (%s) reads; upgrade janus to open it", path, v, JN_DB_SCHEMA_VERSION, JANUS_VERSION);
         goto fail;
     }
-    /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6, v7
-     * and v8 only added tables and columns with defaults, so an older store
-     * simply has no bundles, no replay counters, no algorithm choices, only
-     * recorded runs, runs known by host and pid alone, and no extrapolated
-     * hits. */
+    /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6, v7,
+     * v8 and v9 only added tables and columns with defaults, so an older
+     * store simply has no bundles, no replay counters, no algorithm choices,
+     * only recorded runs, runs known by host and pid alone, no extrapolated
+     * hits and no regions. */
     if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "

@@ -62,6 +62,11 @@
  *   replay_graphs.extrapolated (hits past a recorded range, default 0),
  *   replay_extrap(run_id, graph, guard, reason, site, lo, hi, seen_min, seen_max, count)
  *        -- schema v8: hits that went past a SEEN guard's recorded range lo..hi
+ *   regions(run_id, region, kind, qualname, file, line, code_hash), region_codes(run_id, region,
+ *        hash, file, line, name, user, effect, effect_site), region_verdicts(bundle_id, seq, ...)
+ *        -- schema v9: the regions a recording entered (step chunks hold JN_EV_REGION
+ *        markers), the code objects each ran with what their bytecode does outside the
+ *        call, and what `janus optimize` decided about each region (see "regions" below)
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -80,7 +85,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 8
+#define JN_DB_SCHEMA_VERSION 9
 
 typedef struct jn_db jn_db;
 
@@ -159,7 +164,7 @@ jn_status jn_db_callsite(jn_db *db, const char *file, int line, const char *func
 jn_status jn_db_stack(jn_db *db, uint64_t hash, const int64_t *callsites, int n, int64_t *id);
 
 /* ---- event codec ---- */
-enum { JN_EV_OP = 1, JN_EV_SYNC = 2, JN_EV_DECISION = 3, JN_EV_LIVE = 4 };
+enum { JN_EV_OP = 1, JN_EV_SYNC = 2, JN_EV_DECISION = 3, JN_EV_LIVE = 4, JN_EV_REGION = 5 };
 /* What a tensor reference is, as far as the recorder can tell. */
 enum {
     JN_TR_TEMP = 0,     /* produced by a recorded op */
@@ -205,6 +210,14 @@ typedef struct {
      * values at a sync inside the forward pass).  Ids ascending. */
     uint32_t nlive;
     const int64_t *live;   /* decode: points into the decoder's arena */
+    /* JN_EV_REGION (schema v9): a region's call begins (region_enter 1) or
+     * ends (0); region is the run's region id (jn_db_region_put).  On
+     * entry, the ids of the tensors it was given (arguments; for an
+     * optimizer or clipping, the gradients), any order. */
+    int64_t region;
+    uint8_t region_enter;
+    uint32_t nargs;
+    const int64_t *args;   /* decode: points into the decoder's arena */
     /* JN_EV_OP, optional: the jn_attr_kind of each attr ('i','f','b','L','d').
      * 0 = take it from jn_op_info(op) of the running process's op table.
      * The decoder always fills it in from the stored tags. */
@@ -440,6 +453,62 @@ jn_status jn_db_bundle_notes_put(jn_db *db, int64_t bundle_id, const char *kind,
 /* The notes of bundle_id in the order stored (a store before v6: none). */
 jn_status jn_db_bundle_notes(jn_db *db, int64_t bundle_id, jn_db_note **rows, int *n);
 void jn_db_notes_free(jn_db_note *rows, int n);
+
+/* ---- regions (schema v9) ----
+ * A region is one object whose calls janus owns (a module's __call__, an
+ * optimizer's step or zero_grad, clip_grad_norm_): the recorder numbers
+ * them per run (1, 2, ...), stores each once, and marks every call's
+ * entry and exit in the step's events (JN_EV_REGION).  For its first calls
+ * it also stores the code objects the call ran: hash (the bytecode and
+ * constants, janus/_region.py's _Scan), where defined, whether user code,
+ * and the first effect outside the call its bytecode or its builtin calls
+ * show ("stores attribute count", at "train.py:25"; NULL: none).  A code
+ * row stored twice for a region keeps its first effect. */
+typedef struct {
+    int64_t region;
+    const char *kind;           /* "module", "step", "zero_grad", "clip" */
+    const char *qualname;       /* the class's (clip: the function's) qualified name */
+    const char *file;           /* where its code is defined */
+    int line;
+    const char *code_hash;      /* the hash of its top code object (forward, step, ...) */
+} jn_db_region;
+typedef struct {
+    int64_t region;
+    const char *hash, *file, *name;
+    int line, user;
+    const char *effect, *effect_site; /* NULL: none seen */
+} jn_db_region_code;
+/* One row; a region already stored keeps its row. */
+jn_status jn_db_region_put(jn_db *db, int64_t run_id, const jn_db_region *r);
+/* n code rows of run_id in ONE transaction. */
+jn_status jn_db_region_codes_put(jn_db *db, int64_t run_id, const jn_db_region_code *rows, int n);
+/* The regions of run_id by id, and their code rows by (region, file,
+ * line); a store before v9 has none.  Free with the matching _free. */
+jn_status jn_db_regions(jn_db *db, int64_t run_id, jn_db_region **rows, int *n);
+void jn_db_regions_free(jn_db_region *rows, int n);
+jn_status jn_db_region_codes(jn_db *db, int64_t run_id, jn_db_region_code **rows, int *n);
+void jn_db_region_codes_free(jn_db_region_code *rows, int n);
+
+/* What `janus optimize` decided about each recorded region, stored with
+ * the bundle it made (analyzer/regions.c): replaceable, or refused with the
+ * reason and the file:line that caused it; the code hashes a replay
+ * compares with the code it is about to skip. */
+typedef struct {
+    int64_t run_id, region;
+    const char *kind, *qualname;
+    const char *site;           /* "file:line" of its definition */
+    int64_t calls;              /* calls recorded (in the stored steps) */
+    int replaceable;            /* 1 replaceable, 0 refused */
+    const char *reason;         /* refused: why ("" when replaceable) */
+    const char *reason_site;    /* refused: the "file:line" that caused it ("" when none) */
+    const char *code_hash;      /* its top code object's hash */
+    const char *codes;          /* every code object's hash it ran, space-separated, sorted */
+} jn_db_region_verdict;
+/* Append the verdicts of bundle_id in ONE transaction. */
+jn_status jn_db_region_verdicts_put(jn_db *db, int64_t bundle_id, const jn_db_region_verdict *rows, int n);
+/* The verdicts of bundle_id in the order stored (before v9: none). */
+jn_status jn_db_region_verdicts(jn_db *db, int64_t bundle_id, jn_db_region_verdict **rows, int *n);
+void jn_db_region_verdicts_free(jn_db_region_verdict *rows, int n);
 
 /* ---- cuDNN algorithm choices (schema v5) ----
  * What a GPU's cuDNN heuristics chose for one convolution pass, so a later

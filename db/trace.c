@@ -13,6 +13,7 @@
  *   sync    := sync_kind:u8 value:f64 tensor_id:sv
  *   decision:= dec_kind:u8 outcome:sv
  *   live    := n:uv first:sv delta:uv*(n-1)          (ids ascending; schema v4)
+ *   region  := enter:u8 region:sv n:uv id:sv*n          (schema v9)
  *
  * uv is an unsigned LEB128 varint, sv a zigzag varint, f64 eight
  * little-endian bytes.  flags bit 0 says the strides are the contiguous
@@ -186,10 +187,22 @@ jn_status jn_db_encode_event(jn_db_buf *buf, const jn_db_event *ev) {
             else put_sv(buf, ev->live[0]);
         }
         break;
+    case JN_EV_REGION:
+        if (ev->region <= 0 || ev->region_enter > 1 || (ev->nargs && !ev->args)) {
+            buf->len = start;
+            return jn_error(JN_ERR_VALUE, "jn_db_encode_event: a region event needs a region id > 0 (got %lld), "
+                            "enter 0 or 1 and its %u argument ids", (long long)ev->region, ev->nargs);
+        }
+        if (buf_reserve(buf, 10 * ((size_t)ev->nargs + 3))) goto nomem;
+        put_u8(buf, ev->region_enter);
+        put_sv(buf, ev->region);
+        put_uv(buf, ev->nargs);
+        for (uint32_t i = 0; i < ev->nargs; i++) put_sv(buf, ev->args[i]);
+        break;
     default:
         buf->len = start;
         return jn_error(JN_ERR_VALUE, "jn_db_encode_event: unknown event kind %d (expected JN_EV_OP, "
-                        "JN_EV_SYNC, JN_EV_DECISION or JN_EV_LIVE)", ev->kind);
+                        "JN_EV_SYNC, JN_EV_DECISION, JN_EV_LIVE or JN_EV_REGION)", ev->kind);
     }
     if (buf_reserve(buf, 20)) goto nomem;
     put_sv(buf, ev->callsite);
@@ -390,6 +403,18 @@ jn_status jn_db_decoder_next(jn_db_decoder *d, jn_db_event *ev, int *got) {
         }
         ev->nlive = (uint32_t)n;
         ev->live = n ? d->ids : NULL;
+        break;
+    }
+    case JN_EV_REGION: {
+        uint64_t n;
+        if (get_u8(d, &ev->region_enter) || ev->region_enter > 1 || get_sv(d, &ev->region) || ev->region <= 0)
+            return corrupt(d, "bad region event");
+        if (get_uv(d, &n) || n > (uint64_t)(d->end - d->p)) return corrupt(d, "bad region argument count");
+        if (grow(&d->ids, &d->ids_cap, (size_t)n, sizeof *d->ids)) return JN_ERR_NOMEM;
+        for (uint64_t i = 0; i < n; i++)
+            if (get_sv(d, &d->ids[i])) return corrupt(d, "truncated region event");
+        ev->nargs = (uint32_t)n;
+        ev->args = n ? d->ids : NULL;
         break;
     }
     default:

@@ -65,6 +65,15 @@ int jn_rec_role(const jn_tensor *t);
 /* While > 0, sync hooks record nothing (printing reads data through tolist). */
 extern int jn_rec_quiet;
 
+/* Regions (schema v9): a call of region `region` begins (enter 1, with
+ * the ids of the tensors it was given) or ends (enter 0): one JN_EV_REGION
+ * event in the step's events.  A no-op when not recording. */
+void jn_rec_region(int64_t region, int enter, const int64_t *args, int nargs);
+/* Store a region's row and the code rows of its observed calls through
+ * the open store (NULL-safe: JN_OK when not recording). */
+jn_status jn_rec_region_put(const jn_db_region *r);
+jn_status jn_rec_region_codes_put(const jn_db_region_code *rows, int n);
+
 /* Interning through the open store (NULL-safe: 0 when not recording). */
 jn_status jn_rec_callsite(const char *file, int line, const char *func, int64_t *id);
 jn_status jn_rec_stack(uint64_t hash, const int64_t *callsites, int n, int64_t *id);

@@ -607,6 +607,26 @@ static void record_decision(int64_t callsite, int kind, int64_t outcome) {
     R.n_decisions++;
 }
 
+/* A region's entry or exit marker (schema v9): its position among the
+ * step's events is what the analyzer reads (analyzer/regions.c). */
+void jn_rec_region(int64_t region, int enter, const int64_t *args, int nargs) {
+    if (!jn_rec_on) return;
+    jn_db_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = JN_EV_REGION;
+    ev.region = region;
+    ev.region_enter = enter != 0;
+    ev.nargs = nargs > 0 ? (uint32_t)nargs : 0;
+    ev.args = args;
+    ev.value = NAN;
+    pthread_mutex_lock(&rec_mu);
+    if (jn_rec_on) {
+        jn_status s = jn_db_encode_event(&R.events, &ev);
+        if (s) fail(s);
+    }
+    pthread_mutex_unlock(&rec_mu);
+}
+
 /* --------------------------------------------------------------- writer */
 #define JN_REC_QUEUE 8
 /* The writer is woken when this many steps have queued (or every
@@ -779,6 +799,22 @@ jn_status jn_rec_callsite(const char *file, int line, const char *func, int64_t 
     if (!R.db) return JN_OK;
     pthread_mutex_lock(&db_mu);
     jn_status s = jn_db_callsite(R.db, file, line, func, id);
+    pthread_mutex_unlock(&db_mu);
+    return s;
+}
+
+jn_status jn_rec_region_put(const jn_db_region *r) {
+    if (!R.db) return JN_OK;
+    pthread_mutex_lock(&db_mu);
+    jn_status s = jn_db_region_put(R.db, R.run_id, r);
+    pthread_mutex_unlock(&db_mu);
+    return s;
+}
+
+jn_status jn_rec_region_codes_put(const jn_db_region_code *rows, int n) {
+    if (!R.db || !n) return JN_OK;
+    pthread_mutex_lock(&db_mu);
+    jn_status s = jn_db_region_codes_put(R.db, R.run_id, rows, n);
     pthread_mutex_unlock(&db_mu);
     return s;
 }

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jn_db.h"
 #include "jn_exec.h"
 #include "jn_runtime.h"
 
@@ -121,6 +122,11 @@ void jn_rp_get_stats(const jn_replay *r, jn_rp_stats *st);
 void jn_rp_summary(const jn_replay *r, char *buf, size_t n);
 /* The i-th most frequent miss reason (NULL past the end); *count its count. */
 const char *jn_rp_miss(const jn_replay *r, int i, int64_t *count);
+/* What `janus optimize` decided about the recorded regions, stored with the
+ * bundle this replay runs (the replay run's bundle_id; without a run row,
+ * the newest bundle of its target): rows for jn_db_region_verdicts_free,
+ * none when the bundle predates them (replay/verdicts.c). */
+jn_status jn_rp_region_verdicts(const jn_replay *r, jn_db_region_verdict **rows, int *n);
 
 #ifdef __cplusplus
 }

@@ -14,20 +14,36 @@ dispatcher runs.  This module supplies what only Python knows:
 - step boundaries: Optimizer.step() (janus._step_hook) and janus.step();
 - roles: parameters and buffers are marked when created, optimizer state
   after every optimizer step;
-- printing as a sync point; the final flush at exit.
+- printing as a sync point; the final flush at exit;
+- regions (schema v9, docs/ARCHITECTURE.md 5.2): every call of a module
+  (Module.__call__), an optimizer's step() and zero_grad(), and
+  nn.utils.clip_grad_norm_ is marked in the trace by an entry event (with
+  the ids of the tensors it was given: its arguments; an optimizer's or a
+  clipping's gradients) and an exit event.  Each region object is stored
+  once (kind, class, where its code is defined, the hash of that code).
+  Its first _REGION_OBSERVED calls run under a profile function that
+  collects the code objects they run and the builtins they call; each code
+  object is scanned (janus._region._Scan, the same scan replay uses) and
+  stored with the first effect outside the call its bytecode or its calls
+  show.  The analyzer (analyzer/regions.c) turns that and the trace into
+  a verdict per region.  JANUS_RECORD_REGIONS=0 turns this off.
 
 Without JANUS_RECORD_DB nothing here runs except the `active` flag checks
 (False) and janus.step(), which then does nothing.
 """
 import atexit
 import dis
+import functools
 import os
 import sys
 import sysconfig
+import types
+import weakref
 
 from . import _C
 
 active = False
+regions = False  # marking region calls (active and JANUS_RECORD_REGIONS)
 
 ROLE_HOST, ROLE_PARAM, ROLE_STATE = 1, 2, 3
 SYNC_ITEM, SYNC_BOOL, SYNC_TOLIST, SYNC_NUMPY, SYNC_PRINT, SYNC_COMPARE = 1, 2, 3, 4, 5, 6
@@ -205,6 +221,220 @@ def print_end():
     _C._rec_quiet(-1)
 
 
+# ------------------------------------------------------------- regions
+# calls of each region object observed under the profile function (bounded
+# overhead: later calls only write their two markers)
+_REGION_OBSERVED = 3  # the first is not observed (see _region_run)
+_region_objs = {}     # (kind, id(obj)) -> [weakref to obj, region id, observed calls, stored code rows]
+_observers = []       # one (codes, calls) per observed call in progress, outermost first
+_call_verdicts = {}   # (owner type, owner module, name, module, user) -> effect text or None
+_checker = None
+_IMMUTABLE = (tuple, int, float, complex, str, bytes, frozenset)
+_next_rid = [0]       # region ids of this run: 1, 2, ...
+_own_file = __file__
+_region_file = os.path.join(os.path.dirname(__file__), "_region.py")
+_skip = []            # frames of janus's recording machinery running inside an observed call
+
+
+def _top_code(fn):
+    f = getattr(fn, "__func__", fn)
+    return getattr(f, "__code__", None)
+
+
+def _new_region(kind, obj, fn, key):
+    from . import _region
+    _next_rid[0] += 1
+    rid = _next_rid[0]
+    code = _top_code(fn)
+    if code is not None:
+        file, line, h = code.co_filename, code.co_firstlineno, _region._Scan(code).hash
+    else:
+        file, line, h = "?", 0, ""
+    qual = getattr(fn, "__qualname__", "?") if kind == "clip" else type(obj).__qualname__
+    try:
+        _C._rec_region_put(rid, kind, qual, file, line, h)
+    except Exception as e:  # a full disk must not kill the training run: recording stops, the call runs
+        _fail(e)
+
+    try:  # a dropped object takes its entry with it (its id may come back as another object)
+        ref = weakref.ref(obj, lambda _, k=key: _region_objs.pop(k, None))
+    except TypeError:  # not weakly referenceable: held (one region per such object)
+        ref = (lambda o: (lambda: o))(obj)
+    ent = _region_objs[key] = [ref, rid, 0, set()]
+    return ent
+
+
+def _prof(frame, event, arg):
+    # janus's own recording machinery (call sites, the bytecode analysis of a
+    # new code object, a new region's scan) runs inside the call but is not
+    # the call's: everything below one of _machinery's frames or a frame of
+    # _region.py is skipped; the region hooks' own frames (_region_run) are not
+    # the call's either, but what they call is
+    if _skip:
+        if event == "return" and frame is _skip[-1]:
+            _skip.pop()
+        return
+    code = frame.f_code
+    if event == "call":
+        if code in _machinery or code.co_filename == _region_file:
+            _skip.append(frame)
+        elif code.co_filename != _own_file:  # the region hooks themselves are not the call's
+            for codes, _ in _observers:
+                codes[code] = None
+    elif event == "c_call" and code.co_filename != _own_file:
+        for _, calls in _observers:
+            calls.append((arg, code, frame.f_lineno))
+
+
+def _call_effect(f, code, line):
+    """'calls X (not on the pure allow-list)' for a builtin a region may not call, else None
+    (janus._region's allow-list, cached per kind of callee)."""
+    global _checker
+    from . import _region
+    owner = getattr(f, "__self__", None)
+    if owner in _IMMUTABLE and getattr(f, "__name__", None) == "__new__":
+        return None  # making an immutable value (janus's Size is a tuple) changes nothing outside
+    user = _region._is_user(code)
+    key = (type(owner), owner if isinstance(owner, types.ModuleType) else None, getattr(f, "__name__", None),
+           getattr(f, "__module__", None), user)
+    try:
+        return _call_verdicts[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable owner module: no caching
+        key = None
+    if _checker is None:
+        _checker = _region.Regions()
+    try:
+        _checker._check_call(f, code, line)
+        v = None
+    except _region._Refused:
+        v = f"calls {getattr(f, '__qualname__', getattr(f, '__name__', '?'))} (not on the pure allow-list)"
+    if key is not None:
+        _call_verdicts[key] = v
+    return v
+
+
+def _store_codes(ent, codes, calls):
+    """The code rows of one observed call: each code object it ran, scanned, with its
+    first effect outside the call (a store, import, yield in user code; a builtin not on
+    the pure allow-list anywhere)."""
+    from . import _region
+    first_call = {}
+    for f, code, line in calls:
+        if code not in first_call:
+            e = _call_effect(f, code, line)
+            if e is not None:
+                first_call[code] = (e, _region._site(code, line))
+    rows = []
+    for code in codes:
+        scan = _region._Scan(code) if code not in _scans else _scans[code]
+        _scans[code] = scan
+        user = _region._is_user(code)
+        eff = scan.effects[0] if user and scan.effects else first_call.get(code)
+        if eff is not None:
+            eff = (f"{eff[0]}: an effect outside the call" if not eff[0].startswith("calls ") else eff[0], eff[1])
+        row = (scan.hash, code.co_filename, code.co_firstlineno, code.co_qualname if hasattr(code, "co_qualname")
+               else code.co_name, int(user), eff[0] if eff else None, eff[1] if eff else None)
+        if row not in ent[3]:
+            ent[3].add(row)
+            rows.append(row)
+    if rows:
+        _C._rec_region_codes(ent[1], rows)
+
+
+_scans = {}
+
+
+def _region_run(kind, obj, fn, given, call, args, kwargs):
+    """Run call(*args, **kwargs) as a call of region (kind, obj), fn its code."""
+    key = (kind, id(obj))
+    ent = _region_objs.get(key)
+    if ent is None or ent[0]() is not obj:
+        ent = _new_region(kind, obj, fn, key)
+    rid = ent[1]
+    _C._rec_region_enter(rid, given)
+    if ent[2] >= _REGION_OBSERVED:
+        try:
+            return call(*args, **kwargs)
+        finally:
+            _C._rec_region_exit(rid)
+    ent[2] += 1
+    if ent[2] == 1:  # the first call makes state (optimizer state, lazy buffers): its ops are
+        try:         # in the trace, its code is observed from the second call on
+            return call(*args, **kwargs)
+        finally:
+            _C._rec_region_exit(rid)
+    prev = sys.getprofile()
+    if prev is not None and prev is not _prof:  # a profiler of the user's: leave it alone, scan nothing
+        try:
+            return call(*args, **kwargs)
+        finally:
+            _C._rec_region_exit(rid)
+    codes, calls = {}, []
+    _observers.append((codes, calls))
+    if prev is None:
+        _skip.clear()
+        sys.setprofile(_prof)
+    try:
+        return call(*args, **kwargs)
+    finally:
+        _observers.pop()
+        if prev is None:
+            sys.setprofile(None)
+        _C._rec_region_exit(rid)
+        try:
+            _store_codes(ent, codes, calls)
+        except Exception as e:  # a full disk must not kill the training run
+            _fail(e)
+
+
+def module_call(mod, args, kwargs):
+    """Module.__call__ while recording regions."""
+    fwd = mod.forward
+    return _region_run("module", mod, fwd, (args, kwargs), fwd, args, kwargs)
+
+
+def _grads(opt):
+    return [p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None]
+
+
+def optimizer_step(opt, fn, args, kwargs):
+    """Optimizer.step's body (fn, the subclass's step) while recording regions."""
+    return _region_run("step", opt, fn, _grads(opt), fn, (opt,) + tuple(args), kwargs)
+
+
+def region_method(kind):
+    """Decorator of an optimizer method (zero_grad) that is a region while recording."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            if not regions:
+                return fn(self, *args, **kwargs)
+            return _region_run(kind, self, fn, _grads(self), fn, (self,) + args, kwargs)
+        return wrapper
+    return deco
+
+
+def region_function(kind):
+    """Decorator of a function over parameters (clip_grad_norm_) that is a region while recording."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(parameters, *args, **kwargs):
+            if not regions:
+                return fn(parameters, *args, **kwargs)
+            from . import _C as C
+            ps = [parameters] if isinstance(parameters, C.TensorBase) else list(parameters)
+            given = [p.grad for p in ps if p.grad is not None]
+            return _region_run(kind, fn, fn, given, fn, (ps,) + args, kwargs)
+        return wrapper
+    return deco
+
+
+# what the recorder runs inside a call for itself (set below): skipped with all it calls
+_machinery = frozenset(f.__code__ for f in (_is_user_file, _analyze_code, _new_region, _store_codes, _call_effect))
+
+
 # --------------------------------------------------------- start / stop
 _reported = False
 _owner_pid = None  # the process that records (a forked child does not)
@@ -233,8 +463,8 @@ def _stored_text(last):
 def _fail(e):
     """Recording stopped (disk full, database trouble): say so once with the
     last step actually stored (the writer is drained first), go on."""
-    global _reported, active
-    active = False
+    global _reported, active, regions
+    active = regions = False
     if _reported or os.getpid() != _owner_pid:  # a forked child stopped recording; the parent reports
         return
     _reported = True
@@ -248,12 +478,13 @@ def _fail(e):
     _report(last, str(e))
 
 
-def start(db, run, decisions=True):
+def start(db, run, decisions=True, with_regions=True):
     """Start recording into run `run` of the store at `db`."""
-    global active, _owner_pid
+    global active, _owner_pid, regions
     _owner_pid = os.getpid()
     _C._rec_start(db, int(run), _is_user_file, _analyze_code, bool(decisions))
     active = True
+    regions = bool(with_regions)
     import janus
     from .optim import optimizer as _opt
     janus._step_hook = _step_hook
@@ -263,7 +494,8 @@ def start(db, run, decisions=True):
 
 def stop():
     """Flush the trailing step and close the store (atexit)."""
-    global active
+    global active, regions
+    regions = False
     if not active:
         try:
             _C._rec_stop()
@@ -301,12 +533,13 @@ def start_from_env():
                          "not recording (start the script with `janus record`)\n")
         return
     try:  # a bad recording switch (a ValueError naming it) runs the script unrecorded, as a bad store does
-        start(db, run, _C._setting_value("JANUS_RECORD_DECISIONS"))
+        start(db, run, _C._setting_value("JANUS_RECORD_DECISIONS"), _C._setting_value("JANUS_RECORD_REGIONS"))
     except Exception as e:
         sys.stderr.write(f"janus record: cannot record into {db}: {e}; running without recording\n")
         _report(-1, f"cannot record into {db}: {e}")
         return
     # The first process that imports janus owns the run: its subprocesses
     # (DataLoader workers, helper scripts) must not append to the same steps.
-    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN", "JANUS_RECORD_DECISIONS", "JANUS_RECORD_REPORT_FD"):
+    for k in ("JANUS_RECORD_DB", "JANUS_RECORD_RUN", "JANUS_RECORD_DECISIONS", "JANUS_RECORD_REGIONS",
+              "JANUS_RECORD_REPORT_FD"):
         os.environ.pop(k, None)

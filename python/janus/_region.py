@@ -73,14 +73,22 @@ def _site(code, line):
     return f"{code.co_filename.rsplit('/', 1)[-1]}:{line}"
 
 
+def _code_hash(code):
+    """The bytecode, names and constants; a nested code object (a comprehension, a lambda)
+    by its own hash, not its repr (which holds an address): the same in every process,
+    so a recording's hash can be compared with a replay's."""
+    h = hashlib.sha1(code.co_code)
+    consts = tuple(_code_hash(c) if isinstance(c, type(code)) else c for c in code.co_consts)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, consts)).encode())
+    return h.hexdigest()[:16]
+
+
 class _Scan:
     """What one code object's bytecode does, scanned once: stores (for user code),
     global names, attribute names, closure reads; and its hash."""
 
     def __init__(self, code):
-        h = hashlib.sha1(code.co_code)
-        h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_consts)).encode())
-        self.hash = h.hexdigest()[:16]
+        self.hash = _code_hash(code)
         self.effects, self.globals, self.attrs, self.closure = [], set(), [], []
         line = code.co_firstlineno
         for ins in dis.get_instructions(code):

@@ -13,7 +13,9 @@
 
 /* SQL that takes back what schema v6 added (db/db.c SCHEMA_V6): run first
  * when a test makes a store of an older schema out of a current one. */
-/* what schema v8 added (db/db.c SCHEMA_V8), taken back first */
+/* what schema v9 added (db/db.c SCHEMA_V9), taken back first */
+#define JT_UNDO_V9 "DROP TABLE region_verdicts; DROP TABLE region_codes; DROP TABLE regions; "
+/* what schema v8 added (db/db.c SCHEMA_V8), taken back after v9's */
 #define JT_UNDO_V8 "DROP TABLE replay_extrap; ALTER TABLE replay_graphs DROP COLUMN extrapolated; "
 /* what schema v7 added (db/db.c SCHEMA_V7), taken back before v6's */
 #define JT_UNDO_V7 "ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "

@@ -154,7 +154,7 @@ static jn_ir_module *analyze(const char *name, jn_status *st, jn_an_stats *stats
     jn_status s = jn_db_open(tmp(name), JN_DB_READONLY, &db);
     CHECK(s == JN_OK);
     if (s) return NULL;
-    jn_an_options opt = {0, NULL};
+    jn_an_options opt = {0, NULL, NULL};
     jn_an_stats local;
     s = jn_an_analyze(db, &opt, &m, stats ? stats : &local);
     if (st) *st = s;
@@ -1117,7 +1117,7 @@ static void test_corrupt(void) {
     /* run 2 alone: nothing readable, an empty module */
     jn_db *db = NULL;
     CHECK(jn_db_open(tmp("f.db"), JN_DB_READONLY, &db) == JN_OK);
-    jn_an_options opt = {t2.run, NULL};
+    jn_an_options opt = {t2.run, NULL, NULL};
     m = NULL;
     CHECK(jn_an_analyze(db, &opt, &m, &st) == JN_OK && m && m->ngraphs == 0 && st.steps == 0 && st.skipped == 1);
     jn_ir_module_free(m);

@@ -545,7 +545,7 @@ static void make_v1(const char *path) {
     jn_db_run_info ri = {.argv_json = "[\"train.py\"]", .cwd = "/", .optable_hash = "00", .device = "cpu"};
     int64_t run;
     if (jn_db_run_begin(db, &ri, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
-    exec(db, JT_UNDO_V8 JT_UNDO_V6 "DROP TABLE bundles; DROP TABLE replay_misses; DROP TABLE replay_graphs; "
+    exec(db, JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V6 "DROP TABLE bundles; DROP TABLE replay_misses; DROP TABLE replay_graphs; "
              "ALTER TABLE runs DROP COLUMN bundle_id; ALTER TABLE runs DROP COLUMN kind; "
              "ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "
              "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
@@ -568,7 +568,7 @@ static void test_migration(void) {
         jn_db_close(db);
     }
     /* a failure at any point leaves v1 or a complete migration */
-    CHECK(jt_migrate_under_faults(path, make_v1, 17, 1, "SELECT count(*) FROM sqlite_master WHERE name='bundles'", 0,
+    CHECK(jt_migrate_under_faults(path, make_v1, 18, 1, "SELECT count(*) FROM sqlite_master WHERE name='bundles'", 0,
                                   1, 1) >= 3);
     make_v1(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);

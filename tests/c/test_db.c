@@ -512,7 +512,7 @@ static void test_migration(void) {
     CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_ERR_IO && has("older schema version 0") && has("migrate"));
 
     /* a failure at any point of the open leaves the store at v0 or fully migrated */
-    CHECK(jt_migrate_under_faults(path, make_v0, 18, 0, "SELECT count(*) FROM sqlite_master WHERE name='runs'", 0, 1,
+    CHECK(jt_migrate_under_faults(path, make_v0, 19, 0, "SELECT count(*) FROM sqlite_master WHERE name='runs'", 0, 1,
                                   -1) >= 5);
 
     make_v0(path);

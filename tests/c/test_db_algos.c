@@ -98,7 +98,7 @@ static void make_v4(const char *path) {
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "DROP TABLE algos; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+                     JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "DROP TABLE algos; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v4: %s\n", err ? err : "?");
     sqlite3_free(err);
@@ -118,8 +118,8 @@ static void test_migration_v4(void) {
         CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM sqlite_master WHERE name = 'algos'") == 0);
         jn_db_close(db);
     }
-    /* a failure at any point leaves v4 or a complete migration (v5 to v8) */
-    CHECK(jt_migrate_under_faults(path, make_v4, 14, 4, "SELECT count(*) FROM sqlite_master WHERE name = 'algos'", 0,
+    /* a failure at any point leaves v4 or a complete migration (v5 to v9) */
+    CHECK(jt_migrate_under_faults(path, make_v4, 15, 4, "SELECT count(*) FROM sqlite_master WHERE name = 'algos'", 0,
                                   1, 1) >= 3);
     make_v4(path);
     CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);

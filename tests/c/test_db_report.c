@@ -242,7 +242,7 @@ static void make_v5(const char *path) {
     if (jn_db_replay_put(db, run, NULL, 0, &m, 1, NULL, 0) != JN_OK) fprintf(stderr, "  replay_put: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+                     JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v5: %s\n", err ? err : "?");
     sqlite3_free(err);
@@ -272,7 +272,7 @@ static void test_migration_v5(void) {
         jn_db_runs_free(runs, n);
         jn_db_close(db);
     }
-    CHECK(jt_migrate_under_faults(path, make_v5, 18, 5,
+    CHECK(jt_migrate_under_faults(path, make_v5, 19, 5,
                                   "SELECT (SELECT count(*) FROM sqlite_master WHERE name IN ('run_steps',"
                                   "'replay_segments','replay_graph_times','bundle_notes')) + (SELECT count(*) FROM "
                                   "pragma_table_info('runs') WHERE name IN ('cpu_seconds','peak_rss'))",

@@ -168,7 +168,7 @@ static int load(const char *path, loaded *L, jn_ir_module **an_out) {
         fprintf(stderr, "%s\n", jn_errmsg());
         return -1;
     }
-    jn_an_options opt = {0, NULL};
+    jn_an_options opt = {0, NULL, NULL};
     jn_an_stats st;
     jn_ir_module *m = NULL;
     jn_status s = jn_an_analyze(db, &opt, &m, &st);

@@ -166,17 +166,43 @@ def _uv(v):
     return bytes(out)
 
 
+def _first_op(ev):
+    """Where the first op event starts: past the region markers (schema v9, db/trace.c:
+    kind 5, enter u8, region sv, n uv, n ids sv, call site sv, stack sv) before it."""
+    at = 0
+
+    def skip_varint(k):
+        while ev[k] & 0x80:
+            k += 1
+        return k + 1
+
+    while ev[at] == 5:
+        k = skip_varint(at + 2)          # kind, enter, region
+        n, shift, j = 0, 0, k             # the id count
+        while True:
+            n |= (ev[j] & 0x7F) << shift
+            shift += 7
+            j += 1
+            if not ev[j - 1] & 0x80:
+                break
+        for _ in range(n + 2):            # the ids, call site, stack
+            j = skip_varint(j)
+        at = j
+    return at
+
+
 def _foreign_op_index(db):
     """A chunk from some other op table: its first op event names op #5000,
     past the end of the run's table (a well-formed event otherwise)."""
     ev = decompressed(db)
     if ev is None:
         pytest.skip("no zstd command to decompress a chunk with")
-    assert ev[0] == 1, "the first event of step 2 is not an op"
-    j = 1
+    at = _first_op(ev)
+    assert ev[at] == 1, "step 2 has no op event"
+    j = at + 1
     while ev[j] & 0x80:
         j += 1
-    new = ev[:1] + _uv(5000) + ev[j + 1:]
+    new = ev[:at + 1] + _uv(5000) + ev[j + 1:]
     set_chunk(db, data=zstd_raw_frame(new), raw=len(new))
 
 

@@ -755,6 +755,90 @@ static PyObject *py_rec_sync(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* ---- regions (schema v9; janus/_record.py's region hooks) ---- */
+#define REGION_ARGS_MAX 256
+
+/* The tensors in obj: a tensor, or tuples, lists and dict values of them
+ * (depth at most 3, the first REGION_ARGS_MAX). */
+static void region_args(PyObject *obj, int depth, int64_t *ids, int *n) {
+    if (*n >= REGION_ARGS_MAX) return;
+    if (JnTensor_Check(obj)) {
+        ids[(*n)++] = JN_T(obj)->id;
+        return;
+    }
+    if (depth >= 3) return;
+    if (PyTuple_Check(obj) || PyList_Check(obj)) {
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(obj);
+        PyObject **items = PySequence_Fast_ITEMS(obj);
+        for (Py_ssize_t i = 0; i < k; i++) region_args(items[i], depth + 1, ids, n);
+    } else if (PyDict_Check(obj)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *v;
+        while (PyDict_Next(obj, &pos, &key, &v)) region_args(v, depth + 1, ids, n);
+    }
+}
+
+/* _rec_region_enter(region, args[, kwargs]): the entry marker with the ids of the tensors given */
+static PyObject *py_rec_region_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 1 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "_rec_region_enter(region, args[, kwargs])");
+        return NULL;
+    }
+    long long r = PyLong_AsLongLong(args[0]);
+    if (r == -1 && PyErr_Occurred()) return NULL;
+    int64_t ids[REGION_ARGS_MAX];
+    int n = 0;
+    for (Py_ssize_t i = 1; i < nargs; i++) region_args(args[i], 0, ids, &n);
+    jn_rec_region(r, 1, ids, n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_rec_region_exit(PyObject *self, PyObject *arg) {
+    (void)self;
+    long long r = PyLong_AsLongLong(arg);
+    if (r == -1 && PyErr_Occurred()) return NULL;
+    jn_rec_region(r, 0, NULL, 0);
+    Py_RETURN_NONE;
+}
+
+/* _rec_region_put(region, kind, qualname, file, line, code_hash) */
+static PyObject *py_rec_region_put(PyObject *self, PyObject *args) {
+    (void)self;
+    jn_db_region r;
+    memset(&r, 0, sizeof r);
+    long long id;
+    if (!PyArg_ParseTuple(args, "Lsssis", &id, &r.kind, &r.qualname, &r.file, &r.line, &r.code_hash)) return NULL;
+    r.region = id;
+    jn_status s = jn_rec_region_put(&r);
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
+/* _rec_region_codes(region, [(hash, file, line, name, user, effect or None, effect_site or None)]) */
+static PyObject *py_rec_region_codes(PyObject *self, PyObject *args) {
+    (void)self;
+    long long id;
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "LO!", &id, &PyList_Type, &list)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    jn_db_region_code *rows = calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        jn_db_region_code *c = &rows[i];
+        c->region = id;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "ssisizz", &c->hash, &c->file, &c->line, &c->name, &c->user,
+                              &c->effect, &c->effect_site)) {
+            free(rows);
+            return NULL;
+        }
+    }
+    jn_status s = jn_rec_region_codes_put(rows, (int)n);
+    free(rows);
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
 /* _rec_quiet(delta): nested syncs inside printing are not separate syncs */
 static PyObject *py_rec_quiet(PyObject *self, PyObject *arg) {
     (void)self;
@@ -872,6 +956,17 @@ static PyObject *py_rec_read_step(PyObject *self, PyObject *args) {
             d = ids ? Py_BuildValue("{s:s,s:N,s:L,s:L}", "kind", "live", "ids", ids, "callsite",
                                     (long long)ev.callsite, "stack", (long long)ev.stack)
                     : NULL;
+        } else if (ev.kind == JN_EV_REGION) {
+            PyObject *ids = PyList_New(0);
+            for (uint32_t i = 0; ids && i < ev.nargs; i++) {
+                PyObject *v = PyLong_FromLongLong((long long)ev.args[i]);
+                if (!v || PyList_Append(ids, v) < 0) Py_CLEAR(ids);
+                Py_XDECREF(v);
+            }
+            d = ids ? Py_BuildValue("{s:s,s:L,s:O,s:N,s:L,s:L}", "kind", "region", "region", (long long)ev.region,
+                                    "enter", ev.region_enter ? Py_True : Py_False, "args", ids, "callsite",
+                                    (long long)ev.callsite, "stack", (long long)ev.stack)
+                    : NULL;
         } else
             d = Py_BuildValue("{s:s,s:i,s:L,s:L}", "kind", "decision", "dec_kind", ev.dec_kind, "outcome",
                               (long long)ev.outcome, "callsite", (long long)ev.callsite);
@@ -962,6 +1057,13 @@ PyMethodDef jn_py_recorder_methods[] = {
     {"_rec_role", py_rec_role, METH_O, "the recorder role of a tensor"},
     {"_rec_sync", (PyCFunction)(void (*)(void))py_rec_sync, METH_FASTCALL, "_rec_sync(tensor, kind, value)"},
     {"_rec_quiet", py_rec_quiet, METH_O, NULL},
+    {"_rec_region_enter", (PyCFunction)(void (*)(void))py_rec_region_enter, METH_FASTCALL,
+     "_rec_region_enter(region, args[, kwargs]): a region's entry marker with the tensors it was given"},
+    {"_rec_region_exit", py_rec_region_exit, METH_O, "_rec_region_exit(region): a region's exit marker"},
+    {"_rec_region_put", py_rec_region_put, METH_VARARGS,
+     "_rec_region_put(region, kind, qualname, file, line, code_hash): store a region of this run"},
+    {"_rec_region_codes", py_rec_region_codes, METH_VARARGS,
+     "_rec_region_codes(region, [(hash, file, line, name, user, effect, effect_site)]): its code objects"},
     {"_rec_active", py_rec_active, METH_NOARGS, "is the recorder hook installed?"},
     {"_rec_error", py_rec_error, METH_NOARGS, "the error that stopped recording, or None"},
     {"_rec_stats", py_rec_stats, METH_NOARGS, "steps/ops/syncs/decisions/bytes recorded so far; stored, last_stored: steps committed"},

@@ -2,7 +2,8 @@
  * start/stop from janus/_replay.py, step ends, sync points, and the one
  * helper the extension calls before it reads or writes tensor data outside
  * the dispatcher (jn_py_ready), and the step times of an eager run
- * (_rp_put_steps).  The replay object of this process is jn_py_replay
+ * (_rp_put_steps), and the recording's region verdicts (_rp_region_verdicts).
+ * The replay object of this process is jn_py_replay
  * (NULL: none; every entry is then one pointer test).
  */
 #include "jn_py.h"
@@ -168,6 +169,44 @@ static PyObject *py_rp_forked_child(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* _rp_region_verdicts() -> [dict], what `janus optimize` decided about each
+ * recorded region (jn_rp_region_verdicts); [] when not replaying or the
+ * bundle has none.  Keys: kind, qualname, site, calls, verdict
+ * ('replaceable' | 'refused'), reason, reason_site, code_hash, codes (a
+ * tuple of the hashes of every code object it ran). */
+static PyObject *py_rp_region_verdicts(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    PyObject *out = PyList_New(0);
+    if (!out || !jn_py_replay) return out;
+    jn_db_region_verdict *v = NULL;
+    int n = 0;
+    jn_status s = jn_rp_region_verdicts(jn_py_replay, &v, &n);
+    if (s) {
+        Py_DECREF(out);
+        return jn_py_raise(s);
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *codes = PyUnicode_FromString(v[i].codes), *parts = codes ? PyUnicode_Split(codes, NULL, -1) : NULL;
+        PyObject *tup = parts ? PyList_AsTuple(parts) : NULL;
+        Py_XDECREF(codes);
+        Py_XDECREF(parts);
+        PyObject *d = tup ? Py_BuildValue("{sssssssLsssssssssN}", "kind", v[i].kind, "qualname", v[i].qualname, "site",
+                                          v[i].site, "calls", (long long)v[i].calls, "verdict",
+                                          v[i].replaceable ? "replaceable" : "refused", "reason", v[i].reason,
+                                          "reason_site", v[i].reason_site, "code_hash", v[i].code_hash, "codes", tup)
+                          : NULL;
+        if (!d || PyList_Append(out, d)) {
+            Py_XDECREF(d);
+            Py_DECREF(out);
+            jn_db_region_verdicts_free(v, n);
+            return NULL;
+        }
+        Py_DECREF(d);
+    }
+    jn_db_region_verdicts_free(v, n);
+    return out;
+}
+
 static PyObject *py_rp_active(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     return PyBool_FromLong(jn_py_replay != NULL);
@@ -182,6 +221,8 @@ PyMethodDef jn_py_replay_methods[] = {
     {"_rp_stop", py_rp_stop, METH_O, "_rp_stop(print_summary)"},
     {"_rp_stats", py_rp_stats, METH_NOARGS, "hit/miss counters and the summary line (None: no replay)"},
     {"_rp_active", py_rp_active, METH_NOARGS, NULL},
+    {"_rp_region_verdicts", py_rp_region_verdicts, METH_NOARGS,
+     "the recording's verdict on each region, stored with the replayed bundle: [dict] ([] when none)"},
     {"_rp_put_steps", py_rp_put_steps, METH_VARARGS, "_rp_put_steps(db, run, [(started, duration)], tail): None or why not"},
     {"_rp_forked_child", py_rp_forked_child, METH_NOARGS, "a forked worker process stops replaying"},
     {NULL, NULL, 0, NULL}};

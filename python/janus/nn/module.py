@@ -29,6 +29,8 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args, **kwargs):
+        if _record.regions:  # janus record: the call is a region (entry/exit in the trace)
+            return _record.module_call(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
     # ---- registration ------------------------------------------------

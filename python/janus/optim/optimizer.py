@@ -19,7 +19,7 @@ from collections import OrderedDict, defaultdict
 from itertools import chain
 
 import janus
-from janus import _C
+from janus import _C, _record
 
 __all__ = ["Optimizer", "required"]
 
@@ -186,6 +186,8 @@ def _wrap_step(fn):
                 regions = janus._region_step  # set while a replay replaces steps (janus/_region.py)
                 if regions is not None and not args and not kwargs:
                     out = regions(self, fn)
+                elif _record.regions:  # janus record: the step is a region (entry/exit in the trace)
+                    out = _record.optimizer_step(self, fn, args, kwargs)
                 else:
                     out = fn(self, *args, **kwargs)
         finally:
@@ -332,6 +334,7 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     # ----------------------------------------------------------- zero_grad
+    @_record.region_method("zero_grad")
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all optimized tensors: to None (default) or,
         with set_to_none=False, to zeros in place."""

@@ -1,8 +1,10 @@
 """janus.nn.utils: gradient clipping, parameter vectors, and janus.nn.utils.rnn
 (pad_sequence)."""
 import janus
+from janus import _record
 
 
+@_record.region_function("clip")
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Scale gradients in place so their joint norm is at most max_norm;
     returns the total norm before clipping (as torch does)."""

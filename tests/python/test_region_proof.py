@@ -1,0 +1,174 @@
+"""The proof from the recording (issue 23 item 2): `janus record` marks every
+region call in the trace and scans the code its calls run
+(janus/_record.py), the analyzer decides per region (analyzer/regions.c),
+`janus optimize` and `janus inspect` list the verdicts, and a replay reads
+them (_C._rp_region_verdicts).  tests/regions/proof_cases.py has pure
+modules and optimizers and one module per way to be refused; each verdict
+is checked with its exact reason and file:line, and the region lines of
+both commands against golden text."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from dynamic_runs import GOLDEN, ROOT, env, have_optimize, janus
+
+pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
+
+CASES = os.path.join(ROOT, "tests", "regions", "proof_cases.py")
+HASH = re.compile(r"\b[0-9a-f]{16}\b")
+
+
+def record(tmp, *extra_env, steps=6):
+    db = os.path.join(str(tmp), "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, CASES, str(steps), timeout=600,
+              extra_env=dict(extra_env))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return db, r
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("proof")
+    db, rec = record(tmp)
+    opt = janus("optimize", "--no-compile", db, timeout=600)
+    assert opt.returncode == 0, opt.stderr[-3000:]
+    ins = janus("inspect", "--json", db)
+    assert ins.returncode == 0, ins.stderr[-3000:]
+    verdicts = {(v["kind"], v["qualname"]): v for v in json.loads(ins.stdout)["bundles"][-1]["regions"]}
+    return {"db": db, "record": rec, "optimize": opt.stdout, "verdicts": verdicts}
+
+
+def test_recording_changes_no_result(recorded):
+    plain = subprocess.run([sys.executable, CASES, "6"], capture_output=True, text=True, env=env(), timeout=600)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert plain.stdout == recorded["record"].stdout  # the losses, bit for bit, and the prints
+
+
+@pytest.mark.parametrize("kind,qualname", [
+    ("module", "Block"),     # parameters, a buffer, its argument
+    ("module", "Linear"),    # janus's own module, nested in Block
+    ("module", "Rows"),      # its op count follows its input's shape (batch 2, then 3)
+    ("module", "CrossEntropyLoss"),  # a loss module (janus's Size.__new__ makes a tuple: pure)
+    ("step", "SGD"),         # momentum state made on the first call
+    ("zero_grad", "SGD"),
+    ("clip", "clip_grad_norm_"),
+])
+def test_replaceable(recorded, kind, qualname):
+    v = recorded["verdicts"][(kind, qualname)]
+    assert v["verdict"] == "replaceable" and v["reason"] == "" and v["reason_site"] == "", v
+    assert v["calls"] == 6 and HASH.fullmatch(v["code_hash"]) and v["code_hash"] in v["codes"].split()
+
+
+@pytest.mark.parametrize("qualname,site,reason", [
+    ("Counter", "proof_cases.py:31", "stores attribute n: an effect outside the call (in Counter.forward)"),
+    ("Appends", "proof_cases.py:37", "calls list.append (not on the pure allow-list) (in Appends.forward)"),
+    ("Prints", "proof_cases.py:43", "calls print (not on the pure allow-list) (in Prints.forward)"),
+    ("Syncs", "proof_cases.py:49", "reads tensor data inside the call (item()): a sync point"),
+    ("Random", "proof_cases.py:56", "calls Random.random (not on the pure allow-list) (in Random.forward)"),
+    ("Global", "proof_cases.py:61", "mul reads a tensor that is neither an argument, a parameter, a buffer nor "
+                                    "optimizer state (a global or an attribute tensor): pass it as an argument or "
+                                    "register it as a buffer"),
+    ("Flip", "proof_cases.py:72", "call 2 ran add where call 1 ran mul at proof_cases.py:71 (op 0), with inputs of "
+                                  "the same shapes: control flow on a value the region does not see"),
+    # refused through the Counter it calls: the Counter's line
+    ("Outer", "proof_cases.py:31", "stores attribute n: an effect outside the call (in Counter.forward)"),
+])
+def test_refused(recorded, qualname, site, reason):
+    v = recorded["verdicts"][("module", qualname)]
+    assert (v["verdict"], v["reason_site"], v["reason"]) == ("refused", site, reason)
+    # and optimize names it with the reason and the line
+    assert f"region module {qualname} ({v['site']}): refused at {site}: {reason}\n" in recorded["optimize"]
+
+
+def test_counts_over_objects(recorded):
+    # two Counter objects (one alone, one inside Outer): one verdict, their calls summed
+    assert recorded["verdicts"][("module", "Counter")]["calls"] == 12
+
+
+def region_lines(text, start):
+    """The lines from `start` on that name a region of proof_cases.py, hashes replaced."""
+    out, on = [], False
+    for line in text.splitlines():
+        on = on or line.strip().startswith(start)
+        if on and ("proof_cases.py" in line or line.strip().startswith(start)):
+            out.append(HASH.sub("<hash>", line.rstrip()))
+    return out
+
+
+def golden(name, lines):
+    path = os.path.join(GOLDEN, name)
+    from janus import _C
+    if _C._setting_value("JANUS_UPDATE_GOLDEN"):
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    with open(path) as f:
+        assert lines == f.read().splitlines(), f"{name} differs (JANUS_UPDATE_GOLDEN=1 regenerates)"
+
+
+def test_golden_optimize(recorded):
+    golden("regions_optimize.txt", region_lines(recorded["optimize"], "janus optimize: regions:"))
+
+
+def test_golden_inspect(recorded):
+    r = janus("inspect", recorded["db"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = region_lines(r.stdout, "regions:")
+    assert lines[0].startswith("    regions: 7 replaceable, 8 refused")
+    golden("regions_inspect.txt", lines)
+
+
+READ = """
+import json
+from janus import _C, _region
+print("VERDICTS " + json.dumps(_C._rp_region_verdicts()))
+print("HASH " + _region._Scan(Counter.forward.__code__).hash)
+"""
+
+
+def test_replay_reads_the_verdicts(recorded, tmp_path):
+    """The replayed process gets the verdicts of the bundle it runs, and the code hash the
+    recording stored is the one the replayed process computes for the same code (the
+    script copied elsewhere, with lines that read them appended)."""
+    script = os.path.join(str(tmp_path), "proof_cases.py")
+    with open(CASES) as src, open(script, "w") as f:
+        f.write(src.read() + READ)
+    r = janus("replay", "--db", recorded["db"], "--", sys.executable, script, "6", timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    v = json.loads(re.search(r"^VERDICTS (.*)$", r.stdout, re.M).group(1))
+    h = re.search(r"^HASH (\w+)$", r.stdout, re.M).group(1)
+    by = {(x["kind"], x["qualname"]): x for x in v}
+    c = by[("module", "Counter")]
+    assert (c["verdict"], c["reason_site"], c["site"]) == ("refused", "proof_cases.py:31", "proof_cases.py:30")
+    assert c["code_hash"] == h and h in c["codes"]
+    assert by[("step", "SGD")]["verdict"] == "replaceable"
+    assert len(v) == len(recorded["verdicts"])
+
+
+def test_no_replay_no_verdicts():
+    r = subprocess.run([sys.executable, "-c", "from janus import _C; print(_C._rp_region_verdicts())"],
+                       capture_output=True, text=True, env=env(), timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stderr
+
+
+def test_regions_off(tmp_path):
+    db, _ = record(tmp_path, ("JANUS_RECORD_REGIONS", "0"))
+    opt = janus("optimize", "--no-compile", db, timeout=600)
+    assert opt.returncode == 0 and "regions:" not in opt.stdout, opt.stdout
+    ins = janus("inspect", "--json", db)
+    assert json.loads(ins.stdout)["bundles"][-1]["regions"] == []
+
+
+def test_called_once_is_not_proved(tmp_path):
+    """A region object's first call is not observed (it makes state): one call proves nothing."""
+    db, _ = record(tmp_path, steps=1)
+    opt = janus("optimize", "--no-compile", db, timeout=600)
+    assert opt.returncode == 0, opt.stderr[-3000:]
+    ins = janus("inspect", "--json", db)
+    v = {(x["kind"], x["qualname"]): x for x in json.loads(ins.stdout)["bundles"][-1]["regions"]}
+    b = v[("module", "Block")]
+    assert b["verdict"] == "refused" and b["reason_site"] == "proof_cases.py:21"
+    assert b["reason"].startswith("its code was not observed when recording") and "called 1 time " in b["reason"]

@@ -7,8 +7,8 @@ DistributedSampler(shuffle=False): the union of the ranks' batches at step t
 is exactly the single process's batch t of size N*B, so the losses must
 match.  Writes, per rank, to OUT.rank<R>.json: the losses (this rank's and,
 after an AVG all-reduce, the world's), the SHA-256 of the final parameters,
-seconds per step.  Fault options make one rank die (SIGKILL), raise, or run a
-collective the others never join.
+seconds per step.  Fault options make one rank die (SIGKILL), raise, hang, or
+run one more op than the recording (a guard miss on that rank only).
 """
 import argparse
 import hashlib
@@ -53,7 +53,10 @@ def main():
     ap.add_argument("--no-ddp", action="store_true", help="one process, no process group")
     ap.add_argument("--kill-rank", type=int, default=-1)
     ap.add_argument("--raise-rank", type=int, default=-1)
-    ap.add_argument("--diverge-rank", type=int, default=-1, help="runs one all_reduce the others do not")
+    ap.add_argument("--hang-rank", type=int, default=-1, help="sleeps instead of training (a rank that hangs)")
+    ap.add_argument("--odd-rank", type=int, default=-1,
+                    help="adds an op (x + 0.0, the same numbers) to its forward at the fault step: a guard miss "
+                    "under replay on that rank only")
     ap.add_argument("--fault-step", type=int, default=3)
     ap.add_argument("--accumulate", type=int, default=1, help="backward passes per step (no_sync for all but the last)")
     args = ap.parse_args()
@@ -89,11 +92,13 @@ def main():
             os.kill(os.getpid(), signal.SIGKILL)
         if step == args.fault_step and rank == args.raise_rank:
             raise RuntimeError(f"rank {rank} fails on purpose at step {step}")
-        if step == args.fault_step and rank == args.diverge_rank:
-            dist.all_reduce(janus.ones(3))
+        if step == args.fault_step and rank == args.hang_rank:
+            time.sleep(3600)
         opt.zero_grad()
         for k in range(args.accumulate):
             xb, yb = next(it)
+            if step == args.fault_step and rank == args.odd_rank:
+                xb = xb + 0.0
             if k < args.accumulate - 1 and not args.no_ddp:
                 with model.no_sync():
                     loss_fn(model(xb), yb).backward()

@@ -359,3 +359,23 @@ def test_distributed_sampler_checks_rank():
         DistributedSampler(list(range(4)), num_replicas=2, rank=2)
     with pytest.raises(RuntimeError, match="init_process_group"):
         DistributedSampler(list(range(4)))
+
+
+@needs_mpi
+def test_a_pytorch_script_runs_unchanged_under_the_torch_alias(tmp_path):
+    script = tmp_path / "ddp_torch.py"
+    script.write_text(textwrap.dedent("""
+        import torch, torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data.distributed import DistributedSampler
+        dist.init_process_group("gloo")  # PyTorch's CPU backend runs on mpi
+        m = DDP(torch.nn.Linear(4, 2))
+        m(torch.ones(3, 4) * (dist.get_rank() + 1)).sum().backward()
+        print("GRAD", dist.get_rank(), m.module.weight.grad.tolist()[0], len(DistributedSampler(range(10))))
+        dist.destroy_process_group()
+    """))
+    r = _mpirun([JANUS, "run", "--", sys.executable, str(script)], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = sorted(line for line in r.stdout.splitlines() if line.startswith("GRAD"))
+    # d(sum)/dW row = sum of the 3 input rows: 3 * (rank + 1), averaged over the ranks: 4.5
+    assert lines == ["GRAD 0 [4.5, 4.5, 4.5, 4.5] 5", "GRAD 1 [4.5, 4.5, 4.5, 4.5] 5"]

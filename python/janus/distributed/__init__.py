@@ -99,15 +99,14 @@ def is_torchelastic_launched():
     return "TORCHELASTIC_RUN_ID" in _os.environ
 
 
-def _env_int(*names):
-    for n in names:
-        v = _os.environ.get(n)
-        if v not in (None, ""):
-            try:
-                return int(v)
-            except ValueError:
-                raise ValueError(f"init_process_group: {n}={v!r} is not an integer") from None
-    return -1
+def _env_int(name, v):
+    """The launcher's variable `name` (its value v) as an int; -1 when unset."""
+    if v in (None, ""):
+        return -1
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"init_process_group: {name}={v!r} is not an integer") from None
 
 
 def _seconds(timeout):
@@ -143,11 +142,11 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise ValueError(f"init_process_group: unknown backend {backend!r}: janus has 'mpi' (CPU tensors) and "
                          "'nccl' (CUDA tensors)")
     if world_size is None or world_size < 0:
-        world_size = _env_int("WORLD_SIZE")
+        world_size = _env_int("WORLD_SIZE", _os.environ.get("WORLD_SIZE"))
     if rank is None or rank < 0:
-        rank = _env_int("RANK")
+        rank = _env_int("RANK", _os.environ.get("RANK"))
     addr = _os.environ.get("MASTER_ADDR", "")
-    port = _env_int("MASTER_PORT")
+    port = _env_int("MASTER_PORT", _os.environ.get("MASTER_PORT"))
     _C._dist_init(name, int(rank), int(world_size), addr, int(port), _seconds(timeout))
     if not getattr(_sys.excepthook, "_janus_dist", False):
         hook = _excepthook(_sys.excepthook)

@@ -7,7 +7,7 @@ DistributedSampler(shuffle=False): the union of the ranks' batches at step t
 is exactly the single process's batch t of size N*B, so the losses must
 match.  Writes, per rank, to OUT.rank<R>.json: the losses (this rank's and,
 after an AVG all-reduce, the world's), the SHA-256 of the final parameters,
-seconds per step.  Fault options make one rank die (SIGKILL), raise, hang, or
+seconds per step and per gradient reduction.  Fault options make one rank die (SIGKILL), raise, hang, or
 run one more op than the recording (a guard miss on that rank only).
 """
 import argparse
@@ -82,6 +82,13 @@ def main():
         janus.manual_seed(1234)
     else:
         model = nn.parallel.DistributedDataParallel(model)
+        reduce, reduce_s = model._reduce_gradients, []
+
+        def timed_reduce():  # seconds spent averaging gradients (bench_dist.py's overlap column)
+            t = time.perf_counter()
+            reduce()
+            reduce_s.append(time.perf_counter() - t)
+        model._reduce_gradients = timed_reduce
     opt = janus.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     losses, world_losses, times = [], [], []
@@ -118,7 +125,8 @@ def main():
     if args.out:
         with open(f"{args.out}.rank{rank}.json", "w") as f:
             json.dump({"rank": rank, "world": world, "losses": losses, "world_losses": world_losses,
-                       "params_sha256": h.hexdigest(), "step_seconds": times}, f)
+                       "params_sha256": h.hexdigest(), "step_seconds": times,
+                       "reduce_seconds": [] if args.no_ddp else reduce_s}, f)
     print(f"rank {rank}/{world}: final loss {world_losses[-1]:.6f}", flush=True)
     if not args.no_ddp:
         dist.destroy_process_group()

@@ -44,6 +44,7 @@ static const char *const OP_NAMES[JN_DIST_NOPS] = {"SUM", "AVG", "PRODUCT", "MIN
 
 static struct {
     int up;
+    pid_t pid; /* the process that started MPI (a forked child never finalizes it) */
     jn_dist_backend backend;
     int rank, world;
     double timeout;
@@ -203,6 +204,7 @@ static jn_status start_mpi(void) {
         return jn_error(JN_ERR_RUNTIME, "init_process_group: MPI was finalized in this process and cannot start "
                         "again: keep one process group for the life of the process");
     if (!inited && (rc = pg.Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED_, &provided))) return mpi_err(rc, "MPI_Init_thread");
+    pg.pid = getpid();
     /* a communicator of our own: a user's MPI calls never match ours; errors come back as codes */
     MPI_Handle dup = NULL;
     if ((rc = pg.Comm_dup(pg.comm, &dup))) return mpi_err(rc, "MPI_Comm_dup");
@@ -436,6 +438,7 @@ jn_status jn_rt_dist_init(jn_dist_backend backend, int rank, int world_size, con
     if (backend == JN_DIST_NCCL && (s = start_nccl(master_addr, master_port))) return s;
     if (!pg.dog_up) {
         pg.stop = 0;
+        if (!pg.pid) pg.pid = getpid();
         if (pthread_create(&pg.dog, NULL, watchdog, NULL))
             return jn_error(JN_ERR_RUNTIME, "init_process_group: could not start the watchdog thread");
         pg.dog_up = 1;
@@ -583,10 +586,17 @@ jn_status jn_rt_dist_destroy(void) {
     return JN_OK;
 }
 
-/* MPI_Finalize once, at exit: a later init_process_group in the same
- * process reuses the initialized MPI */
+/* MPI_Finalize once, at exit (a later init_process_group in the same
+ * process reuses the initialized MPI).  It waits for the other ranks to
+ * finish too, so the watchdog bounds it like a collective. */
 __attribute__((destructor)) static void dist_fini(void) {
-    if (pg.dog_up) {
+    int fin = 1;
+    if (pg.mpi_lib && pg.pid == getpid() && !pg.Finalized(&fin) && !fin) {
+        if (pg.dog_up) watch_begin("MPI_Finalize (the end of the job)");
+        pg.Finalize();
+        if (pg.dog_up) watch_end();
+    }
+    if (pg.dog_up && pg.pid == getpid()) { /* a forked child has no watchdog thread */
         pthread_mutex_lock(&pg.mu);
         pg.stop = 1;
         pthread_cond_signal(&pg.cv);
@@ -594,14 +604,14 @@ __attribute__((destructor)) static void dist_fini(void) {
         pthread_join(pg.dog, NULL);
         pg.dog_up = 0;
     }
-    int fin = 1;
-    if (pg.mpi_lib && !pg.Finalized(&fin) && !fin) pg.Finalize();
 }
 
 void jn_rt_dist_abort(const char *why) {
     fprintf(stderr, "janus.distributed: rank %d of %d failed: %s; ending every rank of the job\n", pg.rank, pg.world,
             why);
     fflush(stderr);
+    /* mpirun forwards a rank's output asynchronously and kills at the abort: give it a moment to pass this on */
+    usleep(300000);
     if (pg.mpi_lib && pg.Abort) pg.Abort(pg.comm, 1);
     _exit(1);
 }

@@ -7,7 +7,8 @@
  * it eagerly, in program order, whether the ops around it ran as compiled
  * graphs or fell back.  So a guard miss on one rank never changes the order
  * of collectives or the numbers.  The GIL is released while a collective
- * waits for the other ranks.
+ * waits for the other ranks; a recording commits its queued steps then
+ * (a rank that waits for a lost one is ended by mpirun, losing nothing).
  */
 #include <math.h>
 
@@ -23,7 +24,10 @@ static int ready(PyObject *o, const char *what) {
     }
     jn_tensor *t = JN_T(o);
     if (!JN_PY_SYNC(JN_SYNC_NUMPY, t) || !jn_py_ready(t)) return 0;
-    if (jn_rec_on) jn_rec_sync(JN_SYNC_NUMPY, NAN, t);
+    if (jn_rec_on) {
+        jn_rec_sync(JN_SYNC_NUMPY, NAN, t);
+        jn_rec_flush(); /* the steps so far reach the store while this rank waits for the others */
+    }
     return 1;
 }
 

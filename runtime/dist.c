@@ -418,12 +418,20 @@ jn_status jn_rt_dist_init(jn_dist_backend backend, int rank, int world_size, con
     jn_status s = jn_setting_float(JN_S_DIST_TIMEOUT, &pg.timeout);
     if (s) return s;
     if (timeout_s > 0) pg.timeout = timeout_s;
-    s = load_mpi();
+    /* nccl outside mpirun (torchrun-style variables) leaves MPI alone: each
+     * process would be a world of its own (an MPI singleton) */
+    if (backend == JN_DIST_NCCL && !getenv("OMPI_COMM_WORLD_SIZE"))
+        s = jn_error(JN_ERR_UNSUPPORTED, "not under mpirun");
+    else
+        s = load_mpi();
     if (s && backend == JN_DIST_MPI) return s;
     if (s) { /* nccl without MPI: the launcher's variables say who we are */
         if (rank < 0 || world_size <= 0)
             return jn_error(JN_ERR_VALUE, "init_process_group(backend=\"nccl\") without MPI needs RANK and WORLD_SIZE "
                             "(torchrun-style variables) or the rank= and world_size= arguments");
+        if (rank >= world_size)
+            return jn_error(JN_ERR_VALUE, "init_process_group: rank %d is not below world_size %d: number the ranks "
+                            "0..%d", rank, world_size, world_size - 1);
         pg.rank = rank, pg.world = world_size;
     } else if ((s = start_mpi())) {
         return s;

@@ -490,6 +490,7 @@ static void print_run_header(ctx *c, const jn_db_run_row *r) {
         if (r->bundle_id) printf(" of bundle %lld", (long long)r->bundle_id);
         printf("]  ");
     }
+    if (r->device && !strncmp(r->device, "cpu rank ", 9)) printf("rank %s  ", r->device + 9); /* janus.distributed */
     if (r->status && !strcmp(r->status, "lost"))
         printf("lost (process %lld died without closing it)", (long long)r->pid);
     else

@@ -63,6 +63,11 @@ int jn_cli_spawn_wait(const char *cmd, char **argv, const char **status);
  * (--db=PATH), `--`, then the command.  flag(a, ctx) takes a command's own
  * flags (nonzero: taken).  Returns -1 with *first the command's index in
  * argv, else the exit code (0 after --help, 2 for a usage error, printed). */
+/* `janus CMD --nproc N ...`: exec mpirun -n N (--oversubscribe) running
+ * `janus CMD` with the same arguments but --nproc on every rank.  Returns
+ * -1 when argv has no --nproc, else the exit code of a failure (exec
+ * succeeded: no return). */
+int jn_cli_nproc(const char *cmd, int argc, char **argv);
 int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv,
                        int (*flag)(const char *a, void *ctx), void *ctx, const char **dbpath, int *first);
 /* Close the run (*ended: 0 when its end could not be stored); returns the

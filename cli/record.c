@@ -42,7 +42,7 @@
 #include "jn_db.h"
 
 const char jn_cli_record_usage[] =
-    "usage: janus record [--db PATH] [--progress] [--no-torch] [--] COMMAND [ARGS...]\n"
+    "usage: janus record [--db PATH] [--progress] [--no-torch] [--nproc N] [--] COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (for example `python3 train.py --epochs 1`) with recording\n"
     "enabled.  Every op the janus package dispatches, with its call site,\n"
@@ -54,6 +54,9 @@ const char jn_cli_record_usage[] =
     "  --db PATH   trace store to append to (created if missing; default run.db)\n"
     "  --progress  show the number of steps recorded so far on stderr\n"
     "  --no-torch  leave `import torch` alone (by default it loads janus)\n"
+    "  --nproc N   run N ranks of COMMAND under mpirun (janus.distributed), each\n"
+    "              recorded as its own run of the store (the same as\n"
+    "              `mpirun -n N janus record ...`); inspect shows each run's rank\n"
     "  -h, --help  show this help\n"
     "\n"
     "The child sees JANUS_RECORD_DB (absolute path) and JANUS_RECORD_RUN (the\n"
@@ -306,9 +309,14 @@ int jn_cli_run_begin(const char *cmd, jn_db *db, const char *abs, const char *sh
         fprintf(stderr, "janus %s: run %lld of %s was left running by process %lld, which is gone: marked lost "
                         "(its stored steps are kept)\n", cmd, (long long)lost[k].id, shown, (long long)lost[k].pid);
     jn_db_runs_free(lost, nlost);
+    /* a rank of mpirun (or a torchrun-style launcher): the run's device names it, "cpu rank 1/2" */
+    const char *rk = getenv("OMPI_COMM_WORLD_RANK"), *ws = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!rk || !ws) rk = getenv("RANK"), ws = getenv("WORLD_SIZE");
+    char device[64] = "cpu";
+    if (rk && ws && *rk && *ws) snprintf(device, sizeof device, "cpu rank %.16s/%.16s", rk, ws);
     jn_db_run_info info = {
         .argv_json = aj, .cwd = cwd, .python_version = "", .janus_version = JANUS_VERSION,
-        .optable_hash = hash, .optable_ops = ops, .cpu_features = cpu, .device = "cpu",
+        .optable_hash = hash, .optable_ops = ops, .cpu_features = cpu, .device = device,
         .hostname = host, .pid = (int64_t)getpid(), .started = jn_cli_now(), .kind = kind,
         .bundle_id = bundle_id,
     };
@@ -402,6 +410,46 @@ jn_db *jn_cli_run_end(const char *cmd, const char *abs, int64_t run, int rc, con
         *ended = 0;
     }
     return db;
+}
+
+int jn_cli_nproc(const char *cmd, int argc, char **argv) {
+    int at = -1;
+    const char *n = NULL;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") && (argv[i][0] == '-' || (i > 1 && !strcmp(argv[i - 1], "--db")));
+         i++) {
+        if (!strcmp(argv[i], "--nproc") && i + 1 < argc) at = i, n = argv[i + 1];
+        else if (!strncmp(argv[i], "--nproc=", 8)) at = i, n = argv[i] + 8;
+        if (n) break;
+    }
+    if (!n) return -1;
+    char *end = NULL;
+    long np = strtol(n, &end, 10);
+    if (!*n || *end || np < 1 || np > 4096) {
+        fprintf(stderr, "janus %s: --nproc needs a number of ranks from 1 to 4096 (got '%s')\n", cmd, n);
+        return 2;
+    }
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        fprintf(stderr, "janus %s --nproc: cannot find the janus executable: %s\n", cmd, strerror(errno));
+        return 1;
+    }
+    self[len] = 0;
+    /* mpirun -n N --oversubscribe [--allow-run-as-root] janus CMD <the options but --nproc> -- COMMAND... */
+    char **v = calloc((size_t)argc + 8, sizeof *v);
+    if (!v) return 1;
+    int k = 0;
+    v[k++] = "mpirun", v[k++] = "-n", v[k++] = (char *)n, v[k++] = "--oversubscribe";
+    if (geteuid() == 0) v[k++] = "--allow-run-as-root"; /* asked for explicitly by running --nproc */
+    v[k++] = self, v[k++] = (char *)cmd;
+    for (int i = 1; i < argc; i++)
+        if (i != at && !(i == at + 1 && !strcmp(argv[at], "--nproc"))) v[k++] = argv[i];
+    execvp("mpirun", v);
+    fprintf(stderr, "janus %s --nproc: mpirun could not be started (%s): install Open MPI (apt-get install "
+            "openmpi-bin libopenmpi-dev) or launch the ranks yourself (mpirun -n %s janus %s ...)\n", cmd,
+            strerror(errno), n, cmd);
+    free(v);
+    return 127;
 }
 
 int jn_cli_launch_args(const char *cmd, const char *usage, int argc, char **argv,
@@ -526,7 +574,8 @@ static int record_flag(const char *a, void *ctx) {
 
 int jn_cli_record(int argc, char **argv) {
     const char *dbpath = "run.db";
-    int i = 0;
+    int i = jn_cli_nproc("record", argc, argv);
+    if (i >= 0) return i;
     record_flags fl = {1, 0};
     int rc0 = jn_cli_launch_args("record", jn_cli_record_usage, argc, argv, record_flag, &fl, &dbpath, &i);
     if (rc0 >= 0) return rc0;

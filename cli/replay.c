@@ -40,7 +40,7 @@
 #include "jn_settings.h"
 
 const char jn_cli_replay_usage[] =
-    "usage: janus replay [--db PATH] [--strict] [--eager] [--no-torch] [--] COMMAND [ARGS...]\n"
+    "usage: janus replay [--db PATH] [--strict] [--eager] [--no-torch] [--nproc N] [--] COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (the script that was recorded, e.g. `python3 train.py\n"
     "--epochs 5`) with the graphs `janus optimize` stored in the trace store:\n"
@@ -57,6 +57,7 @@ const char jn_cli_replay_usage[] =
     "  --strict    a miss is an error (JANUS_REPLAY_STRICT=1), for CI; so is\n"
     "              a store without a usable bundle\n"
     "  --no-torch  leave `import torch` alone (by default it loads janus)\n"
+    "  --nproc N   run N ranks under mpirun, each replayed (mpirun -n N janus replay ...)\n"
     "  -h, --help  show this help\n"
     "\n"
     "Without a usable bundle (no store, not a janus store, never optimized,\n"
@@ -150,6 +151,8 @@ static int replay_flag(const char *a, void *ctx) {
 
 int jn_cli_replay(int argc, char **argv) {
     const char *dbpath = "run.db";
+    int np = jn_cli_nproc("replay", argc, argv);
+    if (np >= 0) return np;
     /* the switches as the janus package in the child reads them (the settings table) */
     int on = 1;
     replay_flags fl = {0, 0, 1};

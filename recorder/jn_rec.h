@@ -46,6 +46,10 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
 /* Write the current step (kind "optimizer", "marker", "tail") and reset.
  * An empty step (no ops, syncs or decisions) is not written. */
 jn_status jn_rec_end_step(const char *kind);
+/* Ask the writer to commit the steps queued so far now instead of at its
+ * next batch or tick (does not wait): before a process may block for long,
+ * e.g. in a collective a lost rank never joins, where mpirun ends it. */
+void jn_rec_flush(void);
 /* Flush a non-empty trailing step as "tail", remove the hook, close. */
 jn_status jn_rec_stop(void);
 

@@ -757,6 +757,15 @@ static jn_status enqueue(pending *p) {
     return JN_OK;
 }
 
+void jn_rec_flush(void) {
+    pthread_mutex_lock(&q_mu);
+    if (q_head) {
+        q_flush = 1;
+        pthread_cond_signal(&q_work);
+    }
+    pthread_mutex_unlock(&q_mu);
+}
+
 /* Stop the writer after it has written everything queued; its first error. */
 static jn_status writer_join(void) {
     if (!writer_up) return JN_OK;

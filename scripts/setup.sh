@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=()
-for p in build-essential cmake libopenblas-dev libzstd-dev libsqlite3-dev dataset-fashion-mnist; do
+# openmpi-bin, libopenmpi-dev: the mpi backend of janus.distributed (loaded at run time; its tests launch mpirun)
+for p in build-essential cmake libopenblas-dev libzstd-dev libsqlite3-dev dataset-fashion-mnist openmpi-bin libopenmpi-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

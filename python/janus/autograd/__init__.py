@@ -77,6 +77,17 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         raise RuntimeError(f"got {len(ts)} tensors and {len(gs)} gradients")
     gs = [g if g is None or isinstance(g, _C.TensorBase) else _tensor_like(t, g) for t, g in zip(ts, gs)]
     _C._backward(ts, gs, bool(retain_graph))
+    while _after_backward:  # e.g. DistributedDataParallel's gradient all-reduce
+        _after_backward.pop(0)()
+
+
+# Callables run once after the next backward() has produced every gradient,
+# in the order queued (the role of torch's engine queue_callback).
+_after_backward = []
+
+
+def _queue_after_backward(fn):
+    _after_backward.append(fn)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

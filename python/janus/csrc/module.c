@@ -577,6 +577,7 @@ extern PyMethodDef jn_py_region_methods[];        /* region_py.c */
 extern PyMethodDef jn_py_cuda_methods[];          /* cuda_py.c */
 extern PyMethodDef jn_py_autocast_methods[];      /* autocast_py.c */
 extern PyMethodDef jn_py_settings_table_methods[]; /* settings_table_py.c */
+extern PyMethodDef jn_py_dist_methods[];          /* dist_py.c */
 
 static PyMethodDef methods[] = {
     {"_op", (PyCFunction)(void (*)(void))py_op, METH_FASTCALL, "_op(op, inputs, attrs): run one op"},
@@ -614,6 +615,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (PyModule_AddFunctions(m, jn_py_cuda_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_autocast_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_settings_table_methods) < 0) goto fail;
+    if (PyModule_AddFunctions(m, jn_py_dist_methods) < 0) goto fail;
     Py_INCREF(&JnTensorBase_Type);
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&JnTensorBase_Type) < 0) goto fail;
     PyObject *names = PyTuple_New(JN_NDTYPES);

@@ -1,17 +1,263 @@
-"""janus.distributed: what a single-process script asks torch.distributed.
+"""janus.distributed: torch.distributed's process group on Open MPI and NCCL.
 
-Scripts that can run with or without several processes guard their use of
-it with is_available() / is_initialized(); janus runs one process, so both
-are False and those scripts take their single-process path.  Any other name
-(init_process_group, all_reduce, ...) raises the unsupported-name error
-where it is used."""
+The names and semantics are torch.distributed's, so `import torch.distributed
+as dist` works under the torch alias.  One process group per process (the
+default group; new_group is not supported).  Backends: "mpi" for CPU tensors
+(Open MPI, loaded when the group starts: apt-get install openmpi-bin
+libopenmpi-dev; JANUS_MPI_LIBRARY names another libmpi) and "nccl" for CUDA
+tensors (JANUS_NCCL_LIBRARY); "gloo", PyTorch's CPU backend, runs on "mpi".
+
+Launch with `mpirun -n N python train.py` (Open MPI numbers the ranks;
+RANK / WORLD_SIZE, when set too, must agree) or, for nccl without MPI,
+torchrun-style RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.  Collectives are
+blocking (async_op=True returns a Work that is already complete) and are
+sync points of `janus record` / `janus replay`: they run eagerly in program
+order on every rank.  A collective waiting longer than JANUS_DIST_TIMEOUT
+(60 s) or the timeout= argument, or an exception no code caught on any rank,
+ends every rank of the job with a message naming the failed rank.
+"""
+import enum as _enum
+import os as _os
+import sys as _sys
+
+from .. import _C
+
+__all__ = ["is_available", "is_initialized", "is_mpi_available", "is_nccl_available", "is_gloo_available",
+           "is_torchelastic_launched", "Backend", "ReduceOp", "init_process_group", "destroy_process_group",
+           "get_rank", "get_world_size", "get_backend", "barrier", "all_reduce", "broadcast", "all_gather",
+           "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "new_group", "GroupMember"]
+
+
+class ReduceOp(_enum.IntEnum):
+    """torch.distributed.ReduceOp (the numbering of runtime/jn_dist.h)."""
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+
+
+class Backend(str):
+    """torch.distributed.Backend: the backend names."""
+    MPI = "mpi"
+    NCCL = "nccl"
+    GLOO = "gloo"
+    UNDEFINED = "undefined"
+
+    def __new__(cls, name):
+        return str.__new__(cls, str(name).lower())
+
+
+class GroupMember:
+    """torch.distributed.GroupMember: WORLD stands for the default group."""
+    WORLD = object()
+    NON_GROUP_MEMBER = object()
+
+
+group = GroupMember
+
+
+class _Work:
+    """What async_op=True returns: janus's collectives are blocking, so the
+    work is complete when it is returned."""
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
 
 
 def is_available():
-    """False: janus has no process groups."""
-    return False
+    """True: the process group API is there (the backends load at init)."""
+    return True
 
 
 def is_initialized():
-    """False: no process group is ever initialized."""
+    return _C._dist_state() is not None
+
+
+def is_mpi_available():
+    return True
+
+
+def is_nccl_available():
+    return bool(_C._cuda_built()) if hasattr(_C, "_cuda_built") else False
+
+
+def is_gloo_available():
     return False
+
+
+def is_torchelastic_launched():
+    return "TORCHELASTIC_RUN_ID" in _os.environ
+
+
+def _env_int(name, v):
+    """The launcher's variable `name` (its value v) as an int; -1 when unset."""
+    if v in (None, ""):
+        return -1
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"init_process_group: {name}={v!r} is not an integer") from None
+
+
+def _seconds(timeout):
+    if timeout is None:
+        return 0.0
+    return float(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout)
+
+
+def _excepthook(prev):
+    def hook(tp, value, tb):
+        prev(tp, value, tb)
+        state = _C._dist_state()
+        if state is not None and state[1] > 1:  # the other ranks must not wait for this one
+            _C._dist_abort(f"{tp.__name__}: {value}")
+    return hook
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
+                       group_name="", pg_options=None, device_id=None):
+    """Start the default process group.  The rank and world size come from
+    the launcher (Open MPI under mpirun); world_size / rank arguments or the
+    RANK / WORLD_SIZE variables, when given, must agree with it."""
+    if store is not None:
+        raise NotImplementedError("init_process_group(store=...): janus's ranks meet through MPI or "
+                                  "MASTER_ADDR/MASTER_PORT; leave store out")
+    if init_method not in (None, "env://"):
+        raise NotImplementedError(f"init_process_group(init_method={init_method!r}): only env:// (the default) "
+                                  "is supported: set MASTER_ADDR and MASTER_PORT instead")
+    name = str(backend or ("nccl" if device_id is not None else "mpi")).lower()
+    if name == "gloo" or name == "cpu:gloo":
+        name = "mpi"
+    if name not in ("mpi", "nccl"):
+        raise ValueError(f"init_process_group: unknown backend {backend!r}: janus has 'mpi' (CPU tensors) and "
+                         "'nccl' (CUDA tensors)")
+    if world_size is None or world_size < 0:
+        world_size = _env_int("WORLD_SIZE", _os.environ.get("WORLD_SIZE"))
+    if rank is None or rank < 0:
+        rank = _env_int("RANK", _os.environ.get("RANK"))
+    addr = _os.environ.get("MASTER_ADDR", "")
+    port = _env_int("MASTER_PORT", _os.environ.get("MASTER_PORT"))
+    _C._dist_init(name, int(rank), int(world_size), addr, int(port), _seconds(timeout))
+    if not getattr(_sys.excepthook, "_janus_dist", False):
+        hook = _excepthook(_sys.excepthook)
+        hook._janus_dist = True
+        _sys.excepthook = hook
+
+
+def destroy_process_group(group=None):
+    _check_group(group, "destroy_process_group")
+    _C._dist_destroy()
+
+
+def _state(what):
+    s = _C._dist_state()
+    if s is None:
+        raise RuntimeError(f"{what}: the default process group is not initialized: call "
+                           "janus.distributed.init_process_group(backend='mpi') first")
+    return s
+
+
+def _check_group(group, what):
+    if group is not None and group is not GroupMember.WORLD:
+        raise NotImplementedError(f"{what}(group=...): janus has the default group only; leave group out")
+
+
+def get_rank(group=None):
+    """This process's rank; -1 when no process group is initialized (as torch)."""
+    _check_group(group, "get_rank")
+    s = _C._dist_state()
+    return -1 if s is None else s[0]
+
+
+def get_world_size(group=None):
+    _check_group(group, "get_world_size")
+    s = _C._dist_state()
+    return -1 if s is None else s[1]
+
+
+def get_backend(group=None):
+    _check_group(group, "get_backend")
+    return Backend(_state("get_backend")[2])
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False):
+    """The whole world only: another subset of ranks is not supported."""
+    world = get_world_size()
+    if ranks is not None and sorted(ranks) != list(range(world)):
+        raise NotImplementedError(f"new_group(ranks={list(ranks)}): janus has the default group only "
+                                  f"(all {world} ranks)")
+    return GroupMember.WORLD
+
+
+def _done(async_op):
+    return _Work() if async_op else None
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    _check_group(group, "barrier")
+    _C._dist_barrier()
+    return _done(async_op)
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """tensor = op over every rank's tensor, in place."""
+    _check_group(group, "all_reduce")
+    _C._dist_all_reduce(tensor, int(op))
+    return _done(async_op)
+
+
+def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
+    """tensor = rank src's tensor, in place."""
+    _check_group(group, "broadcast")
+    _C._dist_broadcast(tensor, int(src if group_src is None else group_src))
+    return _done(async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """output = every rank's input concatenated along dim 0, by rank."""
+    _check_group(group, "all_gather_into_tensor")
+    _C._dist_all_gather(output_tensor, input_tensor)
+    return _done(async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """tensor_list[r] = rank r's tensor."""
+    import janus
+    _check_group(group, "all_gather")
+    world = _state("all_gather")[1]
+    if len(tensor_list) != world:
+        raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors; the world has {world} ranks")
+    flat = janus.empty((world,) + tuple(tensor.shape), dtype=tensor.dtype, device=tensor.device)
+    _C._dist_all_gather(flat, tensor.contiguous())
+    for r, t in enumerate(tensor_list):
+        t.copy_(flat[r])
+    return _done(async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """output = this rank's share (dim 0 split by rank) of op over every rank's input."""
+    _check_group(group, "reduce_scatter_tensor")
+    _C._dist_reduce_scatter(output, input, int(op))
+    return _done(async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """output = op over every rank's input_list[this rank]."""
+    import janus
+    _check_group(group, "reduce_scatter")
+    world = _state("reduce_scatter")[1]
+    if len(input_list) != world:
+        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors; the world has {world} ranks")
+    flat = janus.stack([t.contiguous() for t in input_list])
+    _C._dist_reduce_scatter(output, flat, int(op))
+    return _done(async_op)

@@ -1,0 +1,231 @@
+"""janus.distributed on 2 ranks here: all-reduce bandwidth against Open
+MPI's own MPI_Allreduce, DDP 2 ranks against 1 process, the share of the
+gradient all-reduce in a step (and how much of it backward hides), replay
+against eager under DDP.  Everything in one run, so the ratios compare
+numbers taken on the same machine at the same time.
+
+1. All-reduce: float32 tensors of each --sizes elements, in place, SUM, 2
+   ranks.  Ours: janus.distributed.all_reduce in a Python loop.  Baseline: a
+   C program (built here with mpicc) calling MPI_Allreduce(MPI_IN_PLACE) in
+   the same loop.  Each times 41 bursts of a few calls after a barrier and
+   keeps the median burst (rank 0's clock; on a busy machine a long loop
+   gets preempted, which would time the scheduler); per size: the best of
+   --repeats (programs alternating) of that time per call -- the machine's
+   load moves single runs by 10x, its minimum is what each can do -- the bus
+   bandwidth 2(n-1)/n * bytes / time, and ours / MPI's time.
+2. DDP: tests/python/dist_train.py, MLP, 2 ranks of batch B against one
+   process (no DDP) of batch 2B: samples/s of each (median step time after
+   the first 5 steps), and the gradient all-reduce's share of a DDP step.
+   Janus's autograd has no gradient hooks, so DDP reduces after backward:
+   the hidden fraction of the all-reduce is 0 by construction (reported).
+3. Replay under DDP: `janus record --nproc 2`, `janus optimize`, then
+   `janus replay --nproc 2` and `janus replay --eager --nproc 2`: median
+   step time of rank 0, replay / eager.
+
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_dist.py [--repeats 5] [--steps 60]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
+TRAIN = os.path.join(ROOT, "tests", "python", "dist_train.py")
+
+C_LOOP = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int a = 1; a + 2 < argc; a += 3) {
+        long n = atol(argv[a]);
+        int bursts = atoi(argv[a + 1]), calls = atoi(argv[a + 2]);
+        float *x = malloc(n * sizeof *x);
+        double *t = malloc(bursts * sizeof *t);
+        for (long i = 0; i < n; i++) x[i] = 0.0f;
+        MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); /* warm */
+        for (int b = 0; b < bursts; b++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            for (int k = 0; k < calls; k++) MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            t[b] = (MPI_Wtime() - t0) / calls;
+        }
+        qsort(t, bursts, sizeof *t, cmp);
+        if (rank == 0) printf("%ld %.9f\n", n, t[bursts / 2]);
+        free(x);
+        free(t);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+PY_LOOP = r"""
+import statistics, sys, time, janus, janus.distributed as dist
+dist.init_process_group("mpi")
+args = sys.argv[1:]
+for a in range(0, len(args), 3):
+    n, bursts, calls = int(args[a]), int(args[a + 1]), int(args[a + 2])
+    x = janus.zeros(n, dtype=janus.float32)
+    dist.all_reduce(x)
+    ts = []
+    for _ in range(bursts):
+        dist.barrier()
+        t = time.perf_counter()
+        for _ in range(calls):
+            dist.all_reduce(x)
+        ts.append((time.perf_counter() - t) / calls)
+    if dist.get_rank() == 0:
+        print(n, f"{sorted(ts)[bursts // 2]:.9f}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def env():
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.path.join(ROOT, "python")
+    e["JANUS_BUILD_DIR"] = BUILD
+    e["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    e["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return e
+
+
+def mpirun(args, n=2, timeout=900):
+    r = subprocess.run(["mpirun", "-n", str(n), "--oversubscribe"] + args, capture_output=True, text=True,
+                       timeout=timeout, env=env())
+    if r.returncode:
+        sys.exit(f"bench_dist: {' '.join(args[:3])}... failed:\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def per_call(out):
+    return {int(n): float(t) for n, t in (line.split() for line in out.splitlines() if line.strip())}
+
+
+def allreduce(tmp, sizes, repeats):
+    src, exe = os.path.join(tmp, "allreduce.c"), os.path.join(tmp, "allreduce")
+    with open(src, "w") as f:
+        f.write(C_LOOP)
+    subprocess.run(["mpicc", "-O2", src, "-o", exe], check=True)
+    spec = []
+    for n in sizes:  # bursts of a few calls (the median burst: time-sharing on a busy machine preempts long loops)
+        spec += [str(n), "41", str(max(2, min(20, int(4e6 / max(n * 4, 1)))))]
+    ours, theirs = {n: [] for n in sizes}, {n: [] for n in sizes}
+    for _ in range(repeats):  # alternate, so load drifts hit both alike
+        for n, t in per_call(mpirun([exe] + spec)).items():
+            theirs[n].append(t)
+        for n, t in per_call(mpirun([sys.executable, "-c", PY_LOOP] + spec)).items():
+            ours[n].append(t)
+    print("\n## All-reduce, float32 SUM in place, 2 ranks (per call: median burst, best of the repeats)\n")
+    print("| elements | bytes | Open MPI MPI_Allreduce | janus all_reduce | bus GB/s (MPI / janus) | janus / MPI |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    rows = []
+    for n in sizes:
+        a, b = min(theirs[n]), min(ours[n])
+        bw = lambda t: 2 * (2 - 1) / 2 * n * 4 / t / 1e9  # noqa: E731
+        print(f"| {n:,} | {4 * n:,} | {a * 1e6:.1f} us | {b * 1e6:.1f} us | {bw(a):.2f} / {bw(b):.2f} | "
+              f"{b / a:.3f} |")
+        rows.append({"elements": n, "mpi_s": a, "janus_s": b, "ratio": b / a})
+    return rows
+
+
+def train_stats(prefix, world):
+    steps, reduce = [], []
+    for r in range(world):
+        d = json.load(open(f"{prefix}.rank{r}.json"))
+        steps.append(statistics.median(d["step_seconds"][5:]))
+        if d["reduce_seconds"]:
+            reduce.append(statistics.median(d["reduce_seconds"][5:]))
+    return max(steps), (max(reduce) if reduce else 0.0)
+
+
+def ddp(tmp, steps, batch, repeats):
+    two, one = [], []
+    common = ["--steps", str(steps), "--hidden", "256"]
+    for k in range(repeats):
+        p2, p1 = os.path.join(tmp, f"two{k}"), os.path.join(tmp, f"one{k}")
+        mpirun([sys.executable, TRAIN, "--batch", str(batch), "--out", p2] + common)
+        subprocess.run([sys.executable, TRAIN, "--no-ddp", "--batch", str(2 * batch), "--out", p1] + common,
+                       check=True, capture_output=True, env=env())
+        two.append(train_stats(p2, 2))
+        one.append(train_stats(p1, 1))
+    s2 = statistics.median(t for t, _ in two)
+    r2 = statistics.median(r for _, r in two)
+    s1 = statistics.median(t for t, _ in one)
+    print(f"\n## DDP, MLP 784-256-10, global batch {2 * batch}, median step time\n")
+    print("| run | step | samples/s | gradient all-reduce per step | share of step | hidden by backward |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print(f"| 1 process, batch {2 * batch} | {s1 * 1e3:.2f} ms | {2 * batch / s1:,.0f} | - | - | - |")
+    print(f"| 2 ranks, batch {batch} each | {s2 * 1e3:.2f} ms | {2 * batch / s2:,.0f} | {r2 * 1e3:.2f} ms | "
+          f"{r2 / s2:.1%} | 0% (reduced after backward) |")
+    print(f"\nscaling: 2 ranks / 1 process samples/s = {s1 / s2:.2f}x (2 cores here, shared)")
+    return {"one_step_s": s1, "two_step_s": s2, "reduce_s": r2, "scaling": s1 / s2}
+
+
+def replay(tmp, steps, batch, repeats):
+    janus = os.path.join(BUILD, "janus")
+    db = os.path.join(tmp, "ddp.db")
+    train = [sys.executable, TRAIN, "--batch", str(batch), "--hidden", "256"]
+    subprocess.run([janus, "record", "--nproc", "2", "--db", db, "--"] + train + ["--steps", "20"], check=True,
+                   capture_output=True, env=env())
+    subprocess.run([janus, "optimize", db], check=True, capture_output=True, env=env())
+    rep, eag = [], []
+    for k in range(repeats):
+        for mode, acc in (("rep", rep), ("eag", eag)):
+            out = os.path.join(tmp, f"{mode}{k}")
+            extra = ["--eager"] if mode == "eag" else []
+            subprocess.run([janus, "replay"] + extra + ["--nproc", "2", "--db", db, "--"] + train +
+                           ["--steps", str(steps), "--out", out], check=True, capture_output=True, env=env())
+            acc.append(train_stats(out, 2)[0])
+    a, b = statistics.median(rep), statistics.median(eag)
+    print(f"\n## Replay under DDP (2 ranks, MLP, batch {batch} each), median step time\n")
+    print("| janus replay | janus replay --eager | replay / eager |")
+    print("|---:|---:|---:|")
+    print(f"| {a * 1e3:.2f} ms | {b * 1e3:.2f} ms | {a / b:.3f} |")
+    return {"replay_s": a, "eager_s": b, "ratio": a / b}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--sizes", default="1024,65536,1048576,8388608")
+    ap.add_argument("--only", default="allreduce,ddp,replay")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    for tool in ("mpirun", "mpicc"):
+        if not shutil.which(tool):
+            sys.exit(f"bench_dist: {tool} not found: apt-get install openmpi-bin libopenmpi-dev")
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        only = args.only.split(",")
+        if "allreduce" in only:
+            out["allreduce"] = allreduce(tmp, [int(s) for s in args.sizes.split(",")], args.repeats)
+        if "ddp" in only:
+            out["ddp"] = ddp(tmp, args.steps, args.batch, args.repeats)
+        if "replay" in only:
+            out["replay"] = replay(tmp, args.steps, args.batch, args.repeats)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    print(textwrap.dedent(f"""
+        command: JANUS_BUILD_DIR={os.path.relpath(BUILD, ROOT)} python3 benchmarks/bench_dist.py \\
+            --repeats {args.repeats} --steps {args.steps} --batch {args.batch}"""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+/* dist_py.c -- janus._C's side of janus.distributed (runtime/jn_dist.h).
+ *
+ * A collective reads and writes tensor data outside the dispatcher, so to
+ * `janus record` and `janus replay` it is a sync point on each tensor it
+ * touches (kind NUMPY, as a buffer export is, with no observed value: the
+ * data differs per rank): the segment ends before it and every rank runs
+ * it eagerly, in program order, whether the ops around it ran as compiled
+ * graphs or fell back.  So a guard miss on one rank never changes the order
+ * of collectives or the numbers.  The GIL is released while a collective
+ * waits for the other ranks; a recording commits its queued steps then
+ * (a rank that waits for a lost one is ended by mpirun, losing nothing).
+ */
+#include <math.h>
+
+#include "jn_dist.h"
+#include "jn_py.h"
+#include "jn_rec.h"
+
+/* make t current and mark the sync; 0 with an exception set on failure */
+static int ready(PyObject *o, const char *what) {
+    if (!JnTensor_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a tensor, got %s", what, Py_TYPE(o)->tp_name);
+        return 0;
+    }
+    jn_tensor *t = JN_T(o);
+    if (!JN_PY_SYNC(JN_SYNC_NUMPY, t) || !jn_py_ready(t)) return 0;
+    if (jn_rec_on) {
+        jn_rec_sync(JN_SYNC_NUMPY, NAN, t);
+        jn_rec_flush(); /* the steps so far reach the store while this rank waits for the others */
+    }
+    return 1;
+}
+
+static PyObject *done(jn_status s) {
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
+/* _dist_init(backend "mpi"|"nccl", rank, world_size, master_addr, master_port, timeout_s) */
+static PyObject *py_init(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *backend, *addr;
+    int rank, world, port;
+    double timeout;
+    if (!PyArg_ParseTuple(args, "siisid", &backend, &rank, &world, &addr, &port, &timeout)) return NULL;
+    jn_dist_backend b;
+    if (!strcmp(backend, "mpi")) b = JN_DIST_MPI;
+    else if (!strcmp(backend, "nccl")) b = JN_DIST_NCCL;
+    else return PyErr_Format(PyExc_ValueError, "init_process_group: unknown backend %R (janus has \"mpi\" for CPU "
+                             "tensors and \"nccl\" for CUDA tensors)", PyTuple_GET_ITEM(args, 0));
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_rt_dist_init(b, rank, world, addr, port, timeout);
+    Py_END_ALLOW_THREADS
+    return done(s);
+}
+
+static PyObject *py_state(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    if (!jn_rt_dist_initialized()) Py_RETURN_NONE;
+    return Py_BuildValue("(iis)", jn_rt_dist_rank(), jn_rt_dist_world_size(),
+                         jn_rt_dist_backend() == JN_DIST_NCCL ? "nccl" : "mpi");
+}
+
+static PyObject *py_barrier(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_rt_dist_barrier();
+    Py_END_ALLOW_THREADS
+    return done(s);
+}
+
+/* _dist_all_reduce(t, op) */
+static PyObject *py_all_reduce(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *t;
+    int op;
+    if (!PyArg_ParseTuple(args, "Oi", &t, &op) || !ready(t, "all_reduce")) return NULL;
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_rt_dist_all_reduce(JN_T(t), (jn_dist_op)op);
+    Py_END_ALLOW_THREADS
+    return done(s);
+}
+
+/* _dist_broadcast(t, src) */
+static PyObject *py_broadcast(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *t;
+    int src;
+    if (!PyArg_ParseTuple(args, "Oi", &t, &src) || !ready(t, "broadcast")) return NULL;
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_rt_dist_broadcast(JN_T(t), src);
+    Py_END_ALLOW_THREADS
+    return done(s);
+}
+
+/* _dist_all_gather(out, in) */
+static PyObject *py_all_gather(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *out, *in;
+    if (!PyArg_ParseTuple(args, "OO", &out, &in) || !ready(in, "all_gather") || !ready(out, "all_gather")) return NULL;
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_rt_dist_all_gather(JN_T(out), JN_T(in));
+    Py_END_ALLOW_THREADS
+    return done(s);
+}
+
+/* _dist_reduce_scatter(out, in, op) */
+static PyObject *py_reduce_scatter(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *out, *in;
+    int op;
+    if (!PyArg_ParseTuple(args, "OOi", &out, &in, &op) || !ready(in, "reduce_scatter") ||
+        !ready(out, "reduce_scatter"))
+        return NULL;
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_rt_dist_reduce_scatter(JN_T(out), JN_T(in), (jn_dist_op)op);
+    Py_END_ALLOW_THREADS
+    return done(s);
+}
+
+static PyObject *py_destroy(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return done(jn_rt_dist_destroy());
+}
+
+/* _dist_abort(why): this rank failed; every rank of the job ends now */
+static PyObject *py_abort(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *why = PyUnicode_AsUTF8(arg);
+    if (!why) return NULL;
+    fflush(stdout);
+    jn_rt_dist_abort(why);
+}
+
+PyMethodDef jn_py_dist_methods[] = {
+    {"_dist_init", py_init, METH_VARARGS, "_dist_init(backend, rank, world_size, master_addr, master_port, timeout_s)"},
+    {"_dist_state", py_state, METH_NOARGS, "(rank, world_size, backend) of the process group, None"},
+    {"_dist_barrier", py_barrier, METH_NOARGS, "every rank waits for the others"},
+    {"_dist_all_reduce", py_all_reduce, METH_VARARGS, "_dist_all_reduce(t, op): in place"},
+    {"_dist_broadcast", py_broadcast, METH_VARARGS, "_dist_broadcast(t, src): in place"},
+    {"_dist_all_gather", py_all_gather, METH_VARARGS, "_dist_all_gather(out, in): out = every rank's in, by rank"},
+    {"_dist_reduce_scatter", py_reduce_scatter, METH_VARARGS, "_dist_reduce_scatter(out, in, op)"},
+    {"_dist_destroy", py_destroy, METH_NOARGS, "end the process group"},
+    {"_dist_abort", py_abort, METH_O, "_dist_abort(why): end every rank of the job"},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,399 @@
+"""janus.distributed on Open MPI: collectives, DistributedDataParallel,
+DistributedSampler, recording / replaying two ranks, faults.
+
+Two ranks run under `mpirun -n 2 --oversubscribe` (tests/python/
+dist_train.py and small inline scripts); every launch has a timeout.
+Covered: each collective and ReduceOp against numbers computed here; DDP on
+the MLP and the CNN (2 ranks of batch B = 1 process of batch 2B within 1e-6
+relative, final parameters bitwise equal on both ranks, no_sync
+accumulation); record / optimize / replay of 2 ranks bitwise equal to eager
+per rank, each rank its own run with its rank and hit rate in `janus
+inspect`; a guard miss on rank 1 only; a killed, a raising and a hanging
+rank end the job within the limit naming the rank; a wrong WORLD_SIZE; a
+missing MPI library (clear error, single-process training unaffected);
+DistributedSampler's index formula (PyTorch's, and PyTorch itself when it
+imports).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ["JANUS_BUILD_DIR"]
+JANUS = os.path.join(BUILD, "janus")
+TRAIN = os.path.join(HERE, "dist_train.py")
+MPIRUN = shutil.which("mpirun")
+FASHION = os.path.isdir("/usr/share/datasets/fashion-mnist")
+
+needs_mpi = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found: apt-get install openmpi-bin "
+                               "libopenmpi-dev (scripts/setup.sh installs it)")
+needs_data = pytest.mark.skipif(not FASHION, reason="Fashion-MNIST not installed (apt-get install "
+                                "dataset-fashion-mnist)")
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"  # CI runs as root; mpirun refuses root without these
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    env.update(extra)
+    return env
+
+
+def _mpirun(args, n=2, timeout=180, **env):
+    cmd = [MPIRUN, "-n", str(n), "--oversubscribe"] + args
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env(**env))
+
+
+def _py(script, n=2, timeout=120, **env):
+    return _mpirun([sys.executable, "-c", textwrap.dedent(script)], n=n, timeout=timeout, **env)
+
+
+def _ranks(prefix, world=2):
+    return [json.load(open(f"{prefix}.rank{r}.json")) for r in range(world)]
+
+
+# ---------------------------------------------------------------- collectives
+@needs_mpi
+def test_collectives_give_the_reference_numbers():
+    r = _py("""
+        import json, janus, janus.distributed as dist
+        dist.init_process_group("mpi")
+        r, w = dist.get_rank(), dist.get_world_size()
+        out = {"rank": r, "world": w, "backend": dist.get_backend()}
+        for op in ("SUM", "AVG", "PRODUCT", "MIN", "MAX"):
+            t = janus.tensor([1.0 + r, -2.0 * r, 3.5])
+            dist.all_reduce(t, getattr(dist.ReduceOp, op))
+            out[op] = t.tolist()
+        i = janus.tensor([5 + r, 12], dtype=janus.int64)
+        dist.all_reduce(i, dist.ReduceOp.BAND)
+        out["BAND"] = i.tolist()
+        b = janus.full((2, 3), float(r)); dist.broadcast(b, src=1); out["broadcast"] = b.tolist()
+        lst = [janus.zeros(2) for _ in range(w)]
+        dist.all_gather(lst, janus.tensor([r, r + 0.5])); out["all_gather"] = [x.tolist() for x in lst]
+        g = janus.zeros(4); dist.all_gather_into_tensor(g, janus.tensor([r, 10.0 + r])); out["gather_t"] = g.tolist()
+        o = janus.zeros(2); dist.reduce_scatter_tensor(o, janus.arange(4.0) * (r + 1)); out["rs"] = o.tolist()
+        o2 = janus.zeros(2)
+        dist.reduce_scatter(o2, [janus.tensor([1.0, r]), janus.tensor([2.0, r])]); out["rs_list"] = o2.tolist()
+        assert dist.barrier(async_op=True).wait()
+        errs = {}
+        for name, fn in (("half", lambda: dist.all_reduce(janus.ones(2, dtype=janus.float16))),
+                         ("strided", lambda: dist.all_reduce(janus.ones(4, 4).t())),
+                         ("src", lambda: dist.broadcast(janus.ones(2), src=5)),
+                         ("group", lambda: dist.all_reduce(janus.ones(2), group=object()))):
+            try:
+                fn()
+            except Exception as e:
+                errs[name] = f"{type(e).__name__}: {e}"
+        out["errors"] = errs
+        dist.destroy_process_group()
+        out["after"] = (dist.is_initialized(), dist.get_rank())
+        print("OUT" + json.dumps(out), flush=True)
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
+    outs = sorted((json.loads(line[3:]) for line in r.stdout.splitlines() if line.startswith("OUT")),
+                  key=lambda o: o["rank"])
+    assert [o["rank"] for o in outs] == [0, 1]
+    for o in outs:
+        rk = o["rank"]
+        assert o["world"] == 2 and o["backend"] == "mpi"
+        assert o["SUM"] == [3.0, -2.0, 7.0]
+        assert o["AVG"] == [1.5, -1.0, 3.5]
+        assert o["PRODUCT"] == [2.0, -0.0, 12.25]
+        assert o["MIN"] == [1.0, -2.0, 3.5] and o["MAX"] == [2.0, 0.0, 3.5]
+        assert o["BAND"] == [5 & 6, 12]
+        assert o["broadcast"] == [[1.0] * 3] * 2
+        assert o["all_gather"] == [[0.0, 0.5], [1.0, 1.5]]
+        assert o["gather_t"] == [0.0, 10.0, 1.0, 11.0]
+        # rank k's share of sum over ranks of arange(4) * (r + 1) = arange(4) * 3
+        assert o["rs"] == [3.0 * (2 * rk), 3.0 * (2 * rk + 1)]
+        assert o["rs_list"] == [[2.0, 1.0], [4.0, 1.0]][rk]
+        e = o["errors"]
+        assert "float16 has no MPI type" in e["half"] and "float32" in e["half"]
+        assert "not contiguous" in e["strided"]
+        assert "src=5 is not a rank" in e["src"]
+        assert "default group only" in e["group"]
+        assert o["after"] == [False, -1]
+
+
+def test_uninitialized_group_says_what_to_call():
+    import janus
+    import janus.distributed as dist
+    assert dist.is_available() and not dist.is_initialized()
+    assert dist.get_rank() == -1 and dist.get_world_size() == -1
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        dist.all_reduce(janus.ones(2))
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        janus.nn.parallel.DistributedDataParallel(janus.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="unknown backend 'ucc'"):
+        dist.init_process_group("ucc")
+
+
+# ------------------------------------------------------------------------ DDP
+def _compare_with_one_process(tmp_path, model, steps, batch, accumulate=1, timeout=240):
+    two, one = str(tmp_path / "two"), str(tmp_path / "one")
+    args = ["--model", model, "--steps", str(steps), "--accumulate", str(accumulate)]
+    r = _mpirun([sys.executable, TRAIN, "--batch", str(batch), "--out", two] + args, timeout=timeout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r1 = subprocess.run([sys.executable, TRAIN, "--no-ddp", "--batch", str(2 * batch), "--out", one] + args,
+                        capture_output=True, text=True, timeout=timeout, env=_env())
+    assert r1.returncode == 0, r1.stdout + r1.stderr
+    a, b = _ranks(two)
+    (ref,) = _ranks(one, 1)
+    assert a["params_sha256"] == b["params_sha256"]  # the replicas stay bitwise equal
+    assert a["world_losses"] == b["world_losses"]
+    assert a["losses"] != b["losses"]  # each rank saw its own half of the batch
+    for got, want in zip(a["world_losses"], ref["losses"]):
+        assert abs(got - want) <= 1e-6 * abs(want), (a["world_losses"], ref["losses"])
+    assert ref["losses"][-1] < ref["losses"][0]  # it trained
+
+
+@needs_mpi
+@needs_data
+def test_ddp_mlp_two_ranks_equal_one_process_with_twice_the_batch(tmp_path):
+    _compare_with_one_process(tmp_path, "mlp", steps=20, batch=32)
+
+
+@needs_mpi
+@needs_data
+def test_ddp_no_sync_accumulates_then_averages(tmp_path):
+    _compare_with_one_process(tmp_path, "mlp", steps=8, batch=16, accumulate=2)
+
+
+@needs_mpi
+@needs_data
+def test_ddp_cnn_two_ranks_equal_one_process_with_twice_the_batch(tmp_path):
+    _compare_with_one_process(tmp_path, "cnn", steps=6, batch=16)
+
+
+# ------------------------------------------------------- record, optimize, replay
+@needs_mpi
+@needs_data
+def test_record_optimize_replay_two_ranks_bitwise_equal_to_eager(tmp_path):
+    db = str(tmp_path / "run.db")
+    train = [sys.executable, TRAIN, "--steps", "12"]
+    r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", db, "--"] + train + ["--out", str(tmp_path / "rec")],
+                       capture_output=True, text=True, timeout=240, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([JANUS, "optimize", db], capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _mpirun([JANUS, "replay", "--db", db, "--"] + train + ["--out", str(tmp_path / "rep")], timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # rank 1 alone runs one more op at step 3: it misses there, rank 0 does not, and nothing waits or changes
+    r = _mpirun([JANUS, "replay", "--db", db, "--"] + train + ["--out", str(tmp_path / "odd"), "--odd-rank", "1"],
+                timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([JANUS, "replay", "--eager", "--nproc", "2", "--db", db, "--"] + train +
+                       ["--out", str(tmp_path / "oddeager"), "--odd-rank", "1"],
+                       capture_output=True, text=True, timeout=240, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name, base in (("rep", "rec"), ("odd", "oddeager")):
+        for got, want in zip(_ranks(str(tmp_path / name)), _ranks(str(tmp_path / base))):
+            assert got["losses"] == want["losses"] and got["params_sha256"] == want["params_sha256"], name
+    info = json.loads(subprocess.run([JANUS, "inspect", "--json", db], capture_output=True, text=True,
+                                     timeout=60).stdout)
+    runs = info["runs"]
+    assert sorted(r["device"] for r in runs[:2]) == ["cpu rank 0/2", "cpu rank 1/2"]
+    replays = {r["device"]: r["replay"] for r in runs[2:4]}
+    assert set(replays) == {"cpu rank 0/2", "cpu rank 1/2"}
+    assert all(rp["hits"] > 0 for rp in replays.values())
+    odd = {r["device"]: r["replay"]["hits"] for r in runs[4:6]}
+    assert odd["cpu rank 1/2"] < odd["cpu rank 0/2"] == replays["cpu rank 0/2"]["hits"], (odd, replays)
+    text = subprocess.run([JANUS, "inspect", db], capture_output=True, text=True, timeout=60).stdout
+    assert "rank 0/2" in text and "rank 1/2" in text and "hit rate" in text
+
+
+# ---------------------------------------------------------------------- faults
+def _ended_fast(r, t0, limit):
+    took = time.monotonic() - t0
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert took < limit, f"took {took:.1f} s"
+    return r.stdout + r.stderr
+
+
+@needs_mpi
+@needs_data
+def test_killed_rank_ends_the_job_naming_it():
+    t0 = time.monotonic()
+    r = _mpirun([sys.executable, TRAIN, "--kill-rank", "1", "--steps", "8"], timeout=120, JANUS_DIST_TIMEOUT="20")
+    out = _ended_fast(r, t0, 60)
+    assert "rank 1" in out and ("signal 9" in out or "Killed" in out), out
+
+
+@needs_mpi
+@needs_data
+def test_killed_rank_under_record_loses_no_stored_step(tmp_path):
+    db = str(tmp_path / "k.db")
+    t0 = time.monotonic()
+    r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", db, "--", sys.executable, TRAIN, "--kill-rank", "1",
+                        "--fault-step", "5", "--steps", "10"], capture_output=True, text=True, timeout=120, env=_env())
+    _ended_fast(r, t0, 60)
+    runs = json.loads(subprocess.run([JANUS, "inspect", "--json", db], capture_output=True, text=True,
+                                     timeout=60).stdout)["runs"]
+    got = sorted((r["device"], r["status"], r["exit_status"]) for r in runs)
+    assert got == [("cpu rank 0/2", "killed", 143), ("cpu rank 1/2", "killed", 137)], got
+    # both ranks keep their steps up to the kill at step 5 (the last one may still have been in the writer's hands)
+    assert all(r["steps"] in (4, 5) for r in runs), [r["steps"] for r in runs]
+
+
+@needs_mpi
+@needs_data
+def test_raising_rank_ends_every_rank_naming_it():
+    t0 = time.monotonic()
+    r = _mpirun([sys.executable, TRAIN, "--raise-rank", "1", "--steps", "8"], timeout=120)
+    out = _ended_fast(r, t0, 60)
+    # ours, or mpirun's own line when it ended the job before forwarding rank 1's last output
+    assert ("janus.distributed: rank 1 of 2 failed: RuntimeError: rank 1 fails on purpose" in out or
+            "MPI_ABORT was invoked on rank 1" in out), out
+
+
+@needs_mpi
+@needs_data
+def test_hanging_rank_is_bounded_by_the_timeout():
+    t0 = time.monotonic()
+    r = _mpirun([sys.executable, TRAIN, "--hang-rank", "1", "--steps", "8"], timeout=120, JANUS_DIST_TIMEOUT="3")
+    out = _ended_fast(r, t0, 60)
+    assert ("rank 0 of 2 failed" in out and "within 3 s (JANUS_DIST_TIMEOUT)" in out) or \
+        "MPI_ABORT was invoked on rank 0" in out, out
+
+
+@needs_mpi
+def test_wrong_world_size_is_refused():
+    r = _py("""
+        import janus.distributed as dist
+        dist.init_process_group("mpi")
+    """, WORLD_SIZE="3", timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    assert "world_size is 3" in out and "launcher started 2 processes" in out, out
+
+
+@needs_mpi
+def test_init_rejects_a_bad_timeout_setting():
+    r = _py("import janus.distributed as dist; dist.init_process_group('mpi')", n=1, JANUS_DIST_TIMEOUT="-4",
+            timeout=60)
+    assert r.returncode != 0 and "JANUS_DIST_TIMEOUT" in r.stdout + r.stderr
+
+
+def test_missing_mpi_is_a_clear_error_and_single_process_training_is_unaffected():
+    script = textwrap.dedent("""
+        import janus, janus.distributed as dist
+        m = janus.nn.Linear(3, 1); opt = janus.optim.SGD(m.parameters(), lr=0.1)
+        loss = m(janus.ones(4, 3)).sum(); loss.backward(); opt.step()
+        print("trained", float(loss))
+        try:
+            dist.init_process_group("mpi")
+        except Exception as e:
+            print("ERR", type(e).__name__, e)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                       env=_env(JANUS_MPI_LIBRARY="libmpi_not_installed.so.40"))
+    assert r.returncode == 0, r.stderr
+    assert "trained" in r.stdout
+    err = r.stdout.split("ERR", 1)[1]
+    assert "NotImplementedError" in err and "libmpi_not_installed.so.40" in err
+    assert "apt-get install openmpi-bin libopenmpi-dev" in err and "JANUS_MPI_LIBRARY" in err
+
+
+def test_nccl_without_its_library_is_a_clear_error():
+    script = textwrap.dedent("""
+        import janus.distributed as dist
+        try:
+            dist.init_process_group("nccl", rank=0, world_size=1)
+        except Exception as e:
+            print("ERR", type(e).__name__, e)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                       env=_env(JANUS_MPI_LIBRARY="libmpi_absent.so", JANUS_NCCL_LIBRARY="libnccl_absent.so.2"))
+    assert r.returncode == 0, r.stderr
+    err = r.stdout.split("ERR", 1)[1]
+    assert ("libnccl_absent.so.2" in err and "install NCCL" in err) or "built with CUDA" in err, err
+
+
+@needs_mpi
+def test_janus_nproc_without_mpirun_says_what_to_install(tmp_path):
+    r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", str(tmp_path / "x.db"), "--", "true"],
+                       capture_output=True, text=True, timeout=60, env=_env(PATH="/nonexistent"))
+    assert r.returncode == 127 and "apt-get install openmpi-bin" in r.stderr, r.stderr
+    r = subprocess.run([JANUS, "replay", "--nproc", "zero", "--", "true"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--nproc needs a number" in r.stderr
+
+
+# ------------------------------------------------------------ DistributedSampler
+def _reference(n, world, rank, drop_last, perm):
+    import math
+    if drop_last and n % world:
+        ns = math.ceil((n - world) / world)
+    else:
+        ns = math.ceil(n / world)
+    total = ns * world
+    idx = list(perm)
+    if not drop_last:
+        pad = total - len(idx)
+        idx += (idx * math.ceil(max(pad, 1) / len(idx)))[:pad]
+    else:
+        idx = idx[:total]
+    return idx[rank:total:world]
+
+
+@pytest.mark.parametrize("n,world,drop_last", [(11, 2, False), (11, 2, True), (10, 4, False), (3, 5, False),
+                                               (13, 4, True)])
+def test_distributed_sampler_follows_pytorch_formula(n, world, drop_last):
+    import janus
+    from janus.utils.data import DistributedSampler
+    shares = []
+    for rank in range(world):
+        s = DistributedSampler(list(range(n)), num_replicas=world, rank=rank, shuffle=False, drop_last=drop_last)
+        got = list(s)
+        assert got == _reference(n, world, rank, drop_last, range(n)) and len(s) == len(got)
+        shares.append(got)
+        sh = DistributedSampler(list(range(n)), num_replicas=world, rank=rank, seed=7, drop_last=drop_last)
+        sh.set_epoch(3)
+        g = janus.Generator().manual_seed(10)
+        assert list(sh) == _reference(n, world, rank, drop_last, janus.randperm(n, generator=g).tolist())
+    if not drop_last:
+        assert sorted(set(sum(shares, []))) == list(range(n))
+    try:
+        import torch
+        from torch.utils.data import DistributedSampler as TorchSampler
+    except ImportError:
+        return
+    del torch
+    for rank in range(world):
+        ts = TorchSampler(list(range(n)), num_replicas=world, rank=rank, shuffle=False, drop_last=drop_last)
+        assert list(ts) == shares[rank]
+
+
+def test_distributed_sampler_checks_rank():
+    from janus.utils.data import DistributedSampler
+    with pytest.raises(ValueError, match="Invalid rank 2"):
+        DistributedSampler(list(range(4)), num_replicas=2, rank=2)
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        DistributedSampler(list(range(4)))
+
+
+@needs_mpi
+def test_a_pytorch_script_runs_unchanged_under_the_torch_alias(tmp_path):
+    script = tmp_path / "ddp_torch.py"
+    script.write_text(textwrap.dedent("""
+        import torch, torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data.distributed import DistributedSampler
+        dist.init_process_group("gloo")  # PyTorch's CPU backend runs on mpi
+        m = DDP(torch.nn.Linear(4, 2))
+        m(torch.ones(3, 4) * (dist.get_rank() + 1)).sum().backward()
+        print("GRAD", dist.get_rank(), m.module.weight.grad.tolist()[0], len(DistributedSampler(range(10))))
+        dist.destroy_process_group()
+    """))
+    r = _mpirun([JANUS, "run", "--", sys.executable, str(script)], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = sorted(line for line in r.stdout.splitlines() if line.startswith("GRAD"))
+    # d(sum)/dW row = sum of the 3 input rows: 3 * (rank + 1), averaged over the ranks: 4.5
+    assert lines == ["GRAD 0 [4.5, 4.5, 4.5, 4.5] 5", "GRAD 1 [4.5, 4.5, 4.5, 4.5] 5"], r.stdout + r.stderr

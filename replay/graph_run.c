@@ -67,9 +67,10 @@ static hdr *hget(hset *S, jn_tensor *t) {
     }
 }
 
-/* A set of storages (open addressing; sized for every reference of the list). */
+/* A set of storages (open addressing; sized for every reference of the
+ * list), its members also in insertion order (item: nslot / 2 of them). */
 typedef struct {
-    jn_storage **slot;
+    jn_storage **slot, **item;
     int64_t nslot, n;
 } sset;
 
@@ -84,7 +85,7 @@ static int sset_add(sset *W, jn_storage *st) {
     if (W->slot[i]) return 1;
     if (2 * (W->n + 1) > W->nslot) return 0; /* sized for every reference: cannot happen */
     W->slot[i] = st;
-    W->n++;
+    W->item[W->n++] = st;
     return 1;
 }
 
@@ -166,6 +167,7 @@ typedef struct {
     uint64_t *vers;
     hset S;               /* every header the list holds */
     sset W;               /* pending storages Python reaches that the graph does not fill */
+    sset Pub;             /* storages a deferred slice must not share (rp_shared) */
     rp_slice *D;          /* their deferred slice: kept only if the graph runs */
     int64_t nsliced;
     char *why;
@@ -190,8 +192,15 @@ static int run_prepare(rp_run *X) {
     X->S.h = malloc(sizeof *X->S.h * (size_t)X->S.cap);
     X->S.slot = calloc((size_t)X->S.nslot, sizeof *X->S.slot);
     X->W.nslot = X->S.nslot;
+    /* Pub also takes the state the graph writes (its inputs) */
+    for (X->Pub.nslot = 16; X->Pub.nslot < 2 * (X->S.cap + X->g->ninputs + 1); X->Pub.nslot *= 2) {}
     X->W.slot = calloc((size_t)X->W.nslot, sizeof *X->W.slot);
-    if (!X->inputs || !X->owned || !X->outs || !X->vers || !X->S.h || !X->S.slot || !X->W.slot) return oom(X);
+    X->Pub.slot = calloc((size_t)X->Pub.nslot, sizeof *X->Pub.slot);
+    X->W.item = malloc(sizeof *X->W.item * (size_t)(X->W.nslot / 2 + 1));
+    X->Pub.item = malloc(sizeof *X->Pub.item * (size_t)(X->Pub.nslot / 2 + 1));
+    if (!X->inputs || !X->owned || !X->outs || !X->vers || !X->S.h || !X->S.slot || !X->W.slot || !X->Pub.slot ||
+        !X->W.item || !X->Pub.item)
+        return oom(X);
     return 0;
 }
 
@@ -200,7 +209,7 @@ static void run_free(rp_run *X) {
         if (X->owned[i]) jn_tensor_decref(X->inputs[i]);
     for (int i = 0; i < X->G->nkeep && X->outs; i++) jn_tensor_decref(X->outs[i]);
     free(X->inputs), free(X->owned), free(X->outs), free(X->vers);
-    free(X->S.h), free(X->S.slot), free(X->W.slot);
+    free(X->S.h), free(X->S.slot), free(X->W.slot), free(X->Pub.slot), free(X->W.item), free(X->Pub.item);
     rp_slice_free(X->R, X->D); /* not committed: the list runs eagerly */
 }
 
@@ -300,7 +309,9 @@ static int find_reached(rp_run *X) {
         jn_storage *st = a->st;
         if (!st || st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
         int need = a->need || st->refcnt > a->known;
-        if (need && !a->full && a->any) {
+        if ((need || a->any) && !sset_add(&X->Pub, st)) {
+            rc = oom(X);
+        } else if (need && !a->full && a->any) {
             snprintf(X->why, X->wn, "graph %s: Python holds a tensor sharing memory with a value the graph keeps "
                      "only in part", X->g->name);
             rc = 1;
@@ -337,19 +348,18 @@ static int slice_mark(rp_run *X, uint8_t *in_slice) {
     return bad;
 }
 
+static int shared_has(const void *ctx, const jn_storage *st) { return sset_has(ctx, st); }
+
 /* The values' slice as a deferred slice over snapshots of the state the
- * graph writes (NULL: it runs now). */
+ * graph writes and private copies of what others reach (NULL: it runs now). */
 static rp_slice *slice_defer(rp_run *X, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed) {
     const jn_ir_graph *g = X->g;
-    jn_storage **wst = calloc((size_t)g->noutputs + 1, sizeof *wst);
-    if (!wst) return NULL;
-    int64_t nw = 0;
     for (int32_t o = 0; o < g->noutputs; o++)
-        if (g->outputs[o].kind == JN_IR_OUT_STATE && X->inputs[g->outputs[o].state])
-            wst[nw++] = X->inputs[g->outputs[o].state]->storage;
-    rp_slice *D = rp_slice_new(X->R, in_slice, needed, nneed, wst, nw);
-    free(wst);
-    return D;
+        if (g->outputs[o].kind == JN_IR_OUT_STATE && X->inputs[g->outputs[o].state] &&
+            !sset_add(&X->Pub, X->inputs[g->outputs[o].state]->storage))
+            return NULL;
+    rp_shared sh = {shared_has, &X->Pub};
+    return rp_slice_new(X->R, in_slice, needed, nneed, &sh);
 }
 
 static void slice_debug(rp_run *X, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed, double ts) {
@@ -384,15 +394,14 @@ static int compute_held(rp_run *X) {
         free(needed), free(in_slice);
         return oom(X);
     }
-    for (int64_t k = 0, j = 0; k < X->W.nslot; k++)
-        if (X->W.slot[k]) needed[j++] = X->W.slot[k];
+    memcpy(needed, X->W.item, sizeof *needed * (size_t)nneed);
     int bad = slice_mark(X, in_slice);
     jn_status s = JN_OK;
     double ts = rp_now();
     if (!bad && R->cfg.defer) X->D = slice_defer(X, in_slice, needed, nneed);
     R->flushing = 1;
     for (int64_t e = 0; e < R->nops && !bad && !X->D && s == JN_OK; e++)
-        if (in_slice[e]) s = rp_run_op(&R->ops[e], rp_op_in(R, &R->ops[e]));
+        if (in_slice[e]) s = rp_run_op(&R->ops[e], R->attrs, rp_op_in(R, &R->ops[e]));
     R->flushing = 0;
     if (R->cfg.debug) slice_debug(X, in_slice, needed, nneed, ts);
     if (!bad && s == JN_OK && !X->D)

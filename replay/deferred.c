@@ -20,9 +20,9 @@
 
 void rp_slice_free(jn_replay *R, rp_slice *D) {
     if (!D) return;
-    for (int64_t i = 0; i < D->nrefs; i++) rp_unhold(R, D->refs[i]);
-    for (int64_t i = 0; i < D->nchecked; i++) rp_unhold(R, D->checked[i]);
-    free(D->ops), free(D->attrs), free(D->refs), free(D->vhdr), free(D->needed), free(D->checked), free(D->ver);
+    for (int64_t i = 0; i < D->nheld; i++) rp_unhold(R, D->held[i]);
+    free(D->ops), free(D->attrs), free(D->refs), free(D->held), free(D->vhdr), free(D->needed), free(D->checked);
+    free(D->ver);
     free(D);
 }
 
@@ -74,17 +74,25 @@ static jn_tensor *shadow_of(shadows *M, jn_storage *st) {
     return b;
 }
 
-/* h's shadow header (one per header of the list, held once more per use). */
-static jn_tensor *shadow_ref(jn_replay *R, shadows *M, jn_tensor *h) {
+/* h's shadow header (one per header of the list, held once by D). */
+static jn_tensor *shadow_ref(jn_replay *R, rp_slice *D, shadows *M, jn_tensor *h, uint32_t mark) {
     int64_t i = rp_home_slot(h, M->nslot);
     while (M->hkey[i] && M->hkey[i] != h) i = (i + 1) & (M->nslot - 1);
-    if (M->hkey[i]) {
-        rp_hold_ref(R, M->hval[i]);
-        return M->hval[i];
-    }
+    if (M->hkey[i]) return M->hval[i];
     jn_tensor *b = shadow_of(M, h->storage), *t = b ? shadow_header(R, b, h) : NULL;
-    if (t) M->hkey[i] = h, M->hval[i] = t;
+    if (!t) return NULL;
+    M->hkey[i] = h, M->hval[i] = t;
+    (void)rp_visited(t, mark);
+    D->held[D->nheld++] = t;
     return t;
+}
+
+/* D holds each header it refers to once (1: the first time, mark fresh). */
+static int hold_once(jn_replay *R, rp_slice *D, jn_tensor *t, uint32_t mark) {
+    if (rp_visited(t, mark)) return 0;
+    rp_hold_ref(R, t);
+    D->held[D->nheld++] = t;
+    return 1;
 }
 
 /* Reference h of a sliced op, as the slice sees it (held), into D: a
@@ -93,24 +101,18 @@ static jn_tensor *shadow_ref(jn_replay *R, shadows *M, jn_tensor *h) {
  * reach or the graph fills); a pending storage only the list reaches as it
  * is (it dies with the list otherwise: nobody else can see what the slice
  * writes into it); an existing input as it is, its version checked. */
-static int slice_ref(jn_replay *R, rp_slice *D, shadows *M, jn_tensor *h, const rp_shared *sh) {
+static int slice_ref(jn_replay *R, rp_slice *D, shadows *M, jn_tensor *h, const rp_shared *sh, uint32_t mark) {
     jn_storage *st = h->storage;
     jn_tensor *t = h;
     if (has_storage(D->needed, D->nneed, st)) {
-        rp_hold_ref(R, t);
+        hold_once(R, D, t, mark);
     } else if (sh->has(sh->ctx, st)) {
-        if (!(t = shadow_ref(R, M, h))) return 0;
+        if (!(t = shadow_ref(R, D, M, h, mark))) return 0;
     } else if (!st->data) {
-        rp_hold_ref(R, t);
-    } else {
-        rp_hold_ref(R, t);
-        int64_t c = 0;
-        while (c < D->nchecked && D->checked[c] != h) c++;
-        if (c == D->nchecked) {
-            rp_hold_ref(R, h);
-            D->checked[D->nchecked] = h;
-            D->ver[D->nchecked++] = st->version;
-        }
+        hold_once(R, D, t, mark);
+    } else if (hold_once(R, D, t, mark)) {
+        D->checked[D->nchecked] = h;
+        D->ver[D->nchecked++] = st->version;
     }
     D->refs[D->nrefs++] = t;
     return 1;
@@ -138,11 +140,12 @@ rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const 
     M.slot = calloc((size_t)M.nslot, sizeof *M.slot);
     M.hkey = calloc((size_t)M.nslot, sizeof *M.hkey);
     M.hval = malloc(sizeof *M.hval * (size_t)M.nslot);
-    /* a record per reference at most, and one per checked input */
-    int ok = rp_pool_reserve(R, 2 * nrefs) && D && M.from && M.base && M.slot && M.hkey && M.hval &&
+    /* a record per reference at most */
+    int ok = rp_pool_reserve(R, nrefs) && D && M.from && M.base && M.slot && M.hkey && M.hval &&
              (D->ops = malloc(sizeof *D->ops * (size_t)(nops + 1))) &&
              (D->attrs = malloc(sizeof *D->attrs * (size_t)(nattrs + 1))) &&
              (D->refs = calloc((size_t)nrefs + 1, sizeof *D->refs)) &&
+             (D->held = malloc(sizeof *D->held * (size_t)(nrefs + 1))) &&
              (D->vhdr = malloc(sizeof *D->vhdr * (size_t)(nrefs + 1))) &&
              (D->needed = malloc(sizeof *D->needed * (size_t)(nneed + 1))) &&
              (D->checked = calloc((size_t)nrefs + 1, sizeof *D->checked)) &&
@@ -152,6 +155,7 @@ rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const 
         D->nneed = nneed;
     }
     int64_t na = 0;
+    uint32_t mark = rp_next_mark(R);
     for (int64_t e = 0; e < R->nops && ok; e++) {
         if (!in_slice[e]) continue;
         const rp_op *p = &R->ops[e];
@@ -161,7 +165,7 @@ rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const 
         q->attr = (int32_t)na;
         memcpy(D->attrs + na, R->attrs + p->attr, sizeof *D->attrs * p->nattr);
         na += p->nattr;
-        for (int j = 0; j < p->nin + p->nout && ok; j++) ok = slice_ref(R, D, &M, rp_op_in(R, p)[j], sh);
+        for (int j = 0; j < p->nin + p->nout && ok; j++) ok = slice_ref(R, D, &M, rp_op_in(R, p)[j], sh, mark);
     }
     if (ok) note_value_headers(R, D);
     for (int64_t m = 0; m < M.n; m++) jn_tensor_decref(M.base[m]); /* the shadow headers hold them */

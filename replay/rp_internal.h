@@ -89,13 +89,15 @@ typedef struct rp_slice {
     rp_op *ops;
     int64_t nops;
     jn_attr *attrs;               /* the ops' attributes (rp_op.attr) */
-    jn_tensor **refs;             /* held: per op its inputs then outputs (remapped) */
+    jn_tensor **refs;             /* per op its inputs then outputs (remapped) */
     int64_t nrefs;
+    jn_tensor **held;             /* the distinct headers of refs, each held once */
+    int64_t nheld;
     jn_tensor **vhdr;             /* the distinct headers of refs on the values (needed) */
     int64_t nvhdr;
     jn_storage **needed;
     int64_t nneed;
-    jn_tensor **checked;          /* existing inputs read as they are: must not change */
+    jn_tensor **checked;          /* existing inputs read as they are: must not change (in held) */
     uint64_t *ver;
     int64_t nchecked;
     struct rp_slice *next;

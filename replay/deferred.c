@@ -191,8 +191,11 @@ jn_status rp_slice_run(jn_replay *R, rp_slice *D) {
     for (int64_t i = 0; i < D->nchecked && s == JN_OK; i++)
         if (D->checked[i]->storage->version != D->ver[i]) s = rp_lost_error(D->checked[i]);
     for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = 0;
+    /* shadows (pending) and the pending storages only the list reached
+     * (LOST since the graph ran): the ops about to run fill them, and a
+     * kernel that dispatches (a composite) must read them as eager's */
     for (int64_t i = 0; i < D->nrefs; i++)
-        if (D->refs[i]->storage->lazy == JN_LAZY_PENDING) D->refs[i]->storage->lazy = 0; /* shadows */
+        if (!D->refs[i]->storage->data) D->refs[i]->storage->lazy = 0;
     R->flushing = 1;
     jn_rt_private_ids++;
     for (int64_t e = 0; e < D->nops && s == JN_OK; e++) s = rp_run_op(&D->ops[e], D->attrs, D->refs + D->ops[e].ref);

@@ -51,6 +51,7 @@ typedef struct rp_hold {
     int64_t refs;          /* of t->refcnt: held by replay (eager would not hold them) */
     int64_t pend;          /* of refs: held by the pending list itself */
     uint32_t mark;         /* visited in the current scan (rp_next_mark) */
+    int64_t slot;          /* the current scan's index for it (graph_run.c), valid if marked */
     struct rp_hold *prev, *next; /* the storage's list while pend > 0; next: the free list */
 } rp_hold;
 

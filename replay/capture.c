@@ -56,29 +56,35 @@ void rp_pool_free(rp_pool *P) {
     P->nfree = 0;
 }
 
-/* A reference of the pending list: held, and the header linked into its
- * storage's list of headers the pending list holds (rp_cap_held_only). */
-static void pend_hold(jn_replay *R, jn_tensor *t) {
-    rp_hold_ref(R, t);
+/* A use of t by the pending list: the list holds one reference per header
+ * however many of its ops use it (pend counts the uses), and links the
+ * header into its storage's list of headers the list holds
+ * (rp_cap_held_only).  A chain's tensor is an output once and an input
+ * once: one atomic reference pair instead of two. */
+static inline void pend_hold(jn_replay *R, jn_tensor *t) {
     rp_hold *h = t->ext;
-    if (h->pend++ == 0) {
-        jn_storage *st = t->storage;
-        h->prev = NULL;
-        h->next = st->ext;
-        if (h->next) h->next->prev = h;
-        st->ext = h;
+    if (h && h->pend) {
+        h->pend++;
+        return;
     }
+    rp_hold_ref(R, t);
+    h = t->ext;
+    h->pend = 1;
+    jn_storage *st = t->storage;
+    h->prev = NULL;
+    h->next = st->ext;
+    if (h->next) h->next->prev = h;
+    st->ext = h;
 }
 
-static void pend_unhold(jn_replay *R, jn_tensor *t) {
+static inline void pend_unhold(jn_replay *R, jn_tensor *t) {
     rp_hold *h = t->ext;
-    if (--h->pend == 0) {
-        jn_storage *st = t->storage;
-        if (h->prev) h->prev->next = h->next;
-        else st->ext = h->next;
-        if (h->next) h->next->prev = h->prev;
-        h->prev = h->next = NULL;
-    }
+    if (--h->pend) return;
+    jn_storage *st = t->storage;
+    if (h->prev) h->prev->next = h->next;
+    else st->ext = h->next;
+    if (h->next) h->next->prev = h->prev;
+    h->prev = h->next = NULL;
     rp_unhold(R, t);
 }
 

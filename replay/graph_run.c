@@ -8,7 +8,8 @@
  *                    pending;
  *   index_headers    every header the list holds: which keep output fills
  *                    it (jn_rp_match_token_output of the event that created
- *                    it) and how many of its references are the list's;
+ *                    it), found through its hold record (the list holds
+ *                    one reference to it);
  *   check_state      every existing tensor a captured op wrote in place is
  *                    the input of a STATE output of the graph (else its
  *                    write would be lost);
@@ -40,7 +41,7 @@
 /* ------------------------------------------------------------- sets */
 typedef struct {
     jn_tensor *t;
-    int64_t mine;     /* references the list holds */
+    int64_t mine;     /* references the list holds: one, however many ops use it */
     int32_t fill;     /* keep output index filling it, -1 */
     uint8_t created, view;
 } hdr;
@@ -234,7 +235,7 @@ static void index_headers(rp_run *X) {
         const rp_op *p = &R->ops[e];
         for (int j = 0; j < p->nin + p->nout; j++) {
             hdr *h = hget(&X->S, rp_op_in(R, p)[j]);
-            h->mine++;
+            h->mine = 1;
             if (j < p->nin || rp_written(p)) continue;
             int k = j - p->nin;
             h->created = 1;

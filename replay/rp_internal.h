@@ -49,7 +49,7 @@ typedef struct {
 typedef struct rp_hold {
     jn_tensor *t;
     int64_t refs;          /* of t->refcnt: held by replay (eager would not hold them) */
-    int64_t pend;          /* of refs: held by the pending list itself */
+    int64_t pend;          /* uses by the pending list, which holds one of refs while pend > 0 */
     uint32_t mark;         /* visited in the current scan (rp_next_mark) */
     int64_t slot;          /* the current scan's index for it (graph_run.c), valid if marked */
     struct rp_hold *prev, *next; /* the storage's list while pend > 0; next: the free list */

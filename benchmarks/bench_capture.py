@@ -18,7 +18,9 @@ Records a short run, `janus optimize`s it, then runs `janus replay`
 (JANUS_REPLAY_ADAPT=0: every graph that fits runs, so the chain is always
 captured) and `janus replay --eager` in rotation, each its own process;
 reports medians over steps and runs, and checks that both modes printed the
-same numbers.
+same numbers.  The whole step (the chains, the backward and the sync: the
+graph run, the segment's end and its deferred slices included, the empty
+loop not) is reported too, replay against eager.
 
     JANUS_BUILD_DIR=build python3 benchmarks/bench_capture.py [--repeats 5] [--steps 300]
 """
@@ -48,7 +50,7 @@ b = janus.randn(8, 32) * 0.1
 w = (janus.randn(8, 32) * 0.1).requires_grad_()
 steps, n = int(sys.argv[1]), {ops} // 4
 nop = operator.is_
-chain, grad, empty, sums = [], [], [], []
+chain, grad, empty, whole, sums = [], [], [], [], []
 for s in range(steps):
     h = janus.ones(8, 32)
     t0 = time.process_time()
@@ -76,14 +78,16 @@ for s in range(steps):
     w.grad = None
     g.sum().backward()
     sums.append(h.sum().item() + w.grad.sum().item())
+    t5 = time.process_time()
     if s >= 20:
         chain.append(t1 - t0)
         grad.append(t3 - t2)
         empty.append(t4 - t3)
+        whole.append(t5 - t0 - (t4 - t3))
 print("checksum %.9e" % sum(sums))
-print("chain %.6f us/op, grad %.6f us/op, empty %.6f us/op" % (
+print("chain %.6f us/op, grad %.6f us/op, empty %.6f us/op, step %.3f us" % (
     1e6 * statistics.median(chain) / {ops}, 1e6 * statistics.median(grad) / {ops},
-    1e6 * statistics.median(empty) / {ops}))
+    1e6 * statistics.median(empty) / {ops}, 1e6 * statistics.median(whole)))
 '''
 
 def run(cmd, e):
@@ -112,6 +116,7 @@ def main():
         chain = {m: [] for m in modes}
         grad = {m: [] for m in modes}
         empty = {m: [] for m in modes}
+        whole = {m: [] for m in modes}
         sums, hit = {}, {}
         for r in range(args.repeats):
             for m in modes[r % 2:] + modes[:r % 2]:
@@ -119,10 +124,12 @@ def main():
                                                                                    sys.executable, script,
                                                                                    str(args.steps)]
                 out = run(cmd, dict(e, JANUS_REPLAY_ADAPT="0"))
-                g = re.search(r"chain ([\d.]+) us/op, grad ([\d.]+) us/op, empty ([\d.]+) us/op", out)
+                g = re.search(r"chain ([\d.]+) us/op, grad ([\d.]+) us/op, empty ([\d.]+) us/op, step ([\d.]+) us",
+                              out)
                 chain[m].append(float(g.group(1)))
                 grad[m].append(float(g.group(2)))
                 empty[m].append(float(g.group(3)))
+                whole[m].append(float(g.group(4)))
                 sums[m] = re.search(r"checksum (\S+)", out).group(1)
                 h = re.search(r"([\d.]+)% hit rate", out)
                 hit[m] = h.group(1) + "%" if h else "-"
@@ -133,6 +140,9 @@ def main():
         med = {m: statistics.median(d[m]) for m in modes}
         print(f"  {name:8s} us per op: replay {med['replay']:.3f}, eager {med['eager']:.3f}; beyond the empty C call: "
               f"captured op {med['replay'] - base:.3f} us, eager op {med['eager'] - base:.3f} us")
+    med = {m: statistics.median(whole[m]) for m in modes}
+    print(f"  whole step (both chains, backward, sync; the graph run and the segment's end included): "
+          f"replay {med['replay']:.1f} us, eager {med['eager']:.1f} us")
     same = sums["replay"] == sums["eager"]
     print(f"  checksums: {'identical' if same else 'DIFFER'} ({sums['replay']} / {sums['eager']})")
     if not same:

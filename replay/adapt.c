@@ -39,12 +39,14 @@ static double median(double *v, int n) {
 static void leave_to_eager(jn_replay *R, int32_t gi, double mc, double me) {
     rp_adapt *ad = &R->g[gi].ad;
     jn_ex_release_idle(1); /* a graph still kept allocates it again at its next run */
-    if (!R->nops) { /* the pending list's arrays, sized for its captures (~600 bytes an op), too */
+    if (!R->nops) { /* the pending list's arrays, sized for its captures, too */
         free(R->ops);
         free(R->refs);
+        free(R->attrs);
         R->ops = NULL;
         R->refs = NULL;
-        R->capops = R->caprefs = 0;
+        R->attrs = NULL;
+        R->capops = R->caprefs = R->capattrs = 0;
     }
     char why[512];
     snprintf(why, sizeof why,

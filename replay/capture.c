@@ -56,29 +56,35 @@ void rp_pool_free(rp_pool *P) {
     P->nfree = 0;
 }
 
-/* A reference of the pending list: held, and the header linked into its
- * storage's list of headers the pending list holds (rp_cap_held_only). */
-static void pend_hold(jn_replay *R, jn_tensor *t) {
-    rp_hold_ref(R, t);
+/* A use of t by the pending list: the list holds one reference per header
+ * however many of its ops use it (pend counts the uses), and links the
+ * header into its storage's list of headers the list holds
+ * (rp_cap_held_only).  A chain's tensor is an output once and an input
+ * once: one atomic reference pair instead of two. */
+static inline void pend_hold(jn_replay *R, jn_tensor *t) {
     rp_hold *h = t->ext;
-    if (h->pend++ == 0) {
-        jn_storage *st = t->storage;
-        h->prev = NULL;
-        h->next = st->ext;
-        if (h->next) h->next->prev = h;
-        st->ext = h;
+    if (h && h->pend) {
+        h->pend++;
+        return;
     }
+    rp_hold_ref(R, t);
+    h = t->ext;
+    h->pend = 1;
+    jn_storage *st = t->storage;
+    h->prev = NULL;
+    h->next = st->ext;
+    if (h->next) h->next->prev = h;
+    st->ext = h;
 }
 
-static void pend_unhold(jn_replay *R, jn_tensor *t) {
+static inline void pend_unhold(jn_replay *R, jn_tensor *t) {
     rp_hold *h = t->ext;
-    if (--h->pend == 0) {
-        jn_storage *st = t->storage;
-        if (h->prev) h->prev->next = h->next;
-        else st->ext = h->next;
-        if (h->next) h->next->prev = h->prev;
-        h->prev = h->next = NULL;
-    }
+    if (--h->pend) return;
+    jn_storage *st = t->storage;
+    if (h->prev) h->prev->next = h->next;
+    else st->ext = h->next;
+    if (h->next) h->next->prev = h->prev;
+    h->prev = h->next = NULL;
     rp_unhold(R, t);
 }
 
@@ -108,7 +114,7 @@ int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t) {
 
 void rp_clear_list(jn_replay *R) {
     for (int64_t i = 0; i < R->nrefs; i++) pend_unhold(R, R->refs[i]);
-    R->nrefs = R->nops = 0;
+    R->nrefs = R->nops = R->nattrs = 0;
 }
 
 /* --------------------------------------------------------- fallback */
@@ -139,14 +145,16 @@ jn_status rp_storage_alloc(jn_storage *st) {
     return JN_OK;
 }
 
-jn_status rp_run_op(const rp_op *p, jn_tensor *const *in) {
+jn_status rp_run_op(const rp_op *p, const jn_attr *attrs, jn_tensor *const *in) {
     jn_tensor *const *out = in + p->nin;
     jn_status s = JN_OK;
     for (int k = 0; k < p->nout && s == JN_OK; k++) s = rp_storage_alloc(out[k]->storage);
     if (s) return s;
-    if (p->into) return jn_rt_run_into(p->op, p->nin, in, &p->a, out[0]);
-    if (jn_op_info(p->op)->flags & JN_F_VIEW) return JN_OK; /* its strides were set at capture */
-    return jn_rt_run_kernel(p->op, p->nin, in, &p->a, out);
+    if (jn_op_info(p->op)->flags & JN_F_VIEW && !p->into) return JN_OK; /* its strides were set at capture */
+    jn_attrs a; /* kernels read the op's own attributes only */
+    memcpy(a.a, attrs + p->attr, sizeof(jn_attr) * p->nattr);
+    if (p->into) return jn_rt_run_into(p->op, p->nin, in, &a, out[0]);
+    return jn_rt_run_kernel(p->op, p->nin, in, &a, out);
 }
 
 /* Every storage it touches is current afterwards, except those of ops after
@@ -162,7 +170,7 @@ jn_status rp_fallback(jn_replay *R) {
     }
     for (int64_t e = 0; e < R->nops; e++) {
         const rp_op *p = &R->ops[e];
-        if (s == JN_OK && (s = rp_run_op(p, rp_op_in(R, p))) == JN_OK) continue;
+        if (s == JN_OK && (s = rp_run_op(p, R->attrs, rp_op_in(R, p))) == JN_OK) continue;
         if (!rp_written(p)) /* never ran: its bytes are not eager's */
             for (int k = 0; k < p->nout; k++) rp_op_out(R, p)[k]->storage->lazy = JN_LAZY_LOST;
     }
@@ -212,7 +220,7 @@ static jn_status capture_off(jn_replay *R, int32_t graph, int32_t guard, int32_t
 
 /* Inputs a captured op cannot read: a deferred one is computed now (it is
  * no pending op), a lost one ends the segment with the error. */
-static jn_status check_inputs(jn_replay *R, int nin, jn_tensor *const *in) {
+static jn_status __attribute__((noinline)) check_inputs_slow(jn_replay *R, int nin, jn_tensor *const *in) {
     jn_status s;
     for (int i = 0; i < nin; i++)
         if (in[i]->storage->lazy == JN_LAZY_DEFERRED && (s = jn_rt_materialize(in[i]))) return s;
@@ -224,6 +232,15 @@ static jn_status check_inputs(jn_replay *R, int nin, jn_tensor *const *in) {
     return JN_OK;
 }
 
+static inline jn_status check_inputs(jn_replay *R, int nin, jn_tensor *const *in) {
+    int odd = 0;
+    for (int i = 0; i < nin; i++) {
+        int z = in[i]->storage->lazy;
+        odd |= z == JN_LAZY_DEFERRED || z == JN_LAZY_LOST;
+    }
+    return odd ? check_inputs_slow(R, nin, in) : JN_OK;
+}
+
 static void debug_op(const jn_replay *R, jn_op op, int nin, jn_tensor *const *in, int nout, jn_tensor *const *out) {
     fprintf(stderr, "[rp] %lld %s", (long long)(R->nops - 1), jn_op_info(op)->name);
     for (int i = 0; i < nin; i++) fprintf(stderr, " i%lld", (long long)in[i]->id);
@@ -231,39 +248,48 @@ static void debug_op(const jn_replay *R, jn_op op, int nin, jn_tensor *const *in
     fprintf(stderr, "\n");
 }
 
+/* Room for one more op of nin + nout references and na attributes. */
+static int __attribute__((noinline)) make_room(jn_replay *R, int nref, int na) {
+    return grow((void **)&R->ops, &R->capops, R->nops + 1, sizeof *R->ops) &&
+           grow((void **)&R->refs, &R->caprefs, R->nrefs + nref, sizeof *R->refs) &&
+           grow((void **)&R->attrs, &R->capattrs, R->nattrs + na + 1, sizeof *R->attrs) && rp_pool_reserve(R, nref);
+}
+
 jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                          jn_tensor *const *out, int into) {
     jn_replay *R = ctx;
     jn_status s = check_inputs(R, nin, in);
     if (s) return s;
-    if (!grow((void **)&R->ops, &R->capops, R->nops + 1, sizeof *R->ops) ||
-        !grow((void **)&R->refs, &R->caprefs, R->nrefs + nin + nout, sizeof *R->refs) ||
-        !rp_pool_reserve(R, nin + nout)) {
+    int na = jn_op_info(op)->nattrs;
+    if (__builtin_expect(R->nops >= R->capops || R->nrefs + nin + nout > R->caprefs ||
+                         R->nattrs + na >= R->capattrs || R->pool.nfree < nin + nout, 0) &&
+        !make_room(R, nin + nout, na)) {
         (void)capture_off(R, -1, -1, -1, NAN, NULL);
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
     }
     rp_op *p = &R->ops[R->nops++];
-    p->op = op;
-    p->into = (uint8_t)into;
-    p->nin = (uint8_t)nin;
-    p->nout = (uint8_t)nout;
-    p->ref = (int32_t)R->nrefs;
-    /* only the op's own attributes (kernels read no others): a whole jn_attrs is 576 bytes */
-    memcpy(&p->a, a, sizeof(jn_attr) * (size_t)jn_op_info(op)->nattrs);
-    for (int i = 0; i < nin; i++) pend_hold(R, R->refs[R->nrefs++] = in[i]);
+    *p = (rp_op){op, (uint8_t)into, (uint8_t)nin, (uint8_t)nout, (uint8_t)na, (int32_t)R->nrefs, (int32_t)R->nattrs};
+    /* only the op's own attributes (kernels read no others) */
+    memcpy(R->attrs + R->nattrs, a->a, sizeof(jn_attr) * (size_t)na);
+    R->nattrs += na;
+    jn_tensor **r = R->refs + R->nrefs;
+    R->nrefs += nin + nout;
+    jn_rp_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
+    for (int i = 0; i < nin; i++) {
+        pend_hold(R, r[i] = in[i]);
+        rp_fill_arg(&ai[i], in[i], 0);
+    }
     for (int k = 0; k < nout; k++) {
-        pend_hold(R, R->refs[R->nrefs++] = out[k]);
+        pend_hold(R, r[nin + k] = out[k]);
         out[k]->storage->lazy = JN_LAZY_PENDING; /* in-place targets too: their bytes are stale now */
+        rp_fill_arg(&ao[k], out[k], 1);
     }
     if (jn_op_is_comparison(op)) R->last_cmp = out[0]->id;
 
-    jn_rp_match_arg ai[JN_MAX_INS], ao[JN_MAX_OUTS];
-    for (int i = 0; i < nin; i++) rp_fill_arg(&ai[i], in[i], 0);
-    for (int k = 0; k < nout; k++) rp_fill_arg(&ao[k], out[k], 1);
     jn_rp_match_event ev = {op, a->a, nin, nout, ai, ao};
-    if (R->cfg.debug) debug_op(R, op, nin, in, nout, out);
+    if (__builtin_expect(R->cfg.debug, 0)) debug_op(R, op, nin, in, nout, out);
     jn_rp_match_result res;
-    if (jn_rp_match_feed(R->mt, &ev, &res) != JN_RP_MATCH_MISS)
+    if (__builtin_expect(jn_rp_match_feed(R->mt, &ev, &res) != JN_RP_MATCH_MISS, 1))
         return R->cfg.adapt && R->nops == 1 ? rp_adapt_first(R, into) : JN_OK;
     /* no graph fits: what is pending runs now, the rest of the segment eagerly */
     char why[1024];

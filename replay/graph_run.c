@@ -8,7 +8,8 @@
  *                    pending;
  *   index_headers    every header the list holds: which keep output fills
  *                    it (jn_rp_match_token_output of the event that created
- *                    it) and how many of its references are the list's;
+ *                    it), found through its hold record (the list holds
+ *                    one reference to it);
  *   check_state      every existing tensor a captured op wrote in place is
  *                    the input of a STATE output of the graph (else its
  *                    write would be lost);
@@ -40,36 +41,34 @@
 /* ------------------------------------------------------------- sets */
 typedef struct {
     jn_tensor *t;
-    int64_t mine;     /* references the list holds */
+    int64_t mine;     /* references the list holds: one, however many ops use it */
     int32_t fill;     /* keep output index filling it, -1 */
     uint8_t created, view;
 } hdr;
 
+/* Every header the list holds, once: found through its hold record
+ * (rp_hold.slot, valid for the headers visited under mark). */
 typedef struct {
     hdr *h;
     int64_t n, cap;
-    int64_t *slot;    /* open addressing: index+1 into h, 0 empty */
-    int64_t nslot;
+    uint32_t mark;
 } hset;
 
 static hdr *hget(hset *S, jn_tensor *t) {
-    for (int64_t i = rp_home_slot(t, S->nslot);; i = (i + 1) & (S->nslot - 1)) {
-        if (!S->slot[i]) {
-            if (S->n == S->cap) return NULL; /* sized by the caller: cannot happen */
-            S->slot[i] = ++S->n;
-            hdr *h = &S->h[S->n - 1];
-            memset(h, 0, sizeof *h);
-            h->t = t;
-            h->fill = -1;
-            return h;
-        }
-        if (S->h[S->slot[i] - 1].t == t) return &S->h[S->slot[i] - 1];
-    }
+    rp_hold *r = t->ext; /* every header of the list has its record */
+    if (rp_visited(t, S->mark)) return &S->h[r->slot];
+    r->slot = S->n;
+    hdr *h = &S->h[S->n++];
+    memset(h, 0, sizeof *h);
+    h->t = t;
+    h->fill = -1;
+    return h;
 }
 
-/* A set of storages (open addressing; sized for every reference of the list). */
+/* A set of storages (open addressing; sized for every reference of the
+ * list), its members also in insertion order (item: nslot / 2 of them). */
 typedef struct {
-    jn_storage **slot;
+    jn_storage **slot, **item;
     int64_t nslot, n;
 } sset;
 
@@ -84,7 +83,7 @@ static int sset_add(sset *W, jn_storage *st) {
     if (W->slot[i]) return 1;
     if (2 * (W->n + 1) > W->nslot) return 0; /* sized for every reference: cannot happen */
     W->slot[i] = st;
-    W->n++;
+    W->item[W->n++] = st;
     return 1;
 }
 
@@ -95,15 +94,6 @@ typedef struct {
     int64_t known;
     uint8_t any, full, need;
 } sagg;
-
-/* st's entry of the open-addressed table A (nslot entries, a power of two
- * at least twice the number of headers), made on first use. */
-static sagg *sagg_get(sagg *A, int64_t nslot, jn_storage *st) {
-    int64_t i = rp_home_slot(st, nslot);
-    while (A[i].st && A[i].st != st) i = (i + 1) & (nslot - 1);
-    A[i].st = st;
-    return &A[i];
-}
 
 static int covers(const jn_tensor *t) {
     return t->offset == 0 && jn_is_contiguous(t) && (size_t)jn_numel(t) * jn_elsize(t) == t->storage->nbytes;
@@ -166,6 +156,7 @@ typedef struct {
     uint64_t *vers;
     hset S;               /* every header the list holds */
     sset W;               /* pending storages Python reaches that the graph does not fill */
+    sset Pub;             /* storages a deferred slice must not share (rp_shared) */
     rp_slice *D;          /* their deferred slice: kept only if the graph runs */
     int64_t nsliced;
     char *why;
@@ -186,12 +177,18 @@ static int run_prepare(rp_run *X) {
     X->outs = calloc((size_t)X->G->nkeep + 1, sizeof *X->outs);
     X->vers = calloc((size_t)g->ninputs + 1, sizeof *X->vers);
     X->S.cap = X->R->nrefs + 1;
-    for (X->S.nslot = 16; X->S.nslot < 2 * X->S.cap; X->S.nslot *= 2) {}
+    X->S.mark = rp_next_mark(X->R);
     X->S.h = malloc(sizeof *X->S.h * (size_t)X->S.cap);
-    X->S.slot = calloc((size_t)X->S.nslot, sizeof *X->S.slot);
-    X->W.nslot = X->S.nslot;
+    for (X->W.nslot = 16; X->W.nslot < 2 * X->S.cap; X->W.nslot *= 2) {}
+    /* Pub also takes the state the graph writes (its inputs) */
+    for (X->Pub.nslot = 16; X->Pub.nslot < 2 * (X->S.cap + X->g->ninputs + 1); X->Pub.nslot *= 2) {}
     X->W.slot = calloc((size_t)X->W.nslot, sizeof *X->W.slot);
-    if (!X->inputs || !X->owned || !X->outs || !X->vers || !X->S.h || !X->S.slot || !X->W.slot) return oom(X);
+    X->Pub.slot = calloc((size_t)X->Pub.nslot, sizeof *X->Pub.slot);
+    X->W.item = malloc(sizeof *X->W.item * (size_t)(X->W.nslot / 2 + 1));
+    X->Pub.item = malloc(sizeof *X->Pub.item * (size_t)(X->Pub.nslot / 2 + 1));
+    if (!X->inputs || !X->owned || !X->outs || !X->vers || !X->S.h || !X->W.slot || !X->Pub.slot ||
+        !X->W.item || !X->Pub.item)
+        return oom(X);
     return 0;
 }
 
@@ -200,7 +197,7 @@ static void run_free(rp_run *X) {
         if (X->owned[i]) jn_tensor_decref(X->inputs[i]);
     for (int i = 0; i < X->G->nkeep && X->outs; i++) jn_tensor_decref(X->outs[i]);
     free(X->inputs), free(X->owned), free(X->outs), free(X->vers);
-    free(X->S.h), free(X->S.slot), free(X->W.slot);
+    free(X->S.h), free(X->W.slot), free(X->Pub.slot), free(X->W.item), free(X->Pub.item);
     rp_slice_free(X->R, X->D); /* not committed: the list runs eagerly */
 }
 
@@ -238,7 +235,7 @@ static void index_headers(rp_run *X) {
         const rp_op *p = &R->ops[e];
         for (int j = 0; j < p->nin + p->nout; j++) {
             hdr *h = hget(&X->S, rp_op_in(R, p)[j]);
-            h->mine++;
+            h->mine = 1;
             if (j < p->nin || rp_written(p)) continue;
             int k = j - p->nin;
             h->created = 1;
@@ -279,28 +276,27 @@ static int check_state(rp_run *X) {
  * their bytes are the graph's input. */
 static int find_reached(rp_run *X) {
     jn_replay *R = X->R;
-    int64_t nA = 16; /* per storage, in one pass (a sort cost 2% of a char_lstm step) */
-    while (nA < 2 * X->S.n) nA *= 2;
-    sagg *A = calloc((size_t)nA, sizeof *A);
-    if (!A) return oom(X);
-    for (int64_t k = 0; k < X->S.n; k++) {
-        const hdr *h = &X->S.h[k];
-        sagg *a = sagg_get(A, nA, h->t->storage);
-        a->known++;
-        if (h->fill >= 0) {
-            a->any = 1;
-            a->full |= (uint8_t)covers(h->t);
-        } else if (h->t->refcnt > h->mine) {
-            a->need = 1;
-        }
-    }
     int rc = 0;
-    for (int64_t k = 0; k < nA && !rc; k++) {
-        const sagg *a = &A[k];
-        jn_storage *st = a->st;
-        if (!st || st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
+    /* per storage, once (at the header heading its list of the list's
+     * headers, rp_cap_held_only's list): every header on it is in S */
+    for (int64_t k = 0; k < X->S.n && !rc; k++) {
+        jn_storage *st = X->S.h[k].t->storage;
+        if (st->ext != X->S.h[k].t->ext || st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
+        sagg agg = {st, 0, 0, 0, 0}, *a = &agg;
+        for (const rp_hold *r = st->ext; r; r = r->next) {
+            const hdr *h = &X->S.h[r->slot];
+            a->known++;
+            if (h->fill >= 0) {
+                a->any = 1;
+                a->full |= (uint8_t)covers(h->t);
+            } else if (h->t->refcnt > h->mine) {
+                a->need = 1;
+            }
+        }
         int need = a->need || st->refcnt > a->known;
-        if (need && !a->full && a->any) {
+        if ((need || a->any) && !sset_add(&X->Pub, st)) {
+            rc = oom(X);
+        } else if (need && !a->full && a->any) {
             snprintf(X->why, X->wn, "graph %s: Python holds a tensor sharing memory with a value the graph keeps "
                      "only in part", X->g->name);
             rc = 1;
@@ -308,7 +304,6 @@ static int find_reached(rp_run *X) {
             rc = oom(X);
         }
     }
-    free(A);
     if (rc) return rc;
     for (int64_t e = 0; e < R->nops; e++) {
         const rp_op *p = &R->ops[e];
@@ -337,19 +332,18 @@ static int slice_mark(rp_run *X, uint8_t *in_slice) {
     return bad;
 }
 
+static int shared_has(const void *ctx, const jn_storage *st) { return sset_has(ctx, st); }
+
 /* The values' slice as a deferred slice over snapshots of the state the
- * graph writes (NULL: it runs now). */
+ * graph writes and private copies of what others reach (NULL: it runs now). */
 static rp_slice *slice_defer(rp_run *X, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed) {
     const jn_ir_graph *g = X->g;
-    jn_storage **wst = calloc((size_t)g->noutputs + 1, sizeof *wst);
-    if (!wst) return NULL;
-    int64_t nw = 0;
     for (int32_t o = 0; o < g->noutputs; o++)
-        if (g->outputs[o].kind == JN_IR_OUT_STATE && X->inputs[g->outputs[o].state])
-            wst[nw++] = X->inputs[g->outputs[o].state]->storage;
-    rp_slice *D = rp_slice_new(X->R, in_slice, needed, nneed, wst, nw);
-    free(wst);
-    return D;
+        if (g->outputs[o].kind == JN_IR_OUT_STATE && X->inputs[g->outputs[o].state] &&
+            !sset_add(&X->Pub, X->inputs[g->outputs[o].state]->storage))
+            return NULL;
+    rp_shared sh = {shared_has, &X->Pub};
+    return rp_slice_new(X->R, in_slice, needed, nneed, &sh);
 }
 
 static void slice_debug(rp_run *X, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed, double ts) {
@@ -384,15 +378,14 @@ static int compute_held(rp_run *X) {
         free(needed), free(in_slice);
         return oom(X);
     }
-    for (int64_t k = 0, j = 0; k < X->W.nslot; k++)
-        if (X->W.slot[k]) needed[j++] = X->W.slot[k];
+    memcpy(needed, X->W.item, sizeof *needed * (size_t)nneed);
     int bad = slice_mark(X, in_slice);
     jn_status s = JN_OK;
     double ts = rp_now();
     if (!bad && R->cfg.defer) X->D = slice_defer(X, in_slice, needed, nneed);
     R->flushing = 1;
     for (int64_t e = 0; e < R->nops && !bad && !X->D && s == JN_OK; e++)
-        if (in_slice[e]) s = rp_run_op(&R->ops[e], rp_op_in(R, &R->ops[e]));
+        if (in_slice[e]) s = rp_run_op(&R->ops[e], R->attrs, rp_op_in(R, &R->ops[e]));
     R->flushing = 0;
     if (R->cfg.debug) slice_debug(X, in_slice, needed, nneed, ts);
     if (!bad && s == JN_OK && !X->D)

@@ -138,6 +138,13 @@ jn_rp_match_kind jn_rp_match_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev
 jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res);
 /* Forget the current segment (as after a miss). */
 void jn_rp_match_reset(jn_rp_matcher *mt);
+/* The single-cursor fast path (on by default): once one cursor is left,
+ * an event inside its program is checked against the token it expects
+ * without the general path's per-cursor loop and loop-end decisions.  Off
+ * only to test that both paths decide the same (tests/c/test_match.c). */
+void jn_rp_match_set_fast(jn_rp_matcher *mt, int on);
+/* Events the fast path decided since the matcher was made. */
+int64_t jn_rp_match_fast_events(const jn_rp_matcher *mt);
 
 /* The module graphs the current segment can still become (live cursors,
  * each graph once, at most max): what replay decides a segment's mode by

@@ -126,6 +126,8 @@ struct jn_rp_matcher {
     mfail miss;
     int32_t miss_graph;
     int entry;                      /* of the current segment (jn_rp_match_begin), -1 any */
+    int slow;                       /* the single-cursor fast path off (jn_rp_match_set_fast) */
+    int64_t nfast;                  /* events it decided */
     char why[2048];
 };
 
@@ -1188,7 +1190,49 @@ static jn_rp_match_kind missed(jn_rp_matcher *mt, jn_rp_match_result *res) {
     return JN_RP_MATCH_MISS;
 }
 
+/* The single-cursor fast path: one cursor left (the variants have
+ * diverged), inside its program and not at a loop body's end (where the
+ * next iteration and the op after the loop compete, and forks are made):
+ * the event is checked against the expected token alone, with the same
+ * checks and the same bookkeeping as the general path below, without its
+ * loop over cursors, its fork list and its end-of-loop decisions.  -1: not
+ * applicable, else the kind. */
+static inline int feed_one(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
+    mcur *G = mt->alive[0];
+    const mgraph *P = G->P;
+    if (G->cur_loop >= 0 ? G->pos >= P->loop[G->cur_loop].first + P->loop[G->cur_loop].count : G->pos >= P->ntok)
+        return -1;
+    enter_loop(mt, G);
+    int ok = match_tok(mt, G, ev);
+    mt->nfast++;
+    if (ok) {
+        if (P->tok[G->pos].loop < 0) G->tok_ev[G->pos] = mt->nev;
+        G->pos++;
+        G->done++;
+    }
+    uint64_t *ids = mt->ev_ids + mt->nev * JN_MAX_OUTS;
+    for (int k = 0; k < ev->nout && k < JN_MAX_OUTS; k++) ids[k] = ev->out[k].id;
+    mt->nev++;
+    if (!ok) {
+        note_fail(mt, G);
+        mt->pool[mt->npool++] = G;
+        mt->nalive = 0;
+        return missed(mt, res);
+    }
+    int done = G->pos == P->ntok && G->cur_loop < 0;
+    res->kind = done ? JN_RP_MATCH_COMPLETE : JN_RP_MATCH_CONTINUE;
+    res->graph = done ? P->gi : -1;
+    return res->kind;
+}
+
+void jn_rp_match_set_fast(jn_rp_matcher *mt, int on) { mt->slow = !on; }
+int64_t jn_rp_match_fast_events(const jn_rp_matcher *mt) { return mt ? mt->nfast : 0; }
+
 jn_rp_match_kind jn_rp_match_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
+    if (mt->nalive == 1 && !mt->missed && mt->nev < mt->capev && !mt->slow) {
+        int k = feed_one(mt, ev, res);
+        if (k >= 0) return (jn_rp_match_kind)k;
+    }
     if (mt->missed) {
         set_miss(mt, res);
         return JN_RP_MATCH_MISS;

@@ -206,5 +206,6 @@ void jn_rp_free(jn_replay *R) {
     free(R->db_path);
     free(R->ops);
     free(R->refs);
+    free(R->attrs);
     free(R);
 }

@@ -31,12 +31,13 @@
 
 enum { RP_PARTIAL = 3 }; /* jn_storage.lazy while views of it are being filled */
 
-/* One captured op of the pending list. */
+/* One captured op of the pending list (24 bytes: a whole jn_attrs is 576,
+ * and a record that size cost a cache miss per captured op). */
 typedef struct {
     jn_op op;
-    uint8_t into, nin, nout;
+    uint8_t into, nin, nout, nattr;
     int32_t ref;           /* refs[ref .. ref+nin) inputs, then nout outputs */
-    jn_attrs a;
+    int32_t attr;          /* attrs[attr .. attr+nattr): its own attributes (schema order) */
 } rp_op;
 
 /* What replay keeps on a tensor it holds, hung on jn_tensor.ext (the
@@ -48,8 +49,9 @@ typedef struct {
 typedef struct rp_hold {
     jn_tensor *t;
     int64_t refs;          /* of t->refcnt: held by replay (eager would not hold them) */
-    int64_t pend;          /* of refs: held by the pending list itself */
+    int64_t pend;          /* uses by the pending list, which holds one of refs while pend > 0 */
     uint32_t mark;         /* visited in the current scan (rp_next_mark) */
+    int64_t slot;          /* the current scan's index for it (graph_run.c), valid if marked */
     struct rp_hold *prev, *next; /* the storage's list while pend > 0; next: the free list */
 } rp_hold;
 
@@ -87,11 +89,16 @@ typedef struct {
 typedef struct rp_slice {
     rp_op *ops;
     int64_t nops;
-    jn_tensor **refs;             /* held: per op its inputs then outputs (remapped) */
+    jn_attr *attrs;               /* the ops' attributes (rp_op.attr) */
+    jn_tensor **refs;             /* per op its inputs then outputs (remapped) */
     int64_t nrefs;
+    jn_tensor **held;             /* the distinct headers of refs, each held once */
+    int64_t nheld;
+    jn_tensor **vhdr;             /* the distinct headers of refs on the values (needed) */
+    int64_t nvhdr;
     jn_storage **needed;
     int64_t nneed;
-    jn_tensor **checked;          /* existing inputs read as they are: must not change */
+    jn_tensor **checked;          /* existing inputs read as they are: must not change (in held) */
     uint64_t *ver;
     int64_t nchecked;
     struct rp_slice *next;
@@ -159,6 +166,8 @@ struct jn_replay {
     int64_t nops, capops;
     jn_tensor **refs;
     int64_t nrefs, caprefs;
+    jn_attr *attrs;        /* the ops' attributes (rp_op.attr) */
+    int64_t nattrs, capattrs;
     int64_t last_cmp;
     int flushing;
     jn_status fatal;       /* rp_run_graph's status when it returned -1 */
@@ -257,9 +266,10 @@ void rp_clear_list(jn_replay *R);
 jn_status rp_storage_alloc(jn_storage *st);
 /* Run the pending list eagerly, in order (the fallback). */
 jn_status rp_fallback(jn_replay *R);
-/* One op with its eager kernel over in (its inputs, then its outputs),
- * its pending outputs given their bytes first. */
-jn_status rp_run_op(const rp_op *p, jn_tensor *const *in);
+/* One op (its attributes at attrs + p->attr) with its eager kernel over in
+ * (its inputs, then its outputs), its pending outputs given their bytes
+ * first. */
+jn_status rp_run_op(const rp_op *p, const jn_attr *attrs, jn_tensor *const *in);
 void rp_fill_arg(jn_rp_match_arg *r, const jn_tensor *t, int is_out);
 jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                          jn_tensor *const *out, int into);
@@ -268,10 +278,17 @@ int64_t rp_cap_held_only(void *ctx, const jn_storage *st);
 int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t);
 
 /* --------------------------------------------------------- deferred.c */
+/* The storages a deferred slice must not share (it works on private copies
+ * of them): state the graph overwrites, pending storages something besides
+ * the pending list reaches or the graph fills. */
+typedef struct {
+    int (*has)(const void *ctx, const jn_storage *st);
+    const void *ctx;
+} rp_shared;
 /* The ops of the pending list with in_slice[e] set as a deferred slice
  * (NULL when out of memory: the caller runs the slice now). */
 rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
-                       jn_storage *const *written_st, int64_t nwritten);
+                       const rp_shared *sh);
 void rp_slice_free(jn_replay *R, rp_slice *D);
 jn_status rp_slice_run(jn_replay *R, rp_slice *D);
 rp_slice *rp_slice_find(const jn_replay *R, const jn_storage *st);

@@ -117,13 +117,83 @@ static jn_status collect(void *ctx, const jn_an_event *e) {
 
 static void stream_free(stream *s) { free(s->ev), free(s->arg), free(s->seg); }
 
+/* The differential test of the single-cursor fast path: every stream fed
+ * to the loaded matcher (`fast`, fast path on) is fed in lockstep to a
+ * second matcher of the same section with it off (`twin`); both must
+ * decide every event and every segment's end the same. */
+static jn_rp_matcher *fast, *twin;
+static int64_t twin_events, twin_differ;
+
+static int same_num(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+static void same_result(jn_rp_match_kind ka, const jn_rp_match_result *a,
+                        jn_rp_match_kind kb, const jn_rp_match_result *b, int at_end) {
+    int ok = ka == kb && a->kind == b->kind;
+    if (ok && ka == JN_RP_MATCH_MISS)
+        ok = a->graph == b->graph && a->guard == b->guard && a->token == b->token && a->event == b->event &&
+             same_num(a->seen, b->seen) && !strcmp(a->why ? a->why : "", b->why ? b->why : "");
+    if (ok && ka == JN_RP_MATCH_COMPLETE) ok = a->graph == b->graph;
+    if (ok && ka == JN_RP_MATCH_COMPLETE && at_end) {
+        ok = a->nevents == b->nevents && a->nextrap == b->nextrap;
+        for (int64_t e = 0; ok && e < a->nevents; e++) ok = a->ev_token[e] == b->ev_token[e];
+        for (int32_t x = 0; ok && x < a->nextrap; x++)
+            ok = a->extrap[x].guard == b->extrap[x].guard && same_num(a->extrap[x].seen, b->extrap[x].seen);
+    }
+    twin_differ += !ok;
+    if (!ok)
+        fprintf(stderr, "fast path and full matcher differ (%s): kinds %d / %d, graphs %d / %d, %s / %s\n",
+                at_end ? "end" : "feed", ka, kb, a->graph, b->graph, ka == JN_RP_MATCH_MISS ? a->why : "-",
+                kb == JN_RP_MATCH_MISS ? b->why : "-");
+}
+
+/* The bindings of two COMPLETE ends of graph gi. */
+static void same_bindings(const jn_ir_module *m, const jn_rp_match_result *a, const jn_rp_match_result *b) {
+    const jn_ir_graph *g = m->graphs[a->graph];
+    int ok = 1;
+    for (int32_t q = 0; ok && q < g->nsyms; q++) ok = a->syms[q] == b->syms[q];
+    for (int32_t i = 0; ok && i < g->ninputs; i++)
+        ok = a->inputs[i] == b->inputs[i] && same_num(a->scalars[i], b->scalars[i]) &&
+             a->input_event[i] == b->input_event[i] && a->input_arg[i] == b->input_arg[i];
+    twin_differ += !ok;
+    if (!ok) fprintf(stderr, "fast path and full matcher bind graph %s differently\n", g->name);
+}
+
+static const jn_ir_module *twin_module;
+
+static jn_rp_match_kind twin_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
+    jn_rp_match_kind k = jn_rp_match_feed(mt, ev, res);
+    if (mt == fast && twin) {
+        jn_rp_match_result r2;
+        jn_rp_match_kind k2 = jn_rp_match_feed(twin, ev, &r2);
+        twin_events++;
+        same_result(k, res, k2, &r2, 0);
+    }
+    return k;
+}
+
+static jn_rp_match_kind twin_end(jn_rp_matcher *mt, jn_rp_match_result *res) {
+    jn_rp_match_kind k = jn_rp_match_end(mt, res);
+    if (mt == fast && twin) {
+        jn_rp_match_result r2;
+        jn_rp_match_kind k2 = jn_rp_match_end(twin, &r2);
+        same_result(k, res, k2, &r2, 1);
+        if (k == JN_RP_MATCH_COMPLETE && k2 == k && res->graph == r2.graph) same_bindings(twin_module, res, &r2);
+    }
+    return k;
+}
+
+static void twin_begin(jn_rp_matcher *mt, int entry) {
+    jn_rp_match_begin(mt, entry);
+    if (mt == fast && twin) jn_rp_match_begin(twin, entry);
+}
+
 /* Feed segment k of s (args possibly replaced by `args`); returns end()'s kind. */
 static jn_rp_match_kind feed_seg(jn_rp_matcher *mt, const stream *s, const sarg *args, int64_t k,
                                  jn_rp_match_result *res) {
     jn_rp_match_arg buf[2 * 300];
     const sseg *g = &s->seg[k];
     int32_t alive[64], nalive = -1; /* what replay chooses a segment's mode by, after its first op */
-    jn_rp_match_begin(mt, g->entry);
+    twin_begin(mt, g->entry);
     CHECK(jn_rp_match_alive(mt, alive, 64) == 0);
     for (int32_t i = g->ev0; i < g->ev0 + g->nev; i++) {
         const sev *x = &s->ev[i];
@@ -134,17 +204,17 @@ static jn_rp_match_kind feed_seg(jn_rp_matcher *mt, const stream *s, const sarg 
             a[j].shape = args[x->arg0 + j].shape;
         }
         jn_rp_match_event ev = {x->op, x->attrs, x->nin, x->nout, a, a + x->nin};
-        jn_rp_match_kind r = jn_rp_match_feed(mt, &ev, res);
+        jn_rp_match_kind r = twin_feed(mt, &ev, res);
         if (a != buf) free(a);
         if (r == JN_RP_MATCH_MISS) {
             CHECK(jn_rp_match_alive(mt, alive, 64) == 0);
             jn_rp_match_result r2;
-            jn_rp_match_end(mt, &r2);
+            twin_end(mt, &r2);
             return JN_RP_MATCH_MISS;
         }
         if (nalive < 0) CHECK((nalive = jn_rp_match_alive(mt, alive, 64)) > 0);
     }
-    jn_rp_match_kind k2 = jn_rp_match_end(mt, res);
+    jn_rp_match_kind k2 = twin_end(mt, res);
     if (k2 == JN_RP_MATCH_COMPLETE) { /* the graph it became was among those it could become */
         int in = 0;
         for (int32_t j = 0; j < nalive; j++) in |= alive[j] == res->graph;
@@ -229,6 +299,25 @@ static const sarg *find_arg(const stream *s, int64_t k, uint64_t id) {
     return NULL;
 }
 
+/* ns to feed every segment of s, each the best of 7 back-to-back feeds. */
+static double warm_ns(jn_rp_matcher *mt, const stream *s, const jn_rp_match_event *evs) {
+    double warm = 0;
+    for (int64_t k = 0; k < s->nseg; k++) {
+        double bk = 1e30;
+        for (int rep = 0; rep < 7; rep++) {
+            jn_rp_match_result r;
+            double t0 = now_ns();
+            jn_rp_match_begin(mt, s->seg[k].entry);
+            for (int32_t i = s->seg[k].ev0; i < s->seg[k].ev0 + s->seg[k].nev; i++) jn_rp_match_feed(mt, &evs[i], &r);
+            jn_rp_match_end(mt, &r);
+            double t = now_ns() - t0;
+            if (t < bk) bk = t;
+        }
+        warm += bk;
+    }
+    return warm;
+}
+
 /* --------------------------------------------------------- replay */
 static int replay(const char *path, const char *other) {
     loaded L;
@@ -237,6 +326,11 @@ static int replay(const char *path, const char *other) {
         return 1;
     }
     const jn_ir_module *m = L.m;
+    const jn_cg_bundle_section *ms = jn_cg_bundle_section_find(L.b, JN_CG_SEC_MATCHER);
+    CHECK(jn_rp_match_new(L.m, ms->data, ms->len, &twin) == JN_OK);
+    jn_rp_match_set_fast(twin, 0);
+    fast = L.mt;
+    twin_module = L.m;
     stream s;
     memset(&s, 0, sizeof s);
     jn_db *db = NULL;
@@ -577,8 +671,13 @@ static int replay(const char *path, const char *other) {
         if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "damaged sections: %d refused, %d loaded and fed\n", refused, loaded);
         free(c);
     }
+    CHECK(twin_differ == 0); /* the fast path decides as the full matcher on every stream fed */
+    printf("twin: events=%lld fast_events=%lld differ=%lld\n", (long long)twin_events,
+           (long long)jn_rp_match_fast_events(twin ? fast : NULL), (long long)twin_differ);
+    jn_rp_match_free(twin);
+    twin = fast = NULL;
     /* ns per event over the whole recorded stream (hits), best of 5 */
-    double ns = 0, ns_stream = 0;
+    double ns = 0, ns_stream = 0, ns_full = 0;
     int64_t nev = 0;
     for (int64_t k = 0; k < s.nseg; k++) nev += s.seg[k].nev;
     if (getenv("JN_MATCH_BENCH")) {
@@ -609,21 +708,12 @@ static int replay(const char *path, const char *other) {
         }
         ns_stream = best / (double)(nev ? nev : 1);
         /* per segment, best of 7 back-to-back feeds: the events warm in
-         * cache, as a dispatcher's just-made event is */
-        double warm = 0;
-        for (int64_t k = 0; k < s.nseg; k++) {
-            double bk = 1e30;
-            for (int rep = 0; rep < 7; rep++) {
-                jn_rp_match_result r;
-                double t0 = now_ns();
-                jn_rp_match_begin(L.mt, s.seg[k].entry);
-                for (int32_t i = s.seg[k].ev0; i < s.seg[k].ev0 + s.seg[k].nev; i++) jn_rp_match_feed(L.mt, &evs[i], &r);
-                jn_rp_match_end(L.mt, &r);
-                double t = now_ns() - t0;
-                if (t < bk) bk = t;
-            }
-            warm += bk;
-        }
+         * cache, as a dispatcher's just-made event is; with the fast path
+         * off too (ns_per_event_full: the same run's baseline) */
+        jn_rp_match_set_fast(L.mt, 0);
+        ns_full = warm_ns(L.mt, &s, evs) / (double)(nev ? nev : 1);
+        jn_rp_match_set_fast(L.mt, 1);
+        double warm = warm_ns(L.mt, &s, evs);
         best = warm;
         CHECK(bhits == hits);
         ns = best / (double)(nev ? nev : 1);
@@ -632,10 +722,10 @@ static int replay(const char *path, const char *other) {
     }
     printf("match: segments=%lld hits=%lld misses=%lld support=%lld graphs=%d programs=%d shapes_ok=%lld outputs_ok=%lld "
            "mut_sym=%d mut_seen=%d mut_op=%d mut_scalar=%d mut_special=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
-           "events=%lld ns_per_event=%.1f ns_per_event_stream=%.1f\n",
+           "events=%lld ns_per_event=%.1f ns_per_event_stream=%.1f ns_per_event_full=%.1f\n",
            (long long)s.nseg, (long long)hits, (long long)misses, (long long)support, m->ngraphs,
            jn_rp_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nseen, nop, nscalar, nspecial, nbind, ntrip, (long long)ohits,
-           (long long)omiss, (long long)nev, ns, ns_stream);
+           (long long)omiss, (long long)nev, ns, ns_stream, ns_full);
     (void)nother;
     free(mut);
     free(ghits);

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(TEST_MATCH) or not have_optim
                                 reason="build/test_match or the analyzer is not built")
 
 SUMMARY = re.compile(r"^match: (.*)$", re.M)
+TWIN = re.compile(r"^twin: events=(\d+) fast_events=(\d+) differ=(\d+)$", re.M)
 
 
 def run_match(db, other=None, **extra):
@@ -55,6 +56,10 @@ def test_every_recorded_segment_hits(name):
     assert s["shapes_ok"] > 0
     assert s["mut_op"] > 0 and s["mut_bind"] > 0, s        # another op / another state tensor miss
     assert s["other_hits"] == 0 and s["other_misses"] > 0, s
+    # the matcher's single-cursor fast path decided events of these streams
+    # (mutated ones included) exactly as the full matcher fed alongside it
+    t = TWIN.search(r.stdout)
+    assert t and int(t.group(2)) > 0 and int(t.group(3)) == 0, r.stdout
 
 
 def test_mutations_name_their_guards():

@@ -29,6 +29,9 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args, **kwargs):
+        regions = janus._region_module  # set while a replay replaces module calls (janus/_region.py)
+        if regions is not None:
+            return regions(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
     # ---- registration ------------------------------------------------

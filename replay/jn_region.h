@@ -85,6 +85,10 @@ jn_status jn_rp_region_run(jn_replay *r, int id, jn_tensor *const *bound, const 
  * refusal, "learning").  refused: the region will never be replaced. */
 void jn_rp_region_note(jn_replay *r, const char *name, const char *why, int refused);
 
+/* A call of region `name` that ran without its Python and without a template
+ * (Optimizer.zero_grad, done from C by the extension). */
+void jn_rp_region_replaced(jn_replay *r, const char *name);
+
 /* Strict replay: a region call that runs its Python is an error. */
 int jn_rp_region_strict(const jn_replay *r);
 

@@ -239,6 +239,15 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
 
 int jn_rp_region_strict(const jn_replay *R) { return R->cfg.strict; }
 
+void jn_rp_region_replaced(jn_replay *R, const char *name) {
+    struct rp_regions *G = regions(R);
+    rg_name *n = G ? name_of(G, name) : NULL;
+    if (!n) return;
+    n->replaceable = 1;
+    n->calls++, n->replaced++;
+    G->calls++, G->replaced++;
+}
+
 static rg_name *name_of(struct rp_regions *G, const char *name) {
     for (int i = 0; i < G->nnames; i++)
         if (!strcmp(G->names[i].name, name)) return &G->names[i];

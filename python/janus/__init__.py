@@ -171,6 +171,7 @@ _record.start_from_env()
 # module calls (janus/_region.py).
 _region_step = None
 _region_module = None
+_region_zero_grad = None
 from . import _replay  # noqa: E402
 _replay.start_from_env()
 # A name janus lacks fails where it is used, saying so (janus/_unsupported.py).

@@ -197,6 +197,7 @@ class Regions:
         self._regions = {}      # (id(opt), fn) -> (opt, _Region)
         self._mods = {}         # id(module) -> (weakref to it, _Region)
         self._observing = None  # while a module call is observed: {id: module} of the modules it calls
+        self._zg_names = {}     # optimizer class -> its zero_grad region's name
 
     def plans(self):
         """(optimizer, region) of every region learned so far (benchmarks)."""
@@ -205,6 +206,16 @@ class Regions:
     def module_plans(self):
         """(module, region) of every module region learned so far (benchmarks)."""
         return [(m(), r) for m, r in self._mods.values() if r.plans and m() is not None]
+
+    def zero_grad(self, opt, set_to_none):
+        """Optimizer.zero_grad's body from C (_C._rp_zero_grad), when the optimizer's class
+        does not override it and set_to_none is a bool; True when done."""
+        if type(set_to_none) is not bool or type(opt).zero_grad is not _base_zero_grad():
+            return False
+        name = self._zg_names.get(type(opt))
+        if name is None:
+            name = self._zg_names[type(opt)] = f"{type(opt).__qualname__}.zero_grad"
+        return _C._rp_zero_grad(name, opt.param_groups, set_to_none)
 
     # ------------------------------------------------------- module regions
     def module(self, m, args, kwargs):
@@ -767,6 +778,11 @@ def _observe(fn, regions, called):
     o.codes.pop(fn.__code__, None)
     o.calls = [c for c in o.calls if c[1] is not _observe.__code__]
     return o
+
+
+def _base_zero_grad():
+    from .optim.optimizer import Optimizer
+    return Optimizer.zero_grad
 
 
 def _outliving(called, obs, args):

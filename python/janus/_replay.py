@@ -166,6 +166,7 @@ def start(db, run=0, strict=None, speculate=None):
         regions = Regions()
         janus._region_step = regions.step
         janus._region_module = regions.module
+        janus._region_zero_grad = regions.zero_grad
     atexit.register(stop)
     return True
 
@@ -182,6 +183,7 @@ def stop(quiet=None):
         janus._step_hook = None
     janus._region_step = None
     janus._region_module = None
+    janus._region_zero_grad = None
     _C._rp_stop(not (_quiet if quiet is None else quiet))
 
 

@@ -6,7 +6,7 @@ prints a loss every 5 steps and the Python-visible effects at the end; under
 {...}").  tests/python/test_regions.py runs every mode eagerly and replayed
 and compares: the outer model is replaced (plain, dropout, dropp, trainval,
 batchnorm, dict, tuple, namedtuple, loop, looplen, lstm, flag, scale,
-patch, patchcls) or refused with a named reason while its effect is kept (counter,
+patch, patchcls, zero) or refused with a named reason while its effect is kept (counter,
 append, print, random, sync); its children may still be replaced."""
 import collections
 import json
@@ -163,7 +163,7 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     state = (janus.zeros(1, 8, 16), janus.zeros(1, 8, 16))
     for i in range(40):
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=MODE != "zero")  # zero: gradients filled with zeros in place
         if MODE == "lstm":
             out, state = model(x, state)
             state = (state[0].detach(), state[1].detach())

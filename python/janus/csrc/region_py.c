@@ -984,6 +984,80 @@ static PyObject *py_mg_check(PyObject *self, PyObject *const *argv, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* _rp_zero_grad(name, param_groups, set_to_none) -> True: done from C (each gradient
+ * released, or filled with zeros by the fill_ op under no_grad, as Optimizer.zero_grad's
+ * Python does), False: the Python must run (a group or gradient it does not handle;
+ * counted with the reason).  Everything is checked before anything is written. */
+static PyObject *py_zero_grad(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyUnicode_Check(argv[0])) return PyErr_Format(PyExc_TypeError, "_rp_zero_grad(name, param_groups, set_to_none)");
+    if (!jn_py_replay) Py_RETURN_FALSE;
+    const char *name = PyUnicode_AsUTF8(argv[0]);
+    PyObject *groups = argv[1];
+    int none = PyObject_IsTrue(argv[2]);
+    if (!name || none < 0) return NULL;
+    const char *why = NULL;
+    PyObject *key = PyUnicode_FromString("params");
+    if (!key) return NULL;
+    for (int pass = 0; pass < 2 && !why; pass++) {
+        if (!PyList_CheckExact(groups)) {
+            why = "param_groups is no list";
+            break;
+        }
+        for (Py_ssize_t g = 0; g < PyList_GET_SIZE(groups) && !why; g++) {
+            PyObject *gd = PyList_GET_ITEM(groups, g);
+            PyObject *ps = PyDict_CheckExact(gd) ? PyDict_GetItemWithError(gd, key) : NULL;
+            if (!ps || !PyList_CheckExact(ps)) {
+                PyErr_Clear();
+                why = "a param group's params is no list";
+                break;
+            }
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ps); i++) {
+                PyObject *p = PyList_GET_ITEM(ps, i);
+                if (!JnTensor_Check(p)) {
+                    why = "a parameter is no tensor";
+                    break;
+                }
+                jn_tensor *gr = jn_grad(JN_T(p));
+                if (!gr) continue;
+                if (!pass) { /* the Python detaches or unflags such gradients first */
+                    if (!none && (!jn_is_leaf(gr) || jn_requires_grad(gr))) why = "a gradient has history or requires grad";
+                    else if (!none && gr->dtype != JN_F32 && gr->dtype != JN_F64 && gr->dtype != JN_F16 && gr->dtype != JN_BF16)
+                        why = "a gradient is not floating point";
+                    continue;
+                }
+                jn_status s;
+                if (none) {
+                    s = jn_set_grad(JN_T(p), NULL);
+                } else {
+                    jn_attrs a;
+                    memset(&a, 0, sizeof a);
+                    a.a[0].f = 0.0;
+                    jn_tensor *out[JN_MAX_OUTS];
+                    int prev = jn_grad_enabled();
+                    jn_set_grad_enabled(0);
+                    s = jn_dispatch(JN_OP_fill_, 1, &gr, &a, out);
+                    jn_set_grad_enabled(prev);
+                    if (!s) jn_tensor_decref(out[0]);
+                }
+                if (s) {
+                    Py_DECREF(key);
+                    return jn_py_raise(s);
+                }
+            }
+        }
+    }
+    Py_DECREF(key);
+    if (why) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s (its Python runs)", why);
+        jn_rp_region_note(jn_py_replay, name, buf, 0);
+        Py_RETURN_FALSE;
+    }
+    jn_rp_region_replaced(jn_py_replay, name);
+    Py_RETURN_TRUE;
+}
+
 PyMethodDef jn_py_region_methods[] = {
     {"_rp_region_new", py_rg_new, METH_VARARGS, "_rp_region_new(plan, template) -> a region plan (janus/_region.py)"},
     {"_rp_region_call", (PyCFunction)(void (*)(void))py_rg_call, METH_FASTCALL, "_rp_region_call(plan, optimizer) -> True: ran without its Python"},
@@ -994,6 +1068,8 @@ PyMethodDef jn_py_region_methods[] = {
     {"_rp_region_meta", py_rg_meta, METH_O, "(id, dtype, device, shape, strides) of a tensor"},
     {"_rp_region_note", py_rg_note, METH_VARARGS, "_rp_region_note(name, why, refused): a call ran its Python"},
     {"_rp_region_stats", py_rg_stats, METH_NOARGS, "region counters (None: no replay)"},
+    {"_rp_zero_grad", (PyCFunction)(void (*)(void))py_zero_grad, METH_FASTCALL,
+     "_rp_zero_grad(name, param_groups, set_to_none) -> True: done from C"},
     {"_rp_module_new", py_mg_new, METH_VARARGS, "_rp_module_new(plan, template) -> a module region plan (janus/_region.py)"},
     {"_rp_module_call", (PyCFunction)(void (*)(void))py_mg_call, METH_FASTCALL,
      "_rp_module_call(plans, module, args) -> the output, or NotImplemented: a guard failed (counted)"},

@@ -1,8 +1,10 @@
 /* jn_region.h -- regions whose Python is skipped (replay/region.c).
  *
- * A region is one call at a boundary janus owns (today: an optimizer's
- * step) whose body was proved a pure tensor program that runs with no
- * autograd recording (janus/_region.py: bytecode scan, observed calls).
+ * A region is one call at a boundary janus owns (an optimizer's step, a
+ * module's call) whose body was proved a pure tensor program
+ * (janus/_region.py: bytecode scan, observed calls).  Each template op
+ * runs under the grad mode it was observed with, so autograd records it
+ * as eagerly.
  * Its template is the op sequence the body dispatches, over slots: the
  * first `nbound` are bound by the caller at every call (parameters,
  * gradients, optimizer state), the rest are the ops' new outputs.  Running

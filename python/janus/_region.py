@@ -2,9 +2,14 @@
 replay/region.c and csrc/region_py.c; design in docs/ARCHITECTURE.md,
 "Regions").
 
-This slice replaces an optimizer's step(): it runs under no_grad, so it
-needs no graph-level backward node.  Optimizer.step's wrapper
-(optim/optimizer.py) hands each call without arguments to Regions.step:
+Three boundaries: Optimizer.step() (Regions.step, below), Module.__call__
+(Regions.module: any module, nested, the outermost replaceable one wins;
+its template's ops are dispatched under the grad mode each was observed
+with, so autograd records them as eagerly; guards in one flat array over
+dicts, csrc/region_py.c) and Optimizer.zero_grad() (Regions.zero_grad: done
+from C).  The optimizer step runs under no_grad, so it needs no graph-level
+backward node.  Optimizer.step's wrapper (optim/optimizer.py) hands each
+call without arguments to Regions.step:
 
 - learning: a call runs its Python while the replay logs the ops it
   dispatches and the sync points it reaches (_C._rp_region_observe), under

@@ -1,7 +1,8 @@
 /* region_py.c -- janus._C's side of regions whose Python is skipped
  * (replay/jn_region.h, janus/_region.py).
  *
- * janus/_region.py proves a region (an optimizer's step) replaceable from
+ * Module regions (a Module.__call__) and Optimizer.zero_grad are further
+ * down.  janus/_region.py proves a region (an optimizer's step) replaceable from
  * observed calls and hands over a plan: what the call's Python reads (the
  * optimizer's class and its version tag, the step function's code, the
  * instance attributes and globals the bytecode reads, every param group's

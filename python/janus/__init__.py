@@ -172,6 +172,7 @@ _record.start_from_env()
 _region_step = None
 _region_module = None
 _region_zero_grad = None
+_region_function = None
 from . import _replay  # noqa: E402
 _replay.start_from_env()
 # A name janus lacks fails where it is used, saying so (janus/_unsupported.py).

@@ -203,6 +203,7 @@ class Regions:
         self._mods = {}         # id(module) -> (weakref to it, _Region)
         self._observing = None  # while a module call is observed: {id: module} of the modules it calls
         self._zg_names = {}     # optimizer class -> its zero_grad region's name
+        self._funcs = {}        # janus function -> _Region (nn.utils.clip_grad_norm_)
 
     def plans(self):
         """(optimizer, region) of every region learned so far (benchmarks)."""
@@ -237,47 +238,65 @@ class Regions:
             key = id(m)
             ent = self._mods[key] = (weakref.ref(m, lambda _, k=key: self._mods.pop(k, None)),
                                      _Region(f"{type(m).__qualname__}.forward{where}"))
-        r = ent[1]
+        if kwargs:
+            r = ent[1]
+            if r.refused is None:
+                _C._rp_region_note(r.name, "called with keyword arguments (not bound yet)", False)
+            return m.forward(*args, **kwargs)
+        return self._enter(ent[1], m, args, m.forward)
+
+    def function(self, fn, args):
+        """A janus function's body during a replay (nn.utils.clip_grad_norm_): its template,
+        or fn(*args).  Its arguments are bound like a module's; it has no module tree."""
+        if self._observing is not None:
+            return fn(*args)
+        r = self._funcs.get(fn)
+        if r is None:
+            code = fn.__code__
+            r = self._funcs[fn] = _Region(f"{fn.__qualname__} ({_site(code, code.co_firstlineno)})")
+        return self._enter(r, fn, args, fn)
+
+    def _enter(self, r, m, args, body):
+        """A call of region r on owner m (a module, or the function itself): the first
+        learned variant whose guards hold, else body(*args) (learning when it may)."""
         noted = False
-        if r.plans and not kwargs:
+        if r.plans:
             out = _C._rp_module_call(r.plans, m, args)
             if out is not NotImplemented:
                 return out
             noted = True  # counted with its reason: learn a variant
-        if kwargs:
-            if r.refused is None:
-                _C._rp_region_note(r.name, "called with keyword arguments (not bound yet)", False)
-            return m.forward(*args, **kwargs)
         if r.refused is None and r.learned >= _MAX_LEARN:
             r.refused = f"its guards failed {_MAX_LEARN} times after learning: values it reads keep changing"
         if r.refused is not None:
             if not noted:
                 _C._rp_region_note(r.name, r.refused, True)
-            return m.forward(*args)
-        return self._learn_module(r, m, args, noted)
+            return body(*args)
+        return self._learn_module(r, m, args, noted, body)
 
-    def _learn_module(self, r, m, args, noted):
+    def _learn_module(self, r, m, args, noted, body):
         if sys.getprofile() is not None:
             if not noted:
                 _C._rp_region_note(r.name, "a profiler is active (sys.setprofile): not learned", False)
-            return m.forward(*args)
+            return body(*args)
 
         def note(why, refused=False):
             if not noted:
                 _C._rp_region_note(r.name, why, refused)
 
         grad = _C.is_grad_enabled()
-        called = {id(m): (m, _msnap(m))}
-        for mm in m.modules():
-            if id(mm) not in called:
-                called[id(mm)] = (mm, _msnap(mm))
+        called = {}
+        if type(m) is not type(_observe):  # a module: its tree (a function has none)
+            called[id(m)] = (m, _msnap(m))
+            for mm in m.modules():
+                if id(mm) not in called:
+                    called[id(mm)] = (mm, _msnap(mm))
         arg_ids = []
         try:
             argspec = tuple(_argspec(a, arg_ids) for a in args)
         except _Refused as e:  # this call's arguments only: a later call may bind
             note(f"learning ({e})")
-            return m.forward(*args)
-        obs = _observe(lambda: m.forward(*args), self, called)
+            return body(*args)
+        obs = _observe(lambda: body(*args), self, called)
         try:
             user = self._mprove(m, args, obs, called, grad)
             tmpl, plan = self._mplan(r, m, args, argspec, arg_ids, obs, called, grad, user)

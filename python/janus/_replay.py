@@ -167,6 +167,7 @@ def start(db, run=0, strict=None, speculate=None):
         janus._region_step = regions.step
         janus._region_module = regions.module
         janus._region_zero_grad = regions.zero_grad
+        janus._region_function = regions.function
     atexit.register(stop)
     return True
 
@@ -184,6 +185,7 @@ def stop(quiet=None):
     janus._region_step = None
     janus._region_module = None
     janus._region_zero_grad = None
+    janus._region_function = None
     _C._rp_stop(not (_quiet if quiet is None else quiet))
 
 

@@ -193,6 +193,7 @@ def region(st, prefix):
     ("patchcls", "MLP.", 36, r"class MLP or one of its bases was modified"),  # MLP.forward replaced
     ("lstm", "Seq.", 38, None),             # LSTM over 5 steps, (h, c) in and out, Linear head
     ("zero", "MLP.", 38, None),             # zero_grad(set_to_none=False): fill_ dispatched from C
+    ("clip", "MLP.", 38, None),             # clip_grad_norm_ (its norm printed: a sync outside)
 ])
 def test_replaced_module_equals_eager(mode, cls, min_replaced, why, modules_db, tmp_path):
     st, _ = eager_and_replay(MODULES, mode, modules_db, str(tmp_path))
@@ -201,6 +202,8 @@ def test_replaced_module_equals_eager(mode, cls, min_replaced, why, modules_db, 
     assert region(st, "CrossEntropyLoss.")[1] >= 38, st  # the loss module too
     assert region(st, "Adam.step")[1] >= 37, st
     assert region(st, "Adam.zero_grad") == (40, 40, False), st  # done from C, either way
+    if mode in ("clip", "lstm"):
+        assert region(st, "_clip_grad_norm ")[1] >= 38, st
     assert not [r for r in st["per_region"] if r[0].startswith("Linear.")], st  # inside the model: no calls
     if why:
         assert re.search(why, reasons(st)), st

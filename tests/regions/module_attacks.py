@@ -6,7 +6,8 @@ prints a loss every 5 steps and the Python-visible effects at the end; under
 {...}").  tests/python/test_regions.py runs every mode eagerly and replayed
 and compares: the outer model is replaced (plain, dropout, dropp, trainval,
 batchnorm, dict, tuple, namedtuple, loop, looplen, lstm, flag, scale,
-patch, patchcls, zero) or refused with a named reason while its effect is kept (counter,
+patch, patchcls, zero,
+clip) or refused with a named reason while its effect is kept (counter,
 append, print, random, sync); its children may still be replaced."""
 import collections
 import json
@@ -175,6 +176,8 @@ def main():
             out = out[0] + 0.0 * out[1].sum()
         loss = loss_fn(out, y)
         loss.backward()
+        if MODE in ("clip", "lstm"):  # the clipping runs from C too (no sync inside: the norm is returned)
+            norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         opt.step()
         if MODE == "flag" and i in (15, 25):
             FLAG = not FLAG
@@ -192,7 +195,7 @@ def main():
         if MODE == "patchcls" and i == 20:  # the class's forward replaced mid-run
             MLP.forward = lambda self, x: self.fc2(janus.relu(self.fc1(x)) * 0.5)
         if i % 5 == 0:
-            print(f"step {i} loss {loss.item():.6f}")
+            print(f"step {i} loss {loss.item():.6f}" + (f" norm {norm.item():.6f}" if MODE in ("clip", "lstm") else ""))
     extra = ""
     if MODE == "batchnorm":
         extra = (f" mean {model.bn.running_mean.sum().item():.6f} var {model.bn.running_var.sum().item():.6f}"

@@ -702,7 +702,7 @@ static PyObject *py_mg_new(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_TypeError, "region plan: a class");
             goto fail;
         }
-        PyObject *probe = PyObject_GetAttrString(c, "forward"); /* gives the class a valid version tag */
+        PyObject *probe = PyObject_GetAttrString(c, "__call__"); /* gives the class a valid version tag */
         if (!probe) goto fail;
         Py_DECREF(probe);
         P->cls[i] = (PyTypeObject *)Py_NewRef(c);

@@ -329,13 +329,15 @@ void rp_region_summary(const jn_replay *R, char *buf, size_t n) {
     snprintf(buf, n, "; regions: %lld of %lld calls ran without their Python%s%s", (long long)st.replaced,
              (long long)st.calls, top ? " (top reason the Python ran: " : "", top ? top : "");
     if (top && strlen(buf) + 2 < n) strcat(buf, ")");
-    /* per region, the three with the most calls: replaced/calls */
+    /* per region, the six with the most calls: replaced/calls */
     const struct rp_regions *G = R->rg;
-    int shown[3] = {-1, -1, -1};
-    for (int k = 0; k < 3; k++) {
+    enum { NSHOW = 6 };
+    int shown[NSHOW] = {-1, -1, -1, -1, -1, -1};
+    for (int k = 0; k < NSHOW; k++) {
         for (int i = 0; i < G->nnames; i++) {
-            if (i == shown[0] || i == shown[1]) continue;
-            if (shown[k] < 0 || G->names[i].calls > G->names[shown[k]].calls) shown[k] = i;
+            int taken = 0;
+            for (int q = 0; q < k; q++) taken |= shown[q] == i;
+            if (!taken && (shown[k] < 0 || G->names[i].calls > G->names[shown[k]].calls)) shown[k] = i;
         }
         size_t len = strlen(buf);
         if (shown[k] < 0 || len + 8 >= n) break;

@@ -61,8 +61,9 @@ for s in range(steps):
 st = sorted(st[20:])
 print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
 print(f"opt.step {{1e6 * st[len(st) // 2]:.2f}} us")
-if janus._region_step is not None:  # `janus replay` prints no region counters of its own
-    print(f"regions: {{janus._C._rp_region_stats()['replaced']}} of {{steps}} calls")
+if janus._region_step is not None:  # the step's row of the region counters
+    row, = [r for r in janus._C._rp_region_stats()["per_region"] if ".step (" in r[0]]
+    print(f"regions: {{row[2]}} of {{steps}} calls")
 if len(sys.argv) > 2 and janus._region_step is not None:
     from janus import _C
     regions = janus._region_step.__self__

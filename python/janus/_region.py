@@ -173,11 +173,13 @@ class _Observed:
         own = _Observed.__init__.__code__
 
         _C._rp_region_observe(True)
+        regions._observing = {}  # a module called inside runs its Python: the log stays whole
         sys.setprofile(prof)
         try:
             self.out = fn(opt)
         finally:
             sys.setprofile(profile)
+            regions._observing = None
             _C._rp_region_observe(False)
         self.nsync, self.log = _C._rp_region_log()
         self.before, self.after = before, _snapshot(opt)
@@ -216,7 +218,8 @@ class Regions:
     def zero_grad(self, opt, set_to_none):
         """Optimizer.zero_grad's body from C (_C._rp_zero_grad), when the optimizer's class
         does not override it and set_to_none is a bool; True when done."""
-        if type(set_to_none) is not bool or type(opt).zero_grad is not _base_zero_grad():
+        if (type(set_to_none) is not bool or type(opt).zero_grad is not _base_zero_grad()
+                or self._observing is not None):  # inside an observed call: its Python, seen
             return False
         name = self._zg_names.get(type(opt))
         if name is None:

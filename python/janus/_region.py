@@ -407,7 +407,7 @@ class Regions:
         outspec = _outspec(obs.out, slot, leaves, leaf_of)
         tmpl["c"] = (tmpl["nslots"], tuple((li, mode, inn, oo, (-1,) * na) for li, mode, inn, oo, _, na in tmpl["ops"]),
                      tuple(tmpl["consts"]))
-        bound = [obj for obj in _flat_tensors(args)] + [fixed[i] for i in fixed_ids]
+        bound = list(_flat_tensors(args)) + [fixed[i] for i in fixed_ids]
         metas = tuple(tuple(_meta(t)[1:]) + (bool(t.requires_grad),) for t in bound)
         guards, dicts, classes = self._mguards(m, obs, called)
         plan = (r.name, grad, classes, tuple(guards), tuple(dicts), argspec, len(ids),

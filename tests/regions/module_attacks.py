@@ -5,9 +5,9 @@ prints a loss every 5 steps and the Python-visible effects at the end; under
 `janus replay` it also writes the region counters to stderr ("REGIONS
 {...}").  tests/python/test_regions.py runs every mode eagerly and replayed
 and compares: the outer model is replaced (plain, dropout, dropp, trainval,
-batchnorm, dict, tuple, namedtuple, loop, looplen, lstm, flag, scale,
+batchnorm, dict, tuple, namedtuple, loop, looplen, lstm, flag, scale, scales,
 patch, patchcls, zero,
-clip) or refused with a named reason while its effect is kept (counter,
+clip, validate) or refused with a named reason while its effect is kept (counter,
 append, print, random, sync); its children may still be replaced."""
 import collections
 import json
@@ -150,12 +150,35 @@ class Seq(nn.Module):
         return self.head(out[:, -1]), (h, c)
 
 
+def check_plan_validation():
+    """mode validate: every learned module plan is first handed over damaged (an output leaf,
+    an argument slot, a guard's dict row out of range): each must be refused (ValueError)."""
+    real = janus._C._rp_module_new
+    refused = []
+
+    def damaged(plan, tmpl):
+        bad_guard = ((0, len(plan[4]) + 3, "x", None, None),)
+        for k, v in ((9, 10 ** 3), (5, (10 ** 3,)), (3, bad_guard)):
+            try:
+                real(plan[:k] + (v,) + plan[k + 1:], tmpl)
+            except ValueError as e:
+                refused.append(str(e))
+            else:
+                raise AssertionError(f"a damaged module plan was accepted (entry {k})")
+        sys.stderr.write(f"MVALIDATED {len(refused)}: {' | '.join(refused)}\n")
+        return real(plan, tmpl)
+
+    janus._C._rp_module_new = damaged
+
+
 def main():
     global FLAG, SCALE
+    if MODE == "validate" and janus._replay.active:
+        check_plan_validation()
     janus.manual_seed(0)
     random.seed(0)
     kinds = {"dropout": Dropout, "dropp": Dropout, "trainval": TrainEval, "counter": Counter, "append": Append,
-             "print": Print, "random": Random, "sync": Sync, "flag": Flag, "scale": Scale, "loop": Loop, "looplen": Loop,
+             "print": Print, "random": Random, "sync": Sync, "flag": Flag, "scale": Scale, "scales": Scale, "loop": Loop, "looplen": Loop,
              "dict": Dict, "tuple": Tuple, "namedtuple": Named, "batchnorm": BN, "lstm": Seq}
     model = kinds.get(MODE, MLP)()
     opt = janus.optim.Adam(model.parameters(), lr=0.01)
@@ -183,6 +206,8 @@ def main():
             FLAG = not FLAG
         if MODE == "scale" and i == 20:
             SCALE = 3.0
+        if MODE == "scales" and i % 5 == 4:  # a new value every 5 steps: more than the variants kept
+            SCALE += 0.25
         if MODE == "dropp" and i == 20:
             model.drop.p = 0.5
         if MODE == "trainval" and i % 10 == 9:

@@ -670,6 +670,29 @@ static int parse_meta(PyObject *t, mg_meta *m) {
     return 0;
 }
 
+/* A spec of arguments (ints: slots < nslot) or of the output (ints: leaves < nslot):
+ * int | (0, value) | (1, type, (specs)) | (2, type, keys, (specs)) (output only). */
+static int spec_ok(PyObject *spec, int nslot, int out) {
+    if (PyLong_CheckExact(spec)) {
+        long k = PyLong_AsLong(spec);
+        return k >= 0 && k < nslot;
+    }
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 2) return 0;
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 0));
+    if (kind == 0) return PyTuple_GET_SIZE(spec) == 2;
+    Py_ssize_t n = PyTuple_GET_SIZE(spec);
+    if (!PyType_Check(PyTuple_GET_ITEM(spec, 1)) || !(kind == 1 ? n == 3 : kind == 2 && out && n == 4)) return 0;
+    PyObject *sub = PyTuple_GET_ITEM(spec, n - 1);
+    if (!PyTuple_Check(sub) || (kind == 2 && (!PyTuple_Check(PyTuple_GET_ITEM(spec, 2)) ||
+                                              PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 2)) != PyTuple_GET_SIZE(sub))))
+        return 0;
+    if (!out && PyTuple_GET_ITEM(spec, 1) != (PyObject *)&PyTuple_Type && PyTuple_GET_ITEM(spec, 1) != (PyObject *)&PyList_Type)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(sub); i++)
+        if (!spec_ok(PyTuple_GET_ITEM(sub, i), nslot, out)) return 0;
+    return 1;
+}
+
 /* _rp_module_new(plan, template) -> capsule.  plan: (name, grad, classes, guards,
  * dicts, argspec, nargt, fixed, metas, outspec, leaves); see janus/_region.py. */
 static PyObject *py_mg_new(PyObject *self, PyObject *args) {
@@ -763,6 +786,13 @@ static PyObject *py_mg_new(PyObject *self, PyObject *args) {
     for (int i = 0; i < P->nleaf; i++) {
         P->leaf[i] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(leaves, i));
         if (PyErr_Occurred()) goto fail;
+    }
+    int specs_ok = spec_ok(outspec, P->nleaf, 1);
+    for (int i = 0; i < P->nargs && specs_ok; i++) specs_ok = spec_ok(PyTuple_GET_ITEM(argspec, i), nargt, 0);
+    if (PyErr_Occurred()) goto fail;
+    if (!specs_ok) {
+        PyErr_SetString(PyExc_ValueError, "region plan: an argument or output spec (a slot or leaf out of range)");
+        goto fail;
     }
     if ((P->id = add_template(name, tmpl, P->nbound, 0)) < 0) goto fail;
     PyObject *cap = PyCapsule_New(P, "janus.mregion", mcapsule_free);
@@ -922,7 +952,10 @@ static PyObject *build_out(mg_plan *P, PyObject *spec) {
 }
 
 /* _rp_module_call(plans, module, args) -> the output, or NotImplemented when no
- * plan's guards held (the first plan's reason counted; strict replay raises). */
+ * plan's guards held (the first plan's reason counted).  Strict replay does not
+ * raise here: a module's miss (an evaluation under no_grad, another sequence
+ * length) runs its Python, which dispatches the very ops, and learns a variant;
+ * the graphs' misses stay errors. */
 static PyObject *py_mg_call(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 3 || !PyTuple_Check(argv[0]) || !PyTuple_Check(argv[2]))
@@ -945,8 +978,6 @@ static PyObject *py_mg_call(PyObject *self, PyObject *const *argv, Py_ssize_t na
     if (!P) {
         mg_plan *Q = PyCapsule_GetPointer(PyTuple_GET_ITEM(plans, 0), "janus.mregion");
         jn_rp_region_note(jn_py_replay, Q->name, why0, 0);
-        if (jn_rp_region_strict(jn_py_replay))
-            return PyErr_Format(PyExc_RuntimeError, "janus replay (strict): region %s ran its Python: %s", Q->name, why0);
         Py_RETURN_NOTIMPLEMENTED;
     }
     jn_status s = jn_rp_region_run(jn_py_replay, P->id, P->bound, NULL, P->nleaf, P->leaf, P->ret);

@@ -8,12 +8,16 @@ does) and replay with regions on; both replays with JANUS_REPLAY_ADAPT=0
 - adam10: Adam over 10 parameter tensors [32 x 32] and a tiny loss: the
   step is most of the work; also the time of opt.step() itself;
 - fashion_mlp (examples/, hidden 64) and the truncated-BPTT LSTM of
-  bench_replay_small.py: whole training steps.
+  bench_replay_small.py: whole training steps (with regions on, the model,
+  the loss and the step are module / optimizer regions).
 
 Reports CPU ms per step (medians), the per-rotation ratios eager/replay,
 and that every mode printed the same losses.  Then, in one replayed
 adam10 process, the entry-guard cost: _C._rp_region_check (every guard,
-no effect) on the learned plan, per call, with the size of what it checks.
+no effect) on the learned plan, per call, with the size of what it checks;
+and the same for a module region with 10 parameters and 5 attributes read
+(_C._rp_module_check), with dicts unchanged and after a write to the
+module's dict, and the replaced call against its forward run in Python.
 
     JANUS_BUILD_DIR=build python3 benchmarks/bench_regions.py [--repeats 5]
 """
@@ -57,8 +61,9 @@ for s in range(steps):
 st = sorted(st[20:])
 print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
 print(f"opt.step {{1e6 * st[len(st) // 2]:.2f}} us")
-if janus._region_step is not None:  # `janus replay` prints no region counters of its own
-    print(f"regions: {{janus._C._rp_region_stats()['replaced']}} of {{steps}} calls")
+if janus._region_step is not None:  # the step's row of the region counters
+    row, = [r for r in janus._C._rp_region_stats()["per_region"] if ".step (" in r[0]]
+    print(f"regions: {{row[2]}} of {{steps}} calls")
 if len(sys.argv) > 2 and janus._region_step is not None:
     from janus import _C
     regions = janus._region_step.__self__
@@ -78,6 +83,88 @@ if len(sys.argv) > 2 and janus._region_step is not None:
         c = time.perf_counter()
         best.append(((b - a) - (c - b)) / n)
     print(f"guard {{1e9 * min(best):.0f}} ns per call; checks {{r.guards}}")
+'''
+
+# a module region with 10 parameters and 5 attributes read: the entry check (every guard and
+# binding, no effect) per call with the dicts unchanged (PEP 509 versions skip them) and after
+# a write to the module's dict (every guard looked up); the replaced call and the Python forward
+MOD10 = r'''
+import sys, time
+sys.path.insert(0, {python!r})
+import janus
+import janus.nn as nn
+janus.manual_seed(0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        for i in range(10):
+            setattr(self, f"w{{i}}", nn.Parameter(janus.randn(16)))
+        self.a, self.b, self.c, self.d, self.e = 0.5, 1.5, 0.25, 2.0, 0.1
+
+    def forward(self, x):
+        h = x * self.a + self.b
+        h = (h * self.w0 + self.w1).tanh() * self.c
+        h = (h * self.w2 + self.w3).tanh() + self.d
+        h = (h * self.w4 + self.w5).tanh() * self.e
+        h = (h * self.w6 + self.w7).tanh()
+        return h * self.w8 + self.w9
+
+
+net = Net()
+x = janus.randn(4, 16)
+opt = janus.optim.SGD(net.parameters(), lr=1e-3)
+steps = int(sys.argv[1])
+for s in range(steps):
+    opt.zero_grad()
+    loss = net(x).sum()
+    loss.backward()
+    opt.step()
+    if s % 100 == 0:
+        print(f"step {{s}} loss {{loss.item():.6f}}")
+if janus._region_module is not None and len(sys.argv) > 2:
+    from janus import _C
+    regions = janus._region_module.__self__
+    (m, r), = [(m, r) for m, r in regions.module_plans() if m is net]
+    plan, args = r.plans[0], (x,)
+    assert _C._rp_module_check(plan, m, args) is None
+    n, chk, d = 200000, _C._rp_module_check, m.__dict__
+
+    def best_of(f):
+        return min(f() for _ in range(5))
+
+    def steady():
+        a = time.perf_counter()
+        for _ in range(n):
+            chk(plan, m, args)
+        b = time.perf_counter()
+        for _ in range(n):
+            chk.__class__
+        return ((b - a) - (time.perf_counter() - b)) / n
+
+    def written():
+        a = time.perf_counter()
+        for i in range(n):
+            d["_bench"] = i
+            chk(plan, m, args)
+        b = time.perf_counter()
+        for i in range(n):
+            d["_bench"] = i
+            chk.__class__
+        return ((b - a) - (time.perf_counter() - b)) / n
+
+    def call(f):
+        def t():
+            a = time.perf_counter()
+            for _ in range(20000):
+                f(x)
+            return (time.perf_counter() - a) / 20000
+        return t
+
+    print(f"module guard {{1e9 * best_of(steady):.0f}} ns per call, {{1e9 * best_of(written):.0f}} ns after a "
+          f"write to the module's dict; replaced call {{1e6 * best_of(call(net)):.2f}} us, its forward in Python "
+          f"{{1e6 * best_of(call(net.forward)):.2f}} us; checks {{r.guards}}")
 '''
 
 
@@ -153,6 +240,15 @@ def main():
         out = run([JANUS, "replay", "--db", adam_db, "--", sys.executable, adam, str(args.steps), "guard"],
                   dict(e, JANUS_REPLAY_ADAPT="0"))
         print("entry guard (adam10): " + re.search(r"guard (.*)", out).group(1))
+        mod = os.path.join(d, "mod10.py")
+        with open(mod, "w") as f:
+            f.write(MOD10.format(python=py))
+        mod_db = os.path.join(d, "mod10.db")
+        run([JANUS, "record", "--db", mod_db, "--", sys.executable, mod, "30"], e)
+        run([JANUS, "optimize", "--quiet", mod_db], e)
+        out = run([JANUS, "replay", "--db", mod_db, "--", sys.executable, mod, "100", "guard"],
+                  dict(e, JANUS_REPLAY_ADAPT="0"))
+        print("entry guard (module, 10 parameters, 5 attributes): " + re.search(r"module guard (.*)", out).group(1))
     if not ok:
         sys.exit(1)
 

@@ -1,8 +1,10 @@
 /* jn_region.h -- regions whose Python is skipped (replay/region.c).
  *
- * A region is one call at a boundary janus owns (today: an optimizer's
- * step) whose body was proved a pure tensor program that runs with no
- * autograd recording (janus/_region.py: bytecode scan, observed calls).
+ * A region is one call at a boundary janus owns (an optimizer's step, a
+ * module's call) whose body was proved a pure tensor program
+ * (janus/_region.py: bytecode scan, observed calls).  Each template op
+ * runs under the grad mode it was observed with, so autograd records it
+ * as eagerly.
  * Its template is the op sequence the body dispatches, over slots: the
  * first `nbound` are bound by the caller at every call (parameters,
  * gradients, optimizer state), the rest are the ops' new outputs.  Running
@@ -42,6 +44,7 @@ typedef struct {
     uint8_t in_dtype[JN_MAX_INS];
     double in_val[JN_MAX_INS];
     int64_t out_id[JN_MAX_OUTS];
+    uint8_t grad;               /* grad mode when it ran (a no_grad block inside a forward) */
     jn_attrs a;
 } jn_rp_region_event;
 
@@ -60,6 +63,7 @@ typedef struct {
     int32_t out[JN_MAX_OUTS];   /* NEW: the fresh slot it defines; INTO / INPLACE: the slot written */
     jn_attrs a;
     int32_t aval[JN_MAX_ATTRS]; /* -1: a's value; k >= 0: float attribute = the call's vals[k] */
+    int8_t grad;                /* grad mode the op runs under (as observed) */
 } jn_rp_region_op;
 
 typedef struct {
@@ -73,13 +77,19 @@ typedef struct {
 int jn_rp_region_add(jn_replay *r, const char *name, int nbound, int nslots, int nvals,
                      const jn_rp_region_op *ops, int nops, const jn_rp_region_const *c, int nc);
 /* Run template id: bound[0..nbound) are the bound slots (borrowed), vals
- * its float values.  ret_slot >= 0: *ret gets a new reference to that
- * slot's tensor.  Counts one replaced call. */
-jn_status jn_rp_region_run(jn_replay *r, int id, jn_tensor *const *bound, const double *vals, int ret_slot,
-                           jn_tensor **ret);
+ * its float values.  ret[k] gets a new reference to slot ret_slot[k]'s
+ * tensor (k < nret).  Each op runs under the grad mode it was observed
+ * with (autograd recorded per op as eagerly); the caller's mode is restored.
+ * Counts one replaced call. */
+jn_status jn_rp_region_run(jn_replay *r, int id, jn_tensor *const *bound, const double *vals, int nret,
+                           const int32_t *ret_slot, jn_tensor **ret);
 /* A call of region `name` that ran its Python: why (a guard's miss, a
  * refusal, "learning").  refused: the region will never be replaced. */
 void jn_rp_region_note(jn_replay *r, const char *name, const char *why, int refused);
+
+/* A call of region `name` that ran without its Python and without a template
+ * (Optimizer.zero_grad, done from C by the extension). */
+void jn_rp_region_replaced(jn_replay *r, const char *name);
 
 /* Strict replay: a region call that runs its Python is an error. */
 int jn_rp_region_strict(const jn_replay *r);
@@ -92,6 +102,9 @@ void jn_rp_region_get_stats(const jn_replay *r, jn_rp_region_stats *st);
 /* The i-th most frequent reason a call ran its Python ("<region>: <why>");
  * NULL past the end. */
 const char *jn_rp_region_reason(const jn_replay *r, int i, int64_t *count);
+/* The i-th region by name (first seen first): its calls, replaced calls and
+ * whether it was refused; NULL past the end. */
+const char *jn_rp_region_info(const jn_replay *r, int i, int64_t *calls, int64_t *replaced, int *refused);
 
 #ifdef __cplusplus
 }

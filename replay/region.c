@@ -13,12 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jn_autograd.h"
 #include "jn_region.h"
 #include "rp_internal.h"
 
 typedef struct {
     char *name;
     int nbound, nslots, nvals, nops, nc;
+    int name_ix;           /* its row in names (the per-region counters) */
     jn_rp_region_op *ops;
     jn_rp_region_const *c;
     jn_tensor **slot;      /* scratch, nslots */
@@ -32,6 +34,7 @@ typedef struct {
 typedef struct {
     char *name;
     int refused, replaceable;
+    int64_t calls, replaced;
 } rg_name;
 
 struct rp_regions {
@@ -45,6 +48,8 @@ struct rp_regions {
     int nnames;
     int64_t calls, replaced;
 };
+
+static rg_name *name_of(struct rp_regions *G, const char *name);
 
 static struct rp_regions *regions(jn_replay *R) {
     if (!R->rg) R->rg = calloc(1, sizeof *R->rg);
@@ -90,7 +95,7 @@ void rp_region_tap(jn_replay *R, jn_op op, int nin, jn_tensor *const *in, const 
         G->log = l, G->caplog = cap;
     }
     jn_rp_region_event *e = &G->log[G->nlog++];
-    e->op = op, e->nin = nin, e->nout = nout;
+    e->op = op, e->nin = nin, e->nout = nout, e->grad = (uint8_t)jn_grad_enabled();
     for (int i = 0; i < nin; i++) {
         e->in_id[i] = in[i]->id;
         /* wrapped numbers are made from Python values, eagerly: their data is there */
@@ -119,7 +124,8 @@ int jn_rp_region_add(jn_replay *R, const char *name, int nbound, int nslots, int
         const jn_rp_region_op *o = &ops[k];
         const jn_opinfo *oi = (unsigned)o->op < JN_NOPS ? jn_op_info(o->op) : NULL;
         if (!oi || o->nin < 0 || o->nin > JN_MAX_INS || o->nout < 1 || o->nout > JN_MAX_OUTS ||
-            o->mode < JN_RP_RG_NEW || o->mode > JN_RP_RG_INTO || (o->mode == JN_RP_RG_INTO && o->nout != 1)) {
+            o->mode < JN_RP_RG_NEW || o->mode > JN_RP_RG_INTO || (o->mode == JN_RP_RG_INTO && o->nout != 1) ||
+            o->grad < 0 || o->grad > 1) {
             bad = "an op's kind, arity or mode";
             break;
         }
@@ -153,6 +159,13 @@ int jn_rp_region_add(jn_replay *R, const char *name, int nbound, int nslots, int
     memcpy(T->ops, ops, (size_t)nops * sizeof *ops);
     memcpy(T->c, c, (size_t)nc * sizeof *c);
     T->nbound = nbound, T->nslots = nslots, T->nvals = nvals, T->nops = nops, T->nc = nc;
+    rg_name *nm = name_of(G, name);
+    if (!nm) {
+        free(T->name), free(T->ops), free(T->c), free(T->slot);
+        return (void)jn_error(JN_ERR_NOMEM, "janus replay: out of memory for a region"), -1;
+    }
+    nm->replaceable = 1;
+    T->name_ix = (int)(nm - G->names);
     return G->nt++;
 }
 
@@ -161,17 +174,18 @@ static jn_tensor *make_const(const jn_rp_region_const *c) {
     return fl ? jn_scalar_f64(c->v, (jn_dtype)c->dtype, 1) : jn_scalar_i64((int64_t)c->v, (jn_dtype)c->dtype, 1);
 }
 
-jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const double *vals, int ret_slot,
-                           jn_tensor **ret) {
+jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const double *vals, int nret,
+                           const int32_t *ret_slot, jn_tensor **ret) {
     struct rp_regions *G = R->rg;
     if (!G || id < 0 || id >= G->nt) return jn_error(JN_ERR_VALUE, "janus replay: no region template %d", id);
     rg_template *T = &G->t[id];
     jn_tensor **S = T->slot;
     memcpy(S, bound, (size_t)T->nbound * sizeof *S);
     jn_status s = JN_OK;
-    int k = 0;
+    int k = 0, grad0 = jn_grad_enabled(), grad = grad0;
     for (; k < T->nops && s == JN_OK; k++) {
         const jn_rp_region_op *o = &T->ops[k];
+        if (o->grad != grad) jn_set_grad_enabled(grad = o->grad);
         jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS], *made[JN_MAX_INS];
         int nmade = 0;
         for (int i = 0; i < o->nin && s == JN_OK; i++) {
@@ -200,9 +214,15 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
         for (int i = 0; i < nmade; i++) jn_tensor_decref(made[i]);
         if (s != JN_OK) break;
     }
-    if (s == JN_OK && ret_slot >= 0 && ret_slot < T->nslots && ret) {
-        *ret = S[ret_slot];
-        jn_tensor_incref(*ret);
+    if (grad != grad0) jn_set_grad_enabled(grad0);
+    for (int q = 0; s == JN_OK && q < nret; q++) {
+        if (ret_slot[q] < 0 || ret_slot[q] >= T->nslots || !S[ret_slot[q]]) {
+            while (q--) jn_tensor_decref(ret[q]);
+            s = jn_error(JN_ERR_VALUE, "region %s: an output slot out of range", T->name);
+            break;
+        }
+        ret[q] = S[ret_slot[q]];
+        jn_tensor_incref(ret[q]);
     }
     /* the new outputs of the ops that ran, once each */
     for (int j = 0; j < k && j < T->nops; j++) {
@@ -213,11 +233,20 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
             S[o->out[q]] = NULL;
         }
     }
-    if (s == JN_OK) G->replaced++, G->calls++;
+    if (s == JN_OK) G->replaced++, G->calls++, G->names[T->name_ix].replaced++, G->names[T->name_ix].calls++;
     return s;
 }
 
 int jn_rp_region_strict(const jn_replay *R) { return R->cfg.strict; }
+
+void jn_rp_region_replaced(jn_replay *R, const char *name) {
+    struct rp_regions *G = regions(R);
+    rg_name *n = G ? name_of(G, name) : NULL;
+    if (!n) return;
+    n->replaceable = 1;
+    n->calls++, n->replaced++;
+    G->calls++, G->replaced++;
+}
 
 static rg_name *name_of(struct rp_regions *G, const char *name) {
     for (int i = 0; i < G->nnames; i++)
@@ -228,6 +257,7 @@ static rg_name *name_of(struct rp_regions *G, const char *name) {
     n = &G->names[G->nnames];
     if (!(n->name = strdup(name))) return NULL;
     n->refused = n->replaceable = 0;
+    n->calls = n->replaced = 0;
     G->nnames++;
     return n;
 }
@@ -237,6 +267,7 @@ void jn_rp_region_note(jn_replay *R, const char *name, const char *why, int refu
     if (!G) return;
     G->calls++;
     rg_name *n = name_of(G, name);
+    if (n) n->calls++;
     if (n && refused) n->refused = 1;
     char buf[1024];
     snprintf(buf, sizeof buf, "%s: %s", name, why);
@@ -257,14 +288,16 @@ void jn_rp_region_get_stats(const jn_replay *R, jn_rp_region_stats *st) {
     const struct rp_regions *G = R->rg;
     if (!G) return;
     st->calls = G->calls, st->replaced = G->replaced;
-    st->nreplaceable = G->nt;
-    for (int i = 0; i < G->nnames; i++) st->nrefused += G->names[i].refused;
+    for (int i = 0; i < G->nnames; i++)
+        st->nrefused += G->names[i].refused, st->nreplaceable += G->names[i].replaceable && !G->names[i].refused;
     st->nregions = G->nnames;
-    for (int t = 0; t < G->nt; t++) { /* a region replaced without a noted call is one more */
-        int seen = 0;
-        for (int i = 0; i < G->nnames; i++) seen |= !strcmp(G->names[i].name, G->t[t].name);
-        st->nregions += !seen;
-    }
+}
+
+const char *jn_rp_region_info(const jn_replay *R, int i, int64_t *calls, int64_t *replaced, int *refused) {
+    const struct rp_regions *G = R->rg;
+    if (!G || i < 0 || i >= G->nnames) return NULL;
+    *calls = G->names[i].calls, *replaced = G->names[i].replaced, *refused = G->names[i].refused;
+    return G->names[i].name;
 }
 
 const char *jn_rp_region_reason(const jn_replay *R, int rank, int64_t *count) {
@@ -296,6 +329,24 @@ void rp_region_summary(const jn_replay *R, char *buf, size_t n) {
     snprintf(buf, n, "; regions: %lld of %lld calls ran without their Python%s%s", (long long)st.replaced,
              (long long)st.calls, top ? " (top reason the Python ran: " : "", top ? top : "");
     if (top && strlen(buf) + 2 < n) strcat(buf, ")");
+    /* per region, the six with the most calls: replaced/calls */
+    const struct rp_regions *G = R->rg;
+    enum { NSHOW = 6 };
+    int shown[NSHOW] = {-1, -1, -1, -1, -1, -1};
+    for (int k = 0; k < NSHOW; k++) {
+        for (int i = 0; i < G->nnames; i++) {
+            int taken = 0;
+            for (int q = 0; q < k; q++) taken |= shown[q] == i;
+            if (!taken && (shown[k] < 0 || G->names[i].calls > G->names[shown[k]].calls)) shown[k] = i;
+        }
+        size_t len = strlen(buf);
+        if (shown[k] < 0 || len + 8 >= n) break;
+        const rg_name *nm = &G->names[shown[k]];
+        snprintf(buf + len, n - len, "%s%s %lld/%lld%s", k ? ", " : " [per region: ", nm->name, (long long)nm->replaced,
+                 (long long)nm->calls, nm->refused ? " refused" : "");
+    }
+    size_t len = strlen(buf);
+    if (shown[0] >= 0 && len + 2 < n) strcat(buf, "]");
 }
 
 void rp_region_free(jn_replay *R) {

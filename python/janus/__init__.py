@@ -167,8 +167,12 @@ from . import _record  # noqa: E402
 from ._record import step  # noqa: E402,F401
 _record.start_from_env()
 # Replay: under `janus replay` (JANUS_REPLAY_DB set) the bundle loads here.
-# _region_step: set while a replay replaces optimizer steps (janus/_region.py).
+# _region_step / _region_module: set while a replay replaces optimizer steps and
+# module calls (janus/_region.py).
 _region_step = None
+_region_module = None
+_region_zero_grad = None
+_region_function = None
 from . import _replay  # noqa: E402
 _replay.start_from_env()
 # A name janus lacks fails where it is used, saying so (janus/_unsupported.py).

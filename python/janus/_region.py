@@ -2,9 +2,14 @@
 replay/region.c and csrc/region_py.c; design in docs/ARCHITECTURE.md,
 "Regions").
 
-This slice replaces an optimizer's step(): it runs under no_grad, so it
-needs no graph-level backward node.  Optimizer.step's wrapper
-(optim/optimizer.py) hands each call without arguments to Regions.step:
+Three boundaries: Optimizer.step() (Regions.step, below), Module.__call__
+(Regions.module: any module, nested, the outermost replaceable one wins;
+its template's ops are dispatched under the grad mode each was observed
+with, so autograd records them as eagerly; guards in one flat array over
+dicts, csrc/region_py.c) and Optimizer.zero_grad() (Regions.zero_grad: done
+from C).  The optimizer step runs under no_grad, so it needs no graph-level
+backward node.  Optimizer.step's wrapper (optim/optimizer.py) hands each
+call without arguments to Regions.step:
 
 - learning: a call runs its Python while the replay logs the ops it
   dispatches and the sync points it reaches (_C._rp_region_observe), under
@@ -48,8 +53,9 @@ _PURE = frozenset("len float int bool abs min max isinstance issubclass type ran
                   "sorted reversed any all sum round divmod pow callable getattr hasattr iter next id hash".split())
 # ... of which user code may call these (getattr/hasattr/iter/next/id read what no guard covers)
 _PURE_USER = _PURE - {"getattr", "hasattr", "iter", "next", "id", "hash"}
-_PURE_METHODS = {dict: {"get", "items", "keys", "values", "__contains__", "__getitem__", "copy"},
+_PURE_METHODS = {dict: {"get", "items", "keys", "values", "__contains__", "__getitem__", "copy", "__len__"},
                  list: {"__len__", "index", "count", "__getitem__", "copy"},
+                 set: {"__contains__", "__len__", "copy"},
                  tuple: {"__len__", "index", "count", "__getitem__"}}
 _STORES = {"STORE_ATTR": "stores attribute", "DELETE_ATTR": "deletes attribute", "STORE_GLOBAL": "stores global",
            "DELETE_GLOBAL": "deletes global", "STORE_DEREF": "stores closure variable",
@@ -59,6 +65,20 @@ _STORES = {"STORE_ATTR": "stores attribute", "DELETE_ATTR": "deletes attribute",
 _TENSOR_ATTRS = frozenset("shape dtype device grad data ndim is_leaf requires_grad T".split())
 _KIND = {"params": 0, "val": 1, "eq": 2, "tensor": 3, "counter": 4}
 _MISSING = object()
+# module regions: the variants kept per module (train / eval, ...); guard kinds (csrc/region_py.c)
+_MAX_VARIANTS = 4
+_G_IS, _G_EQ, _G_CONTENT, _G_ABSENT = 0, 1, 2, 3
+# janus._C functions a module region may call (the rest have effects or read state a template
+# does not reproduce), and tensor methods that change a tensor outside an op
+# (grad mode switched inside, e.g. BatchNorm's no_grad block: each op runs under the mode
+# it was observed with, and the mode at exit must be the one at entry)
+# A tensor made outside the dispatcher (_detach, _from_buffer, ...) is refused anyway when an op
+# or the output reads it (its id is neither bound nor logged); these read state or dispatch.
+_PURE_C = frozenset("_op _op_into reshape is_grad_enabled _set_grad_enabled _autocast_active _autocast_get "
+                    "_grad_fn_name _is_leaf _requires_grad _has_derivative op_info op_names _device_num "
+                    "get_num_threads _rp_active _rec_active _cuda_built _cuda_device_count".split())
+_IMPURE_C = frozenset("requires_grad_ retain_grad register_hook backward detach_ set_ resize_ "
+                      "share_memory_ _set_requires_grad".split())
 
 
 class _Refused(Exception):
@@ -161,11 +181,13 @@ class _Observed:
         own = _Observed.__init__.__code__
 
         _C._rp_region_observe(True)
+        regions._observing = {}  # a module called inside runs its Python: the log stays whole
         sys.setprofile(prof)
         try:
             self.out = fn(opt)
         finally:
             sys.setprofile(profile)
+            regions._observing = None
             _C._rp_region_observe(False)
         self.nsync, self.log = _C._rp_region_log()
         self.before, self.after = before, _snapshot(opt)
@@ -179,6 +201,7 @@ class _Region:
         self.refused = None
         self.learned = 0
         self.guards = None
+        self.plans = ()         # module regions: the learned variants (capsules), latest first
 
 
 class Regions:
@@ -187,10 +210,274 @@ class Regions:
     def __init__(self):
         self._scans = {}        # code object -> _Scan
         self._regions = {}      # (id(opt), fn) -> (opt, _Region)
+        self._mods = {}         # id(module) -> (weakref to it, _Region)
+        self._observing = None  # while a module call is observed: {id: module} of the modules it calls
+        self._zg_names = {}     # optimizer class -> its zero_grad region's name
+        self._funcs = {}        # janus function -> _Region (nn.utils.clip_grad_norm_)
 
     def plans(self):
         """(optimizer, region) of every region learned so far (benchmarks)."""
         return [(o(), r) for o, r in self._regions.values() if r.plan is not None and o() is not None]
+
+    def module_plans(self):
+        """(module, region) of every module region learned so far (benchmarks)."""
+        return [(m(), r) for m, r in self._mods.values() if r.plans and m() is not None]
+
+    def zero_grad(self, opt, set_to_none):
+        """Optimizer.zero_grad's body from C (_C._rp_zero_grad), when the optimizer's class
+        does not override it and set_to_none is a bool; True when done."""
+        if (type(set_to_none) is not bool or type(opt).zero_grad is not _base_zero_grad()
+                or self._observing is not None):  # inside an observed call: its Python, seen
+            return False
+        name = self._zg_names.get(type(opt))
+        if name is None:
+            name = self._zg_names[type(opt)] = f"{type(opt).__qualname__}.zero_grad"
+        return _C._rp_zero_grad(name, opt.param_groups, set_to_none)
+
+    # ------------------------------------------------------- module regions
+    def module(self, m, args, kwargs):
+        """Module.__call__'s body during a replay: the module's template, or its forward."""
+        obs = self._observing
+        if obs is not None:  # inside an observed call: the outer region learns these ops
+            if id(m) not in obs:
+                obs[id(m)] = (m, _msnap(m))
+            return m.forward(*args, **kwargs)
+        ent = self._mods.get(id(m))
+        if ent is None or ent[0]() is not m:
+            fwd = getattr(m.forward, "__code__", None)
+            where = f" ({_site(fwd, fwd.co_firstlineno)})" if fwd is not None else ""
+            key = id(m)
+            ent = self._mods[key] = (weakref.ref(m, lambda _, k=key: self._mods.pop(k, None)),
+                                     _Region(f"{type(m).__qualname__}.forward{where}"))
+        if kwargs:
+            r = ent[1]
+            if r.refused is None:
+                _C._rp_region_note(r.name, "called with keyword arguments (not bound yet)", False)
+            return m.forward(*args, **kwargs)
+        return self._enter(ent[1], m, args, m.forward)
+
+    def function(self, fn, args):
+        """A janus function's body during a replay (nn.utils.clip_grad_norm_): its template,
+        or fn(*args).  Its arguments are bound like a module's; it has no module tree."""
+        if self._observing is not None:
+            return fn(*args)
+        r = self._funcs.get(fn)
+        if r is None:
+            code = fn.__code__
+            r = self._funcs[fn] = _Region(f"{fn.__qualname__} ({_site(code, code.co_firstlineno)})")
+        return self._enter(r, fn, args, fn)
+
+    def _enter(self, r, m, args, body):
+        """A call of region r on owner m (a module, or the function itself): the first
+        learned variant whose guards hold, else body(*args) (learning when it may)."""
+        noted = False
+        if r.plans:
+            out = _C._rp_module_call(r.plans, m, args)
+            if out is not NotImplemented:
+                return out
+            noted = True  # counted with its reason: learn a variant
+        if r.refused is None and r.learned >= _MAX_LEARN:
+            r.refused = f"its guards failed {_MAX_LEARN} times after learning: values it reads keep changing"
+        if r.refused is not None:
+            if not noted:
+                _C._rp_region_note(r.name, r.refused, True)
+            return body(*args)
+        return self._learn_module(r, m, args, noted, body)
+
+    def _learn_module(self, r, m, args, noted, body):
+        if sys.getprofile() is not None:
+            if not noted:
+                _C._rp_region_note(r.name, "a profiler is active (sys.setprofile): not learned", False)
+            return body(*args)
+
+        def note(why, refused=False):
+            if not noted:
+                _C._rp_region_note(r.name, why, refused)
+
+        grad = _C.is_grad_enabled()
+        called = {}
+        if type(m) is not type(_observe):  # a module: its tree (a function has none)
+            called[id(m)] = (m, _msnap(m))
+            for mm in m.modules():
+                if id(mm) not in called:
+                    called[id(mm)] = (mm, _msnap(mm))
+        arg_ids = []
+        try:
+            argspec = tuple(_argspec(a, arg_ids) for a in args)
+        except _Refused as e:  # this call's arguments only: a later call may bind
+            note(f"learning ({e})")
+            return body(*args)
+        obs = _observe(lambda: body(*args), self, called)
+        try:
+            user = self._mprove(m, args, obs, called, grad)
+            tmpl, plan = self._mplan(r, m, args, argspec, arg_ids, obs, called, grad, user)
+            if r.prev is None:
+                r.prev = tmpl
+                note("learning (first observed call)")
+                return obs.out
+            self._same(r.prev, tmpl)
+            for (o1, o2) in zip(r.prev["ops"], tmpl["ops"]):
+                for (_, n, v1), (_, _, v2) in zip(o1[4], o2[4]):
+                    if v1.hex() != v2.hex():
+                        raise _Refused(f"attribute {n} of op {obs.log[o2[0]][0]} changes from call to call "
+                                       f"({v1} vs {v2}): derived from a value the region does not guard")
+            try:
+                cap = _C._rp_module_new(plan, tmpl["c"])
+            except (ValueError, TypeError, MemoryError) as e:
+                raise _Refused(f"internal error, please report: {e}") from None
+            r.plans = (cap,) + r.plans[:_MAX_VARIANTS - 1]
+            r.prev = None
+            r.guards = {"guards": len(plan[3]), "dicts": len(plan[4]), "classes": len(plan[2]),
+                        "bound": len(plan[8]), "ops": len(tmpl["ops"])}
+            r.learned += 1
+            note("learning (second observed call)")
+        except _NotSteady as e:
+            r.prev = None
+            note(f"learning ({e})")
+        except _Refused as e:
+            r.refused, r.prev, r.plans = str(e), None, ()
+            note(r.refused, True)
+        return obs.out
+
+    def _mprove(self, m, args, obs, called, grad):
+        if obs.nsync:
+            raise _Refused("reads tensor data inside the call (a sync point: item(), bool(), printing a tensor)")
+        if _C.is_grad_enabled() != grad:
+            raise _Refused("changes grad mode (set_grad_enabled without restoring it)")
+        names = set()
+        for mm, _ in called.values():
+            names.update(mm.__dict__)
+            for k in ("_parameters", "_buffers", "_modules"):
+                names.update(mm.__dict__.get(k, ()))
+        classes = tuple(type(mm) for mm, _ in called.values())
+        any_user = False
+        for code, g in obs.codes.items():
+            s = self.scan(code)
+            if not _is_user(code):
+                for what, where in s.effects:  # janus's own code: what autograd would not see
+                    if what.startswith("stores attribute ") and what.split()[-1] in ("requires_grad", "grad", "data"):
+                        raise _Refused(f"{what} at {where}: a tensor's autograd state set outside an op")
+                continue
+            any_user = True
+            if s.effects:
+                what, where = s.effects[0]
+                raise _Refused(f"{what} at {where}: an effect outside the call")
+            if s.closure:
+                raise _Refused(f"reads closure variable {s.closure[0][0]} at {s.closure[0][1]} (not guarded yet)")
+            for name, where in s.attrs:
+                if not (name in names or any(hasattr(c, name) for c in classes) or name in _TENSOR_ATTRS
+                        or hasattr(_C.TensorBase, name) or hasattr(math, name) or _module_attr(g, s.globals, name)
+                        or any(hasattr(c, name) for c in (list, dict, set, tuple))):  # calls: checked below
+                    raise _Refused(f"reads attribute {name} at {where} of an object the region does not guard")
+        pre = _outliving(called, obs, args)
+        for f, code, line in obs.calls:
+            owner = getattr(f, "__self__", None)
+            if isinstance(owner, (list, dict, set)):
+                name = getattr(f, "__name__", "?")
+                base = next(b for b in (dict, list, set) if isinstance(owner, b))
+                if id(owner) in pre and name not in _PURE_METHODS.get(base, ()):
+                    raise _Refused(f"calls {type(owner).__name__}.{name} at {_site(code, line)} on a "
+                                   f"{type(owner).__name__} that outlives the call")
+                continue  # a container the call made, or a read
+            if _is_user(code):
+                self._check_call(f, code, line, module=True)
+            else:
+                _check_janus_call(f, code, line)
+        for mm, snap in called.values():
+            now = _msnap(mm)
+            if now != snap:
+                what = _snap_diff(snap, now)
+                raise _Refused(f"changes {what} of {type(mm).__qualname__} (an effect outside the call)")
+        return any_user
+
+    def _mplan(self, r, m, args, argspec, arg_ids, obs, called, grad, user):
+        # the tensors the call may read without being given them: parameters, buffers and
+        # tensor attributes of every module it ran, held by the guards below
+        fixed = {}
+        for mm, _ in called.values():
+            d = mm.__dict__
+            for src in (d.get("_parameters", {}), d.get("_buffers", {}), d):
+                for v in src.values():
+                    if isinstance(v, _C.TensorBase):
+                        fixed.setdefault(_meta(v)[0], v)
+        ids = list(arg_ids)
+        if len(set(ids)) != len(ids) or any(i in fixed for i in ids):
+            raise _NotSteady("an argument is passed twice or is a parameter")
+        what = "argument, parameter, buffer or tensor attribute of the module, or made in the call"
+        tmpl, slot = _template(ids + list(fixed), obs.log, what)
+        used = {s for op in tmpl["ops"] for s in op[2] + op[3] if 0 <= s < tmpl["nbound"]}
+        leaves, leaf_of = [], {}
+        outspec = _outspec(obs.out, slot, leaves, leaf_of)
+        used.update(s for s in leaves if s < tmpl["nbound"])
+        fixed_ids = [i for k, i in enumerate(fixed) if len(ids) + k in used]
+        tmpl, slot = _template(ids + fixed_ids, obs.log, what)  # only what the template reads
+        leaves, leaf_of = [], {}
+        outspec = _outspec(obs.out, slot, leaves, leaf_of)
+        tmpl["c"] = (tmpl["nslots"], tuple((li, mode, inn, oo, (-1,) * na) for li, mode, inn, oo, _, na in tmpl["ops"]),
+                     tuple(tmpl["consts"]))
+        bound = list(_flat_tensors(args)) + [fixed[i] for i in fixed_ids]
+        metas = tuple(tuple(_meta(t)[1:]) + (bool(t.requires_grad),) for t in bound)
+        guards, dicts, classes = self._mguards(m, obs, called)
+        plan = (r.name, grad, classes, tuple(guards), tuple(dicts), argspec, len(ids),
+                tuple(fixed[i] for i in fixed_ids), metas, outspec, tuple(leaves))
+        return tmpl, plan
+
+    def _mguards(self, m, obs, called):
+        """The flat guard array: (kind, dict row, key, value, items) over the dicts."""
+        dicts, drow, guards = [], {}, []
+
+        def add(d, key, kind=None, val=None):
+            if id(d) not in drow:
+                drow[id(d)] = len(dicts)
+                dicts.append(d)
+            if kind is None:
+                v = d.get(key, _MISSING)
+                if v is _MISSING:
+                    guards.append((_G_ABSENT, drow[id(d)], key, None, None))
+                    return
+                kind, val = _guard_kind(v), v
+            items = None
+            if kind == _G_CONTENT:
+                items = tuple(val) if isinstance(val, list) else tuple(x for kv in val.items() for x in kv)
+            guards.append((kind, drow[id(d)], key, val, items))
+
+        names = {"forward"}
+        for code in obs.codes:
+            names.update(n for n, _ in self.scan(code).attrs)
+        classes = [type(m)]
+        for mm, _ in called.values():
+            if type(mm) not in classes:
+                classes.append(type(mm))
+            d = mm.__dict__
+            subs = [d[k] for k in ("_parameters", "_buffers", "_modules") if isinstance(d.get(k), dict)]
+            for name in sorted(names):
+                if not isinstance(name, str):
+                    continue
+                add(d, name)
+                for sd in subs:
+                    if name in sd:
+                        add(sd, name)
+        seen = set()
+        for code, g in obs.codes.items():
+            s = self.scan(code)
+            attrs = {n for n, _ in s.attrs}
+            for name in sorted(s.globals):
+                if (id(g), name) in seen:
+                    continue
+                seen.add((id(g), name))
+                v = g.get(name, _MISSING)
+                add(g, name)
+                if v is _MISSING:
+                    b = g.get("__builtins__")
+                    b = b if isinstance(b, dict) else getattr(b, "__dict__", {})
+                    add(b, name)
+                elif type(v) is type(sys):  # an imported module: the names the code reads from it
+                    md = v.__dict__
+                    for a in sorted(attrs):
+                        if a in md and (id(md), a) not in seen:
+                            seen.add((id(md), a))
+                            add(md, a)
+        return guards, dicts, tuple(classes)
 
     def scan(self, code):
         s = self._scans.get(code)
@@ -314,14 +601,19 @@ class Regions:
                                    f"+= 1 is followed)")
         return any_user
 
-    def _check_call(self, f, code, line):
+    def _check_call(self, f, code, line, module=False):
         user = _is_user(code)
         owner = getattr(f, "__self__", None)
         name = getattr(f, "__name__", "?")
         mod = getattr(f, "__module__", None) or getattr(owner, "__name__", None)
+        if module and (name in _IMPURE_C or (owner is _C or mod in ("janus._C", "_C")) and name not in _PURE_C):
+            # under grad mode more of _C has effects a template would lose (autograd state, devices)
+            raise _Refused(f"calls {name} at {_site(code, line)} (state a template does not reproduce)")
         if isinstance(owner, _C.TensorBase) or mod in ("math", "janus._C", "_C"):
             return
         if owner is _C or (type(owner).__name__ == "module" and getattr(owner, "__name__", "") in ("math", "janus._C")):
+            return
+        if owner is tuple and name == "__new__":  # a namedtuple made
             return
         if mod == "builtins" and (owner is None or type(owner).__name__ == "module"):
             if name in (_PURE_USER if user else _PURE):
@@ -334,42 +626,7 @@ class Regions:
     # ----------------------------------------------------------- template
     def _template(self, opt, obs):
         """Slots: the bound tensors (ids before the call), then each new output."""
-        slot = {tid: k for k, tid in enumerate(obs.before["ids"])}
-        nbound = len(slot)
-        ops, consts, cidx, key = [], [], {}, []
-        for li, (name, inplace, ins, scal, outs, attrs) in enumerate(obs.log):
-            inn = []
-            for tid, sc in zip(ins, scal):
-                if tid in slot:
-                    inn.append(slot[tid])
-                elif sc is not None:
-                    ck = (sc[0].hex(), sc[1])  # -0.0 is not 0.0
-                    if ck not in cidx:
-                        cidx[ck] = len(consts)
-                        consts.append(sc)
-                    inn.append(-1 - cidx[ck])
-                else:
-                    raise _Refused(f"op {li} ({name}) reads a tensor that is not a parameter, gradient, optimizer "
-                                   f"state or made in the call (a global or attribute tensor)")
-            if inplace:
-                if any(o not in slot for o in outs):
-                    raise _Refused(f"op {li} ({name}) writes a tensor it was not given")
-                mode, oo = 1, [slot[o] for o in outs]
-            elif outs[0] in slot:
-                if len(outs) != 1:
-                    raise _Refused(f"op {li} ({name}) writes several existing tensors")
-                mode, oo = 2, [slot[outs[0]]]
-            else:
-                mode, oo = 0, []
-                for o in outs:
-                    slot[o] = len(slot)
-                    oo.append(slot[o])
-            fl = tuple((ai, n, v) for ai, (n, kind, v) in enumerate(attrs) if kind == "f")
-            other = tuple(a for a in attrs if a[1] != "f")
-            ops.append((li, mode, tuple(inn), tuple(oo), fl, len(attrs)))
-            key.append((name, mode, tuple(inn), tuple(oo), other))
-        return {"ops": ops, "consts": consts, "key": key, "nslots": len(slot), "nbound": nbound,
-                "names": {o[0] for o in key}}
+        return _template(obs.before["ids"], obs.log, "parameter, gradient, optimizer state or made in the call")[0]
 
     def _same(self, t1, t2):
         if t1["key"] != t2["key"] or t1["nbound"] != t2["nbound"]:
@@ -481,6 +738,202 @@ class Regions:
             if name not in seen:
                 attrs.append((name, d[name]))
         return tuple(attrs), tuple(globs)
+
+
+def _template(ids, log, what):
+    """The template over slots: the bound tensors (ids, in order), then each new output;
+    returns it and the slot of every tensor id it saw."""
+    slot = {}
+    for tid in ids:
+        slot.setdefault(tid, len(slot))
+    nbound = len(slot)
+    ops, consts, cidx, key = [], [], {}, []
+    for li, (name, inplace, grad, ins, scal, outs, attrs) in enumerate(log):
+        inn = []
+        for tid, sc in zip(ins, scal):
+            if tid in slot:
+                inn.append(slot[tid])
+            elif sc is not None:
+                ck = (sc[0].hex(), sc[1])  # -0.0 is not 0.0
+                if ck not in cidx:
+                    cidx[ck] = len(consts)
+                    consts.append(sc)
+                inn.append(-1 - cidx[ck])
+            else:
+                raise _Refused(f"op {li} ({name}) reads a tensor that is not a {what} (a global or attribute "
+                               f"tensor)")
+        if inplace:
+            if any(o not in slot for o in outs):
+                raise _Refused(f"op {li} ({name}) writes a tensor it was not given")
+            mode, oo = 1, [slot[o] for o in outs]
+        elif outs[0] in slot:
+            if len(outs) != 1:
+                raise _Refused(f"op {li} ({name}) writes several existing tensors")
+            mode, oo = 2, [slot[outs[0]]]
+        else:
+            mode, oo = 0, []
+            for o in outs:
+                slot[o] = len(slot)
+                oo.append(slot[o])
+        fl = tuple((ai, n, v) for ai, (n, kind, v) in enumerate(attrs) if kind == "f")
+        # a random op's seed and offset are filled by the dispatcher from the generator
+        other = tuple(a for a in attrs if a[1] != "f" and not (a[0] in ("seed", "offset") and a[1] == "i"))
+        ops.append((li, mode, tuple(inn), tuple(oo), fl, len(attrs)))
+        key.append((name, mode, grad, tuple(inn), tuple(oo), other))
+    return {"ops": ops, "consts": consts, "key": key, "nslots": len(slot), "nbound": nbound,
+            "names": {o[0] for o in key}}, slot
+
+
+def _observe(fn, regions, called):
+    """Run fn observed: the op log, sync count, code objects run and builtins called;
+    module calls inside run their Python and are added to `called`."""
+    class O:
+        pass
+    o = O()
+    o.codes, o.calls = {}, []
+    profile = sys.getprofile()
+
+    def prof(frame, event, arg):
+        if event == "call":
+            o.codes.setdefault(frame.f_code, frame.f_globals)
+        elif event == "c_call":
+            o.calls.append((arg, frame.f_code, frame.f_lineno))
+
+    regions._observing = called
+    _C._rp_region_observe(True)
+    sys.setprofile(prof)
+    try:
+        o.out = fn()
+    finally:
+        sys.setprofile(profile)
+        _C._rp_region_observe(False)
+        regions._observing = None
+    o.nsync, o.log = _C._rp_region_log()
+    # this function's own frames (the lambda, setprofile) are no part of the region
+    o.codes.pop(fn.__code__, None)
+    o.calls = [c for c in o.calls if c[1] is not _observe.__code__]
+    return o
+
+
+def _base_zero_grad():
+    from .optim.optimizer import Optimizer
+    return Optimizer.zero_grad
+
+
+def _outliving(called, obs, args):
+    """ids of the containers a module call can reach that outlive it: its modules'
+    attributes (and their items), the globals its code reads, its arguments."""
+    pre = set()
+
+    def add(v, depth=0):
+        if isinstance(v, (list, dict, set)) and id(v) not in pre:
+            pre.add(id(v))
+            if depth < 2:
+                for x in (v.values() if isinstance(v, dict) else v):
+                    add(x, depth + 1)
+        elif isinstance(v, tuple) and depth < 2:
+            for x in v:
+                add(x, depth + 1)
+
+    for mm, _ in called.values():
+        for v in mm.__dict__.values():
+            add(v)
+    for code, g in obs.codes.items():
+        for n in code.co_names:
+            if n in g:
+                add(g[n])
+    for a in args:
+        add(a)
+    return pre
+
+
+_JANUS_DENY = frozenset("print input open setattr delattr exec eval __import__ seed setstate write flush".split())
+
+
+def _check_janus_call(f, code, line):
+    """janus's own code is trusted like its bytecode, bar effects no template reproduces."""
+    name = getattr(f, "__name__", "?")
+    owner = getattr(f, "__self__", None)
+    mod = getattr(f, "__module__", None) or getattr(owner, "__name__", None) or ""
+    if (name in _JANUS_DENY or name in _IMPURE_C or mod.split(".")[0] in ("random", "time", "os", "sys", "numpy", "io")
+            or type(owner).__module__ in ("random", "numpy")
+            or ((owner is _C or mod in ("janus._C", "_C")) and name not in _PURE_C)):
+        raise _Refused(f"calls {getattr(f, '__qualname__', name)} at {_site(code, line)} (an effect or state a "
+                       f"template does not reproduce)")
+
+
+def _msnap(m):
+    """What a module call may not change: its dict's entries and its parameters,
+    buffers and children, by identity."""
+    d = m.__dict__
+    return (tuple((k, id(v)) for k, v in d.items()),) + tuple(
+        tuple((k, id(v)) for k, v in d[k2].items()) if isinstance(d.get(k2), dict) else ()
+        for k2 in ("_parameters", "_buffers", "_modules"))
+
+
+def _snap_diff(a, b):
+    for part, (x, y) in zip(("attribute", "parameter", "buffer", "submodule"), zip(a, b)):
+        if x != y:
+            dx, dy = dict(x), dict(y)
+            for k in list(dx) + list(dy):
+                if dx.get(k) != dy.get(k):
+                    return f"{part} {k}"
+    return "its attributes"
+
+
+def _guard_kind(v):
+    if type(v) in (int, float, bool, str, bytes, type(None), complex):
+        return _G_EQ
+    if isinstance(v, (list, dict)):
+        return _G_CONTENT
+    return _G_IS
+
+
+def _module_attr(g, names, name):
+    """Whether `name` is an attribute of a module among the globals `names` the code
+    reads (guarded by Regions._mguards)."""
+    return any(type(v) is type(sys) and name in v.__dict__ for v in (g.get(n) for n in names))
+
+
+def _argspec(a, ids):
+    """An argument's spec (csrc/region_py.c): a tensor is its slot, a number or None its
+    value, a tuple or list its items'."""
+    if isinstance(a, _C.TensorBase):
+        ids.append(_meta(a)[0])
+        return len(ids) - 1
+    if type(a) in (int, float, bool, str, type(None)):
+        return (0, a)
+    if type(a) in (tuple, list):
+        return (1, type(a), tuple(_argspec(x, ids) for x in a))
+    raise _Refused(f"an argument is a {type(a).__name__} (tensors, numbers, None, tuples and lists are bound)")
+
+
+def _flat_tensors(a):
+    if isinstance(a, _C.TensorBase):
+        yield a
+    elif type(a) in (tuple, list):
+        for x in a:
+            yield from _flat_tensors(x)
+
+
+def _outspec(out, slot, leaves, leaf_of):
+    """The output's spec (csrc/region_py.c): a tensor is its leaf, None a constant, a
+    tuple, list, namedtuple or dict its items'."""
+    if isinstance(out, _C.TensorBase):
+        tid = _meta(out)[0]
+        if tid not in slot:
+            raise _Refused("returns a tensor that is neither an argument, a parameter or buffer, nor made in the call")
+        if tid not in leaf_of:
+            leaf_of[tid] = len(leaves)
+            leaves.append(slot[tid])
+        return leaf_of[tid]
+    if out is None:
+        return (0, None)
+    if type(out) in (tuple, list) or (isinstance(out, tuple) and hasattr(type(out), "_fields")):
+        return (1, type(out), tuple(_outspec(x, slot, leaves, leaf_of) for x in out))
+    if type(out) is dict or type(out).__name__ == "OrderedDict":
+        return (2, type(out), tuple(out), tuple(_outspec(x, slot, leaves, leaf_of) for x in out.values()))
+    raise _Refused(f"returns a {type(out).__name__} (tensors, None, tuples, lists, namedtuples and dicts are rebuilt)")
 
 
 def _state_value(items, key):

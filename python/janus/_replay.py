@@ -163,7 +163,11 @@ def start(db, run=0, strict=None, speculate=None):
     janus._step_hook = _step_hook
     if _C._setting_value("JANUS_REPLAY_REGIONS"):
         from ._region import Regions
-        janus._region_step = Regions().step
+        regions = Regions()
+        janus._region_step = regions.step
+        janus._region_module = regions.module
+        janus._region_zero_grad = regions.zero_grad
+        janus._region_function = regions.function
     atexit.register(stop)
     return True
 
@@ -179,6 +183,9 @@ def stop(quiet=None):
     if getattr(janus, "_step_hook", None) is _step_hook:
         janus._step_hook = None
     janus._region_step = None
+    janus._region_module = None
+    janus._region_zero_grad = None
+    janus._region_function = None
     _C._rp_stop(not (_quiet if quiet is None else quiet))
 
 

@@ -1,7 +1,8 @@
 /* region_py.c -- janus._C's side of regions whose Python is skipped
  * (replay/jn_region.h, janus/_region.py).
  *
- * janus/_region.py proves a region (an optimizer's step) replaceable from
+ * Module regions (a Module.__call__) and Optimizer.zero_grad are further
+ * down.  janus/_region.py proves a region (an optimizer's step) replaceable from
  * observed calls and hands over a plan: what the call's Python reads (the
  * optimizer's class and its version tag, the step function's code, the
  * instance attributes and globals the bytecode reads, every param group's
@@ -22,6 +23,7 @@
 #include "jn_py.h"
 #include "jn_region.h"
 #include "jn_replay.h"
+#include "jn_runtime.h"
 
 enum { K_PARAMS = 0, K_VAL = 1, K_EQ = 2, K_TENSOR = 3, K_COUNTER = 4 };
 
@@ -132,6 +134,51 @@ static int parse_ints(PyObject *t, int64_t *v, int n) {
     return 0;
 }
 
+/* Register the template (nslots, ops, consts) of region `name` with nb
+ * bound slots; ops are (log index, mode, ins, outs, avals) over the
+ * observation log that is still current.  Its id, or -1 with an exception. */
+static int add_template(const char *name, PyObject *tmpl, int nb, int nvals) {
+    int nslots;
+    PyObject *ops, *consts;
+    if (!PyTuple_Check(tmpl) || !PyArg_ParseTuple(tmpl, "iO!O!", &nslots, &PyTuple_Type, &ops, &PyTuple_Type, &consts)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "region template: a tuple");
+        return -1;
+    }
+    int64_t nlog, nsync;
+    const jn_rp_region_event *log = jn_rp_region_log(jn_py_replay, &nlog, &nsync);
+    Py_ssize_t nops = PyTuple_GET_SIZE(ops), nc = PyTuple_GET_SIZE(consts);
+    jn_rp_region_op *to = zalloc(nops, sizeof *to);
+    jn_rp_region_const *tc = zalloc(nc, sizeof *tc);
+    int ok = to && tc, id = -1;
+    for (Py_ssize_t k = 0; ok && k < nops; k++) {
+        long long li;
+        PyObject *ins, *outs, *avals;
+        jn_rp_region_op *o = &to[k];
+        ok = PyArg_ParseTuple(PyTuple_GET_ITEM(ops, k), "LiO!O!O!", &li, &o->mode, &PyTuple_Type, &ins, &PyTuple_Type,
+                              &outs, &PyTuple_Type, &avals);
+        if (ok && (li < 0 || li >= nlog)) ok = (PyErr_SetString(PyExc_ValueError, "region template: log index"), 0);
+        if (!ok) break;
+        const jn_rp_region_event *e = &log[li];
+        o->op = e->op, o->a = e->a, o->grad = (int8_t)e->grad;
+        o->nin = (int)PyTuple_GET_SIZE(ins), o->nout = (int)PyTuple_GET_SIZE(outs);
+        int na = jn_op_info(e->op)->nattrs;
+        if (o->nin != e->nin || o->nout != e->nout || PyTuple_GET_SIZE(avals) != na) {
+            ok = (PyErr_SetString(PyExc_ValueError, "region template: arity differs from the log"), 0);
+            break;
+        }
+        for (int i = 0; i < o->nin; i++) o->in[i] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(ins, i));
+        for (int q = 0; q < o->nout; q++) o->out[q] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(outs, q));
+        for (int j = 0; j < na; j++) o->aval[j] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(avals, j));
+        if (PyErr_Occurred()) ok = 0;
+    }
+    for (Py_ssize_t k = 0; ok && k < nc; k++)
+        ok = PyArg_ParseTuple(PyTuple_GET_ITEM(consts, k), "di", &tc[k].v, &tc[k].dtype);
+    if (ok && (id = jn_rp_region_add(jn_py_replay, name, nb, nslots, nvals, to, (int)nops, tc, (int)nc)) < 0)
+        PyErr_Format(PyExc_ValueError, "%s", jn_errmsg());
+    PyMem_Free(to), PyMem_Free(tc);
+    return ok ? id : -1;
+}
+
 /* _rp_region_new(plan, template) -> capsule.  See janus/_region.py for the layout. */
 static PyObject *py_rg_new(PyObject *self, PyObject *args) {
     (void)self;
@@ -240,45 +287,7 @@ static PyObject *py_rg_new(PyObject *self, PyObject *args) {
         !(P->cnt_key = zalloc(ncnt, sizeof(PyObject *))))
         goto fail;
 
-    /* the template: (nslots, ops, consts), ops (log index, mode, ins, outs, avals) over the current log */
-    int nslots;
-    PyObject *ops, *consts;
-    if (!PyArg_ParseTuple(tmpl, "iO!O!", &nslots, &PyTuple_Type, &ops, &PyTuple_Type, &consts)) goto fail;
-    int64_t nlog, nsync;
-    const jn_rp_region_event *log = jn_rp_region_log(jn_py_replay, &nlog, &nsync);
-    Py_ssize_t nops = PyTuple_GET_SIZE(ops), nc = PyTuple_GET_SIZE(consts);
-    jn_rp_region_op *to = zalloc(nops, sizeof *to);
-    jn_rp_region_const *tc = zalloc(nc, sizeof *tc);
-    int ok = to && tc;
-    for (Py_ssize_t k = 0; ok && k < nops; k++) {
-        long long li;
-        PyObject *ins, *outs, *avals;
-        jn_rp_region_op *o = &to[k];
-        ok = PyArg_ParseTuple(PyTuple_GET_ITEM(ops, k), "LiO!O!O!", &li, &o->mode, &PyTuple_Type, &ins, &PyTuple_Type,
-                              &outs, &PyTuple_Type, &avals);
-        if (ok && (li < 0 || li >= nlog)) ok = (PyErr_SetString(PyExc_ValueError, "region template: log index"), 0);
-        if (!ok) break;
-        const jn_rp_region_event *e = &log[li];
-        o->op = e->op, o->a = e->a;
-        o->nin = (int)PyTuple_GET_SIZE(ins), o->nout = (int)PyTuple_GET_SIZE(outs);
-        int na = jn_op_info(e->op)->nattrs;
-        if (o->nin != e->nin || o->nout != e->nout || PyTuple_GET_SIZE(avals) != na) {
-            ok = (PyErr_SetString(PyExc_ValueError, "region template: arity differs from the log"), 0);
-            break;
-        }
-        for (int i = 0; i < o->nin; i++) o->in[i] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(ins, i));
-        for (int q = 0; q < o->nout; q++) o->out[q] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(outs, q));
-        for (int j = 0; j < na; j++) o->aval[j] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(avals, j));
-        if (PyErr_Occurred()) ok = 0;
-    }
-    for (Py_ssize_t k = 0; ok && k < nc; k++)
-        ok = PyArg_ParseTuple(PyTuple_GET_ITEM(consts, k), "di", &tc[k].v, &tc[k].dtype);
-    if (ok) {
-        P->id = jn_rp_region_add(jn_py_replay, name, nb, nslots, nvals, to, (int)nops, tc, (int)nc);
-        if (P->id < 0) ok = (PyErr_Format(PyExc_ValueError, "%s", jn_errmsg()), 0);
-    }
-    PyMem_Free(to), PyMem_Free(tc);
-    if (!ok) goto fail;
+    if ((P->id = add_template(name, tmpl, nb, nvals)) < 0) goto fail;
     PyObject *cap = PyCapsule_New(P, "janus.region", capsule_free);
     if (!cap) plan_free(P);
     return cap;
@@ -435,7 +444,7 @@ static PyObject *py_rg_call(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
         Py_DECREF(nv);
     }
-    jn_status s = jn_rp_region_run(jn_py_replay, P->id, P->bound, P->vals, -1, NULL);
+    jn_status s = jn_rp_region_run(jn_py_replay, P->id, P->bound, P->vals, 0, NULL, NULL);
     if (s) return jn_py_raise(s);
     Py_RETURN_TRUE;
 }
@@ -460,7 +469,7 @@ static PyObject *py_rg_observe(PyObject *self, PyObject *on) {
     Py_RETURN_NONE;
 }
 
-/* _rp_region_log() -> (nsync, [(op name, inplace, in ids, in scalars, out ids, attrs)]):
+/* _rp_region_log() -> (nsync, [(op name, inplace, grad mode, in ids, in scalars, out ids, attrs)]):
  * in scalars: per input None or (value, dtype code) for a wrapped number;
  * attrs: (name, kind, value) in schema order (jn_attr_kind as a letter). */
 static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
@@ -498,7 +507,9 @@ static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
             else PyTuple_SET_ITEM(at, j, v);
         }
         if (ok && PyErr_Occurred()) ok = 0;
-        PyObject *row = ok ? Py_BuildValue("(siOOOO)", oi->name, (oi->flags & JN_F_INPLACE) != 0, ins, sc, outs, at) : NULL;
+        PyObject *row = ok ? Py_BuildValue("(siiOOOO)", oi->name, (oi->flags & JN_F_INPLACE) != 0, (int)e->grad, ins, sc,
+                                           outs, at)
+                           : NULL;
         Py_XDECREF(ins), Py_XDECREF(sc), Py_XDECREF(outs), Py_XDECREF(at);
         if (!row) {
             Py_DECREF(list);
@@ -536,7 +547,9 @@ static PyObject *py_rg_note(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* _rp_region_stats() -> dict (None: no replay). */
+/* _rp_region_stats() -> dict (None: no replay): calls, replaced, regions, replaceable,
+ * refused, reasons [("<region>: <why>", count)] most frequent first, per_region
+ * [(name, calls, replaced, refused)]. */
 static PyObject *py_rg_stats(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     if (!jn_py_replay) Py_RETURN_NONE;
@@ -555,8 +568,526 @@ static PyObject *py_rg_stats(PyObject *self, PyObject *unused) {
         }
         Py_DECREF(t);
     }
-    return Py_BuildValue("{sLsLsisisisN}", "calls", (long long)st.calls, "replaced", (long long)st.replaced, "regions",
-                         st.nregions, "replaceable", st.nreplaceable, "refused", st.nrefused, "reasons", why);
+    PyObject *per = PyList_New(0);
+    if (!per) {
+        Py_DECREF(why);
+        return NULL;
+    }
+    int64_t calls, replaced;
+    int refused;
+    for (int i = 0; (w = jn_rp_region_info(jn_py_replay, i, &calls, &replaced, &refused)); i++) {
+        PyObject *t = Py_BuildValue("(sLLO)", w, (long long)calls, (long long)replaced, refused ? Py_True : Py_False);
+        if (!t || PyList_Append(per, t)) {
+            Py_XDECREF(t);
+            Py_DECREF(why), Py_DECREF(per);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return Py_BuildValue("{sLsLsisisisNsN}", "calls", (long long)st.calls, "replaced", (long long)st.replaced, "regions",
+                         st.nregions, "replaceable", st.nreplaceable, "refused", st.nrefused, "reasons", why,
+                         "per_region", per);
+}
+
+
+/* ------------------------------------------------------------------------
+ * Module regions: a Module.__call__ (janus/_region.py, Regions.module).
+ * The plan's entry guards are one flat array over dicts: an entry of a
+ * module's instance dict, of its _parameters / _buffers / _modules, of a
+ * module's globals or of an imported module the bytecode reads from, each
+ * held by identity (G_IS), by value (G_EQ: numbers, strings), by identity
+ * and content (G_CONTENT: a list or dict whose length or items decide a
+ * loop), or absent (G_ABSENT: an instance attribute that would shadow the
+ * class's, a patched forward).  On 3.11 a dict whose PEP 509 version is the
+ * one seen when all its guards last held is skipped whole (contents are
+ * always checked).  Then the classes' version tags, grad mode and
+ * autocast, and per call the arguments against their spec: a tensor binds
+ * a slot (dtype, device, shape, strides, requires_grad checked), a number
+ * or None must be equal, a tuple or list recurses.  Nothing is written
+ * before all hold; the template then runs with grad mode as observed per
+ * op (autograd recorded by jn_dispatch as eagerly) and the output is
+ * rebuilt from its spec. */
+enum { G_IS = 0, G_EQ = 1, G_CONTENT = 2, G_ABSENT = 3 };
+
+typedef struct {
+    PyObject *dict, *key, *val; /* val: NULL for G_ABSENT */
+    PyObject *items;            /* G_CONTENT: a list's items / a dict's (key, value) pairs, as a tuple */
+    int kind, grp;              /* grp: the dict's row (version skip) */
+} mg_guard;
+
+typedef struct {
+    int dtype, device, ndim, rg;
+    int64_t shape[JN_MAX_DIMS], strides[JN_MAX_DIMS];
+} mg_meta;
+
+typedef struct {
+    int id;
+    char *name;
+    int grad, autocast;
+    int ncls;
+    PyTypeObject **cls;
+    unsigned int *tag;
+    int ng, nd;
+    mg_guard *g;
+    PyObject **dicts;
+    uint64_t *dver;
+    int *skip;
+    PyObject *argspec, *outspec;
+    int nargs, nargt, nfixed, nbound, nleaf;
+    PyObject **fixed;
+    mg_meta *meta;
+    int32_t *leaf;
+    jn_tensor **bound, **ret;
+    PyObject **boundobj, **leafobj;
+} mg_plan;
+
+static void mplan_free(mg_plan *P) {
+    if (!P) return;
+    PyMem_Free(P->name);
+    for (int i = 0; P->cls && i < P->ncls; i++) Py_XDECREF(P->cls[i]);
+    for (int i = 0; P->g && i < P->ng; i++)
+        Py_XDECREF(P->g[i].dict), Py_XDECREF(P->g[i].key), Py_XDECREF(P->g[i].val), Py_XDECREF(P->g[i].items);
+    for (int i = 0; P->dicts && i < P->nd; i++) Py_XDECREF(P->dicts[i]);
+    for (int i = 0; P->fixed && i < P->nfixed; i++) Py_XDECREF(P->fixed[i]);
+    Py_XDECREF(P->argspec), Py_XDECREF(P->outspec);
+    PyMem_Free(P->cls), PyMem_Free(P->tag), PyMem_Free(P->g), PyMem_Free(P->dicts), PyMem_Free(P->dver);
+    PyMem_Free(P->skip), PyMem_Free(P->fixed), PyMem_Free(P->meta), PyMem_Free(P->leaf), PyMem_Free(P->bound);
+    PyMem_Free(P->ret), PyMem_Free(P->boundobj), PyMem_Free(P->leafobj);
+    PyMem_Free(P);
+}
+
+static void mcapsule_free(PyObject *cap) { mplan_free(PyCapsule_GetPointer(cap, "janus.mregion")); }
+
+static int parse_meta(PyObject *t, mg_meta *m) {
+    PyObject *shape, *strides;
+    if (!PyArg_ParseTuple(t, "iiO!O!p", &m->dtype, &m->device, &PyTuple_Type, &shape, &PyTuple_Type, &strides, &m->rg))
+        return -1;
+    m->ndim = (int)PyTuple_GET_SIZE(shape);
+    if (m->ndim > JN_MAX_DIMS || parse_ints(shape, m->shape, m->ndim) || parse_ints(strides, m->strides, m->ndim)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "region plan: too many dims");
+        return -1;
+    }
+    return 0;
+}
+
+/* A spec of arguments (ints: slots < nslot) or of the output (ints: leaves < nslot):
+ * int | (0, value) | (1, type, (specs)) | (2, type, keys, (specs)) (output only). */
+static int spec_ok(PyObject *spec, int nslot, int out) {
+    if (PyLong_CheckExact(spec)) {
+        long k = PyLong_AsLong(spec);
+        return k >= 0 && k < nslot;
+    }
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 2) return 0;
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 0));
+    if (kind == 0) return PyTuple_GET_SIZE(spec) == 2;
+    Py_ssize_t n = PyTuple_GET_SIZE(spec);
+    if (!PyType_Check(PyTuple_GET_ITEM(spec, 1)) || !(kind == 1 ? n == 3 : kind == 2 && out && n == 4)) return 0;
+    PyObject *sub = PyTuple_GET_ITEM(spec, n - 1);
+    if (!PyTuple_Check(sub) || (kind == 2 && (!PyTuple_Check(PyTuple_GET_ITEM(spec, 2)) ||
+                                              PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 2)) != PyTuple_GET_SIZE(sub))))
+        return 0;
+    if (!out && PyTuple_GET_ITEM(spec, 1) != (PyObject *)&PyTuple_Type && PyTuple_GET_ITEM(spec, 1) != (PyObject *)&PyList_Type)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(sub); i++)
+        if (!spec_ok(PyTuple_GET_ITEM(sub, i), nslot, out)) return 0;
+    return 1;
+}
+
+/* _rp_module_new(plan, template) -> capsule.  plan: (name, grad, classes, guards,
+ * dicts, argspec, nargt, fixed, metas, outspec, leaves); see janus/_region.py. */
+static PyObject *py_mg_new(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *plan, *tmpl;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &plan, &PyTuple_Type, &tmpl)) return NULL;
+    if (!jn_py_replay) return PyErr_Format(PyExc_RuntimeError, "no replay runs in this process");
+    const char *name;
+    int grad, nargt;
+    PyObject *classes, *guards, *dicts, *argspec, *fixed, *metas, *outspec, *leaves;
+    if (!PyArg_ParseTuple(plan, "spO!O!O!O!iO!O!OO!", &name, &grad, &PyTuple_Type, &classes, &PyTuple_Type, &guards,
+                          &PyTuple_Type, &dicts, &PyTuple_Type, &argspec, &nargt, &PyTuple_Type, &fixed, &PyTuple_Type,
+                          &metas, &outspec, &PyTuple_Type, &leaves))
+        return NULL;
+    mg_plan *P = PyMem_Calloc(1, sizeof *P);
+    if (!P) return PyErr_NoMemory();
+    P->id = -1;
+    size_t ln = strlen(name) + 1;
+    if (!(P->name = PyMem_Malloc(ln))) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memcpy(P->name, name, ln);
+    P->grad = grad, P->autocast = jn_autocast_active();
+    P->ncls = (int)PyTuple_GET_SIZE(classes);
+    if (!(P->cls = zalloc(P->ncls, sizeof *P->cls)) || !(P->tag = zalloc(P->ncls, sizeof *P->tag))) goto fail;
+    for (int i = 0; i < P->ncls; i++) {
+        PyObject *c = PyTuple_GET_ITEM(classes, i);
+        if (!PyType_Check(c)) {
+            PyErr_SetString(PyExc_TypeError, "region plan: a class");
+            goto fail;
+        }
+        PyObject *probe = PyObject_GetAttrString(c, "__call__"); /* gives the class a valid version tag */
+        if (!probe) goto fail;
+        Py_DECREF(probe);
+        P->cls[i] = (PyTypeObject *)Py_NewRef(c);
+        P->tag[i] = P->cls[i]->tp_version_tag;
+    }
+    P->nd = (int)PyTuple_GET_SIZE(dicts);
+    if (!(P->dicts = zalloc(P->nd, sizeof *P->dicts)) || !(P->dver = zalloc(P->nd, sizeof *P->dver)) ||
+        !(P->skip = zalloc(P->nd, sizeof *P->skip)))
+        goto fail;
+    for (int i = 0; i < P->nd; i++) {
+        PyObject *d = PyTuple_GET_ITEM(dicts, i);
+        if (!PyDict_Check(d)) {
+            PyErr_SetString(PyExc_TypeError, "region plan: a guarded dict");
+            goto fail;
+        }
+        P->dicts[i] = Py_NewRef(d);
+    }
+    P->ng = (int)PyTuple_GET_SIZE(guards);
+    if (!(P->g = zalloc(P->ng, sizeof *P->g))) goto fail;
+    for (int i = 0; i < P->ng; i++) {
+        mg_guard *g = &P->g[i];
+        PyObject *k, *v, *items;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(guards, i), "iiOOO", &g->kind, &g->grp, &k, &v, &items)) goto fail;
+        if (g->kind < G_IS || g->kind > G_ABSENT || g->grp < 0 || g->grp >= P->nd ||
+            (g->kind == G_CONTENT && !PyTuple_Check(items))) {
+            PyErr_SetString(PyExc_ValueError, "region plan: a guard's kind, dict or content");
+            goto fail;
+        }
+        g->dict = Py_NewRef(P->dicts[g->grp]), g->key = Py_NewRef(k);
+        g->val = g->kind == G_ABSENT ? NULL : Py_NewRef(v);
+        g->items = g->kind == G_CONTENT ? Py_NewRef(items) : NULL;
+    }
+    P->argspec = Py_NewRef(argspec), P->outspec = Py_NewRef(outspec);
+    P->nargs = (int)PyTuple_GET_SIZE(argspec);
+    P->nfixed = (int)PyTuple_GET_SIZE(fixed);
+    P->nargt = nargt, P->nbound = nargt + P->nfixed;
+    if (nargt < 0 || PyTuple_GET_SIZE(metas) != P->nbound) {
+        PyErr_SetString(PyExc_ValueError, "region plan: the metadata do not cover the bound tensors");
+        goto fail;
+    }
+    if (!(P->fixed = zalloc(P->nfixed, sizeof *P->fixed)) || !(P->meta = zalloc(P->nbound, sizeof *P->meta)) ||
+        !(P->bound = zalloc(P->nbound, sizeof *P->bound)) || !(P->boundobj = zalloc(P->nbound, sizeof *P->boundobj)))
+        goto fail;
+    for (int i = 0; i < P->nfixed; i++) {
+        PyObject *t = PyTuple_GET_ITEM(fixed, i);
+        if (!JnTensor_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "region plan: a bound tensor");
+            goto fail;
+        }
+        P->fixed[i] = Py_NewRef(t);
+    }
+    for (int i = 0; i < P->nbound; i++)
+        if (parse_meta(PyTuple_GET_ITEM(metas, i), &P->meta[i])) goto fail;
+    P->nleaf = (int)PyTuple_GET_SIZE(leaves);
+    if (!(P->leaf = zalloc(P->nleaf, sizeof *P->leaf)) || !(P->ret = zalloc(P->nleaf, sizeof *P->ret)) ||
+        !(P->leafobj = zalloc(P->nleaf, sizeof *P->leafobj)))
+        goto fail;
+    for (int i = 0; i < P->nleaf; i++) {
+        P->leaf[i] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(leaves, i));
+        if (PyErr_Occurred()) goto fail;
+    }
+    int specs_ok = spec_ok(outspec, P->nleaf, 1);
+    for (int i = 0; i < P->nargs && specs_ok; i++) specs_ok = spec_ok(PyTuple_GET_ITEM(argspec, i), nargt, 0);
+    if (PyErr_Occurred()) goto fail;
+    if (!specs_ok) {
+        PyErr_SetString(PyExc_ValueError, "region plan: an argument or output spec (a slot or leaf out of range)");
+        goto fail;
+    }
+    if ((P->id = add_template(name, tmpl, P->nbound, 0)) < 0) goto fail;
+    PyObject *cap = PyCapsule_New(P, "janus.mregion", mcapsule_free);
+    if (!cap) mplan_free(P);
+    return cap;
+fail:
+    mplan_free(P);
+    return NULL;
+}
+
+static int mmeta_ok(const mg_meta *m, const jn_tensor *t) {
+    if ((int)t->dtype != m->dtype || t->ndim != m->ndim || t->wrapped_number || !t->storage ||
+        (int)t->storage->device != m->device || jn_requires_grad(t) != m->rg)
+        return 0;
+    for (int d = 0; d < m->ndim; d++)
+        if (t->shape[d] != m->shape[d] || t->strides[d] != m->strides[d]) return 0;
+    return 1;
+}
+
+/* An argument against its spec: a slot (int), (0, value), (1, type, (specs)). */
+static const char *check_arg(mg_plan *P, PyObject *spec, PyObject *o, int pos, rg_why *W) {
+    if (PyLong_CheckExact(spec)) {
+        int k = (int)PyLong_AsLong(spec);
+        if (!JnTensor_Check(o)) return MISS("argument %d is a %s, a tensor was learned", pos, Py_TYPE(o)->tp_name);
+        if (k < 0 || k >= P->nargt) return MISS("argument %d: a bad slot", pos);
+        if (!mmeta_ok(&P->meta[k], JN_T(o)))
+            return MISS("argument %d's dtype, device, shape, strides or requires_grad changed", pos);
+        P->bound[k] = JN_T(o), P->boundobj[k] = o;
+        return NULL;
+    }
+    PyObject *v = PyTuple_GET_ITEM(spec, 1);
+    if (PyLong_AsLong(PyTuple_GET_ITEM(spec, 0)) == 0)
+        return same_value(o, v) ? NULL : MISS("argument %d changed value", pos);
+    if ((PyObject *)Py_TYPE(o) != v) return MISS("argument %d is a %s now", pos, Py_TYPE(o)->tp_name);
+    PyObject *sub = PyTuple_GET_ITEM(spec, 2);
+    Py_ssize_t n = PyTuple_GET_SIZE(sub);
+    int list = PyList_Check(o);
+    if ((list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o)) != n) return MISS("argument %d's length changed", pos);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *why = check_arg(P, PyTuple_GET_ITEM(sub, i), list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i), pos, W);
+        if (why) return why;
+    }
+    return NULL;
+}
+
+static int content_same(PyObject *v, PyObject *items) {
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if (PyList_Check(v)) {
+        if (PyList_GET_SIZE(v) != n) return 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (PyList_GET_ITEM(v, i) != PyTuple_GET_ITEM(items, i)) return 0;
+        return 1;
+    }
+    if (PyDict_Check(v)) {
+        if (2 * PyDict_GET_SIZE(v) != n) return 0;
+        Py_ssize_t pos = 0, i = 0;
+        PyObject *k, *x;
+        while (PyDict_Next(v, &pos, &k, &x)) {
+            if (k != PyTuple_GET_ITEM(items, i) || x != PyTuple_GET_ITEM(items, i + 1)) return 0;
+            i += 2;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static const char *key_str(PyObject *k) {
+    const char *s = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    if (!s) PyErr_Clear();
+    return s ? s : "?";
+}
+
+/* Every guard of plan P for this call; NULL when all hold (slots bound). */
+static const char *mcheck(mg_plan *P, PyObject *mod, PyObject *args, rg_why *W) {
+    if (Py_TYPE(mod) != P->cls[0]) return MISS("the module is a %s now", Py_TYPE(mod)->tp_name);
+    if (jn_grad_enabled() != P->grad) return MISS("grad mode is %s, %s when learned", P->grad ? "off" : "on", P->grad ? "on" : "off");
+    if (jn_autocast_active() != P->autocast) return MISS("autocast %s", P->autocast ? "is off" : "is on");
+    for (int i = 0; i < P->ncls; i++)
+        if (!(P->cls[i]->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || P->cls[i]->tp_version_tag != P->tag[i])
+            return MISS("class %s or one of its bases was modified (a method or attribute replaced)", P->cls[i]->tp_name);
+    for (int i = 0; i < P->nd; i++)
+#if PY_VERSION_HEX < 0x030C0000
+        P->skip[i] = ((PyDictObject *)P->dicts[i])->ma_version_tag == P->dver[i];
+#else
+        P->skip[i] = 0;
+#endif
+    for (int i = 0; i < P->ng; i++) {
+        const mg_guard *g = &P->g[i];
+        if (P->skip[g->grp] && g->kind != G_CONTENT) continue;
+        PyObject *v = PyDict_GetItemWithError(g->dict, g->key);
+        if (!v && PyErr_Occurred()) PyErr_Clear();
+        switch (g->kind) {
+        case G_ABSENT:
+            if (v) return MISS("%s is set on the instance now (shadows the class's)", key_str(g->key));
+            break;
+        case G_IS:
+            if (v != g->val) return MISS("%s changed (another object)", key_str(g->key));
+            break;
+        case G_EQ:
+            if (!same_value(v, g->val)) return MISS("%s changed value", key_str(g->key));
+            break;
+        default:
+            if (v != g->val || !content_same(v, g->items)) return MISS("%s changed (its length or items)", key_str(g->key));
+        }
+    }
+    if (PyTuple_GET_SIZE(args) != P->nargs) return MISS("called with %zd arguments, %d learned", PyTuple_GET_SIZE(args), P->nargs);
+    for (int i = 0; i < P->nargs; i++) {
+        const char *why = check_arg(P, PyTuple_GET_ITEM(P->argspec, i), PyTuple_GET_ITEM(args, i), i, W);
+        if (why) return why;
+    }
+    for (int i = 0; i < P->nfixed; i++) {
+        jn_tensor *t = JN_T(P->fixed[i]);
+        if (!mmeta_ok(&P->meta[P->nargt + i], t))
+            return MISS("a parameter or buffer changed dtype, device, shape, strides or requires_grad");
+        P->bound[P->nargt + i] = t, P->boundobj[P->nargt + i] = P->fixed[i];
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    for (int i = 0; i < P->nd; i++) P->dver[i] = ((PyDictObject *)P->dicts[i])->ma_version_tag;
+#endif
+    return NULL;
+}
+
+/* The output from its spec: a leaf index (int), (0, value), (1, type, (specs)): a tuple,
+ * list or namedtuple, (2, type, keys, (specs)): a dict. */
+static PyObject *build_out(mg_plan *P, PyObject *spec) {
+    if (PyLong_CheckExact(spec)) return Py_NewRef(P->leafobj[PyLong_AsLong(spec)]);
+    long kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 0));
+    if (kind == 0) return Py_NewRef(PyTuple_GET_ITEM(spec, 1));
+    PyObject *type = PyTuple_GET_ITEM(spec, 1), *sub = PyTuple_GET_ITEM(spec, kind == 1 ? 2 : 3);
+    Py_ssize_t n = PyTuple_GET_SIZE(sub);
+    PyObject *items = PyTuple_New(n);
+    if (!items) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = build_out(P, PyTuple_GET_ITEM(sub, i));
+        if (!x) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(items, i, x);
+    }
+    if (kind == 2) {
+        PyObject *d = PyObject_CallNoArgs(type), *keys = PyTuple_GET_ITEM(spec, 2);
+        for (Py_ssize_t i = 0; d && i < n; i++)
+            if (PyObject_SetItem(d, PyTuple_GET_ITEM(keys, i), PyTuple_GET_ITEM(items, i))) Py_CLEAR(d);
+        Py_DECREF(items);
+        return d;
+    }
+    if (type == (PyObject *)&PyTuple_Type) return items;
+    if (type == (PyObject *)&PyList_Type) {
+        PyObject *l = PySequence_List(items);
+        Py_DECREF(items);
+        return l;
+    }
+    PyObject *o = PyObject_Call(type, items, NULL); /* a namedtuple */
+    Py_DECREF(items);
+    return o;
+}
+
+/* _rp_module_call(plans, module, args) -> the output, or NotImplemented when no
+ * plan's guards held (the first plan's reason counted).  Strict replay does not
+ * raise here: a module's miss (an evaluation under no_grad, another sequence
+ * length) runs its Python, which dispatches the very ops, and learns a variant;
+ * the graphs' misses stay errors. */
+static PyObject *py_mg_call(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyTuple_Check(argv[0]) || !PyTuple_Check(argv[2]))
+        return PyErr_Format(PyExc_TypeError, "_rp_module_call(plans, module, args)");
+    PyObject *plans = argv[0], *mod = argv[1], *args = argv[2];
+    if (!jn_py_replay || !PyTuple_GET_SIZE(plans)) Py_RETURN_NOTIMPLEMENTED;
+    rg_why W, W0;
+    const char *why0 = NULL;
+    mg_plan *P = NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plans); i++) {
+        mg_plan *Q = PyCapsule_GetPointer(PyTuple_GET_ITEM(plans, i), "janus.mregion");
+        if (!Q) return NULL;
+        const char *why = mcheck(Q, mod, args, i ? &W : &W0);
+        if (!why) {
+            P = Q;
+            break;
+        }
+        if (!i) why0 = why;
+    }
+    if (!P) {
+        mg_plan *Q = PyCapsule_GetPointer(PyTuple_GET_ITEM(plans, 0), "janus.mregion");
+        jn_rp_region_note(jn_py_replay, Q->name, why0, 0);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    jn_status s = jn_rp_region_run(jn_py_replay, P->id, P->bound, NULL, P->nleaf, P->leaf, P->ret);
+    if (s) return jn_py_raise(s);
+    int ok = 1;
+    for (int i = 0; i < P->nleaf; i++) {
+        int32_t k = P->leaf[i];
+        if (!ok) {
+            jn_tensor_decref(P->ret[i]);
+            P->leafobj[i] = NULL;
+        } else if (k < P->nbound) { /* a bound tensor: the caller's own object */
+            jn_tensor_decref(P->ret[i]);
+            P->leafobj[i] = Py_NewRef(P->boundobj[k]);
+        } else if (P->ret[i]->pyobj) {
+            P->leafobj[i] = Py_NewRef((PyObject *)P->ret[i]->pyobj);
+            jn_tensor_decref(P->ret[i]);
+        } else if (!(P->leafobj[i] = jn_py_wrap(P->ret[i]))) {
+            ok = 0;
+        }
+    }
+    PyObject *out = ok ? build_out(P, P->outspec) : NULL;
+    for (int i = 0; i < P->nleaf; i++) Py_CLEAR(P->leafobj[i]);
+    return out;
+}
+
+/* _rp_module_check(plan, module, args) -> None when every guard holds, else why not
+ * (no effect: the entry's cost, for benchmarks/bench_regions.py). */
+static PyObject *py_mg_check(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyTuple_Check(argv[2])) return PyErr_Format(PyExc_TypeError, "_rp_module_check(plan, module, args)");
+    mg_plan *P = PyCapsule_GetPointer(argv[0], "janus.mregion");
+    if (!P) return NULL;
+    rg_why W;
+    const char *why = mcheck(P, argv[1], argv[2], &W);
+    if (why) return PyUnicode_FromString(why);
+    Py_RETURN_NONE;
+}
+
+/* _rp_zero_grad(name, param_groups, set_to_none) -> True: done from C (each gradient
+ * released, or filled with zeros by the fill_ op under no_grad, as Optimizer.zero_grad's
+ * Python does), False: the Python must run (a group or gradient it does not handle;
+ * counted with the reason).  Everything is checked before anything is written. */
+static PyObject *py_zero_grad(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyUnicode_Check(argv[0])) return PyErr_Format(PyExc_TypeError, "_rp_zero_grad(name, param_groups, set_to_none)");
+    if (!jn_py_replay) Py_RETURN_FALSE;
+    const char *name = PyUnicode_AsUTF8(argv[0]);
+    PyObject *groups = argv[1];
+    int none = PyObject_IsTrue(argv[2]);
+    if (!name || none < 0) return NULL;
+    const char *why = NULL;
+    PyObject *key = PyUnicode_FromString("params");
+    if (!key) return NULL;
+    for (int pass = 0; pass < 2 && !why; pass++) {
+        if (!PyList_CheckExact(groups)) {
+            why = "param_groups is no list";
+            break;
+        }
+        for (Py_ssize_t g = 0; g < PyList_GET_SIZE(groups) && !why; g++) {
+            PyObject *gd = PyList_GET_ITEM(groups, g);
+            PyObject *ps = PyDict_CheckExact(gd) ? PyDict_GetItemWithError(gd, key) : NULL;
+            if (!ps || !PyList_CheckExact(ps)) {
+                PyErr_Clear();
+                why = "a param group's params is no list";
+                break;
+            }
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ps); i++) {
+                PyObject *p = PyList_GET_ITEM(ps, i);
+                if (!JnTensor_Check(p)) {
+                    why = "a parameter is no tensor";
+                    break;
+                }
+                jn_tensor *gr = jn_grad(JN_T(p));
+                if (!gr) continue;
+                if (!pass) { /* the Python detaches or unflags such gradients first */
+                    if (!none && (!jn_is_leaf(gr) || jn_requires_grad(gr))) why = "a gradient has history or requires grad";
+                    else if (!none && gr->dtype != JN_F32 && gr->dtype != JN_F64 && gr->dtype != JN_F16 && gr->dtype != JN_BF16)
+                        why = "a gradient is not floating point";
+                    continue;
+                }
+                jn_status s;
+                if (none) {
+                    s = jn_set_grad(JN_T(p), NULL);
+                } else {
+                    jn_attrs a;
+                    memset(&a, 0, sizeof a);
+                    a.a[0].f = 0.0;
+                    jn_tensor *out[JN_MAX_OUTS];
+                    int prev = jn_grad_enabled();
+                    jn_set_grad_enabled(0);
+                    s = jn_dispatch(JN_OP_fill_, 1, &gr, &a, out);
+                    jn_set_grad_enabled(prev);
+                    if (!s) jn_tensor_decref(out[0]);
+                }
+                if (s) {
+                    Py_DECREF(key);
+                    return jn_py_raise(s);
+                }
+            }
+        }
+    }
+    Py_DECREF(key);
+    if (why) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s (its Python runs)", why);
+        jn_rp_region_note(jn_py_replay, name, buf, 0);
+        Py_RETURN_FALSE;
+    }
+    jn_rp_region_replaced(jn_py_replay, name);
+    Py_RETURN_TRUE;
 }
 
 PyMethodDef jn_py_region_methods[] = {
@@ -569,4 +1100,11 @@ PyMethodDef jn_py_region_methods[] = {
     {"_rp_region_meta", py_rg_meta, METH_O, "(id, dtype, device, shape, strides) of a tensor"},
     {"_rp_region_note", py_rg_note, METH_VARARGS, "_rp_region_note(name, why, refused): a call ran its Python"},
     {"_rp_region_stats", py_rg_stats, METH_NOARGS, "region counters (None: no replay)"},
+    {"_rp_zero_grad", (PyCFunction)(void (*)(void))py_zero_grad, METH_FASTCALL,
+     "_rp_zero_grad(name, param_groups, set_to_none) -> True: done from C"},
+    {"_rp_module_new", py_mg_new, METH_VARARGS, "_rp_module_new(plan, template) -> a module region plan (janus/_region.py)"},
+    {"_rp_module_call", (PyCFunction)(void (*)(void))py_mg_call, METH_FASTCALL,
+     "_rp_module_call(plans, module, args) -> the output, or NotImplemented: a guard failed (counted)"},
+    {"_rp_module_check", (PyCFunction)(void (*)(void))py_mg_check, METH_FASTCALL,
+     "_rp_module_check(plan, module, args) -> None, or why a guard fails (no effect)"},
     {NULL, NULL, 0, NULL}};

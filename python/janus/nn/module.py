@@ -31,6 +31,9 @@ class Module:
     def __call__(self, *args, **kwargs):
         if _record.regions:  # janus record: the call is a region (entry/exit in the trace)
             return _record.module_call(self, args, kwargs)
+        regions = janus._region_module  # set while a replay replaces module calls (janus/_region.py)
+        if regions is not None:
+            return regions(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
     # ---- registration ------------------------------------------------

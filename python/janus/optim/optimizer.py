@@ -338,6 +338,9 @@ class Optimizer:
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all optimized tensors: to None (default) or,
         with set_to_none=False, to zeros in place."""
+        fast = janus._region_zero_grad  # set while a replay does this from C (janus/_region.py)
+        if fast is not None and fast(self, set_to_none):
+            return
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad

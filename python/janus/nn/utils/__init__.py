@@ -13,6 +13,13 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return janus.tensor(0.0)
+    regions = janus._region_function  # set while a replay replaces calls (janus/_region.py)
+    if regions is not None and not error_if_nonfinite:
+        return regions(_clip_grad_norm, (grads, max_norm, norm_type, False))
+    return _clip_grad_norm(grads, max_norm, norm_type, error_if_nonfinite)
+
+
+def _clip_grad_norm(grads, max_norm, norm_type, error_if_nonfinite):
     norm_type = float(norm_type)
     with janus.no_grad():
         if norm_type == float("inf"):

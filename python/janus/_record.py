@@ -35,6 +35,7 @@ import atexit
 import dis
 import functools
 import os
+import re
 import sys
 import sysconfig
 import types
@@ -280,15 +281,17 @@ def _prof(frame, event, arg):
             _skip.append(frame)
         elif code.co_filename != _own_file:  # the region hooks themselves are not the call's
             for codes, _ in _observers:
-                codes[code] = None
+                codes[code] = frame.f_globals  # the globals its names read (containers outliving the call)
     elif event == "c_call" and code.co_filename != _own_file:
         for _, calls in _observers:
             calls.append((arg, code, frame.f_lineno))
 
 
-def _call_effect(f, code, line):
-    """'calls X (not on the pure allow-list)' for a builtin a region may not call, else None
-    (janus._region's allow-list, cached per kind of callee)."""
+def _call_effect(f, code, line, module):
+    """'calls X (...)' for a builtin a region may not call, else None: the rules a
+    replay's proof applies (janus._region: user code against the pure allow-list,
+    stricter in a module call; janus's own code against the deny-list), cached per
+    kind of callee.  Container methods are the caller's (_store_codes)."""
     global _checker
     from . import _region
     owner = getattr(f, "__self__", None)
@@ -296,7 +299,7 @@ def _call_effect(f, code, line):
         return None  # making an immutable value (janus's Size is a tuple) changes nothing outside
     user = _region._is_user(code)
     key = (type(owner), owner if isinstance(owner, types.ModuleType) else None, getattr(f, "__name__", None),
-           getattr(f, "__module__", None), user)
+           getattr(f, "__module__", None), user, module)
     try:
         return _call_verdicts[key]
     except KeyError:
@@ -306,26 +309,44 @@ def _call_effect(f, code, line):
     if _checker is None:
         _checker = _region.Regions()
     try:
-        _checker._check_call(f, code, line)
+        if user or not module:
+            _checker._check_call(f, code, line, module=module)
+        else:
+            _region._check_janus_call(f, code, line)
         v = None
-    except _region._Refused:
-        v = f"calls {getattr(f, '__qualname__', getattr(f, '__name__', '?'))} (not on the pure allow-list)"
+    except _region._Refused as e:  # the reason without its site (stored apart)
+        v = re.sub(r" at [^ ]+:\d+", "", str(e), count=1)
     if key is not None:
         _call_verdicts[key] = v
     return v
 
 
-def _store_codes(ent, codes, calls):
+def _store_codes(ent, codes, calls, kind, obj, args):
     """The code rows of one observed call: each code object it ran, scanned, with its
-    first effect outside the call (a store, import, yield in user code; a builtin not on
-    the pure allow-list anywhere)."""
+    first effect outside the call (a store, import, yield in user code; a builtin the
+    replay's proof refuses; a container method that changes a list, dict or set that
+    outlives a module call)."""
     from . import _region
+    module = kind == "module"
+    pre = None
+    if module:  # the containers the call can reach that outlive it, as the replay's proof sees them
+        called = {id(m): (m, None) for m in obj.modules()}
+        pre = _region._outliving(called, types.SimpleNamespace(codes=codes), args)
     first_call = {}
     for f, code, line in calls:
-        if code not in first_call:
-            e = _call_effect(f, code, line)
-            if e is not None:
-                first_call[code] = (e, _region._site(code, line))
+        if code in first_call:
+            continue
+        owner = getattr(f, "__self__", None)
+        if module and isinstance(owner, (list, dict, set)):
+            base = next(b for b in (dict, list, set) if isinstance(owner, b))
+            name = getattr(f, "__name__", "?")
+            e = None
+            if id(owner) in pre and name not in _region._PURE_METHODS.get(base, ()):
+                e = f"calls {type(owner).__name__}.{name} on a {type(owner).__name__} that outlives the call"
+        else:
+            e = _call_effect(f, code, line, module)
+        if e is not None:
+            first_call[code] = (e, _region._site(code, line))
     rows = []
     for code in codes:
         scan = _region._Scan(code) if code not in _scans else _scans[code]
@@ -384,7 +405,7 @@ def _region_run(kind, obj, fn, given, call, args, kwargs):
             sys.setprofile(None)
         _C._rec_region_exit(rid)
         try:
-            _store_codes(ent, codes, calls)
+            _store_codes(ent, codes, calls, kind, obj, args)
         except Exception as e:  # a full disk must not kill the training run
             _fail(e)
 

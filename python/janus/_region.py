@@ -40,6 +40,7 @@ JANUS_REPLAY_REGIONS=0 (runtime/settings.def) switches regions off.
 """
 import dis
 import hashlib
+import inspect
 import math
 import sys
 import weakref
@@ -214,6 +215,7 @@ class Regions:
         self._observing = None  # while a module call is observed: {id: module} of the modules it calls
         self._zg_names = {}     # optimizer class -> its zero_grad region's name
         self._funcs = {}        # janus function -> _Region (nn.utils.clip_grad_norm_)
+        self._verdicts = None   # (kind, qualname, site) -> the recording's verdict rows (read once)
 
     def plans(self):
         """(optimizer, region) of every region learned so far (benchmarks)."""
@@ -249,6 +251,7 @@ class Regions:
             key = id(m)
             ent = self._mods[key] = (weakref.ref(m, lambda _, k=key: self._mods.pop(k, None)),
                                      _Region(f"{type(m).__qualname__}.forward{where}"))
+            ent[1].refused = self.recorded("module", type(m).__qualname__, fwd)
         if kwargs:
             r = ent[1]
             if r.refused is None:
@@ -265,6 +268,10 @@ class Regions:
         if r is None:
             code = fn.__code__
             r = self._funcs[fn] = _Region(f"{fn.__qualname__} ({_site(code, code.co_firstlineno)})")
+            pub = getattr(fn, "_recorded_as", None)  # (kind, the public function the recorder marked)
+            if pub is not None:
+                top = inspect.unwrap(pub[1])
+                r.refused = self.recorded(pub[0], top.__qualname__, top.__code__)
         return self._enter(r, fn, args, fn)
 
     def _enter(self, r, m, args, body):
@@ -479,6 +486,32 @@ class Regions:
                             add(md, a)
         return guards, dicts, tuple(classes)
 
+    def recorded(self, kind, qualname, code):
+        """Why the recording forbids replacing this region, or None: the verdicts
+        `janus optimize` stored with the bundle (analyzer/regions.c), keyed as the
+        recorder keyed them (janus/_record.py: kind, class or function qualname, the
+        top code object's file:line) and checked against the code's hash.  No row
+        (an older store, regions not recorded, a region the recording never saw)
+        leaves the decision to the proof made here."""
+        if self._verdicts is None:
+            self._verdicts = {}
+            for v in _C._rp_region_verdicts():
+                self._verdicts.setdefault((v["kind"], v["qualname"], v["site"]), []).append(v)
+        if code is None or not self._verdicts:
+            return None
+        rows = self._verdicts.get((kind, qualname, _site(code, code.co_firstlineno)))
+        if not rows:
+            return None
+        h = self.scan(code).hash
+        same = [v for v in rows if v["code_hash"] == h]
+        if not same:
+            return ("its source changed since recording (the code hash differs from the recorded one): record "
+                    "and optimize again to replace it")
+        bad = next((v for v in same if v["verdict"] != "replaceable"), None)
+        if bad is not None:
+            return f"refused by the recording: {bad['reason']} at {bad['reason_site']}"
+        return None
+
     def scan(self, code):
         s = self._scans.get(code)
         if s is None:
@@ -494,6 +527,7 @@ class Regions:
             # held weakly: an optimizer the script drops takes its region (and plan) with it
             ent = self._regions[key] = (weakref.ref(opt, lambda _, k=key: self._regions.pop(k, None)),
                                         _Region(name))
+            ent[1].refused = self.recorded("step", type(opt).__qualname__, fn.__code__)
         r = ent[1]
         noted = False
         if r.plan is not None:

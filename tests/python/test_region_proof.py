@@ -65,7 +65,7 @@ def test_replaceable(recorded, kind, qualname):
 
 @pytest.mark.parametrize("qualname,site,reason", [
     ("Counter", "proof_cases.py:31", "stores attribute n: an effect outside the call (in Counter.forward)"),
-    ("Appends", "proof_cases.py:37", "calls list.append (not on the pure allow-list) (in Appends.forward)"),
+    ("Appends", "proof_cases.py:37", "calls list.append on a list that outlives the call (in Appends.forward)"),
     ("Prints", "proof_cases.py:43", "calls print (not on the pure allow-list) (in Prints.forward)"),
     ("Syncs", "proof_cases.py:49", "reads tensor data inside the call (item()): a sync point"),
     ("Random", "proof_cases.py:56", "calls Random.random (not on the pure allow-list) (in Random.forward)"),
@@ -172,3 +172,33 @@ def test_called_once_is_not_proved(tmp_path):
     b = v[("module", "Block")]
     assert b["verdict"] == "refused" and b["reason_site"] == "proof_cases.py:21"
     assert b["reason"].startswith("its code was not observed when recording") and "called 1 time " in b["reason"]
+
+
+STATS = """
+import json
+from janus import _C
+print("STATS " + json.dumps(_C._rp_region_stats()))
+"""
+
+
+def test_replay_follows_the_recorded_verdicts(recorded, tmp_path):
+    """A region the recording refused is not learned at replay: each call runs its Python
+    naming the recording's reason and line; one the recording proved is learned and
+    replaced (the replay's own proof agrees); the results are eager's."""
+    script = os.path.join(str(tmp_path), "proof_cases.py")
+    with open(CASES) as src, open(script, "w") as f:
+        f.write(src.read() + STATS)
+    r = janus("replay", "--db", recorded["db"], "--", sys.executable, script, "6", timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    e = janus("replay", "--eager", "--db", recorded["db"], "--", sys.executable, script, "6", timeout=600)
+    assert [x for x in r.stdout.splitlines() if not x.startswith("STATS")] == \
+        [x for x in e.stdout.splitlines() if not x.startswith("STATS")]
+    st = json.loads(re.search(r"^STATS (.*)$", r.stdout, re.M).group(1))
+    why = " | ".join(w for w, _ in st["reasons"])
+    assert ("Counter.forward (proof_cases.py:30): refused by the recording: stores attribute n: an effect outside "
+            "the call (in Counter.forward) at proof_cases.py:31") in why, why
+    rows = {x[0].split(" (")[0]: x[1:] for x in st["per_region"]}
+    assert rows["Counter.forward"][1:] == [0, True], rows
+    # proved by the recording: learned here (no recorded refusal), Rows replaced
+    assert not re.search(r"(Rows|Linear)\.forward \([^)]*\): refused by the recording", why), why
+    assert rows["Rows.forward"][1] > 0, rows

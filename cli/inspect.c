@@ -984,6 +984,26 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
     jn_db_replay_extrap_free(x, nx);
 }
 
+void jn_cli_json_verdicts(jn_cli_json *j, const jn_db_region_verdict *v, int n) {
+    jn_cli_json_arr(j);
+    for (int i = 0; i < n; i++) {
+        jn_cli_json_obj(j);
+        jn_cli_json_key(j, "run"); jn_cli_json_int(j, v[i].run_id);
+        jn_cli_json_key(j, "region"); jn_cli_json_int(j, v[i].region);
+        jn_cli_json_key(j, "kind"); jn_cli_json_str(j, v[i].kind);
+        jn_cli_json_key(j, "qualname"); jn_cli_json_str(j, v[i].qualname);
+        jn_cli_json_key(j, "site"); jn_cli_json_str(j, v[i].site);
+        jn_cli_json_key(j, "calls"); jn_cli_json_int(j, v[i].calls);
+        jn_cli_json_key(j, "verdict"); jn_cli_json_str(j, v[i].replaceable ? "replaceable" : "refused");
+        jn_cli_json_key(j, "reason"); jn_cli_json_str(j, v[i].reason);
+        jn_cli_json_key(j, "reason_site"); jn_cli_json_str(j, v[i].reason_site);
+        jn_cli_json_key(j, "code_hash"); jn_cli_json_str(j, v[i].code_hash);
+        jn_cli_json_key(j, "codes"); jn_cli_json_str(j, v[i].codes);
+        jn_cli_json_end(j, '}');
+    }
+    jn_cli_json_end(j, ']');
+}
+
 /* The regions janus optimize judged with bundle id (analyzer/regions.c):
  * replaceable, or refused with the reason and the file:line. */
 static void print_regions(ctx *c, jn_db *db, int64_t id) {
@@ -994,25 +1014,8 @@ static void print_regions(ctx *c, jn_db *db, int64_t id) {
         return;
     }
     if (c->json) {
-        jn_cli_json *j = &c->j;
-        jn_cli_json_key(j, "regions");
-        jn_cli_json_arr(j);
-        for (int i = 0; i < n; i++) {
-            jn_cli_json_obj(j);
-            jn_cli_json_key(j, "run"); jn_cli_json_int(j, v[i].run_id);
-            jn_cli_json_key(j, "region"); jn_cli_json_int(j, v[i].region);
-            jn_cli_json_key(j, "kind"); jn_cli_json_str(j, v[i].kind);
-            jn_cli_json_key(j, "qualname"); jn_cli_json_str(j, v[i].qualname);
-            jn_cli_json_key(j, "site"); jn_cli_json_str(j, v[i].site);
-            jn_cli_json_key(j, "calls"); jn_cli_json_int(j, v[i].calls);
-            jn_cli_json_key(j, "verdict"); jn_cli_json_str(j, v[i].replaceable ? "replaceable" : "refused");
-            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, v[i].reason);
-            jn_cli_json_key(j, "reason_site"); jn_cli_json_str(j, v[i].reason_site);
-            jn_cli_json_key(j, "code_hash"); jn_cli_json_str(j, v[i].code_hash);
-            jn_cli_json_key(j, "codes"); jn_cli_json_str(j, v[i].codes);
-            jn_cli_json_end(j, '}');
-        }
-        jn_cli_json_end(j, ']');
+        jn_cli_json_key(&c->j, "regions");
+        jn_cli_json_verdicts(&c->j, v, n);
     } else if (n) {
         int ok = 0;
         for (int i = 0; i < n; i++) ok += v[i].replaceable;

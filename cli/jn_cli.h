@@ -118,6 +118,9 @@ void jn_cli_json_raw(jn_cli_json *j, const char *json);
 /* The extrapolations of a replay run as an array (inspect.c; `janus inspect
  * --json` and `janus report` write the same fields). */
 void jn_cli_json_extraps(jn_cli_json *j, const jn_db_replay_extrap *x, int nx);
+/* The region verdicts of a bundle as an array (inspect.c; `janus inspect
+ * --json` bundles[].regions and `janus report` write the same fields). */
+void jn_cli_json_verdicts(jn_cli_json *j, const jn_db_region_verdict *v, int n);
 /* Write s as a JSON string literal (with quotes) to f. */
 void jn_cli_json_quote(FILE *f, const char *s);
 

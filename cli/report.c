@@ -724,6 +724,13 @@ static void emit_bundles(rctx *c) {
         }
         jn_cli_json_end(j, ']');
         jn_db_notes_free(notes, nn);
+        /* the recording's proof per region (analyzer/regions.c), as inspect lists it */
+        jn_db_region_verdict *v = NULL;
+        int nv = 0;
+        if (jn_db_region_verdicts(c->db, b->id, &v, &nv) != JN_OK) failed(c);
+        jn_cli_json_key(j, "regions");
+        jn_cli_json_verdicts(j, v, nv);
+        jn_db_region_verdicts_free(v, nv);
         jn_cli_json_end(j, '}');
     }
     jn_cli_json_end(j, ']');
@@ -873,13 +880,6 @@ static void emit_document(rctx *c, const jn_db_run_row *runs, int nruns, int64_t
     for (int i = 0; i < nruns && !c->failed; i++) emit_run(c, &runs[i]);
     jn_cli_json_end(j, ']');
     if (!c->failed) emit_bundles(c);
-    /* regions (a call replaced by its graph) come with a later issue: the
-     * section is here, and says that nothing is recorded yet */
-    jn_cli_json_key(j, "regions");
-    jn_cli_json_obj(j);
-    jn_cli_json_key(j, "recorded"); jn_cli_json_raw(j, "false");
-    jn_cli_json_key(j, "rows"); jn_cli_json_arr(j); jn_cli_json_end(j, ']');
-    jn_cli_json_end(j, '}');
     jn_cli_json_end(j, '}');
     fputc('\n', j->f);
 }

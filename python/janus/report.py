@@ -656,14 +656,26 @@ class Page:
             if matcher:
                 self.w("<p><b>Graphs replay cannot match</b>:</p><ul>"
                        + "".join(f"<li>{esc(t)}</li>" for t in matcher) + "</ul>")
-        regions = self.d.get("regions") or {}
-        self.w('<h3 id="regions">Regions replaced or refused</h3>')
-        if regions.get("recorded"):
-            rows = [[esc(x.get("region")), esc(x.get("state")), esc(x.get("why"))] for x in regions.get("rows", [])]
-            self.table(["region", "state", "why"], rows)
-        else:
-            self.note("None recorded: this janus replays segments op by op; calls replaced by their graph "
-                      "(regions) are not recorded yet.")
+        self.w('<h3 id="regions">Regions: calls a replay may run without their Python</h3>')
+        shown = False
+        for b in self.bundles.values():
+            rows = b.get("regions") or []
+            if not rows:
+                continue
+            shown = True
+            ok = sum(1 for x in rows if x["verdict"] == "replaceable")
+            self.w(f"<p>Bundle {b['id']}: {count(ok)} replaceable, {count(len(rows) - ok)} refused by the proof "
+                   "from the recording (a replay checks the code hash and proves each again).</p>")
+            self.table(["region", "defined at", "calls recorded", "verdict", "why", "at"],
+                       [[esc(f"{x['kind']} {x['qualname']}"), esc(x["site"]), count(x["calls"]),
+                         f'<span class="{"good" if x["verdict"] == "replaceable" else "bad"}">{esc(x["verdict"])}'
+                         "</span>", esc(x["reason"] or "–"), esc(x["reason_site"] or "–")]
+                        for x in sorted(rows, key=lambda x: (x["verdict"] == "replaceable", -x["calls"]))],
+                       num_cols=(2,))
+        if not shown:
+            self.note("No region verdicts in this store: the recording marked no module, optimizer or clipping "
+                      "calls (JANUS_RECORD_REGIONS=0, or a store recorded before regions), or it was not "
+                      "optimized since.")
         self.w("</section>")
 
 

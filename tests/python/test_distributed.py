@@ -389,11 +389,13 @@ def test_a_pytorch_script_runs_unchanged_under_the_torch_alias(tmp_path):
         dist.init_process_group("gloo")  # PyTorch's CPU backend runs on mpi
         m = DDP(torch.nn.Linear(4, 2))
         m(torch.ones(3, 4) * (dist.get_rank() + 1)).sum().backward()
-        print("GRAD", dist.get_rank(), m.module.weight.grad.tolist()[0], len(DistributedSampler(range(10))))
+        # a file per rank: two ranks' prints share mpirun's stdout and may interleave mid-line
+        with open(f"{OUT}.{dist.get_rank()}", "w") as f:
+            print("GRAD", dist.get_rank(), m.module.weight.grad.tolist()[0], len(DistributedSampler(range(10))), file=f)
         dist.destroy_process_group()
-    """))
+    """).replace("{OUT}", str(tmp_path / "grad")))
     r = _mpirun([JANUS, "run", "--", sys.executable, str(script)], timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    lines = sorted(line for line in r.stdout.splitlines() if line.startswith("GRAD"))
+    lines = sorted((tmp_path / f"grad.{k}").read_text().strip() for k in (0, 1))
     # d(sum)/dW row = sum of the 3 input rows: 3 * (rank + 1), averaged over the ranks: 4.5
     assert lines == ["GRAD 0 [4.5, 4.5, 4.5, 4.5] 5", "GRAD 1 [4.5, 4.5, 4.5, 4.5] 5"], r.stdout + r.stderr

@@ -417,7 +417,10 @@ def module_call(mod, args, kwargs):
 
 
 def _grads(opt):
-    return [p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None]
+    """What an optimizer call is given: its parameters (nn.Parameter or any tensor the
+    script handed it) and their gradients."""
+    ps = [p for g in opt.param_groups for p in g["params"]]
+    return ps + [p.grad for p in ps if p.grad is not None]
 
 
 def optimizer_step(opt, fn, args, kwargs):

@@ -202,3 +202,31 @@ def test_replay_follows_the_recorded_verdicts(recorded, tmp_path):
     # proved by the recording: learned here (no recorded refusal), Rows replaced
     assert not re.search(r"(Rows|Linear)\.forward \([^)]*\): refused by the recording", why), why
     assert rows["Rows.forward"][1] > 0, rows
+
+
+PLAIN = """
+import sys
+sys.path.insert(0, {python!r})
+import janus
+params = [janus.randn(4, 4, requires_grad=True) for _ in range(3)]
+x = janus.randn(4, 4)
+opt = janus.optim.Adam(params, lr=1e-3)
+for s in range(6):
+    opt.zero_grad()
+    loss = sum((p * x).sum() for p in params)
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_an_optimizer_over_plain_tensors_is_replaceable(tmp_path):
+    """The tensors a script hands an optimizer are its inputs whether or not they are
+    nn.Parameters (the recording gives the step its parameters and their gradients)."""
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN.format(python=os.path.join(ROOT, "python")))
+    db = str(tmp_path / "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, str(script), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = janus("optimize", db, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "regions: 2 replaceable, 0 refused" in r.stdout + r.stderr, r.stdout + r.stderr

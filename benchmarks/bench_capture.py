@@ -28,7 +28,6 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -37,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from replay_env import child_env  # noqa: E402
+from replay_env import child_env, run  # noqa: E402
 
 OPS = 200
 SCRIPT = r'''
@@ -89,12 +88,6 @@ print("chain %.6f us/op, grad %.6f us/op, empty %.6f us/op, step %.3f us" % (
     1e6 * statistics.median(chain) / {ops}, 1e6 * statistics.median(grad) / {ops},
     1e6 * statistics.median(empty) / {ops}, 1e6 * statistics.median(whole)))
 '''
-
-def run(cmd, e):
-    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=1200)
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    return p.stdout + p.stderr
 
 
 def main():

@@ -25,7 +25,6 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -34,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from replay_env import child_env  # noqa: E402
+from replay_env import child_env, run  # noqa: E402
 from bench_replay_small import SCRIPT as TBPTT  # noqa: E402
 
 ADAM10 = r'''
@@ -167,12 +166,6 @@ if janus._region_module is not None and len(sys.argv) > 2:
           f"{{1e6 * best_of(call(net.forward)):.2f}} us; checks {{r.guards}}")
 '''
 
-
-def run(cmd, e):
-    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=1200)
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    return p.stdout + p.stderr
 
 
 MODES = ["eager", "replay (main)", "replay + regions"]

@@ -27,7 +27,6 @@ import importlib.util
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -36,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from replay_env import child_env  # noqa: E402
+from replay_env import child_env, run  # noqa: E402
 
 SCRIPT = r'''
 import collections, os, re, sys, time
@@ -94,12 +93,6 @@ for s in range(steps):
 print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
 '''
 
-
-def run(cmd, e):
-    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=1800)
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    return p.stdout + p.stderr
 
 
 def main():

@@ -1,7 +1,9 @@
 """What the replay benchmarks share: the environment a timed child process
 runs in (this build, a fixed thread count, none of the replay or record
-switches the caller's shell may have set)."""
+switches the caller's shell may have set), and running one such child."""
 import os
+import subprocess
+import sys
 
 
 def child_env(build, threads):
@@ -12,3 +14,11 @@ def child_env(build, threads):
     for k in ("JANUS_REPLAY", "JANUS_REPLAY_STRICT", "JANUS_RECORD_DB", "JANUS_RECORD_RUN"):
         e.pop(k, None)
     return e
+
+
+def run(cmd, e, timeout=1800):
+    """Run a child to the end; its stdout and stderr together, or exit naming the failed command."""
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return p.stdout + p.stderr

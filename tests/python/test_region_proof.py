@@ -230,3 +230,38 @@ def test_an_optimizer_over_plain_tensors_is_replaceable(tmp_path):
     r = janus("optimize", db, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "regions: 2 replaceable, 0 refused" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+TWO_CALLERS = """
+import sys
+sys.path.insert(0, {python!r})
+import janus, janus.nn as nn
+janus.manual_seed(0)
+fc = nn.Linear(4, 4)
+opt = janus.optim.SGD(fc.parameters(), lr=0.1)
+for i in range(5):
+    x = janus.randn(2, 4)
+    if i % 2:
+        y = fc(x)          # the same module, the same shapes,
+    else:
+        y = fc(x * 2)      # called from another line
+    loss = (y ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_module_called_from_two_lines_is_replaceable(tmp_path):
+    """janus's own module runs no user code: every op's site is its caller's
+    line, which differs between callers without the program differing."""
+    script = tmp_path / "two.py"
+    script.write_text(TWO_CALLERS.format(python=os.path.join(ROOT, "python")))
+    db = str(tmp_path / "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, str(script), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = janus("optimize", "--no-compile", db, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ins = janus("inspect", "--json", db)
+    v = {(x["kind"], x["qualname"]): x for x in json.loads(ins.stdout)["bundles"][-1]["regions"]}
+    assert v[("module", "Linear")]["verdict"] == "replaceable", v[("module", "Linear")]

@@ -105,6 +105,9 @@ const char *jn_rp_region_reason(const jn_replay *r, int i, int64_t *count);
 /* The i-th region by name (first seen first): its calls, replaced calls and
  * whether it was refused; NULL past the end. */
 const char *jn_rp_region_info(const jn_replay *r, int i, int64_t *calls, int64_t *replaced, int *refused);
+/* The i-th reason row (first seen first): why a call of *region ran its
+ * Python and how often; NULL past the last. */
+const char *jn_rp_region_reason_at(const jn_replay *r, int i, const char **region, int64_t *count);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,7 @@ typedef struct {
 typedef struct {
     char *why;             /* "<region>: <why>" */
     int64_t count;
+    int name_ix;           /* its region's row in names (-1: none) */
 } rg_reason;
 
 typedef struct {
@@ -280,6 +281,7 @@ void jn_rp_region_note(jn_replay *R, const char *name, const char *why, int refu
     if (!w) return;
     G->why = w;
     if (!(w[G->nwhy].why = strdup(buf))) return;
+    w[G->nwhy].name_ix = n ? (int)(n - G->names) : -1;
     w[G->nwhy++].count = 1;
 }
 
@@ -317,6 +319,16 @@ const char *jn_rp_region_reason(const jn_replay *R, int rank, int64_t *count) {
     }
     *count = G->why[pick].count;
     return G->why[pick].why;
+}
+
+const char *jn_rp_region_reason_at(const jn_replay *R, int i, const char **region, int64_t *count) {
+    const struct rp_regions *G = R->rg;
+    if (!G || i < 0 || i >= G->nwhy) return NULL;
+    const rg_reason *w = &G->why[i];
+    *count = w->count;
+    if (w->name_ix < 0) return *region = "", w->why;
+    *region = G->names[w->name_ix].name;
+    return w->why + strlen(*region) + 2; /* past "<region>: " */
 }
 
 void rp_region_summary(const jn_replay *R, char *buf, size_t n) {

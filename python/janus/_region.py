@@ -252,11 +252,12 @@ class Regions:
             ent = self._mods[key] = (weakref.ref(m, lambda _, k=key: self._mods.pop(k, None)),
                                      _Region(f"{type(m).__qualname__}.forward{where}"))
             ent[1].refused = self.recorded("module", type(m).__qualname__, fwd)
-        if kwargs:
-            r = ent[1]
-            if r.refused is None:
-                _C._rp_region_note(r.name, "called with keyword arguments (not bound yet)", False)
-            return m.forward(*args, **kwargs)
+        if kwargs:  # bound like positional arguments, their names one more argument (by value)
+            names, n, fwd = _KwNames(kwargs), len(args), m.forward
+
+            def body(*a):
+                return fwd(*a[:n], **dict(zip(names, a[n:-1])))
+            return self._enter(ent[1], m, args + tuple(kwargs.values()) + (names,), body)
         return self._enter(ent[1], m, args, m.forward)
 
     def function(self, fn, args):
@@ -929,13 +930,20 @@ def _module_attr(g, names, name):
     return any(type(v) is type(sys) and name in v.__dict__ for v in (g.get(n) for n in names))
 
 
+class _KwNames(tuple):
+    """The keyword names of a module call, in order: its last bound argument, compared by
+    value (csrc/region_py.c same_value: its type too), so a call with other names, or a
+    positional call, misses.  No caller can pass one."""
+    __slots__ = ()
+
+
 def _argspec(a, ids):
     """An argument's spec (csrc/region_py.c): a tensor is its slot, a number or None its
     value, a tuple or list its items'."""
     if isinstance(a, _C.TensorBase):
         ids.append(_meta(a)[0])
         return len(ids) - 1
-    if type(a) in (int, float, bool, str, type(None)):
+    if type(a) in (int, float, bool, str, type(None), _KwNames):
         return (0, a)
     if type(a) in (tuple, list):
         return (1, type(a), tuple(_argspec(x, ids) for x in a))

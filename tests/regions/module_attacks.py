@@ -126,6 +126,14 @@ class Named(MLP):
         return Pair(self.fc2(h), h)
 
 
+class KW(MLP):  # kwargs, kwname: keyword arguments, bound like positional ones
+    def forward(self, x, mask=None, scale=1.0):
+        h = janus.tanh(self.fc1(x))
+        if mask is not None:
+            h = h * mask
+        return self.fc2(h) * scale
+
+
 class BN(nn.Module):
     def __init__(self):
         super().__init__()
@@ -179,20 +187,29 @@ def main():
     random.seed(0)
     kinds = {"dropout": Dropout, "dropp": Dropout, "trainval": TrainEval, "counter": Counter, "append": Append,
              "print": Print, "random": Random, "sync": Sync, "flag": Flag, "scale": Scale, "scales": Scale, "loop": Loop, "looplen": Loop,
-             "dict": Dict, "tuple": Tuple, "namedtuple": Named, "batchnorm": BN, "lstm": Seq}
+             "dict": Dict, "tuple": Tuple, "namedtuple": Named, "batchnorm": BN, "lstm": Seq, "kwargs": KW,
+             "kwname": KW}
     model = kinds.get(MODE, MLP)()
     opt = janus.optim.Adam(model.parameters(), lr=0.01)
     x = janus.randn(8, 5, 12) if MODE == "lstm" else janus.randn(8, 12)
     y = janus.randint(0, 3, (8,))
     loss_fn = nn.CrossEntropyLoss()
     state = (janus.zeros(1, 8, 16), janus.zeros(1, 8, 16))
+    mask = (janus.rand(8, 16) > 0.3).float()
     for i in range(40):
         opt.zero_grad(set_to_none=MODE != "zero")  # zero: gradients filled with zeros in place
         if MODE == "lstm":
             out, state = model(x, state)
             state = (state[0].detach(), state[1].detach())
+        elif MODE == "kwargs" or (MODE == "kwname" and i < 20):
+            out = model(x, mask=mask)
+        elif MODE == "kwname":  # other names from step 20 on: a miss, a variant learned
+            out = model(x, scale=1.0, mask=mask)
         else:
             out = model(x)
+        if MODE in ("kwargs", "kwname") and i % 4 == 3:  # an evaluation under no_grad, keywords too
+            with janus.no_grad():
+                print(f"eval {i} {model(x, mask=mask, scale=0.5).tolist()!r}")
         if MODE == "dict":
             out = out["logits"] + 0.0 * out["hidden"].sum()
         elif MODE in ("tuple", "namedtuple"):

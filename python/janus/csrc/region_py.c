@@ -627,8 +627,14 @@ static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
         const jn_rp_region_event *e = &log[k];
         const jn_opinfo *oi = jn_op_info(e->op);
         PyObject *ins = PyTuple_New(e->nin), *sc = PyTuple_New(e->nin), *outs = PyTuple_New(e->nout);
-        PyObject *at = PyTuple_New(oi->nattrs);
-        int ok = ins && sc && outs && at;
+        PyObject *at = PyTuple_New(oi->nattrs), *det = PyList_New(0);
+        int ok = ins && sc && outs && at && det;
+        for (int i = 0; ok && i < e->nin; i++)
+            if (e->in_det[i]) {
+                PyObject *v = PyLong_FromLong(i);
+                ok = v && !PyList_Append(det, v);
+                Py_XDECREF(v);
+            }
         for (int i = 0; ok && i < e->nin; i++) {
             PyTuple_SET_ITEM(ins, i, PyLong_FromLongLong(e->in_id[i]));
             PyTuple_SET_ITEM(sc, i, e->in_wrapped[i] ? Py_BuildValue("(di)", e->in_val[i], (int)e->in_dtype[i]) : Py_NewRef(Py_None));
@@ -651,10 +657,10 @@ static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
             else PyTuple_SET_ITEM(at, j, v);
         }
         if (ok && PyErr_Occurred()) ok = 0;
-        PyObject *row = ok ? Py_BuildValue("(siiOOOO)", oi->name, (oi->flags & JN_F_INPLACE) != 0, (int)e->grad, ins, sc,
-                                           outs, at)
+        PyObject *row = ok ? Py_BuildValue("(siiOOOOO)", oi->name, (oi->flags & JN_F_INPLACE) != 0, (int)e->grad, ins, sc,
+                                           outs, at, det)
                            : NULL;
-        Py_XDECREF(ins), Py_XDECREF(sc), Py_XDECREF(outs), Py_XDECREF(at);
+        Py_XDECREF(ins), Py_XDECREF(sc), Py_XDECREF(outs), Py_XDECREF(at), Py_XDECREF(det);
         if (!row) {
             Py_DECREF(list);
             return NULL;
@@ -662,6 +668,12 @@ static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
         PyList_SET_ITEM(list, (Py_ssize_t)k, row);
     }
     return Py_BuildValue("(LN)", (long long)nsync, list);
+}
+
+/* _rp_region_detached(t) -> is t a header detach made while the last call was observed. */
+static PyObject *py_rg_detached(PyObject *self, PyObject *o) {
+    (void)self;
+    return PyBool_FromLong(jn_py_replay && JnTensor_Check(o) && jn_rp_region_detached(jn_py_replay, JN_T(o)));
 }
 
 /* _rp_region_meta(t) -> (id, dtype, device, shape, strides): what a bound tensor is guarded on. */
@@ -1241,6 +1253,7 @@ PyMethodDef jn_py_region_methods[] = {
      "_rp_region_check(plan, optimizer) -> None, or why a guard fails (no effect)"},
     {"_rp_region_observe", py_rg_observe, METH_O, "_rp_region_observe(on): log the ops and syncs of a region call"},
     {"_rp_region_log", py_rg_log, METH_NOARGS, "(syncs, ops) logged while observing"},
+    {"_rp_region_detached", py_rg_detached, METH_O, "_rp_region_detached(t): made by detach while observing"},
     {"_rp_region_meta", py_rg_meta, METH_O, "(id, dtype, device, shape, strides) of a tensor"},
     {"_rp_region_note", py_rg_note, METH_VARARGS, "_rp_region_note(name, why, refused): a call ran its Python"},
     {"_rp_region_stats", py_rg_stats, METH_NOARGS, "region counters (None: no replay)"},

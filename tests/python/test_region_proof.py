@@ -219,6 +219,12 @@ def test_replay_follows_the_recorded_verdicts(recorded, tmp_path):
     assert rep.returncode == 0, rep.stderr[-3000:]
     rrun = [x for x in json.loads(rep.stdout)["runs"] if x["kind"] == "replay"][-1]
     assert {x["region"]: x["replaced"] for x in rrun["regions"]} == {k: v["replaced"] for k, v in stored.items()}
+    page = os.path.join(str(tmp_path), "report.html")
+    r = janus("report", "-o", page, recorded["db"], timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    with open(page) as f:
+        html = f.read()
+    assert "ran without their Python.</p>" in html and "Rows.forward (proof_cases.py:76)" in html
 
 
 PLAIN = """

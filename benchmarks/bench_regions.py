@@ -37,7 +37,7 @@ from replay_env import child_env, run  # noqa: E402
 from bench_replay_small import SCRIPT as TBPTT  # noqa: E402
 
 ADAM10 = r'''
-import sys, time
+import statistics, sys, time
 sys.path.insert(0, {python!r})
 import janus
 janus.manual_seed(0)
@@ -70,18 +70,21 @@ if len(sys.argv) > 2 and janus._region_step is not None:
     janus.set_grad_enabled(False)  # as inside Optimizer.step
     why = _C._rp_region_check(r.plan, o)
     assert why is None, why
-    n, chk = 200000, _C._rp_region_check
-    best = []
-    for _ in range(5):
-        a = time.perf_counter()
-        for _ in range(n):
-            chk(r.plan, o)
-        b = time.perf_counter()
-        for _ in range(n):
-            chk.__class__  # the loop and an attribute load, without the call
-        c = time.perf_counter()
-        best.append(((b - a) - (c - b)) / n)
-    print(f"guard {{1e9 * min(best):.0f}} ns per call; checks {{r.guards}}")
+    assert _C._rp_region_check(r.plan, o, True) is None
+    n, chk, plan = 100000, _C._rp_region_check, r.plan
+    flat, walk = [], []
+    for _ in range(7):  # alternating: the flat check (dict versions) and the full walk (before it)
+        for mode, out in ((False, flat), (True, walk)):
+            a = time.perf_counter()
+            for _ in range(n):
+                chk(plan, o, mode)
+            b = time.perf_counter()
+            for _ in range(n):
+                chk.__class__  # the loop and an attribute load, without the call
+            c = time.perf_counter()
+            out.append(((b - a) - (c - b)) / n)
+    f, w = statistics.median(flat), statistics.median(walk)
+    print(f"guard {{1e9 * f:.0f}} ns per call (the full walk {{1e9 * w:.0f}} ns, {{w / f:.2f}}x); checks {{r.guards}}")
 '''
 
 # a module region with 10 parameters and 5 attributes read: the entry check (every guard and
@@ -210,6 +213,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--guards", action="store_true", help="only the entry-guard costs")
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"no {JANUS}: build first (scripts/setup.sh)")
@@ -222,14 +226,20 @@ def main():
             f.write(ADAM10.format(python=py))
         with open(tbptt, "w") as f:
             f.write(TBPTT.format(python=py))
-        s, adam_db = bench("adam10", [adam], ["60"], [str(args.steps)], e, args.repeats, d)
-        ok &= s
+        if args.guards:
+            adam_db = os.path.join(d, "adam10.db")
+            run([JANUS, "record", "--db", adam_db, "--", sys.executable, adam, "60"], e)
+            run([JANUS, "optimize", "--quiet", adam_db], e)
+        else:
+            s, adam_db = bench("adam10", [adam], ["60"], [str(args.steps)], e, args.repeats, d)
+            ok &= s
         mlp = [os.path.join(ROOT, "examples", "fashion_mlp.py")]
-        s, _ = bench("fashion_mlp", mlp, ["--steps", "30", "--epochs", "1", "--hidden", "64"],
-                     ["--steps", str(args.steps), "--epochs", "1", "--hidden", "64"], e, args.repeats, d)
-        ok &= s
-        s, _ = bench("tbptt_lstm", [tbptt], ["60"], [str(args.steps)], e, args.repeats, d)
-        ok &= s
+        if not args.guards:
+            s, _ = bench("fashion_mlp", mlp, ["--steps", "30", "--epochs", "1", "--hidden", "64"],
+                         ["--steps", str(args.steps), "--epochs", "1", "--hidden", "64"], e, args.repeats, d)
+            ok &= s
+            s, _ = bench("tbptt_lstm", [tbptt], ["60"], [str(args.steps)], e, args.repeats, d)
+            ok &= s
         out = run([JANUS, "replay", "--db", adam_db, "--", sys.executable, adam, str(args.steps), "guard"],
                   dict(e, JANUS_REPLAY_ADAPT="0"))
         print("entry guard (adam10): " + re.search(r"guard (.*)", out).group(1))

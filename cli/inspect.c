@@ -45,8 +45,10 @@ const char jn_cli_inspect_usage[] =
     "decisions and shape variation; then the bundles `janus optimize` stored\n"
     "(target, size, graphs, source runs, and whether this machine can use\n"
     "them).  Runs of `janus replay` show their counters instead: hit rate,\n"
-    "per-graph hits, misses and time, and the most frequent miss reasons\n"
-    "with their source line.  The store is opened read-only.\n"
+    "per-graph hits, misses and time, the most frequent miss reasons with\n"
+    "their source line, and per region (module, optimizer step, ...) the\n"
+    "calls that ran without their Python and why the others ran it.  The\n"
+    "store is opened read-only.\n"
     "\n"
     "options:\n"
     "  --json      print one JSON object instead of text\n"
@@ -854,6 +856,7 @@ const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t 
  * guard (text: the 10 largest groups, then the fallbacks by choice) and the
  * SEEN guards hits went past, with their recorded ranges and the values
  * seen (text: the 10 most frequent). */
+static void print_region_replays(ctx *c, jn_db *db, int64_t run);
 static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
     jn_db_replay_graph *g = NULL;
     jn_db_replay_miss *m = NULL;
@@ -927,6 +930,8 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         jn_cli_json_end(j, ']');
         jn_cli_json_key(j, "extrapolations");
         jn_cli_json_extraps(j, x, nx);
+        jn_cli_json_key(j, "regions");
+        if (jn_cli_json_region_replays(j, db, run)) failed(c);
         jn_cli_json_end(j, '}');
         jn_db_replay_free(g, ng, m, nm);
         jn_db_miss_groups_free(mg, nmg);
@@ -979,9 +984,70 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         }
         if (nx > 10) printf("    ... %d more (--json lists all)\n", nx - 10);
     }
+    print_region_replays(c, db, run);
     jn_db_replay_free(g, ng, m, nm);
     jn_db_miss_groups_free(mg, nmg);
     jn_db_replay_extrap_free(x, nx);
+}
+
+/* What the replay's regions did (schema v10): per region its calls and
+ * those run without their Python, refused or not, and the reasons the
+ * others ran it (text: the 3 most frequent per region). */
+static void print_region_replays(ctx *c, jn_db *db, int64_t run) {
+    jn_db_region_replay *r = NULL;
+    jn_db_region_replay_reason *w = NULL;
+    int n = 0, nw = 0;
+    if (jn_db_region_replays(db, run, &r, &n, &w, &nw) != JN_OK) {
+        failed(c);
+        return;
+    }
+    int64_t calls = 0, replaced = 0;
+    for (int i = 0; i < n; i++) calls += r[i].calls, replaced += r[i].replaced;
+    char a[32], b[32];
+    if (n) printf("  region calls at replay: %s of %s ran without their Python\n", jn_cli_commas(replaced, a),
+                  jn_cli_commas(calls, b));
+    for (int i = 0; i < n; i++) {
+        printf("    %s: %s of %s call%s replaced%s\n", r[i].region, jn_cli_commas(r[i].replaced, a),
+               jn_cli_commas(r[i].calls, b), r[i].calls == 1 ? "" : "s", r[i].refused ? " (refused)" : "");
+        for (int k = 0, shown = 0; k < nw; k++) {
+            if (strcmp(w[k].region, r[i].region)) continue;
+            if (shown++ == 3) {
+                printf("      ... (--json lists all)\n");
+                break;
+            }
+            printf("      %8sx  %s\n", jn_cli_commas(w[k].count, a), w[k].reason);
+        }
+    }
+    jn_db_region_replays_free(r, n, w, nw);
+}
+
+int jn_cli_json_region_replays(jn_cli_json *j, jn_db *db, int64_t run) {
+    jn_db_region_replay *r = NULL;
+    jn_db_region_replay_reason *w = NULL;
+    int n = 0, nw = 0;
+    jn_status s = jn_db_region_replays(db, run, &r, &n, &w, &nw);
+    jn_cli_json_arr(j);
+    for (int i = 0; i < n; i++) {
+        jn_cli_json_obj(j);
+        jn_cli_json_key(j, "region"); jn_cli_json_str(j, r[i].region);
+        jn_cli_json_key(j, "calls"); jn_cli_json_int(j, r[i].calls);
+        jn_cli_json_key(j, "replaced"); jn_cli_json_int(j, r[i].replaced);
+        jn_cli_json_key(j, "refused"); jn_cli_json_raw(j, r[i].refused ? "true" : "false");
+        jn_cli_json_key(j, "reasons");
+        jn_cli_json_arr(j);
+        for (int k = 0; k < nw; k++) {
+            if (strcmp(w[k].region, r[i].region)) continue;
+            jn_cli_json_obj(j);
+            jn_cli_json_key(j, "reason"); jn_cli_json_str(j, w[k].reason);
+            jn_cli_json_key(j, "count"); jn_cli_json_int(j, w[k].count);
+            jn_cli_json_end(j, '}');
+        }
+        jn_cli_json_end(j, ']');
+        jn_cli_json_end(j, '}');
+    }
+    jn_cli_json_end(j, ']');
+    jn_db_region_replays_free(r, n, w, nw);
+    return s != JN_OK;
 }
 
 void jn_cli_json_verdicts(jn_cli_json *j, const jn_db_region_verdict *v, int n) {

@@ -121,6 +121,11 @@ void jn_cli_json_extraps(jn_cli_json *j, const jn_db_replay_extrap *x, int nx);
 /* The region verdicts of a bundle as an array (inspect.c; `janus inspect
  * --json` bundles[].regions and `janus report` write the same fields). */
 void jn_cli_json_verdicts(jn_cli_json *j, const jn_db_region_verdict *v, int n);
+/* What a replay run's regions did (schema v10) as an array: per region its
+ * calls, replaced calls, refused, and the reasons its Python ran with their
+ * counts (`janus inspect --json` replay.regions, `janus report` runs[].regions).
+ * 1 when the store could not be read (the array is then empty). */
+int jn_cli_json_region_replays(jn_cli_json *j, jn_db *db, int64_t run);
 /* Write s as a JSON string literal (with quotes) to f. */
 void jn_cli_json_quote(FILE *f, const char *s);
 

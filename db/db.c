@@ -52,6 +52,9 @@
  * code objects each ran with their first effect outside the call, and per
  * bundle the analyzer's verdict on each (region.c); step chunks may hold
  * JN_EV_REGION markers.
+ * Schema v10 (SCHEMA_V10) adds what a replay's regions did: per replay run
+ * and region the calls and those run without their Python, and why the
+ * others ran it (region.c, jn_db_region_replays_put).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -243,6 +246,16 @@ static const char SCHEMA_V9[] =
     "  site TEXT NOT NULL, calls INTEGER NOT NULL, verdict TEXT NOT NULL, reason TEXT NOT NULL,\n"
     "  reason_site TEXT NOT NULL, code_hash TEXT NOT NULL, codes TEXT NOT NULL, PRIMARY KEY(bundle_id, seq));\n";
 
+/* Schema v10 = v9 + a replay's region counters (db/region.c): new tables
+ * only, so an older store read-only reads as none. */
+static const char SCHEMA_V10[] =
+    "CREATE TABLE IF NOT EXISTS region_replays(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  region TEXT NOT NULL, calls INTEGER NOT NULL, replaced INTEGER NOT NULL, refused INTEGER NOT NULL);\n"
+    "CREATE INDEX IF NOT EXISTS region_replays_run ON region_replays(run_id);\n"
+    "CREATE TABLE IF NOT EXISTS region_replay_reasons(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  region TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL);\n"
+    "CREATE INDEX IF NOT EXISTS region_replay_reasons_run ON region_replay_reasons(run_id);\n";
+
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
  * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
@@ -259,6 +272,7 @@ static const struct {
     {6, SCHEMA_V7},
     {7, SCHEMA_V8},
     {8, SCHEMA_V9},
+    {9, SCHEMA_V10},
 };
 
 /* Cached statements, prepared on first use. */
@@ -451,6 +465,7 @@ static jn_status create_schema(jn_db *db) {
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V7);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V8);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V9);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V10);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -782,10 +797,10 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
         goto fail;
     }
     /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6, v7,
-     * v8 and v9 only added tables and columns with defaults, so an older
+     * v8, v9 and v10 only added tables and columns with defaults, so an older
      * store simply has no bundles, no replay counters, no algorithm choices,
      * only recorded runs, runs known by host and pid alone, no extrapolated
-     * hits and no regions. */
+     * hits, no regions and no region counters of its replays. */
     if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "

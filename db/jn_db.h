@@ -67,6 +67,10 @@
  *        -- schema v9: the regions a recording entered (step chunks hold JN_EV_REGION
  *        markers), the code objects each ran with what their bytecode does outside the
  *        call, and what `janus optimize` decided about each region (see "regions" below)
+ *   region_replays(run_id, region, calls, replaced, refused),
+ *   region_replay_reasons(run_id, region, reason, count)
+ *        -- schema v10: what a replay's regions did (calls run without their Python,
+ *        and why the others ran it), written with the replay counters
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -85,7 +89,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 9
+#define JN_DB_SCHEMA_VERSION 10
 
 typedef struct jn_db jn_db;
 
@@ -509,6 +513,32 @@ jn_status jn_db_region_verdicts_put(jn_db *db, int64_t bundle_id, const jn_db_re
 /* The verdicts of bundle_id in the order stored (before v9: none). */
 jn_status jn_db_region_verdicts(jn_db *db, int64_t bundle_id, jn_db_region_verdict **rows, int *n);
 void jn_db_region_verdicts_free(jn_db_region_verdict *rows, int n);
+
+/* What a replay's regions did (schema v10), written by the replaying
+ * process at exit with its counters: per region (named as the replay names
+ * it, "Block.forward (model.py:21)") its calls, the calls that ran without
+ * their Python, and whether it was refused; per region and reason ("a
+ * guard missed: ...", "learning", "refused by the recording: ...") how many
+ * calls ran their Python for it. */
+typedef struct {
+    const char *region;
+    int64_t calls, replaced;
+    int refused;
+} jn_db_region_replay;
+typedef struct {
+    const char *region, *reason;
+    int64_t count;
+} jn_db_region_replay_reason;
+/* Append both in ONE transaction (a second report of the same run adds
+ * up).  The run must exist; names and reasons non-NULL, counts >= 0. */
+jn_status jn_db_region_replays_put(jn_db *db, int64_t run_id, const jn_db_region_replay *rows, int n,
+                                   const jn_db_region_replay_reason *why, int nwhy);
+/* The rows of run_id summed per region, most calls first (ties by name),
+ * and the reasons summed per (region, reason), most frequent first; a
+ * store before v10 has none.  Free with jn_db_region_replays_free. */
+jn_status jn_db_region_replays(jn_db *db, int64_t run_id, jn_db_region_replay **rows, int *n,
+                               jn_db_region_replay_reason **why, int *nwhy);
+void jn_db_region_replays_free(jn_db_region_replay *rows, int n, jn_db_region_replay_reason *why, int nwhy);
 
 /* ---- cuDNN algorithm choices (schema v5) ----
  * What a GPU's cuDNN heuristics chose for one convolution pass, so a later

@@ -1,7 +1,8 @@
 /* region.c -- the region tables of the trace store (schema v9): the regions
  * a recording entered and the code objects each ran (written by the
  * recorder), and the analyzer's verdict on each region, stored with the
- * bundle `janus optimize` made (jn_db.h, "regions").
+ * bundle `janus optimize` made (jn_db.h, "regions"); and (schema v10) what
+ * a replay's regions did, written with its counters at exit.
  *
  * Every write is one BEGIN IMMEDIATE ... COMMIT through db_step, so the
  * fault injection of the store tests (jn_db_inject_fault) reaches each
@@ -82,11 +83,11 @@ static jn_status put_rows(jn_db *db, int64_t key, const char *sql, const void *r
  * out of memory. */
 typedef int (*row_fn)(sqlite3_stmt *st, void *arr, int i);
 
-static jn_status get_rows(jn_db *db, int64_t key, const char *sql, void **arr, int *n, size_t sz, row_fn row,
-                          const char *what, void (*free_fn)(void *, int)) {
+static jn_status get_rows_since(jn_db *db, int since, int64_t key, const char *sql, void **arr, int *n, size_t sz,
+                                row_fn row, const char *what, void (*free_fn)(void *, int)) {
     *arr = NULL;
     *n = 0;
-    if (jn_db_schema_version(db) < 9) return JN_OK;
+    if (jn_db_schema_version(db) < since) return JN_OK;
     sqlite3_stmt *st = NULL;
     int rc = db_prepare(db, sql, &st), cap = 0, len = 0, nomem = 0;
     void *a = NULL;
@@ -115,6 +116,11 @@ static jn_status get_rows(jn_db *db, int64_t key, const char *sql, void **arr, i
     *arr = a;
     *n = len;
     return JN_OK;
+}
+
+static jn_status get_rows(jn_db *db, int64_t key, const char *sql, void **arr, int *n, size_t sz, row_fn row,
+                          const char *what, void (*free_fn)(void *, int)) {
+    return get_rows_since(db, 9, key, sql, arr, n, sz, row, what, free_fn);
 }
 
 /* A text column copied ("" for NULL), or NULL staying NULL when keep_null. */
@@ -287,4 +293,113 @@ jn_status jn_db_region_verdicts(jn_db *db, int64_t bundle_id, jn_db_region_verdi
     return get_rows(db, bundle_id, "SELECT run_id, region, kind, qualname, site, calls, verdict, reason, reason_site, "
                     "code_hash, codes FROM region_verdicts WHERE bundle_id = ?1 ORDER BY seq", (void **)rows, n,
                     sizeof **rows, verdict_row, "the region verdicts of a bundle", verdicts_free);
+}
+
+/* ------------------------------------------------ a replay's regions (v10) */
+jn_status jn_db_region_replays_put(jn_db *db, int64_t run_id, const jn_db_region_replay *rows, int n,
+                                   const jn_db_region_replay_reason *why, int nwhy) {
+    jn_status s;
+    if ((s = writable(db, "jn_db_region_replays_put"))) return s;
+    if (n < 0 || nwhy < 0 || (n && !rows) || (nwhy && !why))
+        return jn_error(JN_ERR_VALUE, "jn_db_region_replays_put: rows without an array");
+    for (int i = 0; i < n; i++)
+        if (!rows[i].region || rows[i].calls < 0 || rows[i].replaced < 0 || rows[i].replaced > rows[i].calls)
+            return jn_error(JN_ERR_VALUE, "jn_db_region_replays_put: row %d needs a region name and 0 <= replaced "
+                            "<= calls", i);
+    for (int i = 0; i < nwhy; i++)
+        if (!why[i].region || !why[i].reason || why[i].count < 0)
+            return jn_error(JN_ERR_VALUE, "jn_db_region_replays_put: reason %d needs a region, a reason and a "
+                            "count >= 0", i);
+    if (jn_db_schema_version(db) < 10)
+        return jn_error(JN_ERR_IO, "jn_db_region_replays_put: trace store %s has schema version %d, before the "
+                        "region counters (10); open it for writing to migrate it", jn_db_path(db),
+                        jn_db_schema_version(db));
+    sqlite3_stmt *a = NULL, *b = NULL;
+    int rc = exec1(db, "BEGIN IMMEDIATE");
+    if (rc == SQLITE_OK && !(rc = db_prepare(db, "SELECT 1 FROM runs WHERE id = ?1", &a))) {
+        sqlite3_bind_int64(a, 1, run_id);
+        rc = db_step(db, a);
+        if (rc == SQLITE_DONE) {
+            sqlite3_finalize(a);
+            rollback(db);
+            return jn_error(JN_ERR_VALUE, "jn_db_region_replays_put: trace store %s has no run %lld",
+                            jn_db_path(db), (long long)run_id);
+        }
+        rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
+        sqlite3_finalize(a);
+        a = NULL;
+    }
+    if (rc == SQLITE_OK)
+        rc = db_prepare(db, "INSERT INTO region_replays(run_id, region, calls, replaced, refused) "
+                        "VALUES(?1, ?2, ?3, ?4, ?5)", &a);
+    if (rc == SQLITE_OK)
+        rc = db_prepare(db, "INSERT INTO region_replay_reasons(run_id, region, reason, count) VALUES(?1, ?2, ?3, ?4)",
+                        &b);
+    for (int i = 0; i < n && rc == SQLITE_OK; i++) {
+        sqlite3_bind_int64(a, 1, run_id);
+        text(a, 2, rows[i].region);
+        sqlite3_bind_int64(a, 3, rows[i].calls);
+        sqlite3_bind_int64(a, 4, rows[i].replaced);
+        sqlite3_bind_int(a, 5, rows[i].refused != 0);
+        rc = step_reset(db, a);
+    }
+    for (int i = 0; i < nwhy && rc == SQLITE_OK; i++) {
+        sqlite3_bind_int64(b, 1, run_id);
+        text(b, 2, why[i].region);
+        text(b, 3, why[i].reason);
+        sqlite3_bind_int64(b, 4, why[i].count);
+        rc = step_reset(db, b);
+    }
+    if (rc == SQLITE_OK) rc = exec1(db, "COMMIT");
+    sqlite3_finalize(a);
+    sqlite3_finalize(b);
+    if (rc != SQLITE_OK) {
+        s = db_fail(db, rc, "storing the region counters of a replay");
+        rollback(db);
+        return s;
+    }
+    return JN_OK;
+}
+
+static void rr_free(void *a, int n) { jn_db_region_replays_free(a, n, NULL, 0); }
+static void rw_free(void *a, int n) { jn_db_region_replays_free(NULL, 0, a, n); }
+void jn_db_region_replays_free(jn_db_region_replay *rows, int n, jn_db_region_replay_reason *why, int nwhy) {
+    for (int i = 0; rows && i < n; i++) free((void *)rows[i].region);
+    for (int i = 0; why && i < nwhy; i++) free((void *)why[i].region), free((void *)why[i].reason);
+    free(rows);
+    free(why);
+}
+
+static int rr_row(sqlite3_stmt *st, void *arr, int i) {
+    jn_db_region_replay *r = (jn_db_region_replay *)arr + i;
+    r->calls = sqlite3_column_int64(st, 1);
+    r->replaced = sqlite3_column_int64(st, 2);
+    r->refused = sqlite3_column_int(st, 3) != 0;
+    return col(st, 0, &r->region, 0);
+}
+
+static int rw_row(sqlite3_stmt *st, void *arr, int i) {
+    jn_db_region_replay_reason *r = (jn_db_region_replay_reason *)arr + i;
+    r->count = sqlite3_column_int64(st, 2);
+    return col(st, 0, &r->region, 0) && col(st, 1, &r->reason, 0);
+}
+
+jn_status jn_db_region_replays(jn_db *db, int64_t run_id, jn_db_region_replay **rows, int *n,
+                               jn_db_region_replay_reason **why, int *nwhy) {
+    if (!db || !rows || !n || !why || !nwhy) return jn_error(JN_ERR_VALUE, "jn_db_region_replays: NULL argument");
+    *why = NULL;
+    *nwhy = 0;
+    jn_status s = get_rows_since(db, 10, run_id, "SELECT region, sum(calls) AS c, sum(replaced), max(refused) "
+                                 "FROM region_replays WHERE run_id = ?1 GROUP BY region ORDER BY c DESC, region",
+                                 (void **)rows, n, sizeof **rows, rr_row, "the region counters of a replay", rr_free);
+    if (s) return s;
+    s = get_rows_since(db, 10, run_id, "SELECT region, reason, sum(count) AS c FROM region_replay_reasons "
+                       "WHERE run_id = ?1 GROUP BY region, reason ORDER BY c DESC, region, reason",
+                       (void **)why, nwhy, sizeof **why, rw_row, "the region counters of a replay", rw_free);
+    if (s) {
+        jn_db_region_replays_free(*rows, *n, NULL, 0);
+        *rows = NULL;
+        *n = 0;
+    }
+    return s;
 }

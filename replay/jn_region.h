@@ -45,12 +45,21 @@ typedef struct {
     double in_val[JN_MAX_INS];
     int64_t out_id[JN_MAX_OUTS];
     uint8_t grad;               /* grad mode when it ran (a no_grad block inside a forward) */
+    uint8_t in_det[JN_MAX_INS]; /* input i is a header detach made (same id, no autograd history) */
     jn_attrs a;
 } jn_rp_region_event;
 
 /* Start (on: the log is cleared) or stop observing. */
 void jn_rp_region_observe(jn_replay *r, int on);
 /* The ops logged since observation started; *nsync: sync points seen. */
+/* While observing: `out` was made by detach from `src` outside the
+ * dispatcher (a second header with src's id and no autograd history).  It
+ * is held until the next observation, so that the ops reading it are
+ * marked (in_det) and jn_rp_region_detached can tell it from src: a
+ * template reads src instead, exact only where grad mode is off. */
+void jn_rp_region_alias(jn_replay *r, const jn_tensor *src, jn_tensor *out);
+/* Is t a header detach made during the last observation? */
+int jn_rp_region_detached(const jn_replay *r, const jn_tensor *t);
 const jn_rp_region_event *jn_rp_region_log(const jn_replay *r, int64_t *n, int64_t *nsync);
 
 /* How a template op writes its outputs. */
@@ -105,6 +114,9 @@ const char *jn_rp_region_reason(const jn_replay *r, int i, int64_t *count);
 /* The i-th region by name (first seen first): its calls, replaced calls and
  * whether it was refused; NULL past the end. */
 const char *jn_rp_region_info(const jn_replay *r, int i, int64_t *calls, int64_t *replaced, int *refused);
+/* The i-th reason row (first seen first): why a call of *region ran its
+ * Python and how often; NULL past the last. */
+const char *jn_rp_region_reason_at(const jn_replay *r, int i, const char **region, int64_t *count);
 
 #ifdef __cplusplus
 }

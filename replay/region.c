@@ -29,6 +29,7 @@ typedef struct {
 typedef struct {
     char *why;             /* "<region>: <why>" */
     int64_t count;
+    int name_ix;           /* its region's row in names (-1: none) */
 } rg_reason;
 
 typedef struct {
@@ -39,6 +40,8 @@ typedef struct {
 
 struct rp_regions {
     jn_rp_region_event *log;
+    jn_tensor **det;       /* the headers detach made while observing (held: no address reused) */
+    int ndet, capdet;
     int64_t nlog, caplog, nsync;
     rg_template *t;
     int nt;
@@ -60,7 +63,11 @@ void jn_rp_region_observe(jn_replay *R, int on) {
     struct rp_regions *G = regions(R);
     if (!G) return;
     R->rg_observing = on;
-    if (on) G->nlog = G->nsync = 0;
+    if (on) {
+        G->nlog = G->nsync = 0;
+        for (int i = 0; i < G->ndet; i++) jn_tensor_decref(G->det[i]);
+        G->ndet = 0;
+    }
 }
 
 const jn_rp_region_event *jn_rp_region_log(const jn_replay *R, int64_t *n, int64_t *nsync) {
@@ -98,6 +105,7 @@ void rp_region_tap(jn_replay *R, jn_op op, int nin, jn_tensor *const *in, const 
     e->op = op, e->nin = nin, e->nout = nout, e->grad = (uint8_t)jn_grad_enabled();
     for (int i = 0; i < nin; i++) {
         e->in_id[i] = in[i]->id;
+        e->in_det[i] = (uint8_t)jn_rp_region_detached(R, in[i]);
         /* wrapped numbers are made from Python values, eagerly: their data is there */
         e->in_wrapped[i] = in[i]->wrapped_number && in[i]->storage && in[i]->storage->data && !in[i]->storage->lazy;
         e->in_dtype[i] = (uint8_t)in[i]->dtype;
@@ -108,6 +116,29 @@ void rp_region_tap(jn_replay *R, jn_op op, int nin, jn_tensor *const *in, const 
 }
 
 void rp_region_sync_tap(jn_replay *R) { R->rg->nsync++; }
+
+void jn_rp_region_alias(jn_replay *R, const jn_tensor *src, jn_tensor *out) {
+    struct rp_regions *G = R ? R->rg : NULL;
+    if (!G || !R->rg_observing || !src || !out) return;
+    if (G->ndet == G->capdet) {
+        int cap = G->capdet ? 2 * G->capdet : 16;
+        jn_tensor **d = realloc(G->det, (size_t)cap * sizeof *d);
+        if (!d) { /* unmarked reads could pass for src's: no template from this call */
+            G->nsync++;
+            return;
+        }
+        G->det = d, G->capdet = cap;
+    }
+    jn_tensor_incref(out);
+    G->det[G->ndet++] = out;
+}
+
+int jn_rp_region_detached(const jn_replay *R, const jn_tensor *t) {
+    const struct rp_regions *G = R ? R->rg : NULL;
+    for (int i = 0; G && i < G->ndet; i++)
+        if (G->det[i] == t) return 1;
+    return 0;
+}
 
 int jn_rp_region_add(jn_replay *R, const char *name, int nbound, int nslots, int nvals, const jn_rp_region_op *ops,
                      int nops, const jn_rp_region_const *c, int nc) {
@@ -280,6 +311,7 @@ void jn_rp_region_note(jn_replay *R, const char *name, const char *why, int refu
     if (!w) return;
     G->why = w;
     if (!(w[G->nwhy].why = strdup(buf))) return;
+    w[G->nwhy].name_ix = n ? (int)(n - G->names) : -1;
     w[G->nwhy++].count = 1;
 }
 
@@ -319,6 +351,16 @@ const char *jn_rp_region_reason(const jn_replay *R, int rank, int64_t *count) {
     return G->why[pick].why;
 }
 
+const char *jn_rp_region_reason_at(const jn_replay *R, int i, const char **region, int64_t *count) {
+    const struct rp_regions *G = R->rg;
+    if (!G || i < 0 || i >= G->nwhy) return NULL;
+    const rg_reason *w = &G->why[i];
+    *count = w->count;
+    if (w->name_ix < 0) return *region = "", w->why;
+    *region = G->names[w->name_ix].name;
+    return w->why + strlen(*region) + 2; /* past "<region>: " */
+}
+
 void rp_region_summary(const jn_replay *R, char *buf, size_t n) {
     buf[0] = 0;
     jn_rp_region_stats st;
@@ -355,7 +397,8 @@ void rp_region_free(jn_replay *R) {
     for (int i = 0; i < G->nt; i++) free(G->t[i].name), free(G->t[i].ops), free(G->t[i].c), free(G->t[i].slot);
     for (int i = 0; i < G->nwhy; i++) free(G->why[i].why);
     for (int i = 0; i < G->nnames; i++) free(G->names[i].name);
-    free(G->t), free(G->why), free(G->names), free(G->log);
+    for (int i = 0; i < G->ndet; i++) jn_tensor_decref(G->det[i]);
+    free(G->t), free(G->why), free(G->names), free(G->log), free(G->det);
     free(G);
     R->rg = NULL;
 }

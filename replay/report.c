@@ -3,7 +3,8 @@
  * guard's recorded range, per graph and per guard with the values seen),
  * the counters, the one-line summary, and the counters written to the
  * store at the end (replay_graphs, replay_misses, replay_extrap through
- * jn_db_replay_put, then the timeline's steps and segments), with cuDNN's
+ * jn_db_replay_put, the regions' counters, then the timeline's steps and
+ * segments), with cuDNN's
  * algorithm choices after a CUDA replay.
  */
 #include <math.h>
@@ -13,6 +14,7 @@
 
 #include "jn_algos.h"
 #include "jn_db.h"
+#include "jn_region.h"
 #include "rp_internal.h"
 
 void rp_note_miss(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen, const char *why) {
@@ -210,6 +212,32 @@ void jn_rp_summary(const jn_replay *R, char *buf, size_t n) {
              k >= 0 ? "; top miss: " : "", k >= 0 ? R->miss[k].why : "", rg);
 }
 
+/* The regions' counters (schema v10): per region its calls and those run
+ * without their Python, and why the others ran it. */
+static jn_status rp_write_regions(jn_replay *R, jn_db *db) {
+    jn_rp_region_stats st;
+    jn_rp_region_get_stats(R, &st);
+    if (!st.nregions) return JN_OK;
+    int nw = 0;
+    const char *reg;
+    int64_t cnt;
+    while (jn_rp_region_reason_at(R, nw, &reg, &cnt)) nw++;
+    jn_db_region_replay *rows = calloc((size_t)st.nregions, sizeof *rows);
+    jn_db_region_replay_reason *why = calloc((size_t)nw + 1, sizeof *why);
+    jn_status s = JN_OK;
+    if (!rows || !why) {
+        s = jn_error(JN_ERR_NOMEM, "out of memory");
+    } else {
+        for (int i = 0; i < st.nregions; i++)
+            rows[i].region = jn_rp_region_info(R, i, &rows[i].calls, &rows[i].replaced, &rows[i].refused);
+        for (int i = 0; i < nw; i++) why[i].reason = jn_rp_region_reason_at(R, i, &why[i].region, &why[i].count);
+        s = jn_db_region_replays_put(db, R->run_id, rows, st.nregions, why, nw);
+    }
+    free(rows);
+    free(why);
+    return s;
+}
+
 /* At the end: the counters (run_id > 0) and, after a CUDA replay, cuDNN's
  * algorithm choices (jn_algos.h), in one opening of the store.  They are
  * separate transactions: a failure to save the choices loses no counter,
@@ -253,6 +281,7 @@ void rp_write_counters(jn_replay *R) {
                                             .seen_max = r->hi};
             }
             s = jn_db_replay_put(db, R->run_id, gr, ng, mr, R->nmiss, xr, R->nxp);
+            if (!s) s = rp_write_regions(R, db);
             if (!s) s = rp_tl_write(&R->tl, db, R->run_id, R->m, rp_now());
         }
         if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R->db_path, jn_errmsg());

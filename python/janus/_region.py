@@ -63,7 +63,7 @@ _STORES = {"STORE_ATTR": "stores attribute", "DELETE_ATTR": "deletes attribute",
            "DELETE_DEREF": "deletes closure variable", "STORE_SUBSCR": "stores into a container",
            "DELETE_SUBSCR": "deletes from a container", "IMPORT_NAME": "imports",
            "YIELD_VALUE": "yields", "RETURN_GENERATOR": "is a generator"}
-_TENSOR_ATTRS = frozenset("shape dtype device grad data ndim is_leaf requires_grad T".split())
+_TENSOR_ATTRS = frozenset("shape dtype device grad data ndim is_leaf requires_grad T detach".split())
 _KIND = {"params": 0, "val": 1, "eq": 2, "tensor": 3, "counter": 4}
 _MISSING = object()
 # module regions: the variants kept per module (train / eval, ...); guard kinds (csrc/region_py.c)
@@ -73,9 +73,11 @@ _G_IS, _G_EQ, _G_CONTENT, _G_ABSENT = 0, 1, 2, 3
 # does not reproduce), and tensor methods that change a tensor outside an op
 # (grad mode switched inside, e.g. BatchNorm's no_grad block: each op runs under the mode
 # it was observed with, and the mode at exit must be the one at entry)
-# A tensor made outside the dispatcher (_detach, _from_buffer, ...) is refused anyway when an op
-# or the output reads it (its id is neither bound nor logged); these read state or dispatch.
-_PURE_C = frozenset("_op _op_into reshape is_grad_enabled _set_grad_enabled _autocast_active _autocast_get "
+# A tensor made outside the dispatcher (_from_buffer, ...) is refused anyway when an op or the
+# output reads it (its id is neither bound nor logged); these read state or dispatch.  _detach is
+# marked in the log where an op reads its result (the source's id: _template lets ops under no_grad
+# read it, _outspec refuses returning it).
+_PURE_C = frozenset("_op _op_into reshape is_grad_enabled _set_grad_enabled _autocast_active _autocast_get _detach "
                     "_grad_fn_name _is_leaf _requires_grad _has_derivative op_info op_names _device_num "
                     "get_num_threads _rp_active _rec_active _cuda_built _cuda_device_count".split())
 _IMPURE_C = frozenset("requires_grad_ retain_grad register_hook backward detach_ set_ resize_ "
@@ -252,11 +254,12 @@ class Regions:
             ent = self._mods[key] = (weakref.ref(m, lambda _, k=key: self._mods.pop(k, None)),
                                      _Region(f"{type(m).__qualname__}.forward{where}"))
             ent[1].refused = self.recorded("module", type(m).__qualname__, fwd)
-        if kwargs:
-            r = ent[1]
-            if r.refused is None:
-                _C._rp_region_note(r.name, "called with keyword arguments (not bound yet)", False)
-            return m.forward(*args, **kwargs)
+        if kwargs:  # bound like positional arguments, their names one more argument (by value)
+            names, n, fwd = _KwNames(kwargs), len(args), m.forward
+
+            def body(*a):
+                return fwd(*a[:n], **dict(zip(names, a[n:-1])))
+            return self._enter(ent[1], m, args + tuple(kwargs.values()) + (names,), body)
         return self._enter(ent[1], m, args, m.forward)
 
     def function(self, fn, args):
@@ -782,7 +785,12 @@ def _template(ids, log, what):
         slot.setdefault(tid, len(slot))
     nbound = len(slot)
     ops, consts, cidx, key = [], [], {}, []
-    for li, (name, inplace, grad, ins, scal, outs, attrs) in enumerate(log):
+    for li, (name, inplace, grad, ins, scal, outs, attrs, det) in enumerate(log):
+        if det and grad:
+            # detach(x) keeps x's id: the template reads x, exact under no_grad only (an op
+            # reading x with grad mode on records autograd where one reading detach(x) does not)
+            raise _Refused(f"op {li} ({name}) reads a detached tensor with grad mode on (a detach is replayed "
+                           f"where only no_grad ops read it)")
         inn = []
         for tid, sc in zip(ins, scal):
             if tid in slot:
@@ -929,13 +937,20 @@ def _module_attr(g, names, name):
     return any(type(v) is type(sys) and name in v.__dict__ for v in (g.get(n) for n in names))
 
 
+class _KwNames(tuple):
+    """The keyword names of a module call, in order: its last bound argument, compared by
+    value (csrc/region_py.c same_value: its type too), so a call with other names, or a
+    positional call, misses.  No caller can pass one."""
+    __slots__ = ()
+
+
 def _argspec(a, ids):
     """An argument's spec (csrc/region_py.c): a tensor is its slot, a number or None its
     value, a tuple or list its items'."""
     if isinstance(a, _C.TensorBase):
         ids.append(_meta(a)[0])
         return len(ids) - 1
-    if type(a) in (int, float, bool, str, type(None)):
+    if type(a) in (int, float, bool, str, type(None), _KwNames):
         return (0, a)
     if type(a) in (tuple, list):
         return (1, type(a), tuple(_argspec(x, ids) for x in a))
@@ -955,6 +970,8 @@ def _outspec(out, slot, leaves, leaf_of):
     tuple, list, namedtuple or dict its items'."""
     if isinstance(out, _C.TensorBase):
         tid = _meta(out)[0]
+        if _C._rp_region_detached(out):  # the template would return its source, with its history
+            raise _Refused("returns a tensor made by detach inside the call")
         if tid not in slot:
             raise _Refused("returns a tensor that is neither an argument, a parameter or buffer, nor made in the call")
         if tid not in leaf_of:

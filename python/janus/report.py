@@ -503,6 +503,7 @@ class Page:
                         "speed-up", "in graph / hit", "ops / hit", "kernels (generated)", "fused nodes", "arena"], rows,
                        num_cols=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11))
             self.extrapolations(r)
+            self.region_calls(r)
             if b and b.get("graphs_note"):
                 self.note(f"Bundle {b['id']}'s graphs cannot be read: {b['graphs_note']}")
             self.ir_details(b, [g["graph"] for g in r["graphs"]], r.get("cwd"))
@@ -536,6 +537,22 @@ class Page:
                     for x in xs[:20]], num_cols=(1, 5))
         if len(xs) > 20:
             self.note(f"{len(xs) - 20} more: janus inspect --json lists all.")
+
+    def region_calls(self, r):
+        """What the replay's regions did (schema v10): per region its calls run without their
+        Python, and the most frequent reason the others ran it."""
+        rs = r.get("regions") or []
+        if not rs:
+            return
+        calls, done = sum(x["calls"] for x in rs), sum(x["replaced"] for x in rs)
+        self.w(f"<p>Region calls (modules, optimizer steps, clipping, zero_grad): {count(done)} of {count(calls)} "
+               "ran without their Python.</p>")
+        self.table(["region", "calls", "replaced", "refused", "top reason the Python ran"],
+                   [[esc(x["region"]), count(x["calls"]), count(x["replaced"]), "yes" if x["refused"] else "",
+                     esc(f"{x['reasons'][0]['count']}x {x['reasons'][0]['reason']}") if x["reasons"] else "–"]
+                    for x in rs[:30]], num_cols=(1, 2))
+        if len(rs) > 30:
+            self.note(f"{len(rs) - 30} more: janus inspect --json lists all.")
 
     def ir_details(self, b, names, cwd=None):
         if not b:

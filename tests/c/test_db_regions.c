@@ -5,7 +5,10 @@
  * or none under injected write failures) and read back in order; a
  * read-only store refuses writes; the v8 -> v9 migration (a v8 store reads
  * as no regions read-only, migrates atomically for writing); and a store
- * of a newer schema than v9 is refused untouched. */
+ * of a newer schema than the current one is refused untouched.  Schema
+ * v10: a replay's region counters (calls, replaced, reasons) are written in
+ * one transaction, add up over two reports of a run, read back summed; a v9
+ * store reads as none read-only and migrates for writing. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,7 +143,7 @@ static void make_v8(const char *path) {
     if (jn_db_open(path, JN_DB_CREATE, &db) != JN_OK) return;
     make_run(db);
     char *err = NULL;
-    if (sqlite3_exec(jn_db_testing_handle(db), JT_UNDO_V9 "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
+    if (sqlite3_exec(jn_db_testing_handle(db), JT_UNDO_V10 JT_UNDO_V9 "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v8: %s\n", err ? err : "?");
     sqlite3_free(err);
@@ -172,23 +175,110 @@ static void test_migration_v8(void) {
     jn_db_close(db);
 }
 
-/* A janus that reads v9 refuses a store of a later schema, leaving it as it is. */
+static const jn_db_region_replay RR[] = {{"Block.forward (m.py:21)", 10, 8, 0}, {"Adam.step (a.py:9)", 10, 0, 1}};
+static const jn_db_region_replay_reason RW[] = {{"Block.forward (m.py:21)", "learning", 2},
+                                                 {"Adam.step (a.py:9)", "refused by the recording: x", 9},
+                                                 {"Adam.step (a.py:9)", "learning", 1}};
+
+static void test_region_replays(void) {
+    const char *path = tmp("v10rr.db");
+    unlink(path);
+    jn_db *db = NULL;
+    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK);
+    if (!db) return;
+    int64_t run = make_run(db);
+    CHECK(jn_db_region_replays_put(db, run + 5, RR, 2, RW, 3) == JN_ERR_VALUE && has("no run"));
+    jn_db_region_replay bad = {"x", 1, 2, 0};
+    CHECK(jn_db_region_replays_put(db, run, &bad, 1, NULL, 0) == JN_ERR_VALUE && has("replaced"));
+    /* all or none under a failure at each write */
+    sqlite3 *h = jn_db_testing_handle(db);
+    for (int k = 1; k <= 8; k++) {
+        int64_t before = q_int(h, "SELECT count(*) FROM region_replays") + q_int(h, "SELECT count(*) FROM region_replay_reasons");
+        jn_db_inject_fault(k);
+        jn_status s = jn_db_region_replays_put(db, run, RR, 2, RW, 3);
+        jn_db_inject_fault(0);
+        int64_t after = q_int(h, "SELECT count(*) FROM region_replays") + q_int(h, "SELECT count(*) FROM region_replay_reasons");
+        CHECK(s == JN_OK ? after == before + 5 : (s == JN_ERR_IO && has("injected") && after == before));
+    }
+    CHECK(sqlite3_exec(h, "DELETE FROM region_replays; DELETE FROM region_replay_reasons", 0, 0, 0) == SQLITE_OK);
+    /* two reports of one run add up */
+    CHECK(jn_db_region_replays_put(db, run, RR, 2, RW, 3) == JN_OK);
+    CHECK(jn_db_region_replays_put(db, run, RR, 1, RW, 1) == JN_OK);
+    jn_db_region_replay *r = NULL;
+    jn_db_region_replay_reason *w = NULL;
+    int n = 0, nw = 0;
+    CHECK(jn_db_region_replays(db, run, &r, &n, &w, &nw) == JN_OK && n == 2 && nw == 3);
+    if (n == 2 && nw == 3) {
+        CHECK(!strcmp(r[0].region, "Block.forward (m.py:21)") && r[0].calls == 20 && r[0].replaced == 16 &&
+              !r[0].refused);
+        CHECK(!strcmp(r[1].region, "Adam.step (a.py:9)") && r[1].calls == 10 && r[1].replaced == 0 && r[1].refused);
+        CHECK(!strcmp(w[0].reason, "refused by the recording: x") && w[0].count == 9);
+        CHECK(!strcmp(w[1].region, "Block.forward (m.py:21)") && w[1].count == 4);
+        CHECK(!strcmp(w[2].reason, "learning") && w[2].count == 1);
+    }
+    jn_db_region_replays_free(r, n, w, nw);
+    CHECK(jn_db_region_replays(db, run + 1, &r, &n, &w, &nw) == JN_OK && n == 0 && nw == 0 && !r && !w);
+    jn_db_close(db);
+}
+
+/* A v9 store: a current one without what v10 added. */
+static void make_v9(const char *path) {
+    unlink(path);
+    jn_db *db = NULL;
+    if (jn_db_open(path, JN_DB_CREATE, &db) != JN_OK) return;
+    int64_t run = make_run(db);
+    jn_db_region_put(db, run, &REG[0]);
+    char *err = NULL;
+    if (sqlite3_exec(jn_db_testing_handle(db), JT_UNDO_V10 "UPDATE meta SET value = '9' WHERE key = 'schema_version'",
+                     NULL, NULL, &err) != SQLITE_OK)
+        fprintf(stderr, "  make_v9: %s\n", err ? err : "?");
+    sqlite3_free(err);
+    jn_db_close(db);
+}
+
+static void test_migration_v9(void) {
+    const char *path = tmp("v9m.db");
+    jn_db *db = NULL;
+    make_v9(path);
+    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK && db && jn_db_schema_version(db) == 9);
+    if (db) {
+        jn_db_region_replay *r = NULL;
+        jn_db_region_replay_reason *w = NULL;
+        int n = -1, nw = -1;
+        CHECK(jn_db_region_replays(db, 1, &r, &n, &w, &nw) == JN_OK && n == 0 && nw == 0 && !r && !w);
+        jn_db_region *g = NULL;
+        CHECK(jn_db_regions(db, 1, &g, &n) == JN_OK && n == 1); /* v9's own rows stay readable */
+        jn_db_regions_free(g, n);
+        jn_db_close(db);
+    }
+    CHECK(jt_migrate_under_faults(path, make_v9, 6, 9,
+                                  "SELECT count(*) FROM sqlite_master WHERE name='region_replays'", 0, 1, 1) >= 1);
+    make_v9(path);
+    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
+    if (!db) return;
+    CHECK(jn_db_region_replays_put(db, 1, RR, 2, RW, 3) == JN_OK);
+    CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM region_replays") == 2);
+    CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM regions") == 1);
+    jn_db_close(db);
+}
+
+/* A janus refuses a store of a later schema, leaving it as it is. */
 static void test_newer_refused(void) {
-    const char *path = tmp("v10.db");
+    const char *path = tmp("v11.db");
     unlink(path);
     jn_db *db = NULL;
     CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK);
     if (!db) return;
     int64_t run = make_run(db);
     CHECK(jn_db_region_put(db, run, &REG[0]) == JN_OK);
-    CHECK(sqlite3_exec(jn_db_testing_handle(db), "UPDATE meta SET value = '10' WHERE key = 'schema_version'", 0, 0,
+    CHECK(sqlite3_exec(jn_db_testing_handle(db), "UPDATE meta SET value = '11' WHERE key = 'schema_version'", 0, 0,
                        0) == SQLITE_OK);
     jn_db_close(db);
     for (int fl = JN_DB_READONLY; fl <= JN_DB_CREATE; fl++)
-        CHECK(jn_db_open(path, fl, &db) == JN_ERR_IO && has("schema version 10") && has("upgrade janus"));
+        CHECK(jn_db_open(path, fl, &db) == JN_ERR_IO && has("schema version 11") && has("upgrade janus"));
     sqlite3 *h = NULL;
     sqlite3_open(path, &h);
-    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 10);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 11);
     CHECK(q_int(h, "SELECT count(*) FROM regions") == 1);
     sqlite3_close(h);
 }
@@ -198,6 +288,8 @@ int main(void) {
     test_codec();
     test_put_get();
     test_migration_v8();
+    test_region_replays();
+    test_migration_v9();
     test_newer_refused();
     jt_tmp_end();
     JT_DONE();

@@ -202,6 +202,29 @@ def test_replay_follows_the_recorded_verdicts(recorded, tmp_path):
     # proved by the recording: learned here (no recorded refusal), Rows replaced
     assert not re.search(r"(Rows|Linear)\.forward \([^)]*\): refused by the recording", why), why
     assert rows["Rows.forward"][1] > 0, rows
+    # stored with the replay's counters (schema v10): inspect and report show what the exit line said
+    ins = janus("inspect", "--json", recorded["db"])
+    assert ins.returncode == 0, ins.stderr[-3000:]
+    run = [x for x in json.loads(ins.stdout)["runs"] if x["kind"] == "replay"][-1]
+    stored = {x["region"]: x for x in run["replay"]["regions"]}
+    assert {k: [v["calls"], v["replaced"], v["refused"]] for k, v in stored.items()} == \
+        {x[0]: list(x[1:]) for x in st["per_region"]}
+    counter = stored[[k for k in stored if k.startswith("Counter.forward")][0]]
+    assert counter["reasons"][0]["reason"].startswith("refused by the recording: stores attribute n"), counter
+    assert sum(w["count"] for w in counter["reasons"]) == counter["calls"] - counter["replaced"], counter
+    txt = janus("inspect", recorded["db"]).stdout
+    assert re.search(r"region calls at replay: \d+ of \d+ ran without their Python", txt), txt[-3000:]
+    assert re.search(r"Rows\.forward \([^)]*\): [1-9]\d* of \d+ calls replaced", txt), txt[-3000:]
+    rep = janus("report", "--json", recorded["db"])
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    rrun = [x for x in json.loads(rep.stdout)["runs"] if x["kind"] == "replay"][-1]
+    assert {x["region"]: x["replaced"] for x in rrun["regions"]} == {k: v["replaced"] for k, v in stored.items()}
+    page = os.path.join(str(tmp_path), "report.html")
+    r = janus("report", "-o", page, recorded["db"], timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    with open(page) as f:
+        html = f.read()
+    assert "ran without their Python.</p>" in html and "Rows.forward (proof_cases.py:76)" in html
 
 
 PLAIN = """

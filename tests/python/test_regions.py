@@ -62,6 +62,10 @@ def eager_and_replay(script, mode, db, tmp, **extra):
     ("sched", 37, None),       # StepLR changes lr every 4 steps: bound per call, no miss
     ("flag", 30, r"global FLAG changed"),  # the flag flips twice: a guard miss each, learned again
     ("patchstep", 33, r"class Adam or one of its bases was modified"),  # Adam.step replaced mid-run
+    # the entry's flat check (dict versions) falls back to the walk: a state dict written,
+    # a parameter list changed with no dict written
+    ("stateswap", 34, None),
+    ("paramdrop", 34, r"param group 0's parameter list changed"),
 ])
 def test_replaced_step_equals_eager(mode, min_replaced, why, attacks_db, tmp_path):
     st, _ = eager_and_replay(ATTACKS, mode, attacks_db, str(tmp_path))
@@ -194,6 +198,10 @@ def region(st, prefix):
     ("lstm", "Seq.", 38, None),             # LSTM over 5 steps, (h, c) in and out, Linear head
     ("zero", "MLP.", 38, None),             # zero_grad(set_to_none=False): fill_ dispatched from C
     ("clip", "MLP.", 38, None),             # clip_grad_norm_ (its norm printed: a sync outside)
+    # BatchNorm in training: the running statistics' in-place updates (under no_grad, through
+    # detach: an alias read by no_grad ops only) and num_batches_tracked are template ops
+    ("batchnorm", "BN.", 38, None),
+    ("batchnorm2d", "BN2.", 34, r"training changed value"),  # train()/eval() every 10 steps
 ])
 def test_replaced_module_equals_eager(mode, cls, min_replaced, why, modules_db, tmp_path):
     st, _ = eager_and_replay(MODULES, mode, modules_db, str(tmp_path))
@@ -217,7 +225,8 @@ def test_replaced_module_equals_eager(mode, cls, min_replaced, why, modules_db, 
     ("print", "Print.", r"calls print at module_attacks.py:\d+"),
     ("random", "Random.", r"calls Random.random at module_attacks.py:\d+"),
     ("sync", "Sync.", r"reads tensor data inside the call"),
-    ("batchnorm", "BN.", r"calls _detach at _autograd.py:\d+"),  # running statistics: kept by running it
+    ("detachgrad", "DetachGrad.", r"op \d+ \(mul\) reads a detached tensor with grad mode on"),
+    ("detachout", "DetachOut.", r"returns a tensor made by detach inside the call"),
 ])
 def test_effectful_module_is_refused(mode, cls, why, modules_db, tmp_path):
     st, _ = eager_and_replay(MODULES, mode, modules_db, str(tmp_path))
@@ -225,6 +234,39 @@ def test_effectful_module_is_refused(mode, cls, why, modules_db, tmp_path):
     assert calls == 40 and replaced == 0 and refused, st
     assert re.search(why, reasons(st)), st
     assert region(st, "Linear.")[1] >= 70, st  # fc1 and fc2 replaced inside the refused model
+
+
+def test_batchnorm_recorded_and_replaced(tmp_path):
+    """A model with BatchNorm1d recorded in training: the recording proves it, the replay
+    replaces it (running statistics and num_batches_tracked exactly eager's: printed as
+    the floats' repr), the weights equal."""
+    db = record_and_optimize(MODULES, ["batchnorm"], str(tmp_path))
+    st, _ = eager_and_replay(MODULES, "batchnorm", db, str(tmp_path))
+    calls, replaced, refused = region(st, "BN.")
+    assert calls == 40 and replaced >= 38 and not refused, st
+
+
+def test_keyword_arguments_are_bound(modules_db, tmp_path):
+    """model(x, mask=m) in training and model(x, mask=m, scale=0.5) under no_grad: both
+    variants replaced (keywords bound like positional arguments, their names guarded), the
+    outputs (printed exactly) and the weights equal to eager's."""
+    st, _ = eager_and_replay(MODULES, "kwargs", modules_db, str(tmp_path))
+    calls, replaced, refused = region(st, "KW.")
+    assert calls == 50 and replaced >= 45 and not refused, st
+    assert "keyword" not in reasons(st), st
+    ran = sum(n for w, n in st["reasons"] if w.startswith("KW.forward"))
+    assert ran == calls - replaced == 4, st  # two observed calls for training, two for evaluation
+
+
+def test_keyword_names_changed_miss(modules_db, tmp_path):
+    """From step 20 the training call passes scale=1.0 too: the names differ, a miss (its
+    reason counted), a variant learned, the results still eager's."""
+    st, _ = eager_and_replay(MODULES, "kwname", modules_db, str(tmp_path))
+    calls, replaced, refused = region(st, "KW.")
+    assert calls == 50 and not refused, st
+    ran = sum(n for w, n in st["reasons"] if w.startswith("KW.forward"))
+    # three variants learned (training, evaluation, training with the new names), two calls each
+    assert ran == calls - replaced == 6, st
 
 
 def test_instance_forward_patched_mid_run(modules_db, tmp_path):

@@ -126,6 +126,26 @@ class Named(MLP):
         return Pair(self.fc2(h), h)
 
 
+class KW(MLP):  # kwargs, kwname: keyword arguments, bound like positional ones
+    def forward(self, x, mask=None, scale=1.0):
+        h = janus.tanh(self.fc1(x))
+        if mask is not None:
+            h = h * mask
+        return self.fc2(h) * scale
+
+
+class DetachGrad(MLP):  # a detach read with grad mode on: the template cannot tell it from its source
+    def forward(self, x):
+        h = janus.tanh(self.fc1(x))
+        return self.fc2(h + h.detach() * 0.5)
+
+
+class DetachOut(MLP):  # a detach returned: the template would return its source
+    def forward(self, x):
+        h = janus.tanh(self.fc1(x))
+        return Pair(self.fc2(h), h.detach())
+
+
 class BN(nn.Module):
     def __init__(self):
         super().__init__()
@@ -135,6 +155,18 @@ class BN(nn.Module):
 
     def forward(self, x):
         return self.fc2(janus.relu(self.bn(self.fc1(x))))
+
+
+class BN2(nn.Module):  # batchnorm2d: BatchNorm2d over a [8, 4, 2, 2] map, train()/eval() switching
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 16)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        h = self.bn(self.fc1(x).reshape(8, 4, 2, 2))
+        return self.fc2(janus.relu(h).reshape(8, 16))
 
 
 class Seq(nn.Module):
@@ -179,23 +211,32 @@ def main():
     random.seed(0)
     kinds = {"dropout": Dropout, "dropp": Dropout, "trainval": TrainEval, "counter": Counter, "append": Append,
              "print": Print, "random": Random, "sync": Sync, "flag": Flag, "scale": Scale, "scales": Scale, "loop": Loop, "looplen": Loop,
-             "dict": Dict, "tuple": Tuple, "namedtuple": Named, "batchnorm": BN, "lstm": Seq}
+             "dict": Dict, "tuple": Tuple, "namedtuple": Named, "batchnorm": BN, "batchnorm2d": BN2, "lstm": Seq, "kwargs": KW,
+             "kwname": KW, "detachgrad": DetachGrad, "detachout": DetachOut}
     model = kinds.get(MODE, MLP)()
     opt = janus.optim.Adam(model.parameters(), lr=0.01)
     x = janus.randn(8, 5, 12) if MODE == "lstm" else janus.randn(8, 12)
     y = janus.randint(0, 3, (8,))
     loss_fn = nn.CrossEntropyLoss()
     state = (janus.zeros(1, 8, 16), janus.zeros(1, 8, 16))
+    mask = (janus.rand(8, 16) > 0.3).float()
     for i in range(40):
         opt.zero_grad(set_to_none=MODE != "zero")  # zero: gradients filled with zeros in place
         if MODE == "lstm":
             out, state = model(x, state)
             state = (state[0].detach(), state[1].detach())
+        elif MODE == "kwargs" or (MODE == "kwname" and i < 20):
+            out = model(x, mask=mask)
+        elif MODE == "kwname":  # other names from step 20 on: a miss, a variant learned
+            out = model(x, scale=1.0, mask=mask)
         else:
             out = model(x)
+        if MODE in ("kwargs", "kwname") and i % 4 == 3:  # an evaluation under no_grad, keywords too
+            with janus.no_grad():
+                print(f"eval {i} {model(x, mask=mask, scale=0.5).tolist()!r}")
         if MODE == "dict":
             out = out["logits"] + 0.0 * out["hidden"].sum()
-        elif MODE in ("tuple", "namedtuple"):
+        elif MODE in ("tuple", "namedtuple", "detachout"):
             out = out[0] + 0.0 * out[1].sum()
         loss = loss_fn(out, y)
         loss.backward()
@@ -210,7 +251,7 @@ def main():
             SCALE += 0.25
         if MODE == "dropp" and i == 20:
             model.drop.p = 0.5
-        if MODE == "trainval" and i % 10 == 9:
+        if MODE in ("trainval", "batchnorm2d") and i % 10 == 9:
             model.train(not model.training)
         if MODE == "looplen" and i == 20:
             model.steps.append(2)
@@ -222,8 +263,8 @@ def main():
         if i % 5 == 0:
             print(f"step {i} loss {loss.item():.6f}" + (f" norm {norm.item():.6f}" if MODE in ("clip", "lstm") else ""))
     extra = ""
-    if MODE == "batchnorm":
-        extra = (f" mean {model.bn.running_mean.sum().item():.6f} var {model.bn.running_var.sum().item():.6f}"
+    if MODE in ("batchnorm", "batchnorm2d"):  # the running statistics, exactly (repr of floats)
+        extra = (f" mean {model.bn.running_mean.tolist()!r} var {model.bn.running_var.tolist()!r}"
                  f" n {int(model.bn.num_batches_tracked.item())}")
     print(f"count {getattr(model, 'count', 0)} log {len(LOG)}{extra}")
     if janus._replay.active:

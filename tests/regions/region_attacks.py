@@ -126,6 +126,11 @@ def main():
                 self.count += 1
                 return orig(self, *a, **k)
             Adam.step = patched
+        if MODE == "stateswap" and i == 20:  # a state tensor replaced by another object (its dict written)
+            st = opt.state[PARAMS[0]]
+            st["exp_avg"] = st["exp_avg"] * 1.0
+        if MODE == "paramdrop" and i == 20:  # the last parameter taken out of its list (no dict written)
+            opt.param_groups[0]["params"].pop()
         if i % 5 == 0:
             print(f"step {i} loss {loss.item():.6f}")
     print(f"count {opt.count} history {len(opt.history)} lr {opt.param_groups[0]['lr']:.6g}")

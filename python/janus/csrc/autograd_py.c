@@ -4,6 +4,7 @@
  */
 #include "jn_autograd.h"
 #include "jn_py.h"
+#include "jn_region.h"
 
 static jn_tensor *T_of(PyObject *o, const char *what) {
     if (!JnTensor_Check(o)) {
@@ -83,7 +84,9 @@ static PyObject *py_grad_fn_name(PyObject *self, PyObject *o) {
 static PyObject *py_detach(PyObject *self, PyObject *o) {
     (void)self;
     jn_tensor *t = T_of(o, "tensor");
-    return t ? jn_py_wrap(jn_detach(t)) : NULL;
+    jn_tensor *d = t ? jn_detach(t) : NULL;
+    if (d && jn_py_replay) jn_rp_region_alias(jn_py_replay, t, d); /* an observed region call reads it */
+    return t ? jn_py_wrap(d) : NULL;
 }
 
 /* Collect a sequence of tensors (None allowed when allow_none). Borrowed. */

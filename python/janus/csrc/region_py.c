@@ -43,6 +43,28 @@ typedef struct {
     int64_t shape[JN_MAX_DIMS], strides[JN_MAX_DIMS];
 } rg_meta;
 
+/* The entry check's flat form (3.11: PEP 509 dict versions), filled when
+ * the full walk (check) held: every dict the walk read, held with the
+ * version it had then (or had after the call's own counter writes), the
+ * parameter list items by identity, and per bound slot the tensor object
+ * (NULL: the gradient of parameter pidx).  While every version and item is
+ * as held, the walk would read the same entries: only the bound tensors'
+ * metadata and the gradients are checked (fast_ok). */
+typedef struct {
+    int valid;
+    uint64_t inst_ver, state_ver;
+    PyObject **gd;      /* per group: its dict (strong) */
+    PyObject **plist;   /* per group: its params list (borrowed: gd holds it) */
+    int *plen;
+    uint64_t *gver;
+    PyObject **sd;      /* per parameter: its state dict (strong) or NULL */
+    uint64_t *sver;
+    PyObject **obj;     /* per bound slot (borrowed: the dicts and lists held) */
+    int *pidx;
+    int *cidx;          /* per counter: its value index */
+    double *cnt;        /* per counter: its value now */
+} rg_fast;
+
 typedef struct {
     int id;             /* the template's id in the replay */
     char *name;
@@ -64,6 +86,7 @@ typedef struct {
     PyObject **params;
     PyObject **cnt_dict, **cnt_key;
     int ncnt;
+    rg_fast fast;
 } rg_plan;
 
 static void dict_free(rg_dict *d) {
@@ -84,6 +107,11 @@ static void plan_free(rg_plan *P) {
     PyMem_Free(P->gval), PyMem_Free(P->gver), PyMem_Free(P->groups), PyMem_Free(P->has_grad), PyMem_Free(P->pstate);
     PyMem_Free(P->meta), PyMem_Free(P->bound), PyMem_Free(P->vals), PyMem_Free(P->params);
     PyMem_Free(P->cnt_dict), PyMem_Free(P->cnt_key);
+    rg_fast *F = &P->fast;
+    for (int g = 0; F->gd && g < P->ngroups; g++) Py_XDECREF(F->gd[g]);
+    for (int k = 0; F->sd && k < P->nparams; k++) Py_XDECREF(F->sd[k]);
+    PyMem_Free(F->gd), PyMem_Free(F->plist), PyMem_Free(F->plen), PyMem_Free(F->gver), PyMem_Free(F->sd);
+    PyMem_Free(F->sver), PyMem_Free(F->obj), PyMem_Free(F->pidx), PyMem_Free(F->cidx), PyMem_Free(F->cnt);
     PyMem_Free(P);
 }
 
@@ -286,6 +314,13 @@ static PyObject *py_rg_new(PyObject *self, PyObject *args) {
         !(P->params = zalloc(P->nparams, sizeof(PyObject *))) || !(P->cnt_dict = zalloc(ncnt, sizeof(PyObject *))) ||
         !(P->cnt_key = zalloc(ncnt, sizeof(PyObject *))))
         goto fail;
+    rg_fast *F = &P->fast;
+    if (!(F->gd = zalloc(P->ngroups, sizeof(PyObject *))) || !(F->plist = zalloc(P->ngroups, sizeof(PyObject *))) ||
+        !(F->plen = zalloc(P->ngroups, sizeof(int))) || !(F->gver = zalloc(P->ngroups, sizeof(uint64_t))) ||
+        !(F->sd = zalloc(P->nparams, sizeof(PyObject *))) || !(F->sver = zalloc(P->nparams, sizeof(uint64_t))) ||
+        !(F->obj = zalloc(nb, sizeof(PyObject *))) || !(F->pidx = zalloc(nb, sizeof(int))) ||
+        !(F->cidx = zalloc(ncnt, sizeof(int))) || !(F->cnt = zalloc(ncnt, sizeof(double))))
+        goto fail;
 
     if ((P->id = add_template(name, tmpl, nb, nvals)) < 0) goto fail;
     PyObject *cap = PyCapsule_New(P, "janus.region", capsule_free);
@@ -417,6 +452,112 @@ static const char *check(rg_plan *P, PyObject *opt, rg_why *W) {
     return NULL;
 }
 
+#if PY_VERSION_HEX < 0x030C0000
+#define DICT_VER(d) (((PyDictObject *)(d))->ma_version_tag)
+
+static void fast_clear(rg_plan *P) {
+    rg_fast *F = &P->fast;
+    F->valid = 0;
+    for (int g = 0; g < P->ngroups; g++) Py_CLEAR(F->gd[g]);
+    for (int k = 0; k < P->nparams; k++) Py_CLEAR(F->sd[k]);
+}
+
+/* After check() held on opt: what it read, held for fast_ok. */
+static void fast_fill(rg_plan *P, PyObject *opt) {
+    rg_fast *F = &P->fast;
+    fast_clear(P);
+    PyObject **dp = _PyObject_GetDictPtr(opt);
+    F->inst_ver = DICT_VER(*dp);
+    F->state_ver = DICT_VER(P->state_obj);
+    for (int g = 0, np = 0; g < P->ngroups; g++) {
+        PyObject *gd = PyList_GET_ITEM(P->groups_obj, g);
+        F->gd[g] = Py_NewRef(gd), F->gver[g] = DICT_VER(gd), F->plist[g] = NULL, F->plen[g] = 0;
+        for (int i = 0; i < P->groups[g].n; i++)
+            if (P->groups[g].e[i].kind == K_PARAMS) {
+                F->plist[g] = PyDict_GetItem(gd, P->groups[g].e[i].key);
+                F->plen[g] = P->groups[g].e[i].idx;
+                np += F->plen[g];
+            }
+    }
+    int nb = 0, nc = 0;
+    for (int k = 0; k < P->nparams; k++) {
+        F->obj[nb++] = P->params[k];
+        if (P->has_grad[k]) F->obj[nb] = NULL, F->pidx[nb++] = k;
+        const rg_dict *L = &P->pstate[k];
+        if (L->n < 0) continue;
+        PyObject *st = PyDict_GetItem(P->state_obj, P->params[k]);
+        F->sd[k] = Py_NewRef(st), F->sver[k] = DICT_VER(st);
+        Py_ssize_t pos = 0;
+        PyObject *key, *v;
+        for (int i = 0; PyDict_Next(st, &pos, &key, &v); i++) {
+            if (L->e[i].kind == K_TENSOR) F->obj[nb++] = v;
+            else if (L->e[i].kind == K_COUNTER) F->cidx[nc] = L->e[i].idx, F->cnt[nc++] = PyFloat_AS_DOUBLE(v);
+        }
+    }
+    F->valid = nb == P->nbound && nc == P->ncnt;
+}
+
+/* Every guard of check(), from what fast_fill held: 1 when they hold (slots
+ * bound, values read), 0 when the walk must run (it says why). */
+static int fast_ok(rg_plan *P, PyObject *opt) {
+    rg_fast *F = &P->fast;
+    if (!F->valid || Py_TYPE(opt) != P->cls || !(P->cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ||
+        P->cls->tp_version_tag != P->tag || PyFunction_GET_CODE(P->fn) != P->code || jn_grad_enabled() ||
+        jn_autocast_active() != P->autocast)
+        return 0;
+    PyObject **dp = _PyObject_GetDictPtr(opt);
+    if (!dp || !*dp || DICT_VER(*dp) != F->inst_ver || DICT_VER(P->state_obj) != F->state_ver) return 0;
+    for (int i = 0; i < P->nglob; i++)
+        if (DICT_VER(P->gdict[i]) != P->gver[i]) return 0;
+    PyObject *groups = P->groups_obj;
+    if (PyList_GET_SIZE(groups) != P->ngroups) return 0;
+    int np = 0;
+    for (int g = 0; g < P->ngroups; g++) {
+        PyObject *l = F->plist[g];
+        if (PyList_GET_ITEM(groups, g) != F->gd[g] || DICT_VER(F->gd[g]) != F->gver[g]) return 0;
+        if (l) {
+            if (PyList_GET_SIZE(l) != F->plen[g]) return 0;
+            for (int j = 0; j < F->plen[g]; j++)
+                if (PyList_GET_ITEM(l, j) != P->params[np++]) return 0;
+        }
+    }
+    for (int k = 0; k < P->nparams; k++) {
+        if (F->sd[k] && DICT_VER(F->sd[k]) != F->sver[k]) return 0;
+        if (!P->has_grad[k] && jn_grad(JN_T(P->params[k]))) return 0;
+    }
+    for (int i = 0; i < P->nbound; i++) {
+        jn_tensor *t = F->obj[i] ? JN_T(F->obj[i]) : jn_grad(JN_T(P->params[F->pidx[i]]));
+        if (!t || !meta_ok(&P->meta[i], t)) return 0;
+        P->bound[i] = t;
+    }
+    for (int c = 0; c < P->ncnt; c++) P->vals[F->cidx[c]] = F->cnt[c] + 1.0;
+    return 1;
+}
+
+/* After the call wrote the counters: the state dicts' new versions and values. */
+static void fast_written(rg_plan *P) {
+    rg_fast *F = &P->fast;
+    if (!F->valid) return;
+    for (int c = 0; c < P->ncnt; c++) F->cnt[c] += 1.0;
+    for (int k = 0; k < P->nparams; k++)
+        if (F->sd[k]) F->sver[k] = DICT_VER(F->sd[k]);
+}
+#else
+static void fast_clear(rg_plan *P) { P->fast.valid = 0; }
+static void fast_fill(rg_plan *P, PyObject *opt) { (void)P, (void)opt; }
+static int fast_ok(rg_plan *P, PyObject *opt) { return (void)P, (void)opt, 0; }
+static void fast_written(rg_plan *P) { (void)P; }
+#endif
+
+/* The entry check: the flat form when it holds, else the walk (which fills it). */
+static const char *entry_check(rg_plan *P, PyObject *opt, rg_why *W) {
+    if (fast_ok(P, opt)) return NULL;
+    const char *why = check(P, opt, W);
+    if (why) fast_clear(P);
+    else fast_fill(P, opt);
+    return why;
+}
+
 /* _rp_region_call(plan, opt) -> True (ran from the template) or False (a
  * guard failed: counted, the caller runs the Python). */
 static PyObject *py_rg_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -427,7 +568,7 @@ static PyObject *py_rg_call(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (!P) return NULL;
     if (!jn_py_replay) Py_RETURN_FALSE;
     rg_why W;
-    const char *why = check(P, opt, &W);
+    const char *why = entry_check(P, opt, &W);
     if (why) {
         jn_rp_region_note(jn_py_replay, P->name, why, 0);
         if (jn_rp_region_strict(jn_py_replay))
@@ -444,20 +585,23 @@ static PyObject *py_rg_call(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
         Py_DECREF(nv);
     }
+    fast_written(P);
     jn_status s = jn_rp_region_run(jn_py_replay, P->id, P->bound, P->vals, 0, NULL, NULL);
     if (s) return jn_py_raise(s);
     Py_RETURN_TRUE;
 }
 
-/* _rp_region_check(plan, opt) -> None when every guard holds, else why not (no effect:
- * what the entry costs, for benchmarks/bench_regions.py). */
+/* _rp_region_check(plan, opt[, walk]) -> None when every guard holds, else why not
+ * (no effect: what the entry costs, for benchmarks/bench_regions.py); walk true: the
+ * full walk every time, the flat form not used (what the entry cost before it). */
 static PyObject *py_rg_check(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "_rp_region_check(plan, optimizer)");
+    if (nargs != 2 && nargs != 3) return PyErr_Format(PyExc_TypeError, "_rp_region_check(plan, optimizer[, walk])");
     rg_plan *P = PyCapsule_GetPointer(args[0], "janus.region");
     if (!P) return NULL;
     rg_why W;
-    const char *why = check(P, args[1], &W);
+    int walk = nargs == 3 && PyObject_IsTrue(args[2]) == 1;
+    const char *why = walk ? check(P, args[1], &W) : entry_check(P, args[1], &W);
     if (why) return PyUnicode_FromString(why);
     Py_RETURN_NONE;
 }
@@ -483,8 +627,14 @@ static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
         const jn_rp_region_event *e = &log[k];
         const jn_opinfo *oi = jn_op_info(e->op);
         PyObject *ins = PyTuple_New(e->nin), *sc = PyTuple_New(e->nin), *outs = PyTuple_New(e->nout);
-        PyObject *at = PyTuple_New(oi->nattrs);
-        int ok = ins && sc && outs && at;
+        PyObject *at = PyTuple_New(oi->nattrs), *det = PyList_New(0);
+        int ok = ins && sc && outs && at && det;
+        for (int i = 0; ok && i < e->nin; i++)
+            if (e->in_det[i]) {
+                PyObject *v = PyLong_FromLong(i);
+                ok = v && !PyList_Append(det, v);
+                Py_XDECREF(v);
+            }
         for (int i = 0; ok && i < e->nin; i++) {
             PyTuple_SET_ITEM(ins, i, PyLong_FromLongLong(e->in_id[i]));
             PyTuple_SET_ITEM(sc, i, e->in_wrapped[i] ? Py_BuildValue("(di)", e->in_val[i], (int)e->in_dtype[i]) : Py_NewRef(Py_None));
@@ -507,10 +657,10 @@ static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
             else PyTuple_SET_ITEM(at, j, v);
         }
         if (ok && PyErr_Occurred()) ok = 0;
-        PyObject *row = ok ? Py_BuildValue("(siiOOOO)", oi->name, (oi->flags & JN_F_INPLACE) != 0, (int)e->grad, ins, sc,
-                                           outs, at)
+        PyObject *row = ok ? Py_BuildValue("(siiOOOOO)", oi->name, (oi->flags & JN_F_INPLACE) != 0, (int)e->grad, ins, sc,
+                                           outs, at, det)
                            : NULL;
-        Py_XDECREF(ins), Py_XDECREF(sc), Py_XDECREF(outs), Py_XDECREF(at);
+        Py_XDECREF(ins), Py_XDECREF(sc), Py_XDECREF(outs), Py_XDECREF(at), Py_XDECREF(det);
         if (!row) {
             Py_DECREF(list);
             return NULL;
@@ -518,6 +668,12 @@ static PyObject *py_rg_log(PyObject *self, PyObject *unused) {
         PyList_SET_ITEM(list, (Py_ssize_t)k, row);
     }
     return Py_BuildValue("(LN)", (long long)nsync, list);
+}
+
+/* _rp_region_detached(t) -> is t a header detach made while the last call was observed. */
+static PyObject *py_rg_detached(PyObject *self, PyObject *o) {
+    (void)self;
+    return PyBool_FromLong(jn_py_replay && JnTensor_Check(o) && jn_rp_region_detached(jn_py_replay, JN_T(o)));
 }
 
 /* _rp_region_meta(t) -> (id, dtype, device, shape, strides): what a bound tensor is guarded on. */
@@ -1097,6 +1253,7 @@ PyMethodDef jn_py_region_methods[] = {
      "_rp_region_check(plan, optimizer) -> None, or why a guard fails (no effect)"},
     {"_rp_region_observe", py_rg_observe, METH_O, "_rp_region_observe(on): log the ops and syncs of a region call"},
     {"_rp_region_log", py_rg_log, METH_NOARGS, "(syncs, ops) logged while observing"},
+    {"_rp_region_detached", py_rg_detached, METH_O, "_rp_region_detached(t): made by detach while observing"},
     {"_rp_region_meta", py_rg_meta, METH_O, "(id, dtype, device, shape, strides) of a tensor"},
     {"_rp_region_note", py_rg_note, METH_VARARGS, "_rp_region_note(name, why, refused): a call ran its Python"},
     {"_rp_region_stats", py_rg_stats, METH_NOARGS, "region counters (None: no replay)"},

@@ -5,7 +5,10 @@
  * process-global.  A template run dispatches the ops the region's Python
  * would have dispatched, in its order, with its attributes: capture, the
  * matcher and the graphs cannot tell the difference, which is what keeps a
- * replaced call's results equal to the Python's.  The proof that the
+ * replaced call's results equal to the Python's.  Autograd is the one
+ * difference: the ops record into one group node (jn_ag_group_begin around
+ * the loop, rg_group_plan), whose backward dispatches the very formulas
+ * eager's per-op nodes would, in their order.  The proof that the
  * template stands for the Python (pure body, guards) is the caller's
  * (csrc/region_py.c, janus/_region.py).
  */

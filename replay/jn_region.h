@@ -3,8 +3,8 @@
  * A region is one call at a boundary janus owns (an optimizer's step, a
  * module's call) whose body was proved a pure tensor program
  * (janus/_region.py: bytecode scan, observed calls).  Each template op
- * runs under the grad mode it was observed with, so autograd records it
- * as eagerly.
+ * runs under the grad mode it was observed with; a module call's ops record
+ * autograd into one group node whose backward is eager's (region.c).
  * Its template is the op sequence the body dispatches, over slots: the
  * first `nbound` are bound by the caller at every call (parameters,
  * gradients, optimizer state), the rest are the ops' new outputs.  Running
@@ -88,7 +88,9 @@ int jn_rp_region_add(jn_replay *r, const char *name, int nbound, int nslots, int
 /* Run template id: bound[0..nbound) are the bound slots (borrowed), vals
  * its float values.  ret[k] gets a new reference to slot ret_slot[k]'s
  * tensor (k < nret).  Each op runs under the grad mode it was observed
- * with (autograd recorded per op as eagerly); the caller's mode is restored.
+ * with; the ops that record autograd record into one group node
+ * (jn_ag_group_begin: backward bitwise eager's) unless the template keeps
+ * per-op nodes (region.c, rg_group_plan); the caller's mode is restored.
  * Counts one replaced call. */
 jn_status jn_rp_region_run(jn_replay *r, int id, jn_tensor *const *bound, const double *vals, int nret,
                            const int32_t *ret_slot, jn_tensor **ret);

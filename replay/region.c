@@ -5,7 +5,10 @@
  * process-global.  A template run dispatches the ops the region's Python
  * would have dispatched, in its order, with its attributes: capture, the
  * matcher and the graphs cannot tell the difference, which is what keeps a
- * replaced call's results equal to the Python's.  The proof that the
+ * replaced call's results equal to the Python's.  Autograd is the one
+ * difference: the ops record into one group node (jn_ag_group_begin around
+ * the loop, rg_group_plan), whose backward dispatches the very formulas
+ * eager's per-op nodes would, in their order.  The proof that the
  * template stands for the Python (pure body, guards) is the caller's
  * (csrc/region_py.c, janus/_region.py).
  */
@@ -24,6 +27,10 @@ typedef struct {
     jn_rp_region_op *ops;
     jn_rp_region_const *c;
     jn_tensor **slot;      /* scratch, nslots */
+    /* autograd group node (rg_group_plan): bounds over the grad-mode ops,
+     * whether the template may record into one, the slots a view op made */
+    int g_members, g_edges, g_outs, g_ok;
+    uint8_t *g_view;       /* nslots */
 } rg_template;
 
 typedef struct {
@@ -53,6 +60,35 @@ struct rp_regions {
 };
 
 static rg_name *name_of(struct rp_regions *G, const char *name);
+
+/* Decided once per template: may a run record its ops into one autograd
+ * group node (jn_ag_group_begin) instead of a node each?  Exact by
+ * construction for ops over the call's own slots; two cases keep per-op
+ * nodes, because their tensors' histories reach past the call in ways the
+ * group's order argument was not checked against (a fallback is never
+ * wrong): a grad-mode op writing a bound slot in place (the caller's
+ * tensor would take its history inside the group), and a returned slot
+ * made or written by a view op (an output aliasing an input or another
+ * output: checked per run against the returned slots, rg_group_use). */
+static void rg_group_plan(rg_template *T) {
+    T->g_ok = 1;
+    for (int k = 0; k < T->nops; k++) {
+        const jn_rp_region_op *o = &T->ops[k];
+        for (int q = 0; q < o->nout; q++)
+            if (jn_op_info(o->op)->flags & JN_F_VIEW) T->g_view[o->out[q]] = 1;
+        if (!o->grad) continue;
+        T->g_members++, T->g_edges += o->nin, T->g_outs += o->nout;
+        if (o->mode != JN_RP_RG_NEW && o->out[0] < T->nbound) T->g_ok = 0;
+    }
+    if (!T->g_members) T->g_ok = 0;
+}
+
+static int rg_group_use(const rg_template *T, int nret, const int32_t *ret_slot) {
+    if (!T->g_ok) return 0;
+    for (int q = 0; q < nret; q++)
+        if (ret_slot[q] >= 0 && ret_slot[q] < T->nslots && T->g_view[ret_slot[q]]) return 0;
+    return 1;
+}
 
 static struct rp_regions *regions(jn_replay *R) {
     if (!R->rg) R->rg = calloc(1, sizeof *R->rg);
@@ -183,16 +219,18 @@ int jn_rp_region_add(jn_replay *R, const char *name, int nbound, int nslots, int
     T->ops = malloc((size_t)(nops ? nops : 1) * sizeof *T->ops);
     T->c = malloc((size_t)(nc ? nc : 1) * sizeof *T->c);
     T->slot = calloc((size_t)(nslots ? nslots : 1), sizeof *T->slot);
-    if (!T->name || !T->ops || !T->c || !T->slot) {
-        free(T->name), free(T->ops), free(T->c), free(T->slot);
+    T->g_view = calloc((size_t)(nslots ? nslots : 1), 1);
+    if (!T->name || !T->ops || !T->c || !T->slot || !T->g_view) {
+        free(T->name), free(T->ops), free(T->c), free(T->slot), free(T->g_view);
         return (void)jn_error(JN_ERR_NOMEM, "janus replay: out of memory for a region"), -1;
     }
     memcpy(T->ops, ops, (size_t)nops * sizeof *ops);
     memcpy(T->c, c, (size_t)nc * sizeof *c);
     T->nbound = nbound, T->nslots = nslots, T->nvals = nvals, T->nops = nops, T->nc = nc;
+    rg_group_plan(T);
     rg_name *nm = name_of(G, name);
     if (!nm) {
-        free(T->name), free(T->ops), free(T->c), free(T->slot);
+        free(T->name), free(T->ops), free(T->c), free(T->slot), free(T->g_view);
         return (void)jn_error(JN_ERR_NOMEM, "janus replay: out of memory for a region"), -1;
     }
     nm->replaceable = 1;
@@ -213,6 +251,10 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
     jn_tensor **S = T->slot;
     memcpy(S, bound, (size_t)T->nbound * sizeof *S);
     jn_status s = JN_OK;
+    /* one autograd node for the call's ops (rg_group_plan) */
+    jn_ag_group grp;
+    int group = rg_group_use(T, nret, ret_slot);
+    if (group) jn_ag_group_begin(&grp, T->g_members, T->g_edges, T->g_outs);
     int k = 0, grad0 = jn_grad_enabled(), grad = grad0;
     for (; k < T->nops && s == JN_OK; k++) {
         const jn_rp_region_op *o = &T->ops[k];
@@ -246,6 +288,7 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
         if (s != JN_OK) break;
     }
     if (grad != grad0) jn_set_grad_enabled(grad0);
+    if (group) jn_ag_group_end(&grp);
     for (int q = 0; s == JN_OK && q < nret; q++) {
         if (ret_slot[q] < 0 || ret_slot[q] >= T->nslots || !S[ret_slot[q]]) {
             while (q--) jn_tensor_decref(ret[q]);
@@ -394,7 +437,8 @@ void rp_region_summary(const jn_replay *R, char *buf, size_t n) {
 void rp_region_free(jn_replay *R) {
     struct rp_regions *G = R->rg;
     if (!G) return;
-    for (int i = 0; i < G->nt; i++) free(G->t[i].name), free(G->t[i].ops), free(G->t[i].c), free(G->t[i].slot);
+    for (int i = 0; i < G->nt; i++)
+        free(G->t[i].name), free(G->t[i].ops), free(G->t[i].c), free(G->t[i].slot), free(G->t[i].g_view);
     for (int i = 0; i < G->nwhy; i++) free(G->why[i].why);
     for (int i = 0; i < G->nnames; i++) free(G->names[i].name);
     for (int i = 0; i < G->ndet; i++) jn_tensor_decref(G->det[i]);

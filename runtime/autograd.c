@@ -15,6 +15,21 @@
  * through jn_dispatch with grad mode off.  Without retain_graph the saved
  * tensors are freed as each node finishes, and a second backward through the
  * same nodes is an error, as in PyTorch.
+ *
+ * Group nodes: a replaced region (replay/region.c) records its ops into one
+ * node (jn_ag_group_begin/end) whose member records -- the very per-op
+ * records a plain node holds, laid out in one block, with no allocation or
+ * refcount each -- run in backward in the order eager runs their nodes.
+ * Eager pops nodes strictly by decreasing seq (the highest unprocessed
+ * reachable node always has all its consumers done), and a region's ops are
+ * dispatched contiguously, so its nodes are a contiguous seq range run
+ * without interruption: the group takes the range's last seq and runs its
+ * reached members from last to first through the same run_one() as a plain
+ * node.  Which members are reached comes from the discovery (an edge into a
+ * group output reaches its member, a reached member reaches the members and
+ * outer nodes its inputs come from), so the same formulas run, add into the
+ * same buffers in the same order, and hand gradients out of the group at the
+ * same moments: the results are eager's bit for bit.
  */
 #include "jn_autocast.h"
 #include "jn_autograd.h"
@@ -48,10 +63,41 @@ struct jn_node {
     int deps;
     jn_tensor *buf[JN_MAX_OUTS];
     jn_tensor *const *acc;   /* during the formula call: see jn_node_acc */
+    struct jn_group *grp;    /* a group node: its members (nin = nout = 0 on the node itself) */
+    int member;              /* a group's member record: 1 + its index.  Only its own group's
+                              * members point at it (a tensor's grad_fn is the group) */
 };
+
+/* The members of a group node, in the node's own allocation block. */
+typedef struct jn_group {
+    int n, cap;              /* member records made, room */
+    int ne, cape;            /* input slots (edges, metadata, saved inputs) used, room */
+    int nflat, capo;         /* group outputs (every member output, in order), room */
+    jn_node *mem;            /* [cap] */
+    jn_meta *in_meta;        /* [cape] */
+    struct jn_edge *next;    /* [cape] */
+    jn_tensor **saved_in;    /* [cape] */
+    uint64_t *saved_in_ver;  /* [cape] */
+    int *flat_mem;           /* [capo] group output -> member */
+    int *base;               /* [cap] member -> its first group output */
+} jn_group;
+
+/* The record that produced output nr of n: n itself, or the group member
+ * behind the group's output nr (*q: its output index there). */
+static inline jn_node *owner_of(jn_node *n, int nr, int *q) {
+    if (!n->grp) {
+        *q = nr;
+        return n;
+    }
+    int k = n->grp->flat_mem[nr];
+    *q = nr - n->grp->base[k];
+    return &n->grp->mem[k];
+}
 
 static _Thread_local int grad_off;  /* 0 = enabled (default) */
 static uint64_t node_seq, visit_gen;
+static uint64_t nodes_made;                  /* nodes allocated (plain and group): tests */
+static _Thread_local jn_ag_group *cur_group; /* recording into a group (jn_ag_group_begin) */
 
 int jn_grad_enabled(void) { return !grad_off; }
 void jn_set_grad_enabled(int on) { grad_off = !on; }
@@ -74,13 +120,22 @@ int jn_is_leaf(const jn_tensor *t) { return !t->autograd || !meta_of(t)->grad_fn
 jn_tensor *jn_grad(const jn_tensor *t) { return t->autograd ? meta_of(t)->grad : NULL; }
 
 int jn_ag_history_released(const jn_tensor *t) {
-    return t->autograd && meta_of(t)->grad_fn && meta_of(t)->grad_fn->released;
+    int q;
+    return t->autograd && meta_of(t)->grad_fn && owner_of(meta_of(t)->grad_fn, meta_of(t)->output_nr, &q)->released;
 }
 
 const char *jn_grad_fn_name(const jn_tensor *t) {
     if (!t->autograd || !meta_of(t)->grad_fn) return NULL;
-    return jn_op_info(meta_of(t)->grad_fn->op)->name;
+    int q; /* a group's output is named after the member that made it, as eagerly */
+    return jn_op_info(owner_of(meta_of(t)->grad_fn, meta_of(t)->output_nr, &q)->op)->name;
 }
+
+int jn_ag_group_size(const jn_tensor *t) {
+    jn_node *g = t->autograd ? meta_of(t)->grad_fn : NULL;
+    return g && g->grp ? g->grp->n : 0;
+}
+
+uint64_t jn_ag_nodes_made(void) { return __atomic_load_n(&nodes_made, __ATOMIC_RELAXED); }
 
 jn_status jn_set_requires_grad(jn_tensor *t, int on) {
     if (!jn_is_leaf(t)) {
@@ -155,28 +210,35 @@ static void node_decref(jn_node *n) {
     while (sp) {
         jn_node *x = stack[--sp];
         if (__atomic_sub_fetch(&x->refcnt, 1, __ATOMIC_ACQ_REL) != 0) continue;
-        release_saved(x);
-        for (int k = 0; k < x->nout; k++) jn_tensor_decref(x->buf[k]);
-        for (int i = 0; i < x->nin; i++) {
-            jn_tensor_decref(x->next[i].leaf);
-            if (!x->next[i].node) continue;
-            if (sp == cap) {
-                jn_node **ns = malloc(sizeof *ns * (size_t)cap * 2);
-                if (!ns) { /* leak rather than crash on OOM */
-                    continue;
+        /* a plain node is its own one record; a group's are its members */
+        int nrec = x->grp ? x->grp->n : 1;
+        for (int r = 0; r < nrec; r++) {
+            jn_node *y = x->grp ? &x->grp->mem[r] : x;
+            release_saved(y);
+            for (int k = 0; k < y->nout; k++) jn_tensor_decref(y->buf[k]);
+            for (int i = 0; y->next && i < y->nin; i++) {
+                jn_tensor_decref(y->next[i].leaf);
+                if (!y->next[i].node || y->next[i].node->member) continue; /* none, or in this block */
+                if (sp == cap) {
+                    jn_node **ns = malloc(sizeof *ns * (size_t)cap * 2);
+                    if (!ns) { /* leak rather than crash on OOM */
+                        continue;
+                    }
+                    memcpy(ns, stack, sizeof *ns * (size_t)sp);
+                    if (stack != stack_small) free(stack);
+                    stack = ns;
+                    cap *= 2;
                 }
-                memcpy(ns, stack, sizeof *ns * (size_t)sp);
-                if (stack != stack_small) free(stack);
-                stack = ns;
-                cap *= 2;
+                stack[sp++] = y->next[i].node;
             }
-            stack[sp++] = x->next[i].node;
         }
-        free(x->in_meta);
-        free(x->saved_in);
-        free(x->saved_in_ver);
-        free(x->next);
-        free(x);
+        if (!x->grp) {
+            free(x->in_meta);
+            free(x->saved_in);
+            free(x->saved_in_ver);
+            free(x->next);
+        }
+        free(x); /* a group's members and arrays are in this block */
     }
     if (stack != stack_small) free(stack);
 }
@@ -262,6 +324,128 @@ static void set_history(jn_tensor *t, jn_node *n, int k, int is_view) {
     m->is_view_of_grad = is_view;
 }
 
+/* Fill record n (op, nin, nout, device and its arrays set) from the op:
+ * input metadata, edges, saved tensors.  group: the group node n belongs
+ * to, whose outputs its inputs may be (an edge inside the block), or NULL. */
+static jn_status fill_record(jn_node *n, jn_node *group, int nin, jn_tensor *const *in, int nout,
+                             jn_tensor *const *out, jn_tensor *dst, int save_out) {
+    for (int i = 0; i < nin; i++) {
+        jn_tensor *t = in[i];
+        n->in_meta[i].dtype = t->dtype;
+        n->in_meta[i].ndim = t->ndim;
+        memcpy(n->in_meta[i].shape, t->shape, sizeof t->shape);
+        if (jn_requires_grad(t)) {
+            jn_ag_meta *m = meta_of(t);
+            if (m->grad_fn && m->grad_fn == group) { /* made by an earlier member: no reference */
+                n->next[i].node = owner_of(group, m->output_nr, &n->next[i].output_nr);
+            } else if (m->grad_fn) {
+                n->next[i].node = m->grad_fn;
+                n->next[i].output_nr = m->output_nr;
+                __atomic_fetch_add(&m->grad_fn->refcnt, 1, __ATOMIC_RELAXED);
+            } else {
+                n->next[i].leaf = t;
+                jn_tensor_incref(t);
+            }
+        }
+        if (n->saved_in) {
+            if (!(n->saved_in[i] = same_value(t))) return JN_ERR_NOMEM;
+            /* the written tensor's saved value is its pre-op value, which is
+             * gone: record the old version so reading it is an error */
+            uint64_t v = t->storage->version;
+            int written = dst && t->storage == dst->storage;
+            n->saved_in_ver[i] = written ? v - 1 : v;
+        }
+    }
+    for (int k = 0; k < nout; k++) {
+        n->out_meta[k].dtype = out[k]->dtype;
+        n->out_meta[k].ndim = out[k]->ndim;
+        memcpy(n->out_meta[k].shape, out[k]->shape, sizeof out[k]->shape);
+        if (save_out) {
+            if (!(n->saved_out[k] = same_value(out[k]))) return JN_ERR_NOMEM;
+            n->saved_out_ver[k] = out[k]->storage->version;
+        }
+    }
+    return JN_OK;
+}
+
+/* ---------------------------------------------------------------- groups */
+static size_t align16(size_t x) { return (x + 15) & ~(size_t)15; }
+
+/* The group node and its room for c's bounds, in one zeroed block. */
+static jn_node *group_new(const jn_ag_group *c) {
+    size_t M = (size_t)c->members, E = (size_t)c->edges, O = (size_t)c->outs;
+    size_t o_grp = align16(sizeof(jn_node)), o_mem = o_grp + align16(sizeof(jn_group));
+    size_t o_meta = o_mem + align16(M * sizeof(jn_node)), o_next = o_meta + align16(E * sizeof(jn_meta));
+    size_t o_sin = o_next + align16(E * sizeof(struct jn_edge)), o_ver = o_sin + align16(E * sizeof(jn_tensor *));
+    size_t o_flat = o_ver + align16(E * sizeof(uint64_t)), o_base = o_flat + align16(O * sizeof(int));
+    char *b = calloc(1, o_base + M * sizeof(int));
+    if (!b) return NULL;
+    jn_node *h = (jn_node *)b;
+    jn_group *G = (jn_group *)(b + o_grp);
+    h->refcnt = 1; /* the recording's, dropped by jn_ag_group_end */
+    h->grp = G;
+    G->cap = (int)M, G->cape = (int)E, G->capo = (int)O;
+    G->mem = (jn_node *)(b + o_mem);
+    G->in_meta = (jn_meta *)(b + o_meta);
+    G->next = (struct jn_edge *)(b + o_next);
+    G->saved_in = (jn_tensor **)(b + o_sin);
+    G->saved_in_ver = (uint64_t *)(b + o_ver);
+    G->flat_mem = (int *)(b + o_flat);
+    G->base = (int *)(b + o_base);
+    __atomic_fetch_add(&nodes_made, 1, __ATOMIC_RELAXED);
+    return h;
+}
+
+void jn_ag_group_begin(jn_ag_group *g, int members, int edges, int outs) {
+    g->members = members, g->edges = edges, g->outs = outs;
+    g->node = NULL;
+    cur_group = g;
+}
+
+void jn_ag_group_end(jn_ag_group *g) {
+    if (cur_group == g) cur_group = NULL;
+    node_decref(g->node); /* the outputs hold it now (or nobody) */
+    g->node = NULL;
+}
+
+/* jn_ag_record into the open group: a member record in the block. */
+static jn_status group_record(jn_ag_group *c, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
+                              int nout, jn_tensor *const *out, jn_tensor *dst) {
+    const jn_opinfo *info = jn_op_info(op);
+    const jn_grad_def *def = jn_grad_def_of(op);
+    if (!c->node && !(c->node = group_new(c)))
+        return jn_error(JN_ERR_NOMEM, "out of memory recording a region's group node for autograd");
+    jn_node *h = c->node;
+    jn_group *G = h->grp;
+    if (G->n == G->cap || G->ne + nin > G->cape || G->nflat + nout > G->capo)
+        return jn_error(JN_ERR_RUNTIME, "internal: a region's group node has no room for %s", info->name);
+    int k = G->n++;
+    jn_node *n = &G->mem[k];
+    n->member = k + 1;
+    n->seq = h->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
+    n->op = op;
+    n->attrs = *a;
+    n->nin = nin;
+    n->nout = nout;
+    n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;
+    n->in_meta = G->in_meta + G->ne;
+    n->next = G->next + G->ne;
+    if (def->save & JN_SAVE_IN) {
+        n->saved_in = G->saved_in + G->ne;
+        n->saved_in_ver = G->saved_in_ver + G->ne;
+    }
+    G->ne += nin;
+    G->base[k] = G->nflat;
+    for (int q = 0; q < nout; q++) G->flat_mem[G->nflat + q] = k;
+    G->nflat += nout;
+    if (fill_record(n, h, nin, in, nout, out, dst, def->save & JN_SAVE_OUT))
+        return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
+    int is_view = (info->flags & JN_F_VIEW) != 0;
+    for (int q = 0; q < nout; q++)
+        if (jn_dtype_is_float(out[q]->dtype)) set_history(out[q], h, G->base[k] + q, is_view);
+    return JN_OK;
+}
+
 jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                        jn_tensor *const *out, jn_tensor *dst) {
     if (grad_off) return JN_OK;
@@ -284,9 +468,11 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
                         "supported by janus autograd; build the tensor with janus.cat/stack or "
                         "out-of-place ops instead",
                         info->name);
+    if (cur_group) return group_record(cur_group, op, nin, in, a, nout, out, dst);
     const jn_grad_def *def = jn_grad_def_of(op);
     jn_node *n = calloc(1, sizeof *n);
     if (!n) return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
+    __atomic_fetch_add(&nodes_made, 1, __ATOMIC_RELAXED);
     n->refcnt = 1;
     n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
     n->op = op;
@@ -301,49 +487,16 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
         n->saved_in = calloc((size_t)nin, sizeof *n->saved_in);
         n->saved_in_ver = calloc((size_t)nin, sizeof *n->saved_in_ver);
     }
-    if (!n->in_meta || !n->next || (save_in && (!n->saved_in || !n->saved_in_ver))) goto oom;
-    for (int i = 0; i < nin; i++) {
-        jn_tensor *t = in[i];
-        n->in_meta[i].dtype = t->dtype;
-        n->in_meta[i].ndim = t->ndim;
-        memcpy(n->in_meta[i].shape, t->shape, sizeof t->shape);
-        if (jn_requires_grad(t)) {
-            jn_ag_meta *m = meta_of(t);
-            if (m->grad_fn) {
-                n->next[i].node = m->grad_fn;
-                n->next[i].output_nr = m->output_nr;
-                __atomic_fetch_add(&m->grad_fn->refcnt, 1, __ATOMIC_RELAXED);
-            } else {
-                n->next[i].leaf = t;
-                jn_tensor_incref(t);
-            }
-        }
-        if (save_in) {
-            if (!(n->saved_in[i] = same_value(t))) goto oom;
-            /* the written tensor's saved value is its pre-op value, which is
-             * gone: record the old version so reading it is an error */
-            uint64_t v = t->storage->version;
-            int written = dst && t->storage == dst->storage;
-            n->saved_in_ver[i] = written ? v - 1 : v;
-        }
-    }
-    for (int k = 0; k < nout; k++) {
-        n->out_meta[k].dtype = out[k]->dtype;
-        n->out_meta[k].ndim = out[k]->ndim;
-        memcpy(n->out_meta[k].shape, out[k]->shape, sizeof out[k]->shape);
-        if (save_out) {
-            if (!(n->saved_out[k] = same_value(out[k]))) goto oom;
-            n->saved_out_ver[k] = out[k]->storage->version;
-        }
+    if (!n->in_meta || !n->next || (save_in && (!n->saved_in || !n->saved_in_ver)) ||
+        fill_record(n, NULL, nin, in, nout, out, dst, save_out)) {
+        node_decref(n);
+        return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
     }
     int is_view = (info->flags & JN_F_VIEW) != 0;
     for (int k = 0; k < nout; k++)
         if (jn_dtype_is_float(out[k]->dtype)) set_history(out[k], n, k, is_view);
     node_decref(n); /* the outputs hold it now (or nobody, for int outputs) */
     return JN_OK;
-oom:
-    node_decref(n);
-    return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
 }
 
 /* ------------------------------------------------------------------ engine */
@@ -485,7 +638,8 @@ static jn_tensor *acc_target(const jn_node *x, int i, const capture *cap) {
     if (cap) return NULL;
     if (e->leaf) t = e->leaf->autograd ? meta_of(e->leaf)->grad : NULL;
     else if (e->node) {
-        t = e->node->buf[e->output_nr];
+        int q;
+        t = owner_of(e->node, e->output_nr, &q)->buf[q];
         /* replay's capture list does not count (as in accumulate_leaf) */
         if (t && (jn_rt_tensor_refs(t) != 1 || jn_rt_storage_refs(t->storage) != 1)) return NULL;
     }
@@ -499,6 +653,123 @@ static int capture_slot_leaf(const capture *c, const jn_tensor *leaf) {
     for (int i = 0; c && i < c->ninputs; i++)
         if (c->inputs[i] == leaf) return i;
     return -1;
+}
+
+/* Run one record's formula and hand its input gradients on: a plain node,
+ * or a member of a group node (its edges to other members only fill their
+ * buffers; the group as a whole is what the outer engine counts). */
+static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain) {
+    jn_status s = JN_OK;
+    const jn_opinfo *info = jn_op_info(x->op);
+    if (x->released)
+        return jn_error(JN_ERR_RUNTIME,
+                        "Trying to backward through the graph a second time (or directly access saved "
+                        "tensors after they have already been freed). Saved intermediate values of the "
+                        "graph are freed when you call .backward() or autograd.grad(). Specify "
+                        "retain_graph=True if you need to backward through the graph a second time.");
+    /* non-leaf inputs requested by autograd.grad are read off here */
+    for (int c = 0; cap && c < cap->ninputs; c++) {
+        jn_ag_meta *m = meta_of(cap->inputs[c]);
+        int q;
+        if (m && m->grad_fn && owner_of(m->grad_fn, m->output_nr, &q) == x && x->buf[q]) {
+            jn_tensor_incref(x->buf[q]);
+            if ((s = accumulate(&cap->out[c], x->buf[q]))) return s;
+        }
+    }
+    const jn_grad_def *def = jn_grad_def_of(x->op);
+    int needs[JN_MAX_INS];
+    int any = 0;
+    for (int i = 0; i < x->nin; i++) {
+        needs[i] = x->next[i].node || x->next[i].leaf;
+        if (needs[i] && cap && x->next[i].leaf && capture_slot_leaf(cap, x->next[i].leaf) < 0)
+            needs[i] = 0; /* autograd.grad leaves other leaves alone */
+        any |= needs[i];
+    }
+    if (any && !def->fn) return jn_error(JN_ERR_UNSUPPORTED, "the derivative for '%s' is not implemented", info->name);
+    jn_tensor *gout[JN_MAX_OUTS] = {0}, *gin[JN_MAX_INS] = {0};
+    /* zeros and constants the formula makes belong on the op's device */
+    int fdev = jn_rt_set_factory_device(x->device);
+    for (int k = 0; k < x->nout; k++) {
+        gout[k] = x->buf[k];
+        x->buf[k] = NULL;
+        /* zeros only where the formula reads them (not for a cell's
+         * workspace, filled per time step for nothing) */
+        int read = k == 0 || (def->reads_out >> k & 1);
+        if (!gout[k] && read && any && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
+    }
+    jn_tensor *acc[JN_MAX_INS];
+    for (int i = 0; i < x->nin; i++) acc[i] = needs[i] ? acc_target(x, i, cap) : NULL;
+    if (!s && any) {
+        x->acc = acc;
+        s = def->fn(x, gout, needs, gin);
+        x->acc = NULL;
+    }
+    jn_rt_set_factory_device(fdev);
+    for (int k = 0; k < x->nout; k++) jn_tensor_decref(gout[k]);
+    if (s) {
+        for (int i = 0; i < x->nin; i++) jn_tensor_decref(gin[i]);
+        return s;
+    }
+    for (int i = 0; i < x->nin; i++) {
+        jn_tensor *g = gin[i];
+        gin[i] = NULL;
+        struct jn_edge *e = &x->next[i];
+        /* a member's edge to another member is no outer dependency */
+        if (e->node && !e->node->member && --e->node->deps == 0 && heap_push(heap, e->node)) {
+            s = JN_ERR_NOMEM;
+        } else if (g && g == acc[i]) { /* the formula added into it in place */
+        } else if (!g) {
+            continue;
+        } else if (!needs[i]) {
+        } else {
+            const jn_meta *im = &x->in_meta[i];
+            if (!jn_same_shape(g->ndim, g->shape, im->ndim, im->shape)) {
+                char a[128], b[128];
+                s = jn_error(JN_ERR_RUNTIME, "internal: the derivative of %s produced a gradient of shape %s for input %d of shape %s",
+                             info->name, jn_shape_str(g->ndim, g->shape, a, sizeof a), i,
+                             jn_shape_str(im->ndim, im->shape, b, sizeof b));
+            } else if (g->dtype != im->dtype && jn_dtype_is_float(im->dtype)) {
+                jn_tensor *c = NULL;
+                s = copy_as(g, im->dtype, &c);
+                jn_tensor_decref(g);
+                g = c;
+            }
+            if (!s) {
+                if (e->leaf) {
+                    int slot = capture_slot_leaf(cap, e->leaf);
+                    if (cap) s = slot >= 0 ? accumulate(&cap->out[slot], g) : (jn_tensor_decref(g), JN_OK);
+                    else s = accumulate_leaf(e->leaf, g);
+                } else if (e->node) {
+                    int q;
+                    jn_node *o = owner_of(e->node, e->output_nr, &q);
+                    s = accumulate(&o->buf[q], g);
+                } else {
+                    jn_tensor_decref(g);
+                }
+                g = NULL; /* given away */
+            }
+        }
+        jn_tensor_decref(g);
+        if (s) {
+            for (int j = i + 1; j < x->nin; j++) jn_tensor_decref(gin[j]);
+            return s;
+        }
+    }
+    if (!retain) {
+        release_saved(x);
+        x->released = 1;
+    }
+    return JN_OK;
+}
+
+/* Discovery: a group's output nr is reached; its member, when new, is put
+ * on the stack to reach what its inputs come from. */
+static int reach_member(jn_node *g, int nr, uint64_t gen, nodevec *stack) {
+    int q;
+    jn_node *m = owner_of(g, nr, &q);
+    if (m->visit == gen) return 0;
+    m->visit = gen;
+    return vec_push(stack, m);
 }
 
 static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain,
@@ -549,26 +820,37 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
         }
     }
 
-    /* discover the graph and count dependencies */
+    /* discover the graph and count dependencies: a group counts the edges
+     * from outer nodes into it, its reached members the edges out of it */
     for (int i = 0; i < n; i++) {
-        jn_node *g = meta_of(roots[i])->grad_fn;
+        jn_ag_meta *m = meta_of(roots[i]);
+        jn_node *g = m->grad_fn;
         if (g && g->visit != gen) {
             g->visit = gen;
             g->deps = 0;
-            if (vec_push(&stack, g) || vec_push(&all, g)) { s = JN_ERR_NOMEM; goto out; }
+            if ((!g->grp && vec_push(&stack, g)) || vec_push(&all, g)) { s = JN_ERR_NOMEM; goto out; }
         }
+        if (g && g->grp && reach_member(g, m->output_nr, gen, &stack)) { s = JN_ERR_NOMEM; goto out; }
     }
     while (stack.n) {
         jn_node *x = stack.v[--stack.n];
         for (int i = 0; i < x->nin; i++) {
             jn_node *y = x->next[i].node;
             if (!y) continue;
+            if (y->member) { /* another member of x's group */
+                if (y->visit != gen) {
+                    y->visit = gen;
+                    if (vec_push(&stack, y)) { s = JN_ERR_NOMEM; goto out; }
+                }
+                continue;
+            }
             if (y->visit != gen) {
                 y->visit = gen;
                 y->deps = 0;
-                if (vec_push(&stack, y) || vec_push(&all, y)) { s = JN_ERR_NOMEM; goto out; }
+                if ((!y->grp && vec_push(&stack, y)) || vec_push(&all, y)) { s = JN_ERR_NOMEM; goto out; }
             }
             y->deps++;
+            if (y->grp && reach_member(y, x->next[i].output_nr, gen, &stack)) { s = JN_ERR_NOMEM; goto out; }
         }
     }
 
@@ -578,7 +860,9 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
         jn_tensor *g = rg[i];
         rg[i] = NULL;
         if (m->grad_fn) {
-            if ((s = accumulate(&m->grad_fn->buf[m->output_nr], g))) goto out;
+            int q;
+            jn_node *o = owner_of(m->grad_fn, m->output_nr, &q);
+            if ((s = accumulate(&o->buf[q], g))) goto out;
         } else {
             int slot = capture_slot_leaf(cap, roots[i]);
             if (cap && slot >= 0) s = accumulate(&cap->out[slot], g);
@@ -590,118 +874,27 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
     for (int i = 0; i < all.n; i++)
         if (all.v[i]->deps == 0 && heap_push(&heap, all.v[i])) { s = JN_ERR_NOMEM; goto out; }
 
+    /* strictly by decreasing seq; a group runs its reached members as
+     * eager runs their nodes: the last first, with nothing in between */
     while (heap.n) {
         jn_node *x = heap_pop(&heap);
-        const jn_opinfo *info = jn_op_info(x->op);
-        if (x->released) {
-            s = jn_error(JN_ERR_RUNTIME,
-                         "Trying to backward through the graph a second time (or directly access saved "
-                         "tensors after they have already been freed). Saved intermediate values of the "
-                         "graph are freed when you call .backward() or autograd.grad(). Specify "
-                         "retain_graph=True if you need to backward through the graph a second time.");
-            goto out;
-        }
-        /* non-leaf inputs requested by autograd.grad are read off here */
-        for (int c = 0; cap && c < cap->ninputs; c++) {
-            jn_ag_meta *m = meta_of(cap->inputs[c]);
-            if (m && m->grad_fn == x && x->buf[m->output_nr]) {
-                jn_tensor_incref(x->buf[m->output_nr]);
-                if ((s = accumulate(&cap->out[c], x->buf[m->output_nr]))) goto out;
-            }
-        }
-        const jn_grad_def *def = jn_grad_def_of(x->op);
-        int needs[JN_MAX_INS];
-        int any = 0;
-        for (int i = 0; i < x->nin; i++) {
-            needs[i] = x->next[i].node || x->next[i].leaf;
-            if (needs[i] && cap && x->next[i].leaf && capture_slot_leaf(cap, x->next[i].leaf) < 0)
-                needs[i] = 0; /* autograd.grad leaves other leaves alone */
-            any |= needs[i];
-        }
-        if (any && !def->fn) {
-            s = jn_error(JN_ERR_UNSUPPORTED, "the derivative for '%s' is not implemented", info->name);
-            goto out;
-        }
-        jn_tensor *gout[JN_MAX_OUTS] = {0}, *gin[JN_MAX_INS] = {0};
-        /* zeros and constants the formula makes belong on the op's device */
-        int fdev = jn_rt_set_factory_device(x->device);
-        for (int k = 0; k < x->nout; k++) {
-            gout[k] = x->buf[k];
-            x->buf[k] = NULL;
-            /* zeros only where the formula reads them (not for a cell's
-             * workspace, filled per time step for nothing) */
-            int read = k == 0 || (def->reads_out >> k & 1);
-            if (!gout[k] && read && any && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
-        }
-        jn_tensor *acc[JN_MAX_INS];
-        for (int i = 0; i < x->nin; i++) acc[i] = needs[i] ? acc_target(x, i, cap) : NULL;
-        if (!s && any) {
-            x->acc = acc;
-            s = def->fn(x, gout, needs, gin);
-            x->acc = NULL;
-        }
-        jn_rt_set_factory_device(fdev);
-        for (int k = 0; k < x->nout; k++) jn_tensor_decref(gout[k]);
-        if (s) {
-            for (int i = 0; i < x->nin; i++) jn_tensor_decref(gin[i]);
-            goto out;
-        }
-        for (int i = 0; i < x->nin; i++) {
-            jn_tensor *g = gin[i];
-            struct jn_edge *e = &x->next[i];
-            if (e->node && --e->node->deps == 0 && heap_push(&heap, e->node)) {
-                jn_tensor_decref(g);
-                s = JN_ERR_NOMEM;
-                goto out;
-            }
-            if (g && g == acc[i]) { /* the formula added into it in place */
-                jn_tensor_decref(g);
-                continue;
-            }
-            if (!g) continue;
-            if (!needs[i]) {
-                jn_tensor_decref(g);
-                continue;
-            }
-            const jn_meta *im = &x->in_meta[i];
-            if (!jn_same_shape(g->ndim, g->shape, im->ndim, im->shape)) {
-                char a[128], b[128];
-                s = jn_error(JN_ERR_RUNTIME, "internal: the derivative of %s produced a gradient of shape %s for input %d of shape %s",
-                             info->name, jn_shape_str(g->ndim, g->shape, a, sizeof a), i,
-                             jn_shape_str(im->ndim, im->shape, b, sizeof b));
-                jn_tensor_decref(g);
-                goto out;
-            }
-            if (g->dtype != im->dtype && jn_dtype_is_float(im->dtype)) {
-                jn_tensor *c = NULL;
-                s = copy_as(g, im->dtype, &c);
-                jn_tensor_decref(g);
-                if (s) goto out;
-                g = c;
-            }
-            if (e->leaf) {
-                int slot = capture_slot_leaf(cap, e->leaf);
-                if (cap) s = slot >= 0 ? accumulate(&cap->out[slot], g) : (jn_tensor_decref(g), JN_OK);
-                else s = accumulate_leaf(e->leaf, g);
-            } else if (e->node) {
-                s = accumulate(&e->node->buf[e->output_nr], g);
-            } else {
-                jn_tensor_decref(g);
-            }
-            if (s) goto out;
-        }
-        if (!retain) {
-            release_saved(x);
-            x->released = 1;
-        }
+        if (!x->grp) s = run_one(x, &heap, cap, retain);
+        for (int k = x->grp ? x->grp->n - 1 : -1; k >= 0 && !s; k--)
+            if (x->grp->mem[k].visit == gen) s = run_one(&x->grp->mem[k], &heap, cap, retain);
+        if (s) goto out;
     }
 out:
     for (int i = 0; i < n && i < JN_MAX_INS; i++) jn_tensor_decref(rg[i]);
-    for (int i = 0; i < all.n; i++)
-        for (int k = 0; k < all.v[i]->nout; k++) {
-            jn_tensor_decref(all.v[i]->buf[k]);
-            all.v[i]->buf[k] = NULL;
+    for (int i = 0; i < all.n; i++) {
+        jn_node *x = all.v[i];
+        for (int r = 0; r < (x->grp ? x->grp->n : 1); r++) {
+            jn_node *y = x->grp ? &x->grp->mem[r] : x;
+            for (int k = 0; k < y->nout; k++) {
+                jn_tensor_decref(y->buf[k]);
+                y->buf[k] = NULL;
+            }
         }
+    }
     free(all.v);
     free(heap.v);
     free(stack.v);

@@ -58,6 +58,30 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
 /* Checked by the dispatcher before an in-place write to t. */
 jn_status jn_ag_check_inplace(jn_op op, jn_tensor *t);
 
+/* Group node: between jn_ag_group_begin and jn_ag_group_end (same thread,
+ * no nesting), the ops that record (grad mode on, an input requiring grad)
+ * become member records of ONE node instead of a node each: the per-op
+ * records (op, attributes, input metadata, saved tensors and versions,
+ * edges) lie in the node's one block, and every float output gets the
+ * group as grad_fn with output_nr = its index over all the members'
+ * outputs.  Backward runs the reached members from last to first through
+ * the table's formulas, as eager runs their nodes, so results are eager's
+ * bit for bit (autograd.c).  For a replaced region (replay/region.c): its
+ * ops are dispatched contiguously, which is what makes that order eager's.
+ * The bounds are the most members (ops), input slots and outputs the run
+ * can record; the node is made by the first op that records. */
+typedef struct {
+    int members, edges, outs;
+    jn_node *node;
+} jn_ag_group;
+void jn_ag_group_begin(jn_ag_group *g, int members, int edges, int outs);
+/* Ends recording into g; the outputs hold the node (or nobody). */
+void jn_ag_group_end(jn_ag_group *g);
+/* For tests: the members of t's grad_fn when it is a group node, else 0. */
+int jn_ag_group_size(const jn_tensor *t);
+/* For tests: autograd nodes allocated so far in the process (a group is one). */
+uint64_t jn_ag_nodes_made(void);
+
 /* ---- the derivative table (derivatives.c) ---- */
 typedef struct jn_bw jn_bw; /* scratch context of one derivative call */
 

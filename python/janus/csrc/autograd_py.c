@@ -81,6 +81,19 @@ static PyObject *py_grad_fn_name(PyObject *self, PyObject *o) {
     return PyUnicode_FromString(n);
 }
 
+/* For tests: the members of t's grad_fn when it is a replaced region's group
+ * node, else 0; and the autograd nodes made so far (a group counts one). */
+static PyObject *py_ag_group_size(PyObject *self, PyObject *o) {
+    (void)self;
+    jn_tensor *t = T_of(o, "tensor");
+    return t ? PyLong_FromLong(jn_ag_group_size(t)) : NULL;
+}
+
+static PyObject *py_ag_nodes_made(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyLong_FromUnsignedLongLong(jn_ag_nodes_made());
+}
+
 static PyObject *py_detach(PyObject *self, PyObject *o) {
     (void)self;
     jn_tensor *t = T_of(o, "tensor");
@@ -242,6 +255,8 @@ PyMethodDef jn_py_autograd_methods[] = {
     {"_set_grad", py_set_grad, METH_VARARGS, NULL},
     {"_grad_fn_name", py_grad_fn_name, METH_O, NULL},
     {"_detach", py_detach, METH_O, NULL},
+    {"_ag_group_size", py_ag_group_size, METH_O, "tests: members of the tensor's group node, 0 if none"},
+    {"_ag_nodes_made", py_ag_nodes_made, METH_NOARGS, "tests: autograd nodes made so far"},
     {"_backward", py_backward, METH_VARARGS, NULL},
     {"_autograd_grad", py_autograd_grad, METH_VARARGS, NULL},
     {"_set_grad_enabled", py_set_grad_enabled, METH_O, "set grad mode; returns the previous one"},

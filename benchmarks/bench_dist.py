@@ -19,8 +19,11 @@ numbers taken on the same machine at the same time.
    Janus's autograd has no gradient hooks, so DDP reduces after backward:
    the hidden fraction of the all-reduce is 0 by construction (reported).
 3. Replay under DDP: `janus record --nproc 2`, `janus optimize`, then
-   `janus replay --nproc 2` and `janus replay --eager --nproc 2`: median
-   step time of rank 0, replay / eager.
+   `janus replay --nproc 2` and `janus replay --eager --nproc 2` alternating:
+   median step time (the slower rank), replay / eager; the replays' hit
+   rate per rank (`janus inspect --json`) and the all_reduce_ nodes inside
+   the bundle's graphs (`janus inspect --graphs`): the collectives are table
+   ops, so a DDP step is one graph with its bucket all-reduces.
 
     JANUS_BUILD_DIR=build python3 benchmarks/bench_dist.py [--repeats 5] [--steps 60]
 """
@@ -191,11 +194,21 @@ def replay(tmp, steps, batch, repeats):
                            ["--steps", str(steps), "--out", out], check=True, capture_output=True, env=env())
             acc.append(train_stats(out, 2)[0])
     a, b = statistics.median(rep), statistics.median(eag)
+    info = json.loads(subprocess.run([janus, "inspect", "--json", db], capture_output=True, text=True,
+                                     env=env()).stdout)
+    rates = {}
+    for r in info["runs"]:
+        if r.get("replay") and r["replay"].get("hits", 0) + r["replay"].get("misses", 0):
+            rates.setdefault(r["device"], []).append(r["replay"]["hit_rate"])
+    graphs = subprocess.run([janus, "inspect", "--graphs", db], capture_output=True, text=True, env=env()).stdout
+    nar = graphs.count("all_reduce_(")
+    hit = ", ".join(f"{d}: {statistics.median(v):.1%}" for d, v in sorted(rates.items()))
     print(f"\n## Replay under DDP (2 ranks, MLP, batch {batch} each), median step time\n")
-    print("| janus replay | janus replay --eager | replay / eager |")
-    print("|---:|---:|---:|")
-    print(f"| {a * 1e3:.2f} ms | {b * 1e3:.2f} ms | {a / b:.3f} |")
-    return {"replay_s": a, "eager_s": b, "ratio": a / b}
+    print("| janus replay | janus replay --eager | replay / eager | hit rate (median of the replays) |")
+    print("|---:|---:|---:|---|")
+    print(f"| {a * 1e3:.2f} ms | {b * 1e3:.2f} ms | {a / b:.3f} | {hit} |")
+    print(f"\nall_reduce_ nodes in the bundle's graphs: {nar}")
+    return {"replay_s": a, "eager_s": b, "ratio": a / b, "hit_rate": rates, "all_reduce_nodes": nar}
 
 
 def main():

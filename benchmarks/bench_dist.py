@@ -19,8 +19,13 @@ numbers taken on the same machine at the same time.
    Janus's autograd has no gradient hooks, so DDP reduces after backward:
    the hidden fraction of the all-reduce is 0 by construction (reported).
 3. Replay under DDP: `janus record --nproc 2`, `janus optimize`, then
-   `janus replay --nproc 2` and `janus replay --eager --nproc 2`: median
-   step time of rank 0, replay / eager.
+   `janus replay --nproc 2` (adaptive timing on, the default, and
+   JANUS_REPLAY_ADAPT=0: every segment a graph can run runs as one) and
+   `janus replay --eager --nproc 2`, alternating: median step time (the
+   slower rank), replay / eager; the replays' hit
+   rate per rank (`janus inspect --json`) and the all_reduce_ nodes inside
+   the bundle's graphs (`janus inspect --graphs`): the collectives are table
+   ops, so a DDP step is one graph with its bucket all-reduces.
 
     JANUS_BUILD_DIR=build python3 benchmarks/bench_dist.py [--repeats 5] [--steps 60]
 """
@@ -179,23 +184,43 @@ def replay(tmp, steps, batch, repeats):
     janus = os.path.join(BUILD, "janus")
     db = os.path.join(tmp, "ddp.db")
     train = [sys.executable, TRAIN, "--batch", str(batch), "--hidden", "256"]
-    subprocess.run([janus, "record", "--nproc", "2", "--db", db, "--"] + train + ["--steps", "20"], check=True,
-                   capture_output=True, env=env())
+    # recorded with the replays' --steps: dist_train.py's dataset size follows it, so another count would
+    # change the data tensor's shape (a DIM guard miss in every step)
+    subprocess.run([janus, "record", "--nproc", "2", "--db", db, "--"] + train + ["--steps", str(steps)],
+                   check=True, capture_output=True, env=env())
     subprocess.run([janus, "optimize", db], check=True, capture_output=True, env=env())
-    rep, eag = [], []
-    for k in range(repeats):
-        for mode, acc in (("rep", rep), ("eag", eag)):
+    times = {"rep": [], "fixed": [], "eag": []}
+    for k in range(repeats):  # alternating, so load drifts hit all three alike
+        for mode in times:
             out = os.path.join(tmp, f"{mode}{k}")
             extra = ["--eager"] if mode == "eag" else []
+            e = env()
+            if mode == "fixed":  # every segment a graph can run runs as one (no timing runs, no eager choice)
+                e["JANUS_REPLAY_ADAPT"] = "0"
             subprocess.run([janus, "replay"] + extra + ["--nproc", "2", "--db", db, "--"] + train +
-                           ["--steps", str(steps), "--out", out], check=True, capture_output=True, env=env())
-            acc.append(train_stats(out, 2)[0])
-    a, b = statistics.median(rep), statistics.median(eag)
-    print(f"\n## Replay under DDP (2 ranks, MLP, batch {batch} each), median step time\n")
-    print("| janus replay | janus replay --eager | replay / eager |")
-    print("|---:|---:|---:|")
-    print(f"| {a * 1e3:.2f} ms | {b * 1e3:.2f} ms | {a / b:.3f} |")
-    return {"replay_s": a, "eager_s": b, "ratio": a / b}
+                           ["--steps", str(steps), "--out", out], check=True, capture_output=True, env=e)
+            times[mode].append(train_stats(out, 2)[0])
+    a, f, b = (statistics.median(times[m]) for m in ("rep", "fixed", "eag"))
+    info = json.loads(subprocess.run([janus, "inspect", "--json", db], capture_output=True, text=True,
+                                     env=env()).stdout)
+    rates = {"rep": [], "fixed": []}
+    for r in info["runs"]:
+        rp, argv = r.get("replay"), " ".join(r.get("argv") or [])
+        if rp and rp.get("hit_rate") is not None:
+            rates["fixed" if "/fixed" in argv else "rep"].append(rp["hit_rate"])
+    graphs = subprocess.run([janus, "inspect", "--graphs", db], capture_output=True, text=True, env=env()).stdout
+    nar = graphs.count("all_reduce_(")
+    hit = {m: statistics.median(v) if v else float("nan") for m, v in rates.items()}
+    print(f"\n## Replay under DDP (2 ranks, MLP, batch {batch} each), median step time (slower rank)\n")
+    print("| run | step | / eager | hit rate (median over ranks and repeats) |")
+    print("|---|---:|---:|---:|")
+    print(f"| janus replay --eager | {b * 1e3:.2f} ms | 1.000 | - |")
+    print(f"| janus replay (JANUS_REPLAY_ADAPT default) | {a * 1e3:.2f} ms | {a / b:.3f} | {hit['rep']:.1%} |")
+    print(f"| janus replay, JANUS_REPLAY_ADAPT=0 | {f * 1e3:.2f} ms | {f / b:.3f} | {hit['fixed']:.1%} |")
+    print(f"\nall_reduce_ nodes in the bundle's graphs: {nar} (inside the step's graph: no segment is cut at a "
+          "collective)")
+    return {"replay_s": a, "replay_fixed_s": f, "eager_s": b, "ratio": a / b, "ratio_fixed": f / b,
+            "hit_rate": hit, "all_reduce_nodes": nar}
 
 
 def main():

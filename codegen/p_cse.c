@@ -10,6 +10,7 @@
  *     output types, in the SAME loop (body-local reasoning: nodes never move
  *     across loop boundaries), are one: uses of the later node's outputs
  *     move to the earlier node's, and dce removes the later node;
+ *   - collectives are never merged (each is a call every rank makes);
  *   - random ops and `empty` are never merged (conservative: each consumes
  *     or owns its own storage at replay even though the IR is functional);
  *   - a value that leaves the graph as an output is only redirected to one
@@ -98,7 +99,7 @@ jn_status jn_cg_pass_cse(jn_cg_ctx *cx, jn_ir_graph *g) {
     for (int32_t n = 0; n < g->nnodes; n++) {
         const jn_ir_node *x = &g->nodes[n];
         int fl = cg_flags(x->op);
-        if ((fl & JN_F_RAND) || x->op == JN_OP_empty) continue;
+        if ((fl & (JN_F_RAND | JN_F_COLL)) || x->op == JN_OP_empty) continue;
         uint32_t h = (uint32_t)node_hash(x) & (uint32_t)(cap - 1);
         for (; tab[h] >= 0; h = (h + 1) & (uint32_t)(cap - 1)) {
             const jn_ir_node *y = &g->nodes[tab[h]];

@@ -12,7 +12,9 @@
  *   - a loop left without live nodes goes (with its carries);
  *   - a live loop whose body would be empty (pass-through carries) keeps
  *     its last node, since a loop needs one;
- *   - inputs always stay (they are the graph's calling convention).
+ *   - inputs always stay (they are the graph's calling convention);
+ *   - collectives (JN_F_COLL) always stay, read or not: the other ranks
+ *     wait for this one's call.
  * The graph is then compacted (cg_compact): order kept, %numbers closed up.
  */
 #include "cg_priv.h"
@@ -26,6 +28,7 @@ jn_status jn_cg_pass_dce(jn_cg_ctx *cx, jn_ir_graph *g) {
         return jn_error(JN_ERR_NOMEM, "out of memory in dce of graph %s", g->name);
     }
     for (int32_t i = 0; i < g->noutputs; i++) lv[g->outputs[i].value] = 1;
+    for (int32_t n = 0; n < g->nnodes; n++) ln[n] = (cg_flags(g->nodes[n].op) & JN_F_COLL) != 0;
     for (int32_t i = 0; i < g->nguards; i++)
         if (g->guards[i].value >= 0 && g->guards[i].value < g->nvalues) lv[g->guards[i].value] = 1;
     /* mark until nothing changes; then once more allowing the forced node */

@@ -5,8 +5,9 @@
  * in type promotion like a Python scalar).  A node folds when
  *   - every input is a 0-d const input (none at all for a factory such as
  *     full(shape=[])), no attribute is bound to a varying scalar or uses a
- *     symbolic expression, the op is neither random nor `empty`, it has one
- *     output and that output is 0-d (casts of consts included);
+ *     symbolic expression, the op is neither random, a collective nor
+ *     `empty`, it has one output and that output is 0-d (casts of consts
+ *     included);
  *   - the eager kernel (jn_dispatch, on real 0-d tensors) gives that dtype,
  *     in f32/f64/i64/i32/u8/bool, an integer result within 2^53;
  *   - its result may become a wrapped number: the node's own output was a
@@ -66,7 +67,7 @@ static jn_status fold_node(jn_ir_graph *g, int32_t n, const cg_uses *u) {
     const jn_ir_node *x = &g->nodes[n];
     const jn_opinfo *info = jn_op_info(x->op);
     double vals[JN_MAX_INS];
-    if ((info->flags & JN_F_RAND) || x->op == JN_OP_empty || x->nout != 1 || x->nin > JN_MAX_INS) return JN_OK;
+    if ((info->flags & (JN_F_RAND | JN_F_COLL)) || x->op == JN_OP_empty || x->nout != 1 || x->nin > JN_MAX_INS) return JN_OK;
     int32_t y = x->out[0];
     const jn_ir_value *yv = &g->values[y];
     if (yv->ndim != 0 || (u->flags[y] & CG_U_OUTPUT)) return JN_OK;

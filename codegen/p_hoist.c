@@ -9,8 +9,9 @@
  * (state written back), take no arena memory earlier.
  *
  * Moved: a node of an in-place table op (adam_, sgd_, copy_, fill_, ...;
- * not the random ones) whose every output is read by no node -- only by
- * graph outputs -- and that no guard, carry or collect names.  Its new
+ * not the random ones, nor collectives: their order across ranks is the
+ * recorded one) whose every output is read by no node -- only by graph
+ * outputs -- and that no guard, carry or collect names.  Its new
  * place is right after the latest of: the nodes defining its inputs and
  * the scalar inputs bound to its attributes, and every other reader of an
  * input it writes in place (inputs 0..nout-1) or of a view of one, so it
@@ -85,7 +86,7 @@ static int32_t target(const jn_ir_graph *g, const cg_uses *u, int32_t n) {
 static int candidate(const jn_ir_graph *g, const cg_uses *u, int32_t n) {
     const jn_ir_node *x = &g->nodes[n];
     int fl = cg_flags(x->op);
-    if (!(fl & JN_F_INPLACE) || (fl & JN_F_RAND)) return 0;
+    if (!(fl & JN_F_INPLACE) || (fl & (JN_F_RAND | JN_F_COLL))) return 0;
     for (int k = 0; k < x->nout; k++)
         if (cg_nusers(u, x->out[k]) != 0 || (u->flags[x->out[k]] & ~CG_U_OUTPUT)) return 0;
     return 1;

@@ -30,7 +30,7 @@
 
 static int cheap(jn_op op) {
     int fl = cg_flags(op);
-    if (fl & (JN_F_RAND | JN_F_INPLACE | JN_F_VIEW | JN_F_FACTORY)) return 0;
+    if (fl & (JN_F_RAND | JN_F_INPLACE | JN_F_VIEW | JN_F_FACTORY | JN_F_COLL)) return 0;
     return (fl & JN_F_EW) || op == JN_OP_index || op == JN_OP_index_select || op == JN_OP_gather ||
            op == JN_OP_embedding;
 }

@@ -520,6 +520,7 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
         out[0]->ndim = meta[0].ndim;
         memcpy(out[0]->shape, meta[0].shape, sizeof out[0]->shape);
     }
+    if (jn_op_info(nd->op)->flags & JN_F_COLL) x->st.state_written = 1; /* issued: never re-run eagerly */
     if ((s = __builtin_expect(x->dev != NULL, 0) ? x->dev->node(x->dev->ctx, (jn_op)nd->op, nd->nin, in, a, out) /* device hook */
                                                  : cpu_tab[nd->op](nd->nin, in, a, out)))
         goto fail;
@@ -1722,6 +1723,12 @@ void jn_ex_set_kcall_hook(jn_ex_exec *x, jn_ex_kcall_hook fn, void *ctx) {
 }
 
 void jn_ex_last_stats(const jn_ex_exec *x, jn_ex_stats *st) { *st = x->st; }
+
+int jn_ex_has_collective(const jn_ex_exec *x) {
+    for (int32_t n = 0; n < x->g->nnodes; n++)
+        if (jn_op_info(x->g->nodes[n].op)->flags & JN_F_COLL) return 1;
+    return 0;
+}
 
 int jn_ex_release_idle(int cache) {
     pthread_mutex_lock(&cpu_arena.lock);

@@ -917,7 +917,9 @@ void jn_ex_cuda_graphs_get_stats(const jn_ex_cuda_graphs *c, jn_ex_cuda_graphs_s
 
 jn_status jn_ex_cuda_graphs_run(jn_ex_cuda_graphs *c, jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms,
                                 jn_tensor **outs) {
-    c->want = c->graphs, c->retry = 0, c->recapture = 0;
+    /* a collective (NCCL) waits for the stream: not capturable, and a failed
+     * capture must not have issued it once already */
+    c->want = c->graphs && !jn_ex_has_collective(x), c->retry = 0, c->recapture = 0;
     jn_status s = jn_ex_run(x, inputs, syms, outs);
     if (c->retry) { /* the replay walk differed from the capture: capture anew */
         c->retry = 0, c->recapture = 1;

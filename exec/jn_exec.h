@@ -301,9 +301,14 @@ typedef struct {
     int64_t peak_bytes;        /* arena + every other buffer alive at once (outputs, loop buffers) */
     int64_t kernels_gen, kernels_lib, nodes_eager;   /* calls made in the last run */
     int state_written;         /* the last run wrote a state input (even if it then failed:
-                                * the inputs are no longer what the run started from) */
+                                * the inputs are no longer what the run started from) or
+                                * ran a collective (the other ranks took part: it cannot
+                                * be run again) */
 } jn_ex_stats;
 void jn_ex_last_stats(const jn_ex_exec *x, jn_ex_stats *st);
+/* 1 when the graph holds a collective (JN_F_COLL): every run must issue it
+ * exactly once, so such a graph is never captured as a CUDA Graph. */
+int jn_ex_has_collective(const jn_ex_exec *x);
 /* Bytes of the arena CPU graphs share now (0 while none is allocated, e.g.
  * after eager work missed the block cache and it was given back). */
 size_t jn_ex_shared_arena_bytes(void);

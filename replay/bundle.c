@@ -184,7 +184,16 @@ jn_status rp_load(jn_replay *R, const char *db_path) {
         rp_unload(R);
         return s;
     }
-    for (int32_t i = 0; i < R->m->ngraphs; i++) R->g[i].ad.phase = PH_FIRST;
+    for (int32_t i = 0; i < R->m->ngraphs; i++) {
+        R->g[i].ad.phase = PH_FIRST;
+        /* a graph holding a collective is kept compiled, never timed: its
+         * time is mostly the wait for the other ranks, and each rank would
+         * choose on its own noise (the ranks' choices may differ anyway;
+         * the order of collectives does not) */
+        const jn_ir_graph *g = R->m->graphs[i];
+        for (int32_t n = 0; n < g->nnodes && R->g[i].ad.state != AD_KEEP; n++)
+            if (jn_op_info(g->nodes[n].op)->flags & JN_F_COLL) R->g[i].ad.state = AD_KEEP;
+    }
     return JN_OK;
 }
 

@@ -315,7 +315,8 @@ static int find_reached(rp_run *X) {
 
 /* The pending ops computing the storages in W (marked in in_slice; W grows
  * by their inputs): 0, 1 when one writes existing state (it cannot run
- * before the graph without changing what the graph reads), 2 out of memory. */
+ * before the graph without changing what the graph reads), 2 out of memory,
+ * 3 when one is a collective (run twice, it would desynchronize the ranks). */
 static int slice_mark(rp_run *X, uint8_t *in_slice) {
     const jn_replay *R = X->R;
     int bad = 0;
@@ -325,6 +326,7 @@ static int slice_mark(rp_run *X, uint8_t *in_slice) {
         for (int k = 0; k < p->nout; k++) hit |= sset_has(&X->W, rp_op_out(R, p)[k]->storage);
         if (!hit) continue;
         for (int k = 0; k < p->nout; k++) bad |= rp_written(p) && rp_op_out(R, p)[k]->storage->data != NULL;
+        if (jn_op_info(p->op)->flags & JN_F_COLL) bad = 3;
         in_slice[e] = 1;
         for (int i = 0; i < p->nin && !bad; i++)
             if (!sset_add(&X->W, rp_op_in(R, p)[i]->storage)) bad = 2;
@@ -391,9 +393,9 @@ static int compute_held(rp_run *X) {
     if (!bad && s == JN_OK && !X->D)
         for (int64_t k = 0; k < nneed; k++) needed[k]->lazy = 0; /* final and eager's own */
     free(needed), free(in_slice);
-    if (bad == 1) {
-        snprintf(X->why, X->wn, "graph %s: Python holds a value the graph does not keep, computed from state this "
-                 "segment updates", X->g->name);
+    if (bad == 1 || bad == 3) {
+        snprintf(X->why, X->wn, "graph %s: Python holds a value the graph does not keep, computed %s", X->g->name,
+                 bad == 1 ? "from state this segment updates" : "by a collective (which runs once, in the graph or eagerly)");
         return 1;
     }
     if (bad || s) {
@@ -423,8 +425,8 @@ static int run_exec(rp_run *X) {
     jn_ex_stats xst;
     jn_ex_last_stats(X->G->x, &xst);
     if (xst.state_written) { /* the step's inputs are gone: re-running it eagerly would be wrong */
-        snprintf(X->why, X->wn, "graph %s failed after it had updated state in place, so the step cannot be re-run "
-                 "eagerly: %s (run with JANUS_REPLAY=0 to train without compiled graphs)", g->name, jn_errmsg());
+        snprintf(X->why, X->wn, "graph %s failed after it had updated state in place or run a collective, so the step "
+                 "cannot be re-run eagerly: %s (run with JANUS_REPLAY=0 to train without compiled graphs)", g->name, jn_errmsg());
         R->fatal = s;
         return -1;
     }

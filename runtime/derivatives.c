@@ -425,6 +425,27 @@ FORMULA(d_copy_) {
     END;
 }
 
+/* all_reduce SUM / AVG is linear over the ranks' inputs: each rank's input
+ * gradient is the same reduction of every rank's output gradient (as
+ * torch.distributed.nn.functional.all_reduce); every rank runs it in its
+ * backward pass, in the same order as the forward's collectives. */
+FORMULA(d_all_reduce_) {
+    BEGIN;
+    int64_t op = AT(b)->a[0].i;
+    if (op != 0 && op != 1) { /* jn_dist_op: SUM, AVG */
+        static const char *const names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"};
+        b->st = jn_error(JN_ERR_UNSUPPORTED, "all_reduce with ReduceOp.%s is not differentiable (only SUM and AVG "
+                         "are): reduce a detached tensor, or under janus.no_grad()",
+                         op > 1 && op < 8 ? names[op] : "?");
+    } else if (NEED(0)) {
+        T *c = clone(b, g);
+        jn_attrs a = A();
+        a.a[0].i = op;
+        gi[0] = c ? call(b, JN_OP_all_reduce_, 1, &c, &a) : NULL;
+    }
+    END;
+}
+
 /* ----------------------------------------------------------- reductions */
 FORMULA(d_sum) {
     BEGIN;
@@ -1043,6 +1064,7 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_normal_] = {d_zero, 0},
     [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT, 1 << 1}, /* the workspace output holds all it needs */
     [JN_OP_gru_cell] = {d_gru_cell, S_OUT},
+    [JN_OP_all_reduce_] = {d_all_reduce_, 0},
     /* no derivative (yet): as_strided, and the kernels derivatives use
      * (conv2d_weight_grad, pool gradients, lstm_cell_backward, gru_cell_backward) */
 };

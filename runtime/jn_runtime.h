@@ -232,7 +232,9 @@ enum {
     JN_F_RAND = 1 << 4,      /* consumes the Philox stream (seed, offset attrs) */
     JN_F_FACTORY = 1 << 5,   /* creates a tensor from attributes only */
     JN_F_VARIADIC = 1 << 6,  /* nin is a minimum */
-    JN_F_NOGRAD = 1 << 7     /* not differentiable */
+    JN_F_NOGRAD = 1 << 7,    /* not differentiable */
+    JN_F_COLL = 1 << 8       /* a collective (runtime/k_dist.c): every rank must run it, once, in program
+                              * order, so no pass removes, merges, folds, moves or recomputes it */
 };
 
 typedef enum {

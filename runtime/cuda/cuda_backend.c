@@ -1701,6 +1701,8 @@ static const jn_rt_backend cuda_backend = {
         [JN_OP_gru_cell_backward] = cu_gru_cell_backward, [JN_OP_logsumexp] = cu_logsumexp,
         [JN_OP_linspace] = cu_linspace, [JN_OP_scatter] = cu_scatter, [JN_OP_one_hot] = cu_one_hot,
         [JN_OP_index] = cu_index, [JN_OP_index_put_] = cu_index_put_,
+        /* collectives: runtime/dist.c takes CUDA tensors to NCCL on janus's stream */
+        [JN_OP_all_reduce_] = jn_cpu_all_reduce_, [JN_OP_broadcast_] = jn_cpu_broadcast_,
         /* these CPU kernels only copy windows with jn_copy_into, which the
          * CUDA backend carries out (they read no data themselves) */
         [JN_OP_cat] = jn_cpu_cat, [JN_OP_stack] = jn_cpu_stack, [JN_OP_slice_scatter] = jn_cpu_slice_scatter,

@@ -123,6 +123,84 @@ def test_collectives_give_the_reference_numbers(tmp_path):
         assert o["after"] == [False, -1]
 
 
+@needs_mpi
+def test_all_reduce_is_a_table_op_and_differentiable_for_sum_and_avg(tmp_path):
+    r = _py("""
+        import json, janus, janus.distributed as dist
+        from janus import _C
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+        out = {"flags": _C.op_info("all_reduce_")["flags"] & _C.JN_F_COLL != 0}
+        for op in ("SUM", "AVG"):
+            x = janus.tensor([1.0, 2.0 + r], requires_grad=True)
+            y = x * 1.0
+            dist.all_reduce(y, getattr(dist.ReduceOp, op))
+            (y * (r + 1.0)).sum().backward()  # d/dx_r sum_k (k+1) * red(x)_k
+            out[op] = [y.tolist(), x.grad.tolist()]
+        x = janus.tensor([2.0], requires_grad=True)
+        y = x * 1.0
+        dist.all_reduce(y, dist.ReduceOp.MAX)
+        try:
+            y.sum().backward()
+        except Exception as e:
+            out["max"] = f"{type(e).__name__}: {e}"
+        with open(f"{OUT}.{r}", "w") as f:
+            json.dump(out, f)
+        dist.destroy_process_group()
+    """.replace("{OUT}", str(tmp_path / "out")))
+    assert r.returncode == 0, r.stdout + r.stderr
+    for k in (0, 1):
+        o = json.loads((tmp_path / f"out.{k}").read_text())
+        assert o["flags"]
+        assert o["SUM"] == [[2.0, 5.0], [3.0, 3.0]]  # gradient: SUM over ranks of (k + 1)
+        assert o["AVG"] == [[1.0, 2.5], [1.5, 1.5]]  # gradient: AVG over ranks of (k + 1)
+        assert "ReduceOp.MAX is not differentiable" in o["max"]
+
+
+@needs_mpi
+def test_single_process_all_reduce_is_recorded_inside_a_graph_and_replayed(tmp_path):
+    """A world of 1 (an MPI singleton, no mpirun): all_reduce is an op of the
+    step's graph, and replay runs it there with eager's numbers."""
+    script = tmp_path / "one.py"
+    script.write_text(textwrap.dedent("""
+        import json, sys, janus, janus.distributed as dist
+        dist.init_process_group("mpi")
+        w = janus.ones(4, 3, requires_grad=True)
+        opt = janus.optim.SGD([w], lr=0.1)
+        out = []
+        for step in range(8):
+            w.grad = None
+            x = janus.arange(12.0).reshape(4, 3) * (step + 1)
+            loss = (w * x).sum()
+            loss.backward()
+            with janus.no_grad():
+                g = w.grad * 0.5
+                dist.all_reduce(g, dist.ReduceOp.SUM)
+                w.grad.copy_(g)
+            opt.step()
+            out.append(loss.item())
+        out.append(w.sum().item())
+        open(sys.argv[1], "w").write(json.dumps(out))
+        dist.destroy_process_group()
+    """))
+    db = str(tmp_path / "one.db")
+    py = [sys.executable, str(script)]
+    r = subprocess.run([JANUS, "record", "--db", db, "--"] + py + [str(tmp_path / "rec.json")],
+                       capture_output=True, text=True, timeout=120, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([JANUS, "optimize", db], capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    graphs = subprocess.run([JANUS, "inspect", "--graphs", db], capture_output=True, text=True, timeout=60).stdout
+    assert "all_reduce_" in graphs, graphs
+    r = subprocess.run([JANUS, "replay", "--db", db, "--"] + py + [str(tmp_path / "rep.json")],
+                       capture_output=True, text=True, timeout=120, env=_env(JANUS_REPLAY_ADAPT="0"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads((tmp_path / "rep.json").read_text()) == json.loads((tmp_path / "rec.json").read_text())
+    info = json.loads(subprocess.run([JANUS, "inspect", "--json", db], capture_output=True, text=True,
+                                     timeout=60).stdout)
+    assert info["runs"][1]["replay"]["hits"] >= 6, info["runs"][1]["replay"]
+
+
 def test_uninitialized_group_says_what_to_call():
     import janus
     import janus.distributed as dist
@@ -184,11 +262,19 @@ def test_record_optimize_replay_two_ranks_bitwise_equal_to_eager(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([JANUS, "optimize", db], capture_output=True, text=True, timeout=300, env=_env())
     assert r.returncode == 0, r.stdout + r.stderr
-    r = _mpirun([JANUS, "replay", "--db", db, "--"] + train + ["--out", str(tmp_path / "rep")], timeout=240)
+    # the collectives are ops inside the graphs: the step's graph holds the gradient bucket's all_reduce_
+    # and the optimizer's updates after it (one segment: the step is no longer cut at the collective)
+    graphs = subprocess.run([JANUS, "inspect", "--graphs", db], capture_output=True, text=True, timeout=60).stdout
+    step = [g for g in graphs.split("graph ") if "all_reduce_" in g and "sgd_" in g]
+    assert step, graphs
+    assert step[0].index("all_reduce_") < step[0].index("sgd_")
+    # JANUS_REPLAY_ADAPT=0: every segment a graph can run does (timing's eager runs would count as misses)
+    r = _mpirun([JANUS, "replay", "--db", db, "--"] + train + ["--out", str(tmp_path / "rep")], timeout=240,
+                JANUS_REPLAY_ADAPT="0")
     assert r.returncode == 0, r.stdout + r.stderr
     # rank 1 alone runs one more op at step 3: it misses there, rank 0 does not, and nothing waits or changes
     r = _mpirun([JANUS, "replay", "--db", db, "--"] + train + ["--out", str(tmp_path / "odd"), "--odd-rank", "1"],
-                timeout=240)
+                timeout=240, JANUS_REPLAY_ADAPT="0")
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([JANUS, "replay", "--eager", "--nproc", "2", "--db", db, "--"] + train +
                        ["--out", str(tmp_path / "oddeager"), "--odd-rank", "1"],
@@ -204,6 +290,10 @@ def test_record_optimize_replay_two_ranks_bitwise_equal_to_eager(tmp_path):
     replays = {r["device"]: r["replay"] for r in runs[2:4]}
     assert set(replays) == {"cpu rank 0/2", "cpu rank 1/2"}
     assert all(rp["hits"] > 0 for rp in replays.values())
+    # every rank runs the same graphs (12 steps of two segments: the step with its bucket all-reduce and
+    # optimizer update, the loss's AVG all-reduce), nothing misses
+    assert replays["cpu rank 0/2"]["hits"] == replays["cpu rank 1/2"]["hits"] >= 24, replays
+    assert all(rp["hit_rate"] == 1.0 for rp in replays.values()), replays
     odd = {r["device"]: r["replay"]["hits"] for r in runs[4:6]}
     assert odd["cpu rank 1/2"] < odd["cpu rank 0/2"] == replays["cpu rank 0/2"]["hits"], (odd, replays)
     text = subprocess.run([JANUS, "inspect", db], capture_output=True, text=True, timeout=60).stdout

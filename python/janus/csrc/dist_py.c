@@ -1,7 +1,10 @@
 /* dist_py.c -- janus._C's side of janus.distributed (runtime/jn_dist.h).
  *
- * A collective reads and writes tensor data outside the dispatcher, so to
- * `janus record` and `janus replay` it is a sync point on each tensor it
+ * all_reduce and broadcast go through the op table (runtime/k_dist.c), so
+ * record and replay see them as ops (janus/distributed calls _dist_flush
+ * first: the recorded steps reach the store while this rank may wait).
+ * The others here read and write tensor data outside the dispatcher, so to
+ * `janus record` and `janus replay` each is a sync point on each tensor it
  * touches (kind NUMPY, as a buffer export is, with no observed value: the
  * data differs per rank): the segment ends before it and every rank runs
  * it eagerly, in program order, whether the ops around it ran as compiled
@@ -124,6 +127,13 @@ static PyObject *py_reduce_scatter(PyObject *self, PyObject *args) {
     return done(s);
 }
 
+/* _dist_flush(): a recording hands its queued steps to the writer now */
+static PyObject *py_flush(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    if (jn_rec_on) jn_rec_flush();
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_destroy(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     return done(jn_rt_dist_destroy());
@@ -146,6 +156,7 @@ PyMethodDef jn_py_dist_methods[] = {
     {"_dist_broadcast", py_broadcast, METH_VARARGS, "_dist_broadcast(t, src): in place"},
     {"_dist_all_gather", py_all_gather, METH_VARARGS, "_dist_all_gather(out, in): out = every rank's in, by rank"},
     {"_dist_reduce_scatter", py_reduce_scatter, METH_VARARGS, "_dist_reduce_scatter(out, in, op)"},
+    {"_dist_flush", py_flush, METH_NOARGS, "a recording's queued steps go to the writer now"},
     {"_dist_destroy", py_destroy, METH_NOARGS, "end the process group"},
     {"_dist_abort", py_abort, METH_O, "_dist_abort(why): end every rank of the job"},
     {NULL, NULL, 0, NULL},

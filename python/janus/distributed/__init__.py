@@ -10,9 +10,12 @@ tensors (JANUS_NCCL_LIBRARY); "gloo", PyTorch's CPU backend, runs on "mpi".
 Launch with `mpirun -n N python train.py` (Open MPI numbers the ranks;
 RANK / WORLD_SIZE, when set too, must agree) or, for nccl without MPI,
 torchrun-style RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.  Collectives are
-blocking (async_op=True returns a Work that is already complete) and are
-sync points of `janus record` / `janus replay`: they run eagerly in program
-order on every rank.  A collective waiting longer than JANUS_DIST_TIMEOUT
+blocking (async_op=True returns a Work that is already complete).
+all_reduce and broadcast are ops of the table (all_reduce_, broadcast_): `janus
+record` records them and `janus replay` runs them inside the step's compiled
+graph, or eagerly on a miss, in program order on every rank either way;
+all_gather, reduce_scatter and barrier are sync points (they end the segment
+and run eagerly).  A collective waiting longer than JANUS_DIST_TIMEOUT
 (60 s) or the timeout= argument, or an exception no code caught on any rank,
 ends every rank of the job with a message naming the failed rank.
 """
@@ -21,6 +24,7 @@ import os as _os
 import sys as _sys
 
 from .. import _C
+from .._ops import ops as _ops
 
 __all__ = ["is_available", "is_initialized", "is_mpi_available", "is_nccl_available", "is_gloo_available",
            "is_torchelastic_launched", "Backend", "ReduceOp", "init_process_group", "destroy_process_group",
@@ -212,14 +216,16 @@ def barrier(group=None, async_op=False, device_ids=None):
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """tensor = op over every rank's tensor, in place."""
     _check_group(group, "all_reduce")
-    _C._dist_all_reduce(tensor, int(op))
+    _C._dist_flush()
+    _ops.all_reduce_(tensor, op=int(op))
     return _done(async_op)
 
 
 def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
     """tensor = rank src's tensor, in place."""
     _check_group(group, "broadcast")
-    _C._dist_broadcast(tensor, int(src if group_src is None else group_src))
+    _C._dist_flush()
+    _ops.broadcast_(tensor, src=int(src if group_src is None else group_src))
     return _done(async_op)
 
 

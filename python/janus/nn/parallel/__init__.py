@@ -11,9 +11,11 @@ replicas equal: at wrap, rank 0's parameters and buffers are broadcast;
 after every backward the gradients are averaged over the ranks in buckets
 (parameters in reverse order, as PyTorch's reducer, at most bucket_cap_mb
 each; one flat all-reduce per bucket, grad * (1 / world) then SUM, as
-PyTorch's reducer does).  Janus's autograd engine has no per-gradient
-hooks, so the buckets are reduced when backward has finished, not while it
-runs: communication does not overlap the backward pass.  no_sync() skips
+PyTorch's reducer does; the all-reduce is the table op all_reduce_, so a
+recorded step's graph holds it and replay runs it there, before the
+optimizer's update in the same graph).  Janus's autograd engine has no
+per-gradient hooks, so the buckets are reduced when backward has finished,
+not while it runs: communication does not overlap the backward pass.  no_sync() skips
 the reduction; the gradients accumulated meanwhile are averaged at the
 first backward after it.  A parameter without a gradient contributes zeros
 (every rank reduces the same buckets, so no rank waits for another).

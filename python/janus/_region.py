@@ -64,6 +64,16 @@ _STORES = {"STORE_ATTR": "stores attribute", "DELETE_ATTR": "deletes attribute",
            "DELETE_SUBSCR": "deletes from a container", "IMPORT_NAME": "imports",
            "YIELD_VALUE": "yields", "RETURN_GENERATOR": "is a generator"}
 _TENSOR_ATTRS = frozenset("shape dtype device grad data ndim is_leaf requires_grad T detach".split())
+
+
+def _tensor_attr(name):
+    """A name the Tensor class has (its C base's and the methods janus defines in
+    Python, e.g. `view`, `relu`): a read of it is a tensor method or property,
+    whose calls the proof checks like any other call."""
+    from ._tensor import Tensor
+    return hasattr(Tensor, name)
+
+
 _KIND = {"params": 0, "val": 1, "eq": 2, "tensor": 3, "counter": 4}
 _MISSING = object()
 # module regions: the variants kept per module (train / eval, ...); guard kinds (csrc/region_py.c)
@@ -376,7 +386,7 @@ class Regions:
                 raise _Refused(f"reads closure variable {s.closure[0][0]} at {s.closure[0][1]} (not guarded yet)")
             for name, where in s.attrs:
                 if not (name in names or any(hasattr(c, name) for c in classes) or name in _TENSOR_ATTRS
-                        or hasattr(_C.TensorBase, name) or hasattr(math, name) or _module_attr(g, s.globals, name)
+                        or _tensor_attr(name) or hasattr(math, name) or _module_attr(g, s.globals, name)
                         or any(hasattr(c, name) for c in (list, dict, set, tuple))):  # calls: checked below
                     raise _Refused(f"reads attribute {name} at {where} of an object the region does not guard")
         pre = _outliving(called, obs, args)
@@ -610,7 +620,7 @@ class Regions:
                     raise _Refused(f"user code reads the optimizer's {name} at {where}: values bound per call "
                                    f"(counters, lr) cannot be followed through it")
                 if not (name in opt.__dict__ or hasattr(cls_attrs, name) or name in _TENSOR_ATTRS
-                        or hasattr(_C.TensorBase, name) or hasattr(math, name)):
+                        or _tensor_attr(name) or hasattr(math, name)):
                     raise _Refused(f"reads attribute {name} at {where} of an object the region does not guard")
         for f, code, line in obs.calls:
             self._check_call(f, code, line)

@@ -31,6 +31,7 @@ typedef struct {
      * whether the template may record into one, the slots a view op made */
     int g_members, g_edges, g_outs, g_ok;
     uint8_t *g_view;       /* nslots */
+    jn_rt_infer_cache *ic; /* per op, made on the first run: its inferred output metadata */
 } rg_template;
 
 typedef struct {
@@ -277,7 +278,9 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
                 if (o->aval[j] >= 0) a.a[j].f = vals[o->aval[j]];
             if (o->mode == JN_RP_RG_INTO) {
                 s = jn_dispatch_into(o->op, o->nin, in, &a, S[o->out[0]]);
-            } else if ((s = jn_dispatch(o->op, o->nin, in, &a, out)) == JN_OK) {
+            } else if ((s = T->ic || (T->ic = calloc((size_t)T->nops, sizeof *T->ic))
+                                ? jn_rt_dispatch_cached(o->op, o->nin, in, &a, out, &T->ic[k])
+                                : jn_dispatch(o->op, o->nin, in, &a, out)) == JN_OK) {
                 for (int q = 0; q < o->nout; q++) {
                     if (o->mode == JN_RP_RG_NEW) S[o->out[q]] = out[q]; /* owned until the end */
                     else jn_tensor_decref(out[q]);                     /* a reference to the input it wrote */
@@ -438,7 +441,8 @@ void rp_region_free(jn_replay *R) {
     struct rp_regions *G = R->rg;
     if (!G) return;
     for (int i = 0; i < G->nt; i++)
-        free(G->t[i].name), free(G->t[i].ops), free(G->t[i].c), free(G->t[i].slot), free(G->t[i].g_view);
+        free(G->t[i].name), free(G->t[i].ops), free(G->t[i].c), free(G->t[i].slot), free(G->t[i].g_view),
+            free(G->t[i].ic);
     for (int i = 0; i < G->nwhy; i++) free(G->why[i].why);
     for (int i = 0; i < G->nnames; i++) free(G->names[i].name);
     for (int i = 0; i < G->ndet; i++) jn_tensor_decref(G->det[i]);

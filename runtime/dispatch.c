@@ -260,7 +260,67 @@ static jn_status ready_inputs(int nin, jn_tensor *const *in) {
 }
 
 static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
-                          const jn_attrs *a_in, jn_tensor **out);
+                          const jn_attrs *a_in, jn_tensor **out, jn_rt_infer_cache *ic);
+
+/* ------------------------------------------------- cached inference */
+/* Inference is a function of the op's attributes and its inputs' dtype,
+ * shape, strides, offset and wrapped-number flag (one_hot, which reads
+ * data, is never cached): equal ones give the metadata inferred before. */
+static int icache_hit(const jn_rt_infer_cache *c, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a) {
+    if (!c->valid || c->nin != nin) return 0;
+    for (int i = 0; i < nin; i++) {
+        const jn_tensor *t = in[i];
+        int nd = t->ndim;
+        if (c->in[i].dtype != (int8_t)t->dtype || c->in[i].ndim != nd || c->in[i].wrapped != (int8_t)t->wrapped_number ||
+            c->in[i].offset != t->offset || memcmp(c->in[i].shape, t->shape, sizeof(int64_t) * (size_t)nd) ||
+            memcmp(c->in[i].strides, t->strides, sizeof(int64_t) * (size_t)nd))
+            return 0;
+    }
+    const jn_opinfo *info = &infos[op];
+    for (int k = 0; k < info->nattrs; k++) {
+        const jn_attr *x = &a->a[k], *y = &c->a.a[k];
+        if (info->attr_kind[k] == JN_A_INTS
+                ? x->l.n != y->l.n || (unsigned)x->l.n > JN_MAX_DIMS ||
+                      memcmp(x->l.v, y->l.v, sizeof(int64_t) * (size_t)x->l.n)
+                : x->i != y->i) /* the bits: a float compares as its bits too */
+            return 0;
+    }
+    return 1;
+}
+
+static void icache_store(jn_rt_infer_cache *c, const jn_opinfo *info, int nin, jn_tensor *const *in,
+                         const jn_attrs *a, const jn_meta *meta) {
+    c->valid = 0;
+    for (int k = 0; k < info->nattrs; k++)
+        if (info->attr_kind[k] == JN_A_INTS && (unsigned)a->a[k].l.n > JN_MAX_DIMS) return;
+    c->nin = nin;
+    for (int i = 0; i < nin; i++) {
+        const jn_tensor *t = in[i];
+        c->in[i].dtype = (int8_t)t->dtype;
+        c->in[i].ndim = (int8_t)t->ndim;
+        c->in[i].wrapped = (int8_t)t->wrapped_number;
+        c->in[i].offset = t->offset;
+        memcpy(c->in[i].shape, t->shape, sizeof t->shape);
+        memcpy(c->in[i].strides, t->strides, sizeof t->strides);
+    }
+    memcpy(c->a.a, a->a, sizeof(jn_attr) * (size_t)info->nattrs);
+    memcpy(c->out, meta, sizeof(jn_meta) * (size_t)info->nout);
+    c->valid = 1;
+}
+
+jn_status jn_rt_dispatch_cached(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor **out,
+                                jn_rt_infer_cache *c) {
+    const jn_opinfo *info = jn_op_info(op); /* the parsed schema: icache_hit reads attribute kinds */
+    if (!info || nin > JN_RT_ICACHE_INS || op == JN_OP_one_hot ||
+        __atomic_load_n(&jn_rt_autocast_threads, __ATOMIC_RELAXED) != 0 ||
+        (jn_rt_capturing && capture_hook.device != JN_CPU))
+        return jn_dispatch(op, nin, in, a, out);
+    int dev;
+    jn_status s = check_inputs(op, info, nin, in, &dev);
+    if (s) return s;
+    if (dev != JN_CPU) return jn_dispatch(op, nin, in, a, out);
+    return dispatch(op, info, JN_CPU, nin, in, a, out, c);
+}
 
 /* Autocast (autocast.c) costs this path one load while no thread uses it;
  * jn_rt_dispatch_plain is the dispatcher without that test (a tail call). */
@@ -292,8 +352,9 @@ static jn_status __attribute__((noinline)) uncaptured_op(jn_op op, int nin, jn_t
 }
 
 jn_status jn_rt_dispatch_plain(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a_in, jn_tensor **out) {
-    const jn_opinfo *info = jn_op_info(op);
-    if (!info) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
+    /* the table's static columns (name, arity, flags) need no parsed schema */
+    if ((unsigned)op >= JN_NOPS) return jn_error(JN_ERR_VALUE, "unknown op number %d", (int)op);
+    const jn_opinfo *info = &infos[op];
     int dev, done;
     jn_status s = check_inputs(op, info, nin, in, &dev);
     if (s) return s;
@@ -302,32 +363,44 @@ jn_status jn_rt_dispatch_plain(jn_op op, int nin, jn_tensor *const *in, const jn
         if (__builtin_expect(jn_rt_capturing && capture_hook.device != JN_CPU, 0) &&
             ((s = uncaptured_op(op, nin, in, a_in, out, NULL, &done)) || done))
             return s;
-        return dispatch(op, info, dev, nin, in, a_in, out);
+        return dispatch(op, info, dev, nin, in, a_in, out, NULL);
     }
     if ((s = jn_rt_device_ready(op, dev))) return s;
     /* captured as it is: CPU numbers are staged when the op runs */
-    if (jn_rt_capturing && dev == capture_hook.device) return dispatch(op, info, dev, nin, in, a_in, out);
+    if (jn_rt_capturing && dev == capture_hook.device) return dispatch(op, info, dev, nin, in, a_in, out, NULL);
     if (jn_rt_capturing && ((s = uncaptured_op(op, nin, in, a_in, out, NULL, &done)) || done)) return s;
     jn_tensor *use[JN_MAX_INS], *staged[JN_MAX_INS];
     if ((s = stage_scalars(op, dev, nin, in, use, staged))) return s;
-    s = dispatch(op, info, dev, nin, use, a_in, out);
+    s = dispatch(op, info, dev, nin, use, a_in, out, NULL);
     for (int i = 0; i < nin; i++) jn_tensor_decref(staged[i]);
     return s;
 }
 
 /* inlined into both callers: the CPU path pays no extra call */
 static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const jn_opinfo *info, int dev, int nin, jn_tensor *const *in,
-                          const jn_attrs *a_in, jn_tensor **out) {
+                          const jn_attrs *a_in, jn_tensor **out, jn_rt_infer_cache *ic) {
     jn_status s;
     /* one_hot(num_classes=-1) is the one shape that depends on data */
     if (jn_rt_capturing && op == JN_OP_one_hot && a_in->a[0].i < 0 && (s = ready_inputs(nin, in))) return s;
     int cap = jn_rt_capturing;
     if (!cap && (s = ready_inputs(nin, in))) return s;
-    jn_attrs a = *a_in;
+    /* the caller's attributes as they are (no copy); a random op's copy
+     * takes the stream position */
+    const jn_attrs *ap = a_in;
+    jn_attrs a;
     jn_meta meta[JN_MAX_OUTS];
-    memset(meta, 0, sizeof meta);
-    if ((s = infer_tab[op](nin, in, &a, meta))) return s;
-    if (info->flags & JN_F_RAND) fill_rng(op, info, &a, &meta[0]);
+    if (ic && icache_hit(ic, op, nin, in, ap)) {
+        memcpy(meta, ic->out, sizeof(jn_meta) * (size_t)info->nout);
+    } else {
+        memset(meta, 0, sizeof(jn_meta) * (size_t)info->nout);
+        if ((s = infer_tab[op](nin, in, ap, meta))) return s;
+        if (ic) icache_store(ic, info, nin, in, ap, meta);
+    }
+    if (__builtin_expect(info->flags & JN_F_RAND, 0)) {
+        a = *a_in;
+        fill_rng(op, info, &a, &meta[0]);
+        ap = &a;
+    }
 
     /* An in-place op writes its first nwritten inputs and returns them as
      * its outputs (the same tensors, so a recorder sees the same ids). */
@@ -357,18 +430,18 @@ static inline __attribute__((always_inline)) jn_status dispatch(jn_op op, const 
         }
     }
     /* captured: only a view's kernel runs (it sets strides, reads no data) */
-    if ((!cap || (info->flags & JN_F_VIEW)) && (s = jn_rt_run_kernel(op, nin, in, &a, res))) goto fail;
+    if ((!cap || (info->flags & JN_F_VIEW)) && (s = jn_rt_run_kernel(op, nin, in, ap, res))) goto fail;
     for (int i = 0; i < nwritten; i++) in[i]->storage->version++;
     if (jn_grad_enabled() &&
-        (s = jn_ag_record(op, nin, in, &a, info->nout, res, nwritten ? in[0] : NULL)))
+        (s = jn_ag_record(op, nin, in, ap, info->nout, res, nwritten ? in[0] : NULL)))
         goto fail;
     /* ops writing several inputs are no-grad (checked by test_op_table):
      * this only cuts the history of the other written tensors */
     for (int i = 1; i < nwritten && jn_grad_enabled(); i++)
-        if ((s = jn_ag_record(op, nin, in, &a, 0, res, in[i]))) goto fail;
-    if (cap && (s = capture_hook.capture(capture_hook.ctx, op, nin, in, &a, info->nout, res, 0))) goto fail;
+        if ((s = jn_ag_record(op, nin, in, ap, 0, res, in[i]))) goto fail;
+    if (cap && (s = capture_hook.capture(capture_hook.ctx, op, nin, in, ap, info->nout, res, 0))) goto fail;
     for (int i = 0; i < info->nout; i++) out[i] = res[i];
-    if (hook.after) hook.after(hook.ctx, op, nin, in, &a, info->nout, res);
+    if (hook.after) hook.after(hook.ctx, op, nin, in, ap, info->nout, res);
     return JN_OK;
 fail:
     for (int i = 0; i < info->nout; i++) jn_tensor_decref(res[i]);

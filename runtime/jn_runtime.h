@@ -149,8 +149,14 @@ jn_tensor *jn_tensor_alias(jn_tensor *t);
 /* A 0-d tensor holding a scalar. wrapped=1 marks a Python number. */
 jn_tensor *jn_scalar_f64(double v, jn_dtype dtype, int wrapped);
 jn_tensor *jn_scalar_i64(int64_t v, jn_dtype dtype, int wrapped);
-void jn_tensor_incref(jn_tensor *t);
-void jn_tensor_decref(jn_tensor *t);
+/* Inline: every dispatched op takes and drops several references (an
+ * out-of-line call each was measurable per op); the last reference's free
+ * is out of line. */
+void jn_rt_tensor_free(jn_tensor *t);
+static inline void jn_tensor_incref(jn_tensor *t) { __atomic_fetch_add(&t->refcnt, 1, __ATOMIC_RELAXED); }
+static inline void jn_tensor_decref(jn_tensor *t) {
+    if (t && __atomic_sub_fetch(&t->refcnt, 1, __ATOMIC_ACQ_REL) == 0) jn_rt_tensor_free(t);
+}
 
 int64_t jn_numel(const jn_tensor *t);
 int64_t jn_shape_numel(int ndim, const int64_t *shape);
@@ -313,6 +319,28 @@ jn_status jn_dispatch(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a
  * with dst = in[0] contiguous (torch's addmm_).  Bumps the version of dst. */
 jn_status jn_dispatch_into(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a,
                            jn_tensor *dst);
+
+/* jn_dispatch for a caller that issues the same op with inputs of the
+ * same metadata again and again (a replaced region's template op): the
+ * output metadata inferred on one call is kept in *c with what it was
+ * inferred from (the op's attributes, each input's dtype, shape, strides,
+ * offset and wrapped-number flag) and reused while those compare equal;
+ * anything else (another device, autocast, more than JN_RT_ICACHE_INS
+ * inputs, one_hot, a failed inference) takes jn_dispatch's path.  Same
+ * results, same errors.  A zeroed jn_rt_infer_cache is empty. */
+#define JN_RT_ICACHE_INS 4
+typedef struct {
+    int valid, nin;
+    jn_attrs a;
+    struct {
+        int8_t dtype, ndim, wrapped;
+        int64_t offset;
+        int64_t shape[JN_MAX_DIMS], strides[JN_MAX_DIMS];
+    } in[JN_RT_ICACHE_INS];
+    jn_meta out[JN_MAX_OUTS];
+} jn_rt_infer_cache;
+jn_status jn_rt_dispatch_cached(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor **out,
+                                jn_rt_infer_cache *c);
 
 /* Hook for recording / lazy capture (set by later layers; NULL = eager). */
 typedef struct jn_dispatch_hook {

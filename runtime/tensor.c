@@ -58,8 +58,11 @@ int jn_rt_private_ids;
 #define HDR_KEEP 512
 #endif
 typedef struct {
-    int n;
+    int n, ns;
     jn_tensor *h[HDR_KEEP > 0 ? HDR_KEEP : 1];
+    /* storages without inline data (a captured op's pending output: one
+     * per op, dropped in bursts like the headers) */
+    jn_storage *s[HDR_KEEP > 0 ? HDR_KEEP : 1];
 } hdr_cache;
 static _Thread_local hdr_cache *hcache;
 static pthread_key_t hcache_key;
@@ -69,6 +72,7 @@ static int hcache_key_ok;
 static void hcache_free(void *p) {
     hdr_cache *c = p;
     for (int i = 0; i < c->n; i++) free(c->h[i]);
+    for (int i = 0; i < c->ns; i++) free(c->s[i]);
     free(c);
 }
 static void hcache_make_key(void) { hcache_key_ok = pthread_key_create(&hcache_key, hcache_free) == 0; }
@@ -83,9 +87,9 @@ static jn_tensor *header_alloc(void) {
     return calloc(1, sizeof(jn_tensor));
 }
 
-static void header_release(jn_tensor *t) {
-    hdr_cache *c = hcache;
-    if (!c && HDR_KEEP > 0) { /* this thread's first: its cache, freed with the thread */
+static hdr_cache *__attribute__((noinline)) hcache_make(void) {
+    hdr_cache *c = NULL;
+    if (HDR_KEEP > 0) { /* this thread's first: its cache, freed with the thread */
         pthread_once(&hcache_once, hcache_make_key);
         if (hcache_key_ok && (c = calloc(1, sizeof *c)) && pthread_setspecific(hcache_key, c) != 0) {
             free(c);
@@ -93,8 +97,32 @@ static void header_release(jn_tensor *t) {
         }
         hcache = c;
     }
+    return c;
+}
+
+static void header_release(jn_tensor *t) {
+    hdr_cache *c = hcache;
+    if (!c) c = hcache_make();
     if (c && c->n < HDR_KEEP) c->h[c->n++] = t;
     else free(t);
+}
+
+/* A zeroed storage header without inline data, and its release. */
+static jn_storage *bare_storage_alloc(void) {
+    hdr_cache *c = hcache;
+    if (c && c->ns) {
+        jn_storage *st = c->s[--c->ns];
+        memset(st, 0, sizeof *st);
+        return st;
+    }
+    return calloc(1, sizeof(jn_storage));
+}
+
+static void bare_storage_release(jn_storage *st) {
+    hdr_cache *c = hcache;
+    if (!c) c = hcache_make();
+    if (c && c->ns < HDR_KEEP) c->s[c->ns++] = st;
+    else free(st);
 }
 
 static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t *shape) {
@@ -236,7 +264,7 @@ static jn_storage *storage_new(size_t nbytes, int zero) {
         st->data = (void *)(((uintptr_t)blk + head + 63) & ~(uintptr_t)63);
         st->owns_data = 2; /* freed with the header */
     } else {
-        st = calloc(1, sizeof *st);
+        st = bare_storage_alloc();
         if (!st) return NULL;
         st->data = block_alloc(sz, &st->block_class);
         if (!st->data) {
@@ -250,6 +278,8 @@ static jn_storage *storage_new(size_t nbytes, int zero) {
     if (zero) memset(st->data, 0, sz);
     return st;
 }
+
+static void storage_decref(jn_storage *st);
 
 static jn_tensor *tensor_new(jn_dtype dtype, int ndim, const int64_t *shape, int zero) {
     if (ndim < 0 || ndim > JN_MAX_DIMS) {
@@ -275,10 +305,7 @@ static jn_tensor *tensor_new(jn_dtype dtype, int ndim, const int64_t *shape, int
         return NULL;
     }
     jn_tensor *t = header(st, dtype, ndim, shape);
-    if (!t) {
-        free(st->data);
-        free(st);
-    }
+    if (!t) storage_decref(st); /* its only reference */
     return t;
 }
 
@@ -292,7 +319,7 @@ jn_tensor *jn_tensor_new_meta(const jn_meta *m) { return tensor_new(m->dtype, m-
 
 jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m) {
     int64_t n = jn_shape_numel(m->ndim, m->shape);
-    jn_storage *st = calloc(1, sizeof *st);
+    jn_storage *st = bare_storage_alloc();
     if (!st) {
         jn_error(JN_ERR_NOMEM, "out of memory allocating a tensor header");
         return NULL;
@@ -320,7 +347,7 @@ jn_status jn_rt_storage_alloc(jn_storage *st) {
 jn_tensor *jn_tensor_from_memory(void *data, size_t nbytes, jn_dtype dtype, int ndim,
                                  const int64_t *shape, const int64_t *strides, int64_t offset,
                                  void (*release)(void *), void *ctx) {
-    jn_storage *st = calloc(1, sizeof *st);
+    jn_storage *st = bare_storage_alloc();
     if (!st) {
         jn_error(JN_ERR_NOMEM, "out of memory");
         return NULL;
@@ -365,13 +392,13 @@ jn_tensor *jn_scalar_i64(int64_t v, jn_dtype dtype, int wrapped) {
     return t;
 }
 
-void jn_tensor_incref(jn_tensor *t) { __atomic_fetch_add(&t->refcnt, 1, __ATOMIC_RELAXED); }
 
 static void storage_decref(jn_storage *st) {
     if (!st || __atomic_sub_fetch(&st->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (st->release) st->release(st->release_ctx);
     else if (st->owns_data == 1) block_free(st->data, st->block_class);
-    free(st);
+    if (st->owns_data == 2) free(st); /* its data is inside the block */
+    else bare_storage_release(st);
 }
 
 /* Set by the autograd layer to free what it hangs on tensors. */
@@ -379,8 +406,8 @@ void (*jn_rt_autograd_free)(jn_tensor *t) = NULL;
 void (*jn_rt_record_free)(const jn_tensor *t) = NULL;
 void (*jn_rt_record_alias)(const jn_tensor *from, const jn_tensor *to) = NULL;
 
-void jn_tensor_decref(jn_tensor *t) {
-    if (!t || __atomic_sub_fetch(&t->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
+/* The last reference of jn_tensor_decref (jn_runtime.h) is gone. */
+void jn_rt_tensor_free(jn_tensor *t) {
     if (jn_rt_record_free) jn_rt_record_free(t);
     if (t->autograd && jn_rt_autograd_free) jn_rt_autograd_free(t);
     storage_decref(t->storage);

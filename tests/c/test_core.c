@@ -178,6 +178,35 @@ static void test_dispatch_errors(void) {
     CHECK(jn_tensor_new(JN_F32, 1, big) == NULL && strstr(jn_errmsg(), "negative"));
 }
 
+/* jn_rt_dispatch_cached: a hit gives jn_dispatch's metadata; a changed
+ * input shape or attribute infers again (and raises as jn_dispatch). */
+static void test_dispatch_cached(void) {
+    jn_rt_infer_cache c;
+    memset(&c, 0, sizeof c);
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].f = 1.0; /* add's alpha */
+    int64_t s23[2] = {2, 3}, s3[1] = {3}, s4[1] = {4};
+    jn_tensor *x = jn_tensor_zeros(JN_F32, 2, s23), *y = jn_tensor_zeros(JN_F32, 1, s3),
+              *z = jn_tensor_zeros(JN_F32, 1, s4), *in[2] = {x, y}, *out[JN_MAX_OUTS];
+    for (int k = 0; k < 2; k++) { /* infer, then hit */
+        CHECK(jn_rt_dispatch_cached(JN_OP_add, 2, in, &a, out, &c) == JN_OK && c.valid);
+        CHECK(out[0]->ndim == 2 && out[0]->shape[0] == 2 && out[0]->shape[1] == 3 && out[0]->dtype == JN_F32);
+        jn_tensor_decref(out[0]);
+    }
+    in[1] = z; /* [2,3] + [4]: jn_dispatch's shape error, not the cached shape */
+    CHECK(jn_rt_dispatch_cached(JN_OP_add, 2, in, &a, out, &c) == JN_ERR_SHAPE);
+    in[1] = x;
+    CHECK(jn_rt_dispatch_cached(JN_OP_add, 2, in, &a, out, &c) == JN_OK && out[0]->shape[1] == 3);
+    jn_tensor_decref(out[0]);
+    jn_tensor *xi = jn_tensor_zeros(JN_I64, 2, s23), *ii[2] = {xi, xi};
+    CHECK(jn_rt_dispatch_cached(JN_OP_add, 2, ii, &a, out, &c) == JN_OK && out[0]->dtype == JN_I64);
+    jn_tensor_decref(out[0]);
+    a.a[0].f = 0.5; /* a fractional alpha on integers: an error, though the inputs are as cached */
+    CHECK(jn_rt_dispatch_cached(JN_OP_add, 2, ii, &a, out, &c) != JN_OK);
+    jn_tensor_decref(x), jn_tensor_decref(y), jn_tensor_decref(z), jn_tensor_decref(xi);
+}
+
 /* The block cache (tensor.c): a freed large buffer is reused by the next
  * one of its size class, or of a class up to 2x smaller, and goes back to
  * its own class; jn_rt_block_cache_release empties it. */
@@ -243,6 +272,7 @@ int main(void) {
     test_copy_and_iter();
     test_threads();
     test_dispatch_errors();
+    test_dispatch_cached();
     test_block_cache();
     JT_DONE();
 }

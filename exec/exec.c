@@ -1406,19 +1406,27 @@ static const char *in_kind(jn_ir_input_kind k) {
     return (unsigned)k < 6 ? n[k] : "?";
 }
 
-static jn_status check_input(jn_ex_exec *x, int32_t i, jn_tensor *t) {
+static jn_status check_input(jn_ex_exec *x, int32_t i, jn_tensor *t, const double *scalars) {
     const jn_ir_graph *g = x->g;
     const jn_ir_input *in = &g->inputs[i];
     const jn_ir_value *iv = &g->values[in->value];
     if (in->kind == JN_IR_IN_RNG) return JN_OK;
-    if (!t)
+    int number = in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST;
+    if (!t && !(number && scalars))
         return jn_error(JN_ERR_VALUE, "graph %s input %d (%%%d, %s) is missing: pass a tensor for every input", g->name,
                         i, in->value, in_kind(in->kind));
-    if (in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) {
-        if ((t->ndim && jn_numel(t) != 1) || !t->storage || !t->storage->data)
+    if (number) {
+        if (!scalars && ((t->ndim && jn_numel(t) != 1) || !t->storage || !t->storage->data))
             return jn_error(JN_ERR_SHAPE, "graph %s input %d (%%%d, %s) must be a number (a 0-d tensor), got %lld "
                             "elements", g->name, i, in->value, in_kind(in->kind), (long long)jn_numel(t));
-        double v = t->dtype == JN_F64 ? *(const double *)jn_data(t) : jn_load_f64(jn_data(t), t->dtype);
+        double v;
+        if (scalars) { /* as a 0-d tensor of its dtype would hold it (what the value's kernels read) */
+            _Alignas(16) char b[16];
+            jn_store_f64(b, iv->dtype, scalars[i]);
+            v = jn_load_f64(b, iv->dtype);
+        } else {
+            v = jn_load_f64(jn_data(t), t->dtype);
+        }
         /* the number's tensor is this executor's alone: rewritten only when
          * the value changed (most scalar inputs are the same every run) */
         if (!x->scal[i]) {
@@ -1573,6 +1581,11 @@ static void clear_vals(jn_ex_exec *x) {
 }
 
 jn_status jn_ex_run(jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs) {
+    return jn_ex_run_scalars(x, inputs, NULL, syms, outs);
+}
+
+jn_status jn_ex_run_scalars(jn_ex_exec *x, jn_tensor *const *inputs, const double *scalars, const int64_t *syms,
+                            jn_tensor **outs) {
     const jn_ir_graph *g = x->g;
     int grad = jn_grad_enabled();
     jn_set_grad_enabled(0);
@@ -1599,7 +1612,7 @@ jn_status jn_ex_run(jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms
     ev_all(x);
     for (int32_t i = 0; i < g->ninputs && s == JN_OK; i++) {
         jn_tensor *t = inputs[i];
-        if ((s = check_input(x, i, t))) break;
+        if ((s = check_input(x, i, t, scalars))) break;
         x->val[g->inputs[i].value] = x->scal[i] && (g->inputs[i].kind == JN_IR_IN_SCALAR ||
                                                      g->inputs[i].kind == JN_IR_IN_CONST) ? (x->dscal ? x->dscal[i] : x->scal[i]) : t;
     }

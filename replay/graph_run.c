@@ -315,6 +315,9 @@ static int bind_inputs(rp_run *X) {
     for (int32_t i = 0; i < g->ninputs; i++) {
         const jn_ir_input *in = &g->inputs[i];
         if (in->kind == JN_IR_IN_RNG) continue;
+        if ((in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) && !R->cg) {
+            continue; /* the executor takes the numbers themselves (run_exec) */
+        }
         if (in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) {
             jn_dtype dt = g->values[in->value].dtype;
             jn_tensor **sc = &X->G->buf->scal[i];
@@ -527,7 +530,7 @@ static int run_exec(rp_run *X) {
     double t0 = rp_now();
     jn_rt_private_ids++;
     jn_status s = R->cg ? jn_ex_cuda_graphs_run(R->cg, X->G->x, X->inputs, X->res->syms, X->outs)
-                        : jn_ex_run(X->G->x, X->inputs, X->res->syms, X->outs);
+                        : jn_ex_run_scalars(X->G->x, X->inputs, X->res->scalars, X->res->syms, X->outs);
     jn_rt_private_ids--;
     X->G->seconds += rp_now() - t0;
     if (R->cfg.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (rp_now() - t0));

@@ -185,6 +185,12 @@ void jn_ex_free(jn_ex_exec *x);
  * to the keep outputs, in g->outputs order.  The arena is allocated once
  * per run (or reused while its size fits). */
 jn_status jn_ex_run(jn_ex_exec *x, jn_tensor *const *inputs, const int64_t *syms, jn_tensor **outs);
+/* jn_ex_run with the numbers of the scalar/const inputs given as
+ * scalars[i] (scalars NULL: as jn_ex_run); inputs[i] is not read for them
+ * (may be NULL).  What a caller that holds the numbers uses (replay's
+ * matcher): no 0-d tensor per number made, and none read. */
+jn_status jn_ex_run_scalars(jn_ex_exec *x, jn_tensor *const *inputs, const double *scalars, const int64_t *syms,
+                            jn_tensor **outs);
 
 /* Fills syms[s] for every dim symbol that appears as a plain dim of an
  * input's shape, from inputs (what a caller without a matcher uses); -1

@@ -202,6 +202,7 @@ void rp_unload(jn_replay *R) {
     rp_clear_list(R);
     if (R->dlib) (void)jn_ex_dlib_sync(R->dlib); /* nothing in flight uses what is freed below */
     for (int32_t i = 0; R->g && R->m && i < R->m->ngraphs; i++) rp_graph_free(&R->g[i]);
+    rp_runbuf_free(R);
     free(R->g);
     R->g = NULL;
     jn_ex_cuda_graphs_free(R->cg); /* after the executors that use its table */

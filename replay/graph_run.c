@@ -41,9 +41,11 @@
 /* ------------------------------------------------------------- sets */
 typedef struct {
     jn_tensor *t;
+    jn_storage *st;   /* t->storage, t->ext: the later scans read them here */
+    void *ext;
     int64_t mine;     /* references the list holds: one, however many ops use it */
     int32_t fill;     /* keep output index filling it, -1 */
-    uint8_t created, view;
+    uint8_t created, view, out, cov; /* out: some op's output; cov: covers(t), for filled ones */
 } hdr;
 
 /* Every header the list holds, once: found through its hold record
@@ -61,14 +63,18 @@ static hdr *hget(hset *S, jn_tensor *t) {
     hdr *h = &S->h[S->n++];
     memset(h, 0, sizeof *h);
     h->t = t;
+    h->st = t->storage;
+    h->ext = r;
     h->fill = -1;
     return h;
 }
 
 /* A set of storages (open addressing; sized for every reference of the
- * list), its members also in insertion order (item: nslot / 2 of them). */
+ * list), its members also in insertion order (item: nslot / 2 of them)
+ * and their slots (at: what emptying it clears, instead of every slot). */
 typedef struct {
     jn_storage **slot, **item;
+    int64_t *at;
     int64_t nslot, n;
 } sset;
 
@@ -83,8 +89,31 @@ static int sset_add(sset *W, jn_storage *st) {
     if (W->slot[i]) return 1;
     if (2 * (W->n + 1) > W->nslot) return 0; /* sized for every reference: cannot happen */
     W->slot[i] = st;
+    W->at[W->n] = i;
     W->item[W->n++] = st;
     return 1;
+}
+
+/* Room for at least `nslot` slots (a power of two), empty. */
+static int sset_reserve(sset *W, int64_t nslot) {
+    if (W->slot && W->nslot >= nslot) return 1;
+    free(W->slot), free(W->item), free(W->at);
+    W->slot = calloc((size_t)nslot, sizeof *W->slot);
+    W->item = malloc(sizeof *W->item * (size_t)(nslot / 2 + 1));
+    W->at = malloc(sizeof *W->at * (size_t)(nslot / 2 + 1));
+    W->nslot = W->slot && W->item && W->at ? nslot : 0;
+    W->n = 0;
+    return W->nslot != 0;
+}
+
+static void sset_clear(sset *W) {
+    for (int64_t k = 0; k < W->n; k++) W->slot[W->at[k]] = NULL;
+    W->n = 0;
+}
+
+static void sset_free(sset *W) {
+    free(W->slot), free(W->item), free(W->at);
+    memset(W, 0, sizeof *W);
 }
 
 /* What the pending list says about one storage: headers seen, any filled
@@ -114,6 +143,63 @@ static void take_memory(jn_storage *st, jn_storage *from) {
     from->release_ctx = NULL;
 }
 
+/* What a run needs that is fixed per graph, kept between its runs (a
+ * calloc per array per run, and a scalar tensor made and freed per scalar
+ * input, were a third of a small graph's host cost): the inputs, which
+ * of them are this run's own, keep outputs, versions, and the scalar
+ * inputs' tensors, rewritten in place while only this holds them. */
+struct rp_gbuf {
+    jn_tensor **inputs, **outs, **scal;
+    uint8_t *owned;
+    uint64_t *vers;
+    int32_t n;            /* inputs */
+};
+
+/* The sets over the pending list, sized for the most references seen and
+ * emptied after each run (on the replay: one list, one run at a time;
+ * busy: a run inside a run makes its own). */
+struct rp_runbuf {
+    hdr *h;
+    int64_t hcap;
+    sset W, Pub;
+    int busy;
+};
+
+static void runbuf_free(struct rp_runbuf *B) {
+    if (!B) return;
+    free(B->h);
+    sset_free(&B->W);
+    sset_free(&B->Pub);
+    free(B);
+}
+
+void rp_runbuf_free(jn_replay *R) {
+    runbuf_free(R->runbuf);
+    R->runbuf = NULL;
+}
+
+static void gbuf_free(struct rp_gbuf *b) {
+    if (!b) return;
+    for (int32_t i = 0; i < b->n && b->scal; i++)
+        if (b->scal[i]) jn_tensor_decref(b->scal[i]);
+    free(b->inputs), free(b->outs), free(b->scal), free(b->owned), free(b->vers);
+    free(b);
+}
+
+static struct rp_gbuf *gbuf_new(int32_t ninputs, int nkeep) {
+    struct rp_gbuf *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->inputs = calloc((size_t)ninputs + 1, sizeof *b->inputs);
+    b->scal = calloc((size_t)ninputs + 1, sizeof *b->scal);
+    b->owned = calloc((size_t)ninputs + 1, 1);
+    b->vers = calloc((size_t)ninputs + 1, sizeof *b->vers);
+    b->outs = calloc((size_t)nkeep + 1, sizeof *b->outs);
+    b->n = ninputs;
+    if (b->inputs && b->scal && b->owned && b->vers && b->outs) return b;
+    gbuf_free(b);
+    return NULL;
+}
+
 /* ------------------------------------------------------- the executor */
 static jn_status graph_ready(jn_replay *R, int32_t gi, char *why, size_t n) {
     rp_graph *G = &R->g[gi];
@@ -125,19 +211,25 @@ static jn_status graph_ready(jn_replay *R, int32_t gi, char *why, size_t n) {
     const jn_ir_graph *g = R->m->graphs[gi];
     jn_status s = jn_ex_new_on(R->m, gi, R->lib, R->cg ? jn_ex_cuda_graphs_device(R->cg) : NULL, 0, &G->x);
     if (s == JN_OK && !(G->keep_idx = malloc(sizeof *G->keep_idx * (size_t)(g->noutputs + 1)))) s = JN_ERR_NOMEM;
+    for (int32_t i = 0; s == JN_OK && i < g->noutputs; i++) G->nkeep += g->outputs[i].kind == JN_IR_OUT_KEEP;
+    if (s == JN_OK && !(G->buf = gbuf_new(g->ninputs, G->nkeep))) s = JN_ERR_NOMEM;
     if (s) {
         snprintf(why, n, "graph %s: executor: %s", g->name, jn_errmsg());
         if (G->x) jn_ex_free(G->x);
         G->x = NULL;
+        gbuf_free(G->buf);
+        G->buf = NULL;
         G->broken = 1;
         return s;
     }
+    G->nkeep = 0;
     for (int32_t i = 0; i < g->noutputs; i++)
         G->keep_idx[i] = g->outputs[i].kind == JN_IR_OUT_KEEP ? G->nkeep++ : -1;
     return JN_OK;
 }
 
 void rp_graph_free(rp_graph *G) {
+    gbuf_free(G->buf);
     if (G->x) jn_ex_free(G->x);
     free(G->keep_idx);
     free(G->ad.why);
@@ -150,13 +242,15 @@ typedef struct {
     const jn_rp_match_result *res;
     const jn_ir_graph *g;
     rp_graph *G;
-    jn_tensor **inputs;   /* per graph input: its tensor (a scalar made here when owned), NULL (RNG) */
+    jn_tensor **inputs;   /* per graph input: its tensor (a scalar of G->buf when owned), NULL (RNG) */
     uint8_t *owned;
     jn_tensor **outs;     /* the keep outputs */
     uint64_t *vers;
+    struct rp_runbuf *B;  /* R->runbuf, or this run's own (own_B) */
+    int own_B;
     hset S;               /* every header the list holds */
-    sset W;               /* pending storages Python reaches that the graph does not fill */
-    sset Pub;             /* storages a deferred slice must not share (rp_shared) */
+    sset *W;              /* pending storages Python reaches that the graph does not fill */
+    sset *Pub;            /* storages a deferred slice must not share (rp_shared) */
     rp_slice *D;          /* their deferred slice: kept only if the graph runs */
     int64_t nsliced;
     char *why;
@@ -171,34 +265,46 @@ static int oom(rp_run *X) {
 }
 
 static int run_prepare(rp_run *X) {
-    const jn_ir_graph *g = X->g;
-    X->inputs = calloc((size_t)g->ninputs + 1, sizeof *X->inputs);
-    X->owned = calloc((size_t)g->ninputs + 1, 1);
-    X->outs = calloc((size_t)X->G->nkeep + 1, sizeof *X->outs);
-    X->vers = calloc((size_t)g->ninputs + 1, sizeof *X->vers);
-    X->S.cap = X->R->nrefs + 1;
-    X->S.mark = rp_next_mark(X->R);
-    X->S.h = malloc(sizeof *X->S.h * (size_t)X->S.cap);
-    for (X->W.nslot = 16; X->W.nslot < 2 * X->S.cap; X->W.nslot *= 2) {}
+    jn_replay *R = X->R;
+    struct rp_gbuf *b = X->G->buf;
+    X->inputs = b->inputs, X->owned = b->owned, X->outs = b->outs, X->vers = b->vers;
+    memset(X->inputs, 0, sizeof *X->inputs * (size_t)b->n);
+    memset(X->owned, 0, (size_t)b->n);
+    if (R->runbuf && !R->runbuf->busy) {
+        X->B = R->runbuf;
+    } else {
+        if (!(X->B = calloc(1, sizeof *X->B))) return oom(X);
+        if (!R->runbuf) R->runbuf = X->B;
+        else X->own_B = 1;
+    }
+    X->B->busy = 1;
+    X->W = &X->B->W, X->Pub = &X->B->Pub;
+    X->S.cap = R->nrefs + 1;
+    X->S.mark = rp_next_mark(R);
+    if (X->B->hcap < X->S.cap) {
+        free(X->B->h);
+        X->B->hcap = 0;
+        if (!(X->B->h = malloc(sizeof *X->B->h * (size_t)X->S.cap))) return oom(X);
+        X->B->hcap = X->S.cap;
+    }
+    X->S.h = X->B->h;
+    int64_t nw = 16, np = 16;
+    while (nw < 2 * X->S.cap) nw *= 2;
     /* Pub also takes the state the graph writes (its inputs) */
-    for (X->Pub.nslot = 16; X->Pub.nslot < 2 * (X->S.cap + X->g->ninputs + 1); X->Pub.nslot *= 2) {}
-    X->W.slot = calloc((size_t)X->W.nslot, sizeof *X->W.slot);
-    X->Pub.slot = calloc((size_t)X->Pub.nslot, sizeof *X->Pub.slot);
-    X->W.item = malloc(sizeof *X->W.item * (size_t)(X->W.nslot / 2 + 1));
-    X->Pub.item = malloc(sizeof *X->Pub.item * (size_t)(X->Pub.nslot / 2 + 1));
-    if (!X->inputs || !X->owned || !X->outs || !X->vers || !X->S.h || !X->W.slot || !X->Pub.slot ||
-        !X->W.item || !X->Pub.item)
-        return oom(X);
+    while (np < 2 * (X->S.cap + X->g->ninputs + 1)) np *= 2;
+    if (!sset_reserve(X->W, nw) || !sset_reserve(X->Pub, np)) return oom(X);
     return 0;
 }
 
 static void run_free(rp_run *X) {
-    for (int32_t i = 0; i < X->g->ninputs && X->inputs; i++)
-        if (X->owned[i]) jn_tensor_decref(X->inputs[i]);
-    for (int i = 0; i < X->G->nkeep && X->outs; i++) jn_tensor_decref(X->outs[i]);
-    free(X->inputs), free(X->owned), free(X->outs), free(X->vers);
-    free(X->S.h), free(X->W.slot), free(X->Pub.slot), free(X->W.item), free(X->Pub.item);
+    for (int i = 0; i < X->G->nkeep; i++)
+        if (X->outs[i]) jn_tensor_decref(X->outs[i]), X->outs[i] = NULL;
     rp_slice_free(X->R, X->D); /* not committed: the list runs eagerly */
+    if (!X->B) return;
+    sset_clear(X->W);
+    sset_clear(X->Pub);
+    X->B->busy = 0;
+    if (X->own_B) runbuf_free(X->B);
 }
 
 /* The graph's inputs, from the arguments that bound them. */
@@ -209,8 +315,19 @@ static int bind_inputs(rp_run *X) {
     for (int32_t i = 0; i < g->ninputs; i++) {
         const jn_ir_input *in = &g->inputs[i];
         if (in->kind == JN_IR_IN_RNG) continue;
+        if ((in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) && !R->cg) {
+            continue; /* the executor takes the numbers themselves (run_exec) */
+        }
         if (in->kind == JN_IR_IN_SCALAR || in->kind == JN_IR_IN_CONST) {
-            if (!(X->inputs[i] = jn_scalar_f64(res->scalars[i], g->values[in->value].dtype, 1))) return oom(X);
+            jn_dtype dt = g->values[in->value].dtype;
+            jn_tensor **sc = &X->G->buf->scal[i];
+            if (*sc && (*sc)->refcnt == 1 && (*sc)->storage->refcnt == 1 && (*sc)->dtype == dt) {
+                jn_store_f64(jn_data(*sc), dt, res->scalars[i]); /* only this holds it: last run's, rewritten */
+            } else {
+                if (*sc) jn_tensor_decref(*sc);
+                if (!(*sc = jn_scalar_f64(res->scalars[i], dt, 1))) return oom(X);
+            }
+            X->inputs[i] = *sc;
             X->owned[i] = 1;
             continue;
         }
@@ -236,12 +353,16 @@ static void index_headers(rp_run *X) {
         for (int j = 0; j < p->nin + p->nout; j++) {
             hdr *h = hget(&X->S, rp_op_in(R, p)[j]);
             h->mine = 1;
+            if (j >= p->nin) h->out = 1;
             if (j < p->nin || rp_written(p)) continue;
             int k = j - p->nin;
             h->created = 1;
             h->view = (jn_op_info(p->op)->flags & JN_F_VIEW) != 0;
             int32_t o = jn_rp_match_token_output(R->mt, X->res->graph, X->res->ev_token[e], k);
-            if (o >= 0 && o < X->g->noutputs && X->G->keep_idx[o] >= 0) h->fill = X->G->keep_idx[o];
+            if (o >= 0 && o < X->g->noutputs && X->G->keep_idx[o] >= 0) {
+                h->fill = X->G->keep_idx[o];
+                h->cov = (uint8_t)covers(h->t);
+            }
         }
     }
 }
@@ -275,41 +396,37 @@ static int check_state(rp_run *X) {
  * compute_held).  Then the existing tensors written in place are current:
  * their bytes are the graph's input. */
 static int find_reached(rp_run *X) {
-    jn_replay *R = X->R;
     int rc = 0;
     /* per storage, once (at the header heading its list of the list's
      * headers, rp_cap_held_only's list): every header on it is in S */
     for (int64_t k = 0; k < X->S.n && !rc; k++) {
-        jn_storage *st = X->S.h[k].t->storage;
-        if (st->ext != X->S.h[k].t->ext || st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
+        jn_storage *st = X->S.h[k].st;
+        if (st->ext != X->S.h[k].ext || st->data || st->lazy != JN_LAZY_PENDING) continue; /* not created here */
         sagg agg = {st, 0, 0, 0, 0}, *a = &agg;
         for (const rp_hold *r = st->ext; r; r = r->next) {
             const hdr *h = &X->S.h[r->slot];
             a->known++;
             if (h->fill >= 0) {
                 a->any = 1;
-                a->full |= (uint8_t)covers(h->t);
+                a->full |= h->cov;
             } else if (h->t->refcnt > h->mine) {
                 a->need = 1;
             }
         }
         int need = a->need || st->refcnt > a->known;
-        if ((need || a->any) && !sset_add(&X->Pub, st)) {
+        if ((need || a->any) && !sset_add(X->Pub, st)) {
             rc = oom(X);
         } else if (need && !a->full && a->any) {
             snprintf(X->why, X->wn, "graph %s: Python holds a tensor sharing memory with a value the graph keeps "
                      "only in part", X->g->name);
             rc = 1;
-        } else if (need && !a->full && !sset_add(&X->W, st)) {
+        } else if (need && !a->full && !sset_add(X->W, st)) {
             rc = oom(X);
         }
     }
     if (rc) return rc;
-    for (int64_t e = 0; e < R->nops; e++) {
-        const rp_op *p = &R->ops[e];
-        for (int k = 0; k < p->nout; k++)
-            if (rp_op_out(R, p)[k]->storage->data) rp_op_out(R, p)[k]->storage->lazy = 0;
-    }
+    for (int64_t k = 0; k < X->S.n; k++) /* every op output's storage, once per header */
+        if (X->S.h[k].out && X->S.h[k].st->data) X->S.h[k].st->lazy = 0;
     return 0;
 }
 
@@ -323,13 +440,13 @@ static int slice_mark(rp_run *X, uint8_t *in_slice) {
     for (int64_t e = R->nops - 1; e >= 0 && !bad; e--) {
         const rp_op *p = &R->ops[e];
         int hit = 0;
-        for (int k = 0; k < p->nout; k++) hit |= sset_has(&X->W, rp_op_out(R, p)[k]->storage);
+        for (int k = 0; k < p->nout; k++) hit |= sset_has(X->W, rp_op_out(R, p)[k]->storage);
         if (!hit) continue;
         for (int k = 0; k < p->nout; k++) bad |= rp_written(p) && rp_op_out(R, p)[k]->storage->data != NULL;
         if (jn_op_info(p->op)->flags & JN_F_COLL) bad = 3;
         in_slice[e] = 1;
         for (int i = 0; i < p->nin && !bad; i++)
-            if (!sset_add(&X->W, rp_op_in(R, p)[i]->storage)) bad = 2;
+            if (!sset_add(X->W, rp_op_in(R, p)[i]->storage)) bad = 2;
     }
     return bad;
 }
@@ -342,9 +459,9 @@ static rp_slice *slice_defer(rp_run *X, const uint8_t *in_slice, jn_storage *con
     const jn_ir_graph *g = X->g;
     for (int32_t o = 0; o < g->noutputs; o++)
         if (g->outputs[o].kind == JN_IR_OUT_STATE && X->inputs[g->outputs[o].state] &&
-            !sset_add(&X->Pub, X->inputs[g->outputs[o].state]->storage))
+            !sset_add(X->Pub, X->inputs[g->outputs[o].state]->storage))
             return NULL;
-    rp_shared sh = {shared_has, &X->Pub};
+    rp_shared sh = {shared_has, X->Pub};
     return rp_slice_new(X->R, in_slice, needed, nneed, &sh);
 }
 
@@ -372,15 +489,15 @@ static void slice_debug(rp_run *X, const uint8_t *in_slice, jn_storage *const *n
  * state. */
 static int compute_held(rp_run *X) {
     jn_replay *R = X->R;
-    if (!X->W.n || R->cfg.speculate) return 0;
-    int64_t nneed = X->W.n;
+    if (!X->W->n || R->cfg.speculate) return 0;
+    int64_t nneed = X->W->n;
     jn_storage **needed = malloc(sizeof *needed * (size_t)(nneed + 1));
     uint8_t *in_slice = calloc((size_t)R->nops + 1, 1);
     if (!needed || !in_slice) {
         free(needed), free(in_slice);
         return oom(X);
     }
-    memcpy(needed, X->W.item, sizeof *needed * (size_t)nneed);
+    memcpy(needed, X->W->item, sizeof *needed * (size_t)nneed);
     int bad = slice_mark(X, in_slice);
     jn_status s = JN_OK;
     double ts = rp_now();
@@ -415,7 +532,7 @@ static int run_exec(rp_run *X) {
     double t0 = rp_now();
     jn_rt_private_ids++;
     jn_status s = R->cg ? jn_ex_cuda_graphs_run(R->cg, X->G->x, X->inputs, X->res->syms, X->outs)
-                        : jn_ex_run(X->G->x, X->inputs, X->res->syms, X->outs);
+                        : jn_ex_run_scalars(X->G->x, X->inputs, X->res->scalars, X->res->syms, X->outs);
     jn_rt_private_ids--;
     X->G->seconds += rp_now() - t0;
     if (R->cfg.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (rp_now() - t0));
@@ -452,11 +569,11 @@ static int fill_outputs(rp_run *X) {
     for (int pass = 0; pass < 2 && s == JN_OK; pass++)
         for (int64_t k = 0; k < X->S.n && s == JN_OK; k++) {
             hdr *h = &X->S.h[k];
-            jn_storage *st = h->t->storage;
-            if (h->fill < 0 || covers(h->t) != (pass == 0)) continue;
+            if (h->fill < 0 || h->cov != (pass == 0)) continue; /* before touching the header */
+            jn_storage *st = h->st;
             if (st->lazy != JN_LAZY_PENDING && st->lazy != RP_PARTIAL) continue;
             jn_tensor *o = X->outs[h->fill];
-            if (!st->data && covers(h->t) && o->refcnt == 1 && o->storage->refcnt == 1 &&
+            if (!st->data && h->cov && o->refcnt == 1 && o->storage->refcnt == 1 &&
                 (o->storage->owns_data == 1 || o->storage->release) && o->storage->device == st->device &&
                 covers(o) && o->dtype == h->t->dtype && o->storage->nbytes == st->nbytes) {
                 take_memory(st, o->storage); /* device memory too: its release goes with it */
@@ -471,8 +588,8 @@ static int fill_outputs(rp_run *X) {
             s = jn_copy_into(h->t, o);
         }
     R->flushing = 0;
-    for (int64_t k = 0; k < X->S.n; k++)
-        if (X->S.h[k].t->storage->lazy == RP_PARTIAL) X->S.h[k].t->storage->lazy = 0;
+    for (int64_t k = 0; k < X->S.n; k++) /* only filled ones were made partial */
+        if (X->S.h[k].fill >= 0 && X->S.h[k].st->lazy == RP_PARTIAL) X->S.h[k].st->lazy = 0;
     if (!s) return 0;
     /* out of memory after the state was written: nothing right is left to do */
     snprintf(X->why, X->wn, "graph %s: filling its outputs: %s", X->g->name, jn_errmsg());
@@ -491,7 +608,7 @@ static void commit(rp_run *X, int rc) {
         X->D = NULL;
     }
     for (int64_t k = 0; k < X->S.n; k++) { /* reached by nobody, or never read again (proved by the recording) */
-        jn_storage *st = X->S.h[k].t->storage;
+        jn_storage *st = X->S.h[k].st;
         if (st->lazy == JN_LAZY_PENDING) st->lazy = JN_LAZY_LOST;
     }
     if (rc == 0 && X->nsliced) R->sliced++;

@@ -127,6 +127,7 @@ typedef struct {
     int32_t *keep_idx;     /* per graph output: index among keep outputs, -1 */
     int nkeep;
     int broken;            /* the executor refused it once: never again */
+    struct rp_gbuf *buf;   /* graph_run.c: its runs' per-input arrays and scalar tensors, kept */
 } rp_graph;
 
 /* How the current segment runs (adapt). */
@@ -171,6 +172,7 @@ struct jn_replay {
     int64_t last_cmp;
     int flushing;
     jn_status fatal;       /* rp_run_graph's status when it returned -1 */
+    struct rp_runbuf *runbuf; /* graph_run.c: a run's sets over the list, kept between runs */
     rp_pool pool;          /* the rp_hold records */
     uint32_t epoch;        /* rp_next_mark */
     rp_slice *deferred;
@@ -302,6 +304,7 @@ void rp_slice_drop_all(jn_replay *R);
  * failed after writing state (R->fatal). */
 int rp_run_graph(jn_replay *R, const jn_rp_match_result *res, char *why, size_t wn);
 void rp_graph_free(rp_graph *G);
+void rp_runbuf_free(jn_replay *R);
 
 /* ------------------------------------------------------------ adapt.c */
 jn_status rp_adapt_first(jn_replay *R, int into);

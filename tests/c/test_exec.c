@@ -935,6 +935,74 @@ static void test_state_written(void) {
     jn_ir_module_free(m);
 }
 
+/* Numbers given as doubles (jn_ex_run_scalars, what replay passes) run as
+ * the same numbers in 0-d tensors do, bitwise, also when a scalar changes
+ * between runs, when the symbols change, and on the runs that skip the
+ * per-node type checks (same symbols and scalars as a checked run); a
+ * wrong input shape is still refused on such a run. */
+static void test_scalars_rerun(void) {
+    static const char *G =
+        "module optable=0000000000000000 graphs=1\n"
+        "graph g group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+        "  sym B dim 1..5\n"
+        "  in %0 host f32[B, 3]\n"
+        "  in %1 scalar f64[] = 0.1\n"
+        "  in %2 scalar f64[] = 0.5\n"
+        "  in %3 scalar i64[] = 2\n"
+        "  %4 = mul(%0, %1) : f32[B, 3]\n"
+        "  %5 = add(%4, %0) alpha=%2 : f32[B, 3]\n"
+        "  %6 = pow(%5, %3) : f32[B, 3]\n"
+        "  %7 = sum(%6) dims=[1] keepdim=false dtype=none : f32[B]\n"
+        "  out %7 keep\n"
+        "  out %5 keep\n"
+        "}\n";
+    jn_ir_module *m = NULL, *opt = NULL;
+    jn_ex_exec *xs = NULL, *xt = NULL, *xe = NULL;
+    CHECK(jn_ir_parse(G, strlen(G), &m) == JN_OK && jn_ir_parse(G, strlen(G), &opt) == JN_OK);
+    if (!m || !opt) return;
+    CHECK(jn_cg_optimize(opt, NULL, NULL) == JN_OK);
+    CHECK(jn_ex_new(opt, 0, NULL, 0, &xs) == JN_OK && jn_ex_new(opt, 0, NULL, 0, &xt) == JN_OK &&
+          jn_ex_new(m, 0, NULL, JN_EX_EAGER, &xe) == JN_OK);
+    const struct { int64_t b; double s1, s2, s3; } runs[] = {
+        {3, 0.1, 0.5, 2}, {3, 0.1, 0.5, 2}, {3, 0.7, -2.25, 2}, {3, 0.7, -2.25, 3}, {5, 0.7, -2.25, 3},
+        {5, 0.7, -2.25, 3}, {3, 0.1, 0.5, 2}, {3, 0.1, 0.5, 2}};
+    int same = 0, n = (int)(sizeof runs / sizeof runs[0]);
+    for (int r = 0; r < n && xs && xt && xe; r++) {
+        int64_t syms[1] = {runs[r].b};
+        jn_tensor *in[4] = {0};
+        CHECK(jn_ex_make_inputs(opt->graphs[0], syms, 7 + (uint64_t)r, in) == JN_OK);
+        double num[4] = {0, runs[r].s1, runs[r].s2, runs[r].s3};
+        for (int i = 1; i < 4; i++) {
+            jn_tensor_decref(in[i]);
+            in[i] = jn_scalar_f64(num[i], i == 3 ? JN_I64 : JN_F64, 1);
+        }
+        jn_tensor *only_x[4] = {in[0], NULL, NULL, NULL};
+        jn_tensor *os[2] = {0}, *ot[2] = {0}, *oe[2] = {0};
+        CHECK(jn_ex_run_scalars(xs, only_x, num, syms, os) == JN_OK);
+        CHECK(jn_ex_run(xt, in, syms, ot) == JN_OK && jn_ex_run(xe, in, syms, oe) == JN_OK);
+        for (int k = 0; k < 2; k++) {
+            int eq = os[k] && ot[k] && oe[k] && jn_numel(os[k]) == jn_numel(oe[k]) &&
+                     !memcmp(jn_data(os[k]), jn_data(ot[k]), (size_t)jn_numel(os[k]) * 4) &&
+                     !memcmp(jn_data(os[k]), jn_data(oe[k]), (size_t)jn_numel(os[k]) * 4);
+            CHECK(eq);
+            same += eq;
+            jn_tensor_decref(os[k]), jn_tensor_decref(ot[k]), jn_tensor_decref(oe[k]);
+        }
+        if (r == 1) { /* a checked run's values again: a wrong shape is still refused */
+            jn_tensor *bad = jn_tensor_zeros(JN_F32, 2, (int64_t[]){4, 3}), *b4[4] = {bad, NULL, NULL, NULL};
+            jn_tensor *ob[2] = {0};
+            CHECK(jn_ex_run_scalars(xs, b4, num, syms, ob) == JN_ERR_SHAPE && !ob[0] && has("dim 0"));
+            jn_tensor_decref(bad);
+        }
+        for (int i = 0; i < 4; i++) jn_tensor_decref(in[i]);
+    }
+    CHECK(same == 2 * n);
+    printf("scalars: %d runs (scalars and symbols changing, repeated runs unchecked) bitwise equal to 0-d tensors "
+           "and op by op\n", n);
+    jn_ex_free(xs), jn_ex_free(xt), jn_ex_free(xe);
+    jn_ir_module_free(m), jn_ir_module_free(opt);
+}
+
 /* The shared arena is given back when eager work misses the block cache
  * after IDLE_RUNS (16) runs on it, and only then; the next run allocates it
  * again and computes the same. */
@@ -982,6 +1050,7 @@ int main(void) {
     test_idle_release();
     test_errors();
     test_state_written();
+    test_scalars_rerun();
     test_compiled();
     test_golden();
     test_random();

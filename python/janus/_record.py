@@ -36,7 +36,6 @@ import dis
 import functools
 import os
 import re
-import signal
 import sys
 import sysconfig
 import types
@@ -515,32 +514,6 @@ def start(db, run, decisions=True, with_regions=True):
     janus._step_hook = _step_hook
     _opt.register_optimizer_step_post_hook(_mark_optimizer)
     atexit.register(stop)
-    _flush_on_sigterm()
-
-
-def _flush_on_sigterm():
-    """SIGTERM (a scheduler's or `kill`'s default) kills without atexit, which
-    would lose the steps the writer still queues (it commits a few steps or
-    50 ms at a time) and the trailing step.  Where the script left SIGTERM at
-    its default, store them first, then die of the signal as before (exit
-    status 143).  A handler the script installs later replaces this one."""
-    import threading
-    if threading.current_thread() is not threading.main_thread():
-        return
-    try:
-        if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-            return
-
-        def _on_term(signum, frame):
-            try:
-                if os.getpid() == _owner_pid:  # not in a forked DataLoader worker
-                    stop()
-            finally:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _on_term)
-    except (ValueError, OSError):  # no signals here (an embedded interpreter)
-        pass
 
 
 def stop():

@@ -621,26 +621,3 @@ def test_sigkilled_run_is_lost(tmp_path):
     assert sqlite3.connect(str(db)).execute("SELECT status FROM runs WHERE id = 1").fetchone()[0] == "lost"
     r = janus("record", "--db", str(db), sys.executable, script(tmp_path, TRAIN, "ok.py"), "2")
     assert r.returncode == 0 and "marked lost" not in r.stderr, r.stderr  # said once
-
-
-@needs_recorder
-def test_sigterm_stores_queued_and_trailing_steps(tmp_path):
-    """SIGTERM (forwarded by janus record) to a script that left it at its
-    default: the steps the writer still queued and the trailing step are
-    stored before the process dies of the signal (exit 143, run "killed")."""
-    body = TRAIN.replace('print("done", flush=True)', """
-x = janus.randn(3, 4)
-(m(x) ** 2).sum()  # a trailing step: ops after the last optimizer step
-print("ready", flush=True)
-import time; time.sleep(30)
-""")
-    db = tmp_path / "run.db"
-    p = subprocess.Popen([JANUS, "record", "--db", str(db), sys.executable, script(tmp_path, body), "7"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    assert p.stdout.readline() == "ready\n"
-    p.send_signal(signal.SIGTERM)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode == 128 + signal.SIGTERM, err
-    run = inspect_json(db)["runs"][0]
-    assert run["status"] == "killed" and run["exit_status"] == 143
-    assert run["steps"] == 8  # 7 optimizer steps and the trailing one

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test.sh -- the whole test suite: set-up, C unit tests (ctest), Python tests
 # (pytest), `pip install .` into a scratch prefix, the sanitizer build
-# (ASan + UBSan) running both suites again, and, where clang with libFuzzer
+# (ASan + UBSan) running every ctest and the Python tests but the end-to-end
+# files of scripts/sanitize_quick_skip.txt (`sanitize.sh --quick`; without
+# --quick it runs them all), and, where clang with libFuzzer
 # is installed, each fuzzing harness of tests/fuzz for 20 s, nproc of them at
 # once (scripts/fuzz.sh; the ctests fuzz_* already replay their seeds).
 # This is what CI runs.
@@ -25,7 +27,7 @@ echo "== Python tests"
 echo "== pip install . (import from another directory)"
 bash scripts/check_pip_install.sh
 echo "== sanitizers (ASan + UBSan)"
-bash scripts/sanitize.sh
+bash scripts/sanitize.sh --quick
 echo "== fuzzing (libFuzzer, 20 s per harness, nproc at a time)"
 if command -v clang >/dev/null &&
    echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' |

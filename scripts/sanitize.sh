@@ -26,7 +26,7 @@ if [ "${1:-}" = "--quick" ]; then
     [ -f "$f" ] || { echo "sanitize.sh: $f (scripts/sanitize_quick_skip.txt) does not exist" >&2; exit 1; }
     ignore+=(--ignore "$f")
   done < scripts/sanitize_quick_skip.txt
-  echo "sanitize.sh --quick: leaving out ${#ignore[@]} test files (scripts/sanitize_quick_skip.txt)" >&2
+  echo "sanitize.sh --quick: leaving out $((${#ignore[@]} / 2)) test files (scripts/sanitize_quick_skip.txt)" >&2
 elif [ -n "${1:-}" ]; then
   echo "usage: scripts/sanitize.sh [--quick]" >&2
   exit 2

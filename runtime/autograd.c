@@ -1113,6 +1113,40 @@ out:
     return s;
 }
 
+jn_status jn_ag_reaches(int n, jn_tensor *const *roots, int nleaves, jn_tensor *const *leaves, int *out) {
+    nodevec stack = {0};
+    uint64_t gen = __atomic_add_fetch(&visit_gen, 1, __ATOMIC_RELAXED);
+    for (int j = 0; j < nleaves; j++) out[j] = 0;
+    for (int i = 0; i < n; i++) {
+        jn_ag_meta *m = roots[i]->autograd ? meta_of(roots[i]) : NULL;
+        for (int j = 0; m && !m->grad_fn && j < nleaves; j++) out[j] |= leaves[j] == roots[i];
+        jn_node *g = m ? m->grad_fn : NULL;
+        if (g && g->visit != gen) {
+            g->visit = gen;
+            if (vec_push(&stack, g)) goto nomem;
+        }
+    }
+    while (stack.n) {
+        jn_node *x = stack.v[--stack.n];
+        /* a group: every member's edges (a slight over-approximation) */
+        for (int r = 0; r < (x->grp ? x->grp->n : 1); r++) {
+            jn_node *y = x->grp ? &x->grp->mem[r] : x;
+            for (int i = 0; i < y->nin; i++) {
+                jn_node *z = y->next[i].node;
+                for (int j = 0; y->next[i].leaf && j < nleaves; j++) out[j] |= leaves[j] == y->next[i].leaf;
+                if (!z || z->member || z->visit == gen) continue;
+                z->visit = gen;
+                if (vec_push(&stack, z)) goto nomem;
+            }
+        }
+    }
+    free(stack.v);
+    return JN_OK;
+nomem:
+    free(stack.v);
+    return jn_error(JN_ERR_NOMEM, "out of memory walking the autograd graph");
+}
+
 jn_status jn_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph) {
     return run_engine(n, roots, grads, retain_graph, NULL);
 }

@@ -80,6 +80,10 @@ jn_status jn_ag_add_hook(jn_tensor *t, int kind, jn_ag_hook_fn fn, void *ctx, vo
 void jn_ag_hook_remove(jn_ag_hook *h);
 void jn_ag_hook_decref(jn_ag_hook *h);
 
+/* out[j] = 1 when a backward from roots would reach leaf leaves[j] (DDP's
+ * find_unused_parameters).  O(graph * nleaves); not during a backward. */
+jn_status jn_ag_reaches(int n, jn_tensor *const *roots, int nleaves, jn_tensor *const *leaves, int *out);
+
 /* Called by the dispatcher after an op ran (out-of-place, view or in-place). */
 jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                        jn_tensor *const *out, jn_tensor *inplace_dst);

@@ -58,6 +58,9 @@ def main():
                     help="adds an op (x + 0.0, the same numbers) to its forward at the fault step: a guard miss "
                     "under replay on that rank only")
     ap.add_argument("--fault-step", type=int, default=3)
+    ap.add_argument("--reduce", choices=("hooks", "after"), default="hooks",
+                    help="DDP: buckets reduced inside backward as they are ready (hooks), or after it")
+    ap.add_argument("--bucket-cap-mb", type=float, default=None)
     ap.add_argument("--accumulate", type=int, default=1, help="backward passes per step (no_sync for all but the last)")
     args = ap.parse_args()
 
@@ -78,17 +81,26 @@ def main():
         model = nn.Sequential(nn.Linear(784, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10))
     else:
         model = LeNet()
+    reduce_s, in_bw = [], [0.0, 0.0]
     if args.no_ddp:
         janus.manual_seed(1234)
     else:
-        model = nn.parallel.DistributedDataParallel(model)
-        reduce, reduce_s = model._reduce_gradients, []
+        model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
+        model._reduce_in_backward = args.reduce == "hooks"
+        reduce = model._reduce_bucket
 
-        def timed_reduce():  # seconds spent averaging gradients (bench_dist.py's overlap column)
+        def timed_reduce(bucket):  # seconds spent averaging gradients (bench_dist.py's overlap columns)
             t = time.perf_counter()
-            reduce()
-            reduce_s.append(time.perf_counter() - t)
-        model._reduce_gradients = timed_reduce
+            reduce(bucket)
+            in_bw[0] += time.perf_counter() - t
+        model._reduce_bucket = timed_reduce
+
+        def timed_finish():  # the part reduced after the engine finished
+            t = time.perf_counter()
+            finish()
+            in_bw[1] += time.perf_counter() - t
+        finish = model._finish_reduction
+        model._finish_reduction = timed_finish
     opt = janus.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     losses, world_losses, times = [], [], []
@@ -102,6 +114,7 @@ def main():
         if step == args.fault_step and rank == args.hang_rank:
             time.sleep(3600)
         opt.zero_grad()
+        in_bw[:] = [0.0, 0.0]
         for k in range(args.accumulate):
             xb, yb = next(it)
             if step == args.fault_step and rank == args.odd_rank:
@@ -112,6 +125,8 @@ def main():
             else:
                 loss = loss_fn(model(xb), yb)
                 loss.backward()
+        if not args.no_ddp:
+            reduce_s.append(tuple(in_bw))  # (all bucket reductions, those after backward's engine)
         opt.step()
         lv = loss.detach().clone()
         if not args.no_ddp:
@@ -126,7 +141,7 @@ def main():
         with open(f"{args.out}.rank{rank}.json", "w") as f:
             json.dump({"rank": rank, "world": world, "losses": losses, "world_losses": world_losses,
                        "params_sha256": h.hexdigest(), "step_seconds": times,
-                       "reduce_seconds": [] if args.no_ddp else reduce_s}, f)
+                       "reduce_seconds": reduce_s}, f)
     print(f"rank {rank}/{world}: final loss {world_losses[-1]:.6f}", flush=True)
     if not args.no_ddp:
         dist.destroy_process_group()

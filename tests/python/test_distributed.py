@@ -251,6 +251,60 @@ def test_ddp_cnn_two_ranks_equal_one_process_with_twice_the_batch(tmp_path):
     _compare_with_one_process(tmp_path, "cnn", steps=6, batch=16)
 
 
+@needs_mpi
+def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_path):
+    """One bucket per parameter: the last layer's buckets are all-reduced before
+    backward reaches the first layer; an extra head used on rank 0 only (its
+    buckets come first): with find_unused_parameters rank 1 marks it ready at
+    forward, without it rank 1 reduces every bucket at backward's end, in the
+    same order, without a hang; no_sync reduces nothing."""
+    r = _py(f"""
+        import json, janus, janus.distributed as dist, janus.nn as nn
+        dist.init_process_group("mpi")
+        rank = dist.get_rank()
+        janus.manual_seed(0)
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b, self.extra = nn.Linear(4, 8), nn.Linear(8, 3), nn.Linear(8, 3)
+            def forward(self, x):
+                h = self.a(x)
+                h.register_hook(lambda g: log.append("first layer"))
+                out = self.b(janus.relu(h))
+                return out + self.extra(janus.relu(h)) if rank == 0 else out
+        log, orig = [], dist.all_reduce
+        def traced(t, op=dist.ReduceOp.SUM, *a, **k):
+            log.append(t.numel())
+            return orig(t, op, *a, **k)
+        dist.all_reduce = traced
+        res = {{}}
+        for find in (True, False):
+            janus.manual_seed(0)
+            model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=1e-6, find_unused_parameters=find)
+            x = janus.ones(5, 4) * (rank + 1)
+            log.clear()
+            model(x).pow(2).sum().backward()
+            res[find] = {{"log": list(log), "grads": {{n: p.grad.tolist() for n, p in model.module.named_parameters()}}}}
+        log.clear()
+        with model.no_sync():
+            model(x).pow(2).sum().backward()
+        res["no_sync"] = log
+        json.dump(res, open("{tmp_path}/r%d.json" % rank, "w"))
+    """, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
+    # buckets: extra.bias, extra.weight, b.bias, b.weight, a.bias, a.weight (reverse order)
+    overlapped = [3, 24, 3, 24, "first layer", 8, 32]
+    assert a["true"]["log"] == overlapped and a["false"]["log"] == overlapped, a
+    assert b["true"]["log"] == overlapped, b["true"]["log"]  # extra ready at forward: zeros
+    assert b["false"]["log"] == ["first layer", 3, 24, 3, 24, 8, 32], b["false"]["log"]  # extra's buckets wait
+    assert a["no_sync"] == ["first layer"] and b["no_sync"] == ["first layer"]
+    for find in ("true", "false"):
+        assert a[find]["grads"] == b[find]["grads"]  # averaged: equal on both ranks
+        assert any(v != 0 for row in a[find]["grads"]["extra.weight"] for v in row)
+    assert a["true"]["grads"] == a["false"]["grads"]
+
+
 # ------------------------------------------------------- record, optimize, replay
 @needs_mpi
 @needs_data

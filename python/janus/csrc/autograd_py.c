@@ -277,6 +277,40 @@ static PyObject *py_autograd_grad(PyObject *self, PyObject *args) {
     return tup;
 }
 
+/* _reaches(roots, leaves) -> [bool]: which leaves a backward from roots reaches */
+static PyObject *py_reaches(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ro, *lo;
+    if (!PyArg_ParseTuple(args, "OO", &ro, &lo)) return NULL;
+    jn_tensor *roots[JN_MAX_INS];
+    int n = tensors_of(ro, roots, JN_MAX_INS, 0, "roots");
+    if (n < 0) return NULL;
+    PyObject *seq = PySequence_Fast(lo, "leaves must be a sequence of tensors");
+    if (!seq) return NULL;
+    Py_ssize_t nl = PySequence_Fast_GET_SIZE(seq);
+    jn_tensor **leaves = PyMem_Malloc(sizeof *leaves * (size_t)(nl + 1));
+    int *out = PyMem_Malloc(sizeof *out * (size_t)(nl + 1));
+    PyObject *res = NULL;
+    if (!leaves || !out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < nl; j++)
+        if (!(leaves[j] = T_of(PySequence_Fast_GET_ITEM(seq, j), "leaves"))) goto done;
+    jn_status s = jn_ag_reaches(n, roots, (int)nl, leaves, out);
+    if (s) {
+        jn_py_raise(s);
+        goto done;
+    }
+    if (!(res = PyList_New(nl))) goto done;
+    for (Py_ssize_t j = 0; j < nl; j++) PyList_SET_ITEM(res, j, PyBool_FromLong(out[j]));
+done:
+    PyMem_Free(leaves);
+    PyMem_Free(out);
+    Py_DECREF(seq);
+    return res;
+}
+
 static PyObject *py_set_grad_enabled(PyObject *self, PyObject *arg) {
     (void)self;
     int on = PyObject_IsTrue(arg);
@@ -350,6 +384,7 @@ PyMethodDef jn_py_autograd_methods[] = {
     {"_backward", py_backward, METH_VARARGS, NULL},
     {"_add_hook", py_add_hook, METH_VARARGS, "register a gradient hook: (tensor, post_accumulate, fn) -> handle"},
     {"_remove_hook", py_remove_hook, METH_O, "the hook behind a handle no longer runs"},
+    {"_reaches", py_reaches, METH_VARARGS, "which leaves a backward from the roots reaches"},
     {"_autograd_grad", py_autograd_grad, METH_VARARGS, NULL},
     {"_set_grad_enabled", py_set_grad_enabled, METH_O, "set grad mode; returns the previous one"},
     {"is_grad_enabled", py_is_grad_enabled, METH_NOARGS, NULL},

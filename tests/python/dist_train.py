@@ -58,8 +58,10 @@ def main():
                     help="adds an op (x + 0.0, the same numbers) to its forward at the fault step: a guard miss "
                     "under replay on that rank only")
     ap.add_argument("--fault-step", type=int, default=3)
-    ap.add_argument("--reduce", choices=("hooks", "after"), default="hooks",
-                    help="DDP: buckets reduced inside backward as they are ready (hooks), or after it")
+    ap.add_argument("--reduce", choices=("hooks", "after", "async"), default="hooks",
+                    help="DDP: buckets reduced inside backward as they are ready (hooks), after it, or "
+                    "inside it on the communication thread (async)")
+    ap.add_argument("--depth", type=int, default=1, help="MLP: hidden layers of --hidden units")
     ap.add_argument("--bucket-cap-mb", type=float, default=None)
     ap.add_argument("--accumulate", type=int, default=1, help="backward passes per step (no_sync for all but the last)")
     args = ap.parse_args()
@@ -78,29 +80,19 @@ def main():
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=False)
     loader = DataLoader(ds, batch_size=args.batch, sampler=sampler)
     if args.model == "mlp":
-        model = nn.Sequential(nn.Linear(784, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10))
+        layers = [nn.Linear(784, args.hidden), nn.ReLU()]
+        for _ in range(args.depth - 1):
+            layers += [nn.Linear(args.hidden, args.hidden), nn.ReLU()]
+        model = nn.Sequential(*layers, nn.Linear(args.hidden, 10))
     else:
         model = LeNet()
-    reduce_s, in_bw = [], [0.0, 0.0]
+    reduce_s = []
     if args.no_ddp:
         janus.manual_seed(1234)
     else:
         model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
-        model._reduce_in_backward = args.reduce == "hooks"
-        reduce = model._reduce_bucket
-
-        def timed_reduce(bucket):  # seconds spent averaging gradients (bench_dist.py's overlap columns)
-            t = time.perf_counter()
-            reduce(bucket)
-            in_bw[0] += time.perf_counter() - t
-        model._reduce_bucket = timed_reduce
-
-        def timed_finish():  # the part reduced after the engine finished
-            t = time.perf_counter()
-            finish()
-            in_bw[1] += time.perf_counter() - t
-        finish = model._finish_reduction
-        model._finish_reduction = timed_finish
+        model._reduce_in_backward = args.reduce != "after"
+        model._async_reduce = args.reduce == "async"
     opt = janus.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     losses, world_losses, times = [], [], []
@@ -114,7 +106,8 @@ def main():
         if step == args.fault_step and rank == args.hang_rank:
             time.sleep(3600)
         opt.zero_grad()
-        in_bw[:] = [0.0, 0.0]
+        if not args.no_ddp:
+            comm0 = (model._comm_seconds, model._wait_seconds)
         for k in range(args.accumulate):
             xb, yb = next(it)
             if step == args.fault_step and rank == args.odd_rank:
@@ -125,8 +118,8 @@ def main():
             else:
                 loss = loss_fn(model(xb), yb)
                 loss.backward()
-        if not args.no_ddp:
-            reduce_s.append(tuple(in_bw))  # (all bucket reductions, those after backward's engine)
+        if not args.no_ddp:  # this step's all-reduce seconds, and the main thread's wait in them
+            reduce_s.append((model._comm_seconds - comm0[0], model._wait_seconds - comm0[1]))
         opt.step()
         lv = loss.detach().clone()
         if not args.no_ddp:

@@ -305,6 +305,45 @@ def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_pa
     assert a["true"]["grads"] == a["false"]["grads"]
 
 
+@needs_mpi
+def test_ddp_async_reduce_gives_the_synchronous_numbers(tmp_path):
+    """Buckets all-reduced on the communication thread while backward goes on:
+    .grad is final when backward() returns, and training is bitwise the
+    synchronous one's (same all-reduces, same order), several buckets."""
+    r = _py(f"""
+        import json, janus, janus.distributed as dist, janus.nn as nn
+        dist.init_process_group("mpi")
+        rank = dist.get_rank()
+        out = {{}}
+        for mode in ("sync", "async"):
+            janus.manual_seed(0)
+            net = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2))
+            model = nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.0005)
+            model._async_reduce = mode == "async"
+            opt = janus.optim.SGD(model.parameters(), lr=0.1)
+            janus.manual_seed(1 + rank)
+            losses = []
+            for step in range(4):
+                opt.zero_grad()
+                loss = model(janus.randn(8, 6)).pow(2).mean()
+                loss.backward()
+                assert not model._inflight
+                opt.step()
+                losses.append(loss.item())
+            out[mode] = {{"losses": losses, "params": [p.tolist() for p in model.parameters()],
+                          "buckets": len(model._buckets), "comm": model._comm_seconds,
+                          "wait": model._wait_seconds}}
+        json.dump(out, open("{tmp_path}/r%d.json" % rank, "w"))
+    """, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
+    for d in (a, b):
+        assert d["sync"]["buckets"] >= 3
+        assert d["sync"]["losses"] == d["async"]["losses"] and d["sync"]["params"] == d["async"]["params"]
+        assert d["async"]["comm"] > 0 and d["sync"]["comm"] == d["sync"]["wait"] > 0
+    assert a["async"]["params"] == b["async"]["params"] and a["sync"]["losses"] != b["sync"]["losses"]
+
+
 # ------------------------------------------------------- record, optimize, replay
 @needs_mpi
 @needs_data

@@ -22,10 +22,19 @@ its all-reduce for the others, none deadlocks.  The all-reduce is the table
 op all_reduce_, so a recorded step's graph holds the buckets' nodes among
 the backward's, and replay runs them there.  no_sync() skips the
 reduction; the gradients accumulated meanwhile are averaged at the first
-backward after it.  The all-reduce is synchronous: a bucket's
+backward after it.  The all-reduce is synchronous by default: a bucket's
 communication does not run while backward computes the next gradients.
+With _async_reduce set (eager only: not under `janus record` / `replay`,
+whose graphs hold the all-reduces as nodes), a bucket's flat gradient goes
+to the process's communication thread, which all-reduces it with the GIL
+released while backward goes on; backward's end waits for every bucket, in
+order, and copies them back, so .grad is final when backward() returns and
+the collectives keep one order on every rank (the main thread issues none
+while the thread has work: MPI runs THREAD_SERIALIZED).
 """
 import contextlib
+import threading
+import time
 import weakref
 
 from ..module import Module
@@ -79,6 +88,11 @@ class DistributedDataParallel(Module):
         self._bucket_of = {id(p): k for k, b in enumerate(self._buckets) for p in b}
         self._armed = False  # a forward with grad on: the next backward reduces
         self._reduce_in_backward = True  # False: every bucket after backward (bench_dist.py's baseline)
+        self._async_reduce = False  # True: eager buckets all-reduced on the communication thread
+        self._inflight = []  # (bucket, flat, work) handed to the communication thread, in order
+        # seconds in bucket all-reduces, and the main thread's share of them (bench_dist.py's overlap):
+        # equal when synchronous; async, the communication thread's time and backward's wait at its end
+        self._comm_seconds = self._wait_seconds = 0.0
         self._missing, self._next = [], 0
         me = weakref.ref(self)  # the hooks must not keep the wrapper alive
         self._hooks = [p.register_post_accumulate_grad_hook(lambda p, me=me: _grad_ready(me, p))
@@ -147,17 +161,27 @@ class DistributedDataParallel(Module):
             self._next += 1
 
     def _finish_reduction(self):
-        """After backward: the buckets it did not complete, in order (zeros for missing gradients)."""
+        """After backward: the buckets it did not complete, in order (zeros for
+        missing gradients); then, async, the wait for every bucket in flight."""
         try:
             while self._next < len(self._buckets):
                 self._reduce_bucket(self._buckets[self._next])
                 self._next += 1
         finally:
             self._armed = False
+            inflight, self._inflight = self._inflight, []
+            t = time.perf_counter()
+            for work in [w for _, _, w in inflight]:
+                work.wait()
+            self._wait_seconds += time.perf_counter() - t
+            for bucket, flat, work in inflight:
+                self._comm_seconds += work.seconds
+                work.raise_error()
+                self._copy_back(bucket, flat)
 
     def _reduce_bucket(self, bucket):
         import janus
-        from ... import distributed as dist
+        from ... import _C, distributed as dist
         scale = 1.0 / self.world_size
         with _no_grad():
             grads = [p.grad.reshape(-1) if p.grad is not None else janus.zeros(p.numel(), dtype=p.dtype,
@@ -165,7 +189,18 @@ class DistributedDataParallel(Module):
                      for p in bucket]
             flat = janus.cat(grads) if len(grads) > 1 else grads[0].clone()
             flat.mul_(scale)
+            if self._async_reduce and not _C._rec_active() and not _C._rp_active() and flat.device.type == "cpu":
+                self._inflight.append((bucket, flat, _comm_thread().submit(flat)))
+                return
+            t = time.perf_counter()
             dist.all_reduce(flat, dist.ReduceOp.SUM)
+            t = time.perf_counter() - t
+            self._comm_seconds += t
+            self._wait_seconds += t
+            self._copy_back(bucket, flat)
+
+    def _copy_back(self, bucket, flat):
+        with _no_grad():
             at = 0
             for p in bucket:
                 n = p.numel()
@@ -175,6 +210,65 @@ class DistributedDataParallel(Module):
                 else:
                     p.grad.copy_(g)
                 at += n
+
+
+class _Work:
+    """One all-reduce handed to the communication thread."""
+    __slots__ = ("tensor", "event", "error", "seconds")
+
+    def __init__(self, tensor):
+        self.tensor, self.event, self.error, self.seconds = tensor, threading.Event(), None, 0.0
+
+    def wait(self):
+        self.event.wait()
+
+    def raise_error(self):
+        if self.error is not None:
+            raise self.error
+
+
+class _CommThread:
+    """The process's communication thread: SUM all-reduces of contiguous CPU
+    tensors, in submission order (one thread per process, so collectives
+    never run on two threads at once), each with the GIL released
+    (_C._dist_all_reduce calls the process group directly)."""
+
+    def __init__(self):
+        self.cv, self.queue = threading.Condition(), []
+        threading.Thread(target=self._run, name="janus-ddp-comm", daemon=True).start()
+
+    def submit(self, t):
+        w = _Work(t)
+        with self.cv:
+            self.queue.append(w)
+            self.cv.notify()
+        return w
+
+    def _run(self):
+        from ... import _C
+        while True:
+            with self.cv:
+                while not self.queue:
+                    self.cv.wait()
+                w = self.queue.pop(0)
+            t = time.perf_counter()
+            try:
+                _C._dist_all_reduce(w.tensor, 0)  # ReduceOp.SUM
+            except BaseException as e:  # raised on the main thread by _finish_reduction
+                w.error = e
+            w.seconds = time.perf_counter() - t
+            w.event.set()
+
+
+_comm = []  # the process's communication thread, started at the first asynchronous bucket
+_comm_lock = threading.Lock()
+
+
+def _comm_thread():
+    with _comm_lock:
+        if not _comm:
+            _comm.append(_CommThread())
+        return _comm[0]
 
 
 def _grad_ready(me, p):

@@ -170,10 +170,11 @@ class DistributedDataParallel(Module):
         finally:
             self._armed = False
             inflight, self._inflight = self._inflight, []
-            t = time.perf_counter()
-            for work in [w for _, _, w in inflight]:
-                work.wait()
-            self._wait_seconds += time.perf_counter() - t
+            if inflight:
+                t = time.perf_counter()
+                for _, _, work in inflight:
+                    work.wait()
+                self._wait_seconds += time.perf_counter() - t
             for bucket, flat, work in inflight:
                 self._comm_seconds += work.seconds
                 work.raise_error()

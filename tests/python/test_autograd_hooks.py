@@ -246,3 +246,46 @@ def test_hooks_die_with_their_tensor():
     del x, y
     gc.collect()
     assert ref() is None
+
+
+OPS = {
+    "exp": lambda lib, x: x.exp(),
+    "matmul": lambda lib, x: x.matmul(lib.tensor(np.arange(12.0).reshape(3, 4) / 7)),
+    "slice": lambda lib, x: x[1:],
+    "sum_dim": lambda lib, x: x.sum(0),
+    "cat": lambda lib, x: lib.cat([x, x * 2]),
+    "relu": lambda lib, x: lib.relu(x),
+    "view": lambda lib, x: x.view(-1),
+    "t": lambda lib, x: x.t(),
+    "max_values": lambda lib, x: x.max(dim=1)[0],  # a two-output node: the hook is on output 0
+    "softmax": lambda lib, x: lib.softmax(x, dim=1),
+    "where": lambda lib, x: lib.where(x > 0, x, x * x),
+}
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_hooks_per_op(op):
+    """A hook on the op's output triples its gradient; the leaf's hook sees
+    the result: hand-checked against the unhooked gradient times 3, and
+    against PyTorch when installed."""
+    base = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+    def run(lib, hook):
+        x = lib.tensor(base.copy(), requires_grad=True)
+        y = OPS[op](lib, x)
+        seen = {}
+        if hook:
+            y.register_hook(lambda g: (seen.setdefault("y", npy(g)), g * 3)[1])
+            x.register_hook(lambda g: seen.__setitem__("x", npy(g)))
+        w = lib.tensor(np.linspace(-1, 1, int(np.prod(tuple(y.shape)))).reshape(tuple(y.shape)))
+        (y * w).sum().backward()
+        return npy(x.grad), seen
+
+    plain, _ = run(janus, False)
+    hooked, seen = run(janus, True)
+    np.testing.assert_allclose(hooked, 3 * plain, rtol=1e-12)
+    np.testing.assert_array_equal(seen["x"], hooked)
+    if torch is not None:
+        t_hooked, t_seen = run(torch, True)
+        np.testing.assert_allclose(hooked, t_hooked, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(seen["y"], t_seen["y"], rtol=1e-12)

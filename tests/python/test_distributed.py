@@ -284,7 +284,8 @@ def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_pa
             x = janus.ones(5, 4) * (rank + 1)
             log.clear()
             model(x).pow(2).sum().backward()
-            res[find] = {{"log": list(log), "grads": {{n: p.grad.tolist() for n, p in model.module.named_parameters()}}}}
+            grads = {{n: p.grad.tolist() for n, p in model.module.named_parameters()}}
+            res[find] = {{"log": list(log), "grads": grads}}
         log.clear()
         with model.no_sync():
             model(x).pow(2).sum().backward()

@@ -6,7 +6,10 @@ dist_train.py and small inline scripts); every launch has a timeout.
 Covered: each collective and ReduceOp against numbers computed here; DDP on
 the MLP and the CNN (2 ranks of batch B = 1 process of batch 2B within 1e-6
 relative, final parameters bitwise equal on both ranks, no_sync
-accumulation); record / optimize / replay of 2 ranks bitwise equal to eager
+accumulation; buckets reduced inside backward in the same order on every
+rank, with a parameter unused on one rank, with and without
+find_unused_parameters; the asynchronous communication thread bitwise equal
+to the synchronous reduction); record / optimize / replay of 2 ranks bitwise equal to eager
 per rank, each rank its own run with its rank and hit rate in `janus
 inspect`; a guard miss on rank 1 only; a killed, a raising and a hanging
 rank end the job within the limit naming the rank; a wrong WORLD_SIZE; a

@@ -289,3 +289,18 @@ def test_hooks_per_op(op):
         t_hooked, t_seen = run(torch, True)
         np.testing.assert_allclose(hooked, t_hooked, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(seen["y"], t_seen["y"], rtol=1e-12)
+
+
+def test_hook_stays_with_the_value_it_was_registered_on():
+    """In-place after register_hook: the earlier hook sees the gradient with
+    respect to the value before the write, a later one the new value's."""
+    for lib in LIBS:
+        log = []
+        x = leaf(lib, [1.0, 2.0])
+        y = x * 2
+        y.register_hook(lambda g: log.append(("old", npy(g).tolist())))
+        y.mul_(3)
+        y.register_hook(lambda g: log.append(("new", npy(g).tolist())))
+        y.sum().backward()
+        assert log == [("new", [1.0, 1.0]), ("old", [3.0, 3.0])], lib.__name__
+        np.testing.assert_array_equal(npy(x.grad), [6.0, 6.0])

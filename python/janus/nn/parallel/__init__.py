@@ -15,10 +15,13 @@ does).  Each parameter has a post-accumulate-grad hook: a bucket is reduced
 inside backward as soon as the last of its gradients is accumulated, and
 buckets go strictly in bucket order (a ready bucket waits for the ones
 before it), so every rank issues the same all-reduces in the same order.
-What backward did not produce (an unused parameter, on any rank; with or
-without find_unused_parameters) is reduced when backward ends, in the same
-order, contributing zeros: a rank that reaches bucket k early waits inside
-its all-reduce for the others, none deadlocks.  The all-reduce is the table
+What backward did not produce (a parameter unused on some rank) is reduced
+when backward ends, in the same order, contributing zeros: a rank that
+reaches bucket k early waits inside its all-reduce for the others, none
+deadlocks; with find_unused_parameters the parameters the output's graph
+does not reach are ready at forward, as PyTorch's reducer marks them, so
+their buckets need not wait (without it janus does not raise, unlike
+PyTorch).  The all-reduce is the table
 op all_reduce_, so a recorded step's graph holds the buckets' nodes among
 the backward's, and replay runs them there.  no_sync() skips the
 reduction; the gradients accumulated meanwhile are averaged at the first
@@ -95,8 +98,8 @@ class DistributedDataParallel(Module):
         self._comm_seconds = self._wait_seconds = 0.0
         self._missing, self._next = [], 0
         me = weakref.ref(self)  # the hooks must not keep the wrapper alive
-        self._hooks = [p.register_post_accumulate_grad_hook(lambda p, me=me: _grad_ready(me, p))
-                       for p in params]
+        hooks = [p.register_post_accumulate_grad_hook(lambda p, me=me: _grad_ready(me, p)) for p in params]
+        weakref.finalize(self, _remove_hooks, hooks)  # a dropped wrapper leaves no hooks behind
         with _no_grad():
             for t in list(module.parameters()) + list(module.buffers()):
                 dist.broadcast(t.detach(), 0)
@@ -270,6 +273,11 @@ def _comm_thread():
         if not _comm:
             _comm.append(_CommThread())
         return _comm[0]
+
+
+def _remove_hooks(hooks):
+    for h in hooks:
+        h.remove()
 
 
 def _grad_ready(me, p):

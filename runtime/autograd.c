@@ -66,6 +66,18 @@ struct jn_node {
     struct jn_group *grp;    /* a group node: its members (nin = nout = 0 on the node itself) */
     int member;              /* a group's member record: 1 + its index.  Only its own group's
                               * members point at it (a tensor's grad_fn is the group) */
+    jn_ag_hook *hooks;       /* gradient hooks on this record's outputs (register_hook) */
+};
+
+struct jn_ag_hook {
+    int64_t refcnt;          /* the list's reference, the registrant's, a running engine's */
+    int removed;
+    int kind;                /* JN_HOOK_GRAD / JN_HOOK_POST_ACC */
+    int output_nr;           /* on a node: the output whose gradient it sees */
+    jn_ag_hook_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *);
+    jn_ag_hook *next;
 };
 
 /* The members of a group node, in the node's own allocation block. */
@@ -189,6 +201,78 @@ static jn_tensor *same_value(jn_tensor *t) {
 
 jn_tensor *jn_detach(jn_tensor *t) { return same_value(t); }
 
+/* ------------------------------------------------------------------ hooks */
+void jn_ag_hook_decref(jn_ag_hook *h) {
+    if (!h || __atomic_sub_fetch(&h->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (h->free_ctx) h->free_ctx(h->ctx);
+    free(h);
+}
+
+void jn_ag_hook_remove(jn_ag_hook *h) { __atomic_store_n(&h->removed, 1, __ATOMIC_RELEASE); }
+
+static int hook_live(const jn_ag_hook *h) { return !__atomic_load_n(&h->removed, __ATOMIC_ACQUIRE); }
+
+static void hooks_free(jn_ag_hook *h) {
+    while (h) {
+        jn_ag_hook *n = h->next;
+        jn_ag_hook_decref(h);
+        h = n;
+    }
+}
+
+/* Append h to *list, first dropping the removed hooks (a running engine
+ * iterates over a snapshot holding its own references, so this is safe). */
+static void hooks_append(jn_ag_hook **list, jn_ag_hook *h) {
+    while (*list) {
+        jn_ag_hook *x = *list;
+        if (!hook_live(x)) {
+            *list = x->next;
+            jn_ag_hook_decref(x);
+        } else {
+            list = &x->next;
+        }
+    }
+    *list = h;
+}
+
+/* In this pass (gen), leaf's gradients go through its hooks (count_hooked_leaf). */
+static int hooked_now(const jn_tensor *leaf, uint64_t gen) {
+    return leaf && leaf->autograd && meta_of(leaf)->hvisit == gen;
+}
+
+static int leaf_hooked(const jn_tensor *t) {
+    for (const jn_ag_hook *h = t->autograd ? meta_of(t)->hooks : NULL; h; h = h->next)
+        if (hook_live(h)) return 1;
+    return 0;
+}
+
+jn_status jn_ag_add_hook(jn_tensor *t, int kind, jn_ag_hook_fn fn, void *ctx, void (*free_ctx)(void *),
+                         jn_ag_hook **out) {
+    *out = NULL;
+    if (!jn_requires_grad(t))
+        return jn_error(JN_ERR_RUNTIME, "cannot register a hook on a tensor that doesn't require gradient");
+    if (kind == JN_HOOK_POST_ACC && !jn_is_leaf(t))
+        return jn_error(JN_ERR_RUNTIME, "post accumulate grad hooks cannot be registered on non-leaf tensors");
+    jn_ag_hook *h = calloc(1, sizeof *h);
+    if (!h) return jn_error(JN_ERR_NOMEM, "out of memory registering a hook");
+    h->refcnt = 2; /* the list's and the caller's */
+    h->kind = kind;
+    h->fn = fn;
+    h->ctx = ctx;
+    h->free_ctx = free_ctx;
+    jn_ag_meta *m = meta_of(t);
+    if (m->grad_fn) {
+        int q;
+        jn_node *o = owner_of(m->grad_fn, m->output_nr, &q);
+        h->output_nr = q;
+        hooks_append(&o->hooks, h);
+    } else {
+        hooks_append(&m->hooks, h);
+    }
+    *out = h;
+    return JN_OK;
+}
+
 /* ------------------------------------------------------------------ nodes */
 static void release_saved(jn_node *n) {
     for (int i = 0; n->saved_in && i < n->nin; i++) {
@@ -215,6 +299,7 @@ static void node_decref(jn_node *n) {
         for (int r = 0; r < nrec; r++) {
             jn_node *y = x->grp ? &x->grp->mem[r] : x;
             release_saved(y);
+            hooks_free(y->hooks);
             for (int k = 0; k < y->nout; k++) jn_tensor_decref(y->buf[k]);
             for (int i = 0; y->next && i < y->nin; i++) {
                 jn_tensor_decref(y->next[i].leaf);
@@ -246,6 +331,8 @@ static void node_decref(jn_node *n) {
 static void ag_free(jn_tensor *t) {
     jn_ag_meta *m = t->autograd;
     jn_tensor_decref(m->grad);
+    jn_tensor_decref(m->hbuf);
+    hooks_free(m->hooks);
     node_decref(m->grad_fn);
     free(m);
     t->autograd = NULL;
@@ -631,12 +718,15 @@ typedef struct {
  * add into it in place (jn_node_acc): a leaf's .grad (which backward adds
  * into in place anyway) or a buffer only the engine holds, contiguous and
  * of the input's dtype and shape.  Never while autograd.grad captures. */
-static jn_tensor *acc_target(const jn_node *x, int i, const capture *cap) {
+static jn_tensor *acc_target(const jn_node *x, int i, const capture *cap, uint64_t gen) {
     const struct jn_edge *e = &x->next[i];
     const jn_meta *im = &x->in_meta[i];
     jn_tensor *t = NULL;
     if (cap) return NULL;
-    if (e->leaf) t = e->leaf->autograd ? meta_of(e->leaf)->grad : NULL;
+    if (e->leaf && hooked_now(e->leaf, gen)) { /* its hooks must see this pass's gradient alone */
+        t = meta_of(e->leaf)->hbuf;
+        if (t && (jn_rt_tensor_refs(t) != 1 || jn_rt_storage_refs(t->storage) != 1)) return NULL;
+    } else if (e->leaf) t = e->leaf->autograd ? meta_of(e->leaf)->grad : NULL;
     else if (e->node) {
         int q;
         t = owner_of(e->node, e->output_nr, &q)->buf[q];
@@ -655,10 +745,83 @@ static int capture_slot_leaf(const capture *c, const jn_tensor *leaf) {
     return -1;
 }
 
+/* Run the live hooks of `kind` in list (those of output nr when on a node,
+ * nr < 0 for a leaf's) on t's gradient *g, in registration order, over a
+ * snapshot: a hook may register or remove hooks. */
+static jn_status run_hooks(jn_ag_hook *list, int kind, int nr, jn_tensor *t, jn_tensor **g) {
+    jn_ag_hook *small[16], **v = small;
+    int n = 0, cap = 16;
+    jn_status s = JN_OK;
+    for (jn_ag_hook *h = list; h; h = h->next) {
+        if (h->kind != kind || (nr >= 0 && h->output_nr != nr) || !hook_live(h)) continue;
+        if (n == cap) {
+            jn_ag_hook **nv = malloc(sizeof *nv * (size_t)cap * 2);
+            if (!nv) {
+                s = jn_error(JN_ERR_NOMEM, "out of memory running gradient hooks");
+                break;
+            }
+            memcpy(nv, v, sizeof *nv * (size_t)n);
+            if (v != small) free(v);
+            v = nv;
+            cap *= 2;
+        }
+        __atomic_fetch_add(&h->refcnt, 1, __ATOMIC_RELAXED);
+        v[n++] = h;
+    }
+    for (int i = 0; i < n && !s; i++) {
+        if (!hook_live(v[i])) continue; /* removed by an earlier hook */
+        jn_tensor *r = NULL;
+        s = v[i]->fn(v[i]->ctx, t, g ? *g : NULL, g ? &r : NULL);
+        if (s || !r) {
+            jn_tensor_decref(r);
+            continue;
+        }
+        if (r->dtype != (*g)->dtype || !jn_same_shape(r->ndim, r->shape, (*g)->ndim, (*g)->shape)) {
+            char a[128], b[128];
+            s = jn_error(JN_ERR_RUNTIME, "a gradient hook returned a gradient of shape %s and dtype %s for a "
+                         "gradient of shape %s and dtype %s; a hook may only replace it by one alike",
+                         jn_shape_str(r->ndim, r->shape, a, sizeof a), jn_dtype_names[r->dtype],
+                         jn_shape_str((*g)->ndim, (*g)->shape, b, sizeof b), jn_dtype_names[(*g)->dtype]);
+            jn_tensor_decref(r);
+            continue;
+        }
+        jn_tensor_decref(*g);
+        *g = r;
+    }
+    for (int i = 0; i < n; i++) jn_ag_hook_decref(v[i]);
+    if (v != small) free(v);
+    return s;
+}
+
+/* A leaf with hooks has received every gradient of this pass (meta->hbuf,
+ * summed as PyTorch's AccumulateGrad input buffer sums them): its gradient
+ * hooks run on the total, then it is captured (autograd.grad) or
+ * accumulated into .grad and its post-accumulate hooks run. */
+static jn_status leaf_done(jn_tensor *leaf, capture *cap) {
+    jn_ag_meta *m = meta_of(leaf);
+    jn_tensor *g = m->hbuf;
+    m->hbuf = NULL;
+    if (!g) return JN_OK; /* reached, but no gradient came (or autograd.grad does not ask for it) */
+    jn_status s = run_hooks(m->hooks, JN_HOOK_GRAD, -1, leaf, &g);
+    if (s) {
+        jn_tensor_decref(g);
+        return s;
+    }
+    if (cap) {
+        int slot = capture_slot_leaf(cap, leaf);
+        if (slot >= 0) return accumulate(&cap->out[slot], g);
+        jn_tensor_decref(g);
+        return JN_OK;
+    }
+    if ((s = accumulate_leaf(leaf, g))) return s;
+    return run_hooks(m->hooks, JN_HOOK_POST_ACC, -1, leaf, NULL);
+}
+
+
 /* Run one record's formula and hand its input gradients on: a plain node,
  * or a member of a group node (its edges to other members only fill their
  * buffers; the group as a whole is what the outer engine counts). */
-static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain) {
+static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain, uint64_t gen) {
     jn_status s = JN_OK;
     const jn_opinfo *info = jn_op_info(x->op);
     if (x->released)
@@ -667,6 +830,9 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain) {
                         "tensors after they have already been freed). Saved intermediate values of the "
                         "graph are freed when you call .backward() or autograd.grad(). Specify "
                         "retain_graph=True if you need to backward through the graph a second time.");
+    /* a non-leaf's hooks see its complete gradient before anything reads it */
+    for (int k = 0; x->hooks && k < x->nout; k++)
+        if (x->buf[k] && (s = run_hooks(x->hooks, JN_HOOK_GRAD, k, NULL, &x->buf[k]))) return s;
     /* non-leaf inputs requested by autograd.grad are read off here */
     for (int c = 0; cap && c < cap->ninputs; c++) {
         jn_ag_meta *m = meta_of(cap->inputs[c]);
@@ -698,7 +864,7 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain) {
         if (!gout[k] && read && any && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
     }
     jn_tensor *acc[JN_MAX_INS];
-    for (int i = 0; i < x->nin; i++) acc[i] = needs[i] ? acc_target(x, i, cap) : NULL;
+    for (int i = 0; i < x->nin; i++) acc[i] = needs[i] ? acc_target(x, i, cap, gen) : NULL;
     if (!s && any) {
         x->acc = acc;
         s = def->fn(x, gout, needs, gin);
@@ -719,7 +885,6 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain) {
             s = JN_ERR_NOMEM;
         } else if (g && g == acc[i]) { /* the formula added into it in place */
         } else if (!g) {
-            continue;
         } else if (!needs[i]) {
         } else {
             const jn_meta *im = &x->in_meta[i];
@@ -735,7 +900,9 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain) {
                 g = c;
             }
             if (!s) {
-                if (e->leaf) {
+                if (e->leaf && hooked_now(e->leaf, gen)) {
+                    s = accumulate(&meta_of(e->leaf)->hbuf, g);
+                } else if (e->leaf) {
                     int slot = capture_slot_leaf(cap, e->leaf);
                     if (cap) s = slot >= 0 ? accumulate(&cap->out[slot], g) : (jn_tensor_decref(g), JN_OK);
                     else s = accumulate_leaf(e->leaf, g);
@@ -750,6 +917,8 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain) {
             }
         }
         jn_tensor_decref(g);
+        /* the leaf's last gradient of this pass is in: its hooks run now */
+        if (!s && hooked_now(e->leaf, gen) && --meta_of(e->leaf)->hdeps == 0) s = leaf_done(e->leaf, cap);
         if (s) {
             for (int j = i + 1; j < x->nin; j++) jn_tensor_decref(gin[j]);
             return s;
@@ -760,6 +929,34 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain) {
         x->released = 1;
     }
     return JN_OK;
+}
+
+typedef struct {
+    jn_tensor **v;
+    int n, cap;
+} leafvec;
+
+/* Discovery: one more gradient will reach leaf t; when t has hooks, its
+ * gradients are summed in t's hbuf and handed on when the last one is in. */
+static int count_hooked_leaf(jn_tensor *t, uint64_t gen, leafvec *v) {
+    jn_ag_meta *m = t->autograd ? meta_of(t) : NULL;
+    if (!m) return 0;
+    if (m->hvisit != gen) {
+        if (!leaf_hooked(t)) return 0;
+        if (v->n == v->cap) {
+            int cap = v->cap ? v->cap * 2 : 16;
+            jn_tensor **nv = realloc(v->v, sizeof *nv * (size_t)cap);
+            if (!nv) return -1;
+            v->v = nv;
+            v->cap = cap;
+        }
+        v->v[v->n++] = t;
+        m->hvisit = gen;
+        m->hdeps = 0;
+        m->hbuf = NULL;
+    }
+    m->hdeps++;
+    return 0;
 }
 
 /* Discovery: a group's output nr is reached; its member, when new, is put
@@ -776,6 +973,7 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
                             capture *cap) {
     jn_status s = JN_OK;
     nodevec all = {0}, heap = {0}, stack = {0};
+    leafvec hooked = {0}; /* leaves with hooks reached in this pass */
     uint64_t gen = __atomic_add_fetch(&visit_gen, 1, __ATOMIC_RELAXED);
     int was_on = !grad_off;
     grad_off = 1;
@@ -821,9 +1019,11 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
     }
 
     /* discover the graph and count dependencies: a group counts the edges
-     * from outer nodes into it, its reached members the edges out of it */
+     * from outer nodes into it, its reached members the edges out of it; a
+     * leaf with hooks counts the gradients it will receive */
     for (int i = 0; i < n; i++) {
         jn_ag_meta *m = meta_of(roots[i]);
+        if (!m->grad_fn && count_hooked_leaf(roots[i], gen, &hooked)) { s = JN_ERR_NOMEM; goto out; }
         jn_node *g = m->grad_fn;
         if (g && g->visit != gen) {
             g->visit = gen;
@@ -836,6 +1036,7 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
         jn_node *x = stack.v[--stack.n];
         for (int i = 0; i < x->nin; i++) {
             jn_node *y = x->next[i].node;
+            if (x->next[i].leaf && count_hooked_leaf(x->next[i].leaf, gen, &hooked)) { s = JN_ERR_NOMEM; goto out; }
             if (!y) continue;
             if (y->member) { /* another member of x's group */
                 if (y->visit != gen) {
@@ -863,6 +1064,8 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
             int q;
             jn_node *o = owner_of(m->grad_fn, m->output_nr, &q);
             if ((s = accumulate(&o->buf[q], g))) goto out;
+        } else if (hooked_now(roots[i], gen)) {
+            if ((s = accumulate(&m->hbuf, g)) || (--m->hdeps == 0 && (s = leaf_done(roots[i], cap)))) goto out;
         } else {
             int slot = capture_slot_leaf(cap, roots[i]);
             if (cap && slot >= 0) s = accumulate(&cap->out[slot], g);
@@ -878,9 +1081,9 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
      * eager runs their nodes: the last first, with nothing in between */
     while (heap.n) {
         jn_node *x = heap_pop(&heap);
-        if (!x->grp) s = run_one(x, &heap, cap, retain);
+        if (!x->grp) s = run_one(x, &heap, cap, retain, gen);
         for (int k = x->grp ? x->grp->n - 1 : -1; k >= 0 && !s; k--)
-            if (x->grp->mem[k].visit == gen) s = run_one(&x->grp->mem[k], &heap, cap, retain);
+            if (x->grp->mem[k].visit == gen) s = run_one(&x->grp->mem[k], &heap, cap, retain, gen);
         if (s) goto out;
     }
 out:
@@ -895,12 +1098,53 @@ out:
             }
         }
     }
+    for (int i = 0; i < hooked.n; i++) { /* after an error: gradients still held back */
+        jn_ag_meta *m = meta_of(hooked.v[i]);
+        jn_tensor_decref(m->hbuf);
+        m->hbuf = NULL;
+        m->hvisit = 0;
+    }
+    free(hooked.v);
     free(all.v);
     free(heap.v);
     free(stack.v);
     grad_off = !was_on;
     jn_autocast_resume(autocast);
     return s;
+}
+
+jn_status jn_ag_reaches(int n, jn_tensor *const *roots, int nleaves, jn_tensor *const *leaves, int *out) {
+    nodevec stack = {0};
+    uint64_t gen = __atomic_add_fetch(&visit_gen, 1, __ATOMIC_RELAXED);
+    for (int j = 0; j < nleaves; j++) out[j] = 0;
+    for (int i = 0; i < n; i++) {
+        jn_ag_meta *m = roots[i]->autograd ? meta_of(roots[i]) : NULL;
+        for (int j = 0; m && !m->grad_fn && j < nleaves; j++) out[j] |= leaves[j] == roots[i];
+        jn_node *g = m ? m->grad_fn : NULL;
+        if (g && g->visit != gen) {
+            g->visit = gen;
+            if (vec_push(&stack, g)) goto nomem;
+        }
+    }
+    while (stack.n) {
+        jn_node *x = stack.v[--stack.n];
+        /* a group: every member's edges (a slight over-approximation) */
+        for (int r = 0; r < (x->grp ? x->grp->n : 1); r++) {
+            jn_node *y = x->grp ? &x->grp->mem[r] : x;
+            for (int i = 0; i < y->nin; i++) {
+                jn_node *z = y->next[i].node;
+                for (int j = 0; y->next[i].leaf && j < nleaves; j++) out[j] |= leaves[j] == y->next[i].leaf;
+                if (!z || z->member || z->visit == gen) continue;
+                z->visit = gen;
+                if (vec_push(&stack, z)) goto nomem;
+            }
+        }
+    }
+    free(stack.v);
+    return JN_OK;
+nomem:
+    free(stack.v);
+    return jn_error(JN_ERR_NOMEM, "out of memory walking the autograd graph");
 }
 
 jn_status jn_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph) {

@@ -14,6 +14,7 @@
 #include "jn_runtime.h"
 
 typedef struct jn_node jn_node;
+typedef struct jn_ag_hook jn_ag_hook;
 
 /* What the autograd layer hangs on a tensor (jn_tensor.autograd). */
 typedef struct {
@@ -22,6 +23,12 @@ typedef struct {
     jn_node *grad_fn;      /* producer; NULL for leaves */
     int output_nr;         /* which output of grad_fn */
     int is_view_of_grad;   /* a view of a tensor that requires grad */
+    jn_ag_hook *hooks;     /* a leaf's gradient hooks, in registration order */
+    /* engine scratch for a leaf with hooks, valid during one backward: its
+     * incoming gradients are summed first (hbuf), so its hooks see the total */
+    uint64_t hvisit;
+    int hdeps;
+    jn_tensor *hbuf;
 } jn_ag_meta;
 
 /* Thread-local grad mode (janus.no_grad / enable_grad). */
@@ -51,6 +58,31 @@ jn_status jn_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, i
 jn_status jn_autograd_grad(int n, jn_tensor *const *roots, jn_tensor *const *grads, int ninputs,
                            jn_tensor *const *inputs, jn_tensor **out, int retain_graph,
                            int allow_unused);
+
+/* Gradient hooks (Tensor.register_hook, register_post_accumulate_grad_hook).
+ * JN_HOOK_GRAD on a leaf or a non-leaf: fn(ctx, t, grad, &r) runs when t's
+ * gradient of this backward is complete (a non-leaf's before its producer's
+ * formula reads it, a leaf's before it is accumulated or captured by
+ * autograd.grad); grad is borrowed; setting *r (a new reference, same shape
+ * and dtype) replaces the gradient for the hooks after it and the engine.
+ * JN_HOOK_POST_ACC on a leaf: fn(ctx, t, NULL, NULL) after backward()
+ * accumulated t's gradient into .grad (not under autograd.grad).  Hooks run
+ * in registration order, on the thread running backward, with grad mode
+ * off.  A non-leaf's hooks live on its producer's node (they stay with the
+ * value the tensor had when registered, as PyTorch's).  free_ctx(ctx) runs
+ * when the hook is dropped (removed and no longer referenced).  *out: a new
+ * reference to the hook, for jn_ag_hook_remove and jn_ag_hook_decref. */
+enum { JN_HOOK_GRAD = 0, JN_HOOK_POST_ACC = 1 };
+typedef jn_status (*jn_ag_hook_fn)(void *ctx, jn_tensor *t, jn_tensor *grad, jn_tensor **replace);
+jn_status jn_ag_add_hook(jn_tensor *t, int kind, jn_ag_hook_fn fn, void *ctx, void (*free_ctx)(void *),
+                         jn_ag_hook **out);
+/* The hook no longer runs (idempotent). */
+void jn_ag_hook_remove(jn_ag_hook *h);
+void jn_ag_hook_decref(jn_ag_hook *h);
+
+/* out[j] = 1 when a backward from roots would reach leaf leaves[j] (DDP's
+ * find_unused_parameters).  O(graph * nleaves); not during a backward. */
+jn_status jn_ag_reaches(int n, jn_tensor *const *roots, int nleaves, jn_tensor *const *leaves, int *out);
 
 /* Called by the dispatcher after an op ran (out-of-place, view or in-place). */
 jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,

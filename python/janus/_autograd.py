@@ -1,6 +1,26 @@
 """Autograd-facing Tensor API (requires_grad, grad, grad_fn, is_leaf,
-backward, detach, requires_grad_) attached to janus.Tensor."""
+backward, detach, requires_grad_, register_hook,
+register_post_accumulate_grad_hook) attached to janus.Tensor."""
 from . import _C
+
+
+class RemovableHandle:
+    """What register_hook returns (torch.utils.hooks.RemovableHandle):
+    remove() stops the hook; also a context manager removing it at exit."""
+    __slots__ = ("_h",)
+
+    def __init__(self, h):
+        self._h = h
+
+    def remove(self):
+        _C._remove_hook(self._h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
 
 
 class _GradFn:
@@ -45,6 +65,16 @@ def install(Tensor):
     def detach(self):
         return _C._detach(self)
 
+    def register_hook(self, hook):
+        """hook(grad) runs when this tensor's gradient is computed in backward
+        (a leaf's before it is accumulated into .grad); a Tensor it returns
+        replaces the gradient.  Runs under no_grad, in registration order."""
+        return RemovableHandle(_C._add_hook(self, False, hook))
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """On a leaf: hook(tensor) runs after backward() accumulated .grad."""
+        return RemovableHandle(_C._add_hook(self, True, hook))
+
     def detach_(self):
         raise NotImplementedError("detach_() is not supported; use x = x.detach()")
 
@@ -55,6 +85,8 @@ def install(Tensor):
     Tensor.is_leaf = property(lambda self: _C._is_leaf(self))
     Tensor.backward = backward
     Tensor.detach = detach
+    Tensor.register_hook = register_hook
+    Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
     Tensor.detach_ = detach_
     def _set_data(self, v):
         prev = _C._set_grad_enabled(False)

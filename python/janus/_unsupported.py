@@ -59,7 +59,6 @@ ALTERNATIVES = {
     "FloatTensor": "torch.tensor(data, dtype=torch.float32) or torch.empty(*size)",
     "LongTensor": "torch.tensor(data, dtype=torch.long)",
     "utils.data.distributed": "torch.utils.data.DataLoader(..., shuffle=True) in one process",
-    "Tensor.register_hook": "torch.autograd.grad, or reading .grad after backward()",
     "Tensor.retain_grad": "torch.autograd.grad",
 }
 

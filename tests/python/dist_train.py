@@ -58,6 +58,11 @@ def main():
                     help="adds an op (x + 0.0, the same numbers) to its forward at the fault step: a guard miss "
                     "under replay on that rank only")
     ap.add_argument("--fault-step", type=int, default=3)
+    ap.add_argument("--reduce", choices=("hooks", "after", "async"), default="hooks",
+                    help="DDP: buckets reduced inside backward as they are ready (hooks), after it, or "
+                    "inside it on the communication thread (async)")
+    ap.add_argument("--depth", type=int, default=1, help="MLP: hidden layers of --hidden units")
+    ap.add_argument("--bucket-cap-mb", type=float, default=None)
     ap.add_argument("--accumulate", type=int, default=1, help="backward passes per step (no_sync for all but the last)")
     args = ap.parse_args()
 
@@ -75,20 +80,19 @@ def main():
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=False)
     loader = DataLoader(ds, batch_size=args.batch, sampler=sampler)
     if args.model == "mlp":
-        model = nn.Sequential(nn.Linear(784, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10))
+        layers = [nn.Linear(784, args.hidden), nn.ReLU()]
+        for _ in range(args.depth - 1):
+            layers += [nn.Linear(args.hidden, args.hidden), nn.ReLU()]
+        model = nn.Sequential(*layers, nn.Linear(args.hidden, 10))
     else:
         model = LeNet()
+    reduce_s = []
     if args.no_ddp:
         janus.manual_seed(1234)
     else:
-        model = nn.parallel.DistributedDataParallel(model)
-        reduce, reduce_s = model._reduce_gradients, []
-
-        def timed_reduce():  # seconds spent averaging gradients (bench_dist.py's overlap column)
-            t = time.perf_counter()
-            reduce()
-            reduce_s.append(time.perf_counter() - t)
-        model._reduce_gradients = timed_reduce
+        model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
+        model._reduce_in_backward = args.reduce != "after"
+        model._async_reduce = args.reduce == "async"
     opt = janus.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     losses, world_losses, times = [], [], []
@@ -102,6 +106,8 @@ def main():
         if step == args.fault_step and rank == args.hang_rank:
             time.sleep(3600)
         opt.zero_grad()
+        if not args.no_ddp:
+            comm0 = (model._comm_seconds, model._wait_seconds)
         for k in range(args.accumulate):
             xb, yb = next(it)
             if step == args.fault_step and rank == args.odd_rank:
@@ -112,6 +118,8 @@ def main():
             else:
                 loss = loss_fn(model(xb), yb)
                 loss.backward()
+        if not args.no_ddp:  # this step's all-reduce seconds, and the main thread's wait in them
+            reduce_s.append((model._comm_seconds - comm0[0], model._wait_seconds - comm0[1]))
         opt.step()
         lv = loss.detach().clone()
         if not args.no_ddp:
@@ -126,7 +134,7 @@ def main():
         with open(f"{args.out}.rank{rank}.json", "w") as f:
             json.dump({"rank": rank, "world": world, "losses": losses, "world_losses": world_losses,
                        "params_sha256": h.hexdigest(), "step_seconds": times,
-                       "reduce_seconds": [] if args.no_ddp else reduce_s}, f)
+                       "reduce_seconds": reduce_s}, f)
     print(f"rank {rank}/{world}: final loss {world_losses[-1]:.6f}", flush=True)
     if not args.no_ddp:
         dist.destroy_process_group()

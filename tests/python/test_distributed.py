@@ -6,7 +6,10 @@ dist_train.py and small inline scripts); every launch has a timeout.
 Covered: each collective and ReduceOp against numbers computed here; DDP on
 the MLP and the CNN (2 ranks of batch B = 1 process of batch 2B within 1e-6
 relative, final parameters bitwise equal on both ranks, no_sync
-accumulation); record / optimize / replay of 2 ranks bitwise equal to eager
+accumulation; buckets reduced inside backward in the same order on every
+rank, with a parameter unused on one rank, with and without
+find_unused_parameters; the asynchronous communication thread bitwise equal
+to the synchronous reduction); record / optimize / replay of 2 ranks bitwise equal to eager
 per rank, each rank its own run with its rank and hit rate in `janus
 inspect`; a guard miss on rank 1 only; a killed, a raising and a hanging
 rank end the job within the limit naming the rank; a wrong WORLD_SIZE; a
@@ -249,6 +252,100 @@ def test_ddp_no_sync_accumulates_then_averages(tmp_path):
 @needs_data
 def test_ddp_cnn_two_ranks_equal_one_process_with_twice_the_batch(tmp_path):
     _compare_with_one_process(tmp_path, "cnn", steps=6, batch=16)
+
+
+@needs_mpi
+def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_path):
+    """One bucket per parameter: the last layer's buckets are all-reduced before
+    backward reaches the first layer; an extra head used on rank 0 only (its
+    buckets come first): with find_unused_parameters rank 1 marks it ready at
+    forward, without it rank 1 reduces every bucket at backward's end, in the
+    same order, without a hang; no_sync reduces nothing."""
+    r = _py(f"""
+        import json, janus, janus.distributed as dist, janus.nn as nn
+        dist.init_process_group("mpi")
+        rank = dist.get_rank()
+        janus.manual_seed(0)
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b, self.extra = nn.Linear(4, 8), nn.Linear(8, 3), nn.Linear(8, 3)
+            def forward(self, x):
+                h = self.a(x)
+                h.register_hook(lambda g: log.append("first layer"))
+                out = self.b(janus.relu(h))
+                return out + self.extra(janus.relu(h)) if rank == 0 else out
+        log, orig = [], dist.all_reduce
+        def traced(t, op=dist.ReduceOp.SUM, *a, **k):
+            log.append(t.numel())
+            return orig(t, op, *a, **k)
+        dist.all_reduce = traced
+        res = {{}}
+        for find in (True, False):
+            janus.manual_seed(0)
+            model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=1e-6, find_unused_parameters=find)
+            x = janus.ones(5, 4) * (rank + 1)
+            log.clear()
+            model(x).pow(2).sum().backward()
+            grads = {{n: p.grad.tolist() for n, p in model.module.named_parameters()}}
+            res[find] = {{"log": list(log), "grads": grads}}
+        log.clear()
+        with model.no_sync():
+            model(x).pow(2).sum().backward()
+        res["no_sync"] = log
+        json.dump(res, open("{tmp_path}/r%d.json" % rank, "w"))
+    """, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
+    # buckets: extra.bias, extra.weight, b.bias, b.weight, a.bias, a.weight (reverse order)
+    overlapped = [3, 24, 3, 24, "first layer", 8, 32]
+    assert a["true"]["log"] == overlapped and a["false"]["log"] == overlapped, a
+    assert b["true"]["log"] == overlapped, b["true"]["log"]  # extra ready at forward: zeros
+    assert b["false"]["log"] == ["first layer", 3, 24, 3, 24, 8, 32], b["false"]["log"]  # extra's buckets wait
+    assert a["no_sync"] == ["first layer"] and b["no_sync"] == ["first layer"]
+    for find in ("true", "false"):
+        assert a[find]["grads"] == b[find]["grads"]  # averaged: equal on both ranks
+        assert any(v != 0 for row in a[find]["grads"]["extra.weight"] for v in row)
+    assert a["true"]["grads"] == a["false"]["grads"]
+
+
+@needs_mpi
+def test_ddp_async_reduce_gives_the_synchronous_numbers(tmp_path):
+    """Buckets all-reduced on the communication thread while backward goes on:
+    .grad is final when backward() returns, and training is bitwise the
+    synchronous one's (same all-reduces, same order), several buckets."""
+    r = _py(f"""
+        import json, janus, janus.distributed as dist, janus.nn as nn
+        dist.init_process_group("mpi")
+        rank = dist.get_rank()
+        out = {{}}
+        for mode in ("sync", "async"):
+            janus.manual_seed(0)
+            net = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2))
+            model = nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.0005)
+            model._async_reduce = mode == "async"
+            opt = janus.optim.SGD(model.parameters(), lr=0.1)
+            janus.manual_seed(1 + rank)
+            losses = []
+            for step in range(4):
+                opt.zero_grad()
+                loss = model(janus.randn(8, 6)).pow(2).mean()
+                loss.backward()
+                assert not model._inflight
+                opt.step()
+                losses.append(loss.item())
+            out[mode] = {{"losses": losses, "params": [p.tolist() for p in model.parameters()],
+                          "buckets": len(model._buckets), "comm": model._comm_seconds,
+                          "wait": model._wait_seconds}}
+        json.dump(out, open("{tmp_path}/r%d.json" % rank, "w"))
+    """, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
+    for d in (a, b):
+        assert d["sync"]["buckets"] >= 3
+        assert d["sync"]["losses"] == d["async"]["losses"] and d["sync"]["params"] == d["async"]["params"]
+        assert d["async"]["comm"] > 0 and d["sync"]["comm"] == d["sync"]["wait"] > 0
+    assert a["async"]["params"] == b["async"]["params"] and a["sync"]["losses"] != b["sync"]["losses"]
 
 
 # ------------------------------------------------------- record, optimize, replay

@@ -102,6 +102,96 @@ static PyObject *py_detach(PyObject *self, PyObject *o) {
     return t ? jn_py_wrap(d) : NULL;
 }
 
+/* ---- gradient hooks (jn_ag_add_hook): a Python callable as the context.
+ * The engine runs backward with the GIL released; a hook takes it.  An
+ * exception a hook raises is kept (per thread: the engine runs on the
+ * calling thread) and re-raised by the backward()/grad() call itself. */
+static _Thread_local PyObject *hook_exc_t, *hook_exc_v, *hook_exc_tb;
+
+static void hook_free(void *ctx) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(g);
+}
+
+static jn_status hook_call(void *ctx, jn_tensor *t, jn_tensor *grad, jn_tensor **replace) {
+    jn_status s = JN_OK;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *fn = ctx, *arg = grad ? wrap_borrowed(grad) : wrap_borrowed(t), *r = NULL;
+    Py_INCREF(fn); /* a hook may remove itself */
+    if (arg) r = PyObject_CallOneArg(fn, arg);
+    Py_DECREF(fn);
+    Py_XDECREF(arg);
+    if (r && r != Py_None) {
+        if (!replace) {
+            PyErr_SetString(PyExc_RuntimeError, "a post accumulate grad hook must return None");
+        } else if (!JnTensor_Check(r)) {
+            PyErr_Format(PyExc_TypeError, "a gradient hook must return None or a Tensor, not %.100s",
+                         Py_TYPE(r)->tp_name);
+        } else {
+            *replace = ((JnTensorObject *)r)->t;
+            jn_tensor_incref(*replace);
+        }
+    }
+    if (PyErr_Occurred()) {
+        Py_XDECREF(hook_exc_t), Py_XDECREF(hook_exc_v), Py_XDECREF(hook_exc_tb);
+        PyErr_Fetch(&hook_exc_t, &hook_exc_v, &hook_exc_tb);
+        s = jn_error(JN_ERR_RUNTIME, "a gradient hook raised an exception");
+    }
+    Py_XDECREF(r);
+    PyGILState_Release(g);
+    return s;
+}
+
+/* After the engine failed: the hook's own exception when one raised. */
+static PyObject *engine_raise(jn_status s) {
+    if (hook_exc_t) {
+        PyErr_Restore(hook_exc_t, hook_exc_v, hook_exc_tb);
+        hook_exc_t = hook_exc_v = hook_exc_tb = NULL;
+        return NULL;
+    }
+    return jn_py_raise(s);
+}
+
+static void hook_capsule_free(PyObject *cap) {
+    jn_ag_hook_decref(PyCapsule_GetPointer(cap, "janus.ag_hook"));
+}
+
+/* _add_hook(tensor, post_accumulate, fn) -> an opaque handle for _remove_hook */
+static PyObject *py_add_hook(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o, *fn;
+    int post;
+    if (!PyArg_ParseTuple(args, "OpO", &o, &post, &fn)) return NULL;
+    jn_tensor *t = T_of(o, "tensor");
+    if (!t) return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "hook must be callable, not %.100s", Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    jn_ag_hook *h;
+    Py_INCREF(fn);
+    jn_status s = jn_ag_add_hook(t, post ? JN_HOOK_POST_ACC : JN_HOOK_GRAD, hook_call, fn, hook_free, &h);
+    if (s) {
+        Py_DECREF(fn);
+        return jn_py_raise(s);
+    }
+    PyObject *cap = PyCapsule_New(h, "janus.ag_hook", hook_capsule_free);
+    if (!cap) {
+        jn_ag_hook_remove(h);
+        jn_ag_hook_decref(h);
+    }
+    return cap;
+}
+
+static PyObject *py_remove_hook(PyObject *self, PyObject *cap) {
+    (void)self;
+    jn_ag_hook *h = PyCapsule_GetPointer(cap, "janus.ag_hook");
+    if (!h) return NULL;
+    jn_ag_hook_remove(h);
+    Py_RETURN_NONE;
+}
+
 /* Collect a sequence of tensors (None allowed when allow_none). Borrowed. */
 static int tensors_of(PyObject *seq_in, jn_tensor **out, int max, int allow_none, const char *what) {
     PyObject *seq = PySequence_Fast(seq_in, "expected a sequence of tensors");
@@ -143,7 +233,7 @@ static PyObject *py_backward(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     s = jn_backward(n, roots, grads, retain);
     Py_END_ALLOW_THREADS
-    if (s) return jn_py_raise(s);
+    if (s) return engine_raise(s);
     Py_RETURN_NONE;
 }
 
@@ -168,7 +258,7 @@ static PyObject *py_autograd_grad(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     s = jn_autograd_grad(n, roots, grads, ni, inputs, out, retain, allow_unused);
     Py_END_ALLOW_THREADS
-    if (s) return jn_py_raise(s);
+    if (s) return engine_raise(s);
     PyObject *tup = PyTuple_New(ni);
     for (int i = 0; i < ni; i++) {
         PyObject *w;
@@ -185,6 +275,40 @@ static PyObject *py_autograd_grad(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(tup, i, w);
     }
     return tup;
+}
+
+/* _reaches(roots, leaves) -> [bool]: which leaves a backward from roots reaches */
+static PyObject *py_reaches(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ro, *lo;
+    if (!PyArg_ParseTuple(args, "OO", &ro, &lo)) return NULL;
+    jn_tensor *roots[JN_MAX_INS];
+    int n = tensors_of(ro, roots, JN_MAX_INS, 0, "roots");
+    if (n < 0) return NULL;
+    PyObject *seq = PySequence_Fast(lo, "leaves must be a sequence of tensors");
+    if (!seq) return NULL;
+    Py_ssize_t nl = PySequence_Fast_GET_SIZE(seq);
+    jn_tensor **leaves = PyMem_Malloc(sizeof *leaves * (size_t)(nl + 1));
+    int *out = PyMem_Malloc(sizeof *out * (size_t)(nl + 1));
+    PyObject *res = NULL;
+    if (!leaves || !out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < nl; j++)
+        if (!(leaves[j] = T_of(PySequence_Fast_GET_ITEM(seq, j), "leaves"))) goto done;
+    jn_status s = jn_ag_reaches(n, roots, (int)nl, leaves, out);
+    if (s) {
+        jn_py_raise(s);
+        goto done;
+    }
+    if (!(res = PyList_New(nl))) goto done;
+    for (Py_ssize_t j = 0; j < nl; j++) PyList_SET_ITEM(res, j, PyBool_FromLong(out[j]));
+done:
+    PyMem_Free(leaves);
+    PyMem_Free(out);
+    Py_DECREF(seq);
+    return res;
 }
 
 static PyObject *py_set_grad_enabled(PyObject *self, PyObject *arg) {
@@ -258,6 +382,9 @@ PyMethodDef jn_py_autograd_methods[] = {
     {"_ag_group_size", py_ag_group_size, METH_O, "tests: members of the tensor's group node, 0 if none"},
     {"_ag_nodes_made", py_ag_nodes_made, METH_NOARGS, "tests: autograd nodes made so far"},
     {"_backward", py_backward, METH_VARARGS, NULL},
+    {"_add_hook", py_add_hook, METH_VARARGS, "register a gradient hook: (tensor, post_accumulate, fn) -> handle"},
+    {"_remove_hook", py_remove_hook, METH_O, "the hook behind a handle no longer runs"},
+    {"_reaches", py_reaches, METH_VARARGS, "which leaves a backward from the roots reaches"},
     {"_autograd_grad", py_autograd_grad, METH_VARARGS, NULL},
     {"_set_grad_enabled", py_set_grad_enabled, METH_O, "set grad mode; returns the previous one"},
     {"is_grad_enabled", py_is_grad_enabled, METH_NOARGS, NULL},

@@ -8,19 +8,37 @@ checkpoints match PyTorch's.
 
 DistributedDataParallel (one process per rank, janus.distributed) keeps the
 replicas equal: at wrap, rank 0's parameters and buffers are broadcast;
-after every backward the gradients are averaged over the ranks in buckets
-(parameters in reverse order, as PyTorch's reducer, at most bucket_cap_mb
-each; one flat all-reduce per bucket, grad * (1 / world) then SUM, as
-PyTorch's reducer does; the all-reduce is the table op all_reduce_, so a
-recorded step's graph holds it and replay runs it there, before the
-optimizer's update in the same graph).  Janus's autograd engine has no
-per-gradient hooks, so the buckets are reduced when backward has finished,
-not while it runs: communication does not overlap the backward pass.  no_sync() skips
-the reduction; the gradients accumulated meanwhile are averaged at the
-first backward after it.  A parameter without a gradient contributes zeros
-(every rank reduces the same buckets, so no rank waits for another).
+the gradients are averaged over the ranks in buckets (parameters in
+reverse order, as PyTorch's reducer, at most bucket_cap_mb each; one flat
+all-reduce per bucket, grad * (1 / world) then SUM, as PyTorch's reducer
+does).  Each parameter has a post-accumulate-grad hook: a bucket is reduced
+inside backward as soon as the last of its gradients is accumulated, and
+buckets go strictly in bucket order (a ready bucket waits for the ones
+before it), so every rank issues the same all-reduces in the same order.
+What backward did not produce (a parameter unused on some rank) is reduced
+when backward ends, in the same order, contributing zeros: a rank that
+reaches bucket k early waits inside its all-reduce for the others, none
+deadlocks; with find_unused_parameters the parameters the output's graph
+does not reach are ready at forward, as PyTorch's reducer marks them, so
+their buckets need not wait (without it janus does not raise, unlike
+PyTorch).  The all-reduce is the table
+op all_reduce_, so a recorded step's graph holds the buckets' nodes among
+the backward's, and replay runs them there.  no_sync() skips the
+reduction; the gradients accumulated meanwhile are averaged at the first
+backward after it.  The all-reduce is synchronous by default: a bucket's
+communication does not run while backward computes the next gradients.
+With _async_reduce set (eager only: not under `janus record` / `replay`,
+whose graphs hold the all-reduces as nodes), a bucket's flat gradient goes
+to the process's communication thread, which all-reduces it with the GIL
+released while backward goes on; backward's end waits for every bucket, in
+order, and copies them back, so .grad is final when backward() returns and
+the collectives keep one order on every rank (the main thread issues none
+while the thread has work: MPI runs THREAD_SERIALIZED).
 """
 import contextlib
+import threading
+import time
+import weakref
 
 from ..module import Module
 
@@ -57,18 +75,31 @@ class DistributedDataParallel(Module):
         self.require_backward_grad_sync = True
         self.world_size = dist.get_world_size()
         cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
+        # PyTorch's first bucket is 1 MiB when the cap is the default: the first reduction starts early
+        first_cap = min(cap, 1024 * 1024) if bucket_cap_mb is None else cap
         params = [p for p in module.parameters() if p.requires_grad]
         self._buckets, cur, size = [], [], 0
         for p in reversed(params):  # backward produces the last layers' gradients first
             nbytes = p.numel() * p.element_size()
-            if cur and (size + nbytes > cap or p.dtype != cur[0].dtype):
+            if cur and (size + nbytes > (cap if self._buckets else first_cap) or p.dtype != cur[0].dtype):
                 self._buckets.append(cur)
                 cur, size = [], 0
             cur.append(p)
             size += nbytes
         if cur:
             self._buckets.append(cur)
-        self._queued = False
+        self._bucket_of = {id(p): k for k, b in enumerate(self._buckets) for p in b}
+        self._armed = False  # a forward with grad on: the next backward reduces
+        self._reduce_in_backward = True  # False: every bucket after backward (bench_dist.py's baseline)
+        self._async_reduce = False  # True: eager buckets all-reduced on the communication thread
+        self._inflight = []  # (bucket, flat, work) handed to the communication thread, in order
+        # seconds in bucket all-reduces, and the main thread's share of them (bench_dist.py's overlap):
+        # equal when synchronous; async, the communication thread's time and backward's wait at its end
+        self._comm_seconds = self._wait_seconds = 0.0
+        self._missing, self._next = [], 0
+        me = weakref.ref(self)  # the hooks must not keep the wrapper alive
+        hooks = [p.register_post_accumulate_grad_hook(lambda p, me=me: _grad_ready(me, p)) for p in params]
+        weakref.finalize(self, _remove_hooks, hooks)  # a dropped wrapper leaves no hooks behind
         with _no_grad():
             for t in list(module.parameters()) + list(module.buffers()):
                 dist.broadcast(t.detach(), 0)
@@ -89,33 +120,170 @@ class DistributedDataParallel(Module):
             with _no_grad():
                 for b in self.module.buffers():
                     dist.broadcast(b, 0)
-        if _grad_enabled() and self.require_backward_grad_sync and not self._queued:
-            self._queued = True
-            autograd._queue_after_backward(self._reduce_gradients)
-        return self.module(*inputs, **kwargs)
+        arm = _grad_enabled() and self.require_backward_grad_sync and not self._armed
+        if arm:
+            self._armed = True
+            self._missing = [len(b) for b in self._buckets]  # gradients each bucket still waits for
+            self._next = 0  # the first bucket not reduced yet
+            autograd._queue_after_backward(self._finish_reduction)
+        out = self.module(*inputs, **kwargs)
+        if arm and self.find_unused_parameters:
+            self._mark_unused(out)
+        return out
 
-    def _reduce_gradients(self):
+    def _mark_unused(self, out):
+        """As PyTorch's reducer: parameters the output's graph does not reach
+        are ready now, so their buckets do not wait for the end of backward."""
+        from ... import _C
+        roots, todo = [], [out]
+        while todo:
+            o = todo.pop()
+            if isinstance(o, (list, tuple)):
+                todo.extend(o)
+            elif isinstance(o, dict):
+                todo.extend(o.values())
+            elif isinstance(o, _C.TensorBase) and o.requires_grad:
+                roots.append(o)
+        params = [p for b in self._buckets for p in b]
+        try:
+            used = _C._reaches(roots, params)
+        except ValueError:  # more outputs than the engine takes roots: wait for all
+            return
+        for p, u in zip(params, used):
+            if not u:
+                self._missing[self._bucket_of[id(p)]] -= 1
+
+    def _param_ready(self, p):
+        """p's gradient of this backward is accumulated: reduce the buckets it completes."""
+        k = self._bucket_of.get(id(p))
+        if not self._armed or not self._reduce_in_backward or k is None or k < self._next:
+            return
+        self._missing[k] -= 1
+        while self._next < len(self._buckets) and self._missing[self._next] <= 0:
+            self._reduce_bucket(self._buckets[self._next])
+            self._next += 1
+
+    def _finish_reduction(self):
+        """After backward: the buckets it did not complete, in order (zeros for
+        missing gradients); then, async, the wait for every bucket in flight."""
+        try:
+            while self._next < len(self._buckets):
+                self._reduce_bucket(self._buckets[self._next])
+                self._next += 1
+        finally:
+            self._armed = False
+            inflight, self._inflight = self._inflight, []
+            if inflight:
+                t = time.perf_counter()
+                for _, _, work in inflight:
+                    work.wait()
+                self._wait_seconds += time.perf_counter() - t
+            for bucket, flat, work in inflight:
+                self._comm_seconds += work.seconds
+                work.raise_error()
+                self._copy_back(bucket, flat)
+
+    def _reduce_bucket(self, bucket):
         import janus
-        from ... import distributed as dist
-        self._queued = False
+        from ... import _C, distributed as dist
         scale = 1.0 / self.world_size
         with _no_grad():
-            for bucket in self._buckets:
-                grads = [p.grad.reshape(-1) if p.grad is not None else janus.zeros(p.numel(), dtype=p.dtype,
-                                                                                   device=p.device)
-                         for p in bucket]
-                flat = janus.cat(grads) if len(grads) > 1 else grads[0].clone()
-                flat.mul_(scale)
-                dist.all_reduce(flat, dist.ReduceOp.SUM)
-                at = 0
-                for p in bucket:
-                    n = p.numel()
-                    g = flat[at:at + n].view(p.shape)
-                    if p.grad is None:
-                        p.grad = g.clone()
-                    else:
-                        p.grad.copy_(g)
-                    at += n
+            grads = [p.grad.reshape(-1) if p.grad is not None else janus.zeros(p.numel(), dtype=p.dtype,
+                                                                               device=p.device)
+                     for p in bucket]
+            flat = janus.cat(grads) if len(grads) > 1 else grads[0].clone()
+            flat.mul_(scale)
+            if self._async_reduce and not _C._rec_active() and not _C._rp_active() and flat.device.type == "cpu":
+                self._inflight.append((bucket, flat, _comm_thread().submit(flat)))
+                return
+            t = time.perf_counter()
+            dist.all_reduce(flat, dist.ReduceOp.SUM)
+            t = time.perf_counter() - t
+            self._comm_seconds += t
+            self._wait_seconds += t
+            self._copy_back(bucket, flat)
+
+    def _copy_back(self, bucket, flat):
+        with _no_grad():
+            at = 0
+            for p in bucket:
+                n = p.numel()
+                g = flat[at:at + n].view(p.shape)
+                if p.grad is None:
+                    p.grad = g.clone()
+                else:
+                    p.grad.copy_(g)
+                at += n
+
+
+class _Work:
+    """One all-reduce handed to the communication thread."""
+    __slots__ = ("tensor", "event", "error", "seconds")
+
+    def __init__(self, tensor):
+        self.tensor, self.event, self.error, self.seconds = tensor, threading.Event(), None, 0.0
+
+    def wait(self):
+        self.event.wait()
+
+    def raise_error(self):
+        if self.error is not None:
+            raise self.error
+
+
+class _CommThread:
+    """The process's communication thread: SUM all-reduces of contiguous CPU
+    tensors, in submission order (one thread per process, so collectives
+    never run on two threads at once), each with the GIL released
+    (_C._dist_all_reduce calls the process group directly)."""
+
+    def __init__(self):
+        self.cv, self.queue = threading.Condition(), []
+        threading.Thread(target=self._run, name="janus-ddp-comm", daemon=True).start()
+
+    def submit(self, t):
+        w = _Work(t)
+        with self.cv:
+            self.queue.append(w)
+            self.cv.notify()
+        return w
+
+    def _run(self):
+        from ... import _C
+        while True:
+            with self.cv:
+                while not self.queue:
+                    self.cv.wait()
+                w = self.queue.pop(0)
+            t = time.perf_counter()
+            try:
+                _C._dist_all_reduce(w.tensor, 0)  # ReduceOp.SUM
+            except BaseException as e:  # raised on the main thread by _finish_reduction
+                w.error = e
+            w.seconds = time.perf_counter() - t
+            w.event.set()
+
+
+_comm = []  # the process's communication thread, started at the first asynchronous bucket
+_comm_lock = threading.Lock()
+
+
+def _comm_thread():
+    with _comm_lock:
+        if not _comm:
+            _comm.append(_CommThread())
+        return _comm[0]
+
+
+def _remove_hooks(hooks):
+    for h in hooks:
+        h.remove()
+
+
+def _grad_ready(me, p):
+    ddp = me()
+    if ddp is not None:
+        ddp._param_ready(p)
 
 
 def _no_grad():

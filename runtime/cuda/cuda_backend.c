@@ -1703,6 +1703,8 @@ static const jn_rt_backend cuda_backend = {
         [JN_OP_index] = cu_index, [JN_OP_index_put_] = cu_index_put_,
         /* collectives: runtime/dist.c takes CUDA tensors to NCCL on janus's stream */
         [JN_OP_all_reduce_] = jn_cpu_all_reduce_, [JN_OP_broadcast_] = jn_cpu_broadcast_,
+        [JN_OP_all_gather] = jn_cpu_all_gather, [JN_OP_reduce_scatter] = jn_cpu_reduce_scatter,
+        [JN_OP_barrier] = jn_cpu_barrier, /* its token: jn_copy_into a CUDA 0-d tensor */
         /* these CPU kernels only copy windows with jn_copy_into, which the
          * CUDA backend carries out (they read no data themselves) */
         [JN_OP_cat] = jn_cpu_cat, [JN_OP_stack] = jn_cpu_stack, [JN_OP_slice_scatter] = jn_cpu_slice_scatter,

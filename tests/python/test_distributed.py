@@ -214,6 +214,88 @@ def test_uninitialized_group_says_what_to_call():
         dist.init_process_group("ucc")
 
 
+@needs_mpi
+def test_a_collective_lets_the_gil_go_while_it_waits(tmp_path):
+    """Rank 0 enters all_reduce (then barrier) while rank 1 waits for a file
+    that only a Python thread of rank 0 writes once rank 0's main thread is
+    on its way into the collective: with the GIL held through the wait the
+    thread never runs, rank 1 never joins and the watchdog ends the job."""
+    r = _py("""
+        import os, threading, time, janus, janus.distributed as dist
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+        for k, call in enumerate((lambda: dist.all_reduce(janus.ones(3)), dist.barrier)):
+            go = f"{OUT}.go{k}"
+            if r == 0:
+                entering = threading.Event()
+                def helper():
+                    entering.wait()
+                    time.sleep(0.5)  # lets the GIL go: the main thread is in the collective by now
+                    open(go, "w").write("written while rank 0 waited")
+                t = threading.Thread(target=helper)
+                t.start()
+                entering.set()
+                call()
+                t.join()
+            else:
+                deadline = time.monotonic() + 60
+                while not os.path.exists(go):
+                    assert time.monotonic() < deadline, "rank 0's thread never ran"
+                    time.sleep(0.05)
+                call()
+        open(f"{OUT}.{r}", "w").write("done")
+        dist.destroy_process_group()
+    """.replace("{OUT}", str(tmp_path / "out")), JANUS_DIST_TIMEOUT="20", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [(tmp_path / f"out.{k}").read_text() for k in (0, 1)] == ["done", "done"]
+
+
+@needs_mpi
+def test_all_gather_and_reduce_scatter_are_differentiable(tmp_path):
+    """torch.distributed.nn.functional: all_gather's input gradient is the
+    reduce_scatter SUM of every rank's output gradient, reduce_scatter's the
+    all_gather of it (divided by the world for AVG); other ReduceOps refuse."""
+    r = _py("""
+        import json, janus, janus.distributed as dist
+        import janus.distributed.nn.functional as F
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+        out = {}
+        x = janus.tensor([1.0 + r, 2.0], requires_grad=True)
+        ys = F.all_gather(x)
+        sum((y * (k + 1.0 + r)).sum() for k, y in enumerate(ys)).backward()
+        out["ag"] = [[y.tolist() for y in ys], x.grad.tolist()]
+        for op in ("SUM", "AVG"):
+            x = janus.arange(4.0).requires_grad_()
+            y = F.reduce_scatter(janus.zeros(2), [x[:2] * (r + 1), x[2:] * (r + 1)], getattr(dist.ReduceOp, op))
+            (y * (r + 1.0)).sum().backward()
+            out[op] = [y.tolist(), x.grad.tolist()]
+        x = janus.ones(2, requires_grad=True)
+        y = F.all_reduce(x * 1.0)
+        y.sum().backward()
+        out["ar"] = x.grad.tolist()
+        x = janus.ones(2, requires_grad=True)
+        try:
+            F.reduce_scatter(janus.zeros(1), [x[:1] * 1.0, x[1:] * 1.0], dist.ReduceOp.MAX).sum().backward()
+        except Exception as e:
+            out["max"] = f"{type(e).__name__}: {e}"
+        with open(f"{OUT}.{r}", "w") as f:
+            json.dump(out, f)
+        dist.destroy_process_group()
+    """.replace("{OUT}", str(tmp_path / "out")))
+    assert r.returncode == 0, r.stdout + r.stderr
+    for k in (0, 1):
+        o = json.loads((tmp_path / f"out.{k}").read_text())
+        assert o["ag"][0] == [[1.0, 2.0], [2.0, 2.0]]
+        # d/dx_k of sum over ranks r, slots j of (j + 1 + r) * x_j: rank k's slot j = k, summed over r
+        assert o["ag"][1] == [[3.0, 3.0], [5.0, 5.0]][k]
+        # y_k = op over r of (r + 1) * x_r[k-th half]; loss = sum_k (k + 1) * sum(y_k)
+        assert o["SUM"] == [[[0.0, 3.0], [6.0, 9.0]][k], [[1.0, 1.0, 2.0, 2.0], [2.0, 2.0, 4.0, 4.0]][k]]
+        assert o["AVG"] == [[[0.0, 1.5], [3.0, 4.5]][k], [[0.5, 0.5, 1.0, 1.0], [1.0, 1.0, 2.0, 2.0]][k]]
+        assert o["ar"] == [2.0, 2.0]
+        assert "reduce_scatter with ReduceOp.MAX is not differentiable" in o["max"], o
+
+
 # ------------------------------------------------------------------------ DDP
 def _compare_with_one_process(tmp_path, model, steps, batch, accumulate=1, timeout=240):
     two, one = str(tmp_path / "two"), str(tmp_path / "one")

@@ -382,6 +382,105 @@ def test_record_optimize_replay_two_ranks_bitwise_equal_to_eager(tmp_path):
     assert "rank 0/2" in text and "rank 1/2" in text and "hit rate" in text
 
 
+OPS_TRAIN = os.path.join(HERE, "dist_ops_train.py")
+
+
+@pytest.fixture(scope="module")
+def ops_store(tmp_path_factory):
+    """dist_ops_train.py recorded on 2 ranks and optimized (one store for
+    the tests below)."""
+    if MPIRUN is None:
+        pytest.skip("mpirun not found: apt-get install openmpi-bin libopenmpi-dev")
+    d = tmp_path_factory.mktemp("ops")
+    db = str(d / "run.db")
+    r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", db, "--", sys.executable, OPS_TRAIN, "--out",
+                        str(d / "rec")], capture_output=True, text=True, timeout=240, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([JANUS, "optimize", db], capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    return d, db
+
+
+def _replays(db, first):
+    """{device: replay counters} of the runs from index `first` on."""
+    info = json.loads(subprocess.run([JANUS, "inspect", "--json", db], capture_output=True, text=True,
+                                     timeout=60).stdout)
+    return {r["device"]: r["replay"] for r in info["runs"][first:]}
+
+
+def test_all_gather_reduce_scatter_barrier_run_inside_replayed_graphs(ops_store, tmp_path):
+    """all_gather, reduce_scatter and barrier are graph nodes in recorded
+    order (the forward's, the backward's from their derivatives, the no-grad
+    ones of torch.distributed's API); replay runs every segment as a graph on
+    both ranks with eager's losses, statistics and parameters bitwise."""
+    d, db = ops_store
+    graphs = subprocess.run([JANUS, "inspect", "--graphs", db], capture_output=True, text=True, timeout=60).stdout
+    bodies = graphs.split("graph ")[1:]
+    # forward: all_gather then reduce_scatter, before the loss is read
+    assert any(b.find("all_gather(") < b.find("reduce_scatter(") and "item()" in b.split("\n")[0]
+               and "all_reduce_" not in b for b in bodies if "all_gather(" in b), graphs
+    # backward and update: the derivatives' all_gather / reduce_scatter, then the gradient's all_reduce_ AVG,
+    # then all_gather_into_tensor's, all_gather's and reduce_scatter_tensor's, in program order
+    step = [b for b in bodies if "all_reduce_" in b]
+    assert step, graphs
+    order = [ln.split("= ")[1].split("(")[0] for ln in step[0].split("\n") if "= " in ln and
+             ln.split("= ")[1].split("(")[0] in ("all_gather", "reduce_scatter", "all_reduce_")]
+    assert order == ["all_gather", "reduce_scatter", "all_reduce_", "all_gather", "all_gather", "reduce_scatter",
+                     "all_reduce_"], order
+    assert any("barrier()" in b for b in bodies), graphs
+    r = _mpirun([JANUS, "replay", "--db", db, "--", sys.executable, OPS_TRAIN, "--out", str(tmp_path / "rep")],
+                timeout=240, JANUS_REPLAY_ADAPT="0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for got, want in zip(_ranks(str(tmp_path / "rep")), _ranks(str(d / "rec"))):
+        assert got["losses"] == want["losses"] and len(got["losses"]) == 8
+        assert got["stats"] == want["stats"] and got["params"] == want["params"]
+    rep = _replays(db, 2)
+    assert set(rep) == {"cpu rank 0/2", "cpu rank 1/2"}, rep
+    assert all(rp["hit_rate"] == 1.0 and rp["hits"] >= 30 for rp in rep.values()), rep
+
+
+def test_a_value_only_a_collective_computes_refuses_the_graph_on_that_rank(ops_store, tmp_path):
+    """Rank 1 keeps each step's all-reduced statistic, which the recording
+    dropped: the graph does not keep it and recomputing it would run the
+    collective a second time on rank 1 alone, so replay refuses the graph
+    there and the segment runs eagerly, its collectives in the same order.
+    Rank 0 runs every graph; the numbers (the held values too) are eager's."""
+    d, db = ops_store
+    args = [sys.executable, OPS_TRAIN, "--hold-rank", "1", "--out"]
+    r = _mpirun(args + [str(tmp_path / "eager")], timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _mpirun([JANUS, "replay", "--db", db, "--"] + args + [str(tmp_path / "rep")], timeout=240,
+                JANUS_REPLAY_ADAPT="0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Python holds a value the graph does not keep, computed by a collective" in r.stderr, r.stderr
+    for got, want in zip(_ranks(str(tmp_path / "rep")), _ranks(str(tmp_path / "eager"))):
+        assert got["losses"] == want["losses"] and got["stats"] == want["stats"]
+        assert got["params"] == want["params"] and got["held"] == want["held"]
+    assert [len(x["held"]) for x in _ranks(str(tmp_path / "rep"))] == [0, 8]
+    rep = _replays(db, 2)
+    assert rep["cpu rank 0/2"]["hit_rate"] == 1.0, rep
+    assert 0 < rep["cpu rank 1/2"]["hits"] < rep["cpu rank 0/2"]["hits"], rep
+
+
+def test_a_graph_failing_after_its_collectives_ran_is_an_error_not_a_rerun(ops_store, tmp_path):
+    """At step 4 every rank's index (from numpy: the graph cannot see it) is
+    out of range: the replayed graph fails at index_select after it ran the
+    step's all_gather and reduce_scatter, so re-running the step eagerly
+    would issue them twice; replay raises instead (no segment falls back),
+    every rank gets the error and the job ends without waiting."""
+    d, db = ops_store
+    r = _mpirun([JANUS, "replay", "--db", db, "--", sys.executable, OPS_TRAIN, "--bad-index-step", "4", "--out",
+                 str(tmp_path / "bad")], timeout=120, JANUS_REPLAY_ADAPT="0", JANUS_DIST_TIMEOUT="20")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.count(", 0 fell back to eager") == 2, r.stderr  # neither rank re-ran anything eagerly
+    for got, want in zip(_ranks(str(tmp_path / "bad")), _ranks(str(d / "rec"))):
+        assert got["losses"] == want["losses"][:4]
+        e = got["error"]
+        assert e.startswith("IndexError: janus replay: graph") and "failed after it had updated state in place " \
+            "or run a collective, so the step cannot be re-run eagerly" in e, e
+        assert "index_select(): index 99 is out of bounds for dimension 0 with size 8" in e, e
+
+
 # ---------------------------------------------------------------------- faults
 def _ended_fast(r, t0, limit):
     took = time.monotonic() - t0

@@ -89,6 +89,7 @@ static struct {
     const char *in_call; /* the collective running now, NULL between */
     long long seq;       /* collectives started so far */
     struct timespec deadline;
+    int device_set, device; /* the nccl backend's GPU (jn_rt_dist_set_device), else the CUDA default */
     /* the front end's hooks around a wait (NULL: none) */
     void *(*leave)(void);
     void (*enter)(void *);
@@ -97,6 +98,11 @@ static struct {
 /* what pg.leave returned for the wait this thread is in (serialized calls:
  * one per thread) */
 static __thread void *wait_token;
+
+void jn_rt_dist_set_device(int ordinal) {
+    pg.device_set = ordinal >= 0;
+    pg.device = ordinal;
+}
 
 void jn_rt_dist_set_wait_hooks(void *(*leave)(void), void (*enter)(void *)) {
     pg.leave = leave;
@@ -382,6 +388,13 @@ static jn_status tcp_rendezvous(nccl_id *id, const char *addr, int port) {
 
 static jn_status start_nccl(const char *addr, int port) {
     jn_status s = load_nccl();
+    /* the rank's GPU first: ncclCommInitRank binds the communicator to the current device */
+    if (!s && pg.device_set && (s = jn_cuda_set_device(pg.device))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", jn_errmsg()); /* jn_error writes the buffer it would read */
+        return jn_error(s, "init_process_group(backend=\"nccl\") on rank %d (LOCAL_RANK or device_id %d): %s",
+                        pg.rank, pg.device, why);
+    }
     if (!s) s = jn_cuda_init();
     if (s) return s;
     nccl_id id;

@@ -588,6 +588,57 @@ def test_nccl_without_its_library_is_a_clear_error():
     assert ("libnccl_absent.so.2" in err and "install NCCL" in err) or "built with CUDA" in err, err
 
 
+NCCL_STUB = """
+/* libnccl's entry points janus loads, none of which may run here */
+int ncclGetUniqueId(void *id) { (void)id; return 5; }
+int ncclCommInitRank(void **c, int n, char id[128], int r) { (void)c, (void)n, (void)id, (void)r; return 5; }
+int ncclCommDestroy(void *c) { (void)c; return 0; }
+int ncclAllReduce(void) { return 5; }
+int ncclBroadcast(void) { return 5; }
+int ncclAllGather(void) { return 5; }
+int ncclReduceScatter(void) { return 5; }
+const char *ncclGetErrorString(int rc) { (void)rc; return "stub"; }
+"""
+
+
+def test_local_rank_picks_the_nccl_backends_gpu(tmp_path):
+    """LOCAL_RANK (else mpirun's OMPI_COMM_WORLD_LOCAL_RANK, device_id= first)
+    names the GPU; init_process_group("nccl") makes it the process's CUDA
+    device before NCCL starts.  Without a GPU the C path is reached through
+    a stub libnccl and refuses naming the device and LOCAL_RANK."""
+    import janus
+    import janus.distributed as dist
+    assert dist._local_device(None, {"LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}) == 1
+    assert dist._local_device(None, {"OMPI_COMM_WORLD_LOCAL_RANK": "3"}) == 3
+    assert dist._local_device(janus.device("cuda", 2), {"LOCAL_RANK": "1"}) == 2
+    assert dist._local_device("cuda:5", {}) == 5 and dist._local_device("cuda", {"LOCAL_RANK": "4"}) == 4
+    assert dist._local_device(None, {}) == -1
+    with pytest.raises(ValueError, match="LOCAL_RANK='x' is not an integer"):
+        dist._local_device(None, {"LOCAL_RANK": "x"})
+    from janus import _C
+    if not _C._cuda_built():
+        pytest.skip("janus built without CUDA: the nccl backend is not compiled in")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the NCCL stub")
+    (tmp_path / "nccl.c").write_text(NCCL_STUB)
+    lib = str(tmp_path / "libnccl_stub.so")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", lib, str(tmp_path / "nccl.c")], check=True, timeout=60)
+    script = textwrap.dedent("""
+        import janus.distributed as dist
+        try:
+            dist.init_process_group("nccl", rank=0, world_size=1)
+        except Exception as e:
+            print("ERR", type(e).__name__, e)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                       env=_env(JANUS_NCCL_LIBRARY=lib, LOCAL_RANK="1"))
+    assert r.returncode == 0, r.stderr
+    err = r.stdout.split("ERR", 1)[1]
+    assert "on rank 0 (LOCAL_RANK or device_id 1): CUDA device 1" in err, err
+    assert "is not available" in err or "does not exist" in err, err
+
+
 @needs_mpi
 def test_janus_nproc_without_mpirun_says_what_to_install(tmp_path):
     r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", str(tmp_path / "x.db"), "--", "true"],

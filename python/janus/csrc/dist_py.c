@@ -54,19 +54,21 @@ static void *gil_leave(void) {
 
 static void gil_enter(void *ts) { PyEval_RestoreThread(ts); }
 
-/* _dist_init(backend "mpi"|"nccl", rank, world_size, master_addr, master_port, timeout_s) */
+/* _dist_init(backend "mpi"|"nccl", rank, world_size, master_addr, master_port, timeout_s[, device]):
+ * device: the nccl backend's GPU (LOCAL_RANK), -1 for the CUDA default */
 static PyObject *py_init(PyObject *self, PyObject *args) {
     (void)self;
     const char *backend, *addr;
-    int rank, world, port;
+    int rank, world, port, device = -1;
     double timeout;
-    if (!PyArg_ParseTuple(args, "siisid", &backend, &rank, &world, &addr, &port, &timeout)) return NULL;
+    if (!PyArg_ParseTuple(args, "siisid|i", &backend, &rank, &world, &addr, &port, &timeout, &device)) return NULL;
     jn_dist_backend b;
     if (!strcmp(backend, "mpi")) b = JN_DIST_MPI;
     else if (!strcmp(backend, "nccl")) b = JN_DIST_NCCL;
     else return PyErr_Format(PyExc_ValueError, "init_process_group: unknown backend %R (janus has \"mpi\" for CPU "
                              "tensors and \"nccl\" for CUDA tensors)", PyTuple_GET_ITEM(args, 0));
     jn_rt_dist_set_wait_hooks(gil_leave, gil_enter);
+    jn_rt_dist_set_device(b == JN_DIST_NCCL ? device : -1);
     jn_status s;
     Py_BEGIN_ALLOW_THREADS
     s = jn_rt_dist_init(b, rank, world, addr, port, timeout);
@@ -173,7 +175,8 @@ static PyObject *py_abort(PyObject *self, PyObject *arg) {
 }
 
 PyMethodDef jn_py_dist_methods[] = {
-    {"_dist_init", py_init, METH_VARARGS, "_dist_init(backend, rank, world_size, master_addr, master_port, timeout_s)"},
+    {"_dist_init", py_init, METH_VARARGS,
+     "_dist_init(backend, rank, world_size, master_addr, master_port, timeout_s[, device])"},
     {"_dist_state", py_state, METH_NOARGS, "(rank, world_size, backend) of the process group, None"},
     {"_dist_barrier", py_barrier, METH_NOARGS, "every rank waits for the others"},
     {"_dist_all_reduce", py_all_reduce, METH_VARARGS, "_dist_all_reduce(t, op): in place"},

@@ -124,6 +124,26 @@ def _env_int(name, v):
         raise ValueError(f"init_process_group: {name}={v!r} is not an integer") from None
 
 
+def _local_device(device_id, env=None):
+    """The GPU the nccl backend uses: device_id's index when given, else
+    LOCAL_RANK (torchrun's), else OMPI_COMM_WORLD_LOCAL_RANK (mpirun's): a
+    rank's number among its host's ranks; -1 when none says (the CUDA
+    default)."""
+    env = _os.environ if env is None else env
+    if device_id is not None:
+        if isinstance(device_id, str):
+            idx = int(device_id.split(":")[1]) if ":" in device_id else None
+        else:
+            idx = getattr(device_id, "index", device_id)
+        if idx is not None:
+            return int(idx)
+    for name in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"):
+        v = _env_int(name, env.get(name))
+        if v >= 0:
+            return v
+    return -1
+
+
 def _seconds(timeout):
     if timeout is None:
         return 0.0
@@ -162,7 +182,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         rank = _env_int("RANK", _os.environ.get("RANK"))
     addr = _os.environ.get("MASTER_ADDR", "")
     port = _env_int("MASTER_PORT", _os.environ.get("MASTER_PORT"))
-    _C._dist_init(name, int(rank), int(world_size), addr, int(port), _seconds(timeout))
+    device = _local_device(device_id) if name == "nccl" else -1
+    _C._dist_init(name, int(rank), int(world_size), addr, int(port), _seconds(timeout), device)
     if not getattr(_sys.excepthook, "_janus_dist", False):
         hook = _excepthook(_sys.excepthook)
         hook._janus_dist = True

@@ -76,7 +76,7 @@ CASES = {
     "broadcast_": [("float32", (0,)), ("float32", (1,)), ("int64", (1,)), ("bool", (1,))],
     "all_gather": [(dt, ()) for dt in DTYPES],
     "reduce_scatter": [(dt, (RED[op],)) for dt in DTYPES for op in _ops_for(dt)],
-    "barrier": [("int32", ())],
+    "barrier": [("int32", ()), ("float64", ())],  # the input only places the op
 }
 # what the infer functions refuse, on every rank alike: (name, dtype, shape, attrs, message)
 REFUSED = [
@@ -102,7 +102,7 @@ def test_collective_ops_match_numpy_on_two_ranks(tmp_path):
         out = {}
         for name, cases in T.CASES.items():
             for k, (dtype, attrs) in enumerate(cases):
-                ins = [_C._from_buffer(np.ascontiguousarray(T._input(dtype, r)))] if name != "barrier" else []
+                ins = [_C._from_buffer(np.ascontiguousarray(T._input(dtype, r)))]
                 res = _C._op(name, ins, tuple(attrs))
                 res = res[0] if isinstance(res, tuple) else res
                 out[f"{name}/{k}"] = [np.array(memoryview(t)).tolist() for t in ins + [res]]
@@ -132,7 +132,7 @@ def test_collective_ops_match_numpy_on_two_ranks(tmp_path):
                 np.testing.assert_array_equal(res, want.astype(dtype), err_msg=f"{name} {dtype} {attrs} rank {rank}")
                 if name in IN_PLACE:
                     assert vals[0] == vals[1], (name, k)  # in place: the output is the input
-                elif name != "barrier":  # out of place: the input is untouched
+                else:  # out of place: the input is untouched
                     np.testing.assert_array_equal(np.array(vals[0], dtype=dtype), _input(dtype, rank))
         for k, (name, dtype, shape, attrs, msg) in enumerate(REFUSED):
             assert msg in got[f"refused/{k}"], (name, got[f"refused/{k}"])
@@ -148,4 +148,4 @@ def test_collective_ops_without_a_group_say_what_to_call():
     t = _C._from_buffer(np.ones(4, dtype=np.float32))
     for name, cases in CASES.items():
         with pytest.raises(RuntimeError, match="init_process_group"):
-            _C._op(name, [t] if name != "barrier" else [], cases[0][1])
+            _C._op(name, [t], cases[0][1])

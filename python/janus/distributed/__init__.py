@@ -244,8 +244,11 @@ def barrier(group=None, async_op=False, device_ids=None):
     graph under replay; the segment ends after it, so it has run when this
     returns (with async_op=True: when the Work's wait() returns)."""
     _check_group(group, "barrier")
+    import janus
     _C._dist_flush()
-    work = _Work(_ops.barrier())
+    # the placing tensor: on the group's device, so the op runs where its collectives do
+    place = janus.zeros((), dtype=janus.int32, device="cuda" if get_backend() == "nccl" else "cpu")
+    work = _Work(_ops.barrier(place))
     if async_op:
         return work
     work.wait()

@@ -251,6 +251,55 @@ def test_a_collective_lets_the_gil_go_while_it_waits(tmp_path):
 
 
 @needs_mpi
+def test_a_collective_inside_a_replayed_graph_lets_the_gil_go(tmp_path):
+    """The same under replay: the all_reduce_ runs inside the step's compiled
+    graph when item() ends the segment; rank 1 joins only once a thread of
+    rank 0 has run while rank 0's main thread was in that graph."""
+    script = tmp_path / "gil.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys, threading, time, janus, janus.distributed as dist
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+        out, wait_at = [], int(sys.argv[2])
+        for step in range(6):
+            x = janus.ones(3) * (step + r)
+            dist.all_reduce(x)
+            go = sys.argv[1] + ".go"
+            if step == wait_at and r == 0:
+                entering = threading.Event()
+                def helper():
+                    entering.wait()
+                    time.sleep(0.5)  # the main thread is in the graph's all_reduce_ by now
+                    open(go, "w").write("written while rank 0 waited")
+                t = threading.Thread(target=helper)
+                t.start()
+                entering.set()
+            elif step == wait_at:
+                deadline = time.monotonic() + 60
+                while not os.path.exists(go):
+                    assert time.monotonic() < deadline, "rank 0's thread never ran"
+                    time.sleep(0.05)
+            out.append(x.sum().item())  # the segment ends: its graph runs the all_reduce_
+            if step == wait_at and r == 0:
+                t.join()
+        open(f"{sys.argv[1]}.{r}", "w").write(repr(out))
+        dist.destroy_process_group()
+    """))
+    db = str(tmp_path / "gil.db")
+    r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", db, "--", sys.executable, str(script),
+                        str(tmp_path / "rec"), "-1"], capture_output=True, text=True, timeout=120, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([JANUS, "optimize", db], capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _mpirun([JANUS, "replay", "--db", db, "--", sys.executable, str(script), str(tmp_path / "rep"), "4"],
+                timeout=120, JANUS_REPLAY_ADAPT="0", JANUS_DIST_TIMEOUT="20")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.count("100.0% hit rate") == 2, r.stderr  # step 4's all_reduce_ ran inside a graph
+    for k in (0, 1):
+        assert (tmp_path / f"rep.{k}").read_text() == (tmp_path / f"rec.{k}").read_text()
+
+
+@needs_mpi
 def test_all_gather_and_reduce_scatter_are_differentiable(tmp_path):
     """torch.distributed.nn.functional: all_gather's input gradient is the
     reduce_scatter SUM of every rank's output gradient, reduce_scatter's the

@@ -12,7 +12,11 @@ inspect`; a guard miss on rank 1 only; a killed, a raising and a hanging
 rank end the job within the limit naming the rank; a wrong WORLD_SIZE; a
 missing MPI library (clear error, single-process training unaffected);
 DistributedSampler's index formula (PyTorch's, and PyTorch itself when it
-imports).
+imports).  Also: all_gather / reduce_scatter / barrier inside replayed
+graphs (dist_ops_train.py), their gradients, a graph refused on one rank
+for a value only a collective computes, a graph failing after its
+collectives (an error, no eager re-run), the GIL let go while a collective
+waits (eagerly and inside a graph), LOCAL_RANK choosing the nccl GPU.
 """
 import json
 import os

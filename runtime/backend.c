@@ -129,6 +129,10 @@ int jn_cuda_device_count(const char **why) {
     return 0;
 }
 jn_status jn_cuda_init(void) { return jn_error(JN_ERR_UNSUPPORTED, "CUDA is not available: %s", no_cuda); }
+jn_status jn_cuda_set_device(int ordinal) {
+    return jn_error(JN_ERR_UNSUPPORTED, "CUDA device %d: CUDA is not available: %s", ordinal, no_cuda);
+}
+int jn_cuda_current_device(void) { return 0; }
 jn_status jn_cuda_synchronize(void) { return JN_OK; }
 size_t jn_cuda_memory_allocated(void) { return 0; }
 size_t jn_cuda_max_memory_allocated(void) { return 0; }

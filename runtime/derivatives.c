@@ -10,6 +10,7 @@
  * finite differences in float64.
  */
 #include "jn_autograd.h"
+#include "jn_dist.h"
 
 #include <math.h>
 #include <string.h>
@@ -442,6 +443,39 @@ FORMULA(d_all_reduce_) {
         jn_attrs a = A();
         a.a[0].i = op;
         gi[0] = c ? call(b, JN_OP_all_reduce_, 1, &c, &a) : NULL;
+    }
+    END;
+}
+
+/* all_gather concatenates every rank's input: rank r's input gradient is
+ * the sum over ranks of their output gradient's r-th share, a reduce_scatter
+ * SUM (torch.distributed.nn.functional.all_gather); reduce_scatter SUM / AVG
+ * is its transpose, an all_gather of the output gradient (/ world for AVG).
+ * Every rank's backward issues them in the same order as the forward's. */
+static T *contiguous(jn_bw *b, T *x) { return b->st || !x || jn_is_contiguous(x) ? x : clone(b, x); }
+FORMULA(d_all_gather) {
+    BEGIN;
+    if (NEED(0)) {
+        T *c = contiguous(b, g);
+        jn_attrs a = A(); /* op 0: SUM */
+        gi[0] = reshape_to(b, c ? call(b, JN_OP_reduce_scatter, 1, &c, &a) : NULL, M(b, 0));
+    }
+    END;
+}
+FORMULA(d_reduce_scatter) {
+    BEGIN;
+    int64_t op = AT(b)->a[0].i;
+    if (op != 0 && op != 1) { /* jn_dist_op: SUM, AVG */
+        static const char *const names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"};
+        b->st = jn_error(JN_ERR_UNSUPPORTED, "reduce_scatter with ReduceOp.%s is not differentiable (only SUM and "
+                         "AVG are): reduce a detached tensor, or under janus.no_grad()",
+                         op > 1 && op < 8 ? names[op] : "?");
+    } else if (NEED(0)) {
+        T *c = contiguous(b, g);
+        jn_attrs a = A();
+        T *all = c ? call(b, JN_OP_all_gather, 1, &c, &a) : NULL;
+        if (all && op == 1) all = MULS(all, 1.0 / (double)jn_rt_dist_world_size());
+        gi[0] = reshape_to(b, all, M(b, 0));
     }
     END;
 }
@@ -1065,6 +1099,8 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT, 1 << 1}, /* the workspace output holds all it needs */
     [JN_OP_gru_cell] = {d_gru_cell, S_OUT},
     [JN_OP_all_reduce_] = {d_all_reduce_, 0},
+    [JN_OP_all_gather] = {d_all_gather, 0},
+    [JN_OP_reduce_scatter] = {d_reduce_scatter, 0},
     /* no derivative (yet): as_strided, and the kernels derivatives use
      * (conv2d_weight_grad, pool gradients, lstm_cell_backward, gru_cell_backward) */
 };

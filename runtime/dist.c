@@ -12,7 +12,9 @@
  * which torch.distributed's API implies.  A watchdog thread bounds every
  * collective by JANUS_DIST_TIMEOUT: blocking MPI calls keep Open MPI's own
  * algorithms (the bandwidth of MPI_Allreduce itself), and a collective that
- * outlives the limit aborts the job instead of hanging it.
+ * outlives the limit aborts the job instead of hanging it.  While a
+ * collective waits, the front end's wait hooks (jn_rt_dist_set_wait_hooks:
+ * Python's GIL) are let go, so the process's other threads run on.
  */
 #include "jn_dist.h"
 
@@ -87,7 +89,25 @@ static struct {
     const char *in_call; /* the collective running now, NULL between */
     long long seq;       /* collectives started so far */
     struct timespec deadline;
+    int device_set, device; /* the nccl backend's GPU (jn_rt_dist_set_device), else the CUDA default */
+    /* the front end's hooks around a wait (NULL: none) */
+    void *(*leave)(void);
+    void (*enter)(void *);
 } pg = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* what pg.leave returned for the wait this thread is in (serialized calls:
+ * one per thread) */
+static __thread void *wait_token;
+
+void jn_rt_dist_set_device(int ordinal) {
+    pg.device_set = ordinal >= 0;
+    pg.device = ordinal;
+}
+
+void jn_rt_dist_set_wait_hooks(void *(*leave)(void), void (*enter)(void *)) {
+    pg.leave = leave;
+    pg.enter = enter;
+}
 
 static jn_status need_up(const char *what) {
     if (!pg.up)
@@ -120,6 +140,7 @@ static void *watchdog(void *arg) {
 }
 
 static void watch_begin(const char *what) {
+    if (pg.leave) wait_token = pg.leave();
     pthread_mutex_lock(&pg.mu);
     pg.in_call = what;
     pg.seq++;
@@ -137,6 +158,9 @@ static void watch_end(void) {
     pg.in_call = NULL;
     pthread_cond_signal(&pg.cv);
     pthread_mutex_unlock(&pg.mu);
+    void *tok = wait_token;
+    wait_token = NULL;
+    if (pg.enter && tok) pg.enter(tok);
 }
 
 /* --------------------------------------------------------------------- MPI */
@@ -236,6 +260,13 @@ static jn_status mpi_check(jn_tensor *t, const char *what, jn_dist_op op) {
                             jn_dtype_names[t->dtype]);
     }
     return JN_OK;
+}
+
+/* bool holds 0 / 1: SUM is "any" (MAX) and PRODUCT "all" (MIN), as
+ * PyTorch's NCCL backend does, so no rank's sum of trues overflows a bool */
+static jn_dist_op bool_op(jn_dtype d, jn_dist_op op) {
+    if (d != JN_BOOL) return op;
+    return op == JN_DIST_SUM ? JN_DIST_MAX : op == JN_DIST_PRODUCT ? JN_DIST_MIN : op;
 }
 
 static void divide(jn_tensor *t, int world) {
@@ -357,6 +388,13 @@ static jn_status tcp_rendezvous(nccl_id *id, const char *addr, int port) {
 
 static jn_status start_nccl(const char *addr, int port) {
     jn_status s = load_nccl();
+    /* the rank's GPU first: ncclCommInitRank binds the communicator to the current device */
+    if (!s && pg.device_set && (s = jn_cuda_set_device(pg.device))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", jn_errmsg()); /* jn_error writes the buffer it would read */
+        return jn_error(s, "init_process_group(backend=\"nccl\") on rank %d (LOCAL_RANK or device_id %d): %s",
+                        pg.rank, pg.device, why);
+    }
     if (!s) s = jn_cuda_init();
     if (s) return s;
     nccl_id id;
@@ -481,6 +519,7 @@ jn_status jn_rt_dist_all_reduce(jn_tensor *t, jn_dist_op op) {
     jn_status s = need_up("all_reduce");
     if (s) return s;
     int64_t n = jn_numel(t);
+    op = bool_op(t->dtype, op);
     if (pg.backend == JN_DIST_NCCL) {
         if ((s = nccl_check(t, "all_reduce", op))) return s;
         watch_begin("all_reduce");
@@ -564,6 +603,7 @@ jn_status jn_rt_dist_reduce_scatter(jn_tensor *out, jn_tensor *in, jn_dist_op op
     jn_status s = need_up("reduce_scatter");
     if (s) return s;
     int64_t n = jn_numel(in);
+    op = bool_op(in->dtype, op);
     if (n % pg.world)
         return jn_error(JN_ERR_SHAPE, "reduce_scatter: the input's %lld elements do not split into %d equal shares",
                         (long long)n, pg.world);
@@ -599,6 +639,7 @@ jn_status jn_rt_dist_destroy(void) {
  * finish too, so the watchdog bounds it like a collective. */
 __attribute__((destructor)) static void dist_fini(void) {
     int fin = 1;
+    pg.leave = NULL, pg.enter = NULL; /* the interpreter is gone by now */
     if (pg.mpi_lib && pg.pid == getpid() && !pg.Finalized(&fin) && !fin) {
         if (pg.dog_up) watch_begin("MPI_Finalize (the end of the job)");
         pg.Finalize();

@@ -80,6 +80,11 @@ int jn_cuda_device_count(const char **why);
 /* Initialize the backend (device 0, stream, cuBLAS) if not done; JN_OK or a
  * JN_ERR_UNSUPPORTED saying why CUDA cannot be used. */
 jn_status jn_cuda_init(void);
+/* The one device this process uses (an ordinal among the visible GPUs, 0
+ * by default): settable before jn_cuda_init (the nccl backend sets it from
+ * LOCAL_RANK), then only to the same number; an error says why not. */
+jn_status jn_cuda_set_device(int ordinal);
+int jn_cuda_current_device(void);
 jn_status jn_cuda_synchronize(void);
 /* Bytes handed out by the caching allocator now / at most since start or
  * the last reset; bytes reserved from the driver (cached + in use). */

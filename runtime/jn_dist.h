@@ -54,6 +54,15 @@ jn_status jn_rt_dist_all_reduce(jn_tensor *t, jn_dist_op op);
 jn_status jn_rt_dist_broadcast(jn_tensor *t, int src);
 jn_status jn_rt_dist_all_gather(jn_tensor *out, jn_tensor *in);
 jn_status jn_rt_dist_reduce_scatter(jn_tensor *out, jn_tensor *in, jn_dist_op op);
+/* The GPU the nccl backend uses (LOCAL_RANK: a rank's number on its host),
+ * made the process's CUDA device at the next jn_rt_dist_init; < 0: the
+ * CUDA default (device 0, or janus.cuda.set_device's). */
+void jn_rt_dist_set_device(int ordinal);
+/* Hooks around every wait of a collective: leave() before it blocks (its
+ * result goes to enter() after; NULL: nothing to give back), so a front end
+ * lets other threads run meanwhile (Python: the GIL, when this thread holds
+ * it).  Set once, before the first collective; NULL, NULL: none. */
+void jn_rt_dist_set_wait_hooks(void *(*leave)(void), void (*enter)(void *));
 /* End the process group (MPI_Finalize at exit: MPI cannot start twice). */
 jn_status jn_rt_dist_destroy(void);
 /* This rank failed (why: one line): print it naming the rank and end every

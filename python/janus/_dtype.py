@@ -135,7 +135,7 @@ def check_device(d, fn="tensor"):
     dv = d if isinstance(d, device) else device(d)
     if dv.type == "cpu":
         return CPU_NUM
-    if dv.type == "cuda" and dv.index in (None, 0):
+    if dv.type == "cuda" and dv.index in (None, 0, _C._cuda_current_device()):
         from . import cuda
         why = cuda._unavailable_reason()
         if why is None:
@@ -143,7 +143,8 @@ def check_device(d, fn="tensor"):
         raise RuntimeError(f"{fn}(): device '{dv}' is not available ({why}); janus runs on the cpu only here "
                            f"(use device='cpu')")
     if dv.type == "cuda":
-        raise RuntimeError(f"{fn}(): device '{dv}' is not available: janus uses one GPU, cuda:0")
+        raise RuntimeError(f"{fn}(): device '{dv}' is not available: janus uses one GPU per process, "
+                           f"cuda:{_C._cuda_current_device()} (janus.cuda.set_device or LOCAL_RANK choose it)")
     raise RuntimeError(f"{fn}(): device '{dv}' is not supported (use 'cpu' or 'cuda')")
 
 

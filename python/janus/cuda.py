@@ -66,16 +66,23 @@ def is_initialized():
 
 def current_device():
     _require("current_device")
-    return 0
+    return _C._cuda_current_device()
 
 
 def set_device(device):
-    """Janus uses one device: cuda:0 (any other index is refused)."""
-    idx = getattr(device, "index", device)
-    if isinstance(idx, str):
-        idx = int(idx.split(":")[1]) if ":" in idx else 0
-    if idx not in (None, 0):
-        raise RuntimeError(f"janus.cuda.set_device({device!r}): janus uses one device, cuda:0")
+    """Janus uses one CUDA device per process: device 0 unless set here (or by
+    init_process_group("nccl") from LOCAL_RANK) before the first CUDA tensor;
+    `cuda` and `cuda:<that number>` then name it."""
+    if isinstance(device, str):
+        idx = int(device.split(":")[1]) if ":" in device else None
+    else:
+        idx = getattr(device, "index", device)
+    if idx is None or (idx == 0 and _unavailable_reason() is not None):
+        return  # the default: nothing to choose (also without a GPU, as before)
+    try:
+        _C._cuda_set_device(int(idx))
+    except Exception as e:
+        raise RuntimeError(f"janus.cuda.set_device({device!r}): {e} (janus uses one device per process)") from None
 
 
 def is_bf16_supported(including_emulation=True):

@@ -101,7 +101,8 @@ static struct {
     cudaStream_t stream;
     cublasHandle_t blas;
     int *flag; /* a device int kernels set on a bad index */
-} cu = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, {0}, 0, 0, 0};
+    int ordinal; /* the one device this process uses (jn_cuda_set_device; 0 by default) */
+} cu = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, {0}, 0, 0, 0, 0};
 
 static const jn_rt_backend cuda_backend;
 
@@ -136,7 +137,7 @@ int jn_cuda_device_count(const char **why) {
 static jn_status init_locked(void) {
     if (cu.ready) return JN_OK;
     if (!count_locked()) return jn_error(JN_ERR_UNSUPPORTED, "CUDA is not available: %s", cu.why);
-    CU(cudaSetDevice(0), "initializing the CUDA backend");
+    CU(cudaSetDevice(cu.ordinal), "initializing the CUDA backend");
     CU(cudaStreamCreateWithFlags(&cu.stream, cudaStreamNonBlocking), "creating the compute stream");
     CU(cudaMalloc((void **)&cu.flag, sizeof(int)), "allocating the index-check flag");
     jn_status s = load_cublas();
@@ -149,6 +150,29 @@ static jn_status init_locked(void) {
     cu.ready = 1;
     return JN_OK;
 }
+
+jn_status jn_cuda_set_device(int ordinal) {
+    pthread_mutex_lock(&cu.mu);
+    jn_status s = JN_OK;
+    int n = ordinal >= 0 && !cu.ready ? count_locked() : 0;
+    if (ordinal < 0)
+        s = jn_error(JN_ERR_VALUE, "CUDA device %d: a device number is 0 or more", ordinal);
+    else if (cu.ready && ordinal != cu.ordinal)
+        s = jn_error(JN_ERR_RUNTIME, "CUDA device %d: janus uses one device per process and this one already runs "
+                     "on device %d: choose the device (LOCAL_RANK, janus.cuda.set_device) before the first CUDA "
+                     "tensor", ordinal, cu.ordinal);
+    else if (!cu.ready && !n)
+        s = jn_error(JN_ERR_UNSUPPORTED, "CUDA device %d: CUDA is not available: %s", ordinal, cu.why);
+    else if (!cu.ready && ordinal >= n)
+        s = jn_error(JN_ERR_VALUE, "CUDA device %d does not exist: %d device%s visible (a rank's LOCAL_RANK must "
+                     "be below its host's GPUs; CUDA_VISIBLE_DEVICES narrows them)", ordinal, n, n == 1 ? " is" : "s are");
+    else
+        cu.ordinal = ordinal;
+    pthread_mutex_unlock(&cu.mu);
+    return s;
+}
+
+int jn_cuda_current_device(void) { return cu.ordinal; }
 
 jn_status jn_cuda_init(void) {
     if (cu.ready) return JN_OK;
@@ -1703,6 +1727,8 @@ static const jn_rt_backend cuda_backend = {
         [JN_OP_index] = cu_index, [JN_OP_index_put_] = cu_index_put_,
         /* collectives: runtime/dist.c takes CUDA tensors to NCCL on janus's stream */
         [JN_OP_all_reduce_] = jn_cpu_all_reduce_, [JN_OP_broadcast_] = jn_cpu_broadcast_,
+        [JN_OP_all_gather] = jn_cpu_all_gather, [JN_OP_reduce_scatter] = jn_cpu_reduce_scatter,
+        [JN_OP_barrier] = jn_cpu_barrier, /* its token: jn_copy_into a CUDA 0-d tensor */
         /* these CPU kernels only copy windows with jn_copy_into, which the
          * CUDA backend carries out (they read no data themselves) */
         [JN_OP_cat] = jn_cpu_cat, [JN_OP_stack] = jn_cpu_stack, [JN_OP_slice_scatter] = jn_cpu_slice_scatter,

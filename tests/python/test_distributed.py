@@ -15,7 +15,11 @@ inspect`; a guard miss on rank 1 only; a killed, a raising and a hanging
 rank end the job within the limit naming the rank; a wrong WORLD_SIZE; a
 missing MPI library (clear error, single-process training unaffected);
 DistributedSampler's index formula (PyTorch's, and PyTorch itself when it
-imports).
+imports).  Also: all_gather / reduce_scatter / barrier inside replayed
+graphs (dist_ops_train.py), their gradients, a graph refused on one rank
+for a value only a collective computes, a graph failing after its
+collectives (an error, no eager re-run), the GIL let go while a collective
+waits (eagerly and inside a graph), LOCAL_RANK choosing the nccl GPU.
 """
 import json
 import os
@@ -217,6 +221,137 @@ def test_uninitialized_group_says_what_to_call():
         dist.init_process_group("ucc")
 
 
+@needs_mpi
+def test_a_collective_lets_the_gil_go_while_it_waits(tmp_path):
+    """Rank 0 enters all_reduce (then barrier) while rank 1 waits for a file
+    that only a Python thread of rank 0 writes once rank 0's main thread is
+    on its way into the collective: with the GIL held through the wait the
+    thread never runs, rank 1 never joins and the watchdog ends the job."""
+    r = _py("""
+        import os, threading, time, janus, janus.distributed as dist
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+        for k, call in enumerate((lambda: dist.all_reduce(janus.ones(3)), dist.barrier)):
+            go = f"{OUT}.go{k}"
+            if r == 0:
+                entering = threading.Event()
+                def helper():
+                    entering.wait()
+                    time.sleep(0.5)  # lets the GIL go: the main thread is in the collective by now
+                    open(go, "w").write("written while rank 0 waited")
+                t = threading.Thread(target=helper)
+                t.start()
+                entering.set()
+                call()
+                t.join()
+            else:
+                deadline = time.monotonic() + 60
+                while not os.path.exists(go):
+                    assert time.monotonic() < deadline, "rank 0's thread never ran"
+                    time.sleep(0.05)
+                call()
+        open(f"{OUT}.{r}", "w").write("done")
+        dist.destroy_process_group()
+    """.replace("{OUT}", str(tmp_path / "out")), JANUS_DIST_TIMEOUT="20", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [(tmp_path / f"out.{k}").read_text() for k in (0, 1)] == ["done", "done"]
+
+
+@needs_mpi
+def test_a_collective_inside_a_replayed_graph_lets_the_gil_go(tmp_path):
+    """The same under replay: the all_reduce_ runs inside the step's compiled
+    graph when item() ends the segment; rank 1 joins only once a thread of
+    rank 0 has run while rank 0's main thread was in that graph."""
+    script = tmp_path / "gil.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys, threading, time, janus, janus.distributed as dist
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+        out, wait_at = [], int(sys.argv[2])
+        for step in range(6):
+            x = janus.ones(3) * (step + r)
+            dist.all_reduce(x)
+            go = sys.argv[1] + ".go"
+            if step == wait_at and r == 0:
+                entering = threading.Event()
+                def helper():
+                    entering.wait()
+                    time.sleep(0.5)  # the main thread is in the graph's all_reduce_ by now
+                    open(go, "w").write("written while rank 0 waited")
+                t = threading.Thread(target=helper)
+                t.start()
+                entering.set()
+            elif step == wait_at:
+                deadline = time.monotonic() + 60
+                while not os.path.exists(go):
+                    assert time.monotonic() < deadline, "rank 0's thread never ran"
+                    time.sleep(0.05)
+            out.append(x.sum().item())  # the segment ends: its graph runs the all_reduce_
+            if step == wait_at and r == 0:
+                t.join()
+        open(f"{sys.argv[1]}.{r}", "w").write(repr(out))
+        dist.destroy_process_group()
+    """))
+    db = str(tmp_path / "gil.db")
+    r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", db, "--", sys.executable, str(script),
+                        str(tmp_path / "rec"), "-1"], capture_output=True, text=True, timeout=120, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([JANUS, "optimize", db], capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _mpirun([JANUS, "replay", "--db", db, "--", sys.executable, str(script), str(tmp_path / "rep"), "4"],
+                timeout=120, JANUS_REPLAY_ADAPT="0", JANUS_DIST_TIMEOUT="20")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.count("100.0% hit rate") == 2, r.stderr  # step 4's all_reduce_ ran inside a graph
+    for k in (0, 1):
+        assert (tmp_path / f"rep.{k}").read_text() == (tmp_path / f"rec.{k}").read_text()
+
+
+@needs_mpi
+def test_all_gather_and_reduce_scatter_are_differentiable(tmp_path):
+    """torch.distributed.nn.functional: all_gather's input gradient is the
+    reduce_scatter SUM of every rank's output gradient, reduce_scatter's the
+    all_gather of it (divided by the world for AVG); other ReduceOps refuse."""
+    r = _py("""
+        import json, janus, janus.distributed as dist
+        import janus.distributed.nn.functional as F
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+        out = {}
+        x = janus.tensor([1.0 + r, 2.0], requires_grad=True)
+        ys = F.all_gather(x)
+        sum((y * (k + 1.0 + r)).sum() for k, y in enumerate(ys)).backward()
+        out["ag"] = [[y.tolist() for y in ys], x.grad.tolist()]
+        for op in ("SUM", "AVG"):
+            x = janus.arange(4.0).requires_grad_()
+            y = F.reduce_scatter(janus.zeros(2), [x[:2] * (r + 1), x[2:] * (r + 1)], getattr(dist.ReduceOp, op))
+            (y * (r + 1.0)).sum().backward()
+            out[op] = [y.tolist(), x.grad.tolist()]
+        x = janus.ones(2, requires_grad=True)
+        y = F.all_reduce(x * 1.0)
+        y.sum().backward()
+        out["ar"] = x.grad.tolist()
+        x = janus.ones(2, requires_grad=True)
+        try:
+            F.reduce_scatter(janus.zeros(1), [x[:1] * 1.0, x[1:] * 1.0], dist.ReduceOp.MAX).sum().backward()
+        except Exception as e:
+            out["max"] = f"{type(e).__name__}: {e}"
+        with open(f"{OUT}.{r}", "w") as f:
+            json.dump(out, f)
+        dist.destroy_process_group()
+    """.replace("{OUT}", str(tmp_path / "out")))
+    assert r.returncode == 0, r.stdout + r.stderr
+    for k in (0, 1):
+        o = json.loads((tmp_path / f"out.{k}").read_text())
+        assert o["ag"][0] == [[1.0, 2.0], [2.0, 2.0]]
+        # d/dx_k of sum over ranks r, slots j of (j + 1 + r) * x_j: rank k's slot j = k, summed over r
+        assert o["ag"][1] == [[3.0, 3.0], [5.0, 5.0]][k]
+        # y_k = op over r of (r + 1) * x_r[k-th half]; loss = sum_k (k + 1) * sum(y_k)
+        assert o["SUM"] == [[[0.0, 3.0], [6.0, 9.0]][k], [[1.0, 1.0, 2.0, 2.0], [2.0, 2.0, 4.0, 4.0]][k]]
+        assert o["AVG"] == [[[0.0, 1.5], [3.0, 4.5]][k], [[0.5, 0.5, 1.0, 1.0], [1.0, 1.0, 2.0, 2.0]][k]]
+        assert o["ar"] == [2.0, 2.0]
+        assert "reduce_scatter with ReduceOp.MAX is not differentiable" in o["max"], o
+
+
 # ------------------------------------------------------------------------ DDP
 def _compare_with_one_process(tmp_path, model, steps, batch, accumulate=1, timeout=240):
     two, one = str(tmp_path / "two"), str(tmp_path / "one")
@@ -397,6 +532,105 @@ def test_record_optimize_replay_two_ranks_bitwise_equal_to_eager(tmp_path):
     assert "rank 0/2" in text and "rank 1/2" in text and "hit rate" in text
 
 
+OPS_TRAIN = os.path.join(HERE, "dist_ops_train.py")
+
+
+@pytest.fixture(scope="module")
+def ops_store(tmp_path_factory):
+    """dist_ops_train.py recorded on 2 ranks and optimized (one store for
+    the tests below)."""
+    if MPIRUN is None:
+        pytest.skip("mpirun not found: apt-get install openmpi-bin libopenmpi-dev")
+    d = tmp_path_factory.mktemp("ops")
+    db = str(d / "run.db")
+    r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", db, "--", sys.executable, OPS_TRAIN, "--out",
+                        str(d / "rec")], capture_output=True, text=True, timeout=240, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([JANUS, "optimize", db], capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    return d, db
+
+
+def _replays(db, first):
+    """{device: replay counters} of the runs from index `first` on."""
+    info = json.loads(subprocess.run([JANUS, "inspect", "--json", db], capture_output=True, text=True,
+                                     timeout=60).stdout)
+    return {r["device"]: r["replay"] for r in info["runs"][first:]}
+
+
+def test_all_gather_reduce_scatter_barrier_run_inside_replayed_graphs(ops_store, tmp_path):
+    """all_gather, reduce_scatter and barrier are graph nodes in recorded
+    order (the forward's, the backward's from their derivatives, the no-grad
+    ones of torch.distributed's API); replay runs every segment as a graph on
+    both ranks with eager's losses, statistics and parameters bitwise."""
+    d, db = ops_store
+    graphs = subprocess.run([JANUS, "inspect", "--graphs", db], capture_output=True, text=True, timeout=60).stdout
+    bodies = graphs.split("graph ")[1:]
+    # forward: all_gather then reduce_scatter, before the loss is read
+    assert any(b.find("all_gather(") < b.find("reduce_scatter(") and "item()" in b.split("\n")[0]
+               and "all_reduce_" not in b for b in bodies if "all_gather(" in b), graphs
+    # backward and update: the derivatives' all_gather / reduce_scatter, then the gradient's all_reduce_ AVG,
+    # then all_gather_into_tensor's, all_gather's and reduce_scatter_tensor's, in program order
+    step = [b for b in bodies if "all_reduce_" in b]
+    assert step, graphs
+    order = [ln.split("= ")[1].split("(")[0] for ln in step[0].split("\n") if "= " in ln and
+             ln.split("= ")[1].split("(")[0] in ("all_gather", "reduce_scatter", "all_reduce_")]
+    assert order == ["all_gather", "reduce_scatter", "all_reduce_", "all_gather", "all_gather", "reduce_scatter",
+                     "all_reduce_"], order
+    assert any("= barrier(" in b for b in bodies), graphs
+    r = _mpirun([JANUS, "replay", "--db", db, "--", sys.executable, OPS_TRAIN, "--out", str(tmp_path / "rep")],
+                timeout=240, JANUS_REPLAY_ADAPT="0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for got, want in zip(_ranks(str(tmp_path / "rep")), _ranks(str(d / "rec"))):
+        assert got["losses"] == want["losses"] and len(got["losses"]) == 8
+        assert got["stats"] == want["stats"] and got["params"] == want["params"]
+    rep = _replays(db, 2)
+    assert set(rep) == {"cpu rank 0/2", "cpu rank 1/2"}, rep
+    assert all(rp["hit_rate"] == 1.0 and rp["hits"] >= 30 for rp in rep.values()), rep
+
+
+def test_a_value_only_a_collective_computes_refuses_the_graph_on_that_rank(ops_store, tmp_path):
+    """Rank 1 keeps each step's all-reduced statistic, which the recording
+    dropped: the graph does not keep it and recomputing it would run the
+    collective a second time on rank 1 alone, so replay refuses the graph
+    there and the segment runs eagerly, its collectives in the same order.
+    Rank 0 runs every graph; the numbers (the held values too) are eager's."""
+    d, db = ops_store
+    args = [sys.executable, OPS_TRAIN, "--hold-rank", "1", "--out"]
+    r = _mpirun(args + [str(tmp_path / "eager")], timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _mpirun([JANUS, "replay", "--db", db, "--"] + args + [str(tmp_path / "rep")], timeout=240,
+                JANUS_REPLAY_ADAPT="0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Python holds a value the graph does not keep, computed by a collective" in r.stderr, r.stderr
+    for got, want in zip(_ranks(str(tmp_path / "rep")), _ranks(str(tmp_path / "eager"))):
+        assert got["losses"] == want["losses"] and got["stats"] == want["stats"]
+        assert got["params"] == want["params"] and got["held"] == want["held"]
+    assert [len(x["held"]) for x in _ranks(str(tmp_path / "rep"))] == [0, 8]
+    rep = _replays(db, 2)
+    assert rep["cpu rank 0/2"]["hit_rate"] == 1.0, rep
+    assert 0 < rep["cpu rank 1/2"]["hits"] < rep["cpu rank 0/2"]["hits"], rep
+
+
+def test_a_graph_failing_after_its_collectives_ran_is_an_error_not_a_rerun(ops_store, tmp_path):
+    """At step 4 every rank's index (from numpy: the graph cannot see it) is
+    out of range: the replayed graph fails at index_select after it ran the
+    step's all_gather and reduce_scatter, so re-running the step eagerly
+    would issue them twice; replay raises instead (no segment falls back),
+    every rank gets the error and the job ends without waiting."""
+    d, db = ops_store
+    r = _mpirun([JANUS, "replay", "--db", db, "--", sys.executable, OPS_TRAIN, "--bad-index-step", "4", "--out",
+                 str(tmp_path / "bad")], timeout=120, JANUS_REPLAY_ADAPT="0", JANUS_DIST_TIMEOUT="20")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.count(", 0 fell back to eager") == 2, r.stderr  # neither rank re-ran anything eagerly
+    for got, want in zip(_ranks(str(tmp_path / "bad")), _ranks(str(d / "rec"))):
+        assert got["losses"] == want["losses"][:4]
+        e = got["error"]
+        assert e.startswith("IndexError: janus replay: graph") and "failed after it had updated state in place " \
+            "or run a collective, so the step cannot be re-run eagerly" in e, e
+        assert "index_select(): index 99 is out of bounds for dimension 0 with size 8" in e, e
+
+
 # ---------------------------------------------------------------------- faults
 def _ended_fast(r, t0, limit):
     took = time.monotonic() - t0
@@ -502,6 +736,57 @@ def test_nccl_without_its_library_is_a_clear_error():
     assert r.returncode == 0, r.stderr
     err = r.stdout.split("ERR", 1)[1]
     assert ("libnccl_absent.so.2" in err and "install NCCL" in err) or "built with CUDA" in err, err
+
+
+NCCL_STUB = """
+/* libnccl's entry points janus loads, none of which may run here */
+int ncclGetUniqueId(void *id) { (void)id; return 5; }
+int ncclCommInitRank(void **c, int n, char id[128], int r) { (void)c, (void)n, (void)id, (void)r; return 5; }
+int ncclCommDestroy(void *c) { (void)c; return 0; }
+int ncclAllReduce(void) { return 5; }
+int ncclBroadcast(void) { return 5; }
+int ncclAllGather(void) { return 5; }
+int ncclReduceScatter(void) { return 5; }
+const char *ncclGetErrorString(int rc) { (void)rc; return "stub"; }
+"""
+
+
+def test_local_rank_picks_the_nccl_backends_gpu(tmp_path):
+    """LOCAL_RANK (else mpirun's OMPI_COMM_WORLD_LOCAL_RANK, device_id= first)
+    names the GPU; init_process_group("nccl") makes it the process's CUDA
+    device before NCCL starts.  Without a GPU the C path is reached through
+    a stub libnccl and refuses naming the device and LOCAL_RANK."""
+    import janus
+    import janus.distributed as dist
+    assert dist._local_device(None, {"LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}) == 1
+    assert dist._local_device(None, {"OMPI_COMM_WORLD_LOCAL_RANK": "3"}) == 3
+    assert dist._local_device(janus.device("cuda", 2), {"LOCAL_RANK": "1"}) == 2
+    assert dist._local_device("cuda:5", {}) == 5 and dist._local_device("cuda", {"LOCAL_RANK": "4"}) == 4
+    assert dist._local_device(None, {}) == -1
+    with pytest.raises(ValueError, match="LOCAL_RANK='x' is not an integer"):
+        dist._local_device(None, {"LOCAL_RANK": "x"})
+    from janus import _C
+    if not _C._cuda_built():
+        pytest.skip("janus built without CUDA: the nccl backend is not compiled in")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the NCCL stub")
+    (tmp_path / "nccl.c").write_text(NCCL_STUB)
+    lib = str(tmp_path / "libnccl_stub.so")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", lib, str(tmp_path / "nccl.c")], check=True, timeout=60)
+    script = textwrap.dedent("""
+        import janus.distributed as dist
+        try:
+            dist.init_process_group("nccl", rank=0, world_size=1)
+        except Exception as e:
+            print("ERR", type(e).__name__, e)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                       env=_env(JANUS_NCCL_LIBRARY=lib, LOCAL_RANK="1"))
+    assert r.returncode == 0, r.stderr
+    err = r.stdout.split("ERR", 1)[1]
+    assert "on rank 0 (LOCAL_RANK or device_id 1): CUDA device 1" in err, err
+    assert "is not available" in err or "does not exist" in err, err
 
 
 @needs_mpi

@@ -21,7 +21,8 @@ PyObject *jn_py_device_of(jn_tensor *t) {
     if (!cuda_device_obj) {
         PyObject *mod = PyImport_ImportModule("janus._dtype");
         if (!mod) return NULL;
-        cuda_device_obj = PyObject_CallMethod(mod, "device", "si", "cuda", 0);
+        /* the process's one device: its number is fixed once a CUDA tensor exists */
+        cuda_device_obj = PyObject_CallMethod(mod, "device", "si", "cuda", jn_cuda_current_device());
         Py_DECREF(mod);
         if (!cuda_device_obj) return NULL;
     }
@@ -48,6 +49,24 @@ static PyObject *py_cuda_device_count(PyObject *self, PyObject *unused) {
     n = jn_cuda_device_count(&why);
     Py_END_ALLOW_THREADS
     return Py_BuildValue("(is)", n, why ? why : "");
+}
+
+/* _cuda_set_device(ordinal): the process's one device, before its first CUDA tensor */
+static PyObject *py_cuda_set_device(PyObject *self, PyObject *arg) {
+    (void)self;
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    jn_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = jn_cuda_set_device(v < -1 ? -1 : v > 1 << 20 ? 1 << 20 : (int)v); /* any out-of-range number is refused */
+    Py_END_ALLOW_THREADS
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_cuda_current_device(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyLong_FromLong(jn_cuda_current_device());
 }
 
 static PyObject *py_cuda_synchronize(PyObject *self, PyObject *unused) {
@@ -203,6 +222,8 @@ PyMethodDef jn_py_cuda_methods[] = {
     {"_cuda_built", py_cuda_built, METH_NOARGS, "1 when the CUDA backend is compiled in"},
     {"_cuda_device_count", py_cuda_device_count, METH_NOARGS, "(usable CUDA devices, why 0)"},
     {"_cuda_init", py_cuda_init, METH_NOARGS, "initialize the CUDA backend or raise why not"},
+    {"_cuda_set_device", py_cuda_set_device, METH_O, "_cuda_set_device(n): the process's one CUDA device"},
+    {"_cuda_current_device", py_cuda_current_device, METH_NOARGS, "the process's CUDA device number"},
     {"_cuda_synchronize", py_cuda_synchronize, METH_NOARGS, "wait for queued CUDA work"},
     {"_cuda_memory", py_cuda_memory, METH_NOARGS, "(allocated, max_allocated, reserved) bytes"},
     {"_cuda_reset_peak", py_cuda_reset_peak, METH_NOARGS, NULL},

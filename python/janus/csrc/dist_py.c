@@ -1,17 +1,22 @@
 /* dist_py.c -- janus._C's side of janus.distributed (runtime/jn_dist.h).
  *
- * all_reduce and broadcast go through the op table (runtime/k_dist.c), so
- * record and replay see them as ops (janus/distributed calls _dist_flush
- * first: the recorded steps reach the store while this rank may wait).
- * The others here read and write tensor data outside the dispatcher, so to
- * `janus record` and `janus replay` each is a sync point on each tensor it
- * touches (kind NUMPY, as a buffer export is, with no observed value: the
- * data differs per rank): the segment ends before it and every rank runs
- * it eagerly, in program order, whether the ops around it ran as compiled
- * graphs or fell back.  So a guard miss on one rank never changes the order
- * of collectives or the numbers.  The GIL is released while a collective
- * waits for the other ranks; a recording commits its queued steps then
- * (a rank that waits for a lost one is ended by mpirun, losing nothing).
+ * The collectives janus.distributed offers go through the op table
+ * (runtime/k_dist.c: all_reduce_, broadcast_, all_gather, reduce_scatter,
+ * barrier), so record and replay see them as ops (janus/distributed calls
+ * _dist_flush first: the recorded steps reach the store while this rank may
+ * wait).  The _dist_* collectives here read and write tensor data outside
+ * the dispatcher (kept for C-level tests and tools), so to `janus record`
+ * and `janus replay` each is a sync point on each tensor it touches (kind
+ * NUMPY, as a buffer export is, with no observed value: the data differs
+ * per rank): the segment ends before it and every rank runs it eagerly, in
+ * program order.  _dist_wait makes a barrier's token current: the segment
+ * ends after the barrier, which runs in its graph or eagerly.
+ *
+ * The GIL is let go while any collective waits for the other ranks, also
+ * one a kernel or a compiled graph runs (the wait hooks installed at
+ * _dist_init), so the process's other Python threads run on; a recording
+ * commits its queued steps first (a rank that waits for a lost one is ended
+ * by mpirun, losing nothing).
  */
 #include <math.h>
 
@@ -39,18 +44,31 @@ static PyObject *done(jn_status s) {
     Py_RETURN_NONE;
 }
 
-/* _dist_init(backend "mpi"|"nccl", rank, world_size, master_addr, master_port, timeout_s) */
+/* The wait hooks: a collective that blocks while this thread holds the GIL
+ * (a table op dispatched from Python, a graph replay runs) lets it go until
+ * the wait ends; one called with the GIL already released keeps it so. */
+static void *gil_leave(void) {
+    if (!Py_IsInitialized() || !PyGILState_Check()) return NULL;
+    return PyEval_SaveThread();
+}
+
+static void gil_enter(void *ts) { PyEval_RestoreThread(ts); }
+
+/* _dist_init(backend "mpi"|"nccl", rank, world_size, master_addr, master_port, timeout_s[, device]):
+ * device: the nccl backend's GPU (LOCAL_RANK), -1 for the CUDA default */
 static PyObject *py_init(PyObject *self, PyObject *args) {
     (void)self;
     const char *backend, *addr;
-    int rank, world, port;
+    int rank, world, port, device = -1;
     double timeout;
-    if (!PyArg_ParseTuple(args, "siisid", &backend, &rank, &world, &addr, &port, &timeout)) return NULL;
+    if (!PyArg_ParseTuple(args, "siisid|i", &backend, &rank, &world, &addr, &port, &timeout, &device)) return NULL;
     jn_dist_backend b;
     if (!strcmp(backend, "mpi")) b = JN_DIST_MPI;
     else if (!strcmp(backend, "nccl")) b = JN_DIST_NCCL;
     else return PyErr_Format(PyExc_ValueError, "init_process_group: unknown backend %R (janus has \"mpi\" for CPU "
                              "tensors and \"nccl\" for CUDA tensors)", PyTuple_GET_ITEM(args, 0));
+    jn_rt_dist_set_wait_hooks(gil_leave, gil_enter);
+    jn_rt_dist_set_device(b == JN_DIST_NCCL ? device : -1);
     jn_status s;
     Py_BEGIN_ALLOW_THREADS
     s = jn_rt_dist_init(b, rank, world, addr, port, timeout);
@@ -127,6 +145,14 @@ static PyObject *py_reduce_scatter(PyObject *self, PyObject *args) {
     return done(s);
 }
 
+/* _dist_wait(t): make t current now (a barrier's token: the barrier has
+ * run when this returns); a sync point without an observed value */
+static PyObject *py_wait(PyObject *self, PyObject *t) {
+    (void)self;
+    if (!ready(t, "barrier")) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* _dist_flush(): a recording hands its queued steps to the writer now */
 static PyObject *py_flush(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
@@ -149,13 +175,15 @@ static PyObject *py_abort(PyObject *self, PyObject *arg) {
 }
 
 PyMethodDef jn_py_dist_methods[] = {
-    {"_dist_init", py_init, METH_VARARGS, "_dist_init(backend, rank, world_size, master_addr, master_port, timeout_s)"},
+    {"_dist_init", py_init, METH_VARARGS,
+     "_dist_init(backend, rank, world_size, master_addr, master_port, timeout_s[, device])"},
     {"_dist_state", py_state, METH_NOARGS, "(rank, world_size, backend) of the process group, None"},
     {"_dist_barrier", py_barrier, METH_NOARGS, "every rank waits for the others"},
     {"_dist_all_reduce", py_all_reduce, METH_VARARGS, "_dist_all_reduce(t, op): in place"},
     {"_dist_broadcast", py_broadcast, METH_VARARGS, "_dist_broadcast(t, src): in place"},
     {"_dist_all_gather", py_all_gather, METH_VARARGS, "_dist_all_gather(out, in): out = every rank's in, by rank"},
     {"_dist_reduce_scatter", py_reduce_scatter, METH_VARARGS, "_dist_reduce_scatter(out, in, op)"},
+    {"_dist_wait", py_wait, METH_O, "_dist_wait(t): t's data is current when it returns (a barrier's token)"},
     {"_dist_flush", py_flush, METH_NOARGS, "a recording's queued steps go to the writer now"},
     {"_dist_destroy", py_destroy, METH_NOARGS, "end the process group"},
     {"_dist_abort", py_abort, METH_O, "_dist_abort(why): end every rank of the job"},

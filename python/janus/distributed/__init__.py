@@ -9,15 +9,19 @@ tensors (JANUS_NCCL_LIBRARY); "gloo", PyTorch's CPU backend, runs on "mpi".
 
 Launch with `mpirun -n N python train.py` (Open MPI numbers the ranks;
 RANK / WORLD_SIZE, when set too, must agree) or, for nccl without MPI,
-torchrun-style RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.  Collectives are
-blocking (async_op=True returns a Work that is already complete).
-all_reduce and broadcast are ops of the table (all_reduce_, broadcast_): `janus
+torchrun-style RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; the nccl backend
+uses the GPU LOCAL_RANK names (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK under
+mpirun, or device_id=).  Collectives are blocking (async_op=True returns a
+Work; only barrier's wait() has work left to do) and let the GIL go while
+they wait.  all_reduce, broadcast, all_gather (and all_gather_into_tensor),
+reduce_scatter (and reduce_scatter_tensor) and barrier are ops of the table
+(all_reduce_, broadcast_, all_gather, reduce_scatter, barrier): `janus
 record` records them and `janus replay` runs them inside the step's compiled
-graph, or eagerly on a miss, in program order on every rank either way;
-all_gather, reduce_scatter and barrier are sync points (they end the segment
-and run eagerly).  A collective waiting longer than JANUS_DIST_TIMEOUT
-(60 s) or the timeout= argument, or an exception no code caught on any rank,
-ends every rank of the job with a message naming the failed rank.
+graph, or eagerly on a miss, in program order on every rank either way; a
+barrier ends its segment after it (it returns once every rank reached it).
+A collective waiting longer than JANUS_DIST_TIMEOUT (60 s) or the timeout=
+argument, or an exception no code caught on any rank, ends every rank of
+the job with a message naming the failed rank.
 """
 import enum as _enum
 import os as _os
@@ -66,13 +70,20 @@ group = GroupMember
 
 class _Work:
     """What async_op=True returns: janus's collectives are blocking, so the
-    work is complete when it is returned."""
+    work is complete when it is returned -- except a barrier's, whose token
+    (under replay, pending until its segment ends) wait() makes current."""
+
+    def __init__(self, token=None):
+        self._token = token
 
     def wait(self, timeout=None):
+        if self._token is not None:
+            token, self._token = self._token, None
+            _C._dist_wait(token)
         return True
 
     def is_completed(self):
-        return True
+        return self._token is None
 
     def is_success(self):
         return True
@@ -113,6 +124,26 @@ def _env_int(name, v):
         raise ValueError(f"init_process_group: {name}={v!r} is not an integer") from None
 
 
+def _local_device(device_id, env=None):
+    """The GPU the nccl backend uses: device_id's index when given, else
+    LOCAL_RANK (torchrun's), else OMPI_COMM_WORLD_LOCAL_RANK (mpirun's): a
+    rank's number among its host's ranks; -1 when none says (the CUDA
+    default)."""
+    env = _os.environ if env is None else env
+    if device_id is not None:
+        if isinstance(device_id, str):
+            idx = int(device_id.split(":")[1]) if ":" in device_id else None
+        else:
+            idx = getattr(device_id, "index", device_id)
+        if idx is not None:
+            return int(idx)
+    for name in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"):
+        v = _env_int(name, env.get(name))
+        if v >= 0:
+            return v
+    return -1
+
+
 def _seconds(timeout):
     if timeout is None:
         return 0.0
@@ -151,7 +182,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         rank = _env_int("RANK", _os.environ.get("RANK"))
     addr = _os.environ.get("MASTER_ADDR", "")
     port = _env_int("MASTER_PORT", _os.environ.get("MASTER_PORT"))
-    _C._dist_init(name, int(rank), int(world_size), addr, int(port), _seconds(timeout))
+    device = _local_device(device_id) if name == "nccl" else -1
+    _C._dist_init(name, int(rank), int(world_size), addr, int(port), _seconds(timeout), device)
     if not getattr(_sys.excepthook, "_janus_dist", False):
         hook = _excepthook(_sys.excepthook)
         hook._janus_dist = True
@@ -208,9 +240,19 @@ def _done(async_op):
 
 
 def barrier(group=None, async_op=False, device_ids=None):
+    """Every rank waits for the others: the table op barrier, run in its
+    graph under replay; the segment ends after it, so it has run when this
+    returns (with async_op=True: when the Work's wait() returns)."""
     _check_group(group, "barrier")
-    _C._dist_barrier()
-    return _done(async_op)
+    import janus
+    _C._dist_flush()
+    # the placing tensor: on the group's device, so the op runs where its collectives do
+    place = janus.zeros((), dtype=janus.int32, device="cuda" if get_backend() == "nccl" else "cpu")
+    work = _Work(_ops.barrier(place))
+    if async_op:
+        return work
+    work.wait()
+    return None
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
@@ -229,22 +271,31 @@ def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
     return _done(async_op)
 
 
+def _world(what):
+    return _state(what)[1]
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """output = every rank's input concatenated along dim 0, by rank."""
+    """output = every rank's input concatenated along dim 0, by rank (output
+    of world * input.numel() elements: [world * n, ...] or [world, n, ...])."""
     _check_group(group, "all_gather_into_tensor")
-    _C._dist_all_gather(output_tensor, input_tensor)
+    world = _world("all_gather_into_tensor")
+    if output_tensor.numel() != world * input_tensor.numel():
+        raise ValueError(f"all_gather_into_tensor: the output has {output_tensor.numel()} elements; it needs world "
+                         f"size {world} x the input's {input_tensor.numel()}")
+    _C._dist_flush()
+    output_tensor.copy_(_ops.all_gather(input_tensor).reshape(output_tensor.shape))
     return _done(async_op)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """tensor_list[r] = rank r's tensor."""
-    import janus
     _check_group(group, "all_gather")
-    world = _state("all_gather")[1]
+    world = _world("all_gather")
     if len(tensor_list) != world:
         raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors; the world has {world} ranks")
-    flat = janus.empty((world,) + tuple(tensor.shape), dtype=tensor.dtype, device=tensor.device)
-    _C._dist_all_gather(flat, tensor.contiguous())
+    _C._dist_flush()
+    flat = _ops.all_gather(tensor).reshape((world,) + tuple(tensor.shape))
     for r, t in enumerate(tensor_list):
         t.copy_(flat[r])
     return _done(async_op)
@@ -253,7 +304,12 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """output = this rank's share (dim 0 split by rank) of op over every rank's input."""
     _check_group(group, "reduce_scatter_tensor")
-    _C._dist_reduce_scatter(output, input, int(op))
+    world = _world("reduce_scatter_tensor")
+    if input.numel() != world * output.numel():
+        raise ValueError(f"reduce_scatter_tensor: the input has {input.numel()} elements; it needs world size "
+                         f"{world} x the output's {output.numel()}")
+    _C._dist_flush()
+    output.copy_(_ops.reduce_scatter(input.reshape(world, -1), op=int(op)).reshape(output.shape))
     return _done(async_op)
 
 
@@ -261,9 +317,13 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     """output = op over every rank's input_list[this rank]."""
     import janus
     _check_group(group, "reduce_scatter")
-    world = _state("reduce_scatter")[1]
+    world = _world("reduce_scatter")
     if len(input_list) != world:
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors; the world has {world} ranks")
-    flat = janus.stack([t.contiguous() for t in input_list])
-    _C._dist_reduce_scatter(output, flat, int(op))
+    _C._dist_flush()
+    share = _ops.reduce_scatter(janus.stack(list(input_list)), op=int(op))
+    output.copy_(share.reshape(output.shape))
     return _done(async_op)
+
+
+from . import nn  # noqa: E402  (torch.distributed.nn.functional)

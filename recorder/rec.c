@@ -1049,7 +1049,7 @@ done:
 
 jn_status jn_rec_stop(void) {
     if (!R.db) return JN_OK;
-    rec_sig_stop(); /* first: a signal handled from here on is the default one */
+    int sig = rec_sig_stop(); /* first: a signal handled from here on is the default one */
     jn_status s = jn_rec_on ? jn_rec_end_step("tail") : JN_OK;
     jn_rec_on = 0;
     jn_set_dispatch_hook(NULL);
@@ -1070,5 +1070,6 @@ jn_status jn_rec_stop(void) {
     kv_free(&R.type_base);
     kv_free(&R.type_step);
     kv_free(&R.seen);
+    if (sig) raise(sig); /* one that arrived while stopping: its default action, now the steps are stored */
     return s;
 }

@@ -14,10 +14,12 @@
 
 /* Install the handlers and start the watcher thread (jn_rec_start, after
  * the writer is up); restore the handlers still ours and stop the watcher
- * (jn_rec_stop, before anything else); a forked child's copy: restore the
- * handlers, drop the pipe (no watcher there). */
+ * (jn_rec_stop, before anything else: returns a signal that arrived during
+ * the stop and was to end the process, for the caller to raise once the
+ * steps are stored, or 0); a forked child's copy: restore the handlers,
+ * drop the pipe (no watcher there). */
 jn_status rec_sig_start(void);
-void rec_sig_stop(void);
+int rec_sig_stop(void);
 void rec_sig_atfork_child(void);
 /* The signals to keep blocked in the recorder's own threads. */
 void rec_sig_mask(sigset_t *set);

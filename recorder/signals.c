@@ -40,7 +40,9 @@
  * The recorder's own threads (writer, watcher) keep these signals blocked,
  * so the handler never runs on a thread the flush waits for.  The pipe is
  * made once per process and never closed while recording may use it (a
- * handler racing jn_rec_stop must not write into a reused descriptor); a
+ * handler racing jn_rec_stop must not write into a reused descriptor; a
+ * signal whose byte arrives after the watcher stopped is raised again by
+ * jn_rec_stop once the steps are stored, with its default action back); a
  * forked child restores the previous handlers and drops its copy of the
  * pipe, and a handler running in any process but the recording one acts as
  * if it were not there.
@@ -206,18 +208,22 @@ static void restore_handlers(void) {
     }
 }
 
-void rec_sig_stop(void) {
+int rec_sig_stop(void) {
     restore_handlers();
-    if (!S.up) return;
+    if (!S.up) return 0;
     unsigned char z = 0;
     while (write(S.fd[1], &z, 1) < 0 && errno == EINTR) {
     }
     pthread_join(S.th, NULL); /* (a signal it was handling ends the process here) */
     S.up = 0;
+    /* a byte a handler wrote after the stop byte, racing this: not for the
+     * next recording; one that was to end the process is the caller's */
+    int pending = 0;
     struct pollfd p = {S.fd[0], POLLIN, 0};
     unsigned char b;
-    while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && read(S.fd[0], &b, 1) == 1) {
-    } /* a byte a racing handler wrote after the stop byte: not for the next recording */
+    while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && read(S.fd[0], &b, 1) == 1)
+        if (b && !(b & CHAINED) && !pending) pending = b;
+    return pending;
 }
 
 void rec_sig_atfork_child(void) {

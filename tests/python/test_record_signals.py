@@ -6,7 +6,8 @@ killed, and then the process dies of the signal (exit 128 + N), also when
 its main thread is blocked in C (here: a mutex locked twice through ctypes,
 with the GIL held, so no Python-level handler could ever run).  Each killed
 run is compared step by step (kind, op count, signature) with the same
-script ending normally.  Also: SIGTERM sent to the whole process group
+script ending normally.  Also: SIGTERM while training at full speed (every
+printed step stored), SIGTERM sent to the whole process group
 (the script sees it twice), a run whose `janus record` parent is gone (the
 recorder marks it itself), SIGINT at its default and under Python's
 handler (KeyboardInterrupt still raised: the handler chains), a store
@@ -60,6 +61,14 @@ elif mode == "cblock":  # blocked in C with the GIL held: a mutex locked twice
     lock = ctypes.PyDLL(None).pthread_mutex_lock
     lock(mu)
     lock(mu)
+elif mode == "loop":  # training on at full speed
+    for i in range(7, 10 ** 9):
+        x = janus.randn(8, 4)
+        loss = (m(x) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print("step", i, flush=True)
 """
 
 
@@ -147,6 +156,28 @@ def test_signal_keeps_every_step(tmp_path, reference, sig, mode):
     assert p.returncode == 128 + sig, err
     assert f"was killed by signal {sig}" in err, err
     _check_killed(db, reference, sig)
+
+
+def test_sigterm_while_training(tmp_path):
+    """SIGTERM while the script records ops as fast as it can: every step it printed (each
+    printed after its optimizer step ended it) is stored, at most one more ended before
+    it died, and the one in progress is the tail."""
+    db = tmp_path / "run.db"
+    p, _ = _start(tmp_path, db, "loop")
+    while p.stdout.readline() != "step 30\n":
+        pass
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)  # (what it prints after the signal fits in the pipe)
+    out, err = p.stdout.read(), p.stderr.read()  # through the buffered reader: no line lost
+    p.stdout.close()
+    p.stderr.close()
+    assert p.returncode == 128 + signal.SIGTERM, err
+    printed = 31 + sum(1 for x in out.splitlines() if x.startswith("step "))
+    kinds = [k for _, k, _, _ in _steps(db, 1)]
+    assert kinds[:printed] == ["optimizer"] * printed, (printed, kinds)
+    assert kinds[printed:] in ([], ["tail"], ["optimizer"], ["optimizer", "tail"]), (printed, kinds[printed:], out[-300:], err)
+    run = _runs(db)[0]
+    assert run["status"] == "killed" and run["exit_status"] == 143
 
 
 def test_sigterm_to_the_process_group(tmp_path, reference):

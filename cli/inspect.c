@@ -992,7 +992,12 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
 
 /* What the replay's regions did (schema v10): per region its calls and
  * those run without their Python, refused or not, and the reasons the
- * others ran it (text: the 3 most frequent per region). */
+ * others ran it (text: the 3 most frequent per region), then the misses of
+ * a module region keeping several variants, per variant (the 4 most
+ * frequent "variant N: ..." rows; a call no variant took counts under each
+ * variant kept, region_py.c). */
+static int is_variant_row(const char *why) { return !strncmp(why, "variant ", 8) && strchr(why, ':'); }
+
 static void print_region_replays(ctx *c, jn_db *db, int64_t run) {
     jn_db_region_replay *r = NULL;
     jn_db_region_replay_reason *w = NULL;
@@ -1009,13 +1014,18 @@ static void print_region_replays(ctx *c, jn_db *db, int64_t run) {
     for (int i = 0; i < n; i++) {
         printf("    %s: %s of %s call%s replaced%s\n", r[i].region, jn_cli_commas(r[i].replaced, a),
                jn_cli_commas(r[i].calls, b), r[i].calls == 1 ? "" : "s", r[i].refused ? " (refused)" : "");
-        for (int k = 0, shown = 0; k < nw; k++) {
-            if (strcmp(w[k].region, r[i].region)) continue;
-            if (shown++ == 3) {
-                printf("      ... (--json lists all)\n");
-                break;
+        for (int variant = 0, more = 0; variant < 2; variant++, more = 0) {
+            for (int k = 0, shown = 0; k < nw; k++) {
+                if (strcmp(w[k].region, r[i].region) || is_variant_row(w[k].reason) != variant) continue;
+                if (shown++ == (variant ? 4 : 3)) {
+                    more = 1;
+                    break;
+                }
+                if (variant && shown == 1)
+                    printf("      misses per variant kept (a call no variant took counts under each):\n");
+                printf("      %8sx  %s\n", jn_cli_commas(w[k].count, a), w[k].reason);
             }
-            printf("      %8sx  %s\n", jn_cli_commas(w[k].count, a), w[k].reason);
+            if (more) printf("      ... (--json lists all)\n");
         }
     }
     jn_db_region_replays_free(r, n, w, nw);

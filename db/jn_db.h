@@ -143,9 +143,11 @@ jn_status jn_db_run_begin(jn_db *db, const jn_db_run_info *info, int64_t *run_id
 /* The recording process fills this at start: it is also how the CLI tells
  * "the command imported janus" (set) from "it never did" (still empty). */
 jn_status jn_db_run_set_python(jn_db *db, int64_t run_id, const char *python_version);
-/* status: "finished", "error" (script raised / nonzero exit), "killed",
- * "incomplete" (the script finished, its recording did not: a full disk);
- * and "lost", which jn_db_mark_lost sets */
+/* status: "finished", "error" (script raised / nonzero exit), "killed"
+ * (by `janus record` reaping it, and first by a recording process itself
+ * on SIGTERM/SIGHUP/SIGINT: recorder/signals.c), "incomplete" (the script
+ * finished, its recording did not: a full disk); and "lost", which
+ * jn_db_mark_lost sets */
 jn_status jn_db_run_end(jn_db *db, int64_t run_id, int exit_status, const char *status, double ended);
 
 /* Schema v6: the command's CPU time (user + system, seconds) and peak

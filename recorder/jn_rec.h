@@ -19,6 +19,10 @@
  * over parameters; those show as several rows all written in the first
  * step.)  Op counts, syncs and decisions are written for every step.
  *
+ * SIGTERM, SIGHUP and SIGINT at their default (signals.c): the queued
+ * steps and the one in progress are committed and the run marked killed
+ * before the process dies of the signal (bounded; also when blocked in C).
+ *
  * Not thread-safe: ops are expected from one thread at a time (the Python
  * thread, or the autograd engine while that thread waits in backward()).
  */

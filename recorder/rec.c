@@ -15,11 +15,15 @@
  * batch of JN_REC_BATCH steps (or every JN_REC_TICK_MS) and commits the
  * batch in one transaction.  The queue is short (backpressure at
  * JN_REC_QUEUE steps), so a SIGKILL loses at most those uncommitted steps;
- * jn_rec_stop() drains it.  One mutex serializes every use of the store
- * handle (the writer's step writes, the Python thread's interning).
- * A forked child stops recording (it would write the parent's run).
+ * jn_rec_stop() drains it; SIGTERM, SIGHUP and SIGINT at their default
+ * have the writer commit it, with the step in progress, before the process
+ * dies of them (signals.c, rec_end_by_signal).  One mutex serializes every
+ * use of the store handle (the writer's step writes, the Python thread's
+ * interning).  A forked child stops recording (it would write the parent's
+ * run).
  */
 #include "jn_rec.h"
+#include "rec_internal.h"
 #include "jn_settings.h"
 
 #include <assert.h>
@@ -653,6 +657,9 @@ static pthread_cond_t q_work = PTHREAD_COND_INITIALIZER, q_room = PTHREAD_COND_I
 static pending *q_head, *q_tail;
 static int q_len, q_stop, q_busy, writer_up;
 static int q_flush; /* commit what is queued now, without waiting for a batch */
+/* a signal ends the process (rec_end_by_signal): once the queue is
+ * committed the writer marks the run killed by q_sig, then sets q_sig_done */
+static int q_sig, q_sig_done;
 static pthread_t writer;
 static clockid_t q_clock = CLOCK_REALTIME; /* of q_work's timed waits */
 static jn_status w_err;              /* first failed write (the writer's message copied) */
@@ -680,7 +687,7 @@ static void *writer_main(void *arg) {
     for (;;) {
         /* woken for a full batch or to stop; otherwise every JN_REC_TICK_MS
          * commits whatever has queued (a slow loop, or the last steps) */
-        while (!q_stop && !q_flush && q_len < JN_REC_BATCH) {
+        while (!q_stop && !q_flush && q_len < JN_REC_BATCH && !(q_sig && !q_sig_done)) {
             struct timespec dl;
             clock_gettime(q_clock, &dl);
             dl.tv_nsec += JN_REC_TICK_MS * 1000000L;
@@ -692,6 +699,19 @@ static void *writer_main(void *arg) {
         }
         q_flush = 0;
         if (!q_head) {
+            if (q_sig && !q_sig_done) { /* drained: the run ends here, killed */
+                int sig = q_sig;
+                pthread_mutex_unlock(&q_mu);
+                pthread_mutex_lock(&db_mu);
+                /* failing, it leaves the run to `janus record`, which stores the same */
+                jn_status s = jn_db_run_end(R.db, R.run_id, 128 + sig, "killed", now());
+                (void)s;
+                pthread_mutex_unlock(&db_mu);
+                pthread_mutex_lock(&q_mu);
+                q_sig_done = 1;
+                pthread_cond_broadcast(&q_room);
+                continue;
+            }
             if (q_stop) break; /* stopping and drained */
             continue;
         }
@@ -766,6 +786,28 @@ void jn_rec_flush(void) {
     pthread_mutex_unlock(&q_mu);
 }
 
+static jn_status end_step(const char *kind);
+
+void rec_end_by_signal(int sig, const struct timespec *deadline) {
+    if (!R.db) return;
+    /* the step in progress, once the recording thread is between ops (it
+     * holds rec_mu while it records one); rec_mu is kept from here on */
+    if (pthread_mutex_timedlock(&rec_mu, deadline) == 0 && jn_rec_on) {
+        int room = 1;
+        pthread_mutex_lock(&q_mu); /* end_step must not wait on a full queue past the deadline */
+        while (room && q_len >= JN_REC_QUEUE && !w_err) room = !pthread_cond_timedwait(&q_room, &q_mu, deadline);
+        pthread_mutex_unlock(&q_mu);
+        if (room) end_step("tail");
+    }
+    pthread_mutex_lock(&q_mu);
+    q_sig = sig;
+    q_flush = 1;
+    pthread_cond_signal(&q_work);
+    while (writer_up && !q_sig_done && !pthread_cond_timedwait(&q_room, &q_mu, deadline)) {
+    }
+    pthread_mutex_unlock(&q_mu);
+}
+
 /* Stop the writer after it has written everything queued; its first error. */
 static jn_status writer_join(void) {
     if (!writer_up) return JN_OK;
@@ -791,6 +833,7 @@ static void atfork_child(void) {
     writer_up = 0;
     q_head = q_tail = NULL;
     q_len = 0;
+    rec_sig_atfork_child();
     pthread_mutex_init(&db_mu, NULL);
     pthread_mutex_init(&q_mu, NULL);
     pthread_mutex_init(&rec_mu, NULL);
@@ -893,12 +936,26 @@ jn_status jn_rec_start(const char *db_path, int64_t run_id, const char *python_v
             pthread_condattr_destroy(&ca);
         }
     }
-    if (pthread_create(&writer, NULL, writer_main, NULL)) {
+    q_sig = q_sig_done = 0;
+    sigset_t sigs, prev; /* the writer never runs the signal handler (signals.c) */
+    rec_sig_mask(&sigs);
+    pthread_sigmask(SIG_BLOCK, &sigs, &prev);
+    int rc = pthread_create(&writer, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    if (rc) {
         jn_db_close(db);
         R.db = NULL;
         return jn_error(JN_ERR_RUNTIME, "recorder: cannot start the writer thread");
     }
     writer_up = 1;
+    if ((s = rec_sig_start())) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", jn_errmsg());
+        writer_join();
+        jn_db_close(db);
+        R.db = NULL;
+        return jn_error(s, "%s", msg);
+    }
     reset_step();
     jn_dispatch_hook h = {hook_after, NULL};
     jn_set_dispatch_hook(&h);
@@ -992,6 +1049,7 @@ done:
 
 jn_status jn_rec_stop(void) {
     if (!R.db) return JN_OK;
+    int sig = rec_sig_stop(); /* first: a signal handled from here on is the default one */
     jn_status s = jn_rec_on ? jn_rec_end_step("tail") : JN_OK;
     jn_rec_on = 0;
     jn_set_dispatch_hook(NULL);
@@ -1012,5 +1070,6 @@ jn_status jn_rec_stop(void) {
     kv_free(&R.type_base);
     kv_free(&R.type_step);
     kv_free(&R.seen);
+    if (sig) raise(sig); /* one that arrived while stopping: its default action, now the steps are stored */
     return s;
 }

@@ -97,6 +97,11 @@ jn_status jn_rp_region_run(jn_replay *r, int id, jn_tensor *const *bound, const 
 /* A call of region `name` that ran its Python: why (a guard's miss, a
  * refusal, "learning").  refused: the region will never be replaced. */
 void jn_rp_region_note(jn_replay *r, const char *name, const char *why, int refused);
+/* One more reason for the call just noted, counted in its own row: a
+ * module region keeping several variants (train / eval, ...) counts the
+ * miss of each ("variant N: why"), so a call no variant matched counts once
+ * in calls and once per variant kept in the reason rows. */
+void jn_rp_region_note_also(jn_replay *r, const char *name, const char *why);
 
 /* A call of region `name` that ran without its Python and without a template
  * (Optimizer.zero_grad, done from C by the extension). */

@@ -339,13 +339,8 @@ static rg_name *name_of(struct rp_regions *G, const char *name) {
     return n;
 }
 
-void jn_rp_region_note(jn_replay *R, const char *name, const char *why, int refused) {
-    struct rp_regions *G = regions(R);
-    if (!G) return;
-    G->calls++;
-    rg_name *n = name_of(G, name);
-    if (n) n->calls++;
-    if (n && refused) n->refused = 1;
+/* One more call of reason why for region n (named name). */
+static void count_reason(struct rp_regions *G, rg_name *n, const char *name, const char *why) {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s: %s", name, why);
     for (int i = 0; i < G->nwhy; i++)
@@ -359,6 +354,21 @@ void jn_rp_region_note(jn_replay *R, const char *name, const char *why, int refu
     if (!(w[G->nwhy].why = strdup(buf))) return;
     w[G->nwhy].name_ix = n ? (int)(n - G->names) : -1;
     w[G->nwhy++].count = 1;
+}
+
+void jn_rp_region_note(jn_replay *R, const char *name, const char *why, int refused) {
+    struct rp_regions *G = regions(R);
+    if (!G) return;
+    G->calls++;
+    rg_name *n = name_of(G, name);
+    if (n) n->calls++;
+    if (n && refused) n->refused = 1;
+    count_reason(G, n, name, why);
+}
+
+void jn_rp_region_note_also(jn_replay *R, const char *name, const char *why) {
+    struct rp_regions *G = regions(R);
+    if (G) count_reason(G, name_of(G, name), name, why);
 }
 
 void jn_rp_region_get_stats(const jn_replay *R, jn_rp_region_stats *st) {

@@ -272,9 +272,12 @@ class Regions:
             return self._enter(ent[1], m, args + tuple(kwargs.values()) + (names,), body)
         return self._enter(ent[1], m, args, m.forward)
 
-    def function(self, fn, args):
+    def function(self, fn, args, refuse=None):
         """A janus function's body during a replay (nn.utils.clip_grad_norm_): its template,
-        or fn(*args).  Its arguments are bound like a module's; it has no module tree."""
+        or fn(*args).  Its arguments are bound like a module's; it has no module tree.
+        refuse: why this call must run its Python (the caller knows: an argument that makes
+        it read data), counted as a refused call of the region; later calls may still be
+        replaced."""
         if self._observing is not None:
             return fn(*args)
         r = self._funcs.get(fn)
@@ -285,6 +288,9 @@ class Regions:
             if pub is not None:
                 top = inspect.unwrap(pub[1])
                 r.refused = self.recorded(pub[0], top.__qualname__, top.__code__)
+        if refuse is not None:
+            _C._rp_region_note(r.name, refuse, False)
+            return fn(*args)
         return self._enter(r, fn, args, fn)
 
     def _enter(self, r, m, args, body):
@@ -342,7 +348,7 @@ class Regions:
                         raise _Refused(f"attribute {n} of op {obs.log[o2[0]][0]} changes from call to call "
                                        f"({v1} vs {v2}): derived from a value the region does not guard")
             try:
-                cap = _C._rp_module_new(plan, tmpl["c"])
+                cap = _C._rp_module_new(plan, tmpl["c"], r.learned + 1)  # its number: the misses name it
             except (ValueError, TypeError, MemoryError) as e:
                 raise _Refused(f"internal error, please report: {e}") from None
             r.plans = (cap,) + r.plans[:_MAX_VARIANTS - 1]

@@ -175,6 +175,38 @@ def test_clip_grad_norm():
     np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8, 0, 0], rtol=1e-5)
 
 
+@pytest.mark.parametrize("bad,norm_type", [(float("inf"), 2.0), (float("nan"), 2.0), (float("inf"), float("inf")),
+                                          (float("nan"), 1)])
+def test_clip_grad_norm_error_if_nonfinite(bad, norm_type):
+    """error_if_nonfinite=True: a non-finite total norm raises torch's RuntimeError (naming the
+    norm's order) and leaves the gradients alone; without the flag they are scaled anyway."""
+    p, q = nn.Parameter(janus.zeros(3)), nn.Parameter(janus.zeros(2))
+    p.grad, q.grad = janus.tensor([1.0, bad, 2.0]), janus.tensor([0.5, -1.0])
+    with pytest.raises(RuntimeError) as e:
+        nn.utils.clip_grad_norm_([p, q], 1.0, norm_type=norm_type, error_if_nonfinite=True)
+    msg = str(e.value)
+    assert f"The total norm of order {float(norm_type)} for gradients from `parameters` is non-finite" in msg
+    assert "set `error_if_nonfinite=False`" in msg
+    got = p.grad.numpy()
+    assert got[0] == 1.0 and got[2] == 2.0 and (np.isnan(got[1]) or got[1] == bad)
+    np.testing.assert_array_equal(q.grad.numpy(), [0.5, -1.0])
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:  # torch's own message, word for word
+        tp, tq = torch.zeros(3, requires_grad=True), torch.zeros(2, requires_grad=True)
+        tp.grad, tq.grad = torch.tensor([1.0, bad, 2.0]), torch.tensor([0.5, -1.0])
+        with pytest.raises(RuntimeError) as te:
+            torch.nn.utils.clip_grad_norm_([tp, tq], 1.0, norm_type=norm_type, error_if_nonfinite=True)
+        assert msg == str(te.value)
+    total = nn.utils.clip_grad_norm_([p, q], 1.0, norm_type=norm_type)  # no check: scaled by it
+    assert not math.isfinite(total.item())
+    fine = nn.Parameter(janus.zeros(2))
+    fine.grad = janus.tensor([3.0, 4.0])
+    assert nn.utils.clip_grad_norm_([fine], 1.0, error_if_nonfinite=True).item() == pytest.approx(5.0)
+
+
 def test_init_functions():
     janus.manual_seed(1)
     w = janus.empty(200, 300)

@@ -10,11 +10,12 @@ import json
 import os
 import re
 import shutil
+import sys
 
 import pytest
 
-from dynamic_runs import ROOT, have_optimize
-from test_replay import EXAMPLES, record_and_optimize, run, same_weights, strip_rates
+from dynamic_runs import ROOT, have_optimize, janus
+from test_replay import EXAMPLES, PROBE, record_and_optimize, run, same_weights, strip_rates
 
 pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
 
@@ -264,9 +265,13 @@ def test_keyword_names_changed_miss(modules_db, tmp_path):
     st, _ = eager_and_replay(MODULES, "kwname", modules_db, str(tmp_path))
     calls, replaced, refused = region(st, "KW.")
     assert calls == 50 and not refused, st
-    ran = sum(n for w, n in st["reasons"] if w.startswith("KW.forward"))
-    # three variants learned (training, evaluation, training with the new names), two calls each
-    assert ran == calls - replaced == 6, st
+    rows = [(w[len("KW.forward"):].split(": ", 1)[1], n) for w, n in st["reasons"] if w.startswith("KW.forward")]
+    # three variants learned (training, evaluation, training with the new names), two calls each;
+    # the two calls with the new names missed both variants kept: counted under each
+    ran = sum(n for w, n in rows if not w.startswith("variant "))
+    per_variant = {w.split(":")[0]: n for w, n in rows if w.startswith("variant ")}
+    assert per_variant == {"variant 1": 2, "variant 2": 2}, st
+    assert ran + per_variant["variant 1"] == calls - replaced == 6, st
 
 
 def test_instance_forward_patched_mid_run(modules_db, tmp_path):
@@ -320,3 +325,48 @@ def test_strict_replay_and_module_misses(tmp_path):
     same_weights(we, wr)
     st = regions_of(rr.stderr)
     assert region(st, "Scale.")[1] >= 10 and re.search(r"SCALE changed value", reasons(st)), st
+
+
+def test_module_misses_counted_per_variant(modules_db, tmp_path):
+    """trainvalx: train and eval variants learned, then from step 35 (eval) a batch size
+    neither takes: each of the two misses counts both variants' reasons, named by variant
+    (1: the train one, 2: the eval one), in the exit counters and, stored, in inspect."""
+    st, _ = eager_and_replay(MODULES, "trainvalx", modules_db, str(tmp_path))
+    calls, replaced, refused = region(st, "TrainEval.")
+    assert calls == 40 and not refused, st
+    rows = {w.split(": ", 1)[1]: n for w, n in st["reasons"] if w.startswith("TrainEval.forward")}
+    v1 = {w: n for w, n in rows.items() if w.startswith("variant 1: ")}
+    v2 = {w: n for w, n in rows.items() if w.startswith("variant 2: ")}
+    assert sum(v1.values()) == sum(v2.values()) == 2, st  # steps 35 and 36 (learning the third)
+    assert any("training changed value" in w for w in v1), st  # the train variant, in eval mode
+    assert not any("training changed value" in w for w in v2), st  # the eval variant: the batch
+    plain = sum(n for w, n in rows.items() if not w.startswith("variant "))
+    assert plain + sum(v1.values()) == calls - replaced, st
+    # stored by `janus replay` and shown by inspect, text and JSON
+    db = os.path.join(str(tmp_path), "x.db")
+    shutil.copy(modules_db, db)
+    r = janus("replay", "--db", db, "--", sys.executable, PROBE, MODULES, "trainvalx", timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ins = janus("inspect", "--json", db)
+    run = [x for x in json.loads(ins.stdout)["runs"] if x["kind"] == "replay"][-1]
+    te = [x for x in run["replay"]["regions"] if x["region"].startswith("TrainEval.forward")][0]
+    stored = {w["reason"]: w["count"] for w in te["reasons"]}
+    assert {w: n for w, n in stored.items() if w.startswith("variant ")} == {**v1, **v2}, te
+    txt = janus("inspect", db).stdout
+    assert "misses per variant kept (a call no variant took counts under each):" in txt, txt[-3000:]
+    for w, n in {**v1, **v2}.items():
+        assert re.search(rf"^ +{n}x  {re.escape(w)}$", txt, re.M), txt[-3000:]
+
+
+def test_clip_with_nonfinite_check_raises_as_eager(modules_db, tmp_path):
+    """clip_grad_norm_(error_if_nonfinite=True) at replay: the call runs its Python (its check
+    reads the norm), counted with that reason; at step 30 an infinite gradient raises torch's
+    RuntimeError there exactly as eagerly (stdout compared), the model still replaced."""
+    st, rr = eager_and_replay(MODULES, "clipcheck", modules_db, str(tmp_path))
+    assert ("step 30 RuntimeError: The total norm of order 2.0 for gradients from `parameters` is non-finite, "
+            "so it cannot be clipped.") in rr.stdout, rr.stdout
+    assert region(st, "_clip_grad_norm ") == (40, 0, False), st
+    rows = {w.split(": ", 1)[1]: n for w, n in st["reasons"] if w.startswith("_clip_grad_norm ")}
+    assert rows == {"error_if_nonfinite=True: the check reads the norm (a sync point), so the call runs its "
+                    "Python": 40}, st
+    assert region(st, "MLP.")[1] >= 37, st

@@ -7,8 +7,11 @@ prints a loss every 5 steps and the Python-visible effects at the end; under
 and compares: the outer model is replaced (plain, dropout, dropp, trainval,
 batchnorm, dict, tuple, namedtuple, loop, looplen, lstm, flag, scale, scales,
 patch, patchcls, zero,
-clip, validate) or refused with a named reason while its effect is kept (counter,
-append, print, random, sync); its children may still be replaced."""
+clip, clipcheck, validate) or refused with a named reason while its effect is kept (counter,
+append, print, random, sync); its children may still be replaced.  trainvalx: as trainval,
+then from step 35 a batch size neither learned variant takes (a miss of both, counted per
+variant).  clipcheck: clip_grad_norm_(error_if_nonfinite=True), an infinite gradient at step
+30 (the RuntimeError printed, the step skipped)."""
 import collections
 import json
 import random
@@ -188,7 +191,7 @@ def check_plan_validation():
     real = janus._C._rp_module_new
     refused = []
 
-    def damaged(plan, tmpl):
+    def damaged(plan, tmpl, *variant):
         bad_guard = ((0, len(plan[4]) + 3, "x", None, None),)
         for k, v in ((9, 10 ** 3), (5, (10 ** 3,)), (3, bad_guard)):
             try:
@@ -198,7 +201,7 @@ def check_plan_validation():
             else:
                 raise AssertionError(f"a damaged module plan was accepted (entry {k})")
         sys.stderr.write(f"MVALIDATED {len(refused)}: {' | '.join(refused)}\n")
-        return real(plan, tmpl)
+        return real(plan, tmpl, *variant)
 
     janus._C._rp_module_new = damaged
 
@@ -209,7 +212,7 @@ def main():
         check_plan_validation()
     janus.manual_seed(0)
     random.seed(0)
-    kinds = {"dropout": Dropout, "dropp": Dropout, "trainval": TrainEval, "counter": Counter, "append": Append,
+    kinds = {"dropout": Dropout, "dropp": Dropout, "trainval": TrainEval, "trainvalx": TrainEval, "counter": Counter, "append": Append,
              "print": Print, "random": Random, "sync": Sync, "flag": Flag, "scale": Scale, "scales": Scale, "loop": Loop, "looplen": Loop,
              "dict": Dict, "tuple": Tuple, "namedtuple": Named, "batchnorm": BN, "batchnorm2d": BN2, "lstm": Seq, "kwargs": KW,
              "kwname": KW, "detachgrad": DetachGrad, "detachout": DetachOut}
@@ -222,6 +225,8 @@ def main():
     mask = (janus.rand(8, 16) > 0.3).float()
     for i in range(40):
         opt.zero_grad(set_to_none=MODE != "zero")  # zero: gradients filled with zeros in place
+        if MODE == "trainvalx" and i == 35:  # a batch size neither learned variant (train, eval) takes
+            x, y = x[:6], y[:6]
         if MODE == "lstm":
             out, state = model(x, state)
             state = (state[0].detach(), state[1].detach())
@@ -242,6 +247,14 @@ def main():
         loss.backward()
         if MODE in ("clip", "lstm"):  # the clipping runs from C too (no sync inside: the norm is returned)
             norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        elif MODE == "clipcheck":  # the check reads the norm: the call runs its Python, raising as eager does
+            if i == 30:
+                model.fc1.weight.grad.mul_(float("inf"))
+            try:
+                norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5, error_if_nonfinite=True)
+            except RuntimeError as e:
+                print(f"step {i} RuntimeError: {e}")
+                continue
         opt.step()
         if MODE == "flag" and i in (15, 25):
             FLAG = not FLAG
@@ -251,7 +264,7 @@ def main():
             SCALE += 0.25
         if MODE == "dropp" and i == 20:
             model.drop.p = 0.5
-        if MODE in ("trainval", "batchnorm2d") and i % 10 == 9:
+        if MODE in ("trainval", "trainvalx", "batchnorm2d") and i % 10 == 9:
             model.train(not model.training)
         if MODE == "looplen" and i == 20:
             model.steps.append(2)
@@ -261,7 +274,7 @@ def main():
         if MODE == "patchcls" and i == 20:  # the class's forward replaced mid-run
             MLP.forward = lambda self, x: self.fc2(janus.relu(self.fc1(x)) * 0.5)
         if i % 5 == 0:
-            print(f"step {i} loss {loss.item():.6f}" + (f" norm {norm.item():.6f}" if MODE in ("clip", "lstm") else ""))
+            print(f"step {i} loss {loss.item():.6f}" + (f" norm {norm.item():.6f}" if MODE in ("clip", "lstm", "clipcheck") else ""))
     extra = ""
     if MODE in ("batchnorm", "batchnorm2d"):  # the running statistics, exactly (repr of floats)
         extra = (f" mean {model.bn.running_mean.tolist()!r} var {model.bn.running_var.tolist()!r}"

@@ -779,6 +779,7 @@ typedef struct {
 typedef struct {
     int id;
     char *name;
+    int variant;                /* its region's variant number (the Nth learned), 0: not given */
     int grad, autocast;
     int ncls;
     PyTypeObject **cls;
@@ -849,12 +850,14 @@ static int spec_ok(PyObject *spec, int nslot, int out) {
     return 1;
 }
 
-/* _rp_module_new(plan, template) -> capsule.  plan: (name, grad, classes, guards,
- * dicts, argspec, nargt, fixed, metas, outspec, leaves); see janus/_region.py. */
+/* _rp_module_new(plan, template[, variant]) -> capsule.  plan: (name, grad, classes, guards,
+ * dicts, argspec, nargt, fixed, metas, outspec, leaves); see janus/_region.py.
+ * variant: which of its region's variants it is (the Nth learned), for the misses. */
 static PyObject *py_mg_new(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *plan, *tmpl;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &plan, &PyTuple_Type, &tmpl)) return NULL;
+    int variant = 0;
+    if (!PyArg_ParseTuple(args, "O!O!|i", &PyTuple_Type, &plan, &PyTuple_Type, &tmpl, &variant)) return NULL;
     if (!jn_py_replay) return PyErr_Format(PyExc_RuntimeError, "no replay runs in this process");
     const char *name;
     int grad, nargt;
@@ -866,6 +869,7 @@ static PyObject *py_mg_new(PyObject *self, PyObject *args) {
     mg_plan *P = PyMem_Calloc(1, sizeof *P);
     if (!P) return PyErr_NoMemory();
     P->id = -1;
+    P->variant = variant;
     size_t ln = strlen(name) + 1;
     if (!(P->name = PyMem_Malloc(ln))) {
         PyErr_NoMemory();
@@ -1108,7 +1112,8 @@ static PyObject *build_out(mg_plan *P, PyObject *spec) {
 }
 
 /* _rp_module_call(plans, module, args) -> the output, or NotImplemented when no
- * plan's guards held (the first plan's reason counted).  Strict replay does not
+ * plan's guards held: the call counted once, each plan's reason in its own row
+ * ("variant N: ..." when more than one is kept).  Strict replay does not
  * raise here: a module's miss (an evaluation under no_grad, another sequence
  * length) runs its Python, which dispatches the very ops, and learns a variant;
  * the graphs' misses stay errors. */
@@ -1118,22 +1123,32 @@ static PyObject *py_mg_call(PyObject *self, PyObject *const *argv, Py_ssize_t na
         return PyErr_Format(PyExc_TypeError, "_rp_module_call(plans, module, args)");
     PyObject *plans = argv[0], *mod = argv[1], *args = argv[2];
     if (!jn_py_replay || !PyTuple_GET_SIZE(plans)) Py_RETURN_NOTIMPLEMENTED;
-    rg_why W, W0;
-    const char *why0 = NULL;
-    mg_plan *P = NULL;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plans); i++) {
+    enum { MAXV = 8 }; /* reasons kept per miss (janus/_region.py keeps 4 variants) */
+    rg_why W[MAXV];
+    const char *why[MAXV];
+    mg_plan *P = NULL, *Qs[MAXV];
+    Py_ssize_t nv = PyTuple_GET_SIZE(plans);
+    for (Py_ssize_t i = 0; i < nv; i++) {
         mg_plan *Q = PyCapsule_GetPointer(PyTuple_GET_ITEM(plans, i), "janus.mregion");
         if (!Q) return NULL;
-        const char *why = mcheck(Q, mod, args, i ? &W : &W0);
-        if (!why) {
+        int k = i < MAXV ? (int)i : MAXV - 1;
+        if (!(why[k] = mcheck(Q, mod, args, &W[k]))) {
             P = Q;
             break;
         }
-        if (!i) why0 = why;
+        Qs[k] = Q;
     }
     if (!P) {
-        mg_plan *Q = PyCapsule_GetPointer(PyTuple_GET_ITEM(plans, 0), "janus.mregion");
-        jn_rp_region_note(jn_py_replay, Q->name, why0, 0);
+        if (nv == 1) {
+            jn_rp_region_note(jn_py_replay, Qs[0]->name, why[0], 0);
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        for (int k = 0; k < nv && k < MAXV; k++) {
+            char buf[600];
+            snprintf(buf, sizeof buf, "variant %d: %s", Qs[k]->variant ? Qs[k]->variant : k + 1, why[k]);
+            if (!k) jn_rp_region_note(jn_py_replay, Qs[k]->name, buf, 0);
+            else jn_rp_region_note_also(jn_py_replay, Qs[k]->name, buf);
+        }
         Py_RETURN_NOTIMPLEMENTED;
     }
     jn_status s = jn_rp_region_run(jn_py_replay, P->id, P->bound, NULL, P->nleaf, P->leaf, P->ret);

@@ -14,9 +14,15 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if not grads:
         return janus.tensor(0.0)
     regions = janus._region_function  # set while a replay replaces calls (janus/_region.py)
-    if regions is not None and not error_if_nonfinite:
-        return regions(_clip_grad_norm, (grads, max_norm, norm_type, False))
+    if regions is not None:
+        # the check reads the norm (a sync, maybe a raise): such a call runs this Python,
+        # counted with that reason, so it raises exactly as eager does
+        return regions(_clip_grad_norm, (grads, max_norm, norm_type, bool(error_if_nonfinite)),
+                       _NONFINITE_CHECK if error_if_nonfinite else None)
     return _clip_grad_norm(grads, max_norm, norm_type, error_if_nonfinite)
+
+
+_NONFINITE_CHECK = "error_if_nonfinite=True: the check reads the norm (a sync point), so the call runs its Python"
 
 
 def _clip_grad_norm(grads, max_norm, norm_type, error_if_nonfinite):
@@ -29,7 +35,9 @@ def _clip_grad_norm(grads, max_norm, norm_type, error_if_nonfinite):
             norms = [(g.abs() ** norm_type).sum() ** (1.0 / norm_type) for g in grads]
             total = (janus.stack(norms) ** norm_type).sum() ** (1.0 / norm_type)
         if error_if_nonfinite and not bool(total.isfinite() if hasattr(total, "isfinite") else (total == total)):
-            raise RuntimeError(f"The total norm of order {norm_type} for gradients is non-finite, so it cannot be clipped.")
+            raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+                               "so it cannot be clipped. To disable this error and scale the gradients by the "
+                               "non-finite norm anyway, set `error_if_nonfinite=False`")  # torch's words
         coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(coef)

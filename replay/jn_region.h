@@ -108,6 +108,8 @@ int jn_rp_region_strict(const jn_replay *r);
 typedef struct {
     int64_t calls, replaced;    /* boundary calls seen, calls run from the template */
     int nregions, nreplaceable, nrefused;
+    int64_t batch_ops;          /* template ops matched with the checks their template proves left out */
+    int batch_plans;            /* (template, graph token) pairs those proofs were made for */
 } jn_rp_region_stats;
 void jn_rp_region_get_stats(const jn_replay *r, jn_rp_region_stats *st);
 /* The i-th most frequent reason a call ran its Python ("<region>: <why>");

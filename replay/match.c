@@ -38,20 +38,23 @@ typedef struct {
     int64_t ic;
 } mref;
 
+/* What every event reads first (op, arity, the refs' pointer, the outputs'
+ * kinds and shapes), then the attributes and in-place refs: a token is
+ * ~1 KB, and feeding touches its first lines only for most ops. */
 typedef struct {
     jn_op op;
     uint8_t nin, nout, flags, nattrs;
     int32_t loop;
-    int64_t site;
-    char akind[JN_MAX_ATTRS];
-    jn_attr attr[JN_MAX_ATTRS];
-    int32_t fin[JN_MAX_ATTRS];
     mref *in;                       /* nin refs (COLLECT: 1) */
     uint8_t out_new[JN_MAX_OUTS];
-    mref out[JN_MAX_OUTS];
-    int32_t gout[JN_MAX_OUTS];
     uint8_t ondim[JN_MAX_OUTS];     /* the graph's shape of each output */
+    int32_t gout[JN_MAX_OUTS];
     jn_ir_dim oshape[JN_MAX_OUTS][JN_MAX_DIMS];
+    char akind[JN_MAX_ATTRS];
+    int32_t fin[JN_MAX_ATTRS];
+    jn_attr attr[JN_MAX_ATTRS];
+    int64_t site;
+    mref out[JN_MAX_OUTS];
 } mtok;
 
 typedef struct {

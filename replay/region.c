@@ -11,6 +11,17 @@
  * eager's per-op nodes would, in their order.  The proof that the
  * template stands for the Python (pure body, guards) is the caller's
  * (csrc/region_py.c, janus/_region.py).
+ *
+ * Batch matching (JANUS_REPLAY_REGION_BATCH, on by default): a template's
+ * run under capture feeds the matcher through rp_region_feed.  Once its ops
+ * were matched at consecutive tokens of a graph (one cursor, one loop
+ * iteration), a plan for that token keeps, per op, the checks the template
+ * proves there (jn_rp_match_known: an input the graph names by the token
+ * of the template op that made it, attributes fixed in both); later runs
+ * from that token leave those checks out (jn_rp_match_feed_at) while the
+ * chain of consecutive matches holds.  Every other check (the call's own
+ * inputs, output shapes, in-place targets) runs, and any mismatch is the
+ * op-by-op path's miss, so results and decisions are today's.
  */
 #include <stdio.h>
 #include <stdlib.h>

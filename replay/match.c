@@ -1280,7 +1280,7 @@ jn_rp_match_kind jn_rp_match_feed_at(jn_rp_matcher *mt, const jn_rp_match_event 
         G->pos == at->pos && G->cur_loop == at->loop && G->it == at->it && G->P->tok[at->pos].loop == at->loop) {
         int k = feed_one(mt, ev, res, skip);
         if (k >= 0) {
-            mt->nknown++;
+            mt->nknown += skip != 0;
             return (jn_rp_match_kind)k;
         }
     }

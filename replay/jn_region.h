@@ -19,7 +19,9 @@
  * sync point.  The caller (the extension, csrc/region_py.c) turns two
  * observed calls into a template, checks its entry guards and binds the
  * slots; this file keeps the templates, runs them, and counts calls,
- * replacements and misses per region on the jn_replay object.
+ * replacements and misses per region on the jn_replay object.  Under
+ * capture a template's ops are matched with the checks it proves left out
+ * (batch matching, region.c; JANUS_REPLAY_REGION_BATCH=0: op by op).
  *
  * Prefix jn_rp_region_.
  */

@@ -289,7 +289,8 @@ jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
     jn_rp_match_event ev = {op, a->a, nin, nout, ai, ao};
     if (__builtin_expect(R->cfg.debug, 0)) debug_op(R, op, nin, in, nout, out);
     jn_rp_match_result res;
-    if (__builtin_expect(jn_rp_match_feed(R->mt, &ev, &res) != JN_RP_MATCH_MISS, 1))
+    jn_rp_match_kind kind = R->rg_batch ? rp_region_feed(R, &ev, &res) : jn_rp_match_feed(R->mt, &ev, &res);
+    if (__builtin_expect(kind != JN_RP_MATCH_MISS, 1))
         return R->cfg.adapt && R->nops == 1 ? rp_adapt_first(R, into) : JN_OK;
     /* no graph fits: what is pending runs now, the rest of the segment eagerly */
     char why[1024];

@@ -146,6 +146,44 @@ void jn_rp_match_set_fast(jn_rp_matcher *mt, int on);
 /* Events the fast path decided since the matcher was made. */
 int64_t jn_rp_match_fast_events(const jn_rp_matcher *mt);
 
+/* Batch feeding (replay/region.c: a region template's ops, fed at
+ * consecutive tokens).  Where the one cursor left stands: its graph, the
+ * token it expects next, its loop (-1) and iteration, and the segment's
+ * events so far; 0 when not exactly one cursor follows the segment. */
+typedef struct {
+    int32_t graph, pos, loop;
+    int64_t it, nev;
+} jn_rp_match_at;
+int jn_rp_match_where(const jn_rp_matcher *mt, jn_rp_match_at *at);
+
+/* An op whose inputs' makers the caller knows: input j is output
+ * prod_out[j] of the event matched at token prod_tok[j] of this iteration
+ * (-1: made elsewhere); attrs its attribute values, the same every time
+ * (NULL: they vary). */
+typedef struct {
+    jn_op op;
+    int nin;
+    const int32_t *prod_tok;
+    const uint8_t *prod_out;
+    const jn_attr *attrs;
+} jn_rp_match_known_op;
+#define JN_RP_MATCH_KNOWN_ATTRS ((uint64_t)1 << 63)
+/* The checks of token pos of graph gi that hold by construction for op o:
+ * bit j (< 63) input j's identity (the token's ref names the maker the
+ * caller says, in the same iteration), JN_RP_MATCH_KNOWN_ATTRS every
+ * attribute (all literal in the graph and equal to o's).  0: none. */
+uint64_t jn_rp_match_known(const jn_rp_matcher *mt, int32_t gi, int32_t pos, const jn_rp_match_known_op *o);
+/* jn_rp_match_feed with the checks in skip left out, only where the cursor
+ * stands exactly at *at (one cursor, inside its loop body's iteration
+ * at->it, at->nev events so far) and the makers the skipped bits name were
+ * matched at their tokens in this iteration (the caller's proof); anywhere
+ * else it is jn_rp_match_feed with every check.  The same results,
+ * bookkeeping and failures as jn_rp_match_feed otherwise. */
+jn_rp_match_kind jn_rp_match_feed_at(jn_rp_matcher *mt, const jn_rp_match_event *ev, const jn_rp_match_at *at,
+                                     uint64_t skip, jn_rp_match_result *res);
+/* Events jn_rp_match_feed_at decided with checks left out. */
+int64_t jn_rp_match_known_events(const jn_rp_matcher *mt);
+
 /* The module graphs the current segment can still become (live cursors,
  * each graph once, at most max): what replay decides a segment's mode by
  * after its first op.  0 before the first feed and after a miss. */

@@ -19,7 +19,9 @@
  * sync point.  The caller (the extension, csrc/region_py.c) turns two
  * observed calls into a template, checks its entry guards and binds the
  * slots; this file keeps the templates, runs them, and counts calls,
- * replacements and misses per region on the jn_replay object.
+ * replacements and misses per region on the jn_replay object.  Under
+ * capture a template's ops are matched with the checks it proves left out
+ * (batch matching, region.c; JANUS_REPLAY_REGION_BATCH=0: op by op).
  *
  * Prefix jn_rp_region_.
  */
@@ -113,6 +115,8 @@ int jn_rp_region_strict(const jn_replay *r);
 typedef struct {
     int64_t calls, replaced;    /* boundary calls seen, calls run from the template */
     int nregions, nreplaceable, nrefused;
+    int64_t batch_ops;          /* template ops matched with the checks their template proves left out */
+    int batch_plans;            /* (template, graph token) pairs those proofs were made for */
 } jn_rp_region_stats;
 void jn_rp_region_get_stats(const jn_replay *r, jn_rp_region_stats *st);
 /* The i-th most frequent reason a call ran its Python ("<region>: <why>");

@@ -53,6 +53,7 @@ typedef struct {
                         * not strict) */
     double margin;     /* ... when compiled takes more than (1 + margin) x eager */
     int match_dump;    /* print the matcher's token programs to stderr at load */
+    int region_batch;  /* a region template's ops are matched with the checks it proves left out (region.c) */
     /* Tests of a CUDA replay without a GPU (tests/c/test_replay_cuda.c): the
      * runner (library nodes, copies) and stream the graphs' device table
      * gets (NULL runner: the eager CUDA backend's kernels; NULL stream: its
@@ -66,7 +67,7 @@ typedef struct {
 /* The defaults of every field (the settings table's defaults). */
 void jn_rp_config_default(jn_rp_config *cfg);
 /* cfg from the settings table (runtime/settings.def: JANUS_REPLAY_STRICT,
- * _SPECULATE, _DEFER, _DEBUG, _ADAPT, _ADAPT_MARGIN, JANUS_MATCH_DUMP).  A
+ * _SPECULATE, _DEFER, _DEBUG, _ADAPT, _ADAPT_MARGIN, _REGION_BATCH, JANUS_MATCH_DUMP).  A
  * value the table refuses is returned as JN_ERR_VALUE with jn_setting's
  * message naming the variable (cfg then holds the defaults).  Debug's
  * per-op prints would be timed as capture: adapt is off under debug unless

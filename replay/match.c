@@ -38,20 +38,23 @@ typedef struct {
     int64_t ic;
 } mref;
 
+/* What every event reads first (op, arity, the refs' pointer, the outputs'
+ * kinds and shapes), then the attributes and in-place refs: a token is
+ * ~1 KB, and feeding touches its first lines only for most ops. */
 typedef struct {
     jn_op op;
     uint8_t nin, nout, flags, nattrs;
     int32_t loop;
-    int64_t site;
-    char akind[JN_MAX_ATTRS];
-    jn_attr attr[JN_MAX_ATTRS];
-    int32_t fin[JN_MAX_ATTRS];
     mref *in;                       /* nin refs (COLLECT: 1) */
     uint8_t out_new[JN_MAX_OUTS];
-    mref out[JN_MAX_OUTS];
-    int32_t gout[JN_MAX_OUTS];
     uint8_t ondim[JN_MAX_OUTS];     /* the graph's shape of each output */
+    int32_t gout[JN_MAX_OUTS];
     jn_ir_dim oshape[JN_MAX_OUTS][JN_MAX_DIMS];
+    char akind[JN_MAX_ATTRS];
+    int32_t fin[JN_MAX_ATTRS];
+    jn_attr attr[JN_MAX_ATTRS];
+    int64_t site;
+    mref out[JN_MAX_OUTS];
 } mtok;
 
 typedef struct {
@@ -128,6 +131,7 @@ struct jn_rp_matcher {
     int entry;                      /* of the current segment (jn_rp_match_begin), -1 any */
     int slow;                       /* the single-cursor fast path off (jn_rp_match_set_fast) */
     int64_t nfast;                  /* events it decided */
+    int64_t nknown;                 /* ... of which with checks known to hold (jn_rp_match_feed_at) */
     char why[2048];
 };
 
@@ -770,12 +774,14 @@ static int match_tensor(const jn_rp_matcher *mt, mcur *G, const mref *r, const j
     return id == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)id);
 }
 
-static int match_tok(const jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev) {
+/* skip: checks that hold by construction (jn_rp_match_known: bit j < 63 input j's
+ * identity, JN_RP_MATCH_KNOWN_ATTRS every attribute); 0 on every path but feed_at's. */
+static inline int match_tok(const jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev, uint64_t skip) {
     const mtok *T = &G->P->tok[G->pos];
     if (T->op != ev->op) return fail(G, F_OP, -1, -1, ev->op, T->op);
     int collect = T->flags & JN_IR_MT_COLLECT;
     if (ev->nout != T->nout || (!collect && ev->nin != T->nin)) return fail(G, F_ARITY, -1, -1, ev->nin, T->nin);
-    for (int k = 0; k < T->nattrs; k++) {
+    for (int k = 0; k < T->nattrs && !(skip & JN_RP_MATCH_KNOWN_ATTRS); k++) {
         const jn_attr *x = &ev->attrs[k], *y = &T->attr[k];
         switch (T->akind[k]) {
         case JN_A_INT:
@@ -811,6 +817,7 @@ static int match_tok(const jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *
         for (int j = 0; j < T->nin; j++) {
             const mref *r = &T->in[j];
             const jn_rp_match_arg *a = &ev->in[j];
+            if (j < 63 && (skip >> j & 1)) continue; /* the tensor the ref names, by construction */
             if (r->kind == JN_IR_MR_SCALAR) {
                 if (!a->pytype) return fail(G, F_NOTSCALAR, j, -1, 0, 0);
                 if (!match_scalar(G, r->a, a->scalar, a->pytype, j)) return 0;
@@ -931,7 +938,7 @@ static int advance(jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev, mcur
                 mcur *F = cursor_new(mt, P);
                 if (F) {
                     cursor_copy(F, G);
-                    if (leave_loop(F, ev) && (enter_loop(mt, F), match_tok(mt, F, ev))) *fork = F;
+                    if (leave_loop(F, ev) && (enter_loop(mt, F), match_tok(mt, F, ev, 0))) *fork = F;
                     else {
                         G->fail = F->fail;
                         mt->pool[mt->npool++] = F;
@@ -942,7 +949,7 @@ static int advance(jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev, mcur
                 G->it++;
                 G->syms[L->ivar] = G->it;
                 G->pos = L->first;
-                if (match_tok(mt, G, ev)) return 1;
+                if (match_tok(mt, G, ev, 0)) return 1;
                 if (*fork) { /* only the copy that left the loop goes on */
                     cursor_copy(G, *fork);
                     mt->pool[mt->npool++] = *fork;
@@ -970,7 +977,7 @@ static int advance(jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev, mcur
     }
     if (G->pos >= P->ntok) return fail(G, F_EXTRA, -1, -1, ev->op, 0);
     enter_loop(mt, G);
-    return match_tok(mt, G, ev);
+    return match_tok(mt, G, ev, 0);
 }
 
 /* A cursor for P (from the pool when one fits; sized by the largest program). */
@@ -1197,13 +1204,13 @@ static jn_rp_match_kind missed(jn_rp_matcher *mt, jn_rp_match_result *res) {
  * checks and the same bookkeeping as the general path below, without its
  * loop over cursors, its fork list and its end-of-loop decisions.  -1: not
  * applicable, else the kind. */
-static inline int feed_one(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
+static inline int feed_one(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res, uint64_t skip) {
     mcur *G = mt->alive[0];
     const mgraph *P = G->P;
     if (G->cur_loop >= 0 ? G->pos >= P->loop[G->cur_loop].first + P->loop[G->cur_loop].count : G->pos >= P->ntok)
         return -1;
     enter_loop(mt, G);
-    int ok = match_tok(mt, G, ev);
+    int ok = match_tok(mt, G, ev, skip);
     mt->nfast++;
     if (ok) {
         if (P->tok[G->pos].loop < 0) G->tok_ev[G->pos] = mt->nev;
@@ -1226,11 +1233,66 @@ static inline int feed_one(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp
 }
 
 void jn_rp_match_set_fast(jn_rp_matcher *mt, int on) { mt->slow = !on; }
+
+int jn_rp_match_where(const jn_rp_matcher *mt, jn_rp_match_at *at) {
+    if (!mt || mt->nalive != 1 || mt->missed) return 0;
+    const mcur *G = mt->alive[0];
+    at->graph = G->P->gi, at->pos = G->pos, at->loop = G->cur_loop, at->it = G->it, at->nev = mt->nev;
+    return 1;
+}
+
+uint64_t jn_rp_match_known(const jn_rp_matcher *mt, int32_t gi, int32_t pos, const jn_rp_match_known_op *o) {
+    if (!mt || gi < 0 || gi >= mt->m->ngraphs || mt->by_graph[gi] < 0) return 0;
+    const mgraph *P = &mt->gr[mt->by_graph[gi]];
+    if (pos < 0 || pos >= P->ntok) return 0;
+    const mtok *T = &P->tok[pos];
+    if (T->op != o->op || (T->flags & JN_IR_MT_COLLECT) || T->nin != o->nin) return 0;
+    uint64_t skip = 0;
+    for (int j = 0; j < T->nin && j < 63; j++) {
+        const mref *r = &T->in[j];
+        int32_t t = o->prod_tok[j];
+        /* the ref resolves to token t's event of this iteration (ref_event: a
+         * token outside loops by tok_ev, one inside by the iteration) */
+        if (t >= 0 && t < pos && r->kind == JN_IR_MR_TOKEN && r->a == t && r->b == o->prod_out[j] &&
+            (r->mode & 0xf) == JN_IR_MM_SAME && P->tok[t].loop == T->loop)
+            skip |= (uint64_t)1 << j;
+    }
+    int same = o->attrs != NULL;
+    for (int k = 0; k < T->nattrs && same; k++) {
+        const jn_attr *x = &o->attrs[k], *y = &T->attr[k];
+        switch (T->akind[k]) {
+        case JN_A_INT: same = !jn_ir_is_expr(y->i) && x->i == y->i; break;
+        case JN_A_INTS:
+            same = x->l.n == y->l.n;
+            for (int j = 0; j < y->l.n && same; j++) same = !jn_ir_is_expr(y->l.v[j]) && x->l.v[j] == y->l.v[j];
+            break;
+        case JN_A_FLOAT: same = T->fin[k] < 0 && (x->f == y->f || (isnan(x->f) && isnan(y->f))); break;
+        default: same = x->i == y->i;
+        }
+    }
+    return skip | (same ? JN_RP_MATCH_KNOWN_ATTRS : 0);
+}
+
+jn_rp_match_kind jn_rp_match_feed_at(jn_rp_matcher *mt, const jn_rp_match_event *ev, const jn_rp_match_at *at,
+                                     uint64_t skip, jn_rp_match_result *res) {
+    const mcur *G = mt->nalive == 1 ? mt->alive[0] : NULL;
+    if (G && !mt->missed && !mt->slow && mt->nev < mt->capev && mt->nev == at->nev && G->P->gi == at->graph &&
+        G->pos == at->pos && G->cur_loop == at->loop && G->it == at->it && G->P->tok[at->pos].loop == at->loop) {
+        int k = feed_one(mt, ev, res, skip);
+        if (k >= 0) {
+            mt->nknown += skip != 0;
+            return (jn_rp_match_kind)k;
+        }
+    }
+    return jn_rp_match_feed(mt, ev, res);
+}
+
+int64_t jn_rp_match_known_events(const jn_rp_matcher *mt) { return mt ? mt->nknown : 0; }
 int64_t jn_rp_match_fast_events(const jn_rp_matcher *mt) { return mt ? mt->nfast : 0; }
 
 jn_rp_match_kind jn_rp_match_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
     if (mt->nalive == 1 && !mt->missed && mt->nev < mt->capev && !mt->slow) {
-        int k = feed_one(mt, ev, res);
+        int k = feed_one(mt, ev, res, 0);
         if (k >= 0) return (jn_rp_match_kind)k;
     }
     if (mt->missed) {

@@ -11,6 +11,17 @@
  * eager's per-op nodes would, in their order.  The proof that the
  * template stands for the Python (pure body, guards) is the caller's
  * (csrc/region_py.c, janus/_region.py).
+ *
+ * Batch matching (JANUS_REPLAY_REGION_BATCH, on by default): a template's
+ * run under capture feeds the matcher through rp_region_feed.  Once its ops
+ * were matched at consecutive tokens of a graph (one cursor, one loop
+ * iteration), a plan for that token keeps, per op, the checks the template
+ * proves there (jn_rp_match_known: an input the graph names by the token
+ * of the template op that made it, attributes fixed in both); later runs
+ * from that token leave those checks out (jn_rp_match_feed_at) while the
+ * chain of consecutive matches holds.  Every other check (the call's own
+ * inputs, output shapes, in-place targets) runs, and any mismatch is the
+ * op-by-op path's miss, so results and decisions are today's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +43,27 @@ typedef struct {
     int g_members, g_edges, g_outs, g_ok;
     uint8_t *g_view;       /* nslots */
     jn_rt_infer_cache *ic; /* per op, made on the first run: its inferred output metadata */
+    struct rg_plan *plan;  /* batch feeding (rp_region_feed): per graph token it ran from, what it proves */
+    int nplan;
 } rg_template;
+
+/* Where a template's ops were matched at consecutive tokens of a graph,
+ * from pos0 on, in one loop iteration: per op the matcher's checks that
+ * hold by construction there (jn_rp_match_known). */
+typedef struct rg_plan {
+    int32_t graph, pos0;
+    uint64_t *skip;        /* nops */
+} rg_plan;
+enum { RG_MAX_PLANS = 128 }; /* per template: an unrolled graph calls a module at many tokens */
+
+/* A template running under capture (R->rg_batch): the op it dispatches
+ * and how far its ops were matched at consecutive tokens (chain). */
+typedef struct {
+    rg_template *T;
+    int k, seen, chain;
+    jn_rp_match_at at0;    /* op 0's token (pos), its loop, iteration and event (nev) */
+    const rg_plan *plan;   /* the template's plan from at0's token, NULL */
+} rg_batch;
 
 typedef struct {
     char *why;             /* "<region>: <why>" */
@@ -58,6 +89,7 @@ struct rp_regions {
     rg_name *names;
     int nnames;
     int64_t calls, replaced;
+    rg_batch b;
 };
 
 static rg_name *name_of(struct rp_regions *G, const char *name);
@@ -244,6 +276,81 @@ static jn_tensor *make_const(const jn_rp_region_const *c) {
     return fl ? jn_scalar_f64(c->v, (jn_dtype)c->dtype, 1) : jn_scalar_i64((int64_t)c->v, (jn_dtype)c->dtype, 1);
 }
 
+/* T's ops were just matched at consecutive tokens from at->pos: what each
+ * of them proves there, kept for the next runs from that token.  Input j
+ * of op k is known when the graph's ref names the token that made it in
+ * this run (the slot's last writer, an earlier op of T); attributes when
+ * the op's are the same every call (no value bound per call, no random
+ * stream position). */
+static void rg_plan_add(jn_replay *R, rg_template *T, const jn_rp_match_at *at) {
+    if (T->nplan >= RG_MAX_PLANS) return;
+    rg_plan *np = realloc(T->plan, (size_t)(T->nplan + 1) * sizeof *np);
+    if (!np) return; /* no plan: op by op, as without one */
+    T->plan = np;
+    uint64_t *skip = malloc((size_t)T->nops * sizeof *skip);
+    int32_t *wr_op = malloc((size_t)T->nslots * sizeof *wr_op);
+    uint8_t *wr_q = malloc((size_t)T->nslots);
+    if (skip && wr_op && wr_q) {
+        for (int i = 0; i < T->nslots; i++) wr_op[i] = -1;
+        for (int k = 0; k < T->nops; k++) {
+            const jn_rp_region_op *o = &T->ops[k];
+            int32_t ptok[JN_MAX_INS];
+            uint8_t pout[JN_MAX_INS];
+            for (int j = 0; j < o->nin; j++) {
+                int32_t sl = o->in[j];
+                ptok[j] = sl >= 0 && wr_op[sl] >= 0 ? at->pos + wr_op[sl] : -1;
+                pout[j] = sl >= 0 && wr_op[sl] >= 0 ? wr_q[sl] : 0;
+            }
+            int fixed = !(jn_op_info(o->op)->flags & JN_F_RAND);
+            for (int j = 0; j < jn_op_info(o->op)->nattrs; j++) fixed &= o->aval[j] < 0;
+            jn_rp_match_known_op ko = {o->op, o->nin, ptok, pout, fixed ? o->a.a : NULL};
+            skip[k] = jn_rp_match_known(R->mt, at->graph, at->pos + k, &ko);
+            for (int q = 0; q < o->nout; q++) wr_op[o->out[q]] = k, wr_q[o->out[q]] = (uint8_t)q;
+        }
+        T->plan[T->nplan++] = (rg_plan){at->graph, at->pos, skip};
+        skip = NULL;
+    }
+    free(skip), free(wr_op), free(wr_q);
+}
+
+static const rg_plan *rg_plan_find(const rg_template *T, int32_t graph, int32_t pos0) {
+    for (int i = 0; i < T->nplan; i++)
+        if (T->plan[i].pos0 == pos0 && T->plan[i].graph == graph) return &T->plan[i];
+    return NULL;
+}
+
+/* Op 0 is fed with every check; its token (the cursor's, less one) picks
+ * the plan.  Op k > 0 is fed with its plan's checks left out only while
+ * ops 0..k-1 were each matched once, at consecutive tokens and events of
+ * one iteration (chain == k): then every ref the plan skips names the
+ * event that made the very tensor the op reads.  jn_rp_match_feed_at
+ * checks once more that the cursor stands at that token. */
+jn_rp_match_kind rp_region_feed(jn_replay *R, const jn_rp_match_event *ev, jn_rp_match_result *res) {
+    rg_batch *B = &R->rg->b;
+    int k = B->k, first = B->seen != k && ev->op == B->T->ops[k].op;
+    B->seen = k;
+    jn_rp_match_kind kind;
+    if (first && k > 0 && B->chain == k && B->plan) {
+        jn_rp_match_at at = B->at0;
+        at.pos += k, at.nev += k;
+        kind = jn_rp_match_feed_at(R->mt, ev, &at, B->plan->skip[k], res);
+    } else {
+        kind = jn_rp_match_feed(R->mt, ev, res);
+    }
+    jn_rp_match_at a;
+    if (!first || B->chain != k || kind == JN_RP_MATCH_MISS || !jn_rp_match_where(R->mt, &a)) return kind;
+    if (k == 0) { /* the cursor is one past the token op 0 matched, one event on */
+        a.pos--, a.nev--;
+        B->at0 = a;
+        B->chain = 1;
+        B->plan = rg_plan_find(B->T, a.graph, a.pos);
+    } else if (a.graph == B->at0.graph && a.pos == B->at0.pos + k + 1 && a.loop == B->at0.loop && a.it == B->at0.it &&
+               a.nev == B->at0.nev + k + 1) {
+        B->chain++;
+    }
+    return kind;
+}
+
 jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const double *vals, int nret,
                            const int32_t *ret_slot, jn_tensor **ret) {
     struct rp_regions *G = R->rg;
@@ -257,8 +364,14 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
     int group = rg_group_use(T, nret, ret_slot);
     if (group) jn_ag_group_begin(&grp, T->g_members, T->g_edges, T->g_outs);
     int k = 0, grad0 = jn_grad_enabled(), grad = grad0;
+    rg_batch *B = &G->b;
+    if (R->cfg.region_batch && jn_rt_capturing && R->mt && T->nops) {
+        B->T = T, B->seen = -1, B->chain = 0, B->plan = NULL;
+        R->rg_batch = 1;
+    }
     for (; k < T->nops && s == JN_OK; k++) {
         const jn_rp_region_op *o = &T->ops[k];
+        B->k = k;
         if (o->grad != grad) jn_set_grad_enabled(grad = o->grad);
         jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS], *made[JN_MAX_INS];
         int nmade = 0;
@@ -292,6 +405,11 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
     }
     if (grad != grad0) jn_set_grad_enabled(grad0);
     if (group) jn_ag_group_end(&grp);
+    if (R->rg_batch) {
+        R->rg_batch = 0;
+        if (s == JN_OK && B->chain == T->nops && !B->plan) rg_plan_add(R, T, &B->at0);
+        B->T = NULL;
+    }
     for (int q = 0; s == JN_OK && q < nret; q++) {
         if (ret_slot[q] < 0 || ret_slot[q] >= T->nslots || !S[ret_slot[q]]) {
             while (q--) jn_tensor_decref(ret[q]);
@@ -379,6 +497,8 @@ void jn_rp_region_get_stats(const jn_replay *R, jn_rp_region_stats *st) {
     for (int i = 0; i < G->nnames; i++)
         st->nrefused += G->names[i].refused, st->nreplaceable += G->names[i].replaceable && !G->names[i].refused;
     st->nregions = G->nnames;
+    st->batch_ops = jn_rp_match_known_events(R->mt);
+    for (int i = 0; i < G->nt; i++) st->batch_plans += G->t[i].nplan;
 }
 
 const char *jn_rp_region_info(const jn_replay *R, int i, int64_t *calls, int64_t *replaced, int *refused) {
@@ -451,8 +571,11 @@ void rp_region_free(jn_replay *R) {
     struct rp_regions *G = R->rg;
     if (!G) return;
     for (int i = 0; i < G->nt; i++)
+    {
+        for (int p = 0; p < G->t[i].nplan; p++) free(G->t[i].plan[p].skip);
         free(G->t[i].name), free(G->t[i].ops), free(G->t[i].c), free(G->t[i].slot), free(G->t[i].g_view),
-            free(G->t[i].ic);
+            free(G->t[i].ic), free(G->t[i].plan);
+    }
     for (int i = 0; i < G->nwhy; i++) free(G->why[i].why);
     for (int i = 0; i < G->nnames; i++) free(G->names[i].name);
     for (int i = 0; i < G->ndet; i++) jn_tensor_decref(G->det[i]);

@@ -30,6 +30,7 @@ void jn_rp_config_default(jn_rp_config *cfg) {
     cfg->defer = 1;
     cfg->adapt = 1;
     cfg->margin = 0.10;
+    cfg->region_batch = 1;
 }
 
 jn_status jn_rp_config_from_env(jn_rp_config *cfg) {
@@ -42,6 +43,7 @@ jn_status jn_rp_config_from_env(jn_rp_config *cfg) {
     if (!s) s = jn_setting_bool(JN_S_REPLAY_ADAPT, &c.adapt);
     if (!s) s = jn_setting_float(JN_S_REPLAY_ADAPT_MARGIN, &c.margin);
     if (!s) s = jn_setting_bool(JN_S_MATCH_DUMP, &c.match_dump);
+    if (!s) s = jn_setting_bool(JN_S_REPLAY_REGION_BATCH, &c.region_batch);
     if (s) { /* the message names the variable and what it takes */
         jn_rp_config_default(cfg);
         return s;

@@ -187,6 +187,7 @@ struct jn_replay {
     rp_timeline tl;        /* steps and segments over time, for `janus report` (timeline.c) */
     int rg_observing;      /* a region call is observed: the dispatch hook and syncs log to rg */
     struct rp_regions *rg; /* region.c: templates, observation log, counters (NULL until used) */
+    int rg_batch;          /* a template runs under capture: the hook feeds through rp_region_feed */
 };
 
 /* ------------------------------------------------------------ region.c */
@@ -194,6 +195,10 @@ struct jn_replay {
 void rp_region_tap(jn_replay *R, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                    jn_tensor *const *out);
 void rp_region_sync_tap(jn_replay *R);
+/* The capture hook's matcher feed while a template runs (R->rg_batch):
+ * jn_rp_match_feed, with the checks the template proves left out where the
+ * cursor stands where its plan says. */
+jn_rp_match_kind rp_region_feed(jn_replay *R, const jn_rp_match_event *ev, jn_rp_match_result *res);
 /* "; regions: ..." for the summary line ("" when no region call was seen). */
 void rp_region_summary(const jn_replay *R, char *buf, size_t n);
 void rp_region_free(jn_replay *R);

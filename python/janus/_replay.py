@@ -30,6 +30,8 @@ the script runs eagerly):
   JANUS_REPLAY_REGIONS=0  run every optimizer step's Python (default 1: a step
                          proved replaceable runs as its ops dispatched from C,
                          janus/_region.py)
+  JANUS_REPLAY_REGION_BATCH=0  match a replaced region's ops with every check
+                         (default 1: the checks its template proves are left out)
 Switches take 1/yes/true/on and 0/no/false/off.  The C side (jn_rp_config_from_env)
 reads the ones it uses itself when the replay starts.
 A store that cannot be used (no bundle, a refused or corrupt one, a bundle

@@ -160,8 +160,61 @@ static void same_bindings(const jn_ir_module *m, const jn_rp_match_result *a, co
 
 static const jn_ir_module *twin_module;
 
+/* The batch path (jn_rp_match_known / jn_rp_match_feed_at, replay/region.c)
+ * in the same lockstep: `fast` is fed every event with the checks
+ * jn_rp_match_known says hold left out, given each input's maker as the
+ * stream shows it (the event that output the id, while one cursor was left,
+ * at the token it matched, in the same loop iteration); the twin checks
+ * everything.  A check left out wrongly shows as a different decision on
+ * the mutated streams (another tensor, shape or value), whose misses the
+ * twin still finds. */
+typedef struct {
+    uint64_t id;
+    uint32_t gen;                     /* the segment it was made in (makers_gen) */
+    int32_t graph, tok, loop;
+    int64_t it;
+    uint8_t q;
+} maker;
+enum { NMAKER = 1 << 14 };
+static maker makers[NMAKER];          /* open addressing by id; an entry of an earlier segment is free */
+static uint32_t makers_gen = 1;
+static int64_t known_events, known_skips;
+
+static maker *maker_of(uint64_t id, int add) {
+    for (uint64_t h = (id * 0x9E3779B97F4A7C15ull) >> 50, n = 0; n < NMAKER; h = (h + 1) & (NMAKER - 1), n++) {
+        if (makers[h].gen != makers_gen) return add ? &makers[h] : NULL;
+        if (makers[h].id == id) return &makers[h];
+    }
+    return NULL;
+}
+
+static jn_rp_match_kind known_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
+    jn_rp_match_at at;
+    if (!jn_rp_match_where(mt, &at)) return jn_rp_match_feed(mt, ev, res);
+    int32_t ptok[JN_MAX_INS];
+    uint8_t pout[JN_MAX_INS];
+    for (int j = 0; j < ev->nin && j < JN_MAX_INS; j++) {
+        const maker *w = ev->in[j].pytype ? NULL : maker_of(ev->in[j].id, 0);
+        int ok = w && w->graph == at.graph && w->loop == at.loop && w->it == at.it;
+        ptok[j] = ok ? w->tok : -1;
+        pout[j] = ok ? w->q : 0;
+    }
+    jn_rp_match_known_op o = {ev->op, ev->nin, ptok, pout, ev->attrs};
+    uint64_t skip = ev->nin <= JN_MAX_INS ? jn_rp_match_known(mt, at.graph, at.pos, &o) : 0;
+    known_skips += __builtin_popcountll(skip);
+    jn_rp_match_kind k = jn_rp_match_feed_at(mt, ev, &at, skip, res);
+    jn_rp_match_at a;
+    if (k != JN_RP_MATCH_MISS && jn_rp_match_where(mt, &a))
+        for (int q = 0; q < ev->nout; q++) {
+            maker *w = maker_of(ev->out[q].id, 1);
+            if (w) *w = (maker){ev->out[q].id, makers_gen, a.graph, a.pos - 1, a.loop, a.it, (uint8_t)q};
+        }
+    known_events++;
+    return k;
+}
+
 static jn_rp_match_kind twin_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
-    jn_rp_match_kind k = jn_rp_match_feed(mt, ev, res);
+    jn_rp_match_kind k = mt == fast && twin ? known_feed(mt, ev, res) : jn_rp_match_feed(mt, ev, res);
     if (mt == fast && twin) {
         jn_rp_match_result r2;
         jn_rp_match_kind k2 = jn_rp_match_feed(twin, ev, &r2);
@@ -183,6 +236,7 @@ static jn_rp_match_kind twin_end(jn_rp_matcher *mt, jn_rp_match_result *res) {
 }
 
 static void twin_begin(jn_rp_matcher *mt, int entry) {
+    if (mt == fast && twin) makers_gen++;
     jn_rp_match_begin(mt, entry);
     if (mt == fast && twin) jn_rp_match_begin(twin, entry);
 }
@@ -674,6 +728,8 @@ static int replay(const char *path, const char *other) {
     CHECK(twin_differ == 0); /* the fast path decides as the full matcher on every stream fed */
     printf("twin: events=%lld fast_events=%lld differ=%lld\n", (long long)twin_events,
            (long long)jn_rp_match_fast_events(twin ? fast : NULL), (long long)twin_differ);
+    printf("known: events=%lld fed_known=%lld checks_left_out=%lld\n", (long long)known_events,
+           (long long)jn_rp_match_known_events(twin ? fast : NULL), (long long)known_skips);
     jn_rp_match_free(twin);
     twin = fast = NULL;
     /* ns per event over the whole recorded stream (hits), best of 5 */

@@ -705,7 +705,7 @@ static PyObject *py_rg_note(PyObject *self, PyObject *args) {
 
 /* _rp_region_stats() -> dict (None: no replay): calls, replaced, regions, replaceable,
  * refused, reasons [("<region>: <why>", count)] most frequent first, per_region
- * [(name, calls, replaced, refused)]. */
+ * [(name, calls, replaced, refused)], batch_ops and batch_plans (jn_rp_region_stats). */
 static PyObject *py_rg_stats(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     if (!jn_py_replay) Py_RETURN_NONE;
@@ -740,9 +740,9 @@ static PyObject *py_rg_stats(PyObject *self, PyObject *unused) {
         }
         Py_DECREF(t);
     }
-    return Py_BuildValue("{sLsLsisisisNsN}", "calls", (long long)st.calls, "replaced", (long long)st.replaced, "regions",
-                         st.nregions, "replaceable", st.nreplaceable, "refused", st.nrefused, "reasons", why,
-                         "per_region", per);
+    return Py_BuildValue("{sLsLsisisisNsNsLsi}", "calls", (long long)st.calls, "replaced", (long long)st.replaced,
+                         "regions", st.nregions, "replaceable", st.nreplaceable, "refused", st.nrefused, "reasons", why,
+                         "per_region", per, "batch_ops", (long long)st.batch_ops, "batch_plans", st.batch_plans);
 }
 
 

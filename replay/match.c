@@ -1277,7 +1277,8 @@ jn_rp_match_kind jn_rp_match_feed_at(jn_rp_matcher *mt, const jn_rp_match_event 
                                      uint64_t skip, jn_rp_match_result *res) {
     const mcur *G = mt->nalive == 1 ? mt->alive[0] : NULL;
     if (G && !mt->missed && !mt->slow && mt->nev < mt->capev && mt->nev == at->nev && G->P->gi == at->graph &&
-        G->pos == at->pos && G->cur_loop == at->loop && G->it == at->it && G->P->tok[at->pos].loop == at->loop) {
+        G->pos == at->pos && at->pos < G->P->ntok && G->cur_loop == at->loop && G->it == at->it &&
+        G->P->tok[at->pos].loop == at->loop) {
         int k = feed_one(mt, ev, res, skip);
         if (k >= 0) {
             mt->nknown += skip != 0;

@@ -180,7 +180,17 @@ TGT INL void nt_rows(const int MR, int64_t j0, int64_t j1, int64_t K, const floa
             }
             tr8x8(b); /* b[k] = B[j0 .. j0+8, k0 + k] */
             const float *ak = A + k0 * acs;
-            if (kl == 8) {
+            if (MR > 6) { /* 12 accumulators + 8 vectors of B exceed 16 registers: B's go to L1 */
+                float bt[64] __attribute__((aligned(32)));
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++) _mm256_store_ps(bt + 8 * k, b[k]);
+                for (int k = 0; k < kl; k++) {
+                    __m256 bk = _mm256_load_ps(bt + 8 * k);
+#pragma GCC unroll 12
+                    for (int r = 0; r < MR; r++)
+                        c[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(ak + r * ars + k * acs), bk, c[r]);
+                }
+            } else if (kl == 8) {
 #pragma GCC unroll 8
                 for (int k = 0; k < 8; k++)
 #pragma GCC unroll 12

@@ -321,9 +321,10 @@ static float *scratch_get(size_t n) {
     return p;
 }
 
-/* Read by every product, on any pool thread: relaxed atomics (the CPU
- * check may run twice at first, with the same answer).  The cap starts at
- * JANUS_GEMM_KERNEL's word (default: no cap). */
+/* Read by every product, on any pool thread: atomics (the CPU check may
+ * run twice at first, with the same answer).  The cap starts at
+ * JANUS_GEMM_KERNEL's word (default: no cap), stored before `best`
+ * is published. */
 static int level_cap = -1;
 
 static int level_from_setting(void) {
@@ -334,7 +335,7 @@ static int level_from_setting(void) {
 
 int jn_rt_sgemm_level(int cap) {
     static int best = -1;
-    int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+    int b = __atomic_load_n(&best, __ATOMIC_ACQUIRE); /* seen set: the first cap is too */
     if (b < 0) {
         __builtin_cpu_init();
         b = __builtin_cpu_supports("avx512f")                                        ? JN_SGEMM_AVX512
@@ -342,7 +343,7 @@ int jn_rt_sgemm_level(int cap) {
                                                                                : JN_SGEMM_OPENBLAS;
         int c0 = level_from_setting(), none = -1;
         __atomic_compare_exchange_n(&level_cap, &none, c0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-        __atomic_store_n(&best, b, __ATOMIC_RELAXED);
+        __atomic_store_n(&best, b, __ATOMIC_RELEASE);
     }
     if (cap >= 0) __atomic_store_n(&level_cap, cap, __ATOMIC_RELAXED);
     int c = __atomic_load_n(&level_cap, __ATOMIC_RELAXED);

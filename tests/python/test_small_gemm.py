@@ -8,7 +8,8 @@ numpy reference; in the kernel's range (4K multiply-adds and up) its bits
 equal those of the NN product over W^T transposed beforehand (addmm over a
 contiguous W^T, the product a graph holding W^T as a value would run), and
 the two kernel families' bits are equal; and a GRU step at batch 8 (the
-step issue 23 measures) and an LSTM step at batch 4 replayed as compiled
+step issue 23 measures), an LSTM step at batch 4 and one with ragged
+sizes (batch 5, input 13, hidden 19) replayed as compiled
 graphs give eager's losses and final weights bit for bit (the graph's
 accumulated weight gradients are updated in place there, eager's too)."""
 import os
@@ -130,9 +131,15 @@ for s in range(int(sys.argv[1])):
 """
 
 
+# ragged: every product's N and K off the 8- and 16-float vectors (4 * 19 = 76
+# gates, inputs of 13 and 19 at batch 5), still in the kernel's range
+LSTM_RAGGED = LSTM.replace("B, I, H, T = 4, 20, 24, 5", "B, I, H, T = 5, 13, 19, 5")
+assert LSTM_RAGGED != LSTM
+
+
 @pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
 @pytest.mark.parametrize("kernel", [NAMES[lv] for lv in LEVELS])
-@pytest.mark.parametrize("name,src", [("gru", GRU), ("lstm", LSTM)])
+@pytest.mark.parametrize("name,src", [("gru", GRU), ("lstm", LSTM), ("lstm_ragged", LSTM_RAGGED)])
 def test_small_batch_recurrent_step_replays_bitwise(name, src, kernel, tmp_path, monkeypatch):
     monkeypatch.setenv("JANUS_GEMM_KERNEL", kernel)  # record, eager and replay alike
     script = os.path.join(str(tmp_path), name + ".py")

@@ -31,8 +31,9 @@
  * checked at run time, jn_rt_sgemm_level; the files build anywhere);
  * everything else, and every larger product, goes to cblas_sgemm.  The
  * driver below (plan, bands, scratch) is shared, and both families run the
- * same FMA chain per element, so they give the same bits.  Products of PAR_MNK multiply-adds and more are cut into
- * column (or row) bands run by the thread pool.  Sums are accumulated in
+ * same FMA chain per element, so they give the same bits.  Products of
+ * PAR_MNK multiply-adds and more are cut into column (or row) bands run by
+ * the thread pool.  Sums are accumulated in
  * float32 in order of k, so results differ from OpenBLAS's in the last
  * bits, never in being deterministic or in depending on the thread count.
  * The path (OpenBLAS, NN, NT rows, packed op(B), C^T) is chosen in one
@@ -380,7 +381,7 @@ static void sg_band(int64_t b0, int64_t b1, void *ctx) {
     const sg_job *j = ctx;
     const jn_rt_sg_kernels *kf = j->kf;
     int64_t lim = j->by_rows ? j->M : j->N;
-    if (j->path == SG_NTR) { /* bands of whole 16-column blocks */
+    if (j->path == SG_NTR) { /* bands of whole nt_cols-column blocks */
         int64_t lo = b0 * j->band, hi = b1 * j->band < lim ? b1 * j->band : lim;
         if (lo < hi) kf->nt_rows((int)j->M, lo, hi, j->K, j->A, j->ars, j->acs, j->B, j->ldb, j->C, j->ldc, j->acc,
                                   j->bias);

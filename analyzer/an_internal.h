@@ -379,6 +379,7 @@ typedef struct an_gen {
     jn_ir_dim pos_prev;       /* ... its previous position that never moved (a symbol), and */
     int64_t pos_prev_v;       /* ... that position's value: a later one is pos_prev + c */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
+    struct an_fshare *fsh; int64_t nfsh, capfsh; /* float attributes' shared scalar inputs */
 } an_gen;
 
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g);

@@ -42,6 +42,7 @@
  * guards.c adds the guards for what was assumed.
  */
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -429,6 +430,34 @@ static double fslot_first(an_gen *G, int32_t t, int32_t s) {
     return G->E[0]->fslots[eop(G, 0, t)->fslot0 + s].first;
 }
 
+/* Float attributes share one scalar input per (call site, op, attribute,
+ * value) when the value never varied in any exemplar: the autograd
+ * engine's alpha = 1 and beta = 1 of every gradient accumulation at the
+ * backward call, each its own input before, so cse could not merge the
+ * equal accumulations they bind (an LSTM's two bias gradients, summed over
+ * the time steps twice).  Exact: the matcher binds a shared input once and
+ * checks every later token against it (a live value that differs is a
+ * miss, F_SCALARVAR), so the graph runs only where all were equal.  The
+ * price: values equal throughout the recording that later diverge at one
+ * call site (param groups whose lr drift apart) miss instead of replaying. */
+typedef struct an_fshare {
+    int64_t site;
+    int32_t op, attr, value;
+    double x;
+} an_fshare;
+
+/* The value of float slot s of template op t when it is the same in every
+ * instance of every exemplar; 0 when it varied. */
+static int fslot_fixed(an_gen *G, int32_t t, int32_t s, double *x) {
+    for (int e = 0; e < G->m; e++) {
+        const an_fslot *f = &G->E[e]->fslots[eop(G, e, t)->fslot0 + s];
+        if (f->varied || !(f->first == f->lo && f->first == f->hi)) return 0;
+        if (e == 0) *x = f->first;
+        else if (memcmp(&f->first, x, sizeof *x)) return 0; /* bits: -0.0 is not 0.0 */
+    }
+    return 1;
+}
+
 /* Symbolic shape of ref q of template op t (state: a state input, whose
  * dims stay as recorded: a parameter's shape is no batch). */
 static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape, int state) {
@@ -569,7 +598,19 @@ static jn_status gen_node(an_gen *G, int32_t t) {
             }
             break;
         case JN_A_FLOAT: {
-            double first = fslot_first(G, t, fs++);
+            double first = fslot_first(G, t, fs), fixed = 0;
+            int share = fslot_fixed(G, t, fs++, &fixed) && !isnan(fixed);
+            a.a[k].f = first;
+            an_fshare *sh = NULL;
+            for (int64_t q = 0; share && q < G->nfsh && !sh; q++) {
+                an_fshare *c = &G->fsh[q];
+                if (c->site == o->site && c->op == o->op && c->attr == k && !memcmp(&c->x, &fixed, sizeof fixed))
+                    sh = c;
+            }
+            if (sh) {
+                attr_input[k] = sh->value;
+                break;
+            }
             jn_ir_dim none[1] = {0};
             int32_t x = jn_ir_input_add(G->g, JN_IR_IN_SCALAR, JN_F64, 0, 0, none, o->site);
             if (x < 0) return nomem();
@@ -577,7 +618,10 @@ static jn_status gen_node(an_gen *G, int32_t t) {
             G->g->inputs[x].pytype = 2;
             attr_input[k] = G->g->inputs[x].value;
             an_use_site(G->c, o->site);
-            a.a[k].f = first;
+            if (share) {
+                if (an_grow(&G->fsh, &G->capfsh, G->nfsh + 1, sizeof *G->fsh)) return nomem();
+                G->fsh[G->nfsh++] = (an_fshare){o->site, (int32_t)o->op, k, attr_input[k], fixed};
+            }
             break;
         }
         case JN_A_BOOL: case JN_A_DTYPE:
@@ -920,6 +964,7 @@ done:
     free(G.trip_lo);
     free(G.trip_hi);
     free(G.sym_note);
+    free(G.fsh);
     free(G.node_of);
     free(G.occ);
     free(G.out_t);

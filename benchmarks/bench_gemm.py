@@ -3,7 +3,9 @@ next to numpy's a @ b, square sizes 256..2048, in the same process.
 `--small`: instead, the products of a GRU/LSTM step at a small batch (its
 x @ W^T + b, the backward's dY @ W and the accumulated dW += dY^T @ x), CPU
 us per call through the Python API on one thread: janus with its small-GEMM
-kernel, janus with OpenBLAS for them (`_C._sgemm_level(0)`), and PyTorch
+kernel, janus with the kernel's AVX2 port (on AVX-512 CPUs, where the port
+would not otherwise run: `_C._sgemm_level(1)`), janus with OpenBLAS for them
+(`_C._sgemm_level(0)`), and PyTorch
 when it imports -- dispatch included, so the differences between janus's
 two columns are the kernels' (the C-level figures are in
 benchmarks/results/fastpath.md).
@@ -137,8 +139,11 @@ def small_calls(what, M, N, K, lib, rng):
     return lambda: janus.addmm(t[0], gt, t[2])
 
 
+LEVEL = {"janus": 2, "janus/AVX2": 1, "janus/OpenBLAS": 0}
+
+
 def bench_small(budget):
-    libs = ["janus", "janus/OpenBLAS"]
+    libs = ["janus"] + (["janus/AVX2"] if _C._sgemm_level(-1) == 2 else []) + ["janus/OpenBLAS"]
     try:
         import torch
         torch.set_num_threads(1)
@@ -147,7 +152,7 @@ def bench_small(budget):
         torch = None
     _C.set_num_threads(1)
     print(f"small float32 products, one thread, us per call (median of blocks); kernel level "
-          f"{_C._sgemm_level(-1)} (1: janus's AVX-512 kernel on this CPU)")
+          f"{_C._sgemm_level(-1)} (2: janus's AVX-512 kernel on this CPU, 1: its AVX2 port)")
     print(f"{'product':>8} {'M':>4} {'N':>4} {'K':>4} " + " ".join(f"{n:>15}" for n in libs))
     rng = np.random.default_rng(0)
     for what, M, N, K in SMALL:
@@ -156,14 +161,14 @@ def bench_small(budget):
         reps, t_end = 200, time.perf_counter() + budget
         while time.perf_counter() < t_end:
             for lib in libs:  # alternating blocks, so load changes hit every column
-                _C._sgemm_level(0 if lib == "janus/OpenBLAS" else 1)
+                _C._sgemm_level(LEVEL.get(lib, 2))
                 f = fns[lib]
                 f()
                 t0 = time.process_time()  # CPU time: a shared machine's waits left out
                 for _ in range(reps):
                     f()
                 times[lib].append((time.process_time() - t0) / reps * 1e6)
-        _C._sgemm_level(1)
+        _C._sgemm_level(2)
         print(f"{what:>8} {M:>4} {N:>4} {K:>4} " + " ".join(f"{statistics.median(times[n]):>15.2f}" for n in libs),
               flush=True)
 

@@ -1,5 +1,5 @@
-/* k_gemm.c -- float32 GEMM: an AVX-512 kernel for small products, OpenBLAS
- * for the rest.
+/* k_gemm.c -- float32 GEMM: an AVX-512 kernel (or its AVX2 port,
+ * k_gemm_avx2.c) for small products, OpenBLAS for the rest.
  *
  * Eager training of small models is made of small GEMMs: an LSTM step at
  * batch 32 and hidden 128 multiplies [32,128] by [128,512] and back, six
@@ -26,10 +26,14 @@
  * packing of all of W.
  *
  * The kernel runs for alpha == 1, beta 0 or 1 and the sizes use_small
- * admits, on CPUs with AVX-512F (checked at run time; the file builds
- * anywhere); everything else, and every larger product, goes to
- * cblas_sgemm.  Products of PAR_MNK multiply-adds and more are cut into
- * column (or row) bands run by the thread pool.  Sums are accumulated in
+ * admits, on CPUs with AVX-512F, or with AVX2 and FMA through the AVX2
+ * family of the same routines (8-float vectors, 8 x 8 register transposes;
+ * checked at run time, jn_rt_sgemm_level; the files build anywhere);
+ * everything else, and every larger product, goes to cblas_sgemm.  The
+ * driver below (plan, bands, scratch) is shared, and both families run the
+ * same FMA chain per element, so they give the same bits.  Products of
+ * PAR_MNK multiply-adds and more are cut into column (or row) bands run by
+ * the thread pool.  Sums are accumulated in
  * float32 in order of k, so results differ from OpenBLAS's in the last
  * bits, never in being deterministic or in depending on the thread count.
  * The path (OpenBLAS, NN, NT rows, packed op(B), C^T) is chosen in one
@@ -42,6 +46,8 @@
 #include "k_gemm.h"
 
 #include "jn_runtime.h"
+#include "jn_settings.h"
+#include "k_gemm_kern.h"
 
 #include <cblas.h>
 #include <pthread.h>
@@ -316,24 +322,42 @@ static float *scratch_get(size_t n) {
     return p;
 }
 
-/* Read by every product, on any pool thread: relaxed atomics (the CPU
- * check may run twice at first, with the same answer). */
-static int level_cap = JN_SGEMM_KERNEL;
+/* Read by every product, on any pool thread: atomics (the CPU check may
+ * run twice at first, with the same answer).  The cap starts at
+ * JANUS_GEMM_KERNEL's word (default: no cap), stored before `best`
+ * is published. */
+static int level_cap = -1;
+
+static int level_from_setting(void) {
+    const char *w = "";
+    if (jn_setting_str(JN_S_GEMM_KERNEL, &w) != JN_OK) w = ""; /* refused at import (janus/__init__.py) */
+    return !strcmp(w, "openblas") ? JN_SGEMM_OPENBLAS : !strcmp(w, "avx2") ? JN_SGEMM_AVX2 : JN_SGEMM_KERNEL;
+}
 
 int jn_rt_sgemm_level(int cap) {
     static int best = -1;
-    int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+    int b = __atomic_load_n(&best, __ATOMIC_ACQUIRE); /* seen set: the first cap is too */
     if (b < 0) {
         __builtin_cpu_init();
-        b = __builtin_cpu_supports("avx512f") ? JN_SGEMM_KERNEL : JN_SGEMM_OPENBLAS;
-        __atomic_store_n(&best, b, __ATOMIC_RELAXED);
+        b = __builtin_cpu_supports("avx512f")                                        ? JN_SGEMM_AVX512
+            : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? JN_SGEMM_AVX2
+                                                                               : JN_SGEMM_OPENBLAS;
+        int c0 = level_from_setting(), none = -1;
+        __atomic_compare_exchange_n(&level_cap, &none, c0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        __atomic_store_n(&best, b, __ATOMIC_RELEASE);
     }
     if (cap >= 0) __atomic_store_n(&level_cap, cap, __ATOMIC_RELAXED);
     int c = __atomic_load_n(&level_cap, __ATOMIC_RELAXED);
     return b < c ? b : c;
 }
 
-static int have_avx512(void) { return jn_rt_sgemm_level(-1) == JN_SGEMM_KERNEL; }
+static const jn_rt_sg_kernels sg_avx512 = {gemm_nn, gemm_nt_rows, transpose, 16};
+
+/* The kernel family small products use now, NULL for OpenBLAS. */
+static const jn_rt_sg_kernels *kernels(void) {
+    int l = jn_rt_sgemm_level(-1);
+    return l == JN_SGEMM_AVX512 ? &sg_avx512 : l == JN_SGEMM_AVX2 ? &jn_rt_sg_avx2 : NULL;
+}
 
 /* One small product, planned once and cut into column (or row) bands that
  * the thread pool runs side by side.  Every element is accumulated by the
@@ -344,6 +368,7 @@ static int have_avx512(void) { return jn_rt_sgemm_level(-1) == JN_SGEMM_KERNEL; 
 enum { SG_NN, SG_CT, SG_NTR }; /* packed B is NN over the packed copy; SG_NTR: gemm_nt_rows */
 
 typedef struct {
+    const jn_rt_sg_kernels *kf;
     int path, acc, by_rows;
     int64_t M, N, K, band;            /* band: columns (or rows) per task unit */
     const float *A, *B, *At, *bias;   /* At: op(A)^T as [K x M] (SG_CT) */
@@ -352,12 +377,13 @@ typedef struct {
     float *C;
 } sg_job;
 
-TGT static void sg_band(int64_t b0, int64_t b1, void *ctx) {
+static void sg_band(int64_t b0, int64_t b1, void *ctx) {
     const sg_job *j = ctx;
+    const jn_rt_sg_kernels *kf = j->kf;
     int64_t lim = j->by_rows ? j->M : j->N;
-    if (j->path == SG_NTR) { /* bands of whole 16-column blocks */
+    if (j->path == SG_NTR) { /* bands of whole nt_cols-column blocks */
         int64_t lo = b0 * j->band, hi = b1 * j->band < lim ? b1 * j->band : lim;
-        if (lo < hi) gemm_nt_rows((int)j->M, lo, hi, j->K, j->A, j->ars, j->acs, j->B, j->ldb, j->C, j->ldc, j->acc,
+        if (lo < hi) kf->nt_rows((int)j->M, lo, hi, j->K, j->A, j->ars, j->acs, j->B, j->ldb, j->C, j->ldc, j->acc,
                                   j->bias);
         return;
     }
@@ -365,10 +391,10 @@ TGT static void sg_band(int64_t b0, int64_t b1, void *ctx) {
         int64_t lo = b0 * j->band, hi = b1 * j->band < lim ? b1 * j->band : lim;
         if (lo >= hi) return;
         if (j->by_rows)
-            gemm_nn(hi - lo, j->N, j->K, j->A + lo * j->ars, j->ars, j->acs, j->B, j->ldb, j->C + lo * j->ldc,
+            kf->nn(hi - lo, j->N, j->K, j->A + lo * j->ars, j->ars, j->acs, j->B, j->ldb, j->C + lo * j->ldc,
                     j->ldc, j->acc, j->bias);
         else
-            gemm_nn(j->M, hi - lo, j->K, j->A, j->ars, j->acs, j->B + lo, j->ldb, j->C + lo, j->ldc, j->acc,
+            kf->nn(j->M, hi - lo, j->K, j->A, j->ars, j->acs, j->B + lo, j->ldb, j->C + lo, j->ldc, j->acc,
                     j->bias ? j->bias + lo : NULL);
         return;
     }
@@ -378,8 +404,8 @@ TGT static void sg_band(int64_t b0, int64_t b1, void *ctx) {
         int64_t c0 = b * j->band, n = c0 + j->band < lim ? j->band : lim - c0;
         if (n <= 0) break;
         float *S = j->S + c0 * j->M;
-        gemm_nn(n, j->M, j->K, j->B + c0 * j->ldb, j->ldb, 1, j->At, j->ldat, S, j->M, 0, NULL);
-        transpose(S, j->M, n, j->M, j->C + c0, j->ldc, j->acc, j->acc && j->bias ? j->bias + c0 : NULL);
+        kf->nn(n, j->M, j->K, j->B + c0 * j->ldb, j->ldb, 1, j->At, j->ldat, S, j->M, 0, NULL);
+        kf->transpose(S, j->M, n, j->M, j->C + c0, j->ldc, j->acc, j->acc && j->bias ? j->bias + c0 : NULL);
     }
 }
 
@@ -390,11 +416,14 @@ TGT static void sg_band(int64_t b0, int64_t b1, void *ctx) {
 #define PAR_MNK (1024.0 * 1024)
 
 /* C = (acc ? (bias ? bias rows : C) : 0) + op(A) @ op(B); 0 when this CPU
- * lacks AVX-512F or scratch cannot be had. */
+ * has neither kernel family (or the level turned them off) or scratch
+ * cannot be had.  The plan depends on ta, tb, M, N, K alone, not on the
+ * family: both give the same bits. */
 static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                       int64_t ldb, int acc, const float *bias, float *C, int64_t ldc) {
-    if (!have_avx512()) return 0;
-    sg_job j = {.path = SG_NN, .acc = acc, .M = M, .N = N, .K = K, .A = A, .B = B, .bias = bias, .ldb = ldb,
+    const jn_rt_sg_kernels *kf = kernels();
+    if (!kf) return 0;
+    sg_job j = {.kf = kf, .path = SG_NN, .acc = acc, .M = M, .N = N, .K = K, .A = A, .B = B, .bias = bias, .ldb = ldb,
                 .ldc = ldc, .C = C};
     j.ars = ta ? 1 : lda; /* op(A)(i,k) = A[i*ars + k*acs] */
     j.acs = ta ? lda : 1;
@@ -402,8 +431,8 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
     int par = nt > 1 && (double)M * (double)N * (double)K >= PAR_MNK;
     if (tb && M <= NT_ROWS) { /* one row tile: B's blocks transposed in registers */
         j.path = SG_NTR;
-        int64_t blocks = (N + 15) / 16;
-        j.band = 16 * (par ? (blocks + nt - 1) / nt : blocks);
+        int64_t bw = kf->nt_cols, blocks = (N + bw - 1) / bw;
+        j.band = bw * (par ? (blocks + nt - 1) / nt : blocks);
         if (par) jn_parallel_for((N + j.band - 1) / j.band, 1, sg_band, &j);
         else sg_band(0, 1, &j);
         return 1;
@@ -415,7 +444,7 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
         if (pack_b <= via_ct) {
             float *P = scratch_get((size_t)(N * K));
             if (!P) return 0;
-            transpose(B, ldb, N, K, P, N, 0, NULL); /* P[K x N], shared read-only by the bands */
+            kf->transpose(B, ldb, N, K, P, N, 0, NULL); /* P[K x N], shared read-only by the bands */
             j.B = P;
             j.ldb = N;
         } else {
@@ -430,7 +459,7 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
             j.ldat = lda;
             if (!ta) {
                 float *P = S + N * M;
-                transpose(A, lda, M, K, P, M, 0, NULL);
+                kf->transpose(A, lda, M, K, P, M, 0, NULL);
                 j.At = P;
                 j.ldat = M;
             }
@@ -441,7 +470,7 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
         }
     }
     if (!par) {
-        gemm_nn(M, N, K, j.A, j.ars, j.acs, j.B, j.ldb, C, ldc, acc, bias);
+        kf->nn(M, N, K, j.A, j.ars, j.acs, j.B, j.ldb, C, ldc, acc, bias);
         return 1;
     }
     /* NN: bands of whole 64-column chunks when there are enough, else rows */

@@ -3,7 +3,7 @@
  * jn_rt_sgemm has cblas_sgemm's row-major contract and is what k_linalg.c,
  * k_conv.c and k_grad.c call instead of it: small products (the per-time-
  * step GEMMs of an eager RNN, a small batch through a layer) run on an
- * AVX-512 kernel without OpenBLAS's packing and call overhead, everything
+ * AVX-512 or AVX2 kernel without OpenBLAS's packing and call overhead, everything
  * else goes to OpenBLAS.  See k_gemm.c for when which is used.
  */
 #ifndef JN_K_GEMM_H
@@ -29,13 +29,15 @@ void jn_rt_sgemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
 int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
-/* Whether small products use the kernel: JN_SGEMM_KERNEL where this CPU
- * has AVX-512F and cap allows, else JN_SGEMM_OPENBLAS.  cap < 0 only asks;
- * benchmarks set JN_SGEMM_OPENBLAS to time OpenBLAS alone in the same
- * process.  Returns the level now in use.  (An AVX2 port of the kernel
- * was measured slower than OpenBLAS in real training steps on an AVX2
- * EPYC, so AVX2 CPUs use OpenBLAS.) */
-enum { JN_SGEMM_OPENBLAS, JN_SGEMM_KERNEL };
+/* Which kernel small products use: the best this CPU has (JN_SGEMM_AVX512
+ * with AVX-512F, else JN_SGEMM_AVX2 with AVX2 and FMA, else
+ * JN_SGEMM_OPENBLAS) at most cap.  cap < 0 only asks; JANUS_GEMM_KERNEL
+ * sets the first cap, and benchmarks and tests set lower ones to time or
+ * check OpenBLAS or the AVX2 family in the same process (a process-wide
+ * level: eager and the graphs it runs use the same kernel for a shape).
+ * Both families give the same bits (k_gemm_kern.h).  Returns the level now
+ * in use.  JN_SGEMM_KERNEL: no cap. */
+enum { JN_SGEMM_OPENBLAS, JN_SGEMM_AVX2, JN_SGEMM_AVX512, JN_SGEMM_KERNEL = JN_SGEMM_AVX512 };
 int jn_rt_sgemm_level(int cap);
 
 #endif

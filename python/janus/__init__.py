@@ -76,11 +76,12 @@ __version__ = _C.__version__
 
 # The settings the eager runtime reads where no error can go back (the
 # thread pool's size at the first parallel kernel, the block cache's at the
-# first free: jn_setting_int_lazy) are parsed here, so a bad value raises
+# first free: jn_setting_int_lazy; the small-GEMM kernel at the first
+# product) are parsed here, so a bad value raises
 # ValueError naming the variable before anything runs.  Every other
 # setting's reader refuses a bad value itself (the recorder and replay then
 # run the script eagerly and say why); `janus env` lists them all.
-for _s in ("JANUS_NUM_THREADS", "JANUS_CACHE_MB"):
+for _s in ("JANUS_NUM_THREADS", "JANUS_CACHE_MB", "JANUS_GEMM_KERNEL"):
     _C._setting_value(_s)
 
 from . import _dtype  # noqa: E402

@@ -5,8 +5,10 @@
  * (packing op(B), computing C^T, and for few rows B's blocks transposed in
  * registers, which gives the NN product's bits over a transposed B), the OpenBLAS fallback for what the small
  * kernel refuses, products cut over the thread pool giving the same bits
- * as on one thread (CPUs with AVX-512; elsewhere everything is OpenBLAS's),
- * and the switch that turns the kernel off. */
+ * as on one thread (CPUs with AVX-512 or AVX2; elsewhere everything is
+ * OpenBLAS's), each kernel family the CPU has (the AVX-512 one and its
+ * AVX2 port, which give the same bits: checked where both run), and the
+ * level switch that picks a family or turns the kernel off. */
 #include "jn_runtime.h"
 #include "jn_test.h"
 #include "k_gemm.h"
@@ -157,62 +159,106 @@ static int nt_same_as_nn(int ta, int64_t M, int64_t N, int64_t K, int mode) {
     return same;
 }
 
+/* The small kernel of the family the level selects: every layout, ragged
+ * shapes, products a thread of its own runs, NT with 1..12 rows. */
+static void kernel_checks(const int64_t *dims, int nd, double tol) {
+    int bad = 0, runs = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int mi = 0; mi < nd; mi++)
+                for (int ni = 0; ni < nd; ni += 2)
+                    for (int ki = 0; ki < nd; ki += 3) {
+                        float beta = (mi + ni + ki) % 2 ? 1.0f : 0.0f;
+                        double e = check(1, ta, tb, dims[mi], dims[ni], dims[ki], 1.0f, beta, (mi + ki) % 3);
+                        runs++;
+                        if (!(e <= tol)) {
+                            if (bad++ < 5)
+                                fprintf(stderr, "  small ta=%d tb=%d M=%lld N=%lld K=%lld beta=%g: error %g\n",
+                                        ta, tb, (long long)dims[mi], (long long)dims[ni], (long long)dims[ki],
+                                        beta, e);
+                        }
+                    }
+    CHECK(bad == 0);
+    CHECK(runs == 4 * nd * 6 * 4);
+    /* NT with few rows (computed as C^T) and with many (op(B) packed),
+     * the shapes of x @ W^T in an LSTM step and in its output layer */
+    CHECK(check(1, 0, 1, 32, 512, 128, 1.0f, 1.0f, 0) <= tol);
+    CHECK(check(1, 0, 1, 32, 512, 32, 1.0f, 0.0f, 0) <= tol);
+    CHECK(check(1, 0, 1, 1024, 96, 128, 1.0f, 1.0f, 0) <= tol);
+    CHECK(check(1, 1, 1, 40, 300, 20, 1.0f, 1.0f, 2) <= tol);
+    pthread_t th;
+    int ok = 0;
+    CHECK(pthread_create(&th, NULL, thread_products, &ok) == 0 && pthread_join(th, NULL) == 0 && ok);
+    /* NT with 1..12 rows (a GRU/LSTM step's x @ W^T at a small batch):
+     * every row count, ragged N and K around the 16 x 16 blocks */
+    static const int64_t nn[] = {16, 17, 96, 130}, kk[] = {16, 31, 32, 33, 100};
+    int ntbad = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int64_t m = 1; m <= 12; m++)
+            for (int ni = 0; ni < 4; ni++)
+                for (int ki = 0; ki < 5; ki++) {
+                    if (m * nn[ni] * kk[ki] < 4096) continue; /* below the kernel's range */
+                    double e = check(1, ta, 1, m, nn[ni], kk[ki], 1.0f, (float)((ni + ki) % 2), (int)(m % 3));
+                    if (!(e <= tol) && ntbad++ < 5)
+                        fprintf(stderr, "  NT rows ta=%d M=%lld N=%lld K=%lld: error %g\n", ta, (long long)m,
+                                (long long)nn[ni], (long long)kk[ki], e);
+                    for (int mode = 0; mode < 3; mode++) ntbad += !nt_same_as_nn(ta, m, nn[ni], kk[ki], mode);
+                }
+    CHECK(ntbad == 0);
+    /* long K crosses the kernel's K blocks; the accumulation carries over */
+    CHECK(check(1, 0, 0, 32, 128, 512, 1.0f, 0.0f, 0) <= tol);
+    CHECK(check(1, 1, 0, 96, 128, 1024, 1.0f, 1.0f, 1) <= tol);
+}
+
+/* The AVX2 family gives the AVX-512 family's bits (the same FMA chain per
+ * element, the same plan): every path, ragged edges of both vector widths,
+ * bias and accumulation. */
+static int families_same(int ta, int tb, int64_t M, int64_t N, int64_t K, int mode) {
+    size_t n = (size_t)(M * N);
+    float *c1 = malloc(sizeof(float) * n), *c2 = malloc(sizeof(float) * n);
+    jn_rt_sgemm_level(JN_SGEMM_AVX2);
+    product_on(1, ta, tb, M, N, K, mode, c1);
+    jn_rt_sgemm_level(JN_SGEMM_AVX512);
+    product_on(1, ta, tb, M, N, K, mode, c2);
+    int same = !memcmp(c1, c2, sizeof(float) * n);
+    if (!same)
+        fprintf(stderr, "  AVX2 differs from AVX-512: ta=%d tb=%d M=%lld N=%lld K=%lld mode=%d\n", ta, tb,
+                (long long)M, (long long)N, (long long)K, mode);
+    free(c1), free(c2);
+    return same;
+}
+
 int main(void) {
     static const int64_t dims[] = {1, 3, 15, 16, 17, 31, 33, 64, 65, 97, 130};
     const int nd = (int)(sizeof dims / sizeof dims[0]);
     __builtin_cpu_init();
     int avx512 = __builtin_cpu_supports("avx512f");
+    int best = avx512 ? JN_SGEMM_AVX512
+               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? JN_SGEMM_AVX2
+                                                                                 : JN_SGEMM_OPENBLAS;
     const double tol = 1.0;
 
-    /* the small kernel, where this CPU has it: every layout, ragged shapes */
-    if (avx512) {
-        int bad = 0, runs = 0;
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++)
-                for (int mi = 0; mi < nd; mi++)
-                    for (int ni = 0; ni < nd; ni += 2)
-                        for (int ki = 0; ki < nd; ki += 3) {
-                            float beta = (mi + ni + ki) % 2 ? 1.0f : 0.0f;
-                            double e = check(1, ta, tb, dims[mi], dims[ni], dims[ki], 1.0f, beta, (mi + ki) % 3);
-                            runs++;
-                            if (!(e <= tol)) {
-                                if (bad++ < 5)
-                                    fprintf(stderr, "  small ta=%d tb=%d M=%lld N=%lld K=%lld beta=%g: error %g\n",
-                                            ta, tb, (long long)dims[mi], (long long)dims[ni], (long long)dims[ki],
-                                            beta, e);
-                            }
-                        }
-        CHECK(bad == 0);
-        CHECK(runs == 4 * nd * 6 * 4);
-        /* NT with few rows (computed as C^T) and with many (op(B) packed),
-         * the shapes of x @ W^T in an LSTM step and in its output layer */
-        CHECK(check(1, 0, 1, 32, 512, 128, 1.0f, 1.0f, 0) <= tol);
-        CHECK(check(1, 0, 1, 32, 512, 32, 1.0f, 0.0f, 0) <= tol);
-        CHECK(check(1, 0, 1, 1024, 96, 128, 1.0f, 1.0f, 0) <= tol);
-        CHECK(check(1, 1, 1, 40, 300, 20, 1.0f, 1.0f, 2) <= tol);
-        pthread_t th;
-        int ok = 0;
-        CHECK(pthread_create(&th, NULL, thread_products, &ok) == 0 && pthread_join(th, NULL) == 0 && ok);
-        /* NT with 1..12 rows (a GRU/LSTM step's x @ W^T at a small batch):
-         * every row count, ragged N and K around the 16 x 16 blocks */
-        static const int64_t nn[] = {16, 17, 96, 130}, kk[] = {16, 31, 32, 33, 100};
-        int ntbad = 0;
-        for (int ta = 0; ta < 2; ta++)
-            for (int64_t m = 1; m <= 12; m++)
-                for (int ni = 0; ni < 4; ni++)
-                    for (int ki = 0; ki < 5; ki++) {
-                        if (m * nn[ni] * kk[ki] < 4096) continue; /* below the kernel's range */
-                        double e = check(1, ta, 1, m, nn[ni], kk[ki], 1.0f, (float)((ni + ki) % 2), (int)(m % 3));
-                        if (!(e <= tol) && ntbad++ < 5)
-                            fprintf(stderr, "  NT rows ta=%d M=%lld N=%lld K=%lld: error %g\n", ta, (long long)m,
-                                    (long long)nn[ni], (long long)kk[ki], e);
-                        for (int mode = 0; mode < 3; mode++) ntbad += !nt_same_as_nn(ta, m, nn[ni], kk[ki], mode);
-                    }
-        CHECK(ntbad == 0);
-        /* long K crosses the kernel's K blocks; the accumulation carries over */
-        CHECK(check(1, 0, 0, 32, 128, 512, 1.0f, 0.0f, 0) <= tol);
-        CHECK(check(1, 1, 0, 96, 128, 1024, 1.0f, 1.0f, 1) <= tol);
-    } else {
+    /* the small kernel of each family this CPU has: every layout, ragged shapes */
+    for (int level = JN_SGEMM_AVX2; level <= JN_SGEMM_AVX512; level++) {
+        if (level > best) break;
+        CHECK(jn_rt_sgemm_level(level) == level);
+        kernel_checks(dims, nd, tol);
+    }
+    jn_rt_sgemm_level(JN_SGEMM_KERNEL);
+    if (best == JN_SGEMM_AVX512) {
+        static const int64_t fs[][3] = {{1, 17, 300}, {3, 9, 31}, {8, 256, 16}, {12, 33, 100}, {13, 40, 7},
+                                        {32, 512, 128}, {1024, 96, 128}, {100, 200, 129}, {40, 300, 20},
+                                        {8, 2100, 70}};
+        int fbad = 0;
+        for (int si = 0; si < 10; si++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++)
+                    for (int mode = 0; mode < 3; mode++)
+                        fbad += !families_same(ta, tb, fs[si][0], fs[si][1], fs[si][2], mode);
+        CHECK(fbad == 0);
+        jn_rt_sgemm_level(JN_SGEMM_KERNEL);
+    }
+    if (best == JN_SGEMM_OPENBLAS) {
         CHECK(!jn_rt_sgemm_small(0, 0, 16, 16, 16, 1.0f, NULL, 16, NULL, 16, 0.0f, NULL, 16));
     }
     /* linear's bias: the small paths (packed op(B), C^T) and OpenBLAS's */
@@ -238,7 +284,7 @@ int main(void) {
      * packed op(B)), row bands (few columns), C^T bands, ragged edges; only
      * the kernel promises the same bits on any thread count (OpenBLAS's
      * differ with it on AVX2 CPUs) */
-    if (avx512) {
+    if (best != JN_SGEMM_OPENBLAS) {
         static const int64_t shapes[][3] = {{32, 512, 128}, {1024, 96, 128}, {512, 128, 32}, {32, 130, 1000},
                                             {700, 33, 64}, {64, 515, 40}, {100, 200, 129},
                                             {8, 2100, 70}};
@@ -259,10 +305,11 @@ int main(void) {
         CHECK(check(0, 1, 1, 64, 515, 40, 1.0f, 1.0f, 2) <= tol);
     }
     /* the level switch benchmarks use: OpenBLAS alone, then back */
-    CHECK(jn_rt_sgemm_level(-1) == (avx512 ? JN_SGEMM_KERNEL : JN_SGEMM_OPENBLAS));
+    CHECK(jn_rt_sgemm_level(-1) == best);
     CHECK(jn_rt_sgemm_level(JN_SGEMM_OPENBLAS) == JN_SGEMM_OPENBLAS);
     CHECK(!jn_rt_sgemm_small(0, 1, 32, 512, 128, 1.0f, NULL, 128, NULL, 128, 0.0f, NULL, 512));
     CHECK(check(0, 0, 1, 32, 512, 128, 1.0f, 1.0f, 0) <= tol);
-    CHECK(jn_rt_sgemm_level(JN_SGEMM_KERNEL) == (avx512 ? JN_SGEMM_KERNEL : JN_SGEMM_OPENBLAS));
+    CHECK(jn_rt_sgemm_level(JN_SGEMM_AVX2) == (best < JN_SGEMM_AVX2 ? best : JN_SGEMM_AVX2));
+    CHECK(jn_rt_sgemm_level(JN_SGEMM_KERNEL) == best);
     JT_DONE();
 }

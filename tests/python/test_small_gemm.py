@@ -1,11 +1,15 @@
 """Small products (runtime/k_gemm.c) as a recurrent step at a small batch
 uses them: x @ W^T with 1..12 rows runs on the kernel that transposes W's
-16 x 16 blocks in registers.  Checked here: linear at every such row count
-against a float64 numpy reference; in the kernel's range (4K multiply-adds
-and up, AVX-512 CPUs) its bits equal those of the NN product
-over W^T transposed beforehand (addmm over a contiguous W^T, the product a
-graph holding W^T as a value would run); and a GRU step at batch 8 (the
-step issue 23 measures) and an LSTM step at batch 4 replayed as compiled
+16 x 16 (AVX-512) or 8 x 8 (its AVX2 port, k_gemm_avx2.c) blocks in
+registers.  Checked here for each kernel level this CPU has (2 AVX-512, 1
+AVX2, 0 OpenBLAS: `_C._sgemm_level` in this process, JANUS_GEMM_KERNEL in
+the child processes): linear at every such row count against a float64
+numpy reference; in the kernel's range (4K multiply-adds and up) its bits
+equal those of the NN product over W^T transposed beforehand (addmm over a
+contiguous W^T, the product a graph holding W^T as a value would run), and
+the two kernel families' bits are equal; and a GRU step at batch 8 (the
+step issue 23 measures), an LSTM step at batch 4 and one with ragged
+sizes (batch 5, input 13, hidden 19) replayed as compiled
 graphs give eager's losses and final weights bit for bit (the graph's
 accumulated weight gradients are updated in place there, eager's too)."""
 import os
@@ -25,12 +29,26 @@ def _cpu_flags():
         return []
 
 
-AVX512 = "avx512f" in _cpu_flags()  # the kernel's CPUs (elsewhere every product is OpenBLAS's)
+_FLAGS = _cpu_flags()
+AVX512 = "avx512f" in _FLAGS
+AVX2 = "avx2" in _FLAGS and "fma" in _FLAGS
+# the kernel levels this CPU runs (elsewhere every product is OpenBLAS's)
+LEVELS = [0] + ([1] if AVX2 or AVX512 else []) + ([2] if AVX512 else [])
+NAMES = {0: "openblas", 1: "avx2", 2: "avx512"}
 
 
+@pytest.fixture
+def level(request):
+    from janus import _C
+    assert _C._sgemm_level(request.param) == request.param
+    yield request.param
+    _C._sgemm_level(2)
+
+
+@pytest.mark.parametrize("level", LEVELS, indirect=True)
 @pytest.mark.parametrize("rows", list(range(1, 13)) + [16])
-@pytest.mark.parametrize("n,k", [(96, 32), (33, 100), (128, 17)])
-def test_linear_few_rows_matches_float64_and_nn_bits(rows, n, k):
+@pytest.mark.parametrize("n,k", [(96, 32), (33, 100), (128, 17), (20, 9)])
+def test_linear_few_rows_matches_float64_and_nn_bits(level, rows, n, k):
     r = np.random.default_rng(rows * 1000 + n + k)
     x = r.standard_normal((rows, k)).astype(np.float32)
     w = r.standard_normal((n, k)).astype(np.float32)
@@ -39,13 +57,34 @@ def test_linear_few_rows_matches_float64_and_nn_bits(rows, n, k):
     ref = x.astype(np.float64) @ w.astype(np.float64).T + b
     mag = np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64).T + np.abs(b)
     assert np.all(np.abs(got - ref) <= (k + 2) * 2.0 ** -24 * mag)
-    if rows > 12 or rows * n * k < 4096 or not AVX512:
+    if rows > 12 or rows * n * k < 4096 or level == 0:
         return  # OpenBLAS's products, or the kernel's other NT plans: right, in another order
     # the same sum in the same order over W^T made contiguous first
     wt = janus.tensor(np.ascontiguousarray(w.T))
     base = janus.tensor(np.ascontiguousarray(np.broadcast_to(b, (rows, n))))
     nn_ = janus.addmm(base, janus.tensor(x), wt).numpy()
     assert got.tobytes() == nn_.tobytes()
+
+
+@pytest.mark.skipif(not AVX512, reason="needs both kernel families (an AVX-512 CPU)")
+@pytest.mark.parametrize("m,n,k", [(8, 256, 16), (3, 17, 100), (12, 33, 40), (8, 96, 32), (64, 40, 30)])
+def test_avx2_and_avx512_kernels_give_the_same_bits(m, n, k):
+    from janus import _C
+    r = np.random.default_rng(m * n * k)
+    x, w = r.standard_normal((m, k)).astype(np.float32), r.standard_normal((n, k)).astype(np.float32)
+    b, g = r.standard_normal(n).astype(np.float32), r.standard_normal((m, n)).astype(np.float32)
+    out = {}
+    try:
+        for lv in (1, 2):
+            _C._sgemm_level(lv)
+            jx, jw, jg = janus.tensor(x), janus.tensor(w), janus.tensor(g)
+            out[lv] = [janus.nn.functional.linear(jx, jw, janus.tensor(b)).numpy(),  # NT (+ bias)
+                       janus.mm(jg, jw).numpy(),                                     # NN
+                       janus.addmm(janus.tensor(w), jg.t(), jx).numpy()]             # TN, accumulated
+    finally:
+        _C._sgemm_level(2)
+    for a, c in zip(out[1], out[2]):
+        assert a.tobytes() == c.tobytes()
 
 
 GRU = """
@@ -92,9 +131,17 @@ for s in range(int(sys.argv[1])):
 """
 
 
+# ragged: every product's N and K off the 8- and 16-float vectors (4 * 19 = 76
+# gates, inputs of 13 and 19 at batch 5), still in the kernel's range
+LSTM_RAGGED = LSTM.replace("B, I, H, T = 4, 20, 24, 5", "B, I, H, T = 5, 13, 19, 5")
+assert LSTM_RAGGED != LSTM
+
+
 @pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
-@pytest.mark.parametrize("name,src", [("gru", GRU), ("lstm", LSTM)])
-def test_small_batch_recurrent_step_replays_bitwise(name, src, tmp_path):
+@pytest.mark.parametrize("kernel", [NAMES[lv] for lv in LEVELS])
+@pytest.mark.parametrize("name,src", [("gru", GRU), ("lstm", LSTM), ("lstm_ragged", LSTM_RAGGED)])
+def test_small_batch_recurrent_step_replays_bitwise(name, src, kernel, tmp_path, monkeypatch):
+    monkeypatch.setenv("JANUS_GEMM_KERNEL", kernel)  # record, eager and replay alike
     script = os.path.join(str(tmp_path), name + ".py")
     with open(script, "w") as f:
         f.write(src)

@@ -555,15 +555,16 @@ static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(jn_num_threads());
 }
 
-/* _sgemm_level(cap): whether small float32 GEMMs use janus's kernel (1,
- * where the CPU has AVX-512) or OpenBLAS (0); cap -1 only asks.  For
- * benchmarks that compare the two in one process. */
+/* _sgemm_level(cap): which kernel small float32 GEMMs use: janus's
+ * AVX-512 one (2), its AVX2 port (1) or OpenBLAS (0), the best this CPU
+ * has at most cap; cap -1 only asks.  For benchmarks and tests that
+ * compare them in one process. */
 static PyObject *py_sgemm_level(PyObject *self, PyObject *arg) {
     (void)self;
     long cap = PyLong_AsLong(arg);
     if (cap == -1 && PyErr_Occurred()) return NULL;
     if (cap < -1 || cap > JN_SGEMM_KERNEL) {
-        PyErr_Format(PyExc_ValueError, "_sgemm_level: cap must be -1 (ask), 0 or 1, not %ld", cap);
+        PyErr_Format(PyExc_ValueError, "_sgemm_level: cap must be -1 (ask), 0, 1 or 2, not %ld", cap);
         return NULL;
     }
     return PyLong_FromLong(jn_rt_sgemm_level((int)cap));
@@ -596,7 +597,7 @@ static PyMethodDef methods[] = {
     {"_philox", py_philox, METH_VARARGS, "_philox(counter, key): the stream's Philox block, four uint32"},
     {"set_num_threads", py_set_num_threads, METH_O, NULL},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, NULL},
-    {"_sgemm_level", py_sgemm_level, METH_O, "_sgemm_level(cap): 1 if small GEMMs use janus's kernel, 0 OpenBLAS"},
+    {"_sgemm_level", py_sgemm_level, METH_O, "_sgemm_level(cap): small GEMMs' kernel: 2 AVX-512, 1 AVX2, 0 OpenBLAS (at most cap)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "janus._C", "Janus C runtime", -1, methods,

@@ -88,7 +88,7 @@ static struct {
     int dog_up, stop;
     const char *in_call; /* the collective running now, NULL between */
     long long seq;       /* collectives started so far */
-    struct timespec deadline;
+    double started;      /* when it started (CLOCK_MONOTONIC seconds) */
     int device_set, device; /* the nccl backend's GPU (jn_rt_dist_set_device), else the CUDA default */
     /* the front end's hooks around a wait (NULL: none) */
     void *(*leave)(void);
@@ -117,22 +117,36 @@ static jn_status need_up(const char *what) {
 }
 
 /* ---------------------------------------------------------------- watchdog */
+/* The watchdog polls instead of being woken per collective: a wake-up (a
+ * futex call and a context switch, twice per call) cost more than a small
+ * all-reduce on two shared cores.  It looks every timeout / 8 (at most 1 s,
+ * at least 10 ms), so a hung collective ends the job between timeout and
+ * 1.125 x timeout after it started. */
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static void *watchdog(void *arg) {
     (void)arg;
     pthread_mutex_lock(&pg.mu);
     while (!pg.stop) {
-        if (!pg.in_call) {
-            pthread_cond_wait(&pg.cv, &pg.mu);
-            continue;
-        }
-        long long seq = pg.seq;
-        int r = pthread_cond_timedwait(&pg.cv, &pg.mu, &pg.deadline);
-        if (r == ETIMEDOUT && pg.in_call && pg.seq == seq) {
+        double period = pg.timeout / 8 > 1 ? 1 : pg.timeout / 8 < 0.01 ? 0.01 : pg.timeout / 8;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until); /* pg.cv's clock; the timeout itself is measured on CLOCK_MONOTONIC */
+        until.tv_sec += (time_t)period;
+        until.tv_nsec += (long)((period - (double)(time_t)period) * 1e9);
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&pg.cv, &pg.mu, &until);
+        if (!pg.stop && pg.in_call && now_s() - pg.started >= pg.timeout) {
             char why[256];
             snprintf(why, sizeof why, "%s (collective #%lld) got no answer from the other ranks within %g s "
-                     "(JANUS_DIST_TIMEOUT): a rank is lost or runs different collectives", pg.in_call, seq, pg.timeout);
+                     "(JANUS_DIST_TIMEOUT): a rank is lost or runs different collectives", pg.in_call, pg.seq,
+                     pg.timeout);
             pthread_mutex_unlock(&pg.mu);
             jn_rt_dist_abort(why);
+            pthread_mutex_lock(&pg.mu);
         }
     }
     pthread_mutex_unlock(&pg.mu);
@@ -141,22 +155,17 @@ static void *watchdog(void *arg) {
 
 static void watch_begin(const char *what) {
     if (pg.leave) wait_token = pg.leave();
+    double t = now_s();
     pthread_mutex_lock(&pg.mu);
     pg.in_call = what;
     pg.seq++;
-    clock_gettime(CLOCK_REALTIME, &pg.deadline);
-    double s = pg.timeout;
-    pg.deadline.tv_sec += (time_t)s;
-    pg.deadline.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
-    if (pg.deadline.tv_nsec >= 1000000000L) pg.deadline.tv_sec++, pg.deadline.tv_nsec -= 1000000000L;
-    pthread_cond_signal(&pg.cv);
+    pg.started = t;
     pthread_mutex_unlock(&pg.mu);
 }
 
 static void watch_end(void) {
     pthread_mutex_lock(&pg.mu);
     pg.in_call = NULL;
-    pthread_cond_signal(&pg.cv);
     pthread_mutex_unlock(&pg.mu);
     void *tok = wait_token;
     wait_token = NULL;

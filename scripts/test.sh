@@ -68,7 +68,7 @@ if command -v clang >/dev/null &&
       echo "fuzz $1: failed (reproducer in build-fuzz/artifacts/$1/)" >&2
       return 1
     fi
-    grep -E "^#[0-9]+ +DONE" "$log" | sed "s/^/  $1: /"
+    grep -E "^#[0-9]+[[:space:]]+DONE" "$log" | sed "s/^/  $1: /"
   }
   export -f fuzz_one
   printf '%s\n' $targets | xargs -P "$(nproc)" -I{} bash -c 'fuzz_one {}'

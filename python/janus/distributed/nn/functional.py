@@ -6,6 +6,7 @@ all_reduce's the same all_reduce of it).  Every rank must call backward, as
 every rank ran the forward's collectives.
 """
 from ..._ops import ops as _ops
+from ... import distributed as _dist
 from .. import ReduceOp, _C, _check_group, _world
 
 __all__ = ["all_gather", "reduce_scatter", "all_reduce"]
@@ -22,14 +23,8 @@ def all_gather(tensor, group=None):
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None):
     """output = op over every rank's input_list[this rank]; returns output."""
-    import janus
-    _check_group(group, "reduce_scatter")
-    world = _world("reduce_scatter")
-    if len(input_list) != world:
-        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors; the world has {world} ranks")
-    _C._dist_flush()
-    share = _ops.reduce_scatter(janus.stack(list(input_list)), op=int(op))
-    return output.copy_(share.reshape(output.shape))
+    _dist.reduce_scatter(output, input_list, op=op, group=group)
+    return output
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None):

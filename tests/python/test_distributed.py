@@ -662,10 +662,12 @@ def test_killed_rank_under_record_loses_no_stored_step(tmp_path):
     assert got == [("cpu rank 0/2", "killed", 143), ("cpu rank 1/2", "killed", 137)], got
     # rank 1 (SIGKILL) keeps its steps up to the kill at step 5 (the last one may still have been in the
     # writer's hands); rank 0, ended by mpirun's SIGTERM while it waits in step 5's collective, keeps every
-    # completed step and the one in progress (recorder/signals.c)
+    # completed step and the one in progress (recorder/signals.c).  Rank 0 has passed step 4's collective
+    # when rank 1 dies, but on a loaded machine it may still be finishing step 4 when the SIGTERM comes
     by = {r["device"]: r for r in runs}
     assert by["cpu rank 1/2"]["steps"] in (4, 5), by["cpu rank 1/2"]
-    assert by["cpu rank 0/2"]["step_kinds"] == {"optimizer": 5, "tail": 1}, by["cpu rank 0/2"]
+    assert by["cpu rank 0/2"]["step_kinds"] in ({"optimizer": 5, "tail": 1}, {"optimizer": 4, "tail": 1}), \
+        by["cpu rank 0/2"]
 
 
 @needs_mpi

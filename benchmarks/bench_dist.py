@@ -9,10 +9,11 @@ numbers taken on the same machine at the same time.
    C program (built here with mpicc) calling MPI_Allreduce(MPI_IN_PLACE) in
    the same loop.  Each times 41 bursts of a few calls after a barrier and
    keeps the median burst (rank 0's clock; on a busy machine a long loop
-   gets preempted, which would time the scheduler); per size: the best of
-   --repeats (programs alternating) of that time per call -- the machine's
-   load moves single runs by 10x, its minimum is what each can do -- the bus
-   bandwidth 2(n-1)/n * bytes / time, and ours / MPI's time.
+   gets preempted, which would time the scheduler); per size: the median
+   (and the best) of --repeats (programs alternating) of that time per call,
+   the bus bandwidth 2(n-1)/n * bytes / time, and ours / MPI's time.  With
+   --base BUILD another build (its tree's python/ beside it) runs the same
+   Python loop in the same alternation.
 2. DDP: tests/python/dist_train.py, MLP, 2 ranks of batch B against one
    process (no DDP) of batch 2B: samples/s of each (median step time after
    the first 5 steps), and the gradient all-reduce's share of a DDP step.
@@ -105,18 +106,21 @@ dist.destroy_process_group()
 """
 
 
-def env():
+def env(build=None):
+    """The ranks' environment: this tree's build, or another build (--base)
+    with the python/ package of the tree it was built from."""
+    build = os.path.abspath(build or BUILD)
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.path.join(ROOT, "python")
-    e["JANUS_BUILD_DIR"] = BUILD
+    e["PYTHONPATH"] = os.path.join(ROOT if build == BUILD else os.path.dirname(build), "python")
+    e["JANUS_BUILD_DIR"] = build
     e["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     e["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     return e
 
 
-def mpirun(args, n=2, timeout=900):
+def mpirun(args, n=2, timeout=900, build=None):
     r = subprocess.run(["mpirun", "-n", str(n), "--oversubscribe"] + args, capture_output=True, text=True,
-                       timeout=timeout, env=env())
+                       timeout=timeout, env=env(build))
     if r.returncode:
         sys.exit(f"bench_dist: {' '.join(args[:3])}... failed:\n{r.stdout}{r.stderr}")
     return r.stdout
@@ -126,7 +130,7 @@ def per_call(out):
     return {int(n): float(t) for n, t in (line.split() for line in out.splitlines() if line.strip())}
 
 
-def allreduce(tmp, sizes, repeats):
+def allreduce(tmp, sizes, repeats, base=None):
     src, exe = os.path.join(tmp, "allreduce.c"), os.path.join(tmp, "allreduce")
     with open(src, "w") as f:
         f.write(C_LOOP)
@@ -134,22 +138,39 @@ def allreduce(tmp, sizes, repeats):
     spec = []
     for n in sizes:  # bursts of a few calls (the median burst: time-sharing on a busy machine preempts long loops)
         spec += [str(n), "41", str(max(2, min(20, int(4e6 / max(n * 4, 1)))))]
-    ours, theirs = {n: [] for n in sizes}, {n: [] for n in sizes}
-    for _ in range(repeats):  # alternate, so load drifts hit both alike
-        for n, t in per_call(mpirun([exe] + spec)).items():
-            theirs[n].append(t)
-        for n, t in per_call(mpirun([sys.executable, "-c", PY_LOOP] + spec)).items():
-            ours[n].append(t)
-    print("\n## All-reduce, float32 SUM in place, 2 ranks (per call: median burst, best of the repeats)\n")
-    print("| elements | bytes | Open MPI MPI_Allreduce | janus all_reduce | bus GB/s (MPI / janus) | janus / MPI |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    progs = ["mpi", "janus"] + (["base"] if base else [])
+    times = {p: {n: [] for n in sizes} for p in progs}
+    for _ in range(repeats):  # alternate, so load drifts hit every program alike
+        for p in progs:
+            cmd = [exe] + spec if p == "mpi" else [sys.executable, "-c", PY_LOOP] + spec
+            for n, t in per_call(mpirun(cmd, build=base if p == "base" else None)).items():
+                times[p][n].append(t)
+    med = {p: {n: statistics.median(v) for n, v in times[p].items()} for p in progs}
+    best = {p: {n: min(v) for n, v in times[p].items()} for p in progs}
+    print(f"\n## All-reduce, float32 SUM in place, 2 ranks (per call: median burst; median and best of "
+          f"{repeats} alternating repeats)\n")
+    head = "| elements | bytes | Open MPI MPI_Allreduce (C loop) | janus all_reduce | bus GB/s (MPI / janus) "
+    head += "| janus / MPI (median) | janus / MPI (best) |"
+    rule = "|---:|---:|---:|---:|---:|---:|---:|"
+    if base:
+        head += " base build | base / MPI (median) | janus / base (median) |"
+        rule += "---:|---:|---:|"
+    print(head)
+    print(rule)
     rows = []
     for n in sizes:
-        a, b = min(theirs[n]), min(ours[n])
+        a, b = med["mpi"][n], med["janus"][n]
         bw = lambda t: 2 * (2 - 1) / 2 * n * 4 / t / 1e9  # noqa: E731
-        print(f"| {n:,} | {4 * n:,} | {a * 1e6:.1f} us | {b * 1e6:.1f} us | {bw(a):.2f} / {bw(b):.2f} | "
-              f"{b / a:.3f} |")
-        rows.append({"elements": n, "mpi_s": a, "janus_s": b, "ratio": b / a})
+        line = (f"| {n:,} | {4 * n:,} | {a * 1e6:.2f} us | {b * 1e6:.2f} us | {bw(a):.2f} / {bw(b):.2f} | "
+                f"{b / a:.3f} | {best['janus'][n] / best['mpi'][n]:.3f} |")
+        row = {"elements": n, "mpi_s": a, "janus_s": b, "ratio": b / a,
+               "ratio_best": best["janus"][n] / best["mpi"][n]}
+        if base:
+            c = med["base"][n]
+            line += f" {c * 1e6:.2f} us | {c / a:.3f} | {b / c:.3f} |"
+            row.update(base_s=c, base_ratio=c / a)
+        print(line)
+        rows.append(row)
     return rows
 
 
@@ -267,6 +288,8 @@ def main():
     ap.add_argument("--sizes", default="1024,65536,1048576,8388608")
     ap.add_argument("--only", default="allreduce,ddp,overlap,replay")
     ap.add_argument("--json", default="")
+    ap.add_argument("--base", default="", help="another build (e.g. /work/main/build) whose all-reduce runs in the "
+                    "same alternation, with the python/ package beside it")
     args = ap.parse_args()
     for tool in ("mpirun", "mpicc"):
         if not shutil.which(tool):
@@ -275,7 +298,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         only = args.only.split(",")
         if "allreduce" in only:
-            out["allreduce"] = allreduce(tmp, [int(s) for s in args.sizes.split(",")], args.repeats)
+            out["allreduce"] = allreduce(tmp, [int(s) for s in args.sizes.split(",")], args.repeats,
+                                       args.base or None)
         if "ddp" in only:
             out["ddp"] = ddp(tmp, args.steps, args.batch, args.repeats)
         if "overlap" in only:
@@ -287,7 +311,7 @@ def main():
             json.dump(out, f, indent=1)
     print(textwrap.dedent(f"""
         command: JANUS_BUILD_DIR={os.path.relpath(BUILD, ROOT)} python3 benchmarks/bench_dist.py \\
-            --repeats {args.repeats} --steps {args.steps} --batch {args.batch}"""))
+            --repeats {args.repeats} --steps {args.steps} --batch {args.batch} --sizes {args.sizes} --only {args.only}{" --base " + args.base if args.base else ""}"""))
 
 
 if __name__ == "__main__":

@@ -86,9 +86,8 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int dog_up, stop;
-    const char *in_call; /* the collective running now, NULL between */
-    long long seq;       /* collectives started so far */
-    double started;      /* when it started (CLOCK_MONOTONIC seconds) */
+    const char *in_call; /* the collective running now, NULL between (atomic: written by the calling thread) */
+    long long seq;       /* collectives started so far (atomic, one writer: collectives are serialized) */
     int device_set, device; /* the nccl backend's GPU (jn_rt_dist_set_device), else the CUDA default */
     /* the front end's hooks around a wait (NULL: none) */
     void *(*leave)(void);
@@ -119,9 +118,12 @@ static jn_status need_up(const char *what) {
 /* ---------------------------------------------------------------- watchdog */
 /* The watchdog polls instead of being woken per collective: a wake-up (a
  * futex call and a context switch, twice per call) cost more than a small
- * all-reduce on two shared cores.  It looks every timeout / 8 (at most 1 s,
- * at least 10 ms), so a hung collective ends the job between timeout and
- * 1.125 x timeout after it started. */
+ * all-reduce on two shared cores.  A collective only stores its name and
+ * bumps a counter (atomics: no lock, no clock read on the calling thread);
+ * the watchdog looks every timeout / 8 (at most 1 s, at least 10 ms) and
+ * times a collective from the first poll that saw it running, so a hung
+ * collective ends the job between timeout and timeout + 2 periods (1.25 x
+ * timeout) after it started. */
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -130,6 +132,8 @@ static double now_s(void) {
 
 static void *watchdog(void *arg) {
     (void)arg;
+    long long seen = -1; /* the collective the polls have seen running, and since when */
+    double since = 0;
     pthread_mutex_lock(&pg.mu);
     while (!pg.stop) {
         double period = pg.timeout / 8 > 1 ? 1 : pg.timeout / 8 < 0.01 ? 0.01 : pg.timeout / 8;
@@ -139,11 +143,17 @@ static void *watchdog(void *arg) {
         until.tv_nsec += (long)((period - (double)(time_t)period) * 1e9);
         if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&pg.cv, &pg.mu, &until);
-        if (!pg.stop && pg.in_call && now_s() - pg.started >= pg.timeout) {
+        const char *what = __atomic_load_n(&pg.in_call, __ATOMIC_ACQUIRE);
+        long long seq = __atomic_load_n(&pg.seq, __ATOMIC_ACQUIRE);
+        if (pg.stop || !what) continue;
+        if (seq != seen) { /* a collective started since the last poll: time it from now */
+            seen = seq, since = now_s();
+            continue;
+        }
+        if (now_s() - since >= pg.timeout) {
             char why[256];
             snprintf(why, sizeof why, "%s (collective #%lld) got no answer from the other ranks within %g s "
-                     "(JANUS_DIST_TIMEOUT): a rank is lost or runs different collectives", pg.in_call, pg.seq,
-                     pg.timeout);
+                     "(JANUS_DIST_TIMEOUT): a rank is lost or runs different collectives", what, seq, pg.timeout);
             pthread_mutex_unlock(&pg.mu);
             jn_rt_dist_abort(why);
             pthread_mutex_lock(&pg.mu);
@@ -155,18 +165,13 @@ static void *watchdog(void *arg) {
 
 static void watch_begin(const char *what) {
     if (pg.leave) wait_token = pg.leave();
-    double t = now_s();
-    pthread_mutex_lock(&pg.mu);
-    pg.in_call = what;
-    pg.seq++;
-    pg.started = t;
-    pthread_mutex_unlock(&pg.mu);
+    /* one writer (collectives are serialized): a plain increment, published before the name */
+    __atomic_store_n(&pg.seq, __atomic_load_n(&pg.seq, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&pg.in_call, what, __ATOMIC_RELEASE);
 }
 
 static void watch_end(void) {
-    pthread_mutex_lock(&pg.mu);
-    pg.in_call = NULL;
-    pthread_mutex_unlock(&pg.mu);
+    __atomic_store_n(&pg.in_call, (const char *)NULL, __ATOMIC_RELEASE);
     void *tok = wait_token;
     wait_token = NULL;
     if (pg.enter && tok) pg.enter(tok);

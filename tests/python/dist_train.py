@@ -90,9 +90,9 @@ def main():
     if args.no_ddp:
         janus.manual_seed(1234)
     else:
+        os.environ["JANUS_DDP_ASYNC_REDUCE"] = "1" if args.reduce == "async" else "0"  # read at the wrap
         model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
         model._reduce_in_backward = args.reduce != "after"
-        model._async_reduce = args.reduce == "async"
     opt = janus.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     losses, world_losses, times = [], [], []

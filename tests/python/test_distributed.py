@@ -7,9 +7,11 @@ Covered: each collective and ReduceOp against numbers computed here; DDP on
 the MLP and the CNN (2 ranks of batch B = 1 process of batch 2B within 1e-6
 relative, final parameters bitwise equal on both ranks, no_sync
 accumulation; buckets reduced inside backward in the same order on every
-rank, with a parameter unused on one rank, with and without
-find_unused_parameters; the asynchronous communication thread bitwise equal
-to the synchronous reduction); record / optimize / replay of 2 ranks bitwise equal to eager
+rank, with a parameter unused on one rank under find_unused_parameters;
+without it, an unused parameter raises PyTorch's error at the next forward
+on every rank that left it out, and the job ends when only one rank did;
+the asynchronous communication thread bitwise equal to the synchronous
+reduction); record / optimize / replay of 2 ranks bitwise equal to eager
 per rank, each rank its own run with its rank and hit rate in `janus
 inspect`; a guard miss on rank 1 only; a killed, a raising and a hanging
 rank end the job within the limit naming the rank; a wrong WORLD_SIZE; a
@@ -394,8 +396,8 @@ def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_pa
     """One bucket per parameter: the last layer's buckets are all-reduced before
     backward reaches the first layer; an extra head used on rank 0 only (its
     buckets come first): with find_unused_parameters rank 1 marks it ready at
-    forward, without it rank 1 reduces every bucket at backward's end, in the
-    same order, without a hang; no_sync reduces nothing."""
+    forward and reduces zeros for it, in the same order; no_sync reduces
+    nothing."""
     r = _py(f"""
         import json, janus, janus.distributed as dist, janus.nn as nn
         dist.init_process_group("mpi")
@@ -416,14 +418,13 @@ def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_pa
             return orig(t, op, *a, **k)
         dist.all_reduce = traced
         res = {{}}
-        for find in (True, False):
-            janus.manual_seed(0)
-            model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=1e-6, find_unused_parameters=find)
-            x = janus.ones(5, 4) * (rank + 1)
-            log.clear()
-            model(x).pow(2).sum().backward()
-            grads = {{n: p.grad.tolist() for n, p in model.module.named_parameters()}}
-            res[find] = {{"log": list(log), "grads": grads}}
+        janus.manual_seed(0)
+        model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=1e-6, find_unused_parameters=True)
+        x = janus.ones(5, 4) * (rank + 1)
+        log.clear()
+        model(x).pow(2).sum().backward()
+        res["log"] = list(log)
+        res["grads"] = {{n: p.grad.tolist() for n, p in model.module.named_parameters()}}
         log.clear()
         with model.no_sync():
             model(x).pow(2).sum().backward()
@@ -434,14 +435,103 @@ def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_pa
     a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
     # buckets: extra.bias, extra.weight, b.bias, b.weight, a.bias, a.weight (reverse order)
     overlapped = [3, 24, 3, 24, "first layer", 8, 32]
-    assert a["true"]["log"] == overlapped and a["false"]["log"] == overlapped, a
-    assert b["true"]["log"] == overlapped, b["true"]["log"]  # extra ready at forward: zeros
-    assert b["false"]["log"] == ["first layer", 3, 24, 3, 24, 8, 32], b["false"]["log"]  # extra's buckets wait
+    assert a["log"] == overlapped, a
+    assert b["log"] == overlapped, b["log"]  # extra ready at forward: zeros
     assert a["no_sync"] == ["first layer"] and b["no_sync"] == ["first layer"]
-    for find in ("true", "false"):
-        assert a[find]["grads"] == b[find]["grads"]  # averaged: equal on both ranks
-        assert any(v != 0 for row in a[find]["grads"]["extra.weight"] for v in row)
-    assert a["true"]["grads"] == a["false"]["grads"]
+    assert a["grads"] == b["grads"]  # averaged: equal on both ranks
+    assert any(v != 0 for row in a["grads"]["extra.weight"] for v in row)
+
+
+_UNUSED_NET = """
+    import json, sys, time, janus, janus.distributed as dist, janus.nn as nn
+    dist.init_process_group("mpi")
+    rank = dist.get_rank()
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.extra, self.b = nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 3)
+        def forward(self, x):
+            h = janus.relu(self.a(x))
+            if h.requires_grad:
+                h.register_hook(lambda g: log.append("first layer"))
+            return self.b(self.extra(h) if USED else h)
+    log, orig = [], dist.all_reduce
+    def traced(t, op=dist.ReduceOp.SUM, *a, **k):
+        log.append(t.numel())
+        return orig(t, op, *a, **k)
+    dist.all_reduce = traced
+    janus.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=1e-6)
+    x = janus.ones(5, 4) * (rank + 1)
+"""
+
+
+@needs_mpi
+def test_ddp_unused_parameter_raises_at_the_next_forward_on_every_rank(tmp_path):
+    """Without find_unused_parameters, a parameter no rank used (the middle
+    layer `extra`): backward reduces the buckets before it (b's), none from
+    it on, and the next forward with grad raises PyTorch's RuntimeError
+    naming the parameters, on both ranks, before any collective (so neither
+    waits for the other); under no_grad the forward runs."""
+    r = _py(_UNUSED_NET.replace("USED", "False") + f"""
+    model(x).pow(2).sum().backward()
+    res = {{"log": list(log), "extra_grad": model.module.extra.weight.grad is None}}
+    with janus.no_grad():
+        model(x)
+    for k in range(2):
+        try:
+            model(x)
+            res["raised%d" % k] = None
+        except RuntimeError as e:
+            res["raised%d" % k] = str(e)
+    json.dump(res, open("{tmp_path}/r%d.json" % rank, "w"))
+    dist.barrier()
+    """, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for k in range(2):
+        d = json.load(open(tmp_path / f"r{k}.json"))
+        # buckets: b.bias, b.weight, extra.bias, extra.weight, a.bias, a.weight: b's reduced, then nothing
+        assert d["log"] == [3, 24, "first layer"], d["log"]
+        assert d["extra_grad"]
+        msg = d["raised0"]
+        assert msg is not None and msg == d["raised1"]
+        for part in ("Expected to have finished reduction in the prior iteration before starting a new one. This "
+                     "error indicates that your module has parameters that were not used in producing loss. ",
+                     "passing the keyword argument `find_unused_parameters=True`",
+                     "making sure all `forward` function outputs participate in calculating loss",
+                     f"Parameters which did not receive grad for rank {k}: extra.weight, extra.bias",
+                     f"Parameter indices which did not receive grad for rank {k}: 2 3"):
+            assert part in msg, msg
+
+
+@needs_mpi
+@pytest.mark.parametrize("caught", [False, True])
+def test_ddp_parameter_unused_on_one_rank_ends_the_job(tmp_path, caught):
+    """`extra` unused on rank 1 only: rank 0 reduces its buckets and waits in
+    that all-reduce, which rank 1 never issues; rank 1 raises at its next
+    forward.  Uncaught, rank 1's error ends the job (sys.excepthook);
+    caught (rank 1 then sleeps past the test's timeout), rank 0's watchdog
+    ends it within JANUS_DIST_TIMEOUT: no hang either way."""
+    step = ("""
+    try:
+        model(x)
+    except RuntimeError as e:
+        open(OUT + ".err", "w").write(str(e))
+        time.sleep(300)
+    """ if caught else """
+    model(x)
+    """)
+    r = _py(_UNUSED_NET.replace("USED", "rank == 0") + """
+    OUT = "{OUT}"
+    model(x).pow(2).sum().backward()
+    """.replace("{OUT}", str(tmp_path / "out")) + step, timeout=90, JANUS_DIST_TIMEOUT="2")
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    if caught:
+        assert "Expected to have finished reduction" in (tmp_path / "out.err").read_text()
+        assert "rank 0 of 2 failed: all_reduce (collective #" in out and "got no answer" in out, out
+    else:
+        assert "Expected to have finished reduction" in out and "rank 1 of 2 failed: RuntimeError" in out, out
 
 
 @needs_mpi

@@ -15,19 +15,24 @@ does).  Each parameter has a post-accumulate-grad hook: a bucket is reduced
 inside backward as soon as the last of its gradients is accumulated, and
 buckets go strictly in bucket order (a ready bucket waits for the ones
 before it), so every rank issues the same all-reduces in the same order.
-What backward did not produce (a parameter unused on some rank) is reduced
-when backward ends, in the same order, contributing zeros: a rank that
-reaches bucket k early waits inside its all-reduce for the others, none
-deadlocks; with find_unused_parameters the parameters the output's graph
-does not reach are ready at forward, as PyTorch's reducer marks them, so
-their buckets need not wait (without it janus does not raise, unlike
-PyTorch).  The all-reduce is the table
+A bucket whose gradients backward did not all produce (a parameter the
+loss did not use) is not reduced, nor any after it, and the next forward
+with grad enabled raises PyTorch's RuntimeError ("Expected to have finished
+reduction in the prior iteration ...", naming the parameters by index and
+name) before it issues any collective.  When every rank left the same
+parameter out, every rank raises there; when only some did, the others
+wait in that bucket's all-reduce, which the uncaught error ends (its rank
+aborts the job) or, if caught, the watchdog (JANUS_DIST_TIMEOUT).  With
+find_unused_parameters the parameters the output's graph does not reach are
+ready at forward, as PyTorch's reducer marks them (their buckets carry
+zeros for them).  The all-reduce is the table
 op all_reduce_, so a recorded step's graph holds the buckets' nodes among
 the backward's, and replay runs them there.  no_sync() skips the
 reduction; the gradients accumulated meanwhile are averaged at the first
 backward after it.  The all-reduce is synchronous by default: a bucket's
 communication does not run while backward computes the next gradients.
-With _async_reduce set (eager only: not under `janus record` / `replay`,
+With JANUS_DDP_ASYNC_REDUCE=1 (a row of runtime/settings.def, read when
+the wrapper is made; eager only: not under `janus record` / `replay`,
 whose graphs hold the all-reduces as nodes), a bucket's flat gradient goes
 to the process's communication thread, which all-reduces it with the GIL
 released while backward goes on; backward's end waits for every bucket, in
@@ -61,7 +66,7 @@ class DistributedDataParallel(Module):
                  process_group=None, bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
                  gradient_as_bucket_view=False, static_graph=False, **kwargs):
         super().__init__()
-        from ... import distributed as dist
+        from ... import _C, distributed as dist
         if not dist.is_initialized():
             raise RuntimeError("DistributedDataParallel: the default process group is not initialized: call "
                                "janus.distributed.init_process_group(backend='mpi') before wrapping the model")
@@ -91,12 +96,17 @@ class DistributedDataParallel(Module):
         self._bucket_of = {id(p): k for k, b in enumerate(self._buckets) for p in b}
         self._armed = False  # a forward with grad on: the next backward reduces
         self._reduce_in_backward = True  # False: every bucket after backward (bench_dist.py's baseline)
-        self._async_reduce = False  # True: eager buckets all-reduced on the communication thread
+        # JANUS_DDP_ASYNC_REDUCE: eager buckets all-reduced on the communication thread
+        self._async_reduce = bool(_C._setting_value("JANUS_DDP_ASYNC_REDUCE"))
         self._inflight = []  # (bucket, flat, work) handed to the communication thread, in order
         # seconds in bucket all-reduces, and the main thread's share of them (bench_dist.py's overlap):
         # equal when synchronous; async, the communication thread's time and backward's wait at its end
         self._comm_seconds = self._wait_seconds = 0.0
         self._missing, self._next = [], 0
+        self._params = params  # PyTorch's parameter indices (the error below names them)
+        self._names = {id(p): n for n, p in module.named_parameters() if p.requires_grad}
+        self._marked = set()  # ids of the parameters whose gradient this backward produced (or unused ones)
+        self._unfinished = None  # the parameters the last backward left without a gradient
         me = weakref.ref(self)  # the hooks must not keep the wrapper alive
         hooks = [p.register_post_accumulate_grad_hook(lambda p, me=me: _grad_ready(me, p)) for p in params]
         weakref.finalize(self, _remove_hooks, hooks)  # a dropped wrapper leaves no hooks behind
@@ -116,6 +126,8 @@ class DistributedDataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         from ... import autograd, distributed as dist
+        if self._unfinished is not None and _grad_enabled():  # before any collective: no rank waits on this one
+            raise RuntimeError(self._unfinished_message())
         if self.broadcast_buffers:
             with _no_grad():
                 for b in self.module.buffers():
@@ -125,6 +137,7 @@ class DistributedDataParallel(Module):
             self._armed = True
             self._missing = [len(b) for b in self._buckets]  # gradients each bucket still waits for
             self._next = 0  # the first bucket not reduced yet
+            self._marked = set()
             autograd._queue_after_backward(self._finish_reduction)
         out = self.module(*inputs, **kwargs)
         if arm and self.find_unused_parameters:
@@ -152,11 +165,15 @@ class DistributedDataParallel(Module):
         for p, u in zip(params, used):
             if not u:
                 self._missing[self._bucket_of[id(p)]] -= 1
+                self._marked.add(id(p))
 
     def _param_ready(self, p):
         """p's gradient of this backward is accumulated: reduce the buckets it completes."""
         k = self._bucket_of.get(id(p))
-        if not self._armed or not self._reduce_in_backward or k is None or k < self._next:
+        if not self._armed or k is None:
+            return
+        self._marked.add(id(p))
+        if not self._reduce_in_backward or k < self._next:
             return
         self._missing[k] -= 1
         while self._next < len(self._buckets) and self._missing[self._next] <= 0:
@@ -164,12 +181,19 @@ class DistributedDataParallel(Module):
             self._next += 1
 
     def _finish_reduction(self):
-        """After backward: the buckets it did not complete, in order (zeros for
-        missing gradients); then, async, the wait for every bucket in flight."""
+        """After backward: the buckets left (all of them when reducing after
+        backward), unless a gradient is missing: then none from the first
+        incomplete bucket on, and the next forward raises, as PyTorch's
+        reducer; then, async, the wait for every bucket in flight."""
         try:
-            while self._next < len(self._buckets):
-                self._reduce_bucket(self._buckets[self._next])
-                self._next += 1
+            unmarked = [i for i, p in enumerate(self._params)
+                        if id(p) not in self._marked and id(p) in self._bucket_of]
+            if unmarked:
+                self._unfinished = unmarked
+            else:
+                while self._next < len(self._buckets):
+                    self._reduce_bucket(self._buckets[self._next])
+                    self._next += 1
         finally:
             self._armed = False
             inflight, self._inflight = self._inflight, []
@@ -182,6 +206,29 @@ class DistributedDataParallel(Module):
                 self._comm_seconds += work.seconds
                 work.raise_error()
                 self._copy_back(bucket, flat)
+
+    def _unfinished_message(self):
+        """PyTorch's wording (reducer.cpp, ensure_prior_reduction_ended), the
+        parameters named as with TORCH_DISTRIBUTED_DEBUG=INFO."""
+        from ... import distributed as dist
+        msg = ("Expected to have finished reduction in the prior iteration before starting a new one. This error "
+               "indicates that your module has parameters that were not used in producing loss. ")
+        tail = ("making sure all `forward` function outputs participate in calculating loss. \nIf you already have "
+                "done the above, then the distributed data parallel module wasn't able to locate the output tensors "
+                "in the return value of your module's `forward` function. Please include the loss function and the "
+                "structure of the return value of `forward` of your module when reporting this issue (e.g. list, "
+                "dict, iterable).")
+        if self.find_unused_parameters:
+            msg += ("Since `find_unused_parameters=True` is enabled, this likely  means that not all `forward` "
+                    "outputs participate in computing loss. You can fix this by " + tail)
+        else:
+            msg += ("You can enable unused parameter detection by passing the keyword argument "
+                    "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by \n" + tail)
+        rank = dist.get_rank()
+        names = ", ".join(self._names.get(id(self._params[i]), f"#{i}") for i in self._unfinished)
+        return (msg + f"\nParameters which did not receive grad for rank {rank}: {names}"
+                f"\nParameter indices which did not receive grad for rank {rank}: "
+                + " ".join(str(i) for i in self._unfinished))
 
     def _reduce_bucket(self, bucket):
         import janus

@@ -7,7 +7,11 @@
  * reaches or the graph fills gets a private one, state the graph then
  * overwrites a snapshot of its bytes now; a pending storage only the list
  * reaches is used as it is (nobody else can see it again), other existing
- * inputs are read later as they are if their version has not moved.  The values' storages are marked JN_LAZY_DEFERRED; the first read
+ * inputs are read later as they are if their version has not moved.  A
+ * slice whose values a collective computes is cut at the values the graph
+ * keeps whole (graph_run.c): it reads copies of them taken right after the
+ * graph ran (rp_slice_take_kept) instead of recomputing them, so it never
+ * runs a collective a second time on one rank.  The values' storages are marked JN_LAZY_DEFERRED; the first read
  * of one (rp_cap_materialize, or a captured op reading it) runs the slice
  * (rp_slice_run).  A slice whose values nothing can reach any more is
  * dropped at the next segment's start (rp_slice_gc).  CPU replays only:
@@ -22,7 +26,7 @@ void rp_slice_free(jn_replay *R, rp_slice *D) {
     if (!D) return;
     for (int64_t i = 0; i < D->nheld; i++) rp_unhold(R, D->held[i]);
     free(D->ops), free(D->attrs), free(D->refs), free(D->held), free(D->vhdr), free(D->needed), free(D->checked);
-    free(D->ver);
+    free(D->ver), free(D->kept_from), free(D->kept_to);
     free(D);
 }
 
@@ -108,6 +112,10 @@ static int slice_ref(jn_replay *R, rp_slice *D, shadows *M, jn_tensor *h, const 
         hold_once(R, D, t, mark);
     } else if (sh->has(sh->ctx, st)) {
         if (!(t = shadow_ref(R, D, M, h, mark))) return 0;
+        if (sh->kept && sh->kept(sh->ctx, st) && !has_storage(D->kept_from, D->nkept, st)) {
+            D->kept_from[D->nkept] = st;
+            D->kept_to[D->nkept++] = t->storage;
+        }
     } else if (!st->data) {
         hold_once(R, D, t, mark);
     } else if (hold_once(R, D, t, mark)) {
@@ -149,7 +157,9 @@ rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const 
              (D->vhdr = malloc(sizeof *D->vhdr * (size_t)(nrefs + 1))) &&
              (D->needed = malloc(sizeof *D->needed * (size_t)(nneed + 1))) &&
              (D->checked = calloc((size_t)nrefs + 1, sizeof *D->checked)) &&
-             (D->ver = calloc((size_t)nrefs + 1, sizeof *D->ver));
+             (D->ver = calloc((size_t)nrefs + 1, sizeof *D->ver)) &&
+             (D->kept_from = calloc((size_t)nrefs + 1, sizeof *D->kept_from)) &&
+             (D->kept_to = calloc((size_t)nrefs + 1, sizeof *D->kept_to));
     if (ok) {
         memcpy(D->needed, needed, sizeof *needed * (size_t)nneed);
         D->nneed = nneed;
@@ -175,6 +185,19 @@ rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const 
         return NULL;
     }
     return D;
+}
+
+jn_status rp_slice_take_kept(rp_slice *D) {
+    for (int64_t i = 0; i < D->nkept; i++) {
+        jn_storage *from = D->kept_from[i], *to = D->kept_to[i];
+        if (!from->data || from->nbytes != to->nbytes)
+            return jn_error(JN_ERR_RUNTIME, "janus replay: a value the graph keeps is missing after it ran");
+        jn_status s = to->data ? JN_OK : rp_storage_alloc(to);
+        if (s) return s;
+        if (to->nbytes) memcpy(to->data, from->data, to->nbytes);
+        to->lazy = 0;
+    }
+    return JN_OK;
 }
 
 static void slice_unlink(jn_replay *R, rp_slice *D) {

@@ -161,7 +161,7 @@ struct rp_gbuf {
 struct rp_runbuf {
     hdr *h;
     int64_t hcap;
-    sset W, Pub;
+    sset W, Pub, Kept;
     int busy;
 };
 
@@ -170,6 +170,7 @@ static void runbuf_free(struct rp_runbuf *B) {
     free(B->h);
     sset_free(&B->W);
     sset_free(&B->Pub);
+    sset_free(&B->Kept);
     free(B);
 }
 
@@ -251,6 +252,7 @@ typedef struct {
     hset S;               /* every header the list holds */
     sset *W;              /* pending storages Python reaches that the graph does not fill */
     sset *Pub;            /* storages a deferred slice must not share (rp_shared) */
+    sset *Kept;           /* pending storages a graph output fills whole (slice_mark's cut) */
     rp_slice *D;          /* their deferred slice: kept only if the graph runs */
     int64_t nsliced;
     char *why;
@@ -278,7 +280,7 @@ static int run_prepare(rp_run *X) {
         else X->own_B = 1;
     }
     X->B->busy = 1;
-    X->W = &X->B->W, X->Pub = &X->B->Pub;
+    X->W = &X->B->W, X->Pub = &X->B->Pub, X->Kept = &X->B->Kept;
     X->S.cap = R->nrefs + 1;
     X->S.mark = rp_next_mark(R);
     if (X->B->hcap < X->S.cap) {
@@ -292,7 +294,7 @@ static int run_prepare(rp_run *X) {
     while (nw < 2 * X->S.cap) nw *= 2;
     /* Pub also takes the state the graph writes (its inputs) */
     while (np < 2 * (X->S.cap + X->g->ninputs + 1)) np *= 2;
-    if (!sset_reserve(X->W, nw) || !sset_reserve(X->Pub, np)) return oom(X);
+    if (!sset_reserve(X->W, nw) || !sset_reserve(X->Pub, np) || !sset_reserve(X->Kept, nw)) return oom(X);
     return 0;
 }
 
@@ -303,6 +305,7 @@ static void run_free(rp_run *X) {
     if (!X->B) return;
     sset_clear(X->W);
     sset_clear(X->Pub);
+    sset_clear(X->Kept);
     X->B->busy = 0;
     if (X->own_B) runbuf_free(X->B);
 }
@@ -422,6 +425,8 @@ static int find_reached(rp_run *X) {
             rc = 1;
         } else if (need && !a->full && !sset_add(X->W, st)) {
             rc = oom(X);
+        } else if (a->full && !sset_add(X->Kept, st)) { /* a deferred slice may read it (slice_mark's cut) */
+            rc = oom(X);
         }
     }
     if (rc) return rc;
@@ -430,11 +435,26 @@ static int find_reached(rp_run *X) {
     return 0;
 }
 
+/* Whether the value the graph keeps in st (whole) is what every pending op
+ * reading st reads: no pending op writes st in place. */
+static int kept_as_read(const rp_run *X, const jn_storage *st) {
+    const jn_replay *R = X->R;
+    if (!sset_has(X->Kept, st)) return 0;
+    for (int64_t e = 0; e < R->nops; e++) {
+        const rp_op *p = &R->ops[e];
+        for (int k = 0; k < p->nout && rp_written(p); k++)
+            if (rp_op_out(R, p)[k]->storage == st) return 0;
+    }
+    return 1;
+}
+
 /* The pending ops computing the storages in W (marked in in_slice; W grows
  * by their inputs): 0, 1 when one writes existing state (it cannot run
  * before the graph without changing what the graph reads), 2 out of memory,
- * 3 when one is a collective (run twice, it would desynchronize the ranks). */
-static int slice_mark(rp_run *X, uint8_t *in_slice) {
+ * 3 when one is a collective (run twice, it would desynchronize the ranks).
+ * cut: the slice is deferred, so it stops at values the graph keeps whole
+ * (kept_as_read): it reads them as the graph leaves them. */
+static int slice_mark(rp_run *X, uint8_t *in_slice, int cut) {
     const jn_replay *R = X->R;
     int bad = 0;
     for (int64_t e = R->nops - 1; e >= 0 && !bad; e--) {
@@ -445,23 +465,33 @@ static int slice_mark(rp_run *X, uint8_t *in_slice) {
         for (int k = 0; k < p->nout; k++) bad |= rp_written(p) && rp_op_out(R, p)[k]->storage->data != NULL;
         if (jn_op_info(p->op)->flags & JN_F_COLL) bad = 3;
         in_slice[e] = 1;
-        for (int i = 0; i < p->nin && !bad; i++)
-            if (!sset_add(X->W, rp_op_in(R, p)[i]->storage)) bad = 2;
+        for (int i = 0; i < p->nin && !bad; i++) {
+            jn_storage *st = rp_op_in(R, p)[i]->storage;
+            if (cut && !sset_has(X->W, st) && kept_as_read(X, st)) continue;
+            if (!sset_add(X->W, st)) bad = 2;
+        }
     }
     return bad;
 }
 
 static int shared_has(const void *ctx, const jn_storage *st) { return sset_has(ctx, st); }
+static int kept_has(const void *ctx, const jn_storage *st) {
+    return kept_as_read(ctx, st) && !sset_has(((const rp_run *)ctx)->W, st);
+}
+static int cut_shared_has(const void *ctx, const jn_storage *st) { return sset_has(((const rp_run *)ctx)->Pub, st); }
 
 /* The values' slice as a deferred slice over snapshots of the state the
- * graph writes and private copies of what others reach (NULL: it runs now). */
-static rp_slice *slice_defer(rp_run *X, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed) {
+ * graph writes and private copies of what others reach (NULL: it runs now;
+ * with cut, it cannot: it reads what the graph keeps). */
+static rp_slice *slice_defer(rp_run *X, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
+                             int cut) {
     const jn_ir_graph *g = X->g;
     for (int32_t o = 0; o < g->noutputs; o++)
         if (g->outputs[o].kind == JN_IR_OUT_STATE && X->inputs[g->outputs[o].state] &&
             !sset_add(X->Pub, X->inputs[g->outputs[o].state]->storage))
             return NULL;
-    rp_shared sh = {shared_has, X->Pub};
+    rp_shared sh = {shared_has, X->Pub, NULL};
+    if (cut) sh = (rp_shared){cut_shared_has, X, kept_has};
     return rp_slice_new(X->R, in_slice, needed, nneed, &sh);
 }
 
@@ -498,10 +528,21 @@ static int compute_held(rp_run *X) {
         return oom(X);
     }
     memcpy(needed, X->W->item, sizeof *needed * (size_t)nneed);
-    int bad = slice_mark(X, in_slice);
+    int bad = slice_mark(X, in_slice, 0), cut = 0;
+    if (bad == 3 && R->cfg.defer && X->Kept->n) {
+        /* a collective computes them: deferred, the slice can start from the
+         * values the graph keeps instead (`0.01 * x.sum()` after an all_gather:
+         * autograd saves the sum, never reads it, and the graph keeps x) */
+        memset(in_slice, 0, (size_t)R->nops);
+        sset_clear(X->W);
+        for (int64_t k = 0; k < nneed; k++) (void)sset_add(X->W, needed[k]); /* room: it held them */
+        bad = slice_mark(X, in_slice, 1);
+        cut = !bad;
+    }
     jn_status s = JN_OK;
     double ts = rp_now();
-    if (!bad && R->cfg.defer) X->D = slice_defer(X, in_slice, needed, nneed);
+    if (!bad && R->cfg.defer) X->D = slice_defer(X, in_slice, needed, nneed, cut);
+    if (cut && !X->D) bad = 2; /* it cannot run before the graph: it reads the graph's outputs */
     R->flushing = 1;
     for (int64_t e = 0; e < R->nops && !bad && !X->D && s == JN_OK; e++)
         if (in_slice[e]) s = rp_run_op(&R->ops[e], R->attrs, rp_op_in(R, &R->ops[e]));
@@ -601,6 +642,10 @@ static int fill_outputs(rp_run *X) {
  * slice is kept (after a success), and what nothing filled is lost. */
 static void commit(rp_run *X, int rc) {
     jn_replay *R = X->R;
+    if (X->D && rc == 0 && rp_slice_take_kept(X->D)) { /* out of memory: its values are lost */
+        rp_slice_free(R, X->D);
+        X->D = NULL;
+    }
     if (X->D && rc == 0) { /* computed only if read */
         for (int64_t k = 0; k < X->D->nneed; k++) X->D->needed[k]->lazy = JN_LAZY_DEFERRED;
         X->D->next = R->deferred;

@@ -101,6 +101,9 @@ typedef struct rp_slice {
     jn_tensor **checked;          /* existing inputs read as they are: must not change (in held) */
     uint64_t *ver;
     int64_t nchecked;
+    jn_storage **kept_from;       /* values the graph keeps that the slice reads instead of recomputing */
+    jn_storage **kept_to;         /* their private copies, filled by rp_slice_take_kept after the graph ran */
+    int64_t nkept;
     struct rp_slice *next;
 } rp_slice;
 
@@ -291,12 +294,19 @@ int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t);
 typedef struct {
     int (*has)(const void *ctx, const jn_storage *st);
     const void *ctx;
+    /* NULL, or: the storages the graph keeps whole that the slice reads
+     * as the graph leaves them (its cut: their producers are not in it);
+     * private copies of them are taken after the graph ran */
+    int (*kept)(const void *ctx, const jn_storage *st);
 } rp_shared;
 /* The ops of the pending list with in_slice[e] set as a deferred slice
  * (NULL when out of memory: the caller runs the slice now). */
 rp_slice *rp_slice_new(jn_replay *R, const uint8_t *in_slice, jn_storage *const *needed, int64_t nneed,
                        const rp_shared *sh);
 void rp_slice_free(jn_replay *R, rp_slice *D);
+/* After the graph ran and filled its outputs: D's copies of the kept
+ * values it reads (out of memory: an error, D unusable). */
+jn_status rp_slice_take_kept(rp_slice *D);
 jn_status rp_slice_run(jn_replay *R, rp_slice *D);
 rp_slice *rp_slice_find(const jn_replay *R, const jn_storage *st);
 void rp_slice_gc(jn_replay *R);

@@ -16,6 +16,11 @@ OUT.rank<R>.json: the losses, the statistics, the final parameters' bytes
   --bad-index-step K  at step K every rank reads row 99 of 8 (the index comes
                     from numpy, so the graph cannot see it): the replayed
                     graph fails after its collectives ran; the error is kept
+  --saved-sum       the loss adds 0.01 * every.sum(): autograd saves that sum
+                    (mul saves both factors) and never reads it, so the graph
+                    does not keep it and only the all_gather computes it
+  --hold-sum-rank R rank R (with --saved-sum) also keeps every step's sum and
+                    reads them at the end (the recording drops them at once)
 """
 import argparse
 import json
@@ -36,6 +41,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--hold-rank", type=int, default=-1)
     ap.add_argument("--bad-index-step", type=int, default=-1)
+    ap.add_argument("--saved-sum", action="store_true")
+    ap.add_argument("--hold-sum-rank", type=int, default=-1)
     args = ap.parse_args()
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -43,7 +50,7 @@ def main():
     w = janus.randn(4, 3, requires_grad=True)
     opt = janus.optim.SGD([w], lr=0.1)
     data = np.random.default_rng(rank).standard_normal((args.steps, 4, 4)).astype(np.float32)
-    losses, stats, held, error = [], [], [], None
+    losses, stats, held, sums, error = [], [], [], [], None
     for step in range(args.steps):
         opt.zero_grad()
         x = janus.from_numpy(data[step])
@@ -55,6 +62,11 @@ def main():
         share = F.reduce_scatter(janus.zeros(4, 3), list(y.chunk(world)))  # [4, 3]
         picked = janus.index_select(every, 0, idx)  # after the collectives of its segment
         loss = (share * share).mean() + picked.sum()  # add saves no input: the graph keeps what backward reads
+        if args.saved_sum:
+            total = every.sum()
+            loss = loss + 0.01 * total
+            if rank == args.hold_sum_rank:
+                sums.append(total)
         try:
             losses.append(loss.item())
         except Exception as e:  # a replayed graph failed after its collectives ran
@@ -79,7 +91,7 @@ def main():
         stats.append(float((z.sum() + parts[1].sum() + red.sum()).item()))
         dist.barrier()
     out = {"rank": rank, "losses": losses, "stats": stats, "params": np.asarray(w.detach().numpy()).tobytes().hex(),
-           "held": [t.tolist() for t in held], "error": error}
+           "held": [t.tolist() for t in held], "sums": [t.item() for t in sums], "error": error}
     with open(f"{args.out}.rank{rank}.json", "w") as f:
         json.dump(out, f)
     dist.destroy_process_group()

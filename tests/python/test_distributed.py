@@ -19,7 +19,8 @@ missing MPI library (clear error, single-process training unaffected);
 DistributedSampler's index formula (PyTorch's, and PyTorch itself when it
 imports).  Also: all_gather / reduce_scatter / barrier inside replayed
 graphs (dist_ops_train.py), their gradients, a graph refused on one rank
-for a value only a collective computes, a graph failing after its
+for a value only a collective computes, a value autograd saves after a
+collective recomputed from what the graph keeps, a graph failing after its
 collectives (an error, no eager re-run), the GIL let go while a collective
 waits (eagerly and inside a graph), LOCAL_RANK choosing the nccl GPU.
 """
@@ -700,6 +701,37 @@ def test_a_value_only_a_collective_computes_refuses_the_graph_on_that_rank(ops_s
     rep = _replays(db, 2)
     assert rep["cpu rank 0/2"]["hit_rate"] == 1.0, rep
     assert 0 < rep["cpu rank 1/2"]["hits"] < rep["cpu rank 0/2"]["hits"], rep
+
+
+def test_a_value_autograd_saves_after_a_collective_reuses_the_graphs_output(tmp_path):
+    """The loss adds 0.01 * every.sum(): mul saves the sum for backward and
+    never reads it, so the graph does not keep it, and recomputing it would
+    run the all_gather again on one rank.  The deferred slice starts from
+    `every`, which the graph keeps, instead: replay runs every segment as a
+    graph on both ranks, bitwise equal to eager, and rank 1 reading the sums
+    (dropped by the recording) gets eager's values."""
+    db = str(tmp_path / "run.db")
+    args = [sys.executable, OPS_TRAIN, "--saved-sum", "--out"]
+    r = subprocess.run([JANUS, "record", "--nproc", "2", "--db", db, "--"] + args + [str(tmp_path / "rec")],
+                       capture_output=True, text=True, timeout=240, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([JANUS, "optimize", db], capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    held = ["--hold-sum-rank", "1"]
+    r = _mpirun(args[:-1] + held + ["--out", str(tmp_path / "eager")], timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for k, (extra, want) in enumerate((([], "rec"), (held, "eager"))):
+        r = _mpirun([JANUS, "replay", "--db", db, "--"] + args[:-1] + extra + ["--out", str(tmp_path / f"rep{k}")],
+                    timeout=240, JANUS_REPLAY_ADAPT="0")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "Python holds a value the graph does not keep" not in r.stderr, r.stderr
+        for got, exp in zip(_ranks(str(tmp_path / f"rep{k}")), _ranks(str(tmp_path / want))):
+            assert got["losses"] == exp["losses"] and len(got["losses"]) == 8
+            assert got["stats"] == exp["stats"] and got["params"] == exp["params"] and got["sums"] == exp["sums"]
+        rep = _replays(db, 2 + k * 2)
+        assert set(rep) == {"cpu rank 0/2", "cpu rank 1/2"}, rep
+        assert all(rp["hit_rate"] == 1.0 and rp["hits"] >= 30 for rp in rep.values()), rep
+    assert [len(x["sums"]) for x in _ranks(str(tmp_path / "rep1"))] == [0, 8]
 
 
 def test_a_graph_failing_after_its_collectives_ran_is_an_error_not_a_rerun(ops_store, tmp_path):

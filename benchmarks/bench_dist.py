@@ -7,7 +7,9 @@ numbers taken on the same machine at the same time.
 1. All-reduce: float32 tensors of each --sizes elements, in place, SUM, 2
    ranks.  Ours: janus.distributed.all_reduce in a Python loop.  Baseline: a
    C program (built here with mpicc) calling MPI_Allreduce(MPI_IN_PLACE) in
-   the same loop.  Each times 41 bursts of a few calls after a barrier and
+   the same loop, as plain as it gets (MPI_Init, MPI_COMM_WORLD), and the
+   same program with janus's MPI setup (MPI_THREAD_SERIALIZED, a duplicated
+   communicator), which costs Open MPI itself a few percent at 4 KB.  Each times 41 bursts of a few calls after a barrier and
    keeps the median burst (rank 0's clock; on a busy machine a long loop
    gets preempted, which would time the scheduler); per size: the median
    (and the best) of --repeats (programs alternating) of that time per call,
@@ -59,20 +61,28 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#ifdef SAME_SETUP /* janus's own: any thread may call (THREAD_SERIALIZED), a communicator of its own */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+#else
+    MPI_Init(&argc, &argv);
+    MPI_Comm comm = MPI_COMM_WORLD;
+#endif
+    MPI_Comm_rank(comm, &rank);
     for (int a = 1; a + 2 < argc; a += 3) {
         long n = atol(argv[a]);
         int bursts = atoi(argv[a + 1]), calls = atoi(argv[a + 2]);
         float *x = malloc(n * sizeof *x);
         double *t = malloc(bursts * sizeof *t);
         for (long i = 0; i < n; i++) x[i] = 0.0f;
-        MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); /* warm */
+        MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, comm); /* warm */
         for (int b = 0; b < bursts; b++) {
-            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Barrier(comm);
             double t0 = MPI_Wtime();
-            for (int k = 0; k < calls; k++) MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            for (int k = 0; k < calls; k++) MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, comm);
             t[b] = (MPI_Wtime() - t0) / calls;
         }
         qsort(t, bursts, sizeof *t, cmp);
@@ -135,14 +145,15 @@ def allreduce(tmp, sizes, repeats, base=None):
     with open(src, "w") as f:
         f.write(C_LOOP)
     subprocess.run(["mpicc", "-O2", src, "-o", exe], check=True)
+    subprocess.run(["mpicc", "-O2", "-DSAME_SETUP", src, "-o", exe + "_setup"], check=True)
     spec = []
     for n in sizes:  # bursts of a few calls (the median burst: time-sharing on a busy machine preempts long loops)
         spec += [str(n), "41", str(max(2, min(20, int(4e6 / max(n * 4, 1)))))]
-    progs = ["mpi", "janus"] + (["base"] if base else [])
+    progs = ["mpi", "setup", "janus"] + (["base"] if base else [])
     times = {p: {n: [] for n in sizes} for p in progs}
     for _ in range(repeats):  # alternate, so load drifts hit every program alike
         for p in progs:
-            cmd = [exe] + spec if p == "mpi" else [sys.executable, "-c", PY_LOOP] + spec
+            cmd = ([exe] if p == "mpi" else [exe + "_setup"] if p == "setup" else [sys.executable, "-c", PY_LOOP]) + spec
             for n, t in per_call(mpirun(cmd, build=base if p == "base" else None)).items():
                 times[p][n].append(t)
     med = {p: {n: statistics.median(v) for n, v in times[p].items()} for p in progs}
@@ -150,8 +161,8 @@ def allreduce(tmp, sizes, repeats, base=None):
     print(f"\n## All-reduce, float32 SUM in place, 2 ranks (per call: median burst; median and best of "
           f"{repeats} alternating repeats)\n")
     head = "| elements | bytes | Open MPI MPI_Allreduce (C loop) | janus all_reduce | bus GB/s (MPI / janus) "
-    head += "| janus / MPI (median) | janus / MPI (best) |"
-    rule = "|---:|---:|---:|---:|---:|---:|---:|"
+    head += "| janus / MPI (median) | janus / MPI (best) | C loop, janus's MPI setup | janus / that (median) |"
+    rule = "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     if base:
         head += " base build | base / MPI (median) | janus / base (median) |"
         rule += "---:|---:|---:|"
@@ -162,9 +173,11 @@ def allreduce(tmp, sizes, repeats, base=None):
         a, b = med["mpi"][n], med["janus"][n]
         bw = lambda t: 2 * (2 - 1) / 2 * n * 4 / t / 1e9  # noqa: E731
         line = (f"| {n:,} | {4 * n:,} | {a * 1e6:.2f} us | {b * 1e6:.2f} us | {bw(a):.2f} / {bw(b):.2f} | "
-                f"{b / a:.3f} | {best['janus'][n] / best['mpi'][n]:.3f} |")
+                f"{b / a:.3f} | {best['janus'][n] / best['mpi'][n]:.3f} | {med['setup'][n] * 1e6:.2f} us | "
+                f"{b / med['setup'][n]:.3f} |")
         row = {"elements": n, "mpi_s": a, "janus_s": b, "ratio": b / a,
-               "ratio_best": best["janus"][n] / best["mpi"][n]}
+               "ratio_best": best["janus"][n] / best["mpi"][n], "setup_s": med["setup"][n],
+               "ratio_setup": b / med["setup"][n]}
         if base:
             c = med["base"][n]
             line += f" {c * 1e6:.2f} us | {c / a:.3f} | {b / c:.3f} |"

@@ -134,6 +134,47 @@ def test_collectives_give_the_reference_numbers(tmp_path):
 
 
 @needs_mpi
+def test_all_reduce_takes_torchs_argument_forms(tmp_path):
+    """all_reduce is a C builtin for the common call and hands the others to
+    the Python version: every torch form gives the reference numbers, a Work
+    only with async_op=True, and the same errors."""
+    r = _py(f"""
+        import json, janus, janus.distributed as dist
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+        out = {{"name": dist.all_reduce.__name__}}
+        t = janus.tensor([1.0 + r, 2.0]); out["plain"] = [dist.all_reduce(t), t.tolist()]
+        t = janus.tensor([1.0 + r, 2.0]); dist.all_reduce(t, dist.ReduceOp.MAX); out["pos_op"] = t.tolist()
+        t = janus.tensor([1.0 + r, 2.0]); dist.all_reduce(t, op=dist.ReduceOp.MIN, group=None, async_op=False)
+        out["kw"] = t.tolist()
+        t = janus.tensor([1.0 + r, 2.0]); dist.all_reduce(tensor=t, op=dist.ReduceOp.PRODUCT); out["kw_t"] = t.tolist()
+        t = janus.tensor([1.0 + r, 2.0]); dist.all_reduce(t, 1, dist.group.WORLD); out["world"] = t.tolist()
+        t = janus.tensor([1.0 + r, 2.0]); w = dist.all_reduce(t, async_op=True)
+        out["async"] = [w.wait(), t.tolist()]
+        t = janus.ones(3, requires_grad=True) * (r + 1.0); dist.all_reduce(t)
+        out["grad_fn"] = t.grad_fn is not None
+        errs = []
+        for f in (lambda: dist.all_reduce([1.0]), lambda: dist.all_reduce(janus.ones(2), 99),
+                  lambda: dist.all_reduce(janus.ones(2), group=object()), lambda: dist.all_reduce()):
+            try:
+                f()
+                errs.append(None)
+            except Exception as e:
+                errs.append(type(e).__name__)
+        out["errors"] = errs
+        json.dump(out, open("{tmp_path}/r%d.json" % r, "w"))
+    """, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for k in range(2):
+        d = json.load(open(tmp_path / f"r{k}.json"))
+        assert d["name"] == "all_reduce"
+        assert d["plain"] == [None, [3.0, 4.0]] and d["pos_op"] == [2.0, 2.0] and d["kw"] == [1.0, 2.0]
+        assert d["kw_t"] == [2.0, 4.0] and d["world"] == [1.5, 2.0] and d["async"] == [True, [3.0, 4.0]]
+        assert d["grad_fn"]
+        assert d["errors"] == ["TypeError", "ValueError", "NotImplementedError", "TypeError"], d["errors"]
+
+
+@needs_mpi
 def test_all_reduce_is_a_table_op_and_differentiable_for_sum_and_avg(tmp_path):
     r = _py("""
         import json, janus, janus.distributed as dist

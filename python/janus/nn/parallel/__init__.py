@@ -107,6 +107,7 @@ class DistributedDataParallel(Module):
         self._names = {id(p): n for n, p in module.named_parameters() if p.requires_grad}
         self._marked = set()  # ids of the parameters whose gradient this backward produced (or unused ones)
         self._unfinished = None  # the parameters the last backward left without a gradient
+        self._unwalked = False  # find_unused_parameters could not walk this forward's graph
         me = weakref.ref(self)  # the hooks must not keep the wrapper alive
         hooks = [p.register_post_accumulate_grad_hook(lambda p, me=me: _grad_ready(me, p)) for p in params]
         weakref.finalize(self, _remove_hooks, hooks)  # a dropped wrapper leaves no hooks behind
@@ -137,7 +138,7 @@ class DistributedDataParallel(Module):
             self._armed = True
             self._missing = [len(b) for b in self._buckets]  # gradients each bucket still waits for
             self._next = 0  # the first bucket not reduced yet
-            self._marked = set()
+            self._marked, self._unwalked = set(), False
             autograd._queue_after_backward(self._finish_reduction)
         out = self.module(*inputs, **kwargs)
         if arm and self.find_unused_parameters:
@@ -160,7 +161,8 @@ class DistributedDataParallel(Module):
         params = [p for b in self._buckets for p in b]
         try:
             used = _C._reaches(roots, params)
-        except ValueError:  # more outputs than the engine takes roots: wait for all
+        except ValueError:  # more outputs than the engine takes roots: backward's end reduces what is left
+            self._unwalked = True
             return
         for p, u in zip(params, used):
             if not u:
@@ -184,11 +186,13 @@ class DistributedDataParallel(Module):
         """After backward: the buckets left (all of them when reducing after
         backward), unless a gradient is missing: then none from the first
         incomplete bucket on, and the next forward raises, as PyTorch's
-        reducer; then, async, the wait for every bucket in flight."""
+        reducer (when find_unused_parameters could not walk the forward's
+        graph, what is missing is taken as unused and reduced as zeros);
+        then, async, the wait for every bucket in flight."""
         try:
             unmarked = [i for i, p in enumerate(self._params)
                         if id(p) not in self._marked and id(p) in self._bucket_of]
-            if unmarked:
+            if unmarked and not self._unwalked:
                 self._unfinished = unmarked
             else:
                 while self._next < len(self._buckets):

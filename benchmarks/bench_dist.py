@@ -9,7 +9,8 @@ numbers taken on the same machine at the same time.
    C program (built here with mpicc) calling MPI_Allreduce(MPI_IN_PLACE) in
    the same loop, as plain as it gets (MPI_Init, MPI_COMM_WORLD), and the
    same program with janus's MPI setup (MPI_THREAD_SERIALIZED, a duplicated
-   communicator), which costs Open MPI itself a few percent at 4 KB.  Each times 41 bursts of a few calls after a barrier and
+   communicator), which costs Open MPI itself a few percent at 4 KB.  Each
+   times 41 bursts of a few calls after a barrier and
    keeps the median burst (rank 0's clock; on a busy machine a long loop
    gets preempted, which would time the scheduler); per size: the median
    (and the best) of --repeats (programs alternating) of that time per call,
@@ -153,7 +154,8 @@ def allreduce(tmp, sizes, repeats, base=None):
     times = {p: {n: [] for n in sizes} for p in progs}
     for _ in range(repeats):  # alternate, so load drifts hit every program alike
         for p in progs:
-            cmd = ([exe] if p == "mpi" else [exe + "_setup"] if p == "setup" else [sys.executable, "-c", PY_LOOP]) + spec
+            prog = {"mpi": [exe], "setup": [exe + "_setup"]}.get(p, [sys.executable, "-c", PY_LOOP])
+            cmd = prog + spec
             for n, t in per_call(mpirun(cmd, build=base if p == "base" else None)).items():
                 times[p][n].append(t)
     med = {p: {n: statistics.median(v) for n, v in times[p].items()} for p in progs}
@@ -324,7 +326,8 @@ def main():
             json.dump(out, f, indent=1)
     print(textwrap.dedent(f"""
         command: JANUS_BUILD_DIR={os.path.relpath(BUILD, ROOT)} python3 benchmarks/bench_dist.py \\
-            --repeats {args.repeats} --steps {args.steps} --batch {args.batch} --sizes {args.sizes} --only {args.only}{" --base " + args.base if args.base else ""}"""))
+            --repeats {args.repeats} --steps {args.steps} --batch {args.batch} --sizes {args.sizes} \\
+            --only {args.only}{" --base " + args.base if args.base else ""}"""))
 
 
 if __name__ == "__main__":

@@ -578,19 +578,20 @@ def test_ddp_parameter_unused_on_one_rank_ends_the_job(tmp_path, caught):
 
 @needs_mpi
 def test_ddp_async_reduce_gives_the_synchronous_numbers(tmp_path):
-    """Buckets all-reduced on the communication thread while backward goes on:
+    """Buckets all-reduced on the communication thread (JANUS_DDP_ASYNC_REDUCE=1) while backward goes on:
     .grad is final when backward() returns, and training is bitwise the
     synchronous one's (same all-reduces, same order), several buckets."""
     r = _py(f"""
-        import json, janus, janus.distributed as dist, janus.nn as nn
+        import json, os, janus, janus.distributed as dist, janus.nn as nn
         dist.init_process_group("mpi")
         rank = dist.get_rank()
         out = {{}}
         for mode in ("sync", "async"):
             janus.manual_seed(0)
             net = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2))
+            os.environ["JANUS_DDP_ASYNC_REDUCE"] = "1" if mode == "async" else "0"  # read at the wrap
             model = nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.0005)
-            model._async_reduce = mode == "async"
+            out[mode + "_flag"] = model._async_reduce
             opt = janus.optim.SGD(model.parameters(), lr=0.1)
             janus.manual_seed(1 + rank)
             losses = []
@@ -609,6 +610,7 @@ def test_ddp_async_reduce_gives_the_synchronous_numbers(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
     for d in (a, b):
+        assert d["async_flag"] is True and d["sync_flag"] is False
         assert d["sync"]["buckets"] >= 3
         assert d["sync"]["losses"] == d["async"]["losses"] and d["sync"]["params"] == d["async"]["params"]
         assert d["async"]["comm"] > 0 and d["sync"]["comm"] == d["sync"]["wait"] > 0

@@ -13,8 +13,9 @@ torchrun-style RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; the nccl backend
 uses the GPU LOCAL_RANK names (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK under
 mpirun, or device_id=).  Collectives are blocking (async_op=True returns a
 Work; only barrier's wait() has work left to do) and let the GIL go while
-they wait (when the interpreter has another thread to run).  all_reduce, broadcast, all_gather (and all_gather_into_tensor),
-reduce_scatter (and reduce_scatter_tensor) and barrier are ops of the table
+they wait (when the interpreter has another thread to run).  all_reduce,
+broadcast, all_gather (and all_gather_into_tensor), reduce_scatter (and
+reduce_scatter_tensor) and barrier are ops of the table
 (all_reduce_, broadcast_, all_gather, reduce_scatter, barrier): `janus
 record` records them and `janus replay` runs them inside the step's compiled
 graph, or eagerly on a miss, in program order on every rank either way; a

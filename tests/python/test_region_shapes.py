@@ -78,8 +78,9 @@ def test_more_signatures_than_variants_kept(shapes_db, tmp_path):
     """70 new shapes after the proof (71 variants learned, the 7 least recently used
     evicted), the 60 latest again (all kept: replaced), then the first shape and the first
     new one (evicted: learned again from one call each).  Still eager's results."""
-    st, _ = eager_and_replay(SHAPES, "many", shapes_db, str(tmp_path))
+    st, rr = eager_and_replay(SHAPES, "many", shapes_db, str(tmp_path))
     assert region(st, "Seq.") == (134, 60, False), st
+    assert "VARIANTS kept 64 learned 73\n" in rr.stderr, rr.stderr[-2000:]
     r = rows(st, "Seq.")
     assert r.get(NEW_SIG) == 71, st  # 69 new shapes after the first (a plain miss) and 2 evicted
     assert "guards failed" not in reasons(st) and "learned 256 variants" not in reasons(st), st

@@ -117,6 +117,10 @@ def main():
             print(f"step {i} loss {loss.item():.9f}")
     if janus._replay.active:
         sys.stderr.write("REGIONS " + json.dumps(janus._C._rp_region_stats()) + "\n")
+        regions = janus._region_module.__self__
+        for m, r in regions.module_plans():  # the model's variants (a refused one has none)
+            if m is model:
+                sys.stderr.write(f"VARIANTS kept {len(janus._C._rp_module_variants(r.plans))} learned {r.learned}\n")
 
 
 main()

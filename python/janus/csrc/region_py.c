@@ -1200,7 +1200,11 @@ static PyObject *py_mset_add(PyObject *self, PyObject *args) {
         i = 0;
         for (int k = 1; k < S->n; k++)
             if (S->used[k] < S->used[i]) i = k;
-        evicted = set_plan(S, i)->variant;
+        mg_plan *old = set_plan(S, i);
+        evicted = old->variant;
+        /* made under this replay: the set belongs to its janus/_region.py Regions */
+        if (jn_py_replay && old->id >= 0) jn_rp_region_drop(jn_py_replay, old->id);
+        old->id = -1;
         Py_DECREF(S->cap[i]);
     } else {
         S->n++;

@@ -6,7 +6,8 @@ Three boundaries: Optimizer.step() (Regions.step, below), Module.__call__
 (Regions.module: any module, nested, the outermost replaceable one wins;
 its template's ops are dispatched under the grad mode each was observed
 with, so autograd records them as eagerly; guards in one flat array over
-dicts, csrc/region_py.c) and Optimizer.zero_grad() (Regions.zero_grad: done
+dicts, csrc/region_py.c; up to _MAX_VARIANTS variants, one per argument
+signature and guarded values, found by a hash of the signature) and Optimizer.zero_grad() (Regions.zero_grad: done
 from C).  The optimizer step runs under no_grad, so it needs no graph-level
 backward node.  Optimizer.step's wrapper (optim/optimizer.py) hands each
 call without arguments to Regions.step:
@@ -310,8 +311,9 @@ class Regions:
         return self._enter(r, fn, args, fn)
 
     def _enter(self, r, m, args, body):
-        """A call of region r on owner m (a module, or the function itself): the first
-        learned variant whose guards hold, else body(*args) (learning when it may)."""
+        """A call of region r on owner m (a module, or the function itself): a variant
+        learned at its arguments' signature whose guards hold, else body(*args) (learning
+        when it may: observed calls are compared per key, _learn_module)."""
         noted = False
         if r.nplans:
             out = _C._rp_module_call(r.plans, m, args)

@@ -47,6 +47,15 @@ def test_loop_over_lengths(shapes_db, tmp_path):
     assert sum(r.values()) == 10, st
 
 
+def test_new_code_at_a_new_length_waits_for_a_second_call(shapes_db, tmp_path):
+    """Length 70 runs stack's chunked path (more than MAX_INS tensors), code the proof at
+    length 3 never ran: not learned from one call (the reason names the code), from two;
+    length 5 afterwards from one."""
+    st, _ = eager_and_replay(SHAPES, "chunked", shapes_db, str(tmp_path))
+    assert region(st, "Seq.") == (7, 2, False), st  # 3, 3 | 70, 70 learned, 70 replaced | 5 learned, 5 replaced
+    assert "different ops" not in reasons(st), st
+
+
 def test_strided_arguments(shapes_db, tmp_path):
     """One shape, six strides (views of six bases): a variant per stride, all kept."""
     st, _ = eager_and_replay(SHAPES, "strides", shapes_db, str(tmp_path))

@@ -15,6 +15,9 @@ guarded: a forward looping self.depth times, depth cycling over 1, 2, 3 every tw
 the op sequence depends on a guarded attribute (a variant per value, no refusal).
 leaf: a forward branching on x.is_leaf, which no guard covers, x alternately a leaf and
 not: two calls with equal signatures dispatch different ops, refused.
+chunked: the lengths model proven at length 3, then at 70, past janus's MAX_INS
+tensors a stack takes (its chunked path: code the proof never ran, so the new length
+waits for a second call), then at 5 (learned from one call).
 many: the lengths model called with 70 (batch, length) shapes after its proof, then the
 60 latest again (kept: replaced), then the first two again (evicted: learned again)."""
 import json
@@ -76,6 +79,8 @@ class Leaf(MLP):
 
 def shapes():
     """(batch, length) per step."""
+    if MODE == "chunked":  # a length past MAX_INS (64): stack runs its chunked path, new code
+        return [(2, 3), (2, 3), (2, 70), (2, 70), (2, 70), (2, 5), (2, 5)]
     if MODE == "lengths":
         return [(2, (3, 5, 7, 4)[i % 4]) for i in range(20)] + [(2, (6, 8)[i % 2]) for i in range(10)]
     # many: 70 new shapes after (2, 3) twice (lengths up to 38: a stack of more than
@@ -87,9 +92,9 @@ def shapes():
 def main():
     janus.manual_seed(0)
     loss_fn = nn.CrossEntropyLoss()
-    if MODE in ("lengths", "many"):
+    if MODE in ("lengths", "many", "chunked"):
         model = Seq()
-        X, Y = janus.randn(3, 40, 4), janus.randint(0, 3, (3, 40))
+        X, Y = janus.randn(3, 72, 4), janus.randint(0, 3, (3, 72))
         steps = shapes()
     else:
         model = {"strides": MLP, "guarded": Deep, "leaf": Leaf}[MODE]()
@@ -100,7 +105,7 @@ def main():
     opt = janus.optim.Adam(model.parameters(), lr=0.01)
     for i, s in enumerate(steps):
         opt.zero_grad()
-        if MODE in ("lengths", "many"):
+        if MODE in ("lengths", "many", "chunked"):
             x, y = X[:s[0], :s[1]], Y[:s[0], :s[1]].reshape(-1)
         elif MODE == "strides":
             w = 1 + i % 6

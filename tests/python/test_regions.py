@@ -361,7 +361,7 @@ def test_module_misses_counted_per_variant(modules_db, tmp_path):
     stored = {w["reason"]: w["count"] for w in te["reasons"]}
     assert {w: n for w, n in stored.items() if w.startswith("variant ")} == {**v1, **v2}, te
     txt = janus("inspect", db).stdout
-    assert "misses per variant kept (a call no variant took counts under each):" in txt, txt[-3000:]
+    assert "misses per variant kept (a call no variant at its signature took counts under each):" in txt, txt[-3000:]
     for w, n in {**v1, **v2}.items():
         assert re.search(rf"^ +{n}x  {re.escape(w)}$", txt, re.M), txt[-3000:]
 

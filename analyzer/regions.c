@@ -16,7 +16,9 @@
  *   - every tensor an op reads is made inside the call, an argument (the
  *     ids on the entry marker), a parameter or state (a buffer, optimizer
  *     state); anything else is a global or an attribute tensor (the op, where);
- *   - calls whose inputs have the same roles, dtypes and shapes ran the same
+ *   - calls whose inputs have the same roles, dtypes, devices, shapes and
+ *     contiguity (the replay's signature, strides reduced as the trace keeps
+ *     them) ran the same
  *     ops from the same lines (else the first differing op is named: control
  *     flow on a value the region does not see);
  *   - its code was observed (the recorder observes the second and third call
@@ -352,7 +354,9 @@ static jn_status on_op(an_ctx *c, const an_event *x) {
             int64_t *made = an_map_find(&g->made, (uint64_t)t->id);
             if (made && *made >= k->enter) continue; /* made inside the call */
             if (t->role == JN_TR_PARAM || t->role == JN_TR_STATE || is_arg(k, t->id)) {
-                k->sig = an_mix(an_mix(k->sig, (uint64_t)t->role << 8 | t->dtype), t->ndim);
+                /* what the replay's entry guard checks, as far as the trace keeps it (strides as contig) */
+                k->sig = an_mix(an_mix(k->sig, (uint64_t)t->contig << 24 | (uint64_t)t->device << 16 |
+                                                   (uint64_t)t->role << 8 | t->dtype), t->ndim);
                 for (int dd = 0; dd < t->ndim; dd++) k->sig = an_mix(k->sig, (uint64_t)t->shape[dd]);
                 continue;
             }

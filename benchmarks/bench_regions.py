@@ -129,7 +129,7 @@ if janus._region_module is not None and len(sys.argv) > 2:
     from janus import _C
     regions = janus._region_module.__self__
     (m, r), = [(m, r) for m, r in regions.module_plans() if m is net]
-    plan, args = r.plans[0], (x,)
+    plan, args = r.plans, (x,)  # the variant set: the lookup by signature, then the guards
     assert _C._rp_module_check(plan, m, args) is None
     n, chk, d = 200000, _C._rp_module_check, m.__dict__
 

@@ -995,7 +995,7 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
  * others ran it (text: the 3 most frequent per region), then the misses of
  * a module region keeping several variants, per variant (the 4 most
  * frequent "variant N: ..." rows; a call no variant took counts under each
- * variant kept, region_py.c). */
+ * variant kept at its argument signature, region_py.c). */
 static int is_variant_row(const char *why) { return !strncmp(why, "variant ", 8) && strchr(why, ':'); }
 
 static void print_region_replays(ctx *c, jn_db *db, int64_t run) {
@@ -1022,7 +1022,7 @@ static void print_region_replays(ctx *c, jn_db *db, int64_t run) {
                     break;
                 }
                 if (variant && shown == 1)
-                    printf("      misses per variant kept (a call no variant took counts under each):\n");
+                    printf("      misses per variant kept (a call no variant at its signature took counts under each):\n");
                 printf("      %8sx  %s\n", jn_cli_commas(w[k].count, a), w[k].reason);
             }
             if (more) printf("      ... (--json lists all)\n");

@@ -96,6 +96,10 @@ int jn_rp_region_add(jn_replay *r, const char *name, int nbound, int nslots, int
  * Counts one replaced call. */
 jn_status jn_rp_region_run(jn_replay *r, int id, jn_tensor *const *bound, const double *vals, int nret,
                            const int32_t *ret_slot, jn_tensor **ret);
+/* Free template id's ops and plans (a module region's variant evicted,
+ * csrc/region_py.c): it never runs again (jn_rp_region_run refuses it); its
+ * id and name stay, so ids and counters do not move. */
+void jn_rp_region_drop(jn_replay *r, int id);
 /* A call of region `name` that ran its Python: why (a guard's miss, a
  * refusal, "learning").  refused: the region will never be replaced. */
 void jn_rp_region_note(jn_replay *r, const char *name, const char *why, int refused);

@@ -45,6 +45,7 @@ typedef struct {
     jn_rt_infer_cache *ic; /* per op, made on the first run: its inferred output metadata */
     struct rg_plan *plan;  /* batch feeding (rp_region_feed): per graph token it ran from, what it proves */
     int nplan;
+    int dropped;           /* jn_rp_region_drop: its ops freed */
 } rg_template;
 
 /* Where a template's ops were matched at consecutive tokens of a graph,
@@ -356,6 +357,7 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
     struct rp_regions *G = R->rg;
     if (!G || id < 0 || id >= G->nt) return jn_error(JN_ERR_VALUE, "janus replay: no region template %d", id);
     rg_template *T = &G->t[id];
+    if (T->dropped) return jn_error(JN_ERR_VALUE, "janus replay: region %s: template %d was dropped", T->name, id);
     jn_tensor **S = T->slot;
     memcpy(S, bound, (size_t)T->nbound * sizeof *S);
     jn_status s = JN_OK;
@@ -430,6 +432,17 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
     }
     if (s == JN_OK) G->replaced++, G->calls++, G->names[T->name_ix].replaced++, G->names[T->name_ix].calls++;
     return s;
+}
+
+void jn_rp_region_drop(jn_replay *R, int id) {
+    struct rp_regions *G = R->rg;
+    if (!G || id < 0 || id >= G->nt || G->t[id].dropped) return;
+    rg_template *T = &G->t[id];
+    for (int p = 0; p < T->nplan; p++) free(T->plan[p].skip);
+    free(T->ops), free(T->c), free(T->slot), free(T->g_view), free(T->ic), free(T->plan);
+    T->ops = NULL, T->c = NULL, T->slot = NULL, T->g_view = NULL, T->ic = NULL, T->plan = NULL;
+    T->nops = T->nc = T->nplan = 0;
+    T->dropped = 1;
 }
 
 int jn_rp_region_strict(const jn_replay *R) { return R->cfg.strict; }

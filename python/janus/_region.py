@@ -6,7 +6,8 @@ Three boundaries: Optimizer.step() (Regions.step, below), Module.__call__
 (Regions.module: any module, nested, the outermost replaceable one wins;
 its template's ops are dispatched under the grad mode each was observed
 with, so autograd records them as eagerly; guards in one flat array over
-dicts, csrc/region_py.c) and Optimizer.zero_grad() (Regions.zero_grad: done
+dicts, csrc/region_py.c; up to _MAX_VARIANTS variants, one per argument
+signature and guarded values, found by a hash of the signature) and Optimizer.zero_grad() (Regions.zero_grad: done
 from C).  The optimizer step runs under no_grad, so it needs no graph-level
 backward node.  Optimizer.step's wrapper (optim/optimizer.py) hands each
 call without arguments to Regions.step:
@@ -76,8 +77,18 @@ def _tensor_attr(name):
 
 _KIND = {"params": 0, "val": 1, "eq": 2, "tensor": 3, "counter": 4}
 _MISSING = object()
-# module regions: the variants kept per module (train / eval, ...); guard kinds (csrc/region_py.c)
-_MAX_VARIANTS = 4
+# module regions: the variants kept per module (csrc/region_py.c's set, looked up by a hash of
+# the arguments' signature, least recently used evicted).  64: a model called with a
+# sequence length or batch size that varies per batch (char_lstm: 33 lengths, times train /
+# eval) keeps one per shape; each holds only its template (a few KB per hundred ops) and a
+# call's lookup compares 64 hashes at most (a few ns), while a region called with more
+# shapes than that would thrash anyway (a learning call costs more than its Python).
+_MAX_VARIANTS = 64
+# variants a module region learns in all before it is refused (its arguments keep changing:
+# a new number every call), on top of the _MAX_LEARN relearns at signatures already learned
+_MAX_LEARN_TOTAL = 4 * _MAX_VARIANTS
+# learning observations kept per region while waiting for a second call at their key
+_MAX_PENDING = 64
 _G_IS, _G_EQ, _G_CONTENT, _G_ABSENT = 0, 1, 2, 3
 # janus._C functions a module region may call (the rest have effects or read state a template
 # does not reproduce), and tensor methods that change a tensor outside an op
@@ -214,7 +225,13 @@ class _Region:
         self.refused = None
         self.learned = 0
         self.guards = None
-        self.plans = ()         # module regions: the learned variants (capsules), latest first
+        self.plans = None       # module regions: the learned variants (a csrc/region_py.c set)
+        self.nplans = 0
+        self.pending = {}       # module regions: learning key -> the first observed call's template
+        self.sigs = {}          # argument signature -> variants learned at it (and live)
+        self.vsig = {}          # variant number -> its argument signature (eviction)
+        self.relearned = 0      # learns at a signature whose variant was not evicted
+        self.proven = None      # (code objects, call sites) of its two-call proofs
 
 
 class Regions:
@@ -235,7 +252,7 @@ class Regions:
 
     def module_plans(self):
         """(module, region) of every module region learned so far (benchmarks)."""
-        return [(m(), r) for m, r in self._mods.values() if r.plans and m() is not None]
+        return [(m(), r) for m, r in self._mods.values() if r.nplans and m() is not None]
 
     def zero_grad(self, opt, set_to_none):
         """Optimizer.zero_grad's body from C (_C._rp_zero_grad), when the optimizer's class
@@ -294,16 +311,20 @@ class Regions:
         return self._enter(r, fn, args, fn)
 
     def _enter(self, r, m, args, body):
-        """A call of region r on owner m (a module, or the function itself): the first
-        learned variant whose guards hold, else body(*args) (learning when it may)."""
+        """A call of region r on owner m (a module, or the function itself): a variant
+        learned at its arguments' signature whose guards hold, else body(*args) (learning
+        when it may: observed calls are compared per key, _learn_module)."""
         noted = False
-        if r.plans:
+        if r.nplans:
             out = _C._rp_module_call(r.plans, m, args)
             if out is not NotImplemented:
                 return out
             noted = True  # counted with its reason: learn a variant
-        if r.refused is None and r.learned >= _MAX_LEARN:
+        if r.refused is None and r.relearned >= _MAX_LEARN:
             r.refused = f"its guards failed {_MAX_LEARN} times after learning: values it reads keep changing"
+        if r.refused is None and r.learned >= _MAX_LEARN_TOTAL:
+            r.refused = (f"learned {_MAX_LEARN_TOTAL} variants: the shapes or values of its arguments keep "
+                         f"changing")
         if r.refused is not None:
             if not noted:
                 _C._rp_region_note(r.name, r.refused, True)
@@ -337,33 +358,82 @@ class Regions:
         try:
             user = self._mprove(m, args, obs, called, grad)
             tmpl, plan = self._mplan(r, m, args, argspec, arg_ids, obs, called, grad, user)
-            if r.prev is None:
-                r.prev = tmpl
-                note("learning (first observed call)")
+            # calls are compared only at one key: the signature of the bound arguments and
+            # the values of the guards (what the entry checks).  Another key is another
+            # variant, not a contradiction: control flow on shapes or guarded values is keyed.
+            sig = _hkey((plan[5], plan[8][:plan[6]]))
+            key = (sig, grad, _hkey(tuple((g[0], id(plan[4][g[1]]), g[2], g[3] if g[0] == _G_EQ else id(g[3]),
+                                           None if g[4] is None else tuple(map(id, g[4]))) for g in plan[3])))
+            prev = r.pending.pop(key, None)
+            one = prev is None and self._one_call(r, obs)
+            if prev is None and one is not True:
+                if len(r.pending) >= _MAX_PENDING:
+                    r.pending.pop(next(iter(r.pending)))
+                r.pending[key] = tmpl
+                note("learning (first observed call)" if r.proven is None else
+                     f"learning (first observed call at these arguments: {one})")
                 return obs.out
-            self._same(r.prev, tmpl)
-            for (o1, o2) in zip(r.prev["ops"], tmpl["ops"]):
-                for (_, n, v1), (_, _, v2) in zip(o1[4], o2[4]):
-                    if v1.hex() != v2.hex():
-                        raise _Refused(f"attribute {n} of op {obs.log[o2[0]][0]} changes from call to call "
-                                       f"({v1} vs {v2}): derived from a value the region does not guard")
+            if prev is not None:
+                self._same(prev, tmpl)
+                for (o1, o2) in zip(prev["ops"], tmpl["ops"]):
+                    for (_, n, v1), (_, _, v2) in zip(o1[4], o2[4]):
+                        if v1.hex() != v2.hex():
+                            raise _Refused(f"attribute {n} of op {obs.log[o2[0]][0]} changes from call to call "
+                                           f"({v1} vs {v2}): derived from a value the region does not guard")
             try:
                 cap = _C._rp_module_new(plan, tmpl["c"], r.learned + 1)  # its number: the misses name it
+                if r.plans is None:
+                    r.plans = _C._rp_module_set(_MAX_VARIANTS)
+                gone = _C._rp_module_add(r.plans, cap, args)
             except (ValueError, TypeError, MemoryError) as e:
                 raise _Refused(f"internal error, please report: {e}") from None
-            r.plans = (cap,) + r.plans[:_MAX_VARIANTS - 1]
-            r.prev = None
+            r.learned += 1
+            if gone is None:
+                r.nplans += 1
+            else:  # the least recently used variant made room: relearning its signature is no guard failure
+                r.sigs[r.vsig.pop(gone)] -= 1
+            if r.sigs.get(sig):
+                r.relearned += 1  # another variant at a live signature: a guarded value changed
+            r.sigs[sig] = r.sigs.get(sig, 0) + 1
+            r.vsig[r.learned] = sig
             r.guards = {"guards": len(plan[3]), "dicts": len(plan[4]), "classes": len(plan[2]),
                         "bound": len(plan[8]), "ops": len(tmpl["ops"])}
-            r.learned += 1
-            note("learning (second observed call)")
+            if prev is not None:  # what a one-call learning may run (_one_call)
+                codes, sites = r.proven or (set(), set())
+                r.proven = (codes | set(obs.codes), sites | {_call_site(c) for c in obs.calls})
+                note("learning (second observed call)")
+            else:
+                note("learning (one observed call at a new signature of a proven region)")
         except _NotSteady as e:
-            r.prev = None
             note(f"learning ({e})")
         except _Refused as e:
-            r.refused, r.prev, r.plans = str(e), None, ()
+            r.refused, r.pending, r.plans, r.nplans = str(e), {}, None, 0
             note(r.refused, True)
         return obs.out
+
+    def _one_call(self, r, obs):
+        """True when this call, the first observed at its key, may teach the variant alone;
+        else why not (docs/ARCHITECTURE.md 5.2).  Two calls at one key exist to catch a first
+        call that makes state a second one reads (a cache keyed by shape: filled, then read,
+        differs from call to call).  Once the region was proven by two calls, a call that ran
+        only code objects and call sites those proofs ran, none of whose code stores
+        anything (janus's own code included: user code was refused for it already), has no
+        place to make such state: a store or call that fills a cache would have run in the
+        proven calls, one filling and the next reading it, and been refused there."""
+        if r.proven is None:
+            return "the region is not proven yet"
+        codes, sites = r.proven
+        for code in obs.codes:
+            if code not in codes:
+                return f"it ran code the proof did not ({code.co_name} at {_site(code, code.co_firstlineno)})"
+            if code.co_filename == __file__:  # this module's own bookkeeping while observing
+                continue
+            eff = [e for e in self.scan(code).effects if e[0].startswith(("stores", "deletes"))]
+            if eff:
+                return f"its code {eff[0][0]} at {eff[0][1]}"
+        if any(_call_site(c) not in sites for c in obs.calls):
+            return "it called a function the proof did not see called there"
+        return True
 
     def _mprove(self, m, args, obs, called, grad):
         if obs.nsync:
@@ -871,6 +941,21 @@ def _observe(fn, regions, called):
     o.codes.pop(fn.__code__, None)
     o.calls = [c for c in o.calls if c[1] is not _observe.__code__]
     return o
+
+
+def _hkey(x):
+    """x with its floats by their bits (-0.0 is not 0.0; a NaN equals itself): a dict key."""
+    if type(x) is float:
+        return ("f", x.hex())
+    if type(x) in (tuple, list):
+        return (type(x).__name__,) + tuple(_hkey(v) for v in x)
+    return x
+
+
+def _call_site(c):
+    """(code, line, callee name) of a builtin call seen while observing."""
+    f, code, line = c
+    return code, line, getattr(f, "__qualname__", None) or getattr(f, "__name__", "?")
 
 
 def _base_zero_grad():

@@ -4,7 +4,8 @@
  * or refused for one reason, and the verdict, reason and file:line are
  * checked: a pure region; one whose op count follows its input's shape;
  * a sync inside; a tensor that is neither an argument, a parameter nor
- * state; two calls with inputs of the same shapes running different ops;
+ * state; two calls with inputs of the same shapes running different ops
+ * (and two with the same shapes but another layout, which may);
  * an effect in its code; code never observed; a region refused through a
  * region it calls; two objects of one class counted as one verdict.
  * Without regions asked for, the analysis is what it was. */
@@ -118,7 +119,7 @@ static void end_step(tb *t) {
     t->nops = t->nsyncs = 0;
 }
 
-enum { PURE = 1, ROWS, SYNC, GLOB, FLIP, EFFECT, UNSEEN, OUTER, INNER, TWIN_A, TWIN_B };
+enum { PURE = 1, ROWS, SYNC, GLOB, FLIP, EFFECT, UNSEEN, OUTER, INNER, TWIN_A, TWIN_B, LAYOUT };
 
 static void region(tb *t, int64_t id, const char *name, int line, int observed, const char *effect, int eline) {
     jn_db_region r = {id, "module", name, "/w/train.py", line, "0123456789abcdef"};
@@ -162,6 +163,7 @@ static void test_verdicts(void) {
     region(&t, INNER, "Inner", 90, 1, NULL, 0);
     region(&t, TWIN_A, "Twin", 100, 1, NULL, 0);
     region(&t, TWIN_B, "Twin", 100, 0, NULL, 0); /* same class, site and hash as TWIN_A: one verdict */
+    region(&t, LAYOUT, "Layout", 110, 1, NULL, 0);
     jn_db_tref w = T(1, JN_TR_PARAM, 4), buf = T(2, JN_TR_STATE, 4);
     jn_db_tref glob = T(3, JN_TR_TEMP, 2); /* made by an op before the calls: a global */
     jn_db_tref g0 = T(4, JN_TR_TEMP, 2);
@@ -219,6 +221,14 @@ static void test_verdicts(void) {
         mark(&t, s % 2 ? TWIN_B : TWIN_A, 1, 1, ya);
         op(&t, JN_OP_neg, 101, y, NULL);
         mark(&t, s % 2 ? TWIN_B : TWIN_A, 0, 0, NULL);
+        /* Layout: the same shapes, transposed strides every other call, and another op
+         * then (a layout the replay's guard keys its variants on: no contradiction) */
+        jn_db_tref z = T(20 + s, JN_TR_HOST, rows);
+        if (s % 2) z.strides[0] = 1, z.strides[1] = rows;
+        int64_t za[1] = {z.id};
+        mark(&t, LAYOUT, 1, 1, za);
+        op(&t, s % 2 ? JN_OP_relu : JN_OP_neg, 111, z, NULL);
+        mark(&t, LAYOUT, 0, 0, NULL);
         end_step(&t);
     }
     jn_db_buf_free(&t.buf);
@@ -234,7 +244,7 @@ static void test_verdicts(void) {
     CHECK(jn_an_analyze(db, &opt, &m, &st) == JN_OK && m);
     int64_t graphs = st.graphs;
     jn_ir_module_free(m);
-    CHECK(r.n == 10); /* the twins are one */
+    CHECK(r.n == 11); /* the twins are one */
     expect(&r, "Pure", 1, "", "");
     expect(&r, "Rows", 1, "", "");
     expect(&r, "Sync", 0, "train.py:32", "reads tensor data inside the call (item()): a sync point");
@@ -247,6 +257,7 @@ static void test_verdicts(void) {
     expect(&r, "Inner", 0, "train.py:92", "sync point");
     expect(&r, "Outer", 0, "train.py:92", "sync point");
     expect(&r, "Twin", 1, "", "");
+    expect(&r, "Layout", 1, "", "");
     const jn_db_region_verdict *v = find(&r, "Twin");
     CHECK(v && v->calls == 4 && !strcmp(v->site, "train.py:100") && !strcmp(v->codes, "0123456789abcdef"));
     v = find(&r, "Pure");

@@ -1111,43 +1111,181 @@ static PyObject *build_out(mg_plan *P, PyObject *spec) {
     return o;
 }
 
-/* _rp_module_call(plans, module, args) -> the output, or NotImplemented when no
- * plan's guards held: the call counted once, each plan's reason in its own row
- * ("variant N: ..." when more than one is kept).  Strict replay does not
- * raise here: a module's miss (an evaluation under no_grad, another sequence
- * length) runs its Python, which dispatches the very ops, and learns a variant;
- * the graphs' misses stay errors. */
+/* A module region's variants (janus/_region.py _MAX_VARIANTS says why that many): each
+ * plan under the hash of the argument signature it was learned at (sig_hash: what
+ * check_arg compares, so a call its guards let through has its plan's hash).  A call
+ * hashes its arguments once and runs mcheck only on the plans under that hash (train
+ * and eval variants share one); the least recently used plan is evicted when full. */
+enum { MG_MAX_VARIANTS = 64 };
+typedef struct {
+    int n, max;
+    uint64_t clock;
+    uint64_t sig[MG_MAX_VARIANTS], used[MG_MAX_VARIANTS];
+    PyObject *cap[MG_MAX_VARIANTS];
+} mg_set;
+
+static void mset_free(PyObject *cap) {
+    mg_set *S = PyCapsule_GetPointer(cap, "janus.mvariants");
+    if (!S) return;
+    for (int i = 0; i < S->n; i++) Py_DECREF(S->cap[i]);
+    PyMem_Free(S);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
+}
+
+/* Equal for two arguments check_arg lets through against one spec (a tensor's layout,
+ * a number's value: -0.0 as 0.0, which same_value calls equal; a tuple's or list's
+ * items); anything else hashes its type only (the guards decide). */
+static uint64_t sig_hash(PyObject *o, uint64_t h, int depth) {
+    if (JnTensor_Check(o)) {
+        const jn_tensor *t = JN_T(o);
+        h = mix(h, 1u | (uint64_t)t->dtype << 8 | (uint64_t)t->ndim << 16 | (uint64_t)(jn_requires_grad(t) != 0) << 24 |
+                       (uint64_t)(t->wrapped_number != 0) << 25 | (uint64_t)(t->storage ? (int)t->storage->device + 1 : 0) << 32);
+        for (int d = 0; d < t->ndim; d++) h = mix(mix(h, (uint64_t)t->shape[d]), (uint64_t)t->strides[d]);
+        return h;
+    }
+    PyTypeObject *tp = Py_TYPE(o);
+    h = mix(h, (uint64_t)(uintptr_t)tp);
+    if ((tp == &PyTuple_Type || tp == &PyList_Type) && depth < 8) {
+        int list = tp == &PyList_Type;
+        Py_ssize_t n = list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o);
+        h = mix(h, (uint64_t)n);
+        for (Py_ssize_t i = 0; i < n; i++) h = sig_hash(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i), h, depth + 1);
+    } else if (tp == &PyFloat_Type) {
+        double v = PyFloat_AS_DOUBLE(o);
+        uint64_t b;
+        if (v == 0.0) v = 0.0;
+        memcpy(&b, &v, sizeof b);
+        h = mix(h, b);
+    } else if (tp == &PyLong_Type || tp == &PyBool_Type || tp == &PyUnicode_Type || o == Py_None ||
+               PyTuple_Check(o)) { /* a _KwNames: a tuple of strings */
+        Py_hash_t v = PyObject_Hash(o);
+        if (v == -1) PyErr_Clear();
+        h = mix(h, (uint64_t)v);
+    }
+    return h;
+}
+
+static uint64_t args_sig(PyObject *args) { return sig_hash(args, 0x6a09e667f3bcc909ULL, 0); }
+
+static mg_plan *set_plan(mg_set *S, int i) { return PyCapsule_GetPointer(S->cap[i], "janus.mregion"); }
+
+/* _rp_module_set(max) -> an empty variant set keeping at most max (<= MG_MAX_VARIANTS) plans. */
+static PyObject *py_mset_new(PyObject *self, PyObject *arg) {
+    (void)self;
+    long max = PyLong_AsLong(arg);
+    if (max == -1 && PyErr_Occurred()) return NULL;
+    if (max < 1 || max > MG_MAX_VARIANTS) return PyErr_Format(PyExc_ValueError, "a region keeps 1 to %d variants", MG_MAX_VARIANTS);
+    mg_set *S = PyMem_Calloc(1, sizeof *S);
+    if (!S) return PyErr_NoMemory();
+    S->max = (int)max;
+    PyObject *cap = PyCapsule_New(S, "janus.mvariants", mset_free);
+    if (!cap) PyMem_Free(S);
+    return cap;
+}
+
+/* _rp_module_add(set, plan, args) -> the variant number of the plan evicted to make room
+ * (the least recently used), or None.  args: the call the plan was learned from (its hash). */
+static PyObject *py_mset_add(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *scap, *cap, *a;
+    if (!PyArg_ParseTuple(args, "OOO!", &scap, &cap, &PyTuple_Type, &a)) return NULL;
+    mg_set *S = PyCapsule_GetPointer(scap, "janus.mvariants");
+    if (!S || !PyCapsule_GetPointer(cap, "janus.mregion")) return NULL;
+    int i = S->n, evicted = -1;
+    if (S->n == S->max) {
+        i = 0;
+        for (int k = 1; k < S->n; k++)
+            if (S->used[k] < S->used[i]) i = k;
+        mg_plan *old = set_plan(S, i);
+        evicted = old->variant;
+        /* made under this replay: the set belongs to its janus/_region.py Regions */
+        if (jn_py_replay && old->id >= 0) jn_rp_region_drop(jn_py_replay, old->id);
+        old->id = -1;
+        Py_DECREF(S->cap[i]);
+    } else {
+        S->n++;
+    }
+    S->cap[i] = Py_NewRef(cap), S->sig[i] = args_sig(a), S->used[i] = ++S->clock;
+    if (evicted < 0) Py_RETURN_NONE;
+    return PyLong_FromLong(evicted);
+}
+
+/* _rp_module_variants(set) -> its plans, most recently used first (tests, benchmarks). */
+static PyObject *py_mset_list(PyObject *self, PyObject *scap) {
+    (void)self;
+    mg_set *S = PyCapsule_GetPointer(scap, "janus.mvariants");
+    if (!S) return NULL;
+    int ord[MG_MAX_VARIANTS];
+    for (int i = 0; i < S->n; i++) {
+        int k = i;
+        for (; k > 0 && S->used[ord[k - 1]] < S->used[i]; k--) ord[k] = ord[k - 1];
+        ord[k] = i;
+    }
+    PyObject *t = PyTuple_New(S->n);
+    for (int i = 0; t && i < S->n; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(S->cap[ord[i]]));
+    return t;
+}
+
+enum { MG_ROWS = 4 }; /* "variant N" reasons counted per miss: the first few with the call's signature */
+static const char NEW_SIG[] = "a new argument signature (no variant kept has these arguments' dtypes, devices, shapes, "
+                              "strides, requires_grad and values)";
+
+/* The set's plan whose guards hold for this call (slots bound), else NULL with up to
+ * MG_ROWS candidates' reasons (those learned at this signature) in why/Qs (*nq of them). */
+static mg_plan *mset_find(mg_set *S, PyObject *mod, PyObject *args, rg_why *W, const char **why, mg_plan **Qs, int *nq) {
+    uint64_t sig = args_sig(args);
+    rg_why scratch;
+    *nq = 0;
+    for (int i = 0; i < S->n; i++) {
+        if (S->sig[i] != sig) continue;
+        mg_plan *Q = set_plan(S, i);
+        int k = *nq < MG_ROWS ? *nq : -1;
+        const char *w = mcheck(Q, mod, args, k >= 0 ? &W[k] : &scratch);
+        if (!w) {
+            S->used[i] = ++S->clock;
+            return Q;
+        }
+        if (k >= 0) why[k] = w, Qs[k] = Q, (*nq)++;
+    }
+    return NULL;
+}
+
+/* _rp_module_call(set, module, args) -> the output, or NotImplemented when no
+ * variant's guards held.  The call is counted once: with one variant kept, by its
+ * reason (as before variants were keyed); with several, by the reason of each kept
+ * at this signature, each in its own row ("variant N: ..."), or as a new signature.
+ * Strict replay does not raise here: a module's miss (an evaluation under no_grad,
+ * another sequence length) runs its Python, which dispatches the very ops, and
+ * learns a variant; the graphs' misses stay errors. */
 static PyObject *py_mg_call(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 3 || !PyTuple_Check(argv[0]) || !PyTuple_Check(argv[2]))
-        return PyErr_Format(PyExc_TypeError, "_rp_module_call(plans, module, args)");
-    PyObject *plans = argv[0], *mod = argv[1], *args = argv[2];
-    if (!jn_py_replay || !PyTuple_GET_SIZE(plans)) Py_RETURN_NOTIMPLEMENTED;
-    enum { MAXV = 8 }; /* reasons kept per miss (janus/_region.py keeps 4 variants) */
-    rg_why W[MAXV];
-    const char *why[MAXV];
-    mg_plan *P = NULL, *Qs[MAXV];
-    Py_ssize_t nv = PyTuple_GET_SIZE(plans);
-    for (Py_ssize_t i = 0; i < nv; i++) {
-        mg_plan *Q = PyCapsule_GetPointer(PyTuple_GET_ITEM(plans, i), "janus.mregion");
-        if (!Q) return NULL;
-        int k = i < MAXV ? (int)i : MAXV - 1;
-        if (!(why[k] = mcheck(Q, mod, args, &W[k]))) {
-            P = Q;
-            break;
-        }
-        Qs[k] = Q;
-    }
+    if (nargs != 3 || !PyTuple_Check(argv[2])) return PyErr_Format(PyExc_TypeError, "_rp_module_call(set, module, args)");
+    mg_set *S = PyCapsule_GetPointer(argv[0], "janus.mvariants");
+    if (!S) return NULL;
+    PyObject *mod = argv[1], *args = argv[2];
+    if (!jn_py_replay || !S->n) Py_RETURN_NOTIMPLEMENTED;
+    rg_why W[MG_ROWS];
+    const char *why[MG_ROWS];
+    mg_plan *Qs[MG_ROWS];
+    int nq;
+    mg_plan *P = mset_find(S, mod, args, W, why, Qs, &nq);
     if (!P) {
-        if (nv == 1) {
-            jn_rp_region_note(jn_py_replay, Qs[0]->name, why[0], 0);
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        for (int k = 0; k < nv && k < MAXV; k++) {
-            char buf[600];
-            snprintf(buf, sizeof buf, "variant %d: %s", Qs[k]->variant ? Qs[k]->variant : k + 1, why[k]);
-            if (!k) jn_rp_region_note(jn_py_replay, Qs[k]->name, buf, 0);
-            else jn_rp_region_note_also(jn_py_replay, Qs[k]->name, buf);
+        if (S->n == 1) { /* one variant: its own reason, whatever the signature */
+            mg_plan *Q = set_plan(S, 0);
+            jn_rp_region_note(jn_py_replay, Q->name, nq ? why[0] : mcheck(Q, mod, args, &W[0]), 0);
+        } else if (!nq) {
+            jn_rp_region_note(jn_py_replay, set_plan(S, 0)->name, NEW_SIG, 0);
+        } else {
+            for (int k = 0; k < nq; k++) {
+                char buf[600];
+                snprintf(buf, sizeof buf, "variant %d: %s", Qs[k]->variant ? Qs[k]->variant : k + 1, why[k]);
+                if (!k) jn_rp_region_note(jn_py_replay, Qs[k]->name, buf, 0);
+                else jn_rp_region_note_also(jn_py_replay, Qs[k]->name, buf);
+            }
         }
         Py_RETURN_NOTIMPLEMENTED;
     }
@@ -1174,15 +1312,24 @@ static PyObject *py_mg_call(PyObject *self, PyObject *const *argv, Py_ssize_t na
     return out;
 }
 
-/* _rp_module_check(plan, module, args) -> None when every guard holds, else why not
- * (no effect: the entry's cost, for benchmarks/bench_regions.py). */
+/* _rp_module_check(plan or set, module, args) -> None when every guard holds (a set:
+ * of the variant its lookup finds), else why not (no effect but a set's use order: the
+ * entry's cost, for benchmarks/bench_regions.py). */
 static PyObject *py_mg_check(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 3 || !PyTuple_Check(argv[2])) return PyErr_Format(PyExc_TypeError, "_rp_module_check(plan, module, args)");
+    rg_why W[MG_ROWS];
+    if (PyCapsule_IsValid(argv[0], "janus.mvariants")) {
+        mg_set *S = PyCapsule_GetPointer(argv[0], "janus.mvariants");
+        const char *why[MG_ROWS];
+        mg_plan *Qs[MG_ROWS];
+        int nq;
+        if (mset_find(S, argv[1], argv[2], W, why, Qs, &nq)) Py_RETURN_NONE;
+        return PyUnicode_FromString(nq ? why[0] : NEW_SIG);
+    }
     mg_plan *P = PyCapsule_GetPointer(argv[0], "janus.mregion");
     if (!P) return NULL;
-    rg_why W;
-    const char *why = mcheck(P, argv[1], argv[2], &W);
+    const char *why = mcheck(P, argv[1], argv[2], &W[0]);
     if (why) return PyUnicode_FromString(why);
     Py_RETURN_NONE;
 }
@@ -1275,8 +1422,12 @@ PyMethodDef jn_py_region_methods[] = {
     {"_rp_zero_grad", (PyCFunction)(void (*)(void))py_zero_grad, METH_FASTCALL,
      "_rp_zero_grad(name, param_groups, set_to_none) -> True: done from C"},
     {"_rp_module_new", py_mg_new, METH_VARARGS, "_rp_module_new(plan, template) -> a module region plan (janus/_region.py)"},
+    {"_rp_module_set", py_mset_new, METH_O, "_rp_module_set(max) -> an empty set of a module region's variants"},
+    {"_rp_module_add", py_mset_add, METH_VARARGS,
+     "_rp_module_add(set, plan, args) -> the variant number evicted (least recently used), or None"},
+    {"_rp_module_variants", py_mset_list, METH_O, "_rp_module_variants(set) -> its plans, most recently used first"},
     {"_rp_module_call", (PyCFunction)(void (*)(void))py_mg_call, METH_FASTCALL,
-     "_rp_module_call(plans, module, args) -> the output, or NotImplemented: a guard failed (counted)"},
+     "_rp_module_call(set, module, args) -> the output, or NotImplemented: no variant's guards held (counted)"},
     {"_rp_module_check", (PyCFunction)(void (*)(void))py_mg_check, METH_FASTCALL,
      "_rp_module_check(plan, module, args) -> None, or why a guard fails (no effect)"},
     {NULL, NULL, 0, NULL}};

@@ -530,8 +530,8 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
         }
         out[0]->is_view = 1;
         if (x->skip_check) { /* checked: the IR's shape is what inference gives */
-            out[0]->ndim = g->values[nd->out[0]].ndim;
-            memcpy(out[0]->shape, shape[0], sizeof out[0]->shape);
+            int vd = out[0]->ndim = g->values[nd->out[0]].ndim;
+            for (int d = 0; d < JN_MAX_DIMS; d++) out[0]->shape[d] = d < vd ? shape[0][d] : 0;
         } else {
             out[0]->ndim = meta[0].ndim;
             memcpy(out[0]->shape, meta[0].shape, sizeof out[0]->shape);

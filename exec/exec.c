@@ -159,7 +159,8 @@ struct jn_ex_exec {
      * and scalar inputs (the inputs' dtypes and shapes are checked against
      * them; each node's operands are shaped by the IR): after a run with
      * these checks passed, a run with the same values skips them (~5% of a
-     * graph of small ops).  Views still infer (their header's shape). */
+     * graph of small ops).  A view's header then takes the IR's shape
+     * too (its kernel sets the strides and offset). */
     int64_t *sv_ok;
     double *sval_ok;
     int checked, skip_check;
@@ -396,7 +397,7 @@ static jn_tensor *arena_tensor(jn_ex_exec *x, int32_t v, const int64_t *shape) {
     t->wrapped_number = 0;
     t->dtype = iv->dtype;
     t->ndim = iv->ndim;
-    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)iv->ndim);
+    for (int d = 0; d < iv->ndim; d++) t->shape[d] = shape[d]; /* a few dims: no libc call */
     jn_contiguous_strides(iv->ndim, shape, t->strides);
     t->offset = off / (int64_t)es;
     return t;
@@ -506,7 +507,7 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
             in[k] = out[k];
         }
     jn_meta meta[JN_MAX_OUTS];
-    if (!x->skip_check || view) {
+    if (!x->skip_check) {
         memset(meta, 0, sizeof meta);
         if ((s = infer_tab[nd->op](nd->nin, in, a, meta))) goto fail;
     }
@@ -528,8 +529,13 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
             goto fail;
         }
         out[0]->is_view = 1;
-        out[0]->ndim = meta[0].ndim;
-        memcpy(out[0]->shape, meta[0].shape, sizeof out[0]->shape);
+        if (x->skip_check) { /* checked: the IR's shape is what inference gives */
+            int vd = out[0]->ndim = g->values[nd->out[0]].ndim;
+            for (int d = 0; d < JN_MAX_DIMS; d++) out[0]->shape[d] = d < vd ? shape[0][d] : 0;
+        } else {
+            out[0]->ndim = meta[0].ndim;
+            memcpy(out[0]->shape, meta[0].shape, sizeof out[0]->shape);
+        }
     }
     if (jn_op_info(nd->op)->flags & JN_F_COLL) x->st.state_written = 1; /* issued: never re-run eagerly */
     if ((s = __builtin_expect(x->dev != NULL, 0) ? x->dev->node(x->dev->ctx, (jn_op)nd->op, nd->nin, in, a, out) /* device hook */
@@ -622,7 +628,8 @@ static jn_status call_gen(jn_ex_exec *x, int32_t ki, jn_tensor *const *ops) {
         n2 = 1;
         red2 = nred > 0 ? 1 : 0;
     }
-    for (int k = 0; k < nops; k++) memcpy(K->strides + (size_t)k * (size_t)n2, st[k], sizeof(int64_t) * (size_t)n2);
+    for (int k = 0; k < nops; k++) /* a dim or two each: no libc call */
+        for (int d = 0; d < n2; d++) K->strides[(size_t)k * (size_t)n2 + (size_t)d] = st[k][d];
     for (int32_t j = 0; j < K->io.nscalar; j++) K->scalars[j] = x->sval[g->values[K->io.scalar[j]].def];
     jn_kcall c = {.nops = nops, .ndim = n2, .nred = red2, .nthreads = jn_num_threads(), .data = K->data,
                   .shape = shape, .strides = K->strides, .scalars = K->scalars, .parallel_for = jn_parallel_for};

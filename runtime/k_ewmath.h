@@ -124,7 +124,8 @@ JN_EW_FN int64_t jn_ew_ipow(int64_t a, int64_t b) {
     return (int64_t)r;
 }
 /* Python-style floor division and remainder for floats (PyTorch's
- * div_floor_floating and remainder): jn_ew_floordivf / jn_ew_floordiv. */
+ * div_floor_floating and remainder): jn_ew_floordivf / jn_ew_floordiv;
+ * float pow (jn_ew_fpowf / jn_ew_fpow, see JN_EWF_pow). */
 #define JN_EW_FLOAT_HELPERS(sfx, T, U, F, ...)                                                         \
     JN_EW_FN T jn_ew_floordiv##F(T a, T b) {                                                            \
         if (b == 0) return a / b;                                                                       \
@@ -137,6 +138,17 @@ JN_EW_FN int64_t jn_ew_ipow(int64_t a, int64_t b) {
     JN_EW_FN T jn_ew_fremainder##F(T a, T b) {                                                          \
         T mod = fmod##F(a, b);                                                                          \
         return (mod != 0 && (b < 0) != (mod < 0)) ? mod + b : mod;                                      \
+    }                                                                                               \
+    JN_EW_FN T jn_ew_fpow##F(T a, T b) {                                                            \
+        if (b == 2) return a * a;                                                                   \
+        if (b == 1) return a;                                                                       \
+        if (b == (T)0.5) return sqrt##F(a);                                                         \
+        if (b == 3) return a * a * a;                                                               \
+        if (b == -1) return 1 / a;                                                                  \
+        if (b == -2) return 1 / (a * a);                                                            \
+        if (b == (T)-0.5) return 1 / sqrt##F(a);                                                    \
+        if (b == 0) return 1;                                                                       \
+        return pow##F(a, b);                                                                        \
     }
 JN_EW_FLOATS(JN_EW_FLOAT_HELPERS, )
 
@@ -154,15 +166,20 @@ JN_EW_FLOATS(JN_EW_FLOAT_HELPERS, )
 #define JN_EWF_sub(T, F, a, b, al) (a - (T)al * b)
 #define JN_EWI_sub(T, U, a, b, al) ((T)((U)a - (U)al * (U)b))
 
-/* ---- binary (float and integer; promoted).  pow(x, 2) is x * x, as
- * PyTorch computes it (correctly rounded, no libm call: clip_grad_norm_
- * squares every gradient); negative integer exponents: see jn_ew_ipow */
+/* ---- binary (float and integer; promoted).  A float pow by 2, 1, 0.5,
+ * 3, -1, -2, -0.5 or 0 is computed as PyTorch's pow with a scalar
+ * exponent does (Pow.cpp: 0 fills 1, 1 copies; PowKernel.cpp: x*x, x*x*x,
+ * 1/(x*x), and sqrt, 1/sqrt, 1/x as its sqrt, rsqrt and reciprocal
+ * kernels): correctly rounded, no libm call (clip_grad_norm_ squares every
+ * gradient, and the derivative of x**2 is a pow by 1); other exponents
+ * call libm's pow (jn_ew_fpow).  Negative integer exponents of integers:
+ * see jn_ew_ipow */
 #define JN_EW_BINARY(X, ...)                                                                            \
     X(mul, mul, __VA_ARGS__) X(pow, pow, __VA_ARGS__) X(maximum, maximum, __VA_ARGS__)                  \
     X(minimum, minimum, __VA_ARGS__)
 #define JN_EWF_mul(T, F, a, b) (a * b)
 #define JN_EWI_mul(T, U, a, b) ((T)((U)a * (U)b))
-#define JN_EWF_pow(T, F, a, b) (b == 2 ? a * a : pow##F(a, b))
+#define JN_EWF_pow(T, F, a, b) jn_ew_fpow##F(a, b)
 #define JN_EWI_pow(T, U, a, b) ((T)jn_ew_ipow(a, b))
 /* a NaN on either side wins */
 #define JN_EWF_maximum(T, F, a, b) ((a > b || isnan(a)) ? a : b)

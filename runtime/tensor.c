@@ -135,7 +135,7 @@ static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t
     t->storage = st;
     t->dtype = dtype;
     t->ndim = ndim;
-    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d]; /* a few dims: no libc call */
     jn_contiguous_strides(ndim, t->shape, t->strides);
     t->id = __atomic_fetch_add(jn_rt_private_ids ? &next_private_id : &next_id, 1, __ATOMIC_RELAXED);
     return t;

@@ -41,7 +41,10 @@ CASES = {
     "sub": [([f64(3, 4), f64(3, 1)], (0.5,), [0, 1])],
     "mul": [([f64(3, 4), f64(4)], (), [0, 1])],
     "div": [([f64(3, 4), nonzero(3, 4)], (0,), [0, 1]), ([f64(3), nonzero(3)], (2,), [0, 1])],
-    "pow": [([pos(3, 4), f64(3, 4)], (), [0, 1])],
+    # a tensor exponent, and the exponents eager computes without libm's pow
+    # (x*x, sqrt, ...: k_ewmath.h's jn_ew_fpow), whose derivative is a pow by e - 1
+    "pow": [([pos(3, 4), f64(3, 4)], (), [0, 1])] + [([pos(3, 4), np.array(e)], (), [0, 1])
+                                                     for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.0, 0.0)],
     "remainder": [([f64(3, 4) * 3, nonzero(4)], (), [0, 1])],
     "maximum": [([f64(3, 4), f64(3, 4)], (), [0, 1])],
     "minimum": [([f64(3, 4), f64(4)], (), [0, 1])],

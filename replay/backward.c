@@ -52,7 +52,6 @@ typedef struct {
     int32_t graph, pos;
     int64_t nev0;
     int usable;          /* 0: this place is not skipped (learning refused it) */
-    int relearn;         /* fingerprints that differed */
     uint64_t fp;
     int nrec, nleaf, nsaved;
     int32_t n;
@@ -74,7 +73,7 @@ typedef struct {
     jn_tensor **hdr;     /* per leaf: its pending .grad (held by the list), NULL */
 } bw_skip;
 
-enum { MAX_REASONS = 16 };
+enum { MAX_REASONS = 16, MAX_VARIANTS = 4 };
 struct rp_bw {
     bw_plan *plans;
     int nplans, capplans;
@@ -139,11 +138,19 @@ const char *rp_bw_reason(const jn_replay *R, int i, int64_t *count) {
     return B->reason[i];
 }
 
-static bw_plan *plan_find(struct rp_bw *B, const jn_rp_match_at *at) {
-    for (int i = 0; i < B->nplans; i++)
-        if (B->plans[i].graph == at->graph && B->plans[i].pos == at->pos && B->plans[i].nev0 == at->nev)
-            return &B->plans[i];
-    return NULL;
+/* The plan for this place and fingerprint; *refused: learning refused the
+ * place; *variants: plans the place has. */
+static bw_plan *plan_find(struct rp_bw *B, const jn_rp_match_at *at, uint64_t fp, int *refused, int *variants) {
+    bw_plan *hit = NULL;
+    *refused = *variants = 0;
+    for (int i = 0; i < B->nplans; i++) {
+        bw_plan *P = &B->plans[i];
+        if (P->graph != at->graph || P->pos != at->pos || P->nev0 != at->nev) continue;
+        if (!P->usable) *refused = 1;
+        (*variants)++;
+        if (P->usable && P->fp == fp) hit = P;
+    }
+    return hit;
 }
 
 /* ------------------------------------------------------------ pointer maps */
@@ -462,24 +469,25 @@ jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const
         jn_ag_walk_free(&w);
         return JN_OK;
     }
-    bw_plan *P = plan_find(B, &at);
-    if (P && !P->usable) {
+    int refused, variants;
+    bw_plan *P = plan_find(B, &at, w.fp, &refused, &variants);
+    if (refused) {
         decline(B, "its place was refused when learning");
         jn_ag_walk_free(&w);
         return JN_OK;
     }
-    if (P && P->fp == w.fp && P->nrec == w.nrec && P->nleaf == w.nleaf && P->nsaved == w.nsaved) {
+    if (P && P->nrec == w.nrec && P->nleaf == w.nleaf && P->nsaved == w.nsaved) {
         *handled = 1;
         s = skip(R, B, P, &w, roots[0]);
         jn_ag_walk_free(&w);
         return s;
     }
-    if (P && ++P->relearn > 8) {
-        P->usable = 0;
+    if (variants >= MAX_VARIANTS) { /* each new autograd graph here is learned once, up to this many */
         decline(B, "its autograd graph kept changing");
         jn_ag_walk_free(&w);
         return JN_OK;
     }
+    P = NULL; /* a new variant */
     /* learn: the engine runs, captured as always */
     *handled = 1;
     /* held while learning: the engine frees the ones no op reads, and a

@@ -1212,6 +1212,24 @@ static int grow_arr(void **p, int *cap, int need, size_t el) {
     return 0;
 }
 
+/* A saved tensor as a formula sees it: its layout (not its offset: a
+ * formula's ops do not depend on it, and a batch sliced from a dataset
+ * moves it every step), and the value of a Python number (a formula may
+ * read it on the host: minus_one of pow). */
+static uint64_t fp_saved(uint64_t h, const jn_tensor *t) {
+    if (!t) return fp_mix(h, 0);
+    h = fp_mix(h, 1ULL | (uint64_t)t->dtype << 8 | (uint64_t)t->ndim << 16 | (uint64_t)t->is_view << 24 |
+                      (uint64_t)t->wrapped_number << 25);
+    for (int d = 0; d < t->ndim; d++) h = fp_mix(fp_mix(h, (uint64_t)t->shape[d]), (uint64_t)t->strides[d]);
+    if (t->wrapped_number && t->storage->data && t->storage->device == JN_CPU) {
+        double v = jn_load_f64(jn_data(t), t->dtype);
+        uint64_t b;
+        memcpy(&b, &v, sizeof b);
+        h = fp_mix(h, b);
+    }
+    return h;
+}
+
 /* A new record reached: its ordinal (in deps, engine scratch the engine's
  * own discovery resets) and its place on the stack. */
 static int walk_reach(jn_ag_walk *w, jn_node *x, uint64_t gen, nodevec *stack) {
@@ -1273,14 +1291,14 @@ jn_status jn_ag_walk_graph(jn_tensor *root, uint64_t min_seq, jn_ag_walk *w) {
         for (int k = 0; k < x->nout; k++) {
             h = fp_meta(h, &x->out_meta[k]);
             jn_tensor *t = x->saved_out[k];
-            h = fp_mix(h, t != NULL);
+            h = fp_saved(h, t);
             if (!t) continue;
             if (t->storage->version != x->saved_out_ver[k] && !w->why) w->why = "a saved tensor was changed in place";
         }
         for (int i = 0; i < x->nin; i++) {
             h = fp_meta(h, &x->in_meta[i]);
             jn_tensor *t = x->saved_in ? x->saved_in[i] : NULL;
-            h = fp_mix(h, t != NULL);
+            h = fp_saved(h, t);
             if (t && t->storage->version != x->saved_in_ver[i] && !w->why) w->why = "a saved tensor was changed in place";
             const struct jn_edge *e = &x->next[i];
             if (e->leaf) {

@@ -17,7 +17,10 @@ Modes (from step AT on, where it says so):
   accum      two backwards per step into the same .grad (accumulation)
   grad       autograd.grad and a hand-written update instead of backward
   earlier    the loss is read (a sync) before backward: its graph was made
-             in the segment before"""
+             in the segment before
+  expo       the loss's exponent alternates between 2 and 3 (pow's
+             derivative reads the saved exponent: a graph input the
+             backward's ops bind)"""
 import hashlib
 import json
 import sys
@@ -39,14 +42,15 @@ def main():
     l1, l2 = nn.Linear(8, 16), nn.Linear(16, 4)
     params = list(l1.parameters()) + list(l2.parameters())
     opt = janus.optim.Adam(params, lr=0.01)
-    x, y = janus.randn(6, 8), janus.randn(6, 4)
+    xs, y = janus.randn(20, 6, 8), janus.randn(6, 4)
     x2 = janus.randn(6, 8)
     for i in range(STEPS):
+        x = xs[i % 20]  # a slice of the data set: its offset (and its saved alias's) moves every step
         opt.zero_grad()
         h = l1(x).tanh()
         if MODE == "hook" and i >= AT:
             h.register_hook(lambda g: g * 2)
-        loss = ((l2(h) - y) ** 2).mean()
+        loss = ((l2(h) - y) ** (3.0 if MODE == "expo" and i % 2 else 2.0)).mean()
         if MODE == "earlier":
             print(f"step {i} before {loss.item().hex()}")
         if MODE == "grad":

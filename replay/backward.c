@@ -416,7 +416,12 @@ jn_status rp_bw_fallback(jn_replay *R, const rp_op *p) {
     if (K->detached) jn_ag_walk_restore(w);
     K->detached = 0;
     jn_rt_private_ids++; /* the ids Python's tensors get stay the ones the skip used */
+    /* the dispatch hook sees the engine's ops: they are the fallback's (counted as
+     * its records already), not ops of a region call being observed */
+    int tl_on = R->tl.on, observing = R->rg_observing;
+    R->tl.on = 0, R->rg_observing = 0;
     jn_status s = jn_ag_backward_engine(1, &K->root, NULL, 0);
+    R->tl.on = tl_on, R->rg_observing = observing;
     jn_rt_private_ids--;
     for (int l = 0; l < w->nleaf && s == JN_OK; l++) {
         jn_tensor *h = K->hdr[l];

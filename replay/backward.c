@@ -442,8 +442,8 @@ jn_status rp_bw_fallback(jn_replay *R, const rp_op *p) {
 }
 
 /* ---------------------------------------------------------------- the hook */
-static jn_status learn(jn_replay *R, struct rp_bw *B, bw_plan *P, const jn_ag_walk *wp, const jn_rp_match_at *atp,
-                       jn_status s, int64_t nids);
+static jn_status learn(jn_replay *R, struct rp_bw *B, const jn_ag_walk *pw, const jn_rp_match_at *atp, jn_status s,
+                       int64_t nids);
 
 jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain, int *handled) {
     jn_replay *R = ctx;
@@ -492,8 +492,7 @@ jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const
         jn_ag_walk_free(&w);
         return JN_OK;
     }
-    P = NULL; /* a new variant */
-    /* learn: the engine runs, captured as always */
+    /* learn a new variant: the engine runs, captured as always */
     *handled = 1;
     /* held while learning: the engine frees the ones no op reads, and a
      * tensor it makes at a freed one's address must not be taken for it */
@@ -501,16 +500,16 @@ jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const
     int64_t id0 = jn_rt_reserve_ids(0);
     s = jn_ag_backward_engine(1, roots, NULL, 0);
     int64_t nids = jn_rt_reserve_ids(0) - id0;
-    s = learn(R, B, P, &w, &at, s, nids);
+    s = learn(R, B, &w, &at, s, nids);
     for (int i = 0; i < w.nsaved; i++) jn_tensor_decref(w.saved[i]);
     jn_ag_walk_free(&w);
     return s;
 }
 
-/* After the engine ran under capture (status s): keep a plan for this place. */
-static jn_status learn(jn_replay *R, struct rp_bw *B, bw_plan *P, const jn_ag_walk *wp, const jn_rp_match_at *atp,
-                       jn_status s, int64_t nids) {
-    const jn_ag_walk w0 = *wp, *const pw = &w0;
+/* After the engine ran under capture (status s): a new plan for this place
+ * and fingerprint, or the place refused with the reason. */
+static jn_status learn(jn_replay *R, struct rp_bw *B, const jn_ag_walk *pw, const jn_rp_match_at *atp, jn_status s,
+                       int64_t nids) {
     const jn_rp_match_at at = *atp;
     jn_rp_match_at at2;
     if (s || !jn_rt_capturing || R->seg_mode != SEG_CAPTURE || !jn_rp_match_where(R->mt, &at2)) return s;
@@ -520,19 +519,16 @@ static jn_status learn(jn_replay *R, struct rp_bw *B, bw_plan *P, const jn_ag_wa
         why = "its ops were not matched in one stretch of the graph";
     for (int32_t t = at.pos; t < at2.pos && !why; t++)
         if (jn_rp_match_token_loop(R->mt, at.graph, t) != -1) why = "its ops are matched inside a loop";
-    if (!P) {
-        if (B->nplans == B->capplans) {
-            int c = B->capplans ? B->capplans * 2 : 8;
-            bw_plan *np = realloc(B->plans, sizeof *np * (size_t)c);
-            if (!np) return s;
-            B->plans = np;
-            B->capplans = c;
-        }
-        P = &B->plans[B->nplans++];
-        memset(P, 0, sizeof *P);
-        P->graph = at.graph, P->pos = at.pos, P->nev0 = at.nev;
+    if (B->nplans == B->capplans) {
+        int c = B->capplans ? B->capplans * 2 : 8;
+        bw_plan *np = realloc(B->plans, sizeof *np * (size_t)c);
+        if (!np) return s;
+        B->plans = np;
+        B->capplans = c;
     }
-    plan_free(P);
+    bw_plan *P = &B->plans[B->nplans++];
+    memset(P, 0, sizeof *P);
+    P->graph = at.graph, P->pos = at.pos, P->nev0 = at.nev;
     P->n = cnt;
     if (!why) why = plan_build(R, P, pw, at.nev, cnt);
     P->usable = why == NULL;

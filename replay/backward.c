@@ -70,7 +70,7 @@ typedef struct {
     jn_ag_walk w;
     jn_tensor *root;     /* held by the head record */
     int detached;        /* the saved tensors are out of their records (jn_ag_walk_detach) */
-    jn_tensor **hdr;     /* per leaf: its pending .grad (held by the list), NULL */
+    jn_tensor **hdr;     /* per leaf: its pending .grad (a reference; the list holds one too), NULL */
 } bw_skip;
 
 enum { MAX_REASONS = 16, MAX_VARIANTS = 4 };
@@ -107,8 +107,10 @@ static void plan_free(bw_plan *P) {
 void rp_bw_clear(jn_replay *R) {
     struct rp_bw *B = R->bw;
     for (int i = 0; i < B->nskips; i++) {
-        jn_ag_walk_free(&B->skips[i].w);
-        free(B->skips[i].hdr);
+        bw_skip *K = &B->skips[i];
+        for (int l = 0; l < K->w.nleaf; l++) jn_tensor_decref(K->hdr[l]);
+        jn_ag_walk_free(&K->w);
+        free(K->hdr);
     }
     B->nskips = 0;
 }
@@ -278,13 +280,14 @@ static int push_records(jn_replay *R, const bw_plan *P, bw_skip *K, int32_t idx)
     int next = 0; /* saved tensors given to a record so far */
     for (int32_t o = 0; o < P->n; o++) {
         const bw_ev *E = &P->ev[o];
-        jn_tensor *in[255];
+        jn_tensor *in[256];
         int nin = 0;
         for (int j = 0; j < E->nin; j++) { /* a graph input bound here is found at its argument */
             const bw_src *S = &P->src[E->src + j];
             in[nin++] = S->kind == SRC_SAVED ? w->saved[S->a] : K->root;
         }
-        if (o == 0) in[nin++] = K->root;
+        if (o == 0 && nin < 255) in[nin++] = K->root;
+        else if (o == 0) return 0;
         int left = P->n - o, want = (w->nsaved - next + left - 1) / left;
         while (want-- > 0 && nin < 255 && next < w->nsaved) in[nin++] = w->saved[next++];
         jn_tensor *out = E->leaf >= 0 ? K->hdr[E->leaf] : NULL;
@@ -386,10 +389,7 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
     K->w = *w; /* the skip owns the walk now */
     memset(w, 0, sizeof *w);
     B->nskips++;
-    int ok = push_records(R, P, K, idx);
-    for (int l = 0; l < K->w.nleaf; l++) /* the list holds them now */
-        if (K->hdr[l]) jn_tensor_decref(K->hdr[l]);
-    if (!ok) { /* out of memory: what is pending runs now, the engine at this head if it got in */
+    if (!push_records(R, P, K, idx)) { /* out of memory: what is pending runs now, the engine at this head if it got in */
         (void)rp_capture_off(R, -1, -1, -1, NAN, NULL);
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
     }

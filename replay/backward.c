@@ -71,6 +71,8 @@ typedef struct {
     jn_tensor *root;     /* held by the head record */
     int detached;        /* the saved tensors are out of their records (jn_ag_walk_detach) */
     jn_tensor **hdr;     /* per leaf: its pending .grad (a reference; the list holds one too), NULL */
+    uint64_t *ver;       /* per saved tensor: its storage's version at the skip (ops captured
+                          * later bump it, but the engine at the fallback runs before them) */
 } bw_skip;
 
 enum { MAX_REASONS = 16, MAX_VARIANTS = 4 };
@@ -111,6 +113,7 @@ void rp_bw_clear(jn_replay *R) {
         for (int l = 0; l < K->w.nleaf; l++) jn_tensor_decref(K->hdr[l]);
         jn_ag_walk_free(&K->w);
         free(K->hdr);
+        free(K->ver);
     }
     B->nskips = 0;
 }
@@ -368,7 +371,12 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
     memset(K, 0, sizeof *K);
     K->root = root;
     K->hdr = calloc((size_t)w->nleaf + 1, sizeof *K->hdr);
-    if (!K->hdr) return jn_error(JN_ERR_NOMEM, "janus replay: out of memory skipping a backward");
+    K->ver = malloc(sizeof *K->ver * (size_t)(w->nsaved + 1));
+    if (!K->hdr || !K->ver) {
+        free(K->hdr), free(K->ver);
+        return jn_error(JN_ERR_NOMEM, "janus replay: out of memory skipping a backward");
+    }
+    for (int i = 0; i < w->nsaved; i++) K->ver[i] = w->saved[i]->storage->version;
     int64_t nhdr = 0;
     for (int l = 0; l < w->nleaf; l++) {
         if (P->leaf_ev[l] < 0) continue;
@@ -377,7 +385,7 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
         memcpy(m.shape, leaf->shape, sizeof(int64_t) * (size_t)leaf->ndim);
         if (!(K->hdr[l] = jn_rt_tensor_new_pending(&m))) {
             for (int j = 0; j < l; j++) jn_tensor_decref(K->hdr[j]);
-            free(K->hdr);
+            free(K->hdr), free(K->ver);
             return jn_error(JN_ERR_NOMEM, "janus replay: out of memory skipping a backward");
         }
         K->hdr[l]->storage->device = leaf->storage->device;
@@ -415,6 +423,12 @@ jn_status rp_bw_fallback(jn_replay *R, const rp_op *p) {
         if (K->hdr[l]) (void)jn_set_grad(w->leaf[l], NULL); /* the list still holds the header */
     if (K->detached) jn_ag_walk_restore(w);
     K->detached = 0;
+    /* the saved tensors' versions as the engine saw them at the skip: in-place ops
+     * captured since bumped them, and they run after this record */
+    uint64_t *now = malloc(sizeof *now * (size_t)(w->nsaved + 1));
+    if (!now) return jn_error(JN_ERR_NOMEM, "janus replay: out of memory running a skipped backward");
+    for (int i = 0; i < w->nsaved; i++) now[i] = w->saved[i]->storage->version;
+    for (int i = 0; i < w->nsaved; i++) w->saved[i]->storage->version = K->ver[i];
     jn_rt_private_ids++; /* the ids Python's tensors get stay the ones the skip used */
     /* the dispatch hook sees the engine's ops: they are the fallback's (counted as
      * its records already), not ops of a region call being observed */
@@ -423,6 +437,8 @@ jn_status rp_bw_fallback(jn_replay *R, const rp_op *p) {
     jn_status s = jn_ag_backward_engine(1, &K->root, NULL, 0);
     R->tl.on = tl_on, R->rg_observing = observing;
     jn_rt_private_ids--;
+    for (int i = 0; i < w->nsaved; i++) w->saved[i]->storage->version = now[i];
+    free(now);
     for (int l = 0; l < w->nleaf && s == JN_OK; l++) {
         jn_tensor *h = K->hdr[l];
         if (!h) continue;
@@ -431,9 +447,12 @@ jn_status rp_bw_fallback(jn_replay *R, const rp_op *p) {
             s = jn_error(JN_ERR_RUNTIME, "janus replay: internal: the backward gave no gradient a skipped one gave");
             break;
         }
+        /* its version is eager's already: the plan's, and what ops captured since added */
+        uint64_t v = h->storage->version;
         if ((s = rp_storage_alloc(h->storage))) break;
-        if ((s = jn_copy_into(h, g))) break;
-        h->storage->version = g->storage->version;
+        s = jn_copy_into(h, g);
+        h->storage->version = v;
+        if (s) break;
         h->storage->lazy = 0;
         jn_tensor_incref(h);
         s = jn_set_grad(w->leaf[l], h);

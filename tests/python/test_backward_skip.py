@@ -75,6 +75,15 @@ def test_miss_after_a_skipped_backward_runs_the_engine(tmp_path):
     assert c["backward_skipped"] == 14, c
 
 
+def test_miss_after_captured_parameter_updates(tmp_path):
+    # the first group's SGD updates are captured (versions of tensors the skipped backward
+    # saved bumped) before the second group's differing learning rate misses: the engine
+    # at the fallback runs before those updates, and sees the versions it would eagerly
+    s, c = compare("sgdmiss", str(tmp_path))
+    assert s["fell_back"] >= 10 and "alpha" in s["top_miss"], s
+    assert c["backward_skipped"] == 14, c
+
+
 def test_hook_declines(tmp_path):
     s, c = compare("hook", str(tmp_path))
     assert c["backward_skipped"] == 4, c  # steps 2..5

@@ -18,6 +18,11 @@ Modes (from step AT on, where it says so):
   grad       autograd.grad and a hand-written update instead of backward
   earlier    the loss is read (a sync) before backward: its graph was made
              in the segment before
+  sgdmiss    SGD over two parameter groups; from AT on the second group's
+             learning rate differs from the recorded one: the graph misses
+             at its first update, after the first group's were captured
+             (their in-place writes bumped versions of tensors the skipped
+             backward saved, before the engine runs at the fallback)
   expo       the loss's exponent alternates between 2 and 3 (pow's
              derivative reads the saved exponent: a graph input the
              backward's ops bind)"""
@@ -41,11 +46,16 @@ def main():
     janus.manual_seed(0)
     l1, l2 = nn.Linear(8, 16), nn.Linear(16, 4)
     params = list(l1.parameters()) + list(l2.parameters())
-    opt = janus.optim.Adam(params, lr=0.01)
+    if MODE == "sgdmiss":
+        opt = janus.optim.SGD([{"params": l1.parameters()}, {"params": l2.parameters()}], lr=0.05)
+    else:
+        opt = janus.optim.Adam(params, lr=0.01)
     xs, y = janus.randn(20, 6, 8), janus.randn(6, 4)
     x2 = janus.randn(6, 8)
     for i in range(STEPS):
         x = xs[i % 20]  # a slice of the data set: its offset (and its saved alias's) moves every step
+        if MODE == "sgdmiss" and i == AT:
+            opt.param_groups[1]["lr"] = 0.02
         opt.zero_grad()
         h = l1(x).tanh()
         if MODE == "hook" and i >= AT:

@@ -68,7 +68,8 @@ typedef struct {
 
 typedef struct {
     jn_ag_walk w;
-    jn_tensor *root;     /* held by the head record */
+    jn_tensor *root;     /* the root's value and history at the skip (jn_ag_history_alias): held by
+                          * the head record, it keeps the walked graph alive */
     int detached;        /* the saved tensors are out of their records (jn_ag_walk_detach) */
     jn_tensor **hdr;     /* per leaf: its pending .grad (a reference; the list holds one too), NULL */
     uint64_t *ver;       /* per saved tensor: its storage's version at the skip (ops captured
@@ -369,7 +370,6 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
     int32_t idx = B->nskips;
     bw_skip *K = &B->skips[idx];
     memset(K, 0, sizeof *K);
-    K->root = root;
     K->hdr = calloc((size_t)w->nleaf + 1, sizeof *K->hdr);
     K->ver = malloc(sizeof *K->ver * (size_t)(w->nsaved + 1));
     if (!K->hdr || !K->ver) {
@@ -377,6 +377,10 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory skipping a backward");
     }
     for (int i = 0; i < w->nsaved; i++) K->ver[i] = w->saved[i]->storage->version;
+    if (!(K->root = jn_ag_history_alias(root))) {
+        free(K->hdr), free(K->ver);
+        return jn_error(JN_ERR_NOMEM, "janus replay: out of memory skipping a backward");
+    }
     int64_t nhdr = 0;
     for (int l = 0; l < w->nleaf; l++) {
         if (P->leaf_ev[l] < 0) continue;
@@ -385,6 +389,7 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
         memcpy(m.shape, leaf->shape, sizeof(int64_t) * (size_t)leaf->ndim);
         if (!(K->hdr[l] = jn_rt_tensor_new_pending(&m))) {
             for (int j = 0; j < l; j++) jn_tensor_decref(K->hdr[j]);
+            jn_tensor_decref(K->root);
             free(K->hdr), free(K->ver);
             return jn_error(JN_ERR_NOMEM, "janus replay: out of memory skipping a backward");
         }
@@ -397,7 +402,9 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
     K->w = *w; /* the skip owns the walk now */
     memset(w, 0, sizeof *w);
     B->nskips++;
-    if (!push_records(R, P, K, idx)) { /* out of memory: what is pending runs now, the engine at this head if it got in */
+    int ok = push_records(R, P, K, idx);
+    jn_tensor_decref(K->root); /* the head record holds it (only it: a value nobody else reaches) */
+    if (!ok) { /* out of memory: what is pending runs now, the engine at this head if it got in */
         (void)rp_capture_off(R, -1, -1, -1, NAN, NULL);
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
     }
@@ -419,44 +426,51 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
 jn_status rp_bw_fallback(jn_replay *R, const rp_op *p) {
     bw_skip *K = &R->bw->skips[p->attr];
     jn_ag_walk *w = &K->w;
-    for (int l = 0; l < w->nleaf; l++)
-        if (K->hdr[l]) (void)jn_set_grad(w->leaf[l], NULL); /* the list still holds the header */
+    /* each leaf's .grad as Python left it since (the pending header, or what replaced
+     * it): put back after the engine, which starts from none, as at the skip */
+    jn_tensor **was = calloc((size_t)w->nleaf + 1, sizeof *was);
+    uint64_t *now = malloc(sizeof *now * (size_t)(w->nsaved + 1));
+    if (!was || !now) {
+        free(was), free(now);
+        return jn_error(JN_ERR_NOMEM, "janus replay: out of memory running a skipped backward");
+    }
+    for (int l = 0; l < w->nleaf; l++) {
+        if (!K->hdr[l]) continue;
+        if ((was[l] = jn_grad(w->leaf[l]))) jn_tensor_incref(was[l]);
+        (void)jn_set_grad(w->leaf[l], NULL);
+    }
     if (K->detached) jn_ag_walk_restore(w);
     K->detached = 0;
     /* the saved tensors' versions as the engine saw them at the skip: in-place ops
      * captured since bumped them, and they run after this record */
-    uint64_t *now = malloc(sizeof *now * (size_t)(w->nsaved + 1));
-    if (!now) return jn_error(JN_ERR_NOMEM, "janus replay: out of memory running a skipped backward");
     for (int i = 0; i < w->nsaved; i++) now[i] = w->saved[i]->storage->version;
     for (int i = 0; i < w->nsaved; i++) w->saved[i]->storage->version = K->ver[i];
-    jn_rt_private_ids++; /* the ids Python's tensors get stay the ones the skip used */
     /* the dispatch hook sees the engine's ops: they are the fallback's (counted as
      * its records already), not ops of a region call being observed */
     int tl_on = R->tl.on, observing = R->rg_observing;
     R->tl.on = 0, R->rg_observing = 0;
-    jn_status s = jn_ag_backward_engine(1, &K->root, NULL, 0);
-    R->tl.on = tl_on, R->rg_observing = observing;
+    jn_rt_private_ids++; /* the ids Python's tensors get stay the ones the skip used */
+    /* from the root as it was (K->root), without hooks registered since the skip */
+    jn_status s = jn_ag_backward_engine(1, &K->root, NULL, 0, 1);
     jn_rt_private_ids--;
+    R->tl.on = tl_on, R->rg_observing = observing;
     for (int i = 0; i < w->nsaved; i++) w->saved[i]->storage->version = now[i];
-    free(now);
-    for (int l = 0; l < w->nleaf && s == JN_OK; l++) {
+    for (int l = 0; l < w->nleaf; l++) {
         jn_tensor *h = K->hdr[l];
         if (!h) continue;
         jn_tensor *g = jn_grad(w->leaf[l]);
-        if (!g) {
+        if (s == JN_OK && !g)
             s = jn_error(JN_ERR_RUNTIME, "janus replay: internal: the backward gave no gradient a skipped one gave");
-            break;
+        if (s == JN_OK) {
+            /* its version is eager's already: the plan's, and what ops captured since added */
+            uint64_t v = h->storage->version;
+            if ((s = rp_storage_alloc(h->storage)) == JN_OK) s = jn_copy_into(h, g);
+            h->storage->version = v;
+            if (s == JN_OK) h->storage->lazy = 0;
         }
-        /* its version is eager's already: the plan's, and what ops captured since added */
-        uint64_t v = h->storage->version;
-        if ((s = rp_storage_alloc(h->storage))) break;
-        s = jn_copy_into(h, g);
-        h->storage->version = v;
-        if (s) break;
-        h->storage->lazy = 0;
-        jn_tensor_incref(h);
-        s = jn_set_grad(w->leaf[l], h);
+        (void)jn_set_grad(w->leaf[l], was[l]); /* steals it */
     }
+    free(was), free(now);
     return s;
 }
 
@@ -517,7 +531,7 @@ jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const
      * tensor it makes at a freed one's address must not be taken for it */
     for (int i = 0; i < w.nsaved; i++) jn_tensor_incref(w.saved[i]);
     int64_t id0 = jn_rt_reserve_ids(0);
-    s = jn_ag_backward_engine(1, roots, NULL, 0);
+    s = jn_ag_backward_engine(1, roots, NULL, 0, 0);
     int64_t nids = jn_rt_reserve_ids(0) - id0;
     s = learn(R, B, &w, &at, s, nids);
     for (int i = 0; i < w.nsaved; i++) jn_tensor_decref(w.saved[i]);

@@ -210,7 +210,8 @@ void jn_ag_hook_decref(jn_ag_hook *h) {
 
 void jn_ag_hook_remove(jn_ag_hook *h) { __atomic_store_n(&h->removed, 1, __ATOMIC_RELEASE); }
 
-static int hook_live(const jn_ag_hook *h) { return !__atomic_load_n(&h->removed, __ATOMIC_ACQUIRE); }
+static _Thread_local int hooks_muted; /* jn_ag_backward_engine(.., no_hooks) */
+static int hook_live(const jn_ag_hook *h) { return !hooks_muted && !__atomic_load_n(&h->removed, __ATOMIC_ACQUIRE); }
 
 static void hooks_free(jn_ag_hook *h) {
     while (h) {
@@ -1183,8 +1184,29 @@ jn_status jn_autograd_grad(int n, jn_tensor *const *roots, jn_tensor *const *gra
 }
 
 /* ------------------------------------------------- the walk (replay's skip) */
-jn_status jn_ag_backward_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph) {
-    return run_engine(n, roots, grads, retain_graph, NULL);
+jn_status jn_ag_backward_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph,
+                                int no_hooks) {
+    int was = hooks_muted;
+    hooks_muted = no_hooks;
+    jn_status s = run_engine(n, roots, grads, retain_graph, NULL);
+    hooks_muted = was;
+    return s;
+}
+
+jn_tensor *jn_ag_history_alias(jn_tensor *t) {
+    jn_ag_meta *m = t->autograd ? meta_of(t) : NULL;
+    jn_tensor *a = same_value(t);
+    if (!a || !m || !m->grad_fn) return a;
+    jn_ag_meta *am = meta_get(a);
+    if (!am) {
+        jn_tensor_decref(a);
+        return NULL;
+    }
+    __atomic_fetch_add(&m->grad_fn->refcnt, 1, __ATOMIC_RELAXED);
+    am->grad_fn = m->grad_fn;
+    am->output_nr = m->output_nr;
+    am->requires_grad = 1;
+    return a;
 }
 
 uint64_t jn_ag_seq_now(void) { return __atomic_load_n(&node_seq, __ATOMIC_RELAXED); }

@@ -60,8 +60,14 @@ jn_status jn_autograd_grad(int n, jn_tensor *const *roots, jn_tensor *const *gra
                            int allow_unused);
 
 /* The engine itself, without the capture hook's backward callback (what
- * jn_backward runs when no replay asks to handle the call). */
-jn_status jn_ag_backward_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph);
+ * jn_backward runs when no replay asks to handle the call); no_hooks: no
+ * gradient hook runs (a skipped backward run late, replay/backward.c: the
+ * walk proved none existed when it was called). */
+jn_status jn_ag_backward_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph,
+                                int no_hooks);
+/* A second header over t's value carrying t's history as it is now (the
+ * same grad_fn and output): a later in-place op on t does not move it. */
+jn_tensor *jn_ag_history_alias(jn_tensor *t);
 /* The node counter's value now: nodes made later have a larger seq. */
 uint64_t jn_ag_seq_now(void);
 

@@ -84,6 +84,16 @@ def test_miss_after_captured_parameter_updates(tmp_path):
     assert c["backward_skipped"] == 14, c
 
 
+@pytest.mark.parametrize("mode", ["rootmul", "zeroafter"])
+def test_changes_after_a_skipped_backward_then_a_miss(mode, tmp_path):
+    # the loss's history moved on (rootmul) or the .grads were dropped (zeroafter) after
+    # the skipped backward; the fallback's engine starts from the loss as backward saw it
+    # and leaves each .grad as Python left it
+    s, c = compare(mode, str(tmp_path))
+    assert s["fell_back"] >= 10, s
+    assert c["backward_skipped"] == 14, c
+
+
 def test_hook_declines(tmp_path):
     s, c = compare("hook", str(tmp_path))
     assert c["backward_skipped"] == 4, c  # steps 2..5

@@ -12,6 +12,11 @@ Modes (from step AT on, where it says so):
              backward and the step)
   missafter  from AT on, the first gradient is halved after backward (an op
              the graph does not hold, after the skipped backward: a miss)
+  rootmul    from AT on, the loss is doubled in place after backward (a miss:
+             its history moves on; the engine at the fallback must start
+             from the loss as backward saw it)
+  zeroafter  from AT on, zero_grad() right after backward, then an op the
+             graph does not hold (a miss after the .grads were dropped)
   hook       from AT on, a gradient hook on the hidden layer's output
   retain     backward(retain_graph=True)
   accum      two backwards per step into the same .grad (accumulation)
@@ -73,6 +78,12 @@ def main():
         loss.backward(retain_graph=MODE == "retain")
         if MODE == "accum":
             ((l2(l1(x2).tanh()) + y) ** 2).mean().backward()
+        if MODE == "rootmul" and i >= AT:
+            loss.mul_(2.0)
+        if MODE == "zeroafter" and i >= AT:
+            opt.zero_grad()
+            with janus.no_grad():
+                params[0].mul_(1.0)
         if MODE == "missafter" and i >= AT:
             with janus.no_grad():
                 params[0].grad.mul_(0.5)

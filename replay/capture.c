@@ -113,6 +113,7 @@ int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t) {
 }
 
 void rp_clear_list(jn_replay *R) {
+    if (R->bw) rp_bw_clear(R);
     for (int64_t i = 0; i < R->nrefs; i++) pend_unhold(R, R->refs[i]);
     R->nrefs = R->nops = R->nattrs = 0;
 }
@@ -170,7 +171,9 @@ jn_status rp_fallback(jn_replay *R) {
     }
     for (int64_t e = 0; e < R->nops; e++) {
         const rp_op *p = &R->ops[e];
-        if (s == JN_OK && (s = rp_run_op(p, R->attrs, rp_op_in(R, p))) == JN_OK) continue;
+        if (s == JN_OK && p->into == RP_BW_HEAD && (s = rp_bw_fallback(R, p)) == JN_OK) continue;
+        if (s == JN_OK && p->into == RP_BW_GHOST) continue; /* its head ran the engine */
+        if (s == JN_OK && p->into != RP_BW_HEAD && (s = rp_run_op(p, R->attrs, rp_op_in(R, p))) == JN_OK) continue;
         if (!rp_written(p)) /* never ran: its bytes are not eager's */
             for (int k = 0; k < p->nout; k++) rp_op_out(R, p)[k]->storage->lazy = JN_LAZY_LOST;
     }
@@ -207,8 +210,7 @@ void rp_fill_arg(jn_rp_match_arg *r, const jn_tensor *t, int is_out) {
 
 /* The segment stops being captured here (a miss, a lost input, no
  * memory): what is pending runs now, the rest of the segment eagerly. */
-static jn_status capture_off(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen,
-                             const char *why) {
+jn_status rp_capture_off(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen, const char *why) {
     jn_rt_capturing = 0;
     jn_rp_match_reset(R->mt);
     if (why) {
@@ -226,7 +228,7 @@ static jn_status __attribute__((noinline)) check_inputs_slow(jn_replay *R, int n
         if (in[i]->storage->lazy == JN_LAZY_DEFERRED && (s = jn_rt_materialize(in[i]))) return s;
     for (int i = 0; i < nin; i++)
         if (in[i]->storage->lazy == JN_LAZY_LOST) {
-            if ((s = capture_off(R, -1, -1, -1, NAN, "an op read a tensor a compiled graph did not keep"))) return s;
+            if ((s = rp_capture_off(R, -1, -1, -1, NAN, "an op read a tensor a compiled graph did not keep"))) return s;
             return rp_lost_error(in[i]);
         }
     return JN_OK;
@@ -255,6 +257,21 @@ static int __attribute__((noinline)) make_room(jn_replay *R, int nref, int na) {
            grow((void **)&R->attrs, &R->capattrs, R->nattrs + na + 1, sizeof *R->attrs) && rp_pool_reserve(R, nref);
 }
 
+int rp_cap_push(jn_replay *R, jn_op op, int into, int32_t attr, int nin, jn_tensor *const *in, int nout,
+                jn_tensor *const *out) {
+    if ((R->nops >= R->capops || R->nrefs + nin + nout > R->caprefs || R->nattrs + 1 >= R->capattrs ||
+         R->pool.nfree < nin + nout) &&
+        !make_room(R, nin + nout, 0))
+        return 0;
+    rp_op *p = &R->ops[R->nops++];
+    *p = (rp_op){op, (uint8_t)into, (uint8_t)nin, (uint8_t)nout, 0, (int32_t)R->nrefs, attr};
+    jn_tensor **r = R->refs + R->nrefs;
+    R->nrefs += nin + nout;
+    for (int i = 0; i < nin; i++) pend_hold(R, r[i] = in[i]);
+    for (int k = 0; k < nout; k++) pend_hold(R, r[nin + k] = out[k]);
+    return 1;
+}
+
 jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                          jn_tensor *const *out, int into) {
     jn_replay *R = ctx;
@@ -264,7 +281,7 @@ jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
     if (__builtin_expect(R->nops >= R->capops || R->nrefs + nin + nout > R->caprefs ||
                          R->nattrs + na >= R->capattrs || R->pool.nfree < nin + nout, 0) &&
         !make_room(R, nin + nout, na)) {
-        (void)capture_off(R, -1, -1, -1, NAN, NULL);
+        (void)rp_capture_off(R, -1, -1, -1, NAN, NULL);
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
     }
     rp_op *p = &R->ops[R->nops++];
@@ -295,7 +312,7 @@ jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
     /* no graph fits: what is pending runs now, the rest of the segment eagerly */
     char why[1024];
     snprintf(why, sizeof why, "%s", res.why ? res.why : "no graph fits");
-    if ((s = capture_off(R, res.graph, res.guard, res.token, res.seen, why))) return s;
+    if ((s = rp_capture_off(R, res.graph, res.guard, res.token, res.seen, why))) return s;
     return R->cfg.strict ? rp_strict_error(why) : JN_OK;
 }
 

@@ -464,6 +464,7 @@ static int slice_mark(rp_run *X, uint8_t *in_slice, int cut) {
         if (!hit) continue;
         for (int k = 0; k < p->nout; k++) bad |= rp_written(p) && rp_op_out(R, p)[k]->storage->data != NULL;
         if (jn_op_info(p->op)->flags & JN_F_COLL) bad = 3;
+        if (p->into == RP_BW_HEAD || p->into == RP_BW_GHOST) bad = 4; /* the engine cannot run after the graph */
         in_slice[e] = 1;
         for (int i = 0; i < p->nin && !bad; i++) {
             jn_storage *st = rp_op_in(R, p)[i]->storage;
@@ -551,9 +552,11 @@ static int compute_held(rp_run *X) {
     if (!bad && s == JN_OK && !X->D)
         for (int64_t k = 0; k < nneed; k++) needed[k]->lazy = 0; /* final and eager's own */
     free(needed), free(in_slice);
-    if (bad == 1 || bad == 3) {
+    if (bad == 1 || bad == 3 || bad == 4) {
         snprintf(X->why, X->wn, "graph %s: Python holds a value the graph does not keep, computed %s", X->g->name,
-                 bad == 1 ? "from state this segment updates" : "by a collective (which runs once, in the graph or eagerly)");
+                 bad == 1   ? "from state this segment updates"
+                 : bad == 3 ? "by a collective (which runs once, in the graph or eagerly)"
+                            : "by a skipped backward (JANUS_REPLAY_BACKWARD_SKIP=0 computes it)");
         return 1;
     }
     if (bad || s) {

@@ -54,6 +54,7 @@ typedef struct {
     double margin;     /* ... when compiled takes more than (1 + margin) x eager */
     int match_dump;    /* print the matcher's token programs to stderr at load */
     int region_batch;  /* a region template's ops are matched with the checks it proves left out (region.c) */
+    int backward_skip; /* a backward whose ops the followed graph holds is not run op by op (backward.c) */
     /* Tests of a CUDA replay without a GPU (tests/c/test_replay_cuda.c): the
      * runner (library nodes, copies) and stream the graphs' device table
      * gets (NULL runner: the eager CUDA backend's kernels; NULL stream: its
@@ -117,12 +118,16 @@ typedef struct {
      * captured, captured (instantiated or updated), updated in place, and
      * made of plain launches */
     int64_t cuda_replays, cuda_captures, cuda_updates, cuda_plain_runs;
+    /* backward skip: backwards skipped, places learned, backwards the skip declined */
+    int64_t bw_skipped, bw_learned, bw_declined;
 } jn_rp_stats;
 void jn_rp_get_stats(const jn_replay *r, jn_rp_stats *st);
 /* The summary line (without newline) into buf. */
 void jn_rp_summary(const jn_replay *r, char *buf, size_t n);
 /* The i-th most frequent miss reason (NULL past the end); *count its count. */
 const char *jn_rp_miss(const jn_replay *r, int i, int64_t *count);
+/* The i-th reason a backward was not skipped (NULL past the end); *count its count. */
+const char *jn_rp_bw_reason(const jn_replay *r, int i, int64_t *count);
 /* What `janus optimize` decided about the recorded regions, stored with the
  * bundle this replay runs (the replay run's bundle_id; without a run row,
  * the newest bundle of its target): rows for jn_db_region_verdicts_free,

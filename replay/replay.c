@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "jn_autograd.h"
 #include "jn_db.h"
 #include "jn_settings.h"
 #include "rp_internal.h"
@@ -31,6 +32,7 @@ void jn_rp_config_default(jn_rp_config *cfg) {
     cfg->adapt = 1;
     cfg->margin = 0.10;
     cfg->region_batch = 1;
+    cfg->backward_skip = 1;
 }
 
 jn_status jn_rp_config_from_env(jn_rp_config *cfg) {
@@ -44,6 +46,7 @@ jn_status jn_rp_config_from_env(jn_rp_config *cfg) {
     if (!s) s = jn_setting_float(JN_S_REPLAY_ADAPT_MARGIN, &c.margin);
     if (!s) s = jn_setting_bool(JN_S_MATCH_DUMP, &c.match_dump);
     if (!s) s = jn_setting_bool(JN_S_REPLAY_REGION_BATCH, &c.region_batch);
+    if (!s) s = jn_setting_bool(JN_S_REPLAY_BACKWARD_SKIP, &c.backward_skip);
     if (s) { /* the message names the variable and what it takes */
         jn_rp_config_default(cfg);
         return s;
@@ -109,6 +112,7 @@ static void seg_begin(jn_replay *R, int entry) {
     if (R->deferred) rp_slice_gc(R);
     jn_rp_match_begin(R->mt, entry);
     jn_rt_capturing = 1;
+    R->seg_seq0 = jn_ag_seq_now() + 1;
     R->seg_t0 = 0;
     if (R->cfg.debug) R->t_begin = rp_now();
 }
@@ -153,7 +157,7 @@ jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg
     R->seg_mode = SEG_CAPTURE;
     R->on = 1;
     jn_rt_capture_hook h = {.capture = rp_cap_capture, .materialize = rp_cap_materialize, .held_only = rp_cap_held_only,
-                            .held_refs = rp_cap_held_refs, .ctx = R, .device = R->dev};
+                            .held_refs = rp_cap_held_refs, .backward = rp_bw_hook, .ctx = R, .device = R->dev};
     jn_rt_set_capture_hook(&h);
     jn_dispatch_hook dh = {rp_eager_after, R};
     jn_set_dispatch_hook(&dh);
@@ -205,6 +209,7 @@ void jn_rp_free(jn_replay *R) {
     rp_miss_free(R);
     rp_tl_free(&R->tl);
     rp_region_free(R);
+    rp_bw_free(R);
     free(R->db_path);
     free(R->ops);
     free(R->refs);

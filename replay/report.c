@@ -134,6 +134,7 @@ void jn_rp_get_stats(const jn_replay *R, jn_rp_stats *st) {
         st->seconds += R->g[i].seconds;
     }
     st->device = R->dev;
+    rp_bw_counts(R, &st->bw_skipped, &st->bw_learned, &st->bw_declined);
     if (R->cg) {
         jn_ex_cuda_graphs_stats cs;
         jn_ex_cuda_graphs_get_stats(R->cg, &cs);
@@ -300,3 +301,5 @@ void rp_write_counters(jn_replay *R) {
     }
     jn_db_close(db);
 }
+
+const char *jn_rp_bw_reason(const jn_replay *R, int i, int64_t *count) { return rp_bw_reason(R, i, count); }

@@ -191,7 +191,22 @@ struct jn_replay {
     int rg_observing;      /* a region call is observed: the dispatch hook and syncs log to rg */
     struct rp_regions *rg; /* region.c: templates, observation log, counters (NULL until used) */
     int rg_batch;          /* a template runs under capture: the hook feeds through rp_region_feed */
+    /* backward skip (backward.c) */
+    uint64_t seg_seq0;     /* autograd nodes made in this segment have seq >= it */
+    struct rp_bw *bw;      /* plans, this segment's skips, counters (NULL until used) */
 };
+
+/* ---------------------------------------------------------- backward.c */
+/* The capture hook's backward callback (jn_rt_capture_hook.backward). */
+jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain, int *handled);
+/* The fallback reaches a skipped backward's head record: the engine runs. */
+jn_status rp_bw_fallback(jn_replay *R, const rp_op *p);
+/* The list is cleared: this segment's skips are done with. */
+void rp_bw_clear(jn_replay *R);
+void rp_bw_free(jn_replay *R);
+/* Counters: skipped, learned, declined; the i-th decline reason (NULL past the end). */
+void rp_bw_counts(const jn_replay *R, int64_t *skipped, int64_t *learned, int64_t *declined);
+const char *rp_bw_reason(const jn_replay *R, int i, int64_t *count);
 
 /* ------------------------------------------------------------ region.c */
 /* While a region is observed: log an op (the dispatch hook), a sync point. */
@@ -220,12 +235,25 @@ static inline jn_tensor **rp_op_in(const jn_replay *R, const rp_op *p) { return 
 static inline jn_tensor **rp_op_out(const jn_replay *R, const rp_op *p) { return R->refs + p->ref + p->nin; }
 /* Output k of p is an existing tensor written in place (not created here):
  * an in-place op writes every output (its first nout inputs). */
-static inline int rp_written(const rp_op *p) { return p->into || (jn_op_info(p->op)->flags & JN_F_INPLACE); }
+static inline int rp_written(const rp_op *p) {
+    return p->into == 1 || (!p->into && (jn_op_info(p->op)->flags & JN_F_INPLACE));
+}
+/* rp_op.into of a skipped backward's records (backward.c): its head (attr:
+ * the skip's index in R->bw_skips) and the records standing for the rest of
+ * its matcher events (holding what graph_run reads by event: a graph input
+ * bound there, a .grad made there). */
+enum { RP_BW_HEAD = 3, RP_BW_GHOST = 2 };
 
 /* ------------------------------------------------ capture.c: holding */
 /* Room for n more records: 0 when out of memory (error set).  The holds
  * below then cannot fail. */
 int rp_pool_reserve(jn_replay *R, int64_t n);
+/* Append a record holding in and out (no attributes; attr is the caller's):
+ * 0 when out of memory (error set). */
+int rp_cap_push(jn_replay *R, jn_op op, int into, int32_t attr, int nin, jn_tensor *const *in, int nout,
+                jn_tensor *const *out);
+/* Capture off for the rest of the segment: the list runs now (why: a miss to count). */
+jn_status rp_capture_off(jn_replay *R, int32_t graph, int32_t guard, int32_t token, double seen, const char *why);
 void rp_pool_free(rp_pool *P);
 /* t's record, made (from the reserved ones) on first use. */
 static inline rp_hold *rp_record(jn_replay *R, jn_tensor *t) {

@@ -210,7 +210,8 @@ void jn_ag_hook_decref(jn_ag_hook *h) {
 
 void jn_ag_hook_remove(jn_ag_hook *h) { __atomic_store_n(&h->removed, 1, __ATOMIC_RELEASE); }
 
-static int hook_live(const jn_ag_hook *h) { return !__atomic_load_n(&h->removed, __ATOMIC_ACQUIRE); }
+static _Thread_local int hooks_muted; /* jn_ag_backward_engine(.., no_hooks) */
+static int hook_live(const jn_ag_hook *h) { return !hooks_muted && !__atomic_load_n(&h->removed, __ATOMIC_ACQUIRE); }
 
 static void hooks_free(jn_ag_hook *h) {
     while (h) {
@@ -1148,6 +1149,11 @@ nomem:
 }
 
 jn_status jn_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph) {
+    if (jn_rt_capturing) { /* a replay may hold this backward's ops already (replay/backward.c) */
+        int handled = 0;
+        jn_status s = jn_rt_capture_backward(n, roots, grads, retain_graph, &handled);
+        if (handled) return s;
+    }
     return run_engine(n, roots, grads, retain_graph, NULL);
 }
 
@@ -1175,4 +1181,213 @@ jn_status jn_autograd_grad(int n, jn_tensor *const *roots, jn_tensor *const *gra
             out[i] = NULL;
         }
     return s;
+}
+
+/* ------------------------------------------------- the walk (replay's skip) */
+jn_status jn_ag_backward_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph,
+                                int no_hooks) {
+    int was = hooks_muted;
+    hooks_muted = no_hooks;
+    jn_status s = run_engine(n, roots, grads, retain_graph, NULL);
+    hooks_muted = was;
+    return s;
+}
+
+jn_tensor *jn_ag_history_alias(jn_tensor *t) {
+    jn_ag_meta *m = t->autograd ? meta_of(t) : NULL;
+    jn_tensor *a = same_value(t);
+    if (!a || !m || !m->grad_fn) return a;
+    jn_ag_meta *am = meta_get(a);
+    if (!am) {
+        jn_tensor_decref(a);
+        return NULL;
+    }
+    __atomic_fetch_add(&m->grad_fn->refcnt, 1, __ATOMIC_RELAXED);
+    am->grad_fn = m->grad_fn;
+    am->output_nr = m->output_nr;
+    am->requires_grad = 1;
+    return a;
+}
+
+uint64_t jn_ag_seq_now(void) { return __atomic_load_n(&node_seq, __ATOMIC_RELAXED); }
+
+static inline uint64_t fp_mix(uint64_t h, uint64_t v) {
+    h ^= v;
+    h *= 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
+
+static uint64_t fp_meta(uint64_t h, const jn_meta *m) {
+    h = fp_mix(h, (uint64_t)m->dtype << 8 | (uint64_t)m->ndim);
+    for (int d = 0; d < m->ndim; d++) h = fp_mix(h, (uint64_t)m->shape[d]);
+    return h;
+}
+
+static int grow_arr(void **p, int *cap, int need, size_t el) {
+    if (need <= *cap) return 0;
+    int c = *cap ? *cap * 2 : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, el * (size_t)c);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* A saved tensor as a formula sees it: its layout (not its offset: a
+ * formula's ops do not depend on it, and a batch sliced from a dataset
+ * moves it every step), and the value of a Python number (a formula may
+ * read it on the host: minus_one of pow). */
+static uint64_t fp_saved(uint64_t h, const jn_tensor *t) {
+    if (!t) return fp_mix(h, 0);
+    h = fp_mix(h, 1ULL | (uint64_t)t->dtype << 8 | (uint64_t)t->ndim << 16 | (uint64_t)t->is_view << 24 |
+                      (uint64_t)t->wrapped_number << 25);
+    for (int d = 0; d < t->ndim; d++) h = fp_mix(fp_mix(h, (uint64_t)t->shape[d]), (uint64_t)t->strides[d]);
+    if (t->wrapped_number && t->storage->data && t->storage->device == JN_CPU) {
+        double v = jn_load_f64(jn_data(t), t->dtype);
+        uint64_t b;
+        memcpy(&b, &v, sizeof b);
+        h = fp_mix(h, b);
+    }
+    return h;
+}
+
+/* A new record reached: its ordinal (in deps, engine scratch the engine's
+ * own discovery resets) and its place on the stack. */
+static int walk_reach(jn_ag_walk *w, jn_node *x, uint64_t gen, nodevec *stack) {
+    if (x->visit == gen) return 0;
+    x->visit = gen;
+    if (grow_arr((void **)&w->rec, &w->caprec, w->nrec + 1, sizeof *w->rec)) return -1;
+    x->deps = w->nrec;
+    w->rec[w->nrec++] = x;
+    return vec_push(stack, x);
+}
+
+static uint64_t fp_attrs(uint64_t h, const jn_node *x) {
+    const jn_opinfo *info = jn_op_info(x->op);
+    for (int k = 0; k < info->nattrs; k++) {
+        const jn_attr *a = &x->attrs.a[k];
+        switch (info->attr_kind[k]) {
+        case JN_A_FLOAT: {
+            uint64_t b;
+            memcpy(&b, &a->f, sizeof b);
+            h = fp_mix(h, b);
+            break;
+        }
+        case JN_A_INTS:
+            h = fp_mix(h, (uint64_t)a->l.n);
+            for (int j = 0; j < a->l.n && j < JN_MAX_DIMS; j++) h = fp_mix(h, (uint64_t)a->l.v[j]);
+            break;
+        default: h = fp_mix(h, (uint64_t)a->i);
+        }
+    }
+    return h;
+}
+
+jn_status jn_ag_walk_graph(jn_tensor *root, uint64_t min_seq, jn_ag_walk *w) {
+    w->nrec = w->nleaf = w->nsaved = 0;
+    w->why = NULL;
+    w->fp = 0xcbf29ce484222325ULL;
+    jn_ag_meta *rm = root->autograd ? meta_of(root) : NULL;
+    if (!rm || !rm->requires_grad || !rm->grad_fn) {
+        w->why = "the root has no history";
+        return JN_OK;
+    }
+    nodevec stack = {0};
+    uint64_t gen = __atomic_add_fetch(&visit_gen, 1, __ATOMIC_RELAXED);
+    int q;
+    jn_node *r0 = owner_of(rm->grad_fn, rm->output_nr, &q);
+    if (walk_reach(w, r0, gen, &stack)) goto nomem;
+    w->fp = fp_mix(w->fp, (uint64_t)q);
+    /* depth first as the engine discovers; each record is fingerprinted when popped */
+    while (stack.n) {
+        jn_node *x = stack.v[--stack.n];
+        uint64_t h = fp_mix(w->fp, (uint64_t)x->deps);
+        h = fp_mix(h, (uint64_t)x->op << 16 | (uint64_t)x->nin << 8 | (uint64_t)x->nout);
+        h = fp_mix(h, (uint64_t)x->device);
+        h = fp_attrs(h, x);
+        if (x->seq < min_seq && !w->why) w->why = "it reaches a node made before this segment";
+        if (x->released && !w->why) w->why = "the graph was released by an earlier backward";
+        for (const jn_ag_hook *k = x->hooks; k && !w->why; k = k->next)
+            if (hook_live(k)) w->why = "a gradient hook is registered on a tensor it reaches";
+        for (int k = 0; k < x->nout; k++) {
+            h = fp_meta(h, &x->out_meta[k]);
+            jn_tensor *t = x->saved_out[k];
+            h = fp_saved(h, t);
+            if (!t) continue;
+            if (t->storage->version != x->saved_out_ver[k] && !w->why) w->why = "a saved tensor was changed in place";
+        }
+        for (int i = 0; i < x->nin; i++) {
+            h = fp_meta(h, &x->in_meta[i]);
+            jn_tensor *t = x->saved_in ? x->saved_in[i] : NULL;
+            h = fp_saved(h, t);
+            if (t && t->storage->version != x->saved_in_ver[i] && !w->why) w->why = "a saved tensor was changed in place";
+            const struct jn_edge *e = &x->next[i];
+            if (e->leaf) {
+                jn_ag_meta *m = meta_of(e->leaf);
+                if (m->hvisit != gen) {
+                    if (grow_arr((void **)&w->leaf, &w->capleaf, w->nleaf + 1, sizeof *w->leaf)) goto nomem;
+                    m->hvisit = gen;
+                    m->hdeps = w->nleaf;
+                    w->leaf[w->nleaf++] = e->leaf;
+                    if (leaf_hooked(e->leaf) && !w->why) w->why = "a gradient hook is registered on a leaf it reaches";
+                    if (m->grad && !w->why) w->why = "a leaf it reaches has a .grad already (accumulation)";
+                    jn_meta lm = {e->leaf->dtype, e->leaf->ndim, {0}};
+                    memcpy(lm.shape, e->leaf->shape, sizeof(int64_t) * (size_t)e->leaf->ndim);
+                    h = fp_meta(h, &lm);
+                }
+                h = fp_mix(h, 2ULL << 32 | (uint64_t)m->hdeps);
+            } else if (e->node) {
+                jn_node *y = e->node->member ? e->node : owner_of(e->node, e->output_nr, &q);
+                if (walk_reach(w, y, gen, &stack)) goto nomem;
+                h = fp_mix(h, 1ULL << 32 | (uint64_t)y->deps);
+                h = fp_mix(h, (uint64_t)e->output_nr);
+            } else {
+                h = fp_mix(h, 0);
+            }
+        }
+        w->fp = h;
+    }
+    /* the saved tensors, records in ordinal order */
+    for (int r = 0; r < w->nrec; r++) {
+        jn_node *x = w->rec[r];
+        for (int j = 0; j < x->nin + x->nout; j++) {
+            jn_tensor **s = j < x->nin ? (x->saved_in ? &x->saved_in[j] : NULL) : &x->saved_out[j - x->nin];
+            if (!s || !*s) continue;
+            if (w->nsaved == w->capsaved) {
+                int c = w->capsaved ? w->capsaved * 2 : 64;
+                jn_tensor ***ns = realloc(w->slot, sizeof *ns * (size_t)c);
+                if (ns) w->slot = ns;
+                jn_tensor **nt = ns ? realloc(w->saved, sizeof *nt * (size_t)c) : NULL;
+                if (!nt) goto nomem;
+                w->saved = nt;
+                w->capsaved = c;
+            }
+            w->slot[w->nsaved] = s;
+            w->saved[w->nsaved++] = *s;
+        }
+    }
+    free(stack.v);
+    return JN_OK;
+nomem:
+    free(stack.v);
+    return jn_error(JN_ERR_NOMEM, "out of memory walking the autograd graph");
+}
+
+void jn_ag_walk_free(jn_ag_walk *w) {
+    free(w->rec), free(w->leaf), free(w->slot), free(w->saved);
+    memset(w, 0, sizeof *w);
+}
+
+void jn_ag_walk_detach(jn_ag_walk *w) {
+    for (int i = 0; i < w->nsaved; i++) *w->slot[i] = NULL;
+    for (int r = 0; r < w->nrec; r++) w->rec[r]->released = 1;
+}
+
+void jn_ag_walk_restore(jn_ag_walk *w) {
+    for (int i = 0; i < w->nsaved; i++) {
+        jn_tensor_incref(w->saved[i]);
+        *w->slot[i] = w->saved[i];
+    }
+    for (int r = 0; r < w->nrec; r++) w->rec[r]->released = 0;
 }

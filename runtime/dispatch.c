@@ -211,6 +211,12 @@ void jn_rt_set_capture_hook(const jn_rt_capture_hook *h) {
 
 int jn_rt_capture_hook_installed(void) { return capture_hook.capture != NULL; }
 
+jn_status jn_rt_capture_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain, int *handled) {
+    *handled = 0;
+    if (!capture_hook.backward) return JN_OK;
+    return capture_hook.backward(capture_hook.ctx, n, roots, grads, retain, handled);
+}
+
 int64_t jn_rt_storage_refs(const jn_storage *st) {
     if (!jn_rt_capturing || !st->ext || !capture_hook.held_only || st->refcnt == 1) return st->refcnt;
     return st->refcnt - capture_hook.held_only(capture_hook.ctx, st);

@@ -59,6 +59,49 @@ jn_status jn_autograd_grad(int n, jn_tensor *const *roots, jn_tensor *const *gra
                            jn_tensor *const *inputs, jn_tensor **out, int retain_graph,
                            int allow_unused);
 
+/* The engine itself, without the capture hook's backward callback (what
+ * jn_backward runs when no replay asks to handle the call); no_hooks: no
+ * gradient hook runs (a skipped backward run late, replay/backward.c: the
+ * walk proved none existed when it was called). */
+jn_status jn_ag_backward_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph,
+                                int no_hooks);
+/* A second header over t's value carrying t's history as it is now (the
+ * same grad_fn and output): a later in-place op on t does not move it. */
+jn_tensor *jn_ag_history_alias(jn_tensor *t);
+/* The node counter's value now: nodes made later have a larger seq. */
+uint64_t jn_ag_seq_now(void);
+
+/* What backward(root) would run, walked as the engine's discovery walks it
+ * (replay's backward skip, replay/backward.c): the reached records (plain
+ * nodes and reached group members) and leaves in discovery order, every
+ * saved tensor of the reached records (slot address and tensor, records in
+ * order, inputs then outputs), and a fingerprint of everything the engine's
+ * dispatched ops depend on (per record: op, attributes, input and output
+ * metadata, edges by ordinal, which tensors are saved; per leaf: dtype and
+ * shape).  why: set when the engine's ops cannot be predicted from an
+ * earlier backward's (a record made before min_seq, released, with hooks; a
+ * leaf with hooks or a defined .grad; a saved tensor changed in place). */
+typedef struct {
+    jn_node **rec;
+    int nrec, caprec;
+    jn_tensor **leaf;
+    int nleaf, capleaf;
+    jn_tensor ***slot;
+    jn_tensor **saved;
+    int nsaved, capsaved;
+    uint64_t fp;
+    const char *why;
+} jn_ag_walk;
+jn_status jn_ag_walk_graph(jn_tensor *root, uint64_t min_seq, jn_ag_walk *w);
+void jn_ag_walk_free(jn_ag_walk *w);
+/* As the engine leaves them after backward without retain_graph: the saved
+ * tensors out of their records (the caller now owns those references,
+ * w->saved) and the records released. */
+void jn_ag_walk_detach(jn_ag_walk *w);
+/* Undo jn_ag_walk_detach: the saved tensors back in their slots (a new
+ * reference each), the records not released. */
+void jn_ag_walk_restore(jn_ag_walk *w);
+
 /* Gradient hooks (Tensor.register_hook, register_post_accumulate_grad_hook).
  * JN_HOOK_GRAD on a leaf or a non-leaf: fn(ctx, t, grad, &r) runs when t's
  * gradient of this backward is complete (a non-leaf's before its producer's

@@ -373,6 +373,11 @@ typedef struct jn_rt_capture_hook {
     /* The references to t the capture holds (of t->refcnt; eager would not
      * hold them); asked only when t->ext is set. */
     int64_t (*held_refs)(void *ctx, const jn_tensor *t);
+    /* backward() while capturing (jn_backward): *handled = 1 when the
+     * capture took the call over (its status returned), 0 to run the engine.
+     * May be NULL. */
+    jn_status (*backward)(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain,
+                          int *handled);
     void *ctx;
     /* The device whose ops are captured (jn_device_type; 0 = JN_CPU): ops
      * on another device end the segment and run eagerly (a factory runs
@@ -382,6 +387,10 @@ typedef struct jn_rt_capture_hook {
 void jn_rt_set_capture_hook(const jn_rt_capture_hook *h);
 /* One capture hook at a time: whether one is installed (a replay). */
 int jn_rt_capture_hook_installed(void);
+/* The capture hook's backward callback (*handled = 0 without one). */
+jn_status jn_rt_capture_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain, int *handled);
+/* n consecutive tensor ids, none of them given to a tensor: the first. */
+int64_t jn_rt_reserve_ids(int64_t n);
 extern int jn_rt_capturing;
 /* The one helper everything that reads or writes tensor data outside
  * jn_dispatch calls first: JN_OK at once for an ordinary tensor; for a

@@ -44,6 +44,8 @@ static int64_t next_id = 1; /* tensor ids for the recorder; only needs uniquenes
 static int64_t next_private_id = (int64_t)1 << 62;
 int jn_rt_private_ids;
 
+int64_t jn_rt_reserve_ids(int64_t n) { return __atomic_fetch_add(&next_id, n, __ATOMIC_RELAXED); }
+
 /* Freed headers are kept per thread for the next ones.  A step of small ops
  * makes and drops hundreds of headers in bursts (a replayed segment's
  * pending list lets go of all of its own at the segment's end), more than

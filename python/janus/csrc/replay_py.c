@@ -110,12 +110,29 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
         }
         Py_DECREF(tup);
     }
-    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsdsssN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
+    PyObject *bw = PyList_New(0);
+    if (!bw) {
+        Py_DECREF(misses);
+        return NULL;
+    }
+    for (int i = 0; (why = jn_rp_bw_reason(r, i, &n)); i++) {
+        PyObject *tup = Py_BuildValue("(sL)", why, (long long)n);
+        if (!tup || PyList_Append(bw, tup)) {
+            Py_XDECREF(tup);
+            Py_DECREF(misses);
+            Py_DECREF(bw);
+            return NULL;
+        }
+        Py_DECREF(tup);
+    }
+    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsdsssNsLsLsLsN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
                          "extrapolated", (long long)st.extrapolated,
                          "sliced", (long long)st.sliced, "chosen", (long long)st.chosen, "graphs_eager",
                          (long long)st.graphs_eager,
                          "misses", (long long)st.misses, "graphs_hit", (long long)st.graphs_hit, "graphs",
-                         (long long)st.ngraphs, "seconds", st.seconds, "summary", line, "top_misses", misses);
+                         (long long)st.ngraphs, "seconds", st.seconds, "summary", line, "top_misses", misses,
+                         "backward_skipped", (long long)st.bw_skipped, "backward_learned", (long long)st.bw_learned,
+                         "backward_declined", (long long)st.bw_declined, "backward_declines", bw);
 }
 
 /* _rp_put_steps(db, run_id, [(started, duration), ...], tail) -> None, or

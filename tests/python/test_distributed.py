@@ -825,12 +825,13 @@ def test_killed_rank_under_record_loses_no_stored_step(tmp_path):
                                      timeout=60).stdout)["runs"]
     got = sorted((r["device"], r["status"], r["exit_status"]) for r in runs)
     assert got == [("cpu rank 0/2", "killed", 143), ("cpu rank 1/2", "killed", 137)], got
-    # rank 1 (SIGKILL) keeps its steps up to the kill at step 5 (the last one may still have been in the
-    # writer's hands); rank 0, ended by mpirun's SIGTERM while it waits in step 5's collective, keeps every
+    # rank 1 (SIGKILL) keeps the steps its writer had committed: step 0 at once, later ones per batch of 4 or
+    # per 50 ms tick, so a loaded machine may lose up to the queue's 8 (recorder/rec.c); never more than it ran.
+    # Rank 0, ended by mpirun's SIGTERM while it waits in step 5's collective, keeps every
     # completed step and the one in progress (recorder/signals.c).  Rank 0 has passed step 4's collective
     # when rank 1 dies, but on a loaded machine it may still be finishing step 4 when the SIGTERM comes
     by = {r["device"]: r for r in runs}
-    assert by["cpu rank 1/2"]["steps"] in (4, 5), by["cpu rank 1/2"]
+    assert 1 <= by["cpu rank 1/2"]["steps"] <= 5, by["cpu rank 1/2"]
     assert by["cpu rank 0/2"]["step_kinds"] in ({"optimizer": 5, "tail": 1}, {"optimizer": 4, "tail": 1}), \
         by["cpu rank 0/2"]
 

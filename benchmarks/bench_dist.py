@@ -7,9 +7,11 @@ numbers taken on the same machine at the same time.
 1. All-reduce: float32 tensors of each --sizes elements, in place, SUM, 2
    ranks.  Ours: janus.distributed.all_reduce in a Python loop.  Baseline: a
    C program (built here with mpicc) calling MPI_Allreduce(MPI_IN_PLACE) in
-   the same loop, as plain as it gets (MPI_Init, MPI_COMM_WORLD), and the
-   same program with janus's MPI setup (MPI_THREAD_SERIALIZED, a duplicated
-   communicator), which costs Open MPI itself a few percent at 4 KB.  Each
+   the same loop, as plain as it gets (MPI_Init, MPI_COMM_WORLD), which is
+   also janus's default setup (JANUS_DIST_MPI_THREADS=single); and both
+   again with JANUS_DIST_MPI_THREADS=serialized's setup
+   (MPI_THREAD_SERIALIZED, a duplicated communicator), which costs Open MPI
+   itself a few percent at 4 KB.  Each
    times 41 bursts of a few calls after a barrier and
    keeps the median burst (rank 0's clock; on a busy machine a long loop
    gets preempted, which would time the scheduler); per size: the median
@@ -63,7 +65,7 @@ static int cmp(const void *a, const void *b) {
 }
 int main(int argc, char **argv) {
     int rank;
-#ifdef SAME_SETUP /* janus's own: any thread may call (THREAD_SERIALIZED), a communicator of its own */
+#ifdef SAME_SETUP /* JANUS_DIST_MPI_THREADS=serialized: any thread may call, a communicator of its own */
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm comm;
@@ -129,9 +131,9 @@ def env(build=None):
     return e
 
 
-def mpirun(args, n=2, timeout=900, build=None):
+def mpirun(args, n=2, timeout=900, build=None, **extra):
     r = subprocess.run(["mpirun", "-n", str(n), "--oversubscribe"] + args, capture_output=True, text=True,
-                       timeout=timeout, env=env(build))
+                       timeout=timeout, env={**env(build), **extra})
     if r.returncode:
         sys.exit(f"bench_dist: {' '.join(args[:3])}... failed:\n{r.stdout}{r.stderr}")
     return r.stdout
@@ -150,21 +152,23 @@ def allreduce(tmp, sizes, repeats, base=None):
     spec = []
     for n in sizes:  # bursts of a few calls (the median burst: time-sharing on a busy machine preempts long loops)
         spec += [str(n), "41", str(max(2, min(20, int(4e6 / max(n * 4, 1)))))]
-    progs = ["mpi", "setup", "janus"] + (["base"] if base else [])
+    progs = ["mpi", "setup", "janus", "janus_ser"] + (["base"] if base else [])
     times = {p: {n: [] for n in sizes} for p in progs}
     for _ in range(repeats):  # alternate, so load drifts hit every program alike
         for p in progs:
             prog = {"mpi": [exe], "setup": [exe + "_setup"]}.get(p, [sys.executable, "-c", PY_LOOP])
             cmd = prog + spec
-            for n, t in per_call(mpirun(cmd, build=base if p == "base" else None)).items():
+            extra = {"JANUS_DIST_MPI_THREADS": "serialized"} if p == "janus_ser" else {}
+            for n, t in per_call(mpirun(cmd, build=base if p == "base" else None, **extra)).items():
                 times[p][n].append(t)
     med = {p: {n: statistics.median(v) for n, v in times[p].items()} for p in progs}
     best = {p: {n: min(v) for n, v in times[p].items()} for p in progs}
     print(f"\n## All-reduce, float32 SUM in place, 2 ranks (per call: median burst; median and best of "
           f"{repeats} alternating repeats)\n")
     head = "| elements | bytes | Open MPI MPI_Allreduce (C loop) | janus all_reduce | bus GB/s (MPI / janus) "
-    head += "| janus / MPI (median) | janus / MPI (best) | C loop, janus's MPI setup | janus / that (median) |"
-    rule = "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    head += "| janus / MPI (median) | janus / MPI (best) | C loop, serialized setup | janus serialized | "
+    head += "janus serialized / C loop serialized (median) |"
+    rule = "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     if base:
         head += " base build | base / MPI (median) | janus / base (median) |"
         rule += "---:|---:|---:|"
@@ -176,10 +180,10 @@ def allreduce(tmp, sizes, repeats, base=None):
         bw = lambda t: 2 * (2 - 1) / 2 * n * 4 / t / 1e9  # noqa: E731
         line = (f"| {n:,} | {4 * n:,} | {a * 1e6:.2f} us | {b * 1e6:.2f} us | {bw(a):.2f} / {bw(b):.2f} | "
                 f"{b / a:.3f} | {best['janus'][n] / best['mpi'][n]:.3f} | {med['setup'][n] * 1e6:.2f} us | "
-                f"{b / med['setup'][n]:.3f} |")
+                f"{med['janus_ser'][n] * 1e6:.2f} us | {med['janus_ser'][n] / med['setup'][n]:.3f} |")
         row = {"elements": n, "mpi_s": a, "janus_s": b, "ratio": b / a,
                "ratio_best": best["janus"][n] / best["mpi"][n], "setup_s": med["setup"][n],
-               "ratio_setup": b / med["setup"][n]}
+               "janus_serialized_s": med["janus_ser"][n], "ratio_serialized": med["janus_ser"][n] / med["setup"][n]}
         if base:
             c = med["base"][n]
             line += f" {c * 1e6:.2f} us | {c / a:.3f} | {b / c:.3f} |"

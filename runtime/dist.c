@@ -36,6 +36,7 @@
 
 typedef void *MPI_Handle; /* every Open MPI handle is a pointer */
 #define MPI_IN_PLACE_ ((void *)1)
+#define MPI_THREAD_SINGLE_ 0
 #define MPI_THREAD_SERIALIZED_ 2
 
 typedef struct {
@@ -53,11 +54,16 @@ static struct {
     /* MPI */
     void *mpi_lib;
     MPI_Handle comm, errors_return;
+    /* MPI's thread level (JANUS_DIST_MPI_THREADS): any_thread 0 means only
+     * mpi_thread, the one that started it, may call MPI */
+    int any_thread;
+    pthread_t mpi_thread;
     MPI_Handle dtype[JN_NDTYPES]; /* NULL: no MPI type (half floats, bool maps to uint8) */
     MPI_Handle rop[JN_DIST_NOPS];
     int (*Initialized)(int *);
     int (*Finalized)(int *);
     int (*Init_thread)(int *, char ***, int, int *);
+    int (*Query_thread)(int *);
     int (*Finalize)(void);
     int (*Comm_dup)(MPI_Handle, MPI_Handle *);
     int (*Comm_set_errhandler)(MPI_Handle, MPI_Handle);
@@ -114,6 +120,17 @@ static jn_status need_up(const char *what) {
                         "janus.distributed.init_process_group(backend=\"mpi\") first", what);
     return JN_OK;
 }
+
+/* a call into MPI from this thread is allowed at MPI's thread level */
+static jn_status mpi_thread_ok(const char *what) {
+    if (pg.any_thread || pthread_equal(pthread_self(), pg.mpi_thread)) return JN_OK;
+    return jn_error(JN_ERR_RUNTIME, "%s: called from a thread other than the one that called init_process_group, "
+                    "and MPI runs at MPI_THREAD_SINGLE (JANUS_DIST_MPI_THREADS=single, the default): set "
+                    "JANUS_DIST_MPI_THREADS=serialized before init_process_group to call collectives from any "
+                    "thread, one at a time", what);
+}
+
+int jn_rt_dist_any_thread(void) { return !pg.mpi_lib || pg.any_thread; }
 
 /* ---------------------------------------------------------------- watchdog */
 /* The watchdog polls instead of being woken per collective: a wake-up (a
@@ -201,7 +218,8 @@ static jn_status load_mpi(void) {
         const char *name;
     } fns[] = {
         {&pg.Initialized, "MPI_Initialized"}, {&pg.Finalized, "MPI_Finalized"},
-        {&pg.Init_thread, "MPI_Init_thread"}, {&pg.Finalize, "MPI_Finalize"},
+        {&pg.Init_thread, "MPI_Init_thread"}, {&pg.Query_thread, "MPI_Query_thread"},
+        {&pg.Finalize, "MPI_Finalize"},
         {&pg.Comm_dup, "MPI_Comm_dup"}, {&pg.Comm_set_errhandler, "MPI_Comm_set_errhandler"},
         {&pg.Comm_rank, "MPI_Comm_rank"}, {&pg.Comm_size, "MPI_Comm_size"},
         {&pg.Barrier, "MPI_Barrier"}, {&pg.Allreduce, "MPI_Allreduce"}, {&pg.Bcast, "MPI_Bcast"},
@@ -234,19 +252,38 @@ static jn_status load_mpi(void) {
     return JN_OK;
 }
 
+/* The thread level.  By default only the thread that started MPI calls it
+ * (janus's own threads -- the watchdog, the kernel pool, the recorder's
+ * writer -- never do, so one thread is all MPI ever sees) and MPI starts at
+ * MPI_THREAD_SINGLE: at any higher level Open MPI 4.1 takes a lock in every
+ * call, ~5% of a 4 KB all-reduce (benchmarks/results/dist.md).  Collectives
+ * from other threads (DDP's communication thread, a user's thread) need
+ * MPI_THREAD_SERIALIZED and, so that they cannot interleave with another
+ * library's calls on MPI_COMM_WORLD in a different order on each rank, a
+ * communicator of janus's own.  An MPI started before janus keeps its level
+ * (MPI_Query_thread says which). */
 static jn_status start_mpi(void) {
-    int inited = 0, fin = 0, provided = 0, rc;
+    int inited = 0, fin = 0, provided = 0, rc, async = 0;
+    const char *level = NULL;
+    jn_status s = jn_setting_str(JN_S_DIST_MPI_THREADS, &level);
+    if (!s) s = jn_setting_bool(JN_S_DDP_ASYNC_REDUCE, &async);
+    if (s) return s;
+    int want = async || !strcmp(level, "serialized") ? MPI_THREAD_SERIALIZED_ : MPI_THREAD_SINGLE_;
     pg.Initialized(&inited);
     pg.Finalized(&fin);
     if (fin)
         return jn_error(JN_ERR_RUNTIME, "init_process_group: MPI was finalized in this process and cannot start "
                         "again: keep one process group for the life of the process");
-    if (!inited && (rc = pg.Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED_, &provided))) return mpi_err(rc, "MPI_Init_thread");
+    if (!inited && (rc = pg.Init_thread(NULL, NULL, want, &provided))) return mpi_err(rc, "MPI_Init_thread");
+    if (inited && (rc = pg.Query_thread(&provided))) return mpi_err(rc, "MPI_Query_thread");
     pg.pid = getpid();
-    /* a communicator of our own: a user's MPI calls never match ours; errors come back as codes */
-    MPI_Handle dup = NULL;
-    if ((rc = pg.Comm_dup(pg.comm, &dup))) return mpi_err(rc, "MPI_Comm_dup");
-    pg.comm = dup;
+    pg.mpi_thread = pthread_self();
+    pg.any_thread = provided >= MPI_THREAD_SERIALIZED_;
+    if (pg.any_thread) { /* errors come back as codes, on our communicator or on the world */
+        MPI_Handle dup = NULL;
+        if ((rc = pg.Comm_dup(pg.comm, &dup))) return mpi_err(rc, "MPI_Comm_dup");
+        pg.comm = dup;
+    }
     pg.Comm_set_errhandler(pg.comm, pg.errors_return);
     pg.Comm_rank(pg.comm, &pg.rank);
     pg.Comm_size(pg.comm, &pg.world);
@@ -257,6 +294,8 @@ static jn_status start_mpi(void) {
 #define CHUNK ((int64_t)1 << 30)
 
 static jn_status mpi_check(jn_tensor *t, const char *what, jn_dist_op op) {
+    jn_status s = mpi_thread_ok(what);
+    if (s) return s;
     if (!t->storage || t->storage->device != JN_CPU)
         return jn_error(JN_ERR_VALUE, "%s: the mpi backend takes CPU tensors; a CUDA tensor needs "
                         "init_process_group(backend=\"nccl\")", what);
@@ -523,6 +562,7 @@ jn_status jn_rt_dist_barrier(void) {
         if (t) jn_tensor_decref(t);
         return s;
     }
+    if ((s = mpi_thread_ok("barrier"))) return s;
     watch_begin("barrier");
     int rc = pg.Barrier(pg.comm);
     watch_end();

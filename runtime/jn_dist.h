@@ -45,6 +45,9 @@ int jn_rt_dist_initialized(void);
 int jn_rt_dist_rank(void);
 int jn_rt_dist_world_size(void);
 jn_dist_backend jn_rt_dist_backend(void);
+/* 1: collectives may come from any thread (one at a time); 0: only from
+ * the thread that called jn_rt_dist_init (MPI at MPI_THREAD_SINGLE) */
+int jn_rt_dist_any_thread(void);
 /* Collectives: t in place (all_reduce, broadcast); out = the world's ins
  * concatenated in rank order (all_gather); out = this rank's 1/world share
  * of the reduced in (reduce_scatter).  Contiguous tensors on the backend's

@@ -69,6 +69,7 @@ def main():
     if args.no_ddp:
         rank, world = 0, 1
     else:
+        os.environ["JANUS_DDP_ASYNC_REDUCE"] = "1" if args.reduce == "async" else "0"  # MPI's thread level
         dist.init_process_group("mpi")
         rank, world = dist.get_rank(), dist.get_world_size()
     janus.manual_seed(1234 + rank)  # different per rank: DDP's broadcast makes rank 0's weights everyone's
@@ -90,7 +91,6 @@ def main():
     if args.no_ddp:
         janus.manual_seed(1234)
     else:
-        os.environ["JANUS_DDP_ASYNC_REDUCE"] = "1" if args.reduce == "async" else "0"  # read at the wrap
         model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
         model._reduce_in_backward = args.reduce != "after"
     opt = janus.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)

@@ -32,6 +32,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -438,7 +439,8 @@ def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_pa
     """One bucket per parameter: the last layer's buckets are all-reduced before
     backward reaches the first layer; an extra head used on rank 0 only (its
     buckets come first): with find_unused_parameters rank 1 marks it ready at
-    forward and reduces zeros for it, in the same order; no_sync reduces
+    forward and reduces zeros for it, in the same order, then both count
+    the ranks that used each parameter (6 of them); no_sync reduces
     nothing."""
     r = _py(f"""
         import json, janus, janus.distributed as dist, janus.nn as nn
@@ -476,7 +478,7 @@ def test_ddp_reduces_each_bucket_inside_backward_in_rank_consistent_order(tmp_pa
     assert r.returncode == 0, r.stdout + r.stderr
     a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
     # buckets: extra.bias, extra.weight, b.bias, b.weight, a.bias, a.weight (reverse order)
-    overlapped = [3, 24, 3, 24, "first layer", 8, 32]
+    overlapped = [3, 24, 3, 24, "first layer", 8, 32, 6]
     assert a["log"] == overlapped, a
     assert b["log"] == overlapped, b["log"]  # extra ready at forward: zeros
     assert a["no_sync"] == ["first layer"] and b["no_sync"] == ["first layer"]
@@ -506,6 +508,72 @@ _UNUSED_NET = """
     model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=1e-6)
     x = janus.ones(5, 4) * (rank + 1)
 """
+
+
+@needs_mpi
+@pytest.mark.parametrize("find_unused", [False, True])
+def test_ddp_several_forwards_before_one_backward_reduce_once_as_pytorch(tmp_path, find_unused):
+    """As PyTorch's reducer: every forward with grad resets the accounting,
+    no error for forwards whose graphs are dropped, and the one backward
+    reduces each bucket once, averaging the gradients of the graph it ran
+    (with find_unused_parameters, `extra` -- used by the first forward only
+    -- is unused for the second and keeps no gradient); the next forward
+    does not raise."""
+    r = _py(f"""
+    import json, janus, janus.distributed as dist, janus.nn as nn
+    dist.init_process_group("mpi")
+    rank = dist.get_rank()
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.extra, self.b = nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 3)
+        def forward(self, x, use_extra):
+            h = janus.tanh(self.a(x))
+            return self.b(self.extra(h) if use_extra else h)
+    log, orig = [], dist.all_reduce
+    def traced(t, op=dist.ReduceOp.SUM, *a, **k):
+        log.append(t.numel())
+        return orig(t, op, *a, **k)
+    dist.all_reduce = traced
+    janus.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=1e-6, find_unused_parameters={find_unused})
+    x = janus.linspace(-1, 1, 20).reshape(5, 4) * (rank + 1)
+    second_uses_extra = {not find_unused}
+    model(x * 0.5, True).sum()  # dropped
+    loss = model(x, second_uses_extra).pow(2).sum()
+    reductions = len(log)
+    loss.backward()
+    reductions = len(log) - reductions
+    got = {{n: None if p.grad is None else p.grad.tolist() for n, p in model.module.named_parameters()}}
+    # the reference: this rank's gradients of the same graph without DDP, averaged by hand
+    params = [p for _, p in model.module.named_parameters()]
+    ref_loss = model.module(x, second_uses_extra).pow(2).sum()
+    grads = janus.autograd.grad(ref_loss, params, allow_unused=True)
+    want = {{}}
+    for (n, p), g in zip(model.module.named_parameters(), grads):
+        if g is None:
+            want[n] = None
+            continue
+        g = g.clone()
+        orig(g)
+        want[n] = (g / 2).tolist()
+    model(x, second_uses_extra).sum().backward()  # the next step does not raise
+    json.dump({{"got": got, "want": want, "reductions": reductions, "buckets": len(model._buckets)}},
+              open("{tmp_path}/r%d.json" % rank, "w"))
+    """, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
+    for d in (a, b):
+        # each bucket once; with find_unused_parameters one more: the count of ranks that used each parameter
+        assert d["buckets"] == 6 and d["reductions"] == 6 + find_unused, d
+        assert (d["got"]["extra.weight"] is None) == find_unused
+        for n, g in d["got"].items():
+            w = d["want"][n]
+            if g is None:
+                assert w is None, n
+                continue
+            np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-6, atol=1e-7, err_msg=n)
+    assert a["got"] == b["got"]
 
 
 @needs_mpi
@@ -606,7 +674,7 @@ def test_ddp_async_reduce_gives_the_synchronous_numbers(tmp_path):
                           "buckets": len(model._buckets), "comm": model._comm_seconds,
                           "wait": model._wait_seconds}}
         json.dump(out, open("{tmp_path}/r%d.json" % rank, "w"))
-    """, timeout=120)
+    """, timeout=120, JANUS_DIST_MPI_THREADS="serialized")
     assert r.returncode == 0, r.stdout + r.stderr
     a, b = (json.load(open(tmp_path / f"r{k}.json")) for k in range(2))
     for d in (a, b):
@@ -615,6 +683,59 @@ def test_ddp_async_reduce_gives_the_synchronous_numbers(tmp_path):
         assert d["sync"]["losses"] == d["async"]["losses"] and d["sync"]["params"] == d["async"]["params"]
         assert d["async"]["comm"] > 0 and d["sync"]["comm"] == d["sync"]["wait"] > 0
     assert a["async"]["params"] == b["async"]["params"] and a["sync"]["losses"] != b["sync"]["losses"]
+
+
+@needs_mpi
+@pytest.mark.parametrize("level", ["single", "serialized", "async"])
+def test_mpi_thread_level_decides_which_threads_may_call_collectives(tmp_path, level):
+    """MPI starts at MPI_THREAD_SINGLE unless JANUS_DIST_MPI_THREADS=serialized
+    or JANUS_DDP_ASYNC_REDUCE=1 asks otherwise before init_process_group: then
+    a collective from another thread is an error naming the setting, raised
+    on every rank before any rank enters MPI (no hang), and asking for DDP's
+    communication thread after the start is an error at the wrap."""
+    env = {"single": {}, "serialized": {"JANUS_DIST_MPI_THREADS": "serialized"},
+           "async": {"JANUS_DDP_ASYNC_REDUCE": "1"}}[level]
+    r = _py("""
+        import json, os, threading, janus, janus.distributed as dist, janus.nn as nn
+        from janus import _C
+        dist.init_process_group("mpi")
+        out = {"any_thread": _C._dist_state()[3]}
+        def other():
+            try:
+                x = janus.ones(4) * (dist.get_rank() + 1)
+                dist.all_reduce(x)
+                dist.barrier()
+                out["thread"] = x.tolist()
+            except RuntimeError as e:
+                out["thread"] = str(e)
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        x = janus.ones(2)
+        dist.all_reduce(x)  # the main thread's collectives work either way
+        out["main"] = x.tolist()
+        os.environ["JANUS_DDP_ASYNC_REDUCE"] = "1"
+        try:
+            nn.parallel.DistributedDataParallel(nn.Linear(2, 2))
+            out["wrap"] = "ok"
+        except RuntimeError as e:
+            out["wrap"] = str(e)
+        json.dump(out, open("{OUT}.%d" % dist.get_rank(), "w"))
+        dist.destroy_process_group()
+    """.replace("{OUT}", str(tmp_path / "out")), timeout=120, JANUS_DIST_TIMEOUT="20", **env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for k in (0, 1):
+        got = json.load(open(tmp_path / f"out.{k}"))
+        assert got["main"] == [2.0, 2.0], got
+        if level == "single":
+            assert got["any_thread"] is False
+            assert got["thread"].startswith("all_reduce: called from a thread other than the one that called "
+                                            "init_process_group") and "JANUS_DIST_MPI_THREADS=serialized" in \
+                got["thread"], got
+            assert "JANUS_DDP_ASYNC_REDUCE=1" in got["wrap"] and "before init_process_group" in got["wrap"], got
+        else:
+            assert got["any_thread"] is True and got["thread"] == [3.0, 3.0, 3.0, 3.0], got
+            assert got["wrap"] == "ok", got
 
 
 # ------------------------------------------------------- record, optimize, replay

@@ -89,8 +89,9 @@ static PyObject *py_init(PyObject *self, PyObject *args) {
 static PyObject *py_state(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     if (!jn_rt_dist_initialized()) Py_RETURN_NONE;
-    return Py_BuildValue("(iis)", jn_rt_dist_rank(), jn_rt_dist_world_size(),
-                         jn_rt_dist_backend() == JN_DIST_NCCL ? "nccl" : "mpi");
+    return Py_BuildValue("(iisO)", jn_rt_dist_rank(), jn_rt_dist_world_size(),
+                         jn_rt_dist_backend() == JN_DIST_NCCL ? "nccl" : "mpi",
+                         jn_rt_dist_any_thread() ? Py_True : Py_False);
 }
 
 static PyObject *py_barrier(PyObject *self, PyObject *unused) {
@@ -237,7 +238,7 @@ PyMethodDef jn_py_dist_methods[] = {
      "_dist_fast_all_reduce(slow): all_reduce(tensor, op, group, async_op) in C, slow for the uncommon calls"},
     {"_dist_init", py_init, METH_VARARGS,
      "_dist_init(backend, rank, world_size, master_addr, master_port, timeout_s[, device])"},
-    {"_dist_state", py_state, METH_NOARGS, "(rank, world_size, backend) of the process group, None"},
+    {"_dist_state", py_state, METH_NOARGS, "(rank, world_size, backend, any_thread) of the process group, None"},
     {"_dist_barrier", py_barrier, METH_NOARGS, "every rank waits for the others"},
     {"_dist_all_reduce", py_all_reduce, METH_VARARGS, "_dist_all_reduce(t, op): in place"},
     {"_dist_broadcast", py_broadcast, METH_VARARGS, "_dist_broadcast(t, src): in place"},

@@ -25,7 +25,10 @@ wait in that bucket's all-reduce, which the uncaught error ends (its rank
 aborts the job) or, if caught, the watchdog (JANUS_DIST_TIMEOUT).  With
 find_unused_parameters the parameters the output's graph does not reach are
 ready at forward, as PyTorch's reducer marks them (their buckets carry
-zeros for them).  The all-reduce is the table
+zeros for them), and one more all-reduce at the end of backward counts the
+ranks that used each parameter: one no rank used keeps the .grad it had
+(None stays None), as in PyTorch.  Every forward with grad resets the
+accounting, so several forwards before one backward reduce once.  The all-reduce is the table
 op all_reduce_, so a recorded step's graph holds the buckets' nodes among
 the backward's, and replay runs them there.  no_sync() skips the
 reduction; the gradients accumulated meanwhile are averaged at the first
@@ -38,7 +41,9 @@ to the process's communication thread, which all-reduces it with the GIL
 released while backward goes on; backward's end waits for every bucket, in
 order, and copies them back, so .grad is final when backward() returns and
 the collectives keep one order on every rank (the main thread issues none
-while the thread has work: MPI runs THREAD_SERIALIZED).
+while the thread has work).  The thread needs MPI at THREAD_SERIALIZED:
+JANUS_DDP_ASYNC_REDUCE=1 set before init_process_group starts it so;
+set only later, the wrap raises (MPI runs THREAD_SINGLE by default).
 """
 import contextlib
 import threading
@@ -98,6 +103,12 @@ class DistributedDataParallel(Module):
         self._reduce_in_backward = True  # False: every bucket after backward (bench_dist.py's baseline)
         # JANUS_DDP_ASYNC_REDUCE: eager buckets all-reduced on the communication thread
         self._async_reduce = bool(_C._setting_value("JANUS_DDP_ASYNC_REDUCE"))
+        state = _C._dist_state()
+        if self._async_reduce and state is not None and not state[3]:
+            raise RuntimeError("DistributedDataParallel: JANUS_DDP_ASYNC_REDUCE=1 all-reduces on a thread of its "
+                               "own, but MPI was started at MPI_THREAD_SINGLE (only init_process_group's thread "
+                               "may call it): set JANUS_DDP_ASYNC_REDUCE=1 (or JANUS_DIST_MPI_THREADS=serialized) "
+                               "before init_process_group")
         self._inflight = []  # (bucket, flat, work) handed to the communication thread, in order
         # seconds in bucket all-reduces, and the main thread's share of them (bench_dist.py's overlap):
         # equal when synchronous; async, the communication thread's time and backward's wait at its end
@@ -108,6 +119,9 @@ class DistributedDataParallel(Module):
         self._marked = set()  # ids of the parameters whose gradient this backward produced (or unused ones)
         self._unfinished = None  # the parameters the last backward left without a gradient
         self._unwalked = False  # find_unused_parameters could not walk this forward's graph
+        # find_unused_parameters: this backward's locally unused parameters, and their .grad before the
+        # reduction (None or a copy), restored where no rank used them (PyTorch leaves those untouched)
+        self._local_unused, self._kept_grads = set(), {}
         me = weakref.ref(self)  # the hooks must not keep the wrapper alive
         hooks = [p.register_post_accumulate_grad_hook(lambda p, me=me: _grad_ready(me, p)) for p in params]
         weakref.finalize(self, _remove_hooks, hooks)  # a dropped wrapper leaves no hooks behind
@@ -133,13 +147,15 @@ class DistributedDataParallel(Module):
             with _no_grad():
                 for b in self.module.buffers():
                     dist.broadcast(b, 0)
-        arm = _grad_enabled() and self.require_backward_grad_sync and not self._armed
-        if arm:
-            self._armed = True
+        arm = _grad_enabled() and self.require_backward_grad_sync
+        if arm:  # as PyTorch's reducer, every forward resets the accounting: the next backward reduces
+            if not self._armed:  # one reduction per backward, however many forwards came before it
+                self._armed = True
+                autograd._queue_after_backward(self._finish_reduction)
             self._missing = [len(b) for b in self._buckets]  # gradients each bucket still waits for
             self._next = 0  # the first bucket not reduced yet
             self._marked, self._unwalked = set(), False
-            autograd._queue_after_backward(self._finish_reduction)
+            self._local_unused, self._kept_grads = set(), {}
         out = self.module(*inputs, **kwargs)
         if arm and self.find_unused_parameters:
             self._mark_unused(out)
@@ -168,6 +184,7 @@ class DistributedDataParallel(Module):
             if not u:
                 self._missing[self._bucket_of[id(p)]] -= 1
                 self._marked.add(id(p))
+                self._local_unused.add(id(p))
 
     def _param_ready(self, p):
         """p's gradient of this backward is accumulated: reduce the buckets it completes."""
@@ -195,6 +212,8 @@ class DistributedDataParallel(Module):
             if unmarked and not self._unwalked:
                 self._unfinished = unmarked
             else:
+                if self.find_unused_parameters:
+                    self._local_unused.update(id(self._params[i]) for i in unmarked)
                 while self._next < len(self._buckets):
                     self._reduce_bucket(self._buckets[self._next])
                     self._next += 1
@@ -210,6 +229,30 @@ class DistributedDataParallel(Module):
                 self._comm_seconds += work.seconds
                 work.raise_error()
                 self._copy_back(bucket, flat)
+        if self.find_unused_parameters and self._unfinished is None:
+            self._restore_globally_unused()
+
+    def _restore_globally_unused(self):
+        """As PyTorch's reducer with find_unused_parameters: one more
+        all-reduce (on every rank, so the order stays the same) counts the
+        ranks that used each parameter; a parameter no rank used keeps the
+        .grad it had before this backward (None stays None), instead of
+        the zeros its bucket carried for it."""
+        import janus
+        from ... import distributed as dist
+        used = janus.tensor([0 if id(p) in self._local_unused else 1 for p in self._params], dtype=janus.int32)
+        dist.all_reduce(used, dist.ReduceOp.SUM)
+        if not self._local_unused:  # nothing to restore here: no read, so a replayed step stays one graph
+            return
+        with _no_grad():
+            for p, n in zip(self._params, used.tolist()):
+                if n == 0 and id(p) in self._kept_grads:
+                    kept = self._kept_grads[id(p)]
+                    if kept is None:
+                        p.grad = None
+                    else:
+                        p.grad.copy_(kept)
+        self._kept_grads = {}
 
     def _unfinished_message(self):
         """PyTorch's wording (reducer.cpp, ensure_prior_reduction_ended), the
@@ -239,6 +282,9 @@ class DistributedDataParallel(Module):
         from ... import _C, distributed as dist
         scale = 1.0 / self.world_size
         with _no_grad():
+            for p in bucket:
+                if id(p) in self._local_unused:
+                    self._kept_grads[id(p)] = None if p.grad is None else p.grad.clone()
             grads = [p.grad.reshape(-1) if p.grad is not None else janus.zeros(p.numel(), dtype=p.dtype,
                                                                                device=p.device)
                      for p in bucket]

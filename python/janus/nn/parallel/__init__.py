@@ -104,7 +104,7 @@ class DistributedDataParallel(Module):
         # JANUS_DDP_ASYNC_REDUCE: eager buckets all-reduced on the communication thread
         self._async_reduce = bool(_C._setting_value("JANUS_DDP_ASYNC_REDUCE"))
         state = _C._dist_state()
-        if self._async_reduce and state is not None and not state[3]:
+        if self._async_reduce and state is not None and state[2] == "mpi" and not state[3]:
             raise RuntimeError("DistributedDataParallel: JANUS_DDP_ASYNC_REDUCE=1 all-reduces on a thread of its "
                                "own, but MPI was started at MPI_THREAD_SINGLE (only init_process_group's thread "
                                "may call it): set JANUS_DDP_ASYNC_REDUCE=1 (or JANUS_DIST_MPI_THREADS=serialized) "

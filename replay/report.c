@@ -134,7 +134,10 @@ void jn_rp_get_stats(const jn_replay *R, jn_rp_stats *st) {
         st->seconds += R->g[i].seconds;
     }
     st->device = R->dev;
-    rp_bw_counts(R, &st->bw_skipped, &st->bw_learned, &st->bw_declined);
+    rp_bw_totals bw;
+    rp_bw_counts(R, &bw);
+    st->bw_calls = bw.calls, st->bw_skipped = bw.skipped, st->bw_learned = bw.learned;
+    st->bw_declined = bw.declined, st->bw_fallbacks = bw.fallbacks;
     if (R->cg) {
         jn_ex_cuda_graphs_stats cs;
         jn_ex_cuda_graphs_get_stats(R->cg, &cs);
@@ -303,3 +306,13 @@ void rp_write_counters(jn_replay *R) {
 }
 
 const char *jn_rp_bw_reason(const jn_replay *R, int i, int64_t *count) { return rp_bw_reason(R, i, count); }
+
+int jn_rp_bw_row_at(const jn_replay *R, int i, jn_rp_bw_row *row) {
+    int32_t g, token;
+    int why;
+    int64_t count;
+    if (!rp_bw_row(R, i, &g, &token, &why, &count)) return 0;
+    *row = (jn_rp_bw_row){g >= 0 && R->m && g < R->m->ngraphs ? R->m->graphs[g]->name : "", rp_bw_why_name(why),
+                          rp_bw_why_words(why), g >= 0 ? token : -1, rp_bw_why_fell(why), count};
+    return 1;
+}

@@ -19,7 +19,9 @@
  * counters instead of steps: hit rate, per graph hits, misses and seconds,
  * and its misses grouped by guard (jn_db_replay_miss_groups: one line per
  * guard however many values it saw, with their range), then the fallbacks
- * by choice.
+ * by choice, what its regions did, and what its backward skip did (calls,
+ * skipped, plans learned; per place and reason the calls not skipped, and
+ * the skipped ones the engine ran after all).
  * Last come the bundles `janus optimize` stored (schema v2): per bundle its
  * id, target, time, sizes, graph count, source runs, and whether this
  * janus on this machine would load it (or the one-sentence reason not).
@@ -46,9 +48,10 @@ const char jn_cli_inspect_usage[] =
     "(target, size, graphs, source runs, and whether this machine can use\n"
     "them).  Runs of `janus replay` show their counters instead: hit rate,\n"
     "per-graph hits, misses and time, the most frequent miss reasons with\n"
-    "their source line, and per region (module, optimizer step, ...) the\n"
-    "calls that ran without their Python and why the others ran it.  The\n"
-    "store is opened read-only.\n"
+    "their source line, per region (module, optimizer step, ...) the\n"
+    "calls that ran without their Python and why the others ran it, and the\n"
+    "backward() calls the replay skipped, with why the others were not (per\n"
+    "graph and token).  The store is opened read-only.\n"
     "\n"
     "options:\n"
     "  --json      print one JSON object instead of text\n"
@@ -857,6 +860,8 @@ const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t 
  * SEEN guards hits went past, with their recorded ranges and the values
  * seen (text: the 10 most frequent). */
 static void print_region_replays(ctx *c, jn_db *db, int64_t run);
+static void print_backward(ctx *c, jn_db *db, int64_t run);
+static int json_backward(jn_cli_json *j, jn_db *db, int64_t run);
 static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
     jn_db_replay_graph *g = NULL;
     jn_db_replay_miss *m = NULL;
@@ -932,6 +937,8 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         jn_cli_json_extraps(j, x, nx);
         jn_cli_json_key(j, "regions");
         if (jn_cli_json_region_replays(j, db, run)) failed(c);
+        jn_cli_json_key(j, "backward");
+        if (json_backward(j, db, run)) failed(c);
         jn_cli_json_end(j, '}');
         jn_db_replay_free(g, ng, m, nm);
         jn_db_miss_groups_free(mg, nmg);
@@ -985,6 +992,7 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         if (nx > 10) printf("    ... %d more (--json lists all)\n", nx - 10);
     }
     print_region_replays(c, db, run);
+    print_backward(c, db, run);
     jn_db_replay_free(g, ng, m, nm);
     jn_db_miss_groups_free(mg, nmg);
     jn_db_replay_extrap_free(x, nx);
@@ -1058,6 +1066,89 @@ int jn_cli_json_region_replays(jn_cli_json *j, jn_db *db, int64_t run) {
     jn_cli_json_end(j, ']');
     jn_db_region_replays_free(r, n, w, nw);
     return s != JN_OK;
+}
+
+/* What the replay's backward skip did (schema v11): the calls, skipped (of
+ * the calls), plans learned, then per place and reason the calls not
+ * skipped and the skipped ones the engine ran after all (text: the 10 most
+ * frequent of each).  Nothing when none was stored (an older store, or a
+ * replay that saw no backward). */
+static const char *bw_place(const jn_db_replay_backward_reason *w, char *buf, size_t n) {
+    if (!w->graph[0]) snprintf(buf, n, "(no graph)");
+    else if (w->token < 0) snprintf(buf, n, "%s", w->graph);
+    else snprintf(buf, n, "%s token %lld", w->graph, (long long)w->token);
+    return buf;
+}
+
+static void print_backward(ctx *c, jn_db *db, int64_t run) {
+    jn_db_replay_backward_totals t;
+    jn_db_replay_backward_reason *w = NULL;
+    int has = 0, n = 0;
+    if (jn_db_replay_backward(db, run, &has, &t, &w, &n) != JN_OK) {
+        failed(c);
+        return;
+    }
+    if (!has) return;
+    char a[32], b[32], d[32], e[32], place[512];
+    printf("  backward: %s call%s, %s skipped (%.1f%%), %s plan%s learned, %s not skipped", jn_cli_commas(t.calls, a),
+           t.calls == 1 ? "" : "s", jn_cli_commas(t.skipped, b),
+           t.calls ? 100.0 * (double)t.skipped / (double)t.calls : 0.0, jn_cli_commas(t.learned, d),
+           t.learned == 1 ? "" : "s", jn_cli_commas(t.declined, e));
+    if (t.fallbacks) printf("; %s skipped then run by the engine", jn_cli_commas(t.fallbacks, a));
+    printf("\n");
+    for (int fell = 0; fell < 2; fell++) {
+        int rows = 0;
+        for (int i = 0; i < n; i++) rows += w[i].fallback == fell;
+        if (!rows) continue;
+        printf("    %s:\n", fell ? "skipped, then run by the engine after all" : "not skipped");
+        for (int i = 0, shown = 0; i < n; i++) {
+            if (w[i].fallback != fell) continue;
+            if (shown++ == 10) {
+                printf("      ... %d more (--json lists all)\n", rows - 10);
+                break;
+            }
+            printf("      %8sx  %s: %s\n", jn_cli_commas(w[i].count, a), bw_place(&w[i], place, sizeof place),
+                   w[i].reason);
+        }
+    }
+    jn_db_replay_backward_free(w, n);
+}
+
+/* The same as an object (null when none was stored). */
+static int json_backward(jn_cli_json *j, jn_db *db, int64_t run) {
+    jn_db_replay_backward_totals t;
+    jn_db_replay_backward_reason *w = NULL;
+    int has = 0, n = 0;
+    jn_status s = jn_db_replay_backward(db, run, &has, &t, &w, &n);
+    if (s || !has) {
+        jn_cli_json_null(j);
+        return s != JN_OK;
+    }
+    jn_cli_json_obj(j);
+    jn_cli_json_key(j, "calls"); jn_cli_json_int(j, t.calls);
+    jn_cli_json_key(j, "skipped"); jn_cli_json_int(j, t.skipped);
+    jn_cli_json_key(j, "learned"); jn_cli_json_int(j, t.learned);
+    jn_cli_json_key(j, "declined"); jn_cli_json_int(j, t.declined);
+    jn_cli_json_key(j, "fallbacks"); jn_cli_json_int(j, t.fallbacks);
+    jn_cli_json_key(j, "skip_rate");
+    if (t.calls) jn_cli_json_num(j, (double)t.skipped / (double)t.calls);
+    else jn_cli_json_null(j);
+    jn_cli_json_key(j, "reasons");
+    jn_cli_json_arr(j);
+    for (int i = 0; i < n; i++) {
+        jn_cli_json_obj(j);
+        jn_cli_json_key(j, "graph"); jn_cli_json_str(j, w[i].graph);
+        jn_cli_json_key(j, "token"); jn_cli_json_int(j, w[i].token);
+        jn_cli_json_key(j, "name"); jn_cli_json_str(j, w[i].name);
+        jn_cli_json_key(j, "reason"); jn_cli_json_str(j, w[i].reason);
+        jn_cli_json_key(j, "fallback"); jn_cli_json_raw(j, w[i].fallback ? "true" : "false");
+        jn_cli_json_key(j, "count"); jn_cli_json_int(j, w[i].count);
+        jn_cli_json_end(j, '}');
+    }
+    jn_cli_json_end(j, ']');
+    jn_cli_json_end(j, '}');
+    jn_db_replay_backward_free(w, n);
+    return 0;
 }
 
 void jn_cli_json_verdicts(jn_cli_json *j, const jn_db_region_verdict *v, int n) {

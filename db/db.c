@@ -55,6 +55,10 @@
  * Schema v10 (SCHEMA_V10) adds what a replay's regions did: per replay run
  * and region the calls and those run without their Python, and why the
  * others ran it (region.c, jn_db_region_replays_put).
+ * Schema v11 (SCHEMA_V11) adds what a replay's backward skip did: per
+ * replay run the backward calls, skipped, learned, declined and run after
+ * all, and per place and reason the calls not skipped (region.c,
+ * jn_db_replay_backward_put).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -256,6 +260,18 @@ static const char SCHEMA_V10[] =
     "  region TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL);\n"
     "CREATE INDEX IF NOT EXISTS region_replay_reasons_run ON region_replay_reasons(run_id);\n";
 
+/* Schema v11 = v10 + a replay's backward-skip counters (db/region.c): new
+ * tables only, so an older store read-only reads as none. */
+static const char SCHEMA_V11[] =
+    "CREATE TABLE IF NOT EXISTS replay_backward(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  calls INTEGER NOT NULL, skipped INTEGER NOT NULL, learned INTEGER NOT NULL, declined INTEGER NOT NULL,\n"
+    "  fallbacks INTEGER NOT NULL);\n"
+    "CREATE INDEX IF NOT EXISTS replay_backward_run ON replay_backward(run_id);\n"
+    "CREATE TABLE IF NOT EXISTS replay_backward_reasons(run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  graph TEXT NOT NULL, token INTEGER NOT NULL, name TEXT NOT NULL, reason TEXT NOT NULL,\n"
+    "  fallback INTEGER NOT NULL, count INTEGER NOT NULL);\n"
+    "CREATE INDEX IF NOT EXISTS replay_backward_reasons_run ON replay_backward_reasons(run_id);\n";
+
 /* Migration steps: migrations[i] takes a store from version `from` to
  * from+1.  v0 was the prototype layout (meta and callsites only); its
  * tables are a subset of v1's, so v1's IF-NOT-EXISTS script completes it. */
@@ -273,6 +289,7 @@ static const struct {
     {7, SCHEMA_V8},
     {8, SCHEMA_V9},
     {9, SCHEMA_V10},
+    {10, SCHEMA_V11},
 };
 
 /* Cached statements, prepared on first use. */
@@ -466,6 +483,7 @@ static jn_status create_schema(jn_db *db) {
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V8);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V9);
     if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V10);
+    if (rc == SQLITE_OK && !exists) rc = db_exec(db, SCHEMA_V11);
     if (rc == SQLITE_OK && !exists) {
         char sql[512];
         snprintf(sql, sizeof sql,
@@ -797,10 +815,11 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
         goto fail;
     }
     /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6, v7,
-     * v8, v9 and v10 only added tables and columns with defaults, so an older
-     * store simply has no bundles, no replay counters, no algorithm choices,
-     * only recorded runs, runs known by host and pid alone, no extrapolated
-     * hits, no regions and no region counters of its replays. */
+     * v8, v9, v10 and v11 only added tables and columns with defaults, so an
+     * older store simply has no bundles, no replay counters, no algorithm
+     * choices, only recorded runs, runs known by host and pid alone, no
+     * extrapolated hits, no regions, no region counters of its replays and
+     * no backward-skip counters. */
     if (v < JN_DB_SCHEMA_VERSION && !(flags == JN_DB_READONLY && v >= 1)) {
         if (flags == JN_DB_READONLY) {
             s = jn_error(JN_ERR_IO, "trace store %s has the older schema version %" PRId64 " (current %d); "

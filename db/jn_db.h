@@ -71,6 +71,11 @@
  *   region_replay_reasons(run_id, region, reason, count)
  *        -- schema v10: what a replay's regions did (calls run without their Python,
  *        and why the others ran it), written with the replay counters
+ *   replay_backward(run_id, calls, skipped, learned, declined, fallbacks),
+ *   replay_backward_reasons(run_id, graph, token, name, reason, fallback, count)
+ *        -- schema v11: what a replay's backward skip did (backward() calls seen, skipped,
+ *        run to learn a plan, not skipped; skipped ones run after all), and per place
+ *        (graph, token) and reason the calls not skipped or run after all
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -89,7 +94,7 @@
 
 #include "jn_runtime.h"
 
-#define JN_DB_SCHEMA_VERSION 10
+#define JN_DB_SCHEMA_VERSION 11
 
 typedef struct jn_db jn_db;
 
@@ -541,6 +546,35 @@ jn_status jn_db_region_replays_put(jn_db *db, int64_t run_id, const jn_db_region
 jn_status jn_db_region_replays(jn_db *db, int64_t run_id, jn_db_region_replay **rows, int *n,
                                jn_db_region_replay_reason **why, int *nwhy);
 void jn_db_region_replays_free(jn_db_region_replay *rows, int n, jn_db_region_replay_reason *why, int nwhy);
+
+/* What a replay's backward skip did (schema v11, replay/backward.c),
+ * written with its counters at exit: backward() calls seen while replaying,
+ * of them skipped, run to learn a plan and declined (calls = skipped +
+ * learned + declined), and the skipped ones the engine ran after all (a miss
+ * after them: fallbacks); per place and reason, the calls not skipped
+ * (fallback 0) or run after all (fallback 1).  A place is the graph's name
+ * and the matcher's token there ("" and -1: none known); a reason its
+ * short name ("retain_graph") and its words. */
+typedef struct {
+    int64_t calls, skipped, learned, declined, fallbacks;
+} jn_db_replay_backward_totals;
+typedef struct {
+    const char *graph, *name, *reason;
+    int64_t token;
+    int fallback;
+    int64_t count;
+} jn_db_replay_backward_reason;
+/* Append both in ONE transaction (a second report of the same run adds
+ * up).  The run must exist; counts >= 0, graph, name and reason non-NULL. */
+jn_status jn_db_replay_backward_put(jn_db *db, int64_t run_id, const jn_db_replay_backward_totals *tot,
+                                    const jn_db_replay_backward_reason *why, int nwhy);
+/* The totals of run_id summed (*has = 0: none stored, as in a store before
+ * v11 or a replay that saw no backward), and the reasons summed per (graph,
+ * token, name, fallback), most frequent first.  Free with
+ * jn_db_replay_backward_free. */
+jn_status jn_db_replay_backward(jn_db *db, int64_t run_id, int *has, jn_db_replay_backward_totals *tot,
+                                jn_db_replay_backward_reason **why, int *nwhy);
+void jn_db_replay_backward_free(jn_db_replay_backward_reason *why, int nwhy);
 
 /* ---- cuDNN algorithm choices (schema v5) ----
  * What a GPU's cuDNN heuristics chose for one convolution pass, so a later

@@ -2,7 +2,8 @@
  * a recording entered and the code objects each ran (written by the
  * recorder), and the analyzer's verdict on each region, stored with the
  * bundle `janus optimize` made (jn_db.h, "regions"); and (schema v10) what
- * a replay's regions did, written with its counters at exit.
+ * a replay's regions did, written with its counters at exit, as (schema
+ * v11) what its backward skip did.
  *
  * Every write is one BEGIN IMMEDIATE ... COMMIT through db_step, so the
  * fault injection of the store tests (jn_db_inject_fault) reaches each
@@ -402,4 +403,124 @@ jn_status jn_db_region_replays(jn_db *db, int64_t run_id, jn_db_region_replay **
         *n = 0;
     }
     return s;
+}
+
+/* ----------------------------------------- a replay's backward skip (v11) */
+jn_status jn_db_replay_backward_put(jn_db *db, int64_t run_id, const jn_db_replay_backward_totals *tot,
+                                    const jn_db_replay_backward_reason *why, int nwhy) {
+    jn_status s;
+    if ((s = writable(db, "jn_db_replay_backward_put"))) return s;
+    if (!tot || nwhy < 0 || (nwhy && !why))
+        return jn_error(JN_ERR_VALUE, "jn_db_replay_backward_put: no totals, or reasons without an array");
+    if (tot->calls < 0 || tot->skipped < 0 || tot->learned < 0 || tot->declined < 0 || tot->fallbacks < 0 ||
+        tot->fallbacks > tot->skipped)
+        return jn_error(JN_ERR_VALUE, "jn_db_replay_backward_put: the totals need counts >= 0 and fallbacks <= "
+                        "skipped");
+    for (int i = 0; i < nwhy; i++)
+        if (!why[i].graph || !why[i].name || !why[i].reason || why[i].count < 0)
+            return jn_error(JN_ERR_VALUE, "jn_db_replay_backward_put: reason %d needs a graph (\"\" for none), a "
+                            "name, words and a count >= 0", i);
+    if (jn_db_schema_version(db) < 11)
+        return jn_error(JN_ERR_IO, "jn_db_replay_backward_put: trace store %s has schema version %d, before the "
+                        "backward-skip counters (11); open it for writing to migrate it", jn_db_path(db),
+                        jn_db_schema_version(db));
+    sqlite3_stmt *a = NULL, *b = NULL;
+    int rc = exec1(db, "BEGIN IMMEDIATE");
+    if (rc == SQLITE_OK && !(rc = db_prepare(db, "SELECT 1 FROM runs WHERE id = ?1", &a))) {
+        sqlite3_bind_int64(a, 1, run_id);
+        rc = db_step(db, a);
+        if (rc == SQLITE_DONE) {
+            sqlite3_finalize(a);
+            rollback(db);
+            return jn_error(JN_ERR_VALUE, "jn_db_replay_backward_put: trace store %s has no run %lld",
+                            jn_db_path(db), (long long)run_id);
+        }
+        rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
+        sqlite3_finalize(a);
+        a = NULL;
+    }
+    if (rc == SQLITE_OK)
+        rc = db_prepare(db, "INSERT INTO replay_backward(run_id, calls, skipped, learned, declined, fallbacks) "
+                        "VALUES(?1, ?2, ?3, ?4, ?5, ?6)", &a);
+    if (rc == SQLITE_OK)
+        rc = db_prepare(db, "INSERT INTO replay_backward_reasons(run_id, graph, token, name, reason, fallback, count) "
+                        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)", &b);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(a, 1, run_id);
+        sqlite3_bind_int64(a, 2, tot->calls);
+        sqlite3_bind_int64(a, 3, tot->skipped);
+        sqlite3_bind_int64(a, 4, tot->learned);
+        sqlite3_bind_int64(a, 5, tot->declined);
+        sqlite3_bind_int64(a, 6, tot->fallbacks);
+        rc = step_reset(db, a);
+    }
+    for (int i = 0; i < nwhy && rc == SQLITE_OK; i++) {
+        sqlite3_bind_int64(b, 1, run_id);
+        text(b, 2, why[i].graph);
+        sqlite3_bind_int64(b, 3, why[i].token);
+        text(b, 4, why[i].name);
+        text(b, 5, why[i].reason);
+        sqlite3_bind_int(b, 6, why[i].fallback != 0);
+        sqlite3_bind_int64(b, 7, why[i].count);
+        rc = step_reset(db, b);
+    }
+    if (rc == SQLITE_OK) rc = exec1(db, "COMMIT");
+    sqlite3_finalize(a);
+    sqlite3_finalize(b);
+    if (rc != SQLITE_OK) {
+        s = db_fail(db, rc, "storing the backward-skip counters of a replay");
+        rollback(db);
+        return s;
+    }
+    return JN_OK;
+}
+
+void jn_db_replay_backward_free(jn_db_replay_backward_reason *why, int nwhy) {
+    for (int i = 0; why && i < nwhy; i++)
+        free((void *)why[i].graph), free((void *)why[i].name), free((void *)why[i].reason);
+    free(why);
+}
+static void bw_free(void *a, int n) { jn_db_replay_backward_free(a, n); }
+
+/* One row: totals (a count of reports first, 0 when none) or a reason. */
+static int bw_tot_row(sqlite3_stmt *st, void *arr, int i) {
+    int64_t *t = (int64_t *)arr + 6 * i;
+    for (int k = 0; k < 6; k++) t[k] = sqlite3_column_int64(st, k);
+    return 1;
+}
+static void tot_free(void *a, int n) { (void)n, free(a); }
+
+static int bw_row(sqlite3_stmt *st, void *arr, int i) {
+    jn_db_replay_backward_reason *r = (jn_db_replay_backward_reason *)arr + i;
+    r->token = sqlite3_column_int64(st, 1);
+    r->fallback = sqlite3_column_int(st, 4) != 0;
+    r->count = sqlite3_column_int64(st, 5);
+    return col(st, 0, &r->graph, 0) && col(st, 2, &r->name, 0) && col(st, 3, &r->reason, 0);
+}
+
+jn_status jn_db_replay_backward(jn_db *db, int64_t run_id, int *has, jn_db_replay_backward_totals *tot,
+                                jn_db_replay_backward_reason **why, int *nwhy) {
+    if (!db || !has || !tot || !why || !nwhy) return jn_error(JN_ERR_VALUE, "jn_db_replay_backward: NULL argument");
+    *has = 0;
+    memset(tot, 0, sizeof *tot);
+    *why = NULL;
+    *nwhy = 0;
+    int64_t *t = NULL;
+    int nt = 0;
+    jn_status s = get_rows_since(db, 11, run_id, "SELECT count(*), sum(calls), sum(skipped), sum(learned), "
+                                 "sum(declined), sum(fallbacks) FROM replay_backward WHERE run_id = ?1",
+                                 (void **)&t, &nt, 6 * sizeof *t, bw_tot_row, "the backward-skip counters of a replay",
+                                 tot_free);
+    if (s) return s;
+    if (nt == 1 && t[0] > 0) {
+        *has = 1;
+        *tot = (jn_db_replay_backward_totals){t[1], t[2], t[3], t[4], t[5]};
+    }
+    free(t);
+    if (!*has) return JN_OK;
+    /* the words are the name's: grouped by name, one row per place and reason */
+    return get_rows_since(db, 11, run_id, "SELECT graph, token, name, max(reason), fallback, sum(count) AS c "
+                          "FROM replay_backward_reasons WHERE run_id = ?1 GROUP BY graph, token, name, fallback "
+                          "ORDER BY c DESC, graph, token, name", (void **)why, nwhy, sizeof **why, bw_row,
+                          "the backward-skip counters of a replay", bw_free);
 }

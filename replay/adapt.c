@@ -150,7 +150,7 @@ jn_status rp_adapt_first(jn_replay *R, int into) {
         R->seg_t0 = rp_now();
     }
     jn_rt_capturing = 0;
-    return rp_fallback(R); /* the first op */
+    return rp_fallback(R, RP_BW_FELL_CHOICE); /* the first op */
 }
 
 void rp_adapt_hit(jn_replay *R, int32_t gi, int64_t nevents) {

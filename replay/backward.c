@@ -22,6 +22,11 @@
  * held by the pending list only; records released).  The fallback (a later
  * miss, a refused graph) puts the saved tensors back and runs the engine at
  * the head record, then moves each .grad into its pending header.
+ *
+ * Counters: every backward() while the replay is on is seen here, and one
+ * not skipped counts under its reason (rp_bw_why) at its place (graph,
+ * token; none before the matcher knows one), as does a skipped one the
+ * fallback ran after all; they go to the store with the replay's counters.
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +57,7 @@ typedef struct {
     int32_t graph, pos;
     int64_t nev0;
     int usable;          /* 0: this place is not skipped (learning refused it) */
+    int why;             /* ... and why (rp_bw_why) */
     uint64_t fp;
     int nrec, nleaf, nsaved;
     int32_t n;
@@ -72,35 +78,74 @@ typedef struct {
                           * the head record, it keeps the walked graph alive */
     int detached;        /* the saved tensors are out of their records (jn_ag_walk_detach) */
     jn_tensor **hdr;     /* per leaf: its pending .grad (a reference; the list holds one too), NULL */
+    int32_t graph, pos;  /* its plan's place (the counters of a fallback) */
     uint64_t *ver;       /* per saved tensor: its storage's version at the skip (ops captured
                           * later bump it, but the engine at the fallback runs before them) */
 } bw_skip;
 
-enum { MAX_REASONS = 16, MAX_VARIANTS = 4 };
+enum { MAX_VARIANTS = 4 };
+
+/* Calls not skipped (or run after all) per place and reason. */
+typedef struct {
+    int32_t graph, pos;
+    int why;
+    int64_t count;
+} bw_row;
+
 struct rp_bw {
     bw_plan *plans;
     int nplans, capplans;
     bw_skip *skips;
     int nskips, capskips;
-    int64_t skipped, learned, declined;
-    const char *reason[MAX_REASONS];
-    int64_t rcount[MAX_REASONS];
+    int64_t calls, skipped, learned, declined, fallbacks;
+    bw_row *rows;
+    int nrows, caprows;
 };
+
+static const char *const why_name[RP_BW_NWHY] = {
+#define X(id, name, words) name,
+    RP_BW_WHYS(X) JN_AG_WALK_WHYS(X)
+#undef X
+};
+static const char *const why_words[RP_BW_NWHY] = {
+#define X(id, name, words) words,
+    RP_BW_WHYS(X) JN_AG_WALK_WHYS(X)
+#undef X
+};
+const char *rp_bw_why_name(int why) { return why >= 0 && why < RP_BW_NWHY ? why_name[why] : NULL; }
+const char *rp_bw_why_words(int why) { return why >= 0 && why < RP_BW_NWHY ? why_words[why] : NULL; }
 
 static struct rp_bw *bw_of(jn_replay *R) {
     if (!R->bw) R->bw = calloc(1, sizeof *R->bw);
     return R->bw;
 }
 
-static void decline(struct rp_bw *B, const char *why) {
-    B->declined++;
-    for (int i = 0; i < MAX_REASONS; i++) {
-        if (B->reason[i] && strcmp(B->reason[i], why)) continue;
-        B->reason[i] = why;
-        B->rcount[i]++;
-        return;
+/* One more call under why at (graph, pos); the row table is small (places
+ * times reasons), so a linear search.  Out of memory: the totals still count. */
+static void count_row(struct rp_bw *B, int32_t graph, int32_t pos, int why) {
+    for (int i = 0; i < B->nrows; i++) {
+        bw_row *r = &B->rows[i];
+        if (r->graph == graph && r->pos == pos && r->why == why) {
+            r->count++;
+            return;
+        }
     }
+    if (B->nrows == B->caprows) {
+        int c = B->caprows ? B->caprows * 2 : 16;
+        bw_row *nr = realloc(B->rows, sizeof *nr * (size_t)c);
+        if (!nr) return;
+        B->rows = nr;
+        B->caprows = c;
+    }
+    B->rows[B->nrows++] = (bw_row){graph, pos, why, 1};
 }
+
+/* Not skipped, at (graph, pos) or none (-1). */
+static void decline_at(struct rp_bw *B, int32_t graph, int32_t pos, int why) {
+    B->declined++;
+    count_row(B, graph, pos, why);
+}
+static void decline(struct rp_bw *B, int why) { decline_at(B, -1, -1, why); }
 
 static void plan_free(bw_plan *P) {
     free(P->ev), free(P->src), free(P->attrs), free(P->meta), free(P->leaf_ev), free(P->leaf_ver);
@@ -126,33 +171,53 @@ void rp_bw_free(jn_replay *R) {
     for (int i = 0; i < B->nplans; i++) plan_free(&B->plans[i]);
     free(B->plans);
     free(B->skips);
+    free(B->rows);
     free(B);
     R->bw = NULL;
 }
 
-void rp_bw_counts(const jn_replay *R, int64_t *skipped, int64_t *learned, int64_t *declined) {
+void rp_bw_counts(const jn_replay *R, rp_bw_totals *t) {
     const struct rp_bw *B = R->bw;
-    *skipped = B ? B->skipped : 0;
-    *learned = B ? B->learned : 0;
-    *declined = B ? B->declined : 0;
+    memset(t, 0, sizeof *t);
+    if (!B) return;
+    *t = (rp_bw_totals){B->calls, B->skipped, B->learned, B->declined, B->fallbacks};
 }
 
+/* The declines summed over places, reasons in first-seen order. */
 const char *rp_bw_reason(const jn_replay *R, int i, int64_t *count) {
     const struct rp_bw *B = R->bw;
-    if (!B || i < 0 || i >= MAX_REASONS || !B->reason[i]) return NULL;
-    *count = B->rcount[i];
-    return B->reason[i];
+    int k = -1;
+    for (int r = 0; B && r < B->nrows; r++) {
+        int why = B->rows[r].why, first = 1;
+        if (rp_bw_why_fell(why)) continue;
+        for (int q = 0; q < r && first; q++) first = B->rows[q].why != why;
+        if (first && ++k == i) {
+            *count = 0;
+            for (int q = r; q < B->nrows; q++) *count += B->rows[q].why == why ? B->rows[q].count : 0;
+            return why_words[why];
+        }
+    }
+    return NULL;
 }
 
-/* The plan for this place and fingerprint; *refused: learning refused the
- * place; *variants: plans the place has. */
+int rp_bw_row(const jn_replay *R, int i, int32_t *graph, int32_t *token, int *why, int64_t *count) {
+    const struct rp_bw *B = R->bw;
+    if (!B || i < 0 || i >= B->nrows) return 0;
+    const bw_row *r = &B->rows[i];
+    *graph = r->graph, *token = r->pos, *why = r->why, *count = r->count;
+    return 1;
+}
+
+/* The plan for this place and fingerprint; *refused: why learning refused
+ * the place (-1: it did not); *variants: plans the place has. */
 static bw_plan *plan_find(struct rp_bw *B, const jn_rp_match_at *at, uint64_t fp, int *refused, int *variants) {
     bw_plan *hit = NULL;
-    *refused = *variants = 0;
+    *refused = -1;
+    *variants = 0;
     for (int i = 0; i < B->nplans; i++) {
         bw_plan *P = &B->plans[i];
         if (P->graph != at->graph || P->pos != at->pos || P->nev0 != at->nev) continue;
-        if (!P->usable) *refused = 1;
+        if (!P->usable) *refused = P->why;
         (*variants)++;
         if (P->usable && P->fp == fp) hit = P;
     }
@@ -189,12 +254,12 @@ static int32_t pmap_get(const pmap *M, const void *p) {
 
 /* ---------------------------------------------------------------- learning */
 /* The plan for the stretch of events [nev0, nev0 + n) the engine just
- * made, or a reason it cannot be kept. */
-static const char *plan_build(jn_replay *R, bw_plan *P, const jn_ag_walk *w, int64_t nev0, int32_t n) {
+ * made (-1), or the reason it cannot be kept (rp_bw_why). */
+static int plan_build(jn_replay *R, bw_plan *P, const jn_ag_walk *w, int64_t nev0, int32_t n) {
     int64_t nsrc = 0, nattr = 0, nmeta = 0;
     for (int64_t e = nev0; e < nev0 + n; e++) {
         const rp_op *p = &R->ops[e];
-        if (p->into >= RP_BW_GHOST) return "a backward inside its stretch was skipped";
+        if (p->into >= RP_BW_GHOST) return RP_BW_NESTED;
         nsrc += p->nin + p->nout, nattr += p->nattr, nmeta += p->nout;
     }
     P->ev = calloc((size_t)n + 1, sizeof *P->ev);
@@ -204,16 +269,16 @@ static const char *plan_build(jn_replay *R, bw_plan *P, const jn_ag_walk *w, int
     P->leaf_ev = malloc(sizeof *P->leaf_ev * (size_t)(w->nleaf + 1));
     P->leaf_ver = calloc((size_t)w->nleaf + 1, sizeof *P->leaf_ver);
     pmap made = {0}, saved = {0};
-    const char *why = NULL;
+    int why = -1;
     if (!P->ev || !P->src || !P->attrs || !P->meta || !P->leaf_ev || !P->leaf_ver || !pmap_init(&made, nmeta) ||
         !pmap_init(&saved, w->nsaved)) {
-        why = "out of memory";
+        why = RP_BW_NOMEM;
         goto out;
     }
     for (int i = 0; i < w->nsaved; i++) pmap_put(&saved, w->saved[i], i);
     int32_t is = 0, ia = 0, im = 0;
     P->nnew = 0;
-    for (int32_t o = 0; o < n && !why; o++) {
+    for (int32_t o = 0; o < n && why < 0; o++) {
         const rp_op *p = &R->ops[nev0 + o];
         bw_ev *E = &P->ev[o];
         jn_tensor *const *in = rp_op_in(R, p), *const *out = rp_op_out(R, p);
@@ -222,7 +287,7 @@ static const char *plan_build(jn_replay *R, bw_plan *P, const jn_ag_walk *w, int
         memcpy(P->attrs + ia, R->attrs + p->attr, sizeof(jn_attr) * p->nattr);
         ia += p->nattr;
         int written = rp_written(p);
-        for (int j = 0; j < p->nin + p->nout && !why; j++) {
+        for (int j = 0; j < p->nin + p->nout && why < 0; j++) {
             jn_tensor *t = j < p->nin ? in[j] : out[j - p->nin];
             bw_src *S = &P->src[is++];
             if (j >= p->nin && !written) { /* a new output */
@@ -237,7 +302,7 @@ static const char *plan_build(jn_replay *R, bw_plan *P, const jn_ag_walk *w, int
             if (j >= p->nin) im++; /* an in-place output's slot stays unused */
             int32_t v = pmap_get(&made, t);
             if (v >= 0) {
-                if (t->wrapped_number) why = "a number made by the backward is read as a Python scalar";
+                if (t->wrapped_number) why = RP_BW_PY_SCALAR;
                 S->kind = SRC_EVENT, S->a = v >> 4, S->k = (uint8_t)(v & 15);
             } else if ((v = pmap_get(&saved, t)) >= 0 && j < p->nin) {
                 S->kind = SRC_SAVED, S->a = v;
@@ -246,24 +311,24 @@ static const char *plan_build(jn_replay *R, bw_plan *P, const jn_ag_walk *w, int
                 rp_fill_arg(&a, t, 0);
                 S->kind = SRC_SCALAR, S->pytype = a.pytype, S->scalar = a.scalar;
             } else {
-                why = "the backward reads a tensor it neither made nor found saved";
+                why = RP_BW_UNKNOWN_INPUT;
             }
         }
     }
     P->nsrc = is;
-    for (int l = 0; l < w->nleaf && !why; l++) {
+    for (int l = 0; l < w->nleaf && why < 0; l++) {
         jn_tensor *g = jn_grad(w->leaf[l]);
         P->leaf_ev[l] = -1;
         if (!g) continue;
         int32_t v = pmap_get(&made, g);
         if (v < 0 || (v & 15) != 0) {
-            why = "a leaf's .grad is not the first output of one of the backward's ops";
+            why = RP_BW_GRAD_NOT_OUTPUT;
             break;
         }
         const rp_op *p = &R->ops[nev0 + (v >> 4)];
         if ((jn_op_info(p->op)->flags & JN_F_VIEW) || !jn_is_contiguous(g) || g->offset ||
             P->ev[v >> 4].leaf >= 0) {
-            why = "a leaf's .grad is a view or shared";
+            why = RP_BW_GRAD_VIEW;
             break;
         }
         P->leaf_ev[l] = v >> 4;
@@ -401,6 +466,7 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
     int64_t id0 = jn_rt_reserve_ids(nres);
     K->w = *w; /* the skip owns the walk now */
     memset(w, 0, sizeof *w);
+    K->graph = P->graph, K->pos = P->pos;
     B->nskips++;
     int ok = push_records(R, P, K, idx);
     jn_tensor_decref(K->root); /* the head record holds it (only it: a value nobody else reaches) */
@@ -423,9 +489,11 @@ static jn_status skip(jn_replay *R, struct rp_bw *B, const bw_plan *P, jn_ag_wal
     return feed_events(R, P, K, id0);
 }
 
-jn_status rp_bw_fallback(jn_replay *R, const rp_op *p) {
+jn_status rp_bw_fallback(jn_replay *R, const rp_op *p, int cause) {
     bw_skip *K = &R->bw->skips[p->attr];
     jn_ag_walk *w = &K->w;
+    R->bw->fallbacks++;
+    count_row(R->bw, K->graph, K->pos, rp_bw_why_fell(cause) ? cause : RP_BW_FELL_MISS);
     /* each leaf's .grad as Python left it since (the pending header, or what replaced
      * it): put back after the engine, which starts from none, as at the skip */
     jn_tensor **was = calloc((size_t)w->nleaf + 1, sizeof *was);
@@ -481,47 +549,48 @@ static jn_status learn(jn_replay *R, struct rp_bw *B, const jn_ag_walk *pw, cons
 jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain, int *handled) {
     jn_replay *R = ctx;
     *handled = 0;
-    if (!R->cfg.backward_skip || R->seg_mode != SEG_CAPTURE || !jn_rt_capturing || R->rg_batch || R->rg_observing ||
-        !R->mt)
-        return JN_OK;
     struct rp_bw *B = bw_of(R);
     if (!B) return JN_OK;
-    if (n != 1 || (grads && grads[0]) || retain) {
-        decline(B, "retain_graph, an explicit gradient or several roots");
-        return JN_OK;
-    }
+    B->calls++;
+    /* the first reason that applies; a place once the matcher knows one */
+    if (!R->cfg.backward_skip) return decline(B, RP_BW_OFF), JN_OK;
+    if (R->seg_mode != SEG_CAPTURE) return decline(B, RP_BW_EAGER_SEGMENT), JN_OK;
+    if (!jn_rt_capturing) return decline(B, RP_BW_AFTER_MISS), JN_OK;
+    if (R->rg_batch || R->rg_observing) return decline(B, RP_BW_REGION), JN_OK;
+    if (!R->mt) return decline(B, RP_BW_NO_MATCHER), JN_OK;
     jn_rp_match_at at;
-    if (!R->nops) {
-        decline(B, "no op of its segment came before it (its graph was made before a sync)");
-        return JN_OK;
-    }
-    if (!jn_rp_match_where(R->mt, &at) || at.loop != -1 || at.nev != R->nops) {
-        decline(B, "not one graph followed, or inside a loop");
-        return JN_OK;
-    }
+    int where = jn_rp_match_where(R->mt, &at);
+    int32_t g = where ? at.graph : -1, pos = where ? at.pos : -1;
+    if (retain) return decline_at(B, g, pos, RP_BW_RETAIN), JN_OK;
+    if (n != 1 || (grads && grads[0])) return decline_at(B, g, pos, RP_BW_ROOTS), JN_OK;
+    if (!R->nops) return decline_at(B, g, pos, RP_BW_FIRST_OP), JN_OK;
+    if (!where || at.nev != R->nops) return decline_at(B, g, pos, RP_BW_NOT_ONE), JN_OK;
+    if (at.loop != -1) return decline_at(B, g, pos, RP_BW_LOOP), JN_OK;
     jn_ag_walk w;
     memset(&w, 0, sizeof w);
     jn_status s = jn_ag_walk_graph(roots[0], R->seg_seq0, &w);
     if (s || w.why) {
-        decline(B, w.why ? w.why : "out of memory");
+        decline_at(B, g, pos, s ? RP_BW_NOMEM : RP_BW_WALK + w.code - 1);
         jn_ag_walk_free(&w);
         return JN_OK;
     }
     int refused, variants;
     bw_plan *P = plan_find(B, &at, w.fp, &refused, &variants);
-    if (refused) {
-        decline(B, "its place was refused when learning");
+    if (refused >= 0) { /* every later call at a refused place counts under its reason */
+        decline_at(B, g, pos, refused);
         jn_ag_walk_free(&w);
         return JN_OK;
     }
     if (P && P->nrec == w.nrec && P->nleaf == w.nleaf && P->nsaved == w.nsaved) {
         *handled = 1;
+        int64_t was = B->skipped;
         s = skip(R, B, P, &w, roots[0]);
+        if (B->skipped == was) decline_at(B, g, pos, RP_BW_NOMEM); /* it failed before the skip */
         jn_ag_walk_free(&w);
         return s;
     }
     if (variants >= MAX_VARIANTS) { /* each new autograd graph here is learned once, up to this many */
-        decline(B, "its autograd graph kept changing");
+        decline_at(B, g, pos, RP_BW_FINGERPRINT);
         jn_ag_walk_free(&w);
         return JN_OK;
     }
@@ -545,17 +614,20 @@ static jn_status learn(jn_replay *R, struct rp_bw *B, const jn_ag_walk *pw, cons
                        int64_t nids) {
     const jn_rp_match_at at = *atp;
     jn_rp_match_at at2;
-    if (s || !jn_rt_capturing || R->seg_mode != SEG_CAPTURE || !jn_rp_match_where(R->mt, &at2)) return s;
-    const char *why = NULL;
+    if (s || !jn_rt_capturing || R->seg_mode != SEG_CAPTURE || !jn_rp_match_where(R->mt, &at2)) {
+        decline_at(B, at.graph, at.pos, RP_BW_LEARN_STOPPED); /* nothing learned: a later call tries again */
+        return s;
+    }
+    int why = -1;
     int32_t cnt = (int32_t)(at2.nev - at.nev);
     if (at2.graph != at.graph || at2.loop != -1 || at2.pos - at.pos != cnt || R->nops != at2.nev || cnt < 1)
-        why = "its ops were not matched in one stretch of the graph";
-    for (int32_t t = at.pos; t < at2.pos && !why; t++)
-        if (jn_rp_match_token_loop(R->mt, at.graph, t) != -1) why = "its ops are matched inside a loop";
+        why = RP_BW_STRETCH;
+    for (int32_t t = at.pos; t < at2.pos && why < 0; t++)
+        if (jn_rp_match_token_loop(R->mt, at.graph, t) != -1) why = RP_BW_LOOP_OPS;
     if (B->nplans == B->capplans) {
         int c = B->capplans ? B->capplans * 2 : 8;
         bw_plan *np = realloc(B->plans, sizeof *np * (size_t)c);
-        if (!np) return s;
+        if (!np) return decline_at(B, at.graph, at.pos, RP_BW_NOMEM), s;
         B->plans = np;
         B->capplans = c;
     }
@@ -563,11 +635,12 @@ static jn_status learn(jn_replay *R, struct rp_bw *B, const jn_ag_walk *pw, cons
     memset(P, 0, sizeof *P);
     P->graph = at.graph, P->pos = at.pos, P->nev0 = at.nev;
     P->n = cnt;
-    if (!why) why = plan_build(R, P, pw, at.nev, cnt);
-    P->usable = why == NULL;
-    if (why) {
+    if (why < 0) why = plan_build(R, P, pw, at.nev, cnt);
+    P->usable = why < 0;
+    P->why = why;
+    if (why >= 0) {
         plan_free(P);
-        decline(B, why);
+        decline_at(B, at.graph, at.pos, why);
     } else {
         P->fp = pw->fp, P->nrec = pw->nrec, P->nleaf = pw->nleaf, P->nsaved = pw->nsaved, P->nids = nids;
         B->learned++;

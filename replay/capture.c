@@ -160,7 +160,7 @@ jn_status rp_run_op(const rp_op *p, const jn_attr *attrs, jn_tensor *const *in) 
 
 /* Every storage it touches is current afterwards, except those of ops after
  * a failing one (LOST). */
-jn_status rp_fallback(jn_replay *R) {
+jn_status rp_fallback(jn_replay *R, int cause) {
     jn_status s = JN_OK;
     R->flushing = 1;
     const rp_op *last = R->nops ? &R->ops[R->nops - 1] : NULL;
@@ -171,7 +171,7 @@ jn_status rp_fallback(jn_replay *R) {
     }
     for (int64_t e = 0; e < R->nops; e++) {
         const rp_op *p = &R->ops[e];
-        if (s == JN_OK && p->into == RP_BW_HEAD && (s = rp_bw_fallback(R, p)) == JN_OK) continue;
+        if (s == JN_OK && p->into == RP_BW_HEAD && (s = rp_bw_fallback(R, p, cause)) == JN_OK) continue;
         if (s == JN_OK && p->into == RP_BW_GHOST) continue; /* its head ran the engine */
         if (s == JN_OK && p->into != RP_BW_HEAD && (s = rp_run_op(p, R->attrs, rp_op_in(R, p))) == JN_OK) continue;
         if (!rp_written(p)) /* never ran: its bytes are not eager's */
@@ -217,7 +217,7 @@ jn_status rp_capture_off(jn_replay *R, int32_t graph, int32_t guard, int32_t tok
         rp_note_miss(R, graph, guard, token, seen, why);
         R->segments++;
     }
-    return rp_fallback(R);
+    return rp_fallback(R, why ? RP_BW_FELL_MISS : RP_BW_FELL_NOMEM);
 }
 
 /* Inputs a captured op cannot read: a deferred one is computed now (it is

@@ -118,8 +118,11 @@ typedef struct {
      * captured, captured (instantiated or updated), updated in place, and
      * made of plain launches */
     int64_t cuda_replays, cuda_captures, cuda_updates, cuda_plain_runs;
-    /* backward skip: backwards skipped, places learned, backwards the skip declined */
-    int64_t bw_skipped, bw_learned, bw_declined;
+    /* backward skip: backward() calls seen while on, of them skipped, run to
+     * learn a plan (learned), and not skipped for a reason (declined: calls =
+     * skipped + learned + declined); skipped ones the engine ran after all
+     * (a miss after them: fallbacks) */
+    int64_t bw_calls, bw_skipped, bw_learned, bw_declined, bw_fallbacks;
 } jn_rp_stats;
 void jn_rp_get_stats(const jn_replay *r, jn_rp_stats *st);
 /* The summary line (without newline) into buf. */
@@ -128,6 +131,18 @@ void jn_rp_summary(const jn_replay *r, char *buf, size_t n);
 const char *jn_rp_miss(const jn_replay *r, int i, int64_t *count);
 /* The i-th reason a backward was not skipped (NULL past the end); *count its count. */
 const char *jn_rp_bw_reason(const jn_replay *r, int i, int64_t *count);
+/* The backward skip's counters per place and reason: calls not skipped, or
+ * skipped and then run by the engine after all (fallback), at a place
+ * (the graph's name and the token the matcher stood at; "" and -1 where it
+ * knew none), under a reason (a short name and the words). */
+typedef struct {
+    const char *graph, *name, *words;
+    int32_t token;
+    int fallback;
+    int64_t count;
+} jn_rp_bw_row;
+/* The i-th row in first-seen order; 0 past the end. */
+int jn_rp_bw_row_at(const jn_replay *r, int i, jn_rp_bw_row *row);
 /* What `janus optimize` decided about the recorded regions, stored with the
  * bundle this replay runs (the replay run's bundle_id; without a run row,
  * the newest bundle of its target): rows for jn_db_region_verdicts_free,

@@ -69,6 +69,7 @@ static jn_status seg_end_captured(jn_replay *R) {
         fprintf(stderr, "[rp] segment of %lld ops captured in %.3f ms\n", (long long)R->nops,
                 1e3 * (rp_now() - R->t_begin));
     char why[1024] = "";
+    int cause = RP_BW_FELL_MISS;
     if (k == JN_RP_MATCH_COMPLETE) {
         jn_rt_private_ids++; /* its scalars, arena and outputs: not the ids Python sees */
         int rc = rp_run_graph(R, &res, why, sizeof why);
@@ -90,11 +91,12 @@ static jn_status seg_end_captured(jn_replay *R) {
             return jn_error(R->fatal ? R->fatal : JN_ERR_RUNTIME, "janus replay: %s", why);
         }
         rp_note_miss(R, res.graph, -1, -1, NAN, why);
+        cause = RP_BW_FELL_REFUSED;
     } else {
         snprintf(why, sizeof why, "%s", res.why ? res.why : "the segment matched no graph");
         rp_note_miss(R, res.graph, res.guard, res.token, res.seen, why);
     }
-    jn_status s = rp_fallback(R);
+    jn_status s = rp_fallback(R, cause);
     if (s == JN_OK && R->cfg.strict) s = rp_strict_error(why);
     return s;
 }

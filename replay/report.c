@@ -134,7 +134,10 @@ void jn_rp_get_stats(const jn_replay *R, jn_rp_stats *st) {
         st->seconds += R->g[i].seconds;
     }
     st->device = R->dev;
-    rp_bw_counts(R, &st->bw_skipped, &st->bw_learned, &st->bw_declined);
+    rp_bw_totals bw;
+    rp_bw_counts(R, &bw);
+    st->bw_calls = bw.calls, st->bw_skipped = bw.skipped, st->bw_learned = bw.learned;
+    st->bw_declined = bw.declined, st->bw_fallbacks = bw.fallbacks;
     if (R->cg) {
         jn_ex_cuda_graphs_stats cs;
         jn_ex_cuda_graphs_get_stats(R->cg, &cs);
@@ -239,6 +242,28 @@ static jn_status rp_write_regions(jn_replay *R, jn_db *db) {
     return s;
 }
 
+/* The backward skip's counters (schema v11): the totals and, per place and
+ * reason, the calls not skipped or run after all; nothing when no backward
+ * was seen (a script without one stores no row). */
+static jn_status rp_write_backward(jn_replay *R, jn_db *db) {
+    rp_bw_totals t;
+    rp_bw_counts(R, &t);
+    if (!t.calls) return JN_OK;
+    int n = 0;
+    jn_rp_bw_row row;
+    while (jn_rp_bw_row_at(R, n, &row)) n++;
+    jn_db_replay_backward_reason *why = calloc((size_t)n + 1, sizeof *why);
+    if (!why) return jn_error(JN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        jn_rp_bw_row_at(R, i, &row);
+        why[i] = (jn_db_replay_backward_reason){row.graph, row.name, row.words, row.token, row.fallback, row.count};
+    }
+    jn_db_replay_backward_totals tot = {t.calls, t.skipped, t.learned, t.declined, t.fallbacks};
+    jn_status s = jn_db_replay_backward_put(db, R->run_id, &tot, why, n);
+    free(why);
+    return s;
+}
+
 /* At the end: the counters (run_id > 0) and, after a CUDA replay, cuDNN's
  * algorithm choices (jn_algos.h), in one opening of the store.  They are
  * separate transactions: a failure to save the choices loses no counter,
@@ -283,6 +308,7 @@ void rp_write_counters(jn_replay *R) {
             }
             s = jn_db_replay_put(db, R->run_id, gr, ng, mr, R->nmiss, xr, R->nxp);
             if (!s) s = rp_write_regions(R, db);
+            if (!s) s = rp_write_backward(R, db);
             if (!s) s = rp_tl_write(&R->tl, db, R->run_id, R->m, rp_now());
         }
         if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R->db_path, jn_errmsg());
@@ -303,3 +329,13 @@ void rp_write_counters(jn_replay *R) {
 }
 
 const char *jn_rp_bw_reason(const jn_replay *R, int i, int64_t *count) { return rp_bw_reason(R, i, count); }
+
+int jn_rp_bw_row_at(const jn_replay *R, int i, jn_rp_bw_row *row) {
+    int32_t g, token;
+    int why;
+    int64_t count;
+    if (!rp_bw_row(R, i, &g, &token, &why, &count)) return 0;
+    *row = (jn_rp_bw_row){g >= 0 && R->m && g < R->m->ngraphs ? R->m->graphs[g]->name : "", rp_bw_why_name(why),
+                          rp_bw_why_words(why), g >= 0 ? token : -1, rp_bw_why_fell(why), count};
+    return 1;
+}

@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "jn_autograd.h"
 #include "jn_bundle.h"
 #include "jn_exec.h"
 #include "jn_match.h"
@@ -197,16 +198,68 @@ struct jn_replay {
 };
 
 /* ---------------------------------------------------------- backward.c */
+/* Why a backward was not skipped, or was skipped and then run by the engine
+ * after all (the FELL_ ones): X(id, name, words).  The name is what tests
+ * and --json key on, the words what a person reads; both are stored with
+ * the counters (jn_db_replay_backward_put).  The autograd walk's reasons
+ * (JN_AG_WALK_WHYS) follow as RP_BW_WALK_<id>. */
+#define RP_BW_WHYS(X)                                                                                       \
+    X(OFF, "off", "the skip is off (JANUS_REPLAY_BACKWARD_SKIP=0)")                                        \
+    X(AFTER_MISS, "after_miss", "a miss earlier in its segment: the rest of the segment ran eagerly")      \
+    X(EAGER_SEGMENT, "eager_segment", "its segment ran eagerly by choice (timing, or a graph left to eager)") \
+    X(REGION, "region", "inside a region call being observed or run from its template")                    \
+    X(NO_MATCHER, "no_matcher", "the bundle has no matcher")                                               \
+    X(RETAIN, "retain_graph", "retain_graph=True")                                                         \
+    X(ROOTS, "roots", "an explicit gradient or several roots")                                             \
+    X(FIRST_OP, "first_op", "no op of its segment came before it (its graph was made before a sync)")     \
+    X(NOT_ONE, "not_one_graph", "not one graph followed (several could still match)")                      \
+    X(LOOP, "loop", "inside a loop of its graph")                                                          \
+    X(FINGERPRINT, "fingerprint", "its autograd graph kept changing (4 variants learned at its place)")    \
+    X(STRETCH, "stretch", "its ops were not matched in one stretch of the graph")                          \
+    X(LOOP_OPS, "loop_ops", "its ops are matched inside a loop")                                           \
+    X(NESTED, "nested", "a backward inside its stretch was skipped")                                       \
+    X(PY_SCALAR, "py_scalar", "a number made by the backward is read as a Python scalar")                  \
+    X(UNKNOWN_INPUT, "unknown_input", "the backward reads a tensor it neither made nor found saved")        \
+    X(GRAD_NOT_OUTPUT, "grad_not_output", "a leaf's .grad is not the first output of one of the backward's ops") \
+    X(GRAD_VIEW, "grad_view", "a leaf's .grad is a view or shared")                                        \
+    X(LEARN_STOPPED, "learn_stopped", "a miss or an error while it ran to learn its plan")                 \
+    X(NOMEM, "nomem", "out of memory")                                                                      \
+    X(FELL_MISS, "fell_back_miss", "a miss later in its segment: the engine ran it there")                 \
+    X(FELL_REFUSED, "fell_back_refused", "its segment's graph was refused: the engine ran it")             \
+    X(FELL_CHOICE, "fell_back_choice", "its segment ran eagerly by choice: the engine ran it")             \
+    X(FELL_NOMEM, "fell_back_nomem", "out of memory: the engine ran it")
+typedef enum {
+#define X(id, name, words) RP_BW_##id,
+    RP_BW_WHYS(X)
+#undef X
+    RP_BW_WALK, /* RP_BW_WALK + JN_AG_WALK_<id> - 1: the walk's reasons */
+    RP_BW_NWHY = RP_BW_WALK + JN_AG_WALK_NWHY - 1
+} rp_bw_why;
+/* The reason's name and words (NULL out of range); a fallback or not. */
+const char *rp_bw_why_name(int why);
+const char *rp_bw_why_words(int why);
+static inline int rp_bw_why_fell(int why) { return why >= RP_BW_FELL_MISS && why <= RP_BW_FELL_NOMEM; }
+
 /* The capture hook's backward callback (jn_rt_capture_hook.backward). */
 jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain, int *handled);
-/* The fallback reaches a skipped backward's head record: the engine runs. */
-jn_status rp_bw_fallback(jn_replay *R, const rp_op *p);
+/* The fallback reaches a skipped backward's head record: the engine runs;
+ * cause (an RP_BW_FELL_ reason) is why the list runs eagerly. */
+jn_status rp_bw_fallback(jn_replay *R, const rp_op *p, int cause);
 /* The list is cleared: this segment's skips are done with. */
 void rp_bw_clear(jn_replay *R);
 void rp_bw_free(jn_replay *R);
-/* Counters: skipped, learned, declined; the i-th decline reason (NULL past the end). */
-void rp_bw_counts(const jn_replay *R, int64_t *skipped, int64_t *learned, int64_t *declined);
+/* Counters: backward calls seen, skipped, learned, declined (not skipped,
+ * learning aside), fell back (skipped, then run by the engine). */
+typedef struct {
+    int64_t calls, skipped, learned, declined, fallbacks;
+} rp_bw_totals;
+void rp_bw_counts(const jn_replay *R, rp_bw_totals *t);
+/* The i-th decline reason in words, over all places (NULL past the end). */
 const char *rp_bw_reason(const jn_replay *R, int i, int64_t *count);
+/* The i-th (place, reason) row, declines and fallbacks, in first-seen
+ * order: 0 past the end.  graph and token -1 where it was at no place of
+ * one graph. */
+int rp_bw_row(const jn_replay *R, int i, int32_t *graph, int32_t *token, int *why, int64_t *count);
 
 /* ------------------------------------------------------------ region.c */
 /* While a region is observed: log an op (the dispatch hook), a sync point. */
@@ -302,8 +355,9 @@ uint32_t rp_next_mark(jn_replay *R);
 void rp_clear_list(jn_replay *R);
 /* An eager storage for a pending one, on its device. */
 jn_status rp_storage_alloc(jn_storage *st);
-/* Run the pending list eagerly, in order (the fallback). */
-jn_status rp_fallback(jn_replay *R);
+/* Run the pending list eagerly, in order (the fallback); cause: why, as an
+ * RP_BW_FELL_ reason (what a skipped backward in the list counts under). */
+jn_status rp_fallback(jn_replay *R, int cause);
 /* One op (its attributes at attrs + p->attr) with its eager kernel over in
  * (its inputs, then its outputs), its pending outputs given their bytes
  * first. */

@@ -1149,7 +1149,9 @@ nomem:
 }
 
 jn_status jn_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain_graph) {
-    if (jn_rt_capturing) { /* a replay may hold this backward's ops already (replay/backward.c) */
+    /* a replay may hold this backward's ops already (replay/backward.c); it
+     * also counts the calls it sees outside capture, each with its reason */
+    if (jn_rt_capture_hook_installed()) {
         int handled = 0;
         jn_status s = jn_rt_capture_backward(n, roots, grads, retain_graph, &handled);
         if (handled) return s;
@@ -1284,13 +1286,27 @@ static uint64_t fp_attrs(uint64_t h, const jn_node *x) {
     return h;
 }
 
+static const char *const walk_words[JN_AG_WALK_NWHY] = {
+    NULL,
+#define X(id, name, words) words,
+    JN_AG_WALK_WHYS(X)
+#undef X
+};
+
+/* The walk's reason (callers keep the first one found). */
+static void walk_why(jn_ag_walk *w, int code) {
+    w->code = code;
+    w->why = walk_words[code];
+}
+
 jn_status jn_ag_walk_graph(jn_tensor *root, uint64_t min_seq, jn_ag_walk *w) {
     w->nrec = w->nleaf = w->nsaved = 0;
     w->why = NULL;
+    w->code = JN_AG_WALK_OK;
     w->fp = 0xcbf29ce484222325ULL;
     jn_ag_meta *rm = root->autograd ? meta_of(root) : NULL;
     if (!rm || !rm->requires_grad || !rm->grad_fn) {
-        w->why = "the root has no history";
+        walk_why(w, JN_AG_WALK_NO_HISTORY);
         return JN_OK;
     }
     nodevec stack = {0};
@@ -1306,22 +1322,22 @@ jn_status jn_ag_walk_graph(jn_tensor *root, uint64_t min_seq, jn_ag_walk *w) {
         h = fp_mix(h, (uint64_t)x->op << 16 | (uint64_t)x->nin << 8 | (uint64_t)x->nout);
         h = fp_mix(h, (uint64_t)x->device);
         h = fp_attrs(h, x);
-        if (x->seq < min_seq && !w->why) w->why = "it reaches a node made before this segment";
-        if (x->released && !w->why) w->why = "the graph was released by an earlier backward";
+        if (x->seq < min_seq && !w->why) walk_why(w, JN_AG_WALK_OLD_NODE);
+        if (x->released && !w->why) walk_why(w, JN_AG_WALK_RELEASED);
         for (const jn_ag_hook *k = x->hooks; k && !w->why; k = k->next)
-            if (hook_live(k)) w->why = "a gradient hook is registered on a tensor it reaches";
+            if (hook_live(k)) walk_why(w, JN_AG_WALK_NODE_HOOK);
         for (int k = 0; k < x->nout; k++) {
             h = fp_meta(h, &x->out_meta[k]);
             jn_tensor *t = x->saved_out[k];
             h = fp_saved(h, t);
             if (!t) continue;
-            if (t->storage->version != x->saved_out_ver[k] && !w->why) w->why = "a saved tensor was changed in place";
+            if (t->storage->version != x->saved_out_ver[k] && !w->why) walk_why(w, JN_AG_WALK_SAVED_CHANGED);
         }
         for (int i = 0; i < x->nin; i++) {
             h = fp_meta(h, &x->in_meta[i]);
             jn_tensor *t = x->saved_in ? x->saved_in[i] : NULL;
             h = fp_saved(h, t);
-            if (t && t->storage->version != x->saved_in_ver[i] && !w->why) w->why = "a saved tensor was changed in place";
+            if (t && t->storage->version != x->saved_in_ver[i] && !w->why) walk_why(w, JN_AG_WALK_SAVED_CHANGED);
             const struct jn_edge *e = &x->next[i];
             if (e->leaf) {
                 jn_ag_meta *m = meta_of(e->leaf);
@@ -1330,8 +1346,8 @@ jn_status jn_ag_walk_graph(jn_tensor *root, uint64_t min_seq, jn_ag_walk *w) {
                     m->hvisit = gen;
                     m->hdeps = w->nleaf;
                     w->leaf[w->nleaf++] = e->leaf;
-                    if (leaf_hooked(e->leaf) && !w->why) w->why = "a gradient hook is registered on a leaf it reaches";
-                    if (m->grad && !w->why) w->why = "a leaf it reaches has a .grad already (accumulation)";
+                    if (leaf_hooked(e->leaf) && !w->why) walk_why(w, JN_AG_WALK_LEAF_HOOK);
+                    if (m->grad && !w->why) walk_why(w, JN_AG_WALK_GRAD_DEFINED);
                     jn_meta lm = {e->leaf->dtype, e->leaf->ndim, {0}};
                     memcpy(lm.shape, e->leaf->shape, sizeof(int64_t) * (size_t)e->leaf->ndim);
                     h = fp_meta(h, &lm);

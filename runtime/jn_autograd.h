@@ -80,7 +80,25 @@ uint64_t jn_ag_seq_now(void);
  * metadata, edges by ordinal, which tensors are saved; per leaf: dtype and
  * shape).  why: set when the engine's ops cannot be predicted from an
  * earlier backward's (a record made before min_seq, released, with hooks; a
- * leaf with hooks or a defined .grad; a saved tensor changed in place). */
+ * leaf with hooks or a defined .grad; a saved tensor changed in place),
+ * with its code (the first found).
+ * JN_AG_WALK_WHYS(X): X(id, name, words) per reason; replay's backward skip
+ * keeps its own reasons after these (replay/rp_internal.h). */
+#define JN_AG_WALK_WHYS(X)                                                                          \
+    X(NO_HISTORY, "no_history", "the root has no history")                                         \
+    X(OLD_NODE, "old_node", "it reaches a node made before this segment")                          \
+    X(RELEASED, "released", "the graph was released by an earlier backward")                       \
+    X(NODE_HOOK, "hook", "a gradient hook is registered on a tensor it reaches")                   \
+    X(SAVED_CHANGED, "saved_changed", "a saved tensor was changed in place")                       \
+    X(LEAF_HOOK, "leaf_hook", "a gradient hook is registered on a leaf it reaches")                \
+    X(GRAD_DEFINED, "grad_defined", "a leaf it reaches has a .grad already (accumulation)")
+enum {
+    JN_AG_WALK_OK = 0,
+#define X(id, name, words) JN_AG_WALK_##id,
+    JN_AG_WALK_WHYS(X)
+#undef X
+    JN_AG_WALK_NWHY
+};
 typedef struct {
     jn_node **rec;
     int nrec, caprec;
@@ -90,7 +108,8 @@ typedef struct {
     jn_tensor **saved;
     int nsaved, capsaved;
     uint64_t fp;
-    const char *why;
+    const char *why;     /* the reason in words, NULL */
+    int code;            /* its JN_AG_WALK_*, JN_AG_WALK_OK */
 } jn_ag_walk;
 jn_status jn_ag_walk_graph(jn_tensor *root, uint64_t min_seq, jn_ag_walk *w);
 void jn_ag_walk_free(jn_ag_walk *w);

@@ -373,9 +373,9 @@ typedef struct jn_rt_capture_hook {
     /* The references to t the capture holds (of t->refcnt; eager would not
      * hold them); asked only when t->ext is set. */
     int64_t (*held_refs)(void *ctx, const jn_tensor *t);
-    /* backward() while capturing (jn_backward): *handled = 1 when the
-     * capture took the call over (its status returned), 0 to run the engine.
-     * May be NULL. */
+    /* backward() while the hook is installed (jn_backward), capturing or
+     * not (jn_rt_capturing says): *handled = 1 when the capture took the
+     * call over (its status returned), 0 to run the engine.  May be NULL. */
     jn_status (*backward)(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain,
                           int *handled);
     void *ctx;

@@ -13,7 +13,9 @@
 
 /* SQL that takes back what schema v6 added (db/db.c SCHEMA_V6): run first
  * when a test makes a store of an older schema out of a current one. */
-/* what schema v10 added (db/db.c SCHEMA_V10), taken back first */
+/* what schema v11 added (db/db.c SCHEMA_V11), taken back first */
+#define JT_UNDO_V11 "DROP TABLE replay_backward_reasons; DROP TABLE replay_backward; "
+/* what schema v10 added (db/db.c SCHEMA_V10), taken back after v11's */
 #define JT_UNDO_V10 "DROP TABLE region_replay_reasons; DROP TABLE region_replays; "
 /* what schema v9 added (db/db.c SCHEMA_V9), taken back after v10's */
 #define JT_UNDO_V9 "DROP TABLE region_verdicts; DROP TABLE region_codes; DROP TABLE regions; "

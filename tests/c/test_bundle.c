@@ -545,7 +545,7 @@ static void make_v1(const char *path) {
     jn_db_run_info ri = {.argv_json = "[\"train.py\"]", .cwd = "/", .optable_hash = "00", .device = "cpu"};
     int64_t run;
     if (jn_db_run_begin(db, &ri, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
-    exec(db, JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V6 "DROP TABLE bundles; DROP TABLE replay_misses; DROP TABLE replay_graphs; "
+    exec(db, JT_UNDO_V11 JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V6 "DROP TABLE bundles; DROP TABLE replay_misses; DROP TABLE replay_graphs; "
              "ALTER TABLE runs DROP COLUMN bundle_id; ALTER TABLE runs DROP COLUMN kind; "
              "ALTER TABLE runs DROP COLUMN pid_start; ALTER TABLE runs DROP COLUMN boot_id; "
              "UPDATE meta SET value = '1' WHERE key = 'schema_version'");

@@ -98,7 +98,7 @@ static void make_v4(const char *path) {
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "DROP TABLE algos; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+                     JT_UNDO_V11 JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "DROP TABLE algos; UPDATE meta SET value = '4' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v4: %s\n", err ? err : "?");
     sqlite3_free(err);

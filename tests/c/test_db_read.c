@@ -388,7 +388,7 @@ static void make_v5(const char *path) {
     char host[256] = "", sql[1536];
     gethostname(host, sizeof host - 1);
     snprintf(sql, sizeof sql,
-             JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+             JT_UNDO_V11 JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
              "INSERT INTO runs(id, hostname, pid, status) VALUES(1, '%s', 2147483646, 'running');", host);
     sqlite3 *h = NULL;
     if (sqlite3_open(path, &h) != SQLITE_OK || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK)
@@ -471,7 +471,7 @@ static void test_lost(void) {
     char sql[1536];
     CHECK(sqlite3_open(old, &h) == SQLITE_OK);
     snprintf(sql, sizeof sql,
-             JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+             JT_UNDO_V11 JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
              "INSERT INTO runs(id, hostname, pid, status) VALUES(1, '%s', %d, 'running'), (2, '%s', %d, 'running');",
              host, (int)dead, host, (int)getpid());
     CHECK(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);

@@ -8,7 +8,9 @@
  * of a newer schema than the current one is refused untouched.  Schema
  * v10: a replay's region counters (calls, replaced, reasons) are written in
  * one transaction, add up over two reports of a run, read back summed; a v9
- * store reads as none read-only and migrates for writing. */
+ * store reads as none read-only and migrates for writing.  Schema v11: a
+ * replay's backward-skip counters (totals, per place and reason) likewise,
+ * and a v10 store reads as none read-only and migrates for writing. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +145,7 @@ static void make_v8(const char *path) {
     if (jn_db_open(path, JN_DB_CREATE, &db) != JN_OK) return;
     make_run(db);
     char *err = NULL;
-    if (sqlite3_exec(jn_db_testing_handle(db), JT_UNDO_V10 JT_UNDO_V9 "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
+    if (sqlite3_exec(jn_db_testing_handle(db), JT_UNDO_V11 JT_UNDO_V10 JT_UNDO_V9 "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v8: %s\n", err ? err : "?");
     sqlite3_free(err);
@@ -229,7 +231,7 @@ static void make_v9(const char *path) {
     int64_t run = make_run(db);
     jn_db_region_put(db, run, &REG[0]);
     char *err = NULL;
-    if (sqlite3_exec(jn_db_testing_handle(db), JT_UNDO_V10 "UPDATE meta SET value = '9' WHERE key = 'schema_version'",
+    if (sqlite3_exec(jn_db_testing_handle(db), JT_UNDO_V11 JT_UNDO_V10 "UPDATE meta SET value = '9' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v9: %s\n", err ? err : "?");
     sqlite3_free(err);
@@ -262,23 +264,127 @@ static void test_migration_v9(void) {
     jn_db_close(db);
 }
 
+/* ------------------------------------------------ backward skip (v11) */
+static const jn_db_replay_backward_totals BT = {32, 14, 2, 16, 3};
+static const jn_db_replay_backward_reason BW[] = {
+    {"g0", "grad_defined", "a leaf it reaches has a .grad already (accumulation)", 41, 0, 16},
+    {"g0", "fell_back_miss", "a miss later in its segment: the engine ran it there", 12, 1, 3},
+    {"", "after_miss", "a miss earlier in its segment: the rest of the segment ran eagerly", -1, 0, 2}};
+
+static void test_backward_counters(void) {
+    const char *path = tmp("v11bw.db");
+    unlink(path);
+    jn_db *db = NULL;
+    CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK);
+    if (!db) return;
+    int64_t run = make_run(db);
+    CHECK(jn_db_replay_backward_put(db, run + 5, &BT, BW, 3) == JN_ERR_VALUE && has("no run"));
+    jn_db_replay_backward_totals bad = {1, 1, 0, 0, 2};
+    CHECK(jn_db_replay_backward_put(db, run, &bad, NULL, 0) == JN_ERR_VALUE && has("fallbacks <= skipped"));
+    jn_db_replay_backward_reason badw = {NULL, "x", "y", 0, 0, 1};
+    CHECK(jn_db_replay_backward_put(db, run, &BT, &badw, 1) == JN_ERR_VALUE && has("needs a graph"));
+    CHECK(jn_db_replay_backward_put(db, run, NULL, NULL, 0) == JN_ERR_VALUE);
+    /* all or none under a failure at each write */
+    sqlite3 *h = jn_db_testing_handle(db);
+    for (int k = 1; k <= 8; k++) {
+        int64_t before = q_int(h, "SELECT count(*) FROM replay_backward") +
+                         q_int(h, "SELECT count(*) FROM replay_backward_reasons");
+        jn_db_inject_fault(k);
+        jn_status s = jn_db_replay_backward_put(db, run, &BT, BW, 3);
+        jn_db_inject_fault(0);
+        int64_t after = q_int(h, "SELECT count(*) FROM replay_backward") +
+                        q_int(h, "SELECT count(*) FROM replay_backward_reasons");
+        CHECK(s == JN_OK ? after == before + 4 : (s == JN_ERR_IO && has("injected") && after == before));
+    }
+    CHECK(sqlite3_exec(h, "DELETE FROM replay_backward; DELETE FROM replay_backward_reasons", 0, 0, 0) == SQLITE_OK);
+    /* nothing stored: none */
+    jn_db_replay_backward_totals t;
+    jn_db_replay_backward_reason *w = NULL;
+    int has_ = -1, n = -1;
+    CHECK(jn_db_replay_backward(db, run, &has_, &t, &w, &n) == JN_OK && !has_ && n == 0 && !w && t.calls == 0);
+    /* two reports of one run add up; rows per place and reason, most frequent first */
+    CHECK(jn_db_replay_backward_put(db, run, &BT, BW, 3) == JN_OK);
+    CHECK(jn_db_replay_backward_put(db, run, &BT, BW + 1, 1) == JN_OK);
+    CHECK(jn_db_replay_backward(db, run, &has_, &t, &w, &n) == JN_OK && has_ && n == 3);
+    CHECK(t.calls == 64 && t.skipped == 28 && t.learned == 4 && t.declined == 32 && t.fallbacks == 6);
+    if (n == 3) {
+        CHECK(!strcmp(w[0].graph, "g0") && w[0].token == 41 && !strcmp(w[0].name, "grad_defined") &&
+              !w[0].fallback && w[0].count == 16 && strstr(w[0].reason, "accumulation"));
+        CHECK(!strcmp(w[1].name, "fell_back_miss") && w[1].fallback && w[1].token == 12 && w[1].count == 6);
+        CHECK(!strcmp(w[2].graph, "") && w[2].token == -1 && !strcmp(w[2].name, "after_miss") && w[2].count == 2);
+    }
+    jn_db_replay_backward_free(w, n);
+    CHECK(jn_db_replay_backward(db, run + 1, &has_, &t, &w, &n) == JN_OK && !has_ && n == 0 && !w);
+    jn_db_close(db);
+    /* read-only: reads work, writes are refused */
+    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK && db);
+    if (!db) return;
+    CHECK(jn_db_replay_backward_put(db, run, &BT, BW, 3) == JN_ERR_IO && has("read-only"));
+    CHECK(jn_db_replay_backward(db, run, &has_, &t, &w, &n) == JN_OK && has_ && n == 3);
+    jn_db_replay_backward_free(w, n);
+    jn_db_close(db);
+}
+
+/* A v10 store: a current one without what v11 added. */
+static void make_v10(const char *path) {
+    unlink(path);
+    jn_db *db = NULL;
+    if (jn_db_open(path, JN_DB_CREATE, &db) != JN_OK) return;
+    int64_t run = make_run(db);
+    jn_db_region_replays_put(db, run, RR, 2, RW, 3);
+    char *err = NULL;
+    if (sqlite3_exec(jn_db_testing_handle(db), JT_UNDO_V11 "UPDATE meta SET value = '10' WHERE key = 'schema_version'",
+                     NULL, NULL, &err) != SQLITE_OK)
+        fprintf(stderr, "  make_v10: %s\n", err ? err : "?");
+    sqlite3_free(err);
+    jn_db_close(db);
+}
+
+static void test_migration_v10(void) {
+    const char *path = tmp("v10m.db");
+    jn_db *db = NULL;
+    make_v10(path);
+    CHECK(jn_db_open(path, JN_DB_READONLY, &db) == JN_OK && db && jn_db_schema_version(db) == 10);
+    if (db) {
+        jn_db_replay_backward_totals t;
+        jn_db_replay_backward_reason *w = NULL;
+        int has_ = -1, n = -1;
+        CHECK(jn_db_replay_backward(db, 1, &has_, &t, &w, &n) == JN_OK && !has_ && n == 0 && !w);
+        jn_db_region_replay *r = NULL;
+        jn_db_region_replay_reason *rw = NULL;
+        int nr = 0, nrw = 0;
+        CHECK(jn_db_region_replays(db, 1, &r, &nr, &rw, &nrw) == JN_OK && nr == 2); /* v10's own rows stay */
+        jn_db_region_replays_free(r, nr, rw, nrw);
+        jn_db_close(db);
+    }
+    CHECK(jt_migrate_under_faults(path, make_v10, 6, 10,
+                                  "SELECT count(*) FROM sqlite_master WHERE name='replay_backward'", 0, 1, 1) >= 1);
+    make_v10(path);
+    CHECK(jn_db_open(path, JN_DB_WRITE, &db) == JN_OK && db && jn_db_schema_version(db) == JN_DB_SCHEMA_VERSION);
+    if (!db) return;
+    CHECK(jn_db_replay_backward_put(db, 1, &BT, BW, 3) == JN_OK);
+    CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM replay_backward_reasons") == 3);
+    CHECK(q_int(jn_db_testing_handle(db), "SELECT count(*) FROM region_replays") == 2);
+    jn_db_close(db);
+}
+
 /* A janus refuses a store of a later schema, leaving it as it is. */
 static void test_newer_refused(void) {
-    const char *path = tmp("v11.db");
+    const char *path = tmp("v12.db");
     unlink(path);
     jn_db *db = NULL;
     CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK);
     if (!db) return;
     int64_t run = make_run(db);
     CHECK(jn_db_region_put(db, run, &REG[0]) == JN_OK);
-    CHECK(sqlite3_exec(jn_db_testing_handle(db), "UPDATE meta SET value = '11' WHERE key = 'schema_version'", 0, 0,
+    CHECK(sqlite3_exec(jn_db_testing_handle(db), "UPDATE meta SET value = '12' WHERE key = 'schema_version'", 0, 0,
                        0) == SQLITE_OK);
     jn_db_close(db);
     for (int fl = JN_DB_READONLY; fl <= JN_DB_CREATE; fl++)
-        CHECK(jn_db_open(path, fl, &db) == JN_ERR_IO && has("schema version 11") && has("upgrade janus"));
+        CHECK(jn_db_open(path, fl, &db) == JN_ERR_IO && has("schema version 12") && has("upgrade janus"));
     sqlite3 *h = NULL;
     sqlite3_open(path, &h);
-    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 11);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 12);
     CHECK(q_int(h, "SELECT count(*) FROM regions") == 1);
     sqlite3_close(h);
 }
@@ -290,6 +396,8 @@ int main(void) {
     test_migration_v8();
     test_region_replays();
     test_migration_v9();
+    test_backward_counters();
+    test_migration_v10();
     test_newer_refused();
     jt_tmp_end();
     JT_DONE();

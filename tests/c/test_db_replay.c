@@ -156,7 +156,7 @@ static void make_v2(const char *path) {
     if (jn_db_run_begin(db, &a, &run) != JN_OK) fprintf(stderr, "  run_begin: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "DROP TABLE replay_misses; DROP TABLE replay_graphs; "
+                     JT_UNDO_V11 JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "DROP TABLE replay_misses; DROP TABLE replay_graphs; "
                      "ALTER TABLE runs DROP COLUMN bundle_id; "
                      "ALTER TABLE runs DROP COLUMN kind; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
@@ -220,7 +220,7 @@ static void test_migration_v7(void) {
     CHECK(jn_db_run_begin(db, &b, &r) == JN_OK && jn_db_replay_put(db, r, G1, 2, M1, 3, NULL, 0) == JN_OK);
     char *err = NULL;
     CHECK(sqlite3_exec(jn_db_testing_handle(db),
-                       JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
+                       JT_UNDO_V11 JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
                        NULL, NULL, &err) == SQLITE_OK);
     sqlite3_free(err);
     jn_db_close(db);

@@ -242,7 +242,7 @@ static void make_v5(const char *path) {
     if (jn_db_replay_put(db, run, NULL, 0, &m, 1, NULL, 0) != JN_OK) fprintf(stderr, "  replay_put: %s\n", jn_errmsg());
     char *err = NULL;
     if (sqlite3_exec(jn_db_testing_handle(db),
-                     JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+                     JT_UNDO_V11 JT_UNDO_V10 JT_UNDO_V9 JT_UNDO_V8 JT_UNDO_V7 JT_UNDO_V6 "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
                      NULL, NULL, &err) != SQLITE_OK)
         fprintf(stderr, "  make_v5: %s\n", err ? err : "?");
     sqlite3_free(err);

@@ -46,6 +46,13 @@ def compare(mode, tmp, steps="16", at="6"):
     (s_on, c_on), (s_off, c_off) = out["1"], out["0"]
     assert s_on == s_off  # the same hits, fallbacks and top miss
     assert c_off["backward_skipped"] == 0 and c_off["backward_learned"] == 0, c_off
+    # every call is counted: skipped, learned, or declined with its reason at its place
+    assert c_off["backward_calls"] == c_on["backward_calls"] == c_off["backward_declined"], c_off
+    assert {p["name"] for p in c_off["backward_places"]} <= {"off"}, c_off
+    assert c_on["backward_calls"] == c_on["backward_skipped"] + c_on["backward_learned"] + c_on["backward_declined"], c_on
+    rows = c_on["backward_places"]
+    assert sum(p["count"] for p in rows if not p["fallback"]) == c_on["backward_declined"], c_on
+    assert sum(p["count"] for p in rows if p["fallback"]) == c_on["backward_fallbacks"], c_on
     return s_on, c_on
 
 
@@ -73,6 +80,9 @@ def test_miss_after_a_skipped_backward_runs_the_engine(tmp_path):
     s, c = compare("missafter", str(tmp_path))
     assert s["fell_back"] == 10 and "expected adam_, the script ran mul" in s["top_miss"], s
     assert c["backward_skipped"] == 14, c
+    # steps 6..15: skipped, then run by the engine at the miss, counted at the skip's place
+    assert c["backward_fallbacks"] == 10, c
+    assert [(p["name"], p["count"]) for p in c["backward_places"]] == [("fell_back_miss", 10)], c
 
 
 def test_miss_after_captured_parameter_updates(tmp_path):
@@ -103,7 +113,7 @@ def test_hook_declines(tmp_path):
 def test_retain_graph_declines(tmp_path):
     s, c = compare("retain", str(tmp_path))
     assert s["fell_back"] == 0, s
-    assert c["backward_skipped"] == 0 and declines(c) == {"retain_graph, an explicit gradient or several roots": 16}, c
+    assert c["backward_skipped"] == 0 and declines(c) == {"retain_graph=True": 16}, c
 
 
 def test_accumulation_skips_the_first_and_declines_the_second(tmp_path):
@@ -118,7 +128,8 @@ def test_accumulation_skips_the_first_and_declines_the_second(tmp_path):
 def test_autograd_grad_is_not_skipped(tmp_path):
     s, c = compare("grad", str(tmp_path))
     assert s["fell_back"] == 0, s
-    assert c == {"backward_skipped": 0, "backward_learned": 0, "backward_declined": 0, "backward_declines": []}, c
+    assert c == {"backward_calls": 0, "backward_skipped": 0, "backward_learned": 0, "backward_declined": 0,
+                 "backward_fallbacks": 0, "backward_declines": [], "backward_places": []}, c
 
 
 def test_graph_made_before_the_segment_declines(tmp_path):

@@ -369,7 +369,8 @@ def test_unwritable_location(tmp_path):
 
 def test_disk_full(tmp_path):
     mnt = tmp_path / "small"
-    if os.geteuid() != 0 or not _mount_tmpfs(mnt, "size=512k"):
+    # room for a new store's schema, its WAL and shm (~0.5 MB at schema v11), then filled up
+    if os.geteuid() != 0 or not _mount_tmpfs(mnt, "size=1m"):
         pytest.skip("needs root and `mount -t tmpfs` to simulate a full disk")
     try:
         db = mnt / "run.db"

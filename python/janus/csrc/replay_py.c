@@ -125,14 +125,37 @@ static PyObject *py_rp_stats(PyObject *self, PyObject *unused) {
         }
         Py_DECREF(tup);
     }
-    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsdsssNsLsLsLsN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
+    /* per place and reason, as `janus inspect --json` shows them stored */
+    PyObject *places = PyList_New(0);
+    if (!places) {
+        Py_DECREF(misses);
+        Py_DECREF(bw);
+        return NULL;
+    }
+    jn_rp_bw_row row;
+    for (int i = 0; jn_rp_bw_row_at(r, i, &row); i++) {
+        PyObject *d = Py_BuildValue("{sssisssssOsL}", "graph", row.graph, "token", (int)row.token, "name", row.name,
+                                    "reason", row.words, "fallback", row.fallback ? Py_True : Py_False, "count",
+                                    (long long)row.count);
+        if (!d || PyList_Append(places, d)) {
+            Py_XDECREF(d);
+            Py_DECREF(misses);
+            Py_DECREF(bw);
+            Py_DECREF(places);
+            return NULL;
+        }
+        Py_DECREF(d);
+    }
+    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsdsssNsLsLsLsLsLsNsN}", "segments", (long long)st.segments, "hits", (long long)st.hits,
                          "extrapolated", (long long)st.extrapolated,
                          "sliced", (long long)st.sliced, "chosen", (long long)st.chosen, "graphs_eager",
                          (long long)st.graphs_eager,
                          "misses", (long long)st.misses, "graphs_hit", (long long)st.graphs_hit, "graphs",
                          (long long)st.ngraphs, "seconds", st.seconds, "summary", line, "top_misses", misses,
-                         "backward_skipped", (long long)st.bw_skipped, "backward_learned", (long long)st.bw_learned,
-                         "backward_declined", (long long)st.bw_declined, "backward_declines", bw);
+                         "backward_calls", (long long)st.bw_calls, "backward_skipped", (long long)st.bw_skipped,
+                         "backward_learned", (long long)st.bw_learned, "backward_declined", (long long)st.bw_declined,
+                         "backward_fallbacks", (long long)st.bw_fallbacks, "backward_declines", bw,
+                         "backward_places", places);
 }
 
 /* _rp_put_steps(db, run_id, [(started, duration), ...], tail) -> None, or

@@ -85,6 +85,11 @@ static void read_run(jn_db *db, int64_t run) {
     jn_db_replay_miss *m = NULL;
     int ng = 0, nm = 0;
     if (jn_db_replay_get(db, run, &g, &ng, &m, &nm) == JN_OK) jn_db_replay_free(g, ng, m, nm);
+    jn_db_replay_backward_totals bt;
+    jn_db_replay_backward_reason *bw = NULL;
+    int has = 0;
+    n = 0;
+    if (jn_db_replay_backward(db, run, &has, &bt, &bw, &n) == JN_OK) jn_db_replay_backward_free(bw, n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -25,8 +25,13 @@
  * input element before it writes that element; an input the kernel itself
  * writes does not count), and so does the output of an in-place table op
  * (uniform_, copy_, in functional form) with its input 0, which its eager
- * kernel overwrites anyway, and addmm's with its addend (input 0, which
- * its kernel then accumulates into where it is); else the best free slot
+ * kernel overwrites anyway, addmm's with its addend (input 0, which
+ * its kernel then accumulates into where it is), and a scatter's
+ * (select_scatter, slice_scatter, scatter, scatter_add) with its base
+ * (input 0: its kernel's copy of the base is then a copy onto itself,
+ * which jn_copy_into skips, and only the window or the indexed elements are
+ * written; the base may have had views, all dead by then, but src and
+ * index may not share its storage); else the best free slot
  * whose size is provably large enough (the identical size expression, or
  * both constants and the slot no smaller, the smallest such); else a new
  * slot at the end of the arena.  Sizes are numel * element size rounded
@@ -242,7 +247,15 @@ static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots
          * gradient of an unrolled backward (acc + x^T @ dy per step), which
          * jn_cpu_addmm then updates where it is instead of copying it first */
         int acc_gemm = k < 0 && g->nodes[p].op == JN_OP_addmm;
-        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW : (pfl & (JN_F_EW | JN_F_INPLACE)) != 0 || acc_gemm;
+        /* a scatter's output may take its base's slot: the functional form of
+         * writing a window (x[t] += g per time step of an unrolled backward),
+         * which the kernel then writes where it is: O(window) instead of a
+         * copy of the whole base per write */
+        jn_op pop = g->nodes[p].op;
+        int scat = k < 0 && (pop == JN_OP_select_scatter || pop == JN_OP_slice_scatter || pop == JN_OP_scatter ||
+                             pop == JN_OP_scatter_add);
+        int inplace_ok = k >= 0 ? g->kernels[k].kind == JN_IR_K_EW
+                                : (pfl & (JN_F_EW | JN_F_INPLACE)) != 0 || acc_gemm || scat;
         int32_t first = k >= 0 ? 0 : p;
         for (int32_t n = first; n <= p; n++) {
             if (g->nodes[n].kernel != k || (k < 0 && n != p)) continue;
@@ -259,10 +272,18 @@ static jn_status place(jn_ir_graph *g, const plan_ctx *P, int fresh, slot *slots
                      * writes inputs 0..nout-1) may only give output j input j's slot */
                     int lo = 0, hi = g->nodes[m].nin;
                     if (k < 0 && (pfl & JN_F_INPLACE)) lo = j, hi = j + 1 < hi ? j + 1 : hi;
-                    if (acc_gemm) lo = 0, hi = j == 0 && hi > 0 ? 1 : 0; /* the addend, input 0 */
+                    if (acc_gemm || scat) lo = 0, hi = j == 0 && hi > 0 ? 1 : 0; /* the addend / base, input 0 */
                     for (int i = lo; i < hi && pick < 0; i++) {
                         int32_t w = g->nodes[m].in[i], s = vslot[w];
-                        if (s < 0 || slots[s].owner != w || P->last[w] != p || P->viewed[w] || !cg_same_type(g, v, w)) continue;
+                        /* views of a scatter's base are dead by here (they keep it live), and only
+                         * its window is written: viewed is fine unless src itself shares the base */
+                        if (s < 0 || slots[s].owner != w || P->last[w] != p || (P->viewed[w] && !scat) ||
+                            !cg_same_type(g, v, w))
+                            continue;
+                        int shared = 0; /* src or index sharing the base's storage */
+                        for (int i2 = 1; scat && i2 < g->nodes[p].nin; i2++)
+                            shared |= g->nodes[p].in[i2] == w || g->values[g->nodes[p].in[i2]].alias == w;
+                        if (shared) continue;
                         /* a GEMM reads its factors while it writes: the addend may not be one */
                         if (acc_gemm && (g->nodes[p].in[1] == w || (g->nodes[p].nin > 2 && g->nodes[p].in[2] == w)))
                             continue;

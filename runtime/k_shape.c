@@ -425,8 +425,9 @@ jn_status jn_cpu_clone(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tens
         jn_meta w;                                                                                 \
         int64_t st[JN_MAX_DIMS] = {0}, off = 0;                                                    \
         (void)nin;                                                                                 \
-        jn_status s = JN_OK; /* base already in place: the graph executor's accumulators */        \
-        if (!jn_rt_same_view(out[0], in[0])) s = jn_copy_into(out[0], in[0]);                      \
+        /* base already in place (jn_copy_into does nothing then): the graph                    \
+         * executor's accumulators, a plan's in-place scatter */                                   \
+        jn_status s = jn_copy_into(out[0], in[0]);                                                 \
         if (s || (s = geom(out[0], a, &w, st, &off))) return s;                                    \
         jn_tensor *win = jn_tensor_alias(out[0]);                                                  \
         if (!win) return JN_ERR_NOMEM;                                                             \

@@ -722,6 +722,9 @@ jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
     jn_status s;
     /* pending device tensors too (a CUDA replay captures device ops) */
     if ((s = jn_rt_materialize((jn_tensor *)src)) || (s = jn_rt_materialize(dst))) return s;
+    /* onto itself: nothing to move (a kernel whose output the graph planned
+     * over its input, such as a scatter writing its base's window) */
+    if (dst->storage->device == src->storage->device && jn_rt_same_view(dst, src)) return JN_OK;
     /* a device on either side: that backend copies (and transfers) */
     if (__builtin_expect(dst->storage->device | src->storage->device, 0)) {
         int dev = dst->storage->device ? dst->storage->device : src->storage->device;

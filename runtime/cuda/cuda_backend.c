@@ -440,6 +440,7 @@ static jn_status launched(cudaError_t e, const char *kernel, const char *op) {
 
 /* dst (device) <- src (device), converting, src broadcast to dst's shape. */
 static jn_status dev_copy(jn_tensor *dst, const jn_tensor *src, const char *op) {
+    if (jn_rt_same_view(dst, src)) return JN_OK; /* planned in place (a scatter over its base) */
     jn_cu_iter it;
     iter_init(&it, dst);
     iter_add(&it, src);

@@ -938,6 +938,57 @@ static void test_plan(void) {
            "  %6 = add(%4, %5) alpha=1 : f32[4, 4]\n"
            "  out %6 keep\n"
            "  arena 128\n");
+    /* a scatter takes its base's slot when the base dies there, even
+     * though the base had a view (dead by then): only the window is
+     * written; not when src is a view of the base, nor when the base is
+     * read later */
+    golden("plan: a scatter writes its base's window in place",
+           "  in %0 host f32[4, 8]\n"
+           "  in %1 host f32[8]\n"
+           "  %2 = neg(%0) : f32[4, 8]\n"
+           "  %3 = select(%2) dim=0 index=1 : f32[8]\n"
+           "  %4 = add(%3, %1) alpha=1 : f32[8]\n"
+           "  %5 = select_scatter(%2, %4) dim=0 index=1 : f32[4, 8]\n"
+           "  %6 = select(%5) dim=0 index=2 : f32[8]\n"
+           "  %7 = select_scatter(%5, %6) dim=0 index=0 : f32[4, 8]\n"
+           "  %8 = select_scatter(%7, %1) dim=0 index=3 : f32[4, 8]\n"
+           "  %9 = select_scatter(%8, %1) dim=0 index=0 : f32[4, 8]\n"
+           "  %10 = add(%8, %9) alpha=1 : f32[4, 8]\n"
+           "  out %10 keep\n",
+           "plan",
+           "  in %0 host f32[4, 8]\n"
+           "  in %1 host f32[8]\n"
+           "  %2 = neg(%0) : f32[4, 8] mem=0\n"
+           "  %3 = select(%2) dim=0 index=1 : f32[8] alias=%2\n"
+           "  %4 = add(%3, %1) alpha=1 : f32[8] mem=128\n"
+           "  %5 = select_scatter(%2, %4) dim=0 index=1 : f32[4, 8] mem=0\n"
+           "  %6 = select(%5) dim=0 index=2 : f32[8] alias=%5\n"
+           "  %7 = select_scatter(%5, %6) dim=0 index=0 : f32[4, 8] mem=128\n"
+           "  %8 = select_scatter(%7, %1) dim=0 index=3 : f32[4, 8] mem=128\n"
+           "  %9 = select_scatter(%8, %1) dim=0 index=0 : f32[4, 8] mem=0\n"
+           "  %10 = add(%8, %9) alpha=1 : f32[4, 8]\n"
+           "  out %10 keep\n"
+           "  arena 256\n");
+    /* scatter / scatter_add too; not when src is the base itself */
+    golden("plan: scatter and scatter_add write their base in place",
+           "  in %0 host f32[4, 8]\n"
+           "  in %1 host i64[2, 8]\n"
+           "  in %2 host f32[2, 8]\n"
+           "  %3 = neg(%0) : f32[4, 8]\n"
+           "  %4 = scatter_add(%3, %1, %2) dim=0 : f32[4, 8]\n"
+           "  %5 = scatter(%4, %1, %4) dim=0 : f32[4, 8]\n"
+           "  %6 = neg(%5) : f32[4, 8]\n"
+           "  out %6 keep\n",
+           "plan",
+           "  in %0 host f32[4, 8]\n"
+           "  in %1 host i64[2, 8]\n"
+           "  in %2 host f32[2, 8]\n"
+           "  %3 = neg(%0) : f32[4, 8] mem=0\n"
+           "  %4 = scatter_add(%3, %1, %2) dim=0 : f32[4, 8] mem=0\n"
+           "  %5 = scatter(%4, %1, %4) dim=0 : f32[4, 8] mem=128\n"
+           "  %6 = neg(%5) : f32[4, 8]\n"
+           "  out %6 keep\n"
+           "  arena 256\n");
     /* the last node of a loop body is the last reader of a value from
      * outside the loop and of a carry's next: neither may be overwritten
      * in place (the next iteration, the carry copy read them) */

@@ -20,6 +20,7 @@
 
 #include "jn_backend.h"
 #include "jn_settings.h"
+#include "jn_thread.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -538,7 +539,7 @@ jn_status jn_rt_dist_init(jn_dist_backend backend, int rank, int world_size, con
     if (!pg.dog_up) {
         pg.stop = 0;
         if (!pg.pid) pg.pid = getpid();
-        if (pthread_create(&pg.dog, NULL, watchdog, NULL))
+        if (jn_rt_thread_start(&pg.dog, watchdog, NULL))
             return jn_error(JN_ERR_RUNTIME, "init_process_group: could not start the watchdog thread");
         pg.dog_up = 1;
     }

@@ -31,8 +31,10 @@
  */
 #include "jn_runtime.h"
 #include "jn_settings.h"
+#include "jn_thread.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -168,6 +170,17 @@ static double seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int jn_rt_thread_start(pthread_t *th, void *(*fn)(void *), void *arg) {
+    sigset_t all, prev;
+    sigfillset(&all);
+    /* faults stay deliverable (they go to the faulting thread anyway) */
+    sigdelset(&all, SIGSEGV), sigdelset(&all, SIGBUS), sigdelset(&all, SIGFPE), sigdelset(&all, SIGILL);
+    pthread_sigmask(SIG_BLOCK, &all, &prev);
+    int rc = pthread_create(th, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    return rc;
+}
+
 void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
@@ -180,7 +193,7 @@ void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx) {
     }
     while (pool.started < pool.nthreads - 1) {
         pthread_t th;
-        if (pthread_create(&th, NULL, worker, (void *)(intptr_t)(pool.started + 1)) != 0) break;
+        if (jn_rt_thread_start(&th, worker, (void *)(intptr_t)(pool.started + 1)) != 0) break;
         pthread_detach(th);
         pool.started++;
     }

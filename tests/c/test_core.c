@@ -2,8 +2,11 @@
  * half-precision conversion, the op table and its hash, Philox known
  * answers, the N-d iterator over strided/broadcast operands, copies between
  * dtypes, the thread pool, and dispatcher error paths. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jn_runtime.h"
 #include "jn_test.h"
@@ -147,7 +150,30 @@ static void count_loop(char **p, const int64_t *s, int64_t n, void *ctx) {
     __atomic_fetch_add((int64_t *)ctx, n, __ATOMIC_RELAXED);
 }
 
+/* per chunk: run off the calling thread, and then with SIGINT blocked */
+typedef struct {
+    pthread_t caller;
+    int off, off_blocked;
+} mask_seen;
+
+static void note_mask(int64_t b, int64_t e, void *ctx) {
+    (void)b, (void)e;
+    mask_seen *m = ctx;
+    usleep(20000); /* long enough that a worker claims a chunk too */
+    if (pthread_equal(pthread_self(), m->caller)) return;
+    sigset_t cur;
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    __atomic_fetch_add(&m->off, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&m->off_blocked, sigismember(&cur, SIGINT) && sigismember(&cur, SIGTERM), __ATOMIC_RELAXED);
+}
+
 static void test_threads(void) {
+    /* workers never take a signal sent to the process (jn_thread.h) */
+    mask_seen ms = {pthread_self(), 0, 0};
+    for (int tries = 0; tries < 20 && !ms.off && jn_num_threads() > 1; tries++)
+        jn_parallel_for(8, 1, note_mask, &ms);
+    CHECK(jn_num_threads() < 2 || ms.off > 0);
+    CHECK(ms.off_blocked == ms.off);
     int64_t acc = 0;
     jn_parallel_for(1000003, 1000, add_range, &acc);
     CHECK(acc == (int64_t)1000003 * 1000002 / 2);

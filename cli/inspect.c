@@ -861,7 +861,6 @@ const char *jn_cli_miss_group_text(const jn_db_miss_group *g, char *buf, size_t 
  * seen (text: the 10 most frequent). */
 static void print_region_replays(ctx *c, jn_db *db, int64_t run);
 static void print_backward(ctx *c, jn_db *db, int64_t run);
-static int json_backward(jn_cli_json *j, jn_db *db, int64_t run);
 static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
     jn_db_replay_graph *g = NULL;
     jn_db_replay_miss *m = NULL;
@@ -938,7 +937,7 @@ static void run_replay(ctx *c, jn_db *db, int64_t run, const char *kind) {
         jn_cli_json_key(j, "regions");
         if (jn_cli_json_region_replays(j, db, run)) failed(c);
         jn_cli_json_key(j, "backward");
-        if (json_backward(j, db, run)) failed(c);
+        if (jn_cli_json_backward(j, db, run)) failed(c);
         jn_cli_json_end(j, '}');
         jn_db_replay_free(g, ng, m, nm);
         jn_db_miss_groups_free(mg, nmg);
@@ -1115,7 +1114,7 @@ static void print_backward(ctx *c, jn_db *db, int64_t run) {
 }
 
 /* The same as an object (null when none was stored). */
-static int json_backward(jn_cli_json *j, jn_db *db, int64_t run) {
+int jn_cli_json_backward(jn_cli_json *j, jn_db *db, int64_t run) {
     jn_db_replay_backward_totals t;
     jn_db_replay_backward_reason *w = NULL;
     int has = 0, n = 0;

@@ -126,6 +126,12 @@ void jn_cli_json_verdicts(jn_cli_json *j, const jn_db_region_verdict *v, int n);
  * counts (`janus inspect --json` replay.regions, `janus report` runs[].regions).
  * 1 when the store could not be read (the array is then empty). */
 int jn_cli_json_region_replays(jn_cli_json *j, jn_db *db, int64_t run);
+/* What a replay run's backward skip did (schema v11) as an object: calls,
+ * skipped, learned, declined, fallbacks, skip_rate and the reasons per
+ * place; null when none was stored (`janus inspect --json`
+ * replay.backward, `janus report` runs[].backward).  1 when the store
+ * could not be read. */
+int jn_cli_json_backward(jn_cli_json *j, jn_db *db, int64_t run);
 /* Write s as a JSON string literal (with quotes) to f. */
 void jn_cli_json_quote(FILE *f, const char *s);
 

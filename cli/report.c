@@ -575,6 +575,8 @@ static void emit_run(rctx *c, const jn_db_run_row *r) {
     jn_cli_json_extraps(j, x, nx);
     jn_cli_json_key(j, "regions");
     if (jn_cli_json_region_replays(j, c->db, r->id)) failed(c);
+    jn_cli_json_key(j, "backward");
+    if (jn_cli_json_backward(j, c->db, r->id)) failed(c);
     emit_misses(c, r, seg, nseg);
     jn_cli_json_key(j, "segments");
     jn_cli_json_obj(j);

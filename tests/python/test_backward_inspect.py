@@ -79,6 +79,12 @@ def test_inspect_shows_the_replays_backward_counters(mode, tmp_path):
     # every declined place is a place of one graph here (the matcher followed one)
     assert all(w["graph"] and w["token"] >= 0 for w in b["reasons"]), b
 
+    # `janus report --json` carries the same object
+    r = janus("report", "--json", db)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = [x for x in json.loads(r.stdout)["runs"] if x["id"] == run["id"]]
+    assert rep and rep[0]["backward"] == b, rep
+
     txt = janus("inspect", db).stdout
     pct = 100.0 * b["skipped"] / b["calls"]
     head = (f"  backward: {b['calls']} calls, {b['skipped']} skipped ({pct:.1f}%), {b['learned']} "
@@ -102,6 +108,8 @@ def test_no_backward_and_stores_before_v11_inspect(tmp_path):
     _, run = replay_run(db)
     assert run["replay"]["backward"] is None and run["replay"]["hits"] > 0, run["replay"]
     assert "backward:" not in janus("inspect", db).stdout
+    rep = [x for x in json.loads(janus("report", "--json", db).stdout)["runs"] if x["id"] == run["id"]]
+    assert rep and rep[0]["backward"] is None, rep
     # a store written by a build before v11: its replay counters read, no backward ones
     replay(db, "retain")
     old = os.path.join(str(tmp_path), "v10.db")

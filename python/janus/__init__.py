@@ -66,11 +66,25 @@ def _pick_openblas_core():
 _core = _pick_openblas_core()
 if _core:
     _os.environ["OPENBLAS_CORETYPE"] = _core
+# OpenBLAS starts its threads when _C (which links it) loads: with the
+# signals a user sends blocked here, they inherit the mask and a ^C or
+# SIGTERM always lands on a thread that handles it, never on one of theirs
+# (as janus's own threads, runtime/jn_thread.h).  Only the main thread can
+# change the mask here; an import from another thread loads _C as it is.
+import signal as _signal  # noqa: E402
+import threading as _threading  # noqa: E402
+_async = {_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2,
+          _signal.SIGALRM, _signal.SIGCHLD, _signal.SIGPIPE}
+_mask = (_signal.pthread_sigmask(_signal.SIG_BLOCK, _async)
+         if _threading.current_thread() is _threading.main_thread() else None)
 try:
     from . import _C  # noqa: E402
 finally:
+    if _mask is not None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, _mask)
     if _core:
         del _os.environ["OPENBLAS_CORETYPE"]
+del _async, _mask
 
 __version__ = _C.__version__
 

@@ -276,3 +276,28 @@ def test_forked_child_dies_of_sigterm_alone(tmp_path):
     assert r.returncode == 0, r.stderr
     run = _runs(db)[0]
     assert run["status"] == "finished" and run["steps"] == 8
+
+
+def test_only_the_main_thread_takes_a_signal_sent_to_the_process():
+    """Every thread janus's import and kernels start (OpenBLAS's at load, the
+    kernel pool's) blocks the signals a user sends, so ^C reaches Python's
+    main thread even while it sleeps (a signal taken by another thread only
+    sets Python's flag, which time.sleep() does not see)."""
+    code = textwrap.dedent("""
+        import os, signal, janus
+        x = janus.randn(600, 600)
+        (x @ x).sum().item()
+        janus.relu(janus.randn(4_000_000)).sum().item()  # large enough for the kernel pool
+        me = str(__import__("threading").get_native_id())
+        for t in sorted(os.listdir("/proc/self/task")):
+            blk = int(open(f"/proc/self/task/{t}/status").read().split("SigBlk:")[1].split()[0], 16)
+            bits = [(blk >> (s - 1)) & 1 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
+            print("main" if t == me else "other", bits)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=_env(JANUS_NUM_THREADS="2"))
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.split("\n")
+    assert "main [0, 0, 0]" in rows, r.stdout  # the script's own mask is left as it was
+    others = [x for x in rows if x.startswith("other")]
+    assert others and all(x == "other [1, 1, 1]" for x in others), r.stdout

@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,7 +276,18 @@ static jn_status start_mpi(void) {
     if (fin)
         return jn_error(JN_ERR_RUNTIME, "init_process_group: MPI was finalized in this process and cannot start "
                         "again: keep one process group for the life of the process");
-    if (!inited && (rc = pg.Init_thread(NULL, NULL, want, &provided))) return mpi_err(rc, "MPI_Init_thread");
+    if (!inited) {
+        /* Open MPI starts its own threads here: they inherit these signals
+         * blocked, so mpirun's SIGTERM or a ^C reaches the main thread
+         * (jn_thread.h says why) */
+        sigset_t user, prev;
+        sigemptyset(&user);
+        sigaddset(&user, SIGINT), sigaddset(&user, SIGTERM), sigaddset(&user, SIGHUP), sigaddset(&user, SIGQUIT);
+        pthread_sigmask(SIG_BLOCK, &user, &prev);
+        rc = pg.Init_thread(NULL, NULL, want, &provided);
+        pthread_sigmask(SIG_SETMASK, &prev, NULL);
+        if (rc) return mpi_err(rc, "MPI_Init_thread");
+    }
     if (inited && (rc = pg.Query_thread(&provided))) return mpi_err(rc, "MPI_Query_thread");
     pg.pid = getpid();
     pg.mpi_thread = pthread_self();

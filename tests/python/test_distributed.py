@@ -738,6 +738,28 @@ def test_mpi_thread_level_decides_which_threads_may_call_collectives(tmp_path, l
             assert got["wrap"] == "ok", got
 
 
+@needs_mpi
+def test_only_the_main_thread_takes_a_signal_sent_to_a_rank(tmp_path):
+    """Open MPI's threads (started in MPI_Init), OpenBLAS's and janus's own
+    block SIGINT and SIGTERM, so mpirun's SIGTERM or a ^C reaches the main
+    thread of each rank."""
+    r = _py("""
+        import json, os, signal, threading, janus, janus.distributed as dist
+        dist.init_process_group("mpi")
+        me, rows = str(threading.get_native_id()), []
+        for t in sorted(os.listdir("/proc/self/task")):
+            blk = int(open(f"/proc/self/task/{t}/status").read().split("SigBlk:")[1].split()[0], 16)
+            rows.append([t == me] + [(blk >> (s - 1)) & 1 for s in (signal.SIGINT, signal.SIGTERM)])
+        json.dump(rows, open("{OUT}.%d" % dist.get_rank(), "w"))
+        dist.destroy_process_group()
+    """.replace("{OUT}", str(tmp_path / "out")), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for k in (0, 1):
+        rows = json.load(open(tmp_path / f"out.{k}"))
+        assert [x for x in rows if x[0]] == [[True, 0, 0]], rows
+        assert len(rows) > 1 and all(x[1:] == [1, 1] for x in rows if not x[0]), rows
+
+
 # ------------------------------------------------------- record, optimize, replay
 @needs_mpi
 @needs_data

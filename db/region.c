@@ -297,6 +297,24 @@ jn_status jn_db_region_verdicts(jn_db *db, int64_t bundle_id, jn_db_region_verdi
 }
 
 /* ------------------------------------------------ a replay's regions (v10) */
+/* BEGIN IMMEDIATE, then the run must exist: JN_OK with *rc the SQLite
+ * status so far (the caller goes on while it is SQLITE_OK and ends with
+ * COMMIT or a rollback), or an error naming the missing run (rolled back). */
+static jn_status begin_for_run(jn_db *db, int64_t run_id, const char *what, int *rc) {
+    sqlite3_stmt *q = NULL;
+    *rc = exec1(db, "BEGIN IMMEDIATE");
+    if (*rc != SQLITE_OK || (*rc = db_prepare(db, "SELECT 1 FROM runs WHERE id = ?1", &q))) return JN_OK;
+    sqlite3_bind_int64(q, 1, run_id);
+    *rc = db_step(db, q);
+    sqlite3_finalize(q);
+    if (*rc == SQLITE_DONE) {
+        rollback(db);
+        return jn_error(JN_ERR_VALUE, "%s: trace store %s has no run %lld", what, jn_db_path(db), (long long)run_id);
+    }
+    if (*rc == SQLITE_ROW) *rc = SQLITE_OK;
+    return JN_OK;
+}
+
 jn_status jn_db_region_replays_put(jn_db *db, int64_t run_id, const jn_db_region_replay *rows, int n,
                                    const jn_db_region_replay_reason *why, int nwhy) {
     jn_status s;
@@ -316,20 +334,8 @@ jn_status jn_db_region_replays_put(jn_db *db, int64_t run_id, const jn_db_region
                         "region counters (10); open it for writing to migrate it", jn_db_path(db),
                         jn_db_schema_version(db));
     sqlite3_stmt *a = NULL, *b = NULL;
-    int rc = exec1(db, "BEGIN IMMEDIATE");
-    if (rc == SQLITE_OK && !(rc = db_prepare(db, "SELECT 1 FROM runs WHERE id = ?1", &a))) {
-        sqlite3_bind_int64(a, 1, run_id);
-        rc = db_step(db, a);
-        if (rc == SQLITE_DONE) {
-            sqlite3_finalize(a);
-            rollback(db);
-            return jn_error(JN_ERR_VALUE, "jn_db_region_replays_put: trace store %s has no run %lld",
-                            jn_db_path(db), (long long)run_id);
-        }
-        rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
-        sqlite3_finalize(a);
-        a = NULL;
-    }
+    int rc;
+    if ((s = begin_for_run(db, run_id, "jn_db_region_replays_put", &rc))) return s;
     if (rc == SQLITE_OK)
         rc = db_prepare(db, "INSERT INTO region_replays(run_id, region, calls, replaced, refused) "
                         "VALUES(?1, ?2, ?3, ?4, ?5)", &a);
@@ -425,20 +431,8 @@ jn_status jn_db_replay_backward_put(jn_db *db, int64_t run_id, const jn_db_repla
                         "backward-skip counters (11); open it for writing to migrate it", jn_db_path(db),
                         jn_db_schema_version(db));
     sqlite3_stmt *a = NULL, *b = NULL;
-    int rc = exec1(db, "BEGIN IMMEDIATE");
-    if (rc == SQLITE_OK && !(rc = db_prepare(db, "SELECT 1 FROM runs WHERE id = ?1", &a))) {
-        sqlite3_bind_int64(a, 1, run_id);
-        rc = db_step(db, a);
-        if (rc == SQLITE_DONE) {
-            sqlite3_finalize(a);
-            rollback(db);
-            return jn_error(JN_ERR_VALUE, "jn_db_replay_backward_put: trace store %s has no run %lld",
-                            jn_db_path(db), (long long)run_id);
-        }
-        rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
-        sqlite3_finalize(a);
-        a = NULL;
-    }
+    int rc;
+    if ((s = begin_for_run(db, run_id, "jn_db_replay_backward_put", &rc))) return s;
     if (rc == SQLITE_OK)
         rc = db_prepare(db, "INSERT INTO replay_backward(run_id, calls, skipped, learned, declined, fallbacks) "
                         "VALUES(?1, ?2, ?3, ?4, ?5, ?6)", &a);

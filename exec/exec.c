@@ -106,6 +106,13 @@ typedef struct {
     double *scalars;
 } kinfo;
 
+/* A node output that may be written straight into a state input. */
+typedef struct {
+    int32_t v, n, in;  /* the value, its node, the state input's index */
+    uint8_t j, ew;     /* output index; an elementwise op (needs a dense input) */
+    uint8_t place;     /* where v lives when it is not (the plan's place) */
+} direct_t;
+
 struct jn_ex_exec {
     const jn_ir_module *m;
     const jn_ir_graph *g;
@@ -114,7 +121,10 @@ struct jn_ex_exec {
     step *steps;
     int32_t nsteps, *rel, *loopstep, *nodestep;
     uint8_t *place, *keep;   /* per value */
-    uint8_t *direct;         /* per node: bit k, output k is written straight into state input k */
+    uint8_t *direct;         /* per node, this run: bit k, output k is written straight into a state input */
+    int32_t *into;           /* per value: the state input value it is written straight into (direct) */
+    direct_t *dst;           /* the candidates for that (direct_state), decided per run (bind_direct) */
+    int32_t ndst;
     xnode *xn;               /* per node: what running it reads */
     patch *patches;
     kinfo *k;
@@ -412,6 +422,10 @@ static jn_tensor *dest_for(jn_ex_exec *x, int32_t v, const int64_t *shape, int f
         return d;
     }
     if (x->place[v] == P_ARENA && !force_own) return arena_tensor(x, v, shape);
+    if (x->place[v] == P_INPUT) { /* a kernel's output written straight into state (borrowed) */
+        x->st.state_written = 1;
+        return x->val[x->into[v]];
+    }
     return own_tensor(x, iv->dtype, iv->ndim, shape);
 }
 
@@ -482,7 +496,7 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
             jn_tensor_incref(shared);
             out[0] = shared;
         } else if (x->direct[n] & (1u << j)) { /* the state tensor itself (borrowed: place P_INPUT) */
-            out[j] = in[j];
+            out[j] = x->val[x->into[nd->out[j]]];
             x->st.state_written = 1;
         } else if (!(out[j] = dest_for(x, nd->out[j], shape[j], force_own))) {
             s = JN_ERR_NOMEM;
@@ -1064,15 +1078,56 @@ static jn_status liveness(jn_ex_exec *x) {
     return JN_OK;
 }
 
-/* Optimizer updates in place: output k of an in-place node (adam_, sgd_,
- * copy_) goes straight into state input k when the graph writes it back
- * to that input and nothing reads the input after the node (directly or
- * through a view): the functional copy and the write-back both vanish. */
+/* State updated in place.  An optimizer's update (adam_, sgd_, copy_:
+ * output k of an in-place node) or an elementwise op over a state input
+ * (plain SGD's p.add_(grad, alpha=-lr), functional in the graph as
+ * add(p, g) written back to p) may write straight into the state tensor
+ * when the graph writes it back to that input and nothing reads the input
+ * after the node (directly or through a view): the functional copy and
+ * the write-back both vanish.  An elementwise op reads each element
+ * before it writes it, so it may write over an operand of the same shape
+ * and layout; for a fused kernel that holds only when the op's output
+ * spans the kernel's whole space (no element computed twice) and no other
+ * member reads the input.  These are candidates: each run takes them when
+ * its tensors allow (bind_direct). */
+static int32_t kernel_out_index(const kinfo *K, int32_t v) {
+    for (int32_t j = 0; j < K->io.nout; j++)
+        if (K->io.out[j] == v) return j;
+    return -1;
+}
+
+static int direct_ew_ok(const jn_ex_exec *x, int32_t n, int32_t w, const int32_t *base) {
+    const jn_ir_graph *g = x->g;
+    const jn_ir_node *nd = &g->nodes[n];
+    const jn_ir_value *ov = &g->values[nd->out[0]], *wv = &g->values[w];
+    if (ov->dtype != wv->dtype || ov->ndim != wv->ndim) return 0;
+    for (int d = 0; d < ov->ndim; d++)
+        if (ov->shape[d] != wv->shape[d]) return 0;
+    if (nd->kernel < 0) return 1;
+    const jn_ir_kernel *KK = &g->kernels[nd->kernel];
+    const kinfo *K = &x->k[nd->kernel];
+    if (KK->kind == JN_IR_K_LIB) return 1;
+    if (KK->kind != JN_IR_K_EW) return 0;
+    int32_t j = kernel_out_index(K, nd->out[0]);
+    if (j < 0 || K->tmp[j]) return 0;
+    const jn_ir_value *rv = &g->values[g->nodes[KK->root].out[0]];
+    if (rv->ndim != ov->ndim) return 0;
+    for (int d = 0; d < ov->ndim; d++)
+        if (rv->shape[d] != ov->shape[d]) return 0;
+    for (int32_t i = 0; i < K->io.nnodes; i++) {
+        const jn_ir_node *m = &g->nodes[K->io.nodes[i]];
+        for (int k = 0; k < m->nin && K->io.nodes[i] != n; k++)
+            if (base[m->in[k]] == w) return 0;
+    }
+    return 1;
+}
+
 static void direct_state(jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
     int32_t nv = g->nvalues;
     int32_t *lastin = malloc(((size_t)nv + 1) * sizeof *lastin), *base = malloc(((size_t)nv + 1) * sizeof *base);
-    if (!lastin || !base) goto done; /* an optimization only */
+    x->dst = malloc(((size_t)g->noutputs + 1) * sizeof *x->dst); /* at most one per state output */
+    if (!lastin || !base || !x->dst) goto done; /* an optimization only */
     for (int32_t v = 0; v < nv; v++) lastin[v] = -1, base[v] = v;
     for (int32_t n = 0; n < g->nnodes; n++) {
         const jn_ir_node *nd = &g->nodes[n];
@@ -1092,29 +1147,54 @@ static void direct_state(jn_ex_exec *x) {
     for (int32_t i = 0; i < g->noutputs; i++) lastin[base[g->outputs[i].value]] = INT32_MAX;
     for (int32_t n = 0; n < g->nnodes; n++) {
         const jn_ir_node *nd = &g->nodes[n];
-        if (!(jn_op_info(nd->op)->flags & JN_F_INPLACE) || nd->loop >= 0) continue;
-        for (int k = 0; k < nd->nout && k < nd->nin; k++) {
-            int32_t w = nd->in[k], v = nd->out[k];
-            if (g->values[w].kind != JN_IR_V_INPUT || g->inputs[g->values[w].def].kind != JN_IR_IN_STATE ||
-                lastin[w] != x->nodestep[n])
-                continue;
-            int writes = 0, other = 0;
-            for (int32_t i = 0; i < g->noutputs; i++) {
-                const jn_ir_output *o = &g->outputs[i];
-                if (o->value == v) {
-                    writes += o->kind == JN_IR_OUT_STATE && o->state == g->values[w].def;
-                    other += o->kind != JN_IR_OUT_STATE || o->state != g->values[w].def;
+        uint32_t fl = jn_op_info(nd->op)->flags;
+        int ew = (fl & JN_F_EW) && !(fl & (JN_F_INPLACE | JN_F_VIEW)) && nd->nout == 1 && !x->dev;
+        if (!((fl & JN_F_INPLACE) || ew) || nd->loop >= 0) continue;
+        for (int j = 0; j < nd->nout; j++)
+            for (int k = ew ? 0 : j; k < (ew ? nd->nin : j + 1) && k < nd->nin; k++) {
+                int32_t w = nd->in[k], v = nd->out[j];
+                if (g->values[w].kind != JN_IR_V_INPUT || g->inputs[g->values[w].def].kind != JN_IR_IN_STATE ||
+                    lastin[w] != x->nodestep[n])
+                    continue;
+                int writes = 0, other = 0;
+                for (int32_t i = 0; i < g->noutputs; i++) {
+                    const jn_ir_output *o = &g->outputs[i];
+                    int to_w = o->kind == JN_IR_OUT_STATE && o->state == g->values[w].def;
+                    if (o->value == v) writes += to_w, other += !to_w;
+                    else other += to_w; /* another value written back to the same state */
                 }
+                for (int i = 0; i < nd->nin; i++) other += i != k && base[nd->in[i]] == w; /* read again by this node */
+                if (writes != 1 || other || (ew && !direct_ew_ok(x, n, w, base))) continue;
+                x->dst[x->ndst++] = (direct_t){v, n, g->values[w].def, (uint8_t)j, (uint8_t)ew, x->place[v]};
+                x->into[v] = w;
+                break;
             }
-            for (int j = 0; j < nd->nin; j++) other += j != k && base[nd->in[j]] == w; /* read again by this node */
-            if (writes != 1 || other) continue;
-            x->direct[n] |= (uint8_t)(1u << k);
-            x->place[v] = P_INPUT;
-        }
     }
 done:
     free(lastin);
     free(base);
+}
+
+/* This run's choice for each candidate of direct_state: the state tensor
+ * must not overlap another input (a graph reads its inputs as they were,
+ * and the node writes the state before the step ends), and an elementwise
+ * op's must be contiguous (an element per index, as its output's). */
+static void bind_direct(jn_ex_exec *x, jn_tensor *const *inputs) {
+    const jn_ir_graph *g = x->g;
+    for (int32_t c = 0; c < x->ndst; c++) {
+        const direct_t *d = &x->dst[c];
+        const jn_tensor *t = inputs[d->in];
+        int ok = !d->ew || jn_is_contiguous(t);
+        for (int32_t i = 0; i < g->ninputs && ok; i++) {
+            const jn_tensor *u = inputs[i];
+            if (i == d->in || !u || x->val[g->inputs[i].value] != u) continue;
+            ok = u->storage != t->storage || !jn_rt_may_overlap(u, t);
+        }
+        x->place[d->v] = ok ? P_INPUT : d->place;
+        x->st.state_direct += ok;
+        if (ok) x->direct[d->n] |= (uint8_t)(1u << d->j);
+        else x->direct[d->n] &= (uint8_t)~(1u << d->j);
+    }
 }
 
 /* Loop-carried accumulators in place: a carry's next made by an in-place
@@ -1263,6 +1343,7 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     x->place = calloc(nv, 1);
     x->keep = calloc(nv, 1);
     x->direct = calloc(nn, 1);
+    if ((x->into = malloc(nv * sizeof *x->into))) memset(x->into, 0xff, nv * sizeof *x->into); /* -1: none */
     x->ownbytes = calloc(nv, sizeof *x->ownbytes);
     x->val = calloc(nv, sizeof *x->val);
     x->ldst = calloc(nv, sizeof *x->ldst);
@@ -1283,7 +1364,7 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     for (int32_t n = 0; n < g->nnodes; n++) npatch += JN_MAX_ATTRS * (JN_MAX_DIMS + 1);
     x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
     jn_status s = JN_OK;
-    if (!x->place || !x->keep || !x->direct || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->hpool || !x->sv || !x->sval || !x->sv_ok || !x->sval_ok || !x->scal || !x->loopstep ||
+    if (!x->place || !x->keep || !x->direct || !x->into || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->hpool || !x->sv || !x->sval || !x->sv_ok || !x->sval_ok || !x->scal || !x->loopstep ||
         !x->nodestep || !x->xn || !x->k || !x->patches || (dev && !x->dscal) || !ev_prepare(x)) {
         s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
         goto fail;
@@ -1390,6 +1471,8 @@ void jn_ex_free(jn_ex_exec *x) {
     free(x->place);
     free(x->keep);
     free(x->direct);
+    free(x->into);
+    free(x->dst);
     free(x->xn);
     free(x->patches);
     free(x->sv);
@@ -1624,6 +1707,7 @@ jn_status jn_ex_run_scalars(jn_ex_exec *x, jn_tensor *const *inputs, const doubl
         x->val[g->inputs[i].value] = x->scal[i] && (g->inputs[i].kind == JN_IR_IN_SCALAR ||
                                                      g->inputs[i].kind == JN_IR_IN_CONST) ? (x->dscal ? x->dscal[i] : x->scal[i]) : t;
     }
+    if (s == JN_OK) bind_direct(x, inputs);
     x->skip_check = s == JN_OK && x->checked && !(x->flags & JN_EX_EAGER) &&
                     !memcmp(x->sv, x->sv_ok, sizeof *x->sv * (size_t)g->nsyms) &&
                     !memcmp(x->sval, x->sval_ok, sizeof *x->sval * (size_t)g->ninputs);

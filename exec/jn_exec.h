@@ -310,6 +310,8 @@ typedef struct {
                                 * the inputs are no longer what the run started from) or
                                 * ran a collective (the other ranks took part: it cannot
                                 * be run again) */
+    int32_t state_direct;      /* state outputs the last run wrote straight into their input
+                                * (no copy back; exec.c direct_state) */
 } jn_ex_stats;
 void jn_ex_last_stats(const jn_ex_exec *x, jn_ex_stats *st);
 /* 1 when the graph holds a collective (JN_F_COLL): every run must issue it

@@ -1003,6 +1003,148 @@ static void test_scalars_rerun(void) {
     jn_ir_module_free(m), jn_ir_module_free(opt);
 }
 
+/* State written straight into its input (direct_state): plain SGD's
+ * p.add_(grad * c, alpha=-lr) as the graph has it, add(p, mul(g, c))
+ * written back to p, runs with its output in p's own buffer -- compiled
+ * (one fused kernel), member by member and op by op -- bitwise equal to
+ * the eager executor; the state tensor keeps its buffer and gets one
+ * version; a value written so is read later through the state's buffer
+ * (wider: the mul after the add).  Not taken, and still equal: a state
+ * read again after the update, and per run a state input that is not
+ * contiguous or overlaps another input.  (A fused kernel whose space is
+ * larger than the state would compute its elements twice; p_fuse.c gives
+ * every member the kernel's shape, so wider's add stays alone, and the
+ * test expects the direct write only while it does.) */
+static const char *DGRAPH =
+    "module optable=0000000000000000 graphs=3\n"
+    "graph sgd group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+    "  in %0 state f32[4, 3]\n"
+    "  in %1 host f32[4, 3]\n"
+    "  in %2 scalar f64[] = 0.25\n"
+    "  in %3 scalar f64[] = -0.5\n"
+    "  %4 = mul(%1, %2) : f32[4, 3]\n"
+    "  %5 = add(%0, %4) alpha=%3 : f32[4, 3]\n"
+    "  out %5 state=%0\n"
+    "  out %4 keep\n"
+    "}\n"
+    "graph reread group=1 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+    "  in %0 state f32[4, 3]\n"
+    "  in %1 host f32[4, 3]\n"
+    "  %2 = add(%0, %1) alpha=1 : f32[4, 3]\n"
+    "  %3 = sum(%0) dims=[1] keepdim=false dtype=none : f32[4]\n"
+    "  out %2 state=%0\n"
+    "  out %3 keep\n"
+    "}\n"
+    "graph wider group=2 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"a\" exit=\"b\" {\n"
+    "  in %0 state f32[4, 3]\n"
+    "  in %1 host f32[4, 3]\n"
+    "  in %2 host f32[2, 4, 3]\n"
+    "  %3 = add(%0, %1) alpha=1 : f32[4, 3]\n"
+    "  %4 = mul(%3, %2) : f32[2, 4, 3]\n"
+    "  out %3 state=%0\n"
+    "  out %4 keep\n"
+    "}\n";
+
+/* One run of graph gi on copies of in (in[0]: the state, made as `layout`
+ * says: 0 contiguous, 1 a transposed view, 2 the same tensor as in[1]);
+ * the state after the run and the kept output to *st, *keep. */
+static jn_status direct_run(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, int flags, jn_tensor *const *in,
+                            int layout, jn_tensor **st, jn_tensor **keep, jn_ex_stats *stats) {
+    const jn_ir_graph *g = m->graphs[gi];
+    jn_tensor *mine[4] = {0};
+    for (int32_t i = 0; i < g->ninputs; i++) mine[i] = jn_contiguous(in[i]); /* a copy of a contiguous one too */
+    if (layout == 1) { /* the same values through a transposed [3, 4] buffer */
+        jn_tensor *t = jn_tensor_zeros(JN_F32, 2, (int64_t[]){3, 4}), *v = jn_tensor_alias(t);
+        v->shape[0] = 4, v->shape[1] = 3, v->strides[0] = 1, v->strides[1] = 4, v->is_view = 1;
+        CHECK(jn_copy_into(v, mine[0]) == JN_OK && !jn_is_contiguous(v));
+        jn_tensor_decref(t), jn_tensor_decref(mine[0]);
+        mine[0] = v;
+    } else if (layout == 2) {
+        jn_tensor_decref(mine[0]);
+        jn_tensor_incref(mine[1]);
+        mine[0] = mine[1];
+    }
+    uint64_t ver = mine[0]->storage->version;
+    jn_ex_exec *x = NULL;
+    jn_status s = jn_ex_new(m, gi, lib, flags, &x);
+    if (s == JN_OK) s = jn_ex_run(x, mine, NULL, keep);
+    if (s == JN_OK) {
+        jn_ex_last_stats(x, stats);
+        CHECK(mine[0]->storage->version == ver + 1); /* written once, in place or copied back */
+        *st = jn_contiguous(mine[0]);
+    }
+    jn_ex_free(x);
+    for (int32_t i = 0; i < g->ninputs; i++) jn_tensor_decref(mine[i]);
+    return s;
+}
+
+static int same_values(const jn_tensor *a, const jn_tensor *b) {
+    return a && b && jn_numel(a) == jn_numel(b) && !memcmp(jn_data(a), jn_data(b), (size_t)jn_numel(a) * 4);
+}
+
+static void test_state_direct(void) {
+    jn_ir_module *orig = NULL, *opt = NULL;
+    CHECK(jn_ir_parse(DGRAPH, strlen(DGRAPH), &orig) == JN_OK && jn_ir_parse(DGRAPH, strlen(DGRAPH), &opt) == JN_OK);
+    if (!orig || !opt) return;
+    CHECK(jn_cg_optimize(opt, NULL, NULL) == JN_OK);
+    int no_cc = 0, checked = 0;
+    jn_ex_lib *lib = jt_compile_lib(opt, "state direct", &no_cc);
+    /* the wider graph fuses its add into the mul's [2, 4, 3] kernel, or not: direct only if not */
+    const jn_ir_graph *gw = opt->graphs[2];
+    int wide_fused = gw->nodes[0].kernel >= 0 && gw->kernels[gw->nodes[0].kernel].root != 0;
+    for (int32_t gi = 0; gi < 3; gi++) {
+        jn_tensor *in[4] = {0};
+        CHECK(jn_ex_make_inputs(orig->graphs[gi], NULL, 11 + (uint64_t)gi, in) == JN_OK);
+        for (int layout = 0; layout < (gi == 0 ? 3 : 1); layout++) {
+            jn_tensor *est = NULL, *ekeep = NULL;
+            jn_ex_stats es = {0};
+            CHECK(direct_run(orig, gi, NULL, JN_EX_EAGER, in, layout, &est, &ekeep, &es) == JN_OK);
+            CHECK(es.state_direct == 0);
+            for (int how = 0; how < 2; how++) { /* compiled (when a compiler is here), member by member */
+                const jn_ex_lib *use = how == 0 ? lib : NULL;
+                if (how == 0 && !lib) continue;
+                jn_tensor *st = NULL, *keep = NULL;
+                jn_ex_stats ss = {0};
+                CHECK(direct_run(opt, gi, use, 0, in, layout, &st, &keep, &ss) == JN_OK);
+                CHECK(same_values(st, est) && same_values(keep, ekeep));
+                int want = gi == 0 ? layout == 0 : gi == 1 ? 0 : !wide_fused;
+                CHECK(ss.state_direct == want);
+                if (ss.state_direct != want)
+                    fprintf(stderr, "graph %d layout %d %s: state_direct %d, expected %d\n", gi, layout,
+                            how ? "member by member" : "compiled", ss.state_direct, want);
+                if (how == 0 && gi == 0) CHECK(ss.kernels_gen == 1 && ss.nodes_eager == 0);
+                checked++;
+                if (st) jn_tensor_decref(st);
+                if (keep) jn_tensor_decref(keep);
+            }
+            jn_tensor_decref(est), jn_tensor_decref(ekeep);
+        }
+        for (int i = 0; i < 4; i++)
+            if (in[i]) jn_tensor_decref(in[i]);
+    }
+    /* one executor: a run refused the direct write, the next takes it again */
+    jn_tensor *in[4] = {0}, *a = NULL, *b = NULL, *k = NULL;
+    jn_ex_exec *x = NULL;
+    jn_ex_stats ss = {0};
+    CHECK(jn_ex_make_inputs(opt->graphs[0], NULL, 3, in) == JN_OK && jn_ex_new(opt, 0, lib, 0, &x) == JN_OK);
+    jn_tensor *alias[4] = {in[1], in[1], in[2], in[3]};
+    CHECK(jn_ex_run(x, alias, NULL, &k) == JN_OK);
+    jn_ex_last_stats(x, &ss);
+    CHECK(ss.state_direct == 0);
+    jn_tensor_decref(k);
+    CHECK(jn_ex_run(x, in, NULL, &k) == JN_OK);
+    jn_ex_last_stats(x, &ss);
+    CHECK(ss.state_direct == 1);
+    jn_tensor_decref(k);
+    (void)a, (void)b;
+    jn_ex_free(x);
+    for (int i = 0; i < 4; i++) jn_tensor_decref(in[i]);
+    printf("state direct: %d runs bitwise equal to op by op, written in place only where it is safe%s\n", checked,
+           lib ? "" : " (no compiled kernels: member by member only)");
+    jn_ex_lib_close(lib);
+    jn_ir_module_free(orig), jn_ir_module_free(opt);
+}
+
 /* The shared arena is given back when eager work misses the block cache
  * after IDLE_RUNS (16) runs on it, and only then; the next run allocates it
  * again and computes the same. */
@@ -1051,6 +1193,7 @@ int main(void) {
     test_errors();
     test_state_written();
     test_scalars_rerun();
+    test_state_direct();
     test_compiled();
     test_golden();
     test_random();

@@ -33,7 +33,8 @@
  * row it is filled at each iteration's end -- or rather written in place:
  * body values go straight into their collect row or their carry's other
  * buffer (ldst), accumulator carries over their own param
- * (carry_in_place); a carry's out is the last param.  The induction
+ * (carry_in_place), a next that views a value the loop never writes is
+ * the next param as it is (stable_view); a carry's out is the last param.  The induction
  * symbol is set per iteration.
  */
 #include <pthread.h>
@@ -739,6 +740,28 @@ static int redirectable(const jn_ex_exec *x, int32_t l, int32_t v, const jn_tens
     return buf->dtype == iv->dtype && buf->ndim == iv->ndim;
 }
 
+/* Carry next v of loop l is a view of a value the loop never writes (an
+ * input, a value defined outside l, an outer loop's param): the view may
+ * be the next param as it is, no copy into the carry's buffer (an LSTM's
+ * input gates, select(x_proj, i + 1), 8 kB per time step).  Only between
+ * iterations: the last next still goes to a buffer, since the carry's out
+ * lives after the loop and the viewed value's slot may not. */
+static int stable_view(const jn_ex_exec *x, int32_t l, int32_t v) {
+    const jn_ir_graph *g = x->g;
+    if (x->flags & JN_EX_EAGER || x->place[v] != P_VIEW) return 0;
+    while (g->values[v].kind == JN_IR_V_NODE && (jn_op_info(g->nodes[g->values[v].def].op)->flags & JN_F_VIEW) &&
+           g->nodes[g->values[v].def].nin > 0)
+        v = g->nodes[g->values[v].def].in[0];
+    const jn_ir_value *iv = &g->values[v];
+    int32_t scope = iv->kind == JN_IR_V_NODE       ? g->nodes[iv->def].loop
+                    : iv->kind == JN_IR_V_LOOP_OUT ? g->loops[iv->def].parent
+                    : iv->kind == JN_IR_V_LOOP_PARAM ? iv->def
+                                                     : -1;
+    for (; scope >= 0; scope = g->loops[scope].parent)
+        if (scope == l) return 0;
+    return 1;
+}
+
 /* A view header over t (counted as no buffer of its own). */
 static jn_tensor *view_of(jn_tensor *t) {
     jn_tensor *h = jn_tensor_alias(t);
@@ -865,6 +888,10 @@ static jn_status exec_loop(jn_ex_exec *x, int32_t si) {
             if (nparam[c]) continue;
             if (same_memory(buf[2 * c + cur[c]], nx)) { /* written over the param */
                 nparam[c] = buf[2 * c + cur[c]];
+                continue;
+            }
+            if (it + 1 < trip && stable_view(x, l, L->carry[c].next)) {
+                nparam[c] = nx;
                 continue;
             }
             if (!same_memory(dst, nx)) s = copy_into(x, dst, nx);

@@ -246,6 +246,7 @@ static int golden_file(const char *path, tally *t, tally *tc) {
     jn_ir_module *orig = NULL, *opt = NULL;
     int ok = text && jn_ir_parse(text, len, &orig) == JN_OK && jn_ir_parse(text, len, &opt) == JN_OK;
     CHECK(ok);
+    if (!ok) fprintf(stderr, "%s: %s\n", path, text ? jn_errmsg() : "cannot be read");
     jn_cg_options o = {.verify_each = 1};
     if (ok && jn_cg_optimize(opt, &o, NULL) != JN_OK) {
         fprintf(stderr, "%s: %s\n", path, jn_errmsg());

@@ -122,6 +122,7 @@ struct jn_ex_exec {
     step *steps;
     int32_t nsteps, *rel, *loopstep, *nodestep;
     uint8_t *place, *keep;   /* per value */
+    int32_t *vbase;          /* per value: the value whose buffer it is (a view's, down its chain; else itself) */
     uint8_t *direct;         /* per node, this run: bit k, output k is written straight into a state input */
     int32_t *into;           /* per value: the state input value it is written straight into (direct) */
     direct_t *dst;           /* the candidates for that (direct_state), decided per run (bind_direct) */
@@ -137,6 +138,8 @@ struct jn_ex_exec {
                               * collect row, a carry's other buffer), NULL */
     uint8_t *over_param;     /* per value: a carry next its node may write over
                               * the carry's param (carry_in_place) */
+    uint8_t *view_next;      /* per value: a carry next that is the next param as it is
+                              * between iterations (stable_view) */
     char *arena;             /* a private arena (another graph held the shared one) */
     size_t arena_cap;
     jn_tensor *arena_t;      /* this run's arena: the shared one's header, or over `arena` */
@@ -749,10 +752,7 @@ static int redirectable(const jn_ex_exec *x, int32_t l, int32_t v, const jn_tens
 static int stable_view(const jn_ex_exec *x, int32_t l, int32_t v) {
     const jn_ir_graph *g = x->g;
     if (x->flags & JN_EX_EAGER || x->place[v] != P_VIEW) return 0;
-    while (g->values[v].kind == JN_IR_V_NODE && (jn_op_info(g->nodes[g->values[v].def].op)->flags & JN_F_VIEW) &&
-           g->nodes[g->values[v].def].nin > 0)
-        v = g->nodes[g->values[v].def].in[0];
-    const jn_ir_value *iv = &g->values[v];
+    const jn_ir_value *iv = &g->values[x->vbase[v]];
     int32_t scope = iv->kind == JN_IR_V_NODE       ? g->nodes[iv->def].loop
                     : iv->kind == JN_IR_V_LOOP_OUT ? g->loops[iv->def].parent
                     : iv->kind == JN_IR_V_LOOP_PARAM ? iv->def
@@ -890,7 +890,7 @@ static jn_status exec_loop(jn_ex_exec *x, int32_t si) {
                 nparam[c] = buf[2 * c + cur[c]];
                 continue;
             }
-            if (it + 1 < trip && stable_view(x, l, L->carry[c].next)) {
+            if (it + 1 < trip && x->view_next[L->carry[c].next]) {
                 nparam[c] = nx;
                 continue;
             }
@@ -1055,23 +1055,21 @@ static void use(const jn_ex_exec *x, int32_t *last, int32_t v, int32_t u) {
 static jn_status liveness(jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
     int32_t nv = g->nvalues;
-    int32_t *last = malloc(((size_t)nv + 1) * sizeof *last), *base = malloc(((size_t)nv + 1) * sizeof *base);
+    const int32_t *base = x->vbase;
+    int32_t *last = malloc(((size_t)nv + 1) * sizeof *last);
     int32_t *cnt = calloc((size_t)x->nsteps + 1, sizeof *cnt);
     x->rel = malloc(((size_t)nv + 1) * sizeof *x->rel);
-    if (!last || !base || !cnt || !x->rel) {
+    if (!last || !cnt || !x->rel) {
         free(last);
-        free(base);
         free(cnt);
         return jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
     }
     for (int32_t v = 0; v < nv; v++) {
         const jn_ir_value *iv = &g->values[v];
-        base[v] = v;
         last[v] = iv->kind == JN_IR_V_NODE ? x->nodestep[iv->def] : iv->kind == JN_IR_V_LOOP_OUT ? x->loopstep[iv->def] : -1;
     }
     for (int32_t n = 0; n < g->nnodes; n++) {
         const jn_ir_node *nd = &g->nodes[n];
-        if ((jn_op_info(nd->op)->flags & JN_F_VIEW) && nd->nin > 0) base[nd->out[0]] = base[nd->in[0]];
         for (int j = 0; j < nd->nin; j++) use(x, last, nd->in[j], x->nodestep[n]);
     }
     for (int32_t l = 0; l < g->nloops; l++) {
@@ -1100,7 +1098,6 @@ static jn_status liveness(jn_ex_exec *x) {
     for (int32_t v = 0; v < nv; v++)
         if (last[v] >= 0 && !x->keep[v]) x->rel[x->steps[last[v]].rel0 + x->steps[last[v]].nrel++] = v;
     free(last);
-    free(base);
     free(cnt);
     return JN_OK;
 }
@@ -1123,7 +1120,7 @@ static int32_t kernel_out_index(const kinfo *K, int32_t v) {
     return -1;
 }
 
-static int direct_ew_ok(const jn_ex_exec *x, int32_t n, int32_t w, const int32_t *base) {
+static int direct_ew_ok(const jn_ex_exec *x, int32_t n, int32_t w) {
     const jn_ir_graph *g = x->g;
     const jn_ir_node *nd = &g->nodes[n];
     const jn_ir_value *ov = &g->values[nd->out[0]], *wv = &g->values[w];
@@ -1144,7 +1141,7 @@ static int direct_ew_ok(const jn_ex_exec *x, int32_t n, int32_t w, const int32_t
     for (int32_t i = 0; i < K->io.nnodes; i++) {
         const jn_ir_node *m = &g->nodes[K->io.nodes[i]];
         for (int k = 0; k < m->nin && K->io.nodes[i] != n; k++)
-            if (base[m->in[k]] == w) return 0;
+            if (x->vbase[m->in[k]] == w) return 0;
     }
     return 1;
 }
@@ -1152,14 +1149,11 @@ static int direct_ew_ok(const jn_ex_exec *x, int32_t n, int32_t w, const int32_t
 static void direct_state(jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
     int32_t nv = g->nvalues;
-    int32_t *lastin = malloc(((size_t)nv + 1) * sizeof *lastin), *base = malloc(((size_t)nv + 1) * sizeof *base);
+    const int32_t *base = x->vbase;
+    int32_t *lastin = malloc(((size_t)nv + 1) * sizeof *lastin);
     x->dst = malloc(((size_t)g->noutputs + 1) * sizeof *x->dst); /* at most one per state output */
-    if (!lastin || !base || !x->dst) goto done; /* an optimization only */
-    for (int32_t v = 0; v < nv; v++) lastin[v] = -1, base[v] = v;
-    for (int32_t n = 0; n < g->nnodes; n++) {
-        const jn_ir_node *nd = &g->nodes[n];
-        if ((jn_op_info(nd->op)->flags & JN_F_VIEW) && nd->nin > 0) base[nd->out[0]] = base[nd->in[0]];
-    }
+    if (!lastin || !x->dst) goto done; /* an optimization only */
+    for (int32_t v = 0; v < nv; v++) lastin[v] = -1;
     /* top-level step of every read of every input (loops: their whole run) */
     for (int32_t n = 0; n < g->nnodes; n++)
         for (int j = 0; j < g->nodes[n].nin; j++) {
@@ -1191,7 +1185,7 @@ static void direct_state(jn_ex_exec *x) {
                     else other += to_w; /* another value written back to the same state */
                 }
                 for (int i = 0; i < nd->nin; i++) other += i != k && base[nd->in[i]] == w; /* read again by this node */
-                if (writes != 1 || other || (ew && !direct_ew_ok(x, n, w, base))) continue;
+                if (writes != 1 || other || (ew && !direct_ew_ok(x, n, w))) continue;
                 x->dst[x->ndst++] = (direct_t){v, n, g->values[w].def, (uint8_t)j, (uint8_t)ew, x->place[v]};
                 x->into[v] = w;
                 break;
@@ -1199,7 +1193,6 @@ static void direct_state(jn_ex_exec *x) {
     }
 done:
     free(lastin);
-    free(base);
 }
 
 /* This run's choice for each candidate of direct_state: the state tensor
@@ -1233,14 +1226,7 @@ static void bind_direct(jn_ex_exec *x, jn_tensor *const *inputs) {
  * whole accumulator per iteration (O(T^2) bytes for a window per step). */
 static void carry_in_place(jn_ex_exec *x) {
     const jn_ir_graph *g = x->g;
-    int32_t nv = g->nvalues;
-    int32_t *base = malloc(((size_t)nv + 1) * sizeof *base);
-    if (!base) return; /* an optimization only */
-    for (int32_t v = 0; v < nv; v++) base[v] = v;
-    for (int32_t n = 0; n < g->nnodes; n++) {
-        const jn_ir_node *nd = &g->nodes[n];
-        if ((jn_op_info(nd->op)->flags & JN_F_VIEW) && nd->nin > 0) base[nd->out[0]] = base[nd->in[0]];
-    }
+    const int32_t *base = x->vbase;
     for (int32_t l = 0; l < g->nloops; l++) {
         const jn_ir_loop *L = &g->loops[l];
         for (int32_t c = 0; c < L->ncarry; c++) {
@@ -1273,7 +1259,6 @@ static void carry_in_place(jn_ex_exec *x) {
             if (ok) x->over_param[v] = 1;
         }
     }
-    free(base);
 }
 
 static int has_v(const int32_t *a, int32_t n, int32_t v) {
@@ -1375,6 +1360,8 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     x->val = calloc(nv, sizeof *x->val);
     x->ldst = calloc(nv, sizeof *x->ldst);
     x->over_param = calloc(nv, 1);
+    x->view_next = calloc(nv, 1);
+    x->vbase = malloc(nv * sizeof *x->vbase);
     x->caphpool = 64; /* more idle headers than a graph keeps released at once are freed */
     x->hpool = calloc((size_t)x->caphpool, sizeof *x->hpool);
     x->sv = calloc((size_t)g->nsyms + 1, sizeof *x->sv);
@@ -1391,7 +1378,7 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     for (int32_t n = 0; n < g->nnodes; n++) npatch += JN_MAX_ATTRS * (JN_MAX_DIMS + 1);
     x->patches = malloc(((size_t)npatch + 1) * sizeof *x->patches);
     jn_status s = JN_OK;
-    if (!x->place || !x->keep || !x->direct || !x->into || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->hpool || !x->sv || !x->sval || !x->sv_ok || !x->sval_ok || !x->scal || !x->loopstep ||
+    if (!x->place || !x->keep || !x->direct || !x->into || !x->ownbytes || !x->val || !x->ldst || !x->over_param || !x->view_next || !x->vbase || !x->hpool || !x->sv || !x->sval || !x->sv_ok || !x->sval_ok || !x->scal || !x->loopstep ||
         !x->nodestep || !x->xn || !x->k || !x->patches || (dev && !x->dscal) || !ev_prepare(x)) {
         s = jn_error(JN_ERR_NOMEM, "out of memory preparing graph %s", g->name);
         goto fail;
@@ -1403,6 +1390,11 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
         else if (jn_op_info(g->nodes[iv->def].op)->flags & JN_F_VIEW) x->place[v] = P_VIEW;
         else if (!eager && g->arena != -1 && iv->mem != -1) x->place[v] = P_ARENA;
         else x->place[v] = P_OWN;
+        x->vbase[v] = v;
+    }
+    for (int32_t n = 0; n < g->nnodes; n++) { /* a view's output shares input 0's buffer (values in node order) */
+        const jn_ir_node *nd = &g->nodes[n];
+        if ((jn_op_info(nd->op)->flags & JN_F_VIEW) && nd->nin > 0) x->vbase[nd->out[0]] = x->vbase[nd->in[0]];
     }
     /* attributes evaluated per run */
     npatch = 0;
@@ -1437,6 +1429,9 @@ jn_status jn_ex_new_on(const jn_ir_module *m, int32_t gi, const jn_ex_lib *lib, 
     }
     if ((s = liveness(x))) goto fail;
     if (!eager) direct_state(x), carry_in_place(x);
+    for (int32_t l = 0; l < g->nloops; l++)
+        for (int32_t c = 0; c < g->loops[l].ncarry; c++)
+            x->view_next[g->loops[l].carry[c].next] |= (uint8_t)stable_view(x, l, g->loops[l].carry[c].next);
     /* a constant arena under symbolic sizes: packed at the recorded maxima,
      * so a run past a range its sizes depend on would overlap values: such
      * a run takes the wide plan (jn_ex_run; one without refuses it) */
@@ -1513,6 +1508,8 @@ void jn_ex_free(jn_ex_exec *x) {
     free(x->val);
     free(x->ldst);
     free(x->over_param);
+    free(x->view_next);
+    free(x->vbase);
     free(x->hpool);
     free(x->scal);
     free(x);

@@ -1124,7 +1124,7 @@ static void test_state_direct(void) {
             if (in[i]) jn_tensor_decref(in[i]);
     }
     /* one executor: a run refused the direct write, the next takes it again */
-    jn_tensor *in[4] = {0}, *a = NULL, *b = NULL, *k = NULL;
+    jn_tensor *in[4] = {0}, *k = NULL;
     jn_ex_exec *x = NULL;
     jn_ex_stats ss = {0};
     CHECK(jn_ex_make_inputs(opt->graphs[0], NULL, 3, in) == JN_OK && jn_ex_new(opt, 0, lib, 0, &x) == JN_OK);
@@ -1137,7 +1137,6 @@ static void test_state_direct(void) {
     jn_ex_last_stats(x, &ss);
     CHECK(ss.state_direct == 1);
     jn_tensor_decref(k);
-    (void)a, (void)b;
     jn_ex_free(x);
     for (int i = 0; i < 4; i++) jn_tensor_decref(in[i]);
     printf("state direct: %d runs bitwise equal to op by op, written in place only where it is safe%s\n", checked,

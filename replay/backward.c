@@ -2,8 +2,10 @@
  * graph already holds is not run op by op while a segment is captured.
  *
  * Learning: the first backward at a (graph, token) with one cursor runs the
- * engine as always, its ops captured and matched; if they were matched in
- * one stretch of tokens outside loops, the replay keeps a plan: per event
+ * engine as always, its ops captured and matched; if they were matched from
+ * there on by that one graph, ending outside its loops with one cursor
+ * (loops inside the stretch are the matcher's: a recurrent net's backward
+ * through time), the replay keeps a plan: per event
  * its op, attributes, where each input came from (an earlier event of the
  * stretch, a tensor a reached record saved, or a number the formula made),
  * its outputs' metadata, which event made each leaf's .grad, the public
@@ -83,7 +85,9 @@ typedef struct {
                           * later bump it, but the engine at the fallback runs before them) */
 } bw_skip;
 
-enum { MAX_VARIANTS = 4 };
+/* per place (autograd graphs), and in all (places: one per sequence length of a
+ * loop the graph holds, say) */
+enum { MAX_VARIANTS = 4, MAX_PLANS = 256 };
 
 /* Calls not skipped (or run after all) per place and reason. */
 typedef struct {
@@ -589,8 +593,9 @@ jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const
         jn_ag_walk_free(&w);
         return s;
     }
-    if (variants >= MAX_VARIANTS) { /* each new autograd graph here is learned once, up to this many */
-        decline_at(B, g, pos, RP_BW_FINGERPRINT);
+    if (variants >= MAX_VARIANTS || B->nplans >= MAX_PLANS) { /* each new autograd graph here is learned
+                                                                 * once, up to these many */
+        decline_at(B, g, pos, variants >= MAX_VARIANTS ? RP_BW_FINGERPRINT : RP_BW_PLANS);
         jn_ag_walk_free(&w);
         return JN_OK;
     }
@@ -620,10 +625,8 @@ static jn_status learn(jn_replay *R, struct rp_bw *B, const jn_ag_walk *pw, cons
     }
     int why = -1;
     int32_t cnt = (int32_t)(at2.nev - at.nev);
-    if (at2.graph != at.graph || at2.loop != -1 || at2.pos - at.pos != cnt || R->nops != at2.nev || cnt < 1)
+    if (at2.graph != at.graph || at2.loop != -1 || at2.pos <= at.pos || R->nops != at2.nev || cnt < 1)
         why = RP_BW_STRETCH;
-    for (int32_t t = at.pos; t < at2.pos && why < 0; t++)
-        if (jn_rp_match_token_loop(R->mt, at.graph, t) != -1) why = RP_BW_LOOP_OPS;
     if (B->nplans == B->capplans) {
         int c = B->capplans ? B->capplans * 2 : 8;
         bw_plan *np = realloc(B->plans, sizeof *np * (size_t)c);

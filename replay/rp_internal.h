@@ -215,8 +215,8 @@ struct jn_replay {
     X(NOT_ONE, "not_one_graph", "not one graph followed (several could still match)")                      \
     X(LOOP, "loop", "inside a loop of its graph")                                                          \
     X(FINGERPRINT, "fingerprint", "its autograd graph kept changing (4 variants learned at its place)")    \
-    X(STRETCH, "stretch", "its ops were not matched in one stretch of the graph")                          \
-    X(LOOP_OPS, "loop_ops", "its ops are matched inside a loop")                                           \
+    X(PLANS, "plans", "256 plans learned in all: new places keep coming (sequence lengths, ...)")          \
+    X(STRETCH, "stretch", "its ops were not matched to their end by one cursor of one graph")             \
     X(NESTED, "nested", "a backward inside its stretch was skipped")                                       \
     X(PY_SCALAR, "py_scalar", "a number made by the backward is read as a Python scalar")                  \
     X(UNKNOWN_INPUT, "unknown_input", "the backward reads a tensor it neither made nor found saved")        \

@@ -145,3 +145,23 @@ def test_a_saved_number_bound_inside_the_skipped_stretch_is_todays(tmp_path):
     s, c = compare("expo", str(tmp_path))
     assert s["fell_back"] == 0, s
     assert c["backward_learned"] == 2 and c["backward_skipped"] == 14 and c["backward_declined"] == 0, c
+
+
+
+
+def test_backward_through_a_loop_is_skipped(tmp_path):
+    # the forward's time loop is a loop of the graph (its trip count varies), and so is
+    # the backward through time: the matcher follows the loops inside the skipped
+    # stretch as it does for the engine's ops; a plan per length (its place)
+    s, c = compare("rnn", str(tmp_path))
+    assert s["fell_back"] == 0, s
+    assert c["backward_skipped"] >= 6 and c["backward_learned"] >= 3, c
+    assert "stretch" not in {p["name"] for p in c["backward_places"]}, c
+
+
+def test_miss_after_a_skipped_backward_with_a_loop(tmp_path):
+    # the engine at the fallback runs the backward through time the skip left out
+    s, c = compare("rnnmiss", str(tmp_path))
+    assert s["fell_back"] >= 10 and "expected adam_, the script ran mul" in s["top_miss"], s
+    assert c["backward_skipped"] >= 6 and c["backward_fallbacks"] >= 6, c
+    assert {p["name"] for p in c["backward_places"] if p["fallback"]} == {"fell_back_miss"}, c

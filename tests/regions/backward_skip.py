@@ -30,7 +30,13 @@ Modes (from step AT on, where it says so):
              backward saved, before the engine runs at the fallback)
   expo       the loss's exponent alternates between 2 and 3 (pow's
              derivative reads the saved exponent: a graph input the
-             backward's ops bind)"""
+             backward's ops bind)
+  rnn        a recurrent net: the hidden layer runs over the first 3..6
+             rows of x one at a time, 3 + step % 4 of them (a loop the
+             graph holds with its trip count a symbol, and the backward
+             through time inside the skipped stretch: a plan per length)
+  rnnmiss    rnn, and from AT on the first gradient is halved after
+             backward (a miss after a skipped backward with a loop)"""
 import hashlib
 import json
 import sys
@@ -57,12 +63,21 @@ def main():
         opt = janus.optim.Adam(params, lr=0.01)
     xs, y = janus.randn(20, 6, 8), janus.randn(6, 4)
     x2 = janus.randn(6, 8)
+    rec = nn.Linear(16, 16, bias=False)
+    if MODE.startswith("rnn"):
+        params += list(rec.parameters())
+        opt = janus.optim.Adam(params, lr=0.01)
     for i in range(STEPS):
         x = xs[i % 20]  # a slice of the data set: its offset (and its saved alias's) moves every step
         if MODE == "sgdmiss" and i == AT:
             opt.param_groups[1]["lr"] = 0.02
         opt.zero_grad()
-        h = l1(x).tanh()
+        if MODE.startswith("rnn"):
+            h = janus.zeros(1, 16)
+            for t in range(3 + i % 4):
+                h = (l1(x[t:t + 1]) + rec(h)).tanh()
+        else:
+            h = l1(x).tanh()
         if MODE == "hook" and i >= AT:
             h.register_hook(lambda g: g * 2)
         loss = ((l2(h) - y) ** (3.0 if MODE == "expo" and i % 2 else 2.0)).mean()
@@ -84,7 +99,7 @@ def main():
             opt.zero_grad()
             with janus.no_grad():
                 params[0].mul_(1.0)
-        if MODE == "missafter" and i >= AT:
+        if MODE in ("missafter", "rnnmiss") and i >= AT:
             with janus.no_grad():
                 params[0].grad.mul_(0.5)
         if MODE == "gradprint":

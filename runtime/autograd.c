@@ -195,6 +195,9 @@ static jn_tensor *same_value(jn_tensor *t) {
         a->id = t->id;
         if (jn_rt_record_alias) jn_rt_record_alias(t, a);
         a->is_view = t->is_view;
+        /* a saved Python number stays one: the formulas promote it as PyTorch's
+         * saved Scalars (the least), and pow's reads it on the host */
+        a->wrapped_number = t->wrapped_number;
     }
     return a;
 }

@@ -321,13 +321,7 @@ static void node_decref(jn_node *n) {
                 stack[sp++] = y->next[i].node;
             }
         }
-        if (!x->grp) {
-            free(x->in_meta);
-            free(x->saved_in);
-            free(x->saved_in_ver);
-            free(x->next);
-        }
-        free(x); /* a group's members and arrays are in this block */
+        free(x); /* a plain node's arrays, a group's members and arrays: in this block */
     }
     if (stack != stack_small) free(stack);
 }
@@ -561,8 +555,14 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
                         info->name);
     if (cur_group) return group_record(cur_group, op, nin, in, a, nout, out, dst);
     const jn_grad_def *def = jn_grad_def_of(op);
-    jn_node *n = calloc(1, sizeof *n);
-    if (!n) return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
+    int save_in = def->save & JN_SAVE_IN, save_out = def->save & JN_SAVE_OUT;
+    /* the node and its per-input arrays in one zeroed block (one allocation
+     * an op: a step of small ops records hundreds) */
+    size_t N = (size_t)nin, o_meta = align16(sizeof(jn_node)), o_next = o_meta + align16(N * sizeof(jn_meta));
+    size_t o_sin = o_next + align16(N * sizeof(struct jn_edge)), o_ver = o_sin + align16(N * sizeof(jn_tensor *));
+    char *blk = calloc(1, save_in ? o_ver + N * sizeof(uint64_t) : o_sin);
+    if (!blk) return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
+    jn_node *n = (jn_node *)blk;
     __atomic_fetch_add(&nodes_made, 1, __ATOMIC_RELAXED);
     n->refcnt = 1;
     n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
@@ -571,15 +571,13 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
     n->nin = nin;
     n->nout = nout;
     n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;
-    n->in_meta = calloc((size_t)nin, sizeof *n->in_meta);
-    n->next = calloc((size_t)nin, sizeof *n->next);
-    int save_in = def->save & JN_SAVE_IN, save_out = def->save & JN_SAVE_OUT;
+    n->in_meta = (jn_meta *)(blk + o_meta);
+    n->next = (struct jn_edge *)(blk + o_next);
     if (save_in) {
-        n->saved_in = calloc((size_t)nin, sizeof *n->saved_in);
-        n->saved_in_ver = calloc((size_t)nin, sizeof *n->saved_in_ver);
+        n->saved_in = (jn_tensor **)(blk + o_sin);
+        n->saved_in_ver = (uint64_t *)(blk + o_ver);
     }
-    if (!n->in_meta || !n->next || (save_in && (!n->saved_in || !n->saved_in_ver)) ||
-        fill_record(n, NULL, nin, in, nout, out, dst, save_out)) {
+    if (fill_record(n, NULL, nin, in, nout, out, dst, save_out)) {
         node_decref(n);
         return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
     }

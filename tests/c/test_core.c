@@ -258,7 +258,7 @@ static void test_block_cache(void) {
  * header they were before (autograd slot, Python wrapper, capture record,
  * view and number flags, strides, offset) survives, and ids stay unique. */
 static void test_header_reuse(void) {
-    enum { N = 600 }; /* more than the cache keeps */
+    enum { N = 2100 }; /* more than the cache keeps */
     static jn_tensor *t[N];
     int64_t shape[2] = {3, 5};
     for (int i = 0; i < N; i++) {

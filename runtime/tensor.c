@@ -62,12 +62,16 @@ int64_t jn_rt_reserve_ids(int64_t n) { return __atomic_fetch_add(&next_id, n, __
 #else
 #define HDR_KEEP 2048
 #endif
+/* ... and storages with at most 64 bytes inline (a wrapped Python number
+ * per `x * 2.0`, a loss's 0-d values: ~250 per step of a small LSTM) */
+#define SMALL_KEEP (HDR_KEEP / 2)
 typedef struct {
-    int n, ns;
+    int n, ns, nb;
     jn_tensor *h[HDR_KEEP > 0 ? HDR_KEEP : 1];
     /* storages without inline data (a captured op's pending output: one
      * per op, dropped in bursts like the headers) */
     jn_storage *s[HDR_KEEP > 0 ? HDR_KEEP : 1];
+    jn_storage *b[SMALL_KEEP > 0 ? SMALL_KEEP : 1];
 } hdr_cache;
 static _Thread_local hdr_cache *hcache;
 static pthread_key_t hcache_key;
@@ -78,6 +82,7 @@ static void hcache_free(void *p) {
     hdr_cache *c = p;
     for (int i = 0; i < c->n; i++) free(c->h[i]);
     for (int i = 0; i < c->ns; i++) free(c->s[i]);
+    for (int i = 0; i < c->nb; i++) free(c->b[i]);
     free(c);
 }
 static void hcache_make_key(void) { hcache_key_ok = pthread_key_create(&hcache_key, hcache_free) == 0; }
@@ -127,6 +132,19 @@ static void bare_storage_release(jn_storage *st) {
     hdr_cache *c = hcache;
     if (!c) c = hcache_make();
     if (c && c->ns < HDR_KEEP) c->s[c->ns++] = st;
+    else free(st);
+}
+
+/* A storage block with its data inline: one of at most 64 bytes is kept
+ * for storage_new (a block of that size, whatever nbytes it had). */
+static void small_release(jn_storage *st) {
+    hdr_cache *c = hcache;
+    if (st->nbytes > 64) {
+        free(st);
+        return;
+    }
+    if (!c) c = hcache_make();
+    if (c && c->nb < SMALL_KEEP) c->b[c->nb++] = st;
     else free(st);
 }
 
@@ -262,7 +280,8 @@ static jn_storage *storage_new(size_t nbytes, int zero) {
     jn_storage *st;
     if (sz <= INLINE_DATA_MAX) {
         size_t head = (sizeof *st + 63) & ~(size_t)63;
-        char *blk = malloc(head + sz + 63);
+        hdr_cache *c = hcache;
+        char *blk = sz == 64 && c && c->nb ? (char *)c->b[--c->nb] : malloc(head + sz + 63);
         if (!blk) return NULL;
         st = (jn_storage *)blk;
         memset(st, 0, sizeof *st);
@@ -402,7 +421,7 @@ static void storage_decref(jn_storage *st) {
     if (!st || __atomic_sub_fetch(&st->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (st->release) st->release(st->release_ctx);
     else if (st->owns_data == 1) block_free(st->data, st->block_class);
-    if (st->owns_data == 2) free(st); /* its data is inside the block */
+    if (st->owns_data == 2) small_release(st); /* its data is inside the block */
     else bare_storage_release(st);
 }
 

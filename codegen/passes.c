@@ -27,6 +27,7 @@ jn_status jn_cg_pass_unstack(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_poolmask(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_hoist(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_remat(jn_cg_ctx *cx, jn_ir_graph *g);
+jn_status jn_cg_pass_wt(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_fuse(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_plan(jn_cg_ctx *cx, jn_ir_graph *g);
 jn_status jn_cg_pass_select(jn_cg_ctx *cx, jn_ir_graph *g);
@@ -53,6 +54,8 @@ const jn_cg_pass jn_cg_passes[] = {
      jn_cg_pass_hoist},
     {"remat", "recompute cheap values of graph inputs (the batch gather) before far-away readers instead of "
               "keeping them alive", jn_cg_pass_remat},
+    {"wt", "a weight read by several small linears is transposed once (clone of its transpose): they run as NN "
+           "products, same bits", jn_cg_pass_wt},
     {"fuse", "group elementwise chains, reduction tails and GEMM epilogues into kernels", jn_cg_pass_fuse},
     {"plan", "liveness-based buffer reuse into one static 64-byte aligned arena per graph", jn_cg_pass_plan},
     {"select", "choose generated C, the eager library kernel or GEMM per kernel", jn_cg_pass_select},

@@ -415,6 +415,29 @@ static void sg_band(int64_t b0, int64_t b1, void *ctx) {
  * 1.1x to 1.5x less (best of 200 runs on this 2-core machine). */
 #define PAR_MNK (1024.0 * 1024)
 
+/* The plan of a product with op(B) = B^T (tb): gemm_nt_rows for a few rows,
+ * else op(B) packed (SG_NN over the packed copy) when that copy is smaller
+ * than what computing C^T moves, else C^T (SG_CT). */
+static int nt_plan(int ta, int64_t M, int64_t N, int64_t K) {
+    if (M <= NT_ROWS) return SG_NTR;
+    double pack_b = (double)N * (double)K;
+    double via_ct = (ta ? 0.0 : (double)M * (double)K) + 2.0 * (double)M * (double)N;
+    return pack_b <= via_ct ? SG_NN : SG_CT;
+}
+
+int jn_rt_stranspose(const float *src, int64_t lds, int64_t rows, int64_t cols, float *dst, int64_t ldd) {
+    const jn_rt_sg_kernels *kf = kernels();
+    if (!kf || rows <= 0 || cols <= 0) return 0;
+    kf->transpose(src, lds, rows, cols, dst, ldd, 0, NULL);
+    return 1;
+}
+
+/* gemm_nt_rows and the packed B accumulate each element as the NN product
+ * over op(B)^T does: the same FMAs in order of k from the same start */
+int jn_rt_sgemm_nt_is_nn(int ta, int64_t M, int64_t N, int64_t K) {
+    return M > 0 && N > 0 && K > 0 && use_small(M, N, K) && kernels() && nt_plan(ta, M, N, K) != SG_CT;
+}
+
 /* C = (acc ? (bias ? bias rows : C) : 0) + op(A) @ op(B); 0 when this CPU
  * has neither kernel family (or the level turned them off) or scratch
  * cannot be had.  The plan depends on ta, tb, M, N, K alone, not on the
@@ -429,7 +452,8 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
     j.acs = ta ? lda : 1;
     int nt = jn_num_threads();
     int par = nt > 1 && (double)M * (double)N * (double)K >= PAR_MNK;
-    if (tb && M <= NT_ROWS) { /* one row tile: B's blocks transposed in registers */
+    int plan = tb ? nt_plan(ta, M, N, K) : SG_NN;
+    if (plan == SG_NTR) { /* one row tile: B's blocks transposed in registers */
         j.path = SG_NTR;
         int64_t bw = kf->nt_cols, blocks = (N + bw - 1) / bw;
         j.band = bw * (par ? (blocks + nt - 1) / nt : blocks);
@@ -439,9 +463,7 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
     }
     if (tb) {
         /* op(B)(k,j) = B[j*ldb + k]: pack op(B), or compute C^T (see the top) */
-        double pack_b = (double)N * (double)K;
-        double via_ct = (ta ? 0.0 : (double)M * (double)K) + 2.0 * (double)M * (double)N;
-        if (pack_b <= via_ct) {
+        if (plan == SG_NN) {
             float *P = scratch_get((size_t)(N * K));
             if (!P) return 0;
             kf->transpose(B, ldb, N, K, P, N, 0, NULL); /* P[K x N], shared read-only by the bands */
@@ -491,6 +513,16 @@ static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const flo
 int jn_rt_sgemm_level(int cap) {
     (void)cap;
     return JN_SGEMM_OPENBLAS;
+}
+
+int jn_rt_sgemm_nt_is_nn(int ta, int64_t M, int64_t N, int64_t K) {
+    (void)ta, (void)M, (void)N, (void)K;
+    return 0;
+}
+
+int jn_rt_stranspose(const float *src, int64_t lds, int64_t rows, int64_t cols, float *dst, int64_t ldd) {
+    (void)src, (void)lds, (void)rows, (void)cols, (void)dst, (void)ldd;
+    return 0;
 }
 
 static int small_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,

@@ -24,6 +24,20 @@ void jn_rt_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
 void jn_rt_sgemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                       int64_t ldb, const float *bias, float *C, int64_t ldc);
 
+/* 1 when jn_rt_sgemm_bias / jn_rt_sgemm with tb (op(B) = B^T) make every
+ * element of this product as the same product over a B^T made beforehand
+ * (tb = 0) does: the same FMAs in order of k from the same start, so the
+ * same bits.  Only for the small kernel's plans that read op(B) as NN (a
+ * few rows, or B packed); 0 for its C^T plan and for OpenBLAS.  linear
+ * (k_linalg.c) reads a weight laid out transposed this way and else copies
+ * it back, so its bits do not depend on the weight's layout. */
+int jn_rt_sgemm_nt_is_nn(int ta, int64_t M, int64_t N, int64_t K);
+
+/* dst[cols x rows] = src[rows x cols]^T, 32-bit elements copied as they are
+ * (row strides lds and ldd): the small kernel's blocked transpose; 0 when
+ * this CPU has none (the caller copies element by element). */
+int jn_rt_stranspose(const float *src, int64_t lds, int64_t rows, int64_t cols, float *dst, int64_t ldd);
+
 /* The small-product kernel alone (no OpenBLAS fallback), for tests: 0 when
  * this CPU or these arguments are outside what it supports. */
 int jn_rt_sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,

@@ -557,17 +557,38 @@ static int linear_bias_f32(jn_tensor *x, jn_tensor *w, jn_tensor *bias, jn_tenso
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX || !blas_layout(M, K, x->strides[0], x->strides[1], &ta, &lda) ||
         !blas_layout(N, K, w->strides[0], w->strides[1], &tb, &ldb))
         return 0;
+    /* a weight laid out transposed (tb): read as it is only where that gives
+     * the row-major weight's bits (jn_rt_sgemm_nt_is_nn), else jn_cpu_linear
+     * copies it back */
+    if (tb && !jn_rt_sgemm_nt_is_nn(ta, M, N, K)) return 0;
     /* w as [N,K] read by BLAS with tb; its transpose is the right operand */
     jn_rt_sgemm_bias(ta, !tb, M, N, K, (const float *)jn_data(x), lda, (const float *)jn_data(w), ldb,
                      (const float *)jn_data(bias), (float *)jn_data(out), N);
     return 1;
 }
 
+/* linear's bits do not depend on the weight's layout: a weight that is not
+ * row-major (W^T contiguous: codegen's wt pass transposes a weight once per
+ * graph run) is read as it is only where linear_bias_f32 proves that gives
+ * the row-major weight's bits, and otherwise copied row-major first. */
 jn_status jn_cpu_linear(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     jn_status s;
     if (nin == 3 && linear_bias_f32(in[0], in[1], in[2], out[0])) return JN_OK;
-    if (nin == 3 && (s = jn_copy_into(out[0], in[2]))) return s;
-    jn_tensor *wt = weight_t(in[1]);
+    jn_tensor *w = in[1], *wr = NULL;
+    if (w->ndim == 2 && w->shape[1] > 1 && w->strides[1] != 1) {
+        if (!(wr = jn_contiguous(w))) return JN_ERR_NOMEM;
+        w = wr;
+        if (nin == 3 && linear_bias_f32(in[0], w, in[2], out[0])) {
+            jn_tensor_decref(wr);
+            return JN_OK;
+        }
+    }
+    if (nin == 3 && (s = jn_copy_into(out[0], in[2]))) {
+        jn_tensor_decref(wr);
+        return s;
+    }
+    jn_tensor *wt = weight_t(w);
+    jn_tensor_decref(wr);
     if (!wt) return JN_ERR_NOMEM;
     s = matmul_any(in[0], wt, out[0], 1.0, nin == 3 ? 1.0 : 0.0);
     jn_tensor_decref(wt);

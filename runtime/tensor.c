@@ -7,6 +7,7 @@
  */
 #include "jn_backend.h"
 #include "jn_runtime.h"
+#include "k_gemm.h"
 #include "jn_settings.h"
 #include "k_fastmath.h" /* sat_i64 */
 
@@ -762,6 +763,13 @@ jn_status jn_copy_into(jn_tensor *dst, const jn_tensor *src) {
     jn_broadcast_byte_strides(src, nd, shape, st[1]);
     char *base[2] = {jn_data(dst), jn_data(src)};
     size_t es = jn_elsize(dst);
+    /* a transposed matrix of 32-bit elements into a row-major one (a weight
+     * transposed once per graph run, codegen's wt pass): blocks of 16 x 16 */
+    if (dst->dtype == src->dtype && es == 4 && nd == 2 && src->ndim == 2 && src->shape[0] == shape[0] &&
+        src->shape[1] == shape[1] && dst->strides[1] == 1 && dst->strides[0] == shape[1] && src->strides[0] == 1 &&
+        src->strides[1] >= shape[0] && shape[0] > 1 && shape[1] > 1 &&
+        jn_rt_stranspose((const float *)base[1], src->strides[1], shape[1], shape[0], (float *)base[0], shape[1]))
+        return JN_OK;
     if (dst->dtype == src->dtype) jn_nditer(2, base, nd, shape, st, copy_same, &es, 1);
     else jn_nditer(2, base, nd, shape, st, cvt_tab[src->dtype][dst->dtype], NULL, 1);
     return JN_OK;

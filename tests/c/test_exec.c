@@ -28,6 +28,7 @@
 #include "jn_exec.h"
 #include "jn_test.h"
 #include "jn_test_exec.h"
+#include "k_gemm.h"
 
 static uint64_t rs = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void) {
@@ -1188,12 +1189,52 @@ static void test_idle_release(void) {
     jn_ir_module_free(m);
 }
 
+/* codegen's wt pass (p_wt.c) on tests/c/data/linear_wt.ir, optimized where
+ * this CPU's best small kernel runs: W and U are transposed once (two
+ * clones; none at the OpenBLAS level), V is not.  Then at every kernel
+ * level this CPU has (a replay on a machine without the small kernel reads
+ * such a bundle too) the optimized graph's outputs are the unrewritten
+ * graph's bit for bit: linear's bits do not depend on its weight's layout. */
+static void test_wt_pass(void) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s", __FILE__);
+    char *p = strstr(path, "tests/c/test_exec.c");
+    if (!p) return;
+    snprintf(p, sizeof path - (size_t)(p - path), "tests/c/data/linear_wt.ir");
+    size_t len;
+    char *text = read_file(path, &len);
+    jn_ir_module *orig = NULL, *opt = NULL;
+    CHECK(text && jn_ir_parse(text, len, &orig) == JN_OK && jn_ir_parse(text, len, &opt) == JN_OK);
+    jn_cg_options o = {.verify_each = 1};
+    CHECK(opt && jn_cg_optimize(opt, &o, NULL) == JN_OK);
+    int best = jn_rt_sgemm_level(-1), clones = 0;
+    for (int32_t n = 0; opt && n < opt->graphs[0]->nnodes; n++) clones += opt->graphs[0]->nodes[n].op == JN_OP_clone;
+    CHECK(clones == (best > JN_SGEMM_OPENBLAS ? 2 : 0));
+    for (int level = best; orig && opt && level >= 0; level--) {
+        jn_rt_sgemm_level(level);
+        jn_tensor *a[8] = {0}, *b[8] = {0};
+        int64_t sv[1] = {0};
+        CHECK(jt_run_graph(orig, 0, NULL, JN_EX_EAGER, sv, 11, a, NULL) == JN_OK);
+        CHECK(jt_run_graph(opt, 0, NULL, 0, sv, 11, b, NULL) == JN_OK);
+        for (int32_t k = 0; k < opt->graphs[0]->noutputs; k++) {
+            CHECK(a[k] && b[k] && jt_same(a[k], b[k], 1, 0));
+            if (a[k]) jn_tensor_decref(a[k]);
+            if (b[k]) jn_tensor_decref(b[k]);
+        }
+    }
+    jn_rt_sgemm_level(best);
+    jn_ir_module_free(orig);
+    jn_ir_module_free(opt);
+    free(text);
+}
+
 int main(void) {
     test_idle_release();
     test_errors();
     test_state_written();
     test_scalars_rerun();
     test_state_direct();
+    test_wt_pass();
     test_compiled();
     test_golden();
     test_random();

@@ -15,6 +15,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 static uint64_t rng = 88172645463325252ull;
 static float frand(void) {
@@ -228,6 +230,33 @@ static int families_same(int ta, int tb, int64_t M, int64_t N, int64_t K, int mo
     return same;
 }
 
+/* Where jn_rt_sgemm_nt_is_nn says so, x @ W^T + b over a W^T made
+ * beforehand (tb 0) has the bits of the product over W (tb 1); the
+ * transposed copy is W^T's bits.  Over a thread count of nt. */
+static int nt_as_nn(int ta, int64_t M, int64_t N, int64_t K, int nt) {
+    float *A = malloc(sizeof(float) * (size_t)(M * K)), *W = malloc(sizeof(float) * (size_t)(N * K));
+    float *WT = malloc(sizeof(float) * (size_t)(N * K)), *b = malloc(sizeof(float) * (size_t)N);
+    float *C1 = malloc(sizeof(float) * (size_t)(M * N)), *C2 = malloc(sizeof(float) * (size_t)(M * N));
+    int ok = A && W && WT && b && C1 && C2;
+    for (int64_t i = 0; ok && i < M * K; i++) A[i] = frand();
+    for (int64_t i = 0; ok && i < N * K; i++) W[i] = frand();
+    for (int64_t i = 0; ok && i < N; i++) b[i] = frand();
+    if (ok && !jn_rt_stranspose(W, K, N, K, WT, N)) /* no kernel: the element loop */
+        for (int64_t j = 0; j < N; j++)
+            for (int64_t k = 0; k < K; k++) WT[k * N + j] = W[j * K + k];
+    for (int64_t j = 0; ok && j < N; j++)
+        for (int64_t k = 0; k < K; k++) ok &= !memcmp(&WT[k * N + j], &W[j * K + k], sizeof(float));
+    if (ok) {
+        jn_set_num_threads(nt);
+        jn_rt_sgemm_bias(ta, 1, M, N, K, A, ta ? M : K, W, K, b, C1, N);
+        jn_rt_sgemm_bias(ta, 0, M, N, K, A, ta ? M : K, WT, N, b, C2, N);
+        jn_set_num_threads(1);
+        ok = !memcmp(C1, C2, sizeof(float) * (size_t)(M * N));
+    }
+    free(A), free(W), free(WT), free(b), free(C1), free(C2);
+    return ok;
+}
+
 int main(void) {
     static const int64_t dims[] = {1, 3, 15, 16, 17, 31, 33, 64, 65, 97, 130};
     const int nd = (int)(sizeof dims / sizeof dims[0]);
@@ -261,6 +290,27 @@ int main(void) {
     if (best == JN_SGEMM_OPENBLAS) {
         CHECK(!jn_rt_sgemm_small(0, 0, 16, 16, 16, 1.0f, NULL, 16, NULL, 16, 0.0f, NULL, 16));
     }
+    /* x @ W^T + b over a W^T made beforehand: the bits of the product over W
+     * wherever jn_rt_sgemm_nt_is_nn says so (the rows plan, packed op(B)),
+     * at each level; and it does say so for the rows plan where the kernel
+     * runs, never for C^T, OpenBLAS or below the kernel's range */
+    for (int level = best; level >= JN_SGEMM_OPENBLAS; level--) {
+        jn_rt_sgemm_level(level);
+        static const int64_t ws[][3] = {{8, 256, 64}, {8, 256, 16}, {1, 96, 64}, {12, 100, 37}, {13, 256, 64},
+                                        {32, 512, 32}, {32, 512, 128}, {4, 512, 128}, {8, 2100, 70}, {2, 3, 5}};
+        int said = 0, bad = 0;
+        for (int si = 0; si < 10; si++)
+            for (int ta = 0; ta < 2; ta++) {
+                if (!jn_rt_sgemm_nt_is_nn(ta, ws[si][0], ws[si][1], ws[si][2])) continue;
+                said++;
+                bad += !nt_as_nn(ta, ws[si][0], ws[si][1], ws[si][2], 1) + !nt_as_nn(ta, ws[si][0], ws[si][1], ws[si][2], 2);
+            }
+        CHECK(bad == 0);
+        CHECK(level == JN_SGEMM_OPENBLAS ? said == 0 : said >= 12);
+        CHECK(level == JN_SGEMM_OPENBLAS || jn_rt_sgemm_nt_is_nn(0, 8, 256, 64));
+        CHECK(!jn_rt_sgemm_nt_is_nn(0, 32, 512, 128) && !jn_rt_sgemm_nt_is_nn(0, 2, 3, 5)); /* C^T; OpenBLAS */
+    }
+    jn_rt_sgemm_level(JN_SGEMM_KERNEL);
     /* linear's bias: the small paths (packed op(B), C^T) and OpenBLAS's */
     CHECK(bias_same(0, 1, 32, 512, 32));
     CHECK(bias_same(0, 1, 32, 512, 128));

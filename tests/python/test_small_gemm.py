@@ -66,6 +66,25 @@ def test_linear_few_rows_matches_float64_and_nn_bits(level, rows, n, k):
     assert got.tobytes() == nn_.tobytes()
 
 
+@pytest.mark.parametrize("level", LEVELS, indirect=True)
+@pytest.mark.parametrize("m,n,k", [(8, 256, 64), (1, 96, 64), (12, 100, 37), (13, 256, 64), (32, 512, 32),
+                                   (32, 512, 128), (2, 3, 5), (40, 7, 300)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_bits_do_not_depend_on_the_weight_layout(level, m, n, k, bias):
+    # codegen's wt pass hands linear a weight laid out transposed (W^T contiguous): the
+    # kernel reads it as it is where that is the row-major weight's product (the rows plan,
+    # packed W), else copies it back -- the same bits in every plan, at every level
+    r = np.random.default_rng(m * 7 + n * 3 + k)
+    x = janus.tensor(r.standard_normal((m, k)).astype(np.float32))
+    w = janus.tensor(r.standard_normal((n, k)).astype(np.float32))
+    b = janus.tensor(r.standard_normal(n).astype(np.float32)) if bias else None
+    wc = w.t().contiguous().t()
+    assert wc.stride() == (1, n) and bool((wc == w).all())
+    a = janus.nn.functional.linear(x, w, b).numpy()
+    c = janus.nn.functional.linear(x, wc, b).numpy()
+    assert a.tobytes() == c.tobytes()
+
+
 @pytest.mark.skipif(not AVX512, reason="needs both kernel families (an AVX-512 CPU)")
 @pytest.mark.parametrize("m,n,k", [(8, 256, 16), (3, 17, 100), (12, 33, 40), (8, 96, 32), (64, 40, 30)])
 def test_avx2_and_avx512_kernels_give_the_same_bits(m, n, k):

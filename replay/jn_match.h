@@ -192,8 +192,6 @@ int32_t jn_rp_match_alive(const jn_rp_matcher *mt, int32_t *graphs, int32_t max)
 int32_t jn_rp_match_ngraphs(const jn_rp_matcher *mt);
 /* Tokens of module graph gi (-1 if it has no program). */
 int32_t jn_rp_match_ntokens(const jn_rp_matcher *mt, int32_t gi);
-/* The loop token tok of graph gi is in (-1: none, or no such token: -2). */
-int32_t jn_rp_match_token_loop(const jn_rp_matcher *mt, int32_t gi, int32_t tok);
 /* The graph OUTPUT index holding the final value of the tensor created by
  * output k of token tok of graph gi (what Python keeps), -1 if none. */
 int32_t jn_rp_match_token_output(const jn_rp_matcher *mt, int32_t gi, int32_t tok, int k);

@@ -1414,9 +1414,3 @@ jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res) {
     jn_rp_match_reset(mt);
     return JN_RP_MATCH_MISS;
 }
-
-int32_t jn_rp_match_token_loop(const jn_rp_matcher *mt, int32_t gi, int32_t tok) {
-    if (!mt || gi < 0 || gi >= mt->m->ngraphs || mt->by_graph[gi] < 0) return -2;
-    const mgraph *P = &mt->gr[mt->by_graph[gi]];
-    return tok >= 0 && tok < P->ntok ? P->tok[tok].loop : -2;
-}

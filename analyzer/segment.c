@@ -9,7 +9,11 @@
  *
  * A segment's group key is where it starts: the step start or the kind and
  * call site of the sync before it, plus the call site of its first op.
- * Empty segments (two syncs in a row) are dropped.  Decision events stay in
+ * Empty segments (two syncs in a row) are dropped, and so is their start:
+ * a sync that ends one leaves the next segment starting where the empty
+ * one did (a loss printed right after opt.step() on some steps only does
+ * not make those steps a group of their own; replay.c's jn_rp_sync keeps
+ * the same rule).  Decision events stay in
  * their segment (variant provenance).
  */
 #include <math.h>
@@ -171,8 +175,10 @@ jn_status an_segment_step(an_ctx *c) {
             if ((s = add_exemplar(c))) return s;
         }
         if (i < n) {
-            prev_kind = ev[i].sync_kind;
-            prev_site = ev[i].callsite;
+            if (first >= 0) { /* an empty segment's sync leaves the next starting where it did (replay.c) */
+                prev_kind = ev[i].sync_kind;
+                prev_site = ev[i].callsite;
+            }
             c->pos += 2;
             start = i + 1;
         }

@@ -33,7 +33,8 @@
  *   "JNMT"  u32 version (JN_IR_MATCH_VERSION)  u32 ngraphs
  *   per graph:
  *     u32 graph (index in the module), u8 entry (where its segments
- *     start: 0 a step start, else the JN_SYNC_* kind of the sync before),
+ *     start: 0 a step start, else the JN_SYNC_* kind of the sync before;
+ *     a sync that ended an empty segment is skipped over: version 3),
  *     u32 ntok, u32 nloop
  *     per loop:  i32 first token, i32 ntok in body, i64 trip (jn_ir_dim),
  *                i32 ivar symbol, i64 trip lo, i64 trip hi, i32 the IR loop
@@ -60,7 +61,7 @@
 #define JN_IR_MATCH_H
 
 #define JN_IR_MATCH_MAGIC "JNMT"
-#define JN_IR_MATCH_VERSION 2
+#define JN_IR_MATCH_VERSION 3 /* 3: an empty segment's sync is no entry (segment.c) */
 
 enum { JN_IR_MT_INPLACE = 1, JN_IR_MT_COLLECT = 2 };              /* token flags */
 enum { JN_IR_MR_INPUT = 0, JN_IR_MR_TOKEN = 1, JN_IR_MR_SCALAR = 2 }; /* ref kinds */

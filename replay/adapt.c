@@ -93,6 +93,7 @@ void rp_eager_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn
     jn_replay *R = ctx;
     if (R->rg_observing) rp_region_tap(R, op, nin, in, a, nout, out);
     if (jn_rt_capturing) return; /* rp_cap_capture had it */
+    R->seg_any = 1;
     rp_tl_eager_op(&R->tl, nout ? out[0]->id : -1);
     if (jn_op_is_comparison(op)) R->last_cmp = out[0]->id;
     if (R->seg_mode != SEG_OBSERVE) return;

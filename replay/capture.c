@@ -264,6 +264,7 @@ int rp_cap_push(jn_replay *R, jn_op op, int into, int32_t attr, int nin, jn_tens
         !make_room(R, nin + nout, 0))
         return 0;
     rp_op *p = &R->ops[R->nops++];
+    R->seg_any = 1;
     *p = (rp_op){op, (uint8_t)into, (uint8_t)nin, (uint8_t)nout, 0, (int32_t)R->nrefs, attr};
     jn_tensor **r = R->refs + R->nrefs;
     R->nrefs += nin + nout;
@@ -285,6 +286,7 @@ jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
         return jn_error(JN_ERR_NOMEM, "janus replay: out of memory for the pending ops");
     }
     rp_op *p = &R->ops[R->nops++];
+    R->seg_any = 1;
     *p = (rp_op){op, (uint8_t)into, (uint8_t)nin, (uint8_t)nout, (uint8_t)na, (int32_t)R->nrefs, (int32_t)R->nattrs};
     /* only the op's own attributes (kernels read no others) */
     memcpy(R->attrs + R->nattrs, a->a, sizeof(jn_attr) * (size_t)na);

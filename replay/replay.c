@@ -108,11 +108,15 @@ jn_status rp_seg_end(jn_replay *R) {
     return jn_rt_capturing ? seg_end_captured(R) : JN_OK;
 }
 
-static void seg_begin(jn_replay *R, int entry) {
+/* step: a step starts here (entry 0 may also be a sync after an empty
+ * segment that began at a step start) */
+static void seg_begin(jn_replay *R, int entry, int step) {
     if (!R->on) return;
-    rp_tl_boundary(&R->tl, entry == 0, rp_now());
+    rp_tl_boundary(&R->tl, step, rp_now());
     if (R->deferred) rp_slice_gc(R);
     jn_rp_match_begin(R->mt, entry);
+    R->seg_entry = entry;
+    R->seg_any = 0;
     jn_rt_capturing = 1;
     R->seg_seq0 = jn_ag_seq_now() + 1;
     R->seg_t0 = 0;
@@ -163,7 +167,7 @@ jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg
     jn_rt_set_capture_hook(&h);
     jn_dispatch_hook dh = {rp_eager_after, R};
     jn_set_dispatch_hook(&dh);
-    seg_begin(R, 0);
+    seg_begin(R, 0, 1);
     /* after the first seg_begin (no step of its own); out of memory: no timeline, the replay goes on */
     (void)rp_tl_begin(&R->tl, R->m->ngraphs, rp_now());
     *out = R;
@@ -173,7 +177,7 @@ jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg
 jn_status jn_rp_step(jn_replay *R) {
     if (!R->on) return JN_OK;
     jn_status s = rp_seg_end(R);
-    seg_begin(R, 0);
+    seg_begin(R, 0, 1);
     return s;
 }
 
@@ -188,7 +192,10 @@ jn_status jn_rp_sync(jn_replay *R, int kind, jn_tensor *t) {
         s = rp_seg_end(R);
     }
     if (s == JN_OK && t) s = jn_rt_materialize(t);
-    if (!R->quiet) seg_begin(R, kind);
+    /* a sync that ends an empty segment (a print right after opt.step())
+     * leaves the next segment starting where the empty one did, as the
+     * analyzer groups it (segment.c) */
+    if (!R->quiet) seg_begin(R, R->seg_any ? kind : R->seg_entry, 0);
     return s;
 }
 

@@ -149,6 +149,8 @@ struct jn_replay {
     int on;                /* hooks installed: segments are followed */
     int quiet;             /* nested reads that are no sync points */
     int seg_mode;          /* SEG_* */
+    int seg_entry;         /* where this segment started: 0 a step start, else the JN_SYNC_* before */
+    int seg_any;           /* an op was dispatched (captured, pushed or run eagerly) in this segment */
     int obs_skip;          /* the hook's next call is the op that started SEG_OBSERVE (fed already) */
     int32_t seg_graph;     /* SEG_PLAIN: the graph it stands for */
     double seg_t0;         /* when a timed segment's first op came (0: not timed) */

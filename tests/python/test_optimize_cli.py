@@ -30,7 +30,8 @@ def _have_analyzer():
 pytestmark = pytest.mark.skipif(not _have_analyzer(), reason=f"{JANUS} not built with the analyzer")
 
 # 5 optimizer steps of a tiny MLP; the last batch is smaller (a batch symbol);
-# loss.item() ends each step's first segment.
+# loss.item() right after opt.step() ends an empty segment, so the next
+# segment still starts at the step start.
 TRAIN = """
 import janus, janus.nn as nn
 janus.manual_seed(0)
@@ -98,8 +99,10 @@ def test_dump_ir_structure(recorded):
     assert f'"{script}":' in text  # call sites name the script's lines
     g = graphs(text)
     assert g, text
-    # the training segment that follows loss.item(): 4 steps, batch 8 and 3
-    train = [(h, b) for h, b in g.values() if 'entry="after item()' in h]
+    # the training steps after the first: 4 steps, batch 8 and 3, entered at
+    # the step start (the loss printed before them is no entry of its own)
+    assert not any('entry="after item()' in h for h, _ in g.values()), text
+    train = [(h, b) for h, b in g.values() if 'entry="step start"' in h and "steps=1..4" in h]
     assert len(train) == 1, text
     head, body = train[0]
     assert "support=4" in head

@@ -233,6 +233,50 @@ def test_compare_sync_after_an_eager_segment(tmp_path):
     assert s["segments"] - s["fell_back"] >= 25, s   # the post-COMPARE segments, as graphs
 
 
+PRINT_AFTER_STEP_SCRIPT = """
+import sys
+import janus, janus.nn as nn
+janus.manual_seed(0)
+steps, every = int(sys.argv[1]), int(sys.argv[2])
+model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 1))
+opt = janus.optim.Adam(model.parameters(), lr=0.01)
+data, target = janus.randn(64, 6), janus.randn(64, 1)
+for step in range(steps):
+    b = 4 + step % 5                    # the batch varies: one recorded step fits no other
+    x, y = data[step % 8:step % 8 + b], target[step % 8:step % 8 + b]
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    if step % every == 0:               # right after opt.step(): an empty segment's sync
+        print(f"step {step} loss {loss.item():.8f}")
+"""
+
+
+def test_print_after_step_is_no_segment_entry(tmp_path):
+    # The recording prints at step 0 only; the replay every 3 steps.  A
+    # sync that ends an empty segment (nothing ran since opt.step()) leaves
+    # the next segment starting at the step start, in the analyzer and in
+    # replay alike: the steps after a print are the steady-state group's,
+    # not a group of their own mined from the one step the recording saw
+    # after its print (which missed on every other batch size)
+    script = os.path.join(str(tmp_path), "print_after_step.py")
+    with open(script, "w") as f:
+        f.write(PRINT_AFTER_STEP_SCRIPT)
+    db = record_and_optimize(script, ["15", "1000"], str(tmp_path))
+    r = janus("inspect", "--graphs", db)
+    assert r.returncode == 0, r.stderr[-3000:]
+    entries = re.findall(r'^graph g\d+ .* entry="([^"]*)"', r.stdout, re.M)
+    assert entries and set(entries) == {"step start"}, entries
+    re_, we = run(script, ["40", "3"], str(tmp_path), "eager")
+    rr, wr = run(script, ["40", "3"], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout and rr.stdout.count("loss") == 14
+    same_weights(we, wr)
+    s = summary(rr.stderr)
+    assert s["fell_back"] == 0 and s["segments"] >= 40, s
+
+
 def test_debug_switch(mlp_db, tmp_path):
     script = os.path.join(EXAMPLES, "fashion_mlp.py")
     args = ["--steps", "3", "--epochs", "1", "--hidden", "64"]

@@ -67,6 +67,7 @@ struct jn_node {
     int member;              /* a group's member record: 1 + its index.  Only its own group's
                               * members point at it (a tensor's grad_fn is the group) */
     jn_ag_hook *hooks;       /* gradient hooks on this record's outputs (register_hook) */
+    int blk;                 /* a plain node's block: 1 + its jn_rt_small_alloc class; 0: calloc's (a group) */
 };
 
 struct jn_ag_hook {
@@ -321,7 +322,9 @@ static void node_decref(jn_node *n) {
                 stack[sp++] = y->next[i].node;
             }
         }
-        free(x); /* a plain node's arrays, a group's members and arrays: in this block */
+        /* a plain node's arrays, a group's members and arrays: in this block */
+        if (x->blk) jn_rt_small_free(x, x->blk - 1);
+        else free(x);
     }
     if (stack != stack_small) free(stack);
 }
@@ -560,9 +563,13 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
      * an op: a step of small ops records hundreds) */
     size_t N = (size_t)nin, o_meta = align16(sizeof(jn_node)), o_next = o_meta + align16(N * sizeof(jn_meta));
     size_t o_sin = o_next + align16(N * sizeof(struct jn_edge)), o_ver = o_sin + align16(N * sizeof(jn_tensor *));
-    char *blk = calloc(1, save_in ? o_ver + N * sizeof(uint64_t) : o_sin);
+    int cls; /* hundreds of nodes a step, each above the C library's per-thread cache's sizes */
+    size_t size = save_in ? o_ver + N * sizeof(uint64_t) : o_sin;
+    char *blk = jn_rt_small_alloc(size, &cls);
     if (!blk) return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
+    memset(blk, 0, size);
     jn_node *n = (jn_node *)blk;
+    n->blk = cls + 1;
     __atomic_fetch_add(&nodes_made, 1, __ATOMIC_RELAXED);
     n->refcnt = 1;
     n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);

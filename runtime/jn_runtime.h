@@ -94,7 +94,7 @@ typedef struct jn_storage {
     size_t nbytes;
     int device;          /* jn_device_type */
     int owns_data;       /* 1: data is its own allocation; 2: inside this block */
-    int block_class;     /* size class in the runtime's block cache, or -1 */
+    int block_class;     /* size class in the runtime's block cache, or -1 (owns_data 2: its small-block class) */
     uint64_t version;    /* bumped by every in-place write; shared by views */
     void (*release)(void *ctx); /* external memory (numpy buffers) */
     void *release_ctx;
@@ -418,6 +418,11 @@ extern int jn_rt_private_ids;
 jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m);
 /* Give a data-less storage its bytes (uninitialized). */
 jn_status jn_rt_storage_alloc(jn_storage *st);
+/* Small blocks (up to 8 kB) from a per-thread cache by size class: storages
+ * with their data inline, autograd nodes.  Uninitialized; *cls goes back
+ * with the block to jn_rt_small_free (from any thread). */
+void *jn_rt_small_alloc(size_t size, int *cls);
+void jn_rt_small_free(void *b, int cls);
 /* Frees the large buffers the runtime keeps for reuse (its block cache);
  * the bytes given back.  Before a graph's large arena is allocated. */
 size_t jn_rt_block_cache_release(void);

@@ -63,16 +63,25 @@ int64_t jn_rt_reserve_ids(int64_t n) { return __atomic_fetch_add(&next_id, n, __
 #else
 #define HDR_KEEP 2048
 #endif
-/* ... and storages with at most 64 bytes inline (a wrapped Python number
- * per `x * 2.0`, a loss's 0-d values: ~250 per step of a small LSTM) */
-#define SMALL_KEEP (HDR_KEEP / 2)
+/* ... and small blocks by size (jn_rt_small_alloc): storages with their
+ * data inline (a wrapped Python number per `x * 2.0`, an [8 x 32]
+ * activation) and autograd nodes.  Above 1032 bytes the C library's
+ * per-thread cache takes no block, and its large-request path first
+ * consolidates the fast bins: malloc and free were ~19% of a chain of
+ * small grad-requiring ops.  SMALL_STEP-byte classes up to SMALL_MAX,
+ * SMALL_KEEP_BYTES a thread in all. */
+#define SMALL_STEP 64
+#define SMALL_MAX 8192
+#define SMALL_CLASSES (SMALL_MAX / SMALL_STEP)
+#define SMALL_KEEP_BYTES (HDR_KEEP > 0 ? (size_t)4 << 20 : 0)
 typedef struct {
-    int n, ns, nb;
+    int n, ns;
     jn_tensor *h[HDR_KEEP > 0 ? HDR_KEEP : 1];
     /* storages without inline data (a captured op's pending output: one
      * per op, dropped in bursts like the headers) */
     jn_storage *s[HDR_KEEP > 0 ? HDR_KEEP : 1];
-    jn_storage *b[SMALL_KEEP > 0 ? SMALL_KEEP : 1];
+    void *small[SMALL_CLASSES]; /* free blocks of class k: (k + 1) * SMALL_STEP bytes, linked by their first word */
+    size_t small_bytes;
 } hdr_cache;
 static _Thread_local hdr_cache *hcache;
 static pthread_key_t hcache_key;
@@ -83,7 +92,12 @@ static void hcache_free(void *p) {
     hdr_cache *c = p;
     for (int i = 0; i < c->n; i++) free(c->h[i]);
     for (int i = 0; i < c->ns; i++) free(c->s[i]);
-    for (int i = 0; i < c->nb; i++) free(c->b[i]);
+    for (int k = 0; k < SMALL_CLASSES; k++)
+        while (c->small[k]) {
+            void *b = c->small[k];
+            c->small[k] = *(void **)b;
+            free(b);
+        }
     free(c);
 }
 static void hcache_make_key(void) { hcache_key_ok = pthread_key_create(&hcache_key, hcache_free) == 0; }
@@ -136,17 +150,39 @@ static void bare_storage_release(jn_storage *st) {
     else free(st);
 }
 
-/* A storage block with its data inline: one of at most 64 bytes is kept
- * for storage_new (a block of that size, whatever nbytes it had). */
-static void small_release(jn_storage *st) {
+void *jn_rt_small_alloc(size_t size, int *cls) {
+    size_t k = (size + SMALL_STEP - 1) / SMALL_STEP - 1;
     hdr_cache *c = hcache;
-    if (st->nbytes > 64) {
-        free(st);
+    if (SMALL_KEEP_BYTES == 0 || !size || k >= SMALL_CLASSES) {
+        *cls = -1;
+        return malloc(size ? size : 1);
+    }
+    *cls = (int)k;
+    if (c && c->small[k]) {
+        void *b = c->small[k];
+        c->small[k] = *(void **)b;
+        c->small_bytes -= (k + 1) * SMALL_STEP;
+        return b;
+    }
+    return malloc((k + 1) * SMALL_STEP); /* the class's full size: reused for anything of the class */
+}
+
+void jn_rt_small_free(void *b, int cls) {
+    if (!b) return;
+    hdr_cache *c = hcache;
+    size_t sz = (size_t)(cls + 1) * SMALL_STEP;
+    if (cls < 0 || cls >= SMALL_CLASSES) {
+        free(b);
         return;
     }
     if (!c) c = hcache_make();
-    if (c && c->nb < SMALL_KEEP) c->b[c->nb++] = st;
-    else free(st);
+    if (!c || c->small_bytes + sz > SMALL_KEEP_BYTES) {
+        free(b);
+        return;
+    }
+    *(void **)b = c->small[cls];
+    c->small[cls] = b;
+    c->small_bytes += sz;
 }
 
 static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t *shape) {
@@ -281,13 +317,14 @@ static jn_storage *storage_new(size_t nbytes, int zero) {
     jn_storage *st;
     if (sz <= INLINE_DATA_MAX) {
         size_t head = (sizeof *st + 63) & ~(size_t)63;
-        hdr_cache *c = hcache;
-        char *blk = sz == 64 && c && c->nb ? (char *)c->b[--c->nb] : malloc(head + sz + 63);
+        int cls;
+        char *blk = jn_rt_small_alloc(head + sz + 63, &cls);
         if (!blk) return NULL;
         st = (jn_storage *)blk;
         memset(st, 0, sizeof *st);
         st->data = (void *)(((uintptr_t)blk + head + 63) & ~(uintptr_t)63);
         st->owns_data = 2; /* freed with the header */
+        st->block_class = cls; /* its small-block class */
     } else {
         st = bare_storage_alloc();
         if (!st) return NULL;
@@ -422,7 +459,7 @@ static void storage_decref(jn_storage *st) {
     if (!st || __atomic_sub_fetch(&st->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (st->release) st->release(st->release_ctx);
     else if (st->owns_data == 1) block_free(st->data, st->block_class);
-    if (st->owns_data == 2) small_release(st); /* its data is inside the block */
+    if (st->owns_data == 2) jn_rt_small_free(st, st->block_class); /* its data is inside the block */
     else bare_storage_release(st);
 }
 

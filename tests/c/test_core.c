@@ -254,6 +254,56 @@ static void test_block_cache(void) {
     CHECK(jn_rt_block_cache_release() == 0);
 }
 
+/* Small blocks (inline storages, autograd nodes) are classed by size and
+ * reused within a class, up to the thread's byte budget; a block freed on
+ * another thread lands in that thread's cache, freed when it exits.  Under
+ * AddressSanitizer every block is malloc's own (class -1). */
+static void *free_on_thread(void *p) {
+    void **b = p;
+    jn_rt_small_free(b[0], (int)(intptr_t)b[1]);
+    return NULL;
+}
+
+static void test_small_blocks(void) {
+    int c1, c2, c3, c4;
+    char *a = jn_rt_small_alloc(100, &c1);
+    CHECK(a != NULL);
+    if (!a) return;
+    memset(a, 0xab, 100);
+    jn_rt_small_free(a, c1);
+    char *b = jn_rt_small_alloc(120, &c2);   /* the same 128-byte class */
+    char *big = jn_rt_small_alloc(9000, &c3); /* above the classes: malloc's */
+    CHECK(b != NULL && big != NULL && c3 == -1);
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(c1 == -1 && c2 == -1);
+#else
+    CHECK(c1 == 1 && c2 == 1 && b == a); /* LIFO within the class */
+    char *d = jn_rt_small_alloc(129, &c4);  /* the next class: another block */
+    CHECK(d != NULL && c4 == 2 && d != b);
+    jn_rt_small_free(d, c4);
+#endif
+    memset(big, 0, 9000);
+    jn_rt_small_free(big, c3);
+    /* more than the budget (4 MB) freed at once: the rest goes to malloc */
+    enum { N = 1200 };
+    static void *v[N];
+    static int cl[N];
+    for (int i = 0; i < N; i++) v[i] = jn_rt_small_alloc(8000, &cl[i]);
+    for (int i = 0; i < N; i++) jn_rt_small_free(v[i], cl[i]);
+    /* freed on another thread, which exits (its cache goes with it) */
+    void *arg[2] = {b, (void *)(intptr_t)c2};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, free_on_thread, arg) == 0 && pthread_join(th, NULL) == 0);
+    /* storages with their data inline come from the classes too */
+    int64_t n = 300; /* 1200 bytes: above the C library's per-thread cache */
+    jn_tensor *t = jn_tensor_new(JN_F32, 1, &n);
+    CHECK(t && t->storage->owns_data == 2 && ((uintptr_t)t->storage->data & 63) == 0);
+    if (t) {
+        memset(t->storage->data, 1, 1200);
+        jn_tensor_decref(t);
+    }
+}
+
 /* Headers come back from the per-thread cache as new ones: nothing of the
  * header they were before (autograd slot, Python wrapper, capture record,
  * view and number flags, strides, offset) survives, and ids stay unique. */
@@ -300,5 +350,6 @@ int main(void) {
     test_dispatch_errors();
     test_dispatch_cached();
     test_block_cache();
+    test_small_blocks();
     JT_DONE();
 }

@@ -265,7 +265,7 @@ static void *free_on_thread(void *p) {
 }
 
 static void test_small_blocks(void) {
-    int c1, c2, c3, c4;
+    int c1, c2, c3;
     char *a = jn_rt_small_alloc(100, &c1);
     CHECK(a != NULL);
     if (!a) return;
@@ -278,6 +278,7 @@ static void test_small_blocks(void) {
     CHECK(c1 == -1 && c2 == -1);
 #else
     CHECK(c1 == 1 && c2 == 1 && b == a); /* LIFO within the class */
+    int c4;
     char *d = jn_rt_small_alloc(129, &c4);  /* the next class: another block */
     CHECK(d != NULL && c4 == 2 && d != b);
     jn_rt_small_free(d, c4);

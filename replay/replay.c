@@ -187,6 +187,7 @@ jn_status jn_rp_sync(jn_replay *R, int kind, jn_tensor *t) {
     if (R->rg_observing) rp_region_sync_tap(R);
     if (!R->on) return JN_OK;
     jn_status s = JN_OK;
+    int empty = !R->seg_any; /* before the reads below, whose kernels may dispatch */
     if (!R->quiet) {
         if (kind == JN_SYNC_BOOL && t && t->id == R->last_cmp) kind = JN_SYNC_COMPARE;
         s = rp_seg_end(R);
@@ -195,7 +196,7 @@ jn_status jn_rp_sync(jn_replay *R, int kind, jn_tensor *t) {
     /* a sync that ends an empty segment (a print right after opt.step())
      * leaves the next segment starting where the empty one did, as the
      * analyzer groups it (segment.c) */
-    if (!R->quiet) seg_begin(R, R->seg_any ? kind : R->seg_entry, 0);
+    if (!R->quiet) seg_begin(R, empty ? R->seg_entry : kind, 0);
     return s;
 }
 

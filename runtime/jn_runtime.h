@@ -418,9 +418,10 @@ extern int jn_rt_private_ids;
 jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m);
 /* Give a data-less storage its bytes (uninitialized). */
 jn_status jn_rt_storage_alloc(jn_storage *st);
-/* Small blocks (up to 8 kB) from a per-thread cache by size class: storages
- * with their data inline, autograd nodes.  Uninitialized; *cls goes back
- * with the block to jn_rt_small_free (from any thread). */
+/* Blocks of 1-8 kB from a per-thread cache by size class (above the C
+ * library's per-thread cache): storages with their data inline, autograd
+ * nodes; other sizes are malloc's (*cls -1).  Uninitialized; *cls goes
+ * back with the block to jn_rt_small_free (from any thread). */
 void *jn_rt_small_alloc(size_t size, int *cls);
 void jn_rt_small_free(void *b, int cls);
 /* Frees the large buffers the runtime keeps for reuse (its block cache);

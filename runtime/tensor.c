@@ -63,23 +63,29 @@ int64_t jn_rt_reserve_ids(int64_t n) { return __atomic_fetch_add(&next_id, n, __
 #else
 #define HDR_KEEP 2048
 #endif
-/* ... and small blocks by size (jn_rt_small_alloc): storages with their
- * data inline (a wrapped Python number per `x * 2.0`, an [8 x 32]
- * activation) and autograd nodes.  Above 1032 bytes the C library's
- * per-thread cache takes no block, and its large-request path first
+/* ... storages with at most 64 bytes inline (a wrapped Python number per
+ * `x * 2.0`, a loss's 0-d values: ~250 per step of a small LSTM) ... */
+#define TINY_KEEP (HDR_KEEP / 2)
+/* ... and blocks of SMALL_MIN to SMALL_MAX bytes by size class
+ * (jn_rt_small_alloc): storages with their data inline (an [8 x 32]
+ * activation) and autograd nodes.  The C library's per-thread cache takes
+ * no block above 1032 bytes, and its large-request path first
  * consolidates the fast bins: malloc and free were ~19% of a chain of
- * small grad-requiring ops.  SMALL_STEP-byte classes up to SMALL_MAX,
- * SMALL_KEEP_BYTES a thread in all. */
+ * small grad-requiring ops.  SMALL_STEP-byte classes, SMALL_KEEP_BYTES a
+ * thread in all.  Smaller blocks stay the C library's (through classes
+ * here they measured 5-15 ns slower per op). */
+#define SMALL_MIN 1032
 #define SMALL_STEP 64
 #define SMALL_MAX 8192
 #define SMALL_CLASSES (SMALL_MAX / SMALL_STEP)
 #define SMALL_KEEP_BYTES (HDR_KEEP > 0 ? (size_t)4 << 20 : 0)
 typedef struct {
-    int n, ns;
+    int n, ns, ntiny;
     jn_tensor *h[HDR_KEEP > 0 ? HDR_KEEP : 1];
     /* storages without inline data (a captured op's pending output: one
      * per op, dropped in bursts like the headers) */
     jn_storage *s[HDR_KEEP > 0 ? HDR_KEEP : 1];
+    void *tiny[TINY_KEEP > 0 ? TINY_KEEP : 1];
     void *small[SMALL_CLASSES]; /* free blocks of class k: (k + 1) * SMALL_STEP bytes, linked by their first word */
     size_t small_bytes;
 } hdr_cache;
@@ -92,6 +98,7 @@ static void hcache_free(void *p) {
     hdr_cache *c = p;
     for (int i = 0; i < c->n; i++) free(c->h[i]);
     for (int i = 0; i < c->ns; i++) free(c->s[i]);
+    for (int i = 0; i < c->ntiny; i++) free(c->tiny[i]);
     for (int k = 0; k < SMALL_CLASSES; k++)
         while (c->small[k]) {
             void *b = c->small[k];
@@ -150,10 +157,10 @@ static void bare_storage_release(jn_storage *st) {
     else free(st);
 }
 
-void *jn_rt_small_alloc(size_t size, int *cls) {
+static inline void *small_alloc(size_t size, int *cls) {
     size_t k = (size + SMALL_STEP - 1) / SMALL_STEP - 1;
     hdr_cache *c = hcache;
-    if (SMALL_KEEP_BYTES == 0 || !size || k >= SMALL_CLASSES) {
+    if (SMALL_KEEP_BYTES == 0 || size <= SMALL_MIN || k >= SMALL_CLASSES) {
         *cls = -1;
         return malloc(size ? size : 1);
     }
@@ -167,7 +174,7 @@ void *jn_rt_small_alloc(size_t size, int *cls) {
     return malloc((k + 1) * SMALL_STEP); /* the class's full size: reused for anything of the class */
 }
 
-void jn_rt_small_free(void *b, int cls) {
+static inline void small_free(void *b, int cls) {
     if (!b) return;
     hdr_cache *c = hcache;
     size_t sz = (size_t)(cls + 1) * SMALL_STEP;
@@ -183,6 +190,26 @@ void jn_rt_small_free(void *b, int cls) {
     *(void **)b = c->small[cls];
     c->small[cls] = b;
     c->small_bytes += sz;
+}
+/* exported (the autograd layer's nodes); the runtime's own calls inline the above */
+void *jn_rt_small_alloc(size_t size, int *cls) { return small_alloc(size, cls); }
+void jn_rt_small_free(void *b, int cls) { small_free(b, cls); }
+
+/* A storage block with its data inline: one of at most 64 bytes goes to
+ * `tiny` (a block of that size, whatever nbytes it had), larger ones to
+ * their class. */
+static void storage_block_release(jn_storage *st) {
+    hdr_cache *c = hcache;
+    if (st->nbytes <= 64) {
+        if (!c) c = hcache_make();
+        if (c && c->ntiny < TINY_KEEP) {
+            c->tiny[c->ntiny++] = st;
+            return;
+        }
+        free(st);
+        return;
+    }
+    small_free(st, st->block_class);
 }
 
 static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t *shape) {
@@ -317,8 +344,9 @@ static jn_storage *storage_new(size_t nbytes, int zero) {
     jn_storage *st;
     if (sz <= INLINE_DATA_MAX) {
         size_t head = (sizeof *st + 63) & ~(size_t)63;
-        int cls;
-        char *blk = jn_rt_small_alloc(head + sz + 63, &cls);
+        int cls = -1;
+        hdr_cache *c = hcache;
+        char *blk = sz == 64 && c && c->ntiny ? (char *)c->tiny[--c->ntiny] : small_alloc(head + sz + 63, &cls);
         if (!blk) return NULL;
         st = (jn_storage *)blk;
         memset(st, 0, sizeof *st);
@@ -459,7 +487,7 @@ static void storage_decref(jn_storage *st) {
     if (!st || __atomic_sub_fetch(&st->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (st->release) st->release(st->release_ctx);
     else if (st->owns_data == 1) block_free(st->data, st->block_class);
-    if (st->owns_data == 2) jn_rt_small_free(st, st->block_class); /* its data is inside the block */
+    if (st->owns_data == 2) storage_block_release(st); /* its data is inside the block */
     else bare_storage_release(st);
 }
 

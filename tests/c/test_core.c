@@ -254,8 +254,8 @@ static void test_block_cache(void) {
     CHECK(jn_rt_block_cache_release() == 0);
 }
 
-/* Small blocks (inline storages, autograd nodes) are classed by size and
- * reused within a class, up to the thread's byte budget; a block freed on
+/* Small blocks above the C library's per-thread cache sizes (inline
+ * storages, autograd nodes) are classed by size and reused within a class, up to the thread's byte budget; a block freed on
  * another thread lands in that thread's cache, freed when it exits.  Under
  * AddressSanitizer every block is malloc's own (class -1). */
 static void *free_on_thread(void *p) {
@@ -266,22 +266,25 @@ static void *free_on_thread(void *p) {
 
 static void test_small_blocks(void) {
     int c1, c2, c3;
-    char *a = jn_rt_small_alloc(100, &c1);
+    char *a = jn_rt_small_alloc(1100, &c1);
     CHECK(a != NULL);
     if (!a) return;
-    memset(a, 0xab, 100);
+    memset(a, 0xab, 1100);
     jn_rt_small_free(a, c1);
-    char *b = jn_rt_small_alloc(120, &c2);   /* the same 128-byte class */
+    char *b = jn_rt_small_alloc(1150, &c2);   /* the same 1152-byte class */
     char *big = jn_rt_small_alloc(9000, &c3); /* above the classes: malloc's */
     CHECK(b != NULL && big != NULL && c3 == -1);
 #if defined(__SANITIZE_ADDRESS__)
     CHECK(c1 == -1 && c2 == -1);
 #else
-    CHECK(c1 == 1 && c2 == 1 && b == a); /* LIFO within the class */
-    int c4;
-    char *d = jn_rt_small_alloc(129, &c4);  /* the next class: another block */
-    CHECK(d != NULL && c4 == 2 && d != b);
+    CHECK(c1 == 17 && c2 == 17 && b == a); /* LIFO within the class */
+    int c4, c5;
+    char *d = jn_rt_small_alloc(1153, &c4);  /* the next class: another block */
+    CHECK(d != NULL && c4 == 18 && d != b);
     jn_rt_small_free(d, c4);
+    char *e = jn_rt_small_alloc(100, &c5);   /* the C library's own size: not classed */
+    CHECK(e != NULL && c5 == -1);
+    jn_rt_small_free(e, c5);
 #endif
     memset(big, 0, 9000);
     jn_rt_small_free(big, c3);

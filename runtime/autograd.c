@@ -67,7 +67,7 @@ struct jn_node {
     int member;              /* a group's member record: 1 + its index.  Only its own group's
                               * members point at it (a tensor's grad_fn is the group) */
     jn_ag_hook *hooks;       /* gradient hooks on this record's outputs (register_hook) */
-    int blk;                 /* a plain node's block: 1 + its jn_rt_small_alloc class; 0: calloc's (a group) */
+    int blk;                 /* 1 + its block's jn_rt_small_alloc class (0: malloc's) */
 };
 
 struct jn_ag_hook {
@@ -323,8 +323,7 @@ static void node_decref(jn_node *n) {
             }
         }
         /* a plain node's arrays, a group's members and arrays: in this block */
-        if (x->blk) jn_rt_small_free(x, x->blk - 1);
-        else free(x);
+        jn_rt_small_free(x, x->blk - 1);
     }
     if (stack != stack_small) free(stack);
 }
@@ -466,9 +465,13 @@ static jn_node *group_new(const jn_ag_group *c) {
     size_t o_meta = o_mem + align16(M * sizeof(jn_node)), o_next = o_meta + align16(E * sizeof(jn_meta));
     size_t o_sin = o_next + align16(E * sizeof(struct jn_edge)), o_ver = o_sin + align16(E * sizeof(jn_tensor *));
     size_t o_flat = o_ver + align16(E * sizeof(uint64_t)), o_base = o_flat + align16(O * sizeof(int));
-    char *b = calloc(1, o_base + M * sizeof(int));
+    int cls; /* a region call's node: one a call, a few kB */
+    size_t size = o_base + M * sizeof(int);
+    char *b = jn_rt_small_alloc(size, &cls);
     if (!b) return NULL;
+    memset(b, 0, size);
     jn_node *h = (jn_node *)b;
+    h->blk = cls + 1;
     jn_group *G = (jn_group *)(b + o_grp);
     h->refcnt = 1; /* the recording's, dropped by jn_ag_group_end */
     h->grp = G;

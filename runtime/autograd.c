@@ -515,7 +515,7 @@ static jn_status group_record(jn_ag_group *c, jn_op op, int nin, jn_tensor *cons
     n->member = k + 1;
     n->seq = h->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
     n->op = op;
-    n->attrs = *a;
+    memcpy(n->attrs.a, a->a, sizeof(jn_attr) * (size_t)info->nattrs); /* its own (as jn_ag_record) */
     n->nin = nin;
     n->nout = nout;
     n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;
@@ -577,7 +577,9 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
     n->refcnt = 1;
     n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
     n->op = op;
-    n->attrs = *a;
+    /* the op's own attributes (formulas and the walk's fingerprint read no
+     * others; the rest stay zero): not all 576 bytes of jn_attrs a node */
+    memcpy(n->attrs.a, a->a, sizeof(jn_attr) * (size_t)info->nattrs);
     n->nin = nin;
     n->nout = nout;
     n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;

@@ -9,7 +9,10 @@ the example prints over its steps after --warmup (wall clock, its data
 loader included), with the CPU time per step it prints for the same steps
 (process time: what time-sharing on a busy machine does not inflate; the
 two modes are also compared per back-to-back pair, median of the pairs'
-ratios, which drifting machine speed affects less), peak memory the example process's own ru_maxrss (written
+ratios, which drifting machine speed affects less), the host time per
+step outside kernels (CPU time per step minus the time inside kernels the
+example prints with JANUS_KERNEL_CLOCK=1, set for every example process:
+~50 ns a kernel call, alike in both modes), peak memory the example process's own ru_maxrss (written
 at its exit by a sitecustomize the benchmark puts on its path), the hit
 rate what the replay stored in the run.  PyTorch eager (and torch.compile
 with --compile) is timed in this process on the same model, batch size and
@@ -48,7 +51,8 @@ JANUS = os.path.join(BUILD, "janus")
 # (key, script, index of the same model in bench_train.workloads)
 EXAMPLES = [("mlp", "fashion_mlp.py", 0), ("cnn", "fashion_cnn.py", 1), ("lstm", "char_lstm.py", 2)]
 REPLAY_STEP = os.path.join(HERE, "replay_step.py")  # --fixed: bench_train's step as a script
-RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps(?:, ([\d.]+) ms CPU/step)?\)")
+RATE = re.compile(r"\(([\d.]+) steps/s over (\d+) steps(?:, ([\d.]+) ms CPU/step)?(?:, [\d.]+ ms in kernels/step)?\)")
+KERNELS = re.compile(r"([\d.]+) ms in kernels/step")
 QUALITY = re.compile(r"test accuracy ([\d.]+)%|validation ([\d.]+) bits/char")
 
 
@@ -130,7 +134,8 @@ def script_rates(db, script, args, env, extra=()):
     base = script_cmd(script, extra) + ["--steps", str(args.steps), "--warmup", str(args.warmup)]
     modes = {"replay": [JANUS, "replay", "--db", db, "--"] + base,
              "eager": [JANUS, "replay", "--db", db, "--eager", "--"] + base}
-    res = {k: {"rate": [], "cpu": [], "mb": [], "quality": None, "counters": None} for k in modes}
+    res = {k: {"rate": [], "cpu": [], "host": [], "kern": [], "mb": [], "quality": None, "counters": None}
+           for k in modes}
     order = list(modes)
     for r in range(args.repeats):
         for k in order[r % 2:] + order[:r % 2]:
@@ -141,6 +146,9 @@ def script_rates(db, script, args, env, extra=()):
                 return None
             res[k]["rate"].append(float(m.group(1)))
             res[k]["cpu"].append(float(m.group(3)) if m.group(3) else float("nan"))
+            kc = KERNELS.search(out)  # JANUS_KERNEL_CLOCK (main): the host time is CPU minus kernels
+            res[k]["kern"].append(float(kc.group(1)) if kc else float("nan"))
+            res[k]["host"].append(res[k]["cpu"][-1] - res[k]["kern"][-1])
             res[k]["mb"].append(mb)
             q = QUALITY.search(out)
             if q:
@@ -151,7 +159,8 @@ def script_rates(db, script, args, env, extra=()):
     # steadier than a ratio of medians when the machine's speed drifts
     ratios = {f: [a / b for a, b in zip(res["replay"][f], res["eager"][f])] for f in ("rate", "cpu")}
     pair = {f: statistics.median(r) for f, r in ratios.items()}
-    out = {k: dict(v, rate=statistics.median(v["rate"]), cpu=statistics.median(v["cpu"]), mb=statistics.median(v["mb"]))
+    out = {k: dict(v, rate=statistics.median(v["rate"]), cpu=statistics.median(v["cpu"]), mb=statistics.median(v["mb"]),
+                   host=statistics.median(v["host"]), kern=statistics.median(v["kern"]))
            for k, v in res.items()}
     out["pair"] = pair
     # the pairs' spread: how far one pair's ratio is from the median is
@@ -204,6 +213,7 @@ def main():
     if bt.torch is not None:
         bt.torch.set_num_threads(args.threads)
     env = child_env(BUILD, args.threads)
+    env["JANUS_KERNEL_CLOCK"] = "1"  # the examples print their ms per step inside kernels
     keys = {k.strip() for k in args.only.split(",") if k.strip()}
     tmp_ctx = None if args.keep else tempfile.TemporaryDirectory(prefix="bench_replay_")
     tmp = args.keep or tmp_ctx.name
@@ -236,6 +246,9 @@ def main():
         print(f"  per back-to-back pair: replay/eager steps/s {s['pair']['rate']:5.2f}x (pairs {lo:.2f}-{hi:.2f}x), "
               f"eager/replay CPU per step {1.0 / s['pair']['cpu']:5.2f}x "
               f"(CPU ms/step replay {fmt(rep['cpu'], '.3f')}, eager {fmt(eag['cpu'], '.3f')})")
+        print(f"  host time outside kernels: replay {fmt(rep['host'], '.3f')} ms/step, eager {fmt(eag['host'], '.3f')} "
+              f"(eager/replay {eag['host'] / rep['host']:5.2f}x); inside kernels replay {fmt(rep['kern'], '.3f')}, "
+              f"eager {fmt(eag['kern'], '.3f')} ms/step")
         if c and c[2]:
             print(f"  top miss      {c[2][:150]}")
         line = f"  fixed-batch step (bench_train): janus eager {fmt(t['janus'])}"

@@ -22,6 +22,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import janus  # noqa: E402
 import janus.nn as nn  # noqa: E402
+from kernel_clock import kernel_figure, kernel_seconds  # noqa: E402
 
 
 def corpus(max_bytes=2_000_000):
@@ -102,7 +103,7 @@ def main(argv=None):
         seq = data[idx]
         return seq[:, :-1], seq[:, 1:].reshape(-1)
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0, k0 = time.perf_counter(), time.process_time(), kernel_seconds()
     for step in range(1, args.steps + 1):
         x, y = batch(0, split, step)
         opt.zero_grad()
@@ -113,8 +114,8 @@ def main(argv=None):
         if step % args.print_every == 0 or step == 1:
             print(f"step {step:5d}  loss {loss.item() / math.log(2):.3f} bits/char", flush=True)
         if step == args.warmup:
-            t0, c0 = time.perf_counter(), time.process_time()
-    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+            t0, c0, k0 = time.perf_counter(), time.process_time(), kernel_seconds()
+    dt, cpu, kern = time.perf_counter() - t0, time.process_time() - c0, kernel_seconds() - k0
     timed = args.steps - min(args.warmup, args.steps)
 
     with janus.no_grad():
@@ -125,7 +126,7 @@ def main(argv=None):
             vals.append(loss_fn(model(x), y).item() / math.log(2))
     val = sum(vals) / max(len(vals), 1)
     print(f"validation {val:.3f} bits/char vs unigram {unigram:.3f} "
-          f"({timed / dt:.1f} steps/s over {timed} steps, {1e3 * cpu / max(timed, 1):.3f} ms CPU/step)")
+          f"({timed / dt:.1f} steps/s over {timed} steps, {1e3 * cpu / max(timed, 1):.3f} ms CPU/step{kernel_figure(kern, timed)})")
     return val, unigram
 
 

@@ -556,9 +556,11 @@ static jn_status exec_node(jn_ex_exec *x, int32_t n, jn_tensor *shared, int forc
         }
     }
     if (jn_op_info(nd->op)->flags & JN_F_COLL) x->st.state_written = 1; /* issued: never re-run eagerly */
-    if ((s = __builtin_expect(x->dev != NULL, 0) ? x->dev->node(x->dev->ctx, (jn_op)nd->op, nd->nin, in, a, out) /* device hook */
-                                                 : cpu_tab[nd->op](nd->nin, in, a, out)))
-        goto fail;
+    jn_rt_kclock_begin();
+    s = __builtin_expect(x->dev != NULL, 0) ? x->dev->node(x->dev->ctx, (jn_op)nd->op, nd->nin, in, a, out) /* device hook */
+                                            : cpu_tab[nd->op](nd->nin, in, a, out);
+    jn_rt_kclock_end();
+    if (s) goto fail;
     for (int j = 0; j < nd->nout; j++) {
         set_val(x, nd->out[j], out[j]);
         out[j] = NULL;
@@ -653,11 +655,14 @@ static jn_status call_gen(jn_ex_exec *x, int32_t ki, jn_tensor *const *ops) {
                   .shape = shape, .strides = K->strides, .scalars = K->scalars, .parallel_for = jn_parallel_for};
     if (numel > 0 || g->kernels[ki].kind == JN_IR_K_EW_REDUCE) {
         if (x->hook) x->hook(x->hook_ctx, ki, &c, 0);
+        jn_rt_kclock_begin();
         if (__builtin_expect(x->dev != NULL, 0)) { /* device hook */
-            if ((s = x->dev->launch(x->dev->ctx, x->gi, ki, &c, K->io.nscalar))) return s;
+            s = x->dev->launch(x->dev->ctx, x->gi, ki, &c, K->io.nscalar);
         } else {
             K->fn(&c);
         }
+        jn_rt_kclock_end();
+        if (s) return s;
         if (x->hook) x->hook(x->hook_ctx, ki, &c, 1);
     }
     x->st.kernels_gen++;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static jn_opinfo infos[JN_NOPS] = {
 #define JN_OP(name, nin, nout, flags, attrs) {#name, nin, nout, flags, attrs, 0, {0}, {{0}}, {0}, {0}},
@@ -244,6 +245,14 @@ static jn_status run_device_kernel(jn_op op, int dev, int nin, jn_tensor *const 
     return s;
 }
 
+_Thread_local jn_rt_kclock jn_rt_kclock_tls;
+
+uint64_t jn_rt_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
 #ifndef NDEBUG /* a pending tensor reaching a kernel is a bug (a view's kernel reads no data) */
     for (int i = 0; i < nin && !(infos[op].flags & JN_F_VIEW); i++)
@@ -252,8 +261,10 @@ jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_att
     jn_rt_private_ids++;
     /* outputs live where the op runs (in-place and view outputs are inputs) */
     int dev = out[0]->storage->device;
+    jn_rt_kclock_begin();
     jn_status s = __builtin_expect(dev != JN_CPU, 0) ? run_device_kernel(op, dev, nin, in, a, out)
                                                      : jn_rt_cpu_backend.kernel[op](nin, in, a, out);
+    jn_rt_kclock_end();
     jn_rt_private_ids--;
     return s;
 }

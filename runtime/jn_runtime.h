@@ -414,6 +414,33 @@ static inline jn_status jn_rt_materialize(jn_tensor *t) {
  * then get ids from a separate range (see tensor.c), so the ids Python and
  * the recorder see are the same whether kernels run eagerly or later. */
 extern int jn_rt_private_ids;
+/* The kernel clock (benchmarks: the host time per step outside kernels).
+ * While on, per thread, the wall time inside the outermost kernel call --
+ * eager's jn_rt_run_kernel, a graph node's kernel, a generated kernel; a
+ * device kernel's launch -- is summed with the count of such calls (a
+ * kernel that dispatches another counts once).  Off, the default, a call
+ * site pays one thread-local test.  Switched from Python between ops
+ * (janus._C._kernel_clock), never inside a kernel.  C only (not nvcc's
+ * C++: runtime/cuda/kernels.cu has no use for it). */
+#ifndef __cplusplus
+typedef struct {
+    int on, depth;
+    uint64_t t0, ns, calls;
+} jn_rt_kclock;
+extern _Thread_local jn_rt_kclock jn_rt_kclock_tls;
+uint64_t jn_rt_now_ns(void); /* CLOCK_MONOTONIC */
+static inline void jn_rt_kclock_begin(void) {
+    jn_rt_kclock *k = &jn_rt_kclock_tls;
+    if (__builtin_expect(k->on, 0) && !k->depth++) k->t0 = jn_rt_now_ns();
+}
+static inline void jn_rt_kclock_end(void) {
+    jn_rt_kclock *k = &jn_rt_kclock_tls;
+    if (__builtin_expect(k->on, 0) && !--k->depth) {
+        k->ns += jn_rt_now_ns() - k->t0;
+        k->calls++;
+    }
+}
+#endif
 /* A contiguous tensor whose storage has no data yet (lazy = PENDING). */
 jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m);
 /* Give a data-less storage its bytes (uninitialized). */

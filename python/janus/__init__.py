@@ -175,6 +175,9 @@ from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import accelerator, backends, distributed, distributions, multiprocessing, onnx, serialization  # noqa: E402,F401
 
+# JANUS_KERNEL_CLOCK: time spent inside kernels on this thread (benchmarks/bench_replay.py)
+if _C._setting_value("JANUS_KERNEL_CLOCK"):
+    _C._kernel_clock(True)
 # Recording: janus.step() marks step boundaries (a no-op unless recording);
 # under `janus record` (JANUS_RECORD_DB set) the recorder starts here, after
 # the whole API exists.  Plain runs install no hook at all.

@@ -232,6 +232,8 @@ class _Region:
         self.vsig = {}          # variant number -> its argument signature (eviction)
         self.relearned = 0      # learns at a signature whose variant was not evicted
         self.proven = None      # (code objects, call sites) of its two-call proofs
+        self.python_calls = 0   # module regions: calls that reached Regions.module / module_missed
+                                # (learning, a miss, refused; the rest went from _C's entry to a variant)
 
 
 class Regions:
@@ -281,6 +283,7 @@ class Regions:
             ent = self._mods[key] = (weakref.ref(m, lambda _, k=key: self._mods.pop(k, None)),
                                      _Region(f"{type(m).__qualname__}.forward{where}"))
             ent[1].refused = self.recorded("module", type(m).__qualname__, fwd)
+        ent[1].python_calls += 1
         if kwargs:  # bound like positional arguments, their names one more argument (by value)
             names, n, fwd = _KwNames(kwargs), len(args), m.forward
 
@@ -288,6 +291,13 @@ class Regions:
                 return fwd(*a[:n], **dict(zip(names, a[n:-1])))
             return self._enter(ent[1], m, args + tuple(kwargs.values()) + (names,), body)
         return self._enter(ent[1], m, args, m.forward)
+
+    def module_missed(self, m, args):
+        """The rest of module(m, args, {}) after _C's entry (_rp_module_entry) found no
+        variant whose guards held (the call is counted): learn, or run the forward."""
+        r = self._mods[id(m)][1]
+        r.python_calls += 1
+        return self._enter(r, m, args, m.forward, tried=True)
 
     def function(self, fn, args, refuse=None):
         """A janus function's body during a replay (nn.utils.clip_grad_norm_): its template,
@@ -310,12 +320,13 @@ class Regions:
             return fn(*args)
         return self._enter(r, fn, args, fn)
 
-    def _enter(self, r, m, args, body):
+    def _enter(self, r, m, args, body, tried=False):
         """A call of region r on owner m (a module, or the function itself): a variant
         learned at its arguments' signature whose guards hold, else body(*args) (learning
-        when it may: observed calls are compared per key, _learn_module)."""
-        noted = False
-        if r.nplans:
+        when it may: observed calls are compared per key, _learn_module).  tried: the
+        variants were tried already and the miss counted (module_missed)."""
+        noted = tried
+        if r.nplans and not tried:
             out = _C._rp_module_call(r.plans, m, args)
             if out is not NotImplemented:
                 return out

@@ -167,7 +167,7 @@ def start(db, run=0, strict=None, speculate=None):
         from ._region import Regions
         regions = Regions()
         janus._region_step = regions.step
-        janus._region_module = regions.module
+        janus._region_module = _C._rp_module_entry(regions)  # regions.module, its common call in C
         janus._region_zero_grad = regions.zero_grad
         janus._region_function = regions.function
     atexit.register(stop)

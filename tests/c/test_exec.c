@@ -821,6 +821,31 @@ static void test_compiled(void) {
             if (o[k]) jn_tensor_decref(o[k]);
     }
     CHECK(t.runs == 3 && t.bitwise == 9);
+    /* the kernel clock counts each node's kernel and each generated kernel once (the
+     * GEMM's epilogue kernel includes the mm node, which counts alone: nested, once) */
+    if (lib) {
+        jn_tensor *in[6] = {0}, *o[4] = {0};
+        jn_ex_exec *x = NULL;
+        jn_ex_stats s;
+        CHECK(jn_ex_make_inputs(g, &bs[2], 7, in) == JN_OK && jn_ex_new(opt, 0, lib, 0, &x) == JN_OK);
+        jn_rt_kclock_tls.on = 1;
+        uint64_t c0 = jn_rt_kclock_tls.calls, n0 = jn_rt_kclock_tls.ns;
+        CHECK(jn_ex_run(x, in, &bs[2], o) == JN_OK);
+        uint64_t dc = jn_rt_kclock_tls.calls - c0, dn = jn_rt_kclock_tls.ns - n0;
+        jn_rt_kclock_tls.on = 0;
+        jn_ex_last_stats(x, &s);
+        CHECK(dc == (uint64_t)(s.kernels_gen + s.nodes_eager) && dn > 0 && jn_rt_kclock_tls.depth == 0);
+        jn_tensor *o2[4] = {0};
+        c0 = jn_rt_kclock_tls.calls;
+        CHECK(jn_ex_run(x, in, &bs[2], o2) == JN_OK && jn_rt_kclock_tls.calls == c0); /* off: nothing counted */
+        jn_ex_free(x);
+        for (int k = 0; k < 6; k++)
+            if (in[k]) jn_tensor_decref(in[k]);
+        for (int k = 0; k < 4; k++) {
+            if (o[k]) jn_tensor_decref(o[k]);
+            if (o2[k]) jn_tensor_decref(o2[k]);
+        }
+    }
     printf("compiled: %d runs with hand-written kernels from a shared object, %d outputs bitwise equal to op by op, the "
            "sum within 1e-5\n", t.runs, t.bitwise);
     jn_ex_lib_close(lib);

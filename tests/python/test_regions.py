@@ -237,6 +237,20 @@ def test_effectful_module_is_refused(mode, cls, why, modules_db, tmp_path):
     assert region(st, "Linear.")[1] >= 70, st  # fc1 and fc2 replaced inside the refused model
 
 
+def test_module_entry_runs_no_python_of_regions(modules_db, tmp_path):
+    """Module.__call__'s entry (_C._rp_module_entry): a call whose variant holds reaches no
+    Python of Regions, every other call (learning, the miss when the batch shrinks at step
+    20) does; the miss is counted once."""
+    st, rr = eager_and_replay(MODULES, "entry", modules_db, str(tmp_path))
+    m = re.search(r"^ENTRY (.*)$", rr.stderr, re.M)
+    assert m, rr.stderr[-3000:]
+    calls, replaced, refused = region(st, "MLP.")
+    assert calls == 40 and replaced >= 36 and not refused, st
+    assert json.loads(m.group(1))["python_calls"] == calls - replaced, st
+    missed = [n for w, n in st["reasons"] if w.startswith("MLP.forward") and "argument 0" in w]
+    assert missed == [1], st
+
+
 def test_batchnorm_recorded_and_replaced(tmp_path):
     """A model with BatchNorm1d recorded in training: the recording proves it, the replay
     replaces it (running statistics and num_batches_tracked exactly eager's: printed as

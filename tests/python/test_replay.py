@@ -89,7 +89,7 @@ def check_replay(script, rec_args, args, tmp, min_hits, rtol=0.0):
 
 
 def strip_rates(text):
-    return re.sub(r"\([\d.]+ steps/s over (\d+) steps(, [\d.]+ ms CPU/step)?", r"(steps/s over \1 steps", text)
+    return re.sub(r"\([\d.]+ steps/s over (\d+) steps(, [\d.]+ ms CPU/step)?(, [\d.]+ ms in kernels/step)?", r"(steps/s over \1 steps", text)
 
 
 # ------------------------------------------------------------ dynamic scripts

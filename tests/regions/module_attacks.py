@@ -7,11 +7,12 @@ prints a loss every 5 steps and the Python-visible effects at the end; under
 and compares: the outer model is replaced (plain, dropout, dropp, trainval,
 batchnorm, dict, tuple, namedtuple, loop, looplen, lstm, flag, scale, scales,
 patch, patchcls, zero,
-clip, clipcheck, validate) or refused with a named reason while its effect is kept (counter,
+clip, clipcheck, validate, entry) or refused with a named reason while its effect is kept (counter,
 append, print, random, sync); its children may still be replaced.  trainvalx: as trainval,
 then from step 35 a dropout p neither learned variant takes (at the same argument
 signature: a miss of both, counted per variant).  clipcheck: clip_grad_norm_(error_if_nonfinite=True), an infinite gradient at step
-30 (the RuntimeError printed, the step skipped)."""
+30 (the RuntimeError printed, the step skipped).  entry: MLP, the batch 8 -> 6 at step 20,
+the model's calls that reached Regions' Python on stderr ("ENTRY {...}")."""
 import collections
 import json
 import random
@@ -224,6 +225,8 @@ def main():
     state = (janus.zeros(1, 8, 16), janus.zeros(1, 8, 16))
     mask = (janus.rand(8, 16) > 0.3).float()
     for i in range(40):
+        if MODE == "entry" and i == 20:  # a smaller batch from here on: a miss, a variant learned
+            x, y = x[:6], y[:6]
         opt.zero_grad(set_to_none=MODE != "zero")  # zero: gradients filled with zeros in place
         if MODE == "trainvalx" and i == 35:  # a dropout p neither learned variant (train, eval) takes
             model.drop.p = 0.5
@@ -282,6 +285,9 @@ def main():
     print(f"count {getattr(model, 'count', 0)} log {len(LOG)}{extra}")
     if janus._replay.active:
         sys.stderr.write("REGIONS " + json.dumps(janus._C._rp_region_stats()) + "\n")
+        if MODE == "entry":
+            r = janus._region_module.__self__._mods[id(model)][1]
+            sys.stderr.write("ENTRY " + json.dumps({"python_calls": r.python_calls}) + "\n")
 
 
 main()

@@ -570,6 +570,20 @@ static PyObject *py_sgemm_level(PyObject *self, PyObject *arg) {
     return PyLong_FromLong(jn_rt_sgemm_level((int)cap));
 }
 
+/* _kernel_clock([on]) -> (seconds, calls): this thread's kernel clock
+ * (jn_rt_kclock: time inside kernels while on), switched on or off first
+ * when told. */
+static PyObject *py_kernel_clock(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs > 1) return PyErr_Format(PyExc_TypeError, "_kernel_clock([on])");
+    if (nargs == 1) {
+        int on = PyObject_IsTrue(argv[0]);
+        if (on < 0) return NULL;
+        jn_rt_kclock_tls.on = on; /* between ops: depth is 0 */
+    }
+    return Py_BuildValue("(dK)", 1e-9 * (double)jn_rt_kclock_tls.ns, (unsigned long long)jn_rt_kclock_tls.calls);
+}
+
 extern PyMethodDef jn_py_tensor_module_methods[]; /* tensor.c: constructors */
 extern PyMethodDef jn_py_autograd_methods[];      /* autograd_py.c */
 extern PyMethodDef jn_py_recorder_methods[];      /* recorder_py.c */
@@ -597,6 +611,8 @@ static PyMethodDef methods[] = {
     {"_philox", py_philox, METH_VARARGS, "_philox(counter, key): the stream's Philox block, four uint32"},
     {"set_num_threads", py_set_num_threads, METH_O, NULL},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, NULL},
+    {"_kernel_clock", (PyCFunction)(void (*)(void))py_kernel_clock, METH_FASTCALL,
+     "_kernel_clock([on]) -> (seconds, calls) inside kernels on this thread while the clock was on"},
     {"_sgemm_level", py_sgemm_level, METH_O, "_sgemm_level(cap): small GEMMs' kernel: 2 AVX-512, 1 AVX2, 0 OpenBLAS (at most cap)"},
     {NULL, NULL, 0, NULL}};
 

@@ -1312,6 +1312,77 @@ static PyObject *py_mg_call(PyObject *self, PyObject *const *argv, Py_ssize_t na
     return out;
 }
 
+/* Module.__call__'s entry during a replay (janus._region_module, made by
+ * _rp_module_entry(regions)): called as entry(module, args, kwargs).  The common
+ * call -- no keyword arguments, outside an observed call, a module whose region
+ * has learned variants -- goes from here to its variants without the Python of
+ * Regions.module (about 0.9 us a call: three frames and their lookups); a miss
+ * there (counted by py_mg_call) goes on in Regions.module_missed, anything else
+ * to Regions.module.  The function's __self__ is the Regions object, whose
+ * attributes are read per call (nothing is cached here to go stale). */
+static PyObject *entry_slow(PyObject *regions, const char *meth, PyObject *const *argv, Py_ssize_t n) {
+    PyObject *f = PyObject_GetAttrString(regions, meth);
+    if (!f) return NULL;
+    PyObject *out = PyObject_Vectorcall(f, argv, (size_t)n, NULL);
+    Py_DECREF(f);
+    return out;
+}
+
+static PyObject *py_mg_entry_call(PyObject *regions, PyObject *const *argv, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyTuple_Check(argv[1]) || !PyDict_Check(argv[2]))
+        return PyErr_Format(PyExc_TypeError, "module entry(module, args, kwargs)");
+    static PyObject *s_obs, *s_mods, *s_plans, *s_nplans;
+    if (!s_obs && (!(s_obs = PyUnicode_InternFromString("_observing")) ||
+                   !(s_mods = PyUnicode_InternFromString("_mods")) ||
+                   !(s_plans = PyUnicode_InternFromString("plans")) ||
+                   !(s_nplans = PyUnicode_InternFromString("nplans"))))
+        return NULL;
+    PyObject *mod = argv[0], *plans = NULL, *out = NULL;
+    if (PyDict_GET_SIZE(argv[2]) || !jn_py_replay) goto slow;
+    PyObject *obs = PyObject_GetAttr(regions, s_obs), *mods = NULL;
+    if (!obs) return NULL;
+    int observing = obs != Py_None;
+    Py_DECREF(obs);
+    if (observing) goto slow;
+    if (!(mods = PyObject_GetAttr(regions, s_mods))) return NULL;
+    PyObject *key = PyLong_FromVoidPtr(mod);
+    PyObject *ent = key ? PyDict_GetItemWithError(mods, key) : NULL; /* borrowed: mods holds it */
+    Py_XDECREF(key);
+    if (!ent || !PyTuple_Check(ent) || PyTuple_GET_SIZE(ent) != 2 || !PyWeakref_Check(PyTuple_GET_ITEM(ent, 0)) ||
+        PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(ent, 0)) != mod) {
+        Py_DECREF(mods);
+        if (PyErr_Occurred()) return NULL;
+        goto slow;
+    }
+    PyObject *r = PyTuple_GET_ITEM(ent, 1), *np = PyObject_GetAttr(r, s_nplans);
+    long n = np && PyLong_Check(np) ? PyLong_AsLong(np) : 0;
+    Py_XDECREF(np);
+    if (n > 0) plans = PyObject_GetAttr(r, s_plans);
+    Py_DECREF(mods);
+    if (PyErr_Occurred()) {
+        Py_XDECREF(plans);
+        return NULL;
+    }
+    if (!plans) goto slow;
+    PyObject *cargv[3] = {plans, mod, argv[1]};
+    out = py_mg_call(NULL, cargv, 3);
+    Py_DECREF(plans);
+    if (out != Py_NotImplemented) return out;
+    Py_DECREF(out);
+    return entry_slow(regions, "module_missed", argv, 2); /* the miss is counted: learn */
+slow:
+    return entry_slow(regions, "module", argv, 3);
+}
+
+static PyMethodDef mg_entry_def = {"module_entry", (PyCFunction)(void (*)(void))py_mg_entry_call, METH_FASTCALL,
+                                   "entry(module, args, kwargs) -> the call's output (Module.__call__ in a replay)"};
+
+/* _rp_module_entry(regions) -> Module.__call__'s entry for this Regions object. */
+static PyObject *py_mg_entry(PyObject *self, PyObject *regions) {
+    (void)self;
+    return PyCFunction_New(&mg_entry_def, regions);
+}
+
 /* _rp_module_check(plan or set, module, args) -> None when every guard holds (a set:
  * of the variant its lookup finds), else why not (no effect but a set's use order: the
  * entry's cost, for benchmarks/bench_regions.py). */
@@ -1428,6 +1499,8 @@ PyMethodDef jn_py_region_methods[] = {
     {"_rp_module_variants", py_mset_list, METH_O, "_rp_module_variants(set) -> its plans, most recently used first"},
     {"_rp_module_call", (PyCFunction)(void (*)(void))py_mg_call, METH_FASTCALL,
      "_rp_module_call(set, module, args) -> the output, or NotImplemented: no variant's guards held (counted)"},
+    {"_rp_module_entry", py_mg_entry, METH_O,
+     "_rp_module_entry(regions) -> entry(module, args, kwargs): Module.__call__ during a replay"},
     {"_rp_module_check", (PyCFunction)(void (*)(void))py_mg_check, METH_FASTCALL,
      "_rp_module_check(plan, module, args) -> None, or why a guard fails (no effect)"},
     {NULL, NULL, 0, NULL}};

@@ -22,7 +22,10 @@ Records a short run, `janus optimize`s it, then runs the script under
 runs' eager/replay ratios and their range, and checks that every mode
 printed the same losses.
 
-    JANUS_BUILD_DIR=build python3 benchmarks/bench_replay_small.py [--repeats 6] [--steps 400]
+With --kernel-clock the children time their kernels too (JANUS_KERNEL_CLOCK)
+and the host time per step outside kernels is printed per mode.
+
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_replay_small.py [--repeats 6] [--steps 400] [--kernel-clock]
 """
 import argparse
 import os
@@ -53,7 +56,7 @@ steps, T = int(sys.argv[1]), 20
 t0 = None
 for s in range(steps):
     if s == 20:
-        t0 = time.process_time()
+        t0, k0 = time.process_time(), janus._C._kernel_clock()[0]
     i0 = (s * T) % 360
     h, c = h.detach(), c.detach()
     loss = 0
@@ -66,6 +69,7 @@ for s in range(steps):
     if s % 100 == 0:
         print(f"step {{s}} loss {{loss.item():.6f}}")
 print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
+print(f"{{1e3 * (janus._C._kernel_clock()[0] - k0) / (steps - 20):.4f}} ms in kernels/step")  # JANUS_KERNEL_CLOCK
 '''
 
 
@@ -76,10 +80,15 @@ def main():
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--record-steps", type=int, default=60)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--kernel-clock", action="store_true",
+                    help="also time the kernels (JANUS_KERNEL_CLOCK: ~50 ns a kernel call in every mode, ~1,100 "
+                         "calls a step here) and print the host time per step outside them")
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"no {JANUS}: build first (scripts/setup.sh)")
     e = child_env(BUILD, args.threads)
+    if args.kernel_clock:
+        e["JANUS_KERNEL_CLOCK"] = "1"
     with tempfile.TemporaryDirectory() as d:
         script, db = os.path.join(d, "tbptt.py"), os.path.join(d, "run.db")
         with open(script, "w") as f:
@@ -88,6 +97,7 @@ def main():
         run([JANUS, "optimize", "--quiet", db], e)
         modes = ["replay", "every graph", "eager"]
         cpu = {m: [] for m in modes}
+        kern = {m: [] for m in modes}
         losses, hit = {}, {}
         for r in range(args.repeats):
             for m in modes[r % 3:] + modes[:r % 3]:  # rotated: no mode always runs first
@@ -95,6 +105,7 @@ def main():
                                                                                    script, str(args.steps)]
                 out = run(cmd, dict(e, JANUS_REPLAY_ADAPT="0" if m == "every graph" else "1"))
                 cpu[m].append(float(re.search(r"([\d.]+) ms CPU/step", out).group(1)))
+                kern[m].append(float(re.search(r"([\d.]+) ms in kernels/step", out).group(1)))
                 losses[m] = re.findall(r"step \d+ loss \S+", out)
                 h = re.search(r"([\d.]+)% hit rate", out)
                 hit[m] = h.group(1) + "%" if h else "-"
@@ -108,6 +119,10 @@ def main():
         ratios = [b / a for a, b in zip(cpu[m], cpu["eager"])]
         print(f"  eager/{m} CPU per step, per run of the rotation: {statistics.median(ratios):.2f}x "
               f"(runs {min(ratios):.2f}-{max(ratios):.2f}x; below 1: slower than eager)")
+    if args.kernel_clock:
+        host = {m: statistics.median(c - k for c, k in zip(cpu[m], kern[m])) for m in modes}
+        print("  host ms/step outside kernels (CPU minus inside kernels): " +
+              ", ".join(f"{m} {host[m]:.3f} (inside {statistics.median(kern[m]):.3f})" for m in modes))
     print(f"  losses printed by every mode: {'identical' if same else 'DIFFER'}")
     if not same:
         sys.exit(1)

@@ -87,7 +87,7 @@ typedef struct {
 
 /* per place (autograd graphs), and in all (places: one per sequence length of a
  * loop the graph holds, say) */
-enum { MAX_VARIANTS = 4, MAX_PLANS = 256 };
+enum { MAX_VARIANTS = 4 }; /* fingerprints per place; plans in all: cfg.backward_plans (256) */
 
 /* Calls not skipped (or run after all) per place and reason. */
 typedef struct {
@@ -593,7 +593,7 @@ jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const
         jn_ag_walk_free(&w);
         return s;
     }
-    if (variants >= MAX_VARIANTS || B->nplans >= MAX_PLANS) { /* each new autograd graph here is learned
+    if (variants >= MAX_VARIANTS || B->nplans >= R->cfg.backward_plans) { /* each new autograd graph here is learned
                                                                  * once, up to these many */
         decline_at(B, g, pos, variants >= MAX_VARIANTS ? RP_BW_FINGERPRINT : RP_BW_PLANS);
         jn_ag_walk_free(&w);

@@ -55,6 +55,7 @@ typedef struct {
     int match_dump;    /* print the matcher's token programs to stderr at load */
     int region_batch;  /* a region template's ops are matched with the checks it proves left out (region.c) */
     int backward_skip; /* a backward whose ops the followed graph holds is not run op by op (backward.c) */
+    int64_t backward_plans; /* ... with at most this many plans learned in all */
     /* Tests of a CUDA replay without a GPU (tests/c/test_replay_cuda.c): the
      * runner (library nodes, copies) and stream the graphs' device table
      * gets (NULL runner: the eager CUDA backend's kernels; NULL stream: its

@@ -33,6 +33,7 @@ void jn_rp_config_default(jn_rp_config *cfg) {
     cfg->margin = 0.10;
     cfg->region_batch = 1;
     cfg->backward_skip = 1;
+    cfg->backward_plans = 256;
 }
 
 jn_status jn_rp_config_from_env(jn_rp_config *cfg) {
@@ -47,6 +48,7 @@ jn_status jn_rp_config_from_env(jn_rp_config *cfg) {
     if (!s) s = jn_setting_bool(JN_S_MATCH_DUMP, &c.match_dump);
     if (!s) s = jn_setting_bool(JN_S_REPLAY_REGION_BATCH, &c.region_batch);
     if (!s) s = jn_setting_bool(JN_S_REPLAY_BACKWARD_SKIP, &c.backward_skip);
+    if (!s) s = jn_setting_int(JN_S_REPLAY_BACKWARD_PLANS, &c.backward_plans);
     if (s) { /* the message names the variable and what it takes */
         jn_rp_config_default(cfg);
         return s;

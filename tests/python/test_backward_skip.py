@@ -29,15 +29,16 @@ def counters(stderr):
     return json.loads(m.group(1))
 
 
-def compare(mode, tmp, steps="16", at="6"):
-    """Eager and both replays of MODE: equal numbers and decisions; the skip's counters."""
+def compare(mode, tmp, steps="16", at="6", **extra):
+    """Eager and both replays of MODE (extra: more settings for both): equal numbers and
+    decisions; the skip's counters."""
     db = record_and_optimize(SCRIPT, [mode, "10"], tmp)
     re_, we = run(SCRIPT, [mode, steps, at], tmp, "eager")
     assert re_.returncode == 0, re_.stderr[-3000:]
     out = {}
     for on in ("1", "0"):
         rr, wr = run(SCRIPT, [mode, steps, at], tmp, "skip" + on, JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0",
-                     JANUS_REPLAY_BACKWARD_SKIP=on)
+                     JANUS_REPLAY_BACKWARD_SKIP=on, **extra)
         assert rr.returncode == 0, rr.stderr[-3000:]
         assert rr.stdout == re_.stdout  # losses, gradients, final weights: bit for bit
         if mode != "grad":  # no optimizer steps there: "final" in stdout has the weights' bits
@@ -159,6 +160,19 @@ def test_backward_through_a_loop_is_skipped(tmp_path):
     assert s["fell_back"] == 0, s
     assert c["backward_skipped"] >= 6 and c["backward_learned"] >= 3, c
     assert "stretch" not in {p["name"] for p in c["backward_places"]}, c
+
+
+def test_plans_cap_declines_new_places(tmp_path):
+    # the cap on plans in all (256; one here, JANUS_REPLAY_BACKWARD_PLANS): one place is
+    # learned (three or more without the cap: test_backward_through_a_loop_is_skipped),
+    # every call at another length declines with the "plans" reason and runs the engine,
+    # bit for bit as eagerly
+    s, c = compare("rnn", str(tmp_path), JANUS_REPLAY_BACKWARD_PLANS="1")
+    assert s["fell_back"] == 0, s
+    assert c["backward_learned"] == 1, c
+    capped = [p for p in c["backward_places"] if p["name"] == "plans"]
+    assert capped and sum(p["count"] for p in capped) >= 3, c
+    assert {p["name"] for p in c["backward_places"]} <= {"plans", "not_one_graph"}, c
 
 
 def test_miss_after_a_skipped_backward_with_a_loop(tmp_path):

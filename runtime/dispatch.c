@@ -245,12 +245,38 @@ static jn_status run_device_kernel(jn_op op, int dev, int nin, jn_tensor *const 
     return s;
 }
 
-_Thread_local jn_rt_kclock jn_rt_kclock_tls;
+/* ------------------------------------------------------- kernel clock */
+typedef struct {
+    int on, depth;
+    uint64_t t0, ns, calls;
+} kclock;
+static _Thread_local kclock kc;
+int jn_rt_kclock_threads;
 
-uint64_t jn_rt_now_ns(void) {
+static uint64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+void jn_rt_kclock_begin_slow(void) {
+    if (kc.on && !kc.depth++) kc.t0 = now_ns();
+}
+void jn_rt_kclock_end_slow(void) {
+    if (kc.on && !--kc.depth) {
+        kc.ns += now_ns() - kc.t0;
+        kc.calls++;
+    }
+}
+void jn_rt_kclock_set(int on) {
+    on = !!on;
+    if (on == kc.on) return;
+    kc.on = on;
+    kc.depth = 0; /* between ops */
+    __atomic_add_fetch(&jn_rt_kclock_threads, on ? 1 : -1, __ATOMIC_RELAXED);
+}
+void jn_rt_kclock_read(double *seconds, uint64_t *calls) {
+    *seconds = 1e-9 * (double)kc.ns;
+    *calls = kc.calls;
 }
 
 jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {

@@ -418,29 +418,23 @@ extern int jn_rt_private_ids;
  * While on, per thread, the wall time inside the outermost kernel call --
  * eager's jn_rt_run_kernel, a graph node's kernel, a generated kernel; a
  * device kernel's launch -- is summed with the count of such calls (a
- * kernel that dispatches another counts once).  Off, the default, a call
- * site pays one thread-local test.  Switched from Python between ops
- * (janus._C._kernel_clock), never inside a kernel.  C only (not nvcc's
- * C++: runtime/cuda/kernels.cu has no use for it). */
-#ifndef __cplusplus
-typedef struct {
-    int on, depth;
-    uint64_t t0, ns, calls;
-} jn_rt_kclock;
-extern _Thread_local jn_rt_kclock jn_rt_kclock_tls;
-uint64_t jn_rt_now_ns(void); /* CLOCK_MONOTONIC */
+ * kernel that dispatches another counts once).  Switched per thread from
+ * Python between ops (janus._C._kernel_clock), never inside a kernel.
+ * The call sites test jn_rt_kclock_threads, the number of threads whose
+ * clock is on (a plain load: a thread-local one costs a __tls_get_addr
+ * call in this shared object), and only then the thread's own state. */
+extern int jn_rt_kclock_threads;
+void jn_rt_kclock_begin_slow(void);
+void jn_rt_kclock_end_slow(void);
 static inline void jn_rt_kclock_begin(void) {
-    jn_rt_kclock *k = &jn_rt_kclock_tls;
-    if (__builtin_expect(k->on, 0) && !k->depth++) k->t0 = jn_rt_now_ns();
+    if (__builtin_expect(jn_rt_kclock_threads != 0, 0)) jn_rt_kclock_begin_slow();
 }
 static inline void jn_rt_kclock_end(void) {
-    jn_rt_kclock *k = &jn_rt_kclock_tls;
-    if (__builtin_expect(k->on, 0) && !--k->depth) {
-        k->ns += jn_rt_now_ns() - k->t0;
-        k->calls++;
-    }
+    if (__builtin_expect(jn_rt_kclock_threads != 0, 0)) jn_rt_kclock_end_slow();
 }
-#endif
+/* This thread's clock on or off (between ops); its seconds and calls so far. */
+void jn_rt_kclock_set(int on);
+void jn_rt_kclock_read(double *seconds, uint64_t *calls);
 /* A contiguous tensor whose storage has no data yet (lazy = PENDING). */
 jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m);
 /* Give a data-less storage its bytes (uninitialized). */

@@ -579,9 +579,12 @@ static PyObject *py_kernel_clock(PyObject *self, PyObject *const *argv, Py_ssize
     if (nargs == 1) {
         int on = PyObject_IsTrue(argv[0]);
         if (on < 0) return NULL;
-        jn_rt_kclock_tls.on = on; /* between ops: depth is 0 */
+        jn_rt_kclock_set(on);
     }
-    return Py_BuildValue("(dK)", 1e-9 * (double)jn_rt_kclock_tls.ns, (unsigned long long)jn_rt_kclock_tls.calls);
+    double sec;
+    uint64_t calls;
+    jn_rt_kclock_read(&sec, &calls);
+    return Py_BuildValue("(dK)", sec, (unsigned long long)calls);
 }
 
 extern PyMethodDef jn_py_tensor_module_methods[]; /* tensor.c: constructors */

@@ -138,7 +138,7 @@ jn_status rp_adapt_first(jn_replay *R, int into) {
     } else {
         rp_adapt *ad = &R->g[probe].ad;
         if (ad->phase < PH_EAGER_WARM) { /* a compiled run */
-            R->seg_t0 = rp_now();
+            R->seg_t0 = jn_rt_seconds();
             return JN_OK;
         }
         if (++ad->obs_turns > 8 * AD_PAIRS) {
@@ -148,7 +148,7 @@ jn_status rp_adapt_first(jn_replay *R, int into) {
         R->seg_mode = SEG_OBSERVE;
         R->obs_skip = !into; /* jn_dispatch calls the hook for this very op when capture returns */
         if (ad->phase == PH_EAGER_WARM) jn_ex_release_idle(1);
-        R->seg_t0 = rp_now();
+        R->seg_t0 = jn_rt_seconds();
     }
     jn_rt_capturing = 0;
     return rp_fallback(R, RP_BW_FELL_CHOICE); /* the first op */
@@ -157,7 +157,7 @@ jn_status rp_adapt_first(jn_replay *R, int into) {
 void rp_adapt_hit(jn_replay *R, int32_t gi, int64_t nevents) {
     rp_adapt *ad = &R->g[gi].ad;
     if (ad->state != AD_PROBE || ad->phase >= PH_EAGER_WARM) return;
-    if (ad->phase == PH_CAP && R->seg_t0 > 0 && nevents > 0) ad->last_cap = (rp_now() - R->seg_t0) / (double)nevents;
+    if (ad->phase == PH_CAP && R->seg_t0 > 0 && nevents > 0) ad->last_cap = (jn_rt_seconds() - R->seg_t0) / (double)nevents;
     ad->phase++;
 }
 
@@ -181,7 +181,7 @@ jn_status rp_seg_end_eager(jn_replay *R) {
         return JN_OK;
     }
     rp_adapt *ad = &R->g[res.graph].ad;
-    double t = res.nevents > 0 ? (rp_now() - R->seg_t0) / (double)res.nevents : 0; /* per op: lengths vary */
+    double t = res.nevents > 0 ? (jn_rt_seconds() - R->seg_t0) / (double)res.nevents : 0; /* per op: lengths vary */
     if (ad->state == AD_PROBE && ad->phase == PH_EAGER_WARM) {
         ad->phase = PH_EAGER;
     } else if (ad->state == AD_PROBE && ad->phase == PH_EAGER) {

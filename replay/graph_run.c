@@ -501,7 +501,7 @@ static void slice_debug(rp_run *X, const uint8_t *in_slice, jn_storage *const *n
     int64_t ns = 0;
     for (int64_t e = 0; e < R->nops; e++) ns += in_slice[e];
     fprintf(stderr, "[rp] graph %s: %lld values Python holds, slice of %lld/%lld ops %s in %.3f ms\n", X->g->name,
-            (long long)nneed, (long long)ns, (long long)R->nops, X->D ? "deferred" : "eagerly", 1e3 * (rp_now() - ts));
+            (long long)nneed, (long long)ns, (long long)R->nops, X->D ? "deferred" : "eagerly", 1e3 * (jn_rt_seconds() - ts));
     for (int64_t k = 0; k < nneed; k++) { /* what they are: the first op making each */
         int64_t e = 0;
         for (int j = -1; e < R->nops; e++) {
@@ -541,7 +541,7 @@ static int compute_held(rp_run *X) {
         cut = !bad;
     }
     jn_status s = JN_OK;
-    double ts = rp_now();
+    double ts = jn_rt_seconds();
     if (!bad && R->cfg.defer) X->D = slice_defer(X, in_slice, needed, nneed, cut);
     if (cut && !X->D) bad = 2; /* it cannot run before the graph: it reads the graph's outputs */
     R->flushing = 1;
@@ -573,13 +573,13 @@ static int run_exec(rp_run *X) {
     const jn_ir_graph *g = X->g;
     for (int32_t i = 0; i < g->ninputs; i++)
         if (X->inputs[i] && !X->owned[i]) X->vers[i] = X->inputs[i]->storage->version;
-    double t0 = rp_now();
+    double t0 = jn_rt_seconds();
     jn_rt_private_ids++;
     jn_status s = R->cg ? jn_ex_cuda_graphs_run(R->cg, X->G->x, X->inputs, X->res->syms, X->outs)
                         : jn_ex_run_scalars(X->G->x, X->inputs, X->res->scalars, X->res->syms, X->outs);
     jn_rt_private_ids--;
-    X->G->seconds += rp_now() - t0;
-    if (R->cfg.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (rp_now() - t0));
+    X->G->seconds += jn_rt_seconds() - t0;
+    if (R->cfg.debug) fprintf(stderr, "[rp] graph %s ran in %.3f ms\n", g->name, 1e3 * (jn_rt_seconds() - t0));
     for (int32_t i = 0; i < g->ninputs; i++)
         if (X->inputs[i] && !X->owned[i]) X->inputs[i]->storage->version = X->vers[i];
     if (!s) return 0;

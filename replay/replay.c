@@ -12,18 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "jn_autograd.h"
 #include "jn_db.h"
 #include "jn_settings.h"
 #include "rp_internal.h"
 
-double rp_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------ config */
 void jn_rp_config_default(jn_rp_config *cfg) {
@@ -69,7 +63,7 @@ static jn_status seg_end_captured(jn_replay *R) {
     R->segments++;
     if (R->cfg.debug)
         fprintf(stderr, "[rp] segment of %lld ops captured in %.3f ms\n", (long long)R->nops,
-                1e3 * (rp_now() - R->t_begin));
+                1e3 * (jn_rt_seconds() - R->t_begin));
     char why[1024] = "";
     int cause = RP_BW_FELL_MISS;
     if (k == JN_RP_MATCH_COMPLETE) {
@@ -84,8 +78,8 @@ static jn_status seg_end_captured(jn_replay *R) {
             if (res.nextrap) rp_note_extrap(R, res.graph, res.extrap, res.nextrap);
             rp_tl_hit(&R->tl, res.graph, res.nevents, R->g[res.graph].seconds);
             if (R->cfg.debug)
-                fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (rp_now() - R->t_begin),
-                        rp_now());
+                fprintf(stderr, "[rp] segment done %.3f ms after its start (t=%.3f)\n", 1e3 * (jn_rt_seconds() - R->t_begin),
+                        jn_rt_seconds());
             return JN_OK;
         }
         if (rc < 0) {
@@ -114,7 +108,7 @@ jn_status rp_seg_end(jn_replay *R) {
  * segment that began at a step start) */
 static void seg_begin(jn_replay *R, int entry, int step) {
     if (!R->on) return;
-    rp_tl_boundary(&R->tl, step, rp_now());
+    rp_tl_boundary(&R->tl, step, jn_rt_seconds());
     if (R->deferred) rp_slice_gc(R);
     jn_rp_match_begin(R->mt, entry);
     R->seg_entry = entry;
@@ -122,7 +116,7 @@ static void seg_begin(jn_replay *R, int entry, int step) {
     jn_rt_capturing = 1;
     R->seg_seq0 = jn_ag_seq_now() + 1;
     R->seg_t0 = 0;
-    if (R->cfg.debug) R->t_begin = rp_now();
+    if (R->cfg.debug) R->t_begin = jn_rt_seconds();
 }
 
 /* ------------------------------------------------------------ object */
@@ -171,7 +165,7 @@ jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg
     jn_set_dispatch_hook(&dh);
     seg_begin(R, 0, 1);
     /* after the first seg_begin (no step of its own); out of memory: no timeline, the replay goes on */
-    (void)rp_tl_begin(&R->tl, R->m->ngraphs, rp_now());
+    (void)rp_tl_begin(&R->tl, R->m->ngraphs, jn_rt_seconds());
     *out = R;
     return JN_OK;
 }

@@ -309,7 +309,7 @@ void rp_write_counters(jn_replay *R) {
             s = jn_db_replay_put(db, R->run_id, gr, ng, mr, R->nmiss, xr, R->nxp);
             if (!s) s = rp_write_regions(R, db);
             if (!s) s = rp_write_backward(R, db);
-            if (!s) s = rp_tl_write(&R->tl, db, R->run_id, R->m, rp_now());
+            if (!s) s = rp_tl_write(&R->tl, db, R->run_id, R->m, jn_rt_seconds());
         }
         if (s) fprintf(stderr, "janus replay: could not write the counters to %s: %s\n", R->db_path, jn_errmsg());
         free(gr);

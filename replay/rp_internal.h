@@ -277,7 +277,7 @@ void rp_region_summary(const jn_replay *R, char *buf, size_t n);
 void rp_region_free(jn_replay *R);
 
 /* ------------------------------------------------------------ helpers */
-double rp_now(void);
+/* The replay's timers (segments, timing's choice) read jn_rt_seconds. */
 
 /* The home slot of pointer p in an open-addressed table of nslot (a power
  * of two) slots; probing goes on linearly.  Fibonacci hashing: the high

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static jn_opinfo infos[JN_NOPS] = {
 #define JN_OP(name, nin, nout, flags, attrs) {#name, nin, nout, flags, attrs, 0, {0}, {{0}}, {0}, {0}},
@@ -248,22 +247,18 @@ static jn_status run_device_kernel(jn_op op, int dev, int nin, jn_tensor *const 
 /* ------------------------------------------------------- kernel clock */
 typedef struct {
     int on, depth;
-    uint64_t t0, ns, calls;
+    double t0, sec;
+    uint64_t calls;
 } kclock;
 static _Thread_local kclock kc;
 int jn_rt_kclock_threads;
 
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 void jn_rt_kclock_begin_slow(void) {
-    if (kc.on && !kc.depth++) kc.t0 = now_ns();
+    if (kc.on && !kc.depth++) kc.t0 = jn_rt_seconds();
 }
 void jn_rt_kclock_end_slow(void) {
     if (kc.on && !--kc.depth) {
-        kc.ns += now_ns() - kc.t0;
+        kc.sec += jn_rt_seconds() - kc.t0;
         kc.calls++;
     }
 }
@@ -275,7 +270,7 @@ void jn_rt_kclock_set(int on) {
     __atomic_add_fetch(&jn_rt_kclock_threads, on ? 1 : -1, __ATOMIC_RELAXED);
 }
 void jn_rt_kclock_read(double *seconds, uint64_t *calls) {
-    *seconds = 1e-9 * (double)kc.ns;
+    *seconds = kc.sec;
     *calls = kc.calls;
 }
 

@@ -143,11 +143,6 @@ int jn_rt_dist_any_thread(void) { return !pg.mpi_lib || pg.any_thread; }
  * times a collective from the first poll that saw it running, so a hung
  * collective ends the job between timeout and timeout + 2 periods (1.25 x
  * timeout) after it started. */
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void *watchdog(void *arg) {
     (void)arg;
@@ -166,10 +161,10 @@ static void *watchdog(void *arg) {
         long long seq = __atomic_load_n(&pg.seq, __ATOMIC_ACQUIRE);
         if (pg.stop || !what) continue;
         if (seq != seen) { /* a collective started since the last poll: time it from now */
-            seen = seq, since = now_s();
+            seen = seq, since = jn_rt_seconds();
             continue;
         }
-        if (now_s() - since >= pg.timeout) {
+        if (jn_rt_seconds() - since >= pg.timeout) {
             char why[256];
             snprintf(why, sizeof why, "%s (collective #%lld) got no answer from the other ranks within %g s "
                      "(JANUS_DIST_TIMEOUT): a rank is lost or runs different collectives", what, seq, pg.timeout);

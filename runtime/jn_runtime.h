@@ -424,6 +424,7 @@ extern int jn_rt_private_ids;
  * clock is on (a plain load: a thread-local one costs a __tls_get_addr
  * call in this shared object), and only then the thread's own state. */
 extern int jn_rt_kclock_threads;
+double jn_rt_seconds(void); /* CLOCK_MONOTONIC seconds: every timer of the runtime and of replay */
 void jn_rt_kclock_begin_slow(void);
 void jn_rt_kclock_end_slow(void);
 static inline void jn_rt_kclock_begin(void) {

@@ -164,7 +164,7 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static double seconds(void) {
+double jn_rt_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -216,12 +216,12 @@ void jn_parallel_for(int64_t n, int64_t grain, jn_range_fn fn, void *ctx) {
     in_worker = 1;
     int64_t i = claim(gen, j.nchunks);
     if (i >= 0) {
-        double t0 = seconds();
+        double t0 = jn_rt_seconds();
         run(&j, i);
-        double patience = seconds() - t0; /* what one chunk takes */
+        double patience = jn_rt_seconds() - t0; /* what one chunk takes */
         for (;;) { /* chunks left: give a worker `patience` to take them before taking one back */
-            double t1 = seconds();
-            while ((LD(pool.ticket) & 0xffffffffu) > 0 && seconds() - t1 < patience) cpu_relax();
+            double t1 = jn_rt_seconds();
+            while ((LD(pool.ticket) & 0xffffffffu) > 0 && jn_rt_seconds() - t1 < patience) cpu_relax();
             if ((i = claim(gen, j.nchunks)) < 0) break;
             run(&j, i);
         }

@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "jn_backend.h"
 #include "jn_settings.h"
@@ -402,11 +401,6 @@ jn_status jn_rt_cudnn_device(char *buf, size_t n) {
     return JN_OK;
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int jn_rt_cudnn_pick(const jn_rt_cudnn_choice *perf, int n, int kind, jn_dtype dt) {
     int full = dt == JN_F32 || dt == JN_F64; /* no TF32: FMA-only algorithms */
@@ -490,7 +484,7 @@ jn_status jn_rt_cudnn_conv_run(int kind, const jn_rt_cudnn_conv *c, void *stream
         jn_cudnn_perf perf[16];
         jn_rt_cudnn_choice ch[16];
         int got = 0, oom = 0;
-        double t0 = now_s();
+        double t0 = jn_rt_seconds();
         memset(perf, 0, sizeof perf);
         DNN(dnn.get_algo[kind](dnn.handle, d1, d2, cd, d3, 16, &got, perf), what);
         got = got < 16 ? got : 16;
@@ -513,7 +507,7 @@ jn_status jn_rt_cudnn_conv_run(int kind, const jn_rt_cudnn_conv *c, void *stream
             for (int i = 0; i < got; i++)
                 if (ch[i].algo == algo) ch[i].status = -1;
         }
-        cache_put(key, algo, wsize, now_s() - t0);
+        cache_put(key, algo, wsize, jn_rt_seconds() - t0);
     } else if (wsize && !(wsp = ws->alloc(wsize, &token))) {
         s = JN_ERR_NOMEM; /* the allocator set the message */
         goto done;

@@ -592,6 +592,7 @@ extern PyMethodDef jn_py_autograd_methods[];      /* autograd_py.c */
 extern PyMethodDef jn_py_recorder_methods[];      /* recorder_py.c */
 extern PyMethodDef jn_py_replay_methods[];        /* replay_py.c */
 extern PyMethodDef jn_py_region_methods[];        /* region_py.c */
+extern PyMethodDef jn_py_module_call_methods[];   /* module_call.c */
 extern PyMethodDef jn_py_cuda_methods[];          /* cuda_py.c */
 extern PyMethodDef jn_py_autocast_methods[];      /* autocast_py.c */
 extern PyMethodDef jn_py_settings_table_methods[]; /* settings_table_py.c */
@@ -632,6 +633,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (PyModule_AddFunctions(m, jn_py_recorder_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_replay_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_region_methods) < 0) goto fail;
+    if (PyModule_AddFunctions(m, jn_py_module_call_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_cuda_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_autocast_methods) < 0) goto fail;
     if (PyModule_AddFunctions(m, jn_py_settings_table_methods) < 0) goto fail;

@@ -213,6 +213,10 @@ static void storage_block_release(jn_storage *st) {
 }
 
 static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t *shape) {
+    /* The id first: a locked add waits for the stores before it to drain, and
+     * after header_alloc's clearing those include the header's own lines (cold
+     * when the header comes from the cache: measured ~2/3 of this function). */
+    int64_t id = __atomic_fetch_add(jn_rt_private_ids ? &next_private_id : &next_id, 1, __ATOMIC_RELAXED);
     jn_tensor *t = header_alloc();
     if (!t) {
         jn_error(JN_ERR_NOMEM, "out of memory allocating a tensor header");
@@ -224,7 +228,7 @@ static jn_tensor *header(jn_storage *st, jn_dtype dtype, int ndim, const int64_t
     t->ndim = ndim;
     for (int d = 0; d < ndim; d++) t->shape[d] = shape[d]; /* a few dims: no libc call */
     jn_contiguous_strides(ndim, t->shape, t->strides);
-    t->id = __atomic_fetch_add(jn_rt_private_ids ? &next_private_id : &next_id, 1, __ATOMIC_RELAXED);
+    t->id = id;
     return t;
 }
 

@@ -18,9 +18,12 @@ Records a short run, `janus optimize`s it, then runs the script under
 plain PyTorch (and torch.compile with --torch-compile), rotated so no mode
 always runs first; reports the median CPU time per step, the median of the
 back-to-back eager/replay ratios, and checks that the janus modes printed
-the same losses.
+the same losses.  With --kernel-clock the janus processes also time their
+kernels (JANUS_KERNEL_CLOCK) and the host time per step outside them is
+printed, with the most replay could gain were its host time zero (janus
+eager's CPU per step over replay's time inside kernels).
 
-    JANUS_BUILD_DIR=build python3 benchmarks/bench_word_lm.py [--repeats 5] [--steps 300]
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_word_lm.py [--repeats 5] [--steps 300] [--kernel-clock]
 """
 import argparse
 import importlib.util
@@ -79,6 +82,7 @@ t0 = None
 for s in range(steps):
     if s == 20:
         t0 = time.process_time()
+        k0 = torch._C._kernel_clock()[0] if hasattr(torch._C, "_kernel_clock") else None  # janus only
     i = (s * T) % (ncol - T - 1)
     x, y = data[i:i + T], data[i + 1:i + 1 + T].reshape(-1)
     hidden = (hidden[0].detach(), hidden[1].detach())
@@ -91,6 +95,8 @@ for s in range(steps):
     if s % 50 == 0:
         print(f"step {{s}} loss {{loss.item():.6f}}")
 print(f"{{1e3 * (time.process_time() - t0) / (steps - 20):.4f}} ms CPU/step")
+if k0 is not None:  # JANUS_KERNEL_CLOCK
+    print(f"{{1e3 * (torch._C._kernel_clock()[0] - k0) / (steps - 20):.4f}} ms in kernels/step")
 '''
 
 
@@ -102,10 +108,15 @@ def main():
     ap.add_argument("--record-steps", type=int, default=60)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--torch-compile", action="store_true", help="also time torch.compile (slow to compile)")
+    ap.add_argument("--kernel-clock", action="store_true",
+                    help="also time janus's kernels (JANUS_KERNEL_CLOCK) and print the host time per step "
+                         "outside them")
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"no {JANUS}: build first (scripts/setup.sh)")
     e = child_env(BUILD, args.threads)
+    if args.kernel_clock:
+        e["JANUS_KERNEL_CLOCK"] = "1"
     je = dict(e, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python")] + [e.get("PYTHONPATH", "")]))
     has_torch = importlib.util.find_spec("torch") is not None
     with tempfile.TemporaryDirectory() as d:
@@ -118,6 +129,7 @@ def main():
         modes = janus_modes + (["pytorch"] if has_torch else []) + (["torch.compile"] if has_torch and
                                                                     args.torch_compile else [])
         cpu = {m: [] for m in modes}
+        kern = {m: [] for m in janus_modes}
         losses, hit = {}, {}
         for r in range(args.repeats):
             k = r % len(modes)
@@ -132,6 +144,9 @@ def main():
                     env = e
                 out = run(cmd, env)
                 cpu[m].append(float(re.search(r"([\d.]+) ms CPU/step", out).group(1)))
+                kc = re.search(r"([\d.]+) ms in kernels/step", out)
+                if kc and m in kern:
+                    kern[m].append(float(kc.group(1)))
                 losses[m] = re.findall(r"step \d+ loss \S+", out)
                 h = re.search(r"([\d.]+)% hit rate", out)
                 hit[m] = h.group(1) + "%" if h else "-"
@@ -144,6 +159,12 @@ def main():
         ratios = [b / a for a, b in zip(cpu[m], cpu["eager"])]
         print(f"  janus eager / {m} CPU per step, per run of the rotation: {statistics.median(ratios):.2f}x "
               f"(runs {min(ratios):.2f}-{max(ratios):.2f}x; above 1: {m} is faster than janus eager)")
+    if args.kernel_clock:
+        host = {m: statistics.median(c - k for c, k in zip(cpu[m], kern[m])) for m in janus_modes}
+        print("  host ms/step outside kernels (CPU minus inside kernels): " +
+              ", ".join(f"{m} {host[m]:.3f} (inside {statistics.median(kern[m]):.3f})" for m in janus_modes))
+        print(f"  with no host time at all, replay's own kernels allow janus eager/replay "
+              f"{statistics.median(cpu['eager']) / statistics.median(kern['replay']):.2f}x at most")
     print(f"  losses printed by the janus modes: {'identical' if same else 'DIFFER'}")
     if not same:
         sys.exit(1)

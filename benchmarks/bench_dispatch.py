@@ -1,7 +1,9 @@
 """Per-call overhead of small ops from Python: janus vs numpy vs PyTorch eager.
 
 Each row times one call on 4-element float32 tensors (so the time is the
-Python -> dispatcher -> kernel -> Python path, not arithmetic), reports the
+Python -> dispatcher -> kernel -> Python path, not arithmetic), and a call
+of a module that returns its input against its forward alone (what
+nn.Module.__call__ adds per call), reports the
 median over repeats of timeit batches in microseconds, and the ratio to
 janus.  Run from the repository root:
 
@@ -40,7 +42,17 @@ CASES = [
     ("a[1]", "a[1]", "an[1]", "at[1]"),
     ("a.view(2, 2)", "a.view(2, 2)", "an.reshape(2, 2)", "at.view(2, 2)"),
     ("a.shape", "a.shape", "an.shape", "at.shape"),
+    # a module call's own cost (nn.Module.__call__, csrc/module_call.c): m returns its input
+    ("m(a)", "m(a)", None, "mt(at)"),
+    ("m.forward(a)", "m.forward(a)", None, "mt.forward(at)"),
 ]
+
+
+def identity_module(nn):
+    class Identity(nn.Module):
+        def forward(self, x):
+            return x
+    return Identity()
 
 
 def measure(stmt, env, number, repeat):
@@ -61,7 +73,9 @@ def main():
     if np is not None:
         env["an"] = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
         env["bn"] = np.array([0.5, 0.25, 0.125, 1.0], np.float32)
+    env["m"] = identity_module(janus.nn)
     if torch is not None:
+        env["mt"] = identity_module(torch.nn)
         env["at"] = torch.tensor([1.0, 2.0, 3.0, 4.0])
         env["bt"] = torch.tensor([0.5, 0.25, 0.125, 1.0])
 

@@ -42,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from replay_env import child_env, run  # noqa: E402
+from replay_env import child_env, print_kernel_split, run  # noqa: E402
 
 SCRIPT = r'''
 import sys, time
@@ -122,11 +122,7 @@ def main():
         print(f"  eager/{m} CPU per step, per run of the rotation: {statistics.median(ratios):.2f}x "
               f"(runs {min(ratios):.2f}-{max(ratios):.2f}x; below 1: slower than eager)")
     if args.kernel_clock:
-        host = {m: statistics.median(c - k for c, k in zip(cpu[m], kern[m])) for m in modes}
-        print("  host ms/step outside kernels (CPU minus inside kernels): " +
-              ", ".join(f"{m} {host[m]:.3f} (inside {statistics.median(kern[m]):.3f})" for m in modes))
-        print(f"  with no host time at all, replay's own kernels allow eager/replay "
-              f"{statistics.median(cpu['eager']) / statistics.median(kern['replay']):.2f}x at most")
+        print_kernel_split(cpu, kern, modes, "eager")
     print(f"  losses printed by every mode: {'identical' if same else 'DIFFER'}")
     if not same:
         sys.exit(1)

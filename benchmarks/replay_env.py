@@ -1,7 +1,9 @@
 """What the replay benchmarks share: the environment a timed child process
 runs in (this build, a fixed thread count, none of the replay or record
-switches the caller's shell may have set), and running one such child."""
+switches the caller's shell may have set), running one such child, and
+the lines a kernel-clocked run prints."""
 import os
+import statistics
 import subprocess
 import sys
 
@@ -22,3 +24,14 @@ def run(cmd, e, timeout=1800):
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
     return p.stdout + p.stderr
+
+
+def print_kernel_split(cpu, kern, modes, eager="eager"):
+    """Host time per step outside kernels per mode (CPU minus inside kernels,
+    JANUS_KERNEL_CLOCK), and the most replay could gain with no host time:
+    the eager mode's CPU per step over replay's time inside kernels."""
+    host = {m: statistics.median(c - k for c, k in zip(cpu[m], kern[m])) for m in modes}
+    print("  host ms/step outside kernels (CPU minus inside kernels): " +
+          ", ".join(f"{m} {host[m]:.3f} (inside {statistics.median(kern[m]):.3f})" for m in modes))
+    print(f"  with no host time at all, replay's own kernels allow {eager}/replay "
+          f"{statistics.median(cpu['eager']) / statistics.median(kern['replay']):.2f}x at most")

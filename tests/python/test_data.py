@@ -230,6 +230,49 @@ def test_samplers():
     assert sorted(sub) == [3, 5, 7]
 
 
+def _batches_one_by_one(sampler, size, drop_last):
+    """BatchSampler's batches as an element loop makes them (the reference)."""
+    batch = []
+    for idx in sampler:
+        batch.append(idx)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch and not drop_last:
+        yield batch
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("kind", ["perm", "perm-global", "two-perms-global", "short", "replacement-global",
+                                  "sequential", "list"])
+def test_batch_sampler_pulls_like_an_element_loop(kind, drop_last):
+    """BatchSampler takes its batches in chunks (and a default random sampler's
+    permutation whole): the same batches, and the same random draws at the same
+    moments, as pulling indices one by one -- a global-stream sampler's draws
+    interleave with the step's own (here a janus.rand after every batch)."""
+    ds = list(range(10))
+
+    def sampler():
+        return {"perm": lambda: RandomSampler(ds, generator=Gen(4)),
+                "perm-global": lambda: RandomSampler(ds),
+                "two-perms-global": lambda: RandomSampler(ds, num_samples=20),
+                "short": lambda: RandomSampler(ds, num_samples=7, generator=Gen(4)),
+                "replacement-global": lambda: RandomSampler(ds, replacement=True, num_samples=70),
+                "sequential": lambda: SequentialSampler(ds),
+                "list": lambda: [7, 3, 3, 9, 1]}[kind]()
+
+    def run(batches):
+        janus.manual_seed(11)
+        out = []
+        for b in batches:
+            out.append((list(b), janus.rand(2).tolist()))
+        return out
+
+    got = run(BatchSampler(sampler(), 3, drop_last))
+    want = run(_batches_one_by_one(sampler(), 3, drop_last))
+    assert got == want and len(got) == len(BatchSampler(sampler(), 3, drop_last))
+
+
 def test_batch_sampler_and_sampler_options():
     ds = TensorDataset(janus.arange(6))
     dl = DataLoader(ds, batch_sampler=[[5, 0], [1, 2, 3]])

@@ -14,6 +14,8 @@ advanced offset is written back to g.offset and the global state restored.
 _FallbackGenerator is such an object (.manual_seed(s), .seed, .offset) for
 front ends without janus.Generator.
 """
+import itertools
+
 import janus
 from janus import _C
 
@@ -122,10 +124,13 @@ class RandomSampler(Sampler):
                 yield from _draw("randint", g, 0, n, (rest,), dtype=janus.int64).tolist()
         else:
             for _ in range(self.num_samples // n):
-                yield from _draw("randperm", g, n).tolist()
+                yield from self._permutation(n)
             rest = self.num_samples % n
             if rest:
-                yield from _draw("randperm", g, n).tolist()[:rest]
+                yield from self._permutation(n)[:rest]
+
+    def _permutation(self, n):
+        return _draw("randperm", self.generator, n).tolist()
 
     def __len__(self):
         return self.num_samples
@@ -160,14 +165,21 @@ class BatchSampler(Sampler):
         self.drop_last = drop_last
 
     def __iter__(self):
-        batch = []
-        for idx in self.sampler:
-            batch.append(idx)
+        # islice pulls the same indices at the same moments as an element loop
+        # (a random sampler draws lazily), without a Python step per index
+        smp = self.sampler
+        if type(smp) is RandomSampler and not smp.replacement and smp.num_samples == len(smp.data_source):
+            it = iter(smp._permutation(len(smp.data_source)))  # its one draw, at the first pull as before
+        else:
+            it = iter(smp)
+        while True:
+            batch = list(itertools.islice(it, self.batch_size))
             if len(batch) == self.batch_size:
                 yield batch
-                batch = []
-        if batch and not self.drop_last:
-            yield batch
+                continue
+            if batch and not self.drop_last:
+                yield batch
+            return
 
     def __len__(self):
         if self.drop_last:

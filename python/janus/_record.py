@@ -141,8 +141,11 @@ def _analyze_code(code):
 # -------------------------------------------------------------- steps
 def _end_step(kind):
     if not active:
-        from . import _replay  # janus.step() also ends a replayed (or timed eager) step
-        _replay.end_step()
+        # janus.step() also ends a replayed (or timed eager) step; without janus._replay
+        # imported there is none to end (and no import per step)
+        rp = sys.modules.get("janus._replay")
+        if rp is not None:
+            rp.end_step()
         return
     try:
         _C._rec_end_step(kind)

@@ -504,16 +504,16 @@ def expand_as(self, other):
 
 @both
 def flatten(input, start_dim=0, end_dim=-1):
-    if start_dim == 0 and end_dim == -1:
-        return reshape(input, -1)
     if input.dim() == 0:
         return reshape(input, (1,))
     s = _wrap_dim(start_dim, input.dim(), "flatten")
     e = _wrap_dim(end_dim, input.dim(), "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    if s == e:
-        return input._alias()
+    if s == e:  # nothing to merge: the input itself, as PyTorch (x.flatten(1) is x for a matrix)
+        return input
+    if s == 0 and e == input.dim() - 1:
+        return reshape(input, -1)
     shp = tuple(input.shape)
     n = 1
     for x in shp[s:e + 1]:

@@ -610,6 +610,17 @@ def test_shape_functions():
     assert [t.shape[1] for t in janus.chunk(x, 2, 1)] == [2, 1]
     assert [t.shape[2] for t in janus.tensor_split(x, 3, 2)] == [2, 1, 1]
     np.testing.assert_array_equal(x.flatten(1).numpy(), xn.reshape(2, 12))
+    # nothing to merge: the input itself, as PyTorch returns it (a Flatten before a
+    # Linear on flat input stays one replaceable region); a 0-d tensor becomes [1]
+    m = x.view(6, 4)
+    assert m.flatten(1) is m and m.flatten(0, 0) is m and janus.flatten(m, -1, -1) is m
+    v = janus.arange(5)
+    assert v.flatten() is v and janus.nn.Flatten(0)(v) is v
+    z = janus.tensor(3.0)
+    assert z.flatten() is not z and z.flatten().shape == (1,)
+    np.testing.assert_array_equal(x.flatten().numpy(), xn.reshape(-1))
+    with pytest.raises(RuntimeError, match="start_dim cannot come after end_dim"):
+        x.flatten(2, 1)
     np.testing.assert_array_equal(x.unflatten(2, (2, 2)).numpy(), xn.reshape(2, 3, 2, 2))
     np.testing.assert_array_equal(x.movedim(0, 2).numpy(), np.moveaxis(xn, 0, 2))
     np.testing.assert_array_equal(x.flip(1).numpy(), xn[:, ::-1])

@@ -143,7 +143,6 @@ int jn_rt_dist_any_thread(void) { return !pg.mpi_lib || pg.any_thread; }
  * times a collective from the first poll that saw it running, so a hung
  * collective ends the job between timeout and timeout + 2 periods (1.25 x
  * timeout) after it started. */
-
 static void *watchdog(void *arg) {
     (void)arg;
     long long seen = -1; /* the collective the polls have seen running, and since when */

@@ -401,7 +401,6 @@ jn_status jn_rt_cudnn_device(char *buf, size_t n) {
     return JN_OK;
 }
 
-
 int jn_rt_cudnn_pick(const jn_rt_cudnn_choice *perf, int n, int kind, jn_dtype dt) {
     int full = dt == JN_F32 || dt == JN_F64; /* no TF32: FMA-only algorithms */
     int first = -1;

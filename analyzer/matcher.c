@@ -603,9 +603,7 @@ jn_status jn_an_events(jn_db *db, int64_t run_id, jn_an_event_fn fn, void *ctx) 
         steps = NULL;
     }
     free(runs);
-    free(c.sb.ev);
-    free(c.sb.tr);
-    free(c.sb.attrs);
+    free(c.sb.ev), free(c.sb.tr), free(c.sb.attrs), free(c.sb.reg), free(c.sb.rargs);
     free(c.opmap);
     return s;
 }

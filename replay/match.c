@@ -67,7 +67,8 @@ typedef struct {
 /* failure codes */
 enum {
     F_OP = 1, F_ARITY, F_ATTR, F_DTYPE, F_DEVICE, F_RANK, F_DIM, F_SYM, F_SYMBIND, F_BIND, F_IDENT, F_NOTTENSOR,
-    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART, F_OUTRANK, F_OUTDIM
+    F_NOTSCALAR, F_PYTYPE, F_SCALAR, F_SCALARVAR, F_EXTRA, F_TRIP, F_SHORT, F_NOSTART, F_OUTRANK, F_OUTDIM,
+    F_BINDTAKEN
 };
 
 typedef struct {
@@ -77,6 +78,25 @@ typedef struct {
     int64_t event;
     double seen, want;
 } mfail;
+
+/* The state tensors of a run (BIND guards).  A state input is one tensor
+ * throughout a run, not the tensor the recording gave that id: ids count
+ * every tensor a process made before, so a script that makes one more
+ * tensor before its model (or its optimizer state, made at the first
+ * step) would otherwise miss in every step.  Per recorded id (`rec`,
+ * sorted, every graph's), the tensor the first hit that bound it took
+ * (`live`, 0: none yet), and the way back (a tensor id -> its recorded id's
+ * index, open addressing; one tensor is never two recorded ones, so two
+ * state inputs the recording kept apart are never one tensor here). */
+typedef struct {
+    int64_t *rec;
+    uint64_t *live;
+    int32_t n;
+    uint64_t *hkey;
+    int32_t *hval;
+    int64_t nslot;
+    int32_t *fixed;                 /* scratch of state_commit: the ones a hit fixes (one per input) */
+} sbind;
 
 typedef struct {
     int32_t gi;
@@ -88,6 +108,8 @@ typedef struct {
     int32_t *sym_guard;             /* per symbol: its SYM guard, -1 */
     int32_t *in_guard;              /* per input: GI_N slots (dtype, device, bind, scalar, pytype) */
     int32_t *dim_guard;             /* per input * JN_MAX_DIMS */
+    int32_t *in_sb;                 /* per input: its recorded id's index in sb, -1 (not a bound state) */
+    sbind *sb;                      /* the matcher's */
 } mgraph;
 
 /* A cursor: one way of following graph P so far (a loop's end forks one
@@ -132,6 +154,7 @@ struct jn_rp_matcher {
     int slow;                       /* the single-cursor fast path off (jn_rp_match_set_fast) */
     int64_t nfast;                  /* events it decided */
     int64_t nknown;                 /* ... of which with checks known to hold (jn_rp_match_feed_at) */
+    sbind sb;
     char why[2048];
 };
 
@@ -237,7 +260,7 @@ static const char *check_ref(const mgraph *G, int32_t t, const mref *x) {
 
 static void graph_free(mgraph *G) {
     for (int32_t t = 0; G->tok && t < G->ntok; t++) free(G->tok[t].in);
-    free(G->tok), free(G->loop), free(G->sym_guard), free(G->in_guard), free(G->dim_guard);
+    free(G->tok), free(G->loop), free(G->sym_guard), free(G->in_guard), free(G->dim_guard), free(G->in_sb);
 }
 
 /* Per symbol, input and dim: the guard of G's graph on it, -1; each
@@ -432,6 +455,76 @@ static void cursor_free(mcur *C) {
     free(C);
 }
 
+/* ------------------------------------------------------ state tensors */
+static int64_t sb_home(const sbind *S, uint64_t id) {
+    return (int64_t)((id * 0x9E3779B97F4A7C15ull) >> 29) & (S->nslot - 1);
+}
+
+/* The index of the recorded id tensor `id` is bound to in this run, -1. */
+static int32_t sb_find(const sbind *S, uint64_t id) {
+    for (int64_t i = sb_home(S, id);; i = (i + 1) & (S->nslot - 1)) {
+        if (!S->hkey[i]) return -1;
+        if (S->hkey[i] == id) return S->hval[i];
+    }
+}
+
+static void sb_put(sbind *S, uint64_t id, int32_t k) {
+    int64_t i = sb_home(S, id);
+    while (S->hkey[i] && S->hkey[i] != id) i = (i + 1) & (S->nslot - 1);
+    S->hkey[i] = id;
+    S->hval[i] = k;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The recorded ids of every graph's bound state inputs, once each, and per
+ * input its index (at load). */
+static jn_status index_state(jn_rp_matcher *mt) {
+    sbind *S = &mt->sb;
+    int64_t n = 0, most = 1;
+    for (int32_t k = 0; k < mt->ngr; k++) {
+        const jn_ir_graph *g = mt->gr[k].g;
+        for (int32_t i = 0; i < g->ninputs; i++) n += g->inputs[i].kind == JN_IR_IN_STATE && g->inputs[i].bind;
+        if (g->ninputs > most) most = g->ninputs;
+    }
+    S->nslot = 16;
+    while (S->nslot < 2 * n + 2) S->nslot *= 2;
+    S->rec = malloc(sizeof *S->rec * (size_t)(n + 1));
+    S->live = calloc((size_t)n + 1, sizeof *S->live);
+    S->hkey = calloc((size_t)S->nslot, sizeof *S->hkey);
+    S->hval = malloc(sizeof *S->hval * (size_t)S->nslot);
+    S->fixed = malloc(sizeof *S->fixed * (size_t)most);
+    if (!S->rec || !S->live || !S->hkey || !S->hval || !S->fixed)
+        return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+    n = 0;
+    for (int32_t k = 0; k < mt->ngr; k++) {
+        const jn_ir_graph *g = mt->gr[k].g;
+        for (int32_t i = 0; i < g->ninputs; i++)
+            if (g->inputs[i].kind == JN_IR_IN_STATE && g->inputs[i].bind) S->rec[n++] = g->inputs[i].bind;
+    }
+    qsort(S->rec, (size_t)n, sizeof *S->rec, cmp_i64);
+    S->n = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!S->n || S->rec[S->n - 1] != S->rec[i]) S->rec[S->n++] = S->rec[i];
+    for (int32_t k = 0; k < mt->ngr; k++) {
+        mgraph *G = &mt->gr[k];
+        const jn_ir_graph *g = G->g;
+        G->sb = S;
+        if (!(G->in_sb = malloc(sizeof *G->in_sb * ((size_t)g->ninputs + 1))))
+            return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
+        for (int32_t i = 0; i < g->ninputs; i++) {
+            const int64_t *at = NULL;
+            if (g->inputs[i].kind == JN_IR_IN_STATE && g->inputs[i].bind)
+                at = bsearch(&g->inputs[i].bind, S->rec, (size_t)S->n, sizeof *S->rec, cmp_i64);
+            G->in_sb[i] = at ? (int32_t)(at - S->rec) : -1;
+        }
+    }
+    return JN_OK;
+}
+
 void jn_rp_match_free(jn_rp_matcher *mt) {
     if (!mt) return;
     for (int32_t i = 0; i < mt->ngr; i++) graph_free(&mt->gr[i]);
@@ -439,6 +532,7 @@ void jn_rp_match_free(jn_rp_matcher *mt) {
     for (int32_t k = 0; k < mt->npool; k++) cursor_free(mt->pool[k]);
     free(mt->gr), free(mt->by_graph), free(mt->start), free(mt->start0), free(mt->alive), free(mt->ev_ids);
     free(mt->ev_tok);
+    free(mt->sb.rec), free(mt->sb.live), free(mt->sb.hkey), free(mt->sb.hval), free(mt->sb.fixed);
     free(mt);
 }
 
@@ -505,6 +599,7 @@ jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
         }
         free(fill);
     }
+    if (!s) s = index_state(mt);
     /* the cursor pool, each sized for the largest program */
     int64_t ms = 1, mi = 1, ml = 1, mtk = 1, mg = 1;
     for (int32_t i = 0; !s && i < mt->ngr; i++) {
@@ -692,8 +787,13 @@ static int bind_input(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg)
     if (a->ndim != v->ndim) return fail(G, F_RANK, arg, -1, a->ndim, v->ndim);
     for (int d = 0; d < v->ndim; d++)
         if (!match_dim(G, v->shape[d], a->shape[d], arg, G->P->dim_guard[i * JN_MAX_DIMS + d])) return 0;
-    if (in->kind == JN_IR_IN_STATE && in->bind && (int64_t)a->id != in->bind)
-        return fail(G, F_BIND, arg, gg[GI_BIND], (double)a->id, (double)in->bind);
+    if (G->P->in_sb[i] >= 0) { /* a state input: its run's tensor, or one no other state has */
+        const sbind *S = G->P->sb;
+        uint64_t live = S->live[G->P->in_sb[i]];
+        if (live && a->id != live) return fail(G, F_BIND, arg, gg[GI_BIND], (double)a->id, (double)live);
+        int32_t k2 = live ? -1 : sb_find(S, a->id);
+        if (k2 >= 0) return fail(G, F_BINDTAKEN, arg, gg[GI_BIND], (double)a->id, (double)S->rec[k2]);
+    }
     G->ibound[i] = 1;
     G->in_ev[i] = G->done;
     G->in_arg[i] = arg;
@@ -1128,6 +1228,24 @@ static void explain(jn_rp_matcher *mt) {
         snprintf(w, n, "the segment ended after %lld ops; graph %s expects %s%s next", (long long)f->event, g->name,
                  op_name(T->op), site);
         break;
+    case F_BIND:
+    case F_BINDTAKEN: {
+        const jn_ir_guard *q = f->guard >= 0 && f->guard < g->nguards ? &g->guards[f->guard] : NULL;
+        int32_t v = q ? q->value : -1, def = v >= 0 && v < g->nvalues && g->values[v].kind == JN_IR_V_INPUT
+                                                 ? g->values[v].def : -1;
+        char first[600] = "";
+        if (def >= 0 && def < g->ninputs) site_str(mt->m, g->inputs[def].site, first, sizeof first);
+        long long rec = q ? (long long)q->lo : 0;
+        if (f->code == F_BIND)
+            snprintf(w, n, "%s: %s: state %%%d is tensor id %.0f, but this run's earlier hits bound it to tensor id "
+                     "%.0f (a state input is one tensor throughout a run; recorded as id %lld, first used%s)", where,
+                     arg, v, f->seen, f->want, rec, first[0] ? first : " here");
+        else
+            snprintf(w, n, "%s: %s: state %%%d (recorded as id %lld, first used%s) is tensor id %.0f, which this run "
+                     "already binds to the state recorded as id %.0f: two state tensors of the recording are one "
+                     "tensor here", where, arg, v, rec, first[0] ? first : " here", f->seen, f->want);
+        break;
+    }
     case F_SYMBIND:
         if (f->guard >= 0)
             snprintf(w, n, "%s: %s: %s, but another dim of this graph bound it to %.17g", where, arg, gx, f->want);
@@ -1366,6 +1484,44 @@ jn_rp_match_kind jn_rp_match_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev
     return res->kind;
 }
 
+/* At a hit: the state tensors G bound that no earlier hit fixed are fixed
+ * for the run.  0 (nothing fixed, G failed) when one recorded id got two
+ * tensors here, or a tensor is already another recorded id's. */
+static int state_commit(jn_rp_matcher *mt, mcur *G) {
+    sbind *S = &mt->sb;
+    const mgraph *P = G->P;
+    const jn_ir_graph *g = P->g;
+    int32_t nnew = 0;
+    for (int32_t i = 0; i < g->ninputs; i++) nnew += P->in_sb[i] >= 0 && G->ibound[i] && !S->live[P->in_sb[i]];
+    if (!nnew) return 1; /* all fixed before, and bind_input compared each */
+    int32_t *set = S->fixed, nset = 0, ok = 1;
+    for (int32_t i = 0; i < g->ninputs && ok; i++) {
+        int32_t k = P->in_sb[i], k2;
+        if (k < 0 || !G->ibound[i]) continue;
+        uint64_t id = G->in_id[i];
+        int32_t guard = P->in_guard[i * GI_N + GI_BIND];
+        if (S->live[k]) { /* fixed by an earlier input of G (the same recorded id read twice) */
+            if (S->live[k] == id) continue;
+            ok = fail(G, F_BIND, G->in_arg[i], guard, (double)id, (double)S->live[k]);
+        } else if ((k2 = sb_find(S, id)) >= 0) {
+            ok = fail(G, F_BINDTAKEN, G->in_arg[i], guard, (double)id, (double)S->rec[k2]);
+        } else {
+            S->live[k] = id;
+            sb_put(S, id, k);
+            set[nset++] = k;
+            continue;
+        }
+        if (G->in_ev[i] >= 0 && G->in_ev[i] < mt->nev) G->fail.tok = mt->ev_tok[G->in_ev[i]]; /* where it was bound */
+    }
+    if (!ok) { /* undone: the way back rebuilt from what stays fixed */
+        for (int32_t j = 0; j < nset; j++) S->live[set[j]] = 0;
+        memset(S->hkey, 0, sizeof *S->hkey * (size_t)S->nslot);
+        for (int32_t k = 0; k < S->n; k++)
+            if (S->live[k]) sb_put(S, S->live[k], k);
+    }
+    return ok;
+}
+
 void jn_rp_match_begin(jn_rp_matcher *mt, int entry) {
     if (mt && !mt->started) mt->entry = entry >= 0 && entry <= 6 ? entry : -1;
 }
@@ -1380,15 +1536,25 @@ jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res) {
     }
     if (!mt->missed) {
         /* of the cursors at their graph's end, the graph that stands for
-         * the most recorded segments (each one's guards and dataflow held) */
+         * the most recorded segments (each one's guards and dataflow held);
+         * one whose state tensors contradict the run's is out */
+        uint8_t end[MAX_CURSORS];
+        for (int32_t k = 0; k < mt->nalive; k++) end[k] = (uint8_t)at_end(mt->alive[k]);
         mcur *best = NULL;
-        for (int32_t k = 0; k < mt->nalive; k++) {
-            mcur *G = mt->alive[k];
-            if (at_end(G) && (!best || G->P->g->support > best->P->g->support)) best = G;
+        for (;;) {
+            int32_t kb = -1;
+            for (int32_t k = 0; k < mt->nalive; k++)
+                if (end[k] && (kb < 0 || mt->alive[k]->P->g->support > mt->alive[kb]->P->g->support)) kb = k;
+            if (kb < 0) break;
+            end[kb] = 0;
+            if (!fill_ev_tok(mt, mt->alive[kb])) break;
+            if (state_commit(mt, mt->alive[kb])) {
+                best = mt->alive[kb];
+                break;
+            }
         }
-        for (int32_t k = 0; k < mt->nalive && best; k++) {
-            mcur *G = mt->alive[k];
-            if (G != best || !fill_ev_tok(mt, G)) continue;
+        if (best) {
+            mcur *G = best;
             res->kind = JN_RP_MATCH_COMPLETE;
             res->graph = G->P->gi;
             res->syms = G->syms;

@@ -17,7 +17,9 @@
  *                              another op, a changed constant scalar,
  *                              another state tensor, a trip count out of
  *                              range, OTHER_DB's stream) must miss with the
- *                              right guard explained.  Prints one summary
+ *                              right guard explained; the stream with every
+ *                              tensor id moved must hit as it did, and two
+ *                              state inputs given one tensor must miss.  Prints one summary
  *                              line ("match: ...") that
  *                              tests/python/test_match_replay.py reads.
  *   JN_MATCH_BENCH=1           also time the feed loop (ns per event).
@@ -693,6 +695,56 @@ static int replay(const char *path, const char *other) {
         nother = omiss > 0;
         stream_free(&o);
     }
+    /* (g) a state input is one tensor per run, not the recorded id: the
+     * stream with every tensor id moved (a script that made more tensors
+     * before its model, or before its optimizer state) hits wherever the
+     * stream did, in a fresh run; then, in another fresh run, two state
+     * inputs of a hit given one tensor miss, saying so */
+    int nshift = 0, ntied = 0;
+    if (!bench_only && hits > 0) {
+        const jn_cg_bundle_section *msec = jn_cg_bundle_section_find(L.b, JN_CG_SEC_MATCHER);
+        jn_rp_matcher *mt2 = NULL;
+        CHECK(jn_rp_match_new(L.m, msec->data, msec->len, &mt2) == JN_OK);
+        memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
+        for (int64_t x = 0; x < s.narg; x++)
+            if (!mut[x].a.pytype && mut[x].a.id) mut[x].a.id += 1ull << 40;
+        int64_t shits = 0;
+        for (int64_t k = 0; k < s.nseg; k++) {
+            jn_rp_match_result r;
+            shits += feed_seg(mt2, &s, mut, k, &r) == JN_RP_MATCH_COMPLETE;
+        }
+        CHECK(shits == hits);
+        nshift = shits == hits;
+        jn_rp_match_free(mt2);
+        for (int64_t k = 0; k < s.nseg && !ntied; k++) {
+            if (seg_graph[k] < 0) continue;
+            const jn_ir_graph *g = m->graphs[seg_graph[k]];
+            jn_rp_match_result r;
+            if (feed_seg(L.mt, &s, s.arg, k, &r) != JN_RP_MATCH_COMPLETE) continue;
+            int32_t i1 = -1, i2 = -1;
+            for (int32_t i = 0; i < g->ninputs && i2 < 0; i++) {
+                if (g->inputs[i].kind != JN_IR_IN_STATE || !g->inputs[i].bind || !r.inputs[i]) continue;
+                if (i1 < 0) i1 = i;
+                else if (g->inputs[i].bind != g->inputs[i1].bind && r.inputs[i] != r.inputs[i1]) i2 = i;
+            }
+            if (i2 < 0) continue;
+            uint64_t a = r.inputs[i1], b = r.inputs[i2];
+            memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
+            for (int32_t x = s.seg[k].ev0; x < s.seg[k].ev0 + s.seg[k].nev; x++)
+                for (int j = 0; j < s.ev[x].nin + s.ev[x].nout; j++)
+                    if (!mut[s.ev[x].arg0 + j].a.pytype && mut[s.ev[x].arg0 + j].a.id == b) mut[s.ev[x].arg0 + j].a.id = a;
+            CHECK(jn_rp_match_new(L.m, msec->data, msec->len, &mt2) == JN_OK);
+            jn_rp_match_kind rk = feed_seg(mt2, &s, mut, k, &r);
+            CHECK(rk == JN_RP_MATCH_MISS);
+            if (rk == JN_RP_MATCH_MISS && r.why && strstr(r.why, "two state tensors of the recording are one")) {
+                ntied++;
+                if (getenv("JN_MATCH_VERBOSE")) fprintf(stderr, "  tied state miss: %s\n", r.why);
+            } else {
+                fprintf(stderr, "graph %s: two state inputs one tensor: %s\n", g->name, r.why ? r.why : "(complete)");
+            }
+            jn_rp_match_free(mt2);
+        }
+    }
     /* a damaged section: refused, or loaded and then fed without a crash
      * (every field the feeding loop trusts was checked at load) */
     if (!bench_only) {
@@ -780,10 +832,11 @@ static int replay(const char *path, const char *other) {
         free(as);
     }
     printf("match: segments=%lld hits=%lld misses=%lld support=%lld graphs=%d programs=%d shapes_ok=%lld outputs_ok=%lld "
-           "mut_sym=%d mut_seen=%d mut_op=%d mut_scalar=%d mut_special=%d mut_bind=%d mut_trip=%d other_hits=%lld other_misses=%lld "
+           "mut_sym=%d mut_seen=%d mut_op=%d mut_scalar=%d mut_special=%d mut_bind=%d mut_shift=%d mut_tied=%d mut_trip=%d "
+           "other_hits=%lld other_misses=%lld "
            "events=%lld ns_per_event=%.1f ns_per_event_stream=%.1f ns_per_event_full=%.1f\n",
            (long long)s.nseg, (long long)hits, (long long)misses, (long long)support, m->ngraphs,
-           jn_rp_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nseen, nop, nscalar, nspecial, nbind, ntrip, (long long)ohits,
+           jn_rp_match_ngraphs(L.mt), (long long)shape_ok, (long long)outs_ok, nsym, nseen, nop, nscalar, nspecial, nbind, nshift, ntied, ntrip, (long long)ohits,
            (long long)omiss, (long long)nev, ns, ns_stream, ns_full);
     (void)nother;
     free(mut);

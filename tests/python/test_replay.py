@@ -514,6 +514,51 @@ def test_state_is_bound_per_run_not_by_recorded_id(tmp_path, before, at_first_st
     assert s["segments"] - s["fell_back"] >= 55, s
 
 
+RESUME = """
+import os, sys
+import janus, janus.nn as nn
+janus.manual_seed(0)
+steps, ck = int(sys.argv[1]), sys.argv[2]
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+opt = janus.optim.Adam(model.parameters(), lr=1e-2)
+x, y = janus.randn(64, 16), janus.randint(0, 4, (64,))
+loss_fn = nn.CrossEntropyLoss()
+if os.path.exists(ck):                       # resume: Adam's state made here, not at the first step
+    state = janus.load(ck)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+for step in range(steps):
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    if step % 20 == 19:
+        print(f"step {step} loss {loss.item():.6f}")
+if not os.path.exists(ck):
+    janus.save({"model": model.state_dict(), "opt": opt.state_dict()}, ck)
+"""
+
+
+def test_a_run_resumed_from_a_checkpoint_replays(tmp_path):
+    # recorded from scratch, replayed resuming from a checkpoint: every
+    # parameter and optimizer state tensor has another id than recorded
+    # (the checkpoint's load makes them), yet the steps hit, exactly
+    script = os.path.join(str(tmp_path), "resume.py")
+    with open(script, "w") as f:
+        f.write(RESUME)
+    ck = os.path.join(str(tmp_path), "ck.pt")
+    db = record_and_optimize(script, ["30", os.path.join(str(tmp_path), "none.pt")], str(tmp_path))
+    r = subprocess.run([sys.executable, script, "25", ck], capture_output=True, text=True, env=env(), timeout=300)
+    assert r.returncode == 0 and os.path.exists(ck), r.stderr[-2000:]
+    re_, we = run(script, ["60", ck], str(tmp_path), "eager")
+    rr, wr = run(script, ["60", ck], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout and rr.stdout.count("loss") == 3
+    same_weights(we, wr)
+    s = summary(rr.stderr)
+    assert s["segments"] - s["fell_back"] >= 55, s
+
+
 # -------------------------------------------------------- unusable stores
 def test_empty_store_runs_eagerly(tmp_path):
     script = os.path.join(ROOT, "tests", "dynamic", "last_batch_smaller.py")

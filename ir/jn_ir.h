@@ -77,7 +77,7 @@
  *            dtype %<v> == <dtype>    device %<v> == <device>
  *            scalar %<v> == <number>             a constant Python scalar
  *            pytype %<v> == int|float|bool|tensor   the Python type of an argument
- *            bind %<v> == <tensor-id>            one tensor per run for this recorded state
+ *            bind %<v> == <tensor-id>            no other recorded state is this tensor
  *            trip L<k> in <lo>..<hi>
  *            each followed by its class (jn_ir_guard_class): `need` (the
  *            compiled code is only right when it holds) or `seen` (a
@@ -185,7 +185,7 @@ typedef struct {
     int32_t value;        /* the value it defines */
     double scalar;        /* CONST: the value; SCALAR: the first recorded value */
     uint8_t pytype;       /* SCALAR/CONST: 1 int, 2 float, 3 bool (as jn_db_tref.pytype) */
-    int64_t bind;         /* STATE: the recorded tensor id (0 = none): which state; a run binds its own tensor */
+    int64_t bind;         /* STATE: the recorded tensor id (0 = none): which state it is, for aliasing */
     int64_t site;         /* call site of its first use */
 } jn_ir_input;
 

@@ -424,10 +424,10 @@ const char *jn_ir_guard_explain(const jn_ir_module *m, const jn_ir_graph *g, int
         break;
     }
     case JN_IR_G_BIND:
-        if (seen) jn_ir__put(buf, n, &at, "state %%%d was tensor id %.0f, not the one tensor a run binds it to (recorded as id %lld)",
+        if (seen) jn_ir__put(buf, n, &at, "state %%%d was tensor id %.0f, aliased otherwise than recorded (as id %lld)",
                              q->value, *seen, (long long)q->lo);
-        else jn_ir__put(buf, n, &at, "state %%%d must be one tensor throughout a run, no other state's (recorded as id %lld)",
-                        q->value, (long long)q->lo);
+        else jn_ir__put(buf, n, &at, "state %%%d must alias no other state, as recorded (as id %lld)", q->value,
+                        (long long)q->lo);
         if (!site && q->value >= 0 && q->value < g->nvalues && g->values[q->value].kind == JN_IR_V_INPUT &&
             g->values[q->value].def >= 0 && g->values[q->value].def < g->ninputs)
             site = g->inputs[g->values[q->value].def].site;

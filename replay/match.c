@@ -79,23 +79,28 @@ typedef struct {
     double seen, want;
 } mfail;
 
-/* The state tensors of a run (BIND guards).  A state input is one tensor
- * throughout a run, not the tensor the recording gave that id: ids count
- * every tensor a process made before, so a script that makes one more
- * tensor before its model (or its optimizer state, made at the first
- * step) would otherwise miss in every step.  Per recorded id (`rec`,
- * sorted, every graph's), the tensor the first hit that bound it took
- * (`live`, 0: none yet), and the way back (a tensor id -> its recorded id's
- * index, open addressing; one tensor is never two recorded ones, so two
- * state inputs the recording kept apart are never one tensor here). */
+/* The state inputs of a hit (BIND guards).  A state input binds whatever
+ * tensor the script passes there, as any input: the graph computes from it
+ * and writes it back in place, as eager would.  Tensor ids are no guide
+ * (they count every tensor the process made before: a run that makes one
+ * more tensor before its model, makes its optimizer state elsewhere or
+ * resumes from a checkpoint gives them all other ids than the recording).
+ * What a hit must keep is the recording's aliasing: state inputs of one
+ * recorded tensor are one tensor, and of two recorded tensors two
+ * (`bind`, the recorded id, says which).  Per distinct recorded id (`rec`,
+ * sorted, every graph's) the tensor this check saw, and the way back (a
+ * tensor id -> that index, open addressing), each valid in the generation
+ * `gen` of the check that wrote it. */
 typedef struct {
     int64_t *rec;
-    uint64_t *live;
     int32_t n;
+    uint32_t gen;
+    uint32_t *kgen;
+    uint64_t *kid;
     uint64_t *hkey;
     int32_t *hval;
+    uint32_t *hgen;
     int64_t nslot;
-    int32_t *fixed;                 /* scratch of state_commit: the ones a hit fixes (one per input) */
 } sbind;
 
 typedef struct {
@@ -460,21 +465,6 @@ static int64_t sb_home(const sbind *S, uint64_t id) {
     return (int64_t)((id * 0x9E3779B97F4A7C15ull) >> 29) & (S->nslot - 1);
 }
 
-/* The index of the recorded id tensor `id` is bound to in this run, -1. */
-static int32_t sb_find(const sbind *S, uint64_t id) {
-    for (int64_t i = sb_home(S, id);; i = (i + 1) & (S->nslot - 1)) {
-        if (!S->hkey[i]) return -1;
-        if (S->hkey[i] == id) return S->hval[i];
-    }
-}
-
-static void sb_put(sbind *S, uint64_t id, int32_t k) {
-    int64_t i = sb_home(S, id);
-    while (S->hkey[i] && S->hkey[i] != id) i = (i + 1) & (S->nslot - 1);
-    S->hkey[i] = id;
-    S->hval[i] = k;
-}
-
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -484,20 +474,20 @@ static int cmp_i64(const void *a, const void *b) {
  * input its index (at load). */
 static jn_status index_state(jn_rp_matcher *mt) {
     sbind *S = &mt->sb;
-    int64_t n = 0, most = 1;
+    int64_t n = 0;
     for (int32_t k = 0; k < mt->ngr; k++) {
         const jn_ir_graph *g = mt->gr[k].g;
         for (int32_t i = 0; i < g->ninputs; i++) n += g->inputs[i].kind == JN_IR_IN_STATE && g->inputs[i].bind;
-        if (g->ninputs > most) most = g->ninputs;
     }
     S->nslot = 16;
     while (S->nslot < 2 * n + 2) S->nslot *= 2;
     S->rec = malloc(sizeof *S->rec * (size_t)(n + 1));
-    S->live = calloc((size_t)n + 1, sizeof *S->live);
+    S->kgen = calloc((size_t)n + 1, sizeof *S->kgen);
+    S->kid = calloc((size_t)n + 1, sizeof *S->kid);
     S->hkey = calloc((size_t)S->nslot, sizeof *S->hkey);
-    S->hval = malloc(sizeof *S->hval * (size_t)S->nslot);
-    S->fixed = malloc(sizeof *S->fixed * (size_t)most);
-    if (!S->rec || !S->live || !S->hkey || !S->hval || !S->fixed)
+    S->hval = calloc((size_t)S->nslot, sizeof *S->hval);
+    S->hgen = calloc((size_t)S->nslot, sizeof *S->hgen);
+    if (!S->rec || !S->kgen || !S->kid || !S->hkey || !S->hval || !S->hgen)
         return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
     n = 0;
     for (int32_t k = 0; k < mt->ngr; k++) {
@@ -532,7 +522,7 @@ void jn_rp_match_free(jn_rp_matcher *mt) {
     for (int32_t k = 0; k < mt->npool; k++) cursor_free(mt->pool[k]);
     free(mt->gr), free(mt->by_graph), free(mt->start), free(mt->start0), free(mt->alive), free(mt->ev_ids);
     free(mt->ev_tok);
-    free(mt->sb.rec), free(mt->sb.live), free(mt->sb.hkey), free(mt->sb.hval), free(mt->sb.fixed);
+    free(mt->sb.rec), free(mt->sb.kgen), free(mt->sb.kid), free(mt->sb.hkey), free(mt->sb.hval), free(mt->sb.hgen);
     free(mt);
 }
 
@@ -787,13 +777,6 @@ static int bind_input(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg)
     if (a->ndim != v->ndim) return fail(G, F_RANK, arg, -1, a->ndim, v->ndim);
     for (int d = 0; d < v->ndim; d++)
         if (!match_dim(G, v->shape[d], a->shape[d], arg, G->P->dim_guard[i * JN_MAX_DIMS + d])) return 0;
-    if (G->P->in_sb[i] >= 0) { /* a state input: its run's tensor, or one no other state has */
-        const sbind *S = G->P->sb;
-        uint64_t live = S->live[G->P->in_sb[i]];
-        if (live && a->id != live) return fail(G, F_BIND, arg, gg[GI_BIND], (double)a->id, (double)live);
-        int32_t k2 = live ? -1 : sb_find(S, a->id);
-        if (k2 >= 0) return fail(G, F_BINDTAKEN, arg, gg[GI_BIND], (double)a->id, (double)S->rec[k2]);
-    }
     G->ibound[i] = 1;
     G->in_ev[i] = G->done;
     G->in_arg[i] = arg;
@@ -1237,13 +1220,13 @@ static void explain(jn_rp_matcher *mt) {
         if (def >= 0 && def < g->ninputs) site_str(mt->m, g->inputs[def].site, first, sizeof first);
         long long rec = q ? (long long)q->lo : 0;
         if (f->code == F_BIND)
-            snprintf(w, n, "%s: %s: state %%%d is tensor id %.0f, but this run's earlier hits bound it to tensor id "
-                     "%.0f (a state input is one tensor throughout a run; recorded as id %lld, first used%s)", where,
-                     arg, v, f->seen, f->want, rec, first[0] ? first : " here");
+            snprintf(w, n, "%s: %s: state %%%d (recorded as id %lld, first used%s) is tensor id %.0f here and tensor "
+                     "id %.0f at another use: one tensor of the recording is two here", where, arg, v, rec,
+                     first[0] ? first : " here", f->seen, f->want);
         else
-            snprintf(w, n, "%s: %s: state %%%d (recorded as id %lld, first used%s) is tensor id %.0f, which this run "
-                     "already binds to the state recorded as id %.0f: two state tensors of the recording are one "
-                     "tensor here", where, arg, v, rec, first[0] ? first : " here", f->seen, f->want);
+            snprintf(w, n, "%s: %s: state %%%d (recorded as id %lld, first used%s) is tensor id %.0f, which is also "
+                     "the state recorded as id %.0f: two state tensors of the recording are one tensor here", where,
+                     arg, v, rec, first[0] ? first : " here", f->seen, f->want);
         break;
     }
     case F_SYMBIND:
@@ -1484,42 +1467,45 @@ jn_rp_match_kind jn_rp_match_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev
     return res->kind;
 }
 
-/* At a hit: the state tensors G bound that no earlier hit fixed are fixed
- * for the run.  0 (nothing fixed, G failed) when one recorded id got two
- * tensors here, or a tensor is already another recorded id's. */
-static int state_commit(jn_rp_matcher *mt, mcur *G) {
+/* At a hit: G's state inputs alias as the recording's did (one tensor per
+ * recorded id, two tensors for two), else G fails (see sbind).  A few
+ * array writes and one probe per state input. */
+static int state_check(jn_rp_matcher *mt, mcur *G) {
     sbind *S = &mt->sb;
     const mgraph *P = G->P;
     const jn_ir_graph *g = P->g;
-    int32_t nnew = 0;
-    for (int32_t i = 0; i < g->ninputs; i++) nnew += P->in_sb[i] >= 0 && G->ibound[i] && !S->live[P->in_sb[i]];
-    if (!nnew) return 1; /* all fixed before, and bind_input compared each */
-    int32_t *set = S->fixed, nset = 0, ok = 1;
-    for (int32_t i = 0; i < g->ninputs && ok; i++) {
-        int32_t k = P->in_sb[i], k2;
+    if (++S->gen == 0) { /* wrapped: every stamp is stale again */
+        memset(S->kgen, 0, sizeof *S->kgen * (size_t)S->n);
+        memset(S->hgen, 0, sizeof *S->hgen * (size_t)S->nslot);
+        S->gen = 1;
+    }
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        int32_t k = P->in_sb[i];
         if (k < 0 || !G->ibound[i]) continue;
         uint64_t id = G->in_id[i];
         int32_t guard = P->in_guard[i * GI_N + GI_BIND];
-        if (S->live[k]) { /* fixed by an earlier input of G (the same recorded id read twice) */
-            if (S->live[k] == id) continue;
-            ok = fail(G, F_BIND, G->in_arg[i], guard, (double)id, (double)S->live[k]);
-        } else if ((k2 = sb_find(S, id)) >= 0) {
-            ok = fail(G, F_BINDTAKEN, G->in_arg[i], guard, (double)id, (double)S->rec[k2]);
+        int bad = 0;
+        if (S->kgen[k] == S->gen) { /* another input of the same recorded tensor */
+            if (S->kid[k] != id) {
+                fail(G, F_BIND, G->in_arg[i], guard, (double)id, (double)S->kid[k]);
+                bad = 1;
+            }
         } else {
-            S->live[k] = id;
-            sb_put(S, id, k);
-            set[nset++] = k;
-            continue;
+            S->kgen[k] = S->gen, S->kid[k] = id;
+            int64_t h = sb_home(S, id);
+            while (S->hgen[h] == S->gen && S->hkey[h] != id) h = (h + 1) & (S->nslot - 1);
+            if (S->hgen[h] == S->gen) { /* the tensor of another recorded one */
+                fail(G, F_BINDTAKEN, G->in_arg[i], guard, (double)id, (double)S->rec[S->hval[h]]);
+                bad = 1;
+            }
+            S->hgen[h] = S->gen, S->hkey[h] = id, S->hval[h] = k;
         }
-        if (G->in_ev[i] >= 0 && G->in_ev[i] < mt->nev) G->fail.tok = mt->ev_tok[G->in_ev[i]]; /* where it was bound */
+        if (bad) {
+            if (G->in_ev[i] >= 0 && G->in_ev[i] < mt->nev) G->fail.tok = mt->ev_tok[G->in_ev[i]]; /* where bound */
+            return 0;
+        }
     }
-    if (!ok) { /* undone: the way back rebuilt from what stays fixed */
-        for (int32_t j = 0; j < nset; j++) S->live[set[j]] = 0;
-        memset(S->hkey, 0, sizeof *S->hkey * (size_t)S->nslot);
-        for (int32_t k = 0; k < S->n; k++)
-            if (S->live[k]) sb_put(S, S->live[k], k);
-    }
-    return ok;
+    return 1;
 }
 
 void jn_rp_match_begin(jn_rp_matcher *mt, int entry) {
@@ -1537,7 +1523,7 @@ jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res) {
     if (!mt->missed) {
         /* of the cursors at their graph's end, the graph that stands for
          * the most recorded segments (each one's guards and dataflow held);
-         * one whose state tensors contradict the run's is out */
+         * one whose state inputs alias otherwise than recorded is out */
         uint8_t end[MAX_CURSORS];
         for (int32_t k = 0; k < mt->nalive; k++) end[k] = (uint8_t)at_end(mt->alive[k]);
         mcur *best = NULL;
@@ -1548,7 +1534,7 @@ jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res) {
             if (kb < 0) break;
             end[kb] = 0;
             if (!fill_ev_tok(mt, mt->alive[kb])) break;
-            if (state_commit(mt, mt->alive[kb])) {
+            if (state_check(mt, mt->alive[kb])) {
                 best = mt->alive[kb];
                 break;
             }

@@ -626,7 +626,7 @@ static void test_explain(void) {
     CHECK(!strcmp(buf, "argument scalar input %3 (at train.py:30 in main) was a Python int; recorded a Python float"));
     seen = 99;
     jn_ir_guard_explain(m, g, 6, &seen, buf, sizeof buf);
-    CHECK(strstr(buf, "state %0 was tensor id 99, not the one tensor a run binds it to (recorded as id ") == buf);
+    CHECK(strstr(buf, "state %0 was tensor id 99, aliased otherwise than recorded (as id ") == buf);
     jn_ir_guard_explain(m, m->graphs[1], 0, (seen = 60, &seen), buf, sizeof buf);
     CHECK(!strcmp(buf, "trip count of loop L0 (at rnn.py:5) was 60; recorded 1..50"));
     jn_ir_guard_explain(m, g, 99, NULL, buf, sizeof buf);

@@ -474,13 +474,16 @@ STATE_SHIFT = """
 import sys
 import janus, janus.nn as nn
 janus.manual_seed(0)
-before, at_first_step = int(sys.argv[1]), int(sys.argv[2])
+before, at_first_step, swap_at = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 junk = [janus.zeros(3) for _ in range(before)]       # tensors made before the model
 model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
 opt = janus.optim.Adam(model.parameters(), lr=1e-2)
 x, y = janus.randn(64, 16), janus.randint(0, 4, (64,))
 loss_fn = nn.CrossEntropyLoss()
 for step in range(60):
+    if step == swap_at:                              # a new model and optimizer: new state tensors
+        model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+        opt = janus.optim.Adam(model.parameters(), lr=1e-2)
     opt.zero_grad()
     loss = loss_fn(model(x), y)
     loss.backward()
@@ -492,26 +495,27 @@ for step in range(60):
 """
 
 
-@pytest.mark.parametrize("before,at_first_step", [(3, 0), (0, 5), (2, 4)])
-def test_state_is_bound_per_run_not_by_recorded_id(tmp_path, before, at_first_step):
+@pytest.mark.parametrize("before,at_first_step,swap_at", [(3, 0, -1), (0, 5, -1), (2, 4, -1), (0, 0, 30)])
+def test_state_binds_what_the_script_passes(tmp_path, before, at_first_step, swap_at):
     # tensor ids count every tensor a process made, so a run that makes a
     # few more before its model (or before the optimizer's lazily made
     # state) than the recording did gives its parameters and state other
-    # ids: a state input is the one tensor a run binds it to, so every step
-    # still hits (it missed in all of them when state had to keep its
-    # recorded id), with eager's numbers
+    # ids, and a model and optimizer made anew midway are other tensors: a
+    # state input binds the tensor the script passes, so the steps still
+    # hit (they missed in all of them when state had to keep its recorded
+    # id), with eager's numbers
     script = os.path.join(str(tmp_path), "state_shift.py")
     with open(script, "w") as f:
         f.write(STATE_SHIFT)
-    db = record_and_optimize(script, ["0", "0"], str(tmp_path))
-    args = [str(before), str(at_first_step)]
+    db = record_and_optimize(script, ["0", "0", "-1"], str(tmp_path))
+    args = [str(before), str(at_first_step), str(swap_at)]
     re_, we = run(script, args, str(tmp_path), "eager")
     rr, wr = run(script, args, str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
     assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
     assert rr.stdout == re_.stdout and rr.stdout.count("loss") == 3
     same_weights(we, wr)
     s = summary(rr.stderr)
-    assert s["segments"] - s["fell_back"] >= 55, s
+    assert s["segments"] - s["fell_back"] >= (55 if swap_at < 0 else 54), s   # the step after a swap makes state
 
 
 RESUME = """

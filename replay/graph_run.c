@@ -5,7 +5,8 @@
  * reason).  The steps, in order:
  *   bind_inputs      every tensor input is bound by the matcher to an event
  *                    argument of this segment, and none of them is itself
- *                    pending;
+ *                    pending; a state input the graph writes overlaps no
+ *                    other input (state_apart);
  *   index_headers    every header the list holds: which keep output fills
  *                    it (jn_rp_match_token_output of the event that created
  *                    it), found through its hold record (the list holds
@@ -348,6 +349,55 @@ static int bind_inputs(rp_run *X) {
     return 0;
 }
 
+/* A state input the graph writes must not overlap another input (but
+ * itself, under any input of its recorded tensor).  The matcher binds state
+ * to the tensors the script passes, keeping their identities apart (sbind
+ * in match.c), but a run could lay them out otherwise than the recording
+ * (views of one buffer): the graph writes state back at its end, so a read
+ * eager made after the write, through an overlapping view, would see other
+ * values.  Storages are hashed (inputs share one rarely: a flat parameter
+ * buffer, slices of one dataset), and only inputs on one storage are
+ * compared. */
+static int state_apart(rp_run *X) {
+    const jn_ir_graph *g = X->g;
+    int nw = 0;
+    for (int32_t o = 0; o < g->noutputs; o++) nw += g->outputs[o].kind == JN_IR_OUT_STATE;
+    if (!nw) return 0;
+    enum { LOCAL = 256 };
+    const jn_storage *lk[2 * LOCAL];
+    const jn_storage **key = lk;
+    int64_t nslot = 16;
+    while (nslot < 2 * (int64_t)g->ninputs) nslot *= 2;
+    if (nslot > 2 * LOCAL && !(key = malloc(sizeof *key * (size_t)nslot))) return oom(X);
+    memset(key, 0, sizeof *key * (size_t)nslot);
+    int shared = 0;
+    for (int32_t i = 0; i < g->ninputs && !shared; i++) {
+        if (!X->inputs[i] || X->owned[i]) continue;
+        const jn_storage *st = X->inputs[i]->storage;
+        int64_t h = rp_home_slot(st, nslot);
+        while (key[h] && key[h] != st) h = (h + 1) & (nslot - 1);
+        shared = key[h] != NULL;
+        key[h] = st;
+    }
+    if (key != lk) free(key);
+    for (int32_t o = 0; o < g->noutputs && shared; o++) {
+        if (g->outputs[o].kind != JN_IR_OUT_STATE) continue;
+        int32_t i = g->outputs[o].state;
+        const jn_tensor *a = X->inputs[i];
+        for (int32_t j = 0; j < g->ninputs && a; j++) {
+            const jn_tensor *b = X->inputs[j];
+            if (j == i || !b || X->owned[j] || b->storage != a->storage) continue;
+            if (g->inputs[i].bind && g->inputs[j].bind == g->inputs[i].bind) continue; /* the same tensor */
+            if (!jn_rt_may_overlap(a, b)) continue;
+            snprintf(X->why, X->wn, "graph %s: state input %%%d, which the graph writes, overlaps input %%%d in memory "
+                     "here (views of one buffer), where the graph holds them apart: eager's order of its writes and "
+                     "the other's reads would not be kept", g->name, g->inputs[i].value, g->inputs[j].value);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* What the list holds, what was created here, which keep output fills it. */
 static void index_headers(rp_run *X) {
     const jn_replay *R = X->R;
@@ -676,6 +726,7 @@ int rp_run_graph(jn_replay *R, const jn_rp_match_result *res, char *why, size_t 
     X.R = R, X.res = res, X.g = g, X.G = &R->g[gi], X.why = why, X.wn = wn;
     int rc = run_prepare(&X);
     if (!rc) rc = bind_inputs(&X);
+    if (!rc) rc = state_apart(&X);
     if (!rc) {
         index_headers(&X);
         rc = check_state(&X);

@@ -5,15 +5,18 @@ share of segments that ran as compiled graphs (and, where the build counts
 them, how many of those hits went past the recorded ranges).  The demo row
 is README's main job: record 60 steps of the MLP, replay 2 epochs.
 
-    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K] [--sizes] [--check] [--adapt]
-                                     [--only NAME,...]
+    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K] [--sizes | --workflows] [--check]
+                                     [--adapt] [--only NAME,...]
 
 --build / --python choose the janus build and package measured (another
 tree's, for a before/after table); the scripts are always this tree's, so
 both sides run the same workload.  --scale multiplies the replayed steps
 (10 by default: 20 recorded, 200 replayed); --sizes replays the scripts
 that have a batch size or sequence length with up to twice the recorded
-maxima instead.  --check runs every command through
+maxima instead; --workflows replays runs set up otherwise than the
+recording, as real ones are (the MLP resumed from a checkpoint an earlier
+run saved, its test accuracy printed before training, a new optimizer at a
+second phase).  --check runs every command through
 tests/python/replay_probe.py, replays with --strict (once more without it
 when a miss stops the strict run, for the counters), runs the same command
 eagerly (`janus replay --eager`) and compares printed lines and final
@@ -84,6 +87,30 @@ def wide_cases(k):
     }
 
 
+def workflow_cases(k):
+    """Recorded from scratch, replayed as a later real run goes: the replay's
+    parameters and optimizer state are other tensors than the recording's
+    (made by a checkpoint's load, after an evaluation's tensors, or anew
+    midway).  A case's fourth item prepares its files before each replayed
+    run ({tmp}: the scratch folder)."""
+    mlp = os.path.join(EX, "fashion_mlp.py")
+    rec, rep = ["--steps", "20"] + MLP, ["--steps", str(20 * k)] + MLP
+    ck = os.path.join("{tmp}", "mlp.ckpt")
+
+    def checkpoint(tmp, env):  # 20 eager steps saved, as an earlier run leaves them
+        path = ck.format(tmp=tmp)
+        if os.path.exists(path):
+            os.unlink(path)
+        subprocess.run([sys.executable, mlp, "--steps", "20", *MLP, "--checkpoint", path], capture_output=True,
+                       env=env, check=True)
+
+    return {
+        "fashion_mlp resumed from a checkpoint": (mlp, rec, rep + ["--checkpoint", ck], checkpoint),
+        "fashion_mlp, test accuracy first": (mlp, rec, rep + ["--eval-first"], None),
+        f"fashion_mlp, a new optimizer at step {10 * k}": (mlp, rec, rep + ["--new-optimizer-at", str(10 * k)], None),
+    }
+
+
 HIT = re.compile(r"\(([\d,]+) of ([\d,]+) segments ran as graphs")
 EXTRAP = re.compile(r"; ([\d,]+) of the hits past the recorded ranges")
 TOP = re.compile(r"; top miss \(([\d,]+)x\): (.*?); `janus inspect")
@@ -97,7 +124,8 @@ def strip_rates(text):
     return re.sub(r"\([\d.]+ steps/s over (\d+) steps(, [\d.]+ ms CPU/step)?", r"(steps/s over \1 steps", text)
 
 
-def measure(janus, env, script, rec, rep, tmp, check):
+def measure(janus, env, script, rec, rep, tmp, check, prepare=None):
+    rep = [a.format(tmp=tmp) for a in rep]
     db = os.path.join(tmp, "run.db")
     for p in (db, db + "-wal", db + "-shm"):
         if os.path.exists(p):
@@ -110,12 +138,16 @@ def measure(janus, env, script, rec, rep, tmp, check):
     if r.returncode:
         return {"error": "optimize failed: " + r.stderr.strip().splitlines()[-1]}
     out = {}
+    if prepare:
+        prepare(tmp, env)
     if check:
         e = subprocess.run([janus, "replay", "--db", db, "--eager", "--", *cmd, *rep], capture_output=True, text=True,
                            env=dict(env, JANUS_PROBE_OUT=os.path.join(tmp, "eager.json")))
         if e.returncode:
             return {"error": "eager run failed: " + e.stderr.strip().splitlines()[-1]}
         env = dict(env, JANUS_PROBE_OUT=os.path.join(tmp, "replay.json"))
+        if prepare:
+            prepare(tmp, env)
     t0 = time.time()
     r = subprocess.run([janus, "replay", "--db", db, *(["--strict"] if check else []), "--", *cmd, *rep],
                        capture_output=True, text=True, env=env)
@@ -123,6 +155,8 @@ def measure(janus, env, script, rec, rep, tmp, check):
     m = HIT.search(r.stderr)
     strict_ok = r.returncode == 0
     if check and not strict_ok:  # the first miss stopped the run: counters and the comparison without --strict
+        if prepare:
+            prepare(tmp, env)
         r = subprocess.run([janus, "replay", "--db", db, "--", *cmd, *rep], capture_output=True, text=True, env=env)
         m = HIT.search(r.stderr)
     if check:
@@ -155,6 +189,8 @@ def main():
     ap.add_argument("--adapt", action="store_true", help="let replay time graphs against eager")
     ap.add_argument("--check", action="store_true", help="--strict, and eager's printed lines and weights")
     ap.add_argument("--sizes", action="store_true", help="the runs with batch sizes / lengths up to 2x the recorded")
+    ap.add_argument("--workflows", action="store_true",
+                    help="runs set up otherwise than the recording (a checkpoint, an evaluation first, ...)")
     a = ap.parse_args()
     env = dict(os.environ, JANUS_BUILD_DIR=os.path.abspath(a.build), PYTHONPATH=os.path.abspath(a.python))
     if not a.adapt:
@@ -165,10 +201,11 @@ def main():
           (" check |" if a.check else ""))
     print("|---|---|---|---|---|---|" + ("---|" if a.check else ""))
     with tempfile.TemporaryDirectory() as tmp:
-        for name, (script, rec, rep) in (wide_cases if a.sizes else cases)(a.scale).items():
-            if only and name.split(" ")[0] not in only:
+        table = workflow_cases if a.workflows else wide_cases if a.sizes else cases
+        for name, (script, rec, rep, *prepare) in table(a.scale).items():
+            if only and name.split(" ")[0].rstrip(",") not in only:
                 continue
-            res = measure(janus, env, script, rec, rep, tmp, a.check)
+            res = measure(janus, env, script, rec, rep, tmp, a.check, prepare[0] if prepare else None)
             shape = f"{' '.join(rec)} -> {' '.join(rep)}"
             if "error" in res:
                 print(f"| {name} | {shape} | - | - | - | {res['error']} |", flush=True)

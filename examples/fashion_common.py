@@ -1,6 +1,8 @@
 """What the two Fashion-MNIST examples share: loading the data as float
 images, the training loop (DataLoader, zero_grad/backward/step, progress
-lines, --steps early stop) and test-set accuracy.  Each example only
+lines, --steps early stop), test-set accuracy and the workflow options a
+real run has (a checkpoint to resume from and save to, an accuracy check
+before training, a new optimizer for a second phase).  Each example only
 defines its model and defaults."""
 import argparse
 import os
@@ -44,6 +46,12 @@ def arguments(description, epochs, batch, lr, argv):
     ap.add_argument("--train-size", type=int, default=0,
                     help="train on the first N images only (0: all); an epoch then ends sooner")
     ap.add_argument("--warmup", type=int, default=0, help="leave the first N steps out of the steps/s figure")
+    ap.add_argument("--checkpoint", default="",
+                    help="resume from this file (model and optimizer state) when it exists; save to it at the end")
+    ap.add_argument("--eval-first", action="store_true",
+                    help="print the test accuracy before training (of the untrained or resumed model)")
+    ap.add_argument("--new-optimizer-at", type=int, default=0,
+                    help="make a new optimizer at this step (a second phase starting from fresh optimizer state)")
     return ap
 
 
@@ -57,10 +65,18 @@ def train(model, make_opt, args, image_shape):
                         generator=janus.Generator().manual_seed(args.seed))
     model = model()
     opt = make_opt(model.parameters())
+    if args.checkpoint and os.path.exists(args.checkpoint):
+        state = janus.load(args.checkpoint)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+    if args.eval_first:
+        print(f"test accuracy before training {evaluate(model, xte, yte) * 100:.2f}%")
     loss_fn = nn.CrossEntropyLoss()
     step, t0, c0, k0 = 0, time.perf_counter(), time.process_time(), kernel_seconds()
     for epoch in range(args.epochs):
         for x, y in loader:
+            if args.new_optimizer_at and step == args.new_optimizer_at:
+                opt = make_opt(model.parameters())
             opt.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
@@ -77,6 +93,8 @@ def train(model, make_opt, args, image_shape):
     dt, cpu, kern = time.perf_counter() - t0, time.process_time() - c0, kernel_seconds() - k0
     timed = step - min(args.warmup, step)
     acc = evaluate(model, xte, yte)
+    if args.checkpoint:
+        janus.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, args.checkpoint)
     print(f"test accuracy {acc * 100:.2f}%  ({timed / dt:.1f} steps/s over {timed} steps, "
           f"{1e3 * cpu / max(timed, 1):.3f} ms CPU/step{kernel_figure(kern, timed)})")
     return acc

@@ -36,6 +36,13 @@
  * the rest through jn_rec_stop as any exit does.  An ignored signal stays
  * ignored (nohup).  A handler a script installs after janus was imported
  * replaces this one (signal.signal): then the script decides, as it asked.
+ * The kernel may hand a signal sent to the process to any thread that does
+ * not block it (an OpenBLAS worker, a Python thread), and Python's handler
+ * run there only sets a flag: the main thread, asleep in time.sleep or
+ * blocked in a read, would go on for as long as that takes before ^C
+ * raised.  So a chained signal taken by another thread is sent on to the
+ * process's first thread (tgkill), where Python runs its handlers, and is
+ * handled there.
  *
  * The recorder's own threads (writer, watcher) keep these signals blocked,
  * so the handler never runs on a thread the flush waits for.  The pipe is
@@ -54,6 +61,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* How long a signal may keep the process alive to store its steps. */
@@ -96,12 +104,29 @@ static void default_on_return(int sig) {
     raise(sig);
 }
 
-/* Async-signal-safe: getpid, write, sigaction, raise, and the previous handler. */
+/* Sent on to the first thread when another took it (see the top); 0 when
+ * this is that thread, or it cannot be sent (gone: handled here). */
+static int to_first_thread(int sig) {
+#if defined(SYS_gettid) && defined(SYS_tgkill)
+    pid_t pid = getpid();
+    return (pid_t)syscall(SYS_gettid) != pid && syscall(SYS_tgkill, pid, pid, sig) == 0;
+#else
+    (void)sig;
+    return 0;
+#endif
+}
+
+/* Async-signal-safe: getpid, write, sigaction, raise, syscall (gettid,
+ * tgkill), and the previous handler. */
 static void on_signal(int sig, siginfo_t *si, void *uc) {
     int saved = errno, k = slot_of(sig);
     if (k < 0) return;
     const struct sigaction *old = &S.old[k];
     int chain = has_handler(old);
+    if (chain && getpid() == S.owner && to_first_thread(sig)) {
+        errno = saved;
+        return;
+    }
     if (getpid() != S.owner || S.fd[1] < 0) {
         if (!chain) default_on_return(sig); /* not the recording process: as if we were not here */
     } else if (chain) {

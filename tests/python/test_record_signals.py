@@ -15,6 +15,7 @@ locked by another process (the wait is bounded: the process dies while the
 lock is still held), and a forked child that dies of SIGTERM without
 touching the parent's run.
 """
+import ctypes
 import json
 import os
 import signal
@@ -29,6 +30,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.abspath(os.environ.get("JANUS_BUILD_DIR", os.path.join(ROOT, "build")))
 JANUS = os.path.join(BUILD, "janus")
+
+SYS_TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(JANUS),
                                 reason=f"{JANUS} not built (it needs db/ and cli/ in the build)")
@@ -52,8 +55,17 @@ for i in range(7):
     opt.step()
     print("step", i, flush=True)
 (m(janus.randn(3, 4)) ** 2).sum()
-print("ready", os.getpid(), flush=True)
 mode = sys.argv[1]
+if mode == "sleep_thread":  # a Python thread that does not block signals, its id printed
+    import threading
+    tid = []
+    threading.Thread(target=lambda: (tid.append(threading.get_native_id()), time.sleep(120)), daemon=True).start()
+    while not tid:
+        time.sleep(0.01)
+    print("ready", os.getpid(), tid[0], flush=True)
+    time.sleep(60)
+    sys.exit(3)
+print("ready", os.getpid(), flush=True)
 if mode == "sleep":
     time.sleep(60)
 elif mode == "cblock":  # blocked in C with the GIL held: a mutex locked twice
@@ -96,7 +108,8 @@ def _start(tmp_path, db, mode, **kw):
             break
     assert lines[-1].startswith("ready"), "".join(lines) + p.stderr.read()
     assert [x for x in lines if x.startswith("step")] == [f"step {i}\n" for i in range(7)]
-    return p, int(lines[-1].split()[1])
+    p.ready = lines[-1].split()  # "ready PID [more]"
+    return p, int(p.ready[1])
 
 
 def _steps(db, run):
@@ -228,6 +241,27 @@ def test_sigint_still_raises_keyboardinterrupt(tmp_path, reference):
     out, err = p.communicate(timeout=60)
     assert "KeyboardInterrupt" in err, err
     assert p.returncode == 128 + signal.SIGINT, err  # Python re-raises SIGINT on an uncaught ^C
+    _check_killed(db, reference, signal.SIGINT)
+
+
+@pytest.mark.skipif(SYS_TGKILL is None, reason="tgkill's number on this machine is not known here")
+def test_sigint_taken_by_another_thread_still_interrupts(tmp_path, reference):
+    """The kernel may give a signal sent to the process to any thread that
+    does not block it; Python's handler run there only sets a flag, and the
+    main thread would sleep on (60 s here).  The recorder sends it on to the
+    main thread: ^C raises KeyboardInterrupt at once."""
+    db = tmp_path / "run.db"
+    p, pid = _start(tmp_path, db, "sleep_thread")
+    tid = int(p.ready[2])
+    assert tid != pid
+    libc = ctypes.CDLL(None, use_errno=True)
+    t0 = time.monotonic()
+    assert libc.syscall(SYS_TGKILL, pid, tid, signal.SIGINT) == 0, ctypes.get_errno()  # to that thread alone
+    out, err = p.communicate(timeout=60)
+    p.wait(timeout=60)
+    assert time.monotonic() - t0 < 30, "the main thread slept on"
+    assert "KeyboardInterrupt" in err, err
+    assert p.returncode == 128 + signal.SIGINT, err
     _check_killed(db, reference, signal.SIGINT)
 
 

@@ -6,7 +6,7 @@
  *   bind_inputs      every tensor input is bound by the matcher to an event
  *                    argument of this segment, and none of them is itself
  *                    pending; a state input the graph writes overlaps no
- *                    other input (state_apart);
+ *                    other state input (state_apart);
  *   index_headers    every header the list holds: which keep output fills
  *                    it (jn_rp_match_token_output of the event that created
  *                    it), found through its hold record (the list holds
@@ -349,15 +349,19 @@ static int bind_inputs(rp_run *X) {
     return 0;
 }
 
-/* A state input the graph writes must not overlap another input (but
- * itself, under any input of its recorded tensor).  The matcher binds state
- * to the tensors the script passes, keeping their identities apart (sbind
- * in match.c), but a run could lay them out otherwise than the recording
- * (views of one buffer): the graph writes state back at its end, so a read
- * eager made after the write, through an overlapping view, would see other
- * values.  Storages are hashed (inputs share one rarely: a flat parameter
- * buffer, slices of one dataset), and only inputs on one storage are
- * compared. */
+/* A state input the graph writes must not overlap another state input
+ * (but itself, under any input of its recorded tensor).  The matcher binds
+ * state to the tensors the script passes, keeping their identities apart
+ * (sbind in match.c), but a run could lay them out otherwise than the
+ * recording (two parameters as views of one buffer): the graph writes
+ * state back at its end, so an update eager made after another's write,
+ * through an overlapping view, would see other values.  Carry and host
+ * inputs are not checked, as they never were: they bind no recorded id,
+ * and the aliasing they have is the recording's (a BatchNorm weight's view
+ * an earlier segment made for autograd, read by the backward before the
+ * optimizer writes the weight, as eagerly).  Storages are hashed (state
+ * shares one rarely: a flat parameter buffer), and only state inputs on
+ * one storage are compared. */
 static int state_apart(rp_run *X) {
     const jn_ir_graph *g = X->g;
     int nw = 0;
@@ -372,7 +376,7 @@ static int state_apart(rp_run *X) {
     memset(key, 0, sizeof *key * (size_t)nslot);
     int shared = 0;
     for (int32_t i = 0; i < g->ninputs && !shared; i++) {
-        if (!X->inputs[i] || X->owned[i]) continue;
+        if (g->inputs[i].kind != JN_IR_IN_STATE || !X->inputs[i]) continue;
         const jn_storage *st = X->inputs[i]->storage;
         int64_t h = rp_home_slot(st, nslot);
         while (key[h] && key[h] != st) h = (h + 1) & (nslot - 1);
@@ -386,12 +390,12 @@ static int state_apart(rp_run *X) {
         const jn_tensor *a = X->inputs[i];
         for (int32_t j = 0; j < g->ninputs && a; j++) {
             const jn_tensor *b = X->inputs[j];
-            if (j == i || !b || X->owned[j] || b->storage != a->storage) continue;
+            if (j == i || g->inputs[j].kind != JN_IR_IN_STATE || !b || b->storage != a->storage) continue;
             if (g->inputs[i].bind && g->inputs[j].bind == g->inputs[i].bind) continue; /* the same tensor */
             if (!jn_rt_may_overlap(a, b)) continue;
-            snprintf(X->why, X->wn, "graph %s: state input %%%d, which the graph writes, overlaps input %%%d in memory "
-                     "here (views of one buffer), where the graph holds them apart: eager's order of its writes and "
-                     "the other's reads would not be kept", g->name, g->inputs[i].value, g->inputs[j].value);
+            snprintf(X->why, X->wn, "graph %s: state input %%%d, which the graph writes, overlaps state input %%%d in "
+                     "memory here (views of one buffer), where the graph holds them apart: eager's order of their "
+                     "updates would not be kept", g->name, g->inputs[i].value, g->inputs[j].value);
             return 1;
         }
     }

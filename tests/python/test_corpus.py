@@ -125,10 +125,16 @@ def test_corpus_script(name, tmp_path, torch_runs):
     rec = _janus(tmp_path, "record", "--db", db, sys.executable, script)
     assert len(losses(rec.stdout)) >= 8, rec.stdout
     _janus(tmp_path, "optimize", "--no-compile", db)
-    rep = _janus(tmp_path, "replay", "--db", db, sys.executable, script)
+    # every graph that fits runs (no timing runs or graphs left to eager by
+    # choice, which depend on this machine's load): the run replays as it
+    # was recorded, so nearly every segment is a hit (the lowest today:
+    # transformer_lm's 12 of 13, its first segment)
+    rep = _janus(tmp_path, "replay", "--db", db, sys.executable, script, JANUS_REPLAY_ADAPT="0")
     assert rep.stdout == rec.stdout  # every printed number, bitwise
     m = re.search(r"hit rate \(([\d,]+) of ([\d,]+) segments", rep.stderr)
-    assert m and int(m.group(1).replace(",", "")) > 0, rep.stderr
+    assert m, rep.stderr
+    hits, segs = (int(x.replace(",", "")) for x in m.groups())
+    assert hits >= 0.9 * segs, rep.stderr
 
     if torch_runs is None:
         return

@@ -600,7 +600,7 @@ def test_state_that_overlaps_runs_eagerly(tmp_path):
     assert rr.stdout == re_.stdout and rr.stdout.count("loss") == 4
     same_weights(we, wr)
     s = summary(rr.stderr)
-    assert s["fell_back"] >= 35 and "overlaps input" in (s["top_miss"] or ""), s
+    assert s["fell_back"] >= 35 and "overlaps state input" in (s["top_miss"] or ""), s
     rr, _ = run(script, ["apart"], str(tmp_path), "apart", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
     assert summary(rr.stderr)["fell_back"] <= 2, rr.stderr[-2000:]     # apart: graphs
 

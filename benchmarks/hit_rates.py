@@ -5,8 +5,8 @@ share of segments that ran as compiled graphs (and, where the build counts
 them, how many of those hits went past the recorded ranges).  The demo row
 is README's main job: record 60 steps of the MLP, replay 2 epochs.
 
-    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K] [--sizes | --workflows] [--check]
-                                     [--adapt] [--only NAME,...]
+    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K] [--sizes | --workflows | --corpus]
+                                     [--check] [--adapt] [--only NAME,...]
 
 --build / --python choose the janus build and package measured (another
 tree's, for a before/after table); the scripts are always this tree's, so
@@ -16,7 +16,8 @@ that have a batch size or sequence length with up to twice the recorded
 maxima instead; --workflows replays runs set up otherwise than the
 recording, as real ones are (the MLP resumed from a checkpoint an earlier
 run saved, its test accuracy printed before training, a new optimizer at a
-second phase).  --check runs every command through
+second phase); --corpus records and replays each PyTorch script of
+tests/corpus as it is (their own lengths).  --check runs every command through
 tests/python/replay_probe.py, replays with --strict (once more without it
 when a miss stops the strict run, for the counters), runs the same command
 eagerly (`janus replay --eager`) and compares printed lines and final
@@ -111,6 +112,14 @@ def workflow_cases(k):
     }
 
 
+def corpus_cases(k):
+    """tests/corpus: PyTorch scripts (`import torch`, served by janus), each
+    recorded and replayed as written (k is not used: their lengths are their own)."""
+    folder = os.path.join(ROOT, "tests", "corpus")
+    return {f[:-3]: (os.path.join(folder, f), [], [])
+            for f in sorted(os.listdir(folder)) if f.endswith(".py") and not f.startswith("_")}
+
+
 HIT = re.compile(r"\(([\d,]+) of ([\d,]+) segments ran as graphs")
 EXTRAP = re.compile(r"; ([\d,]+) of the hits past the recorded ranges")
 TOP = re.compile(r"; top miss \(([\d,]+)x\): (.*?); `janus inspect")
@@ -189,6 +198,7 @@ def main():
     ap.add_argument("--adapt", action="store_true", help="let replay time graphs against eager")
     ap.add_argument("--check", action="store_true", help="--strict, and eager's printed lines and weights")
     ap.add_argument("--sizes", action="store_true", help="the runs with batch sizes / lengths up to 2x the recorded")
+    ap.add_argument("--corpus", action="store_true", help="tests/corpus's PyTorch scripts, as written")
     ap.add_argument("--workflows", action="store_true",
                     help="runs set up otherwise than the recording (a checkpoint, an evaluation first, ...)")
     a = ap.parse_args()
@@ -201,7 +211,7 @@ def main():
           (" check |" if a.check else ""))
     print("|---|---|---|---|---|---|" + ("---|" if a.check else ""))
     with tempfile.TemporaryDirectory() as tmp:
-        table = workflow_cases if a.workflows else wide_cases if a.sizes else cases
+        table = corpus_cases if a.corpus else workflow_cases if a.workflows else wide_cases if a.sizes else cases
         for name, (script, rec, rep, *prepare) in table(a.scale).items():
             if only and name.split(" ")[0].rstrip(",") not in only:
                 continue

@@ -113,8 +113,7 @@ typedef struct {
     int32_t *sym_guard;             /* per symbol: its SYM guard, -1 */
     int32_t *in_guard;              /* per input: GI_N slots (dtype, device, bind, scalar, pytype) */
     int32_t *dim_guard;             /* per input * JN_MAX_DIMS */
-    int32_t *in_sb;                 /* per input: its recorded id's index in sb, -1 (not a bound state) */
-    sbind *sb;                      /* the matcher's */
+    int32_t *in_sb;                 /* per input: its recorded id's index in the matcher's sbind, -1 */
 } mgraph;
 
 /* A cursor: one way of following graph P so far (a loop's end forks one
@@ -502,7 +501,6 @@ static jn_status index_state(jn_rp_matcher *mt) {
     for (int32_t k = 0; k < mt->ngr; k++) {
         mgraph *G = &mt->gr[k];
         const jn_ir_graph *g = G->g;
-        G->sb = S;
         if (!(G->in_sb = malloc(sizeof *G->in_sb * ((size_t)g->ninputs + 1))))
             return jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
         for (int32_t i = 0; i < g->ninputs; i++) {

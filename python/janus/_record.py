@@ -285,9 +285,12 @@ def _prof(frame, event, arg):
         elif code.co_filename != _own_file:  # the region hooks themselves are not the call's
             for codes, _ in _observers:
                 codes[code] = frame.f_globals  # the globals its names read (containers outliving the call)
-    elif event == "c_call" and code.co_filename != _own_file:
+    elif event == "c_call" and code.co_filename != _own_file and _observers:
+        # the script's line a call in janus's code came from (janus._region is
+        # loaded by then: _new_region made the region observed)
+        where = sys.modules["janus._region"]._user_site(frame)
         for _, calls in _observers:
-            calls.append((arg, code, frame.f_lineno))
+            calls.append((arg, code, frame.f_lineno, where))
 
 
 def _call_effect(f, code, line, module):
@@ -336,7 +339,7 @@ def _store_codes(ent, codes, calls, kind, obj, args):
         called = {id(m): (m, None) for m in obj.modules()}
         pre = _region._outliving(called, types.SimpleNamespace(codes=codes), args)
     first_call = {}
-    for f, code, line in calls:
+    for f, code, line, where in calls:
         if code in first_call:
             continue
         owner = getattr(f, "__self__", None)
@@ -349,7 +352,7 @@ def _store_codes(ent, codes, calls, kind, obj, args):
         else:
             e = _call_effect(f, code, line, module)
         if e is not None:
-            first_call[code] = (e, _region._site(code, line))
+            first_call[code] = (e, _region._site(code, line) + (f" (from {where})" if where else ""))
     rows = []
     for code in codes:
         scan = _region._Scan(code) if code not in _scans else _scans[code]

@@ -478,7 +478,7 @@ class Regions:
                         or any(hasattr(c, name) for c in (list, dict, set, tuple))):  # calls: checked below
                     raise _Refused(f"reads attribute {name} at {where} of an object the region does not guard")
         pre = _outliving(called, obs, args)
-        for f, code, line in obs.calls:
+        for f, code, line, where in obs.calls:
             owner = getattr(f, "__self__", None)
             if isinstance(owner, (list, dict, set)):
                 name = getattr(f, "__name__", "?")
@@ -490,7 +490,7 @@ class Regions:
             if _is_user(code):
                 self._check_call(f, code, line, module=True)
             else:
-                _check_janus_call(f, code, line)
+                _check_janus_call(f, code, line, where)
         for mm, snap in called.values():
             now = _msnap(mm)
             if now != snap:
@@ -937,7 +937,7 @@ def _observe(fn, regions, called):
         if event == "call":
             o.codes.setdefault(frame.f_code, frame.f_globals)
         elif event == "c_call":
-            o.calls.append((arg, frame.f_code, frame.f_lineno))
+            o.calls.append((arg, frame.f_code, frame.f_lineno, _user_site(frame)))
 
     regions._observing = called
     _C._rp_region_observe(True)
@@ -966,7 +966,7 @@ def _hkey(x):
 
 def _call_site(c):
     """(code, line, callee name) of a builtin call seen while observing."""
-    f, code, line = c
+    f, code, line = c[:3]
     return code, line, getattr(f, "__qualname__", None) or getattr(f, "__name__", "?")
 
 
@@ -1005,16 +1005,17 @@ def _outliving(called, obs, args):
 _JANUS_DENY = frozenset("print input open setattr delattr exec eval __import__ seed setstate write flush".split())
 
 
-def _check_janus_call(f, code, line):
-    """janus's own code is trusted like its bytecode, bar effects no template reproduces."""
+def _check_janus_call(f, code, line, where=None):
+    """janus's own code is trusted like its bytecode, bar effects no template reproduces
+    (where: the script's line that led there, named after janus's)."""
     name = getattr(f, "__name__", "?")
     owner = getattr(f, "__self__", None)
     mod = getattr(f, "__module__", None) or getattr(owner, "__name__", None) or ""
     if (name in _JANUS_DENY or name in _IMPURE_C or mod.split(".")[0] in ("random", "time", "os", "sys", "numpy", "io")
             or type(owner).__module__ in ("random", "numpy")
             or ((owner is _C or mod in ("janus._C", "_C")) and name not in _PURE_C)):
-        raise _Refused(f"calls {getattr(f, '__qualname__', name)} at {_site(code, line)} (an effect or state a "
-                       f"template does not reproduce)")
+        raise _Refused(f"calls {getattr(f, '__qualname__', name)} at {_site(code, line)}"
+                       f"{f' (from {where})' if where else ''} (an effect or state a template does not reproduce)")
 
 
 def _msnap(m):
@@ -1108,6 +1109,17 @@ def _state_value(items, key):
 
 
 _user_cache = {}
+
+
+def _user_site(frame):
+    """For a call in janus's own code: the script's line that led there ("file:line"),
+    so a refusal names the line the user wrote, not only janus's; None in user code."""
+    if _is_user(frame.f_code):
+        return None
+    f = frame.f_back
+    while f is not None and not _is_user(f.f_code):
+        f = f.f_back
+    return None if f is None else _site(f.f_code, f.f_lineno)
 
 
 def _is_user(code):

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is n
 
 CASES = os.path.join(ROOT, "tests", "regions", "proof_cases.py")
 HASH = re.compile(r"\b[0-9a-f]{16}\b")
+JANUS_LINE = re.compile(r"\b(_factories\.py):\d+")
 
 
 def record(tmp, *extra_env, steps=6):
@@ -84,18 +85,28 @@ def test_refused(recorded, qualname, site, reason):
     assert f"region module {qualname} ({v['site']}): refused at {site}: {reason}\n" in recorded["optimize"]
 
 
+def test_an_effect_in_janus_code_names_the_scripts_line(recorded):
+    # janus.tensor(list) makes a tensor from Python data inside janus's own
+    # code: the site is that code's line, and the script's line that led there
+    v = recorded["verdicts"][("module", "MakesData")]
+    assert v["verdict"] == "refused", v
+    assert re.fullmatch(r"_factories\.py:\d+ \(from proof_cases\.py:115\)", v["reason_site"]), v
+    assert v["reason"].startswith("calls _tensor_from_data (an effect or state a template does not reproduce)"), v
+
+
 def test_counts_over_objects(recorded):
     # two Counter objects (one alone, one inside Outer): one verdict, their calls summed
     assert recorded["verdicts"][("module", "Counter")]["calls"] == 12
 
 
 def region_lines(text, start):
-    """The lines from `start` on that name a region of proof_cases.py, hashes replaced."""
+    """The lines from `start` on that name a region of proof_cases.py, hashes and the
+    lines of janus's own files (a site inside janus, before the script's) replaced."""
     out, on = [], False
     for line in text.splitlines():
         on = on or line.strip().startswith(start)
         if on and ("proof_cases.py" in line or line.strip().startswith(start)):
-            out.append(HASH.sub("<hash>", line.rstrip()))
+            out.append(JANUS_LINE.sub(r"\1:<line>", HASH.sub("<hash>", line.rstrip())))
     return out
 
 
@@ -117,7 +128,7 @@ def test_golden_inspect(recorded):
     r = janus("inspect", recorded["db"])
     assert r.returncode == 0, r.stderr[-3000:]
     lines = region_lines(r.stdout, "regions:")
-    assert lines[0].startswith("    regions: 7 replaceable, 8 refused")
+    assert lines[0].startswith("    regions: 7 replaceable, 9 refused")
     golden("regions_inspect.txt", lines)
 
 

@@ -93,7 +93,7 @@ def main(steps):
     janus.manual_seed(0)
     random.seed(0)
     block, parts = Block(), [Counter(), Appends(), Prints(), Syncs(), Random(), Global()]
-    flip, rows, outer, crit = Flip(), Rows(), Outer(), nn.CrossEntropyLoss()
+    flip, rows, outer, crit, makes = Flip(), Rows(), Outer(), nn.CrossEntropyLoss(), MakesData()
     opt = janus.optim.SGD(block.parameters(), lr=0.1, momentum=0.9)
     for step in range(steps):
         x = janus.randn(2 + step // 3 % 2, 4)
@@ -102,12 +102,17 @@ def main(steps):
             y = m(y)
         flip.double = step % 2 == 0
         labels = janus.tensor([0, 1, 2][:y.shape[0]])
-        loss = (flip(y) * y).mean() + rows(y).sum() + outer(y).mean() + crit(y, labels)
+        loss = (flip(y) * y).mean() + rows(y).sum() + outer(y).mean() + crit(y, labels) + makes(y).mean()
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(block.parameters(), 1.0)
         opt.step()
         print(f"step {step} loss {loss.item():.6f}")
+
+
+class MakesData(nn.Module):  # makes a tensor from Python data: janus's code, the line here named
+    def forward(self, x):
+        return x + janus.tensor([1.0, 2.0, 3.0, 4.0])
 
 
 if __name__ == "__main__":

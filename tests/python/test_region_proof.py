@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is n
 
 CASES = os.path.join(ROOT, "tests", "regions", "proof_cases.py")
 HASH = re.compile(r"\b[0-9a-f]{16}\b")
-JANUS_LINE = re.compile(r"\b(_factories\.py):\d+")
+OWN_LINE = re.compile(r"\b(_factories\.py):\d+")
 
 
 def record(tmp, *extra_env, steps=6):
@@ -106,7 +106,7 @@ def region_lines(text, start):
     for line in text.splitlines():
         on = on or line.strip().startswith(start)
         if on and ("proof_cases.py" in line or line.strip().startswith(start)):
-            out.append(JANUS_LINE.sub(r"\1:<line>", HASH.sub("<hash>", line.rstrip())))
+            out.append(OWN_LINE.sub(r"\1:<line>", HASH.sub("<hash>", line.rstrip())))
     return out
 
 

@@ -495,6 +495,22 @@ for step in range(60):
 """
 
 
+def written_script_replays(tmp, name, text, rec_args, args, lines):
+    """Write a test script, record and optimize it with rec_args, then run it with
+    args eagerly and replayed (every graph that fits, JANUS_REPLAY_ADAPT=0): the
+    same printed lines (`lines` loss lines) and final weights; the replay's counters."""
+    script = os.path.join(tmp, name + ".py")
+    with open(script, "w") as f:
+        f.write(text)
+    db = record_and_optimize(script, rec_args, tmp)
+    re_, we = run(script, args, tmp, "eager")
+    rr, wr = run(script, args, tmp, "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout and rr.stdout.count("loss") == lines
+    same_weights(we, wr)
+    return script, db, summary(rr.stderr)
+
+
 @pytest.mark.parametrize("before,at_first_step,swap_at", [(3, 0, -1), (0, 5, -1), (2, 4, -1), (0, 0, 30)])
 def test_state_binds_what_the_script_passes(tmp_path, before, at_first_step, swap_at):
     # tensor ids count every tensor a process made, so a run that makes a
@@ -504,17 +520,8 @@ def test_state_binds_what_the_script_passes(tmp_path, before, at_first_step, swa
     # state input binds the tensor the script passes, so the steps still
     # hit (they missed in all of them when state had to keep its recorded
     # id), with eager's numbers
-    script = os.path.join(str(tmp_path), "state_shift.py")
-    with open(script, "w") as f:
-        f.write(STATE_SHIFT)
-    db = record_and_optimize(script, ["0", "0", "-1"], str(tmp_path))
-    args = [str(before), str(at_first_step), str(swap_at)]
-    re_, we = run(script, args, str(tmp_path), "eager")
-    rr, wr = run(script, args, str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
-    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
-    assert rr.stdout == re_.stdout and rr.stdout.count("loss") == 3
-    same_weights(we, wr)
-    s = summary(rr.stderr)
+    _, _, s = written_script_replays(str(tmp_path), "state_shift", STATE_SHIFT, ["0", "0", "-1"],
+                                     [str(before), str(at_first_step), str(swap_at)], 3)
     assert s["segments"] - s["fell_back"] >= (55 if swap_at < 0 else 54), s   # the step after a swap makes state
 
 
@@ -547,19 +554,12 @@ def test_a_run_resumed_from_a_checkpoint_replays(tmp_path):
     # recorded from scratch, replayed resuming from a checkpoint: every
     # parameter and optimizer state tensor has another id than recorded
     # (the checkpoint's load makes them), yet the steps hit, exactly
-    script = os.path.join(str(tmp_path), "resume.py")
-    with open(script, "w") as f:
-        f.write(RESUME)
     ck = os.path.join(str(tmp_path), "ck.pt")
-    db = record_and_optimize(script, ["30", os.path.join(str(tmp_path), "none.pt")], str(tmp_path))
-    r = subprocess.run([sys.executable, script, "25", ck], capture_output=True, text=True, env=env(), timeout=300)
+    r = subprocess.run([sys.executable, "-c", RESUME, "25", ck], capture_output=True, text=True, env=env(),
+                       timeout=300)   # an earlier run saves the checkpoint
     assert r.returncode == 0 and os.path.exists(ck), r.stderr[-2000:]
-    re_, we = run(script, ["60", ck], str(tmp_path), "eager")
-    rr, wr = run(script, ["60", ck], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
-    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
-    assert rr.stdout == re_.stdout and rr.stdout.count("loss") == 3
-    same_weights(we, wr)
-    s = summary(rr.stderr)
+    _, _, s = written_script_replays(str(tmp_path), "resume", RESUME,
+                                     ["30", os.path.join(str(tmp_path), "none.pt")], ["60", ck], 3)
     assert s["segments"] - s["fell_back"] >= 55, s
 
 
@@ -590,16 +590,7 @@ def test_state_that_overlaps_runs_eagerly(tmp_path):
     # overlapping views of one buffer: SGD's update of one changes the
     # other, which the graph (it writes state back at its end) would not
     # see -- wrong numbers when this ran as a graph; it runs eagerly, saying why
-    script = os.path.join(str(tmp_path), "overlap.py")
-    with open(script, "w") as f:
-        f.write(OVERLAP)
-    db = record_and_optimize(script, ["apart"], str(tmp_path))
-    re_, we = run(script, ["views"], str(tmp_path), "eager")
-    rr, wr = run(script, ["views"], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
-    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
-    assert rr.stdout == re_.stdout and rr.stdout.count("loss") == 4
-    same_weights(we, wr)
-    s = summary(rr.stderr)
+    script, db, s = written_script_replays(str(tmp_path), "overlap", OVERLAP, ["apart"], ["views"], 4)
     assert s["fell_back"] >= 35 and "overlaps state input" in (s["top_miss"] or ""), s
     rr, _ = run(script, ["apart"], str(tmp_path), "apart", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
     assert summary(rr.stderr)["fell_back"] <= 2, rr.stderr[-2000:]     # apart: graphs

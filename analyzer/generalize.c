@@ -458,6 +458,73 @@ static int fslot_fixed(an_gen *G, int32_t t, int32_t s, double *x) {
     return 1;
 }
 
+/* Whether dim d of input q of op o (exemplar E) is an EXTENT: a dim only
+ * read through index tensors (x[idx] along an int index, index_select's
+ * dim), whose size reaches no output shape -- a dataset's row count. */
+static int extent_place(const an_ex *E, const an_op *o, int32_t q, int d) {
+    if (q != 0) return 0;
+    if (o->op == JN_OP_index_select) {
+        int64_t dim = E->attrv[o->attr0].i, nd = E->refs[o->ref0].ndim;
+        return (dim < 0 ? dim + nd : dim) == d;
+    }
+    if (o->op != JN_OP_index) return 0;
+    for (int k = 1; k < o->nin; k++) {  /* a bool mask consumes dims and has data-dependent rows */
+        uint8_t dt = E->refs[o->ref0 + k].dtype;
+        if (dt != JN_I64 && dt != JN_I32) return 0;
+    }
+    const jn_ints *mask = &E->attrv[o->attr0].l;
+    return d < mask->n && mask->v[d] == 1;
+}
+
+/* Dim d of input q of template op t, the same n in every exemplar, is an
+ * extent, and n appears in the exemplars only as extents of inputs (the
+ * images and the labels of one dataset), in no output shape and no int
+ * attribute (so nothing was sized by it: a gradient of the indexed tensor,
+ * a view of its size, randperm(n); a tensor made here and indexed shows
+ * its n as an output).  Then the dim becomes a symbol of its own from one
+ * observation (gen_shape), bound from that input: a run on more data than
+ * the recording's replays.  Conservative: a coincidental equal value
+ * anywhere keeps the constant. */
+static int gen_extent(an_gen *G, int32_t t, int32_t q, int d) {
+    int64_t n = G->vec[0];
+    if (n <= 1 || !extent_place(G->E[0], eop(G, 0, t), q, d)) return 0;
+    for (int e = 0; e < G->m; e++) {
+        const an_ex *E = G->E[e];
+        for (int32_t i = 0; i < E->nops; i++) {
+            const an_op *o = &E->ops[i];
+            for (int32_t r = 0; r < o->nin + o->nout; r++) {
+                const an_ref *x = &E->refs[o->ref0 + r];
+                for (int k = 0; k < x->ndim; k++)
+                    if (x->shape[k] == n && !(r < o->nin && extent_place(E, o, r, k))) return 0;
+            }
+            const jn_opinfo *info = jn_op_info((jn_op)o->op);
+            for (int k = 0; k < info->nattrs && o->attr0 >= 0; k++) {
+                const jn_attr *a = &E->attrv[o->attr0 + k];
+                if (info->attr_kind[k] == JN_A_INT && a->i == n) return 0;
+                if (info->attr_kind[k] == JN_A_INTS)
+                    for (int j = 0; j < a->l.n; j++)
+                        if (a->l.v[j] == n) return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* A new symbol for extent dim values G->vec: bound through firsts,
+ * matched by nothing (the selfcheck expands it from there). */
+static jn_ir_dim extent_sym(an_gen *G, int64_t site, jn_status *err) {
+    int32_t y = an_gen_sym(G, "s", JN_IR_SYM_DIM, G->vec[0], G->vec[0], site);
+    if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL) ||
+        !(G->cands[G->ncands - 1].firsts = malloc(sizeof(int64_t) * (size_t)G->m))) {
+        *err = nomem();
+        return 0;
+    }
+    an_cand *cd = &G->cands[G->ncands - 1];
+    cd->position = 1;
+    memcpy(cd->firsts, G->vec, sizeof(int64_t) * (size_t)G->m);
+    return cd->d;
+}
+
 /* Symbolic shape of ref q of template op t (state: a state input, whose
  * dims stay as recorded: a parameter's shape is no batch). */
 static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape, int state) {
@@ -474,6 +541,8 @@ static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_
         G->place = state || o->synth || !G->occ ? 0 : an_dim_key(o, G->occ + 2 * G->T->eop[0][t], q, d);
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
         G->place = 0;
+        if (!err && !state && q < o->nin && !o->synth && !jn_ir_is_expr(shape[d]) && gen_extent(G, t, q, d))
+            shape[d] = extent_sym(G, site, &err);
         if (err) return err;
     }
     return JN_OK;

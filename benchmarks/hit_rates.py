@@ -16,7 +16,7 @@ that have a batch size or sequence length with up to twice the recorded
 maxima instead; --workflows replays runs set up otherwise than the
 recording, as real ones are (the MLP resumed from a checkpoint an earlier
 run saved, its test accuracy printed before training, a new optimizer at a
-second phase); --corpus records and replays each PyTorch script of
+second phase, three times the data it was recorded on); --corpus records and replays each PyTorch script of
 tests/corpus as it is (their own lengths).  --check runs every command through
 tests/python/replay_probe.py, replays with --strict (once more without it
 when a miss stops the strict run, for the counters), runs the same command
@@ -109,6 +109,8 @@ def workflow_cases(k):
         "fashion_mlp resumed from a checkpoint": (mlp, rec, rep + ["--checkpoint", ck], checkpoint),
         "fashion_mlp, test accuracy first": (mlp, rec, rep + ["--eval-first"], None),
         f"fashion_mlp, a new optimizer at step {10 * k}": (mlp, rec, rep + ["--new-optimizer-at", str(10 * k)], None),
+        # recorded on a subset (--train-size 1000), run on three times the data
+        "fashion_mlp on 3x the recorded data": (mlp, rec, rep + ["--train-size", "3000"], None),
     }
 
 

@@ -247,6 +247,26 @@ static void twin_begin(jn_rp_matcher *mt, int entry) {
 }
 
 /* Feed segment k of s (args possibly replaced by `args`); returns end()'s kind. */
+/* Whether dim d uses symbol y (through its expression). */
+static int dim_uses(const jn_ir_graph *g, jn_ir_dim d, int32_t y) {
+    if (!jn_ir_is_expr(d)) return 0;
+    const jn_ir_expr *e = &g->exprs[jn_ir_expr_index(d)];
+    return e->kind == JN_IR_E_SYM ? e->sym == y : dim_uses(g, e->a, y) || dim_uses(g, e->b, y);
+}
+
+/* An extent symbol (analyzer/generalize.c gen_extent): one that sizes no
+ * node's output, only inputs' dims read through indices -- those dims may
+ * change alone (more data than recorded), a hit. */
+static int sym_is_extent(const jn_ir_graph *g, int32_t y) {
+    for (int32_t n = 0; n < g->nnodes; n++)
+        for (int32_t j = 0; j < g->nodes[n].nout; j++) {
+            const jn_ir_value *v = &g->values[g->nodes[n].out[j]];
+            for (int d = 0; d < v->ndim; d++)
+                if (dim_uses(g, v->shape[d], y)) return 0;
+        }
+    return 1;
+}
+
 static jn_rp_match_kind feed_seg(jn_rp_matcher *mt, const stream *s, const sarg *args, int64_t k,
                                  jn_rp_match_result *res) {
     jn_rp_match_arg buf[2 * 300];
@@ -517,7 +537,7 @@ static int replay(const char *path, const char *other) {
             for (int d = 0; d < v->ndim && !nsym; d++) {
                 if (!jn_ir_is_expr(v->shape[d])) continue;
                 const jn_ir_expr *e = &g->exprs[jn_ir_expr_index(v->shape[d])];
-                if (e->kind != JN_IR_E_SYM) continue;
+                if (e->kind != JN_IR_E_SYM || sym_is_extent(g, e->sym)) continue;
                 int64_t hi = g->syms[e->sym].hi;
                 memcpy(mut, s.arg, sizeof *mut * (size_t)s.narg);
                 for (int32_t x = sg->ev0; x < sg->ev0 + sg->nev; x++)

@@ -156,6 +156,64 @@ def test_counters_show_extrapolated_hits(tmp_path):
     assert "42 .. 84" in body, body[-3000:]
 
 
+DATASET = """
+import janus
+n, steps, grad = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "grad"
+janus.manual_seed(0)
+data = janus.randn(n, 4)                     # a dataset: only its rows are read, by index
+labels = janus.randint(0, 3, (n,))
+if grad:                                     # a table with a gradient: the gradient has n rows
+    data.requires_grad_(True)
+lin = janus.nn.Linear(4, 3)
+opt = janus.optim.SGD(lin.parameters(), lr=0.1)
+for step in range(steps):
+    idx = janus.tensor([(step * 37 + k * 11) % n for k in range(8)])
+    loss = janus.nn.functional.cross_entropy(lin(data[idx]), labels[idx])
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, f"{loss.item():.6f}")
+if grad:
+    print("rows with a gradient", int((data.grad != 0).any(1).sum()), f"{data.grad.abs().sum().item():.6f}")
+"""
+
+
+def test_more_data_than_recorded_replays(tmp_path):
+    # a dataset's row count is an EXTENT (analyzer/generalize.c gen_extent):
+    # only read through an index, it sizes nothing, so it is a symbol from
+    # one observation -- recorded on 50 rows, a run on 80 replays (rows
+    # 50..79 read too), bitwise equal to eager; only the segment that makes
+    # the data (randn of another size) misses
+    script = inline(tmp_path, "dataset.py", DATASET)
+    db = record_and_optimize(script, ["50", "10", "-"], str(tmp_path))
+    re_, we = run(script, ["80", "30", "-"], str(tmp_path), "eager")
+    rr, wr = run(script, ["80", "30", "-"], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout
+    same_weights(we, wr)
+    s = summary(rr.stderr)
+    assert s["segments"] - s["fell_back"] >= 29 and s["extrapolated"] >= 29, s
+    assert "randn" in s["top_miss"], s
+
+
+def test_a_dataset_whose_size_reaches_a_shape_misses(tmp_path):
+    # the same table trained (requires_grad): index's backward makes a
+    # gradient of n rows, so n sized something and stays a constant --
+    # the run on 80 rows misses where the recording had 50, and stays equal
+    script = inline(tmp_path, "table.py", DATASET)
+    db = record_and_optimize(script, ["50", "10", "grad"], str(tmp_path))
+    re_, we = run(script, ["80", "12", "grad"], str(tmp_path), "eager")
+    rr, wr = run(script, ["80", "12", "grad"], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout
+    same_weights(we, wr)
+    s = summary(rr.stderr)
+    assert s["fell_back"] >= 12 and "was 80; recorded 50" in s["top_miss"], s
+    # at the recorded size it replays
+    r50, _ = run(script, ["50", "12", "grad"], str(tmp_path), "again", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert r50.returncode == 0 and summary(r50.stderr)["segments"] - summary(r50.stderr)["fell_back"] >= 11
+
+
 DTYPE = """
 import janus
 dt = janus.float64 if sys.argv[1] == "f64" else janus.float32

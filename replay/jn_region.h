@@ -67,13 +67,17 @@ const jn_rp_region_event *jn_rp_region_log(const jn_replay *r, int64_t *n, int64
 /* How a template op writes its outputs. */
 enum { JN_RP_RG_NEW = 0, JN_RP_RG_INPLACE = 1, JN_RP_RG_INTO = 2 };
 
+/* an attribute that is the negated call value k (jn_rp_region_op.aval) */
+#define JN_RP_AVAL_NEG(k) (-2 - (k))
+
 typedef struct {
     jn_op op;
     int mode, nin, nout;
     int32_t in[JN_MAX_INS];     /* >= 0: a slot; < 0: constant scalar -1-in */
     int32_t out[JN_MAX_OUTS];   /* NEW: the fresh slot it defines; INTO / INPLACE: the slot written */
     jn_attrs a;
-    int32_t aval[JN_MAX_ATTRS]; /* -1: a's value; k >= 0: float attribute = the call's vals[k] */
+    int32_t aval[JN_MAX_ATTRS]; /* -1: a's value; k >= 0: float attribute = the call's vals[k];
+                                 * JN_RP_AVAL_NEG(k) (<= -2): -vals[k] (SGD's alpha = -lr) */
     int8_t grad;                /* grad mode the op runs under (as observed) */
 } jn_rp_region_op;
 

@@ -234,7 +234,8 @@ int jn_rp_region_add(jn_replay *R, const char *name, int nbound, int nslots, int
             if (o->in[i] >= 0 ? o->in[i] >= nslots || !defined[o->in[i]] : -1 - o->in[i] >= nc)
                 bad = "an input slot used before it is defined";
         for (int j = 0; j < oi->nattrs; j++)
-            if (o->aval[j] >= nvals || (o->aval[j] >= 0 && oi->attr_kind[j] != JN_A_FLOAT))
+            if (o->aval[j] >= nvals || JN_RP_AVAL_NEG(o->aval[j]) >= nvals ||
+                (o->aval[j] != -1 && oi->attr_kind[j] != JN_A_FLOAT))
                 bad = "an attribute's value index";
         for (int q = 0; q < o->nout; q++) {
             int32_t s = o->out[q];
@@ -303,7 +304,7 @@ static void rg_plan_add(jn_replay *R, rg_template *T, const jn_rp_match_at *at) 
                 pout[j] = sl >= 0 && wr_op[sl] >= 0 ? wr_q[sl] : 0;
             }
             int fixed = !(jn_op_info(o->op)->flags & JN_F_RAND);
-            for (int j = 0; j < jn_op_info(o->op)->nattrs; j++) fixed &= o->aval[j] < 0;
+            for (int j = 0; j < jn_op_info(o->op)->nattrs; j++) fixed &= o->aval[j] == -1;
             jn_rp_match_known_op ko = {o->op, o->nin, ptok, pout, fixed ? o->a.a : NULL};
             skip[k] = jn_rp_match_known(R->mt, at->graph, at->pos + k, &ko);
             for (int q = 0; q < o->nout; q++) wr_op[o->out[q]] = k, wr_q[o->out[q]] = (uint8_t)q;
@@ -391,6 +392,7 @@ jn_status jn_rp_region_run(jn_replay *R, int id, jn_tensor *const *bound, const 
             memcpy(&a, &o->a, sizeof(jn_attr) * (size_t)na);
             for (int j = 0; j < na; j++)
                 if (o->aval[j] >= 0) a.a[j].f = vals[o->aval[j]];
+                else if (o->aval[j] != -1) a.a[j].f = -vals[JN_RP_AVAL_NEG(o->aval[j])];
             if (o->mode == JN_RP_RG_INTO) {
                 s = jn_dispatch_into(o->op, o->nin, in, &a, S[o->out[0]]);
             } else if ((s = T->ic || (T->ic = calloc((size_t)T->nops, sizeof *T->ic))

@@ -786,6 +786,8 @@ class Regions:
         own = tmpl["names"] <= set(getattr(cls, "_region_ops", ()))
         declared = tuple(getattr(cls, "_region_values", ())) if own else ()
         counters = tuple(getattr(cls, "_region_counters", ())) if own else ()
+        # (op, attribute) -> group value it is the negation of (SGD's p.add_(grad, alpha=-lr): op add)
+        negated = dict(getattr(cls, "_region_negated", ())) if own else {}
         groups_l, params_l, metas = [], [], []
         after_state = obs.after["params"]
         for gi, (g, ps) in enumerate(_walk(opt)[1]):
@@ -838,6 +840,9 @@ class Regions:
                         src = vals[("c", pi, aname)]
                     elif ("g", group_of[pi], aname) in vals and dict(b["groups"][group_of[pi]])[aname] == aval:
                         src = vals[("g", group_of[pi], aname)]
+                    elif (key := ("g", group_of[pi], negated.get((obs.log[li][0], aname)))) in vals and \
+                            (-dict(b["groups"][group_of[pi]])[key[2]]).hex() == float(aval).hex():
+                        src = -2 - vals[key]  # replay/jn_region.h JN_RP_AVAL_NEG
                 if src < 0 and pval.hex() != aval.hex():
                     raise _Refused(f"attribute {aname} of op {j} ({obs.log[li][0]}) changes from call to call "
                                    f"({pval} vs {aval}): derived from a value the region does not guard")

@@ -59,8 +59,10 @@ def eager_and_replay(script, mode, db, tmp, **extra):
 @pytest.mark.parametrize("mode,min_replaced,why", [
     ("plain", 37, None),
     ("sgd", 37, None),         # SGD with momentum (the fused sgd_)
-    ("sgd0", 38, None),        # SGD without momentum: no optimizer state, lr guarded by value
+    ("sgd0", 38, None),        # SGD without momentum: no optimizer state
     ("sched", 37, None),       # StepLR changes lr every 4 steps: bound per call, no miss
+    ("sgd0sched", 38, None),   # the same without momentum: add's alpha is -lr, bound negated
+    ("sgd0wd", 38, None),      # ... after grad.add(p, alpha=weight_decay), which stays a constant
     ("flag", 30, r"global FLAG changed"),  # the flag flips twice: a guard miss each, learned again
     ("patchstep", 33, r"class Adam or one of its bases was modified"),  # Adam.step replaced mid-run
     # the entry's flat check (dict versions) falls back to the walk: a state dict written,
@@ -120,11 +122,11 @@ def test_source_edited_after_recording(attacks_db, tmp_path):
 
 def test_damaged_templates_are_refused(attacks_db, tmp_path):
     # each learned template is first handed to _C._rp_region_new damaged (a slot read before
-    # it is defined, a log index, a mode, a value index, a constant, a fresh output over a
+    # it is defined, a log index, a mode, a value index (and a negated one), a constant, a fresh output over a
     # bound slot): every damage is refused, then the real one replaces the step
     st, rr = eager_and_replay(ATTACKS, "validate", attacks_db, str(tmp_path))
     m = re.search(r"^VALIDATED (\d+): (.*)$", rr.stderr, re.M)
-    assert m and int(m.group(1)) == 6, rr.stderr[-3000:]
+    assert m and int(m.group(1)) == 7, rr.stderr[-3000:]
     for why in ("an input slot used before it is defined", "log index", "kind, arity or mode",
                 "an attribute's value index", "an output slot"):
         assert why in m.group(2), m.group(2)

@@ -1,7 +1,7 @@
 """Scripts that attack the proof of a replaced optimizer step (janus/_region.py):
 python region_attacks.py MODE.  Each mode trains a small MLP on fixed random
 data for 40 steps with an optimizer whose step either is replaceable (plain,
-sgd, sgd0, sched, flag, patch, patchstep; validate also hands every learned
+sgd, sgd0, sched, sgd0sched, sgd0wd, flag, patch, patchstep; validate also hands every learned
 template over damaged first, each damage to be refused) or has an effect
 outside the call (counter, append, print, random, sync), prints a loss every
 5 steps and the Python-visible effects at the end; under `janus replay` it
@@ -71,6 +71,7 @@ def check_template_validation():
                (nslots, ((10 ** 6, mode, ins, outs, avals),) + ops[1:], consts),
                (nslots, ((li, 7, ins, outs, avals),) + ops[1:], consts),
                (nslots, ((li, mode, ins, outs, (10 ** 4,) * len(avals)),) + ops[1:], consts),
+               (nslots, ((li, mode, ins, outs, (-2 - 10 ** 4,) * len(avals)),) + ops[1:], consts),  # negated
                (nslots, ((li, mode, (-100,) + ins[1:], outs, avals),) + ops[1:], consts),
                (nslots, ((li, 0, ins, (0,) * len(outs), avals),) + ops[1:], consts)]
         for t in bad:
@@ -100,12 +101,14 @@ def main():
              "random": RandomAdam, "sync": SyncAdam}
     if MODE == "sgd":
         opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-    elif MODE == "sgd0":  # no momentum: no state at all
+    elif MODE in ("sgd0", "sgd0sched"):  # no momentum: no state at all, p.add_(grad, alpha=-lr)
         opt = SGD(model.parameters(), lr=0.05)
+    elif MODE == "sgd0wd":  # and grad.add(p, alpha=weight_decay) first
+        opt = SGD(model.parameters(), lr=0.05, weight_decay=0.01)
     else:
         opt = kinds.get(MODE, Adam)(model.parameters(), lr=0.01)
     opt.count, opt.history = 0, []
-    sched = StepLR(opt, step_size=4, gamma=0.7) if MODE == "sched" else None
+    sched = StepLR(opt, step_size=4, gamma=0.7) if MODE in ("sched", "sgd0sched", "sgd0wd") else None
     loss_fn = nn.CrossEntropyLoss()
     for i in range(40):
         opt.zero_grad()

@@ -31,10 +31,12 @@ def _fusable(p, grad, buf):
 
 
 class SGD(Optimizer):
-    # For a replaced step (janus/_region.py), when only this code runs and every op is sgd_:
-    # group["lr"] flows only into sgd_'s lr attribute, so it is bound per call instead of guarded.
-    _region_ops = ("sgd_",)
+    # For a replaced step (janus/_region.py), when only this code runs and every op is sgd_ (momentum)
+    # or add (plain p.add_(grad, alpha=-lr)): group["lr"] flows only into sgd_'s lr attribute or,
+    # negated, add's alpha, so it is bound per call instead of guarded.
+    _region_ops = ("sgd_", "add")
     _region_values = ("lr",)
+    _region_negated = ((("add", "alpha"), "lr"),)
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):

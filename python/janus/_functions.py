@@ -632,7 +632,7 @@ FUNCTIONS["moveaxis"] = METHODS["moveaxis"] = movedim
 def t(self):
     if self.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
-    return self.transpose(0, 1) if self.dim() == 2 else self._alias()
+    return self.transpose(0, 1) if self.dim() == 2 else self.view(self.shape)  # a view: keeps grad
 
 
 FUNCTIONS["t"] = t

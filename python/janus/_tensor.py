@@ -163,7 +163,7 @@ class Tensor(_C.TensorBase):
     @property
     def T(self):
         n = self.dim()
-        return self.permute(tuple(range(n - 1, -1, -1))) if n > 1 else self._alias()
+        return self.permute(tuple(range(n - 1, -1, -1))) if n > 1 else self.view(self.shape)  # a view: keeps grad
 
     @property
     def mT(self):

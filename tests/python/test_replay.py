@@ -760,3 +760,38 @@ def test_graph_outputs_move_into_pending_views(tmp_path):
     assert re.search(r"\[rp\] graph g\d+ ran in", rr.stderr), rr.stderr[-3000:]  # the conversion ran as a graph
     copied = [int(n) for n in re.findall(r"copied into a pending \w+ \((\d+) bytes\)", rr.stderr)]
     assert copied and max(copied) < 1 << 20, copied   # small outputs are copied; the 64 MB one is moved
+
+
+FULL_SLICE = """
+import sys
+sys.path.insert(0, {root!r})
+import janus
+n = int(sys.argv[1])
+janus.manual_seed(0)
+x = janus.randn(4, 3, 2)
+w = janus.nn.Parameter(janus.randn(2))
+opt = janus.optim.SGD([w], lr=0.1)
+idx = janus.tensor([2, 0, 1])
+for step in range(n):
+    y = x.index_select(1, idx)        # made in the graph
+    z = y[:4]                         # a full slice: a new view object, no op
+    d = y.data                        # .data: another header over the same value
+    loss = (z.reshape(12, 2) * w).sum() + (d * w).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, "loss", loss.item())
+"""
+
+
+def test_views_made_without_an_op_replay(tmp_path):
+    # x[:] (and x[:n] that covers x), .data and copy.copy make a new tensor
+    # object over the same value without an op: it keeps the value's tensor
+    # id (as detach's does), so the trace sees y, not a tensor from nowhere
+    # -- with a fresh id the graph took it for an outside input, which at
+    # replay is the graph's own pending output: every step missed ("input 2
+    # is not bound to a tensor with data", as the corpus's
+    # pack_padded_sequence's input[:T] did)
+    _, _, s = written_script_replays(str(tmp_path), "full_slice", FULL_SLICE.format(root=os.path.join(ROOT, "python")),
+                                     ["8"], ["20"], 20)
+    assert s["fell_back"] == 0 and s["segments"] >= 20, s

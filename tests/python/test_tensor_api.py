@@ -799,3 +799,22 @@ def test_composite_ops_match_numpy():
     c.addcdiv_(a, b, value=2).addcmul_(a, b).lerp_(b, 0.5).tril_()
     assert c._version > v
     np.testing.assert_allclose(c.numpy(), np.tril((an + 2 * an / bn + an * bn) * 0.5 + bn * 0.5), **close)
+
+
+def test_positive_transpose_of_a_vector_and_aliases_keep_what_torch_keeps():
+    # +x is x (torch.positive returns its input; on bool it raises); x.t() and
+    # x.T of a vector are views that keep requires_grad, and a gradient flows
+    # through them; x[:], .data and copy.copy are new objects over the same
+    # storage, .data and copy.copy without grad
+    x = janus.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    assert (+x) is x
+    with pytest.raises(RuntimeError, match="bool tensor is not supported"):
+        +janus.tensor([True])
+    for v in (x.t(), x.T):
+        assert v.requires_grad and v.tolist() == [1.0, 2.0, 3.0]
+    (x.t() * janus.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [1.0, 2.0, 3.0]
+    y = janus.arange(6.0)
+    for v in (y[:], y[:6], y.data, copy.copy(y)):
+        assert v is not y and v.data_ptr() == y.data_ptr() and v.tolist() == y.tolist()
+    assert not x.data.requires_grad and x[:].requires_grad

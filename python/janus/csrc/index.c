@@ -15,6 +15,7 @@
 #include "jn_autograd.h"
 #include "jn_backend.h" /* jn_rt_to_device */
 #include "jn_py.h"
+#include "jn_region.h"
 
 #include <string.h>
 
@@ -428,9 +429,13 @@ PyObject *jn_py_getitem(PyObject *self, PyObject *index) {
     if (p.nadv == 0) {
         jn_tensor *r = p.r;
         p.r = NULL;
-        if (r == t && !(jn_grad_enabled() && jn_requires_grad(t))) { /* x[:] or x[...]: a new view object */
+        if (r == t && !(jn_grad_enabled() && jn_requires_grad(t))) {
+            /* x[:] or x[...]: a new view object over the same value (its tensor id too,
+             * as detach's: a trace sees x, not a tensor from nowhere) */
             jn_tensor_decref(r);
-            if (!(r = jn_tensor_alias(t))) return jn_py_raise(JN_ERR_NOMEM);
+            if (!(r = jn_detach(t))) return jn_py_raise(JN_ERR_NOMEM);
+            /* one that differs from t in requires_grad is a detach to an observed region */
+            if (jn_py_replay && jn_requires_grad(t)) jn_rp_region_alias(jn_py_replay, t, r);
         } else if (r == t) { /* one autograd must see: a view op */
             jn_attrs a;
             memset(&a, 0, sizeof a);

@@ -723,10 +723,13 @@ static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *m) {
 }
 static PyObject *nb_neg(PyObject *a) { return unop(a, JN_OP_neg); }
 static PyObject *nb_abs(PyObject *a) { return unop(a, JN_OP_abs); }
+/* +x is x (torch.positive returns its input): its gradient and its trace stay. */
 static PyObject *nb_pos(PyObject *a) {
-    jn_tensor *t = jn_tensor_alias(JN_T(a));
-    if (!t) return jn_py_raise(JN_ERR_NOMEM);
-    return jn_py_wrap(t);
+    if (JN_T(a)->dtype == JN_BOOL) {
+        PyErr_SetString(PyExc_RuntimeError, "The `+` operator, on a bool tensor is not supported.");
+        return NULL;
+    }
+    return Py_NewRef(a);
 }
 
 /* &, |, ^, ~ : logical ops on bool tensors (the op table has no bitwise

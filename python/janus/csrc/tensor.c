@@ -3,7 +3,9 @@
  * zero-copy import from any buffer (numpy arrays).  Operators live in
  * ops_py.c, indexing in index.c, conversions in convert.c.
  */
+#include "jn_autograd.h"
 #include "jn_py.h"
+#include "jn_region.h"
 #include "jn_rec.h"
 
 #include <math.h>
@@ -193,11 +195,13 @@ static PyObject *m_data_ptr(JnTensorObject *self, PyObject *unused) {
     if (!jn_py_ready(self->t)) return NULL;
     return PyLong_FromVoidPtr(self->t->storage->data ? jn_data(self->t) : NULL);
 }
-/* A new tensor header sharing storage (detach() until autograd arrives). */
+/* A new tensor header over the same value, not requiring grad (copy.copy,
+ * serialization): detach's, keeping the tensor id so that a trace sees the value. */
 static PyObject *m_alias(JnTensorObject *self, PyObject *unused) {
     (void)unused;
-    jn_tensor *t = jn_tensor_alias(self->t);
+    jn_tensor *t = jn_detach(self->t);
     if (!t) return jn_py_raise(JN_ERR_NOMEM);
+    if (jn_py_replay && jn_requires_grad(self->t)) jn_rp_region_alias(jn_py_replay, self->t, t); /* as _detach's */
     return jn_py_wrap(t);
 }
 /* Does `other` share storage with self? */

@@ -795,3 +795,35 @@ def test_views_made_without_an_op_replay(tmp_path):
     _, _, s = written_script_replays(str(tmp_path), "full_slice", FULL_SLICE.format(root=os.path.join(ROOT, "python")),
                                      ["8"], ["20"], 20)
     assert s["fell_back"] == 0 and s["segments"] >= 20, s
+
+
+STRIDED_WRITE = """
+import sys
+sys.path.insert(0, {root!r})
+import janus
+n = int(sys.argv[1])
+janus.manual_seed(0)
+w = janus.nn.Parameter(janus.randn(8, 4))
+opt = janus.optim.SGD([w], lr=0.1)
+x = janus.randn(8, 2)
+for step in range(n):
+    pe = janus.zeros(8, 4)            # made in the step
+    pe[:, 0::2] = janus.sin(x * (step % 3))   # strided writes into it, as a positional encoding's
+    pe[:, 1::2] = janus.cos(x)
+    pe[0] = 1.0
+    loss = (pe * w).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, "loss", loss.item())
+"""
+
+
+def test_writes_into_a_tensor_the_step_made_stay_in_the_segment(tmp_path):
+    # x[...] = v is a dispatched copy_ that capture takes like any other op:
+    # it must not compute the target first (setitem did, which ended the
+    # segment at the write, so every step missed "the segment ended after 3
+    # ops", as the corpus's transformer_lm's positional encoding did once)
+    _, _, s = written_script_replays(str(tmp_path), "strided_write",
+                                     STRIDED_WRITE.format(root=os.path.join(ROOT, "python")), ["8"], ["20"], 20)
+    assert s["fell_back"] == 0 and s["segments"] >= 20, s

@@ -504,8 +504,10 @@ int jn_py_setitem(PyObject *self, PyObject *index, PyObject *value) {
         return -1;
     }
     jn_tensor *t = JN_T(self);
-    if (!jn_py_ready(t)) return -1;
-    if (!t->storage->data) {
+    /* no materialize: the write is a dispatched op (copy_ / index_put_), which
+     * replay's capture takes like any other, so x[:, 0::2] = v into a tensor
+     * the step made stays in the segment (it ended the segment before) */
+    if (!t->storage->data && !t->storage->lazy) {
         PyErr_SetString(PyExc_RuntimeError, "can't write into a meta tensor");
         return -1;
     }
@@ -514,6 +516,15 @@ int jn_py_setitem(PyObject *self, PyObject *index, PyObject *value) {
     jn_tensor *v = value_tensor(value, p.r->dtype);
     if (!v) {
         if (!PyErr_Occurred()) jn_py_raise(JN_ERR_NOMEM);
+        plan_free(&p);
+        return -1;
+    }
+    /* v read outside the dispatcher (an overlapping source copied first, a
+     * dtype cast for index_put_) needs its bytes */
+    int copied = p.nadv == 0 ? !same_layout(p.r, v) && v->storage == p.r->storage
+                             : v->dtype != p.r->dtype || v->storage == p.r->storage;
+    if (copied && !jn_py_ready(v)) {
+        jn_tensor_decref(v);
         plan_free(&p);
         return -1;
     }

@@ -1,0 +1,99 @@
+"""Training-loop idioms real PyTorch scripts use, one per mode:
+python train_idioms.py MODE STEPS.  Each trains a small MLP on fixed random
+data and prints its losses; tests/python/test_idioms.py records 20 steps,
+replays 80 and asks for every segment as a graph and eager's numbers
+(printed lines and final weights) bitwise.  Modes: accum (gradient
+accumulation over two micro-batches), wclip (weight clipping through
+.data), manual (a hand-written update under no_grad), log (the loss through
+.detach().cpu().numpy() into a list), mask (masked_fill / where on the
+logits, alternating), teacher (a random.random() decision per step),
+evalevery (an evaluation every 5 steps), reseed (manual_seed every step),
+noise (randn_like augmentation), perm (a randperm subset each step),
+cosine (lr set by hand each step), smooth (label smoothing), clipvalue
+(clip_grad_value_), plateau (ReduceLROnPlateau on loss.item()), printt
+(printing a tensor)."""
+import math
+import random
+import sys
+
+import janus
+import janus.nn as nn
+import janus.nn.functional as F
+
+MODES = ("accum", "wclip", "manual", "log", "mask", "teacher", "evalevery", "reseed", "noise", "perm", "cosine",
+         "smooth", "clipvalue", "plateau", "printt")
+
+
+def main(mode, steps):
+    janus.manual_seed(0)
+    random.seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.1), nn.Linear(32, 4))
+    if mode in ("accum", "wclip", "mask", "teacher", "evalevery"):
+        opt = janus.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    else:
+        opt = janus.optim.Adam(model.parameters(), lr=1e-2)
+    X = janus.randn(256, 16)
+    Y = janus.randint(0, 4, (256,))
+    sched = janus.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=2) if mode == "plateau" else None
+    hist = []
+    for step in range(steps):
+        i = (step * 16) % 256
+        x, y = X[i:i + 16], Y[i:i + 16]
+        if mode == "reseed":
+            janus.manual_seed(step)
+        elif mode == "noise":
+            x = x + 0.1 * janus.randn_like(x)
+        elif mode == "perm":
+            idx = janus.randperm(256)[:16]
+            x, y = X[idx], Y[idx]
+        elif mode == "cosine":
+            for g in opt.param_groups:
+                g["lr"] = 1e-2 * 0.5 * (1 + math.cos(math.pi * step / steps))
+        if mode == "accum":
+            if step % 2 == 0:
+                opt.zero_grad()
+            loss = F.cross_entropy(model(x), y) / 2
+            loss.backward()
+            if step % 2 == 1:
+                opt.step()
+        elif mode == "manual":
+            loss = F.cross_entropy(model(x), y)
+            model.zero_grad()
+            loss.backward()
+            with janus.no_grad():
+                for p in model.parameters():
+                    p -= 0.05 * p.grad
+        else:
+            opt.zero_grad()
+            out = model(x.float())
+            if mode == "mask":
+                out = out.masked_fill(y.unsqueeze(1) == 3, -1e4) if step % 3 == 0 else janus.where(out > 5, out, out * 1.0)
+            elif mode == "teacher" and random.random() < 0.5:
+                out = out + model(x * 0.5)
+            loss = F.cross_entropy(out, y, label_smoothing=0.1 if mode == "smooth" else 0.0)
+            loss.backward()
+            if mode == "clipvalue":
+                nn.utils.clip_grad_value_(model.parameters(), 0.01)
+            opt.step()
+        if mode == "wclip":
+            for p in model.parameters():
+                p.data.clamp_(-0.5, 0.5)
+        elif mode == "log":
+            hist.append(float(loss.detach().cpu().numpy()))
+        elif mode == "plateau":
+            sched.step(loss.item())
+        elif mode == "printt":
+            print(loss.detach())
+        elif mode == "evalevery" and step % 5 == 4:
+            model.eval()
+            with janus.no_grad():
+                acc = (model(X).argmax(1) == Y).float().mean().item()
+            model.train()
+            print("acc", f"{acc:.4f}")
+        print(step, "loss", f"{loss.item():.7f}")
+    print("hist", len(hist), sum(hist))
+    print("weights", [p.reshape(-1).tolist() for p in model.parameters()])  # manual mode steps no optimizer
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

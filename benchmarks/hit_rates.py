@@ -110,7 +110,8 @@ def workflow_cases(k):
         "fashion_mlp, test accuracy first": (mlp, rec, rep + ["--eval-first"], None),
         f"fashion_mlp, a new optimizer at step {10 * k}": (mlp, rec, rep + ["--new-optimizer-at", str(10 * k)], None),
         # recorded on a subset (--train-size 1000), run on three times the data
-        "fashion_mlp on 3x the recorded data": (mlp, rec, rep + ["--train-size", "3000"], None),
+        "fashion_mlp on 3x the recorded data": (mlp, rec, ["--steps", str(20 * k), "--train-size", "3000"] + MLP[2:],
+                                                None),
     }
 
 

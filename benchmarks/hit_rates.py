@@ -5,7 +5,7 @@ share of segments that ran as compiled graphs (and, where the build counts
 them, how many of those hits went past the recorded ranges).  The demo row
 is README's main job: record 60 steps of the MLP, replay 2 epochs.
 
-    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K] [--sizes | --workflows | --corpus]
+    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K] [--sizes | --workflows | --corpus | --idioms]
                                      [--check] [--adapt] [--only NAME,...]
 
 --build / --python choose the janus build and package measured (another
@@ -17,7 +17,8 @@ maxima instead; --workflows replays runs set up otherwise than the
 recording, as real ones are (the MLP resumed from a checkpoint an earlier
 run saved, its test accuracy printed before training, a new optimizer at a
 second phase, three times the data it was recorded on); --corpus records and replays each PyTorch script of
-tests/corpus as it is (their own lengths).  --check runs every command through
+tests/corpus as it is (their own lengths); --idioms each mode of
+tests/idioms/train_idioms.py, 20 steps recorded and 80 replayed.  --check runs every command through
 tests/python/replay_probe.py, replays with --strict (once more without it
 when a miss stops the strict run, for the counters), runs the same command
 eagerly (`janus replay --eager`) and compares printed lines and final
@@ -28,6 +29,7 @@ and no graph left to eager as slower, which are misses by choice that
 depend on the machine's load) unless --adapt.  Prints a Markdown table.
 """
 import argparse
+import ast
 import os
 import re
 import subprocess
@@ -123,6 +125,17 @@ def corpus_cases(k):
             for f in sorted(os.listdir(folder)) if f.endswith(".py") and not f.startswith("_")}
 
 
+def idiom_cases(k):
+    """tests/idioms: training-loop idioms, each recorded for 20 steps and
+    replayed for 4 * 20 (k is not used: tests/python/test_idioms.py's runs)."""
+    script = os.path.join(ROOT, "tests", "idioms", "train_idioms.py")
+    with open(script) as f:  # its MODES, read without importing it (it imports janus)
+        tree = ast.parse(f.read())
+    modes = next(ast.literal_eval(n.value) for n in tree.body
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "MODES")
+    return {m: (script, [m, "20"], [m, "80"]) for m in modes}
+
+
 HIT = re.compile(r"\(([\d,]+) of ([\d,]+) segments ran as graphs")
 EXTRAP = re.compile(r"; ([\d,]+) of the hits past the recorded ranges")
 TOP = re.compile(r"; top miss \(([\d,]+)x\): (.*?); `janus inspect")
@@ -153,6 +166,9 @@ def measure(janus, env, script, rec, rep, tmp, check, prepare=None):
     if prepare:
         prepare(tmp, env)
     if check:
+        for f in ("eager.json", "replay.json"):  # a script with no optimizer writes none: no earlier case's
+            if os.path.exists(os.path.join(tmp, f)):
+                os.unlink(os.path.join(tmp, f))
         e = subprocess.run([janus, "replay", "--db", db, "--eager", "--", *cmd, *rep], capture_output=True, text=True,
                            env=dict(env, JANUS_PROBE_OUT=os.path.join(tmp, "eager.json")))
         if e.returncode:
@@ -172,8 +188,10 @@ def measure(janus, env, script, rec, rep, tmp, check, prepare=None):
         r = subprocess.run([janus, "replay", "--db", db, "--", *cmd, *rep], capture_output=True, text=True, env=env)
         m = HIT.search(r.stderr)
     if check:
-        with open(os.path.join(tmp, "eager.json")) as f:
-            we = f.read()
+        we = ""
+        if os.path.exists(os.path.join(tmp, "eager.json")):
+            with open(os.path.join(tmp, "eager.json")) as f:
+                we = f.read()
         wr = ""
         if os.path.exists(os.path.join(tmp, "replay.json")):
             with open(os.path.join(tmp, "replay.json")) as f:
@@ -202,6 +220,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="--strict, and eager's printed lines and weights")
     ap.add_argument("--sizes", action="store_true", help="the runs with batch sizes / lengths up to 2x the recorded")
     ap.add_argument("--corpus", action="store_true", help="tests/corpus's PyTorch scripts, as written")
+    ap.add_argument("--idioms", action="store_true", help="tests/idioms's training-loop idioms (20 -> 80 steps)")
     ap.add_argument("--workflows", action="store_true",
                     help="runs set up otherwise than the recording (a checkpoint, an evaluation first, ...)")
     a = ap.parse_args()
@@ -214,7 +233,8 @@ def main():
           (" check |" if a.check else ""))
     print("|---|---|---|---|---|---|" + ("---|" if a.check else ""))
     with tempfile.TemporaryDirectory() as tmp:
-        table = corpus_cases if a.corpus else workflow_cases if a.workflows else wide_cases if a.sizes else cases
+        table = (corpus_cases if a.corpus else idiom_cases if a.idioms else workflow_cases if a.workflows
+                 else wide_cases if a.sizes else cases)
         for name, (script, rec, rep, *prepare) in table(a.scale).items():
             if only and name.split(" ")[0].rstrip(",") not in only:
                 continue

@@ -162,6 +162,7 @@ jn_status rp_run_op(const rp_op *p, const jn_attr *attrs, jn_tensor *const *in) 
  * a failing one (LOST). */
 jn_status rp_fallback(jn_replay *R, int cause) {
     jn_status s = JN_OK;
+    int named = 0;
     R->flushing = 1;
     const rp_op *last = R->nops ? &R->ops[R->nops - 1] : NULL;
     rp_tl_fallback(&R->tl, R->nops, last && last->nout ? rp_op_out(R, last)[0]->id : -1);
@@ -174,6 +175,14 @@ jn_status rp_fallback(jn_replay *R, int cause) {
         if (s == JN_OK && p->into == RP_BW_HEAD && (s = rp_bw_fallback(R, p, cause)) == JN_OK) continue;
         if (s == JN_OK && p->into == RP_BW_GHOST) continue; /* its head ran the engine */
         if (s == JN_OK && p->into != RP_BW_HEAD && (s = rp_run_op(p, R->attrs, rp_op_in(R, p))) == JN_OK) continue;
+        if (s != JN_OK && s != JN_ERR_NOMEM && !named) { /* the script's error, raised far from its line */
+            char msg[768];
+            snprintf(msg, sizeof msg, "%s", jn_errmsg());
+            s = jn_error(s, "%s (raised where janus replay ran the ops of this segment, after the line that "
+                            "called %s: `janus replay --eager` or JANUS_REPLAY=0 raises it at that line)",
+                         msg, jn_op_info(p->op)->name);
+            named = 1;
+        }
         if (!rp_written(p)) /* never ran: its bytes are not eager's */
             for (int k = 0; k < p->nout; k++) rp_op_out(R, p)[k]->storage->lazy = JN_LAZY_LOST;
     }

@@ -827,3 +827,42 @@ def test_writes_into_a_tensor_the_step_made_stay_in_the_segment(tmp_path):
     _, _, s = written_script_replays(str(tmp_path), "strided_write",
                                      STRIDED_WRITE.format(root=os.path.join(ROOT, "python")), ["8"], ["20"], 20)
     assert s["fell_back"] == 0 and s["segments"] >= 20, s
+
+
+BAD_INDEX = """
+import sys
+sys.path.insert(0, {root!r})
+import janus
+n, steps, bad = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+janus.manual_seed(0)
+data = janus.randn(n, 4)
+lin = janus.nn.Linear(4, 3)
+opt = janus.optim.SGD(lin.parameters(), lr=0.1)
+for step in range(steps):
+    idx = janus.tensor([(step * 7 + k) % n for k in range(8)] if step != bad else [n + 2] * 8)
+    loss = lin(data[idx]).square().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, "loss", loss.item())
+"""
+
+
+def test_an_error_inside_a_replayed_segment_says_where_it_came_from(tmp_path):
+    # an index past the end inside a segment: replay runs the segment's ops
+    # at its end, so the IndexError comes from there (the graph fails, the
+    # fallback re-runs the ops and raises eager's error); the message says
+    # so and how to get it at its line, and the steps before it are eager's
+    tmp = str(tmp_path)
+    script = os.path.join(tmp, "bad_index.py")
+    with open(script, "w") as f:
+        f.write(BAD_INDEX.format(root=os.path.join(ROOT, "python")))
+    db = record_and_optimize(script, ["50", "10", "-1"], tmp)
+    e, _ = run(script, ["50", "12", "6"], tmp, "eager")
+    r, _ = run(script, ["50", "12", "6"], tmp, "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert e.returncode == 1 and r.returncode == 1
+    assert "IndexError: index(): index 52 is out of bounds for dimension 0 with size 50" in e.stderr
+    assert re.search(r"IndexError: index\(\): index 52 is out of bounds for dimension 0 with size 50 \(raised "
+                     r"where janus replay ran the ops of this segment, after the line that called index: "
+                     r"`janus replay --eager` or JANUS_REPLAY=0 raises it at that line\)", r.stderr), r.stderr[-3000:]
+    assert r.stdout == e.stdout and r.stdout.count("loss") == 6

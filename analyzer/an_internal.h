@@ -347,8 +347,9 @@ typedef struct {
      * combined over the exemplars, and their first values */
     uint64_t hseq, hdelta;
     int64_t *firsts;
-    uint8_t position;         /* a position that never moved, made a symbol anyway
-                               * (ops_pos.def): bound through firsts, matched by nothing */
+    uint8_t position;         /* a position that never moved (ops_pos.def) or an extent
+                               * (gen_extent), made a symbol anyway: bound through
+                               * firsts, matched by nothing */
     uint8_t promoted;         /* a dim that never varied here but did elsewhere in the
                                * recording (an_ctx.dimvar): matched by equal values */
 } an_cand;

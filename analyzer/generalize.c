@@ -276,6 +276,23 @@ static jn_ir_dim plus(an_gen *G, jn_ir_dim d, int64_t off, int *ok) {
     return off == 0 ? d : off > 0 ? jn_ir_dim_op(G->g, JN_IR_E_ADD, d, off) : jn_ir_dim_op(G->g, JN_IR_E_SUB, d, -off);
 }
 
+/* A fresh symbol of kind `kind` for one value seen (G->vec: the same in
+ * every exemplar) that one observation relates to nothing: a position that
+ * never moved, an extent (gen_extent).  Bound through its per-exemplar
+ * values (selfcheck), matched against no other dim. */
+static jn_ir_dim unmatched_sym(an_gen *G, jn_ir_sym_kind kind, int64_t site, jn_status *err) {
+    int32_t y = an_gen_sym(G, "s", kind, G->vec[0], G->vec[0], site);
+    if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL) ||
+        !(G->cands[G->ncands - 1].firsts = malloc(sizeof(int64_t) * (size_t)G->m))) {
+        *err = nomem();
+        return 0;
+    }
+    an_cand *cd = &G->cands[G->ncands - 1];
+    cd->position = 1;
+    memcpy(cd->firsts, G->vec, sizeof(int64_t) * (size_t)G->m);
+    return cd->d;
+}
+
 /* A position (attribute k) of template op t that never moved (its value
  * G->vec[0] in every exemplar).  An op the analyzer added (a splice of a
  * view, or the view taken again) repeats its view's position: the view's
@@ -318,19 +335,12 @@ static jn_ir_dim gen_position(an_gen *G, int32_t t, int k, int64_t site, jn_stat
         jn_ir_dim d = plus(G, G->pos_prev, off, &ok);
         if (ok) return d;
     }
-    int32_t y = an_gen_sym(G, "s", JN_IR_SYM_INT, v, v, site);
-    if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL) ||
-        !(G->cands[G->ncands - 1].firsts = malloc(sizeof(int64_t) * (size_t)G->m))) {
-        *err = nomem();
-        return 0;
-    }
-    an_cand *cd = &G->cands[G->ncands - 1];
-    cd->position = 1;
-    memcpy(cd->firsts, G->vec, sizeof(int64_t) * (size_t)G->m);
+    jn_ir_dim d = unmatched_sym(G, JN_IR_SYM_INT, site, err);
+    if (*err) return 0;
     G->pos_t = t;
-    G->pos_prev = cd->d;
+    G->pos_prev = d;
     G->pos_prev_v = v;
-    return cd->d;
+    return d;
 }
 
 /* Int slot s of template op t: varied inside an exemplar -> a fresh int
@@ -510,21 +520,6 @@ static int gen_extent(an_gen *G, int32_t t, int32_t q, int d) {
     return 1;
 }
 
-/* A new symbol for extent dim values G->vec: bound through firsts,
- * matched by nothing (the selfcheck expands it from there). */
-static jn_ir_dim extent_sym(an_gen *G, int64_t site, jn_status *err) {
-    int32_t y = an_gen_sym(G, "s", JN_IR_SYM_DIM, G->vec[0], G->vec[0], site);
-    if (y < 0 || add_cand(G, jn_ir_sym_dim(G->g, y), y, NULL) ||
-        !(G->cands[G->ncands - 1].firsts = malloc(sizeof(int64_t) * (size_t)G->m))) {
-        *err = nomem();
-        return 0;
-    }
-    an_cand *cd = &G->cands[G->ncands - 1];
-    cd->position = 1;
-    memcpy(cd->firsts, G->vec, sizeof(int64_t) * (size_t)G->m);
-    return cd->d;
-}
-
 /* Symbolic shape of ref q of template op t (state: a state input, whose
  * dims stay as recorded: a parameter's shape is no batch). */
 static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_dim *shape, int state) {
@@ -542,7 +537,7 @@ static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
         G->place = 0;
         if (!err && !state && q < o->nin && !o->synth && !jn_ir_is_expr(shape[d]) && gen_extent(G, t, q, d))
-            shape[d] = extent_sym(G, site, &err);
+            shape[d] = unmatched_sym(G, JN_IR_SYM_DIM, site, &err);
         if (err) return err;
     }
     return JN_OK;

@@ -178,36 +178,36 @@ if grad:
 """
 
 
+def dataset_replay(tmp_path, name, grad, steps):
+    """DATASET recorded on 50 rows for 10 steps, then run on 80 rows for
+    `steps` eagerly and replayed (every graph): the same printed lines and
+    weights; the replay's counters and the store."""
+    script = inline(tmp_path, name + ".py", DATASET)
+    db = record_and_optimize(script, ["50", "10", grad], str(tmp_path))
+    re_, we = run(script, ["80", str(steps), grad], str(tmp_path), "eager")
+    rr, wr = run(script, ["80", str(steps), grad], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout
+    same_weights(we, wr)
+    return summary(rr.stderr), script, db
+
+
 def test_more_data_than_recorded_replays(tmp_path):
     # a dataset's row count is an EXTENT (analyzer/generalize.c gen_extent):
     # only read through an index, it sizes nothing, so it is a symbol from
     # one observation -- recorded on 50 rows, a run on 80 replays (rows
     # 50..79 read too), bitwise equal to eager; only the segment that makes
     # the data (randn of another size) misses
-    script = inline(tmp_path, "dataset.py", DATASET)
-    db = record_and_optimize(script, ["50", "10", "-"], str(tmp_path))
-    re_, we = run(script, ["80", "30", "-"], str(tmp_path), "eager")
-    rr, wr = run(script, ["80", "30", "-"], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
-    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
-    assert rr.stdout == re_.stdout
-    same_weights(we, wr)
-    s = summary(rr.stderr)
+    s, _, _ = dataset_replay(tmp_path, "dataset", "-", 30)
     assert s["segments"] - s["fell_back"] >= 29 and s["extrapolated"] >= 29, s
     assert "randn" in s["top_miss"], s
 
 
 def test_a_dataset_whose_size_reaches_a_shape_misses(tmp_path):
-    # the same table trained (requires_grad): index's backward makes a
-    # gradient of n rows, so n sized something and stays a constant --
-    # the run on 80 rows misses where the recording had 50, and stays equal
-    script = inline(tmp_path, "table.py", DATASET)
-    db = record_and_optimize(script, ["50", "10", "grad"], str(tmp_path))
-    re_, we = run(script, ["80", "12", "grad"], str(tmp_path), "eager")
-    rr, wr = run(script, ["80", "12", "grad"], str(tmp_path), "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
-    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
-    assert rr.stdout == re_.stdout
-    same_weights(we, wr)
-    s = summary(rr.stderr)
+    # the same table with requires_grad: index's backward makes a gradient
+    # of n rows, so n sized something and stays a constant -- the run on 80
+    # rows misses where the recording had 50, and stays equal
+    s, script, db = dataset_replay(tmp_path, "table", "grad", 12)
     assert s["fell_back"] >= 12 and "was 80; recorded 50" in s["top_miss"], s
     # at the recorded size it replays
     r50, _ = run(script, ["50", "12", "grad"], str(tmp_path), "again", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")

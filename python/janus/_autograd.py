@@ -77,7 +77,28 @@ def install(Tensor):
         return RemovableHandle(_C._add_hook(self, True, hook))
 
     def detach_(self):
-        raise NotImplementedError("detach_() is not supported; use x = x.detach()")
+        # the Python object takes detach's header (same value and tensor id, no history)
+        self._take_header(_C._detach(self))
+        return self
+
+    def inplace_view(name):
+        """x.<name>_(...): x becomes x.<name>(...) -- the view op, traced and
+        differentiated as any, whose header the object then takes (its
+        layout, tensor id and history), as PyTorch changes x's layout."""
+        def method(self, *args, **kwargs):
+            rg = _C._requires_grad(self)
+            if rg and _C._is_leaf(self) and _C.is_grad_enabled():
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            if rg and not _C.is_grad_enabled() and _C._grad(self) is not None:
+                raise NotImplementedError(f"{name}_() under no_grad on a tensor that has a .grad is not supported "
+                                          f"by janus (the gradient would keep the old shape); use "
+                                          f"x = x.{name}(...).requires_grad_()")
+            self._take_header(getattr(self, name)(*args, **kwargs))
+            if rg and not _C._requires_grad(self):  # under no_grad: still a leaf that requires grad
+                _C._set_requires_grad(self, True)
+            return self
+        method.__name__ = method.__qualname__ = name + "_"
+        return method
 
     Tensor.requires_grad = property(_get_rg, _set_rg)
     Tensor.requires_grad_ = requires_grad_
@@ -89,6 +110,8 @@ def install(Tensor):
     Tensor.register_hook = register_hook
     Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
     Tensor.detach_ = detach_
+    for name in ("t", "transpose", "swapdims", "swapaxes", "unsqueeze", "squeeze", "as_strided"):
+        setattr(Tensor, name + "_", inplace_view(name))
     def _set_data(self, v):
         prev = _C._set_grad_enabled(False)
         try:

@@ -102,7 +102,7 @@ _PURE_C = frozenset("_op _op_into reshape is_grad_enabled _set_grad_enabled _aut
                     "_grad_fn_name _is_leaf _requires_grad _has_derivative op_info op_names _device_num "
                     "get_num_threads _rp_active _rec_active _cuda_built _cuda_device_count".split())
 _IMPURE_C = frozenset("requires_grad_ retain_grad register_hook register_post_accumulate_grad_hook backward "
-                      "detach_ set_ resize_ share_memory_ _set_requires_grad".split())
+                      "detach_ set_ resize_ share_memory_ _set_requires_grad _take_header".split())
 
 
 class _Refused(Exception):

@@ -11,7 +11,8 @@ evalevery (an evaluation every 5 steps), reseed (manual_seed every step),
 noise (randn_like augmentation), perm (a randperm subset each step),
 cosine (lr set by hand each step), smooth (label smoothing), clipvalue
 (clip_grad_value_), plateau (ReduceLROnPlateau on loss.item()), printt
-(printing a tensor)."""
+(printing a tensor), inplace (in-place view ops on the batch, a running
+mean carried across steps and cut with detach_())."""
 import math
 import random
 import sys
@@ -21,7 +22,7 @@ import janus.nn as nn
 import janus.nn.functional as F
 
 MODES = ("accum", "wclip", "manual", "log", "mask", "teacher", "evalevery", "reseed", "noise", "perm", "cosine",
-         "smooth", "clipvalue", "plateau", "printt")
+         "smooth", "clipvalue", "plateau", "printt", "inplace")
 
 
 def main(mode, steps):
@@ -35,7 +36,7 @@ def main(mode, steps):
     X = janus.randn(256, 16)
     Y = janus.randint(0, 4, (256,))
     sched = janus.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=2) if mode == "plateau" else None
-    hist = []
+    hist, carry = [], None
     for step in range(steps):
         i = (step * 16) % 256
         x, y = X[i:i + 16], Y[i:i + 16]
@@ -46,6 +47,10 @@ def main(mode, steps):
         elif mode == "perm":
             idx = janus.randperm(256)[:16]
             x, y = X[idx], Y[idx]
+        elif mode == "inplace":
+            x = x.clone()
+            x.unsqueeze_(0)
+            x.t_() if x.dim() == 2 else x.squeeze_(0)
         elif mode == "cosine":
             for g in opt.param_groups:
                 g["lr"] = 1e-2 * 0.5 * (1 + math.cos(math.pi * step / steps))
@@ -70,6 +75,10 @@ def main(mode, steps):
                 out = out.masked_fill(y.unsqueeze(1) == 3, -1e4) if step % 3 == 0 else janus.where(out > 5, out, out * 1.0)
             elif mode == "teacher" and random.random() < 0.5:
                 out = out + model(x * 0.5)
+            elif mode == "inplace":
+                carry = out.mean(0) if carry is None else 0.9 * carry + 0.1 * out.mean(0)
+                out = out + carry
+                carry.detach_()
             loss = F.cross_entropy(out, y, label_smoothing=0.1 if mode == "smooth" else 0.0)
             loss.backward()
             if mode == "clipvalue":

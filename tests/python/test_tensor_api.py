@@ -818,3 +818,41 @@ def test_positive_transpose_of_a_vector_and_aliases_keep_what_torch_keeps():
     for v in (y[:], y[:6], y.data, copy.copy(y)):
         assert v is not y and v.data_ptr() == y.data_ptr() and v.tolist() == y.tolist()
     assert not x.data.requires_grad and x[:].requires_grad
+
+
+@pytest.mark.parametrize("op,args,ref", [
+    ("t_", (), lambda a: a.T),
+    ("transpose_", (0, 1), lambda a: a.T),
+    ("swapdims_", (1, 0), lambda a: a.T),
+    ("swapaxes_", (0, 1), lambda a: a.T),
+    ("unsqueeze_", (1,), lambda a: a[:, None, :]),
+    ("unsqueeze_", (-1,), lambda a: a[:, :, None]),
+    ("squeeze_", (), lambda a: a),
+    ("as_strided_", ((3, 2), (1, 3)), lambda a: np.lib.stride_tricks.as_strided(a.reshape(-1), (3, 2), (4, 12))),
+])
+def test_inplace_view_ops_change_the_tensor_itself(op, args, ref):
+    # x.<view>_(...) returns x itself, now with the view's layout (numpy's),
+    # sharing storage with what it was; other Python names of x see it too
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = janus.tensor(a)
+    alias, ptr = x, x.data_ptr()
+    assert getattr(x, op)(*args) is x and alias is x
+    np.testing.assert_array_equal(x.numpy(), ref(a))
+    assert x.data_ptr() == ptr
+
+
+def test_inplace_view_ops_and_detach__follow_autograd_as_torch():
+    x = janus.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        x.unsqueeze_(0)
+    y = x * 2
+    y.unsqueeze_(0)
+    assert tuple(y.shape) == (1, 3) and y.grad_fn is not None
+    (y * janus.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+    assert x.grad.tolist() == [2.0, 4.0, 6.0]
+    with janus.no_grad():  # a leaf under no_grad: its layout changes, still a leaf that requires grad
+        w = janus.ones(3, requires_grad=True)
+        w.unsqueeze_(0)
+    assert tuple(w.shape) == (1, 3) and w.is_leaf and w.requires_grad
+    z = janus.ones(2, requires_grad=True) * 3
+    assert z.detach_() is z and not z.requires_grad and z.grad_fn is None and z.tolist() == [3.0, 3.0]

@@ -228,6 +228,24 @@ static PyObject *m_set_from(JnTensorObject *self, PyObject *other) {
     Py_RETURN_NONE;
 }
 
+/* Swap the headers of self and other (a view just made of self): self
+ * becomes that view -- its layout, tensor id and autograd history -- and
+ * other holds self's old header.  The in-place view ops (unsqueeze_, t_,
+ * ...) are the view op, traced and differentiated as any, then this. */
+static PyObject *m_take_header(JnTensorObject *self, PyObject *other) {
+    if (!JnTensor_Check(other)) {
+        PyErr_SetString(PyExc_TypeError, "expected a Tensor");
+        return NULL;
+    }
+    JnTensorObject *o = (JnTensorObject *)other;
+    jn_tensor *mine = self->t, *theirs = o->t;
+    self->t = theirs;
+    o->t = mine;
+    if (!theirs->pyobj || theirs->pyobj == o) theirs->pyobj = self; /* in-place ops hand back self */
+    if (mine->pyobj == self) mine->pyobj = o;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef tensor_methods[] = {
     {"size", (PyCFunction)(void (*)(void))m_size, METH_FASTCALL | METH_KEYWORDS,
      "size(dim=None) -> janus.Size or int"},
@@ -247,6 +265,7 @@ static PyMethodDef tensor_methods[] = {
     {"_alias", (PyCFunction)m_alias, METH_NOARGS, "a new tensor sharing storage and layout"},
     {"_shares_storage", (PyCFunction)m_shares_storage, METH_O, NULL},
     {"_set_from", (PyCFunction)m_set_from, METH_O, NULL},
+    {"_take_header", (PyCFunction)m_take_header, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 
 /* tp_methods takes one array: tensor_methods above plus ops_py.c's */

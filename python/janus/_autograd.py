@@ -1,6 +1,9 @@
 """Autograd-facing Tensor API (requires_grad, grad, grad_fn, is_leaf,
-backward, detach, requires_grad_, register_hook,
-register_post_accumulate_grad_hook) attached to janus.Tensor."""
+backward, detach, detach_, the in-place view ops, requires_grad_,
+register_hook, register_post_accumulate_grad_hook, retain_grad) attached to
+janus.Tensor."""
+import weakref
+
 import janus  # janus.autograd at call time: it imports this module (an import per backward() cost ~1-8 us)
 
 from . import _C
@@ -76,6 +79,24 @@ def install(Tensor):
         """On a leaf: hook(tensor) runs after backward() accumulated .grad."""
         return RemovableHandle(_C._add_hook(self, True, hook))
 
+    def retain_grad(self):
+        """A non-leaf keeps its gradient in .grad (accumulated over backward
+        calls, as a leaf's); on a leaf it does nothing."""
+        if not _C._requires_grad(self):
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if _C._is_leaf(self) or self.__dict__.get("_retains_grad"):
+            return
+        ref = weakref.ref(self)  # the hook lives on the autograd node: no cycle through the object
+
+        def keep(grad):
+            t = ref()
+            if t is not None:
+                old = _C._grad(t)
+                _C._set_grad(t, grad.detach().clone() if old is None else old + grad)
+
+        _C._add_hook(self, False, keep)
+        self.__dict__["_retains_grad"] = True
+
     def detach_(self):
         # the Python object takes detach's header (same value and tensor id, no history)
         self._take_header(_C._detach(self))
@@ -110,6 +131,8 @@ def install(Tensor):
     Tensor.register_hook = register_hook
     Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
     Tensor.detach_ = detach_
+    Tensor.retain_grad = retain_grad
+    Tensor.retains_grad = property(lambda self: bool(self.__dict__.get("_retains_grad")) and not _C._is_leaf(self))
     for name in ("t", "transpose", "swapdims", "swapaxes", "unsqueeze", "squeeze", "as_strided"):
         setattr(Tensor, name + "_", inplace_view(name))
     def _set_data(self, v):

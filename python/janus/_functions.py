@@ -349,6 +349,158 @@ def exp2(input):
     return FUNCTIONS["exp"](input * _LN2)
 
 
+# Trigonometric and hyperbolic functions the op table has no kernel for,
+# composed from ones it has (so autograd differentiates them): within a few
+# float32 ulps of libm's away from their poles; integer inputs compute in
+# the default float dtype, as torch's.
+def _fp(input):
+    return input if input.dtype.is_floating_point else input.to(_float32)  # janus's default dtype
+
+
+def _one_minus_sq(x):  # 1 - x*x, without the cancellation near |x| = 1
+    return (1 - x) * (1 + x)
+
+
+@both
+def asin(input):
+    x = _fp(input)
+    return FUNCTIONS["atan2"](x, FUNCTIONS["sqrt"](_one_minus_sq(x)))
+
+
+@both
+def acos(input):
+    x = _fp(input)
+    return FUNCTIONS["atan2"](FUNCTIONS["sqrt"](_one_minus_sq(x)), x)
+
+
+@both
+def atan(input):
+    x = _fp(input)
+    return FUNCTIONS["atan2"](x, FUNCTIONS["ones_like"](x))
+
+
+@both
+def tan(input):
+    x = _fp(input)
+    return FUNCTIONS["sin"](x) / FUNCTIONS["cos"](x)
+
+
+@both
+def sinh(input):
+    x = _fp(input)  # expm1: exact near 0, where (exp(x) - exp(-x)) / 2 cancels
+    return (FUNCTIONS["expm1"](x) - FUNCTIONS["expm1"](-x)) * 0.5
+
+
+@both
+def cosh(input):
+    x = _fp(input)
+    return (FUNCTIONS["exp"](x) + FUNCTIONS["exp"](-x)) * 0.5
+
+
+@both
+def atanh(input):
+    x = _fp(input)  # 1/2 (log(1+x) - log(1-x)): both exact near +-1 and no cancellation near 0
+    return (FUNCTIONS["log1p"](x) - FUNCTIONS["log1p"](-x)) * 0.5
+
+
+def _inplace(f):  # x.f_(): x = f(x) written into x
+    return lambda self: self.copy_(f(self))
+
+
+for _n in ("asin", "acos", "atan", "tan", "sinh", "cosh", "atanh"):
+    METHODS[_n + "_"] = _inplace(FUNCTIONS[_n])
+for _n in ("asin", "acos", "atan", "atanh"):  # numpy's spellings
+    FUNCTIONS["arc" + _n[1:]] = METHODS["arc" + _n[1:]] = FUNCTIONS[_n]
+    METHODS["arc" + _n[1:] + "_"] = METHODS[_n + "_"]
+
+
+@both
+def trunc(input):
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    return FUNCTIONS["where"](input < 0, FUNCTIONS["ceil"](input), FUNCTIONS["floor"](input))
+
+
+FUNCTIONS["fix"] = METHODS["fix"] = trunc
+
+
+@both
+def frac(input):
+    return input - trunc(input)
+
+
+for _n in ("trunc", "fix", "frac"):
+    METHODS[_n + "_"] = _inplace(FUNCTIONS[_n])
+
+
+@both
+def deg2rad(input):
+    return _fp(input) * (_math.pi / 180.0)
+
+
+@both
+def rad2deg(input):
+    return _fp(input) * (180.0 / _math.pi)
+
+
+@both
+def logit(input, eps=None):
+    x = _fp(input)
+    if eps is not None:
+        x = FUNCTIONS["clamp"](x, eps, 1.0 - eps)
+    return FUNCTIONS["log"](x / (1 - x))
+
+
+@both
+def positive(input):
+    if input.dtype is _bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@both
+def sgn(input):
+    return FUNCTIONS["sign"](input)
+
+
+@both
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """sum with NaNs counted as zero (their gradient is zero too)."""
+    if input.dtype.is_floating_point:
+        input = FUNCTIONS["where"](FUNCTIONS["isnan"](input), FUNCTIONS["zeros_like"](input), input)
+    return FUNCTIONS["sum"](input, dim, keepdim, dtype=dtype)
+
+
+@both
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """mean over the entries that are not NaN (NaN where all are)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got {input.dtype}")
+    n = FUNCTIONS["sum"](~FUNCTIONS["isnan"](input), dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / n
+
+
+@both
+def count_nonzero(input, dim=None):
+    return FUNCTIONS["sum"](input != 0, dim)
+
+
+@both
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (prepend/append joined first)."""
+    if n < 0:
+        raise RuntimeError(f"diff expects n to be non-negative, but got {n}")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = FUNCTIONS["cat"](parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        m = x.shape[dim]
+        if m == 0:
+            break
+        x = x.narrow(dim, 1, m - 1) - x.narrow(dim, 0, m - 1) if x.dtype is not _bool else \
+            x.narrow(dim, 1, m - 1) != x.narrow(dim, 0, m - 1)
+    return x
+
+
 @both
 def addcmul(input, tensor1, tensor2, *, value=1):
     return input + (tensor1 * tensor2) * value

@@ -59,7 +59,6 @@ ALTERNATIVES = {
     "FloatTensor": "torch.tensor(data, dtype=torch.float32) or torch.empty(*size)",
     "LongTensor": "torch.tensor(data, dtype=torch.long)",
     "utils.data.distributed": "torch.utils.data.DataLoader(..., shuffle=True) in one process",
-    "Tensor.retain_grad": "torch.autograd.grad",
 }
 
 
@@ -136,7 +135,8 @@ def hint(janus_module, name, torch=None):
     if owner is None or name.startswith("_"):
         return ""
     names = [n for n in (dir(owner) if isinstance(owner, type) else vars(owner)) if not n.startswith("_")]
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+    # a name inside the other is another function, not a misspelling (asinh / sinh, acos / cos)
+    close = [c for c in difflib.get_close_matches(name, names, n=3, cutoff=0.8) if c not in name and name not in c]
     return _spelled(janus_module + "." + close[0], torch) if close else ""
 
 

@@ -856,3 +856,23 @@ def test_inplace_view_ops_and_detach__follow_autograd_as_torch():
     assert tuple(w.shape) == (1, 3) and w.is_leaf and w.requires_grad
     z = janus.ones(2, requires_grad=True) * 3
     assert z.detach_() is z and not z.requires_grad and z.grad_fn is None and z.tolist() == [3.0, 3.0]
+
+
+def test_retain_grad_keeps_a_non_leaf_gradient_as_torch():
+    x = janus.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.retain_grad()  # once is enough: the gradient is not kept twice
+    assert y.retains_grad and not x.retains_grad
+    z = (y * y).sum()
+    z.backward(retain_graph=True)
+    assert y.grad.tolist() == [4.0, 8.0, 12.0] and x.grad.tolist() == [8.0, 16.0, 24.0]
+    z.backward()  # accumulated, as a leaf's
+    assert y.grad.tolist() == [8.0, 16.0, 24.0]
+    with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+        janus.ones(2).retain_grad()
+    x.retain_grad()  # a leaf: nothing to do
+    assert not x.retains_grad
+    ref = __import__("weakref").ref(y)
+    del y, z  # the hook holds no reference to the tensor
+    assert ref() is None

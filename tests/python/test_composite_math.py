@@ -1,0 +1,118 @@
+"""Math functions composed from table ops (janus/_functions.py: asin, acos,
+atan, tan, sinh, cosh, atanh, trunc/fix, frac, deg2rad, rad2deg, logit,
+nansum, nanmean, count_nonzero, diff, positive, sgn): values against numpy
+(float32 and float64, domain edges, integer inputs), gradients against
+central differences, in-place and arc* spellings, and PyTorch's values when
+it is installed."""
+import math
+
+import numpy as np
+import pytest
+
+import janus
+from gradnum import check_grad
+
+X = np.array([-0.999, -0.7, -0.3, -1e-6, 0.0, 1e-6, 0.25, 0.6, 0.95], dtype=np.float64)
+UNARY = {
+    "asin": (np.arcsin, X), "acos": (np.arccos, X), "atan": (np.arctan, X * 40),
+    "tan": (np.tan, X * 1.5), "sinh": (np.sinh, X * 20), "cosh": (np.cosh, X * 20), "atanh": (np.arctanh, X),
+    "trunc": (np.trunc, X * 7), "fix": (np.fix, X * 7), "frac": (lambda a: a - np.trunc(a), X * 7),
+    "deg2rad": (np.deg2rad, X * 360), "rad2deg": (np.rad2deg, X * 3), "sgn": (np.sign, X),
+    "logit": (lambda a: np.log(a / (1 - a)), np.abs(X) * 0.98 + 0.01),
+}
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float32, 3e-6), (np.float64, 1e-13)])
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_matches_numpy(name, dtype, rtol):
+    ref, a = UNARY[name]
+    a = a.astype(dtype)
+    want = ref(a)
+    got = getattr(janus, name)(janus.tensor(a))
+    assert got.dtype == janus.tensor(a).dtype
+    np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=rtol * 1e-3)
+    np.testing.assert_allclose(getattr(janus.tensor(a), name)().numpy(), want, rtol=rtol, atol=rtol * 1e-3)
+    if name + "_" in dir(janus.Tensor):
+        t = janus.tensor(a)
+        assert getattr(t, name + "_")() is t
+        np.testing.assert_allclose(t.numpy(), want, rtol=rtol, atol=rtol * 1e-3)
+
+
+def test_domain_edges_and_integers():
+    e = janus.tensor([-1.0, 1.0, 2.0, -2.0])
+    assert janus.asin(e).tolist()[:2] == pytest.approx([-math.pi / 2, math.pi / 2])
+    assert all(math.isnan(v) for v in janus.asin(e).tolist()[2:]) and all(math.isnan(v) for v in janus.acos(e).tolist()[2:])
+    assert janus.acos(janus.tensor([1.0, -1.0])).tolist() == pytest.approx([0.0, math.pi])
+    at = janus.atanh(e).tolist()
+    assert at[0] == -math.inf and at[1] == math.inf and math.isnan(at[2]) and math.isnan(at[3])
+    assert janus.sinh(janus.tensor([100.0])).item() == math.inf and janus.cosh(janus.tensor([-100.0])).item() == math.inf
+    assert janus.sinh(janus.tensor([1e-30])).item() == pytest.approx(1e-30, rel=1e-6)  # no cancellation
+    i = janus.tensor([0, 1, -1])
+    assert janus.asin(i).dtype == janus.float32 and janus.asin(i).tolist() == pytest.approx([0, math.pi / 2, -math.pi / 2])
+    assert janus.trunc(i).tolist() == [0, 1, -1] and janus.trunc(i).dtype == janus.int64
+    assert math.copysign(1.0, janus.trunc(janus.tensor([-0.5])).item()) == -1.0  # -0.0, as C's trunc
+    assert janus.logit(janus.tensor([0.0, 1.0], dtype=janus.float64), eps=1e-6).tolist() == pytest.approx([math.log(1e-6 / (1 - 1e-6)),
+                                                                                        math.log((1 - 1e-6) / 1e-6)])
+    x = janus.tensor([1.0, 2.0])
+    assert janus.positive(x) is x and x.positive() is x
+    with pytest.raises(RuntimeError, match="bool tensor"):
+        janus.positive(janus.tensor([True]))
+    assert janus.arcsin is janus.asin and hasattr(x, "arctanh_") and hasattr(x, "fix_")
+
+
+@pytest.mark.parametrize("name,a", [("asin", X * 0.9), ("acos", X * 0.9), ("atan", X * 5), ("tan", X),
+                                    ("sinh", X * 3), ("cosh", X * 3), ("atanh", X * 0.9), ("frac", X * 7 + 0.05),
+                                    ("deg2rad", X), ("rad2deg", X), ("logit", np.abs(X) * 0.9 + 0.05)])
+def test_gradients_match_finite_differences(name, a):
+    check_grad(getattr(janus, name), [a])
+
+
+def test_nan_reductions_and_counts():
+    a = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, 2.0], [4.0, 0.0, -1.0]])
+    t = janus.tensor(a)
+    assert janus.nansum(t).item() == pytest.approx(np.nansum(a))
+    np.testing.assert_allclose(t.nansum(1).numpy(), np.nansum(a, 1))
+    np.testing.assert_allclose(janus.nansum(t, 0, keepdim=True).numpy(), np.nansum(a, 0, keepdims=True))
+    np.testing.assert_allclose(janus.nanmean(t, 1).numpy(), np.nanmean(a, 1))
+    assert janus.nanmean(t).item() == pytest.approx(np.nanmean(a))
+    assert math.isnan(janus.nanmean(janus.tensor([math.nan, math.nan])).item())
+    assert janus.count_nonzero(t).item() == np.count_nonzero(a) and janus.count_nonzero(t).dtype == janus.int64
+    np.testing.assert_array_equal(janus.count_nonzero(t, dim=0).numpy(), np.count_nonzero(a, axis=0))
+    with pytest.raises(RuntimeError, match="floating point"):
+        janus.nanmean(janus.tensor([1, 2]))
+    # NaN entries get a zero gradient, the others one
+    leaf = janus.tensor(a, requires_grad=True)
+    janus.nansum(leaf).backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.where(np.isnan(a), 0.0, 1.0))
+
+
+def test_diff_matches_numpy():
+    a = np.array([[1.0, 4.0, 9.0, 16.0, 25.0], [2.0, -1.0, 0.5, 0.0, 3.0]])
+    for n in (0, 1, 2, 3):
+        for dim in (0, 1, -1):
+            np.testing.assert_allclose(janus.diff(janus.tensor(a), n=n, dim=dim).numpy(), np.diff(a, n=n, axis=dim))
+    pre, app = np.array([[0.0], [1.0]]), np.array([[7.0, 8.0], [9.0, 1.0]])
+    np.testing.assert_allclose(janus.tensor(a).diff(prepend=janus.tensor(pre), append=janus.tensor(app)).numpy(),
+                               np.diff(a, prepend=pre, append=app))
+    b = np.array([True, True, False, False, True])
+    np.testing.assert_array_equal(janus.diff(janus.tensor(b)).numpy(), np.diff(b))
+    check_grad(lambda x: janus.diff(x, n=2), [a[0]])
+
+
+def test_against_pytorch():
+    torch = pytest.importorskip("torch")
+    for name, (_, a) in sorted(UNARY.items()):
+        a32 = a.astype(np.float32)
+        want = getattr(torch, name)(torch.tensor(a32)).numpy()
+        np.testing.assert_allclose(getattr(janus, name)(janus.tensor(a32)).numpy(), want, rtol=3e-6, atol=1e-7,
+                                   err_msg=name)
+    a = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, 2.0]], dtype=np.float32)
+    np.testing.assert_allclose(janus.nanmean(janus.tensor(a), 1).numpy(), torch.nanmean(torch.tensor(a), 1).numpy())
+    assert janus.count_nonzero(janus.tensor(a)).item() == torch.count_nonzero(torch.tensor(a)).item()
+
+
+def test_a_missing_inverse_is_not_offered_its_forward_function():
+    # asinh is not in janus; sinh is close in spelling but another function
+    with pytest.raises(AttributeError) as e:
+        janus.asinh
+    assert "janus.asinh is not supported by janus" in str(e.value) and "; use" not in str(e.value)

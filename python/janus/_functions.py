@@ -501,6 +501,112 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+for _n in ("log2", "log10", "exp2"):
+    METHODS[_n + "_"] = _inplace(FUNCTIONS[_n])
+
+
+@method
+def cumsum_(self, dim, *, dtype=None):
+    return self.copy_(FUNCTIONS["cumsum"](self, dim, dtype=dtype))
+
+
+@method
+def cumprod_(self, dim, *, dtype=None):
+    return self.copy_(FUNCTIONS["cumprod"](self, dim, dtype=dtype))
+
+
+@method
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    return self.copy_(FUNCTIONS["nan_to_num"](self, nan=nan, posinf=posinf, neginf=neginf))
+
+
+@both
+def sinc(input):
+    """sin(pi x) / (pi x), 1 at 0 (where its gradient is 0)."""
+    x = _fp(input)
+    zero = x == 0
+    safe = FUNCTIONS["where"](zero, FUNCTIONS["ones_like"](x), x) * _math.pi  # no 0/0 in either branch's gradient
+    return FUNCTIONS["where"](zero, FUNCTIONS["ones_like"](x), FUNCTIONS["sin"](safe) / safe)
+
+
+@both
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is NaN)."""
+    if not isinstance(input, TensorBase):
+        input = FUNCTIONS["tensor"](input, dtype=other.dtype if other.dtype.is_floating_point else _float32)
+    if not isinstance(other, TensorBase):
+        other = FUNCTIONS["tensor"](other, dtype=input.dtype if input.dtype.is_floating_point else _float32)
+    x, y = _fp(input), _fp(other)
+    zero = (x == 0) & ~FUNCTIONS["isnan"](y)
+    safe = FUNCTIONS["where"](zero, FUNCTIONS["ones_like"](y), y)
+    return FUNCTIONS["where"](zero, FUNCTIONS["zeros_like"](x * safe), x * FUNCTIONS["log"](safe))
+
+
+@both
+def logaddexp2(input, other):
+    return FUNCTIONS["logaddexp"](input * _LN2, other * _LN2) / _LN2
+
+
+@both
+def float_power(input, exponent):
+    """input ** exponent in float64 (torch's float_power)."""
+    f64 = _dtype._BY_NAME["float64"]
+    base = input.to(f64) if isinstance(input, TensorBase) else FUNCTIONS["tensor"](input, dtype=f64)
+    return base ** (exponent.to(f64) if isinstance(exponent, TensorBase) else float(exponent))
+
+
+@both
+def heaviside(input, values):
+    """0 where input < 0, values where input == 0, 1 where input > 0."""
+    return FUNCTIONS["where"](input == 0, values.to(input.dtype), (input > 0).to(input.dtype))
+
+
+@both
+def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return FUNCTIONS["flip"](input, [1])
+
+
+@both
+def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return FUNCTIONS["flip"](input, [0])
+
+
+@both
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotation by 90 degrees k times in the plane of dims (from the first toward the second)."""
+    if len(dims) != 2 or input.dim() < 2:
+        raise RuntimeError(f"expected total rotation dims == 2 and total dims >= 2, but got rotation dims "
+                           f"{len(dims)} and {input.dim()} dims")
+    a, b = (d % input.dim() for d in dims)
+    if a == b:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {a} and dim1 = {b}")
+    k %= 4
+    if k == 1:
+        return FUNCTIONS["flip"](input, [b]).transpose(a, b)
+    if k == 2:
+        return FUNCTIONS["flip"](input, [a, b])
+    if k == 3:
+        return FUNCTIONS["flip"](input, [a]).transpose(a, b)
+    return FUNCTIONS["clone"](input)
+
+
+@method
+def is_nonzero(self):
+    if self.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous" if self.numel()
+                           else "Boolean value of Tensor with no values is ambiguous")
+    return bool(self.item())
+
+
+@method
+def is_same_size(self, other):
+    return tuple(self.shape) == tuple(other.shape)
+
+
 @both
 def addcmul(input, tensor1, tensor2, *, value=1):
     return input + (tensor1 * tensor2) * value
@@ -951,6 +1057,63 @@ def index_put_(self, indices, values, accumulate=False):
 @both
 def index_put(input, indices, values, accumulate=False):
     return _index_put_impl(FUNCTIONS["clone"](input), indices, values, accumulate)
+
+
+def _index_dim(self, dim, index, source, fn):
+    """index_add_ / index_copy_'s checks; (the mask, source in self's dtype)."""
+    nd = _b.max(self.dim(), 1)
+    if not -nd <= dim < nd:
+        raise IndexError(f"{fn}(): dimension {dim} is out of range for a tensor of {self.dim()} dims")
+    dim %= nd
+    if index.dim() > 1 or index.dtype not in (_int64, _dtype._BY_NAME["int32"]):
+        raise IndexError(f"{fn}(): index must be a 1-d int64 or int32 tensor, got {index.dim()}-d {index.dtype}")
+    want = list(self.shape)
+    if self.dim():
+        want[dim] = index.numel()
+    if list(source.shape) != want:
+        raise RuntimeError(f"{fn}(): source has shape {list(source.shape)}; for {index.numel()} indices along "
+                           f"dim {dim} of a tensor of shape {list(self.shape)} it must be {want}")
+    return [0] * dim + [1] + [0] * (self.dim() - dim - 1), source.to(self.dtype)
+
+
+@method
+def index_add_(self, dim, index, source, *, alpha=1):
+    """self[..., index[i], ...] += alpha * source[..., i, ...] along dim (repeats add up)."""
+    mask, src = _index_dim(self, dim, index, source, "index_add_")
+    if alpha != 1:
+        src = src * alpha
+    return ops.index_put_(self, src, [index.long()], mask=mask, accumulate=True)
+
+
+@both
+def index_add(input, dim, index, source, *, alpha=1):
+    return index_add_(FUNCTIONS["clone"](input), dim, index, source, alpha=alpha)
+
+
+@method
+def index_copy_(self, dim, index, source):
+    """self[..., index[i], ...] = source[..., i, ...] along dim."""
+    mask, src = _index_dim(self, dim, index, source, "index_copy_")
+    return ops.index_put_(self, src, [index.long()], mask=mask, accumulate=False)
+
+
+@both
+def index_copy(input, dim, index, source):
+    return index_copy_(FUNCTIONS["clone"](input), dim, index, source)
+
+
+@both
+def bincount(input, weights=None, minlength=0):
+    """Counts of each value of a 1-d non-negative int tensor (its data decides the length: a sync)."""
+    if input.dim() != 1 or input.dtype.is_floating_point or input.dtype is _bool:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if input.numel() and FUNCTIONS["min"](input).item() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    n = _b.max(int(FUNCTIONS["max"](input).item()) + 1 if input.numel() else 0, minlength)
+    if weights is None:
+        return index_add_(FUNCTIONS["zeros"](n, dtype=_int64), 0, input, FUNCTIONS["ones"](input.numel(), dtype=_int64))
+    dt = weights.dtype if weights.dtype.is_floating_point else _dtype._BY_NAME["float64"]
+    return index_add_(FUNCTIONS["zeros"](n, dtype=dt), 0, input, weights.to(dt))
 
 
 def _scatter_src(input, index, src, value, fn):

@@ -190,6 +190,10 @@ class Tensor(_C.TensorBase):
         return "janus.strided"
 
     @property
+    def is_cpu(self):
+        return not self.is_cuda
+
+    @property
     def is_leaf(self):
         return True
 

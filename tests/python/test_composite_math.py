@@ -1,6 +1,8 @@
-"""Math functions composed from table ops (janus/_functions.py: asin, acos,
+"""Functions composed from table ops (janus/_functions.py: asin, acos,
 atan, tan, sinh, cosh, atanh, trunc/fix, frac, deg2rad, rad2deg, logit,
-nansum, nanmean, count_nonzero, diff, positive, sgn): values against numpy
+nansum, nanmean, count_nonzero, diff, positive, sgn, sinc, xlogy,
+logaddexp2, float_power, heaviside, rot90, fliplr, flipud, index_add,
+index_copy, bincount and in-place forms): values against numpy
 (float32 and float64, domain edges, integer inputs), gradients against
 central differences, in-place and arc* spellings, and PyTorch's values when
 it is installed."""
@@ -116,3 +118,72 @@ def test_a_missing_inverse_is_not_offered_its_forward_function():
     with pytest.raises(AttributeError) as e:
         janus.asinh
     assert "janus.asinh is not supported by janus" in str(e.value) and "; use" not in str(e.value)
+
+
+def test_more_elementwise_against_numpy():
+    a = np.array([-1.5, -0.25, 0.0, 0.5, 2.0, 3.0])
+    t = janus.tensor(a)
+    np.testing.assert_allclose(janus.sinc(t).numpy(), np.sinc(a), rtol=1e-12)
+    x, y = np.array([0.0, 1.0, 2.0, 0.0, 3.0]), np.array([0.0, 2.0, 0.5, np.nan, 1e-3])
+    want = np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(np.where(x == 0, 1.0, y)))
+    want[3] = np.nan
+    np.testing.assert_allclose(janus.xlogy(janus.tensor(x), janus.tensor(y)).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(janus.logaddexp2(t, t * 2).numpy(), np.logaddexp2(a, a * 2), rtol=1e-12)
+    f = janus.float_power(janus.tensor([2, 3]), 0.5)
+    assert f.dtype == janus.float64 and f.tolist() == pytest.approx([math.sqrt(2), math.sqrt(3)], rel=1e-15)
+    np.testing.assert_array_equal(janus.heaviside(t, janus.tensor([0.5], dtype=janus.float64)).numpy(),
+                                  np.heaviside(a, 0.5))
+    m = np.arange(24).reshape(2, 3, 4)
+    for k in range(-5, 6):
+        for dims in ((0, 1), (1, 2), (2, 0), (-1, -2)):
+            np.testing.assert_array_equal(janus.rot90(janus.tensor(m), k, dims).numpy(), np.rot90(m, k, dims))
+    np.testing.assert_array_equal(janus.fliplr(janus.tensor(m)).numpy(), np.fliplr(m))
+    np.testing.assert_array_equal(janus.tensor(m).flipud().numpy(), np.flipud(m))
+    c = janus.tensor(a)
+    assert c.cumsum_(0) is c and c.tolist() == pytest.approx(np.cumsum(a).tolist())
+    n = janus.tensor([1.0, math.nan, math.inf])
+    assert n.nan_to_num_(posinf=7.0).tolist() == [1.0, 0.0, 7.0]
+    assert janus.tensor([2.0]).is_nonzero() and not janus.tensor([0]).is_nonzero()
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        janus.tensor([1.0, 2.0]).is_nonzero()
+    assert t.is_same_size(t * 2) and not t.is_same_size(t[:2]) and t.is_cpu
+
+
+def test_sinc_and_xlogy_gradients_at_their_special_points():
+    check_grad(janus.sinc, [np.array([-1.3, -0.2, 0.4, 1.7])])
+    check_grad(janus.xlogy, [np.array([0.5, 1.5, 2.0]), np.array([0.3, 2.0, 4.0])])
+    s = janus.tensor([0.0], requires_grad=True)
+    janus.sinc(s).sum().backward()
+    assert s.grad.tolist() == [0.0]  # not NaN: no 0/0 in the branch where() leaves out
+    x, y = janus.tensor([0.0, 2.0], requires_grad=True), janus.tensor([0.0, 3.0], requires_grad=True)
+    janus.xlogy(x, y).sum().backward()
+    assert x.grad.tolist() == pytest.approx([0.0, math.log(3.0)]) and y.grad.tolist() == pytest.approx([0.0, 2 / 3])
+
+
+def test_index_add_copy_and_bincount():
+    base = np.arange(12, dtype=np.float64).reshape(3, 4)
+    idx = np.array([0, 2, 0])
+    src = np.arange(9, dtype=np.float64).reshape(3, 3)
+    want = base.copy()
+    np.add.at(want, (slice(None), idx), 2 * src)
+    got = janus.tensor(base).index_add(1, janus.tensor(idx), janus.tensor(src), alpha=2)
+    np.testing.assert_array_equal(got.numpy(), want)
+    t = janus.tensor(base)
+    assert t.index_add_(1, janus.tensor(idx), janus.tensor(src), alpha=2) is t
+    np.testing.assert_array_equal(t.numpy(), want)
+    c = janus.tensor(base).index_copy_(0, janus.tensor([2, 0]), janus.tensor(np.ones((2, 4))))
+    np.testing.assert_array_equal(c.numpy(), np.array([[1.0] * 4, base[1], [1.0] * 4]))
+    with pytest.raises(RuntimeError, match="source has shape"):
+        janus.tensor(base).index_add_(1, janus.tensor(idx), janus.tensor(np.ones((3, 2))))
+    with pytest.raises(IndexError, match="out of range"):
+        janus.tensor(base).index_add_(2, janus.tensor(idx), janus.tensor(src))
+    # the gradient reaches self (all ones) and source (alpha)
+    check_grad(lambda b, s: janus.index_add(b, 1, janus.tensor(idx), s, alpha=2), [base, src])
+    v = np.array([0, 1, 1, 3, 7, 1])
+    np.testing.assert_array_equal(janus.bincount(janus.tensor(v)).numpy(), np.bincount(v))
+    w = np.array([0.5, 1.0, 0.25, 2.0, 1.0, 1.0])
+    np.testing.assert_allclose(janus.bincount(janus.tensor(v), janus.tensor(w), minlength=10).numpy(),
+                               np.bincount(v, w, minlength=10))
+    assert janus.bincount(janus.tensor([], dtype=janus.int64), minlength=3).tolist() == [0, 0, 0]
+    with pytest.raises(RuntimeError, match="non-negative integral"):
+        janus.bincount(janus.tensor([1, -1]))

@@ -1102,6 +1102,64 @@ def index_copy(input, dim, index, source):
     return index_copy_(FUNCTIONS["clone"](input), dim, index, source)
 
 
+def _unique_out(values, group, perm, shape, return_inverse, return_counts):
+    out = [values]
+    if return_inverse:
+        inverse = FUNCTIONS["empty"](group.numel(), dtype=_int64)
+        if perm is None:
+            inverse = group
+        else:
+            inverse[perm] = group
+        out.append(inverse.reshape(shape))
+    if return_counts:
+        out.append(bincount(group, minlength=values.numel()) if group.numel() else FUNCTIONS["zeros"](0, dtype=_int64))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _runs(s):
+    """Group numbers of a 1-d tensor's runs of equal values (NaNs never equal: each its own)."""
+    first = FUNCTIONS["ones"](s.numel(), dtype=_bool)
+    if s.numel() > 1:
+        first[1:] = s[1:] != s[:-1]
+    return first, FUNCTIONS["cumsum"](first.long(), 0) - 1
+
+
+@both
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values, sorted (torch sorts on the CPU whatever sorted says); the
+    result's length depends on the data: a sync under record and replay."""
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...) is not supported by janus; use unique() of the flattened "
+                                  "tensor, or of a hashable Python view of the rows")
+    flat = input.reshape(-1)
+    s, perm = FUNCTIONS["sort"](flat)
+    first, group = _runs(s)
+    return _unique_out(s[first], group, perm, input.shape, return_inverse, return_counts)
+
+
+@both
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """One value of each run of equal consecutive values (a sync, as unique)."""
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive(dim=...) is not supported by janus; use it on the "
+                                  "flattened tensor")
+    flat = input.reshape(-1)
+    first, group = _runs(flat)
+    return _unique_out(flat[first], group, None, input.shape, return_inverse, return_counts)
+
+
+@both
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element is among test_elements (compared all against all: O(n m) memory)."""
+    if not isinstance(elements, TensorBase):
+        elements = FUNCTIONS["tensor"](elements)
+    if not isinstance(test_elements, TensorBase):
+        test_elements = FUNCTIONS["tensor"](test_elements)
+    hit = FUNCTIONS["any"](elements.unsqueeze(-1) == test_elements.reshape(-1), -1) if test_elements.numel() \
+        else FUNCTIONS["zeros"](elements.shape, dtype=_bool)
+    return ~hit if invert else hit
+
+
 @both
 def bincount(input, weights=None, minlength=0):
     """Counts of each value of a 1-d non-negative int tensor (its data decides the length: a sync)."""

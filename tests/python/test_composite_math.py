@@ -2,8 +2,8 @@
 atan, tan, sinh, cosh, atanh, trunc/fix, frac, deg2rad, rad2deg, logit,
 nansum, nanmean, count_nonzero, diff, positive, sgn, sinc, xlogy,
 logaddexp2, float_power, heaviside, rot90, fliplr, flipud, index_add,
-index_copy, bincount and in-place forms): values against numpy
-(float32 and float64, domain edges, integer inputs), gradients against
+index_copy, bincount, unique, unique_consecutive, isin and in-place forms):
+values against numpy (float32 and float64, domain edges, integer inputs), gradients against
 central differences, in-place and arc* spellings, and PyTorch's values when
 it is installed."""
 import math
@@ -187,3 +187,25 @@ def test_index_add_copy_and_bincount():
     assert janus.bincount(janus.tensor([], dtype=janus.int64), minlength=3).tolist() == [0, 0, 0]
     with pytest.raises(RuntimeError, match="non-negative integral"):
         janus.bincount(janus.tensor([1, -1]))
+
+
+def test_unique_unique_consecutive_and_isin():
+    a = np.array([[3, 1, 2, 7], [1, 3, 3, 0]])
+    vals, inv, cnt = janus.unique(janus.tensor(a), return_inverse=True, return_counts=True)
+    wv, wi, wc = np.unique(a, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(vals.numpy(), wv)
+    np.testing.assert_array_equal(inv.numpy(), wi.reshape(a.shape))
+    np.testing.assert_array_equal(cnt.numpy(), wc)
+    np.testing.assert_array_equal(janus.tensor(a).unique().numpy(), wv)
+    f = janus.unique(janus.tensor([math.nan, 1.0, math.nan, 1.0])).tolist()  # NaNs stay apart, as torch's
+    assert f[0] == 1.0 and len(f) == 3 and all(math.isnan(v) for v in f[1:])
+    c = np.array([1, 1, 2, 2, 3, 1, 1])
+    v, i, n = janus.unique_consecutive(janus.tensor(c), return_inverse=True, return_counts=True)
+    assert v.tolist() == [1, 2, 3, 1] and i.tolist() == [0, 0, 1, 1, 2, 3, 3] and n.tolist() == [2, 2, 1, 2]
+    e = janus.unique(janus.tensor([], dtype=janus.int64), return_counts=True)
+    assert e[0].numel() == 0 and e[1].numel() == 0
+    with pytest.raises(NotImplementedError, match="unique\\(dim=...\\) is not supported by janus"):
+        janus.unique(janus.tensor(a), dim=0)
+    np.testing.assert_array_equal(janus.isin(janus.tensor(a), janus.tensor([1, 3])).numpy(), np.isin(a, [1, 3]))
+    np.testing.assert_array_equal(janus.isin(janus.tensor(a), [2], invert=True).numpy(), np.isin(a, [2], invert=True))
+    assert not janus.isin(janus.tensor(a), janus.tensor([], dtype=janus.int64)).any().item()

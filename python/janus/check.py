@@ -9,7 +9,7 @@ torch.nn import functional as F`, ...) through attribute chains
 (`nn.TransformerEncoderLayer`, `torch.cuda.amp.GradScaler`).  Each chain is
 resolved against the janus package exactly as the torch alias resolves it
 at run time (janus/_torch_alias.py): module paths to janus modules, names to
-their attributes, class attributes (`torch.Tensor.unique`) to the
+their attributes, class attributes (`torch.Tensor.resize_`) to the
 class's.  The first component janus does not have is reported once per
 line, as FILE:LINE with the message and the nearest alternative the run
 would print (janus/_unsupported.py).  Packages built on PyTorch

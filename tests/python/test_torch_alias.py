@@ -235,7 +235,7 @@ CHECKED = """
     y = F.grid_sample(x, 2)
     opt = optim.NAdam([])
     z = torch.jit.script(Net())
-    torch.Tensor.unique
+    torch.Tensor.resize_
     np.anything_goes
     scaler = torch.cuda.amp.GradScaler()
     layer = nn.TransformerEncoderLayer(8, 2)
@@ -265,7 +265,7 @@ def test_janus_check_lists_unsupported_names_with_file_and_line(tmp_path):
         "train.py:18: torch.optim.NAdam is not supported by janus; use torch.optim.Adam",
         "train.py:19: torch.jit is not supported by janus; instead: run the model itself: `janus record`/`optimize`/"
         "`replay` compile the training step",
-        "train.py:20: torch.Tensor.unique is not supported by janus",
+        "train.py:20: torch.Tensor.resize_ is not supported by janus",
     ], p.stdout
     assert "7 unsupported torch names in 2 files" in p.stderr
 

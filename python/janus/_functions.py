@@ -403,13 +403,48 @@ def atanh(input):
     return (FUNCTIONS["log1p"](x) - FUNCTIONS["log1p"](-x)) * 0.5
 
 
+def _split_big(a, big):
+    """(a where it is at most big else 0, a where it is above big else 1, the mask): each
+    branch of a where() fed values it computes finitely, so no inf or NaN reaches a gradient."""
+    above = a > big
+    return (FUNCTIONS["where"](above, FUNCTIONS["zeros_like"](a), a),
+            FUNCTIONS["where"](above, a, FUNCTIONS["ones_like"](a)), above)
+
+
+_BIG = 2.0 ** 28  # past it 1 + a*a is a*a in float64 and float32 alike: log(2a) is the value
+
+
+def _asinh_pos(a):  # a >= 0: log1p(a + a^2 / (1 + sqrt(1 + a^2))), log(2a) when large
+    small, large, above = _split_big(a, _BIG)
+    near = FUNCTIONS["log1p"](small + small * small / (1 + FUNCTIONS["sqrt"](1 + small * small)))
+    return FUNCTIONS["where"](above, FUNCTIONS["log"](large) + _LN2, near)
+
+
+@both
+def asinh(input):
+    x = _fp(input)  # odd: the positive half for both signs (no cancellation for large negative x)
+    neg = x < 0
+    zero = FUNCTIONS["zeros_like"](x)
+    return FUNCTIONS["where"](neg, -_asinh_pos(FUNCTIONS["where"](neg, -x, zero)),
+                              _asinh_pos(FUNCTIONS["where"](neg, zero, x)))
+
+
+@both
+def acosh(input):
+    x = _fp(input)  # log1p((x-1) + sqrt((x-1)(x+1))); NaN below 1, log(2x) when large
+    small, large, above = _split_big(x, _BIG)
+    t = small - 1
+    near = FUNCTIONS["log1p"](t + FUNCTIONS["sqrt"](t * (small + 1)))
+    return FUNCTIONS["where"](above, FUNCTIONS["log"](large) + _LN2, near)
+
+
 def _inplace(f):  # x.f_(): x = f(x) written into x
     return lambda self: self.copy_(f(self))
 
 
-for _n in ("asin", "acos", "atan", "tan", "sinh", "cosh", "atanh"):
+for _n in ("asin", "acos", "atan", "tan", "sinh", "cosh", "atanh", "asinh", "acosh"):
     METHODS[_n + "_"] = _inplace(FUNCTIONS[_n])
-for _n in ("asin", "acos", "atan", "atanh"):  # numpy's spellings
+for _n in ("asin", "acos", "atan", "atanh", "asinh", "acosh"):  # numpy's spellings
     FUNCTIONS["arc" + _n[1:]] = METHODS["arc" + _n[1:]] = FUNCTIONS[_n]
     METHODS["arc" + _n[1:] + "_"] = METHODS[_n + "_"]
 

@@ -31,7 +31,7 @@ def _out(r, out):
     if out is None:
         return r
     if tuple(out.shape) != tuple(r.shape):
-        out._set_from(FUNCTIONS["empty"](r.shape, dtype=out.dtype))
+        out._take_header(FUNCTIONS["empty"](r.shape, dtype=out.dtype))  # resized, as torch's out= (no history)
     return out.copy_(r)
 
 

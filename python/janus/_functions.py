@@ -936,16 +936,6 @@ def contiguous(self, memory_format=None):
     return self if self.is_contiguous() else FUNCTIONS["clone"](self)
 
 
-@method
-def detach(self):
-    return self._alias()
-
-
-@method
-def detach_(self):
-    return self
-
-
 @both
 def repeat(input, *sizes):
     """Tile the tensor: sizes[i] copies along dim i (leading new dims allowed)."""

@@ -176,26 +176,12 @@ class Tensor(_C.TensorBase):
     mH = mT
 
     @property
-    def data(self):
-        return self._alias()
-
-    @data.setter
-    def data(self, value):
-        if not isinstance(value, _C.TensorBase):
-            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
-        self._set_from(value)
-
-    @property
     def layout(self):
         return "janus.strided"
 
     @property
     def is_cpu(self):
         return not self.is_cuda
-
-    @property
-    def is_leaf(self):
-        return True
 
     @property
     def real(self):

@@ -876,3 +876,16 @@ def test_retain_grad_keeps_a_non_leaf_gradient_as_torch():
     ref = __import__("weakref").ref(y)
     del y, z  # the hook holds no reference to the tensor
     assert ref() is None
+
+
+def test_an_out_tensor_of_another_shape_is_resized_in_place():
+    # torch resizes out= to the result's shape: the same Python object, the
+    # result's values, the out tensor's dtype
+    o = janus.zeros(1, dtype=janus.float64)
+    alias = o
+    assert janus.arange(4, out=o) is o and alias is o
+    assert tuple(o.shape) == (4,) and o.dtype == janus.float64 and o.tolist() == [0.0, 1.0, 2.0, 3.0]
+    same = janus.zeros(4)
+    ptr = same.data_ptr()
+    janus.arange(4, out=same)
+    assert same.data_ptr() == ptr  # the right shape: written in place

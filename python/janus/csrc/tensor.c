@@ -212,26 +212,11 @@ static PyObject *m_shares_storage(JnTensorObject *self, PyObject *other) {
     }
     return PyBool_FromLong(JN_T(other)->storage == self->t->storage);
 }
-/* Make self a view of other's storage with other's layout (Tensor.set_/.data=). */
-static PyObject *m_set_from(JnTensorObject *self, PyObject *other) {
-    if (!JnTensor_Check(other)) {
-        PyErr_SetString(PyExc_TypeError, "expected a Tensor");
-        return NULL;
-    }
-    jn_tensor *n = jn_tensor_alias(JN_T(other));
-    if (!n) return jn_py_raise(JN_ERR_NOMEM);
-    jn_tensor *old = self->t;
-    self->t = n;
-    n->pyobj = self;
-    if (old->pyobj == self) old->pyobj = NULL;
-    jn_tensor_decref(old);
-    Py_RETURN_NONE;
-}
-
-/* Swap the headers of self and other (a view just made of self): self
- * becomes that view -- its layout, tensor id and autograd history -- and
- * other holds self's old header.  The in-place view ops (unsqueeze_, t_,
- * ...) are the view op, traced and differentiated as any, then this. */
+/* Swap the headers of self and other (a tensor just made from self): self
+ * becomes it -- its layout, tensor id and autograd history -- and other
+ * holds self's old header.  The in-place view ops (unsqueeze_, t_, ...) are
+ * the view op, traced and differentiated as any, then this; detach_ and an
+ * out= tensor resized take a header the same way. */
 static PyObject *m_take_header(JnTensorObject *self, PyObject *other) {
     if (!JnTensor_Check(other)) {
         PyErr_SetString(PyExc_TypeError, "expected a Tensor");
@@ -264,7 +249,6 @@ static PyMethodDef tensor_methods[] = {
     {"tolist", jn_py_tolist, METH_NOARGS, "the tensor as nested Python lists"},
     {"_alias", (PyCFunction)m_alias, METH_NOARGS, "a new tensor sharing storage and layout"},
     {"_shares_storage", (PyCFunction)m_shares_storage, METH_O, NULL},
-    {"_set_from", (PyCFunction)m_set_from, METH_O, NULL},
     {"_take_header", (PyCFunction)m_take_header, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 

@@ -67,6 +67,7 @@ struct jn_node {
     int member;              /* a group's member record: 1 + its index.  Only its own group's
                               * members point at it (a tensor's grad_fn is the group) */
     jn_ag_hook *hooks;       /* gradient hooks on this record's outputs (register_hook) */
+    struct jn_custom *custom; /* a custom node (autograd.Function): its derivative, else NULL */
     int blk;                 /* 1 + its block's jn_rt_small_alloc class (0: malloc's) */
 };
 
@@ -80,6 +81,16 @@ struct jn_ag_hook {
     void (*free_ctx)(void *);
     jn_ag_hook *next;
 };
+
+/* A custom node's derivative (jn_ag_custom_record): a callback in place of
+ * the table's formula; op is unused. */
+typedef struct jn_custom {
+    jn_ag_custom_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *);
+    int materialize;         /* gradients that did not arrive are handed over as zeros */
+    char name[80];           /* grad_fn's name ("ScaleBackward") */
+} jn_custom;
 
 /* The members of a group node, in the node's own allocation block. */
 typedef struct jn_group {
@@ -140,7 +151,8 @@ int jn_ag_history_released(const jn_tensor *t) {
 const char *jn_grad_fn_name(const jn_tensor *t) {
     if (!t->autograd || !meta_of(t)->grad_fn) return NULL;
     int q; /* a group's output is named after the member that made it, as eagerly */
-    return jn_op_info(owner_of(meta_of(t)->grad_fn, meta_of(t)->output_nr, &q)->op)->name;
+    const jn_node *n = owner_of(meta_of(t)->grad_fn, meta_of(t)->output_nr, &q);
+    return n->custom ? n->custom->name : jn_op_info(n->op)->name;
 }
 
 int jn_ag_group_size(const jn_tensor *t) {
@@ -280,6 +292,11 @@ jn_status jn_ag_add_hook(jn_tensor *t, int kind, jn_ag_hook_fn fn, void *ctx, vo
 
 /* ------------------------------------------------------------------ nodes */
 static void release_saved(jn_node *n) {
+    if (n->custom && n->custom->ctx) {
+        void *ctx = n->custom->ctx;
+        n->custom->ctx = NULL;
+        n->custom->free_ctx(ctx);
+    }
     for (int i = 0; n->saved_in && i < n->nin; i++) {
         jn_tensor_decref(n->saved_in[i]);
         n->saved_in[i] = NULL;
@@ -600,6 +617,57 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
     return JN_OK;
 }
 
+jn_status jn_ag_custom_record(const char *name, int nin, jn_tensor *const *in, int nout, jn_tensor *const *out,
+                              const int *diff, int materialize, jn_ag_custom_fn fn, void *ctx,
+                              void (*free_ctx)(void *)) {
+    jn_status s = JN_OK;
+    if (nin > JN_MAX_INS || nout > JN_MAX_OUTS)
+        s = jn_error(JN_ERR_VALUE, "%s: a custom autograd Function takes at most %d tensor inputs and returns "
+                     "at most %d tensors (got %d and %d)", name, JN_MAX_INS, JN_MAX_OUTS, nin, nout);
+    else if (cur_group)
+        s = jn_error(JN_ERR_UNSUPPORTED, "%s: a custom autograd Function inside a replaced region", name);
+    for (int k = 0; !s && k < nout; k++)
+        if (out[k]->autograd && meta_of(out[k])->grad_fn)
+            s = jn_error(JN_ERR_VALUE, "%s: output %d already has a grad_fn", name, k);
+    if (s) {
+        free_ctx(ctx);
+        return s;
+    }
+    size_t N = (size_t)nin, o_meta = align16(sizeof(jn_node)), o_next = o_meta + align16(N * sizeof(jn_meta));
+    size_t o_cus = o_next + align16(N * sizeof(struct jn_edge)), size = o_cus + sizeof(jn_custom);
+    int cls;
+    char *blk = jn_rt_small_alloc(size, &cls);
+    if (!blk) {
+        free_ctx(ctx);
+        return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", name);
+    }
+    memset(blk, 0, size);
+    jn_node *n = (jn_node *)blk;
+    n->blk = cls + 1;
+    __atomic_fetch_add(&nodes_made, 1, __ATOMIC_RELAXED);
+    n->refcnt = 1;
+    n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
+    n->nin = nin;
+    n->nout = nout;
+    n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;
+    n->in_meta = (jn_meta *)(blk + o_meta);
+    n->next = (struct jn_edge *)(blk + o_next);
+    n->custom = (jn_custom *)(blk + o_cus);
+    n->custom->fn = fn;
+    n->custom->materialize = materialize;
+    snprintf(n->custom->name, sizeof n->custom->name, "%s", name);
+    n->custom->ctx = ctx; /* freed with the node from here on */
+    n->custom->free_ctx = free_ctx;
+    if (fill_record(n, NULL, nin, in, nout, out, NULL, 0)) {
+        node_decref(n);
+        return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", name);
+    }
+    for (int k = 0; k < nout; k++)
+        if ((!diff || diff[k]) && jn_dtype_is_float(out[k]->dtype)) set_history(out[k], n, k, 0);
+    node_decref(n);
+    return JN_OK;
+}
+
 /* ------------------------------------------------------------------ engine */
 typedef struct {
     jn_node **v;
@@ -837,7 +905,7 @@ static jn_status leaf_done(jn_tensor *leaf, capture *cap) {
  * buffers; the group as a whole is what the outer engine counts). */
 static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain, uint64_t gen) {
     jn_status s = JN_OK;
-    const jn_opinfo *info = jn_op_info(x->op);
+    const char *name = x->custom ? x->custom->name : jn_op_info(x->op)->name;
     if (x->released)
         return jn_error(JN_ERR_RUNTIME,
                         "Trying to backward through the graph a second time (or directly access saved "
@@ -856,7 +924,8 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain, ui
             if ((s = accumulate(&cap->out[c], x->buf[q]))) return s;
         }
     }
-    const jn_grad_def *def = jn_grad_def_of(x->op);
+    static const jn_grad_def custom_def = {NULL, 0, 0};
+    const jn_grad_def *def = x->custom ? &custom_def : jn_grad_def_of(x->op);
     int needs[JN_MAX_INS];
     int any = 0;
     for (int i = 0; i < x->nin; i++) {
@@ -865,7 +934,7 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain, ui
             needs[i] = 0; /* autograd.grad leaves other leaves alone */
         any |= needs[i];
     }
-    if (any && !def->fn) return jn_error(JN_ERR_UNSUPPORTED, "the derivative for '%s' is not implemented", info->name);
+    if (any && !def->fn && !x->custom) return jn_error(JN_ERR_UNSUPPORTED, "the derivative for '%s' is not implemented", name);
     jn_tensor *gout[JN_MAX_OUTS] = {0}, *gin[JN_MAX_INS] = {0};
     /* zeros and constants the formula makes belong on the op's device */
     int fdev = jn_rt_set_factory_device(x->device);
@@ -874,12 +943,14 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain, ui
         x->buf[k] = NULL;
         /* zeros only where the formula reads them (not for a cell's
          * workspace, filled per time step for nothing) */
-        int read = k == 0 || (def->reads_out >> k & 1);
+        int read = x->custom ? x->custom->materialize : k == 0 || (def->reads_out >> k & 1);
         if (!gout[k] && read && any && (s = zeros_of(&x->out_meta[k], &gout[k]))) break;
     }
     jn_tensor *acc[JN_MAX_INS];
-    for (int i = 0; i < x->nin; i++) acc[i] = needs[i] ? acc_target(x, i, cap, gen) : NULL;
-    if (!s && any) {
+    for (int i = 0; i < x->nin; i++) acc[i] = needs[i] && !x->custom ? acc_target(x, i, cap, gen) : NULL;
+    if (!s && any && x->custom) {
+        s = x->custom->fn(x->custom->ctx, x->nout, gout, x->nin, needs, gin);
+    } else if (!s && any) {
         x->acc = acc;
         s = def->fn(x, gout, needs, gin);
         x->acc = NULL;
@@ -905,7 +976,7 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain, ui
             if (!jn_same_shape(g->ndim, g->shape, im->ndim, im->shape)) {
                 char a[128], b[128];
                 s = jn_error(JN_ERR_RUNTIME, "internal: the derivative of %s produced a gradient of shape %s for input %d of shape %s",
-                             info->name, jn_shape_str(g->ndim, g->shape, a, sizeof a), i,
+                             name, jn_shape_str(g->ndim, g->shape, a, sizeof a), i,
                              jn_shape_str(im->ndim, im->shape, b, sizeof b));
             } else if (g->dtype != im->dtype && jn_dtype_is_float(im->dtype)) {
                 jn_tensor *c = NULL;
@@ -1334,7 +1405,8 @@ jn_status jn_ag_walk_graph(jn_tensor *root, uint64_t min_seq, jn_ag_walk *w) {
         uint64_t h = fp_mix(w->fp, (uint64_t)x->deps);
         h = fp_mix(h, (uint64_t)x->op << 16 | (uint64_t)x->nin << 8 | (uint64_t)x->nout);
         h = fp_mix(h, (uint64_t)x->device);
-        h = fp_attrs(h, x);
+        if (x->custom && !w->why) walk_why(w, JN_AG_WALK_CUSTOM);
+        if (!x->custom) h = fp_attrs(h, x);
         if (x->seq < min_seq && !w->why) walk_why(w, JN_AG_WALK_OLD_NODE);
         if (x->released && !w->why) walk_why(w, JN_AG_WALK_RELEASED);
         for (const jn_ag_hook *k = x->hooks; k && !w->why; k = k->next)

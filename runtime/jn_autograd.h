@@ -91,7 +91,8 @@ uint64_t jn_ag_seq_now(void);
     X(NODE_HOOK, "hook", "a gradient hook is registered on a tensor it reaches")                   \
     X(SAVED_CHANGED, "saved_changed", "a saved tensor was changed in place")                       \
     X(LEAF_HOOK, "leaf_hook", "a gradient hook is registered on a leaf it reaches")                \
-    X(GRAD_DEFINED, "grad_defined", "a leaf it reaches has a .grad already (accumulation)")
+    X(GRAD_DEFINED, "grad_defined", "a leaf it reaches has a .grad already (accumulation)")        \
+    X(CUSTOM, "custom", "it reaches a custom autograd Function (its backward is Python)")
 enum {
     JN_AG_WALK_OK = 0,
 #define X(id, name, words) JN_AG_WALK_##id,
@@ -145,6 +146,23 @@ void jn_ag_hook_decref(jn_ag_hook *h);
 /* out[j] = 1 when a backward from roots would reach leaf leaves[j] (DDP's
  * find_unused_parameters).  O(graph * nleaves); not during a backward. */
 jn_status jn_ag_reaches(int n, jn_tensor *const *roots, int nleaves, jn_tensor *const *leaves, int *out);
+
+/* Custom nodes (autograd.Function): a node whose derivative is fn instead
+ * of a table formula.  Edges go to the producers of in[] that require grad,
+ * as a table op's; out[k] gets the node as grad_fn where diff[k] (diff NULL:
+ * all) and its dtype is float; an output may have no history yet.  In
+ * backward, fn(ctx, nout, grad_out, nin, needs, grad_in) runs with grad mode
+ * off: grad_out[k] is NULL where no gradient arrived unless materialize
+ * (then zeros); it sets grad_in[i] (a new reference, the input's shape) or
+ * leaves NULL.  ctx is owned by the node from the call on (also when it
+ * fails): free_ctx(ctx) runs when the node releases what backward needs
+ * (after a backward without retain_graph) or is freed.  The backward
+ * skip's walk stops at such a node (JN_AG_WALK_CUSTOM): its Python runs. */
+typedef jn_status (*jn_ag_custom_fn)(void *ctx, int nout, jn_tensor *const *grad_out, int nin, const int *needs,
+                                     jn_tensor **grad_in);
+jn_status jn_ag_custom_record(const char *name, int nin, jn_tensor *const *in, int nout, jn_tensor *const *out,
+                              const int *diff, int materialize, jn_ag_custom_fn fn, void *ctx,
+                              void (*free_ctx)(void *));
 
 /* Called by the dispatcher after an op ran (out-of-place, view or in-place). */
 jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,

@@ -29,17 +29,21 @@ class RemovableHandle:
 
 
 class _GradFn:
-    """A light stand-in for torch's grad_fn objects: it names the op."""
-    __slots__ = ("name",)
+    """A light stand-in for torch's grad_fn objects: it names the node, with
+    torch's names (name(): "MulBackward0"; a custom Function's "ExpBackward");
+    op is janus's op name ("mul")."""
+    __slots__ = ("op",)
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, op):
+        self.op = op
 
-    def name_(self):
-        return self.name
+    def name(self):
+        if self.op.endswith("Backward"):  # a custom Function's node: already its class name
+            return self.op
+        return "".join(p.capitalize() for p in self.op.split("_")) + "Backward0"
 
     def __repr__(self):
-        return f"<{self.name[:1].upper() + self.name[1:]}Backward>"
+        return f"<{self.name()}>"
 
 
 def install(Tensor):

@@ -85,7 +85,7 @@ class Tensor(_C.TensorBase):
         extra = []
         gf = getattr(self, "grad_fn", None)
         if gf is not None:
-            extra.append(f"grad_fn=<{''.join(p.capitalize() for p in gf.name.split('_'))}Backward0>")
+            extra.append(f"grad_fn={gf!r}")
         elif getattr(self, "requires_grad", False):
             extra.append("requires_grad=True")
         return _format.tensor_repr(self, _DEFAULT_DTYPES, extra)

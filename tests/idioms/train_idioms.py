@@ -12,7 +12,9 @@ noise (randn_like augmentation), perm (a randperm subset each step),
 cosine (lr set by hand each step), smooth (label smoothing), clipvalue
 (clip_grad_value_), plateau (ReduceLROnPlateau on loss.item()), printt
 (printing a tensor), inplace (in-place view ops on the batch, a running
-mean carried across steps and cut with detach_())."""
+mean carried across steps and cut with detach_()), customfn (custom
+autograd Functions: a leaky clamp inside the model, a scaled square on the
+loss path, their backward Python)."""
 import math
 import random
 import sys
@@ -22,13 +24,51 @@ import janus.nn as nn
 import janus.nn.functional as F
 
 MODES = ("accum", "wclip", "manual", "log", "mask", "teacher", "evalevery", "reseed", "noise", "perm", "cosine",
-         "smooth", "clipvalue", "plateau", "printt", "inplace")
+         "smooth", "clipvalue", "plateau", "printt", "inplace", "customfn")
+
+
+class _LeakyClamp(janus.autograd.Function):
+    """Clamp to [-1, 1] whose gradient leaks `slope` outside (a straight-through variant)."""
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        ctx.save_for_backward(x)
+        ctx.slope = slope
+        return x.clamp(-1.0, 1.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        inside = (x.abs() <= 1.0).to(g.dtype)
+        return g * (inside + ctx.slope * (1 - inside)), None
+
+
+class _ScaledSquare(janus.autograd.Function):
+    @staticmethod
+    def forward(x, k):
+        return x * x * k
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.k = inputs[1]
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * ctx.k * x * g, None
+
+
+class _FnAct(nn.Module):
+    def forward(self, x):
+        return _LeakyClamp.apply(x, 0.1)
 
 
 def main(mode, steps):
     janus.manual_seed(0)
     random.seed(0)
-    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.1), nn.Linear(32, 4))
+    act = _FnAct() if mode == "customfn" else nn.ReLU()
+    model = nn.Sequential(nn.Linear(16, 32), act, nn.Dropout(0.1), nn.Linear(32, 4))
     if mode in ("accum", "wclip", "mask", "teacher", "evalevery"):
         opt = janus.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     else:
@@ -80,6 +120,8 @@ def main(mode, steps):
                 out = out + carry
                 carry.detach_()
             loss = F.cross_entropy(out, y, label_smoothing=0.1 if mode == "smooth" else 0.0)
+            if mode == "customfn":
+                loss = loss + _ScaledSquare.apply(out, 1e-3).mean()
             loss.backward()
             if mode == "clipvalue":
                 nn.utils.clip_grad_value_(model.parameters(), 0.01)

@@ -43,9 +43,9 @@ def counted(step, f, *args):
     out = f(*args)
     made = janus._C._ag_nodes_made() - n0
     first = out[0] if isinstance(out, tuple) else out
-    NAMES.append(first.grad_fn.name)
+    NAMES.append(first.grad_fn.op)
     if REPLAY:
-        sys.stderr.write(f"NODES {step} {made} {janus._C._ag_group_size(first)} {first.grad_fn.name}\n")
+        sys.stderr.write(f"NODES {step} {made} {janus._C._ag_group_size(first)} {first.grad_fn.op}\n")
     return out
 
 
@@ -78,7 +78,7 @@ def main():
             for s in range(4):
                 h, c = counted(i, cell, xs[s], (h, c))
                 loss = loss + ((head(h) - xs[s + 1, :, :8]) ** 2).mean()
-            extra = f" c {c.grad_fn.name}"
+            extra = f" c {c.grad_fn.op}"
         elif MODE == "twice":
             u = counted(i, lin, x)
             loss = ((u - t) ** 2).mean() + ((counted(i, lin, xb) + t) ** 2).mean()

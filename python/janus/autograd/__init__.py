@@ -6,6 +6,7 @@ mode is thread-local, as in PyTorch.  Higher-order gradients
 (create_graph=True) are not supported yet.
 """
 from .. import _C
+from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 
 
 class set_grad_enabled:

@@ -277,6 +277,98 @@ static PyObject *py_autograd_grad(PyObject *self, PyObject *args) {
     return tup;
 }
 
+/* ---- custom autograd Functions (jn_ag_custom_record): the context is the
+ * Python ctx object; backward calls ctx._janus_backward(grads) (janus/
+ * autograd/function.py), which runs the user's backward, checks what it
+ * returned and hands back one gradient or None per tensor input.  A raise
+ * is kept like a hook's and re-raised by backward()/grad(). */
+static jn_status custom_call(void *ctx, int nout, jn_tensor *const *gout, int nin, const int *needs,
+                             jn_tensor **gin) {
+    jn_status s = JN_OK;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *grads = PyTuple_New(nout), *needs_t = PyTuple_New(nin), *r = NULL;
+    for (int k = 0; grads && k < nout; k++) {
+        PyObject *w = wrap_borrowed(gout[k]);
+        if (!w) {
+            Py_CLEAR(grads);
+            break;
+        }
+        PyTuple_SET_ITEM(grads, k, w);
+    }
+    for (int i = 0; needs_t && i < nin; i++) PyTuple_SET_ITEM(needs_t, i, PyBool_FromLong(needs[i]));
+    if (grads && needs_t) r = PyObject_CallMethod((PyObject *)ctx, "_janus_backward", "OO", grads, needs_t);
+    Py_XDECREF(grads);
+    Py_XDECREF(needs_t);
+    if (r && (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != nin)) {
+        PyErr_Format(PyExc_RuntimeError, "internal: a custom Function's backward handed back %R", r);
+        Py_CLEAR(r);
+    }
+    for (int i = 0; r && i < nin; i++) {
+        PyObject *o = PyTuple_GET_ITEM(r, i);
+        if (o == Py_None || !needs[i]) continue;
+        if (!JnTensor_Check(o)) {
+            PyErr_Format(PyExc_TypeError, "a custom Function's backward returned %.100s for input %d, not a Tensor",
+                         Py_TYPE(o)->tp_name, i);
+            break;
+        }
+        gin[i] = ((JnTensorObject *)o)->t;
+        jn_tensor_incref(gin[i]);
+    }
+    Py_XDECREF(r);
+    if (PyErr_Occurred()) {
+        for (int i = 0; i < nin; i++) {
+            jn_tensor_decref(gin[i]);
+            gin[i] = NULL;
+        }
+        Py_XDECREF(hook_exc_t), Py_XDECREF(hook_exc_v), Py_XDECREF(hook_exc_tb);
+        PyErr_Fetch(&hook_exc_t, &hook_exc_v, &hook_exc_tb);
+        s = jn_error(JN_ERR_RUNTIME, "a custom autograd Function's backward raised an exception");
+    }
+    PyGILState_Release(g);
+    return s;
+}
+
+/* The node let go of ctx: its saved tensors are gone for good (a ctx the
+ * script still holds says so, as torch's does after backward). */
+static void custom_free(void *ctx) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *r = PyObject_CallMethod((PyObject *)ctx, "_janus_release", NULL);
+    if (!r) PyErr_Clear();
+    Py_XDECREF(r);
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(g);
+}
+
+/* _ag_custom_record(name, inputs, outputs, differentiable, materialize, ctx):
+ * outputs (no history yet) get a node whose backward is ctx's; inputs are
+ * the call's tensor arguments in order (those not requiring grad get no edge). */
+static PyObject *py_ag_custom_record(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *io, *oo, *diffo, *ctx;
+    int materialize;
+    if (!PyArg_ParseTuple(args, "sOOOpO", &name, &io, &oo, &diffo, &materialize, &ctx)) return NULL;
+    jn_tensor *in[JN_MAX_INS], *out[JN_MAX_OUTS];
+    int diff[JN_MAX_OUTS];
+    int nin = tensors_of(io, in, JN_MAX_INS, 0, "inputs");
+    if (nin < 0) return NULL;
+    int nout = tensors_of(oo, out, JN_MAX_OUTS, 0, "outputs");
+    if (nout < 0) return NULL;
+    PyObject *seq = PySequence_Fast(diffo, "differentiable must be a sequence");
+    if (!seq) return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != nout) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "_ag_custom_record: one differentiable flag per output");
+        return NULL;
+    }
+    for (int k = 0; k < nout; k++) diff[k] = PyObject_IsTrue(PySequence_Fast_GET_ITEM(seq, k)) > 0;
+    Py_DECREF(seq);
+    Py_INCREF(ctx); /* the node's reference, dropped by custom_free */
+    jn_status s = jn_ag_custom_record(name, nin, in, nout, out, diff, materialize, custom_call, ctx, custom_free);
+    if (s) return jn_py_raise(s);
+    Py_RETURN_NONE;
+}
+
 /* _reaches(roots, leaves) -> [bool]: which leaves a backward from roots reaches */
 static PyObject *py_reaches(PyObject *self, PyObject *args) {
     (void)self;
@@ -384,6 +476,7 @@ PyMethodDef jn_py_autograd_methods[] = {
     {"_backward", py_backward, METH_VARARGS, NULL},
     {"_add_hook", py_add_hook, METH_VARARGS, "register a gradient hook: (tensor, post_accumulate, fn) -> handle"},
     {"_remove_hook", py_remove_hook, METH_O, "the hook behind a handle no longer runs"},
+    {"_ag_custom_record", py_ag_custom_record, METH_VARARGS, "a custom autograd Function's node on its outputs"},
     {"_reaches", py_reaches, METH_VARARGS, "which leaves a backward from the roots reaches"},
     {"_autograd_grad", py_autograd_grad, METH_VARARGS, NULL},
     {"_set_grad_enabled", py_set_grad_enabled, METH_O, "set grad mode; returns the previous one"},

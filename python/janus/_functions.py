@@ -148,7 +148,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"norm(): input dtype should be a floating point type, got {x.dtype}")
     if p == "fro" or p == 2:
-        return FUNCTIONS["sqrt"](FUNCTIONS["sum"](x * x, dim, keepdim))
+        # sqrt's derivative at 0 is inf: a zero norm takes the value 0 and gradient 0, as torch's
+        # backward masks it, instead of 0 * inf = NaN
+        s = FUNCTIONS["sum"](x * x, dim, keepdim)
+        pos = s > 0
+        return FUNCTIONS["where"](pos, FUNCTIONS["sqrt"](FUNCTIONS["where"](pos, s, 1.0)), 0.0)
     a = FUNCTIONS["abs"](x)
     if p == 1:
         return FUNCTIONS["sum"](a, dim, keepdim)
@@ -159,6 +163,28 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p == 0:
         return FUNCTIONS["sum"]((a != 0).to(x.dtype), dim, keepdim)
     return FUNCTIONS["sum"](a ** p, dim, keepdim) ** (1.0 / p)
+
+
+@both
+def cross(input, other, dim=None):
+    """Cross product of 3-vectors along dim (torch.cross; dim None: the first dim of size 3,
+    torch's deprecated default; torch.linalg.cross's is -1).  The inputs broadcast."""
+    _check_tensor(input, "cross")
+    _check_tensor(other, "cross", "other")
+    if dim is None:
+        dims = [d for d in range(input.dim()) if input.shape[d] == 3]
+        if not dims:
+            raise RuntimeError(f"no dimension of size 3 in input (shape {list(input.shape)})")
+        dim = dims[0]
+    a, b = FUNCTIONS["broadcast_tensors"](input, other)
+    nd = a.dim()
+    if not -nd <= dim < nd or a.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {list(input.shape)} "
+                           f"and {list(other.shape)}")
+    ax = [a.select(dim, k) for k in range(3)]
+    bx = [b.select(dim, k) for k in range(3)]
+    return FUNCTIONS["stack"]([ax[1] * bx[2] - ax[2] * bx[1], ax[2] * bx[0] - ax[0] * bx[2],
+                               ax[0] * bx[1] - ax[1] * bx[0]], dim)
 
 
 # ------------------------------------------------------------ elementwise

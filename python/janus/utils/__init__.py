@@ -1,2 +1,2 @@
 """janus.utils: data loading utilities (janus.utils.data)."""
-from . import data  # noqa: F401
+from . import checkpoint, data  # noqa: F401

@@ -636,6 +636,33 @@ def flipud(input):
     return FUNCTIONS["flip"](input, [0])
 
 
+@method
+def unfold(self, dimension, size, step):
+    """Tensor.unfold: the windows of `size` elements every `step` along `dimension`, as a new
+    last dim.  A gather (index_select), so autograd differentiates it; torch's is a view, this
+    is a copy: writing into the result does not write into self."""
+    nd = self.dim()
+    lim = nd if nd else 1  # a 0-d tensor unfolds as one of one element
+    if not -lim <= dimension < lim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-lim}, {lim - 1}], "
+                         f"but got {dimension})")
+    d = dimension % lim
+    n = self.shape[d] if nd else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    x = self if nd else self.reshape(1)
+    w = (n - size) // step + 1
+    ar = FUNCTIONS["arange"]
+    idx = (ar(w, device=self.device).unsqueeze(1) * step + ar(size, device=self.device).unsqueeze(0)).reshape(-1)
+    g = x.index_select(d, idx)
+    shape = list(x.shape[:d]) + [w, size] + list(x.shape[d + 1:])
+    return g.reshape(shape).movedim(d + 1, -1) if nd else g.reshape(w, size).squeeze(0)
+
+
 @both
 def rot90(input, k=1, dims=(0, 1)):
     """Rotation by 90 degrees k times in the plane of dims (from the first toward the second)."""

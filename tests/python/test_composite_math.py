@@ -227,3 +227,34 @@ def test_unique_unique_consecutive_and_isin():
     np.testing.assert_array_equal(janus.isin(janus.tensor(a), janus.tensor([1, 3])).numpy(), np.isin(a, [1, 3]))
     np.testing.assert_array_equal(janus.isin(janus.tensor(a), [2], invert=True).numpy(), np.isin(a, [2], invert=True))
     assert not janus.isin(janus.tensor(a), janus.tensor([], dtype=janus.int64)).any().item()
+
+
+def _unfold_np(a, d, size, step):
+    d %= a.ndim
+    a = np.moveaxis(a, d, -1)
+    w = (a.shape[-1] - size) // step + 1
+    win = np.stack([a[..., k * step:k * step + size] for k in range(w)], -2)  # [..., w, size]
+    return np.moveaxis(win, -2, d)
+
+
+@pytest.mark.parametrize("d,size,step", [(1, 3, 2), (1, 10, 1), (0, 2, 1), (-1, 4, 3), (2, 1, 1), (1, 0, 1)])
+def test_unfold_windows_and_gradient(d, size, step):
+    a = np.random.default_rng(3).standard_normal((3, 10, 4))
+    got = janus.tensor(a).unfold(d, size, step).numpy()
+    np.testing.assert_array_equal(got, _unfold_np(a, d, size, step))
+    if size:
+        check_grad(lambda x: x.unfold(d, size, step).square(), [a])
+
+
+def test_unfold_errors_and_against_pytorch():
+    x = janus.arange(6.0)
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 6 but size is 7"):
+        x.unfold(0, 7, 1)
+    with pytest.raises(RuntimeError, match="step is 0 but must be > 0"):
+        x.unfold(0, 2, 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.unfold(1, 2, 1)
+    assert janus.tensor(5.0).unfold(0, 1, 1).tolist() == [5.0]
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(4).standard_normal((2, 9, 3)).astype(np.float32)
+    np.testing.assert_array_equal(janus.tensor(a).unfold(1, 4, 2).numpy(), torch.tensor(a).unfold(1, 4, 2).numpy())

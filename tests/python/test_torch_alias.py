@@ -151,8 +151,8 @@ def test_a_child_without_janus_is_told_why(tmp_path):
 UNSUPPORTED = [
     ("import torch\nm = torch.nn.SyncBatchNorm(3)\n",
      "torch.nn.SyncBatchNorm is not supported by janus (bad.py:2); use torch.nn.BatchNorm2d", "AttributeError"),
-    ("import torch\nfrom torch.optim import NAdam\n",
-     "torch.optim.NAdam is not supported by janus (bad.py:2); use torch.optim.Adam", "ImportError"),
+    ("import torch\nfrom torch.optim import SparseAdam\n",
+     "torch.optim.SparseAdam is not supported by janus (bad.py:2); use torch.optim.Adam", "ImportError"),
     ("import torch\n\nimport torch.utils.tensorboard\n",
      "torch.utils.tensorboard is not supported by janus (bad.py:3); instead: print() or a logger", "ImportError"),
     ("import torch\nx = torch.nn.Transformr\n",
@@ -233,7 +233,7 @@ CHECKED = """
 
     x = torch.zeros(3)
     y = F.grid_sample(x, 2)
-    opt = optim.NAdam([])
+    opt = optim.SparseAdam([])
     z = torch.jit.script(Net())
     torch.Tensor.resize_
     np.anything_goes
@@ -262,7 +262,7 @@ def test_janus_check_lists_unsupported_names_with_file_and_line(tmp_path):
         "(torchvision imports PyTorch's internals)",
         "train.py:17: torch.nn.functional.grid_sample is not supported by janus; use "
         "torch.nn.functional.interpolate (resampling on a regular grid)",
-        "train.py:18: torch.optim.NAdam is not supported by janus; use torch.optim.Adam",
+        "train.py:18: torch.optim.SparseAdam is not supported by janus; use torch.optim.Adam",
         "train.py:19: torch.jit is not supported by janus; instead: run the model itself: `janus record`/`optimize`/"
         "`replay` compile the training step",
         "train.py:20: torch.Tensor.resize_ is not supported by janus",

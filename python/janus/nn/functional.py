@@ -750,6 +750,232 @@ def _legacy_reduction(size_average, reduce, reduction):
     return "none" if not reduce else ("mean" if size_average else "sum")
 
 
+# ---- margin, embedding and likelihood losses ---------------------------------
+# PyTorch's autocast runs most of these as single float32 ops (its fp32 cast
+# list); the composite table in runtime/autocast.c has no rows by their names,
+# so they share l1_loss's float32 row.  multilabel_soft_margin_loss,
+# triplet_margin_with_distance_loss and gaussian_nll_loss are compositions in
+# PyTorch too, and autocast op by op as there.
+_float32_loss = _composite("l1_loss")
+
+_SCALAR_TYPE_NAMES = {janus.float32: "Float", janus.float64: "Double", janus.float16: "Half",
+                      janus.bfloat16: "BFloat16", janus.int64: "Long", janus.int32: "Int",
+                      janus.uint8: "Byte", janus.bool: "Bool"}
+
+
+def _check_long(target):
+    if target.dtype != janus.int64:
+        found = _SCALAR_TYPE_NAMES.get(target.dtype, target.dtype)
+        raise RuntimeError(f"expected scalar type Long but found {found}")
+
+
+def _margin_frames(input):
+    """(samples, classes) of a multi-class margin loss's input: (C), (N, C) or a scalar (one class)."""
+    n = input.ndim
+    if not (n == 2 and input.shape[1] != 0 or n == 1 and input.shape[0] != 0 or n == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    return (1, 1 if n == 0 else input.shape[0]) if n <= 1 else tuple(input.shape)
+
+
+@_float32_loss
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin), the three broadcast."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+@_float32_loss
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """x where target is 1, max(0, margin - x) where target is -1 (other targets: the sum of both)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = (janus.where(target != 1, (margin - input).clamp(min=0), 0.0)
+            + janus.where(target != -1, input, 0.0))
+    return _reduce(loss, reduction)
+
+
+@_float32_loss
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)), stable for large |target * input|."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    z = -target * input
+    return _reduce((-z.abs()).exp().log1p() + z.relu(), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t log sigmoid(x) + (1 - t) log sigmoid(-x)) (times weight), averaged over the last (class) dim."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    loss = loss.sum(-1) / input.shape[-1]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
+
+
+_COSINE_EPS = 1e-12  # added to each squared magnitude, as ATen's cosine_embedding_loss
+
+
+@_float32_loss
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1 (0 otherwise);
+    inputs (N, D) with target (N), or (D) with a scalar target."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    d = target.ndim
+    if d > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.ndim != d + 1 or input2.ndim != d + 1:
+        raise RuntimeError(f"{d}D target tensor expects {d + 1}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    prod = (input1 * input2).sum(d)
+    mag1 = (input1 * input1).sum(d) + _COSINE_EPS
+    mag2 = (input2 * input2).sum(d) + _COSINE_EPS
+    cos = prod / (mag1 * mag2).sqrt()
+    loss = janus.where(target == 1, 1 - cos, 0.0) + janus.where(target == -1, (cos - margin).clamp(min=0), 0.0)
+    return _reduce(loss, reduction)
+
+
+def _check_triplet(anchor, positive, negative, margin, reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and "
+                           f"negative {negative.ndim}D inputs")
+
+
+@_float32_loss
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, margin + d(a, p) - d(a, n)), d the pairwise p-norm distance over the last dim;
+    swap: d(a, n) becomes min(d(a, n), d(p, n))."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_triplet(anchor, positive, negative, margin, reduction)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = janus.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """triplet_margin_loss with any distance_function(x1, x2) (default pairwise_distance)."""
+    _check_triplet(anchor, positive, negative, margin, reduction)
+    if distance_function is None:
+        distance_function = pairwise_distance
+    d_pos = distance_function(anchor, positive)
+    d_neg = distance_function(anchor, negative)
+    if swap:
+        d_neg = janus.minimum(d_neg, distance_function(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp(min=0), reduction)
+
+
+@_float32_loss
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """exp(x) - t x (log_input) or x - t log(x + eps); full adds Stirling's
+    t log t - t + log(2 pi t) / 2 where t > 1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not a valid value for reduction")
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        big = target > 1
+        t = janus.where(big, target, 2.0)  # the masked entries get neither a NaN value nor a NaN gradient
+        loss = loss + janus.where(big, t * t.log() - t + 0.5 * (2 * math.pi * t).log(), 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """(log max(var, eps) + (input - target)^2 / max(var, eps)) / 2 (+ log(2 pi) / 2 when full);
+    var has input's shape, or one dim of size 1 where input's differs, or input's shape less the last dim."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * janus.ones_like(input)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):  # one variance per sample
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim
+                  and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):  # one dim broadcast
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    # clamped at eps with the gradient of the unclamped var, as PyTorch's clamp_ under no_grad
+    var = janus.where(var < eps, eps + (var - var.detach()), var)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+@_float32_loss
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """sum over classes j != y of max(0, margin - x[y] + x[j])^p (times weight[y]) / C, y = target;
+    input (N, C) with target (N), or (C) with one target."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    n, c = _margin_frames(input)
+    if target.ndim > 1 or target.numel() != n:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
+    _check_long(target)
+    if bool(target.lt(0).logical_or(target >= c).any()):
+        raise RuntimeError("target out of range")
+    x, y = input.reshape(n, c), target.reshape(n, 1)
+    h = (margin - x.gather(1, y) + x).clamp(min=0)
+    if p == 2:
+        h = h * h
+    h = janus.where(janus.arange(c, device=input.device) != y, h, 0.0)
+    if weight is not None:
+        h = h * weight[y]
+    loss = h.sum(1) / c
+    return _reduce(loss if target.ndim else loss.reshape(()), reduction)
+
+
+@_float32_loss
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over target classes j (target's entries before the first -1) and the other classes i of
+    max(0, 1 - (x[j] - x[i])) / C; input (N, C) with target (N, C), or (C) with target (C)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    n, c = _margin_frames(input)
+    if input.ndim <= 1:
+        fits = target.ndim <= 1 and target.numel() == c
+    else:
+        fits = tuple(target.shape) == (n, c)
+    if not fits:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    _check_long(target)
+    if bool(target.lt(-1).logical_or(target >= c).any()):
+        raise RuntimeError("argument #2 'target' is out of range")
+    x, t = input.reshape(n, c), target.reshape(n, c)
+    listed = (t < 0).cumsum(1) == 0  # the entries before the first -1
+    safe = janus.where(listed, t, 0)
+    is_target = janus.zeros(n, c, dtype=x.dtype, device=x.device).scatter_add(1, safe, listed.to(x.dtype)) > 0
+    z = (1.0 - x.gather(1, safe).unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)  # [sample, listed j, class i]
+    pairs = listed.unsqueeze(2).logical_and(is_target.logical_not().unsqueeze(1))
+    loss = janus.where(pairs, z, 0.0).sum((1, 2)) / c
+    return _reduce(loss if input.ndim == 2 else loss.reshape(()), reduction)
+
+
 def _pad_index(n, left, right, mode):
     """Source positions of a dim of size n padded by (left, right)."""
     if mode == "reflect":

@@ -167,6 +167,9 @@ def set_default_dtype(d):
 
 del _bd, _tensor_mod, _s
 
+# live forward-hook registrations on modules (nn/module.py); nonzero: every module call runs
+# _module_hooked_call (set by nn/module.py)
+_module_hooks = 0
 # subpackages, as `import torch` makes torch.nn, torch.optim, torch.utils.data available
 # (last: they import janus)
 from . import nn  # noqa: E402,F401

@@ -200,7 +200,7 @@ def guard(module):
 # torch.nn.Module's methods janus's Module lacks: a miss on one of these says
 # so (any other missing attribute is the user's own and keeps Python's message)
 MODULE_METHODS = frozenset((
-    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_full_backward_hook",
     "register_full_backward_pre_hook", "register_backward_hook", "register_state_dict_pre_hook",
     "register_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
     "share_memory", "to_empty", "compile", "get_buffer", "set_submodule", "get_extra_state", "set_extra_state",

@@ -66,7 +66,7 @@ def test_errors_are_pythons():
         nn.Linear(3, 2)(janus.randn(1, 3), janus.randn(1, 3))  # forward takes one input
 
 
-@pytest.mark.parametrize("hook", ["replay", "record"])
+@pytest.mark.parametrize("hook", ["replay", "record", "module_hooks"])
 def test_hooks_get_what_the_reference_gives(monkeypatch, hook):
     seen = []
 
@@ -77,6 +77,10 @@ def test_hooks_get_what_the_reference_gives(monkeypatch, hook):
 
     if hook == "replay":
         monkeypatch.setattr(janus, "_region_module", fn)
+    elif hook == "module_hooks":  # forward hooks live somewhere: the hooked call comes first
+        monkeypatch.setattr(janus, "_module_hooks", 1)
+        monkeypatch.setattr(janus, "_module_hooked_call", fn)
+        monkeypatch.setattr(janus, "_region_module", lambda *a: "not this")
     else:
         monkeypatch.setattr(_record, "regions", True)
         monkeypatch.setattr(_record, "module_call", fn)

@@ -9,6 +9,13 @@
  * reference), reading the same two module attributes at every call, so
  * nothing here can go stale:
  *
+ *   janus._module_hooks nonzero    some module has forward hooks (live
+ *                                   registrations): nn/module.py's
+ *                                   janus._module_hooked_call(module, args,
+ *                                   kwargs) runs the module's hooks around
+ *                                   the rest of this choice, made without
+ *                                   replay's regions (a replaced parent would
+ *                                   skip its children's hooks)
  *   janus._record.regions truthy   janus record marks region calls:
  *                                   _record.module_call(module, args, kwargs)
  *   janus._region_module not None  a replay replaces module calls:
@@ -30,7 +37,7 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *record_dict;   /* janus._record.__dict__ */
     PyObject *janus_dict;    /* janus.__dict__ */
-    PyObject *s_regions, *s_module_call, *s_region_module, *s_forward; /* interned names */
+    PyObject *s_regions, *s_module_call, *s_region_module, *s_forward, *s_hooks, *s_hooked_call; /* interned */
 } mcall;
 
 /* name's value in a module's dict, or AttributeError as the attribute read
@@ -61,6 +68,14 @@ static PyObject *mcall_vectorcall(PyObject *self, PyObject *const *argv, size_t 
     mcall *M = (mcall *)self;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     if (n < 1) return PyErr_Format(PyExc_TypeError, "Module.__call__() needs the module as its first argument");
+    PyObject *hooks = mod_attr(M->janus_dict, M->s_hooks);
+    if (!hooks) return NULL;
+    int hooked = PyObject_IsTrue(hooks);
+    if (hooked < 0) return NULL;
+    if (hooked) {
+        PyObject *fn = mod_attr(M->janus_dict, M->s_hooked_call);
+        return fn ? call_hook(fn, argv, n, kwnames) : NULL;
+    }
     PyObject *rec = mod_attr(M->record_dict, M->s_regions);
     if (!rec) return NULL;
     int on = PyObject_IsTrue(rec);
@@ -96,6 +111,8 @@ static int mcall_clear(PyObject *self) {
     Py_CLEAR(M->s_module_call);
     Py_CLEAR(M->s_region_module);
     Py_CLEAR(M->s_forward);
+    Py_CLEAR(M->s_hooks);
+    Py_CLEAR(M->s_hooked_call);
     return 0;
 }
 
@@ -146,8 +163,11 @@ static PyObject *py_module_call(PyObject *self, PyObject *const *argv, Py_ssize_
     M->s_module_call = PyUnicode_InternFromString("module_call");
     M->s_region_module = PyUnicode_InternFromString("_region_module");
     M->s_forward = PyUnicode_InternFromString("forward");
+    M->s_hooks = PyUnicode_InternFromString("_module_hooks");
+    M->s_hooked_call = PyUnicode_InternFromString("_module_hooked_call");
     PyObject_GC_Track((PyObject *)M);
-    if (!M->s_regions || !M->s_module_call || !M->s_region_module || !M->s_forward) {
+    if (!M->s_regions || !M->s_module_call || !M->s_region_module || !M->s_forward || !M->s_hooks ||
+        !M->s_hooked_call) {
         Py_DECREF(M);
         return NULL;
     }

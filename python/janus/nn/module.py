@@ -30,12 +30,39 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         # The reference; Module.__call__ is the same choice made in C (below).
+        if janus._module_hooks:  # some module has forward hooks: see _hooked_call
+            return janus._module_hooked_call(self, args, kwargs)
         if _record.regions:  # janus record: the call is a region (entry/exit in the trace)
             return _record.module_call(self, args, kwargs)
         regions = janus._region_module  # set while a replay replaces module calls (janus/_region.py)
         if regions is not None:
             return regions(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ---- forward hooks (torch's names and dicts) -----------------------
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (a tuple, or one value); with_kwargs:
+        hook(module, args, kwargs) -> None or (new_args, new_kwargs).  Runs before forward."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend, with_kwargs and "_forward_pre_hooks_with_kwargs")
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) -> None or a new output; with_kwargs: hook(module, args,
+        kwargs, output).  always_call: it runs (output None) when forward raises, too."""
+        return self._add_hook("_forward_hooks", hook, prepend, with_kwargs and "_forward_hooks_with_kwargs",
+                              always_call and "_forward_hooks_always_called")
+
+    def _add_hook(self, kind, hook, prepend, *flags):
+        d = self.__dict__
+        for k in ((kind,) + _HOOK_FLAGS[kind]):
+            d.setdefault(k, OrderedDict())
+        h = _HookHandle([d[k] for k in (kind,) + _HOOK_FLAGS[kind]])
+        d[kind][h.id] = hook
+        if prepend:
+            d[kind].move_to_end(h.id, last=False)
+        for f in flags:
+            if f:
+                d[f][h.id] = True
+        return h
 
     # ---- registration ------------------------------------------------
     def _check_init(self):
@@ -76,8 +103,8 @@ class Module:
     def __getstate__(self):
         """The instance dict as a PyTorch module has it, so torch.load can
         rebuild a janus-saved module: `_non_persistent_buffers_set`, and the
-        hook dicts PyTorch's Module.__setstate__ does not fill in (janus
-        modules have no hooks: they are empty)."""
+        hook dicts PyTorch's Module.__setstate__ does not fill in (empty but
+        for forward hooks the module has)."""
         state = dict(self.__dict__)
         state["_non_persistent_buffers_set"] = state.pop("_non_persistent", set())
         for k in _TORCH_HOOK_DICTS:
@@ -87,14 +114,24 @@ class Module:
 
     def __setstate__(self, state):
         """A module PyTorch pickled (or __getstate__ above): its dict, with
-        PyTorch's names mapped to janus's and its (empty) hook dicts dropped."""
+        PyTorch's names mapped to janus's, its forward hooks kept and its
+        other (empty) hook dicts dropped."""
         state = dict(state)
         state["_non_persistent"] = set(state.pop("_non_persistent_buffers_set", ()) or ())
+        kept = {}
         for k in _TORCH_HOOK_DICTS:
             hooks = state.pop(k, None)
-            if hooks:
+            if k in _HOOK_FLAGS or k in _HOOK_FLAG_DICTS:
+                kept[k] = hooks
+            elif hooks:
                 raise RuntimeError(f"{type(self).__name__}: the pickled module has {k} registered; janus modules "
-                                   "have no hooks (remove them before saving)")
+                                   "have forward hooks only (remove the others before saving)")
+        for kind, flags in _HOOK_FLAGS.items():  # forward hooks come along (a deepcopy keeps them running)
+            if kept.get(kind):
+                state[kind] = kept[kind]
+                for f in flags:
+                    state[f] = kept.get(f) or OrderedDict()
+                janus._module_hooks += len(kept[kind])  # no handle removes these: counted for good
         state.pop("_is_full_backward_hook", None)
         d = self.__dict__
         d.update(state)
@@ -369,9 +406,96 @@ class Module:
         return sorted(set(list(object.__dir__(self)) + list(self._parameters) + list(self._buffers) + list(self._modules)))
 
 
+# Forward hooks: a hook kind's dict (id -> hook) and its flag dicts (id -> True).
+_HOOK_FLAGS = {"_forward_pre_hooks": ("_forward_pre_hooks_with_kwargs",),
+               "_forward_hooks": ("_forward_hooks_with_kwargs", "_forward_hooks_always_called")}
+_HOOK_FLAG_DICTS = {f: kind for kind, fl in _HOOK_FLAGS.items() for f in fl}
+
+
+class _HookHandle:
+    """What register_forward_(pre_)hook returns (torch.utils.hooks.RemovableHandle):
+    remove() (idempotent) or a with block.  While any registration is live,
+    janus._module_hooks counts it and every module call runs _hooked_call."""
+    _next = 0
+
+    def __init__(self, dicts):
+        self.id = _HookHandle._next
+        _HookHandle._next += 1
+        self._dicts = dicts
+        janus._module_hooks += 1
+
+    def remove(self):
+        if self._dicts is None:
+            return
+        for d in self._dicts:
+            d.pop(self.id, None)
+        self._dicts = None
+        janus._module_hooks -= 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _route(module, args, kwargs):
+    """The call without hooks, with hooks live somewhere: recorded as a region under janus
+    record; under replay its Python runs (a replaced call would skip its children's hooks:
+    module regions are off while hooks are live, the ops are captured as always)."""
+    if _record.regions:
+        return _record.module_call(module, args, kwargs)
+    return module.forward(*args, **kwargs)
+
+
+def _hooked_call(module, args, kwargs):
+    """Module.__call__ while janus._module_hooks is nonzero (csrc/module_call.c): the
+    module's forward pre-hooks, the call, its forward hooks, in torch's order and with
+    torch's return conventions."""
+    d = module.__dict__
+    pre = d.get("_forward_pre_hooks")
+    if pre:
+        kw = d["_forward_pre_hooks_with_kwargs"]
+        for hid, hook in tuple(pre.items()):
+            if hid in kw:
+                r = hook(module, args, kwargs)
+                if r is not None:
+                    if not (isinstance(r, tuple) and len(r) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {r}.")
+                    args, kwargs = r
+            else:
+                r = hook(module, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
+    post = d.get("_forward_hooks")
+    if not post:
+        return _route(module, args, kwargs)
+    kw, always = d["_forward_hooks_with_kwargs"], d["_forward_hooks_always_called"]
+    try:
+        out = _route(module, args, kwargs)
+    except BaseException:
+        for hid, hook in tuple(post.items()):
+            if hid in always:
+                try:
+                    hook(module, args, kwargs, None) if hid in kw else hook(module, args, None)
+                except Exception as e:  # torch warns and re-raises forward's exception
+                    import warnings
+                    warnings.warn(f"forward hook with always_call=True raised an exception that was "
+                                  f"silenced as another error was raised in forward: {e}")
+        raise
+    for hid, hook in tuple(post.items()):
+        r = hook(module, args, kwargs, out) if hid in kw else hook(module, args, out)
+        if r is not None:
+            out = r
+    return out
+
+
+janus._module_hooked_call = _hooked_call
+
 # The call of every module without a Python frame of its own (~200 ns a call):
-# csrc/module_call.c reads _record.regions and janus._region_module per call,
-# as the Python above does.
+# csrc/module_call.c reads janus._module_hooks, _record.regions and
+# janus._region_module per call, as the Python above does.
 _py_call = Module.__call__
 Module.__call__ = janus._C._module_call(_record, janus)
 

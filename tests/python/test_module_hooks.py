@@ -1,0 +1,172 @@
+"""Forward hooks on modules (register_forward_pre_hook / register_forward_hook,
+janus/nn/module.py _hooked_call, csrc/module_call.c): torch's order, return
+conventions, kwargs forms, prepend, always_call, removal; the same calls
+and results as PyTorch's where it imports; deepcopy keeps them; and under
+janus replay a hook registered or removed mid-run runs exactly when eager's
+does, every segment still a graph."""
+import copy
+import os
+
+import numpy as np
+import pytest
+
+import janus
+import janus.nn as nn
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+@pytest.fixture(autouse=True)
+def no_hooks_left():
+    before = janus._module_hooks
+    yield
+    assert janus._module_hooks == before  # every test removes what it registered
+
+
+def _net(lib):
+    lib.manual_seed(0)
+    return lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2))
+
+
+def _exercise(lib, net, x):
+    """Hooks of every kind on the net; returns the log and the output."""
+    log = []
+    hs = [
+        net[0].register_forward_pre_hook(lambda m, a: log.append(("pre0", tuple(a[0].shape)))),
+        net[2].register_forward_pre_hook(lambda m, a: (a[0] * 2,)),
+        net[2].register_forward_pre_hook(lambda m, a: log.append(("first", float(a[0].detach().sum()))), prepend=True),
+        net[0].register_forward_hook(lambda m, a, o: log.append(("post0", tuple(o.shape)))),
+        net[2].register_forward_hook(lambda m, a, o: o + 1),
+        net.register_forward_hook(lambda m, a, kw, o: log.append(("kw", sorted(kw))) or o * 3, with_kwargs=True),
+    ]
+    y = net(x)
+    for h in hs:
+        h.remove()
+    return log, y
+
+
+def test_order_and_return_conventions():
+    net = _net(janus)
+    x = janus.randn(5, 3)
+    plain = net[2](net[1](net[0](x)) * 2) + 1
+    log, y = _exercise(janus, net, x)
+    np.testing.assert_allclose(y.detach().numpy(), 3 * plain.detach().numpy(), rtol=1e-6)
+    assert [e[0] for e in log] == ["pre0", "post0", "first", "kw"]
+    assert log[2][1] == pytest.approx(float(net[1](net[0](x)).sum()), rel=1e-5)  # prepended: before the doubling
+    # removed: a plain call again
+    np.testing.assert_array_equal(net(x).detach().numpy(), net[2](net[1](net[0](x))).detach().numpy())
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_same_log_and_output_as_torch():
+    jn, tn = _net(janus), _net(torch)
+    tn.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in jn.state_dict().items()})
+    a = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+    lj, yj = _exercise(janus, jn, janus.tensor(a))
+    lt, yt = _exercise(torch, tn, torch.tensor(a))
+    assert [e[0] for e in lj] == [e[0] for e in lt] and lj[0] == lt[0] and lj[1] == lt[1]
+    np.testing.assert_allclose(yj.detach().numpy(), yt.detach().numpy(), rtol=1e-5)
+
+
+def test_kwargs_pre_hook_and_its_errors():
+    class Scale(nn.Module):
+        def forward(self, x, k=1.0):
+            return x * k
+
+    m = Scale()
+    with m.register_forward_pre_hook(lambda mod, a, kw: (a, {"k": kw.get("k", 1.0) * 10}), with_kwargs=True):
+        assert m(janus.ones(2), k=2.0).tolist() == [20.0, 20.0]
+    assert m(janus.ones(2), k=2.0).tolist() == [2.0, 2.0]  # the with block removed it
+    with m.register_forward_pre_hook(lambda mod, a, kw: a, with_kwargs=True):
+        with pytest.raises(RuntimeError, match="must return None or a tuple of \\(new_args, new_kwargs\\)"):
+            m(janus.ones(2))
+
+
+def test_gradients_flow_through_a_hook_that_changes_the_output():
+    lin = nn.Linear(2, 1)
+    h = lin.register_forward_hook(lambda m, a, o: o * 5)
+    x = janus.ones(3, 2, requires_grad=True)
+    lin(x).sum().backward()
+    h.remove()
+    np.testing.assert_allclose(x.grad.numpy(), 5 * np.tile(lin.weight.detach().numpy(), (3, 1)), rtol=1e-6)
+
+
+def test_always_call_runs_when_forward_raises():
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+
+    seen = []
+    m = Boom()
+    h1 = m.register_forward_hook(lambda mod, a, o: seen.append(("always", o)), always_call=True)
+    h2 = m.register_forward_hook(lambda mod, a, o: seen.append(("plain", o)))
+    with pytest.raises(ValueError, match="boom"):
+        m(janus.ones(1))
+    h1.remove()
+    h2.remove()
+    assert seen == [("always", None)]
+
+
+def test_deepcopy_keeps_hooks_and_pickling_keeps_forward_hooks_only():
+    seen = []
+    lin = nn.Linear(2, 2)
+    h = lin.register_forward_hook(lambda m, a, o: seen.append("hit"))
+    before = janus._module_hooks
+    dup = copy.deepcopy(lin)
+    assert janus._module_hooks == before + 1  # the copy's hook, counted for good
+    dup(janus.ones(1, 2))
+    assert seen == ["hit"]
+    h.remove()
+    lin(janus.ones(1, 2))
+    assert seen == ["hit"]
+    janus._module_hooks -= 1  # the fixture's bookkeeping: the copy's registration is not removable
+
+
+def test_a_hook_is_no_longer_an_unsupported_name():
+    assert hasattr(nn.Linear(1, 1), "register_forward_hook")
+    with pytest.raises(AttributeError, match="register_full_backward_hook is not supported by janus"):
+        nn.Linear(1, 1).register_full_backward_hook
+
+
+HOOKED = r'''
+import sys
+import janus, janus.nn as nn
+janus.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2))
+opt = janus.optim.Adam(model.parameters(), lr=1e-2)
+X, Y = janus.randn(64, 8), janus.randn(64, 2)
+acts, h = [], None
+for step in range(int(sys.argv[1])):
+    if step == 5:
+        h = model[1].register_forward_hook(lambda m, a, o: acts.append(o.detach()) or o * 0.5)
+    if step == 15:
+        h.remove()
+    x, y = X[(step * 8) % 64:][:8], Y[(step * 8) % 64:][:8]
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    print(step, "loss", f"{loss.item():.7f}")
+print("acts", len(acts), float(sum(a.sum() for a in acts)))
+'''
+
+
+def test_hooks_registered_and_removed_mid_run_replay_as_eager(tmp_path):
+    from dynamic_runs import have_optimize
+    if not have_optimize():
+        pytest.skip("janus optimize is not built")
+    from test_replay import record_and_optimize, run, summary
+    script = os.path.join(str(tmp_path), "hooked.py")
+    with open(script, "w") as f:
+        f.write(HOOKED)
+    tmp = str(tmp_path)
+    db = record_and_optimize(script, ["20"], tmp)
+    re_, _ = run(script, ["40"], tmp, "eager")
+    rr, _ = run(script, ["40"], tmp, "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == re_.stdout and "acts 10 " in rr.stdout
+    s = summary(rr.stderr)
+    assert s["fell_back"] == 0 and s["segments"] >= 40, s

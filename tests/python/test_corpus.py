@@ -34,7 +34,7 @@ JANUS = os.path.join(BUILD, "janus")
 CORPUS = os.path.join(ROOT, "tests", "corpus")
 FASHION = os.environ.get("FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
 SCRIPTS = sorted(f[:-3] for f in os.listdir(CORPUS) if f.endswith(".py") and not f.startswith("_"))
-NEEDS_FASHION = {"vae_fashion", "gan_convtranspose", "cnn_checkpoint_resume", "resnet_groupnorm"}
+NEEDS_FASHION = {"vae_fashion", "gan_convtranspose", "cnn_checkpoint_resume", "resnet_groupnorm", "patch_mixer_custom"}
 # the slowest under the sanitizers (several seconds each there); the others still run
 SLOW = {"cnn_checkpoint_resume", "resnet_groupnorm", "rnn_varlen_classifier", "attention_ema", "transformer_lm",
         "word_lstm_tbptt", "char_gru_sampling", "seq2seq_attention"}

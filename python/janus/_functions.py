@@ -151,8 +151,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         # sqrt's derivative at 0 is inf: a zero norm takes the value 0 and gradient 0, as torch's
         # backward masks it, instead of 0 * inf = NaN
         s = FUNCTIONS["sum"](x * x, dim, keepdim)
-        pos = s > 0
-        return FUNCTIONS["where"](pos, FUNCTIONS["sqrt"](FUNCTIONS["where"](pos, s, 1.0)), 0.0)
+        zero = s == 0  # not `s > 0`: a NaN sum stays NaN
+        return FUNCTIONS["where"](zero, 0.0, FUNCTIONS["sqrt"](FUNCTIONS["where"](zero, 1.0, s)))
     a = FUNCTIONS["abs"](x)
     if p == 1:
         return FUNCTIONS["sum"](a, dim, keepdim)

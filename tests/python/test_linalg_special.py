@@ -61,6 +61,8 @@ def test_vector_norm_gradient_and_zero():
     n = janus.linalg.vector_norm(z)
     n.backward()
     assert n.item() == 0.0 and z.grad.tolist() == [0.0, 0.0, 0.0]  # torch's masked gradient, not NaN
+    assert math.isnan(janus.linalg.vector_norm(janus.tensor([math.nan, 1.0])).item())  # NaN stays NaN
+    assert math.isinf(janus.linalg.vector_norm(janus.tensor([math.inf, 1.0])).item())
     z2 = janus.zeros(2, 3, requires_grad=True)
     janus.nn.functional.normalize(z2, dim=1).sum().backward()
     assert np.isfinite(z2.grad.numpy()).all()

@@ -1,6 +1,8 @@
 """Datasets (torch.utils.data's API): Dataset (map-style: __getitem__ and
 __len__), IterableDataset, TensorDataset (rows of tensors sharing their first
-dimension), Subset, ConcatDataset and random_split.
+dimension), StackDataset (sample i of several datasets together, as a tuple
+or a dict), Subset, ConcatDataset, ChainDataset (IterableDatasets one after
+the other) and random_split.
 """
 import bisect
 import itertools
@@ -11,7 +13,8 @@ from janus import _C
 
 from .sampler import _draw
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
+           "random_split"]
 
 
 class Dataset:
@@ -58,6 +61,53 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].shape[0]
+
+
+class StackDataset(Dataset):
+    """Sample i of several same-length datasets together: StackDataset(a, b)[i]
+    is (a[i], b[i]); StackDataset(x=a, y=b)[i] is {"x": a[i], "y": b[i]}."""
+
+    def __init__(self, *args, **kwargs):
+        if args:
+            if kwargs:
+                raise ValueError("Supported either ``tuple``- (via ``args``) or"  # torch's words (sic)
+                                 "``dict``- (via ``kwargs``) like input/output, but both types are given.")
+            datasets = args
+        elif kwargs:
+            datasets = kwargs
+        else:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(datasets.values()) if isinstance(datasets, dict) else list(datasets)
+        self._length = len(parts[0])
+        if any(self._length != len(d) for d in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = datasets
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices):
+        # a batch at once: each part's own __getitems__ where it has one
+        named = self.datasets.items() if isinstance(self.datasets, dict) else enumerate(self.datasets)
+        columns = {}
+        for k, d in named:
+            getitems = getattr(d, "__getitems__", None)
+            if callable(getitems):
+                items = getitems(indices)
+                if len(items) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got "
+                                     f"{len(items)}")
+            else:
+                items = [d[i] for i in indices]
+            columns[k] = items
+        if isinstance(self.datasets, dict):
+            return [{k: col[j] for k, col in columns.items()} for j in range(len(indices))]
+        return [tuple(col[j] for col in columns.values()) for j in range(len(indices))]
+
+    def __len__(self):
+        return self._length
 
 
 class Subset(Dataset):
@@ -112,6 +162,29 @@ class ConcatDataset(Dataset):
         dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
         return self.datasets[dataset_idx][sample_idx]
+
+
+class ChainDataset(IterableDataset):
+    """Several IterableDatasets one after the other, chained as they are
+    iterated (nothing is read ahead)."""
+
+    def __init__(self, datasets):
+        super().__init__()
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self):
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
 
 
 def random_split(dataset, lengths, generator=None):

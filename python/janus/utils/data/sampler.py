@@ -2,8 +2,10 @@
 
 SequentialSampler yields 0..n-1; RandomSampler a fresh permutation each pass
 (janus.randperm), or draws with replacement (janus.randint);
-SubsetRandomSampler a permutation of given indices; BatchSampler groups
-another sampler's indices into lists of batch_size.
+SubsetRandomSampler a permutation of given indices; WeightedRandomSampler
+num_samples indices in proportion to given weights (janus.multinomial, with
+or without replacement); BatchSampler groups another sampler's indices into
+lists of batch_size.
 
 Random draws with generator=None come from janus's global Philox generator.
 With a generator they come from that generator's own stream: janus.randperm
@@ -15,11 +17,13 @@ _FallbackGenerator is such an object (.manual_seed(s), .seed, .offset) for
 front ends without janus.Generator.
 """
 import itertools
+import math
 
 import janus
 from janus import _C
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler"]
 
 
 class _FallbackGenerator:
@@ -149,6 +153,54 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices of [0, len(weights)), each drawn with probability
+    proportional to its weight (weights need not sum to one), per pass:
+    with replacement (the default), or without (no index twice in a pass).
+
+    One janus.multinomial call per pass, from `generator`'s stream (the
+    global one when None, so janus.manual_seed reproduces it).  As torch's,
+    the weights are checked when a pass starts (the first index pulled):
+    inf, nan or a negative weight, or a sum <= 0, raise RuntimeError with
+    torch.multinomial's words."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        weights = janus.as_tensor(weights, dtype=janus.float64)
+        if weights.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(weights.shape)}")
+        self.weights = weights
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def _check_weights(self):
+        # janus.multinomial does not check (a sync point inside a step); a sampler's pass may.
+        # torch's messages: its with-replacement kernel (more than one sample) names the first
+        # bad entry, NaN as "< 0"; its other paths check all entries at once
+        w = self.weights.detach()
+        bad = (w < 0) | ~w.isfinite()
+        if bool(bad.any()):
+            if not (self.replacement and self.num_samples > 1):
+                raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+            first = float(w[int(bad.to(janus.int64).argmax())])
+            what = "= infinity or NaN" if first in (math.inf, -math.inf) else "< 0"
+            raise RuntimeError(f"invalid multinomial distribution (encountering probability entry {what})")
+        if not float(w.sum()) > 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+
+    def __iter__(self):
+        self._check_weights()
+        drawn = _draw("multinomial", self.generator, self.weights, self.num_samples, self.replacement)
+        yield from drawn.tolist()
+
+    def __len__(self):
+        return self.num_samples
 
 
 class BatchSampler(Sampler):

@@ -225,6 +225,38 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
 
 
+_SELU_SATURATION = 1.7580993408473766  # -(SELU's limit at -inf) = scale * alpha
+
+
+def _alpha_dropout(input, p, training, inplace, feature):
+    """Dropped entries (or whole channels) are set to SELU's negative
+    saturation, then an affine map a * x + b restores zero mean and unit
+    variance (PyTorch's formulas; p = 1 gives zeros, as there)."""
+    _check_p(p)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1.0:
+        return _inplace(input, input * 0.0, inplace)
+    shape = list(input.shape[:2]) + [1] * (input.ndim - 2) if feature else input.shape
+    keep = _keep_mask(shape, p, input).to(input.dtype)
+    a = 1.0 / math.sqrt((_SELU_SATURATION * _SELU_SATURATION * p + 1) * (1 - p))
+    b = (keep - 1.0) * (_SELU_SATURATION * a) + _SELU_SATURATION * a * p
+    return _inplace(input, input * (keep * a) + b, inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: keeps the input's mean and variance (note
+    training=False by default, as in PyTorch)."""
+    return _alpha_dropout(input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout of whole channels: one draw per (sample, channel) of (N, C, *)."""
+    return _alpha_dropout(input, p, training, inplace, True)
+
+
 def _inplace(input, out, inplace):
     """inplace=True writes the result into input, as PyTorch does -- unless
     autograd still needs input (it requires grad): then the result is
@@ -240,6 +272,42 @@ def _inplace(input, out, inplace):
 # ---- linear / conv / pooling ---------------------------------------------
 def linear(input, weight, bias=None):
     return _C._op("linear", [input, weight] + ([bias] if bias is not None else []), ())
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y = x1^T A x2 + b for each out feature: input1 (*, in1), input2 (*, in2)
+    with the same leading dims, weight (out, in1, in2), bias (out).  One
+    matmul of x1 against A laid out as (in1, out * in2), then the product
+    with x2 summed over in2."""
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for d in range(input1.ndim - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got "
+                               f"{input1.shape[d]} and {input2.shape[d]}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D (out_features, in1_features, in2_features), got "
+                           f"shape {list(weight.shape)}")
+    o, i, j = weight.shape
+    if input1.ndim == 0 or input1.shape[-1] != i:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1] if input1.ndim else None} but expected {i}")
+    if input2.shape[-1] != j:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {j}")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != o):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0] if bias.ndim == 1 else list(bias.shape)} but expected {o}")
+    lead = list(input1.shape[:-1])
+    n = 1
+    for v in lead:
+        n *= v
+    x1, x2 = input1.reshape(n, i), input2.reshape(n, j)
+    t = janus.matmul(x1, weight.permute(1, 0, 2).reshape(i, o * j)).reshape(n, o, j)
+    y = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(lead + [o])
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -423,6 +491,32 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return (fix(r[0]), fix(r[1])) if return_indices else fix(r)
 
 
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, avg, mx, count):
+    if isinstance(norm_type, (int, float)):
+        if norm_type == 0:
+            raise ValueError(f"norm_type must be a non-zero value, but got {norm_type}")
+        if norm_type == float("inf"):
+            return mx(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        if norm_type == -float("inf"):
+            return -mx(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(count).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each window of x^p)^(1/p): avg_pool1d of x^p times the
+    window size (PyTorch's formula; a window whose sum is negative, odd p,
+    gives 0).  norm_type inf / -inf: the max / min of |x|."""
+    k = _single(kernel_size, "kernel_size")
+    return _lp_pool(input, norm_type, k, stride, ceil_mode, avg_pool1d, max_pool1d, k)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """lp_pool1d over (kH, kW) windows of (N, C, H, W) or (C, H, W)."""
+    kh, kw = _pair(kernel_size, "kernel_size")
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, avg_pool2d, max_pool2d, kh * kw)
+
+
 def pixel_shuffle(input, upscale_factor):
     """(*, C * r^2, H, W) -> (*, C, H * r, W * r)."""
     r = int(upscale_factor)
@@ -450,6 +544,117 @@ def pixel_unshuffle(input, downscale_factor):
     return x.reshape(lead + [c * r * r, h // r, w // r])
 
 
+def channel_shuffle(input, groups):
+    """(N, C, *) -> (N, C, *) with the channels in g groups interleaved:
+    view as (N, g, C / g, *), swap those two dims, flatten back."""
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
+    g = int(groups)
+    if g <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{g}")
+    n, c, rest = input.shape[0], input.shape[1], list(input.shape[2:])
+    if c % g:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {g} groups.")
+    return input.reshape([n, g, c // g] + rest).transpose(1, 2).reshape(list(input.shape))
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def _fold_pair(v, name):
+    """An int or a pair as (h, w), with PyTorch's im2col / col2im message for other lengths."""
+    if isinstance(v, int):
+        return int(v), int(v)
+    v = [int(x) for x in v]
+    if len(v) != 2:
+        raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
+    return v[0], v[1]
+
+
+def _fold_args(kernel_size, dilation, padding, stride):
+    (kh, kw), (dh, dw) = _fold_pair(kernel_size, "kernel_size"), _fold_pair(dilation, "dilation")
+    (ph, pw), (sh, sw) = _fold_pair(padding, "padding"), _fold_pair(stride, "stride")
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} kernel_width: {kw}")
+    if sh <= 0 or sw <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {sh} stride_width: {sw}")
+    if dh <= 0 or dw <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dh} dilation_width: {dw}")
+    if ph < 0 or pw < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {ph} pad_width: {pw}")
+    return (kh, kw), (dh, dw), (ph, pw), (sh, sw)
+
+
+def _block_index(k, d, s, blocks, device):
+    """Positions (in the padded input) of kernel offset a of block i, ordered (a, i)."""
+    return janus.tensor([a * d + i * s for a in range(k) for i in range(blocks)], dtype=janus.int64, device=device)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) -> (N, C * kH * kW, L), column l holding the
+    (dilated) kernel_size block at sliding position l of the zero-padded
+    input, channel-major then kernel row, kernel column (PyTorch's layout).
+    Two index_selects (kernel rows, kernel columns) and a permute."""
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _fold_args(kernel_size, dilation, padding, stride)
+    nd = input.ndim
+    if nd not in (3, 4) or any(v == 0 for v in input.shape[nd - 3:]):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    x = input if nd == 4 else input.unsqueeze(0)
+    n, c, h, w = x.shape
+    oh = (h + 2 * ph - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (w + 2 * pw - (dw * (kw - 1) + 1)) // sw + 1
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size=({kh}, {kw}), dilation=({dh}, "
+                           f"{dw}), padding=({ph}, {pw}), calculated shape of the array of sliding blocks as ({oh}, "
+                           f"{ow}), but its components must be at least one.")
+    if ph or pw:
+        x = pad(x, [pw, pw, ph, ph])
+    x = x.index_select(2, _block_index(kh, dh, sh, oh, x.device))    # (N, C, kH * oH, W + 2pw)
+    x = x.index_select(3, _block_index(kw, dw, sw, ow, x.device))    # (N, C, kH * oH, kW * oW)
+    x = x.reshape(n, c, kh, oh, kw, ow).permute(0, 1, 2, 4, 3, 5).reshape(n, c * kh * kw, oh * ow)
+    return x if nd == 4 else x.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, the adjoint of unfold: (N, C * kH * kW, L) -> (N, C, H, W)
+    (output_size (H, W)), each column's block added at its sliding position,
+    so overlapping blocks sum.  Two index_adds (kernel columns, kernel rows)
+    into the padded output, then the padding is cut off."""
+    H, W = _fold_pair(output_size, "output_size")
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _fold_args(kernel_size, dilation, padding, stride)
+    nd = input.ndim
+    if not ((nd == 2 and input.shape[0] and input.shape[1]) or (nd == 3 and input.shape[1] and input.shape[2])):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    x = input if nd == 3 else input.unsqueeze(0)
+    n, ck, length = x.shape
+    if ck % (kh * kw):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={ck} and kernel_size=({kh}, {kw}).")
+    oh = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    where = (f"Given output_size=({H}, {W}), kernel_size=({kh}, {kw}), dilation=({dh}, {dw}), padding=({ph}, {pw}), "
+             f"stride=({sh}, {sw}), ")
+    if length != oh * ow:
+        raise RuntimeError(where + f"expected size of input's dimension 2 to match the calculated number of sliding "
+                           f"blocks {oh} * {ow} = {oh * ow}, but got input.size(2)={length}.")
+    if oh < 1 or ow < 1:
+        raise RuntimeError(where + f"calculated shape of the array of sliding blocks as ({oh}, {ow}), which is too "
+                           f"small (non-positive)")
+    c = ck // (kh * kw)
+    x = x.reshape(n, c, kh, kw, oh, ow).permute(0, 1, 2, 4, 3, 5).reshape(n, c, kh * oh, kw * ow)
+    hp, wp = H + 2 * ph, W + 2 * pw
+    y = janus.zeros(n, c, kh * oh, wp, dtype=x.dtype, device=x.device)
+    y = y.index_add(3, _block_index(kw, dw, sw, ow, x.device), x)
+    z = janus.zeros(n, c, hp, wp, dtype=x.dtype, device=x.device)
+    z = z.index_add(2, _block_index(kh, dh, sh, oh, x.device), y)
+    if ph or pw:
+        z = z[:, :, ph:ph + H, pw:pw + W]
+    return z if nd == 3 else z.squeeze(0)
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     if max_norm is not None or scale_grad_by_freq or sparse:
@@ -457,6 +662,144 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     return _C._op("embedding", [weight, input], (-1 if padding_idx is None else int(padding_idx),))
+
+
+_INDEX_DTYPES = (janus.int64, janus.int32)
+
+
+def _embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Rescale (in place, outside autograd) each row of weight that indices
+    name whose norm_type-norm exceeds max_norm to norm max_norm (PyTorch's
+    embedding_renorm_: scale max_norm / (norm + 1e-7))."""
+    with janus.no_grad():
+        rows = indices.reshape(-1).unique()
+        if rows.numel() == 0:
+            return
+        sel = weight.index_select(0, rows)
+        norms = janus.norm(sel, norm_type, 1, keepdim=True)
+        scale = janus.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, rows, sel * scale)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxes of bags of embedding rows.  input (B, N): B bags
+    of N indices; or input (N) with offsets (B) (offsets (B + 1) with
+    include_last_offset), bag b being input[offsets[b]:offsets[b + 1]].  An
+    empty bag, or one of only padding_idx entries (which take no part),
+    gives zeros.  per_sample_weights (input's shape, mode 'sum') scale the
+    rows.  Composed from index_select, index_add (sum, mean) and a max over
+    bags laid out as rows of a (B, longest bag) index table (max)."""
+    if weight.dtype in _INDEX_DTYPES and input.is_floating_point():
+        import warnings
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+                      stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        bags, length = input.shape
+        offsets = janus.arange(bags, dtype=janus.int64, device=input.device) * length
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    elif mode not in ("sum", "mean"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    for t, name in ((input, "indices"), (offsets, "offsets")):
+        if t.dtype not in _INDEX_DTYPES:
+            raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the following scalar types: "
+                               f"Long, Int; but got {t.dtype} instead (while checking arguments for embedding_bag)")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not supported by janus (janus "
+                                  "has no sparse gradients); use the defaults")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                      f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                      f"on GitHub.")
+        if per_sample_weights.dtype is not weight.dtype:
+            raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for "
+                               f"argument #1 'per_sample_weights'; but type {weight.dtype} does not equal "
+                               f"{per_sample_weights.dtype} (while checking arguments for embedding_bag)")
+    num, dim = weight.shape
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num} through {num - 1}, but "
+                               f"got {padding_idx}")
+        padding_idx = padding_idx + num if padding_idx < 0 else int(padding_idx)
+    n = input.numel()
+    idx, offsets = input.long(), offsets.long()
+    off = offsets.tolist()  # the bag layout is data: a sync under record and replay, as unique()
+    if off and off[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {off[0]}")
+    if off and off[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {off[-1]}")
+    if any(b < a for a, b in zip(off, off[1:])):
+        raise RuntimeError(f"embedding_bag: offsets have to be non-decreasing, got {off}")
+    if n:
+        bad = (idx < 0).logical_or(idx >= num)
+        if bool(bad.any()):
+            at = int(bad.nonzero()[0, 0])
+            raise RuntimeError(f"Index {at} of input takes value {int(idx[at])} which is not in the valid range "
+                               f"[0, {num})")
+    bags = max(len(off) - 1, 0) if include_last_offset else len(off)
+    kw = dict(dtype=weight.dtype, device=weight.device)
+    if bags == 0 or n == 0:
+        return janus.zeros(bags, dim, **kw) + weight[:0].sum()  # in weight's graph, with a zero gradient
+    # bag of each entry: a 1 at each bag start, summed up to the entry; with include_last_offset the
+    # entries from offsets[-1] on land in bag `bags`, which is dropped
+    starts = janus.zeros(n + 1, dtype=janus.int64, device=idx.device).index_add(
+        0, offsets, janus.ones(len(off), dtype=janus.int64, device=idx.device))
+    seg = starts.cumsum(0)[:n] - 1
+    rows = weight.index_select(0, idx)
+    keep = None if padding_idx is None else (idx != padding_idx).unsqueeze(1)
+    if mode == "max":
+        ends = off[1:] + ([] if include_last_offset else [n])
+        longest = max(e - s for s, e in zip(off, ends))
+        if longest == 0:
+            return janus.zeros(bags, dim, **kw) + weight[:0].sum()
+        pos = janus.arange(n, device=idx.device) - offsets.index_select(0, seg)  # place in its bag
+        slot = janus.where(seg < bags, seg * longest + pos, bags * longest)  # the dropped tail: one spare slot
+        table = janus.full([bags * longest + 1], n, dtype=janus.int64, device=idx.device).scatter(
+            0, slot, janus.arange(n, device=idx.device))[:bags * longest]
+        ninf = float("-inf")
+        vals = rows if keep is None else janus.where(keep, rows, ninf)
+        vals = janus.cat([vals, janus.full([1, dim], ninf, **kw)])  # row n: the empty slots
+        best = vals.index_select(0, table).reshape(bags, longest, dim).max(1).values
+        return janus.where(best == ninf, 0.0, best)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1)
+    if keep is not None:
+        rows = janus.where(keep, rows, 0.0)
+    total = janus.zeros(len(off), dim, **kw).index_add(0, seg, rows)[:bags]
+    if mode == "sum":
+        return total
+    ones = janus.ones(n, **kw) if keep is None else keep.squeeze(1).to(weight.dtype)
+    count = janus.zeros(len(off), **kw).index_add(0, seg, ones)[:bags]
+    return total / count.clamp(min=1.0).unsqueeze(1)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -566,6 +909,25 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         eps = janus.finfo(input.dtype).eps
     y = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return y * weight if weight is not None else y
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha / size * sum of x^2 over the `size` neighbouring
+    channels)^beta, for (N, C, *) with at least one spatial dim; the window
+    of channel c is c - size // 2 .. c + (size - 1) // 2, zero beyond the
+    ends (PyTorch's: a zero-padded average pool along the channels)."""
+    nd = input.ndim
+    if nd < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {nd} dimensions)")
+    if size <= 0:
+        raise RuntimeError(f"local_response_norm: size should be greater than zero, but got size: {size}")
+    if input.numel() == 0:
+        return input
+    sizes = list(input.shape)
+    div = (input * input).reshape(sizes[0], 1, sizes[1], -1)
+    div = pad(div, [0, 0, size // 2, (size - 1) // 2])
+    div = avg_pool2d(div, [size, 1], 1).reshape(sizes)
+    return input / (div * alpha + k).pow(beta)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

@@ -72,6 +72,15 @@ class LogSoftmax(Softmax):
         return F.log_softmax(x, self.dim)
 
 
+class Softmax2d(Module):
+    """Softmax over the channels at each spatial position of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, x):
+        if x.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {x.ndim}D instead")
+        return F.softmax(x, -3)
+
+
 class _Inplace(Module):
     """An activation with only an inplace flag: forward is F.<_fn>(x, inplace)."""
     _fn = None

@@ -1,5 +1,6 @@
 """Dropout layers (torch.nn.modules.dropout): elementwise (Dropout) and
-channel-wise (Dropout1d/2d/3d: one Philox draw per sample and channel)."""
+channel-wise (Dropout1d/2d/3d: one Philox draw per sample and channel), and
+the SELU-preserving AlphaDropout / FeatureAlphaDropout."""
 from .. import functional as F
 from ..module import Module
 
@@ -34,3 +35,19 @@ class Dropout2d(_DropoutNd):
 
 class Dropout3d(_DropoutNd):
     _fn = "dropout3d"
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout that keeps zero mean and unit variance (for SELU networks):
+    dropped entries take SELU's negative saturation value, then an affine
+    map restores the moments.  As in PyTorch, the layer never runs in place
+    (inplace is only shown in the repr)."""
+    _fn = "alpha_dropout"
+
+    def forward(self, x):
+        return getattr(F, self._fn)(x, self.p, self.training)
+
+
+class FeatureAlphaDropout(AlphaDropout):
+    """AlphaDropout of whole channels of (N, C, *)."""
+    _fn = "feature_alpha_dropout"

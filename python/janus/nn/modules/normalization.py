@@ -1,4 +1,4 @@
-"""LayerNorm, GroupNorm and RMSNorm (torch.nn.modules.normalization)."""
+"""LayerNorm, GroupNorm, RMSNorm and LocalResponseNorm (torch.nn.modules.normalization)."""
 
 import janus
 
@@ -73,3 +73,18 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """x / (k + alpha / size * sum of x^2 over size neighbouring channels)^beta
+    (F.local_response_norm); no parameters."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x):
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,5 +1,6 @@
 """Padding layers (torch.nn.modules.padding): F.pad with a fixed mode.
-padding is an int (every side) or (left, right[, top, bottom])."""
+padding is an int (every side) or (left, right[, top, bottom[, front, back]]);
+the 3d forms pad the last three dims of (N, C, D, H, W) or (C, D, H, W)."""
 from .. import functional as F
 from ..module import Module
 
@@ -18,15 +19,22 @@ class _PadNd(Module):
     def forward(self, x):
         if self._mode == "constant":
             return F.pad(x, self.padding, "constant", self.value)
+        if self._nd == 3 and x.ndim not in (4, 5):  # PyTorch's checks (F.pad itself takes any rank)
+            if self._mode == "circular":
+                raise ValueError(f"expected 4D or 5D input (got {x.ndim}D input)")
+            raise NotImplementedError(f"Padding size {len(self.padding)} is not supported for {x.ndim}D input tensor.")
         return F.pad(x, self.padding, self._mode)
 
     def extra_repr(self):
-        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+        return f"{self.padding}"
 
 
 class ConstantPad1d(_PadNd):
     def __init__(self, padding, value):
         super().__init__(padding, value)
+
+    def extra_repr(self):
+        return f"padding={self.padding}, value={self.value}"
 
 
 class ConstantPad2d(ConstantPad1d):
@@ -67,3 +75,23 @@ class CircularPad1d(ReflectionPad1d):
 
 class CircularPad2d(CircularPad1d):
     _nd = 2
+
+
+class ConstantPad3d(ConstantPad1d):
+    _nd = 3
+
+
+class ZeroPad3d(ZeroPad1d):
+    _nd = 3
+
+
+class ReflectionPad3d(ReflectionPad1d):
+    _nd = 3
+
+
+class ReplicationPad3d(ReplicationPad1d):
+    _nd = 3
+
+
+class CircularPad3d(CircularPad1d):
+    _nd = 3

@@ -1,4 +1,5 @@
-"""Pooling layers (torch.nn.modules.pooling); the 1-d forms pool over a height of one."""
+"""Pooling layers (torch.nn.modules.pooling); the 1-d forms pool over a height of one.
+LPPool1d/2d are power-average pools built on the average pools."""
 from .. import functional as F
 from ..module import Module
 
@@ -84,3 +85,27 @@ class AdaptiveMaxPool2d(Module):
 class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
     def forward(self, x):
         return F.adaptive_max_pool1d(x, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """(sum of x^p over each window)^(1/p) along the last dim of (N, C, L) or (C, L)."""
+
+    def forward(self, x):
+        return F.lp_pool1d(x, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """(sum of x^p over each window)^(1/p) over (kH, kW) windows of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, x):
+        return F.lp_pool2d(x, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)

@@ -14,7 +14,9 @@ cosine (lr set by hand each step), smooth (label smoothing), clipvalue
 (printing a tensor), inplace (in-place view ops on the batch, a running
 mean carried across steps and cut with detach_()), customfn (custom
 autograd Functions: a leaky clamp inside the model, a scaled square on the
-loss path, their backward Python)."""
+loss path, their backward Python), param (nn.utils.parametrizations:
+weight_norm on the first layer, spectral_norm with its power iteration on
+the last)."""
 import math
 import random
 import sys
@@ -24,7 +26,7 @@ import janus.nn as nn
 import janus.nn.functional as F
 
 MODES = ("accum", "wclip", "manual", "log", "mask", "teacher", "evalevery", "reseed", "noise", "perm", "cosine",
-         "smooth", "clipvalue", "plateau", "printt", "inplace", "customfn")
+         "smooth", "clipvalue", "plateau", "printt", "inplace", "customfn", "param")
 
 
 class _LeakyClamp(janus.autograd.Function):
@@ -69,6 +71,9 @@ def main(mode, steps):
     random.seed(0)
     act = _FnAct() if mode == "customfn" else nn.ReLU()
     model = nn.Sequential(nn.Linear(16, 32), act, nn.Dropout(0.1), nn.Linear(32, 4))
+    if mode == "param":
+        nn.utils.parametrizations.weight_norm(model[0])
+        nn.utils.parametrizations.spectral_norm(model[3])
     if mode in ("accum", "wclip", "mask", "teacher", "evalevery"):
         opt = janus.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     else:

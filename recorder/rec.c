@@ -150,7 +150,10 @@ static struct {
 /* ---------------------------------------------------------- live set */
 /* The ids of the tensors this step's ops created, ascending (ids grow as
  * tensors are made; another thread's op may be recorded late: inserted in
- * place), and whether each died since (jn_rt_record_free).  Where a segment
+ * place), and whether each died since (jn_rt_record_free of the header the
+ * op made: a second header with the same id -- autograd's saved alias,
+ * released after backward, or a detach() -- dying does not end the value
+ * while the op's own header lives).  Where a segment
  * ends, the ones still alive go to a JN_EV_LIVE event, so the analyzer
  * keeps their values although the run never reads them again: Python may
  * (replay cannot know, and otherwise has to keep a recomputation ready).
@@ -165,11 +168,12 @@ static struct {
     pthread_mutex_t mu;
     int64_t *id;
     uint8_t *dead;
+    const jn_tensor **owner; /* the header the op made (compared, never dereferenced) */
     int64_t n, cap;
     int64_t *out;          /* scratch for the event */
     role_ent *roles;       /* the marked headers (see "roles" below) */
     int64_t nroles, nrslot;
-} L = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, NULL, NULL, 0, 0};
+} L = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, NULL, 0, 0, NULL, NULL, 0, 0};
 
 static int64_t live_find(int64_t id) { /* index of the first id >= id */
     int64_t lo = 0, hi = L.n;
@@ -182,15 +186,18 @@ static int64_t live_find(int64_t id) { /* index of the first id >= id */
 }
 
 /* Under L.mu (record_op holds it for an op's roles and outputs). */
-static jn_status live_add_locked(int64_t id) {
+static jn_status live_add_locked(const jn_tensor *t) {
     jn_status s = JN_OK;
+    int64_t id = t->id;
     if (L.n == L.cap) {
         int64_t cap = L.cap ? 2 * L.cap : 1024;
         int64_t *ni = realloc(L.id, sizeof *ni * (size_t)cap), *no = NULL;
         uint8_t *nd = NULL;
+        const jn_tensor **nw = NULL;
         if (ni) L.id = ni;
         if (ni && (nd = realloc(L.dead, (size_t)cap))) L.dead = nd;
-        if (nd && (no = realloc(L.out, sizeof *no * (size_t)cap))) L.out = no;
+        if (nd && (nw = realloc(L.owner, sizeof *nw * (size_t)cap))) L.owner = nw;
+        if (nw && (no = realloc(L.out, sizeof *no * (size_t)cap))) L.out = no;
         if (no) L.cap = cap;
         else s = jn_error(JN_ERR_NOMEM, "recorder: out of memory tracking live tensors");
     }
@@ -198,11 +205,14 @@ static jn_status live_add_locked(int64_t id) {
         int64_t k = L.n && L.id[L.n - 1] >= id ? live_find(id) : L.n;
         if (k < L.n && L.id[k] == id) {
             L.dead[k] = 0;
+            L.owner[k] = t;
         } else {
             memmove(L.id + k + 1, L.id + k, sizeof *L.id * (size_t)(L.n - k));
             memmove(L.dead + k + 1, L.dead + k, (size_t)(L.n - k));
+            memmove(L.owner + k + 1, L.owner + k, sizeof *L.owner * (size_t)(L.n - k));
             L.id[k] = id;
             L.dead[k] = 0;
+            L.owner[k] = t;
             L.n++;
         }
     }
@@ -299,7 +309,7 @@ static void live_free_hook(const jn_tensor *t) {
     pthread_mutex_lock(&L.mu);
     if (jn_rec_on) {
         int64_t k = L.n ? live_find(t->id) : 0;
-        if (k < L.n && L.id[k] == t->id) L.dead[k] = 1;
+        if (k < L.n && L.id[k] == t->id && L.owner[k] == t) L.dead[k] = 1;
     }
     role_drop_locked(t); /* its address may come back as another header */
     pthread_mutex_unlock(&L.mu);
@@ -313,9 +323,10 @@ static void live_clear(void) {
 
 static void live_free(void) {
     pthread_mutex_lock(&L.mu);
-    free(L.id), free(L.dead), free(L.out), free(L.roles);
+    free(L.id), free(L.dead), free(L.owner), free(L.out), free(L.roles);
     L.id = L.out = NULL;
     L.dead = NULL;
+    L.owner = NULL;
     L.roles = NULL;
     L.n = L.cap = L.nroles = L.nrslot = 0;
     pthread_mutex_unlock(&L.mu);
@@ -442,7 +453,7 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
     if (maxin > R.max_id) R.max_id = maxin;
     for (int i = 0; i < nout; i++)
         if (out[i]->id > R.max_id) R.max_id = out[i]->id;
-    for (int i = 0; i < nout && !ev.inplace && !s0; i++) s0 = live_add_locked(out[i]->id); /* followed until it dies */
+    for (int i = 0; i < nout && !ev.inplace && !s0; i++) s0 = live_add_locked(out[i]); /* followed until it dies */
     pthread_mutex_unlock(&L.mu);
     if (s0) {
         fail(s0);

@@ -653,7 +653,31 @@ static int run_exec(rp_run *X) {
     return 1;
 }
 
-/* Whole buffers moved when the executor's output is alone, else copied;
+/* Whether the executor's buffer behind o may move into st although other
+ * kept outputs view it too (a batch held as a view of the data it slices):
+ * every reference to the buffer is such an output, and every header those
+ * outputs fill lies on st, which once it holds the bytes is what they all
+ * show: nothing reads the executor's side again. */
+static int only_outputs_view(const rp_run *X, const jn_tensor *o, const jn_storage *st) {
+    int64_t n = 0;
+    for (int i = 0; i < X->G->nkeep; i++) {
+        const jn_tensor *u = X->outs[i];
+        if (!u || u->storage != o->storage) continue;
+        if (u->refcnt != 1) return 0;
+        int filled = 0;
+        for (int64_t k = 0; k < X->S.n; k++)
+            if (X->S.h[k].fill == i) {
+                if (X->S.h[k].st != st) return 0;
+                filled = 1;
+            }
+        if (!filled) return 0;
+        n++;
+    }
+    return o->storage->refcnt == n;
+}
+
+/* Whole buffers moved when the executor's output is alone (or only other
+ * outputs view it, all into the same storage), else copied;
  * headers covering their storage first, then views of the rest (RP_PARTIAL
  * marks a storage only views fill: several may).  A view op's header that
  * covers its storage (contiguous from offset 0) is moved into like any
@@ -671,7 +695,7 @@ static int fill_outputs(rp_run *X) {
             jn_storage *st = h->st;
             if (st->lazy != JN_LAZY_PENDING && st->lazy != RP_PARTIAL) continue;
             jn_tensor *o = X->outs[h->fill];
-            if (!st->data && h->cov && o->refcnt == 1 && o->storage->refcnt == 1 &&
+            if (!st->data && h->cov && o->refcnt == 1 && (o->storage->refcnt == 1 || only_outputs_view(X, o, st)) &&
                 (o->storage->owns_data == 1 || o->storage->release) && o->storage->device == st->device &&
                 covers(o) && o->dtype == h->t->dtype && o->storage->nbytes == st->nbytes) {
                 take_memory(st, o->storage); /* device memory too: its release goes with it */

@@ -866,3 +866,50 @@ def test_an_error_inside_a_replayed_segment_says_where_it_came_from(tmp_path):
                      r"where janus replay ran the ops of this segment, after the line that called index: "
                      r"`janus replay --eager` or JANUS_REPLAY=0 raises it at that line\)", r.stderr), r.stderr[-3000:]
     assert r.stdout == e.stdout and r.stdout.count("loss") == 6
+
+
+HELD_SAVED = """
+import sys
+sys.path.insert(0, {root!r})
+import janus, janus.nn as nn
+import janus.nn.functional as F
+janus.manual_seed(0)
+lin = nn.Linear(4, 4)
+u = janus.ones(4)                      # a buffer the step updates in place
+opt = janus.optim.SGD(lin.parameters(), lr=0.01)
+X = janus.randn(64, 4)
+held = None
+for step in range(int(sys.argv[1])):
+    x = X[(step * 8) % 64:][:8]
+    with janus.no_grad():
+        u.copy_(F.normalize(lin.weight.detach() @ u, dim=0))
+    held = lin.weight / (u @ (lin.weight @ u))   # Python holds it past the step; linear saves it
+    loss = (F.linear(x, held) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, "loss", f"{{loss.item():.7f}}")
+print("held", held.sum().item())
+"""
+
+
+def test_a_held_value_autograd_also_saved_is_kept(tmp_path):
+    """A value Python holds past the segment that an op also saved for
+    backward: the saved alias (same tensor id) dies after backward, the value
+    does not.  The recording counts it alive (only the op's own header ends
+    it), so the graph keeps it; before, replay had to recompute it from the
+    buffer the segment had already updated in place, and every step ran
+    eagerly (the old spectral_norm's pattern)."""
+    script = os.path.join(str(tmp_path), "held.py")
+    with open(script, "w") as f:
+        f.write(HELD_SAVED.format(root=os.path.join(ROOT, "python")))
+    db = os.path.join(str(tmp_path), "run.db")
+    assert janus("record", "--db", db, "--", sys.executable, script, "20", timeout=300, cwd=ROOT).returncode == 0
+    assert janus("optimize", db, timeout=300).returncode == 0
+    e = subprocess.run([sys.executable, script, "40"], capture_output=True, text=True, env=env(), timeout=300)
+    rr = subprocess.run([sys.executable, script, "40"], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0"), timeout=300)
+    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == e.stdout
+    s = summary(rr.stderr)
+    assert s["fell_back"] == 0 and s["segments"] >= 40, s

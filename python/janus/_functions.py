@@ -1396,3 +1396,4 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     """torch.embedding(weight, indices): rows of weight picked by indices."""
     return ops.embedding(indices, weight, padding_idx=-1 if padding_idx is None else padding_idx)
+

@@ -554,6 +554,28 @@ static jn_status group_record(jn_ag_group *c, jn_op op, int nin, jn_tensor *cons
     return JN_OK;
 }
 
+/* A node and its per-input arrays in one zeroed block of size bytes (one
+ * allocation a node: a step of small ops records hundreds, each above the C
+ * library's per-thread cache's sizes): counted, numbered, its metadata and
+ * edge arrays at o_meta and o_next, the device its outputs are on. */
+static jn_node *node_new(size_t size, size_t o_meta, size_t o_next, int nin, int nout, jn_tensor *const *out) {
+    int cls;
+    char *blk = jn_rt_small_alloc(size, &cls);
+    if (!blk) return NULL;
+    memset(blk, 0, size);
+    jn_node *n = (jn_node *)blk;
+    n->blk = cls + 1;
+    __atomic_fetch_add(&nodes_made, 1, __ATOMIC_RELAXED);
+    n->refcnt = 1;
+    n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
+    n->nin = nin;
+    n->nout = nout;
+    n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;
+    n->in_meta = (jn_meta *)(blk + o_meta);
+    n->next = (struct jn_edge *)(blk + o_next);
+    return n;
+}
+
 jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                        jn_tensor *const *out, jn_tensor *dst) {
     if (grad_off) return JN_OK;
@@ -583,25 +605,14 @@ jn_status jn_ag_record(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *
      * an op: a step of small ops records hundreds) */
     size_t N = (size_t)nin, o_meta = align16(sizeof(jn_node)), o_next = o_meta + align16(N * sizeof(jn_meta));
     size_t o_sin = o_next + align16(N * sizeof(struct jn_edge)), o_ver = o_sin + align16(N * sizeof(jn_tensor *));
-    int cls; /* hundreds of nodes a step, each above the C library's per-thread cache's sizes */
     size_t size = save_in ? o_ver + N * sizeof(uint64_t) : o_sin;
-    char *blk = jn_rt_small_alloc(size, &cls);
-    if (!blk) return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
-    memset(blk, 0, size);
-    jn_node *n = (jn_node *)blk;
-    n->blk = cls + 1;
-    __atomic_fetch_add(&nodes_made, 1, __ATOMIC_RELAXED);
-    n->refcnt = 1;
-    n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
+    jn_node *n = node_new(size, o_meta, o_next, nin, nout, out);
+    if (!n) return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", info->name);
+    char *blk = (char *)n;
     n->op = op;
     /* the op's own attributes (formulas and the walk's fingerprint read no
      * others; the rest stay zero): not all 576 bytes of jn_attrs a node */
     memcpy(n->attrs.a, a->a, sizeof(jn_attr) * (size_t)info->nattrs);
-    n->nin = nin;
-    n->nout = nout;
-    n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;
-    n->in_meta = (jn_meta *)(blk + o_meta);
-    n->next = (struct jn_edge *)(blk + o_next);
     if (save_in) {
         n->saved_in = (jn_tensor **)(blk + o_sin);
         n->saved_in_ver = (uint64_t *)(blk + o_ver);
@@ -635,24 +646,12 @@ jn_status jn_ag_custom_record(const char *name, int nin, jn_tensor *const *in, i
     }
     size_t N = (size_t)nin, o_meta = align16(sizeof(jn_node)), o_next = o_meta + align16(N * sizeof(jn_meta));
     size_t o_cus = o_next + align16(N * sizeof(struct jn_edge)), size = o_cus + sizeof(jn_custom);
-    int cls;
-    char *blk = jn_rt_small_alloc(size, &cls);
-    if (!blk) {
+    jn_node *n = node_new(size, o_meta, o_next, nin, nout, out);
+    if (!n) {
         free_ctx(ctx);
         return jn_error(JN_ERR_NOMEM, "out of memory recording %s for autograd", name);
     }
-    memset(blk, 0, size);
-    jn_node *n = (jn_node *)blk;
-    n->blk = cls + 1;
-    __atomic_fetch_add(&nodes_made, 1, __ATOMIC_RELAXED);
-    n->refcnt = 1;
-    n->seq = __atomic_add_fetch(&node_seq, 1, __ATOMIC_RELAXED);
-    n->nin = nin;
-    n->nout = nout;
-    n->device = nout && out[0]->storage ? out[0]->storage->device : JN_CPU;
-    n->in_meta = (jn_meta *)(blk + o_meta);
-    n->next = (struct jn_edge *)(blk + o_next);
-    n->custom = (jn_custom *)(blk + o_cus);
+    n->custom = (jn_custom *)((char *)n + o_cus);
     n->custom->fn = fn;
     n->custom->materialize = materialize;
     snprintf(n->custom->name, sizeof n->custom->name, "%s", name);

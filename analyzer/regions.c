@@ -384,7 +384,7 @@ static const char *sync_name(int k) {
     case JN_SYNC_ITEM: return "item()";
     case JN_SYNC_BOOL: return "bool()";
     case JN_SYNC_TOLIST: return "tolist()";
-    case JN_SYNC_NUMPY: return "a buffer or numpy() read";
+    case JN_SYNC_NUMPY: return "a buffer, numpy() or data_ptr() read";
     case JN_SYNC_PRINT: return "printing a tensor";
     case JN_SYNC_COMPARE: return "a comparison used as a bool";
     default: return "a sync";

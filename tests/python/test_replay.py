@@ -913,3 +913,43 @@ def test_a_held_value_autograd_also_saved_is_kept(tmp_path):
     assert rr.stdout == e.stdout
     s = summary(rr.stderr)
     assert s["fell_back"] == 0 and s["segments"] >= 40, s
+
+
+DATA_PTR = """
+import sys
+sys.path.insert(0, {root!r})
+import janus, janus.nn as nn
+janus.manual_seed(0)
+lin = nn.Linear(8, 8)
+opt = janus.optim.SGD(lin.parameters(), lr=0.01)
+X = janus.randn(64, 8)
+for step in range(int(sys.argv[1])):
+    x = X[(step * 8) % 64:][:8]
+    h = lin(x)
+    shared = h.data_ptr() == h.view(-1).data_ptr()   # an address read mid-step
+    loss = (h ** 2).mean() * (1.0 if shared else 2.0)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, "loss", f"{{loss.item():.7f}}")
+"""
+
+
+def test_data_ptr_is_a_recorded_sync(tmp_path):
+    """data_ptr() of a value the step computes makes it current: a sync
+    point, recorded as a buffer export is, so the replay's segments end
+    where the recording's did (uncounted, every segment ended early and ran
+    eagerly: 0 of 40)."""
+    script = os.path.join(str(tmp_path), "ptr.py")
+    with open(script, "w") as f:
+        f.write(DATA_PTR.format(root=os.path.join(ROOT, "python")))
+    db = os.path.join(str(tmp_path), "run.db")
+    assert janus("record", "--db", db, "--", sys.executable, script, "20", timeout=300, cwd=ROOT).returncode == 0
+    assert janus("optimize", db, timeout=300).returncode == 0
+    e = subprocess.run([sys.executable, script, "40"], capture_output=True, text=True, env=env(), timeout=300)
+    rr = subprocess.run([sys.executable, script, "40"], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0"), timeout=300)
+    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == e.stdout
+    s = summary(rr.stderr)
+    assert s["fell_back"] == 0 and s["segments"] >= 80, s

@@ -31,11 +31,8 @@ static int ready(PyObject *o, const char *what) {
         return 0;
     }
     jn_tensor *t = JN_T(o);
-    if (!JN_PY_SYNC(JN_SYNC_NUMPY, t) || !jn_py_ready(t)) return 0;
-    if (jn_rec_on) {
-        jn_rec_sync(JN_SYNC_NUMPY, NAN, t);
-        jn_rec_flush(); /* the steps so far reach the store while this rank waits for the others */
-    }
+    if (!jn_py_sync_export(t, 0)) return 0;
+    if (jn_rec_on) jn_rec_flush(); /* the steps so far reach the store while this rank waits for the others */
     return 1;
 }
 

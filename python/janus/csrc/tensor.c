@@ -61,14 +61,24 @@ static PyObject *get_version(JnTensorObject *self, void *c) {
     return PyLong_FromUnsignedLongLong(self->t->storage->version);
 }
 static PyObject *get_id(JnTensorObject *self, void *c) { (void)c; return PyLong_FromLongLong(self->t->id); }
+int jn_py_sync_export(jn_tensor *t, int observe) {
+    if (!JN_PY_SYNC(JN_SYNC_NUMPY, t) || !jn_py_ready(t)) return 0;
+    if (jn_rec_on)
+        jn_rec_sync(JN_SYNC_NUMPY, observe && jn_numel(t) == 1 && t->storage->data ? jn_load_f64(jn_data(t), t->dtype) : NAN,
+                    t);
+    return 1;
+}
+
+/* An address leaves janus as a buffer export does: a recorded sync (a
+ * pending value read here, uncounted, ended every replayed segment early). */
 static PyObject *get_data_ptr(JnTensorObject *self, void *c) {
     (void)c;
-    if (!jn_py_ready(self->t)) return NULL;
+    if (!jn_py_sync_export(self->t, 0)) return NULL;
     return PyLong_FromVoidPtr(jn_data(self->t));
 }
 static PyObject *get_storage_ptr(JnTensorObject *self, void *c) {
     (void)c;
-    if (!jn_py_ready(self->t)) return NULL;
+    if (!jn_py_sync_export(self->t, 0)) return NULL;
     return PyLong_FromVoidPtr(self->t->storage->data);
 }
 static PyObject *get_is_contig(JnTensorObject *self, void *c) {
@@ -192,7 +202,7 @@ static PyObject *m_storage_offset(JnTensorObject *self, PyObject *unused) {
 }
 static PyObject *m_data_ptr(JnTensorObject *self, PyObject *unused) {
     (void)unused;
-    if (!jn_py_ready(self->t)) return NULL;
+    if (!jn_py_sync_export(self->t, 0)) return NULL;
     return PyLong_FromVoidPtr(self->t->storage->data ? jn_data(self->t) : NULL);
 }
 /* A new tensor header over the same value, not requiring grad (copy.copy,
@@ -565,8 +575,7 @@ static PyObject *py_storage_bytes(PyObject *self, PyObject *arg) {
         return NULL;
     }
     /* the data leaves janus: a sync point, as a buffer export is */
-    if (!JN_PY_SYNC(JN_SYNC_NUMPY, t) || !jn_py_ready(t)) return NULL;
-    if (jn_rec_on) jn_rec_sync(JN_SYNC_NUMPY, jn_numel(t) == 1 ? jn_load_f64(jn_data(t), t->dtype) : NAN, t);
+    if (!jn_py_sync_export(t, 1)) return NULL;
     if (!t->storage->nbytes) return PyBytes_FromStringAndSize(NULL, 0);
     return PyBytes_FromStringAndSize((const char *)t->storage->data, (Py_ssize_t)t->storage->nbytes);
 }

@@ -24,13 +24,7 @@ from ._functions import (  # noqa: F401
 _float64 = _dtype._BY_NAME["float64"]
 _int32 = _dtype._BY_NAME["int32"]
 _uint8 = _dtype._BY_NAME["uint8"]
-_TORCH_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-               "int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool"}
-
-
-def _tname(dt):
-    """torch's ScalarType name of a dtype (Float, Long, ...), as its error messages spell it."""
-    return _TORCH_TYPE.get(getattr(dt, "_name", ""), str(dt))
+_tname = _dtype.scalar_type_name
 
 
 def _rtype(name, fields):

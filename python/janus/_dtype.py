@@ -49,6 +49,14 @@ _INFO = {  # name: (itemsize, floating, signed)
 
 DTYPES = tuple(dtype(i, n, *_INFO[n]) for i, n in enumerate(_C.dtype_names))
 _BY_NAME = {d._name: d for d in DTYPES}
+# torch's ScalarType names, as its error messages spell a dtype ("expected scalar type Long")
+_TORCH_SCALAR = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                 "int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_type_name(d):
+    """torch's ScalarType name of a janus dtype (Float, Long, ...); other values as str()."""
+    return _TORCH_SCALAR.get(getattr(d, "_name", None), str(d))
 _ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
             "int": "int32", "byte": "uint8"}
 

@@ -1120,14 +1120,9 @@ def _legacy_reduction(size_average, reduce, reduction):
 # PyTorch too, and autocast op by op as there.
 _float32_loss = _composite("l1_loss")
 
-_SCALAR_TYPE_NAMES = {janus.float32: "Float", janus.float64: "Double", janus.float16: "Half",
-                      janus.bfloat16: "BFloat16", janus.int64: "Long", janus.int32: "Int",
-                      janus.uint8: "Byte", janus.bool: "Bool"}
-
-
 def _check_long(target):
     if target.dtype != janus.int64:
-        found = _SCALAR_TYPE_NAMES.get(target.dtype, target.dtype)
+        found = janus._dtype.scalar_type_name(target.dtype)
         raise RuntimeError(f"expected scalar type Long but found {found}")
 
 

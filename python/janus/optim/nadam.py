@@ -25,7 +25,7 @@ import struct
 
 import janus
 
-from .optimizer import Optimizer, _addcdiv_, _addcmul_, _check, _lerp_, _step_value
+from .optimizer import Optimizer, _addcdiv_, _addcmul_, _check, _check_adam_family, _lerp_, _step_value
 
 __all__ = ["NAdam"]
 
@@ -48,14 +48,8 @@ class NAdam(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        _check(0.0 <= lr, f"Invalid learning rate: {lr}")
-        _check(0.0 <= eps, f"Invalid epsilon value: {eps}")
-        _check(0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}")
-        _check(0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}")
-        _check(0.0 <= weight_decay, f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_family(lr, eps, betas, weight_decay, differentiable)
         _check(0.0 <= momentum_decay, f"Invalid momentum_decay value: {momentum_decay}")
-        if differentiable:
-            raise NotImplementedError("janus optimizers do not support differentiable=True")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable)

@@ -443,3 +443,14 @@ def _check(ok_value, message):
     NaN fails every check (0.0 <= nan is False), as in torch."""
     if not ok_value:
         raise ValueError(message)
+
+
+def _check_adam_family(lr, eps, betas, weight_decay, differentiable):
+    """The hyper-parameter checks Adam, AdamW, NAdam, RAdam and Adamax share, torch's messages."""
+    _check(0.0 <= lr, f"Invalid learning rate: {lr}")
+    _check(0.0 <= eps, f"Invalid epsilon value: {eps}")
+    _check(0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}")
+    _check(0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}")
+    _check(0.0 <= weight_decay, f"Invalid weight_decay value: {weight_decay}")
+    if differentiable:
+        raise NotImplementedError("janus optimizers do not support differentiable=True")

@@ -22,7 +22,7 @@ exp_avg_sq; created on a parameter's first step.
 """
 import janus
 
-from .optimizer import Optimizer, _addcmul_, _check, _lerp_
+from .optimizer import Optimizer, _addcmul_, _check_adam_family, _lerp_
 
 __all__ = ["RAdam"]
 
@@ -30,13 +30,7 @@ __all__ = ["RAdam"]
 class RAdam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):
-        _check(0.0 <= lr, f"Invalid learning rate: {lr}")
-        _check(0.0 <= eps, f"Invalid epsilon value: {eps}")
-        _check(0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}")
-        _check(0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}")
-        _check(0.0 <= weight_decay, f"Invalid weight_decay value: {weight_decay}")
-        if differentiable:
-            raise NotImplementedError("janus optimizers do not support differentiable=True")
+        _check_adam_family(lr, eps, betas, weight_decay, differentiable)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
                         foreach=foreach, capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
                         differentiable=differentiable)

@@ -178,7 +178,7 @@ from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import accelerator, backends, distributed, distributions, multiprocessing, onnx, serialization  # noqa: E402,F401
-from . import linalg, random, special  # noqa: E402,F401
+from . import jit, linalg, random, special  # noqa: E402,F401
 
 # JANUS_KERNEL_CLOCK: time spent inside kernels on this thread (benchmarks/bench_replay.py)
 if _C._setting_value("JANUS_KERNEL_CLOCK"):

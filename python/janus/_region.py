@@ -472,9 +472,10 @@ class Regions:
                 raise _Refused(f"{what} at {where}: an effect outside the call")
             if s.closure:
                 raise _Refused(f"reads closure variable {s.closure[0][0]} at {s.closure[0][1]} (not guarded yet)")
+            read = {n for n, _ in s.attrs}
             for name, where in s.attrs:
                 if not (name in names or any(hasattr(c, name) for c in classes) or name in _TENSOR_ATTRS
-                        or _tensor_attr(name) or hasattr(math, name) or _module_attr(g, s.globals, name)
+                        or _tensor_attr(name) or hasattr(math, name) or _module_attr(g, s.globals, name, read)
                         or any(hasattr(c, name) for c in (list, dict, set, tuple))):  # calls: checked below
                     raise _Refused(f"reads attribute {name} at {where} of an object the region does not guard")
         pre = _outliving(called, obs, args)
@@ -579,12 +580,13 @@ class Regions:
                     b = g.get("__builtins__")
                     b = b if isinstance(b, dict) else getattr(b, "__dict__", {})
                     add(b, name)
-                elif type(v) is type(sys):  # an imported module: the names the code reads from it
-                    md = v.__dict__
-                    for a in sorted(attrs):
-                        if a in md and (id(md), a) not in seen:
-                            seen.add((id(md), a))
-                            add(md, a)
+                elif type(v) is type(sys):  # an imported module (and its submodules read): the names read
+                    for mod in _reached_modules(v, attrs):
+                        md = mod.__dict__
+                        for a in sorted(attrs):
+                            if a in md and (id(md), a) not in seen:
+                                seen.add((id(md), a))
+                                add(md, a)
         return guards, dicts, tuple(classes)
 
     def recorded(self, kind, qualname, code):
@@ -1050,10 +1052,27 @@ def _guard_kind(v):
     return _G_IS
 
 
-def _module_attr(g, names, name):
+def _reached_modules(v, attrs, depth=3):
+    """Module v and the modules reached from it through names in attrs, a few levels
+    deep (`torch.jit.is_scripting()` reads jit of torch, then is_scripting of jit)."""
+    out, todo = [], [(v, 0)]
+    while todo:
+        mod, k = todo.pop()
+        if any(mod is o for o in out):
+            continue
+        out.append(mod)
+        if k < depth:
+            md = mod.__dict__
+            todo.extend((md[a], k + 1) for a in attrs if type(md.get(a)) is type(sys))
+    return out
+
+
+def _module_attr(g, names, name, attrs=()):
     """Whether `name` is an attribute of a module among the globals `names` the code
-    reads (guarded by Regions._mguards)."""
-    return any(type(v) is type(sys) and name in v.__dict__ for v in (g.get(n) for n in names))
+    reads, or of a module reached from one through the names in attrs (guarded by
+    Regions._mguards)."""
+    return any(type(v) is type(sys) and any(name in m.__dict__ for m in _reached_modules(v, attrs))
+               for v in (g.get(n) for n in names))
 
 
 class _KwNames(tuple):

@@ -29,28 +29,22 @@ __all__ = ["Unsupported", "UnsupportedAttributeError", "UnsupportedImportError",
 
 # torch name (without "torch.") -> what to use instead (a torch name or a sentence).
 ALTERNATIVES = {
-    "jit": "run the model itself: `janus record`/`optimize`/`replay` compile the training step",
-    "jit.script": "run the model itself: `janus record`/`optimize`/`replay` compile the training step",
-    "jit.trace": "run the model itself: `janus record`/`optimize`/`replay` compile the training step",
+    "jit.save": "torch.save(model.state_dict(), path) (janus.jit runs the Python as written: no TorchScript files)",
+    "jit.load": "torch.load of a state_dict saved with torch.save, into the model built in Python",
+    "nn.Module.register_backward_hook": "torch.nn.Module.register_full_backward_hook",  # legacy: its last op's grads
     "onnx.export": "torch.save(model.state_dict(), path) (janus has no ONNX exporter)",
-    "distributed": "a single process (janus has no process groups)",
-    "nn.parallel.DistributedDataParallel": "the module itself (janus runs one process)",
     "nn.SyncBatchNorm": "torch.nn.BatchNorm2d",
-    "nn.InstanceNorm2d": "torch.nn.GroupNorm(num_channels, num_channels, affine=False)",
     "nn.Conv3d": "torch.nn.Conv2d",
     "optim.SparseAdam": "torch.optim.Adam",
     "utils.tensorboard": "print() or a logger of your own (janus has no TensorBoard writer)",
     "cuda.amp.custom_fwd": "a plain function (janus autocasts table ops itself)",
-    "backends.cudnn.allow_tf32": "nothing (janus does not use TF32)",
     "erfinv": "torch.nn.init.trunc_normal_ (for truncated normals)",
     "fft": "a numpy round trip outside the training step (janus has no FFT ops)",
     "sparse": "dense tensors",
     "quantization": "float32 or torch.autocast (janus has no quantized tensors)",
     "nn.functional.grid_sample": "torch.nn.functional.interpolate (resampling on a regular grid)",
-    "nn.utils.rnn.pack_sequence": "torch.nn.utils.rnn.pad_sequence and a mask",
     "FloatTensor": "torch.tensor(data, dtype=torch.float32) or torch.empty(*size)",
     "LongTensor": "torch.tensor(data, dtype=torch.long)",
-    "utils.data.distributed": "torch.utils.data.DataLoader(..., shuffle=True) in one process",
 }
 
 
@@ -197,8 +191,7 @@ def guard(module):
 # torch.nn.Module's methods janus's Module lacks: a miss on one of these says
 # so (any other missing attribute is the user's own and keeps Python's message)
 MODULE_METHODS = frozenset((
-    "register_full_backward_hook",
-    "register_full_backward_pre_hook", "register_backward_hook", "register_state_dict_pre_hook",
+    "register_backward_hook", "register_state_dict_pre_hook",
     "register_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
     "share_memory", "to_empty", "compile", "get_buffer", "set_submodule", "get_extra_state", "set_extra_state",
     "xpu", "ipu", "mtia", "type"))

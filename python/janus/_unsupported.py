@@ -42,7 +42,6 @@ ALTERNATIVES = {
     "fft": "a numpy round trip outside the training step (janus has no FFT ops)",
     "sparse": "dense tensors",
     "quantization": "float32 or torch.autocast (janus has no quantized tensors)",
-    "nn.functional.grid_sample": "torch.nn.functional.interpolate (resampling on a regular grid)",
     "FloatTensor": "torch.tensor(data, dtype=torch.float32) or torch.empty(*size)",
     "LongTensor": "torch.tensor(data, dtype=torch.long)",
 }
@@ -190,11 +189,7 @@ def guard(module):
 
 # torch.nn.Module's methods janus's Module lacks: a miss on one of these says
 # so (any other missing attribute is the user's own and keeps Python's message)
-MODULE_METHODS = frozenset((
-    "register_backward_hook", "register_state_dict_pre_hook",
-    "register_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
-    "share_memory", "to_empty", "compile", "get_buffer", "set_submodule", "get_extra_state", "set_extra_state",
-    "xpu", "ipu", "mtia", "type"))
+MODULE_METHODS = frozenset(("register_backward_hook", "xpu", "ipu", "mtia"))
 
 
 def module_missing_attribute(module, name):

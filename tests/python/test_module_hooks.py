@@ -1,9 +1,11 @@
-"""Forward hooks on modules (register_forward_pre_hook / register_forward_hook,
+"""Hooks on modules (register_forward_pre_hook / register_forward_hook,
+register_full_backward_pre_hook / register_full_backward_hook;
 janus/nn/module.py _hooked_call, csrc/module_call.c): torch's order, return
-conventions, kwargs forms, prepend, always_call, removal; the same calls
-and results as PyTorch's where it imports; deepcopy keeps them; and under
-janus replay a hook registered or removed mid-run runs exactly when eager's
-does, every segment still a graph."""
+conventions, kwargs forms, prepend, always_call, removal; the gradients a
+backward hook sees and replaces; the same calls and results as PyTorch's
+where it imports; deepcopy keeps them; and under janus replay hooks
+registered or removed mid-run run exactly when eager's do, every segment
+still a graph."""
 import copy
 import os
 
@@ -127,8 +129,105 @@ def test_deepcopy_keeps_hooks_and_pickling_keeps_forward_hooks_only():
 
 def test_a_hook_is_no_longer_an_unsupported_name():
     assert hasattr(nn.Linear(1, 1), "register_forward_hook")
-    with pytest.raises(AttributeError, match="register_full_backward_hook is not supported by janus"):
-        nn.Linear(1, 1).register_full_backward_hook
+    assert hasattr(nn.Linear(1, 1), "register_full_backward_hook")
+    # the legacy hook (its grad_input is the last op's, not the module's) is named, with the full one to use
+    with pytest.raises(AttributeError, match="register_backward_hook is not supported by janus.*register_full_back"):
+        nn.Linear(1, 1).register_backward_hook
+
+
+class _Two(object):
+    """A module of two outputs over a tensor, a number and a second tensor (built per library)."""
+
+    @staticmethod
+    def make(lib):
+        class Two(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(4, 3)
+
+            def forward(self, x, k, y):
+                return self.lin(x) * k + y.sum(), self.lin(x).relu()
+        m = Two()
+        with lib.no_grad():
+            m.lin.weight.copy_(lib.tensor(np.arange(12, dtype=np.float32).reshape(3, 4) / 10))
+            m.lin.bias.fill_(0.1)
+        return m
+
+
+def _backward_log(lib):
+    """Pre-hook doubling grad_output[0], full hook adding 1 to grad_input[0]; returns what
+    they saw and the gradients that reached the leaves."""
+    def arr(gs):
+        return [None if g is None else g.numpy().tolist() for g in gs]
+    m, log = _Two.make(lib), []
+
+    def pre(mod, go):
+        log.append(("pre", arr(go)))
+        return (go[0] * 2, go[1])
+
+    def full(mod, gi, go):
+        log.append(("full", arr(gi), arr(go)))
+        return (gi[0] + 1,) + tuple(gi[1:])
+    hs = [m.register_full_backward_pre_hook(pre), m.register_full_backward_hook(full)]
+    x = lib.ones(2, 4, requires_grad=True)
+    y = lib.ones(3, requires_grad=True)
+    a, b = m(x, 2.0, y)
+    name = a.grad_fn.name()
+    (a.sum() * 3).backward()
+    for h in hs:
+        h.remove()
+    return name, log, x.grad.numpy(), y.grad.numpy(), m.lin.weight.grad.numpy()
+
+
+def test_backward_hooks_see_and_replace_the_module_gradients():
+    name, log, gx, gy, gw = _backward_log(janus)
+    assert name == "BackwardHookFunctionBackward"
+    assert [e[0] for e in log] == ["pre", "full"]
+    np.testing.assert_array_equal(log[0][1][0], np.full((2, 3), 3.0))  # d(3 sum a)/da
+    assert log[0][1][1] is None                                        # b took no gradient
+    np.testing.assert_array_equal(log[1][2][0], np.full((2, 3), 6.0))  # the pre-hook's doubled grad_output
+    assert log[1][1][1] is None                                        # k: a number
+    W = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    g_in = np.full((2, 3), 6.0, np.float32) * 2.0 @ W                  # through lin, times k
+    np.testing.assert_allclose(log[1][1][0], g_in, rtol=1e-6)
+    np.testing.assert_allclose(gx, g_in + 1, rtol=1e-6)                # the hook's +1 reached x
+    np.testing.assert_array_equal(gy, np.full(3, 36.0))                # 6 * 2 rows * 3 columns
+    np.testing.assert_allclose(gw, np.full((3, 4), 24.0), rtol=1e-6)   # 6 * k * 2 rows of ones
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_backward_hooks_same_as_torch():
+    rj, rt = _backward_log(janus), _backward_log(torch)
+    assert rj[0] == rt[0] and rj[1] == rt[1]
+    for a, b in zip(rj[2:], rt[2:]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_backward_hook_without_input_gradients_and_wrong_counts():
+    m = _Two.make(janus)
+    seen = []
+    h = m.register_full_backward_hook(lambda mod, gi, go: seen.append((gi, [g is None for g in go])))
+    a, b = m(janus.ones(2, 4), 1.0, janus.ones(3))
+    with pytest.warns(UserWarning, match="no inputs require gradients"):
+        b.sum().backward()
+    assert seen == [((None, None, None), [True, False])]
+    h.remove()
+    h = m.register_full_backward_hook(lambda mod, gi, go: (None,))
+    a, b = m(janus.ones(2, 4, requires_grad=True), 1.0, janus.ones(3))
+    with pytest.raises(RuntimeError, match="Backward hook returned an invalid number of grad_input, got 1, but "
+                                           "expected 3"):
+        a.sum().backward()
+    h.remove()
+    h = m.register_full_backward_pre_hook(lambda mod, go: (go[0],))
+    a, b = m(janus.ones(2, 4, requires_grad=True), 1.0, janus.ones(3))
+    with pytest.raises(RuntimeError, match="Backward pre hook returned an invalid number of grad_output, got 1, "
+                                           "but expected 2"):
+        a.sum().backward()
+    h.remove()
+    with janus.no_grad():  # nothing is wrapped outside grad mode
+        h = m.register_full_backward_hook(lambda *a: None)
+        assert m(janus.ones(2, 4), 1.0, janus.ones(3))[0].grad_fn is None
+        h.remove()
 
 
 HOOKED = r'''
@@ -144,6 +243,10 @@ for step in range(int(sys.argv[1])):
         h = model[1].register_forward_hook(lambda m, a, o: acts.append(o.detach()) or o * 0.5)
     if step == 15:
         h.remove()
+    if step == 8:  # gradients seen and scaled on the way into the first layer
+        hb = model[2].register_full_backward_hook(lambda m, gi, go: acts.append(go[0].detach()) or (gi[0] * 0.5,))
+    if step == 12:
+        hb.remove()
     x, y = X[(step * 8) % 64:][:8], Y[(step * 8) % 64:][:8]
     opt.zero_grad()
     loss = ((model(x) - y) ** 2).mean()
@@ -167,6 +270,6 @@ def test_hooks_registered_and_removed_mid_run_replay_as_eager(tmp_path):
     re_, _ = run(script, ["40"], tmp, "eager")
     rr, _ = run(script, ["40"], tmp, "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
     assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
-    assert rr.stdout == re_.stdout and "acts 10 " in rr.stdout
+    assert rr.stdout == re_.stdout and "acts 14 " in rr.stdout
     s = summary(rr.stderr)
     assert s["fell_back"] == 0 and s["segments"] >= 40, s

@@ -1495,3 +1495,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return janus.matmul(attn, value)
+
+
+# ---- spatial transformer sampling (composed in nn/_grid.py) ---------------------
+from janus.nn._grid import affine_grid, grid_sample  # noqa: E402

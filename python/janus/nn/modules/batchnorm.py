@@ -9,6 +9,7 @@ from ..parameter import Parameter
 
 class _BatchNorm(Module):
     _dims = ()
+    _version = 2  # torch's _NormBase: version 2 added num_batches_tracked
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, dtype=None):
         super().__init__()
@@ -42,9 +43,26 @@ class _BatchNorm(Module):
                             self.running_var if not use_batch or self.training else None,
                             self.weight, self.bias, use_batch, self.momentum, self.eps)
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        _default_num_batches_tracked(self, state_dict, prefix, local_metadata)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"track_running_stats={self.track_running_stats}")
+
+
+def _default_num_batches_tracked(module, state_dict, prefix, local_metadata):
+    """torch's _NormBase: a checkpoint older than version 2 (or without version metadata)
+    may lack num_batches_tracked; the module's own (else 0) is loaded instead."""
+    version = local_metadata.get("version", None)
+    if (version is None or version < 2) and module.track_running_stats:
+        key = prefix + "num_batches_tracked"
+        if key not in state_dict:
+            state_dict[key] = (module.num_batches_tracked if module.num_batches_tracked is not None
+                               else janus.tensor(0, dtype=janus.int64))
 
 
 class BatchNorm1d(_BatchNorm):

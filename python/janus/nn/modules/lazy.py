@@ -43,17 +43,18 @@ class LazyModuleMixin:
         if self.cls_to_become is not None:
             self.__class__ = self.cls_to_become
 
-    def load_state_dict(self, state_dict, strict=True):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
         """Placeholders named in state_dict take the saved shapes first (as
-        PyTorch's lazy load hook does) -- when this module is the one loaded:
-        a container's load_state_dict still sees the placeholders' shapes."""
+        PyTorch's lazy load hook does), also when a container is the module loaded."""
         if self.has_uninitialized_params():
             for name in sorted(self._uninitialized):
-                v = state_dict.get(name)
+                v = state_dict.get(prefix + name)
                 if isinstance(v, janus.Tensor):
                     self._materialize(name, tuple(v.shape))
             self._loaded_shapes()
-        return super().load_state_dict(state_dict, strict)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def _loaded_shapes(self):
         """Hook for the layer's own attributes after a load materialized parameters."""

@@ -11,12 +11,13 @@ autograd differentiates through them.
   parametrization) refined by power iteration without gradient at every
   read of the weight in training mode (15 iterations at registration).
 
+weight_norm also registers torch's load_state_dict pre-hook, so a
+checkpoint of the older hook-based weight_norm (janus.nn.utils.weight_norm:
+keys <name>_g and <name>_v) loads too: the two keys are renamed to
+parametrizations.<name>.original0 / original1 before the module loads.
+
 torch's orthogonal() is not provided: its maps need matrix_exp, linalg.solve
-(Cayley) or householder_product/geqrf, which janus lacks.  The
-load_state_dict pre-hook by which torch's weight_norm also loads an old
-checkpoint's weight_g / weight_v keys is not provided either (janus modules
-have no load_state_dict hooks): rename those keys to
-parametrizations.<name>.original0 / original1 before loading.
+(Cayley) or householder_product/geqrf, which janus lacks.
 """
 import janus
 
@@ -68,8 +69,19 @@ def weight_norm(module, name="weight", dim=0):
     becomes g * v / ||v|| with the magnitude g
     (parametrizations.<name>.original0, the norm of the weight over every
     dim but dim, kept as size-1 dims) and the direction v (original1, the
-    weight).  dim=None: one norm over the whole tensor.  Returns module."""
+    weight).  dim=None: one norm over the whole tensor.  A state dict of the
+    old weight_norm (<name>_g, <name>_v) loads into the module.  Returns module."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                 error_msgs):
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            g, v = state_dict.pop(g_key), state_dict.pop(v_key)
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = g
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = v
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
 

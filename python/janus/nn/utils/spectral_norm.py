@@ -8,9 +8,10 @@ the power method (v first, then u) without gradient.  u and v start as
 normalized normal draws (janus's generator), without the 15 warm-up
 iterations of the parametrization version -- as torch.
 
-Not reproduced: torch's state_dict version metadata and the
-load_state_dict pre-hook that converts a pre-1.0 checkpoint (with a
-`weight` key and no weight_v) -- janus modules have neither."""
+Not reproduced: torch's state_dict hook that records the version in the
+state dict's _metadata (metadata["spectral_norm"]) and the load_state_dict
+pre-hook that converts a pre-1.0 checkpoint (with a `weight` key and no
+weight_v)."""
 import janus
 
 from .. import functional as F

@@ -870,10 +870,7 @@ static const an_val *final_val(an_gen *G, int e, int32_t t, int j) {
     return &x->vals[x->refs[x->ops[o].ref0 + x->ops[o].nin + j].val];
 }
 
-static const char *sync_word(int k) {
-    static const char *const n[] = {"step", "item()", "bool()", "tolist()", "numpy()", "print()", "comparison"};
-    return k >= 0 && k <= 6 ? n[k] : "sync";
-}
+static const char *sync_word(int k) { return k ? jn_db_sync_call(k) : "step"; }
 
 /* Graph output g->noutputs - 1 came from template op t's output j (for the matcher). */
 static int note_out(an_gen *G, int32_t t, int j) {

@@ -190,7 +190,7 @@ jn_status an_decode_step(an_ctx *c, int64_t step) {
             continue;
         }
         if (e.kind == JN_EV_OP && (s = check_op(c, &e, k))) break;
-        if (e.kind == JN_EV_SYNC && (e.sync_kind < JN_SYNC_ITEM || e.sync_kind > JN_SYNC_COMPARE)) {
+        if (e.kind == JN_EV_SYNC && (e.sync_kind < JN_SYNC_ITEM || e.sync_kind > JN_SYNC_LAST)) {
             s = an_corrupt(c, "event %lld: unknown sync kind %d", (long long)k, e.sync_kind);
             break;
         }

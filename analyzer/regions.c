@@ -379,17 +379,7 @@ static jn_status on_op(an_ctx *c, const an_event *x) {
     return JN_OK;
 }
 
-static const char *sync_name(int k) {
-    switch (k) {
-    case JN_SYNC_ITEM: return "item()";
-    case JN_SYNC_BOOL: return "bool()";
-    case JN_SYNC_TOLIST: return "tolist()";
-    case JN_SYNC_NUMPY: return "a buffer, numpy() or data_ptr() read";
-    case JN_SYNC_PRINT: return "printing a tensor";
-    case JN_SYNC_COMPARE: return "a comparison used as a bool";
-    default: return "a sync";
-    }
-}
+static const char *sync_name(int k) { return jn_db_sync_what(k); }
 
 static void on_sync(an_ctx *c, const an_event *x) {
     struct an_rg *g = c->rg;

@@ -6,7 +6,9 @@ does) and replay with regions on; both replays with JANUS_REPLAY_ADAPT=0
 (every graph that fits runs, so the two differ only in the regions).
 
 - adam10: Adam over 10 parameter tensors [32 x 32] and a tiny loss: the
-  step is most of the work; also the time of opt.step() itself;
+  step is most of the work; also the time of opt.step() itself
+  (--optimizer: another of janus.optim's classes; --only-step: this
+  workload alone);
 - fashion_mlp (examples/, hidden 64) and the truncated-BPTT LSTM of
   bench_replay_small.py: whole training steps (with regions on, the model,
   the loss and the step are module / optimizer regions).
@@ -19,7 +21,7 @@ and the same for a module region with 10 parameters and 5 attributes read
 (_C._rp_module_check), with dicts unchanged and after a write to the
 module's dict, and the replaced call against its forward run in Python.
 
-    JANUS_BUILD_DIR=build python3 benchmarks/bench_regions.py [--repeats 5]
+    JANUS_BUILD_DIR=build python3 benchmarks/bench_regions.py [--repeats 5] [--optimizer RMSprop --only-step]
 """
 import argparse
 import os
@@ -43,7 +45,7 @@ import janus
 janus.manual_seed(0)
 params = [janus.randn(32, 32, requires_grad=True) for _ in range(10)]
 x = janus.randn(32, 32)
-opt = janus.optim.Adam(params, lr=1e-3)
+opt = janus.optim.{optimizer}(params, lr=1e-3)
 steps = int(sys.argv[1])
 t0, st = None, []
 for s in range(steps):
@@ -214,6 +216,8 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--guards", action="store_true", help="only the entry-guard costs")
+    ap.add_argument("--optimizer", default="Adam", help="the class of the first workload's optimizer")
+    ap.add_argument("--only-step", action="store_true", help="only the first workload (no entry guards)")
     args = ap.parse_args()
     if not os.path.exists(JANUS):
         sys.exit(f"no {JANUS}: build first (scripts/setup.sh)")
@@ -223,7 +227,7 @@ def main():
         py = os.path.join(ROOT, "python")
         adam, tbptt = os.path.join(d, "adam10.py"), os.path.join(d, "tbptt.py")
         with open(adam, "w") as f:
-            f.write(ADAM10.format(python=py))
+            f.write(ADAM10.format(python=py, optimizer=args.optimizer))
         with open(tbptt, "w") as f:
             f.write(TBPTT.format(python=py))
         if args.guards:
@@ -231,8 +235,10 @@ def main():
             run([JANUS, "record", "--db", adam_db, "--", sys.executable, adam, "60"], e)
             run([JANUS, "optimize", "--quiet", adam_db], e)
         else:
-            s, adam_db = bench("adam10", [adam], ["60"], [str(args.steps)], e, args.repeats, d)
+            s, adam_db = bench(args.optimizer.lower() + "10", [adam], ["60"], [str(args.steps)], e, args.repeats, d)
             ok &= s
+            if args.only_step:
+                sys.exit(0 if ok else 1)
         mlp = [os.path.join(ROOT, "examples", "fashion_mlp.py")]
         if not args.guards:
             s, _ = bench("fashion_mlp", mlp, ["--steps", "30", "--epochs", "1", "--hidden", "64"],

@@ -60,8 +60,7 @@ const char jn_cli_inspect_usage[] =
     "  --run N     only run N\n"
     "  -h, --help  show this help\n";
 
-static const char *sync_names[] = {"?", "item", "bool", "tolist", "numpy", "print", "compare"};
-static const char *sync_name(int k) { return k >= 1 && k <= 6 ? sync_names[k] : "?"; }
+static const char *sync_name(int k) { return jn_db_sync_name(k); }
 static const char *dec_name(int k) { return k == JN_DEC_BRANCH ? "branch" : k == JN_DEC_LOOP ? "loop" : "?"; }
 
 typedef struct {

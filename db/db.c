@@ -141,8 +141,9 @@ static const char SCHEMA_V1[] =
     "         max(step) AS last_step, min(n_ops) AS n_ops\n"
     "  FROM steps GROUP BY run_id, signature;\n"
     "CREATE VIEW IF NOT EXISTS v_syncs AS\n"
-    "  SELECT s.*, CASE s.kind WHEN 1 THEN 'item' WHEN 2 THEN 'bool' WHEN 3 THEN 'tolist'\n"
-    "    WHEN 4 THEN 'numpy' WHEN 5 THEN 'print' WHEN 6 THEN 'compare' ELSE 'other' END AS kind_name,\n"
+#define JN_SYNC_CASE_(n, v, name, call, what) " WHEN " #v " THEN '" name "'"
+    "  SELECT s.*, CASE s.kind" JN_SYNC_KINDS(JN_SYNC_CASE_) " ELSE 'other' END AS kind_name,\n"
+#undef JN_SYNC_CASE_
     "    c.file, c.line, c.func\n"
     "  FROM syncs s LEFT JOIN callsites c ON c.id = s.callsite_id;\n"
     "CREATE VIEW IF NOT EXISTS v_decisions AS\n"
@@ -338,6 +339,18 @@ struct jn_db {
     void *zbuf;
     size_t zcap;
 };
+
+/* ------------------------------------------------------------ sync kinds */
+#define JN_SYNC_ROW_(n, v, name, call, what) [v] = {name, call, what},
+static const struct {
+    const char *name, *call, *what;
+} sync_kinds[JN_SYNC_LAST + 1] = {JN_SYNC_KINDS(JN_SYNC_ROW_)};
+#undef JN_SYNC_ROW_
+
+static int sync_known(int k) { return k >= 1 && k <= JN_SYNC_LAST && sync_kinds[k].name; }
+const char *jn_db_sync_name(int kind) { return sync_known(kind) ? sync_kinds[kind].name : "?"; }
+const char *jn_db_sync_call(int kind) { return sync_known(kind) ? sync_kinds[kind].call : "a sync"; }
+const char *jn_db_sync_what(int kind) { return sync_known(kind) ? sync_kinds[kind].what : "a sync"; }
 
 /* ------------------------------------------------------ fault injection */
 static int fault_countdown; /* test-only, so a plain global is enough */

@@ -184,7 +184,29 @@ enum {
     JN_TR_STATE = 3,    /* buffer / optimizer state living across steps */
     JN_TR_SCALAR = 4    /* a wrapped Python number; value in `scalar` */
 };
-enum { JN_SYNC_ITEM = 1, JN_SYNC_BOOL, JN_SYNC_TOLIST, JN_SYNC_NUMPY, JN_SYNC_PRINT, JN_SYNC_COMPARE };
+/* Sync kinds (syncs.kind, a trace event's sync_kind), one row each: name,
+ * number, the short name (inspect, the v_syncs view), the read as graph
+ * entry/exit text and miss messages name it, and what a region refusal
+ * says.  Every table of names expands this. */
+#define JN_SYNC_KINDS(X)                                                                    \
+    X(ITEM, 1, "item", "item()", "item()")                                                  \
+    X(BOOL, 2, "bool", "bool()", "bool()")                                                  \
+    X(TOLIST, 3, "tolist", "tolist()", "tolist()")                                          \
+    X(NUMPY, 4, "numpy", "numpy()", "a buffer, numpy() or data_ptr() read")                 \
+    X(PRINT, 5, "print", "print()", "printing a tensor")                                    \
+    X(COMPARE, 6, "compare", "a comparison", "a comparison used as a bool")                 \
+    X(MASK, 7, "mask", "a bool mask", "a bool mask's values read (indexing, nonzero)")
+enum {
+#define JN_SYNC_ENUM_(n, v, name, call, what) JN_SYNC_##n = v,
+    JN_SYNC_KINDS(JN_SYNC_ENUM_)
+#undef JN_SYNC_ENUM_
+    JN_SYNC_LAST = 7
+};
+/* A sync kind's short name, its read as text, and what a region refusal says
+ * ("?", "a sync", "a sync" for an unknown kind). */
+const char *jn_db_sync_name(int kind);
+const char *jn_db_sync_call(int kind);
+const char *jn_db_sync_what(int kind);
 enum { JN_DEC_BRANCH = 1, JN_DEC_LOOP = 2 };
 
 typedef struct {

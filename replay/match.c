@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jn_db.h"
 #include "jn_ir_match.h"
 #include "jn_match.h"
 
@@ -329,7 +330,7 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
     G->nloop = (int32_t)get(r, 4, "a graph header");
     if (r->bad) return bad(-1, "truncated in %s", r->what);
     if (gi < 0 || gi >= m->ngraphs) return bad(-1, "%s", "a graph index is out of range");
-    if (G->entry > 6) return bad(gi, "%s", "unknown entry kind");
+    if (G->entry > JN_SYNC_LAST) return bad(gi, "%s", "unknown entry kind");
     if (seen[gi]) return bad(gi, "%s", "the graph is listed twice");
     G->gi = gi;
     const jn_ir_graph *g = G->g = m->graphs[gi];
@@ -1155,11 +1156,7 @@ static const char *site_str(const jn_ir_module *m, int64_t site, char *b, size_t
     return b;
 }
 
-static const char *boundary(int k) {
-    static const char *const n[] = {"a step boundary", "item()", "bool()", "tolist()", "numpy()", "print()",
-                                    "a comparison"};
-    return k >= 0 && k <= 6 ? n[k] : "a sync";
-}
+static const char *boundary(int k) { return k ? jn_db_sync_call(k) : "a step boundary"; }
 
 static void explain(jn_rp_matcher *mt) {
     const mfail *f = &mt->miss;
@@ -1507,7 +1504,7 @@ static int state_check(jn_rp_matcher *mt, mcur *G) {
 }
 
 void jn_rp_match_begin(jn_rp_matcher *mt, int entry) {
-    if (mt && !mt->started) mt->entry = entry >= 0 && entry <= 6 ? entry : -1;
+    if (mt && !mt->started) mt->entry = entry >= 0 && entry <= JN_SYNC_LAST ? entry : -1;
 }
 
 jn_rp_match_kind jn_rp_match_end(jn_rp_matcher *mt, jn_rp_match_result *res) {

@@ -191,8 +191,10 @@ def cross(input, other, dim=None):
 _clamp_into = opfn("clamp_", "clamp", "input:T, min:o=None, max:o=None", mode=MODE_INTO)
 
 
-def _is_bound_tensor(v):
-    return isinstance(v, TensorBase) and v.dim() > 0
+def _is_bound_tensor(v, input):
+    """A tensor bound (a 0-d one too, on input's device) clamps through maximum/minimum,
+    ops reading it, as torch's clamp(Tensor): no read of its value on the host."""
+    return isinstance(v, TensorBase) and (v.dim() > 0 or v.device == input.device)
 
 
 @both
@@ -200,7 +202,7 @@ def clamp(input, min=None, max=None, *, out=None):
     """clamp(input, min=None, max=None): numbers or tensors as bounds."""
     if min is None and max is None:
         raise RuntimeError("clamp(): at least one of 'min' or 'max' must not be None")
-    if _is_bound_tensor(min) or _is_bound_tensor(max):
+    if _is_bound_tensor(min, input) or _is_bound_tensor(max, input):
         r = input
         if min is not None:
             r = _maximum(r, min)
@@ -218,7 +220,7 @@ def clamp(input, min=None, max=None, *, out=None):
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp_(): at least one of 'min' or 'max' must not be None")
-    if _is_bound_tensor(min) or _is_bound_tensor(max):
+    if _is_bound_tensor(min, self) or _is_bound_tensor(max, self):
         return self.copy_(clamp(self, min, max))
     return _clamp_into(self, min, max)
 
@@ -1102,6 +1104,15 @@ def masked_fill_(self, mask, value):
 
 
 METHODS["_masked_fill_into"] = opfn("masked_fill_", "masked_fill", "input:T, mask:T, value:f", mode=MODE_INTO)
+
+
+@method
+def _masked_setitem(self, mask, value):
+    """x[mask] = number with a bool mask over x's leading dims (Tensor.__setitem__,
+    csrc/index.c, sends it here): a masked fill, broadcast over the trailing dims."""
+    if mask.ndim < self.ndim:
+        mask = mask.reshape(tuple(mask.shape) + (1,) * (self.ndim - mask.ndim))
+    return self.masked_fill_(mask, value)
 
 
 def _index_put_impl(self, indices, values, accumulate):

@@ -431,6 +431,10 @@ def _grads(opt):
 
 def optimizer_step(opt, fn, args, kwargs):
     """Optimizer.step's body (fn, the subclass's step) while recording regions."""
+    if not opt.__dict__.get("_step_count"):
+        # state made at construction (Adagrad's sums) is state from the first call on;
+        # the post-step hook marks the rest once the step made it
+        _mark_optimizer(opt, args, kwargs)
     return _region_run("step", opt, fn, _grads(opt), fn, (opt,) + tuple(args), kwargs)
 
 

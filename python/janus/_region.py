@@ -814,6 +814,8 @@ class Regions:
                     if k not in counters:
                         raise _Refused(f"changes optimizer state {k!r} ({v!r} -> {v2!r}) and "
                                        f"only a fused step of a janus optimizer that declares the counter is followed")
+                    if not (type(v) in (float, int) and v2 == v + 1):  # the region writes += 1
+                        raise _Refused(f"changes optimizer state {k!r} ({v!r} -> {v2!r}) by other than 1")
                     ent.append((k, _KIND["counter"], val(("c", pi, k))))
                 else:
                     ent.append((k, _KIND["eq"], v))

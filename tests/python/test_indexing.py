@@ -291,3 +291,38 @@ def test_index_with_numpy_arrays_and_scalars():
     assert x[janus.tensor(3)].item() == 3
     assert x[[]].shape == (0,)
     assert x[janus.tensor(True)].shape == (1, 10)
+
+
+def test_mask_setitem_with_a_number_is_a_masked_fill():
+    """x[mask] = number (a bool mask over x's leading dims) runs as masked_fill_, an op
+    reading the mask (csrc/index.c): the same values as numpy's, gradients of a non-leaf
+    as index_put_'s, and other forms take the index_put_ path as before."""
+    a = R.standard_normal((4, 3, 2)).astype(np.float32)
+    for m in (a > 0, (a > 0)[:, :, 0], (a.sum(axis=(1, 2)) > 0)):  # every dim, two leading dims, one
+        x, b = janus.tensor(a), a.copy()
+        x[janus.tensor(m)] = -2.5
+        b[m] = -2.5
+        np.testing.assert_array_equal(x.numpy(), b)
+    i = np.arange(12).reshape(3, 4)
+    for v in (7, True, 2 ** 53, 2 ** 60, -1):  # 2**60: beyond a double, the index_put_ path
+        x, b = janus.tensor(i), i.copy()
+        x[janus.tensor(i % 3 == 0)] = v
+        b[i % 3 == 0] = v
+        np.testing.assert_array_equal(x.numpy(), b)
+    x = janus.tensor(i)
+    x[janus.tensor(i > 5)] = 2.75  # a float into ints: the index_put_ path (a cast, as torch)
+    assert x.tolist() == [[0, 1, 2, 3], [4, 5, 2, 2], [2, 2, 2, 2]]
+    x = janus.tensor(i.astype(bool))
+    x[janus.tensor(i > 5)] = False
+    assert x.sum().item() == 5
+    # autograd: the masked elements get no gradient, as with index_put_
+    w = janus.tensor(a, requires_grad=True)
+    y = w * 3
+    y[y > 0] = 0.0
+    (y * janus.tensor(a)).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.where(a * 3 > 0, 0, 3 * a), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="leaf"):
+        w[w > 0] = 0.0
+    with pytest.raises(IndexError, match="mask"):  # a mask of another shape: index_put_'s error
+        janus.zeros(4, 3)[janus.tensor([True, False])] = 1.0
+

@@ -69,6 +69,12 @@ def eager_and_replay(script, mode, db, tmp, **extra):
     # a parameter list changed with no dict written
     ("stateswap", 34, None),
     ("paramdrop", 34, r"param group 0's parameter list changed"),
+    # the other optimizers that declare lr (negated into the parameter's add) and the step counter
+    ("rmsprop", 37, None),     # momentum, centered, weight decay, StepLR
+    ("rmsprop0", 37, None),
+    ("adadelta", 37, None),    # StepLR
+    ("adagrad", 37, None),     # its sums made at construction: state from the first call
+    ("rprop", 37, None),       # masked fills
 ])
 def test_replaced_step_equals_eager(mode, min_replaced, why, attacks_db, tmp_path):
     st, _ = eager_and_replay(ATTACKS, mode, attacks_db, str(tmp_path))
@@ -86,6 +92,7 @@ def test_replaced_step_equals_eager(mode, min_replaced, why, attacks_db, tmp_pat
     ("print", r"calls print at region_attacks.py:\d+"),
     ("random", r"reads attribute random at region_attacks.py:\d+"),
     ("sync", r"reads tensor data inside the call"),
+    ("adagraddecay", r"attribute alpha of op \d+ \(add\) changes from call to call"),  # lr / (1 + k * decay)
 ])
 def test_effectful_step_is_refused(mode, why, attacks_db, tmp_path):
     st, _ = eager_and_replay(ATTACKS, mode, attacks_db, str(tmp_path))

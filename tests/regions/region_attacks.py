@@ -1,7 +1,8 @@
 """Scripts that attack the proof of a replaced optimizer step (janus/_region.py):
 python region_attacks.py MODE.  Each mode trains a small MLP on fixed random
 data for 40 steps with an optimizer whose step either is replaceable (plain,
-sgd, sgd0, sched, sgd0sched, sgd0wd, flag, patch, patchstep; validate also hands every learned
+sgd, sgd0, sched, sgd0sched, sgd0wd, rmsprop, rmsprop0, adadelta, adagrad,
+rprop, flag, patch, patchstep; adagraddecay is refused; validate also hands every learned
 template over damaged first, each damage to be refused) or has an effect
 outside the call (counter, append, print, random, sync), prints a loss every
 5 steps and the Python-visible effects at the end; under `janus replay` it
@@ -14,7 +15,7 @@ import sys
 
 import janus
 import janus.nn as nn
-from janus.optim import SGD, Adam
+from janus.optim import SGD, Adadelta, Adagrad, Adam, RMSprop, Rprop
 from janus.optim.lr_scheduler import StepLR
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
@@ -105,10 +106,21 @@ def main():
         opt = SGD(model.parameters(), lr=0.05)
     elif MODE == "sgd0wd":  # and grad.add(p, alpha=weight_decay) first
         opt = SGD(model.parameters(), lr=0.05, weight_decay=0.01)
+    elif MODE == "rmsprop":  # lr negated into add's alpha, the step counter written; StepLR below
+        opt = RMSprop(model.parameters(), lr=0.01, momentum=0.5, centered=True, weight_decay=0.01)
+    elif MODE == "rmsprop0":
+        opt = RMSprop(model.parameters(), lr=0.01)
+    elif MODE == "adadelta":  # pytorch/examples' MNIST optimizer, with its StepLR
+        opt = Adadelta(model.parameters(), lr=1.0)
+    elif MODE in ("adagrad", "adagraddecay"):  # lr_decay: the lr it applies changes every step
+        opt = Adagrad(model.parameters(), lr=0.05, lr_decay=0.01 if MODE == "adagraddecay" else 0)
+    elif MODE == "rprop":  # its sign masks are masked fills (x[mask] = number)
+        opt = Rprop(model.parameters(), lr=0.01)
     else:
         opt = kinds.get(MODE, Adam)(model.parameters(), lr=0.01)
     opt.count, opt.history = 0, []
-    sched = StepLR(opt, step_size=4, gamma=0.7) if MODE in ("sched", "sgd0sched", "sgd0wd") else None
+    sched = StepLR(opt, step_size=4, gamma=0.7) if MODE in ("sched", "sgd0sched", "sgd0wd", "rmsprop",
+                                                            "adadelta") else None
     loss_fn = nn.CrossEntropyLoss()
     for i in range(40):
         opt.zero_grad()

@@ -113,7 +113,7 @@ static int classify(PyObject *o, item *it) {
         if (t->storage && t->storage->device != JN_CPU && (t->dtype == JN_BOOL || t->dtype == JN_U8)) {
             /* a device mask decides the result's shape: read on the host
              * (a sync, as in PyTorch); integer indices stay on the device */
-            if (!jn_py_ready(t)) return -1;
+            if (!jn_py_sync_read(JN_SYNC_MASK, t, 1)) return -1;
             jn_tensor *h = jn_rt_to_device(t, JN_CPU, 0);
             if (!h) { /* a failed transfer (CUDA's message): RuntimeError, as torch */
                 jn_py_raise(JN_ERR_RUNTIME);
@@ -127,7 +127,7 @@ static int classify(PyObject *o, item *it) {
             }
             it->t = h;
         } else if (t->dtype == JN_BOOL && t->ndim == 0) {
-            if (!jn_py_ready(t)) return -1;
+            if (!jn_py_sync_read(JN_SYNC_MASK, t, 1)) return -1;
             if (!t->storage->data) goto meta;
             it->kind = IT_BOOL;
             it->i = *(const uint8_t *)jn_data(t) != 0;
@@ -164,7 +164,9 @@ static int classify(PyObject *o, item *it) {
         it->t = NULL;
         return -1;
     }
-    if ((it->t->dtype == JN_BOOL || it->t->dtype == JN_U8) && !jn_py_ready(it->t)) { /* a mask: its values decide the shape */
+    /* a mask: its values decide the shape, read on the host -- a sync in the
+     * recording too, else replay's segment ended here unforeseen (every step) */
+    if ((it->t->dtype == JN_BOOL || it->t->dtype == JN_U8) && !jn_py_sync_read(JN_SYNC_MASK, it->t, 0)) {
         jn_tensor_decref(it->t);
         it->t = NULL;
         return -1;
@@ -249,7 +251,7 @@ PyObject *jn_py_nonzero_fn(PyObject *self, PyObject *arg) {
         return NULL;
     }
     jn_tensor *t = JN_T(arg);
-    if (!jn_py_ready(t)) return NULL;
+    if (!jn_py_sync_read(JN_SYNC_MASK, t, 0)) return NULL;
     if (!t->storage->data) {
         PyErr_SetString(PyExc_RuntimeError, "nonzero(): a meta tensor has no data");
         return NULL;
@@ -498,6 +500,25 @@ static int same_layout(const jn_tensor *a, const jn_tensor *b) {
            !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
 }
 
+/* Whether x[m] = value is a masked fill: m a bool tensor over x's leading
+ * dims on x's device, value a number the fill's float attribute holds
+ * exactly (an int up to 2^53; a float only into a floating x). */
+static int is_mask_fill(const jn_tensor *x, const jn_tensor *m, PyObject *value) {
+    if (m->dtype != JN_BOOL || m->ndim < 1 || m->ndim > x->ndim || !m->storage || !x->storage ||
+        m->storage->device != x->storage->device)
+        return 0;
+    for (int k = 0; k < m->ndim; k++)
+        if (m->shape[k] != x->shape[k]) return 0;
+    if (PyBool_Check(value)) return 1;
+    if (PyLong_Check(value)) {
+        int of = 0;
+        long long v = PyLong_AsLongLongAndOverflow(value, &of);
+        if (v == -1 && PyErr_Occurred()) PyErr_Clear();
+        return !of && v >= -(1LL << 53) && v <= (1LL << 53);
+    }
+    return PyFloat_Check(value) && jn_dtype_is_float(x->dtype);
+}
+
 int jn_py_setitem(PyObject *self, PyObject *index, PyObject *value) {
     if (!value) {
         PyErr_SetString(PyExc_TypeError, "'Tensor' object does not support item deletion");
@@ -510,6 +531,15 @@ int jn_py_setitem(PyObject *self, PyObject *index, PyObject *value) {
     if (!t->storage->data && !t->storage->lazy) {
         PyErr_SetString(PyExc_RuntimeError, "can't write into a meta tensor");
         return -1;
+    }
+    /* x[mask] = number: masked_fill_ (Tensor._masked_setitem), an op reading
+     * the mask, where index_put_ at the mask's nonzero coordinates reads its
+     * values on the host -- a sync the recording did not see, so at replay
+     * the segment ended there and the step's graph missed every time */
+    if (value && JnTensor_Check(index) && is_mask_fill(t, JN_T(index), value)) {
+        PyObject *r = PyObject_CallMethod(self, "_masked_setitem", "OO", index, value);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
     }
     plan p;
     if (make_plan(t, index, &p)) return -1;

@@ -50,10 +50,12 @@ PyObject *jn_py_wrap(jn_tensor *t);
  * the dispatcher (a pending tensor of `janus replay` runs what is pending);
  * 0 with a Python exception set on failure. */
 int jn_py_ready(jn_tensor *t);
-/* The data leaves janus (a buffer export, an address, bytes): a sync point
- * under replay and in the recording (JN_SYNC_NUMPY), then t is current.
+/* Values read on the host outside the dispatcher: a sync point of kind
+ * (JN_SYNC_*) under replay and in the recording, then t is current.
  * observe: the recording stores a one-element value as observed (else
- * NaN).  0 with an exception set on failure. */
+ * NaN).  0 with an exception set on failure.  jn_py_sync_export: the data
+ * leaves janus (a buffer export, an address, bytes), JN_SYNC_NUMPY. */
+int jn_py_sync_read(int kind, jn_tensor *t, int observe);
 int jn_py_sync_export(jn_tensor *t, int observe);
 /* A sync point (JN_SYNC_* kind) during `janus replay`: ends the segment and
  * makes t current; 0 with an exception set on failure. */

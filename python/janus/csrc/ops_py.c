@@ -17,6 +17,7 @@
  * jn_dispatch directly with Python numbers as wrapped 0-d tensors, which is
  * what PyTorch's type promotion expects.
  */
+#include "jn_db.h" /* JN_SYNC_* */
 #include "jn_py.h"
 
 #include <string.h>
@@ -98,7 +99,9 @@ static int conv_attr(const char *fn, const opparam *p, PyObject *v, jn_attrs *a,
             x->f = PyLong_AsDouble(v);
             return x->f == -1.0 && PyErr_Occurred() ? -1 : 0;
         }
-        if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && !jn_py_ready(JN_T(v))) return -1;
+        /* a one-element tensor's value read on the host: a sync, recorded as
+         * item() is (replay's segment ends here as it does in the recording) */
+        if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && !jn_py_sync_read(JN_SYNC_ITEM, JN_T(v), 1)) return -1;
         if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && JN_T(v)->storage->data &&
             JN_T(v)->storage->device == JN_CPU) {
             x->f = jn_load_f64(jn_data(JN_T(v)), JN_T(v)->dtype);

@@ -61,13 +61,14 @@ static PyObject *get_version(JnTensorObject *self, void *c) {
     return PyLong_FromUnsignedLongLong(self->t->storage->version);
 }
 static PyObject *get_id(JnTensorObject *self, void *c) { (void)c; return PyLong_FromLongLong(self->t->id); }
-int jn_py_sync_export(jn_tensor *t, int observe) {
-    if (!JN_PY_SYNC(JN_SYNC_NUMPY, t) || !jn_py_ready(t)) return 0;
+int jn_py_sync_read(int kind, jn_tensor *t, int observe) {
+    if (!JN_PY_SYNC(kind, t) || !jn_py_ready(t)) return 0;
     if (jn_rec_on)
-        jn_rec_sync(JN_SYNC_NUMPY, observe && jn_numel(t) == 1 && t->storage->data ? jn_load_f64(jn_data(t), t->dtype) : NAN,
-                    t);
+        jn_rec_sync(kind, observe && jn_numel(t) == 1 && t->storage->data ? jn_load_f64(jn_data(t), t->dtype) : NAN, t);
     return 1;
 }
+
+int jn_py_sync_export(jn_tensor *t, int observe) { return jn_py_sync_read(JN_SYNC_NUMPY, t, observe); }
 
 /* An address leaves janus as a buffer export does: a recorded sync (a
  * pending value read here, uncounted, ended every replayed segment early). */

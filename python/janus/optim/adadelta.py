@@ -19,6 +19,15 @@ __all__ = ["Adadelta"]
 
 
 class Adadelta(Optimizer):
+    # For a replaced step (janus/_region.py), when only this code runs and its ops are these:
+    # group["lr"] flows only, negated, into the alpha of p.add_ (every other alpha here is
+    # positive), state["step"] (+= 1 per step) into no op: lr bound per call (a StepLR
+    # schedule never misses), the counter written.
+    _region_ops = ("mul", "add", "sqrt", "div", "neg")
+    _region_values = ("lr",)
+    _region_counters = ("step",)
+    _region_negated = ((("add", "alpha"), "lr"),)
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
         _check(0.0 <= lr, f"Invalid learning rate: {lr}")

@@ -18,6 +18,15 @@ __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
+    # For a replaced step (janus/_region.py), when only this code runs and its ops are these:
+    # the decayed lr flows only, negated, into the alpha of the p.add_ (addcdiv_) that moves
+    # the parameter; without lr_decay it is group["lr"] itself, bound per call (with a decay
+    # it changes every step and the region is refused); state["step"] (+= 1) is written.
+    _region_ops = ("mul", "add", "sqrt", "div", "neg")
+    _region_values = ("lr",)
+    _region_counters = ("step",)
+    _region_negated = ((("add", "alpha"), "lr"),)
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         _check(0.0 <= lr, f"Invalid learning rate: {lr}")

@@ -20,6 +20,15 @@ __all__ = ["RMSprop"]
 
 
 class RMSprop(Optimizer):
+    # For a replaced step (janus/_region.py), when only this code runs and its ops are these:
+    # group["lr"] flows only, negated, into the alpha of the p.add_ (addcdiv_) that moves
+    # the parameter (every other alpha here is positive), and state["step"] (+= 1 per
+    # step) into no op, so lr is bound per call and the counter written, not guarded.
+    _region_ops = ("mul", "add", "sqrt", "div", "sub", "neg")
+    _region_values = ("lr",)
+    _region_counters = ("step",)
+    _region_negated = ((("add", "alpha"), "lr"),)
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         _check(0.0 <= lr, f"Invalid learning rate: {lr}")

@@ -22,6 +22,12 @@ __all__ = ["Rprop"]
 
 
 class Rprop(Optimizer):
+    # For a replaced step (janus/_region.py), when only this code runs and its ops are these:
+    # state["step"] (+= 1 per step) flows into no op, so it is written, not guarded (lr is
+    # only the step sizes' first value; etas and step-size bounds are guarded by value).
+    _region_ops = ("mul", "sign", "gt", "lt", "eq", "masked_fill", "clamp", "clone", "add", "copy_", "neg")
+    _region_counters = ("step",)
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
         _check(0.0 <= lr, f"Invalid learning rate: {lr}")

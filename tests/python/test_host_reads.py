@@ -1,0 +1,62 @@
+"""Values a training step reads on the host outside the dispatcher are sync
+points in the recording exactly as under replay (csrc/index.c, ops_py.c,
+jn_py_sync_read), or no read at all: a bool mask's values (indexing,
+nonzero), a one-element tensor given where an op takes a number, a 0-d
+bool index.  Before, the recording saw no sync where replay had to stop,
+so every replayed step's segment ended early and ran eagerly (0% hits);
+x[mask] = number and clamp with a 0-d tensor bound now read nothing (a
+masked fill; maximum/minimum), as in torch.  Each case: recorded 20
+steps, replayed 40 with every graph, bitwise equal to eager, no fallback."""
+import os
+
+import pytest
+
+from dynamic_runs import have_optimize
+
+pytestmark = pytest.mark.skipif(not have_optimize(), reason="janus optimize is not built")
+
+SCRIPT = r'''
+import sys
+import janus, janus.nn as nn
+janus.manual_seed(0)
+net = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 2))
+opt = janus.optim.SGD(net.parameters(), lr=0.05)
+X, Y = janus.randn(16, 6), janus.randn(16, 2)
+keep = Y[:, 0] > -0.5
+for step in range(int(sys.argv[1])):
+    out = net(X)
+    y, t = out, Y
+    {case}
+    loss = ((y - t) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, f"{{loss.item():.7f}}")
+'''
+
+CASES = {
+    "mask_made_in_step": "m = out[:, 0] > -0.5; y, t = out[m], Y[m]",
+    "mask_made_before": "y, t = out[keep], Y[keep]",
+    "mask_setitem": "y = out.clone(); y[(y - Y).abs() > 1.0] = 0.0",
+    "nonzero": "i = janus.nonzero(out[:, 0] > 0)[:, 0]; y, t = out[i], Y[i]",
+    "bool_0d_index": "y = out[(out.sum() > -1e9)][0]",
+    "clamp_0d_bound": "y = out.clamp(max=out.mean())",
+    "alpha_0d": "y = out.add(out, alpha=out.mean())",
+    "fill_0d": "y = out.masked_fill(out > 0, out.mean())",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_host_read_replays_like_eager(case, tmp_path):
+    from test_replay import record_and_optimize, run, summary
+    script = os.path.join(str(tmp_path), f"{case}.py")
+    with open(script, "w") as f:
+        f.write(SCRIPT.format(case=CASES[case]))
+    tmp = str(tmp_path)
+    db = record_and_optimize(script, ["20"], tmp)
+    re_, we = run(script, ["40"], tmp, "eager")
+    rr, wr = run(script, ["40"], tmp, "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, (re_.stderr[-2000:], rr.stderr[-2000:])
+    assert rr.stdout == re_.stdout and wr == we
+    s = summary(rr.stderr)
+    assert s["fell_back"] == 0 and s["segments"] >= 40, s

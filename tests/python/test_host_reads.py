@@ -1,11 +1,12 @@
 """Values a training step reads on the host outside the dispatcher are sync
 points in the recording exactly as under replay (csrc/index.c, ops_py.c,
 jn_py_sync_read), or no read at all: a bool mask's values (indexing,
-nonzero), a one-element tensor given where an op takes a number, a 0-d
-bool index.  Before, the recording saw no sync where replay had to stop,
+nonzero), a one-element tensor given where an op takes a number, a size
+or a list element, a 0-d bool index.  Before, the recording saw no sync where replay had to stop,
 so every replayed step's segment ended early and ran eagerly (0% hits);
 x[mask] = number and clamp with a 0-d tensor bound now read nothing (a
-masked fill; maximum/minimum), as in torch.  Each case: recorded 20
+masked fill; maximum/minimum), as in torch, nor does an index_put_ whose
+value needs a cast or overlaps its target (a cast or clone op).  Each case: recorded 20
 steps, replayed 40 with every graph, bitwise equal to eager, no fallback."""
 import os
 
@@ -43,6 +44,13 @@ CASES = {
     "clamp_0d_bound": "y = out.clamp(max=out.mean())",
     "alpha_0d": "y = out.add(out, alpha=out.mean())",
     "fill_0d": "y = out.masked_fill(out > 0, out.mean())",
+    "tensor_of_0d": "y = out * janus.tensor([out.mean(), out.std()])",
+    "size_from_0d": "y = out.reshape((out.sum() > -1e9).long() * 32).reshape(16, 2)",
+    "sizes_from_1d": "y = out.reshape(((out.sum() > -1e9).long() * 32).reshape(1)).reshape(16, 2)",
+    "factory_size": "y = janus.zeros((out.sum() > -1e9).long() * 16, 2) + out",
+    # index_put_'s value cast or copied (it overlaps the target) by ops, not read here
+    "setitem_cast": "y = out.clone(); y[janus.tensor([0, 1])] = out[2:4].double()",
+    "setitem_overlap": "y = out.clone(); y[janus.tensor([0, 1])] = y[2:4]",
 }
 
 

@@ -326,3 +326,18 @@ def test_mask_setitem_with_a_number_is_a_masked_fill():
     with pytest.raises(IndexError, match="mask"):  # a mask of another shape: index_put_'s error
         janus.zeros(4, 3)[janus.tensor([True, False])] = 1.0
 
+
+
+def test_setitem_value_cast_keeps_its_gradient():
+    """An advanced-index write whose value needs a cast casts it with an op (before, a
+    copy outside the dispatcher: the value's gradient was cut)."""
+    w = janus.tensor(np.arange(6.0).reshape(3, 2), dtype=janus.float32, requires_grad=True)
+    v = janus.tensor([[10.0, 20.0]], dtype=janus.float64, requires_grad=True)
+    y = w * 1
+    y[janus.tensor([0])] = v * 2
+    (y * janus.tensor(np.arange(6.0).reshape(3, 2), dtype=janus.float32)).sum().backward()
+    assert w.grad.tolist() == [[0.0, 0.0], [2.0, 3.0], [4.0, 5.0]]
+    assert v.grad.tolist() == [[0.0, 2.0]]
+    x = janus.arange(6.0)
+    x[janus.tensor([0, 1, 2])] = x[1:4]  # overlapping source: read before the write
+    assert x.tolist() == [1.0, 2.0, 3.0, 3.0, 4.0, 5.0]

@@ -500,6 +500,22 @@ static int same_layout(const jn_tensor *a, const jn_tensor *b) {
            !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
 }
 
+/* *v replaced by a fresh tensor of dtype dt (a cast, or a clone when it
+ * has that dtype) made through the dispatcher: recorded, captured and
+ * differentiated like any op, where a copy made here read pending values
+ * on the host (a sync the recording did not see) and cut v's gradient. */
+static jn_status dispatched_copy(jn_tensor **v, jn_dtype dt) {
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].i = dt;
+    jn_tensor *in[1] = {*v}, *out = NULL;
+    jn_status s = jn_dispatch((*v)->dtype != dt ? JN_OP_cast : JN_OP_clone, 1, in, &a, &out);
+    if (s) return s;
+    jn_tensor_decref(*v);
+    *v = out;
+    return JN_OK;
+}
+
 /* Whether x[m] = value is a masked fill: m a bool tensor over x's leading
  * dims on x's device, value a number the fill's float attribute holds
  * exactly (an int up to 2^53; a float only into a floating x). */
@@ -549,24 +565,11 @@ int jn_py_setitem(PyObject *self, PyObject *index, PyObject *value) {
         plan_free(&p);
         return -1;
     }
-    /* v read outside the dispatcher (an overlapping source copied first, a
-     * dtype cast for index_put_) needs its bytes */
-    int copied = p.nadv == 0 ? !same_layout(p.r, v) && v->storage == p.r->storage
-                             : v->dtype != p.r->dtype || v->storage == p.r->storage;
-    if (copied && !jn_py_ready(v)) {
-        jn_tensor_decref(v);
-        plan_free(&p);
-        return -1;
-    }
     jn_status s = JN_OK;
     jn_tensor *out = NULL;
     if (p.nadv == 0) {
         if (!same_layout(p.r, v)) {
-            if (v->storage == p.r->storage) { /* overlapping source: copy it first */
-                jn_tensor *c = jn_contiguous(v);
-                jn_tensor_decref(v);
-                if (!(v = c)) s = JN_ERR_NOMEM;
-            }
+            if (v->storage == p.r->storage) s = dispatched_copy(&v, v->dtype); /* overlapping source: copied first */
             if (!s) {
                 jn_tensor *in[2] = {p.r, v};
                 jn_attrs a;
@@ -575,11 +578,7 @@ int jn_py_setitem(PyObject *self, PyObject *index, PyObject *value) {
             }
         }
     } else {
-        if (v->dtype != p.r->dtype || v->storage == p.r->storage) {
-            jn_tensor *c = v->dtype != p.r->dtype ? jn_to_dtype(v, p.r->dtype) : jn_contiguous(v);
-            jn_tensor_decref(v);
-            if (!(v = c)) s = JN_ERR_NOMEM;
-        }
+        if (v->dtype != p.r->dtype || v->storage == p.r->storage) s = dispatched_copy(&v, p.r->dtype);
         if (!s) {
             jn_attrs a;
             set_mask(&p, &a);

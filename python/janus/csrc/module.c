@@ -3,6 +3,7 @@
  * _op_into), op-table introspection and the registration of the Python-side
  * objects (janus.dtype instances, janus.Size, janus.Tensor).
  */
+#include "jn_db.h" /* JN_SYNC_* */
 #include "jn_py.h"
 
 #include <string.h>
@@ -185,7 +186,10 @@ int jn_py_as_int(PyObject *o, int64_t *v, const char *fn, const char *arg) {
     }
     if (JnTensor_Check(o)) {
         jn_tensor *t = JN_T(o);
-        if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && !jn_py_ready(t)) return -1;
+        /* an int read on the host (a size, a count): a sync, as item() */
+        if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) &&
+            !jn_py_sync_read(JN_SYNC_ITEM, t, 1))
+            return -1;
         if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && t->storage->data &&
             t->storage->device == JN_CPU) {
             *v = jn_load_i64(jn_data(t), t->dtype);
@@ -218,9 +222,9 @@ int jn_py_parse_ints(PyObject *o, jn_ints *out, const char *fn, const char *arg)
         out->n = (int)m;
         return 0;
     }
-    if (JnTensor_Check(o) && JN_T(o)->ndim == 1) { /* a 1-d integer tensor of sizes */
+    if (JnTensor_Check(o) && JN_T(o)->ndim == 1) { /* a 1-d integer tensor of sizes, read on the host: a sync */
         jn_tensor *t = JN_T(o);
-        if (!jn_py_ready(t)) return -1;
+        if (!jn_py_sync_read(JN_SYNC_TOLIST, t, 1)) return -1;
         if (t->shape[0] > JN_MAX_DIMS || !jn_dtype_is_int(t->dtype) || !t->storage->data ||
             t->storage->device != JN_CPU) {
             PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a tuple of ints, not a %s tensor "

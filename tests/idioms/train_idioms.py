@@ -16,7 +16,11 @@ mean carried across steps and cut with detach_()), customfn (custom
 autograd Functions: a leaky clamp inside the model, a scaled square on the
 loss path, their backward Python), param (nn.utils.parametrizations:
 weight_norm on the first layer, spectral_norm with its power iteration on
-the last)."""
+the last), maskloss (the loss over the rows a bool mask made in the step
+keeps, as an ignored label: out[keep], a mask read), ema (a deepcopy of the model tracking its
+weights, p_ema.mul_(d).add_(p, alpha=1 - d) under no_grad), bwhook (a
+full backward hook on the last layer logging and scaling its grad_input)."""
+import copy
 import math
 import random
 import sys
@@ -26,7 +30,7 @@ import janus.nn as nn
 import janus.nn.functional as F
 
 MODES = ("accum", "wclip", "manual", "log", "mask", "teacher", "evalevery", "reseed", "noise", "perm", "cosine",
-         "smooth", "clipvalue", "plateau", "printt", "inplace", "customfn", "param")
+         "smooth", "clipvalue", "plateau", "printt", "inplace", "customfn", "param", "maskloss", "ema", "bwhook")
 
 
 class _LeakyClamp(janus.autograd.Function):
@@ -82,6 +86,12 @@ def main(mode, steps):
     Y = janus.randint(0, 4, (256,))
     sched = janus.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=2) if mode == "plateau" else None
     hist, carry = [], None
+    ema = copy.deepcopy(model) if mode == "ema" else None
+    if mode == "bwhook":
+        def scale(m, gi, go):
+            hist.append(float(go[0].norm()))
+            return (gi[0] * 0.5,)
+        model[3].register_full_backward_hook(scale)
     for step in range(steps):
         i = (step * 16) % 256
         x, y = X[i:i + 16], Y[i:i + 16]
@@ -124,6 +134,9 @@ def main(mode, steps):
                 carry = out.mean(0) if carry is None else 0.9 * carry + 0.1 * out.mean(0)
                 out = out + carry
                 carry.detach_()
+            if mode == "maskloss":  # rows of classes 0-2 only, as an ignored label (a mask read)
+                keep = y != 3
+                out, y = out[keep], y[keep]
             loss = F.cross_entropy(out, y, label_smoothing=0.1 if mode == "smooth" else 0.0)
             if mode == "customfn":
                 loss = loss + _ScaledSquare.apply(out, 1e-3).mean()
@@ -136,6 +149,10 @@ def main(mode, steps):
                 p.data.clamp_(-0.5, 0.5)
         elif mode == "log":
             hist.append(float(loss.detach().cpu().numpy()))
+        elif mode == "ema":
+            with janus.no_grad():
+                for pe, p in zip(ema.parameters(), model.parameters()):
+                    pe.mul_(0.9).add_(p, alpha=0.1)
         elif mode == "plateau":
             sched.step(loss.item())
         elif mode == "printt":
@@ -148,6 +165,8 @@ def main(mode, steps):
             print("acc", f"{acc:.4f}")
         print(step, "loss", f"{loss.item():.7f}")
     print("hist", len(hist), sum(hist))
+    if ema is not None:
+        print("ema", [p.reshape(-1).tolist() for p in ema.parameters()])
     print("weights", [p.reshape(-1).tolist() for p in model.parameters()])  # manual mode steps no optimizer
 
 

@@ -5,7 +5,8 @@ share of segments that ran as compiled graphs (and, where the build counts
 them, how many of those hits went past the recorded ranges).  The demo row
 is README's main job: record 60 steps of the MLP, replay 2 epochs.
 
-    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K] [--sizes | --workflows | --corpus | --idioms]
+    python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K]
+                                     [--sizes | --workflows | --corpus | --idioms | --host-reads]
                                      [--check] [--adapt] [--only NAME,...]
 
 --build / --python choose the janus build and package measured (another
@@ -18,7 +19,8 @@ recording, as real ones are (the MLP resumed from a checkpoint an earlier
 run saved, its test accuracy printed before training, a new optimizer at a
 second phase, three times the data it was recorded on); --corpus records and replays each PyTorch script of
 tests/corpus as it is (their own lengths); --idioms each mode of
-tests/idioms/train_idioms.py, 20 steps recorded and 80 replayed.  --check runs every command through
+tests/idioms/train_idioms.py, 20 steps recorded and 80 replayed; --host-reads
+the steps of tests/python/test_host_reads.py that read values on the host.  --check runs every command through
 tests/python/replay_probe.py, replays with --strict (once more without it
 when a miss stops the strict run, for the counters), runs the same command
 eagerly (`janus replay --eager`) and compares printed lines and final
@@ -136,6 +138,27 @@ def idiom_cases(k):
     return {m: (script, [m, "20"], [m, "80"]) for m in modes}
 
 
+def host_read_cases(k):
+    """tests/python/test_host_reads.py's steps that read values on the host (a bool
+    mask, a tensor as a number or a size, ...), each recorded for 20 steps and replayed
+    for 2 * 20 (k is not used: the test's runs), and tests/regions/region_attacks.py's
+    Rprop run (its sign masks), recorded and replayed for its 40 steps."""
+    src = os.path.join(ROOT, "tests", "python", "test_host_reads.py")
+    with open(src) as f:
+        tree = ast.parse(f.read())
+    val = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body
+           if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in ("SCRIPT", "CASES")}
+    folder = tempfile.mkdtemp(prefix="janus-host-reads-")
+    out = {}
+    for name, body in sorted(val["CASES"].items()):
+        script = os.path.join(folder, name + ".py")
+        with open(script, "w") as f:
+            f.write(val["SCRIPT"].format(case=body))
+        out[name] = (script, ["20"], ["40"])
+    out["rprop"] = (os.path.join(ROOT, "tests", "regions", "region_attacks.py"), ["rprop"], ["rprop"])
+    return out
+
+
 HIT = re.compile(r"\(([\d,]+) of ([\d,]+) segments ran as graphs")
 EXTRAP = re.compile(r"; ([\d,]+) of the hits past the recorded ranges")
 TOP = re.compile(r"; top miss \(([\d,]+)x\): (.*?); `janus inspect")
@@ -221,6 +244,7 @@ def main():
     ap.add_argument("--sizes", action="store_true", help="the runs with batch sizes / lengths up to 2x the recorded")
     ap.add_argument("--corpus", action="store_true", help="tests/corpus's PyTorch scripts, as written")
     ap.add_argument("--idioms", action="store_true", help="tests/idioms's training-loop idioms (20 -> 80 steps)")
+    ap.add_argument("--host-reads", action="store_true", help="steps reading values on the host (20 -> 40 steps)")
     ap.add_argument("--workflows", action="store_true",
                     help="runs set up otherwise than the recording (a checkpoint, an evaluation first, ...)")
     a = ap.parse_args()
@@ -234,7 +258,7 @@ def main():
     print("|---|---|---|---|---|---|" + ("---|" if a.check else ""))
     with tempfile.TemporaryDirectory() as tmp:
         table = (corpus_cases if a.corpus else idiom_cases if a.idioms else workflow_cases if a.workflows
-                 else wide_cases if a.sizes else cases)
+                 else host_read_cases if a.host_reads else wide_cases if a.sizes else cases)
         for name, (script, rec, rep, *prepare) in table(a.scale).items():
             if only and name.split(" ")[0].rstrip(",") not in only:
                 continue

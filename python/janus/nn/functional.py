@@ -803,7 +803,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 
 def one_hot(tensor, num_classes=-1):
-    return _C._op("one_hot", [tensor], (int(num_classes),))
+    num_classes = int(num_classes)
+    if num_classes == -1 and tensor.numel() and not tensor.dtype.is_floating_point:
+        # the classes are max + 1: read here, a recorded sync (item), where the op's own
+        # read of its input at replay ended the segment unforeseen
+        num_classes = max(int(tensor.max()) + 1, 0)
+    return _C._op("one_hot", [tensor], (num_classes,))
 
 
 # ---- normalization ---------------------------------------------------------

@@ -48,6 +48,8 @@ CASES = {
     "size_from_0d": "y = out.reshape((out.sum() > -1e9).long() * 32).reshape(16, 2)",
     "sizes_from_1d": "y = out.reshape(((out.sum() > -1e9).long() * 32).reshape(1)).reshape(16, 2)",
     "factory_size": "y = janus.zeros((out.sum() > -1e9).long() * 16, 2) + out",
+    "index_int32": "y = out[(janus.arange(16) + 0).int()]",  # cast to int64 by an op
+    "dtype_arg": "y = out.softmax(1, dtype=janus.float64).float()",  # dtype=: a cast op (and differentiable)
     "one_hot_infer": "y = out * janus.nn.functional.one_hot((out[:, 0] > 0).long()).float()[:, :1].sum()",
     # index_put_'s value cast or copied (it overlaps the target) by ops, not read here
     "setitem_cast": "y = out.clone(); y[janus.tensor([0, 1])] = out[2:4].double()",

@@ -382,11 +382,8 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
                 d += ix->ndim;
                 real += ix->ndim;
             } else {
-                jn_tensor *c = jn_to_dtype(ix, JN_I64);
-                if (!c) {
-                    jn_py_raise(JN_ERR_NOMEM);
-                    goto fail;
-                }
+                jn_tensor *c = jn_py_cast(ix, JN_I64); /* int32 indices: an op, no host read */
+                if (!c) goto fail;
                 p->adv[p->nadv] = c;
                 p->adv_dim[p->nadv++] = d;
                 d++;

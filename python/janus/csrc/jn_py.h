@@ -56,6 +56,11 @@ int jn_py_ready(jn_tensor *t);
  * NaN).  0 with an exception set on failure.  jn_py_sync_export: the data
  * leaves janus (a buffer export, an address, bytes), JN_SYNC_NUMPY. */
 int jn_py_sync_read(int kind, jn_tensor *t, int observe);
+/* t cast to dtype by the cast op (recorded, captured and differentiated like
+ * any op; a copy made beside the dispatcher read pending values on the host
+ * and cut the gradient): a new reference, t itself when it has that dtype;
+ * NULL with an exception set. */
+jn_tensor *jn_py_cast(jn_tensor *t, jn_dtype dtype);
 int jn_py_sync_export(jn_tensor *t, int observe);
 /* A sync point (JN_SYNC_* kind) during `janus replay`: ends the segment and
  * makes t current; 0 with an exception set on failure. */

@@ -295,11 +295,8 @@ static PyObject *opfn_call(OpFnObject *f, PyObject *const *args, size_t nargsf, 
         }
     }
     if (cast_to >= 0 && nin > 0 && (int)in[0]->dtype != cast_to) {
-        jn_tensor *c = jn_to_dtype(in[0], (jn_dtype)cast_to);
-        if (!c) {
-            jn_py_raise(JN_ERR_NOMEM);
-            goto fail;
-        }
+        jn_tensor *c = jn_py_cast(in[0], (jn_dtype)cast_to); /* dtype=: differentiable, as torch */
+        if (!c) goto fail;
         jn_tensor_decref(in[0]);
         in[0] = c;
     }

@@ -70,6 +70,23 @@ int jn_py_sync_read(int kind, jn_tensor *t, int observe) {
 
 int jn_py_sync_export(jn_tensor *t, int observe) { return jn_py_sync_read(JN_SYNC_NUMPY, t, observe); }
 
+jn_tensor *jn_py_cast(jn_tensor *t, jn_dtype dtype) {
+    if (t->dtype == dtype) {
+        jn_tensor_incref(t);
+        return t;
+    }
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].i = dtype;
+    jn_tensor *out = NULL;
+    jn_status s = jn_dispatch(JN_OP_cast, 1, &t, &a, &out);
+    if (s) {
+        jn_py_raise(s);
+        return NULL;
+    }
+    return out;
+}
+
 /* An address leaves janus as a buffer export does: a recorded sync (a
  * pending value read here, uncounted, ended every replayed segment early). */
 static PyObject *get_data_ptr(JnTensorObject *self, void *c) {

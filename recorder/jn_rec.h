@@ -57,6 +57,9 @@ void jn_rec_flush(void);
 /* Flush a non-empty trailing step as "tail", remove the hook, close. */
 jn_status jn_rec_stop(void);
 
+/* Whether an op of the current segment (since the last sync or step
+ * start) wrote t (made it, or in place): what replay holds pending there. */
+int jn_rec_written_in_segment(const jn_tensor *t);
 /* A sync point: kind JN_SYNC_*, the observed value (NaN if none), the tensor. */
 void jn_rec_sync(int kind, double value, const jn_tensor *t);
 /* As jn_rec_sync, but JN_SYNC_BOOL on the output of the latest comparison

@@ -221,6 +221,28 @@ static jn_status live_add_locked(const jn_tensor *t) {
 
 static void fail(jn_status s);
 
+/* ---------------------------------------------------- segment writes */
+/* The ids this segment's ops wrote (made or in place), under rec_mu; a
+ * sync and a step's end clear it.  Replay holds exactly those pending, so
+ * a value read on the host is a sync there only if it is one of them
+ * (jn_rec_written_in_segment): a mask made before the loop is no sync. */
+static struct {
+    int64_t *id;
+    int64_t n, cap;
+} W;
+
+static jn_status written_add(const jn_tensor *t) {
+    if (W.n == W.cap) {
+        int64_t cap = W.cap ? 2 * W.cap : 1024;
+        int64_t *n = realloc(W.id, sizeof *n * (size_t)cap);
+        if (!n) return jn_error(JN_ERR_NOMEM, "recorder: out of memory tracking the segment's writes");
+        W.id = n;
+        W.cap = cap;
+    }
+    W.id[W.n++] = t->id;
+    return JN_OK;
+}
+
 /* ---------------------------------------------------------- roles */
 /* The role of each header marked while recording (jn_rec_mark; unmarked:
  * JN_TR_TEMP), kept here and not on the tensor: a table keyed by the
@@ -455,6 +477,7 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
         if (out[i]->id > R.max_id) R.max_id = out[i]->id;
     for (int i = 0; i < nout && !ev.inplace && !s0; i++) s0 = live_add_locked(out[i]); /* followed until it dies */
     pthread_mutex_unlock(&L.mu);
+    for (int i = 0; i < nout && !s0; i++) s0 = written_add(out[i]);
     if (s0) {
         fail(s0);
         return;
@@ -516,6 +539,15 @@ static void record_op(const jn_rec_site *sp, jn_op op, int nin, jn_tensor *const
  * for the GIL. */
 static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
 
+int jn_rec_written_in_segment(const jn_tensor *t) {
+    if (!jn_rec_on || !t) return 0;
+    pthread_mutex_lock(&rec_mu);
+    int found = 0;
+    for (int64_t k = W.n - 1; k >= 0 && !found; k--) found = W.id[k] == t->id;
+    pthread_mutex_unlock(&rec_mu);
+    return found;
+}
+
 static void hook_after(void *ctx, jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, int nout,
                        jn_tensor *const *out) {
     (void)ctx;
@@ -576,6 +608,7 @@ static void record_sync(const jn_rec_site *sp, int kind, double value, const jn_
     }
     R.syncs[R.nsyncs++] = (jn_db_sync){R.n_ops, kind, value, site.callsite};
     R.n_syncs++;
+    W.n = 0; /* a new segment */
 }
 
 static void sync_kind(int kind, int is_bool, double value, const jn_tensor *t) {
@@ -895,6 +928,7 @@ jn_status jn_rec_stack(uint64_t hash, const int64_t *callsites, int n, int64_t *
 static void reset_step(void) {
     R.events.len = 0;
     live_clear();
+    W.n = 0;
     for (int i = 0; i < R.ntouched; i++) R.opcount[R.touched[i]] = 0;
     R.ntouched = 0;
     R.n_ops = R.n_syncs = R.n_decisions = 0;
@@ -1067,6 +1101,9 @@ jn_status jn_rec_stop(void) {
     jn_rt_record_free = NULL;
     jn_rt_record_alias = NULL;
     live_free();
+    free(W.id);
+    W.id = NULL;
+    W.n = W.cap = 0;
     jn_status ws = writer_join();
     if (!s) s = ws;
     jn_db_close(R.db);

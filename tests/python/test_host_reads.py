@@ -1,6 +1,7 @@
 """Values a training step reads on the host outside the dispatcher are sync
 points in the recording exactly as under replay (csrc/index.c, ops_py.c,
-jn_py_sync_read), or no read at all: a bool mask's values (indexing,
+jn_py_host_read: where an op of the current segment wrote the value, which
+replay holds pending), or no read at all: a bool mask's values (indexing,
 nonzero), a one-element tensor given where an op takes a number, a size
 or a list element, a 0-d bool index.  Before, the recording saw no sync where replay had to stop,
 so every replayed step's segment ended early and ran eagerly (0% hits);
@@ -71,3 +72,5 @@ def test_host_read_replays_like_eager(case, tmp_path):
     assert rr.stdout == re_.stdout and wr == we
     s = summary(rr.stderr)
     assert s["fell_back"] == 0 and s["segments"] >= 40, s
+    if case == "mask_made_before":  # a value no op of the segment wrote is current: no sync, one segment a step
+        assert s["segments"] <= 41, s

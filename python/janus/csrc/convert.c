@@ -83,7 +83,7 @@ static int put_leaf(fill_state *s, PyObject *o, int depth) {
         dv = PyFloat_AS_DOUBLE(o);
     } else if (JnTensor_Check(o)) { /* 0-d tensor: its value read on the host, a sync as item() */
         jn_tensor *t = JN_T(o);
-        if (!jn_py_sync_read(JN_SYNC_ITEM, t, 1)) return -1;
+        if (!jn_py_host_read(JN_SYNC_ITEM, t, 1)) return -1;
         if (!t->storage->data) {
             PyErr_SetString(PyExc_RuntimeError, "a meta tensor has no values to read");
             return -1;

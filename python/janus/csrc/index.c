@@ -113,7 +113,7 @@ static int classify(PyObject *o, item *it) {
         if (t->storage && t->storage->device != JN_CPU && (t->dtype == JN_BOOL || t->dtype == JN_U8)) {
             /* a device mask decides the result's shape: read on the host
              * (a sync, as in PyTorch); integer indices stay on the device */
-            if (!jn_py_sync_read(JN_SYNC_MASK, t, 1)) return -1;
+            if (!jn_py_host_read(JN_SYNC_MASK, t, 1)) return -1;
             jn_tensor *h = jn_rt_to_device(t, JN_CPU, 0);
             if (!h) { /* a failed transfer (CUDA's message): RuntimeError, as torch */
                 jn_py_raise(JN_ERR_RUNTIME);
@@ -127,7 +127,7 @@ static int classify(PyObject *o, item *it) {
             }
             it->t = h;
         } else if (t->dtype == JN_BOOL && t->ndim == 0) {
-            if (!jn_py_sync_read(JN_SYNC_MASK, t, 1)) return -1;
+            if (!jn_py_host_read(JN_SYNC_MASK, t, 1)) return -1;
             if (!t->storage->data) goto meta;
             it->kind = IT_BOOL;
             it->i = *(const uint8_t *)jn_data(t) != 0;
@@ -166,7 +166,7 @@ static int classify(PyObject *o, item *it) {
     }
     /* a mask: its values decide the shape, read on the host -- a sync in the
      * recording too, else replay's segment ended here unforeseen (every step) */
-    if ((it->t->dtype == JN_BOOL || it->t->dtype == JN_U8) && !jn_py_sync_read(JN_SYNC_MASK, it->t, 0)) {
+    if ((it->t->dtype == JN_BOOL || it->t->dtype == JN_U8) && !jn_py_host_read(JN_SYNC_MASK, it->t, 0)) {
         jn_tensor_decref(it->t);
         it->t = NULL;
         return -1;
@@ -251,7 +251,7 @@ PyObject *jn_py_nonzero_fn(PyObject *self, PyObject *arg) {
         return NULL;
     }
     jn_tensor *t = JN_T(arg);
-    if (!jn_py_sync_read(JN_SYNC_MASK, t, 0)) return NULL;
+    if (!jn_py_host_read(JN_SYNC_MASK, t, 0)) return NULL;
     if (!t->storage->data) {
         PyErr_SetString(PyExc_RuntimeError, "nonzero(): a meta tensor has no data");
         return NULL;

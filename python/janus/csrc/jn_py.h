@@ -56,6 +56,11 @@ int jn_py_ready(jn_tensor *t);
  * NaN).  0 with an exception set on failure.  jn_py_sync_export: the data
  * leaves janus (a buffer export, an address, bytes), JN_SYNC_NUMPY. */
 int jn_py_sync_read(int kind, jn_tensor *t, int observe);
+/* The same for a value the script may have made long before (a mask, a
+ * size, a number given as a tensor): a sync only where an op of the
+ * current segment wrote t -- replay holds it pending (the recording asks
+ * jn_rec_written_in_segment) -- else a plain read of current data. */
+int jn_py_host_read(int kind, jn_tensor *t, int observe);
 /* t cast to dtype by the cast op (recorded, captured and differentiated like
  * any op; a copy made beside the dispatcher read pending values on the host
  * and cut the gradient): a new reference, t itself when it has that dtype;

@@ -188,7 +188,7 @@ int jn_py_as_int(PyObject *o, int64_t *v, const char *fn, const char *arg) {
         jn_tensor *t = JN_T(o);
         /* an int read on the host (a size, a count): a sync, as item() */
         if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) &&
-            !jn_py_sync_read(JN_SYNC_ITEM, t, 1))
+            !jn_py_host_read(JN_SYNC_ITEM, t, 1))
             return -1;
         if (jn_numel(t) == 1 && (jn_dtype_is_int(t->dtype) || t->dtype == JN_BOOL) && t->storage->data &&
             t->storage->device == JN_CPU) {
@@ -224,7 +224,7 @@ int jn_py_parse_ints(PyObject *o, jn_ints *out, const char *fn, const char *arg)
     }
     if (JnTensor_Check(o) && JN_T(o)->ndim == 1) { /* a 1-d integer tensor of sizes, read on the host: a sync */
         jn_tensor *t = JN_T(o);
-        if (!jn_py_sync_read(JN_SYNC_TOLIST, t, 1)) return -1;
+        if (!jn_py_host_read(JN_SYNC_TOLIST, t, 1)) return -1;
         if (t->shape[0] > JN_MAX_DIMS || !jn_dtype_is_int(t->dtype) || !t->storage->data ||
             t->storage->device != JN_CPU) {
             PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a tuple of ints, not a %s tensor "

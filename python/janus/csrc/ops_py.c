@@ -101,7 +101,7 @@ static int conv_attr(const char *fn, const opparam *p, PyObject *v, jn_attrs *a,
         }
         /* a one-element tensor's value read on the host: a sync, recorded as
          * item() is (replay's segment ends here as it does in the recording) */
-        if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && !jn_py_sync_read(JN_SYNC_ITEM, JN_T(v), 1)) return -1;
+        if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && !jn_py_host_read(JN_SYNC_ITEM, JN_T(v), 1)) return -1;
         if (JnTensor_Check(v) && jn_numel(JN_T(v)) == 1 && JN_T(v)->storage->data &&
             JN_T(v)->storage->device == JN_CPU) {
             x->f = jn_load_f64(jn_data(JN_T(v)), JN_T(v)->dtype);

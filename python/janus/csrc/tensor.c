@@ -70,6 +70,11 @@ int jn_py_sync_read(int kind, jn_tensor *t, int observe) {
 
 int jn_py_sync_export(jn_tensor *t, int observe) { return jn_py_sync_read(JN_SYNC_NUMPY, t, observe); }
 
+int jn_py_host_read(int kind, jn_tensor *t, int observe) {
+    int pending = jn_py_replay ? t->storage && (t->storage->lazy & JN_LAZY_PENDING) : jn_rec_written_in_segment(t);
+    return pending ? jn_py_sync_read(kind, t, observe) : jn_py_ready(t);
+}
+
 jn_tensor *jn_py_cast(jn_tensor *t, jn_dtype dtype) {
     if (t->dtype == dtype) {
         jn_tensor_incref(t);

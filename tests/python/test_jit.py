@@ -346,19 +346,10 @@ def test_a_scripted_model_records_and_replays_as_eager(tmp_path):
     from dynamic_runs import have_optimize
     if not have_optimize():
         pytest.skip("janus optimize is not built")
-    from test_replay import record_and_optimize, run, summary
-    script = os.path.join(str(tmp_path), "scripted.py")
-    with open(script, "w") as f:
-        f.write(SCRIPTED)
-    tmp = str(tmp_path)
-    db = record_and_optimize(script, ["20"], tmp)
-    re_, we = run(script, ["30"], tmp, "eager")
-    rr, wr = run(script, ["30"], tmp, "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
-    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
-    assert rr.stdout == re_.stdout and rr.stdout.count(" loss ") == 30
-    assert wr == we
-    s = summary(rr.stderr)
-    assert s["fell_back"] == 0 and s["segments"] >= 30, s
+    from test_replay import replay_whole, run
+    db, rr, s = replay_whole(SCRIPTED, ["20"], ["30"], tmp_path, "scripted.py")
+    assert rr.stdout.count(" loss ") == 30 and s["segments"] >= 30, s
+    tmp, script = str(tmp_path), os.path.join(str(tmp_path), "scripted.py")
     # `janus.jit.is_scripting()` in forward reads a module's module: guarded, not a refusal
     import json
     import re

@@ -261,15 +261,6 @@ def test_hooks_registered_and_removed_mid_run_replay_as_eager(tmp_path):
     from dynamic_runs import have_optimize
     if not have_optimize():
         pytest.skip("janus optimize is not built")
-    from test_replay import record_and_optimize, run, summary
-    script = os.path.join(str(tmp_path), "hooked.py")
-    with open(script, "w") as f:
-        f.write(HOOKED)
-    tmp = str(tmp_path)
-    db = record_and_optimize(script, ["20"], tmp)
-    re_, _ = run(script, ["40"], tmp, "eager")
-    rr, _ = run(script, ["40"], tmp, "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
-    assert re_.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
-    assert rr.stdout == re_.stdout and "acts 14 " in rr.stdout
-    s = summary(rr.stderr)
-    assert s["fell_back"] == 0 and s["segments"] >= 40, s
+    from test_replay import replay_whole
+    _, rr, s = replay_whole(HOOKED, ["20"], ["40"], tmp_path, "hooked.py")
+    assert "acts 14 " in rr.stdout and s["segments"] >= 40, s

@@ -88,6 +88,25 @@ def check_replay(script, rec_args, args, tmp, min_hits, rtol=0.0):
     return db, s
 
 
+def replay_whole(source, rec_args, args, tmp_path, name="script.py"):
+    """Write source as a script, record and optimize it with rec_args, then run it with
+    args eagerly and replayed with every graph (JANUS_REPLAY_ADAPT=0): printed lines and
+    final weights must be eager's bitwise and no segment may fall back.  Returns the
+    store, the replay's CompletedProcess and its summary."""
+    tmp = str(tmp_path)
+    script = os.path.join(tmp, name)
+    with open(script, "w") as f:
+        f.write(source)
+    db = record_and_optimize(script, rec_args, tmp)
+    re_, we = run(script, args, tmp, "eager")
+    rr, wr = run(script, args, tmp, "replay", JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0")
+    assert re_.returncode == 0 and rr.returncode == 0, (re_.stderr[-2000:], rr.stderr[-3000:])
+    assert rr.stdout == re_.stdout and wr == we
+    s = summary(rr.stderr)
+    assert s["fell_back"] == 0, s
+    return db, rr, s
+
+
 def strip_rates(text):
     return re.sub(r"\([\d.]+ steps/s over (\d+) steps(, [\d.]+ ms CPU/step)?(, [\d.]+ ms in kernels/step)?", r"(steps/s over \1 steps", text)
 

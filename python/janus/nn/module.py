@@ -359,24 +359,24 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
-    def get_parameter(self, target):
-        """The Parameter at a dotted path ("encoder.0.weight")."""
+    def _attr_at(self, target):
+        """The module, name and attribute at a dotted path (torch's errors)."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
         if not hasattr(mod, name):
             raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
-        param = getattr(mod, name)
+        return mod, name, getattr(mod, name)
+
+    def get_parameter(self, target):
+        """The Parameter at a dotted path ("encoder.0.weight")."""
+        _, name, param = self._attr_at(target)
         if not isinstance(param, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return param
 
     def get_buffer(self, target):
         """The buffer at a dotted path ("bn.running_mean")."""
-        mod_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(mod_path)
-        if not hasattr(mod, name):
-            raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
-        buffer = getattr(mod, name)
+        mod, name, buffer = self._attr_at(target)
         if name not in mod._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
         return buffer

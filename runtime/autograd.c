@@ -60,6 +60,7 @@ struct jn_node {
     int device;              /* where the op ran: its gradients' zeros are made there */
     /* engine scratch, valid during one backward */
     uint64_t visit;
+    uint64_t needed;         /* autograd.grad: == the pass's gen when it leads to a requested input */
     int deps;
     jn_tensor *buf[JN_MAX_OUTS];
     jn_tensor *const *acc;   /* during the formula call: see jn_node_acc */
@@ -291,13 +292,18 @@ jn_status jn_ag_add_hook(jn_tensor *t, int kind, jn_ag_hook_fn fn, void *ctx, vo
 }
 
 /* ------------------------------------------------------------------ nodes */
-static void release_saved(jn_node *n) {
+/* Saved tensors (and a custom node's ctx) go after a backward without
+ * retain_graph, all of them when the node goes; a wrapped Python number is
+ * kept until then (torch saves it as a scalar: a node that saved nothing
+ * else runs again in a second backward, as there). */
+static void release_saved(jn_node *n, int all) {
     if (n->custom && n->custom->ctx) {
         void *ctx = n->custom->ctx;
         n->custom->ctx = NULL;
         n->custom->free_ctx(ctx);
     }
     for (int i = 0; n->saved_in && i < n->nin; i++) {
+        if (!all && n->saved_in[i] && n->saved_in[i]->wrapped_number) continue;
         jn_tensor_decref(n->saved_in[i]);
         n->saved_in[i] = NULL;
     }
@@ -320,7 +326,7 @@ static void node_decref(jn_node *n) {
         int nrec = x->grp ? x->grp->n : 1;
         for (int r = 0; r < nrec; r++) {
             jn_node *y = x->grp ? &x->grp->mem[r] : x;
-            release_saved(y);
+            release_saved(y, 1);
             hooks_free(y->hooks);
             for (int k = 0; k < y->nout; k++) jn_tensor_decref(y->buf[k]);
             for (int i = 0; y->next && i < y->nin; i++) {
@@ -363,7 +369,7 @@ const jn_meta *jn_node_input_meta(const jn_node *n, int i) { return &n->in_meta[
 
 static jn_tensor *check_saved(jn_node *n, jn_tensor *t, uint64_t ver, const char *what, int i,
                               jn_status *st) {
-    if (n->released) {
+    if (!t && n->released) { /* a node that needs nothing released runs again */
         *st = jn_error(JN_ERR_RUNTIME,
                        "Trying to backward through the graph a second time (or directly access saved "
                        "tensors after they have already been freed). Saved intermediate values of the "
@@ -905,7 +911,7 @@ static jn_status leaf_done(jn_tensor *leaf, capture *cap) {
 static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain, uint64_t gen) {
     jn_status s = JN_OK;
     const char *name = x->custom ? x->custom->name : jn_op_info(x->op)->name;
-    if (x->released)
+    if (x->released && x->custom) /* its ctx (saved tensors, the Function's state) is gone */
         return jn_error(JN_ERR_RUNTIME,
                         "Trying to backward through the graph a second time (or directly access saved "
                         "tensors after they have already been freed). Saved intermediate values of the "
@@ -1009,7 +1015,7 @@ static jn_status run_one(jn_node *x, nodevec *heap, capture *cap, int retain, ui
         }
     }
     if (!retain) {
-        release_saved(x);
+        release_saved(x, 0);
         x->released = 1;
     }
     return JN_OK;
@@ -1051,6 +1057,45 @@ static int reach_member(jn_node *g, int nr, uint64_t gen, nodevec *stack) {
     if (m->visit == gen) return 0;
     m->visit = gen;
     return vec_push(stack, m);
+}
+
+static int by_seq(const void *a, const void *b) {
+    uint64_t x = (*(jn_node *const *)a)->seq, y = (*(jn_node *const *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+/* autograd.grad runs only the nodes that lead to a requested input (as
+ * torch's engine): one whose records own a requested non-leaf's gradient,
+ * have an edge to a requested leaf, or to such a node.  Edges run from a
+ * node to earlier ones, so in creation order every node's producers are
+ * decided first.  The others are neither run nor released: a later
+ * backward through them works (grad of a loss w.r.t. a hidden value, then
+ * backward to the weights). */
+static jn_status mark_needed(nodevec *all, const capture *cap, uint64_t gen) {
+    jn_node **v = malloc(sizeof *v * (size_t)(all->n ? all->n : 1));
+    if (!v) return jn_error(JN_ERR_NOMEM, "out of memory walking the autograd graph");
+    memcpy(v, all->v, sizeof *v * (size_t)all->n);
+    qsort(v, (size_t)all->n, sizeof *v, by_seq);
+    for (int j = 0; j < all->n; j++) {
+        jn_node *x = v[j];
+        int need = 0;
+        for (int r = 0; r < (x->grp ? x->grp->n : 1) && !need; r++) {
+            jn_node *y = x->grp ? &x->grp->mem[r] : x;
+            for (int c = 0; c < cap->ninputs && !need; c++) {
+                jn_ag_meta *m = meta_of(cap->inputs[c]);
+                int q;
+                need = m && m->grad_fn && owner_of(m->grad_fn, m->output_nr, &q) == y;
+            }
+            for (int i = 0; y->next && i < y->nin && !need; i++) {
+                const struct jn_edge *e = &y->next[i];
+                need = (e->leaf && capture_slot_leaf(cap, e->leaf) >= 0) ||
+                       (e->node && !e->node->member && e->node->needed == gen);
+            }
+        }
+        if (need) x->needed = gen;
+    }
+    free(v);
+    return JN_OK;
 }
 
 static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain,
@@ -1158,6 +1203,7 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
             if (s) goto out;
         }
     }
+    if (cap && (s = mark_needed(&all, cap, gen))) goto out;
     for (int i = 0; i < all.n; i++)
         if (all.v[i]->deps == 0 && heap_push(&heap, all.v[i])) { s = JN_ERR_NOMEM; goto out; }
 
@@ -1165,6 +1211,7 @@ static jn_status run_engine(int n, jn_tensor *const *roots, jn_tensor *const *gr
      * eager runs their nodes: the last first, with nothing in between */
     while (heap.n) {
         jn_node *x = heap_pop(&heap);
+        if (cap && x->needed != gen) continue; /* leads to no requested input: left as it is */
         if (!x->grp) s = run_one(x, &heap, cap, retain, gen);
         for (int k = x->grp ? x->grp->n - 1 : -1; k >= 0 && !s; k--)
             if (x->grp->mem[k].visit == gen) s = run_one(&x->grp->mem[k], &heap, cap, retain, gen);

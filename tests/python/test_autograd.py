@@ -232,3 +232,30 @@ def test_autograd_grad_leaves_grad_alone_with_in_place_sums():
     gw, = janus.autograd.grad(y, [w])
     np.testing.assert_allclose(gw.numpy(), np.tile(np.arange(12.0).reshape(3, 4).sum(0), (2, 1)))
     assert w.grad is None and x.grad is None
+
+
+def test_a_node_that_saved_nothing_runs_again_and_grad_runs_only_what_it_needs():
+    """As torch's engine: a second backward goes through nodes that need nothing freed
+    (an expand, a product with a Python number: the number is kept), and still fails at
+    one whose saved tensors went; autograd.grad runs only the nodes that lead to its
+    inputs, so a later backward through the rest works (MAML's inner grad, then the
+    outer backward)."""
+    x = t(np.ones(3), True)
+    y = x.expand(2, 3)
+    (y * 2).sum().backward()
+    (y * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 10.0))
+    z = (x * x).sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        z.backward()
+    x = t(np.array([1.0, 2.0, 3.0]), True)
+    h = x * 2
+    loss = (h * h).sum()
+    g, = janus.autograd.grad(loss, [h])
+    np.testing.assert_array_equal(g.numpy(), 2 * 2 * np.array([1.0, 2.0, 3.0]))
+    assert x.grad is None  # the node behind h did not run
+    (h * 5).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 10.0))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()  # h * h saved h: freed by the grad above

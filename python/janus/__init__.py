@@ -100,6 +100,8 @@ for _s in ("JANUS_NUM_THREADS", "JANUS_CACHE_MB", "JANUS_GEMM_KERNEL"):
 
 from . import _dtype  # noqa: E402
 from ._dtype import Size, device, dtype, finfo, iinfo, inf, nan, e, pi  # noqa: E402,F401
+from ._dtype import (memory_format, contiguous_format, channels_last, channels_last_3d,  # noqa: E402,F401
+                     preserve_format)
 
 _C._register(_dtype.DTYPES, Size, _dtype.CPU)
 
@@ -144,6 +146,11 @@ from .amp.autocast_mode import (autocast, is_autocast_enabled, get_autocast_dtyp
 inference_mode = getattr(autograd, "inference_mode", no_grad)
 
 
+def is_inference_mode_enabled():
+    """Whether this thread is inside janus.inference_mode() (mode True)."""
+    return autograd._inference_mode_enabled()
+
+
 def is_tensor(obj):
     return isinstance(obj, _C.TensorBase)
 
@@ -166,6 +173,101 @@ def set_default_dtype(d):
                                   "supported yet")
 
 
+# ------------------------------------------------ type promotion (torch's)
+# result_type / promote_types answer with janus's own promotion (runtime/dtype.c:
+# jn_result_type, jn_promote): the dtype of a where() over empty stand-ins of the
+# arguments -- 1-d tensors, 0-d tensors or the Python numbers themselves, the three
+# priority levels -- computed once per combination and kept here.
+_promoted = {}
+_RT_OVERLOADS = (("Tensor tensor", "Tensor other"), ("Number scalar", "Tensor tensor"),
+                 ("Tensor tensor", "Number other"), ("Number scalar1", "Number scalar2"))
+
+
+def _promotion_key(x):
+    """(level, dtype or Python type) of a result_type argument; None if it is neither
+    a tensor nor a real number."""
+    import builtins
+    import numbers
+    if isinstance(x, _C.TensorBase):
+        return ("tensor" if x.dim() else "0-d", x.dtype)
+    if isinstance(x, builtins.bool) or type(x).__name__ == "bool_":  # numpy.bool_ as torch
+        return ("number", builtins.bool)
+    if isinstance(x, numbers.Integral):
+        return ("number", builtins.int)
+    if isinstance(x, numbers.Real):
+        return ("number", builtins.float)
+    if isinstance(x, numbers.Complex):
+        raise TypeError("result_type(): janus has no complex dtypes")
+    return None
+
+
+def _promote(ka, kb):
+    r = _promoted.get((ka, kb))
+    if r is None:
+        def stand_in(k):
+            level, t = k
+            return (t(1) if level == "number" else
+                    _factories.empty((0,) if level == "tensor" else (), dtype=t))
+        with no_grad():
+            r = _ops.INTERNAL["where"](_factories.zeros(0, dtype=bool), stand_in(ka), stand_in(kb)).dtype
+        _promoted[(ka, kb)] = r
+    return r
+
+
+def _rt_type_name(x):
+    return "Tensor" if isinstance(x, _C.TensorBase) else type(x).__name__
+
+
+def result_type(*args, **kwargs):
+    """torch.result_type(tensor1, tensor2): the dtype an arithmetic op on the
+    two (tensors or Python numbers) gives, by torch's promotion rules (janus's
+    own: dimensioned tensors over 0-d tensors over Python numbers)."""
+    names = ("tensor", "other", "scalar", "scalar1", "scalar2")
+    got = [*args, *(kwargs[k] for k in names if k in kwargs)]
+    if len(got) == 2 and len(args) + len(kwargs) == 2 and set(kwargs) <= set(names):
+        keys = [_promotion_key(x) for x in got]
+        if None not in keys:
+            return _promote(keys[0], keys[1])
+    shown = ", ".join([_rt_type_name(a) for a in args] + [f"{k}={_rt_type_name(v)}" for k, v in kwargs.items()])
+    text = f"result_type() received an invalid combination of arguments - got ({shown}), but expected one of:\n"
+    for over in _RT_OVERLOADS:
+        text += f" * ({', '.join(over)})\n"
+        if len(args) == 2 and not kwargs:
+            marks = []
+            for a, p in zip(args, over):
+                ok = isinstance(a, _C.TensorBase) and p.startswith("Tensor")  # torch marks every non-tensor
+                marks.append(_rt_type_name(a) if ok else f"!{_rt_type_name(a)}!")
+            text += f"      didn't match because some of the arguments have invalid types: ({', '.join(marks)})\n"
+    raise TypeError(text)
+
+
+def _dtype_arg(x, fn, name, pos):
+    """A dtype argument of promote_types / can_cast (Python float, int and bool
+    name float64, int64 and bool, as in torch)."""
+    import builtins
+    if isinstance(x, dtype):
+        return x
+    if x in (builtins.float, builtins.int, builtins.bool):
+        return _dtype.to_dtype(x)
+    where = f" (position {pos})" if pos else ""
+    raise TypeError(f"{fn}(): argument '{name}'{where} must be a janus.dtype, not {type(x).__name__}")
+
+
+def promote_types(type1, type2):
+    """torch.promote_types: the smallest dtype both promote to (janus's promotion)."""
+    return _promote(("tensor", _dtype_arg(type1, "promote_types", "type1", 1)),
+                    ("tensor", _dtype_arg(type2, "promote_types", "type2", 2)))
+
+
+def can_cast(from_, to):
+    """torch.can_cast: whether a result of dtype from_ may be written into a
+    tensor of dtype to (in-place ops, out=): no floating -> integral or bool,
+    no non-bool -> bool -- the rule janus's dispatcher applies (runtime/dispatch.c)."""
+    f = _dtype_arg(from_, "can_cast", "from_", 1)
+    t = _dtype_arg(to, "can_cast", "to", 2)
+    return not ((f.is_floating_point and not t.is_floating_point) or (f is not bool and t is bool))
+
+
 del _bd, _tensor_mod, _s
 
 # live forward-hook registrations on modules (nn/module.py); nonzero: every module call runs
@@ -178,7 +280,7 @@ from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import accelerator, backends, distributed, distributions, multiprocessing, onnx, serialization  # noqa: E402,F401
-from . import jit, linalg, random, special  # noqa: E402,F401
+from . import func, jit, linalg, random, special  # noqa: E402,F401
 
 # JANUS_KERNEL_CLOCK: time spent inside kernels on this thread (benchmarks/bench_replay.py)
 if _C._setting_value("JANUS_KERNEL_CLOCK"):

@@ -199,6 +199,115 @@ class Size(tuple):
         return (Size, (tuple(self),))
 
 
+class memory_format:
+    """A memory layout request, as torch.memory_format: janus.contiguous_format,
+    janus.channels_last (NHWC, 4-D), janus.channels_last_3d (NDHWC, 5-D) and
+    janus.preserve_format; repr and messages spell them as torch does
+    (torch.channels_last).
+
+    Limit: janus stores every tensor it creates row-major (contiguous).  Where
+    torch would lay a result out channels-last (x.contiguous(memory_format=
+    janus.channels_last), x.to(memory_format=...), clone / empty_like / ...
+    (memory_format=...), Module.to(memory_format=...)), janus checks the
+    argument as torch does (the type; rank 4 for channels_last, 5 for
+    channels_last_3d) and returns a tensor with the same values in row-major
+    layout.  Tensor.is_contiguous(memory_format=...) answers from the actual
+    strides, as torch does: true for channels_last only where the strides
+    really are channels-last (a permuted view of an NHWC tensor, or size-1
+    dimensions that make both layouts one)."""
+
+    __slots__ = ("_name",)
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("cannot create 'torch.memory_format' instances")
+
+    def __repr__(self):
+        return "torch." + self._name
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_memory_format_by_name, (self._name,))
+
+    def __setattr__(self, k, v):
+        raise AttributeError(f"'torch.memory_format' object has no attribute '{k}'")
+
+
+def _make_memory_format(name):
+    mf = object.__new__(memory_format)
+    object.__setattr__(mf, "_name", name)
+    return mf
+
+
+contiguous_format = _make_memory_format("contiguous_format")
+channels_last = _make_memory_format("channels_last")
+channels_last_3d = _make_memory_format("channels_last_3d")
+preserve_format = _make_memory_format("preserve_format")
+_MEMORY_FORMATS = {m._name: m for m in (contiguous_format, channels_last, channels_last_3d, preserve_format)}
+
+
+def _memory_format_by_name(name):
+    return _MEMORY_FORMATS[name]
+
+
+def check_memory_format(mf, fn, allow_none=False):
+    """mf if it is a memory format (or None where allow_none), else torch's TypeError."""
+    if isinstance(mf, memory_format) or (mf is None and allow_none):
+        return mf
+    raise TypeError(f"{fn}(): argument 'memory_format' must be torch.memory_format, not {type(mf).__name__}")
+
+
+def check_memory_format_rank(mf, ndim):
+    """torch's check where a result is laid out in mf: channels_last needs 4 dims,
+    channels_last_3d 5."""
+    if mf is channels_last and ndim != 4:
+        raise RuntimeError("required rank 4 tensor to use channels_last format")
+    if mf is channels_last_3d and ndim != 5:
+        raise RuntimeError("required rank 5 tensor to use channels_last_3d format")
+
+
+_CL_ORDER = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
+
+
+def is_contiguous_as(sizes, strides, mf):
+    """torch's is_channels_last(_3d)_contiguous for mf channels_last(_3d): the
+    strides are exactly the channels-last ones, size-1 dimensions ignored;
+    never for another rank."""
+    ndim, order = _CL_ORDER[mf]
+    if len(sizes) != ndim:
+        return False
+    expected = 1
+    for d in order:
+        if sizes[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= sizes[d]
+    return True
+
+
+def _strides_like(sizes, strides, order):
+    """torch's is_channels_last_strides_2d_s4 / _3d_s5: strides increasing in
+    the channels-last order (ambiguous cases count as contiguous)."""
+    if strides[1] == 0:
+        return False
+    lo = 0
+    for d in order:
+        if sizes[d] == 0 or strides[d] < lo:
+            return False
+        if d == 0 and lo == strides[1]:
+            return False
+        lo = strides[d] * (sizes[d] if sizes[d] > 1 else 1)
+    return True
+
+
+def suggest_memory_format(sizes, strides):
+    """torch's Tensor.suggest_memory_format(): the layout the strides look like."""
+    for mf, (ndim, order) in _CL_ORDER.items():
+        if len(sizes) == ndim and _strides_like(sizes, strides, order):
+            return mf
+    return contiguous_format
+
+
 class finfo:
     """Machine limits of a floating dtype (like torch.finfo)."""
 

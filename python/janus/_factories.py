@@ -184,6 +184,11 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
+    if memory_format is not None:  # checked as torch does; the tensor is row-major (janus's layout)
+        _dtype.check_memory_format(memory_format, "empty")
+        if memory_format is _dtype.preserve_format:
+            raise RuntimeError("unsupported memory format Preserve")
+        _dtype.check_memory_format_rank(memory_format, len(sizes_arg(size, "empty")))
     if out is None and device is None and layout is None:
         return _empty_fn(*size, dtype=dtype)
     _common("empty", device, requires_grad, layout)
@@ -191,32 +196,38 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     return _out(ops.empty(shape=sizes_arg(size, "empty"), dtype=dtype), out)
 
 
-def _like(fn, input, dtype):
+def _like(fn, input, dtype, memory_format=None):
+    """The shape and dtype of a *_like result.  memory_format (None:
+    preserve_format) is checked as torch does; the result is row-major
+    whatever the format (janus's layout, _dtype.memory_format)."""
     if not isinstance(input, TensorBase):
         raise TypeError(f"{fn}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if memory_format is not None:
+        _dtype.check_memory_format(memory_format, fn)
+        _dtype.check_memory_format_rank(memory_format, input.dim())
     return tuple(input.shape), (to_dtype(dtype) or input.dtype)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    shp, dt = _like("zeros_like", input, dtype)
+    shp, dt = _like("zeros_like", input, dtype, memory_format)
     return _full("zeros_like", (shp,), 0, dt, device=device, requires_grad=requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    shp, dt = _like("ones_like", input, dtype)
+    shp, dt = _like("ones_like", input, dtype, memory_format)
     return _full("ones_like", (shp,), 1, dt, device=device, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    shp, dt = _like("full_like", input, dtype)
+    shp, dt = _like("full_like", input, dtype, memory_format)
     if isinstance(fill_value, TensorBase):
         fill_value = fill_value.item()
     return _full("full_like", (shp,), fill_value, dt, device=device, requires_grad=requires_grad)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    shp, dt = _like("empty_like", input, dtype)
+    shp, dt = _like("empty_like", input, dtype, memory_format)
     return empty(shp, dtype=dt, device=device, requires_grad=requires_grad)
 
 
@@ -402,12 +413,12 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
 
 
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    shp, dt = _like("rand_like", input, dtype)
+    shp, dt = _like("rand_like", input, dtype, memory_format)
     return rand(shp, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    shp, dt = _like("randn_like", input, dtype)
+    shp, dt = _like("randn_like", input, dtype, memory_format)
     return randn(shp, dtype=dt, device=device, requires_grad=requires_grad)
 
 
@@ -439,7 +450,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
                  memory_format=None):
     if high is None:
         low, high = 0, low
-    shp, dt = _like("randint_like", input, dtype)
+    shp, dt = _like("randint_like", input, dtype, memory_format)
     return randint(low, high, shp, dtype=dt, device=device, requires_grad=requires_grad)
 
 

@@ -986,9 +986,48 @@ def t(self):
 FUNCTIONS["t"] = t
 
 
+_row_major = TensorBase.is_contiguous  # the C method: row-major strides (numel 0: true)
+
+
 @method
-def contiguous(self, memory_format=None):
-    return self if self.is_contiguous() else FUNCTIONS["clone"](self)
+def is_contiguous(self, *, memory_format=_dtype.contiguous_format):
+    """Whether the strides are those of memory_format: row-major for
+    contiguous_format (and preserve_format, as torch), channels-last for
+    channels_last / channels_last_3d -- the actual strides, as torch answers
+    (janus creates row-major tensors only: channels-last strides come from
+    views, e.g. an NHWC tensor permuted to NCHW, or size-1 dimensions)."""
+    if memory_format is _dtype.contiguous_format or memory_format is _dtype.preserve_format:
+        return _row_major(self)
+    _dtype.check_memory_format(memory_format, "is_contiguous")
+    return _dtype.is_contiguous_as(self.shape, self.stride(), memory_format)
+
+
+@method
+def contiguous(self, *, memory_format=_dtype.contiguous_format):
+    """self when its strides already are memory_format's, else a copy.  Limit:
+    the copy is row-major for every format (janus has no channels-last
+    layout); channels_last / channels_last_3d are checked as torch does
+    (rank 4 / 5) and give the same values."""
+    if memory_format is _dtype.contiguous_format:
+        return self if _row_major(self) else _I["clone"](self)
+    _dtype.check_memory_format(memory_format, "contiguous")
+    if is_contiguous(self, memory_format=memory_format):
+        return self
+    if memory_format is _dtype.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    _dtype.check_memory_format_rank(memory_format, self.dim())
+    return _I["clone"](self)
+
+
+@both
+def clone(input, *, memory_format=None):
+    """A copy of input.  memory_format (None: preserve_format) is checked as
+    torch does; the copy is row-major whatever the format (janus's layout)."""
+    if memory_format is not None and memory_format is not _dtype.preserve_format:
+        _check_tensor(input, "clone")
+        _dtype.check_memory_format(memory_format, "clone")
+        _dtype.check_memory_format_rank(memory_format, input.dim())
+    return _I["clone"](input)
 
 
 @both

@@ -60,6 +60,28 @@ def _to_device(t, dev, fn):
     return _C._to_device(t, dev, False)
 
 
+_TO_OVERLOADS = (" * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, "
+                 "bool copy = False, *, torch.memory_format memory_format = None)\n"
+                 " * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+                 "torch.memory_format memory_format = None)\n"
+                 " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+                 "torch.memory_format memory_format = None)\n")
+
+
+def _to_memory_format(t, r, mf):
+    """to(..., memory_format=mf) with r = t converted as asked otherwise: t itself
+    when r is t and its strides already look like mf (torch's
+    suggest_memory_format), else a copy -- row-major (janus's only layout) --
+    after torch's rank check."""
+    if not isinstance(mf, _dtype.memory_format):
+        raise TypeError(f"to() received an invalid combination of arguments - got "
+                        f"(memory_format={type(mf).__name__}, ), but expected one of:\n" + _TO_OVERLOADS)
+    if r is t and _dtype.suggest_memory_format(t.shape, t.stride()) is mf:
+        return t
+    _dtype.check_memory_format_rank(mf, t.dim())
+    return r.clone() if r is t else r
+
+
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on the Janus runtime (the torch.Tensor API)."""
 
@@ -189,7 +211,10 @@ class Tensor(_C.TensorBase):
 
     # -------------------------------------------------------- conversions
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
-        """to(dtype), to(device), to(device, dtype), to(other), with copy=False."""
+        """to(dtype), to(device), to(device, dtype), to(other), with copy=False.
+        memory_format (None: preserve_format) is torch's: self when nothing
+        changes and the strides already look like it, else a copy -- row-major
+        whatever the format (janus's layout; _dtype.memory_format)."""
         for a in args:
             if isinstance(a, _dtype.dtype) or a in (float, int, bool):
                 if dtype is not None:
@@ -203,6 +228,8 @@ class Tensor(_C.TensorBase):
                 non_blocking = a
             else:
                 raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
+        if memory_format is not None and memory_format is not _dtype.preserve_format:
+            return _to_memory_format(self, self.to(dtype=dtype, device=device, copy=copy), memory_format)
         dev = _dtype.check_device(device, "to")
         dtype = to_dtype(dtype)
         r = self
@@ -212,33 +239,35 @@ class Tensor(_C.TensorBase):
             return r.clone() if copy else r
         return _cast(r, dtype)
 
-    def _to(self, name):
+    def _to(self, name, memory_format=None):
         dt = _by[name]
+        if memory_format is not None:
+            return self.to(dt, memory_format=memory_format)
         return self if self.dtype is dt else _cast(self, dt)
 
     def float(self, memory_format=None):
-        return self._to("float32")
+        return self._to("float32", memory_format)
 
     def double(self, memory_format=None):
-        return self._to("float64")
+        return self._to("float64", memory_format)
 
     def half(self, memory_format=None):
-        return self._to("float16")
+        return self._to("float16", memory_format)
 
     def bfloat16(self, memory_format=None):
-        return self._to("bfloat16")
+        return self._to("bfloat16", memory_format)
 
     def long(self, memory_format=None):
-        return self._to("int64")
+        return self._to("int64", memory_format)
 
     def int(self, memory_format=None):
-        return self._to("int32")
+        return self._to("int32", memory_format)
 
     def bool(self, memory_format=None):
-        return self._to("bool")
+        return self._to("bool", memory_format)
 
     def byte(self, memory_format=None):
-        return self._to("uint8")
+        return self._to("uint8", memory_format)
 
     def type_as(self, other):
         return self.to(other.dtype)
@@ -254,9 +283,13 @@ class Tensor(_C.TensorBase):
         return self.to(dtype)
 
     def cpu(self, memory_format=None):
+        if memory_format is not None:
+            return self.to("cpu", memory_format=memory_format)
         return self if not self.is_cuda else _to_device(self, _dtype.CPU_NUM, "cpu")
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
+        if memory_format is not None:
+            return self.to(device="cuda" if device is None else device, memory_format=memory_format)
         dev = _dtype.check_device("cuda" if device is None else device, "cuda")
         return self if _C._device_num(self) == dev else _to_device(self, dev, "cuda")
 

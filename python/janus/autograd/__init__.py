@@ -5,8 +5,12 @@ formulas live in runtime/derivatives.c, one per op of the op table.  Grad
 mode is thread-local, as in PyTorch.  Higher-order gradients
 (create_graph=True) are not supported yet.
 """
+import threading as _threading
+
 from .. import _C
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from . import functional  # noqa: F401
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 
 
 class set_grad_enabled:
@@ -56,6 +60,52 @@ class enable_grad(_GradMode):
 
 def is_grad_enabled():
     return _C.is_grad_enabled()
+
+
+_inference = _threading.local()  # .on: inference mode of this thread (torch's is thread-local too)
+
+
+def _inference_mode_enabled():
+    return getattr(_inference, "on", False)
+
+
+class inference_mode:
+    """torch.inference_mode(mode=True): a context manager / decorator.  mode
+    True disables gradient recording (as no_grad) and makes
+    janus.is_inference_mode_enabled() true; mode False enables gradient
+    recording, as torch's does.  janus has no inference tensors: tensors made
+    inside are ordinary ones (torch refuses to record autograd on them later,
+    janus does not)."""
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # @inference_mode without parentheses
+
+    def __init__(self, mode=True):
+        self.mode = mode
+
+    def __enter__(self):
+        self._prev = (_C._set_grad_enabled(not self.mode), _inference_mode_enabled())
+        _inference.on = self.mode
+        return None
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev[0])
+        _inference.on = self._prev[1]
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with self.clone():
+                return fn(*a, **k)
+        return wrapper
 
 
 def _seq(x):

@@ -294,8 +294,15 @@ class Module:
         """to(device), to(dtype), to(device, dtype): moves parameters (with their
         .grad) and buffers to the device and converts floating ones to dtype.
         Parameters are replaced by new Parameter objects, so build optimizers
-        after moving the model (as PyTorch recommends)."""
+        after moving the model (as PyTorch recommends).  memory_format= is checked
+        as torch does and changes nothing: janus keeps 4-D weights row-major
+        (channels_last is a layout janus does not have; values are the same)."""
         dtype, device = kwargs.get("dtype"), kwargs.get("device")
+        mf = kwargs.get("memory_format")
+        if mf is not None and not isinstance(mf, janus.memory_format):
+            from janus._tensor import _TO_OVERLOADS
+            raise TypeError(f"to() received an invalid combination of arguments - got "
+                            f"(memory_format={type(mf).__name__}, ), but expected one of:\n" + _TO_OVERLOADS)
         for a in args:
             if isinstance(a, janus.dtype):
                 dtype = a

@@ -14,6 +14,7 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from . import swa_utils  # after the optimizers: it imports janus.nn and lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS", "NAdam", "RAdam",
-           "Adamax", "ASGD", "Rprop", "lr_scheduler"]
+           "Adamax", "ASGD", "Rprop", "lr_scheduler", "swa_utils"]

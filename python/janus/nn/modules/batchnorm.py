@@ -30,18 +30,35 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with janus.no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            with janus.no_grad():
+                self.weight.fill_(1)
+                self.bias.zero_()
+
     def forward(self, x):
         if x.ndim not in self._dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._dims)} input (got {x.ndim}D input)")
         if x.shape[1] != self.num_features:
             raise RuntimeError(f"{type(self).__name__}: input has {x.shape[1]} channels, expected {self.num_features}")
         use_batch = self.training or not self.track_running_stats
+        momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with janus.no_grad():
                 self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # torch's cumulative moving average (a host read)
+                momentum = 1.0 / float(self.num_batches_tracked)
         return F.batch_norm(x, self.running_mean if not use_batch or self.training else None,
                             self.running_var if not use_batch or self.training else None,
-                            self.weight, self.bias, use_batch, self.momentum, self.eps)
+                            self.weight, self.bias, use_batch, momentum, self.eps)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):

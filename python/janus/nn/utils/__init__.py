@@ -141,6 +141,6 @@ from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eva
                      fuse_linear_bn_weights)
 from .init import skip_init  # noqa: E402,F401
 from .memory_format import convert_conv2d_weight_memory_format  # noqa: E402,F401
-from . import parametrizations, parametrize  # noqa: E402,F401
+from . import parametrizations, parametrize, stateless  # noqa: E402,F401
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402,F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402,F401

@@ -1137,6 +1137,28 @@ def masked_select(input, mask):
     return input.expand(shp)[mask.expand(shp)]
 
 
+_round_op, _round_into = FUNCTIONS["round"], METHODS["round_"]
+
+
+def _round_decimals(x, decimals):
+    """torch's round with decimals: x * 10^d rounded half to even, / 10^d (for d < 0:
+    x / 10^-d rounded, * 10^-d), in x's dtype."""
+    ten = 10.0 ** _b.abs(decimals)
+    return _round_op(x * ten) / ten if decimals > 0 else _round_op(x / ten) * ten
+
+
+@both
+def round(input, *, decimals=0, out=None):
+    """round(input, *, decimals=0): half to even, at `decimals` places as torch's."""
+    r = _round_op(input) if decimals == 0 else _round_decimals(input, int(decimals))
+    return r if out is None else out.copy_(r)
+
+
+@method
+def round_(self, *, decimals=0):
+    return _round_into(self) if decimals == 0 else self.copy_(_round_decimals(self, int(decimals)))
+
+
 @method
 def masked_fill_(self, mask, value):
     return METHODS["_masked_fill_into"](self, mask, value)

@@ -913,3 +913,26 @@ def test_gradients_against_pytorch(k):
         jg = np.zeros(tuple(j.shape)) if j.grad is None else j.grad.numpy()
         # ldexp: torch's gradient for the exponent uses ln 2 rounded to float32 (2.7e-9 off)
         np.testing.assert_allclose(jg, tg, rtol=1e-8 if name == "ldexp" else 1e-10, atol=1e-12, err_msg=name)
+
+
+def test_round_with_decimals():
+    """round(x, decimals=d) as torch's: x * 10^d rounded half to even, / 10^d (d < 0:
+    x / 10^-d rounded, * 10^-d), in x's dtype; the gradient is zero."""
+    a = np.random.default_rng(5).standard_normal(500).astype(np.float32) * 100
+    for d in (0, 1, 2, -1, -2):
+        ten = np.float32(10.0 ** abs(d))
+        want = np.round(a * ten) / ten if d > 0 else np.round(a / ten) * ten if d < 0 else np.round(a)
+        np.testing.assert_array_equal(janus.round(janus.tensor(a), decimals=d).numpy(), want)
+    x = janus.tensor(a[:8])
+    x.round_(decimals=1)
+    np.testing.assert_array_equal(x.numpy(), np.round(a[:8] * np.float32(10)) / np.float32(10))
+    w = janus.tensor([1.26, 2.0], requires_grad=True)
+    janus.round(w, decimals=1).sum().backward()
+    assert w.grad.tolist() == [0.0, 0.0]
+    try:
+        import torch
+    except ImportError:
+        return
+    for d in (1, 3, -1):
+        np.testing.assert_array_equal(janus.round(janus.tensor(a), decimals=d).numpy(),
+                                      torch.round(torch.tensor(a), decimals=d).numpy())

@@ -286,6 +286,31 @@ def dist(input, other, p=2):
     return _I["where"](ok, ss ** (1.0 / p), s.detach() ** (1.0 / p))
 
 
+@both
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distance between each row of x1 [.., P, M] and each of x2 [.., R, M]: [.., P, R],
+    the batch dims broadcast.  Computed from the differences for every p and size (torch
+    switches to a matrix product for p = 2 past 25 rows, whose rounding differs slightly; the
+    compute_mode is checked, not followed); a zero distance has gradient 0, as torch's.
+    Memory: the [.., P, R, M] differences."""
+    _check_tensor(x1, "cdist", "x1")
+    _check_tensor(x2, "cdist", "x2")
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
+                           f"X2: {x2.shape[-1]}")
+    if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {_tname(x1.dtype)}")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist", None):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    from .linalg import vector_norm
+    return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), ord=float(p), dim=-1)
+
+
 # ------------------------------------------------------------ statistics
 @both
 def cov(input, *, correction=1, fweights=None, aweights=None):

@@ -936,3 +936,31 @@ def test_round_with_decimals():
     for d in (1, 3, -1):
         np.testing.assert_array_equal(janus.round(janus.tensor(a), decimals=d).numpy(),
                                       torch.round(torch.tensor(a), decimals=d).numpy())
+
+
+def test_cdist_against_numpy_and_torch():
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 4, 3))
+    diff = a[:, :, None, :] - b[:, None, :, :]
+    for p, want in ((2.0, np.sqrt((diff ** 2).sum(-1))), (1.0, np.abs(diff).sum(-1)),
+                    (np.inf, np.abs(diff).max(-1)), (0.0, (diff != 0).sum(-1).astype(float)),
+                    (3.0, (np.abs(diff) ** 3).sum(-1) ** (1 / 3))):
+        np.testing.assert_allclose(janus.cdist(janus.tensor(a), janus.tensor(b), p=p).numpy(), want, rtol=1e-12)
+    check_grad(lambda x, y: janus.cdist(x, y).sum(), [a, b])
+    z = janus.tensor(a[0], requires_grad=True)
+    janus.cdist(z, z).sum().backward()  # zero distances on the diagonal: gradient 0 there, not NaN
+    assert np.isfinite(z.grad.numpy()).all()
+    with pytest.raises(RuntimeError, match="same number of columns"):
+        janus.cdist(janus.ones(3, 2), janus.ones(3, 4))
+    with pytest.raises(RuntimeError, match="non-negative p"):
+        janus.cdist(janus.ones(3, 2), janus.ones(3, 2), p=-1)
+    try:
+        import torch
+    except ImportError:
+        return
+    x, y = janus.tensor(a, requires_grad=True), janus.tensor(b, requires_grad=True)
+    janus.cdist(x, y).sum().backward()
+    xt, yt = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    torch.cdist(xt, yt).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(y.grad.numpy(), yt.grad.numpy(), rtol=1e-12, atol=1e-14)

@@ -19,7 +19,10 @@ weight_norm on the first layer, spectral_norm with its power iteration on
 the last), maskloss (the loss over the rows a bool mask made in the step
 keeps, as an ignored label: out[keep], a mask read), ema (a deepcopy of the model tracking its
 weights, p_ema.mul_(d).add_(p, alpha=1 - d) under no_grad), bwhook (a
-full backward hook on the last layer logging and scaling its grad_input)."""
+full backward hook on the last layer logging and scaling its grad_input),
+maml (first-order MAML: an inner step on half the batch through
+torch.func.functional_call and autograd.grad, the outer loss on the other
+half through the updated weights)."""
 import copy
 import math
 import random
@@ -30,7 +33,7 @@ import janus.nn as nn
 import janus.nn.functional as F
 
 MODES = ("accum", "wclip", "manual", "log", "mask", "teacher", "evalevery", "reseed", "noise", "perm", "cosine",
-         "smooth", "clipvalue", "plateau", "printt", "inplace", "customfn", "param", "maskloss", "ema", "bwhook")
+         "smooth", "clipvalue", "plateau", "printt", "inplace", "customfn", "param", "maskloss", "ema", "bwhook", "maml")
 
 
 class _LeakyClamp(janus.autograd.Function):
@@ -116,6 +119,15 @@ def main(mode, steps):
             loss.backward()
             if step % 2 == 1:
                 opt.step()
+        elif mode == "maml":
+            params = dict(model.named_parameters())
+            inner = F.cross_entropy(janus.func.functional_call(model, params, (x[:8],)), y[:8])
+            grads = janus.autograd.grad(inner, list(params.values()))
+            fast = {n: p - 0.1 * g for (n, p), g in zip(params.items(), grads)}
+            loss = F.cross_entropy(janus.func.functional_call(model, fast, (x[8:],)), y[8:])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
         elif mode == "manual":
             loss = F.cross_entropy(model(x), y)
             model.zero_grad()

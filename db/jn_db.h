@@ -196,12 +196,12 @@ enum {
     X(PRINT, 5, "print", "print()", "printing a tensor")                                    \
     X(COMPARE, 6, "compare", "a comparison", "a comparison used as a bool")                 \
     X(MASK, 7, "mask", "a bool mask", "a bool mask's values read (indexing, nonzero)")
-enum {
+/* (numbered 1..N in order: the last is the count) */
 #define JN_SYNC_ENUM_(n, v, name, call, what) JN_SYNC_##n = v,
-    JN_SYNC_KINDS(JN_SYNC_ENUM_)
+#define JN_SYNC_COUNT_(n, v, name, call, what) +1
+enum { JN_SYNC_KINDS(JN_SYNC_ENUM_) JN_SYNC_LAST = 0 JN_SYNC_KINDS(JN_SYNC_COUNT_) };
 #undef JN_SYNC_ENUM_
-    JN_SYNC_LAST = 7
-};
+#undef JN_SYNC_COUNT_
 /* A sync kind's short name, its read as text, and what a region refusal says
  * ("?", "a sync", "a sync" for an unknown kind). */
 const char *jn_db_sync_name(int kind);

@@ -38,12 +38,15 @@ class _GradMode:
         _C._set_grad_enabled(self.prev)
         return False
 
+    def clone(self):
+        return self.__class__()
+
     def __call__(self, fn):
         import functools
 
         @functools.wraps(fn)
         def wrapper(*a, **k):
-            with self.__class__():
+            with self.clone():
                 return fn(*a, **k)
         return wrapper
 
@@ -69,7 +72,7 @@ def _inference_mode_enabled():
     return getattr(_inference, "on", False)
 
 
-class inference_mode:
+class inference_mode(_GradMode):
     """torch.inference_mode(mode=True): a context manager / decorator.  mode
     True disables gradient recording (as no_grad) and makes
     janus.is_inference_mode_enabled() true; mode False enables gradient
@@ -97,15 +100,6 @@ class inference_mode:
 
     def clone(self):
         return self.__class__(self.mode)
-
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapper(*a, **k):
-            with self.clone():
-                return fn(*a, **k)
-        return wrapper
 
 
 def _seq(x):

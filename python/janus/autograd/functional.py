@@ -77,6 +77,20 @@ def _grad_postprocess(inputs):
     return tuple(_grad_postprocess(inp) for inp in inputs)
 
 
+def _vector(v, other, is_other_tuple, fn_name, what):
+    """v (vjp: per output; jvp: per input) as a tuple of detached tensors shaped as other's;
+    None only where other is one one-element tensor (what: torch's words for it), then
+    ones, as torch's."""
+    if v is None:
+        if len(other) != 1 or other[0].nelement() != 1:
+            raise RuntimeError(f"The vector v can only be None if {what} a single Tensor with a single element.")
+        return (janus.ones_like(other[0]),)
+    _, v = _as_tuple(v, "v", fn_name)
+    v = _grad_preprocess(v, need_graph=False)
+    _validate_v(v, other, is_other_tuple)
+    return v
+
+
 def _validate_v(v, other, is_other_tuple):
     if len(other) != len(v):
         if is_other_tuple:
@@ -139,14 +153,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         outputs = func(*inputs)
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
         _check_outputs_require_grad(outputs, strict)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vjp")
-            v = _grad_preprocess(v, need_graph=False)
-            _validate_v(v, outputs, is_outputs_tuple)
-        else:
-            if len(outputs) != 1 or outputs[0].nelement() != 1:
-                raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
-                                   "Tensor with a single element.")
+        v = _vector(v, outputs, is_outputs_tuple, "vjp", "the user-provided function returns")
     grad_res = _autograd_grad(outputs, inputs, v)
     res = _fill_in_zeros(grad_res, inputs, strict)
     return (_tuple_postprocess(_grad_postprocess(outputs), is_outputs_tuple),
@@ -254,15 +261,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     with janus.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _grad_preprocess(v, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        else:
-            if len(inputs) != 1 or inputs[0].nelement() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                                   "single Tensor with a single element.")
-            v = (janus.ones_like(inputs[0]),)
+        v = _vector(v, inputs, is_inputs_tuple, "jvp", "the input to the user-provided function is")
         outputs = func(*inputs)
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
         _check_outputs_require_grad(outputs, strict)

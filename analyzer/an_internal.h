@@ -347,11 +347,13 @@ typedef struct {
      * combined over the exemplars, and their first values */
     uint64_t hseq, hdelta;
     int64_t *firsts;
-    uint8_t position;         /* a position that never moved (ops_pos.def) or an extent
-                               * (gen_extent), made a symbol anyway: bound through
-                               * firsts, matched by nothing */
+    uint8_t position;         /* a position that never moved (ops_pos.def), an extent
+                               * (gen_extent) or a mask's count, made a symbol anyway:
+                               * bound through firsts, matched by no value */
     uint8_t promoted;         /* a dim that never varied here but did elsewhere in the
                                * recording (an_ctx.dimvar): matched by equal values */
+    uint8_t count;            /* a bool mask's count that never varied (counts.c): a
+                               * symbol anyway, bound through firsts */
 } an_cand;
 
 typedef struct an_gen {
@@ -381,6 +383,14 @@ typedef struct an_gen {
     int64_t pos_prev_v;       /* ... that position's value: a later one is pos_prev + c */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
     struct an_fshare *fsh; int64_t nfsh, capfsh; /* float attributes' shared scalar inputs */
+    /* counts.c: a bool mask's counts that never varied (ids 1..ncnt, their
+     * values over the exemplars in cfirsts), and per E0 value dim and per
+     * E0 op int slot the count it is, 0 none */
+    int ncnt;
+    int64_t *cfirsts;
+#define AN_COUNT_SLOTS 16
+    int8_t (*cval)[JN_MAX_DIMS];
+    int8_t (*cslot)[AN_COUNT_SLOTS];
 } an_gen;
 
 jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g);
@@ -388,6 +398,8 @@ jn_status an_generalize(an_ctx *c, const an_struct *s, const an_group *grp, jn_i
  * *why says how it differs from a recorded exemplar, NULL when it is exact. */
 jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *grp, jn_ir_graph *g,
                                 const char **why);
+/* counts.c: G->cval, G->cslot (JN_ERR_NOMEM). */
+jn_status an_counts(an_gen *G);
 /* selfcheck.c: NULL when every exemplar of G expands exactly, else why not. */
 const char *an_selfcheck(an_gen *G);
 int32_t an_gen_sym(an_gen *G, const char *prefix, jn_ir_sym_kind kind, int64_t lo, int64_t hi, int64_t site);

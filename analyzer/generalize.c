@@ -69,7 +69,7 @@ static int add_cand(an_gen *G, jn_ir_dim d, int32_t sym, const int64_t *vec) {
         if (!(v = malloc(sizeof(int64_t) * (size_t)G->m))) return -1;
         memcpy(v, vec, sizeof(int64_t) * (size_t)G->m);
     }
-    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL, 0, 0};
+    G->cands[G->ncands++] = (an_cand){d, sym, v, 0, 0, NULL, 0, 0, 0};
     return 0;
 }
 
@@ -293,6 +293,27 @@ static jn_ir_dim unmatched_sym(an_gen *G, jn_ir_sym_kind kind, int64_t site, jn_
     return cd->d;
 }
 
+/* The count symbol whose values over the exemplars are G->vec, or a new
+ * one: dim 0 of coordinates a mask's values gave (JN_TR_MASKIDX), the same
+ * in every exemplar.  The recording's constant is the data's, not the
+ * program's (a mask that kept every row while recording drops some
+ * later), so it is a symbol from that one value; coordinates of one count
+ * share it (out[keep], y[keep] read one mask twice). */
+static jn_ir_dim count_sym(an_gen *G, int64_t site, jn_status *err) {
+    for (int64_t k = 0; k < G->ncands; k++) {
+        const an_cand *cd = &G->cands[k];
+        if (cd->count && !memcmp(cd->firsts, G->vec, sizeof(int64_t) * (size_t)G->m)) return cd->d;
+    }
+    jn_ir_dim d = unmatched_sym(G, JN_IR_SYM_DIM, site, err);
+    if (!*err) G->cands[G->ncands - 1].count = 1;
+    return d;
+}
+
+/* Whether the count id (counts.c) has the values G->vec over the exemplars. */
+static int count_is(an_gen *G, int id) {
+    return id > 0 && !memcmp(&G->cfirsts[(size_t)(id - 1) * (size_t)G->m], G->vec, sizeof(int64_t) * (size_t)G->m);
+}
+
 /* A position (attribute k) of template op t that never moved (its value
  * G->vec[0] in every exemplar).  An op the analyzer added (a splice of a
  * view, or the view taken again) repeats its view's position: the view's
@@ -379,6 +400,8 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
     int64_t a = L ? G->T->slope[eop(G, 0, t)->islot0 + s] : 0;
     int same = 1;
     for (int e = 1; e < G->m && same; e++) same = G->vec[e] == G->vec[0];
+    if (!varied && !a && s < AN_COUNT_SLOTS && count_is(G, G->cslot[G->T->eop[0][t]][s]))
+        return count_sym(G, site, err); /* a mask's count (counts.c) */
     /* where the same place took other values in other segments, that
      * evidence decides (an_gen_dim); else a position is a symbol anyway (a
      * negative one counts from the end: a relation the recorded value
@@ -532,6 +555,12 @@ static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_
         else
             G->what[0] = 0;
         for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[eop(G, e, t)->ref0 + q].shape[d];
+        if (!state && r0->val >= 0 && count_is(G, G->cval[r0->val][d])) { /* a mask's count (counts.c) */
+            if (q < o->nin) snprintf(G->what, sizeof G->what, "the count of a bool mask read by %s", an_op_name(o->op));
+            shape[d] = count_sym(G, site, &err);
+            if (err) return err;
+            continue;
+        }
         /* (an op the analyzer added is never matched: no value-matched dims) */
         G->place = state || o->synth || !G->occ ? 0 : an_dim_key(o, G->occ + 2 * G->T->eop[0][t], q, d);
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
@@ -959,6 +988,7 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
         goto done;
     }
 
+    if ((err = an_counts(&G))) goto done;
     for (int32_t t = 0; t < G.T->nt && !err;) {
         int32_t l = G.T->loop[t];
         if (l >= 0) {
@@ -1030,5 +1060,8 @@ done:
     free(G.occ);
     free(G.out_t);
     free(G.out_j);
+    free(G.cval);
+    free(G.cslot);
+    free(G.cfirsts);
     return err;
 }

@@ -141,13 +141,14 @@ def idiom_cases(k):
 def host_read_cases(k):
     """tests/python/test_host_reads.py's steps that read values on the host (a bool
     mask, a tensor as a number or a size, ...), each recorded for 20 steps and replayed
-    for 2 * 20 (k is not used: the test's runs), and tests/regions/region_attacks.py's
+    for 2 * 20 (k is not used: the test's runs; count_*: a mask that kept every row
+    while recording drops some later), and tests/regions/region_attacks.py's
     Rprop run (its sign masks), recorded and replayed for its 40 steps."""
     src = os.path.join(ROOT, "tests", "python", "test_host_reads.py")
     with open(src) as f:
         tree = ast.parse(f.read())
     val = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body
-           if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in ("SCRIPT", "CASES")}
+           if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in ("SCRIPT", "CASES", "COUNT_SCRIPT", "COUNT_CASES")}
     folder = tempfile.mkdtemp(prefix="janus-host-reads-")
     out = {}
     for name, body in sorted(val["CASES"].items()):
@@ -155,6 +156,11 @@ def host_read_cases(k):
         with open(script, "w") as f:
             f.write(val["SCRIPT"].format(case=body))
         out[name] = (script, ["20"], ["40"])
+    for name, body in sorted(val["COUNT_CASES"].items()):
+        script = os.path.join(folder, "count_" + name + ".py")
+        with open(script, "w") as f:
+            f.write(val["COUNT_SCRIPT"].format(case=body))
+        out["count_" + name] = (script, ["20"], ["40"])
     out["rprop"] = (os.path.join(ROOT, "tests", "regions", "region_attacks.py"), ["rprop"], ["rprop"])
     return out
 

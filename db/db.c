@@ -59,6 +59,9 @@
  * replay run the backward calls, skipped, learned, declined and run after
  * all, and per place and reason the calls not skipped (region.c,
  * jn_db_replay_backward_put).
+ * Schema v12 (SCHEMA_V12) changes no table: a tensor reference's role may
+ * now be JN_TR_MASKIDX, coordinates read from a bool mask (trace.c), which
+ * a janus reading v11 would take for a corrupt chunk.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -186,6 +189,7 @@ static const char SCHEMA_V3[] =
  * still alive where a segment ends), which an older janus would call
  * corrupt; no table changes, so the step is a no-op statement. */
 static const char SCHEMA_V4[] = "SELECT 1;\n";
+static const char SCHEMA_V12[] = "SELECT 1;\n"; /* no table: a trace role (JN_TR_MASKIDX) */
 
 /* Schema v5 = v4 + algos: one row per (device, convolution key) with the
  * algorithm cuDNN's heuristics chose, its workspace bytes and the seconds
@@ -291,6 +295,7 @@ static const struct {
     {8, SCHEMA_V9},
     {9, SCHEMA_V10},
     {10, SCHEMA_V11},
+    {11, SCHEMA_V12},
 };
 
 /* Cached statements, prepared on first use. */
@@ -828,7 +833,8 @@ jn_status jn_db_open(const char *path, int flags, jn_db **out) {
         goto fail;
     }
     /* Read-only, a store of v1 or later is read as it is: v2, v3, v5, v6, v7,
-     * v8, v9, v10 and v11 only added tables and columns with defaults, so an
+     * v8, v9, v10 and v11 only added tables and columns with defaults (v4
+     * and v12 only what chunks may hold), so an
      * older store simply has no bundles, no replay counters, no algorithm
      * choices, only recorded runs, runs known by host and pid alone, no
      * extrapolated hits, no regions, no region counters of its replays and

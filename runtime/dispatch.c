@@ -30,6 +30,15 @@ static const jn_infer_fn infer_tab[JN_NOPS] = {
 #undef JN_OP
 };
 
+jn_status jn_op_infer(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {
+    if ((int)op < 0 || op >= JN_NOPS || nin < 0 || nin > JN_MAX_INS)
+        return jn_error(JN_ERR_VALUE, "jn_op_infer: no op %d with %d inputs", (int)op, nin);
+    if (op == JN_OP_one_hot && a->a[0].i < 0)
+        return jn_error(JN_ERR_VALUE, "one_hot(num_classes=-1): the shape is read from the data");
+    memset(out, 0, sizeof(jn_meta) * JN_MAX_OUTS);
+    return infer_tab[op](nin, in, a, out);
+}
+
 static pthread_once_t parse_once = PTHREAD_ONCE_INIT;
 
 /* The position attributes of ops_pos.def: op, comma-separated names. */

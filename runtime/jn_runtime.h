@@ -299,6 +299,11 @@ uint64_t jn_optable_hash(void);
 static inline int jn_op_is_comparison(jn_op op) {
     return op == JN_OP_eq || op == JN_OP_ne || op == JN_OP_lt || op == JN_OP_le || op == JN_OP_gt || op == JN_OP_ge;
 }
+/* An op's output metadata from its inputs' metadata alone, as dispatch
+ * infers it (no data read, no check of the inputs' devices): the analyzer
+ * asks what an output's shape moves with.  one_hot(num_classes=-1), whose
+ * shape is data, is JN_ERR_VALUE. */
+jn_status jn_op_infer(jn_op op, int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out);
 /* Index of attribute `name` of op, or -1. */
 int jn_op_attr_index(jn_op op, const char *name);
 

@@ -1348,6 +1348,75 @@ static void test_empty(void) {
     jn_ir_module_free(m);
 }
 
+/* A bool mask's count that never varied (the mask kept every row of a
+ * batch of 16 while recording) is a symbol anyway, and what moves with it
+ * is told from the batch's equal 16s by data flow (analyzer/counts.c):
+ * k = x[idx] (idx: the mask's coordinates), r = k.sum(1), the gradient's
+ * e = r.sum().view(1).expand(16) times r; x + x stays the batch. */
+static void test_mask_count(void) {
+    tb t;
+    tb_open(&t, "count.db", NULL, NULL);
+    int64_t c1 = site(&t, 150), c2 = site(&t, 151), c3 = site(&t, 152), c4 = site(&t, 153), c5 = site(&t, 154);
+    int64_t id = 100;
+    for (int st = 0; st < 4; st++) {
+        jn_db_tref x = T(id++, JN_TR_HOST, 2, (int64_t)16, (int64_t)3), idx = T(id++, JN_TR_MASKIDX, 1, (int64_t)16);
+        idx.dtype = JN_I64;
+        jn_attrs a;
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 2;
+        a.a[0].l.v[0] = 1; /* mask=[1, 0]: the index reads dim 0 */
+        jn_db_tref in[2] = {x, idx}, k = T(id++, 0, 2, (int64_t)16, (int64_t)3);
+        op(&t, JN_OP_index, c1, &a, 2, in, 1, &k, 0);
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 1;
+        a.a[0].l.v[0] = 1;
+        a.a[2].i = -1;
+        jn_db_tref r = T(id++, 0, 1, (int64_t)16), l = T(id++, 0, 0);
+        op(&t, JN_OP_sum, c2, &a, 1, &k, 1, &r, 0);
+        a.a[0].l.n = 0;
+        op(&t, JN_OP_sum, c2, &a, 1, &r, 1, &l, 0);
+        memset(&a, 0, sizeof a);
+        a.a[0].l.n = 1;
+        a.a[0].l.v[0] = 1;
+        jn_db_tref v = T(id++, 0, 1, (int64_t)1), e = T(id++, 0, 1, (int64_t)16);
+        op(&t, JN_OP_view, c3, &a, 1, &l, 1, &v, 0);
+        a.a[0].l.v[0] = 16;
+        op(&t, JN_OP_expand, c3, &a, 1, &v, 1, &e, 0);
+        jn_db_tref er[2] = {e, r}, p = T(id++, 0, 1, (int64_t)16), xx[2] = {x, x}, y = T(id++, 0, 2, (int64_t)16, (int64_t)3);
+        op(&t, JN_OP_mul, c4, NULL, 2, er, 1, &p, 0);
+        memset(&a, 0, sizeof a);
+        a.a[0].f = 1;
+        op(&t, JN_OP_add, c5, &a, 2, xx, 1, &y, 0);
+        sync_ev(&t, JN_SYNC_ITEM, c5, p.id);
+        end_step(&t);
+    }
+    tb_close(&t);
+    jn_ir_module *m = analyze("count.db", NULL, NULL);
+    CHECK(m && m->ngraphs == 1);
+    if (!m || m->ngraphs != 1) {
+        jn_ir_module_free(m);
+        return;
+    }
+    const jn_ir_graph *g = m->graphs[0];
+    const jn_ir_node *ix = find_node(g, JN_OP_index, 0), *ex = find_node(g, JN_OP_expand, 0),
+                     *mu = find_node(g, JN_OP_mul, 0), *ad = find_node(g, JN_OP_add, 0);
+    CHECK(ix && ex && mu && ad);
+    if (ix && ex && mu && ad) {
+        jn_ir_dim n = g->values[ix->in[1]].shape[0];
+        CHECK(jn_ir_is_expr(n) && at_lo(g, n) == 16);
+        CHECK(g->values[ix->out[0]].shape[0] == n && g->values[ix->out[0]].shape[1] == 3);
+        CHECK(ex->attrs.a[0].l.v[0] == n && g->values[mu->out[0]].shape[0] == n);
+        /* the batch's 16s stay constants, guarded on x */
+        CHECK(g->values[ad->out[0]].shape[0] == 16 && g->values[ix->in[0]].shape[0] == 16);
+        int dims_of_x = 0;
+        for (int i = 0; i < g->nguards; i++)
+            dims_of_x += g->guards[i].kind == JN_IR_G_DIM && g->guards[i].value == ix->in[0];
+        CHECK(dims_of_x == 2);
+    }
+    check_round_trip(m);
+    jn_ir_module_free(m);
+}
+
 int main(void) {
     if (jt_tmp_begin("an")) return 1;
     make_optable();
@@ -1360,6 +1429,7 @@ int main(void) {
     test_variants();
     test_scalars();
     test_promote();
+    test_mask_count();
     test_state();
     test_view_chains();
     test_reshape_splice();

@@ -370,21 +370,25 @@ static void test_migration_v10(void) {
 
 /* A janus refuses a store of a later schema, leaving it as it is. */
 static void test_newer_refused(void) {
-    const char *path = tmp("v12.db");
+    const char *path = tmp("vnext.db");
+    char next[16], want[40];
+    snprintf(next, sizeof next, "%d", JN_DB_SCHEMA_VERSION + 1);
+    snprintf(want, sizeof want, "schema version %s", next);
     unlink(path);
     jn_db *db = NULL;
     CHECK(jn_db_open(path, JN_DB_CREATE, &db) == JN_OK);
     if (!db) return;
     int64_t run = make_run(db);
     CHECK(jn_db_region_put(db, run, &REG[0]) == JN_OK);
-    CHECK(sqlite3_exec(jn_db_testing_handle(db), "UPDATE meta SET value = '12' WHERE key = 'schema_version'", 0, 0,
-                       0) == SQLITE_OK);
+    char sql[96];
+    snprintf(sql, sizeof sql, "UPDATE meta SET value = '%s' WHERE key = 'schema_version'", next);
+    CHECK(sqlite3_exec(jn_db_testing_handle(db), sql, 0, 0, 0) == SQLITE_OK);
     jn_db_close(db);
     for (int fl = JN_DB_READONLY; fl <= JN_DB_CREATE; fl++)
-        CHECK(jn_db_open(path, fl, &db) == JN_ERR_IO && has("schema version 12") && has("upgrade janus"));
+        CHECK(jn_db_open(path, fl, &db) == JN_ERR_IO && has(want) && has("upgrade janus"));
     sqlite3 *h = NULL;
     sqlite3_open(path, &h);
-    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == 12);
+    CHECK(q_int(h, "SELECT value FROM meta WHERE key='schema_version'") == JN_DB_SCHEMA_VERSION + 1);
     CHECK(q_int(h, "SELECT count(*) FROM regions") == 1);
     sqlite3_close(h);
 }

@@ -44,7 +44,7 @@ def inspect_json(db):
 
 def test_bundles_listed(store):
     out = inspect_json(store)
-    assert out["schema_version"] == 11
+    assert out["schema_version"] == 12
     b = {x["target"]: x for x in out["bundles"]}
     assert set(b) == {"cpu", "cpu-old"}
     cpu = b["cpu"]
@@ -129,7 +129,7 @@ def test_optimized_run_stored_as_bundle(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith(f": {ngraphs} graphs")
     first = inspect_json(db)
-    assert first["schema_version"] == 11 and len(first["runs"]) == 1
+    assert first["schema_version"] == 12 and len(first["runs"]) == 1
     [b] = first["bundles"]
     assert b["target"] == "cpu" and b["graphs"] == ngraphs and b["usable"] == "yes"
     assert b["source_runs"] == [first["runs"][0]["id"]] and b["source_steps"] == first["runs"][0]["steps"]

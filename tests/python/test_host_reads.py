@@ -65,3 +65,46 @@ def test_host_read_replays_like_eager(case, tmp_path):
     assert s["segments"] >= 40, s
     if case == "mask_made_before":  # a value no op of the segment wrote is current: no sync, one segment a step
         assert s["segments"] <= 41, s
+
+
+# A mask's count is the data's, not the program's: recorded while the mask
+# kept every row (a batch of 16, 16 kept), replayed on data where it drops
+# some.  The count is a symbol from that one value (JN_TR_MASKIDX,
+# analyzer/generalize.c count_sym), and the dims and attributes that move
+# with it are told from the batch's equal 16s by data flow (count_ties):
+# before, the count was a constant and every step past the recording missed.
+COUNT_SCRIPT = r'''
+import sys
+import janus, janus.nn as nn, janus.nn.functional as F
+janus.manual_seed(0)
+net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = janus.optim.Adam(net.parameters(), lr=0.01)
+X = janus.randn(60 * 16, 6)
+# classes 0-2; past the 20 recorded steps also 3, the ignored one
+Y = janus.cat([janus.randint(0, 3, (20 * 16,)), janus.randint(0, 4, (40 * 16,))])
+for step in range(int(sys.argv[1])):
+    x, y = X[step * 16:(step + 1) * 16], Y[step * 16:(step + 1) * 16]
+    out = net(x)
+    keep = y != 3
+    {case}
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, f"{{loss.item():.7f}}")
+'''
+
+COUNT_CASES = {
+    "index": "loss = F.cross_entropy(out[keep], y[keep])",
+    "nonzero_index_select": "i = keep.nonzero().squeeze(1); "
+                            "loss = F.cross_entropy(out.index_select(0, i), y.index_select(0, i))",
+    "masked_select": "loss = (out.masked_select(keep[:, None]) ** 2).mean() + F.cross_entropy(out[keep], y[keep])",
+    "where": "r, = janus.where(keep); loss = F.mse_loss(out[r, 0], y[r].float())",
+    "sum_of_rows": "k = out[keep]; loss = (k - k.mean(0)).pow(2).sum() / k.shape[0]",
+}
+
+
+@pytest.mark.parametrize("case", sorted(COUNT_CASES))
+def test_mask_count_constant_while_recording(case, tmp_path):
+    from test_replay import replay_whole
+    _, _, s = replay_whole(COUNT_SCRIPT.format(case=COUNT_CASES[case]), ["20"], ["40"], tmp_path, f"count_{case}.py")
+    assert s["segments"] >= 40, s

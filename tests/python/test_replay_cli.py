@@ -399,5 +399,5 @@ def test_v2_store_inspects_and_migrates(child, tmp_path):
     r = janus("replay", "--db", db, "--", *child)
     assert r.returncode == 0 and "has no bundle" in r.stderr
     out = inspect_json(db)
-    assert out["schema_version"] == 11  # migrated to the current schema
+    assert out["schema_version"] == 12  # migrated to the current schema
     assert [(x["id"], x["kind"]) for x in out["runs"]] == [(1, "record"), (2, "replay")]

@@ -16,6 +16,7 @@
 #include "jn_backend.h" /* jn_rt_to_device */
 #include "jn_py.h"
 #include "jn_region.h"
+#include "jn_rec.h" /* jn_rec_mark: mask coordinates */
 
 #include <string.h>
 
@@ -240,6 +241,9 @@ int jn_py_nonzero(jn_tensor *t, jn_tensor **out) {
         }
         nnz = k;
     }
+    /* the count is the mask's data: the analyzer makes it a symbol even
+     * when it never changed while recording */
+    for (int d = 0; d < nd; d++) jn_rec_mark(out[d], JN_TR_MASKIDX);
     return 0;
 }
 
@@ -268,6 +272,7 @@ PyObject *jn_py_nonzero_fn(PyObject *self, PyObject *arg) {
     }
     for (int d = 0; d < t->ndim; d++) jn_tensor_decref(cols[d]);
     if (!r) return jn_py_raise(JN_ERR_NOMEM);
+    jn_rec_mark(r, JN_TR_MASKIDX);
     return jn_py_wrap(r);
 }
 
@@ -403,6 +408,7 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
                 jn_py_raise(JN_ERR_RUNTIME);
                 goto fail;
             }
+            if (jn_rec_on && jn_rec_role(p->adv[i]) == JN_TR_MASKIDX) jn_rec_mark(m, JN_TR_MASKIDX);
             jn_tensor_decref(p->adv[i]);
             p->adv[i] = m;
         }

@@ -348,11 +348,11 @@ typedef struct {
     uint64_t hseq, hdelta;
     int64_t *firsts;
     uint8_t position;         /* a position that never moved (ops_pos.def), an extent
-                               * (gen_extent) or a mask's count, made a symbol anyway:
+                               * (gen_extent) or a data count, made a symbol anyway:
                                * bound through firsts, matched by no value */
     uint8_t promoted;         /* a dim that never varied here but did elsewhere in the
                                * recording (an_ctx.dimvar): matched by equal values */
-    uint8_t count;            /* a bool mask's count that never varied (counts.c): a
+    uint8_t count;            /* a count the data decides that never varied (counts.c): a
                                * symbol anyway, bound through firsts */
 } an_cand;
 
@@ -383,7 +383,7 @@ typedef struct an_gen {
     int64_t pos_prev_v;       /* ... that position's value: a later one is pos_prev + c */
     const char **sym_note; int64_t capnote;      /* per symbol: what it was first */
     struct an_fshare *fsh; int64_t nfsh, capfsh; /* float attributes' shared scalar inputs */
-    /* counts.c: a bool mask's counts that never varied (ids 1..ncnt, their
+    /* counts.c: counts the data decides (a mask's) that never varied (ids 1..ncnt, their
      * values over the exemplars in cfirsts), and per E0 value dim and per
      * E0 op int slot the count it is, 0 none */
     int ncnt;

@@ -1,8 +1,9 @@
-/* counts.c -- which dims and int attributes of a segment are a bool mask's
- * count, for generalize.c.
+/* counts.c -- which dims and int attributes of a segment are a count the
+ * data decides (a bool mask's), for generalize.c.
  *
- * Coordinates read from a mask's values (`out[keep]`, `nonzero`: refs of
- * role JN_TR_MASKIDX) have the mask's count as dim 0: data, not program.
+ * Indices read from a tensor's values (a mask's coordinates for
+ * `out[keep]`, `nonzero`; repeat_interleave's: refs of role JN_TR_DATAIDX)
+ * have a count as dim 0 that the data decides, not the program.
  * When it never changed while recording (a mask that kept every row) the
  * recording alone would make it a constant, and the graph would miss on
  * the first step that drops a row.  So it is a symbol from that one value
@@ -73,7 +74,7 @@ static jn_status seed(an_gen *G) {
         const an_op *o = &E0->ops[G->T->eop[0][t]];
         for (int q = 0; q < o->nin; q++) {
             const an_ref *r = &E0->refs[o->ref0 + q];
-            if (r->role != JN_TR_MASKIDX || r->ndim < 1 || r->val < 0 || E0->vals[r->val].def >= 0) continue;
+            if (r->role != JN_TR_DATAIDX || r->ndim < 1 || r->val < 0 || E0->vals[r->val].def >= 0) continue;
             int same = 1;
             for (int e = 0; e < G->m; e++) {
                 G->vec[e] = G->E[e]->refs[G->E[e]->ops[G->T->eop[e][t]].ref0 + q].shape[0];

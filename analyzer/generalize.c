@@ -294,7 +294,7 @@ static jn_ir_dim unmatched_sym(an_gen *G, jn_ir_sym_kind kind, int64_t site, jn_
 }
 
 /* The count symbol whose values over the exemplars are G->vec, or a new
- * one: dim 0 of coordinates a mask's values gave (JN_TR_MASKIDX), the same
+ * one: dim 0 of indices read from data (JN_TR_DATAIDX: a mask's coordinates), the same
  * in every exemplar.  The recording's constant is the data's, not the
  * program's (a mask that kept every row while recording drops some
  * later), so it is a symbol from that one value; coordinates of one count
@@ -401,7 +401,7 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
     int same = 1;
     for (int e = 1; e < G->m && same; e++) same = G->vec[e] == G->vec[0];
     if (!varied && !a && s < AN_COUNT_SLOTS && count_is(G, G->cslot[G->T->eop[0][t]][s]))
-        return count_sym(G, site, err); /* a mask's count (counts.c) */
+        return count_sym(G, site, err); /* a count the data decides (counts.c) */
     /* where the same place took other values in other segments, that
      * evidence decides (an_gen_dim); else a position is a symbol anyway (a
      * negative one counts from the end: a relation the recorded value
@@ -555,8 +555,8 @@ static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_
         else
             G->what[0] = 0;
         for (int e = 0; e < G->m; e++) G->vec[e] = G->E[e]->refs[eop(G, e, t)->ref0 + q].shape[d];
-        if (!state && r0->val >= 0 && count_is(G, G->cval[r0->val][d])) { /* a mask's count (counts.c) */
-            if (q < o->nin) snprintf(G->what, sizeof G->what, "the count of a bool mask read by %s", an_op_name(o->op));
+        if (!state && r0->val >= 0 && count_is(G, G->cval[r0->val][d])) { /* a count the data decides (counts.c) */
+            if (q < o->nin) snprintf(G->what, sizeof G->what, "a count the data decides (mask indices) read by %s", an_op_name(o->op));
             shape[d] = count_sym(G, site, &err);
             if (err) return err;
             continue;

@@ -60,7 +60,7 @@
  * all, and per place and reason the calls not skipped (region.c,
  * jn_db_replay_backward_put).
  * Schema v12 (SCHEMA_V12) changes no table: a tensor reference's role may
- * now be JN_TR_MASKIDX, coordinates read from a bool mask (trace.c), which
+ * now be JN_TR_DATAIDX, coordinates read from a bool mask (trace.c), which
  * a janus reading v11 would take for a corrupt chunk.
  */
 #include <errno.h>
@@ -189,7 +189,7 @@ static const char SCHEMA_V3[] =
  * still alive where a segment ends), which an older janus would call
  * corrupt; no table changes, so the step is a no-op statement. */
 static const char SCHEMA_V4[] = "SELECT 1;\n";
-static const char SCHEMA_V12[] = "SELECT 1;\n"; /* no table: a trace role (JN_TR_MASKIDX) */
+static const char SCHEMA_V12[] = "SELECT 1;\n"; /* no table: a trace role (JN_TR_DATAIDX) */
 
 /* Schema v5 = v4 + algos: one row per (device, convolution key) with the
  * algorithm cuDNN's heuristics chose, its workspace bytes and the seconds

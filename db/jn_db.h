@@ -76,7 +76,7 @@
  *        -- schema v11: what a replay's backward skip did (backward() calls seen, skipped,
  *        run to learn a plan, not skipped; skipped ones run after all), and per place
  *        (graph, token) and reason the calls not skipped or run after all
- *        -- schema v12: no table; a trace reference's role may be JN_TR_MASKIDX
+ *        -- schema v12: no table; a trace reference's role may be JN_TR_DATAIDX
  *   views: v_step_signatures(run_id, signature, n_steps, first_step, last_step, n_ops),
  *          v_syncs / v_decisions (the rows plus kind_name, file, line, func),
  *          v_shape_variation(run_id, op, callsite_id, arg, dim, n_sizes, min_size, max_size)
@@ -184,8 +184,8 @@ enum {
     JN_TR_PARAM = 2,    /* nn.Parameter */
     JN_TR_STATE = 3,    /* buffer / optimizer state living across steps */
     JN_TR_SCALAR = 4,   /* a wrapped Python number; value in `scalar` */
-    JN_TR_MASKIDX = 5   /* coordinates read from a bool mask's values (nonzero):
-                         * its dim 0 is the mask's count, data not program */
+    JN_TR_DATAIDX = 5   /* indices read from a tensor's values (a bool mask's coordinates,
+                         * repeat_interleave's): dim 0 is a count the data decides */
 };
 /* Sync kinds (syncs.kind, a trace event's sync_kind), one row each: name,
  * number, the short name (inspect, the v_syncs view), the read as graph

@@ -14,7 +14,7 @@
  *   decision:= dec_kind:u8 outcome:sv
  *   live    := n:uv first:sv delta:uv*(n-1)          (ids ascending; schema v4)
  *   region  := enter:u8 region:sv n:uv id:sv*n          (schema v9)
- *   (role JN_TR_MASKIDX: schema v12)
+ *   (role JN_TR_DATAIDX: schema v12)
  *
  * uv is an unsigned LEB128 varint, sv a zigzag varint, f64 eight
  * little-endian bytes.  flags bit 0 says the strides are the contiguous
@@ -313,7 +313,7 @@ static int get_tref(jn_db_decoder *d, jn_db_tref *t) {
     if (get_sv(d, &t->id) || get_uv(d, &t->version) || get_u8(d, &t->dtype) || get_u8(d, &t->ndim) ||
         get_u8(d, &t->device) || get_u8(d, &t->role) || get_u8(d, &t->pytype) || get_u8(d, &flags))
         return -1;
-    if (t->ndim > JN_MAX_DIMS || t->role > JN_TR_MASKIDX || (flags & ~3u)) return -1;
+    if (t->ndim > JN_MAX_DIMS || t->role > JN_TR_DATAIDX || (flags & ~3u)) return -1;
     for (int k = 0; k < t->ndim; k++)
         if (get_sv(d, &t->shape[k])) return -1;
     if (flags & 1) {

@@ -784,7 +784,9 @@ def _counts_index(counts, n):
         raise RuntimeError(f"repeat_interleave: output of {total} elements is too large")
     if not total:
         return FUNCTIONS["zeros"](0, dtype=_int64)
-    return FUNCTIONS["tensor"]([i for i, c in enumerate(counts) for _ in range(c)], dtype=_int64)
+    idx = FUNCTIONS["tensor"]([i for i, c in enumerate(counts) for _ in range(c)], dtype=_int64)
+    _C._rec_mark(idx, _C.JN_TR_DATAIDX)  # its length is the data's (a no-op unless recording)
+    return idx
 
 
 @both

@@ -1359,7 +1359,7 @@ static void test_mask_count(void) {
     int64_t c1 = site(&t, 150), c2 = site(&t, 151), c3 = site(&t, 152), c4 = site(&t, 153), c5 = site(&t, 154);
     int64_t id = 100;
     for (int st = 0; st < 4; st++) {
-        jn_db_tref x = T(id++, JN_TR_HOST, 2, (int64_t)16, (int64_t)3), idx = T(id++, JN_TR_MASKIDX, 1, (int64_t)16);
+        jn_db_tref x = T(id++, JN_TR_HOST, 2, (int64_t)16, (int64_t)3), idx = T(id++, JN_TR_DATAIDX, 1, (int64_t)16);
         idx.dtype = JN_I64;
         jn_attrs a;
         memset(&a, 0, sizeof a);

@@ -70,7 +70,7 @@ static void rnd_tref(jn_db_tref *t) {
     t->dtype = (uint8_t)(rnd() % 8);
     t->ndim = (uint8_t)(rnd() % (JN_MAX_DIMS + 1));
     t->device = (uint8_t)(rnd() % 2);
-    t->role = (uint8_t)(rnd() % (JN_TR_MASKIDX + 1));
+    t->role = (uint8_t)(rnd() % (JN_TR_DATAIDX + 1));
     t->pytype = (uint8_t)(rnd() % 4);
     for (int d = 0; d < t->ndim; d++) t->shape[d] = (int64_t)(rnd() % 7);
     if (rnd() % 2) {

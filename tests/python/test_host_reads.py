@@ -69,7 +69,7 @@ def test_host_read_replays_like_eager(case, tmp_path):
 
 # A mask's count is the data's, not the program's: recorded while the mask
 # kept every row (a batch of 16, 16 kept), replayed on data where it drops
-# some.  The count is a symbol from that one value (JN_TR_MASKIDX,
+# some.  The count is a symbol from that one value (JN_TR_DATAIDX,
 # analyzer/generalize.c count_sym), and the dims and attributes that move
 # with it are told from the batch's equal 16s by data flow (count_ties):
 # before, the count was a constant and every step past the recording missed.
@@ -100,6 +100,8 @@ COUNT_CASES = {
     "masked_select": "loss = (out.masked_select(keep[:, None]) ** 2).mean() + F.cross_entropy(out[keep], y[keep])",
     "where": "r, = janus.where(keep); loss = F.mse_loss(out[r, 0], y[r].float())",
     "sum_of_rows": "k = out[keep]; loss = (k - k.mean(0)).pow(2).sum() / k.shape[0]",
+    # indices of a length the data decides, not a mask's: repeat_interleave's
+    "repeat_interleave": "loss = janus.repeat_interleave(out, keep.long(), dim=0).pow(2).mean()",
 }
 
 

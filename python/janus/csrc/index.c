@@ -243,7 +243,7 @@ int jn_py_nonzero(jn_tensor *t, jn_tensor **out) {
     }
     /* the count is the mask's data: the analyzer makes it a symbol even
      * when it never changed while recording */
-    for (int d = 0; d < nd; d++) jn_rec_mark(out[d], JN_TR_MASKIDX);
+    for (int d = 0; d < nd; d++) jn_rec_mark(out[d], JN_TR_DATAIDX);
     return 0;
 }
 
@@ -272,7 +272,7 @@ PyObject *jn_py_nonzero_fn(PyObject *self, PyObject *arg) {
     }
     for (int d = 0; d < t->ndim; d++) jn_tensor_decref(cols[d]);
     if (!r) return jn_py_raise(JN_ERR_NOMEM);
-    jn_rec_mark(r, JN_TR_MASKIDX);
+    jn_rec_mark(r, JN_TR_DATAIDX);
     return jn_py_wrap(r);
 }
 
@@ -408,7 +408,7 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
                 jn_py_raise(JN_ERR_RUNTIME);
                 goto fail;
             }
-            if (jn_rec_on && jn_rec_role(p->adv[i]) == JN_TR_MASKIDX) jn_rec_mark(m, JN_TR_MASKIDX);
+            if (jn_rec_on && jn_rec_role(p->adv[i]) == JN_TR_DATAIDX) jn_rec_mark(m, JN_TR_DATAIDX);
             jn_tensor_decref(p->adv[i]);
             p->adv[i] = m;
         }

@@ -656,6 +656,8 @@ PyMODINIT_FUNC PyInit__C(void) {
     PyModule_AddStringConstant(m, "__version__", JANUS_VERSION);
 #define F(n) PyModule_AddIntConstant(m, #n, n);
     F(JN_F_EW) F(JN_F_RED) F(JN_F_VIEW) F(JN_F_INPLACE) F(JN_F_RAND) F(JN_F_FACTORY) F(JN_F_VARIADIC) F(JN_F_NOGRAD) F(JN_F_COLL)
+    /* the roles _rec_mark takes */
+    F(JN_TR_HOST) F(JN_TR_PARAM) F(JN_TR_STATE) F(JN_TR_DATAIDX)
 #undef F
     return m;
 fail:

@@ -698,6 +698,13 @@ static PyObject *py_rec_end_step(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* A role _rec_mark / _rec_mark_all may set (a scalar's carries its value). */
+static int role_arg(long r) {
+    if (r >= JN_TR_TEMP && r <= JN_TR_DATAIDX && r != JN_TR_SCALAR) return 0;
+    PyErr_Format(PyExc_ValueError, "_rec_mark: no tensor role %ld (the JN_TR_* constants of janus._C)", r);
+    return -1;
+}
+
 /* _rec_mark(tensor, role) */
 static PyObject *py_rec_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -707,6 +714,7 @@ static PyObject *py_rec_mark(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     long r = PyLong_AsLong(args[1]);
     if (r == -1 && PyErr_Occurred()) return NULL;
+    if (role_arg(r)) return NULL;
     jn_rec_mark(JN_T(args[0]), (int)r);
     Py_RETURN_NONE;
 }
@@ -716,7 +724,7 @@ static PyObject *py_rec_mark_all(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *it, *x;
     int role;
-    if (!PyArg_ParseTuple(args, "Oi", &it, &role)) return NULL;
+    if (!PyArg_ParseTuple(args, "Oi", &it, &role) || role_arg(role)) return NULL;
     PyObject *iter = PyObject_GetIter(it);
     if (!iter) return NULL;
     while ((x = PyIter_Next(iter))) {

@@ -37,6 +37,30 @@
  * constant trip count): unrolling it would only make the graph huge. */
 #define AN_MIN_CONST_TRIP 16
 #define AN_MAX_CANDIDATES 16
+/* How far into a repeat an_find_repeats looks for a longer one that overlaps it. */
+#define AN_LOOKAHEAD 64
+
+/* The best tandem repeat starting at op i (nxt: each op's next equal
+ * token): its coverage k*p, 0 when none. */
+static int64_t best_at(const uint64_t *tok, const int32_t *nxt, int32_t n, int32_t i, int32_t *bp, int32_t *bk) {
+    int64_t best_cov = 0;
+    int32_t cand = 0;
+    *bp = *bk = 0;
+    for (int32_t j = nxt[i]; j >= 0 && cand < AN_MAX_CANDIDATES; j = nxt[j], cand++) {
+        int32_t p = j - i;
+        if (p > AN_MAX_PERIOD || (int64_t)i + 2 * (int64_t)p > n) break;
+        int32_t k = 1;
+        while ((int64_t)i + (int64_t)(k + 1) * p <= n &&
+               !memcmp(tok + i, tok + i + (int64_t)k * p, sizeof(uint64_t) * (size_t)p))
+            k++;
+        if (k >= 2 && (int64_t)k * p > best_cov) {
+            best_cov = (int64_t)k * p;
+            *bp = p;
+            *bk = k;
+        }
+    }
+    return best_cov;
+}
 
 int32_t an_find_repeats(const uint64_t *tok, int32_t n, an_rep **out) {
     *out = NULL;
@@ -54,25 +78,18 @@ int32_t an_find_repeats(const uint64_t *tok, int32_t n, an_rep **out) {
         *v = i;
     }
     for (int32_t i = 0; i < n;) {
-        int64_t best_cov = 0;
-        int32_t best_p = 0, best_k = 0, cand = 0;
-        for (int32_t j = nxt[i]; j >= 0 && cand < AN_MAX_CANDIDATES; j = nxt[j], cand++) {
-            int32_t p = j - i;
-            if (p > AN_MAX_PERIOD || (int64_t)i + 2 * (int64_t)p > n) break;
-            int32_t k = 1;
-            while ((int64_t)i + (int64_t)(k + 1) * p <= n &&
-                   !memcmp(tok + i, tok + i + (int64_t)k * p, sizeof(uint64_t) * (size_t)p))
-                k++;
-            if (k >= 2 && (int64_t)k * p > best_cov) {
-                best_cov = (int64_t)k * p;
-                best_p = p;
-                best_k = k;
-            }
-        }
-        if (best_k >= 2) {
+        int32_t p, k, p2, k2;
+        int64_t cov = best_at(tok, nxt, n, i, &p, &k);
+        /* a short repeat that would take the first op of a longer one
+         * (a GRU's zero state selected before the time loop's first
+         * select, [select, select] x 2) leaves it to that one: else the
+         * loop starts one op late, rotated, its last iteration outside */
+        for (int32_t j = i + 1; cov && j < i + cov && j <= i + AN_LOOKAHEAD; j++)
+            if (best_at(tok, nxt, n, j, &p2, &k2) > cov && j + (int64_t)p2 * k2 > i + cov) cov = 0;
+        if (cov) {
             if (an_grow(&reps, &cap, nr + 1, sizeof *reps)) goto nomem;
-            reps[nr++] = (an_rep){i, best_p, best_k};
-            i += best_p * best_k;
+            reps[nr++] = (an_rep){i, p, k};
+            i += p * k;
         } else {
             i++;
         }

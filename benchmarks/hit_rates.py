@@ -6,7 +6,7 @@ them, how many of those hits went past the recorded ranges).  The demo row
 is README's main job: record 60 steps of the MLP, replay 2 epochs.
 
     python3 benchmarks/hit_rates.py [--build DIR] [--python DIR] [--scale K]
-                                     [--sizes | --workflows | --corpus | --idioms | --host-reads]
+                                     [--sizes | --workflows | --corpus | --idioms | --host-reads | --lengths]
                                      [--check] [--adapt] [--only NAME,...]
 
 --build / --python choose the janus build and package measured (another
@@ -20,7 +20,9 @@ run saved, its test accuracy printed before training, a new optimizer at a
 second phase, three times the data it was recorded on); --corpus records and replays each PyTorch script of
 tests/corpus as it is (their own lengths); --idioms each mode of
 tests/idioms/train_idioms.py, 20 steps recorded and 80 replayed; --host-reads
-the steps of tests/python/test_host_reads.py that read values on the host.  --check runs every command through
+the steps of tests/python/test_host_reads.py that read values on the host;
+--lengths tests/python/test_varlen_replay.py's steps over sequences longer than
+the recorded ones.  --check runs every command through
 tests/python/replay_probe.py, replays with --strict (once more without it
 when a miss stops the strict run, for the counters), runs the same command
 eagerly (`janus replay --eager`) and compares printed lines and final
@@ -138,31 +140,44 @@ def idiom_cases(k):
     return {m: (script, [m, "20"], [m, "80"]) for m in modes}
 
 
+def test_file_cases(test, pairs, prefixes=None):
+    """{prefix + name: (script, ["20"], ["40"])} for each (SCRIPT, CASES) name
+    pair of tests/python/<test> (prefixes: one per pair, none by default):
+    its template with each case, as the test writes them (20 steps
+    recorded, 40 replayed)."""
+    with open(os.path.join(ROOT, "tests", "python", test)) as f:
+        tree = ast.parse(f.read())
+    names = {n for pair in pairs for n in pair}
+    val = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body
+           if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in names}
+    folder = tempfile.mkdtemp(prefix="janus-" + test[:-3] + "-")
+    out = {}
+    for (script_var, cases_var), pre in zip(pairs, prefixes or [""] * len(pairs)):
+        for name, body in sorted(val[cases_var].items()):
+            script = os.path.join(folder, pre + name + ".py")
+            with open(script, "w") as f:
+                f.write(val[script_var].format(case=body))
+            out[pre + name] = (script, ["20"], ["40"])
+    return out
+
+
 def host_read_cases(k):
     """tests/python/test_host_reads.py's steps that read values on the host (a bool
     mask, a tensor as a number or a size, ...), each recorded for 20 steps and replayed
     for 2 * 20 (k is not used: the test's runs; count_*: a mask that kept every row
     while recording drops some later), and tests/regions/region_attacks.py's
     Rprop run (its sign masks), recorded and replayed for its 40 steps."""
-    src = os.path.join(ROOT, "tests", "python", "test_host_reads.py")
-    with open(src) as f:
-        tree = ast.parse(f.read())
-    val = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body
-           if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in ("SCRIPT", "CASES", "COUNT_SCRIPT", "COUNT_CASES")}
-    folder = tempfile.mkdtemp(prefix="janus-host-reads-")
-    out = {}
-    for name, body in sorted(val["CASES"].items()):
-        script = os.path.join(folder, name + ".py")
-        with open(script, "w") as f:
-            f.write(val["SCRIPT"].format(case=body))
-        out[name] = (script, ["20"], ["40"])
-    for name, body in sorted(val["COUNT_CASES"].items()):
-        script = os.path.join(folder, "count_" + name + ".py")
-        with open(script, "w") as f:
-            f.write(val["COUNT_SCRIPT"].format(case=body))
-        out["count_" + name] = (script, ["20"], ["40"])
+    out = test_file_cases("test_host_reads.py", [("SCRIPT", "CASES"), ("COUNT_SCRIPT", "COUNT_CASES")],
+                          ["", "count_"])
     out["rprop"] = (os.path.join(ROOT, "tests", "regions", "region_attacks.py"), ["rprop"], ["rprop"])
     return out
+
+
+def length_cases(k):
+    """tests/python/test_varlen_replay.py's steps over sequences longer than the
+    recorded ones (trimmed padding, packed sequences, padded), 20 -> 40 steps
+    (k is not used)."""
+    return test_file_cases("test_varlen_replay.py", [("SCRIPT", "CASES")])
 
 
 HIT = re.compile(r"\(([\d,]+) of ([\d,]+) segments ran as graphs")
@@ -251,6 +266,7 @@ def main():
     ap.add_argument("--corpus", action="store_true", help="tests/corpus's PyTorch scripts, as written")
     ap.add_argument("--idioms", action="store_true", help="tests/idioms's training-loop idioms (20 -> 80 steps)")
     ap.add_argument("--host-reads", action="store_true", help="steps reading values on the host (20 -> 40 steps)")
+    ap.add_argument("--lengths", action="store_true", help="sequences longer than the recorded ones (20 -> 40 steps)")
     ap.add_argument("--workflows", action="store_true",
                     help="runs set up otherwise than the recording (a checkpoint, an evaluation first, ...)")
     a = ap.parse_args()
@@ -264,7 +280,8 @@ def main():
     print("|---|---|---|---|---|---|" + ("---|" if a.check else ""))
     with tempfile.TemporaryDirectory() as tmp:
         table = (corpus_cases if a.corpus else idiom_cases if a.idioms else workflow_cases if a.workflows
-                 else host_read_cases if a.host_reads else wide_cases if a.sizes else cases)
+                 else host_read_cases if a.host_reads else length_cases if a.lengths else wide_cases if a.sizes
+                 else cases)
         for name, (script, rec, rep, *prepare) in table(a.scale).items():
             if only and name.split(" ")[0].rstrip(",") not in only:
                 continue

@@ -772,6 +772,16 @@ def trace(input):
     return FUNCTIONS["sum"](diagonal(input))
 
 
+def _data_index(values, device=None):
+    """An int64 index tensor whose length the data decides, not the program
+    (repeat_interleave's, a packed sequence's positions): marked for the
+    recorder, so the analyzer makes that length a symbol even where it never
+    changed while recording (analyzer/counts.c; a no-op unless recording)."""
+    idx = FUNCTIONS["tensor"](values, dtype=_int64, device=device)
+    _C._rec_mark(idx, _C.JN_TR_DATAIDX)
+    return idx
+
+
 def _counts_index(counts, n):
     counts = [int(c) for c in counts]
     if len(counts) != n:
@@ -784,9 +794,7 @@ def _counts_index(counts, n):
         raise RuntimeError(f"repeat_interleave: output of {total} elements is too large")
     if not total:
         return FUNCTIONS["zeros"](0, dtype=_int64)
-    idx = FUNCTIONS["tensor"]([i for i, c in enumerate(counts) for _ in range(c)], dtype=_int64)
-    _C._rec_mark(idx, _C.JN_TR_DATAIDX)  # its length is the data's (a no-op unless recording)
-    return idx
+    return _data_index([i for i, c in enumerate(counts) for _ in range(c)])
 
 
 @both

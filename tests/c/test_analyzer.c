@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "jn_an.h"
+#include "an_internal.h" /* an_find_repeats */
 #include "jn_test.h"
 
 /* ------------------------------------------------------- store builder */
@@ -1417,6 +1418,25 @@ static void test_mask_count(void) {
     jn_ir_module_free(m);
 }
 
+/* Tandem repeats: a short repeat that would take the first op of a longer
+ * one leaves it to that one.  A GRU's zero state is selected just before
+ * the time loop's first select (the same token: one call site), so
+ * [select, select] x 2 used to start the loop one op late, rotated, with
+ * its last iteration outside it and the stack of its outputs no collect. */
+static void test_repeats(void) {
+    enum { S = 1, L = 2, G = 3, K = 4 };
+    const uint64_t tok[] = {S, S, L, G, S, L, G, S, L, G, S, L, G, K};
+    an_rep *r = NULL;
+    int32_t n = an_find_repeats(tok, (int32_t)(sizeof tok / sizeof tok[0]), &r);
+    CHECK(n == 1 && r && r[0].start == 1 && r[0].period == 3 && r[0].count == 4);
+    free(r);
+    /* a repeat that stays inside the short one's span does not displace it */
+    const uint64_t t2[] = {S, S, S, L, L, K};
+    n = an_find_repeats(t2, 6, &r);
+    CHECK(n == 2 && r && r[0].start == 0 && r[0].period == 1 && r[0].count == 3 && r[1].start == 3 && r[1].count == 2);
+    free(r);
+}
+
 int main(void) {
     if (jt_tmp_begin("an")) return 1;
     make_optable();
@@ -1430,6 +1450,7 @@ int main(void) {
     test_scalars();
     test_promote();
     test_mask_count();
+    test_repeats();
     test_state();
     test_view_chains();
     test_reshape_splice();

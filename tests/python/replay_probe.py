@@ -11,7 +11,10 @@ import runpy
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "python"))
+# this tree's package, unless PYTHONPATH names a folder holding one (another
+# tree's, measured against this one by benchmarks/hit_rates.py --python)
+if not any(os.path.isdir(os.path.join(p, "janus")) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
+    sys.path.insert(0, os.path.join(here, "..", "..", "python"))
 import janus  # noqa: E402
 from janus.optim import optimizer as _opt  # noqa: E402
 

@@ -337,6 +337,22 @@ PyObject *jn_py_tolist(PyObject *self, PyObject *unused) {
     return tolist_rec(t, jn_data(t), 0);
 }
 
+/* _host_tolist(t): t's values as lists for janus's own code (a packed
+ * sequence's batch sizes), a sync only where an op of the current segment
+ * wrote t (jn_py_host_read), like a mask's values: a host tensor made from
+ * Python data splits no segment.  Tensor.tolist() is always a sync. */
+PyObject *jn_py_host_tolist(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!JnTensor_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "_host_tolist(tensor)");
+        return NULL;
+    }
+    jn_tensor *t = JN_T(arg);
+    if (t->storage && t->storage->device != JN_CPU) return jn_py_tolist(arg, NULL); /* a copy to the host */
+    if (!jn_py_host_read(JN_SYNC_TOLIST, t, 0) || !has_data(t)) return NULL;
+    return tolist_rec(t, jn_data(t), 0);
+}
+
 int jn_py_nb_bool(PyObject *self) {
     JN_PY_VIA_HOST(self, int, jn_py_nb_bool(h_), -1);
     jn_tensor *t = JN_T(self);

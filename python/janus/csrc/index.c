@@ -358,7 +358,12 @@ static int make_plan(jn_tensor *t, PyObject *index, plan *p) {
             Py_ssize_t size = (Py_ssize_t)r->shape[d];
             Py_ssize_t len = PySlice_AdjustIndices(size, &start, &stop, step);
             if (len == 0) stop = start;
-            if (!(start == 0 && stop == size && step == 1) &&
+            /* a bare `:` is no op; bounds given are one even where they
+             * cover the dim (x[:, :int(lens.max())] reaching the padded
+             * length): else the ops a step runs depend on the data */
+            const PySliceObject *so = (const PySliceObject *)it->obj;
+            int bare = so->start == Py_None && so->stop == Py_None;
+            if (!(bare && start == 0 && stop == size && step == 1) &&
                 view_step(&p->r, JN_OP_slice, d, start, stop, step))
                 goto fail;
             d++;

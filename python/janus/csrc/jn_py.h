@@ -140,6 +140,7 @@ Py_ssize_t jn_py_length(PyObject *self);
  * out[0..t->ndim).  Returns 0 or -1 with an exception. */
 int jn_py_nonzero(jn_tensor *t, jn_tensor **out);
 PyObject *jn_py_nonzero_fn(PyObject *self, PyObject *arg);
+PyObject *jn_py_host_tolist(PyObject *self, PyObject *arg);
 
 /* ops_py.c */
 extern PyNumberMethods jn_py_number_methods;

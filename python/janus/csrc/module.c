@@ -613,6 +613,7 @@ static PyMethodDef methods[] = {
     {"_tensor_from_data", (PyCFunction)(void (*)(void))jn_py_tensor_from_data, METH_FASTCALL,
      "_tensor_from_data(data, dtype_code=-1): nested sequences/scalars -> tensor"},
     {"_nonzero", jn_py_nonzero_fn, METH_O, "indices of nonzero elements as an (n, ndim) int64 tensor"},
+    {"_host_tolist", jn_py_host_tolist, METH_O, "values as lists; a sync only where the segment wrote them"},
     {"manual_seed", py_manual_seed, METH_O, "seed the default Philox generator"},
     {"_rng_state", py_rng_state, METH_NOARGS, "(seed, offset) of the default generator"},
     {"_set_rng_state", py_set_rng_state, METH_VARARGS, NULL},

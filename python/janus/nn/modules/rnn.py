@@ -259,10 +259,10 @@ class _RNNBase(Module):
     def _forward_packed(self, packed, hx):
         """A PackedSequence: every time step runs on all N (sorted) rows and a
         row keeps its state once its sequence has ended (where(active, new,
-        old)), so h_n holds every sequence's last step, as in PyTorch; the
+        old) at every step), so h_n holds every sequence's last step, as in PyTorch; the
         packed output is one index_select of the padded steps.  Shapes stay
         the same from step to step (one graph shape for a recorded step)."""
-        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        sizes = [int(b) for b in janus._C._host_tolist(packed.batch_sizes)]  # no segment split (pack's own)
         T, N = len(sizes), sizes[0]
         x = _rnn_utils._unpack(packed.data, sizes)
         self._check_input(x)
@@ -281,19 +281,18 @@ class _RNNBase(Module):
             for t in range(T):
                 hn, cn = self._step(proj[t], h, c, w_hh, b_hh)
                 outs.append(hn)
-                if sizes[t] == N:
-                    h, c = hn, cn
-                else:  # the sequences that ended keep their last state
-                    h = janus.where(active[t], hn, h)
-                    c = janus.where(active[t], cn, c) if self._has_c else None
+                # the sequences that ended keep their last state; a where at
+                # every step, even where all are active: the same ops at
+                # every step make one loop of them, whatever the lengths
+                h = janus.where(active[t], hn, h)
+                c = janus.where(active[t], cn, c) if self._has_c else None
             x = janus.stack(outs, 0)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
             hs.append(h)
             cs.append(c)
         rows = x.reshape(T * N, self.hidden_size)
-        data = rows.index_select(0, janus.tensor(_rnn_utils._packed_positions(sizes), dtype=janus.int64,
-                                                 device=x.device))
+        data = rows.index_select(0, janus._functions._data_index(_rnn_utils._packed_positions(sizes), x.device))
         out = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
         return out, self._final(hs, cs, order=packed.unsorted_indices)
 

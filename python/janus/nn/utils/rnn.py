@@ -115,7 +115,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     batch_sizes = [sum(1 for n in lens if n > t) for t in range(lens[0])]
     T, N = len(batch_sizes), len(lens)
     rows = input[:T].reshape([T * N] + list(input.shape[2:]))
-    data = rows.index_select(0, janus.tensor(_packed_positions(batch_sizes), dtype=janus.int64))
+    data = rows.index_select(0, janus._functions._data_index(_packed_positions(batch_sizes)))
     return PackedSequence(data, janus.tensor(batch_sizes, dtype=janus.int64), sorted_indices, unsorted_indices)
 
 
@@ -146,13 +146,13 @@ def _unpack(data, batch_sizes, padding_value=0.0):
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """A PackedSequence -> (padded batch, lengths), in the caller's order."""
-    data, batch_sizes = sequence.data, [int(b) for b in sequence.batch_sizes.tolist()]
+    data, batch_sizes = sequence.data, [int(b) for b in janus._C._host_tolist(sequence.batch_sizes)]
     T, B = len(batch_sizes), batch_sizes[0]
     if total_length is not None and total_length < T:
         raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, "
                          f"but got total_length={total_length} and max sequence length being {T}")
     out = _unpack(data, batch_sizes, padding_value)
-    if total_length is not None and total_length > T:
+    if total_length is not None:  # a cat even of no rows: the same ops whatever the longest length
         fill = janus.full([total_length - T, B] + list(data.shape[1:]), padding_value, dtype=data.dtype,
                           device=data.device)
         out = janus.cat([out, fill], 0)

@@ -147,8 +147,8 @@ def test_lstm_shapes_and_dropout_between_layers():
     o1, _ = m(janus.ones(2, 5, 3))
     o2, _ = m(janus.ones(2, 5, 3))
     np.testing.assert_array_equal(o1.detach().numpy(), o2.detach().numpy())
-    with pytest.raises(NotImplementedError, match="bidirectional"):
-        nn.LSTM(3, 4, bidirectional=True)
+    out, (h, c) = nn.LSTM(3, 4, num_layers=2, bidirectional=True)(janus.randn(5, 2, 3))  # test_rnn_bidir.py
+    assert tuple(out.shape) == (5, 2, 8) and tuple(h.shape) == (4, 2, 4) and tuple(c.shape) == (4, 2, 4)
 
 
 def test_layer_shape_errors_are_clear():

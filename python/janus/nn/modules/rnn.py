@@ -136,47 +136,80 @@ class RNNCell(_CellBase):
         return h if batched else h.squeeze(0)
 
 
+# _REVERSE_ORDER: how the reverse direction is laid out so that a recording
+# generalizes over sequence lengths.  janus's analyzer tells ops apart by op
+# and the Python lines they run from, not by shape; a direction laid out like
+# the forward one would make the pair one op sequence twice over, a repeat
+# whose period (a whole direction) holds the length T and hides the time
+# loops from the analyzer (analyzer/loops.c: the longest tandem repeat wins),
+# leaving one graph per recorded length.  So the reverse direction selects
+# its initial state before its projection (the forward one after it), and
+# its outputs, made T-1 .. 0, are stacked in the order they ran (a loop's
+# values are read back by one stack in iteration order) and flipped once.
+def _collect(outs, reverse):
+    """The steps' outputs, [T, N, H], in time order."""
+    y = janus.stack(outs, 0)
+    return y.flip(0) if reverse else y
+
+
 class _RNNBase(Module):
     _gates = 1
     _has_c = False
+    proj_size = 0  # modules pickled before projections existed
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, nonlinearity="tanh", proj_size=0, dtype=None):
         super().__init__()
-        if bidirectional:
-            raise NotImplementedError(f"{type(self).__name__}(bidirectional=True) is not supported yet")
-        if proj_size:
-            raise NotImplementedError("proj_size is not supported")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size and proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         if not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1]")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout, self.nonlinearity = bias, batch_first, float(dropout), nonlinearity
-        self.bidirectional = False
+        self.bidirectional, self.proj_size = bool(bidirectional), int(proj_size)
         g = self._gates * hidden_size
+        out = proj_size or hidden_size  # the size of h
+        # PyTorch's order: l0, l0_reverse, l1, ... (state_dict keys, _flat_weights)
         for layer in range(num_layers):
-            isz = input_size if layer == 0 else hidden_size
-            setattr(self, f"weight_ih_l{layer}", Parameter(janus.empty(g, isz, dtype=dtype)))
-            setattr(self, f"weight_hh_l{layer}", Parameter(janus.empty(g, hidden_size, dtype=dtype)))
-            if bias:
-                setattr(self, f"bias_ih_l{layer}", Parameter(janus.empty(g, dtype=dtype)))
-                setattr(self, f"bias_hh_l{layer}", Parameter(janus.empty(g, dtype=dtype)))
+            isz = input_size if layer == 0 else out * self._dirs
+            for sfx in self._suffixes:
+                setattr(self, f"weight_ih_l{layer}{sfx}", Parameter(janus.empty(g, isz, dtype=dtype)))
+                setattr(self, f"weight_hh_l{layer}{sfx}", Parameter(janus.empty(g, out, dtype=dtype)))
+                if bias:
+                    setattr(self, f"bias_ih_l{layer}{sfx}", Parameter(janus.empty(g, dtype=dtype)))
+                    setattr(self, f"bias_hh_l{layer}{sfx}", Parameter(janus.empty(g, dtype=dtype)))
+                if proj_size:
+                    w_hr = Parameter(janus.empty(proj_size, hidden_size, dtype=dtype))
+                    setattr(self, f"weight_hr_l{layer}{sfx}", w_hr)
         k = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0
         for p in self.parameters():
             init.uniform_(p, -k, k)
+
+    @property
+    def _dirs(self):
+        return 2 if self.bidirectional else 1
+
+    @property
+    def _suffixes(self):
+        return ("", "_reverse") if self.bidirectional else ("",)
+
+    def _weight_names(self, layer, sfx):
+        return [n + f"_l{layer}{sfx}" for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+                if (self.bias or n.startswith("weight")) and (self.proj_size or n != "weight_hr")]
 
     def __getstate__(self):
         """PyTorch's RNN attributes too (its forward reads them), so torch.load
         of a janus-saved module works: the mode, proj_size and the weight
         names and list it keeps (the same Parameter objects)."""
         state = super().__getstate__()
-        names = [n for layer in range(self.num_layers) for n in
-                 (f"weight_ih_l{layer}", f"weight_hh_l{layer}", f"bias_ih_l{layer}", f"bias_hh_l{layer}")
-                 if self.bias or n.startswith("weight")]
-        per = 4 if self.bias else 2
+        groups = [self._weight_names(layer, sfx) for layer in range(self.num_layers) for sfx in self._suffixes]
+        names = [n for g in groups for n in g]
         state.setdefault("mode", {4: "LSTM", 3: "GRU"}.get(self._gates, f"RNN_{self.nonlinearity.upper()}"))
         state.setdefault("proj_size", 0)
         state["_flat_weights_names"] = names
-        state["_all_weights"] = [names[i:i + per] for i in range(0, len(names), per)]
+        state["_all_weights"] = groups
         state["_flat_weights"] = [self._parameters[n] for n in names]
         state["_flat_weight_refs"] = []  # weakrefs do not pickle; PyTorch then keeps the list above
         return state
@@ -185,25 +218,38 @@ class _RNNBase(Module):
         """Nothing to do: PyTorch packs RNN weights into one buffer for cuDNN;
         janus keeps them as the separate parameters they are."""
 
-    def _layer_params(self, layer):
-        g = lambda n: getattr(self, f"{n}_l{layer}") if self.bias or n.startswith("weight") else None  # noqa: E731
-        return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh")
+    def _layer_params(self, layer, sfx=""):
+        g = lambda n: getattr(self, f"{n}_l{layer}{sfx}") if self.bias or n.startswith("weight") else None  # noqa: E731
+        return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh"), (g("weight_hr") if self.proj_size else None)
 
-    def _step(self, proj_t, h, c, w_hh, b_hh):
+    def _step(self, proj_t, h, c, w_hh, b_hh, w_hr=None):
         if self._has_c:
-            return _lstm_cell(proj_t, h, c, w_hh, b_hh)
+            h, c = _lstm_cell(proj_t, h, c, w_hh, b_hh)
+            return (h if w_hr is None else F.linear(h, w_hr)), c
         if self._gates == 3:
             return _gru_cell(proj_t, h, w_hh, b_hh), None
         return _rnn_cell(proj_t, h, w_hh, b_hh, self.nonlinearity), None
 
     def _initial(self, hx, N, like, batched=True):
+        L = self.num_layers * self._dirs
         if hx is None:
-            z = janus.zeros(self.num_layers, N, self.hidden_size, dtype=like.dtype, device=like.device)
-            return z, z
+            z = janus.zeros(L, N, self.proj_size or self.hidden_size, dtype=like.dtype, device=like.device)
+            # c keeps the full hidden size under a projection
+            c = janus.zeros(L, N, self.hidden_size, dtype=like.dtype, device=like.device) if self.proj_size else z
+            return z, c
         if self._has_c:
             h0, c0 = hx
+            self._check_hidden(h0, (L, N, self.proj_size or self.hidden_size), batched)
+            self._check_hidden(c0, (L, N, self.hidden_size), batched)
             return (h0, c0) if batched else (h0.unsqueeze(1), c0.unsqueeze(1))
+        self._check_hidden(hx, (L, N, self.hidden_size), batched)
         return (hx if batched else hx.unsqueeze(1)), None
+
+    @staticmethod
+    def _check_hidden(h, want, batched):
+        want = want if batched else (want[0], want[2])
+        if tuple(h.shape) != want:
+            raise RuntimeError(f"Expected hidden size {want}, got {list(h.shape)}")
 
     def forward(self, input, hx=None):
         if isinstance(input, PackedSequence):
@@ -215,24 +261,32 @@ class _RNNBase(Module):
         if batched and self.batch_first:
             x = x.transpose(0, 1)
         self._check_input(x)
-        T, N = x.shape[0], x.shape[1]
+        T, N, D = x.shape[0], x.shape[1], self._dirs
         h0, c0 = self._initial(hx, N, x, batched)
         hs, cs = [], []
         for layer in range(self.num_layers):
-            w_ih, w_hh, b_ih, b_hh = self._layer_params(layer)
-            # the input projection of every time step in one GEMM
-            proj = F.linear(x, w_ih, b_ih)
-            h = h0[layer]
-            c = c0[layer] if self._has_c else None
-            outs = []
-            for t in range(T):
-                h, c = self._step(proj[t], h, c, w_hh, b_hh)
-                outs.append(h)
-            x = janus.stack(outs, 0) if outs else janus.zeros(0, N, self.hidden_size, dtype=x.dtype, device=x.device)
+            dir_outs = []
+            for d, sfx in enumerate(self._suffixes):
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(layer, sfx)
+                k = layer * D + d
+                if d:  # initial state before the projection: see _REVERSE_ORDER
+                    h, c = h0[k], (c0[k] if self._has_c else None)
+                # the input projection of every time step in one GEMM
+                proj = F.linear(x, w_ih, b_ih)
+                if not d:
+                    h, c = h0[k], (c0[k] if self._has_c else None)
+                outs = []
+                # the reverse direction reads the same projection from the end
+                for t in (range(T - 1, -1, -1) if d else range(T)):
+                    h, c = self._step(proj[t], h, c, w_hh, b_hh, w_hr)
+                    outs.append(h)
+                dir_outs.append(_collect(outs, d) if outs else
+                                janus.zeros(0, N, self.proj_size or self.hidden_size, dtype=x.dtype, device=x.device))
+                hs.append(h)
+                cs.append(c)
+            x = dir_outs[0] if D == 1 else janus.cat(dir_outs, 2)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-            hs.append(h)
-            cs.append(c)
         out = x
         if batched and self.batch_first:
             out = out.transpose(0, 1)
@@ -261,9 +315,12 @@ class _RNNBase(Module):
         row keeps its state once its sequence has ended (where(active, new,
         old) at every step), so h_n holds every sequence's last step, as in PyTorch; the
         packed output is one index_select of the padded steps.  Shapes stay
-        the same from step to step (one graph shape for a recorded step)."""
+        the same from step to step (one graph shape for a recorded step).
+        The reverse direction runs t = T-1 .. 0 under the same mask: a row
+        keeps its initial state until its own last step, starts there, and
+        ends at t = 0."""
         sizes = [int(b) for b in janus._C._host_tolist(packed.batch_sizes)]  # no segment split (pack's own)
-        T, N = len(sizes), sizes[0]
+        T, N, D = len(sizes), sizes[0], self._dirs
         x = _rnn_utils._unpack(packed.data, sizes)
         self._check_input(x)
         h0, c0 = self._initial(hx, N, x)
@@ -273,37 +330,50 @@ class _RNNBase(Module):
         active = janus.tensor([[i < b for i in range(N)] for b in sizes], device=x.device).unsqueeze(-1)
         hs, cs = [], []
         for layer in range(self.num_layers):
-            w_ih, w_hh, b_ih, b_hh = self._layer_params(layer)
-            proj = F.linear(x, w_ih, b_ih)
-            h = h0[layer]
-            c = c0[layer] if self._has_c else None
-            outs = []
-            for t in range(T):
-                hn, cn = self._step(proj[t], h, c, w_hh, b_hh)
-                outs.append(hn)
-                # the sequences that ended keep their last state; a where at
-                # every step, even where all are active: the same ops at
-                # every step make one loop of them, whatever the lengths
-                h = janus.where(active[t], hn, h)
-                c = janus.where(active[t], cn, c) if self._has_c else None
-            x = janus.stack(outs, 0)
+            dir_outs = []
+            for d, sfx in enumerate(self._suffixes):
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(layer, sfx)
+                k = layer * D + d
+                if d:  # initial state before the projection: see _REVERSE_ORDER
+                    h, c = h0[k], (c0[k] if self._has_c else None)
+                proj = F.linear(x, w_ih, b_ih)
+                if not d:
+                    h, c = h0[k], (c0[k] if self._has_c else None)
+                outs = []
+                for t in (range(T - 1, -1, -1) if d else range(T)):
+                    hn, cn = self._step(proj[t], h, c, w_hh, b_hh, w_hr)
+                    outs.append(hn)
+                    # the sequences that ended (or, reversed, not started)
+                    # keep their state; a where at every step, even where all
+                    # are active: the same ops at every step make one loop of
+                    # them, whatever the lengths
+                    h = janus.where(active[t], hn, h)
+                    c = janus.where(active[t], cn, c) if self._has_c else None
+                dir_outs.append(_collect(outs, d))
+                hs.append(h)
+                cs.append(c)
+            x = dir_outs[0] if D == 1 else janus.cat(dir_outs, 2)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-            hs.append(h)
-            cs.append(c)
-        rows = x.reshape(T * N, self.hidden_size)
+        rows = x.reshape(T * N, x.shape[-1])
         data = rows.index_select(0, janus._functions._data_index(_rnn_utils._packed_positions(sizes), x.device))
         out = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
         return out, self._final(hs, cs, order=packed.unsorted_indices)
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
         if self.batch_first:
             s += ", batch_first=True"
         if self.dropout:
             s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
         return s
 
 
@@ -315,9 +385,16 @@ class LSTM(_RNNBase):
 class GRU(_RNNBase):
     _gates = 3
 
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__(*args, **kwargs)
+
 
 class RNN(_RNNBase):
     def __init__(self, *args, nonlinearity="tanh", **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
         super().__init__(*args, nonlinearity=nonlinearity, **kwargs)

@@ -125,6 +125,9 @@ from . import _factories  # noqa: E402
 from ._factories import Generator, default_generator  # noqa: E402,F401
 from ._tensor import Tensor  # noqa: E402
 from ._format import set_printoptions, get_printoptions  # noqa: E402,F401
+# the legacy typed constructors (FloatTensor, LongTensor, ...), one per dtype this build has
+from ._tensortype import LEGACY_TYPES as _legacy_types  # noqa: E402
+globals().update(_legacy_types)
 
 _tensor_mod = __import__(__name__ + "._tensor", fromlist=["install_methods"])
 _tensor_mod.install_methods()
@@ -268,7 +271,7 @@ def can_cast(from_, to):
     return not ((f.is_floating_point and not t.is_floating_point) or (f is not bool and t is bool))
 
 
-del _bd, _tensor_mod, _s
+del _bd, _tensor_mod, _s, _legacy_types
 
 # live forward-hook registrations on modules (nn/module.py); nonzero: every module call runs
 # _module_hooked_call (set by nn/module.py)
@@ -281,6 +284,7 @@ from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import accelerator, backends, distributed, distributions, multiprocessing, onnx, serialization  # noqa: E402,F401
 from . import func, jit, linalg, random, special  # noqa: E402,F401
+from . import testing, version  # noqa: E402,F401
 
 # JANUS_KERNEL_CLOCK: time spent inside kernels on this thread (benchmarks/bench_replay.py)
 if _C._setting_value("JANUS_KERNEL_CLOCK"):

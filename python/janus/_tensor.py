@@ -280,6 +280,8 @@ class Tensor(_C.TensorBase):
                 if dtype.endswith("." + v) or dtype == v:
                     return self.to(_by[k])
             raise ValueError(f"invalid type: {dtype!r}")
+        if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), _dtype.dtype):
+            dtype = dtype.dtype  # a legacy type: janus.FloatTensor, ... (janus/_tensortype.py)
         return self.to(dtype)
 
     def cpu(self, memory_format=None):

@@ -51,8 +51,6 @@ ALTERNATIVES = {
     "fft": "a numpy round trip outside the training step (janus has no FFT ops)",
     "sparse": "dense tensors",
     "quantization": "float32 or torch.autocast (janus has no quantized tensors)",
-    "FloatTensor": "torch.tensor(data, dtype=torch.float32) or torch.empty(*size)",
-    "LongTensor": "torch.tensor(data, dtype=torch.long)",
 }
 
 

@@ -75,6 +75,8 @@ def test_hooks_get_what_the_reference_gives(monkeypatch, hook):
         kwargs["mutated"] = True  # a fresh dict per call: the next call does not see it
         return "hooked"
 
+    if hook != "module_hooks":  # hooks an earlier test registered stay counted (no handle removes them)
+        monkeypatch.setattr(janus, "_module_hooks", 0)
     if hook == "replay":
         monkeypatch.setattr(janus, "_region_module", fn)
     elif hook == "module_hooks":  # forward hooks live somewhere: the hooked call comes first

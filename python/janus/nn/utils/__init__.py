@@ -1,8 +1,8 @@
 """janus.nn.utils: gradient clipping (clip_grad_norm_, or get_total_norm then
 clip_grads_with_norm_, and clip_grad_value_), parameter vectors, inference-time
 conv/linear + batch-norm fusion (fusion.py), skip_init (init.py),
-convert_conv2d_weight_memory_format (memory_format.py), and janus.nn.utils.rnn
-(pad_sequence, packed sequences)."""
+convert_conv2d_weight_memory_format (memory_format.py), janus.nn.utils.rnn
+(pad_sequence, packed sequences) and janus.nn.utils.prune (pruning masks)."""
 import janus
 from janus import _record
 
@@ -141,6 +141,6 @@ from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eva
                      fuse_linear_bn_weights)
 from .init import skip_init  # noqa: E402,F401
 from .memory_format import convert_conv2d_weight_memory_format  # noqa: E402,F401
-from . import parametrizations, parametrize, stateless  # noqa: E402,F401
+from . import parametrizations, parametrize, prune, stateless  # noqa: E402,F401
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402,F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402,F401

@@ -267,19 +267,7 @@ class _RNNBase(Module):
         for layer in range(self.num_layers):
             dir_outs = []
             for d, sfx in enumerate(self._suffixes):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(layer, sfx)
-                k = layer * D + d
-                if d:  # initial state before the projection: see _REVERSE_ORDER
-                    h, c = h0[k], (c0[k] if self._has_c else None)
-                # the input projection of every time step in one GEMM
-                proj = F.linear(x, w_ih, b_ih)
-                if not d:
-                    h, c = h0[k], (c0[k] if self._has_c else None)
-                outs = []
-                # the reverse direction reads the same projection from the end
-                for t in (range(T - 1, -1, -1) if d else range(T)):
-                    h, c = self._step(proj[t], h, c, w_hh, b_hh, w_hr)
-                    outs.append(h)
+                outs, h, c = self._direction(x, h0, c0, layer * D + d, self._layer_params(layer, sfx), T, d)
                 dir_outs.append(_collect(outs, d) if outs else
                                 janus.zeros(0, N, self.proj_size or self.hidden_size, dtype=x.dtype, device=x.device))
                 hs.append(h)
@@ -293,6 +281,30 @@ class _RNNBase(Module):
         if not batched:
             out = out.squeeze(1)
         return out, self._final(hs, cs, batched)
+
+    def _direction(self, x, h0, c0, k, params, T, reverse, active=None):
+        """One direction of one layer over x's T steps (h0[k], c0[k] its initial
+        state): the steps' outputs in the order they ran, the last h and c.
+        active: a packed sequence's [T, N, 1] mask; the rows that ended (or,
+        reversed, have not started) keep their state."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = params
+        if reverse:  # initial state before the projection: see _REVERSE_ORDER
+            h, c = h0[k], (c0[k] if self._has_c else None)
+        proj = F.linear(x, w_ih, b_ih)  # the input projection of every time step in one GEMM
+        if not reverse:
+            h, c = h0[k], (c0[k] if self._has_c else None)
+        outs = []
+        # the reverse direction reads the same projection from the end
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            hn, cn = self._step(proj[t], h, c, w_hh, b_hh, w_hr)
+            outs.append(hn)
+            if active is None:
+                h, c = hn, cn
+            else:  # a where at every step, even where all are active: the
+                # same ops at every step make one loop of them, whatever the lengths
+                h = janus.where(active[t], hn, h)
+                c = janus.where(active[t], cn, c) if self._has_c else None
+        return outs, h, c
 
     def _check_input(self, x):
         if x.shape[-1] != self.input_size:
@@ -332,23 +344,7 @@ class _RNNBase(Module):
         for layer in range(self.num_layers):
             dir_outs = []
             for d, sfx in enumerate(self._suffixes):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(layer, sfx)
-                k = layer * D + d
-                if d:  # initial state before the projection: see _REVERSE_ORDER
-                    h, c = h0[k], (c0[k] if self._has_c else None)
-                proj = F.linear(x, w_ih, b_ih)
-                if not d:
-                    h, c = h0[k], (c0[k] if self._has_c else None)
-                outs = []
-                for t in (range(T - 1, -1, -1) if d else range(T)):
-                    hn, cn = self._step(proj[t], h, c, w_hh, b_hh, w_hr)
-                    outs.append(hn)
-                    # the sequences that ended (or, reversed, not started)
-                    # keep their state; a where at every step, even where all
-                    # are active: the same ops at every step make one loop of
-                    # them, whatever the lengths
-                    h = janus.where(active[t], hn, h)
-                    c = janus.where(active[t], cn, c) if self._has_c else None
+                outs, h, c = self._direction(x, h0, c0, layer * D + d, self._layer_params(layer, sfx), T, d, active)
                 dir_outs.append(_collect(outs, d))
                 hs.append(h)
                 cs.append(c)

@@ -243,6 +243,19 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _unstructured_mask(amount, t, default_mask, scores, largest):
+    """default_mask with the `amount` entries of t whose scores() are the
+    largest (or smallest) set to 0; scores is called only when some are."""
+    tensor_size = t.nelement()
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    mask = default_mask.clone(memory_format=janus.contiguous_format)
+    if nparams_toprune != 0:  # topk with k=0 has nothing to do
+        topk = janus.topk(scores().view(-1), k=nparams_toprune, largest=largest)
+        mask.view(-1)[topk.indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes `amount` entries (a count, or a fraction of all) chosen at random."""
     PRUNING_TYPE = "unstructured"
@@ -252,15 +265,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=janus.contiguous_format)
-        if nparams_toprune != 0:  # topk with k=0 has nothing to do
-            prob = janus.rand_like(t)
-            topk = janus.topk(prob.view(-1), k=nparams_toprune)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+        return _unstructured_mask(self.amount, t, default_mask, lambda: janus.rand_like(t), largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -277,14 +282,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=janus.contiguous_format)
-        if nparams_toprune != 0:
-            topk = janus.topk(janus.abs(t).view(-1), k=nparams_toprune, largest=False)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+        return _unstructured_mask(self.amount, t, default_mask, lambda: janus.abs(t), largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):

@@ -237,6 +237,9 @@ def test_sigint_still_raises_keyboardinterrupt(tmp_path, reference):
     """Python's SIGINT handler is chained, not replaced."""
     db = tmp_path / "run.db"
     p, _ = _start(tmp_path, db, "sleep")
+    # inside the sleep: a signal that lands between CPython's last check and
+    # the sleep's syscall waits the whole sleep out (CPython's own race)
+    time.sleep(0.2)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert "KeyboardInterrupt" in err, err

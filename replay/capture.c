@@ -112,6 +112,11 @@ int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t) {
     return rp_held(t);
 }
 
+int rp_cap_expects(void *ctx, jn_op op, const jn_tensor *t) {
+    jn_replay *R = ctx;
+    return R->mt && jn_rp_match_expects(R->mt, op, t->id);
+}
+
 void rp_clear_list(jn_replay *R) {
     if (R->bw) rp_bw_clear(R);
     for (int64_t i = 0; i < R->nrefs; i++) pend_unhold(R, R->refs[i]);

@@ -184,6 +184,15 @@ jn_rp_match_kind jn_rp_match_feed_at(jn_rp_matcher *mt, const jn_rp_match_event 
 /* Events jn_rp_match_feed_at decided with checks left out. */
 int64_t jn_rp_match_known_events(const jn_rp_matcher *mt);
 
+/* Whether a live cursor expects `op` next with the tensor `id` as its
+ * input 0 (an unbound graph input counts: it would bind to it).  A peek
+ * that changes nothing: replay asks it where the script's op is a choice
+ * the data makes (reshape views or copies by layout, 5.1), so the script
+ * runs the one the graph holds.  0 before the first feed, after a miss,
+ * and for a cursor at a loop iteration's end (the next iteration's refs
+ * are not resolved there). */
+int jn_rp_match_expects(const jn_rp_matcher *mt, jn_op op, uint64_t id);
+
 /* The module graphs the current segment can still become (live cursors,
  * each graph once, at most max): what replay decides a segment's mode by
  * after its first op.  0 before the first feed and after a miss. */

@@ -1337,6 +1337,26 @@ int jn_rp_match_where(const jn_rp_matcher *mt, jn_rp_match_at *at) {
     return 1;
 }
 
+int jn_rp_match_expects(const jn_rp_matcher *mt, jn_op op, uint64_t id) {
+    if (!mt || !mt->started || mt->missed) return 0;
+    for (int32_t c = 0; c < mt->nalive; c++) {
+        const mcur *G = mt->alive[c];
+        const mgraph *P = G->P;
+        if (G->pos >= P->ntok) continue;
+        if (G->cur_loop >= 0 && G->pos == P->loop[G->cur_loop].first + P->loop[G->cur_loop].count) continue;
+        const mtok *T = &P->tok[G->pos];
+        if (T->op != op || T->nin < 1 || (T->flags & JN_IR_MT_COLLECT)) continue;
+        const mref *r = &T->in[0];
+        uint64_t want;
+        if (r->kind == JN_IR_MR_INPUT) {
+            if (!G->ibound[r->a] || G->in_id[r->a] == id) return 1;
+        } else if (r->kind == JN_IR_MR_TOKEN && ref_id(mt, G, r, G->pos, &want) && want == id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 uint64_t jn_rp_match_known(const jn_rp_matcher *mt, int32_t gi, int32_t pos, const jn_rp_match_known_op *o) {
     if (!mt || gi < 0 || gi >= mt->m->ngraphs || mt->by_graph[gi] < 0) return 0;
     const mgraph *P = &mt->gr[mt->by_graph[gi]];

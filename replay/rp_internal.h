@@ -370,6 +370,7 @@ jn_status rp_cap_capture(void *ctx, jn_op op, int nin, jn_tensor *const *in, con
 jn_status rp_cap_materialize(void *ctx, jn_tensor *t);
 int64_t rp_cap_held_only(void *ctx, const jn_storage *st);
 int64_t rp_cap_held_refs(void *ctx, const jn_tensor *t);
+int rp_cap_expects(void *ctx, jn_op op, const jn_tensor *t);
 
 /* --------------------------------------------------------- deferred.c */
 /* The storages a deferred slice must not share (it works on private copies
@@ -394,8 +395,8 @@ jn_status rp_slice_take_kept(rp_slice *D);
 jn_status rp_slice_run(jn_replay *R, rp_slice *D);
 rp_slice *rp_slice_find(const jn_replay *R, const jn_storage *st);
 void rp_slice_gc(jn_replay *R);
-/* At the end: every deferred value is lost (nothing runs after it). */
-void rp_slice_drop_all(jn_replay *R);
+/* At the end: the values something still reaches are computed, the rest dropped. */
+void rp_slice_settle(jn_replay *R);
 
 /* -------------------------------------------------------- graph_run.c */
 /* Run graph res->graph over the pending list and fill it; 0 done, 1:

@@ -118,7 +118,11 @@ static T *view(jn_bw *b, T *x, int nd, const int64_t *shape) {
     if (b->st || !x) return NULL;
     jn_attrs a = A();
     a.a[0].l = ints(nd, shape);
-    if (!jn_is_contiguous(x)) x = clone(b, x); /* reshape = view of a contiguous copy */
+    /* reshape = view of a contiguous copy; under replay also of a contiguous
+     * x where the followed graph copies (recorded non-contiguous, 5.1) */
+    if (!jn_is_contiguous(x) ||
+        (jn_rt_capturing && jn_rt_capture_expects(JN_OP_clone, x) && !jn_rt_capture_expects(JN_OP_view, x)))
+        x = clone(b, x);
     return call(b, JN_OP_view, 1, &x, &a);
 }
 static T *reshape_to(jn_bw *b, T *x, const jn_meta *m) { return view(b, x, m->ndim, m->shape); }

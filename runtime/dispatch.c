@@ -226,6 +226,10 @@ jn_status jn_rt_capture_backward(int n, jn_tensor *const *roots, jn_tensor *cons
     return capture_hook.backward(capture_hook.ctx, n, roots, grads, retain, handled);
 }
 
+int jn_rt_capture_expects(jn_op op, const jn_tensor *t) {
+    return jn_rt_capturing && capture_hook.expects && capture_hook.expects(capture_hook.ctx, op, t);
+}
+
 int64_t jn_rt_storage_refs(const jn_storage *st) {
     if (!jn_rt_capturing || !st->ext || !capture_hook.held_only || st->refcnt == 1) return st->refcnt;
     return st->refcnt - capture_hook.held_only(capture_hook.ctx, st);

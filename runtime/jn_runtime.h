@@ -383,6 +383,9 @@ typedef struct jn_rt_capture_hook {
      * call over (its status returned), 0 to run the engine.  May be NULL. */
     jn_status (*backward)(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain,
                           int *handled);
+    /* Whether the followed graph expects op next reading t as input 0 (a
+     * peek, jn_rt_capture_expects).  May be NULL. */
+    int (*expects)(void *ctx, jn_op op, const jn_tensor *t);
     void *ctx;
     /* The device whose ops are captured (jn_device_type; 0 = JN_CPU): ops
      * on another device end the segment and run eagerly (a factory runs
@@ -394,6 +397,11 @@ void jn_rt_set_capture_hook(const jn_rt_capture_hook *h);
 int jn_rt_capture_hook_installed(void);
 /* The capture hook's backward callback (*handled = 0 without one). */
 jn_status jn_rt_capture_backward(int n, jn_tensor *const *roots, jn_tensor *const *grads, int retain, int *handled);
+/* While capturing: whether the graph being followed expects op next with
+ * t as its first input (0 when not capturing).  For ops whose choice the
+ * data makes, not the program: reshape's copy or view, contiguous's copy
+ * or nothing, which torch documents may not be relied on. */
+int jn_rt_capture_expects(jn_op op, const jn_tensor *t);
 /* n consecutive tensor ids, none of them given to a tensor: the first. */
 int64_t jn_rt_reserve_ids(int64_t n);
 extern int jn_rt_capturing;

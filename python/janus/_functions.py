@@ -999,6 +999,7 @@ FUNCTIONS["t"] = t
 
 
 _row_major = TensorBase.is_contiguous  # the C method: row-major strides (numel 0: true)
+_copy_expected = _C._copy_expected
 
 
 @method
@@ -1021,7 +1022,8 @@ def contiguous(self, *, memory_format=_dtype.contiguous_format):
     layout); channels_last / channels_last_3d are checked as torch does
     (rank 4 / 5) and give the same values."""
     if memory_format is _dtype.contiguous_format:
-        return self if _row_major(self) else _I["clone"](self)
+        # replay may copy a row-major tensor where the graph it follows holds the copy (as reshape)
+        return self if _row_major(self) and not _copy_expected(self) else _I["clone"](self)
     _dtype.check_memory_format(memory_format, "contiguous")
     if is_contiguous(self, memory_format=memory_format):
         return self

@@ -218,13 +218,29 @@ static jn_rp_match_kind known_feed(jn_rp_matcher *mt, const jn_rp_match_event *e
     return k;
 }
 
+/* jn_rp_match_expects (the peek replay's reshape asks) in the same lockstep:
+ * before an event that one cursor then matches inside one loop iteration
+ * (or outside loops), the peek for its op and first input says yes, and
+ * for another op no. */
+static int64_t expects_checked;
+
 static jn_rp_match_kind twin_feed(jn_rp_matcher *mt, const jn_rp_match_event *ev, jn_rp_match_result *res) {
     jn_rp_match_kind k = mt == fast && twin ? known_feed(mt, ev, res) : jn_rp_match_feed(mt, ev, res);
     if (mt == fast && twin) {
         jn_rp_match_result r2;
+        jn_rp_match_at b, a;
+        int one = ev->nin >= 1 && !ev->in[0].pytype && jn_rp_match_where(twin, &b) && b.nev > 0;
+        int yes = one && jn_rp_match_expects(twin, ev->op, ev->in[0].id);
+        int other = one && jn_rp_match_expects(twin, (jn_op)((ev->op + 1) % JN_NOPS), ev->in[0].id);
         jn_rp_match_kind k2 = jn_rp_match_feed(twin, ev, &r2);
         twin_events++;
         same_result(k, res, k2, &r2, 0);
+        if (one && k2 != JN_RP_MATCH_MISS && jn_rp_match_where(twin, &a) && a.graph == b.graph &&
+            a.loop == b.loop && a.it == b.it && a.pos == b.pos + 1) {
+            CHECK(yes);
+            CHECK(!other);
+            expects_checked++;
+        }
     }
     return k;
 }
@@ -800,6 +816,8 @@ static int replay(const char *path, const char *other) {
     CHECK(twin_differ == 0); /* the fast path decides as the full matcher on every stream fed */
     printf("twin: events=%lld fast_events=%lld differ=%lld\n", (long long)twin_events,
            (long long)jn_rp_match_fast_events(twin ? fast : NULL), (long long)twin_differ);
+    if (twin_events > 1000) CHECK(expects_checked > 0); /* the peek was checked, not skipped throughout */
+    printf("expects: checked=%lld\n", (long long)expects_checked);
     printf("known: events=%lld fed_known=%lld checks_left_out=%lld\n", (long long)known_events,
            (long long)jn_rp_match_known_events(twin ? fast : NULL), (long long)known_skips);
     jn_rp_match_free(twin);

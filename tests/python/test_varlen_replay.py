@@ -13,6 +13,15 @@ equal to eager.
   lengths), reads the batch sizes without splitting the segment
   (_C._host_tolist), and the padding cat runs even of no rows.
 - padded: a GRU over the whole padded batch, loss masked by ignore_index.
+- enc_trim: the trimmed batch through a Transformer encoder (dropout on),
+  `x.reshape(-1)` of the trimmed slice.  That reshape copies while the
+  slice leaves padding out and views once it covers the padding, and the
+  embedding's backward reshapes the same indices: recorded on copies, the
+  longest batches missed ("expected clone, the script ran view", 83.8%).
+  Under replay a reshape, or a `contiguous()`, whose layout allows a view
+  copies where the followed graph copies (`jn_rt_capture_expects`; the same
+  values, and torch documents that the choice may not be relied on).
+- trim_contiguous: `x[:, :L].contiguous()`, a copy or the slice itself.
 
 Before this, trim replayed 75.0% and packed 66.9% (20 steps recorded, 40
 replayed, benchmarks/results/hit_rates.md)."""
@@ -30,7 +39,8 @@ V, D = 20, 16
 emb = nn.Embedding(V, D, padding_idx=0)
 rnn = nn.GRU(D, D, batch_first=True)
 head = nn.Linear(D, V)
-params = list(emb.parameters()) + list(rnn.parameters()) + list(head.parameters())
+enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, 2, 32, dropout=0.1, batch_first=True), 2)
+params = list(emb.parameters()) + list(rnn.parameters()) + list(head.parameters()) + list(enc.parameters())
 opt = janus.optim.Adam(params, lr=0.01)
 N, T, B = 60 * 8, 12, 8
 lens = janus.randint(3, T + 1, (N,))
@@ -52,6 +62,10 @@ CASES = {
               "h, _ = nn.utils.rnn.pad_packed_sequence(rnn(p)[0], batch_first=True, total_length=T); "
               "loss = F.cross_entropy(head(h).reshape(-1, V), x.reshape(-1), ignore_index=0)",
     "padded": "h, _ = rnn(emb(x)); loss = F.cross_entropy(head(h).reshape(-1, V), x.reshape(-1), ignore_index=0)",
+    "enc_trim": "x = x[:, :int(l.max())]; h = enc(emb(x), src_key_padding_mask=(x == 0)); "
+                "loss = F.cross_entropy(head(h).reshape(-1, V), x.reshape(-1), ignore_index=0)",
+    "trim_contiguous": "x = x[:, :int(l.max())].contiguous(); h, _ = rnn(emb(x)); "
+                       "loss = F.cross_entropy(head(h).flatten(0, 1), x.view(-1), ignore_index=0)",
 }
 
 

@@ -615,7 +615,15 @@ static PyObject *reshape_impl(PyObject *input, PyObject *const *args, Py_ssize_t
     if (ok && infer >= 0 && known > 0) shape[infer] = numel / known;
     jn_tensor *in[1] = {t}, *out, *c = NULL;
     jn_status s;
-    if (ok && !jn_is_contiguous(t) && !viewable(t->ndim, t->shape, t->strides, l->n, shape)) {
+    int copy = ok && !jn_is_contiguous(t) && !viewable(t->ndim, t->shape, t->strides, l->n, shape);
+    /* Under replay a layout that allows a view still copies where the graph
+     * being followed holds the copy (recorded on a layout that did not: a
+     * slice of the padding that now covers it); the values are the same,
+     * and torch documents that reshape's view-or-copy may not be relied on. */
+    if (ok && !copy && jn_rt_capturing && jn_rt_capture_expects(JN_OP_clone, t) &&
+        !jn_rt_capture_expects(JN_OP_view, t))
+        copy = 1;
+    if (copy) {
         jn_attrs none;
         memset(&none, 0, sizeof none);
         if ((s = jn_dispatch(JN_OP_clone, 1, in, &none, &c))) return jn_py_raise(s);
@@ -645,7 +653,20 @@ PyMethodDef jn_py_ops_tensor_methods[] = {
      "reshape(*shape): a view when possible, else a contiguous copy"},
     {NULL, NULL, 0, NULL}};
 
+/* _copy_expected(t): whether replay follows a graph that copies t next
+ * (contiguous() of a row-major tensor then copies, as reshape does). */
+static PyObject *f_copy_expected(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    if (!JnTensor_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "_copy_expected(tensor)");
+        return NULL;
+    }
+    return PyBool_FromLong(jn_rt_capture_expects(JN_OP_clone, JN_T(arg)));
+}
+
 static PyMethodDef module_fns[] = {
+    {"_copy_expected", (PyCFunction)f_copy_expected, METH_O,
+     "_copy_expected(t): under replay, whether the followed graph copies t next"},
     {"reshape", (PyCFunction)(void (*)(void))f_reshape, METH_FASTCALL | METH_KEYWORDS,
      "reshape(input, shape): a view when possible, else a contiguous copy"},
     {NULL, NULL, 0, NULL}};

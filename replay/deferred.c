@@ -263,11 +263,12 @@ void rp_slice_gc(jn_replay *R) {
     }
 }
 
-void rp_slice_drop_all(jn_replay *R) {
-    while (R->deferred) {
-        rp_slice *D = R->deferred;
-        R->deferred = D->next;
-        for (int64_t k = 0; k < D->nneed; k++) D->needed[k]->lazy = JN_LAZY_LOST; /* nothing runs after it */
-        rp_slice_free(R, D);
-    }
+/* Replay ends: a value something still reaches is computed now, since
+ * nothing could run its slice once replay is gone (a parameter the
+ * recording never read again, read after the run: a state_dict saved at
+ * exit); the rest are dropped.  A slice that cannot run (an input written
+ * since) leaves its values LOST, as a read during replay would. */
+void rp_slice_settle(jn_replay *R) {
+    rp_slice_gc(R);
+    while (R->deferred) (void)rp_slice_run(R, R->deferred); /* unlinks it, run or not */
 }

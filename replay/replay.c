@@ -159,7 +159,7 @@ jn_status jn_rp_new(const char *db_path, int64_t run_id, const jn_rp_config *cfg
     R->seg_mode = SEG_CAPTURE;
     R->on = 1;
     jn_rt_capture_hook h = {.capture = rp_cap_capture, .materialize = rp_cap_materialize, .held_only = rp_cap_held_only,
-                            .held_refs = rp_cap_held_refs, .backward = rp_bw_hook, .ctx = R, .device = R->dev};
+                            .held_refs = rp_cap_held_refs, .backward = rp_bw_hook, .expects = rp_cap_expects, .ctx = R, .device = R->dev};
     jn_rt_set_capture_hook(&h);
     jn_dispatch_hook dh = {rp_eager_after, R};
     jn_set_dispatch_hook(&dh);
@@ -199,7 +199,7 @@ jn_status jn_rp_sync(jn_replay *R, int kind, jn_tensor *t) {
 jn_status jn_rp_finish(jn_replay *R, int print_summary) {
     if (!R->on) return JN_OK;
     jn_status s = rp_seg_end(R);
-    rp_slice_drop_all(R);
+    rp_slice_settle(R);
     rp_clear_list(R);
     uninstall(R);
     rp_print_end(R, print_summary);

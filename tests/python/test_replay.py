@@ -736,6 +736,48 @@ def test_values_graphs_do_not_keep_read_later(tmp_path, mode):
     assert rs.returncode != 0 and "does not keep it" in rs.stderr and "JANUS_REPLAY=0" in rs.stderr, rs.stderr
 
 
+UNREAD = '''
+import os, sys
+sys.path.insert(0, os.path.join({root!r}, "python"))
+import janus
+import janus.nn as nn
+janus.manual_seed(0)
+used, unused = nn.Linear(8, 4), nn.GRU(4, 4)   # unused: its initial values are never read again
+opt = janus.optim.Adam(list(used.parameters()) + list(unused.parameters()), lr=0.01)
+X = janus.randn(64, 8)
+for step in range(30):
+    loss = (used(X[step % 4 * 16:(step % 4 + 1) * 16]) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, f"{{loss.item():.7f}}")
+if sys.argv[1] == "read":
+    from janus import _replay
+    _replay.stop()   # as a script's end does: what it reads now no replay can compute
+    print("unused", [p.sum().item() for p in unused.parameters()])
+'''
+
+
+def test_values_graphs_do_not_keep_read_after_replay(tmp_path):
+    """Parameters of a module the training never uses: the recording never
+    read their initial values again, so the first graph does not keep them
+    (a deferred slice computes them if read).  Read after replay ended (a
+    state_dict saved at exit, replay_probe's final weights), they are
+    computed when replay ends, not lost (rp_slice_settle)."""
+    script = os.path.join(str(tmp_path), "unread.py")
+    with open(script, "w") as f:
+        f.write(UNREAD.format(root=ROOT))
+    db = os.path.join(str(tmp_path), "run.db")
+    assert janus("record", "--db", db, "--", sys.executable, script, "noread", timeout=300, cwd=ROOT).returncode == 0
+    assert janus("optimize", db, timeout=300).returncode == 0
+    e = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True, env=env(), timeout=300)
+    rr = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0"), timeout=300)
+    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == e.stdout and "unused" in rr.stdout
+    assert summary(rr.stderr)["fell_back"] == 0, rr.stderr[-2000:]
+
+
 # ------------------------------------------------ memory: moved, not copied
 LOADER = '''
 import os, resource, sys

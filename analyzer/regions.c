@@ -16,9 +16,10 @@
  *   - every tensor an op reads is made inside the call, an argument (the
  *     ids on the entry marker), a parameter or state (a buffer, optimizer
  *     state); anything else is a global or an attribute tensor (the op, where);
- *   - calls whose inputs have the same roles, dtypes, devices, shapes and
- *     contiguity (the replay's signature, strides reduced as the trace keeps
- *     them) ran the same
+ *   - calls in the same mode (a module call's grad mode and training flag,
+ *     on its entry marker) whose inputs have the same roles, dtypes,
+ *     devices, shapes and contiguity (the replay's signature, strides
+ *     reduced as the trace keeps them) ran the same
  *     ops from the same lines (else the first differing op is named: control
  *     flow on a value the region does not see);
  *   - its code was observed (the recorder observes the second and third call
@@ -264,7 +265,10 @@ static jn_status enter(an_ctx *c, const an_regev *m) {
         if (!(k->args = malloc(sizeof *k->args * m->nargs))) return nomem();
         memcpy(k->args, c->sb.rargs + m->arg0, sizeof *k->args * m->nargs);
         qsort(k->args, m->nargs, sizeof *k->args, cmp_i64);
-        k->nargs = m->nargs;
+        int64_t lo = 0; /* a module call's mode comes first, negated (jn_db.h): part of the signature */
+        while (lo < m->nargs && k->args[lo] < 0) k->sig = an_mix(k->sig, (uint64_t)-k->args[lo++]);
+        memmove(k->args, k->args + lo, sizeof *k->args * (size_t)(m->nargs - lo));
+        k->nargs = m->nargs - lo;
     }
     g->nopen++;
     return JN_OK;

@@ -177,6 +177,8 @@ jn_status jn_db_stack(jn_db *db, uint64_t hash, const int64_t *callsites, int n,
 
 /* ---- event codec ---- */
 enum { JN_EV_OP = 1, JN_EV_SYNC = 2, JN_EV_DECISION = 3, JN_EV_LIVE = 4, JN_EV_REGION = 5 };
+/* A module call's mode on its JN_EV_REGION entry (stored negated among the ids): 1..4. */
+#define JN_DB_REGION_MODE(grad_enabled, training) (1 + ((grad_enabled) != 0) + 2 * ((training) != 0))
 /* What a tensor reference is, as far as the recorder can tell. */
 enum {
     JN_TR_TEMP = 0,     /* produced by a recorded op */
@@ -249,7 +251,11 @@ typedef struct {
     /* JN_EV_REGION (schema v9): a region's call begins (region_enter 1) or
      * ends (0); region is the run's region id (jn_db_region_put).  On
      * entry, the ids of the tensors it was given (arguments; for an
-     * optimizer or clipping, the gradients), any order. */
+     * optimizer or clipping, the gradients), any order; a module call's
+     * entry also holds its mode as one negative value, -JN_DB_REGION_MODE
+     * (grad mode and the module's training flag: calls in different modes
+     * may run different ops, so the analyzer compares a call only with
+     * calls of its mode; a recording without it compares all). */
     int64_t region;
     uint8_t region_enter;
     uint32_t nargs;

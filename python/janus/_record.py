@@ -380,7 +380,10 @@ def _region_run(kind, obj, fn, given, call, args, kwargs):
     if ent is None or ent[0]() is not obj:
         ent = _new_region(kind, obj, fn, key)
     rid = ent[1]
-    _C._rec_region_enter(rid, given)
+    if kind == "module":  # its mode: calls in train and eval mode, with and without grad, compare apart
+        _C._rec_region_enter(rid, given, obj.training)
+    else:
+        _C._rec_region_enter(rid, given)
     if ent[2] >= _REGION_OBSERVED:
         try:
             return call(*args, **kwargs)

@@ -302,3 +302,67 @@ def test_a_module_called_from_two_lines_is_replaceable(tmp_path):
     ins = janus("inspect", "--json", db)
     v = {(x["kind"], x["qualname"]): x for x in json.loads(ins.stdout)["bundles"][-1]["regions"]}
     assert v[("module", "Linear")]["verdict"] == "replaceable", v[("module", "Linear")]
+
+
+TRAIN_EVAL = """
+import sys
+sys.path.insert(0, {python!r})
+import janus, janus.nn as nn
+janus.manual_seed(0)
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 1)
+
+    def forward(self, h):
+        if self.training:          # user code branching on the mode
+            h = h * 0.5
+        return self.fc(h)
+
+
+net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.1), Head())
+opt = janus.optim.SGD(net.parameters(), lr=0.1)
+x, y = janus.randn(32, 8), janus.randn(32, 1)
+for epoch in range(4):
+    net.train()
+    for i in range(3):
+        loss = nn.functional.mse_loss(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"loss {{loss.item():.7f}}")
+    net.eval()
+    with janus.no_grad():
+        print("val", f"{{nn.functional.mse_loss(net(x), y).item():.7f}}")
+    print("eval with grad", f"{{net(x).sum().item():.7f}}")
+"""
+
+
+def test_train_and_eval_calls_compare_apart(tmp_path):
+    """A model called in train mode (dropout, a branch on self.training) and in
+    eval mode, with and without grad, on inputs of the same shapes: the calls
+    of one mode ran the same ops, so the region is replaceable (the entry
+    marker carries the call's grad mode and training flag, jn_db.h); replay
+    learns one variant per mode and prints eager's numbers."""
+    script = tmp_path / "train_eval.py"
+    script.write_text(TRAIN_EVAL.format(python=os.path.join(ROOT, "python")))
+    db = str(tmp_path / "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, str(script), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = janus("optimize", "--no-compile", db, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ins = janus("inspect", "--json", db)
+    v = {(x["kind"], x["qualname"]): x for x in json.loads(ins.stdout)["bundles"][-1]["regions"]}
+    for name in ("Sequential", "Head", "Dropout"):
+        assert v[("module", name)]["verdict"] == "replaceable", v[("module", name)]
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(), timeout=600)
+    rr = janus("replay", "--db", db, "--", sys.executable, str(script), timeout=600,
+               extra_env={"JANUS_REPLAY_ADAPT": "0"})
+    assert plain.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == plain.stdout
+    regions = json.loads(janus("inspect", "--json", db).stdout)["runs"][-1]["replay"]["regions"]
+    seq = next(x for x in regions if x["region"].startswith("Sequential"))
+    # 20 calls in three modes: the first calls of each learn, the rest are replaced
+    assert seq["calls"] == 20 and seq["replaced"] >= 14 and not seq["refused"], seq

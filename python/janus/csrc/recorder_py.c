@@ -26,6 +26,7 @@
  * (janus._replay reads the store through db/ like every other command).
  */
 #include "jn_py.h"
+#include "jn_autograd.h"
 #include "jn_rec.h"
 #include "jn_settings.h"
 
@@ -786,18 +787,25 @@ static void region_args(PyObject *obj, int depth, int64_t *ids, int *n) {
     }
 }
 
-/* _rec_region_enter(region, args[, kwargs]): the entry marker with the ids of the tensors given */
+/* _rec_region_enter(region, given[, training]): the entry marker with the
+ * ids of the tensors given (walked through tuples, lists and dicts); with
+ * training (a module call: the module's flag), the call's mode too */
 static PyObject *py_rec_region_enter(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs < 1 || nargs > 3) {
-        PyErr_SetString(PyExc_TypeError, "_rec_region_enter(region, args[, kwargs])");
+    if (nargs < 2 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "_rec_region_enter(region, given[, training])");
         return NULL;
     }
     long long r = PyLong_AsLongLong(args[0]);
     if (r == -1 && PyErr_Occurred()) return NULL;
-    int64_t ids[REGION_ARGS_MAX];
+    int64_t ids[REGION_ARGS_MAX + 1];
     int n = 0;
-    for (Py_ssize_t i = 1; i < nargs; i++) region_args(args[i], 0, ids, &n);
+    region_args(args[1], 0, ids, &n);
+    if (nargs == 3) {
+        int training = PyObject_IsTrue(args[2]);
+        if (training < 0) return NULL;
+        ids[n++] = -JN_DB_REGION_MODE(jn_grad_enabled(), training);
+    }
     jn_rec_region(r, 1, ids, n);
     Py_RETURN_NONE;
 }
@@ -1066,7 +1074,7 @@ PyMethodDef jn_py_recorder_methods[] = {
     {"_rec_sync", (PyCFunction)(void (*)(void))py_rec_sync, METH_FASTCALL, "_rec_sync(tensor, kind, value)"},
     {"_rec_quiet", py_rec_quiet, METH_O, NULL},
     {"_rec_region_enter", (PyCFunction)(void (*)(void))py_rec_region_enter, METH_FASTCALL,
-     "_rec_region_enter(region, args[, kwargs]): a region's entry marker with the tensors it was given"},
+     "_rec_region_enter(region, given[, training]): a region's entry marker with the tensors it was given (and a module call's mode)"},
     {"_rec_region_exit", py_rec_region_exit, METH_O, "_rec_region_exit(region): a region's exit marker"},
     {"_rec_region_put", py_rec_region_put, METH_VARARGS,
      "_rec_region_put(region, kind, qualname, file, line, code_hash): store a region of this run"},

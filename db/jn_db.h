@@ -251,7 +251,8 @@ typedef struct {
     /* JN_EV_REGION (schema v9): a region's call begins (region_enter 1) or
      * ends (0); region is the run's region id (jn_db_region_put).  On
      * entry, the ids of the tensors it was given (arguments; for an
-     * optimizer or clipping, the gradients), any order; a module call's
+     * optimizer or clipping, the gradients; for a module, also its own
+     * tensor attributes), any order; a module call's
      * entry also holds its mode as one negative value, -JN_DB_REGION_MODE
      * (grad mode and the module's training flag: calls in different modes
      * may run different ops, so the analyzer compares a call only with

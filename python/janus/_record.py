@@ -422,7 +422,10 @@ def _region_run(kind, obj, fn, given, call, args, kwargs):
 def module_call(mod, args, kwargs):
     """Module.__call__ while recording regions."""
     fwd = mod.forward
-    return _region_run("module", mod, fwd, (args, kwargs), fwd, args, kwargs)
+    # its tensor attributes are inputs too (replay binds the ones a template reads): a weight a
+    # forward pre-hook sets as a plain attribute (spectral_norm, weight_norm) is no outside tensor
+    attrs = [v for v in mod.__dict__.values() if isinstance(v, _C.TensorBase)]
+    return _region_run("module", mod, fwd, (args, kwargs, attrs) if attrs else (args, kwargs), fwd, args, kwargs)
 
 
 def _grads(opt):

@@ -366,3 +366,63 @@ def test_train_and_eval_calls_compare_apart(tmp_path):
     seq = next(x for x in regions if x["region"].startswith("Sequential"))
     # 20 calls in three modes: the first calls of each learn, the rest are replaced
     assert seq["calls"] == 20 and seq["replaced"] >= 14 and not seq["refused"], seq
+
+
+ATTR = """
+import sys
+sys.path.insert(0, {python!r})
+import janus, janus.nn as nn
+janus.manual_seed(0)
+G = janus.randn(4)
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.scale = janus.linspace(0.5, 1.5, 4)   # a plain tensor attribute, not a buffer
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+
+class UsesGlobal(nn.Module):
+    def forward(self, x):
+        return x + G
+
+
+m, g = Scaled(), UsesGlobal()
+opt = janus.optim.SGD(m.parameters(), lr=0.1)
+for i in range(5):
+    loss = (g(m(janus.randn(2, 4))) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(f"loss {{loss.item():.7f}}")
+"""
+
+
+def test_a_tensor_attribute_is_an_input(tmp_path):
+    """A module's own tensor attributes are on its entry marker (replay binds the
+    ones a template reads): a plain attribute tensor (`self.scale = ...`, or the
+    weight spectral_norm's pre-hook sets) no longer refuses it; a global tensor
+    still does."""
+    script = tmp_path / "attr.py"
+    script.write_text(ATTR.format(python=os.path.join(ROOT, "python")))
+    db = str(tmp_path / "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, str(script), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = janus("optimize", "--no-compile", db, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    v = {(x["kind"], x["qualname"]): x for x in
+         json.loads(janus("inspect", "--json", db).stdout)["bundles"][-1]["regions"]}
+    assert v[("module", "Scaled")]["verdict"] == "replaceable", v[("module", "Scaled")]
+    assert v[("module", "UsesGlobal")]["verdict"] == "refused", v[("module", "UsesGlobal")]
+    assert "a global or an attribute tensor" in v[("module", "UsesGlobal")]["reason"]
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(), timeout=600)
+    rr = janus("replay", "--db", db, "--", sys.executable, str(script), timeout=600,
+               extra_env={"JANUS_REPLAY_ADAPT": "0"})
+    assert plain.returncode == 0 and rr.returncode == 0 and rr.stdout == plain.stdout, rr.stderr[-3000:]
+    regions = json.loads(janus("inspect", "--json", db).stdout)["runs"][-1]["replay"]["regions"]
+    sc = next(x for x in regions if x["region"].startswith("Scaled"))
+    assert sc["replaced"] >= 3, sc

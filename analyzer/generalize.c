@@ -318,7 +318,8 @@ static int count_is(an_gen *G, int id) {
  * G->vec[0] in every exemplar).  An op the analyzer added (a splice of a
  * view, or the view taken again) repeats its view's position: the view's
  * same attribute when it held the same value, else its first position plus
- * the difference (slice_scatter's end is computed from start and length).
+ * the difference (slice_scatter's end is computed from start and length),
+ * when both are in the same loop or outside loops.
  * Otherwise a later position of the same op is the earlier one plus a
  * constant (a slice's end = start + K), the first a fresh int symbol of
  * that one value, bound through its per-exemplar values (selfcheck) and
@@ -331,7 +332,10 @@ static jn_ir_dim gen_position(an_gen *G, int32_t t, int k, int64_t site, jn_stat
         int32_t tm = -1;
         for (int32_t u = 0; u < t && tm < 0; u++)
             if (G->T->eop[0][u] == o0->mirror) tm = u;
-        int32_t nm = tm >= 0 ? G->node_of[tm] : -1;
+        /* a view made in a loop and written after it, or in another loop
+         * (an unbind's views, one accumulated into after the time loop):
+         * its position is a function of that loop's ivar, meaningless here */
+        int32_t nm = tm >= 0 && loop_of(G, tm) == loop_of(G, t) ? G->node_of[tm] : -1;
         if (nm >= 0) {
             const an_op *mo = &G->E[0]->ops[o0->mirror];
             const jn_opinfo *mi = jn_op_info((jn_op)mo->op);

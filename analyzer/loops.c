@@ -37,11 +37,40 @@
  * constant trip count): unrolling it would only make the graph huge. */
 #define AN_MIN_CONST_TRIP 16
 #define AN_MAX_CANDIDATES 16
+/* How many next equal tokens has_inner tries as the period of an inner repeat. */
+#define AN_INNER_CANDIDATES 4
 /* How far into a repeat an_find_repeats looks for a longer one that overlaps it. */
 #define AN_LOOKAHEAD 64
 
+/* Whether the body tok[i, i+p) holds a tandem repeat of at least kmin
+ * copies of two ops or more (looking at each op's first
+ * AN_INNER_CANDIDATES next equal ones; a run of one op, an unbind's
+ * selects or an optimizer's per-parameter ops, is no inner loop). */
+static int has_inner(const uint64_t *tok, const int32_t *nxt, int32_t i, int32_t p, int32_t kmin) {
+    for (int32_t j = i; j + kmin <= i + p; j++) {
+        int cand = 0;
+        for (int32_t q = nxt[j] - j; nxt[j] >= 0 && cand < AN_INNER_CANDIDATES; cand++) {
+            if ((int64_t)j + (int64_t)kmin * q > (int64_t)i + p) break;
+            if (q < 2) goto next;
+            int32_t c = 1;
+            while (c < kmin && !memcmp(tok + j, tok + j + (int64_t)c * q, sizeof(uint64_t) * (size_t)q)) c++;
+            if (c >= kmin) return 1;
+        next:;
+            int32_t nx = nxt[j + q];
+            if (nx < 0) break;
+            q = nx - j;
+        }
+    }
+    return 0;
+}
+
 /* The best tandem repeat starting at op i (nxt: each op's next equal
- * token): its coverage k*p, 0 when none. */
+ * token): its coverage k*p, 0 when none.  A repeat of k copies whose body
+ * holds a repeat of max(3, k) copies or more is not taken: that is a loop
+ * inside a loop (a stacked RNN's time loop inside its loop over layers,
+ * whose tokens are the same layer after layer), loops do not nest, and
+ * the inner one is the loop whose count the data varies; its copies are
+ * then found on their own. */
 static int64_t best_at(const uint64_t *tok, const int32_t *nxt, int32_t n, int32_t i, int32_t *bp, int32_t *bk) {
     int64_t best_cov = 0;
     int32_t cand = 0;
@@ -53,7 +82,7 @@ static int64_t best_at(const uint64_t *tok, const int32_t *nxt, int32_t n, int32
         while ((int64_t)i + (int64_t)(k + 1) * p <= n &&
                !memcmp(tok + i, tok + i + (int64_t)k * p, sizeof(uint64_t) * (size_t)p))
             k++;
-        if (k >= 2 && (int64_t)k * p > best_cov) {
+        if (k >= 2 && (int64_t)k * p > best_cov && !(p >= 6 && has_inner(tok, nxt, i, p, k > 3 ? k : 3))) {
             best_cov = (int64_t)k * p;
             *bp = p;
             *bk = k;

@@ -1435,6 +1435,19 @@ static void test_repeats(void) {
     n = an_find_repeats(t2, 6, &r);
     CHECK(n == 2 && r && r[0].start == 0 && r[0].period == 1 && r[0].count == 3 && r[1].start == 3 && r[1].count == 2);
     free(r);
+    /* a stacked RNN: two layers of the same tokens, each a time loop of 4
+     * steps: the time loops, not the layer repeat (2 x 11 covers more) */
+    enum { W = 5, X = 6, C = 7, Y = 8 };
+    const uint64_t t3[] = {W, X, C, X, C, X, C, X, C, Y, K, W, X, C, X, C, X, C, X, C, Y, K};
+    n = an_find_repeats(t3, 22, &r);
+    CHECK(n == 2 && r && r[0].start == 1 && r[0].period == 2 && r[0].count == 4 && r[1].start == 12 &&
+          r[1].period == 2 && r[1].count == 4);
+    free(r);
+    /* an outer repeat whose body holds only a run of one op is taken */
+    const uint64_t t4[] = {W, S, S, S, Y, K, W, S, S, S, Y, K};
+    n = an_find_repeats(t4, 12, &r);
+    CHECK(n == 1 && r && r[0].start == 0 && r[0].period == 6 && r[0].count == 2);
+    free(r);
 }
 
 int main(void) {

@@ -331,12 +331,14 @@ static const char *at_input(const char *what, const an_op *o, int32_t j, int32_t
     return why_buf;
 }
 
-/* Check one exemplar's loop iterations against the shared relations. */
+/* Check one exemplar's loop iterations against the shared relations;
+ * *bad: the loop a failure is about. */
 static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T, const layout *LY, int32_t e,
-                              rel *rels) {
+                              rel *rels, int32_t *bad) {
     int64_t ri = 0;
     for (int32_t l = 0; l < T->nloops; l++) {
         const an_tloop *TL = &T->loops[l];
+        *bad = l;
         int32_t p = TL->p, K = TL->count[e], s0 = TL->estart[e];
         for (int32_t j = 0; j < p; j++) {
             const an_op *o0 = &x->ops[s0 + j];
@@ -427,6 +429,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
             ri += o0->nin;
         }
     }
+    *bad = -1;
     return NULL;
 }
 
@@ -507,18 +510,24 @@ static int add_xread(an_tmpl *T, const xstate *X, int32_t at, int32_t r) {
     return 0;
 }
 
-jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, const char **why) {
+/* One try of an_tmpl_loops with the repeats in unroll[] unrolled; *bad_rep:
+ * a repeat whose count never varied (a loop only for its length) that a
+ * check_body failure is about, else -1. */
+static jn_status tmpl_loops_try(an_ctx *c, const int32_t *ex, int32_t m, const char *unroll, an_tmpl **out,
+                                const char **why, int32_t *bad_rep) {
     *out = NULL;
     *why = NULL;
+    *bad_rep = -1;
     const an_ex *E0 = &c->ex[ex[0]];
     int32_t nr = E0->nreps;
     int *varies = calloc((size_t)nr + 1, sizeof(int));
+    char *constant = calloc((size_t)nr + 1, 1);
     layout *LY = calloc((size_t)m, sizeof *LY);
     rel *rels = NULL;
     xstate *xs = NULL;
     an_tmpl *T = NULL;
     jn_status st = JN_OK;
-    if (!varies || !LY) goto nomem;
+    if (!varies || !constant || !LY) goto nomem;
     int32_t nloops = 0, nt = 0;
     for (int32_t r = 0; r < nr; r++) {
         int32_t least = E0->reps[r].count;
@@ -526,7 +535,7 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
             if (c->ex[ex[e]].reps[r].count != E0->reps[r].count) varies[r] = 1;
             if (c->ex[ex[e]].reps[r].count < least) least = c->ex[ex[e]].reps[r].count;
         }
-        if (least >= AN_MIN_CONST_TRIP) varies[r] = 1;
+        if (!varies[r] && least >= AN_MIN_CONST_TRIP && !unroll[r]) varies[r] = constant[r] = 1;
         nloops += varies[r];
     }
     if (!nloops) {
@@ -609,8 +618,13 @@ jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, 
         }
     }
     if (!(rels = calloc((size_t)nrel + 1, sizeof *rels))) goto nomem;
-    for (int32_t e = 0; e < m && !*why; e++) *why = check_body(&c->ex[ex[e]], E0, T, &LY[e], e, rels);
-    if (*why) goto done;
+    int32_t bad = -1;
+    for (int32_t e = 0; e < m && !*why; e++) *why = check_body(&c->ex[ex[e]], E0, T, &LY[e], e, rels, &bad);
+    if (*why) {
+        for (int32_t r = 0, l = 0; r < nr && bad >= 0; r++)
+            if (varies[r] && l++ == bad && constant[r]) *bad_rep = r;
+        goto done;
+    }
     /* carries: every PREV relation, seeded by its iteration-0 read */
     int64_t ri = 0;
     for (int32_t l = 0; l < nloops; l++) {
@@ -722,8 +736,24 @@ done:
         for (int32_t e = 0; e < m; e++) free(LY[e].tpos), free(LY[e].titer), free(LY[e].refop);
     free(LY);
     free(varies);
+    free(constant);
     free(rels);
     free(xs);
     an_tmpl_free(T);
+    return st;
+}
+
+/* A repeat that is a loop only for its length (AN_MIN_CONST_TRIP: its count
+ * never varied) whose body is not expressible (an optimizer's per-parameter
+ * ops, the step count a float attribute) is unrolled and the template tried
+ * again, so it does not cost the loops whose counts vary (the time loops). */
+jn_status an_tmpl_loops(an_ctx *c, const int32_t *ex, int32_t m, an_tmpl **out, const char **why) {
+    int32_t nr = c->ex[ex[0]].nreps, bad;
+    char *unroll = calloc((size_t)nr + 1, 1);
+    if (!unroll) return jn_error(JN_ERR_NOMEM, "analyzer: out of memory");
+    jn_status st;
+    while (!(st = tmpl_loops_try(c, ex, m, unroll, out, why, &bad)) && !*out && bad >= 0 && !unroll[bad])
+        unroll[bad] = 1;
+    free(unroll);
     return st;
 }

@@ -121,9 +121,13 @@ from ._ops import ops  # noqa: E402,F401
 from . import _functions  # noqa: E402,F401
 from . import _compose  # noqa: E402,F401
 from . import _compose_more  # noqa: E402,F401
+from . import _compose_corpus_a  # noqa: E402,F401
+from . import _foreach  # noqa: E402,F401  (torch._foreach_*)
+from . import _scatter_reduce  # noqa: E402,F401
 from . import _factories  # noqa: E402
 from ._factories import Generator, default_generator  # noqa: E402,F401
 from ._tensor import Tensor  # noqa: E402
+from . import _tensor_apply  # noqa: E402,F401  (Tensor.apply_ / map_)
 from ._format import set_printoptions, get_printoptions  # noqa: E402,F401
 # the legacy typed constructors (FloatTensor, LongTensor, ...), one per dtype this build has
 from ._tensortype import LEGACY_TYPES as _legacy_types  # noqa: E402
@@ -284,6 +288,7 @@ from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import accelerator, backends, distributed, distributions, multiprocessing, onnx, serialization  # noqa: E402,F401
 from . import func, jit, linalg, random, special  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401
 from . import testing, version  # noqa: E402,F401
 
 # JANUS_KERNEL_CLOCK: time spent inside kernels on this thread (benchmarks/bench_replay.py)

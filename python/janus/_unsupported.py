@@ -45,7 +45,27 @@ ALTERNATIVES = {
     "nn.SyncBatchNorm": "torch.nn.BatchNorm2d",
     "nn.Conv3d": "torch.nn.Conv2d",
     "optim.SparseAdam": "torch.optim.Adam",
-    "utils.tensorboard": "print() or a logger of your own (janus has no TensorBoard writer)",
+    "utils.tensorboard.SummaryWriter.add_graph": "print(model) (janus writes no graph protos)",
+    "utils.tensorboard.SummaryWriter.add_onnx_graph": "print(model) (janus writes no graph protos)",
+    "utils.tensorboard.SummaryWriter.add_embedding":
+        "saving the matrix with numpy.savetxt (janus has no projector files)",
+    "utils.tensorboard.SummaryWriter.add_audio": "writing a .wav with the wave module",
+    "utils.tensorboard.SummaryWriter.add_video": "torch.utils.tensorboard.SummaryWriter.add_images, one frame per step",
+    "utils.tensorboard.SummaryWriter.add_figure":
+        "torch.utils.tensorboard.SummaryWriter.add_image of the figure's pixels "
+        "(numpy.asarray(fig.canvas.buffer_rgba()), dataformats='HWC')",
+    "utils.tensorboard.SummaryWriter.add_image_with_boxes":
+        "torch.utils.tensorboard.SummaryWriter.add_image with the boxes drawn into the pixels",
+    "utils.tensorboard.SummaryWriter.add_pr_curve": "torch.utils.tensorboard.SummaryWriter.add_scalar of precision "
+                                                    "and recall",
+    "utils.tensorboard.SummaryWriter.add_pr_curve_raw":
+        "torch.utils.tensorboard.SummaryWriter.add_scalar of precision and recall",
+    "utils.tensorboard.SummaryWriter.add_mesh": "saving the vertices with numpy.save",
+    "utils.tensorboard.SummaryWriter.add_custom_scalars": "torch.utils.tensorboard.SummaryWriter.add_scalars",
+    "utils.tensorboard.SummaryWriter.add_custom_scalars_multilinechart":
+        "torch.utils.tensorboard.SummaryWriter.add_scalars",
+    "utils.tensorboard.SummaryWriter.add_custom_scalars_marginchart":
+        "torch.utils.tensorboard.SummaryWriter.add_scalars",
     "cuda.amp.custom_fwd": "a plain function (janus autocasts table ops itself)",
     "erfinv": "torch.nn.init.trunc_normal_ (for truncated normals)",
     "fft": "a numpy round trip outside the training step (janus has no FFT ops)",

@@ -207,6 +207,22 @@ class _Scanner(ast.NodeVisitor):
         # a from-import's name used bare (`DataLoader(...)`) was checked at the import
         pass
 
+    def visit_Call(self, node):
+        # create_graph=True (a double backward: WGAN-GP's gradient penalty, MAML, Hessian-vector
+        # products) raises at run time: flagged on any grad / backward call that passes it
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+        if name in ("grad", "backward") and any(
+                k.arg == "create_graph" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in node.keywords):
+            key = (node.lineno, "create_graph")
+            if key not in self.seen:
+                self.seen.add(key)
+                self.findings.append(Finding(self.shown, node.lineno, f"{name}(create_graph=True)",
+                                             f"{name}(create_graph=True) is not supported by janus: it has no "
+                                             f"double backward (higher-order gradients)"))
+        self.generic_visit(node)
+
 
 def _local_file(name, level, from_file, roots):
     """The .py file a local import names, or None (a library)."""

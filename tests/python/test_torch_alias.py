@@ -153,12 +153,12 @@ UNSUPPORTED = [
      "torch.nn.SyncBatchNorm is not supported by janus (bad.py:2); use torch.nn.BatchNorm2d", "AttributeError"),
     ("import torch\nfrom torch.optim import SparseAdam\n",
      "torch.optim.SparseAdam is not supported by janus (bad.py:2); use torch.optim.Adam", "ImportError"),
-    ("import torch\n\nimport torch.utils.tensorboard\n",
-     "torch.utils.tensorboard is not supported by janus (bad.py:3); instead: print() or a logger", "ImportError"),
+    ("import torch\n\nimport torch.quantization\n",
+     "torch.quantization is not supported by janus (bad.py:3); instead: float32 or torch.autocast", "ImportError"),
     ("import torch\nx = torch.nn.Transformr\n",
      "torch.nn.Transformr is not supported by janus (bad.py:2); use torch.nn.Transformer", "AttributeError"),
-    ("import torch.nn.functional as F\nF.ctc_loss(None, None)\n",
-     "torch.nn.functional.ctc_loss is not supported by janus (bad.py:2)", "AttributeError"),
+    ("import torch.nn.functional as F\nF.conv_tbc(None, None)\n",
+     "torch.nn.functional.conv_tbc is not supported by janus (bad.py:2)", "AttributeError"),
     ("import torch.distributed.rpc\n", "torch.distributed.rpc is not supported by janus (bad.py:1)", "ImportError"),
 ]
 
@@ -182,7 +182,7 @@ def test_unsupported_errors_behave_like_torchs_missing_names(tmp_path):
         except AttributeError as e:
             print("caught:", e)
         try:
-            from torch.utils.tensorboard import SummaryWriter
+            from torch.quantization import quantize_dynamic
         except ImportError as e:
             print("caught:", e)
         try:
@@ -193,7 +193,7 @@ def test_unsupported_errors_behave_like_torchs_missing_names(tmp_path):
     p = run(tmp_path, JANUS, "run", sys.executable, s)
     assert p.returncode == 0, p.stderr
     assert "caught: torch.jit.save is not supported by janus (train.py:5)" in p.stdout
-    assert "caught: torch.utils.tensorboard is not supported by janus (train.py:9)" in p.stdout
+    assert "caught: torch.quantization is not supported by janus (train.py:9)" in p.stdout
     assert "other: ModuleNotFoundError" in p.stdout
 
 
@@ -233,7 +233,7 @@ CHECKED = """
     import torch.nn as nn
     import torch.nn.functional as F
     from torch import optim
-    from torch.utils.tensorboard import SummaryWriter
+    from torch.quantization import quantize_dynamic
     import torchvision
     from helper import Net
     import numpy as np
@@ -244,7 +244,7 @@ CHECKED = """
 
 
     x = torch.zeros(3)
-    y = F.ctc_loss(x, 2)
+    y = F.conv_tbc(x, 2)
     opt = optim.SparseAdam([])
     z = torch.jit.script(Net())         # supported: returns its argument
     torch.Tensor.resize_
@@ -268,11 +268,11 @@ def test_janus_check_lists_unsupported_names_with_file_and_line(tmp_path):
     lines = p.stdout.splitlines()
     assert lines == [
         "helper.py:6: torch.nn.SyncBatchNorm is not supported by janus; use torch.nn.BatchNorm2d",
-        "train.py:6: torch.utils.tensorboard is not supported by janus; instead: print() or a logger of your own "
-        "(janus has no TensorBoard writer)",
+        "train.py:6: torch.quantization is not supported by janus; instead: float32 or torch.autocast "
+        "(janus has no quantized tensors)",
         "train.py:7: torchvision is not supported by janus; instead: janus.datasets and your own transforms "
         "(torchvision imports PyTorch's internals)",
-        "train.py:17: torch.nn.functional.ctc_loss is not supported by janus",
+        "train.py:17: torch.nn.functional.conv_tbc is not supported by janus",
         "train.py:18: torch.optim.SparseAdam is not supported by janus; use torch.optim.Adam",
         "train.py:20: torch.Tensor.resize_ is not supported by janus",
     ], p.stdout

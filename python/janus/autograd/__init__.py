@@ -11,6 +11,7 @@ from .. import _C
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from . import functional  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
+from . import profiler, profiler_util  # noqa: F401
 
 
 class set_grad_enabled:

@@ -12,10 +12,11 @@ not validated (PyTorch's validate_args checks would be sync points).
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .distribution import Distribution
+from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .normal import Normal
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Independent", "Normal", "Uniform", "kl_divergence",
-           "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Gamma", "Independent", "Normal",
+           "Uniform", "kl_divergence", "register_kl"]

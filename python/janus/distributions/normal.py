@@ -45,7 +45,7 @@ class Normal(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        eps = janus.randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = janus.randn(shape, dtype=self.loc.dtype, device=self.loc.device)  # shape () too
         return self.loc + eps * self.scale
 
     def sample(self, sample_shape=()):

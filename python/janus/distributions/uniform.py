@@ -26,7 +26,7 @@ class Uniform(Distribution):
         return (self.high - self.low) ** 2 / 12
 
     def rsample(self, sample_shape=()):
-        u = janus.rand(*self._extended_shape(sample_shape), dtype=self.low.dtype, device=self.low.device)
+        u = janus.rand(self._extended_shape(sample_shape), dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):

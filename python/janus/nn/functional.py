@@ -1432,25 +1432,28 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     x = input
     for i in reversed(range(input.ndim - 2)):
         d, n_in, n_out, sc = 2 + i, input.shape[2 + i], out_sizes[i], scales[i]
+        # source positions from arange in float64: the same IEEE double operations as Python
+        # floats (so the same indices and weights), made by ops, not from Python data, so a
+        # module that resamples (nn.Upsample) stays a replaceable replay region (5.2)
+        j = janus.arange(n_out, dtype=janus.float64, device=x.device)
         if mode in linear:
             if align:
                 scale = (n_in - 1.0) / (n_out - 1.0) if n_out > 1 else 0.0
-                src = [scale * j for j in range(n_out)]
+                src = j * scale
             else:
                 scale = 1.0 / sc if sc is not None and sc > 0 else n_in / n_out
-                src = [max(scale * (j + 0.5) - 0.5, 0.0) for j in range(n_out)]
-            lo = [int(v) for v in src]
-            hi = [min(v + 1, n_in - 1) for v in lo]
-            w = janus.tensor([min(max(v - a, 0.0), 1.0) for v, a in zip(src, lo)], dtype=x.dtype,
-                             device=x.device).view([-1] + [1] * (input.ndim - 1 - d))
-            a = x.index_select(d, janus.tensor(lo, device=x.device))
-            b = x.index_select(d, janus.tensor(hi, device=x.device))
+                src = ((j + 0.5) * scale - 0.5).clamp_min(0.0)
+            lo = src.floor()  # src >= 0: int() truncation
+            hi = (lo + 1).clamp_max(n_in - 1)
+            w = (src - lo).clamp(0.0, 1.0).to(x.dtype).view([-1] + [1] * (input.ndim - 1 - d))
+            a = x.index_select(d, lo.long())
+            b = x.index_select(d, hi.long())
             x = a + (b - a) * w
         else:
             scale = n_in / (n_in * sc) if sc is not None and sc > 0 else n_in / n_out
             off = 0.5 if mode == "nearest-exact" else 0.0
-            idx = [min(int((j + off) * scale), n_in - 1) for j in range(n_out)]
-            x = x.index_select(d, janus.tensor(idx, device=x.device))
+            idx = ((j + off) * scale).floor().clamp_max(n_in - 1)
+            x = x.index_select(d, idx.long())
     return x
 
 
@@ -1504,3 +1507,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 # ---- spatial transformer sampling (composed in nn/_grid.py) ---------------------
 from janus.nn._grid import affine_grid, grid_sample  # noqa: E402
+
+# ---- max_unpool (composed in nn/_unpool.py) ---------------------------------------
+from janus.nn._unpool import max_unpool1d, max_unpool2d  # noqa: E402,F401
+
+# ---- CTC loss (composed in nn/_ctc.py) ---------------------------------------------
+from janus.nn._ctc import ctc_loss  # noqa: E402,F401

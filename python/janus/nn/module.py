@@ -162,6 +162,9 @@ class Module:
         d.setdefault("training", True)
         for k in ("_parameters", "_buffers", "_modules"):
             d.setdefault(k, OrderedDict())
+        if _record.active:  # buffers that came without register_buffer (deepcopy, torch.load): state too
+            for b in d["_buffers"].values():
+                _record.mark_state(b)
 
     def __getattr__(self, name):
         d = self.__dict__

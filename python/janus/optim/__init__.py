@@ -2,6 +2,7 @@
 and update formulas (torch.optim's single-tensor implementations)."""
 from . import lr_scheduler
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
@@ -17,4 +18,4 @@ from .sgd import SGD
 from . import swa_utils  # after the optimizers: it imports janus.nn and lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS", "NAdam", "RAdam",
-           "Adamax", "ASGD", "Rprop", "lr_scheduler", "swa_utils"]
+           "Adamax", "ASGD", "Rprop", "Adafactor", "lr_scheduler", "swa_utils"]

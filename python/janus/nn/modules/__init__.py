@@ -18,7 +18,7 @@ from .flatten import Flatten, Unflatten
 from .fold import Fold, Unfold
 from .instancenorm import InstanceNorm1d, InstanceNorm2d
 from .linear import Bilinear, Identity, LazyLinear, Linear
-from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, CTCLoss, GaussianNLLLoss,
                    HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
                    MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss, PoissonNLLLoss,
                    SmoothL1Loss, SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
@@ -28,7 +28,7 @@ from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d
                       ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
-                      LPPool1d, LPPool2d, MaxPool1d, MaxPool2d)
+                      LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxUnpool1d, MaxUnpool2d)
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNCell
 from .sparse import Embedding, EmbeddingBag
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
@@ -49,9 +49,11 @@ __all__ = [
     "KLDivLoss", "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss", "CosineEmbeddingLoss", "GaussianNLLLoss",
     "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+    "CTCLoss",
     "GroupNorm", "LayerNorm", "RMSNorm",
     "PixelShuffle", "PixelUnshuffle", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
+    "MaxUnpool1d", "MaxUnpool2d",
     "MaxPool1d", "MaxPool2d", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell", "Embedding",
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
     "Bilinear", "LazyLinear", "EmbeddingBag", "LocalResponseNorm", "Softmax2d", "AlphaDropout", "FeatureAlphaDropout",

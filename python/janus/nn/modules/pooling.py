@@ -109,3 +109,6 @@ class LPPool2d(_LPPoolNd):
 
     def forward(self, x):
         return F.lp_pool2d(x, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+from .unpool import MaxUnpool1d, MaxUnpool2d  # noqa: E402,F401  (torch.nn.modules.pooling's names; code in unpool.py)

@@ -8,9 +8,10 @@ from janus import _record
 
 
 @_record.region_function("clip")
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Scale gradients in place so their joint norm is at most max_norm;
-    returns the total norm before clipping (as torch does)."""
+    returns the total norm before clipping (as torch does).  foreach is
+    accepted and ignored (janus has no foreach kernels; the result is the same)."""
     if isinstance(parameters, janus.Tensor):
         parameters = [parameters]
     grads = [p.grad for p in parameters if p.grad is not None]
@@ -110,7 +111,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
             g.mul_(coef if coef.device == g.device else coef.to(g.device))
 
 
-def clip_grad_value_(parameters, clip_value):
+def clip_grad_value_(parameters, clip_value, foreach=None):  # foreach: accepted and ignored, as above
     if isinstance(parameters, janus.Tensor):
         parameters = [parameters]
     with janus.no_grad():

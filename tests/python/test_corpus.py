@@ -34,11 +34,18 @@ JANUS = os.path.join(BUILD, "janus")
 CORPUS = os.path.join(ROOT, "tests", "corpus")
 FASHION = os.environ.get("FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
 SCRIPTS = sorted(f[:-3] for f in os.listdir(CORPUS) if f.endswith(".py") and not f.startswith("_"))
-NEEDS_FASHION = {"vae_fashion", "gan_convtranspose", "cnn_checkpoint_resume", "resnet_groupnorm", "patch_mixer_custom"}
+NEEDS_FASHION = {"vae_fashion", "gan_convtranspose", "cnn_checkpoint_resume", "resnet_groupnorm", "patch_mixer_custom",
+                 "simclr_fashion", "distill_onecycle", "gcn_knn_graph", "vit_fashion", "gan_hinge_spectral",
+                 "mixup_ema_amp"}
 # the slowest under the sanitizers (several seconds each there); the others still run
 SLOW = {"cnn_checkpoint_resume", "resnet_groupnorm", "rnn_varlen_classifier", "attention_ema", "transformer_lm",
-        "word_lstm_tbptt", "char_gru_sampling", "seq2seq_attention"}
+        "word_lstm_tbptt", "char_gru_sampling", "seq2seq_attention",
+        "reinforce_cartpole", "simclr_fashion", "distill_onecycle", "vit_fashion", "lstm_forecast", "mixup_ema_amp"}
 RTOL, FIRST = 1e-5, 5
+# REINFORCE's loss sums log-probabilities times returns normalized to mean 0: it cancels
+# to ~1% of its terms, and Adam's first steps (g / |g|) carry that to the next episodes;
+# PyTorch's own float32 losses lie up to 1.2e-5 from float64's there (janus's as far)
+RTOL_OF = {"reinforce_cartpole": 1e-4}
 
 pytestmark = pytest.mark.skipif(not os.path.exists(JANUS), reason=f"{JANUS} not built")
 
@@ -146,4 +153,4 @@ def test_corpus_script(name, tmp_path, torch_runs):
     ours, ref = losses(run.stdout), losses(theirs)
     assert len(ours) == len(ref) and len(ref) >= FIRST
     for i, (a, b) in enumerate(zip(ours[:FIRST], ref[:FIRST])):
-        assert abs(a - b) <= RTOL * abs(b), f"{name}: loss {i} is {a} in janus, {b} in PyTorch"
+        assert abs(a - b) <= RTOL_OF.get(name, RTOL) * abs(b), f"{name}: loss {i} is {a} in janus, {b} in PyTorch"

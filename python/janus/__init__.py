@@ -121,6 +121,7 @@ from ._ops import ops  # noqa: E402,F401
 from . import _functions  # noqa: E402,F401
 from . import _compose  # noqa: E402,F401
 from . import _compose_more  # noqa: E402,F401
+from . import _lapack  # noqa: E402,F401
 from . import _factories  # noqa: E402
 from ._factories import Generator, default_generator  # noqa: E402,F401
 from ._tensor import Tensor  # noqa: E402

@@ -1,16 +1,21 @@
-"""janus.linalg: the parts of torch.linalg a training script uses, composed
-from table ops so autograd differentiates them: vector_norm, matrix_norm
-(the norms without a decomposition: 'fro', 1, -1, inf, -inf), norm, vecdot,
-cross, matmul, diagonal, multi_dot.  Decompositions and solvers (inv, det,
-solve, cholesky, qr, svd, eigh, lstsq, pinv, the 'nuc' and 2-norms of a
-matrix) have no kernels: they raise janus's unsupported-name error, or
-NotImplementedError for such an ord.
+"""janus.linalg: the parts of torch.linalg a training script uses.
+
+Composed from table ops so autograd differentiates them: vector_norm,
+matrix_norm (the norms without a decomposition: 'fro', 1, -1, inf, -inf),
+norm, vecdot, cross, matmul, diagonal, multi_dot.  Over LAPACK (CPU only,
+float32 and float64, batched; janus/_lapack.py, runtime/k_lapack.c): inv,
+solve, det, slogdet, cholesky, cholesky_ex, with torch's derivatives.  The
+other decompositions and solvers (qr, svd, eigh, lstsq, pinv, lu, the 'nuc'
+and 2-norms of a matrix) have no kernels: they raise janus's
+unsupported-name error, or NotImplementedError for such an ord.
 """
 import math
 
 import janus
+from janus._lapack import cholesky, cholesky_ex, det, inv, slogdet, solve
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "cross", "matmul", "diagonal", "multi_dot"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "cross", "matmul", "diagonal", "multi_dot",
+           "inv", "solve", "det", "slogdet", "cholesky", "cholesky_ex"]
 
 
 def _float(x, dtype, fn):

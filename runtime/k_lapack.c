@@ -51,9 +51,10 @@ static jn_status check_square(const char *fn, const jn_tensor *A, const char *na
         return jn_error(JN_ERR_SHAPE, "%s: %s must be batches of square matrices, but they are %lld by %lld matrices",
                         fn, name, (long long)r, (long long)c);
     if (A->dtype == JN_F16 || A->dtype == JN_BF16)
-        return jn_error(JN_ERR_RUNTIME, "%s: Low precision dtypes not supported. Got %s", fn, torch_name(A->dtype));
-    if (A->dtype != JN_F32 && A->dtype != JN_F64)
-        return jn_error(JN_ERR_RUNTIME, "%s: Expected a floating point or complex tensor as input. Got %s", fn,
+        return jn_error(JN_ERR_UNSUPPORTED, "%s: Low precision dtypes not supported. Got %s", fn,
+                        torch_name(A->dtype));
+    if (A->dtype != JN_F32 && A->dtype != JN_F64) /* NotImplementedError, as torch's */
+        return jn_error(JN_ERR_UNSUPPORTED, "%s: Expected a floating point or complex tensor as input. Got %s", fn,
                         torch_name(A->dtype));
     if (r > INT_MAX / (r ? r : 1)) /* LAPACK's 32-bit integers index the whole matrix */
         return jn_error(JN_ERR_VALUE, "%s: %lld by %lld matrices are too large for LAPACK", fn, (long long)r,
@@ -176,7 +177,8 @@ jn_status jn_infer_linalg_solve(int nin, jn_tensor *const *in, const jn_attrs *a
         if (!n || !k || !nb) return JN_OK;                                                                  \
         T *a = malloc(sizeof(T) * ((size_t)n * (size_t)n + (size_t)n * (size_t)k));                        \
         lp_int *piv = malloc(sizeof(lp_int) * (size_t)n);                                                   \
-        jn_status s = a && piv ? JN_OK : jn_error(JN_ERR_NOMEM, "out of memory in %s", B ? "linalg.solve" : "linalg.inv"); \
+        const char *fn = B ? "linalg.solve" : "linalg.inv";                                                \
+        jn_status s = a && piv ? JN_OK : jn_error(JN_ERR_NOMEM, "out of memory in %s", fn);                \
         T *x = a ? a + (size_t)n * (size_t)n : NULL;                                                       \
         for (int64_t b = 0; b < nb && !s; b++) {                                                            \
             lp_int info = 0;                                                                               \
@@ -191,7 +193,7 @@ jn_status jn_infer_linalg_solve(int nin, jn_tensor *const *in, const jn_attrs *a
             if (info > 0) {                                                                                 \
                 char pre[48];                                                                               \
                 batch_prefix(A, b, pre, sizeof pre);                                                        \
-                s = B ? jn_error(JN_ERR_RUNTIME, "linalg.solve: %sThe solver failed because the input matrix " \
+                s = B ? jn_error(JN_ERR_RUNTIME, "torch.linalg.solve: %sThe solver failed because the input matrix " \
                                  "is singular.", pre)                                                       \
                       : jn_error(JN_ERR_RUNTIME, "linalg.inv: %sThe diagonal element %d is zero, the inversion " \
                                  "could not be completed because the input matrix is singular.", pre, info); \

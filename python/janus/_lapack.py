@@ -13,7 +13,7 @@ CPU only: a CUDA tensor gets the dispatcher's unsupported-op error.
 """
 import collections as _collections
 
-from ._functions import _check_tensor, both, broadcast_shapes, ops, return_types
+from ._functions import _check_tensor, both, ops, return_types
 
 __all__ = ["inv", "solve", "det", "slogdet", "logdet", "cholesky", "cholesky_ex"]
 
@@ -66,10 +66,30 @@ def slogdet(A, *, out=None):
     return _out(_rt_linalg_slogdet(sign, lad), out)
 
 
+def _renamed(e, old, new):
+    """e with its message's leading `old:` said as torch's `new:` (same type, no chaining)."""
+    msg = str(e)
+    return type(e)(new + msg[len(old):]) if msg.startswith(old + ":") else e
+
+
 def logdet(A):
     """log(det(A)): nan where det < 0, -inf where det == 0 (log of the sign added to log|det|)."""
-    lad, sign = ops.linalg_slogdet(_tensor(A, "logdet", "input"))
+    try:
+        lad, sign = ops.linalg_slogdet(_tensor(A, "logdet", "input"))
+    except (RuntimeError, NotImplementedError) as e:
+        raise _renamed(e, "linalg.slogdet", "logdet") from None
     return lad + sign.log()
+
+
+def _batch_broadcast(a, b):
+    """The broadcast of two batch shapes, with torch's message when they do not."""
+    nd = max(len(a), len(b))
+    a, b = (1,) * (nd - len(a)) + a, (1,) * (nd - len(b)) + b
+    for d, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                               f"non-singleton dimension {d}")
+    return tuple(max(x, y) if x and y else 0 for x, y in zip(a, b))
 
 
 def solve(A, B, *, left=True, out=None):
@@ -89,7 +109,7 @@ def solve(A, B, *, left=True, out=None):
             B = B.mT
     if vector:
         B = B.unsqueeze(-1)
-    batch = tuple(broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    batch = _batch_broadcast(tuple(B.shape[:-2]), tuple(A.shape[:-2]))  # torch names B first
     if tuple(A.shape[:-2]) != batch:
         A = A.expand(*batch, *A.shape[-2:])
     if tuple(B.shape[:-2]) != batch:
@@ -105,8 +125,11 @@ def solve(A, B, *, left=True, out=None):
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): info[...] is 0, or the order of the leading minor that is not
     positive-definite (then L is not a factor)."""
-    L, info = ops.linalg_cholesky_ex(_tensor(A, "linalg.cholesky_ex", "A"), upper=bool(upper),
-                                     check_errors=bool(check_errors))
+    try:
+        L, info = ops.linalg_cholesky_ex(_tensor(A, "linalg.cholesky_ex", "A"), upper=bool(upper),
+                                         check_errors=bool(check_errors))
+    except (RuntimeError, NotImplementedError) as e:
+        raise _renamed(e, "linalg.cholesky", "linalg.cholesky_ex") from None
     return _out(_rt_cholesky_ex(L, info), out)
 
 

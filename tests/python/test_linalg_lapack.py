@@ -1,0 +1,345 @@
+"""The LAPACK-backed linear algebra (janus/_lapack.py over runtime/k_lapack.c):
+torch.linalg.inv/solve/det/slogdet/cholesky/cholesky_ex, torch.inverse/det/
+logdet/slogdet/cholesky/cholesky_solve and the Tensor methods.  Values
+against numpy.linalg (and PyTorch when it is installed), reconstruction
+identities, central-difference gradients in float64 through the public API,
+batched shapes and broadcasting, torch's errors, the CUDA refusal, and a
+training step using inv/solve/cholesky that records, optimizes and replays
+bit for bit."""
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import janus
+from janus import _C
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+R = np.random.default_rng(11)
+F64 = janus.float64
+
+
+def T(a, dtype=None):
+    return janus.tensor(np.asarray(a), dtype=dtype)
+
+
+def well(*shape):
+    n = shape[-1]
+    return R.uniform(-1, 1, size=shape) + n * np.eye(n)
+
+
+def spd(*shape):
+    a = R.uniform(-1, 1, size=shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+NOT_PD = np.array([[1.0, 2.0], [2.0, 1.0]])
+
+
+# ------------------------------------------------------------------- values
+@pytest.mark.parametrize("dtype,tol", [(janus.float32, 2e-5), (janus.float64, 1e-12)])
+def test_values_match_numpy(dtype, tol):
+    a, s, b = well(2, 3, 4, 4), spd(2, 4, 4), R.uniform(-1, 1, size=(2, 3, 4, 2))
+    A, S, B = T(a, dtype), T(s, dtype), T(b, dtype)
+    a32 = np.asarray(A.tolist())  # the values as janus holds them
+    s32, b32 = np.asarray(S.tolist()), np.asarray(B.tolist())
+    close = lambda got, want: np.testing.assert_allclose(np.asarray(got.tolist()), want, rtol=tol * 10, atol=tol)
+    close(janus.linalg.inv(A), np.linalg.inv(a32))
+    close(A.inverse(), np.linalg.inv(a32))
+    close(janus.inverse(A), np.linalg.inv(a32))
+    close(janus.linalg.det(A), np.linalg.det(a32))
+    close(A.det(), np.linalg.det(a32))
+    sign, lad = np.linalg.slogdet(a32)
+    for r in (janus.linalg.slogdet(A), janus.slogdet(A), A.slogdet()):
+        close(r.sign, sign)
+        close(r.logabsdet, lad)
+    close(janus.logdet(S), np.linalg.slogdet(s32)[1])
+    close(janus.linalg.solve(A, B), np.linalg.solve(a32, b32))
+    close(janus.linalg.cholesky(S), np.linalg.cholesky(s32))
+    close(janus.cholesky(S, upper=True), np.swapaxes(np.linalg.cholesky(s32), -1, -2))
+    close(S.cholesky(), np.linalg.cholesky(s32))
+    L = janus.linalg.cholesky(S)
+    close(janus.cholesky_solve(B[:, 0], L), np.linalg.solve(s32, b32[:, 0]))
+    close(B[:, 0].cholesky_solve(L.mT, upper=True), np.linalg.solve(s32, b32[:, 0]))
+    assert janus.linalg.inv(A).dtype == dtype and janus.linalg.det(A).shape == (2, 3)
+    r = janus.linalg.cholesky_ex(S)
+    assert r.info.dtype == janus.int32 and r.info.tolist() == [0, 0]
+
+
+def test_reconstruction_identities():
+    a, s = well(3, 5, 5), spd(3, 5, 5)
+    A, S = T(a), T(s)
+    eye = np.broadcast_to(np.eye(5), (3, 5, 5))
+    np.testing.assert_allclose((A @ janus.linalg.inv(A)).numpy(), eye, atol=1e-12)
+    np.testing.assert_allclose((janus.linalg.inv(A) @ A).numpy(), eye, atol=1e-12)
+    L = janus.linalg.cholesky(S)
+    np.testing.assert_allclose((L @ L.mT).numpy(), s, rtol=1e-12, atol=1e-12)
+    assert np.all(np.triu(L.numpy(), 1) == 0)
+    U = janus.linalg.cholesky(S, upper=True)
+    np.testing.assert_allclose((U.mT @ U).numpy(), s, rtol=1e-12, atol=1e-12)
+    assert np.all(np.tril(U.numpy(), -1) == 0)
+    b = R.uniform(-1, 1, size=(3, 5, 2))
+    np.testing.assert_allclose((A @ janus.linalg.solve(A, T(b))).numpy(), b, atol=1e-12)
+    # det is multiplicative, slogdet agrees with det
+    d = janus.linalg.det(A @ A).numpy()
+    np.testing.assert_allclose(d, janus.linalg.det(A).numpy() ** 2, rtol=1e-10)
+    sl = janus.linalg.slogdet(A)
+    np.testing.assert_allclose((sl.sign * sl.logabsdet.exp()).numpy(), janus.linalg.det(A).numpy(), rtol=1e-12)
+
+
+def test_solve_shapes_as_torch():
+    a = well(2, 1, 3, 3)
+    A = T(a)
+    # a batch of vectors: B is A's shape without the last dim
+    bv = R.uniform(-1, 1, size=(2, 1, 3))
+    x = janus.linalg.solve(A, T(bv))
+    assert x.shape == (2, 1, 3)
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(a, bv[..., None])[..., 0], atol=1e-12)
+    # a 1-D B broadcasts over A's batch
+    b1 = R.uniform(-1, 1, size=3)
+    x = janus.linalg.solve(A, T(b1))
+    assert x.shape == (2, 1, 3)
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(a, np.broadcast_to(b1[:, None], (2, 1, 3, 1)))[..., 0],
+                               atol=1e-12)
+    # matrices broadcast batch dims both ways: (2, 1) with (4,) -> (2, 4)
+    bm = R.uniform(-1, 1, size=(4, 3, 2))
+    x = janus.linalg.solve(A, T(bm))
+    assert x.shape == (2, 4, 3, 2)
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(np.broadcast_to(a, (2, 4, 3, 3)), bm), atol=1e-12)
+    # left=False: X A = B
+    bl = R.uniform(-1, 1, size=(5, 3))
+    x = janus.linalg.solve(T(a[0, 0]), T(bl), left=False)
+    np.testing.assert_allclose(x.numpy() @ a[0, 0], bl, atol=1e-12)
+    # out=
+    out = janus.empty(3, 2, dtype=F64)
+    r = janus.linalg.solve(T(a[0, 0]), T(bm[0]), out=out)
+    assert r is out
+    np.testing.assert_allclose(out.numpy(), np.linalg.solve(a[0, 0], bm[0]), atol=1e-12)
+
+
+def test_singular_and_special_values():
+    assert janus.linalg.det(T(SINGULAR)).item() == 0
+    s = janus.linalg.slogdet(T(SINGULAR))
+    assert s.sign.item() == 0 and s.logabsdet.item() == -np.inf
+    assert janus.logdet(T(SINGULAR)).item() == -np.inf
+    assert np.isnan(janus.logdet(T([[0.0, 1.0], [1.0, 0.0]])).item())  # det -1
+    assert janus.linalg.det(T([[0.0, 1.0], [1.0, 0.0]])).item() == -1
+    assert janus.linalg.det(janus.zeros(0, 0)).item() == 1
+    assert janus.linalg.inv(janus.zeros(2, 0, 0)).shape == (2, 0, 0)
+    r = janus.linalg.cholesky_ex(T(np.stack([spd(2, 2), NOT_PD])))
+    assert r.info.tolist() == [0, 2]
+
+
+@needs_torch
+def test_values_equal_torch():
+    a, s = well(2, 4, 4), spd(3, 4, 4)
+    b, bv = R.uniform(-1, 1, size=(2, 4, 3)), R.uniform(-1, 1, size=4)
+    ta, ts = torch.tensor(a), torch.tensor(s)
+    pairs = [
+        (janus.linalg.inv(T(a)), torch.linalg.inv(ta)),
+        (janus.linalg.det(T(a)), torch.linalg.det(ta)),
+        (janus.linalg.slogdet(T(a)).logabsdet, torch.linalg.slogdet(ta).logabsdet),
+        (janus.logdet(T(s)), torch.logdet(ts)),
+        (janus.linalg.solve(T(a), T(b)), torch.linalg.solve(ta, torch.tensor(b))),
+        (janus.linalg.solve(T(a), T(bv)), torch.linalg.solve(ta, torch.tensor(bv))),
+        (janus.linalg.solve(T(a), T(b).mT, left=False), torch.linalg.solve(ta, torch.tensor(b).mT, left=False)),
+        (janus.linalg.cholesky(T(s)), torch.linalg.cholesky(ts)),
+        (janus.linalg.cholesky(T(s), upper=True), torch.linalg.cholesky(ts, upper=True)),
+        (janus.cholesky_solve(T(b[0]), janus.linalg.cholesky(T(s[0]))),
+         torch.cholesky_solve(torch.tensor(b[0]), torch.linalg.cholesky(ts[0]))),
+        (janus.linalg.det(T(SINGULAR)), torch.linalg.det(torch.tensor(SINGULAR))),
+        (janus.linalg.cholesky_ex(T(NOT_PD)).info, torch.linalg.cholesky_ex(torch.tensor(NOT_PD)).info),
+    ]
+    for got, want in pairs:
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(np.asarray(got.tolist()), want.numpy(), rtol=1e-10, atol=1e-12)
+    # gradients
+    x = T(a).requires_grad_()
+    tx = ta.clone().requires_grad_()
+    (janus.linalg.inv(x).sum() + janus.linalg.det(x).sum()).backward()
+    (torch.linalg.inv(tx).sum() + torch.linalg.det(tx).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    y = T(s).requires_grad_()
+    ty = ts.clone().requires_grad_()
+    janus.linalg.cholesky(y).pow(2).sum().backward()
+    torch.linalg.cholesky(ty).pow(2).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- gradients
+def _gradcheck(fn, arrays, eps=1e-6):
+    """fn(*tensors) -> tensor; the gradient of sum(fn * v) against central differences."""
+    leaves = [T(a).requires_grad_() for a in arrays]
+    out = fn(*leaves)
+    v = R.uniform(-1, 1, size=tuple(out.shape))
+    grads = janus.autograd.grad([(out * T(v)).sum()], leaves)
+    for i, (g, a) in enumerate(zip(grads, arrays)):
+        num = np.zeros_like(a)
+        for k in range(a.size):
+            plus, minus = [x.copy() for x in arrays], [x.copy() for x in arrays]
+            plus[i].reshape(-1)[k] += eps
+            minus[i].reshape(-1)[k] -= eps
+            f = lambda xs: (fn(*[T(x) for x in xs]).numpy() * v).sum()
+            num.reshape(-1)[k] = (f(plus) - f(minus)) / (2 * eps)
+        np.testing.assert_allclose(g.numpy(), num, rtol=1e-5, atol=1e-7, err_msg=f"input {i}")
+
+
+sym = lambda x: (x + x.mT) * 0.5  # cholesky reads one triangle: differentiate over symmetric inputs
+
+
+@pytest.mark.parametrize("name,fn,arrays", [
+    ("inv", lambda a: janus.linalg.inv(a), [well(2, 3, 3)]),
+    ("inverse", lambda a: a.inverse(), [well(3, 3)]),
+    ("solve", lambda a, b: janus.linalg.solve(a, b), [well(2, 3, 3), R.uniform(-1, 1, size=(2, 3, 2))]),
+    ("solve_vector_broadcast", lambda a, b: janus.linalg.solve(a, b), [well(2, 3, 3), R.uniform(-1, 1, size=3)]),
+    ("solve_left_false", lambda a, b: janus.linalg.solve(a, b, left=False),
+     [well(3, 3), R.uniform(-1, 1, size=(2, 3))]),
+    ("det", lambda a: janus.linalg.det(a), [well(2, 3, 3)]),
+    ("det_negative", lambda a: a.det(), [well(3, 3) - 6 * np.eye(3)]),
+    ("slogdet", lambda a: janus.linalg.slogdet(a).logabsdet, [well(2, 3, 3) - 6 * np.eye(3)]),
+    ("logdet", lambda a: janus.logdet(a), [spd(3, 3)]),
+    ("cholesky", lambda a: janus.linalg.cholesky(sym(a)), [spd(2, 3, 3)]),
+    ("cholesky_upper", lambda a: janus.linalg.cholesky(sym(a), upper=True), [spd(3, 3)]),
+    ("cholesky_solve", lambda b, a: janus.cholesky_solve(b, janus.linalg.cholesky(sym(a))),
+     [R.uniform(-1, 1, size=(3, 2)), spd(3, 3)]),
+])
+def test_gradients_match_finite_differences(name, fn, arrays):
+    _gradcheck(fn, arrays)
+
+
+# ------------------------------------------------------------------- errors
+def test_errors_as_torch():
+    RE, NI = RuntimeError, NotImplementedError
+    cases = [
+        (lambda: janus.linalg.inv(janus.ones(3, 4)), RE,
+         "linalg.inv: A must be batches of square matrices, but they are 3 by 4 matrices"),
+        (lambda: janus.linalg.slogdet(janus.ones(2, 3)), RE,
+         "linalg.slogdet: A must be batches of square matrices, but they are 2 by 3 matrices"),
+        (lambda: janus.logdet(janus.ones(2, 3)), RE, "logdet: A must be batches of square matrices, but they are "
+         "2 by 3 matrices"),
+        (lambda: janus.linalg.inv(T(SINGULAR)), RE, "linalg.inv: The diagonal element 2 is zero, the inversion "
+         "could not be completed because the input matrix is singular."),
+        (lambda: janus.linalg.inv(T(np.stack([np.eye(2), SINGULAR]))), RE, "linalg.inv: (Batch element 1): The "
+         "diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
+        (lambda: janus.linalg.cholesky(T(NOT_PD)), RE, "linalg.cholesky: The factorization could not be completed "
+         "because the input is not positive-definite (the leading minor of order 2 is not positive-definite)."),
+        (lambda: janus.linalg.cholesky(T(np.stack([np.eye(2), NOT_PD]))), RE, "linalg.cholesky: (Batch element 1): "
+         "The factorization could not be completed because the input is not positive-definite (the leading minor "
+         "of order 2 is not positive-definite)."),
+        (lambda: janus.linalg.cholesky_ex(T(NOT_PD), check_errors=True), RE, "linalg.cholesky_ex: The "
+         "factorization could not be completed because the input is not positive-definite (the leading minor of "
+         "order 2 is not positive-definite)."),
+        (lambda: janus.linalg.solve(T(SINGULAR), janus.ones(2, dtype=F64)), RE,
+         "torch.linalg.solve: The solver failed because the input matrix is singular."),
+        (lambda: janus.linalg.solve(T(np.stack([np.eye(2), SINGULAR])), janus.ones(2, 2, dtype=F64)), RE,
+         "torch.linalg.solve: (Batch element 1): The solver failed because the input matrix is singular."),
+        (lambda: janus.linalg.inv(janus.ones(3)), RE, "linalg.inv: The input tensor A must have at least 2 "
+         "dimensions."),
+        (lambda: janus.linalg.solve(janus.ones(3), janus.ones(3)), RE, "linalg.solve: The input tensor A must have "
+         "at least 2 dimensions."),
+        (lambda: janus.linalg.det(janus.ones(2, 2, dtype=janus.int64)), NI,
+         "linalg.det: Expected a floating point or complex tensor as input. Got Long"),
+        (lambda: janus.linalg.inv(janus.ones(2, 2, dtype=janus.float16)), NI,
+         "linalg.inv: Low precision dtypes not supported. Got Half"),
+        (lambda: janus.linalg.solve(janus.eye(3), janus.ones(4, 2)), RE,
+         "linalg.solve: Incompatible shapes of A and B for the equation AX = B (3x3 and 4x2)"),
+        (lambda: janus.linalg.solve(janus.eye(3), janus.ones(5)), RE,
+         "linalg.solve: Incompatible shapes of A and B for the equation AX = B (3x3 and 5x1)"),
+        (lambda: janus.linalg.solve(janus.ones(2, 3, 3), janus.ones(3, 3, 1)), RE,
+         "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"),
+        (lambda: janus.linalg.solve(janus.eye(3, dtype=F64), janus.ones(3, 2)), RE,
+         "linalg.solve: Expected A and B to have the same dtype, but found A of type Double and B of type Float "
+         "instead"),
+        (lambda: janus.cholesky_solve(janus.ones(3), janus.eye(3)), RE,
+         "b should have at least 2 dimensions, but has 1 dimensions instead"),
+    ]
+    for call, kind, msg in cases:
+        with pytest.raises(kind) as e:
+            call()
+        assert str(e.value) == msg
+        if torch is not None:  # torch raises the same (its LinAlgError is a RuntimeError)
+            with pytest.raises(kind) as te:
+                _as_torch(call)
+            assert str(te.value) == msg
+
+
+def _as_torch(call):
+    """Run a janus call from test_errors_as_torch with torch in janus's place."""
+    g = dict(call.__globals__, janus=torch, T=lambda a, dtype=None: torch.tensor(np.asarray(a), dtype=dtype),
+             F64=torch.float64)
+    return type(call)(call.__code__, g)()
+
+
+def test_cholesky_ex_does_not_raise_unless_asked():
+    r = janus.linalg.cholesky_ex(T(NOT_PD))
+    assert r.info.item() == 2
+    with pytest.raises(RuntimeError, match="leading minor of order 2"):
+        janus.linalg.cholesky_ex(T(NOT_PD), check_errors=True)
+
+
+def test_cuda_tensors_are_refused():
+    if not _C._cuda_built():
+        pytest.skip("built without CUDA")
+    x = janus.eye(3)
+    old = _C._debug_mark_device(x, 1)  # a CPU tensor labelled cuda:0: the refusal comes before any CUDA call
+    try:
+        for call, op in ((lambda: janus.linalg.inv(x), "linalg_inv"), (lambda: janus.linalg.det(x), "linalg_det"),
+                         (lambda: janus.linalg.cholesky(x), "linalg_cholesky_ex"),
+                         (lambda: janus.linalg.solve(x, x), "linalg_solve")):
+            with pytest.raises(NotImplementedError, match=rf"op {op} is not supported on CUDA yet"):
+                call()
+    finally:
+        _C._debug_mark_device(x, old)
+
+
+# ---------------------------------------------------------- record / replay
+SCRIPT = r'''
+import janus
+
+janus.manual_seed(0)
+n = 6
+w = (janus.randn(n, n, dtype=janus.float64) * 0.3).requires_grad_()
+b = janus.randn(4, n, 2, dtype=janus.float64)
+opt = janus.optim.SGD([w], lr=0.05)
+for step in range(6):
+    a = w @ w.mT + n * janus.eye(n, dtype=janus.float64)   # symmetric positive-definite
+    x = janus.linalg.solve(a, b)                           # A broadcast over B's batch
+    L = janus.linalg.cholesky(a)
+    loss = (x.pow(2).mean() + janus.linalg.inv(a).sum() + (L * janus.eye(n, dtype=janus.float64)).sum(-1).log().sum()
+            + janus.logdet(a) * 0.1 + janus.linalg.det(a) * 1e-6)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(step, loss.item().hex(), w.grad.abs().sum().item().hex())
+'''
+
+HITS = re.compile(r"\((\d+) of (\d+) segments ran as graphs")
+
+
+def test_training_step_records_optimizes_and_replays_bitwise(tmp_path):
+    from dynamic_runs import have_optimize, janus as run_janus
+    if not have_optimize():
+        pytest.skip("janus optimize is not built")
+    script = tmp_path / "lapack_step.py"
+    script.write_text(SCRIPT)
+    db = str(tmp_path / "run.db")
+    cmd = ["--", sys.executable, str(script)]
+    plain = run_janus("run", *cmd, timeout=600)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert len(plain.stdout.splitlines()) == 6, plain.stdout
+    r = run_janus("record", "--db", db, *cmd, timeout=600)
+    assert r.returncode == 0 and r.stdout == plain.stdout, r.stderr[-3000:]
+    r = run_janus("optimize", db, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    replay = run_janus("replay", "--strict", "--db", db, *cmd, timeout=600, extra_env={"JANUS_REPLAY_ADAPT": "0"})
+    assert replay.returncode == 0, replay.stderr[-3000:]
+    assert replay.stdout == plain.stdout
+    m = HITS.search(replay.stderr)
+    assert m and int(m.group(1)) == int(m.group(2)) > 0, replay.stderr[-3000:]

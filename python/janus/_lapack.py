@@ -15,7 +15,8 @@ import collections as _collections
 
 from ._functions import _check_tensor, both, ops, return_types
 
-__all__ = ["inv", "solve", "det", "slogdet", "logdet", "cholesky", "cholesky_ex"]
+__all__ = ["inv", "solve", "det", "slogdet", "logdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh",
+           "eigvalsh", "svd", "svdvals", "qr"]
 
 
 
@@ -29,6 +30,11 @@ def _rtype(name, fields):
 _rt_slogdet = _rtype("slogdet", ["sign", "logabsdet"])
 _rt_linalg_slogdet = _rtype("linalg_slogdet", ["sign", "logabsdet"])
 _rt_cholesky_ex = _rtype("linalg_cholesky_ex", ["L", "info"])
+_rt_eigh = _rtype("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_rt_svd = _rtype("linalg_svd", ["U", "S", "Vh"])
+_rt_torch_svd = _rtype("svd", ["U", "S", "V"])
+_rt_qr = _rtype("linalg_qr", ["Q", "R"])
+_rt_torch_qr = _rtype("qr", ["Q", "R"])
 
 
 def _out(r, out):
@@ -140,6 +146,78 @@ def cholesky(A, *, upper=False, out=None):
     return _out(L, out)
 
 
+def _batched_pair(A, B):
+    """A [..., n, n] and B [..., n, k] expanded to one broadcast batch shape."""
+    batch = _batch_broadcast(tuple(B.shape[:-2]), tuple(A.shape[:-2]))
+    if tuple(A.shape[:-2]) != batch:
+        A = A.expand(*batch, *A.shape[-2:])
+    if tuple(B.shape[:-2]) != batch:
+        B = B.expand(*batch, *B.shape[-2:])
+    return A, B
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (left=False: X A = B) for triangular A (its other triangle is not read;
+    unitriangular: nor its diagonal, taken as ones).  No singularity check: a zero on the
+    diagonal gives inf/nan, as torch's.  The dtypes promote, the batch dims broadcast."""
+    _check_tensor(A, "linalg.solve_triangular", "A")
+    _check_tensor(B, "linalg.solve_triangular", "B")
+    for t, n in ((A, "A"), (B, "B")):
+        if t.dim() < 2:
+            raise RuntimeError(f"linalg.solve_triangular: The input tensor {n} must have at least 2 dimensions.")
+    import janus  # promote_types is the package's own (janus/__init__.py), defined after this module
+    dt = janus.promote_types(A.dtype, B.dtype)
+    A, B = A.to(dt), B.to(dt)
+    if not left:  # X A = B  <=>  A^T X^T = B^T, A^T triangular the other way
+        A, B, upper = A.mT, B.mT, not upper
+    A, B = _batched_pair(A, B)
+    X = ops.linalg_solve_triangular(A, B, upper=bool(upper), unitriangular=bool(unitriangular))
+    return _out(X if left else X.mT, out)
+
+
+def _uplo(UPLO, fn):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO == "U"
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """(eigenvalues ascending, eigenvectors as columns) of symmetric A, reading its lower
+    (UPLO='L') or upper triangle.  Eigenvectors are defined up to sign (LAPACK's choice);
+    their gradient assumes distinct eigenvalues, as torch's."""
+    L, V = ops.linalg_eigh(_tensor(A, "linalg.eigh", "A"), upper=_uplo(UPLO, "linalg.eigh"))
+    return _out(_rt_eigh(L, V), out)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    return _out(ops.linalg_eigh(_tensor(A, "linalg.eigvalsh", "A"), upper=_uplo(UPLO, "linalg.eigvalsh"))[0], out)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending (LAPACK's gesdd).  The gradient of U and
+    Vh assumes distinct nonzero singular values, as torch's; with full_matrices it flows through
+    their first min(m, n) columns (rows of Vh), as torch's."""
+    S, U, Vh = ops.linalg_svd(_tensor(A, "linalg.svd", "A"), full_matrices=bool(full_matrices))
+    return _out(_rt_svd(U, S, Vh), out)
+
+
+def svdvals(A, *, driver=None, out=None):
+    return _out(ops.linalg_svd(_tensor(A, "linalg.svdvals", "A"), full_matrices=False)[0], out)
+
+
+_QR_MODES = {"reduced": 0, "complete": 1, "r": 2}
+
+
+def qr(A, mode="reduced", *, out=None):
+    """(Q, R) by Householder reflections (geqrf, orgqr); mode 'r' leaves Q empty.  The
+    gradient needs rows >= columns ('reduced', or 'complete' of a square matrix)."""
+    if mode not in _QR_MODES:
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           f"or 'complete'")
+    Q, R = ops.linalg_qr(_tensor(A, "linalg.qr", "A"), mode=_QR_MODES[mode])
+    return _out(_rt_qr(Q, R), out)
+
+
 # ------------------------------------------------ torch.* functions, methods
 @both(name="inverse")
 def _inverse(input, *, out=None):
@@ -179,3 +257,29 @@ def _cholesky_solve(input, input2, upper=False, *, out=None):
                            f"u should have at least 2 dimensions, but has {input2.dim()} dimensions instead")
     first, second = (input2.mT, input2) if upper else (input2, input2.mT)
     return _out(solve(second, solve(first, input)), out)
+
+
+@both(name="svd")
+def _torch_svd(input, some=True, compute_uv=True, *, out=None):
+    """torch.svd: (U, S, V) with V = Vh^T; compute_uv=False: U and V zero-filled, as torch's."""
+    S, U, Vh = ops.linalg_svd(_tensor(input, "svd", "input"), full_matrices=not some)
+    V = Vh.mT
+    if not compute_uv:
+        U, V = U.detach() * 0, V.detach() * 0
+    return _out(_rt_torch_svd(U, S, V), out)
+
+
+@both(name="qr")
+def _torch_qr(input, some=True, *, out=None):
+    return _out(_rt_torch_qr(*qr(input, "reduced" if some else "complete")), out)
+
+
+@both(name="triangular_solve")
+def _triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """torch.triangular_solve (deprecated in torch): (solution, cloned_coefficient)."""
+    a = A.mT if transpose else A
+    X = solve_triangular(a, b, upper=bool(upper) != bool(transpose), unitriangular=unitriangular)
+    return _out(_rt_triangular_solve(X, A.clone()), out)
+
+
+_rt_triangular_solve = _rtype("triangular_solve", ["solution", "cloned_coefficient"])

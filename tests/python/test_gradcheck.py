@@ -146,12 +146,17 @@ CASES = {
     "linalg_det": [([f64(3, 3) + 3 * np.eye(3)], (), [0]), ([f64(2, 3, 3) - 3 * np.eye(3)], (), [0])],
     "linalg_slogdet": [([f64(3, 3) + 3 * np.eye(3)], (), [0]), ([f64(2, 3, 3) - 3 * np.eye(3)], (), [0])],
     "linalg_cholesky_ex": [([spd(3)], (0, 0), [0]), ([np.stack([spd(3), spd(3)])], (1, 0), [0])],
+    "linalg_solve_triangular": [([f64(3, 3) + 3 * np.eye(3), f64(3, 2)], (0, 0), [0, 1]),
+                                ([f64(2, 3, 3) + 3 * np.eye(3), f64(2, 3, 1)], (1, 1), [0, 1])],
+    "linalg_eigh": [([spd(4)], (0,), [0]), ([np.stack([spd(3), spd(3)])], (1,), [0])],
+    "linalg_svd": [([f64(4, 3)], (0,), [0]), ([f64(2, 2, 3)], (1,), [0])],
+    "linalg_qr": [([f64(4, 3)], (0,), [0]), ([f64(2, 3, 3) + np.eye(3)], (1,), [0])],
 }
 
 # Ops that read one triangle of a symmetric input: the formula's gradient is the
 # symmetric one (torch's), the central differences see the read triangle only, so
 # they are compared symmetrized: (N + N^T) / 2.
-SYMMETRIC = {"linalg_cholesky_ex"}
+SYMMETRIC = {"linalg_cholesky_ex", "linalg_eigh"}
 
 # Ops that have inputs, are differentiable in principle, but have no formula.
 UNDERIVABLE = {"as_strided", "conv2d_weight_grad", "avg_pool2d_backward",

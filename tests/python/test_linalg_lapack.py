@@ -1,11 +1,13 @@
 """The LAPACK-backed linear algebra (janus/_lapack.py over runtime/k_lapack.c):
-torch.linalg.inv/solve/det/slogdet/cholesky/cholesky_ex, torch.inverse/det/
-logdet/slogdet/cholesky/cholesky_solve and the Tensor methods.  Values
+torch.linalg.inv/solve/det/slogdet/cholesky/cholesky_ex/solve_triangular/
+eigh/eigvalsh/svd/svdvals/qr and the 'nuc'/2/-2 matrix norms, torch.inverse/
+det/logdet/slogdet/cholesky/cholesky_solve/svd/qr/triangular_solve and the
+Tensor methods.  Values
 against numpy.linalg (and PyTorch when it is installed), reconstruction
 identities, central-difference gradients in float64 through the public API,
 batched shapes and broadcasting, torch's errors, the CUDA refusal, and a
 training step using inv/solve/cholesky that records, optimizes and replays
-bit for bit."""
+bit for bit (with eigvalsh, svdvals and qr in it too)."""
 import re
 import sys
 
@@ -173,6 +175,87 @@ def test_values_equal_torch():
     np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
+def test_decompositions_match_numpy_and_reconstruct():
+    s, a = spd(2, 4, 4), R.uniform(-1, 1, size=(2, 5, 3))
+    L, V = janus.linalg.eigh(T(s))
+    np.testing.assert_allclose(L.numpy(), np.linalg.eigvalsh(s), rtol=1e-12)
+    np.testing.assert_allclose((V @ janus.diag_embed(L) @ V.mT).numpy(), s, atol=1e-12)
+    np.testing.assert_allclose((V.mT @ V).numpy(), np.broadcast_to(np.eye(4), (2, 4, 4)), atol=1e-12)
+    np.testing.assert_allclose(janus.linalg.eigvalsh(T(s), UPLO="U").numpy(), np.linalg.eigvalsh(s), rtol=1e-12)
+    for full in (False, True):
+        U, S, Vh = janus.linalg.svd(T(a), full_matrices=full)
+        assert U.shape == ((2, 5, 5) if full else (2, 5, 3)) and Vh.shape == (2, 3, 3)
+        np.testing.assert_allclose(S.numpy(), np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+        np.testing.assert_allclose((U[..., :3] * S.unsqueeze(-2) @ Vh).numpy(), a, atol=1e-12)
+        np.testing.assert_allclose((U.mT @ U).numpy(), np.broadcast_to(np.eye(U.shape[-1]), U.mT.shape[:-1] +
+                                                                       (U.shape[-1],)), atol=1e-12)
+    np.testing.assert_allclose(janus.linalg.svdvals(T(a).mT).numpy(), np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    for mode, qs, rs in (("reduced", (2, 5, 3), (2, 3, 3)), ("complete", (2, 5, 5), (2, 5, 3)), ("r", (0,), (2, 3, 3))):
+        Q, Rr = janus.linalg.qr(T(a), mode=mode)
+        assert Q.shape == qs and Rr.shape == rs
+        assert np.all(np.tril(Rr.numpy(), -1) == 0)
+        np.testing.assert_allclose(np.abs(Rr.numpy()), np.abs(np.linalg.qr(a, mode="r" if mode == "r" else mode)[-1]
+                                                              if mode != "r" else np.linalg.qr(a, mode="r")),
+                                   atol=1e-12)
+        if mode != "r":
+            np.testing.assert_allclose((Q @ Rr).numpy(), a, atol=1e-12)
+    U, S, V = janus.svd(T(a[0]))
+    np.testing.assert_allclose((U * S @ V.mT).numpy(), a[0], atol=1e-12)
+    Q, Rr = T(a[0]).qr()
+    np.testing.assert_allclose((Q @ Rr).numpy(), a[0], atol=1e-12)
+    # triangular solves
+    t, b = np.tril(well(2, 4, 4)), R.uniform(-1, 1, size=(4, 2))
+    X = janus.linalg.solve_triangular(T(t), T(b), upper=False)  # b broadcast over t's batch
+    np.testing.assert_allclose((T(t) @ X).numpy(), np.broadcast_to(b, (2, 4, 2)), atol=1e-12)
+    X = janus.linalg.solve_triangular(T(t.swapaxes(-1, -2)), T(b.T), upper=True, left=False)
+    np.testing.assert_allclose((X @ T(t.swapaxes(-1, -2))).numpy(), np.broadcast_to(b.T, (2, 2, 4)), atol=1e-12)
+    X = janus.linalg.solve_triangular(T(t[0]), T(b), upper=False, unitriangular=True)
+    np.testing.assert_allclose(X.numpy(), np.linalg.solve(np.tril(t[0], -1) + np.eye(4), b), atol=1e-12)
+    r = janus.triangular_solve(T(b), T(t[0].T), upper=True)
+    np.testing.assert_allclose(r.solution.numpy(), np.linalg.solve(t[0].T, b), atol=1e-12)
+
+
+def test_matrix_norms_from_singular_values():
+    a = R.uniform(-1, 1, size=(2, 3, 4))
+    for ord_, npord in (("nuc", "nuc"), (2, 2), (-2, -2)):
+        np.testing.assert_allclose(janus.linalg.matrix_norm(T(a), ord_).numpy(), np.linalg.norm(a, npord, (1, 2)),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(janus.linalg.norm(T(a), ord_, (0, 2)).numpy(), np.linalg.norm(a, npord, (0, 2)),
+                                   rtol=1e-12)
+    r = janus.linalg.matrix_norm(T(a), 2, (2, 0), keepdim=True)
+    assert r.shape == (1, 3, 1)
+    np.testing.assert_allclose(r.numpy()[0, :, 0], np.linalg.norm(a, 2, (2, 0)), rtol=1e-12)
+
+
+@needs_torch
+def test_decompositions_equal_torch():
+    s, a = spd(2, 4, 4), R.uniform(-1, 1, size=(2, 5, 3))
+    ts, ta = torch.tensor(s), torch.tensor(a)
+    np.testing.assert_allclose(janus.linalg.eigvalsh(T(s)).numpy(), torch.linalg.eigvalsh(ts).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(janus.linalg.svdvals(T(a)).numpy(), torch.linalg.svdvals(ta).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(janus.linalg.matrix_norm(T(a), "nuc").numpy(),
+                               torch.linalg.matrix_norm(ta, "nuc").numpy(), rtol=1e-12)
+    np.testing.assert_allclose(janus.linalg.qr(T(a)).R.abs().numpy(), torch.linalg.qr(ta).R.abs().numpy(),
+                               atol=1e-12)
+    t = np.triu(well(3, 3))
+    np.testing.assert_allclose(janus.linalg.solve_triangular(T(t), T(a[0].T), upper=True).numpy(),
+                               torch.linalg.solve_triangular(torch.tensor(t), ta[0].T, upper=True).numpy(), atol=1e-12)
+    # gradients of sign-invariant functions of the vectors
+    x, tx = T(s).requires_grad_(), ts.clone().requires_grad_()
+    c = R.uniform(-1, 1, size=4)
+    for lib, arg in ((janus, x), (torch, tx)):
+        L, V = lib.linalg.eigh(arg)
+        ((V * lib.tensor(c)) @ V.mT).pow(2).sum().add(L.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+    y, ty = T(a).requires_grad_(), ta.clone().requires_grad_()
+    for lib, arg in ((janus, y), (torch, ty)):
+        U, S, Vh = lib.linalg.svd(arg, full_matrices=False)
+        Q, Rr = lib.linalg.qr(arg)
+        ((U * lib.tensor(c[:3])) @ Vh).sum().add(S.pow(3).sum()).add((Q @ Q.mT).pow(2).sum()).add(
+            Rr.pow(2).sum()).backward()
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
 # ---------------------------------------------------------------- gradients
 def _gradcheck(fn, arrays, eps=1e-6):
     """fn(*tensors) -> tensor; the gradient of sum(fn * v) against central differences."""
@@ -209,6 +292,26 @@ sym = lambda x: (x + x.mT) * 0.5  # cholesky reads one triangle: differentiate o
     ("cholesky_upper", lambda a: janus.linalg.cholesky(sym(a), upper=True), [spd(3, 3)]),
     ("cholesky_solve", lambda b, a: janus.cholesky_solve(b, janus.linalg.cholesky(sym(a))),
      [R.uniform(-1, 1, size=(3, 2)), spd(3, 3)]),
+    ("solve_triangular", lambda a, b: janus.linalg.solve_triangular(a, b, upper=True),
+     [well(2, 3, 3), R.uniform(-1, 1, size=(3, 2))]),
+    ("solve_triangular_left_false_unit", lambda a, b: janus.linalg.solve_triangular(a, b, upper=False, left=False,
+                                                                                     unitriangular=True),
+     [well(3, 3), R.uniform(-1, 1, size=(2, 3))]),
+    ("eigvalsh", lambda a: janus.linalg.eigvalsh(sym(a)), [spd(2, 4, 4)]),
+    # eigenvectors and singular vectors through sign-invariant products (V C V^T, U C Vh)
+    ("eigh_vectors", lambda a: (lambda r: (r.eigenvectors * T([1.0, -2.0, 0.5, 3.0])) @ r.eigenvectors.mT)(
+        janus.linalg.eigh(sym(a), UPLO="U")), [spd(4, 4)]),
+    ("svdvals", lambda a: janus.linalg.svdvals(a), [R.uniform(-1, 1, size=(2, 3, 4))]),
+    ("svd_tall", lambda a: (lambda r: (r.U * T([1.0, -2.0, 0.5])) @ r.Vh + r.S.sum())(
+        janus.linalg.svd(a, full_matrices=False)), [R.uniform(-1, 1, size=(5, 3))]),
+    ("svd_wide_full", lambda a: (lambda r: (r.U * T([1.0, -2.0])) @ r.Vh[:2])(janus.linalg.svd(a)),
+     [R.uniform(-1, 1, size=(2, 4))]),
+    ("matrix_norms", lambda a: janus.linalg.matrix_norm(a, "nuc") + janus.linalg.matrix_norm(a, 2)
+     - janus.linalg.matrix_norm(a, -2), [R.uniform(-1, 1, size=(2, 3, 3))]),
+    ("qr", lambda a: (lambda r: r.Q * 2 + r.R.sum(-2, keepdim=True))(janus.linalg.qr(a)),
+     [R.uniform(-1, 1, size=(2, 4, 3))]),
+    ("qr_complete_square", lambda a: (lambda r: r.Q @ r.R.pow(2))(janus.linalg.qr(a, mode="complete")),
+     [well(3, 3)]),
 ])
 def test_gradients_match_finite_differences(name, fn, arrays):
     _gradcheck(fn, arrays)
@@ -259,6 +362,21 @@ def test_errors_as_torch():
          "instead"),
         (lambda: janus.cholesky_solve(janus.ones(3), janus.eye(3)), RE,
          "b should have at least 2 dimensions, but has 1 dimensions instead"),
+        (lambda: janus.linalg.svd(janus.ones(3)), RE,
+         "linalg.svd: The input tensor A must have at least 2 dimensions."),
+        (lambda: janus.linalg.qr(janus.ones(3)), RE, "linalg.qr: The input tensor A must have at least 2 dimensions."),
+        (lambda: janus.linalg.qr(janus.ones(3, 3), mode="bad"), RE, "qr received unrecognized mode 'bad' but "
+         "expected one of 'reduced' (default), 'r', or 'complete'"),
+        (lambda: janus.linalg.eigh(janus.ones(4, 3)), RE, "linalg.eigh: A must be batches of square matrices, but "
+         "they are 4 by 3 matrices"),
+        (lambda: janus.linalg.eigh(janus.ones(3, 3), UPLO="X"), RE, "Expected UPLO argument to be 'L' or 'U', but "
+         "got X"),
+        (lambda: janus.linalg.solve_triangular(janus.eye(3), janus.ones(4, 2), upper=True), RE,
+         "linalg.solve_triangular: Incompatible shapes of A and B for the equation AX = B (3x3 and 4x2)"),
+        (lambda: janus.linalg.solve_triangular(janus.eye(3), janus.ones(3), upper=True), RE,
+         "linalg.solve_triangular: The input tensor B must have at least 2 dimensions."),
+        (lambda: janus.linalg.svd(T([[np.nan, 1.0], [1.0, 1.0]])), RE, "linalg.svd: The algorithm failed to "
+         "converge because the input matrix contained non-finite values."),
     ]
     for call, kind, msg in cases:
         with pytest.raises(kind) as e:
@@ -275,6 +393,16 @@ def _as_torch(call):
     g = dict(call.__globals__, janus=torch, T=lambda a, dtype=None: torch.tensor(np.asarray(a), dtype=dtype),
              F64=torch.float64)
     return type(call)(call.__code__, g)()
+
+
+def test_qr_derivative_limits_as_torch():
+    a = T(R.uniform(-1, 1, size=(4, 3))).requires_grad_()
+    with pytest.raises(RuntimeError, match="not computed when mode='r'"):
+        janus.linalg.qr(a, mode="r").R.sum().backward()
+    with pytest.raises(RuntimeError, match="not differentiable when mode='complete' and nrows > ncols"):
+        janus.linalg.qr(a, mode="complete").Q.sum().backward()
+    with pytest.raises(NotImplementedError, match="more columns than rows"):
+        janus.linalg.qr(a.mT).Q.sum().backward()
 
 
 def test_cholesky_ex_does_not_raise_unless_asked():
@@ -313,7 +441,8 @@ for step in range(6):
     x = janus.linalg.solve(a, b)                           # A broadcast over B's batch
     L = janus.linalg.cholesky(a)
     loss = (x.pow(2).mean() + janus.linalg.inv(a).sum() + (L * janus.eye(n, dtype=janus.float64)).sum(-1).log().sum()
-            + janus.logdet(a) * 0.1 + janus.linalg.det(a) * 1e-6)
+            + janus.logdet(a) * 0.1 + janus.linalg.det(a) * 1e-6 + janus.linalg.eigvalsh(a).max() * 0.01
+            + janus.linalg.matrix_norm(w, "nuc") * 0.01 + janus.linalg.qr(w).R.pow(2).sum() * 0.01)
     opt.zero_grad()
     loss.backward()
     opt.step()

@@ -1,6 +1,8 @@
 """Table-driven checks of the k_lapack.c ops (linalg_inv, linalg_solve,
-linalg_det, linalg_slogdet, linalg_cholesky_ex) against numpy.linalg in
-float64, every input also in opcheck's non-contiguous layouts.  The torch
+linalg_det, linalg_slogdet, linalg_cholesky_ex, linalg_solve_triangular,
+linalg_eigh, linalg_svd, linalg_qr) against numpy.linalg in float64
+(eigenvectors and singular vectors compared up to each one's sign), every
+input also in opcheck's non-contiguous layouts.  The torch
 API over them, gradients and errors: test_linalg_lapack.py."""
 import numpy as np
 import pytest
@@ -60,7 +62,42 @@ CASES = {
         dict(inputs=[np.array([[1.0, 2.0], [2.0, 1.0]])], attrs=(0, 0)),  # not PD: info 2
         dict(inputs=[np.zeros((0, 0), np.float32)], attrs=(0, 1)),
     ],
+    "linalg_solve_triangular": [
+        dict(inputs=[np.tril(well((4, 4))), rhs((4, 3))], attrs=(0, 0)),
+        dict(inputs=[well((2, 3, 3), "float64"), rhs((2, 3, 2), "float64")], attrs=(1, 0)),  # reads triu only
+        dict(inputs=[well((3, 3), "float64"), rhs((3, 1), "float64")], attrs=(0, 1)),       # unit diagonal
+        dict(inputs=[well((3, 3)), rhs((3, 0))], attrs=(1, 0)),
+    ],
+    "linalg_eigh": [
+        dict(inputs=[spd((4, 4))], attrs=(0,)),
+        dict(inputs=[rhs((2, 3, 5, 5), "float64")], attrs=(0,)),    # reads the lower triangle only
+        dict(inputs=[rhs((3, 3), "float64")], attrs=(1,)),          # the upper one
+        dict(inputs=[np.zeros((0, 0), np.float32)], attrs=(0,)),
+    ],
+    "linalg_svd": [
+        dict(inputs=[rhs((4, 3))], attrs=(0,)),
+        dict(inputs=[rhs((2, 3, 5), "float64")], attrs=(0,)),
+        dict(inputs=[rhs((4, 2), "float64")], attrs=(1,)),          # full_matrices
+        dict(inputs=[rhs((2, 3), "float64")], attrs=(1,)),
+        dict(inputs=[np.zeros((3, 0))], attrs=(1,)),                # U the identity
+        dict(inputs=[np.zeros((0, 2), np.float32)], attrs=(0,)),
+    ],
+    "linalg_qr": [
+        dict(inputs=[rhs((5, 3))], attrs=(0,)),
+        dict(inputs=[rhs((2, 3, 4), "float64")], attrs=(0,)),
+        dict(inputs=[rhs((4, 2), "float64")], attrs=(1,)),          # complete
+        dict(inputs=[rhs((3, 3), "float64")], attrs=(2,)),          # R only
+        dict(inputs=[np.zeros((2, 0))], attrs=(1,)),
+    ],
 }
+
+
+def _signs(m):
+    """+-1 per column making each column's largest entry positive."""
+    if m.size == 0:
+        return np.ones(m.shape[-1:])
+    idx = np.abs(m).argmax(-2)
+    return np.sign(np.take_along_axis(m, idx[..., None, :], -2))[..., 0, :]
 
 
 def reference(name, inputs, attrs):
@@ -85,7 +122,52 @@ def reference(name, inputs, attrs):
         except np.linalg.LinAlgError:
             return None
         return [np.swapaxes(L, -1, -2) if upper else L, np.zeros(a.shape[:-2], np.int32) + info]
+    if name == "linalg_solve_triangular":
+        upper, unit = attrs
+        t = np.triu(a) if upper else np.tril(a)
+        if unit:
+            t = t - t * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+        b = inputs[1].astype(np.float64)
+        return [np.linalg.solve(t, b) if b.size else b]
+    if name == "linalg_eigh":
+        if not a.size:
+            return [np.zeros(a.shape[:-1]), a]
+        return list(np.linalg.eigh(a, UPLO="U" if attrs[0] else "L"))
+    if name == "linalg_svd":
+        m, n = a.shape[-2:]
+        if not a.size:
+            k = min(m, n)
+            return [np.zeros(a.shape[:-2] + (k,)), np.eye(m, m if attrs[0] else k), np.eye(n if attrs[0] else k, n)]
+        u, sv, vh = np.linalg.svd(a, full_matrices=bool(attrs[0]))
+        return [sv, u, vh]
+    if name == "linalg_qr":
+        mode = ["reduced", "complete", "r"][attrs[0]]
+        if mode == "r":
+            return [np.zeros(0), np.linalg.qr(a, mode="r")]
+        if not a.size:
+            m = a.shape[-2]
+            return [np.eye(m), np.zeros((m, 0))]
+        return list(np.linalg.qr(a, mode=mode))
     raise KeyError(name)
+
+
+def _canonical(name, outs):
+    """Eigenvectors and singular vector pairs with their sign fixed (LAPACK's is arbitrary)."""
+    outs = [np.asarray(o, np.float64) for o in outs]
+    if name == "linalg_eigh":
+        outs[1] = outs[1] * _signs(outs[1])[..., None, :]
+    if name == "linalg_svd":
+        k = outs[0].shape[-1]
+        sg = _signs(outs[1][..., :k])
+        outs[1] = np.concatenate([outs[1][..., :k] * sg[..., None, :], np.abs(outs[1][..., k:])], -1)
+        outs[2] = np.concatenate([outs[2][..., :k, :] * sg[..., :, None], np.abs(outs[2][..., k:, :])], -2)
+    if name == "linalg_qr" and outs[0].size:  # R's diagonal's sign (numpy's LAPACK may differ)
+        k = min(outs[1].shape[-2:])
+        d = np.sign(np.diagonal(outs[1], axis1=-2, axis2=-1))[..., :k]
+        d = np.where(d == 0, 1, d)
+        outs[0] = np.concatenate([outs[0][..., :k] * d[..., None, :], np.abs(outs[0][..., k:])], -1)
+        outs[1] = np.concatenate([outs[1][..., :k, :] * d[..., :, None], outs[1][..., k:, :]], -2)
+    return outs
 
 
 def _check(name, case, inputs):
@@ -99,7 +181,8 @@ def _check(name, case, inputs):
         assert oc.npy(got[1]).tolist() == 2
         return
     rtol, atol = TOL[dtype]
-    for g, w in zip(got, want):
+    got = _canonical(name, [oc.npy(g) for g in got])
+    for g, w in zip(got, _canonical(name, want)):
         oc.assert_close(g, np.asarray(w), rtol=rtol, atol=atol, dtype=dtype)
 
 

@@ -395,6 +395,17 @@ def _as_torch(call):
     return type(call)(call.__code__, g)()
 
 
+def test_cpu_autocast_runs_lapack_in_float32_as_torch():
+    x = (janus.randn(3, 3) + 3 * janus.eye(3)).bfloat16()
+    s = x.float() @ x.float().mT
+    with janus.autocast("cpu", dtype=janus.bfloat16):
+        for r in (janus.linalg.inv(x), janus.linalg.solve(x, x), janus.linalg.cholesky(s.bfloat16()),
+                  janus.linalg.eigh(s.bfloat16()).eigenvalues, janus.linalg.svd(x).S, janus.linalg.qr(x).R):
+            assert r.dtype == janus.float32
+        with pytest.raises(NotImplementedError, match="Low precision dtypes not supported. Got BFloat16"):
+            janus.linalg.slogdet(x)  # not on torch's list either
+
+
 def test_qr_derivative_limits_as_torch():
     a = T(R.uniform(-1, 1, size=(4, 3))).requires_grad_()
     with pytest.raises(RuntimeError, match="not computed when mode='r'"):

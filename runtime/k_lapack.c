@@ -1,19 +1,21 @@
 /* k_lapack.c -- decompositions and solvers over LAPACK: linalg_inv,
- * linalg_solve, linalg_det, linalg_slogdet, linalg_cholesky_ex.
+ * linalg_solve, linalg_det, linalg_slogdet, linalg_cholesky_ex,
+ * linalg_solve_triangular, linalg_eigh, linalg_svd, linalg_qr.
  *
  * OpenBLAS exports the Fortran LAPACK routines; their prototypes are
  * declared here (LP64: 32-bit integers, the hidden character lengths
- * gfortran appends).  Each matrix of a batch [..., n, n] is copied into a
+ * gfortran appends).  Each matrix of a batch [..., m, n] is copied into a
  * column-major scratch buffer whatever its strides, factorized (getrf: LU
- * with partial pivoting; potrf: Cholesky) and the result copied out: the
- * factorization of the matrix itself, as torch's CPU path computes it, so
- * pivots, determinant signs and the index named by a singular or
- * not-positive-definite error are torch's.  The inverse is the solve
- * against the identity (getrs, as torch's linalg.inv), so it needs no
- * workspace query.  float32 and float64 only (torch refuses the low
- * precision and integer dtypes the same way).  Batches run one matrix
- * after another: these are small, rare ops in a training step.
- * No CUDA kernel: a CUDA tensor gets the dispatcher's unsupported-op error.
+ * with partial pivoting; potrf: Cholesky; syevd; gesdd; geqrf + orgqr) and
+ * the results copied out: the factorization of the matrix itself, as
+ * torch's CPU path computes it, so pivots, determinant signs, vector signs
+ * and the index named by a singular or not-positive-definite error are
+ * torch's.  The inverse is the solve against the identity (getrs, as
+ * torch's linalg.inv); the triangular solve is cblas trsm.  float32 and
+ * float64 only (torch refuses the low precision and integer dtypes the
+ * same way).  Batches run one matrix after another: these are small, rare
+ * ops in a training step.  No CUDA kernel: a CUDA tensor gets the
+ * dispatcher's unsupported-op error.
  */
 #include "jn_runtime.h"
 

@@ -1,15 +1,18 @@
 """Decompositions and solvers over the LAPACK table ops (runtime/k_lapack.c:
-linalg_inv, linalg_solve, linalg_det, linalg_slogdet, linalg_cholesky_ex).
+linalg_inv, linalg_solve, linalg_det, linalg_slogdet, linalg_cholesky_ex,
+linalg_solve_triangular, linalg_eigh, linalg_svd, linalg_qr).
 
-The torch functions and Tensor methods (inverse, det, logdet, slogdet,
-cholesky, cholesky_solve) and the torch.linalg ones janus.linalg re-exports
-(inv, solve, det, slogdet, cholesky, cholesky_ex).  The table ops take
-batches of square matrices with equal batch dims; torch's argument rules
-live here: solve's vector right-hand sides, batch broadcasting and
-left=False, slogdet's output order, logdet from slogdet, cholesky_solve as
-two solves.  Each table op is one node of autograd (its derivative is the
-table's, runtime/derivatives.c), of a recording and of a replayed graph.
-CPU only: a CUDA tensor gets the dispatcher's unsupported-op error.
+The torch.linalg functions janus.linalg re-exports (inv, solve, det,
+slogdet, cholesky, cholesky_ex, solve_triangular, eigh, eigvalsh, svd,
+svdvals, qr) and the torch functions and Tensor methods (inverse, det,
+logdet, slogdet, cholesky, cholesky_solve, svd, qr, triangular_solve).  The
+table ops take batches of matrices with equal batch dims; torch's argument
+rules live here: the solves' vector right-hand sides, batch broadcasting
+and left=False, the order of the results, logdet from slogdet,
+cholesky_solve as two solves, qr's mode names.  Each table op is one node
+of autograd (its derivative is the table's, runtime/derivatives.c), of a
+recording and of a replayed graph.  CPU only: a CUDA tensor gets the
+dispatcher's unsupported-op error.
 """
 import collections as _collections
 
@@ -17,7 +20,6 @@ from ._functions import _check_tensor, both, ops, return_types
 
 __all__ = ["inv", "solve", "det", "slogdet", "logdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh",
            "eigvalsh", "svd", "svdvals", "qr"]
-
 
 
 def _rtype(name, fields):
@@ -115,11 +117,7 @@ def solve(A, B, *, left=True, out=None):
             B = B.mT
     if vector:
         B = B.unsqueeze(-1)
-    batch = _batch_broadcast(tuple(B.shape[:-2]), tuple(A.shape[:-2]))  # torch names B first
-    if tuple(A.shape[:-2]) != batch:
-        A = A.expand(*batch, *A.shape[-2:])
-    if tuple(B.shape[:-2]) != batch:
-        B = B.expand(*batch, *B.shape[-2:])
+    A, B = _batched_pair(A, B)
     X = ops.linalg_solve(A, B)
     if vector:
         X = X.squeeze(-1)
@@ -148,7 +146,7 @@ def cholesky(A, *, upper=False, out=None):
 
 def _batched_pair(A, B):
     """A [..., n, n] and B [..., n, k] expanded to one broadcast batch shape."""
-    batch = _batch_broadcast(tuple(B.shape[:-2]), tuple(A.shape[:-2]))
+    batch = _batch_broadcast(tuple(B.shape[:-2]), tuple(A.shape[:-2]))  # torch names B first
     if tuple(A.shape[:-2]) != batch:
         A = A.expand(*batch, *A.shape[-2:])
     if tuple(B.shape[:-2]) != batch:

@@ -1098,14 +1098,17 @@ static T *diag_embed(jn_bw *b, T *v, int64_t n, jn_dtype dt) {
     if (b->st || !v) return NULL;
     return MUL(unsqueeze(b, v, v->ndim - 1), eye_n(b, n, dt));
 }
-static T *narrow(jn_bw *b, T *x, int64_t dim, int64_t len) {
+/* x[..., start:end, ...] along dim */
+static T *slice_of(jn_bw *b, T *x, int64_t dim, int64_t start, int64_t end) {
     if (b->st || !x) return NULL;
     jn_attrs a = A();
     a.a[0].i = dim < 0 ? dim + x->ndim : dim;
-    a.a[2].i = len;
+    a.a[1].i = start;
+    a.a[2].i = end;
     a.a[3].i = 1;
     return call(b, JN_OP_slice, 1, &x, &a);
 }
+static T *narrow(jn_bw *b, T *x, int64_t dim, int64_t len) { return slice_of(b, x, dim, 0, len); }
 static T *solve_tri(jn_bw *b, T *a_, T *rhs, int upper, int unit) {
     T *in[2] = {a_, rhs};
     jn_attrs a = A();
@@ -1191,9 +1194,19 @@ FORMULA(d_linalg_svd) {
     }
     END;
 }
-/* A = QR with m >= n (Walter and Lehmann; Seeger et al.):
+/* A = QR with m >= n, R [..., n, n] (Walter and Lehmann; Seeger et al.):
  * dA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q, copyltu(M) the
- * symmetric matrix of M's lower triangle */
+ * symmetric matrix of M's lower triangle; gr NULL: no gradient for R */
+static T *qr_grad_tall(jn_bw *b, T *q, T *r, T *gq, T *gr, int64_t n, jn_dtype dt) {
+    T *m = NEG(matmul(b, mT(b, gq), q));
+    if (gr) m = ADD(m, matmul(b, r, mT(b, gr)));
+    T *low = MUL(m, tri_mask(b, n, 0, 0, dt)), *strict = MUL(m, tri_mask(b, n, 0, 1, dt));
+    T *x = ADD(gq, matmul(b, q, ADD(low, mT(b, strict))));
+    return mT(b, solve_tri(b, r, mT(b, x), 1, 0)); /* X R^-T = (R^-1 X^T)^T */
+}
+/* torch's linalg_qr_backward: m >= n as above; m < n splits A = [X | Y],
+ * R = [U | V] with X = QU square and Y = QV: dY = Q gV and dX is the square
+ * case's with gQ + Y gV^T */
 FORMULA(d_linalg_qr) {
     BEGIN;
     const jn_meta *m = M(b, 0);
@@ -1210,18 +1223,20 @@ FORMULA(d_linalg_qr) {
                          "nrows > ncols.");
         END;
     }
-    if (rows < cols) {
-        b->st = jn_error(JN_ERR_UNSUPPORTED, "linalg.qr: the derivative for matrices with more columns than rows "
-                         "is not implemented in janus (%lld by %lld)", (long long)rows, (long long)cols);
+    T *q = OUT(b, 0), *r = OUT(b, 1), *gr = go[1];
+    if (rows >= cols) {
+        gi[0] = qr_grad_tall(b, q, r, g, gr, cols, m->dtype);
         END;
     }
-    T *q = OUT(b, 0), *r = OUT(b, 1), *gr = go[1];
-    T *mm_ = NEG(matmul(b, mT(b, g), q));
-    if (gr) mm_ = ADD(mm_, matmul(b, r, mT(b, gr)));
-    T *low = MUL(mm_, tri_mask(b, cols, 0, 0, m->dtype));
-    T *strict = MUL(mm_, tri_mask(b, cols, 0, 1, m->dtype));
-    T *x = ADD(g, matmul(b, q, ADD(low, mT(b, strict))));
-    gi[0] = mT(b, solve_tri(b, r, mT(b, x), 1, 0)); /* X R^-T = (R^-1 X^T)^T */
+    T *u = narrow(b, r, -1, rows), *v = slice_of(b, r, -1, rows, cols);
+    T *gu = gr ? narrow(b, gr, -1, rows) : NULL, *gv = gr ? slice_of(b, gr, -1, rows, cols) : NULL;
+    T *gq = gv ? ADD(g, matmul(b, matmul(b, q, v), mT(b, gv))) : g;
+    jn_meta my = *m;
+    my.shape[my.ndim - 1] = cols - rows;
+    T *in[2] = {qr_grad_tall(b, q, u, gq, gu, rows, m->dtype), gv ? matmul(b, q, gv) : zeros(b, &my)};
+    jn_attrs a = A();
+    a.a[0].i = m->ndim - 1;
+    gi[0] = call(b, JN_OP_cat, 2, in, &a);
     END;
 }
 

@@ -173,7 +173,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return _out(X if left else X.mT, out)
 
 
-def _uplo(UPLO, fn):
+def _uplo(UPLO):
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return UPLO == "U"
@@ -183,12 +183,12 @@ def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, reading its lower
     (UPLO='L') or upper triangle.  Eigenvectors are defined up to sign (LAPACK's choice);
     their gradient assumes distinct eigenvalues, as torch's."""
-    L, V = ops.linalg_eigh(_tensor(A, "linalg.eigh", "A"), upper=_uplo(UPLO, "linalg.eigh"))
+    L, V = ops.linalg_eigh(_tensor(A, "linalg.eigh", "A"), upper=_uplo(UPLO))
     return _out(_rt_eigh(L, V), out)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
-    return _out(ops.linalg_eigh(_tensor(A, "linalg.eigvalsh", "A"), upper=_uplo(UPLO, "linalg.eigvalsh"))[0], out)
+    return _out(ops.linalg_eigh(_tensor(A, "linalg.eigvalsh", "A"), upper=_uplo(UPLO))[0], out)
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
@@ -207,8 +207,8 @@ _QR_MODES = {"reduced": 0, "complete": 1, "r": 2}
 
 
 def qr(A, mode="reduced", *, out=None):
-    """(Q, R) by Householder reflections (geqrf, orgqr); mode 'r' leaves Q empty.  The
-    gradient needs rows >= columns ('reduced', or 'complete' of a square matrix)."""
+    """(Q, R) by Householder reflections (geqrf, orgqr); mode 'r' leaves Q empty.  No
+    gradient for mode 'r' nor for 'complete' with more rows than columns, as torch's."""
     if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            f"or 'complete'")

@@ -19,7 +19,36 @@ import collections as _collections
 from ._functions import _check_tensor, both, ops, return_types
 
 __all__ = ["inv", "solve", "det", "slogdet", "logdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh",
-           "eigvalsh", "svd", "svdvals", "qr"]
+           "eigvalsh", "svd", "svdvals", "qr", "LinAlgError"]
+
+
+class LinAlgError(RuntimeError):
+    """torch.linalg.LinAlgError: the input is singular, not positive-definite, or the
+    algorithm did not converge (a RuntimeError, as torch's)."""
+
+
+_FAILURES = ("singular", "not positive-definite", "failed to converge")
+
+
+class _LapackOps:
+    """ops.linalg_<name> raising LinAlgError for the kernels' factorization failures
+    (the C status is a plain runtime error)."""
+
+    def __getattr__(self, name):
+        fn = getattr(ops, name)
+
+        def call(*args, **kw):
+            try:
+                return fn(*args, **kw)
+            except RuntimeError as e:
+                if type(e) is RuntimeError and any(w in str(e) for w in _FAILURES):
+                    raise LinAlgError(str(e)) from None
+                raise
+        setattr(self, name, call)
+        return call
+
+
+_lapack = _LapackOps()
 
 
 def _rtype(name, fields):
@@ -59,18 +88,18 @@ def _tensor(x, fn, arg):
 def inv(A, *, out=None):
     """A^-1 for a batch of square matrices (LU with partial pivoting, then a solve
     against the identity, as torch's CPU path)."""
-    return _out(ops.linalg_inv(_tensor(A, "linalg.inv", "A")), out)
+    return _out(_lapack.linalg_inv(_tensor(A, "linalg.inv", "A")), out)
 
 
 def det(A, *, out=None):
     """det(A) from the LU factorization: 0 for an exactly singular matrix.  Its
     gradient, det(A) A^-T, raises at an exactly singular A (torch's goes through an SVD)."""
-    return _out(ops.linalg_det(_tensor(A, "linalg.det", "A")), out)
+    return _out(_lapack.linalg_det(_tensor(A, "linalg.det", "A")), out)
 
 
 def slogdet(A, *, out=None):
     """(sign, log|det|): sign 0 and log|det| -inf for an exactly singular matrix."""
-    lad, sign = ops.linalg_slogdet(_tensor(A, "linalg.slogdet", "A"))
+    lad, sign = _lapack.linalg_slogdet(_tensor(A, "linalg.slogdet", "A"))
     return _out(_rt_linalg_slogdet(sign, lad), out)
 
 
@@ -83,7 +112,7 @@ def _renamed(e, old, new):
 def logdet(A):
     """log(det(A)): nan where det < 0, -inf where det == 0 (log of the sign added to log|det|)."""
     try:
-        lad, sign = ops.linalg_slogdet(_tensor(A, "logdet", "input"))
+        lad, sign = _lapack.linalg_slogdet(_tensor(A, "logdet", "input"))
     except (RuntimeError, NotImplementedError) as e:
         raise _renamed(e, "linalg.slogdet", "logdet") from None
     return lad + sign.log()
@@ -118,7 +147,7 @@ def solve(A, B, *, left=True, out=None):
     if vector:
         B = B.unsqueeze(-1)
     A, B = _batched_pair(A, B)
-    X = ops.linalg_solve(A, B)
+    X = _lapack.linalg_solve(A, B)
     if vector:
         X = X.squeeze(-1)
     elif not left:
@@ -130,7 +159,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): info[...] is 0, or the order of the leading minor that is not
     positive-definite (then L is not a factor)."""
     try:
-        L, info = ops.linalg_cholesky_ex(_tensor(A, "linalg.cholesky_ex", "A"), upper=bool(upper),
+        L, info = _lapack.linalg_cholesky_ex(_tensor(A, "linalg.cholesky_ex", "A"), upper=bool(upper),
                                          check_errors=bool(check_errors))
     except (RuntimeError, NotImplementedError) as e:
         raise _renamed(e, "linalg.cholesky", "linalg.cholesky_ex") from None
@@ -140,7 +169,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 def cholesky(A, *, upper=False, out=None):
     """L lower triangular with A = L L^T (upper: U with A = U^T U); only that triangle of A
     is read.  Raises when A is not positive-definite."""
-    L, _ = ops.linalg_cholesky_ex(_tensor(A, "linalg.cholesky", "A"), upper=bool(upper), check_errors=True)
+    L, _ = _lapack.linalg_cholesky_ex(_tensor(A, "linalg.cholesky", "A"), upper=bool(upper), check_errors=True)
     return _out(L, out)
 
 
@@ -169,7 +198,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if not left:  # X A = B  <=>  A^T X^T = B^T, A^T triangular the other way
         A, B, upper = A.mT, B.mT, not upper
     A, B = _batched_pair(A, B)
-    X = ops.linalg_solve_triangular(A, B, upper=bool(upper), unitriangular=bool(unitriangular))
+    X = _lapack.linalg_solve_triangular(A, B, upper=bool(upper), unitriangular=bool(unitriangular))
     return _out(X if left else X.mT, out)
 
 
@@ -183,24 +212,24 @@ def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, reading its lower
     (UPLO='L') or upper triangle.  Eigenvectors are defined up to sign (LAPACK's choice);
     their gradient assumes distinct eigenvalues, as torch's."""
-    L, V = ops.linalg_eigh(_tensor(A, "linalg.eigh", "A"), upper=_uplo(UPLO))
+    L, V = _lapack.linalg_eigh(_tensor(A, "linalg.eigh", "A"), upper=_uplo(UPLO))
     return _out(_rt_eigh(L, V), out)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
-    return _out(ops.linalg_eigh(_tensor(A, "linalg.eigvalsh", "A"), upper=_uplo(UPLO))[0], out)
+    return _out(_lapack.linalg_eigh(_tensor(A, "linalg.eigvalsh", "A"), upper=_uplo(UPLO))[0], out)
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending (LAPACK's gesdd).  The gradient of U and
     Vh assumes distinct nonzero singular values, as torch's; with full_matrices it flows through
     their first min(m, n) columns (rows of Vh), as torch's."""
-    S, U, Vh = ops.linalg_svd(_tensor(A, "linalg.svd", "A"), full_matrices=bool(full_matrices))
+    S, U, Vh = _lapack.linalg_svd(_tensor(A, "linalg.svd", "A"), full_matrices=bool(full_matrices))
     return _out(_rt_svd(U, S, Vh), out)
 
 
 def svdvals(A, *, driver=None, out=None):
-    return _out(ops.linalg_svd(_tensor(A, "linalg.svdvals", "A"), full_matrices=False)[0], out)
+    return _out(_lapack.linalg_svd(_tensor(A, "linalg.svdvals", "A"), full_matrices=False)[0], out)
 
 
 _QR_MODES = {"reduced": 0, "complete": 1, "r": 2}
@@ -212,7 +241,7 @@ def qr(A, mode="reduced", *, out=None):
     if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            f"or 'complete'")
-    Q, R = ops.linalg_qr(_tensor(A, "linalg.qr", "A"), mode=_QR_MODES[mode])
+    Q, R = _lapack.linalg_qr(_tensor(A, "linalg.qr", "A"), mode=_QR_MODES[mode])
     return _out(_rt_qr(Q, R), out)
 
 
@@ -260,7 +289,7 @@ def _cholesky_solve(input, input2, upper=False, *, out=None):
 @both(name="svd")
 def _torch_svd(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with V = Vh^T; compute_uv=False: U and V zero-filled, as torch's."""
-    S, U, Vh = ops.linalg_svd(_tensor(input, "svd", "input"), full_matrices=not some)
+    S, U, Vh = _lapack.linalg_svd(_tensor(input, "svd", "input"), full_matrices=not some)
     V = Vh.mT
     if not compute_uv:
         U, V = U.detach() * 0, V.detach() * 0

@@ -13,12 +13,12 @@ janus's unsupported-name error.
 import math
 
 import janus
-from janus._lapack import (cholesky, cholesky_ex, det, eigh, eigvalsh, inv, qr, slogdet, solve, solve_triangular,
-                           svd, svdvals)
+from janus._lapack import (LinAlgError, cholesky, cholesky_ex, det, eigh, eigvalsh, inv, qr, slogdet, solve,
+                           solve_triangular, svd, svdvals)
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "cross", "matmul", "diagonal", "multi_dot",
            "inv", "solve", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh", "eigvalsh",
-           "svd", "svdvals", "qr"]
+           "svd", "svdvals", "qr", "LinAlgError"]
 
 
 def _float(x, dtype, fn):

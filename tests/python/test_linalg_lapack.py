@@ -385,10 +385,14 @@ def test_errors_as_torch():
         with pytest.raises(kind) as e:
             call()
         assert str(e.value) == msg
-        if torch is not None:  # torch raises the same (its LinAlgError is a RuntimeError)
+        # the factorization failures are LinAlgError (a RuntimeError), as torch's
+        linalg_error = any(w in msg for w in ("singular.", "not positive-definite).", "failed to converge"))
+        assert isinstance(e.value, janus.linalg.LinAlgError) == linalg_error, msg
+        if torch is not None:  # torch raises the same
             with pytest.raises(kind) as te:
                 _as_torch(call)
             assert str(te.value) == msg
+            assert isinstance(te.value, torch.linalg.LinAlgError) == linalg_error, msg
 
 
 def _as_torch(call):

@@ -1018,61 +1018,6 @@ static T *per_matrix(jn_bw *b, T *g, T *m) {
 }
 static T *mT(jn_bw *b, T *x) { return transpose(b, x, -2, -1); }
 static T *matmul(jn_bw *b, T *x, T *y) { return mm(b, JN_OP_matmul, x, y); }
-/* X = A^-1: dA = -X^T g X^T */
-FORMULA(d_linalg_inv) {
-    BEGIN;
-    T *xt = mT(b, OUT(b, 0));
-    gi[0] = NEG(matmul(b, matmul(b, xt, g), xt));
-    END;
-}
-/* X = A^-1 B: dB = A^-T g, dA = -dB X^T */
-FORMULA(d_linalg_solve) {
-    BEGIN;
-    T *in[2] = {mT(b, IN(b, 0)), g};
-    jn_attrs a = A();
-    T *gb = call(b, JN_OP_linalg_solve, 2, in, &a);
-    if (NEED(0)) gi[0] = NEG(matmul(b, gb, mT(b, OUT(b, 0))));
-    if (NEED(1)) gi[1] = gb;
-    END;
-}
-/* d det = det A^-T; an exactly singular A raises inv's error here (torch
- * differentiates that case through an SVD) */
-FORMULA(d_linalg_det) {
-    BEGIN;
-    gi[0] = per_matrix(b, MUL(g, OUT(b, 0)), mT(b, un(b, JN_OP_linalg_inv, IN(b, 0))));
-    END;
-}
-/* d log|det| = A^-T; the sign is piecewise constant */
-FORMULA(d_linalg_slogdet) {
-    BEGIN;
-    gi[0] = per_matrix(b, g, mT(b, un(b, JN_OP_linalg_inv, IN(b, 0))));
-    END;
-}
-/* [n, n] weights of Phi: 1 below the diagonal, 1/2 on it, 0 above. */
-static T *phi_weights(jn_bw *b, int64_t n, jn_dtype dt) {
-    jn_attrs a = A();
-    a.a[1].f = (double)n;
-    a.a[2].f = 1.0;
-    a.a[3].i = dt;
-    T *r = call(b, JN_OP_arange, 0, NULL, &a);
-    int64_t col[2] = {n, 1}, row[2] = {1, n};
-    T *rc = view(b, r, 2, col), *rr = view(b, r, 2, row);
-    return MULS(ADD(cast(b, bin(b, JN_OP_ge, rc, rr), dt), cast(b, bin(b, JN_OP_gt, rc, rr), dt)), 0.5);
-}
-/* torch's cholesky_backward: A = L L^T, dA = sym(L^-T Phi(L^T gL) L^-1)
- * (upper: L = U^T); the info output gets no gradient */
-FORMULA(d_linalg_cholesky_ex) {
-    BEGIN;
-    const jn_meta *m = M(b, 0);
-    int upper = AT(b)->a[0].i != 0;
-    T *l = upper ? mT(b, OUT(b, 0)) : OUT(b, 0), *gl = upper ? mT(b, g) : g;
-    T *linv = un(b, JN_OP_linalg_inv, l);
-    T *phi = MUL(matmul(b, mT(b, l), gl), phi_weights(b, m->shape[m->ndim - 1], m->dtype));
-    T *ga = matmul(b, matmul(b, mT(b, linv), phi), linv);
-    gi[0] = MULS(ADD(ga, mT(b, ga)), 0.5);
-    END;
-}
-
 /* [n, n] 0/1 mask of a triangle: lower (upper: upper), with the diagonal
  * unless strict. */
 static T *tri_mask(jn_bw *b, int64_t n, int upper, int strict, jn_dtype dt) {
@@ -1116,6 +1061,55 @@ static T *solve_tri(jn_bw *b, T *a_, T *rhs, int upper, int unit) {
     a.a[1].i = unit;
     return call(b, JN_OP_linalg_solve_triangular, 2, in, &a);
 }
+/* [n, n] weights of Phi: 1 below the diagonal, 1/2 on it, 0 above. */
+static T *phi_weights(jn_bw *b, int64_t n, jn_dtype dt) {
+    return MULS(ADD(tri_mask(b, n, 0, 0, dt), tri_mask(b, n, 0, 1, dt)), 0.5);
+}
+/* X = A^-1: dA = -X^T g X^T */
+FORMULA(d_linalg_inv) {
+    BEGIN;
+    T *xt = mT(b, OUT(b, 0));
+    gi[0] = NEG(matmul(b, matmul(b, xt, g), xt));
+    END;
+}
+/* X = A^-1 B: dB = A^-T g, dA = -dB X^T */
+FORMULA(d_linalg_solve) {
+    BEGIN;
+    T *in[2] = {mT(b, IN(b, 0)), g};
+    jn_attrs a = A();
+    T *gb = call(b, JN_OP_linalg_solve, 2, in, &a);
+    if (NEED(0)) gi[0] = NEG(matmul(b, gb, mT(b, OUT(b, 0))));
+    if (NEED(1)) gi[1] = gb;
+    END;
+}
+/* d det = det A^-T; an exactly singular A raises inv's error here (torch
+ * differentiates that case through an SVD) */
+FORMULA(d_linalg_det) {
+    BEGIN;
+    gi[0] = per_matrix(b, MUL(g, OUT(b, 0)), mT(b, un(b, JN_OP_linalg_inv, IN(b, 0))));
+    END;
+}
+/* d log|det| = A^-T; the sign is piecewise constant */
+FORMULA(d_linalg_slogdet) {
+    BEGIN;
+    gi[0] = per_matrix(b, g, mT(b, un(b, JN_OP_linalg_inv, IN(b, 0))));
+    END;
+}
+/* torch's cholesky_backward: A = L L^T, dA = sym(L^-T Phi(L^T gL) L^-1)
+ * (upper: L = U^T); the info output gets no gradient */
+FORMULA(d_linalg_cholesky_ex) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int upper = AT(b)->a[0].i != 0;
+    T *l = upper ? mT(b, OUT(b, 0)) : OUT(b, 0), *gl = upper ? mT(b, g) : g;
+    T *eye = expand(b, eye_n(b, m->shape[m->ndim - 1], m->dtype), m); /* over L's batch */
+    T *linv = solve_tri(b, l, eye, 0, 0);                                /* L^-1, as torch's */
+    T *phi = MUL(matmul(b, mT(b, l), gl), phi_weights(b, m->shape[m->ndim - 1], m->dtype));
+    T *ga = matmul(b, matmul(b, mT(b, linv), phi), linv);
+    gi[0] = MULS(ADD(ga, mT(b, ga)), 0.5);
+    END;
+}
+
 /* X = A^-1 B, A triangular: dB = A^-T g (the other triangle), dA = -dB X^T
  * kept on A's triangle (off its diagonal when unitriangular) */
 FORMULA(d_linalg_solve_triangular) {

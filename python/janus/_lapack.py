@@ -16,10 +16,10 @@ dispatcher's unsupported-op error.
 """
 import collections as _collections
 
-from ._functions import _check_tensor, both, ops, return_types
+from ._functions import TensorBase, _check_tensor, both, ops, return_types
 
 __all__ = ["inv", "solve", "det", "slogdet", "logdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh",
-           "eigvalsh", "svd", "svdvals", "qr", "LinAlgError"]
+           "eigvalsh", "svd", "svdvals", "qr", "matrix_rank", "LinAlgError"]
 
 
 class LinAlgError(RuntimeError):
@@ -230,6 +230,29 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 
 def svdvals(A, *, driver=None, out=None):
     return _out(_lapack.linalg_svd(_tensor(A, "linalg.svdvals", "A"), full_matrices=False)[0], out)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
+    """The count of singular values (|eigenvalues| when hermitian) above max(atol, rtol * the
+    largest); rtol defaults to eps * max(m, n) unless atol > 0 is given (tol: the old spelling
+    of atol with rtol 0), as torch's."""
+    _check_tensor(A, "linalg.matrix_rank", "A")
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    if A.dim() >= 2 and A.shape[-1] != A.shape[-2] and hermitian:
+        raise RuntimeError(f"linalg.matrix_rank: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    import janus  # finfo, maximum, as_tensor: the package's
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    if rtol is None:
+        given = atol is not None and (bool((atol > 0).all()) if isinstance(atol, TensorBase) else atol > 0)
+        rtol = 0.0 if given else janus.finfo(A.dtype).eps * max(A.shape[-2:])
+    if S.shape[-1] == 0:
+        return _out((S > 0).sum(-1), out)
+    cut = S.amax(-1) * rtol  # batch-shaped, as atol and rtol tensors are
+    if atol is not None:
+        cut = janus.maximum(cut, janus.as_tensor(atol, dtype=S.dtype))
+    return _out((S > cut.unsqueeze(-1)).sum(-1), out)
 
 
 _QR_MODES = {"reduced": 0, "complete": 1, "r": 2}

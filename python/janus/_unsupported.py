@@ -57,7 +57,6 @@ ALTERNATIVES = {
     "pinverse": "torch.linalg.svd (Vh^T diag(1/S) U^T over the nonzero singular values)",
     "linalg.eig": "torch.linalg.eigh (symmetric matrices)",
     "linalg.eigvals": "torch.linalg.eigvalsh (symmetric matrices)",
-    "linalg.matrix_rank": "(torch.linalg.svdvals(A) > tol).sum(-1)",
     "linalg.lu_factor": "torch.linalg.solve or torch.linalg.det (janus factors inside them)",
     "cholesky_inverse": "torch.cholesky_solve(torch.eye(n), L)",
 }

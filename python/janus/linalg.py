@@ -6,19 +6,19 @@ norm, vecdot, cross, matmul, diagonal, multi_dot.  Over LAPACK (CPU only,
 float32 and float64, batched; janus/_lapack.py, runtime/k_lapack.c): inv,
 solve, det, slogdet, cholesky, cholesky_ex, solve_triangular, eigh,
 eigvalsh, svd, svdvals, qr, and from svdvals the 'nuc', 2 and -2 matrix
-norms, with torch's derivatives.  The other decompositions and solvers
-(lstsq, pinv, lu, eig, matrix_rank, ...) have no kernels: they raise
+norms and matrix_rank, with torch's derivatives.  The other decompositions
+and solvers (lstsq, pinv, lu, eig, ...) have no kernels: they raise
 janus's unsupported-name error.
 """
 import math
 
 import janus
-from janus._lapack import (LinAlgError, cholesky, cholesky_ex, det, eigh, eigvalsh, inv, qr, slogdet, solve,
-                           solve_triangular, svd, svdvals)
+from janus._lapack import (LinAlgError, cholesky, cholesky_ex, det, eigh, eigvalsh, inv, matrix_rank, qr, slogdet,
+                           solve, solve_triangular, svd, svdvals)
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "cross", "matmul", "diagonal", "multi_dot",
            "inv", "solve", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh", "eigvalsh",
-           "svd", "svdvals", "qr", "LinAlgError"]
+           "svd", "svdvals", "qr", "matrix_rank", "LinAlgError"]
 
 
 def _float(x, dtype, fn):

@@ -227,6 +227,23 @@ def test_matrix_norms_from_singular_values():
     np.testing.assert_allclose(r.numpy()[0, :, 0], np.linalg.norm(a, 2, (2, 0)), rtol=1e-12)
 
 
+def test_matrix_rank_as_numpy():
+    a = R.uniform(-1, 1, size=(3, 5, 2)) @ R.uniform(-1, 1, size=(3, 2, 4))  # rank 2
+    full = R.uniform(-1, 1, size=(4, 4))
+    assert janus.linalg.matrix_rank(T(a)).tolist() == [2, 2, 2]
+    assert janus.linalg.matrix_rank(T(full)).item() == np.linalg.matrix_rank(full) == 4
+    assert janus.linalg.matrix_rank(T(full), atol=1e9).item() == 0
+    assert janus.linalg.matrix_rank(T(spd(4, 4)), hermitian=True).item() == 4
+    assert janus.linalg.matrix_rank(janus.zeros(3, 0)).item() == 0
+    assert janus.linalg.matrix_rank(T(a), atol=T([0.0, 1e9, 0.0])).tolist() == [2, 0, 2]  # per matrix
+    r = janus.linalg.matrix_rank(T(a), tol=1e-8)
+    assert r.dtype == janus.int64 and r.tolist() == [2, 2, 2]
+    if torch is not None:
+        for kw in ({}, {"rtol": 0.5}, {"atol": 0.1}, {"hermitian": True}):
+            x = full @ full.T if kw.get("hermitian") else full
+            assert janus.linalg.matrix_rank(T(x), **kw).item() == torch.linalg.matrix_rank(torch.tensor(x), **kw).item()
+
+
 @needs_torch
 def test_decompositions_equal_torch():
     s, a = spd(2, 4, 4), R.uniform(-1, 1, size=(2, 5, 3))

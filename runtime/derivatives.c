@@ -1234,6 +1234,24 @@ FORMULA(d_linalg_qr) {
     END;
 }
 
+/* torch's pinv_backward (Golub and Pereyra), in the smaller dimension:
+ * P = A^+, K = g^T P (m <= n) or P g^T (m > n) */
+FORMULA(d_linalg_pinv) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    T *a = IN(b, 0), *p = OUT(b, 0), *pt = mT(b, p), *gt = mT(b, g);
+    if (m->shape[m->ndim - 2] <= m->shape[m->ndim - 1]) {
+        T *k = matmul(b, gt, p), *kpt = matmul(b, k, pt);
+        T *r = ADD(NEG(mT(b, matmul(b, p, k))), SUB(kpt, matmul(b, matmul(b, a, p), kpt)));
+        gi[0] = ADD(r, matmul(b, matmul(b, pt, p), SUB(gt, matmul(b, k, a))));
+    } else {
+        T *k = matmul(b, p, gt), *ptk = matmul(b, pt, k);
+        T *r = ADD(NEG(mT(b, matmul(b, k, p))), matmul(b, matmul(b, SUB(gt, matmul(b, a, k)), p), pt));
+        gi[0] = ADD(r, SUB(ptk, matmul(b, matmul(b, ptk, p), a)));
+    }
+    END;
+}
+
 /* ---------------------------------------------------------------- table */
 #define S_IN JN_SAVE_IN
 #define S_OUT JN_SAVE_OUT
@@ -1331,6 +1349,7 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_linalg_eigh] = {d_linalg_eigh, S_OUT},
     [JN_OP_linalg_svd] = {d_linalg_svd, S_OUT},
     [JN_OP_linalg_qr] = {d_linalg_qr, S_OUT},
+    [JN_OP_linalg_pinv] = {d_linalg_pinv, S_IN | S_OUT},
     [JN_OP_all_reduce_] = {d_all_reduce_, 0},
     [JN_OP_all_gather] = {d_all_gather, 0},
     [JN_OP_reduce_scatter] = {d_reduce_scatter, 0},

@@ -1,6 +1,6 @@
 /* k_lapack.c -- decompositions and solvers over LAPACK: linalg_inv,
  * linalg_solve, linalg_det, linalg_slogdet, linalg_cholesky_ex,
- * linalg_solve_triangular, linalg_eigh, linalg_svd, linalg_qr.
+ * linalg_solve_triangular, linalg_eigh, linalg_svd, linalg_qr, linalg_pinv.
  *
  * OpenBLAS exports the Fortran LAPACK routines; their prototypes are
  * declared here (LP64: 32-bit integers, the hidden character lengths
@@ -209,6 +209,13 @@ jn_status jn_infer_linalg_svd(int nin, jn_tensor *const *in, const jn_attrs *a, 
     out[1] = batch_matrix(A, m, full ? m : k);
     out[2] = batch_matrix(A, full ? n : k, n);
     return JN_OK;
+}
+
+jn_status jn_infer_linalg_pinv(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {
+    const jn_tensor *A = in[0];
+    jn_status s = check_matrix("linalg.pinv", A, "A", 0);
+    if (!s) *out = batch_matrix(A, A->shape[A->ndim - 1], A->shape[A->ndim - 2]);
+    return s;
 }
 
 jn_status jn_infer_linalg_qr(int nin, jn_tensor *const *in, const jn_attrs *a, jn_meta *out) {
@@ -473,6 +480,53 @@ LAPACK_KERNELS(double, d)
         free(work);                                                                                         \
         return s;                                                                                           \
     }                                                                                                       \
+    /* A^+ = V diag(1/s) U^T over the singular values above the cutoff */                                   \
+    static jn_status pinv_##P(const jn_tensor *A, double atol, double rtol, const jn_tensor *X) {          \
+        lp_int m = (lp_int)A->shape[A->ndim - 2], n = (lp_int)A->shape[A->ndim - 1], k = m < n ? m : n;    \
+        lp_int ldm = m ? m : 1, ldk = k ? k : 1, info = 0, lwork = -1;                                     \
+        int64_t nb = batch_count(A);                                                                       \
+        if (!nb || !m || !n) return JN_OK; /* an empty A^+: nothing to write */                            \
+        size_t na = (size_t)m * (size_t)n, nu = (size_t)m * (size_t)k, nv = (size_t)k * (size_t)n;         \
+        T q = 0, *a = malloc(sizeof(T) * (2 * na + nu + nv + (size_t)k)), *work = NULL;                    \
+        lp_int *iwork = malloc(sizeof(lp_int) * 8 * (size_t)k);                                            \
+        T *u = a ? a + na : NULL, *vt = u ? u + nu : NULL, *sv = vt ? vt + nv : NULL, *x = sv ? sv + k : NULL; \
+        jn_status s = a && iwork ? JN_OK : jn_error(JN_ERR_NOMEM, "out of memory in linalg.pinv");         \
+        if (!s) P##gesdd_("S", &m, &n, a, &ldm, sv, u, &ldm, vt, &ldk, &q, &lwork, iwork, &info, 1);       \
+        lwork = LWORK(q);                                                                                   \
+        if (!s && !(work = malloc(sizeof(T) * (size_t)lwork)))                                              \
+            s = jn_error(JN_ERR_NOMEM, "out of memory in linalg.pinv");                                     \
+        for (int64_t b = 0; b < nb && !s; b++) {                                                            \
+            load_##P(A, batch_off(A, b, 2), m, n, a);                                                       \
+            for (size_t i = 0; i < na && !s; i++)                                                           \
+                if (!isfinite(a[i])) {                                                                      \
+                    char pre[48];                                                                           \
+                    s = jn_error(JN_ERR_RUNTIME, "linalg.svd: %sThe algorithm failed to converge because "   \
+                                 "the input matrix contained non-finite values.",                            \
+                                 batch_prefix(A, b, pre, sizeof pre));                                      \
+                }                                                                                           \
+            if (s) break;                                                                                   \
+            P##gesdd_("S", &m, &n, a, &ldm, sv, u, &ldm, vt, &ldk, work, &lwork, iwork, &info, 1);          \
+            if (info > 0) {                                                                                 \
+                char pre[48];                                                                               \
+                s = jn_error(JN_ERR_RUNTIME, "linalg.svd: %sThe algorithm failed to converge because the "  \
+                             "input matrix is ill-conditioned or has too many repeated singular values "      \
+                             "(error code: %d).", batch_prefix(A, b, pre, sizeof pre), info);                \
+                break;                                                                                      \
+            }                                                                                               \
+            double cut = rtol * (double)sv[0] > atol ? rtol * (double)sv[0] : atol;                          \
+            for (lp_int l = 0; l < k; l++) { /* U's columns scaled by 1/s (0 past the cutoff) */            \
+                T inv = (double)sv[l] > cut ? 1 / sv[l] : 0;                                                \
+                for (lp_int i = 0; i < m; i++) u[i + (size_t)l * (size_t)m] *= inv;                         \
+            }                                                                                               \
+            /* x (n x m) = Vt^T (scaled U)^T */                                                             \
+            cblas_##P##gemm(CblasColMajor, CblasTrans, CblasTrans, n, m, k, 1, vt, ldk, u, ldm, 0, x, n);   \
+            store_##P(X, batch_off(X, b, 2), n, m, x);                                                      \
+        }                                                                                                   \
+        free(a);                                                                                            \
+        free(iwork);                                                                                        \
+        free(work);                                                                                         \
+        return s;                                                                                           \
+    }                                                                                                       \
     static jn_status qr_##P(const jn_tensor *A, int mode, jn_tensor *const *out) {                         \
         lp_int m = (lp_int)A->shape[A->ndim - 2], n = (lp_int)A->shape[A->ndim - 1], k = m < n ? m : n;    \
         lp_int qc = mode == 1 ? m : k, rr = mode == 1 ? m : k, ac = n > qc ? n : qc, ld = m ? m : 1;       \
@@ -552,4 +606,9 @@ jn_status jn_cpu_linalg_svd(int nin, jn_tensor *const *in, const jn_attrs *a, jn
 jn_status jn_cpu_linalg_qr(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
     int mode = (int)a->a[0].i;
     return in[0]->dtype == JN_F64 ? qr_d(in[0], mode, out) : qr_s(in[0], mode, out);
+}
+
+jn_status jn_cpu_linalg_pinv(int nin, jn_tensor *const *in, const jn_attrs *a, jn_tensor *const *out) {
+    return in[0]->dtype == JN_F64 ? pinv_d(in[0], a->a[0].f, a->a[1].f, out[0])
+                                  : pinv_s(in[0], a->a[0].f, a->a[1].f, out[0]);
 }

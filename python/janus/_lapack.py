@@ -16,10 +16,11 @@ dispatcher's unsupported-op error.
 """
 import collections as _collections
 
+from ._dtype import scalar_type_name as _tname
 from ._functions import TensorBase, _check_tensor, both, ops, return_types
 
 __all__ = ["inv", "solve", "det", "slogdet", "logdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh",
-           "eigvalsh", "svd", "svdvals", "qr", "matrix_rank", "LinAlgError"]
+           "eigvalsh", "svd", "svdvals", "qr", "matrix_rank", "pinv", "lstsq", "LinAlgError"]
 
 
 class LinAlgError(RuntimeError):
@@ -66,6 +67,7 @@ _rt_svd = _rtype("linalg_svd", ["U", "S", "Vh"])
 _rt_torch_svd = _rtype("svd", ["U", "S", "V"])
 _rt_qr = _rtype("linalg_qr", ["Q", "R"])
 _rt_torch_qr = _rtype("qr", ["Q", "R"])
+_rt_lstsq = _rtype("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
 def _out(r, out):
@@ -255,6 +257,56 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
     return _out((S > cut.unsqueeze(-1)).sum(-1), out)
 
 
+def _number(x, fn, name):
+    """A tolerance as a Python number (a one-element tensor is read on the host)."""
+    if isinstance(x, TensorBase):
+        if x.numel() != 1:
+            raise NotImplementedError(f"{fn}: a tensor {name} of several values is not supported by janus; "
+                                      f"pass a number")
+        return float(x.item())
+    return float(x)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """A^+ from the SVD, the singular values at most max(atol, rtol * the largest) taken as
+    zero; rtol defaults to eps * max(m, n) unless atol > 0 is given, as torch's.  hermitian
+    is accepted (the SVD gives the same A^+).  The gradient is torch's pinv_backward."""
+    _check_tensor(A, "linalg.pinv", "A")
+    if A.dim() >= 2 and hermitian and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.pinv: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    a = 0.0 if atol is None else _number(atol, "linalg.pinv", "atol")
+    if rtol is None:
+        import janus  # finfo is the package's
+        rtol = 0.0 if a > 0 else janus.finfo(A.dtype).eps * max(A.shape[-2:]) if A.dim() >= 2 and \
+            A.dtype.is_floating_point else 0.0
+    return _out(_lapack.linalg_pinv(A, atol=a, rtol=_number(rtol, "linalg.pinv", "rtol")), out)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """(solution, residuals, rank, singular_values) as torch's default CPU driver ('gelsy')
+    returns them: the minimum-norm least-squares solution A^+ B (its gradient torch's, through
+    pinv), the rank, residuals and singular_values empty.  rcond: the relative cutoff (default
+    eps * max(m, n))."""
+    _check_tensor(A, "linalg.lstsq", "A")
+    _check_tensor(B, "linalg.lstsq", "B")
+    if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.dtype != A.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
+                           f"dtype {_tname(A.dtype)} and other's dtype {_tname(B.dtype)}")
+    vector = B.dim() == A.dim() - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.dim() < 2 or Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    X = pinv(A, rtol=rcond) @ Bm  # matmul broadcasts the batch dims
+    rank = matrix_rank(A.detach(), rtol=rcond)
+    empty = A.new_empty((0,))
+    return _rt_lstsq(X.squeeze(-1) if vector else X, empty, rank, empty)
+
+
 _QR_MODES = {"reduced": 0, "complete": 1, "r": 2}
 
 
@@ -307,6 +359,11 @@ def _cholesky_solve(input, input2, upper=False, *, out=None):
                            f"u should have at least 2 dimensions, but has {input2.dim()} dimensions instead")
     first, second = (input2.mT, input2) if upper else (input2, input2.mT)
     return _out(solve(second, solve(first, input)), out)
+
+
+@both(name="pinverse")
+def _pinverse(input, rcond=1e-15):
+    return pinv(input, rtol=rcond)
 
 
 @both(name="svd")

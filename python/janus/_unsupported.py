@@ -51,10 +51,7 @@ ALTERNATIVES = {
     "fft": "a numpy round trip outside the training step (janus has no FFT ops)",
     "sparse": "dense tensors",
     "quantization": "float32 or torch.autocast (janus has no quantized tensors)",
-    # the LAPACK-backed linalg has inv, solve, det, cholesky, solve_triangular, eigh, svd, qr
-    "linalg.lstsq": "torch.linalg.qr and torch.linalg.solve_triangular (R x = Q^T b), or torch.linalg.solve",
-    "linalg.pinv": "torch.linalg.svd (Vh^T diag(1/S) U^T over the nonzero singular values)",
-    "pinverse": "torch.linalg.svd (Vh^T diag(1/S) U^T over the nonzero singular values)",
+    # the LAPACK-backed linalg has inv, solve, det, cholesky, solve_triangular, eigh, svd, qr, pinv, lstsq
     "linalg.eig": "torch.linalg.eigh (symmetric matrices)",
     "linalg.eigvals": "torch.linalg.eigvalsh (symmetric matrices)",
     "linalg.lu_factor": "torch.linalg.solve or torch.linalg.det (janus factors inside them)",

@@ -5,20 +5,20 @@ matrix_norm (the norms without a decomposition: 'fro', 1, -1, inf, -inf),
 norm, vecdot, cross, matmul, diagonal, multi_dot.  Over LAPACK (CPU only,
 float32 and float64, batched; janus/_lapack.py, runtime/k_lapack.c): inv,
 solve, det, slogdet, cholesky, cholesky_ex, solve_triangular, eigh,
-eigvalsh, svd, svdvals, qr, and from svdvals the 'nuc', 2 and -2 matrix
-norms and matrix_rank, with torch's derivatives.  The other decompositions
-and solvers (lstsq, pinv, lu, eig, ...) have no kernels: they raise
+eigvalsh, svd, svdvals, qr, pinv, and from them the 'nuc', 2 and -2 matrix
+norms, matrix_rank and lstsq (A^+ B), with torch's derivatives.  The other
+decompositions and solvers (lu, eig, ...) have no kernels: they raise
 janus's unsupported-name error.
 """
 import math
 
 import janus
-from janus._lapack import (LinAlgError, cholesky, cholesky_ex, det, eigh, eigvalsh, inv, matrix_rank, qr, slogdet,
-                           solve, solve_triangular, svd, svdvals)
+from janus._lapack import (LinAlgError, cholesky, cholesky_ex, det, eigh, eigvalsh, inv, lstsq, matrix_rank, pinv, qr,
+                           slogdet, solve, solve_triangular, svd, svdvals)
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "cross", "matmul", "diagonal", "multi_dot",
            "inv", "solve", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh", "eigvalsh",
-           "svd", "svdvals", "qr", "matrix_rank", "LinAlgError"]
+           "svd", "svdvals", "qr", "matrix_rank", "pinv", "lstsq", "LinAlgError"]
 
 
 def _float(x, dtype, fn):

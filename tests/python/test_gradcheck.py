@@ -151,6 +151,7 @@ CASES = {
     "linalg_eigh": [([spd(4)], (0,), [0]), ([np.stack([spd(3), spd(3)])], (1,), [0])],
     "linalg_svd": [([f64(4, 3)], (0,), [0]), ([f64(2, 2, 3)], (1,), [0])],
     "linalg_qr": [([f64(4, 3)], (0,), [0]), ([f64(2, 3, 3) + np.eye(3)], (1,), [0]), ([f64(3, 5)], (0,), [0])],
+    "linalg_pinv": [([f64(4, 3)], (0.0, 1e-12), [0]), ([f64(2, 2, 3)], (0.0, 1e-12), [0])],
 }
 
 # Ops that read one triangle of a symmetric input: the formula's gradient is the

@@ -1,8 +1,8 @@
 """The LAPACK-backed linear algebra (janus/_lapack.py over runtime/k_lapack.c):
 torch.linalg.inv/solve/det/slogdet/cholesky/cholesky_ex/solve_triangular/
-eigh/eigvalsh/svd/svdvals/qr and the 'nuc'/2/-2 matrix norms, torch.inverse/
-det/logdet/slogdet/cholesky/cholesky_solve/svd/qr/triangular_solve and the
-Tensor methods.  Values
+eigh/eigvalsh/svd/svdvals/qr/pinv/lstsq/matrix_rank and the 'nuc'/2/-2
+matrix norms, torch.inverse/det/logdet/slogdet/cholesky/cholesky_solve/svd/
+qr/triangular_solve/pinverse and the Tensor methods.  Values
 against numpy.linalg (and PyTorch when it is installed), reconstruction
 identities, central-difference gradients in float64 through the public API,
 batched shapes and broadcasting, torch's errors, the CUDA refusal, and a
@@ -244,6 +244,30 @@ def test_matrix_rank_as_numpy():
             assert janus.linalg.matrix_rank(T(x), **kw).item() == torch.linalg.matrix_rank(torch.tensor(x), **kw).item()
 
 
+def test_pinv_and_lstsq_as_numpy():
+    a, b = R.uniform(-1, 1, size=(2, 5, 3)), R.uniform(-1, 1, size=(2, 5, 2))
+    np.testing.assert_allclose(janus.linalg.pinv(T(a)).numpy(), np.linalg.pinv(a), atol=1e-12)
+    np.testing.assert_allclose(janus.pinverse(T(a).mT).numpy(), np.linalg.pinv(a.swapaxes(-1, -2)), atol=1e-12)
+    low = np.array([[1.0, 2.0], [2.0, 4.0], [0.0, 0.0]])  # rank 1: the zero singular value is cut
+    np.testing.assert_allclose(janus.linalg.pinv(T(low)).numpy(), np.linalg.pinv(low), atol=1e-12)
+    p = janus.linalg.pinv(T(a))
+    np.testing.assert_allclose((T(a) @ p @ T(a)).numpy(), a, atol=1e-12)  # A A^+ A = A
+    r = janus.linalg.lstsq(T(a), T(b))
+    want = np.stack([np.linalg.lstsq(a[i], b[i], rcond=None)[0] for i in range(2)])
+    np.testing.assert_allclose(r.solution.numpy(), want, atol=1e-12)
+    assert r.rank.tolist() == [3, 3] and r.residuals.shape == (0,) and r.singular_values.shape == (0,)
+    v = janus.linalg.lstsq(T(a[0]), T(b[0, :, 0])).solution  # a vector right-hand side
+    np.testing.assert_allclose(v.numpy(), np.linalg.lstsq(a[0], b[0, :, 0], rcond=None)[0], atol=1e-12)
+    with pytest.raises(RuntimeError, match=r"input.size\(-2\) should match other.size\(-2\)"):
+        janus.linalg.lstsq(T(a[0]), T(b[0, :4]))
+    if torch is not None:
+        t = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b))
+        np.testing.assert_allclose(r.solution.numpy(), t.solution.numpy(), atol=1e-12)
+        assert r.rank.tolist() == t.rank.tolist()
+        np.testing.assert_allclose(janus.linalg.pinv(T(low), atol=0.5).numpy(),
+                                   torch.linalg.pinv(torch.tensor(low), atol=0.5).numpy(), atol=1e-12)
+
+
 @needs_torch
 def test_decompositions_equal_torch():
     s, a = spd(2, 4, 4), R.uniform(-1, 1, size=(2, 5, 3))
@@ -270,7 +294,8 @@ def test_decompositions_equal_torch():
         Q, Rr = lib.linalg.qr(arg)
         Q2, R2 = lib.linalg.qr(arg.mT)  # wide
         ((U * lib.tensor(c[:3])) @ Vh).sum().add(S.pow(3).sum()).add((Q @ Q.mT).pow(2).sum()).add(
-            Rr.pow(2).sum()).add((Q2 * 2).sum()).add(R2.pow(2).sum()).backward()
+            Rr.pow(2).sum()).add((Q2 * 2).sum()).add(R2.pow(2).sum()).add(lib.linalg.pinv(arg).pow(2).sum()).add(
+            lib.linalg.lstsq(arg, lib.tensor(a[..., :1])).solution.sum()).backward()
     np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
@@ -330,6 +355,11 @@ sym = lambda x: (x + x.mT) * 0.5  # cholesky reads one triangle: differentiate o
      [R.uniform(-1, 1, size=(2, 4, 3))]),
     ("qr_complete_square", lambda a: (lambda r: r.Q @ r.R.pow(2))(janus.linalg.qr(a, mode="complete")),
      [well(3, 3)]),
+    ("pinv_tall", lambda a: janus.linalg.pinv(a), [R.uniform(-1, 1, size=(2, 4, 3))]),
+    ("pinv_wide", lambda a: janus.pinverse(a), [R.uniform(-1, 1, size=(2, 4))]),
+    ("pinv_orthogonal", lambda a: janus.linalg.pinv(a), [np.linalg.qr(R.uniform(-1, 1, size=(3, 3)))[0]]),
+    ("lstsq", lambda a, b: janus.linalg.lstsq(a, b).solution, [R.uniform(-1, 1, size=(5, 3)),
+                                                               R.uniform(-1, 1, size=(5, 2))]),
     ("qr_wide", lambda a: (lambda r: r.Q @ r.R * 2)(janus.linalg.qr(a)), [R.uniform(-1, 1, size=(2, 3, 5))]),
     ("qr_wide_q_only", lambda a: janus.linalg.qr(a).Q, [R.uniform(-1, 1, size=(3, 4))]),
 ])

@@ -1,6 +1,6 @@
 """Table-driven checks of the k_lapack.c ops (linalg_inv, linalg_solve,
 linalg_det, linalg_slogdet, linalg_cholesky_ex, linalg_solve_triangular,
-linalg_eigh, linalg_svd, linalg_qr) against numpy.linalg in float64
+linalg_eigh, linalg_svd, linalg_qr, linalg_pinv) against numpy.linalg in float64
 (eigenvectors and singular vectors compared up to each one's sign), every
 input also in opcheck's non-contiguous layouts.  The torch
 API over them, gradients and errors: test_linalg_lapack.py."""
@@ -89,6 +89,13 @@ CASES = {
         dict(inputs=[rhs((3, 3), "float64")], attrs=(2,)),          # R only
         dict(inputs=[np.zeros((2, 0))], attrs=(1,)),
     ],
+    "linalg_pinv": [
+        dict(inputs=[rhs((4, 3))], attrs=(0.0, 1e-6)),
+        dict(inputs=[rhs((2, 3, 5), "float64")], attrs=(0.0, 1e-12)),
+        dict(inputs=[np.array([[1.0, 2.0], [2.0, 4.0]])], attrs=(0.0, 1e-12)),  # rank 1: the cutoff
+        dict(inputs=[rhs((3, 3), "float64")], attrs=(0.5, 0.0)),               # atol drops some
+        dict(inputs=[np.zeros((3, 0))], attrs=(0.0, 0.0)),
+    ],
 }
 
 
@@ -148,7 +155,18 @@ def reference(name, inputs, attrs):
             m = a.shape[-2]
             return [np.eye(m), np.zeros((m, 0))]
         return list(np.linalg.qr(a, mode=mode))
+    if name == "linalg_pinv":
+        if not a.size:
+            return [np.zeros(a.shape[:-2] + a.shape[:-3:-1])]
+        atol, rtol = attrs
+        return [np.linalg.pinv(a, rcond=rtol) if atol == 0 else _pinv_atol(a, atol)]
     raise KeyError(name)
+
+
+def _pinv_atol(a, atol):
+    u, sv, vh = np.linalg.svd(a, full_matrices=False)
+    inv = np.where(sv > atol, 1 / np.where(sv > atol, sv, 1), 0)
+    return np.swapaxes(vh, -1, -2) @ (inv[..., :, None] * np.swapaxes(u, -1, -2))
 
 
 def _canonical(name, outs):

@@ -15,6 +15,7 @@ recording and of a replayed graph.  CPU only: a CUDA tensor gets the
 dispatcher's unsupported-op error.
 """
 import collections as _collections
+import types as _types
 
 from ._dtype import scalar_type_name as _tname
 from ._functions import TensorBase, _check_tensor, both, ops, return_types
@@ -31,25 +32,22 @@ class LinAlgError(RuntimeError):
 _FAILURES = ("singular", "not positive-definite", "failed to converge")
 
 
-class _LapackOps:
-    """ops.linalg_<name> raising LinAlgError for the kernels' factorization failures
-    (the C status is a plain runtime error)."""
-
-    def __getattr__(self, name):
-        fn = getattr(ops, name)
-
-        def call(*args, **kw):
-            try:
-                return fn(*args, **kw)
-            except RuntimeError as e:
-                if type(e) is RuntimeError and any(w in str(e) for w in _FAILURES):
-                    raise LinAlgError(str(e)) from None
-                raise
-        setattr(self, name, call)
-        return call
+def _raising(fn):
+    """fn (ops.linalg_<name>) raising LinAlgError for the kernel's factorization failures (the
+    C status is a plain runtime error)."""
+    def call(*args, **kw):
+        try:
+            return fn(*args, **kw)
+        except RuntimeError as e:
+            if type(e) is RuntimeError and any(w in str(e) for w in _FAILURES):
+                raise LinAlgError(str(e)) from None
+            raise
+    call.__name__ = fn.__name__
+    return call
 
 
-_lapack = _LapackOps()
+# made once here: a call stores nothing (a replay region proves its Python pure)
+_lapack = _types.SimpleNamespace(**{n: _raising(getattr(ops, n)) for n in ops if n.startswith("linalg_")})
 
 
 def _rtype(name, fields):
@@ -194,9 +192,10 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     for t, n in ((A, "A"), (B, "B")):
         if t.dim() < 2:
             raise RuntimeError(f"linalg.solve_triangular: The input tensor {n} must have at least 2 dimensions.")
-    import janus  # promote_types is the package's own (janus/__init__.py), defined after this module
-    dt = janus.promote_types(A.dtype, B.dtype)
-    A, B = A.to(dt), B.to(dt)
+    if A.dtype != B.dtype:  # (promote_types dispatches ops the first time it meets a pair)
+        import janus  # promote_types is the package's own (janus/__init__.py), defined after this module
+        dt = janus.promote_types(A.dtype, B.dtype)
+        A, B = A.to(dt), B.to(dt)
     if not left:  # X A = B  <=>  A^T X^T = B^T, A^T triangular the other way
         A, B, upper = A.mT, B.mT, not upper
     A, B = _batched_pair(A, B)

@@ -7,7 +7,8 @@ against numpy.linalg (and PyTorch when it is installed), reconstruction
 identities, central-difference gradients in float64 through the public API,
 batched shapes and broadcasting, torch's errors, the CUDA refusal, and a
 training step using inv/solve/cholesky that records, optimizes and replays
-bit for bit (with eigvalsh, svdvals and qr in it too)."""
+bit for bit, its forward a replaced module region (with eigvalsh, svdvals,
+qr, solve_triangular and pinv in it too)."""
 import re
 import sys
 
@@ -493,23 +494,39 @@ def test_cuda_tensors_are_refused():
 # ---------------------------------------------------------- record / replay
 SCRIPT = r'''
 import janus
+import janus.nn as nn
+
+
+class Net(nn.Module):  # a module region: its forward is replayed without its Python
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        self.w = nn.Parameter(janus.randn(n, n, dtype=janus.float64) * 0.3)
+
+    def forward(self, b):
+        n = self.n
+        a = self.w @ self.w.mT + n * janus.eye(n, dtype=janus.float64)  # symmetric positive-definite
+        x = janus.linalg.solve(a, b)                                     # A broadcast over B's batch
+        L = janus.linalg.cholesky(a)
+        y = janus.linalg.solve_triangular(L, b, upper=False)
+        _, r = janus.linalg.qr(self.w)  # unpacked: a region guards no result's attributes
+        return (x.pow(2).mean() + janus.linalg.inv(a).sum()
+                + (L * janus.eye(n, dtype=janus.float64)).sum(-1).log().sum() + janus.logdet(a) * 0.1
+                + janus.linalg.det(a) * 1e-6 + janus.linalg.eigvalsh(a).max() * 0.01
+                + janus.linalg.matrix_norm(self.w, "nuc") * 0.01 + r.pow(2).sum() * 0.01
+                + y.sum() * 0.1 + janus.linalg.pinv(a).sum() * 0.1)
+
 
 janus.manual_seed(0)
-n = 6
-w = (janus.randn(n, n, dtype=janus.float64) * 0.3).requires_grad_()
-b = janus.randn(4, n, 2, dtype=janus.float64)
-opt = janus.optim.SGD([w], lr=0.05)
-for step in range(6):
-    a = w @ w.mT + n * janus.eye(n, dtype=janus.float64)   # symmetric positive-definite
-    x = janus.linalg.solve(a, b)                           # A broadcast over B's batch
-    L = janus.linalg.cholesky(a)
-    loss = (x.pow(2).mean() + janus.linalg.inv(a).sum() + (L * janus.eye(n, dtype=janus.float64)).sum(-1).log().sum()
-            + janus.logdet(a) * 0.1 + janus.linalg.det(a) * 1e-6 + janus.linalg.eigvalsh(a).max() * 0.01
-            + janus.linalg.matrix_norm(w, "nuc") * 0.01 + janus.linalg.qr(w).R.pow(2).sum() * 0.01)
+net = Net(6)
+b = janus.randn(4, 6, 2, dtype=janus.float64)
+opt = janus.optim.SGD(net.parameters(), lr=0.05)
+for step in range(8):
+    loss = net(b)
     opt.zero_grad()
     loss.backward()
     opt.step()
-    print(step, loss.item().hex(), w.grad.abs().sum().item().hex())
+    print(step, loss.item().hex(), net.w.grad.abs().sum().item().hex())
 '''
 
 HITS = re.compile(r"\((\d+) of (\d+) segments ran as graphs")
@@ -525,7 +542,7 @@ def test_training_step_records_optimizes_and_replays_bitwise(tmp_path):
     cmd = ["--", sys.executable, str(script)]
     plain = run_janus("run", *cmd, timeout=600)
     assert plain.returncode == 0, plain.stderr[-3000:]
-    assert len(plain.stdout.splitlines()) == 6, plain.stdout
+    assert len(plain.stdout.splitlines()) == 8, plain.stdout
     r = run_janus("record", "--db", db, *cmd, timeout=600)
     assert r.returncode == 0 and r.stdout == plain.stdout, r.stderr[-3000:]
     r = run_janus("optimize", db, timeout=600)
@@ -535,3 +552,7 @@ def test_training_step_records_optimizes_and_replays_bitwise(tmp_path):
     assert replay.stdout == plain.stdout
     m = HITS.search(replay.stderr)
     assert m and int(m.group(1)) == int(m.group(2)) > 0, replay.stderr[-3000:]
+    # the forward's region ran without its Python after learning (janus/_lapack.py stores nothing per call)
+    r = run_janus("inspect", "--run", "2", db, timeout=600)
+    m = re.search(r"Net\.forward \(\S+\): (\d+) of (\d+) calls replaced", r.stdout)
+    assert m and int(m.group(1)) > 0, r.stdout[-3000:]

@@ -64,6 +64,15 @@ static const unsigned char policy[JN_NOPS][JN_NDEVICES] = {
     [JN_OP_scatter_add] = {0, PROMOTE},
     [JN_OP_lstm_cell] = {PROMOTE, PROMOTE},
     [JN_OP_gru_cell] = {PROMOTE, PROMOTE},
+    /* LAPACK has no low precision: torch's cpu list runs these in float32
+     * (not det, slogdet, solve_triangular, which refuse bfloat16 there too);
+     * they have no CUDA kernel */
+    [JN_OP_linalg_inv] = {FP32, 0},
+    [JN_OP_linalg_solve] = {FP32, 0},
+    [JN_OP_linalg_cholesky_ex] = {FP32, 0},
+    [JN_OP_linalg_eigh] = {FP32, 0},
+    [JN_OP_linalg_svd] = {FP32, 0},
+    [JN_OP_linalg_qr] = {FP32, 0},
 };
 
 /* Python-level composites (janus/nn/functional.py) that PyTorch runs as

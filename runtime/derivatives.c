@@ -1014,6 +1014,248 @@ FORMULA(d_gru_cell) {
     END;
 }
 
+/* ---------------------------------------------------------------- LAPACK */
+/* g[..., None, None] * m: a batch of scalar gradients over their matrices. */
+static T *per_matrix(jn_bw *b, T *g, T *m) {
+    if (b->st || !g) return NULL;
+    return MUL(unsqueeze(b, unsqueeze(b, g, g->ndim), g->ndim + 1), m);
+}
+static T *mT(jn_bw *b, T *x) { return transpose(b, x, -2, -1); }
+static T *matmul(jn_bw *b, T *x, T *y) { return mm(b, JN_OP_matmul, x, y); }
+/* [n, n] 0/1 mask of a triangle: lower (upper: upper), with the diagonal
+ * unless strict. */
+static T *tri_mask(jn_bw *b, int64_t n, int upper, int strict, jn_dtype dt) {
+    jn_attrs a = A();
+    a.a[1].f = (double)n;
+    a.a[2].f = 1.0;
+    a.a[3].i = dt;
+    T *r = call(b, JN_OP_arange, 0, NULL, &a);
+    int64_t col[2] = {n, 1}, row[2] = {1, n};
+    T *rc = view(b, r, 2, col), *rr = view(b, r, 2, row);
+    jn_op cmp = upper ? (strict ? JN_OP_lt : JN_OP_le) : (strict ? JN_OP_gt : JN_OP_ge);
+    return cast(b, bin(b, cmp, rc, rr), dt);
+}
+static T *eye_n(jn_bw *b, int64_t n, jn_dtype dt) {
+    jn_attrs a = A();
+    a.a[0].i = n;
+    a.a[1].i = n;
+    a.a[2].i = dt;
+    return call(b, JN_OP_eye, 0, NULL, &a);
+}
+/* v[..., n] -> the [..., n, n] matrix with v on its diagonal */
+static T *diag_embed(jn_bw *b, T *v, int64_t n, jn_dtype dt) {
+    if (b->st || !v) return NULL;
+    return MUL(unsqueeze(b, v, v->ndim - 1), eye_n(b, n, dt));
+}
+/* x[..., start:end, ...] along dim */
+static T *slice_of(jn_bw *b, T *x, int64_t dim, int64_t start, int64_t end) {
+    if (b->st || !x) return NULL;
+    jn_attrs a = A();
+    a.a[0].i = dim < 0 ? dim + x->ndim : dim;
+    a.a[1].i = start;
+    a.a[2].i = end;
+    a.a[3].i = 1;
+    return call(b, JN_OP_slice, 1, &x, &a);
+}
+static T *narrow(jn_bw *b, T *x, int64_t dim, int64_t len) { return slice_of(b, x, dim, 0, len); }
+static T *solve_tri(jn_bw *b, T *a_, T *rhs, int upper, int unit) {
+    T *in[2] = {a_, rhs};
+    jn_attrs a = A();
+    a.a[0].i = upper;
+    a.a[1].i = unit;
+    return call(b, JN_OP_linalg_solve_triangular, 2, in, &a);
+}
+/* [n, n] weights of Phi: 1 below the diagonal, 1/2 on it, 0 above. */
+static T *phi_weights(jn_bw *b, int64_t n, jn_dtype dt) {
+    return MULS(ADD(tri_mask(b, n, 0, 0, dt), tri_mask(b, n, 0, 1, dt)), 0.5);
+}
+/* X = A^-1: dA = -X^T g X^T */
+FORMULA(d_linalg_inv) {
+    BEGIN;
+    T *xt = mT(b, OUT(b, 0));
+    gi[0] = NEG(matmul(b, matmul(b, xt, g), xt));
+    END;
+}
+/* X = A^-1 B: dB = A^-T g, dA = -dB X^T */
+FORMULA(d_linalg_solve) {
+    BEGIN;
+    T *in[2] = {mT(b, IN(b, 0)), g};
+    jn_attrs a = A();
+    T *gb = call(b, JN_OP_linalg_solve, 2, in, &a);
+    if (NEED(0)) gi[0] = NEG(matmul(b, gb, mT(b, OUT(b, 0))));
+    if (NEED(1)) gi[1] = gb;
+    END;
+}
+/* d det = det A^-T; an exactly singular A raises inv's error here (torch
+ * differentiates that case through an SVD) */
+FORMULA(d_linalg_det) {
+    BEGIN;
+    gi[0] = per_matrix(b, MUL(g, OUT(b, 0)), mT(b, un(b, JN_OP_linalg_inv, IN(b, 0))));
+    END;
+}
+/* d log|det| = A^-T; the sign is piecewise constant */
+FORMULA(d_linalg_slogdet) {
+    BEGIN;
+    gi[0] = per_matrix(b, g, mT(b, un(b, JN_OP_linalg_inv, IN(b, 0))));
+    END;
+}
+/* torch's cholesky_backward: A = L L^T, dA = sym(L^-T Phi(L^T gL) L^-1)
+ * (upper: L = U^T); the info output gets no gradient */
+FORMULA(d_linalg_cholesky_ex) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int upper = AT(b)->a[0].i != 0;
+    T *l = upper ? mT(b, OUT(b, 0)) : OUT(b, 0), *gl = upper ? mT(b, g) : g;
+    T *eye = expand(b, eye_n(b, m->shape[m->ndim - 1], m->dtype), m); /* over L's batch */
+    T *linv = solve_tri(b, l, eye, 0, 0);                                /* L^-1, as torch's */
+    T *phi = MUL(matmul(b, mT(b, l), gl), phi_weights(b, m->shape[m->ndim - 1], m->dtype));
+    T *ga = matmul(b, matmul(b, mT(b, linv), phi), linv);
+    gi[0] = MULS(ADD(ga, mT(b, ga)), 0.5);
+    END;
+}
+
+/* X = A^-1 B, A triangular: dB = A^-T g (the other triangle), dA = -dB X^T
+ * kept on A's triangle (off its diagonal when unitriangular) */
+FORMULA(d_linalg_solve_triangular) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int upper = AT(b)->a[0].i != 0, unit = AT(b)->a[1].i != 0;
+    T *gb = solve_tri(b, mT(b, IN(b, 0)), g, !upper, unit);
+    if (NEED(0))
+        gi[0] = MUL(NEG(matmul(b, gb, mT(b, OUT(b, 0)))), tri_mask(b, m->shape[m->ndim - 1], upper, unit, m->dtype));
+    if (NEED(1)) gi[1] = gb;
+    END;
+}
+/* torch's linalg_eig_backward, symmetric case: A = V diag(L) V^T,
+ * dA = V (skew(V^T gV) / E + diag(gL)) V^T, E_ij = L_j - L_i (1 on the
+ * diagonal, where the skew part is 0) */
+FORMULA(d_linalg_eigh) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int64_t n = m->shape[m->ndim - 1];
+    T *l = OUT(b, 0), *v = OUT(b, 1), *ret = diag_embed(b, g, n, m->dtype);
+    if (go[1]) {
+        T *k = matmul(b, mT(b, v), go[1]);
+        k = MULS(SUB(k, mT(b, k)), 0.5);
+        T *e = l ? ADD(SUB(unsqueeze(b, l, l->ndim - 1), unsqueeze(b, l, l->ndim)), eye_n(b, n, m->dtype)) : NULL;
+        ret = ADD(ret, DIV(k, e));
+    }
+    gi[0] = matmul(b, matmul(b, v, ret), mT(b, v));
+    END;
+}
+/* torch's svd_backward (real case): outputs (S, U, Vh); full_matrices
+ * factors are narrowed to their first k columns (rows of Vh) as torch's */
+FORMULA(d_linalg_svd) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int64_t rows = m->shape[m->ndim - 2], cols = m->shape[m->ndim - 1], k = rows < cols ? rows : cols;
+    int full = AT(b)->a[0].i != 0;
+    T *s = OUT(b, 0), *u = OUT(b, 1), *vh = OUT(b, 2), *gu = go[1], *gvh = go[2];
+    if (full) {
+        u = narrow(b, u, -1, k);
+        vh = narrow(b, vh, -2, k);
+        gu = gu ? narrow(b, gu, -1, k) : NULL;
+        gvh = gvh ? narrow(b, gvh, -2, k) : NULL;
+    }
+    if (!gu && !gvh) { /* svdvals: U diag(gS) Vh */
+        gi[0] = rows >= cols ? matmul(b, u, MUL(unsqueeze(b, g, g->ndim), vh))
+                             : matmul(b, MUL(u, unsqueeze(b, g, g->ndim - 1)), vh);
+        END;
+    }
+    T *s_row = unsqueeze(b, s, s ? s->ndim - 1 : 0), *s_col = unsqueeze(b, s, s ? s->ndim : 0);
+    T *s2 = MUL(s, s);
+    T *e = ADD(SUB(unsqueeze(b, s2, s2 ? s2->ndim - 1 : 0), unsqueeze(b, s2, s2 ? s2->ndim : 0)),
+               eye_n(b, k, m->dtype));
+    T *uhgu = NULL, *vhgv = NULL, *ret;
+    if (gu) {
+        uhgu = matmul(b, mT(b, u), gu);
+        uhgu = SUB(uhgu, mT(b, uhgu));
+    }
+    if (gvh) {
+        vhgv = matmul(b, vh, mT(b, gvh));
+        vhgv = SUB(vhgv, mT(b, vhgv));
+    }
+    if (gu && gvh) ret = DIV(ADD(MUL(uhgu, s_row), MUL(s_col, vhgv)), e);
+    else if (gu) ret = MUL(DIV(uhgu, e), s_row);
+    else ret = MUL(s_col, DIV(vhgv, e));
+    ret = ADD(ret, diag_embed(b, g, k, m->dtype));
+    if (rows > cols && gu) { /* + (I - U U^T) gU S^-1, then V^H */
+        T *gus = DIV(gu, s_row);
+        T *ga = ADD(matmul(b, u, ret), SUB(gus, matmul(b, u, matmul(b, mT(b, u), gus))));
+        gi[0] = matmul(b, ga, vh);
+    } else if (rows < cols && gvh) { /* + S^-1 gVh (I - V V^T), after U */
+        T *sgv = DIV(gvh, s_col);
+        T *ga = ADD(matmul(b, ret, vh), SUB(sgv, matmul(b, matmul(b, sgv, mT(b, vh)), vh)));
+        gi[0] = matmul(b, u, ga);
+    } else {
+        gi[0] = matmul(b, matmul(b, u, ret), vh);
+    }
+    END;
+}
+/* A = QR with m >= n, R [..., n, n] (Walter and Lehmann; Seeger et al.):
+ * dA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q, copyltu(M) the
+ * symmetric matrix of M's lower triangle; gr NULL: no gradient for R */
+static T *qr_grad_tall(jn_bw *b, T *q, T *r, T *gq, T *gr, int64_t n, jn_dtype dt) {
+    T *m = NEG(matmul(b, mT(b, gq), q));
+    if (gr) m = ADD(m, matmul(b, r, mT(b, gr)));
+    T *low = MUL(m, tri_mask(b, n, 0, 0, dt)), *strict = MUL(m, tri_mask(b, n, 0, 1, dt));
+    T *x = ADD(gq, matmul(b, q, ADD(low, mT(b, strict))));
+    return mT(b, solve_tri(b, r, mT(b, x), 1, 0)); /* X R^-T = (R^-1 X^T)^T */
+}
+/* torch's linalg_qr_backward: m >= n as above; m < n splits A = [X | Y],
+ * R = [U | V] with X = QU square and Y = QV: dY = Q gV and dX is the square
+ * case's with gQ + Y gV^T */
+FORMULA(d_linalg_qr) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    int64_t rows = m->shape[m->ndim - 2], cols = m->shape[m->ndim - 1];
+    int64_t mode = AT(b)->a[0].i;
+    if (mode == 2) {
+        b->st = jn_error(JN_ERR_RUNTIME, "The derivative of linalg.qr depends on Q, which is not computed when "
+                         "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate "
+                         "through linalg.qr.");
+        END;
+    }
+    if (mode == 1 && rows > cols) {
+        b->st = jn_error(JN_ERR_RUNTIME, "The QR decomposition is not differentiable when mode='complete' and "
+                         "nrows > ncols.");
+        END;
+    }
+    T *q = OUT(b, 0), *r = OUT(b, 1), *gr = go[1];
+    if (rows >= cols) {
+        gi[0] = qr_grad_tall(b, q, r, g, gr, cols, m->dtype);
+        END;
+    }
+    T *u = narrow(b, r, -1, rows), *v = slice_of(b, r, -1, rows, cols);
+    T *gu = gr ? narrow(b, gr, -1, rows) : NULL, *gv = gr ? slice_of(b, gr, -1, rows, cols) : NULL;
+    T *gq = gv ? ADD(g, matmul(b, matmul(b, q, v), mT(b, gv))) : g;
+    jn_meta my = *m;
+    my.shape[my.ndim - 1] = cols - rows;
+    T *in[2] = {qr_grad_tall(b, q, u, gq, gu, rows, m->dtype), gv ? matmul(b, q, gv) : zeros(b, &my)};
+    jn_attrs a = A();
+    a.a[0].i = m->ndim - 1;
+    gi[0] = call(b, JN_OP_cat, 2, in, &a);
+    END;
+}
+
+/* torch's pinv_backward (Golub and Pereyra), in the smaller dimension:
+ * P = A^+, K = g^T P (m <= n) or P g^T (m > n) */
+FORMULA(d_linalg_pinv) {
+    BEGIN;
+    const jn_meta *m = M(b, 0);
+    T *a = IN(b, 0), *p = OUT(b, 0), *pt = mT(b, p), *gt = mT(b, g);
+    if (m->shape[m->ndim - 2] <= m->shape[m->ndim - 1]) {
+        T *k = matmul(b, gt, p), *kpt = matmul(b, k, pt);
+        T *r = ADD(NEG(mT(b, matmul(b, p, k))), SUB(kpt, matmul(b, matmul(b, a, p), kpt)));
+        gi[0] = ADD(r, matmul(b, matmul(b, pt, p), SUB(gt, matmul(b, k, a))));
+    } else {
+        T *k = matmul(b, p, gt), *ptk = matmul(b, pt, k);
+        T *r = ADD(NEG(mT(b, matmul(b, k, p))), matmul(b, matmul(b, SUB(gt, matmul(b, a, k)), p), pt));
+        gi[0] = ADD(r, SUB(ptk, matmul(b, matmul(b, ptk, p), a)));
+    }
+    END;
+}
+
 /* ---------------------------------------------------------------- table */
 #define S_IN JN_SAVE_IN
 #define S_OUT JN_SAVE_OUT
@@ -1102,6 +1344,16 @@ static const jn_grad_def defs[JN_NOPS] = {
     [JN_OP_normal_] = {d_zero, 0},
     [JN_OP_lstm_cell] = {d_lstm_cell, S_OUT, 1 << 1}, /* the workspace output holds all it needs */
     [JN_OP_gru_cell] = {d_gru_cell, S_OUT},
+    [JN_OP_linalg_inv] = {d_linalg_inv, S_OUT},
+    [JN_OP_linalg_solve] = {d_linalg_solve, S_IN | S_OUT},
+    [JN_OP_linalg_det] = {d_linalg_det, S_IN | S_OUT},
+    [JN_OP_linalg_slogdet] = {d_linalg_slogdet, S_IN},
+    [JN_OP_linalg_cholesky_ex] = {d_linalg_cholesky_ex, S_OUT},
+    [JN_OP_linalg_solve_triangular] = {d_linalg_solve_triangular, S_IN | S_OUT},
+    [JN_OP_linalg_eigh] = {d_linalg_eigh, S_OUT},
+    [JN_OP_linalg_svd] = {d_linalg_svd, S_OUT},
+    [JN_OP_linalg_qr] = {d_linalg_qr, S_OUT},
+    [JN_OP_linalg_pinv] = {d_linalg_pinv, S_IN | S_OUT},
     [JN_OP_all_reduce_] = {d_all_reduce_, 0},
     [JN_OP_all_gather] = {d_all_gather, 0},
     [JN_OP_reduce_scatter] = {d_reduce_scatter, 0},

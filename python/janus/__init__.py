@@ -124,6 +124,7 @@ from . import _compose_more  # noqa: E402,F401
 from . import _compose_corpus_a  # noqa: E402,F401
 from . import _foreach  # noqa: E402,F401  (torch._foreach_*)
 from . import _scatter_reduce  # noqa: E402,F401
+from . import _lapack  # noqa: E402,F401
 from . import _factories  # noqa: E402
 from ._factories import Generator, default_generator  # noqa: E402,F401
 from ._tensor import Tensor  # noqa: E402

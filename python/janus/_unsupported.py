@@ -71,6 +71,11 @@ ALTERNATIVES = {
     "fft": "a numpy round trip outside the training step (janus has no FFT ops)",
     "sparse": "dense tensors",
     "quantization": "float32 or torch.autocast (janus has no quantized tensors)",
+    # the LAPACK-backed linalg has inv, solve, det, cholesky, solve_triangular, eigh, svd, qr, pinv, lstsq
+    "linalg.eig": "torch.linalg.eigh (symmetric matrices)",
+    "linalg.eigvals": "torch.linalg.eigvalsh (symmetric matrices)",
+    "linalg.lu_factor": "torch.linalg.solve or torch.linalg.det (janus factors inside them)",
+    "cholesky_inverse": "torch.cholesky_solve(torch.eye(n), L)",
 }
 
 

@@ -1,16 +1,24 @@
-"""janus.linalg: the parts of torch.linalg a training script uses, composed
-from table ops so autograd differentiates them: vector_norm, matrix_norm
-(the norms without a decomposition: 'fro', 1, -1, inf, -inf), norm, vecdot,
-cross, matmul, diagonal, multi_dot.  Decompositions and solvers (inv, det,
-solve, cholesky, qr, svd, eigh, lstsq, pinv, the 'nuc' and 2-norms of a
-matrix) have no kernels: they raise janus's unsupported-name error, or
-NotImplementedError for such an ord.
+"""janus.linalg: the parts of torch.linalg a training script uses.
+
+Composed from table ops so autograd differentiates them: vector_norm,
+matrix_norm (the norms without a decomposition: 'fro', 1, -1, inf, -inf),
+norm, vecdot, cross, matmul, diagonal, multi_dot.  Over LAPACK (CPU only,
+float32 and float64, batched; janus/_lapack.py, runtime/k_lapack.c): inv,
+solve, det, slogdet, cholesky, cholesky_ex, solve_triangular, eigh,
+eigvalsh, svd, svdvals, qr, pinv, and from them the 'nuc', 2 and -2 matrix
+norms, matrix_rank and lstsq (A^+ B), with torch's derivatives.  The other
+decompositions and solvers (lu, eig, ...) have no kernels: they raise
+janus's unsupported-name error.
 """
 import math
 
 import janus
+from janus._lapack import (LinAlgError, cholesky, cholesky_ex, det, eigh, eigvalsh, inv, lstsq, matrix_rank, pinv, qr,
+                           slogdet, solve, solve_triangular, svd, svdvals)
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "cross", "matmul", "diagonal", "multi_dot"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "cross", "matmul", "diagonal", "multi_dot",
+           "inv", "solve", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "eigh", "eigvalsh",
+           "svd", "svdvals", "qr", "matrix_rank", "pinv", "lstsq", "LinAlgError"]
 
 
 def _float(x, dtype, fn):
@@ -47,7 +55,7 @@ def _two_dims(A, dim, fn):
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Frobenius ('fro'), max column sum (1), max row sum (inf) and their minima (-1, -inf) over
-    the two dims; 'nuc', 2 and -2 need singular values, which janus does not compute."""
+    the two dims; 'nuc', 2 and -2 from the singular values (svdvals)."""
     A = _float(A, dtype, "matrix_norm")
     d0, d1 = _two_dims(A, dim, "matrix_norm")
     if ord == "fro":
@@ -58,9 +66,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         r = s.amax(then, keepdim=True) if ord > 0 else s.amin(then, keepdim=True)
         if not keepdim:
             r = r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
-    elif ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values, which janus does "
-                                  f"not compute; use ord='fro', 1 or inf")
+    elif ord in ("nuc", 2, -2):  # the singular values' sum, largest, smallest
+        sv = svdvals(A.movedim((d0, d1), (-2, -1)))
+        r = sv.sum(-1) if ord == "nuc" else sv.amax(-1) if ord == 2 else sv.amin(-1)
+        if keepdim:
+            r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
     else:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if out is not None:

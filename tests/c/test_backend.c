@@ -71,10 +71,14 @@ static void test_selection(void) {
     /* ops without a CUDA kernel say so before any CUDA call */
     jn_tensor *bb[1] = {b};
     if (jn_cuda_built()) {
-        /* every op of the table has a CUDA kernel now (docs/ARCHITECTURE.md's list is empty) */
+        /* every op of the table has a CUDA kernel but the LAPACK ones (docs/ARCHITECTURE.md's list) */
         int all = 1;
-        for (int op = 0; op < JN_NOPS; op++) all &= jn_cuda_op_supported((jn_op)op);
+        for (int op = 0; op < JN_NOPS; op++)
+            if (strncmp(jn_op_info((jn_op)op)->name, "linalg_", 7)) all &= jn_cuda_op_supported((jn_op)op);
         CHECK(all && jn_cuda_op_supported(JN_OP_conv2d) && jn_cuda_op_supported(JN_OP_index_put_));
+        CHECK(!jn_cuda_op_supported(JN_OP_linalg_inv) && !jn_cuda_op_supported(JN_OP_linalg_cholesky_ex));
+        CHECK(jn_rt_select_device(JN_OP_linalg_inv, 1, bb, &dev) == JN_ERR_UNSUPPORTED &&
+              has("op linalg_inv is not supported on CUDA yet"));
         CHECK(!jn_cuda_op_supported((jn_op)JN_NOPS));
     } else {
         CHECK(jn_rt_select_device(JN_OP_add, 1, bb, &dev) == JN_ERR_UNSUPPORTED && has("built without CUDA"));

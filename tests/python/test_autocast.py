@@ -244,7 +244,8 @@ def test_policy_table_lists():
             by.setdefault((dev, _C._autocast_policy(dev, n)), set()).add(n)
     lower = {"mm", "bmm", "matmul", "addmm", "linear", "conv2d"}
     assert by[(0, 1)] == lower and by[(1, 1)] == lower
-    assert by[(0, 2)] == {"prod"}
+    assert by[(0, 2)] == {"prod", "linalg_inv", "linalg_solve", "linalg_cholesky_ex", "linalg_eigh", "linalg_svd",
+                          "linalg_qr"}
     assert {"softmax", "log_softmax", "exp", "log", "pow", "sum", "prod", "rsqrt"} <= by[(1, 2)]
     assert {"cat", "stack"} <= by[(0, 3)] and {"cat", "stack", "scatter_add"} <= by[(1, 3)]
     # nothing in-place, no view, no factory: autocast never rewrites a written tensor

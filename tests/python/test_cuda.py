@@ -93,7 +93,7 @@ def test_unsupported_ops_say_so():
     unsupported = set(_C.op_names()) - set(janus.cuda.supported_ops())
     x = janus.ones(1, 1, 4, 4)
     with labelled_cuda(x):
-        for op in sorted(unsupported):  # today none: every op of the table has a CUDA kernel
+        for op in sorted(unsupported):  # the LAPACK ops (runtime/k_lapack.c)
             with pytest.raises(NotImplementedError, match=rf"op {op} is not supported on CUDA yet"):
                 _C._select_device(op, [x])
         # ops that gained kernels (cuDNN convolutions, own pooling kernels, ...) are no

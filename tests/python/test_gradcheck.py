@@ -27,6 +27,11 @@ def idx(hi, *shape):
     return R.integers(0, hi, size=shape).astype(np.int64)
 
 
+def spd(n):
+    a = R.uniform(-1, 1, size=(n, n))
+    return a @ a.T + n * np.eye(n)
+
+
 def nonzero(*shape):
     a = R.uniform(0.3, 1.5, size=shape)
     return a * np.where(R.random(shape) < 0.5, -1, 1)
@@ -134,7 +139,25 @@ CASES = {
     # first output only (h'); test_ops_fused.py differentiates through every output
     "lstm_cell": [([f64(3, 8) * 2, f64(3, 8) * 2, f64(3, 2)], (), [0, 1, 2])],
     "gru_cell": [([f64(3, 6) * 2, f64(3, 6) * 2, f64(3, 2)], (), [0, 1, 2])],
+    # the LAPACK ops at well-conditioned matrices (3 on the diagonal), batched and not
+    "linalg_inv": [([f64(3, 3) + 3 * np.eye(3)], (), [0]), ([f64(2, 3, 3) + 3 * np.eye(3)], (), [0])],
+    "linalg_solve": [([f64(3, 3) + 3 * np.eye(3), f64(3, 2)], (), [0, 1]),
+                     ([f64(2, 3, 3) + 3 * np.eye(3), f64(2, 3, 1)], (), [0, 1])],
+    "linalg_det": [([f64(3, 3) + 3 * np.eye(3)], (), [0]), ([f64(2, 3, 3) - 3 * np.eye(3)], (), [0])],
+    "linalg_slogdet": [([f64(3, 3) + 3 * np.eye(3)], (), [0]), ([f64(2, 3, 3) - 3 * np.eye(3)], (), [0])],
+    "linalg_cholesky_ex": [([spd(3)], (0, 0), [0]), ([np.stack([spd(3), spd(3)])], (1, 0), [0])],
+    "linalg_solve_triangular": [([f64(3, 3) + 3 * np.eye(3), f64(3, 2)], (0, 0), [0, 1]),
+                                ([f64(2, 3, 3) + 3 * np.eye(3), f64(2, 3, 1)], (1, 1), [0, 1])],
+    "linalg_eigh": [([spd(4)], (0,), [0]), ([np.stack([spd(3), spd(3)])], (1,), [0])],
+    "linalg_svd": [([f64(4, 3)], (0,), [0]), ([f64(2, 2, 3)], (1,), [0])],
+    "linalg_qr": [([f64(4, 3)], (0,), [0]), ([f64(2, 3, 3) + np.eye(3)], (1,), [0]), ([f64(3, 5)], (0,), [0])],
+    "linalg_pinv": [([f64(4, 3)], (0.0, 1e-12), [0]), ([f64(2, 2, 3)], (0.0, 1e-12), [0])],
 }
+
+# Ops that read one triangle of a symmetric input: the formula's gradient is the
+# symmetric one (torch's), the central differences see the read triangle only, so
+# they are compared symmetrized: (N + N^T) / 2.
+SYMMETRIC = {"linalg_cholesky_ex", "linalg_eigh"}
 
 # Ops that have inputs, are differentiable in principle, but have no formula.
 UNDERIVABLE = {"as_strided", "conv2d_weight_grad", "avg_pool2d_backward",
@@ -213,6 +236,8 @@ def test_gradient_matches_finite_differences(name, case):
             a_plus[i].reshape(-1)[k] += eps
             a_minus[i].reshape(-1)[k] -= eps
             num.reshape(-1)[k] = ((value(a_plus) * v).sum() - (value(a_minus) * v).sum()) / (2 * eps)
+        if name in SYMMETRIC:
+            num = (num + np.swapaxes(num, -1, -2)) / 2
         if name == "embedding" and attrs[0] >= 0:
             num[attrs[0]] = 0  # by definition the padding row receives no gradient
         got = np.zeros_like(num) if gi is None else npy(gi)

@@ -16,8 +16,9 @@ checkpoint of the older hook-based weight_norm (janus.nn.utils.weight_norm:
 keys <name>_g and <name>_v) loads too: the two keys are renamed to
 parametrizations.<name>.original0 / original1 before the module loads.
 
-torch's orthogonal() is not provided: its maps need matrix_exp, linalg.solve
-(Cayley) or householder_product/geqrf, which janus lacks.
+torch's orthogonal() is not provided: its maps need matrix_exp or
+householder_product, which janus lacks (only its Cayley map could be built
+on linalg.solve).
 """
 import janus
 

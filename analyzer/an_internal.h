@@ -173,6 +173,12 @@ typedef struct an_ex {
     int64_t reason_site;
     int32_t structure;        /* set by align.c */
     an_rep *reps; int32_t nreps;  /* tandem repeats of its tokens (loops.c), nreps -1 = not computed */
+    /* The first random op's Philox offset (the graph's rng symbol): its
+     * first segment's value and the range over its segments.  Every random
+     * op's offset slot holds its distance from it (the first's 0), so a
+     * random op in a loop body steps by its numel like any int attribute. */
+    uint8_t has_rng;
+    int64_t rng_first, rng_lo, rng_hi;
 } an_ex;
 
 typedef struct {

@@ -278,6 +278,7 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
     c->nids = 0;
     int64_t rng0 = 0;
     int seen_rand = 0;
+    e->has_rng = 0;
     for (int64_t i = 0; i < n; i++) {
         const an_event *x = &ev[i];
         if (x->kind == JN_EV_DECISION) {
@@ -341,14 +342,16 @@ jn_status an_functionalize(an_ctx *c, const an_event *ev, int64_t n) {
             default: {
                 int64_t v = a->i;
                 if ((info->flags & JN_F_RAND) && !strcmp(info->attr_name[k], "offset")) {
-                    /* the first random op's offset is the graph's rng symbol; later
-                     * ones are relative to it (a function of the shapes in between) */
+                    /* the first random op's offset is the graph's rng symbol (kept
+                     * on the exemplar); every one is relative to it (a function of
+                     * the shapes in between), the first's 0 */
                     if (!seen_rand) {
                         seen_rand = 1;
                         rng0 = v;
-                    } else {
-                        v = (int64_t)((uint64_t)v - (uint64_t)rng0);
+                        e->has_rng = 1;
+                        e->rng_first = e->rng_lo = e->rng_hi = v;
                     }
+                    v = (int64_t)((uint64_t)v - (uint64_t)rng0);
                 }
                 if (islot(c, v)) return JN_ERR_NOMEM;
             }

@@ -728,21 +728,20 @@ static jn_status gen_node(an_gen *G, int32_t t) {
                 if (G->rng < 0) {
                     int64_t lo = INT64_MAX, hi = INT64_MIN;
                     for (int e = 0; e < G->m; e++) {
-                        const an_islot *x = &G->E[e]->islots[eop(G, e, t)->islot0 + is];
-                        if (x->lo < lo) lo = x->lo;
-                        if (x->hi > hi) hi = x->hi;
+                        if (G->E[e]->rng_lo < lo) lo = G->E[e]->rng_lo;
+                        if (G->E[e]->rng_hi > hi) hi = G->E[e]->rng_hi;
                     }
                     snprintf(G->what, sizeof G->what, "the Philox offset at the first random op (%s)", info->name);
                     if ((G->rng = an_gen_sym(G, "rng", JN_IR_SYM_RNG, lo, hi, o->site)) < 0) return nomem();
                     if (!(G->rng_vec = malloc(sizeof(int64_t) * (size_t)G->m))) return nomem();
-                    for (int e = 0; e < G->m; e++) G->rng_vec[e] = G->E[e]->islots[eop(G, e, t)->islot0 + is].first;
-                    a.a[k].i = jn_ir_sym_dim(G->g, G->rng);
-                    is++;
-                } else {
-                    jn_ir_dim d = gen_islot(G, t, is++, o->site, &err);
-                    if (err) return err;
-                    a.a[k].i = jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_sym_dim(G->g, G->rng), d);
+                    for (int e = 0; e < G->m; e++) G->rng_vec[e] = G->E[e]->rng_first;
                 }
+                /* the distance from the first random op (0 for the first; in a
+                 * loop body, a step of the op's numel per iteration) */
+                jn_ir_dim d = gen_islot(G, t, is++, o->site, &err);
+                if (err) return err;
+                a.a[k].i = d == 0 ? jn_ir_sym_dim(G->g, G->rng)
+                                  : jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_sym_dim(G->g, G->rng), d);
             } else {
                 a.a[k].i = gen_islot(G, t, is++, o->site, &err);
                 if (err) return err;

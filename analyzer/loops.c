@@ -343,7 +343,6 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
         for (int32_t j = 0; j < p; j++) {
             const an_op *o0 = &x->ops[s0 + j];
             const an_op *E0op = &E0->ops[T->eop[0][TL->tfirst + j]];
-            if (jn_op_info((jn_op)o0->op)->flags & JN_F_RAND) return "random ops in a loop body";
             if (o0->nin != E0op->nin) return "an op in a loop body changes its arity";
             for (int32_t it = 0; it < K; it++) {
                 int32_t oi = s0 + it * p + j;
@@ -356,7 +355,11 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                 if (nis != n_islots(x, s0 + j)) return "an op in a loop body changes its attributes";
                 for (int32_t s = 0; s < nis; s++) {
                     const an_islot *a = &x->islots[ok->islot0 + s], *a0 = &x->islots[o0->islot0 + s];
-                    if (a->varied || a0->varied) return "an int attribute in a loop body varies between segments";
+                    /* one that moved between segments moved alike in every
+                     * iteration (the same deltas from its first value): a loop
+                     * invariant b that varies, x[i:i + B, t] of a batch offset */
+                    if ((a->varied || a0->varied) && (a->varied != a0->varied || a->hdelta != a0->hdelta))
+                        return "an int attribute in a loop body varies between segments";
                     int64_t slope = T->slope[E0op->islot0 + s];
                     if (jn_ir_is_expr(slope)) return "an int attribute is not affine in the loop iteration";
                     int64_t step, want;

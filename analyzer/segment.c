@@ -110,6 +110,8 @@ static jn_status add_exemplar(an_ctx *c) {
             if (x < a->lo) a->lo = x;
             if (x > a->hi) a->hi = x;
         }
+        if (s->has_rng && s->rng_first < e->rng_lo) e->rng_lo = s->rng_first;
+        if (s->has_rng && s->rng_first > e->rng_hi) e->rng_hi = s->rng_first;
         for (int32_t i = 0; i < s->nfslots; i++) {
             an_fslot *a = &e->fslots[i];
             double x = s->fslots[i].first;

@@ -114,7 +114,9 @@ no:
 }
 
 /* Build the loop graph in a scratch module and check it against every
- * exemplar (selfcheck.c); *why is set when it differs. */
+ * exemplar (selfcheck.c) and against the IR's rules (jn_ir_verify: a
+ * carry typed unlike its seed); *why is set when either fails, and the
+ * caller falls back to a variant per trip count. */
 static jn_status selfcheck(an_ctx *c, an_group *g, const int32_t *fam, int32_t nf, an_tmpl *T, const char **why) {
     jn_ir_module *m = jn_ir_module_new();
     jn_ir_graph *gr = m ? jn_ir_graph_add(m, "check") : NULL;
@@ -130,6 +132,11 @@ static jn_status selfcheck(an_ctx *c, an_group *g, const int32_t *fam, int32_t n
     s.parent = -1;
     jn_an_stats keep = *c->st; /* the scratch graph is not counted */
     jn_status st = an_generalize_checked(c, &s, g, gr, why);
+    static _Thread_local char vwhy[400];
+    if (!st && !*why && jn_ir_verify(gr)) {
+        snprintf(vwhy, sizeof vwhy, "the loop graph does not verify (%s)", jn_errmsg());
+        *why = vwhy;
+    }
     *c->st = keep;
     jn_ir_module_free(m);
     return st;

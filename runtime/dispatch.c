@@ -262,6 +262,8 @@ typedef struct {
     int on, depth;
     double t0, sec;
     uint64_t calls;
+    double *op_sec;     /* per op, while jn_rt_kclock_set_ops is on (JN_NOPS each) */
+    uint64_t *op_calls;
 } kclock;
 static _Thread_local kclock kc;
 int jn_rt_kclock_threads;
@@ -274,6 +276,39 @@ void jn_rt_kclock_end_slow(void) {
         kc.sec += jn_rt_seconds() - kc.t0;
         kc.calls++;
     }
+}
+void jn_rt_kclock_end_op_slow(jn_op op) {
+    if (kc.on && !--kc.depth) {
+        double d = jn_rt_seconds() - kc.t0;
+        kc.sec += d;
+        kc.calls++;
+        if (kc.op_sec) {
+            kc.op_sec[op] += d;
+            kc.op_calls[op]++;
+        }
+    }
+}
+jn_status jn_rt_kclock_set_ops(int on) {
+    if (on && !kc.op_sec) {
+        kc.op_sec = calloc(JN_NOPS, sizeof *kc.op_sec);
+        kc.op_calls = calloc(JN_NOPS, sizeof *kc.op_calls);
+        if (!kc.op_sec || !kc.op_calls) on = 0;
+        if (!on) {
+            free(kc.op_sec), free(kc.op_calls);
+            kc.op_sec = NULL, kc.op_calls = NULL;
+            return jn_error(JN_ERR_NOMEM, "the kernel clock: out of memory for the per-op table");
+        }
+    } else if (!on && kc.op_sec) {
+        free(kc.op_sec), free(kc.op_calls);
+        kc.op_sec = NULL, kc.op_calls = NULL;
+    }
+    return JN_OK;
+}
+int jn_rt_kclock_read_ops(double *seconds, uint64_t *calls) {
+    if (!kc.op_sec) return 0;
+    memcpy(seconds, kc.op_sec, sizeof *seconds * JN_NOPS);
+    memcpy(calls, kc.op_calls, sizeof *calls * JN_NOPS);
+    return 1;
 }
 void jn_rt_kclock_set(int on) {
     on = !!on;
@@ -298,7 +333,7 @@ jn_status jn_rt_run_kernel(jn_op op, int nin, jn_tensor *const *in, const jn_att
     jn_rt_kclock_begin();
     jn_status s = __builtin_expect(dev != JN_CPU, 0) ? run_device_kernel(op, dev, nin, in, a, out)
                                                      : jn_rt_cpu_backend.kernel[op](nin, in, a, out);
-    jn_rt_kclock_end();
+    jn_rt_kclock_end_op(op);
     jn_rt_private_ids--;
     return s;
 }

@@ -446,9 +446,19 @@ static inline void jn_rt_kclock_begin(void) {
 static inline void jn_rt_kclock_end(void) {
     if (__builtin_expect(jn_rt_kclock_threads != 0, 0)) jn_rt_kclock_end_slow();
 }
+void jn_rt_kclock_end_op_slow(jn_op op);
+static inline void jn_rt_kclock_end_op(jn_op op) { /* jn_rt_kclock_end of op's eager kernel */
+    if (__builtin_expect(jn_rt_kclock_threads != 0, 0)) jn_rt_kclock_end_op_slow(op);
+}
 /* This thread's clock on or off (between ops); its seconds and calls so far. */
 void jn_rt_kclock_set(int on);
 void jn_rt_kclock_read(double *seconds, uint64_t *calls);
+/* Per op as well (a profiler): an eager op's kernel (jn_rt_run_kernel) is
+ * also summed under its op while on (the clock must be on too); graph
+ * nodes and generated kernels count in the totals only.  Read: the
+ * seconds and calls per op so far (JN_NOPS each); 0 when off. */
+jn_status jn_rt_kclock_set_ops(int on);
+int jn_rt_kclock_read_ops(double *seconds, uint64_t *calls);
 /* A contiguous tensor whose storage has no data yet (lazy = PENDING). */
 jn_tensor *jn_rt_tensor_new_pending(const jn_meta *m);
 /* Give a data-less storage its bytes (uninitialized). */

@@ -5,8 +5,8 @@ Each is checked against PyTorch where it is installed (those tests skip
 otherwise) and against numpy or hand-written expectations always, so the
 file also passes in a venv holding only numpy and pytest.  The profiler's
 per-range data is checked for what it is: ranges nest and count as
-entered, `janus::kernels` counts exactly the kernels the ops of a range ran
-(one per eager op), times add up (self = total - children), and the
+entered, the `janus::<op>` events count exactly the kernels the ops of a
+range ran, per op by name (one per eager op), times add up (self = total - children), and the
 schedule's actions, step ranges and on_trace_ready calls are torch's.  A
 short training script profiled over some steps records and replays
 bitwise (the profiler runs no op and reads no value)."""
@@ -159,12 +159,16 @@ def test_kernels_are_counted_per_range():
             janus.relu(a)
         with record_function("none"):
             pass
-    ev = {e.name: e for e in prof.events() if e.name != KERNELS}
-    for name, n in (("five_adds", 5), ("two", 2), ("none", 0)):
-        kids = [c for c in ev[name].cpu_children if c.name == KERNELS]
+    ev = {e.name: e for e in prof.events() if not e.name.startswith("janus::")}
+    for name, n, ops in (("five_adds", 5, {"janus::add": 5}), ("two", 2, {"janus::mul": 1, "janus::relu": 1}),
+                         ("none", 0, {})):
+        kids = [c for c in ev[name].cpu_children if c.name.startswith("janus::")]
         assert sum(c.count for c in kids) == n == ev[name].kernel_calls
+        assert {c.name: c.count for c in kids} == ops  # per op, by name
         assert all(c.cpu_time_total <= ev[name].cpu_time_total for c in kids)
-    assert {e.key: e.count for e in prof.key_averages()}[KERNELS] == 7
+    counts = {e.key: e.count for e in prof.key_averages()}
+    assert (counts["janus::add"], counts["janus::mul"], counts["janus::relu"]) == (5, 1, 1)
+    assert KERNELS not in counts  # every eager kernel is under its op
 
 
 def test_results_unchanged_and_hook_restored():
@@ -221,7 +225,7 @@ def test_table_layout():
                                 "CPU", "time", "avg", "#", "of", "Calls"]
     rows = lines[3:-2]
     assert len(rows) == 2
-    assert rows[0].split()[0] == KERNELS and rows[0].split()[-1] == "6"  # 6 adds, the most calls
+    assert rows[0].split()[0] == "janus::add" and rows[0].split()[-1] == "6"  # 6 adds, the most calls
     assert rows[1].split()[0] == "ccc" and rows[1].split()[-1] == "3"
     assert re.fullmatch(r"Self CPU time total: \d+\.\d{3}(us|ms|s)", lines[-1])
     assert len({len(s) for s in lines[:-1]}) == 1  # fixed-width columns
@@ -299,7 +303,7 @@ def test_legacy_autograd_profiler():
     with ap.profile(use_cuda=False, record_shapes=True) as prof:
         with ap.record_function("legacy"):
             x.add(x)
-    assert {e.key: e.count for e in prof.key_averages()} == {"legacy": 1, KERNELS: 1}
+    assert {e.key: e.count for e in prof.key_averages()} == {"legacy": 1, "janus::add": 1}
     assert "legacy" in prof.table() and "Self CPU time total" in str(prof)
     assert prof.self_cpu_time_total == pytest.approx(prof.function_events.self_cpu_time_total)
     assert prof.total_average().count == 2
@@ -681,6 +685,6 @@ def test_torch_spelled_profiler_under_janus_run(tmp_path):
                        env=e, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == [
-        "['janus::kernels', 'model_inference']", "['x']",
+        "['janus::add', 'janus::full', 'model_inference']", "['x']",
         "[0.0, 0.0, 0.0, 0.0, 0.0, 5.0, 0.0, 7.0, 0.0, 0.0, 0.0, 0.0, 0.0, 13.0, 0.0, 15.0]",
         "[10.0, 20.0] Adafactor"]

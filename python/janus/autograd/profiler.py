@@ -8,28 +8,27 @@ What a trace holds, and where each number comes from:
   collects on its thread, and the `ProfilerStep#N` ranges that
   janus.profiler.profile opens per step when given a schedule, each timed
   with time.perf_counter_ns (torch's "CPU time" is the same host wall time);
-- `janus::kernels` events: the kernels janus ran, counted and timed by the
-  runtime's kernel clock (`_C._kernel_clock`, runtime/dispatch.c: the wall
-  time inside the outermost kernel call of this thread, and the number of
-  such calls; one per op run eagerly, one per graph node or generated kernel
-  under replay).  At each range boundary the clock is read; what ran since
-  the previous boundary becomes one `janus::kernels` event, a child of the
-  innermost open range, whose count is the number of kernel calls and whose
-  time is the time inside them.  So key_averages() shows how many kernels
-  and how much kernel time each range's own code ran, and the ranges' self
-  time is the host time outside kernels and child ranges.
+- op events, `janus::<op>` (`janus::mm`, `janus::add`): the eager kernels
+  janus ran, counted and timed per op by the runtime's kernel clock
+  (`_C._kernel_clock_ops`, runtime/dispatch.c: the wall time inside the
+  outermost kernel call of this thread, per op).  At each range boundary
+  the clock is read; per op, what ran since the previous boundary becomes
+  one event, a child of the innermost open range, whose count is the
+  number of calls and whose time is the time inside them (laid end to end
+  from the boundary: a stretch's ops are summed, not placed one by one).
+  Kernels the clock counts under no op -- a replayed graph's nodes and
+  generated kernels -- make one `janus::kernels` event.  So key_averages()
+  shows per op how many kernels and how much kernel time each range's own
+  code ran, and the ranges' self time is the host time outside kernels
+  and child ranges.
 
-What is missing, and why: janus does not report each op by name.  The C
-dispatcher's one hook (`jn_set_dispatch_hook`, runtime/jn_runtime.h) has
-only an `after` callback, holds the recorder's or replay's hook, and is not
-exposed to Python; OpFn calls and the Tensor number protocol are C calls
-that sys.setprofile does not see.  Per-op names, times and input shapes
-(`record_shapes`) need a before/after dispatch callback that chains with
-the installed hook and a Python binding that returns (op, start, end,
-input shapes) records.  Until then `record_shapes`, `profile_memory`,
-`with_flops` and `with_modules` are accepted and change nothing (the shapes
-of the events here are [], as torch's for record_function ranges), and
-device time is not measured (a CUDA kernel's launch is timed on the host).
+What is missing: an op's time is its kernel's, not the dispatch around it
+(torch's aten events include their dispatch), and ops are not placed one
+by one in time; input shapes are not kept, so `record_shapes`,
+`profile_memory`, `with_flops` and `with_modules` are accepted and change
+nothing (the shapes of the events here are [], as torch's for
+record_function ranges), and device time is not measured (a CUDA kernel's
+launch is timed on the host).
 
 While a trace collects, the profiler's sys.setprofile hook is installed on
 its thread (when no other is), so janus's record and replay see a profiler
@@ -90,6 +89,7 @@ class _Trace:
         self.next_id = 0
         self.hooked = False
         self.clock_owned = False
+        self.ops_owned = False
         self.prev_trace = None
 
     def begin(self):
@@ -99,12 +99,17 @@ class _Trace:
         if not _C._setting_value("JANUS_KERNEL_CLOCK"):
             _C._kernel_clock(True)
             self.clock_owned = True
+        ops0 = _C._kernel_clock_ops()
+        if not ops0:  # the per-op table is off (nothing counted yet): this trace owns it
+            ops0 = _C._kernel_clock_ops(True)
+            self.ops_owned = True
         if sys.getprofile() is None:
             sys.setprofile(_profile_hook)
             self.hooked = True
         self.wall0, self.perf0 = time.time_ns(), time.perf_counter_ns()
         sec, calls = _C._kernel_clock()
         self.last = (self.perf0, sec, calls)
+        self.last_ops = ops0
         _tls.trace = self
         return self
 
@@ -115,6 +120,8 @@ class _Trace:
         _tls.trace = None
         if self.hooked and sys.getprofile() is _profile_hook:
             sys.setprofile(None)
+        if self.ops_owned:
+            _C._kernel_clock_ops(False)
         if self.clock_owned:
             _C._kernel_clock(False)
         self.events.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
@@ -128,19 +135,33 @@ class _Trace:
         return self.next_id
 
     def _boundary(self):
-        """Read the kernel clock: what ran since the last boundary is one janus::kernels event."""
+        """Read the kernel clock: per op, what ran since the last boundary is one janus::<op> event
+        (the kernels no op accounts for, a replayed graph's, one janus::kernels event)."""
         sec, calls = _C._kernel_clock()
+        ops = _C._kernel_clock_ops()
         t = time.perf_counter_ns()
         lt, lsec, lcalls = self.last
         if calls > lcalls:
-            dur_ns = min((sec - lsec) * 1e9, t - lt)
-            start = self._us(lt)
-            ev = FunctionEvent(self._id(), KERNELS, self.thread, start, start + dur_ns / 1000.0,
-                               count=calls - lcalls, kernel_calls=calls - lcalls, kernel_time_us=dur_ns / 1000.0)
-            self.events.append(ev)
-            if self.open:
-                self.open[-1]["children"].append(ev)
+            span, at = t - lt, lt
+            rest_sec, rest_calls = sec - lsec, calls - lcalls
+            stretch = []
+            for name, (s, n) in ops.items():
+                s0, n0 = self.last_ops.get(name, (0.0, 0))
+                if n > n0:
+                    stretch.append(("janus::" + name, s - s0, n - n0))
+                    rest_sec, rest_calls = rest_sec - (s - s0), rest_calls - (n - n0)
+            if rest_calls > 0:
+                stretch.append((KERNELS, max(rest_sec, 0.0), rest_calls))
+            for name, s, n in stretch:  # laid end to end from the boundary, within the stretch's wall time
+                dur_ns = max(min(s * 1e9, lt + span - at), 0)
+                ev = FunctionEvent(self._id(), name, self.thread, self._us(at), self._us(at + dur_ns),
+                                   count=n, kernel_calls=n, kernel_time_us=dur_ns / 1000.0)
+                at += dur_ns
+                self.events.append(ev)
+                if self.open:
+                    self.open[-1]["children"].append(ev)
         self.last = (t, sec, calls)
+        self.last_ops = ops
         return t
 
     def push(self, name, args=None, user=True):

@@ -2,8 +2,9 @@
 objects the profilers return and what is printed or written from them.
 
 FunctionEvent is one timed range of a profiled window (a record_function
-block, a `ProfilerStep#N`, or a `janus::kernels` event: the kernels janus
-ran in one stretch of a range's own time, see janus/autograd/profiler.py);
+block, a `ProfilerStep#N`, or a `janus::<op>` event: the kernels of one op
+janus ran in one stretch of a range's own time, `janus::kernels` for a
+replayed graph's, see janus/autograd/profiler.py);
 FunctionEventAvg sums events under one key (the name, with the input shapes
 when grouped by them); EventList is the list of either, with torch's
 `table()`, `key_averages()`, `total_average()`, `self_cpu_time_total` and
@@ -99,7 +100,7 @@ class _TimeFields:
 
 class FunctionEvent(_TimeFields):
     """One profiled range: name, thread, time_range (us), input_shapes, stack, cpu_parent/cpu_children.
-    count is 1, except a janus::kernels event's: the number of kernel calls it sums."""
+    count is 1, except a janus::<op> or janus::kernels event's: the number of kernel calls it sums."""
 
     def __init__(self, id, name, thread, start_us, end_us, input_shapes=None, stack=None, count=1,
                  is_user_annotation=False, args=None, kernel_calls=0, kernel_time_us=0.0):
@@ -274,7 +275,7 @@ def _chrome_trace(events, metadata=None):
             args["Input Dims"] = e.input_shapes
         if e.args is not None:
             args["Record function args"] = e.args
-        if e.name == "janus::kernels":
+        if e.name.startswith("janus::"):
             args["Kernel calls"] = e.count
         if e.stack:
             args["Call stack"] = ";".join(e.stack)

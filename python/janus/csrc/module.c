@@ -591,6 +591,43 @@ static PyObject *py_kernel_clock(PyObject *self, PyObject *const *argv, Py_ssize
     return Py_BuildValue("(dK)", sec, (unsigned long long)calls);
 }
 
+/* _kernel_clock_ops([on]) -> {op name: (seconds, calls)}: this thread's
+ * kernel clock per eager op so far (ops that ran), its per-op table
+ * switched on or off first when told (the clock itself must be on). */
+static PyObject *py_kernel_clock_ops(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs > 1) return PyErr_Format(PyExc_TypeError, "_kernel_clock_ops([on])");
+    if (nargs == 1) {
+        int on = PyObject_IsTrue(argv[0]);
+        if (on < 0) return NULL;
+        jn_status s = jn_rt_kclock_set_ops(on);
+        if (s) return jn_py_raise(s);
+    }
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    double *sec = malloc(sizeof *sec * JN_NOPS);
+    uint64_t *calls = malloc(sizeof *calls * JN_NOPS);
+    if (!sec || !calls) {
+        free(sec), free(calls);
+        Py_DECREF(d);
+        return PyErr_NoMemory();
+    }
+    if (jn_rt_kclock_read_ops(sec, calls))
+        for (int op = 0; op < JN_NOPS; op++) {
+            if (!calls[op]) continue;
+            PyObject *v = Py_BuildValue("(dK)", sec[op], (unsigned long long)calls[op]);
+            if (!v || PyDict_SetItemString(d, jn_op_info((jn_op)op)->name, v)) {
+                Py_XDECREF(v);
+                Py_DECREF(d);
+                d = NULL;
+                break;
+            }
+            Py_DECREF(v);
+        }
+    free(sec), free(calls);
+    return d;
+}
+
 extern PyMethodDef jn_py_tensor_module_methods[]; /* tensor.c: constructors */
 extern PyMethodDef jn_py_autograd_methods[];      /* autograd_py.c */
 extern PyMethodDef jn_py_recorder_methods[];      /* recorder_py.c */
@@ -620,6 +657,8 @@ static PyMethodDef methods[] = {
     {"_philox", py_philox, METH_VARARGS, "_philox(counter, key): the stream's Philox block, four uint32"},
     {"set_num_threads", py_set_num_threads, METH_O, NULL},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, NULL},
+    {"_kernel_clock_ops", (PyCFunction)(void (*)(void))py_kernel_clock_ops, METH_FASTCALL,
+     "_kernel_clock_ops([on]) -> {op: (seconds, calls)} inside eager kernels per op on this thread"},
     {"_kernel_clock", (PyCFunction)(void (*)(void))py_kernel_clock, METH_FASTCALL,
      "_kernel_clock([on]) -> (seconds, calls) inside kernels on this thread while the clock was on"},
     {"_sgemm_level", py_sgemm_level, METH_O, "_sgemm_level(cap): small GEMMs' kernel: 2 AVX-512, 1 AVX2, 0 OpenBLAS (at most cap)"},

@@ -7,9 +7,10 @@ on_trace_ready after each active cycle), `record_function`,
 
 What a trace holds is janus.autograd.profiler's: the record_function and
 step ranges of the profiling thread, timed on the host, and
-`janus::kernels` events counting and timing the kernels janus ran in each
-range (the runtime's kernel clock); per-op names and input shapes are not
-available (that module's docstring says why and what is missing).  A
+`janus::<op>` events counting and timing the kernels of each op janus ran
+in each range (the runtime's kernel clock per op; a replayed graph's
+kernels as one `janus::kernels`); input shapes are not kept (that
+module's docstring says what is missing).  A
 trace collects only in RECORD / RECORD_AND_SAVE steps, as torch's; its
 sys.setprofile hook is installed then, so janus's record and replay treat
 those steps as run under a user's profiler.

@@ -332,9 +332,13 @@ static const char *at_input(const char *what, const an_op *o, int32_t j, int32_t
 }
 
 /* Check one exemplar's loop iterations against the shared relations;
- * *bad: the loop a failure is about. */
+ * *bad: the loop a failure is about.  A loop only for its length (lconst[l]:
+ * its count never varied) keeps the strict rules -- no random op, no
+ * attribute that moves between segments -- so where those hold it is
+ * unrolled again (an_tmpl_loops), as fast as before: the executor runs an
+ * unrolled body faster than an IR loop (bench_replay_small's 20 steps). */
 static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T, const layout *LY, int32_t e,
-                              rel *rels, int32_t *bad) {
+                              rel *rels, const char *lconst, int32_t *bad) {
     int64_t ri = 0;
     for (int32_t l = 0; l < T->nloops; l++) {
         const an_tloop *TL = &T->loops[l];
@@ -343,6 +347,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
         for (int32_t j = 0; j < p; j++) {
             const an_op *o0 = &x->ops[s0 + j];
             const an_op *E0op = &E0->ops[T->eop[0][TL->tfirst + j]];
+            if (lconst[l] && (jn_op_info((jn_op)o0->op)->flags & JN_F_RAND)) return "random ops in a loop body";
             if (o0->nin != E0op->nin) return "an op in a loop body changes its arity";
             for (int32_t it = 0; it < K; it++) {
                 int32_t oi = s0 + it * p + j;
@@ -358,7 +363,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     /* one that moved between segments moved alike in every
                      * iteration (the same deltas from its first value): a loop
                      * invariant b that varies, x[i:i + B, t] of a batch offset */
-                    if ((a->varied || a0->varied) && (a->varied != a0->varied || a->hdelta != a0->hdelta))
+                    if ((a->varied || a0->varied) && (lconst[l] || a->varied != a0->varied || a->hdelta != a0->hdelta))
                         return "an int attribute in a loop body varies between segments";
                     int64_t slope = T->slope[E0op->islot0 + s];
                     if (jn_ir_is_expr(slope)) return "an int attribute is not affine in the loop iteration";
@@ -622,7 +627,12 @@ static jn_status tmpl_loops_try(an_ctx *c, const int32_t *ex, int32_t m, const c
     }
     if (!(rels = calloc((size_t)nrel + 1, sizeof *rels))) goto nomem;
     int32_t bad = -1;
-    for (int32_t e = 0; e < m && !*why; e++) *why = check_body(&c->ex[ex[e]], E0, T, &LY[e], e, rels, &bad);
+    char *lconst = calloc((size_t)nloops + 1, 1);
+    if (!lconst) goto nomem;
+    for (int32_t r = 0, l = 0; r < nr; r++)
+        if (varies[r]) lconst[l++] = constant[r];
+    for (int32_t e = 0; e < m && !*why; e++) *why = check_body(&c->ex[ex[e]], E0, T, &LY[e], e, rels, lconst, &bad);
+    free(lconst);
     if (*why) {
         for (int32_t r = 0, l = 0; r < nr && bad >= 0; r++)
             if (varies[r] && l++ == bad && constant[r]) *bad_rep = r;

@@ -271,18 +271,13 @@ int jn_rt_kclock_threads;
 void jn_rt_kclock_begin_slow(void) {
     if (kc.on && !kc.depth++) kc.t0 = jn_rt_seconds();
 }
-void jn_rt_kclock_end_slow(void) {
-    if (kc.on && !--kc.depth) {
-        kc.sec += jn_rt_seconds() - kc.t0;
-        kc.calls++;
-    }
-}
+void jn_rt_kclock_end_slow(void) { jn_rt_kclock_end_op_slow(JN_NOPS); } /* under no op */
 void jn_rt_kclock_end_op_slow(jn_op op) {
     if (kc.on && !--kc.depth) {
         double d = jn_rt_seconds() - kc.t0;
         kc.sec += d;
         kc.calls++;
-        if (kc.op_sec) {
+        if (kc.op_sec && (unsigned)op < JN_NOPS) {
             kc.op_sec[op] += d;
             kc.op_calls[op]++;
         }

@@ -269,6 +269,19 @@ def test_an_optimizer_over_plain_tensors_is_replaceable(tmp_path):
     assert "regions: 2 replaceable, 0 refused" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
+def recorded_verdicts(tmp_path, source, name):
+    """Write source as a script, record and optimize it: (script, store, {(kind, qualname): verdict})."""
+    script = tmp_path / name
+    script.write_text(source.format(python=os.path.join(ROOT, "python")))
+    db = str(tmp_path / "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, str(script), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = janus("optimize", "--no-compile", db, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ins = janus("inspect", "--json", db)
+    return script, db, {(x["kind"], x["qualname"]): x for x in json.loads(ins.stdout)["bundles"][-1]["regions"]}
+
+
 TWO_CALLERS = """
 import sys
 sys.path.insert(0, {python!r})
@@ -292,15 +305,7 @@ for i in range(5):
 def test_a_module_called_from_two_lines_is_replaceable(tmp_path):
     """janus's own module runs no user code: every op's site is its caller's
     line, which differs between callers without the program differing."""
-    script = tmp_path / "two.py"
-    script.write_text(TWO_CALLERS.format(python=os.path.join(ROOT, "python")))
-    db = str(tmp_path / "run.db")
-    r = janus("record", "--db", db, "--", sys.executable, str(script), timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    r = janus("optimize", "--no-compile", db, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    ins = janus("inspect", "--json", db)
-    v = {(x["kind"], x["qualname"]): x for x in json.loads(ins.stdout)["bundles"][-1]["regions"]}
+    _, _, v = recorded_verdicts(tmp_path, TWO_CALLERS, "two.py")
     assert v[("module", "Linear")]["verdict"] == "replaceable", v[("module", "Linear")]
 
 
@@ -346,15 +351,7 @@ def test_train_and_eval_calls_compare_apart(tmp_path):
     of one mode ran the same ops, so the region is replaceable (the entry
     marker carries the call's grad mode and training flag, jn_db.h); replay
     learns one variant per mode and prints eager's numbers."""
-    script = tmp_path / "train_eval.py"
-    script.write_text(TRAIN_EVAL.format(python=os.path.join(ROOT, "python")))
-    db = str(tmp_path / "run.db")
-    r = janus("record", "--db", db, "--", sys.executable, str(script), timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    r = janus("optimize", "--no-compile", db, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    ins = janus("inspect", "--json", db)
-    v = {(x["kind"], x["qualname"]): x for x in json.loads(ins.stdout)["bundles"][-1]["regions"]}
+    script, db, v = recorded_verdicts(tmp_path, TRAIN_EVAL, "train_eval.py")
     for name in ("Sequential", "Head", "Dropout"):
         assert v[("module", name)]["verdict"] == "replaceable", v[("module", name)]
     plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(), timeout=600)
@@ -407,15 +404,7 @@ def test_a_tensor_attribute_is_an_input(tmp_path):
     ones a template reads): a plain attribute tensor (`self.scale = ...`, or the
     weight spectral_norm's pre-hook sets) no longer refuses it; a global tensor
     still does."""
-    script = tmp_path / "attr.py"
-    script.write_text(ATTR.format(python=os.path.join(ROOT, "python")))
-    db = str(tmp_path / "run.db")
-    r = janus("record", "--db", db, "--", sys.executable, str(script), timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    r = janus("optimize", "--no-compile", db, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    v = {(x["kind"], x["qualname"]): x for x in
-         json.loads(janus("inspect", "--json", db).stdout)["bundles"][-1]["regions"]}
+    script, db, v = recorded_verdicts(tmp_path, ATTR, "attr.py")
     assert v[("module", "Scaled")]["verdict"] == "replaceable", v[("module", "Scaled")]
     assert v[("module", "UsesGlobal")]["verdict"] == "refused", v[("module", "UsesGlobal")]
     assert "a global or an attribute tensor" in v[("module", "UsesGlobal")]["reason"]

@@ -221,7 +221,8 @@ typedef struct an_ctx {
      * elsewhere a symbol (an epoch's first step, seen once, shares the
      * batch symbol of the steps after it; its hidden size, constant
      * everywhere, stays a constant).  Ops of one line are told apart by
-     * their occurrence among the segment's ops of that line and op. */
+     * their occurrence among the segment's ops of that line and op, on
+     * the folded sequence (a loop body once, its iteration apart). */
     an_map dimvar;                /* an_dim_key -> index into dv */
     struct an_dimrange { int64_t lo, hi; } *dv; int64_t ndv, capdv;
     jn_db_site *dbsites; int ndbsites, dbsites_loaded; /* the store's call sites, read at first use */
@@ -300,11 +301,13 @@ typedef struct {
  * after the loops).  The IR collects the value over src's iterations and
  * reads it back with select(collect, 0, index): how a backward loop reads
  * its forward loop's saved values in reverse, and how the peeled first and
- * last iterations around a loop read single ones. */
+ * last iterations around a loop read single ones.  With `param`, (j, idx)
+ * is a carry's next and the carry's param (its input) is collected: the
+ * seed at iteration 0, the next of iteration k - 1 at k (a cell's h[t-1]). */
 typedef struct {
     int32_t src, j, idx;
     int32_t at;                   /* the reading template loop, -1 for a plain op */
-    uint8_t from_end;
+    uint8_t from_end, param;
     int64_t c;
 } an_txread;
 
@@ -382,7 +385,7 @@ typedef struct an_gen {
     int32_t *node_of;         /* template op -> its IR node (gen_node), -1 */
     int32_t *out_t, *out_j;   /* per graph output: the template op and output it came from */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
-    int32_t *occ;             /* per E0 op: which of its line's ops it is, of how many */
+    int32_t *occ;             /* per E0 op: which of its line's ops it is, of how many, its iteration */
     uint64_t place;           /* an_dim_key of what an_gen_dim generalizes now, 0 none */
     int32_t pos_t;            /* template op whose positions gen_node is generalizing, -1 */
     jn_ir_dim pos_prev;       /* ... its previous position that never moved (a symbol), and */

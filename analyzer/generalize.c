@@ -81,24 +81,39 @@ static jn_ir_dim remember(an_gen *G, jn_ir_dim d, const int64_t *vec, jn_status 
 }
 
 /* Per op of exemplar x, which of the ops of its call site, stack and op
- * code it is, and how many there are: (*occ)[2i], (*occ)[2i+1].  Ops of
- * one line read different tensors within a segment (a helper that loads
- * the training images and then the test images, the ops of one
- * backward()); by occurrence they are told apart, and only segments with
- * as many of them (no loop that ran another number of times in between)
- * are compared.  JN_ERR_NOMEM. */
+ * code it is, of how many, and its iteration in a repeat:
+ * (*occ)[3i .. 3i+2].  Ops of one line read different tensors within a
+ * segment (a helper that loads the training images and then the test
+ * images, the ops of one backward()); by occurrence they are told apart,
+ * and only segments with as many of them are compared.  They are counted
+ * on the folded sequence (loops.c: a repeat's body once, each later
+ * iteration its first's occurrence and its own iteration number), so an op
+ * keeps its place whatever a loop's trip count: else a segment whose two
+ * loops ran other counts with the same total (an encoder's S and a
+ * decoder's T) compared the k-th addmm of a line with another's k-th, an
+ * input gradient [8, 16] with a weight gradient [48, 16], and the batch
+ * became a symbol.  JN_ERR_NOMEM. */
 static jn_status op_occ(const an_ex *x, int32_t **occ) {
-    *occ = malloc(sizeof(int32_t) * (2 * (size_t)x->nops + 1));
+    *occ = calloc(3 * (size_t)x->nops + 1, sizeof(int32_t));
     an_map cnt = {0};
     jn_status s = *occ ? JN_OK : JN_ERR_NOMEM;
     for (int pass = 0; pass < 2 && !s; pass++) /* which one, then of how many */
-        for (int32_t i = 0; i < x->nops && !s; i++) {
+        for (int32_t i = 0, r = 0; i < x->nops && !s; i++) {
+            while (r < x->nreps && x->reps[r].start + x->reps[r].period * x->reps[r].count <= i) r++;
+            int32_t it = 0;
+            if (r < x->nreps && i >= x->reps[r].start) it = (i - x->reps[r].start) / x->reps[r].period;
+            int32_t *oc = *occ + 3 * i;
+            if (it > 0) { /* a later iteration: its first's place */
+                const int32_t *first = oc - 3 * (int64_t)it * x->reps[r].period;
+                oc[0] = first[0], oc[1] = first[1], oc[2] = it;
+                continue;
+            }
             const an_op *o = &x->ops[i];
             uint64_t k = an_mix(an_mix(an_mix(AN_FNV_INIT, (uint64_t)o->site), (uint64_t)o->stack), (uint64_t)o->op);
             int64_t *c = an_map_get(&cnt, k, 0, NULL);
             if (!c) s = JN_ERR_NOMEM;
-            else if (pass == 0) (*occ)[2 * i] = (int32_t)(*c)++;
-            else (*occ)[2 * i + 1] = (int32_t)*c;
+            else if (pass == 0) oc[0] = (int32_t)(*c)++, oc[2] = 0;
+            else oc[1] = (int32_t)*c;
         }
     an_map_free(&cnt);
     if (s) {
@@ -111,7 +126,7 @@ static jn_status op_occ(const an_ex *x, int32_t **occ) {
 
 uint64_t an_dim_key(const an_op *o, const int32_t *occ, int slot, int dim) {
     uint64_t h = an_mix(an_mix(an_mix(AN_FNV_INIT, (uint64_t)o->site), (uint64_t)o->stack), (uint64_t)o->op);
-    h = an_mix(an_mix(h, (uint64_t)occ[0]), (uint64_t)occ[1]);
+    h = an_mix(an_mix(an_mix(h, (uint64_t)occ[0]), (uint64_t)occ[1]), (uint64_t)occ[2]);
     return an_mix(an_mix(h, (uint64_t)slot), (uint64_t)dim);
 }
 
@@ -131,6 +146,7 @@ static jn_status note_range(an_ctx *c, uint64_t key, int64_t lo, int64_t hi) {
 jn_status an_dim_ranges(an_ctx *c) {
     jn_status s = JN_OK;
     for (int64_t i = 0; i < c->nex && !s; i++) {
+        if ((s = an_fold(&c->ex[i]))) break;
         const an_ex *x = &c->ex[i];
         int32_t *occ = NULL;
         if ((s = op_occ(x, &occ))) break;
@@ -139,14 +155,14 @@ jn_status an_dim_ranges(an_ctx *c) {
             for (int q = 0; q < op->nin + op->nout && !s; q++) {
                 const an_ref *r = &x->refs[op->ref0 + q];
                 for (int d = 0; d < r->ndim && !s; d++)
-                    s = note_range(c, an_dim_key(op, occ + 2 * o, q, d), r->shape[d], r->shape[d]);
+                    s = note_range(c, an_dim_key(op, occ + 3 * o, q, d), r->shape[d], r->shape[d]);
             }
             const jn_opinfo *info = jn_op_info((jn_op)op->op);
             for (int k = 0, n = 0; k < info->nattrs && op->attr0 >= 0 && !s; k++) {
                 int w = info->attr_kind[k] == JN_A_INTS ? x->attrv[op->attr0 + k].l.n : info->attr_kind[k] == JN_A_INT;
                 for (int j = 0; j < w && !s; j++, n++) {
                     const an_islot *sl = &x->islots[op->islot0 + n];
-                    s = note_range(c, an_dim_key(op, occ + 2 * o, AN_SLOT_INT + n, 0), sl->lo, sl->hi);
+                    s = note_range(c, an_dim_key(op, occ + 3 * o, AN_SLOT_INT + n, 0), sl->lo, sl->hi);
                 }
             }
         }
@@ -415,7 +431,7 @@ static jn_ir_dim gen_islot(an_gen *G, int32_t t, int32_t s, int64_t site, jn_sta
          * position is its view's, never one matched by value */
         b = gen_position(G, t, kpos, site, err);
     } else if (!varied) {
-        G->place = G->occ && !rngoff && !o0->synth ? an_dim_key(o0, G->occ + 2 * G->T->eop[0][t], AN_SLOT_INT + s, 0) : 0;
+        G->place = G->occ && !rngoff && !o0->synth ? an_dim_key(o0, G->occ + 3 * G->T->eop[0][t], AN_SLOT_INT + s, 0) : 0;
         b = an_gen_dim(G, G->vec, JN_IR_SYM_INT, site, err);
         G->place = 0;
         if (!*err && !jn_ir_is_expr(b) && pos && !a && same && G->vec[0] >= 0)
@@ -566,7 +582,7 @@ static jn_status gen_shape(an_gen *G, int32_t t, int32_t q, int64_t site, jn_ir_
             continue;
         }
         /* (an op the analyzer added is never matched: no value-matched dims) */
-        G->place = state || o->synth || !G->occ ? 0 : an_dim_key(o, G->occ + 2 * G->T->eop[0][t], q, d);
+        G->place = state || o->synth || !G->occ ? 0 : an_dim_key(o, G->occ + 3 * G->T->eop[0][t], q, d);
         shape[d] = an_gen_dim(G, G->vec, JN_IR_SYM_DIM, site, &err);
         G->place = 0;
         if (!err && !state && q < o->nin && !o->synth && !jn_ir_is_expr(shape[d]) && gen_extent(G, t, q, d))
@@ -829,6 +845,13 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
         const an_op *b = &E0->ops[s0 + X->j];
         int32_t body = G->irval[E0->refs[b->ref0 + b->nin + X->idx].val];
         jn_ir_loop *gl = &G->g->loops[L];
+        if (X->param) { /* the input of the carry whose next this is */
+            int32_t k2 = 0;
+            while (k2 < TL->ncarry && (TL->carry[k2].next_j != X->j || TL->carry[k2].next_idx != X->idx)) k2++;
+            if (k2 == TL->ncarry)
+                return jn_error(JN_ERR_VALUE, "analyzer: internal error: a read of a carry's input without the carry");
+            body = gl->carry[k2].param;
+        }
         int32_t c;
         for (c = 0; c < gl->ncollect; c++)
             if (gl->collect[c].body == body) break;

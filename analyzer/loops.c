@@ -263,6 +263,7 @@ typedef struct {
     int32_t l, j, idx;
     int fwd, rev;
     int64_t cf, cr;
+    int seed;             /* one read is the carry's seed, "iteration -1" (is_seed) */
 } xstate;
 
 enum { REL_LOCAL = 1, REL_PREV, REL_OUT, REL_X };
@@ -303,6 +304,27 @@ static const char *xnote(xstate *X, int32_t l2, int32_t j2, int32_t idx, int32_t
     return NULL;
 }
 
+
+/* Whether outside value v is the seed of loop l's carry whose next is body
+ * value (j, idx), in exemplar x: an input of l's iteration 0 reads v where
+ * iteration 1 reads (j, idx) of iteration 0 (in E0, the family's first,
+ * so that x's loop may have run once).  A backward loop reads its forward
+ * loop's carry input of every iteration, h[t - 1] of a cell: from the body
+ * for t >= 1, the seed for t = 0. */
+static int is_seed(const an_ex *x, const an_ex *E0, const an_tmpl *T, int32_t e, int32_t l, int32_t j, int32_t idx,
+                   int32_t v) {
+    const an_tloop *TL = &T->loops[l];
+    if (TL->count[0] < 2) return 0;
+    int32_t s0 = TL->estart[e], e0 = TL->estart[0];
+    for (int32_t b = 0; b < TL->p; b++) {
+        const an_op *o = &x->ops[s0 + b], *o1 = &E0->ops[e0 + TL->p + b];
+        for (int32_t q = 0; q < o->nin && q < o1->nin; q++) {
+            const an_val *w = &E0->vals[E0->refs[o1->ref0 + q].val];
+            if (x->refs[o->ref0 + q].val == v && w->def == e0 + j && w->idx == idx) return 1;
+        }
+    }
+    return 0;
+}
 
 static int32_t n_islots(const an_ex *x, int32_t o) {
     return (o + 1 < x->nops ? x->ops[o + 1].islot0 : x->nislots) - x->ops[o].islot0;
@@ -388,6 +410,15 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     rel now;
                     memset(&now, 0, sizeof now);
                     int32_t it2, j2, l2 = loop_iter(T, LY, e, xv->def, &it2, &j2);
+                    if (l2 < 0 && R->set && R->kind == REL_X &&
+                        is_seed(x, E0, T, e, R->x.l, R->x.j, R->x.idx, rf->val)) {
+                        /* the seed where the other iterations read the carried
+                         * body value: the carry's input is read (add_xread) */
+                        R->x.seed = 1;
+                        const char *w = xnote(&R->x, R->x.l, R->x.j, R->x.idx, -1, T->loops[R->x.l].count[e], it);
+                        if (w) return at_input(w, ok, j, p, q, it);
+                        continue;
+                    }
                     if (l2 >= 0 && l2 != l) { /* another loop's value: collected, read back by index */
                         if (R->set && R->kind != REL_X)
                             return at_input("loop iterations read their inputs differently", ok, j, p, q, it);
@@ -512,8 +543,10 @@ static int add_xread(an_tmpl *T, const xstate *X, int32_t at, int32_t r) {
     if (!n) return -1;
     T->xr = n;
     /* from the end when both fit (one trip count): the last iterations are
-     * what a backward pass reads first */
-    n[T->nxr] = (an_txread){X->l, X->j, X->idx, at, (uint8_t)X->rev, X->rev ? X->cr : X->cf};
+     * what a backward pass reads first.  A read that took the seed reads the
+     * carry's input, whose iteration k is the next of k - 1. */
+    int64_t c = X->rev ? X->cr - X->seed : X->cf + X->seed;
+    n[T->nxr] = (an_txread){X->l, X->j, X->idx, at, (uint8_t)X->rev, (uint8_t)X->seed, c};
     T->xread_of_ref[r] = ++T->nxr;
     return 0;
 }

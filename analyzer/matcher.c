@@ -196,6 +196,36 @@ typedef struct {
     int64_t ic;
 } mref;
 
+static int choose(mctx *M, const inst *I, int64_t n, int32_t rl, int allow_prev, mref *out);
+
+/* The mode and c of a cross-loop ref (source loop lc, reader loop rl) that
+ * explains every instance, 0; -1 when neither ABS nor END does.  seed_t/k:
+ * instances that are not that token's are its loop's iteration -1 (the
+ * carry seed: JN_IR_MM_SEED), -1 when there are none. */
+static int cross_mode(mctx *M, const inst *I, int64_t n, int32_t rl, int32_t lc, int32_t seed_t, int32_t seed_k,
+                      mref *out) {
+    const an_tmpl *T = M->G->T;
+    int rel = rl >= 0;
+    for (int end = 0; end < 2; end++) {
+        int ok = 1;
+        int64_t c0 = 0;
+        for (int64_t k = 0; k < n && ok; k++) {
+            const desc *d = &I[k].d;
+            int seed = seed_t >= 0 && !(d->kind == 1 && d->t == seed_t && d->k == seed_k);
+            int64_t it = seed ? -1 : d->it, K = T->loops[lc].count[I[k].e];
+            int64_t c = (end ? K - 1 - it : it) - (rel ? I[k].it : 0);
+            if (k == 0) c0 = c;
+            ok = c == c0;
+        }
+        if (ok) {
+            out->mode = (end ? JN_IR_MM_END : JN_IR_MM_ABS) | (rel ? JN_IR_MM_REL : 0);
+            out->c = c0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 /* A ref that explains every instance I[0..n) (reader loop `rl`, -1), or -1.
  * allow_prev: a loop-carried ref may be tried. */
 static int choose(mctx *M, const inst *I, int64_t n, int32_t rl, int allow_prev, mref *out) {
@@ -226,21 +256,39 @@ static int choose(mctx *M, const inst *I, int64_t n, int32_t rl, int allow_prev,
         if (lc == rl) {
             for (int64_t k = 0; k < n && ok; k++) ok = I[k].d.it == I[k].it;
             if (ok) return 0;
-        } else {
-            int rel = rl >= 0;
-            int64_t c0 = I[0].d.it - (rel ? I[0].it : 0);
-            for (int64_t k = 0; k < n && ok; k++) ok = I[k].d.it - (rel ? I[k].it : 0) == c0;
-            if (ok) {
-                out->mode = JN_IR_MM_ABS | (rel ? JN_IR_MM_REL : 0);
-                out->c = c0;
-                return 0;
-            }
-            ok = 1;
-            c0 = (I[0].d.K - 1 - I[0].d.it) - (rel ? I[0].it : 0);
-            for (int64_t k = 0; k < n && ok; k++) ok = (I[k].d.K - 1 - I[k].d.it) - (rel ? I[k].it : 0) == c0;
-            if (ok) {
-                out->mode = JN_IR_MM_END | (rel ? JN_IR_MM_REL : 0);
-                out->c = c0;
+        } else if (!cross_mode(M, I, n, rl, lc, -1, -1, out)) {
+            return 0;
+        }
+    }
+    /* another loop's carried value, and its seed where that loop's iteration
+     * would be -1: a backward loop reading h[t - 1] of its forward loop */
+    int64_t f = 0;
+    while (f < n && !(I[f].d.kind == 1 && T->loop[I[f].d.t] >= 0 && T->loop[I[f].d.t] != rl)) f++;
+    if (f < n) {
+        int32_t tc = I[f].d.t, kc = I[f].d.k, lc = T->loop[tc];
+        int64_t ns = 0;
+        for (int64_t k = 0; k < n; k++) ns += !(I[k].d.kind == 1 && I[k].d.t == tc && I[k].d.k == kc);
+        if (ns && !cross_mode(M, I, n, rl, lc, tc, kc, out)) {
+            inst *J = malloc(sizeof *J * (size_t)ns);
+            if (!J) return -2;
+            int64_t m = 0;
+            for (int64_t k = 0; k < n; k++)
+                if (!(I[k].d.kind == 1 && I[k].d.t == tc && I[k].d.k == kc)) J[m++] = I[k];
+            mref init;
+            int r = choose(M, J, m, -1, 0, &init);
+            free(J);
+            if (r == -2) return r;
+            if (!r && !(init.kind == JN_IR_MR_TOKEN && T->loop[init.a] == lc)) {
+                out->kind = JN_IR_MR_TOKEN;
+                out->a = tc;
+                out->b = kc;
+                out->mode |= JN_IR_MM_SEED;
+                out->has_init = 1;
+                out->ikind = init.kind;
+                out->imode = init.mode;
+                out->ia = init.a;
+                out->ib = init.b;
+                out->ic = init.c;
                 return 0;
             }
         }

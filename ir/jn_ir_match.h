@@ -25,6 +25,9 @@
  *          (a loop-carried value)
  *   ABS    iteration c (+ the reader's iteration when flag REL)
  *   END    iteration trip-1-c (- the reader's iteration when flag REL)
+ * With flag SEED (ABS or END only), iteration -1 of T's loop is the `init`
+ * ref instead: the seed of the carry whose next T's output is (a backward
+ * loop reading h[t-1] of its forward loop, the seed for t = 0).
  * Matching objects, ops and in-place writes in stream order implies the
  * same functional graph, since functionalization is a function of them.
  *
@@ -53,7 +56,8 @@
  *                it: what the graph's code and memory plan assume)
  *   ref: u8 kind (JN_IR_MR_*), i32 a (input index / token), u8 b (output),
  *        u8 mode (JN_IR_MM_* | JN_IR_MM_REL), i64 c,
- *        mode PREV: the init ref follows (never PREV itself)
+ *        mode PREV or flag SEED: the init ref follows (never PREV or
+ *        REL itself; version 4)
  * A graph with no entry has no matcher (it cannot be replayed; optimize
  * says why).
  */
@@ -61,10 +65,10 @@
 #define JN_IR_MATCH_H
 
 #define JN_IR_MATCH_MAGIC "JNMT"
-#define JN_IR_MATCH_VERSION 3 /* 3: an empty segment's sync is no entry (segment.c) */
+#define JN_IR_MATCH_VERSION 4 /* 3: an empty segment's sync is no entry (segment.c); 4: SEED */
 
 enum { JN_IR_MT_INPLACE = 1, JN_IR_MT_COLLECT = 2 };              /* token flags */
 enum { JN_IR_MR_INPUT = 0, JN_IR_MR_TOKEN = 1, JN_IR_MR_SCALAR = 2 }; /* ref kinds */
-enum { JN_IR_MM_SAME = 0, JN_IR_MM_PREV = 1, JN_IR_MM_ABS = 2, JN_IR_MM_END = 3, JN_IR_MM_REL = 0x10 };
+enum { JN_IR_MM_SAME = 0, JN_IR_MM_PREV = 1, JN_IR_MM_ABS = 2, JN_IR_MM_END = 3, JN_IR_MM_REL = 0x10, JN_IR_MM_SEED = 0x20 };
 
 #endif

@@ -221,7 +221,9 @@ static const char *read_ref1(rd *r, const mgraph *G, uint8_t *kind, int32_t *a, 
     if (*kind == JN_IR_MR_SCALAR) return scalar_input(g, *a) ? NULL : "a ref names no scalar input";
     if (*kind != JN_IR_MR_TOKEN) return "unknown ref kind";
     if (*a < 0 || *a >= G->ntok) return "a ref names no token";
-    if ((*mode & 0xf) > JN_IR_MM_END || (*mode & ~(0xf | JN_IR_MM_REL))) return "unknown ref mode";
+    if ((*mode & 0xf) > JN_IR_MM_END || (*mode & ~(0xf | JN_IR_MM_REL | JN_IR_MM_SEED))) return "unknown ref mode";
+    if ((*mode & JN_IR_MM_SEED) && (*mode & 0xf) != JN_IR_MM_ABS && (*mode & 0xf) != JN_IR_MM_END)
+        return "a seeded ref that is no cross-loop read";
     if (*c < -(INT64_C(1) << 40) || *c > (INT64_C(1) << 40)) return "an iteration offset is out of range";
     return NULL;
 }
@@ -230,7 +232,7 @@ static const char *read_ref(rd *r, const mgraph *G, mref *x) {
     memset(x, 0, sizeof *x);
     const char *w = read_ref1(r, G, &x->kind, &x->a, &x->b, &x->mode, &x->c);
     if (w || r->bad) return w;
-    if (x->kind == JN_IR_MR_TOKEN && (x->mode & 0xf) == JN_IR_MM_PREV) {
+    if (x->kind == JN_IR_MR_TOKEN && ((x->mode & 0xf) == JN_IR_MM_PREV || (x->mode & JN_IR_MM_SEED))) {
         x->has_init = 1;
         w = read_ref1(r, G, &x->ikind, &x->ia, &x->ib, &x->imode, &x->ic);
     }
@@ -257,10 +259,13 @@ static const char *check_ref(const mgraph *G, int32_t t, const mref *x) {
     const char *w = check_tref(G, t, lr, x->kind, x->a, x->b, x->mode);
     if (w || !x->has_init) return w;
     if (x->ikind == JN_IR_MR_SCALAR) return "a loop init is a scalar";
-    if (x->ikind == JN_IR_MR_TOKEN && ((x->imode & 0xf) == JN_IR_MM_PREV || (x->imode & JN_IR_MM_REL)))
+    if (x->ikind == JN_IR_MR_TOKEN && ((x->imode & 0xf) == JN_IR_MM_PREV || (x->imode & (JN_IR_MM_REL | JN_IR_MM_SEED))))
         return "a loop init is loop-carried itself";
-    /* the init is read in iteration 0, as if just before the loop */
-    return check_tref(G, G->loop[lr].first, -1, x->ikind, x->ia, x->ib, x->imode);
+    /* the init is read as if just before the loop: the reader's (a carry),
+     * the source's (a seed) */
+    int32_t l = (x->mode & 0xf) == JN_IR_MM_PREV ? lr : G->tok[x->a].loop;
+    if (x->ikind == JN_IR_MR_TOKEN && G->tok[x->ia].loop == l) return "a seed from its own loop";
+    return check_tref(G, G->loop[l].first, -1, x->ikind, x->ia, x->ib, x->imode);
 }
 
 static void graph_free(mgraph *G) {
@@ -802,39 +807,53 @@ static int match_scalar(mcur *G, int32_t i, double x, int pytype, int32_t arg) {
     return 1;
 }
 
+/* The iteration of loop token t's object the ref says (INT64_MIN: its
+ * loop's trip is not known yet). */
+static int64_t ref_iter(const mcur *G, int32_t t, uint8_t mode, int64_t c, int32_t reader) {
+    int32_t l = G->P->tok[t].loop;
+    int64_t rit = G->P->tok[reader].loop >= 0 ? G->it : 0;
+    switch (mode & 0xf) {
+    case JN_IR_MM_SAME: return G->it;
+    case JN_IR_MM_PREV: return G->it - 1;
+    case JN_IR_MM_ABS: return c + ((mode & JN_IR_MM_REL) ? rit : 0);
+    case JN_IR_MM_END:
+        if (G->loop_trip[l] < 0) return INT64_MIN;
+        return G->loop_trip[l] - 1 - c - ((mode & JN_IR_MM_REL) ? rit : 0);
+    default: return INT64_MIN;
+    }
+}
+
 /* Event index of token t's object in the iteration the ref says (-1 none). */
 static int64_t ref_event(const mcur *G, int32_t t, uint8_t mode, int64_t c, int32_t reader) {
     const mtok *T = &G->P->tok[t];
     if (T->loop < 0) return G->tok_ev[t];
     const mloop *L = &G->P->loop[T->loop];
-    int rl = G->P->tok[reader].loop;
-    int64_t rit = rl >= 0 ? G->it : 0, itc;
+    int64_t itc = ref_iter(G, t, mode, c, reader);
     int64_t done = G->loop_trip[T->loop] >= 0 ? G->loop_trip[T->loop]
                    : G->cur_loop == T->loop ? G->it + 1 : 0;
-    switch (mode & 0xf) {
-    case JN_IR_MM_SAME: itc = G->it; break;
-    case JN_IR_MM_PREV: itc = G->it - 1; break;
-    case JN_IR_MM_ABS: itc = c + ((mode & JN_IR_MM_REL) ? rit : 0); break;
-    case JN_IR_MM_END:
-        if (G->loop_trip[T->loop] < 0) return -1;
-        itc = G->loop_trip[T->loop] - 1 - c - ((mode & JN_IR_MM_REL) ? rit : 0);
-        break;
-    default: return -1;
-    }
     if (itc < 0 || itc >= done) return -1;
     return G->loop_start[T->loop] + itc * L->count + (t - L->first);
+}
+
+/* Ref r names its init now: a carry in iteration 0, a seeded cross-loop
+ * read at its source loop's iteration -1. */
+static int takes_init(const mcur *G, const mref *r, int32_t reader) {
+    if ((r->mode & 0xf) == JN_IR_MM_PREV) return G->it == 0;
+    return (r->mode & JN_IR_MM_SEED) && ref_iter(G, r->a, r->mode, r->c, reader) == -1;
 }
 
 /* Expected identity for a token ref: 1 and *id, or 0. */
 static int ref_id(const jn_rp_matcher *mt, const mcur *G, const mref *r, int32_t reader, uint64_t *id) {
     int64_t e;
-    if ((r->mode & 0xf) == JN_IR_MM_PREV && G->it == 0) {
+    if (r->has_init && takes_init(G, r, reader)) {
         if (r->ikind == JN_IR_MR_INPUT) {
             if (!G->ibound[r->ia]) return 0;
             *id = G->in_id[r->ia];
             return 1;
         }
-        e = ref_event(G, r->ia, r->imode & ~JN_IR_MM_REL, r->ic, G->P->loop[G->P->tok[reader].loop].first);
+        /* read as if just before the loop: the reader's (PREV), the source's (SEED) */
+        int32_t l = G->P->tok[(r->mode & 0xf) == JN_IR_MM_PREV ? reader : r->a].loop;
+        e = ref_event(G, r->ia, r->imode & ~JN_IR_MM_REL, r->ic, G->P->loop[l].first);
         if (e < 0 || e >= mt->nev) return 0;
         *id = mt->ev_ids[e * JN_MAX_OUTS + r->ib];
         return 1;
@@ -848,8 +867,7 @@ static int ref_id(const jn_rp_matcher *mt, const mcur *G, const mref *r, int32_t
 /* A tensor argument against ref r (input or in-place output). */
 static int match_tensor(const jn_rp_matcher *mt, mcur *G, const mref *r, const jn_rp_match_arg *a, int32_t arg) {
     if (r->kind == JN_IR_MR_INPUT) return bind_input(G, r->a, a, arg);
-    if ((r->mode & 0xf) == JN_IR_MM_PREV && G->it == 0 && r->ikind == JN_IR_MR_INPUT)
-        return bind_input(G, r->ia, a, arg);
+    if (r->has_init && r->ikind == JN_IR_MR_INPUT && takes_init(G, r, G->pos)) return bind_input(G, r->ia, a, arg);
     if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
     uint64_t id;
     if (!ref_id(mt, G, r, G->pos, &id)) return fail(G, F_IDENT, arg, -1, (double)a->id, -1);

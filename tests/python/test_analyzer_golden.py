@@ -55,6 +55,9 @@ EXPECT = {
                     "`out %v state=%w` writing back the in-place updated `running` tensor",
     "advancing_offset": "a slice of the text whose start is an int symbol (the offset that advances every "
                         "step) with a SEEN range guard, and loops over time steps whose trip count is a symbol",
+    "attn_seq2seq": "one graph for every source length and target lengths 4..6: the decoder's backward loop "
+                    "reads h[t - 1] of its forward loop by index from a collect of that loop's carry param "
+                    "(the seed at t = 0), the batch stays the constant 4",
 }
 
 _dumps = {}
@@ -254,6 +257,29 @@ def test_seq_len_varies():
             ok.append((g.name, loop, trip, bool(ranged), len(carries), guarded))
     assert ok, "no loop with a symbolic trip count"
     assert any(r and c and gd for _, _, _, r, c, gd in ok), ok
+
+
+def test_attn_seq2seq():
+    """The decoder's forward loop collects its carried state's param (the
+    state each iteration starts from: the encoder's at iteration 0) and the
+    backward loop selects from that collect with a reversed index; one
+    graph covers every source length and the target lengths whose backward
+    loop runs (4..6: at 3 it runs zero times, a variant of its own), its
+    batch the constant 4."""
+    m = module("attn_seq2seq")
+    g = max(m.graphs, key=lambda g: g.int("support"))
+    assert g.int("support") >= 18, [x.header for x in m.graphs]
+    found = []
+    for head, body in _loop_bodies(g):
+        params = {b.split()[1] for b in body if b.startswith("carry ")}
+        for b in body:
+            mm = re.match(r"collect (%\d+) => (%\d+)", b)
+            if mm and mm.group(1) in params:
+                out = mm.group(2)
+                found.append((head, [ln for ln in g.lines if re.search(rf"= select\({re.escape(out)}\)", ln)]))
+    assert any(reads for _, reads in found), found
+    cells = [ln for ln in g.lines if "gru_cell(" in ln]
+    assert cells and all(": f32[4, 16]" in ln for ln in cells), cells[:3]
 
 
 def _variants_decided_at(m, name, needle):

@@ -160,19 +160,21 @@ for s in range(20):
 '''
 
 
-def test_a_loop_graph_that_does_not_verify_falls_back(tmp_path):
-    """An attention seq2seq whose source and target lengths vary: some loop
-    graphs came out with a carry typed unlike its seed (a batch dim tied to
-    a length by coincidence), and the module's verification then failed the
-    whole `janus optimize` with an internal error.  A loop graph is now
-    verified with its self-check and falls back to a variant per trip count,
-    named; the bundle is made and replays as eager."""
-    script = tmp_path / "s2s.py"
-    script.write_text(SEQ2SEQ.format(python=os.path.join(ROOT, "python")))
-    db = tmp_path / "run.db"
-    r = janus("record", "--db", str(db), "--", sys.executable, str(script))
-    assert r.returncode == 0, r.stderr
-    r = janus("optimize", "--no-compile", str(db))
-    assert r.returncode == 0, r.stderr
-    assert "internal error" not in r.stderr, r.stderr
-    assert "stored as bundle" in r.stdout + r.stderr, r.stdout + r.stderr
+def test_lengths_that_move_together_make_loops(tmp_path):
+    """An attention seq2seq whose source and target lengths vary together
+    (S = 4 + 3s mod 7, T = 3 + 5s mod 6).  Dims were told apart by their
+    occurrence among the ops of their line and op, of how many: two steps
+    whose encoder and decoder loops ran other counts with the same total
+    compared an input gradient [8, 16] with a weight gradient [48, 16], the
+    batch became a symbol, and the loop graphs did not verify (a carry
+    typed unlike its seed): before that check, `janus optimize` failed
+    with an internal error; with it, one variant per trip count.  Places
+    are now counted on the folded sequence: every loop forms, and replay
+    runs every step as a graph, bitwise equal to eager."""
+    from test_replay import replay_whole
+    _, _, s = replay_whole(SEQ2SEQ.format(python=os.path.join(ROOT, "python")), [], [], tmp_path, "s2s.py")
+    assert s["pct"] == 100 and s["graphs"] <= 4, s
+    r = janus("optimize", "--no-compile", str(tmp_path / "run.db"))
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "no loop at" not in out, out
+    assert int(SUMMARY.search(out).group(4)) >= 4, out

@@ -569,7 +569,9 @@ jn_status rp_bw_hook(void *ctx, int n, jn_tensor *const *roots, jn_tensor *const
     if (n != 1 || (grads && grads[0])) return decline_at(B, g, pos, RP_BW_ROOTS), JN_OK;
     if (!R->nops) return decline_at(B, g, pos, RP_BW_FIRST_OP), JN_OK;
     if (!where || at.nev != R->nops) return decline_at(B, g, pos, RP_BW_NOT_ONE), JN_OK;
-    if (at.loop != -1) return decline_at(B, g, pos, RP_BW_LOOP), JN_OK;
+    /* at a loop's body end the backward's first event exits the loop (a
+     * loss summed in the time loop): the stretch starts after it */
+    if (at.loop != -1 && !at.loop_end) return decline_at(B, g, pos, RP_BW_LOOP), JN_OK;
     jn_ag_walk w;
     memset(&w, 0, sizeof w);
     jn_status s = jn_ag_walk_graph(roots[0], R->seg_seq0, &w);

@@ -148,10 +148,13 @@ int64_t jn_rp_match_fast_events(const jn_rp_matcher *mt);
 
 /* Batch feeding (replay/region.c: a region template's ops, fed at
  * consecutive tokens).  Where the one cursor left stands: its graph, the
- * token it expects next, its loop (-1) and iteration, and the segment's
- * events so far; 0 when not exactly one cursor follows the segment. */
+ * token it expects next, its loop (-1) and iteration, whether it stands at
+ * that loop's body end (the next event decides between another iteration
+ * and the op after the loop), and the segment's events so far; 0 when not
+ * exactly one cursor follows the segment. */
 typedef struct {
     int32_t graph, pos, loop;
+    int loop_end;
     int64_t it, nev;
 } jn_rp_match_at;
 int jn_rp_match_where(const jn_rp_matcher *mt, jn_rp_match_at *at);

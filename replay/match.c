@@ -1352,6 +1352,7 @@ int jn_rp_match_where(const jn_rp_matcher *mt, jn_rp_match_at *at) {
     if (!mt || mt->nalive != 1 || mt->missed) return 0;
     const mcur *G = mt->alive[0];
     at->graph = G->P->gi, at->pos = G->pos, at->loop = G->cur_loop, at->it = G->it, at->nev = mt->nev;
+    at->loop_end = G->cur_loop >= 0 && G->pos == G->P->loop[G->cur_loop].first + G->P->loop[G->cur_loop].count;
     return 1;
 }
 

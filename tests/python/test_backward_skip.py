@@ -162,6 +162,16 @@ def test_backward_through_a_loop_is_skipped(tmp_path):
     assert "stretch" not in {p["name"] for p in c["backward_places"]}, c
 
 
+def test_backward_of_a_sum_made_in_a_loop_is_skipped(tmp_path):
+    # the loss summed inside the time loop: at backward() the one cursor stands at the
+    # loop's body end (the backward's first op exits the loop); declined as "inside a
+    # loop of its graph" before, every call ran the engine op by op
+    s, c = compare("rnnsum", str(tmp_path))
+    assert s["fell_back"] == 0, s
+    assert c["backward_skipped"] >= 6 and c["backward_learned"] >= 3, c
+    assert "loop" not in {p["name"] for p in c["backward_places"]}, c
+
+
 def test_plans_cap_declines_new_places(tmp_path):
     # the cap on plans in all (256; one here, JANUS_REPLAY_BACKWARD_PLANS): one place is
     # learned (three or more without the cap: test_backward_through_a_loop_is_skipped),

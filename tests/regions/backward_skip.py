@@ -36,7 +36,10 @@ Modes (from step AT on, where it says so):
              graph holds with its trip count a symbol, and the backward
              through time inside the skipped stretch: a plan per length)
   rnnmiss    rnn, and from AT on the first gradient is halved after
-             backward (a miss after a skipped backward with a loop)"""
+             backward (a miss after a skipped backward with a loop)
+  rnnsum     rnn with the loss summed inside the time loop: backward()'s
+             root is the loop's carried sum, and the followed graph's
+             cursor stands at the loop's body end when it is called"""
 import hashlib
 import json
 import sys
@@ -73,14 +76,17 @@ def main():
             opt.param_groups[1]["lr"] = 0.02
         opt.zero_grad()
         if MODE.startswith("rnn"):
-            h = janus.zeros(1, 16)
+            h, loss = janus.zeros(1, 16), 0
             for t in range(3 + i % 4):
                 h = (l1(x[t:t + 1]) + rec(h)).tanh()
+                if MODE == "rnnsum":
+                    loss = loss + ((l2(h) - y[t:t + 1]) ** 2).mean()
         else:
             h = l1(x).tanh()
         if MODE == "hook" and i >= AT:
             h.register_hook(lambda g: g * 2)
-        loss = ((l2(h) - y) ** (3.0 if MODE == "expo" and i % 2 else 2.0)).mean()
+        if MODE != "rnnsum":
+            loss = ((l2(h) - y) ** (3.0 if MODE == "expo" and i % 2 else 2.0)).mean()
         if MODE == "earlier":
             print(f"step {i} before {loss.item().hex()}")
         if MODE == "grad":

@@ -1050,9 +1050,11 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
                     keep |= final_val(&G, e, t, j)->keep;
                     live |= final_val(&G, e, t, j)->live;
                 }
-                /* alive but never read: kept outside loops (in one, it would
-                 * need every iteration's value; replay recomputes it if read) */
-                if (!keep && live && G.T->loop[t] < 0) keep = 1;
+                /* alive but never read: kept too (in a loop, only where the
+                 * last iteration's value is a carry's out, a loss summed in
+                 * the time loop: another body value would need every
+                 * iteration's; replay recomputes it if read) */
+                if (!keep && live) keep = 1;
                 if (!keep || w >= 0 || G.irval[v] < 0) continue;
                 if (jn_ir_output_add(g, JN_IR_OUT_KEEP, G.irval[v], -1) < 0 || note_out(&G, t, j)) err = nomem();
             }

@@ -402,11 +402,25 @@ static int state_apart(rp_run *X) {
     return 0;
 }
 
-/* What the list holds, what was created here, which keep output fills it. */
-static void index_headers(rp_run *X) {
+/* What the list holds, what was created here, which keep output fills it:
+ * a keep output is the final value of a token's object, so of a token in a
+ * loop only its last event's (the events are walked from the end; earlier
+ * iterations' objects die unfilled, as the recording proved unread). */
+static int index_headers(rp_run *X) {
     const jn_replay *R = X->R;
-    for (int64_t e = 0; e < R->nops; e++) {
+    int32_t ntok = 0;
+    for (int64_t e = 0; e < R->nops; e++)
+        if (X->res->ev_token[e] >= ntok) ntok = X->res->ev_token[e] + 1;
+    uint8_t *seen = calloc((size_t)ntok + 1, 1);
+    if (!seen) {
+        snprintf(X->why, X->wn, "graph %s: out of memory indexing the pending list", X->g->name);
+        return 1;
+    }
+    for (int64_t e = R->nops - 1; e >= 0; e--) {
         const rp_op *p = &R->ops[e];
+        int32_t tok = X->res->ev_token[e];
+        int last = tok < 0 || !seen[tok];
+        if (tok >= 0) seen[tok] = 1;
         for (int j = 0; j < p->nin + p->nout; j++) {
             hdr *h = hget(&X->S, rp_op_in(R, p)[j]);
             h->mine = 1;
@@ -415,13 +429,16 @@ static void index_headers(rp_run *X) {
             int k = j - p->nin;
             h->created = 1;
             h->view = (jn_op_info(p->op)->flags & JN_F_VIEW) != 0;
-            int32_t o = jn_rp_match_token_output(R->mt, X->res->graph, X->res->ev_token[e], k);
+            if (!last) continue;
+            int32_t o = jn_rp_match_token_output(R->mt, X->res->graph, tok, k);
             if (o >= 0 && o < X->g->noutputs && X->G->keep_idx[o] >= 0) {
                 h->fill = X->G->keep_idx[o];
                 h->cov = (uint8_t)covers(h->t);
             }
         }
     }
+    free(seen);
+    return 0;
 }
 
 /* Existing tensors written in place must be written back by the graph. */
@@ -755,10 +772,8 @@ int rp_run_graph(jn_replay *R, const jn_rp_match_result *res, char *why, size_t 
     int rc = run_prepare(&X);
     if (!rc) rc = bind_inputs(&X);
     if (!rc) rc = state_apart(&X);
-    if (!rc) {
-        index_headers(&X);
-        rc = check_state(&X);
-    }
+    if (!rc) rc = index_headers(&X);
+    if (!rc) rc = check_state(&X);
     if (!rc) rc = find_reached(&X);
     if (!rc) rc = compute_held(&X);
     if (!rc) rc = run_exec(&X);

@@ -178,3 +178,42 @@ def test_lengths_that_move_together_make_loops(tmp_path):
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "no loop at" not in out, out
     assert int(SUMMARY.search(out).group(4)) >= 4, out
+
+
+SUM_IN_LOOP = r'''
+import sys
+sys.path.insert(0, {python!r})
+import janus, janus.nn as nn
+janus.manual_seed(0)
+cell, head = nn.RNNCell(4, 8), nn.Linear(8, 2)
+opt = janus.optim.SGD(list(cell.parameters()) + list(head.parameters()), lr=0.1)
+xs = janus.randn(16, 3, 4)
+for s in range(12):
+    h, loss = janus.zeros(3, 8), 0
+    for t in range(3 + s % 3):
+        h = cell(xs[t], h)
+        loss = loss + head(h).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print("weight", float(head.weight.sum()))
+'''
+
+
+def test_a_sum_made_in_a_loop_and_never_read_is_kept(tmp_path):
+    """A loss summed inside the time loop that the script never reads: alive
+    at each segment's end (a Python variable holds it) but never read.  Such a
+    value is kept outside loops; in a loop it was not (other body values
+    would need every iteration's), so replay built a deferred slice of the
+    whole forward every step.  The carried sum's out is kept now."""
+    script = tmp_path / "sum.py"
+    script.write_text(SUM_IN_LOOP.format(python=os.path.join(ROOT, "python")))
+    db = tmp_path / "run.db"
+    r = janus("record", "--db", str(db), "--", sys.executable, str(script))
+    assert r.returncode == 0, r.stderr
+    r = janus("optimize", "--no-compile", str(db), "--dump-ir")
+    assert r.returncode == 0, r.stderr
+    head, body = max(graphs(r.stdout).values(), key=lambda hb: int(re.search(r"support=(\d+)", hb[0]).group(1)))
+    outs = {re.search(r"=> (%\d+)", x).group(1) for _, b in loops(body) for x in b if x.startswith("carry ")}
+    kept = {m.group(1) for x in body for m in [re.match(r"\s*out (%\d+) keep", x)] if m}
+    assert outs and kept & outs, (outs, kept)

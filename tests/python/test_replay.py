@@ -778,6 +778,54 @@ def test_values_graphs_do_not_keep_read_after_replay(tmp_path):
     assert summary(rr.stderr)["fell_back"] == 0, rr.stderr[-2000:]
 
 
+HELD_ITERATIONS = r'''
+import sys
+sys.path.insert(0, {python!r})
+import janus, janus.nn as nn
+steps, read_from = int(sys.argv[1]), int(sys.argv[2])
+janus.manual_seed(0)
+cell, head = nn.RNNCell(4, 8), nn.Linear(8, 2)
+opt = janus.optim.SGD(list(cell.parameters()) + list(head.parameters()), lr=0.1)
+xs = janus.randn(16, 3, 4)
+for s in range(steps):
+    T = 3 + s % 3
+    h, hs = janus.zeros(3, 8), []
+    for t in range(T):
+        h = cell(xs[t], h)
+        hs.append(h)
+    loss = head(h).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if s >= read_from:
+        print(s, [float(v).hex() for v in hs[0].sum(1).tolist()])
+print("loss", float(loss).hex())
+'''
+
+
+def test_an_earlier_iterations_value_read_after_its_graph_ran(tmp_path):
+    """A time loop (an IR loop: its count varies) whose every iteration's
+    state Python keeps in a list the recording never read.  A graph's keep
+    output is the final value of its token's object, so in a loop only the
+    last iteration's; every iteration's header was filled with it, and a
+    later read of hs[0] printed the last state.  Now the earlier ones are
+    left to the deferred slice, computed when read."""
+    script = os.path.join(str(tmp_path), "held.py")
+    with open(script, "w") as f:
+        f.write(HELD_ITERATIONS.format(python=os.path.join(ROOT, "python")))
+    db = os.path.join(str(tmp_path), "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, script, "12", "1000", timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = janus("optimize", db, timeout=300)
+    assert r.returncode == 0 and " 0 loops" not in r.stderr, r.stderr[-2000:]
+    e = subprocess.run([sys.executable, script, "12", "5"], capture_output=True, text=True, env=env(), timeout=300)
+    rr = subprocess.run([sys.executable, script, "12", "5"], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0"), timeout=300)
+    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    assert rr.stdout == e.stdout
+    assert summary(rr.stderr)["pct"] > 0, rr.stderr[-2000:]
+
+
 # ------------------------------------------------ memory: moved, not copied
 LOADER = '''
 import os, resource, sys

@@ -73,6 +73,18 @@ static int is_consumer(sc *S, int32_t C) {
     return 1;
 }
 
+/* The recorded op at pos is a template op whose stack/cat generalize.c
+ * rewrote from a collect (G->coll_out): then the graph has the rewrite
+ * there (or nothing, for stack(dim=0)), whatever node comes next -- which
+ * may be another stack (an LSTM's final states after its last layer's
+ * outputs). */
+static int rewritten_at(const sc *S) {
+    const an_tmpl *T = S->G->T;
+    for (int32_t t = 0; t < T->nt; t++)
+        if (T->loop[t] < 0 && T->eop[S->e][t] == S->pos) return S->G->coll_out[t] >= 0;
+    return 0;
+}
+
 /* Node n; *skip = extra nodes it consumed (a consumer chain). */
 static const char *node(sc *S, int32_t n, int32_t *skip) {
     const jn_ir_graph *g = S->G->g;
@@ -90,7 +102,7 @@ static const char *node(sc *S, int32_t n, int32_t *skip) {
     }
     if (S->pos >= x->nops) return fail(S, "the graph has node %d (%s) after the last recorded op", n, an_op_name(nd->op));
     const an_op *o = &x->ops[S->pos];
-    if ((o->op == JN_OP_stack || o->op == JN_OP_cat) && (int)nd->op != o->op) {
+    if ((o->op == JN_OP_stack || o->op == JN_OP_cat) && ((int)nd->op != o->op || rewritten_at(S))) {
         /* a stack/cat of a loop's values: rewritten from its collect */
         int64_t d = x->attrv[o->attr0].i;
         int stack = o->op == JN_OP_stack, r = o->nin ? x->refs[o->ref0].ndim : 0;

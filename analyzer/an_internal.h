@@ -381,6 +381,13 @@ typedef struct an_gen {
     int32_t *ivar, *irloop;   /* per template loop: its induction symbol, its IR loop */
     int32_t *xcoll;           /* per cross-loop read (an_txread): the collect it selects from */
     int64_t *rng_vec;         /* per exemplar: the first random op's offset (the rng symbol) */
+    /* The random ops before the next one, outside loops: their outputs' numel
+     * summed as an expression of the graph's dims, and per exemplar as
+     * recorded; rng_exact 0 once one is in a loop or a distance was not that
+     * sum (the dispatcher advances the offset by each random op's numel). */
+    jn_ir_dim rng_dist;
+    int64_t *rng_sum;
+    int rng_exact;
     int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
     int32_t *node_of;         /* template op -> its IR node (gen_node), -1 */
     int32_t *out_t, *out_j;   /* per graph output: the template op and output it came from */

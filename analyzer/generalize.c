@@ -753,8 +753,18 @@ static jn_status gen_node(an_gen *G, int32_t t) {
                     for (int e = 0; e < G->m; e++) G->rng_vec[e] = G->E[e]->rng_first;
                 }
                 /* the distance from the first random op (0 for the first; in a
-                 * loop body, a step of the op's numel per iteration) */
-                jn_ir_dim d = gen_islot(G, t, is++, o->site, &err);
+                 * loop body, a step of the op's numel per iteration): outside
+                 * loops the numel of the random ops before it, an expression of
+                 * this graph's dims (a first step seen once, its shapes
+                 * symbols, keeps the relation where its batch differs) */
+                int exact = G->rng_exact && G->T->loop[t] < 0 && !o->synth;
+                for (int e = 0; e < G->m && exact; e++) {
+                    const an_islot *x = &G->E[e]->islots[eop(G, e, t)->islot0 + is];
+                    exact = !x->varied && x->first == G->rng_sum[e];
+                }
+                if (!exact) G->rng_exact = 0;
+                jn_ir_dim d = exact ? G->rng_dist : gen_islot(G, t, is, o->site, &err);
+                is++;
                 if (err) return err;
                 a.a[k].i = d == 0 ? jn_ir_sym_dim(G->g, G->rng)
                                   : jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_sym_dim(G->g, G->rng), d);
@@ -779,6 +789,23 @@ static jn_status gen_node(an_gen *G, int32_t t) {
         memcpy(types[0].shape, G->g->values[in[0]].shape, sizeof types[0].shape);
     int32_t n = jn_ir_node_add(G->g, (jn_op)o->op, o->nin, in, &a, o->nout, types, o->site);
     if (n < 0) return nomem();
+    if ((info->flags & JN_F_RAND) && G->rng_exact) { /* the next random op's distance: + this one's numel */
+        jn_ir_dim numel = 1;
+        for (int d = 0; d < types[0].ndim && numel != JN_IR_DIM_ERROR; d++)
+            numel = jn_ir_dim_op(G->g, JN_IR_E_MUL, numel, types[0].shape[d]);
+        jn_ir_dim sum = numel == JN_IR_DIM_ERROR ? numel : jn_ir_dim_op(G->g, JN_IR_E_ADD, G->rng_dist, numel);
+        if (sum == JN_IR_DIM_ERROR) {
+            G->rng_exact = 0;
+        } else {
+            G->rng_dist = sum;
+            for (int e = 0; e < G->m; e++) {
+                const an_ref *rr = &G->E[e]->refs[eop(G, e, t)->ref0 + o->nin];
+                int64_t k = 1;
+                for (int d = 0; d < rr->ndim; d++) k *= rr->shape[d];
+                G->rng_sum[e] += k;
+            }
+        }
+    }
     memcpy(G->g->nodes[n].attr_input, attr_input, sizeof attr_input);
     G->node_of[t] = n;
     if (G->T->loop[t] >= 0) G->g->nodes[n].loop = G->irloop[G->T->loop[t]];
@@ -951,6 +978,8 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     G.g = g;
     G.m = s->nex;
     G.rng = -1;
+    G.rng_exact = 1;
+    G.rng_dist = 0;
     G.pos_t = -1;
     G.T = s->tmpl;
     jn_status err = JN_OK;
@@ -968,11 +997,12 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     G.trip_hi = calloc((size_t)nl + 1, sizeof(int64_t));
     G.xcoll = malloc(sizeof(int32_t) * (size_t)(G.T->nxr + 1));
     G.node_of = malloc(sizeof(int32_t) * (size_t)(G.T->nt + 1));
+    G.rng_sum = calloc((size_t)G.m + 1, sizeof(int64_t));
     if (op_occ(E0, &G.occ)) {
         err = nomem();
         goto done;
     }
-    if (!G.node_of ||
+    if (!G.node_of || !G.rng_sum ||
         !G.xcoll || !G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
         !G.trip_lo || !G.trip_hi) {
         err = nomem();
@@ -1077,6 +1107,7 @@ done:
     free(G.ext_at_ref);
     free(G.xcoll);
     free(G.rng_vec);
+    free(G.rng_sum);
     free(G.coll_out);
     free(G.ivar);
     free(G.irloop);

@@ -35,7 +35,10 @@
  *             with a NEED guard itself.
  *   Python scalars   the same: IN_SCALAR with a pytype guard.
  *   Philox offset    the first random op's offset is the symbol `rng`; later
- *             ones rng + (the generalized distance).
+ *             ones rng + (the distance): outside loops the numel of the
+ *             random ops before it (the dispatcher advances the offset by
+ *             each one's numel), an expression of this graph's dims;
+ *             in and after a loop with random ops, generalized like an int.
  *   inputs    state (PARAM/STATE, or any outside tensor written here), host
  *             batches, carries (tensors of earlier segments).
  *   outputs   state write-backs, then values Python still references.

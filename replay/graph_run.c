@@ -163,12 +163,15 @@ struct rp_runbuf {
     hdr *h;
     int64_t hcap;
     sset W, Pub, Kept;
+    uint8_t *tseen;     /* index_headers: per matcher token, seen (all 0 between runs) */
+    int64_t tcap;
     int busy;
 };
 
 static void runbuf_free(struct rp_runbuf *B) {
     if (!B) return;
     free(B->h);
+    free(B->tseen);
     sset_free(&B->W);
     sset_free(&B->Pub);
     sset_free(&B->Kept);
@@ -411,11 +414,14 @@ static int index_headers(rp_run *X) {
     int32_t ntok = 0;
     for (int64_t e = 0; e < R->nops; e++)
         if (X->res->ev_token[e] >= ntok) ntok = X->res->ev_token[e] + 1;
-    uint8_t *seen = calloc((size_t)ntok + 1, 1);
-    if (!seen) {
-        snprintf(X->why, X->wn, "graph %s: out of memory indexing the pending list", X->g->name);
-        return 1;
+    if (X->B->tcap <= ntok) {
+        uint8_t *t = calloc((size_t)ntok + 1, 1);
+        if (!t) return oom(X);
+        free(X->B->tseen);
+        X->B->tseen = t;
+        X->B->tcap = ntok + 1;
     }
+    uint8_t *seen = X->B->tseen;
     for (int64_t e = R->nops - 1; e >= 0; e--) {
         const rp_op *p = &R->ops[e];
         int32_t tok = X->res->ev_token[e];
@@ -437,7 +443,7 @@ static int index_headers(rp_run *X) {
             }
         }
     }
-    free(seen);
+    memset(seen, 0, (size_t)ntok);
     return 0;
 }
 

@@ -793,21 +793,20 @@ static jn_status gen_node(an_gen *G, int32_t t) {
     int32_t n = jn_ir_node_add(G->g, (jn_op)o->op, o->nin, in, &a, o->nout, types, o->site);
     if (n < 0) return nomem();
     if ((info->flags & JN_F_RAND) && G->rng_exact) { /* the next random op's distance: + this one's numel */
-        jn_ir_dim numel = 1;
-        for (int d = 0; d < types[0].ndim && numel != JN_IR_DIM_ERROR; d++)
-            numel = jn_ir_dim_op(G->g, JN_IR_E_MUL, numel, types[0].shape[d]);
-        jn_ir_dim sum = numel == JN_IR_DIM_ERROR ? numel : jn_ir_dim_op(G->g, JN_IR_E_ADD, G->rng_dist, numel);
-        if (sum == JN_IR_DIM_ERROR) {
-            G->rng_exact = 0;
-        } else {
-            G->rng_dist = sum;
-            for (int e = 0; e < G->m; e++) {
-                const an_ref *rr = &G->E[e]->refs[eop(G, e, t)->ref0 + o->nin];
-                int64_t k = 1;
-                for (int d = 0; d < rr->ndim; d++) k *= rr->shape[d];
-                G->rng_sum[e] += k;
-            }
+        int ok = 1;
+        for (int e = 0; e < G->m && ok; e++) { /* as recorded (a corrupt store's shapes overflow: not exact) */
+            const an_ref *rr = &G->E[e]->refs[eop(G, e, t)->ref0 + o->nin];
+            int64_t k = 1;
+            for (int d = 0; d < rr->ndim && ok; d++) ok = !__builtin_mul_overflow(k, rr->shape[d], &k);
+            ok = ok && !__builtin_add_overflow(G->rng_sum[e], k, &G->rng_sum[e]);
         }
+        jn_ir_dim numel = 1;
+        for (int d = 0; d < types[0].ndim && ok && numel != JN_IR_DIM_ERROR; d++)
+            numel = jn_ir_dim_op(G->g, JN_IR_E_MUL, numel, types[0].shape[d]);
+        jn_ir_dim sum = !ok || numel == JN_IR_DIM_ERROR ? JN_IR_DIM_ERROR
+                                                        : jn_ir_dim_op(G->g, JN_IR_E_ADD, G->rng_dist, numel);
+        if (sum == JN_IR_DIM_ERROR) G->rng_exact = 0;
+        else G->rng_dist = sum;
     }
     memcpy(G->g->nodes[n].attr_input, attr_input, sizeof attr_input);
     G->node_of[t] = n;

@@ -198,6 +198,22 @@ typedef struct {
 
 static int choose(mctx *M, const inst *I, int64_t n, int32_t rl, int allow_prev, mref *out);
 
+/* out: output k of token t in mode, read as init where the mode says (PREV
+ * in iteration 0, SEED at the source loop's iteration -1). */
+static int with_init(mref *out, int32_t t, int32_t k, int mode, const mref *init) {
+    out->kind = JN_IR_MR_TOKEN;
+    out->a = t;
+    out->b = k;
+    out->mode = mode;
+    out->has_init = 1;
+    out->ikind = init->kind;
+    out->imode = init->mode;
+    out->ia = init->a;
+    out->ib = init->b;
+    out->ic = init->c;
+    return 0;
+}
+
 /* The mode and c of a cross-loop ref (source loop lc, reader loop rl) that
  * explains every instance, 0; -1 when neither ABS nor END does.  seed_t/k:
  * instances that are not that token's are its loop's iteration -1 (the
@@ -278,19 +294,8 @@ static int choose(mctx *M, const inst *I, int64_t n, int32_t rl, int allow_prev,
             int r = choose(M, J, m, -1, 0, &init);
             free(J);
             if (r == -2) return r;
-            if (!r && !(init.kind == JN_IR_MR_TOKEN && T->loop[init.a] == lc)) {
-                out->kind = JN_IR_MR_TOKEN;
-                out->a = tc;
-                out->b = kc;
-                out->mode |= JN_IR_MM_SEED;
-                out->has_init = 1;
-                out->ikind = init.kind;
-                out->imode = init.mode;
-                out->ia = init.a;
-                out->ib = init.b;
-                out->ic = init.c;
-                return 0;
-            }
+            if (!r && !(init.kind == JN_IR_MR_TOKEN && T->loop[init.a] == lc))
+                return with_init(out, tc, kc, out->mode | JN_IR_MM_SEED, &init);
         }
     }
     if (!allow_prev || rl < 0) return -1;
@@ -318,17 +323,7 @@ static int choose(mctx *M, const inst *I, int64_t n, int32_t rl, int allow_prev,
     int r = choose(M, J, m, -1, 0, &init);
     free(J);
     if (r) return r;
-    out->kind = JN_IR_MR_TOKEN;
-    out->a = tc;
-    out->b = kc;
-    out->mode = JN_IR_MM_PREV;
-    out->has_init = 1;
-    out->ikind = init.kind;
-    out->imode = init.mode;
-    out->ia = init.a;
-    out->ib = init.b;
-    out->ic = init.c;
-    return 0;
+    return with_init(out, tc, kc, JN_IR_MM_PREV, &init);
 }
 
 /* Instances of slot q of template op t over every exemplar and iteration. */

@@ -758,22 +758,32 @@ if sys.argv[1] == "read":
 '''
 
 
+def record_then_run(tmp_path, name, source, rec_args, args):
+    """source written as a script, recorded with rec_args and optimized,
+    then run with args eagerly and replayed with every graph (no probe):
+    (optimize's CompletedProcess, eager's, replay's)."""
+    script = os.path.join(str(tmp_path), name)
+    with open(script, "w") as f:
+        f.write(source)
+    db = os.path.join(str(tmp_path), "run.db")
+    r = janus("record", "--db", db, "--", sys.executable, script, *rec_args, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    opt = janus("optimize", db, timeout=300)
+    assert opt.returncode == 0, opt.stderr[-2000:]
+    e = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env(), timeout=300)
+    rr = subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
+                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0"), timeout=300)
+    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    return opt, e, rr
+
+
 def test_values_graphs_do_not_keep_read_after_replay(tmp_path):
     """Parameters of a module the training never uses: the recording never
     read their initial values again, so the first graph does not keep them
     (a deferred slice computes them if read).  Read after replay ended (a
     state_dict saved at exit, replay_probe's final weights), they are
     computed when replay ends, not lost (rp_slice_settle)."""
-    script = os.path.join(str(tmp_path), "unread.py")
-    with open(script, "w") as f:
-        f.write(UNREAD.format(root=ROOT))
-    db = os.path.join(str(tmp_path), "run.db")
-    assert janus("record", "--db", db, "--", sys.executable, script, "noread", timeout=300, cwd=ROOT).returncode == 0
-    assert janus("optimize", db, timeout=300).returncode == 0
-    e = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True, env=env(), timeout=300)
-    rr = subprocess.run([sys.executable, script, "read"], capture_output=True, text=True,
-                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0"), timeout=300)
-    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    _, e, rr = record_then_run(tmp_path, "unread.py", UNREAD.format(root=ROOT), ["noread"], ["read"])
     assert rr.stdout == e.stdout and "unused" in rr.stdout
     assert summary(rr.stderr)["fell_back"] == 0, rr.stderr[-2000:]
 
@@ -810,18 +820,9 @@ def test_an_earlier_iterations_value_read_after_its_graph_ran(tmp_path):
     last iteration's; every iteration's header was filled with it, and a
     later read of hs[0] printed the last state.  Now the earlier ones are
     left to the deferred slice, computed when read."""
-    script = os.path.join(str(tmp_path), "held.py")
-    with open(script, "w") as f:
-        f.write(HELD_ITERATIONS.format(python=os.path.join(ROOT, "python")))
-    db = os.path.join(str(tmp_path), "run.db")
-    r = janus("record", "--db", db, "--", sys.executable, script, "12", "1000", timeout=300, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-2000:]
-    r = janus("optimize", db, timeout=300)
-    assert r.returncode == 0 and " 0 loops" not in r.stderr, r.stderr[-2000:]
-    e = subprocess.run([sys.executable, script, "12", "5"], capture_output=True, text=True, env=env(), timeout=300)
-    rr = subprocess.run([sys.executable, script, "12", "5"], capture_output=True, text=True,
-                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0"), timeout=300)
-    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    opt, e, rr = record_then_run(tmp_path, "held.py", HELD_ITERATIONS.format(python=os.path.join(ROOT, "python")),
+                                 ["12", "1000"], ["12", "5"])
+    assert " 0 loops" not in opt.stderr, opt.stderr[-2000:]
     assert rr.stdout == e.stdout
     assert summary(rr.stderr)["pct"] > 0, rr.stderr[-2000:]
 
@@ -853,17 +854,8 @@ def test_random_offsets_follow_the_shapes_of_a_step_seen_once(tmp_path):
     of the random ops before it, and that distance was a constant (5 * 8
     after randn): a first batch of 6 missed at the dropout.  Outside loops
     the distance is now that sum as an expression of the graph's dims."""
-    script = os.path.join(str(tmp_path), "first.py")
-    with open(script, "w") as f:
-        f.write(FIRST_STEP_RANDOM.format(python=os.path.join(ROOT, "python")))
-    db = os.path.join(str(tmp_path), "run.db")
-    r = janus("record", "--db", db, "--", sys.executable, script, "5", "12", timeout=300, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert janus("optimize", db, timeout=300).returncode == 0
-    e = subprocess.run([sys.executable, script, "6", "12"], capture_output=True, text=True, env=env(), timeout=300)
-    rr = subprocess.run([sys.executable, script, "6", "12"], capture_output=True, text=True,
-                        env=env(JANUS_REPLAY_DB=db, JANUS_REPLAY_ADAPT="0"), timeout=300)
-    assert e.returncode == 0 and rr.returncode == 0, rr.stderr[-3000:]
+    _, e, rr = record_then_run(tmp_path, "first.py", FIRST_STEP_RANDOM.format(python=os.path.join(ROOT, "python")),
+                               ["5", "12"], ["6", "12"])
     assert rr.stdout == e.stdout
     assert summary(rr.stderr)["fell_back"] == 0, rr.stderr[-2000:]
 

@@ -293,6 +293,10 @@ typedef struct {
     int32_t *count, *estart;      /* per exemplar: trip count, op index of iteration 0 */
     an_tcarry *carry; int32_t ncarry;
     an_tcollect *coll; int32_t ncoll;
+    uint32_t *kept;               /* per body op: bit k, output k is kept by Python in an
+                                   * iteration before the last (autograd's saved values
+                                   * across a sync): collected, each iteration's object
+                                   * filled from its slice (JN_IR_MO_ALL) */
 } an_tloop;
 
 /* A read of another loop's body value, not through a carry: the body
@@ -323,6 +327,12 @@ typedef struct an_tmpl {
     int64_t *slope;               /* E0 int slot -> per-iteration step of a body attribute */
     an_txread *xr; int32_t nxr;   /* reads of other loops' values (see an_txread) */
     int32_t *xread_of_ref;        /* E0 ref index -> xr index + 1, 0 */
+    int32_t *each_of_ref;         /* E0 ref index -> loop + 1: reads an outside tensor of
+                                   * its own per iteration (a stacked input), 0 */
+    int32_t *eachprev_of_ref;     /* E0 ref index -> the each_of_ref ref + 1 whose previous
+                                   * iteration's tensor it reads (iteration 0: its own), 0 */
+    int32_t *eachlast_of_ref;     /* E0 ref of an op after the loops -> the each_of_ref ref + 1
+                                   * whose last iteration's tensor it reads, 0 */
 } an_tmpl;
 
 void an_tmpl_free(an_tmpl *t);
@@ -380,6 +390,8 @@ typedef struct an_gen {
     int32_t *coll_out;        /* template op -> the collect it consumes (IR value), -1 */
     int32_t *ivar, *irloop;   /* per template loop: its induction symbol, its IR loop */
     int32_t *xcoll;           /* per cross-loop read (an_txread): the collect it selects from */
+    int32_t *each_sel;        /* E0 ref of a stacked read: its select in the body, -1 */
+    int32_t *eprev;           /* E0 ref of a previous-iteration stacked read: its carry + 1, 0 */
     int64_t *rng_vec;         /* per exemplar: the first random op's offset (the rng symbol) */
     /* The random ops before the next one, outside loops: their outputs' numel
      * summed as an expression of the graph's dims, and per exemplar as
@@ -390,7 +402,8 @@ typedef struct an_gen {
     int rng_exact;
     int64_t *trip_lo, *trip_hi; int32_t ntrip;   /* per IR loop: trip counts seen */
     int32_t *node_of;         /* template op -> its IR node (gen_node), -1 */
-    int32_t *out_t, *out_j;   /* per graph output: the template op and output it came from */
+    int32_t *out_t, *out_j;   /* per graph output: the template op and output it came from, */
+    uint8_t *out_all;         /* ... 1: a collect of every iteration's object (an_tloop.kept) */
     char what[96];            /* what the dim or int being generalized is, for guard notes */
     int32_t *occ;             /* per E0 op: which of its line's ops it is, of how many, its iteration */
     uint64_t place;           /* an_dim_key of what an_gen_dim generalizes now, 0 none */

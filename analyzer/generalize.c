@@ -640,8 +640,52 @@ static jn_status gen_op_inputs(an_gen *G, int32_t t) {
     for (int32_t q = 0; q < o->nin + o->nout; q++) {
         int32_t v = G->ext_at_ref[o->ref0 + q];
         jn_status err;
+        if (G->T->each_of_ref && G->T->each_of_ref[o->ref0 + q]) continue; /* stacked: gen_each */
         if (v >= 0 && G->irval[v] < 0 && (err = gen_input(G, v, t, q))) return err;
     }
+    return JN_OK;
+}
+
+/* select(sv, 0, idx) of a [trip, ...] value (a collect, a stacked input),
+ * in IR loop irloop (-1: outside loops). */
+static jn_status gen_row(an_gen *G, int32_t sv, jn_ir_dim idx, int32_t irloop, int64_t site, int32_t *val) {
+    jn_ir_value ty = G->g->values[sv];
+    ty.kind = JN_IR_V_NODE;
+    ty.ndim--;
+    memmove(ty.shape, ty.shape + 1, sizeof(jn_ir_dim) * ty.ndim);
+    jn_attrs a;
+    memset(&a, 0, sizeof a);
+    a.a[0].i = 0;
+    a.a[1].i = idx;
+    int32_t n = jn_ir_node_add(G->g, JN_OP_select, 1, &sv, &a, 1, &ty, site);
+    if (n < 0) return nomem();
+    if (irloop >= 0) G->g->nodes[n].loop = irloop;
+    *val = G->g->nodes[n].out[0];
+    return JN_OK;
+}
+
+/* Input q of body op t reads an outside tensor of its own per iteration
+ * (an_tmpl.each_of_ref): select(in, 0, i) of a graph input stacked over
+ * the loop's trip, made at the first such read of E0's iteration-0 value
+ * (further reads of that tensor in the body select from the same input). */
+static jn_status gen_each(an_gen *G, int32_t t, int32_t q, int64_t site, int32_t *val) {
+    const an_op *o = eop(G, 0, t);
+    const an_ref *r0 = &G->E[0]->refs[o->ref0 + q];
+    int32_t v = r0->val, l = G->T->loop[t], L = G->irloop[l];
+    jn_status err;
+    if (G->irval[v] < 0) {
+        jn_ir_dim shape[JN_MAX_DIMS];
+        if (r0->ndim + 1 > JN_MAX_DIMS) return jn_error(JN_ERR_VALUE, "analyzer: a stacked input has too many dims");
+        shape[0] = G->g->loops[L].trip;
+        if ((err = gen_shape(G, t, q, site, shape + 1, 0))) return err;
+        int32_t in = jn_ir_input_add(G->g, JN_IR_IN_CARRY, (jn_dtype)r0->dtype, r0->device, r0->ndim + 1, shape, site);
+        if (in < 0) return nomem();
+        G->irval[v] = G->g->inputs[in].value;
+        G->irin[v] = in;
+        if ((err = an_guard_tensor_input(G, in, site))) return err;
+    }
+    if ((err = gen_row(G, G->irval[v], jn_ir_sym_dim(G->g, G->ivar[l]), L, site, val))) return err;
+    G->each_sel[o->ref0 + q] = *val;
     return JN_OK;
 }
 
@@ -660,19 +704,15 @@ static jn_status gen_xread(an_gen *G, int32_t k, int32_t t, int64_t site, int32_
         idx = X->c;
         if (X->at >= 0) idx = jn_ir_dim_op(G->g, JN_IR_E_ADD, jn_ir_sym_dim(G->g, G->ivar[X->at]), X->c);
     }
-    jn_ir_value ty = G->g->values[cv];
-    ty.kind = JN_IR_V_NODE;
-    ty.ndim--;
-    memmove(ty.shape, ty.shape + 1, sizeof(jn_ir_dim) * ty.ndim);
-    jn_attrs a;
-    memset(&a, 0, sizeof a);
-    a.a[0].i = 0;
-    a.a[1].i = idx;
-    int32_t n = jn_ir_node_add(G->g, JN_OP_select, 1, &cv, &a, 1, &ty, site);
-    if (n < 0) return nomem();
-    if (G->T->loop[t] >= 0) G->g->nodes[n].loop = G->irloop[G->T->loop[t]];
-    *val = G->g->nodes[n].out[0];
-    return JN_OK;
+    return gen_row(G, cv, idx, G->T->loop[t] >= 0 ? G->irloop[G->T->loop[t]] : -1, site, val);
+}
+
+/* select(in, 0, trip - 1) of the stacked input read at E0 ref src (an op
+ * after its loop reading the loop's last iteration's tensor). */
+static jn_status gen_eachlast(an_gen *G, int32_t src, int64_t site, int32_t *val) {
+    int32_t sv = G->irval[G->E[0]->refs[src].val], l = G->T->each_of_ref[src] - 1;
+    if (sv < 0 || l < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: a stacked input read before its loop");
+    return gen_row(G, sv, jn_ir_dim_op(G->g, JN_IR_E_SUB, G->g->loops[G->irloop[l]].trip, 1), -1, site, val);
 }
 
 static jn_status gen_node(an_gen *G, int32_t t) {
@@ -694,6 +734,18 @@ static jn_status gen_node(an_gen *G, int32_t t) {
         int32_t xr = G->T->xread_of_ref ? G->T->xread_of_ref[r] : 0;
         if (xr) {
             if ((err = gen_xread(G, xr - 1, t, o->site, &in[j]))) return err;
+            continue;
+        }
+        if (G->T->each_of_ref && G->T->each_of_ref[r]) {
+            if ((err = gen_each(G, t, j, o->site, &in[j]))) return err;
+            continue;
+        }
+        if (G->T->eachlast_of_ref && G->T->eachlast_of_ref[r]) { /* after the loop: its last iteration's */
+            if ((err = gen_eachlast(G, G->T->eachlast_of_ref[r] - 1, o->site, &in[j]))) return err;
+            continue;
+        }
+        if (G->eprev && G->eprev[r]) { /* the previous iteration's stacked read */
+            in[j] = G->g->loops[G->irloop[G->T->loop[t]]].carry[G->eprev[r] - 1].param;
             continue;
         }
         if (G->irval[v] < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: value %d used before defined", v);
@@ -816,6 +868,21 @@ static jn_status gen_node(an_gen *G, int32_t t) {
     return JN_OK;
 }
 
+/* The IR value of body op j's output idx in loop TL (iteration 0 of E0). */
+static int32_t kept_body(const an_gen *G, const an_tloop *TL, int32_t j, int idx) {
+    const an_op *b = &G->E[0]->ops[TL->estart[0] + j];
+    return G->irval[G->E[0]->refs[b->ref0 + b->nin + idx].val];
+}
+
+/* IR loop L's collect of body value `body`, added once: its out (-1 on OOM). */
+static int32_t loop_collect(an_gen *G, int32_t L, int32_t body) {
+    const jn_ir_loop *gl = &G->g->loops[L];
+    for (int32_t c = 0; c < gl->ncollect; c++)
+        if (gl->collect[c].body == body) return gl->collect[c].out;
+    int32_t c = jn_ir_loop_collect(G->g, L, body);
+    return c < 0 ? -1 : G->g->loops[L].collect[c].out;
+}
+
 /* A loop of the template: trip symbol, induction variable, carries, body,
  * carried-out values, collects. */
 static jn_status gen_loop(an_gen *G, int32_t l) {
@@ -849,6 +916,20 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
             return jn_error(JN_ERR_VALUE, "analyzer: internal error: loop seed %d undefined", TL->carry[k].init);
         if (jn_ir_loop_carry(G->g, L, init) != k) return nomem();
     }
+    /* reads of the stacked read's previous iteration: carries seeded by the
+     * tensor iteration 0 reads, whose next is that iteration's select */
+    for (int32_t j = 0; j < TL->p && G->T->eachprev_of_ref; j++) {
+        const an_op *b = &E0->ops[TL->estart[0] + j];
+        for (int q = 0; q < b->nin; q++) {
+            int32_t r = b->ref0 + q;
+            if (!G->T->eachprev_of_ref[r]) continue;
+            int32_t init = G->irval[E0->refs[r].val];
+            if (init < 0) return jn_error(JN_ERR_VALUE, "analyzer: internal error: a stacked read's seed is undefined");
+            int32_t k = jn_ir_loop_carry(G->g, L, init);
+            if (k < 0) return nomem();
+            G->eprev[r] = k + 1;
+        }
+    }
     int32_t first = G->g->nnodes;
     for (int32_t j = 0; j < TL->p; j++)
         if ((err = gen_node(G, TL->tfirst + j))) return err;
@@ -860,6 +941,16 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
         jn_ir_loop *gl = &G->g->loops[L];
         gl->carry[k].next = G->irval[E0->refs[nx->ref0 + nx->nin + TL->carry[k].next_idx].val];
         G->irval[E0->refs[last->ref0 + last->nin + TL->carry[k].next_idx].val] = gl->carry[k].out;
+    }
+    for (int32_t j = 0; j < TL->p && G->T->eachprev_of_ref; j++) {
+        const an_op *b = &E0->ops[s0 + j];
+        for (int q = 0; q < b->nin; q++) {
+            int32_t r = b->ref0 + q, src = G->T->eachprev_of_ref[r] - 1;
+            if (src < 0) continue;
+            if (G->each_sel[src] < 0)
+                return jn_error(JN_ERR_VALUE, "analyzer: internal error: a stacked read follows none");
+            G->g->loops[L].carry[G->eprev[r] - 1].next = G->each_sel[src];
+        }
     }
     for (int32_t k = 0; k < TL->ncoll; k++) {
         const an_op *b = &E0->ops[s0 + TL->coll[k].body_j];
@@ -881,12 +972,12 @@ static jn_status gen_loop(an_gen *G, int32_t l) {
                 return jn_error(JN_ERR_VALUE, "analyzer: internal error: a read of a carry's input without the carry");
             body = gl->carry[k2].param;
         }
-        int32_t c;
-        for (c = 0; c < gl->ncollect; c++)
-            if (gl->collect[c].body == body) break;
-        if (c == gl->ncollect && jn_ir_loop_collect(G->g, L, body) != c) return nomem();
-        G->xcoll[k] = G->g->loops[L].collect[c].out;
+        if ((G->xcoll[k] = loop_collect(G, L, body)) < 0) return nomem();
     }
+    /* body values Python keeps from every iteration: collected (graph outputs) */
+    for (int32_t j = 0; j < TL->p; j++)
+        for (int idx = 0; idx < JN_MAX_OUTS; idx++)
+            if (TL->kept[j] >> idx & 1 && loop_collect(G, L, kept_body(G, TL, j, idx)) < 0) return nomem();
     return JN_OK;
 }
 
@@ -956,14 +1047,61 @@ static const an_val *final_val(an_gen *G, int e, int32_t t, int j) {
 
 static const char *sync_word(int k) { return k ? jn_db_sync_call(k) : "step"; }
 
+/* *kb (per template op and output): the base of a kept view that shows
+ * only part of its bytes, or in another order (a transpose, a slice),
+ * where the base is made here and outside loops.  Replay fills a kept view
+ * by copying into its base's memory, which is whole only where the base is
+ * filled too: another holder of that memory (autograd's alias of the view)
+ * would otherwise leave the graph's run undecidable ("keeps only in part").
+ * The base's memory is alive anyway, so keeping it costs no memory. */
+static jn_status kept_bases(an_gen *G, uint8_t **kb) {
+    const an_ex *E0 = G->E[0];
+    const an_tmpl *T = G->T;
+    int32_t *tof = malloc(sizeof(int32_t) * ((size_t)E0->nops + 1));
+    *kb = calloc((size_t)T->nt * JN_MAX_OUTS + 1, 1);
+    if (!tof || !*kb) {
+        free(tof);
+        return nomem();
+    }
+    for (int32_t o = 0; o < E0->nops; o++) tof[o] = -1;
+    for (int32_t t = 0; t < T->nt; t++)
+        if (T->loop[t] < 0) tof[T->eop[0][t]] = t;
+    for (int32_t t = 0; t < T->nt; t++) {
+        const an_op *o = eop(G, 0, t);
+        if (T->loop[t] >= 0 || !(jn_op_info((jn_op)o->op)->flags & JN_F_VIEW) || o->op == JN_OP_view ||
+            o->op == JN_OP_squeeze || o->op == JN_OP_unsqueeze)
+            continue;
+        int keep = 0;
+        for (int e = 0; e < G->m; e++) keep |= final_val(G, e, t, 0)->keep;
+        if (!keep) continue;
+        const an_val *b = &E0->vals[E0->refs[o->ref0].val];
+        while (b->def >= 0 && (jn_op_info((jn_op)E0->ops[b->def].op)->flags & JN_F_VIEW))
+            b = &E0->vals[E0->refs[E0->ops[b->def].ref0].val];
+        if (b->def < 0 || tof[b->def] < 0 || E0->ops[b->def].synth) continue; /* (no token to fill) */
+        /* the base object's final value (no later write into it) */
+        const an_op *bo = &E0->ops[b->def];
+        int32_t obj = E0->refs[bo->ref0 + bo->nin + b->idx].obj, bv = (int32_t)(b - E0->vals), last = 1;
+        for (int32_t k = b->def + 1; k < E0->nops && last; k++)
+            for (int q = 0; q < E0->ops[k].nout && last; q++) {
+                const an_ref *r = &E0->refs[E0->ops[k].ref0 + E0->ops[k].nin + q];
+                last = r->obj != obj || r->val == bv;
+            }
+        if (last) (*kb)[tof[b->def] * JN_MAX_OUTS + b->idx] = 1;
+    }
+    free(tof);
+    return JN_OK;
+}
+
 /* Graph output g->noutputs - 1 came from template op t's output j (for the matcher). */
-static int note_out(an_gen *G, int32_t t, int j) {
-    int64_t cap = G->g->noutputs - 1, cap2 = cap;
+static int note_out(an_gen *G, int32_t t, int j, int all) {
+    int64_t cap = G->g->noutputs - 1, cap2 = cap, cap3 = cap;
     if (an_grow(&G->out_t, &cap, G->g->noutputs, sizeof *G->out_t) ||
-        an_grow(&G->out_j, &cap2, G->g->noutputs, sizeof *G->out_j))
+        an_grow(&G->out_j, &cap2, G->g->noutputs, sizeof *G->out_j) ||
+        an_grow(&G->out_all, &cap3, G->g->noutputs, sizeof *G->out_all))
         return -1;
     G->out_t[G->g->noutputs - 1] = t;
     G->out_j[G->g->noutputs - 1] = j;
+    G->out_all[G->g->noutputs - 1] = (uint8_t)all;
     return 0;
 }
 
@@ -998,13 +1136,15 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     G.trip_lo = calloc((size_t)nl + 1, sizeof(int64_t));
     G.trip_hi = calloc((size_t)nl + 1, sizeof(int64_t));
     G.xcoll = malloc(sizeof(int32_t) * (size_t)(G.T->nxr + 1));
+    G.each_sel = malloc(sizeof(int32_t) * (size_t)(E0->nrefs + 1));
+    G.eprev = calloc((size_t)E0->nrefs + 1, sizeof(int32_t));
     G.node_of = malloc(sizeof(int32_t) * (size_t)(G.T->nt + 1));
     G.rng_sum = calloc((size_t)G.m + 1, sizeof(int64_t));
     if (op_occ(E0, &G.occ)) {
         err = nomem();
         goto done;
     }
-    if (!G.node_of || !G.rng_sum ||
+    if (!G.node_of || !G.rng_sum || !G.each_sel || !G.eprev ||
         !G.xcoll || !G.E || !G.vec || !G.irval || !G.irin || !G.ext_at_ref || !G.coll_out || !G.ivar || !G.irloop ||
         !G.trip_lo || !G.trip_hi) {
         err = nomem();
@@ -1012,7 +1152,7 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     }
     for (int e = 0; e < G.m; e++) G.E[e] = &c->ex[s->ex[e]];
     for (int32_t v = 0; v < E0->nvals; v++) G.irval[v] = G.irin[v] = -1;
-    for (int32_t r = 0; r < E0->nrefs; r++) G.ext_at_ref[r] = -1;
+    for (int32_t r = 0; r < E0->nrefs; r++) G.ext_at_ref[r] = G.each_sel[r] = -1;
     for (int32_t t = 0; t < G.T->nt; t++) G.coll_out[t] = G.node_of[t] = -1;
     for (int32_t k = 0; k < G.T->nxr; k++) G.xcoll[k] = -1;
     for (int32_t v = 0; v < E0->nvals; v++)
@@ -1060,6 +1200,8 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
     if (err) goto done;
 
     /* outputs: state write-backs, then values Python keeps (template order) */
+    uint8_t *kbase = NULL;
+    if ((err = kept_bases(&G, &kbase))) goto done;
     for (int pass = 0; pass < 2 && !err; pass++)
         for (int32_t t = 0; t < G.T->nt && !err; t++) {
             const an_op *o = eop(&G, 0, t);
@@ -1073,7 +1215,14 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
                                        v);
                         break;
                     }
-                    if (jn_ir_output_add(g, JN_IR_OUT_STATE, G.irval[v], G.irin[w]) < 0 || note_out(&G, t, j))
+                    if (jn_ir_output_add(g, JN_IR_OUT_STATE, G.irval[v], G.irin[w]) < 0 || note_out(&G, t, j, 0))
+                        err = nomem();
+                    continue;
+                }
+                const an_tloop *TL = loop_of(&G, t);
+                if (TL && TL->kept[t - TL->tfirst] >> j & 1) { /* every iteration's object */
+                    int32_t cv = loop_collect(&G, G.irloop[G.T->loop[t]], kept_body(&G, TL, t - TL->tfirst, j));
+                    if (cv < 0 || jn_ir_output_add(g, JN_IR_OUT_KEEP, cv, -1) < 0 || note_out(&G, t, j, 1))
                         err = nomem();
                     continue;
                 }
@@ -1087,10 +1236,12 @@ jn_status an_generalize_checked(an_ctx *c, const an_struct *s, const an_group *g
                  * the time loop: another body value would need every
                  * iteration's; replay recomputes it if read) */
                 if (!keep && live) keep = 1;
+                keep |= kbase[t * JN_MAX_OUTS + j];
                 if (!keep || w >= 0 || G.irval[v] < 0) continue;
-                if (jn_ir_output_add(g, JN_IR_OUT_KEEP, G.irval[v], -1) < 0 || note_out(&G, t, j)) err = nomem();
+                if (jn_ir_output_add(g, JN_IR_OUT_KEEP, G.irval[v], -1) < 0 || note_out(&G, t, j, 0)) err = nomem();
             }
         }
+    free(kbase);
     if (!err) err = an_guard_symbols(&G);
     if (!err && why) {
         *why = an_selfcheck(&G);
@@ -1108,6 +1259,8 @@ done:
     free(G.irin);
     free(G.ext_at_ref);
     free(G.xcoll);
+    free(G.each_sel);
+    free(G.eprev);
     free(G.rng_vec);
     free(G.rng_sum);
     free(G.coll_out);
@@ -1121,6 +1274,7 @@ done:
     free(G.occ);
     free(G.out_t);
     free(G.out_j);
+    free(G.out_all);
     free(G.cval);
     free(G.cslot);
     free(G.cfirsts);

@@ -14,13 +14,18 @@
  * needs is checked on the recorded data, for every exemplar and iteration:
  *   - every body input refers to a value of the same iteration (local), of
  *     the previous one (a carry, seeded at iteration 0 by one outside
- *     value), or to the same outside value in every iteration;
+ *     value), to the same outside value in every iteration, or to an outside
+ *     tensor of its own per iteration (a stacked graph input: the per-step
+ *     values a forward loop's autograd saved, read after a sync) or of the
+ *     previous one's (a carry of that stacked read, seeded at iteration 0);
  *   - shapes, dtypes and float attributes are the same in every iteration;
  *     int attributes are affine in the iteration (a*k + b, a the same for
  *     every exemplar; b is generalized like any int);
  *   - after the loop, body values are read only from the last iteration
  *     through a carry, or all together, in order, by one stack/cat (a
- *     collect); kept or written-back body values are carried ones;
+ *     collect); written-back body values are carried ones, kept ones
+ *     carried or collected (every iteration's object filled from the
+ *     collect: values autograd saved, held across a sync);
  *   - a carry's seed and its next value have the same shape and dtype.
  * Anything else is "not expressible" and the caller falls back to treating
  * each trip count as its own structure (correct, just less general).
@@ -193,12 +198,16 @@ void an_tmpl_free(an_tmpl *t) {
         free(t->loops[l].estart);
         free(t->loops[l].carry);
         free(t->loops[l].coll);
+        free(t->loops[l].kept);
     }
     free(t->loops);
     free(t->carry_of_ref);
     free(t->slope);
     free(t->xr);
     free(t->xread_of_ref);
+    free(t->each_of_ref);
+    free(t->eachprev_of_ref);
+    free(t->eachlast_of_ref);
     free(t);
 }
 
@@ -266,10 +275,17 @@ typedef struct {
     int seed;             /* one read is the carry's seed, "iteration -1" (is_seed) */
 } xstate;
 
-enum { REL_LOCAL = 1, REL_PREV, REL_OUT, REL_X };
+/* EACH: an outside tensor first read in the iteration that reads it, one
+ * per iteration (the per-step values a forward loop's autograd saved, read
+ * by the backward loop after a sync): a graph input stacked over the trip */
+/* PREVEACH: the outside tensor first read in the previous iteration, from
+ * iteration 1 on (an attention decoder's backward reads h[t] where its
+ * cell's backward read h[t - 1] in the iteration before): a carry seeded by
+ * the tensor iteration 0 reads, whose next is the stacked input read there */
+enum { REL_LOCAL = 1, REL_PREV, REL_OUT, REL_X, REL_EACH, REL_PREVEACH };
 typedef struct {
     int kind, j, idx;     /* LOCAL/PREV: body op and output */
-    vid out;              /* OUT: the outside value */
+    vid out;              /* OUT: the outside value; EACH: where each is first read (it 0) */
     vid init;             /* PREV: the seed at iteration 0 */
     int set, init_set;
     xstate x;             /* X: another loop's value */
@@ -441,6 +457,19 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                     } else {
                         now.kind = REL_OUT;
                         now.out = value_id(x, LY, rf->val);
+                        /* first read in this very iteration (the last one is titer -1) */
+                        int mine = now.out.kind == 1 && now.out.t >= TL->tfirst && now.out.t < TL->tfirst + p &&
+                                   !xv->written && xv->role != JN_TR_PARAM && xv->role != JN_TR_STATE &&
+                                   xv->role != JN_TR_HOST;
+                        if (mine && (now.out.it == it || (now.out.it == -1 && it == K - 1))) {
+                            now.out.it = 0;
+                            if (it > 0) now.kind = REL_EACH;
+                        } else if (mine && it > 1 && now.out.it == it - 1) {
+                            /* (at iteration 1 it looks like a read of an outside
+                             * value iteration 0 read first: OUT, told apart here) */
+                            now.out.it = 0;
+                            now.kind = REL_PREVEACH;
+                        }
                     }
                     if (it == 0 && now.kind == REL_OUT) {
                         /* a carry's seed or a plain outside read: told apart at it >= 1 */
@@ -453,6 +482,9 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                         }
                         continue;
                     }
+                    if (R->set && vid_eq(R->out, now.out) &&
+                        ((R->kind == REL_OUT && now.kind == REL_PREVEACH) || (R->kind == REL_PREVEACH && it == 1)))
+                        R->kind = now.kind = REL_PREVEACH;
                     if (!R->set) {
                         R->kind = now.kind;
                         R->j = now.j;
@@ -460,7 +492,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                         R->out = now.out;
                         R->set = 1;
                     } else if (R->kind != now.kind || R->j != now.j || R->idx != now.idx ||
-                               (now.kind == REL_OUT && !vid_eq(R->out, now.out))) {
+                               ((now.kind == REL_OUT || now.kind >= REL_EACH) && !vid_eq(R->out, now.out))) {
                         return at_input("loop iterations read their inputs differently", ok, j, p, q, it);
                     }
                 }
@@ -516,6 +548,15 @@ static const char *check_outside(const an_ex *x, const an_ex *E0, an_tmpl *T, co
             }
             vid a = value_id(x, LY, rf->val), b = value_id(E0, LY0, E0->refs[op0->ref0 + q].val);
             if (!vid_eq(a, b)) return "segments differ in dataflow";
+            if (a.kind == 1 && T->loop[a.t] >= 0) { /* an outside tensor a loop read first */
+                int32_t src = E0->ops[T->eop[0][a.t]].ref0 + a.idx;
+                if (T->each_of_ref[src]) { /* a stacked input's element: its loop's last one only */
+                    if (a.it != -1) return "an op after a loop reads a stacked input's iteration other than the last";
+                    T->eachlast_of_ref[op0->ref0 + q] = src + 1;
+                } else if (a.it != 0 && !(a.it == -1 && T->loops[T->loop[a.t]].count[e] == 1)) {
+                    return "an op after a loop reads an outside tensor a later iteration read first";
+                }
+            }
             if (xv->def >= 0 && T->loop[LY->tpos[xv->def]] >= 0) {
                 const an_tloop *TL = &T->loops[T->loop[LY->tpos[xv->def]]];
                 int32_t j = LY->tpos[xv->def] - TL->tfirst;
@@ -524,15 +565,19 @@ static const char *check_outside(const an_ex *x, const an_ex *E0, an_tmpl *T, co
             }
         }
     }
-    /* kept or written-back body values must leave the loop through a carry */
+    /* written-back body values must leave the loop through a carry; kept
+     * ones through a carry's out or, kept in an earlier iteration (the
+     * per-step values autograd saved, held across a sync before the
+     * backward), collected over every iteration */
     for (int32_t v = 0; v < x->nvals; v++) {
         const an_val *xv = &x->vals[v];
         if (xv->def < 0 || (!xv->keep && xv->overwrites < 0)) continue;
         int32_t t = LY->tpos[xv->def];
         if (T->loop[t] < 0) continue;
-        const an_tloop *TL = &T->loops[T->loop[t]];
-        if (LY->titer[xv->def] != -1 || !is_carried(TL, t - TL->tfirst, xv->idx))
-            return "a loop iteration's value is kept by Python";
+        an_tloop *TL = &T->loops[T->loop[t]];
+        if (LY->titer[xv->def] == -1 && is_carried(TL, t - TL->tfirst, xv->idx)) continue;
+        if (xv->overwrites >= 0) return "a loop iteration's value is written back to an outside tensor";
+        TL->kept[t - TL->tfirst] |= 1u << xv->idx;
     }
     return NULL;
 }
@@ -647,6 +692,11 @@ static jn_status tmpl_loops_try(an_ctx *c, const int32_t *ex, int32_t m, const c
     if (!(T->slope = calloc((size_t)E0->nislots + 1, sizeof(int64_t)))) goto nomem;
     if (!(T->carry_of_ref = calloc((size_t)E0->nrefs + 1, sizeof(int32_t)))) goto nomem;
     if (!(T->xread_of_ref = calloc((size_t)E0->nrefs + 1, sizeof(int32_t)))) goto nomem;
+    if (!(T->each_of_ref = calloc((size_t)E0->nrefs + 1, sizeof(int32_t)))) goto nomem;
+    if (!(T->eachprev_of_ref = calloc((size_t)E0->nrefs + 1, sizeof(int32_t)))) goto nomem;
+    if (!(T->eachlast_of_ref = calloc((size_t)E0->nrefs + 1, sizeof(int32_t)))) goto nomem;
+    for (int32_t l = 0; l < nloops; l++)
+        if (!(T->loops[l].kept = calloc((size_t)T->loops[l].p + 1, sizeof *T->loops[l].kept))) goto nomem;
     int64_t nrel = 0;
     for (int32_t l = 0; l < nloops; l++) {
         const an_tloop *TL = &T->loops[l];
@@ -680,9 +730,20 @@ static jn_status tmpl_loops_try(an_ctx *c, const int32_t *ex, int32_t m, const c
             for (int32_t q = 0; q < o->nin; q++) {
                 rel *R = &rels[ri + q];
                 if (E0->refs[o->ref0 + q].role == JN_TR_SCALAR) continue;
-                if (R->kind == REL_OUT && (!R->init_set || !vid_eq(R->init, R->out))) {
+                if ((R->kind == REL_OUT || R->kind == REL_EACH) && (!R->init_set || !vid_eq(R->init, R->out))) {
                     *why = "a loop body reads a different outside value in its first iteration";
                     goto done;
+                }
+                if (R->kind == REL_EACH) {
+                    T->each_of_ref[o->ref0 + q] = l + 1;
+                    continue;
+                }
+                if (R->kind == REL_PREVEACH) { /* after every EACH is known: below */
+                    if (!R->init_set) {
+                        *why = "a loop body reads a different outside value in its first iteration";
+                        goto done;
+                    }
+                    continue;
                 }
                 if ((R->kind == REL_LOCAL || R->kind == REL_X) && R->init_set) {
                     *why = "loop iterations read their inputs differently";
@@ -708,6 +769,26 @@ static jn_status tmpl_loops_try(an_ctx *c, const int32_t *ex, int32_t m, const c
                     goto done;
                 }
                 T->carry_of_ref[o->ref0 + q] = k + 1;
+            }
+            ri += o->nin;
+        }
+    }
+    /* PREVEACH reads: the stacked read they follow (first read at body
+     * position (out.t, out.idx)), whose iteration-0 ref is an EACH one */
+    ri = 0;
+    for (int32_t l = 0; l < nloops; l++) {
+        const an_tloop *TL = &T->loops[l];
+        for (int32_t j = 0; j < TL->p; j++) {
+            const an_op *o = &E0->ops[TL->estart[0] + j];
+            for (int32_t q = 0; q < o->nin; q++) {
+                const rel *R = &rels[ri + q];
+                if (R->kind != REL_PREVEACH) continue;
+                int32_t src = E0->ops[TL->estart[0] + R->out.t - TL->tfirst].ref0 + R->out.idx;
+                if (T->each_of_ref[src] != l + 1) {
+                    *why = "a loop body reads an outside tensor of an earlier iteration";
+                    goto done;
+                }
+                T->eachprev_of_ref[o->ref0 + q] = src + 1;
             }
             ri += o->nin;
         }

@@ -380,7 +380,8 @@ static int build(mctx *M, int32_t gi, int entry, wbuf *w) {
     int rc = 0;
     int32_t *tokmap = malloc(sizeof(int32_t) * ((size_t)T->nt + 1));
     int32_t *gout = malloc(sizeof(int32_t) * ((size_t)T->nt * JN_MAX_OUTS + 1));
-    if (!tokmap || !gout) {
+    uint8_t *gall = calloc((size_t)T->nt * JN_MAX_OUTS + 1, 1);
+    if (!tokmap || !gout || !gall) {
         rc = -2;
         goto out;
     }
@@ -396,12 +397,13 @@ static int build(mctx *M, int32_t gi, int entry, wbuf *w) {
         int32_t o = T->eop[0][t];
         if (l >= 0) o = T->loops[l].estart[0] + (T->loops[l].count[0] - 1) * T->loops[l].p + (t - T->loops[l].tfirst);
         desc d = resolve(M, 0, o, E0->ops[o].nin + j);
-        if (d.kind != 1 || (T->loop[d.t] >= 0 && d.it != d.K - 1)) {
+        if (d.kind != 1 || (T->loop[d.t] >= 0 && d.it != d.K - 1) || (G->out_all[i] && T->loop[d.t] != l)) {
             M->why = "a value Python keeps is not the final value of an object the graph's ops create";
             rc = -1;
             goto out;
         }
         gout[d.t * JN_MAX_OUTS + d.k] = i;
+        gall[d.t * JN_MAX_OUTS + d.k] = G->out_all[i];
     }
     /* where its segments start: 0 step start, else the JN_SYNC_* before */
     put(w, (uint64_t)gi, 4);
@@ -496,6 +498,37 @@ static int build(mctx *M, int32_t gi, int entry, wbuf *w) {
                     put_ref1(w, JN_IR_MR_SCALAR, in, 0, 0, 0);
                     continue;
                 }
+                if (T->each_of_ref && T->each_of_ref[r0]) { /* a stacked input: iteration i's tensor */
+                    int32_t in = G->irin[E0->refs[r0].val];
+                    if (in < 0) {
+                        M->why = "a stacked input has no input";
+                        rc = -1;
+                        break;
+                    }
+                    put_ref1(w, JN_IR_MR_INPUT, in, 0, JN_IR_MM_ABS | JN_IR_MM_REL, 0);
+                    continue;
+                }
+                if (T->eachlast_of_ref && T->eachlast_of_ref[r0]) { /* after the loop: its last iteration's */
+                    int32_t in = G->irin[E0->refs[T->eachlast_of_ref[r0] - 1].val];
+                    if (in < 0) {
+                        M->why = "a stacked input has no input";
+                        rc = -1;
+                        break;
+                    }
+                    put_ref1(w, JN_IR_MR_INPUT, in, 0, JN_IR_MM_END, 0);
+                    continue;
+                }
+                if (T->eachprev_of_ref && T->eachprev_of_ref[r0]) { /* its previous iteration's; iteration 0 its own */
+                    int32_t in = G->irin[E0->refs[T->eachprev_of_ref[r0] - 1].val], seed = G->irin[E0->refs[r0].val];
+                    if (in < 0 || seed < 0) {
+                        M->why = "a stacked input has no input";
+                        rc = -1;
+                        break;
+                    }
+                    put_ref1(w, JN_IR_MR_INPUT, in, 0, JN_IR_MM_PREV, 0);
+                    put_ref1(w, JN_IR_MR_INPUT, seed, 0, JN_IR_MM_SAME, 0);
+                    continue;
+                }
                 mref r;
                 if ((rc = gather(M, t, q)) || (rc = choose(M, M->I, M->nI, T->loop[t], 1, &r))) {
                     if (!M->why) M->why = "an input's source differs between iterations or recorded segments";
@@ -508,7 +541,7 @@ static int build(mctx *M, int32_t gi, int entry, wbuf *w) {
         for (int q = 0; q < o->nout && !rc; q++) {
             desc d = resolve(M, 0, T->eop[0][t], o->nin + q);
             if (d.kind == 1 && d.t == t && d.k == q && d.it == 0) {
-                put(w, 1, 1);
+                put(w, 1 | (gall[t * JN_MAX_OUTS + q] ? JN_IR_MO_ALL : 0), 1);
             } else {
                 mref r;
                 put(w, 0, 1);
@@ -534,6 +567,7 @@ static int build(mctx *M, int32_t gi, int entry, wbuf *w) {
 out:
     free(tokmap);
     free(gout);
+    free(gall);
     return rc;
 }
 

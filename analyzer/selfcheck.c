@@ -16,10 +16,12 @@
  * analyzer added are resolved, not matched: select(collect, 0, index)
  * yields the collected value of that iteration (the index must be in
  * range), and the permute/clone/view chain that rewrites a stack/cat of a
- * collect matches the recorded stack/cat over exactly the collected values.
+ * collect matches the recorded stack/cat over exactly the collected values;
+ * select(stacked input, 0, i) binds iteration i's recorded external where
+ * it is first read (one per iteration, every later read the same).
  * All recorded ops must be consumed, every state write-back must be the
- * recorded final value of the state it writes and every kept value one the
- * segment produced.  The first difference is reported ("self-check of the
+ * recorded final value of the state it writes and every kept value (each
+ * iteration's of a kept collect) one the segment produced.  The first difference is reported ("self-check of the
  * loop graph against exemplar 2 (steps 4..9), recorded op 17 (mm): input
  * 1: the graph reads %31 (recorded op 12's value), the trace op 13's"),
  * and the caller then treats each trip count as its own structure.
@@ -40,8 +42,11 @@ typedef struct {
     int e;
     int64_t *symv;
     int32_t *xv;          /* IR value -> recorded value, -1 */
-    int32_t **clist;      /* IR collect value -> recorded values per iteration */
+    int32_t **clist;      /* IR collect value -> recorded values per iteration; a stacked
+                           * input (an_tmpl.each_of_ref) -> the externals bound so far, -1 */
     int32_t *clen;
+    uint8_t *each;        /* IR value: a stacked input */
+    int32_t *sel_in, *sel_it; /* IR value: select(stacked input, 0, it) -> input value + 1, it */
     int32_t pos;          /* next recorded op */
 } sc;
 
@@ -67,7 +72,7 @@ static int fsame(double a, double b) { return a == b || (isnan(a) && isnan(b)); 
 /* The recorded stack/cat at pos over exactly collect value C's list? */
 static int is_consumer(sc *S, int32_t C) {
     const an_op *o = &S->x->ops[S->pos];
-    if (!S->clist[C] || o->nin != S->clen[C]) return 0;
+    if (!S->clist[C] || S->each[C] || o->nin != S->clen[C]) return 0;
     for (int32_t k = 0; k < o->nin; k++)
         if (S->x->refs[o->ref0 + k].val != S->clist[C][k]) return 0;
     return 1;
@@ -98,6 +103,7 @@ static const char *node(sc *S, int32_t n, int32_t *skip) {
             return fail(S, "node %d selects iteration %lld of a loop that ran %d", n, (long long)idx,
                         S->clen[nd->in[0]]);
         S->xv[nd->out[0]] = S->clist[nd->in[0]][idx];
+        if (S->each[nd->in[0]]) S->sel_in[nd->out[0]] = nd->in[0] + 1, S->sel_it[nd->out[0]] = (int32_t)idx;
         return NULL;
     }
     if (S->pos >= x->nops) return fail(S, "the graph has node %d (%s) after the last recorded op", n, an_op_name(nd->op));
@@ -150,6 +156,11 @@ static const char *node(sc *S, int32_t n, int32_t *skip) {
             int32_t init = g->loops[iv->def].carry[iv->idx].init;
             if (g->values[init].kind == JN_IR_V_INPUT && S->xv[init] < 0 && x->vals[rf->val].def < 0)
                 S->xv[init] = S->xv[v] = rf->val;
+        }
+        if (S->xv[v] < 0 && S->sel_in[v]) { /* iteration it's tensor of a stacked input: bound here */
+            if (x->vals[rf->val].def >= 0)
+                return fail(S, "input %d: a stacked graph input's iteration, the trace an op's output", q);
+            S->xv[v] = S->clist[S->sel_in[v] - 1][S->sel_it[v]] = rf->val;
         }
         if (iv->kind == JN_IR_V_INPUT && S->xv[v] < 0) {
             if (x->vals[rf->val].def >= 0) return fail(S, "input %d: graph input %%%d, the trace an op's output", q, v);
@@ -245,7 +256,19 @@ static const char *check_one(sc *S) {
         else if (cd->firsts) S->symv[cd->sym] = cd->firsts[S->e];
     }
     if (G->rng >= 0 && G->rng_vec) S->symv[G->rng] = G->rng_vec[S->e];
-    for (int32_t v = 0; v < g->nvalues; v++) S->xv[v] = -1;
+    for (int32_t v = 0; v < g->nvalues; v++) {
+        S->xv[v] = -1;
+        S->sel_in[v] = 0;
+        if (!S->each[v]) continue;
+        /* a stacked input: one external per iteration of its loop, bound when read */
+        int64_t K;
+        if (!eval(S, g->values[v].shape[0], &K) || K < 0 || K > S->x->nops)
+            return fail(S, "stacked input %%%d's trip count does not evaluate to a count", v);
+        free(S->clist[v]);
+        if (!(S->clist[v] = malloc(sizeof(int32_t) * (size_t)(K + 1)))) return "out of memory";
+        for (int64_t k = 0; k < K; k++) S->clist[v][k] = -1;
+        S->clen[v] = (int32_t)K;
+    }
     S->pos = 0;
     for (int32_t n = 0; n < g->nnodes; n++) {
         const jn_ir_node *nd = &g->nodes[n];
@@ -265,7 +288,16 @@ static const char *check_one(sc *S) {
     for (int32_t k = 0; k < g->noutputs; k++) {
         const jn_ir_output *o = &g->outputs[k];
         if (o->kind != JN_IR_OUT_STATE) {
-            /* a kept value: the final value of a tensor this exemplar defined */
+            /* a kept value: the final value of a tensor this exemplar defined
+             * (of one per iteration: a collect of them, an_tloop.kept) */
+            if (S->clist[o->value]) {
+                for (int32_t it = 0; it < S->clen[o->value]; it++) {
+                    int32_t v = S->clist[o->value][it];
+                    if (v < 0 || S->x->vals[v].def < 0)
+                        return fail(S, "kept output %d, iteration %d, is not a value the segment produced", k, it);
+                }
+                continue;
+            }
             int32_t v = S->xv[o->value];
             if (v < 0 || S->x->vals[v].def < 0)
                 return fail(S, "kept output %d is not a value the segment produced", k);
@@ -287,8 +319,14 @@ const char *an_selfcheck(an_gen *G) {
     S.xv = malloc(sizeof(int32_t) * (size_t)(g->nvalues + 1));
     S.clist = calloc((size_t)g->nvalues + 1, sizeof *S.clist);
     S.clen = calloc((size_t)g->nvalues + 1, sizeof *S.clen);
+    S.each = calloc((size_t)g->nvalues + 1, 1);
+    S.sel_in = calloc((size_t)g->nvalues + 1, sizeof *S.sel_in);
+    S.sel_it = calloc((size_t)g->nvalues + 1, sizeof *S.sel_it);
     const char *w = NULL;
-    if (!S.symv || !S.xv || !S.clist || !S.clen) w = "out of memory";
+    if (!S.symv || !S.xv || !S.clist || !S.clen || !S.each || !S.sel_in || !S.sel_it) w = "out of memory";
+    const an_ex *E0 = G->E[0];
+    for (int32_t r = 0; r < E0->nrefs && !w && G->T->each_of_ref; r++)
+        if (G->T->each_of_ref[r] && G->irval[E0->refs[r].val] >= 0) S.each[G->irval[E0->refs[r].val]] = 1;
     for (int e = 0; e < G->m && !w; e++) {
         S.e = e;
         S.x = G->E[e];
@@ -298,6 +336,9 @@ const char *an_selfcheck(an_gen *G) {
         for (int32_t v = 0; v < g->nvalues; v++) free(S.clist[v]);
     free(S.clist);
     free(S.clen);
+    free(S.each);
+    free(S.sel_in);
+    free(S.sel_it);
     free(S.symv);
     free(S.xv);
     return w;

@@ -176,8 +176,20 @@ def host_read_cases(k):
 def length_cases(k):
     """tests/python/test_varlen_replay.py's steps over sequences longer than the
     recorded ones (trimmed padding, packed sequences, padded), 20 -> 40 steps
-    (k is not used)."""
-    return test_file_cases("test_varlen_replay.py", [("SCRIPT", "CASES")])
+    (k is not used); item_*: its ITEM_CASES, the loss read on the host between
+    the forward and the backward."""
+    out = test_file_cases("test_varlen_replay.py", [("SCRIPT", "CASES")])
+    with open(os.path.join(ROOT, "tests", "python", "test_varlen_replay.py")) as f:
+        tree = ast.parse(f.read())
+    val = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+           and getattr(n.targets[0], "id", "") in ("SCRIPT", "CASES", "ITEM_READ", "ITEM_CASES")}
+    folder = os.path.dirname(next(iter(out.values()))[0])
+    for name in val.get("ITEM_CASES", ()):
+        script = os.path.join(folder, "item_" + name + ".py")
+        with open(script, "w") as f:
+            f.write(val["SCRIPT"].format(case=val["CASES"][name] + val["ITEM_READ"]))
+        out["item_" + name] = (script, ["20"], ["40"])
+    return out
 
 
 HIT = re.compile(r"\(([\d,]+) of ([\d,]+) segments ran as graphs")

@@ -28,6 +28,15 @@
  * With flag SEED (ABS or END only), iteration -1 of T's loop is the `init`
  * ref instead: the seed of the carry whose next T's output is (a backward
  * loop reading h[t-1] of its forward loop, the seed for t = 0).
+ * A graph input is one tensor (mode SAME), or, read in a loop with mode
+ * ABS | REL and c 0 (version 5), a STACKED input: [trip, ...], whose
+ * element i is the tensor the reader reads in iteration i, bound there (the
+ * per-step values a forward loop's autograd saved, read by its backward
+ * loop after a sync); every ref to it is such a read from one loop, or a
+ * PREV read there of element i - 1, the `init` ref (a plain input) in
+ * iteration 0 (an attention decoder's backward reading h[t] where its
+ * cell's backward read h[t - 1] the iteration before), or an END read
+ * (c 0) after the loop of its last iteration's element.
  * Matching objects, ops and in-place writes in stream order implies the
  * same functional graph, since functionalization is a function of them.
  *
@@ -49,7 +58,10 @@
  *                per input a ref (flag COLLECT: one ref, the loop token
  *                whose per-iteration objects are ALL the inputs, in order),
  *                per output: u8 new (1: creates an object; 0: writes in
- *                place into the object of the ref that follows),
+ *                place into the object of the ref that follows; with flag
+ *                JN_IR_MO_ALL, version 5: its graph output collects the
+ *                object of every iteration, [it] is iteration it's final
+ *                value -- per-step values autograd holds across a sync),
  *                [ref], i32 graph output holding the object's final value (-1),
  *                u8 ndim, ndim x i64 (jn_ir_dim): the output's shape as the
  *                graph computes it (the matcher checks the event's against
@@ -57,7 +69,7 @@
  *   ref: u8 kind (JN_IR_MR_*), i32 a (input index / token), u8 b (output),
  *        u8 mode (JN_IR_MM_* | JN_IR_MM_REL), i64 c,
  *        mode PREV or flag SEED: the init ref follows (never PREV or
- *        REL itself; version 4)
+ *        REL itself; version 4; of an input ref too, version 5)
  * A graph with no entry has no matcher (it cannot be replayed; optimize
  * says why).
  */
@@ -65,9 +77,10 @@
 #define JN_IR_MATCH_H
 
 #define JN_IR_MATCH_MAGIC "JNMT"
-#define JN_IR_MATCH_VERSION 4 /* 3: an empty segment's sync is no entry (segment.c); 4: SEED */
+#define JN_IR_MATCH_VERSION 5 /* 3: an empty segment's sync is no entry (segment.c); 4: SEED; 5: MO_ALL */
 
 enum { JN_IR_MT_INPLACE = 1, JN_IR_MT_COLLECT = 2 };              /* token flags */
+enum { JN_IR_MO_NEW = 1, JN_IR_MO_ALL = 2 };                       /* output flags */
 enum { JN_IR_MR_INPUT = 0, JN_IR_MR_TOKEN = 1, JN_IR_MR_SCALAR = 2 }; /* ref kinds */
 enum { JN_IR_MM_SAME = 0, JN_IR_MM_PREV = 1, JN_IR_MM_ABS = 2, JN_IR_MM_END = 3, JN_IR_MM_REL = 0x10, JN_IR_MM_SEED = 0x20 };
 

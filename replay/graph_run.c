@@ -33,6 +33,7 @@
  *                    filled becomes LOST (data NULL): the recording proved
  *                    it is never read again, and a read raises saying so.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ typedef struct {
     void *ext;
     int64_t mine;     /* references the list holds: one, however many ops use it */
     int32_t fill;     /* keep output index filling it, -1 */
+    int64_t it;       /* ... its slice [it] (a collect of a loop's objects), -1 the whole */
     uint8_t created, view, out, cov; /* out: some op's output; cov: covers(t), for filled ones */
 } hdr;
 
@@ -67,6 +69,7 @@ static hdr *hget(hset *S, jn_tensor *t) {
     h->st = t->storage;
     h->ext = r;
     h->fill = -1;
+    h->it = -1;
     return h;
 }
 
@@ -164,6 +167,7 @@ struct rp_runbuf {
     int64_t hcap;
     sset W, Pub, Kept;
     uint8_t *tseen;     /* index_headers: per matcher token, seen (all 0 between runs) */
+    int32_t *tcnt;      /* ... and its events not yet walked (all 0 between runs) */
     int64_t tcap;
     int busy;
 };
@@ -172,6 +176,7 @@ static void runbuf_free(struct rp_runbuf *B) {
     if (!B) return;
     free(B->h);
     free(B->tseen);
+    free(B->tcnt);
     sset_free(&B->W);
     sset_free(&B->Pub);
     sset_free(&B->Kept);
@@ -314,6 +319,66 @@ static void run_free(rp_run *X) {
     if (X->own_B) runbuf_free(X->B);
 }
 
+/* A slice header [it] of t along dim 0, on t's memory (no reference
+ * taken: for a copy into or out of it while t lives). */
+static jn_tensor row_of(const jn_tensor *t, int64_t it) {
+    jn_tensor v = *t;
+    v.ndim = t->ndim - 1;
+    memmove(v.shape, t->shape + 1, sizeof(int64_t) * (size_t)v.ndim);
+    memmove(v.strides, t->strides + 1, sizeof(int64_t) * (size_t)v.ndim);
+    v.offset = t->offset + it * t->strides[0];
+    v.autograd = v.pyobj = v.ext = NULL;
+    return v;
+}
+
+/* Stacked input i ([trip, ...], jn_ir_match.h): the tensors the first
+ * reader read in its events, one per iteration, copied in order into one
+ * tensor (the graph's buffer of the last run when only it holds that). */
+static int stack_input(rp_run *X, int32_t i, int32_t tok, int arg) {
+    const jn_replay *R = X->R;
+    const jn_ir_graph *g = X->g;
+    const jn_ir_value *v = &g->values[g->inputs[i].value];
+    int64_t shape[JN_MAX_DIMS], K = 0;
+    if (v->device != JN_CPU) { /* its buffer is made here, in host memory */
+        snprintf(X->why, X->wn, "graph %s: stacked input %d is on a GPU (not supported yet)", g->name, i);
+        return 1;
+    }
+    for (int d = 0; d < v->ndim; d++)
+        if (jn_ir_dim_eval(g, v->shape[d], X->res->syms, &shape[d]) != JN_OK) {
+            snprintf(X->why, X->wn, "graph %s: stacked input %d's shape does not evaluate", g->name, i);
+            return 1;
+        }
+    for (int64_t e = 0; e < R->nops; e++) K += X->res->ev_token[e] == tok;
+    if (K != shape[0]) {
+        snprintf(X->why, X->wn, "graph %s: stacked input %d has %lld tensors for a trip of %lld", g->name, i,
+                 (long long)K, (long long)shape[0]);
+        return 1;
+    }
+    jn_tensor **sc = &X->G->buf->scal[i];
+    int same = *sc && (*sc)->refcnt == 1 && (*sc)->storage->refcnt == 1 && (*sc)->dtype == v->dtype &&
+               (*sc)->ndim == v->ndim && !memcmp((*sc)->shape, shape, sizeof(int64_t) * (size_t)v->ndim);
+    if (!same) {
+        if (*sc) jn_tensor_decref(*sc);
+        if (!(*sc = jn_tensor_new(v->dtype, v->ndim, shape))) return oom(X);
+    }
+    for (int64_t e = 0, it = 0; e < R->nops; e++) {
+        if (X->res->ev_token[e] != tok) continue;
+        const rp_op *p = &R->ops[e];
+        jn_tensor *t = arg < p->nin ? rp_op_in(R, p)[arg] : NULL;
+        jn_tensor row = row_of(*sc, it++);
+        if (!t || !t->storage->data || t->dtype != row.dtype || t->ndim != row.ndim ||
+            memcmp(t->shape, row.shape, sizeof(int64_t) * (size_t)row.ndim)) {
+            snprintf(X->why, X->wn, "graph %s: stacked input %d's iteration %lld is not a tensor of its shape with "
+                     "data", g->name, i, (long long)(it - 1));
+            return 1;
+        }
+        if (jn_copy_into(&row, t)) return oom(X);
+    }
+    X->inputs[i] = *sc;
+    X->owned[i] = 1;
+    return 0;
+}
+
 /* The graph's inputs, from the arguments that bound them. */
 static int bind_inputs(rp_run *X) {
     const jn_replay *R = X->R;
@@ -336,6 +401,12 @@ static int bind_inputs(rp_run *X) {
             }
             X->inputs[i] = *sc;
             X->owned[i] = 1;
+            continue;
+        }
+        int32_t etok;
+        int earg;
+        if (jn_rp_match_input_each(R->mt, res->graph, i, &etok, &earg)) {
+            if (stack_input(X, i, etok, earg)) return 1;
             continue;
         }
         int64_t e = res->input_event[i];
@@ -408,7 +479,9 @@ static int state_apart(rp_run *X) {
 /* What the list holds, what was created here, which keep output fills it:
  * a keep output is the final value of a token's object, so of a token in a
  * loop only its last event's (the events are walked from the end; earlier
- * iterations' objects die unfilled, as the recording proved unread). */
+ * iterations' objects die unfilled, as the recording proved unread), but
+ * for a collect of every iteration's object (JN_IR_MO_ALL: values autograd
+ * holds across a sync), whose slice [it] fills iteration it's. */
 static int index_headers(rp_run *X) {
     const jn_replay *R = X->R;
     int32_t ntok = 0;
@@ -416,15 +489,26 @@ static int index_headers(rp_run *X) {
         if (X->res->ev_token[e] >= ntok) ntok = X->res->ev_token[e] + 1;
     if (X->B->tcap <= ntok) {
         uint8_t *t = calloc((size_t)ntok + 1, 1);
-        if (!t) return oom(X);
-        free(X->B->tseen);
+        int32_t *n = calloc((size_t)ntok + 1, sizeof *n);
+        if (!t || !n) {
+            free(t), free(n);
+            return oom(X);
+        }
+        free(X->B->tseen), free(X->B->tcnt);
         X->B->tseen = t;
+        X->B->tcnt = n;
         X->B->tcap = ntok + 1;
     }
+    /* per token its events, counted down again from the end: what is left
+     * is an event's iteration in its loop */
     uint8_t *seen = X->B->tseen;
+    int32_t *cnt = X->B->tcnt;
+    for (int64_t e = 0; e < R->nops; e++)
+        if (X->res->ev_token[e] >= 0) cnt[X->res->ev_token[e]]++;
     for (int64_t e = R->nops - 1; e >= 0; e--) {
         const rp_op *p = &R->ops[e];
         int32_t tok = X->res->ev_token[e];
+        int64_t it = tok >= 0 ? --cnt[tok] : 0;
         int last = tok < 0 || !seen[tok];
         if (tok >= 0) seen[tok] = 1;
         for (int j = 0; j < p->nin + p->nout; j++) {
@@ -432,13 +516,14 @@ static int index_headers(rp_run *X) {
             h->mine = 1;
             if (j >= p->nin) h->out = 1;
             if (j < p->nin || rp_written(p)) continue;
-            int k = j - p->nin;
+            int k = j - p->nin, all;
             h->created = 1;
             h->view = (jn_op_info(p->op)->flags & JN_F_VIEW) != 0;
-            if (!last) continue;
-            int32_t o = jn_rp_match_token_output(R->mt, X->res->graph, tok, k);
+            int32_t o = jn_rp_match_token_output(R->mt, X->res->graph, tok, k, &all);
+            if (!last && !all) continue;
             if (o >= 0 && o < X->g->noutputs && X->G->keep_idx[o] >= 0) {
                 h->fill = X->G->keep_idx[o];
+                h->it = all ? it : -1;
                 h->cov = (uint8_t)covers(h->t);
             }
         }
@@ -717,8 +802,13 @@ static int fill_outputs(rp_run *X) {
             if (h->fill < 0 || h->cov != (pass == 0)) continue; /* before touching the header */
             jn_storage *st = h->st;
             if (st->lazy != JN_LAZY_PENDING && st->lazy != RP_PARTIAL) continue;
-            jn_tensor *o = X->outs[h->fill];
-            if (!st->data && h->cov && o->refcnt == 1 && (o->storage->refcnt == 1 || only_outputs_view(X, o, st)) &&
+            jn_tensor *o = X->outs[h->fill], slice;
+            if (h->it >= 0) { /* iteration it's object: [it] of the collect, copied */
+                assert(o->ndim >= 1 && h->it < o->shape[0]); /* the matcher checked each event's shape */
+                slice = row_of(o, h->it);
+                o = &slice;
+            }
+            if (h->it < 0 && !st->data && h->cov && o->refcnt == 1 && (o->storage->refcnt == 1 || only_outputs_view(X, o, st)) &&
                 (o->storage->owns_data == 1 || o->storage->release) && o->storage->device == st->device &&
                 covers(o) && o->dtype == h->t->dtype && o->storage->nbytes == st->nbytes) {
                 take_memory(st, o->storage); /* device memory too: its release goes with it */

@@ -204,9 +204,14 @@ int32_t jn_rp_match_alive(const jn_rp_matcher *mt, int32_t *graphs, int32_t max)
 int32_t jn_rp_match_ngraphs(const jn_rp_matcher *mt);
 /* Tokens of module graph gi (-1 if it has no program). */
 int32_t jn_rp_match_ntokens(const jn_rp_matcher *mt, int32_t gi);
+/* Whether input i of graph gi is STACKED ([trip, ...], jn_ir_match.h):
+ * element it is what input *arg of token *tok reads in its it-th event. */
+int jn_rp_match_input_each(const jn_rp_matcher *mt, int32_t gi, int32_t i, int32_t *tok, int *arg);
 /* The graph OUTPUT index holding the final value of the tensor created by
- * output k of token tok of graph gi (what Python keeps), -1 if none. */
-int32_t jn_rp_match_token_output(const jn_rp_matcher *mt, int32_t gi, int32_t tok, int k);
+ * output k of token tok of graph gi (what Python keeps), -1 if none; *all:
+ * it collects the objects of every iteration of tok's loop, [it] is
+ * iteration it's (else only the last iteration's object is that output). */
+int32_t jn_rp_match_token_output(const jn_rp_matcher *mt, int32_t gi, int32_t tok, int k, int *all);
 
 #ifdef __cplusplus
 }

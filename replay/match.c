@@ -48,6 +48,7 @@ typedef struct {
     int32_t loop;
     mref *in;                       /* nin refs (COLLECT: 1) */
     uint8_t out_new[JN_MAX_OUTS];
+    uint8_t out_all[JN_MAX_OUTS];   /* gout collects every iteration's object (JN_IR_MO_ALL) */
     uint8_t ondim[JN_MAX_OUTS];     /* the graph's shape of each output */
     int32_t gout[JN_MAX_OUTS];
     jn_ir_dim oshape[JN_MAX_OUTS][JN_MAX_DIMS];
@@ -63,6 +64,8 @@ typedef struct {
     jn_ir_dim trip;
     int64_t lo, hi;
     int32_t guard;                  /* the graph's TRIP guard of this loop, -1 */
+    uint8_t open;                   /* with no TRIP guard: every symbol of its trip has a SEEN
+                                     * guard or none (loop_open) */
 } mloop;
 
 /* failure codes */
@@ -115,6 +118,8 @@ typedef struct {
     int32_t *in_guard;              /* per input: GI_N slots (dtype, device, bind, scalar, pytype) */
     int32_t *dim_guard;             /* per input * JN_MAX_DIMS */
     int32_t *in_sb;                 /* per input: its recorded id's index in the matcher's sbind, -1 */
+    int32_t *each_tok;              /* per input: a stacked input's first reader (token), -1 ... */
+    uint8_t *each_arg;              /* ... and which of its inputs reads it */
 } mgraph;
 
 /* A cursor: one way of following graph P so far (a loop's end forks one
@@ -129,6 +134,8 @@ typedef struct {
     double *in_val;
     int64_t *in_ev;                 /* per input: the event that bound it ... */
     int32_t *in_arg;                /* ... and where (input j, output -1-k, attribute -100-k) */
+    int64_t *in_it;                 /* per stacked input: the iteration in_id is of, -1 ... */
+    uint64_t *in_prev;              /* ... and the previous iteration's id (0: none) */
     int64_t *loop_start, *loop_trip;
     int64_t *tok_ev;
     int64_t done;                   /* events matched */
@@ -217,7 +224,14 @@ static const char *read_ref1(rd *r, const mgraph *G, uint8_t *kind, int32_t *a, 
     *c = (int64_t)get(r, 8, "a ref");
     if (r->bad) return NULL;
     const jn_ir_graph *g = G->g;
-    if (*kind == JN_IR_MR_INPUT) return tensor_input(g, *a) ? NULL : "a ref names no tensor input";
+    if (*kind == JN_IR_MR_INPUT) {
+        if (!tensor_input(g, *a)) return "a ref names no tensor input";
+        return *mode == JN_IR_MM_SAME ||
+                       ((*mode == (JN_IR_MM_ABS | JN_IR_MM_REL) || *mode == JN_IR_MM_PREV || *mode == JN_IR_MM_END) &&
+                        *c == 0)
+                   ? NULL
+                   : "an input ref of an unknown mode";
+    }
     if (*kind == JN_IR_MR_SCALAR) return scalar_input(g, *a) ? NULL : "a ref names no scalar input";
     if (*kind != JN_IR_MR_TOKEN) return "unknown ref kind";
     if (*a < 0 || *a >= G->ntok) return "a ref names no token";
@@ -232,7 +246,8 @@ static const char *read_ref(rd *r, const mgraph *G, mref *x) {
     memset(x, 0, sizeof *x);
     const char *w = read_ref1(r, G, &x->kind, &x->a, &x->b, &x->mode, &x->c);
     if (w || r->bad) return w;
-    if (x->kind == JN_IR_MR_TOKEN && ((x->mode & 0xf) == JN_IR_MM_PREV || (x->mode & JN_IR_MM_SEED))) {
+    if ((x->kind == JN_IR_MR_TOKEN && ((x->mode & 0xf) == JN_IR_MM_PREV || (x->mode & JN_IR_MM_SEED))) ||
+        (x->kind == JN_IR_MR_INPUT && x->mode == JN_IR_MM_PREV)) {
         x->has_init = 1;
         w = read_ref1(r, G, &x->ikind, &x->ia, &x->ib, &x->imode, &x->ic);
     }
@@ -254,10 +269,63 @@ static const char *check_tref(const mgraph *G, int32_t t, int32_t lr, uint8_t ki
     return lc != lr && a < t ? NULL : "a cross-loop ref into its own loop";
 }
 
+/* Stacked inputs (an INPUT ref of mode ABS | REL): every ref to one is
+ * such a read from one loop, never an in-place target, a loop init or a
+ * plain read; its first reader binds iteration i's tensor (each_tok/arg). */
+static const char *index_each(mgraph *G) {
+    const jn_ir_graph *g = G->g;
+    if (!(G->each_tok = malloc(sizeof(int32_t) * ((size_t)g->ninputs + 1))) ||
+        !(G->each_arg = calloc((size_t)g->ninputs + 1, 1)))
+        return "out of memory";
+    int32_t *plain = calloc((size_t)g->ninputs + 1, sizeof *plain);
+    if (!plain) return "out of memory";
+    for (int32_t i = 0; i < g->ninputs; i++) G->each_tok[i] = -1;
+    const char *w = NULL;
+    for (int32_t t = 0; t < G->ntok && !w; t++) {
+        const mtok *T = &G->tok[t];
+        int nr = T->flags & JN_IR_MT_COLLECT ? 0 : T->nin; /* a collect's one ref is a token */
+        for (int j = 0; j < nr + T->nout && !w; j++) {
+            const mref *r = j < nr ? &T->in[j] : &T->out[j - nr];
+            if (j >= nr && T->out_new[j - nr]) continue;
+            if (r->has_init && r->ikind == JN_IR_MR_INPUT) plain[r->ia] = 1;
+            if (r->kind != JN_IR_MR_INPUT) continue;
+            if (r->mode == JN_IR_MM_SAME) {
+                plain[r->a] = 1;
+                continue;
+            }
+            if (r->mode == JN_IR_MM_PREV || r->mode == JN_IR_MM_END || r->mode == JN_IR_MM_END) continue; /* below, once every stacked input is known */
+            if (j >= nr || T->loop < 0) w = "a stacked input read outside a loop or written";
+            else if (G->each_tok[r->a] < 0) G->each_tok[r->a] = t, G->each_arg[r->a] = (uint8_t)j;
+            else if (G->tok[G->each_tok[r->a]].loop != T->loop) w = "a stacked input read by two loops";
+        }
+    }
+    for (int32_t i = 0; i < g->ninputs && !w; i++)
+        if (G->each_tok[i] >= 0 && (plain[i] || g->values[g->inputs[i].value].ndim < 1))
+            w = "a stacked input is also read whole";
+    for (int32_t t = 0; t < G->ntok && !w; t++) {
+        const mtok *T = &G->tok[t];
+        for (int j = 0; j < (T->flags & JN_IR_MT_COLLECT ? 0 : T->nin) && !w; j++) {
+            const mref *r = &T->in[j];
+            if (r->kind == JN_IR_MR_INPUT && r->mode == JN_IR_MM_PREV &&
+                (G->each_tok[r->a] < 0 || G->tok[G->each_tok[r->a]].loop != T->loop))
+                w = "a previous-iteration input read of no stacked input of its loop";
+            if (r->kind == JN_IR_MR_INPUT && r->mode == JN_IR_MM_END &&
+                (G->each_tok[r->a] < 0 || T->loop >= 0 || G->each_tok[r->a] > t))
+                w = "a last-iteration input read of no stacked input, or inside a loop";
+        }
+    }
+    free(plain);
+    return w;
+}
+
 static const char *check_ref(const mgraph *G, int32_t t, const mref *x) {
     int32_t lr = G->tok[t].loop;
     const char *w = check_tref(G, t, lr, x->kind, x->a, x->b, x->mode);
     if (w || !x->has_init) return w;
+    if (x->kind == JN_IR_MR_INPUT) /* a stacked input's previous element, a plain input at iteration 0 */
+        return lr >= 0 && x->ikind == JN_IR_MR_INPUT && x->imode == JN_IR_MM_SAME
+                   ? NULL
+                   : "a previous-iteration input read outside a loop or seeded otherwise";
     if (x->ikind == JN_IR_MR_SCALAR) return "a loop init is a scalar";
     if (x->ikind == JN_IR_MR_TOKEN && ((x->imode & 0xf) == JN_IR_MM_PREV || (x->imode & (JN_IR_MM_REL | JN_IR_MM_SEED))))
         return "a loop init is loop-carried itself";
@@ -271,10 +339,24 @@ static const char *check_ref(const mgraph *G, int32_t t, const mref *x) {
 static void graph_free(mgraph *G) {
     for (int32_t t = 0; G->tok && t < G->ntok; t++) free(G->tok[t].in);
     free(G->tok), free(G->loop), free(G->sym_guard), free(G->in_guard), free(G->dim_guard), free(G->in_sb);
+    free(G->each_tok), free(G->each_arg);
 }
 
 /* Per symbol, input and dim: the guard of G's graph on it, -1; each
  * loop's TRIP guard. */
+/* Every symbol of d has a SEEN guard or none (sym_guard set). */
+static int syms_seen(const mgraph *G, jn_ir_dim d, int depth) {
+    if (!jn_ir_is_expr(d)) return 1;
+    int32_t k = jn_ir_expr_index(d);
+    if (depth > 64 || k < 0 || k >= G->g->nexprs) return 0;
+    const jn_ir_expr *e = &G->g->exprs[k];
+    if (e->kind == JN_IR_E_SYM) {
+        int32_t q = e->sym >= 0 && e->sym < G->g->nsyms ? G->sym_guard[e->sym] : -2;
+        return q == -1 || (q >= 0 && G->g->guards[q].cls == JN_IR_GC_SEEN);
+    }
+    return syms_seen(G, e->a, depth + 1) && syms_seen(G, e->b, depth + 1);
+}
+
 static jn_status index_guards(mgraph *G) {
     const jn_ir_graph *g = G->g;
     G->sym_guard = malloc(sizeof(int32_t) * ((size_t)g->nsyms + 1));
@@ -323,6 +405,9 @@ static jn_status index_guards(mgraph *G) {
             else if (other < 0) other = k;
         }
         G->loop[l].guard = same >= 0 ? same : other;
+        /* a loop the passes dropped (an unbind's selects: its collect is the
+         * input itself) takes its trip's symbols' guards */
+        G->loop[l].open = G->loop[l].guard < 0 && syms_seen(G, G->loop[l].trip, 0);
     }
     free(v2i);
     return JN_OK;
@@ -422,7 +507,10 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             if (w) return bad(gi, "%s", w);
         }
         for (int k = 0; k < T->nout; k++) {
-            T->out_new[k] = (uint8_t)get(r, 1, "an output");
+            uint8_t nf = (uint8_t)get(r, 1, "an output");
+            if (nf & ~(JN_IR_MO_NEW | JN_IR_MO_ALL) && !r->bad) return bad(gi, "%s", "an output has unknown flags");
+            T->out_new[k] = nf & JN_IR_MO_NEW;
+            T->out_all[k] = (nf & JN_IR_MO_ALL) != 0;
             if (!T->out_new[k]) {
                 const char *w = read_ref(r, G, &T->out[k]);
                 if (r->bad) return bad(gi, "truncated in %s", r->what);
@@ -439,6 +527,10 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
                 if (!r->bad && !dim_ok(g, T->oshape[k][d])) return bad(gi, "%s", "an output shape names no expression");
             }
             if (r->bad) return bad(gi, "truncated in %s", r->what);
+            /* a collect of the loop token's objects: [trip, ...] of the object's shape */
+            if (T->out_all[k] && (!T->out_new[k] || T->loop < 0 || T->gout[k] < 0 ||
+                                  g->values[g->outputs[T->gout[k]].value].ndim != T->ondim[k] + 1))
+                return bad(gi, "%s", "an output collecting a loop's objects is no loop token's collect");
         }
     }
     for (int32_t t = 0; t < G->ntok; t++) {
@@ -455,12 +547,15 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             if (!T->out_new[k]) w = check_ref(G, t, &T->out[k]);
         if (w) return bad(gi, "%s", w);
     }
+    const char *w = index_each(G);
+    if (w) return bad(gi, "%s", w);
     return index_guards(G);
 }
 
 static void cursor_free(mcur *C) {
     if (!C) return;
     free(C->syms), free(C->sbound), free(C->ibound), free(C->in_id), free(C->in_val), free(C->in_ev), free(C->in_arg);
+    free(C->in_it), free(C->in_prev);
     free(C->loop_start), free(C->loop_trip), free(C->tok_ev), free(C->xp);
     free(C);
 }
@@ -615,12 +710,14 @@ jn_status jn_rp_match_new(const jn_ir_module *m, const void *sec, size_t len, jn
             C->in_val = calloc((size_t)mi, sizeof *C->in_val);
             C->in_ev = calloc((size_t)mi, sizeof *C->in_ev);
             C->in_arg = calloc((size_t)mi, sizeof *C->in_arg);
+            C->in_it = calloc((size_t)mi, sizeof *C->in_it);
+            C->in_prev = calloc((size_t)mi, sizeof *C->in_prev);
             C->loop_start = calloc((size_t)ml, sizeof *C->loop_start);
             C->loop_trip = calloc((size_t)ml, sizeof *C->loop_trip);
             C->tok_ev = calloc((size_t)mtk, sizeof *C->tok_ev);
             C->xp = calloc((size_t)mg, sizeof *C->xp);
         }
-        if (!C || !C->syms || !C->sbound || !C->ibound || !C->in_id || !C->in_val || !C->in_ev || !C->in_arg || !C->loop_start ||
+        if (!C || !C->syms || !C->sbound || !C->ibound || !C->in_id || !C->in_val || !C->in_ev || !C->in_arg || !C->in_it || !C->in_prev || !C->loop_start ||
             !C->loop_trip || !C->tok_ev || !C->xp)
             s = jn_error(JN_ERR_NOMEM, "out of memory loading the matcher");
     }
@@ -651,10 +748,22 @@ int32_t jn_rp_match_ntokens(const jn_rp_matcher *mt, int32_t gi) {
     return mt->gr[mt->by_graph[gi]].ntok;
 }
 
-int32_t jn_rp_match_token_output(const jn_rp_matcher *mt, int32_t gi, int32_t tok, int k) {
+int jn_rp_match_input_each(const jn_rp_matcher *mt, int32_t gi, int32_t i, int32_t *tok, int *arg) {
+    if (jn_rp_match_ntokens(mt, gi) < 0) return 0;
+    const mgraph *G = &mt->gr[mt->by_graph[gi]];
+    if (i < 0 || i >= G->g->ninputs || G->each_tok[i] < 0) return 0;
+    *tok = G->each_tok[i];
+    *arg = G->each_arg[i];
+    return 1;
+}
+
+int32_t jn_rp_match_token_output(const jn_rp_matcher *mt, int32_t gi, int32_t tok, int k, int *all) {
+    *all = 0;
     if (jn_rp_match_ntokens(mt, gi) <= tok || tok < 0 || k < 0 || k >= JN_MAX_OUTS) return -1;
     const mtok *T = &mt->gr[mt->by_graph[gi]].tok[tok];
-    return k < T->nout && T->out_new[k] ? T->gout[k] : -1;
+    if (k >= T->nout || !T->out_new[k]) return -1;
+    *all = T->out_all[k];
+    return T->gout[k];
 }
 
 /* ------------------------------------------------------------ cursor */
@@ -695,8 +804,12 @@ static int eval(const mcur *G, jn_ir_dim d, int64_t *v, int depth) {
     }
 }
 
-/* Is guard k of the cursor's graph a recorded range (SEEN)? */
-static int seen_guard(const mcur *G, int32_t k) { return k >= 0 && G->P->g->guards[k].cls == JN_IR_GC_SEEN; }
+/* Are loop L's recorded trips no limit?  Its TRIP guard is SEEN (read
+ * each time: a test narrows a module's guards after loading), or it has
+ * none and its trip's symbols are open (mloop.open). */
+static int loop_open(const mcur *G, const mloop *L) {
+    return L->guard >= 0 ? G->P->g->guards[L->guard].cls == JN_IR_GC_SEEN : L->open;
+}
 
 /* SEEN guard k did not hold (value v): the run goes on past the recorded
  * range, noted once per guard for the result. */
@@ -788,6 +901,45 @@ static int bind_input(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg)
     return 1;
 }
 
+/* Iteration G->it's tensor of stacked input i: its first read in the
+ * iteration binds it (dtype, device, the element's rank and dims: dim 0 is
+ * the loop's trip), every later read there is the same tensor.  in_ev /
+ * in_arg keep the first binding (where a miss points); replay takes each
+ * iteration's tensor from the first reader's events (jn_rp_match_input_each). */
+static int bind_each(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg) {
+    if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
+    if (G->in_it[i] == G->it) return G->in_id[i] == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)G->in_id[i]);
+    const jn_ir_value *v = &G->P->g->values[G->P->g->inputs[i].value];
+    const int32_t *gg = &G->P->in_guard[i * GI_N];
+    if (a->dtype != v->dtype) return fail(G, F_DTYPE, arg, gg[GI_DTYPE], a->dtype, v->dtype);
+    if (a->device != v->device) return fail(G, F_DEVICE, arg, gg[GI_DEVICE], a->device, v->device);
+    if (a->ndim + 1 != v->ndim) return fail(G, F_RANK, arg, -1, a->ndim, v->ndim - 1);
+    for (int d = 1; d < v->ndim; d++)
+        if (!match_dim(G, v->shape[d], a->shape[d - 1], arg, G->P->dim_guard[i * JN_MAX_DIMS + d])) return 0;
+    if (!G->ibound[i]) G->in_ev[i] = G->done, G->in_arg[i] = arg;
+    G->ibound[i] = 1;
+    G->in_prev[i] = G->in_it[i] == G->it - 1 ? G->in_id[i] : 0;
+    G->in_it[i] = G->it;
+    G->in_id[i] = a->id;
+    return 1;
+}
+
+/* Stacked input i's last element, read after its loop (an END read). */
+static int last_each(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg) {
+    if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
+    int32_t l = G->P->tok[G->P->each_tok[i]].loop;
+    uint64_t want = G->loop_trip[l] >= 1 && G->in_it[i] == G->loop_trip[l] - 1 ? G->in_id[i] : 0;
+    return (want && want == a->id) || fail(G, F_IDENT, arg, -1, (double)a->id, (double)want);
+}
+
+/* Stacked input i's element G->it - 1 (a PREV read; iteration 0 reads the
+ * ref's init instead, bind_input). */
+static int prev_each(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg) {
+    if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
+    uint64_t want = G->in_it[i] == G->it ? G->in_prev[i] : G->in_it[i] == G->it - 1 ? G->in_id[i] : 0;
+    return (want && want == a->id) || fail(G, F_IDENT, arg, -1, (double)a->id, (double)want);
+}
+
 static int match_scalar(mcur *G, int32_t i, double x, int pytype, int32_t arg) {
     const jn_ir_input *in = &G->P->g->inputs[i];
     const int32_t *gg = &G->P->in_guard[i * GI_N];
@@ -866,7 +1018,11 @@ static int ref_id(const jn_rp_matcher *mt, const mcur *G, const mref *r, int32_t
 
 /* A tensor argument against ref r (input or in-place output). */
 static int match_tensor(const jn_rp_matcher *mt, mcur *G, const mref *r, const jn_rp_match_arg *a, int32_t arg) {
-    if (r->kind == JN_IR_MR_INPUT) return bind_input(G, r->a, a, arg);
+    if (r->kind == JN_IR_MR_INPUT) {
+        if (r->mode == JN_IR_MM_PREV) return G->it == 0 ? bind_input(G, r->ia, a, arg) : prev_each(G, r->a, a, arg);
+        if (r->mode == JN_IR_MM_END) return last_each(G, r->a, a, arg);
+        return r->mode ? bind_each(G, r->a, a, arg) : bind_input(G, r->a, a, arg);
+    }
     if (r->has_init && r->ikind == JN_IR_MR_INPUT && takes_init(G, r, G->pos)) return bind_input(G, r->ia, a, arg);
     if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
     uint64_t id;
@@ -960,8 +1116,8 @@ static int close_loop(mcur *G) {
     int64_t lo = L->lo, hi = L->hi;
     if (L->guard >= 0) lo = G->P->g->guards[L->guard].lo, hi = G->P->g->guards[L->guard].hi;
     int ok = n >= lo && n <= hi;
-    if (!ok && seen_guard(G, L->guard)) { /* past the recorded trip counts: the loop runs trip times */
-        extrapolate(G, L->guard, n);
+    if (!ok && loop_open(G, L)) { /* past the recorded trip counts: the loop runs trip times */
+        if (L->guard >= 0) extrapolate(G, L->guard, n);
         ok = 1;
     }
     if (!ok) {
@@ -991,7 +1147,7 @@ static int trip_fits(const mcur *G) {
     const mloop *L = &G->P->loop[G->cur_loop];
     int64_t n = G->it + 1, lo = L->lo, hi = L->hi, v;
     if (L->guard >= 0) lo = G->P->g->guards[L->guard].lo, hi = G->P->g->guards[L->guard].hi;
-    if ((n < lo || n > hi) && !seen_guard(G, L->guard)) return 0;
+    if ((n < lo || n > hi) && !loop_open(G, L)) return 0;
     return !eval(G, L->trip, &v, 0) || v == n;
 }
 
@@ -1024,7 +1180,7 @@ static int advance(jn_rp_matcher *mt, mcur *G, const jn_rp_match_event *ev, mcur
     if (G->cur_loop >= 0) {
         const mloop *L = &P->loop[G->cur_loop];
         if (G->pos == L->first + L->count) {
-            int open = seen_guard(G, L->guard); /* the recorded trips are no limit */
+            int open = loop_open(G, L); /* the recorded trips are no limit */
             int can_go_on = (open || G->it + 1 < L->hi) && P->tok[L->first].op == ev->op;
             int can_leave = L->first + L->count < P->ntok && P->tok[L->first + L->count].op == ev->op;
             /* a trip count already known from dims seen before the loop
@@ -1106,6 +1262,8 @@ static void cursor_copy(mcur *d, const mcur *s) {
     memcpy(d->in_val, s->in_val, sizeof *d->in_val * (size_t)g->ninputs);
     memcpy(d->in_ev, s->in_ev, sizeof *d->in_ev * (size_t)g->ninputs);
     memcpy(d->in_arg, s->in_arg, sizeof *d->in_arg * (size_t)g->ninputs);
+    memcpy(d->in_it, s->in_it, sizeof *d->in_it * (size_t)g->ninputs);
+    memcpy(d->in_prev, s->in_prev, sizeof *d->in_prev * (size_t)g->ninputs);
     memcpy(d->loop_start, s->loop_start, sizeof *d->loop_start * (size_t)P->nloop);
     memcpy(d->loop_trip, s->loop_trip, sizeof *d->loop_trip * (size_t)P->nloop);
     memcpy(d->tok_ev, s->tok_ev, sizeof *d->tok_ev * (size_t)P->ntok);
@@ -1121,7 +1279,7 @@ static void cursor_start(mcur *G) {
     memset(G->sbound, 0, (size_t)g->nsyms);
     memset(G->ibound, 0, (size_t)g->ninputs);
     memset(G->in_id, 0, sizeof *G->in_id * (size_t)g->ninputs);
-    for (int32_t i = 0; i < g->ninputs; i++) G->in_ev[i] = -1, G->in_arg[i] = 0;
+    for (int32_t i = 0; i < g->ninputs; i++) G->in_ev[i] = -1, G->in_arg[i] = 0, G->in_it[i] = -1, G->in_prev[i] = 0;
     for (int32_t l = 0; l < G->P->nloop; l++) G->loop_trip[l] = -1;
     for (int32_t t = 0; t < G->P->ntok; t++) G->tok_ev[t] = -1;
     memset(&G->fail, 0, sizeof G->fail);
@@ -1368,7 +1526,9 @@ int jn_rp_match_expects(const jn_rp_matcher *mt, jn_op op, uint64_t id) {
         const mref *r = &T->in[0];
         uint64_t want;
         if (r->kind == JN_IR_MR_INPUT) {
-            if (!G->ibound[r->a] || G->in_id[r->a] == id) return 1;
+            if (r->mode == JN_IR_MM_PREV ||
+                (r->mode ? G->in_it[r->a] != G->it || G->in_id[r->a] == id : !G->ibound[r->a] || G->in_id[r->a] == id))
+                return 1;
         } else if (r->kind == JN_IR_MR_TOKEN && ref_id(mt, G, r, G->pos, &want) && want == id) {
             return 1;
         }

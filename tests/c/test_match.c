@@ -450,6 +450,29 @@ static int replay(const char *path, const char *other) {
             /* the symbol values reproduce every bound input's recorded shape */
             const jn_ir_graph *g = m->graphs[r.graph];
             for (int32_t i = 0; i < g->ninputs; i++) {
+                int32_t etok;
+                int earg;
+                if (jn_rp_match_input_each(L.mt, r.graph, i, &etok, &earg)) {
+                    /* a stacked input: its first reader's events, one per
+                     * iteration, each a tensor of the element's shape */
+                    const jn_ir_value *v = &g->values[g->inputs[i].value];
+                    int64_t n = 0, trip = -1;
+                    int ok = jn_ir_dim_eval(g, v->shape[0], r.syms, &trip) == JN_OK;
+                    for (int64_t e = 0; ok && e < r.nevents; e++) {
+                        if (r.ev_token[e] != etok) continue;
+                        const sev *x = &s.ev[s.seg[k].ev0 + e];
+                        const sarg *a = &s.arg[x->arg0 + earg];
+                        ok = !a->a.pytype && a->a.ndim + 1 == v->ndim;
+                        for (int d = 1; ok && d < v->ndim; d++) {
+                            int64_t xv = 0;
+                            ok = jn_ir_dim_eval(g, v->shape[d], r.syms, &xv) == JN_OK && xv == a->shape[d - 1];
+                        }
+                        n++;
+                    }
+                    if (ok && n == trip) shape_ok++;
+                    else shape_bad++;
+                    continue;
+                }
                 if (!r.inputs[i]) continue;
                 const sarg *a = find_arg(&s, k, r.inputs[i]);
                 const jn_ir_value *v = &g->values[g->inputs[i].value];
@@ -463,7 +486,9 @@ static int replay(const char *path, const char *other) {
             }
             /* every input's event and argument hold the bound tensor or number */
             for (int32_t i = 0; i < g->ninputs; i++) {
-                if (r.input_event[i] < 0) continue;
+                int32_t etok;
+                int earg;
+                if (r.input_event[i] < 0 || jn_rp_match_input_each(L.mt, r.graph, i, &etok, &earg)) continue;
                 const sev *x = &s.ev[s.seg[k].ev0 + r.input_event[i]];
                 int32_t a = r.input_arg[i];
                 if (a <= -100) {
@@ -486,15 +511,17 @@ static int replay(const char *path, const char *other) {
             for (int64_t e = 0; e < r.nevents; e++) {
                 const sev *x = &s.ev[s.seg[k].ev0 + e];
                 for (int q = 0; q < x->nout; q++) {
-                    int32_t go = jn_rp_match_token_output(L.mt, r.graph, r.ev_token[e], q);
+                    int all;
+                    int32_t go = jn_rp_match_token_output(L.mt, r.graph, r.ev_token[e], q, &all);
                     if (go < 0) continue;
                     const sarg *a = &s.arg[x->arg0 + x->nin + q];
                     const jn_ir_value *v = &g->values[g->outputs[go].value];
-                    int ok = g->outputs[go].kind == JN_IR_OUT_KEEP && a->a.ndim == v->ndim &&
+                    /* a collect of every iteration's object: [trip, ...] of its shape */
+                    int ok = g->outputs[go].kind == JN_IR_OUT_KEEP && a->a.ndim + all == v->ndim &&
                              a->a.dtype == v->dtype;
-                    for (int d = 0; ok && d < v->ndim; d++) {
+                    for (int d = 0; ok && d < a->a.ndim; d++) {
                         int64_t xv = 0;
-                        ok = jn_ir_dim_eval(g, v->shape[d], r.syms, &xv) == JN_OK && xv == a->shape[d];
+                        ok = jn_ir_dim_eval(g, v->shape[d + all], r.syms, &xv) == JN_OK && xv == a->shape[d];
                     }
                     if (ok) outs_ok++;
                     else outs_bad++;
@@ -937,7 +964,8 @@ static void loader_tests(void) {
         CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_COMPLETE);
         CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 17 && r.inputs[0] == 5 &&
               r.input_event[0] == 0 && r.input_arg[0] == 0 && r.nevents == 1 && r.ev_token[0] == 0 && r.nextrap == 0);
-        CHECK(jn_rp_match_token_output(mt, 0, 0, 0) == 0);
+        int all;
+        CHECK(jn_rp_match_token_output(mt, 0, 0, 0, &all) == 0 && !all);
         /* [99, 4]: past the SEEN range 1..64, a hit that names the guard and the value */
         shape[0] = oshape[0] = 99;
         CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_COMPLETE);

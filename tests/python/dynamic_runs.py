@@ -21,7 +21,8 @@ DYNAMIC = os.path.join(ROOT, "tests", "dynamic")
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 
 SCRIPTS = ["last_batch_smaller", "seq_len_varies", "branch_every_n", "lr_schedule", "train_eval",
-           "loss_item_branch", "float_or_tensor", "python_state", "advancing_offset", "attn_seq2seq"]
+           "loss_item_branch", "float_or_tensor", "python_state", "advancing_offset", "attn_seq2seq",
+           "rnn_loss_logged"]
 
 
 def env(**extra):

@@ -58,6 +58,9 @@ EXPECT = {
     "attn_seq2seq": "one graph for every source length and target lengths 4..6: the decoder's backward loop "
                     "reads h[t - 1] of its forward loop by index from a collect of that loop's carry param "
                     "(the seed at t = 0), the batch stays the constant 4",
+    "rnn_loss_logged": "split at the item() sync: the forward's time loop keeps each step's saved values as "
+                       "collects (kept outputs), the backward's loop reads them as stacked inputs (dim 0 its trip, "
+                       "select by its induction variable) and carries one of those selects to the next iteration",
 }
 
 _dumps = {}
@@ -280,6 +283,33 @@ def test_attn_seq2seq():
     assert any(reads for _, reads in found), found
     cells = [ln for ln in g.lines if "gru_cell(" in ln]
     assert cells and all(": f32[4, 16]" in ln for ln in cells), cells[:3]
+
+
+def test_rnn_loss_logged():
+    """Across the item() sync, one graph per segment for every length: the
+    forward graph's loop collects values it keeps (each step's saved
+    states), and the backward graph's loop reads stacked inputs
+    [trip, ...] with select(in, 0, i), one of them also carried (the head's
+    backward reads the state the cell's backward read the iteration
+    before)."""
+    m = module("rnn_loss_logged")
+    fwd = [g for g in m.graphs if "item()" in g.attrs["exit"] and g.int("support") >= 20]
+    bwd = [g for g in m.graphs if "item()" in g.attrs["entry"] and g.int("support") >= 20]
+    assert fwd and bwd, [g.header for g in m.graphs]
+    kept = {ln.split()[1] for ln in fwd[0].kind("out") if ln.endswith("keep")}
+    colls = [b.split()[3] for _, body in _loop_bodies(fwd[0]) for b in body if b.startswith("collect ")]
+    assert kept & set(colls), (kept, colls)
+    (head, body), = _loop_bodies(bwd[0])
+    trip, ivar = re.search(r"trip=(\S+) ivar=(\S+)", head).groups()
+    stacked = {v for v, kind, ty, _, _ in bwd[0].inputs if kind == "carry" and ty.split("[")[1].startswith(trip + ",")}
+    sels = {}
+    for b in body:
+        mm = re.match(rf"(%\d+) = select\((%\d+)\) dim=0 index={re.escape(ivar)} ", b)
+        if mm and mm.group(2) in stacked:
+            sels[mm.group(1)] = mm.group(2)
+    assert len(set(sels.values())) >= 4, (stacked, sels)
+    nexts = {b.split()[5] for b in body if b.startswith("carry ")}
+    assert nexts & set(sels), (nexts, sels)
 
 
 def _variants_decided_at(m, name, needle):

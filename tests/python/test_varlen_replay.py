@@ -64,7 +64,21 @@ equal to eager.
   source length then misses.
 
 Before this, trim replayed 75.0% and packed 66.9% (20 steps recorded, 40
-replayed, benchmarks/results/hit_rates.md)."""
+replayed, benchmarks/results/hit_rates.md).
+
+ITEM_CASES run the cases again with the loss read on the host between the
+forward and the backward (`loss.item()`, logged before `backward()`): that
+sync splits the step, so the values autograd saved at every time step
+outlive the forward's segment and the backward's segment reads them from
+outside, one tensor per step.  The forward's loop was refused ("a loop
+iteration's value is kept by Python") and the backward's too ("loop
+iterations read their inputs differently"), one variant per length: 50.0%
+for trim.  The forward now keeps every iteration's object as a collect
+(JN_IR_MO_ALL) and the backward reads them as a stacked input; a kept
+transpose of the GRU's output stack keeps the stack too (before, that
+segment fell back at every length: "keeps only in part"); and a loop the
+passes dropped (the unbind of the output gradient) is open past its
+recorded trips when its trip's symbols are (`mloop.open`)."""
 import pytest
 
 from dynamic_runs import have_optimize
@@ -85,7 +99,8 @@ bigru, head2 = nn.GRU(D, D, num_layers=2, bidirectional=True, batch_first=True),
 cellg = nn.GRUCell(D, D)
 dcell, attn = nn.GRUCell(2 * D, D), nn.Linear(D, D, bias=False)
 lstm2t = nn.LSTM(D, D, num_layers=2, dropout=0.2)
-params = [p for m in (emb, rnn, head, enc, lstm2, bigru, head2, cellg, dcell, attn, lstm2t) for p in m.parameters()]
+lcell = nn.LSTMCell(D, D)
+params = [p for m in (emb, rnn, head, enc, lstm2, bigru, head2, cellg, dcell, attn, lstm2t, lcell) for p in m.parameters()]
 opt = janus.optim.Adam(params, lr=0.01)
 N, T, B = 60 * 8, 12, 8
 lens = janus.randint(3, T + 1, (N,))
@@ -116,6 +131,10 @@ CASES = {
     "bigru2_packed": "p = nn.utils.rnn.pack_padded_sequence(emb(x), l, batch_first=True, enforce_sorted=False); "
                      "h, _ = nn.utils.rnn.pad_packed_sequence(bigru(p)[0], batch_first=True, total_length=T); "
                      "loss = F.cross_entropy(head2(h).reshape(-1, V), x.reshape(-1), ignore_index=0)",
+    "cell_loss": "h, c, loss = janus.zeros(B, D), janus.zeros(B, D), 0\n"
+                 "    for t in range(int(l.max()) - 1):\n"
+                 "        h, c = lcell(emb(X[step * B:(step + 1) * B, t]), (h, c))\n"
+                 "        loss = loss + F.cross_entropy(head(h), X[step * B:(step + 1) * B, t + 1])",
     "cell_dropout": "h = janus.zeros(B, D)\n"
                     "    for t in range(int(l.max())):\n"
                     "        h = F.dropout(cellg(emb(X[step * B:(step + 1) * B, t]), h), 0.2)\n"
@@ -133,8 +152,24 @@ CASES = {
 }
 
 
+# the loss read on the host before backward(): a line after the case
+ITEM_READ = "\n    seen = loss.item()"
+ITEM_CASES = ("trim", "packed", "enc_trim", "trim_contiguous", "lstm2_trim", "bigru2_packed", "cell_dropout",
+              "cell_loss", "lstm2_seqfirst", "attn_s2s")
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_lengths_past_the_recording_replay(case, tmp_path):
     from test_replay import replay_whole
     _, rr, s = replay_whole(SCRIPT.format(case=CASES[case]), ["20"], ["40"], tmp_path, f"{case}.py")
     assert s["segments"] >= 40, s
+
+
+@pytest.mark.parametrize("case", ITEM_CASES)
+def test_a_loss_read_before_backward_replays(case, tmp_path):
+    """Two segments a step, both graphs at every length (the backward's
+    loops reading the forward's saved values as stacked inputs)."""
+    from test_replay import replay_whole
+    src = SCRIPT.format(case=CASES[case] + ITEM_READ)
+    _, rr, s = replay_whole(src, ["20"], ["40"], tmp_path, f"{case}_item.py")
+    assert s["segments"] >= 80, s

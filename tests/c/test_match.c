@@ -1043,11 +1043,115 @@ static void loader_tests(void) {
     jn_ir_module_free(m);
 }
 
+/* A stacked input (version 5): loop token 0 (relu) reads input 0 with
+ * ABS | REL, binding iteration i's tensor where it reads it, its output
+ * collecting every iteration's object (JN_IR_MO_ALL); token 1 (neg) after
+ * the loop reads input 0 with mode `after` (END: the last iteration's
+ * element; anything else is refused). */
+static size_t stacked_section(unsigned char *sec, const jn_ir_module *m, int after) {
+    size_t n = 0;
+    const jn_ir_graph *g = m->graphs[0];
+#define P(v, b) put_le(sec, &n, (uint64_t)(v), (b))
+    memcpy(sec, "JNMT", 4);
+    n = 4;
+    P(JN_IR_MATCH_VERSION, 4), P(1, 4);                  /* version, ngraphs */
+    P(0, 4), P(0, 1), P(2, 4), P(1, 4);                  /* graph 0, step start, 2 tokens, 1 loop */
+    P(0, 4), P(1, 4), P(g->loops[0].trip, 8), P(g->loops[0].ivar, 4), P(1, 8), P(8, 8), P(0, 4); /* loop 0 */
+    P(4, 2);
+    memcpy(sec + n, "relu", 4);
+    n += 4;
+    P(1, 1), P(1, 1), P(0, 1), P(0, 4), P(0, 8), P(0, 1);      /* nin nout flags loop site nattrs */
+    P(JN_IR_MR_INPUT, 1), P(0, 4), P(0, 1), P(JN_IR_MM_ABS | JN_IR_MM_REL, 1), P(0, 8); /* iteration i's */
+    P(JN_IR_MO_NEW | JN_IR_MO_ALL, 1), P(0, 4);         /* every iteration's object -> graph output 0 */
+    P(1, 1), P(4, 8);                                    /* its shape [4] */
+    P(3, 2);
+    memcpy(sec + n, "neg", 3);
+    n += 3;
+    P(1, 1), P(1, 1), P(0, 1), P(-1, 4), P(0, 8), P(0, 1);
+    P(JN_IR_MR_INPUT, 1), P(0, 4), P(0, 1), P(after, 1), P(0, 8);
+    P(JN_IR_MO_NEW, 1), P(-1, 4), P(1, 1), P(4, 8);
+#undef P
+    return n;
+}
+
+static void stacked_tests(void) {
+    const char *ir = "module optable=0000000000000000 graphs=1\n"
+                     "graph g0 group=0 variant=0 parent=-1 diverge=0 support=1 steps=0..0 entry=\"step start\" "
+                     "exit=\"step end\" {\n"
+                     "  sym s0 dim 1..8\n"
+                     "  sym i0 ivar 0..7\n"
+                     "  in %0 carry f32[s0, 4]\n"
+                     "  loop L0 trip=s0 ivar=i0 {\n"
+                     "    %1 = select(%0) dim=0 index=i0 : f32[4]\n"
+                     "    %2 = relu(%1) : f32[4]\n"
+                     "    collect %2 => %3\n"
+                     "  }\n"
+                     "  %4 = select(%0) dim=0 index=(s0-1) : f32[4]\n"
+                     "  %5 = neg(%4) : f32[4]\n"
+                     "  out %3 keep\n"
+                     "  guard trip L0 in 1..8 seen\n"
+                     "}\n";
+    jn_ir_module *m = NULL;
+    CHECK(jn_ir_parse(ir, strlen(ir), &m) == JN_OK);
+    if (!m) return;
+    unsigned char sec[256];
+    size_t n = stacked_section(sec, m, JN_IR_MM_END);
+    jn_rp_matcher *mt = NULL;
+    CHECK(jn_rp_match_new(m, sec, n, &mt) == JN_OK);
+    if (mt) {
+        /* three iterations, a new [4] tensor each, then neg of the last one:
+         * complete, trip 3 */
+        int64_t shape[1] = {4};
+        jn_rp_match_arg in = {.id = 10, .shape = shape, .ndim = 1, .dtype = JN_F32};
+        jn_rp_match_arg out = {.id = 20, .shape = shape, .ndim = 1, .dtype = JN_F32};
+        jn_rp_match_event ev = {JN_OP_relu, NULL, 1, 1, &in, &out};
+        jn_rp_match_result r;
+        for (int it = 0; it < 3; it++) {
+            in.id = 10 + (uint64_t)it, out.id = 20 + (uint64_t)it;
+            CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_CONTINUE);
+        }
+        ev.op = JN_OP_neg, out.id = 30;
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_COMPLETE);
+        CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_COMPLETE && r.graph == 0 && r.syms[0] == 3 && r.nevents == 4);
+        int32_t tok = -1;
+        int arg = -1, all = 0;
+        CHECK(jn_rp_match_input_each(mt, 0, 0, &tok, &arg) == 1 && tok == 0 && arg == 0);
+        CHECK(jn_rp_match_token_output(mt, 0, 0, 0, &all) == 0 && all == 1);
+        /* the neg reads another tensor than the last iteration's: a miss */
+        for (int it = 0; it < 4; it++) {
+            ev.op = it < 3 ? JN_OP_relu : JN_OP_neg;
+            in.id = it < 3 ? 10 + (uint64_t)it : 10;
+            jn_rp_match_feed(mt, &ev, &r);
+        }
+        CHECK(jn_rp_match_end(mt, &r) == JN_RP_MATCH_MISS);
+        /* an element of another shape: a miss */
+        int64_t bad[1] = {5};
+        in.shape = bad, ev.op = JN_OP_relu;
+        CHECK(jn_rp_match_feed(mt, &ev, &r) == JN_RP_MATCH_MISS);
+        jn_rp_match_end(mt, &r);
+        jn_rp_match_free(mt);
+    }
+    /* refused with the loader's sentence: the stacked input also read whole,
+     * a stacked read outside its loop, an input ref of an unknown mode */
+    static const struct { int mode; const char *why; } bad[] = {
+        {JN_IR_MM_SAME, "a stacked input is also read whole"},
+        {JN_IR_MM_ABS | JN_IR_MM_REL, "a stacked input read outside a loop"},
+        {JN_IR_MM_END | JN_IR_MM_REL, "an input ref of an unknown mode"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        n = stacked_section(sec, m, bad[k].mode);
+        mt = NULL;
+        CHECK(jn_rp_match_new(m, sec, n, &mt) != JN_OK && mt == NULL && has("matcher section") && has(bad[k].why));
+    }
+    jn_ir_module_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2) {
         replay(argv[1], argc >= 3 ? argv[2] : NULL);
     } else {
         loader_tests();
+        stacked_tests();
     }
     JT_DONE();
 }

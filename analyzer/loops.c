@@ -470,6 +470,8 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
                             now.out.it = 0;
                             now.kind = REL_PREVEACH;
                         }
+                        if (lconst[l] && now.kind >= REL_EACH) /* strict: unrolled, as fast as before */
+                            return at_input("loop iterations read outside tensors of their own", ok, j, p, q, it);
                     }
                     if (it == 0 && now.kind == REL_OUT) {
                         /* a carry's seed or a plain outside read: told apart at it >= 1 */
@@ -507,7 +509,7 @@ static const char *check_body(const an_ex *x, const an_ex *E0, const an_tmpl *T,
 /* Outside the loops: the same dataflow in every exemplar, body values used
  * only as carried-out or collected values. */
 static const char *check_outside(const an_ex *x, const an_ex *E0, an_tmpl *T, const layout *LY, const layout *LY0,
-                                 int32_t e, xstate *xs) {
+                                 int32_t e, xstate *xs, const char *lconst) {
     for (int32_t t = 0; t < T->nt; t++) {
         if (T->loop[t] >= 0) continue;
         int32_t o = T->eop[e][t], o0 = T->eop[0][t];
@@ -577,6 +579,7 @@ static const char *check_outside(const an_ex *x, const an_ex *E0, an_tmpl *T, co
         an_tloop *TL = &T->loops[T->loop[t]];
         if (LY->titer[xv->def] == -1 && is_carried(TL, t - TL->tfirst, xv->idx)) continue;
         if (xv->overwrites >= 0) return "a loop iteration's value is written back to an outside tensor";
+        if (lconst[T->loop[t]]) return "a loop iteration's value is kept by Python"; /* unrolled, as before */
         TL->kept[t - TL->tfirst] |= 1u << xv->idx;
     }
     return NULL;
@@ -611,6 +614,7 @@ static jn_status tmpl_loops_try(an_ctx *c, const int32_t *ex, int32_t m, const c
     layout *LY = calloc((size_t)m, sizeof *LY);
     rel *rels = NULL;
     xstate *xs = NULL;
+    char *lconst = NULL; /* per template loop: only for its length (its count never varied) */
     an_tmpl *T = NULL;
     jn_status st = JN_OK;
     if (!varies || !constant || !LY) goto nomem;
@@ -710,12 +714,10 @@ static jn_status tmpl_loops_try(an_ctx *c, const int32_t *ex, int32_t m, const c
     }
     if (!(rels = calloc((size_t)nrel + 1, sizeof *rels))) goto nomem;
     int32_t bad = -1;
-    char *lconst = calloc((size_t)nloops + 1, 1);
-    if (!lconst) goto nomem;
+    if (!(lconst = calloc((size_t)nloops + 1, 1))) goto nomem;
     for (int32_t r = 0, l = 0; r < nr; r++)
         if (varies[r]) lconst[l++] = constant[r];
     for (int32_t e = 0; e < m && !*why; e++) *why = check_body(&c->ex[ex[e]], E0, T, &LY[e], e, rels, lconst, &bad);
-    free(lconst);
     if (*why) {
         for (int32_t r = 0, l = 0; r < nr && bad >= 0; r++)
             if (varies[r] && l++ == bad && constant[r]) *bad_rep = r;
@@ -849,7 +851,7 @@ static jn_status tmpl_loops_try(an_ctx *c, const int32_t *ex, int32_t m, const c
         TL->coll[TL->ncoll++] = (an_tcollect){j, v0->idx, t};
     }
     if (!(xs = calloc((size_t)E0->nrefs + 1, sizeof *xs))) goto nomem;
-    for (int32_t e = 0; e < m && !*why; e++) *why = check_outside(&c->ex[ex[e]], E0, T, &LY[e], &LY[0], e, xs);
+    for (int32_t e = 0; e < m && !*why; e++) *why = check_outside(&c->ex[ex[e]], E0, T, &LY[e], &LY[0], e, xs, lconst);
     if (*why) goto done;
     for (int32_t r = 0; r < E0->nrefs; r++)
         if (xs[r].mode == 2 && add_xread(T, &xs[r], -1, r)) goto nomem;
@@ -866,6 +868,7 @@ done:
     free(constant);
     free(rels);
     free(xs);
+    free(lconst);
     an_tmpl_free(T);
     return st;
 }

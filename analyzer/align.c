@@ -115,8 +115,9 @@ no:
 
 /* Build the loop graph in a scratch module and check it against every
  * exemplar (selfcheck.c) and against the IR's rules (jn_ir_verify: a
- * carry typed unlike its seed); *why is set when either fails, and the
- * caller falls back to a variant per trip count. */
+ * carry typed unlike its seed); *why is set when either fails, or when
+ * generalize refuses the template with an internal error, and the caller
+ * falls back to a variant per trip count (only out of memory fails). */
 static jn_status selfcheck(an_ctx *c, an_group *g, const int32_t *fam, int32_t nf, an_tmpl *T, const char **why) {
     jn_ir_module *m = jn_ir_module_new();
     jn_ir_graph *gr = m ? jn_ir_graph_add(m, "check") : NULL;
@@ -133,7 +134,11 @@ static jn_status selfcheck(an_ctx *c, an_group *g, const int32_t *fam, int32_t n
     jn_an_stats keep = *c->st; /* the scratch graph is not counted */
     jn_status st = an_generalize_checked(c, &s, g, gr, why);
     static _Thread_local char vwhy[400];
-    if (!st && !*why && jn_ir_verify(gr)) {
+    if (st && st != JN_ERR_NOMEM) { /* a template generalize cannot build: no loops, not a failed optimize */
+        snprintf(vwhy, sizeof vwhy, "the loop graph could not be built (%s)", jn_errmsg());
+        *why = vwhy;
+        st = JN_OK;
+    } else if (!st && !*why && jn_ir_verify(gr)) {
         snprintf(vwhy, sizeof vwhy, "the loop graph does not verify (%s)", jn_errmsg());
         *why = vwhy;
     }

@@ -140,16 +140,20 @@ def idiom_cases(k):
     return {m: (script, [m, "20"], [m, "80"]) for m in modes}
 
 
+def test_file_values(test, names):
+    """{name: value} of tests/python/<test>'s module-level literal assignments to names."""
+    with open(os.path.join(ROOT, "tests", "python", test)) as f:
+        tree = ast.parse(f.read())
+    return {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body
+            if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in names}
+
+
 def test_file_cases(test, pairs, prefixes=None):
     """{prefix + name: (script, ["20"], ["40"])} for each (SCRIPT, CASES) name
     pair of tests/python/<test> (prefixes: one per pair, none by default):
     its template with each case, as the test writes them (20 steps
     recorded, 40 replayed)."""
-    with open(os.path.join(ROOT, "tests", "python", test)) as f:
-        tree = ast.parse(f.read())
-    names = {n for pair in pairs for n in pair}
-    val = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body
-           if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in names}
+    val = test_file_values(test, {n for pair in pairs for n in pair})
     folder = tempfile.mkdtemp(prefix="janus-" + test[:-3] + "-")
     out = {}
     for (script_var, cases_var), pre in zip(pairs, prefixes or [""] * len(pairs)):
@@ -179,10 +183,7 @@ def length_cases(k):
     (k is not used); item_*: its ITEM_CASES, the loss read on the host between
     the forward and the backward."""
     out = test_file_cases("test_varlen_replay.py", [("SCRIPT", "CASES")])
-    with open(os.path.join(ROOT, "tests", "python", "test_varlen_replay.py")) as f:
-        tree = ast.parse(f.read())
-    val = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-           and getattr(n.targets[0], "id", "") in ("SCRIPT", "CASES", "ITEM_READ", "ITEM_CASES")}
+    val = test_file_values("test_varlen_replay.py", {"SCRIPT", "CASES", "ITEM_READ", "ITEM_CASES"})
     folder = os.path.dirname(next(iter(out.values()))[0])
     for name in val.get("ITEM_CASES", ()):
         script = os.path.join(folder, "item_" + name + ".py")

@@ -499,16 +499,18 @@ static int index_headers(rp_run *X) {
         X->B->tcnt = n;
         X->B->tcap = ntok + 1;
     }
-    /* per token its events, counted down again from the end: what is left
-     * is an event's iteration in its loop */
+    /* with collects of every iteration's object: per token its events,
+     * counted down again from the end (what is left is an event's
+     * iteration in its loop) */
     uint8_t *seen = X->B->tseen;
     int32_t *cnt = X->B->tcnt;
-    for (int64_t e = 0; e < R->nops; e++)
+    int any_all = jn_rp_match_collects_all(R->mt, X->res->graph);
+    for (int64_t e = 0; e < R->nops && any_all; e++)
         if (X->res->ev_token[e] >= 0) cnt[X->res->ev_token[e]]++;
     for (int64_t e = R->nops - 1; e >= 0; e--) {
         const rp_op *p = &R->ops[e];
         int32_t tok = X->res->ev_token[e];
-        int64_t it = tok >= 0 ? --cnt[tok] : 0;
+        int64_t it = tok >= 0 && any_all ? --cnt[tok] : 0;
         int last = tok < 0 || !seen[tok];
         if (tok >= 0) seen[tok] = 1;
         for (int j = 0; j < p->nin + p->nout; j++) {
@@ -519,6 +521,7 @@ static int index_headers(rp_run *X) {
             int k = j - p->nin, all;
             h->created = 1;
             h->view = (jn_op_info(p->op)->flags & JN_F_VIEW) != 0;
+            if (!last && !any_all) continue;
             int32_t o = jn_rp_match_token_output(R->mt, X->res->graph, tok, k, &all);
             if (!last && !all) continue;
             if (o >= 0 && o < X->g->noutputs && X->G->keep_idx[o] >= 0) {

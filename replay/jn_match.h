@@ -204,6 +204,9 @@ int32_t jn_rp_match_alive(const jn_rp_matcher *mt, int32_t *graphs, int32_t max)
 int32_t jn_rp_match_ngraphs(const jn_rp_matcher *mt);
 /* Tokens of module graph gi (-1 if it has no program). */
 int32_t jn_rp_match_ntokens(const jn_rp_matcher *mt, int32_t gi);
+/* Whether some token output of graph gi collects every iteration's object
+ * (jn_rp_match_token_output's *all). */
+int jn_rp_match_collects_all(const jn_rp_matcher *mt, int32_t gi);
 /* Whether input i of graph gi is STACKED ([trip, ...], jn_ir_match.h):
  * element it is what input *arg of token *tok reads in its it-th event. */
 int jn_rp_match_input_each(const jn_rp_matcher *mt, int32_t gi, int32_t i, int32_t *tok, int *arg);

@@ -110,6 +110,7 @@ typedef struct {
 typedef struct {
     int32_t gi;
     uint8_t entry;                  /* 0 step start, else the JN_SYNC_* before its segments */
+    uint8_t any_all;                /* some token output collects every iteration's object */
     const jn_ir_graph *g;
     int32_t ntok, nloop;
     mtok *tok;
@@ -511,6 +512,7 @@ static jn_status read_graph(rd *r, const jn_ir_module *m, mgraph *G, const uint8
             if (nf & ~(JN_IR_MO_NEW | JN_IR_MO_ALL) && !r->bad) return bad(gi, "%s", "an output has unknown flags");
             T->out_new[k] = nf & JN_IR_MO_NEW;
             T->out_all[k] = (nf & JN_IR_MO_ALL) != 0;
+            G->any_all |= T->out_all[k];
             if (!T->out_new[k]) {
                 const char *w = read_ref(r, G, &T->out[k]);
                 if (r->bad) return bad(gi, "truncated in %s", r->what);
@@ -748,6 +750,10 @@ int32_t jn_rp_match_ntokens(const jn_rp_matcher *mt, int32_t gi) {
     return mt->gr[mt->by_graph[gi]].ntok;
 }
 
+int jn_rp_match_collects_all(const jn_rp_matcher *mt, int32_t gi) {
+    return jn_rp_match_ntokens(mt, gi) >= 0 && mt->gr[mt->by_graph[gi]].any_all;
+}
+
 int jn_rp_match_input_each(const jn_rp_matcher *mt, int32_t gi, int32_t i, int32_t *tok, int *arg) {
     if (jn_rp_match_ntokens(mt, gi) < 0) return 0;
     const mgraph *G = &mt->gr[mt->by_graph[gi]];
@@ -882,18 +888,23 @@ static int match_dim(mcur *G, jn_ir_dim d, int64_t seen, int32_t arg, int32_t di
     return fail(G, F_SYMBIND, arg, -1, (double)seen, 0);
 }
 
-static int bind_input(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg) {
-    if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
-    if (G->ibound[i]) return G->in_id[i] == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)G->in_id[i]);
-    const jn_ir_graph *g = G->P->g;
-    const jn_ir_input *in = &g->inputs[i];
-    const jn_ir_value *v = &g->values[in->value];
+/* a's dtype, device and shape against tensor input i's, from its dim d0
+ * on (1: a stacked input's element; its dim 0 is the loop's trip). */
+static int input_type(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg, int d0) {
+    const jn_ir_value *v = &G->P->g->values[G->P->g->inputs[i].value];
     const int32_t *gg = &G->P->in_guard[i * GI_N];
     if (a->dtype != v->dtype) return fail(G, F_DTYPE, arg, gg[GI_DTYPE], a->dtype, v->dtype);
     if (a->device != v->device) return fail(G, F_DEVICE, arg, gg[GI_DEVICE], a->device, v->device);
-    if (a->ndim != v->ndim) return fail(G, F_RANK, arg, -1, a->ndim, v->ndim);
-    for (int d = 0; d < v->ndim; d++)
-        if (!match_dim(G, v->shape[d], a->shape[d], arg, G->P->dim_guard[i * JN_MAX_DIMS + d])) return 0;
+    if (a->ndim + d0 != v->ndim) return fail(G, F_RANK, arg, -1, a->ndim, v->ndim - d0);
+    for (int d = d0; d < v->ndim; d++)
+        if (!match_dim(G, v->shape[d], a->shape[d - d0], arg, G->P->dim_guard[i * JN_MAX_DIMS + d])) return 0;
+    return 1;
+}
+
+static int bind_input(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg) {
+    if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
+    if (G->ibound[i]) return G->in_id[i] == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)G->in_id[i]);
+    if (!input_type(G, i, a, arg, 0)) return 0;
     G->ibound[i] = 1;
     G->in_ev[i] = G->done;
     G->in_arg[i] = arg;
@@ -909,13 +920,7 @@ static int bind_input(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg)
 static int bind_each(mcur *G, int32_t i, const jn_rp_match_arg *a, int32_t arg) {
     if (a->pytype) return fail(G, F_NOTTENSOR, arg, -1, a->scalar, 0);
     if (G->in_it[i] == G->it) return G->in_id[i] == a->id || fail(G, F_IDENT, arg, -1, (double)a->id, (double)G->in_id[i]);
-    const jn_ir_value *v = &G->P->g->values[G->P->g->inputs[i].value];
-    const int32_t *gg = &G->P->in_guard[i * GI_N];
-    if (a->dtype != v->dtype) return fail(G, F_DTYPE, arg, gg[GI_DTYPE], a->dtype, v->dtype);
-    if (a->device != v->device) return fail(G, F_DEVICE, arg, gg[GI_DEVICE], a->device, v->device);
-    if (a->ndim + 1 != v->ndim) return fail(G, F_RANK, arg, -1, a->ndim, v->ndim - 1);
-    for (int d = 1; d < v->ndim; d++)
-        if (!match_dim(G, v->shape[d], a->shape[d - 1], arg, G->P->dim_guard[i * JN_MAX_DIMS + d])) return 0;
+    if (!input_type(G, i, a, arg, 1)) return 0;
     if (!G->ibound[i]) G->in_ev[i] = G->done, G->in_arg[i] = arg;
     G->ibound[i] = 1;
     G->in_prev[i] = G->in_it[i] == G->it - 1 ? G->in_id[i] : 0;
